@@ -1,0 +1,3 @@
+from collsim.cli import entry
+
+entry()

@@ -1,0 +1,94 @@
+"""The ``collsim`` command: the front door to the simulator, validate, netlab and reports.
+
+Every subcommand lives in its own module (``collsim/cmd_*.py``) and registers itself on :data:`app`.
+Errors collsim raises on purpose, usage errors and unreadable input all end the same way: one line on
+stderr, ``collsim: error: ...``, and exit code 2 -- never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+try:  # typer >= 0.26 vendors click; older releases use click itself
+    from typer._click import exceptions as _click
+except ImportError:  # pragma: no cover
+    import click.exceptions as _click  # type: ignore[no-redef]
+
+from sim.errors import CollsimError
+
+__all__ = ["app", "fail", "main"]
+
+app = typer.Typer(
+    name="collsim",
+    help="How long will gradient synchronization take on this cluster, and where is the bottleneck?",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print one error line and exit."""
+    print(f"collsim: error: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def _register() -> None:
+    from . import cmd_sim  # noqa: F401  (registers its commands)
+
+    for optional in ("cmd_validate", "cmd_netlab", "cmd_report"):
+        try:
+            __import__(f"{__package__}.{optional}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__package__}.{optional}":
+                raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (also used as the console script)."""
+    _register()
+    try:
+        result = app(args=argv, prog_name="collsim", standalone_mode=False)
+    except _click.NoArgsIsHelpError:
+        return 0
+    except _click.UsageError as exc:
+        hint = f" (see: collsim {exc.ctx.command_path.partition(' ')[2]} --help)".replace("  ", " ") if exc.ctx else ""
+        print(f"collsim: error: {exc.format_message()}{hint}", file=sys.stderr)
+        return 2
+    except (_click.Abort if hasattr(_click, "Abort") else typer.Abort):
+        print("collsim: interrupted", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("collsim: interrupted", file=sys.stderr)
+        return 130
+    except CollsimError as exc:
+        print(f"collsim: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # the reader went away (collsim ... | head): not an error worth a traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    except OSError as exc:
+        print(f"collsim: error: {exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("collsim: error: out of memory (try fewer ranks or a smaller sweep)", file=sys.stderr)
+        return 2
+    return result if isinstance(result, int) else 0
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,142 @@
+"""``collsim simulate``, ``collsim topology show|list`` and ``collsim algorithms``."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from typing import Annotated, Optional
+
+import typer
+
+from sim.algorithms import algorithm_names, get_algorithm
+from sim.cluster import Cluster
+from sim.collectives import COLLECTIVES, get_collective
+from sim.errors import ConfigError
+from sim.results import nccl_header, nccl_row
+from sim.simulate import simulate
+from sim.topology import BUILDERS, bundled_topologies, load_graph, summarize
+from sim.units import parse_size, parse_size_range
+
+from .cli import app
+
+TopologyOpt = Annotated[
+    str,
+    typer.Option(
+        "--topology",
+        "-t",
+        envvar="COLLSIM_TOPOLOGY",
+        help="Inline spec (star:hosts=8,bandwidth=100Gbps,latency=1us), a YAML file or a bundled name.",
+    ),
+]
+RanksOpt = Annotated[
+    Optional[int], typer.Option("--ranks", "-r", envvar="COLLSIM_RANKS", help="Use the first N GPUs.", min=1)
+]
+
+
+@app.command("simulate")
+def simulate_cmd(
+    topology: TopologyOpt,
+    collective: Annotated[
+        str, typer.Option("--collective", envvar="COLLSIM_COLLECTIVE", help="allreduce, broadcast, ...")
+    ] = "allreduce",
+    algorithm: Annotated[
+        str, typer.Option("--algorithm", "-a", envvar="COLLSIM_ALGORITHM", help="e.g. ring, tree:chunks=8")
+    ] = "ring",
+    size: Annotated[Optional[str], typer.Option("--size", "-s", help="One size, e.g. 64MiB.")] = None,
+    sizes: Annotated[
+        Optional[str],
+        typer.Option("--sizes", envvar="COLLSIM_SIZES", help="Sweep MIN:MAX[:FACTOR] (powers of 2), or a list a,b,c."),
+    ] = None,
+    ranks: RanksOpt = None,
+    dtype: Annotated[str, typer.Option("--dtype", "-d", envvar="COLLSIM_DTYPE", help="nccl-tests type name.")] = "float",
+    root: Annotated[int, typer.Option("--root", help="Root rank of rooted collectives.")] = 0,
+    gamma: Annotated[
+        float, typer.Option("--gamma", envvar="COLLSIM_GAMMA", help="Reduction cost, seconds per byte.")
+    ] = 0.0,
+    check: Annotated[
+        bool, typer.Option("--check", "-c", help="Track every contribution; #wrong counts the ranks with wrong data.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per size instead of the table.")] = False,
+) -> None:
+    """Simulate a collective and print nccl-tests' columns (or JSON lines)."""
+    if size and sizes:
+        raise ConfigError("give --size or --sizes, not both")
+    size_list = parse_size_range(sizes, "--sizes") if sizes else [int(parse_size(size or "64MiB", "--size"))]
+    coll = get_collective(collective)
+    algo = get_algorithm(coll.name, algorithm)
+    cluster = Cluster(topology, ranks=ranks)
+    p = cluster.size
+    if not as_json:
+        print(f"# collsim simulate: {coll.name} ({algo.spec}) on {cluster.name}, {p} ranks")
+        print(f"# topology: {cluster.graph.graph.get('spec', topology)}")
+        print("#")
+        print(nccl_header())
+    results = []
+    for nbytes in size_list:
+        r = simulate(cluster, coll.name, algo, nbytes, dtype=dtype, gamma=gamma, root=root, check=check)
+        results.append(r)
+        print(r.to_json() if as_json else nccl_row(r), flush=True)
+    if not as_json:
+        avg = statistics.fmean(r.busbw_GBps for r in results)
+        last = results[-1]
+        print(f"# Out of bounds values : {sum(1 for r in results if r.wrong)} {'OK' if check else ''}".rstrip())
+        print(f"# Avg bus bandwidth    : {avg:.4g}")
+        if last.busiest_link:
+            print(
+                f"# Busiest link at {last.size_bytes} B: {last.busiest_link}, "
+                f"{last.max_link_utilization:.1%} busy over the collective"
+            )
+
+
+topology_app = typer.Typer(help="Inspect cluster topologies.", no_args_is_help=True)
+app.add_typer(topology_app, name="topology")
+
+
+@topology_app.command("show")
+def topology_show(
+    spec: Annotated[str, typer.Argument(help="Inline spec, YAML file or bundled name.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Summarise a cluster: hosts, GPUs, switches, links and bisection bandwidth."""
+    summary = summarize(load_graph(spec))
+    if as_json:
+        from dataclasses import asdict
+
+        print(json.dumps(asdict(summary)))
+    else:
+        print("\n".join(summary.lines()))
+
+
+@topology_app.command("list")
+def topology_list() -> None:
+    """List the builders (for inline specs) and the bundled topology files."""
+    print("builders (use as KIND:key=value,...):")
+    for name, (_func, model) in sorted(BUILDERS.items()):
+        fields = []
+        for key, info in sorted(model.model_fields.items(), key=lambda kv: not kv[1].is_required()):
+            fields.append(key if info.is_required() else f"[{key}]")
+        print(f"  {name}: {', '.join(fields)}")
+    print("bundled files:")
+    for name, path in bundled_topologies().items():
+        graph = load_graph(path)
+        print(f"  {name}: {len(graph.graph['ranks'])} GPUs  ({path})")
+
+
+@app.command("algorithms")
+def algorithms_cmd(
+    collective: Annotated[Optional[str], typer.Option("--collective", help="Only this collective.")] = None,
+) -> None:
+    """List the algorithms of every collective."""
+    names = [get_collective(collective).name] if collective else list(COLLECTIVES)
+    for coll in names:
+        algos = algorithm_names(coll)
+        if not algos:
+            continue
+        print(f"{coll}:")
+        for name in algos:
+            algo = get_algorithm(coll, name)
+            options = ", ".join(algo.Options.model_fields) or "-"
+            print(f"  {name:22s} {algo.summary}  (options: {options})")
+
+
+__all__ = ["algorithms_cmd", "simulate_cmd", "topology_list", "topology_show"]

@@ -1,0 +1,65 @@
+"""What every algorithm is: a SimPy process over a :class:`~sim.runtime.Job`, beside its closed-form
+cost, registered under a name for one collective.
+
+An algorithm module defines a subclass of :class:`Algorithm` with
+
+* ``name`` and ``collective`` -- the registry key (``allreduce`` / ``ring``);
+* ``Options`` -- a schema of its options (``tree:chunks=8`` gives ``chunks=8``);
+* :meth:`run` -- the generator that moves the data through ``job.send`` / ``job.recv``;
+* :meth:`cost` -- the closed form on an uncongested star (model.md), in α, β, γ;
+* :meth:`segments` -- how finely it cuts the buffer, for the data check.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Generator
+from typing import Any, ClassVar
+
+from ..schema import Spec
+
+__all__ = ["Algorithm", "NoOptions"]
+
+
+class NoOptions(Spec):
+    """An algorithm without options."""
+
+
+class Algorithm(ABC):
+    """Base class of every algorithm (see the module docstring)."""
+
+    name: ClassVar[str]
+    collective: ClassVar[str]
+    Options: ClassVar[type[Spec]] = NoOptions
+    summary: ClassVar[str] = ""
+
+    def __init__(self, options: Spec | None = None) -> None:
+        self.options = options if options is not None else self.Options()
+
+    @property
+    def spec(self) -> str:
+        """The canonical spec string, e.g. ``tree:chunks=8``."""
+        fields = self.options.model_dump(exclude_defaults=True)
+        if not fields:
+            return self.name
+        return self.name + ":" + ",".join(f"{k}={v}" for k, v in fields.items())
+
+    def check(self, p: int, cluster: Any) -> None:
+        """Raise :class:`~sim.errors.AlgorithmError` when the algorithm cannot run on ``p`` ranks of
+        ``cluster`` (too few ranks, no spare hosts, ...)."""
+
+    def segments(self, p: int) -> int:
+        """Number of buffer segments the data check tracks (per-rank buffer, or total for the
+        gathering collectives)."""
+        return p
+
+    @abstractmethod
+    def run(self, job: Any) -> Generator[Any, Any, None]:
+        """The SimPy process body: returns when every rank is done."""
+
+    @abstractmethod
+    def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
+        """Closed-form time on an uncongested star with Hockney parameters α, β and reduction γ."""
+
+    def __repr__(self) -> str:
+        return f"<{self.collective} algorithm {self.spec}>"

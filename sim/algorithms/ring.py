@@ -1,0 +1,80 @@
+"""Ring all-reduce: a reduce-scatter then an all-gather around the ranks, in chunks of n/p.
+
+Schedule (rank r, successor r+1, predecessor r-1, all mod p): in step s = 0..p-2 of the reduce-scatter,
+r sends chunk (r - s) to r+1, receives chunk (r - s - 1) from r-1 and adds it to its own; after p-1 steps
+r holds chunk (r + 1) fully reduced. The all-gather then passes the reduced chunks around for p-1 more
+steps, each rank overwriting the chunk it receives. A rank starts a step when its previous send has
+left and its previous receive (and reduction) is done.
+
+Cost on an uncongested star (every step is one α-β message of n/p bytes, and a reduction of n/p):
+
+    T = 2(p-1)·α + 2·(p-1)/p·n·β + (p-1)/p·n·γ
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from typing import Any
+
+from ..runtime import Job
+from .base import Algorithm
+from .registry import register
+
+__all__ = ["RingAllReduce", "ring_allgather", "ring_reduce_scatter"]
+
+
+def ring_reduce_scatter(
+    job: Job, order: Sequence[int], i: int, segments: Sequence[Any], chunk: float, tag: int = 0
+) -> Generator[Any, Any, None]:
+    """Rank ``order[i]``'s part of a ring reduce-scatter over the ranks ``order``.
+
+    ``segments[k]`` is the data-check segment of chunk ``k`` (``len(segments) == len(order)``); each
+    chunk is ``chunk`` bytes. Ends with ``order[i]`` holding chunk ``(i + 1) % len(order)`` reduced.
+    """
+    q = len(order)
+    me, nxt, prv = order[i], order[(i + 1) % q], order[(i - 1) % q]
+    data = job.data
+    for s in range(q - 1):
+        sent = job.send(me, nxt, chunk, data.take(me, segments[(i - s) % q]), tag + s)
+        got = yield job.recv(me, prv, tag + s)
+        yield sent
+        yield from job.combine(me, segments[(i - s - 1) % q], got, chunk)
+
+
+def ring_allgather(
+    job: Job, order: Sequence[int], i: int, segments: Sequence[Any], chunk: float, tag: int = 0, first: int = 1
+) -> Generator[Any, Any, None]:
+    """Rank ``order[i]``'s part of a ring all-gather: it starts holding chunk ``(i + first) % q`` and
+    ends holding all ``q`` chunks."""
+    q = len(order)
+    me, nxt, prv = order[i], order[(i + 1) % q], order[(i - 1) % q]
+    data = job.data
+    for s in range(q - 1):
+        sent = job.send(me, nxt, chunk, data.take(me, segments[(i + first - s) % q]), tag + s)
+        got = yield job.recv(me, prv, tag + s)
+        yield sent
+        data.put(me, segments[(i + first - s - 1) % q], got)
+
+
+@register
+class RingAllReduce(Algorithm):
+    name = "ring"
+    collective = "allreduce"
+    summary = "reduce-scatter + all-gather around a ring, chunks of n/p"
+
+    def run(self, job: Job) -> Generator[Any, Any, None]:
+        p = job.p
+        if p == 1:
+            return
+        order = list(range(p))
+        segments = list(range(p))
+        chunk = job.nbytes / p
+
+        def rank(i: int) -> Generator[Any, Any, None]:
+            yield from ring_reduce_scatter(job, order, i, segments, chunk, tag=0)
+            yield from ring_allgather(job, order, i, segments, chunk, tag=p)
+
+        yield job.env.all_of([job.env.process(rank(i)) for i in range(p)])
+
+    def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
+        return 2 * (p - 1) * alpha + 2 * (p - 1) / p * n * beta + (p - 1) / p * n * gamma

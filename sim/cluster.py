@@ -1,0 +1,149 @@
+"""A cluster ready to simulate: the graph's arcs as arrays, ranks mapped to GPUs, and routes between
+ranks interned as path ids (each path stored once, its arcs in one flat array).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from .errors import ConfigError
+from .routing import Router
+from .topology.load import load_graph
+
+__all__ = ["Cluster", "hockney"]
+
+
+class _PathTable:
+    """Paths interned by (src rank, dst rank): arcs in one growing flat array, with offsets."""
+
+    def __init__(self) -> None:
+        self.arcs = np.zeros(1024, dtype=np.int64)
+        self.start = np.zeros(64, dtype=np.int64)
+        self.length = np.zeros(64, dtype=np.int64)
+        self.latency = np.zeros(64)
+        self.count = 0
+        self._used = 0
+
+    def add(self, arcs: list[int], latency: float) -> int:
+        pid = self.count
+        if pid == len(self.start):
+            grow = len(self.start) * 2
+            self.start = np.resize(self.start, grow)
+            self.length = np.resize(self.length, grow)
+            self.latency = np.resize(self.latency, grow)
+        need = self._used + len(arcs)
+        if need > len(self.arcs):
+            self.arcs = np.resize(self.arcs, max(need, 2 * len(self.arcs)))
+        self.arcs[self._used : need] = arcs
+        self.start[pid] = self._used
+        self.length[pid] = len(arcs)
+        self.latency[pid] = latency
+        self._used = need
+        self.count += 1
+        return pid
+
+    def arcs_of(self, pid: int) -> np.ndarray:
+        s = self.start[pid]
+        return self.arcs[s : s + self.length[pid]]
+
+
+class Cluster:
+    """A topology prepared for simulation.
+
+    Parameters
+    ----------
+    topology : str, path or networkx graph
+        Anything :func:`sim.topology.load_graph` accepts.
+    ranks : int, optional
+        Use only the first ``ranks`` GPUs (in the topology's rank order).
+
+    Attributes
+    ----------
+    graph : networkx.DiGraph
+    ranks : list of str
+        GPU node of each rank.
+    arcs : list of (str, str)
+        Link directions; ``capacity`` (bytes/s) and ``latency`` (s) are arrays indexed alike.
+    overhead : numpy.ndarray
+        Per-message software cost (s) at each rank when it sends.
+    """
+
+    def __init__(self, topology: str | os.PathLike[str] | nx.Graph, ranks: int | None = None) -> None:
+        graph = load_graph(topology)
+        all_ranks = list(graph.graph["ranks"])
+        if ranks is not None:
+            if ranks < 1:
+                raise ConfigError(f"--ranks must be >= 1, got {ranks}")
+            if ranks > len(all_ranks):
+                raise ConfigError(
+                    f"--ranks {ranks}: topology {graph.graph['name']!r} has only {len(all_ranks)} GPUs"
+                )
+            all_ranks = all_ranks[:ranks]
+        self.graph = graph
+        self.name: str = graph.graph.get("name", "cluster")
+        self.ranks: list[str] = all_ranks
+        self.nodes: list[str] = list(graph.nodes)
+        self.arcs: list[tuple[str, str]] = list(graph.edges)
+        arc_index = {arc: i for i, arc in enumerate(self.arcs)}
+        self.capacity = np.array([graph.edges[a]["bandwidth"] for a in self.arcs], dtype=float)
+        self.latency = np.array([graph.edges[a]["latency"] for a in self.arcs], dtype=float)
+        default = float(graph.graph.get("overhead", 0.0))
+        self.overhead = np.array([float(graph.nodes[g].get("overhead", default)) for g in self.ranks])
+        self.compute_scale = np.array([float(graph.nodes[g].get("compute_scale", 1.0)) for g in self.ranks])
+        self.router = Router(graph, self.nodes, arc_index)
+        self.paths = _PathTable()
+        self._pid: dict[tuple[int, int], int] = {}
+
+    @property
+    def size(self) -> int:
+        """Number of ranks."""
+        return len(self.ranks)
+
+    def host_of(self, rank: int) -> str:
+        node = self.ranks[rank]
+        return self.graph.nodes[node].get("host") or node
+
+    def path_id(self, src: int, dst: int) -> int:
+        """The interned route from rank ``src`` to rank ``dst``."""
+        key = (src, dst)
+        pid = self._pid.get(key)
+        if pid is None:
+            arcs = self.router.route(self.ranks[src], self.ranks[dst])
+            pid = self.paths.add(arcs, float(self.latency[arcs].sum()) if arcs else 0.0)
+            self._pid[key] = pid
+        return pid
+
+    def arc_name(self, arc: int) -> str:
+        u, v = self.arcs[arc]
+        return f"{u}->{v}"
+
+    def alpha_beta(self, src: int, dst: int) -> tuple[float, float]:
+        """Hockney parameters of the route src -> dst: α = path latency + sender overhead,
+        β = 1 / (narrowest bandwidth on the path)."""
+        pid = self.path_id(src, dst)
+        arcs = self.paths.arcs_of(pid)
+        alpha = float(self.paths.latency[pid] + self.overhead[src])
+        beta = float(1.0 / self.capacity[arcs].min()) if len(arcs) else 0.0
+        return alpha, beta
+
+
+@dataclass(frozen=True)
+class Hockney:
+    """α-β parameters of a cluster where every rank pair sees the same path cost."""
+
+    alpha: float
+    beta: float
+
+
+def hockney(cluster: Cluster) -> Hockney:
+    """α and β shared by all rank pairs (a star, say); raises ConfigError when pairs differ."""
+    pairs = {cluster.alpha_beta(0, d) for d in range(1, cluster.size)}
+    pairs |= {cluster.alpha_beta(s, 0) for s in range(1, cluster.size)}
+    if len(pairs) != 1:
+        raise ConfigError(f"{cluster.name}: rank pairs have different α-β costs; no single closed form applies")
+    alpha, beta = pairs.pop()
+    return Hockney(alpha, beta)

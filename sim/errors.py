@@ -1,0 +1,45 @@
+"""The package's error hierarchy.
+
+Every error collsim raises on purpose derives from :class:`CollsimError`; the CLI turns
+each one into a single line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AlgorithmError",
+    "CalibrationError",
+    "CollsimError",
+    "ConfigError",
+    "RoutingError",
+    "RunError",
+    "TopologyError",
+]
+
+
+class CollsimError(Exception):
+    """Base class of every error collsim raises on purpose."""
+
+
+class ConfigError(CollsimError, ValueError):
+    """A spec, a file or an option is malformed (the message names where)."""
+
+
+class TopologyError(ConfigError):
+    """A topology file or inline spec is invalid."""
+
+
+class RoutingError(CollsimError):
+    """Two endpoints cannot reach each other."""
+
+
+class AlgorithmError(ConfigError):
+    """An unknown algorithm, or one that does not apply to the collective or the cluster."""
+
+
+class CalibrationError(CollsimError):
+    """Calibration input is unusable or a fit failed."""
+
+
+class RunError(CollsimError):
+    """A simulation or a real run failed while it ran."""

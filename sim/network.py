@@ -1,0 +1,310 @@
+"""The flow-level network: messages as flows on routed paths, sharing every link direction by
+max-min fairness, on a SimPy :class:`simpy.Environment`.
+
+A flow of ``n`` bytes sent at ``t0`` first waits its path latency plus the sender's per-message overhead,
+then drains at its current rate; it completes when its last byte is drained (the cut-through fluid model
+of ../shared/docs/model.md). Rates are recomputed whenever a flow starts draining or completes; every
+change that happens at the same simulated instant is folded into one recomputation.
+
+Use it from a SimPy process::
+
+    env = simpy.Environment()
+    net = Network(env, Cluster("star:hosts=4,bandwidth=100Gbps,latency=1us"))
+
+    def rank0(env):
+        yield net.send(0, 1, 64 * 2**20)          # one message, rank 0 -> rank 1
+        yield net.transfer([0, 1], [2, 3], 2**20)  # two flows started together, one event for both
+
+    env.process(rank0(env))
+    env.run()
+
+The engine keeps every flow in numpy arrays (slots reused through a free list) and schedules a single
+SimPy timeout for its next change, so a step in which thousands of flows start together costs one
+rate computation.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import simpy
+
+from .cluster import Cluster
+from .errors import RunError
+from .maxmin import maxmin_rates
+
+__all__ = ["Network"]
+
+_TIME_RTOL = 1e-12  # flows due within this fraction of "now" complete together
+
+
+class _Group:
+    """The flows of one send/transfer call and the event that fires when all of them are done."""
+
+    __slots__ = ("event", "left")
+
+    def __init__(self, event: simpy.Event, left: int) -> None:
+        self.event = event
+        self.left = left
+
+
+class Network:
+    """Flows on a :class:`Cluster`, simulated in ``env``.
+
+    Parameters
+    ----------
+    env : simpy.Environment
+    cluster : Cluster
+    check : bool
+        Verify after every rate computation that no link direction carries more than its capacity
+        (costs one pass over the flows; for tests).
+
+    Attributes
+    ----------
+    arc_bytes : numpy.ndarray
+        Bytes carried so far by every link direction (indexed like ``cluster.arcs``).
+    flows : int
+        Flows started so far.
+    solves : int
+        Rate computations so far.
+    peak_load : numpy.ndarray or None
+        With ``check``: the highest rate sum seen on every link direction.
+    """
+
+    def __init__(self, env: simpy.Environment, cluster: Cluster, *, check: bool = False) -> None:
+        self.env = env
+        self.cluster = cluster
+        self.check = check
+        self.arc_bytes = np.zeros(len(cluster.arcs))
+        self.peak_load = np.zeros(len(cluster.arcs)) if check else None
+        self.flows = 0
+        self.solves = 0
+        self.wakeups = 0
+        size = 64
+        self._remaining = np.zeros(size)
+        self._rate = np.zeros(size)
+        self._bytes = np.zeros(size)
+        self._path = np.zeros(size, dtype=np.int64)
+        self._bound = np.full(size, np.inf)
+        self._group: list[_Group | None] = [None] * size
+        self._free: list[int] = list(range(size - 1, -1, -1))
+        self._active = np.zeros(0, dtype=np.int64)
+        self._entry_flow = np.zeros(0, dtype=np.int64)
+        self._entry_arc = np.zeros(0, dtype=np.int64)
+        self._pending: list[tuple[float, int, Any]] = []
+        self._seq = 0
+        self._t_last = 0.0
+        self._wake_at = np.inf
+        self._wake_gen = 0
+        self.on_flows_done: list[Callable[[np.ndarray, float], None]] = []
+
+    # ------------------------------------------------------------------ public API
+    def send(self, src: int, dst: int, nbytes: float, *, bound: float | None = None) -> simpy.Event:
+        """Send ``nbytes`` from rank ``src`` to rank ``dst``; the event fires when the last byte
+        arrives (its value is the completion time)."""
+        if not nbytes >= 0:
+            raise RunError(f"send {src}->{dst}: size must be >= 0 bytes, got {nbytes}")
+        cl = self.cluster
+        pid = cl.path_id(src, dst)
+        event = self.env.event()
+        group = _Group(event, 1)
+        slot = self._alloc()
+        self._remaining[slot] = nbytes
+        self._bytes[slot] = nbytes
+        self._path[slot] = pid
+        self._bound[slot] = np.inf if bound is None else bound
+        self._group[slot] = group
+        self.flows += 1
+        self._enqueue(self.env.now + cl.paths.latency[pid] + cl.overhead[src], slot)
+        return event
+
+    def transfer(
+        self,
+        srcs: Sequence[int] | np.ndarray,
+        dsts: Sequence[int] | np.ndarray,
+        nbytes: float | Sequence[float] | np.ndarray,
+    ) -> simpy.Event:
+        """Start one flow per (src, dst) pair at once; the event fires when all of them are done."""
+        srcs = np.asarray(srcs, dtype=np.int64)
+        dsts = np.asarray(dsts, dtype=np.int64)
+        sizes = np.broadcast_to(np.asarray(nbytes, dtype=float), srcs.shape)
+        if srcs.shape != dsts.shape or srcs.ndim != 1:
+            raise RunError("transfer: srcs and dsts must be 1-D and of the same length")
+        if len(sizes) and not (sizes >= 0).all():
+            raise RunError("transfer: sizes must be >= 0 bytes")
+        event = self.env.event()
+        count = len(srcs)
+        if count == 0:
+            return event.succeed(self.env.now)
+        cl = self.cluster
+        pids = np.fromiter((cl.path_id(int(s), int(d)) for s, d in zip(srcs, dsts)), dtype=np.int64, count=count)
+        group = _Group(event, count)
+        slots = self._alloc_many(count)
+        self._remaining[slots] = sizes
+        self._bytes[slots] = sizes
+        self._path[slots] = pids
+        self._bound[slots] = np.inf
+        for slot in slots:
+            self._group[slot] = group
+        self.flows += count
+        starts = self.env.now + cl.paths.latency[pids] + cl.overhead[srcs]
+        for start in np.unique(starts):
+            self._enqueue(float(start), slots[starts == start])
+        return event
+
+    @property
+    def active_flows(self) -> int:
+        return len(self._active)
+
+    def link_load(self) -> np.ndarray:
+        """Current rate sum on every link direction (bytes/s)."""
+        load = np.zeros(len(self.cluster.arcs))
+        if len(self._active):
+            np.add.at(load, self._entry_arc, self._rate[self._active][self._entry_flow])
+        return load
+
+    # ------------------------------------------------------------------ slots
+    def _alloc(self) -> int:
+        if not self._free:
+            self._grow(len(self._remaining) * 2)
+        return self._free.pop()
+
+    def _alloc_many(self, count: int) -> np.ndarray:
+        if len(self._free) < count:
+            self._grow(max(len(self._remaining) * 2, len(self._remaining) + count))
+        slots = self._free[-count:]
+        del self._free[-count:]
+        return np.array(slots[::-1], dtype=np.int64)
+
+    def _grow(self, size: int) -> None:
+        old = len(self._remaining)
+        for name in ("_remaining", "_rate", "_bytes", "_path", "_bound"):
+            setattr(self, name, np.resize(getattr(self, name), size))
+        self._bound[old:] = np.inf
+        self._group.extend([None] * (size - old))
+        self._free[:0] = range(size - 1, old - 1, -1)
+
+    # ------------------------------------------------------------------ event loop
+    def _enqueue(self, start: float, slots: Any) -> None:
+        heapq.heappush(self._pending, (start, self._seq, slots))
+        self._seq += 1
+        if start < self._wake_at:
+            self._schedule(start)
+
+    def _schedule(self, when: float) -> None:
+        self._wake_at = when
+        self._wake_gen += 1
+        gen = self._wake_gen
+        timeout = self.env.timeout(max(0.0, when - self.env.now))
+        timeout.callbacks.append(lambda _event, gen=gen: self._wake(gen))
+
+    def _wake(self, gen: int) -> None:
+        if gen != self._wake_gen:
+            return  # superseded by an earlier wake-up
+        self.wakeups += 1
+        now = self.env.now
+        self._wake_at = np.inf
+        changed = self._drain(now)
+        pending = self._pending
+        starting = []
+        while pending and pending[0][0] <= now:
+            starting.append(heapq.heappop(pending)[2])
+        if starting:
+            changed = self._start(starting, now) or changed
+        if changed:
+            self._solve()
+        self._schedule_next(now)
+
+    def _drain(self, now: float) -> bool:
+        """Advance every active flow to ``now`` and complete the ones that are done."""
+        active = self._active
+        dt = now - self._t_last
+        self._t_last = now
+        if not len(active):
+            return False
+        rate = self._rate[active]
+        remaining = self._remaining[active] - rate * dt
+        self._remaining[active] = remaining
+        done = remaining <= rate * (_TIME_RTOL * now + 1e-300)
+        if not done.any():
+            return False
+        self._finish(active[done], now)
+        keep = ~done
+        self._active = active[keep]
+        self._build_entries()
+        return True
+
+    def _start(self, starting: list[Any], now: float) -> bool:
+        slots = np.concatenate([np.atleast_1d(np.asarray(s, dtype=np.int64)) for s in starting])
+        cl = self.cluster
+        instant = (self._remaining[slots] <= 0) | (cl.paths.length[self._path[slots]] == 0)
+        if instant.any():
+            self._finish(slots[instant], now)
+            slots = slots[~instant]
+        if not len(slots):
+            return False
+        self._active = np.concatenate([self._active, slots])
+        self._build_entries()
+        return True
+
+    def _build_entries(self) -> None:
+        paths = self.cluster.paths
+        pids = self._path[self._active]
+        lens = paths.length[pids]
+        total = int(lens.sum())
+        self._entry_flow = np.repeat(np.arange(len(pids)), lens)
+        ends = np.cumsum(lens)
+        offsets = np.arange(total) - np.repeat(ends - lens, lens)
+        self._entry_arc = paths.arcs[np.repeat(paths.start[pids], lens) + offsets]
+
+    def _solve(self) -> None:
+        active = self._active
+        if not len(active):
+            return
+        self.solves += 1
+        rates = maxmin_rates(
+            self._entry_flow, self._entry_arc, len(active), self.cluster.capacity, self._bound[active]
+        )
+        self._rate[active] = rates
+        if self.check:
+            load = self.link_load()
+            assert self.peak_load is not None
+            np.maximum(self.peak_load, load, out=self.peak_load)
+            over = load > self.cluster.capacity * (1 + 1e-9)
+            if over.any():
+                arc = int(np.argmax(over))
+                raise RunError(f"link {self.cluster.arc_name(arc)} over capacity: {load[arc]} > {self.cluster.capacity[arc]}")
+
+    def _schedule_next(self, now: float) -> None:
+        when = np.inf
+        active = self._active
+        if len(active):
+            when = now + float(np.min(self._remaining[active] / self._rate[active]))
+        if self._pending:
+            when = min(when, self._pending[0][0])
+        if when < np.inf:
+            self._schedule(when)
+
+    def _finish(self, slots: np.ndarray, now: float) -> None:
+        paths = self.cluster.paths
+        pids = self._path[slots]
+        lens = paths.length[pids]
+        if lens.sum():
+            offsets = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+            arcs = paths.arcs[np.repeat(paths.start[pids], lens) + offsets]
+            np.add.at(self.arc_bytes, arcs, np.repeat(self._bytes[slots], lens))
+        for hook in self.on_flows_done:
+            hook(slots, now)
+        groups = self._group
+        for slot in slots.tolist():
+            group = groups[slot]
+            groups[slot] = None
+            self._free.append(slot)
+            assert group is not None
+            group.left -= 1
+            if group.left == 0:
+                group.event.succeed(now)
+        self._rate[slots] = 0.0

@@ -1,0 +1,244 @@
+"""What an algorithm sees while it runs: a :class:`Job` (send, receive, reduce, per rank) and the
+symbolic data that proves it delivers every contribution exactly once.
+
+Write an algorithm as a SimPy process over a job::
+
+    def my_allreduce(job):
+        def rank(r):
+            peer = r ^ 1
+            payload = job.data.take(r, slice(None))
+            job.send(r, peer, job.nbytes, payload)
+            got = yield job.recv(r, peer)
+            yield from job.combine(r, slice(None), got, job.nbytes)
+        yield job.env.all_of([job.env.process(rank(r)) for r in range(job.p)])
+
+Data is tracked as counts, not values: ``counts[rank, segment, contributor]`` is how many times
+``contributor``'s input is folded into ``rank``'s copy of ``segment``. A correct all-reduce ends with
+every count equal to one -- a contribution lost reads 0, one added twice reads 2.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+import simpy
+
+from .errors import RunError
+from .network import Network
+
+__all__ = ["DataCheck", "Job", "NoData"]
+
+Segment = int | slice | np.ndarray | list[int]
+
+
+class DataCheck:
+    """Contribution counts for a collective over ``p`` ranks and ``segments`` buffer segments.
+
+    For all-reduce, reduce and broadcast, ``segments`` divide the per-rank buffer. For the gathering
+    and scattering collectives the buffer is the total (nccl-tests' size), divided into ``p`` blocks of
+    ``segments // p`` segments; block ``b`` belongs to rank ``b``. For all-to-all, segment ``s * p + d``
+    is the block rank ``s`` sends to rank ``d``. For send/recv every rank sends its buffer to the next.
+    """
+
+    def __init__(self, collective: str, p: int, segments: int, root: int = 0) -> None:
+        if p * segments * p > 50_000_000:
+            raise RunError(f"data check for {p} ranks x {segments} segments is too large; run it on fewer ranks")
+        self.collective = collective
+        self.p = p
+        self.segments = segments
+        self.root = root
+        self.counts = np.zeros((p, segments, p), dtype=np.int32)
+        self.expected = np.zeros((p, segments, p), dtype=np.int32)
+        self.checked = np.ones(p, dtype=bool)  # which ranks' final buffers matter
+        ranks = np.arange(p)
+        per = segments // p if collective in ("allgather", "gather", "scatter", "reducescatter") else 0
+        owner = np.arange(segments) // per if per else None
+        if collective == "allreduce":
+            self.counts[ranks, :, ranks] = 1
+            self.expected[:] = 1
+        elif collective == "reduce":
+            self.counts[ranks, :, ranks] = 1
+            self.expected[root] = 1
+            self.checked[:] = False
+            self.checked[root] = True
+        elif collective == "broadcast":
+            self.counts[root, :, root] = 1
+            self.expected[:, :, root] = 1
+        elif collective in ("allgather", "gather"):
+            for r in ranks:
+                self.counts[r, owner == r, r] = 1
+            targets = ranks if collective == "allgather" else [root]
+            for r in targets:
+                self.expected[r, np.arange(segments), owner] = 1
+            if collective == "gather":
+                self.checked[:] = False
+                self.checked[root] = True
+        elif collective == "scatter":
+            self.counts[root, :, root] = 1
+            for r in ranks:
+                self.expected[r, owner == r, root] = 1
+            self._only_own_blocks(owner)
+        elif collective == "reducescatter":
+            self.counts[ranks, :, ranks] = 1
+            for r in ranks:
+                self.expected[r, owner == r, :] = 1
+            self._only_own_blocks(owner)
+        elif collective == "alltoall":
+            if segments != p * p:
+                raise RunError(f"alltoall data check needs p*p = {p * p} segments, got {segments}")
+            for s in ranks:
+                self.counts[s, s * p + ranks, s] = 1
+                self.expected[ranks, s * p + ranks, s] = 1
+            self._mask = np.zeros((p, segments), dtype=bool)
+            for d in ranks:
+                self._mask[d, ranks * p + d] = True
+        elif collective == "sendrecv":
+            self.counts[ranks, :, ranks] = 1
+            self.expected[ranks, :, (ranks - 1) % p] = 1
+        else:
+            raise RunError(f"no data check defined for collective {collective!r}")
+        if not hasattr(self, "_mask"):
+            self._mask = np.ones((p, segments), dtype=bool)
+
+    def _only_own_blocks(self, owner: np.ndarray) -> None:
+        self._mask = owner[None, :] == np.arange(self.p)[:, None]
+
+    # -- what algorithms call ----------------------------------------------------------------
+    def take(self, rank: int, seg: Segment) -> np.ndarray:
+        """A copy of ``rank``'s segment(s), to send as a message's payload."""
+        return self.counts[rank, seg].copy()
+
+    def add(self, rank: int, seg: Segment, payload: np.ndarray | None) -> None:
+        """Fold a received payload into ``rank``'s segment(s) (a reduction)."""
+        if payload is None:
+            raise RunError(f"rank {rank}: received a message without data to reduce")
+        self.counts[rank, seg] += payload
+
+    def put(self, rank: int, seg: Segment, payload: np.ndarray | None) -> None:
+        """Overwrite ``rank``'s segment(s) with a received payload (a copy)."""
+        if payload is None:
+            raise RunError(f"rank {rank}: received a message without data to store")
+        self.counts[rank, seg] = payload
+
+    # -- the verdict ---------------------------------------------------------------------------
+    def wrong_ranks(self) -> list[int]:
+        """Ranks whose final buffer differs from the expected one."""
+        bad = []
+        for r in range(self.p):
+            if not self.checked[r]:
+                continue
+            mask = self._mask[r]
+            if not np.array_equal(self.counts[r][mask], self.expected[r][mask]):
+                bad.append(r)
+        return bad
+
+    def verify(self) -> None:
+        """Raise :class:`RunError` describing the first wrong rank and segment."""
+        bad = self.wrong_ranks()
+        if not bad:
+            return
+        r = bad[0]
+        mask = self._mask[r]
+        for seg in np.flatnonzero(mask):
+            got, want = self.counts[r, seg], self.expected[r, seg]
+            if not np.array_equal(got, want):
+                diff = {int(c): int(got[c]) for c in np.flatnonzero(got != want)}
+                raise RunError(
+                    f"{self.collective}: rank {r} segment {int(seg)} holds contributions {diff} "
+                    f"(contributor: times), expected {int(want.max())} of each -- {len(bad)} rank(s) wrong"
+                )
+
+
+class NoData:
+    """The data check turned off: every call is free and payloads are ``None``."""
+
+    def take(self, rank: int, seg: Segment) -> None:
+        return None
+
+    def add(self, rank: int, seg: Segment, payload: Any) -> None:
+        pass
+
+    def put(self, rank: int, seg: Segment, payload: Any) -> None:
+        pass
+
+    def wrong_ranks(self) -> list[int]:
+        return []
+
+    def verify(self) -> None:
+        pass
+
+
+class Job:
+    """One collective in flight: ``p`` ranks, ``nbytes`` (the collective's size), the network, the
+    reduction cost ``gamma`` (s/byte) and the data check.
+
+    Messages are eager: a send starts its flow at once and its payload is delivered to the receiver's
+    mailbox when the last byte arrives; :meth:`recv` waits for it.
+    """
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        net: Network,
+        p: int,
+        nbytes: float,
+        *,
+        gamma: float = 0.0,
+        root: int = 0,
+        data: DataCheck | NoData | None = None,
+    ) -> None:
+        self.env = env
+        self.net = net
+        self.p = p
+        self.nbytes = float(nbytes)
+        self.gamma = float(gamma)
+        self.root = root
+        self.data: DataCheck | NoData = data if data is not None else NoData()
+        self._mail: dict[tuple[int, int, int], deque[Any]] = {}
+        self._waiting: dict[tuple[int, int, int], deque[simpy.Event]] = {}
+        self._busy_until = np.zeros(p)
+        self.compute_scale = net.cluster.compute_scale[:p]
+
+    def send(self, src: int, dst: int, nbytes: float, payload: Any = None, tag: int = 0) -> simpy.Event:
+        """Send ``nbytes`` with ``payload``; the returned event fires when the last byte arrives."""
+        event = self.net.send(src, dst, nbytes)
+        event.callbacks.append(lambda _e: self._deliver((src, dst, tag), payload))
+        return event
+
+    def _deliver(self, key: tuple[int, int, int], payload: Any) -> None:
+        waiting = self._waiting.get(key)
+        if waiting:
+            waiting.popleft().succeed(payload)
+        else:
+            self._mail.setdefault(key, deque()).append(payload)
+
+    def recv(self, dst: int, src: int, tag: int = 0) -> simpy.Event:
+        """An event whose value is the payload of the next message ``src`` -> ``dst`` with ``tag``."""
+        key = (src, dst, tag)
+        event = self.env.event()
+        mail = self._mail.get(key)
+        if mail:
+            event.succeed(mail.popleft())
+        else:
+            self._waiting.setdefault(key, deque()).append(event)
+        return event
+
+    def compute(self, rank: int, seconds: float) -> simpy.Event:
+        """Occupy ``rank``'s processor for ``seconds`` (work on one rank runs one piece at a time)."""
+        start = max(self.env.now, self._busy_until[rank])
+        end = start + seconds * self.compute_scale[rank]
+        self._busy_until[rank] = end
+        return self.env.timeout(end - self.env.now)
+
+    def combine(self, rank: int, seg: Segment, payload: Any, nbytes: float) -> Generator[simpy.Event, Any, None]:
+        """Reduce a received payload into ``rank``'s segment(s): costs ``nbytes * gamma``."""
+        self.data.add(rank, seg, payload)
+        if self.gamma > 0 and nbytes > 0:
+            yield self.compute(rank, nbytes * self.gamma)
+
+    def pending_messages(self) -> int:
+        """Messages delivered that nobody received (a correct algorithm leaves none)."""
+        return sum(len(q) for q in self._mail.values())

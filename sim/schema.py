@@ -1,0 +1,139 @@
+"""Schema types shared by every config surface (topology files, inline specs, algorithm options,
+report specs), and the one formatter that turns a pydantic error into a path-qualified line.
+
+>>> from pydantic import BaseModel
+>>> class Link(Spec):
+...     bandwidth: Bandwidth
+>>> try:
+...     Link.model_validate({"bandwidth": "-1Gbps"})
+... except Exception as exc:
+...     print(validation_message(exc, "links[3]"))
+links[3].bandwidth: must be > 0, got '-1Gbps'
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+from .units import parse_bandwidth, parse_size, parse_time
+
+__all__ = [
+    "Bandwidth",
+    "NonNegativeTime",
+    "PositiveSize",
+    "Spec",
+    "Time",
+    "validate_spec",
+    "validation_message",
+]
+
+
+def _unit(parser):  # type: ignore[no-untyped-def]
+    def convert(value: Any) -> Any:
+        if value is None:
+            return value
+        try:
+            return parser(value, "value")
+        except ConfigError as exc:
+            # drop our generic "value: " prefix; pydantic puts the field path in front
+            raise ValueError(str(exc).removeprefix("value: ")) from None
+
+    return BeforeValidator(convert)
+
+
+Bandwidth = Annotated[float, _unit(parse_bandwidth), Field(gt=0, allow_inf_nan=False)]
+"""Bytes per second; accepts ``"100Gbps"``, ``"25GB/s"`` or a number."""
+Time = Annotated[float, _unit(parse_time), Field(ge=0, allow_inf_nan=False)]
+"""Seconds (>= 0); accepts ``"1us"``, ``"2.5ms"`` or a number."""
+NonNegativeTime = Time
+PositiveSize = Annotated[float, _unit(parse_size), Field(gt=0, allow_inf_nan=False)]
+"""Bytes (> 0); accepts ``"64MiB"``, ``"1GB"`` or a number."""
+
+
+class Spec(BaseModel):
+    """Base of every config model: unknown keys are errors, values are frozen once read."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+_MESSAGES = {
+    "greater_than": "must be > {gt}",
+    "greater_than_equal": "must be >= {ge}",
+    "less_than": "must be < {lt}",
+    "less_than_equal": "must be <= {le}",
+    "missing": "required",
+    "extra_forbidden": "unknown field",
+    "int_type": "expected a whole number",
+    "int_parsing": "expected a whole number",
+    "int_from_float": "expected a whole number",
+    "float_type": "expected a number",
+    "float_parsing": "expected a number",
+    "finite_number": "must be a finite number",
+    "string_type": "expected a string",
+    "list_type": "expected a list",
+    "dict_type": "expected a mapping",
+    "model_type": "expected a mapping",
+    "bool_type": "expected true or false",
+    "bool_parsing": "expected true or false",
+    "literal_error": "must be one of {expected}",
+    "too_short": "too few items",
+    "too_long": "too many items",
+}
+
+
+def _path(loc: tuple[Any, ...], prefix: str) -> str:
+    out = prefix
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif isinstance(part, str) and ("[" in part or part.startswith("function-")):
+            continue  # pydantic's union/validator labels are not part of the user's path
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def validation_message(exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None) -> str:
+    """The most telling error of ``exc`` as one line: ``links[3].bandwidth: must be > 0, got -1``.
+
+    An unknown field is reported before a missing one (a typo explains both), with the valid field
+    names when ``model`` is given and the field is at its top level.
+    """
+    errors = exc.errors(include_url=False)
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    kind = err["type"]
+    ctx = err.get("ctx") or {}
+    if kind == "value_error":
+        text = str(ctx.get("error", err["msg"]))
+    elif kind in _MESSAGES:
+        try:
+            text = _MESSAGES[kind].format(**ctx)
+        except (KeyError, IndexError):
+            text = err["msg"]
+    else:
+        text = err["msg"]
+    where = _path(tuple(err["loc"]), prefix)
+    if kind == "extra_forbidden" and model is not None and len(err["loc"]) == 1:
+        fields = sorted(model.model_fields, key=lambda k: not model.model_fields[k].is_required())
+        text += f" (valid: {', '.join(fields)})"
+    if kind in ("missing", "extra_forbidden", "value_error"):
+        return f"{where}: {text}"
+    shown = err.get("input")
+    if isinstance(shown, (dict, list)):
+        shown_text = type(shown).__name__
+    else:
+        shown_text = repr(shown)
+        if len(shown_text) > 60:
+            shown_text = shown_text[:57] + "..."
+    return f"{where}: {text}, got {shown_text}"
+
+
+def validate_spec(model: type[BaseModel], data: Any, prefix: str = "") -> Any:
+    """``model.model_validate(data)``, with errors raised as one-line :class:`ConfigError`."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(validation_message(exc, prefix, model)) from None
