@@ -21,6 +21,8 @@ from sim.errors import CollsimError
 
 __all__ = ["app", "fail", "main"]
 
+_ABORT: type[BaseException] = getattr(_click, "Abort", typer.Abort)
+
 app = typer.Typer(
     name="collsim",
     help="How long will gradient synchronization take on this cluster, and where is the bottleneck?",
@@ -60,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         hint = f" (see: collsim {exc.ctx.command_path.partition(' ')[2]} --help)".replace("  ", " ") if exc.ctx else ""
         print(f"collsim: error: {exc.format_message()}{hint}", file=sys.stderr)
         return 2
-    except (_click.Abort if hasattr(_click, "Abort") else typer.Abort):
+    except _ABORT:
         print("collsim: interrupted", file=sys.stderr)
         return 130
     except KeyboardInterrupt:

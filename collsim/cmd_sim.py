@@ -48,7 +48,9 @@ def simulate_cmd(
         typer.Option("--sizes", envvar="COLLSIM_SIZES", help="Sweep MIN:MAX[:FACTOR] (powers of 2), or a list a,b,c."),
     ] = None,
     ranks: RanksOpt = None,
-    dtype: Annotated[str, typer.Option("--dtype", "-d", envvar="COLLSIM_DTYPE", help="nccl-tests type name.")] = "float",
+    dtype: Annotated[
+        str, typer.Option("--dtype", "-d", envvar="COLLSIM_DTYPE", help="nccl-tests type name.")
+    ] = "float",
     root: Annotated[int, typer.Option("--root", help="Root rank of rooted collectives.")] = 0,
     gamma: Annotated[
         float, typer.Option("--gamma", envvar="COLLSIM_GAMMA", help="Reduction cost, seconds per byte.")

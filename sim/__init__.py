@@ -3,7 +3,7 @@
 >>> from sim import simulate
 >>> r = simulate("star:hosts=8,bandwidth=100Gbps,latency=1us", "allreduce", "ring", "64MiB")
 >>> f"{r.busbw_GBps:.2f} GB/s"
-'12.49 GB/s'
+'12.46 GB/s'
 
 The package never imports torch, matplotlib or a web stack.
 """

@@ -79,9 +79,7 @@ class Cluster:
             if ranks < 1:
                 raise ConfigError(f"--ranks must be >= 1, got {ranks}")
             if ranks > len(all_ranks):
-                raise ConfigError(
-                    f"--ranks {ranks}: topology {graph.graph['name']!r} has only {len(all_ranks)} GPUs"
-                )
+                raise ConfigError(f"--ranks {ranks}: topology {graph.graph['name']!r} has only {len(all_ranks)} GPUs")
             all_ranks = all_ranks[:ranks]
         self.graph = graph
         self.name: str = graph.graph.get("name", "cluster")

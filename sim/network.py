@@ -140,7 +140,9 @@ class Network:
         if count == 0:
             return event.succeed(self.env.now)
         cl = self.cluster
-        pids = np.fromiter((cl.path_id(int(s), int(d)) for s, d in zip(srcs, dsts)), dtype=np.int64, count=count)
+        pids = np.fromiter(
+            (cl.path_id(int(s), int(d)) for s, d in zip(srcs, dsts, strict=True)), dtype=np.int64, count=count
+        )
         group = _Group(event, count)
         slots = self._alloc_many(count)
         self._remaining[slots] = sizes
@@ -265,9 +267,7 @@ class Network:
         if not len(active):
             return
         self.solves += 1
-        rates = maxmin_rates(
-            self._entry_flow, self._entry_arc, len(active), self.cluster.capacity, self._bound[active]
-        )
+        rates = maxmin_rates(self._entry_flow, self._entry_arc, len(active), self.cluster.capacity, self._bound[active])
         self._rate[active] = rates
         if self.check:
             load = self.link_load()
@@ -276,7 +276,9 @@ class Network:
             over = load > self.cluster.capacity * (1 + 1e-9)
             if over.any():
                 arc = int(np.argmax(over))
-                raise RunError(f"link {self.cluster.arc_name(arc)} over capacity: {load[arc]} > {self.cluster.capacity[arc]}")
+                raise RunError(
+                    f"link {self.cluster.arc_name(arc)} over capacity: {load[arc]} > {self.cluster.capacity[arc]}"
+                )
 
     def _schedule_next(self, now: float) -> None:
         when = np.inf

@@ -48,8 +48,9 @@ class Router:
         Memory allowed for cached distance arrays.
     """
 
-    def __init__(self, graph: nx.DiGraph, nodes: list[str], arc_index: dict[tuple[str, str], int],
-                 cache_bytes: int = 256 << 20) -> None:
+    def __init__(
+        self, graph: nx.DiGraph, nodes: list[str], arc_index: dict[tuple[str, str], int], cache_bytes: int = 256 << 20
+    ) -> None:
         self._index = {name: i for i, name in enumerate(nodes)}
         self._names = nodes
         n = len(nodes)

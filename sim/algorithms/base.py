@@ -32,6 +32,8 @@ class Algorithm(ABC):
     collective: ClassVar[str]
     Options: ClassVar[type[Spec]] = NoOptions
     summary: ClassVar[str] = ""
+    #: further option sets the oracle harness runs besides the defaults, e.g. ``("tree:chunks=4",)``
+    examples: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, options: Spec | None = None) -> None:
         self.options = options if options is not None else self.Options()
@@ -47,6 +49,16 @@ class Algorithm(ABC):
     def check(self, p: int, cluster: Any) -> None:
         """Raise :class:`~sim.errors.AlgorithmError` when the algorithm cannot run on ``p`` ranks of
         ``cluster`` (too few ranks, no spare hosts, ...)."""
+        return None
+
+    def spare_hosts(self, p: int) -> int:
+        """Hosts beyond the ``p`` ranks the algorithm needs (dedicated servers); 0 for most."""
+        return 0
+
+    def closed_form_exact(self, p: int) -> bool:
+        """Whether :meth:`cost` is the exact simulated time on an uncongested star with ``p`` ranks
+        (False where it is only an approximation, e.g. p not a power of two for some schemes)."""
+        return True
 
     def segments(self, p: int) -> int:
         """Number of buffer segments the data check tracks (per-rank buffer, or total for the

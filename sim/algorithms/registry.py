@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..collectives import get_collective
-from ..errors import AlgorithmError
+from ..errors import AlgorithmError, ConfigError
 from ..schema import validate_spec
 from .base import Algorithm
 
@@ -57,4 +57,8 @@ def get_algorithm(collective: str, spec: str | Algorithm, **options: Any) -> Alg
         valid = ", ".join(algorithm_names(coll)) or "none"
         raise AlgorithmError(f"unknown {coll} algorithm {name!r} (valid: {valid})")
     parsed.update(options)
-    return cls(validate_spec(cls.Options, parsed, f"algorithm {name}"))
+    try:
+        checked = validate_spec(cls.Options, parsed, f"algorithm {name}")
+    except ConfigError as exc:
+        raise AlgorithmError(str(exc)) from None
+    return cls(checked)

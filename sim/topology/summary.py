@@ -30,7 +30,7 @@ class TopologySummary:
     bisection_Bps: float | None
 
     def lines(self) -> list[str]:
-        bis = "not computed (more than %d GPUs)" % BISECTION_LIMIT
+        bis = f"not computed (more than {BISECTION_LIMIT} GPUs)"
         if self.bisection_Bps is not None:
             bis = f"{format_bandwidth(self.bisection_Bps)} ({self.bisection_Bps / 1e9:.4g} GB/s)"
         out = [
@@ -87,4 +87,3 @@ def summarize(graph: nx.DiGraph) -> TopologySummary:
         link_classes=tuple(sorted(classes.items(), key=lambda kv: -kv[1])),
         bisection_Bps=bisection_bandwidth(graph) if gpus <= BISECTION_LIMIT else None,
     )
-

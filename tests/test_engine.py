@@ -1,0 +1,181 @@
+"""The network engine against hand-derived answers: max-min shares, full duplex, staggered flows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import simpy
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sim.cluster import Cluster
+from sim.maxmin import maxmin_rates
+from sim.network import Network
+from sim.topology import ClusterBuilder, star
+
+
+def run_flows(cluster, flows, check=True):
+    """flows: list of (start_time, src, dst, nbytes) -> completion times, in order."""
+    env = simpy.Environment()
+    net = Network(env, cluster, check=check)
+    done = [None] * len(flows)
+
+    def one(i, start, src, dst, nbytes):
+        yield env.timeout(start)
+        yield net.send(src, dst, nbytes)
+        done[i] = env.now
+
+    for i, f in enumerate(flows):
+        env.process(one(i, *f))
+    env.run()
+    return done, net
+
+
+def small(caps, lat=0.0):
+    """Hosts h0..hN-1 on one switch with the given link capacities (bytes/s)."""
+    b = ClusterBuilder("hand")
+    b.add_switch("sw")
+    for i, cap in enumerate(caps):
+        b.add_host(f"h{i}")
+        b.add_link(f"h{i}", "sw", bandwidth=cap, latency=lat)
+    return Cluster(b.build())
+
+
+# --------------------------------------------------------------------------- max-min solver
+def test_two_flows_share_one_link_equally():
+    rates = maxmin_rates(np.array([0, 1]), np.array([0, 0]), 2, np.array([10.0]))
+    assert rates.tolist() == [5.0, 5.0]
+
+
+def test_flow_bottlenecked_upstream_leaves_the_rest_to_the_other():
+    # flow 0 crosses link 0 (cap 2) then link 1 (cap 10); flow 1 crosses link 1 only
+    rates = maxmin_rates(np.array([0, 0, 1]), np.array([0, 1, 1]), 2, np.array([2.0, 10.0]))
+    assert rates.tolist() == [2.0, 8.0]
+
+
+def test_upper_bounds_are_respected_and_release_capacity():
+    rates = maxmin_rates(np.array([0, 1, 2]), np.array([0, 0, 0]), 3, np.array([9.0]), np.array([1.0, np.inf, np.inf]))
+    assert rates.tolist() == [1.0, 4.0, 4.0]
+
+
+@st.composite
+def flow_sets(draw):
+    links = draw(st.integers(1, 6))
+    caps = np.array(draw(st.lists(st.floats(1, 100), min_size=links, max_size=links)))
+    nflows = draw(st.integers(1, 8))
+    entries_f, entries_a = [], []
+    for f in range(nflows):
+        used = draw(st.sets(st.integers(0, links - 1), min_size=1, max_size=links))
+        for a in sorted(used):
+            entries_f.append(f)
+            entries_a.append(a)
+    return np.array(entries_f), np.array(entries_a), nflows, caps
+
+
+@given(flow_sets())
+def test_maxmin_is_feasible_and_every_flow_has_a_bottleneck(case):
+    ef, ea, n, caps = case
+    rates = maxmin_rates(ef, ea, n, caps)
+    load = np.zeros(len(caps))
+    np.add.at(load, ea, rates[ef])
+    assert (load <= caps * (1 + 1e-9)).all()
+    # max-min optimality: each flow crosses a saturated link on which no flow is faster
+    for f in range(n):
+        mine = ea[ef == f]
+        ok = False
+        for a in mine:
+            saturated = load[a] >= caps[a] * (1 - 1e-9)
+            fastest = rates[ef[ea == a]].max() <= rates[f] * (1 + 1e-9)
+            ok |= saturated and fastest
+        assert ok, (f, rates, load, caps)
+
+
+# --------------------------------------------------------------------------- timing
+def test_single_message_is_hockney():
+    cl = Cluster(star(2, 1e9, 1e-6))
+    (t,), _ = run_flows(cl, [(0, 0, 1, 1e6)])
+    assert t == pytest.approx(2e-6 + 1e-3, rel=1e-12)
+
+
+def test_fan_in_shares_the_receivers_link():
+    cl = Cluster(star(3, 1e9, 0.0))
+    times, _ = run_flows(cl, [(0, 0, 2, 1e6), (0, 1, 2, 1e6)])
+    assert times == pytest.approx([2e-3, 2e-3], rel=1e-12)
+
+
+def test_upstream_bottleneck_gives_the_rest_to_the_other_flow():
+    # h0's own link is 1e8; h1's and h2's are 1e9. Both send 1e6 bytes to h2: flow A is held to 1e8
+    # by its own link, so B gets 9e8 of h2's link until it ends at 1e6/9e8; then A keeps 1e8.
+    cl = small([1e8, 1e9, 1e9])
+    (ta, tb), net = run_flows(cl, [(0, 0, 2, 1e6), (0, 1, 2, 1e6)])
+    assert tb == pytest.approx(1e6 / 9e8, rel=1e-12)
+    assert ta == pytest.approx(1e6 / 1e8, rel=1e-12)
+    assert net.peak_load.max() <= 1e9 * (1 + 1e-12)
+
+
+def test_full_duplex_directions_are_independent():
+    cl = Cluster(star(2, 1e9, 0.0))
+    times, _ = run_flows(cl, [(0, 0, 1, 1e6), (0, 1, 0, 1e6)])
+    assert times == pytest.approx([1e-3, 1e-3], rel=1e-12)
+
+
+def test_asymmetric_link_directions():
+    b = ClusterBuilder("asym")
+    b.add_switch("sw")
+    for h in ("a", "b"):
+        b.add_host(h)
+    b.add_link("a", "sw", bandwidth=1e9, reverse_bandwidth=2e9)
+    b.add_link("b", "sw", bandwidth=1e9, reverse_bandwidth=1e9)
+    cl = Cluster(b.build())
+    (t_ab, t_ba), _ = run_flows(cl, [(0, 0, 1, 1e6), (0, 1, 0, 1e6)])
+    assert t_ab == pytest.approx(1e-3)  # a->sw at 1e9
+    assert t_ba == pytest.approx(1e-3)  # b->sw at 1e9 is the narrower of b->sw, sw->a
+
+
+def test_staggered_start_recomputes_rates():
+    # A starts at 0 alone at 1e9; B joins at 0.5 ms on the same receiver link: both at 5e8.
+    # A has 5e5 bytes left at 0.5 ms -> ends at 1.5 ms; B then alone drains its last 5e5 by 2 ms.
+    cl = Cluster(star(3, 1e9, 0.0))
+    (ta, tb), _ = run_flows(cl, [(0, 0, 2, 1e6), (0.5e-3, 1, 2, 1e6)])
+    assert ta == pytest.approx(1.5e-3, rel=1e-12)
+    assert tb == pytest.approx(2.0e-3, rel=1e-12)
+
+
+def test_latency_is_paid_before_draining_and_overhead_at_the_sender():
+    cl = Cluster(star(3, 1e9, 1e-3, overhead=2e-3))
+    # two flows into h2; A starts draining at 4 ms, B at 5 ms: A alone for 1 ms (1e6 B), then shared.
+    (ta, tb), _ = run_flows(cl, [(0, 0, 2, 2e6), (1e-3, 1, 2, 1e6)])
+    # at 5 ms A has 1e6 left, B 1e6: both at 5e8 -> both end at 7 ms
+    assert ta == pytest.approx(7e-3, rel=1e-12)
+    assert tb == pytest.approx(7e-3, rel=1e-12)
+
+
+def test_zero_byte_and_self_messages_cost_only_latency():
+    cl = Cluster(star(2, 1e9, 1e-6))
+    (t0, t1), _ = run_flows(cl, [(0, 0, 1, 0), (0, 0, 0, 1e6)])
+    assert t0 == pytest.approx(2e-6)
+    assert t1 == 0.0
+
+
+def test_batched_transfer_equals_separate_sends():
+    cl = Cluster(star(8, 1e9, 1e-6))
+    env = simpy.Environment()
+    net = Network(env, cl)
+    out = {}
+
+    def proc():
+        yield net.transfer(np.arange(8), (np.arange(8) + 3) % 8, 1e6)
+        out["batch"] = env.now
+
+    env.process(proc())
+    env.run()
+    times, _ = run_flows(cl, [(0, i, (i + 3) % 8, 1e6) for i in range(8)])
+    assert out["batch"] == pytest.approx(max(times), rel=1e-15)
+
+
+def test_link_bytes_account_every_arc():
+    cl = Cluster(star(3, 1e9, 0.0))
+    _, net = run_flows(cl, [(0, 0, 2, 1e6), (0, 1, 2, 3e6)])
+    assert net.arc_bytes.sum() == pytest.approx(2 * 4e6)  # each flow crosses two arcs
+    into_h2 = cl.arcs.index(("sw0", "h2"))
+    assert net.arc_bytes[into_h2] == pytest.approx(4e6)
