@@ -200,7 +200,7 @@ class Network:
         self._wake_at = when
         self._wake_gen += 1
         gen = self._wake_gen
-        timeout = self.env.timeout(max(0.0, when - self.env.now))
+        timeout = self.env.timeout(max(0.0, float(when) - self.env.now))
         timeout.callbacks.append(lambda _event, gen=gen: self._wake(gen))
 
     def _wake(self, gen: int) -> None:
