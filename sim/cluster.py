@@ -10,8 +10,10 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from .errors import ConfigError
+from ._gc import paused_gc
+from .errors import ConfigError, RoutingError
 from .routing import Router
+from .topology.graph import GPU
 from .topology.load import load_graph
 
 __all__ = ["Cluster", "hockney"]
@@ -66,33 +68,60 @@ class Cluster:
     graph : networkx.DiGraph
     ranks : list of str
         GPU node of each rank.
-    arcs : list of (str, str)
-        Link directions; ``capacity`` (bytes/s) and ``latency`` (s) are arrays indexed alike.
+    nodes : list of str
+        Node names; ``arc_u`` / ``arc_v`` index into it.
+    capacity, latency : numpy.ndarray
+        Per link direction (arc): bytes/s and seconds. ``num_arcs`` of them.
     overhead : numpy.ndarray
         Per-message software cost (s) at each rank when it sends.
     """
 
     def __init__(self, topology: str | os.PathLike[str] | nx.Graph, ranks: int | None = None) -> None:
-        graph = load_graph(topology)
+        with paused_gc():
+            graph = load_graph(topology)
+            self._setup(graph, ranks)
+
+    def _setup(self, graph: nx.DiGraph, ranks: int | None) -> None:
         all_ranks = list(graph.graph["ranks"])
         if ranks is not None:
             if ranks < 1:
                 raise ConfigError(f"--ranks must be >= 1, got {ranks}")
             if ranks > len(all_ranks):
-                raise ConfigError(f"--ranks {ranks}: topology {graph.graph['name']!r} has only {len(all_ranks)} GPUs")
+                raise ConfigError(
+                    f"--ranks {ranks}: topology {graph.graph['name']!r} has only {len(all_ranks)} GPUs"
+                )
             all_ranks = all_ranks[:ranks]
         self.graph = graph
         self.name: str = graph.graph.get("name", "cluster")
         self.ranks: list[str] = all_ranks
         self.nodes: list[str] = list(graph.nodes)
-        self.arcs: list[tuple[str, str]] = list(graph.edges)
-        arc_index = {arc: i for i, arc in enumerate(self.arcs)}
-        self.capacity = np.array([graph.edges[a]["bandwidth"] for a in self.arcs], dtype=float)
-        self.latency = np.array([graph.edges[a]["latency"] for a in self.arcs], dtype=float)
+        index = {name: i for i, name in enumerate(self.nodes)}
+        self._index = index
+        m = graph.number_of_edges()
+        arc_u = np.empty(m, dtype=np.int64)
+        arc_v = np.empty(m, dtype=np.int64)
+        self.capacity = np.empty(m)
+        self.latency = np.empty(m)
+        weight = np.empty(m)
+        for i, (u, v, data) in enumerate(graph.edges(data=True)):
+            arc_u[i] = index[u]
+            arc_v[i] = index[v]
+            self.capacity[i] = data["bandwidth"]
+            self.latency[i] = data["latency"]
+            weight[i] = data.get("weight", 1.0)
+        self.arc_u, self.arc_v = arc_u, arc_v
+        self.num_arcs = m
+        nodes = graph.nodes
+        is_gpu = np.array([nodes[v].get("kind") == GPU for v in self.nodes], dtype=bool)
+        endpoint_only = np.array(
+            [nodes[v].get("kind") == GPU and nodes[v].get("host", v) not in (None, v) for v in self.nodes],
+            dtype=bool,
+        )
         default = float(graph.graph.get("overhead", 0.0))
-        self.overhead = np.array([float(graph.nodes[g].get("overhead", default)) for g in self.ranks])
-        self.compute_scale = np.array([float(graph.nodes[g].get("compute_scale", 1.0)) for g in self.ranks])
-        self.router = Router(graph, self.nodes, arc_index)
+        self.overhead = np.array([float(nodes[g].get("overhead", default)) for g in self.ranks])
+        self.compute_scale = np.array([float(nodes[g].get("compute_scale", 1.0)) for g in self.ranks])
+        self.rank_node = np.array([index[g] for g in self.ranks], dtype=np.int64)
+        self.router = Router(arc_u, arc_v, weight, endpoint_only, is_gpu, mode=graph.graph.get("routing", "dijkstra"))
         self.paths = _PathTable()
         self._pid: dict[tuple[int, int], int] = {}
 
@@ -105,19 +134,29 @@ class Cluster:
         node = self.ranks[rank]
         return self.graph.nodes[node].get("host") or node
 
+    def arc_id(self, u: str, v: str) -> int:
+        """The arc (link direction) from node ``u`` to node ``v``."""
+        iu, iv = self._index[u], self._index[v]
+        hits = np.flatnonzero((self.arc_u == iu) & (self.arc_v == iv))
+        if not len(hits):
+            raise ConfigError(f"no link from {u!r} to {v!r}")
+        return int(hits[0])
+
     def path_id(self, src: int, dst: int) -> int:
         """The interned route from rank ``src`` to rank ``dst``."""
         key = (src, dst)
         pid = self._pid.get(key)
         if pid is None:
-            arcs = self.router.route(self.ranks[src], self.ranks[dst])
+            try:
+                arcs = self.router.route(int(self.rank_node[src]), int(self.rank_node[dst]))
+            except RoutingError as exc:
+                raise RoutingError(f"rank {src} ({self.ranks[src]}) -> rank {dst} ({self.ranks[dst]}): {exc}") from None
             pid = self.paths.add(arcs, float(self.latency[arcs].sum()) if arcs else 0.0)
             self._pid[key] = pid
         return pid
 
     def arc_name(self, arc: int) -> str:
-        u, v = self.arcs[arc]
-        return f"{u}->{v}"
+        return f"{self.nodes[self.arc_u[arc]]}->{self.nodes[self.arc_v[arc]]}"
 
     def alpha_beta(self, src: int, dst: int) -> tuple[float, float]:
         """Hockney parameters of the route src -> dst: α = path latency + sender overhead,

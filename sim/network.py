@@ -65,7 +65,7 @@ class Network:
     Attributes
     ----------
     arc_bytes : numpy.ndarray
-        Bytes carried so far by every link direction (indexed like ``cluster.arcs``).
+        Bytes carried so far by every link direction (indexed like the cluster's arcs).
     flows : int
         Flows started so far.
     solves : int
@@ -78,8 +78,8 @@ class Network:
         self.env = env
         self.cluster = cluster
         self.check = check
-        self.arc_bytes = np.zeros(len(cluster.arcs))
-        self.peak_load = np.zeros(len(cluster.arcs)) if check else None
+        self.arc_bytes = np.zeros(cluster.num_arcs)
+        self.peak_load = np.zeros(cluster.num_arcs) if check else None
         self.flows = 0
         self.solves = 0
         self.wakeups = 0
@@ -163,7 +163,7 @@ class Network:
 
     def link_load(self) -> np.ndarray:
         """Current rate sum on every link direction (bytes/s)."""
-        load = np.zeros(len(self.cluster.arcs))
+        load = np.zeros(self.cluster.num_arcs)
         if len(self._active):
             np.add.at(load, self._entry_arc, self._rate[self._active][self._entry_flow])
         return load

@@ -15,6 +15,7 @@ import networkx as nx
 import numpy as np
 import simpy
 
+from ._gc import paused_gc
 from .algorithms import Algorithm, get_algorithm
 from .cluster import Cluster
 from .collectives import DTYPES, get_collective
@@ -95,6 +96,23 @@ def simulate(
     until : float, optional
         Stop with :class:`RunError` if the collective has not finished by this simulated time.
     """
+    with paused_gc():
+        return _simulate(topology, collective, algorithm, size, ranks, dtype, gamma, root, check, check_links, until)
+
+
+def _simulate(
+    topology: str | os.PathLike[str] | nx.Graph | Cluster,
+    collective: str,
+    algorithm: str | Algorithm,
+    size: float | str,
+    ranks: int | None,
+    dtype: str,
+    gamma: float,
+    root: int,
+    check: bool,
+    check_links: bool,
+    until: float | None,
+) -> SimResult:
     started = time.perf_counter()
     coll = get_collective(collective)
     cluster = topology if isinstance(topology, Cluster) else Cluster(topology, ranks=ranks)

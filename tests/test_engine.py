@@ -177,5 +177,5 @@ def test_link_bytes_account_every_arc():
     cl = Cluster(star(3, 1e9, 0.0))
     _, net = run_flows(cl, [(0, 0, 2, 1e6), (0, 1, 2, 3e6)])
     assert net.arc_bytes.sum() == pytest.approx(2 * 4e6)  # each flow crosses two arcs
-    into_h2 = cl.arcs.index(("sw0", "h2"))
+    into_h2 = cl.arc_id("sw0", "h2")
     assert net.arc_bytes[into_h2] == pytest.approx(4e6)

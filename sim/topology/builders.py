@@ -7,6 +7,7 @@ its keyword arguments are validated by a schema, so numbers and unit strings are
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import networkx as nx
 from pydantic import Field, PositiveInt, field_validator
 
+from .._gc import paused_gc
 from ..errors import TopologyError
 from ..schema import Bandwidth, Spec, Time, validate_spec
 from ..units import format_bandwidth, format_time
@@ -92,8 +94,14 @@ def register_builder(name: str, params: type[Spec]) -> Callable[[BuilderFunc], B
     def decorate(func: BuilderFunc) -> BuilderFunc:
         if name in BUILDERS:
             raise ValueError(f"topology builder {name!r} is already registered")
-        BUILDERS[name] = (func, params)
-        return func
+
+        @functools.wraps(func)
+        def build(*args: Any, **kwargs: Any) -> nx.DiGraph:
+            with paused_gc():
+                return func(*args, **kwargs)
+
+        BUILDERS[name] = (build, params)
+        return build
 
     return decorate
 
@@ -156,7 +164,7 @@ def star(
     _hosts(b, p, names)
     for name in names:
         b.add_link(name, "sw0", bandwidth=p.bandwidth, latency=p.latency)
-    return b.build()
+    return b.build(routing="updown")
 
 
 @register_builder("leaf-spine", LeafSpineParams)
@@ -197,7 +205,7 @@ def leaf_spine(
         _hosts(b, p, names)
         for name in names:
             b.add_link(name, f"leaf{leaf}", bandwidth=p.bandwidth, latency=p.latency)
-    return b.build()
+    return b.build(routing="updown")
 
 
 @register_builder("dgx", DgxParams)
@@ -256,7 +264,7 @@ def dgx(
             b.add_node(nic, "nic", host=host)
             b.add_link(gpu, nic, bandwidth=p.pcie_bandwidth, latency=0.0)
             b.add_link(nic, f"leaf{rail}.{h // p.hosts_per_leaf}", bandwidth=p.nic_bandwidth, latency=p.latency)
-    return b.build()
+    return b.build(routing="updown")
 
 
 @register_builder("torus", TorusParams)

@@ -130,8 +130,13 @@ class ClusterBuilder:
         self.graph.add_edge(b, a, bandwidth=float(rb), latency=float(rl), weight=float(weight), link=link)
 
     # -- result --------------------------------------------------------------------------------
-    def build(self, ranks: Iterable[str] | None = None) -> nx.DiGraph:
-        """Return the graph with ``ranks`` (GPU nodes in rank order) set and connectivity checked."""
+    def build(self, ranks: Iterable[str] | None = None, routing: str = "dijkstra") -> nx.DiGraph:
+        """Return the graph with ``ranks`` (GPU nodes in rank order) set and connectivity checked.
+
+        ``routing`` names how routes are found (see :mod:`sim.routing`): ``updown`` only for fabrics
+        whose shortest paths climb then descend (stars, leaf-spines, rail-optimized DGX networks).
+        """
+        self.graph.graph["routing"] = routing
         order = list(ranks) if ranks is not None else list(self._gpus)
         if not order:
             raise TopologyError(f"topology {self.graph.graph['name']!r} has no GPUs")

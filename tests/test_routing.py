@@ -1,0 +1,75 @@
+"""Routing: up-down routes equal Dijkstra's where both apply; ECMP is deterministic; GPUs inside a
+multi-GPU host never forward."""
+
+from __future__ import annotations
+
+import itertools
+
+import networkx as nx
+import pytest
+
+from sim.cluster import Cluster
+from sim.topology import dgx, leaf_spine, star, torus
+
+
+def routes(graph, mode):
+    g = graph.copy()
+    g.graph["routing"] = mode
+    cl = Cluster(g)
+    p = cl.size
+    return {(s, d): cl.paths.arcs_of(cl.path_id(s, d)).tolist() for s, d in itertools.permutations(range(p), 2)}, cl
+
+
+@pytest.mark.parametrize(
+    "graph",
+    [
+        star(5, "100Gbps", "1us"),
+        star(3, "100Gbps", gpus_per_host=3, intra_bandwidth="300GB/s"),
+        leaf_spine(3, 2, 3, "100Gbps", "200Gbps", "1us"),
+        leaf_spine(2, 2, 2, "100Gbps", gpus_per_host=2, intra_bandwidth="300GB/s"),
+        dgx(hosts=3, gpus_per_host=4, hosts_per_leaf=2, spines=3),
+    ],
+    ids=["star", "star-multi-gpu", "leaf-spine", "leaf-spine-multi-gpu", "dgx"],
+)
+def test_updown_equals_dijkstra(graph):
+    a, cl = routes(graph, "updown")
+    b, _ = routes(graph, "dijkstra")
+    assert a == b
+    # and every route is a shortest path in hops
+    und = graph.copy()
+    for (s, d), arcs in a.items():
+        assert len(arcs) == nx.shortest_path_length(und, cl.ranks[s], cl.ranks[d])
+
+
+def test_routes_are_valid_walks_and_skip_gpus():
+    g = dgx(hosts=2, gpus_per_host=4)
+    cl = Cluster(g)
+    for s, d in itertools.permutations(range(cl.size), 2):
+        arcs = cl.paths.arcs_of(cl.path_id(s, d))
+        nodes = [cl.nodes[cl.arc_u[arcs[0]]]] + [cl.nodes[cl.arc_v[a]] for a in arcs]
+        assert nodes[0] == cl.ranks[s] and nodes[-1] == cl.ranks[d]
+        for a, b in zip(arcs[:-1], arcs[1:], strict=True):
+            assert cl.arc_v[a] == cl.arc_u[b]
+        assert all(g.nodes[n]["kind"] != "gpu" for n in nodes[1:-1])
+
+
+def test_ecmp_spreads_and_is_deterministic():
+    g = leaf_spine(2, 8, 4, "100Gbps")
+    spines_used = set()
+    for _ in range(2):
+        cl = Cluster(g)
+        for s in range(8):
+            arcs = cl.paths.arcs_of(cl.path_id(s, 8 + s))
+            spines_used.add(cl.nodes[cl.arc_v[arcs[1]]])
+    assert len(spines_used) > 1  # several spines carry the 8 cross-leaf routes
+    runs = []
+    for _ in range(3):
+        cl = Cluster(g)
+        runs.append(cl.paths.arcs_of(cl.path_id(0, 9)).tolist())
+    assert len(runs[0]) == 4 and runs[0] == runs[1] == runs[2]
+
+
+def test_torus_routes_through_hosts():
+    cl = Cluster(torus("4x4", "100Gbps"))
+    arcs = cl.paths.arcs_of(cl.path_id(0, 10))  # (0,0) -> (2,2): 4 hops through other hosts
+    assert len(arcs) == 4
