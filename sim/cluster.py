@@ -27,6 +27,7 @@ class _PathTable:
         self.start = np.zeros(64, dtype=np.int64)
         self.length = np.zeros(64, dtype=np.int64)
         self.latency = np.zeros(64)
+        self.latency_list: list[float] = []  # the same, as Python floats (grows in place)
         self.count = 0
         self._used = 0
 
@@ -44,6 +45,7 @@ class _PathTable:
         self.start[pid] = self._used
         self.length[pid] = len(arcs)
         self.latency[pid] = latency
+        self.latency_list.append(latency)
         self._used = need
         self.count += 1
         return pid
@@ -87,9 +89,7 @@ class Cluster:
             if ranks < 1:
                 raise ConfigError(f"--ranks must be >= 1, got {ranks}")
             if ranks > len(all_ranks):
-                raise ConfigError(
-                    f"--ranks {ranks}: topology {graph.graph['name']!r} has only {len(all_ranks)} GPUs"
-                )
+                raise ConfigError(f"--ranks {ranks}: topology {graph.graph['name']!r} has only {len(all_ranks)} GPUs")
             all_ranks = all_ranks[:ranks]
         self.graph = graph
         self.name: str = graph.graph.get("name", "cluster")

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import simpy
+from simpy.events import Event
 
 from .cluster import Cluster
 from .errors import RunError
@@ -89,36 +90,57 @@ class Network:
         self._bytes = np.zeros(size)
         self._path = np.zeros(size, dtype=np.int64)
         self._bound = np.full(size, np.inf)
-        self._group: list[_Group | None] = [None] * size
+        self._group: list[Any] = [None] * size  # a _Group, or a single send's event
         self._free: list[int] = list(range(size - 1, -1, -1))
         self._active = np.zeros(0, dtype=np.int64)
         self._entry_flow = np.zeros(0, dtype=np.int64)
         self._entry_arc = np.zeros(0, dtype=np.int64)
-        self._pending: list[tuple[float, int, Any]] = []
-        self._seq = 0
+        self._pending: list[float] = []  # distinct start times (a heap)
+        self._pending_at: dict[float, list[Any]] = {}  # start time -> slots (ints or arrays)
+        self._stage: list[tuple[int, float, int, float]] = []
+        self._arrival: dict[int, tuple[Callable[..., None], Any, Any]] = {}
+        self._path_latency = cluster.paths.latency_list
+        self._overhead = cluster.overhead.tolist()
         self._t_last = 0.0
         self._wake_at = np.inf
         self._wake_gen = 0
         self.on_flows_done: list[Callable[[np.ndarray, float], None]] = []
 
     # ------------------------------------------------------------------ public API
-    def send(self, src: int, dst: int, nbytes: float, *, bound: float | None = None) -> simpy.Event:
+    def send(
+        self,
+        src: int,
+        dst: int,
+        nbytes: float,
+        *,
+        bound: float | None = None,
+        on_arrival: tuple[Callable[..., None], Any, Any] | None = None,
+    ) -> simpy.Event:
         """Send ``nbytes`` from rank ``src`` to rank ``dst``; the event fires when the last byte
-        arrives (its value is the completion time)."""
+        arrives (its value is the completion time).
+
+        ``on_arrival = (func, a, b)`` calls ``func(a, b)`` the moment the last byte arrives, before any
+        process waiting on the event resumes (this is how a :class:`~sim.runtime.Job` delivers
+        payloads to mailboxes without another event per message).
+        """
         if not nbytes >= 0:
             raise RunError(f"send {src}->{dst}: size must be >= 0 bytes, got {nbytes}")
         cl = self.cluster
-        pid = cl.path_id(src, dst)
-        event = self.env.event()
-        group = _Group(event, 1)
-        slot = self._alloc()
-        self._remaining[slot] = nbytes
-        self._bytes[slot] = nbytes
-        self._path[slot] = pid
-        self._bound[slot] = np.inf if bound is None else bound
-        self._group[slot] = group
+        pid = cl._pid.get((src, dst))
+        if pid is None:
+            pid = cl.path_id(src, dst)
+        event = Event(self.env)
+        free = self._free
+        if not free:
+            self._grow(len(self._remaining) * 2)
+        slot = free.pop()
+        # per-flow numbers are staged in lists and written to the arrays in bulk at the next wake-up
+        self._stage.append((slot, nbytes, pid, np.inf if bound is None else bound))
+        self._group[slot] = event
+        if on_arrival is not None:
+            self._arrival[slot] = on_arrival
         self.flows += 1
-        self._enqueue(self.env.now + cl.paths.latency[pid] + cl.overhead[src], slot)
+        self._enqueue(self.env.now + self._path_latency[pid] + self._overhead[src], slot)
         return event
 
     def transfer(
@@ -145,6 +167,7 @@ class Network:
         )
         group = _Group(event, count)
         slots = self._alloc_many(count)
+        self._flush()
         self._remaining[slots] = sizes
         self._bytes[slots] = sizes
         self._path[slots] = pids
@@ -156,6 +179,19 @@ class Network:
         for start in np.unique(starts):
             self._enqueue(float(start), slots[starts == start])
         return event
+
+    def _flush(self) -> None:
+        """Write the staged per-flow numbers of single sends into the arrays."""
+        stage = self._stage
+        if not stage:
+            return
+        slots, nbytes, pids, bounds = zip(*stage, strict=True)
+        idx = np.array(slots, dtype=np.int64)
+        self._remaining[idx] = nbytes
+        self._bytes[idx] = nbytes
+        self._path[idx] = pids
+        self._bound[idx] = bounds
+        stage.clear()
 
     @property
     def active_flows(self) -> int:
@@ -169,11 +205,6 @@ class Network:
         return load
 
     # ------------------------------------------------------------------ slots
-    def _alloc(self) -> int:
-        if not self._free:
-            self._grow(len(self._remaining) * 2)
-        return self._free.pop()
-
     def _alloc_many(self, count: int) -> np.ndarray:
         if len(self._free) < count:
             self._grow(max(len(self._remaining) * 2, len(self._remaining) + count))
@@ -191,10 +222,13 @@ class Network:
 
     # ------------------------------------------------------------------ event loop
     def _enqueue(self, start: float, slots: Any) -> None:
-        heapq.heappush(self._pending, (start, self._seq, slots))
-        self._seq += 1
-        if start < self._wake_at:
-            self._schedule(start)
+        bucket = self._pending_at.get(start)
+        if bucket is None:
+            self._pending_at[start] = bucket = []
+            heapq.heappush(self._pending, start)
+            if start < self._wake_at:
+                self._schedule(start)
+        bucket.append(slots)
 
     def _schedule(self, when: float) -> None:
         self._wake_at = when
@@ -209,11 +243,12 @@ class Network:
         self.wakeups += 1
         now = self.env.now
         self._wake_at = np.inf
+        self._flush()
         changed = self._drain(now)
         pending = self._pending
-        starting = []
-        while pending and pending[0][0] <= now:
-            starting.append(heapq.heappop(pending)[2])
+        starting: list[Any] = []
+        while pending and pending[0] <= now:
+            starting.extend(self._pending_at.pop(heapq.heappop(pending)))
         if starting:
             changed = self._start(starting, now) or changed
         if changed:
@@ -240,7 +275,11 @@ class Network:
         return True
 
     def _start(self, starting: list[Any], now: float) -> bool:
-        slots = np.concatenate([np.atleast_1d(np.asarray(s, dtype=np.int64)) for s in starting])
+        singles = [s for s in starting if isinstance(s, int)]
+        parts = [s for s in starting if not isinstance(s, int)]
+        if singles:
+            parts.append(np.array(singles, dtype=np.int64))
+        slots = parts[0] if len(parts) == 1 else np.concatenate(parts)
         cl = self.cluster
         instant = (self._remaining[slots] <= 0) | (cl.paths.length[self._path[slots]] == 0)
         if instant.any():
@@ -286,7 +325,7 @@ class Network:
         if len(active):
             when = now + float(np.min(self._remaining[active] / self._rate[active]))
         if self._pending:
-            when = min(when, self._pending[0][0])
+            when = min(when, self._pending[0])
         if when < np.inf:
             self._schedule(when)
 
@@ -301,12 +340,20 @@ class Network:
         for hook in self.on_flows_done:
             hook(slots, now)
         groups = self._group
+        free = self._free
+        arrival = self._arrival
         for slot in slots.tolist():
+            if arrival:
+                hook = arrival.pop(slot, None)
+                if hook is not None:
+                    hook[0](hook[1], hook[2])
             group = groups[slot]
             groups[slot] = None
-            self._free.append(slot)
-            assert group is not None
-            group.left -= 1
-            if group.left == 0:
-                group.event.succeed(now)
+            free.append(slot)
+            if type(group) is _Group:
+                group.left -= 1
+                if group.left == 0:
+                    group.event.succeed(now)
+            else:
+                group.succeed(now)  # a single send's event
         self._rate[slots] = 0.0

@@ -92,7 +92,9 @@ class Router:
         self._in_w = weight[inorder].tolist()
         self._in_ptr = inptr.tolist()
         self._cache: OrderedDict[int, object] = OrderedDict()
-        self._cache_entries = cache_entries if mode == "updown" else max(4, min(cache_entries, (256 << 20) // (8 * n + 1)))
+        self._cache_entries = (
+            cache_entries if mode == "updown" else max(4, min(cache_entries, (256 << 20) // (8 * n + 1)))
+        )
         if mode == "updown":
             self._level = self._levels(is_gpu)
             level = np.array(self._level)
@@ -227,8 +229,7 @@ class Router:
             choices = [
                 k
                 for k in range(out_ptr[node], out_ptr[node + 1])
-                if (out_v[k] == dst or not endpoint_only[out_v[k]])
-                and abs(dist[out_v[k]] + out_w[k] - here) <= tol  # type: ignore[index]
+                if (out_v[k] == dst or not endpoint_only[out_v[k]]) and abs(dist[out_v[k]] + out_w[k] - here) <= tol  # type: ignore[index]
             ]
             if not choices:
                 raise RoutingError(f"routing stalled at node {node} towards node {dst}")

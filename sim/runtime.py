@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import simpy
+from simpy.events import Event
 
 from .errors import RunError
 from .network import Network
@@ -204,26 +205,35 @@ class Job:
 
     def send(self, src: int, dst: int, nbytes: float, payload: Any = None, tag: int = 0) -> simpy.Event:
         """Send ``nbytes`` with ``payload``; the returned event fires when the last byte arrives."""
-        event = self.net.send(src, dst, nbytes)
-        event.callbacks.append(lambda _e: self._deliver((src, dst, tag), payload))
-        return event
+        return self.net.send(src, dst, nbytes, on_arrival=(self._deliver, (src, dst, tag), payload))
 
     def _deliver(self, key: tuple[int, int, int], payload: Any) -> None:
         waiting = self._waiting.get(key)
         if waiting:
-            waiting.popleft().succeed(payload)
+            event = waiting.popleft()
+            if not waiting:
+                del self._waiting[key]  # keep the mailboxes as small as the messages in flight
+            event.succeed(payload)
         else:
-            self._mail.setdefault(key, deque()).append(payload)
+            mail = self._mail.get(key)
+            if mail is None:
+                self._mail[key] = mail = deque()
+            mail.append(payload)
 
     def recv(self, dst: int, src: int, tag: int = 0) -> simpy.Event:
         """An event whose value is the payload of the next message ``src`` -> ``dst`` with ``tag``."""
         key = (src, dst, tag)
-        event = self.env.event()
+        event = Event(self.env)
         mail = self._mail.get(key)
         if mail:
             event.succeed(mail.popleft())
+            if not mail:
+                del self._mail[key]
         else:
-            self._waiting.setdefault(key, deque()).append(event)
+            waiting = self._waiting.get(key)
+            if waiting is None:
+                self._waiting[key] = waiting = deque()
+            waiting.append(event)
         return event
 
     def compute(self, rank: int, seconds: float) -> simpy.Event:

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from collections.abc import Iterable, Iterator
@@ -29,15 +30,18 @@ __all__ = ["CountingEnvironment", "closed_form", "simulate", "sweep"]
 
 
 class CountingEnvironment(simpy.Environment):
-    """A SimPy environment that counts the events it schedules (the simulator's own cost)."""
+    """A SimPy environment that can say how many events it has scheduled (the simulator's own cost)."""
 
-    def __init__(self, initial_time: float = 0) -> None:
-        super().__init__(initial_time)
-        self.scheduled = 0
-
-    def schedule(self, event: simpy.Event, priority: int = 1, delay: float = 0) -> None:  # type: ignore[override]
-        self.scheduled += 1
-        super().schedule(event, priority, delay)
+    @property
+    def scheduled(self) -> int:
+        # SimPy numbers every scheduled event from one counter; peeking costs nothing per event
+        # (an override of schedule() cost ~4% of a run).
+        counter = getattr(self, "_eid", None)
+        if counter is None:  # pragma: no cover - a SimPy without the counter
+            return 0
+        value = next(counter)
+        self._eid = itertools.count(value)
+        return value
 
 
 def _uniform_alpha_beta(cluster: Cluster, p: int) -> tuple[float, float] | None:
