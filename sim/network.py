@@ -18,9 +18,10 @@ Use it from a SimPy process::
     env.process(rank0(env))
     env.run()
 
-The engine keeps every flow in numpy arrays (slots reused through a free list) and schedules a single
+The engine keeps every flow in numpy arrays (slots reused through a free stack) and schedules a single
 SimPy timeout for its next change, so a step in which thousands of flows start together costs one
-rate computation.
+rate computation. Max-min rates depend only on which paths are active, so solutions are cached by the
+multiset of active paths: a ring, whose every step has the same sender->receiver pairs, solves once.
 """
 
 from __future__ import annotations
@@ -40,10 +41,11 @@ from .maxmin import maxmin_rates
 __all__ = ["Network"]
 
 _TIME_RTOL = 1e-12  # flows due within this fraction of "now" complete together
+_CACHE_ENTRIES = 256
 
 
 class _Group:
-    """The flows of one send/transfer call and the event that fires when all of them are done."""
+    """The flows of one transfer call and the event that fires when all of them are done."""
 
     __slots__ = ("event", "left")
 
@@ -65,12 +67,10 @@ class Network:
 
     Attributes
     ----------
-    arc_bytes : numpy.ndarray
-        Bytes carried so far by every link direction (indexed like the cluster's arcs).
     flows : int
         Flows started so far.
-    solves : int
-        Rate computations so far.
+    solves, cache_hits : int
+        Max-min computations so far, and how many were answered from the cache.
     peak_load : numpy.ndarray or None
         With ``check``: the highest rate sum seen on every link direction.
     """
@@ -79,10 +79,10 @@ class Network:
         self.env = env
         self.cluster = cluster
         self.check = check
-        self.arc_bytes = np.zeros(cluster.num_arcs)
         self.peak_load = np.zeros(cluster.num_arcs) if check else None
         self.flows = 0
         self.solves = 0
+        self.cache_hits = 0
         self.wakeups = 0
         size = 64
         self._remaining = np.zeros(size)
@@ -90,21 +90,31 @@ class Network:
         self._bytes = np.zeros(size)
         self._path = np.zeros(size, dtype=np.int64)
         self._bound = np.full(size, np.inf)
-        self._group: list[Any] = [None] * size  # a _Group, or a single send's event
-        self._free: list[int] = list(range(size - 1, -1, -1))
+        self._gid = np.full(size, -1, dtype=np.int64)  # transfer group, -1 for none
+        self._owner = np.full(size, -1, dtype=np.int64)  # completion owner, -1 for none
+        self._event: dict[int, Event] = {}  # single sends' events, by slot
+        self._free = np.arange(size - 1, -1, -1, dtype=np.int64)  # a stack: top is _free[_nfree - 1]
+        self._nfree = size
+        self._groups: list[_Group | None] = []
+        self._free_gids: list[int] = []
+        self._owners: list[Callable[[np.ndarray, float], None]] = []
         self._active = np.zeros(0, dtype=np.int64)
-        self._entry_flow = np.zeros(0, dtype=np.int64)
-        self._entry_arc = np.zeros(0, dtype=np.int64)
+        self._entries: tuple[np.ndarray, np.ndarray] | None = None
+        self._bounded = 0  # active flows with a finite bound (they disable the solution cache)
         self._pending: list[float] = []  # distinct start times (a heap)
         self._pending_at: dict[float, list[Any]] = {}  # start time -> slots (ints or arrays)
         self._stage: list[tuple[int, float, int, float]] = []
         self._arrival: dict[int, tuple[Callable[..., None], Any, Any]] = {}
         self._path_latency = cluster.paths.latency_list
         self._overhead = cluster.overhead.tolist()
+        self._path_bytes = np.zeros(64)
         self._t_last = 0.0
         self._wake_at = np.inf
         self._wake_gen = 0
-        self.on_flows_done: list[Callable[[np.ndarray, float], None]] = []
+        # the solution cache: a multiset hash of the active paths -> (sorted paths, their rates)
+        self._key = 0
+        self._path_hash = np.zeros(0, dtype=np.uint64)
+        self._cache: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
 
     # ------------------------------------------------------------------ public API
     def send(
@@ -119,9 +129,9 @@ class Network:
         """Send ``nbytes`` from rank ``src`` to rank ``dst``; the event fires when the last byte
         arrives (its value is the completion time).
 
-        ``on_arrival = (func, a, b)`` calls ``func(a, b)`` the moment the last byte arrives, before any
-        process waiting on the event resumes (this is how a :class:`~sim.runtime.Job` delivers
-        payloads to mailboxes without another event per message).
+        ``bound`` caps the flow's rate (a NIC or host limit). ``on_arrival = (func, a, b)`` calls
+        ``func(a, b)`` the moment the last byte arrives, before any process waiting on the event
+        resumes (this is how a :class:`~sim.runtime.Job` delivers payloads without another event).
         """
         if not nbytes >= 0:
             raise RunError(f"send {src}->{dst}: size must be >= 0 bytes, got {nbytes}")
@@ -130,13 +140,13 @@ class Network:
         if pid is None:
             pid = cl.path_id(src, dst)
         event = Event(self.env)
-        free = self._free
-        if not free:
+        if not self._nfree:
             self._grow(len(self._remaining) * 2)
-        slot = free.pop()
+        self._nfree -= 1
+        slot = int(self._free[self._nfree])
         # per-flow numbers are staged in lists and written to the arrays in bulk at the next wake-up
         self._stage.append((slot, nbytes, pid, np.inf if bound is None else bound))
-        self._group[slot] = event
+        self._event[slot] = event
         if on_arrival is not None:
             self._arrival[slot] = on_arrival
         self.flows += 1
@@ -152,33 +162,115 @@ class Network:
         """Start one flow per (src, dst) pair at once; the event fires when all of them are done."""
         srcs = np.asarray(srcs, dtype=np.int64)
         dsts = np.asarray(dsts, dtype=np.int64)
-        sizes = np.broadcast_to(np.asarray(nbytes, dtype=float), srcs.shape)
         if srcs.shape != dsts.shape or srcs.ndim != 1:
             raise RunError("transfer: srcs and dsts must be 1-D and of the same length")
-        if len(sizes) and not (sizes >= 0).all():
-            raise RunError("transfer: sizes must be >= 0 bytes")
         event = self.env.event()
-        count = len(srcs)
-        if count == 0:
+        if len(srcs) == 0:
             return event.succeed(self.env.now)
         cl = self.cluster
         pids = np.fromiter(
-            (cl.path_id(int(s), int(d)) for s, d in zip(srcs, dsts, strict=True)), dtype=np.int64, count=count
+            (cl.path_id(int(s), int(d)) for s, d in zip(srcs, dsts, strict=True)), dtype=np.int64, count=len(srcs)
         )
-        group = _Group(event, count)
-        slots = self._alloc_many(count)
+        if self._free_gids:
+            gid = self._free_gids.pop()
+            self._groups[gid] = _Group(event, len(srcs))
+        else:
+            gid = len(self._groups)
+            self._groups.append(_Group(event, len(srcs)))
+        slots = self.launch(pids, srcs, nbytes)
+        self._gid[slots] = gid
+        return event
+
+    def add_owner(self, callback: Callable[[np.ndarray, float], None]) -> int:
+        """Register ``callback(slots, now)``, called with the slots of an owner's flows as they
+        complete (before the slots are reused); returns the owner id for :meth:`launch`."""
+        self._owners.append(callback)
+        return len(self._owners) - 1
+
+    def launch(
+        self,
+        pids: np.ndarray,
+        srcs: np.ndarray,
+        nbytes: float | np.ndarray,
+        owner: int = -1,
+    ) -> np.ndarray:
+        """Start flows on interned paths ``pids`` (from ranks ``srcs``) now; returns their slots.
+
+        The batch primitive under :meth:`transfer` and the fast path: no event per flow; an
+        ``owner`` (see :meth:`add_owner`) hears of completions in bulk.
+        """
+        count = len(pids)
+        sizes = np.broadcast_to(np.asarray(nbytes, dtype=float), (count,))
+        if count and not (sizes >= 0).all():
+            raise RunError("launch: sizes must be >= 0 bytes")
         self._flush()
+        slots = self._alloc_many(count)
         self._remaining[slots] = sizes
         self._bytes[slots] = sizes
         self._path[slots] = pids
         self._bound[slots] = np.inf
-        for slot in slots:
-            self._group[slot] = group
+        self._owner[slots] = owner
         self.flows += count
-        starts = self.env.now + cl.paths.latency[pids] + cl.overhead[srcs]
-        for start in np.unique(starts):
-            self._enqueue(float(start), slots[starts == start])
-        return event
+        paths = self.cluster.paths
+        starts = self.env.now + paths.latency[pids] + self.cluster.overhead[srcs]
+        first = starts[0] if count else 0.0
+        if count and (starts == first).all():
+            self._enqueue(float(first), slots)
+        else:
+            for start in np.unique(starts):
+                self._enqueue(float(start), slots[starts == start])
+        return slots
+
+    @property
+    def active_flows(self) -> int:
+        return len(self._active)
+
+    @property
+    def arc_bytes(self) -> np.ndarray:
+        """Bytes carried so far by every link direction (indexed like the cluster's arcs)."""
+        paths = self.cluster.paths
+        n = paths.count
+        out = np.zeros(self.cluster.num_arcs)
+        if n:
+            lens = paths.length[:n]
+            reps = np.repeat(self._path_bytes[:n], lens)
+            np.add.at(out, _gather_arcs(paths, np.arange(n))[1], reps)
+        return out
+
+    def link_load(self) -> np.ndarray:
+        """Current rate sum on every link direction (bytes/s)."""
+        load = np.zeros(self.cluster.num_arcs)
+        if len(self._active):
+            flow, arc = self._entries_now()
+            np.add.at(load, arc, self._rate[self._active][flow])
+        return load
+
+    # ------------------------------------------------------------------ slots
+    def _alloc_many(self, count: int) -> np.ndarray:
+        if self._nfree < count:
+            self._grow(max(len(self._remaining) * 2, len(self._remaining) + count))
+        self._nfree -= count
+        return self._free[self._nfree : self._nfree + count][::-1].copy()
+
+    def _release(self, slots: np.ndarray) -> None:
+        end = self._nfree + len(slots)
+        self._free[self._nfree : end] = slots
+        self._nfree = end
+
+    def _grow(self, size: int) -> None:
+        old = len(self._remaining)
+        for name in ("_remaining", "_rate", "_bytes", "_path", "_bound", "_gid", "_owner"):
+            setattr(self, name, np.resize(getattr(self, name), size))
+        self._bound[old:] = np.inf
+        self._gid[old:] = -1
+        self._owner[old:] = -1
+        free = np.empty(size, dtype=np.int64)
+        # new slots go under the existing free ones
+        fresh = np.arange(size - 1, old - 1, -1, dtype=np.int64)
+        free[: len(fresh)] = fresh
+        free[len(fresh) : len(fresh) + self._nfree] = self._free[: self._nfree]
+        self._free = free
+        self._nfree += len(fresh)
 
     def _flush(self) -> None:
         """Write the staged per-flow numbers of single sends into the arrays."""
@@ -191,34 +283,9 @@ class Network:
         self._bytes[idx] = nbytes
         self._path[idx] = pids
         self._bound[idx] = bounds
+        self._gid[idx] = -1
+        self._owner[idx] = -1
         stage.clear()
-
-    @property
-    def active_flows(self) -> int:
-        return len(self._active)
-
-    def link_load(self) -> np.ndarray:
-        """Current rate sum on every link direction (bytes/s)."""
-        load = np.zeros(self.cluster.num_arcs)
-        if len(self._active):
-            np.add.at(load, self._entry_arc, self._rate[self._active][self._entry_flow])
-        return load
-
-    # ------------------------------------------------------------------ slots
-    def _alloc_many(self, count: int) -> np.ndarray:
-        if len(self._free) < count:
-            self._grow(max(len(self._remaining) * 2, len(self._remaining) + count))
-        slots = self._free[-count:]
-        del self._free[-count:]
-        return np.array(slots[::-1], dtype=np.int64)
-
-    def _grow(self, size: int) -> None:
-        old = len(self._remaining)
-        for name in ("_remaining", "_rate", "_bytes", "_path", "_bound"):
-            setattr(self, name, np.resize(getattr(self, name), size))
-        self._bound[old:] = np.inf
-        self._group.extend([None] * (size - old))
-        self._free[:0] = range(size - 1, old - 1, -1)
 
     # ------------------------------------------------------------------ event loop
     def _enqueue(self, start: float, slots: Any) -> None:
@@ -246,11 +313,10 @@ class Network:
         self._flush()
         changed = self._drain(now)
         pending = self._pending
-        starting: list[Any] = []
         while pending and pending[0] <= now:
-            starting.extend(self._pending_at.pop(heapq.heappop(pending)))
-        if starting:
+            starting = self._pending_at.pop(heapq.heappop(pending))
             changed = self._start(starting, now) or changed
+            # owners called back during _drain may have launched flows that start right now
         if changed:
             self._solve()
         self._schedule_next(now)
@@ -268,10 +334,11 @@ class Network:
         done = remaining <= rate * (_TIME_RTOL * now + 1e-300)
         if not done.any():
             return False
-        self._finish(active[done], now)
-        keep = ~done
-        self._active = active[keep]
-        self._build_entries()
+        finished = active[done]
+        self._active = active[~done]
+        self._entries = None
+        self._key = (self._key - int(self._hash_of(self._path[finished]).sum(dtype=np.uint64))) % (1 << 64)
+        self._finish(finished, now)
         return True
 
     def _start(self, starting: list[Any], now: float) -> bool:
@@ -280,44 +347,74 @@ class Network:
         if singles:
             parts.append(np.array(singles, dtype=np.int64))
         slots = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        cl = self.cluster
-        instant = (self._remaining[slots] <= 0) | (cl.paths.length[self._path[slots]] == 0)
+        instant = (self._remaining[slots] <= 0) | (self.cluster.paths.length[self._path[slots]] == 0)
         if instant.any():
             self._finish(slots[instant], now)
             slots = slots[~instant]
         if not len(slots):
             return False
-        self._active = np.concatenate([self._active, slots])
-        self._build_entries()
+        self._active = np.concatenate([self._active, slots]) if len(self._active) else slots
+        self._entries = None
+        self._key = (self._key + int(self._hash_of(self._path[slots]).sum(dtype=np.uint64))) % (1 << 64)
+        self._bounded += int(np.isfinite(self._bound[slots]).sum())
         return True
 
-    def _build_entries(self) -> None:
-        paths = self.cluster.paths
-        pids = self._path[self._active]
-        lens = paths.length[pids]
-        total = int(lens.sum())
-        self._entry_flow = np.repeat(np.arange(len(pids)), lens)
-        ends = np.cumsum(lens)
-        offsets = np.arange(total) - np.repeat(ends - lens, lens)
-        self._entry_arc = paths.arcs[np.repeat(paths.start[pids], lens) + offsets]
+    def _hash_of(self, pids: np.ndarray) -> np.ndarray:
+        """A fixed pseudo-random 64-bit number per path id (the same on every run)."""
+        need = self.cluster.paths.count
+        if len(self._path_hash) < need:
+            ids = np.arange(need, dtype=np.uint64)
+            x = (ids + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+            x ^= x >> np.uint64(31)
+            x *= np.uint64(0xBF58476D1CE4E5B9)
+            x ^= x >> np.uint64(29)
+            self._path_hash = x
+        return self._path_hash[pids]
+
+    def _entries_now(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._entries is None:
+            self._entries = _gather_arcs(self.cluster.paths, self._path[self._active])
+        return self._entries
 
     def _solve(self) -> None:
         active = self._active
         if not len(active):
             return
+        pids = self._path[active]
+        cacheable = self._bounded == 0
+        if cacheable:
+            hit = self._cache.get(self._key)
+            if hit is not None and hit[2] == len(active):
+                keys, rates, _ = hit
+                pos = np.searchsorted(keys, pids)
+                if len(keys) and (pos < len(keys)).all() and (keys[np.minimum(pos, len(keys) - 1)] == pids).all():
+                    self._rate[active] = rates[pos]
+                    self.cache_hits += 1
+                    self._check_load()
+                    return
         self.solves += 1
-        rates = maxmin_rates(self._entry_flow, self._entry_arc, len(active), self.cluster.capacity, self._bound[active])
+        flow, arc = self._entries_now()
+        rates = maxmin_rates(flow, arc, len(active), self.cluster.capacity, self._bound[active])
         self._rate[active] = rates
-        if self.check:
-            load = self.link_load()
-            assert self.peak_load is not None
-            np.maximum(self.peak_load, load, out=self.peak_load)
-            over = load > self.cluster.capacity * (1 + 1e-9)
-            if over.any():
-                arc = int(np.argmax(over))
-                raise RunError(
-                    f"link {self.cluster.arc_name(arc)} over capacity: {load[arc]} > {self.cluster.capacity[arc]}"
-                )
+        if cacheable:
+            keys, first = np.unique(pids, return_index=True)
+            if len(self._cache) >= _CACHE_ENTRIES:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[self._key] = (keys, rates[first], len(active))
+        self._check_load()
+
+    def _check_load(self) -> None:
+        if not self.check:
+            return
+        load = self.link_load()
+        assert self.peak_load is not None
+        np.maximum(self.peak_load, load, out=self.peak_load)
+        over = load > self.cluster.capacity * (1 + 1e-9)
+        if over.any():
+            arc = int(np.argmax(over))
+            raise RunError(
+                f"link {self.cluster.arc_name(arc)} over capacity: {load[arc]} > {self.cluster.capacity[arc]}"
+            )
 
     def _schedule_next(self, now: float) -> None:
         when = np.inf
@@ -330,30 +427,52 @@ class Network:
             self._schedule(when)
 
     def _finish(self, slots: np.ndarray, now: float) -> None:
-        paths = self.cluster.paths
         pids = self._path[slots]
-        lens = paths.length[pids]
-        if lens.sum():
-            offsets = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
-            arcs = paths.arcs[np.repeat(paths.start[pids], lens) + offsets]
-            np.add.at(self.arc_bytes, arcs, np.repeat(self._bytes[slots], lens))
-        for hook in self.on_flows_done:
-            hook(slots, now)
-        groups = self._group
-        free = self._free
-        arrival = self._arrival
-        for slot in slots.tolist():
-            if arrival:
-                hook = arrival.pop(slot, None)
-                if hook is not None:
-                    hook[0](hook[1], hook[2])
-            group = groups[slot]
-            groups[slot] = None
-            free.append(slot)
-            if type(group) is _Group:
-                group.left -= 1
-                if group.left == 0:
-                    group.event.succeed(now)
-            else:
-                group.succeed(now)  # a single send's event
+        need = self.cluster.paths.count
+        if len(self._path_bytes) < need:
+            grown = np.zeros(max(need, 2 * len(self._path_bytes)))
+            grown[: len(self._path_bytes)] = self._path_bytes
+            self._path_bytes = grown
+        np.add.at(self._path_bytes, pids, self._bytes[slots])
+        self._bounded -= int(np.isfinite(self._bound[slots]).sum())
         self._rate[slots] = 0.0
+        owners = self._owner[slots]
+        owned = owners >= 0
+        if owned.any():
+            for owner in np.unique(owners[owned]).tolist():
+                self._owners[owner](slots[owners == owner], now)
+            self._owner[slots] = -1
+        gids = self._gid[slots]
+        grouped = gids >= 0
+        if grouped.any():
+            ids, counts = np.unique(gids[grouped], return_counts=True)
+            for gid, count in zip(ids.tolist(), counts.tolist(), strict=True):
+                group = self._groups[gid]
+                assert group is not None
+                group.left -= count
+                if group.left == 0:
+                    self._groups[gid] = None
+                    self._free_gids.append(gid)
+                    group.event.succeed(now)
+            self._gid[slots] = -1
+        singles = ~(owned | grouped)
+        if singles.any():
+            events = self._event
+            arrival = self._arrival
+            for slot in slots[singles].tolist():
+                if arrival:
+                    hook = arrival.pop(slot, None)
+                    if hook is not None:
+                        hook[0](hook[1], hook[2])
+                events.pop(slot).succeed(now)
+        self._release(slots)
+
+
+def _gather_arcs(paths: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(flow index, arc) for every arc of every path in ``pids``, flow by flow."""
+    lens = paths.length[pids]
+    total = int(lens.sum())
+    flow = np.repeat(np.arange(len(pids)), lens)
+    ends = np.cumsum(lens)
+    offsets = np.arange(total) - np.repeat(ends - lens, lens)
+    return flow, paths.arcs[np.repeat(paths.start[pids], lens) + offsets]

@@ -52,6 +52,7 @@ class SimResult:
     wall_s: float = 0.0
     events: int = 0
     flows: int = 0
+    engine: str = "message"
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -21,6 +21,7 @@ from .algorithms import Algorithm, get_algorithm
 from .cluster import Cluster
 from .collectives import DTYPES, get_collective
 from .errors import ConfigError, RunError
+from .fastpath import FastExecutor
 from .network import Network
 from .results import LinkUse, SimResult
 from .runtime import DataCheck, Job
@@ -78,6 +79,7 @@ def simulate(
     check: bool = False,
     check_links: bool = False,
     until: float | None = None,
+    engine: str = "auto",
 ) -> SimResult:
     """Simulate one collective of ``size`` bytes (nccl-tests' size convention).
 
@@ -99,9 +101,15 @@ def simulate(
         Verify that no link direction ever carries more than its capacity.
     until : float, optional
         Stop with :class:`RunError` if the collective has not finished by this simulated time.
+    engine : {"auto", "fast", "message"}
+        ``message`` runs every rank as a SimPy process and every message as its own flow; ``fast`` runs
+        the algorithm's step program vectorized over ranks (same times; see :mod:`sim.fastpath`);
+        ``auto`` takes the fast path where the algorithm has one and the data check is off.
     """
     with paused_gc():
-        return _simulate(topology, collective, algorithm, size, ranks, dtype, gamma, root, check, check_links, until)
+        return _simulate(
+            topology, collective, algorithm, size, ranks, dtype, gamma, root, check, check_links, until, engine
+        )
 
 
 def _simulate(
@@ -116,6 +124,7 @@ def _simulate(
     check: bool,
     check_links: bool,
     until: float | None,
+    engine: str,
 ) -> SimResult:
     started = time.perf_counter()
     coll = get_collective(collective)
@@ -134,28 +143,39 @@ def _simulate(
         raise ConfigError(f"gamma must be >= 0 s/byte, got {gamma}")
     algo = get_algorithm(coll.name, algorithm)
     algo.check(p, cluster)
+    if engine not in ("auto", "fast", "message"):
+        raise ConfigError(f"unknown engine {engine!r} (valid: auto, fast, message)")
+    program = None if engine == "message" or check else algo.program(p, size, cluster)
+    if engine == "fast" and program is None:
+        why = "the data check needs the message-level engine" if check else f"{algo.spec} has no step program"
+        raise ConfigError(f"--engine fast: {why}")
 
     env = CountingEnvironment()
     net = Network(env, cluster, check=check_links)
-    data = DataCheck(coll.name, p, algo.segments(p), root) if check else None
-    job = Job(env, net, p, size, gamma=gamma, root=root, data=data)
-    done = env.process(algo.run(job))
+    job = None
+    if program is not None:
+        done = env.process(FastExecutor(net, program, gamma, cluster.compute_scale).run())
+    else:
+        data = DataCheck(coll.name, p, algo.segments(p), root) if check else None
+        job = Job(env, net, p, size, gamma=gamma, root=root, data=data)
+        done = env.process(algo.run(job))
     env.run(until=done if until is None else env.any_of([done, env.timeout(until)]))
     if not done.triggered:
         raise RunError(f"{coll.name} {algo.spec} did not finish within {until} simulated seconds")
-    if job.pending_messages():
+    if job is not None and job.pending_messages():
         raise RunError(f"{coll.name} {algo.spec}: {job.pending_messages()} message(s) were sent but never received")
     elapsed = float(env.now)
-    wrong = len(job.data.wrong_ranks()) if check else None
+    wrong = len(job.data.wrong_ranks()) if check and job is not None else None
 
     algbw = size / elapsed / 1e9 if elapsed > 0 else float("inf")
+    arc_bytes = net.arc_bytes
     with np.errstate(divide="ignore", invalid="ignore"):
-        drain = net.arc_bytes / cluster.capacity
+        drain = arc_bytes / cluster.capacity
     top = np.argsort(-drain, kind="stable")[:5]
     busiest = tuple(
-        LinkUse(cluster.arc_name(int(a)), float(net.arc_bytes[a]), float(drain[a] / elapsed) if elapsed > 0 else 0.0)
+        LinkUse(cluster.arc_name(int(a)), float(arc_bytes[a]), float(drain[a] / elapsed) if elapsed > 0 else 0.0)
         for a in top
-        if net.arc_bytes[a] > 0
+        if arc_bytes[a] > 0
     )
     return SimResult(
         topology=cluster.name,
@@ -169,7 +189,7 @@ def _simulate(
         time_s=elapsed,
         algbw_GBps=float(algbw),
         busbw_GBps=float(coll.busbw(algbw, p)),
-        link_bytes=float(net.arc_bytes.sum()),
+        link_bytes=float(arc_bytes.sum()),
         max_link_utilization=busiest[0].utilization if busiest else 0.0,
         busiest_link=busiest[0].link if busiest else "",
         wrong=wrong,
@@ -178,6 +198,7 @@ def _simulate(
         wall_s=time.perf_counter() - started,
         events=env.scheduled,
         flows=net.flows,
+        engine="message" if program is None else "fast",
     )
 
 

@@ -65,6 +65,13 @@ class Algorithm(ABC):
         gathering collectives)."""
         return p
 
+    def program(self, p: int, nbytes: float, cluster: Any) -> Any:
+        """The algorithm as a :class:`~sim.fastpath.StepProgram` for the fast path, or ``None``.
+
+        An algorithm that returns one must mean by it exactly what its :meth:`run` does; the tests hold
+        both paths to the same times (tests/test_fastpath.py)."""
+        return None
+
     @abstractmethod
     def run(self, job: Any) -> Generator[Any, Any, None]:
         """The SimPy process body: returns when every rank is done."""

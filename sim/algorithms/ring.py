@@ -16,11 +16,14 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import Any
 
+import numpy as np
+
+from ..fastpath import Step, StepProgram
 from ..runtime import Job
 from .base import Algorithm
 from .registry import register
 
-__all__ = ["RingAllReduce", "ring_allgather", "ring_reduce_scatter"]
+__all__ = ["RingAllReduce", "ring_allgather", "ring_program", "ring_reduce_scatter", "ring_steps"]
 
 
 def ring_reduce_scatter(
@@ -76,5 +79,29 @@ class RingAllReduce(Algorithm):
 
         yield job.env.all_of([job.env.process(rank(i)) for i in range(p)])
 
+    def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
+        """Every step: rank r sends n/p bytes to r+1; in the reduce-scatter half the receiver reduces
+        them, in the all-gather half it copies them."""
+        if p == 1:
+            return None
+        return ring_program(list(range(p)), nbytes / p, p)
+
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         return 2 * (p - 1) * alpha + 2 * (p - 1) / p * n * beta + (p - 1) / p * n * gamma
+
+
+def ring_steps(order: Sequence[int], chunk: float, endpoints: int) -> tuple[Step, Step]:
+    """The two step patterns of a ring over ``order``: reduce-scatter (reducing) and all-gather."""
+    src = np.asarray(order, dtype=np.int64)
+    dst = np.roll(src, -1)
+    return (
+        Step.make(src, dst, chunk, chunk, endpoints=endpoints),
+        Step.make(src, dst, chunk, 0.0, endpoints=endpoints),
+    )
+
+
+def ring_program(order: Sequence[int], chunk: float, endpoints: int) -> StepProgram:
+    """Ring all-reduce over ``order`` in chunks of ``chunk`` bytes, as a step program."""
+    q = len(order)
+    rs, ag = ring_steps(order, chunk, endpoints)
+    return StepProgram(endpoints, ((rs, q - 1), (ag, q - 1)))

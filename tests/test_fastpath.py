@@ -1,0 +1,97 @@
+"""The fast path (step programs, vectorized) against the message-level path (a SimPy process per rank,
+a flow per message): the same times to 1e-9 everywhere, including where symmetry breaks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sim.algorithms.base import Algorithm
+from sim.algorithms.registry import _REGISTRY
+from sim.errors import ConfigError
+from sim.simulate import simulate
+from sim.topology import dgx, leaf_spine, star, torus
+
+FAST = sorted((c, n) for (c, n), cls in _REGISTRY.items() if cls.program is not Algorithm.program)
+
+
+def both(graph, collective, spec, size, **kw):
+    a = simulate(graph, collective, spec, size, engine="message", **kw)
+    b = simulate(graph, collective, spec, size, engine="fast", **kw)
+    assert a.engine == "message" and b.engine == "fast"
+    return a, b
+
+
+def assert_same(a, b):
+    assert abs(a.time_s - b.time_s) <= 1e-9 * a.time_s, (a.time_s, b.time_s)
+    assert a.flows == b.flows
+    assert a.link_bytes == pytest.approx(b.link_bytes, rel=1e-12)
+
+
+def perturb(graph, seed, stragglers=2, slow_links=3):
+    """Give a few GPUs extra per-message overhead and slower reductions, and slow a few links down."""
+    rng = np.random.default_rng(seed)
+    g = graph.copy()
+    gpus = g.graph["ranks"]
+    for node in rng.choice(gpus, size=min(stragglers, len(gpus)), replace=False):
+        g.nodes[node]["overhead"] = float(rng.uniform(1e-6, 2e-5))
+        g.nodes[node]["compute_scale"] = float(rng.uniform(1.5, 4.0))
+    edges = list(g.edges)
+    for i in rng.choice(len(edges), size=min(slow_links, len(edges)), replace=False):
+        g.edges[edges[i]]["bandwidth"] *= float(rng.uniform(0.2, 0.9))
+    return g
+
+
+def test_ring_has_a_fast_path():
+    assert ("allreduce", "ring") in FAST
+
+
+TOPOLOGIES = {
+    "star": star(6, "100Gbps", "1us"),
+    "star-multi-gpu": star(3, "100Gbps", "2us", gpus_per_host=4, intra_bandwidth="300GB/s", intra_latency="1us"),
+    "leaf-spine-2to1": leaf_spine(3, 4, 1, "100Gbps", "200Gbps", "1us"),
+    "dgx": dgx(hosts=2, gpus_per_host=4),
+    "torus": torus("3x3", "50Gbps", "1us"),
+}
+
+
+@pytest.mark.parametrize("collective, spec", FAST)
+@pytest.mark.parametrize("name", sorted(TOPOLOGIES))
+@pytest.mark.parametrize("gamma", [0.0, 3e-11])
+def test_same_times_on_every_kind_of_fabric(collective, spec, name, gamma):
+    a, b = both(TOPOLOGIES[name], collective, spec, 5 * 2**20 + 3, gamma=gamma)
+    assert_same(a, b)
+
+
+@pytest.mark.parametrize("collective, spec", FAST)
+@given(seed=st.integers(0, 2**32 - 1), gamma=st.sampled_from([0.0, 1e-11, 1e-10]), size=st.floats(1e3, 1e8))
+def test_same_times_with_stragglers_and_slow_links(collective, spec, seed, gamma, size):
+    """Stragglers (per-message overhead, slow reductions) and slowed links break the lock-step that
+    the fast path exploits; it must still agree with the message-level run."""
+    base = [star(7, "100Gbps", "1us"), leaf_spine(2, 3, 1, "100Gbps", "100Gbps", "1us"), dgx(hosts=2, gpus_per_host=3)]
+    graph = perturb(base[seed % len(base)], seed)
+    a, b = both(graph, collective, spec, size, gamma=gamma)
+    assert_same(a, b)
+
+
+def test_stragglers_really_break_the_symmetry():
+    """The perturbed case is not secretly uniform: the straggler makes the ring slower."""
+    g = star(8, "100Gbps", "1us")
+    slow = g.copy()
+    slow.nodes["h3"]["compute_scale"] = 5.0
+    fast_time = simulate(g, "allreduce", "ring", "64MiB", gamma=1e-11, engine="fast").time_s
+    a, b = both(slow, "allreduce", "ring", "64MiB", gamma=1e-11)
+    assert_same(a, b)
+    assert b.time_s > fast_time * 1.01
+
+
+def test_auto_takes_the_fast_path_unless_checking():
+    g = star(4, "100Gbps", "1us")
+    assert simulate(g, "allreduce", "ring", 2**20).engine == "fast"
+    assert simulate(g, "allreduce", "ring", 2**20, check=True).engine == "message"
+    with pytest.raises(ConfigError, match="data check"):
+        simulate(g, "allreduce", "ring", 2**20, check=True, engine="fast")
+    with pytest.raises(ConfigError, match="unknown engine"):
+        simulate(g, "allreduce", "ring", 2**20, engine="warp")
