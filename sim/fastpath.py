@@ -33,6 +33,8 @@ from .network import Network
 
 __all__ = ["FastExecutor", "Step", "StepProgram"]
 
+_MAX_PERIOD = 8  # steady states that repeat every 1..8 steps are recognised
+
 
 @dataclass(eq=False)
 class Step:
@@ -130,9 +132,20 @@ class FastExecutor:
         Seconds per reduced byte.
     compute_scale : numpy.ndarray
         Per-rank factor on reduction time (stragglers).
+    extrapolate : bool
+        Jump over periodic steady states. Only valid when this program is alone on the network (the
+        jump moves simulated time on without looking at anybody else's flows).
     """
 
-    def __init__(self, net: Network, program: StepProgram, gamma: float, compute_scale: np.ndarray) -> None:
+    def __init__(
+        self,
+        net: Network,
+        program: StepProgram,
+        gamma: float,
+        compute_scale: np.ndarray | None = None,
+        *,
+        extrapolate: bool = False,
+    ) -> None:
         self.net = net
         self.env = net.env
         self.program = program
@@ -143,6 +156,8 @@ class FastExecutor:
         self.bounds = np.cumsum([0] + [times for _, times in program.phases])  # phase k: steps [b_k, b_k+1)
         self.total = int(self.bounds[-1])
         self.step = np.zeros(e, dtype=np.int64)
+        self.began = np.zeros(e)  # when each rank began its current step
+        self.timer_at = np.full(e, np.nan)  # when a reducing rank's reduction ends
         self.last = np.zeros(e)
         self.send_left = np.zeros(e, dtype=np.int64)
         self.recv_left = np.zeros(e, dtype=np.int64)
@@ -158,6 +173,12 @@ class FastExecutor:
         self.owner = net.add_owner(self._on_flows_done)
         self._timers: dict[float, list[np.ndarray]] = {}
         self.extrapolated_steps = 0
+        self.extrapolate = extrapolate
+        self._seen0 = -1
+        self._history: list[_Snapshot] = []
+        self._misses = 0
+        if extrapolate:
+            net.after_wake.append(self._after)
 
     # ------------------------------------------------------------------ driving
     def run(self) -> Generator[Any, Any, None]:
@@ -184,6 +205,7 @@ class FastExecutor:
                     return
             steps = self.step[ranks]
             slot = steps % self.window
+            self.began[ranks] = now
             self.send_left[ranks] = 0
             self.recv_left[ranks] = -self.early_count[ranks, slot]
             self.last[ranks] = np.maximum(now, self.early_last[ranks, slot])
@@ -242,14 +264,24 @@ class FastExecutor:
         bucket = self._timers.get(when)
         if bucket is None:
             self._timers[when] = bucket = []
-            timeout = self.env.timeout(when - self.env.now)
-            timeout.callbacks.append(lambda _e, when=when: self._fire(when))
+            self._arm(when)
         bucket.append(ranks)
+        self.timer_at[ranks] = when
+
+    def _arm(self, when: float) -> None:
+        timeout = self.env.timeout(when - self.env.now)
+        timeout.callbacks.append(lambda _e, when=when: self._fire(when))
 
     def _fire(self, when: float) -> None:
-        ranks = np.concatenate(self._timers.pop(when))
+        bucket = self._timers.pop(when, None)
+        if bucket is None:
+            return  # moved by an extrapolation
+        ranks = np.concatenate(bucket)
+        self.timer_at[ranks] = np.nan
         self.step[ranks] += 1
         self._begin(ranks, self.env.now)
+        if self.extrapolate:
+            self._after()
 
     # ------------------------------------------------------------------ completions
     def _on_flows_done(self, slots: np.ndarray, now: float) -> None:
@@ -293,6 +325,149 @@ class FastExecutor:
         count[ranks, future % new] = self.early_count[ranks, future % old]
         last[ranks, future % new] = self.early_last[ranks, future % old]
         self.early_count, self.early_last, self.window = count, last, new
+
+
+    # ------------------------------------------------------------------ steady states
+    def _after(self) -> None:
+        """At the end of a consistent instant: if rank 0 began a new step, compare the whole state
+        with the ones at its last few steps; when it matches the one q steps back shifted by q steps
+        and Δ seconds, the run is periodic: jump over whole periods."""
+        s0 = int(self.step[0])
+        if s0 == self._seen0 or s0 >= self.total or self.done.triggered:
+            return
+        self._seen0 = s0
+        if self._misses > 64 and s0 % 16:
+            return  # a state that keeps changing: look less often
+        snap = self._snapshot(s0)
+        history = self._history
+        history.append(snap)
+        if len(history) > _MAX_PERIOD + 1:
+            history.pop(0)
+        for prev in reversed(history[:-1]):
+            period = snap.s0 - prev.s0
+            if period < 1 or period > _MAX_PERIOD or not snap.matches(prev):
+                continue
+            phase = int(self._phase_of(np.array([s0]))[0])
+            lo, hi = int(self.bounds[phase]), int(self.bounds[phase + 1])
+            if prev.s_lo < lo:
+                return  # the period must be measured on steps of this phase only
+            periods = (hi - 2 - snap.s_hi) // period
+            delta = snap.t0 - prev.t0
+            if periods < 1 or delta <= 0:
+                return
+            self._misses = 0
+            self._jump(periods * period, periods * delta, (snap.path_bytes - prev.path_bytes) * periods, (snap.flows - prev.flows) * periods)
+            return
+        self._misses += 1
+
+    def _snapshot(self, s0: int) -> _Snapshot:
+        t0 = float(self.began[0])
+        net = self.net
+        active, waiting = net.in_flight(self.owner)
+        a_order = np.lexsort((self.f_src[active], net._path[active], self.f_step[active]))
+        active = active[a_order]
+        w_start = net.pending_starts(waiting)
+        w_order = np.lexsort((self.f_src[waiting], net._path[waiting], self.f_step[waiting], w_start))
+        waiting, w_start = waiting[w_order], w_start[w_order]
+        offsets = (self.step[:, None] + np.arange(self.window)[None, :]) % self.window
+        rows = np.arange(self.program.endpoints)[:, None]
+        early_count = self.early_count[rows, offsets]
+        early_last = self.early_last[rows, offsets] - t0
+        in_flight = np.concatenate([self.f_step[active], self.f_step[waiting]])
+        s_hi = max(int(self.step.max()), int(in_flight.max()) if len(in_flight) else 0)
+        if early_count.any():
+            s_hi = max(s_hi, int((self.step[:, None] + np.arange(self.window)[None, :])[early_count > 0].max()))
+        ints = np.concatenate(
+            [
+                self.step - s0,
+                self.send_left,
+                self.recv_left,
+                early_count.ravel(),
+                self.f_src[active],
+                self.f_step[active] - s0,
+                net._path[active],
+                self.f_src[waiting],
+                self.f_step[waiting] - s0,
+                net._path[waiting],
+            ]
+        )
+        times = np.concatenate(
+            [
+                self.began - t0,
+                self.last - t0,
+                np.nan_to_num(self.timer_at - t0, nan=-1.0),
+                np.where(np.isfinite(early_last), early_last, -1.0).ravel(),
+                w_start - t0,
+                [net._t_last - t0],
+            ]
+        )
+        amounts = np.concatenate([net._remaining[active], net._rate[active], net._remaining[waiting]])
+        return _Snapshot(
+            s0=s0,
+            t0=t0,
+            shape=(len(active), len(waiting)),
+            ints=ints,
+            times=times,
+            amounts=amounts,
+            s_lo=int(self.step.min()),
+            s_hi=s_hi,
+            path_bytes=net.path_bytes(),
+            flows=net.flows,
+        )
+
+    def _jump(self, steps: int, shift: float, path_bytes: np.ndarray, flows: int) -> None:
+        """Skip ``steps`` steps lasting ``shift`` seconds in all: every step counter moves on by
+        ``steps``, every time by ``shift``, and the network carries the skipped bytes and flows."""
+        net = self.net
+        active, waiting = net.in_flight(self.owner)
+        self.f_step[active] += steps
+        self.f_step[waiting] += steps
+        self.step += steps
+        self.began += shift
+        self.last += shift
+        self.timer_at += shift
+        self.early_count = np.roll(self.early_count, steps % self.window, axis=1)
+        self.early_last = np.roll(self.early_last, steps % self.window, axis=1) + shift
+        timers = {when + shift: bucket for when, bucket in self._timers.items()}
+        self._timers = timers
+        for when in timers:
+            self._arm(when)
+        net.suspend()
+        n = len(path_bytes)
+        full = np.zeros(max(n, net.cluster.paths.count))
+        full[:n] = path_bytes
+        net.shift(shift, full, flows)
+        self.env.timeout(shift).callbacks.append(lambda _e: net.resume())
+        self.extrapolated_steps += steps
+        self._seen0 = int(self.step[0])
+        self._history.clear()
+
+
+@dataclass
+class _Snapshot:
+    """The executor's and its flows' state relative to (rank 0's step s0, the time t0 it began it)."""
+
+    s0: int
+    t0: float
+    shape: tuple[int, int]
+    ints: np.ndarray
+    times: np.ndarray
+    amounts: np.ndarray
+    s_lo: int
+    s_hi: int
+    path_bytes: np.ndarray
+    flows: int
+
+    def matches(self, other: _Snapshot) -> bool:
+        """Equal up to rounding: the same integers, times within 1e-9 of the period, amounts to 1e-9."""
+        if self.shape != other.shape or len(self.ints) != len(other.ints):
+            return False
+        if not np.array_equal(self.ints, other.ints):
+            return False
+        period = self.t0 - other.t0
+        if period <= 0 or not np.allclose(self.times, other.times, rtol=0.0, atol=1e-9 * period):
+            return False
+        return bool(np.allclose(self.amounts, other.amounts, rtol=1e-9, atol=0.0))
 
 
 def run_program(

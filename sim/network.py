@@ -98,6 +98,8 @@ class Network:
         self._groups: list[_Group | None] = []
         self._free_gids: list[int] = []
         self._owners: list[Callable[[np.ndarray, float], None]] = []
+        #: called at the end of every wake-up, when the network state is consistent
+        self.after_wake: list[Callable[[], None]] = []
         self._active = np.zeros(0, dtype=np.int64)
         self._entries: tuple[np.ndarray, np.ndarray] | None = None
         self._bounded = 0  # active flows with a finite bound (they disable the solution cache)
@@ -245,6 +247,54 @@ class Network:
             np.add.at(load, arc, self._rate[self._active][flow])
         return load
 
+    # ------------------------------------------------------------------ state, for the fast path
+    def in_flight(self, owner: int) -> tuple[np.ndarray, np.ndarray]:
+        """Slots of ``owner``'s flows: the draining ones, and the ones still paying latency."""
+        active = self._active[self._owner[self._active] == owner]
+        pending = [s for bucket in self._pending_at.values() for s in bucket if not isinstance(s, int)]
+        waiting = np.concatenate(pending) if pending else np.zeros(0, dtype=np.int64)
+        return active, waiting[self._owner[waiting] == owner]
+
+    def pending_starts(self, slots: np.ndarray) -> np.ndarray:
+        """Start time of each given pending slot."""
+        starts = np.zeros(len(slots))
+        where = {int(s): i for i, s in enumerate(slots.tolist())}
+        for t, bucket in self._pending_at.items():
+            for item in bucket:
+                for s in np.atleast_1d(item).tolist():
+                    i = where.get(s)
+                    if i is not None:
+                        starts[i] = t
+        return starts
+
+    def suspend(self) -> None:
+        """Cancel the scheduled wake-up (the fast path is about to move time on by itself)."""
+        self._wake_gen += 1
+        self._wake_at = np.inf
+
+    def shift(self, delta: float, path_bytes: np.ndarray, flows: int) -> None:
+        """Move every pending start and the drain clock ``delta`` later and add the bytes and flows of
+        the skipped time; call :meth:`resume` once simulated time has moved on by ``delta``."""
+        shifted = {t + delta: bucket for t, bucket in self._pending_at.items()}
+        self._pending_at = shifted
+        self._pending = sorted(shifted)
+        self._t_last += delta
+        n = len(path_bytes)
+        if len(self._path_bytes) < n:
+            grown = np.zeros(n)
+            grown[: len(self._path_bytes)] = self._path_bytes
+            self._path_bytes = grown
+        self._path_bytes[:n] += path_bytes
+        self.flows += flows
+
+    def resume(self) -> None:
+        """Schedule the next wake-up from the current flow state (after :meth:`suspend`)."""
+        self._schedule_next(self.env.now)
+
+    def path_bytes(self) -> np.ndarray:
+        """Bytes delivered so far per interned path."""
+        return self._path_bytes[: self.cluster.paths.count].copy()
+
     # ------------------------------------------------------------------ slots
     def _alloc_many(self, count: int) -> np.ndarray:
         if self._nfree < count:
@@ -320,6 +370,8 @@ class Network:
         if changed:
             self._solve()
         self._schedule_next(now)
+        for hook in self.after_wake:
+            hook()
 
     def _drain(self, now: float) -> bool:
         """Advance every active flow to ``now`` and complete the ones that are done."""

@@ -154,7 +154,8 @@ def _simulate(
     net = Network(env, cluster, check=check_links)
     job = None
     if program is not None:
-        done = env.process(FastExecutor(net, program, gamma, cluster.compute_scale).run())
+        executor = FastExecutor(net, program, gamma, cluster.compute_scale, extrapolate=True)
+        done = env.process(executor.run())
     else:
         data = DataCheck(coll.name, p, algo.segments(p), root) if check else None
         job = Job(env, net, p, size, gamma=gamma, root=root, data=data)
