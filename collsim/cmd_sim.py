@@ -66,8 +66,10 @@ def simulate_cmd(
     size_list = parse_size_range(sizes, "--sizes") if sizes else [int(parse_size(size or "64MiB", "--size"))]
     coll = get_collective(collective)
     algo = get_algorithm(coll.name, algorithm)
-    cluster = Cluster(topology, ranks=ranks)
-    p = cluster.size
+    cluster = Cluster(topology)  # every GPU: dedicated servers use the hosts beyond --ranks
+    p = ranks or cluster.size
+    if p > cluster.size:
+        raise ConfigError(f"--ranks {p}: topology {cluster.name!r} has only {cluster.size} GPUs")
     if not as_json:
         print(f"# collsim simulate: {coll.name} ({algo.spec}) on {cluster.name}, {p} ranks")
         print(f"# topology: {cluster.graph.graph.get('spec', topology)}")
@@ -75,7 +77,7 @@ def simulate_cmd(
         print(nccl_header())
     results = []
     for nbytes in size_list:
-        r = simulate(cluster, coll.name, algo, nbytes, dtype=dtype, gamma=gamma, root=root, check=check)
+        r = simulate(cluster, coll.name, algo, nbytes, ranks=p, dtype=dtype, gamma=gamma, root=root, check=check)
         results.append(r)
         print(r.to_json() if as_json else nccl_row(r), flush=True)
     if not as_json:

@@ -199,14 +199,24 @@ class Job:
         self.data: DataCheck | NoData = data if data is not None else NoData()
         self._mail: dict[tuple[int, int, int], deque[Any]] = {}
         self._waiting: dict[tuple[int, int, int], deque[simpy.Event]] = {}
-        self._busy_until = np.zeros(p)
-        self.compute_scale = net.cluster.compute_scale[:p]
+        # endpoints beyond the p ranks (dedicated servers on spare hosts) compute and send too
+        endpoints = max(p, net.cluster.size)
+        self._busy_until = np.zeros(endpoints)
+        self.compute_scale = net.cluster.compute_scale
+        #: bytes each endpoint (rank, or server beyond the ranks) has sent / received so far
+        self.sent_bytes = np.zeros(endpoints)
+        self.received_bytes = np.zeros(endpoints)
 
     def send(self, src: int, dst: int, nbytes: float, payload: Any = None, tag: int = 0) -> simpy.Event:
         """Send ``nbytes`` with ``payload``; the returned event fires when the last byte arrives."""
         event = self.net.send(src, dst, nbytes)
-        event.callbacks.append(lambda _e: self._deliver((src, dst, tag), payload))
+        self.sent_bytes[src] += nbytes
+        event.callbacks.append(lambda _e: self._received((src, dst, tag), payload, nbytes))
         return event
+
+    def _received(self, key: tuple[int, int, int], payload: Any, nbytes: float) -> None:
+        self.received_bytes[key[1]] += nbytes
+        self._deliver(key, payload)
 
     def _deliver(self, key: tuple[int, int, int], payload: Any) -> None:
         waiting = self._waiting.get(key)

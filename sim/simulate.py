@@ -97,8 +97,11 @@ def simulate(
     """
     started = time.perf_counter()
     coll = get_collective(collective)
-    cluster = topology if isinstance(topology, Cluster) else Cluster(topology, ranks=ranks)
+    # the cluster keeps every GPU: algorithms with servers (dedicated PS) use the hosts beyond the ranks
+    cluster = topology if isinstance(topology, Cluster) else Cluster(topology)
     p = cluster.size if ranks is None else ranks
+    if p < 1:
+        raise ConfigError(f"--ranks must be >= 1, got {p}")
     if p > cluster.size:
         raise ConfigError(f"--ranks {p}: the cluster has only {cluster.size} GPUs")
     if dtype not in DTYPES:
@@ -135,6 +138,7 @@ def simulate(
         for a in top
         if net.arc_bytes[a] > 0
     )
+    sent, received = job.sent_bytes, job.received_bytes
     return SimResult(
         topology=cluster.name,
         collective=coll.name,
@@ -156,6 +160,11 @@ def simulate(
         wall_s=time.perf_counter() - started,
         events=env.scheduled,
         flows=net.flows,
+        traffic_bytes=float(sent.sum()),
+        max_sent_bytes=float(sent.max()),
+        max_received_bytes=float(received.max()),
+        root_sent_bytes=float(sent[root]),
+        root_received_bytes=float(received[root]),
     )
 
 
@@ -169,6 +178,6 @@ def sweep(
     **kwargs: object,
 ) -> Iterator[SimResult]:
     """:func:`simulate` for each size in turn, sharing one cluster (and its routes)."""
-    cluster = topology if isinstance(topology, Cluster) else Cluster(topology, ranks=ranks)
+    cluster = topology if isinstance(topology, Cluster) else Cluster(topology)
     for size in sizes:
         yield simulate(cluster, collective, algorithm, size, ranks=ranks, **kwargs)  # type: ignore[arg-type]

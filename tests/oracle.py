@@ -42,7 +42,7 @@ def check_algorithm(
     """Run the oracle for one case; returns the simulated time."""
     algo = get_algorithm(collective, spec)
     hosts = p + algo.spare_hosts(p)
-    cluster = Cluster(star(hosts, bandwidth, latency, overhead=overhead), ranks=p)
+    cluster = Cluster(star(hosts, bandwidth, latency, overhead=overhead))  # ranks: the first p GPUs
     r = simulate(cluster, collective, algo, nbytes, ranks=p, gamma=gamma, check=True, check_links=True)
     assert r.wrong == 0, f"{collective} {spec} p={p}: {r.wrong} rank(s) hold wrong data"
     if algo.closed_form_exact(p):
