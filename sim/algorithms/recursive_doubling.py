@@ -71,9 +71,7 @@ class Fold:
         return np.array([b for x in range(first, first + (1 << step)) for b in self.blocks_of(x)])
 
 
-def exchange(
-    job: Job, me: int, peer: int, nbytes: float, send_seg: Any, tag: int
-) -> Generator[Any, Any, Any]:
+def exchange(job: Job, me: int, peer: int, nbytes: float, send_seg: Any, tag: int) -> Generator[Any, Any, Any]:
     """Send ``send_seg`` to ``peer`` and receive its message with the same tag; returns the payload
     once both the receive and our own send are done."""
     sent = job.send(me, peer, nbytes, job.data.take(me, send_seg), tag)
@@ -174,7 +172,14 @@ class RecursiveDoublingAllGather(Algorithm):
             return np.delete(np.arange(p), rank)
 
         yield folded(
-            job, fold, core, seg_in=lambda r: r, bytes_in=block, reduce_in=False, seg_out=others, bytes_out=(p - 1) * block
+            job,
+            fold,
+            core,
+            seg_in=lambda r: r,
+            bytes_in=block,
+            reduce_in=False,
+            seg_out=others,
+            bytes_out=(p - 1) * block,
         )
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:

@@ -1,0 +1,120 @@
+"""``collsim compare`` and every algorithm through ``collsim simulate``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from collsim.cli import main
+from sim.algorithms import algorithm_names
+from sim.collectives import COLLECTIVES
+from sim.compare import candidates
+
+STAR = "star:hosts=8,bandwidth=100Gbps,latency=1us"
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def rows(out: str) -> list[list[str]]:
+    return [line.split() for line in out.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_compare_prints_every_allreduce_algorithm_fastest_first(capsys):
+    code, out, err = run(capsys, "compare", "-t", STAR, "--size", "64MiB")
+    assert code == 0 and not err
+    table = rows(out)
+    names = [r[0] for r in table]
+    skipped = [line for line in out.splitlines() if line.startswith("# skipped")]
+    assert sorted(names + [s.split()[2].rstrip(":") for s in skipped]) == sorted(candidates("allreduce"))
+    times = [float(r[1]) for r in table]
+    assert times == sorted(times)
+    # 8 ranks on 8 hosts: no host is free for dedicated servers, and the table says why
+    assert any("ps:placement=dedicated: dedicated servers need hosts that hold no rank" in s for s in skipped)
+    # busbw = algbw * 2(p-1)/p; the busiest link and its utilization are there
+    for r in table:
+        assert float(r[3]) == pytest.approx(float(r[2]) * 2 * 7 / 8, abs=0.02)
+        assert "->" in r[4] and r[5].endswith("%")
+    assert names[-1] == "master-worker"
+
+
+def test_compare_json_is_one_record_per_algorithm(capsys):
+    code, out, _ = run(capsys, "compare", "-t", STAR, "--size", "1MiB", "--ranks", "6", "--json")
+    records = [json.loads(line) for line in out.splitlines()]
+    ran = [r for r in records if "time_s" in r]
+    assert code == 0 and len(records) == len(candidates("allreduce"))
+    assert [r["time_s"] for r in ran] == sorted(r["time_s"] for r in ran)
+    assert all(r["ranks"] == 6 for r in ran)
+    # two hosts are free: dedicated PS with 2 servers runs, with 6 (one per rank) it is skipped
+    by_name = {r["algorithm"]: r for r in records}
+    assert "time_s" in by_name["ps:shards=2,placement=dedicated"]
+    assert "leaves 2 (use shards=2" in by_name["ps:placement=dedicated"]["skipped"]
+    for r in ran:
+        assert r["traffic_bytes"] > 0 and r["busiest_link"]
+
+
+def test_compare_reads_its_options_from_the_environment(capsys, monkeypatch):
+    monkeypatch.setenv("COLLSIM_TOPOLOGY", STAR)
+    monkeypatch.setenv("COLLSIM_SIZE", "4MiB")
+    monkeypatch.setenv("COLLSIM_ALGORITHMS", "ring,tree:chunks=2")
+    code, out, _ = run(capsys, "compare")
+    assert code == 0 and "4MiB (4194304 B)" in out
+    assert sorted(r[0] for r in rows(out)) == ["ring", "tree:chunks=2"]
+
+
+def test_compare_other_collectives(capsys):
+    code, out, _ = run(capsys, "compare", "-t", STAR, "--collective", "broadcast", "--size", "16MiB")
+    assert code == 0
+    assert sorted(r[0] for r in rows(out)) == sorted(candidates("broadcast"))
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["compare", "-t", STAR, "--ranks", "9"], "has only 8 GPUs"),
+        (["compare", "-t", STAR, "--size", "lots"], "--size"),
+        (["compare", "-t", STAR, "--algorithms", "ring,rnig"], "unknown allreduce algorithm 'rnig'"),
+        (["compare", "-t", STAR, "--collective", "allgether"], "unknown collective 'allgether'"),
+        (["compare", "-t", STAR, "--algorithms", "tree:chunks=0"], "algorithm tree.chunks: must be > 0"),
+    ],
+)
+def test_compare_bad_input_is_one_line_and_exit_2(capsys, args, message):
+    code, _, err = run(capsys, *args)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("collsim: error: ") and message in lines[0]
+
+
+@pytest.mark.parametrize("collective", list(COLLECTIVES))
+def test_simulate_runs_every_algorithm_of_every_collective(capsys, collective):
+    """Through the CLI, with the data check on: #wrong is 0 for every algorithm (odd rank count, root 2)."""
+    for name in algorithm_names(collective):
+        spec = "ps:placement=dedicated,shards=2" if name == "ps" else name
+        code, out, err = run(
+            capsys,
+            "simulate",
+            "-t",
+            STAR,
+            "--ranks",
+            "5",
+            "--collective",
+            collective,
+            "-a",
+            spec,
+            "--size",
+            "1MiB",
+            "--root",
+            "2",
+            "--check",
+        )
+        assert code == 0, err
+        (row,) = rows(out)
+        assert row[-1] == "0", (collective, spec, out)
+
+
+def test_simulate_dedicated_ps_needs_free_hosts(capsys):
+    code, _, err = run(capsys, "simulate", "-t", STAR, "-a", "ps:placement=dedicated")
+    assert code == 2 and "hold no rank" in err and len(err.strip().splitlines()) == 1
