@@ -15,7 +15,7 @@ from sim.errors import ConfigError
 from sim.results import nccl_header, nccl_row
 from sim.simulate import simulate
 from sim.topology import BUILDERS, bundled_topologies, load_graph, summarize
-from sim.units import parse_size, parse_size_range
+from sim.units import format_size, parse_size, parse_size_range
 
 from .cli import app
 
@@ -89,6 +89,12 @@ def simulate_cmd(
             print(
                 f"# Busiest link at {last.size_bytes} B: {last.busiest_link}, "
                 f"{last.max_link_utilization:.1%} busy over the collective"
+            )
+        if last.traffic_bytes:
+            print(
+                f"# Traffic at {last.size_bytes} B: {format_size(last.traffic_bytes)} in messages; one endpoint sent "
+                f"at most {format_size(last.max_sent_bytes)}, received at most {format_size(last.max_received_bytes)}; "
+                f"rank {last.root} {format_size(last.root_sent_bytes)} out, {format_size(last.root_received_bytes)} in"
             )
 
 

@@ -118,3 +118,11 @@ def test_simulate_runs_every_algorithm_of_every_collective(capsys, collective):
 def test_simulate_dedicated_ps_needs_free_hosts(capsys):
     code, _, err = run(capsys, "simulate", "-t", STAR, "-a", "ps:placement=dedicated")
     assert code == 2 and "hold no rank" in err and len(err.strip().splitlines()) == 1
+
+
+def test_simulate_reports_the_traffic_at_the_master(capsys):
+    """Seed 003's master-worker figure in the table's footer: (p-1)·n in and out of the master."""
+    code, out, _ = run(capsys, "simulate", "-t", STAR, "-a", "master-worker", "--size", "64MiB")
+    assert code == 0
+    assert "# Traffic at 67108864 B: 896MiB in messages;" in out
+    assert "rank 0 448MiB out, 448MiB in" in out
