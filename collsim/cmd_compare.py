@@ -15,7 +15,7 @@ from sim.units import format_size, parse_size
 from .cli import app
 from .cmd_sim import RanksOpt, TopologyOpt
 
-__all__ = ["compare_cmd", "render_table"]
+__all__ = ["compare_cmd", "render_table", "split_specs"]
 
 _HEADER = (
     f"# {'algorithm':<32s}  {'time':>10s}  {'algbw':>7s}  {'busbw':>7s}  {'busiest link':>20s}  {'util':>6s}"
@@ -33,6 +33,20 @@ def _row(row: Comparison) -> str:
         f"{r.busiest_link:>20s}  {r.max_link_utilization:6.1%}  {format_size(r.traffic_bytes):>10s}  "
         f"{format_size(endpoint):>12s}"
     )
+
+
+def split_specs(text: str) -> list[str]:
+    """``"ring,ps:shards=2,placement=dedicated,tree"`` -> ``["ring", "ps:shards=2,placement=dedicated",
+    "tree"]``: a ``key=value`` item without a name belongs to the algorithm before it."""
+    specs: list[str] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if "=" in item and ":" not in item and specs:
+            specs[-1] += "," + item
+        else:
+            specs.append(item)
+    return specs
 
 
 def render_table(rows: list[Comparison]) -> list[str]:
@@ -57,7 +71,9 @@ def compare_cmd(
     algorithms: Annotated[
         Optional[str],
         typer.Option(
-            "--algorithms", envvar="COLLSIM_ALGORITHMS", help="Only these, comma-separated (e.g. ring,tree:chunks=8)."
+            "--algorithms",
+            envvar="COLLSIM_ALGORITHMS",
+            help="Only these, comma-separated (e.g. ring,tree:chunks=8,ps:shards=2,placement=dedicated).",
         ),
     ] = None,
     gamma: Annotated[
@@ -75,7 +91,7 @@ def compare_cmd(
     """
     coll = get_collective(collective)
     nbytes = parse_size(size, "--size")
-    chosen = [a.strip() for a in algorithms.split(",") if a.strip()] if algorithms else None
+    chosen = split_specs(algorithms) if algorithms else None
     rows = compare(topology, nbytes, collective=coll.name, ranks=ranks, gamma=gamma, algorithms=chosen)
     if as_json:
         for row in rows:

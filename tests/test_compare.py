@@ -8,10 +8,20 @@ import pytest
 
 from collsim.cli import main
 from sim.algorithms import algorithm_names
+from sim.algorithms.registry import _REGISTRY
 from sim.collectives import COLLECTIVES
 from sim.compare import candidates
 
 STAR = "star:hosts=8,bandwidth=100Gbps,latency=1us"
+
+
+def builtin(collective: str) -> list[str]:
+    """The names sim.algorithms registers (docs/engine.md registers a two-rank demo of its own)."""
+    return [n for n in algorithm_names(collective) if _REGISTRY[(collective, n)].__module__.startswith("sim.")]
+
+
+def builtin_candidates(collective: str) -> list[str]:
+    return [spec for spec in candidates(collective) if spec.partition(":")[0] in builtin(collective)]
 
 
 def run(capsys, *args):
@@ -24,13 +34,16 @@ def rows(out: str) -> list[list[str]]:
     return [line.split() for line in out.splitlines() if line.strip() and not line.startswith("#")]
 
 
+ALLREDUCE = builtin_candidates("allreduce")
+
+
 def test_compare_prints_every_allreduce_algorithm_fastest_first(capsys):
-    code, out, err = run(capsys, "compare", "-t", STAR, "--size", "64MiB")
+    code, out, err = run(capsys, "compare", "-t", STAR, "--size", "64MiB", "--algorithms", ",".join(ALLREDUCE))
     assert code == 0 and not err
     table = rows(out)
     names = [r[0] for r in table]
     skipped = [line for line in out.splitlines() if line.startswith("# skipped")]
-    assert sorted(names + [s.split()[2].rstrip(":") for s in skipped]) == sorted(candidates("allreduce"))
+    assert sorted(names + [s.split()[2].rstrip(":") for s in skipped]) == sorted(ALLREDUCE)
     times = [float(r[1]) for r in table]
     assert times == sorted(times)
     # 8 ranks on 8 hosts: no host is free for dedicated servers, and the table says why
@@ -43,10 +56,12 @@ def test_compare_prints_every_allreduce_algorithm_fastest_first(capsys):
 
 
 def test_compare_json_is_one_record_per_algorithm(capsys):
-    code, out, _ = run(capsys, "compare", "-t", STAR, "--size", "1MiB", "--ranks", "6", "--json")
+    code, out, _ = run(
+        capsys, "compare", "-t", STAR, "--size", "1MiB", "--ranks", "6", "--json", "--algorithms", ",".join(ALLREDUCE)
+    )
     records = [json.loads(line) for line in out.splitlines()]
     ran = [r for r in records if "time_s" in r]
-    assert code == 0 and len(records) == len(candidates("allreduce"))
+    assert code == 0 and len(records) == len(ALLREDUCE)
     assert [r["time_s"] for r in ran] == sorted(r["time_s"] for r in ran)
     assert all(r["ranks"] == 6 for r in ran)
     # two hosts are free: dedicated PS with 2 servers runs, with 6 (one per rank) it is skipped
@@ -70,6 +85,7 @@ def test_compare_other_collectives(capsys):
     code, out, _ = run(capsys, "compare", "-t", STAR, "--collective", "broadcast", "--size", "16MiB")
     assert code == 0
     assert sorted(r[0] for r in rows(out)) == sorted(candidates("broadcast"))
+    assert set(builtin_candidates("broadcast")) == {"binomial-tree", "ring", "ring:chunks=1", "ring:chunks=3", "flat"}
 
 
 @pytest.mark.parametrize(
@@ -91,7 +107,7 @@ def test_compare_bad_input_is_one_line_and_exit_2(capsys, args, message):
 @pytest.mark.parametrize("collective", list(COLLECTIVES))
 def test_simulate_runs_every_algorithm_of_every_collective(capsys, collective):
     """Through the CLI, with the data check on: #wrong is 0 for every algorithm (odd rank count, root 2)."""
-    for name in algorithm_names(collective):
+    for name in builtin(collective):
         spec = "ps:placement=dedicated,shards=2" if name == "ps" else name
         code, out, err = run(
             capsys,
@@ -126,3 +142,14 @@ def test_simulate_reports_the_traffic_at_the_master(capsys):
     assert code == 0
     assert "# Traffic at 67108864 B: 896MiB in messages;" in out
     assert "rank 0 448MiB out, 448MiB in" in out
+
+
+def test_algorithm_lists_keep_multi_option_specs_together():
+    from collsim.cmd_compare import split_specs
+
+    assert split_specs("ring, ps:shards=2,placement=dedicated,tree:chunks=4,,master-worker") == [
+        "ring",
+        "ps:shards=2,placement=dedicated",
+        "tree:chunks=4",
+        "master-worker",
+    ]
