@@ -83,7 +83,15 @@ def test_every_algorithm_on_random_stars(case, p, nbytes, bandwidth, latency, ga
 
 
 EXPECTED_NAMES = {
-    "allreduce": {"ring", "tree", "double-binary-tree", "master-worker", "ps", "halving-doubling", "recursive-doubling"},
+    "allreduce": {
+        "ring",
+        "tree",
+        "double-binary-tree",
+        "master-worker",
+        "ps",
+        "halving-doubling",
+        "recursive-doubling",
+    },
     "broadcast": {"binomial-tree", "ring", "flat"},
     "reduce": {"binomial-tree", "ring"},
     "gather": {"flat"},
@@ -120,7 +128,9 @@ def test_ps_refuses_placements_that_do_not_fit():
     from sim.simulate import simulate
 
     topo = "star:hosts=6,bandwidth=10Gbps"
-    with pytest.raises(AlgorithmError, match=r"4 dedicated server\(s\) need 4 host\(s\) that hold no rank; .* leaves 2"):
+    with pytest.raises(
+        AlgorithmError, match=r"4 dedicated server\(s\) need 4 host\(s\) that hold no rank; .* leaves 2"
+    ):
         simulate(topo, "allreduce", "ps:placement=dedicated", 2**20, ranks=4)
     with pytest.raises(AlgorithmError, match="6 ranks on star-6 .* leave none"):
         simulate(topo, "allreduce", "ps:placement=dedicated", 2**20)
@@ -140,3 +150,34 @@ def test_dedicated_servers_sit_on_hosts_without_ranks():
     cluster = Cluster("dgx:hosts=3")
     assert [cluster.ranks[q] for q in server_hosts(cluster, 4)] == ["h1:gpu0", "h2:gpu0"]
     assert server_hosts(cluster, 9) == [16]
+
+
+# where a form is not exact it still bounds the simulated time on a star, from one side
+UPPER = [
+    ("allreduce", "tree"),
+    ("allreduce", "tree:chunks=4"),
+    ("allreduce", "double-binary-tree"),
+    ("allreduce", "double-binary-tree:chunks=4"),
+    ("reduce", "binomial-tree"),
+    ("gather", "binomial-tree"),
+]
+LOWER = [("allreduce", "recursive-doubling"), ("allreduce", "halving-doubling"), ("allgather", "recursive-doubling")]
+
+
+@pytest.mark.parametrize("collective, spec", UPPER + LOWER, ids=[f"{c}-{s}" for c, s in UPPER + LOWER])
+def test_inexact_forms_bound_the_simulated_time(collective, spec):
+    """Trees' forms assume every sibling pair in lockstep (the slowest case); the fold of recursive
+    doubling and halving-doubling assumes no contention with the fold (the fastest case)."""
+    from sim.cluster import Cluster
+    from sim.simulate import simulate
+    from sim.topology import star
+
+    for p in range(2, 25):
+        cluster = Cluster(star(p, 1e9, 1e-6))
+        for gamma in (0.0, 2e-9):
+            r = simulate(cluster, collective, spec, 1e6, gamma=gamma, check=True)
+            assert r.wrong == 0
+            if (collective, spec) in UPPER:
+                assert r.time_s <= r.closed_form_s * (1 + 1e-9), (p, gamma)
+            else:
+                assert r.time_s >= r.closed_form_s * (1 - 1e-9), (p, gamma)
