@@ -70,6 +70,7 @@ def simulate_cmd(
     p = ranks or cluster.size
     if p > cluster.size:
         raise ConfigError(f"--ranks {p}: topology {cluster.name!r} has only {cluster.size} GPUs")
+    algo.check(p, cluster)  # before the header: an algorithm that cannot run here is just an error line
     if not as_json:
         print(f"# collsim simulate: {coll.name} ({algo.spec}) on {cluster.name}, {p} ranks")
         print(f"# topology: {cluster.graph.graph.get('spec', topology)}")

@@ -132,8 +132,9 @@ def test_simulate_runs_every_algorithm_of_every_collective(capsys, collective):
 
 
 def test_simulate_dedicated_ps_needs_free_hosts(capsys):
-    code, _, err = run(capsys, "simulate", "-t", STAR, "-a", "ps:placement=dedicated")
+    code, out, err = run(capsys, "simulate", "-t", STAR, "-a", "ps:placement=dedicated")
     assert code == 2 and "hold no rank" in err and len(err.strip().splitlines()) == 1
+    assert out == ""  # refused before the table's header
 
 
 def test_simulate_reports_the_traffic_at_the_master(capsys):
