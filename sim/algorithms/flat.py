@@ -26,7 +26,7 @@ from ..runtime import Job, Segment
 from .base import Algorithm
 from .registry import register
 
-__all__ = ["FlatBroadcast", "FlatGather", "FlatScatter", "fan_in", "fan_out", "receive_into", "spread"]
+__all__ = ["FlatBroadcast", "FlatGather", "FlatScatter", "fan_in", "fan_out", "receive_into", "spread", "storing"]
 
 
 def spread(job: Job, bodies: Sequence[Generator[Any, Any, None]]) -> Any:
@@ -38,17 +38,13 @@ def fan_in(
     job: Job,
     at: int,
     peers: Sequence[int],
-    nbytes: float,
     tag: int,
     fold: Callable[[int, Any], Generator[Any, Any, None]],
 ) -> Generator[Any, Any, None]:
     """``at`` receives one message with ``tag`` from each of ``peers`` and handles each one with
     ``fold(src, payload)`` in the order they arrive (ties in ``peers`` order): a reduction there is
     serialized on ``at``'s processor, as a master or a server reduces one buffer after another.
-
-    ``nbytes`` is only documentation for the caller's sends; the receiver does not need it.
     """
-    del nbytes
     pending = {src: job.recv(at, src, tag) for src in peers}
     while pending:
         if not any(event.triggered for event in pending.values()):
@@ -56,6 +52,17 @@ def fan_in(
         for src in [s for s, event in pending.items() if event.triggered]:
             payload = pending.pop(src).value
             yield from fold(src, payload)
+
+
+def storing(job: Job, at: int, seg_of: Callable[[int], Segment]) -> Callable[[int, Any], Generator[Any, Any, None]]:
+    """A ``fold`` for :func:`fan_in` that stores the message from ``src`` as ``at``'s copy of
+    ``seg_of(src)`` (a copy, no reduction)."""
+
+    def fold(src: int, payload: Any) -> Generator[Any, Any, None]:
+        job.data.put(at, seg_of(src), payload)
+        yield from ()
+
+    return fold
 
 
 def fan_out(
@@ -102,11 +109,7 @@ class FlatGather(Algorithm):
         chunk = job.nbytes / job.p
         sends = [job.send(r, root, chunk, job.data.take(r, r), 0) for r in others]
 
-        def store(src: int, payload: Any) -> Generator[Any, Any, None]:
-            job.data.put(root, src, payload)
-            yield from ()
-
-        yield from fan_in(job, root, others, chunk, 0, store)
+        yield from fan_in(job, root, others, 0, storing(job, root, lambda src: src))
         yield job.env.all_of(sends)
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:

@@ -43,7 +43,7 @@ class MasterWorker(Algorithm):
         def reduce(_src: int, payload: Any) -> Generator[Any, Any, None]:
             yield from job.combine(master, 0, payload, n)
 
-        yield from fan_in(job, master, workers, n, 0, reduce)
+        yield from fan_in(job, master, workers, 0, reduce)
         pulls = fan_out(job, master, workers, n, lambda _w: data.take(master, 0), tag=1)
         yield spread(job, [receive_into(job, w, master, 0, 1) for w in workers])
         yield job.env.all_of(pushes + pulls)

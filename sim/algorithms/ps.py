@@ -132,7 +132,7 @@ class ParameterServer(Algorithm):
                 if job.gamma > 0:
                     yield job.compute(server, shard * job.gamma)
 
-        yield from fan_in(job, server, workers, shard, 0, fold)
+        yield from fan_in(job, server, workers, 0, fold)
         result = (lambda _w: job.data.take(server, k)) if server < job.p else (lambda _w: held[0])
         yield job.env.all_of(fan_out(job, server, workers, shard, result, tag=1))
 

@@ -34,7 +34,7 @@ from pydantic import PositiveInt
 from ..runtime import Job
 from ..schema import Spec
 from .base import Algorithm
-from .flat import fan_in, spread
+from .flat import fan_in, spread, storing
 from .registry import register
 from .ring import ring_allgather, ring_reduce_scatter
 
@@ -97,14 +97,8 @@ class RingReduce(Algorithm):
             if i:
                 yield job.send(order[i], root, chunk, job.data.take(order[i], (i + 1) % p), p)
 
-        def collect() -> Generator[Any, Any, None]:
-            def store(src: int, payload: Any) -> Generator[Any, Any, None]:
-                job.data.put(root, (position[src] + 1) % p, payload)
-                yield from ()
-
-            yield from fan_in(job, root, order[1:], chunk, p, store)
-
-        yield spread(job, [*(member(i) for i in range(p)), collect()])
+        collect = fan_in(job, root, order[1:], p, storing(job, root, lambda src: (position[src] + 1) % p))
+        yield spread(job, [*(member(i) for i in range(p)), collect])
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         if p == 1:

@@ -74,7 +74,7 @@ def tree_allreduce(
         def fold(_src: int, payload: Any, seg: Any = seg) -> Generator[Any, Any, None]:
             yield from job.combine(me, seg, payload, chunk)
 
-        yield from fan_in(job, me, children, chunk, tag + c, fold)
+        yield from fan_in(job, me, children, tag + c, fold)
         if parent is not None:
             if sent is not None:
                 yield sent
