@@ -15,7 +15,7 @@ from sim.errors import ConfigError
 from sim.results import nccl_header, nccl_row
 from sim.simulate import simulate
 from sim.topology import BUILDERS, bundled_topologies, load_graph, summarize
-from sim.units import parse_size, parse_size_range
+from sim.units import format_size, parse_size, parse_size_range
 
 from .cli import app
 
@@ -66,8 +66,11 @@ def simulate_cmd(
     size_list = parse_size_range(sizes, "--sizes") if sizes else [int(parse_size(size or "64MiB", "--size"))]
     coll = get_collective(collective)
     algo = get_algorithm(coll.name, algorithm)
-    cluster = Cluster(topology, ranks=ranks)
-    p = cluster.size
+    cluster = Cluster(topology)  # every GPU: dedicated servers use the hosts beyond --ranks
+    p = ranks or cluster.size
+    if p > cluster.size:
+        raise ConfigError(f"--ranks {p}: topology {cluster.name!r} has only {cluster.size} GPUs")
+    algo.check(p, cluster)  # before the header: an algorithm that cannot run here is just an error line
     if not as_json:
         print(f"# collsim simulate: {coll.name} ({algo.spec}) on {cluster.name}, {p} ranks")
         print(f"# topology: {cluster.graph.graph.get('spec', topology)}")
@@ -75,7 +78,7 @@ def simulate_cmd(
         print(nccl_header())
     results = []
     for nbytes in size_list:
-        r = simulate(cluster, coll.name, algo, nbytes, dtype=dtype, gamma=gamma, root=root, check=check)
+        r = simulate(cluster, coll.name, algo, nbytes, ranks=p, dtype=dtype, gamma=gamma, root=root, check=check)
         results.append(r)
         print(r.to_json() if as_json else nccl_row(r), flush=True)
     if not as_json:
@@ -87,6 +90,12 @@ def simulate_cmd(
             print(
                 f"# Busiest link at {last.size_bytes} B: {last.busiest_link}, "
                 f"{last.max_link_utilization:.1%} busy over the collective"
+            )
+        if last.traffic_bytes:
+            print(
+                f"# Traffic at {last.size_bytes} B: {format_size(last.traffic_bytes)} in messages; one endpoint sent "
+                f"at most {format_size(last.max_sent_bytes)}, received at most {format_size(last.max_received_bytes)}; "
+                f"rank {last.root} {format_size(last.root_sent_bytes)} out, {format_size(last.root_received_bytes)} in"
             )
 
 

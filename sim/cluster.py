@@ -28,16 +28,20 @@ class _PathTable:
         self.length = np.zeros(64, dtype=np.int64)
         self.latency = np.zeros(64)
         self.latency_list: list[float] = []  # the same, as Python floats (grows in place)
+        self.src = np.zeros(64, dtype=np.int64)  # the ranks a path joins
+        self.dst = np.zeros(64, dtype=np.int64)
         self.count = 0
         self._used = 0
 
-    def add(self, arcs: list[int], latency: float) -> int:
+    def add(self, arcs: list[int], latency: float, src: int, dst: int) -> int:
         pid = self.count
         if pid == len(self.start):
             grow = len(self.start) * 2
             self.start = np.resize(self.start, grow)
             self.length = np.resize(self.length, grow)
             self.latency = np.resize(self.latency, grow)
+            self.src = np.resize(self.src, grow)
+            self.dst = np.resize(self.dst, grow)
         need = self._used + len(arcs)
         if need > len(self.arcs):
             self.arcs = np.resize(self.arcs, max(need, 2 * len(self.arcs)))
@@ -45,6 +49,8 @@ class _PathTable:
         self.start[pid] = self._used
         self.length[pid] = len(arcs)
         self.latency[pid] = latency
+        self.src[pid] = src
+        self.dst[pid] = dst
         self.latency_list.append(latency)
         self._used = need
         self.count += 1
@@ -151,7 +157,7 @@ class Cluster:
                 arcs = self.router.route(int(self.rank_node[src]), int(self.rank_node[dst]))
             except RoutingError as exc:
                 raise RoutingError(f"rank {src} ({self.ranks[src]}) -> rank {dst} ({self.ranks[dst]}): {exc}") from None
-            pid = self.paths.add(arcs, float(self.latency[arcs].sum()) if arcs else 0.0)
+            pid = self.paths.add(arcs, float(self.latency[arcs].sum()) if arcs else 0.0, src, dst)
             self._pid[key] = pid
         return pid
 

@@ -239,6 +239,18 @@ class Network:
             np.add.at(out, _gather_arcs(paths, np.arange(n))[1], reps)
         return out
 
+    def rank_bytes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Bytes each rank has sent and received so far (delivered messages)."""
+        paths = self.cluster.paths
+        n = paths.count
+        size = self.cluster.size
+        done = np.zeros(n)
+        m = min(n, len(self._path_bytes))
+        done[:m] = self._path_bytes[:m]
+        sent = np.bincount(paths.src[:n], weights=done, minlength=size)
+        received = np.bincount(paths.dst[:n], weights=done, minlength=size)
+        return sent, received
+
     def link_load(self) -> np.ndarray:
         """Current rate sum on every link direction (bytes/s)."""
         load = np.zeros(self.cluster.num_arcs)

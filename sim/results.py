@@ -30,6 +30,11 @@ class SimResult:
     collectives); ``algbw_GBps`` = size / time in GB/s (1e9), ``busbw_GBps`` = algbw x the collective's
     bus factor. ``link_bytes`` sums the bytes carried over every link direction;
     ``max_link_utilization`` is the busiest direction's bytes / (capacity x time).
+
+    Traffic at the endpoints (seed 003's comparison): ``traffic_bytes`` sums the bytes of every message
+    (each counted once, however many links it crosses); ``max_sent_bytes`` / ``max_received_bytes`` are
+    the most any one endpoint (a rank, or a dedicated server) sent / received; ``root_sent_bytes`` /
+    ``root_received_bytes`` are those of rank ``root`` (the master of master-worker, the tree root).
     """
 
     topology: str
@@ -53,6 +58,11 @@ class SimResult:
     events: int = 0
     flows: int = 0
     engine: str = "message"
+    traffic_bytes: float = 0.0
+    max_sent_bytes: float = 0.0
+    max_received_bytes: float = 0.0
+    root_sent_bytes: float = 0.0
+    root_received_bytes: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

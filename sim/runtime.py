@@ -200,8 +200,11 @@ class Job:
         self.data: DataCheck | NoData = data if data is not None else NoData()
         self._mail: dict[tuple[int, int, int], deque[Any]] = {}
         self._waiting: dict[tuple[int, int, int], deque[simpy.Event]] = {}
-        self._busy_until = np.zeros(p)
-        self.compute_scale = net.cluster.compute_scale[:p]
+        # endpoints beyond the p ranks (dedicated servers on spare hosts) compute and send too
+        endpoints = max(p, net.cluster.size)
+        self._busy_until = np.zeros(endpoints)
+        self.compute_scale = net.cluster.compute_scale
+        #: bytes each endpoint (rank, or server beyond the ranks) has sent / received so far
 
     def send(self, src: int, dst: int, nbytes: float, payload: Any = None, tag: int = 0) -> simpy.Event:
         """Send ``nbytes`` with ``payload``; the returned event fires when the last byte arrives."""

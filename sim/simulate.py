@@ -128,8 +128,11 @@ def _simulate(
 ) -> SimResult:
     started = time.perf_counter()
     coll = get_collective(collective)
-    cluster = topology if isinstance(topology, Cluster) else Cluster(topology, ranks=ranks)
+    # the cluster keeps every GPU: algorithms with servers (dedicated PS) use the hosts beyond the ranks
+    cluster = topology if isinstance(topology, Cluster) else Cluster(topology)
     p = cluster.size if ranks is None else ranks
+    if p < 1:
+        raise ConfigError(f"--ranks must be >= 1, got {p}")
     if p > cluster.size:
         raise ConfigError(f"--ranks {p}: the cluster has only {cluster.size} GPUs")
     if dtype not in DTYPES:
@@ -178,6 +181,7 @@ def _simulate(
         for a in top
         if arc_bytes[a] > 0
     )
+    sent, received = net.rank_bytes()
     return SimResult(
         topology=cluster.name,
         collective=coll.name,
@@ -200,6 +204,11 @@ def _simulate(
         events=env.scheduled,
         flows=net.flows,
         engine="message" if program is None else "fast",
+        traffic_bytes=float(sent.sum()),
+        max_sent_bytes=float(sent.max()),
+        max_received_bytes=float(received.max()),
+        root_sent_bytes=float(sent[root]),
+        root_received_bytes=float(received[root]),
     )
 
 
@@ -213,6 +222,6 @@ def sweep(
     **kwargs: object,
 ) -> Iterator[SimResult]:
     """:func:`simulate` for each size in turn, sharing one cluster (and its routes)."""
-    cluster = topology if isinstance(topology, Cluster) else Cluster(topology, ranks=ranks)
+    cluster = topology if isinstance(topology, Cluster) else Cluster(topology)
     for size in sizes:
         yield simulate(cluster, collective, algorithm, size, ranks=ranks, **kwargs)  # type: ignore[arg-type]

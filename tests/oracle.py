@@ -38,13 +38,18 @@ def check_algorithm(
     overhead: float = 0.0,
     gamma: float = 0.0,
     rtol: float = 1e-6,
+    root: int = 0,
 ) -> float:
-    """Run the oracle for one case; returns the simulated time."""
+    """Run the oracle for one case; returns the simulated time.
+
+    ``nbytes`` follows the collective's size convention (the total for the gathering ones); ``root`` is
+    the root of rooted collectives (and the master / tree root of the all-reduces that have one).
+    """
     algo = get_algorithm(collective, spec)
     hosts = p + algo.spare_hosts(p)
-    cluster = Cluster(star(hosts, bandwidth, latency, overhead=overhead), ranks=p)
-    r = simulate(cluster, collective, algo, nbytes, ranks=p, gamma=gamma, check=True, check_links=True)
-    assert r.wrong == 0, f"{collective} {spec} p={p}: {r.wrong} rank(s) hold wrong data"
+    cluster = Cluster(star(hosts, bandwidth, latency, overhead=overhead))  # ranks: the first p GPUs
+    r = simulate(cluster, collective, algo, nbytes, ranks=p, gamma=gamma, root=root, check=True, check_links=True)
+    assert r.wrong == 0, f"{collective} {spec} p={p} root={root}: {r.wrong} rank(s) hold wrong data"
     if algo.closed_form_exact(p):
         alpha, beta = 2 * latency + overhead, 1.0 / bandwidth
         expected = algo.cost(p, nbytes, alpha, beta, gamma)

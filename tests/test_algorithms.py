@@ -56,3 +56,128 @@ def test_unknown_option_is_a_clear_error():
     with pytest.raises(AlgorithmError) as info:
         get_algorithm("allreduce", "ring:chunks=4")
     assert "chunks" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("collective, spec", SPECS, ids=[f"{c}-{s}" for c, s in SPECS])
+@pytest.mark.parametrize("p, root", [(5, 3), (8, 7)])
+def test_oracle_with_a_root_other_than_zero(collective, spec, p, root):
+    """Rooted collectives renumber from the root; master-worker's master and the tree's root move too."""
+    check_algorithm(collective, spec, p, 2**20 + 3, root=root, gamma=1e-11)
+
+
+@given(
+    case=st.sampled_from(SPECS),
+    p=st.integers(2, 24),
+    nbytes=st.floats(1, 2**28),
+    bandwidth=st.floats(1e6, 1e12),
+    latency=st.floats(0, 1e-3),
+    gamma=st.sampled_from([0.0, 1e-11, 1e-9]),
+    data=st.data(),
+)
+def test_every_algorithm_on_random_stars(case, p, nbytes, bandwidth, latency, gamma, data):
+    """Every algorithm, random ranks, sizes, links and γ: the data check always, the closed form where
+    the algorithm says it is exact."""
+    collective, spec = case
+    root = data.draw(st.integers(0, p - 1), label="root")
+    check_algorithm(collective, spec, p, nbytes, bandwidth=bandwidth, latency=latency, gamma=gamma, root=root)
+
+
+EXPECTED_NAMES = {
+    "allreduce": {
+        "ring",
+        "tree",
+        "double-binary-tree",
+        "master-worker",
+        "ps",
+        "halving-doubling",
+        "recursive-doubling",
+    },
+    "broadcast": {"binomial-tree", "ring", "flat"},
+    "reduce": {"binomial-tree", "ring"},
+    "gather": {"flat"},
+    "scatter": {"flat"},
+    "allgather": {"ring", "recursive-doubling"},
+    "reducescatter": {"ring"},
+    "alltoall": {"pairwise"},
+    "sendrecv": {"direct"},
+}
+
+
+@pytest.mark.parametrize("collective", sorted(EXPECTED_NAMES))
+def test_every_collective_has_the_shared_algorithm_names(collective):
+    """The names validate/ uses too (the preamble's list)."""
+    assert EXPECTED_NAMES[collective] <= set(algorithm_names(collective))
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("tree:chunks=0", "algorithm tree.chunks: must be > 0"),
+        ("ps:placement=remote", "algorithm ps.placement"),
+        ("ps:shards=x", "algorithm ps.shards: expected a whole number"),
+        ("double-binary-tree:fanout=3", "double-binary-tree.fanout: unknown field"),
+    ],
+)
+def test_bad_options_are_one_line_errors(spec, message):
+    with pytest.raises(AlgorithmError) as info:
+        get_algorithm("allreduce", spec)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_ps_refuses_placements_that_do_not_fit():
+    from sim.simulate import simulate
+
+    topo = "star:hosts=6,bandwidth=10Gbps"
+    with pytest.raises(
+        AlgorithmError, match=r"4 dedicated server\(s\) need 4 host\(s\) that hold no rank; .* leaves 2"
+    ):
+        simulate(topo, "allreduce", "ps:placement=dedicated", 2**20, ranks=4)
+    with pytest.raises(AlgorithmError, match="6 ranks on star-6 .* leave none"):
+        simulate(topo, "allreduce", "ps:placement=dedicated", 2**20)
+    with pytest.raises(AlgorithmError, match="7 co-located servers need 7 ranks, there are 6"):
+        simulate(topo, "allreduce", "ps:shards=7", 2**20)
+    # two spare hosts fit two servers
+    r = simulate(topo, "allreduce", "ps:placement=dedicated,shards=2", 2**20, ranks=4, check=True)
+    assert r.wrong == 0 and r.algorithm == "ps:shards=2,placement=dedicated"
+
+
+def test_dedicated_servers_sit_on_hosts_without_ranks():
+    """On DGX-style hosts of 8 GPUs, --ranks 4 leaves GPUs free on host h0, but a server needs a host
+    that holds no rank: the servers land on the first GPU of h1 and h2."""
+    from sim.algorithms.ps import server_hosts
+    from sim.cluster import Cluster
+
+    cluster = Cluster("dgx:hosts=3")
+    assert [cluster.ranks[q] for q in server_hosts(cluster, 4)] == ["h1:gpu0", "h2:gpu0"]
+    assert server_hosts(cluster, 9) == [16]
+
+
+# where a form is not exact it still bounds the simulated time on a star, from one side
+UPPER = [
+    ("allreduce", "tree"),
+    ("allreduce", "tree:chunks=4"),
+    ("allreduce", "double-binary-tree"),
+    ("allreduce", "double-binary-tree:chunks=4"),
+    ("reduce", "binomial-tree"),
+    ("gather", "binomial-tree"),
+]
+LOWER = [("allreduce", "recursive-doubling"), ("allreduce", "halving-doubling"), ("allgather", "recursive-doubling")]
+
+
+@pytest.mark.parametrize("collective, spec", UPPER + LOWER, ids=[f"{c}-{s}" for c, s in UPPER + LOWER])
+def test_inexact_forms_bound_the_simulated_time(collective, spec):
+    """Trees' forms assume every sibling pair in lockstep (the slowest case); the fold of recursive
+    doubling and halving-doubling assumes no contention with the fold (the fastest case)."""
+    from sim.cluster import Cluster
+    from sim.simulate import simulate
+    from sim.topology import star
+
+    for p in range(2, 25):
+        cluster = Cluster(star(p, 1e9, 1e-6))
+        for gamma in (0.0, 2e-9):
+            r = simulate(cluster, collective, spec, 1e6, gamma=gamma, check=True)
+            assert r.wrong == 0
+            if (collective, spec) in UPPER:
+                assert r.time_s <= r.closed_form_s * (1 + 1e-9), (p, gamma)
+            else:
+                assert r.time_s >= r.closed_form_s * (1 - 1e-9), (p, gamma)

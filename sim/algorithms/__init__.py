@@ -2,7 +2,21 @@
 
 from __future__ import annotations
 
-from . import ring  # noqa: F401  (registers)
+from . import ring  # noqa: F401  (registered first: the default heads every listing of names)
+
+# isort: split
+from . import (  # noqa: F401  (registers)
+    binomial,
+    double_binary_tree,
+    flat,
+    halving_doubling,
+    master_worker,
+    pairwise,
+    ps,
+    recursive_doubling,
+    ring_collectives,
+    tree,
+)
 from .base import Algorithm, NoOptions
 from .registry import algorithm_names, get_algorithm, parse_algorithm_spec, register
 

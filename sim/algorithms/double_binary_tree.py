@@ -1,0 +1,105 @@
+"""Double binary tree all-reduce as NCCL builds it (``src/graph/trees.cc``), ``double-binary-tree``.
+
+Tree 0 is NCCL's btree on ranks 0..p-1 (root 0, which has one child; every other inner node has one
+or two): rank x's parent flips its lowest set bit up a level, its children are x ± (lowbit/2) (the
+right one shrunk until it is in range). Tree 1 is the mirror image (rank x in the role of p-1-x) for
+even p, and tree 0 shifted by one rank (x in the role of x-1) for odd p, so that nearly every rank is a
+leaf in one tree and an inner node in the other. Each tree all-reduces half of the buffer with
+:func:`sim.algorithms.tree.tree_allreduce` (pipelined in ``chunks`` pieces), both at once. The trees'
+roots are 0 and p-1 (even p) or 1 (odd p), as in NCCL; ``--root`` does not move them.
+
+Cost. For p = 2 the trees are 0 <- 1 and 1 <- 0 and never share a link direction, so it is exact: one
+tree of n/2 with one child per node (:func:`sim.algorithms.tree.tree_time`, depth 1, fan-out 1)::
+
+    T = (α + n/(2K)·β + n/(2K)·γ) + (K-1)·max(α + n/(2K)·β, n/(2K)·γ) + K·(α + n/(2K)·β)
+
+For larger p the two trees' flows share links part of the way and the time has no closed form;
+:meth:`DoubleBinaryTree.cost` then returns the steady-state estimate with D = ⌈log2 p⌉ levels: each
+rank's link carries per step two half-chunks in (its children in its inner tree) and two out (its
+parent in each tree), so a step is α + (n/K)·β::
+
+    T ≈ 2·(D + K - 1)·(α + n/K·β) + D·(n/K)·γ + (K-1)·(n/K)·γ
+
+which tends to model.md's 2·D·α + 2n·β for large n and K. tests/test_congested.py derives the exact
+time for p = 4, K = 1 (4α + 3n·β) by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+from ..runtime import Job
+from .base import Algorithm
+from .binomial import ceil_log2
+from .flat import spread
+from .registry import register
+from .tree import TreeOptions, tree_allreduce, tree_time
+
+__all__ = ["DoubleBinaryTree", "nccl_btree", "nccl_dtree"]
+
+
+def nccl_btree(p: int, rank: int) -> tuple[int, list[int]]:
+    """NCCL's ``ncclGetBtree``: (parent or -1, children) of ``rank`` in a btree of ``p`` ranks."""
+    bit = 1
+    while bit < p and not bit & rank:
+        bit <<= 1
+    if rank == 0:
+        return -1, ([bit >> 1] if p > 1 else [])
+    up = (rank ^ bit) | (bit << 1)
+    if up >= p:
+        up = rank ^ bit
+    low = bit >> 1
+    down0 = -1 if low == 0 else rank - low
+    down1 = -1 if low == 0 else rank + low
+    while down1 >= p:
+        down1 = -1 if low == 0 else rank + low
+        low >>= 1
+    return up, [c for c in (down0, down1) if c != -1]
+
+
+def nccl_dtree(p: int, rank: int) -> tuple[tuple[int, list[int]], tuple[int, list[int]]]:
+    """NCCL's ``ncclGetDtree``: (parent, children) of ``rank`` in tree 0 and in tree 1."""
+    first = nccl_btree(p, rank)
+    if p % 2:  # shift by one rank
+        up, down = nccl_btree(p, (rank - 1) % p)
+        second = (-1 if up == -1 else (up + 1) % p, [(d + 1) % p for d in down])
+    else:  # mirror
+        up, down = nccl_btree(p, p - 1 - rank)
+        second = (-1 if up == -1 else p - 1 - up, [p - 1 - d for d in down])
+    return first, second
+
+
+@register
+class DoubleBinaryTree(Algorithm):
+    name = "double-binary-tree"
+    collective = "allreduce"
+    Options = TreeOptions
+    summary = "NCCL's two complementary binary trees, half of the buffer each (chunks=K per tree)"
+    examples = ("double-binary-tree:chunks=4",)
+
+    options: TreeOptions
+
+    def segments(self, p: int) -> int:
+        return 2 * self.options.chunks
+
+    def closed_form_exact(self, p: int) -> bool:
+        return p <= 2
+
+    def run(self, job: Job) -> Generator[Any, Any, None]:
+        p, k = job.p, self.options.chunks
+        chunk = job.nbytes / (2 * k)
+        bodies = []
+        for rank in range(p):
+            for t, (up, down) in enumerate(nccl_dtree(p, rank)):
+                parent = None if up == -1 else up
+                segs = list(range(t * k, (t + 1) * k))
+                bodies.append(tree_allreduce(job, rank, parent, down, chunk, segs, 2 * k * t))
+        yield spread(job, bodies)
+
+    def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
+        k = self.options.chunks
+        if p <= 2:
+            return tree_time(p - 1, 1, k, n / 2, alpha, beta, gamma)
+        levels = ceil_log2(p)
+        return 2 * (levels + k - 1) * (alpha + n / k * beta) + (levels + k - 1) * n / k * gamma

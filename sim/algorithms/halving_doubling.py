@@ -1,0 +1,84 @@
+"""Recursive halving-doubling all-reduce (Rabenseifner): a reduce-scatter by recursive halving, then
+an all-gather by recursive doubling, on the buffer cut into p blocks.
+
+Schedule (p a power of two, blocks of n/p): in halving step s = 0..log2 p-1, rank x pairs with
+x XOR p/2^(s+1); of the blocks it still reduces, it sends the half its partner keeps (the upper half
+when x has that bit clear) and reduces the half it receives into the half it keeps -- n/2^(s+1) bytes
+each way. After log2 p steps rank x holds block x reduced. The doubling steps run the pairs in reverse
+order, each rank sending everything it holds (n/p, 2n/p, ...) and storing its partner's.
+
+On a star every step is one message each way per host, so it is exact::
+
+    T = 2·log2 p·α + 2·(p-1)/p·n·β + (p-1)/p·n·γ
+
+For p not a power of two the ranks fold into the largest power of two p' first and unfold at the end
+(see :mod:`sim.algorithms.recursive_doubling`); the form is then
+2·(log2 p' + 1)·α + 2·(1 + (p'-1)/p')·n·β + (1 + (p'-1)/p')·n·γ, not exact for the reason given there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+from ..runtime import Job
+from .base import Algorithm
+from .recursive_doubling import Fold, exchange, folded
+from .registry import register
+
+__all__ = ["HalvingDoubling"]
+
+
+@register
+class HalvingDoubling(Algorithm):
+    name = "halving-doubling"
+    collective = "allreduce"
+    summary = "Rabenseifner: reduce-scatter by recursive halving, all-gather by recursive doubling"
+
+    def segments(self, p: int) -> int:
+        return Fold(p).core
+
+    def closed_form_exact(self, p: int) -> bool:
+        return p & (p - 1) == 0
+
+    def run(self, job: Job) -> Generator[Any, Any, None]:
+        fold = Fold(job.p)
+        size = fold.core
+        block = job.nbytes / size
+
+        def core(rank: int, new: int) -> Generator[Any, Any, None]:
+            lo, hi, mask, tag = 0, size, size >> 1, 2
+            while mask:  # recursive halving: keep half of what is left, reduce it
+                mid = (lo + hi) // 2
+                keep, give = ((mid, hi), (lo, mid)) if new & mask else ((lo, mid), (mid, hi))
+                half = (hi - lo) // 2 * block
+                got = yield from exchange(job, rank, fold.rank_of(new ^ mask), half, slice(*give), tag)
+                yield from job.combine(rank, slice(*keep), got, half)
+                (lo, hi), mask, tag = keep, mask >> 1, tag + 1
+            mask = 1
+            while mask < size:  # recursive doubling: swap everything held
+                width = hi - lo
+                theirs = (lo - width, lo) if new & mask else (hi, hi + width)
+                got = yield from exchange(job, rank, fold.rank_of(new ^ mask), width * block, slice(lo, hi), tag)
+                job.data.put(rank, slice(*theirs), got)
+                lo, hi, mask, tag = min(lo, theirs[0]), max(hi, theirs[1]), mask << 1, tag + 1
+
+        whole = slice(None)
+        yield folded(
+            job,
+            fold,
+            core,
+            seg_in=lambda _r: whole,
+            bytes_in=job.nbytes,
+            reduce_in=True,
+            seg_out=lambda _r: whole,
+            bytes_out=job.nbytes,
+        )
+
+    def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
+        fold = Fold(p)
+        q = fold.core
+        core = 2 * fold.steps * alpha + 2 * (q - 1) / q * n * beta + (q - 1) / q * n * gamma
+        if fold.extra:
+            core += 2 * (alpha + n * beta) + n * gamma
+        return core

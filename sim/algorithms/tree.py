@@ -1,0 +1,132 @@
+"""Binary tree all-reduce, ``tree:chunks=K``: a pipelined reduce up the tree, then a pipelined
+broadcast down it (seed 003's "Tree-All-Reduce"; NCCL's tree kernel runs the same up-then-down loop,
+``runTreeUpDown``).
+
+The tree is the binary heap on ranks counted from the root (``root``, default 0): rank i's children
+are 2i+1 and 2i+2, its depth is d = ⌊log2 p⌋. The buffer is cut into K chunks of n/K (K = 1 is
+unpipelined). Every rank
+
+* for each chunk in turn: receives the chunk from its children, reduces each into its own copy as it
+  arrives (n/K·γ each, one after the other), and sends the sum to its parent once the previous chunk
+  has arrived there;
+* then for each chunk: receives it from its parent and sends it to all its children at once, once its
+  previous chunk has arrived at them.
+
+Cost on a star. Let c be the children per inner node, T = α + c·(n/K)·β the time of one tree step
+(the c children's chunks share the parent's link; going down, the parent's c chunks share it) and
+g = c·(n/K)·γ the reductions per step. Going up, a chunk passes d links and d reductions, a new one
+leaves every max(T, g) (a pipeline of 2d stages, K jobs); going down it passes d links, a new one
+every T::
+
+    T_tree = d·(T + g) + (K-1)·max(T, g) + (d + K - 1)·T
+
+This is exact when every inner node has the same number of children and all leaves sit at depth d,
+i.e. p = 2^(d+1) - 1 (c = 2) and p = 2 (c = 1): then siblings send in lockstep. For K = 1, γ = 0 it is
+model.md's 2d·(α + 2n·β) exactly. model.md's pipelined form (2d + K - 1)·(α + 2(n/K)·β) lets the
+broadcast of the first chunks overlap the reduce of the last; this schedule does not (a rank finishes
+its reduce loop before it starts its broadcast loop), so it pays the K-1 fill twice:
+2·(d + K - 1)·(α + 2(n/K)·β) for γ = 0.
+
+For other p the siblings are not in lockstep and flows share links part of the way: with p = 4
+(0 <- {1, 2}, 1 <- 3) and K = 1 the time is 4α + 5n·β (tests/test_congested.py derives it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from typing import Any
+
+from pydantic import PositiveInt
+
+from ..runtime import Job
+from ..schema import Spec
+from .base import Algorithm
+from .flat import fan_in, spread
+from .registry import register
+
+__all__ = ["BinaryTree", "TreeOptions", "heap_tree", "tree_allreduce", "tree_time"]
+
+
+class TreeOptions(Spec):
+    chunks: PositiveInt = 1
+
+
+def heap_tree(p: int, root: int = 0) -> tuple[list[int | None], list[list[int]]]:
+    """Parent and children of every rank in the binary heap counted from ``root``."""
+    parent: list[int | None] = [None] * p
+    children: list[list[int]] = [[] for _ in range(p)]
+    for i in range(1, p):
+        me, up = (i + root) % p, ((i - 1) // 2 + root) % p
+        parent[me] = up
+        children[up].append(me)
+    return parent, children
+
+
+def tree_allreduce(
+    job: Job, me: int, parent: int | None, children: Sequence[int], chunk: float, segs: Sequence[Any], tag: int
+) -> Generator[Any, Any, None]:
+    """Rank ``me``'s part of a pipelined tree reduce then broadcast over chunks ``segs`` of ``chunk``
+    bytes each; uses tags ``tag .. tag + 2·len(segs) - 1``."""
+    k, data = len(segs), job.data
+    sent: Any = None
+    for c, seg in enumerate(segs):
+
+        def fold(_src: int, payload: Any, seg: Any = seg) -> Generator[Any, Any, None]:
+            yield from job.combine(me, seg, payload, chunk)
+
+        yield from fan_in(job, me, children, tag + c, fold)
+        if parent is not None:
+            if sent is not None:
+                yield sent
+            sent = job.send(me, parent, chunk, data.take(me, seg), tag + c)
+    if sent is not None:
+        yield sent
+    down: list[Any] = []
+    for c, seg in enumerate(segs):
+        if parent is not None:
+            data.put(me, seg, (yield job.recv(me, parent, tag + k + c)))
+        if children:
+            if down:
+                yield job.env.all_of(down)
+            down = [job.send(me, child, chunk, data.take(me, seg), tag + k + c) for child in children]
+    if down:
+        yield job.env.all_of(down)
+
+
+def tree_time(depth: int, fanout: int, k: int, n: float, alpha: float, beta: float, gamma: float) -> float:
+    """The time of :func:`tree_allreduce` on a star for a complete tree (every inner node ``fanout``
+    children, every leaf at ``depth``), ``n`` bytes in ``k`` chunks (see the module docstring)."""
+    if depth == 0:
+        return 0.0
+    step = alpha + fanout * n / k * beta
+    reduce = fanout * n / k * gamma
+    return depth * (step + reduce) + (k - 1) * max(step, reduce) + (depth + k - 1) * step
+
+
+@register
+class BinaryTree(Algorithm):
+    name = "tree"
+    collective = "allreduce"
+    Options = TreeOptions
+    summary = "binary tree: pipelined reduce to the root, then pipelined broadcast (chunks=K)"
+    examples = ("tree:chunks=4",)
+
+    options: TreeOptions
+
+    def segments(self, p: int) -> int:
+        return self.options.chunks
+
+    def closed_form_exact(self, p: int) -> bool:
+        return p <= 2 or (p + 1) & p == 0
+
+    def run(self, job: Job) -> Generator[Any, Any, None]:
+        k = self.options.chunks
+        parent, children = heap_tree(job.p, job.root)
+        segs = list(range(k))
+        yield spread(
+            job, [tree_allreduce(job, r, parent[r], children[r], job.nbytes / k, segs, 0) for r in range(job.p)]
+        )
+
+    def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
+        depth = (p).bit_length() - 1
+        return tree_time(depth, 1 if p == 2 else 2, self.options.chunks, n, alpha, beta, gamma)
