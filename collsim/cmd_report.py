@@ -18,9 +18,7 @@ __all__ = ["report_cmd"]
 
 @app.command("report")
 def report_cmd(
-    spec: Annotated[
-        str, typer.Argument(help="Report spec (YAML file), or a bundled spec's name such as 'default'.")
-    ],
+    spec: Annotated[str, typer.Argument(help="Report spec (YAML file), or a bundled spec's name such as 'default'.")],
     out: Annotated[
         Path, typer.Option("--out", "-o", envvar="COLLSIM_REPORT_OUT", help="Output directory (created if missing).")
     ] = Path("collsim-report"),
@@ -39,7 +37,9 @@ def report_cmd(
     ] = None,
     address: Annotated[
         Optional[str],
-        typer.Option("--address", envvar="COLLSIM_DASK_ADDRESS", help="Scheduler address for --executor dask, tcp://HOST:PORT."),
+        typer.Option(
+            "--address", envvar="COLLSIM_DASK_ADDRESS", help="Scheduler address for --executor dask, tcp://HOST:PORT."
+        ),
     ] = None,
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", envvar="COLLSIM_PROGRESS", help="Show a progress bar.")

@@ -158,8 +158,14 @@ def _problems(points: Sequence[Point], records: dict[str, Row], status: str) -> 
     for point in points:
         rec = records[point.key]
         if rec["status"] == status:
-            rows.append({"kind": point.kind, "algorithm": point.algorithm, "gpus": point.cluster.gpus,
-                         "reason": rec.get("reason", "")})
+            rows.append(
+                {
+                    "kind": point.kind,
+                    "algorithm": point.algorithm,
+                    "gpus": point.cluster.gpus,
+                    "reason": rec.get("reason", ""),
+                }
+            )
     return rows
 
 

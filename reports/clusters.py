@@ -132,7 +132,9 @@ def cluster_refs(spec: ReportSpec) -> list[ClusterRef]:
             per_host = int(c.params.get("gpus_per_host", SCALERS[c.builder][0]))
             if size % per_host:
                 raise ConfigError(f"cluster.sizes: {size} GPUs is not a whole number of {per_host}-GPU hosts")
-            ref = ClusterRef(label=_label(c.builder, size, per_host), gpus=size, builder=c.builder, params=dict(c.params))
+            ref = ClusterRef(
+                label=_label(c.builder, size, per_host), gpus=size, builder=c.builder, params=dict(c.params)
+            )
             build_graph(ref)  # refuse bad params now, with the spec's path, not in a worker
             refs.append(ref)
         return refs

@@ -149,8 +149,14 @@ def busbw_figure(data: ReportData) -> bytes | None:
     msizes = sorted({r["size_bytes"] for r in data.collectives})
     for ax, gpus in zip(axes, shown, strict=True):
         for algo, rows in _by_algorithm([r for r in data.collectives if r["gpus"] == gpus], data.algorithms):
-            ax.plot([r["size_bytes"] for r in rows], [r["busbw_GBps"] for r in rows], "o-", ms=3,
-                    color=colors[algo], label=algo)
+            ax.plot(
+                [r["size_bytes"] for r in rows],
+                [r["busbw_GBps"] for r in rows],
+                "o-",
+                ms=3,
+                color=colors[algo],
+                label=algo,
+            )
         _size_axis(ax, msizes)
         ax.set_title(f"{gpus} GPUs")
     axes[0].set_ylabel("bus bandwidth (GB/s)")
@@ -246,8 +252,9 @@ def links_figure(data: ReportData) -> bytes | None:
         return None
     figure, _ = _setup()
     colors = _colors(data.algorithms)
-    rows.sort(key=lambda r: (data.algorithms.index(r["algorithm"]) if r["algorithm"] in data.algorithms else 0,
-                             r["rank"]))
+    rows.sort(
+        key=lambda r: (data.algorithms.index(r["algorithm"]) if r["algorithm"] in data.algorithms else 0, r["rank"])
+    )
     fig = figure(figsize=(10, 1.0 + 0.3 * len(rows)), layout="constrained")
     ax = fig.subplots()
     labels = [f"{r['algorithm']}: {r['link']}" for r in rows]

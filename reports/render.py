@@ -71,15 +71,22 @@ def setup_items(data: ReportData) -> list[tuple[str, str]]:
     if job["parameters"]:
         grads += f" ({job['parameters']:,.0f} parameters in {job['gradient_dtype']})"
     buckets = f"first {format_size(job['first_bucket_bytes'])}, then {format_size(job['bucket_bytes'])}"
-    overlap = "all-reduce of each bucket starts when backward has produced it" if job["overlap"] else (
-        "all-reduce starts after backward (no overlap)")
-    sharing = "buckets in flight share the network" if job["concurrent_buckets"] else "buckets all-reduced one at a time"
+    overlap = (
+        "all-reduce of each bucket starts when backward has produced it"
+        if job["overlap"]
+        else ("all-reduce starts after backward (no overlap)")
+    )
+    sharing = (
+        "buckets in flight share the network" if job["concurrent_buckets"] else "buckets all-reduced one at a time"
+    )
     return [
         ("model", str(job["name"])),
         ("gradients per iteration", grads),
-        ("compute per GPU per iteration",
-         f"forward {format_time(job['forward_s'])}, backward {format_time(job['backward_s'])}, "
-         f"optimizer {format_time(job['optimizer_s'])}"),
+        (
+            "compute per GPU per iteration",
+            f"forward {format_time(job['forward_s'])}, backward {format_time(job['backward_s'])}, "
+            f"optimizer {format_time(job['optimizer_s'])}",
+        ),
         ("samples per GPU per iteration", f"{job['samples_per_gpu']:g}"),
         ("DDP buckets", f"{buckets}; {overlap}; {sharing}"),
         ("reduction cost", f"{job['gamma']:g} s/byte"),
@@ -95,8 +102,11 @@ def model_notes(data: ReportData) -> list[str]:
         "Flow-level network model: every message is a flow on its routed path; flows share each link direction "
         "by max-min fairness; a message pays its path latency, then drains at its rate (../shared model.md).",
         f"Link parameters are {data.parameters}: "
-        + ("bandwidth and latency as the topology states them, with no calibration against measurements."
-           if data.parameters == "nominal" else "scaled by the calibration file."),
+        + (
+            "bandwidth and latency as the topology states them, with no calibration against measurements."
+            if data.parameters == "nominal"
+            else "scaled by the calibration file."
+        ),
         "Backward produces gradient bytes at a constant rate over the backward time, in reverse layer order, "
         "filling DDP buckets in that order (whole parameters are not modelled; buckets are exact byte counts).",
         "Iteration = forward + max(backward end, last bucket's all-reduce end) + optimizer step; exposed "

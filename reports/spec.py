@@ -359,4 +359,3 @@ def load_spec(source: str | Path) -> tuple[ReportSpec, Path]:
         names = ", ".join(bundled_specs()) or "none"
         raise ConfigError(f"{source}: no such report spec (not a file, nor a bundled spec: {names})")
     return parse_spec(read_yaml(path), path.parent, str(path)), path
-

@@ -168,7 +168,9 @@ def _traffic_sentences(rows: Sequence[Row], gpus: int, tag: str) -> list[str]:
     hot = max(at, key=lambda r: r["max_rank_bytes"])
     out = []
     if least is most:
-        out.append(f"At {gpus} GPUs one iteration with {least['algorithm']} puts {format_size(least['bytes_sent'])} on the network.{tag}")
+        out.append(
+            f"At {gpus} GPUs one iteration with {least['algorithm']} puts {format_size(least['bytes_sent'])} on the network.{tag}"
+        )
     else:
         out.append(
             f"At {gpus} GPUs one iteration puts {format_size(least['bytes_sent'])} on the network with "

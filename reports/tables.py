@@ -44,8 +44,17 @@ def _iteration_table(data: ReportData) -> Table:
     rows = sorted(data.iterations, key=lambda r: (r["gpus"], r["iteration_s"]))
     return Table(
         f"Training iteration per algorithm and size ({data.parameters} link parameters)",
-        ["GPUs", "algorithm", "iteration", "samples/s", "scaling efficiency", "exposed comm", "exposed share",
-         "busiest link (busy)", "parameters"],
+        [
+            "GPUs",
+            "algorithm",
+            "iteration",
+            "samples/s",
+            "scaling efficiency",
+            "exposed comm",
+            "exposed share",
+            "busiest link (busy)",
+            "parameters",
+        ],
         [
             [
                 str(r["gpus"]),
@@ -101,8 +110,15 @@ def _traffic_table(data: ReportData) -> Table:
     rows = sorted(data.iterations, key=lambda r: (r["gpus"], r["bytes_sent"]))
     return Table(
         f"Traffic per iteration ({data.parameters} link parameters)",
-        ["GPUs", "algorithm", "sent by all ranks", "per GPU", "busiest rank (sent + received)", "bytes x hops on links",
-         "parameters"],
+        [
+            "GPUs",
+            "algorithm",
+            "sent by all ranks",
+            "per GPU",
+            "busiest rank (sent + received)",
+            "bytes x hops on links",
+            "parameters",
+        ],
         [
             [
                 str(r["gpus"]),
@@ -125,52 +141,101 @@ def _links_table(data: ReportData) -> Table | None:
     return Table(
         f"Busiest link directions at {data.largest} GPUs over one iteration ({data.parameters} link parameters)",
         ["algorithm", "#", "link", "bytes", "busy", "parameters"],
-        [[r["algorithm"], str(r["rank"]), r["link"], format_size(r["bytes"]), _pct(r["utilization"]), r["parameters"]]
-         for r in rows],
+        [
+            [
+                r["algorithm"],
+                str(r["rank"]),
+                r["link"],
+                format_size(r["bytes"]),
+                _pct(r["utilization"]),
+                r["parameters"],
+            ]
+            for r in rows
+        ],
     )
 
 
 def _problems_table(rows: Sequence[Row], caption: str) -> Table | None:
     if not rows:
         return None
-    return Table(caption, ["algorithm", "GPUs", "what", "reason"],
-                 [[r["algorithm"], str(r["gpus"]), r["kind"], r["reason"]] for r in rows])
+    return Table(
+        caption,
+        ["algorithm", "GPUs", "what", "reason"],
+        [[r["algorithm"], str(r["gpus"]), r["kind"], r["reason"]] for r in rows],
+    )
 
 
 def sections(data: ReportData) -> list[Section]:
     """The report body, in order; sections without data are left out."""
     out = []
     if data.iterations:
-        out.append(Section(
-            "iteration", "Iteration time and scaling efficiency",
-            "One DDP training iteration per algorithm and cluster size: forward, backward producing gradient "
-            "buckets, every bucket's all-reduce sharing the network, optimizer step. Scaling efficiency is weak "
-            "scaling against each algorithm's smallest size.",
-            "iteration", [_iteration_table(data)]))
-        out.append(Section(
-            "breakdown", "Where the iteration goes",
-            f"At {data.largest} GPUs: compute, and the communication that backward could not hide.", "breakdown"))
+        out.append(
+            Section(
+                "iteration",
+                "Iteration time and scaling efficiency",
+                "One DDP training iteration per algorithm and cluster size: forward, backward producing gradient "
+                "buckets, every bucket's all-reduce sharing the network, optimizer step. Scaling efficiency is weak "
+                "scaling against each algorithm's smallest size.",
+                "iteration",
+                [_iteration_table(data)],
+            )
+        )
+        out.append(
+            Section(
+                "breakdown",
+                "Where the iteration goes",
+                f"At {data.largest} GPUs: compute, and the communication that backward could not hide.",
+                "breakdown",
+            )
+        )
     busbw = _busbw_table(data)
     if busbw:
-        out.append(Section(
-            "busbw", "Bus bandwidth by message size",
-            "One all-reduce per message size, measured the way nccl-tests reports it (busbw = size / time x 2(p-1)/p).",
-            "busbw", [busbw]))
+        out.append(
+            Section(
+                "busbw",
+                "Bus bandwidth by message size",
+                "One all-reduce per message size, measured the way nccl-tests reports it (busbw = size / time x 2(p-1)/p).",
+                "busbw",
+                [busbw],
+            )
+        )
     cross = _crossover_table(data)
     if cross:
-        out.append(Section("crossover", "Crossover map", "The fastest algorithm for every message size and cluster size.",
-                           "crossover", [cross]))
+        out.append(
+            Section(
+                "crossover",
+                "Crossover map",
+                "The fastest algorithm for every message size and cluster size.",
+                "crossover",
+                [cross],
+            )
+        )
     if data.iterations:
-        out.append(Section(
-            "traffic", "Traffic per algorithm",
-            "Bytes every algorithm puts on the network per iteration, and the load on its busiest rank "
-            "(a master's or a parameter server's hotspot).", "traffic", [_traffic_table(data)]))
+        out.append(
+            Section(
+                "traffic",
+                "Traffic per algorithm",
+                "Bytes every algorithm puts on the network per iteration, and the load on its busiest rank "
+                "(a master's or a parameter server's hotspot).",
+                "traffic",
+                [_traffic_table(data)],
+            )
+        )
     links = _links_table(data)
     if links:
         out.append(Section("links", "Busiest links", "Where the bottleneck is.", "links", [links]))
-    problems = [t for t in (_problems_table(data.skipped, "Combinations not simulated (the algorithm does not apply)"),
-                            _problems_table(data.failed, "Points that failed")) if t]
+    problems = [
+        t
+        for t in (
+            _problems_table(data.skipped, "Combinations not simulated (the algorithm does not apply)"),
+            _problems_table(data.failed, "Points that failed"),
+        )
+        if t
+    ]
     if problems:
-        out.append(Section("skipped", "Not simulated", "Algorithm and size combinations without results, and why.",
-                           None, problems))
+        out.append(
+            Section(
+                "skipped", "Not simulated", "Algorithm and size combinations without results, and why.", None, problems
+            )
+        )
     return out
