@@ -50,6 +50,7 @@ def report_cmd(
     an interruption computes only the rest."""
     try:
         from reports import build_report, load_spec
+        from reports.sweep import PointCache, make_executor
     except ModuleNotFoundError as exc:  # pragma: no cover - an install without the package
         fail(f"collsim report needs the reports package ({exc})")
     for module in ("matplotlib", "jinja2", "joblib"):
@@ -57,12 +58,20 @@ def report_cmd(
             fail(f"collsim report needs {module}: pip install 'collsim[report]'")
 
     started = time.perf_counter()
+    run = make_executor(executor, jobs=jobs, address=address)
     loaded, path = load_spec(spec)
     command = f"collsim report {shlex.quote(spec)} --out {shlex.quote(str(out))}"
     print(f"collsim report: {loaded.name} ({path}) -> {out}", file=sys.stderr)
-    outcome = build_report(
-        loaded, out, executor=executor, jobs=jobs, address=address, progress=progress, command=command
-    )
+    try:
+        outcome = build_report(loaded, out, executor=run, progress=progress, command=command)
+    except KeyboardInterrupt:
+        saved = len(PointCache(out).load())
+        print(
+            f"collsim: interrupted; {saved} finished point(s) are kept in {out / PointCache.FILENAME}: "
+            "run the same command again to resume",
+            file=sys.stderr,
+        )
+        raise SystemExit(130) from None
     data = outcome.data
     print(
         f"{outcome.computed} points simulated, {outcome.reused} reused from {out / 'points.jsonl'}, "

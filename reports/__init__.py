@@ -18,7 +18,7 @@ from .analysis import ReportData, analyze
 from .points import Point, report_points, run_point
 from .spec import ReportSpec, bundled_specs, load_spec, parse_spec
 from .summary import summarize
-from .sweep import PointCache, make_executor, run_sweep
+from .sweep import Executor, PointCache, make_executor, run_sweep
 
 __all__ = [
     "Point",
@@ -49,18 +49,22 @@ def build_report(
     spec: str | os.PathLike[str] | ReportSpec,
     out: str | os.PathLike[str],
     *,
-    executor: str = "local",
+    executor: str | Executor = "local",
     jobs: int | None = None,
     address: str | None = None,
     progress: bool = True,
     command: str = "collsim report",
 ) -> ReportOutcome:
-    """Simulate every point of ``spec`` not yet cached in ``out`` and write the report there."""
+    """Simulate every point of ``spec`` not yet cached in ``out`` and write the report there.
+
+    ``executor`` is ``local`` (``jobs`` processes, default all cores), ``serial``, ``dask`` (with
+    ``address``) or an executor object.
+    """
     if not isinstance(spec, ReportSpec):
         spec, _path = load_spec(spec)
     out_dir = Path(out)
     points = report_points(spec)
-    run = make_executor(executor, jobs=jobs, address=address)
+    run = make_executor(executor, jobs=jobs, address=address) if isinstance(executor, str) else executor
     cache = PointCache(out_dir)
     cached = cache.load()
     reused = len({p.key for p in points if p.key in cached})

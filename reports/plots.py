@@ -32,7 +32,7 @@ def _png(fig: Any) -> bytes:
     _, canvas_cls = _setup()
     canvas_cls(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=100)
     return buf.getvalue()
 
 

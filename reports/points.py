@@ -113,7 +113,8 @@ def _cluster(ref: ClusterRef, spare: int) -> Cluster:
     key = (json.dumps(ref.identity(), sort_keys=True, default=str), spare)
     cluster = _CLUSTERS.get(key)
     if cluster is None:
-        cluster = Cluster(build_graph(ref, spare_hosts=spare))
+        # the oracle's convention (tests/oracle.py): spare hosts are in the graph, beyond the ranks
+        cluster = Cluster(build_graph(ref, spare_hosts=spare), ranks=ref.gpus)
         _CLUSTERS[key] = cluster
         while len(_CLUSTERS) > 4:
             _CLUSTERS.popitem(last=False)

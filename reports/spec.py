@@ -316,8 +316,11 @@ def parse_spec(data: Any, base_dir: str | Path = ".", where: str = "") -> Report
     """Validate a spec given as a mapping (relative paths are taken from ``base_dir``)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{where or 'spec'}: expected a mapping at the top level, got {type(data).__name__}")
-    spec: ReportSpec = validate_spec(ReportSpec, data, where)
     prefix = f"{where}: " if where else ""
+    try:
+        spec: ReportSpec = validate_spec(ReportSpec, data)
+    except ConfigError as exc:
+        raise ConfigError(f"{prefix}{exc}") from None
     spec = spec.model_copy(update={"cluster": _resolve_paths(spec.cluster, Path(base_dir))})
     if spec.calibration is not None:
         path = Path(base_dir) / spec.calibration

@@ -151,10 +151,11 @@ class DaskExecutor:
 
     name = "dask"
 
-    def __init__(self, address: str | None) -> None:
+    def __init__(self, address: str | None, timeout: str = "20s") -> None:
         if not address:
             raise ConfigError("--executor dask needs --address tcp://HOST:PORT of a running dask scheduler")
         self.address = address
+        self.timeout = timeout
 
     def map_unordered(self, func: PointFunc, items: list[Point]) -> Iterator[Record]:
         try:
@@ -162,7 +163,7 @@ class DaskExecutor:
         except ImportError:
             raise ConfigError("--executor dask needs dask.distributed: pip install 'collsim[dask]'") from None
         try:
-            client = Client(self.address, timeout="20s")
+            client = Client(self.address, timeout=self.timeout)
         except (OSError, TimeoutError) as exc:
             raise ConfigError(f"--address {self.address}: cannot reach a dask scheduler ({exc})") from None
         futures = []

@@ -239,8 +239,8 @@ def simulate_iteration(
     Parameters
     ----------
     topology : spec, path, graph or Cluster
-        The cluster. A :class:`Cluster` is used whole, so GPUs beyond ``ranks`` stay available to
-        algorithms that need spare hosts (dedicated parameter servers).
+        The cluster (a Cluster is reused as is, with its route cache). Hosts an algorithm needs beyond
+        the ranks (dedicated parameter servers) must be in its graph, as in ``tests/oracle.py``.
     algorithm : str or Algorithm
         An all-reduce algorithm spec (``ring``, ``ps:shards=8,placement=dedicated``, ...).
     workload : Workload
