@@ -41,6 +41,9 @@ def report_cmd(
             "--address", envvar="COLLSIM_DASK_ADDRESS", help="Scheduler address for --executor dask, tcp://HOST:PORT."
         ),
     ] = None,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Forget the points finished by earlier runs into --out and compute all.")
+    ] = False,
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", envvar="COLLSIM_PROGRESS", help="Show a progress bar.")
     ] = True,
@@ -60,6 +63,8 @@ def report_cmd(
     started = time.perf_counter()
     run = make_executor(executor, jobs=jobs, address=address)
     loaded, path = load_spec(spec)
+    if fresh:
+        PointCache(out).clear()
     command = f"collsim report {shlex.quote(spec)} --out {shlex.quote(str(out))}"
     print(f"collsim report: {loaded.name} ({path}) -> {out}", file=sys.stderr)
     try:

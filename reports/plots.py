@@ -144,10 +144,12 @@ def busbw_figure(data: ReportData) -> bytes | None:
     figure, _ = _setup()
     colors = _colors(data.algorithms)
     shown = _shown_sizes({r["gpus"] for r in data.collectives})
-    fig = figure(figsize=(4.2 * len(shown), 4.4), layout="constrained")
-    axes = fig.subplots(1, len(shown), squeeze=False, sharey=True)[0]
+    cols = min(2, len(shown))
+    rows = -(-len(shown) // cols)
+    fig = figure(figsize=(5.5 * cols, 3.8 * rows + 0.6), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False, sharey=True).ravel()
     msizes = sorted({r["size_bytes"] for r in data.collectives})
-    for ax, gpus in zip(axes, shown, strict=True):
+    for ax, gpus in zip(axes, shown, strict=False):
         for algo, rows in _by_algorithm([r for r in data.collectives if r["gpus"] == gpus], data.algorithms):
             ax.plot(
                 [r["size_bytes"] for r in rows],
@@ -159,9 +161,12 @@ def busbw_figure(data: ReportData) -> bytes | None:
             )
         _size_axis(ax, msizes)
         ax.set_title(f"{gpus} GPUs")
-    axes[0].set_ylabel("bus bandwidth (GB/s)")
+    for ax in axes[len(shown) :]:
+        ax.set_visible(False)
+    for ax in axes[::cols]:
+        ax.set_ylabel("bus bandwidth (GB/s)")
     fig.suptitle(f"All-reduce bus bandwidth by message size ({data.parameters} link parameters)")
-    _legend(fig, axes[-1], len(data.algorithms))
+    _legend(fig, axes[0], len(data.algorithms))
     return _png(fig)
 
 

@@ -75,6 +75,10 @@ class PointCache:
                     records[record["key"]] = record
         return records
 
+    def clear(self) -> None:
+        """Forget every finished point."""
+        self.path.unlink(missing_ok=True)
+
     def add(self, record: Record) -> None:
         """Append one record (a whole line, one write, fsync'ed)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
