@@ -11,7 +11,7 @@ matplotlib and jinja2 are imported only when a report is written.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .analysis import ReportData, analyze
@@ -70,7 +70,7 @@ def build_report(
     reused = len({p.key for p in points if p.key in cached})
     records = run_sweep(points, cache, run, progress=progress)
     data = analyze(spec, points, records)
-    data = ReportData(**{**data.__dict__, "summary": summarize(data, spec.tolerance)})
+    data = replace(data, summary=summarize(data, spec.tolerance))
     from .render import write_report
 
     paths = write_report(

@@ -74,9 +74,14 @@ def test_environment_variables_stand_in_for_options(tmp_path, capsys, monkeypatc
     monkeypatch.setenv("COLLSIM_REPORT_OUT", str(tmp_path / "env-out"))
     monkeypatch.setenv("COLLSIM_EXECUTOR", "serial")
     monkeypatch.setenv("COLLSIM_PROGRESS", "0")
-    code, stdout, err = run(capsys, "report", str(write_spec(tmp_path, sweep={"message_sizes": []})))
+    spec = str(write_spec(tmp_path, sweep={"message_sizes": []}))
+    code, stdout, err = run(capsys, "report", spec)
     assert code == 0, err
-    assert (tmp_path / "env-out" / "index.html").exists()
+    assert (tmp_path / "env-out" / "index.html").exists() and "2 points simulated, 0 reused" in err
+    code, stdout, err = run(capsys, "report", spec)
+    assert code == 0 and "0 points simulated, 2 reused" in err
+    code, stdout, err = run(capsys, "report", spec, "--fresh")
+    assert code == 0 and "2 points simulated, 0 reused" in err
 
 
 @pytest.mark.parametrize(

@@ -142,3 +142,14 @@ def test_an_unreachable_dask_scheduler_is_one_clear_error(tmp_path):
     points = report_points(parse_spec(SPEC))[:1]
     with pytest.raises(ConfigError, match="cannot reach a dask scheduler"):
         run_sweep(points, PointCache(tmp_path), DaskExecutor("tcp://127.0.0.1:9", timeout="2s"), progress=False)
+
+
+def test_progress_off_a_terminal_is_a_line_per_tenth_and_a_resume_note(tmp_path, capsys):
+    points = report_points(parse_spec(SPEC))
+    run_sweep(points[:2], PointCache(tmp_path), SerialExecutor(), progress=True)
+    err = capsys.readouterr().err
+    assert "simulated 1/2 points" in err and "simulated 2/2 points" in err
+    run_sweep(points, PointCache(tmp_path), SerialExecutor(), progress=True)
+    err = capsys.readouterr().err
+    assert f"resuming: 2 of 6 points already in {PointCache(tmp_path).path}" in err
+    assert "simulated 6/6 points" in err and "simulated 2/6" not in err
