@@ -165,17 +165,25 @@ def _traffic_sentences(rows: Sequence[Row], gpus: int, tag: str) -> list[str]:
     at = [r for r in rows if r["gpus"] == gpus]
     least = min(at, key=lambda r: r["bytes_sent"])
     most = max(at, key=lambda r: r["bytes_sent"])
-    hot = max(at, key=lambda r: r["max_rank_bytes"])
     out = []
-    if least is most:
+    if len(at) == 1:
         out.append(
-            f"At {gpus} GPUs one iteration with {least['algorithm']} puts {format_size(least['bytes_sent'])} on the network.{tag}"
+            f"At {gpus} GPUs one iteration with {least['algorithm']} puts {format_size(least['bytes_sent'])} on the "
+            f"network; its busiest rank sends and receives {format_size(least['max_rank_bytes'])}.{tag}"
         )
     else:
+        if most["bytes_sent"] <= least["bytes_sent"] * 1.001:
+            total = f"every algorithm puts {format_size(least['bytes_sent'])} on the network"
+        else:
+            total = (
+                f"one iteration puts {format_size(least['bytes_sent'])} on the network with {least['algorithm']} "
+                f"and {format_size(most['bytes_sent'])} with {most['algorithm']}"
+            )
+        cool = min(at, key=lambda r: r["max_rank_bytes"])
+        hot = max(at, key=lambda r: r["max_rank_bytes"])
         out.append(
-            f"At {gpus} GPUs one iteration puts {format_size(least['bytes_sent'])} on the network with "
-            f"{least['algorithm']} and {format_size(most['bytes_sent'])} with {most['algorithm']}; the busiest single "
-            f"rank sends and receives {format_size(hot['max_rank_bytes'])} under {hot['algorithm']}.{tag}"
+            f"At {gpus} GPUs {total}; the busiest single rank sends and receives {format_size(hot['max_rank_bytes'])} "
+            f"under {hot['algorithm']} against {format_size(cool['max_rank_bytes'])} under {cool['algorithm']}.{tag}"
         )
     best = min(at, key=lambda r: r["iteration_s"])
     if best["busiest_link"]:

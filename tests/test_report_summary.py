@@ -130,6 +130,11 @@ def test_summary_leads_with_the_fastest_at_the_largest_size_and_reports_skips():
     assert any("tree, communication hides behind the backward pass" in s for s in text)
     assert any(s.startswith("ring matches tree") or s.startswith("ring is slower than tree") for s in text)
     assert any("The busiest link at 512 GPUs with tree is spine0->leaf1, carrying data 91%" in s for s in text)
+    assert any(
+        "with ring and 2.794GiB with tree; the busiest single rank sends and receives 8.382GiB under tree "
+        "against 95.37MiB under ring" in s
+        for s in text
+    )
     assert "ps:shards=8 was not simulated at 8, 16 GPUs: needs 8 spare hosts" in text
     assert all(s.endswith("[nominal]") for s in text if "not simulated" not in s)
 
