@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint bench clean
+.PHONY: install browser demo test lint bench clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -16,14 +16,21 @@ $(STAMP): pyproject.toml Makefile
 
 install: $(STAMP)
 
-demo: install
-	$(VENV)/bin/collsim simulate --topology dgx-h100-4 --collective allreduce --algorithm ring --sizes 1MiB:1GiB:4
+# Headless Chromium for the report's browser test (tests/test_report_browser.py); a no-op when present.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+		|| echo "warning: could not install chromium; tests/test_report_browser.py will fail"
 
-test: install
+# A capacity report for the bundled default job and cluster (reports/specs/default.yaml); prints index.html's path.
+DEMO_OUT ?= out/demo
+demo: install
+	$(VENV)/bin/collsim report reports/specs/default.yaml --out $(DEMO_OUT)
+
+test: install browser
 	$(PY) -m pytest
 
 lint: install
-	$(VENV)/bin/ruff check sim validate collsim tests
+	$(VENV)/bin/ruff check sim validate collsim reports tests
 
 bench: install
 	$(PY) -m pytest -m benchmark

@@ -1,0 +1,194 @@
+"""Writing a report: ``index.html`` (self-contained, figures embedded as base64 PNG), ``report.md`` (with
+the figures beside it in ``plots/``), ``results.csv`` (one row per algorithm and size),
+``collectives.csv`` (the message-size sweep) and ``results.json`` (everything). Every file is written
+to a temporary name and renamed into place, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sim.units import format_size, format_time
+
+from .analysis import ReportData
+from .tables import sections
+
+__all__ = ["model_notes", "setup_items", "write_atomic", "write_report"]
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def write_atomic(path: Path, content: str | bytes) -> None:
+    """Write ``content`` to ``path`` through a temporary file in the same directory and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode() if isinstance(content, str) else content
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # what open() would have given, not mkstemp's 0600
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _csv(rows: list[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return buf.getvalue()
+
+
+def setup_items(data: ReportData) -> list[tuple[str, str]]:
+    """The job and the clusters, as (label, value) pairs."""
+    job = data.job
+    grads = format_size(job["gradient_bytes"])
+    if job["parameters"]:
+        grads += f" ({job['parameters']:,.0f} parameters in {job['gradient_dtype']})"
+    buckets = f"first {format_size(job['first_bucket_bytes'])}, then {format_size(job['bucket_bytes'])}"
+    overlap = (
+        "all-reduce of each bucket starts when backward has produced it"
+        if job["overlap"]
+        else ("all-reduce starts after backward (no overlap)")
+    )
+    sharing = (
+        "buckets in flight share the network" if job["concurrent_buckets"] else "buckets all-reduced one at a time"
+    )
+    return [
+        ("model", str(job["name"])),
+        ("gradients per iteration", grads),
+        (
+            "compute per GPU per iteration",
+            f"forward {format_time(job['forward_s'])}, backward {format_time(job['backward_s'])}, "
+            f"optimizer {format_time(job['optimizer_s'])}",
+        ),
+        ("samples per GPU per iteration", f"{job['samples_per_gpu']:g}"),
+        ("DDP buckets", f"{buckets}; {overlap}; {sharing}"),
+        ("reduction cost", f"{job['gamma']:g} s/byte"),
+        ("clusters", "; ".join(f"{gpus} GPUs: {label}" for gpus, label in job["clusters"])),
+        ("algorithms compared", ", ".join(data.algorithms)),
+        ("link parameters", data.parameters),
+    ]
+
+
+def model_notes(data: ReportData) -> list[str]:
+    """What the numbers assume, in plain words."""
+    return [
+        "Flow-level network model: every message is a flow on its routed path; flows share each link direction "
+        "by max-min fairness; a message pays its path latency, then drains at its rate (../shared model.md).",
+        f"Link parameters are {data.parameters}: "
+        + (
+            "bandwidth and latency as the topology states them, with no calibration against measurements."
+            if data.parameters == "nominal"
+            else "scaled by the calibration file."
+        ),
+        "Backward produces gradient bytes at a constant rate over the backward time, in reverse layer order, "
+        "filling DDP buckets in that order (whole parameters are not modelled; buckets are exact byte counts).",
+        "Iteration = forward + max(backward end, last bucket's all-reduce end) + optimizer step; exposed "
+        "communication is what ends after backward.",
+        "Weak scaling: every GPU keeps its batch, so scaling efficiency = T(smallest size) / T(size).",
+        "Compute time is the same on every GPU (no stragglers); reductions cost gamma seconds per byte.",
+        "busbw follows nccl-tests: algbw = size / time, busbw = algbw x 2(p-1)/p, in GB/s of 1e9 bytes.",
+    ]
+
+
+def _environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=jinja2.select_autoescape(["html", "j2"], default_for_string=False),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    return env
+
+
+def _markdown_environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=False,  # noqa: S701 - Markdown, not HTML
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["cell"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
+    return env
+
+
+def write_report(
+    data: ReportData, out: Path, *, records: list[dict[str, Any]], spec: dict[str, Any], command: str
+) -> dict[str, Path]:
+    """Write every output file into ``out``; returns name -> path."""
+    from .plots import draw_all
+
+    out.mkdir(parents=True, exist_ok=True)
+    images = draw_all(data)
+    paths: dict[str, Path] = {}
+    for name, png in images.items():
+        paths[f"plots/{name}.png"] = out / "plots" / f"{name}.png"
+        write_atomic(paths[f"plots/{name}.png"], png)
+    body = sections(data)
+    footer = f"Made by collsim with: {command}"
+    context = {
+        "data": data,
+        "sections": body,
+        "setup": setup_items(data),
+        "notes": model_notes(data),
+        "footer": footer,
+    }
+    encoded = {name: base64.b64encode(png).decode("ascii") for name, png in images.items()}
+    html = _environment().get_template("report.html.j2").render(images=encoded, **context)
+    markdown = _markdown_environment().get_template("report.md.j2").render(images=images, **context)
+    results = {
+        "title": data.title,
+        "parameters": data.parameters,
+        "spec": spec,
+        "summary": data.summary,
+        "iterations": data.iterations,
+        "collectives": data.collectives,
+        "crossover": data.crossover,
+        "links": data.links,
+        "skipped": data.skipped,
+        "failed": data.failed,
+        "points": records,
+    }
+    files = {
+        "index.html": html,
+        "report.md": markdown,
+        "results.csv": _csv(data.iterations),
+        "collectives.csv": _csv(data.collectives),
+        "results.json": json.dumps(_finite(results), indent=1, allow_nan=False, default=str) + "\n",
+    }
+    for name, content in files.items():
+        paths[name] = out / name
+        write_atomic(paths[name], content)
+    return paths
