@@ -45,6 +45,7 @@ import simpy
 from .algorithms import Algorithm, get_algorithm
 from .cluster import Cluster
 from .errors import ConfigError, RunError
+from .fastpath import FastExecutor
 from .network import Network
 from .results import LinkUse
 from .runtime import DataCheck, Job
@@ -52,7 +53,6 @@ from .simulate import CountingEnvironment
 
 __all__ = [
     "BucketTiming",
-    "CountingNetwork",
     "IterationResult",
     "Workload",
     "bucket_ready_times",
@@ -138,30 +138,6 @@ def bucket_ready_times(w: Workload) -> list[float]:
     ready = w.forward_s + w.backward_s * filled / w.gradient_bytes
     ready[-1] = w.forward_s + w.backward_s  # exactly, whatever the rounding
     return [float(t) for t in ready]
-
-
-class CountingNetwork(Network):
-    """A :class:`~sim.network.Network` that also counts the bytes every rank sends and receives."""
-
-    def __init__(self, env: simpy.Environment, cluster: Cluster, *, check: bool = False) -> None:
-        super().__init__(env, cluster, check=check)
-        self.sent = np.zeros(cluster.size)
-        self.received = np.zeros(cluster.size)
-
-    def send(self, src: int, dst: int, nbytes: float, *, bound: float | None = None) -> simpy.Event:
-        event = super().send(src, dst, nbytes, bound=bound)
-        self.sent[src] += nbytes
-        self.received[dst] += nbytes
-        return event
-
-    def transfer(self, srcs: Any, dsts: Any, nbytes: Any) -> simpy.Event:
-        event = super().transfer(srcs, dsts, nbytes)
-        s = np.asarray(srcs, dtype=np.int64)
-        d = np.asarray(dsts, dtype=np.int64)
-        sizes = np.broadcast_to(np.asarray(nbytes, dtype=float), s.shape)
-        np.add.at(self.sent, s, sizes)
-        np.add.at(self.received, d, sizes)
-        return event
 
 
 @dataclass(frozen=True)
@@ -252,7 +228,8 @@ def simulate_iteration(
         Track every bucket's data symbolically; ``wrong`` counts (bucket, rank) pairs with wrong data.
     """
     started = time.perf_counter()
-    cluster = topology if isinstance(topology, Cluster) else Cluster(topology, ranks=ranks)
+    # the cluster keeps every GPU: algorithms with servers (dedicated PS) use the hosts beyond the ranks
+    cluster = topology if isinstance(topology, Cluster) else Cluster(topology)
     p = cluster.size if ranks is None else ranks
     if not 1 <= p <= cluster.size:
         raise ConfigError(f"ranks {p}: the cluster has {cluster.size} GPUs")
@@ -262,7 +239,7 @@ def simulate_iteration(
     algo.check(p, cluster)
 
     env = CountingEnvironment()
-    net = CountingNetwork(env, cluster)
+    net = Network(env, cluster)
     sizes = bucket_sizes(workload)
     ready = bucket_ready_times(workload)
     backward_end = workload.forward_s + workload.backward_s
@@ -275,11 +252,16 @@ def simulate_iteration(
         yield env.timeout(max(0.0, start - env.now))
         if not workload.concurrent_buckets and k > 0:
             yield finished[k - 1]
-        data = DataCheck("allreduce", p, algo.segments(p)) if check else None
-        job = Job(env, net, p, sizes[k], gamma=gamma, data=data)
-        jobs.append(job)
+        program = None if check else algo.program(p, sizes[k], cluster)
         began = env.now
-        yield env.process(algo.run(job))
+        if program is not None:
+            # the fast path, without jumps: other buckets share the network
+            yield env.process(FastExecutor(net, program, gamma, cluster.compute_scale).run())
+        else:
+            data = DataCheck("allreduce", p, algo.segments(p)) if check else None
+            job = Job(env, net, p, sizes[k], gamma=gamma, data=data)
+            jobs.append(job)
+            yield env.process(algo.run(job))
         timings[k] = BucketTiming(float(sizes[k]), ready[k], float(began), float(env.now))
 
     for k in range(len(sizes)):
@@ -294,7 +276,8 @@ def simulate_iteration(
     iteration = comm_end + workload.optimizer_s
     exposed = comm_end - backward_end
     busiest = _busiest(net, cluster, iteration, top_links)
-    traffic = net.sent + net.received
+    sent, received = net.rank_bytes()
+    traffic = sent + received
     return IterationResult(
         topology=cluster.name,
         algorithm=algo.spec,
@@ -311,7 +294,7 @@ def simulate_iteration(
         exposed_comm_s=float(exposed),
         exposed_fraction=float(exposed / iteration) if iteration > 0 else 0.0,
         samples_per_s=float(p * workload.samples_per_gpu / iteration) if iteration > 0 else math.inf,
-        bytes_sent=float(net.sent.sum()),
+        bytes_sent=float(sent.sum()),
         max_rank_bytes=float(traffic.max()),
         link_bytes=float(net.arc_bytes.sum()),
         max_link_utilization=busiest[0].utilization if busiest else 0.0,

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from sim import Cluster
 from sim.errors import ConfigError
-from sim.training import CountingNetwork, Workload, bucket_ready_times, bucket_sizes, simulate_iteration
+from sim.network import Network
+from sim.training import Workload, bucket_ready_times, bucket_sizes, simulate_iteration
 
 MiB = 2**20
 # 4 single-GPU hosts on one switch, 1 GB/s links, no latency: a ring all-reduce of n bytes takes
@@ -129,14 +130,15 @@ def test_no_overlap_exposes_exactly_one_big_allreduce(grad, first, bucket, fwd, 
     assert on.iteration_s >= w.compute_s
 
 
-def test_counting_network_counts_transfers():
+def test_network_counts_bytes_per_rank():
     env = simpy.Environment()
-    net = CountingNetwork(env, Cluster(STAR))
+    net = Network(env, Cluster(STAR))
     net.transfer([0, 1, 2], [3, 3, 3], 100.0)
     net.send(3, 0, 50.0)
     env.run()
-    assert net.sent.tolist() == [100, 100, 100, 50]
-    assert net.received.tolist() == [50, 0, 0, 300]
+    sent, received = net.rank_bytes()
+    assert sent.tolist() == [100, 100, 100, 50]
+    assert received.tolist() == [50, 0, 0, 300]
 
 
 @pytest.mark.parametrize(
