@@ -1,9 +1,17 @@
 """Max-min fair rates by progressive filling, vectorized with numpy.
 
 All unfixed flows grow at the same rate (the *level*); link ``l`` saturates at level
-``(capacity_l - fixed_l) / unfixed_l``. The smallest such level (or a flow's own upper bound, if smaller)
-fixes every flow crossing a saturated link at that level; repeat until every flow is fixed. Each round is
-O(entries) numpy work, and there are as many rounds as distinct bottleneck levels.
+``(capacity_l - fixed_l) / unfixed_l``, its *share*. Textbook progressive filling fixes the flows of the
+link with the smallest share, then repeats -- one round per distinct bottleneck level, which is hundreds
+of rounds when hundreds of links saturate at different levels (a parameter server's fan-ins).
+
+This implementation fixes, in one round, every link whose share is the smallest along every one of its
+unfixed flows' paths (and every flow whose own upper bound is below all of its links' shares). Such a link
+saturates at exactly its share whatever happens elsewhere: shares only grow as other flows are fixed
+below them, and none of its flows can be stopped earlier by a tighter link. The allocation is the unique
+max-min fair one, as the sequential algorithm gives (tests/test_engine.py checks it against the
+definition and against :func:`maxmin_rates_sequential`); rounds drop to the length of the longest chain
+of bottlenecks, usually one to three. Each round is O(entries) numpy work.
 
 >>> import numpy as np
 >>> # two flows share link 0 (capacity 10); flow 1 also crosses link 1 (capacity 2)
@@ -15,9 +23,20 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["maxmin_rates"]
+__all__ = ["maxmin_rates", "maxmin_rates_sequential"]
 
 _RTOL = 1e-12
+
+
+def _prepare(entry_flow: np.ndarray, entry_arc: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, ...]:
+    if len(entry_flow) > 1 and (np.diff(entry_flow) < 0).any():
+        order = np.argsort(entry_flow, kind="stable")
+        entry_flow, entry_arc = entry_flow[order], entry_arc[order]
+    if len(capacity) <= 4 * len(entry_arc):
+        # few links for many crossings: index the links directly instead of sorting the crossings
+        return entry_flow, entry_arc, capacity.astype(float, copy=True), len(capacity)
+    arcs, local = np.unique(entry_arc, return_inverse=True)
+    return entry_flow, local, capacity[arcs].astype(float, copy=True), len(arcs)
 
 
 def maxmin_rates(
@@ -33,8 +52,9 @@ def maxmin_rates(
     ----------
     entry_flow, entry_arc : numpy.ndarray
         One entry per (flow, arc) crossing: flow index (0..nflows-1) and arc index into ``capacity``.
+        Every flow must have at least one entry.
     nflows : int
-        Number of flows; every flow must cross at least one arc or carry a finite bound.
+        Number of flows.
     capacity : numpy.ndarray
         Capacity of every arc (bytes/s), indexed by arc.
     bound : numpy.ndarray, optional
@@ -43,33 +63,74 @@ def maxmin_rates(
     rate = np.zeros(nflows)
     if nflows == 0:
         return rate
-    arcs, local = np.unique(entry_arc, return_inverse=True)
-    remaining = capacity[arcs].astype(float, copy=True)
-    count = np.bincount(local, minlength=len(arcs)).astype(float)
-    fixed = np.zeros(nflows, dtype=bool)
+    flow, local, remaining, narcs = _prepare(np.asarray(entry_flow), np.asarray(entry_arc), capacity)
+    if len(np.unique(flow)) != nflows:
+        raise ValueError("every flow must cross at least one link")
+    starts = np.flatnonzero(np.concatenate(([True], flow[1:] != flow[:-1])))
+    count = np.bincount(local, minlength=narcs).astype(float)
     flow_bound = np.full(nflows, np.inf) if bound is None else np.asarray(bound, dtype=float)
-    left = nflows
-    while left:
+    fixed = np.zeros(nflows, dtype=bool)
+    live = np.ones(len(flow), dtype=bool)  # entries of unfixed flows
+    while True:
         with np.errstate(divide="ignore", invalid="ignore"):
             share = np.where(count > 0, remaining / count, np.inf)
-        level = share.min() if len(share) else np.inf
-        free_bounds = np.where(fixed, np.inf, flow_bound)
-        level = min(level, free_bounds.min())
-        if not np.isfinite(level):
-            raise ValueError("a flow crosses no link and has no bound: its rate is unbounded")
-        level = max(level, 0.0)
+        entry_share = np.where(live, share[local], np.inf)
+        tightest = np.minimum(np.minimum.reduceat(entry_share, starts), flow_bound)
+        tightest[fixed] = np.inf
+        # a link is settled when, for every unfixed flow on it, no other constraint is tighter
+        slack = live & (share[local] > tightest[flow] * (1 + _RTOL))
+        settled = np.bincount(local[slack], minlength=narcs) == 0
+        settled &= count > 0
+        on_settled = np.zeros(nflows, dtype=bool)
+        on_settled[flow[live & settled[local]]] = True
+        by_bound = ~fixed & (flow_bound <= tightest * (1 + _RTOL))
+        newly = (on_settled | by_bound) & ~fixed
+        if not newly.any():
+            if fixed.all():
+                break
+            raise AssertionError("max-min filling made no progress")  # pragma: no cover - impossible
+        rate[newly] = np.maximum(tightest[newly], 0.0)
+        gone = newly[flow]
+        used = np.bincount(local[gone], weights=rate[flow[gone]], minlength=narcs)
+        remaining -= used
+        np.maximum(remaining, 0.0, out=remaining)
+        count -= np.bincount(local[gone], minlength=narcs)
+        live &= ~gone
+        fixed |= newly
+        if fixed.all():
+            break
+    return rate
+
+
+def maxmin_rates_sequential(
+    entry_flow: np.ndarray,
+    entry_arc: np.ndarray,
+    nflows: int,
+    capacity: np.ndarray,
+    bound: np.ndarray | None = None,
+) -> np.ndarray:
+    """Textbook progressive filling, one bottleneck level per round (the reference for tests)."""
+    rate = np.zeros(nflows)
+    if nflows == 0:
+        return rate
+    flow, local, remaining, narcs = _prepare(np.asarray(entry_flow), np.asarray(entry_arc), capacity)
+    count = np.bincount(local, minlength=narcs).astype(float)
+    fixed = np.zeros(nflows, dtype=bool)
+    flow_bound = np.full(nflows, np.inf) if bound is None else np.asarray(bound, dtype=float)
+    while not fixed.all():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(count > 0, remaining / count, np.inf)
+        level = min(share.min() if len(share) else np.inf, np.where(fixed, np.inf, flow_bound).min())
         cut = level * (1 + _RTOL)
-        saturated = share <= cut
         newly = np.zeros(nflows, dtype=bool)
-        newly[entry_flow[saturated[local]]] = True
-        newly |= free_bounds <= cut
+        newly[flow[(share <= cut)[local]]] = True
+        newly |= np.where(fixed, np.inf, flow_bound) <= cut
         newly &= ~fixed
         rate[newly] = level
-        crossing = newly[entry_flow]
-        used = np.bincount(local[crossing], minlength=len(arcs))
+        gone = newly[flow]
+        used = np.bincount(local[gone], minlength=narcs)
         remaining -= used * level
         count -= used
         np.maximum(remaining, 0.0, out=remaining)
         fixed |= newly
-        left -= int(newly.sum())
     return rate

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sim.cluster import Cluster
-from sim.maxmin import maxmin_rates
+from sim.maxmin import maxmin_rates, maxmin_rates_sequential
 from sim.network import Network
 from sim.topology import ClusterBuilder, star
 
@@ -88,6 +88,31 @@ def test_maxmin_is_feasible_and_every_flow_has_a_bottleneck(case):
             fastest = rates[ef[ea == a]].max() <= rates[f] * (1 + 1e-9)
             ok |= saturated and fastest
         assert ok, (f, rates, load, caps)
+
+
+@given(flow_sets(), st.lists(st.floats(0.5, 200), min_size=8, max_size=8))
+def test_parallel_filling_equals_the_textbook_one(case, bounds):
+    """Fixing every locally tightest link in one round gives the same allocation as one level per
+    round (with and without per-flow bounds)."""
+    ef, ea, n, caps = case
+    for bound in (None, np.array(bounds[:n])):
+        fast = maxmin_rates(ef, ea, n, caps, bound)
+        slow = maxmin_rates_sequential(ef, ea, n, caps, bound)
+        assert np.allclose(fast, slow, rtol=1e-9, atol=0), (fast, slow)
+
+
+def test_many_distinct_levels_settle_in_few_rounds():
+    """Fan-ins of 1..200 flows into 200 links: 200 distinct levels, all settled in one round."""
+    flows, arcs = [], []
+    f = 0
+    for link in range(200):
+        for _ in range(link + 1):
+            flows.append(f)
+            arcs.append(link)
+            f += 1
+    rates = maxmin_rates(np.array(flows), np.array(arcs), f, np.full(200, 100.0))
+    expected = np.concatenate([np.full(k + 1, 100.0 / (k + 1)) for k in range(200)])
+    assert np.allclose(rates, expected, rtol=1e-12)
 
 
 # --------------------------------------------------------------------------- timing
