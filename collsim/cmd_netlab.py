@@ -27,15 +27,22 @@ app.add_typer(netlab_app, name="netlab")
 SpecArg = Annotated[
     str,
     typer.Argument(
-        metavar="SPEC", envvar="COLLSIM_TOPOLOGY", help="Topology: inline spec, YAML file or bundled name (netlab-star4)."
+        metavar="SPEC",
+        envvar="COLLSIM_TOPOLOGY",
+        help="Topology: inline spec, YAML file or bundled name (netlab-star4).",
     ),
 ]
 PrefixOpt = Annotated[
     str,
-    typer.Option("--prefix", envvar="COLLSIM_NETLAB_PREFIX", help="Name prefix of everything netlab makes (1-6 of a-z0-9)."),
+    typer.Option(
+        "--prefix", envvar="COLLSIM_NETLAB_PREFIX", help="Name prefix of everything netlab makes (1-6 of a-z0-9)."
+    ),
 ]
 QueueOpt = Annotated[
-    str, typer.Option("--queue", envvar="COLLSIM_NETLAB_QUEUE", help="tbf queue per link direction, as time at the link's rate.")
+    str,
+    typer.Option(
+        "--queue", envvar="COLLSIM_NETLAB_QUEUE", help="tbf queue per link direction, as time at the link's rate."
+    ),
 ]
 MtuOpt = Annotated[int, typer.Option("--mtu", envvar="COLLSIM_NETLAB_MTU", help="MTU of every veth.")]
 
@@ -103,7 +110,13 @@ def up_cmd(
     start = time.monotonic()
     with interrupts_as_keyboard():
         plan, result = up(
-            _spec(spec), prefix=prefix, queue=parse_time(queue, "--queue"), mtu=mtu, checks=checks, rate_check=rate_check, warn=_warn
+            _spec(spec),
+            prefix=prefix,
+            queue=parse_time(queue, "--queue"),
+            mtu=mtu,
+            checks=checks,
+            rate_check=rate_check,
+            warn=_warn,
         )
     print(
         f"netlab {prefix}: {plan.name} up in {time.monotonic() - start:.2f} s: {len(plan.hosts)} hosts, "
@@ -151,11 +164,15 @@ def status_cmd(
     elif st.plan is None:
         if st.present:
             found = ", ".join((st.present.namespaces + st.present.links)[:8])
-            print(f"netlab {prefix}: no state file, but leftovers exist: {found}; `collsim netlab down --prefix {prefix}` removes them")
+            print(
+                f"netlab {prefix}: no state file, but leftovers exist: {found}; `collsim netlab down --prefix {prefix}` removes them"
+            )
         else:
             print(f"netlab {prefix}: no lab")
     else:
-        health = "up" if st.healthy else (st.state or "?") + (f", missing {', '.join(st.missing)}" if st.missing else "")
+        health = (
+            "up" if st.healthy else (st.state or "?") + (f", missing {', '.join(st.missing)}" if st.missing else "")
+        )
         print(f"netlab {prefix}: {st.plan.name} ({st.plan.spec}) {health}; {st.plan.world_size} ranks")
         for line in _describe(st.plan):
             print(line)
@@ -177,27 +194,39 @@ def probe_cmd(
         raise ConfigError(f"no healthy lab with prefix {prefix!r} (see: collsim netlab status --prefix {prefix})")
     nbytes = int(parse_size(size, "--size"))
     for t in transfers(st.plan, [(src, d) for d in dst], nbytes):
-        print(f"{t.src} -> {t.dst}: {t.nbytes} B in {t.seconds:.4f} s, {_rate(t.rate)} ({t.fraction:.1%} of the shaped {_rate(t.shaped)})")
+        print(
+            f"{t.src} -> {t.dst}: {t.nbytes} B in {t.seconds:.4f} s, {_rate(t.rate)} ({t.fraction:.1%} of the shaped {_rate(t.shaped)})"
+        )
 
 
 @netlab_app.command("run")
 def run_cmd(
     spec: SpecArg,
-    args: Annotated[Optional[list[str]], typer.Argument(metavar="-- ARGS", help="Arguments for the runner (validate's).")] = None,
+    args: Annotated[
+        Optional[list[str]], typer.Argument(metavar="-- ARGS", help="Arguments for the runner (validate's).")
+    ] = None,
     prefix: PrefixOpt = "cs",
     json_path: Annotated[
         Optional[Path],
-        typer.Option("--json", envvar="COLLSIM_NETLAB_JSON", help="Rank 0's JSON lines (default netlab-PREFIX.jsonl here)."),
+        typer.Option(
+            "--json", envvar="COLLSIM_NETLAB_JSON", help="Rank 0's JSON lines (default netlab-PREFIX.jsonl here)."
+        ),
     ] = None,
     timeout: Annotated[
         str, typer.Option("--timeout", envvar="COLLSIM_NETLAB_TIMEOUT", help="Kill every rank after this long.")
     ] = "1800s",
-    master_port: Annotated[int, typer.Option("--master-port", envvar="COLLSIM_NETLAB_MASTER_PORT", min=1, max=65535)] = 29500,
+    master_port: Annotated[
+        int, typer.Option("--master-port", envvar="COLLSIM_NETLAB_MASTER_PORT", min=1, max=65535)
+    ] = 29500,
     python: Annotated[
         str, typer.Option("--python", envvar="COLLSIM_NETLAB_PYTHON", help="Interpreter of the ranks.")
     ] = sys.executable,
-    module: Annotated[str, typer.Option("--module", envvar="COLLSIM_NETLAB_MODULE", help="Runner module (python -m).")] = "validate",
-    keep: Annotated[bool, typer.Option("--keep", help="Leave a lab this command brought up running afterwards.")] = False,
+    module: Annotated[
+        str, typer.Option("--module", envvar="COLLSIM_NETLAB_MODULE", help="Runner module (python -m).")
+    ] = "validate",
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Leave a lab this command brought up running afterwards.")
+    ] = False,
     queue: QueueOpt = "100ms",
     mtu: MtuOpt = 1500,
 ) -> int:
@@ -218,7 +247,9 @@ def run_cmd(
     require()
     cpus = os.cpu_count() or 1
     if wanted.world_size > 2 * cpus:
-        _warn(f"{wanted.world_size} ranks share {cpus} CPUs: the CPU, not the shaped links, may be the bottleneck (docs/netlab.md)")
+        _warn(
+            f"{wanted.world_size} ranks share {cpus} CPUs: the CPU, not the shaped links, may be the bottleneck (docs/netlab.md)"
+        )
     state = read_state(prefix)
     with interrupts_as_keyboard():
         own = state is None
@@ -233,7 +264,10 @@ def run_cmd(
                     f"`collsim netlab down --prefix {prefix}` first, or use another --prefix"
                 )
         try:
-            print(f"netlab {prefix}: {plan.world_size} ranks of `python -m {module}` on {len(plan.hosts)} hosts of {plan.name}", file=sys.stderr)
+            print(
+                f"netlab {prefix}: {plan.world_size} ranks of `python -m {module}` on {len(plan.hosts)} hosts of {plan.name}",
+                file=sys.stderr,
+            )
             outcome = launch(
                 plan,
                 args,
@@ -251,6 +285,11 @@ def run_cmd(
     if outcome.timed_out:
         raise RunError(f"ranks still running after {timeout} (--timeout): killed; logs in {outcome.log_dir}")
     if outcome.failed:
-        _warn(f"ranks {', '.join(map(str, outcome.failed))} failed (exit codes {[outcome.codes[r] for r in outcome.failed]}); logs in {outcome.log_dir}")
-    print(f"netlab {prefix}: rank 0 exited {outcome.rank0} after {outcome.seconds:.1f} s; {outcome.records} records in {outcome.json_path}", file=sys.stderr)
+        _warn(
+            f"ranks {', '.join(map(str, outcome.failed))} failed (exit codes {[outcome.codes[r] for r in outcome.failed]}); logs in {outcome.log_dir}"
+        )
+    print(
+        f"netlab {prefix}: rank 0 exited {outcome.rank0} after {outcome.seconds:.1f} s; {outcome.records} records in {outcome.json_path}",
+        file=sys.stderr,
+    )
     return outcome.rank0

@@ -112,7 +112,24 @@ def _apply(plan: Plan) -> None:
     system.batch(
         ["ip"],
         (
-            ["link", "add", k.a.ifname, "mtu", mtu, "netns", k.a.ns, "type", "veth", "peer", "name", k.b.ifname, "mtu", mtu, "netns", k.b.ns]
+            [
+                "link",
+                "add",
+                k.a.ifname,
+                "mtu",
+                mtu,
+                "netns",
+                k.a.ns,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                k.b.ifname,
+                "mtu",
+                mtu,
+                "netns",
+                k.b.ns,
+            ]
             for k in plan.links
         ),
     )
@@ -185,12 +202,24 @@ def up(
     with locked(prefix):
         _refuse_taken(prefix)
         try:
-            write_state(prefix, {"prefix": prefix, "status": "creating", "pid": os.getpid(), "created": time.time(), "plan": plan.to_dict()})
+            write_state(
+                prefix,
+                {
+                    "prefix": prefix,
+                    "status": "creating",
+                    "pid": os.getpid(),
+                    "created": time.time(),
+                    "plan": plan.to_dict(),
+                },
+            )
             _apply(plan)
             result = check(plan, rate_check=rate_check) if checks else None
             for message in result.warnings if result else ():
                 (warn or (lambda _m: None))(message)
-            write_state(prefix, {"prefix": prefix, "status": "up", "pid": os.getpid(), "created": time.time(), "plan": plan.to_dict()})
+            write_state(
+                prefix,
+                {"prefix": prefix, "status": "up", "pid": os.getpid(), "created": time.time(), "plan": plan.to_dict()},
+            )
         except BaseException as exc:
             with _signals_held():
                 try:
@@ -205,10 +234,14 @@ def _refuse_taken(prefix: str) -> None:
     state = read_state(prefix)
     found = find_leftovers(prefix)
     if state or found:
-        what = f"a lab of {state['plan']['name']!r} is {state['status']}" if state else "leftovers exist: " + ", ".join(
-            (found.namespaces + found.links)[:6]
+        what = (
+            f"a lab of {state['plan']['name']!r} is {state['status']}"
+            if state
+            else "leftovers exist: " + ", ".join((found.namespaces + found.links)[:6])
         )
-        raise NetlabError(f"prefix {prefix!r} is in use ({what}); run `collsim netlab down --prefix {prefix}` or pick another --prefix")
+        raise NetlabError(
+            f"prefix {prefix!r} is in use ({what}); run `collsim netlab down --prefix {prefix}` or pick another --prefix"
+        )
 
 
 def _teardown(prefix: str) -> Leftovers:
@@ -271,4 +304,6 @@ def status(prefix: str = names.DEFAULT_PREFIX) -> Status:
     except (KeyError, TypeError, ValueError):
         state, plan = None, None  # unreadable: report what the system shows
     missing = tuple(ns for ns in plan.namespaces if ns not in present.namespaces) if plan else ()
-    return Status(prefix, state["status"] if state else None, plan, present, missing, state.get("created") if state else None)
+    return Status(
+        prefix, state["status"] if state else None, plan, present, missing, state.get("created") if state else None
+    )

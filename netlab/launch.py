@@ -160,7 +160,13 @@ def launch(
                 out = open(log_dir / f"rank{cmd.rank}.log", "wb")  # noqa: SIM115  (closed below)
             try:
                 procs.append(
-                    subprocess.Popen(cmd.argv, env=cmd.env, stdout=out, stderr=subprocess.STDOUT if out else None, start_new_session=True)
+                    subprocess.Popen(
+                        cmd.argv,
+                        env=cmd.env,
+                        stdout=out,
+                        stderr=subprocess.STDOUT if out else None,
+                        start_new_session=True,
+                    )
                 )
             finally:
                 if out:
@@ -176,7 +182,9 @@ def launch(
         for rank in outcome.failed[:4]:
             tail = _tail(log_dir / f"rank{rank}.log")
             if tail:
-                echo(f"netlab: rank {rank} ({commands[rank].host}) exited {codes[rank]}; last lines of its log:\n{tail}")
+                echo(
+                    f"netlab: rank {rank} ({commands[rank].host}) exited {codes[rank]}; last lines of its log:\n{tail}"
+                )
     else:
         shutil.rmtree(log_dir, ignore_errors=True)
         outcome = RunOutcome(codes, json_path, records, seconds, timed_out, None)

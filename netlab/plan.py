@@ -210,7 +210,8 @@ class Plan:
             hosts=tuple(HostPlan(**{**h, "gpus": tuple(h["gpus"]), "ranks": tuple(h["ranks"])}) for h in data["hosts"]),
             switches=tuple(SwitchPlan(**s) for s in data["switches"]),
             links=tuple(
-                LinkPlan(index=k["index"], link=k["link"], a=endpoint(k["a"]), b=endpoint(k["b"])) for k in data["links"]
+                LinkPlan(index=k["index"], link=k["link"], a=endpoint(k["a"]), b=endpoint(k["b"]))
+                for k in data["links"]
             ),
             mtu=int(data["mtu"]),
             queue=float(data["queue"]),
@@ -334,7 +335,10 @@ def make_plan(
         name=title,
         spec=str(graph.graph.get("spec", title)),
         hosts=tuple(hosts),
-        switches=tuple(SwitchPlan(j, sw, names.switch_ns(prefix, j), names.bridge_name(prefix, j)) for sw, j in switch_index.items()),
+        switches=tuple(
+            SwitchPlan(j, sw, names.switch_ns(prefix, j), names.bridge_name(prefix, j))
+            for sw, j in switch_index.items()
+        ),
         links=tuple(links),
         mtu=mtu,
         queue=queue,

@@ -67,7 +67,9 @@ def reachability(plan: Plan, *, timeout: float = 5.0) -> list[str]:
                 if src.index != dst.index:
                     error = _connect_once(src, dst, listeners[dst.index], deadline)
                     if error:
-                        failures.append(f"{src.name!r} ({src.address}) cannot reach {dst.name!r} ({dst.address}): {error}")
+                        failures.append(
+                            f"{src.name!r} ({src.address}) cannot reach {dst.name!r} ({dst.address}): {error}"
+                        )
     finally:
         for lis in listeners.values():
             lis.close()
@@ -117,9 +119,7 @@ def transfers(plan: Plan, pairs: list[tuple[str, str]], nbytes: int, *, timeout:
         for out, inn in conns:
             out.close()
             inn.close()
-    return [
-        Transfer(s, d, nbytes, secs, rate) for (s, d), secs, rate in zip(pairs, seconds, shaped, strict=True)
-    ]
+    return [Transfer(s, d, nbytes, secs, rate) for (s, d), secs, rate in zip(pairs, seconds, shaped, strict=True)]
 
 
 def _timed(conns: list[tuple[socket.socket, socket.socket]], nbytes: int) -> list[float]:

@@ -84,7 +84,9 @@ def locked(prefix: str) -> Iterator[None]:
         except BlockingIOError:
             fh.seek(0)
             holder = fh.read().strip() or "?"
-            raise NetlabError(f"another collsim netlab command (pid {holder}) is building or removing prefix {prefix!r}") from None
+            raise NetlabError(
+                f"another collsim netlab command (pid {holder}) is building or removing prefix {prefix!r}"
+            ) from None
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))
