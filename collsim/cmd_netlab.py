@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -49,6 +51,19 @@ MtuOpt = Annotated[int, typer.Option("--mtu", envvar="COLLSIM_NETLAB_MTU", help=
 
 def _warn(message: str) -> None:
     print(f"collsim: warning: {message}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _interruptible(what: Callable[[], str]) -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP end the block through its cleanups, then print one line."""
+    from netlab import interrupts_as_keyboard
+
+    try:
+        with interrupts_as_keyboard():
+            yield
+    except KeyboardInterrupt:
+        print(f"collsim: interrupted ({what()})", file=sys.stderr)
+        raise
 
 
 def _rate(bytes_per_s: float) -> str:
@@ -105,10 +120,10 @@ def up_cmd(
     ] = True,
 ) -> None:
     """Build the emulated cluster of SPEC and check it (it stays up until `collsim netlab down`)."""
-    from netlab import interrupts_as_keyboard, up
+    from netlab import up
 
     start = time.monotonic()
-    with interrupts_as_keyboard():
+    with _interruptible(lambda: f"netlab {prefix}: nothing was left behind"):
         plan, result = up(
             _spec(spec),
             prefix=prefix,
@@ -234,7 +249,7 @@ def run_cmd(
 
     Uses the lab of this prefix if it is up with SPEC; otherwise brings one up and removes it afterwards.
     """
-    from netlab import down, interrupts_as_keyboard, launch, make_plan, up
+    from netlab import down, launch, make_plan, up
     from netlab.plan import Plan
     from netlab.state import read_state
     from netlab.system import require
@@ -251,8 +266,13 @@ def run_cmd(
             f"{wanted.world_size} ranks share {cpus} CPUs: the CPU, not the shaped links, may be the bottleneck (docs/netlab.md)"
         )
     state = read_state(prefix)
-    with interrupts_as_keyboard():
-        own = state is None
+    own = state is None
+    left = (
+        "the ranks are stopped and the lab this run brought up is removed"
+        if own
+        else "the ranks are stopped; the lab stays up"
+    )
+    with _interruptible(lambda: f"netlab {prefix}: {left}"):
         if own:
             plan, _ = up(_spec(spec), prefix=prefix, queue=wanted.queue, mtu=mtu, rate_check=False, warn=_warn)
         else:
@@ -272,7 +292,7 @@ def run_cmd(
                 plan,
                 args,
                 json_path=json_path or Path(f"netlab-{prefix}.jsonl"),
-                topology=plan.spec,
+                topology=_spec(spec),
                 module=module,
                 python=python,
                 master_port=master_port,
