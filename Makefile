@@ -23,7 +23,7 @@ test: install
 	$(PY) -m pytest
 
 lint: install
-	$(VENV)/bin/ruff check sim validate collsim tests
+	$(VENV)/bin/ruff check sim validate collsim netlab benchmarks tests
 
 bench: install
 	$(PY) -m pytest -m benchmark

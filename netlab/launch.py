@@ -209,18 +209,29 @@ def _wait(procs: list[subprocess.Popen[bytes]], deadline: float, grace: float) -
 
 
 def _stop(procs: list[subprocess.Popen[bytes]], wait: float = 3.0) -> None:
-    """Terminate, then kill, the process group of every rank still running; reap all."""
+    """Terminate, then kill, the process group of every rank while anything in it lives; reap all."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        running = [p for p in procs if p.poll() is None]
-        if not running:
+        groups = [p for p in procs if _group_alive(p)]
+        if not groups:
             return
-        for p in running:
+        for p in groups:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(p.pid, sig)
         deadline = time.monotonic() + wait
-        for p in running:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                p.wait(max(0.0, deadline - time.monotonic()))
+        while time.monotonic() < deadline and any(_group_alive(p) for p in groups):
+            time.sleep(0.05)
+
+
+def _group_alive(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether anything of the process group ``proc`` leads still runs (reaping ``proc`` itself)."""
+    proc.poll()
+    try:
+        os.killpg(proc.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _count_records(path: Path, offset: int) -> int:

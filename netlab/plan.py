@@ -310,7 +310,7 @@ def make_plan(
                 f"{', ...' if len(own) > 4 else ''}); netlab gives each host one network interface, so multi-NIC "
                 "(rail-optimized) hosts cannot be emulated"
             )
-    if not nx.is_forest(trunk):
+    if trunk.number_of_nodes() and not nx.is_forest(trunk):
         loop = " - ".join(repr(u) for u, _ in nx.find_cycle(trunk))
         raise TopologyError(
             f"netlab: switches {loop} form a loop; netlab bridges switches at layer 2 without spanning tree, so "
