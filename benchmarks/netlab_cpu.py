@@ -46,6 +46,13 @@ def busy_since(start: tuple[float, float]) -> float:
     return (busy - start[0]) / max(1.0, total - start[1])
 
 
+def background(seconds: float = 1.0) -> float:
+    """The share of all CPUs busy while this benchmark does nothing (other users' load)."""
+    start = cpu_times()
+    time.sleep(seconds)
+    return busy_since(start)
+
+
 # -- flows ------------------------------------------------------------------------------------
 
 
@@ -187,16 +194,17 @@ def main() -> int:
     ranks = [int(n) for n in opts.ranks.split(",") if n]
     hosts = max([2 * n for n in flows] + ranks + [2])
     print(f"# {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; medians of {opts.repeats}")
-    print(f"{'rate':>10} {'what':>8} {'n':>3} {'aggregate':>12} {'fraction':>9} {'cpu busy':>9}")
+    print(f"{'rate':>10} {'what':>8} {'n':>3} {'aggregate':>12} {'fraction':>9} {'cpu busy':>9} {'idle-time busy':>14}")
     for rate in rates:
         plan, _ = up(f"star:hosts={hosts},bandwidth={rate}", prefix=opts.prefix, rate_check=False)
         try:
             for n in flows:
+                bg = background()
                 runs = [flows_once(plan, n, int(rate)) for _ in range(opts.repeats)]
                 agg = statistics.median(r[0] for r in runs)
                 busy = statistics.median(r[1] for r in runs)
                 print(
-                    f"{rate * 8 / 1e6:>6.0f}Mb/s {'flows':>8} {n:>3} {agg * 8 / 1e6:>8.1f}Mb/s {agg / (n * rate):>9.3f} {busy:>9.0%}",
+                    f"{rate * 8 / 1e6:>6.0f}Mb/s {'flows':>8} {n:>3} {agg * 8 / 1e6:>8.1f}Mb/s {agg / (n * rate):>9.3f} {busy:>9.0%} {bg:>14.0%}",
                     flush=True,
                 )
             for p in ranks:

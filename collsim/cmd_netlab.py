@@ -46,6 +46,14 @@ QueueOpt = Annotated[
         "--queue", envvar="COLLSIM_NETLAB_QUEUE", help="tbf queue per link direction, as time at the link's rate."
     ),
 ]
+BurstOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--burst",
+        envvar="COLLSIM_NETLAB_BURST",
+        help="tbf bucket of every link direction (default: 1 ms of its rate, at least 80 KiB).",
+    ),
+]
 MtuOpt = Annotated[int, typer.Option("--mtu", envvar="COLLSIM_NETLAB_MTU", help="MTU of every veth.")]
 
 
@@ -64,6 +72,10 @@ def _interruptible(what: Callable[[], str]) -> Iterator[None]:
     except KeyboardInterrupt:
         print(f"collsim: interrupted ({what()})", file=sys.stderr)
         raise
+
+
+def _burst(text: str | None) -> int | None:
+    return None if text is None else int(parse_size(text, "--burst"))
 
 
 def _rate(bytes_per_s: float) -> str:
@@ -114,6 +126,7 @@ def up_cmd(
     prefix: PrefixOpt = "cs",
     queue: QueueOpt = "100ms",
     mtu: MtuOpt = 1500,
+    burst: BurstOpt = None,
     checks: Annotated[bool, typer.Option("--check/--no-check", help="Check connectivity after up.")] = True,
     rate_check: Annotated[
         bool, typer.Option("--rate-check/--no-rate-check", help="Time one transfer and warn when it is off by > 10%.")
@@ -129,6 +142,7 @@ def up_cmd(
             prefix=prefix,
             queue=parse_time(queue, "--queue"),
             mtu=mtu,
+            burst=_burst(burst),
             checks=checks,
             rate_check=rate_check,
             warn=_warn,
@@ -244,6 +258,7 @@ def run_cmd(
     ] = False,
     queue: QueueOpt = "100ms",
     mtu: MtuOpt = 1500,
+    burst: BurstOpt = None,
 ) -> int:
     """Run the validate runner on the emulated cluster of SPEC, one rank per GPU; exit with rank 0's code.
 
@@ -258,7 +273,7 @@ def run_cmd(
     if json_path is not None and any(a == "--json" or a.startswith("--json=") for a in args):
         raise ConfigError("give --json before `--` or among the runner's arguments, not both")
     seconds = parse_time(timeout, "--timeout")
-    wanted = make_plan(_spec(spec), prefix=prefix, queue=parse_time(queue, "--queue"), mtu=mtu)
+    wanted = make_plan(_spec(spec), prefix=prefix, queue=parse_time(queue, "--queue"), mtu=mtu, burst=_burst(burst))
     require()
     cpus = os.cpu_count() or 1
     if wanted.world_size > 2 * cpus:
@@ -274,7 +289,15 @@ def run_cmd(
     )
     with _interruptible(lambda: f"netlab {prefix}: {left}"):
         if own:
-            plan, _ = up(_spec(spec), prefix=prefix, queue=wanted.queue, mtu=mtu, rate_check=False, warn=_warn)
+            plan, _ = up(
+                _spec(spec),
+                prefix=prefix,
+                queue=wanted.queue,
+                mtu=mtu,
+                burst=_burst(burst),
+                rate_check=False,
+                warn=_warn,
+            )
         else:
             assert state is not None
             plan = Plan.from_dict(state["plan"])

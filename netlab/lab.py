@@ -188,6 +188,7 @@ def up(
     prefix: str = names.DEFAULT_PREFIX,
     queue: float | None = None,
     mtu: int | None = None,
+    burst: int | None = None,
     checks: bool = True,
     rate_check: bool = True,
     warn: Warn | None = None,
@@ -197,7 +198,7 @@ def up(
     On any failure or interrupt, everything made is removed again before the exception propagates.
     """
     kwargs = {k: v for k, v in (("queue", queue), ("mtu", mtu)) if v is not None}
-    plan = make_plan(topology, prefix=prefix, **kwargs)  # type: ignore[arg-type]
+    plan = make_plan(topology, prefix=prefix, burst=burst, **kwargs)  # type: ignore[arg-type]
     system.require()
     with locked(prefix):
         _refuse_taken(prefix)

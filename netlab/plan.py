@@ -19,7 +19,7 @@ without spanning tree), and more than :data:`MAX_HOSTS` hosts or :data:`MAX_SWIT
 >>> plan.path_rate("a0", "b0") * 8 / 1e6, len(plan.path("a0", "b0"))
 (200.0, 4)
 >>> plan.links[0].a.egress.tc_args()
-['tbf', 'rate', '200000000bit', 'burst', '25000', 'limit', '2525000']
+['tbf', 'rate', '200000000bit', 'burst', '81920', 'limit', '2581920']
 """
 
 from __future__ import annotations
@@ -60,10 +60,13 @@ SUBNET = ipaddress.IPv4Network("10.213.0.0/24")
 DEFAULT_MTU = 1500
 #: tbf queue: this much time's worth of bytes at the link's rate (model.md's measurements used 100 ms).
 DEFAULT_QUEUE = 0.1
-#: tbf bucket: 1 ms worth of bytes at the link's rate, at least 16 KiB. Smaller buckets cannot keep up
-#: at high rates (1 Gbit/s with a 16 KiB bucket delivers ~81%), larger ones let short messages burst.
+#: tbf bucket: 1 ms worth of bytes at the link's rate, at least 80 KiB. Smaller buckets cannot keep up at
+#: high rates (1 Gbit/s with a 16 KiB bucket delivers ~81%), and a bucket smaller than a 64 KiB GSO
+#: packet makes tbf cut every packet into frames, which costs so much CPU that 8 flows of 200 Mbit/s
+#: reach only a third of their rate on 2 cores (docs/netlab.md). The price: a message smaller than the
+#: bucket crosses an idle link at once; ``burst=`` (``--burst``) trades CPU for small-message fidelity.
 BURST_TIME = 1e-3
-MIN_BURST = 16 * 1024
+MIN_BURST = 80 * 1024
 ETHERNET_HEADER = 14
 
 
@@ -76,12 +79,16 @@ class Shaping:
     limit: int
 
     @classmethod
-    def for_rate(cls, rate: float, *, queue: float = DEFAULT_QUEUE, mtu: int = DEFAULT_MTU) -> Shaping:
-        """The settings netlab uses for ``rate`` bytes/s: burst = max(1 ms of rate, 16 KiB, two frames),
-        limit = ``queue`` seconds of rate plus the burst."""
+    def for_rate(
+        cls, rate: float, *, queue: float = DEFAULT_QUEUE, mtu: int = DEFAULT_MTU, burst: int | None = None
+    ) -> Shaping:
+        """The settings netlab uses for ``rate`` bytes/s: burst = max(1 ms of rate, 80 KiB) unless
+        ``burst`` is given (at least two frames either way), limit = ``queue`` seconds of rate plus the
+        burst."""
         if not rate > 0:
             raise ConfigError(f"link rate must be > 0, got {rate}")
-        burst = max(int(rate * BURST_TIME), MIN_BURST, 2 * (mtu + ETHERNET_HEADER))
+        auto = max(int(rate * BURST_TIME), MIN_BURST) if burst is None else int(burst)
+        burst = max(auto, 2 * (mtu + ETHERNET_HEADER))
         return cls(rate=float(rate), burst=burst, limit=int(rate * queue) + burst)
 
     def tc_args(self) -> list[str]:
@@ -237,6 +244,7 @@ def make_plan(
     prefix: str = names.DEFAULT_PREFIX,
     queue: float = DEFAULT_QUEUE,
     mtu: int = DEFAULT_MTU,
+    burst: int | None = None,
 ) -> Plan:
     """Plan the emulation of ``topology`` (anything :func:`sim.topology.load_graph` accepts).
 
@@ -248,6 +256,8 @@ def make_plan(
         raise ConfigError(f"--queue: must be > 0 and <= 10 s, got {queue}")
     if not 576 <= mtu <= 9000:
         raise ConfigError(f"--mtu: must be between 576 and 9000, got {mtu}")
+    if burst is not None and not 0 < burst <= 64 << 20:
+        raise ConfigError(f"--burst: must be > 0 and <= 64 MiB, got {burst}")
     graph = topology if isinstance(topology, nx.DiGraph) else load_graph(topology)
     title = str(graph.graph.get("name", "topology"))
     rank_of = {gpu: r for r, gpu in enumerate(graph.graph["ranks"])}
@@ -271,7 +281,7 @@ def make_plan(
             ns, bridge = names.switch_ns(prefix, j), names.bridge_name(prefix, j)
         else:
             ns, bridge = names.host_ns(prefix, host_index[host]), None
-        shaping = Shaping.for_rate(rate, queue=queue, mtu=mtu)
+        shaping = Shaping.for_rate(rate, queue=queue, mtu=mtu, burst=burst)
         return Endpoint(host or node, ns, names.veth_name(prefix, index, side), shaping, bridge)
 
     links: list[LinkPlan] = []

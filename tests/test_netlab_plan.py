@@ -132,8 +132,10 @@ def test_prefix_ownership_is_exact():
 @pytest.mark.parametrize("rate_bits", [1e6, 200e6, 1e9, 10e9])
 def test_shaping_settings(rate_bits):
     s = Shaping.for_rate(rate_bits / 8, queue=0.01)
-    assert s.burst >= max(16 * 1024, rate_bits / 8 * 1e-3) and s.limit == int(rate_bits / 8 * 0.01) + s.burst
+    assert s.burst == max(80 * 1024, int(rate_bits / 8 * 1e-3)) and s.limit == int(rate_bits / 8 * 0.01) + s.burst
     assert s.tc_args()[:3] == ["tbf", "rate", f"{round(rate_bits)}bit"]
+    assert Shaping.for_rate(rate_bits / 8, burst=16 * 1024).burst == 16 * 1024
+    assert Shaping.for_rate(rate_bits / 8, burst=100).burst == 2 * 1514  # at least two frames
 
 
 def test_state_round_trip_and_lock(tmp_path, monkeypatch):
