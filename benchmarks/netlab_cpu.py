@@ -208,6 +208,7 @@ def main() -> int:
                     flush=True,
                 )
             for p in ranks:
+                bg = background()
                 r = ranks_once(plan, p, rate, opts.repeats)
                 print(
                     f"{rate * 8 / 1e6:>6.0f}Mb/s {'gloo-ar':>8} {p:>3} {r['busbw'] * 8 / 1e6:>8.1f}Mb/s {r['busbw'] / rate:>9.3f} {r['busy']:>9.0%} {bg:>14.0%}",
