@@ -180,7 +180,7 @@ def ranks_once(plan, p: int, rate: float, iters: int) -> dict:  # type: ignore[n
 
 def main() -> int:
     from netlab import down, up
-    from sim.units import parse_bandwidth
+    from sim.units import parse_bandwidth, parse_size
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rates", default="200Mbps,500Mbps,1Gbps,2Gbps")
@@ -188,15 +188,22 @@ def main() -> int:
     parser.add_argument("--ranks", default="2,4,8")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--prefix", default="bn")
+    parser.add_argument(
+        "--bursts", default="auto", help="tbf buckets to compare, e.g. 24KiB,auto (auto: netlab's default)"
+    )
     opts = parser.parse_args()
     rates = [parse_bandwidth(r, "--rates") for r in opts.rates.split(",")]
     flows = [int(n) for n in opts.flows.split(",") if n]
     ranks = [int(n) for n in opts.ranks.split(",") if n]
     hosts = max([2 * n for n in flows] + ranks + [2])
     print(f"# {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; medians of {opts.repeats}")
-    print(f"{'rate':>10} {'what':>8} {'n':>3} {'aggregate':>12} {'fraction':>9} {'cpu busy':>9} {'idle-time busy':>14}")
-    for rate in rates:
-        plan, _ = up(f"star:hosts={hosts},bandwidth={rate}", prefix=opts.prefix, rate_check=False)
+    bursts = [None if b == "auto" else int(parse_size(b, "--bursts")) for b in opts.bursts.split(",")]
+    print(
+        f"{'burst':>8} {'rate':>10} {'what':>8} {'n':>3} {'aggregate':>12} {'fraction':>9} {'cpu busy':>9} {'idle-time busy':>14}"
+    )
+    for burst, rate in [(b, r) for r in rates for b in bursts]:
+        plan, _ = up(f"star:hosts={hosts},bandwidth={rate}", prefix=opts.prefix, burst=burst, rate_check=False)
+        tag = f"{plan.links[0].a.egress.burst // 1024}KiB"
         try:
             for n in flows:
                 bg = background()
@@ -204,14 +211,14 @@ def main() -> int:
                 agg = statistics.median(r[0] for r in runs)
                 busy = statistics.median(r[1] for r in runs)
                 print(
-                    f"{rate * 8 / 1e6:>6.0f}Mb/s {'flows':>8} {n:>3} {agg * 8 / 1e6:>8.1f}Mb/s {agg / (n * rate):>9.3f} {busy:>9.0%} {bg:>14.0%}",
+                    f"{tag:>8} {rate * 8 / 1e6:>6.0f}Mb/s {'flows':>8} {n:>3} {agg * 8 / 1e6:>8.1f}Mb/s {agg / (n * rate):>9.3f} {busy:>9.0%} {bg:>14.0%}",
                     flush=True,
                 )
             for p in ranks:
                 bg = background()
                 r = ranks_once(plan, p, rate, opts.repeats)
                 print(
-                    f"{rate * 8 / 1e6:>6.0f}Mb/s {'gloo-ar':>8} {p:>3} {r['busbw'] * 8 / 1e6:>8.1f}Mb/s {r['busbw'] / rate:>9.3f} {r['busy']:>9.0%} {bg:>14.0%}",
+                    f"{tag:>8} {rate * 8 / 1e6:>6.0f}Mb/s {'gloo-ar':>8} {p:>3} {r['busbw'] * 8 / 1e6:>8.1f}Mb/s {r['busbw'] / rate:>9.3f} {r['busy']:>9.0%} {bg:>14.0%}",
                     flush=True,
                 )
         finally:

@@ -210,22 +210,29 @@ def status_cmd(
 
 @netlab_app.command("probe")
 def probe_cmd(
-    src: Annotated[str, typer.Argument(help="Sending host (topology name).")],
-    dst: Annotated[list[str], typer.Argument(help="Receiving host(s); several: one flow to each, at once.")],
+    hosts: Annotated[
+        list[str], typer.Argument(metavar="SRC DST [SRC DST ...]", help="Pairs of hosts (topology names).")
+    ],
     prefix: PrefixOpt = "cs",
     size: Annotated[str, typer.Option("--size", "-s", help="Bytes per flow.")] = "8MiB",
 ) -> None:
-    """Time TCP transfers from SRC to each DST on the running lab (concurrent flows share links)."""
+    """Time TCP transfers on the running lab: one flow per SRC DST pair, all at once (they share links)."""
     from netlab import status, transfers
 
+    if len(hosts) % 2:
+        raise ConfigError(f"probe takes pairs SRC DST, got {len(hosts)} host names")
     st = status(prefix)
     if not st.healthy or st.plan is None:
         raise ConfigError(f"no healthy lab with prefix {prefix!r} (see: collsim netlab status --prefix {prefix})")
     nbytes = int(parse_size(size, "--size"))
-    for t in transfers(st.plan, [(src, d) for d in dst], nbytes):
+    flows = transfers(st.plan, list(zip(hosts[::2], hosts[1::2], strict=True)), nbytes)
+    for t in flows:
         print(
-            f"{t.src} -> {t.dst}: {t.nbytes} B in {t.seconds:.4f} s, {_rate(t.rate)} ({t.fraction:.1%} of the shaped {_rate(t.shaped)})"
+            f"{t.src} -> {t.dst}: {t.nbytes} B in {t.seconds:.4f} s, {_rate(t.rate)} "
+            f"({t.fraction:.1%} of the path's shaped {_rate(t.shaped)})"
         )
+    if len(flows) > 1:
+        print(f"all {len(flows)} flows done in {max(t.seconds for t in flows):.4f} s")
 
 
 @netlab_app.command("run")
