@@ -149,7 +149,7 @@ def up_cmd(
         )
     print(
         f"netlab {prefix}: {plan.name} up in {time.monotonic() - start:.2f} s: {len(plan.hosts)} hosts, "
-        f"{len(plan.switches)} switches, {len(plan.links)} veth pairs (tbf, queue {plan.queue * 1e3:g} ms, MTU {plan.mtu})"
+        f"{len(plan.switches)} switch{'es' if len(plan.switches) != 1 else ''}, {len(plan.links)} veth pairs (tbf, queue {plan.queue * 1e3:g} ms, MTU {plan.mtu})"
     )
     for line in _describe(plan):
         print(line)

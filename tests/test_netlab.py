@@ -109,6 +109,31 @@ class TestStar:
         assert 0.80 <= aggregate <= 1.02
         assert all(0.20 <= f.fraction <= 0.60 for f in flows), [f.fraction for f in flows]  # none gets the whole link
 
+    def test_rate_check_warns_when_a_link_is_off(self, star4):
+        plan, _ = star4
+        end = plan.links[0].a  # h0's egress, on the path of the rate check h0 -> h3
+        slow = ["tc", "-n", end.ns, "qdisc", "replace", "dev", end.ifname, "root"]
+        system.run([*slow, "tbf", "rate", "150mbit", "burst", str(end.egress.burst), "limit", str(end.egress.limit)])
+        try:
+            checks = netlab.check(plan)
+        finally:
+            system.run([*slow, *end.egress.tc_args()])
+        assert checks.transfer.fraction < 0.8
+        assert len(checks.warnings) == 1 and "off by more than 10%" in checks.warnings[0]
+        assert not netlab.check(plan).warnings
+
+    def test_run_uses_the_lab_that_is_up_and_leaves_it_up(self, star4, tmp_path):
+        out = tmp_path / "r.jsonl"
+        done = collsim(
+            "netlab", "run", "netlab-star4", "--prefix", PREFIX, "--module", "tests.netlab_standin", "--json", str(out)
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(out.read_text())["env"]["WORLD_SIZE"] == "4"
+        assert netlab.status(PREFIX).healthy
+        other = collsim("netlab", "run", "netlab-2rack", "--prefix", PREFIX, "--module", "tests.netlab_standin")
+        assert other.returncode == 2 and "holds a lab of 'netlab-star4'" in other.stderr
+        assert netlab.status(PREFIX).healthy
+
     def test_a_second_up_with_the_same_prefix_is_refused(self, star4):
         with pytest.raises(netlab.NetlabError, match="in use"):
             netlab.up("netlab-star4", prefix=PREFIX)
