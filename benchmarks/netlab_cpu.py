@@ -157,18 +157,15 @@ def worker(argv: list[str]) -> int:
 
 
 def ranks_once(plan, p: int, rate: float, iters: int) -> dict:  # type: ignore[no-untyped-def]
-    from netlab import launch
+    from netlab import launch, rank_commands
 
     size = int(rate * 0.5 / (2 * (p - 1) / p)) // 4 * 4  # about 0.5 s on the wire
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.jsonl"
         sub = plan.__class__(**{**plan.__dict__, "hosts": plan.hosts[:p]})
+        args = ["--worker", "--size", str(size), "--iters", str(iters)]
         res = launch(
-            sub,
-            ["--worker", "--size", str(size), "--iters", str(iters)],
-            json_path=out,
-            module="benchmarks.netlab_cpu",
-            timeout=300,
+            rank_commands(sub, args, json_path=out, module="benchmarks.netlab_cpu"), json_path=out, timeout=300
         )
         if res.failed or not out.exists():
             raise RuntimeError(f"ranks failed: {res.codes} (logs {res.log_dir})")

@@ -271,7 +271,7 @@ def run_cmd(
 
     Uses the lab of this prefix if it is up with SPEC; otherwise brings one up and removes it afterwards.
     """
-    from netlab import down, launch, make_plan, up
+    from netlab import down, launch, make_plan, rank_commands, results_path, up
     from netlab.plan import Plan
     from netlab.state import read_state
     from netlab.system import require
@@ -318,17 +318,11 @@ def run_cmd(
                 f"netlab {prefix}: {plan.world_size} ranks of `python -m {module}` on {len(plan.hosts)} hosts of {plan.name}",
                 file=sys.stderr,
             )
-            outcome = launch(
-                plan,
-                args,
-                json_path=json_path or Path(f"netlab-{prefix}.jsonl"),
-                topology=_spec(spec),
-                module=module,
-                python=python,
-                master_port=master_port,
-                timeout=seconds,
-                echo=lambda m: print(m, file=sys.stderr),
+            path = results_path(args, json_path or Path(f"netlab-{prefix}.jsonl"))
+            commands = rank_commands(
+                plan, args, json_path=path, topology=_spec(spec), module=module, python=python, master_port=master_port
             )
+            outcome = launch(commands, json_path=path, timeout=seconds, echo=lambda m: print(m, file=sys.stderr))
         finally:
             if own and not keep:
                 down(prefix)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .errors import NetlabError, NetlabUnavailable
 from .lab import Checks, Leftovers, Status, check, down, find_leftovers, interrupts_as_keyboard, status, up
-from .launch import RunOutcome, launch, rank_commands
+from .launch import RunOutcome, launch, rank_commands, results_path
 from .plan import Plan, Shaping, make_plan
 from .probe import Transfer, reachability, transfer, transfers
 from .system import missing
@@ -39,6 +39,7 @@ __all__ = [
     "make_plan",
     "missing",
     "rank_commands",
+    "results_path",
     "reachability",
     "status",
     "transfer",

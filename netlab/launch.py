@@ -26,7 +26,7 @@ from pathlib import Path
 from .errors import NetlabError
 from .plan import Plan
 
-__all__ = ["DEFAULT_MASTER_PORT", "RankCommand", "RunOutcome", "launch", "rank_commands"]
+__all__ = ["DEFAULT_MASTER_PORT", "RankCommand", "RunOutcome", "launch", "rank_commands", "results_path"]
 
 DEFAULT_MASTER_PORT = 29500
 
@@ -123,32 +123,32 @@ def rank_commands(
     return commands
 
 
+def results_path(args: Sequence[str], default: Path) -> Path:
+    """Where rank 0 writes its JSON lines: the runner's own ``--json`` if ``args`` has one, else ``default``."""
+    return Path(_option(args, "--json") or default).absolute()
+
+
 def launch(
-    plan: Plan,
-    args: Sequence[str],
+    commands: Sequence[RankCommand],
     *,
     json_path: Path,
-    topology: str | None = None,
-    module: str = "validate",
-    python: str = sys.executable,
-    master_port: int = DEFAULT_MASTER_PORT,
     timeout: float = 600.0,
     grace: float = 10.0,
     echo: Callable[[str], None] | None = None,
 ) -> RunOutcome:
-    """Run every rank, wait for them, and return how they ended.
+    """Run every rank (from :func:`rank_commands`), wait for them, and return how they ended.
 
     When rank 0 ends, or any rank fails, the others get ``grace`` seconds to end on their own; after that,
     on ``timeout``, on an exception or on Ctrl-C, every rank still running is terminated (its whole
     process group), then killed. Logs of the other ranks are removed when all succeed, kept otherwise.
+    ``json_path`` is where rank 0 writes (see :func:`results_path`); the records it adds are counted.
     """
     echo = echo or (lambda m: print(m, file=sys.stderr))
-    json_path = Path(_option(args, "--json") or json_path).absolute()
-    commands = rank_commands(
-        plan, args, json_path=json_path, topology=topology, module=module, python=python, master_port=master_port
-    )
+    if not commands:
+        raise NetlabError("no ranks to launch")
+    prefix = commands[0].env.get("COLLSIM_NETLAB_PREFIX", "lab")
     offset = json_path.stat().st_size if json_path.exists() else 0
-    log_dir = Path(tempfile.mkdtemp(prefix=f"collsim-netlab-{plan.prefix}-"))
+    log_dir = Path(tempfile.mkdtemp(prefix=f"collsim-netlab-{prefix}-"))
     procs: list[subprocess.Popen[bytes]] = []
     timed_out = False
     start = time.monotonic()
