@@ -274,16 +274,12 @@ def _stop_processes(namespaces: tuple[str, ...], grace: float = 2.0) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, waiting for its parent to reap it, does not)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rpartition(")")[2].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
-    # a zombie of ours still answers; reap it if it is our child
-    with contextlib.suppress(ChildProcessError):
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    return True
 
 
 def down(prefix: str = names.DEFAULT_PREFIX) -> Leftovers:

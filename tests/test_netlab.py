@@ -191,8 +191,13 @@ def test_down_finds_leftovers_without_state_and_touches_nothing_else(lab):
         system.run(["ip", "link", "add", decoy_link, "type", "veth", "peer", "name", decoy_link + "p"])
         lab("netlab-star4", checks=False)
         system.run(["ip", "link", "add", stray, "type", "veth", "peer", "name", names.veth_name(PREFIX, 99, "b")])
-        state_path(PREFIX).unlink()  # as after a crash that lost the state
+        orphan = subprocess.Popen(["ip", "netns", "exec", f"{PREFIX}-h2", "sleep", "60"], start_new_session=True)
+        deadline = time.monotonic() + 10
+        while orphan.pid not in system.netns_pids(f"{PREFIX}-h2") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        state_path(PREFIX).unlink()  # as after a crash that lost the state and left a rank running
         removed = netlab.down(PREFIX)
+        assert orphan.wait(timeout=10) == -signal.SIGTERM
         assert len(removed.namespaces) == 5 and stray in removed.links
         assert not netlab.find_leftovers(PREFIX)
         assert set(decoys_ns) <= set(system.netns_list())
