@@ -1,8 +1,9 @@
 """Starting one process per rank inside the lab's namespaces, torchrun-style, and collecting rank 0's
 results on this machine.
 
-Each rank runs ``ip netns exec NS PYTHON -m MODULE ARGS --topology SPEC --json FILE`` in its host's
-namespace, with ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR`` (the first
+Each rank runs ``ip netns exec NS PYTHON -m netlab.rankhost HOST MODULE ARGS --topology SPEC --json FILE``
+in its host's namespace -- ``python -m MODULE ARGS ...`` in a UTS namespace of its own whose host name
+is the topology's host name (when that is a valid host name; the namespace's name otherwise) -- with ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR`` (the first
 host's address), ``MASTER_PORT`` and ``GLOO_SOCKET_IFNAME`` (the host's interface) set, and
 ``OMP_NUM_THREADS=1`` unless already set (all ranks share this machine's CPUs). The namespaces share
 this machine's file system, so the JSON file rank 0 writes is directly here. Rank 0's output goes to
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -29,6 +31,8 @@ from .plan import Plan
 __all__ = ["DEFAULT_MASTER_PORT", "RankCommand", "RunOutcome", "launch", "rank_commands", "results_path"]
 
 DEFAULT_MASTER_PORT = 29500
+#: A topology host name that is also a valid host name becomes the rank's host name; others do not.
+_HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,7 @@ def rank_commands(
     >>> from netlab.plan import make_plan
     >>> cmds = rank_commands(make_plan("netlab-star4"), ["-n", "5"], json_path=Path("/tmp/r.jsonl"), python="py", base_env={})
     >>> cmds[1].argv
-    ('ip', 'netns', 'exec', 'cs-h1', 'py', '-m', 'validate', '-n', '5', '--topology', 'netlab-star4', '--json', '/tmp/r.jsonl')
+    ('ip', 'netns', 'exec', 'cs-h1', 'py', '-m', 'netlab.rankhost', 'h1', 'validate', '-n', '5', '--topology', 'netlab-star4', '--json', '/tmp/r.jsonl')
     >>> {k: cmds[1].env[k] for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "GLOO_SOCKET_IFNAME")}
     {'RANK': '1', 'WORLD_SIZE': '4', 'MASTER_ADDR': '10.213.0.1', 'GLOO_SOCKET_IFNAME': 'cs-l1a'}
     """
@@ -118,7 +122,8 @@ def rank_commands(
             "GLOO_SOCKET_IFNAME": host.ifname or "lo",
             "COLLSIM_NETLAB_PREFIX": plan.prefix,
         }
-        argv = ("ip", "netns", "exec", host.ns, python, "-m", module, *args, *extra)
+        hostname = host.name if _HOSTNAME.fullmatch(host.name) else host.ns
+        argv = ("ip", "netns", "exec", host.ns, python, "-m", "netlab.rankhost", hostname, module, *args, *extra)
         commands.append(RankCommand(rank, host.name, host.ns, argv, env))
     return commands
 

@@ -41,6 +41,7 @@ def main(argv: list[str]) -> int:
         (Path(opts.marker) / f"rank{rank}").write_text(str(os.getpid()))
     time.sleep(opts.sleep)
     record: dict[str, object] = {"rank": rank, "world_size": world, "env": env, "interfaces": interfaces, "rest": rest}
+    record["hostname"] = socket.gethostname()
     record["topology"] = opts.topology
     if opts.torch:
         import torch
@@ -53,6 +54,9 @@ def main(argv: list[str]) -> int:
         record["time_s"] = time.perf_counter() - start
         record["sum"] = float(tensor[0])
         record["uniform"] = bool((tensor == tensor[0]).all())
+        hosts: list[object] = [None] * world
+        dist.all_gather_object(hosts, socket.gethostname())
+        record["hostnames"] = hosts
         dist.destroy_process_group()
     if rank == 0:
         with open(opts.json, "a", encoding="utf-8") as fh:

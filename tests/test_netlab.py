@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -248,6 +249,8 @@ def test_run_starts_one_rank_per_gpu_and_collects_rank0_json(tmp_path):
     assert record["world_size"] == 4 and record["sum"] == 1 + 2 + 3 + 4 and record["uniform"]
     assert record["env"]["MASTER_ADDR"] == "10.213.0.1" and record["env"]["GLOO_SOCKET_IFNAME"] == f"{PREFIX}-l0a"
     assert record["topology"] == spec and record["rest"] == ["-n", "3"]
+    assert record["hostnames"] == ["h0", "h0", "h1", "h1"]  # each emulated host has its own host name
+    assert socket.gethostname() not in ("h0", "h1")
     assert not netlab.find_leftovers(PREFIX)  # a lab that run brought up is gone afterwards
 
 

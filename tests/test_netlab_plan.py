@@ -164,8 +164,8 @@ def test_rank_commands_follow_the_contract():
     assert [c.env["LOCAL_RANK"] for c in cmds] == ["0", "1", "0", "1"]
     assert {c.env["MASTER_ADDR"] for c in cmds} == {"10.213.0.1"} and cmds[3].env["GLOO_SOCKET_IFNAME"] == "rc-l1a"
     assert cmds[0].env["OMP_NUM_THREADS"] == "2" and cmds[0].env["WORLD_SIZE"] == "4"
-    assert cmds[2].argv[:7] == ("ip", "netns", "exec", "rc-h1", "py", "-m", "validate")
-    assert cmds[2].argv[7:] == ("--json", "mine.jsonl", "-b", "8", "--topology", plan.spec)  # the user's --json wins
+    assert cmds[2].argv[:9] == ("ip", "netns", "exec", "rc-h1", "py", "-m", "netlab.rankhost", "h1", "validate")
+    assert cmds[2].argv[9:] == ("--json", "mine.jsonl", "-b", "8", "--topology", plan.spec)  # the user's --json wins
 
 
 def test_a_lone_host_runs_on_loopback(tmp_path):
