@@ -216,3 +216,14 @@ def test_cli_errors_are_one_line(capsys, args, message):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("collsim: error: ") and message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [["netlab", "down"], ["netlab", "status"], ["netlab", "up", "netlab-star4"]])
+def test_cli_without_root_says_what_is_missing(capsys, monkeypatch, command):
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == "collsim: error: netlab needs root (CAP_NET_ADMIN to create namespaces, veths and qdiscs); missing on this machine\n"
+    )
