@@ -177,8 +177,11 @@ def launch(
                 if out:
                     out.close()
         timed_out = _wait(procs, start + timeout, grace)
-    finally:
+    except BaseException:  # interrupted: nobody will be told where the logs are
         _stop(procs)
+        shutil.rmtree(log_dir, ignore_errors=True)
+        raise
+    _stop(procs)
     seconds = time.monotonic() - start
     codes = tuple(p.returncode if p.returncode is not None else -signal.SIGKILL for p in procs)
     records = _count_records(json_path, offset)

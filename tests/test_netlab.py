@@ -36,6 +36,7 @@ COLLSIM = [sys.executable, "-c", "from collsim.cli import entry; entry()"]
 def private_state(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("COLLSIM_NETLAB_STATE_DIR", str(tmp_path_factory.mktemp("netlab-state")))
+        mp.setenv("TMPDIR", str(tmp_path_factory.mktemp("tmp")))  # where the commands keep rank logs
         yield
         netlab.down(PREFIX)
 
@@ -271,6 +272,8 @@ def test_run_returns_rank0_exit_code(tmp_path):
         "7",
     )
     assert done.returncode == 7, done.stderr
+    logs = Path(done.stderr.split("logs in ")[1].split()[0].rstrip(";"))
+    assert logs.is_dir() and logs.parent == Path(os.environ["TMPDIR"])  # kept when a rank fails
     assert not netlab.find_leftovers(PREFIX)
 
 
