@@ -30,7 +30,7 @@ test: install browser
 	$(PY) -m pytest
 
 lint: install
-	$(VENV)/bin/ruff check sim validate collsim reports tests
+	$(VENV)/bin/ruff check sim validate collsim reports netlab benchmarks tests
 
 bench: install
 	$(PY) -m pytest -m benchmark
