@@ -1,12 +1,9 @@
-"""The fast path: algorithms described as *step programs*, run by a vectorized executor.
+"""The fast path: a step program (:mod:`sim.program`) run by a vectorized executor.
 
-A step program is a list of phases, each a :class:`Step` pattern repeated some number of times. A step
-says which endpoint sends how many bytes to which, and how many of the received bytes the receiver
-reduces. Its meaning is exactly the per-rank message-level model that the algorithms' SimPy processes
-follow: **a rank posts the sends of its step, waits until they have left and its receives of the step
-have arrived, reduces what it received (γ per byte, on its own processor), and only then starts its
-next step.** Messages are eager: a send starts when its sender reaches the step, whatever the receiver
-is doing; a message that arrives early is counted for the step it belongs to.
+The executor gives a program exactly the meaning :func:`sim.program.run_messages` gives it -- a rank
+posts the sends of its step, waits until they have left and its receives have arrived, reduces, then
+starts its next step; a message that arrives before its receiver reaches its step is counted for that
+step -- but keeps that state for every rank in numpy arrays.
 
 The :class:`FastExecutor` keeps that state for every rank in numpy arrays and hands the network whole
 groups of flows at once: all ranks that start a step at the same instant launch together, and all flows
@@ -22,102 +19,20 @@ and require the same times to 1e-9.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Generator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import simpy
 
+from .maxplus import contention_free, run_maxplus
 from .network import Network
+from .program import Step, StepProgram
 
-__all__ = ["FastExecutor", "Step", "StepProgram"]
+__all__ = ["FastExecutor", "Step", "StepProgram", "run_program"]
 
 _MAX_PERIOD = 8  # steady states that repeat every 1..8 steps are recognised
-
-
-@dataclass(eq=False)
-class Step:
-    """One step's messages: ``src[i]`` sends ``nbytes[i]`` to ``dst[i]``, which then reduces
-    ``reduce[i]`` bytes of it (0 for a plain copy).
-
-    Steps built once and repeated (a ring's every step) share their per-rank counts and their routes.
-    """
-
-    src: np.ndarray
-    dst: np.ndarray
-    nbytes: np.ndarray
-    reduce: np.ndarray
-    endpoints: int
-    out_count: np.ndarray = field(init=False, repr=False)
-    in_count: np.ndarray = field(init=False, repr=False)
-    reduce_at: np.ndarray = field(init=False, repr=False)
-    _order: np.ndarray = field(init=False, repr=False)
-    _ptr: np.ndarray = field(init=False, repr=False)
-    _pids: dict[int, np.ndarray] = field(init=False, repr=False, default_factory=dict)
-
-    @classmethod
-    def make(
-        cls,
-        src: Sequence[int] | np.ndarray,
-        dst: Sequence[int] | np.ndarray,
-        nbytes: float | Sequence[float] | np.ndarray,
-        reduce: float | Sequence[float] | np.ndarray = 0.0,
-        *,
-        endpoints: int,
-    ) -> Step:
-        src = np.asarray(src, dtype=np.int64)
-        dst = np.asarray(dst, dtype=np.int64)
-        n = len(src)
-        size = np.broadcast_to(np.asarray(nbytes, dtype=float), (n,)).copy()
-        red = np.broadcast_to(np.asarray(reduce, dtype=float), (n,)).copy()
-        return cls(src, dst, size, red, endpoints)
-
-    def __post_init__(self) -> None:
-        e = self.endpoints
-        self.out_count = np.bincount(self.src, minlength=e).astype(np.int64)
-        self.in_count = np.bincount(self.dst, minlength=e).astype(np.int64)
-        self.reduce_at = np.bincount(self.dst, weights=self.reduce, minlength=e)
-        self._order = np.argsort(self.src, kind="stable")
-        self._ptr = np.concatenate(([0], np.cumsum(self.out_count)))
-
-    def pids(self, network: Network) -> np.ndarray:
-        """Interned routes of the messages on ``network``'s cluster (computed once per cluster)."""
-        key = id(network.cluster)
-        got = self._pids.get(key)
-        if got is None:
-            path_id = network.cluster.path_id
-            got = np.fromiter(
-                (path_id(s, d) for s, d in zip(self.src.tolist(), self.dst.tolist(), strict=True)),
-                dtype=np.int64,
-                count=len(self.src),
-            )
-            self._pids[key] = got
-        return got
-
-    def sent_by(self, senders: np.ndarray) -> np.ndarray:
-        """Indices of the messages whose sender is in ``senders`` (distinct endpoints)."""
-        if len(senders) == self.endpoints:
-            return np.arange(len(self.src))
-        lo = self._ptr[senders]
-        counts = self._ptr[senders + 1] - lo
-        total = int(counts.sum())
-        if total == 0:
-            return np.zeros(0, dtype=np.int64)
-        offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-        return self._order[np.repeat(lo, counts) + offsets]
-
-
-@dataclass(frozen=True)
-class StepProgram:
-    """Phases of repeated steps over ``endpoints`` ranks: ``phases = ((step, times), ...)``."""
-
-    endpoints: int
-    phases: tuple[tuple[Step, int], ...]
-
-    @property
-    def total_steps(self) -> int:
-        return sum(times for _, times in self.phases)
 
 
 class FastExecutor:
@@ -132,9 +47,16 @@ class FastExecutor:
         Seconds per reduced byte.
     compute_scale : numpy.ndarray
         Per-rank factor on reduction time (stragglers).
-    extrapolate : bool
-        Jump over periodic steady states. Only valid when this program is alone on the network (the
-        jump moves simulated time on without looking at anybody else's flows).
+    alone : bool
+        The program is the only traffic on the network: contention-free programs are then evaluated
+        in closed form (:mod:`sim.maxplus`), and periodic steady states are jumped over. Both would be
+        wrong with other flows around, so the training model, which runs buckets side by side, leaves
+        this off.
+
+    Attributes
+    ----------
+    mode : str
+        ``maxplus`` or ``events``: how the program was run.
     """
 
     def __init__(
@@ -144,7 +66,7 @@ class FastExecutor:
         gamma: float,
         compute_scale: np.ndarray | None = None,
         *,
-        extrapolate: bool = False,
+        alone: bool = False,
     ) -> None:
         self.net = net
         self.env = net.env
@@ -173,17 +95,24 @@ class FastExecutor:
         self.owner = net.add_owner(self._on_flows_done)
         self._timers: dict[float, list[np.ndarray]] = {}
         self.extrapolated_steps = 0
-        self.extrapolate = extrapolate
+        self.extrapolate = alone
+        self.alone = alone
+        self.mode = "events"
         self._seen0 = -1
         self._history: list[_Snapshot] = []
         self._misses = 0
-        if extrapolate:
+        if alone:
             net.after_wake.append(self._after)
 
     # ------------------------------------------------------------------ driving
     def run(self) -> Generator[Any, Any, None]:
         """The SimPy process body: start every rank at step 0 and wait for the last one."""
         if self.total == 0:
+            return
+        if self.alone and contention_free(self.program, self.net):
+            self.mode = "maxplus"
+            end = run_maxplus(self.net, self.program, self.gamma, self.scale, self.env.now)
+            yield self.env.timeout(end - self.env.now)
             return
         self._begin(np.arange(self.program.endpoints), self.env.now)
         yield self.done
@@ -478,5 +407,3 @@ def run_program(
     env.process(executor.run())
     return executor
 
-
-__all__ += ["run_program"]

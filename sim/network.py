@@ -303,6 +303,17 @@ class Network:
         """Schedule the next wake-up from the current flow state (after :meth:`suspend`)."""
         self._schedule_next(self.env.now)
 
+    def account(self, pids: np.ndarray, nbytes: np.ndarray, flows: int) -> None:
+        """Book bytes delivered on paths, and flows, that were simulated outside the event loop
+        (the fast path's closed-form evaluation)."""
+        need = self.cluster.paths.count
+        if len(self._path_bytes) < need:
+            grown = np.zeros(max(need, 2 * len(self._path_bytes)))
+            grown[: len(self._path_bytes)] = self._path_bytes
+            self._path_bytes = grown
+        np.add.at(self._path_bytes, pids, nbytes)
+        self.flows += flows
+
     def path_bytes(self) -> np.ndarray:
         """Bytes delivered so far per interned path."""
         return self._path_bytes[: self.cluster.paths.count].copy()

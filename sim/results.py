@@ -57,7 +57,7 @@ class SimResult:
     wall_s: float = 0.0
     events: int = 0
     flows: int = 0
-    engine: str = "message"
+    engine: str = "message"  # or "fast:maxplus" / "fast:events" (see sim.fastpath)
     traffic_bytes: float = 0.0
     max_sent_bytes: float = 0.0
     max_received_bytes: float = 0.0

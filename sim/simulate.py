@@ -156,8 +156,9 @@ def _simulate(
     env = CountingEnvironment()
     net = Network(env, cluster, check=check_links)
     job = None
+    executor = None
     if program is not None:
-        executor = FastExecutor(net, program, gamma, cluster.compute_scale, extrapolate=True)
+        executor = FastExecutor(net, program, gamma, cluster.compute_scale, alone=True)
         done = env.process(executor.run())
     else:
         data = DataCheck(coll.name, p, algo.segments(p), root) if check else None
@@ -203,7 +204,7 @@ def _simulate(
         wall_s=time.perf_counter() - started,
         events=env.scheduled,
         flows=net.flows,
-        engine="message" if program is None else "fast",
+        engine="message" if program is None else f"fast:{executor.mode}",
         traffic_bytes=float(sent.sum()),
         max_sent_bytes=float(sent.max()),
         max_received_bytes=float(received.max()),

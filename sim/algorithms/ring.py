@@ -14,16 +14,17 @@ Cost on an uncongested star (every step is one α-β message of n/p bytes, and a
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from ..fastpath import Step, StepProgram
+from ..program import Step, StepProgram
 from ..runtime import Job
+from ..schema import Spec
 from .base import Algorithm
 from .registry import register
 
-__all__ = ["RingAllReduce", "ring_allgather", "ring_program", "ring_reduce_scatter", "ring_steps"]
+__all__ = ["RingAllReduce", "ring_allgather", "ring_order", "ring_program", "ring_reduce_scatter", "ring_steps"]
 
 
 def ring_reduce_scatter(
@@ -59,17 +60,47 @@ def ring_allgather(
         data.put(me, segments[(i + first - s - 1) % q], got)
 
 
+class RingOptions(Spec):
+    order: Literal["auto", "rank", "rail"] = "auto"
+
+
+def ring_order(cluster: Any, p: int, mode: str = "auto") -> list[int]:
+    """The ring's order of ranks 0..p-1.
+
+    ``rank`` is rank order. ``rail`` groups ranks by host (hosts in order of their first rank) and walks
+    each host's ranks up on even hosts and down on odd ones, so that consecutive hosts meet on the same
+    local GPU index -- the same rail of a rail-optimized fabric, as NCCL's rings do on DGX systems -- and
+    no ring hop between hosts needs a spine. ``auto`` is ``rail`` when some host holds several of the
+    ranks, else ``rank``.
+    """
+    if mode == "rank" or cluster is None:
+        return list(range(p))
+    hosts: dict[str, list[int]] = {}
+    for r in range(p):
+        hosts.setdefault(cluster.host_of(r), []).append(r)
+    if mode == "auto" and all(len(members) == 1 for members in hosts.values()):
+        return list(range(p))
+    order: list[int] = []
+    for h, members in enumerate(hosts.values()):
+        order.extend(members if h % 2 == 0 else members[::-1])
+    return order
+
+
 @register
 class RingAllReduce(Algorithm):
     name = "ring"
     collective = "allreduce"
-    summary = "reduce-scatter + all-gather around a ring, chunks of n/p"
+    Options = RingOptions
+    summary = "reduce-scatter + all-gather around a ring, chunks of n/p (rail-aligned on multi-GPU hosts)"
+    examples = ("ring:order=rank", "ring:order=rail")
+
+    options: RingOptions
 
     def run(self, job: Job) -> Generator[Any, Any, None]:
         p = job.p
         if p == 1:
             return
-        order = list(range(p))
+        order = ring_order(job.net.cluster, p, self.options.order)
         segments = list(range(p))
         chunk = job.nbytes / p
 
@@ -84,24 +115,35 @@ class RingAllReduce(Algorithm):
         them, in the all-gather half it copies them."""
         if p == 1:
             return None
-        return ring_program(list(range(p)), nbytes / p, p)
+        return ring_program(ring_order(cluster, p, self.options.order), nbytes / p, p)
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         return 2 * (p - 1) * alpha + 2 * (p - 1) / p * n * beta + (p - 1) / p * n * gamma
 
 
-def ring_steps(order: Sequence[int], chunk: float, endpoints: int) -> tuple[Step, Step]:
-    """The two step patterns of a ring over ``order``: reduce-scatter (reducing) and all-gather."""
+def ring_steps(
+    order: Sequence[int], chunk: float, endpoints: int, seg_off: int = 0, seg_scale: int = 1, seg_width: int = 1
+) -> tuple[Step, Step]:
+    """The two step patterns of a ring over ``order``: reduce-scatter (reducing) and all-gather.
+
+    In repetition k, ``order[i]`` sends chunk (i - k) mod q while reducing, chunk (i + 1 - k) mod q
+    while gathering; chunk c is data-check segments ``[seg_off + seg_scale*c, ... + seg_width)``.
+    """
     src = np.asarray(order, dtype=np.int64)
+    q = len(src)
     dst = np.roll(src, -1)
+    pos = np.arange(q)
+    common = dict(endpoints=endpoints, seg_stride=-1, seg_mod=q, seg_off=seg_off, seg_scale=seg_scale, seg_width=seg_width)
     return (
-        Step.make(src, dst, chunk, chunk, endpoints=endpoints),
-        Step.make(src, dst, chunk, 0.0, endpoints=endpoints),
+        Step.make(src, dst, chunk, chunk, seg=pos, **common),
+        Step.make(src, dst, chunk, 0.0, seg=pos + 1, **common),
     )
 
 
-def ring_program(order: Sequence[int], chunk: float, endpoints: int) -> StepProgram:
+def ring_program(
+    order: Sequence[int], chunk: float, endpoints: int, seg_off: int = 0, seg_scale: int = 1, seg_width: int = 1
+) -> StepProgram:
     """Ring all-reduce over ``order`` in chunks of ``chunk`` bytes, as a step program."""
     q = len(order)
-    rs, ag = ring_steps(order, chunk, endpoints)
+    rs, ag = ring_steps(order, chunk, endpoints, seg_off, seg_scale, seg_width)
     return StepProgram(endpoints, ((rs, q - 1), (ag, q - 1)))

@@ -1,0 +1,226 @@
+"""Step programs: an algorithm as phases of repeated steps, each step a set of messages.
+
+A step says, for every message, who sends how many bytes to whom, how many of them the receiver reduces
+(γ per byte), and which data-check segments the message carries and whether the receiver adds them into
+its own copy or stores them. Its meaning is the per-rank model every algorithm in collsim follows:
+
+    **a rank posts the sends of its step, waits until they have left and its receives of the step have
+    arrived, reduces what it received (on its own processor), and only then starts its next step.**
+
+Messages are eager: a send starts when its sender reaches the step, whatever the receiver is doing.
+
+The same program runs two ways, which the tests hold to the same times:
+
+* :func:`run_messages` -- message-level: a SimPy process per rank and a flow per message, with the
+  symbolic data check (so a program proves it delivers every contribution exactly once);
+* :class:`~sim.fastpath.FastExecutor` -- vectorized over ranks (and, for contention-free programs, a
+  max-plus recurrence; see :mod:`sim.maxplus`).
+
+Segments of a repeated step move with the repetition ``k`` (a ring's chunk index turns every step): the
+message carries segments ``[lo, lo + width)`` with ``lo = off + scale * ((base + k * stride) % mod)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Step", "StepProgram", "concat", "merge", "run_messages"]
+
+IntArray = Sequence[int] | np.ndarray | int
+
+
+def _ints(value: IntArray, n: int) -> np.ndarray:
+    return np.broadcast_to(np.asarray(value, dtype=np.int64), (n,)).copy()
+
+
+@dataclass(eq=False)
+class Step:
+    """One step's messages (see the module docstring); build it with :meth:`make`.
+
+    Steps built once and repeated (a ring's every step) share their per-rank counts and their routes.
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    nbytes: np.ndarray
+    reduce: np.ndarray
+    endpoints: int
+    combine: np.ndarray
+    seg: np.ndarray  # (6, n): off, scale, base, stride, mod, width
+    out_count: np.ndarray = field(init=False, repr=False)
+    in_count: np.ndarray = field(init=False, repr=False)
+    reduce_at: np.ndarray = field(init=False, repr=False)
+    _order: np.ndarray = field(init=False, repr=False)
+    _ptr: np.ndarray = field(init=False, repr=False)
+    _in_order: np.ndarray = field(init=False, repr=False)
+    _in_ptr: np.ndarray = field(init=False, repr=False)
+    _pids: dict[int, np.ndarray] = field(init=False, repr=False, default_factory=dict)
+
+    @classmethod
+    def make(
+        cls,
+        src: IntArray,
+        dst: IntArray,
+        nbytes: float | Sequence[float] | np.ndarray,
+        reduce: float | Sequence[float] | np.ndarray = 0.0,
+        *,
+        endpoints: int,
+        combine: bool | Sequence[bool] | np.ndarray | None = None,
+        seg: IntArray = 0,
+        seg_width: IntArray = 1,
+        seg_stride: IntArray = 0,
+        seg_mod: IntArray = 1 << 62,
+        seg_off: IntArray = 0,
+        seg_scale: IntArray = 1,
+    ) -> Step:
+        """Messages ``src[i] -> dst[i]`` of ``nbytes[i]``; the receiver reduces ``reduce[i]`` bytes and,
+        for the data check, adds (``combine``, default: where ``reduce > 0``) or stores segments
+        ``[lo, lo + seg_width)``, ``lo = seg_off + seg_scale * ((seg + k * seg_stride) % seg_mod)`` in
+        the step's ``k``-th repetition."""
+        src = np.atleast_1d(np.asarray(src, dtype=np.int64))
+        n = len(src)
+        dst = _ints(dst, n)
+        size = np.broadcast_to(np.asarray(nbytes, dtype=float), (n,)).copy()
+        red = np.broadcast_to(np.asarray(reduce, dtype=float), (n,)).copy()
+        comb = red > 0 if combine is None else np.broadcast_to(np.asarray(combine, dtype=bool), (n,)).copy()
+        segs = np.stack([_ints(v, n) for v in (seg_off, seg_scale, seg, seg_stride, seg_mod, seg_width)])
+        if n and ((src < 0).any() or (dst < 0).any() or (src >= endpoints).any() or (dst >= endpoints).any()):
+            raise ValueError("step: every endpoint must be in 0..endpoints-1")
+        if n and len(np.unique(src * endpoints + dst)) != n:
+            raise ValueError("step: a (sender, receiver) pair may appear once per step")
+        return cls(src, dst, size, red, endpoints, comb, segs)
+
+    def __post_init__(self) -> None:
+        e = self.endpoints
+        self.out_count = np.bincount(self.src, minlength=e).astype(np.int64)
+        self.in_count = np.bincount(self.dst, minlength=e).astype(np.int64)
+        self.reduce_at = np.bincount(self.dst, weights=self.reduce, minlength=e)
+        self._order = np.argsort(self.src, kind="stable")
+        self._ptr = np.concatenate(([0], np.cumsum(self.out_count)))
+        self._in_order = np.argsort(self.dst, kind="stable")
+        self._in_ptr = np.concatenate(([0], np.cumsum(self.in_count)))
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def pids(self, network: Any) -> np.ndarray:
+        """Interned routes of the messages on ``network``'s cluster (computed once per cluster)."""
+        key = id(network.cluster)
+        got = self._pids.get(key)
+        if got is None:
+            path_id = network.cluster.path_id
+            got = np.fromiter(
+                (path_id(s, d) for s, d in zip(self.src.tolist(), self.dst.tolist(), strict=True)),
+                dtype=np.int64,
+                count=len(self.src),
+            )
+            self._pids[key] = got
+        return got
+
+    def sent_by(self, senders: np.ndarray) -> np.ndarray:
+        """Indices of the messages whose sender is in ``senders`` (distinct endpoints)."""
+        if len(senders) == self.endpoints:
+            return np.arange(len(self.src))
+        lo = self._ptr[senders]
+        counts = self._ptr[senders + 1] - lo
+        total = int(counts.sum())
+        if total == 0:
+            return np.zeros(0, dtype=np.int64)
+        offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        return self._order[np.repeat(lo, counts) + offsets]
+
+    def sends_of(self, rank: int) -> np.ndarray:
+        return self._order[self._ptr[rank] : self._ptr[rank + 1]]
+
+    def recvs_of(self, rank: int) -> np.ndarray:
+        return self._in_order[self._in_ptr[rank] : self._in_ptr[rank + 1]]
+
+    def segments(self, m: int, k: int) -> slice:
+        """The data-check segments message ``m`` carries in repetition ``k``."""
+        off, scale, base, stride, mod, width = self.seg[:, m].tolist()
+        lo = off + scale * ((base + k * stride) % mod)
+        return slice(lo, lo + width)
+
+
+@dataclass(frozen=True)
+class StepProgram:
+    """Phases of repeated steps over ``endpoints`` ranks: ``phases = ((step, times), ...)``."""
+
+    endpoints: int
+    phases: tuple[tuple[Step, int], ...]
+
+    @property
+    def total_steps(self) -> int:
+        return sum(times for _, times in self.phases)
+
+    @property
+    def messages(self) -> int:
+        return sum(len(step) * times for step, times in self.phases)
+
+
+def concat(*programs: StepProgram) -> StepProgram:
+    """One program after the other (each rank moves on to the next when it is done with its part)."""
+    endpoints = max(p.endpoints for p in programs)
+    if any(p.endpoints != endpoints for p in programs):
+        raise ValueError("concat: programs over different endpoint counts")
+    return StepProgram(endpoints, tuple(phase for p in programs for phase in p.phases if phase[1] > 0))
+
+
+def merge(programs: Sequence[StepProgram], endpoints: int) -> StepProgram:
+    """Programs over disjoint sets of ranks run side by side: step k of the result holds step k of
+    each. The programs must have the same phase structure (the same repetition counts)."""
+    if not programs:
+        return StepProgram(endpoints, ())
+    shape = [times for _, times in programs[0].phases]
+    if any([times for _, times in p.phases] != shape for p in programs):
+        raise ValueError("merge: programs must have the same phases")
+    phases = []
+    for k, times in enumerate(shape):
+        steps = [p.phases[k][0] for p in programs]
+        cat = {name: np.concatenate([getattr(s, name) for s in steps]) for name in ("src", "dst", "nbytes", "reduce")}
+        combine = np.concatenate([s.combine for s in steps])
+        seg = np.concatenate([s.seg for s in steps], axis=1)
+        merged = Step(cat["src"], cat["dst"], cat["nbytes"], cat["reduce"], endpoints, combine, seg)
+        if len(np.unique(merged.src * endpoints + merged.dst)) != len(merged):
+            raise ValueError("merge: the programs share a (sender, receiver) pair in a step")
+        phases.append((merged, times))
+    return StepProgram(endpoints, tuple(phases))
+
+
+def run_messages(job: Any, program: StepProgram) -> Generator[Any, Any, None]:
+    """Run ``program`` message-level: a SimPy process per rank, a flow per message, payloads for the
+    data check (``job.data``), reductions on each rank's processor."""
+    env = job.env
+    data = job.data
+
+    def rank(r: int) -> Generator[Any, Any, None]:
+        s = 0
+        for step, times in program.phases:
+            sends = step.sends_of(r).tolist()
+            recvs = step.recvs_of(r).tolist()
+            reduce = float(step.reduce_at[r])
+            for k in range(times):
+                if not sends and not recvs:
+                    s += times - k
+                    break
+                sent = [job.send(r, int(step.dst[m]), float(step.nbytes[m]), data.take(r, step.segments(m, k)), s) for m in sends]
+                got = []
+                for m in recvs:
+                    got.append((m, (yield job.recv(r, int(step.src[m]), s))))
+                for event in sent:
+                    yield event
+                for m, payload in got:
+                    if step.combine[m]:
+                        data.add(r, step.segments(m, k), payload)
+                    else:
+                        data.put(r, step.segments(m, k), payload)
+                if reduce > 0 and job.gamma > 0:
+                    yield job.compute(r, reduce * job.gamma)
+                s += 1
+
+    procs = [env.process(rank(r)) for r in range(program.endpoints)]
+    yield env.all_of(procs)
