@@ -12,11 +12,12 @@ alone at the narrowest bandwidth of its path, so its time is its Hockney cost
 evaluated step by step with numpy over all ranks at once -- a few array operations per step, whatever
 the number of ranks, and exactly the times the event-driven engine gives (to rounding).
 
-A program is contention-free on a cluster when every link direction is crossed by the messages of at
-most one (sender, receiver) pair in the whole program (messages of one pair never overlap in time: a
-rank waits for its sends before its next step) and no pair appears twice in a step. A ring over a star,
-a rail-aligned ring over DGX hosts, and the intra-host and per-rail phases of hierarchical all-reduce
-are; fan-ins and ECMP collisions are not, and go to the event-driven executor.
+A program is contention-free on a cluster when every link direction is crossed only by messages of one
+sender, at most one per step: a rank waits for its sends before its next step, so its messages never
+overlap in time, while messages of different senders might. A ring over a star, a rail-aligned ring over
+DGX hosts, and the intra-host and per-rail phases of hierarchical all-reduce are contention-free; fan-ins
+(trees, parameter servers), partners that take turns sending into one rank (halving-doubling) and ECMP
+collisions are not, and go to the event-driven executor.
 """
 
 from __future__ import annotations
@@ -30,24 +31,25 @@ __all__ = ["contention_free", "run_maxplus"]
 
 
 def contention_free(program: StepProgram, net: Network) -> bool:
-    """Whether no two messages of ``program`` that can overlap in time share a link direction."""
-    pairs = []
-    for step, _ in program.phases:
-        if len(step):
-            pairs.append(step.src * program.endpoints + step.dst)
-    if not pairs:
+    """Whether every link direction is crossed only by one sender's messages, at most one per step."""
+    arcs_all, src_all, step_all = [], [], []
+    for k, (step, _) in enumerate(program.phases):
+        if not len(step):
+            continue
+        flow, arcs = _gather_arcs(net.cluster.paths, step.pids(net))
+        arcs_all.append(arcs)
+        src_all.append(step.src[flow])
+        step_all.append(np.full(len(arcs), k, dtype=np.int64))
+    if not arcs_all:
         return True
-    keys = np.unique(np.concatenate(pairs))
-    src, dst = np.divmod(keys, program.endpoints)
-    path_id = net.cluster.path_id
-    pids = np.fromiter((path_id(s, d) for s, d in zip(src.tolist(), dst.tolist(), strict=True)), np.int64, len(keys))
-    owner, arcs = _gather_arcs(net.cluster.paths, pids)
-    if not len(arcs):
-        return True
-    # each arc must belong to one pair only
+    arcs = np.concatenate(arcs_all)
+    src = np.concatenate(src_all)
+    steps = np.concatenate(step_all)
+    if len(np.unique(arcs * len(program.phases) + steps)) != len(arcs):
+        return False  # two messages of one step on one link direction
     first = np.full(net.cluster.num_arcs, -1, dtype=np.int64)
-    first[arcs] = owner
-    return bool((first[arcs] == owner).all())
+    first[arcs] = src
+    return bool((first[arcs] == src).all())
 
 
 def _isolated_times(step: Step, net: Network) -> np.ndarray:

@@ -22,6 +22,7 @@ message carries segments ``[lo, lo + width)`` with ``lo = off + scale * ((base +
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,13 +52,6 @@ class Step:
     endpoints: int
     combine: np.ndarray
     seg: np.ndarray  # (6, n): off, scale, base, stride, mod, width
-    out_count: np.ndarray = field(init=False, repr=False)
-    in_count: np.ndarray = field(init=False, repr=False)
-    reduce_at: np.ndarray = field(init=False, repr=False)
-    _order: np.ndarray = field(init=False, repr=False)
-    _ptr: np.ndarray = field(init=False, repr=False)
-    _in_order: np.ndarray = field(init=False, repr=False)
-    _in_ptr: np.ndarray = field(init=False, repr=False)
     _pids: dict[int, np.ndarray] = field(init=False, repr=False, default_factory=dict)
 
     @classmethod
@@ -94,15 +88,34 @@ class Step:
             raise ValueError("step: a (sender, receiver) pair may appear once per step")
         return cls(src, dst, size, red, endpoints, comb, segs)
 
-    def __post_init__(self) -> None:
-        e = self.endpoints
-        self.out_count = np.bincount(self.src, minlength=e).astype(np.int64)
-        self.in_count = np.bincount(self.dst, minlength=e).astype(np.int64)
-        self.reduce_at = np.bincount(self.dst, weights=self.reduce, minlength=e)
-        self._order = np.argsort(self.src, kind="stable")
-        self._ptr = np.concatenate(([0], np.cumsum(self.out_count)))
-        self._in_order = np.argsort(self.dst, kind="stable")
-        self._in_ptr = np.concatenate(([0], np.cumsum(self.in_count)))
+    # per-rank views, computed when first used (a step merged into a bigger one never needs them)
+    @functools.cached_property
+    def out_count(self) -> np.ndarray:
+        return np.bincount(self.src, minlength=self.endpoints).astype(np.int64)
+
+    @functools.cached_property
+    def in_count(self) -> np.ndarray:
+        return np.bincount(self.dst, minlength=self.endpoints).astype(np.int64)
+
+    @functools.cached_property
+    def reduce_at(self) -> np.ndarray:
+        return np.bincount(self.dst, weights=self.reduce, minlength=self.endpoints)
+
+    @functools.cached_property
+    def _order(self) -> np.ndarray:
+        return np.argsort(self.src, kind="stable")
+
+    @functools.cached_property
+    def _ptr(self) -> np.ndarray:
+        return np.concatenate(([0], np.cumsum(self.out_count)))
+
+    @functools.cached_property
+    def _in_order(self) -> np.ndarray:
+        return np.argsort(self.dst, kind="stable")
+
+    @functools.cached_property
+    def _in_ptr(self) -> np.ndarray:
+        return np.concatenate(([0], np.cumsum(self.in_count)))
 
     def __len__(self) -> int:
         return len(self.src)

@@ -161,7 +161,7 @@ def _simulate(
         executor = FastExecutor(net, program, gamma, cluster.compute_scale, alone=True)
         done = env.process(executor.run())
     else:
-        data = DataCheck(coll.name, p, algo.segments(p), root) if check else None
+        data = DataCheck(coll.name, p, algo.segments_for(p, cluster), root) if check else None
         job = Job(env, net, p, size, gamma=gamma, root=root, data=data)
         done = env.process(algo.run(job))
     env.run(until=done if until is None else env.any_of([done, env.timeout(until)]))

@@ -258,7 +258,7 @@ def simulate_iteration(
             # the fast path, without jumps: other buckets share the network
             yield env.process(FastExecutor(net, program, gamma, cluster.compute_scale).run())
         else:
-            data = DataCheck("allreduce", p, algo.segments(p)) if check else None
+            data = DataCheck("allreduce", p, algo.segments_for(p, cluster)) if check else None
             job = Job(env, net, p, sizes[k], gamma=gamma, data=data)
             jobs.append(job)
             yield env.process(algo.run(job))

@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (registers)
     double_binary_tree,
     flat,
     halving_doubling,
+    hierarchical,
     master_worker,
     pairwise,
     ps,

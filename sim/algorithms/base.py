@@ -60,6 +60,10 @@ class Algorithm(ABC):
         (False where it is only an approximation, e.g. p not a power of two for some schemes)."""
         return True
 
+    def segments_for(self, p: int, cluster: Any) -> int:
+        """:meth:`segments` on a given cluster (algorithms whose cut depends on the hosts override it)."""
+        return self.segments(p)
+
     def segments(self, p: int) -> int:
         """Number of buffer segments the data check tracks (per-rank buffer, or total for the
         gathering collectives)."""

@@ -24,7 +24,15 @@ from ..schema import Spec
 from .base import Algorithm
 from .registry import register
 
-__all__ = ["RingAllReduce", "ring_allgather", "ring_order", "ring_program", "ring_reduce_scatter", "ring_steps"]
+__all__ = [
+    "RingAllReduce",
+    "ring_allgather",
+    "ring_order",
+    "ring_program",
+    "ring_reduce_scatter",
+    "ring_steps",
+    "rings_steps",
+]
 
 
 def ring_reduce_scatter(
@@ -129,11 +137,26 @@ def ring_steps(
     In repetition k, ``order[i]`` sends chunk (i - k) mod q while reducing, chunk (i + 1 - k) mod q
     while gathering; chunk c is data-check segments ``[seg_off + seg_scale*c, ... + seg_width)``.
     """
-    src = np.asarray(order, dtype=np.int64)
-    q = len(src)
-    dst = np.roll(src, -1)
-    pos = np.arange(q)
-    common = dict(endpoints=endpoints, seg_stride=-1, seg_mod=q, seg_off=seg_off, seg_scale=seg_scale, seg_width=seg_width)
+    return rings_steps(np.asarray(order, dtype=np.int64)[None, :], chunk, endpoints, seg_off, seg_scale, seg_width)
+
+
+def rings_steps(
+    orders: np.ndarray,
+    chunk: float,
+    endpoints: int,
+    seg_off: int | np.ndarray = 0,
+    seg_scale: int = 1,
+    seg_width: int = 1,
+) -> tuple[Step, Step]:
+    """:func:`ring_steps` for many disjoint rings at once: ``orders[g]`` is ring g's order, and
+    ``seg_off`` may differ per ring (an array of one value per ring)."""
+    orders = np.asarray(orders, dtype=np.int64)
+    rings, q = orders.shape
+    src = orders.ravel()
+    dst = np.roll(orders, -1, axis=1).ravel()
+    pos = np.tile(np.arange(q), rings)
+    off = np.repeat(np.broadcast_to(np.asarray(seg_off, dtype=np.int64), (rings,)), q)
+    common = dict(endpoints=endpoints, seg_stride=-1, seg_mod=q, seg_off=off, seg_scale=seg_scale, seg_width=seg_width)
     return (
         Step.make(src, dst, chunk, chunk, seg=pos, **common),
         Step.make(src, dst, chunk, 0.0, seg=pos + 1, **common),
