@@ -87,6 +87,7 @@ class Router:
         self._out_w = weight[order].tolist()
         self._out_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_u, minlength=n)))).tolist()
         self._arc_w = weight.tolist()
+        self._unit = bool((weight == 1.0).all())  # hop counts: breadth-first search and short cuts
         inorder, inptr = _csr(arc_v, n)
         self._in_u = arc_u[inorder].tolist()
         self._in_w = weight[inorder].tolist()
@@ -155,6 +156,8 @@ class Router:
     def _ancestors(self, dst: int) -> tuple[dict[int, float], dict[int, list[tuple[int, int]]]]:
         """Nodes that reach ``dst`` by descending only, with their distance to it, and for each of them
         the descending arcs that lie on a shortest way down, as (head, arc) sorted by head."""
+        if self._unit:
+            return self._ancestors_bfs(dst)
         dist = {dst: 0.0}
         heap = [(0.0, dst)]
         above_u, above_w, above_ptr = self._above_u, self._above_w, self._above_ptr
@@ -178,6 +181,55 @@ class Router:
         for hops in down.values():
             hops.sort()
         return dist, down
+
+    def _ancestors_bfs(self, dst: int) -> tuple[dict[int, float], dict[int, list[tuple[int, int]]]]:
+        """:meth:`_ancestors` when every link counts one hop: breadth-first, one pass."""
+        above_u, above_arc, above_ptr = self._above_u, self._above_arc, self._above_ptr
+        dist: dict[int, float] = {dst: 0.0}
+        down: dict[int, list[tuple[int, int]]] = {}
+        frontier = [dst]
+        depth = 0.0
+        while frontier:
+            depth += 1.0
+            nxt = []
+            for v in frontier:
+                for k in range(above_ptr[v], above_ptr[v + 1]):
+                    u = above_u[k]
+                    du = dist.get(u)
+                    if du is None:
+                        dist[u] = depth
+                        nxt.append(u)
+                        down[u] = [(v, above_arc[k])]
+                    elif du == depth:
+                        down[u].append((v, above_arc[k]))
+            frontier = nxt
+        for hops in down.values():
+            if len(hops) > 1:
+                hops.sort()
+        return dist, down
+
+    def _short(self, src: int, dst: int) -> list[int] | None:
+        """The route when ``dst`` is one or two hops from ``src`` (unit weights): a direct link, or
+        the common neighbours (ECMP among them); None when it is farther."""
+        out_v, out_arc, out_ptr, endpoint_only = self._out_v, self._out_arc, self._out_ptr, self._endpoint_only
+        first = {}
+        for k in range(out_ptr[src], out_ptr[src + 1]):
+            v = out_v[k]
+            if v == dst:
+                return [out_arc[k]]
+            if not endpoint_only[v]:
+                first[v] = out_arc[k]
+        choices = []
+        for v, arc in first.items():
+            for k in range(out_ptr[v], out_ptr[v + 1]):
+                if out_v[k] == dst:
+                    choices.append((v, arc, out_arc[k]))
+                    break
+        if not choices:
+            return None
+        choices.sort()
+        _, a, b = choices[ecmp_hash(src, dst, 0) % len(choices)] if len(choices) > 1 else choices[0]
+        return [a, b]
 
     def _cached(self, dst: int) -> object:
         entry = self._cache.get(dst)
@@ -209,6 +261,10 @@ class Router:
         """Arc ids of the route from node ``src`` to node ``dst`` (empty when they are the same)."""
         if src == dst:
             return []
+        if self._unit:
+            short = self._short(src, dst)
+            if short is not None:
+                return short
         if self.mode == "updown":
             return self._route_updown(src, dst)
         dist = self._cached(dst)
