@@ -18,6 +18,7 @@ from sim.topology import BUILDERS, bundled_topologies, load_graph, summarize
 from sim.units import format_size, parse_size, parse_size_range
 
 from .cli import app
+from .progress import delayed_progress
 
 TopologyOpt = Annotated[
     str,
@@ -59,6 +60,20 @@ def simulate_cmd(
         bool, typer.Option("--check", "-c", help="Track every contribution; #wrong counts the ranks with wrong data.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per size instead of the table.")] = False,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            envvar="COLLSIM_ENGINE",
+            help="auto (the fast path where an algorithm has one), fast, or message (a flow per message).",
+        ),
+    ] = "auto",
+    progress: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--progress/--no-progress", help="Progress bar on stderr for runs over a second (default: on a terminal)."
+        ),
+    ] = None,
 ) -> None:
     """Simulate a collective and print nccl-tests' columns (or JSON lines)."""
     if size and sizes:
@@ -71,16 +86,32 @@ def simulate_cmd(
     if p > cluster.size:
         raise ConfigError(f"--ranks {p}: topology {cluster.name!r} has only {cluster.size} GPUs")
     algo.check(p, cluster)  # before the header: an algorithm that cannot run here is just an error line
+    if engine not in ("auto", "fast", "message"):
+        raise ConfigError(f"--engine: unknown engine {engine!r} (valid: auto, fast, message)")
     if not as_json:
         print(f"# collsim simulate: {coll.name} ({algo.spec}) on {cluster.name}, {p} ranks")
         print(f"# topology: {cluster.graph.graph.get('spec', topology)}")
         print("#")
         print(nccl_header())
     results = []
-    for nbytes in size_list:
-        r = simulate(cluster, coll.name, algo, nbytes, ranks=p, dtype=dtype, gamma=gamma, root=root, check=check)
-        results.append(r)
-        print(r.to_json() if as_json else nccl_row(r), flush=True)
+    with delayed_progress(len(size_list), f"{algo.spec}, {p} ranks", force=progress) as bar:
+        for nbytes in size_list:
+            bar.describe(f"{algo.spec}, {p} ranks, {format_size(nbytes)}")
+            r = simulate(
+                cluster,
+                coll.name,
+                algo,
+                nbytes,
+                ranks=p,
+                dtype=dtype,
+                gamma=gamma,
+                root=root,
+                check=check,
+                engine=engine,
+            )
+            results.append(r)
+            bar.advance()
+            print(r.to_json() if as_json else nccl_row(r), flush=True)
     if not as_json:
         avg = statistics.fmean(r.busbw_GBps for r in results)
         last = results[-1]

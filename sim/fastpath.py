@@ -141,9 +141,11 @@ class FastExecutor:
             self.early_count[ranks, slot] = 0
             self.early_last[ranks, slot] = -np.inf
             phases = self._phase_of(steps)
-            for k in np.unique(phases).tolist():
-                group = ranks if len(ranks) == 1 or (phases == k).all() else ranks[phases == k]
-                self._launch(self.steps[k], group)
+            if len(ranks) == 1 or phases.min() == phases.max():
+                self._launch(self.steps[int(phases[0])], ranks)
+            else:
+                for k in np.unique(phases).tolist():
+                    self._launch(self.steps[k], ranks[phases == k])
             idle = ranks[(self.send_left[ranks] == 0) & (self.recv_left[ranks] == 0)]
             ranks = self._complete(idle, now)
 
@@ -171,13 +173,15 @@ class FastExecutor:
         the ones that start their next step right now, or set a timer for the others."""
         if not len(ranks):
             return ranks
-        steps = self.step[ranks]
-        phases = self._phase_of(steps)
-        reduce = np.zeros(len(ranks))
-        for k in np.unique(phases).tolist():
-            sel = phases == k
-            reduce[sel] = self.steps[k].reduce_at[ranks[sel]]
-        finish = self.last[ranks] + self.gamma * self.scale[ranks] * reduce
+        if self.gamma > 0:
+            phases = self._phase_of(self.step[ranks])
+            reduce = np.zeros(len(ranks))
+            for k in np.unique(phases).tolist():
+                sel = phases == k
+                reduce[sel] = self.steps[k].reduce_at[ranks[sel]]
+            finish = self.last[ranks] + self.gamma * self.scale[ranks] * reduce
+        else:
+            finish = self.last[ranks]
         now_ready = finish <= now
         later = ~now_ready
         if later.any():
@@ -214,6 +218,9 @@ class FastExecutor:
 
     # ------------------------------------------------------------------ completions
     def _on_flows_done(self, slots: np.ndarray, now: float) -> None:
+        if len(slots) == 1:
+            self._one_flow_done(int(slots[0]), now)
+            return
         src = self.f_src[slots]
         dst = self.f_dst[slots]
         fstep = self.f_step[slots]
@@ -233,6 +240,27 @@ class FastExecutor:
         start_now = self._complete(ready, now)
         if len(start_now):
             self._begin(start_now, now)
+
+    def _one_flow_done(self, slot: int, now: float) -> None:
+        """:meth:`_on_flows_done` for one flow, in scalar operations (numpy's per-call cost dominates
+        when ranks have drifted apart and flows end one at a time)."""
+        src, dst, fstep = int(self.f_src[slot]), int(self.f_dst[slot]), int(self.f_step[slot])
+        send_left, recv_left, last = self.send_left, self.recv_left, self.last
+        send_left[src] -= 1
+        last[src] = now
+        touched = [src]
+        if self.step[dst] == fstep:
+            recv_left[dst] -= 1
+            last[dst] = now
+            if dst != src:
+                touched.append(dst)
+        else:  # the receiver has not reached this step (or is still reducing the previous one)
+            self._early(np.array([dst]), np.array([fstep]), now)
+        ready = [r for r in touched if send_left[r] == 0 and recv_left[r] == 0]
+        if ready:
+            start_now = self._complete(np.array(ready, dtype=np.int64), now)
+            if len(start_now):
+                self._begin(start_now, now)
 
     def _early(self, dst: np.ndarray, fstep: np.ndarray, now: float) -> None:
         """Messages that arrived before their receiver reached their step."""
@@ -254,7 +282,6 @@ class FastExecutor:
         count[ranks, future % new] = self.early_count[ranks, future % old]
         last[ranks, future % new] = self.early_last[ranks, future % old]
         self.early_count, self.early_last, self.window = count, last, new
-
 
     # ------------------------------------------------------------------ steady states
     def _after(self) -> None:
@@ -285,7 +312,12 @@ class FastExecutor:
             if periods < 1 or delta <= 0:
                 return
             self._misses = 0
-            self._jump(periods * period, periods * delta, (snap.path_bytes - prev.path_bytes) * periods, (snap.flows - prev.flows) * periods)
+            self._jump(
+                periods * period,
+                periods * delta,
+                (snap.path_bytes - prev.path_bytes) * periods,
+                (snap.flows - prev.flows) * periods,
+            )
             return
         self._misses += 1
 
@@ -406,4 +438,3 @@ def run_program(
     executor = FastExecutor(net, program, gamma, compute_scale)
     env.process(executor.run())
     return executor
-

@@ -220,7 +220,10 @@ def run_messages(job: Any, program: StepProgram) -> Generator[Any, Any, None]:
                 if not sends and not recvs:
                     s += times - k
                     break
-                sent = [job.send(r, int(step.dst[m]), float(step.nbytes[m]), data.take(r, step.segments(m, k)), s) for m in sends]
+                sent = [
+                    job.send(r, int(step.dst[m]), float(step.nbytes[m]), data.take(r, step.segments(m, k)), s)
+                    for m in sends
+                ]
                 got = []
                 for m in recvs:
                     got.append((m, (yield job.recv(r, int(step.src[m]), s))))

@@ -16,7 +16,11 @@ OUTERS = ["ring", "tree", "halving-doubling"]
 @pytest.mark.parametrize("outer", OUTERS)
 @pytest.mark.parametrize(
     "graph",
-    [dgx(hosts=4, gpus_per_host=4), dgx(hosts=3, gpus_per_host=2), star(5, "100Gbps", "1us", gpus_per_host=3, intra_bandwidth="300GB/s")],
+    [
+        dgx(hosts=4, gpus_per_host=4),
+        dgx(hosts=3, gpus_per_host=2),
+        star(5, "100Gbps", "1us", gpus_per_host=3, intra_bandwidth="300GB/s"),
+    ],
     ids=["dgx-4x4", "dgx-3x2", "star-5x3"],
 )
 def test_every_contribution_exactly_once(graph, outer):

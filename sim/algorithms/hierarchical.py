@@ -79,7 +79,9 @@ def halving_doubling_program(order: list[int], nbytes: float, endpoints: int, se
     block = nbytes / q
     everything = dict(endpoints=endpoints, seg=seg_off, seg_width=q)
     fold_in = (
-        Step.make([full[2 * i] for i in range(extra)], [full[2 * i + 1] for i in range(extra)], nbytes, nbytes, **everything)
+        Step.make(
+            [full[2 * i] for i in range(extra)], [full[2 * i + 1] for i in range(extra)], nbytes, nbytes, **everything
+        )
         if extra
         else None
     )
@@ -124,9 +126,7 @@ def halving_doubling_program(order: list[int], nbytes: float, endpoints: int, se
     return StepProgram(endpoints, tuple(phases))
 
 
-def tree_program(
-    order: list[int], nbytes: float, endpoints: int, seg_off: int = 0, seg_width: int = 1
-) -> StepProgram:
+def tree_program(order: list[int], nbytes: float, endpoints: int, seg_off: int = 0, seg_width: int = 1) -> StepProgram:
     """A binary heap tree over ``order`` (root ``order[0]``, children of position j at 2j+1, 2j+2):
     reduce up one level per step, then broadcast down one level per step; unpipelined. Every message
     carries the whole buffer, data-check segments ``[seg_off, seg_off + seg_width)``."""
@@ -210,7 +210,9 @@ class Hierarchical(Algorithm):
             o_rs, o_ag = rings_steps(rails, chunk / h, p, seg_off=np.arange(g) * hs)
             outer = StepProgram(p, ((o_rs, h - 1), (o_ag, h - 1)))
         else:
-            outer = merge([_outer_program(self.options.outer, rails[c].tolist(), chunk, p, c * hs) for c in range(g)], p)
+            outer = merge(
+                [_outer_program(self.options.outer, rails[c].tolist(), chunk, p, c * hs) for c in range(g)], p
+            )
         return concat(rs, outer, ag)
 
     def run(self, job: Job) -> Generator[Any, Any, None]:
