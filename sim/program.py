@@ -227,7 +227,7 @@ def run_messages(job: Any, program: StepProgram) -> Generator[Any, Any, None]:
                 got = []
                 for m in recvs:
                     got.append((m, (yield job.recv(r, int(step.src[m]), s))))
-                for event in sent:
+                for event in sent:  # noqa: UP028 - SimPy sends into the generator; a list iterator cannot take it
                     yield event
                 for m, payload in got:
                     if step.combine[m]:
