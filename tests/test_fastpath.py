@@ -48,7 +48,7 @@ def test_ring_has_a_fast_path():
     assert ("allreduce", "ring") in FAST
 
 
-def interleaved_racks():
+def interleaved_racks(hosts_per_rack=3, uplink=12.5e9):
     """Two racks whose ranks alternate (r0h0, r1h0, r0h1, ...): every ring hop crosses the uplinks,
     so ring messages contend there."""
     from sim.topology import ClusterBuilder
@@ -57,11 +57,11 @@ def interleaved_racks():
     for sw in ("tor0", "tor1", "core"):
         b.add_switch(sw)
     for r in range(2):
-        for h in range(3):
+        for h in range(hosts_per_rack):
             b.add_host(f"r{r}h{h}")
             b.add_link(f"r{r}h{h}", f"tor{r}", bandwidth=12.5e9, latency=1e-6)
-        b.add_link(f"tor{r}", "core", bandwidth=12.5e9, latency=1e-6)
-    return b.build([f"r{r}h{h}" for h in range(3) for r in range(2)])
+        b.add_link(f"tor{r}", "core", bandwidth=uplink, latency=1e-6)
+    return b.build([f"r{r}h{h}" for h in range(hosts_per_rack) for r in range(2)])
 
 
 TOPOLOGIES = {
