@@ -252,6 +252,10 @@ class Job:
         if self.gamma > 0 and nbytes > 0:
             yield self.compute(rank, nbytes * self.gamma)
 
+    def pending_receives(self) -> int:
+        """Receives posted that no message has matched (a deadlock leaves some)."""
+        return sum(len(q) for q in self._waiting.values())
+
     def pending_messages(self) -> int:
         """Messages delivered that nobody received (a correct algorithm leaves none)."""
         return sum(len(q) for q in self._mail.values())

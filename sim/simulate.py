@@ -164,7 +164,16 @@ def _simulate(
         data = DataCheck(coll.name, p, algo.segments_for(p, cluster), root) if check else None
         job = Job(env, net, p, size, gamma=gamma, root=root, data=data)
         done = env.process(algo.run(job))
-    env.run(until=done if until is None else env.any_of([done, env.timeout(until)]))
+    try:
+        env.run(until=done if until is None else env.any_of([done, env.timeout(until)]))
+    except RuntimeError as exc:
+        if "No scheduled events left" not in str(exc):
+            raise
+        waiting = job.pending_receives() if job is not None else 0
+        raise RunError(
+            f"{coll.name} {algo.spec} deadlocked at t={env.now:.6g} s: nothing left to happen but "
+            f"{waiting} receive(s) still waiting (a message that is never sent?)"
+        ) from None
     if not done.triggered:
         raise RunError(f"{coll.name} {algo.spec} did not finish within {until} simulated seconds")
     if job is not None and job.pending_messages():

@@ -204,3 +204,28 @@ def test_link_bytes_account_every_arc():
     assert net.arc_bytes.sum() == pytest.approx(2 * 4e6)  # each flow crosses two arcs
     into_h2 = cl.arc_id("sw0", "h2")
     assert net.arc_bytes[into_h2] == pytest.approx(4e6)
+
+
+def test_a_deadlocked_algorithm_is_one_clear_error():
+    """A rank waiting for a message nobody sends ends the run with RunError, not SimPy's RuntimeError."""
+    from sim.algorithms import register
+    from sim.algorithms.base import Algorithm
+    from sim.algorithms.registry import _REGISTRY
+    from sim.errors import RunError
+    from sim.simulate import simulate
+
+    class Stuck(Algorithm):
+        name, collective = "stuck-test", "allreduce"
+
+        def run(self, job):
+            yield job.recv(0, 1)
+
+        def cost(self, p, n, alpha, beta, gamma=0.0):
+            return 0.0
+
+    register(Stuck)
+    try:
+        with pytest.raises(RunError, match="deadlocked at t=0 s: .* 1 receive"):
+            simulate(star(2, 1e9), "allreduce", "stuck-test", 1e6)
+    finally:
+        del _REGISTRY[("allreduce", "stuck-test")]
