@@ -80,11 +80,12 @@ def measure(ctx: SizeRun, algo: RealAlgorithm, lay: Layout, size_index: int) -> 
             barrier(ctx.device)
         if ctx.check:
             bufs.reset()
+        ctx.slot.update(IDLE, size_bytes=lay.size_bytes, iteration=it)
         if ctx.fault is not None:
             ctx.fault.maybe_fire(comm.rank, size_index, lay.size_bytes, it)
         label = f"iteration {it - ctx.warmup + 1} of {ctx.iters}" if timed else f"warm-up {it + 1} of {ctx.warmup}"
         comm.where = f"{what}, {label}"
-        ctx.slot.update(IN_COLLECTIVE, size_bytes=lay.size_bytes, iteration=it)
+        ctx.slot.update(IN_COLLECTIVE)
         ctx.sync()
         start = time.perf_counter()
         run()

@@ -18,6 +18,7 @@ import torch.distributed as dist
 
 from sim.errors import RunError
 
+from .device import library_message
 from .schedule import Transfer
 from .status import PEER_CLOSED, PEER_TIMEOUT
 
@@ -49,8 +50,7 @@ def describe_failure(rank: int, where: str, peer: int | None, exc: BaseException
         limit = f" after {timeout:g} s" if timeout else ""
         what = f"timed out{limit} waiting for {who} (it may have hung or died)"
     else:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        what = f"lost {who}: {first}"
+        what = f"lost {who}: {library_message(exc)}"
     return f"rank {rank}: {where}: {what}"
 
 

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import socket
 
 from sim.errors import ConfigError, RunError
 
 from .env import RankEnv
 
-__all__ = ["init_process_group", "interface_of", "resolve"]
+__all__ = ["init_process_group", "interface_of", "library_message", "resolve"]
+
+_SOURCE = re.compile(r"^\[[^\]]*:\d+\]\s*")
 
 
 def resolve(
@@ -118,5 +121,18 @@ def rendezvous_error(env: RankEnv, exc: BaseException, timeout: float) -> str:
             f"rank {env.rank}: the {env.world_size} ranks did not all join at {where} within {timeout:g} s "
             f"(a rank did not start, or WORLD_SIZE is wrong)"
         )
-    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-    return f"rank {env.rank}: joining the process group at {where} failed: {first}"
+    return f"rank {env.rank}: joining the process group at {where} failed: {library_message(exc)}"
+
+
+def library_message(exc: BaseException) -> str:
+    """The gist of a torch/gloo error: its first line without the source location and the advice.
+
+    >>> library_message(RuntimeError("[/x/gloo/pair.cc:553] Connection closed by peer [127.0.0.1]:5556. This is "
+    ...                              "typically caused by a remote worker crashing."))
+    'Connection closed by peer [127.0.0.1]:5556'
+    """
+    text = str(exc).strip()
+    if not text:
+        return type(exc).__name__
+    first = _SOURCE.sub("", text.splitlines()[0])
+    return first.split(". ")[0].rstrip(".")

@@ -288,6 +288,7 @@ def launch(
             message = _watch(procs, board, job)
         except KeyboardInterrupt:
             _stop(procs, groups)
+            print(f"collsim: interrupted: stopped the {len(procs)} rank(s)", file=err, flush=True)
             raise
         finally:
             if any(p.poll() is None for p in procs):

@@ -243,6 +243,9 @@ def rank_main(body: Callable[[Sequence[str], RankEnv, RankSlot | NullSlot], int]
     2 for bad input, 1 for a failed run (then leaving at once: gloo would wait on peers that are gone),
     130 for Ctrl-C."""
     _die_with_parent()
+    # every failure is reported as one line of ours; torch's C++ log would add pages of stack traces
+    # (set TORCH_CPP_LOG_LEVEL=WARNING to see them)
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
     slot: RankSlot | NullSlot = NullSlot()
     try:
         env = rank_env(os.environ)
