@@ -18,7 +18,7 @@ import torch.distributed as dist
 
 from .algorithms import RealAlgorithm, Task
 from .comm import PeerError, TorchComm, classify, describe_failure
-from .data import make_buffers
+from .data import Buffers, make_buffers
 from .faults import Fault
 from .layout import Layout
 from .status import IDLE, IN_COLLECTIVE, NullSlot, RankSlot
@@ -65,11 +65,15 @@ def _guarded(run: Callable[[], None], comm: TorchComm) -> Callable[[], None]:
     return call
 
 
-def measure(ctx: SizeRun, algo: RealAlgorithm, lay: Layout, size_index: int) -> tuple[list[float], int | None]:
+def measure(
+    ctx: SizeRun, algo: RealAlgorithm, lay: Layout, size_index: int, bufs: Buffers | None = None
+) -> tuple[list[float], int | None]:
     """Run ``algo`` on ``lay`` and return (per-iteration times of the slowest rank, wrong elements over
-    all ranks -- None without the check). Every rank returns the same."""
+    all ranks -- None without the check). Every rank returns the same. ``bufs`` (from
+    :func:`~validate.data.make_buffers`) may be reused across calls."""
     comm = ctx.comm
-    bufs = make_buffers(lay, comm.rank, ctx.root, ctx.device)
+    if bufs is None:
+        bufs = make_buffers(lay, comm.rank, ctx.root, ctx.device, check=ctx.check)
     run = _guarded(algo.plan(Task(comm, bufs.inp, bufs.out, ctx.root, ctx.gpus_per_host)), comm)
     times = torch.zeros(ctx.iters, dtype=torch.float64)
     wrong = 0

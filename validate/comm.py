@@ -7,6 +7,7 @@ that peer timed out or closed the connection, and what was running (``comm.where
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -16,15 +17,17 @@ from typing import Any, TypeVar
 import torch
 import torch.distributed as dist
 
-from sim.errors import RunError
+from sim.errors import ConfigError, RunError
 
 from .device import library_message
-from .schedule import Transfer
+from .schedule import Local, Transfer
 from .status import PEER_CLOSED, PEER_TIMEOUT
 
 __all__ = ["Message", "PeerError", "ThreadComm", "ThreadWorld", "TorchComm", "classify"]
 
 T = TypeVar("T")
+#: environment variable that picks how TorchComm posts a step: ``batch`` or ``each``
+P2P_VAR = "COLLSIM_VALIDATE_P2P"
 
 
 class PeerError(RunError):
@@ -59,7 +62,8 @@ class TorchComm:
 
     gloo: every operation is an ``isend``/``irecv`` of its own (gloo has no coalescing, so
     ``batch_isend_irecv`` would do the same with more Python). NCCL: one ``batch_isend_irecv`` group per
-    step, which NCCL needs to post a ring's send and receive together.
+    step, which NCCL needs to post a ring's send and receive together. ``COLLSIM_VALIDATE_P2P=batch``
+    (or ``each``) forces one way or the other -- how the tests run NCCL's path on gloo.
     """
 
     def __init__(self, rank: int, size: int, backend: str, timeout: float | None = None) -> None:
@@ -68,29 +72,58 @@ class TorchComm:
         self.backend = backend
         self.timeout = timeout
         self.where = "collective"
-        self.batched = backend != "gloo"
+        mode = os.environ.get(P2P_VAR, "").strip().lower()
+        if mode not in ("", "batch", "each"):
+            raise ConfigError(f"{P2P_VAR}={mode!r}: expected batch or each")
+        self.batched = mode == "batch" or (not mode and backend != "gloo")
 
-    def exchange(self, sends: Sequence[Transfer], recvs: Sequence[Transfer]) -> None:
-        live_recvs = [op for op in recvs if op[0].numel()]
+    def post_recvs(self, recvs: Sequence[Transfer]) -> list[Any] | None:
+        """Post ``recvs`` now (gloo only: NCCL keeps each step one group); the token goes to :meth:`start`."""
+        if self.batched:
+            return None
+        return [dist.irecv(t, p, tag=tag) if t.numel() else None for t, p, tag in recvs]
+
+    def start(self, sends: Sequence[Transfer], recvs: Sequence[Transfer], early: list[Any] | None = None) -> Any:
+        """Post a step's messages (its receives may have been posted already: ``early``)."""
         live_sends = [op for op in sends if op[0].numel()]
         if self.batched:
             # NCCL ignores tags and matches messages between two ranks in posting order: sort both ends
-            live_recvs.sort(key=lambda op: (op[1], op[2]))
+            order = sorted((i for i, op in enumerate(recvs) if op[0].numel()), key=lambda i: recvs[i][1:])
             live_sends.sort(key=lambda op: (op[1], op[2]))
-            ops = [dist.P2POp(dist.irecv, t, p, tag=tag) for t, p, tag in live_recvs]
-            ops += [dist.P2POp(dist.isend, t, p, tag=tag) for t, p, tag in live_sends]
-            works = dist.batch_isend_irecv(ops) if ops else []
+            p2p = [dist.P2POp(dist.irecv, *recvs[i][:2], tag=recvs[i][2]) for i in order]
+            p2p += [dist.P2POp(dist.isend, t, p, tag=tag) for t, p, tag in live_sends]
+            works = dist.batch_isend_irecv(p2p) if p2p else []
+            recv_works: list[Any] = [None] * len(recvs)
+            for i, work in zip(order, works, strict=False):
+                recv_works[i] = work
+            send_works = works[len(order) :]
         else:
-            works = [dist.irecv(t, p, tag=tag) for t, p, tag in live_recvs]
-            works += [dist.isend(t, p, tag=tag) for t, p, tag in live_sends]
-        peers = [op[1] for op in live_recvs] + [op[1] for op in live_sends]
-        for work, peer in zip(works, peers, strict=True):
-            try:
-                work.wait()
-            except (RuntimeError, dist.DistError) as exc:
-                raise PeerError(
-                    describe_failure(self.rank, self.where, peer, exc, self.timeout), peer=peer, kind=classify(exc)
-                ) from exc
+            recv_works = early if early is not None else self.post_recvs(recvs) or []
+            send_works = [dist.isend(t, p, tag=tag) for t, p, tag in live_sends]
+        return recv_works, [op[1] for op in recvs], send_works, [op[1] for op in live_sends]
+
+    def finish(self, posted: Any, each: Sequence[Local | None] = ()) -> None:
+        """Wait for a step's receives, in order (running ``each[i]`` as receive ``i`` completes), then
+        for its sends."""
+        recv_works, recv_peers, send_works, send_peers = posted
+        thens = list(each) or [None] * len(recv_works)
+        for work, peer, then in zip(recv_works, recv_peers, thens, strict=True):
+            if work is not None:
+                self._wait(work, peer)
+            if then is not None:
+                then()
+        for work, peer in zip(send_works, send_peers, strict=True):
+            self._wait(work, peer)
+
+    def _wait(self, work: Any, peer: int) -> None:
+        try:
+            work.wait()
+        except (RuntimeError, dist.DistError) as exc:
+            message = describe_failure(self.rank, self.where, peer, exc, self.timeout)
+            raise PeerError(message, peer=peer, kind=classify(exc)) from exc
+
+    def exchange(self, sends: Sequence[Transfer], recvs: Sequence[Transfer], each: Sequence[Local | None] = ()) -> None:
+        self.finish(self.start(sends, recvs), each)
 
 
 @dataclass(frozen=True)
@@ -170,28 +203,47 @@ class ThreadComm:
         self.size = world.size
         self.where = "collective"
 
-    def exchange(self, sends: Sequence[Transfer], recvs: Sequence[Transfer]) -> None:
+    def post_recvs(self, recvs: Sequence[Transfer]) -> None:
+        return None  # mailboxes need no posting
+
+    def start(self, sends: Sequence[Transfer], recvs: Sequence[Transfer], early: Any = None) -> Any:
+        sent = []
         for tensor, peer, tag in sends:
             if tensor.numel():
                 self.world.record(Message(self.rank, peer, tensor.numel() * tensor.element_size(), tag))
-                self.world.box(self.rank, peer, tag).put(tensor.clone())
-        for tensor, peer, tag in recvs:
-            if not tensor.numel():
-                continue
-            try:
-                got = self.world.box(peer, self.rank, tag).get(timeout=self.world.timeout)
-            except queue.Empty:
-                exc = TimeoutError(f"timed out waiting for tag {tag}")
-                raise PeerError(
-                    describe_failure(self.rank, self.where, peer, exc, self.world.timeout),
-                    peer=peer,
-                    kind=PEER_TIMEOUT,
-                ) from None
-            if got.numel() != tensor.numel():
-                raise PeerError(
-                    f"rank {self.rank}: {self.where}: rank {peer} sent {got.numel()} elements with tag {tag}, "
-                    f"expected {tensor.numel()}",
-                    peer=peer,
-                    kind=PEER_CLOSED,
-                )
-            tensor.copy_(got)
+                copy = tensor.clone()
+                self.world.box(self.rank, peer, tag).put(copy)
+                sent.append((tensor, copy, peer))
+        return recvs, sent
+
+    def finish(self, posted: Any, each: Sequence[Local | None] = ()) -> None:
+        recvs, sent = posted
+        for (tensor, peer, tag), then in zip(recvs, list(each) or [None] * len(recvs), strict=True):
+            if tensor.numel():
+                self._receive(tensor, peer, tag)
+            if then is not None:
+                then()
+        # a real send may still be reading its buffer until the step ends: nothing may change it
+        for tensor, copy, peer in sent:
+            if not torch.equal(tensor, copy):
+                raise RunError(f"rank {self.rank}: {self.where}: the step changed a buffer while sending it to {peer}")
+
+    def exchange(self, sends: Sequence[Transfer], recvs: Sequence[Transfer], each: Sequence[Local | None] = ()) -> None:
+        self.finish(self.start(sends, recvs), each)
+
+    def _receive(self, tensor: torch.Tensor, peer: int, tag: int) -> None:
+        try:
+            got = self.world.box(peer, self.rank, tag).get(timeout=self.world.timeout)
+        except queue.Empty:
+            exc = TimeoutError(f"timed out waiting for tag {tag}")
+            raise PeerError(
+                describe_failure(self.rank, self.where, peer, exc, self.world.timeout), peer=peer, kind=PEER_TIMEOUT
+            ) from None
+        if got.numel() != tensor.numel():
+            raise PeerError(
+                f"rank {self.rank}: {self.where}: rank {peer} sent {got.numel()} elements with tag {tag}, "
+                f"expected {tensor.numel()}",
+                peer=peer,
+                kind=PEER_CLOSED,
+            )
+        tensor.copy_(got)

@@ -28,6 +28,7 @@ __all__ = ["Case", "cases", "main"]
 
 #: option sets run besides each algorithm's defaults
 VARIANTS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("allreduce", "ring"): ("ring:segment=64",),
     ("allreduce", "tree"): ("tree:chunks=4",),
     ("allreduce", "double-binary-tree"): ("double-binary-tree:chunks=3",),
     ("allreduce", "ps"): ("ps:shards=2",),

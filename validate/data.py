@@ -11,6 +11,7 @@ over ranks, as nccl-tests counts them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -93,8 +94,10 @@ class Buffers:
         return int((self.out != self.expected).sum().item())
 
 
-def make_buffers(lay: Layout, rank: int, root: int, device: str | torch.device = "cpu") -> Buffers:
-    """Filled buffers of ``lay`` for ``rank`` (expected results too, for the check)."""
+def make_buffers(
+    lay: Layout, rank: int, root: int, device: str | torch.device = "cpu", *, check: bool = True
+) -> Buffers:
+    """Filled buffers of ``lay`` for ``rank``, with the expected result unless ``check`` is False."""
     dtype = torch_dtype(lay.dtype)
     p, count, block, coll = lay.ranks, lay.count, lay.block, lay.collective
     m = modulus(dtype, p, coll in ("allreduce", "reduce", "reducescatter"))
@@ -102,6 +105,9 @@ def make_buffers(lay: Layout, rank: int, root: int, device: str | torch.device =
 
     def cast(t: torch.Tensor) -> torch.Tensor:
         return t.to(dtype=dtype, device=device)
+
+    def want(make: Callable[[], torch.Tensor], here: bool = True) -> torch.Tensor | None:
+        return cast(make()) if check and here else None
 
     def filled(n: int) -> torch.Tensor:
         return torch.full((n,), sentinel, dtype=dtype, device=device)
@@ -111,32 +117,31 @@ def make_buffers(lay: Layout, rank: int, root: int, device: str | torch.device =
     if coll in _IN_PLACE:
         if coll == "broadcast":
             start = cast(pattern(root, count, m)) if rank == root else filled(count)
-            expected = cast(pattern(root, count, m))
+            expected = want(lambda: pattern(root, count, m))
         else:
             start = cast(pattern(rank, count, m))
-            total = sum(pattern(r, count, m) for r in range(p))
-            expected = cast(total) if (coll == "allreduce" or rank == root) else None
+            expected = want(lambda: sum(pattern(r, count, m) for r in range(p)), coll == "allreduce" or rank == root)
         buf = start.clone()
         return Buffers(buf, buf, start, expected)
     if coll in ("allgather", "gather"):
         inp = cast(pattern(rank, block, m))
         at_root = coll == "allgather" or rank == root
         out = filled(count) if at_root else empty
-        expected = cast(torch.cat([pattern(b, block, m) for b in range(p)])) if at_root else None
+        expected = want(lambda: torch.cat([pattern(b, block, m) for b in range(p)]), at_root)
     elif coll == "scatter":
         inp = cast(torch.cat([pattern(b, block, m) for b in range(p)])) if rank == root else empty
-        out, expected = filled(block), cast(pattern(rank, block, m))
+        out, expected = filled(block), want(lambda: pattern(rank, block, m))
     elif coll == "reducescatter":
         inp = cast(pattern(rank, count, m))
         out = filled(block)
-        expected = cast(sum(pattern(r, block, m, offset=rank * block) for r in range(p)))
+        expected = want(lambda: sum(pattern(r, block, m, offset=rank * block) for r in range(p)))
     elif coll == "alltoall":
         inp = cast(torch.cat([pattern(rank * p + d, block, m) for d in range(p)]))
         out = filled(count)
-        expected = cast(torch.cat([pattern(s * p + rank, block, m) for s in range(p)]))
+        expected = want(lambda: torch.cat([pattern(s * p + rank, block, m) for s in range(p)]))
     elif coll == "sendrecv":
         inp, out = cast(pattern(rank, count, m)), filled(count)
-        expected = cast(pattern((rank - 1) % p, count, m))
+        expected = want(lambda: pattern((rank - 1) % p, count, m))
     else:  # pragma: no cover  (sim.collectives lists no other)
         raise ConfigError(f"no buffers defined for {coll!r}")
     return Buffers(inp, out, out.clone() if out.numel() else None, expected)

@@ -139,7 +139,8 @@ def diagnose(
         assert code is not None
         also = f" (and rank(s) {', '.join(map(str, died[1:]))})" if len(died) > 1 else ""
         return f"rank {r} {_exit_text(code)} during {_where(slots[r], what, warmup)}{also}; stopped the other ranks"
-    alive = [r for r, c in enumerate(codes) if c is None]
+    finishing = {s.rank for s in slots if s.state == DONE} | set(wrong)
+    alive = [r for r, c in enumerate(codes) if c is None and r not in finishing]
     if alive:
 
         def progress(r: int) -> tuple[int, int, int, float]:
@@ -217,7 +218,8 @@ def _validate_up_front(opts: RunnerOptions, ranks: int) -> None:
 
 @dataclass(frozen=True)
 class Job:
-    """What the launcher runs and how it names it: ``python -m <module> *argv``."""
+    """What the launcher runs and how it names it: ``python -m <module> *argv`` (or ``python <module>
+    *argv`` when ``module`` is the path of a script)."""
 
     module: str
     argv: tuple[str, ...]
@@ -262,7 +264,8 @@ def launch(
         _check_port(master_port)
         port = master_port
     out, err = stdout or sys.stdout, stderr or sys.stderr
-    command = [sys.executable, "-m", job.module, *job.argv]
+    entry = [job.module] if job.module.endswith(".py") else ["-m", job.module]
+    command = [sys.executable, *entry, *job.argv]
     with tempfile.TemporaryDirectory(prefix="collsim-validate-") as tmp, _sigterm_as_interrupt():
         board = create_board(os.path.join(tmp, "board"), ranks)
         procs: list[subprocess.Popen[bytes]] = []
@@ -336,6 +339,11 @@ def _watch(procs: Sequence[subprocess.Popen[bytes]], board: str, job: Job) -> st
         if all(s.state in (FAILED, DONE) or procs[s.rank].poll() is not None for s in slots):
             break
         time.sleep(_POLL)
+    slots = read_board(board, n)
+    if all(s.state in (FAILED, DONE) for s in slots):  # every rank is on its way out: let them finish
+        deadline = time.monotonic() + REPORT_GRACE
+        while time.monotonic() < deadline and any(p.poll() is None for p in procs):
+            time.sleep(_POLL)
     codes = [p.poll() for p in procs]
     slots = read_board(board, n)
     return diagnose(slots, codes, job.what, job.warmup, time.monotonic())

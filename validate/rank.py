@@ -45,17 +45,29 @@ def _die_with_parent() -> None:
 
 
 def gpus_per_host(opts: RunnerOptions, ranks: int) -> int:
-    """``--gpus-per-host``, else the GPUs per host of ``--topology`` (when every host has as many), else 1."""
+    """``--gpus-per-host``, else the GPUs per host of ``--topology`` (when every host has as many), else 1.
+
+    ``--topology`` may also be just a label (a cluster the simulator does not know): that is an error only
+    for ``hierarchical``, which needs the grouping.
+    """
     if opts.gpus_per_host is not None:
         return opts.gpus_per_host
     if not opts.topology:
         return 1
+    from sim.algorithms.registry import parse_algorithm_spec
     from sim.topology import hosts_of, load_graph
 
-    graph = load_graph(opts.topology)
-    per_host = {len(gpus) for gpus in hosts_of(graph).values()}
+    needed = parse_algorithm_spec(opts.algorithm)[0] == "hierarchical"
+    try:
+        per_host = {len(gpus) for gpus in hosts_of(load_graph(opts.topology)).values()}
+    except (CollsimError, OSError) as exc:
+        if needed:
+            raise ConfigError(f"--topology {opts.topology}: {exc} (or give --gpus-per-host)") from None
+        return 1
     if len(per_host) != 1:
-        raise ConfigError(f"--topology {opts.topology}: hosts hold different numbers of GPUs; give --gpus-per-host")
+        if needed:
+            raise ConfigError(f"--topology {opts.topology}: hosts hold different numbers of GPUs; give --gpus-per-host")
+        return 1
     return per_host.pop()
 
 
