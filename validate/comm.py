@@ -28,6 +28,8 @@ __all__ = ["Message", "PeerError", "ThreadComm", "ThreadWorld", "TorchComm", "cl
 T = TypeVar("T")
 #: environment variable that picks how TorchComm posts a step: ``batch`` or ``each``
 P2P_VAR = "COLLSIM_VALIDATE_P2P"
+#: set to 0 to post every receive only when its step starts (for measuring what early posting buys)
+EARLY_VAR = "COLLSIM_VALIDATE_EARLY"
 
 
 class PeerError(RunError):
@@ -63,7 +65,9 @@ class TorchComm:
     gloo: every operation is an ``isend``/``irecv`` of its own (gloo has no coalescing, so
     ``batch_isend_irecv`` would do the same with more Python). NCCL: one ``batch_isend_irecv`` group per
     step, which NCCL needs to post a ring's send and receive together. ``COLLSIM_VALIDATE_P2P=batch``
-    (or ``each``) forces one way or the other -- how the tests run NCCL's path on gloo.
+    (or ``each``) forces one way or the other -- how the tests run NCCL's path on gloo. On gloo a step's
+    receives are posted while the step before it runs, where their buffers are free
+    (``COLLSIM_VALIDATE_EARLY=0`` turns that off).
     """
 
     def __init__(self, rank: int, size: int, backend: str, timeout: float | None = None) -> None:
@@ -76,11 +80,16 @@ class TorchComm:
         if mode not in ("", "batch", "each"):
             raise ConfigError(f"{P2P_VAR}={mode!r}: expected batch or each")
         self.batched = mode == "batch" or (not mode and backend != "gloo")
+        self.early = os.environ.get(EARLY_VAR, "1").strip().lower() not in ("0", "no", "off", "false")
 
     def post_recvs(self, recvs: Sequence[Transfer]) -> list[Any] | None:
         """Post ``recvs`` now (gloo only: NCCL keeps each step one group); the token goes to :meth:`start`."""
-        if self.batched:
+        if self.batched or not self.early:
             return None
+        return self._post_recvs(recvs)
+
+    @staticmethod
+    def _post_recvs(recvs: Sequence[Transfer]) -> list[Any]:
         return [dist.irecv(t, p, tag=tag) if t.numel() else None for t, p, tag in recvs]
 
     def start(self, sends: Sequence[Transfer], recvs: Sequence[Transfer], early: list[Any] | None = None) -> Any:
@@ -98,7 +107,7 @@ class TorchComm:
                 recv_works[i] = work
             send_works = works[len(order) :]
         else:
-            recv_works = early if early is not None else self.post_recvs(recvs) or []
+            recv_works = early if early is not None else self._post_recvs(recvs)
             send_works = [dist.isend(t, p, tag=tag) for t, p, tag in live_sends]
         return recv_works, [op[1] for op in recvs], send_works, [op[1] for op in live_sends]
 
