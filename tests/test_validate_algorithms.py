@@ -82,7 +82,7 @@ def test_every_algorithm_is_exact_on_awkward_sizes(coll, spec, p):
 
 
 def test_algorithms_refuse_what_they_cannot_run():
-    assert not applicable("allgather", "recursive-doubling", 3)
+    assert applicable("allgather", "recursive-doubling", 3)  # folded, as MPICH does
     assert not applicable("allreduce", "ps:shards=2", 1)
     assert not applicable("allreduce", "hierarchical", 6, 4)
     with pytest.raises(AlgorithmError, match="placement=colocated"):
@@ -159,13 +159,13 @@ def test_an_unanswered_receive_names_the_peer():
     assert info.value.peer == 1
 
 
-def test_tree_takes_2d_plus_k_minus_1_rounds():
-    # heap tree on 7 ranks has depth d = 2; the root's leaves are two levels down
+def test_tree_reduces_every_piece_up_then_broadcasts_it_down():
     for chunks in (1, 4):
         _, trace = run_case("allreduce", f"tree:chunks={chunks}", 7, 64, iterations=1)
-        rounds = {m.tag for m in trace}
-        assert max(rounds) + 1 == 2 * 2 + chunks - 1
         assert len(trace) == 2 * 6 * chunks  # every edge carries every piece up and down
+        up = [m for m in trace if m.tag < chunks]
+        assert len(up) == 6 * chunks and all(m.dst == (m.src - 1) // 2 for m in up)
+        assert {m.tag for m in trace} == set(range(2 * chunks))
 
 
 def test_trees_have_the_documented_shapes():

@@ -13,6 +13,7 @@ communication and the arithmetic.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -27,6 +28,7 @@ __all__ = [
     "Step",
     "Transfer",
     "can_post_early",
+    "concurrent_plan",
     "run_steps",
     "schedule_plan",
     "segment_tag",
@@ -197,3 +199,35 @@ def segments(t: torch.Tensor, elements: int) -> tuple[torch.Tensor, ...]:
         return (t,)
     elements = max(elements, -(-n // MAX_SEGMENTS))
     return t.split(elements)
+
+
+def concurrent_plan(comm: Comm, sequences: Sequence[Sequence[Step]]) -> Callable[[], None]:
+    """A callable that runs several independent step sequences of one rank at the same time, each on
+    its own thread (as the simulator runs them as separate processes): each keeps its own order, none
+    waits for another. The first error raised by any of them is raised."""
+    plans = [schedule_plan(comm, seq) for seq in sequences]
+    if len(plans) == 1:
+        return plans[0]
+
+    def run() -> None:
+        errors: list[BaseException] = []
+
+        def body(plan: Callable[[], None]) -> None:
+            try:
+                plan()
+            except BaseException as exc:  # noqa: BLE001  (re-raised below)
+                errors.append(exc)
+
+        threads = [threading.Thread(target=body, args=(plan,), daemon=True) for plan in plans[1:]]
+        for t in threads:
+            t.start()
+        body(plans[0])
+        if errors:  # a failed stream: do not wait for the others (they may wait on the same peer)
+            raise errors[0]
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+
+    run.steps = tuple(s for seq in sequences for s in seq)  # type: ignore[attr-defined]
+    return run

@@ -3,21 +3,22 @@
 The trees are NCCL's (``src/graph/trees.cc``): the first is its "btree" -- a node's parent and
 children follow from its lowest set bit, rank 0 at the top with a single child -- and the second is the
 first mirrored (``p - 1 - r``) when ``p`` is even, or shifted by one rank when ``p`` is odd, so that
-most nodes that are leaves in one tree are inner nodes in the other. Both halves run the pipelined
-schedule of :mod:`validate.algorithms.tree` at the same time, round by round.
+most nodes that are leaves in one tree are inner nodes in the other. Each half of the buffer runs the
+reduce-then-broadcast steps of :mod:`validate.algorithms.tree` on its tree, both at once -- two
+independent sequences on two threads of the rank, as the simulator's ``double-binary-tree`` runs two
+processes per rank.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 import torch
 
-from ..schedule import Step, schedule_plan
+from ..schedule import Step, concurrent_plan
 from .base import RealAlgorithm, Task
 from .registry import register
-from .tree import Round, Tree, TreeOptions, pipelined_tree, rounds_to_steps
+from .tree import Tree, TreeOptions, busy, tree_steps
 
 __all__ = ["DoubleBinaryTreeAllReduce", "nccl_btree", "nccl_dtree"]
 
@@ -72,13 +73,15 @@ def nccl_dtree(order: Sequence[int]) -> tuple[Tree, Tree]:
     return nccl_btree(order), second
 
 
-def dbt_allreduce(order: Sequence[int], i: int, buf: torch.Tensor, tag: int = 0, chunks: int = 1) -> list[Step]:
-    """Rank ``order[i]``'s double-binary-tree all-reduce of ``buf`` among ``order``."""
-    rounds: dict[int, Round] = defaultdict(Round)
+def dbt_sequences(order: Sequence[int], i: int, buf: torch.Tensor, tag: int = 0, chunks: int = 1) -> list[list[Step]]:
+    """Rank ``order[i]``'s two step sequences (one per tree) of a double-binary-tree all-reduce of
+    ``buf`` among ``order``: tree ``t`` takes half ``t`` of the buffer in ``chunks`` pieces, with tags
+    from ``tag + 2·chunks·t``."""
     halves = torch.tensor_split(buf, 2)
-    for t, (tree, half) in enumerate(zip(nccl_dtree(order), halves, strict=True)):
-        pipelined_tree(tree, order[i], torch.tensor_split(half, chunks), lambda r, t=t: tag + 2 * r + t, rounds)
-    return rounds_to_steps(rounds)
+    return [
+        [s for s in tree_steps(tree, order[i], torch.tensor_split(half, chunks), tag + 2 * chunks * t) if busy(s)]
+        for t, (tree, half) in enumerate(zip(nccl_dtree(order), halves, strict=True))
+    ]
 
 
 @register
@@ -90,4 +93,4 @@ class DoubleBinaryTreeAllReduce(RealAlgorithm):
 
     def plan(self, task: Task) -> Callable[[], None]:
         chunks = self.options.chunks  # type: ignore[attr-defined]
-        return schedule_plan(task.comm, dbt_allreduce(range(task.p), task.rank, task.out, 0, chunks))
+        return concurrent_plan(task.comm, dbt_sequences(range(task.p), task.rank, task.out, 0, chunks))

@@ -1,8 +1,10 @@
 """Point-to-point all-gather, reduce-scatter, all-to-all and send/recv.
 
 * allgather ``ring``: each rank puts its block in place, then the ring all-gather of
-  :mod:`validate.algorithms.ring`; ``recursive-doubling`` (``p`` a power of two): at distance 1, 2, 4, ...
-  exchange all blocks gathered so far with rank XOR distance.
+  :mod:`validate.algorithms.ring`; ``recursive-doubling``: at distance 1, 2, 4, ... exchange all blocks
+  gathered so far with rank XOR distance; for ``p`` not a power of two, MPICH's fold (as in
+  :mod:`validate.algorithms.halving_doubling`): the even rank of each of the ``2(p-p')`` lowest pairs
+  hands its block to the odd one and gets the other ``p-1`` blocks back in one message at the end.
 * reducescatter ``ring``: the ring reduce-scatter, out of place (the input is read, partial sums travel
   in a scratch buffer, rank ``r`` ends with block ``r``).
 * alltoall ``pairwise``: in step ``s = 1 .. p-1`` rank ``r`` sends its block for ``r + s`` and receives
@@ -41,27 +43,47 @@ class RingAllGather(RealAlgorithm):
 class RecursiveDoublingAllGather(RealAlgorithm):
     name = "recursive-doubling"
     collective = "allgather"
-    summary = "log2(p) exchanges of everything gathered so far with rank XOR 2^k (p a power of two)"
-
-    def check(self, p: int, gpus_per_host: int = 1) -> None:
-        if p & (p - 1):
-            raise self.refuse(f"needs a power-of-two number of ranks, got {p}")
+    summary = "log2 p exchanges of everything gathered so far with rank XOR 2^k (MPICH's fold otherwise)"
 
     def plan(self, task: Task) -> Callable[[], None]:
-        self.check(task.p)
-        me, b = task.rank, task.inp.numel()
-        steps = [Step(before=(Copy(task.out[me * b : (me + 1) * b], task.inp),))]
-        mask = 1
-        while mask < task.p:
-            partner, base = me ^ mask, me & ~(mask - 1)
-            theirs = partner & ~(mask - 1)
+        p, me, b = task.p, task.rank, task.inp.numel()
+        pof2 = 1 << (p.bit_length() - 1)
+        extra = p - pof2
+        out = task.out
+
+        def held(new: int, width: int) -> tuple[int, int]:
+            """The block range new ranks ``new .. new + width - 1`` hold after the fold in."""
+            first = 2 * new if new < extra else new + extra
+            last = 2 * (new + width - 1) + 1 if new + width - 1 < extra else new + width - 1 + extra
+            return first, last + 1
+
+        steps = [Step(before=(Copy(out[me * b : (me + 1) * b], task.inp),))]
+        if me < 2 * extra and me % 2 == 0:  # sits out: hand over its block, get all the others back
+            stage = torch.empty((p - 1) * b, dtype=out.dtype, device=out.device)
+            steps.append(Step(sends=((task.inp, me + 1, 0),)))
+            back = (Copy(out[: me * b], stage[: me * b]), Copy(out[(me + 1) * b :], stage[me * b :]))
+            steps.append(Step(recvs=((stage, me + 1, 1),), after=back))
+            return schedule_plan(task.comm, steps)
+        if me < 2 * extra:
+            steps.append(Step(recvs=((out[(me - 1) * b : me * b], me - 1, 0),)))
+        new = me // 2 if me < 2 * extra else me - extra
+        mask, t = 1, 2
+        while mask < pof2:
+            peer = new ^ mask
+            mine, theirs = held(new & ~(mask - 1), mask), held(peer & ~(mask - 1), mask)
+            partner = 2 * peer + 1 if peer < extra else peer + extra
             steps.append(
                 Step(
-                    sends=((task.out[base * b : (base + mask) * b], partner, mask),),
-                    recvs=((task.out[theirs * b : (theirs + mask) * b], partner, mask),),
+                    sends=((out[mine[0] * b : mine[1] * b], partner, t),),
+                    recvs=((out[theirs[0] * b : theirs[1] * b], partner, t),),
                 )
             )
-            mask <<= 1
+            mask, t = mask << 1, t + 1
+        if me < 2 * extra:  # fold out: every block but the even rank's own, in one message
+            e = me - 1
+            stage = torch.empty((p - 1) * b, dtype=out.dtype, device=out.device)
+            pack = (Copy(stage[: e * b], out[: e * b]), Copy(stage[e * b :], out[(e + 1) * b :]))
+            steps.append(Step(before=pack, sends=((stage, e, 1),)))
         return schedule_plan(task.comm, steps)
 
 

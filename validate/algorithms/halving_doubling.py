@@ -1,12 +1,13 @@
-"""Recursive halving-doubling all-reduce (Rabenseifner), as MPICH runs it.
+"""Recursive halving-doubling all-reduce (Rabenseifner), with MPICH's handling of other rank counts.
 
 With ``p'`` the largest power of two <= ``p`` and ``r = p - p'``: first the ``2r`` lowest ranks pair
 up -- each even one sends its whole buffer to the odd one above it, which adds it, and sits out (the
 standard non-power-of-two step). The ``p'`` ranks left (new ranks ``0..p'-1``) then do a reduce-scatter
-by recursive halving: at distance 1, 2, 4, ... each exchanges half of the range of blocks it still holds
-with its partner (new rank XOR distance) -- the lower rank keeps the lower half -- and adds what it
-receives, until each holds one of ``p'`` blocks reduced; an all-gather by recursive doubling retraces
-the steps in reverse, and the odd ranks finally send the result to the even ones that sat out. On ``p``
+by recursive halving: at distance ``p'/2, p'/4, ..., 1`` each exchanges half of the range of blocks it
+still holds with its partner (new rank XOR distance) -- keeping the lower half when that bit of its new
+rank is clear -- and adds what it receives, until new rank ``x`` holds block ``x`` reduced; an
+all-gather by recursive doubling at distance ``1, 2, ...`` swaps everything held, and the odd ranks
+finally send the result to the even ones that sat out -- the simulator's ``halving-doubling``. On ``p``
 a power of two: ``2·log2(p)·α + 2·(p-1)/p·n·β + (p-1)/p·n·γ``.
 """
 
@@ -68,25 +69,25 @@ def halving_doubling_allreduce(order: Sequence[int], i: int, buf: torch.Tensor, 
         return buf[start[lo] : start[hi]]
 
     tmp = torch.empty(max(sizes) * max(f.pof2 // 2, 1), dtype=buf.dtype, device=buf.device)
-    levels = []
-    lo, hi, mask, t = 0, f.pof2, 1, tag + 2
-    halving = []
-    while mask < f.pof2:
-        partner, mid = f.real(f.new_rank ^ mask), (lo + hi) // 2
-        keep, give = ((lo, mid), (mid, hi)) if f.new_rank < f.new_rank ^ mask else ((mid, hi), (lo, mid))
-        kept = blocks(*keep)
+    new, steps, t = f.new_rank, [], tag + 2
+    lo, hi, mask = 0, f.pof2, f.pof2 >> 1
+    while mask:  # recursive halving: keep half of the blocks still held (the lower half when the bit is clear)
+        mid = (lo + hi) // 2
+        keep, give = ((mid, hi), (lo, mid)) if new & mask else ((lo, mid), (mid, hi))
+        partner, kept = f.real(new ^ mask), blocks(*keep)
         got = tmp[: kept.numel()]
-        halving.append(
-            Step(sends=((blocks(*give), partner, t),), recvs=((got, partner, t),), after=(Add(kept, kept, got),))
+        steps.append(
+            Step(sends=((blocks(*give), partner, t),), recvs=((got, partner, t),), each=(Add(kept, kept, got),))
         )
-        levels.append((partner, keep, give))
-        lo, hi = keep
-        mask, t = mask << 1, t + 1
-    doubling = [
-        Step(sends=((blocks(*keep), partner, t + j),), recvs=((blocks(*give), partner, t + j),))
-        for j, (partner, keep, give) in enumerate(reversed(levels))
-    ]
-    return f.pre + halving + doubling + f.post
+        (lo, hi), mask, t = keep, mask >> 1, t + 1
+    mask = 1
+    while mask < f.pof2:  # recursive doubling: swap everything held
+        width = hi - lo
+        theirs = (lo - width, lo) if new & mask else (hi, hi + width)
+        partner = f.real(new ^ mask)
+        steps.append(Step(sends=((blocks(lo, hi), partner, t),), recvs=((blocks(*theirs), partner, t),)))
+        lo, hi, mask, t = min(lo, theirs[0]), max(hi, theirs[1]), mask << 1, t + 1
+    return f.pre + steps + f.post
 
 
 @register

@@ -2,18 +2,20 @@
 
 * broadcast ``binomial-tree`` (MPICH): relative rank ``v = rank - root``; ``v`` receives from
   ``v - 2^b`` (``2^b`` its lowest set bit), then sends to ``v + 2^c`` for ``c = b-1 .. 0``, largest
-  subtree first; ``ring``: a chain root, root+1, ... pipelined in ``chunks`` pieces (position ``i``
-  receives piece ``k`` in round ``i-1+k`` and forwards it in round ``i+k``); ``flat``: the root sends
-  to every rank at once.
+  subtree first; ``ring``: a chain root, root+1, ... pipelined in ``chunks`` pieces (a rank forwards a
+  piece once it has it and its previous forward has arrived); ``flat``: the root sends to every rank
+  at once.
 * reduce ``binomial-tree``: the broadcast tree upside down (``v`` adds what ``v + 2^c`` sends for
-  ``c = 0, 1, ...`` below its lowest set bit, then sends to ``v - 2^b``); ``ring``: a ring
-  reduce-scatter, then every rank sends its reduced chunk straight to the root, as gloo does.
-* gather and scatter ``flat``: every block goes straight to (from) the root, all at once.
+  ``c = 0, 1, ...`` below its lowest set bit, then sends to ``v - 2^b``); ``ring``: a ring from the root
+  reduce-scatters, then every rank sends its reduced chunk straight to the root, as gloo does.
+* gather and scatter ``flat``: every block goes straight to (from) the root, all at once;
+  ``binomial-tree``: the reduce's (broadcast's) tree, a rank passing on the blocks of its whole subtree
+  in one message. Subtrees are ranges of relative ranks, so blocks travel in a staging buffer in
+  relative order (a copy at the root and at each leaf when the root is not rank 0).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable
 
 import torch
@@ -25,7 +27,7 @@ from ..schedule import Add, Copy, Step, schedule_plan
 from .base import RealAlgorithm, Task
 from .registry import register
 from .ring import ring_reduce_scatter
-from .tree import Round, rounds_to_steps
+from .tree import pipeline
 
 __all__ = ["binomial_broadcast", "binomial_reduce"]
 
@@ -92,13 +94,9 @@ class RingBroadcast(RealAlgorithm):
     def plan(self, task: Task) -> Callable[[], None]:
         p, i = task.p, (task.rank - task.root) % task.p
         pieces = torch.tensor_split(task.out, self.options.chunks)  # type: ignore[attr-defined]
-        rounds: dict[int, Round] = defaultdict(Round)
-        for k, piece in enumerate(pieces):
-            if i > 0:
-                rounds[i - 1 + k].recvs.append((piece, (task.rank - 1) % p, i - 1 + k))
-            if i < p - 1:
-                rounds[i + k].sends.append((piece, (task.rank + 1) % p, i + k))
-        return schedule_plan(task.comm, rounds_to_steps(rounds))
+        prev = [(task.rank - 1) % p] if i > 0 else []
+        nxt = [(task.rank + 1) % p] if i < p - 1 else []
+        return schedule_plan(task.comm, pipeline(pieces, prev, nxt, 0, reduce=False))
 
 
 @register
@@ -133,13 +131,15 @@ class RingReduce(RealAlgorithm):
     summary = "ring reduce-scatter, then every rank sends its reduced chunk to the root (as gloo)"
 
     def plan(self, task: Task) -> Callable[[], None]:
-        p, me, root = task.p, task.rank, task.root
+        p, root = task.p, task.root
+        order = [(root + j) % p for j in range(p)]  # the ring starts at the root
+        i = order.index(task.rank)
         chunks = torch.tensor_split(task.out, p)
-        steps = ring_reduce_scatter(range(p), me, chunks, 0)
-        if p > 1 and me != root:
-            steps.append(Step(sends=((chunks[(me + 1) % p], root, p),)))
+        steps = ring_reduce_scatter(order, i, chunks, 0)
+        if p > 1 and i:
+            steps.append(Step(sends=((chunks[(i + 1) % p], root, p),)))
         elif p > 1:
-            steps.append(Step(recvs=tuple((chunks[(j + 1) % p], j, p) for j in range(p) if j != root)))
+            steps.append(Step(recvs=tuple((chunks[(j + 1) % p], order[j], p) for j in range(1, p))))
         return schedule_plan(task.comm, steps)
 
 
@@ -171,3 +171,71 @@ class FlatScatter(RealAlgorithm):
         others = [r for r in range(task.p) if r != task.root]
         step = Step(before=(Copy(task.out, blocks[task.root]),), sends=tuple((blocks[r], r, 0) for r in others))
         return schedule_plan(task.comm, [step])
+
+
+def _staging(task: Task, block: int) -> torch.Tensor:
+    return torch.empty(task.p * block, dtype=task.inp.dtype, device=task.inp.device)
+
+
+def _rotate(task: Task, rel_buf: torch.Tensor, block: int, *, into_out: bool) -> tuple[Copy, ...]:
+    """Copies between the root's staging buffer (relative order) and the rank-ordered buffer."""
+    p, root = task.p, task.root
+    head = (p - root) * block  # relative ranks 0 .. p-root-1 are ranks root .. p-1
+    ranked = task.out if into_out else task.inp
+    pairs = ((ranked[root * block :], rel_buf[:head]), (ranked[: root * block], rel_buf[head:]))
+    return tuple(Copy(a, b) if into_out else Copy(b, a) for a, b in pairs if a.numel())
+
+
+@register
+class BinomialGather(RealAlgorithm):
+    name = "binomial-tree"
+    collective = "gather"
+    summary = "binomial tree to the root, each rank passing on its subtree's blocks in one message"
+
+    def plan(self, task: Task) -> Callable[[], None]:
+        p, block = task.p, task.inp.numel()
+        rel = (task.rank - task.root) % p
+        stage = _staging(task, block)
+        steps = [Step(before=(Copy(stage[rel * block : (rel + 1) * block], task.inp),))]
+        held, mask = 1, 1
+        while mask < p:
+            if rel & mask:
+                parent = (rel - mask + task.root) % p
+                steps.append(Step(sends=((stage[rel * block : (rel + held) * block], parent, 0),)))
+                break
+            if rel + mask < p:
+                size = min(mask, p - rel - mask)
+                child = (rel + mask + task.root) % p
+                steps.append(Step(recvs=((stage[(rel + mask) * block : (rel + mask + size) * block], child, 0),)))
+                held += size
+            mask <<= 1
+        if rel == 0:
+            steps.append(Step(after=_rotate(task, stage, block, into_out=True)))
+        return schedule_plan(task.comm, steps)
+
+
+@register
+class BinomialScatter(RealAlgorithm):
+    name = "binomial-tree"
+    collective = "scatter"
+    summary = "binomial tree from the root, each child getting its subtree's blocks in one message"
+
+    def plan(self, task: Task) -> Callable[[], None]:
+        p, block = task.p, task.out.numel()
+        rel = (task.rank - task.root) % p
+        stage = _staging(task, block)
+        low = rel & -rel if rel else 1 << (p - 1).bit_length()
+        if rel:
+            parent = (rel - low + task.root) % p
+            steps = [Step(recvs=((stage[rel * block : (rel + min(low, p - rel)) * block], parent, 0),))]
+        else:
+            steps = [Step(before=_rotate(task, stage, block, into_out=False))]
+        mask = low >> 1
+        while mask:
+            if rel + mask < p:
+                size = min(mask, p - rel - mask)
+                child = (rel + mask + task.root) % p
+                steps.append(Step(sends=((stage[(rel + mask) * block : (rel + mask + size) * block], child, 0),)))
+            mask >>= 1
+        steps.append(Step(after=(Copy(task.out, stage[rel * block : (rel + 1) * block]),)))
+        return schedule_plan(task.comm, steps)

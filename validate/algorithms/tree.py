@@ -1,31 +1,30 @@
-"""Binary-tree all-reduce, pipelined in ``chunks`` pieces: a reduce up the tree, then a broadcast down.
+"""Binary-tree all-reduce, pipelined in ``chunks`` pieces: a reduce up the tree, then a broadcast down
+it -- the simulator's ``tree`` (``sim/algorithms/tree.py``), step for step.
 
-The tree is the binary heap over the ranks (rank ``order[j]``'s children are ``order[2j+1]`` and
-``order[2j+2]``; the root is ``order[0]``, rank 0 by default). The buffer is cut into ``K`` pieces that
-flow through the tree in rounds, as the closed form ``(2d + K - 1)·(α + 2(n/K)β)`` counts them: a node
-of height ``h`` sends piece ``k`` to its parent in round ``h + k`` (after receiving and adding its
-children's piece ``k`` in earlier rounds); the root, at depth 0 of a tree of height ``d``, sends piece
-``k`` down in round ``d + k``, and a node at depth ``t`` forwards it in round ``d + t + k``. A node posts
-everything of one round together (two children share its link, as on a single-port host) and starts the
-next round when they are done. ``chunks=1`` is the unpipelined tree.
+The tree is the binary heap on ranks counted from the root (``--root``, rank 0 by default): relative
+rank ``j``'s children are ``2j+1`` and ``2j+2``. The buffer is cut into ``K`` pieces. Every rank first
+runs the reduce: in step ``c`` it receives piece ``c`` from each child (adding each as it arrives) while
+its send of piece ``c-1`` to its parent completes; then the broadcast: in step ``c`` it receives piece
+``c`` from its parent while its sends of piece ``c-1`` to its children complete. So a rank sends a piece
+once it has it and its previous piece has arrived -- the simulator's rule. ``chunks=1`` is the
+unpipelined tree.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
-from pydantic import Field
+from pydantic import PositiveInt
 
 from sim.schema import Spec
 
-from ..schedule import Add, Local, Step, Transfer, schedule_plan
+from ..schedule import Add, Step, schedule_plan
 from .base import RealAlgorithm, Task
 from .registry import register
 
-__all__ = ["Tree", "TreeAllReduce", "TreeOptions", "heap_tree", "pipelined_tree", "rounds_to_steps"]
+__all__ = ["Tree", "TreeAllReduce", "TreeOptions", "busy", "heap_tree", "pipeline", "tree_allreduce", "tree_steps"]
 
 
 @dataclass(frozen=True)
@@ -35,16 +34,6 @@ class Tree:
     root: int
     parent: dict[int, int | None]
     children: dict[int, list[int]]
-
-    def depth(self, r: int) -> int:
-        d = 0
-        while (up := self.parent[r]) is not None:
-            r, d = up, d + 1
-        return d
-
-    def height(self, r: int) -> int:
-        kids = self.children[r]
-        return 0 if not kids else 1 + max(self.height(c) for c in kids)
 
 
 def heap_tree(order: Sequence[int]) -> Tree:
@@ -56,59 +45,60 @@ def heap_tree(order: Sequence[int]) -> Tree:
     return Tree(order[0], parent, children)
 
 
-@dataclass
-class Round:
-    """What one rank posts in one round."""
-
-    sends: list[Transfer] = field(default_factory=list)
-    recvs: list[Transfer] = field(default_factory=list)
-    after: list[Local] = field(default_factory=list)
-
-
-def pipelined_tree(
-    tree: Tree, me: int, pieces: Sequence[torch.Tensor], tag: Callable[[int], int], rounds: dict[int, Round]
-) -> None:
-    """Add ``me``'s part of a pipelined reduce + broadcast over ``tree`` to ``rounds`` (round -> what to
-    post). ``pieces`` are views of the buffer, reduced in place; ``tag(t)`` is the tag of round ``t``."""
-    d = tree.height(tree.root)
-    depth = tree.depth(me)
-    up = tree.parent[me]
+def pipeline(
+    pieces: Sequence[torch.Tensor], sources: Sequence[int], targets: Sequence[int], tag: int, *, reduce: bool
+) -> list[Step]:
+    """Steps ``c = 0 .. K``: receive piece ``c`` (tag ``tag + c``) from every source -- adding it to the
+    piece when ``reduce``, else storing it -- and send piece ``c - 1`` to every target."""
+    k = len(pieces)
     longest = max((p.numel() for p in pieces), default=0)
-    for child in tree.children[me]:
-        tmp = torch.empty(longest, dtype=pieces[0].dtype, device=pieces[0].device)  # one per child
-        h = tree.height(child)
-        for k, piece in enumerate(pieces):
-            got = tmp[: piece.numel()]
-            rounds[h + k].recvs.append((got, child, tag(h + k)))
-            rounds[h + k].after.append(Add(piece, piece, got))
-            rounds[d + depth + k].sends.append((piece, child, tag(d + depth + k)))
-    if up is not None:
-        h = tree.height(me)
-        for k, piece in enumerate(pieces):
-            rounds[h + k].sends.append((piece, up, tag(h + k)))
-            rounds[d + depth - 1 + k].recvs.append((piece, up, tag(d + depth - 1 + k)))
+    # two receive buffers per source, used in turn, so that a step's receives can be posted early
+    scratch = {
+        s: [torch.empty(longest, dtype=pieces[0].dtype, device=pieces[0].device) for _ in range(2)]
+        for s in (sources if reduce else ())
+    }
+    steps = []
+    for c in range(k + 1):
+        recvs, each = [], []
+        if c < k:
+            for s in sources:
+                if reduce:
+                    got = scratch[s][c % 2][: pieces[c].numel()]
+                    recvs.append((got, s, tag + c))
+                    each.append(Add(pieces[c], pieces[c], got))
+                else:
+                    recvs.append((pieces[c], s, tag + c))
+                    each.append(None)
+        sends = [(pieces[c - 1], t, tag + c - 1) for t in targets] if c else []
+        steps.append(Step(sends=tuple(sends), recvs=tuple(recvs), each=tuple(each)))
+    return steps
 
 
-def rounds_to_steps(rounds: dict[int, Round]) -> list[Step]:
-    """One step per non-empty round, in round order."""
-    return [
-        Step(sends=tuple(r.sends), recvs=tuple(r.recvs), after=tuple(r.after))
-        for _, r in sorted(rounds.items())
-        if r.sends or r.recvs or r.after
-    ]
+def tree_steps(tree: Tree, me: int, pieces: Sequence[torch.Tensor], tag: int) -> list[Step]:
+    """``me``'s reduce then broadcast over ``tree`` (tags ``tag .. tag + 2K - 1``); ``2(K + 1)`` steps,
+    some possibly empty, for every rank."""
+    up = tree.parent[me]
+    kids = tree.children[me]
+    parent = [up] if up is not None else []
+    return pipeline(pieces, kids, parent, tag, reduce=True) + pipeline(
+        pieces, parent, kids, tag + len(pieces), reduce=False
+    )
 
 
 def tree_allreduce(order: Sequence[int], i: int, buf: torch.Tensor, tag: int = 0, chunks: int = 1) -> list[Step]:
-    """Rank ``order[i]``'s pipelined binary-tree all-reduce of ``buf`` among ``order``."""
-    rounds: dict[int, Round] = defaultdict(Round)
-    pipelined_tree(heap_tree(order), order[i], torch.tensor_split(buf, chunks), lambda t: tag + t, rounds)
-    return rounds_to_steps(rounds)
+    """Rank ``order[i]``'s pipelined binary-tree all-reduce of ``buf`` among ``order`` (root ``order[0]``)."""
+    return [s for s in tree_steps(heap_tree(order), order[i], torch.tensor_split(buf, chunks), tag) if busy(s)]
+
+
+def busy(step: Step) -> bool:
+    """Whether a step does anything."""
+    return bool(step.sends or step.recvs or step.after or step.before)
 
 
 class TreeOptions(Spec):
     """``chunks``: pieces the buffer is pipelined in (1 = unpipelined)."""
 
-    chunks: int = Field(1, ge=1)
+    chunks: PositiveInt = 1
 
 
 @register
@@ -116,8 +106,9 @@ class TreeAllReduce(RealAlgorithm):
     name = "tree"
     collective = "allreduce"
     Options = TreeOptions
-    summary = "binary tree (heap order) reduce then broadcast, pipelined in `chunks` pieces"
+    summary = "binary tree (heap from the root): pipelined reduce, then pipelined broadcast (chunks=K)"
 
     def plan(self, task: Task) -> Callable[[], None]:
+        order = [(task.root + j) % task.p for j in range(task.p)]
         chunks = self.options.chunks  # type: ignore[attr-defined]
-        return schedule_plan(task.comm, tree_allreduce(range(task.p), task.rank, task.out, 0, chunks))
+        return schedule_plan(task.comm, tree_allreduce(order, order.index(task.rank), task.out, 0, chunks))
