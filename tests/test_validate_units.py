@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from collsim.cli import main
 from sim.errors import ConfigError
 from validate.device import library_message, rendezvous_error, resolve
 from validate.env import RankEnv, expand_hostlist, rank_env, tasks_per_node
@@ -355,3 +358,79 @@ def test_measurements_and_their_json_lines(tmp_path):
     assert fields[:5] == [str(2**20), str(2**18), "float", "sum", "-1"] and fields[-1] == "0"
     with pytest.raises(ConfigError, match="lacks"):
         Measurement.from_dict({"collective": "allreduce"})
+
+
+# -- the command line -------------------------------------------------------------------------------
+
+
+def test_commands_that_need_no_torch_do_not_import_it():
+    code = (
+        "import sys\n"
+        "from collsim.cli import main\n"
+        "assert main(['simulate', '-t', 'star:hosts=4,bandwidth=1Gbps', '--size', '1MiB']) == 0\n"
+        "assert main(['validate', 'run', '--help']) == 0\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "--gpus-per-host" in proc.stdout  # the runner's options are in run's help
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["validate", "run", "--ranks", "2", "-n", "0"], "argument -n/--iters: must be >= 1, got 0"),
+        (["validate", "run", "--ranks", "2", "-a", "spiral"], "unknown allreduce algorithm 'spiral'"),
+        (["validate", "run", "--ranks", "3", "-a", "hierarchical", "--gpus-per-host", "2"], "not a whole number"),
+        (["validate", "run", "--ranks", "2", "--root", "5", "--collective", "broadcast"], "--root 5 is not a rank"),
+        (
+            ["validate", "run", "--ranks", "4", "--collective", "allgather", "--sizes", "8"],
+            "less than one float per rank",
+        ),
+    ],
+)
+def test_bad_runs_are_refused_before_any_rank_starts(capsys, args, message):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("collsim: error: ") and err.count("\n") == 1 and message in err
+
+
+def test_show_prints_a_results_file_as_the_table(tmp_path, capsys):
+    m = measurement(
+        collective="broadcast",
+        algorithm="flat",
+        backend="gloo",
+        ranks=3,
+        size_bytes=4096,
+        count=1024,
+        dtype="float",
+        root=1,
+        times_s=[1e-3, 2e-3],
+        wrong=0,
+        warmup=1,
+        run_id="r1",
+        environment={"hosts": ["a", "b"]},
+    )
+    path = tmp_path / "m.jsonl"
+    append_jsonl(path, m)
+    assert main(["validate", "show", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "# broadcast with flat, 3 ranks on 2 host(s), gloo  (run r1)"
+    assert out[-1].split()[:5] == ["4096", "1024", "float", "none", "1"]
+
+
+def test_algorithms_lists_what_real_runs_can_use(capsys):
+    assert main(["validate", "algorithms", "--collective", "allreduce"]) == 0
+    out = capsys.readouterr().out
+    assert "* ring" in out and "builtin" in out and "hierarchical" in out and "tree" in out
+
+
+def test_python_m_validate_help_needs_no_job():
+    proc = subprocess.run(
+        [sys.executable, "-m", "validate", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k not in ("RANK", "SLURM_PROCID")},
+    )
+    assert proc.returncode == 0 and "--minbytes" in proc.stdout and "COLLSIM_MINBYTES" in proc.stdout

@@ -247,7 +247,13 @@ def run_rank(opts: RunnerOptions, env: RankEnv, slot: RankSlot | NullSlot) -> in
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m validate``: run this rank; returns its exit status."""
-    return rank_main(lambda args, env, slot: run_rank(parse_options(args), env, slot), argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "-h" in args or "--help" in args:
+        from .options import build_parser
+
+        build_parser().print_help()
+        return 0
+    return rank_main(lambda a, env, slot: run_rank(parse_options(a), env, slot), args)
 
 
 def rank_main(body: Callable[[Sequence[str], RankEnv, RankSlot | NullSlot], int], argv: Sequence[str] | None) -> int:
