@@ -1,0 +1,114 @@
+"""Binary-tree all-reduce, pipelined in ``chunks`` pieces: a reduce up the tree, then a broadcast down
+it -- the simulator's ``tree`` (``sim/algorithms/tree.py``), step for step.
+
+The tree is the binary heap on ranks counted from the root (``--root``, rank 0 by default): relative
+rank ``j``'s children are ``2j+1`` and ``2j+2``. The buffer is cut into ``K`` pieces. Every rank first
+runs the reduce: in step ``c`` it receives piece ``c`` from each child (adding each as it arrives) while
+its send of piece ``c-1`` to its parent completes; then the broadcast: in step ``c`` it receives piece
+``c`` from its parent while its sends of piece ``c-1`` to its children complete. So a rank sends a piece
+once it has it and its previous piece has arrived -- the simulator's rule. ``chunks=1`` is the
+unpipelined tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from pydantic import PositiveInt
+
+from sim.schema import Spec
+
+from ..schedule import Add, Step, schedule_plan
+from .base import RealAlgorithm, Task
+from .registry import register
+
+__all__ = ["Tree", "TreeAllReduce", "TreeOptions", "busy", "heap_tree", "pipeline", "tree_allreduce", "tree_steps"]
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A rooted tree over ranks: ``parent[r]`` (None at the root) and ``children[r]``."""
+
+    root: int
+    parent: dict[int, int | None]
+    children: dict[int, list[int]]
+
+
+def heap_tree(order: Sequence[int]) -> Tree:
+    """The binary heap over ``order``: ``order[0]`` is the root, ``order[j]`` has children
+    ``order[2j+1]`` and ``order[2j+2]``."""
+    q = len(order)
+    parent = {order[j]: (order[(j - 1) // 2] if j else None) for j in range(q)}
+    children = {order[j]: [order[c] for c in (2 * j + 1, 2 * j + 2) if c < q] for j in range(q)}
+    return Tree(order[0], parent, children)
+
+
+def pipeline(
+    pieces: Sequence[torch.Tensor], sources: Sequence[int], targets: Sequence[int], tag: int, *, reduce: bool
+) -> list[Step]:
+    """Steps ``c = 0 .. K``: receive piece ``c`` (tag ``tag + c``) from every source -- adding it to the
+    piece when ``reduce``, else storing it -- and send piece ``c - 1`` to every target."""
+    k = len(pieces)
+    longest = max((p.numel() for p in pieces), default=0)
+    # two receive buffers per source, used in turn, so that a step's receives can be posted early
+    scratch = {
+        s: [torch.empty(longest, dtype=pieces[0].dtype, device=pieces[0].device) for _ in range(2)]
+        for s in (sources if reduce else ())
+    }
+    steps = []
+    for c in range(k + 1):
+        recvs, each = [], []
+        if c < k:
+            for s in sources:
+                if reduce:
+                    got = scratch[s][c % 2][: pieces[c].numel()]
+                    recvs.append((got, s, tag + c))
+                    each.append(Add(pieces[c], pieces[c], got))
+                else:
+                    recvs.append((pieces[c], s, tag + c))
+                    each.append(None)
+        sends = [(pieces[c - 1], t, tag + c - 1) for t in targets] if c else []
+        steps.append(Step(sends=tuple(sends), recvs=tuple(recvs), each=tuple(each)))
+    return steps
+
+
+def tree_steps(tree: Tree, me: int, pieces: Sequence[torch.Tensor], tag: int) -> list[Step]:
+    """``me``'s reduce then broadcast over ``tree`` (tags ``tag .. tag + 2K - 1``); ``2(K + 1)`` steps,
+    some possibly empty, for every rank."""
+    up = tree.parent[me]
+    kids = tree.children[me]
+    parent = [up] if up is not None else []
+    return pipeline(pieces, kids, parent, tag, reduce=True) + pipeline(
+        pieces, parent, kids, tag + len(pieces), reduce=False
+    )
+
+
+def tree_allreduce(order: Sequence[int], i: int, buf: torch.Tensor, tag: int = 0, chunks: int = 1) -> list[Step]:
+    """Rank ``order[i]``'s pipelined binary-tree all-reduce of ``buf`` among ``order`` (root ``order[0]``)."""
+    return [s for s in tree_steps(heap_tree(order), order[i], torch.tensor_split(buf, chunks), tag) if busy(s)]
+
+
+def busy(step: Step) -> bool:
+    """Whether a step does anything."""
+    return bool(step.sends or step.recvs or step.after or step.before)
+
+
+class TreeOptions(Spec):
+    """``chunks``: pieces the buffer is pipelined in (1 = unpipelined)."""
+
+    chunks: PositiveInt = 1
+
+
+@register
+class TreeAllReduce(RealAlgorithm):
+    name = "tree"
+    collective = "allreduce"
+    Options = TreeOptions
+    summary = "binary tree (heap from the root): pipelined reduce, then pipelined broadcast (chunks=K)"
+
+    def plan(self, task: Task) -> Callable[[], None]:
+        order = [(task.root + j) % task.p for j in range(task.p)]
+        chunks = self.options.chunks  # type: ignore[attr-defined]
+        return schedule_plan(task.comm, tree_allreduce(order, order.index(task.rank), task.out, 0, chunks))
