@@ -205,7 +205,7 @@ def _sim_messages(coll, spec, p, nbytes):
 
     Job.send = recording
     try:
-        simulate(f"star:hosts={p},bandwidth=10Gbps,latency=1us", coll, spec, nbytes, ranks=p)
+        simulate(f"star:hosts={p},bandwidth=10Gbps,latency=1us", coll, spec, nbytes, ranks=p, engine="message")
     finally:
         Job.send = original
     return sent
