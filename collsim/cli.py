@@ -43,7 +43,7 @@ def fail(message: str, code: int = 2) -> None:
 def _register() -> None:
     from . import cmd_sim  # noqa: F401  (registers its commands)
 
-    for optional in ("cmd_compare", "cmd_validate", "cmd_netlab", "cmd_report"):
+    for optional in ("cmd_compare", "cmd_validate", "cmd_calibrate", "cmd_netlab", "cmd_report"):
         try:
             __import__(f"{__package__}.{optional}")
         except ModuleNotFoundError as exc:

@@ -130,6 +130,12 @@ class Cluster:
         self.router = Router(arc_u, arc_v, weight, endpoint_only, is_gpu, mode=graph.graph.get("routing", "dijkstra"))
         self.paths = _PathTable()
         self._pid: dict[tuple[int, int], int] = {}
+        #: the per-message model of an applied calibration (sim.msgmodel), None when nominal
+        self.message_model = None
+        if graph.graph.get("calibration") is not None:
+            from .msgmodel import MessageModel
+
+            self.message_model = MessageModel(self, graph.graph["calibration"])
 
     @property
     def size(self) -> int:

@@ -57,7 +57,7 @@ def compare(
     *,
     collective: str = "allreduce",
     ranks: int | None = None,
-    gamma: float = 0.0,
+    gamma: float | None = None,
     algorithms: list[str] | None = None,
 ) -> list[Comparison]:
     """Simulate ``algorithms`` (default: :func:`candidates`) and return them fastest first, the ones

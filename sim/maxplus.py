@@ -57,16 +57,19 @@ def _isolated_times(step: Step, net: Network) -> np.ndarray:
     cl = net.cluster
     pids = step.pids(net)
     paths = cl.paths
-    overhead = cl.overhead[step.src]
     lens = paths.length[pids]
-    d = paths.latency[pids] + overhead
+    if cl.message_model is None:
+        delay, wire = paths.latency[pids] + cl.overhead[step.src], step.nbytes
+    else:  # a calibration's per-message model (sim.msgmodel), as the engine applies it
+        delay, wire = cl.message_model.many(pids, step.src, step.nbytes)
+    d = delay
     moving = (lens > 0) & (step.nbytes > 0)
     if moving.any():
         flow, arcs = _gather_arcs(paths, pids[moving])
         starts = np.concatenate(([0], np.cumsum(lens[moving])[:-1]))
         narrowest = np.minimum.reduceat(cl.capacity[arcs], starts)
         d = d.copy()
-        d[moving] = (paths.latency[pids[moving]] + overhead[moving]) + step.nbytes[moving] / narrowest
+        d[moving] = delay[moving] + wire[moving] / narrowest
     return d
 
 

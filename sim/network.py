@@ -108,6 +108,7 @@ class Network:
         self._stage: list[tuple[int, float, int, float]] = []
         self._arrival: dict[int, tuple[Callable[..., None], Any, Any]] = {}
         self._path_latency = cluster.paths.latency_list
+        self._model = cluster.message_model  # None unless a calibration is applied
         self._overhead = cluster.overhead.tolist()
         self._path_bytes = np.zeros(64)
         self._t_last = 0.0
@@ -146,13 +147,18 @@ class Network:
             self._grow(len(self._remaining) * 2)
         self._nfree -= 1
         slot = int(self._free[self._nfree])
+        model = self._model
+        if model is None:
+            delay, wire = self._path_latency[pid] + self._overhead[src], nbytes
+        else:  # a calibration's per-message model (sim.msgmodel)
+            delay, wire = model.one(pid, src, nbytes)
         # per-flow numbers are staged in lists and written to the arrays in bulk at the next wake-up
-        self._stage.append((slot, nbytes, pid, np.inf if bound is None else bound))
+        self._stage.append((slot, nbytes, wire, pid, np.inf if bound is None else bound))
         self._event[slot] = event
         if on_arrival is not None:
             self._arrival[slot] = on_arrival
         self.flows += 1
-        self._enqueue(self.env.now + self._path_latency[pid] + self._overhead[src], slot)
+        self._enqueue(self.env.now + delay, slot)
         return event
 
     def transfer(
@@ -207,14 +213,17 @@ class Network:
             raise RunError("launch: sizes must be >= 0 bytes")
         self._flush()
         slots = self._alloc_many(count)
-        self._remaining[slots] = sizes
+        if self._model is None:
+            delays, wire = self.cluster.paths.latency[pids] + self.cluster.overhead[srcs], sizes
+        else:  # a calibration's per-message model (sim.msgmodel)
+            delays, wire = self._model.many(pids, srcs, sizes)
+        self._remaining[slots] = wire
         self._bytes[slots] = sizes
         self._path[slots] = pids
         self._bound[slots] = np.inf
         self._owner[slots] = owner
         self.flows += count
-        paths = self.cluster.paths
-        starts = self.env.now + paths.latency[pids] + self.cluster.overhead[srcs]
+        starts = self.env.now + delays
         first = starts[0] if count else 0.0
         if count and (starts == first).all():
             self._enqueue(float(first), slots)
@@ -350,9 +359,9 @@ class Network:
         stage = self._stage
         if not stage:
             return
-        slots, nbytes, pids, bounds = zip(*stage, strict=True)
+        slots, nbytes, wire, pids, bounds = zip(*stage, strict=True)
         idx = np.array(slots, dtype=np.int64)
-        self._remaining[idx] = nbytes
+        self._remaining[idx] = wire
         self._bytes[idx] = nbytes
         self._path[idx] = pids
         self._bound[idx] = bounds

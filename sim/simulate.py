@@ -46,12 +46,17 @@ class CountingEnvironment(simpy.Environment):
 
 
 def _uniform_alpha_beta(cluster: Cluster, p: int) -> tuple[float, float] | None:
-    """α, β when every rank pair (as seen from rank 0, both ways) costs the same, else None."""
+    """α, β when every rank pair (as seen from rank 0, both ways) costs the same, else None (also under
+    a calibration whose parameters depend on the message size: no single α-β pair then)."""
     if p < 2:
         return None
-    first = cluster.alpha_beta(0, 1)
+    model = cluster.message_model
+    if model is not None and model.size_dependent:
+        return None
+    cost = cluster.alpha_beta if model is None else (lambda s, d: model.alpha_beta(s, d, 1.0))
+    first = cost(0, 1)
     for d in range(1, p):
-        if cluster.alpha_beta(0, d) != first or cluster.alpha_beta(d, 0) != first:
+        if cost(0, d) != first or cost(d, 0) != first:
             return None
     if len(set(cluster.overhead[:p].tolist())) != 1:
         return None
@@ -74,7 +79,7 @@ def simulate(
     *,
     ranks: int | None = None,
     dtype: str = "float",
-    gamma: float = 0.0,
+    gamma: float | None = None,
     root: int = 0,
     check: bool = False,
     check_links: bool = False,
@@ -93,8 +98,8 @@ def simulate(
         Bytes: the per-rank buffer for all-reduce/broadcast/reduce, the total for the gathering ones.
     ranks : int, optional
         Use the first ``ranks`` GPUs.
-    gamma : float
-        Seconds per byte of reduction arithmetic.
+    gamma : float, optional
+        Seconds per byte of reduction arithmetic (default: the cluster's calibrated γ, else 0).
     check : bool
         Track every contribution symbolically and count the ranks that end with wrong data.
     check_links : bool
@@ -119,7 +124,7 @@ def _simulate(
     size: float | str,
     ranks: int | None,
     dtype: str,
-    gamma: float,
+    gamma: float | None,
     root: int,
     check: bool,
     check_links: bool,
@@ -142,6 +147,8 @@ def _simulate(
         raise ConfigError(f"size must be > 0 bytes, got {size}")
     if not 0 <= root < p:
         raise ConfigError(f"root {root} is not a rank (0..{p - 1})")
+    if gamma is None:
+        gamma = float(cluster.graph.graph.get("gamma", 0.0))
     if not gamma >= 0:
         raise ConfigError(f"gamma must be >= 0 s/byte, got {gamma}")
     algo = get_algorithm(coll.name, algorithm)

@@ -206,7 +206,7 @@ def simulate_iteration(
     workload: Workload,
     *,
     ranks: int | None = None,
-    gamma: float = 0.0,
+    gamma: float | None = None,
     check: bool = False,
     top_links: int = 5,
 ) -> IterationResult:
@@ -222,8 +222,8 @@ def simulate_iteration(
     workload : Workload
     ranks : int, optional
         Data-parallel GPUs (default: every GPU of the cluster).
-    gamma : float
-        Seconds per byte of reduction arithmetic.
+    gamma : float, optional
+        Seconds per byte of reduction arithmetic (default: the cluster's calibrated γ, else 0).
     check : bool
         Track every bucket's data symbolically; ``wrong`` counts (bucket, rank) pairs with wrong data.
     """
@@ -233,6 +233,8 @@ def simulate_iteration(
     p = cluster.size if ranks is None else ranks
     if not 1 <= p <= cluster.size:
         raise ConfigError(f"ranks {p}: the cluster has {cluster.size} GPUs")
+    if gamma is None:
+        gamma = float(cluster.graph.graph.get("gamma", 0.0))
     if not gamma >= 0:
         raise ConfigError(f"gamma must be >= 0 s/byte, got {gamma}")
     algo = get_algorithm("allreduce", algorithm)

@@ -1,0 +1,509 @@
+"""Calibration input: the measurements a calibration is fitted to, read from what users have.
+
+* ``probes`` -- JSON lines of ``python -m validate.probes`` (``source: "collsim-probe"``): point-to-point
+  ping-pong, bidirectional, fan-in/fan-out and local reduction timings per link class;
+* ``validate`` -- JSON lines of ``python -m validate`` / ``collsim validate run`` (one per size);
+* ``nccl-tests`` -- the text output of ``all_reduce_perf`` and friends (the table, ``#`` header lines);
+* ``nccl-tests-json`` -- the file nccl-tests writes with ``-J FILE``.
+
+:func:`read_samples` detects the format and returns flat :class:`Sample` records; anything unusable is
+one :class:`~sim.errors.CalibrationError` line naming the file and line. No torch here.
+
+>>> text = '''# Collective test starting: all_reduce_perf
+... # nThread 1 nGpus 4 minBytes 1048576 maxBytes 4194304 step: 2(factor) warmup iters: 5 iters: 20
+... #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+...      1048576        262144     float     sum      -1   1234.5    0.85    1.27      0   1230.1    0.85    1.28      0
+...      2097152        524288     float     sum      -1   2401.0    0.87    1.31      0   2399.9    0.87    1.31      0
+... '''
+>>> samples, source = parse_nccl_text(text, "ar.txt")
+>>> [(s.collective, s.algorithm, s.ranks, s.size, s.time_s) for s in samples]
+[('allreduce', 'ring', 4, 1048576, 0.0012345), ('allreduce', 'ring', 4, 2097152, 0.002401)]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .calibration import Source
+from .collectives import get_collective
+from .errors import CalibrationError, CollsimError
+
+__all__ = [
+    "PROBE_TESTS",
+    "trimmed_mean",
+    "MAX_LINE_BYTES",
+    "MAX_SAMPLES",
+    "Sample",
+    "builtin_algorithm",
+    "parse_nccl_json",
+    "parse_nccl_text",
+    "read_samples",
+]
+
+#: the probe tests of ``python -m validate.probes`` (see validate/probes.py)
+PROBE_TESTS = ("pingpong", "stream", "bidir", "fanin", "fanout", "reduce")
+#: relative error assumed for a time that comes without its iterations (nccl-tests, a median)
+DEFAULT_SPREAD = 0.02
+#: no time is trusted more closely than this (the model's own accuracy)
+MODEL_FLOOR = 0.01
+#: a line longer than this is not a measurement (and is refused rather than read into memory)
+MAX_LINE_BYTES = 1 << 20
+#: more samples than this in one input is refused (a calibration needs tens)
+MAX_SAMPLES = 200_000
+#: the JSON file nccl-tests writes is refused beyond this size
+MAX_JSON_BYTES = 256 * 2**20
+
+#: which simulated schedule stands for a library's own collective (gloo's and NCCL's defaults)
+_BUILTIN = {
+    "allreduce": "ring",
+    "allgather": "ring",
+    "reducescatter": "ring",
+    "broadcast": "binomial-tree",
+    "reduce": "ring",
+    "gather": "flat",
+    "scatter": "flat",
+    "alltoall": "pairwise",
+    "sendrecv": "direct",
+}
+#: nccl-tests binaries -> collectives; NCCL's own schedules map to the simulated ones as above, except
+#: broadcast, which NCCL pipelines along a ring
+_NCCL_BINARIES = {
+    "all_reduce_perf": "allreduce",
+    "all_gather_perf": "allgather",
+    "reduce_scatter_perf": "reducescatter",
+    "broadcast_perf": "broadcast",
+    "reduce_perf": "reduce",
+    "gather_perf": "gather",
+    "scatter_perf": "scatter",
+    "alltoall_perf": "alltoall",
+    "sendrecv_perf": "sendrecv",
+}
+_NCCL_ALGORITHM = {**_BUILTIN, "broadcast": "ring"}
+
+
+def builtin_algorithm(collective: str, library: str = "gloo") -> str:
+    """The simulated algorithm that stands for a library's built-in ``collective``."""
+    table = _NCCL_ALGORITHM if library == "nccl" else _BUILTIN
+    return table[get_collective(collective).name]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured time: a probe (``test`` set) or a whole collective (``collective`` set), with its
+    relative standard error ``spread``."""
+
+    size: int
+    time_s: float
+    spread: float = DEFAULT_SPREAD  # relative standard error of time_s (the fit's weight)
+    test: str = ""
+    link_class: str = ""
+    fan: int = 1
+    collective: str = ""
+    algorithm: str = ""  # the simulated algorithm (a library's builtin mapped to its schedule)
+    label: str = ""  # the algorithm as measured (``builtin``), when it differs
+    ranks: int = 2
+    run_id: str = ""
+    origin: str = ""
+
+    @property
+    def is_probe(self) -> bool:
+        return bool(self.test)
+
+
+def _number(value: Any, what: str, *, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise CalibrationError(f"{what}: expected a number, got {value!r}"[:200])
+    number = float(value)
+    if not math.isfinite(number) or (positive and number <= 0) or number < 0:
+        raise CalibrationError(f"{what}: expected a finite number {'> 0' if positive else '>= 0'}, got {value!r}")
+    return number
+
+
+def _size(value: Any, what: str) -> int:
+    number = _number(value, what)
+    if number != int(number) or number > 2**62:
+        raise CalibrationError(f"{what}: expected a whole number of bytes, got {value!r}")
+    return int(number)
+
+
+def _ranks(value: Any, what: str) -> int:
+    number = _number(value, what)
+    if number != int(number) or not 1 <= number <= 1 << 24:
+        raise CalibrationError(f"{what}: expected a number of ranks (1..16777216), got {value!r}")
+    return int(number)
+
+
+def _text(value: Any, what: str, *, limit: int = 200) -> str:
+    if not isinstance(value, str) or not value or len(value) > limit:
+        raise CalibrationError(f"{what}: expected a short string, got {value!r}"[:200])
+    return value
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Numbered lines of a text file, refusing binary data and over-long lines."""
+    try:
+        with open(path, "rb") as fh:
+            for n, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), 1):
+                if len(raw) > MAX_LINE_BYTES:
+                    raise CalibrationError(f"{path}:{n}: a line of more than {MAX_LINE_BYTES} bytes is not a measurement")
+                try:
+                    yield n, raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise CalibrationError(f"{path}:{n}: not UTF-8 text") from None
+    except IsADirectoryError:
+        raise CalibrationError(f"{path}: is a directory, not a measurement file") from None
+    except FileNotFoundError:
+        raise CalibrationError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise CalibrationError(f"{path}: {exc.strerror or exc}") from None
+
+
+def trimmed_mean(values: list[float], cut: float = 0.1) -> float:
+    """The mean of the middle values (``cut`` of them off each end): per-message costs on a busy host
+    are bimodal (the receiver running, or waiting for a CPU), and a collective pays their mean, which
+    a median misses.
+
+    >>> trimmed_mean([0.3, 0.3, 0.3, 3.0, 3.0, 0.3, 0.3, 0.3, 0.3, 90.0])
+    0.975
+    """
+    ordered = sorted(values)
+    k = int(len(ordered) * cut)
+    middle = ordered[k : len(ordered) - k] or ordered
+    return sum(middle) / len(middle)
+
+
+def relative_error(values: list[float], floor: float = MODEL_FLOOR) -> float:
+    """Relative standard error of :func:`trimmed_mean` over ``values``, with a floor (no measurement is
+    trusted beyond the model's own accuracy).
+
+    >>> round(relative_error([1.0, 1.0, 1.0, 1.0]), 4), round(relative_error([1.0, 2.0, 1.0, 2.0, 1.0, 2.0]), 3)
+    (0.01, 0.149)
+    """
+    ordered = sorted(values)
+    k = int(len(ordered) * 0.1)
+    middle = ordered[k : len(ordered) - k] or ordered
+    mean = sum(middle) / len(middle)
+    if len(middle) < 2 or mean <= 0:
+        return max(floor, DEFAULT_SPREAD)
+    var = sum((v - mean) ** 2 for v in middle) / (len(middle) - 1)
+    return math.hypot(math.sqrt(var / len(middle)) / mean, floor)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise CalibrationError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise CalibrationError(f"{name} is not a measurement")
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise CalibrationError(f"not JSON ({exc.msg})") from None
+    except RecursionError:
+        raise CalibrationError("JSON nested too deeply") from None
+
+
+# -- JSON lines: probes and validate ------------------------------------------------------------
+
+
+def _probe_sample(rec: dict[str, Any], where: str) -> Sample:
+    from .linkclass import LINK_CLASSES
+
+    test = _text(rec.get("test"), f"{where}: test")
+    if test not in PROBE_TESTS:
+        raise CalibrationError(f"{where}: test: unknown probe test {test!r} (valid: {', '.join(PROBE_TESTS)})")
+    cls = _text(rec.get("link_class"), f"{where}: link_class")
+    if cls not in (*LINK_CLASSES, "local"):
+        raise CalibrationError(f"{where}: link_class: unknown class {cls!r} (valid: {', '.join(LINK_CLASSES)}, local)")
+    fan = _ranks(rec.get("fan", 1), f"{where}: fan")
+    time_s = _number(rec.get("time_s"), f"{where}: time_s")
+    spread = DEFAULT_SPREAD
+    times = rec.get("times_s")
+    if isinstance(times, list) and len(times) >= 3:
+        values = [_number(t, f"{where}: times_s[{i}]") for i, t in enumerate(times[:100_000])]
+        time_s, spread = trimmed_mean(values), relative_error(values)
+    return Sample(
+        size=_size(rec.get("size_bytes"), f"{where}: size_bytes"),
+        time_s=time_s,
+        spread=spread,
+        test=test,
+        link_class=cls,
+        fan=fan,
+        ranks=_ranks(rec.get("world_size", 2), f"{where}: world_size"),
+        run_id=str(rec.get("run_id", ""))[:200],
+        origin=where,
+    )
+
+
+def _validate_sample(rec: dict[str, Any], where: str) -> Sample:
+    from .algorithms import get_algorithm
+
+    coll = _text(rec.get("collective"), f"{where}: collective")
+    try:
+        collective = get_collective(coll).name
+    except CollsimError as exc:
+        raise CalibrationError(f"{where}: collective: {exc}") from None
+    algorithm = label = _text(rec.get("algorithm"), f"{where}: algorithm")
+    if algorithm == "builtin":
+        algorithm = builtin_algorithm(collective, "nccl" if rec.get("backend") == "nccl" else "gloo")
+    try:
+        algorithm = get_algorithm(collective, algorithm).spec
+    except CollsimError as exc:
+        raise CalibrationError(f"{where}: algorithm: {exc}") from None
+    wrong = rec.get("wrong")
+    if isinstance(wrong, (int, float)) and not isinstance(wrong, bool) and wrong > 0:
+        raise CalibrationError(f"{where}: the run had {wrong} wrong element(s); its times are not a measurement")
+    times = rec.get("times_s")
+    spread = DEFAULT_SPREAD
+    if isinstance(times, list) and len(times) >= 3:
+        spread = relative_error([_number(t, f"{where}: times_s[{i}]") for i, t in enumerate(times[:100_000])])
+    return Sample(
+        size=_size(rec.get("size_bytes"), f"{where}: size_bytes"),
+        time_s=_number(rec.get("time_s"), f"{where}: time_s"),
+        spread=spread,
+        collective=collective,
+        algorithm=algorithm,
+        label=label,
+        ranks=_ranks(rec.get("ranks"), f"{where}: ranks"),
+        run_id=str(rec.get("run_id", ""))[:200],
+        origin=where,
+    )
+
+
+def read_jsonl(path: Path) -> tuple[list[Sample], Source]:
+    """Probe or validate JSON lines (one kind per file)."""
+    samples: list[Sample] = []
+    kinds: set[str] = set()
+    runs: dict[str, None] = {}
+    for n, line in _lines(path):
+        if not line.strip():
+            continue
+        where = f"{path}:{n}"
+        try:
+            rec = _loads(line)
+        except CalibrationError as exc:
+            raise CalibrationError(f"{where}: {exc}") from None
+        if not isinstance(rec, dict):
+            raise CalibrationError(f"{where}: expected a JSON object per line, got {type(rec).__name__}")
+        kind = "probes" if rec.get("source") == "collsim-probe" else "validate"
+        kinds.add(kind)
+        if len(kinds) > 1:
+            raise CalibrationError(f"{where}: probe records and validate records are mixed in one file")
+        sample = _probe_sample(rec, where) if kind == "probes" else _validate_sample(rec, where)
+        samples.append(sample)
+        if sample.run_id:
+            runs.setdefault(sample.run_id)
+        if len(samples) > MAX_SAMPLES:
+            raise CalibrationError(f"{path}: more than {MAX_SAMPLES} records; calibrate from fewer")
+    if not samples:
+        raise CalibrationError(f"{path}: no measurements in the file")
+    kind = kinds.pop()
+    return samples, Source(kind=kind, path=str(path), run_ids=list(runs), records=len(samples))  # type: ignore[arg-type]
+
+
+# -- nccl-tests -----------------------------------------------------------------------------------
+
+_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(-?\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)(.*)$")
+_NGPUS = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
+_RANK_LINE = re.compile(r"^#\s+Rank\s+\d+\s+Group")
+_STARTING = re.compile(r"Collective test starting:\s*(\S+)")
+
+
+def _collective_of(program: str | None, where: str, hint: str | None) -> str:
+    if hint:
+        try:
+            return get_collective(hint).name
+        except CollsimError as exc:
+            raise CalibrationError(f"{where}: {exc}") from None
+    name = os.path.basename(program or "")
+    if name in _NCCL_BINARIES:
+        return _NCCL_BINARIES[name]
+    raise CalibrationError(
+        f"{where}: cannot tell which nccl-tests binary wrote this (no '# Collective test starting' line); "
+        "name the collective (e.g. FILE:collective=allreduce)"
+    )
+
+
+def _time_us(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise CalibrationError(f"{where}: time {text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise CalibrationError(f"{where}: time must be a finite number > 0 us, got {text!r}")
+    return value
+
+
+def parse_nccl_text(
+    text: str | Iterable[tuple[int, str]], path: str, *, collective: str | None = None, ranks: int | None = None
+) -> tuple[list[Sample], Source]:
+    """Samples from nccl-tests' printed output (the out-of-place time of each row)."""
+    lines = enumerate(text.splitlines(), 1) if isinstance(text, str) else text
+    program: str | None = None
+    gpus = 0
+    rank_lines = 0
+    rows: list[tuple[str, int, float]] = []
+    for n, line in lines:
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            if m := _STARTING.search(stripped):
+                program = m.group(1)
+            if m := _NGPUS.search(stripped):
+                gpus = int(m.group(1)) * int(m.group(2))
+            if _RANK_LINE.match(stripped):
+                rank_lines += 1
+            continue
+        m = _ROW.match(line)
+        if not m:
+            continue  # nccl-tests prints other things (NCCL INFO lines, warnings) between rows
+        where = f"{path}:{n}"
+        wrong = m.group(9)
+        if wrong not in ("N/A",) and wrong.replace(".", "", 1).isdigit() and float(wrong) > 0:
+            raise CalibrationError(f"{where}: #wrong is {wrong}; a run with wrong results is not a measurement")
+        rows.append((where, int(m.group(1)), _time_us(m.group(6), where) * 1e-6))
+        if len(rows) > MAX_SAMPLES:
+            raise CalibrationError(f"{path}: more than {MAX_SAMPLES} rows; calibrate from fewer")
+    if not rows:
+        raise CalibrationError(f"{path}: no nccl-tests result rows (lines of size, count, type, redop, root, time ...)")
+    coll = _collective_of(program, path, collective)
+    p = ranks or rank_lines or gpus
+    if not p:
+        raise CalibrationError(f"{path}: cannot tell the number of ranks (no '#  Rank' lines); give FILE:ranks=N")
+    samples = [_nccl_sample(coll, size, t, p, where) for where, size, t in rows]
+    detail = f"{os.path.basename(program or coll)}, {p} ranks"
+    return samples, Source(kind="nccl-tests", path=str(path), records=len(samples), detail=detail)
+
+
+def _nccl_sample(coll: str, size: int, time_s: float, ranks: int, where: str) -> Sample:
+    if size <= 0:
+        raise CalibrationError(f"{where}: size must be > 0 bytes")
+    return Sample(
+        size=size,
+        time_s=time_s,
+        collective=coll,
+        algorithm=builtin_algorithm(coll, "nccl"),
+        label="nccl",
+        ranks=ranks,
+        origin=where,
+    )
+
+
+def parse_nccl_json(
+    data: Any, path: str, *, collective: str | None = None, ranks: int | None = None
+) -> tuple[list[Sample], Source]:
+    """Samples from the document nccl-tests writes with ``-J FILE`` (format version 2)."""
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise CalibrationError(f"{path}: not an nccl-tests JSON file (no 'results' list)")
+    args = data.get("args")
+    program = args[0] if isinstance(args, list) and args and isinstance(args[0], str) else None
+    coll = _collective_of(program, path, collective)
+    config = data.get("config") if isinstance(data.get("config"), dict) else {}
+    p = ranks
+    if p is None:
+        devices = config.get("devices")
+        per = 1
+        for key in ("nthreads", "ngpus"):
+            value = config.get(key, 1)
+            per *= value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 16 else 1
+        p = (len(devices) if isinstance(devices, list) and devices else 1) * per
+    samples = []
+    for i, row in enumerate(data["results"]):
+        where = f"{path}: results[{i}]"
+        if not isinstance(row, dict):
+            raise CalibrationError(f"{where}: expected an object, got {type(row).__name__}")
+        timing = row.get("out_of_place") or row.get("in_place")
+        if not isinstance(timing, dict):
+            raise CalibrationError(f"{where}: no out_of_place or in_place timing")
+        wrong = timing.get("nwrong")
+        if isinstance(wrong, (int, float)) and not isinstance(wrong, bool) and wrong > 0:
+            raise CalibrationError(f"{where}: nwrong is {wrong}; a run with wrong results is not a measurement")
+        time_us = _number(timing.get("time", timing.get("cpu_time")), f"{where}: time")
+        samples.append(_nccl_sample(coll, _size(row.get("size"), f"{where}: size"), time_us * 1e-6, _ranks(p, f"{path}: ranks"), where))
+        if len(samples) > MAX_SAMPLES:
+            raise CalibrationError(f"{path}: more than {MAX_SAMPLES} results; calibrate from fewer")
+    if not samples:
+        raise CalibrationError(f"{path}: the results list is empty")
+    detail = f"{os.path.basename(program or coll)}, {p} ranks"
+    return samples, Source(kind="nccl-tests-json", path=str(path), records=len(samples), detail=detail)
+
+
+# -- the front door -------------------------------------------------------------------------------
+
+
+def _split_hints(spec: str) -> tuple[Path, dict[str, str]]:
+    """``FILE[:collective=X,ranks=N]`` -> (FILE, hints); a plain existing path wins."""
+    if os.path.exists(spec) or ":" not in spec:
+        return Path(spec), {}
+    base, _, rest = spec.rpartition(":")
+    hints: dict[str, str] = {}
+    for item in rest.split(","):
+        key, eq, value = item.partition("=")
+        if not eq or key.strip() not in ("collective", "ranks", "format"):
+            return Path(spec), {}
+        hints[key.strip()] = value.strip()
+    return Path(base), hints
+
+
+def read_samples(spec: str | os.PathLike[str]) -> tuple[list[Sample], Source]:
+    """Read one measurement file of any supported format (see the module docstring).
+
+    ``spec`` may carry hints for nccl-tests output that lacks them: ``FILE:collective=allreduce,ranks=16``
+    (and ``format=nccl-tests|nccl-tests-json|jsonl``).
+    """
+    path, hints = _split_hints(os.fspath(spec))
+    ranks = None
+    if "ranks" in hints:
+        try:
+            ranks = int(hints["ranks"])
+        except ValueError:
+            raise CalibrationError(f"{spec}: ranks={hints['ranks']!r} is not a whole number") from None
+        if not 1 <= ranks <= 1 << 24:
+            raise CalibrationError(f"{spec}: ranks={ranks} is out of range")
+    fmt = hints.get("format")
+    if fmt not in (None, "nccl-tests", "nccl-tests-json", "jsonl"):
+        raise CalibrationError(f"{spec}: format={fmt!r}: expected nccl-tests, nccl-tests-json or jsonl")
+    first = ""
+    for _, line in _lines(path):
+        if line.strip():
+            first = line.strip()
+            break
+    if fmt is None:
+        if first.startswith("{") and first.endswith("}") and '"results"' not in first[:200]:
+            try:
+                _loads(first)
+                fmt = "jsonl"
+            except CalibrationError:
+                fmt = "nccl-tests-json"
+        elif first.startswith("{"):
+            fmt = "nccl-tests-json"
+        else:
+            fmt = "nccl-tests"
+    if fmt == "jsonl":
+        return read_jsonl(path)
+    if fmt == "nccl-tests-json":
+        size = path.stat().st_size
+        if size > MAX_JSON_BYTES:
+            raise CalibrationError(f"{path}: {size} bytes is too large for an nccl-tests JSON file")
+        try:
+            data = _loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError:
+            raise CalibrationError(f"{path}: not UTF-8 text") from None
+        except CalibrationError as exc:
+            raise CalibrationError(f"{path}: {exc}") from None
+        return parse_nccl_json(data, str(path), collective=hints.get("collective"), ranks=ranks)
+    return parse_nccl_text(_lines(path), str(path), collective=hints.get("collective"), ranks=ranks)

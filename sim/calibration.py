@@ -1,0 +1,328 @@
+"""Calibration files: measured link-class parameters, and the one function that applies them.
+
+A calibration file (YAML, or JSON when its name ends in ``.json``) holds, per link class
+(:mod:`sim.linkclass`), the fitted per-message latency α, the bandwidth as an **efficiency** relative to
+the nominal link rate (so that it transfers to links of other rates), optional piecewise **segments** by
+message size (SimGrid/SMPI style: each with its own α and efficiency), the reduction cost γ, the
+fit quality, the runs it came from, and ``calibrated``: the parameters that were fitted and are applied.
+Everything not listed stays nominal (the topology's own latencies, bandwidths and overheads).
+
+>>> cal = Calibration.model_validate({
+...     "topology": "netlab-star4",
+...     "classes": {"same-switch": {"latency": 4e-4, "efficiency": 0.95}},
+...     "gamma": 1.5e-10,
+...     "calibrated": ["same-switch.latency", "same-switch.efficiency", "gamma"]})
+>>> g = apply_calibration(load_graph("netlab-star4"), cal)
+>>> g.graph["gamma"], g.graph["calibrated"]
+(1.5e-10, ('same-switch.latency', 'same-switch.efficiency', 'gamma'))
+
+A message of ``n`` bytes on a path of a calibrated class then starts after α (instead of the path's
+latency plus the sender's overhead) and drains ``n / efficiency`` bytes at its max-min share -- the
+header-and-protocol overhead a real transport pays on the wire:
+
+>>> from sim import simulate
+>>> nominal = simulate("netlab-star4", "sendrecv", "direct", 2**20).time_s
+>>> calibrated = simulate(g, "sendrecv", "direct", 2**20).time_s
+>>> round(nominal * 1e3, 3), round(calibrated * 1e3, 3)     # 1 MiB at 25 MB/s; then 4e-4 + 1 MiB / (0.95 * 25 MB/s)
+(41.943, 44.551)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import networkx as nx
+from pydantic import Field, field_validator, model_validator
+
+from .errors import CalibrationError, ConfigError
+from .linkclass import LINK_CLASSES
+from .schema import Bandwidth, Spec, Time, validate_spec
+from .topology.load import load_graph, read_yaml
+
+__all__ = [
+    "Calibration",
+    "ClassCalibration",
+    "FitQuality",
+    "Residual",
+    "Segment",
+    "Source",
+    "apply_calibration",
+    "calibrated_graph",
+    "load_calibration",
+    "nominal_parameters",
+    "save_calibration",
+]
+
+FORMAT = "collsim-calibration"
+#: calibration files larger than this are refused (a real one is a few KiB)
+MAX_FILE_BYTES = 16 * 2**20
+#: the largest efficiency a segment may claim (a size range where time hardly grows with size)
+MAX_EFFICIENCY = 1000.0
+
+Efficiency = Annotated[float, Field(gt=0, le=MAX_EFFICIENCY, allow_inf_nan=False)]
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class Segment(Spec):
+    """Messages of ``min_bytes`` bytes and more (up to the next segment): α and efficiency."""
+
+    min_bytes: NonNegative
+    latency: Time
+    efficiency: Efficiency
+
+
+class Residual(Spec):
+    size_bytes: NonNegative
+    measured_s: NonNegative
+    fitted_s: NonNegative
+    rel: Finite
+
+
+class FitQuality(Spec):
+    """How well the fitted model reproduces the points it was fitted to (relative residuals)."""
+
+    points: int = Field(ge=0)
+    r2: Finite | None = None
+    rms_rel: NonNegative = 0.0
+    max_rel: NonNegative = 0.0
+    residuals: list[Residual] = Field(default_factory=list)
+
+
+class ClassCalibration(Spec):
+    """One link class. Only what ``Calibration.calibrated`` names is applied; the rest is a record."""
+
+    latency: Time | None = None
+    efficiency: Efficiency | None = None
+    bandwidth: Bandwidth | None = None
+    nominal_bandwidth: Bandwidth | None = None
+    segments: list[Segment] = Field(default_factory=list)
+    sharing: dict[int, Efficiency] = Field(default_factory=dict)
+    duplex: Efficiency | None = None
+    fit: FitQuality | None = None
+    pair: list[int] | None = None
+
+    @field_validator("segments")
+    @classmethod
+    def _ordered(cls, value: list[Segment]) -> list[Segment]:
+        if value and value[0].min_bytes != 0:
+            raise ValueError(f"the first segment must start at min_bytes 0, got {value[0].min_bytes:g}")
+        for a, b in zip(value, value[1:], strict=False):
+            if not b.min_bytes > a.min_bytes:
+                raise ValueError(f"min_bytes must increase from segment to segment ({a.min_bytes:g}, {b.min_bytes:g})")
+        return value
+
+    @field_validator("sharing")
+    @classmethod
+    def _fans(cls, value: dict[int, float]) -> dict[int, float]:
+        bad = [k for k in value if k < 1]
+        if bad:
+            raise ValueError(f"keys are numbers of flows (>= 1), got {bad[0]}")
+        return value
+
+
+class Source(Spec):
+    """One input a calibration was fitted from."""
+
+    kind: Literal["probes", "validate", "nccl-tests", "nccl-tests-json"]
+    path: str
+    run_ids: list[str] = Field(default_factory=list)
+    records: int = Field(default=0, ge=0)
+    detail: str = ""
+
+
+ClassName = Literal["intra-host", "same-switch", "cross-switch", "direct"]
+_PARAMS = ("latency", "efficiency", "segments")
+
+
+class Calibration(Spec):
+    """A calibration file (see the module docstring)."""
+
+    format: Literal["collsim-calibration"] = FORMAT
+    version: Literal[1] = 1
+    topology: str = Field(min_length=1)
+    created: str = ""
+    sources: list[Source] = Field(default_factory=list)
+    classes: dict[ClassName, ClassCalibration] = Field(default_factory=dict)
+    gamma: NonNegative | None = None
+    gamma_fit: FitQuality | None = None
+    calibrated: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _listed_exist(self) -> Calibration:
+        seen: set[str] = set()
+        for i, name in enumerate(self.calibrated):
+            if name in seen:
+                raise ValueError(f"calibrated[{i}]: {name!r} is listed twice")
+            seen.add(name)
+            if name == "gamma":
+                if self.gamma is None:
+                    raise ValueError(f"calibrated[{i}]: 'gamma' is listed but gamma has no value")
+                continue
+            cls, _, param = name.partition(".")
+            if cls not in LINK_CLASSES or param not in _PARAMS:
+                valid = ", ".join(f"CLASS.{p}" for p in _PARAMS)
+                raise ValueError(f"calibrated[{i}]: {name!r} is not a parameter (valid: gamma, {valid}; classes: {', '.join(LINK_CLASSES)})")
+            entry = self.classes.get(cls)  # type: ignore[call-overload]
+            value = None if entry is None else getattr(entry, param)
+            if value is None or value == []:
+                raise ValueError(f"calibrated[{i}]: {name!r} is listed but classes.{cls}.{param} has no value")
+        return self
+
+    def applied(self, cls: str) -> tuple[float | None, float | None, list[Segment]]:
+        """(latency or None, efficiency or None, segments) applied to messages of class ``cls``."""
+        entry = self.classes.get(cls)  # type: ignore[call-overload]
+        if entry is None:
+            return None, None, []
+        if f"{cls}.segments" in self.calibrated:
+            return None, None, list(entry.segments)
+        latency = entry.latency if f"{cls}.latency" in self.calibrated else None
+        efficiency = entry.efficiency if f"{cls}.efficiency" in self.calibrated else None
+        return latency, efficiency, []
+
+    @property
+    def run_ids(self) -> set[str]:
+        return {rid for source in self.sources for rid in source.run_ids if rid}
+
+
+def nominal_parameters(cal: Calibration, classes: list[str] | None = None) -> list[str]:
+    """What stays nominal under ``cal``, in words, for reports (``classes``: those the cluster has)."""
+    out = []
+    for cls in classes if classes is not None else list(LINK_CLASSES):
+        latency, efficiency, segments = cal.applied(cls)
+        if segments:
+            continue
+        missing = [name for name, value in (("latency", latency), ("bandwidth", efficiency)) if value is None]
+        if missing:
+            out.append(f"{cls}.{' and '.join(missing)} (topology's nominal values)")
+    if "gamma" not in cal.calibrated:
+        out.append("gamma (0 unless given)")
+    out.append("link sharing: max-min fair, no per-flow-count factor")
+    return out
+
+
+# -- reading and writing ------------------------------------------------------------------------
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise CalibrationError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise CalibrationError(f"{name} is not a number calibration accepts")
+
+
+def load_calibration(path: str | os.PathLike[str]) -> Calibration:
+    """Read and validate a calibration file; every problem is one :class:`CalibrationError` line."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+    except FileNotFoundError:
+        raise CalibrationError(f"{p}: no such calibration file") from None
+    except OSError as exc:
+        raise CalibrationError(f"{p}: {exc.strerror or exc}") from None
+    if p.is_dir():
+        raise CalibrationError(f"{p}: is a directory, not a calibration file")
+    if size > MAX_FILE_BYTES:
+        raise CalibrationError(f"{p}: {size} bytes is too large for a calibration file (at most {MAX_FILE_BYTES})")
+    try:
+        if p.suffix.lower() == ".json":
+            try:
+                text = p.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                raise CalibrationError("not a UTF-8 text file") from None
+            try:
+                data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+            except json.JSONDecodeError as exc:
+                raise CalibrationError(f"line {exc.lineno}: invalid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise CalibrationError("JSON nested too deeply") from None
+        else:
+            data = read_yaml(p)
+    except CalibrationError as exc:
+        raise CalibrationError(f"{p}: {exc}") from None
+    except ConfigError as exc:
+        raise CalibrationError(str(exc)) from None
+    except OSError as exc:
+        raise CalibrationError(f"{p}: {exc.strerror or exc}") from None
+    if not isinstance(data, dict):
+        raise CalibrationError(f"{p}: expected a mapping at the top level, got {type(data).__name__}")
+    if data.get("format") not in (None, FORMAT):
+        raise CalibrationError(f"{p}: format: expected {FORMAT!r}, got {data.get('format')!r}")
+    try:
+        return validate_spec(Calibration, data)  # type: ignore[no-any-return]
+    except ConfigError as exc:
+        raise CalibrationError(f"{p}: {exc}") from None
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise CalibrationError(f"cannot write a non-finite number ({value}) to a calibration file")
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def save_calibration(cal: Calibration, path: str | os.PathLike[str]) -> Path:
+    """Write ``cal`` (JSON for ``*.json``, else YAML) atomically: a temporary file, then a rename."""
+    import yaml
+
+    p = Path(path)
+    data = _json_safe(cal.model_dump(mode="json", exclude_none=True))
+    if p.suffix.lower() == ".json":
+        text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    else:
+        text = "# collsim calibration file (docs/calibration.md)\n" + yaml.safe_dump(data, sort_keys=False, width=120)
+    directory = p.parent if str(p.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return p
+
+
+# -- applying -----------------------------------------------------------------------------------
+
+
+def apply_calibration(graph: nx.DiGraph, calibration: Calibration | str | os.PathLike[str]) -> nx.DiGraph:
+    """A copy of ``graph`` that simulates with ``calibration``: the one place a calibration is applied.
+
+    The graph keeps its nominal link attributes; the calibration is attached as graph attributes
+    (``calibration``, ``calibrated``, and ``gamma`` when γ was calibrated), which
+    :class:`~sim.cluster.Cluster` turns into the per-message model of :mod:`sim.msgmodel`.
+    """
+    cal = calibration if isinstance(calibration, Calibration) else load_calibration(calibration)
+    if graph.graph.get("calibration") is not None:
+        raise CalibrationError(f"{graph.graph.get('name', 'topology')}: a calibration is already applied")
+    out = graph.copy()
+    out.graph["calibration"] = cal
+    out.graph["calibrated"] = tuple(cal.calibrated)
+    if "gamma" in cal.calibrated:
+        out.graph["gamma"] = cal.gamma
+    return out
+
+
+def calibrated_graph(topology: Any, calibration: Calibration | str | os.PathLike[str] | None) -> Any:
+    """``topology`` as is without a calibration, else the loaded graph with it applied (for the CLI)."""
+    if calibration is None:
+        return topology
+    return apply_calibration(load_graph(topology), calibration)
