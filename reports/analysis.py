@@ -191,7 +191,7 @@ def analyze(spec: Any, points: Sequence[Point], records: dict[str, Row]) -> Repo
         "first_bucket_bytes": workload.first_bucket_bytes,
         "overlap": workload.overlap,
         "concurrent_buckets": workload.concurrent_buckets,
-        "gamma": spec.gamma,
+        "gamma": spec.effective_gamma,
         "clusters": sorted({(p.cluster.gpus, p.cluster.label) for p in points}),
     }
     return ReportData(

@@ -96,10 +96,14 @@ class ClusterRef:
     params: dict[str, Any] = field(default_factory=dict)
     graph: dict[str, Any] | None = field(default=None, repr=False)
     digest: str = ""
+    calibration: dict[str, Any] | None = field(default=None, repr=False)
 
     def identity(self) -> dict[str, Any]:
-        """What the cluster is, for cache keys (the graph by its digest)."""
-        return {"gpus": self.gpus, "builder": self.builder, "params": self.params, "digest": self.digest}
+        """What the cluster is, for cache keys (the graph and the calibration by their digests)."""
+        ident = {"gpus": self.gpus, "builder": self.builder, "params": self.params, "digest": self.digest}
+        if self.calibration is not None:
+            ident["calibration"] = _digest(self.calibration)
+        return ident
 
 
 def _digest(data: Any) -> str:
@@ -113,7 +117,19 @@ def _graph_ref(graph: nx.DiGraph, gpus: int, label: str) -> ClusterRef:
 
 
 def cluster_refs(spec: ReportSpec) -> list[ClusterRef]:
-    """The clusters of a report, smallest first."""
+    """The clusters of a report, smallest first (each carrying the spec's calibration, if any)."""
+    refs = _refs(spec)
+    if spec.calibration is None:
+        return refs
+    from dataclasses import replace
+
+    from sim.calibration import load_calibration
+
+    cal = load_calibration(spec.calibration).model_dump(mode="json")
+    return [replace(ref, calibration=cal) for ref in refs]
+
+
+def _refs(spec: ReportSpec) -> list[ClusterRef]:
     c = spec.cluster
     if c.builder is not None:
         assert c.sizes is not None
@@ -173,8 +189,14 @@ def build_graph(ref: ClusterRef, spare_hosts: int = 0) -> nx.DiGraph:
     """The graph of ``ref``, with ``spare_hosts`` more hosts where it comes from a builder (a whole
     topology has the hosts it has)."""
     if ref.graph is not None:
-        return load_graph(nx.node_link_graph(ref.graph, edges="links"))
-    assert ref.builder is not None
-    per_host = int(ref.params.get("gpus_per_host", SCALERS[ref.builder][0]))
-    params = SCALERS[ref.builder][1](ref.params, ref.gpus // per_host + spare_hosts)
-    return parse_inline(ref.builder, params, where="cluster.params")
+        graph = load_graph(nx.node_link_graph(ref.graph, edges="links"))
+    else:
+        assert ref.builder is not None
+        per_host = int(ref.params.get("gpus_per_host", SCALERS[ref.builder][0]))
+        params = SCALERS[ref.builder][1](ref.params, ref.gpus // per_host + spare_hosts)
+        graph = parse_inline(ref.builder, params, where="cluster.params")
+    if ref.calibration is not None:
+        from sim.calibration import Calibration, apply_calibration
+
+        graph = apply_calibration(graph, Calibration.model_validate(ref.calibration))
+    return graph

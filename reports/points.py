@@ -90,15 +90,16 @@ def report_points(spec: ReportSpec) -> list[Point]:
     (algorithm, size) when the spec has message sizes."""
     refs = cluster_refs(spec)
     workload = asdict(workload_of(spec))
+    gamma = spec.effective_gamma
     points = [
-        Point("iteration", algo, ref, workload=workload, gamma=spec.gamma)
+        Point("iteration", algo, ref, workload=workload, gamma=gamma)
         for algo in spec.algorithm_specs
         for ref in refs
     ]
     if spec.sweep.message_sizes:
         sizes = tuple(sorted(set(spec.sweep.message_sizes)))
         points += [
-            Point("collective", algo, ref, message_sizes=sizes, gamma=spec.gamma)
+            Point("collective", algo, ref, message_sizes=sizes, gamma=gamma)
             for algo in spec.algorithm_specs
             for ref in refs
         ]

@@ -105,7 +105,8 @@ def model_notes(data: ReportData) -> list[str]:
         + (
             "bandwidth and latency as the topology states them, with no calibration against measurements."
             if data.parameters == "nominal"
-            else "scaled by the calibration file."
+            else "the calibration file's fitted per-class latency and bandwidth efficiency (and γ where it was "
+            "calibrated) applied to every message; everything the file does not list stays nominal."
         ),
         "Backward produces gradient bytes at a constant rate over the backward time, in reverse layer order, "
         "filling DDP buckets in that order (whole parameters are not modelled; buckets are exact byte counts).",

@@ -285,7 +285,7 @@ class ReportSpec(Spec):
     ddp: DdpSpec = DdpSpec()
     sweep: SweepSpec = SweepSpec()
     gamma: float = Field(default=0.0, ge=0)
-    calibration: str | None = None
+    calibration: str | None = None  # a calibration file (sim.calibration), applied to every cluster
     tolerance: float = Field(default=0.05, gt=0, lt=1)
 
     @field_validator("algorithms")
@@ -311,6 +311,16 @@ class ReportSpec(Spec):
         """``nominal`` unless a calibration was applied (every number in the report carries it)."""
         return "nominal" if self.calibration is None else "calibrated"
 
+    @property
+    def effective_gamma(self) -> float:
+        """γ: the spec's own when it sets one, else the calibration's (when it calibrated γ), else 0."""
+        if "gamma" in self.model_fields_set or self.calibration is None:
+            return self.gamma
+        from sim.calibration import load_calibration
+
+        cal = load_calibration(self.calibration)
+        return float(cal.gamma) if "gamma" in cal.calibrated and cal.gamma is not None else self.gamma
+
 
 def parse_spec(data: Any, base_dir: str | Path = ".", where: str = "") -> ReportSpec:
     """Validate a spec given as a mapping (relative paths are taken from ``base_dir``)."""
@@ -323,13 +333,17 @@ def parse_spec(data: Any, base_dir: str | Path = ".", where: str = "") -> Report
         raise ConfigError(f"{prefix}{exc}") from None
     spec = spec.model_copy(update={"cluster": _resolve_paths(spec.cluster, Path(base_dir))})
     if spec.calibration is not None:
+        from sim.calibration import load_calibration
+        from sim.errors import CalibrationError
+
         path = Path(base_dir) / spec.calibration
         if not path.is_file():
             raise ConfigError(f"{prefix}calibration: no such file {str(path)!r}")
-        raise ConfigError(
-            f"{prefix}calibration: calibration files are not supported yet (they come with issue 7); "
-            "remove the field for a report on nominal link parameters"
-        )
+        try:
+            load_calibration(path)
+        except CalibrationError as exc:
+            raise ConfigError(f"{prefix}calibration: {exc}") from None
+        spec = spec.model_copy(update={"calibration": str(path.resolve())})
     return spec
 
 

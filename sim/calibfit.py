@@ -44,6 +44,12 @@ __all__ = ["Point", "SegmentFit", "fit_calibration", "fit_segments"]
 
 #: at most this many residuals are kept in a fit record
 _RESIDUALS = 40
+#: rate ratios (sharing, duplex) come from sizes at least this large where there are any
+RATIO_MIN_BYTES = 2**20
+#: a flow-count factor is applied only when some measured one is further than this from 1
+FLOWS_TOLERANCE = 0.03
+#: a reverse-traffic factor is applied only when some measured one is further than this from 1
+DUPLEX_TOLERANCE = 0.02
 
 
 @dataclass(frozen=True)
@@ -206,13 +212,17 @@ def _ratio_factor(samples: Sequence[Sample], single: dict[int, float], latency: 
     """Median over bandwidth-dominated sizes of ``flows`` · (one flow's time) / (the measured time),
     latency taken off both: the rate a link gives ``flows`` concurrent transfers relative to one alone
     (1.0 = max-min sharing of the single flow's rate)."""
-    ratios = []
+    ratios = {}
     for s in samples:
         alone = single.get(s.size)
         if alone is None or s.size / bandwidth < 4 * latency or s.time_s <= latency or alone <= latency:
             continue
-        ratios.append(flows * (alone - latency) / (s.time_s - latency))
-    return statistics.median(ratios) if ratios else None
+        ratios.setdefault(s.size, []).append(flows * (alone - latency) / (s.time_s - latency))
+    # a shaper's bucket lets a message that starts on an idle link skip ahead: large sizes only, where
+    # that head start is a small part of the time
+    large = [r for size, rs in ratios.items() if size >= RATIO_MIN_BYTES for r in rs]
+    chosen = large or [r for rs in ratios.values() for r in rs]
+    return statistics.median(chosen) if chosen else None
 
 
 def _class_from_probes(name: str, samples: list[Sample], cluster: Cluster, pairs: list[tuple[int, int]], **kw: float) -> tuple[ClassCalibration, list[str], list[str]]:
@@ -233,19 +243,13 @@ def _class_from_probes(name: str, samples: list[Sample], cluster: Cluster, pairs
     duplex = _ratio_factor([s for s in samples if s.test == "bidir"], single, latency, bandwidth, 1)
     single = by_size(pings or base)  # fans are single messages: compare with single messages
     sharing: dict[int, float] = {}
-    for fan in sorted({s.fan for s in samples if s.test in ("fanin", "fanout")}):
-        factor = _ratio_factor(
-            [s for s in samples if s.test in ("fanin", "fanout") and s.fan == fan], single, latency, bandwidth, fan
-        )
-        if factor is not None:
-            sharing[fan] = round(factor, 4)
-    measured = [f"duplex {duplex:.3f}"] if duplex is not None else []
-    measured += [f"{k} flows {v:.3f}" for k, v in sharing.items()]
-    if measured:
-        notes.append(
-            f"{name}: rate relative to one flow alone, measured but not applied (the engine shares links "
-            f"max-min): {', '.join(measured)}"
-        )
+    dense: dict[int, float] = {}
+    for tests, table in ((("fanin", "fanout"), sharing), (("alltoall",), dense)):
+        for fan in sorted({s.fan for s in samples if s.test in tests}):
+            chosen = [s for s in samples if s.test in tests and s.fan == fan]
+            factor = _ratio_factor(chosen, single, latency, bandwidth, fan)
+            if factor is not None:
+                table[fan] = round(factor, 4)
     last = segs[-1]
     entry = ClassCalibration(
         latency=last.alpha,
@@ -255,11 +259,40 @@ def _class_from_probes(name: str, samples: list[Sample], cluster: Cluster, pairs
         segments=[Segment(min_bytes=s.min_bytes, latency=s.alpha, efficiency=s.efficiency) for s in segs] if len(segs) > 1 else [],
         sharing=sharing,
         duplex=None if duplex is None else round(duplex, 4),
+        dense=dense,
         fit=quality,
         pair=list(pairs[0]),
     )
     fitted = [f"{name}.segments"] if len(segs) > 1 else [f"{name}.latency", f"{name}.efficiency"]
     return entry, fitted, notes
+
+
+def _link_sharing(entries: dict[str, ClassCalibration]) -> tuple[dict[int, float], dict[int, float], list[str]]:
+    """The network-wide ``duplex`` and ``flows`` tables from every class's measured ratios (medians
+    over classes); each is empty -- not applied -- when all its factors are within tolerance of 1."""
+    fans: dict[int, list[float]] = {}
+    reverse: dict[int, list[float]] = {}
+    for entry in entries.values():
+        for k, v in entry.sharing.items():
+            fans.setdefault(k, []).append(v)
+        if entry.duplex is not None:
+            reverse.setdefault(1, []).append(entry.duplex)
+        for k, v in entry.dense.items():
+            reverse.setdefault(k, []).append(v)
+    flows = {k: round(statistics.median(v), 4) for k, v in sorted(fans.items())}
+    notes = []
+    if flows and max(abs(f - 1) for f in flows.values()) <= FLOWS_TOLERANCE:
+        notes.append(
+            f"flows: k flows on one link direction got {', '.join(f'{f:.3f}' for f in flows.values())} of the single "
+            f"flow's rate (k = {', '.join(map(str, flows))}): within {FLOWS_TOLERANCE:.0%} of max-min sharing, not applied"
+        )
+        flows = {}
+    # all-to-all moves k flows each way on a link: its ratio holds both factors; the duplex is the rest
+    duplex = {k: round(statistics.median(v) / (flows.get(k, 1.0) if k > 1 else 1.0), 4) for k, v in sorted(reverse.items())}
+    if duplex and max(abs(d - 1) for d in duplex.values()) <= DUPLEX_TOLERANCE:
+        notes.append(f"duplex: within {DUPLEX_TOLERANCE:.0%} of 1 ({duplex}), not applied")
+        duplex = {}
+    return duplex, flows, notes
 
 
 def _bottleneck(cluster: Cluster, p: int) -> tuple[list[str], float, dict[str, list[tuple[int, int]]]]:
@@ -358,6 +391,12 @@ def fit_calibration(
         entries[name] = entry
         calibrated += fitted
         notes += more
+    duplex, flows, more = _link_sharing(entries)
+    notes += more
+    if flows:
+        calibrated.append("flows")
+    if duplex:
+        calibrated.append("duplex")
     if collectives:
         coll_entries, fitted, more = _classes_from_collectives(collectives, cluster, gamma, **kw)
         for name, entry in coll_entries.items():
@@ -379,6 +418,8 @@ def fit_calibration(
         classes=entries,  # type: ignore[arg-type]
         gamma=gamma,
         gamma_fit=gamma_fit,
+        duplex=duplex,
+        flows=flows,
         calibrated=calibrated,
         notes=notes,
     )

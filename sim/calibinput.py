@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 #: the probe tests of ``python -m validate.probes`` (see validate/probes.py)
-PROBE_TESTS = ("pingpong", "stream", "bidir", "fanin", "fanout", "reduce")
+PROBE_TESTS = ("pingpong", "stream", "bidir", "fanin", "fanout", "alltoall", "reduce")
 #: relative error assumed for a time that comes without its iterations (nccl-tests, a median)
 DEFAULT_SPREAD = 0.02
 #: no time is trusted more closely than this (the model's own accuracy)

@@ -104,6 +104,7 @@ class ClassCalibration(Spec):
     segments: list[Segment] = Field(default_factory=list)
     sharing: dict[int, Efficiency] = Field(default_factory=dict)
     duplex: Efficiency | None = None
+    dense: dict[int, Efficiency] = Field(default_factory=dict)
     fit: FitQuality | None = None
     pair: list[int] | None = None
 
@@ -117,7 +118,7 @@ class ClassCalibration(Spec):
                 raise ValueError(f"min_bytes must increase from segment to segment ({a.min_bytes:g}, {b.min_bytes:g})")
         return value
 
-    @field_validator("sharing")
+    @field_validator("sharing", "dense")
     @classmethod
     def _fans(cls, value: dict[int, float]) -> dict[int, float]:
         bad = [k for k in value if k < 1]
@@ -151,8 +152,18 @@ class Calibration(Spec):
     classes: dict[ClassName, ClassCalibration] = Field(default_factory=dict)
     gamma: NonNegative | None = None
     gamma_fit: FitQuality | None = None
+    duplex: dict[int, Efficiency] = Field(default_factory=dict)
+    flows: dict[int, Efficiency] = Field(default_factory=dict)
     calibrated: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+
+    @field_validator("duplex", "flows")
+    @classmethod
+    def _counts(cls, value: dict[int, float]) -> dict[int, float]:
+        bad = [k for k in value if not 1 <= k <= 4096]
+        if bad:
+            raise ValueError(f"keys are numbers of flows (1..4096), got {bad[0]}")
+        return dict(sorted(value.items()))
 
     @model_validator(mode="after")
     def _listed_exist(self) -> Calibration:
@@ -161,14 +172,17 @@ class Calibration(Spec):
             if name in seen:
                 raise ValueError(f"calibrated[{i}]: {name!r} is listed twice")
             seen.add(name)
-            if name == "gamma":
-                if self.gamma is None:
-                    raise ValueError(f"calibrated[{i}]: 'gamma' is listed but gamma has no value")
+            if name in ("gamma", "duplex", "flows"):
+                if getattr(self, name) is None or getattr(self, name) == {}:
+                    raise ValueError(f"calibrated[{i}]: {name!r} is listed but {name} has no value")
                 continue
             cls, _, param = name.partition(".")
             if cls not in LINK_CLASSES or param not in _PARAMS:
                 valid = ", ".join(f"CLASS.{p}" for p in _PARAMS)
-                raise ValueError(f"calibrated[{i}]: {name!r} is not a parameter (valid: gamma, {valid}; classes: {', '.join(LINK_CLASSES)})")
+                raise ValueError(
+                    f"calibrated[{i}]: {name!r} is not a parameter (valid: gamma, duplex, flows, {valid}; "
+                    f"classes: {', '.join(LINK_CLASSES)})"
+                )
             entry = self.classes.get(cls)  # type: ignore[call-overload]
             value = None if entry is None else getattr(entry, param)
             if value is None or value == []:
@@ -203,7 +217,10 @@ def nominal_parameters(cal: Calibration, classes: list[str] | None = None) -> li
             out.append(f"{cls}.{' and '.join(missing)} (topology's nominal values)")
     if "gamma" not in cal.calibrated:
         out.append("gamma (0 unless given)")
-    out.append("link sharing: max-min fair, no per-flow-count factor")
+    if "duplex" not in cal.calibrated:
+        out.append("a link direction's rate does not depend on traffic in the other direction")
+    if "flows" not in cal.calibrated:
+        out.append("flows share a link direction max-min fair at its full rate, however many")
     return out
 
 

@@ -31,7 +31,11 @@ __all__ = ["contention_free", "run_maxplus"]
 
 
 def contention_free(program: StepProgram, net: Network) -> bool:
-    """Whether every link direction is crossed only by one sender's messages, at most one per step."""
+    """Whether every link direction is crossed only by one sender's messages, at most one per step
+    (and no calibration makes a direction's capacity depend on the traffic around it)."""
+    model = net.cluster.message_model
+    if model is not None and model.shares:
+        return False
     arcs_all, src_all, step_all = [], [], []
     for k, (step, _) in enumerate(program.phases):
         if not len(step):

@@ -7,6 +7,12 @@ a message on a path of a calibrated link class starts after the class's fitted �
 headers, protocol and stack costs). Classes or parameters the calibration does not name keep the nominal
 values. The engine (:mod:`sim.network`), the max-plus path (:mod:`sim.maxplus`) and the closed forms all
 ask this one object, so every path gives the same times.
+
+A calibration may also make a link direction's capacity depend on the traffic on it (``flows``: a factor
+by the number of flows sharing it) and on its reverse direction (``duplex``: a factor by the number of
+flows going the other way -- TCP's acknowledgements queue behind that data). The max-min computation
+then uses those capacities; programs whose times depend on them are not contention-free, so the
+max-plus path steps aside (:func:`sim.maxplus.contention_free`).
 """
 
 from __future__ import annotations
@@ -38,6 +44,17 @@ class _ClassModel:
         return self.delays[max(i, 0)], self.factors[max(i, 0)]
 
 
+def _table(factors: dict[int, float]) -> np.ndarray:
+    """Factor by count 0..max key: 1 for none, each key's factor held up to the next key."""
+    top = max(factors)
+    table = np.ones(top + 1)
+    value = 1.0
+    for count in range(1, top + 1):
+        value = factors.get(count, value)
+        table[count] = value
+    return table
+
+
 class MessageModel:
     """Start delay and wire-byte factor of each message on ``cluster`` under ``calibration``."""
 
@@ -47,6 +64,11 @@ class MessageModel:
         self._models: dict[str, _ClassModel | None] = {}
         self._by_pid: list[_ClassModel | None] = []
         self.size_dependent = False
+        self._duplex = _table(calibration.duplex) if "duplex" in calibration.calibrated else None
+        self._flows = _table(calibration.flows) if "flows" in calibration.calibrated else None
+        #: whether a link direction's capacity depends on the flows on it (or on its reverse)
+        self.shares = self._duplex is not None or self._flows is not None
+        self._reverse: np.ndarray | None = None
         for cls in calibration.classes:
             latency, efficiency, segments = calibration.applied(cls)
             if segments:
@@ -93,6 +115,28 @@ class MessageModel:
                 delay[i] = hit[0]
             wire[i] = n * hit[1]
         return delay, wire
+
+    def capacity(self, arc: np.ndarray) -> np.ndarray:
+        """Every link direction's capacity while flows cross the directions ``arc`` (one entry per flow
+        and direction crossed): scaled by the ``flows`` factor of its own count of flows and by the
+        ``duplex`` factor of the count on its reverse direction."""
+        cl = self.cluster
+        counts = np.bincount(arc, minlength=cl.num_arcs)
+        factor = np.ones(cl.num_arcs)
+        if self._flows is not None:
+            factor *= self._flows[np.minimum(counts, len(self._flows) - 1)]
+        if self._duplex is not None:
+            rev = self._reverse_arcs()
+            reverse = np.where(rev >= 0, counts[np.maximum(rev, 0)], 0)
+            factor *= self._duplex[np.minimum(reverse, len(self._duplex) - 1)]
+        return np.asarray(cl.capacity * factor)
+
+    def _reverse_arcs(self) -> np.ndarray:
+        if self._reverse is None:
+            cl = self.cluster
+            index = {(int(u), int(v)): i for i, (u, v) in enumerate(zip(cl.arc_u, cl.arc_v, strict=True))}
+            self._reverse = np.array([index.get((int(v), int(u)), -1) for u, v in zip(cl.arc_u, cl.arc_v, strict=True)])
+        return self._reverse
 
     def alpha_beta(self, src: int, dst: int, nbytes: float) -> tuple[float, float]:
         """Hockney α and β of the route src -> dst for a message of ``nbytes`` under the model."""

@@ -478,7 +478,9 @@ class Network:
                     return
         self.solves += 1
         flow, arc = self._entries_now()
-        rates = maxmin_rates(flow, arc, len(active), self.cluster.capacity, self._bound[active])
+        model = self._model  # a calibration may make capacities depend on the flows (sim.msgmodel)
+        capacity = model.capacity(arc) if model is not None and model.shares else self.cluster.capacity
+        rates = maxmin_rates(flow, arc, len(active), capacity, self._bound[active])
         self._rate[active] = rates
         if cacheable:
             keys, first = np.unique(pids, return_index=True)

@@ -88,7 +88,7 @@ def test_environment_variables_stand_in_for_options(tmp_path, capsys, monkeypatc
     "changes, args, message",
     [
         ({"job": {"parameters": 1e6}}, [], "spec.yaml: job: give compute_time"),
-        ({"calibration": "spec.yaml"}, [], "calibration files are not supported yet"),
+        ({"calibration": "spec.yaml"}, [], "spec.yaml: calibration: "),
         ({}, ["--executor", "dask"], "--executor dask needs --address"),
         ({}, ["--executor", "mpi"], "unknown executor 'mpi'"),
         ({}, ["--jobs", "0"], "--jobs"),

@@ -78,12 +78,19 @@ def test_bad_specs_name_the_field(change, message):
     assert "\n" not in str(info.value)
 
 
-def test_calibration_files_are_refused_for_now(tmp_path):
+def test_calibration_files_are_checked_and_applied(tmp_path):
     with pytest.raises(ConfigError, match="calibration: no such file"):
         parse_spec(tiny_spec(calibration="fit.json"), tmp_path)
     (tmp_path / "fit.json").write_text("{}")
-    with pytest.raises(ConfigError, match="calibration files are not supported yet"):
+    with pytest.raises(ConfigError, match="calibration: .*fit.json: topology: required"):
         parse_spec(tiny_spec(calibration="fit.json"), tmp_path)
+    (tmp_path / "fit.json").write_text(
+        '{"topology": "star", "classes": {"same-switch": {"latency": 1e-3, "efficiency": 0.5}},'
+        ' "gamma": 1e-9, "calibrated": ["same-switch.latency", "same-switch.efficiency", "gamma"]}'
+    )
+    spec = parse_spec(tiny_spec(calibration="fit.json"), tmp_path)
+    assert spec.parameters_label == "calibrated" and spec.effective_gamma == 1e-9
+    assert parse_spec(tiny_spec(calibration="fit.json", gamma=0), tmp_path).effective_gamma == 0
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,8 @@ test          what one timed iteration is (``time_s`` of a record)
               per message
 ``fanin``     ``k`` senders each send ``n`` bytes to one receiver at once; until all have arrived
 ``fanout``    one sender sends ``n`` bytes to each of ``k`` receivers at once; until all have arrived
+``alltoall``  each of ``k + 1`` ranks sends ``n`` bytes to every other, all at once (dense traffic in
+              both directions of every link, as a sharded parameter server's push); until all arrived
 ``reduce``    every rank (``ranks``) adds two local buffers of ``n`` bytes at once (γ under the
               contention collectives see); the slowest rank's time
 ============  ===================================================================================
@@ -60,8 +62,8 @@ SOURCE = "collsim-probe"
 class Probe:
     """One measurement: a test, the link class it exercises, the ranks involved and the size.
 
-    ``ranks``: pingpong and bidir ``(a, b)``; fanin ``(receiver, *senders)``; fanout
-    ``(sender, *receivers)``; reduce the ranks that reduce at once.
+    ``ranks``: pingpong, stream and bidir ``(a, b)``; fanin ``(receiver, *senders)``; fanout
+    ``(sender, *receivers)``; alltoall the members; reduce the ranks that reduce at once.
     """
 
     test: str
@@ -71,7 +73,7 @@ class Probe:
 
     @property
     def fan(self) -> int:
-        return len(self.ranks) - 1 if self.test in ("fanin", "fanout") else 1
+        return len(self.ranks) - 1 if self.test in ("fanin", "fanout", "alltoall") else 1
 
 
 def _fans(peers: int, max_fan: int) -> list[int]:
@@ -334,6 +336,9 @@ class _Runner:
                 comm.exchange([(self.buf(n), d, 5) for d in others], [])
             else:
                 comm.exchange([], [(self.buf(n, 1), hub, 5)])
+        elif test == "alltoall":
+            peers = [q for q in ranks if q != r]
+            comm.exchange([(self.buf(n), q, 7) for q in peers], [(self.buf(n, i + 1), q, 7) for i, q in enumerate(peers)])
         else:  # reduce
             self.buf(n).add_(self.buf(n, 1))
         self.sync()
