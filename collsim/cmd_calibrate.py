@@ -42,6 +42,10 @@ TimeoutOpt = Annotated[
 ]
 
 DEFAULT_ALGORITHMS = "ring,tree,master-worker,ps,halving-doubling,builtin"
+#: sizes below this are measured in a run of their own, with at least SMALL_WARMUP and SMALL_ITERS
+SMALL_BYTES = 2**20
+SMALL_WARMUP = 5
+SMALL_ITERS = 20
 
 
 def _where(netlab: bool, local: bool, files: list[str] | None, flag: str) -> str:
@@ -229,8 +233,12 @@ def compare_cmd(
     ] = DEFAULT_ALGORITHMS,
     collective: Annotated[str, typer.Option("--collective", envvar="COLLSIM_COLLECTIVE")] = "allreduce",
     sizes: Annotated[str, typer.Option("--sizes", envvar="COLLSIM_SIZES", help="Sizes MIN:MAX[:FACTOR] or a,b,c.")] = "64KiB:16MiB:4",
-    warmup: Annotated[int, typer.Option("--warmup", "-w", envvar="COLLSIM_WARMUP", min=0)] = 1,
-    iters: Annotated[int, typer.Option("--iters", "-n", envvar="COLLSIM_ITERS", min=1)] = 5,
+    warmup: Annotated[
+        int, typer.Option("--warmup", "-w", envvar="COLLSIM_WARMUP", min=0, help="Untimed iterations (>= 5 below 1 MiB).")
+    ] = 1,
+    iters: Annotated[
+        int, typer.Option("--iters", "-n", envvar="COLLSIM_ITERS", min=1, help="Timed iterations (>= 20 below 1 MiB).")
+    ] = 5,
     out: Annotated[Path, typer.Option("--out", envvar="COLLSIM_COMPARE_OUT", help="Directory for the results.")] = Path("collsim-compare"),
     prefix: PrefixOpt = "cs",
     timeout: TimeoutOpt = "600s",
@@ -268,14 +276,21 @@ def compare_cmd(
         specs = split_specs(algorithms)
         if not specs:
             raise ConfigError("--algorithms: give at least one algorithm")
-        parse_size_range(sizes, "--sizes")
+        size_list = parse_size_range(sizes, "--sizes")
         seconds = _seconds(timeout, "--timeout")
+        # small sizes are cheap and noisy: more warm-up and timed iterations for them (a run of their own)
+        groups = [
+            (small, max(warmup, SMALL_WARMUP), max(iters, SMALL_ITERS))
+            for small in [[n for n in size_list if n < SMALL_BYTES]]
+            if small
+        ] + [(large, warmup, iters) for large in [[n for n in size_list if n >= SMALL_BYTES]] if large]
         arg_sets = []
         for spec in specs:
-            args = ["--collective", collective, "--algorithm", spec, "--sizes", sizes, "-w", str(warmup), "-n", str(iters),
-                    "--timeout", str(seconds), "--topology", topology]
-            parse_options(args, environ={})
-            arg_sets.append(args)
+            for chosen, w, n in groups:
+                args = ["--collective", collective, "--algorithm", spec, "--sizes", ",".join(map(str, chosen)),
+                        "-w", str(w), "-n", str(n), "--timeout", str(seconds), "--topology", topology]
+                parse_options(args, environ={})
+                arg_sets.append(args)
         out.mkdir(parents=True, exist_ok=True)
         raw = out / "measured.jsonl"
         with _target(where, topology, prefix) as target:

@@ -13,7 +13,7 @@ from sim.compare import Comparison, compare
 from sim.units import format_size, parse_size
 
 from .cli import app
-from .cmd_sim import RanksOpt, TopologyOpt
+from .cmd_sim import CalibrationOpt, GammaOpt, RanksOpt, TopologyOpt, calibration_line
 
 __all__ = ["compare_cmd", "render_table", "split_specs"]
 
@@ -76,9 +76,8 @@ def compare_cmd(
             help="Only these, comma-separated (e.g. ring,tree:chunks=8,ps:shards=2,placement=dedicated).",
         ),
     ] = None,
-    gamma: Annotated[
-        float, typer.Option("--gamma", envvar="COLLSIM_GAMMA", help="Reduction cost, seconds per byte.")
-    ] = 0.0,
+    gamma: GammaOpt = None,
+    calibration: CalibrationOpt = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="One JSON object per algorithm instead of the table.")
     ] = False,
@@ -89,10 +88,13 @@ def compare_cmd(
     collective, the bytes of all messages, and the most one endpoint sent or received. Algorithms that
     cannot run on the cluster are listed as skipped, with the reason.
     """
+    from sim.calibration import calibrated_graph
+
     coll = get_collective(collective)
     nbytes = parse_size(size, "--size")
     chosen = split_specs(algorithms) if algorithms else None
-    rows = compare(topology, nbytes, collective=coll.name, ranks=ranks, gamma=gamma, algorithms=chosen)
+    cluster = calibrated_graph(topology, calibration)
+    rows = compare(cluster, nbytes, collective=coll.name, ranks=ranks, gamma=gamma, algorithms=chosen)
     if as_json:
         for row in rows:
             record = row.result.to_dict() if row.result else {"algorithm": row.algorithm, "skipped": row.skipped}
@@ -101,5 +103,7 @@ def compare_cmd(
     first = next((row.result for row in rows if row.result), None)
     where = f"{first.topology}, {first.ranks} ranks" if first else topology
     print(f"# collsim compare: {coll.name}, {format_size(nbytes)} ({int(nbytes)} B) on {where}, fastest first")
+    if calibration is not None:
+        print(calibration_line(calibration))
     print("#")
     print("\n".join(render_table(rows)))

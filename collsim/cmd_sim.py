@@ -32,6 +32,30 @@ TopologyOpt = Annotated[
 RanksOpt = Annotated[
     Optional[int], typer.Option("--ranks", "-r", envvar="COLLSIM_RANKS", help="Use the first N GPUs.", min=1)
 ]
+CalibrationOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--calibration",
+        envvar="COLLSIM_CALIBRATION",
+        help="A calibration file (collsim validate calibrate) applied to the topology.",
+    ),
+]
+GammaOpt = Annotated[
+    Optional[float],
+    typer.Option(
+        "--gamma", envvar="COLLSIM_GAMMA", help="Reduction cost, seconds per byte (default: calibrated, else 0)."
+    ),
+]
+
+
+def calibration_line(calibration: str | None) -> str | None:
+    """``# calibration: FILE (calibrated: ...)`` for table headers, or None without one."""
+    if calibration is None:
+        return None
+    from sim.calibration import load_calibration
+
+    cal = load_calibration(calibration)
+    return f"# calibration: {calibration} (calibrated: {', '.join(cal.calibrated)}; everything else nominal)"
 
 
 @app.command("simulate")
@@ -53,9 +77,8 @@ def simulate_cmd(
         str, typer.Option("--dtype", "-d", envvar="COLLSIM_DTYPE", help="nccl-tests type name.")
     ] = "float",
     root: Annotated[int, typer.Option("--root", help="Root rank of rooted collectives.")] = 0,
-    gamma: Annotated[
-        float, typer.Option("--gamma", envvar="COLLSIM_GAMMA", help="Reduction cost, seconds per byte.")
-    ] = 0.0,
+    gamma: GammaOpt = None,
+    calibration: CalibrationOpt = None,
     check: Annotated[
         bool, typer.Option("--check", "-c", help="Track every contribution; #wrong counts the ranks with wrong data.")
     ] = False,
@@ -79,9 +102,11 @@ def simulate_cmd(
     if size and sizes:
         raise ConfigError("give --size or --sizes, not both")
     size_list = parse_size_range(sizes, "--sizes") if sizes else [int(parse_size(size or "64MiB", "--size"))]
+    from sim.calibration import calibrated_graph
+
     coll = get_collective(collective)
     algo = get_algorithm(coll.name, algorithm)
-    cluster = Cluster(topology)  # every GPU: dedicated servers use the hosts beyond --ranks
+    cluster = Cluster(calibrated_graph(topology, calibration))  # every GPU: dedicated servers use the hosts beyond --ranks
     p = ranks or cluster.size
     if p > cluster.size:
         raise ConfigError(f"--ranks {p}: topology {cluster.name!r} has only {cluster.size} GPUs")
@@ -91,6 +116,8 @@ def simulate_cmd(
     if not as_json:
         print(f"# collsim simulate: {coll.name} ({algo.spec}) on {cluster.name}, {p} ranks")
         print(f"# topology: {cluster.graph.graph.get('spec', topology)}")
+        if calibration is not None:
+            print(calibration_line(calibration))
         print("#")
         print(nccl_header())
     results = []

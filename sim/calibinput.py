@@ -459,6 +459,32 @@ def _split_hints(spec: str) -> tuple[Path, dict[str, str]]:
     return Path(base), hints
 
 
+def _detect(path: Path) -> str:
+    """``jsonl`` when the first line is a JSON object of its own (and not nccl-tests' document, which
+    has ``results``), ``nccl-tests-json`` for any other JSON, else ``nccl-tests`` (text)."""
+    try:
+        for _, line in _lines(path):
+            first = line.strip()
+            if not first:
+                continue
+            if not first.startswith("{"):
+                return "nccl-tests"
+            try:
+                data = _loads(first)
+            except CalibrationError:
+                return "nccl-tests-json"  # a document over several lines
+            return "nccl-tests-json" if isinstance(data, dict) and "results" in data else "jsonl"
+    except CalibrationError as exc:
+        if "a line of more than" not in str(exc):
+            raise
+        with open(path, "rb") as fh:
+            head = fh.read(4096).lstrip()
+        if head.startswith(b"{"):
+            return "nccl-tests-json"  # one long line: a JSON document, read whole below
+        raise
+    raise CalibrationError(f"{path}: the file is empty")
+
+
 def read_samples(spec: str | os.PathLike[str]) -> tuple[list[Sample], Source]:
     """Read one measurement file of any supported format (see the module docstring).
 
@@ -477,22 +503,8 @@ def read_samples(spec: str | os.PathLike[str]) -> tuple[list[Sample], Source]:
     fmt = hints.get("format")
     if fmt not in (None, "nccl-tests", "nccl-tests-json", "jsonl"):
         raise CalibrationError(f"{spec}: format={fmt!r}: expected nccl-tests, nccl-tests-json or jsonl")
-    first = ""
-    for _, line in _lines(path):
-        if line.strip():
-            first = line.strip()
-            break
     if fmt is None:
-        if first.startswith("{") and first.endswith("}") and '"results"' not in first[:200]:
-            try:
-                _loads(first)
-                fmt = "jsonl"
-            except CalibrationError:
-                fmt = "nccl-tests-json"
-        elif first.startswith("{"):
-            fmt = "nccl-tests-json"
-        else:
-            fmt = "nccl-tests"
+        fmt = _detect(path)
     if fmt == "jsonl":
         return read_jsonl(path)
     if fmt == "nccl-tests-json":

@@ -227,6 +227,11 @@ def nominal_parameters(cal: Calibration, classes: list[str] | None = None) -> li
 # -- reading and writing ------------------------------------------------------------------------
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters escaped, so that an error stays one line whatever keys it names."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
@@ -280,7 +285,7 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
     try:
         return validate_spec(Calibration, data)  # type: ignore[no-any-return]
     except ConfigError as exc:
-        raise CalibrationError(f"{p}: {exc}") from None
+        raise CalibrationError(f"{p}: {printable(str(exc).removeprefix('(top level): '))}") from None
 
 
 def _json_safe(value: Any) -> Any:

@@ -114,7 +114,10 @@ def plan_probes(
             continue
         for name, pairs in classes.items():
             if test in ("pingpong", "stream", "bidir"):
-                out += [Probe(test, name, pairs[0], s) for s in (fan_sizes if test == "bidir" else sizes)]
+                # streams calibrate every size; ping-pong (single messages after an idle link, the
+                # reference of the fan tests) is not needed beyond the fan sizes
+                chosen = {"stream": sizes, "bidir": fan_sizes}.get(test, [s for s in sizes if s <= fan_max_bytes])
+                out += [Probe(test, name, pairs[0], s) for s in chosen or sizes]
                 continue
             # the rank with the most peers of this class, as receiver (fanin) or sender (fanout)
             side = 1 if test == "fanin" else 0
