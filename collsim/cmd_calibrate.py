@@ -26,13 +26,17 @@ __all__ = ["calibrate_cmd", "compare_cmd"]
 
 TopologyOpt = Annotated[
     str,
-    typer.Option("--topology", "-t", envvar="COLLSIM_TOPOLOGY", help="The cluster: inline spec, YAML file or bundled name."),
+    typer.Option(
+        "--topology", "-t", envvar="COLLSIM_TOPOLOGY", help="The cluster: inline spec, YAML file or bundled name."
+    ),
 ]
 NetlabOpt = Annotated[
-    bool, typer.Option("--netlab", envvar="COLLSIM_NETLAB", help="Measure on an emulated cluster of the topology (root).")
+    bool,
+    typer.Option("--netlab", envvar="COLLSIM_NETLAB", help="Measure on an emulated cluster of the topology (root)."),
 ]
 LocalOpt = Annotated[
-    bool, typer.Option("--local", envvar="COLLSIM_LOCAL", help="Measure with local ranks on loopback (one-host topologies).")
+    bool,
+    typer.Option("--local", envvar="COLLSIM_LOCAL", help="Measure with local ranks on loopback (one-host topologies)."),
 ]
 PrefixOpt = Annotated[
     str, typer.Option("--prefix", envvar="COLLSIM_NETLAB_PREFIX", help="netlab name prefix (1-6 of a-z0-9).")
@@ -64,7 +68,10 @@ def _target(where: str, topology: str, prefix: str) -> Iterator[Any]:
             with netlab_target(topology, prefix) as target:
                 yield target
         except KeyboardInterrupt:
-            print(f"collsim: interrupted (netlab {prefix}: the ranks are stopped and the lab this run brought up is removed)", file=sys.stderr)
+            print(
+                f"collsim: interrupted (netlab {prefix}: the ranks are stopped and the lab this run brought up is removed)",
+                file=sys.stderr,
+            )
             raise
     else:
         with local_target(topology) as target:
@@ -152,7 +159,10 @@ def calibrate_cmd(
         ),
     ] = None,
     out: Annotated[
-        Path, typer.Option("--out", "-o", envvar="COLLSIM_CALIBRATION_OUT", help="Calibration file to write (.yaml or .json).")
+        Path,
+        typer.Option(
+            "--out", "-o", envvar="COLLSIM_CALIBRATION_OUT", help="Calibration file to write (.yaml or .json)."
+        ),
     ] = Path("calibration.yaml"),
     raw: Annotated[
         Optional[Path],
@@ -165,10 +175,17 @@ def calibrate_cmd(
     tests: Annotated[
         Optional[str], typer.Option("--tests", envvar="COLLSIM_PROBE_TESTS", help="Probe tests (default: all).")
     ] = None,
-    iters: Annotated[int, typer.Option("--iters", envvar="COLLSIM_PROBE_ITERS", min=1, help="At most this many per probe.")] = 40,
-    budget: Annotated[str, typer.Option("--budget", envvar="COLLSIM_PROBE_BUDGET", help="About this long per probe.")] = "1s",
+    iters: Annotated[
+        int, typer.Option("--iters", envvar="COLLSIM_PROBE_ITERS", min=1, help="At most this many per probe.")
+    ] = 40,
+    budget: Annotated[
+        str, typer.Option("--budget", envvar="COLLSIM_PROBE_BUDGET", help="About this long per probe.")
+    ] = "1s",
     max_segments: Annotated[
-        int, typer.Option("--max-segments", envvar="COLLSIM_CALIBRATE_SEGMENTS", min=1, max=8, help="Size segments per class.")
+        int,
+        typer.Option(
+            "--max-segments", envvar="COLLSIM_CALIBRATE_SEGMENTS", min=1, max=8, help="Size segments per class."
+        ),
     ] = 4,
     timeout: TimeoutOpt = "120s",
 ) -> None:
@@ -195,7 +212,18 @@ def calibrate_cmd(
         from validate.campaign import run_and_read
         from validate.probes import parse_probe_options
 
-        args = ["--topology", topology, "--sizes", sizes, "--iters", str(iters), "--budget", budget, "--timeout", timeout]
+        args = [
+            "--topology",
+            topology,
+            "--sizes",
+            sizes,
+            "--iters",
+            str(iters),
+            "--budget",
+            budget,
+            "--timeout",
+            timeout,
+        ]
         if tests:
             args += ["--tests", tests]
         parse_probe_options(args, environ={})  # bad options: one line before any rank starts
@@ -206,8 +234,15 @@ def calibrate_cmd(
         got, source = read_samples(raw)
         ids = {r.get("run_id") for r in run.records}
         samples = [s for s in got if s.run_id in ids]
-        sources = [source.model_copy(update={"run_ids": sorted(i for i in ids if i), "records": len(samples),
-                                             "detail": f"{target.description}; load average {run.load_before} -> {run.load_after}"})]
+        sources = [
+            source.model_copy(
+                update={
+                    "run_ids": sorted(i for i in ids if i),
+                    "records": len(samples),
+                    "detail": f"{target.description}; load average {run.load_before} -> {run.load_after}",
+                }
+            )
+        ]
     cal = fit_calibration(samples, cluster, sources, max_segments=max_segments)
     print("\n".join(calibration_report(cal)))
     save_calibration(cal, out)
@@ -225,21 +260,28 @@ def compare_cmd(
     measured: Annotated[
         Optional[list[str]],
         typer.Option(
-            "--measured", envvar="COLLSIM_MEASURED", help="Compare these measurements (validate JSON lines, nccl-tests output) instead of running. Repeatable."
+            "--measured",
+            envvar="COLLSIM_MEASURED",
+            help="Compare these measurements (validate JSON lines, nccl-tests output) instead of running. Repeatable.",
         ),
     ] = None,
     algorithms: Annotated[
         str, typer.Option("--algorithms", envvar="COLLSIM_ALGORITHMS", help="Algorithms to run, comma-separated.")
     ] = DEFAULT_ALGORITHMS,
     collective: Annotated[str, typer.Option("--collective", envvar="COLLSIM_COLLECTIVE")] = "allreduce",
-    sizes: Annotated[str, typer.Option("--sizes", envvar="COLLSIM_SIZES", help="Sizes MIN:MAX[:FACTOR] or a,b,c.")] = "64KiB:16MiB:4",
+    sizes: Annotated[
+        str, typer.Option("--sizes", envvar="COLLSIM_SIZES", help="Sizes MIN:MAX[:FACTOR] or a,b,c.")
+    ] = "64KiB:16MiB:4",
     warmup: Annotated[
-        int, typer.Option("--warmup", "-w", envvar="COLLSIM_WARMUP", min=0, help="Untimed iterations (>= 5 below 1 MiB).")
+        int,
+        typer.Option("--warmup", "-w", envvar="COLLSIM_WARMUP", min=0, help="Untimed iterations (>= 5 below 1 MiB)."),
     ] = 1,
     iters: Annotated[
         int, typer.Option("--iters", "-n", envvar="COLLSIM_ITERS", min=1, help="Timed iterations (>= 20 below 1 MiB).")
     ] = 5,
-    out: Annotated[Path, typer.Option("--out", envvar="COLLSIM_COMPARE_OUT", help="Directory for the results.")] = Path("collsim-compare"),
+    out: Annotated[Path, typer.Option("--out", envvar="COLLSIM_COMPARE_OUT", help="Directory for the results.")] = Path(
+        "collsim-compare"
+    ),
     prefix: PrefixOpt = "cs",
     timeout: TimeoutOpt = "600s",
     plot: Annotated[bool, typer.Option("--plot/--no-plot", envvar="COLLSIM_PLOT", help="Write compare.png.")] = True,
@@ -287,8 +329,22 @@ def compare_cmd(
         arg_sets = []
         for spec in specs:
             for chosen, w, n in groups:
-                args = ["--collective", collective, "--algorithm", spec, "--sizes", ",".join(map(str, chosen)),
-                        "-w", str(w), "-n", str(n), "--timeout", str(seconds), "--topology", topology]
+                args = [
+                    "--collective",
+                    collective,
+                    "--algorithm",
+                    spec,
+                    "--sizes",
+                    ",".join(map(str, chosen)),
+                    "-w",
+                    str(w),
+                    "-n",
+                    str(n),
+                    "--timeout",
+                    str(seconds),
+                    "--topology",
+                    topology,
+                ]
                 parse_options(args, environ={})
                 arg_sets.append(args)
         out.mkdir(parents=True, exist_ok=True)
@@ -297,8 +353,15 @@ def compare_cmd(
             for args in arg_sets:
                 print(f"# measuring {args[3]} on {target.description} -> {raw}", file=sys.stderr, flush=True)
                 run = run_and_read(target, "validate", args, raw, seconds)
-                runs.append({"algorithm": args[3], "seconds": round(run.seconds, 2), "load_before": run.load_before,
-                             "load_after": run.load_after, "run_ids": sorted({str(r.get("run_id")) for r in run.records})})
+                runs.append(
+                    {
+                        "algorithm": args[3],
+                        "seconds": round(run.seconds, 2),
+                        "load_before": run.load_before,
+                        "load_after": run.load_after,
+                        "run_ids": sorted({str(r.get("run_id")) for r in run.records}),
+                    }
+                )
         ids = {i for r in runs for i in r["run_ids"]}
         samples = [s for s in read_samples(raw)[0] if s.run_id in ids]
     check_separate(cal, samples)

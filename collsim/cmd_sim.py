@@ -106,7 +106,8 @@ def simulate_cmd(
 
     coll = get_collective(collective)
     algo = get_algorithm(coll.name, algorithm)
-    cluster = Cluster(calibrated_graph(topology, calibration))  # every GPU: dedicated servers use the hosts beyond --ranks
+    # every GPU: dedicated servers use the hosts beyond --ranks
+    cluster = Cluster(calibrated_graph(topology, calibration))
     p = ranks or cluster.size
     if p > cluster.size:
         raise ConfigError(f"--ranks {p}: topology {cluster.name!r} has only {cluster.size} GPUs")

@@ -92,9 +92,7 @@ def report_points(spec: ReportSpec) -> list[Point]:
     workload = asdict(workload_of(spec))
     gamma = spec.effective_gamma
     points = [
-        Point("iteration", algo, ref, workload=workload, gamma=gamma)
-        for algo in spec.algorithm_specs
-        for ref in refs
+        Point("iteration", algo, ref, workload=workload, gamma=gamma) for algo in spec.algorithm_specs for ref in refs
     ]
     if spec.sweep.message_sizes:
         sizes = tuple(sorted(set(spec.sweep.message_sizes)))

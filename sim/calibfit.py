@@ -208,7 +208,9 @@ def _nominal(cluster: Cluster, pairs: Sequence[tuple[int, int]]) -> tuple[float,
     return alpha, (1.0 / beta if beta > 0 else math.inf)
 
 
-def _ratio_factor(samples: Sequence[Sample], single: dict[int, float], latency: float, bandwidth: float, flows: int) -> float | None:
+def _ratio_factor(
+    samples: Sequence[Sample], single: dict[int, float], latency: float, bandwidth: float, flows: int
+) -> float | None:
     """Median over bandwidth-dominated sizes of ``flows`` · (one flow's time) / (the measured time),
     latency taken off both: the rate a link gives ``flows`` concurrent transfers relative to one alone
     (1.0 = max-min sharing of the single flow's rate)."""
@@ -225,7 +227,9 @@ def _ratio_factor(samples: Sequence[Sample], single: dict[int, float], latency: 
     return statistics.median(chosen) if chosen else None
 
 
-def _class_from_probes(name: str, samples: list[Sample], cluster: Cluster, pairs: list[tuple[int, int]], **kw: float) -> tuple[ClassCalibration, list[str], list[str]]:
+def _class_from_probes(
+    name: str, samples: list[Sample], cluster: Cluster, pairs: list[tuple[int, int]], **kw: float
+) -> tuple[ClassCalibration, list[str], list[str]]:
     _, bandwidth = _nominal(cluster, pairs)
     pings = [s for s in samples if s.test == "pingpong"]
     streams = [s for s in samples if s.test == "stream"]
@@ -236,7 +240,9 @@ def _class_from_probes(name: str, samples: list[Sample], cluster: Cluster, pairs
     notes = [f"{name}: fitted to {'streams of back-to-back messages' if streams else 'ping-pong one-way times'}"]
 
     def by_size(chosen: list[Sample]) -> dict[int, float]:
-        return {size: statistics.median(s.time_s for s in chosen if s.size == size) for size in {s.size for s in chosen}}
+        return {
+            size: statistics.median(s.time_s for s in chosen if s.size == size) for size in {s.size for s in chosen}
+        }
 
     single = by_size(base)
     latency = single[min(single)]
@@ -256,7 +262,9 @@ def _class_from_probes(name: str, samples: list[Sample], cluster: Cluster, pairs
         efficiency=last.efficiency,
         bandwidth=bandwidth * last.efficiency,
         nominal_bandwidth=bandwidth,
-        segments=[Segment(min_bytes=s.min_bytes, latency=s.alpha, efficiency=s.efficiency) for s in segs] if len(segs) > 1 else [],
+        segments=[Segment(min_bytes=s.min_bytes, latency=s.alpha, efficiency=s.efficiency) for s in segs]
+        if len(segs) > 1
+        else [],
         sharing=sharing,
         duplex=None if duplex is None else round(duplex, 4),
         dense=dense,
@@ -288,7 +296,9 @@ def _link_sharing(entries: dict[str, ClassCalibration]) -> tuple[dict[int, float
         )
         flows = {}
     # all-to-all moves k flows each way on a link: its ratio holds both factors; the duplex is the rest
-    duplex = {k: round(statistics.median(v) / (flows.get(k, 1.0) if k > 1 else 1.0), 4) for k, v in sorted(reverse.items())}
+    duplex = {
+        k: round(statistics.median(v) / (flows.get(k, 1.0) if k > 1 else 1.0), 4) for k, v in sorted(reverse.items())
+    }
     if duplex and max(abs(d - 1) for d in duplex.values()) <= DUPLEX_TOLERANCE:
         notes.append(f"duplex: within {DUPLEX_TOLERANCE:.0%} of 1 ({duplex}), not applied")
         duplex = {}
@@ -305,7 +315,9 @@ def _bottleneck(cluster: Cluster, p: int) -> tuple[list[str], float, dict[str, l
     return [c for c in classes if lowest[c] <= floor * (1 + 1e-9)], floor, classes
 
 
-def _classes_from_collectives(samples: list[Sample], cluster: Cluster, gamma: float | None, **kw: float) -> tuple[dict[str, ClassCalibration], list[str], list[str]]:
+def _classes_from_collectives(
+    samples: list[Sample], cluster: Cluster, gamma: float | None, **kw: float
+) -> tuple[dict[str, ClassCalibration], list[str], list[str]]:
     groups: dict[tuple[str, ...], list[Point]] = {}
     alpha_nominal: dict[tuple[str, ...], float] = {}
     for s in samples:
@@ -323,7 +335,9 @@ def _classes_from_collectives(samples: list[Sample], cluster: Cluster, gamma: fl
             raise CalibrationError(f"{s.origin}: {exc}") from None
         t = s.time_s - (c * gamma if gamma else 0.0)
         if not (a > 0 and b > 0 and t > 0):
-            raise CalibrationError(f"{s.origin}: {s.collective} ({s.algorithm}) on {s.ranks} ranks has no latency and bandwidth terms to fit")
+            raise CalibrationError(
+                f"{s.origin}: {s.collective} ({s.algorithm}) on {s.ranks} ranks has no latency and bandwidth terms to fit"
+            )
         key = tuple(names)
         groups.setdefault(key, []).append(Point(b / a, a, b / bandwidth, t, s.spread))
         alpha_nominal[key] = _nominal(cluster, classes[names[0]])[0]
@@ -343,14 +357,18 @@ def _classes_from_collectives(samples: list[Sample], cluster: Cluster, gamma: fl
                 efficiency=last.efficiency,
                 bandwidth=nominal_bw * last.efficiency,
                 nominal_bandwidth=nominal_bw,
-                segments=[Segment(min_bytes=s.min_bytes, latency=s.alpha, efficiency=s.efficiency) for s in segs] if len(segs) > 1 else [],
+                segments=[Segment(min_bytes=s.min_bytes, latency=s.alpha, efficiency=s.efficiency) for s in segs]
+                if len(segs) > 1
+                else [],
                 fit=quality,
             )
             if len(segs) > 1:
                 fitted.append(f"{name}.segments")
             else:
                 fitted += ([] if one_size else [f"{name}.latency"]) + [f"{name}.efficiency"]
-        notes.append(f"{', '.join(key)}: fitted from whole collectives through their closed forms (bottleneck class{'es' if len(key) > 1 else ''} of the ranks measured)")
+        notes.append(
+            f"{', '.join(key)}: fitted from whole collectives through their closed forms (bottleneck class{'es' if len(key) > 1 else ''} of the ranks measured)"
+        )
     return out, fitted, notes
 
 
@@ -380,13 +398,17 @@ def fit_calibration(
         gamma_fit = _quality(points, [_predict(p, per_call, gamma) for p in points])
         segs = [SegmentFit(0.0, per_call, gamma)]
         calibrated.append("gamma")
-        notes.append(f"gamma: local reductions by all ranks at once, {segs[0].alpha * 1e6:.1f} us per call not modelled")
+        notes.append(
+            f"gamma: local reductions by all ranks at once, {segs[0].alpha * 1e6:.1f} us per call not modelled"
+        )
     for name in LINK_CLASSES:
         mine = [s for s in probes if s.link_class == name]
         if not mine:
             continue
         if name not in classes:
-            raise CalibrationError(f"{mine[0].origin}: the topology {cluster.name!r} has no {name} pairs; wrong --topology?")
+            raise CalibrationError(
+                f"{mine[0].origin}: the topology {cluster.name!r} has no {name} pairs; wrong --topology?"
+            )
         entry, fitted, more = _class_from_probes(name, mine, cluster, classes[name], **kw)
         entries[name] = entry
         calibrated += fitted

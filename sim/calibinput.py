@@ -152,7 +152,9 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
         with open(path, "rb") as fh:
             for n, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), 1):
                 if len(raw) > MAX_LINE_BYTES:
-                    raise CalibrationError(f"{path}:{n}: a line of more than {MAX_LINE_BYTES} bytes is not a measurement")
+                    raise CalibrationError(
+                        f"{path}:{n}: a line of more than {MAX_LINE_BYTES} bytes is not a measurement"
+                    )
                 try:
                     yield n, raw.decode("utf-8")
                 except UnicodeDecodeError:
@@ -433,7 +435,11 @@ def parse_nccl_json(
         if isinstance(wrong, (int, float)) and not isinstance(wrong, bool) and wrong > 0:
             raise CalibrationError(f"{where}: nwrong is {wrong}; a run with wrong results is not a measurement")
         time_us = _number(timing.get("time", timing.get("cpu_time")), f"{where}: time")
-        samples.append(_nccl_sample(coll, _size(row.get("size"), f"{where}: size"), time_us * 1e-6, _ranks(p, f"{path}: ranks"), where))
+        samples.append(
+            _nccl_sample(
+                coll, _size(row.get("size"), f"{where}: size"), time_us * 1e-6, _ranks(p, f"{path}: ranks"), where
+            )
+        )
         if len(samples) > MAX_SAMPLES:
             raise CalibrationError(f"{path}: more than {MAX_SAMPLES} results; calibrate from fewer")
     if not samples:

@@ -73,7 +73,9 @@ class MessageModel:
             latency, efficiency, segments = calibration.applied(cls)
             if segments:
                 self._models[cls] = _ClassModel(
-                    [s.min_bytes for s in segments], [s.latency for s in segments], [1.0 / s.efficiency for s in segments]
+                    [s.min_bytes for s in segments],
+                    [s.latency for s in segments],
+                    [1.0 / s.efficiency for s in segments],
                 )
                 self.size_dependent = self.size_dependent or len(segments) > 1
             elif latency is not None or efficiency is not None:

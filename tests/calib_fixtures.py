@@ -59,8 +59,16 @@ def collective_time(collective: str, algorithm: str, p: int, n: float, alpha: fl
 
 
 def validate_lines(
-    collective: str, algorithm: str, p: int, sizes: Sequence[int], alpha: float, beta: float, *, seed: int = 0,
-    rel: float = 0.003, run_id: str = "validate-synthetic",
+    collective: str,
+    algorithm: str,
+    p: int,
+    sizes: Sequence[int],
+    alpha: float,
+    beta: float,
+    *,
+    seed: int = 0,
+    rel: float = 0.003,
+    run_id: str = "validate-synthetic",
 ) -> list[str]:
     """JSON lines as ``python -m validate --json`` writes them."""
     rng = random.Random(seed)
@@ -96,7 +104,9 @@ def validate_lines(
     return out
 
 
-def nccl_rows(collective: str, p: int, sizes: Sequence[int], alpha: float, beta: float, *, seed: int = 0) -> list[tuple[int, float]]:
+def nccl_rows(
+    collective: str, p: int, sizes: Sequence[int], alpha: float, beta: float, *, seed: int = 0
+) -> list[tuple[int, float]]:
     rng = random.Random(seed)
     algo = {"sendrecv": "direct", "broadcast": "ring"}.get(collective, "ring")
     return [(n, collective_time(collective, algo, p, n, alpha, beta) * (1 + rng.gauss(0, 0.003))) for n in sizes]
@@ -114,7 +124,9 @@ def nccl_text(binary: str, collective: str, p: int, rows: list[tuple[int, float]
         "# Using devices",
     ]
     for r in range(p):
-        lines.append(f"#  Rank {r:2d} Group  0 Pid {1000 + r:6d} on node{r // 8:02d} device {r % 8:2d} [0000:{r:02x}:00] NVIDIA H100 80GB HBM3")
+        lines.append(
+            f"#  Rank {r:2d} Group  0 Pid {1000 + r:6d} on node{r // 8:02d} device {r % 8:2d} [0000:{r:02x}:00] NVIDIA H100 80GB HBM3"
+        )
     lines += [
         "#",
         "#                                                              out-of-place                       in-place",
@@ -130,7 +142,13 @@ def nccl_text(binary: str, collective: str, p: int, rows: list[tuple[int, float]
             f"{n:12d}  {n // 4:12d}     float  {redop:>6s}      -1  {us:7.5g}  {algbw:6.2f}  {busbw:6.2f}      0  "
             f"{us * 1.01:7.5g}  {algbw / 1.01:6.2f}  {busbw / 1.01:6.2f}      0"
         )
-    lines += ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 12.3", "#", f"# Collective test concluded: {binary}", ""]
+    lines += [
+        "# Out of bounds values : 0 OK",
+        "# Avg bus bandwidth    : 12.3",
+        "#",
+        f"# Collective test concluded: {binary}",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -142,13 +160,28 @@ def nccl_json(binary: str, p: int, rows: list[tuple[int, float]]) -> dict[str, A
         "args": [f"./build/{binary}", "-b", str(rows[0][0]), "-e", str(rows[-1][0]), "-g", str(p), "-J", "out.json"],
         "env": ["PATH=/usr/bin"],
         "nccl_version": 22803,
-        "config": {"nthreads": 1, "ngpus": p, "minimum_bytes": rows[0][0], "maximum_bytes": rows[-1][0],
-                   "step_factor": 2, "warmup_iters": 5, "iterations": 20, "devices": [{"rank": 0, "hostname": "node00"}]},
+        "config": {
+            "nthreads": 1,
+            "ngpus": p,
+            "minimum_bytes": rows[0][0],
+            "maximum_bytes": rows[-1][0],
+            "step_factor": 2,
+            "warmup_iters": 5,
+            "iterations": 20,
+            "devices": [{"rank": 0, "hostname": "node00"}],
+        },
         "results": [
-            {"size": n, "count": n // 4, "type": "float", "redop": "sum", "root": "    -1",
-             "out_of_place": {"time": t * 1e6, "alg_bw": n / t / 1e9, "bus_bw": 0.0, "nwrong": 0.0},
-             "in_place": {"time": t * 1e6 * 1.01, "alg_bw": n / t / 1e9, "bus_bw": 0.0, "nwrong": 0.0},
-             "actual_iterations": 20, "experiment_name": ""}
+            {
+                "size": n,
+                "count": n // 4,
+                "type": "float",
+                "redop": "sum",
+                "root": "    -1",
+                "out_of_place": {"time": t * 1e6, "alg_bw": n / t / 1e9, "bus_bw": 0.0, "nwrong": 0.0},
+                "in_place": {"time": t * 1e6 * 1.01, "alg_bw": n / t / 1e9, "bus_bw": 0.0, "nwrong": 0.0},
+                "actual_iterations": 20,
+                "experiment_name": "",
+            }
             for n, t in rows
         ],
         "out_of_bounds": {"count": 0, "okay": "true"},

@@ -137,7 +137,10 @@ def test_calibration_file_round_trip_and_refusals(tmp_path):
         ('{"topology": "x", "calibrated": ["warp.latency"]}', "is not a parameter"),
         ('{"topology": "x", "topology": "y"}', "duplicate key 'topology'"),
         ('{"topology": "x", "gamma": NaN}', "NaN is not a number"),
-        ('{"topology": "x", "classes": {"same-switch": {"efficiency": -1}}}', "classes.same-switch.efficiency: must be > 0"),
+        (
+            '{"topology": "x", "classes": {"same-switch": {"efficiency": -1}}}',
+            "classes.same-switch.efficiency: must be > 0",
+        ),
         ('{"topology": "x", "format": "other"}', "format: expected 'collsim-calibration'"),
         ("[1, 2]", "expected a mapping at the top level"),
     ]:
@@ -147,8 +150,11 @@ def test_calibration_file_round_trip_and_refusals(tmp_path):
 
 
 def test_calibrated_message_and_fast_paths_agree():
-    cal = Calibration(topology="t", classes={"same-switch": {"latency": 3e-4, "efficiency": 0.8}},
-                      calibrated=["same-switch.latency", "same-switch.efficiency"])
+    cal = Calibration(
+        topology="t",
+        classes={"same-switch": {"latency": 3e-4, "efficiency": 0.8}},
+        calibrated=["same-switch.latency", "same-switch.efficiency"],
+    )
     g = apply_calibration(load_graph("star:hosts=6,bandwidth=1Gbps,latency=5us"), cal)
     one = simulate(g, "sendrecv", "direct", 2**20, ranks=2)
     assert one.time_s == pytest.approx(3e-4 + 2**20 / (0.8 * B), rel=1e-12)
@@ -156,9 +162,14 @@ def test_calibrated_message_and_fast_paths_agree():
     slow = simulate(g, "allreduce", "ring", "8MiB", engine="message")
     assert fast.engine == "fast:maxplus" and fast.time_s == pytest.approx(slow.time_s, rel=1e-9)
     assert fast.closed_form_s == pytest.approx(fast.time_s, rel=1e-9)  # one α-β pair fits every rank pair
-    dup = apply_calibration(load_graph("star:hosts=6,bandwidth=1Gbps"),
-                            cal.model_copy(update={"duplex": {1: 0.5}, "calibrated": [*cal.calibrated, "duplex"]}))
-    fast, slow = simulate(dup, "allreduce", "ring", "8MiB"), simulate(dup, "allreduce", "ring", "8MiB", engine="message")
+    dup = apply_calibration(
+        load_graph("star:hosts=6,bandwidth=1Gbps"),
+        cal.model_copy(update={"duplex": {1: 0.5}, "calibrated": [*cal.calibrated, "duplex"]}),
+    )
+    fast, slow = (
+        simulate(dup, "allreduce", "ring", "8MiB"),
+        simulate(dup, "allreduce", "ring", "8MiB", engine="message"),
+    )
     assert fast.engine == "fast:events" and fast.time_s == pytest.approx(slow.time_s, rel=1e-9)
     assert fast.time_s > 1.9 * simulate(g, "allreduce", "ring", "8MiB").time_s  # every link busy both ways
 
@@ -177,23 +188,54 @@ def test_compare_refuses_its_own_calibration_runs(tmp_path, capsys):
     code = main(["validate", "calibrate", "-t", STAR, "--from", str(measured), "-o", str(tmp_path / "c.yaml")])
     assert code == 0 and (tmp_path / "c.yaml").exists()
     capsys.readouterr()
-    code = main(["validate", "compare", "-t", STAR, "--calibration", str(tmp_path / "c.yaml"), "--measured", str(measured),
-                 "--out", str(tmp_path / "o")])
+    code = main(
+        [
+            "validate",
+            "compare",
+            "-t",
+            STAR,
+            "--calibration",
+            str(tmp_path / "c.yaml"),
+            "--measured",
+            str(measured),
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "separate runs" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o" / "compare.json").exists()
 
 
 def test_compare_from_measured_files_writes_every_output(tmp_path, capsys):
-    cal_lines = validate_lines("allreduce", "ring", 4, [2**k for k in range(14, 25)], 300e-6, 1 / (0.95 * B), run_id="a")
+    cal_lines = validate_lines(
+        "allreduce", "ring", 4, [2**k for k in range(14, 25)], 300e-6, 1 / (0.95 * B), run_id="a"
+    )
     write_lines(tmp_path / "cal.jsonl", cal_lines)
-    assert main(["validate", "calibrate", "-t", STAR, "--from", str(tmp_path / "cal.jsonl"), "-o", str(tmp_path / "c.yaml")]) == 0
+    assert (
+        main(
+            ["validate", "calibrate", "-t", STAR, "--from", str(tmp_path / "cal.jsonl"), "-o", str(tmp_path / "c.yaml")]
+        )
+        == 0
+    )
     new = validate_lines("allreduce", "ring", 4, [2**20, 2**22], 300e-6, 1 / (0.95 * B), run_id="b", seed=1)
     new += validate_lines("allreduce", "builtin", 4, [2**20], 300e-6, 1 / (0.95 * B), run_id="c", seed=2)
     write_lines(tmp_path / "new.jsonl", new)
     capsys.readouterr()
-    code = main(["validate", "compare", "-t", STAR, "--calibration", str(tmp_path / "c.yaml"), "--measured",
-                 str(tmp_path / "new.jsonl"), "--out", str(tmp_path / "o")])
+    code = main(
+        [
+            "validate",
+            "compare",
+            "-t",
+            STAR,
+            "--calibration",
+            str(tmp_path / "c.yaml"),
+            "--measured",
+            str(tmp_path / "new.jsonl"),
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "builtin" in out
     doc = json.loads((tmp_path / "o" / "compare.json").read_text())
@@ -205,8 +247,12 @@ def test_compare_from_measured_files_writes_every_output(tmp_path, capsys):
 
 
 def test_simulate_and_compare_take_a_calibration(tmp_path, capsys):
-    cal = Calibration(topology="t", classes={"same-switch": {"latency": 1e-3, "efficiency": 0.5}}, gamma=1e-9,
-                      calibrated=["same-switch.latency", "same-switch.efficiency", "gamma"])
+    cal = Calibration(
+        topology="t",
+        classes={"same-switch": {"latency": 1e-3, "efficiency": 0.5}},
+        gamma=1e-9,
+        calibrated=["same-switch.latency", "same-switch.efficiency", "gamma"],
+    )
     path = save_calibration(cal, tmp_path / "c.yaml")
     capsys.readouterr()
     assert main(["simulate", "-t", STAR, "--size", "1MiB", "--calibration", str(path), "--json"]) == 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -29,14 +28,23 @@ scalars = st.one_of(
     st.integers(min_value=-(2**70), max_value=2**70),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=20),
-    st.sampled_from(["allreduce", "ring", "builtin", "same-switch", "stream", "gamma", "1e400", "-1", "NaN", "\u202e\x00"]),
+    st.sampled_from(
+        ["allreduce", "ring", "builtin", "same-switch", "stream", "gamma", "1e400", "-1", "NaN", "\u202e\x00"]
+    ),
 )
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
 
 
 def valid_texts() -> dict[str, str]:
     b = 1e9 / 8
-    probes = probe_lines({("stream", "same-switch", 1): hockney(5e-5, 0.9, b), ("reduce", "local", 1): lambda n: 1e-6 + n * 1e-10}, [2**k for k in range(10, 20)])
+    probes = probe_lines(
+        {("stream", "same-switch", 1): hockney(5e-5, 0.9, b), ("reduce", "local", 1): lambda n: 1e-6 + n * 1e-10},
+        [2**k for k in range(10, 20)],
+    )
     validate = validate_lines("allreduce", "ring", 4, [2**k for k in range(14, 22)], 3e-4, 1 / (0.95 * b))
     rows = nccl_rows("allreduce", 4, [2**k for k in range(10, 20)], 6e-6, 1 / 1e10)
     return {
@@ -61,9 +69,15 @@ def mutate(text: str, data: st.DataObject) -> str:
         at = data.draw(st.integers(0, len(text)))
         return text[:at] + json.dumps(data.draw(values), allow_nan=True) + text[at:]
     if kind == "duplicate":
-        return text.replace('"size_bytes": ', '"size_bytes": 5, "size_bytes": ', 1).replace('"topology": ', '"topology": "a", "topology": ', 1)
+        return text.replace('"size_bytes": ', '"size_bytes": 5, "size_bytes": ', 1).replace(
+            '"topology": ', '"topology": "a", "topology": ', 1
+        )
     if kind == "number":
-        junk = data.draw(st.sampled_from(["-1", "0", "NaN", "Infinity", "1e999", "-0.0", "99999999999999999999999", '"x"', "null", "[]"]))
+        junk = data.draw(
+            st.sampled_from(
+                ["-1", "0", "NaN", "Infinity", "1e999", "-0.0", "99999999999999999999999", '"x"', "null", "[]"]
+            )
+        )
         digits = [i for i, c in enumerate(text) if c.isdigit()]
         if not digits:
             return text
@@ -96,9 +110,34 @@ def test_mutated_inputs_read_or_fail_in_one_line(tmp_path_factory, data, name):
 
 
 @FUZZ
-@given(records=st.lists(st.dictionaries(st.sampled_from(
-    ["source", "test", "link_class", "fan", "size_bytes", "time_s", "times_s", "world_size", "run_id", "collective",
-     "algorithm", "ranks", "wrong", "backend"]), values, max_size=10), min_size=1, max_size=5))
+@given(
+    records=st.lists(
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "source",
+                    "test",
+                    "link_class",
+                    "fan",
+                    "size_bytes",
+                    "time_s",
+                    "times_s",
+                    "world_size",
+                    "run_id",
+                    "collective",
+                    "algorithm",
+                    "ranks",
+                    "wrong",
+                    "backend",
+                ]
+            ),
+            values,
+            max_size=10,
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
 def test_wrong_typed_json_lines(tmp_path_factory, records):
     path = tmp_path_factory.mktemp("fuzz") / "x.jsonl"
     path.write_text("\n".join(json.dumps(r, allow_nan=True) for r in records) + "\n")
@@ -191,8 +230,21 @@ def test_compare_cli_with_fuzzed_measurements(tmp_path_factory, capsys, data):
     cal.write_text(VALID["cal.yaml"])
     measured = folder / "m.jsonl"
     measured.write_text(mutate(VALID["validate.jsonl"], data), encoding="utf-8")
-    code = main(["validate", "compare", "-t", STAR, "--calibration", str(cal), "--measured", str(measured),
-                 "--out", str(folder / "o"), "--no-plot"])
+    code = main(
+        [
+            "validate",
+            "compare",
+            "-t",
+            STAR,
+            "--calibration",
+            str(cal),
+            "--measured",
+            str(measured),
+            "--out",
+            str(folder / "o"),
+            "--no-plot",
+        ]
+    )
     captured = capsys.readouterr()
     assert code in (0, 2)
     if code == 2:

@@ -74,7 +74,9 @@ class _Netlab:
     def launch(self, module: str, args: Sequence[str], json_path: Path, timeout: float) -> None:
         from netlab import launch, rank_commands
 
-        commands = rank_commands(self.plan, [*args, "--json", str(json_path)], json_path=json_path, topology=self.spec, module=module)
+        commands = rank_commands(
+            self.plan, [*args, "--json", str(json_path)], json_path=json_path, topology=self.spec, module=module
+        )
         outcome = launch(commands, json_path=json_path, timeout=timeout + 60, echo=lambda m: print(m, file=sys.stderr))
         if outcome.timed_out:
             raise RunError(f"netlab: {module} still running after {timeout + 60:.0f} s: killed")

@@ -102,7 +102,18 @@ def predict(measured: Sequence[Sample], topology: Any, calibration: Calibration)
             cache[key] = (pred, nom)
         pred, nom = cache[key]
         rows.append(
-            Row(s.collective, s.label or s.algorithm, s.algorithm, s.ranks, s.size, s.time_s, pred, nom, s.run_id, s.spread)
+            Row(
+                s.collective,
+                s.label or s.algorithm,
+                s.algorithm,
+                s.ranks,
+                s.size,
+                s.time_s,
+                pred,
+                nom,
+                s.run_id,
+                s.spread,
+            )
         )
     return rows
 
@@ -213,7 +224,9 @@ def describe_calibration(calibration: Calibration, topology: Any) -> dict[str, A
     }
 
 
-def write_outputs(out: Path, rows: Sequence[Row], summary: dict[str, Any], meta: dict[str, Any], *, plot: bool = True) -> list[Path]:
+def write_outputs(
+    out: Path, rows: Sequence[Row], summary: dict[str, Any], meta: dict[str, Any], *, plot: bool = True
+) -> list[Path]:
     """``compare.json``, ``compare.csv`` and (with matplotlib) ``compare.png`` in ``out``, each written
     atomically; returns the paths written."""
     out.mkdir(parents=True, exist_ok=True)
@@ -249,7 +262,13 @@ def _plot(rows: Sequence[Row], summary: dict[str, Any], title: str) -> bytes | N
     markers = "osD^v<>phX*"
     for i, name in enumerate(dict.fromkeys(r.algorithm for r in rows)):
         mine = [r for r in rows if r.algorithm == name]
-        ax.scatter([r.measured_s for r in mine], [r.predicted_s for r in mine], label=name, marker=markers[i % len(markers)], s=28)
+        ax.scatter(
+            [r.measured_s for r in mine],
+            [r.predicted_s for r in mine],
+            label=name,
+            marker=markers[i % len(markers)],
+            s=28,
+        )
     lo = min(min(r.measured_s, r.predicted_s) for r in rows) / 1.5
     hi = max(max(r.measured_s, r.predicted_s) for r in rows) * 1.5
     xs = np.geomspace(lo, hi, 50)

@@ -341,7 +341,9 @@ class _Runner:
                 comm.exchange([], [(self.buf(n, 1), hub, 5)])
         elif test == "alltoall":
             peers = [q for q in ranks if q != r]
-            comm.exchange([(self.buf(n), q, 7) for q in peers], [(self.buf(n, i + 1), q, 7) for i, q in enumerate(peers)])
+            comm.exchange(
+                [(self.buf(n), q, 7) for q in peers], [(self.buf(n, i + 1), q, 7) for i, q in enumerate(peers)]
+            )
         else:  # reduce
             self.buf(n).add_(self.buf(n, 1))
         self.sync()
@@ -373,7 +375,9 @@ class _Runner:
         return [float(t) for t in times.cpu().tolist()]
 
 
-def _record(probe: Probe, times: list[float], opts: ProbeOptions, p: int, backend: str, run_id: str, env: dict[str, Any]) -> dict[str, Any]:
+def _record(
+    probe: Probe, times: list[float], opts: ProbeOptions, p: int, backend: str, run_id: str, env: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "source": SOURCE,
         "test": probe.test,
@@ -408,7 +412,11 @@ def run(opts: ProbeOptions, env: Any, slot: Any) -> int:
 
     p = env.world_size
     probes = plan_probes(
-        opts.topology, opts.sizes, ranks=p, tests=opts.tests, max_fan=opts.max_fan,
+        opts.topology,
+        opts.sizes,
+        ranks=p,
+        tests=opts.tests,
+        max_fan=opts.max_fan,
         fan_min_bytes=opts.fan_min_bytes,
         fan_max_bytes=opts.fan_max_bytes,
     )
