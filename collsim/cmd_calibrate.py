@@ -139,7 +139,8 @@ def calibration_report(cal: Any) -> list[str]:
     lines.append(f"# calibrated (applied): {', '.join(cal.calibrated)}")
     from sim.calibration import nominal_parameters
 
-    lines.append(f"# nominal: {'; '.join(nominal_parameters(cal, list(cal.classes)))}")
+    nominal = nominal_parameters(cal, list(cal.classes))
+    lines.append(f"# nominal: {'; '.join(nominal) or 'only the link rates the efficiencies are relative to'}")
     lines += [f"# note: {n}" for n in cal.notes]
     return lines
 

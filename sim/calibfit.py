@@ -42,6 +42,8 @@ from .linkclass import LINK_CLASSES, classes_of
 
 __all__ = ["Point", "SegmentFit", "fit_calibration", "fit_segments"]
 
+#: γ is fitted to local reductions of at least this many bytes
+GAMMA_MIN_BYTES = 64 * 1024
 #: at most this many residuals are kept in a fit record
 _RESIDUALS = 40
 #: rate ratios (sharing, duplex) come from sizes at least this large where there are any
@@ -393,13 +395,16 @@ def fit_calibration(
     gamma = gamma_fit = None
     reduce = [s for s in probes if s.test == "reduce"]
     if reduce:
-        points = [Point(s.size, 1.0, s.size, s.time_s) for s in reduce]
-        per_call, gamma = _solve(points, relative=False)  # the large sizes, where γ matters, dominate
-        gamma_fit = _quality(points, [_predict(p, per_call, gamma) for p in points])
+        points = [Point(s.size, 1.0, s.size, s.time_s, s.spread) for s in reduce]
+        # γ matters where reductions are large: fit the sizes from 64 KiB up (all, if none is that large)
+        large = [p for p in points if p.size >= GAMMA_MIN_BYTES] or points
+        per_call, gamma = _solve(large, relative=len({p.size for p in large}) > 1)
+        gamma_fit = _quality(large, [_predict(p, per_call, gamma) for p in large])
         segs = [SegmentFit(0.0, per_call, gamma)]
         calibrated.append("gamma")
         notes.append(
-            f"gamma: local reductions by all ranks at once, {segs[0].alpha * 1e6:.1f} us per call not modelled"
+            f"gamma: local reductions by all ranks at once, sizes from {int(large[0].size)} B; "
+            f"{segs[0].alpha * 1e6:.1f} us per call not modelled"
         )
     for name in LINK_CLASSES:
         mine = [s for s in probes if s.link_class == name]

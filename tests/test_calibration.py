@@ -264,3 +264,24 @@ def test_simulate_and_compare_take_a_calibration(tmp_path, capsys):
     assert "calibrated: same-switch.latency" in capsys.readouterr().out
     assert main(["simulate", "-t", STAR, "--calibration", str(tmp_path / "none.yaml")]) == 2
     assert "no such calibration file" in capsys.readouterr().err
+
+
+def test_reports_apply_the_spec_calibration(tmp_path):
+    from reports import build_report, parse_spec
+    from tests.report_fixtures import tiny_spec
+
+    cal = Calibration(
+        topology="star",
+        classes={"same-switch": {"latency": 1e-3, "efficiency": 0.5}},
+        gamma=1e-9,
+        calibrated=["same-switch.latency", "same-switch.efficiency", "gamma"],
+    )
+    save_calibration(cal, tmp_path / "fit.yaml")
+    nominal = build_report(parse_spec(tiny_spec()), tmp_path / "n", executor="serial", progress=False)
+    spec = parse_spec(tiny_spec(calibration="fit.yaml"), tmp_path)
+    calibrated = build_report(spec, tmp_path / "c", executor="serial", progress=False)
+    assert calibrated.data.parameters == "calibrated" and calibrated.data.job["gamma"] == 1e-9
+    assert calibrated.data.summary[0].endswith("[calibrated]")
+    t_nom = [row for row in nominal.data.iterations if row["gpus"] == 4][0]["iteration_s"]
+    t_cal = [row for row in calibrated.data.iterations if row["gpus"] == 4][0]
+    assert t_cal["iteration_s"] > t_nom and t_cal["parameters"] == "calibrated"
