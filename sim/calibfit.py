@@ -246,10 +246,11 @@ def _class_from_probes(
             size: statistics.median(s.time_s for s in chosen if s.size == size) for size in {s.size for s in chosen}
         }
 
+    # rates relative to one flow alone: the stream's (a ping-pong after an idle link gets a shaper's
+    # bucket to itself, which k concurrent flows share)
     single = by_size(base)
     latency = single[min(single)]
     duplex = _ratio_factor([s for s in samples if s.test == "bidir"], single, latency, bandwidth, 1)
-    single = by_size(pings or base)  # fans are single messages: compare with single messages
     sharing: dict[int, float] = {}
     dense: dict[int, float] = {}
     for tests, table in ((("fanin", "fanout"), sharing), (("alltoall",), dense)):
