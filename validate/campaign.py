@@ -22,6 +22,9 @@ from sim.errors import ConfigError, RunError
 
 __all__ = ["Run", "Target", "load_average", "local_target", "netlab_target", "run_and_read"]
 
+#: a whole netlab run may take this many times the per-operation timeout (at least an hour)
+RUN_LIMIT_FACTOR = 50
+
 
 def load_average() -> float | None:
     """This machine's one-minute load average (None where the platform has none)."""
@@ -77,9 +80,11 @@ class _Netlab:
         commands = rank_commands(
             self.plan, [*args, "--json", str(json_path)], json_path=json_path, topology=self.spec, module=module
         )
-        outcome = launch(commands, json_path=json_path, timeout=timeout + 60, echo=lambda m: print(m, file=sys.stderr))
+        # the ranks end a hung operation themselves after ``timeout``; this only bounds the whole run
+        limit = max(3600.0, RUN_LIMIT_FACTOR * timeout)
+        outcome = launch(commands, json_path=json_path, timeout=limit, echo=lambda m: print(m, file=sys.stderr))
         if outcome.timed_out:
-            raise RunError(f"netlab: {module} still running after {timeout + 60:.0f} s: killed")
+            raise RunError(f"netlab: {module} still running after {limit:.0f} s: killed")
         if outcome.failed:
             raise RunError(
                 f"netlab: {module} failed on rank(s) {', '.join(map(str, outcome.failed))} "
