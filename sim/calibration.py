@@ -52,6 +52,7 @@ __all__ = [
     "Segment",
     "Source",
     "apply_calibration",
+    "atomic_write",
     "calibrated_graph",
     "load_calibration",
     "nominal_parameters",
@@ -308,18 +309,27 @@ def save_calibration(cal: Calibration, path: str | os.PathLike[str]) -> Path:
         text = json.dumps(data, indent=2, allow_nan=False) + "\n"
     else:
         text = "# collsim calibration file (docs/calibration.md)\n" + yaml.safe_dump(data, sort_keys=False, width=120)
-    directory = p.parent if str(p.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=directory)
+    atomic_write(p, text.encode("utf-8"))
+    return p
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, push it to disk, then rename it over ``path``:
+    a reader sees the old file or the whole new one, never a part (permissions as a new file's)."""
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, p)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return p
 
 
 # -- applying -----------------------------------------------------------------------------------

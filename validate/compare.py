@@ -23,8 +23,6 @@ import csv
 import io
 import json
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from sim.calibinput import Sample
-from sim.calibration import Calibration, apply_calibration, nominal_parameters
+from sim.calibration import Calibration, apply_calibration, atomic_write, nominal_parameters
 from sim.cluster import Cluster
 from sim.errors import CalibrationError
 from sim.linkclass import classes_of
@@ -188,19 +186,6 @@ def render(rows: Sequence[Row], summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _finite(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -232,7 +217,7 @@ def write_outputs(
     out.mkdir(parents=True, exist_ok=True)
     doc = {"meta": meta, "summary": summary, "rows": [r.to_dict() for r in rows]}
     written = [out / "compare.json"]
-    _atomic_write(written[0], (json.dumps(_finite(doc), indent=1, allow_nan=False) + "\n").encode())
+    atomic_write(written[0], (json.dumps(_finite(doc), indent=1, allow_nan=False) + "\n").encode())
     buf = io.StringIO()
     fields = [*Row.__dataclass_fields__, "error", "nominal_error"]
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
@@ -240,12 +225,12 @@ def write_outputs(
     for r in rows:
         writer.writerow(r.to_dict())
     written.append(out / "compare.csv")
-    _atomic_write(written[1], buf.getvalue().encode())
+    atomic_write(written[1], buf.getvalue().encode())
     if plot and rows:
         png = _plot(rows, summary, str(meta.get("title", "")))
         if png is not None:
             written.append(out / "compare.png")
-            _atomic_write(written[2], png)
+            atomic_write(written[2], png)
     return written
 
 
