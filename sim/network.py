@@ -83,6 +83,7 @@ class Network:
         self.flows = 0
         self.solves = 0
         self.cache_hits = 0
+        self.isolated = 0  # rate computations skipped because no link was shared
         self.wakeups = 0
         size = 64
         self._remaining = np.zeros(size)
@@ -102,6 +103,13 @@ class Network:
         self.after_wake: list[Callable[[], None]] = []
         self._active = np.zeros(0, dtype=np.int64)
         self._entries: tuple[np.ndarray, np.ndarray] | None = None
+        # link sharing, kept up to date as flows start and end: while no link direction carries two
+        # flows, every flow is alone (a max-min component of its own) and drains at its path's
+        # narrowest capacity -- no solve needed
+        self._arc_users = np.zeros(cluster.num_arcs, dtype=np.int64)
+        self._shared = 0  # link directions with two or more flows
+        self._fresh: list[np.ndarray] = []  # flows started since the last rate computation
+        self._isolated_rates = True  # every active flow's rate is its path's narrowest capacity
         self._bounded = 0  # active flows with a finite bound (they disable the solution cache)
         self._pending: list[float] = []  # distinct start times (a heap)
         self._pending_at: dict[float, list[Any]] = {}  # start time -> slots (ints or arrays)
@@ -412,6 +420,7 @@ class Network:
         finished = active[done]
         self._active = active[~done]
         self._entries = None
+        self._use_arcs(finished, -1)
         self._key = (self._key - int(self._hash_of(self._path[finished]).sum(dtype=np.uint64))) % (1 << 64)
         self._finish(finished, now)
         return True
@@ -431,8 +440,21 @@ class Network:
         self._active = np.concatenate([self._active, slots]) if len(self._active) else slots
         self._entries = None
         self._key = (self._key + int(self._hash_of(self._path[slots]).sum(dtype=np.uint64))) % (1 << 64)
+        self._use_arcs(slots, +1)
+        self._fresh.append(slots)
         self._bounded += int(np.isfinite(self._bound[slots]).sum())
         return True
+
+    def _use_arcs(self, slots: np.ndarray, sign: int) -> None:
+        """Add (+1) or remove (-1) the given flows from the per-link user counts."""
+        arcs = _gather_arcs(self.cluster.paths, self._path[slots])[1]
+        if not len(arcs):
+            return
+        uniq, count = np.unique(arcs, return_counts=True)
+        before = self._arc_users[uniq]
+        after = before + sign * count
+        self._arc_users[uniq] = after
+        self._shared += int(((after >= 2) & (before < 2)).sum()) - int(((before >= 2) & (after < 2)).sum())
 
     def _hash_of(self, pids: np.ndarray) -> np.ndarray:
         """A fixed pseudo-random 64-bit number per path id (the same on every run)."""
@@ -453,8 +475,20 @@ class Network:
 
     def _solve(self) -> None:
         active = self._active
+        fresh, self._fresh = self._fresh, []
         if not len(active):
             return
+        if self._shared == 0:
+            # every flow is alone on its links and drains at its path's narrowest capacity (or its own
+            # bound); flows that were alone before keep their rates, so only the new ones need one --
+            # unless the last computation left some flows at a shared rate
+            new = active if not self._isolated_rates else (np.concatenate(fresh) if fresh else active[:0])
+            self._rate[new] = np.minimum(self.cluster.paths.bottleneck[self._path[new]], self._bound[new])
+            self._isolated_rates = True
+            self.isolated += 1
+            self._check_load()
+            return
+        self._isolated_rates = False
         pids = self._path[active]
         cacheable = self._bounded == 0
         if cacheable:
