@@ -447,7 +447,19 @@ class Network:
 
     def _use_arcs(self, slots: np.ndarray, sign: int) -> None:
         """Add (+1) or remove (-1) the given flows from the per-link user counts."""
-        arcs = _gather_arcs(self.cluster.paths, self._path[slots])[1]
+        paths = self.cluster.paths
+        if len(slots) <= 8:  # a few flows: plain Python beats numpy's per-call cost
+            users = self._arc_users
+            shared = 0
+            for pid in self._path[slots].tolist():
+                start = int(paths.start[pid])
+                for arc in paths.arcs[start : start + int(paths.length[pid])].tolist():
+                    before = int(users[arc])
+                    users[arc] = before + sign
+                    shared += (before + sign >= 2) - (before >= 2)
+            self._shared += shared
+            return
+        arcs = _gather_arcs(paths, self._path[slots])[1]
         if not len(arcs):
             return
         uniq, count = np.unique(arcs, return_counts=True)
