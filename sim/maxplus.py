@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .network import Network, _gather_arcs
+from .network import Network
+from .rates import gather_arcs
 from .program import Step, StepProgram
 
 __all__ = ["contention_free", "run_maxplus"]
@@ -36,7 +37,7 @@ def contention_free(program: StepProgram, net: Network) -> bool:
     for k, (step, _) in enumerate(program.phases):
         if not len(step):
             continue
-        flow, arcs = _gather_arcs(net.cluster.paths, step.pids(net))
+        flow, arcs = gather_arcs(net.cluster.paths, step.pids(net))
         arcs_all.append(arcs)
         src_all.append(step.src[flow])
         step_all.append(np.full(len(arcs), k, dtype=np.int64))
@@ -62,7 +63,7 @@ def _isolated_times(step: Step, net: Network) -> np.ndarray:
     d = paths.latency[pids] + overhead
     moving = (lens > 0) & (step.nbytes > 0)
     if moving.any():
-        flow, arcs = _gather_arcs(paths, pids[moving])
+        flow, arcs = gather_arcs(paths, pids[moving])
         starts = np.concatenate(([0], np.cumsum(lens[moving])[:-1]))
         narrowest = np.minimum.reduceat(cl.capacity[arcs], starts)
         d = d.copy()
