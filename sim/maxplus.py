@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 from .network import Network
-from .rates import gather_arcs
 from .program import Step, StepProgram
+from .rates import gather_arcs
 
 __all__ = ["contention_free", "run_maxplus"]
 
