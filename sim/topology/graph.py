@@ -70,8 +70,12 @@ class ClusterBuilder:
         intra_bandwidth: float | None = None,
         intra_latency: float = 0.0,
         overhead: float | None = None,
+        compute_scale: float | None = None,
     ) -> list[str]:
         """Add a host and return its GPU node names.
+
+        ``overhead`` (seconds per message sent) and ``compute_scale`` (a factor on every reduction's
+        time: 2.0 is a GPU that reduces at half speed) make a host's GPUs stragglers.
 
         A host with one GPU is a single node named after the host (the GPU and its NIC in one
         endpoint). A host with several GPUs gets an ``nvswitch`` node named after the host, which its
@@ -80,7 +84,13 @@ class ClusterBuilder:
         """
         if gpus < 1:
             raise TopologyError(f"host {name!r}: gpus must be >= 1, got {gpus}")
-        extra = {} if overhead is None else {"overhead": float(overhead)}
+        extra: dict[str, float] = {}
+        if overhead is not None:
+            extra["overhead"] = float(overhead)
+        if compute_scale is not None:
+            if not compute_scale > 0:
+                raise TopologyError(f"host {name!r}: compute_scale must be > 0, got {compute_scale}")
+            extra["compute_scale"] = float(compute_scale)
         if gpus == 1:
             self.add_node(name, GPU, host=name, **extra)
             return [name]

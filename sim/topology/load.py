@@ -36,6 +36,7 @@ class HostEntry(Spec):
     intra_bandwidth: Bandwidth | None = None
     intra_latency: Time = 0.0
     overhead: Time | None = None
+    compute_scale: PositiveFloat | None = None
 
 
 class NodeEntry(Spec):
@@ -108,6 +109,7 @@ def _build_file(spec: TopologyFile, where: str) -> nx.DiGraph:
                     intra_bandwidth=h.intra_bandwidth,
                     intra_latency=h.intra_latency,
                     overhead=h.overhead,
+                    compute_scale=h.compute_scale,
                 ),
             )
         for i, name in enumerate(spec.switches):
