@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .deadline import check as check_deadline
 from .network import Network, _gather_arcs
 from .program import Step, StepProgram
 
@@ -98,6 +99,7 @@ def run_maxplus(net: Network, program: StepProgram, gamma: float, scale: np.ndar
         members = np.unique(np.concatenate([step.src, step.dst])) if times > 2 else None
         k = 0
         while k < times:
+            check_deadline()
             done = begin[step.src] + d
             finish = begin.copy()
             _scatter_max(finish, step.src, done, src_unique)
