@@ -329,9 +329,7 @@ def run_cmd(
     if outcome.timed_out:
         raise RunError(f"ranks still running after {timeout} (--timeout): killed; logs in {outcome.log_dir}")
     if outcome.failed:
-        _warn(
-            f"ranks {', '.join(map(str, outcome.failed))} failed (exit codes {[outcome.codes[r] for r in outcome.failed]}); logs in {outcome.log_dir}"
-        )
+        _warn(f"{outcome.describe([c.host for c in commands])}; logs in {outcome.log_dir}")
     print(
         f"netlab {prefix}: rank 0 exited {outcome.rank0} after {outcome.seconds:.1f} s; {outcome.records} records in {outcome.json_path}",
         file=sys.stderr,

@@ -14,6 +14,7 @@ __all__ = [
     "RoutingError",
     "RunError",
     "TopologyError",
+    "one_line",
 ]
 
 
@@ -43,3 +44,12 @@ class CalibrationError(CollsimError):
 
 class RunError(CollsimError):
     """A simulation or a real run failed while it ran."""
+
+
+def one_line(text: object) -> str:
+    r"""``text`` as one line: line breaks that user input carried into a message come out escaped.
+
+    >>> print(one_line("unknown node 'a\nb'"))
+    unknown node 'a\nb'
+    """
+    return str(text).replace("\r", "\\r").replace("\n", "\\n")
