@@ -263,6 +263,14 @@ def run_cmd(
     keep: Annotated[
         bool, typer.Option("--keep", help="Leave a lab this command brought up running afterwards.")
     ] = False,
+    grace: Annotated[
+        str,
+        typer.Option(
+            "--grace",
+            envvar="COLLSIM_NETLAB_GRACE",
+            help="Once rank 0 has ended or a rank has failed, how long the others get to end on their own.",
+        ),
+    ] = "10s",
     queue: QueueOpt = "100ms",
     mtu: MtuOpt = 1500,
     burst: BurstOpt = None,
@@ -280,6 +288,9 @@ def run_cmd(
     if json_path is not None and any(a == "--json" or a.startswith("--json=") for a in args):
         raise ConfigError("give --json before `--` or among the runner's arguments, not both")
     seconds = parse_time(timeout, "--timeout")
+    grace_s = parse_time(grace, "--grace")
+    if not (seconds > 0 and grace_s >= 0):
+        raise ConfigError(f"--timeout must be > 0 and --grace >= 0, got {timeout!r} and {grace!r}")
     wanted = make_plan(_spec(spec), prefix=prefix, queue=parse_time(queue, "--queue"), mtu=mtu, burst=_burst(burst))
     require()
     cpus = os.cpu_count() or 1
@@ -322,7 +333,9 @@ def run_cmd(
             commands = rank_commands(
                 plan, args, json_path=path, topology=_spec(spec), module=module, python=python, master_port=master_port
             )
-            outcome = launch(commands, json_path=path, timeout=seconds, echo=lambda m: print(m, file=sys.stderr))
+            outcome = launch(
+                commands, json_path=path, timeout=seconds, grace=grace_s, echo=lambda m: print(m, file=sys.stderr)
+            )
         finally:
             if own and not keep:
                 down(prefix)

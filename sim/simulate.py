@@ -184,7 +184,7 @@ def _simulate(
     if not size > 0 or not np.isfinite(size):
         raise ConfigError(f"size must be > 0 bytes, got {size}")
     if size > MAX_SIZE:
-        raise ConfigError(f"size {size:g} B is more than collsim simulates (at most {MAX_SIZE:g} B = 1 PiB)")
+        raise ConfigError(f"size: {size:g} B is more than 1 PiB (2^50 B), the largest size collsim accepts")
     if not 0 <= root < p:
         raise ConfigError(f"root {root} is not a rank (0..{p - 1})")
     if not 0 <= gamma <= MAX_GAMMA:

@@ -98,6 +98,7 @@ _TIME_UNITS = {
     "µs": 1e-6,
     "ns": 1e-9,
     "min": 60.0,
+    "h": 3600.0,
 }
 
 _BIT_UNITS = {"bps", "kbps", "mbps", "gbps", "tbps"}
