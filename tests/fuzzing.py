@@ -6,6 +6,7 @@ a hang into a test failure, and the one check every command-line input must pass
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 from collections.abc import Iterator
 from typing import Any
@@ -15,10 +16,20 @@ from hypothesis import strategies as st
 
 from collsim.cli import main
 
-__all__ = ["JUNK", "NUMBERS", "VALUES", "Hang", "cli", "fuzz_settings", "no_hang", "yaml_values"]
+__all__ = ["JUNK", "NUMBERS", "VALUES", "Hang", "campaign", "cli", "fuzz_settings", "no_hang", "yaml_values"]
 
 #: what every fuzz test runs: the suite's profile, with capsys allowed across examples
 fuzz_settings = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+#: a campaign: ``COLLSIM_FUZZ_EXAMPLES`` (default 1000) random, not derandomized, examples
+CAMPAIGN = settings(fuzz_settings, max_examples=int(os.environ.get("COLLSIM_FUZZ_EXAMPLES", "1000")), derandomize=False)
+
+
+def campaign(test: Any) -> Any:
+    """The benchmark twin of a fuzz or property test: the same body under :data:`CAMPAIGN`, marked
+    ``benchmark`` (excluded from the default run)."""
+    import pytest
+
+    return pytest.mark.benchmark(CAMPAIGN(test))
 
 
 class Hang(Exception):

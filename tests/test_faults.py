@@ -109,7 +109,9 @@ def test_hostile_host_names_make_a_working_lab_with_only_prefix_names(tmp_path, 
     spec = tmp_path / "hostile.yaml"
     hosts = ", ".join(json.dumps({"name": n}) for n in hostile)
     links = "\n".join(f"  - {{between: [{json.dumps(n)}, sw]}}" for n in hostile)
-    spec.write_text(f"name: hostile\ndefaults: {{bandwidth: 200Mbps}}\nhosts: [{hosts}]\nswitches: [sw]\nlinks:\n{links}\n")
+    spec.write_text(
+        f"name: hostile\ndefaults: {{bandwidth: 200Mbps}}\nhosts: [{hosts}]\nswitches: [sw]\nlinks:\n{links}\n"
+    )
     before_ns, before_links = set(system.netns_list()), set(system.links())
     plan, checks = netlab.up(str(spec), prefix=PREFIX, rate_check=False)
     assert checks.pairs == 5 * 4  # every host reaches every other

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import random
 
 import pytest
@@ -32,21 +31,13 @@ from sim.topology import BUILDERS, bundled_topologies
 from sim.units import MAX_SIZE, MAX_SWEEP, parse_bandwidth, parse_bytes, parse_size, parse_size_range, parse_time
 from validate.options import OPTIONS, parse_options
 
-from .fuzzing import JUNK, NUMBERS, VALUES, cli, fuzz_settings, no_hang, yaml_values
+from .fuzzing import JUNK, NUMBERS, VALUES, campaign, cli, fuzz_settings, no_hang, yaml_values
 from .report_fixtures import TINY
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")  # an overflow warning is a finding too
 
-CAMPAIGN = settings(
-    fuzz_settings, max_examples=int(os.environ.get("COLLSIM_FUZZ_EXAMPLES", "1000")), derandomize=False
-)
 STAR = "star:hosts=5,bandwidth=1GB/s,latency=1us"
 REPORT_FILES = ("index.html", "report.md", "results.csv", "collectives.csv", "results.json")
-
-
-def campaign(test):  # type: ignore[no-untyped-def]
-    """The benchmark twin of a fuzz test: the same body, many more random examples."""
-    return pytest.mark.benchmark(CAMPAIGN(test))
 
 
 # -- sizes and units ---------------------------------------------------------------------------------
@@ -159,7 +150,10 @@ def topology_texts(draw):
         return yaml.safe_dump(draw(st.dictionaries(_TOP_KEYS, yaml_values(_TOP_KEYS), max_size=6)), allow_unicode=True)
     names_ = draw(st.lists(_NAMES, min_size=2, max_size=5))
     switch = names_[-1]
-    doc = {"name": draw(st.one_of(st.just("t"), JUNK)), "defaults": {"bandwidth": draw(st.one_of(st.just("1GB/s"), VALUES))}}
+    doc = {
+        "name": draw(st.one_of(st.just("t"), JUNK)),
+        "defaults": {"bandwidth": draw(st.one_of(st.just("1GB/s"), VALUES))},
+    }
     doc["hosts"] = [{"name": n, **({"gpus": draw(NUMBERS), "intra_bandwidth": draw(VALUES)} if draw(st.booleans()) else {})}
                     for n in names_[:-1]]  # fmt: skip
     doc["switches"] = [switch]
@@ -204,7 +198,10 @@ def algorithm_argv(draw):
     collective = draw(st.one_of(st.sampled_from(sorted(COLLECTIVES)), JUNK))
     valid = algorithm_names(collective) if collective in COLLECTIVES else ["ring"]
     name = draw(st.one_of(st.sampled_from(valid), JUNK))
-    options = [f"{draw(st.one_of(st.sampled_from(_OPTION_NAMES), JUNK))}={draw(VALUES)}" for _ in range(draw(st.integers(0, 3)))]
+    options = [
+        f"{draw(st.one_of(st.sampled_from(_OPTION_NAMES), JUNK))}={draw(VALUES)}"
+        for _ in range(draw(st.integers(0, 3)))
+    ]
     spec = name + (":" + ",".join(options) if options else "")
     return ["simulate", "-t", STAR, "--collective", collective, "-a", spec, "--size", "64KiB", "--timeout", "5"]
 
