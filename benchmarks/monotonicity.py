@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     for seed in range(first, last):
         c = case(seed)
 
-        def run(graph):
+        def run(graph, c=c):
             return simulate(graph, c.collective, c.algorithm, c.size, ranks=c.ranks, gamma=c.gamma)
 
         base = run(c.graph)
