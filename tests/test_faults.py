@@ -73,7 +73,7 @@ def test_a_rank_hung_under_netlab_ends_the_run_within_its_timeout(tmp_path, priv
     # the others give up after validate's --timeout (3 s) naming rank 0, then get --grace (2 s) to end
     assert "waiting for rank 0" in done.stderr
     assert "rank 0 (h0) was still running and was stopped" in done.stderr
-    assert done.returncode == 128 + signal.SIGTERM
+    assert done.returncode in (128 + signal.SIGTERM, 128 + signal.SIGKILL)  # stopped: TERM, or KILL 3 s later
     assert sizes == [1024]
     assert left == [] and not netlab.find_leftovers(PREFIX)
     assert seconds < 60
