@@ -10,12 +10,12 @@ import base64
 import csv
 import io
 import json
-import math
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from sim.results import json_safe
 from sim.units import format_size, format_time
 
 from .analysis import ReportData
@@ -43,16 +43,6 @@ def write_atomic(path: Path, content: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _csv(rows: list[dict[str, Any]]) -> str:
@@ -186,7 +176,7 @@ def write_report(
         "report.md": markdown,
         "results.csv": _csv(data.iterations),
         "collectives.csv": _csv(data.collectives),
-        "results.json": json.dumps(_finite(results), indent=1, allow_nan=False, default=str) + "\n",
+        "results.json": json.dumps(json_safe(results), indent=1, allow_nan=False, default=str) + "\n",
     }
     for name, content in files.items():
         paths[name] = out / name

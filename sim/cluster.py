@@ -11,6 +11,7 @@ import networkx as nx
 import numpy as np
 
 from ._gc import paused_gc
+from .deadline import check as check_deadline
 from .errors import ConfigError, RoutingError
 from .routing import Router
 from .topology.graph import GPU
@@ -156,6 +157,7 @@ class Cluster:
         key = (src, dst)
         pid = self._pid.get(key)
         if pid is None:
+            check_deadline()  # a new route costs 10 us to ms; many at once count against --timeout
             try:
                 arcs = self.router.route(int(self.rank_node[src]), int(self.rank_node[dst]))
             except RoutingError as exc:

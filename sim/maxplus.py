@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .deadline import check as check_deadline
 from .network import Network
 from .program import Step, StepProgram
 from .rates import gather_arcs
@@ -99,6 +100,7 @@ def run_maxplus(net: Network, program: StepProgram, gamma: float, scale: np.ndar
         members = np.unique(np.concatenate([step.src, step.dst])) if times > 2 else None
         k = 0
         while k < times:
+            check_deadline()
             done = begin[step.src] + d
             finish = begin.copy()
             _scatter_max(finish, step.src, done, src_unique)

@@ -280,7 +280,10 @@ class Network:
     def shift(self, delta: float, path_bytes: np.ndarray, flows: int) -> None:
         """Move every pending start and the drain clock ``delta`` later and add the bytes and flows of
         the skipped time; call :meth:`resume` once simulated time has moved on by ``delta``."""
-        shifted = {t + delta: bucket for t, bucket in self._pending_at.items()}
+        shifted: dict[float, list[Any]] = {}
+        for t, bucket in self._pending_at.items():
+            # two start times an ulp apart can round to one after the shift: keep both buckets
+            shifted.setdefault(t + delta, []).extend(bucket)
         self._pending_at = shifted
         self._pending = sorted(shifted)
         self._t_last += delta
