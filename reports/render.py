@@ -45,6 +45,14 @@ def write_atomic(path: Path, content: str | bytes) -> None:
         raise
 
 
+def _remove_stale_temporaries(out: Path) -> None:
+    """Remove what :func:`write_atomic` leaves when a run is killed between writing and renaming."""
+    for folder in (out, out / "plots"):
+        if folder.is_dir():
+            for tmp in folder.glob(".*.tmp"):
+                tmp.unlink(missing_ok=True)
+
+
 def _csv(rows: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
     if rows:
@@ -141,6 +149,7 @@ def write_report(
     from .plots import draw_all
 
     out.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(out)
     images = draw_all(data)
     paths: dict[str, Path] = {}
     for name, png in images.items():
