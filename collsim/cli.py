@@ -17,7 +17,7 @@ try:  # typer >= 0.26 vendors click; older releases use click itself
 except ImportError:  # pragma: no cover
     import click.exceptions as _click  # type: ignore[no-redef]
 
-from sim.errors import CollsimError
+from sim.errors import CollsimError, one_line
 
 __all__ = ["app", "fail", "main"]
 
@@ -36,7 +36,7 @@ app = typer.Typer(
 
 def fail(message: str, code: int = 2) -> None:
     """Print one error line and exit."""
-    print(f"collsim: error: {message}", file=sys.stderr)
+    print(f"collsim: error: {one_line(message)}", file=sys.stderr)
     raise SystemExit(code)
 
 
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except _click.UsageError as exc:
         hint = f" (see: collsim {exc.ctx.command_path.partition(' ')[2]} --help)".replace("  ", " ") if exc.ctx else ""
-        print(f"collsim: error: {exc.format_message()}{hint}", file=sys.stderr)
+        print(f"collsim: error: {one_line(exc.format_message())}{hint}", file=sys.stderr)
         return 2
     except _ABORT:
         print("collsim: interrupted", file=sys.stderr)
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         print("collsim: interrupted", file=sys.stderr)
         return 130
     except CollsimError as exc:
-        print(f"collsim: error: {exc}", file=sys.stderr)
+        print(f"collsim: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # the reader went away (collsim ... | head): not an error worth a traceback
@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     except OSError as exc:
-        print(f"collsim: error: {exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}", file=sys.stderr)
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"collsim: error: {one_line(f'{exc.strerror or exc}{where}')}", file=sys.stderr)
         return 2
     except MemoryError:
         print("collsim: error: out of memory (try fewer ranks or a smaller sweep)", file=sys.stderr)

@@ -10,10 +10,11 @@ import typer
 
 from sim.collectives import get_collective
 from sim.compare import Comparison, compare
-from sim.units import format_size, parse_size
+from sim.units import format_size, parse_bytes
 
 from .cli import app
 from .cmd_sim import CalibrationOpt, GammaOpt, RanksOpt, TopologyOpt, calibration_line
+from .timeout import TimeoutOpt, bounded
 
 __all__ = ["compare_cmd", "render_table", "split_specs"]
 
@@ -81,6 +82,7 @@ def compare_cmd(
     as_json: Annotated[
         bool, typer.Option("--json", help="One JSON object per algorithm instead of the table.")
     ] = False,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Simulate every algorithm of a collective on one cluster and size; print them fastest first.
 
@@ -91,14 +93,16 @@ def compare_cmd(
     from sim.calibration import calibrated_graph
 
     coll = get_collective(collective)
-    nbytes = parse_size(size, "--size")
+    nbytes = parse_bytes(size, "--size")
     chosen = split_specs(algorithms) if algorithms else None
     cluster = calibrated_graph(topology, calibration)
-    rows = compare(cluster, nbytes, collective=coll.name, ranks=ranks, gamma=gamma, algorithms=chosen)
+    with bounded(timeout):
+        rows = compare(cluster, nbytes, collective=coll.name, ranks=ranks, gamma=gamma, algorithms=chosen)
     if as_json:
         for row in rows:
-            record = row.result.to_dict() if row.result else {"algorithm": row.algorithm, "skipped": row.skipped}
-            print(json.dumps(record, allow_nan=False))
+            print(
+                row.result.to_json() if row.result else json.dumps({"algorithm": row.algorithm, "skipped": row.skipped})
+            )
         return
     first = next((row.result for row in rows if row.result), None)
     where = f"{first.topology}, {first.ranks} ranks" if first else topology

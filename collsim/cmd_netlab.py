@@ -263,6 +263,14 @@ def run_cmd(
     keep: Annotated[
         bool, typer.Option("--keep", help="Leave a lab this command brought up running afterwards.")
     ] = False,
+    grace: Annotated[
+        str,
+        typer.Option(
+            "--grace",
+            envvar="COLLSIM_NETLAB_GRACE",
+            help="Once rank 0 has ended or a rank has failed, how long the others get to end on their own.",
+        ),
+    ] = "10s",
     queue: QueueOpt = "100ms",
     mtu: MtuOpt = 1500,
     burst: BurstOpt = None,
@@ -280,6 +288,9 @@ def run_cmd(
     if json_path is not None and any(a == "--json" or a.startswith("--json=") for a in args):
         raise ConfigError("give --json before `--` or among the runner's arguments, not both")
     seconds = parse_time(timeout, "--timeout")
+    grace_s = parse_time(grace, "--grace")
+    if not (seconds > 0 and grace_s >= 0):
+        raise ConfigError(f"--timeout must be > 0 and --grace >= 0, got {timeout!r} and {grace!r}")
     wanted = make_plan(_spec(spec), prefix=prefix, queue=parse_time(queue, "--queue"), mtu=mtu, burst=_burst(burst))
     require()
     cpus = os.cpu_count() or 1
@@ -322,16 +333,16 @@ def run_cmd(
             commands = rank_commands(
                 plan, args, json_path=path, topology=_spec(spec), module=module, python=python, master_port=master_port
             )
-            outcome = launch(commands, json_path=path, timeout=seconds, echo=lambda m: print(m, file=sys.stderr))
+            outcome = launch(
+                commands, json_path=path, timeout=seconds, grace=grace_s, echo=lambda m: print(m, file=sys.stderr)
+            )
         finally:
             if own and not keep:
                 down(prefix)
     if outcome.timed_out:
         raise RunError(f"ranks still running after {timeout} (--timeout): killed; logs in {outcome.log_dir}")
     if outcome.failed:
-        _warn(
-            f"ranks {', '.join(map(str, outcome.failed))} failed (exit codes {[outcome.codes[r] for r in outcome.failed]}); logs in {outcome.log_dir}"
-        )
+        _warn(f"{outcome.describe([c.host for c in commands])}; logs in {outcome.log_dir}")
     print(
         f"netlab {prefix}: rank 0 exited {outcome.rank0} after {outcome.seconds:.1f} s; {outcome.records} records in {outcome.json_path}",
         file=sys.stderr,

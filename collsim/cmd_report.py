@@ -11,7 +11,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from sim.deadline import SimulationTimeout
+
 from .cli import app, fail
+from .timeout import TimeoutOpt, bounded
 
 __all__ = ["report_cmd"]
 
@@ -47,6 +50,7 @@ def report_cmd(
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", envvar="COLLSIM_PROGRESS", help="Show a progress bar.")
     ] = True,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Simulate a training job at every cluster size with every algorithm, and write index.html, report.md,
     results.csv and results.json into --out. Finished points are kept in --out/points.jsonl: a rerun after
@@ -68,7 +72,14 @@ def report_cmd(
     command = f"collsim report {shlex.quote(spec)} --out {shlex.quote(str(out))}"
     print(f"collsim report: {loaded.name} ({path}) -> {out}", file=sys.stderr)
     try:
-        outcome = build_report(loaded, out, executor=run, progress=progress, command=command)
+        with bounded(timeout):
+            outcome = build_report(loaded, out, executor=run, progress=progress, command=command)
+    except SimulationTimeout as exc:
+        saved = len(PointCache(out).load())
+        fail(
+            f"{exc}; no report written, {saved} finished point(s) are kept in {out / PointCache.FILENAME}: "
+            "run again (with a longer --timeout) to resume"
+        )
     except KeyboardInterrupt:
         saved = len(PointCache(out).load())
         print(

@@ -15,10 +15,11 @@ from sim.errors import ConfigError
 from sim.results import nccl_header, nccl_row
 from sim.simulate import simulate
 from sim.topology import BUILDERS, bundled_topologies, load_graph, summarize
-from sim.units import format_size, parse_size, parse_size_range
+from sim.units import format_size, parse_bytes, parse_size_range
 
 from .cli import app
 from .progress import delayed_progress
+from .timeout import TimeoutOpt, bounded
 
 TopologyOpt = Annotated[
     str,
@@ -97,11 +98,47 @@ def simulate_cmd(
             "--progress/--no-progress", help="Progress bar on stderr for runs over a second (default: on a terminal)."
         ),
     ] = None,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Simulate a collective and print nccl-tests' columns (or JSON lines)."""
+    with bounded(timeout):
+        _simulate(
+            topology,
+            collective,
+            algorithm,
+            size,
+            sizes,
+            ranks,
+            dtype,
+            root,
+            gamma,
+            calibration,
+            check,
+            as_json,
+            engine,
+            progress,
+        )
+
+
+def _simulate(
+    topology: str,
+    collective: str,
+    algorithm: str,
+    size: str | None,
+    sizes: str | None,
+    ranks: int | None,
+    dtype: str,
+    root: int,
+    gamma: float | None,
+    calibration: str | None,
+    check: bool,
+    as_json: bool,
+    engine: str,
+    progress: bool | None,
+) -> None:
     if size and sizes:
         raise ConfigError("give --size or --sizes, not both")
-    size_list = parse_size_range(sizes, "--sizes") if sizes else [int(parse_size(size or "64MiB", "--size"))]
+    size_list = parse_size_range(sizes, "--sizes") if sizes else [parse_bytes(size or "64MiB", "--size")]
     from sim.calibration import calibrated_graph
 
     coll = get_collective(collective)

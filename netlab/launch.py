@@ -54,6 +54,7 @@ class RunOutcome:
     seconds: float
     timed_out: bool
     log_dir: Path | None
+    stopped: tuple[int, ...] = ()  # ranks still running when the launcher stopped them
 
     @property
     def rank0(self) -> int:
@@ -64,6 +65,28 @@ class RunOutcome:
     @property
     def failed(self) -> list[int]:
         return [r for r, code in enumerate(self.codes) if code != 0]
+
+    def describe(self, hosts: Sequence[str]) -> str:
+        """How the failed ranks ended, the cause first: ``rank 1 (h1) was killed by SIGKILL; rank 0 (h0)
+        was still running and was stopped; ranks 2, 3 exited with status 1``."""
+        killed = [r for r in self.failed if self.codes[r] < 0 and r not in self.stopped]
+        exited: dict[int, list[int]] = {}
+        for r in self.failed:
+            if self.codes[r] > 0:
+                exited.setdefault(self.codes[r], []).append(r)
+        parts = [f"rank {r} ({hosts[r]}) was killed by {_signal_name(-self.codes[r])}" for r in killed]
+        parts += [f"rank {r} ({hosts[r]}) was still running and was stopped" for r in self.stopped]
+        for code, ranks in exited.items():
+            which = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"
+            parts.append(f"{which} exited with status {code}")
+        return "; ".join(parts)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _option(args: Sequence[str], name: str) -> str | None:
@@ -181,11 +204,12 @@ def launch(
         _stop(procs)
         shutil.rmtree(log_dir, ignore_errors=True)
         raise
+    stopped = tuple(r for r, p in enumerate(procs) if p.poll() is None)
     _stop(procs)
     seconds = time.monotonic() - start
     codes = tuple(p.returncode if p.returncode is not None else -signal.SIGKILL for p in procs)
     records = _count_records(json_path, offset)
-    outcome = RunOutcome(codes, json_path, records, seconds, timed_out, log_dir)
+    outcome = RunOutcome(codes, json_path, records, seconds, timed_out, log_dir, stopped)
     if outcome.failed or timed_out:
         for rank in outcome.failed[:4]:
             tail = _tail(log_dir / f"rank{rank}.log")
@@ -195,7 +219,7 @@ def launch(
                 )
     else:
         shutil.rmtree(log_dir, ignore_errors=True)
-        outcome = RunOutcome(codes, json_path, records, seconds, timed_out, None)
+        outcome = RunOutcome(codes, json_path, records, seconds, timed_out, None, stopped)
     return outcome
 
 

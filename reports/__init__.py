@@ -10,9 +10,12 @@ matplotlib and jinja2 are imported only when a report is written.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+from sim.deadline import current as current_deadline
 
 from .analysis import ReportData, analyze
 from .points import Point, report_points, run_point
@@ -68,7 +71,10 @@ def build_report(
     cache = PointCache(out_dir)
     cached = cache.load()
     reused = len({p.key for p in points if p.key in cached})
-    records = run_sweep(points, cache, run, progress=progress)
+    # a deadline in force here (--timeout) travels to every worker as an absolute time
+    bound = current_deadline()
+    func = run_point if bound is None else functools.partial(run_point, bound=bound)
+    records = run_sweep(points, cache, run, progress=progress, func=func)
     data = analyze(spec, points, records)
     data = replace(data, summary=summarize(data, spec.tolerance))
     from .render import write_report

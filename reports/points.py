@@ -29,6 +29,7 @@ from typing import Any
 import sim
 from sim.algorithms import get_algorithm
 from sim.cluster import Cluster
+from sim.deadline import Deadline, SimulationTimeout, deadline_at
 from sim.errors import AlgorithmError, CollsimError
 from sim.simulate import sweep
 from sim.training import Workload, simulate_iteration
@@ -122,10 +123,19 @@ def _cluster(ref: ClusterRef, spare: int) -> Cluster:
     return cluster
 
 
-def run_point(point: Point) -> dict[str, Any]:
+def run_point(point: Point, bound: Deadline | None = None) -> dict[str, Any]:
     """Run one point; returns ``{"key", "kind", "algorithm", "gpus", "cluster", "status", ...}`` with
     ``status`` ``ok`` (and ``result``), ``skipped`` (and ``reason``: the algorithm does not apply) or
-    ``failed`` (and ``reason``: the simulation raised)."""
+    ``failed`` (and ``reason``: the simulation raised).
+
+    ``bound`` is the report's deadline (``--timeout``; an absolute time, so it means the same in every
+    worker): past it the point raises :class:`~sim.deadline.SimulationTimeout` rather than being recorded
+    as failed, and the whole report stops."""
+    with deadline_at(bound):
+        return _run_point(point)
+
+
+def _run_point(point: Point) -> dict[str, Any]:
     started = time.perf_counter()
     record: dict[str, Any] = {
         "key": point.key,
@@ -147,6 +157,8 @@ def run_point(point: Point) -> dict[str, Any]:
         record["status"] = "ok"
     except AlgorithmError as exc:
         record.update(status="skipped", reason=str(exc))
+    except SimulationTimeout:
+        raise
     except CollsimError as exc:
         record.update(status="failed", reason=f"{type(exc).__name__}: {exc}")
     record["wall_s"] = time.perf_counter() - started

@@ -10,12 +10,12 @@ import base64
 import csv
 import io
 import json
-import math
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from sim.results import json_safe
 from sim.units import format_size, format_time
 
 from .analysis import ReportData
@@ -45,14 +45,12 @@ def write_atomic(path: Path, content: str | bytes) -> None:
         raise
 
 
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
+def _remove_stale_temporaries(out: Path) -> None:
+    """Remove what :func:`write_atomic` leaves when a run is killed between writing and renaming."""
+    for folder in (out, out / "plots"):
+        if folder.is_dir():
+            for tmp in folder.glob(".*.tmp"):
+                tmp.unlink(missing_ok=True)
 
 
 def _csv(rows: list[dict[str, Any]]) -> str:
@@ -152,6 +150,7 @@ def write_report(
     from .plots import draw_all
 
     out.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(out)
     images = draw_all(data)
     paths: dict[str, Path] = {}
     for name, png in images.items():
@@ -187,7 +186,7 @@ def write_report(
         "report.md": markdown,
         "results.csv": _csv(data.iterations),
         "collectives.csv": _csv(data.collectives),
-        "results.json": json.dumps(_finite(results), indent=1, allow_nan=False, default=str) + "\n",
+        "results.json": json.dumps(json_safe(results), indent=1, allow_nan=False, default=str) + "\n",
     }
     for name, content in files.items():
         paths[name] = out / name

@@ -18,13 +18,14 @@ import re
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, PositiveFloat, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from sim.algorithms import algorithm_names, get_algorithm
 from sim.errors import AlgorithmError, ConfigError
 from sim.schema import PositiveSize, Spec, Time, validate_spec
+from sim.simulate import MAX_GAMMA
 from sim.topology.load import read_yaml
-from sim.units import parse_size_range
+from sim.units import MAX_SIZE, MAX_SWEEP, parse_size_range
 
 __all__ = [
     "BUNDLED_SPECS",
@@ -156,7 +157,7 @@ class JobSpec(Spec):
     utilization: float | None = Field(default=None, gt=0, le=1)
     forward_fraction: float = Field(default=1 / 3, gt=0, lt=1)
     optimizer_time: Time = 0.0
-    samples_per_gpu: PositiveFloat = 1.0
+    samples_per_gpu: float = Field(default=1.0, gt=0, allow_inf_nan=False)
 
     @field_validator("parameters", mode="before")
     @classmethod
@@ -251,7 +252,9 @@ class DdpSpec(Spec):
 class SweepSpec(Spec):
     """The collective sweep behind the bus-bandwidth curves and the crossover map."""
 
-    message_sizes: list[int] = Field(default_factory=lambda: parse_size_range("4KiB:256MiB:4"))
+    message_sizes: list[Annotated[int, Field(ge=1, le=int(MAX_SIZE))]] = Field(
+        default_factory=lambda: parse_size_range("4KiB:256MiB:4"), max_length=MAX_SWEEP
+    )
 
     @field_validator("message_sizes", mode="before")
     @classmethod
@@ -284,7 +287,7 @@ class ReportSpec(Spec):
     algorithms: list[AlgorithmSpec] | None = Field(default=None, min_length=1)
     ddp: DdpSpec = DdpSpec()
     sweep: SweepSpec = SweepSpec()
-    gamma: float = Field(default=0.0, ge=0)
+    gamma: float = Field(default=0.0, ge=0, le=MAX_GAMMA)
     calibration: str | None = None  # a calibration file (sim.calibration), applied to every cluster
     tolerance: float = Field(default=0.05, gt=0, lt=1)
 

@@ -39,7 +39,7 @@ from typing import Annotated, Any, Literal
 import networkx as nx
 from pydantic import Field, field_validator, model_validator
 
-from .errors import CalibrationError, ConfigError
+from .errors import CalibrationError, ConfigError, one_line
 from .linkclass import LINK_CLASSES
 from .schema import Bandwidth, Spec, Time, validate_spec
 from .topology.load import load_graph, read_yaml
@@ -228,11 +228,6 @@ def nominal_parameters(cal: Calibration, classes: list[str] | None = None) -> li
 # -- reading and writing ------------------------------------------------------------------------
 
 
-def printable(text: str) -> str:
-    """``text`` with control characters escaped, so that an error stays one line whatever keys it names."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
@@ -286,7 +281,7 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
     try:
         return validate_spec(Calibration, data)  # type: ignore[no-any-return]
     except ConfigError as exc:
-        raise CalibrationError(f"{p}: {printable(str(exc).removeprefix('(top level): '))}") from None
+        raise CalibrationError(f"{p}: {one_line(str(exc).removeprefix('(top level): '))}") from None
 
 
 def _json_safe(value: Any) -> Any:

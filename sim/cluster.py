@@ -11,6 +11,7 @@ import networkx as nx
 import numpy as np
 
 from ._gc import paused_gc
+from .deadline import check as check_deadline
 from .errors import ConfigError, RoutingError
 from .routing import Router
 from .topology.graph import GPU
@@ -30,10 +31,11 @@ class _PathTable:
         self.latency_list: list[float] = []  # the same, as Python floats (grows in place)
         self.src = np.zeros(64, dtype=np.int64)  # the ranks a path joins
         self.dst = np.zeros(64, dtype=np.int64)
+        self.bottleneck = np.full(64, np.inf)  # the narrowest capacity on the path (inf when empty)
         self.count = 0
         self._used = 0
 
-    def add(self, arcs: list[int], latency: float, src: int, dst: int) -> int:
+    def add(self, arcs: list[int], latency: float, src: int, dst: int, bottleneck: float = np.inf) -> int:
         pid = self.count
         if pid == len(self.start):
             grow = len(self.start) * 2
@@ -42,6 +44,7 @@ class _PathTable:
             self.latency = np.resize(self.latency, grow)
             self.src = np.resize(self.src, grow)
             self.dst = np.resize(self.dst, grow)
+            self.bottleneck = np.resize(self.bottleneck, grow)
         need = self._used + len(arcs)
         if need > len(self.arcs):
             self.arcs = np.resize(self.arcs, max(need, 2 * len(self.arcs)))
@@ -51,6 +54,7 @@ class _PathTable:
         self.latency[pid] = latency
         self.src[pid] = src
         self.dst[pid] = dst
+        self.bottleneck[pid] = bottleneck
         self.latency_list.append(latency)
         self._used = need
         self.count += 1
@@ -159,11 +163,18 @@ class Cluster:
         key = (src, dst)
         pid = self._pid.get(key)
         if pid is None:
+            check_deadline()  # a new route costs 10 us to ms; many at once count against --timeout
             try:
                 arcs = self.router.route(int(self.rank_node[src]), int(self.rank_node[dst]))
             except RoutingError as exc:
                 raise RoutingError(f"rank {src} ({self.ranks[src]}) -> rank {dst} ({self.ranks[dst]}): {exc}") from None
-            pid = self.paths.add(arcs, float(self.latency[arcs].sum()) if arcs else 0.0, src, dst)
+            pid = self.paths.add(
+                arcs,
+                float(self.latency[arcs].sum()) if arcs else 0.0,
+                src,
+                dst,
+                float(self.capacity[arcs].min()) if arcs else np.inf,
+            )
             self._pid[key] = pid
         return pid
 

@@ -14,6 +14,7 @@ __all__ = [
     "RoutingError",
     "RunError",
     "TopologyError",
+    "one_line",
 ]
 
 
@@ -43,3 +44,16 @@ class CalibrationError(CollsimError):
 
 class RunError(CollsimError):
     """A simulation or a real run failed while it ran."""
+
+
+#: every character Python's str.splitlines() breaks at, with the escape that shows it instead
+_BREAKS = str.maketrans({c: repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
+def one_line(text: object) -> str:
+    r"""``text`` as one line: line breaks that user input carried into a message come out escaped.
+
+    >>> print(one_line("unknown node 'a\nb\u2028c'"))
+    unknown node 'a\nb\u2028c'
+    """
+    return str(text).translate(_BREAKS)

@@ -389,7 +389,9 @@ class FastExecutor:
         self.timer_at += shift
         self.early_count = np.roll(self.early_count, steps % self.window, axis=1)
         self.early_last = np.roll(self.early_last, steps % self.window, axis=1) + shift
-        timers = {when + shift: bucket for when, bucket in self._timers.items()}
+        timers: dict[float, list[np.ndarray]] = {}
+        for when, bucket in self._timers.items():
+            timers.setdefault(when + shift, []).extend(bucket)  # times an ulp apart may meet: keep both
         self._timers = timers
         for when in timers:
             self._arm(when)

@@ -64,9 +64,9 @@ def maxmin_rates(
     if nflows == 0:
         return rate
     flow, local, remaining, narcs = _prepare(np.asarray(entry_flow), np.asarray(entry_arc), capacity)
-    if len(np.unique(flow)) != nflows:
+    starts = np.flatnonzero(np.concatenate(([True], flow[1:] != flow[:-1])))  # flow is sorted
+    if len(starts) != nflows or (len(flow) and flow[-1] != nflows - 1):
         raise ValueError("every flow must cross at least one link")
-    starts = np.flatnonzero(np.concatenate(([True], flow[1:] != flow[:-1])))
     count = np.bincount(local, minlength=narcs).astype(float)
     flow_bound = np.full(nflows, np.inf) if bound is None else np.asarray(bound, dtype=float)
     fixed = np.zeros(nflows, dtype=bool)

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .network import Network, _gather_arcs
+from .deadline import check as check_deadline
+from .network import Network
 from .program import Step, StepProgram
+from .rates import gather_arcs
 
 __all__ = ["contention_free", "run_maxplus"]
 
@@ -40,7 +42,7 @@ def contention_free(program: StepProgram, net: Network) -> bool:
     for k, (step, _) in enumerate(program.phases):
         if not len(step):
             continue
-        flow, arcs = _gather_arcs(net.cluster.paths, step.pids(net))
+        flow, arcs = gather_arcs(net.cluster.paths, step.pids(net))
         arcs_all.append(arcs)
         src_all.append(step.src[flow])
         step_all.append(np.full(len(arcs), k, dtype=np.int64))
@@ -69,7 +71,7 @@ def _isolated_times(step: Step, net: Network) -> np.ndarray:
     d = delay
     moving = (lens > 0) & (step.nbytes > 0)
     if moving.any():
-        flow, arcs = _gather_arcs(paths, pids[moving])
+        flow, arcs = gather_arcs(paths, pids[moving])
         starts = np.concatenate(([0], np.cumsum(lens[moving])[:-1]))
         narrowest = np.minimum.reduceat(cl.capacity[arcs], starts)
         d = d.copy()
@@ -105,6 +107,7 @@ def run_maxplus(net: Network, program: StepProgram, gamma: float, scale: np.ndar
         members = np.unique(np.concatenate([step.src, step.dst])) if times > 2 else None
         k = 0
         while k < times:
+            check_deadline()
             done = begin[step.src] + d
             finish = begin.copy()
             _scatter_max(finish, step.src, done, src_unique)

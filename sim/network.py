@@ -20,8 +20,8 @@ Use it from a SimPy process::
 
 The engine keeps every flow in numpy arrays (slots reused through a free stack) and schedules a single
 SimPy timeout for its next change, so a step in which thousands of flows start together costs one
-rate computation. Max-min rates depend only on which paths are active, so solutions are cached by the
-multiset of active paths: a ring, whose every step has the same sender->receiver pairs, solves once.
+rate computation. Rates themselves come from :mod:`sim.rates` (max-min fairness, skipped while no link
+is shared, cached by the multiset of active paths).
 """
 
 from __future__ import annotations
@@ -36,12 +36,11 @@ from simpy.events import Event
 
 from .cluster import Cluster
 from .errors import RunError
-from .maxmin import maxmin_rates
+from .rates import Rates, gather_arcs
 
 __all__ = ["Network"]
 
 _TIME_RTOL = 1e-12  # flows due within this fraction of "now" complete together
-_CACHE_ENTRIES = 256
 
 
 class _Group:
@@ -81,8 +80,7 @@ class Network:
         self.check = check
         self.peak_load = np.zeros(cluster.num_arcs) if check else None
         self.flows = 0
-        self.solves = 0
-        self.cache_hits = 0
+        self.rates = Rates(cluster)
         self.wakeups = 0
         size = 64
         self._remaining = np.zeros(size)
@@ -102,7 +100,6 @@ class Network:
         self.after_wake: list[Callable[[], None]] = []
         self._active = np.zeros(0, dtype=np.int64)
         self._entries: tuple[np.ndarray, np.ndarray] | None = None
-        self._bounded = 0  # active flows with a finite bound (they disable the solution cache)
         self._pending: list[float] = []  # distinct start times (a heap)
         self._pending_at: dict[float, list[Any]] = {}  # start time -> slots (ints or arrays)
         self._stage: list[tuple[int, float, int, float]] = []
@@ -114,10 +111,6 @@ class Network:
         self._t_last = 0.0
         self._wake_at = np.inf
         self._wake_gen = 0
-        # the solution cache: a multiset hash of the active paths -> (sorted paths, their rates)
-        self._key = 0
-        self._path_hash = np.zeros(0, dtype=np.uint64)
-        self._cache: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
 
     # ------------------------------------------------------------------ public API
     def send(
@@ -245,7 +238,7 @@ class Network:
         if n:
             lens = paths.length[:n]
             reps = np.repeat(self._path_bytes[:n], lens)
-            np.add.at(out, _gather_arcs(paths, np.arange(n))[1], reps)
+            np.add.at(out, gather_arcs(paths, np.arange(n))[1], reps)
         return out
 
     def rank_bytes(self) -> tuple[np.ndarray, np.ndarray]:
@@ -296,7 +289,10 @@ class Network:
     def shift(self, delta: float, path_bytes: np.ndarray, flows: int) -> None:
         """Move every pending start and the drain clock ``delta`` later and add the bytes and flows of
         the skipped time; call :meth:`resume` once simulated time has moved on by ``delta``."""
-        shifted = {t + delta: bucket for t, bucket in self._pending_at.items()}
+        shifted: dict[float, list[Any]] = {}
+        for t, bucket in self._pending_at.items():
+            # two start times an ulp apart can round to one after the shift: keep both buckets
+            shifted.setdefault(t + delta, []).extend(bucket)
         self._pending_at = shifted
         self._pending = sorted(shifted)
         self._t_last += delta
@@ -421,7 +417,7 @@ class Network:
         finished = active[done]
         self._active = active[~done]
         self._entries = None
-        self._key = (self._key - int(self._hash_of(self._path[finished]).sum(dtype=np.uint64))) % (1 << 64)
+        self.rates.removed(self._path[finished], self._bound[finished])
         self._finish(finished, now)
         return True
 
@@ -439,55 +435,25 @@ class Network:
             return False
         self._active = np.concatenate([self._active, slots]) if len(self._active) else slots
         self._entries = None
-        self._key = (self._key + int(self._hash_of(self._path[slots]).sum(dtype=np.uint64))) % (1 << 64)
-        self._bounded += int(np.isfinite(self._bound[slots]).sum())
+        self.rates.added(slots, self._path[slots], self._bound[slots])
         return True
-
-    def _hash_of(self, pids: np.ndarray) -> np.ndarray:
-        """A fixed pseudo-random 64-bit number per path id (the same on every run)."""
-        need = self.cluster.paths.count
-        if len(self._path_hash) < need:
-            ids = np.arange(need, dtype=np.uint64)
-            x = (ids + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
-            x ^= x >> np.uint64(31)
-            x *= np.uint64(0xBF58476D1CE4E5B9)
-            x ^= x >> np.uint64(29)
-            self._path_hash = x
-        return self._path_hash[pids]
 
     def _entries_now(self) -> tuple[np.ndarray, np.ndarray]:
         if self._entries is None:
-            self._entries = _gather_arcs(self.cluster.paths, self._path[self._active])
+            self._entries = gather_arcs(self.cluster.paths, self._path[self._active])
         return self._entries
 
     def _solve(self) -> None:
-        active = self._active
-        if not len(active):
-            return
-        pids = self._path[active]
-        cacheable = self._bounded == 0
-        if cacheable:
-            hit = self._cache.get(self._key)
-            if hit is not None and hit[2] == len(active):
-                keys, rates, _ = hit
-                pos = np.searchsorted(keys, pids)
-                if len(keys) and (pos < len(keys)).all() and (keys[np.minimum(pos, len(keys) - 1)] == pids).all():
-                    self._rate[active] = rates[pos]
-                    self.cache_hits += 1
-                    self._check_load()
-                    return
-        self.solves += 1
-        flow, arc = self._entries_now()
-        model = self._model  # a calibration may make capacities depend on the flows (sim.msgmodel)
-        capacity = model.capacity(arc) if model is not None and model.shares else self.cluster.capacity
-        rates = maxmin_rates(flow, arc, len(active), capacity, self._bound[active])
-        self._rate[active] = rates
-        if cacheable:
-            keys, first = np.unique(pids, return_index=True)
-            if len(self._cache) >= _CACHE_ENTRIES:
-                self._cache.pop(next(iter(self._cache)))
-            self._cache[self._key] = (keys, rates[first], len(active))
+        self.rates.compute(self._active, self._path, self._bound, self._rate, self._entries_now)
         self._check_load()
+
+    @property
+    def solves(self) -> int:
+        return self.rates.solves
+
+    @property
+    def cache_hits(self) -> int:
+        return self.rates.cache_hits
 
     def _check_load(self) -> None:
         if not self.check:
@@ -520,7 +486,6 @@ class Network:
             grown[: len(self._path_bytes)] = self._path_bytes
             self._path_bytes = grown
         np.add.at(self._path_bytes, pids, self._bytes[slots])
-        self._bounded -= int(np.isfinite(self._bound[slots]).sum())
         self._rate[slots] = 0.0
         owners = self._owner[slots]
         owned = owners >= 0
@@ -552,13 +517,3 @@ class Network:
                         hook[0](hook[1], hook[2])
                 events.pop(slot).succeed(now)
         self._release(slots)
-
-
-def _gather_arcs(paths: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(flow index, arc) for every arc of every path in ``pids``, flow by flow."""
-    lens = paths.length[pids]
-    total = int(lens.sum())
-    flow = np.repeat(np.arange(len(pids)), lens)
-    ends = np.cumsum(lens)
-    offsets = np.arange(total) - np.repeat(ends - lens, lens)
-    return flow, paths.arcs[np.repeat(paths.start[pids], lens) + offsets]

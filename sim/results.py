@@ -10,7 +10,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["LinkUse", "SimResult", "nccl_header", "nccl_row"]
+__all__ = ["LinkUse", "SimResult", "json_safe", "nccl_header", "nccl_row"]
 
 
 @dataclass(frozen=True)
@@ -70,11 +70,20 @@ class SimResult:
         return out
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), allow_nan=False, default=_finite)
+        """One line of JSON; a value that is not a finite number (the algbw of a collective that took no
+        time, on one rank) is ``null``."""
+        return json.dumps(json_safe(self.to_dict()), allow_nan=False)
 
 
-def _finite(value: Any) -> Any:
-    return None if isinstance(value, float) and not math.isfinite(value) else value
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float, however deeply nested, replaced by None (JSON has no inf)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def nccl_header() -> str:

@@ -15,13 +15,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
 from .units import parse_bandwidth, parse_size, parse_time
 
 __all__ = [
+    "MAX_BANDWIDTH",
+    "MAX_CHUNKS",
+    "MAX_TIME",
+    "MIN_BANDWIDTH",
+    "check_bandwidth",
+    "check_time",
     "Bandwidth",
+    "Chunks",
     "NonNegativeTime",
     "PositiveSize",
     "Spec",
@@ -44,13 +51,42 @@ def _unit(parser):  # type: ignore[no-untyped-def]
     return BeforeValidator(convert)
 
 
-Bandwidth = Annotated[float, _unit(parse_bandwidth), Field(gt=0, allow_inf_nan=False)]
+#: Link bandwidths collsim accepts, bytes/s: from 1 bit/s to 8 Ebit/s. Within them (and sizes up to
+#: 1 PiB, times up to MAX_TIME) every simulated time and rate stays a finite float.
+MIN_BANDWIDTH = 1 / 8
+MAX_BANDWIDTH = 1e18
+#: The longest latency, overhead or compute time collsim accepts: a million seconds (11.6 days).
+MAX_TIME = 1e6
+
+
+def check_bandwidth(value: float) -> float:
+    """``value`` (bytes/s) if it lies in [MIN_BANDWIDTH, MAX_BANDWIDTH], else ValueError saying so."""
+    if not MIN_BANDWIDTH <= value <= MAX_BANDWIDTH:
+        raise ValueError(f"must be between 1bps and 8Ebps (0.125 to 1e18 B/s), got {value:g} B/s")
+    return value
+
+
+def check_time(value: float) -> float:
+    """``value`` (seconds) if it is at most MAX_TIME, else ValueError saying so."""
+    if not value <= MAX_TIME:
+        raise ValueError(f"must be at most {MAX_TIME:g} s, got {value:g} s")
+    return value
+
+
+Bandwidth = Annotated[float, _unit(parse_bandwidth), Field(gt=0, allow_inf_nan=False), AfterValidator(check_bandwidth)]
 """Bytes per second; accepts ``"100Gbps"``, ``"25GB/s"`` or a number."""
-Time = Annotated[float, _unit(parse_time), Field(ge=0, allow_inf_nan=False)]
+Time = Annotated[float, _unit(parse_time), Field(ge=0, allow_inf_nan=False), AfterValidator(check_time)]
 """Seconds (>= 0); accepts ``"1us"``, ``"2.5ms"`` or a number."""
 NonNegativeTime = Time
 PositiveSize = Annotated[float, _unit(parse_size), Field(gt=0, allow_inf_nan=False)]
 """Bytes (> 0); accepts ``"64MiB"``, ``"1GB"`` or a number."""
+
+
+#: The most pieces an algorithm may cut a buffer into (``tree:chunks=K``): a million messages per rank and
+#: step is already far past what any library does; beyond it, lists of chunks alone would fill memory.
+MAX_CHUNKS = 1 << 20
+Chunks = Annotated[int, Field(gt=0, le=MAX_CHUNKS)]
+"""A number of pipeline chunks, 1 .. :data:`MAX_CHUNKS`."""
 
 
 class Spec(BaseModel):

@@ -16,6 +16,7 @@ import networkx as nx
 import numpy as np
 import simpy
 
+from . import deadline as _deadline
 from ._gc import paused_gc
 from .algorithms import Algorithm, get_algorithm
 from .cluster import Cluster
@@ -25,9 +26,20 @@ from .fastpath import FastExecutor
 from .network import Network
 from .results import LinkUse, SimResult
 from .runtime import DataCheck, Job
-from .units import parse_size
+from .units import MAX_SIZE, parse_size
 
-__all__ = ["CountingEnvironment", "closed_form", "simulate", "sweep"]
+__all__ = [
+    "MAX_GAMMA",
+    "CountingEnvironment",
+    "TimedEnvironment",
+    "closed_form",
+    "new_environment",
+    "simulate",
+    "sweep",
+]
+
+#: The largest reduction cost accepted, seconds per byte (a byte per second: slower than any processor).
+MAX_GAMMA = 1.0
 
 
 class CountingEnvironment(simpy.Environment):
@@ -43,6 +55,32 @@ class CountingEnvironment(simpy.Environment):
         value = next(counter)
         self._eid = itertools.count(value)
         return value
+
+
+class TimedEnvironment(CountingEnvironment):
+    """A :class:`CountingEnvironment` that looks at the wall clock before every event and stops with
+    :class:`~sim.deadline.SimulationTimeout` once the deadline in force has passed (a look costs ~0.2 us,
+    an event 5 us to many ms, so the bound overshoots by at most one event). Used only while a deadline
+    is set (:func:`new_environment`), so unbounded runs pay nothing."""
+
+    def __init__(self, bound: _deadline.Deadline) -> None:
+        super().__init__()
+        self._at = bound.at
+        self._bound = bound
+
+    def step(self) -> None:
+        if time.time() > self._at:
+            raise _deadline.SimulationTimeout(self._bound.message())
+        super().step()
+
+
+def new_environment() -> CountingEnvironment:
+    """The environment for a simulation: bounded by the deadline in force, if any."""
+    bound = _deadline.current()
+    if bound is None:
+        return CountingEnvironment()
+    _deadline.check()
+    return TimedEnvironment(bound)
 
 
 def _uniform_alpha_beta(cluster: Cluster, p: int) -> tuple[float, float] | None:
@@ -85,6 +123,7 @@ def simulate(
     check_links: bool = False,
     until: float | None = None,
     engine: str = "auto",
+    timeout: float | None = None,
 ) -> SimResult:
     """Simulate one collective of ``size`` bytes (nccl-tests' size convention).
 
@@ -110,8 +149,12 @@ def simulate(
         ``message`` runs every rank as a SimPy process and every message as its own flow; ``fast`` runs
         the algorithm's step program vectorized over ranks (same times; see :mod:`sim.fastpath`);
         ``auto`` takes the fast path where the algorithm has one and the data check is off.
+    timeout : float, optional
+        Wall-clock seconds the call may take (building the cluster included) before it stops with
+        :class:`~sim.deadline.SimulationTimeout`; a deadline already in force
+        (:func:`sim.deadline.deadline`, ``--timeout``) applies too.
     """
-    with paused_gc():
+    with paused_gc(), _deadline.deadline(timeout):
         return _simulate(
             topology, collective, algorithm, size, ranks, dtype, gamma, root, check, check_links, until, engine
         )
@@ -145,12 +188,14 @@ def _simulate(
     size = parse_size(size) if isinstance(size, str) else float(size)
     if not size > 0 or not np.isfinite(size):
         raise ConfigError(f"size must be > 0 bytes, got {size}")
+    if size > MAX_SIZE:
+        raise ConfigError(f"size: {size:g} B is more than 1 PiB (2^50 B), the largest size collsim accepts")
     if not 0 <= root < p:
         raise ConfigError(f"root {root} is not a rank (0..{p - 1})")
     if gamma is None:
         gamma = float(cluster.graph.graph.get("gamma", 0.0))
-    if not gamma >= 0:
-        raise ConfigError(f"gamma must be >= 0 s/byte, got {gamma}")
+    if not 0 <= gamma <= MAX_GAMMA:
+        raise ConfigError(f"gamma must be between 0 and {MAX_GAMMA:g} s/byte, got {gamma}")
     algo = get_algorithm(coll.name, algorithm)
     algo.check(p, cluster)
     if engine not in ("auto", "fast", "message"):
@@ -160,7 +205,7 @@ def _simulate(
         why = "the data check needs the message-level engine" if check else f"{algo.spec} has no step program"
         raise ConfigError(f"--engine fast: {why}")
 
-    env = CountingEnvironment()
+    env = new_environment()
     net = Network(env, cluster, check=check_links)
     job = None
     executor = None

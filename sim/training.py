@@ -42,6 +42,7 @@ import networkx as nx
 import numpy as np
 import simpy
 
+from . import deadline as _deadline
 from .algorithms import Algorithm, get_algorithm
 from .cluster import Cluster
 from .errors import ConfigError, RunError
@@ -49,7 +50,7 @@ from .fastpath import FastExecutor
 from .network import Network
 from .results import LinkUse
 from .runtime import DataCheck, Job
-from .simulate import CountingEnvironment
+from .simulate import MAX_GAMMA, new_environment
 
 __all__ = [
     "BucketTiming",
@@ -209,6 +210,7 @@ def simulate_iteration(
     gamma: float | None = None,
     check: bool = False,
     top_links: int = 5,
+    timeout: float | None = None,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``ranks`` GPUs with an all-reduce algorithm.
 
@@ -226,7 +228,22 @@ def simulate_iteration(
         Seconds per byte of reduction arithmetic (default: the cluster's calibrated γ, else 0).
     check : bool
         Track every bucket's data symbolically; ``wrong`` counts (bucket, rank) pairs with wrong data.
+    timeout : float, optional
+        Wall-clock seconds the call may take (see :func:`sim.simulate.simulate`).
     """
+    with _deadline.deadline(timeout):
+        return _simulate_iteration(topology, algorithm, workload, ranks, gamma, check, top_links)
+
+
+def _simulate_iteration(
+    topology: str | os.PathLike[str] | nx.Graph | Cluster,
+    algorithm: str | Algorithm,
+    workload: Workload,
+    ranks: int | None,
+    gamma: float,
+    check: bool,
+    top_links: int,
+) -> IterationResult:
     started = time.perf_counter()
     # the cluster keeps every GPU: algorithms with servers (dedicated PS) use the hosts beyond the ranks
     cluster = topology if isinstance(topology, Cluster) else Cluster(topology)
@@ -235,12 +252,12 @@ def simulate_iteration(
         raise ConfigError(f"ranks {p}: the cluster has {cluster.size} GPUs")
     if gamma is None:
         gamma = float(cluster.graph.graph.get("gamma", 0.0))
-    if not gamma >= 0:
-        raise ConfigError(f"gamma must be >= 0 s/byte, got {gamma}")
+    if not 0 <= gamma <= MAX_GAMMA:
+        raise ConfigError(f"gamma must be between 0 and {MAX_GAMMA:g} s/byte, got {gamma}")
     algo = get_algorithm("allreduce", algorithm)
     algo.check(p, cluster)
 
-    env = CountingEnvironment()
+    env = new_environment()
     net = Network(env, cluster)
     sizes = bucket_sizes(workload)
     ready = bucket_ready_times(workload)

@@ -24,14 +24,23 @@ import re
 from .errors import ConfigError
 
 __all__ = [
+    "MAX_SIZE",
+    "MAX_SWEEP",
     "format_bandwidth",
     "format_size",
     "format_time",
     "parse_bandwidth",
+    "parse_bytes",
     "parse_size",
     "parse_size_range",
     "parse_time",
 ]
+
+#: The largest size collsim accepts: 1 PiB (2**50 B). A thousand times the memory of any one GPU or host,
+#: and small enough that every size and byte count stays an exact integer in a float (< 2**53).
+MAX_SIZE = 2.0**50
+#: The most sizes one sweep may hold (``--sizes 1:1GiB:1.001`` would be 20,000 simulations).
+MAX_SWEEP = 10_000
 
 _NUMBER = r"([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"
 _PATTERN = re.compile(rf"^\s*{_NUMBER}\s*([A-Za-zµ/]*)\s*$")
@@ -89,6 +98,7 @@ _TIME_UNITS = {
     "µs": 1e-6,
     "ns": 1e-9,
     "min": 60.0,
+    "h": 3600.0,
 }
 
 _BIT_UNITS = {"bps", "kbps", "mbps", "gbps", "tbps"}
@@ -127,8 +137,27 @@ def parse_size(value: object, what: str = "size") -> float:
 
     >>> parse_size("1KiB"), parse_size("1KB"), parse_size("1K"), parse_size(512)
     (1024.0, 1000.0, 1024.0, 512.0)
+
+    Sizes beyond :data:`MAX_SIZE` (1 PiB) are refused:
+
+    >>> parse_size("1EiB", "--size")
+    Traceback (most recent call last):
+    ...
+    sim.errors.ConfigError: --size: '1EiB' is more than 1 PiB (2^50 B), the largest size collsim accepts
     """
-    return _parse(value, _SIZE_UNITS, what, "'64MiB', '1GB', 1024")
+    result = _parse(value, _SIZE_UNITS, what, "'64MiB', '1GB', 1024")
+    if abs(result) > MAX_SIZE:
+        raise ConfigError(f"{what}: {value!r} is more than 1 PiB (2^50 B), the largest size collsim accepts")
+    return result
+
+
+def parse_bytes(value: object, what: str = "size") -> int:
+    """A whole number of bytes > 0 (a message or buffer size): :func:`parse_size`, then checked.
+
+    >>> parse_bytes("64MiB"), parse_bytes(8)
+    (67108864, 8)
+    """
+    return _whole_bytes(parse_size(value, what), what)
 
 
 def parse_bandwidth(value: object, what: str = "bandwidth") -> float:
@@ -156,9 +185,17 @@ def parse_size_range(text: str, what: str = "sizes") -> list[int]:
     >>> parse_size_range("1KiB:8KiB")
     [1024, 2048, 4096, 8192]
     """
+    if not isinstance(text, str):
+        raise ConfigError(f"{what}: expected a string like '1KiB:1GiB' or '8,1K,64MiB', got {text!r}")
     text = text.strip()
     if "," in text:
-        return [_whole_bytes(parse_size(part, what), what) for part in text.split(",") if part.strip()]
+        parts = [part for part in text.split(",") if part.strip()]
+        if len(parts) > MAX_SWEEP:
+            raise ConfigError(f"{what}: {len(parts):,} sizes is more than one sweep holds (at most {MAX_SWEEP:,})")
+        listed = [_whole_bytes(parse_size(part, what), what) for part in parts]
+        if not listed:
+            raise ConfigError(f"{what}: no sizes in {text!r}")
+        return listed
     parts = text.split(":")
     if len(parts) == 1:
         return [_whole_bytes(parse_size(parts[0], what), what)]
@@ -166,11 +203,17 @@ def parse_size_range(text: str, what: str = "sizes") -> list[int]:
         raise ConfigError(f"{what}: expected MIN:MAX[:FACTOR], got {text!r}")
     low = _whole_bytes(parse_size(parts[0], what), what)
     high = _whole_bytes(parse_size(parts[1], what), what)
-    factor = float(parts[2]) if len(parts) == 3 else 2.0
+    try:
+        factor = float(parts[2]) if len(parts) == 3 else 2.0
+    except ValueError:
+        raise ConfigError(f"{what}: the factor must be a number > 1, got {parts[2]!r}") from None
     if low <= 0 or high < low:
         raise ConfigError(f"{what}: need 0 < MIN <= MAX, got {text!r}")
-    if factor <= 1:
-        raise ConfigError(f"{what}: the factor must be > 1, got {parts[2]!r}")
+    if not (factor > 1 and math.isfinite(factor)):
+        raise ConfigError(f"{what}: the factor must be a finite number > 1, got {parts[2]!r}")
+    count = math.floor(math.log(high / low) / math.log(factor) + 1e-9) + 1
+    if count > MAX_SWEEP:
+        raise ConfigError(f"{what}: {text!r} is {count:,} sizes, more than one sweep holds (at most {MAX_SWEEP:,})")
     sizes = []
     size = float(low)
     while size <= high * (1 + 1e-12):

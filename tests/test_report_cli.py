@@ -137,3 +137,16 @@ def test_ctrl_c_keeps_finished_points_and_a_rerun_computes_only_the_rest(tmp_pat
     assert again.returncode == 0, again.stderr
     assert f"{8 - kept} points simulated, {kept} reused" in again.stderr
     assert cache.read_text().count("\n") == 8
+
+
+def test_a_rerun_removes_temporaries_a_killed_write_left(tmp_path):
+    from reports.render import _remove_stale_temporaries
+
+    (tmp_path / "plots").mkdir()
+    stale = [tmp_path / ".index.html.abc.tmp", tmp_path / "plots" / ".iteration.png.x.tmp"]
+    for path in stale:
+        path.write_text("half")
+    keep = tmp_path / "index.html"
+    keep.write_text("whole")
+    _remove_stale_temporaries(tmp_path)
+    assert not any(p.exists() for p in stale) and keep.read_text() == "whole"

@@ -186,3 +186,17 @@ def test_two_rack_is_two_to_one():
     g = load_graph("two-rack-2to1")
     down = sum(g.edges[h, "tor0"]["bandwidth"] for h in g.predecessors("tor0") if h.startswith("r0"))
     assert down / g.edges["tor0", "core"]["bandwidth"] == pytest.approx(2.0)
+
+
+def test_stragglers_from_yaml(tmp_path):
+    """A host's per-message overhead and reduction slowdown reach the simulation."""
+    from sim.simulate import simulate
+
+    text = GOOD.replace("{name: a}", "{name: a, overhead: 20us, compute_scale: 3}")
+    g = load_graph(write(tmp_path, text))
+    assert g.nodes["a"]["overhead"] == pytest.approx(20e-6) and g.nodes["a"]["compute_scale"] == 3.0
+    base = simulate(load_graph(write(tmp_path, GOOD, "base.yaml")), "allreduce", "ring", 2**20, gamma=1e-10)
+    slow = simulate(g, "allreduce", "ring", 2**20, gamma=1e-10)
+    assert slow.time_s > base.time_s
+    with pytest.raises(ConfigError, match="compute_scale: must be > 0"):
+        load_graph(write(tmp_path, GOOD.replace("{name: a}", "{name: a, compute_scale: 0}"), "bad.yaml"))

@@ -73,6 +73,7 @@ def measure(
     :func:`~validate.data.make_buffers`) may be reused across calls."""
     comm = ctx.comm
     if bufs is None:
+        ctx.slot.update(IDLE, size_bytes=lay.size_bytes, iteration=0)  # a failure here is at this size
         bufs = make_buffers(lay, comm.rank, ctx.root, ctx.device, check=ctx.check)
     run = _guarded(algo.plan(Task(comm, bufs.inp, bufs.out, ctx.root, ctx.gpus_per_host)), comm)
     times = torch.zeros(ctx.iters, dtype=torch.float64)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sim.errors import ConfigError
+from sim.errors import ConfigError, RunError
 
 from .layout import Layout
 
@@ -97,7 +97,21 @@ class Buffers:
 def make_buffers(
     lay: Layout, rank: int, root: int, device: str | torch.device = "cpu", *, check: bool = True
 ) -> Buffers:
-    """Filled buffers of ``lay`` for ``rank``, with the expected result unless ``check`` is False."""
+    """Filled buffers of ``lay`` for ``rank``, with the expected result unless ``check`` is False.
+
+    Raises :class:`~sim.errors.RunError` (one line) when the memory for them cannot be had."""
+    try:
+        return _make_buffers(lay, rank, root, device, check)
+    except (MemoryError, RuntimeError) as exc:
+        if not isinstance(exc, (MemoryError, torch.OutOfMemoryError)) and "alloc" not in str(exc).lower():
+            raise
+        raise RunError(
+            f"rank {rank}: cannot allocate the buffers of {lay.collective} at {lay.size_bytes} B ({lay.dtype}) "
+            f"on {device}: out of memory (try smaller sizes or fewer ranks per machine)"
+        ) from None
+
+
+def _make_buffers(lay: Layout, rank: int, root: int, device: str | torch.device, check: bool) -> Buffers:
     dtype = torch_dtype(lay.dtype)
     p, count, block, coll = lay.ranks, lay.count, lay.block, lay.collective
     m = modulus(dtype, p, coll in ("allreduce", "reduce", "reducescatter"))

@@ -46,6 +46,9 @@ from .status import (
 
 __all__ = ["Job", "conformance_job", "diagnose", "free_port", "launch", "runner_job"]
 
+#: The most ranks one machine's launcher starts: every rank is a Python process with torch (~300 MB), so
+#: 256 of them already need ~75 GB; a typo like --ranks 1000000 is refused before anything starts.
+MAX_LOCAL_RANKS = 256
 #: seconds the ranks get, beyond --timeout, to import torch and join before the launcher gives up
 STARTUP_GRACE = 60.0
 #: seconds the launcher lets the other ranks report after the first failure
@@ -214,6 +217,25 @@ def _validate_up_front(opts: RunnerOptions, ranks: int) -> None:
         raise ConfigError(f"--root {opts.root} is not a rank (0..{ranks - 1})")
     for size in opts.sizes:
         layout(opts.collective, size, ranks, opts.dtype)
+    _check_memory(opts, ranks)
+
+
+def _check_memory(opts: RunnerOptions, ranks: int) -> None:
+    """Refuse a sweep whose buffers cannot fit in this machine's memory, before any rank allocates them.
+
+    Counted low on purpose (two buffers of the size per rank -- the buffer and the copy it is restored
+    from -- or one, at the root only, for gather and scatter), so that nothing that fits is refused."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not Linux
+        return
+    largest = max(opts.sizes)
+    need = largest * (1 if opts.collective in ("gather", "scatter") else 2 * ranks)
+    if need > memory:
+        raise ConfigError(
+            f"sizes up to {largest} B on {ranks} local rank(s) need at least {need / 2**30:.1f} GiB of buffers, "
+            f"more than this machine's {memory / 2**30:.1f} GiB of memory"
+        )
 
 
 @dataclass(frozen=True)
@@ -256,6 +278,8 @@ def launch(
     raises :class:`~sim.errors.RunError` with the one-line diagnosis."""
     if ranks < 1:
         raise ConfigError(f"--ranks must be >= 1, got {ranks}")
+    if ranks > MAX_LOCAL_RANKS:
+        raise ConfigError(f"--ranks {ranks}: at most {MAX_LOCAL_RANKS} local ranks on one machine")
     environ = dict(os.environ if environ is None else environ)
     job = argv if isinstance(argv, Job) else runner_job(ranks, argv, environ)
     if master_port is None:

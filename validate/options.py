@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.collectives import DTYPES, get_collective
-from sim.errors import ConfigError
+from sim.errors import ConfigError, one_line
 from sim.units import parse_size, parse_size_range, parse_time
 
 __all__ = ["OPTIONS", "RunnerOptions", "build_parser", "options_help", "parse_options"]
@@ -247,8 +247,8 @@ OPTIONS: tuple[_Option, ...] = (
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # one line, no usage dump
-        raise ConfigError(message)
+    def error(self, message: str) -> Any:  # one line, no usage dump (arguments may hold line breaks)
+        raise ConfigError(one_line(message))
 
 
 def _argparse_type(opt: _Option) -> Callable[[str], Any]:

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sim.errors import CollsimError, ConfigError, RunError
+from sim.errors import CollsimError, ConfigError, RunError, one_line
 
 from .env import STATUS_VAR, RankEnv, rank_env
 from .faults import FAULT_VAR, parse_fault
@@ -277,10 +277,10 @@ def rank_main(body: Callable[[Sequence[str], RankEnv, RankSlot | NullSlot], int]
     except RunError as exc:
         kind, peer = getattr(exc, "kind", OWN_ERROR), getattr(exc, "peer", None)
         slot.update(FAILED, peer=-1 if peer is None else peer, error=kind)
-        print(f"validate: error: {exc}", file=sys.stderr, flush=True)
+        print(f"validate: error: {one_line(exc)}", file=sys.stderr, flush=True)
         sys.stdout.flush()
         os._exit(1)
     except (CollsimError, OSError) as exc:
         slot.update(FAILED, error=OWN_ERROR)
-        print(f"validate: error: {exc}", file=sys.stderr, flush=True)
+        print(f"validate: error: {one_line(exc)}", file=sys.stderr, flush=True)
         return 2

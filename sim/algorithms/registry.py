@@ -1,35 +1,21 @@
 """The front door to the algorithms: ``get_algorithm("allreduce", "tree:chunks=8")``.
 
-Registration refuses a duplicate name; an unknown name gets an error that lists the valid ones.
+Registration refuses a duplicate name; an unknown name gets an error that lists the valid ones. The
+same :class:`Registry` serves the real implementations in ``validate`` (under the same names).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..collectives import get_collective
 from ..errors import AlgorithmError, ConfigError
 from ..schema import validate_spec
 from .base import Algorithm
 
-__all__ = ["algorithm_names", "get_algorithm", "parse_algorithm_spec", "register"]
+__all__ = ["Registry", "algorithm_names", "get_algorithm", "parse_algorithm_spec", "register"]
 
-_REGISTRY: dict[tuple[str, str], type[Algorithm]] = {}
-
-
-def register(cls: type[Algorithm]) -> type[Algorithm]:
-    """Class decorator: register ``cls`` under (``cls.collective``, ``cls.name``)."""
-    key = (get_collective(cls.collective).name, cls.name)
-    if key in _REGISTRY:
-        raise ValueError(f"{key[0]} algorithm {cls.name!r} is already registered by {_REGISTRY[key].__module__}")
-    _REGISTRY[key] = cls
-    return cls
-
-
-def algorithm_names(collective: str) -> list[str]:
-    """Names registered for ``collective``, in registration order."""
-    coll = get_collective(collective).name
-    return [name for (c, name) in _REGISTRY if c == coll]
+T = TypeVar("T")
 
 
 def parse_algorithm_spec(spec: str) -> tuple[str, dict[str, str]]:
@@ -46,19 +32,65 @@ def parse_algorithm_spec(spec: str) -> tuple[str, dict[str, str]]:
     return name.strip(), options
 
 
+class Registry(Generic[T]):
+    """Algorithm classes keyed by (collective, name); each class has ``collective``, ``name`` and an
+    ``Options`` schema, and is built from its validated options.
+
+    Parameters
+    ----------
+    what : str
+        How errors name these algorithms ("" for the simulator's, "for real runs" for validate's).
+    """
+
+    def __init__(self, what: str = "") -> None:
+        self.what = f" {what}" if what else ""
+        self.classes: dict[tuple[str, str], type[T]] = {}
+
+    def register(self, cls: type[T]) -> type[T]:
+        """Class decorator: register ``cls`` under (``cls.collective``, ``cls.name``)."""
+        key = (get_collective(cls.collective).name, cls.name)  # type: ignore[attr-defined]
+        if key in self.classes:
+            raise ValueError(f"{key[0]} algorithm {key[1]!r} is already registered by {self.classes[key].__module__}")
+        self.classes[key] = cls
+        return cls
+
+    def names(self, collective: str) -> list[str]:
+        """Names registered for ``collective``, in registration order."""
+        coll = get_collective(collective).name
+        return [name for (c, name) in self.classes if c == coll]
+
+    def build(self, collective: str, spec: str, **options: Any) -> T:
+        """An instance from a spec string such as ``ps:shards=2`` (options validated by its schema)."""
+        coll = get_collective(collective).name
+        name, parsed = parse_algorithm_spec(spec)
+        cls = self.classes.get((coll, name))
+        if cls is None:
+            valid = ", ".join(self.names(coll)) or "none"
+            raise AlgorithmError(f"unknown {coll} algorithm {name!r}{self.what} (valid: {valid})")
+        parsed.update(options)
+        try:
+            checked = validate_spec(cls.Options, parsed, f"algorithm {name}")  # type: ignore[attr-defined]
+        except ConfigError as exc:
+            raise AlgorithmError(str(exc)) from None
+        return cls(checked)  # type: ignore[call-arg]
+
+
+REGISTRY: Registry[Algorithm] = Registry()
+_REGISTRY = REGISTRY.classes  # the (collective, name) -> class mapping, for tests and tools
+
+
+def register(cls: type[Algorithm]) -> type[Algorithm]:
+    """Class decorator: register a simulator algorithm."""
+    return REGISTRY.register(cls)
+
+
+def algorithm_names(collective: str) -> list[str]:
+    """Names registered for ``collective``, in registration order."""
+    return REGISTRY.names(collective)
+
+
 def get_algorithm(collective: str, spec: str | Algorithm, **options: Any) -> Algorithm:
     """An algorithm instance for ``collective`` from a spec string (or an instance, returned as is)."""
     if isinstance(spec, Algorithm):
         return spec
-    coll = get_collective(collective).name
-    name, parsed = parse_algorithm_spec(spec)
-    cls = _REGISTRY.get((coll, name))
-    if cls is None:
-        valid = ", ".join(algorithm_names(coll)) or "none"
-        raise AlgorithmError(f"unknown {coll} algorithm {name!r} (valid: {valid})")
-    parsed.update(options)
-    try:
-        checked = validate_spec(cls.Options, parsed, f"algorithm {name}")
-    except ConfigError as exc:
-        raise AlgorithmError(str(exc)) from None
-    return cls(checked)
+    return REGISTRY.build(collective, spec, **options)

@@ -29,10 +29,8 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from pydantic import PositiveInt
-
 from ..runtime import Job
-from ..schema import Spec
+from ..schema import Chunks, Spec
 from .base import Algorithm
 from .flat import fan_in, spread, storing
 from .registry import register
@@ -107,7 +105,7 @@ class RingReduce(Algorithm):
 
 
 class ChainOptions(Spec):
-    chunks: PositiveInt = 8
+    chunks: Chunks = 8
 
 
 @register

@@ -36,10 +36,8 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from pydantic import PositiveInt
-
 from ..runtime import Job
-from ..schema import Spec
+from ..schema import Chunks, Spec
 from .base import Algorithm
 from .flat import fan_in, spread
 from .registry import register
@@ -48,7 +46,7 @@ __all__ = ["BinaryTree", "TreeOptions", "heap_tree", "tree_allreduce", "tree_tim
 
 
 class TreeOptions(Spec):
-    chunks: PositiveInt = 1
+    chunks: Chunks = 1
 
 
 def heap_tree(p: int, root: int = 0) -> tuple[list[int | None], list[list[int]]]:

@@ -19,11 +19,9 @@ from .._gc import paused_gc
 from ..errors import TopologyError
 from ..schema import Bandwidth, Spec, Time, validate_spec
 from ..units import format_bandwidth, format_time
-from .graph import ClusterBuilder
+from .graph import MAX_GPUS, MAX_LINKS, ClusterBuilder
 
-__all__ = ["BUILDERS", "dgx", "leaf_spine", "register_builder", "ring", "star", "torus"]
-
-MAX_GPUS = 1 << 21  # 2,097,152 GPUs: a bound that refuses absurd specs before memory blows up
+__all__ = ["BUILDERS", "MAX_GPUS", "MAX_LINKS", "dgx", "leaf_spine", "register_builder", "ring", "star", "torus"]
 
 
 class _HostParams(Spec):
@@ -110,9 +108,16 @@ def _params(model: type[Spec], kind: str, values: dict[str, Any]) -> Any:
     return validate_spec(model, {k: v for k, v in values.items() if v is not None}, kind)
 
 
-def _check_size(kind: str, gpus: int) -> None:
+def _check_size(kind: str, gpus: int, links: int = 0) -> None:
+    """Refuse, before anything is built, a cluster beyond :data:`MAX_GPUS` GPUs or :data:`MAX_LINKS` links."""
     if gpus > MAX_GPUS:
         raise TopologyError(f"{kind}: {gpus:,} GPUs is more than collsim builds (at most {MAX_GPUS:,})")
+    if links > MAX_LINKS:
+        raise TopologyError(f"{kind}: {links:,} links is more than collsim builds (at most {MAX_LINKS:,})")
+
+
+def _intra_links(hosts: int, gpus_per_host: int) -> int:
+    return hosts * gpus_per_host if gpus_per_host > 1 else 0
 
 
 def _spec(kind: str, p: Spec) -> str:
@@ -157,7 +162,7 @@ def star(
     (['h0', 'h1', 'h2', 'h3'], 12500000000.0)
     """
     p = _params(StarParams, "star", dict(locals()))
-    _check_size("star", p.hosts * p.gpus_per_host)
+    _check_size("star", p.hosts * p.gpus_per_host, p.hosts + _intra_links(p.hosts, p.gpus_per_host))
     b = ClusterBuilder(f"star-{p.hosts}", overhead=p.overhead, spec=_spec("star", p))
     b.add_switch("sw0")
     names = [f"h{i}" for i in range(p.hosts)]
@@ -190,7 +195,10 @@ def leaf_spine(
     (6, 300000000.0)
     """
     p = _params(LeafSpineParams, "leaf-spine", dict(locals()))
-    _check_size("leaf-spine", p.leaves * p.hosts_per_leaf * p.gpus_per_host)
+    hosts = p.leaves * p.hosts_per_leaf
+    _check_size(
+        "leaf-spine", hosts * p.gpus_per_host, p.leaves * p.spines + hosts + _intra_links(hosts, p.gpus_per_host)
+    )
     up = p.uplink_bandwidth or p.bandwidth
     b = ClusterBuilder(f"leaf-spine-{p.leaves}x{p.hosts_per_leaf}", overhead=p.overhead, spec=_spec("leaf-spine", p))
     for s in range(p.spines):
@@ -238,10 +246,11 @@ def dgx(
     (16, 450000000000.0, 50000000000.0)
     """
     p = _params(DgxParams, "dgx", dict(locals()))
-    _check_size("dgx", p.hosts * p.gpus_per_host)
     spines = p.spines or min(p.hosts, p.hosts_per_leaf)
     up = p.uplink_bandwidth or p.nic_bandwidth
     groups = math.ceil(p.hosts / p.hosts_per_leaf)
+    gpus = p.hosts * p.gpus_per_host
+    _check_size("dgx", gpus, 3 * gpus + p.gpus_per_host * groups * spines)
     b = ClusterBuilder(f"dgx-{p.hosts}x{p.gpus_per_host}", overhead=p.overhead, spec=_spec("dgx", p))
     for s in range(spines):
         b.add_switch(f"spine{s}")
@@ -287,7 +296,7 @@ def torus(
     """
     p = _params(TorusParams, "torus", dict(locals()))
     total = math.prod(p.dims)
-    _check_size("torus", total * p.gpus_per_host)
+    _check_size("torus", total * p.gpus_per_host, total * len(p.dims) + _intra_links(total, p.gpus_per_host))
     b = ClusterBuilder(f"torus-{'x'.join(map(str, p.dims))}", overhead=p.overhead, spec=_spec("torus", p))
     names = [f"h{i}" for i in range(total)]
     _hosts(b, p, names)

@@ -19,9 +19,26 @@ from typing import Any
 
 import networkx as nx
 
+from ..deadline import check as check_deadline
 from ..errors import TopologyError
 
-__all__ = ["GPU", "NIC", "NODE_KINDS", "NVSWITCH", "SWITCH", "ClusterBuilder", "gpu_nodes", "hosts_of"]
+__all__ = [
+    "GPU",
+    "MAX_GPUS",
+    "MAX_LINKS",
+    "NIC",
+    "NODE_KINDS",
+    "NVSWITCH",
+    "SWITCH",
+    "ClusterBuilder",
+    "gpu_nodes",
+    "hosts_of",
+]
+
+#: 2,097,152 GPUs: a bound that refuses absurd specs before memory blows up
+MAX_GPUS = 1 << 21
+#: 8,388,608 links (16.8 M link directions): the largest DGX cluster within MAX_GPUS has exactly that
+MAX_LINKS = 1 << 23
 
 GPU = "gpu"
 NIC = "nic"
@@ -48,6 +65,7 @@ class ClusterBuilder:
     def __init__(self, name: str, *, overhead: float = 0.0, spec: str | None = None) -> None:
         self.graph = nx.DiGraph(name=name, overhead=float(overhead), spec=spec or name)
         self._gpus: list[str] = []
+        self._links = 0
 
     # -- nodes ---------------------------------------------------------------------------------
     def add_node(self, name: str, kind: str, *, host: str | None = None, **attrs: Any) -> None:
@@ -70,8 +88,12 @@ class ClusterBuilder:
         intra_bandwidth: float | None = None,
         intra_latency: float = 0.0,
         overhead: float | None = None,
+        compute_scale: float | None = None,
     ) -> list[str]:
         """Add a host and return its GPU node names.
+
+        ``overhead`` (seconds per message sent) and ``compute_scale`` (a factor on every reduction's
+        time: 2.0 is a GPU that reduces at half speed) make a host's GPUs stragglers.
 
         A host with one GPU is a single node named after the host (the GPU and its NIC in one
         endpoint). A host with several GPUs gets an ``nvswitch`` node named after the host, which its
@@ -80,7 +102,17 @@ class ClusterBuilder:
         """
         if gpus < 1:
             raise TopologyError(f"host {name!r}: gpus must be >= 1, got {gpus}")
-        extra = {} if overhead is None else {"overhead": float(overhead)}
+        if len(self._gpus) + gpus > MAX_GPUS:
+            raise TopologyError(
+                f"host {name!r}: {len(self._gpus) + gpus:,} GPUs is more than collsim builds (at most {MAX_GPUS:,})"
+            )
+        extra: dict[str, float] = {}
+        if overhead is not None:
+            extra["overhead"] = float(overhead)
+        if compute_scale is not None:
+            if not compute_scale > 0:
+                raise TopologyError(f"host {name!r}: compute_scale must be > 0, got {compute_scale}")
+            extra["compute_scale"] = float(compute_scale)
         if gpus == 1:
             self.add_node(name, GPU, host=name, **extra)
             return [name]
@@ -109,6 +141,9 @@ class ClusterBuilder:
     ) -> None:
         """A full-duplex link: arcs a->b (``bandwidth``, ``latency``) and b->a (the ``reverse_*``
         values where given, else the same)."""
+        if self._links >= MAX_LINKS:
+            raise TopologyError(f"link {a}--{b}: more than {MAX_LINKS:,} links is more than collsim builds")
+        check_deadline()  # building a big cluster counts against --timeout too
         for end in (a, b):
             if end not in self.graph:
                 raise TopologyError(f"link {a}--{b}: unknown node {end!r}")
@@ -126,6 +161,7 @@ class ClusterBuilder:
         if not weight > 0:
             raise TopologyError(f"link {a}--{b}: weight must be > 0, got {weight}")
         link = f"{a}--{b}"
+        self._links += 1
         self.graph.add_edge(a, b, bandwidth=float(bandwidth), latency=float(latency), weight=float(weight), link=link)
         self.graph.add_edge(b, a, bandwidth=float(rb), latency=float(rl), weight=float(weight), link=link)
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import networkx as nx
 import yaml
-from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, PositiveInt, model_validator
 
 from ..errors import ConfigError, TopologyError
-from ..schema import Bandwidth, Spec, Time, validate_spec
+from ..schema import Bandwidth, Spec, Time, check_bandwidth, check_time, validate_spec
 from .builders import BUILDERS
 from .graph import NODE_KINDS, ClusterBuilder, check_connected
 
@@ -36,6 +36,7 @@ class HostEntry(Spec):
     intra_bandwidth: Bandwidth | None = None
     intra_latency: Time = 0.0
     overhead: Time | None = None
+    compute_scale: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False)
 
 
 class NodeEntry(Spec):
@@ -59,7 +60,7 @@ class LinkEntry(Spec):
     between: tuple[str, str]
     bandwidth: Bandwidth | None = None
     latency: Time | None = None
-    weight: PositiveFloat = 1.0
+    weight: float = Field(default=1.0, gt=0, le=1e9, allow_inf_nan=False)
     reverse: Direction | None = None
 
 
@@ -108,6 +109,7 @@ def _build_file(spec: TopologyFile, where: str) -> nx.DiGraph:
                     intra_bandwidth=h.intra_bandwidth,
                     intra_latency=h.intra_latency,
                     overhead=h.overhead,
+                    compute_scale=h.compute_scale,
                 ),
             )
         for i, name in enumerate(spec.switches):
@@ -211,10 +213,19 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+#: The largest config file collsim reads (16 MiB): far above any real topology or report spec, and a
+#: bound on what ``--topology /dev/zero`` or a runaway generated file can cost.
+MAX_FILE_BYTES = 16 * 2**20
+
+
 def read_yaml(path: Path) -> Any:
     """Parse a YAML file; errors become one-line :class:`ConfigError` naming the file and line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB; not a config file collsim reads")
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -223,6 +234,8 @@ def read_yaml(path: Path) -> Any:
         raise ConfigError(f"{path}: permission denied") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except ConfigError as exc:
@@ -240,7 +253,10 @@ def load_file(path: Path) -> nx.DiGraph:
     data = read_yaml(path)
     if not isinstance(data, dict):
         raise TopologyError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
-    spec = validate_spec(TopologyFile, data, "")
+    try:
+        spec = validate_spec(TopologyFile, data, "")
+    except ConfigError as exc:
+        raise TopologyError(f"{path}: {exc}") from None
     graph = _build_file(spec, str(path))
     graph.graph["spec"] = str(path)
     return graph
@@ -255,11 +271,14 @@ def load_graph(spec: str | os.PathLike[str] | nx.DiGraph | nx.Graph) -> nx.DiGra
     if isinstance(spec, nx.Graph):
         return _from_graph(spec)
     text = os.fspath(spec)
+    if not isinstance(text, str) or not text.strip():
+        raise TopologyError(f"no topology given ({text!r}): name a builder spec, a YAML file or a bundled name")
     path = Path(text)
     kind = text.partition(":")[0].strip()
-    if kind in BUILDERS and ":" in text and not path.exists():
+    exists = _exists(path)
+    if kind in BUILDERS and ":" in text and not exists:
         return _parse_inline_text(text)
-    if path.suffix in (".yaml", ".yml") or path.exists():
+    if path.suffix in (".yaml", ".yml") or exists:
         return load_file(path)
     bundled = bundled_topologies()
     if text in bundled:
@@ -270,9 +289,22 @@ def load_graph(spec: str | os.PathLike[str] | nx.DiGraph | nx.Graph) -> nx.DiGra
         return _parse_inline_text(text)
     names = ", ".join(sorted(bundled)) or "none"
     raise TopologyError(
-        f"no topology {text!r}: not a file, a bundled name ({names}) or a builder spec "
+        f"no topology {_shown(text)}: not a file, a bundled name ({names}) or a builder spec "
         f"like star:hosts=4,bandwidth=100Gbps (builders: {', '.join(sorted(BUILDERS))})"
     )
+
+
+def _exists(path: Path) -> bool:
+    """Whether ``path`` exists; False for names no file can have (too long, NUL bytes)."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _shown(text: str, limit: int = 80) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[: limit - 4] + "...'"
 
 
 def _from_graph(graph: nx.Graph) -> nx.DiGraph:
@@ -285,6 +317,11 @@ def _from_graph(graph: nx.Graph) -> nx.DiGraph:
                 raise TopologyError(f"link {u}--{v}: missing {attr!r}")
         if not data["bandwidth"] > 0 or not data["latency"] >= 0:
             raise TopologyError(f"link {u}->{v}: need bandwidth > 0 and latency >= 0")
+        try:
+            check_bandwidth(float(data["bandwidth"]))
+            check_time(float(data["latency"]))
+        except ValueError as exc:
+            raise TopologyError(f"link {u}->{v}: {exc}") from None
         data.setdefault("weight", 1.0)
         data.setdefault("link", f"{min(str(u), str(v))}--{max(str(u), str(v))}")
     for node, data in g.nodes(data=True):

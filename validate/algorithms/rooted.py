@@ -19,9 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from pydantic import Field
 
-from sim.schema import Spec
+from sim.schema import Chunks, Spec
 
 from ..schedule import Add, Copy, Step, schedule_plan
 from .base import RealAlgorithm, Task
@@ -71,7 +70,7 @@ def binomial_reduce(p: int, rank: int, root: int, buf: torch.Tensor) -> list[Ste
 class ChunksOptions(Spec):
     """``chunks``: pieces the pipelined chain moves the buffer in."""
 
-    chunks: int = Field(8, ge=1)
+    chunks: Chunks = 8
 
 
 @register

@@ -16,9 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
-from pydantic import PositiveInt
 
-from sim.schema import Spec
+from sim.schema import Chunks, Spec
 
 from ..schedule import Add, Step, schedule_plan
 from .base import RealAlgorithm, Task
@@ -98,7 +97,7 @@ def busy(step: Step) -> bool:
 class TreeOptions(Spec):
     """``chunks``: pieces the buffer is pipelined in (1 = unpipelined)."""
 
-    chunks: PositiveInt = 1
+    chunks: Chunks = 1
 
 
 @register

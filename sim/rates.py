@@ -1,0 +1,166 @@
+"""Rates of the active flows: max-min fairness, computed as little as possible.
+
+:class:`Rates` hears which flows start and end (:meth:`Rates.added`, :meth:`Rates.removed`) and, when
+asked (:meth:`Rates.compute`), sets every active flow's rate:
+
+* **alone on its links** -- while no link direction carries two flows, every flow is a max-min component
+  of its own and drains at its path's narrowest capacity (or its own bound); the flows already running
+  keep their rates and only the new ones need one. Per-link user counts are kept as flows come and go.
+* **a solution seen before** -- max-min rates depend only on which paths are active (flows on the same
+  path get the same rate), so solutions are cached by the multiset of active paths (a sum of fixed
+  64-bit numbers per path, updated as flows come and go, checked against the path list on a hit). A
+  ring, whose every step has the same sender->receiver pairs, solves once.
+* otherwise, :func:`sim.maxmin.maxmin_rates` over all active flows.
+
+A calibration whose link capacities depend on the flows around them (``duplex``, ``flows``:
+:mod:`sim.msgmodel`) turns the first shortcut off and gives the max-min computation those capacities;
+they depend only on which paths are active, so the cache stays valid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .maxmin import maxmin_rates
+
+__all__ = ["Rates", "gather_arcs"]
+
+_CACHE_ENTRIES = 256
+
+
+def gather_arcs(paths: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(flow index, arc) for every arc of every path in ``pids``, flow by flow."""
+    lens = paths.length[pids]
+    total = int(lens.sum())
+    flow = np.repeat(np.arange(len(pids)), lens)
+    ends = np.cumsum(lens)
+    offsets = np.arange(total) - np.repeat(ends - lens, lens)
+    return flow, paths.arcs[np.repeat(paths.start[pids], lens) + offsets]
+
+
+class Rates:
+    """The rate computation of a :class:`~sim.network.Network` (see the module docstring).
+
+    Attributes
+    ----------
+    solves, cache_hits, isolated : int
+        Max-min computations run, answered from the cache, and skipped because no link was shared.
+    """
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.solves = 0
+        self.cache_hits = 0
+        self.isolated = 0
+        self._users = np.zeros(cluster.num_arcs, dtype=np.int64)
+        self._shared = 0  # link directions with two or more flows
+        self._fresh: list[np.ndarray] = []  # flows started since the last computation
+        self._alone_rates = True  # every active flow's rate is its path's narrowest capacity
+        self._bounded = 0  # active flows with a finite bound (they disable the cache)
+        self._key = 0
+        self._path_hash = np.zeros(0, dtype=np.uint64)
+        self._cache: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
+        model = getattr(cluster, "message_model", None)
+        #: a calibration's link capacities that depend on the flows around them (sim.msgmodel), or None
+        self._capacity = model.capacity if model is not None and model.shares else None
+
+    # ------------------------------------------------------------------ bookkeeping
+    def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
+        """Flows ``slots`` (on paths ``pids``, with rate bounds ``bounds``) started draining."""
+        self._key = (self._key + int(self._hash_of(pids).sum(dtype=np.uint64))) % (1 << 64)
+        self._use(pids, +1)
+        self._fresh.append(slots)
+        self._bounded += int(np.isfinite(bounds).sum())
+
+    def removed(self, pids: np.ndarray, bounds: np.ndarray) -> None:
+        """Flows on paths ``pids`` ended."""
+        self._key = (self._key - int(self._hash_of(pids).sum(dtype=np.uint64))) % (1 << 64)
+        self._use(pids, -1)
+        self._bounded -= int(np.isfinite(bounds).sum())
+
+    def _use(self, pids: np.ndarray, sign: int) -> None:
+        """Add (+1) or remove (-1) flows on ``pids`` from the per-link user counts."""
+        paths = self.cluster.paths
+        if len(pids) <= 8:  # a few flows: plain Python beats numpy's per-call cost
+            users = self._users
+            shared = 0
+            for pid in pids.tolist():
+                start = int(paths.start[pid])
+                for arc in paths.arcs[start : start + int(paths.length[pid])].tolist():
+                    before = int(users[arc])
+                    users[arc] = before + sign
+                    shared += (before + sign >= 2) - (before >= 2)
+            self._shared += shared
+            return
+        arcs = gather_arcs(paths, pids)[1]
+        if not len(arcs):
+            return
+        uniq, count = np.unique(arcs, return_counts=True)
+        before = self._users[uniq]
+        after = before + sign * count
+        self._users[uniq] = after
+        self._shared += int(((after >= 2) & (before < 2)).sum()) - int(((before >= 2) & (after < 2)).sum())
+
+    def _hash_of(self, pids: np.ndarray) -> np.ndarray:
+        """A fixed pseudo-random 64-bit number per path id (the same on every run)."""
+        need = self.cluster.paths.count
+        if len(self._path_hash) < need:
+            ids = np.arange(need, dtype=np.uint64)
+            x = (ids + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+            x ^= x >> np.uint64(31)
+            x *= np.uint64(0xBF58476D1CE4E5B9)
+            x ^= x >> np.uint64(29)
+            self._path_hash = x
+        return self._path_hash[pids]
+
+    # ------------------------------------------------------------------ computing
+    def compute(
+        self,
+        active: np.ndarray,
+        path: np.ndarray,
+        bound: np.ndarray,
+        rate: np.ndarray,
+        entries: Callable[[], tuple[np.ndarray, np.ndarray]],
+    ) -> None:
+        """Write the rate of every active flow into ``rate``. ``path``, ``bound`` and ``rate`` are the
+        network's per-slot arrays; ``entries()`` gives the active flows' (flow, arc) crossings, built
+        only when a solve needs them."""
+        fresh, self._fresh = self._fresh, []
+        if not len(active):
+            return
+        if self._shared == 0 and self._capacity is None:
+            if not self._alone_rates:
+                new = active  # the last computation left some flows at a shared rate
+            elif fresh:
+                new = np.concatenate(fresh) if len(fresh) > 1 else fresh[0]
+            else:
+                new = active[:0]
+            rate[new] = np.minimum(self.cluster.paths.bottleneck[path[new]], bound[new])
+            self._alone_rates = True
+            self.isolated += 1
+            return
+        self._alone_rates = False
+        pids = path[active]
+        cacheable = self._bounded == 0
+        if cacheable:
+            hit = self._cache.get(self._key)
+            if hit is not None and hit[2] == len(active):
+                keys, rates, _ = hit
+                pos = np.searchsorted(keys, pids)
+                if len(keys) and (pos < len(keys)).all() and (keys[np.minimum(pos, len(keys) - 1)] == pids).all():
+                    rate[active] = rates[pos]
+                    self.cache_hits += 1
+                    return
+        self.solves += 1
+        flow, arc = entries()
+        capacity = self.cluster.capacity if self._capacity is None else self._capacity(arc)
+        rates = maxmin_rates(flow, arc, len(active), capacity, bound[active])
+        rate[active] = rates
+        if cacheable:
+            keys, first = np.unique(pids, return_index=True)
+            if len(self._cache) >= _CACHE_ENTRIES:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[self._key] = (keys, rates[first], len(active))
