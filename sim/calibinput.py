@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .calibration import Source
+from .calibration import Source, no_duplicate_keys
 from .collectives import get_collective
 from .errors import CalibrationError, CollsimError
 
@@ -198,22 +198,13 @@ def relative_error(values: list[float], floor: float = MODEL_FLOOR) -> float:
     return math.hypot(math.sqrt(var / len(middle)) / mean, floor)
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise CalibrationError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
 def _no_constant(name: str) -> Any:
     raise CalibrationError(f"{name} is not a measurement")
 
 
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        return json.loads(text, object_pairs_hook=no_duplicate_keys, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise CalibrationError(f"not JSON ({exc.msg})") from None
     except RecursionError:

@@ -228,7 +228,8 @@ def nominal_parameters(cal: Calibration, classes: list[str] | None = None) -> li
 # -- reading and writing ------------------------------------------------------------------------
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A json object_pairs_hook that refuses a key given twice."""
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
@@ -261,7 +262,7 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
             except UnicodeDecodeError:
                 raise CalibrationError("not a UTF-8 text file") from None
             try:
-                data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+                data = json.loads(text, object_pairs_hook=no_duplicate_keys, parse_constant=_no_constant)
             except json.JSONDecodeError as exc:
                 raise CalibrationError(f"line {exc.lineno}: invalid JSON ({exc.msg})") from None
             except RecursionError:

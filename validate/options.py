@@ -60,7 +60,7 @@ class _Option:
     metavar: str
 
 
-def _int_at_least(low: int) -> Callable[[str], int]:
+def int_at_least(low: int) -> Callable[[str], int]:
     def convert(text: str) -> int:
         try:
             value = int(text)
@@ -171,12 +171,12 @@ OPTIONS: tuple[_Option, ...] = (
         ("-w", "--warmup"),
         "warmup",
         "COLLSIM_WARMUP",
-        _int_at_least(0),
+        int_at_least(0),
         "warm-up iterations per size, not timed (default 5)",
         "N",
     ),
     _Option(
-        ("-n", "--iters"), "iters", "COLLSIM_ITERS", _int_at_least(1), "timed iterations per size (default 20)", "N"
+        ("-n", "--iters"), "iters", "COLLSIM_ITERS", int_at_least(1), "timed iterations per size (default 20)", "N"
     ),
     _Option(
         ("-c", "--check"),
@@ -191,7 +191,7 @@ OPTIONS: tuple[_Option, ...] = (
         ("--root",),
         "root",
         "COLLSIM_ROOT",
-        _int_at_least(0),
+        int_at_least(0),
         "root rank of broadcast, reduce, gather, scatter, and master of master-worker (default 0)",
         "RANK",
     ),
@@ -239,7 +239,7 @@ OPTIONS: tuple[_Option, ...] = (
         ("--gpus-per-host",),
         "gpus_per_host",
         "COLLSIM_GPUS_PER_HOST",
-        _int_at_least(1),
+        int_at_least(1),
         "ranks per host for hierarchical (default: from --topology, else 1)",
         "G",
     ),

@@ -53,6 +53,8 @@ from sim.calibinput import PROBE_TESTS as TESTS
 from sim.errors import ConfigError
 from sim.units import parse_size_range, parse_time
 
+from .options import int_at_least
+
 __all__ = ["TESTS", "Probe", "ProbeOptions", "main", "parse_probe_options", "plan_probes"]
 
 SOURCE = "collsim-probe"
@@ -174,19 +176,6 @@ _ENV = {
 }
 
 
-def _int(low: int) -> Any:
-    def convert(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise ValueError(f"expected a whole number, got {text!r}") from None
-        if value < low:
-            raise ValueError(f"must be >= {low}, got {value}")
-        return value
-
-    return convert
-
-
 def _seconds(text: str) -> float:
     value = parse_time(text, "value")
     if not value > 0:
@@ -217,12 +206,12 @@ _CONVERT: dict[str, Any] = {
     "topology": str,
     "sizes": _sizes,
     "tests": _tests,
-    "max_fan": _int(2),
+    "max_fan": int_at_least(2),
     "fan_min_bytes": _one_size,
     "fan_max_bytes": _one_size,
-    "warmup": _int(0),
-    "iters": _int(1),
-    "min_iters": _int(1),
+    "warmup": int_at_least(0),
+    "iters": int_at_least(1),
+    "min_iters": int_at_least(1),
     "budget": _seconds,
     "timeout": _seconds,
     "json": str,
