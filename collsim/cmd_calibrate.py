@@ -46,10 +46,31 @@ TimeoutOpt = Annotated[
 ]
 
 DEFAULT_ALGORITHMS = "ring,tree,master-worker,ps,halving-doubling,builtin"
+DEFAULT_SIZES = "64KiB:16MiB:4"
 #: sizes below this are measured in a run of their own, with at least SMALL_WARMUP and SMALL_ITERS
 SMALL_BYTES = 2**20
 SMALL_WARMUP = 5
 SMALL_ITERS = 20
+
+
+def _keep_measured(samples: list[Any], algorithms: str | None, sizes: str | None) -> list[Any]:
+    """The collective measurements of ``--measured`` files that ``--algorithms`` and ``--sizes`` select
+    (all when not given); a name or size that selects nothing is an error, not an empty comparison."""
+    if not samples:
+        raise CalibrationError("--measured: no collective measurements in the files")
+    if algorithms is not None:
+        wanted = split_specs(algorithms)
+        held = sorted({s.label or s.algorithm for s in samples})
+        for name in wanted:
+            if name not in held:
+                raise ConfigError(f"--algorithms: {name!r} is not in the measured files (they hold: {', '.join(held)})")
+        samples = [s for s in samples if (s.label or s.algorithm) in wanted]
+    if sizes is not None:
+        chosen = set(parse_size_range(sizes, "--sizes"))
+        samples = [s for s in samples if s.size in chosen]
+        if not samples:
+            raise ConfigError(f"--sizes {sizes}: none of these sizes is in the measured files")
+    return samples
 
 
 def _where(netlab: bool, local: bool, files: list[str] | None, flag: str) -> str:
@@ -267,12 +288,24 @@ def compare_cmd(
         ),
     ] = None,
     algorithms: Annotated[
-        str, typer.Option("--algorithms", envvar="COLLSIM_ALGORITHMS", help="Algorithms to run, comma-separated.")
-    ] = DEFAULT_ALGORITHMS,
+        Optional[str],
+        typer.Option(
+            "--algorithms",
+            envvar="COLLSIM_ALGORITHMS",
+            help=f"Algorithms to run, comma-separated (default: {DEFAULT_ALGORITHMS}); with --measured, "
+            "the ones to keep (default: all in the files).",
+        ),
+    ] = None,
     collective: Annotated[str, typer.Option("--collective", envvar="COLLSIM_COLLECTIVE")] = "allreduce",
     sizes: Annotated[
-        str, typer.Option("--sizes", envvar="COLLSIM_SIZES", help="Sizes MIN:MAX[:FACTOR] or a,b,c.")
-    ] = "64KiB:16MiB:4",
+        Optional[str],
+        typer.Option(
+            "--sizes",
+            envvar="COLLSIM_SIZES",
+            help=f"Sizes MIN:MAX[:FACTOR] or a,b,c (default: {DEFAULT_SIZES}); with --measured, the ones to "
+            "keep (default: all in the files).",
+        ),
+    ] = None,
     warmup: Annotated[
         int,
         typer.Option("--warmup", "-w", envvar="COLLSIM_WARMUP", min=0, help="Untimed iterations (>= 5 below 1 MiB)."),
@@ -309,17 +342,15 @@ def compare_cmd(
     if where == "--measured":
         for spec in measured or []:
             samples += read_samples(spec)[0]
-        samples = [s for s in samples if s.collective]
-        if not samples:
-            raise CalibrationError("--measured: no collective measurements in the files")
+        samples = _keep_measured([s for s in samples if s.collective], algorithms, sizes)
     else:
         from validate.campaign import run_and_read
         from validate.options import parse_options
 
-        specs = split_specs(algorithms)
+        specs = split_specs(DEFAULT_ALGORITHMS if algorithms is None else algorithms)
         if not specs:
             raise ConfigError("--algorithms: give at least one algorithm")
-        size_list = parse_size_range(sizes, "--sizes")
+        size_list = parse_size_range(DEFAULT_SIZES if sizes is None else sizes, "--sizes")
         seconds = _seconds(timeout, "--timeout")
         # small sizes are cheap and noisy: more warm-up and timed iterations for them (a run of their own)
         groups = [

@@ -246,6 +246,31 @@ def test_compare_from_measured_files_writes_every_output(tmp_path, capsys):
     assert (tmp_path / "o" / "compare.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_compare_selects_measured_algorithms_and_sizes(tmp_path, capsys):
+    write_lines(
+        tmp_path / "cal.jsonl",
+        validate_lines("allreduce", "ring", 4, [2**k for k in range(14, 25)], 300e-6, 1 / (0.95 * B), run_id="a"),
+    )
+    cal = str(tmp_path / "c.yaml")
+    assert main(["validate", "calibrate", "-t", STAR, "--from", str(tmp_path / "cal.jsonl"), "-o", cal]) == 0
+    new = validate_lines("allreduce", "ring", 4, [2**20, 2**22], 300e-6, 1 / (0.95 * B), run_id="b", seed=1)
+    new += validate_lines("allreduce", "builtin", 4, [2**20], 300e-6, 1 / (0.95 * B), run_id="c", seed=2)
+    measured = str(write_lines(tmp_path / "new.jsonl", new))
+    base = ["validate", "compare", "-t", STAR, "--calibration", cal, "--measured", measured, "--no-plot"]
+    capsys.readouterr()
+    assert main([*base, "--algorithms", "builtin", "--sizes", "1MiB", "--out", str(tmp_path / "o")]) == 0
+    rows = json.loads((tmp_path / "o" / "compare.json").read_text())["rows"]
+    assert [(r["algorithm"], r["size_bytes"]) for r in rows] == [("builtin", 2**20)]
+    for extra, message in [
+        (["--algorithms", "rng"], "'rng' is not in the measured files (they hold: builtin, ring)"),
+        (["--sizes", "8MiB"], "none of these sizes is in the measured files"),
+    ]:
+        capsys.readouterr()
+        assert main([*base, *extra, "--out", str(tmp_path / "x")]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1
+
+
 def test_simulate_and_compare_take_a_calibration(tmp_path, capsys):
     cal = Calibration(
         topology="t",
