@@ -108,6 +108,6 @@ def compare_cmd(
     where = f"{first.topology}, {first.ranks} ranks" if first else topology
     print(f"# collsim compare: {coll.name}, {format_size(nbytes)} ({int(nbytes)} B) on {where}, fastest first")
     if calibration is not None:
-        print(calibration_line(calibration))
+        print(calibration_line(calibration, topology))
     print("#")
     print("\n".join(render_table(rows)))

@@ -49,14 +49,17 @@ GammaOpt = Annotated[
 ]
 
 
-def calibration_line(calibration: str | None) -> str | None:
-    """``# calibration: FILE (calibrated: ...)`` for table headers, or None without one."""
+def calibration_line(calibration: str | None, topology: str | None = None) -> str | None:
+    """``# calibration: FILE (calibrated: ...)`` for table headers, or None without one; it names the
+    cluster the calibration was fitted on when that is not ``topology`` (the file applies by link class,
+    so fitting on a few hosts and predicting many is allowed, but the reader should know)."""
     if calibration is None:
         return None
     from sim.calibration import load_calibration
 
     cal = load_calibration(calibration)
-    return f"# calibration: {calibration} (calibrated: {', '.join(cal.calibrated)}; everything else nominal)"
+    fitted = "" if topology in (None, cal.topology) else f"fitted on {cal.topology}; "
+    return f"# calibration: {calibration} ({fitted}calibrated: {', '.join(cal.calibrated)}; everything else nominal)"
 
 
 @app.command("simulate")
@@ -155,7 +158,7 @@ def _simulate(
         print(f"# collsim simulate: {coll.name} ({algo.spec}) on {cluster.name}, {p} ranks")
         print(f"# topology: {cluster.graph.graph.get('spec', topology)}")
         if calibration is not None:
-            print(calibration_line(calibration))
+            print(calibration_line(calibration, topology))
         print("#")
         print(nccl_header())
     results = []

@@ -286,7 +286,10 @@ def test_simulate_and_compare_take_a_calibration(tmp_path, capsys):
     nominal = json.loads(capsys.readouterr().out)
     assert calibrated["time_s"] > 2 * nominal["time_s"]
     assert main(["compare", "-t", STAR, "--size", "1MiB", "--calibration", str(path), "--algorithms", "ring"]) == 0
-    assert "calibrated: same-switch.latency" in capsys.readouterr().out
+    assert "(fitted on t; calibrated: same-switch.latency" in capsys.readouterr().out
+    save_calibration(cal.model_copy(update={"topology": STAR}), path)
+    assert main(["simulate", "-t", STAR, "--size", "1MiB", "--calibration", str(path)]) == 0
+    assert f"# calibration: {path} (calibrated: same-switch.latency" in capsys.readouterr().out
     assert main(["simulate", "-t", STAR, "--calibration", str(tmp_path / "none.yaml")]) == 2
     assert "no such calibration file" in capsys.readouterr().err
 
