@@ -28,7 +28,7 @@ import datetime
 import itertools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -211,17 +211,22 @@ def _nominal(cluster: Cluster, pairs: Sequence[tuple[int, int]]) -> tuple[float,
 
 
 def _ratio_factor(
-    samples: Sequence[Sample], single: dict[int, float], latency: float, bandwidth: float, flows: int
+    samples: Sequence[Sample],
+    single: dict[int, float],
+    latency: Callable[[float], float],
+    bandwidth: float,
+    flows: int,
 ) -> float | None:
     """Median over bandwidth-dominated sizes of ``flows`` · (one flow's time) / (the measured time),
-    latency taken off both: the rate a link gives ``flows`` concurrent transfers relative to one alone
-    (1.0 = max-min sharing of the single flow's rate)."""
+    the fitted latency at that size taken off both: the rate a link gives ``flows`` concurrent transfers
+    relative to one alone (1.0 = max-min sharing of the single flow's rate)."""
     ratios = {}
     for s in samples:
         alone = single.get(s.size)
-        if alone is None or s.size / bandwidth < 4 * latency or s.time_s <= latency or alone <= latency:
+        lat = latency(s.size)
+        if alone is None or s.size / bandwidth < 4 * lat or s.time_s <= lat or alone <= lat:
             continue
-        ratios.setdefault(s.size, []).append(flows * (alone - latency) / (s.time_s - latency))
+        ratios.setdefault(s.size, []).append(flows * (alone - lat) / (s.time_s - lat))
     # a shaper's bucket lets a message that starts on an idle link skip ahead: large sizes only, where
     # that head start is a small part of the time
     large = [r for size, rs in ratios.items() if size >= RATIO_MIN_BYTES for r in rs]
@@ -249,7 +254,11 @@ def _class_from_probes(
     # rates relative to one flow alone: the stream's (a ping-pong after an idle link gets a shaper's
     # bucket to itself, which k concurrent flows share)
     single = by_size(base)
-    latency = single[min(single)]
+
+    def latency(size: float) -> float:
+        """The fitted α of the segment that holds ``size`` (the model's own latency there)."""
+        return next((seg.alpha for seg in reversed(segs) if size >= seg.min_bytes), segs[0].alpha)
+
     duplex = _ratio_factor([s for s in samples if s.test == "bidir"], single, latency, bandwidth, 1)
     sharing: dict[int, float] = {}
     dense: dict[int, float] = {}

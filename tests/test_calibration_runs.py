@@ -49,12 +49,15 @@ def test_local_calibrate_then_compare(tmp_path):
 @pytest.mark.netlab
 @pytest.mark.skipif(bool(system.missing()), reason=f"netlab needs {', '.join(system.missing())}")
 def test_netlab_calibrate_then_compare(tmp_path):
-    """Under 90 s: a 4-host star, probes at 256 KiB..4 MiB, then three algorithms at 1 and 4 MiB."""
+    """About 90 s: a 4-host star, probes at 256 KiB..4 MiB, then three algorithms at 1 and 4 MiB. The
+    bound is loose: a quick calibration on a shared 2-core machine has put a single factor 10-20% off
+    (docs/validation.md: the same points measured twice differ by up to 14%); a wrong unit (bits for
+    bytes, 8x) or a lost factor of two misses it by far."""
     prefix = f"k{os.getpid() % 100000}"
     env = {"COLLSIM_NETLAB_STATE_DIR": str(tmp_path / "state"), "TMPDIR": str(tmp_path)}
     cal, out = tmp_path / "star4.yaml", tmp_path / "cmp"
     try:
-        args = f"--sizes 256KiB:4MiB:4 --tests stream,bidir,alltoall,reduce --iters 4 --budget 0.3s -o {cal}"
+        args = f"--sizes 256KiB:4MiB:2 --tests stream,bidir,alltoall,reduce --iters 4 --budget 0.3s -o {cal}"
         done = collsim(
             "validate", "calibrate", "-t", "netlab-star4", "--netlab", "--prefix", prefix, *args.split(), env=env
         )
@@ -68,7 +71,7 @@ def test_netlab_calibrate_then_compare(tmp_path):
         assert done.returncode == 0, done.stderr
         doc = json.loads((out / "compare.json").read_text())
         assert doc["summary"]["all"]["points"] == 6
-        assert doc["summary"]["all"]["median_abs"] < 0.15, done.stdout
+        assert doc["summary"]["all"]["median_abs"] < 0.25, done.stdout
     finally:
         down = [*COLLSIM, "netlab", "down", "--prefix", prefix]
         subprocess.run(down, env={**os.environ, **env, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=60)
