@@ -162,13 +162,12 @@ def test_two_rack_uplink_is_the_bottleneck(lab):
     assert intra.rate > 1.5 * max(f.rate for f in cross)
 
 
-def test_sixteen_hosts_come_up_within_ten_seconds(lab):
-    start = time.monotonic()
+def test_sixteen_hosts_come_up_and_reach_each_other(lab):
+    """The 16-host lab comes up and passes its checks; how fast (the target: <= 10 s) is measured by
+    benchmarks/netlab_up.py, not asserted here."""
     plan, checks = lab("star:hosts=16,bandwidth=200Mbps")
-    elapsed = time.monotonic() - start
-    print(f"16 hosts up and checked in {elapsed:.2f} s")
-    assert checks.pairs == 16 * 15
-    assert elapsed <= 10.0
+    assert len(plan.hosts) == 16 and len(plan.switches) == 1
+    assert checks.pairs == 16 * 15 and checks.transfer is not None
 
 
 # -- cleanup ------------------------------------------------------------------------------------
