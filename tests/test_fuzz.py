@@ -52,16 +52,45 @@ def _units(value):
             continue
         assert isinstance(result, float) and abs(result) < float("inf")
         assert top is None or abs(result) <= top
-    try:
-        assert 1 <= parse_bytes(value, "v") <= MAX_SIZE
-    except ConfigError:
-        pass
+    # parse_bytes is parse_size restricted to whole positive byte counts: accepted exactly then
+    size, whole = _or_none(parse_size, value), _or_none(parse_bytes, value)
+    if size is not None and size > 0 and size == int(size):
+        assert type(whole) is int and whole == size
+        assert 1 <= whole <= MAX_SIZE
+    else:
+        assert whole is None, (value, size, whole)
     if isinstance(value, str):
         try:
             sizes = parse_size_range(value, "v")
         except ConfigError:
             return
         assert 1 <= len(sizes) <= MAX_SWEEP and all(1 <= s <= MAX_SIZE for s in sizes)
+        _sweep_oracle(value, sizes)
+
+
+def _or_none(parse, value):
+    try:
+        return parse(value, "v")
+    except ConfigError:
+        return None
+
+
+def _sweep_oracle(text, sizes):
+    """What an accepted sweep must be, recomputed from its parts: a list is its sizes in order; a
+    range starts at MIN, multiplies by FACTOR (2 by default) and stops at the last size <= MAX."""
+    text = text.strip()
+    if "," in text:
+        assert sizes == [parse_bytes(part, "v") for part in text.split(",") if part.strip()]
+        return
+    parts = text.split(":")
+    if len(parts) == 1:
+        assert sizes == [parse_bytes(parts[0], "v")]
+        return
+    low, high = parse_bytes(parts[0], "v"), parse_bytes(parts[1], "v")
+    factor = float(parts[2]) if len(parts) == 3 else 2.0
+    assert sizes[0] == low and sizes[-1] <= high * (1 + 1e-9)
+    assert all(b > a for a, b in zip(sizes, sizes[1:]))
+    assert low * factor ** len(sizes) > high * (1 - 1e-9)  # one more step would pass MAX
 
 
 @fuzz_settings

@@ -132,6 +132,8 @@ def test_ctrl_c_keeps_finished_points_and_a_rerun_computes_only_the_rest(tmp_pat
     assert "interrupted" in err and "run the same command again to resume" in err
     kept = cache.read_text().count("\n")
     assert 1 <= kept < 8  # 4 sizes x (iteration + collective sweep)
+    assert f"interrupted; {kept} finished point(s) are kept in {cache}" in err  # what it says is on disk
+    assert all(json.loads(line)["status"] == "ok" for line in cache.read_text().splitlines())
 
     again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert again.returncode == 0, again.stderr
