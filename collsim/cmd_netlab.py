@@ -279,8 +279,7 @@ def run_cmd(
 
     Uses the lab of this prefix if it is up with SPEC; otherwise brings one up and removes it afterwards.
     """
-    from netlab import down, launch, make_plan, rank_commands, results_path, up
-    from netlab.plan import Plan
+    from netlab import down, launch, make_plan, rank_commands, results_path, running_plan, up
     from netlab.state import read_state
     from netlab.system import require
 
@@ -318,12 +317,7 @@ def run_cmd(
             )
         else:
             assert state is not None
-            plan = Plan.from_dict(state["plan"])
-            if state.get("status") != "up" or plan.spec != wanted.spec:
-                raise ConfigError(
-                    f"prefix {prefix!r} holds a lab of {plan.spec!r} ({state.get('status')}); "
-                    f"`collsim netlab down --prefix {prefix}` first, or use another --prefix"
-                )
+            plan = running_plan(state, wanted, prefix)
         try:
             print(
                 f"netlab {prefix}: {plan.world_size} ranks of `python -m {module}` on {len(plan.hosts)} hosts of {plan.name}",

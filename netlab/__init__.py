@@ -15,7 +15,18 @@ Planning needs neither:
 from __future__ import annotations
 
 from .errors import NetlabError, NetlabUnavailable
-from .lab import Checks, Leftovers, Status, check, down, find_leftovers, interrupts_as_keyboard, status, up
+from .lab import (
+    Checks,
+    Leftovers,
+    Status,
+    check,
+    down,
+    find_leftovers,
+    interrupts_as_keyboard,
+    running_plan,
+    status,
+    up,
+)
 from .launch import RunOutcome, launch, rank_commands, results_path
 from .plan import Plan, Shaping, make_plan
 from .probe import Transfer, reachability, transfer, transfers
@@ -40,6 +51,7 @@ __all__ = [
     "missing",
     "rank_commands",
     "results_path",
+    "running_plan",
     "reachability",
     "status",
     "transfer",

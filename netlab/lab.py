@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim.errors import ConfigError
+
 from . import names, probe, system
 from .errors import NetlabError
 from .plan import SUBNET, Plan, make_plan
@@ -280,6 +282,19 @@ def _alive(pid: int) -> bool:
             return fh.read().rpartition(")")[2].split()[0] != "Z"
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
+
+
+def running_plan(state: dict[str, Any], wanted: Plan, prefix: str) -> Plan:
+    """The plan of the lab ``state`` records under ``prefix``, when it is up and built from the same
+    topology as ``wanted``; otherwise a one-line :class:`ConfigError` (a run never reuses, or tears
+    down, a lab it did not ask for)."""
+    plan = Plan.from_dict(state["plan"])
+    if state.get("status") != "up" or plan.spec != wanted.spec:
+        raise ConfigError(
+            f"netlab prefix {prefix!r} holds a lab of {plan.spec!r} ({state.get('status')}); "
+            f"`collsim netlab down --prefix {prefix}` first, or use another --prefix"
+        )
+    return plan
 
 
 def down(prefix: str = names.DEFAULT_PREFIX) -> Leftovers:

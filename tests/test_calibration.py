@@ -207,35 +207,35 @@ def test_compare_refuses_its_own_calibration_runs(tmp_path, capsys):
     assert not (tmp_path / "o" / "compare.json").exists()
 
 
-def test_compare_from_measured_files_writes_every_output(tmp_path, capsys):
-    cal_lines = validate_lines(
-        "allreduce", "ring", 4, [2**k for k in range(14, 25)], 300e-6, 1 / (0.95 * B), run_id="a"
-    )
-    write_lines(tmp_path / "cal.jsonl", cal_lines)
+def _calibrated_and_new_runs(tmp_path):
+    """A calibration fitted to one ring run (run id a) and two later runs to compare (b: ring at
+    1 and 4 MiB, c: builtin at 1 MiB), all on the same 300 us, 95%-efficient links."""
+    fitted = validate_lines("allreduce", "ring", 4, [2**k for k in range(14, 25)], 300e-6, 1 / (0.95 * B), run_id="a")
+    cal = str(tmp_path / "c.yaml")
     assert (
         main(
-            ["validate", "calibrate", "-t", STAR, "--from", str(tmp_path / "cal.jsonl"), "-o", str(tmp_path / "c.yaml")]
+            ["validate", "calibrate", "-t", STAR, "--from", str(write_lines(tmp_path / "cal.jsonl", fitted)), "-o", cal]
         )
         == 0
     )
     new = validate_lines("allreduce", "ring", 4, [2**20, 2**22], 300e-6, 1 / (0.95 * B), run_id="b", seed=1)
     new += validate_lines("allreduce", "builtin", 4, [2**20], 300e-6, 1 / (0.95 * B), run_id="c", seed=2)
-    write_lines(tmp_path / "new.jsonl", new)
+    return [
+        "validate",
+        "compare",
+        "-t",
+        STAR,
+        "--calibration",
+        cal,
+        "--measured",
+        str(write_lines(tmp_path / "new.jsonl", new)),
+    ]
+
+
+def test_compare_from_measured_files_writes_every_output(tmp_path, capsys):
+    compare = _calibrated_and_new_runs(tmp_path)
     capsys.readouterr()
-    code = main(
-        [
-            "validate",
-            "compare",
-            "-t",
-            STAR,
-            "--calibration",
-            str(tmp_path / "c.yaml"),
-            "--measured",
-            str(tmp_path / "new.jsonl"),
-            "--out",
-            str(tmp_path / "o"),
-        ]
-    )
+    code = main([*compare, "--out", str(tmp_path / "o")])
     out = capsys.readouterr().out
     assert code == 0 and "builtin" in out
     doc = json.loads((tmp_path / "o" / "compare.json").read_text())
@@ -247,16 +247,7 @@ def test_compare_from_measured_files_writes_every_output(tmp_path, capsys):
 
 
 def test_compare_selects_measured_algorithms_and_sizes(tmp_path, capsys):
-    write_lines(
-        tmp_path / "cal.jsonl",
-        validate_lines("allreduce", "ring", 4, [2**k for k in range(14, 25)], 300e-6, 1 / (0.95 * B), run_id="a"),
-    )
-    cal = str(tmp_path / "c.yaml")
-    assert main(["validate", "calibrate", "-t", STAR, "--from", str(tmp_path / "cal.jsonl"), "-o", cal]) == 0
-    new = validate_lines("allreduce", "ring", 4, [2**20, 2**22], 300e-6, 1 / (0.95 * B), run_id="b", seed=1)
-    new += validate_lines("allreduce", "builtin", 4, [2**20], 300e-6, 1 / (0.95 * B), run_id="c", seed=2)
-    measured = str(write_lines(tmp_path / "new.jsonl", new))
-    base = ["validate", "compare", "-t", STAR, "--calibration", cal, "--measured", measured, "--no-plot"]
+    base = [*_calibrated_and_new_runs(tmp_path), "--no-plot"]
     capsys.readouterr()
     assert main([*base, "--algorithms", "builtin", "--sizes", "1MiB", "--out", str(tmp_path / "o")]) == 0
     rows = json.loads((tmp_path / "o" / "compare.json").read_text())["rows"]

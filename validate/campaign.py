@@ -117,8 +117,7 @@ def netlab_target(topology: str, prefix: str) -> Iterator[Target]:
     """An emulated cluster of ``topology`` under ``prefix``: the lab of that prefix if it is up with the
     same topology, else one brought up now and removed when the block ends (also on errors and
     interrupts)."""
-    from netlab import down, interrupts_as_keyboard, make_plan, up
-    from netlab.plan import Plan
+    from netlab import down, interrupts_as_keyboard, make_plan, running_plan, up
     from netlab.state import read_state
     from netlab.system import require
 
@@ -132,12 +131,7 @@ def netlab_target(topology: str, prefix: str) -> Iterator[Target]:
             plan, _ = up(spec, prefix=prefix, rate_check=False)
         else:
             assert state is not None
-            plan = Plan.from_dict(state["plan"])
-            if state.get("status") != "up" or plan.spec != wanted.spec:
-                raise ConfigError(
-                    f"netlab prefix {prefix!r} holds a lab of {plan.spec!r} ({state.get('status')}); "
-                    f"`collsim netlab down --prefix {prefix}` first, or use another --prefix"
-                )
+            plan = running_plan(state, wanted, prefix)
         try:
             yield _Netlab(plan, spec, plan.world_size, f"netlab {plan.name} ({plan.world_size} ranks, prefix {prefix})")
         finally:
