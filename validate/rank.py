@@ -74,7 +74,7 @@ def gpus_per_host(opts: RunnerOptions, ranks: int) -> int:
 def _versions() -> dict[str, Any]:
     import torch
 
-    import collsim
+    import sim
 
     nccl = None
     if torch.cuda.is_available():
@@ -87,7 +87,7 @@ def _versions() -> dict[str, Any]:
         "cuda": torch.version.cuda,
         "nccl": nccl,
         "python": platform.python_version(),
-        "collsim": getattr(collsim, "__version__", None),
+        "collsim": sim.__version__,
     }
 
 

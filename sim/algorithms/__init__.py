@@ -19,6 +19,22 @@ from . import (  # noqa: F401  (registers)
     tree,
 )
 from .base import Algorithm, NoOptions
-from .registry import algorithm_names, get_algorithm, parse_algorithm_spec, register
+from .registry import (
+    algorithm_names,
+    default_algorithm,
+    get_algorithm,
+    parse_algorithm_spec,
+    register,
+    split_algorithm_specs,
+)
 
-__all__ = ["Algorithm", "NoOptions", "algorithm_names", "get_algorithm", "parse_algorithm_spec", "register"]
+__all__ = [
+    "Algorithm",
+    "NoOptions",
+    "algorithm_names",
+    "default_algorithm",
+    "get_algorithm",
+    "parse_algorithm_spec",
+    "register",
+    "split_algorithm_specs",
+]

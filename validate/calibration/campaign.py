@@ -1,6 +1,6 @@
 """Where calibration and comparison measure: an emulated cluster (netlab) or local ranks on loopback.
 
-A :class:`Target` runs a runner module (``validate`` for collectives, ``validate.probes`` for
+A :class:`Target` runs a runner module (``validate`` for collectives, ``validate.calibration.probes`` for
 calibration probes) with some arguments, one rank per GPU, and leaves rank 0's JSON lines in a file.
 :func:`netlab_target` brings up (or reuses) a lab for the whole block and removes what it brought up on
 the way out, whatever happens; :func:`local_target` runs every rank on this machine's loopback, which is
