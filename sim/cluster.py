@@ -115,7 +115,8 @@ class Cluster:
                 raise ConfigError(f"ranks: must be >= 1, got {ranks}", param="ranks")
             if ranks > len(all_ranks):
                 raise ConfigError(
-                    f"ranks: {ranks}, but topology {graph.graph['name']!r} has only {len(all_ranks)} GPUs", param="ranks"
+                    f"ranks: {ranks}, but topology {graph.graph['name']!r} has only {len(all_ranks)} GPUs",
+                    param="ranks",
                 )
             all_ranks = all_ranks[:ranks]
         self.graph = graph

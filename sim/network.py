@@ -253,6 +253,21 @@ class Network:
         return load
 
     # ------------------------------------------------------------------ state, for the fast path
+    @property
+    def slots(self) -> int:
+        """How many flow slots exist (every slot :meth:`launch` returns is below this)."""
+        return len(self._remaining)
+
+    @property
+    def updated_at(self) -> float:
+        """The simulated time the flows' remaining bytes were last brought up to date."""
+        return self._t_last
+
+    def flow_state(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(path id, remaining wire bytes as of :attr:`updated_at`, current rate) of each slot in
+        ``slots`` (copies: the network's own arrays are not exposed)."""
+        return self._path[slots], self._remaining[slots], self._rate[slots]
+
     def in_flight(self, owner: int) -> tuple[np.ndarray, np.ndarray]:
         """Slots of ``owner``'s flows: the draining ones, and the ones still paying latency."""
         active = self._active[self._owner[self._active] == owner]

@@ -9,11 +9,11 @@ puts its own flags there (``--ranks: must be >= 1``).
 >>> run.algorithm.spec, run.ranks, run.gamma, run.engine     # the default algorithm follows the collective
 ('flat', 4, 0.0, 'auto')
 >>> round(run.simulate("1MiB").time_s * 1e6, 3)
-64.91
->>> prepare("star:hosts=4", ranks=9)
+64.915
+>>> prepare("star:hosts=4,bandwidth=1Gbps", ranks=9)
 Traceback (most recent call last):
 ...
-sim.errors.ConfigError: ranks: 9, but the cluster star has only 4 GPUs
+sim.errors.ConfigError: ranks: 9, but the cluster star-4 has only 4 GPUs
 """
 
 from __future__ import annotations

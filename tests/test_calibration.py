@@ -120,7 +120,9 @@ def test_realistic_nccl_tests_sample(tmp_path):
     entry = cal.classes["same-switch"]
     assert 0.5 < entry.efficiency < 1.0 and entry.fit.max_rel < 0.25
     save_calibration(cal, tmp_path / "c.json")
-    r = simulate(Cluster("dgx:hosts=2", link_model=load_calibration(tmp_path / "c.json").link_model()), size=samples[-1].size)
+    r = simulate(
+        Cluster("dgx:hosts=2", link_model=load_calibration(tmp_path / "c.json").link_model()), size=samples[-1].size
+    )
     assert r.time_s == pytest.approx(samples[-1].time_s, rel=0.15)
 
 

@@ -13,7 +13,15 @@ from ..errors import AlgorithmError, ConfigError
 from ..schema import validate_spec
 from .base import Algorithm
 
-__all__ = ["Registry", "algorithm_names", "default_algorithm", "get_algorithm", "parse_algorithm_spec", "register", "split_algorithm_specs"]
+__all__ = [
+    "Registry",
+    "algorithm_names",
+    "default_algorithm",
+    "get_algorithm",
+    "parse_algorithm_spec",
+    "register",
+    "split_algorithm_specs",
+]
 
 T = TypeVar("T")
 

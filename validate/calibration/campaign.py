@@ -62,7 +62,7 @@ class _Local:
     description: str
 
     def launch(self, module: str, args: Sequence[str], json_path: Path, timeout: float) -> None:
-        from .launch import Job, launch
+        from ..launch import Job, launch
 
         launch(self.ranks, Job(module, (*args, "--json", str(json_path)), f"{module} {' '.join(args)}"[:120], timeout))
 

@@ -228,7 +228,9 @@ def parse_probe_options(argv: Sequence[str], environ: Mapping[str, str] | None =
     ((1024, 32768, 1048576), ('pingpong', 'stream'))
     """
     environ = os.environ if environ is None else environ
-    parser = _Parser(prog="python -m validate.calibration.probes", description="One rank of a calibration run.", allow_abbrev=False)
+    parser = _Parser(
+        prog="python -m validate.calibration.probes", description="One rank of a calibration run.", allow_abbrev=False
+    )
     for dest in _CONVERT:
         parser.add_argument("--" + dest.replace("_", "-"), dest=dest, default=None, help=f"[env {_ENV[dest]}]")
     args = vars(parser.parse_args(list(argv)))
@@ -345,7 +347,7 @@ class _Runner:
         """Warm-up, then the timed iterations; every rank returns the slowest involved rank's times."""
         import torch.distributed as dist
 
-        from .bench import barrier
+        from ..bench import barrier
 
         torch = self.torch
         first = 0.0

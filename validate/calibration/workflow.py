@@ -58,7 +58,11 @@ def _stderr(line: str) -> None:
 
 def measurement_source(netlab: bool, local: bool, files: Sequence[str] | None, flag: str) -> str:
     """Which one of netlab, local ranks or files (``flag`` names the files' option in the error)."""
-    chosen = [(name, kind) for name, kind, on in (("--netlab", NETLAB, netlab), ("--local", LOCAL, local), (flag, FILES, bool(files))) if on]
+    chosen = [
+        (name, kind)
+        for name, kind, on in (("--netlab", NETLAB, netlab), ("--local", LOCAL, local), (flag, FILES, bool(files)))
+        if on
+    ]
     if len(chosen) != 1:
         got = ", ".join(name for name, _ in chosen) or "none"
         raise ConfigError(f"give exactly one of --netlab, --local or {flag} FILE (got {got})")
