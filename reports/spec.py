@@ -336,8 +336,8 @@ def parse_spec(data: Any, base_dir: str | Path = ".", where: str = "") -> Report
         raise ConfigError(f"{prefix}{exc}") from None
     spec = spec.model_copy(update={"cluster": _resolve_paths(spec.cluster, Path(base_dir))})
     if spec.calibration is not None:
-        from validate.calibration import load_calibration
         from sim.errors import CalibrationError
+        from validate.calibration import load_calibration
 
         path = Path(base_dir) / spec.calibration
         if not path.is_file():

@@ -21,7 +21,6 @@ import datetime
 import os
 import re
 import socket
-
 from typing import NamedTuple
 
 from sim.errors import ConfigError, RunError
