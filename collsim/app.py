@@ -38,6 +38,7 @@ FLAGS = {
     "engine": "--engine",
     "until": "--until",
     "link_model": "--calibration",
+    "timeout": "--timeout",
 }
 
 
