@@ -112,12 +112,18 @@ def algorithm_names(collective: str) -> list[str]:
 
 
 def default_algorithm(collective: str) -> str:
-    """The algorithm a collective runs when none is named: its first registered one (``ring`` for
-    all-reduce)."""
+    """The algorithm a collective runs when none is named: ``ring`` where the collective has one (what
+    NCCL runs for all-reduce, broadcast, reduce, all-gather and reduce-scatter), else its first
+    registered one (``flat`` for gather and scatter, ``pairwise`` for all-to-all, ``direct`` for
+    send/recv).
+
+    >>> default_algorithm("allreduce"), default_algorithm("broadcast"), default_algorithm("gather")
+    ('ring', 'ring', 'flat')
+    """
     names = REGISTRY.names(collective)
     if not names:
         raise AlgorithmError(f"no algorithm is registered for {get_collective(collective).name}")
-    return names[0]
+    return "ring" if "ring" in names else names[0]
 
 
 def get_algorithm(collective: str, spec: str | Algorithm, **options: Any) -> Algorithm:
