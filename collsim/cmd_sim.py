@@ -11,7 +11,7 @@ import typer
 from sim.algorithms import algorithm_names, get_algorithm
 from sim.collectives import COLLECTIVES, get_collective
 from sim.errors import ConfigError
-from sim.prepare import prepare
+from sim.prepare import Run, prepare
 from sim.results import nccl_header, nccl_row
 from sim.topology import BUILDERS, bundled_topologies, load_graph, summarize
 from sim.units import format_size, parse_bytes, parse_size_range
@@ -71,28 +71,32 @@ def simulate_cmd(
 ) -> None:
     """Simulate a collective and print nccl-tests' columns (or JSON lines)."""
     with bounded(timeout):
-        _simulate(
+        _print_sweep(
+            _prepare(
+                topology,
+                collective,
+                algorithm,
+                size=size,
+                sizes=sizes,
+                ranks=ranks,
+                dtype=dtype,
+                root=root,
+                gamma=gamma,
+                calibration=calibration,
+                check=check,
+                engine=engine,
+            ),
             topology,
-            collective,
-            algorithm,
-            size,
-            sizes,
-            ranks,
-            dtype,
-            root,
-            gamma,
-            calibration,
-            check,
             as_json,
-            engine,
             progress,
         )
 
 
-def _simulate(
+def _prepare(
     topology: str,
     collective: str,
     algorithm: str | None,
+    *,
     size: str | None,
     sizes: str | None,
     ranks: int | None,
@@ -101,10 +105,9 @@ def _simulate(
     gamma: float | None,
     calibration: str | None,
     check: bool,
-    as_json: bool,
     engine: str,
-    progress: bool | None,
-) -> None:
+) -> tuple[Run, str | None]:
+    """The flags as a prepared run (sizes parsed once, the calibration read once) and its header line."""
     if size and sizes:
         raise ConfigError("give --size or --sizes, not both")
     size_list = parse_size_range(sizes, "--sizes") if sizes else [parse_bytes(size or "64MiB", "--size")]
@@ -122,6 +125,11 @@ def _simulate(
         check=check,
         link_model=link_model,
     )
+    return run, header
+
+
+def _print_sweep(prepared: tuple[Run, str | None], topology: str, as_json: bool, progress: bool | None) -> None:
+    run, header = prepared
     algo, p = run.algorithm, run.ranks
     if not as_json:
         print(f"# collsim simulate: {run.collective.name} ({algo.spec}) on {run.cluster.name}, {p} ranks")
@@ -141,7 +149,7 @@ def _simulate(
     if not as_json:
         avg = statistics.fmean(r.busbw_GBps for r in results)
         last = results[-1]
-        print(f"# Out of bounds values : {sum(1 for r in results if r.wrong)} {'OK' if check else ''}".rstrip())
+        print(f"# Out of bounds values : {sum(1 for r in results if r.wrong)} {'OK' if run.check else ''}".rstrip())
         print(f"# Avg bus bandwidth    : {avg:.4g}")
         if last.busiest_link:
             print(
