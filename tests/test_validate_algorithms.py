@@ -22,7 +22,7 @@ from validate.comm import PeerError, ThreadWorld
 from validate.conformance import VARIANTS
 from validate.data import make_buffers
 from validate.layout import layout
-from validate.schedule import Step
+from validate.schedule import Op
 
 P2P_SPECS = [
     (coll, spec)
@@ -118,7 +118,7 @@ def test_sums_are_exact_in_small_types(dtype):
 
 def test_the_check_counts_wrong_elements():
     """A ring without its last all-gather step leaves one chunk stale on every rank: the check sees it."""
-    from validate.algorithms.ring import ring_allreduce
+    from validate.algorithms.ring import ring_allreduce_ops
     from validate.schedule import schedule_plan
 
     p, count = 4, 1000
@@ -127,7 +127,7 @@ def test_the_check_counts_wrong_elements():
 
     def body(comm):
         bufs = make_buffers(lay, comm.rank, 0)
-        steps = ring_allreduce(range(p), comm.rank, bufs.out)
+        steps = ring_allreduce_ops(range(p), comm.rank, bufs.out)
         schedule_plan(comm, steps[:-1])()
         return bufs.wrong()
 
@@ -137,9 +137,9 @@ def test_the_check_counts_wrong_elements():
 
     def body_quiet(comm):
         bufs = make_buffers(lay, comm.rank, 0)
-        steps = ring_allreduce(range(p), comm.rank, bufs.out)
+        steps = ring_allreduce_ops(range(p), comm.rank, bufs.out)
         last = steps[-1]
-        schedule_plan(comm, [*steps[:-1], Step(sends=last.sends)])()  # sent, but nobody stores it
+        schedule_plan(comm, [*steps[:-1], Op(sends=last.sends)])()  # sent, but nobody stores it
         return bufs.wrong()
 
     with pytest.raises(RunError, match="never received"):
