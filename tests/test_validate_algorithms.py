@@ -3,6 +3,7 @@ results for every algorithm and collective on awkward sizes, and the same messag
 
 from __future__ import annotations
 
+import importlib.util
 from collections import Counter, defaultdict
 
 import pytest
@@ -236,3 +237,46 @@ def test_same_messages_as_the_simulator(coll, name, p):
         assert Counter(real[r]) == Counter((d, int(b)) for d, b in simulated[r]), f"rank {r}"
     if name == "ring":  # and in the same order
         assert {r: real[r] for r in range(p)} == {r: [(d, int(b)) for d, b in simulated[r]] for r in range(p)}
+
+
+#: what `collsim validate algorithms` lists, in order
+LISTED = {
+    "allreduce": [
+        "ring",
+        "tree",
+        "double-binary-tree",
+        "master-worker",
+        "ps",
+        "halving-doubling",
+        "recursive-doubling",
+        "hierarchical",
+        "builtin",
+    ],
+    "broadcast": ["binomial-tree", "ring", "flat", "builtin"],
+    "reduce": ["binomial-tree", "ring", "builtin"],
+    "allgather": ["ring", "recursive-doubling", "builtin"],
+    "reducescatter": ["ring", "builtin"],
+    "gather": ["flat", "binomial-tree", "builtin"],
+    "scatter": ["flat", "binomial-tree", "builtin"],
+    "alltoall": ["pairwise", "builtin"],
+    "sendrecv": ["direct", "builtin"],
+}
+
+
+def test_listings_keep_their_order():
+    """Module order in validate/algorithms/__init__.py (and its list_first pin) gives exactly this order."""
+    assert {c: algorithm_names(c) for c in LISTED} == LISTED
+
+
+def test_one_module_per_algorithm_name_as_in_the_simulator():
+    """A real algorithm lives in the module of the same name as the simulator's (validate/algorithms/ring.py
+    beside sim/algorithms/ring.py)."""
+    from validate.algorithms.registry import _REGISTRY
+
+    from .test_algorithms import algorithm_module
+
+    assert {key: cls.__module__ for key, cls in _REGISTRY.items()} == {
+        key: f"validate.algorithms.{algorithm_module(key[1])}" for key in _REGISTRY
+    }
+    for module in {algorithm_module(name) for _, name in _REGISTRY if name != "builtin"}:
+        assert importlib.util.find_spec(f"sim.algorithms.{module}") is not None, module
