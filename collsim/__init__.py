@@ -5,4 +5,6 @@ The simulator lives in :mod:`sim`, real runs in :mod:`validate`; this package ho
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from sim import __version__  # the one place the version is written: sim/__init__.py
+
+__all__ = ["__version__"]

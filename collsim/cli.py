@@ -1,6 +1,7 @@
 """The ``collsim`` command: the front door to the simulator, validate, netlab and reports.
 
-Every subcommand lives in its own module (``collsim/cmd_*.py``) and registers itself on :data:`app`.
+Every subcommand lives in its own module (``collsim/cmd_*.py``) and registers itself on the app of
+:mod:`collsim.app`; this module imports them and runs it.
 Errors collsim raises on purpose, usage errors and unreadable input all end the same way: one line on
 stderr, ``collsim: error: ...``, and exit code 2 -- never a traceback.
 """
@@ -19,25 +20,11 @@ except ImportError:  # pragma: no cover
 
 from sim.errors import CollsimError, one_line
 
-__all__ = ["app", "fail", "main"]
+from .app import app, error_line, fail
+
+__all__ = ["app", "entry", "fail", "main"]
 
 _ABORT: type[BaseException] = getattr(_click, "Abort", typer.Abort)
-
-app = typer.Typer(
-    name="collsim",
-    help="How long will gradient synchronization take on this cluster, and where is the bottleneck?",
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
-
-def fail(message: str, code: int = 2) -> None:
-    """Print one error line and exit."""
-    print(f"collsim: error: {one_line(message)}", file=sys.stderr)
-    raise SystemExit(code)
 
 
 def _register() -> None:
@@ -69,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         print("collsim: interrupted", file=sys.stderr)
         return 130
     except CollsimError as exc:
-        print(f"collsim: error: {one_line(exc)}", file=sys.stderr)
+        print(error_line(exc), file=sys.stderr)
         return 2
     except BrokenPipeError:
         # the reader went away (collsim ... | head): not an error worth a traceback

@@ -8,15 +8,16 @@ from typing import Annotated, Optional
 
 import typer
 
+from sim.algorithms import split_algorithm_specs
 from sim.collectives import get_collective
 from sim.compare import Comparison, compare
 from sim.units import format_size, parse_bytes
 
-from .cli import app
-from .cmd_sim import CalibrationOpt, GammaOpt, RanksOpt, TopologyOpt, calibration_line
+from .app import app
+from .options import CalibrationOpt, GammaOpt, RanksOpt, TopologyOpt, read_calibration
 from .timeout import TimeoutOpt, bounded
 
-__all__ = ["compare_cmd", "render_table", "split_specs"]
+__all__ = ["compare_cmd", "render_table"]
 
 _HEADER = (
     f"# {'algorithm':<32s}  {'time':>10s}  {'algbw':>7s}  {'busbw':>7s}  {'busiest link':>20s}  {'util':>6s}"
@@ -34,20 +35,6 @@ def _row(row: Comparison) -> str:
         f"{r.busiest_link:>20s}  {r.max_link_utilization:6.1%}  {format_size(r.traffic_bytes):>10s}  "
         f"{format_size(endpoint):>12s}"
     )
-
-
-def split_specs(text: str) -> list[str]:
-    """``"ring,ps:shards=2,placement=dedicated,tree"`` -> ``["ring", "ps:shards=2,placement=dedicated",
-    "tree"]``: a ``key=value`` item without a name belongs to the algorithm before it."""
-    specs: list[str] = []
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        if "=" in item and ":" not in item and specs:
-            specs[-1] += "," + item
-        else:
-            specs.append(item)
-    return specs
 
 
 def render_table(rows: list[Comparison]) -> list[str]:
@@ -90,14 +77,14 @@ def compare_cmd(
     collective, the bytes of all messages, and the most one endpoint sent or received. Algorithms that
     cannot run on the cluster are listed as skipped, with the reason.
     """
-    from sim.calibration import calibrated_graph
-
     coll = get_collective(collective)
     nbytes = parse_bytes(size, "--size")
-    chosen = split_specs(algorithms) if algorithms else None
-    cluster = calibrated_graph(topology, calibration)
+    chosen = split_algorithm_specs(algorithms) if algorithms else None
+    link_model, header = read_calibration(calibration, topology)
     with bounded(timeout):
-        rows = compare(cluster, nbytes, collective=coll.name, ranks=ranks, gamma=gamma, algorithms=chosen)
+        rows = compare(
+            topology, nbytes, collective=coll.name, ranks=ranks, gamma=gamma, algorithms=chosen, link_model=link_model
+        )
     if as_json:
         for row in rows:
             print(
@@ -107,7 +94,7 @@ def compare_cmd(
     first = next((row.result for row in rows if row.result), None)
     where = f"{first.topology}, {first.ranks} ranks" if first else topology
     print(f"# collsim compare: {coll.name}, {format_size(nbytes)} ({int(nbytes)} B) on {where}, fastest first")
-    if calibration is not None:
-        print(calibration_line(calibration, topology))
+    if header is not None:
+        print(header)
     print("#")
     print("\n".join(render_table(rows)))

@@ -16,7 +16,7 @@ import typer
 from sim.errors import ConfigError, RunError
 from sim.units import parse_size, parse_time
 
-from .cli import app
+from .app import app
 
 netlab_app = typer.Typer(
     name="netlab",

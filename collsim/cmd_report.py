@@ -13,7 +13,7 @@ import typer
 
 from sim.deadline import SimulationTimeout
 
-from .cli import app, fail
+from .app import app, fail
 from .timeout import TimeoutOpt, bounded
 
 __all__ = ["report_cmd"]

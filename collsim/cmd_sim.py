@@ -9,57 +9,17 @@ from typing import Annotated, Optional
 import typer
 
 from sim.algorithms import algorithm_names, get_algorithm
-from sim.cluster import Cluster
 from sim.collectives import COLLECTIVES, get_collective
 from sim.errors import ConfigError
+from sim.prepare import Run, prepare
 from sim.results import nccl_header, nccl_row
-from sim.simulate import simulate
 from sim.topology import BUILDERS, bundled_topologies, load_graph, summarize
 from sim.units import format_size, parse_bytes, parse_size_range
 
-from .cli import app
+from .app import app
+from .options import CalibrationOpt, GammaOpt, RanksOpt, TopologyOpt, read_calibration
 from .progress import delayed_progress
 from .timeout import TimeoutOpt, bounded
-
-TopologyOpt = Annotated[
-    str,
-    typer.Option(
-        "--topology",
-        "-t",
-        envvar="COLLSIM_TOPOLOGY",
-        help="Inline spec (star:hosts=8,bandwidth=100Gbps,latency=1us), a YAML file or a bundled name.",
-    ),
-]
-RanksOpt = Annotated[
-    Optional[int], typer.Option("--ranks", "-r", envvar="COLLSIM_RANKS", help="Use the first N GPUs.", min=1)
-]
-CalibrationOpt = Annotated[
-    Optional[str],
-    typer.Option(
-        "--calibration",
-        envvar="COLLSIM_CALIBRATION",
-        help="A calibration file (collsim validate calibrate) applied to the topology.",
-    ),
-]
-GammaOpt = Annotated[
-    Optional[float],
-    typer.Option(
-        "--gamma", envvar="COLLSIM_GAMMA", help="Reduction cost, seconds per byte (default: calibrated, else 0)."
-    ),
-]
-
-
-def calibration_line(calibration: str | None, topology: str | None = None) -> str | None:
-    """``# calibration: FILE (calibrated: ...)`` for table headers, or None without one; it names the
-    cluster the calibration was fitted on when that is not ``topology`` (the file applies by link class,
-    so fitting on a few hosts and predicting many is allowed, but the reader should know)."""
-    if calibration is None:
-        return None
-    from sim.calibration import load_calibration
-
-    cal = load_calibration(calibration)
-    fitted = "" if topology in (None, cal.topology) else f"fitted on {cal.topology}; "
-    return f"# calibration: {calibration} ({fitted}calibrated: {', '.join(cal.calibrated)}; everything else nominal)"
 
 
 @app.command("simulate")
@@ -69,8 +29,14 @@ def simulate_cmd(
         str, typer.Option("--collective", envvar="COLLSIM_COLLECTIVE", help="allreduce, broadcast, ...")
     ] = "allreduce",
     algorithm: Annotated[
-        str, typer.Option("--algorithm", "-a", envvar="COLLSIM_ALGORITHM", help="e.g. ring, tree:chunks=8")
-    ] = "ring",
+        Optional[str],
+        typer.Option(
+            "--algorithm",
+            "-a",
+            envvar="COLLSIM_ALGORITHM",
+            help="e.g. ring, tree:chunks=8 (default: the collective's first in `collsim algorithms`: ring for allreduce).",
+        ),
+    ] = None,
     size: Annotated[Optional[str], typer.Option("--size", "-s", help="One size, e.g. 64MiB.")] = None,
     sizes: Annotated[
         Optional[str],
@@ -105,28 +71,32 @@ def simulate_cmd(
 ) -> None:
     """Simulate a collective and print nccl-tests' columns (or JSON lines)."""
     with bounded(timeout):
-        _simulate(
+        _print_sweep(
+            _prepare(
+                topology,
+                collective,
+                algorithm,
+                size=size,
+                sizes=sizes,
+                ranks=ranks,
+                dtype=dtype,
+                root=root,
+                gamma=gamma,
+                calibration=calibration,
+                check=check,
+                engine=engine,
+            ),
             topology,
-            collective,
-            algorithm,
-            size,
-            sizes,
-            ranks,
-            dtype,
-            root,
-            gamma,
-            calibration,
-            check,
             as_json,
-            engine,
             progress,
         )
 
 
-def _simulate(
+def _prepare(
     topology: str,
     collective: str,
-    algorithm: str,
+    algorithm: str | None,
+    *,
     size: str | None,
     sizes: str | None,
     ranks: int | None,
@@ -135,55 +105,51 @@ def _simulate(
     gamma: float | None,
     calibration: str | None,
     check: bool,
-    as_json: bool,
     engine: str,
-    progress: bool | None,
-) -> None:
+) -> tuple[Run, str | None]:
+    """The flags as a prepared run (sizes parsed once, the calibration read once) and its header line."""
     if size and sizes:
         raise ConfigError("give --size or --sizes, not both")
     size_list = parse_size_range(sizes, "--sizes") if sizes else [parse_bytes(size or "64MiB", "--size")]
-    from sim.calibration import calibrated_graph
+    link_model, header = read_calibration(calibration, topology)
+    run = prepare(
+        topology,
+        collective,
+        algorithm,
+        size_list,
+        ranks=ranks,
+        dtype=dtype,
+        root=root,
+        gamma=gamma,
+        engine=engine,
+        check=check,
+        link_model=link_model,
+    )
+    return run, header
 
-    coll = get_collective(collective)
-    algo = get_algorithm(coll.name, algorithm)
-    # every GPU: dedicated servers use the hosts beyond --ranks
-    cluster = Cluster(calibrated_graph(topology, calibration))
-    p = ranks or cluster.size
-    if p > cluster.size:
-        raise ConfigError(f"--ranks {p}: topology {cluster.name!r} has only {cluster.size} GPUs")
-    algo.check(p, cluster)  # before the header: an algorithm that cannot run here is just an error line
-    if engine not in ("auto", "fast", "message"):
-        raise ConfigError(f"--engine: unknown engine {engine!r} (valid: auto, fast, message)")
+
+def _print_sweep(prepared: tuple[Run, str | None], topology: str, as_json: bool, progress: bool | None) -> None:
+    run, header = prepared
+    algo, p = run.algorithm, run.ranks
     if not as_json:
-        print(f"# collsim simulate: {coll.name} ({algo.spec}) on {cluster.name}, {p} ranks")
-        print(f"# topology: {cluster.graph.graph.get('spec', topology)}")
-        if calibration is not None:
-            print(calibration_line(calibration, topology))
+        print(f"# collsim simulate: {run.collective.name} ({algo.spec}) on {run.cluster.name}, {p} ranks")
+        print(f"# topology: {run.cluster.graph.graph.get('spec', topology)}")
+        if header is not None:
+            print(header)
         print("#")
         print(nccl_header())
     results = []
-    with delayed_progress(len(size_list), f"{algo.spec}, {p} ranks", force=progress) as bar:
-        for nbytes in size_list:
+    with delayed_progress(len(run.sizes), f"{algo.spec}, {p} ranks", force=progress) as bar:
+        for nbytes in run.sizes:
             bar.describe(f"{algo.spec}, {p} ranks, {format_size(nbytes)}")
-            r = simulate(
-                cluster,
-                coll.name,
-                algo,
-                nbytes,
-                ranks=p,
-                dtype=dtype,
-                gamma=gamma,
-                root=root,
-                check=check,
-                engine=engine,
-            )
+            r = run.simulate(nbytes)
             results.append(r)
             bar.advance()
             print(r.to_json() if as_json else nccl_row(r), flush=True)
     if not as_json:
         avg = statistics.fmean(r.busbw_GBps for r in results)
         last = results[-1]
-        print(f"# Out of bounds values : {sum(1 for r in results if r.wrong)} {'OK' if check else ''}".rstrip())
+        print(f"# Out of bounds values : {sum(1 for r in results if r.wrong)} {'OK' if run.check else ''}".rstrip())
         print(f"# Avg bus bandwidth    : {avg:.4g}")
         if last.busiest_link:
             print(

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .cli import app
+from .app import app
 
 validate_app = typer.Typer(
     help="Run the simulator's algorithms for real (torch.distributed, gloo or NCCL), measured like nccl-tests.",

@@ -21,7 +21,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
@@ -30,7 +30,10 @@ from sim.topology import BUILDERS, load_graph, parse_inline
 
 from .spec import ReportSpec
 
-__all__ = ["SCALERS", "ClusterRef", "build_graph", "cluster_refs", "register_scaler"]
+if TYPE_CHECKING:
+    from sim.linkmodel import LinkModel
+
+__all__ = ["SCALERS", "ClusterRef", "build_graph", "cluster_refs", "link_model_of", "register_scaler"]
 
 Scaler = Callable[[dict[str, Any], int], dict[str, Any]]
 #: builder name -> (default GPUs per host, function(params, hosts) -> params for that many hosts)
@@ -123,7 +126,7 @@ def cluster_refs(spec: ReportSpec) -> list[ClusterRef]:
         return refs
     from dataclasses import replace
 
-    from sim.calibration import load_calibration
+    from validate.calibration import load_calibration
 
     cal = load_calibration(spec.calibration).model_dump(mode="json")
     return [replace(ref, calibration=cal) for ref in refs]
@@ -195,8 +198,13 @@ def build_graph(ref: ClusterRef, spare_hosts: int = 0) -> nx.DiGraph:
         per_host = int(ref.params.get("gpus_per_host", SCALERS[ref.builder][0]))
         params = SCALERS[ref.builder][1](ref.params, ref.gpus // per_host + spare_hosts)
         graph = parse_inline(ref.builder, params, where="cluster.params")
-    if ref.calibration is not None:
-        from sim.calibration import Calibration, apply_calibration
-
-        graph = apply_calibration(graph, Calibration.model_validate(ref.calibration))
     return graph
+
+
+def link_model_of(ref: ClusterRef) -> LinkModel | None:
+    """The link model of ``ref``'s calibration (None: nominal)."""
+    if ref.calibration is None:
+        return None
+    from validate.calibration import Calibration
+
+    return Calibration.model_validate(ref.calibration).link_model()

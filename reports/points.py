@@ -34,7 +34,7 @@ from sim.errors import AlgorithmError, CollsimError
 from sim.simulate import sweep
 from sim.training import Workload, simulate_iteration
 
-from .clusters import ClusterRef, build_graph, cluster_refs
+from .clusters import ClusterRef, build_graph, cluster_refs, link_model_of
 from .spec import ReportSpec
 
 __all__ = ["MODEL_VERSION", "Point", "report_points", "run_point", "workload_of"]
@@ -114,7 +114,7 @@ def _cluster(ref: ClusterRef, spare: int) -> Cluster:
     cluster = _CLUSTERS.get(key)
     if cluster is None:
         # the oracle's convention (tests/oracle.py): spare hosts are in the graph, beyond the ranks
-        cluster = Cluster(build_graph(ref, spare_hosts=spare), ranks=ref.gpus)
+        cluster = Cluster(build_graph(ref, spare_hosts=spare), ranks=ref.gpus, link_model=link_model_of(ref))
         _CLUSTERS[key] = cluster
         while len(_CLUSTERS) > 4:
             _CLUSTERS.popitem(last=False)

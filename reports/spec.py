@@ -288,7 +288,7 @@ class ReportSpec(Spec):
     ddp: DdpSpec = DdpSpec()
     sweep: SweepSpec = SweepSpec()
     gamma: float = Field(default=0.0, ge=0, le=MAX_GAMMA)
-    calibration: str | None = None  # a calibration file (sim.calibration), applied to every cluster
+    calibration: str | None = None  # a calibration file (validate.calibration), applied to every cluster
     tolerance: float = Field(default=0.05, gt=0, lt=1)
 
     @field_validator("algorithms")
@@ -319,7 +319,7 @@ class ReportSpec(Spec):
         """γ: the spec's own when it sets one, else the calibration's (when it calibrated γ), else 0."""
         if "gamma" in self.model_fields_set or self.calibration is None:
             return self.gamma
-        from sim.calibration import load_calibration
+        from validate.calibration import load_calibration
 
         cal = load_calibration(self.calibration)
         return float(cal.gamma) if "gamma" in cal.calibrated and cal.gamma is not None else self.gamma
@@ -336,8 +336,8 @@ def parse_spec(data: Any, base_dir: str | Path = ".", where: str = "") -> Report
         raise ConfigError(f"{prefix}{exc}") from None
     spec = spec.model_copy(update={"cluster": _resolve_paths(spec.cluster, Path(base_dir))})
     if spec.calibration is not None:
-        from sim.calibration import load_calibration
         from sim.errors import CalibrationError
+        from validate.calibration import load_calibration
 
         path = Path(base_dir) / spec.calibration
         if not path.is_file():

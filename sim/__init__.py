@@ -22,7 +22,9 @@ from .errors import (
     RunError,
     TopologyError,
 )
+from .linkmodel import NOMINAL, LinkModel
 from .network import Network
+from .prepare import Run, prepare
 from .results import SimResult
 from .runtime import DataCheck, Job
 from .simulate import simulate, sweep
@@ -38,8 +40,11 @@ __all__ = [
     "ConfigError",
     "DataCheck",
     "Job",
+    "LinkModel",
+    "NOMINAL",
     "Network",
     "RoutingError",
+    "Run",
     "RunError",
     "SimResult",
     "TopologyError",
@@ -47,6 +52,7 @@ __all__ = [
     "get_algorithm",
     "get_collective",
     "load_graph",
+    "prepare",
     "register",
     "simulate",
     "sweep",

@@ -4,6 +4,7 @@ ranks interned as path ids (each path stored once, its arcs in one flat array).
 
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass
 
@@ -13,6 +14,8 @@ import numpy as np
 from ._gc import paused_gc
 from .deadline import check as check_deadline
 from .errors import ConfigError, RoutingError
+from .linkmodel import NOMINAL, LinkModel
+from .msgmodel import MessageModel
 from .routing import Router
 from .topology.graph import GPU
 from .topology.load import load_graph
@@ -74,6 +77,9 @@ class Cluster:
         Anything :func:`sim.topology.load_graph` accepts.
     ranks : int, optional
         Use only the first ``ranks`` GPUs (in the topology's rank order).
+    link_model : LinkModel, optional
+        How messages and links depart from the topology's nominal figures (:mod:`sim.linkmodel`; a
+        calibration's, say). Default: the nominal model.
 
     Attributes
     ----------
@@ -86,20 +92,32 @@ class Cluster:
         Per link direction (arc): bytes/s and seconds. ``num_arcs`` of them.
     overhead : numpy.ndarray
         Per-message software cost (s) at each rank when it sends.
+    link_model : LinkModel
+    message_model : sim.msgmodel.MessageModel
+        Start delay and wire bytes of every message under ``link_model`` (what the engine asks).
     """
 
-    def __init__(self, topology: str | os.PathLike[str] | nx.Graph, ranks: int | None = None) -> None:
+    def __init__(
+        self,
+        topology: str | os.PathLike[str] | nx.Graph,
+        ranks: int | None = None,
+        *,
+        link_model: LinkModel | None = None,
+    ) -> None:
         with paused_gc():
             graph = load_graph(topology)
-            self._setup(graph, ranks)
+            self._setup(graph, ranks, NOMINAL if link_model is None else link_model)
 
-    def _setup(self, graph: nx.DiGraph, ranks: int | None) -> None:
+    def _setup(self, graph: nx.DiGraph, ranks: int | None, link_model: LinkModel) -> None:
         all_ranks = list(graph.graph["ranks"])
         if ranks is not None:
             if ranks < 1:
-                raise ConfigError(f"--ranks must be >= 1, got {ranks}")
+                raise ConfigError(f"ranks: must be >= 1, got {ranks}", param="ranks")
             if ranks > len(all_ranks):
-                raise ConfigError(f"--ranks {ranks}: topology {graph.graph['name']!r} has only {len(all_ranks)} GPUs")
+                raise ConfigError(
+                    f"ranks: {ranks}, but topology {graph.graph['name']!r} has only {len(all_ranks)} GPUs",
+                    param="ranks",
+                )
             all_ranks = all_ranks[:ranks]
         self.graph = graph
         self.name: str = graph.graph.get("name", "cluster")
@@ -134,12 +152,18 @@ class Cluster:
         self.router = Router(arc_u, arc_v, weight, endpoint_only, is_gpu, mode=graph.graph.get("routing", "dijkstra"))
         self.paths = _PathTable()
         self._pid: dict[tuple[int, int], int] = {}
-        #: the per-message model of an applied calibration (sim.msgmodel), None when nominal
-        self.message_model = None
-        if graph.graph.get("calibration") is not None:
-            from .msgmodel import MessageModel
+        self.link_model = link_model
+        self.message_model = MessageModel(self, link_model)
 
-            self.message_model = MessageModel(self, graph.graph["calibration"])
+    def with_link_model(self, link_model: LinkModel) -> Cluster:
+        """This cluster under another link model: the same graph, arrays and route cache (shared, not
+        copied), its own message model. Returns ``self`` when the model is the same."""
+        if link_model == self.link_model:
+            return self
+        other = copy.copy(self)
+        other.link_model = link_model
+        other.message_model = MessageModel(other, link_model)
+        return other
 
     @property
     def size(self) -> int:

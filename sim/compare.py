@@ -25,8 +25,11 @@ from .algorithms.registry import _REGISTRY
 from .cluster import Cluster
 from .collectives import get_collective
 from .errors import AlgorithmError, ConfigError
+from .linkmodel import LinkModel
+from .prepare import resolve_cluster
 from .results import SimResult
 from .simulate import simulate
+from .units import check_size
 
 __all__ = ["Comparison", "candidates", "compare"]
 
@@ -59,13 +62,15 @@ def compare(
     ranks: int | None = None,
     gamma: float | None = None,
     algorithms: list[str] | None = None,
+    link_model: LinkModel | None = None,
 ) -> list[Comparison]:
     """Simulate ``algorithms`` (default: :func:`candidates`) and return them fastest first, the ones
     that do not apply last (in the order given)."""
-    cluster = topology if isinstance(topology, Cluster) else Cluster(topology)
+    cluster = resolve_cluster(topology, link_model)
+    size = check_size(size)
     p = ranks or cluster.size
     if p > cluster.size:
-        raise ConfigError(f"--ranks {p}: topology {cluster.name!r} has only {cluster.size} GPUs")
+        raise ConfigError(f"ranks: {p}, but the cluster {cluster.name} has only {cluster.size} GPUs", param="ranks")
     coll = get_collective(collective).name
     ran: list[Comparison] = []
     skipped: list[Comparison] = []

@@ -92,5 +92,5 @@ def deadline(seconds: float | None) -> contextlib.AbstractContextManager[Deadlin
     from .errors import ConfigError
 
     if not (seconds >= 0 and seconds != float("inf")):
-        raise ConfigError(f"--timeout: must be a finite number of seconds >= 0, got {seconds!r}")
+        raise ConfigError(f"timeout: must be a finite number of seconds >= 0, got {seconds!r}", param="timeout")
     return deadline_at(Deadline(time.time() + seconds, seconds))

@@ -19,7 +19,19 @@ __all__ = [
 
 
 class CollsimError(Exception):
-    """Base class of every error collsim raises on purpose."""
+    """Base class of every error collsim raises on purpose.
+
+    ``param`` names the parameter of the library call the error is about (``ranks``, ``size``, ...),
+    when there is one; the message then starts with that name, and the CLI puts its own flag there
+    (``--ranks``) so that each side names what its user typed.
+
+    >>> str(ConfigError("ranks: must be >= 1, got 0", param="ranks")), ConfigError("x", param="ranks").param
+    ('ranks: must be >= 1, got 0', 'ranks')
+    """
+
+    def __init__(self, *args: object, param: str | None = None) -> None:
+        super().__init__(*args)
+        self.param = param
 
 
 class ConfigError(CollsimError, ValueError):

@@ -157,8 +157,8 @@ class FastExecutor:
             return
         pids = step.pids(self.net)[msgs]
         slots = self.net.launch(pids, step.src[msgs], step.nbytes[msgs], owner=self.owner)
-        if len(self.f_src) < len(self.net._remaining):
-            size = len(self.net._remaining)
+        if len(self.f_src) < self.net.slots:
+            size = self.net.slots
             for name in ("f_src", "f_dst", "f_step"):
                 grown = np.zeros(size, dtype=np.int64)
                 old = getattr(self, name)
@@ -325,11 +325,13 @@ class FastExecutor:
         t0 = float(self.began[0])
         net = self.net
         active, waiting = net.in_flight(self.owner)
-        a_order = np.lexsort((self.f_src[active], net._path[active], self.f_step[active]))
-        active = active[a_order]
+        a_path, a_left, a_rate = net.flow_state(active)
+        a_order = np.lexsort((self.f_src[active], a_path, self.f_step[active]))
+        active, a_path, a_left, a_rate = active[a_order], a_path[a_order], a_left[a_order], a_rate[a_order]
         w_start = net.pending_starts(waiting)
-        w_order = np.lexsort((self.f_src[waiting], net._path[waiting], self.f_step[waiting], w_start))
-        waiting, w_start = waiting[w_order], w_start[w_order]
+        w_path, w_left, _ = net.flow_state(waiting)
+        w_order = np.lexsort((self.f_src[waiting], w_path, self.f_step[waiting], w_start))
+        waiting, w_start, w_path, w_left = waiting[w_order], w_start[w_order], w_path[w_order], w_left[w_order]
         offsets = (self.step[:, None] + np.arange(self.window)[None, :]) % self.window
         rows = np.arange(self.program.endpoints)[:, None]
         early_count = self.early_count[rows, offsets]
@@ -346,10 +348,10 @@ class FastExecutor:
                 early_count.ravel(),
                 self.f_src[active],
                 self.f_step[active] - s0,
-                net._path[active],
+                a_path,
                 self.f_src[waiting],
                 self.f_step[waiting] - s0,
-                net._path[waiting],
+                w_path,
             ]
         )
         times = np.concatenate(
@@ -359,10 +361,10 @@ class FastExecutor:
                 np.nan_to_num(self.timer_at - t0, nan=-1.0),
                 np.where(np.isfinite(early_last), early_last, -1.0).ravel(),
                 w_start - t0,
-                [net._t_last - t0],
+                [net.updated_at - t0],
             ]
         )
-        amounts = np.concatenate([net._remaining[active], net._rate[active], net._remaining[waiting]])
+        amounts = np.concatenate([a_left, a_rate, w_left])
         return _Snapshot(
             s0=s0,
             t0=t0,

@@ -20,10 +20,14 @@ that class. A route between two ranks is in exactly one class:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from .cluster import Cluster
 from .topology.graph import SWITCH
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
 
 __all__ = ["LINK_CLASSES", "classes_of", "pair_class", "path_class", "path_classes"]
 

@@ -34,9 +34,8 @@ __all__ = ["contention_free", "run_maxplus"]
 
 def contention_free(program: StepProgram, net: Network) -> bool:
     """Whether every link direction is crossed only by one sender's messages, at most one per step
-    (and no calibration makes a direction's capacity depend on the traffic around it)."""
-    model = net.cluster.message_model
-    if model is not None and model.shares:
+    (and the link model does not make a direction's capacity depend on the traffic around it)."""
+    if net.cluster.message_model.shares:
         return False
     arcs_all, src_all, step_all = [], [], []
     for k, (step, _) in enumerate(program.phases):
@@ -64,10 +63,7 @@ def _isolated_times(step: Step, net: Network) -> np.ndarray:
     pids = step.pids(net)
     paths = cl.paths
     lens = paths.length[pids]
-    if cl.message_model is None:
-        delay, wire = paths.latency[pids] + cl.overhead[step.src], step.nbytes
-    else:  # a calibration's per-message model (sim.msgmodel), as the engine applies it
-        delay, wire = cl.message_model.many(pids, step.src, step.nbytes)
+    delay, wire = cl.message_model.many(pids, step.src, step.nbytes)  # as the engine applies it
     d = delay
     moving = (lens > 0) & (step.nbytes > 0)
     if moving.any():

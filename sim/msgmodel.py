@@ -1,31 +1,33 @@
-"""The per-message model a calibration puts on a cluster: start delay and wire bytes of every message.
+"""The per-message model of a cluster: start delay and wire bytes of every message, and link capacities.
 
-Without a calibration a message of ``n`` bytes from rank ``s`` on path ``P`` starts draining after
-``latency(P) + overhead(s)`` and drains ``n`` bytes. With one (:func:`sim.calibration.apply_calibration`)
-a message on a path of a calibrated link class starts after the class's fitted α for its size and drains
-``n / efficiency`` bytes -- efficiency is the share of a link's rate that reaches the application (TCP/IP
-headers, protocol and stack costs). Classes or parameters the calibration does not name keep the nominal
-values. The engine (:mod:`sim.network`), the max-plus path (:mod:`sim.maxplus`) and the closed forms all
-ask this one object, so every path gives the same times.
+Every :class:`~sim.cluster.Cluster` has one, built from its :class:`~sim.linkmodel.LinkModel` (the
+nominal one unless a link model was given). Under the nominal model a message of ``n`` bytes from rank
+``s`` on path ``P`` starts draining after ``latency(P) + overhead(s)`` and drains ``n`` bytes. A link
+model changes that for the messages of the link classes it names: a message on a path of such a class
+starts after the class's α for its size (None keeps the nominal delay) and drains ``n / efficiency``
+bytes -- efficiency is the share of a link's rate that reaches the application (TCP/IP headers,
+protocol and stack costs). The engine (:mod:`sim.network`), the max-plus path (:mod:`sim.maxplus`) and
+the closed forms all ask this one object, so every path gives the same times.
 
-A calibration may also make a link direction's capacity depend on the traffic on it (``flows``: a factor
+A link model may also make a link direction's capacity depend on the traffic on it (``flows``: a factor
 by the number of flows sharing it) and on its reverse direction (``duplex``: a factor by the number of
 flows going the other way -- TCP's acknowledgements queue behind that data). The max-min computation
-then uses those capacities; programs whose times depend on them are not contention-free, so the
-max-plus path steps aside (:func:`sim.maxplus.contention_free`).
+then uses those capacities (:meth:`MessageModel.capacity`); programs whose times depend on them are not
+contention-free, so the max-plus path steps aside (:func:`sim.maxplus.contention_free`).
 """
 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .linkclass import path_class
+from .linkmodel import NOMINAL, LinkModel
 
 if TYPE_CHECKING:
-    from .calibration import Calibration
     from .cluster import Cluster
 
 __all__ = ["MessageModel"]
@@ -44,7 +46,7 @@ class _ClassModel:
         return self.delays[max(i, 0)], self.factors[max(i, 0)]
 
 
-def _table(factors: dict[int, float]) -> np.ndarray:
+def _table(factors: Mapping[int, float]) -> np.ndarray:
     """Factor by count 0..max key: 1 for none, each key's factor held up to the next key."""
     top = max(factors)
     table = np.ones(top + 1)
@@ -56,32 +58,46 @@ def _table(factors: dict[int, float]) -> np.ndarray:
 
 
 class MessageModel:
-    """Start delay and wire-byte factor of each message on ``cluster`` under ``calibration``."""
+    """Start delay and wire-byte factor of each message on ``cluster`` under ``link_model``."""
 
-    def __init__(self, cluster: Cluster, calibration: Calibration) -> None:
+    def __init__(self, cluster: Cluster, link_model: LinkModel = NOMINAL) -> None:
         self.cluster = cluster
-        self.calibration = calibration
+        self.link_model = link_model
         self._models: dict[str, _ClassModel | None] = {}
         self._by_pid: list[_ClassModel | None] = []
-        self.size_dependent = False
-        self._duplex = _table(calibration.duplex) if "duplex" in calibration.calibrated else None
-        self._flows = _table(calibration.flows) if "flows" in calibration.calibrated else None
+        #: whether some class's parameters change with the message size
+        self.size_dependent = link_model.size_dependent
+        self._duplex = _table(link_model.duplex) if link_model.duplex else None
+        self._flows = _table(link_model.flows) if link_model.flows else None
         #: whether a link direction's capacity depends on the flows on it (or on its reverse)
-        self.shares = self._duplex is not None or self._flows is not None
+        self.shares = link_model.shares
         self._reverse: np.ndarray | None = None
-        for cls in calibration.classes:
-            latency, efficiency, segments = calibration.applied(cls)
-            if segments:
-                self._models[cls] = _ClassModel(
-                    [s.min_bytes for s in segments],
-                    [s.latency for s in segments],
-                    [1.0 / s.efficiency for s in segments],
-                )
-                self.size_dependent = self.size_dependent or len(segments) > 1
-            elif latency is not None or efficiency is not None:
-                self._models[cls] = _ClassModel([0.0], [latency], [1.0 / (efficiency or 1.0)])
+        for cls, segments in link_model.classes.items():
+            self._models[cls] = _ClassModel(
+                [s.min_bytes for s in segments],
+                [s.latency for s in segments],
+                [1.0 / s.efficiency for s in segments],
+            )
+        if not self._models:  # every message nominal: skip the per-path class lookup
+            self._latency = cluster.paths.latency_list  # grows in place as routes are interned
+            self._overhead = cluster.overhead.tolist()
+            self.one = self._nominal_one  # type: ignore[method-assign]
+            self.many = self._nominal_many  # type: ignore[method-assign]
+
+    def _nominal_one(self, pid: int, src: int, nbytes: float) -> tuple[float, float]:
+        return self._latency[pid] + self._overhead[src], nbytes
+
+    def _nominal_many(
+        self, pids: np.ndarray, srcs: np.ndarray, nbytes: np.ndarray | float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        paths = self.cluster.paths
+        return paths.latency[pids] + self.cluster.overhead[srcs], np.broadcast_to(
+            np.asarray(nbytes, dtype=float), np.shape(pids)
+        )
 
     def _model(self, pid: int) -> _ClassModel | None:
+        if not self._models:
+            return None
         by_pid = self._by_pid
         while len(by_pid) <= pid:
             by_pid.append(self._models.get(path_class(self.cluster, len(by_pid))))

@@ -104,9 +104,7 @@ class Network:
         self._pending_at: dict[float, list[Any]] = {}  # start time -> slots (ints or arrays)
         self._stage: list[tuple[int, float, int, float]] = []
         self._arrival: dict[int, tuple[Callable[..., None], Any, Any]] = {}
-        self._path_latency = cluster.paths.latency_list
-        self._model = cluster.message_model  # None unless a calibration is applied
-        self._overhead = cluster.overhead.tolist()
+        self._model = cluster.message_model  # start delays and wire bytes (sim.msgmodel)
         self._path_bytes = np.zeros(64)
         self._t_last = 0.0
         self._wake_at = np.inf
@@ -140,11 +138,7 @@ class Network:
             self._grow(len(self._remaining) * 2)
         self._nfree -= 1
         slot = int(self._free[self._nfree])
-        model = self._model
-        if model is None:
-            delay, wire = self._path_latency[pid] + self._overhead[src], nbytes
-        else:  # a calibration's per-message model (sim.msgmodel)
-            delay, wire = model.one(pid, src, nbytes)
+        delay, wire = self._model.one(pid, src, nbytes)
         # per-flow numbers are staged in lists and written to the arrays in bulk at the next wake-up
         self._stage.append((slot, nbytes, wire, pid, np.inf if bound is None else bound))
         self._event[slot] = event
@@ -206,10 +200,7 @@ class Network:
             raise RunError("launch: sizes must be >= 0 bytes")
         self._flush()
         slots = self._alloc_many(count)
-        if self._model is None:
-            delays, wire = self.cluster.paths.latency[pids] + self.cluster.overhead[srcs], sizes
-        else:  # a calibration's per-message model (sim.msgmodel)
-            delays, wire = self._model.many(pids, srcs, sizes)
+        delays, wire = self._model.many(pids, srcs, sizes)
         self._remaining[slots] = wire
         self._bytes[slots] = sizes
         self._path[slots] = pids
@@ -262,6 +253,21 @@ class Network:
         return load
 
     # ------------------------------------------------------------------ state, for the fast path
+    @property
+    def slots(self) -> int:
+        """How many flow slots exist (every slot :meth:`launch` returns is below this)."""
+        return len(self._remaining)
+
+    @property
+    def updated_at(self) -> float:
+        """The simulated time the flows' remaining bytes were last brought up to date."""
+        return self._t_last
+
+    def flow_state(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(path id, remaining wire bytes as of :attr:`updated_at`, current rate) of each slot in
+        ``slots`` (copies: the network's own arrays are not exposed)."""
+        return self._path[slots], self._remaining[slots], self._rate[slots]
+
     def in_flight(self, owner: int) -> tuple[np.ndarray, np.ndarray]:
         """Slots of ``owner``'s flows: the draining ones, and the ones still paying latency."""
         active = self._active[self._owner[self._active] == owner]

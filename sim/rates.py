@@ -12,8 +12,8 @@ asked (:meth:`Rates.compute`), sets every active flow's rate:
   ring, whose every step has the same sender->receiver pairs, solves once.
 * otherwise, :func:`sim.maxmin.maxmin_rates` over all active flows.
 
-A calibration whose link capacities depend on the flows around them (``duplex``, ``flows``:
-:mod:`sim.msgmodel`) turns the first shortcut off and gives the max-min computation those capacities;
+A link model whose capacities depend on the flows around them (``duplex``, ``flows``:
+:mod:`sim.linkmodel`) turns the first shortcut off and gives the max-min computation those capacities;
 they depend only on which paths are active, so the cache stays valid.
 """
 
@@ -63,9 +63,9 @@ class Rates:
         self._key = 0
         self._path_hash = np.zeros(0, dtype=np.uint64)
         self._cache: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
-        model = getattr(cluster, "message_model", None)
-        #: a calibration's link capacities that depend on the flows around them (sim.msgmodel), or None
-        self._capacity = model.capacity if model is not None and model.shares else None
+        model = cluster.message_model
+        #: the link model's capacities that depend on the flows around them (sim.msgmodel), or None
+        self._capacity = model.capacity if model.shares else None
 
     # ------------------------------------------------------------------ bookkeeping
     def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:

@@ -11,6 +11,7 @@ import itertools
 import os
 import time
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -18,28 +19,27 @@ import simpy
 
 from . import deadline as _deadline
 from ._gc import paused_gc
-from .algorithms import Algorithm, get_algorithm
+from .algorithms import Algorithm
 from .cluster import Cluster
-from .collectives import DTYPES, get_collective
+from .collectives import DTYPES
 from .errors import ConfigError, RunError
 from .fastpath import FastExecutor
+from .linkmodel import MAX_GAMMA, LinkModel
 from .network import Network
+from .prepare import Run, prepare
 from .results import LinkUse, SimResult
 from .runtime import DataCheck, Job
-from .units import MAX_SIZE, parse_size
 
 __all__ = [
     "MAX_GAMMA",
     "CountingEnvironment",
     "TimedEnvironment",
     "closed_form",
+    "execute",
     "new_environment",
     "simulate",
     "sweep",
 ]
-
-#: The largest reduction cost accepted, seconds per byte (a byte per second: slower than any processor).
-MAX_GAMMA = 1.0
 
 
 class CountingEnvironment(simpy.Environment):
@@ -85,16 +85,15 @@ def new_environment() -> CountingEnvironment:
 
 def _uniform_alpha_beta(cluster: Cluster, p: int) -> tuple[float, float] | None:
     """α, β when every rank pair (as seen from rank 0, both ways) costs the same, else None (also under
-    a calibration whose parameters depend on the message size: no single α-β pair then)."""
+    a link model whose parameters depend on the message size: no single α-β pair then)."""
     if p < 2:
         return None
     model = cluster.message_model
-    if model is not None and model.size_dependent:
+    if model.size_dependent:
         return None
-    cost = cluster.alpha_beta if model is None else (lambda s, d: model.alpha_beta(s, d, 1.0))
-    first = cost(0, 1)
+    first = model.alpha_beta(0, 1, 1.0)
     for d in range(1, p):
-        if cost(0, d) != first or cost(d, 0) != first:
+        if model.alpha_beta(0, d, 1.0) != first or model.alpha_beta(d, 0, 1.0) != first:
             return None
     if len(set(cluster.overhead[:p].tolist())) != 1:
         return None
@@ -110,9 +109,9 @@ def closed_form(algorithm: Algorithm, cluster: Cluster, p: int, nbytes: float, g
 
 
 def simulate(
-    topology: str | os.PathLike[str] | nx.Graph | Cluster,
+    topology: str | os.PathLike[str] | nx.Graph | Cluster | Run,
     collective: str = "allreduce",
-    algorithm: str | Algorithm = "ring",
+    algorithm: str | Algorithm | None = None,
     size: float | str = 2**20,
     *,
     ranks: int | None = None,
@@ -124,21 +123,24 @@ def simulate(
     until: float | None = None,
     engine: str = "auto",
     timeout: float | None = None,
+    link_model: LinkModel | None = None,
 ) -> SimResult:
     """Simulate one collective of ``size`` bytes (nccl-tests' size convention).
 
     Parameters
     ----------
-    topology : spec, path, graph or Cluster
-        The cluster (a Cluster is reused as is, with its route cache).
+    topology : spec, path, graph, Cluster or Run
+        The cluster (a Cluster is reused as is, with its route cache); a :class:`~sim.prepare.Run`
+        from :func:`sim.prepare` is simulated as prepared (the other options are then ignored).
     collective, algorithm : str
-        E.g. ``"allreduce"`` and ``"ring"`` (see :func:`sim.algorithms.algorithm_names`).
+        E.g. ``"allreduce"`` and ``"ring"`` (see :func:`sim.algorithms.algorithm_names`); the default
+        algorithm follows the collective (:func:`sim.algorithms.default_algorithm`).
     size : float or str
         Bytes: the per-rank buffer for all-reduce/broadcast/reduce, the total for the gathering ones.
     ranks : int, optional
         Use the first ``ranks`` GPUs.
     gamma : float, optional
-        Seconds per byte of reduction arithmetic (default: the cluster's calibrated γ, else 0).
+        Seconds per byte of reduction arithmetic (default: the link model's γ, else 0).
     check : bool
         Track every contribution symbolically and count the ranks that end with wrong data.
     check_links : bool
@@ -153,60 +155,43 @@ def simulate(
         Wall-clock seconds the call may take (building the cluster included) before it stops with
         :class:`~sim.deadline.SimulationTimeout`; a deadline already in force
         (:func:`sim.deadline.deadline`, ``--timeout``) applies too.
+    link_model : LinkModel, optional
+        How messages and links depart from the topology's figures (:mod:`sim.linkmodel`); default: the
+        cluster's own (nominal unless it was built with one).
     """
     with paused_gc(), _deadline.deadline(timeout):
-        return _simulate(
-            topology, collective, algorithm, size, ranks, dtype, gamma, root, check, check_links, until, engine
+        if isinstance(topology, Run):
+            return topology.simulate(size)
+        run = prepare(
+            topology,
+            collective,
+            algorithm,
+            ranks=ranks,
+            dtype=dtype,
+            root=root,
+            gamma=gamma,
+            engine=engine,
+            check=check,
+            check_links=check_links,
+            until=until,
+            link_model=link_model,
         )
+        return run.simulate(size)
 
 
-def _simulate(
-    topology: str | os.PathLike[str] | nx.Graph | Cluster,
-    collective: str,
-    algorithm: str | Algorithm,
-    size: float | str,
-    ranks: int | None,
-    dtype: str,
-    gamma: float | None,
-    root: int,
-    check: bool,
-    check_links: bool,
-    until: float | None,
-    engine: str,
-) -> SimResult:
+def execute(run: Run, size: float) -> SimResult:
+    """Simulate the prepared ``run`` at ``size`` bytes (already checked: :func:`sim.units.check_size`)."""
     started = time.perf_counter()
-    coll = get_collective(collective)
-    # the cluster keeps every GPU: algorithms with servers (dedicated PS) use the hosts beyond the ranks
-    cluster = topology if isinstance(topology, Cluster) else Cluster(topology)
-    p = cluster.size if ranks is None else ranks
-    if p < 1:
-        raise ConfigError(f"--ranks must be >= 1, got {p}")
-    if p > cluster.size:
-        raise ConfigError(f"--ranks {p}: the cluster has only {cluster.size} GPUs")
-    if dtype not in DTYPES:
-        raise ConfigError(f"unknown dtype {dtype!r} (valid: {', '.join(DTYPES)})")
-    size = parse_size(size) if isinstance(size, str) else float(size)
-    if not size > 0 or not np.isfinite(size):
-        raise ConfigError(f"size must be > 0 bytes, got {size}")
-    if size > MAX_SIZE:
-        raise ConfigError(f"size: {size:g} B is more than 1 PiB (2^50 B), the largest size collsim accepts")
-    if not 0 <= root < p:
-        raise ConfigError(f"root {root} is not a rank (0..{p - 1})")
-    if gamma is None:
-        gamma = float(cluster.graph.graph.get("gamma", 0.0))
-    if not 0 <= gamma <= MAX_GAMMA:
-        raise ConfigError(f"gamma must be between 0 and {MAX_GAMMA:g} s/byte, got {gamma}")
-    algo = get_algorithm(coll.name, algorithm)
-    algo.check(p, cluster)
-    if engine not in ("auto", "fast", "message"):
-        raise ConfigError(f"unknown engine {engine!r} (valid: auto, fast, message)")
+    cluster, coll, algo, p = run.cluster, run.collective, run.algorithm, run.ranks
+    gamma, root, check, until, engine = run.gamma, run.root, run.check, run.until, run.engine
+    dtype = run.dtype
     program = None if engine == "message" or check else algo.program(p, size, cluster)
     if engine == "fast" and program is None:
         why = "the data check needs the message-level engine" if check else f"{algo.spec} has no step program"
-        raise ConfigError(f"--engine fast: {why}")
+        raise ConfigError(f"engine fast: {why}", param="engine")
 
     env = new_environment()
-    net = Network(env, cluster, check=check_links)
+    net = Network(env, cluster, check=run.check_links)
     job = None
     executor = None
     if program is not None:
@@ -277,13 +262,14 @@ def _simulate(
 def sweep(
     topology: str | os.PathLike[str] | nx.Graph | Cluster,
     collective: str,
-    algorithm: str | Algorithm,
+    algorithm: str | Algorithm | None,
     sizes: Iterable[float],
     *,
     ranks: int | None = None,
-    **kwargs: object,
+    **kwargs: Any,
 ) -> Iterator[SimResult]:
-    """:func:`simulate` for each size in turn, sharing one cluster (and its routes)."""
-    cluster = topology if isinstance(topology, Cluster) else Cluster(topology)
+    """:func:`simulate` for each size in turn, sharing one prepared run (and its routes)."""
+    timeout = kwargs.pop("timeout", None)
+    run = prepare(topology, collective, algorithm, ranks=ranks, **kwargs)
     for size in sizes:
-        yield simulate(cluster, collective, algorithm, size, ranks=ranks, **kwargs)  # type: ignore[arg-type]
+        yield simulate(run, size=size, timeout=timeout)

@@ -43,14 +43,16 @@ import numpy as np
 import simpy
 
 from . import deadline as _deadline
-from .algorithms import Algorithm, get_algorithm
+from .algorithms import Algorithm
 from .cluster import Cluster
 from .errors import ConfigError, RunError
 from .fastpath import FastExecutor
+from .linkmodel import LinkModel
 from .network import Network
+from .prepare import Run, prepare
 from .results import LinkUse
 from .runtime import DataCheck, Job
-from .simulate import MAX_GAMMA, new_environment
+from .simulate import new_environment
 
 __all__ = [
     "BucketTiming",
@@ -211,6 +213,7 @@ def simulate_iteration(
     check: bool = False,
     top_links: int = 5,
     timeout: float | None = None,
+    link_model: LinkModel | None = None,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``ranks`` GPUs with an all-reduce algorithm.
 
@@ -225,37 +228,22 @@ def simulate_iteration(
     ranks : int, optional
         Data-parallel GPUs (default: every GPU of the cluster).
     gamma : float, optional
-        Seconds per byte of reduction arithmetic (default: the cluster's calibrated γ, else 0).
+        Seconds per byte of reduction arithmetic (default: the link model's γ, else 0).
     check : bool
         Track every bucket's data symbolically; ``wrong`` counts (bucket, rank) pairs with wrong data.
     timeout : float, optional
         Wall-clock seconds the call may take (see :func:`sim.simulate.simulate`).
+    link_model : LinkModel, optional
+        See :func:`sim.prepare`.
     """
     with _deadline.deadline(timeout):
-        return _simulate_iteration(topology, algorithm, workload, ranks, gamma, check, top_links)
+        run = prepare(topology, "allreduce", algorithm, ranks=ranks, gamma=gamma, check=check, link_model=link_model)
+        return _simulate_iteration(run, workload, top_links)
 
 
-def _simulate_iteration(
-    topology: str | os.PathLike[str] | nx.Graph | Cluster,
-    algorithm: str | Algorithm,
-    workload: Workload,
-    ranks: int | None,
-    gamma: float,
-    check: bool,
-    top_links: int,
-) -> IterationResult:
+def _simulate_iteration(run: Run, workload: Workload, top_links: int) -> IterationResult:
     started = time.perf_counter()
-    # the cluster keeps every GPU: algorithms with servers (dedicated PS) use the hosts beyond the ranks
-    cluster = topology if isinstance(topology, Cluster) else Cluster(topology)
-    p = cluster.size if ranks is None else ranks
-    if not 1 <= p <= cluster.size:
-        raise ConfigError(f"ranks {p}: the cluster has {cluster.size} GPUs")
-    if gamma is None:
-        gamma = float(cluster.graph.graph.get("gamma", 0.0))
-    if not 0 <= gamma <= MAX_GAMMA:
-        raise ConfigError(f"gamma must be between 0 and {MAX_GAMMA:g} s/byte, got {gamma}")
-    algo = get_algorithm("allreduce", algorithm)
-    algo.check(p, cluster)
+    cluster, algo, p, gamma, check = run.cluster, run.algorithm, run.ranks, run.gamma, run.check
 
     env = new_environment()
     net = Network(env, cluster)

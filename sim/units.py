@@ -19,12 +19,14 @@ float.
 from __future__ import annotations
 
 import math
+import numbers
 import re
 
 from .errors import ConfigError
 
 __all__ = [
     "MAX_SIZE",
+    "check_size",
     "MAX_SWEEP",
     "format_bandwidth",
     "format_size",
@@ -149,6 +151,24 @@ def parse_size(value: object, what: str = "size") -> float:
     if abs(result) > MAX_SIZE:
         raise ConfigError(f"{what}: {value!r} is more than 1 PiB (2^50 B), the largest size collsim accepts")
     return result
+
+
+def check_size(value: object, what: str = "size") -> float:
+    """A message or buffer size in bytes for a simulation: :func:`parse_size` (units, the 1 PiB bound),
+    then > 0. Any real number or size string; errors name ``what`` as their parameter.
+
+    >>> check_size("64KiB"), check_size(3)
+    (65536.0, 3.0)
+    """
+    if isinstance(value, numbers.Real) and not isinstance(value, bool | int | float):
+        value = float(value)  # numpy scalars and the like
+    try:
+        size = parse_size(value, what)
+    except ConfigError as exc:
+        raise ConfigError(str(exc), param=what) from None
+    if not size > 0:
+        raise ConfigError(f"{what}: must be > 0 bytes, got {value!r}", param=what)
+    return size
 
 
 def parse_bytes(value: object, what: str = "size") -> int:

@@ -31,7 +31,7 @@ def probe_lines(
     run_id: str = "probe-synthetic",
     world: int = 4,
 ) -> list[str]:
-    """JSON lines as ``python -m validate.probes`` writes them: ``(test, class, fan) -> time(n)``."""
+    """JSON lines as ``python -m validate.calibration.probes`` writes them: ``(test, class, fan) -> time(n)``."""
     rng = random.Random(seed)
     lines = []
     for (test, cls, fan), model in tests.items():

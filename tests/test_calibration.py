@@ -11,13 +11,10 @@ import pytest
 
 from collsim.cli import main
 from sim import simulate
-from sim.calibfit import fit_calibration
-from sim.calibinput import read_samples
-from sim.calibration import Calibration, apply_calibration, load_calibration, save_calibration
 from sim.cluster import Cluster
 from sim.errors import CalibrationError
-from sim.topology import load_graph
 from tests.calib_fixtures import hockney, nccl_json, nccl_rows, nccl_text, probe_lines, validate_lines, write_lines
+from validate.calibration import Calibration, fit_calibration, load_calibration, read_samples, save_calibration
 
 DATA = Path(__file__).parent / "data"
 STAR = "star:hosts=4,bandwidth=1Gbps"
@@ -49,7 +46,7 @@ def test_two_regimes_become_segments(tmp_path):
     assert segments[1].efficiency == pytest.approx(0.9, rel=0.005)
     assert segments[1].latency == pytest.approx(300e-6, rel=0.05)
     # the calibrated simulator gives each regime's time back
-    g = apply_calibration(load_graph(STAR), cal)
+    g = Cluster(STAR, link_model=cal.link_model())
     for n in (4096, 2**20):
         got = simulate(g, "sendrecv", "direct", n, ranks=2).time_s
         assert got == pytest.approx(model[("stream", "same-switch", 1)](n), rel=0.02)
@@ -123,7 +120,9 @@ def test_realistic_nccl_tests_sample(tmp_path):
     entry = cal.classes["same-switch"]
     assert 0.5 < entry.efficiency < 1.0 and entry.fit.max_rel < 0.25
     save_calibration(cal, tmp_path / "c.json")
-    r = simulate(Cluster(apply_calibration(load_graph("dgx:hosts=2"), tmp_path / "c.json")), size=samples[-1].size)
+    r = simulate(
+        Cluster("dgx:hosts=2", link_model=load_calibration(tmp_path / "c.json").link_model()), size=samples[-1].size
+    )
     assert r.time_s == pytest.approx(samples[-1].time_s, rel=0.15)
 
 
@@ -155,16 +154,16 @@ def test_calibrated_message_and_fast_paths_agree():
         classes={"same-switch": {"latency": 3e-4, "efficiency": 0.8}},
         calibrated=["same-switch.latency", "same-switch.efficiency"],
     )
-    g = apply_calibration(load_graph("star:hosts=6,bandwidth=1Gbps,latency=5us"), cal)
+    g = Cluster("star:hosts=6,bandwidth=1Gbps,latency=5us", link_model=cal.link_model())
     one = simulate(g, "sendrecv", "direct", 2**20, ranks=2)
     assert one.time_s == pytest.approx(3e-4 + 2**20 / (0.8 * B), rel=1e-12)
     fast = simulate(g, "allreduce", "ring", "8MiB")
     slow = simulate(g, "allreduce", "ring", "8MiB", engine="message")
     assert fast.engine == "fast:maxplus" and fast.time_s == pytest.approx(slow.time_s, rel=1e-9)
     assert fast.closed_form_s == pytest.approx(fast.time_s, rel=1e-9)  # one α-β pair fits every rank pair
-    dup = apply_calibration(
-        load_graph("star:hosts=6,bandwidth=1Gbps"),
-        cal.model_copy(update={"duplex": {1: 0.5}, "calibrated": [*cal.calibrated, "duplex"]}),
+    dup = Cluster(
+        "star:hosts=6,bandwidth=1Gbps",
+        link_model=cal.model_copy(update={"duplex": {1: 0.5}, "calibrated": [*cal.calibrated, "duplex"]}).link_model(),
     )
     fast, slow = (
         simulate(dup, "allreduce", "ring", "8MiB"),
@@ -176,7 +175,7 @@ def test_calibrated_message_and_fast_paths_agree():
 
 def test_duplex_factor_needs_traffic_both_ways():
     cal = Calibration(topology="t", duplex={1: 0.5}, calibrated=["duplex"])
-    g = apply_calibration(load_graph("star:hosts=3,bandwidth=1Gbps"), cal)
+    g = Cluster("star:hosts=3,bandwidth=1Gbps", link_model=cal.link_model())
     alone = simulate(g, "sendrecv", "direct", 2**20, ranks=2).time_s  # 0->1 and 1->0: both ways
     assert alone == pytest.approx(2 * 2**20 / B, rel=1e-9)
     assert simulate(g, "broadcast", "flat", 2**20, ranks=2).time_s == pytest.approx(2**20 / B, rel=1e-9)

@@ -13,11 +13,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from collsim.cli import main
-from sim.calibfit import fit_calibration
-from sim.calibinput import MAX_LINE_BYTES, read_samples
-from sim.calibration import load_calibration
 from sim.errors import CollsimError
 from tests.calib_fixtures import hockney, nccl_json, nccl_rows, nccl_text, probe_lines, validate_lines
+from validate.calibration import fit_calibration, load_calibration, read_samples
+from validate.calibration.inputs import MAX_LINE_BYTES
 
 STAR = "star:hosts=4,bandwidth=1Gbps"
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -259,7 +258,7 @@ def test_truncated_calibration_never_half_written(tmp_path, capsys, monkeypatch)
     """A failure while writing leaves the old file, not half a new one."""
     import os
 
-    from sim import calibration
+    from validate.calibration import file as calibration
 
     out = tmp_path / "c.yaml"
     out.write_text(VALID["cal.yaml"])

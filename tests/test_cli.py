@@ -103,3 +103,29 @@ def test_console_script_never_prints_a_traceback(tmp_path):
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "invalid YAML" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("collective", "algorithm"),
+    [
+        ("allreduce", "ring"),
+        ("broadcast", "ring"),
+        ("allgather", "ring"),
+        ("gather", "flat"),
+        ("scatter", "flat"),
+        ("alltoall", "pairwise"),
+        ("sendrecv", "direct"),
+    ],
+)
+def test_the_default_algorithm_follows_the_collective(capsys, collective, algorithm):
+    """Without -a every collective runs (gather used to fail with "unknown gather algorithm 'ring'")."""
+    code, out, err = run(capsys, "simulate", "-t", STAR, "--collective", collective, "--size", "1MiB", "--json")
+    assert code == 0, err
+    assert json.loads(out)["algorithm"] == algorithm
+
+
+def test_library_errors_name_the_flag_the_user_typed(capsys):
+    code, _, err = run(capsys, "simulate", "-t", STAR, "--engine", "warp")
+    assert code == 2 and err.startswith("collsim: error: --engine: unknown engine 'warp'")
+    code, _, err = run(capsys, "simulate", "-t", STAR, "--root", "9", "--collective", "broadcast")
+    assert code == 2 and err.startswith("collsim: error: --root: 9 is not a rank (0..7)")

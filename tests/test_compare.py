@@ -146,7 +146,7 @@ def test_simulate_reports_the_traffic_at_the_master(capsys):
 
 
 def test_algorithm_lists_keep_multi_option_specs_together():
-    from collsim.cmd_compare import split_specs
+    from sim.algorithms import split_algorithm_specs as split_specs
 
     assert split_specs("ring, ps:shards=2,placement=dedicated,tree:chunks=4,,master-worker") == [
         "ring",

@@ -97,7 +97,7 @@ def test_sizes_beyond_a_pebibyte_are_refused_everywhere():
         (["--sizes", "1:1PiB:1.000001"], "sizes, more than one sweep holds (at most 10,000)"),
         (["-a", "tree:chunks=1000000000"], "algorithm tree.chunks: must be <= 1048576"),
         (["--collective", "broadcast", "-a", "ring:chunks=1000000000"], "algorithm ring.chunks: must be <= 1048576"),
-        (["--gamma", "1e300"], "gamma must be between 0 and 1 s/byte"),
+        (["--gamma", "1e300"], "--gamma: must be between 0 and 1 s/byte"),
     ],
 )
 def test_work_that_would_never_end_is_refused(capsys, argv, message):

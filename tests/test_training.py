@@ -156,5 +156,5 @@ def test_bad_workloads_are_refused(kwargs, message):
 
 def test_too_many_ranks_is_a_config_error():
     w = Workload(gradient_bytes=1e6, forward_s=0, backward_s=0)
-    with pytest.raises(ConfigError, match="ranks 9"):
+    with pytest.raises(ConfigError, match="ranks: 9, but the cluster"):
         simulate_iteration(Cluster(STAR), "ring", w, ranks=9)

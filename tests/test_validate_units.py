@@ -202,11 +202,21 @@ NO_GPU = {"cuda_available": False, "gpus": 0, "local_rank": 0, "local_world_size
 
 
 def test_the_backend_follows_the_device():
-    assert resolve(None, None, **NO_GPU) == ("gloo", "cpu")
+    assert resolve(None, None, **NO_GPU) == ("gloo", "cpu", "")
     gpus = {"cuda_available": True, "gpus": 4, "local_rank": 2, "local_world_size": 4}
-    assert resolve(None, None, **gpus) == ("nccl", "cuda:2")
-    assert resolve("gloo", None, **gpus) == ("gloo", "cpu")
-    assert resolve(None, "cpu", **gpus) == ("gloo", "cpu")
+    assert resolve(None, None, **gpus) == ("nccl", "cuda:2", "")
+    assert resolve("gloo", None, **gpus) == ("gloo", "cpu", "")
+    assert resolve(None, "cpu", **gpus) == ("gloo", "cpu", "")
+
+
+def test_more_ranks_than_gpus_default_to_gloo_and_say_why():
+    """A one-GPU workstation running 4 local ranks: NCCL would refuse, so the default is gloo on CPUs."""
+    one_gpu = {"cuda_available": True, "gpus": 1, "local_rank": 3, "local_world_size": 4}
+    backend, device, note = resolve(None, None, **one_gpu)
+    assert (backend, device) == ("gloo", "cpu")
+    assert "4 ranks on this host but 1 GPU(s) visible" in note
+    with pytest.raises(ConfigError, match="one rank per GPU"):
+        resolve("nccl", None, **one_gpu)  # asked for explicitly: refused, not silently changed
 
 
 @pytest.mark.parametrize(

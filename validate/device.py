@@ -1,14 +1,18 @@
 """Which backend on which device, and joining the process group with errors that say what went wrong.
 
-The backend follows the device unless told: CUDA tensors with NCCL when GPUs are visible, CPU tensors
-with gloo otherwise. NCCL runs one rank per GPU (it refuses two ranks on one GPU with "Duplicate GPU
-detected"), so local rank ``k`` uses ``cuda:k`` and more local ranks than GPUs is an error up front.
-:func:`resolve` is pure -- the CUDA facts are arguments -- so it is tested without a GPU.
+The backend follows the device unless told: CUDA tensors with NCCL when there is a visible GPU for
+every local rank, CPU tensors with gloo otherwise. NCCL runs one rank per GPU (it refuses two ranks on
+one GPU with "Duplicate GPU detected"), so local rank ``k`` uses ``cuda:k``; when more ranks than GPUs
+run on a host (4 ranks on a one-GPU workstation, say) the default is gloo on CPUs, and the choice says
+why; asking for NCCL there is an error up front. :func:`resolve` is pure -- the CUDA facts are
+arguments -- so it is tested without a GPU.
 
 >>> resolve(None, None, cuda_available=False, gpus=0, local_rank=0, local_world_size=4)
-('gloo', 'cpu')
+Placement(backend='gloo', device='cpu', note='')
 >>> resolve(None, None, cuda_available=True, gpus=8, local_rank=3, local_world_size=8)
-('nccl', 'cuda:3')
+Placement(backend='nccl', device='cuda:3', note='')
+>>> resolve(None, None, cuda_available=True, gpus=1, local_rank=0, local_world_size=4).note
+'gloo on CPUs: 4 ranks on this host but 1 GPU(s) visible (NCCL runs one rank per GPU; --backend gloo or --backend nccl to choose)'
 """
 
 from __future__ import annotations
@@ -17,12 +21,22 @@ import datetime
 import os
 import re
 import socket
+from typing import NamedTuple
 
 from sim.errors import ConfigError, RunError
 
 from .env import RankEnv
 
-__all__ = ["init_process_group", "interface_of", "library_message", "resolve"]
+__all__ = ["Placement", "init_process_group", "interface_of", "library_message", "resolve"]
+
+
+class Placement(NamedTuple):
+    """Where a rank runs: the backend, the device, and why, when the default was not the obvious one."""
+
+    backend: str
+    device: str
+    note: str = ""
+
 
 _SOURCE = re.compile(r"^\[[^\]]*:\d+\]\s*")
 
@@ -35,8 +49,15 @@ def resolve(
     gpus: int,
     local_rank: int,
     local_world_size: int,
-) -> tuple[str, str]:
-    """``(backend, device)`` for this rank, e.g. ``("nccl", "cuda:1")`` or ``("gloo", "cpu")``."""
+) -> Placement:
+    """The backend and device of this rank, e.g. ``("nccl", "cuda:1")`` or ``("gloo", "cpu")``."""
+    if backend is None and device is None and cuda_available and 0 < gpus < local_world_size:
+        return Placement(
+            "gloo",
+            "cpu",
+            f"gloo on CPUs: {local_world_size} ranks on this host but {gpus} GPU(s) visible "
+            "(NCCL runs one rank per GPU; --backend gloo or --backend nccl to choose)",
+        )
     if device is None:
         device = "cpu" if backend == "gloo" or (backend is None and not cuda_available) else "cuda"
     if backend is None:
@@ -48,7 +69,7 @@ def resolve(
     if backend not in ("gloo", "nccl"):
         raise ConfigError(f"unknown backend {backend!r} (valid: gloo, nccl)")
     if device == "cpu":
-        return backend, "cpu"
+        return Placement(backend, "cpu")
     if not cuda_available or gpus < 1:
         raise ConfigError(
             "--backend nccl / --device cuda: no CUDA GPU is visible (torch.cuda.is_available() is False); "
@@ -59,7 +80,7 @@ def resolve(
             f"nccl runs one rank per GPU: {local_world_size} ranks on this host but {gpus} GPU(s) visible "
             "(NCCL refuses two ranks on one GPU); start fewer ranks per host or use --backend gloo"
         )
-    return backend, f"cuda:{local_rank}"
+    return Placement(backend, f"cuda:{local_rank}")
 
 
 def interface_of(backend: str, environ: dict[str, str] | os._Environ[str] = os.environ) -> str | None:

@@ -74,7 +74,7 @@ def gpus_per_host(opts: RunnerOptions, ranks: int) -> int:
 def _versions() -> dict[str, Any]:
     import torch
 
-    import collsim
+    import sim
 
     nccl = None
     if torch.cuda.is_available():
@@ -87,7 +87,7 @@ def _versions() -> dict[str, Any]:
         "cuda": torch.version.cuda,
         "nccl": nccl,
         "python": platform.python_version(),
-        "collsim": getattr(collsim, "__version__", None),
+        "collsim": sim.__version__,
     }
 
 
@@ -157,7 +157,7 @@ def join(
     from .device import init_process_group, resolve
 
     cuda = torch.cuda.is_available()
-    backend, device = resolve(
+    backend, device, note = resolve(
         backend,
         device,
         cuda_available=cuda,
@@ -165,6 +165,8 @@ def join(
         local_rank=env.local_rank,
         local_world_size=env.local_world_size,
     )
+    if note and env.rank == 0:
+        print(f"# backend: {note}", file=sys.stderr, flush=True)
     slot.update(CONNECTING)
     init_process_group(env, backend, device, timeout)
     slot.update(IDLE)

@@ -4,8 +4,8 @@
 
 Listings show a collective's algorithms in the order they were registered, so the order of the imports
 below is the order of every listing: ``flat`` before ``binomial`` (broadcast, gather, scatter), both
-before ``ring`` (broadcast, reduce), ``ring`` before all other all-reduce algorithms (the default heads
-that listing). One order cannot come from the imports: the all-gather lists ``recursive-doubling``
+before ``ring`` (broadcast, reduce), ``ring`` before all other all-reduce algorithms (it heads that
+listing). One order cannot come from the imports: the all-gather lists ``recursive-doubling``
 before ``ring``, which the all-reduce lists after it, so it is pinned with
 :meth:`~sim.algorithms.registry.Registry.list_first`.
 """
@@ -30,8 +30,25 @@ from . import (  # noqa: F401  (registers, in this order)
 
 # isort: on
 from .base import Algorithm, NoOptions
-from .registry import REGISTRY, algorithm_names, get_algorithm, parse_algorithm_spec, register
+from .registry import (
+    REGISTRY,
+    algorithm_names,
+    default_algorithm,
+    get_algorithm,
+    parse_algorithm_spec,
+    register,
+    split_algorithm_specs,
+)
 
 REGISTRY.list_first("allgather", "recursive-doubling", "ring")
 
-__all__ = ["Algorithm", "NoOptions", "algorithm_names", "get_algorithm", "parse_algorithm_spec", "register"]
+__all__ = [
+    "Algorithm",
+    "NoOptions",
+    "algorithm_names",
+    "default_algorithm",
+    "get_algorithm",
+    "parse_algorithm_spec",
+    "register",
+    "split_algorithm_specs",
+]

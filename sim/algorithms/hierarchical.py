@@ -58,7 +58,7 @@ def host_groups(cluster: Any, p: int) -> list[list[int]]:
     if len(sizes) > 1:
         raise AlgorithmError(
             f"hierarchical: every host must hold the same number of ranks; these hold {sorted(sizes)} "
-            "(choose --ranks as a multiple of the GPUs per host)"
+            "(choose ranks as a multiple of the GPUs per host)"
         )
     return out
 

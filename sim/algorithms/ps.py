@@ -97,10 +97,10 @@ class ParameterServer(Algorithm):
             raise AlgorithmError(
                 f"{self.spec}: {s} dedicated server(s) need {s} host(s) that hold no rank; {cluster.name} with "
                 f"{p} of its {gpus} GPUs as ranks leaves {len(free)} "
-                f"(use shards={max(len(free), 1)} or fewer --ranks)"
+                f"(use shards={max(len(free), 1)} or fewer ranks)"
                 if free
                 else f"{self.spec}: dedicated servers need hosts that hold no rank, and {p} ranks on "
-                f"{cluster.name} ({gpus} GPUs) leave none (use fewer --ranks, or placement=colocated)"
+                f"{cluster.name} ({gpus} GPUs) leave none (use fewer ranks, or placement=colocated)"
             )
 
     def run(self, job: Job) -> Generator[Any, Any, None]:

@@ -13,7 +13,15 @@ from ..errors import AlgorithmError, ConfigError
 from ..schema import validate_spec
 from .base import Algorithm
 
-__all__ = ["Registry", "algorithm_names", "get_algorithm", "parse_algorithm_spec", "register"]
+__all__ = [
+    "Registry",
+    "algorithm_names",
+    "default_algorithm",
+    "get_algorithm",
+    "parse_algorithm_spec",
+    "register",
+    "split_algorithm_specs",
+]
 
 T = TypeVar("T")
 
@@ -30,6 +38,20 @@ def parse_algorithm_spec(spec: str) -> tuple[str, dict[str, str]]:
             raise AlgorithmError(f"algorithm {spec!r}: option {key.strip()!r} is given twice")
         options[key.strip()] = value.strip()
     return name.strip(), options
+
+
+def split_algorithm_specs(text: str) -> list[str]:
+    """``"ring,ps:shards=2,placement=dedicated,tree"`` -> ``["ring", "ps:shards=2,placement=dedicated",
+    "tree"]``: a ``key=value`` item without a name belongs to the algorithm before it."""
+    specs: list[str] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if "=" in item and ":" not in item and specs:
+            specs[-1] += "," + item
+        else:
+            specs.append(item)
+    return specs
 
 
 class Registry(Generic[T]):
@@ -99,6 +121,21 @@ def register(cls: type[Algorithm]) -> type[Algorithm]:
 def algorithm_names(collective: str) -> list[str]:
     """Names registered for ``collective``, in listing order (:meth:`Registry.names`)."""
     return REGISTRY.names(collective)
+
+
+def default_algorithm(collective: str) -> str:
+    """The algorithm a collective runs when none is named: ``ring`` where the collective has one (what
+    NCCL runs for all-reduce, broadcast, reduce, all-gather and reduce-scatter), else its first
+    registered one (``flat`` for gather and scatter, ``pairwise`` for all-to-all, ``direct`` for
+    send/recv).
+
+    >>> default_algorithm("allreduce"), default_algorithm("broadcast"), default_algorithm("gather")
+    ('ring', 'ring', 'flat')
+    """
+    names = REGISTRY.names(collective)
+    if not names:
+        raise AlgorithmError(f"no algorithm is registered for {get_collective(collective).name}")
+    return "ring" if "ring" in names else names[0]
 
 
 def get_algorithm(collective: str, spec: str | Algorithm, **options: Any) -> Algorithm:

@@ -1,4 +1,4 @@
-"""Calibration probes: ``python -m validate.probes --topology SPEC [options]``, one rank each.
+"""Calibration probes: ``python -m validate.calibration.probes --topology SPEC [options]``, one rank each.
 
 What calibration fits its link model to, measured with torch.distributed point-to-point like every
 validate run (gloo on CPUs, NCCL on GPUs), on representative rank pairs of every link class the topology
@@ -49,11 +49,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sim.calibinput import PROBE_TESTS as TESTS
 from sim.errors import ConfigError
 from sim.units import parse_size_range, parse_time
 
-from .options import int_at_least
+from ..options import int_at_least
+from .inputs import PROBE_TESTS as TESTS
 
 __all__ = ["TESTS", "Probe", "ProbeOptions", "main", "parse_probe_options", "plan_probes"]
 
@@ -228,7 +228,9 @@ def parse_probe_options(argv: Sequence[str], environ: Mapping[str, str] | None =
     ((1024, 32768, 1048576), ('pingpong', 'stream'))
     """
     environ = os.environ if environ is None else environ
-    parser = _Parser(prog="python -m validate.probes", description="One rank of a calibration run.", allow_abbrev=False)
+    parser = _Parser(
+        prog="python -m validate.calibration.probes", description="One rank of a calibration run.", allow_abbrev=False
+    )
     for dest in _CONVERT:
         parser.add_argument("--" + dest.replace("_", "-"), dest=dest, default=None, help=f"[env {_ENV[dest]}]")
     args = vars(parser.parse_args(list(argv)))
@@ -345,7 +347,7 @@ class _Runner:
         """Warm-up, then the timed iterations; every rank returns the slowest involved rank's times."""
         import torch.distributed as dist
 
-        from .bench import barrier
+        from ..bench import barrier
 
         torch = self.torch
         first = 0.0
@@ -394,10 +396,10 @@ def run(opts: ProbeOptions, env: Any, slot: Any) -> int:
 
     import torch.distributed as dist
 
-    from .comm import TorchComm
-    from .options import RunnerOptions
-    from .rank import environment_record, join
-    from .status import DONE
+    from ..comm import TorchComm
+    from ..options import RunnerOptions
+    from ..rank import environment_record, join
+    from ..status import DONE
 
     p = env.world_size
     probes = plan_probes(
@@ -446,8 +448,8 @@ def run(opts: ProbeOptions, env: Any, slot: Any) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m validate.probes``: run this rank; returns its exit status."""
-    from .rank import rank_main
+    """``python -m validate.calibration.probes``: run this rank; returns its exit status."""
+    from ..rank import rank_main
 
     args = list(sys.argv[1:] if argv is None else argv)
     if "-h" in args or "--help" in args:

@@ -33,12 +33,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .algorithms import get_algorithm
-from .calibinput import Sample
-from .calibration import MAX_EFFICIENCY, Calibration, ClassCalibration, FitQuality, Residual, Segment, Source
-from .cluster import Cluster
-from .errors import CalibrationError, CollsimError
-from .linkclass import LINK_CLASSES, classes_of
+from sim.algorithms import get_algorithm
+from sim.cluster import Cluster
+from sim.errors import CalibrationError, CollsimError
+from sim.linkclass import LINK_CLASSES, classes_of
+
+from .file import MAX_EFFICIENCY, Calibration, ClassCalibration, FitQuality, Residual, Segment, Source
+from .inputs import Sample
 
 __all__ = ["Point", "SegmentFit", "fit_calibration", "fit_segments"]
 

@@ -6,8 +6,7 @@ calibration made from *other* runs -- a calibration whose source runs include a 
 -- and simulates each point on the calibrated cluster and, for reference, on the nominal one. A
 library's own collective (``builtin``) is predicted by the schedule it runs (gloo's all-reduce: ``ring``).
 
->>> from sim.calibinput import Sample
->>> from sim.calibration import Calibration
+>>> from validate.calibration import Calibration, Sample
 >>> cal = Calibration(topology="netlab-star4", classes={"same-switch": {"latency": 1e-3, "efficiency": 0.9}},
 ...                   calibrated=["same-switch.latency", "same-switch.efficiency"])
 >>> measured = [Sample(size=2**20, time_s=0.0775, collective="allreduce", algorithm="ring", label="ring", ranks=4)]
@@ -30,14 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from sim.calibinput import Sample
-from sim.calibration import Calibration, apply_calibration, atomic_write, nominal_parameters
 from sim.cluster import Cluster
 from sim.errors import CalibrationError
 from sim.linkclass import classes_of
 from sim.simulate import simulate
-from sim.topology import load_graph
 from sim.units import format_size
+
+from .file import Calibration, atomic_write, nominal_parameters
+from .inputs import Sample
 
 __all__ = ["Row", "check_separate", "predict", "render", "summarize", "write_outputs"]
 
@@ -83,9 +82,10 @@ def check_separate(calibration: Calibration, measured: Sequence[Sample]) -> None
 
 
 def predict(measured: Sequence[Sample], topology: Any, calibration: Calibration) -> list[Row]:
-    """Simulate every measured point on the calibrated cluster and on the nominal one."""
-    nominal = Cluster(topology)
-    calibrated = Cluster(apply_calibration(load_graph(topology), calibration))
+    """Simulate every measured point on the calibrated cluster and on the nominal one (``topology``:
+    anything :class:`~sim.cluster.Cluster` takes, or a Cluster)."""
+    nominal = topology if isinstance(topology, Cluster) else Cluster(topology)
+    calibrated = nominal.with_link_model(calibration.link_model())
     cache: dict[tuple[Any, ...], tuple[float, float]] = {}
     rows = []
     for s in measured:
@@ -198,7 +198,7 @@ def _finite(value: Any) -> Any:
 
 def describe_calibration(calibration: Calibration, topology: Any) -> dict[str, Any]:
     """What the comparison rests on: calibrated (applied) and nominal parameters, and the sources."""
-    present = list(classes_of(Cluster(topology)))
+    present = list(classes_of(topology if isinstance(topology, Cluster) else Cluster(topology)))
     return {
         "topology": calibration.topology,
         "created": calibration.created,

@@ -1,6 +1,6 @@
 """Calibration input: the measurements a calibration is fitted to, read from what users have.
 
-* ``probes`` -- JSON lines of ``python -m validate.probes`` (``source: "collsim-probe"``): point-to-point
+* ``probes`` -- JSON lines of ``python -m validate.calibration.probes`` (``source: "collsim-probe"``): point-to-point
   ping-pong, bidirectional, fan-in/fan-out and local reduction timings per link class;
 * ``validate`` -- JSON lines of ``python -m validate`` / ``collsim validate run`` (one per size);
 * ``nccl-tests`` -- the text output of ``all_reduce_perf`` and friends (the table, ``#`` header lines);
@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .calibration import Source, no_duplicate_keys
-from .collectives import get_collective
-from .errors import CalibrationError, CollsimError
+from sim.collectives import get_collective
+from sim.errors import CalibrationError, CollsimError
+
+from .file import Source, no_duplicate_keys
 
 __all__ = [
     "PROBE_TESTS",
@@ -47,7 +48,7 @@ __all__ = [
     "read_samples",
 ]
 
-#: the probe tests of ``python -m validate.probes`` (see validate/probes.py)
+#: the probe tests of ``python -m validate.calibration.probes`` (see validate/calibration/probes.py)
 PROBE_TESTS = ("pingpong", "stream", "bidir", "fanin", "fanout", "alltoall", "reduce")
 #: relative error assumed for a time that comes without its iterations (nccl-tests, a median)
 DEFAULT_SPREAD = 0.02
@@ -215,7 +216,7 @@ def _loads(text: str) -> Any:
 
 
 def _probe_sample(rec: dict[str, Any], where: str) -> Sample:
-    from .linkclass import LINK_CLASSES
+    from sim.linkclass import LINK_CLASSES
 
     test = _text(rec.get("test"), f"{where}: test")
     if test not in PROBE_TESTS:
@@ -244,7 +245,7 @@ def _probe_sample(rec: dict[str, Any], where: str) -> Sample:
 
 
 def _validate_sample(rec: dict[str, Any], where: str) -> Sample:
-    from .algorithms import get_algorithm
+    from sim.algorithms import get_algorithm
 
     coll = _text(rec.get("collective"), f"{where}: collective")
     try:

@@ -1,4 +1,4 @@
-"""Calibration files: measured link-class parameters, and the one function that applies them.
+"""Calibration files: measured link-class parameters, and the link model they give the simulator.
 
 A calibration file (YAML, or JSON when its name ends in ``.json``) holds, per link class
 (:mod:`sim.linkclass`), the fitted per-message latency α, the bandwidth as an **efficiency** relative to
@@ -7,14 +7,18 @@ message size (SimGrid/SMPI style: each with its own α and efficiency), the redu
 fit quality, the runs it came from, and ``calibrated``: the parameters that were fitted and are applied.
 Everything not listed stays nominal (the topology's own latencies, bandwidths and overheads).
 
+:meth:`Calibration.link_model` is the one place a calibration meets the simulator: it turns what is
+listed in ``calibrated`` into a :class:`sim.linkmodel.LinkModel`, which the caller hands to
+:class:`~sim.cluster.Cluster` or :func:`sim.prepare` / :func:`sim.simulate` as ``link_model=``.
+
 >>> cal = Calibration.model_validate({
 ...     "topology": "netlab-star4",
 ...     "classes": {"same-switch": {"latency": 4e-4, "efficiency": 0.95}},
 ...     "gamma": 1.5e-10,
 ...     "calibrated": ["same-switch.latency", "same-switch.efficiency", "gamma"]})
->>> g = apply_calibration(load_graph("netlab-star4"), cal)
->>> g.graph["gamma"], g.graph["calibrated"]
-(1.5e-10, ('same-switch.latency', 'same-switch.efficiency', 'gamma'))
+>>> model = cal.link_model()
+>>> model.gamma, model.classes["same-switch"]
+(1.5e-10, (Segment(min_bytes=0.0, latency=0.0004, efficiency=0.95),))
 
 A message of ``n`` bytes on a path of a calibrated class then starts after α (instead of the path's
 latency plus the sender's overhead) and drains ``n / efficiency`` bytes at its max-min share -- the
@@ -22,7 +26,7 @@ header-and-protocol overhead a real transport pays on the wire:
 
 >>> from sim import simulate
 >>> nominal = simulate("netlab-star4", "sendrecv", "direct", 2**20).time_s
->>> calibrated = simulate(g, "sendrecv", "direct", 2**20).time_s
+>>> calibrated = simulate("netlab-star4", "sendrecv", "direct", 2**20, link_model=model).time_s
 >>> round(nominal * 1e3, 3), round(calibrated * 1e3, 3)     # 1 MiB at 25 MB/s; then 4e-4 + 1 MiB / (0.95 * 25 MB/s)
 (41.943, 44.551)
 """
@@ -36,13 +40,14 @@ import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import networkx as nx
 from pydantic import Field, field_validator, model_validator
 
-from .errors import CalibrationError, ConfigError, one_line
-from .linkclass import LINK_CLASSES
-from .schema import Bandwidth, Spec, Time, validate_spec
-from .topology.load import load_graph, read_yaml
+from sim.errors import CalibrationError, ConfigError, one_line
+from sim.linkclass import LINK_CLASSES
+from sim.linkmodel import MAX_EFFICIENCY, LinkModel
+from sim.linkmodel import Segment as ModelSegment
+from sim.schema import Bandwidth, Spec, Time, validate_spec
+from sim.topology.load import read_yaml
 
 __all__ = [
     "Calibration",
@@ -51,9 +56,7 @@ __all__ = [
     "Residual",
     "Segment",
     "Source",
-    "apply_calibration",
     "atomic_write",
-    "calibrated_graph",
     "load_calibration",
     "nominal_parameters",
     "save_calibration",
@@ -62,8 +65,6 @@ __all__ = [
 FORMAT = "collsim-calibration"
 #: calibration files larger than this are refused (a real one is a few KiB)
 MAX_FILE_BYTES = 16 * 2**20
-#: the largest efficiency a segment may claim (a size range where time hardly grows with size)
-MAX_EFFICIENCY = 1000.0
 
 Efficiency = Annotated[float, Field(gt=0, le=MAX_EFFICIENCY, allow_inf_nan=False)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
@@ -205,6 +206,25 @@ class Calibration(Spec):
     def run_ids(self) -> set[str]:
         return {rid for source in self.sources for rid in source.run_ids if rid}
 
+    def link_model(self, source: str | None = None) -> LinkModel:
+        """What this calibration applies, as the simulator's link model: per class the listed segments,
+        latency and efficiency (the rest nominal), γ, and the duplex / flows factors -- only what
+        ``calibrated`` names. ``source`` names the model in headers (default: the fitted topology)."""
+        classes: dict[str, tuple[ModelSegment, ...]] = {}
+        for cls in self.classes:
+            latency, efficiency, segments = self.applied(cls)
+            if segments:
+                classes[cls] = tuple(ModelSegment(s.min_bytes, s.latency, s.efficiency) for s in segments)
+            elif latency is not None or efficiency is not None:
+                classes[cls] = (ModelSegment(0.0, latency, 1.0 if efficiency is None else efficiency),)
+        return LinkModel(
+            classes=classes,
+            gamma=self.gamma if "gamma" in self.calibrated else None,
+            duplex=dict(self.duplex) if "duplex" in self.calibrated else {},
+            flows=dict(self.flows) if "flows" in self.calibrated else {},
+            source=source or f"calibration of {self.topology}",
+        )
+
 
 def nominal_parameters(cal: Calibration, classes: list[str] | None = None) -> list[str]:
     """What stays nominal under ``cal``, in words, for reports (``classes``: those the cluster has)."""
@@ -326,31 +346,3 @@ def atomic_write(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-# -- applying -----------------------------------------------------------------------------------
-
-
-def apply_calibration(graph: nx.DiGraph, calibration: Calibration | str | os.PathLike[str]) -> nx.DiGraph:
-    """A copy of ``graph`` that simulates with ``calibration``: the one place a calibration is applied.
-
-    The graph keeps its nominal link attributes; the calibration is attached as graph attributes
-    (``calibration``, ``calibrated``, and ``gamma`` when γ was calibrated), which
-    :class:`~sim.cluster.Cluster` turns into the per-message model of :mod:`sim.msgmodel`.
-    """
-    cal = calibration if isinstance(calibration, Calibration) else load_calibration(calibration)
-    if graph.graph.get("calibration") is not None:
-        raise CalibrationError(f"{graph.graph.get('name', 'topology')}: a calibration is already applied")
-    out = graph.copy()
-    out.graph["calibration"] = cal
-    out.graph["calibrated"] = tuple(cal.calibrated)
-    if "gamma" in cal.calibrated:
-        out.graph["gamma"] = cal.gamma
-    return out
-
-
-def calibrated_graph(topology: Any, calibration: Calibration | str | os.PathLike[str] | None) -> Any:
-    """``topology`` as is without a calibration, else the loaded graph with it applied (for the CLI)."""
-    if calibration is None:
-        return topology
-    return apply_calibration(load_graph(topology), calibration)

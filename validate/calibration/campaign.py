@@ -1,6 +1,6 @@
 """Where calibration and comparison measure: an emulated cluster (netlab) or local ranks on loopback.
 
-A :class:`Target` runs a runner module (``validate`` for collectives, ``validate.probes`` for
+A :class:`Target` runs a runner module (``validate`` for collectives, ``validate.calibration.probes`` for
 calibration probes) with some arguments, one rank per GPU, and leaves rank 0's JSON lines in a file.
 :func:`netlab_target` brings up (or reuses) a lab for the whole block and removes what it brought up on
 the way out, whatever happens; :func:`local_target` runs every rank on this machine's loopback, which is
@@ -62,7 +62,7 @@ class _Local:
     description: str
 
     def launch(self, module: str, args: Sequence[str], json_path: Path, timeout: float) -> None:
-        from .launch import Job, launch
+        from ..launch import Job, launch
 
         launch(self.ranks, Job(module, (*args, "--json", str(json_path)), f"{module} {' '.join(args)}"[:120], timeout))
 
