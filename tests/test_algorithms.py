@@ -109,6 +109,53 @@ def test_every_collective_has_the_shared_algorithm_names(collective):
     assert EXPECTED_NAMES[collective] <= set(algorithm_names(collective))
 
 
+#: what listings show (`collsim algorithms`, `collsim compare`, a report's default algorithms), in order:
+#: the first all-reduce algorithm is the default
+LISTED = {
+    "allreduce": [
+        "ring",
+        "tree",
+        "double-binary-tree",
+        "recursive-doubling",
+        "halving-doubling",
+        "hierarchical",
+        "master-worker",
+        "ps",
+    ],
+    "broadcast": ["flat", "binomial-tree", "ring"],
+    "reduce": ["binomial-tree", "ring"],
+    "allgather": ["recursive-doubling", "ring"],
+    "reducescatter": ["ring"],
+    "gather": ["flat", "binomial-tree"],
+    "scatter": ["flat", "binomial-tree"],
+    "alltoall": ["pairwise"],
+    "sendrecv": ["direct"],
+}
+
+
+def test_listings_keep_their_order():
+    """Module order in sim/algorithms/__init__.py (and its list_first pin) gives exactly this order."""
+    assert {c: algorithm_names(c) for c in LISTED} == LISTED
+
+
+#: algorithm names whose module is not the name with '-' as '_'
+MODULE_OF = {"binomial-tree": "binomial"}
+
+
+def algorithm_module(name: str) -> str:
+    """The module (in sim/algorithms/ and in validate/algorithms/) that holds algorithm ``name``."""
+    return MODULE_OF.get(name, name.replace("-", "_"))
+
+
+def test_one_module_per_algorithm_name():
+    """An algorithm name's every collective lives in one module named after it (docs/algorithms.md,
+    "Adding an algorithm")."""
+    from sim.algorithms.registry import _REGISTRY
+
+    ours = {key: cls.__module__ for key, cls in _REGISTRY.items() if cls.__module__.startswith("sim.")}
+    assert ours == {key: f"sim.algorithms.{algorithm_module(key[1])}" for key in ours}
+
+
 @pytest.mark.parametrize(
     "spec, message",
     [

@@ -3,6 +3,7 @@ results for every algorithm and collective on awkward sizes, and the same messag
 
 from __future__ import annotations
 
+import importlib.util
 from collections import Counter, defaultdict
 
 import pytest
@@ -22,7 +23,7 @@ from validate.comm import PeerError, ThreadWorld
 from validate.conformance import VARIANTS
 from validate.data import make_buffers
 from validate.layout import layout
-from validate.schedule import Step
+from validate.schedule import Op
 
 P2P_SPECS = [
     (coll, spec)
@@ -118,7 +119,7 @@ def test_sums_are_exact_in_small_types(dtype):
 
 def test_the_check_counts_wrong_elements():
     """A ring without its last all-gather step leaves one chunk stale on every rank: the check sees it."""
-    from validate.algorithms.ring import ring_allreduce
+    from validate.algorithms.ring import ring_allreduce_ops
     from validate.schedule import schedule_plan
 
     p, count = 4, 1000
@@ -127,7 +128,7 @@ def test_the_check_counts_wrong_elements():
 
     def body(comm):
         bufs = make_buffers(lay, comm.rank, 0)
-        steps = ring_allreduce(range(p), comm.rank, bufs.out)
+        steps = ring_allreduce_ops(range(p), comm.rank, bufs.out)
         schedule_plan(comm, steps[:-1])()
         return bufs.wrong()
 
@@ -137,9 +138,9 @@ def test_the_check_counts_wrong_elements():
 
     def body_quiet(comm):
         bufs = make_buffers(lay, comm.rank, 0)
-        steps = ring_allreduce(range(p), comm.rank, bufs.out)
+        steps = ring_allreduce_ops(range(p), comm.rank, bufs.out)
         last = steps[-1]
-        schedule_plan(comm, [*steps[:-1], Step(sends=last.sends)])()  # sent, but nobody stores it
+        schedule_plan(comm, [*steps[:-1], Op(sends=last.sends)])()  # sent, but nobody stores it
         return bufs.wrong()
 
     with pytest.raises(RunError, match="never received"):
@@ -236,3 +237,46 @@ def test_same_messages_as_the_simulator(coll, name, p):
         assert Counter(real[r]) == Counter((d, int(b)) for d, b in simulated[r]), f"rank {r}"
     if name == "ring":  # and in the same order
         assert {r: real[r] for r in range(p)} == {r: [(d, int(b)) for d, b in simulated[r]] for r in range(p)}
+
+
+#: what `collsim validate algorithms` lists, in order
+LISTED = {
+    "allreduce": [
+        "ring",
+        "tree",
+        "double-binary-tree",
+        "master-worker",
+        "ps",
+        "halving-doubling",
+        "recursive-doubling",
+        "hierarchical",
+        "builtin",
+    ],
+    "broadcast": ["binomial-tree", "ring", "flat", "builtin"],
+    "reduce": ["binomial-tree", "ring", "builtin"],
+    "allgather": ["ring", "recursive-doubling", "builtin"],
+    "reducescatter": ["ring", "builtin"],
+    "gather": ["flat", "binomial-tree", "builtin"],
+    "scatter": ["flat", "binomial-tree", "builtin"],
+    "alltoall": ["pairwise", "builtin"],
+    "sendrecv": ["direct", "builtin"],
+}
+
+
+def test_listings_keep_their_order():
+    """Module order in validate/algorithms/__init__.py (and its list_first pin) gives exactly this order."""
+    assert {c: algorithm_names(c) for c in LISTED} == LISTED
+
+
+def test_one_module_per_algorithm_name_as_in_the_simulator():
+    """A real algorithm lives in the module of the same name as the simulator's (validate/algorithms/ring.py
+    beside sim/algorithms/ring.py)."""
+    from validate.algorithms.registry import _REGISTRY
+
+    from .test_algorithms import algorithm_module
+
+    assert {key: cls.__module__ for key, cls in _REGISTRY.items()} == {
+        key: f"validate.algorithms.{algorithm_module(key[1])}" for key in _REGISTRY
+    }
+    for module in {algorithm_module(name) for _, name in _REGISTRY if name != "builtin"}:
+        assert importlib.util.find_spec(f"sim.algorithms.{module}") is not None, module

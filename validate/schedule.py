@@ -1,11 +1,12 @@
-"""A rank's part of a point-to-point algorithm as data: a list of :class:`Step`.
+"""A rank's part of a point-to-point algorithm as data: a list of :class:`Op`, one per step of its
+schedule (the simulator's counterpart, one step of every rank at once, is :class:`sim.program.Step`).
 
-In a step a rank posts all its sends and receives at once, waits for every one of them (its sends have
-left, its receives have arrived), then does the step's local work (reductions and copies). That is the
+In an op a rank posts all its sends and receives at once, waits for every one of them (its sends have
+left, its receives have arrived), then does the op's local work (reductions and copies). That is the
 simulator's rule -- "a rank starts a step when its previous send has left and its receive and reduction
 are done" -- and, because the two ends of every message post it in steps of the same tag, the same
 schedule runs deadlock-free on gloo (where a send completes once its receiver has posted) and on NCCL
-(where the step's operations are one ``batch_isend_irecv`` group).
+(where an op's messages are one ``batch_isend_irecv`` group).
 
 Plans are built once per size (views, peers, scratch buffers) so that running one costs only the
 communication and the arithmetic.
@@ -25,11 +26,11 @@ __all__ = [
     "Add",
     "Comm",
     "Copy",
-    "Step",
+    "Op",
     "Transfer",
     "can_post_early",
     "concurrent_plan",
-    "run_steps",
+    "run_ops",
     "schedule_plan",
     "segment_tag",
     "segments",
@@ -74,8 +75,9 @@ Local = Add | Copy
 
 
 @dataclass(frozen=True)
-class Step:
-    """Post ``sends`` and ``recvs``, wait for all, then run ``after`` in order.
+class Op:
+    """One step of a rank's schedule: post ``sends`` and ``recvs``, wait for all, then run ``after`` in
+    order.
 
     ``each`` (one entry per receive, or empty) is local work to do as soon as that receive has arrived,
     while later ones may still be in flight -- how a step split into segments overlaps its reduction
@@ -120,69 +122,69 @@ def _extent(t: torch.Tensor) -> tuple[int, int]:
     return start, start + t.numel() * t.element_size()
 
 
-def _touched(step: Step) -> list[torch.Tensor]:
-    out = [t for t, _, _ in step.sends] + [t for t, _, _ in step.recvs]
-    for op in (*step.before, *step.after, *(e for e in step.each if e is not None)):
-        out += [op.out, op.a, op.b] if isinstance(op, Add) else [op.dst, op.src]
+def _touched(op: Op) -> list[torch.Tensor]:
+    out = [t for t, _, _ in op.sends] + [t for t, _, _ in op.recvs]
+    for work in (*op.before, *op.after, *(e for e in op.each if e is not None)):
+        out += [work.out, work.a, work.b] if isinstance(work, Add) else [work.dst, work.src]
     return [t for t in out if t.numel()]
 
 
-def can_post_early(step: Step, following: Step) -> bool:
-    """Whether ``following``'s receives may be posted while ``step`` runs: their buffers are not
-    touched by ``step`` (sent, received into, reduced, copied) nor by ``following``'s ``before``."""
+def can_post_early(op: Op, following: Op) -> bool:
+    """Whether ``following``'s receives may be posted while ``op`` runs: their buffers are not
+    touched by ``op`` (sent, received into, reduced, copied) nor by ``following``'s ``before``."""
     targets = [_extent(t) for t, _, _ in following.recvs if t.numel()]
     if not targets:
         return False
-    busy = [_extent(t) for t in _touched(step)]
+    busy = [_extent(t) for t in _touched(op)]
     busy += [
         _extent(t)
-        for op in following.before
-        for t in ((op.out, op.a, op.b) if isinstance(op, Add) else (op.dst, op.src))
+        for work in following.before
+        for t in ((work.out, work.a, work.b) if isinstance(work, Add) else (work.dst, work.src))
     ]
     return not any(a < d and c < b for a, b in targets for c, d in busy)
 
 
-def run_steps(comm: Comm, steps: Sequence[Step], early: Sequence[bool] = ()) -> None:
-    """Run a rank's steps in order. Where ``early[k]``, step ``k + 1``'s receives are posted while
-    step ``k`` runs (their buffers are free, :func:`can_post_early`): with gloo, whose send waits for
+def run_ops(comm: Comm, ops: Sequence[Op], early: Sequence[bool] = ()) -> None:
+    """Run a rank's ops in order. Where ``early[k]``, op ``k + 1``'s receives are posted while
+    op ``k`` runs (their buffers are free, :func:`can_post_early`): with gloo, whose send waits for
     its receiver to have posted, that takes a handshake off every step; no data moves earlier."""
     posted_early: Any = None
-    for k, step in enumerate(steps):
-        for op in step.before:
-            op()
-        posted = comm.start(step.sends, step.recvs, posted_early) if (step.sends or step.recvs) else None
-        posted_early = comm.post_recvs(steps[k + 1].recvs) if k < len(early) and early[k] else None
+    for k, op in enumerate(ops):
+        for work in op.before:
+            work()
+        posted = comm.start(op.sends, op.recvs, posted_early) if (op.sends or op.recvs) else None
+        posted_early = comm.post_recvs(ops[k + 1].recvs) if k < len(early) and early[k] else None
         if posted is not None:
-            comm.finish(posted, step.each)
-        for op in step.after:
-            op()
+            comm.finish(posted, op.each)
+        for work in op.after:
+            work()
 
 
-def _writes(op: Local) -> torch.Tensor:
-    return op.out if isinstance(op, Add) else op.dst
+def _writes(work: Local) -> torch.Tensor:
+    return work.out if isinstance(work, Add) else work.dst
 
 
-def check_step(step: Step) -> None:
-    """Refuse a step whose ``each`` work writes into a buffer its sends may still be reading."""
-    sending = [_extent(t) for t, _, _ in step.sends if t.numel()]
-    for op in step.each:
-        if op is not None and _writes(op).numel():
-            a, b = _extent(_writes(op))
+def check_op(op: Op) -> None:
+    """Refuse an op whose ``each`` work writes into a buffer its sends may still be reading."""
+    sending = [_extent(t) for t, _, _ in op.sends if t.numel()]
+    for work in op.each:
+        if work is not None and _writes(work).numel():
+            a, b = _extent(_writes(work))
             if any(a < d and c < b for c, d in sending):
-                raise ValueError(f"step work {op!r} writes into a buffer the step is sending")
+                raise ValueError(f"step work {work!r} writes into a buffer the step is sending")
 
 
-def schedule_plan(comm: Comm, steps: Sequence[Step]) -> Callable[[], None]:
-    """A callable that runs ``steps`` on ``comm`` (what :meth:`RealAlgorithm.plan` returns)."""
-    frozen = tuple(steps)
-    for step in frozen:
-        check_step(step)
+def schedule_plan(comm: Comm, ops: Sequence[Op]) -> Callable[[], None]:
+    """A callable that runs ``ops`` on ``comm`` (what :meth:`RealAlgorithm.plan` returns)."""
+    frozen = tuple(ops)
+    for op in frozen:
+        check_op(op)
     early = tuple(can_post_early(a, b) for a, b in pairwise(frozen))
 
     def run() -> None:
-        run_steps(comm, frozen, early)
+        run_ops(comm, frozen, early)
 
-    run.steps = frozen  # type: ignore[attr-defined]  (for inspection and tests)
+    run.ops = frozen  # type: ignore[attr-defined]  (for inspection and tests)
     return run
 
 
@@ -201,8 +203,8 @@ def segments(t: torch.Tensor, elements: int) -> tuple[torch.Tensor, ...]:
     return t.split(elements)
 
 
-def concurrent_plan(comm: Comm, sequences: Sequence[Sequence[Step]]) -> Callable[[], None]:
-    """A callable that runs several independent step sequences of one rank at the same time, each on
+def concurrent_plan(comm: Comm, sequences: Sequence[Sequence[Op]]) -> Callable[[], None]:
+    """A callable that runs several independent op sequences of one rank at the same time, each on
     its own thread (as the simulator runs them as separate processes): each keeps its own order, none
     waits for another. The first error raised by any of them is raised."""
     plans = [schedule_plan(comm, seq) for seq in sequences]
@@ -229,5 +231,5 @@ def concurrent_plan(comm: Comm, sequences: Sequence[Sequence[Step]]) -> Callable
         if errors:
             raise errors[0]
 
-    run.steps = tuple(s for seq in sequences for s in seq)  # type: ignore[attr-defined]
+    run.ops = tuple(op for seq in sequences for op in seq)  # type: ignore[attr-defined]
     return run

@@ -1,25 +1,37 @@
-"""Algorithms, one module each, registered on import (see :mod:`sim.algorithms.registry`)."""
+"""Algorithms, one module per algorithm name, each holding that algorithm for every collective it serves
+(its SimPy process, closed form and step program), registered on import (see
+:mod:`sim.algorithms.registry`). Helpers several of them use live in :mod:`sim.algorithms.common`.
+
+Listings show a collective's algorithms in the order they were registered, so the order of the imports
+below is the order of every listing: ``flat`` before ``binomial`` (broadcast, gather, scatter), both
+before ``ring`` (broadcast, reduce), ``ring`` before all other all-reduce algorithms (it heads that
+listing). One order cannot come from the imports: the all-gather lists ``recursive-doubling``
+before ``ring``, which the all-reduce lists after it, so it is pinned with
+:meth:`~sim.algorithms.registry.Registry.list_first`.
+"""
 
 from __future__ import annotations
 
-from . import ring  # noqa: F401  (registered first: the default heads every listing of names)
-
-# isort: split
-from . import (  # noqa: F401  (registers)
-    binomial,
-    double_binary_tree,
+# isort: off
+from . import (  # noqa: F401  (registers, in this order)
     flat,
+    binomial,
+    ring,
+    tree,
+    double_binary_tree,
+    recursive_doubling,
     halving_doubling,
     hierarchical,
     master_worker,
     pairwise,
+    direct,
     ps,
-    recursive_doubling,
-    ring_collectives,
-    tree,
 )
+
+# isort: on
 from .base import Algorithm, NoOptions
 from .registry import (
+    REGISTRY,
     algorithm_names,
     default_algorithm,
     get_algorithm,
@@ -27,6 +39,8 @@ from .registry import (
     register,
     split_algorithm_specs,
 )
+
+REGISTRY.list_first("allgather", "recursive-doubling", "ring")
 
 __all__ = [
     "Algorithm",

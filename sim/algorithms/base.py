@@ -1,12 +1,14 @@
 """What every algorithm is: a SimPy process over a :class:`~sim.runtime.Job`, beside its closed-form
 cost, registered under a name for one collective.
 
-An algorithm module defines a subclass of :class:`Algorithm` with
+An algorithm module (one per algorithm name, e.g. ``ring.py``) defines, for each collective it serves,
+a subclass of :class:`Algorithm` with
 
 * ``name`` and ``collective`` -- the registry key (``allreduce`` / ``ring``);
 * ``Options`` -- a schema of its options (``tree:chunks=8`` gives ``chunks=8``);
 * :meth:`run` -- the generator that moves the data through ``job.send`` / ``job.recv``;
 * :meth:`cost` -- the closed form on an uncongested star (model.md), in α, β, γ;
+* :meth:`program` -- optionally, the same schedule as a step program, for the fast path;
 * :meth:`segments` -- how finely it cuts the buffer, for the data check.
 """
 

@@ -38,15 +38,10 @@ import numpy as np
 
 from ..runtime import Job
 from .base import Algorithm
-from .flat import spread
+from .common import ceil_log2, spread
 from .registry import register
 
-__all__ = ["BinomialBroadcast", "BinomialGather", "BinomialReduce", "BinomialScatter", "ceil_log2"]
-
-
-def ceil_log2(p: int) -> int:
-    """⌈log2 p⌉ (0 for p = 1)."""
-    return (p - 1).bit_length()
+__all__ = ["BinomialBroadcast", "BinomialGather", "BinomialReduce", "BinomialScatter"]
 
 
 def _lowbit(rel: int, p: int) -> int:

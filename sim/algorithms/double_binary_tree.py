@@ -31,8 +31,7 @@ from typing import Any
 
 from ..runtime import Job
 from .base import Algorithm
-from .binomial import ceil_log2
-from .flat import spread
+from .common import ceil_log2, spread
 from .registry import register
 from .tree import TreeOptions, tree_allreduce, tree_time
 

@@ -1,5 +1,5 @@
-"""Flat (one-to-all and all-to-one) collectives, and the fan-in / fan-out steps that master-worker and
-the parameter server are built from.
+"""Flat (one-to-all and all-to-one) broadcast, gather and scatter, built from the fan-in / fan-out
+steps of :mod:`sim.algorithms.common`.
 
 Every message of a flat step starts at once, so on a star the ``q`` flows into (or out of) one host
 share its link: the step takes ``α + q·m·β`` for ``q`` messages of ``m`` bytes.
@@ -19,64 +19,15 @@ share its link: the step takes ``α + q·m·β`` for ``q`` messages of ``m`` byt
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator
 from typing import Any
 
-from ..runtime import Job, Segment
+from ..runtime import Job
 from .base import Algorithm
+from .common import fan_in, fan_out, receive_into, spread, storing
 from .registry import register
 
-__all__ = ["FlatBroadcast", "FlatGather", "FlatScatter", "fan_in", "fan_out", "receive_into", "spread", "storing"]
-
-
-def spread(job: Job, bodies: Sequence[Generator[Any, Any, None]]) -> Any:
-    """One SimPy process per body; the returned event fires when all of them are done."""
-    return job.env.all_of([job.env.process(body) for body in bodies])
-
-
-def fan_in(
-    job: Job,
-    at: int,
-    peers: Sequence[int],
-    tag: int,
-    fold: Callable[[int, Any], Generator[Any, Any, None]],
-) -> Generator[Any, Any, None]:
-    """``at`` receives one message with ``tag`` from each of ``peers`` and handles each one with
-    ``fold(src, payload)`` in the order they arrive (ties in ``peers`` order): a reduction there is
-    serialized on ``at``'s processor, as a master or a server reduces one buffer after another.
-    """
-    pending = {src: job.recv(at, src, tag) for src in peers}
-    while pending:
-        if not any(event.triggered for event in pending.values()):
-            yield job.env.any_of(list(pending.values()))
-        for src in [s for s, event in pending.items() if event.triggered]:
-            payload = pending.pop(src).value
-            yield from fold(src, payload)
-
-
-def storing(job: Job, at: int, seg_of: Callable[[int], Segment]) -> Callable[[int, Any], Generator[Any, Any, None]]:
-    """A ``fold`` for :func:`fan_in` that stores the message from ``src`` as ``at``'s copy of
-    ``seg_of(src)`` (a copy, no reduction)."""
-
-    def fold(src: int, payload: Any) -> Generator[Any, Any, None]:
-        job.data.put(at, seg_of(src), payload)
-        yield from ()
-
-    return fold
-
-
-def fan_out(
-    job: Job, at: int, peers: Sequence[int], nbytes: float, payload: Callable[[int], Any], tag: int
-) -> list[Any]:
-    """``at`` sends ``nbytes`` to each of ``peers`` at once (payload ``payload(peer)``); returns the
-    send events."""
-    return [job.send(at, dst, nbytes, payload(dst), tag) for dst in peers]
-
-
-def receive_into(job: Job, rank: int, src: int, seg: Segment, tag: int) -> Generator[Any, Any, None]:
-    """``rank`` receives one message from ``src`` and stores it as its copy of ``seg``."""
-    got = yield job.recv(rank, src, tag)
-    job.data.put(rank, seg, got)
+__all__ = ["FlatBroadcast", "FlatGather", "FlatScatter"]
 
 
 @register

@@ -12,8 +12,12 @@ On a star every step is one message each way per host, so it is exact::
     T = 2·log2 p·α + 2·(p-1)/p·n·β + (p-1)/p·n·γ
 
 For p not a power of two the ranks fold into the largest power of two p' first and unfold at the end
-(see :mod:`sim.algorithms.recursive_doubling`); the form is then
-2·(log2 p' + 1)·α + 2·(1 + (p'-1)/p')·n·β + (1 + (p'-1)/p')·n·γ, not exact for the reason given there.
+(:class:`sim.algorithms.common.Fold`); the form is then
+2·(log2 p' + 1)·α + 2·(1 + (p'-1)/p')·n·β + (1 + (p'-1)/p')·n·γ, not exact for the reason
+:mod:`sim.algorithms.recursive_doubling` gives.
+
+:func:`halving_doubling_program` is the same schedule over any list of ranks as a step program
+(:mod:`sim.program`), for the fast path; :mod:`sim.algorithms.hierarchical` runs it across hosts.
 """
 
 from __future__ import annotations
@@ -21,12 +25,15 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
+import numpy as np
+
+from ..program import Step, StepProgram
 from ..runtime import Job
 from .base import Algorithm
-from .recursive_doubling import Fold, exchange, folded
+from .common import Fold, core_size, exchange, folded
 from .registry import register
 
-__all__ = ["HalvingDoubling"]
+__all__ = ["HalvingDoubling", "halving_doubling_program"]
 
 
 @register
@@ -82,3 +89,64 @@ class HalvingDoubling(Algorithm):
         if fold.extra:
             core += 2 * (alpha + n * beta) + n * gamma
         return core
+
+
+def halving_doubling_program(order: list[int], nbytes: float, endpoints: int, seg_off: int = 0) -> StepProgram:
+    """Rabenseifner's all-reduce over ``order`` as a step program: recursive halving reduce-scatter,
+    then recursive doubling all-gather, on q' blocks of nbytes/q' (q' = the largest power of two <=
+    len(order)). With r = len(order) - q' extra participants, MPICH's folding comes first: position 2i
+    sends its buffer to 2i+1 (i < r), which reduces it and takes part in the core; at the end 2i+1 sends
+    the result back to 2i."""
+    full = list(order)
+    q = core_size(len(full))
+    extra = len(full) - q
+    core = [full[2 * i + 1] for i in range(extra)] + full[2 * extra :]
+    order = core
+    block = nbytes / q
+    everything = dict(endpoints=endpoints, seg=seg_off, seg_width=q)
+    fold_in = (
+        Step.make(
+            [full[2 * i] for i in range(extra)], [full[2 * i + 1] for i in range(extra)], nbytes, nbytes, **everything
+        )
+        if extra
+        else None
+    )
+    ranges = [(0, q)] * q
+    phases: list[tuple[Step, int]] = []
+    mask = q >> 1
+    while mask:  # recursive halving: send the half the partner keeps, reduce the half received
+        src, dst, seg, width = [], [], [], []
+        new = []
+        for j in range(q):
+            lo, hi = ranges[j]
+            mid = (lo + hi) // 2
+            keep, give = ((mid, hi), (lo, mid)) if j & mask else ((lo, mid), (mid, hi))
+            src.append(order[j])
+            dst.append(order[j ^ mask])
+            seg.append(seg_off + give[0])
+            width.append(give[1] - give[0])
+            new.append(keep)
+        half = np.asarray(width) * block
+        phases.append((Step.make(src, dst, half, half, endpoints=endpoints, seg=seg, seg_width=width), 1))
+        ranges = new
+        mask >>= 1
+    mask = 1
+    while mask < q:  # recursive doubling: swap everything held, store what arrives
+        src, dst, seg, width = [], [], [], []
+        for j in range(q):
+            lo, hi = ranges[j]
+            src.append(order[j])
+            dst.append(order[j ^ mask])
+            seg.append(seg_off + lo)
+            width.append(hi - lo)
+        phases.append(
+            (Step.make(src, dst, np.asarray(width) * block, 0.0, endpoints=endpoints, seg=seg, seg_width=width), 1)
+        )
+        ranges = [(min(ranges[j][0], ranges[j ^ mask][0]), max(ranges[j][1], ranges[j ^ mask][1])) for j in range(q)]
+        mask <<= 1
+    if fold_in is not None:
+        fold_out = Step.make(
+            [full[2 * i + 1] for i in range(extra)], [full[2 * i] for i in range(extra)], nbytes, 0.0, **everything
+        )
+        phases = [(fold_in, 1), *phases, (fold_out, 1)]
+    return StepProgram(endpoints, tuple(phases))

@@ -29,14 +29,17 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import AlgorithmError
-from ..program import Step, StepProgram, concat, merge, run_messages
+from ..program import StepProgram, concat, merge, run_messages
 from ..runtime import Job
 from ..schema import Spec
 from .base import Algorithm
+from .common import core_size
+from .halving_doubling import halving_doubling_program
 from .registry import register
 from .ring import ring_steps, rings_steps
+from .tree import tree_program
 
-__all__ = ["Hierarchical", "halving_doubling_program", "host_groups", "tree_program", "two_level_cost"]
+__all__ = ["Hierarchical", "host_groups", "two_level_cost"]
 
 
 class HierarchicalOptions(Spec):
@@ -58,95 +61,6 @@ def host_groups(cluster: Any, p: int) -> list[list[int]]:
             "(choose ranks as a multiple of the GPUs per host)"
         )
     return out
-
-
-def core_size(q: int) -> int:
-    """The largest power of two <= q (halving-doubling's core)."""
-    return 1 << (q.bit_length() - 1)
-
-
-def halving_doubling_program(order: list[int], nbytes: float, endpoints: int, seg_off: int = 0) -> StepProgram:
-    """Rabenseifner's all-reduce over ``order`` as a step program: recursive halving reduce-scatter,
-    then recursive doubling all-gather, on q' blocks of nbytes/q' (q' = the largest power of two <=
-    len(order)). With r = len(order) - q' extra participants, MPICH's folding comes first: position 2i
-    sends its buffer to 2i+1 (i < r), which reduces it and takes part in the core; at the end 2i+1 sends
-    the result back to 2i."""
-    full = list(order)
-    q = core_size(len(full))
-    extra = len(full) - q
-    core = [full[2 * i + 1] for i in range(extra)] + full[2 * extra :]
-    order = core
-    block = nbytes / q
-    everything = dict(endpoints=endpoints, seg=seg_off, seg_width=q)
-    fold_in = (
-        Step.make(
-            [full[2 * i] for i in range(extra)], [full[2 * i + 1] for i in range(extra)], nbytes, nbytes, **everything
-        )
-        if extra
-        else None
-    )
-    ranges = [(0, q)] * q
-    phases: list[tuple[Step, int]] = []
-    mask = q >> 1
-    while mask:  # recursive halving: send the half the partner keeps, reduce the half received
-        src, dst, seg, width = [], [], [], []
-        new = []
-        for j in range(q):
-            lo, hi = ranges[j]
-            mid = (lo + hi) // 2
-            keep, give = ((mid, hi), (lo, mid)) if j & mask else ((lo, mid), (mid, hi))
-            src.append(order[j])
-            dst.append(order[j ^ mask])
-            seg.append(seg_off + give[0])
-            width.append(give[1] - give[0])
-            new.append(keep)
-        half = np.asarray(width) * block
-        phases.append((Step.make(src, dst, half, half, endpoints=endpoints, seg=seg, seg_width=width), 1))
-        ranges = new
-        mask >>= 1
-    mask = 1
-    while mask < q:  # recursive doubling: swap everything held, store what arrives
-        src, dst, seg, width = [], [], [], []
-        for j in range(q):
-            lo, hi = ranges[j]
-            src.append(order[j])
-            dst.append(order[j ^ mask])
-            seg.append(seg_off + lo)
-            width.append(hi - lo)
-        phases.append(
-            (Step.make(src, dst, np.asarray(width) * block, 0.0, endpoints=endpoints, seg=seg, seg_width=width), 1)
-        )
-        ranges = [(min(ranges[j][0], ranges[j ^ mask][0]), max(ranges[j][1], ranges[j ^ mask][1])) for j in range(q)]
-        mask <<= 1
-    if fold_in is not None:
-        fold_out = Step.make(
-            [full[2 * i + 1] for i in range(extra)], [full[2 * i] for i in range(extra)], nbytes, 0.0, **everything
-        )
-        phases = [(fold_in, 1), *phases, (fold_out, 1)]
-    return StepProgram(endpoints, tuple(phases))
-
-
-def tree_program(order: list[int], nbytes: float, endpoints: int, seg_off: int = 0, seg_width: int = 1) -> StepProgram:
-    """A binary heap tree over ``order`` (root ``order[0]``, children of position j at 2j+1, 2j+2):
-    reduce up one level per step, then broadcast down one level per step; unpipelined. Every message
-    carries the whole buffer, data-check segments ``[seg_off, seg_off + seg_width)``."""
-    q = len(order)
-    depth = [0] * q
-    for j in range(1, q):
-        depth[j] = depth[(j - 1) // 2] + 1
-    d = max(depth)
-    phases: list[tuple[Step, int]] = []
-    for s in range(d):  # reduce: the nodes at depth d - s send to their parents
-        senders = [j for j in range(q) if depth[j] == d - s]
-        src = [order[j] for j in senders]
-        dst = [order[(j - 1) // 2] for j in senders]
-        phases.append((Step.make(src, dst, nbytes, nbytes, endpoints=endpoints, seg=seg_off, seg_width=seg_width), 1))
-    for s in range(d):  # broadcast: the nodes at depth s send to their children
-        senders = [j for j in range(1, q) if depth[j] == s + 1]
-        src = [order[(j - 1) // 2] for j in senders]
-        dst = [order[j] for j in senders]
-        phases.append((Step.make(src, dst, nbytes, 0.0, endpoints=endpoints, seg=seg_off, seg_width=seg_width), 1))
-    return StepProgram(endpoints, tuple(phases))
 
 
 def _outer_program(outer: str, order: list[int], nbytes: float, endpoints: int, seg_off: int) -> StepProgram:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..runtime import Job
 from .base import Algorithm
-from .flat import fan_in, fan_out, receive_into, spread
+from .common import fan_in, fan_out, receive_into, spread
 from .registry import register
 
 __all__ = ["MasterWorker"]

@@ -1,17 +1,8 @@
-"""Point-to-point patterns: all-to-all ``pairwise`` and send/recv ``direct``.
+"""All-to-all ``pairwise`` (n = each rank's whole buffer, p blocks of n/p): in step s = 1..p-1 rank r
+sends its block for r+s and receives the block from r-s, both before the next step. On a star every
+step is one message in and one out of each host, so for every p exactly::
 
-* all-to-all ``pairwise`` (n = each rank's whole buffer, p blocks of n/p): in step s = 1..p-1 rank r
-  sends its block for r+s and receives the block from r-s, both before the next step. On a star every
-  step is one message in and one out of each host::
-
-      T = (p-1)·(α + n/p·β)
-
-* send/recv ``direct`` (nccl-tests' sendrecv_perf): every rank sends its buffer to rank+1 and receives
-  rank-1's, all at once::
-
-      T = α + n·β
-
-Both are exact on a star for every p.
+    T = (p-1)·(α + n/p·β)
 """
 
 from __future__ import annotations
@@ -21,10 +12,10 @@ from typing import Any
 
 from ..runtime import Job
 from .base import Algorithm
-from .flat import spread
+from .common import spread
 from .registry import register
 
-__all__ = ["DirectSendRecv", "PairwiseAllToAll"]
+__all__ = ["PairwiseAllToAll"]
 
 
 @register
@@ -50,28 +41,3 @@ class PairwiseAllToAll(Algorithm):
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         return (p - 1) * (alpha + n / p * beta)
-
-
-@register
-class DirectSendRecv(Algorithm):
-    name = "direct"
-    collective = "sendrecv"
-    summary = "every rank sends its buffer to rank+1 (and receives rank-1's)"
-
-    def segments(self, p: int) -> int:
-        return 1
-
-    def run(self, job: Job) -> Generator[Any, Any, None]:
-        p = job.p
-        if p == 1:
-            return
-
-        def member(r: int) -> Generator[Any, Any, None]:
-            sent = job.send(r, (r + 1) % p, job.nbytes, job.data.take(r, 0), 0)
-            job.data.put(r, 0, (yield job.recv(r, (r - 1) % p, 0)))
-            yield sent
-
-        yield spread(job, [member(r) for r in range(p)])
-
-    def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
-        return 0.0 if p == 1 else alpha + n * beta

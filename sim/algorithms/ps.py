@@ -35,7 +35,7 @@ from ..errors import AlgorithmError
 from ..runtime import Job
 from ..schema import Spec
 from .base import Algorithm
-from .flat import fan_in, fan_out, receive_into, spread
+from .common import fan_in, fan_out, receive_into, spread
 from .registry import register
 
 __all__ = ["ParameterServer", "server_hosts"]

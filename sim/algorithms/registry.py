@@ -67,6 +67,8 @@ class Registry(Generic[T]):
     def __init__(self, what: str = "") -> None:
         self.what = f" {what}" if what else ""
         self.classes: dict[tuple[str, str], type[T]] = {}
+        #: per collective, names that :meth:`names` lists before all others (see :meth:`list_first`)
+        self.first: dict[str, tuple[str, ...]] = {}
 
     def register(self, cls: type[T]) -> type[T]:
         """Class decorator: register ``cls`` under (``cls.collective``, ``cls.name``)."""
@@ -76,10 +78,20 @@ class Registry(Generic[T]):
         self.classes[key] = cls
         return cls
 
+    def list_first(self, collective: str, *names: str) -> None:
+        """List ``names`` (those registered) before the other algorithms of ``collective``, in this
+        order. For an order that the order of registration cannot give: a module registers all its
+        collectives at once, so module A may have to come before module B for one collective and
+        after it for another."""
+        self.first[get_collective(collective).name] = names
+
     def names(self, collective: str) -> list[str]:
-        """Names registered for ``collective``, in registration order."""
+        """Names registered for ``collective``, in registration order (but those given to
+        :meth:`list_first` first): the order listings, ``collsim compare`` and reports show."""
         coll = get_collective(collective).name
-        return [name for (c, name) in self.classes if c == coll]
+        registered = [name for (c, name) in self.classes if c == coll]
+        first = [name for name in self.first.get(coll, ()) if name in registered]
+        return first + [name for name in registered if name not in first]
 
     def build(self, collective: str, spec: str, **options: Any) -> T:
         """An instance from a spec string such as ``ps:shards=2`` (options validated by its schema)."""
@@ -107,7 +119,7 @@ def register(cls: type[Algorithm]) -> type[Algorithm]:
 
 
 def algorithm_names(collective: str) -> list[str]:
-    """Names registered for ``collective``, in registration order."""
+    """Names registered for ``collective``, in listing order (:meth:`Registry.names`)."""
     return REGISTRY.names(collective)
 
 

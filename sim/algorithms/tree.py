@@ -29,6 +29,9 @@ its reduce loop before it starts its broadcast loop), so it pays the K-1 fill tw
 
 For other p the siblings are not in lockstep and flows share links part of the way: with p = 4
 (0 <- {1, 2}, 1 <- 3) and K = 1 the time is 4α + 5n·β (tests/test_congested.py derives it).
+
+:func:`tree_program` is the unpipelined tree over any list of ranks as a step program
+(:mod:`sim.program`); :mod:`sim.algorithms.hierarchical` runs it across hosts.
 """
 
 from __future__ import annotations
@@ -36,13 +39,14 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import Any
 
+from ..program import Step, StepProgram
 from ..runtime import Job
 from ..schema import Chunks, Spec
 from .base import Algorithm
-from .flat import fan_in, spread
+from .common import fan_in, spread
 from .registry import register
 
-__all__ = ["BinaryTree", "TreeOptions", "heap_tree", "tree_allreduce", "tree_time"]
+__all__ = ["BinaryTree", "TreeOptions", "heap_tree", "tree_allreduce", "tree_program", "tree_time"]
 
 
 class TreeOptions(Spec):
@@ -128,3 +132,26 @@ class BinaryTree(Algorithm):
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         depth = (p).bit_length() - 1
         return tree_time(depth, 1 if p == 2 else 2, self.options.chunks, n, alpha, beta, gamma)
+
+
+def tree_program(order: list[int], nbytes: float, endpoints: int, seg_off: int = 0, seg_width: int = 1) -> StepProgram:
+    """A binary heap tree over ``order`` (root ``order[0]``, children of position j at 2j+1, 2j+2):
+    reduce up one level per step, then broadcast down one level per step; unpipelined. Every message
+    carries the whole buffer, data-check segments ``[seg_off, seg_off + seg_width)``."""
+    q = len(order)
+    depth = [0] * q
+    for j in range(1, q):
+        depth[j] = depth[(j - 1) // 2] + 1
+    d = max(depth)
+    phases: list[tuple[Step, int]] = []
+    for s in range(d):  # reduce: the nodes at depth d - s send to their parents
+        senders = [j for j in range(q) if depth[j] == d - s]
+        src = [order[j] for j in senders]
+        dst = [order[(j - 1) // 2] for j in senders]
+        phases.append((Step.make(src, dst, nbytes, nbytes, endpoints=endpoints, seg=seg_off, seg_width=seg_width), 1))
+    for s in range(d):  # broadcast: the nodes at depth s send to their children
+        senders = [j for j in range(1, q) if depth[j] == s + 1]
+        src = [order[(j - 1) // 2] for j in senders]
+        dst = [order[j] for j in senders]
+        phases.append((Step.make(src, dst, nbytes, 0.0, endpoints=endpoints, seg=seg_off, seg_width=seg_width), 1))
+    return StepProgram(endpoints, tuple(phases))

@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from ..schedule import Step, concurrent_plan
+from ..schedule import Op, concurrent_plan
 from .base import RealAlgorithm, Task
 from .registry import register
-from .tree import Tree, TreeOptions, busy, tree_steps
+from .tree import Tree, TreeOptions, busy, tree_ops
 
 __all__ = ["DoubleBinaryTreeAllReduce", "nccl_btree", "nccl_dtree"]
 
@@ -73,13 +73,13 @@ def nccl_dtree(order: Sequence[int]) -> tuple[Tree, Tree]:
     return nccl_btree(order), second
 
 
-def dbt_sequences(order: Sequence[int], i: int, buf: torch.Tensor, tag: int = 0, chunks: int = 1) -> list[list[Step]]:
+def dbt_sequences(order: Sequence[int], i: int, buf: torch.Tensor, tag: int = 0, chunks: int = 1) -> list[list[Op]]:
     """Rank ``order[i]``'s two step sequences (one per tree) of a double-binary-tree all-reduce of
     ``buf`` among ``order``: tree ``t`` takes half ``t`` of the buffer in ``chunks`` pieces, with tags
     from ``tag + 2·chunks·t``."""
     halves = torch.tensor_split(buf, 2)
     return [
-        [s for s in tree_steps(tree, order[i], torch.tensor_split(half, chunks), tag + 2 * chunks * t) if busy(s)]
+        [s for s in tree_ops(tree, order[i], torch.tensor_split(half, chunks), tag + 2 * chunks * t) if busy(s)]
         for t, (tree, half) in enumerate(zip(nccl_dtree(order), halves, strict=True))
     ]
 

@@ -14,50 +14,19 @@ a power of two: ``2·log2(p)·α + 2·(p-1)/p·n·β + (p-1)/p·n·γ``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import accumulate
 
 import torch
 
-from ..schedule import Add, Step, schedule_plan
+from ..schedule import Add, Op, schedule_plan
 from .base import RealAlgorithm, Task
+from .common import fold
 from .registry import register
 
-__all__ = ["HalvingDoublingAllReduce", "PowerOfTwoFold", "fold", "halving_doubling_allreduce"]
+__all__ = ["HalvingDoublingAllReduce", "halving_doubling_allreduce_ops"]
 
 
-@dataclass(frozen=True)
-class PowerOfTwoFold:
-    """The non-power-of-two step: ``pre`` and ``post`` steps, this rank's new rank (None when it sits
-    out), ``pof2`` and ``real(new_rank)`` -> rank."""
-
-    pre: list[Step]
-    post: list[Step]
-    new_rank: int | None
-    pof2: int
-    real: Callable[[int], int]
-
-
-def fold(order: Sequence[int], i: int, buf: torch.Tensor, tag: int) -> PowerOfTwoFold:
-    """Fold ``len(order)`` ranks onto a power of two (MPICH): uses tags ``tag`` and ``tag + 1``."""
-    q = len(order)
-    pof2 = 1 << (q.bit_length() - 1)
-    rem = q - pof2
-
-    def real(new: int) -> int:
-        return order[2 * new + 1] if new < rem else order[new + rem]
-
-    if i >= 2 * rem:
-        return PowerOfTwoFold([], [], i - rem, pof2, real)
-    if i % 2 == 0:
-        up = order[i + 1]
-        return PowerOfTwoFold([Step(sends=((buf, up, tag),))], [Step(recvs=((buf, up, tag + 1),))], None, pof2, real)
-    down, tmp = order[i - 1], torch.empty_like(buf)
-    pre = [Step(recvs=((tmp, down, tag),), after=(Add(buf, buf, tmp),))]
-    return PowerOfTwoFold(pre, [Step(sends=((buf, down, tag + 1),))], i // 2, pof2, real)
-
-
-def halving_doubling_allreduce(order: Sequence[int], i: int, buf: torch.Tensor, tag: int = 0) -> list[Step]:
+def halving_doubling_allreduce_ops(order: Sequence[int], i: int, buf: torch.Tensor, tag: int = 0) -> list[Op]:
     """Rank ``order[i]``'s Rabenseifner all-reduce of ``buf`` among ``order``."""
     f = fold(order, i, buf, tag)
     if f.new_rank is None:
@@ -76,16 +45,14 @@ def halving_doubling_allreduce(order: Sequence[int], i: int, buf: torch.Tensor, 
         keep, give = ((mid, hi), (lo, mid)) if new & mask else ((lo, mid), (mid, hi))
         partner, kept = f.real(new ^ mask), blocks(*keep)
         got = tmp[: kept.numel()]
-        steps.append(
-            Step(sends=((blocks(*give), partner, t),), recvs=((got, partner, t),), each=(Add(kept, kept, got),))
-        )
+        steps.append(Op(sends=((blocks(*give), partner, t),), recvs=((got, partner, t),), each=(Add(kept, kept, got),)))
         (lo, hi), mask, t = keep, mask >> 1, t + 1
     mask = 1
     while mask < f.pof2:  # recursive doubling: swap everything held
         width = hi - lo
         theirs = (lo - width, lo) if new & mask else (hi, hi + width)
         partner = f.real(new ^ mask)
-        steps.append(Step(sends=((blocks(lo, hi), partner, t),), recvs=((blocks(*theirs), partner, t),)))
+        steps.append(Op(sends=((blocks(lo, hi), partner, t),), recvs=((blocks(*theirs), partner, t),)))
         lo, hi, mask, t = min(lo, theirs[0]), max(hi, theirs[1]), mask << 1, t + 1
     return f.pre + steps + f.post
 
@@ -97,4 +64,4 @@ class HalvingDoublingAllReduce(RealAlgorithm):
     summary = "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling all-gather (MPICH)"
 
     def plan(self, task: Task) -> Callable[[], None]:
-        return schedule_plan(task.comm, halving_doubling_allreduce(range(task.p), task.rank, task.out))
+        return schedule_plan(task.comm, halving_doubling_allreduce_ops(range(task.p), task.rank, task.out))

@@ -18,19 +18,19 @@ import torch
 
 from sim.schema import Spec
 
-from ..schedule import Step, schedule_plan
+from ..schedule import Op, schedule_plan
 from .base import RealAlgorithm, Task
-from .halving_doubling import halving_doubling_allreduce
+from .halving_doubling import halving_doubling_allreduce_ops
 from .registry import register
-from .ring import ring_allgather, ring_allreduce, ring_reduce_scatter
-from .tree import tree_allreduce
+from .ring import ring_allgather_ops, ring_allreduce_ops, ring_reduce_scatter_ops
+from .tree import tree_allreduce_ops
 
 __all__ = ["HierarchicalAllReduce", "HierarchicalOptions"]
 
-OUTER: dict[str, Callable[[Sequence[int], int, torch.Tensor, int], list[Step]]] = {
-    "ring": ring_allreduce,
-    "tree": tree_allreduce,
-    "halving-doubling": halving_doubling_allreduce,
+OUTER: dict[str, Callable[[Sequence[int], int, torch.Tensor, int], list[Op]]] = {
+    "ring": ring_allreduce_ops,
+    "tree": tree_allreduce_ops,
+    "halving-doubling": halving_doubling_allreduce_ops,
 }
 #: tags of the three phases start this far apart
 _PHASE = 1 << 16
@@ -62,8 +62,8 @@ class HierarchicalAllReduce(RealAlgorithm):
         rail = [h * g + j for h in range(task.p // g)]
         slices = torch.tensor_split(task.out, g)
         # the inner reduce-scatter leaves local rank j with slice j (offset -1), as the all-gather expects
-        steps = ring_reduce_scatter(local, j, slices, 0, offset=-1)
+        steps = ring_reduce_scatter_ops(local, j, slices, 0, offset=-1)
         outer = OUTER[self.options.outer]  # type: ignore[attr-defined]
         steps += outer(rail, host, slices[j], _PHASE)
-        steps += ring_allgather(local, j, slices, 2 * _PHASE, first=0)
+        steps += ring_allgather_ops(local, j, slices, 2 * _PHASE, first=0)
         return schedule_plan(task.comm, steps)

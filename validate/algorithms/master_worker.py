@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import torch
 
-from ..schedule import Add, Step, schedule_plan
+from ..schedule import Add, Op, schedule_plan
 from .base import RealAlgorithm, Task
 from .registry import register
 
@@ -27,14 +27,12 @@ class MasterWorkerAllReduce(RealAlgorithm):
         if task.p == 1:
             return schedule_plan(task.comm, [])
         if me != master:
-            steps = [Step(sends=((buf, master, 0),)), Step(recvs=((buf, master, 1),))]
+            steps = [Op(sends=((buf, master, 0),)), Op(recvs=((buf, master, 1),))]
         else:
             workers = [w for w in range(task.p) if w != master]
             tmps = {w: torch.empty_like(buf) for w in workers}
             steps = [
-                Step(
-                    recvs=tuple((tmps[w], w, 0) for w in workers), after=tuple(Add(buf, buf, tmps[w]) for w in workers)
-                ),
-                Step(sends=tuple((buf, w, 1) for w in workers)),
+                Op(recvs=tuple((tmps[w], w, 0) for w in workers), after=tuple(Add(buf, buf, tmps[w]) for w in workers)),
+                Op(sends=tuple((buf, w, 1) for w in workers)),
             ]
         return schedule_plan(task.comm, steps)

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from sim.schema import Spec
 
-from ..schedule import Add, Step, schedule_plan
+from ..schedule import Add, Op, schedule_plan
 from .base import RealAlgorithm, Task
 from .registry import register
 
@@ -59,13 +59,13 @@ class ParameterServerAllReduce(RealAlgorithm):
             mine = shards[me]
             tmps = {w: torch.empty_like(mine) for w in workers}
             steps = [
-                Step(
+                Op(
                     sends=tuple(push),
                     recvs=tuple((tmps[w], w, 0) for w in workers),
                     after=tuple(Add(mine, mine, tmps[w]) for w in workers),
                 ),
-                Step(sends=tuple((mine, w, 1) for w in workers), recvs=tuple(pull)),
+                Op(sends=tuple((mine, w, 1) for w in workers), recvs=tuple(pull)),
             ]
         else:
-            steps = [Step(sends=tuple(push)), Step(recvs=tuple(pull))]
+            steps = [Op(sends=tuple(push)), Op(recvs=tuple(pull))]
         return schedule_plan(task.comm, steps)

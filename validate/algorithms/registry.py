@@ -23,7 +23,7 @@ def register(cls: type[RealAlgorithm]) -> type[RealAlgorithm]:
 
 
 def algorithm_names(collective: str) -> list[str]:
-    """Names registered for ``collective``, in registration order."""
+    """Names registered for ``collective``, in listing order (:meth:`~sim.algorithms.registry.Registry.names`)."""
     return REGISTRY.names(collective)
 
 

@@ -19,11 +19,12 @@ import torch
 
 from sim.schema import Chunks, Spec
 
-from ..schedule import Add, Step, schedule_plan
+from ..schedule import Op, schedule_plan
 from .base import RealAlgorithm, Task
+from .common import pipeline_ops
 from .registry import register
 
-__all__ = ["Tree", "TreeAllReduce", "TreeOptions", "busy", "heap_tree", "pipeline", "tree_allreduce", "tree_steps"]
+__all__ = ["Tree", "TreeAllReduce", "TreeOptions", "busy", "heap_tree", "tree_allreduce_ops", "tree_ops"]
 
 
 @dataclass(frozen=True)
@@ -44,52 +45,23 @@ def heap_tree(order: Sequence[int]) -> Tree:
     return Tree(order[0], parent, children)
 
 
-def pipeline(
-    pieces: Sequence[torch.Tensor], sources: Sequence[int], targets: Sequence[int], tag: int, *, reduce: bool
-) -> list[Step]:
-    """Steps ``c = 0 .. K``: receive piece ``c`` (tag ``tag + c``) from every source -- adding it to the
-    piece when ``reduce``, else storing it -- and send piece ``c - 1`` to every target."""
-    k = len(pieces)
-    longest = max((p.numel() for p in pieces), default=0)
-    # two receive buffers per source, used in turn, so that a step's receives can be posted early
-    scratch = {
-        s: [torch.empty(longest, dtype=pieces[0].dtype, device=pieces[0].device) for _ in range(2)]
-        for s in (sources if reduce else ())
-    }
-    steps = []
-    for c in range(k + 1):
-        recvs, each = [], []
-        if c < k:
-            for s in sources:
-                if reduce:
-                    got = scratch[s][c % 2][: pieces[c].numel()]
-                    recvs.append((got, s, tag + c))
-                    each.append(Add(pieces[c], pieces[c], got))
-                else:
-                    recvs.append((pieces[c], s, tag + c))
-                    each.append(None)
-        sends = [(pieces[c - 1], t, tag + c - 1) for t in targets] if c else []
-        steps.append(Step(sends=tuple(sends), recvs=tuple(recvs), each=tuple(each)))
-    return steps
-
-
-def tree_steps(tree: Tree, me: int, pieces: Sequence[torch.Tensor], tag: int) -> list[Step]:
+def tree_ops(tree: Tree, me: int, pieces: Sequence[torch.Tensor], tag: int) -> list[Op]:
     """``me``'s reduce then broadcast over ``tree`` (tags ``tag .. tag + 2K - 1``); ``2(K + 1)`` steps,
     some possibly empty, for every rank."""
     up = tree.parent[me]
     kids = tree.children[me]
     parent = [up] if up is not None else []
-    return pipeline(pieces, kids, parent, tag, reduce=True) + pipeline(
+    return pipeline_ops(pieces, kids, parent, tag, reduce=True) + pipeline_ops(
         pieces, parent, kids, tag + len(pieces), reduce=False
     )
 
 
-def tree_allreduce(order: Sequence[int], i: int, buf: torch.Tensor, tag: int = 0, chunks: int = 1) -> list[Step]:
+def tree_allreduce_ops(order: Sequence[int], i: int, buf: torch.Tensor, tag: int = 0, chunks: int = 1) -> list[Op]:
     """Rank ``order[i]``'s pipelined binary-tree all-reduce of ``buf`` among ``order`` (root ``order[0]``)."""
-    return [s for s in tree_steps(heap_tree(order), order[i], torch.tensor_split(buf, chunks), tag) if busy(s)]
+    return [s for s in tree_ops(heap_tree(order), order[i], torch.tensor_split(buf, chunks), tag) if busy(s)]
 
 
-def busy(step: Step) -> bool:
+def busy(step: Op) -> bool:
     """Whether a step does anything."""
     return bool(step.sends or step.recvs or step.after or step.before)
 
@@ -110,4 +82,4 @@ class TreeAllReduce(RealAlgorithm):
     def plan(self, task: Task) -> Callable[[], None]:
         order = [(task.root + j) % task.p for j in range(task.p)]
         chunks = self.options.chunks  # type: ignore[attr-defined]
-        return schedule_plan(task.comm, tree_allreduce(order, order.index(task.rank), task.out, 0, chunks))
+        return schedule_plan(task.comm, tree_allreduce_ops(order, order.index(task.rank), task.out, 0, chunks))
