@@ -49,9 +49,9 @@ def build(cls: type[T], data: Any, **nested: Any) -> T:
     ValueError
         ``data`` is not a mapping, lacks a field, or has a key that is not a field.
     """
-    name = cls.__name__
+    name = ("an " if cls.__name__[0] in "AEIOU" else "a ") + cls.__name__
     if not isinstance(data, Mapping):
-        raise ValueError(f"not a {name}: {type(data).__name__}, not a mapping")
+        raise ValueError(f"not {name}: {type(data).__name__}, not a mapping")
     names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
     missing = [n for n in names if n not in data]
     unknown = [k for k in data if k not in names]
@@ -59,11 +59,11 @@ def build(cls: type[T], data: Any, **nested: Any) -> T:
         parts = ([f"missing {', '.join(missing)}"] if missing else []) + (
             [f"unknown {', '.join(map(str, unknown))}"] if unknown else []
         )
-        raise ValueError(f"not a {name}: {'; '.join(parts)}")
+        raise ValueError(f"not {name}: {'; '.join(parts)}")
     try:
         return cls(**{**data, **nested})
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"not a {name}: {exc}") from None
+        raise ValueError(f"not {name}: {exc}") from None
 
 
 class JsonForm:

@@ -182,11 +182,10 @@ class PointRecord:
                 raise ValueError("reason is not a string")
             raw = data.get("result")
             result: IterationResult | tuple[SimResult, ...] | None = None
-            if raw is not None:
-                if data["kind"] == "iteration":
-                    result = iteration_from_dict(raw)
-                else:
-                    result = tuple(collective_from_dict(r) for r in _list(raw))
+            if raw is not None and data["kind"] == "iteration":
+                result = iteration_from_dict(raw)
+            elif raw is not None and data["kind"] == "collective":
+                result = tuple(collective_from_dict(r) for r in _list(raw))
             return cls(
                 key=data["key"],
                 kind=data["kind"],
