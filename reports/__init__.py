@@ -3,7 +3,8 @@
 The front door is :func:`build_report` (``collsim report SPEC --out DIR`` on the command line)::
 
     spec (YAML)  ->  points (one task per algorithm x size)  ->  sweep (local cores / dask, cached)
-                 ->  rows (analysis)  ->  summary sentences  ->  index.html, report.md, results.csv/json
+                 ->  a PointRecord per point (records)  ->  rows (analysis, rows)  ->  summary sentences
+                 ->  index.html, report.md, results.csv/json
 
 matplotlib and jinja2 are imported only when a report is written.
 """
