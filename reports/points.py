@@ -71,6 +71,27 @@ class Point:
         text = json.dumps(ident, sort_keys=True, default=str, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
+    def record(
+        self,
+        status: Status,
+        *,
+        result: IterationResult | tuple[SimResult, ...] | None = None,
+        reason: str | None = None,
+        wall_s: float = 0.0,
+    ) -> PointRecord:
+        """This point's record: its identity with how it ended (see :class:`~reports.records.PointRecord`)."""
+        return PointRecord(
+            key=self.key,
+            kind=self.kind,
+            algorithm=self.algorithm,
+            gpus=self.cluster.gpus,
+            cluster=self.cluster.label,
+            status=status,
+            result=result,
+            reason=reason,
+            wall_s=wall_s,
+        )
+
 
 def workload_of(spec: ReportSpec) -> Workload:
     """The training iteration a spec describes."""
@@ -166,14 +187,4 @@ def _run_point(point: Point) -> PointRecord:
         raise
     except CollsimError as exc:
         status, reason = "failed", f"{type(exc).__name__}: {exc}"
-    return PointRecord(
-        key=point.key,
-        kind=point.kind,
-        algorithm=point.algorithm,
-        gpus=point.cluster.gpus,
-        cluster=point.cluster.label,
-        status=status,
-        result=result,
-        reason=reason,
-        wall_s=time.perf_counter() - started,
-    )
+    return point.record(status, result=result, reason=reason, wall_s=time.perf_counter() - started)

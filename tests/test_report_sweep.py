@@ -8,7 +8,6 @@ from dataclasses import replace
 import pytest
 
 from reports.points import report_points, run_point
-from reports.records import PointRecord
 from reports.spec import parse_spec
 from reports.sweep import DaskExecutor, LocalExecutor, PointCache, SerialExecutor, make_executor, run_sweep
 from sim.errors import ConfigError
@@ -78,15 +77,7 @@ def test_failed_points_are_not_cached(tmp_path):
     points = report_points(parse_spec(SPEC))[:1]
 
     def fail(point):
-        return PointRecord(
-            key=point.key,
-            kind=point.kind,
-            algorithm=point.algorithm,
-            gpus=point.cluster.gpus,
-            cluster=point.cluster.label,
-            status="failed",
-            reason="RunError: boom",
-        )
+        return point.record("failed", reason="RunError: boom")
 
     records = run_sweep(points, PointCache(tmp_path), SerialExecutor(), progress=False, func=fail)
     assert records[points[0].key].status == "failed" and PointCache(tmp_path).load() == {}
