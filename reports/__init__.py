@@ -3,7 +3,8 @@
 The front door is :func:`build_report` (``collsim report SPEC --out DIR`` on the command line)::
 
     spec (YAML)  ->  points (one task per algorithm x size)  ->  sweep (local cores / dask, cached)
-                 ->  rows (analysis)  ->  summary sentences  ->  index.html, report.md, results.csv/json
+                 ->  a PointRecord per point (records)  ->  rows (analysis, rows)  ->  summary sentences
+                 ->  index.html, report.md, results.csv/json
 
 matplotlib and jinja2 are imported only when a report is written.
 """
@@ -19,12 +20,14 @@ from sim.deadline import current as current_deadline
 
 from .analysis import ReportData, analyze
 from .points import Point, report_points, run_point
+from .records import PointRecord
 from .spec import ReportSpec, bundled_specs, load_spec, parse_spec
 from .summary import summarize
 from .sweep import Executor, PointCache, make_executor, run_sweep
 
 __all__ = [
     "Point",
+    "PointRecord",
     "ReportData",
     "ReportOutcome",
     "ReportSpec",
@@ -76,7 +79,7 @@ def build_report(
     func = run_point if bound is None else functools.partial(run_point, bound=bound)
     records = run_sweep(points, cache, run, progress=progress, func=func)
     data = analyze(spec, points, records)
-    data = replace(data, summary=summarize(data, spec.tolerance))
+    data = replace(data, summary=tuple(summarize(data, spec.tolerance)))
     from .render import write_report
 
     paths = write_report(

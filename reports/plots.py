@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from sim.units import format_size
 
 from .analysis import ReportData
+from .rows import CollectiveRow, IterationRow
 
 __all__ = ["FIGURES", "draw_all"]
 
-Row = dict[str, Any]
+R = TypeVar("R", IterationRow, CollectiveRow)
 
 
 def _setup() -> tuple[Any, Any]:
@@ -63,8 +64,8 @@ def _size_axis(ax: Any, sizes: Sequence[int]) -> None:
     ax.grid(True, alpha=0.3)
 
 
-def _by_algorithm(rows: Sequence[Row], order: Sequence[str]) -> list[tuple[str, list[Row]]]:
-    return [(a, [r for r in rows if r["algorithm"] == a]) for a in order if any(r["algorithm"] == a for r in rows)]
+def _by_algorithm(rows: Sequence[R], order: Sequence[str]) -> list[tuple[str, list[R]]]:
+    return [(a, [r for r in rows if r.algorithm == a]) for a in order if any(r.algorithm == a for r in rows)]
 
 
 def _legend(fig: Any, ax: Any, count: int) -> None:
@@ -81,12 +82,12 @@ def iteration_figure(data: ReportData) -> bytes | None:
     fig = figure(figsize=(11, 4.4), layout="constrained")
     left, right = fig.subplots(1, 2)
     series = _by_algorithm(data.iterations, data.algorithms)
-    sizes = sorted({r["gpus"] for r in data.iterations})
+    sizes = sorted({r.gpus for r in data.iterations})
     for algo, rows in series:
-        xs = [r["gpus"] for r in rows]
-        left.plot(xs, [r["iteration_s"] * 1e3 for r in rows], "o-", color=colors[algo], label=algo)
-        right.plot(xs, [r["scaling_efficiency"] * 100 for r in rows], "o-", color=colors[algo], label=algo)
-    compute = data.job["forward_s"] + data.job["backward_s"] + data.job["optimizer_s"]
+        xs = [r.gpus for r in rows]
+        left.plot(xs, [r.iteration_s * 1e3 for r in rows], "o-", color=colors[algo], label=algo)
+        right.plot(xs, [r.scaling_efficiency * 100 for r in rows], "o-", color=colors[algo], label=algo)
+    compute = data.job.compute_s
     left.axhline(compute * 1e3, color="grey", ls="--", lw=1, label="compute only")
     left.set_ylabel("iteration time (ms)")
     left.set_title("Iteration time")
@@ -103,11 +104,11 @@ def iteration_figure(data: ReportData) -> bytes | None:
 
 def breakdown_figure(data: ReportData) -> bytes | None:
     """Where the iteration goes at the largest size: forward, backward, exposed comm, optimizer."""
-    rows = [r for r in data.iterations if r["gpus"] == data.largest]
+    rows = [r for r in data.iterations if r.gpus == data.largest]
     if not rows:
         return None
     figure, _ = _setup()
-    rows.sort(key=lambda r: r["iteration_s"], reverse=True)
+    rows.sort(key=lambda r: r.iteration_s, reverse=True)
     fig = figure(figsize=(10, 0.9 + 0.45 * len(rows)), layout="constrained")
     ax = fig.subplots()
     parts = (
@@ -116,10 +117,10 @@ def breakdown_figure(data: ReportData) -> bytes | None:
         ("exposed_comm_s", "exposed communication", "#e6550d"),
         ("optimizer_s", "optimizer", "#74c476"),
     )
-    names = [r["algorithm"] for r in rows]
+    names = [r.algorithm for r in rows]
     left = [0.0] * len(rows)
     for key, label, color in parts:
-        widths = [r[key] * 1e3 for r in rows]
+        widths = [getattr(r, key) * 1e3 for r in rows]
         ax.barh(names, widths, left=left, color=color, label=label)
         left = [a + b for a, b in zip(left, widths, strict=True)]
     ax.set_xlabel("milliseconds per iteration")
@@ -143,17 +144,17 @@ def busbw_figure(data: ReportData) -> bytes | None:
         return None
     figure, _ = _setup()
     colors = _colors(data.algorithms)
-    shown = _shown_sizes({r["gpus"] for r in data.collectives})
+    shown = _shown_sizes({r.gpus for r in data.collectives})
     cols = min(2, len(shown))
     rows = -(-len(shown) // cols)
     fig = figure(figsize=(5.5 * cols, 3.8 * rows + 0.6), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False, sharey=True).ravel()
-    msizes = sorted({r["size_bytes"] for r in data.collectives})
+    msizes = sorted({r.size_bytes for r in data.collectives})
     for ax, gpus in zip(axes, shown, strict=False):
-        for algo, rows in _by_algorithm([r for r in data.collectives if r["gpus"] == gpus], data.algorithms):
+        for algo, rows in _by_algorithm([r for r in data.collectives if r.gpus == gpus], data.algorithms):
             ax.plot(
-                [r["size_bytes"] for r in rows],
-                [r["busbw_GBps"] for r in rows],
+                [r.size_bytes for r in rows],
+                [r.busbw_GBps for r in rows],
                 "o-",
                 ms=3,
                 color=colors[algo],
@@ -176,17 +177,17 @@ def crossover_figure(data: ReportData) -> bytes | None:
         return None
     figure, _ = _setup()
     colors = _colors(data.algorithms)
-    gpus = sorted({c["gpus"] for c in data.crossover})
-    msizes = sorted({c["size_bytes"] for c in data.crossover})
+    gpus = sorted({c.gpus for c in data.crossover})
+    msizes = sorted({c.size_bytes for c in data.crossover})
     fig = figure(figsize=(max(6.0, 0.75 * len(msizes) + 2), 1.2 + 0.5 * len(gpus)), layout="constrained")
     ax = fig.subplots()
     winners = []
     for c in data.crossover:
-        x, y = msizes.index(c["size_bytes"]), gpus.index(c["gpus"])
-        ax.add_patch(_rect(x, y, colors.get(c["fastest"], "white")))
-        winners.append(c["fastest"])
-        if c["margin"] is not None:
-            ax.text(x + 0.5, y + 0.5, f"+{c['margin'] * 100:.0f}%", ha="center", va="center", fontsize=7)
+        x, y = msizes.index(c.size_bytes), gpus.index(c.gpus)
+        ax.add_patch(_rect(x, y, colors.get(c.fastest, "white")))
+        winners.append(c.fastest)
+        if c.margin is not None:
+            ax.text(x + 0.5, y + 0.5, f"+{c.margin * 100:.0f}%", ha="center", va="center", fontsize=7)
     ax.set_xlim(0, len(msizes))
     ax.set_ylim(0, len(gpus))
     ax.set_xticks([i + 0.5 for i in range(len(msizes))])
@@ -220,11 +221,11 @@ def traffic_figure(data: ReportData) -> bytes | None:
     colors = _colors(data.algorithms)
     fig = figure(figsize=(11, 4.4), layout="constrained")
     left, right = fig.subplots(1, 2)
-    sizes = sorted({r["gpus"] for r in data.iterations})
+    sizes = sorted({r.gpus for r in data.iterations})
     for algo, rows in _by_algorithm(data.iterations, data.algorithms):
-        xs = [r["gpus"] for r in rows]
-        left.plot(xs, [r["bytes_sent"] / 2**30 for r in rows], "o-", color=colors[algo], label=algo)
-        right.plot(xs, [r["max_rank_bytes"] / 2**30 for r in rows], "o-", color=colors[algo], label=algo)
+        xs = [r.gpus for r in rows]
+        left.plot(xs, [r.bytes_sent / 2**30 for r in rows], "o-", color=colors[algo], label=algo)
+        right.plot(xs, [r.max_rank_bytes / 2**30 for r in rows], "o-", color=colors[algo], label=algo)
     left.set_ylabel("GiB sent by all ranks per iteration")
     left.set_title("Total traffic")
     right.set_ylabel("GiB sent + received by the busiest rank")
@@ -252,18 +253,16 @@ def _amount_axis(ax: Any) -> None:
 
 def links_figure(data: ReportData) -> bytes | None:
     """The busiest link directions at the largest size, for every algorithm."""
-    rows = [r for r in data.links if r["gpus"] == data.largest]
+    rows = [r for r in data.links if r.gpus == data.largest]
     if not rows:
         return None
     figure, _ = _setup()
     colors = _colors(data.algorithms)
-    rows.sort(
-        key=lambda r: (data.algorithms.index(r["algorithm"]) if r["algorithm"] in data.algorithms else 0, r["rank"])
-    )
+    rows.sort(key=lambda r: (data.algorithms.index(r.algorithm) if r.algorithm in data.algorithms else 0, r.rank))
     fig = figure(figsize=(10, 1.0 + 0.3 * len(rows)), layout="constrained")
     ax = fig.subplots()
-    labels = [f"{r['algorithm']}: {r['link']}" for r in rows]
-    ax.barh(labels, [r["utilization"] * 100 for r in rows], color=[colors[r["algorithm"]] for r in rows])
+    labels = [f"{r.algorithm}: {r.link}" for r in rows]
+    ax.barh(labels, [r.utilization * 100 for r in rows], color=[colors[r.algorithm] for r in rows])
     ax.invert_yaxis()
     ax.set_xlim(0, 100)
     ax.set_xlabel("% of the iteration the link direction is busy (bytes / capacity / iteration time)")

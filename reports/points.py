@@ -3,8 +3,8 @@ JSON-able description alone, identified by a hash of its inputs (the cache key).
 
 Two kinds: ``iteration`` (one training iteration, :func:`sim.training.simulate_iteration`) and
 ``collective`` (one all-reduce at every message size, :func:`sim.simulate.sweep`, sharing the routes).
-:func:`run_point` returns a flat record; an algorithm that cannot run on a cluster (it raised
-:class:`~sim.errors.AlgorithmError`) comes back ``skipped`` with the reason.
+:func:`run_point` returns a :class:`~reports.records.PointRecord`; an algorithm that cannot run on a
+cluster (it raised :class:`~sim.errors.AlgorithmError`) comes back ``skipped`` with the reason.
 
 >>> from reports.spec import parse_spec
 >>> spec = parse_spec({"job": {"gradient_bytes": "8MiB", "compute_time": "10ms"}, "algorithms": ["ring"],
@@ -13,7 +13,7 @@ Two kinds: ``iteration`` (one training iteration, :func:`sim.training.simulate_i
 >>> [(p.kind, p.cluster.gpus) for p in report_points(spec)]
 [('iteration', 2), ('iteration', 4), ('collective', 2), ('collective', 4)]
 >>> rec = run_point(report_points(spec)[1])
->>> rec["status"], rec["gpus"], round(rec["result"]["iteration_s"] * 1e3, 4)
+>>> rec.status, rec.gpus, round(rec.iteration.iteration_s * 1e3, 4)
 ('ok', 4, 10.8808)
 """
 
@@ -31,10 +31,12 @@ from sim.algorithms import get_algorithm
 from sim.cluster import Cluster
 from sim.deadline import Deadline, SimulationTimeout, deadline_at
 from sim.errors import AlgorithmError, CollsimError
+from sim.results import SimResult
 from sim.simulate import sweep
-from sim.training import Workload, simulate_iteration
+from sim.training import IterationResult, Workload, simulate_iteration
 
 from .clusters import ClusterRef, build_graph, cluster_refs, link_model_of
+from .records import PointKind, PointRecord, Status
 from .spec import ReportSpec
 
 __all__ = ["MODEL_VERSION", "Point", "report_points", "run_point", "workload_of"]
@@ -47,7 +49,7 @@ MODEL_VERSION = f"collsim-{sim.__version__}/report-1"
 class Point:
     """One task of a report's sweep."""
 
-    kind: str  # "iteration" | "collective"
+    kind: PointKind
     algorithm: str
     cluster: ClusterRef
     workload: dict[str, Any] = field(default_factory=dict)
@@ -68,6 +70,27 @@ class Point:
         }
         text = json.dumps(ident, sort_keys=True, default=str, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+    def record(
+        self,
+        status: Status,
+        *,
+        result: IterationResult | tuple[SimResult, ...] | None = None,
+        reason: str | None = None,
+        wall_s: float = 0.0,
+    ) -> PointRecord:
+        """This point's record: its identity with how it ended (see :class:`~reports.records.PointRecord`)."""
+        return PointRecord(
+            key=self.key,
+            kind=self.kind,
+            algorithm=self.algorithm,
+            gpus=self.cluster.gpus,
+            cluster=self.cluster.label,
+            status=status,
+            result=result,
+            reason=reason,
+            wall_s=wall_s,
+        )
 
 
 def workload_of(spec: ReportSpec) -> Workload:
@@ -123,43 +146,45 @@ def _cluster(ref: ClusterRef, spare: int) -> Cluster:
     return cluster
 
 
-def run_point(point: Point, bound: Deadline | None = None) -> dict[str, Any]:
-    """Run one point; returns ``{"key", "kind", "algorithm", "gpus", "cluster", "status", ...}`` with
-    ``status`` ``ok`` (and ``result``), ``skipped`` (and ``reason``: the algorithm does not apply) or
-    ``failed`` (and ``reason``: the simulation raised).
+def run_point(point: Point, bound: Deadline | None = None) -> PointRecord:
+    """Run one point.
 
-    ``bound`` is the report's deadline (``--timeout``; an absolute time, so it means the same in every
-    worker): past it the point raises :class:`~sim.deadline.SimulationTimeout` rather than being recorded
-    as failed, and the whole report stops."""
+    Parameters
+    ----------
+    point : Point
+    bound : Deadline, optional
+        The report's deadline (``--timeout``; an absolute time, so it means the same in every worker):
+        past it the point raises :class:`~sim.deadline.SimulationTimeout` rather than being recorded as
+        failed, and the whole report stops.
+
+    Returns
+    -------
+    PointRecord
+        Status ``ok`` with the figures, ``skipped`` with the reason when the algorithm does not apply
+        (it raised :class:`~sim.errors.AlgorithmError`), or ``failed`` with the reason when the
+        simulation raised another :class:`~sim.errors.CollsimError`.
+    """
     with deadline_at(bound):
         return _run_point(point)
 
 
-def _run_point(point: Point) -> dict[str, Any]:
+def _run_point(point: Point) -> PointRecord:
     started = time.perf_counter()
-    record: dict[str, Any] = {
-        "key": point.key,
-        "kind": point.kind,
-        "algorithm": point.algorithm,
-        "gpus": point.cluster.gpus,
-        "cluster": point.cluster.label,
-    }
+    result: IterationResult | tuple[SimResult, ...] | None = None
+    reason: str | None = None
     try:
         algo = get_algorithm("allreduce", point.algorithm)
         p = point.cluster.gpus
         cluster = _cluster(point.cluster, algo.spare_hosts(p))
         if point.kind == "iteration":
-            result: Any = simulate_iteration(cluster, algo, Workload(**point.workload), ranks=p, gamma=point.gamma)
-            record["result"] = result.to_dict()
+            result = simulate_iteration(cluster, algo, Workload(**point.workload), ranks=p, gamma=point.gamma)
         else:
-            results = sweep(cluster, "allreduce", algo, point.message_sizes, ranks=p, gamma=point.gamma)
-            record["result"] = [r.to_dict() for r in results]
-        record["status"] = "ok"
+            result = tuple(sweep(cluster, "allreduce", algo, point.message_sizes, ranks=p, gamma=point.gamma))
+        status: Status = "ok"
     except AlgorithmError as exc:
-        record.update(status="skipped", reason=str(exc))
+        status, reason = "skipped", str(exc)
     except SimulationTimeout:
         raise
     except CollsimError as exc:
-        record.update(status="failed", reason=f"{type(exc).__name__}: {exc}")
-    record["wall_s"] = time.perf_counter() - started
-    return record
+        status, reason = "failed", f"{type(exc).__name__}: {exc}"
+    return point.record(status, result=result, reason=reason, wall_s=time.perf_counter() - started)

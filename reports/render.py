@@ -12,6 +12,7 @@ import io
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from sim.results import json_safe
 from sim.units import format_size, format_time
 
 from .analysis import ReportData
+from .jsonform import JsonForm
+from .records import PointRecord
 from .tables import sections
 
 __all__ = ["model_notes", "setup_items", "write_atomic", "write_report"]
@@ -53,42 +56,46 @@ def _remove_stale_temporaries(out: Path) -> None:
                 tmp.unlink(missing_ok=True)
 
 
-def _csv(rows: list[dict[str, Any]]) -> str:
+def _csv(rows: Sequence[JsonForm]) -> str:
+    """The rows as CSV: a header of the first row's fields, then a line per row."""
     buf = io.StringIO()
     if rows:
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        dicts = [row.to_dict() for row in rows]
+        writer = csv.DictWriter(buf, fieldnames=list(dicts[0]), lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(dicts)
     return buf.getvalue()
+
+
+def _dicts(rows: Sequence[JsonForm | PointRecord]) -> list[dict[str, Any]]:
+    return [row.to_dict() for row in rows]
 
 
 def setup_items(data: ReportData) -> list[tuple[str, str]]:
     """The job and the clusters, as (label, value) pairs."""
     job = data.job
-    grads = format_size(job["gradient_bytes"])
-    if job["parameters"]:
-        grads += f" ({job['parameters']:,.0f} parameters in {job['gradient_dtype']})"
-    buckets = f"first {format_size(job['first_bucket_bytes'])}, then {format_size(job['bucket_bytes'])}"
+    grads = format_size(job.gradient_bytes)
+    if job.parameters:
+        grads += f" ({job.parameters:,.0f} parameters in {job.gradient_dtype})"
+    buckets = f"first {format_size(job.first_bucket_bytes)}, then {format_size(job.bucket_bytes)}"
     overlap = (
         "all-reduce of each bucket starts when backward has produced it"
-        if job["overlap"]
+        if job.overlap
         else ("all-reduce starts after backward (no overlap)")
     )
-    sharing = (
-        "buckets in flight share the network" if job["concurrent_buckets"] else "buckets all-reduced one at a time"
-    )
+    sharing = "buckets in flight share the network" if job.concurrent_buckets else "buckets all-reduced one at a time"
     return [
-        ("model", str(job["name"])),
+        ("model", str(job.name)),
         ("gradients per iteration", grads),
         (
             "compute per GPU per iteration",
-            f"forward {format_time(job['forward_s'])}, backward {format_time(job['backward_s'])}, "
-            f"optimizer {format_time(job['optimizer_s'])}",
+            f"forward {format_time(job.forward_s)}, backward {format_time(job.backward_s)}, "
+            f"optimizer {format_time(job.optimizer_s)}",
         ),
-        ("samples per GPU per iteration", f"{job['samples_per_gpu']:g}"),
+        ("samples per GPU per iteration", f"{job.samples_per_gpu:g}"),
         ("DDP buckets", f"{buckets}; {overlap}; {sharing}"),
-        ("reduction cost", f"{job['gamma']:g} s/byte"),
-        ("clusters", "; ".join(f"{gpus} GPUs: {label}" for gpus, label in job["clusters"])),
+        ("reduction cost", f"{job.gamma:g} s/byte"),
+        ("clusters", "; ".join(f"{gpus} GPUs: {label}" for gpus, label in job.clusters)),
         ("algorithms compared", ", ".join(data.algorithms)),
         ("link parameters", data.parameters),
     ]
@@ -144,9 +151,11 @@ def _markdown_environment() -> Any:
 
 
 def write_report(
-    data: ReportData, out: Path, *, records: list[dict[str, Any]], spec: dict[str, Any], command: str
+    data: ReportData, out: Path, *, records: Sequence[PointRecord], spec: dict[str, Any], command: str
 ) -> dict[str, Path]:
-    """Write every output file into ``out``; returns name -> path."""
+    """Write every output file into ``out``; returns name -> path.
+
+    ``records`` are the points in the spec's order (``results.json``'s ``points``)."""
     from .plots import draw_all
 
     out.mkdir(parents=True, exist_ok=True)
@@ -173,13 +182,13 @@ def write_report(
         "parameters": data.parameters,
         "spec": spec,
         "summary": data.summary,
-        "iterations": data.iterations,
-        "collectives": data.collectives,
-        "crossover": data.crossover,
-        "links": data.links,
-        "skipped": data.skipped,
-        "failed": data.failed,
-        "points": records,
+        "iterations": _dicts(data.iterations),
+        "collectives": _dicts(data.collectives),
+        "crossover": _dicts(data.crossover),
+        "links": _dicts(data.links),
+        "skipped": _dicts(data.skipped),
+        "failed": _dicts(data.failed),
+        "points": _dicts(records),
     }
     files = {
         "index.html": html,

@@ -10,7 +10,7 @@ cache in the output directory as soon as it arrives, and a rerun computes only t
 >>> with tempfile.TemporaryDirectory() as out:
 ...     first = run_sweep(report_points(spec), PointCache(out), make_executor("serial"), progress=False)
 ...     again = run_sweep(report_points(spec), PointCache(out), make_executor("serial"), progress=False)
->>> len(first), sorted(r["status"] for r in first.values()), again == first
+>>> len(first), sorted(r.status for r in first.values()), again == first
 (2, ['ok', 'ok'], True)
 """
 
@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from sim.errors import ConfigError
 
 from .points import Point, run_point
+from .records import PointRecord
 
 __all__ = [
     "EXECUTORS",
@@ -40,16 +41,16 @@ __all__ = [
     "run_sweep",
 ]
 
-Record = dict[str, Any]
-PointFunc = Callable[[Point], Record]
+PointFunc = Callable[[Point], PointRecord]
 
 
 class PointCache:
     """Finished points, one JSON object per line in ``DIR/points.jsonl``.
 
-    Each record is appended with a single write and flushed to disk before the next point is taken, so
-    an interruption loses at most the points in flight; a line cut short by a crash is ignored on
-    reading (and its point recomputed). Points that failed are not cached: a rerun retries them.
+    Each record is appended (its :meth:`~reports.records.PointRecord.to_dict` form) with a single write
+    and flushed to disk before the next point is taken, so an interruption loses at most the points in
+    flight; a line cut short by a crash, or one that is not a record, is ignored on reading (and its
+    point recomputed). Points that failed are not cached: a rerun retries them.
     """
 
     FILENAME = "points.jsonl"
@@ -58,9 +59,9 @@ class PointCache:
         self.path = Path(directory) / self.FILENAME
         self._checked_tail = False
 
-    def load(self) -> dict[str, Record]:
-        """Key -> record of every complete line."""
-        records: dict[str, Record] = {}
+    def load(self) -> dict[str, PointRecord]:
+        """Key -> record of every complete line (the last one, where a key has several)."""
+        records: dict[str, PointRecord] = {}
         if not self.path.exists():
             return records
         with self.path.open(encoding="utf-8") as fh:
@@ -68,21 +69,21 @@ class PointCache:
                 if not line.endswith("\n"):
                     continue  # cut short
                 try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
+                    record = PointRecord.from_dict(json.loads(line))
+                except ValueError:  # json.JSONDecodeError included
                     continue
-                if isinstance(record, dict) and record.get("status") in ("ok", "skipped") and "key" in record:
-                    records[record["key"]] = record
+                if record.cached:
+                    records[record.key] = record
         return records
 
     def clear(self) -> None:
         """Forget every finished point."""
         self.path.unlink(missing_ok=True)
 
-    def add(self, record: Record) -> None:
+    def add(self, record: PointRecord) -> None:
         """Append one record (a whole line, one write, fsync'ed)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        line = (json.dumps(record.to_dict(), separators=(",", ":")) + "\n").encode()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             if not self._checked_tail:
@@ -105,7 +106,7 @@ class Executor(Protocol):
 
     name: str
 
-    def map_unordered(self, func: PointFunc, items: list[Point]) -> Iterator[Record]: ...
+    def map_unordered(self, func: PointFunc, items: list[Point]) -> Iterator[PointRecord]: ...
 
 
 def available_cores() -> int:
@@ -121,7 +122,7 @@ class SerialExecutor:
 
     name = "serial"
 
-    def map_unordered(self, func: PointFunc, items: list[Point]) -> Iterator[Record]:
+    def map_unordered(self, func: PointFunc, items: list[Point]) -> Iterator[PointRecord]:
         for item in items:
             yield func(item)
 
@@ -136,7 +137,7 @@ class LocalExecutor:
             raise ConfigError(f"--jobs must be >= 1, got {jobs}")
         self.jobs = jobs or available_cores()
 
-    def map_unordered(self, func: PointFunc, items: list[Point]) -> Iterator[Record]:
+    def map_unordered(self, func: PointFunc, items: list[Point]) -> Iterator[PointRecord]:
         if self.jobs == 1 or len(items) <= 1:
             yield from SerialExecutor().map_unordered(func, items)
             return
@@ -161,7 +162,7 @@ class DaskExecutor:
         self.address = address
         self.timeout = timeout
 
-    def map_unordered(self, func: PointFunc, items: list[Point]) -> Iterator[Record]:
+    def map_unordered(self, func: PointFunc, items: list[Point]) -> Iterator[PointRecord]:
         try:
             from distributed import Client, as_completed
         except ImportError:
@@ -209,8 +210,8 @@ def run_sweep(
     *,
     progress: bool = True,
     func: PointFunc = run_point,
-    on_record: Callable[[Record], None] | None = None,
-) -> dict[str, Record]:
+    on_record: Callable[[PointRecord], None] | None = None,
+) -> dict[str, PointRecord]:
     """Run the points not yet in ``cache``; returns key -> record for every point (cached or new).
 
     ``on_record`` is called after each new record has been stored (a hook for monitoring).
@@ -225,9 +226,9 @@ def run_sweep(
         print(f"resuming: {reused} of {len(wanted)} points already in {cache.path}", file=sys.stderr)
     with bar:
         for record in executor.map_unordered(func, todo):
-            if record.get("status") in ("ok", "skipped"):
+            if record.cached:
                 cache.add(record)
-            done[record["key"]] = record
+            done[record.key] = record
             bar.advance(record)
             if on_record is not None:
                 on_record(record)
@@ -272,7 +273,7 @@ class _Progress:
             self._task = self._bar.add_task("sweep", total=self.total, completed=self.completed)
         return self
 
-    def advance(self, record: Record) -> None:
+    def advance(self, record: PointRecord) -> None:
         self.completed += 1
         if self._bar is not None:
             self._bar.update(self._task, completed=self.completed)

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from sim.units import format_size, format_time
 
 from .analysis import ReportData
+from .rows import ProblemRow
 
 __all__ = ["Section", "Table", "sections"]
-
-Row = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -41,7 +39,7 @@ def _gb(x: float) -> str:
 
 
 def _iteration_table(data: ReportData) -> Table:
-    rows = sorted(data.iterations, key=lambda r: (r["gpus"], r["iteration_s"]))
+    rows = sorted(data.iterations, key=lambda r: (r.gpus, r.iteration_s))
     return Table(
         f"Training iteration per algorithm and size ({data.parameters} link parameters)",
         [
@@ -57,15 +55,15 @@ def _iteration_table(data: ReportData) -> Table:
         ],
         [
             [
-                str(r["gpus"]),
-                r["algorithm"],
-                format_time(r["iteration_s"]),
-                f"{r['samples_per_s']:,.0f}",
-                f"{_pct(r['scaling_efficiency'])} (vs {r['efficiency_baseline_gpus']})",
-                format_time(r["exposed_comm_s"]),
-                _pct(r["exposed_fraction"]),
-                f"{r['busiest_link']} ({_pct(r['max_link_utilization'])})" if r["busiest_link"] else "",
-                r["parameters"],
+                str(r.gpus),
+                r.algorithm,
+                format_time(r.iteration_s),
+                f"{r.samples_per_s:,.0f}",
+                f"{_pct(r.scaling_efficiency)} (vs {r.efficiency_baseline_gpus})",
+                format_time(r.exposed_comm_s),
+                _pct(r.exposed_fraction),
+                f"{r.busiest_link} ({_pct(r.max_link_utilization)})" if r.busiest_link else "",
+                r.parameters,
             ]
             for r in rows
         ],
@@ -73,19 +71,19 @@ def _iteration_table(data: ReportData) -> Table:
 
 
 def _busbw_table(data: ReportData) -> Table | None:
-    rows = [r for r in data.collectives if r["gpus"] == data.largest]
+    rows = [r for r in data.collectives if r.gpus == data.largest]
     if not rows:
         return None
-    algos = [a for a in data.algorithms if any(r["algorithm"] == a for r in rows)]
-    cell = {(r["size_bytes"], r["algorithm"]): r for r in rows}
-    sizes = sorted({r["size_bytes"] for r in rows})
+    algos = [a for a in data.algorithms if any(r.algorithm == a for r in rows)]
+    cell = {(r.size_bytes, r.algorithm): r for r in rows}
+    sizes = sorted({r.size_bytes for r in rows})
     return Table(
         f"All-reduce busbw in GB/s (time) at {data.largest} GPUs ({data.parameters} link parameters)",
         ["message size", *algos],
         [
             [format_size(s)]
             + [
-                f"{_gb(cell[s, a]['busbw_GBps'])} ({format_time(cell[s, a]['time_s'])})" if (s, a) in cell else "-"
+                f"{_gb(cell[s, a].busbw_GBps)} ({format_time(cell[s, a].time_s)})" if (s, a) in cell else "-"
                 for a in algos
             ]
             for s in sizes
@@ -96,18 +94,18 @@ def _busbw_table(data: ReportData) -> Table | None:
 def _crossover_table(data: ReportData) -> Table | None:
     if not data.crossover:
         return None
-    gpus = sorted({c["gpus"] for c in data.crossover})
-    sizes = sorted({c["size_bytes"] for c in data.crossover})
-    cell = {(c["gpus"], c["size_bytes"]): c for c in data.crossover}
+    gpus = sorted({c.gpus for c in data.crossover})
+    sizes = sorted({c.size_bytes for c in data.crossover})
+    cell = {(c.gpus, c.size_bytes): c for c in data.crossover}
     return Table(
         f"Fastest all-reduce by cluster size and message size ({data.parameters} link parameters)",
         ["GPUs", *[format_size(s) for s in sizes]],
-        [[str(g)] + [cell[g, s]["fastest"] if (g, s) in cell else "-" for s in sizes] for g in gpus],
+        [[str(g)] + [cell[g, s].fastest if (g, s) in cell else "-" for s in sizes] for g in gpus],
     )
 
 
 def _traffic_table(data: ReportData) -> Table:
-    rows = sorted(data.iterations, key=lambda r: (r["gpus"], r["bytes_sent"]))
+    rows = sorted(data.iterations, key=lambda r: (r.gpus, r.bytes_sent))
     return Table(
         f"Traffic per iteration ({data.parameters} link parameters)",
         [
@@ -121,13 +119,13 @@ def _traffic_table(data: ReportData) -> Table:
         ],
         [
             [
-                str(r["gpus"]),
-                r["algorithm"],
-                format_size(r["bytes_sent"]),
-                format_size(r["bytes_sent"] / r["gpus"]),
-                format_size(r["max_rank_bytes"]),
-                format_size(r["link_bytes"]),
-                r["parameters"],
+                str(r.gpus),
+                r.algorithm,
+                format_size(r.bytes_sent),
+                format_size(r.bytes_sent / r.gpus),
+                format_size(r.max_rank_bytes),
+                format_size(r.link_bytes),
+                r.parameters,
             ]
             for r in rows
         ],
@@ -135,7 +133,7 @@ def _traffic_table(data: ReportData) -> Table:
 
 
 def _links_table(data: ReportData) -> Table | None:
-    rows = [r for r in data.links if r["gpus"] == data.largest]
+    rows = [r for r in data.links if r.gpus == data.largest]
     if not rows:
         return None
     return Table(
@@ -143,25 +141,25 @@ def _links_table(data: ReportData) -> Table | None:
         ["algorithm", "#", "link", "bytes", "busy", "parameters"],
         [
             [
-                r["algorithm"],
-                str(r["rank"]),
-                r["link"],
-                format_size(r["bytes"]),
-                _pct(r["utilization"]),
-                r["parameters"],
+                r.algorithm,
+                str(r.rank),
+                r.link,
+                format_size(r.bytes),
+                _pct(r.utilization),
+                r.parameters,
             ]
             for r in rows
         ],
     )
 
 
-def _problems_table(rows: Sequence[Row], caption: str) -> Table | None:
+def _problems_table(rows: Sequence[ProblemRow], caption: str) -> Table | None:
     if not rows:
         return None
     return Table(
         caption,
         ["algorithm", "GPUs", "what", "reason"],
-        [[r["algorithm"], str(r["gpus"]), r["kind"], r["reason"]] for r in rows],
+        [[r.algorithm, str(r.gpus), r.kind, r.reason] for r in rows],
     )
 
 

@@ -298,8 +298,8 @@ def test_reports_apply_the_spec_calibration(tmp_path):
     nominal = build_report(parse_spec(tiny_spec()), tmp_path / "n", executor="serial", progress=False)
     spec = parse_spec(tiny_spec(calibration="fit.yaml"), tmp_path)
     calibrated = build_report(spec, tmp_path / "c", executor="serial", progress=False)
-    assert calibrated.data.parameters == "calibrated" and calibrated.data.job["gamma"] == 1e-9
+    assert calibrated.data.parameters == "calibrated" and calibrated.data.job.gamma == 1e-9
     assert calibrated.data.summary[0].endswith("[calibrated]")
-    t_nom = [row for row in nominal.data.iterations if row["gpus"] == 4][0]["iteration_s"]
-    t_cal = [row for row in calibrated.data.iterations if row["gpus"] == 4][0]
-    assert t_cal["iteration_s"] > t_nom and t_cal["parameters"] == "calibrated"
+    t_nom = [row for row in nominal.data.iterations if row.gpus == 4][0].iteration_s
+    t_cal = [row for row in calibrated.data.iterations if row.gpus == 4][0]
+    assert t_cal.iteration_s > t_nom and t_cal.parameters == "calibrated"

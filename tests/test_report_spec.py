@@ -151,7 +151,7 @@ def test_topology_files_are_read_beside_the_spec(tmp_path):
     spec, path = load_spec(tmp_path / "spec.yaml")
     refs = cluster_refs(spec)
     assert [(r.gpus, r.label) for r in refs] == [(3, "lab"), (4, "netlab-star4")]
-    assert run_point(report_points(spec)[0])["status"] == "ok"
+    assert run_point(report_points(spec)[0]).status == "ok"
 
 
 def test_one_topology_at_several_sizes_uses_its_first_gpus():
@@ -174,12 +174,12 @@ def test_points_have_stable_keys_that_follow_their_inputs():
 def test_spare_hosts_are_added_to_built_clusters_and_missing_ones_skip():
     with extra_algorithms():
         built = parse_spec(tiny_spec(algorithms=["test-spare"], sweep={"message_sizes": []}))
-        assert all(run_point(p)["status"] == "ok" for p in report_points(built))
+        assert all(run_point(p).status == "ok" for p in report_points(built))
         whole = parse_spec(
             tiny_spec(algorithms=["test-spare"], cluster={"topology": "netlab-star4"}, sweep={"message_sizes": []})
         )
         (rec,) = [run_point(p) for p in report_points(whole)]
-        assert rec["status"] == "skipped" and "needs a spare host" in rec["reason"]
+        assert rec.status == "skipped" and "needs a spare host" in rec.reason
         subset = parse_spec(
             tiny_spec(
                 algorithms=["test-spare"],
@@ -187,7 +187,7 @@ def test_spare_hosts_are_added_to_built_clusters_and_missing_ones_skip():
                 sweep={"message_sizes": []},
             )
         )
-        assert run_point(report_points(subset)[0])["status"] == "ok"  # host 4 of 4 is spare
+        assert run_point(report_points(subset)[0]).status == "ok"  # host 4 of 4 is spare
 
 
 def test_the_bundled_default_spec_is_valid():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -51,7 +52,7 @@ def test_an_interrupted_sweep_resumes_without_recomputing(tmp_path):
     second: list[str] = []
     records = run_sweep(points, PointCache(tmp_path), SerialExecutor(), progress=False, func=counting(second))
     assert len(second) == 4 and set(first).isdisjoint(second)  # only the rest ran
-    assert set(records) == {p.key for p in points} and all(r["status"] == "ok" for r in records.values())
+    assert set(records) == {p.key for p in points} and all(r.status == "ok" for r in records.values())
 
     third: list[str] = []
     again = run_sweep(points, PointCache(tmp_path), SerialExecutor(), progress=False, func=counting(third))
@@ -76,22 +77,23 @@ def test_failed_points_are_not_cached(tmp_path):
     points = report_points(parse_spec(SPEC))[:1]
 
     def fail(point):
-        return {"key": point.key, "kind": point.kind, "status": "failed", "reason": "RunError: boom"}
+        return point.record("failed", reason="RunError: boom")
 
     records = run_sweep(points, PointCache(tmp_path), SerialExecutor(), progress=False, func=fail)
-    assert records[points[0].key]["status"] == "failed" and PointCache(tmp_path).load() == {}
+    assert records[points[0].key].status == "failed" and PointCache(tmp_path).load() == {}
 
 
 def _strip(records):
-    return {
-        k: {f: v for f, v in r.items() if f != "wall_s"} | {"result": _no_wall(r["result"])} for k, r in records.items()
-    }
+    """The records without their timings (how long each point and each simulation took)."""
+    return {k: replace(r, wall_s=0.0, result=_no_wall(r.result)) for k, r in records.items()}
 
 
 def _no_wall(result):
-    if isinstance(result, list):
-        return [_no_wall(r) for r in result]
-    return {k: v for k, v in result.items() if k != "wall_s"}
+    if result is None:
+        return None
+    if isinstance(result, tuple):
+        return tuple(_no_wall(r) for r in result)
+    return replace(result, wall_s=0.0)
 
 
 def test_local_cores_give_the_same_records_as_one_process(tmp_path):
@@ -105,8 +107,8 @@ def test_skipped_points_are_cached_with_their_reason(tmp_path):
     with extra_algorithms():
         spec = parse_spec(tiny_spec(algorithms=["test-spare"], cluster={"topology": "netlab-star4"}))
         records = run_sweep(report_points(spec), PointCache(tmp_path), SerialExecutor(), progress=False)
-    assert {r["status"] for r in records.values()} == {"skipped"}
-    assert all("needs a spare host" in r["reason"] for r in PointCache(tmp_path).load().values())
+    assert {r.status for r in records.values()} == {"skipped"}
+    assert all("needs a spare host" in r.reason for r in PointCache(tmp_path).load().values())
 
 
 def test_executor_choices_are_checked():
