@@ -24,9 +24,14 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
+from sim import files
 from sim.errors import ConfigError
 
 from .points import Point, run_point
+
+#: the longest record of points.jsonl, and the most the cache may hold (far past any real sweep)
+MAX_RECORD_BYTES = 16 * 2**20
+MAX_CACHE_BYTES = 1 << 30
 
 __all__ = [
     "EXECUTORS",
@@ -63,16 +68,15 @@ class PointCache:
         records: dict[str, Record] = {}
         if not self.path.exists():
             return records
-        with self.path.open(encoding="utf-8") as fh:
-            for line in fh:
-                if not line.endswith("\n"):
-                    continue  # cut short
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(record, dict) and record.get("status") in ("ok", "skipped") and "key" in record:
-                    records[record["key"]] = record
+        for _n, raw in files.iter_lines(self.path, max_line=MAX_RECORD_BYTES, limit=MAX_CACHE_BYTES):
+            if not raw.endswith(b"\n"):
+                continue  # cut short
+            try:
+                record = json.loads(raw, parse_int=files.bounded_int)
+            except ValueError:  # not JSON, not UTF-8, or a number no point has
+                continue
+            if isinstance(record, dict) and record.get("status") in ("ok", "skipped") and "key" in record:
+                records[record["key"]] = record
         return records
 
     def clear(self) -> None:

@@ -39,6 +39,7 @@ from typing import Annotated, Any, Literal
 import networkx as nx
 from pydantic import Field, field_validator, model_validator
 
+from . import files
 from .errors import CalibrationError, ConfigError, one_line
 from .linkclass import LINK_CLASSES
 from .schema import Bandwidth, Spec, Time, validate_spec
@@ -62,6 +63,10 @@ __all__ = [
 FORMAT = "collsim-calibration"
 #: calibration files larger than this are refused (a real one is a few KiB)
 MAX_FILE_BYTES = 16 * 2**20
+#: the most segments of a link class (a fit makes a handful; each message looks its size up among them)
+MAX_SEGMENTS = 1024
+#: the most residuals a fit records
+MAX_RESIDUALS = 100_000
 #: the largest efficiency a segment may claim (a size range where time hardly grows with size)
 MAX_EFFICIENCY = 1000.0
 
@@ -92,7 +97,7 @@ class FitQuality(Spec):
     r2: Finite | None = None
     rms_rel: NonNegative = 0.0
     max_rel: NonNegative = 0.0
-    residuals: list[Residual] = Field(default_factory=list)
+    residuals: list[Residual] = Field(default_factory=list, max_length=MAX_RESIDUALS)
 
 
 class ClassCalibration(Spec):
@@ -102,7 +107,7 @@ class ClassCalibration(Spec):
     efficiency: Efficiency | None = None
     bandwidth: Bandwidth | None = None
     nominal_bandwidth: Bandwidth | None = None
-    segments: list[Segment] = Field(default_factory=list)
+    segments: list[Segment] = Field(default_factory=list, max_length=MAX_SEGMENTS)
     sharing: dict[int, Efficiency] = Field(default_factory=dict)
     duplex: Efficiency | None = None
     dense: dict[int, Efficiency] = Field(default_factory=dict)
@@ -245,24 +250,17 @@ def _no_constant(name: str) -> Any:
 def load_calibration(path: str | os.PathLike[str]) -> Calibration:
     """Read and validate a calibration file; every problem is one :class:`CalibrationError` line."""
     p = Path(path)
+    is_json = p.suffix.lower() == ".json"
+    text = files.read_text(p, limit=MAX_FILE_BYTES, error=CalibrationError) if is_json else ""
     try:
-        size = p.stat().st_size
-    except FileNotFoundError:
-        raise CalibrationError(f"{p}: no such calibration file") from None
-    except OSError as exc:
-        raise CalibrationError(f"{p}: {exc.strerror or exc}") from None
-    if p.is_dir():
-        raise CalibrationError(f"{p}: is a directory, not a calibration file")
-    if size > MAX_FILE_BYTES:
-        raise CalibrationError(f"{p}: {size} bytes is too large for a calibration file (at most {MAX_FILE_BYTES})")
-    try:
-        if p.suffix.lower() == ".json":
+        if is_json:
             try:
-                text = p.read_text(encoding="utf-8")
-            except UnicodeDecodeError:
-                raise CalibrationError("not a UTF-8 text file") from None
-            try:
-                data = json.loads(text, object_pairs_hook=no_duplicate_keys, parse_constant=_no_constant)
+                data = json.loads(
+                    text,
+                    object_pairs_hook=no_duplicate_keys,
+                    parse_constant=_no_constant,
+                    parse_int=files.int_parser(CalibrationError),
+                )
             except json.JSONDecodeError as exc:
                 raise CalibrationError(f"line {exc.lineno}: invalid JSON ({exc.msg})") from None
             except RecursionError:
@@ -278,7 +276,7 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
     if not isinstance(data, dict):
         raise CalibrationError(f"{p}: expected a mapping at the top level, got {type(data).__name__}")
     if data.get("format") not in (None, FORMAT):
-        raise CalibrationError(f"{p}: format: expected {FORMAT!r}, got {data.get('format')!r}")
+        raise CalibrationError(f"{p}: format: expected {FORMAT!r}, got {str(data.get('format'))[:40]!r}")
     try:
         return validate_spec(Calibration, data)  # type: ignore[no-any-return]
     except ConfigError as exc:
