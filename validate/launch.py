@@ -21,11 +21,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
 from sim.errors import ConfigError, RunError
+from sim.lifetime import die_with_parent, interrupt_on_signals
 
 from .env import STATUS_VAR
 from .options import RunnerOptions, parse_options
@@ -168,26 +169,6 @@ def diagnose(
     return f"{what}: the ranks failed (exit statuses {list(codes)})"
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, handled like Ctrl-C."""
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        raise _Terminated()
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _stop(procs: Sequence[subprocess.Popen[bytes]], groups: set[int]) -> None:
     """SIGTERM the ranks' process groups, then SIGKILL what is left, and reap every rank."""
     for sig, wait in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 5.0)):
@@ -290,7 +271,7 @@ def launch(
     out, err = stdout or sys.stdout, stderr or sys.stderr
     entry = [job.module] if job.module.endswith(".py") else ["-m", job.module]
     command = [sys.executable, *entry, *job.argv]
-    with tempfile.TemporaryDirectory(prefix="collsim-validate-") as tmp, _sigterm_as_interrupt():
+    with tempfile.TemporaryDirectory(prefix="collsim-validate-") as tmp, interrupt_on_signals():
         board = create_board(os.path.join(tmp, "board"), ranks)
         procs: list[subprocess.Popen[bytes]] = []
         groups: set[int] = set()
@@ -335,6 +316,7 @@ def _spawn(command: list[str], env: dict[str, str], group: int) -> subprocess.Po
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         process_group=group,
+        preexec_fn=die_with_parent(),  # noqa: PLW1509 - only prctl and getppid, no locks
     )
 
 
