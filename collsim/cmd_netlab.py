@@ -184,6 +184,7 @@ def status_cmd(
                     "state": st.state,
                     "healthy": st.healthy,
                     "missing": list(st.missing),
+                    "busy": list(st.busy),
                     "present": {"namespaces": list(st.present.namespaces), "links": list(st.present.links)},
                     "plan": st.plan.to_dict() if st.plan else None,
                 },
@@ -200,7 +201,15 @@ def status_cmd(
             print(f"netlab {prefix}: no lab")
     else:
         health = (
-            "up" if st.healthy else (st.state or "?") + (f", missing {', '.join(st.missing)}" if st.missing else "")
+            "up"
+            if st.healthy
+            else (st.state or "?")
+            + (f", missing {', '.join(st.missing)}" if st.missing else "")
+            + (
+                f", busy: {len(st.busy)} process(es) in its namespaces (pids {', '.join(map(str, st.busy[:8]))})"
+                if st.busy
+                else ""
+            )
         )
         print(f"netlab {prefix}: {st.plan.name} ({st.plan.spec}) {health}; {st.plan.world_size} ranks")
         for line in _describe(st.plan):
@@ -280,6 +289,7 @@ def run_cmd(
     Uses the lab of this prefix if it is up with SPEC; otherwise brings one up and removes it afterwards.
     """
     from netlab import down, launch, make_plan, rank_commands, results_path, running_plan, up
+    from netlab.launch import refuse_busy
     from netlab.state import read_state
     from netlab.system import require
 
@@ -319,6 +329,7 @@ def run_cmd(
             assert state is not None
             plan = running_plan(state, wanted, prefix)
         try:
+            refuse_busy(prefix, plan.namespaces)  # an older run's ranks: before a word about this one
             print(
                 f"netlab {prefix}: {plan.world_size} ranks of `python -m {module}` on {len(plan.hosts)} hosts of {plan.name}",
                 file=sys.stderr,

@@ -61,10 +61,12 @@ class Status:
     present: Leftovers
     missing: tuple[str, ...] = field(default_factory=tuple)  # planned namespaces that are not there
     created: float | None = None
+    busy: tuple[int, ...] = ()  # processes living in its namespaces (a run's ranks, or an older run's)
 
     @property
     def healthy(self) -> bool:
-        return self.state == "up" and self.plan is not None and not self.missing
+        """Up, whole, and idle (a lab whose namespaces still hold processes is not ready for a run)."""
+        return self.state == "up" and self.plan is not None and not self.missing and not self.busy
 
 
 @contextlib.contextmanager
@@ -316,6 +318,14 @@ def status(prefix: str = names.DEFAULT_PREFIX) -> Status:
     except (KeyError, TypeError, ValueError):
         state, plan = None, None  # unreadable: report what the system shows
     missing = tuple(ns for ns in plan.namespaces if ns not in present.namespaces) if plan else ()
+    from .launch import busy_pids
+
     return Status(
-        prefix, state["status"] if state else None, plan, present, missing, state.get("created") if state else None
+        prefix,
+        state["status"] if state else None,
+        plan,
+        present,
+        missing,
+        state.get("created") if state else None,
+        tuple(busy_pids(present.namespaces)),
     )
