@@ -183,12 +183,25 @@ def _stop(procs: Sequence[subprocess.Popen[bytes]], groups: set[int]) -> None:
             p.wait(timeout=5)
 
 
-def _validate_up_front(opts: RunnerOptions, ranks: int) -> None:
-    """Refuse what every rank would refuse, before starting any."""
+def _validate_up_front(opts: RunnerOptions, ranks: int, environ: Mapping[str, str] | None = None) -> None:
+    """Refuse what every rank would refuse, before starting any: each in one line naming the option."""
     from importlib.util import find_spec
+
+    from .faults import FAULT_VAR, parse_fault
 
     if find_spec("torch") is None:
         raise ConfigError("validate needs torch (pip install 'collsim[validate]')")
+    parse_fault((environ or {}).get(FAULT_VAR))
+    if opts.json is not None:
+        check_output_file(opts.json, "--json")
+    if opts.backend == "nccl" or opts.device == "cuda":
+        import torch
+
+        from .device import resolve
+
+        available = bool(torch.cuda.is_available())
+        gpus = torch.cuda.device_count() if available else 0
+        resolve(opts.backend, opts.device, cuda_available=available, gpus=gpus, local_rank=0, local_world_size=ranks)
     from .algorithms import get_algorithm
     from .layout import layout
     from .rank import gpus_per_host
@@ -199,6 +212,32 @@ def _validate_up_front(opts: RunnerOptions, ranks: int) -> None:
     for size in opts.sizes:
         layout(opts.collective, size, ranks, opts.dtype)
     _check_memory(opts, ranks)
+
+
+def check_output_file(path: str, option: str) -> None:
+    """Refuse, in one line, an output file rank 0 could not append to: a directory, a named pipe or a
+    device, a folder that does not exist, no permission."""
+    import stat
+
+    if not path.strip():
+        raise ConfigError(f"{option}: an empty file name")
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise ConfigError(f"{option} {path}: no such directory {folder}") from None
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise ConfigError(f"{option} {path}: cannot create a file in {folder} (permission denied)") from None
+        return
+    except OSError as exc:
+        raise ConfigError(f"{option} {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise ConfigError(f"{option} {path}: is a directory, not a file")
+    if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):  # /dev/null is fine; a named pipe would block rank 0
+        raise ConfigError(f"{option} {path}: not a regular file")
+    if not os.access(path, os.W_OK):
+        raise ConfigError(f"{option} {path}: permission denied")
 
 
 def _check_memory(opts: RunnerOptions, ranks: int) -> None:
@@ -234,7 +273,7 @@ class Job:
 def runner_job(ranks: int, argv: Sequence[str], environ: Mapping[str, str]) -> Job:
     """The benchmark (``python -m validate``), refusing up front what every rank would refuse."""
     opts = parse_options(argv, environ)
-    _validate_up_front(opts, ranks)
+    _validate_up_front(opts, ranks, environ)
     return Job("validate", tuple(argv), f"{opts.collective} ({opts.algorithm})", opts.timeout, opts.warmup)
 
 
