@@ -206,9 +206,11 @@ app.add_typer(topology_app, name="topology")
 def topology_show(
     spec: Annotated[str, typer.Argument(help="Inline spec, YAML file or bundled name.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Summarise a cluster: hosts, GPUs, switches, links and bisection bandwidth."""
-    summary = summarize(load_graph(spec))
+    with bounded(timeout):
+        summary = summarize(load_graph(spec))
     if as_json:
         from dataclasses import asdict
 
