@@ -8,6 +8,7 @@ stderr, ``collsim: error: ...``, and exit code 2 -- never a traceback.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import typer
@@ -17,9 +18,10 @@ try:  # typer >= 0.26 vendors click; older releases use click itself
 except ImportError:  # pragma: no cover
     import click.exceptions as _click  # type: ignore[no-redef]
 
+from sim import lifetime
 from sim.errors import CollsimError, one_line
 
-__all__ = ["app", "fail", "main"]
+__all__ = ["app", "clip", "fail", "main"]
 
 _ABORT: type[BaseException] = getattr(_click, "Abort", typer.Abort)
 
@@ -34,9 +36,25 @@ app = typer.Typer(
 )
 
 
+#: the longest error line printed: a message quoting a 100 KB input is cut in its middle
+MAX_ERROR_CHARS = 1000
+
+
+def clip(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` cut in the middle to at most about ``limit`` characters (the end often says what to do).
+
+    >>> clip("a" * 30 + "b" * 30, 40)
+    'aaaaaaaaaaaaaaaaaaaaaaaaaa ... [24 characters cut] ... bbbbbbbbbb'
+    """
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 2 // 3, limit // 4
+    return f"{text[:head]} ... [{len(text) - head - tail:,} characters cut] ... {text[-tail:]}"
+
+
 def fail(message: str, code: int = 2) -> None:
     """Print one error line and exit."""
-    print(f"collsim: error: {one_line(message)}", file=sys.stderr)
+    print(f"collsim: error: {clip(one_line(message))}", file=sys.stderr)
     raise SystemExit(code)
 
 
@@ -54,22 +72,20 @@ def _register() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the console script)."""
     _register()
+    lifetime.reset()
     try:
-        result = app(args=argv, prog_name="collsim", standalone_mode=False)
+        with lifetime.interrupt_on_signals((signal.SIGINT, signal.SIGTERM, signal.SIGHUP)):
+            result = app(args=argv, prog_name="collsim", standalone_mode=False)
     except _click.NoArgsIsHelpError:
         return 0
     except _click.UsageError as exc:
         hint = f" (see: collsim {exc.ctx.command_path.partition(' ')[2]} --help)".replace("  ", " ") if exc.ctx else ""
-        print(f"collsim: error: {one_line(exc.format_message())}{hint}", file=sys.stderr)
+        print(f"collsim: error: {clip(one_line(exc.format_message()))}{hint}", file=sys.stderr)
         return 2
-    except _ABORT:
-        print("collsim: interrupted", file=sys.stderr)
-        return 130
-    except KeyboardInterrupt:
-        print("collsim: interrupted", file=sys.stderr)
-        return 130
+    except (_ABORT, KeyboardInterrupt):
+        return _interrupted()
     except CollsimError as exc:
-        print(f"collsim: error: {one_line(exc)}", file=sys.stderr)
+        print(f"collsim: error: {clip(one_line(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # the reader went away (collsim ... | head): not an error worth a traceback
@@ -77,15 +93,27 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        return _interrupted() if code == 130 and lifetime.received() else code
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
-        print(f"collsim: error: {one_line(f'{exc.strerror or exc}{where}')}", file=sys.stderr)
+        print(f"collsim: error: {clip(one_line(f'{exc.strerror or exc}{where}'))}", file=sys.stderr)
         return 2
     except MemoryError:
         print("collsim: error: out of memory (try fewer ranks or a smaller sweep)", file=sys.stderr)
         return 2
+    if lifetime.received() is not None:  # typer turns an interrupt into a silent exit 130
+        return _interrupted()
     return result if isinstance(result, int) else 0
+
+
+def _interrupted() -> int:
+    """Exit 130 after an interruption, with one line saying so unless the command said it already."""
+    if not lifetime.announced():
+        sig = lifetime.received()
+        how = f" ({signal.Signals(sig).name})" if sig is not None and sig != signal.SIGINT else ""
+        lifetime.announce(f"collsim: interrupted{how}")
+    return 130
 
 
 def entry() -> None:

@@ -82,6 +82,7 @@ def _where(netlab: bool, local: bool, files: list[str] | None, flag: str) -> str
 
 @contextlib.contextmanager
 def _target(where: str, topology: str, prefix: str) -> Iterator[Any]:
+    from sim.lifetime import announce
     from validate.campaign import local_target, netlab_target
 
     if where == "--netlab":
@@ -89,9 +90,8 @@ def _target(where: str, topology: str, prefix: str) -> Iterator[Any]:
             with netlab_target(topology, prefix) as target:
                 yield target
         except KeyboardInterrupt:
-            print(
-                f"collsim: interrupted (netlab {prefix}: the ranks are stopped and the lab this run brought up is removed)",
-                file=sys.stderr,
+            announce(
+                f"collsim: interrupted (netlab {prefix}: the ranks are stopped and the lab this run brought up is removed)"
             )
             raise
     else:

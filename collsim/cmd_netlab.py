@@ -65,12 +65,13 @@ def _warn(message: str) -> None:
 def _interruptible(what: Callable[[], str]) -> Iterator[None]:
     """Ctrl-C, SIGTERM and SIGHUP end the block through its cleanups, then print one line."""
     from netlab import interrupts_as_keyboard
+    from sim.lifetime import announce
 
     try:
         with interrupts_as_keyboard():
             yield
     except KeyboardInterrupt:
-        print(f"collsim: interrupted ({what()})", file=sys.stderr)
+        announce(f"collsim: interrupted ({what()})")
         raise
 
 

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from sim.deadline import SimulationTimeout
-from sim.lifetime import interrupt_on_signals
+from sim.lifetime import announce, interrupt_on_signals
 
 from .cli import app, fail
 from .timeout import TimeoutOpt, bounded
@@ -82,10 +82,9 @@ def report_cmd(
         )
     except KeyboardInterrupt:
         saved = len(PointCache(out).load())
-        print(
+        announce(
             f"collsim: interrupted; {saved} finished point(s) are kept in {out / PointCache.FILENAME}: "
-            "run the same command again to resume",
-            file=sys.stderr,
+            "run the same command again to resume"
         )
         raise SystemExit(130) from None
     data = outcome.data

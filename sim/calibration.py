@@ -42,7 +42,7 @@ from pydantic import Field, field_validator, model_validator
 from . import files
 from .errors import CalibrationError, ConfigError, one_line
 from .linkclass import LINK_CLASSES
-from .schema import Bandwidth, Spec, Time, validate_spec
+from .schema import Bandwidth, Spec, Time, check_kind, validate_spec
 from .topology.load import load_graph, read_yaml
 
 __all__ = [
@@ -278,6 +278,7 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
     if data.get("format") not in (None, FORMAT):
         raise CalibrationError(f"{p}: format: expected {FORMAT!r}, got {str(data.get('format'))[:40]!r}")
     try:
+        check_kind(Calibration, data, "calibration")
         return validate_spec(Calibration, data)  # type: ignore[no-any-return]
     except ConfigError as exc:
         raise CalibrationError(f"{p}: {one_line(str(exc).removeprefix('(top level): '))}") from None

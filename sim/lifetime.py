@@ -19,10 +19,21 @@ import ctypes
 import ctypes.util
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
+from typing import IO
 
-__all__ = ["Terminated", "child_init", "die_with_parent", "interrupt_on_signals"]
+__all__ = [
+    "Terminated",
+    "announce",
+    "announced",
+    "child_init",
+    "die_with_parent",
+    "interrupt_on_signals",
+    "received",
+    "reset",
+]
 
 _PR_SET_PDEATHSIG = 1
 try:
@@ -62,6 +73,30 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM or SIGHUP arrived: handled as Ctrl-C is (children stopped, exit 130)."""
 
 
+#: the signal that interrupted this process (None: none), and whether a line has said so already
+_STATE: dict[str, object] = {"received": None, "announced": False}
+
+
+def reset() -> None:
+    """Forget an earlier interruption (the CLI calls this as a command starts)."""
+    _STATE.update(received=None, announced=False)
+
+
+def received() -> int | None:
+    """The signal :func:`interrupt_on_signals` turned into an interrupt, if one did."""
+    return _STATE["received"]  # type: ignore[return-value]
+
+
+def announce(message: str, file: IO[str] | None = None) -> None:
+    """Print the one line that says how an interruption ended (and remember that it was said)."""
+    print(message, file=file or sys.stderr, flush=True)
+    _STATE["announced"] = True
+
+
+def announced() -> bool:
+    return bool(_STATE["announced"])
+
+
 @contextlib.contextmanager
 def interrupt_on_signals(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGHUP)) -> Iterator[None]:
     """Within the block, ``signals`` raise :class:`Terminated` (a KeyboardInterrupt) in the main thread."""
@@ -70,6 +105,9 @@ def interrupt_on_signals(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGH
         return
 
     def handler(signum: int, frame: object) -> None:
+        _STATE["received"] = signum
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt()
         raise Terminated()
 
     previous = {s: signal.signal(s, handler) for s in signals}

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from sim.errors import ConfigError, RunError
-from sim.lifetime import die_with_parent, interrupt_on_signals
+from sim.lifetime import announce, die_with_parent, interrupt_on_signals
 
 from .env import STATUS_VAR
 from .options import RunnerOptions, parse_options
@@ -335,7 +335,7 @@ def launch(
             message = _watch(procs, board, job)
         except KeyboardInterrupt:
             _stop(procs, groups)
-            print(f"collsim: interrupted: stopped the {len(procs)} rank(s)", file=err, flush=True)
+            announce(f"collsim: interrupted: stopped the {len(procs)} rank(s)", file=err)
             raise
         finally:
             if any(p.poll() is None for p in procs):

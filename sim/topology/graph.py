@@ -15,7 +15,6 @@ and by the YAML loader alike.
 from __future__ import annotations
 
 import os
-
 from collections.abc import Iterable
 from typing import Any
 

@@ -16,7 +16,7 @@ from pydantic import Field, PositiveInt, model_validator
 
 from .. import files
 from ..errors import ConfigError, TopologyError
-from ..schema import Bandwidth, Spec, Time, check_bandwidth, check_time, validate_spec
+from ..schema import Bandwidth, Spec, Time, check_bandwidth, check_kind, check_time, shown_key, validate_spec
 from .builders import BUILDERS
 from .graph import NODE_KINDS, ClusterBuilder, check_connected
 
@@ -206,7 +206,7 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
         except TypeError:
             raise ConfigError(f"line {key_node.start_mark.line + 1}: a mapping key must be a plain value") from None
         if key in mapping:
-            raise ConfigError(f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
+            raise ConfigError(f"line {key_node.start_mark.line + 1}: duplicate key {shown_key(key)}")
         mapping[key] = loader.construct_object(value_node, deep=deep)
     return mapping
 
@@ -255,6 +255,7 @@ def load_file(path: Path) -> nx.DiGraph:
     if not isinstance(data, dict):
         raise TopologyError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
     try:
+        check_kind(TopologyFile, data, "topology")
         spec = validate_spec(TopologyFile, data, "")
     except ConfigError as exc:
         raise TopologyError(f"{path}: {exc}") from None
