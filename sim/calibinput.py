@@ -150,7 +150,9 @@ def _text(value: Any, what: str, *, limit: int = 200) -> str:
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     """Numbered lines of a text file, refusing binary data and over-long lines (read by
     :func:`sim.files.iter_lines`: a regular file of at most MAX_JSON_BYTES)."""
-    for n, raw in files.iter_lines(path, max_line=MAX_LINE_BYTES, limit=MAX_JSON_BYTES, error=CalibrationError):
+    for n, raw in files.iter_lines(
+        path, max_line=MAX_LINE_BYTES, limit=MAX_JSON_BYTES, error=CalibrationError, line_of="a measurement"
+    ):
         try:
             yield n, raw.decode("utf-8")
         except UnicodeDecodeError:

@@ -251,7 +251,9 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
     """Read and validate a calibration file; every problem is one :class:`CalibrationError` line."""
     p = Path(path)
     is_json = p.suffix.lower() == ".json"
-    text = files.read_text(p, limit=MAX_FILE_BYTES, error=CalibrationError) if is_json else ""
+    text = (
+        files.read_text(p, limit=MAX_FILE_BYTES, error=CalibrationError, noun="calibration file") if is_json else ""
+    )
     try:
         if is_json:
             try:
@@ -266,7 +268,7 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
             except RecursionError:
                 raise CalibrationError("JSON nested too deeply") from None
         else:
-            data = read_yaml(p)
+            data = read_yaml(p, noun="calibration file")
     except CalibrationError as exc:
         raise CalibrationError(f"{p}: {exc}") from None
     except ConfigError as exc:

@@ -71,7 +71,7 @@ def _kind(mode: int) -> str:
 
 
 @contextlib.contextmanager
-def _open_regular(path: str | os.PathLike[str], error: type[Exception]) -> Iterator[int]:
+def _open_regular(path: str | os.PathLike[str], error: type[Exception], noun: str = "file") -> Iterator[int]:
     """A file descriptor of ``path`` if it is a regular file; ``error`` (one line naming it) otherwise.
 
     Opened with O_NONBLOCK, so that opening a named pipe with no writer does not wait for one.
@@ -80,7 +80,7 @@ def _open_regular(path: str | os.PathLike[str], error: type[Exception]) -> Itera
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
-        raise error(f"{name}: no such file") from None
+        raise error(f"{name}: no such {noun}") from None
     except IsADirectoryError:
         raise error(f"{name}: is a directory, not a regular file") from None
     except PermissionError:
@@ -101,11 +101,15 @@ def _open_regular(path: str | os.PathLike[str], error: type[Exception]) -> Itera
 
 def _too_large(name: str, limit: int) -> str:
     shown = f"{limit // 2**20} MiB" if limit >= 2**20 and limit % 2**20 == 0 else f"{limit:,} bytes"
-    return f"{name}: larger than {shown}; not a file collsim reads"
+    return f"{name}: larger than {shown}, too large for a file collsim reads"
 
 
 def read_bytes(
-    path: str | os.PathLike[str], *, limit: int = MAX_FILE_BYTES, error: type[Exception] = ConfigError
+    path: str | os.PathLike[str],
+    *,
+    limit: int = MAX_FILE_BYTES,
+    error: type[Exception] = ConfigError,
+    noun: str = "file",
 ) -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` of them (a larger file is refused).
 
@@ -113,7 +117,7 @@ def read_bytes(
     unreadable, or past the ``--timeout`` in force (then :class:`sim.deadline.SimulationTimeout`).
     """
     name = os.fspath(path)
-    with _open_regular(name, error) as fd:
+    with _open_regular(name, error, noun) as fd:
         if os.fstat(fd).st_size > limit:
             raise error(_too_large(name, limit))
         parts: list[bytes] = []
@@ -134,10 +138,14 @@ def read_bytes(
 
 
 def read_text(
-    path: str | os.PathLike[str], *, limit: int = MAX_FILE_BYTES, error: type[Exception] = ConfigError
+    path: str | os.PathLike[str],
+    *,
+    limit: int = MAX_FILE_BYTES,
+    error: type[Exception] = ConfigError,
+    noun: str = "file",
 ) -> str:
     """:func:`read_bytes` decoded as UTF-8 (anything else is one ``error`` line)."""
-    raw = read_bytes(path, limit=limit, error=error)
+    raw = read_bytes(path, limit=limit, error=error, noun=noun)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -150,6 +158,7 @@ def iter_lines(
     max_line: int,
     limit: int = MAX_FILE_BYTES,
     error: type[Exception] = ConfigError,
+    line_of: str = "",
 ) -> Iterator[tuple[int, bytes]]:
     """Numbered raw lines of the regular file ``path``: a line longer than ``max_line`` bytes, or more
     than ``limit`` bytes in all, is one ``error`` line (the deadline in force is checked per line)."""
@@ -163,7 +172,8 @@ def iter_lines(
                 if n % 1024 == 0:
                     deadline.check()
                 if len(raw) > max_line:
-                    raise error(f"{name}:{n}: a line of more than {max_line:,} bytes")
+                    what = f" is not {line_of}" if line_of else ""
+                    raise error(f"{name}:{n}: a line of more than {max_line:,} bytes{what}")
                 total += len(raw)
                 if total > limit:
                     raise error(_too_large(name, limit))

@@ -130,7 +130,7 @@ _MESSAGES = {
 _SHOWN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-\[\]]{0,39}")
 
 
-def shown_key(key: Any, position: int | None = None) -> str:
+def shown_key(key: Any, position: int | None = None, *, quote: bool = False) -> str:
     """``key`` as an error names it: as written when it looks like a field name (quoted when it holds
     brackets, which a path would misread), else by its position (1-based) in its mapping.
 
@@ -138,7 +138,7 @@ def shown_key(key: Any, position: int | None = None) -> str:
     ('hots', "'x[0]'", 'key #1', 'a key')
     """
     if isinstance(key, str) and _SHOWN_KEY.fullmatch(key):
-        return repr(key) if "[" in key or "]" in key else key
+        return repr(key) if quote or "[" in key or "]" in key else key
     return f"key #{position}" if position is not None else "a key"
 
 

@@ -206,7 +206,7 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
         except TypeError:
             raise ConfigError(f"line {key_node.start_mark.line + 1}: a mapping key must be a plain value") from None
         if key in mapping:
-            raise ConfigError(f"line {key_node.start_mark.line + 1}: duplicate key {shown_key(key)}")
+            raise ConfigError(f"line {key_node.start_mark.line + 1}: duplicate key {shown_key(key, quote=True)}")
         mapping[key] = loader.construct_object(value_node, deep=deep)
     return mapping
 
@@ -233,10 +233,10 @@ def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
 _UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
-def read_yaml(path: Path) -> Any:
+def read_yaml(path: Path, noun: str = "file") -> Any:
     """Parse a YAML file (read by :func:`sim.files.read_text`: a regular file of at most 16 MiB, within the
     ``--timeout`` in force); errors become one-line :class:`ConfigError` naming the file and line."""
-    text = files.read_text(path, limit=MAX_FILE_BYTES)
+    text = files.read_text(path, limit=MAX_FILE_BYTES, noun=noun)
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except ConfigError as exc:
