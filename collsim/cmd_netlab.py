@@ -291,7 +291,7 @@ def run_cmd(
     """
     from netlab import down, launch, make_plan, rank_commands, results_path, running_plan, up
     from netlab.launch import refuse_busy
-    from netlab.state import read_state
+    from netlab.state import locked, read_state
     from netlab.system import require
 
     args = list(args or [])
@@ -315,7 +315,7 @@ def run_cmd(
         if own
         else "the ranks are stopped; the lab stays up"
     )
-    with _interruptible(lambda: f"netlab {prefix}: {left}"):
+    with _interruptible(lambda: f"netlab {prefix}: {left}"), locked(prefix, "run"):
         if own:
             plan, _ = up(
                 _spec(spec),

@@ -74,9 +74,12 @@ def remove_state(prefix: str) -> bool:
 
 
 @contextlib.contextmanager
-def locked(prefix: str) -> Iterator[None]:
-    """Hold the lock of ``prefix`` (fails at once, naming the holder, when another command has it)."""
-    path = state_dir() / f"{names.check_prefix(prefix)}.lock"
+def locked(prefix: str, kind: str = "lock") -> Iterator[None]:
+    """Hold the lock of ``prefix`` (fails at once, naming the holder, when another command has it).
+
+    ``kind`` ``"lock"`` is up and down's; ``"run"`` is held by a run for as long as its ranks live, so
+    that two runs never share a lab."""
+    path = state_dir() / f"{names.check_prefix(prefix)}.{kind}"
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
     with open(path, "a+", encoding="utf-8") as fh:
         try:
@@ -84,9 +87,8 @@ def locked(prefix: str) -> Iterator[None]:
         except BlockingIOError:
             fh.seek(0)
             holder = fh.read().strip() or "?"
-            raise NetlabError(
-                f"another collsim netlab command (pid {holder}) is building or removing prefix {prefix!r}"
-            ) from None
+            doing = "running ranks on" if kind == "run" else "building or removing"
+            raise NetlabError(f"another collsim netlab command (pid {holder}) is {doing} prefix {prefix!r}") from None
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))
