@@ -211,7 +211,9 @@ def corpus(tmp: Path) -> list[tuple[str, list[str], dict[str, str]]]:
         ("COLLSIM_CALIBRATION", str(specials["dev-zero-link"])), ("COLLSIM_SIZES", "1:1PiB:1.0000001"),
         ("COLLSIM_RANKS", "9" * 5000),
     ):  # fmt: skip
-        argv = ["simulate", "--size", "1MiB"] + ([] if var == "COLLSIM_TOPOLOGY" else ["-t", "star:hosts=2,bandwidth=1Gbps"])
+        argv = ["simulate", "--size", "1MiB"] + (
+            [] if var == "COLLSIM_TOPOLOGY" else ["-t", "star:hosts=2,bandwidth=1Gbps"]
+        )
         if var == "COLLSIM_SIZES":
             argv = ["simulate", "-t", "star:hosts=2,bandwidth=1Gbps"]
         cases.append((f"env {var}", argv, {var: value}))
@@ -317,7 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     counts = Counter(r.verdict for r in results)
     for r in results:
         if args.verbose or r.verdict != "ok":
-            print(f"{r.verdict:9s} {r.name[:60]:60s} exit {r.code}  {r.seconds:5.1f} s  {r.peak_mib:6.0f} MiB  {r.last}")
+            print(
+                f"{r.verdict:9s} {r.name[:60]:60s} exit {r.code}  {r.seconds:5.1f} s  {r.peak_mib:6.0f} MiB  {r.last}"
+            )
     inputs = sum(1 for r in results if not r.name.startswith("fault "))
     slowest = max((r for r in results if not r.name.startswith("fault ")), key=lambda r: r.seconds)
     biggest = max(results, key=lambda r: r.peak_mib)
@@ -325,7 +329,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{inputs} inputs, {len(results) - inputs} faults: "
         + ", ".join(f"{k} {counts.get(k, 0)}" for k in ("ok", "traceback", "lines", "hang", "memory", "exit", "orphan"))
     )
-    print(f"slowest input: {slowest.seconds:.1f} s ({slowest.name}); largest: {biggest.peak_mib:.0f} MiB ({biggest.name})")
+    print(
+        f"slowest input: {slowest.seconds:.1f} s ({slowest.name}); largest: {biggest.peak_mib:.0f} MiB ({biggest.name})"
+    )
     return 0 if counts.get("ok", 0) == len(results) else 1
 
 

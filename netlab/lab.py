@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sim.errors import ConfigError
+from sim.lifetime import interrupt_on_signals
 
 from . import names, probe, system
 from .errors import NetlabError
@@ -69,25 +70,10 @@ class Status:
         return self.state == "up" and self.plan is not None and not self.missing and not self.busy
 
 
-@contextlib.contextmanager
-def interrupts_as_keyboard() -> Iterator[None]:
+def interrupts_as_keyboard() -> contextlib.AbstractContextManager[None]:
     """Within the block, SIGTERM and SIGHUP raise KeyboardInterrupt (as Ctrl-C does), so that every
     ``finally`` cleanup runs. Only in the main thread; elsewhere it does nothing."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def raise_interrupt(signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    old = {sig: signal.signal(sig, raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
+    return interrupt_on_signals()
 
 
 @contextlib.contextmanager

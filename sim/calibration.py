@@ -251,9 +251,7 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
     """Read and validate a calibration file; every problem is one :class:`CalibrationError` line."""
     p = Path(path)
     is_json = p.suffix.lower() == ".json"
-    text = (
-        files.read_text(p, limit=MAX_FILE_BYTES, error=CalibrationError, noun="calibration file") if is_json else ""
-    )
+    text = files.read_text(p, limit=MAX_FILE_BYTES, error=CalibrationError, noun="calibration file") if is_json else ""
     try:
         if is_json:
             try:
