@@ -147,7 +147,8 @@ def _simulate(
     coll = get_collective(collective)
     algo = get_algorithm(coll.name, algorithm)
     # every GPU: dedicated servers use the hosts beyond --ranks
-    cluster = Cluster(calibrated_graph(topology, calibration))
+    with delayed_progress(1, f"building {topology[:60]}", force=progress):
+        cluster = Cluster(calibrated_graph(topology, calibration))
     p = ranks or cluster.size
     if p > cluster.size:
         raise ConfigError(f"--ranks {p}: topology {cluster.name!r} has only {cluster.size} GPUs")
@@ -209,7 +210,7 @@ def topology_show(
     timeout: TimeoutOpt = None,
 ) -> None:
     """Summarise a cluster: hosts, GPUs, switches, links and bisection bandwidth."""
-    with bounded(timeout):
+    with bounded(timeout), delayed_progress(1, f"building {spec[:60]}"):
         summary = summarize(load_graph(spec))
     if as_json:
         from dataclasses import asdict
