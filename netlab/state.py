@@ -17,12 +17,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from sim import files
+from sim.errors import ConfigError
+
 from . import names
 from .errors import NetlabError
 
 __all__ = ["STATE_VERSION", "locked", "read_state", "remove_state", "state_dir", "state_path", "write_state"]
 
 STATE_VERSION = 1
+#: a state file is a few KiB; a larger one is not netlab's
+MAX_STATE_BYTES = 16 * 2**20
 
 
 def state_dir() -> Path:
@@ -56,8 +61,8 @@ def write_state(prefix: str, data: dict[str, Any]) -> Path:
 def read_state(prefix: str) -> dict[str, Any] | None:
     """The state of ``prefix``, or None when there is none or it cannot be read as a netlab state."""
     try:
-        data = json.loads(state_path(prefix).read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        data = json.loads(files.read_text(state_path(prefix), limit=MAX_STATE_BYTES), parse_int=files.bounded_int)
+    except (ConfigError, ValueError, RecursionError):  # missing, not a regular file, too large, not JSON
         return None
     if not isinstance(data, dict) or data.get("version") != STATE_VERSION or data.get("prefix") != prefix:
         return None

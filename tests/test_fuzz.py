@@ -480,6 +480,7 @@ def test_special_files_are_refused_in_one_line_everywhere(tmp_path, capsys, kind
         ],
         ["validate", "calibrate", "-t", "dgx:hosts=2", "--from", path, "-o", str(tmp_path / "x.yaml")],
         ["report", path, "--out", str(tmp_path / "r")],
+        ["validate", "show", path],
     ):
         code, _, err = cli(capsys, argv, seconds=20)
         assert code == 2 and f"{path}: is {what}, not a regular file" in err, (argv, err)
