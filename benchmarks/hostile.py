@@ -131,6 +131,7 @@ def corpus(tmp: Path) -> list[tuple[str, list[str], dict[str, str]]]:
             ["validate", "calibrate", "-t", "dgx:hosts=2", "--from", f"{path}:format=nccl-tests-json", "-o", f"{out}.yaml"],
             ["validate", "calibrate", "-t", "dgx:hosts=2", "--from", f"{path}:format=jsonl", "-o", f"{out}.yaml"],
             ["report", str(path), "--out", out],
+            ["validate", "show", str(path)],
         ]  # fmt: skip
 
     cases: list[tuple[str, list[str], dict[str, str]]] = []
