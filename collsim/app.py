@@ -12,7 +12,7 @@ import typer
 
 from sim.errors import CollsimError, one_line
 
-__all__ = ["FLAGS", "app", "error_line", "fail"]
+__all__ = ["FLAGS", "MAX_ERROR_CHARS", "app", "clip", "error_line", "fail"]
 
 app = typer.Typer(
     name="collsim",
@@ -23,6 +23,22 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+#: the longest error line printed: a message quoting a 100 KB input is cut in its middle
+MAX_ERROR_CHARS = 1000
+
+
+def clip(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` cut in the middle to at most about ``limit`` characters (the end often says what to do).
+
+    >>> clip("a" * 30 + "b" * 30, 40)
+    'aaaaaaaaaaaaaaaaaaaaaaaaaa ... [24 characters cut] ... bbbbbbbbbb'
+    """
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 2 // 3, limit // 4
+    return f"{text[:head]} ... [{len(text) - head - tail:,} characters cut] ... {text[-tail:]}"
+
 
 #: library parameter -> the CLI flag that sets it (errors name what the user typed)
 FLAGS = {
@@ -55,10 +71,10 @@ def error_line(exc: BaseException) -> str:
     flag = FLAGS.get(param or "")
     if flag and param and message.startswith(param):
         message = flag + message[len(param) :]
-    return f"collsim: error: {one_line(message)}"
+    return f"collsim: error: {clip(one_line(message))}"
 
 
 def fail(message: str, code: int = 2) -> None:
     """Print one error line and exit."""
-    print(f"collsim: error: {one_line(message)}", file=sys.stderr)
+    print(f"collsim: error: {clip(one_line(message))}", file=sys.stderr)
     raise SystemExit(code)

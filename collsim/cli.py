@@ -9,6 +9,7 @@ stderr, ``collsim: error: ...``, and exit code 2 -- never a traceback.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import typer
@@ -18,11 +19,12 @@ try:  # typer >= 0.26 vendors click; older releases use click itself
 except ImportError:  # pragma: no cover
     import click.exceptions as _click  # type: ignore[no-redef]
 
+from sim import lifetime
 from sim.errors import CollsimError, one_line
 
-from .app import app, error_line, fail
+from .app import app, clip, error_line, fail
 
-__all__ = ["app", "entry", "fail", "main"]
+__all__ = ["app", "clip", "entry", "fail", "main"]
 
 _ABORT: type[BaseException] = getattr(_click, "Abort", typer.Abort)
 
@@ -41,20 +43,18 @@ def _register() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the console script)."""
     _register()
+    lifetime.reset()
     try:
-        result = app(args=argv, prog_name="collsim", standalone_mode=False)
+        with lifetime.interrupt_on_signals((signal.SIGINT, signal.SIGTERM, signal.SIGHUP)):
+            result = app(args=argv, prog_name="collsim", standalone_mode=False)
     except _click.NoArgsIsHelpError:
         return 0
     except _click.UsageError as exc:
         hint = f" (see: collsim {exc.ctx.command_path.partition(' ')[2]} --help)".replace("  ", " ") if exc.ctx else ""
-        print(f"collsim: error: {one_line(exc.format_message())}{hint}", file=sys.stderr)
+        print(f"collsim: error: {clip(one_line(exc.format_message()))}{hint}", file=sys.stderr)
         return 2
-    except _ABORT:
-        print("collsim: interrupted", file=sys.stderr)
-        return 130
-    except KeyboardInterrupt:
-        print("collsim: interrupted", file=sys.stderr)
-        return 130
+    except (_ABORT, KeyboardInterrupt):
+        return _interrupted()
     except CollsimError as exc:
         print(error_line(exc), file=sys.stderr)
         return 2
@@ -64,15 +64,27 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        return _interrupted() if code == 130 and lifetime.received() else code
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
-        print(f"collsim: error: {one_line(f'{exc.strerror or exc}{where}')}", file=sys.stderr)
+        print(f"collsim: error: {clip(one_line(f'{exc.strerror or exc}{where}'))}", file=sys.stderr)
         return 2
     except MemoryError:
         print("collsim: error: out of memory (try fewer ranks or a smaller sweep)", file=sys.stderr)
         return 2
+    if lifetime.received() is not None:  # typer turns an interrupt into a silent exit 130
+        return _interrupted()
     return result if isinstance(result, int) else 0
+
+
+def _interrupted() -> int:
+    """Exit 130 after an interruption, with one line saying so unless the command said it already."""
+    if not lifetime.announced():
+        sig = lifetime.received()
+        how = f" ({signal.Signals(sig).name})" if sig is not None and sig != signal.SIGINT else ""
+        lifetime.announce(f"collsim: interrupted{how}")
+    return 130
 
 
 def entry() -> None:

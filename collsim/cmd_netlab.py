@@ -65,12 +65,13 @@ def _warn(message: str) -> None:
 def _interruptible(what: Callable[[], str]) -> Iterator[None]:
     """Ctrl-C, SIGTERM and SIGHUP end the block through its cleanups, then print one line."""
     from netlab import interrupts_as_keyboard
+    from sim.lifetime import announce
 
     try:
         with interrupts_as_keyboard():
             yield
     except KeyboardInterrupt:
-        print(f"collsim: interrupted ({what()})", file=sys.stderr)
+        announce(f"collsim: interrupted ({what()})")
         raise
 
 
@@ -184,6 +185,7 @@ def status_cmd(
                     "state": st.state,
                     "healthy": st.healthy,
                     "missing": list(st.missing),
+                    "busy": list(st.busy),
                     "present": {"namespaces": list(st.present.namespaces), "links": list(st.present.links)},
                     "plan": st.plan.to_dict() if st.plan else None,
                 },
@@ -200,7 +202,15 @@ def status_cmd(
             print(f"netlab {prefix}: no lab")
     else:
         health = (
-            "up" if st.healthy else (st.state or "?") + (f", missing {', '.join(st.missing)}" if st.missing else "")
+            "up"
+            if st.healthy
+            else (st.state or "?")
+            + (f", missing {', '.join(st.missing)}" if st.missing else "")
+            + (
+                f", busy: {len(st.busy)} process(es) in its namespaces (pids {', '.join(map(str, st.busy[:8]))})"
+                if st.busy
+                else ""
+            )
         )
         print(f"netlab {prefix}: {st.plan.name} ({st.plan.spec}) {health}; {st.plan.world_size} ranks")
         for line in _describe(st.plan):
@@ -280,7 +290,8 @@ def run_cmd(
     Uses the lab of this prefix if it is up with SPEC; otherwise brings one up and removes it afterwards.
     """
     from netlab import down, launch, make_plan, rank_commands, results_path, running_plan, up
-    from netlab.state import read_state
+    from netlab.launch import refuse_busy
+    from netlab.state import locked, read_state
     from netlab.system import require
 
     args = list(args or [])
@@ -304,7 +315,7 @@ def run_cmd(
         if own
         else "the ranks are stopped; the lab stays up"
     )
-    with _interruptible(lambda: f"netlab {prefix}: {left}"):
+    with _interruptible(lambda: f"netlab {prefix}: {left}"), locked(prefix, "run"):
         if own:
             plan, _ = up(
                 _spec(spec),
@@ -319,6 +330,7 @@ def run_cmd(
             assert state is not None
             plan = running_plan(state, wanted, prefix)
         try:
+            refuse_busy(prefix, plan.namespaces)  # an older run's ranks: before a word about this one
             print(
                 f"netlab {prefix}: {plan.world_size} ranks of `python -m {module}` on {len(plan.hosts)} hosts of {plan.name}",
                 file=sys.stderr,

@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from sim.deadline import SimulationTimeout
+from sim.lifetime import announce, interrupt_on_signals
 
 from .app import app, fail
 from .timeout import TimeoutOpt, bounded
@@ -31,7 +32,7 @@ def report_cmd(
             "--executor",
             "-e",
             envvar="COLLSIM_EXECUTOR",
-            help="local (joblib on this machine's cores), serial (this process) or dask (an existing cluster).",
+            help="local (worker processes on this machine's cores), serial (this process) or dask (an existing cluster).",
         ),
     ] = "local",
     jobs: Annotated[
@@ -60,7 +61,7 @@ def report_cmd(
         from reports.sweep import PointCache, make_executor
     except ModuleNotFoundError as exc:  # pragma: no cover - an install without the package
         fail(f"collsim report needs the reports package ({exc})")
-    for module in ("matplotlib", "jinja2", "joblib"):
+    for module in ("matplotlib", "jinja2"):
         if importlib.util.find_spec(module) is None:
             fail(f"collsim report needs {module}: pip install 'collsim[report]'")
 
@@ -70,9 +71,8 @@ def report_cmd(
     if fresh:
         PointCache(out).clear()
     command = f"collsim report {shlex.quote(spec)} --out {shlex.quote(str(out))}"
-    print(f"collsim report: {loaded.name} ({path}) -> {out}", file=sys.stderr)
     try:
-        with bounded(timeout):
+        with bounded(timeout), interrupt_on_signals():
             outcome = build_report(loaded, out, executor=run, progress=progress, command=command)
     except SimulationTimeout as exc:
         saved = len(PointCache(out).load())
@@ -82,13 +82,13 @@ def report_cmd(
         )
     except KeyboardInterrupt:
         saved = len(PointCache(out).load())
-        print(
+        announce(
             f"collsim: interrupted; {saved} finished point(s) are kept in {out / PointCache.FILENAME}: "
-            "run the same command again to resume",
-            file=sys.stderr,
+            "run the same command again to resume"
         )
         raise SystemExit(130) from None
     data = outcome.data
+    print(f"collsim report: {loaded.name} ({path}) -> {out}", file=sys.stderr)
     print(
         f"{outcome.computed} points simulated, {outcome.reused} reused from {out / 'points.jsonl'}, "
         f"{len(data.skipped)} skipped, {len(data.failed)} failed, in {time.perf_counter() - started:.1f} s "

@@ -85,6 +85,7 @@ def simulate_cmd(
                 calibration=calibration,
                 check=check,
                 engine=engine,
+                progress=progress,
             ),
             topology,
             as_json,
@@ -106,25 +107,27 @@ def _prepare(
     calibration: str | None,
     check: bool,
     engine: str,
+    progress: bool | None,
 ) -> tuple[Run, str | None]:
     """The flags as a prepared run (sizes parsed once, the calibration read once) and its header line."""
     if size and sizes:
         raise ConfigError("give --size or --sizes, not both")
     size_list = parse_size_range(sizes, "--sizes") if sizes else [parse_bytes(size or "64MiB", "--size")]
     link_model, header = read_calibration(calibration, topology)
-    run = prepare(
-        topology,
-        collective,
-        algorithm,
-        size_list,
-        ranks=ranks,
-        dtype=dtype,
-        root=root,
-        gamma=gamma,
-        engine=engine,
-        check=check,
-        link_model=link_model,
-    )
+    with delayed_progress(1, f"building {topology[:60]}", force=progress):
+        run = prepare(
+            topology,
+            collective,
+            algorithm,
+            size_list,
+            ranks=ranks,
+            dtype=dtype,
+            root=root,
+            gamma=gamma,
+            engine=engine,
+            check=check,
+            link_model=link_model,
+        )
     return run, header
 
 
@@ -172,9 +175,11 @@ app.add_typer(topology_app, name="topology")
 def topology_show(
     spec: Annotated[str, typer.Argument(help="Inline spec, YAML file or bundled name.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Summarise a cluster: hosts, GPUs, switches, links and bisection bandwidth."""
-    summary = summarize(load_graph(spec))
+    with bounded(timeout), delayed_progress(1, f"building {spec[:60]}"):
+        summary = summarize(load_graph(spec))
     if as_json:
         from dataclasses import asdict
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sim.errors import ConfigError
+from sim.lifetime import interrupt_on_signals
 
 from . import names, probe, system
 from .errors import NetlabError
@@ -61,31 +62,18 @@ class Status:
     present: Leftovers
     missing: tuple[str, ...] = field(default_factory=tuple)  # planned namespaces that are not there
     created: float | None = None
+    busy: tuple[int, ...] = ()  # processes living in its namespaces (a run's ranks, or an older run's)
 
     @property
     def healthy(self) -> bool:
-        return self.state == "up" and self.plan is not None and not self.missing
+        """Up, whole, and idle (a lab whose namespaces still hold processes is not ready for a run)."""
+        return self.state == "up" and self.plan is not None and not self.missing and not self.busy
 
 
-@contextlib.contextmanager
-def interrupts_as_keyboard() -> Iterator[None]:
+def interrupts_as_keyboard() -> contextlib.AbstractContextManager[None]:
     """Within the block, SIGTERM and SIGHUP raise KeyboardInterrupt (as Ctrl-C does), so that every
     ``finally`` cleanup runs. Only in the main thread; elsewhere it does nothing."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def raise_interrupt(signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    old = {sig: signal.signal(sig, raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
+    return interrupt_on_signals()
 
 
 @contextlib.contextmanager
@@ -316,6 +304,14 @@ def status(prefix: str = names.DEFAULT_PREFIX) -> Status:
     except (KeyError, TypeError, ValueError):
         state, plan = None, None  # unreadable: report what the system shows
     missing = tuple(ns for ns in plan.namespaces if ns not in present.namespaces) if plan else ()
+    from .launch import busy_pids
+
     return Status(
-        prefix, state["status"] if state else None, plan, present, missing, state.get("created") if state else None
+        prefix,
+        state["status"] if state else None,
+        plan,
+        present,
+        missing,
+        state.get("created") if state else None,
+        tuple(busy_pids(present.namespaces)),
     )

@@ -25,10 +25,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sim.lifetime import die_with_parent
+
 from .errors import NetlabError
 from .plan import Plan
 
-__all__ = ["DEFAULT_MASTER_PORT", "RankCommand", "RunOutcome", "launch", "rank_commands", "results_path"]
+__all__ = [
+    "DEFAULT_MASTER_PORT",
+    "RankCommand",
+    "RunOutcome",
+    "busy_pids",
+    "launch",
+    "rank_commands",
+    "refuse_busy",
+    "results_path",
+]
 
 DEFAULT_MASTER_PORT = 29500
 #: A topology host name that is also a valid host name becomes the rank's host name; others do not.
@@ -175,6 +186,7 @@ def launch(
     if not commands:
         raise NetlabError("no ranks to launch")
     prefix = commands[0].env.get("COLLSIM_NETLAB_PREFIX", "lab")
+    refuse_busy(prefix, sorted({c.ns for c in commands}))
     offset = json_path.stat().st_size if json_path.exists() else 0
     log_dir = Path(tempfile.mkdtemp(prefix=f"collsim-netlab-{prefix}-"))
     procs: list[subprocess.Popen[bytes]] = []
@@ -194,6 +206,9 @@ def launch(
                         stdout=out,
                         stderr=subprocess.STDOUT if out else None,
                         start_new_session=True,
+                        # SIGKILL when this launcher ends, however it ends (kill -9 included): it lasts
+                        # through `ip netns exec` and the rank's exec of python
+                        preexec_fn=die_with_parent(),  # noqa: PLW1509 - only prctl and getppid
                     )
                 )
             finally:
@@ -221,6 +236,26 @@ def launch(
         shutil.rmtree(log_dir, ignore_errors=True)
         outcome = RunOutcome(codes, json_path, records, seconds, timed_out, None, stopped)
     return outcome
+
+
+def busy_pids(namespaces: Sequence[str]) -> list[int]:
+    """Processes that live in ``namespaces`` (an earlier run's ranks, a probe), this one excepted."""
+    from .system import netns_pids
+
+    me = os.getpid()
+    return sorted({pid for ns in namespaces for pid in netns_pids(ns)} - {me})
+
+
+def refuse_busy(prefix: str, namespaces: Sequence[str]) -> None:
+    """A one-line :class:`NetlabError` when processes already live in the lab's namespaces: a run never
+    starts beside an older run's ranks (their port, their CPU, their records in the JSON file)."""
+    pids = busy_pids(namespaces)
+    if pids:
+        shown = ", ".join(map(str, pids[:8])) + (", ..." if len(pids) > 8 else "")
+        raise NetlabError(
+            f"prefix {prefix!r}: {len(pids)} process(es) of an earlier run still live in the lab's namespaces "
+            f"(pids {shown}); wait for them to end or run `collsim netlab down --prefix {prefix}`"
+        )
 
 
 def _wait(procs: list[subprocess.Popen[bytes]], deadline: float, grace: float) -> bool:

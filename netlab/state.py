@@ -17,12 +17,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from sim import files
+from sim.errors import ConfigError
+
 from . import names
 from .errors import NetlabError
 
 __all__ = ["STATE_VERSION", "locked", "read_state", "remove_state", "state_dir", "state_path", "write_state"]
 
 STATE_VERSION = 1
+#: a state file is a few KiB; a larger one is not netlab's
+MAX_STATE_BYTES = 16 * 2**20
 
 
 def state_dir() -> Path:
@@ -56,8 +61,8 @@ def write_state(prefix: str, data: dict[str, Any]) -> Path:
 def read_state(prefix: str) -> dict[str, Any] | None:
     """The state of ``prefix``, or None when there is none or it cannot be read as a netlab state."""
     try:
-        data = json.loads(state_path(prefix).read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        data = json.loads(files.read_text(state_path(prefix), limit=MAX_STATE_BYTES), parse_int=files.bounded_int)
+    except (ConfigError, ValueError, RecursionError):  # missing, not a regular file, too large, not JSON
         return None
     if not isinstance(data, dict) or data.get("version") != STATE_VERSION or data.get("prefix") != prefix:
         return None
@@ -74,9 +79,12 @@ def remove_state(prefix: str) -> bool:
 
 
 @contextlib.contextmanager
-def locked(prefix: str) -> Iterator[None]:
-    """Hold the lock of ``prefix`` (fails at once, naming the holder, when another command has it)."""
-    path = state_dir() / f"{names.check_prefix(prefix)}.lock"
+def locked(prefix: str, kind: str = "lock") -> Iterator[None]:
+    """Hold the lock of ``prefix`` (fails at once, naming the holder, when another command has it).
+
+    ``kind`` ``"lock"`` is up and down's; ``"run"`` is held by a run for as long as its ranks live, so
+    that two runs never share a lab."""
+    path = state_dir() / f"{names.check_prefix(prefix)}.{kind}"
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
     with open(path, "a+", encoding="utf-8") as fh:
         try:
@@ -84,9 +92,8 @@ def locked(prefix: str) -> Iterator[None]:
         except BlockingIOError:
             fh.seek(0)
             holder = fh.read().strip() or "?"
-            raise NetlabError(
-                f"another collsim netlab command (pid {holder}) is building or removing prefix {prefix!r}"
-            ) from None
+            doing = "running ranks on" if kind == "run" else "building or removing"
+            raise NetlabError(f"another collsim netlab command (pid {holder}) is {doing} prefix {prefix!r}") from None
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))

@@ -22,7 +22,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from sim.algorithms import algorithm_names, get_algorithm
 from sim.errors import AlgorithmError, ConfigError
-from sim.schema import PositiveSize, Spec, Time, validate_spec
+from sim.schema import PositiveSize, Spec, Time, check_kind, validate_spec
 from sim.simulate import MAX_GAMMA
 from sim.topology.load import read_yaml
 from sim.units import MAX_SIZE, MAX_SWEEP, parse_size_range
@@ -331,6 +331,8 @@ def parse_spec(data: Any, base_dir: str | Path = ".", where: str = "") -> Report
         raise ConfigError(f"{where or 'spec'}: expected a mapping at the top level, got {type(data).__name__}")
     prefix = f"{where}: " if where else ""
     try:
+        if where:  # a file: one of another kind is not echoed
+            check_kind(ReportSpec, data, "report spec")
         spec: ReportSpec = validate_spec(ReportSpec, data)
     except ConfigError as exc:
         raise ConfigError(f"{prefix}{exc}") from None

@@ -1,4 +1,4 @@
-"""Running a report's points: on all local cores (joblib), in this process, or on an existing dask
+"""Running a report's points: on all local cores (worker processes that die with the report), in this process, or on an existing dask
 cluster; with a progress bar; resumable, because every finished point is appended to a JSON-lines
 cache in the output directory as soon as it arrives, and a rerun computes only the missing ones.
 
@@ -24,10 +24,15 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
+from sim import files
 from sim.errors import ConfigError
 
 from .points import Point, run_point
 from .records import PointRecord
+
+#: the longest record of points.jsonl, and the most the cache may hold (far past any real sweep)
+MAX_RECORD_BYTES = 16 * 2**20
+MAX_CACHE_BYTES = 1 << 30
 
 __all__ = [
     "EXECUTORS",
@@ -64,16 +69,15 @@ class PointCache:
         records: dict[str, PointRecord] = {}
         if not self.path.exists():
             return records
-        with self.path.open(encoding="utf-8") as fh:
-            for line in fh:
-                if not line.endswith("\n"):
-                    continue  # cut short
-                try:
-                    record = PointRecord.from_dict(json.loads(line))
-                except ValueError:  # json.JSONDecodeError included
-                    continue
-                if record.cached:
-                    records[record.key] = record
+        for _n, raw in files.iter_lines(self.path, max_line=MAX_RECORD_BYTES, limit=MAX_CACHE_BYTES):
+            if not raw.endswith(b"\n"):
+                continue  # cut short
+            try:
+                record = PointRecord.from_dict(json.loads(raw, parse_int=files.bounded_int))
+            except ValueError:  # not JSON, not UTF-8, a number no point has, or not a record
+                continue
+            if record.cached:
+                records[record.key] = record
         return records
 
     def clear(self) -> None:
@@ -128,7 +132,13 @@ class SerialExecutor:
 
 
 class LocalExecutor:
-    """Every point a joblib task, on ``jobs`` local processes (default: all cores)."""
+    """Every point a task on ``jobs`` local worker processes (default: all cores).
+
+    The workers are forked children of this process that die with it, however it ends (``kill -9``
+    included: :func:`sim.lifetime.child_init`), ignore Ctrl-C (this process stops them), and are killed
+    when the sweep ends early (an interruption, ``--timeout``, an error). Forked workers use no named
+    semaphores and no resource tracker, so nothing is left in /dev/shm either.
+    """
 
     name = "local"
 
@@ -141,10 +151,31 @@ class LocalExecutor:
         if self.jobs == 1 or len(items) <= 1:
             yield from SerialExecutor().map_unordered(func, items)
             return
-        from joblib import Parallel, delayed
+        import multiprocessing
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-        parallel = Parallel(n_jobs=min(self.jobs, len(items)), return_as="generator_unordered", batch_size=1)
-        yield from parallel(delayed(func)(item) for item in items)
+        from sim.lifetime import child_init
+
+        pool = ProcessPoolExecutor(
+            max_workers=min(self.jobs, len(items)),
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=child_init,
+            initargs=(os.getpid(),),
+        )
+        try:
+            pending = {pool.submit(func, item) for item in items}
+            while pending:
+                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield future.result()
+        finally:
+            workers = list((getattr(pool, "_processes", None) or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for worker in workers:  # a point still running is not waited for
+                if worker.is_alive():
+                    worker.kill()
+            for worker in workers:
+                worker.join(timeout=5)
 
 
 class DaskExecutor:
@@ -186,7 +217,7 @@ EXECUTORS = ("local", "serial", "dask")
 
 
 def make_executor(name: str, jobs: int | None = None, address: str | None = None) -> Executor:
-    """The executor called ``name``: ``local`` (joblib, ``jobs`` processes), ``serial`` or ``dask``."""
+    """The executor called ``name``: ``local`` (``jobs`` worker processes), ``serial`` or ``dask``."""
     if name == "local":
         return LocalExecutor(jobs)
     if name == "serial":

@@ -13,6 +13,7 @@ links[3].bandwidth: must be > 0, got '-1Gbps'
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
@@ -33,6 +34,8 @@ __all__ = [
     "PositiveSize",
     "Spec",
     "Time",
+    "check_kind",
+    "shown_key",
     "validate_spec",
     "validation_message",
 ]
@@ -120,6 +123,44 @@ _MESSAGES = {
 }
 
 
+#: A key shown as written in an error: a short name of the characters field names use. Any other key
+#: (what a file that is not a config file has: a line of /etc/shadow, a long text) is named by its
+#: position, never by its content -- collsim runs as root under sudo, and its errors must not print
+#: files the user could not read.
+_SHOWN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-\[\]]{0,39}")
+
+
+def shown_key(key: Any, position: int | None = None, *, quote: bool = False) -> str:
+    """``key`` as an error names it: as written when it looks like a field name (quoted when it holds
+    brackets, which a path would misread), else by its position (1-based) in its mapping.
+
+    >>> shown_key("hots"), shown_key("x[0]"), shown_key("root:*:19000::", 1), shown_key("a b")
+    ('hots', "'x[0]'", 'key #1', 'a key')
+    """
+    if isinstance(key, str) and _SHOWN_KEY.fullmatch(key):
+        return repr(key) if quote or "[" in key or "]" in key else key
+    return f"key #{position}" if position is not None else "a key"
+
+
+def _mapping_at(data: Any, loc: tuple[Any, ...]) -> Any:
+    for part in loc:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+def _extra_key(data: Any, loc: tuple[Any, ...]) -> str:
+    """The unknown key at ``loc`` (its last element), shown by :func:`shown_key`."""
+    parent = _mapping_at(data, loc[:-1]) if data is not None else None
+    position = None
+    if isinstance(parent, dict):
+        keys = list(parent)
+        position = keys.index(loc[-1]) + 1 if loc[-1] in keys else None
+    return shown_key(loc[-1], position)
+
+
 def _path(loc: tuple[Any, ...], prefix: str) -> str:
     out = prefix
     for part in loc:
@@ -132,7 +173,9 @@ def _path(loc: tuple[Any, ...], prefix: str) -> str:
     return out or "(top level)"
 
 
-def validation_message(exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None) -> str:
+def validation_message(
+    exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None, data: Any = None
+) -> str:
     """The most telling error of ``exc`` as one line: ``links[3].bandwidth: must be > 0, got -1``.
 
     An unknown field is reported before a missing one (a typo explains both), with the valid field
@@ -151,7 +194,14 @@ def validation_message(exc: ValidationError, prefix: str = "", model: type[BaseM
             text = err["msg"]
     else:
         text = err["msg"]
-    where = _path(tuple(err["loc"]), prefix)
+    loc = tuple(err["loc"])
+    if kind == "extra_forbidden" and loc:
+        # the last element is the user's key, whatever it holds (pydantic's own labels come before it)
+        where = _path(loc[:-1], prefix)
+        key = _extra_key(data, loc)
+        where = f"{where}.{key}" if where != "(top level)" else key
+    else:
+        where = _path(loc, prefix)
     if kind == "extra_forbidden" and model is not None and len(err["loc"]) == 1:
         fields = sorted(model.model_fields, key=lambda k: not model.model_fields[k].is_required())
         text += f" (valid: {', '.join(fields)})"
@@ -172,4 +222,28 @@ def validate_spec(model: type[BaseModel], data: Any, prefix: str = "") -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(validation_message(exc, prefix, model)) from None
+        raise ConfigError(validation_message(exc, prefix, model, data)) from None
+
+
+def check_kind(model: type[BaseModel], data: Any, what: str) -> None:
+    """Refuse a file's top-level mapping none of whose keys is a field of ``model``: a file of another
+    kind (``/etc/shadow`` given as a topology), named by the count of its keys, never their content.
+
+    >>> check_kind(Spec, {"root:*:19000:0": None}, "topology")
+    Traceback (most recent call last):
+    ...
+    sim.errors.ConfigError: not a topology file: no field at the top level (its 1 key is not shown)
+    """
+    if isinstance(data, dict) and data and not any(_is_field(model, k) for k in data):
+        n = len(data)
+        fields = ", ".join(sorted(model.model_fields, key=lambda k: not model.model_fields[k].is_required()))
+        valid = f"; valid: {fields}" if fields else ""
+        raise ConfigError(
+            f"not a {what} file: no field at the top level (its {n:,} key{'s are' if n > 1 else ' is'} not shown{valid})"
+        )
+
+
+def _is_field(model: type[BaseModel], key: Any) -> bool:
+    if not isinstance(key, str):
+        return False
+    return key in model.model_fields or any(f.alias == key for f in model.model_fields.values())

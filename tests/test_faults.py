@@ -230,3 +230,148 @@ def test_the_python_api_takes_a_timeout_too():
     with deadline(60):  # an outer bound that is not reached changes nothing
         r = simulate("star:hosts=4,bandwidth=1GB/s", "allreduce", "ring", "1MiB")
     assert r.time_s == simulate("star:hosts=4,bandwidth=1GB/s", "allreduce", "ring", "1MiB").time_s
+
+
+# -- issue 16: signals and kill -9 leave nothing behind ------------------------------------------------
+
+
+def _big_report_spec(tmp_path: Path) -> Path:
+    spec = tmp_path / "big.yaml"
+    spec.write_text(
+        "name: big\njob: {gradient_bytes: 100MiB, compute_time: 10ms}\n"
+        "cluster: {builder: star, params: {bandwidth: 100Gbps, latency: 1us}, sizes: 4..4096}\n"
+        "algorithms: [ring, tree]\nsweep: {message_sizes: 1MiB:256MiB:2}\n"
+    )
+    return spec
+
+
+def _wait_for(condition, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not condition():
+        time.sleep(0.05)
+
+
+def _gone(tag: str, seconds: float = 10) -> list[int]:
+    """The tagged processes still alive after up to ``seconds`` (an orphan has that long to die)."""
+    _wait_for(lambda: not processes_with(tag), seconds)
+    return processes_with(tag)
+
+
+def _shm() -> set[str]:
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_report_killed_or_terminated_leaves_no_worker_and_nothing_in_dev_shm(tmp_path, sig):
+    tag, env = tagged_environ()
+    shm = _shm()
+    out = tmp_path / "out"
+    cmd = [*COLLSIM, "report", str(_big_report_spec(tmp_path)), "--out", str(out), "--jobs", "2", "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    try:
+        _wait_for(lambda: len(processes_with(tag)) >= 3 or proc.poll() is not None)  # the report and 2 workers
+        assert proc.poll() is None, proc.communicate()[1]
+        proc.send_signal(sig)  # to the report only: its workers must follow it
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not _gone(tag), "report workers outlived the report"
+    assert _shm() <= shm
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 130 and err.splitlines()[-1].startswith("collsim: interrupted;"), err
+        assert err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_an_interrupted_simulation_says_so_in_one_line(sig):
+    cmd = [*COLLSIM, "simulate", "-t", "star:hosts=4,bandwidth=100Gbps", "-a", "tree:chunks=1048576", "--size", "1MiB"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        time.sleep(3)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and err.startswith("collsim: interrupted") and err.count("\n") == 1, err
+
+
+def test_the_largest_legal_chunking_is_bounded_by_timeout_and_shows_progress(capsys, monkeypatch):
+    """tree:chunks=1048576 takes minutes: a log shows it is running, and --timeout ends it."""
+    from collsim import progress
+
+    monkeypatch.setattr(progress, "PLAIN_DELAY", 0.2)
+    argv = ["simulate", "-t", "star:hosts=4,bandwidth=100Gbps", "-a", "tree:chunks=1048576", "--size", "1MiB"]
+    assert main([*argv, "--timeout", "2s"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("collsim: tree:chunks=1048576, 4 ranks, 1MiB: 0/1 done, still running after"), err
+    assert err[-1] == "collsim: error: the simulation did not finish within --timeout 2 s (wall clock)"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["simulate", "-t", "star:hosts=2097152,bandwidth=100Gbps", "--size", "1MiB", "--timeout", "0.5s"],
+        ["topology", "show", "dgx:hosts=262144", "--timeout", "1s"],
+    ],
+)
+def test_timeout_bounds_building_the_largest_clusters(capsys, argv, monkeypatch):
+    import sim.topology.graph as graph
+
+    monkeypatch.setattr(graph, "available_memory", lambda: None)  # the build starts; only the clock ends it
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith("collsim: error: the simulation did not finish within --timeout")
+
+
+@pytest.mark.netlab
+@needs_netlab
+def test_netlab_ranks_die_with_a_killed_launcher_and_a_rerun_takes_only_its_records(tmp_path, private_netlab):
+    marker = tmp_path / "started"
+    marker.mkdir()
+    out = tmp_path / "r.jsonl"
+    tag, env = tagged_environ()
+    up = [*COLLSIM, "netlab", "up", "netlab-star4", "--prefix", PREFIX, "--no-rate-check"]
+    done = subprocess.run(up, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    run = [*COLLSIM, "netlab", "run", "netlab-star4", "--prefix", PREFIX, "--module", "tests.netlab_standin",
+           "--json", str(out), "--"]  # fmt: skip
+    proc = subprocess.Popen([*run, "--sleep", "300", "--marker", str(marker)], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        _wait_for(lambda: len(list(marker.iterdir())) == 4 or proc.poll() is not None, 60)
+        assert len(list(marker.iterdir())) == 4
+        proc.kill()  # kill -9 of the launcher: no handler runs
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not _gone(tag), "ranks outlived their launcher"
+    st = netlab.status(PREFIX)
+    assert st.healthy and not st.busy
+    again = subprocess.run(run, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "1 records" in again.stderr and len(json_lines(out)) == 1
+
+
+@pytest.mark.netlab
+@needs_netlab
+def test_netlab_refuses_to_run_beside_an_older_runs_processes(tmp_path, private_netlab):
+    up = [*COLLSIM, "netlab", "up", "netlab-star4", "--prefix", PREFIX, "--no-rate-check"]
+    done = subprocess.run(up, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    squatter = subprocess.Popen(["ip", "netns", "exec", f"{PREFIX}-h0", "sleep", "300"], start_new_session=True)
+    try:
+        _wait_for(lambda: bool(netlab.status(PREFIX).busy), 10)
+        st = netlab.status(PREFIX)
+        assert squatter.pid in st.busy and not st.healthy
+        run = [*COLLSIM, "netlab", "run", "netlab-star4", "--prefix", PREFIX, "--module", "tests.netlab_standin",
+               "--json", str(tmp_path / "r.jsonl")]  # fmt: skip
+        refused = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=60,
+                                 env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    finally:
+        squatter.kill()
+        squatter.wait()
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert f"process(es) of an earlier run still live in the lab's namespaces (pids {squatter.pid})" in refused.stderr
+    assert not (tmp_path / "r.jsonl").exists()

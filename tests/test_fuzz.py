@@ -439,3 +439,157 @@ def test_random_bytes_as_a_topology_file(capsys, tmp_path):
         path = tmp_path / f"r{i}.yaml"
         path.write_bytes(bytes(rng.randrange(256) for _ in range(rng.randrange(1, 400))))
         cli(capsys, ["simulate", "-t", str(path), "--size", "1KiB"])
+
+
+# -- issue 16: the hostile inputs that broke collsim (each failed before the fix) ----------------------
+
+HUGE_INT = "9" * 5000  # Python refuses to convert more than 4,300 digits: a traceback before
+
+
+def _special_files(tmp_path):
+    """A FIFO with no writer, a symbolic link to /dev/zero, a directory, a socket-free set of non-files."""
+    import os
+
+    fifo = tmp_path / "f.yaml"
+    os.mkfifo(fifo)
+    zero = tmp_path / "z.json"
+    zero.symlink_to("/dev/zero")
+    folder = tmp_path / "d.yaml"
+    folder.mkdir()
+    return {"fifo": fifo, "zero": zero, "dir": folder}
+
+
+@pytest.mark.parametrize(
+    "kind, what", [("fifo", "a named pipe"), ("zero", "a character device"), ("dir", "a directory")]
+)
+def test_special_files_are_refused_in_one_line_everywhere(tmp_path, capsys, kind, what):
+    path = str(_special_files(tmp_path)[kind])
+    for argv in (
+        ["simulate", "-t", path, "--size", "1MiB", "--timeout", "5s"],
+        ["topology", "show", path],
+        ["simulate", "-t", "dgx:hosts=2", "--size", "1MiB", "--calibration", path],
+        [
+            "validate",
+            "calibrate",
+            "-t",
+            "dgx:hosts=2",
+            "--from",
+            f"{path}:format=nccl-tests-json",
+            "-o",
+            str(tmp_path / "x.yaml"),
+        ],
+        ["validate", "calibrate", "-t", "dgx:hosts=2", "--from", path, "-o", str(tmp_path / "x.yaml")],
+        ["report", path, "--out", str(tmp_path / "r")],
+        ["validate", "show", path],
+    ):
+        code, _, err = cli(capsys, argv, seconds=20)
+        assert code == 2 and f"{path}: is {what}, not a regular file" in err, (argv, err)
+    assert not (tmp_path / "r").exists() and not (tmp_path / "x.yaml").exists()
+
+
+def test_the_bounded_reader_caps_size_and_checks_the_deadline(tmp_path):
+    from sim import files
+    from sim.deadline import SimulationTimeout
+
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"a" * 101)
+    assert files.read_bytes(big, limit=101) == b"a" * 101
+    with pytest.raises(ConfigError, match="larger than 100 bytes"):
+        files.read_bytes(big, limit=100)
+    with pytest.raises(ConfigError, match="a line of more than 10 bytes"):
+        list(files.iter_lines(big, max_line=10))
+    with deadline(0.0), pytest.raises(SimulationTimeout):
+        files.read_bytes(big)
+    with pytest.raises(ConfigError, match="no such file"):
+        files.read_text(tmp_path / "nope")
+
+
+@pytest.mark.parametrize(
+    "name, text, argv",
+    [
+        ("t.yaml", f"name: t\nhosts: [{{name: a, gpus: {HUGE_INT}}}]\n", ["simulate", "-t", "{path}"]),
+        ("r.yaml", f"job: {{gradient_bytes: {HUGE_INT}}}\n", ["report", "{path}", "--out", "{dir}/r"]),
+        ("c.json", f'{{"format": "collsim-calibration", "topology": "dgx:hosts=2", "version": {HUGE_INT}}}',
+         ["simulate", "-t", "dgx:hosts=2", "--size", "1MiB", "--calibration", "{path}"]),
+        ("m.jsonl", f'{{"size_bytes": {HUGE_INT}}}\n',
+         ["validate", "calibrate", "-t", "dgx:hosts=2", "--from", "{path}", "-o", "{dir}/x.yaml"]),
+        ("n.json", f'{{"results": [{{"size": {HUGE_INT}}}]}}',
+         ["validate", "calibrate", "-t", "dgx:hosts=2", "--from", "{path}:format=nccl-tests-json", "-o", "{dir}/x.yaml"]),
+    ],
+)  # fmt: skip
+def test_an_integer_of_5000_digits_is_one_line_not_a_traceback(tmp_path, capsys, name, text, argv):
+    path = tmp_path / name
+    path.write_text(text)
+    argv = [a.format(path=path, dir=tmp_path) for a in argv]
+    code, _, err = cli(capsys, argv, seconds=20)
+    assert code == 2 and "an integer of 5,000 digits is out of range" in err, err
+
+
+def test_a_calibration_of_200000_segments_is_refused_quickly(tmp_path, capsys):
+    segments = [{"min_bytes": i, "latency": 1e-6, "efficiency": 0.9} for i in range(200_000)]
+    cal = {"format": "collsim-calibration", "topology": "dgx:hosts=2", "calibrated": ["same-switch.segments"],
+           "classes": {"same-switch": {"segments": segments}}}  # fmt: skip
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(cal))
+    code, _, err = cli(capsys, ["simulate", "-t", "dgx:hosts=2", "--size", "1MiB", "--calibration", str(path)], 30)
+    assert code == 2 and "segments: too many items" in err, err
+
+
+@pytest.mark.parametrize(
+    "text, argv",
+    [
+        ("root:*:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n", ["simulate", "-t", "{path}"]),
+        ("root:*:19000:0:99999:7:::\n", ["topology", "show", "{path}"]),
+        ("root:*:19000:0:99999:7:::\n", ["report", "{path}", "--out", "{dir}/r"]),
+        ("root:*:19000:0:99999:7:::\n", ["simulate", "-t", "dgx:hosts=2", "--calibration", "{path}"]),
+        ("hosts: [{name: a, 'root:*:190': 1}]\n", ["simulate", "-t", "{path}"]),
+        ("secret: hunter2\n", ["simulate", "-t", "{path}"]),
+    ],
+)
+def test_errors_never_echo_a_file_that_is_not_what_was_asked(tmp_path, capsys, text, argv):
+    """collsim runs under sudo: `collsim netlab up /etc/shadow` must not print /etc/shadow."""
+    path = tmp_path / "shadow"
+    path.write_text(text)
+    code, _, err = cli(capsys, [a.format(path=path, dir=tmp_path) for a in argv], seconds=20)
+    assert code == 2
+    assert "root:" not in err and "19000" not in err and "hunter2" not in err and "secret" not in err, err
+
+
+def test_unknown_keys_with_brackets_are_named_and_long_errors_are_cut(tmp_path, capsys):
+    path = tmp_path / "t.yaml"
+    path.write_text("name: t\nhosts: [{name: a}]\n'x[0]': 1\n")
+    _, _, err = cli(capsys, ["simulate", "-t", str(path)])
+    assert "'x[0]': unknown field" in err
+    _, _, err = cli(capsys, ["simulate", "-t", "star:hosts=2,bandwidth=1Gbps,x[1]=2"])
+    assert "star.'x[1]': unknown field" in err
+    _, _, err = cli(capsys, ["simulate", "-t", "nosuchbuilder" + "x" * 100_000])
+    assert len(err) < 1200, len(err)
+
+
+def test_validate_option_errors_come_before_any_rank(tmp_path, capsys, monkeypatch):
+    (tmp_path / "d").mkdir()
+    for argv, message in [
+        (["--json", "/nonexistent/x.jsonl"], "--json /nonexistent/x.jsonl: no such directory"),
+        (["--json", str(tmp_path / "d")], "is a directory"),
+    ]:
+        code, _, err = cli(capsys, ["validate", "run", "--ranks", "2", "--sizes", "1K", *argv], seconds=20)
+        assert code == 2 and message in err and "rank" not in err.replace("--ranks", ""), err
+    monkeypatch.setenv("COLLSIM_VALIDATE_FAULT", "garbage")
+    code, _, err = cli(capsys, ["validate", "run", "--ranks", "2", "--sizes", "1K"], seconds=20)
+    assert code == 2 and "COLLSIM_VALIDATE_FAULT='garbage'" in err, err
+
+
+def test_validate_nccl_without_a_gpu_is_refused_up_front(capsys):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    code, _, err = cli(capsys, ["validate", "run", "--ranks", "2", "--sizes", "1K", "--backend", "nccl"], seconds=30)
+    assert code == 2 and "no CUDA GPU is visible" in err, err
+
+
+def test_a_build_beyond_the_memory_this_process_has_is_refused(monkeypatch, capsys):
+    import sim.topology.graph as graph
+
+    monkeypatch.setattr(graph, "available_memory", lambda: 1 << 30)
+    code, _, err = cli(capsys, ["topology", "show", "dgx:hosts=262144"], seconds=20)
+    assert code == 2 and "more than the 1.0 GiB of memory available" in err, err

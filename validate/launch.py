@@ -21,11 +21,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
 from sim.errors import ConfigError, RunError
+from sim.lifetime import announce, die_with_parent, interrupt_on_signals
 
 from .env import STATUS_VAR
 from .options import RunnerOptions, parse_options
@@ -168,26 +169,6 @@ def diagnose(
     return f"{what}: the ranks failed (exit statuses {list(codes)})"
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, handled like Ctrl-C."""
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        raise _Terminated()
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _stop(procs: Sequence[subprocess.Popen[bytes]], groups: set[int]) -> None:
     """SIGTERM the ranks' process groups, then SIGKILL what is left, and reap every rank."""
     for sig, wait in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 5.0)):
@@ -202,12 +183,25 @@ def _stop(procs: Sequence[subprocess.Popen[bytes]], groups: set[int]) -> None:
             p.wait(timeout=5)
 
 
-def _validate_up_front(opts: RunnerOptions, ranks: int) -> None:
-    """Refuse what every rank would refuse, before starting any."""
+def _validate_up_front(opts: RunnerOptions, ranks: int, environ: Mapping[str, str] | None = None) -> None:
+    """Refuse what every rank would refuse, before starting any: each in one line naming the option."""
     from importlib.util import find_spec
+
+    from .faults import FAULT_VAR, parse_fault
 
     if find_spec("torch") is None:
         raise ConfigError("validate needs torch (pip install 'collsim[validate]')")
+    parse_fault((environ or {}).get(FAULT_VAR))
+    if opts.json is not None:
+        check_output_file(opts.json, "--json")
+    if opts.backend == "nccl" or opts.device == "cuda":
+        import torch
+
+        from .device import resolve
+
+        available = bool(torch.cuda.is_available())
+        gpus = torch.cuda.device_count() if available else 0
+        resolve(opts.backend, opts.device, cuda_available=available, gpus=gpus, local_rank=0, local_world_size=ranks)
     from .algorithms import get_algorithm
     from .layout import layout
     from .rank import gpus_per_host
@@ -218,6 +212,32 @@ def _validate_up_front(opts: RunnerOptions, ranks: int) -> None:
     for size in opts.sizes:
         layout(opts.collective, size, ranks, opts.dtype)
     _check_memory(opts, ranks)
+
+
+def check_output_file(path: str, option: str) -> None:
+    """Refuse, in one line, an output file rank 0 could not append to: a directory, a named pipe or a
+    device, a folder that does not exist, no permission."""
+    import stat
+
+    if not path.strip():
+        raise ConfigError(f"{option}: an empty file name")
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise ConfigError(f"{option} {path}: no such directory {folder}") from None
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise ConfigError(f"{option} {path}: cannot create a file in {folder} (permission denied)") from None
+        return
+    except OSError as exc:
+        raise ConfigError(f"{option} {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise ConfigError(f"{option} {path}: is a directory, not a file")
+    if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):  # /dev/null is fine; a named pipe would block rank 0
+        raise ConfigError(f"{option} {path}: not a regular file")
+    if not os.access(path, os.W_OK):
+        raise ConfigError(f"{option} {path}: permission denied")
 
 
 def _check_memory(opts: RunnerOptions, ranks: int) -> None:
@@ -253,7 +273,7 @@ class Job:
 def runner_job(ranks: int, argv: Sequence[str], environ: Mapping[str, str]) -> Job:
     """The benchmark (``python -m validate``), refusing up front what every rank would refuse."""
     opts = parse_options(argv, environ)
-    _validate_up_front(opts, ranks)
+    _validate_up_front(opts, ranks, environ)
     return Job("validate", tuple(argv), f"{opts.collective} ({opts.algorithm})", opts.timeout, opts.warmup)
 
 
@@ -290,7 +310,7 @@ def launch(
     out, err = stdout or sys.stdout, stderr or sys.stderr
     entry = [job.module] if job.module.endswith(".py") else ["-m", job.module]
     command = [sys.executable, *entry, *job.argv]
-    with tempfile.TemporaryDirectory(prefix="collsim-validate-") as tmp, _sigterm_as_interrupt():
+    with tempfile.TemporaryDirectory(prefix="collsim-validate-") as tmp, interrupt_on_signals():
         board = create_board(os.path.join(tmp, "board"), ranks)
         procs: list[subprocess.Popen[bytes]] = []
         groups: set[int] = set()
@@ -315,7 +335,7 @@ def launch(
             message = _watch(procs, board, job)
         except KeyboardInterrupt:
             _stop(procs, groups)
-            print(f"collsim: interrupted: stopped the {len(procs)} rank(s)", file=err, flush=True)
+            announce(f"collsim: interrupted: stopped the {len(procs)} rank(s)", file=err)
             raise
         finally:
             if any(p.poll() is None for p in procs):
@@ -335,6 +355,7 @@ def _spawn(command: list[str], env: dict[str, str], group: int) -> subprocess.Po
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         process_group=group,
+        preexec_fn=die_with_parent(),  # noqa: PLW1509 - only prctl and getppid, no locks
     )
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from sim import files
 from sim.collectives import get_collective
 from sim.errors import ConfigError
 from sim.results import nccl_row
@@ -144,13 +145,24 @@ def append_jsonl(path: str | os.PathLike[str], m: Measurement) -> None:
 
 
 def read_measurements(path: str | os.PathLike[str]) -> Iterator[Measurement]:
-    """The measurements in a JSON-lines file (blank lines skipped; a torn last line is an error)."""
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}:{n}: not a JSON line ({exc.msg})") from None
+    """The measurements in a JSON-lines file (blank lines skipped; a torn last line is an error), read by
+    :func:`sim.files.iter_lines` (a regular file of at most 1 GiB, lines of at most 16 MiB)."""
+    for n, raw in files.iter_lines(path, max_line=16 * 2**20, limit=1 << 30, line_of="a measurement"):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw, parse_int=files.int_parser(ConfigError))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}:{n}: not a JSON line ({exc.msg})") from None
+        except (UnicodeDecodeError, RecursionError):
+            raise ConfigError(f"{path}:{n}: not a JSON line") from None
+        except ConfigError as exc:
+            raise ConfigError(f"{path}:{n}: {exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}:{n}: not a measurement record (a JSON object)")
+        try:
             yield Measurement.from_dict(data)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}:{n}: {exc}") from None
+        except (TypeError, ValueError):
+            raise ConfigError(f"{path}:{n}: not a measurement record") from None

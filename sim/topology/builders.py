@@ -19,7 +19,7 @@ from .._gc import paused_gc
 from ..errors import TopologyError
 from ..schema import Bandwidth, Spec, Time, validate_spec
 from ..units import format_bandwidth, format_time
-from .graph import MAX_GPUS, MAX_LINKS, ClusterBuilder
+from .graph import MAX_GPUS, MAX_LINKS, ClusterBuilder, check_memory
 
 __all__ = ["BUILDERS", "MAX_GPUS", "MAX_LINKS", "dgx", "leaf_spine", "register_builder", "ring", "star", "torus"]
 
@@ -114,6 +114,7 @@ def _check_size(kind: str, gpus: int, links: int = 0) -> None:
         raise TopologyError(f"{kind}: {gpus:,} GPUs is more than collsim builds (at most {MAX_GPUS:,})")
     if links > MAX_LINKS:
         raise TopologyError(f"{kind}: {links:,} links is more than collsim builds (at most {MAX_LINKS:,})")
+    check_memory(kind, 2 * gpus, links)  # a GPU and its NIC or host node, at least
 
 
 def _intra_links(hosts: int, gpus_per_host: int) -> int:

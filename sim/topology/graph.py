@@ -14,6 +14,7 @@ and by the YAML loader alike.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,8 +25,11 @@ from ..errors import TopologyError
 
 __all__ = [
     "GPU",
+    "BYTES_PER_ELEMENT",
     "MAX_GPUS",
     "MAX_LINKS",
+    "available_memory",
+    "check_memory",
     "NIC",
     "NODE_KINDS",
     "NVSWITCH",
@@ -45,6 +49,55 @@ NIC = "nic"
 SWITCH = "switch"
 NVSWITCH = "nvswitch"
 NODE_KINDS = (GPU, NIC, SWITCH, NVSWITCH)
+
+
+#: What one node or link of a built cluster costs in memory, measured (networkx dicts, names, the
+#: arrays of sim.Cluster): ~700 B for the graph, rounded up to leave room for routing and the summary.
+BYTES_PER_ELEMENT = 1024
+
+
+def available_memory() -> int | None:
+    """Bytes this process may still allocate: the least of the machine's available memory, the cgroup's
+    limit less its use, and the address-space limit less what is mapped (None when none is known)."""
+    bounds: list[int] = []
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    bounds.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as fh:
+            limit = fh.read().strip()
+        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as fh:
+            used = int(fh.read().strip())
+        if limit.isdigit():
+            bounds.append(int(limit) - used)
+    except (OSError, ValueError):
+        pass
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            with open("/proc/self/statm", encoding="ascii") as fh:
+                mapped = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            bounds.append(soft - mapped)
+    except (OSError, ValueError, ImportError, IndexError):
+        pass
+    return max(0, min(bounds)) if bounds else None
+
+
+def check_memory(what: str, nodes: int, links: int) -> None:
+    """Refuse, before building, a cluster whose graph would not fit in the memory this process has."""
+    need = BYTES_PER_ELEMENT * (nodes + links)
+    have = available_memory()
+    if have is not None and need > have:
+        raise TopologyError(
+            f"{what}: {nodes:,} nodes and {links:,} links need about {need / 2**30:.1f} GiB to build, "
+            f"more than the {have / 2**30:.1f} GiB of memory available"
+        )
 
 
 class ClusterBuilder:
@@ -74,6 +127,8 @@ class ClusterBuilder:
         if name in self.graph:
             raise TopologyError(f"node {name!r} is defined twice")
         self.graph.add_node(name, kind=kind, host=host, **attrs)
+        if not len(self.graph) & 1023:
+            check_deadline()  # a cluster of millions of single-GPU hosts has few links to check at
         if kind == GPU:
             self._gpus.append(name)
 
@@ -106,6 +161,8 @@ class ClusterBuilder:
             raise TopologyError(
                 f"host {name!r}: {len(self._gpus) + gpus:,} GPUs is more than collsim builds (at most {MAX_GPUS:,})"
             )
+        if gpus > 4096:
+            check_memory(f"host {name!r}", 2 * (len(self._gpus) + gpus), self._links + gpus)
         extra: dict[str, float] = {}
         if overhead is not None:
             extra["overhead"] = float(overhead)

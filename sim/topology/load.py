@@ -14,8 +14,9 @@ import networkx as nx
 import yaml
 from pydantic import Field, PositiveInt, model_validator
 
+from .. import files
 from ..errors import ConfigError, TopologyError
-from ..schema import Bandwidth, Spec, Time, check_bandwidth, check_time, validate_spec
+from ..schema import Bandwidth, Spec, Time, check_bandwidth, check_kind, check_time, shown_key, validate_spec
 from .builders import BUILDERS
 from .graph import NODE_KINDS, ClusterBuilder, check_connected
 
@@ -205,7 +206,7 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
         except TypeError:
             raise ConfigError(f"line {key_node.start_mark.line + 1}: a mapping key must be a plain value") from None
         if key in mapping:
-            raise ConfigError(f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
+            raise ConfigError(f"line {key_node.start_mark.line + 1}: duplicate key {shown_key(key, quote=True)}")
         mapping[key] = loader.construct_object(value_node, deep=deep)
     return mapping
 
@@ -215,27 +216,27 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 
 #: The largest config file collsim reads (16 MiB): far above any real topology or report spec, and a
 #: bound on what ``--topology /dev/zero`` or a runaway generated file can cost.
-MAX_FILE_BYTES = 16 * 2**20
+MAX_FILE_BYTES = files.MAX_FILE_BYTES
 
 
-def read_yaml(path: Path) -> Any:
-    """Parse a YAML file; errors become one-line :class:`ConfigError` naming the file and line."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
-        if len(raw) > MAX_FILE_BYTES:
-            raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB; not a config file collsim reads")
-        text = raw.decode("utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, not a file") from None
-    except PermissionError:
-        raise ConfigError(f"{path}: permission denied") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a UTF-8 text file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    """YAML integers, bounded before Python converts them (see :func:`sim.files.bounded_int`)."""
+    text = str(node.value)
+    if len(text) > files.MAX_INT_DIGITS:
+        try:
+            files.bounded_int(text.replace("_", ""))
+        except files.NumberTooLong as exc:
+            raise ConfigError(f"line {node.start_mark.line + 1}: {exc}") from None
+    return loader.construct_yaml_int(node)
+
+
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
+def read_yaml(path: Path, noun: str = "file") -> Any:
+    """Parse a YAML file (read by :func:`sim.files.read_text`: a regular file of at most 16 MiB, within the
+    ``--timeout`` in force); errors become one-line :class:`ConfigError` naming the file and line."""
+    text = files.read_text(path, limit=MAX_FILE_BYTES, noun=noun)
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except ConfigError as exc:
@@ -254,6 +255,7 @@ def load_file(path: Path) -> nx.DiGraph:
     if not isinstance(data, dict):
         raise TopologyError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
     try:
+        check_kind(TopologyFile, data, "topology")
         spec = validate_spec(TopologyFile, data, "")
     except ConfigError as exc:
         raise TopologyError(f"{path}: {exc}") from None

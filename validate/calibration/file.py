@@ -42,11 +42,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from sim import files
 from sim.errors import CalibrationError, ConfigError, one_line
 from sim.linkclass import LINK_CLASSES
 from sim.linkmodel import MAX_EFFICIENCY, LinkModel
 from sim.linkmodel import Segment as ModelSegment
-from sim.schema import Bandwidth, Spec, Time, validate_spec
+from sim.schema import Bandwidth, Spec, Time, check_kind, validate_spec
 from sim.topology.load import read_yaml
 
 __all__ = [
@@ -65,6 +66,10 @@ __all__ = [
 FORMAT = "collsim-calibration"
 #: calibration files larger than this are refused (a real one is a few KiB)
 MAX_FILE_BYTES = 16 * 2**20
+#: the most segments of a link class (a fit makes a handful; each message looks its size up among them)
+MAX_SEGMENTS = 1024
+#: the most residuals a fit records
+MAX_RESIDUALS = 100_000
 
 Efficiency = Annotated[float, Field(gt=0, le=MAX_EFFICIENCY, allow_inf_nan=False)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
@@ -93,7 +98,7 @@ class FitQuality(Spec):
     r2: Finite | None = None
     rms_rel: NonNegative = 0.0
     max_rel: NonNegative = 0.0
-    residuals: list[Residual] = Field(default_factory=list)
+    residuals: list[Residual] = Field(default_factory=list, max_length=MAX_RESIDUALS)
 
 
 class ClassCalibration(Spec):
@@ -103,7 +108,7 @@ class ClassCalibration(Spec):
     efficiency: Efficiency | None = None
     bandwidth: Bandwidth | None = None
     nominal_bandwidth: Bandwidth | None = None
-    segments: list[Segment] = Field(default_factory=list)
+    segments: list[Segment] = Field(default_factory=list, max_length=MAX_SEGMENTS)
     sharing: dict[int, Efficiency] = Field(default_factory=dict)
     duplex: Efficiency | None = None
     dense: dict[int, Efficiency] = Field(default_factory=dict)
@@ -265,30 +270,23 @@ def _no_constant(name: str) -> Any:
 def load_calibration(path: str | os.PathLike[str]) -> Calibration:
     """Read and validate a calibration file; every problem is one :class:`CalibrationError` line."""
     p = Path(path)
+    is_json = p.suffix.lower() == ".json"
+    text = files.read_text(p, limit=MAX_FILE_BYTES, error=CalibrationError, noun="calibration file") if is_json else ""
     try:
-        size = p.stat().st_size
-    except FileNotFoundError:
-        raise CalibrationError(f"{p}: no such calibration file") from None
-    except OSError as exc:
-        raise CalibrationError(f"{p}: {exc.strerror or exc}") from None
-    if p.is_dir():
-        raise CalibrationError(f"{p}: is a directory, not a calibration file")
-    if size > MAX_FILE_BYTES:
-        raise CalibrationError(f"{p}: {size} bytes is too large for a calibration file (at most {MAX_FILE_BYTES})")
-    try:
-        if p.suffix.lower() == ".json":
+        if is_json:
             try:
-                text = p.read_text(encoding="utf-8")
-            except UnicodeDecodeError:
-                raise CalibrationError("not a UTF-8 text file") from None
-            try:
-                data = json.loads(text, object_pairs_hook=no_duplicate_keys, parse_constant=_no_constant)
+                data = json.loads(
+                    text,
+                    object_pairs_hook=no_duplicate_keys,
+                    parse_constant=_no_constant,
+                    parse_int=files.int_parser(CalibrationError),
+                )
             except json.JSONDecodeError as exc:
                 raise CalibrationError(f"line {exc.lineno}: invalid JSON ({exc.msg})") from None
             except RecursionError:
                 raise CalibrationError("JSON nested too deeply") from None
         else:
-            data = read_yaml(p)
+            data = read_yaml(p, noun="calibration file")
     except CalibrationError as exc:
         raise CalibrationError(f"{p}: {exc}") from None
     except ConfigError as exc:
@@ -298,8 +296,9 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
     if not isinstance(data, dict):
         raise CalibrationError(f"{p}: expected a mapping at the top level, got {type(data).__name__}")
     if data.get("format") not in (None, FORMAT):
-        raise CalibrationError(f"{p}: format: expected {FORMAT!r}, got {data.get('format')!r}")
+        raise CalibrationError(f"{p}: format: expected {FORMAT!r}, got {str(data.get('format'))[:40]!r}")
     try:
+        check_kind(Calibration, data, "calibration")
         return validate_spec(Calibration, data)  # type: ignore[no-any-return]
     except ConfigError as exc:
         raise CalibrationError(f"{p}: {one_line(str(exc).removeprefix('(top level): '))}") from None

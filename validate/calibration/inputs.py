@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sim import files
 from sim.collectives import get_collective
 from sim.errors import CalibrationError, CollsimError
 
@@ -148,24 +149,15 @@ def _text(value: Any, what: str, *, limit: int = 200) -> str:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Numbered lines of a text file, refusing binary data and over-long lines."""
-    try:
-        with open(path, "rb") as fh:
-            for n, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), 1):
-                if len(raw) > MAX_LINE_BYTES:
-                    raise CalibrationError(
-                        f"{path}:{n}: a line of more than {MAX_LINE_BYTES} bytes is not a measurement"
-                    )
-                try:
-                    yield n, raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise CalibrationError(f"{path}:{n}: not UTF-8 text") from None
-    except IsADirectoryError:
-        raise CalibrationError(f"{path}: is a directory, not a measurement file") from None
-    except FileNotFoundError:
-        raise CalibrationError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise CalibrationError(f"{path}: {exc.strerror or exc}") from None
+    """Numbered lines of a text file, refusing binary data and over-long lines (read by
+    :func:`sim.files.iter_lines`: a regular file of at most MAX_JSON_BYTES)."""
+    for n, raw in files.iter_lines(
+        path, max_line=MAX_LINE_BYTES, limit=MAX_JSON_BYTES, error=CalibrationError, line_of="a measurement"
+    ):
+        try:
+            yield n, raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CalibrationError(f"{path}:{n}: not UTF-8 text") from None
 
 
 def trimmed_mean(values: list[float], cut: float = 0.1) -> float:
@@ -205,7 +197,12 @@ def _no_constant(name: str) -> Any:
 
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=no_duplicate_keys, parse_constant=_no_constant)
+        return json.loads(
+            text,
+            object_pairs_hook=no_duplicate_keys,
+            parse_constant=_no_constant,
+            parse_int=files.int_parser(CalibrationError),
+        )
     except json.JSONDecodeError as exc:
         raise CalibrationError(f"not JSON ({exc.msg})") from None
     except RecursionError:
@@ -475,8 +472,7 @@ def _detect(path: Path) -> str:
     except CalibrationError as exc:
         if "a line of more than" not in str(exc):
             raise
-        with open(path, "rb") as fh:
-            head = fh.read(4096).lstrip()
+        head = files.read_head(path, 4096, error=CalibrationError).lstrip()
         if head.startswith(b"{"):
             return "nccl-tests-json"  # one long line: a JSON document, read whole below
         raise
@@ -506,13 +502,9 @@ def read_samples(spec: str | os.PathLike[str]) -> tuple[list[Sample], Source]:
     if fmt == "jsonl":
         return read_jsonl(path)
     if fmt == "nccl-tests-json":
-        size = path.stat().st_size
-        if size > MAX_JSON_BYTES:
-            raise CalibrationError(f"{path}: {size} bytes is too large for an nccl-tests JSON file")
+        text = files.read_text(path, limit=MAX_JSON_BYTES, error=CalibrationError)
         try:
-            data = _loads(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError:
-            raise CalibrationError(f"{path}: not UTF-8 text") from None
+            data = _loads(text)
         except CalibrationError as exc:
             raise CalibrationError(f"{path}: {exc}") from None
         return parse_nccl_json(data, str(path), collective=hints.get("collective"), ranks=ranks)

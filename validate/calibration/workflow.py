@@ -71,6 +71,8 @@ def measurement_source(netlab: bool, local: bool, files: Sequence[str] | None, f
 
 @contextlib.contextmanager
 def _target(where: str, topology: str, prefix: str) -> Iterator[Any]:
+    from sim.lifetime import announce
+
     from .campaign import local_target, netlab_target
 
     if where == NETLAB:
@@ -78,7 +80,7 @@ def _target(where: str, topology: str, prefix: str) -> Iterator[Any]:
             with netlab_target(topology, prefix) as target:
                 yield target
         except KeyboardInterrupt:
-            _stderr(
+            announce(
                 f"collsim: interrupted (netlab {prefix}: the ranks are stopped and the lab this run brought up is removed)"
             )
             raise
