@@ -159,15 +159,24 @@ class Cluster:
         """Ranks plus the endpoints added by :meth:`add_endpoint`."""
         return len(self.rank_node)
 
-    def add_endpoint(self, rank: int | None = None, node: str | None = None, via: str | None = None, key: object = None) -> int:
+    def add_endpoint(
+        self,
+        rank: int | None = None,
+        node: str | None = None,
+        via: str | None = None,
+        key: object = None,
+        overhead: float | None = None,
+    ) -> int:
         """An endpoint beyond the ranks, for schedules whose actors are not ranks (idempotent).
 
         * ``rank`` given: one more actor on that rank's GPU -- an NCCL channel, which runs on its own SM
           and progresses on its own; ``via`` names the NIC its messages leave the host by (else routing
           picks); ``key`` tells channels apart. Its traffic counts as the rank's.
         * ``rank`` None: an actor at ``node`` -- an NVSwitch's reduction engine; its reductions are free.
+
+        ``overhead`` replaces the per-message cost it would inherit (its rank's, 0 for an engine).
         """
-        ident = (rank, node, via, key)
+        ident = (rank, node, via, key, overhead)
         got = self._extra.get(ident)
         if got is not None:
             return got
@@ -176,7 +185,9 @@ class Cluster:
             raise ConfigError(f"endpoint at {where!r} via {via!r}: no such node")
         e = len(self.rank_node)
         self.rank_node = np.append(self.rank_node, self._index[where])
-        self.overhead = np.append(self.overhead, self.overhead[rank] if rank is not None else 0.0)
+        if overhead is None:
+            overhead = float(self.overhead[rank]) if rank is not None else 0.0
+        self.overhead = np.append(self.overhead, overhead)
         self.compute_scale = np.append(self.compute_scale, self.compute_scale[rank] if rank is not None else 0.0)
         self.endpoint_rank.append(-1 if rank is None else rank)
         if via is not None:
