@@ -66,15 +66,16 @@ class Streams:
         for store, col in zip(self._cols, cols, strict=True):
             store.append(col)
 
-    def program(self, launch: Sequence[int] = ()) -> StepProgram:
-        """The step program; ``launch`` (from :func:`launchers`) makes rank ``r`` wait first for
-        ``launch[r]``'s zero-byte message."""
+    def program(self, launch: Sequence[tuple[int, int]] = ()) -> StepProgram:
+        """The step program; ``launch`` (from :func:`launchers`): (launcher, actor) pairs, each actor
+        waiting first for its launcher's zero-byte message."""
         src, dst, size, red, lag, off, scale, width = (np.concatenate(c) for c in self._cols)
         k = self.slices
         cuts = np.unique(np.concatenate([lag, lag + k]))
         phases = []
         if len(launch):
-            start = Step.make(launch, np.arange(len(launch)), 0.0, endpoints=self.endpoints, seg_width=0)
+            pairs = np.asarray(launch, dtype=np.int64)
+            start = Step.make(pairs[:, 0], pairs[:, 1], 0.0, endpoints=self.endpoints, seg_width=0)
             phases.append((start, 1))
         for t0, t1 in zip(cuts[:-1], cuts[1:], strict=True):
             on = (lag <= t0) & (t0 < lag + k)
@@ -97,10 +98,16 @@ class Streams:
         return StepProgram(self.endpoints, tuple(phases))
 
 
-def launchers(cluster: Any, p: int, seconds: float) -> list[int]:
-    """Launch actors, one per rank on its GPU, whose zero-byte message to the rank takes ``seconds``
-    (their per-message overhead): a first step of NCCL's fixed cost of a collective."""
-    return [cluster.add_endpoint(rank=r, key=("launch", seconds), overhead=seconds) for r in range(p)]
+def launchers(cluster: Any, actors: Sequence[int], seconds: float) -> list[tuple[int, int]]:
+    """(launcher, actor) pairs: for every actor on a GPU, a launcher on the same GPU whose zero-byte
+    message to it takes ``seconds`` (its per-message overhead) -- NCCL's fixed cost of a collective,
+    paid before any data moves."""
+    out = []
+    for a in dict.fromkeys(int(x) for x in actors):
+        rank = a if a < cluster.size else cluster.endpoint_rank[a - cluster.size]
+        if rank >= 0:
+            out.append((cluster.add_endpoint(rank=rank, key=("launch", a), overhead=seconds), a))
+    return out
 
 
 class EndpointData:
