@@ -13,6 +13,8 @@ from . import (  # noqa: F401  (registers)
     hierarchical,
     master_worker,
     nccl_tree,
+    nvls,
+    nvls_tree,
     pairwise,
     ps,
     recursive_doubling,

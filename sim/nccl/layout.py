@@ -93,10 +93,15 @@ def dtree_parent(n: int, r: int, tree: int) -> int:
     return -1 if up < 0 else (up + 1) % n
 
 
+#: buffer slots per connection (device.h: NCCL_STEPS): how many chunks a sender may have in flight
+NCCL_STEPS = 8
+
+
 def slices(per_channel: float, chunk: float) -> int:
-    """How many pipeline slices a channel's ``per_channel`` bytes are cut into (NCCL's chunk size,
-    at most :data:`MAX_SLICES`)."""
-    return int(min(MAX_SLICES, max(1, math.ceil(per_channel / chunk - 1e-9))))
+    """How many pipeline slices a channel's ``per_channel`` bytes are cut into: a slice is what one
+    connection holds in flight, ``NCCL_STEPS`` chunks of NCCL's size (a step of the program waits for
+    its messages, where NCCL keeps up to ``NCCL_STEPS`` chunks moving); at most :data:`MAX_SLICES`."""
+    return int(min(MAX_SLICES, max(1, math.ceil(per_channel / (NCCL_STEPS * chunk) - 1e-9))))
 
 
 def run_program(job: Any, program: StepProgram, segments: int) -> Generator[Any, Any, None]:
