@@ -12,6 +12,7 @@ from . import (  # noqa: F401  (registers)
     halving_doubling,
     hierarchical,
     master_worker,
+    nccl,
     nccl_tree,
     nvls,
     nvls_tree,

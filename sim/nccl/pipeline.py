@@ -69,14 +69,16 @@ class Streams:
     def program(self, launch: Sequence[tuple[int, int]] = ()) -> StepProgram:
         """The step program; ``launch`` (from :func:`launchers`): (launcher, actor) pairs, each actor
         waiting first for its launcher's zero-byte message."""
-        src, dst, size, red, lag, off, scale, width = (np.concatenate(c) for c in self._cols)
-        k = self.slices
-        cuts = np.unique(np.concatenate([lag, lag + k]))
         phases = []
         if len(launch):
             pairs = np.asarray(launch, dtype=np.int64)
             start = Step.make(pairs[:, 0], pairs[:, 1], 0.0, endpoints=self.endpoints, seg_width=0)
             phases.append((start, 1))
+        if not self._cols[0]:
+            return StepProgram(self.endpoints, tuple(phases))
+        src, dst, size, red, lag, off, scale, width = (np.concatenate(c) for c in self._cols)
+        k = self.slices
+        cuts = np.unique(np.concatenate([lag, lag + k]))
         for t0, t1 in zip(cuts[:-1], cuts[1:], strict=True):
             on = (lag <= t0) & (t0 < lag + k)
             if not on.any():
