@@ -141,8 +141,10 @@ def _cli(*args):
 def test_cli_shows_the_pick_per_size():
     out = _cli("simulate", "-t", "dgx-h100-2", "-a", "nccl", "--sizes", "1MiB:64MiB:64")
     assert out.returncode == 0, out.stderr
-    rows = [line for line in out.stdout.splitlines() if not line.startswith("#")]
-    assert rows[0].endswith("Tree/LL128 16ch") and rows[1].endswith("NVLSTree/Simple 16ch")
+    lines = out.stdout.splitlines()
+    picks = [line for line in lines if line.startswith("#   NCCL: ")]
+    assert len(picks) == 2 and len([line for line in lines if not line.startswith("#")]) == 2
+    assert picks[0].startswith("#   NCCL: Tree/LL128, 16 channels") and "NVLSTree/Simple" in picks[1]
     js = _cli("simulate", "-t", "dgx-h100-2", "-a", "nccl:algo=ring", "--size", "64MiB", "--json")
     assert json.loads(js.stdout)["nccl"]["algorithm"] == "Ring"
     bad = _cli("simulate", "-t", "hgx-a100-200g-2", "-a", "nvls", "--size", "1MiB")

@@ -29,7 +29,8 @@ def pick_of(algo: Any, p: int, nbytes: float, cluster: Any) -> dict[str, Any] | 
 
 
 def row_with_pick(r: SimResult, algo: Any, cluster: Any, as_json: bool) -> str:
-    """The table row (or JSON line) of ``r``, with NCCL's pick appended where there is one."""
+    """The table row (or JSON line) of ``r``, with NCCL's pick where there is one (a comment line after
+    the row; a ``nccl`` object in JSON)."""
     pick = pick_of(algo, r.ranks, r.size_bytes, cluster)
     if as_json:
         if pick is None:
@@ -40,4 +41,8 @@ def row_with_pick(r: SimResult, algo: Any, cluster: Any, as_json: bool) -> str:
     row = nccl_row(r)
     if pick is None:
         return row
-    return f"{row}  {pick['algorithm']}/{pick['protocol']} {pick['channels']}ch"
+    # a comment line of its own, as NCCL_DEBUG=INFO prints its choice: the row keeps nccl-tests' columns
+    return (
+        f"{row}\n#   NCCL: {pick['algorithm']}/{pick['protocol']}, {pick['channels']} channels, "
+        f"NCCL's estimate {pick['nccl_estimate_us']:.1f} us"
+    )
