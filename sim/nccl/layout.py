@@ -28,13 +28,14 @@ __all__ = [
 MAX_SLICES = 4096
 
 
-def host_ranks(cluster: Any, p: int) -> list[list[int]]:
-    """Ranks 0..p-1 by host (hosts in order of their first rank); every host must hold as many."""
+def host_ranks(cluster: Any, p: int, even: bool = True) -> list[list[int]]:
+    """Ranks 0..p-1 by host (hosts in order of their first rank); with ``even``, every host must hold
+    as many."""
     groups: dict[str, list[int]] = {}
     for r in range(p):
         groups.setdefault(cluster.host_of(r), []).append(r)
     out = list(groups.values())
-    if len({len(g) for g in out}) > 1:
+    if even and len({len(g) for g in out}) > 1:
         raise AlgorithmError(
             f"NCCL schedules need the same number of ranks on every host; these hold {sorted({len(g) for g in out})}"
         )

@@ -24,15 +24,15 @@ __all__ = ["channel_orders", "rings_program"]
 
 def channel_orders(cluster: Any, p: int, channels: int) -> list[list[int]]:
     """Each channel's ring as actors (endpoints), in ring order."""
-    groups = host_ranks(cluster, p)
-    g = len(groups[0])
+    groups = host_ranks(cluster, p, even=False)
     out = []
     for c in range(channels):
-        a = c % g
         order = []
         for h, grp in enumerate(groups):
+            g = len(grp)
+            a = c % g
             local = [(a + i) % g for i in range(g)] if h % 2 == 0 else [(a - 1 - i) % g for i in range(g)]
-            order.extend(channel_endpoint(cluster, grp[i], ("ring", c), c // g) for i in local)
+            order.extend(channel_endpoint(cluster, grp[i], ("ring", c), c // len(groups[0])) for i in local)
         out.append(order)
     return out
 
