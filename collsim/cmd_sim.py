@@ -11,8 +11,9 @@ import typer
 from sim.algorithms import algorithm_names, get_algorithm
 from sim.collectives import COLLECTIVES, get_collective
 from sim.errors import ConfigError
+from sim.nccl.report import row_with_pick
 from sim.prepare import Run, prepare
-from sim.results import nccl_header, nccl_row
+from sim.results import nccl_header
 from sim.topology import BUILDERS, bundled_topologies, load_graph, summarize
 from sim.units import format_size, parse_bytes, parse_size_range
 
@@ -148,7 +149,7 @@ def _print_sweep(prepared: tuple[Run, str | None], topology: str, as_json: bool,
             r = run.simulate(nbytes)
             results.append(r)
             bar.advance()
-            print(r.to_json() if as_json else nccl_row(r), flush=True)
+            print(row_with_pick(r, algo, run.cluster, as_json), flush=True)  # NCCL's pick, for nccl
     if not as_json:
         avg = statistics.fmean(r.busbw_GBps for r in results)
         last = results[-1]

@@ -4,7 +4,6 @@ ranks interned as path ids (each path stored once, its arcs in one flat array).
 
 from __future__ import annotations
 
-import copy
 import os
 from dataclasses import dataclass
 
@@ -109,6 +108,7 @@ class Cluster:
             self._setup(graph, ranks, NOMINAL if link_model is None else link_model)
 
     def _setup(self, graph: nx.DiGraph, ranks: int | None, link_model: LinkModel) -> None:
+        self._ranks_arg = ranks
         all_ranks = list(graph.graph["ranks"])
         if ranks is not None:
             if ranks < 1:
@@ -152,17 +152,21 @@ class Cluster:
         self.router = Router(arc_u, arc_v, weight, endpoint_only, is_gpu, mode=graph.graph.get("routing", "dijkstra"))
         self.paths = _PathTable()
         self._pid: dict[tuple[int, int], int] = {}
+        #: endpoints beyond the ranks (see :meth:`add_endpoint`): key -> index, and each one's rank (-1: none)
+        self._extra: dict[tuple[object, ...], int] = {}
+        self.endpoint_rank: list[int] = []
+        self._via: dict[int, int] = {}
         self.link_model = link_model
         self.message_model = MessageModel(self, link_model)
 
     def with_link_model(self, link_model: LinkModel) -> Cluster:
-        """This cluster under another link model: the same graph, arrays and route cache (shared, not
-        copied), its own message model. Returns ``self`` when the model is the same."""
+        """This cluster under another link model: the same (already checked) graph and ranks, its own
+        arrays, routes and endpoints. Returns ``self`` when the model is the same."""
         if link_model == self.link_model:
             return self
-        other = copy.copy(self)
-        other.link_model = link_model
-        other.message_model = MessageModel(other, link_model)
+        other = Cluster.__new__(Cluster)
+        with paused_gc():
+            other._setup(self.graph, self._ranks_arg, link_model)
         return other
 
     @property
@@ -173,6 +177,63 @@ class Cluster:
     def host_of(self, rank: int) -> str:
         node = self.ranks[rank]
         return self.graph.nodes[node].get("host") or node
+
+    @property
+    def endpoints(self) -> int:
+        """Ranks plus the endpoints added by :meth:`add_endpoint`."""
+        return len(self.rank_node)
+
+    def add_endpoint(
+        self,
+        rank: int | None = None,
+        node: str | None = None,
+        via: str | None = None,
+        key: object = None,
+        overhead: float | None = None,
+    ) -> int:
+        """An endpoint beyond the ranks, for schedules whose actors are not ranks (idempotent).
+
+        * ``rank`` given: one more actor on that rank's GPU -- an NCCL channel, which runs on its own SM
+          and progresses on its own; ``via`` names the NIC its messages leave the host by (else routing
+          picks); ``key`` tells channels apart. Its traffic counts as the rank's.
+        * ``rank`` None: an actor at ``node`` -- an NVSwitch's reduction engine; its reductions are free.
+
+        ``overhead`` replaces the per-message cost it would inherit (its rank's, 0 for an engine).
+        """
+        ident = (rank, node, via, key, overhead)
+        got = self._extra.get(ident)
+        if got is not None:
+            return got
+        where = self.ranks[rank] if rank is not None else node
+        if where not in self._index or (via is not None and via not in self._index):
+            raise ConfigError(f"endpoint at {where!r} via {via!r}: no such node")
+        e = len(self.rank_node)
+        self.rank_node = np.append(self.rank_node, self._index[where])
+        if overhead is None:
+            overhead = float(self.overhead[rank]) if rank is not None else 0.0
+        self.overhead = np.append(self.overhead, overhead)
+        self.compute_scale = np.append(self.compute_scale, self.compute_scale[rank] if rank is not None else 0.0)
+        self.endpoint_rank.append(-1 if rank is None else rank)
+        if via is not None:
+            self._via[e] = self._index[via]
+        self._extra[ident] = e
+        return e
+
+    def _extra_route(self, src: int, dst: int) -> tuple[list[int], int, int]:
+        """Route and accounted ranks of a message between endpoints of which one is beyond the ranks."""
+        s, d = int(self.rank_node[src]), int(self.rank_node[dst])
+        via = self._via.get(src)
+        host = self.graph.nodes[self.nodes[s]].get("host")
+        if via is not None and host is not None and self.graph.nodes[self.nodes[d]].get("host") != host:
+            arcs = self.router.route(s, via) + self.router.route(via, d)
+        else:
+            arcs = self.router.route(s, d)
+        size = self.size
+
+        def owner(e: int) -> int:
+            return e if e < size else (self.endpoint_rank[e - size] if self.endpoint_rank[e - size] >= 0 else e)
+
+        return arcs, owner(src), owner(dst)
 
     def arc_id(self, u: str, v: str) -> int:
         """The arc (link direction) from node ``u`` to node ``v``."""
@@ -188,15 +249,23 @@ class Cluster:
         pid = self._pid.get(key)
         if pid is None:
             check_deadline()  # a new route costs 10 us to ms; many at once count against --timeout
+            a, b = src, dst
             try:
-                arcs = self.router.route(int(self.rank_node[src]), int(self.rank_node[dst]))
+                if src < self.size and dst < self.size:
+                    arcs = self.router.route(int(self.rank_node[src]), int(self.rank_node[dst]))
+                else:
+                    arcs, a, b = self._extra_route(src, dst)
             except RoutingError as exc:
-                raise RoutingError(f"rank {src} ({self.ranks[src]}) -> rank {dst} ({self.ranks[dst]}): {exc}") from None
+                names = [
+                    f"{'rank' if e < self.size else 'endpoint'} {e} ({self.nodes[int(self.rank_node[e])]})"
+                    for e in (src, dst)
+                ]
+                raise RoutingError(f"{names[0]} -> {names[1]}: {exc}") from None
             pid = self.paths.add(
                 arcs,
                 float(self.latency[arcs].sum()) if arcs else 0.0,
-                src,
-                dst,
+                a,
+                b,
                 float(self.capacity[arcs].min()) if arcs else np.inf,
             )
             self._pid[key] = pid

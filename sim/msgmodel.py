@@ -85,7 +85,10 @@ class MessageModel:
             self.many = self._nominal_many  # type: ignore[method-assign]
 
     def _nominal_one(self, pid: int, src: int, nbytes: float) -> tuple[float, float]:
-        return self._latency[pid] + self._overhead[src], nbytes
+        overhead = self._overhead
+        if src >= len(overhead):  # an endpoint added after the model was made (Cluster.add_endpoint)
+            overhead = self._overhead = self.cluster.overhead.tolist()
+        return self._latency[pid] + overhead[src], nbytes
 
     def _nominal_many(
         self, pids: np.ndarray, srcs: np.ndarray, nbytes: np.ndarray | float

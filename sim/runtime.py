@@ -201,7 +201,7 @@ class Job:
         self._mail: dict[tuple[int, int, int], deque[Any]] = {}
         self._waiting: dict[tuple[int, int, int], deque[simpy.Event]] = {}
         # endpoints beyond the p ranks (dedicated servers on spare hosts) compute and send too
-        endpoints = max(p, net.cluster.size)
+        endpoints = max(p, net.cluster.size, len(net.cluster.rank_node))
         self._busy_until = np.zeros(endpoints)
         self.compute_scale = net.cluster.compute_scale
         #: bytes each endpoint (rank, or server beyond the ranks) has sent / received so far

@@ -17,7 +17,12 @@ STAR = "star:hosts=8,bandwidth=100Gbps,latency=1us"
 
 def builtin(collective: str) -> list[str]:
     """The names sim.algorithms registers (docs/engine.md registers a two-rank demo of its own)."""
-    return [n for n in algorithm_names(collective) if _REGISTRY[(collective, n)].__module__.startswith("sim.")]
+    return [
+        n
+        for n in algorithm_names(collective)
+        if _REGISTRY[(collective, n)].__module__.startswith("sim.")
+        and getattr(_REGISTRY[(collective, n)], "star_oracle", True)  # NVLS needs an NVSwitch that reduces
+    ]
 
 
 def builtin_candidates(collective: str) -> list[str]:

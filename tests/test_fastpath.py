@@ -14,7 +14,11 @@ from sim.errors import ConfigError
 from sim.simulate import simulate
 from sim.topology import dgx, leaf_spine, star, torus
 
-FAST = sorted((c, n) for (c, n), cls in _REGISTRY.items() if cls.program is not Algorithm.program)
+FAST = sorted(
+    (c, n)
+    for (c, n), cls in _REGISTRY.items()
+    if cls.program is not Algorithm.program and getattr(cls, "star_oracle", True)  # NVLS: tests/test_nccl.py
+)
 
 
 def both(graph, collective, spec, size, **kw):

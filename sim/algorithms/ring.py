@@ -44,6 +44,7 @@ from collections.abc import Generator, Sequence
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import PositiveInt
 
 from ..program import Step, StepProgram
 from ..runtime import Job
@@ -102,6 +103,7 @@ def ring_allgather(
 
 class RingOptions(Spec):
     order: Literal["auto", "rank", "rail"] = "auto"
+    channels: PositiveInt = 1
 
 
 def ring_order(cluster: Any, p: int, mode: str = "auto") -> list[int]:
@@ -132,13 +134,20 @@ class RingAllReduce(Algorithm):
     collective = "allreduce"
     Options = RingOptions
     summary = "reduce-scatter + all-gather around a ring, chunks of n/p (rail-aligned on multi-GPU hosts)"
-    examples = ("ring:order=rank", "ring:order=rail")
+    examples = ("ring:order=rank", "ring:order=rail", "ring:channels=3")
 
     options: RingOptions
 
     def run(self, job: Job) -> Generator[Any, Any, None]:
         p = job.p
         if p == 1:
+            return
+        if self.options.channels > 1:  # NCCL's channels (sim.nccl.rings)
+            from ..nccl.layout import run_program
+            from ..nccl.rings import rings_program
+
+            k = self.options.channels
+            yield from run_program(job, rings_program(job.net.cluster, p, job.nbytes, k), k * p)
             return
         order = ring_order(job.net.cluster, p, self.options.order)
         segments = list(range(p))
@@ -155,10 +164,15 @@ class RingAllReduce(Algorithm):
         them, in the all-gather half it copies them."""
         if p == 1:
             return None
+        if self.options.channels > 1:
+            from ..nccl.rings import rings_program
+
+            return rings_program(cluster, p, nbytes, self.options.channels)
         return ring_program(ring_order(cluster, p, self.options.order), nbytes / p, p)
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
-        return 2 * (p - 1) * alpha + 2 * (p - 1) / p * n * beta + (p - 1) / p * n * gamma
+        # with K channels every rank's K actors reduce their chunks side by side (one SM each)
+        return 2 * (p - 1) * alpha + 2 * (p - 1) / p * n * beta + (p - 1) / p * n * gamma / self.options.channels
 
 
 def ring_steps(

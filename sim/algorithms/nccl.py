@@ -1,0 +1,138 @@
+"""What NCCL would run: ``nccl[:algo=ring|tree|nvls|nvls-tree,proto=ll|ll128|simple]``.
+
+For each size, NCCL's tuner (:mod:`sim.nccl.tuner`, ported from ``tuning.cc`` and ``enqueue.cc``) picks
+the algorithm, protocol and channel count on this topology; that schedule is then *simulated* on the
+network -- :mod:`sim.nccl.rings` (``ring:channels=K``), :mod:`~sim.algorithms.nccl_tree`,
+:mod:`~sim.algorithms.nvls` / :mod:`~sim.algorithms.nvls_tree` -- with the protocol's bytes on the wire
+(LL 2x, LL128 16/15x) and, before any data moves, NCCL's own latency estimate for that choice
+(base + per-hop latencies, ``tuning.cc``) as the collective's fixed cost. ``algo`` and ``proto`` restrict
+the choice as ``NCCL_ALGO`` / ``NCCL_PROTO`` do (``|`` separates several; ``^`` in front excludes).
+
+:meth:`Nccl.choice` gives the pick for a size, as ``NCCL_DEBUG=INFO`` would print it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+from pydantic import field_validator
+
+from ..errors import AlgorithmError
+from ..nccl import tuner
+from ..nccl.layout import host_ranks, run_program
+from ..nccl.protocols import get_protocol
+from ..nccl.rings import rings_program
+from ..program import StepProgram
+from ..runtime import Job
+from ..schema import Spec
+from .base import Algorithm
+from .nccl_tree import rails, tree_program
+from .nvls import nvls_program
+from .registry import register
+
+__all__ = ["Nccl"]
+
+_ALGOS = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls-tree", "nvls-tree": "nvls-tree"}
+_PROTOS = {"ll": "ll", "ll128": "ll128", "simple": "simple"}
+
+
+def _parse(value: str, names: dict[str, str], what: str) -> str:
+    value = value.strip().lower()
+    if value in ("", "auto"):
+        return "auto"
+    body = value[1:] if value.startswith("^") else value
+    for item in body.split("|"):
+        if item.strip() not in names:
+            raise ValueError(f"unknown NCCL {what} {item.strip()!r} (valid: {', '.join(sorted(set(names)))}, auto)")
+    return value
+
+
+class NcclOptions(Spec):
+    algo: str = "auto"
+    proto: str = "auto"
+
+    @field_validator("algo")
+    @classmethod
+    def _algo(cls, value: str) -> str:
+        return _parse(value, _ALGOS, "algorithm")
+
+    @field_validator("proto")
+    @classmethod
+    def _proto(cls, value: str) -> str:
+        return _parse(value, _PROTOS, "protocol")
+
+
+def _select(value: str, names: dict[str, str], universe: tuple[str, ...]) -> set[str] | None:
+    if value == "auto":
+        return None
+    exclude = value.startswith("^")
+    chosen = {names[x.strip()] for x in value.lstrip("^").split("|")}
+    return set(universe) - chosen if exclude else chosen
+
+
+@register
+class Nccl(Algorithm):
+    name = "nccl"
+    collective = "allreduce"
+    Options = NcclOptions
+    summary = "the algorithm, protocol and channels NCCL's tuner picks per size, simulated on the network"
+    examples = ("nccl:algo=ring", "nccl:algo=tree,proto=ll128")
+    options: NcclOptions
+
+    def _system(self, p: int, cluster: Any) -> tuple[tuner.System, set[str] | None, set[str] | None]:
+        sys = tuner.describe(cluster, p)
+        algos = _select(self.options.algo, _ALGOS, tuner.ALGORITHMS)
+        protos = _select(self.options.proto, _PROTOS, tuner.PROTOS)
+        if algos is not None:
+            graphs = tuner.search(sys)
+            allowed = tuner.enabled(sys, graphs)
+            for a in sorted(algos - allowed):
+                if self.options.algo.startswith("^"):
+                    continue
+                why = (
+                    "needs an NVSwitch that reduces (NVLink SHARP)"
+                    if "nvls" not in graphs
+                    else ("runs inside one host" if a == "nvls" else "is off on a single host")
+                )
+                raise AlgorithmError(f"nccl: algorithm {a} {why}; {cluster.name} with {p} ranks cannot run it")
+            algos = algos & allowed
+        return sys, algos, protos
+
+    def check(self, p: int, cluster: Any) -> None:
+        host_ranks(cluster, p)
+        if p > 1:
+            self._system(p, cluster)
+
+    def choice(self, p: int, nbytes: float, cluster: Any) -> tuner.Candidate:
+        """NCCL's pick for ``nbytes`` on ``p`` ranks of ``cluster``."""
+        sys, algos, protos = self._system(p, cluster)
+        return tuner.pick(sys, nbytes, algos, protos)
+
+    def closed_form_exact(self, p: int) -> bool:
+        return False
+
+    def _build(self, p: int, nbytes: float, cluster: Any) -> tuple[StepProgram, int]:
+        c = self.choice(p, nbytes, cluster)
+        launch = c.latency_us * 1e-6
+        if c.algorithm == "ring":
+            groups = host_ranks(cluster, p)
+            k = max(len(groups[0]), len(rails(cluster, groups)) if len(groups) > 1 else 1)
+            wire = 1.0 / get_protocol(c.protocol).payload
+            return rings_program(cluster, p, nbytes, k, wire, launch), k * p
+        if c.algorithm == "tree":
+            return tree_program(cluster, p, nbytes, 0, c.protocol, launch)
+        return nvls_program(cluster, p, nbytes, launch)
+
+    def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
+        if p == 1:
+            return None
+        return self._build(p, nbytes, cluster)[0]
+
+    def run(self, job: Job) -> Generator[Any, Any, None]:
+        if job.p > 1:
+            program, segments = self._build(job.p, job.nbytes, job.net.cluster)
+            yield from run_program(job, program, segments)
+
+    def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
+        return 2 * (p - 1) * alpha + 2 * (p - 1) / p * n * beta + (p - 1) / p * n * gamma

@@ -1,0 +1,134 @@
+"""NCCL's tree all-reduce: ``nccl-tree[:channels=K,proto=simple]``.
+
+Per channel, the GPUs of every host form a chain (NCCL's intra-node tree is a chain through the GPUs,
+``connect.cc:connectTrees``) whose first GPU -- the head -- owns the channel's NIC; the heads of all hosts
+form one of the two trees of NCCL's double binary tree (``trees.cc:ncclGetDtree``): channel ``c`` runs on
+rail ``c mod R`` (R NICs per host) and on tree ``(c div R) mod 2``, as NCCL's channel ``c`` and its duplicate
+``c + nChannels`` take tree 0 and tree 1. The buffer is split among the channels and cut into slices of
+NCCL's chunk size; slices are reduced up the chain and the tree and broadcast back down, pipelined: every
+edge carries slice ``j`` one step after the edges feeding it (:mod:`sim.nccl.pipeline`). Each channel is
+its own actor on every GPU (an SM of its own).
+
+Closed form, a pipelined reduce + broadcast of k slices over depth d (inexact: stated as a bound)::
+
+    T ~ (2d + k - 1)·(α + (n/(K·k))·β)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import NonNegativeInt
+
+from ..nccl.layout import channel_endpoint, dtree_parent, host_ranks, lags_down, lags_up, nics_of, run_program, slices
+from ..nccl.pipeline import Streams, launchers
+from ..nccl.protocols import get_protocol
+from ..program import StepProgram
+from ..runtime import Job
+from ..schema import Spec
+from .base import Algorithm
+from .registry import register
+
+__all__ = ["NcclTree", "tree_program"]
+
+
+class NcclTreeOptions(Spec):
+    channels: NonNegativeInt = 0
+    proto: Literal["ll", "ll128", "simple"] = "simple"
+
+
+def rails(cluster: Any, groups: list[list[int]]) -> list[tuple[int, int]]:
+    """(local GPU index, its NIC index) for every NIC of a host, in NIC order; one per GPU without NICs."""
+    out = []
+    for i, r in enumerate(groups[0]):
+        out.extend((i, k) for k in range(len(nics_of(cluster, r))))
+    return out or [(i, 0) for i in range(len(groups[0]))]
+
+
+def default_channels(cluster: Any, p: int) -> int:
+    groups = host_ranks(cluster, p)
+    return 2 * len(rails(cluster, groups)) if len(groups) > 1 else len(groups[0])
+
+
+def tree_program(
+    cluster: Any, p: int, nbytes: float, channels: int, proto: str, launch_s: float = 0.0
+) -> tuple[StepProgram, int]:
+    """The pipelined chain + double-binary-tree all-reduce as a step program (see the module docstring),
+    and the data-check segments it uses."""
+    groups = host_ranks(cluster, p)
+    h, g = len(groups), len(groups[0])
+    rail = rails(cluster, groups)
+    k_ch = channels or default_channels(cluster, p)
+    protocol = get_protocol(proto)
+    per = nbytes / k_ch
+    k = slices(per, protocol.step)
+    wire = protocol.wire(per / k)
+    actors: list[int] = []
+    parent: list[int] = []
+    chan: list[int] = []
+    for c in range(k_ch):
+        head, nic = rail[c % len(rail)]
+        tree = (c // len(rail)) % 2
+        base = len(actors)
+        for host in range(h):
+            chain = [groups[host][(head + i) % g] for i in range(g)]
+            for i, r in enumerate(chain):
+                actors.append(channel_endpoint(cluster, r, ("tree", c), nic))
+                chan.append(c)
+                if i:
+                    parent.append(base + host * g + i - 1)
+                else:
+                    up = dtree_parent(h, host, tree)
+                    parent.append(-1 if up < 0 else base + up * g)
+    up_lag, _ = lags_up(parent, 0)
+    roots = np.array([v for v in range(len(parent)) if parent[v] < 0])
+    start = np.zeros(len(parent), dtype=np.int64)
+    # each channel's root starts broadcasting once its own tree is reduced
+    for v in roots:
+        members = [u for u in range(len(parent)) if chan[u] == chan[v]]
+        start[v] = max(int(up_lag[u]) for u in members if parent[u] >= 0) + 1 if len(members) > 1 else 0
+    down_lag = lags_down(parent, start)
+    starts = launchers(cluster, actors, launch_s) if launch_s > 0 else []
+    s = Streams(cluster.endpoints, k)
+    kids = [v for v in range(len(parent)) if parent[v] >= 0]
+    src = [actors[v] for v in kids]
+    dst = [actors[parent[v]] for v in kids]
+    off = [chan[v] for v in kids]
+    s.add(src, dst, wire, lag=up_lag[kids], reduce=True, off=off, scale=k_ch)
+    s.add(dst, src, wire, lag=down_lag[kids], reduce=False, off=off, scale=k_ch)
+    return s.program(starts), k_ch * k
+
+
+@register
+class NcclTree(Algorithm):
+    name = "nccl-tree"
+    collective = "allreduce"
+    Options = NcclTreeOptions
+    summary = "NCCL's tree: per channel a chain through each host's GPUs feeding a double binary tree, pipelined"
+    examples = ("nccl-tree:channels=1", "nccl-tree:channels=3,proto=ll128")
+    options: NcclTreeOptions
+
+    def check(self, p: int, cluster: Any) -> None:
+        host_ranks(cluster, p)
+
+    def closed_form_exact(self, p: int) -> bool:
+        return False
+
+    def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
+        if p == 1:
+            return None
+        return tree_program(cluster, p, nbytes, self.options.channels, self.options.proto)[0]
+
+    def run(self, job: Job) -> Generator[Any, Any, None]:
+        if job.p > 1:
+            program, segments = tree_program(
+                job.net.cluster, job.p, job.nbytes, self.options.channels, self.options.proto
+            )
+            yield from run_program(job, program, segments)
+
+    def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
+        k_ch = max(1, self.options.channels or 2)
+        d = max(1, (p - 1).bit_length())
+        return (2 * d) * (alpha + n / k_ch * beta)

@@ -1,0 +1,175 @@
+"""Where NCCL's schedules put their actors: hosts and their GPUs, each GPU's NICs, channel endpoints,
+NVSwitch engines, NCCL's binary trees, and the slice count of a pipelined schedule."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+
+from ..errors import AlgorithmError
+from ..program import StepProgram, run_messages
+from ..runtime import DataCheck
+from .pipeline import EndpointData
+
+__all__ = [
+    "btree_parent",
+    "channel_endpoint",
+    "dtree_parent",
+    "engine",
+    "host_ranks",
+    "nics_of",
+    "run_program",
+    "slices",
+]
+
+MAX_SLICES = 4096
+
+
+def host_ranks(cluster: Any, p: int, even: bool = True) -> list[list[int]]:
+    """Ranks 0..p-1 by host (hosts in order of their first rank); with ``even``, every host must hold
+    as many."""
+    groups: dict[str, list[int]] = {}
+    for r in range(p):
+        groups.setdefault(cluster.host_of(r), []).append(r)
+    out = list(groups.values())
+    if even and len({len(g) for g in out}) > 1:
+        raise AlgorithmError(
+            f"NCCL schedules need the same number of ranks on every host; these hold {sorted({len(g) for g in out})}"
+        )
+    return out
+
+
+def nics_of(cluster: Any, rank: int) -> list[str]:
+    """The NICs a rank's GPU owns (linked to it, directly or as the NIC's ``gpu``), by name."""
+    g = cluster.graph
+    gpu = cluster.ranks[rank]
+    direct = [v for v in g.successors(gpu) if g.nodes[v].get("kind") == "nic"]
+    if direct:
+        return sorted(direct)
+    host = g.nodes[gpu].get("host")
+    return sorted(
+        v for v, d in g.nodes(data=True) if d.get("kind") == "nic" and d.get("gpu") == gpu and d.get("host") == host
+    )
+
+
+def channel_endpoint(cluster: Any, rank: int, key: object, nic: int = 0) -> int:
+    """Rank ``rank``'s actor for channel ``key``, leaving its host by its ``nic``-th NIC (mod its count)."""
+    nics = nics_of(cluster, rank)
+    via = nics[nic % len(nics)] if nics else None
+    return cluster.add_endpoint(rank=rank, via=via, key=key)
+
+
+def engine(cluster: Any, rank: int, key: str) -> int:
+    """The reduction (``key="reduce"``) or multicast engine of the NVSwitch that ``rank``'s GPU is on."""
+    node = cluster.graph.nodes[cluster.ranks[rank]].get("host")
+    if node is None or not cluster.graph.nodes[node].get("nvls"):
+        raise AlgorithmError(
+            f"NVLS needs an NVSwitch that reduces (NVLink SHARP); {cluster.name}'s GPU {cluster.ranks[rank]} has none "
+            "(topologies: hgx:preset=dgx-h100 or oci-bm-gpu-h100-8)"
+        )
+    return cluster.add_endpoint(node=node, key=("nvls", key))
+
+
+def btree_parent(n: int, r: int) -> int:
+    """Parent of ``r`` in NCCL's binary tree over ``n`` nodes, -1 at the root (trees.cc: ncclGetBtree)."""
+    if r == 0:
+        return -1
+    bit = 1
+    while bit < n and not bit & r:
+        bit <<= 1
+    up = (r ^ bit) | (bit << 1)
+    return r ^ bit if up >= n else up
+
+
+def dtree_parent(n: int, r: int, tree: int) -> int:
+    """Parent of ``r`` in tree 0 or 1 of NCCL's double binary tree (trees.cc: ncclGetDtree): tree 1
+    mirrors tree 0 when ``n`` is even and shifts it by one when odd."""
+    if tree == 0 or n == 1:
+        return btree_parent(n, r)
+    if n % 2 == 0:
+        up = btree_parent(n, n - 1 - r)
+        return -1 if up < 0 else n - 1 - up
+    up = btree_parent(n, (r - 1) % n)
+    return -1 if up < 0 else (up + 1) % n
+
+
+#: buffer slots per connection (device.h: NCCL_STEPS): how many chunks a sender may have in flight
+NCCL_STEPS = 8
+
+
+def slices(per_channel: float, chunk: float) -> int:
+    """How many pipeline slices a channel's ``per_channel`` bytes are cut into: a slice is what one
+    connection holds in flight, ``NCCL_STEPS`` chunks of NCCL's size (a step of the program waits for
+    its messages, where NCCL keeps up to ``NCCL_STEPS`` chunks moving); at most :data:`MAX_SLICES`."""
+    return int(min(MAX_SLICES, max(1, math.ceil(per_channel / (NCCL_STEPS * chunk) - 1e-9))))
+
+
+def run_program(job: Any, program: StepProgram, segments: int) -> Generator[Any, Any, None]:
+    """Message-level run of a program whose actors include endpoints beyond the ranks. With the data
+    check on, the job's check is replaced by one of ``segments`` segments (the count depends on the
+    size, which :meth:`~sim.algorithms.base.Algorithm.segments_for` does not see) seen through
+    :class:`EndpointData`; the job keeps it, so the verdict is this one."""
+    cluster = job.net.cluster
+    # the actors were added to the cluster after the job was made: size its per-actor state (processor
+    # time) to them; the cluster's message model reads the new actors' overheads itself
+    job.compute_scale = cluster.compute_scale
+    if len(job._busy_until) < cluster.endpoints:
+        job._busy_until = np.concatenate([job._busy_until, np.zeros(cluster.endpoints - len(job._busy_until))])
+    if isinstance(job.data, DataCheck):
+        fresh = DataCheck(job.data.collective, job.p, segments, job.root)
+        job.data = EndpointData(fresh, job.net.cluster, job.p)
+    yield from run_messages(job, program)
+
+
+def lags_up(parent: list[int], first: int) -> tuple[np.ndarray, int]:
+    """Reduce-up lags over a forest given by ``parent`` (-1 at roots): a node sends at ``first`` when
+    it has no children, else one step after its last child's message; returns (lag per node, the
+    step by which every root holds the sum)."""
+    n = len(parent)
+    kids: list[list[int]] = [[] for _ in range(n)]
+    for v, u in enumerate(parent):
+        if u >= 0:
+            kids[u].append(v)
+    lag = np.zeros(n, dtype=np.int64)
+    order = _postorder(parent, kids)
+    for v in order:
+        lag[v] = first if not kids[v] else max(lag[c] for c in kids[v]) + 1
+    done = max((int(lag[v]) for v in range(n) if parent[v] < 0), default=first)
+    return lag, done
+
+
+def _postorder(parent: list[int], kids: list[list[int]]) -> list[int]:
+    out: list[int] = []
+    stack = [(v, False) for v in range(len(parent)) if parent[v] < 0]
+    while stack:
+        v, seen = stack.pop()
+        if seen:
+            out.append(v)
+            continue
+        stack.append((v, True))
+        stack.extend((c, False) for c in kids[v])
+    return out
+
+
+def lags_down(parent: list[int], start: np.ndarray) -> np.ndarray:
+    """Broadcast-down lags: the message parent -> v is carried at ``start[root] + depth(v)``, where
+    ``start`` gives each root's first send step; returns the lag of each non-root's incoming message
+    (roots: their ``start`` - 1, the step they hold the result)."""
+    n = len(parent)
+    kids: list[list[int]] = [[] for _ in range(n)]
+    for v, u in enumerate(parent):
+        if u >= 0:
+            kids[u].append(v)
+    lag = np.zeros(n, dtype=np.int64)
+    stack = [v for v in range(n) if parent[v] < 0]
+    for v in stack:
+        lag[v] = start[v] - 1
+    while stack:
+        v = stack.pop()
+        for c in kids[v]:
+            lag[c] = lag[v] + 1
+            stack.append(c)
+    return lag

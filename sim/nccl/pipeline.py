@@ -1,0 +1,164 @@
+"""Pipelined schedules as step programs, and the actors NCCL has besides ranks.
+
+NCCL cuts a buffer into chunks and streams them through a fixed graph (a chain, a tree, the NVSwitch):
+every edge of the graph carries chunk ``j`` one step after the edge that feeds it carried it. A
+:class:`Streams` collects such edges -- each a message that repeats once per slice, starting at its *lag*
+(the step at which it carries slice 0) -- and :meth:`Streams.program` turns them into a
+:class:`~sim.program.StepProgram`: between two lags the set of active edges is constant, so each stretch
+is one step repeated, its data-check segments moving one slice per repetition.
+
+The actors are endpoints of the cluster (:meth:`sim.cluster.Cluster.add_endpoint`): ranks, a rank's other
+channels (an NCCL channel runs on its own SM: it progresses on its own), and NVSwitch reduction engines.
+:class:`EndpointData` lets the data check follow them: a channel's copy is its rank's buffer (channels touch
+disjoint segments), an engine has a buffer of its own that starts empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..program import Step, StepProgram
+
+__all__ = ["EndpointData", "Streams", "launchers"]
+
+
+class Streams:
+    """Messages repeated once per slice (``slices`` of them), each from its own lag on.
+
+    A message carries, in slice ``j``, data-check segments ``[off + scale*j, ... + width)``.
+    """
+
+    def __init__(self, endpoints: int, slices: int) -> None:
+        self.endpoints = endpoints
+        self.slices = slices
+        self._cols: list[list[Any]] = [[] for _ in range(8)]
+
+    def add(
+        self,
+        src: Sequence[int] | np.ndarray,
+        dst: Sequence[int] | np.ndarray,
+        nbytes: float,
+        *,
+        lag: int | Sequence[int] | np.ndarray,
+        reduce: bool,
+        off: int | Sequence[int] | np.ndarray,
+        scale: int,
+        width: int | Sequence[int] = 1,
+    ) -> None:
+        """Edges ``src[i] -> dst[i]`` of ``nbytes`` per slice; the receiver adds (``reduce``) or stores."""
+        src = np.atleast_1d(np.asarray(src, dtype=np.int64))
+        n = len(src)
+        if not n:
+            return
+        cols = (
+            src,
+            np.broadcast_to(np.asarray(dst, dtype=np.int64), (n,)),
+            np.full(n, float(nbytes)),
+            np.full(n, bool(reduce)),
+            np.broadcast_to(np.asarray(lag, dtype=np.int64), (n,)),
+            np.broadcast_to(np.asarray(off, dtype=np.int64), (n,)),
+            np.full(n, int(scale), dtype=np.int64),
+            np.broadcast_to(np.asarray(width, dtype=np.int64), (n,)),
+        )
+        for store, col in zip(self._cols, cols, strict=True):
+            store.append(col)
+
+    def program(self, launch: Sequence[tuple[int, int]] = ()) -> StepProgram:
+        """The step program; ``launch`` (from :func:`launchers`): (launcher, actor) pairs, each actor
+        waiting first for its launcher's zero-byte message."""
+        phases = []
+        if len(launch):
+            pairs = np.asarray(launch, dtype=np.int64)
+            start = Step.make(pairs[:, 0], pairs[:, 1], 0.0, endpoints=self.endpoints, seg_width=0)
+            phases.append((start, 1))
+        if not self._cols[0]:
+            return StepProgram(self.endpoints, tuple(phases))
+        src, dst, size, red, lag, off, scale, width = (np.concatenate(c) for c in self._cols)
+        k = self.slices
+        cuts = np.unique(np.concatenate([lag, lag + k]))
+        for t0, t1 in zip(cuts[:-1], cuts[1:], strict=True):
+            on = (lag <= t0) & (t0 < lag + k)
+            if not on.any():
+                continue
+            step = Step.make(
+                src[on],
+                dst[on],
+                size[on],
+                np.where(red[on], size[on], 0.0),
+                endpoints=self.endpoints,
+                combine=red[on],
+                seg=t0 - lag[on],
+                seg_stride=1,
+                seg_off=off[on],
+                seg_scale=scale[on],
+                seg_width=width[on],
+            )
+            phases.append((step, int(t1 - t0)))
+        return StepProgram(self.endpoints, tuple(phases))
+
+
+def launchers(cluster: Any, actors: Sequence[int], seconds: float) -> list[tuple[int, int]]:
+    """(launcher, actor) pairs: for every actor on a GPU, a launcher on the same GPU whose zero-byte
+    message to it takes ``seconds`` (its per-message overhead) -- NCCL's fixed cost of a collective,
+    paid before any data moves."""
+    out = []
+    for a in dict.fromkeys(int(x) for x in actors):
+        rank = a if a < cluster.size else cluster.endpoint_rank[a - cluster.size]
+        if rank >= 0:
+            out.append((cluster.add_endpoint(rank=rank, key=("launch", a), overhead=seconds), a))
+    return out
+
+
+class EndpointData:
+    """The data check (:class:`~sim.runtime.DataCheck`) seen by endpoints beyond the ranks."""
+
+    def __init__(self, data: Any, cluster: Any, p: int) -> None:
+        self.data = data
+        self.size = cluster.size
+        self.rank_of = list(cluster.endpoint_rank)
+        self.own: dict[int, np.ndarray] = {}
+        counts = getattr(data, "counts", None)
+        self.shape = None if counts is None else counts.shape[1:]
+
+    def _row(self, e: int) -> tuple[Any, int]:
+        if e < self.size:
+            return None, e
+        r = self.rank_of[e - self.size]
+        if r >= 0:
+            return None, r
+        if e not in self.own:
+            self.own[e] = np.zeros(self.shape, dtype=np.int32)
+        return self.own[e], -1
+
+    def take(self, e: int, seg: Any) -> Any:
+        if self.shape is None:
+            return None
+        own, r = self._row(e)
+        return own[seg].copy() if own is not None else self.data.take(r, seg)
+
+    def add(self, e: int, seg: Any, payload: Any) -> None:
+        if self.shape is None:
+            return
+        own, r = self._row(e)
+        if own is not None:
+            own[seg] += payload
+        else:
+            self.data.add(r, seg, payload)
+
+    def put(self, e: int, seg: Any, payload: Any) -> None:
+        if self.shape is None:
+            return
+        own, r = self._row(e)
+        if own is not None:
+            own[seg] = payload
+        else:
+            self.data.put(r, seg, payload)
+
+    def wrong_ranks(self) -> list[int]:
+        return self.data.wrong_ranks()
+
+    def verify(self) -> None:
+        self.data.verify()

@@ -1,0 +1,55 @@
+"""NCCL's three protocols: what each puts on the wire and how finely it cuts a buffer.
+
+Constants from NVIDIA/nccl (master 5067397c, v2.30.7):
+
+* LL -- 16-byte lines of two (4 B data + 4 B flag) pairs: half the bytes on the wire are payload
+  (``src/include/device.h``: ``ncclLLFifoLine``).
+* LL128 -- 128-byte lines carrying 120 B of data and an 8 B flag word: 15/16 payload
+  (``device.h``: ``NCCL_LL128_LINEELEMS``, ``NCCL_LL128_DATAELEMS``).
+* Simple -- raw data, readiness by fences and counters: all payload.
+
+Per connection NCCL has ``NCCL_STEPS`` = 8 buffer slots (``device.h``); one step of payload is 32 KiB for LL
+(512 KiB buffer / 8 steps of which half is flags), 576,000 B for LL128, and 512 KiB for Simple (4 MiB
+``NCCL_BUFFSIZE`` / 8; ``src/init.cc``: ``DEFAULT_*_BUFFSIZE``). Ring all-reduce with Simple moves 4 steps per
+chunk (``src/include/collectives.h``: ``ALLREDUCE_CHUNKSTEPS``); trees and the LL protocols one; NVLS moves
+128 KiB chunks (``NCCL_NVLS_CHUNKSIZE``, ``src/enqueue.cc``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["NVLS_CHUNK", "PROTOCOLS", "Protocol", "get_protocol"]
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One protocol: ``payload`` bytes of data per byte on the wire, ``step`` payload bytes per buffer
+    slot, ``ring_chunk_steps`` slots per ring chunk."""
+
+    name: str
+    payload: float
+    step: int
+    ring_chunk_steps: int
+
+    def wire(self, nbytes: float) -> float:
+        """Bytes on the wire for ``nbytes`` of data."""
+        return nbytes / self.payload
+
+
+PROTOCOLS: dict[str, Protocol] = {
+    "ll": Protocol("LL", 0.5, 32 * 1024, 1),
+    "ll128": Protocol("LL128", 120 / 128, 576_000, 1),
+    "simple": Protocol("Simple", 1.0, 512 * 1024, 4),
+}
+
+#: NVLS chunk (``enqueue.cc``: ``NCCL_NVLS_CHUNKSIZE`` default 128 KiB)
+NVLS_CHUNK = 128 * 1024
+
+
+def get_protocol(name: str) -> Protocol:
+    """``ll``, ``ll128`` or ``simple`` (any case)."""
+    try:
+        return PROTOCOLS[name.lower()]
+    except KeyError:
+        raise KeyError(f"unknown NCCL protocol {name!r} (valid: LL, LL128, Simple)") from None

@@ -1,0 +1,48 @@
+"""NCCL's pick beside a simulated row, as ``NCCL_DEBUG=INFO`` prints it with each collective."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..results import SimResult, nccl_row
+
+__all__ = ["pick_of", "row_with_pick"]
+
+_NAMES = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls-tree": "NVLSTree"}
+_PROTOS = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
+
+
+def pick_of(algo: Any, p: int, nbytes: float, cluster: Any) -> dict[str, Any] | None:
+    """``{"algorithm", "protocol", "channels", "nccl_estimate_us"}`` for an algorithm that has NCCL's
+    tuner behind it (``nccl``), else None."""
+    choice = getattr(algo, "choice", None)
+    if choice is None or p < 2:
+        return None
+    c = choice(p, nbytes, cluster)
+    return {
+        "algorithm": _NAMES.get(c.algorithm, c.algorithm),
+        "protocol": _PROTOS.get(c.protocol, c.protocol),
+        "channels": c.channels,
+        "nccl_estimate_us": round(c.time_us, 3),
+    }
+
+
+def row_with_pick(r: SimResult, algo: Any, cluster: Any, as_json: bool) -> str:
+    """The table row (or JSON line) of ``r``, with NCCL's pick where there is one (a comment line after
+    the row; a ``nccl`` object in JSON)."""
+    pick = pick_of(algo, r.ranks, r.size_bytes, cluster)
+    if as_json:
+        if pick is None:
+            return r.to_json()
+        record = json.loads(r.to_json())
+        record["nccl"] = pick
+        return json.dumps(record, allow_nan=False)
+    row = nccl_row(r)
+    if pick is None:
+        return row
+    # a comment line of its own, as NCCL_DEBUG=INFO prints its choice: the row keeps nccl-tests' columns
+    return (
+        f"{row}\n#   NCCL: {pick['algorithm']}/{pick['protocol']}, {pick['channels']} channels, "
+        f"NCCL's estimate {pick['nccl_estimate_us']:.1f} us"
+    )

@@ -1,0 +1,55 @@
+"""NCCL's rings: ``ring:channels=K`` -- K rings, each its own actor on every GPU, the buffer split
+among them, each entering and leaving every host through its own NIC.
+
+As NCCL's ring search builds them on NVSwitch hosts (docs/nccl.md): the GPUs of a host in index order,
+starting at the GPU whose NIC the ring enters by (``search.cc:ncclTopoSearchNextGpuSort``, neighbours
+first). Channel ``c`` starts at local GPU ``c mod G`` on even hosts and walks up; on odd hosts it enters
+at the GPU it left the previous host from and walks down, so consecutive hosts meet on one rail, as
+NCCL's cross-NIC pairing and its swap of channels on odd nodes arrange (``ncclTopoPostset``). A GPU with
+several NICs gives its ``i``-th channel the ``i``-th NIC.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..program import StepProgram
+from .layout import channel_endpoint, host_ranks
+from .pipeline import Streams, launchers
+
+__all__ = ["channel_orders", "rings_program"]
+
+
+def channel_orders(cluster: Any, p: int, channels: int) -> list[list[int]]:
+    """Each channel's ring as actors (endpoints), in ring order."""
+    groups = host_ranks(cluster, p, even=False)
+    out = []
+    for c in range(channels):
+        order = []
+        for h, grp in enumerate(groups):
+            g = len(grp)
+            a = c % g
+            local = [(a + i) % g for i in range(g)] if h % 2 == 0 else [(a - 1 - i) % g for i in range(g)]
+            order.extend(channel_endpoint(cluster, grp[i], ("ring", c), c // len(groups[0])) for i in local)
+        out.append(order)
+    return out
+
+
+def rings_program(
+    cluster: Any, p: int, nbytes: float, channels: int, wire: float = 1.0, launch_s: float = 0.0
+) -> StepProgram:
+    """K-channel ring all-reduce: every channel a reduce-scatter then an all-gather over its ring, in
+    chunks of n/(K·p) (``wire`` bytes on the wire per byte of data); data-check segments ``c·p + i``."""
+    from ..algorithms.ring import rings_steps
+
+    orders = np.asarray(channel_orders(cluster, p, channels), dtype=np.int64)
+    starts = launchers(cluster, orders.ravel(), launch_s) if launch_s > 0 else []
+    endpoints = cluster.endpoints
+    rs, ag = rings_steps(orders, nbytes / (channels * p) * wire, endpoints, seg_off=np.arange(channels) * p)
+    phases = ((rs, p - 1), (ag, p - 1))
+    if starts:
+        head = Streams(endpoints, 1).program(starts)
+        return StepProgram(endpoints, head.phases + phases)
+    return StepProgram(endpoints, phases)

@@ -1,0 +1,380 @@
+"""NCCL's tuner for all-reduce: which algorithm, protocol and channel count NCCL would run, and its own
+estimate of the time -- ported from NVIDIA/nccl master 5067397c (v2.30.7).
+
+* :func:`describe` reads what NCCL's topology detection would see from a cluster: GPUs per node, GPU
+  generation, NVLink/PCIe/NIC rates, whether the NVSwitch reduces (NVLS), the CPU vendor.
+* :func:`search` summarises the graph search (``src/graph/search.cc``: ``ncclTopoCompute``) as
+  docs/nccl.md describes it: per-channel speeds from NCCL's speed arrays, one ring/tree channel per NIC
+  across nodes, channel duplication (``ncclTopoDupChannels``), one NVLS channel per head GPU.
+* :func:`candidates` fills NCCL's latency and bandwidth tables (``src/graph/tuning.cc``:
+  ``ncclTopoTuneModel``) and prices a size (``ncclTopoGetAlgoTime``); :func:`pick` takes the minimum as
+  ``enqueue.cc:topoGetAlgoInfo`` does (ties keep the lower algorithm, then protocol, index).
+
+Every constant below names the table or function of NCCL it comes from.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import AlgorithmError
+
+__all__ = ["ALGORITHMS", "Candidate", "System", "candidates", "describe", "pick", "search"]
+
+#: NCCL's algorithm and protocol indices (``src/include/device.h``: ``NCCL_ALGO_*``, ``NCCL_PROTO_*``)
+ALGORITHMS = ("tree", "ring", "collnet-direct", "collnet-chain", "nvls", "nvls-tree")
+PROTOS = ("ll", "ll128", "simple")
+_COMPCAP = {"sm70": 0, "sm80": 1, "sm90": 2, "sm100": 3}
+
+# tuning.cc: ncclTunerConstantsDefaults -------------------------------------------------------------
+BASE_LAT = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0, 0, 0), "nvls-tree": (0, 0, 0)}
+HW_LAT = {  # [hw][algorithm] -> (LL, LL128, Simple) microseconds
+    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0, 0, 25), "nvls-tree": (0, 0, 25)},
+    "pci": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "nvls": (0, 0, 0), "nvls-tree": (0, 0, 0)},
+    "net": {"tree": (5.0, 8.5, 14), "ring": (2.7, 4.0, 14.0), "nvls": (0, 0, 18), "nvls-tree": (0, 0, 20.9)},
+}
+LL_MAX_BW = ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 90.0, 70.0))  # llMaxBws
+PER_CH_MAX_RING_LL128 = ((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (40.0,) * 3)
+PER_CH_MAX_TREE_LL128 = ((20.0,) * 3, (20.0,) * 3, (36.7, 36.7, 29.0), (55.6, 31.67, 20.0))
+PER_CH_MAX_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0))
+PER_CH_MAX_NVLS_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5), (0.0, 96.0, 80.0))
+NVLS_EFFICIENCY = (0.0, 0.0, 0.85, 0.74)  # tuning.cc: nvlsEfficiency
+#: tuning.cc: treeCorrectionFactor[protocol][log2(bytes / 64)]
+TREE_CORRECTION = (
+    (
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        0.9,
+        0.8,
+        0.7,
+        0.7,
+        0.7,
+        0.7,
+        0.6,
+        0.5,
+        0.4,
+        0.4,
+        0.5,
+        0.6,
+        0.7,
+        0.8,
+        0.9,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+    ),
+    (
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        0.9,
+        0.8,
+        0.8,
+        0.8,
+        0.7,
+        0.6,
+        0.6,
+        0.6,
+        0.6,
+        0.6,
+        0.6,
+        0.8,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        1.0,
+        1.0,
+        1.0,
+    ),
+    (
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.8,
+        0.7,
+        0.6,
+        0.6,
+        0.5,
+        0.5,
+        0.5,
+        0.5,
+        0.6,
+        0.7,
+        0.8,
+        0.7,
+        0.7,
+        0.8,
+        0.9,
+        0.9,
+        0.9,
+    ),
+)
+# search.cc: speedArray* (GB/s per channel)
+SPEED_INTRA = {
+    "sm80": (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0),
+    "sm90": (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
+}
+SPEED_INTER = {
+    "sm80": (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+    "sm90": (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+}
+MAX_RING_CHANNELS = 32  # MAXCHANNELS / 2 (device.h MAXCHANNELS = 64 since 2.25)
+NVLS_CHANNELS_HOPPER = 16  # nvls.cc: ncclNvlsTuning (runtime NVLS channels on Hopper)
+
+
+@dataclass(frozen=True)
+class System:
+    """What NCCL's topology detection sees (GB/s per direction, as NCCL counts them)."""
+
+    nodes: int
+    ppn: int
+    arch: str = "sm90"
+    cpu_vendor: str = "intel"
+    nvlink_bw: float = 0.0  # a GPU's NVLink total; 0: GPUs talk over PCIe
+    pcie_bw: float = 24.0
+    nic_bw: float = 25.0
+    nics_per_node: int = 1
+    nvls: bool = False
+    sharp: bool = False
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.ppn
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A search result: ``channels`` search channels of ``bw_intra`` / ``bw_inter`` GB/s each."""
+
+    channels: int
+    bw_intra: float
+    bw_inter: float
+    nvlink: bool
+    tree_pattern: bool = False  # ended as pattern TREE (all NIC traffic through one GPU): tuner x0.85
+    runtime_channels: int = 0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One (algorithm, protocol) of the tuner's tables, priced for one size (µs, GB/s algbw)."""
+
+    algorithm: str
+    protocol: str
+    latency_us: float
+    bandwidth: float
+    time_us: float
+    channels: int
+
+
+def describe(cluster: Any, p: int) -> System:
+    """The :class:`System` of the first ``p`` ranks of ``cluster`` (graph attributes of :mod:`hgx
+    <sim.topology.hgx>` topologies where present, else read off the links)."""
+    g = cluster.graph
+    hosts: dict[str, int] = {}
+    for r in range(p):
+        hosts[cluster.host_of(r)] = hosts.get(cluster.host_of(r), 0) + 1
+    nodes = len(hosts)
+    ppn = max(hosts.values())
+    a = g.graph
+    if "nvlink_bw" in a:
+        return System(
+            nodes,
+            ppn,
+            a["gpu_arch"],
+            a["cpu_vendor"],
+            a["nvlink_bw"] / 1e9,
+            a["pcie_bw"] / 1e9,
+            a["nic_bw"] / 1e9,
+            a["nics_per_host"],
+            bool(a["nvls"]),
+            bool(a["sharp"]),
+        )
+    nvlink = 0.0
+    if ppn > 1:
+        nvlink = cluster.alpha_beta(0, 1)[1]
+        nvlink = 1.0 / nvlink / 1e9 if nvlink > 0 else 0.0
+    nic = 25.0
+    if nodes > 1:
+        other = next(r for r in range(p) if cluster.host_of(r) != cluster.host_of(0))
+        beta = cluster.alpha_beta(0, other)[1]
+        nic = 1.0 / beta / 1e9 if beta > 0 else 25.0
+    return System(nodes, ppn, nvlink_bw=nvlink, pcie_bw=max(nic, 24.0), nic_bw=nic, nics_per_node=ppn)
+
+
+def _speed(speeds: tuple[float, ...], limit: float) -> float:
+    for s in speeds:
+        if s <= limit * (1 + 1e-9):
+            return s
+    return speeds[-1]
+
+
+def search(sys: System) -> dict[str, Graph]:
+    """The ring, tree and NVLS graphs NCCL's search would settle on (see the module docstring)."""
+    arch = "sm90" if _COMPCAP.get(sys.arch, 2) >= 2 else "sm80"
+    cc = _COMPCAP.get(sys.arch, 2)
+    nvl = sys.nvlink_bw > 0
+    total = sys.nvlink_bw if nvl else sys.pcie_bw  # search.cc getTotalBw: a GPU's NVLink (or PCI) sum
+    if sys.nodes == 1:
+        speed = _speed(SPEED_INTRA[arch], total)
+        ch = max(1, min(MAX_RING_CHANNELS, int(total / speed + 1e-9)))
+        bw_intra = bw_inter = speed
+    else:
+        per_nic = min(sys.nic_bw, sys.pcie_bw)
+        speed = _speed(SPEED_INTER[arch], per_nic)
+        ch = max(1, min(sys.nics_per_node, MAX_RING_CHANNELS, math.ceil(total / speed)))
+        bw_intra = bw_inter = speed
+    # search.cc: ncclTopoDupChannels
+    if bw_intra >= 25.0 and not (cc >= 2 and bw_intra < 50.0 and ch > 4):
+        dup = min(2 * ch, MAX_RING_CHANNELS)
+        bw_intra /= math.ceil(dup / ch)
+        bw_inter /= math.ceil(dup / ch)
+        ch = dup
+    runtime = 2 * ch  # connect.cc: ncclTopoPostset duplicates the channels
+    if cc >= 2 and sys.nodes > 1 and bw_intra > 45 and runtime < 16:
+        runtime *= 2
+    ring = Graph(ch, bw_intra, bw_inter, nvl, runtime_channels=min(runtime, 64))
+    tree_intra = bw_intra
+    if sys.nodes > 1:  # pass 2 for trees: bwIntra may rise up to 2 x bwInter while the channels fit
+        for s in SPEED_INTRA[arch]:
+            if bw_inter <= s <= 2 * bw_inter and ch * s <= total * (1 + 1e-9):
+                tree_intra = max(tree_intra, s)
+                break
+    out = {"ring": ring, "tree": replace(ring, bw_intra=tree_intra, tree_pattern=cc >= 2)}
+    if sys.nvls and nvl and sys.ppn > 1:
+        heads = min(32, sys.ppn)
+        intra = _speed(SPEED_INTRA[arch], sys.nvlink_bw / heads)
+        inter = (
+            SPEED_INTRA[arch][0]
+            if sys.nodes == 1
+            else _speed(SPEED_INTER[arch], min(sys.nic_bw * sys.nics_per_node / sys.ppn, sys.pcie_bw))
+        )
+        out["nvls"] = Graph(heads, intra, inter, True, runtime_channels=NVLS_CHANNELS_HOPPER)
+        out["nvls-tree"] = out["nvls"]
+    return out
+
+
+def _tables(sys: System, graphs: dict[str, Graph]) -> dict[tuple[str, str], tuple[float, float]]:
+    """tuning.cc ncclTopoTuneModel for all-reduce: (algorithm, protocol) -> (latency µs, algBw GB/s)."""
+    n, nodes = sys.ranks, sys.nodes
+    cc = _COMPCAP.get(sys.arch, 2)
+    i2 = 0 if nodes == 1 else (1 if nodes == 2 else 2)
+    i1 = cc if nodes == 1 else (1 if sys.cpu_vendor == "amd" else 0)
+    ll_max = LL_MAX_BW[i1][i2]
+    nsteps = 2 * (n - 1)
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    for a, g in graphs.items():
+        intra_hw = "nvlink" if g.nvlink else "pci"
+        for pi, proto in enumerate(PROTOS):
+            if a in ("nvls", "nvls-tree") and proto != "simple":
+                continue
+            bw = g.bw_intra if nodes <= 2 else g.bw_inter
+            if a in ("nvls", "nvls-tree"):
+                if g.channels < 2:
+                    continue
+                intra = g.bw_intra * NVLS_EFFICIENCY[cc] * (g.channels - 1) / g.channels * 2.0
+                inter = g.bw_inter * (2 if nodes <= 2 and a == "nvls-tree" else 1)
+                bw = min(intra, inter, PER_CH_MAX_NVLS_TREE[cc][i2] if a == "nvls-tree" else math.inf)
+            bus = g.channels * bw
+            if a == "ring" and proto == "ll":
+                bus = min(ll_max, bus * 0.5)
+            if a == "ring" and proto == "ll128":
+                bus = min(bus * 0.92, g.channels * PER_CH_MAX_RING_LL128[cc][i2])
+            if a == "tree":
+                bus = min(bus * 0.92, g.channels * PER_CH_MAX_TREE[cc][i2])
+                if proto == "ll":
+                    bus = min(bus / 3.8, ll_max)
+                if proto == "ll128":
+                    bus = min(
+                        bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), g.channels * PER_CH_MAX_TREE_LL128[cc][i2]
+                    )
+                if g.tree_pattern:
+                    bus *= 0.85
+            algbw = bus * (n / nsteps if a != "tree" else 0.5)
+            lat = BASE_LAT[a][pi]
+            intra_lat = HW_LAT[intra_hw][a][pi]
+            inter_lat = HW_LAT["net"]["tree" if sys.ppn == 1 else a][pi]
+            if a == "ring":
+                overhead = 0.0
+                if nodes > 1:  # tuning.cc getNetOverhead: 1 us Intel, 2 us AMD, x3 for Simple
+                    overhead = (2.0 if sys.cpu_vendor == "amd" else 1.0) * (3 if proto == "simple" else 1)
+                intra_lat = max(intra_lat, overhead)
+                inter_steps = 0 if nodes == 1 else 2 * (nodes - 1)
+                lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat
+            elif a == "tree":
+                lat += 2 * ((sys.ppn - 1) * intra_lat + int(math.log2(nodes)) * inter_lat)
+            elif a == "nvls":
+                lat = intra_lat + (inter_lat if nodes > 1 else 0.0)
+            elif a == "nvls-tree":
+                lat += intra_lat + 2 * int(math.log2(nodes)) * inter_lat
+            out[(a, proto)] = (lat, algbw)
+    return out
+
+
+def enabled(sys: System, graphs: dict[str, Graph]) -> set[str]:
+    """Algorithms NCCL enables by default (tuning.cc, the disable loop; collnet needs a SHARP plugin and
+    is not modelled)."""
+    out = {"ring", "tree"}
+    if "nvls" in graphs:
+        out.add("nvls" if sys.nodes == 1 else "nvls-tree")
+    return out
+
+
+def candidates(
+    sys: System, nbytes: float, algos: set[str] | None = None, protos: set[str] | None = None
+) -> list[Candidate]:
+    """Every enabled (algorithm, protocol) priced for ``nbytes`` (ncclTopoGetAlgoTime), in NCCL's order."""
+    graphs = search(sys)
+    allowed = enabled(sys, graphs) if algos is None else algos
+    tables = _tables(sys, graphs)
+    log_size = int(math.log2(nbytes / 64)) if nbytes >= 64 else -1
+    out = []
+    for a in ALGORITHMS:
+        if a not in allowed:
+            continue
+        for pi, proto in enumerate(PROTOS):
+            if (a, proto) not in tables or (protos is not None and proto not in protos):
+                continue
+            lat, bw = tables[(a, proto)]
+            if bw <= 0:
+                continue
+            if a == "tree" and 0 <= log_size < 23:
+                bw *= TREE_CORRECTION[pi][log_size]
+            if (
+                a == "ring"
+                and proto == "simple"
+                and sys.nodes > 1
+                and nbytes / (graphs[a].runtime_channels * sys.ranks) >= 64
+            ):
+                lat *= 1.4 if _COMPCAP.get(sys.arch, 2) >= 1 else 1.9  # "plateau effect of ring"
+            g = graphs[a]
+            ch = g.runtime_channels if a not in ("nvls", "nvls-tree") else NVLS_CHANNELS_HOPPER
+            out.append(Candidate(a, proto, lat, bw, lat + nbytes / (1000 * bw), ch))
+    return out
+
+
+def pick(sys: System, nbytes: float, algos: set[str] | None = None, protos: set[str] | None = None) -> Candidate:
+    """NCCL's choice for an all-reduce of ``nbytes`` per rank (strict minimum, first wins ties)."""
+    found = candidates(sys, nbytes, algos, protos)
+    if not found:
+        what = f"algorithms {sorted(algos)}" if algos else "algorithms"
+        raise AlgorithmError(
+            f"nccl: no {what} with protocols {sorted(protos) if protos else 'any'} can run on this topology"
+        )
+    best = found[0]
+    for c in found[1:]:
+        if c.time_us < best.time_us:
+            best = c
+    return best

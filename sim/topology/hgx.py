@@ -1,0 +1,170 @@
+"""HGX-class GPU servers as they are built: ``hgx:preset=dgx-h100,hosts=2``.
+
+Inside a host, every GPU has one link to the NVSwitch fabric (one node, ``hI``, as NCCL's topology merges
+all NVSwitch chips into one NVS node) and reaches its NICs through a PCIe switch (``hI:pcieK``) that it may
+share with another GPU; a GPU may own one or two NICs. Between hosts the NICs sit on a rail-optimized
+fabric (NIC ``k`` of every host on a leaf of rail ``k``) or a plain fat-tree (a host's NICs on its own
+leaf group), leaves linked to every spine.
+
+Node attributes say what the hardware can do: the NVSwitch node carries ``nvls`` (it reduces and
+multicasts, NVLink SHARP: third-generation NVSwitch, HGX H100 and later) and network switches carry
+``sharp`` (in-network reduction); the graph carries ``gpu_arch`` (``sm80``/``sm90``), ``cpu_vendor``
+and the figures NCCL's tuner reads (:mod:`sim.nccl.tuner`).
+
+Link rates are the figures NCCL's own topology detection assigns (``src/graph/topo.h``, ``topo.cc``):
+NVLink ``links x per-link`` (H100 18 x 20.6 GB/s = 370.8 per direction, of 450 line rate; A100 12 x 20 =
+240 of 300), PCIe ``Gen4 x16 = 24``, ``Gen5 x16 = 48`` GB/s (``kvDictPciGen`` rate x width / 80), NICs
+their port speed (400 Gb/s = 50 GB/s). The presets name their sources.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+import networkx as nx
+from pydantic import PositiveInt
+
+from ..errors import TopologyError
+from ..schema import Bandwidth, Spec, Time
+from .builders import _check_size, _params, _spec, register_builder
+from .graph import ClusterBuilder
+
+__all__ = ["PRESETS", "hgx"]
+
+#: Per-machine figures. Sources: NVIDIA DGX H100 user guide (8x H100 SXM5, 4x NVSwitch gen3, 8x
+#: ConnectX-7 400 Gb/s, one per GPU behind its PCIe Gen5 switch; Intel Xeon 8480C); NVIDIA HGX A100
+#: / DGX A100 user guide (8x A100 SXM4, 6x NVSwitch gen2 -- no in-switch reduction --, 8x ConnectX-6
+#: 200 Gb/s, two GPUs and two NICs per PCIe Gen4 switch; AMD EPYC 7742); Oracle Cloud shape pages
+#: BM.GPU.H100.8 (8x H100 80GB, 16x 200 Gb/s RoCE = two per GPU, Intel Xeon 8480+) and BM.GPU4.8
+#: (8x A100 40GB SXM4, 16x 100 Gb/s RoCE, two per GPU, AMD EPYC 7542). NVLink per direction from
+#: NCCL topo.h (SM90_NVLINK_BW 20.6, SM80_NVLINK_BW 20.0) x links per GPU (18 on H100, 12 on A100).
+PRESETS: dict[str, dict[str, Any]] = {
+    "dgx-h100": dict(
+        gpu="h100",
+        nvls=True,
+        nics_per_gpu=1,
+        nic_bandwidth=50e9,
+        pcie_gen=5,
+        gpus_per_pcie_switch=1,
+        cpu_vendor="intel",
+    ),
+    "hgx-a100-200g": dict(
+        gpu="a100", nvls=False, nics_per_gpu=1, nic_bandwidth=25e9, pcie_gen=4, gpus_per_pcie_switch=2, cpu_vendor="amd"
+    ),
+    "oci-bm-gpu-h100-8": dict(
+        gpu="h100",
+        nvls=True,
+        nics_per_gpu=2,
+        nic_bandwidth=25e9,
+        pcie_gen=5,
+        gpus_per_pcie_switch=1,
+        cpu_vendor="intel",
+    ),
+    "oci-bm-gpu4-8": dict(
+        gpu="a100",
+        nvls=False,
+        nics_per_gpu=2,
+        nic_bandwidth=12.5e9,
+        pcie_gen=4,
+        gpus_per_pcie_switch=1,
+        cpu_vendor="amd",
+    ),
+}
+
+#: NVLink as NCCL sees it, per direction per GPU: per-link bandwidth (topo.h SM*_NVLINK_BW) x links
+NVLINK = {"h100": (18, 20.6e9, "sm90"), "a100": (12, 20.0e9, "sm80")}
+#: PCIe x16 per direction as NCCL rates it (topo.cc kvDictPciGen: GT/s-based value x 16 lanes / 80)
+PCIE = {3: 12e9, 4: 24e9, 5: 48e9}
+
+
+class HgxParams(Spec):
+    hosts: PositiveInt
+    preset: Literal["dgx-h100", "hgx-a100-200g", "oci-bm-gpu-h100-8", "oci-bm-gpu4-8"] = "dgx-h100"
+    gpus_per_host: PositiveInt = 8
+    gpu: Literal["h100", "a100"] | None = None
+    nvls: bool | None = None
+    sharp: bool = False
+    nics_per_gpu: Literal[1, 2] | None = None
+    nic_bandwidth: Bandwidth | None = None
+    pcie_gen: Literal[3, 4, 5] | None = None
+    gpus_per_pcie_switch: Literal[1, 2] | None = None
+    cpu_vendor: Literal["intel", "amd"] | None = None
+    fabric: Literal["rail", "fat-tree"] = "rail"
+    hosts_per_leaf: PositiveInt = 32
+    spines: PositiveInt | None = None
+    nvlink_latency: Time = 0.3e-6
+    pcie_latency: Time = 0.1e-6
+    latency: Time = 0.5e-6
+
+
+@register_builder("hgx", HgxParams)
+def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
+    """``hosts`` HGX-class servers of ``preset`` (options override the preset's figures).
+
+    >>> g = hgx(2)
+    >>> len(g.graph["ranks"]), g.nodes["h0"]["nvls"], g.edges["h0:gpu0", "h0"]["bandwidth"]
+    (16, True, 370800000000.0)
+    >>> g.edges["h0:nic0", "leaf0.0"]["bandwidth"], hgx(1, "oci-bm-gpu4-8").graph["nics_per_host"]
+    (50000000000.0, 16)
+    """
+    p = _params(HgxParams, "hgx", dict(hosts=hosts, preset=preset, **kwargs))
+    fig = {**PRESETS[p.preset], **{k: v for k, v in p.model_dump().items() if v is not None and k in PRESETS[p.preset]}}
+    links, per_link, arch = NVLINK[fig["gpu"]]
+    g_per_host, nics = p.gpus_per_host, p.gpus_per_host * fig["nics_per_gpu"]
+    if fig["nvls"] and fig["gpu"] != "h100":
+        raise TopologyError("hgx: nvls (NVLink SHARP) needs an NVSwitch of the third generation, i.e. gpu=h100")
+    if g_per_host % fig["gpus_per_pcie_switch"]:
+        raise TopologyError(
+            f"hgx: {g_per_host} GPUs per host do not share PCIe switches {fig['gpus_per_pcie_switch']} by {fig['gpus_per_pcie_switch']}"
+        )
+    groups = math.ceil(hosts / p.hosts_per_leaf)
+    in_group = min(hosts, p.hosts_per_leaf)
+    rail = p.fabric == "rail"
+    leaves_per_group = nics if rail else 1
+    spines = p.spines or (in_group if rail else 1)
+    uplink = fig["nic_bandwidth"] * in_group * (1 if rail else nics) / spines  # non-blocking
+    total = hosts * g_per_host
+    _check_size("hgx", total, 4 * total + 2 * hosts * nics + groups * leaves_per_group * spines)
+    name = f"{p.preset}-{hosts}"
+    b = ClusterBuilder(name, spec=_spec("hgx", p))
+    graph = b.graph
+    graph.graph.update(
+        gpu_arch=arch,
+        cpu_vendor=fig["cpu_vendor"],
+        nvlink_bw=links * per_link,
+        pcie_bw=PCIE[fig["pcie_gen"]],
+        nic_bw=float(fig["nic_bandwidth"]),
+        nics_per_host=nics,
+        nvls=bool(fig["nvls"]),
+        sharp=p.sharp,
+    )
+    for s in range(spines):
+        b.add_switch(f"spine{s}")
+        graph.nodes[f"spine{s}"]["sharp"] = p.sharp
+    for group in range(groups):
+        for leaf in range(leaves_per_group):
+            name_l = f"leaf{leaf}.{group}"
+            b.add_switch(name_l)
+            graph.nodes[name_l]["sharp"] = p.sharp
+            for s in range(spines):
+                b.add_link(name_l, f"spine{s}", bandwidth=uplink, latency=p.latency)
+    pcie = PCIE[fig["pcie_gen"]]
+    for h in range(hosts):
+        host = f"h{h}"
+        gpus = b.add_host(host, gpus=g_per_host, intra_bandwidth=links * per_link, intra_latency=p.nvlink_latency)
+        graph.nodes[host]["nvls"] = bool(fig["nvls"])
+        for sw in range(g_per_host // fig["gpus_per_pcie_switch"]):
+            b.add_node(f"{host}:pcie{sw}", "switch", host=host)
+        for j, gpu in enumerate(gpus):
+            sw = f"{host}:pcie{j // fig['gpus_per_pcie_switch']}"
+            b.add_link(gpu, sw, bandwidth=pcie, latency=p.pcie_latency, weight=4.0)
+            for k in range(fig["nics_per_gpu"]):
+                n = j * fig["nics_per_gpu"] + k
+                nic = f"{host}:nic{n}"
+                b.add_node(nic, "nic", host=host)
+                graph.nodes[nic]["gpu"] = gpu
+                b.add_link(sw, nic, bandwidth=pcie, latency=0.0, weight=4.0)
+                leaf = f"leaf{n if rail else 0}.{h // p.hosts_per_leaf}"
+                b.add_link(nic, leaf, bandwidth=fig["nic_bandwidth"], latency=p.latency)
+    return b.build(routing="updown")

@@ -1,0 +1,172 @@
+"""NCCL's schedules, tuner and topologies: the data check and fast == message on the hardware they need,
+the tuner against numbers derived by hand from tuning.cc, the CLI's pick column, the log reader."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.algorithms import get_algorithm
+from sim.cluster import Cluster
+from sim.errors import AlgorithmError
+from sim.nccl import tuner
+from sim.nccl.layout import btree_parent, dtree_parent
+from sim.simulate import simulate
+from sim.topology import hgx, load_graph
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CASES = [
+    ("dgx-h100", 1, "nvls"),
+    ("dgx-h100", 2, "nvls-tree"),
+    ("dgx-h100", 3, "nvls-tree"),
+    ("oci-bm-gpu-h100-8", 2, "nvls-tree"),
+    ("dgx-h100", 2, "nccl-tree"),
+    ("oci-bm-gpu4-8", 3, "nccl-tree:proto=ll"),
+    ("hgx-a100-200g", 2, "ring:channels=8"),
+    ("oci-bm-gpu4-8", 2, "ring:channels=16"),
+    ("dgx-h100", 1, "nccl"),
+    ("dgx-h100", 2, "nccl"),
+    ("dgx-h100", 2, "nccl:algo=ring,proto=ll128"),
+    ("oci-bm-gpu4-8", 2, "nccl"),
+]
+
+
+@pytest.mark.parametrize("preset, hosts, spec", CASES)
+@pytest.mark.parametrize("size", [1, 2**20 + 7, 3 * 2**22])
+def test_every_contribution_once_and_fast_equals_message(preset, hosts, spec, size):
+    g = hgx(hosts, preset, gpus_per_host=4)
+    a = simulate(g, "allreduce", spec, size, check=True, gamma=1e-11)
+    b = simulate(g, "allreduce", spec, size, engine="fast", gamma=1e-11)
+    assert a.wrong == 0
+    assert abs(a.time_s - b.time_s) <= 1e-9 * a.time_s
+    assert a.flows == b.flows
+
+
+def test_channels_split_the_buffer_over_every_nic():
+    """8 rings on 2 DGX H100: every NIC carries one ring each way, so the ring's busbw is 8 NICs' worth
+    (capped by PCIe Gen5 as NCCL rates it, 48 GB/s), not one NIC's."""
+    one = simulate("hgx:hosts=2", "allreduce", "ring", 2**30)
+    eight = simulate("hgx:hosts=2", "allreduce", "ring:channels=8", 2**30)
+    assert one.busbw_GBps < 50 < 360 < eight.busbw_GBps < 8 * 48
+
+
+def test_nvls_moves_1_plus_1_over_g_of_the_buffer_per_gpu():
+    """Inside one H100 host NVLS beats the ring's 2(G-1)/G: each GPU's NVLink carries (1 + 1/G)·n."""
+    r = simulate("hgx:hosts=1", "allreduce", "nvls", 2**32)
+    ring = simulate("hgx:hosts=1", "allreduce", "ring:channels=8", 2**32)
+    expected_algbw = 370.8 * 0.85 / (1 + 1 / 8)  # NVLink as NCCL rates it, NVLS efficiency
+    assert r.algbw_GBps == pytest.approx(expected_algbw, rel=0.03)
+    assert r.busbw_GBps > 1.2 * ring.busbw_GBps
+
+
+def test_tuner_matches_the_hand_derived_dgx_example():
+    """docs/nccl.md's worked example (2 x 8 H100, 8 x 400G): NVLSTree lat 66.8 us and algbw 246.2 GB/s,
+    Tree/LL128 48.5 us, Ring/Simple 8 x 48 busbw; picks Tree/LL128 at 1 MiB and NVLSTree at 64 MiB."""
+    sys = tuner.describe(Cluster(hgx(2)), 16)
+    graphs = tuner.search(sys)
+    assert (graphs["ring"].channels, graphs["ring"].bw_inter) == (8, 48.0)
+    table = {(c.algorithm, c.protocol): c for c in tuner.candidates(sys, 2**30)}
+    assert table[("nvls-tree", "simple")].latency_us == pytest.approx(66.8)
+    assert table[("nvls-tree", "simple")].bandwidth == pytest.approx(246.2, abs=0.1)
+    assert table[("tree", "ll128")].latency_us == pytest.approx(48.5)
+    assert table[("ring", "simple")].bandwidth == pytest.approx(384 * 16 / 30)
+    assert tuner.pick(sys, 2**20).algorithm == "tree" and tuner.pick(sys, 2**20).protocol == "ll128"
+    assert tuner.pick(sys, 2**26).algorithm == "nvls-tree"
+
+
+def test_single_node_search_and_nvls_estimate():
+    """One H100 node: rings 6 x 60 -> duplicated 12 x 30; NVLS estimate ~473 busbw at 1 GiB."""
+    sys = tuner.describe(Cluster(hgx(1)), 8)
+    assert (tuner.search(sys)["ring"].channels, tuner.search(sys)["ring"].bw_intra) == (12, 30.0)
+    c = tuner.pick(sys, 2**30)
+    assert c.algorithm == "nvls"
+    assert 2**30 / (c.time_us * 1e3) * 14 / 8 == pytest.approx(473, abs=2)
+
+
+def test_nccl_trees_are_nccls():
+    assert [btree_parent(14, r) for r in range(14)] == [-1, 2, 4, 2, 8, 6, 4, 6, 0, 10, 12, 10, 8, 12]
+    # tree 1 mirrors tree 0 for an even count: the root of tree 1 is the last node
+    assert dtree_parent(12, 11, 1) == -1 and dtree_parent(12, 3, 1) == 11
+    assert dtree_parent(13, 1, 1) == -1  # shifted by one for an odd count
+
+
+@pytest.mark.parametrize(
+    "topology, spec, message",
+    [
+        ("hgx:hosts=1,preset=hgx-a100-200g", "nvls", "NVSwitch that reduces"),
+        ("dgx:hosts=1", "nvls", "NVSwitch that reduces"),
+        ("hgx:hosts=2", "nvls", "use nvls-tree"),
+        ("hgx:hosts=2,preset=oci-bm-gpu4-8", "nccl:algo=nvls", "cannot run it"),
+        ("hgx:hosts=1", "nccl:algo=nvls-tree", "off on a single host"),
+    ],
+)
+def test_an_algorithm_the_topology_cannot_run_is_one_line(topology, spec, message):
+    with pytest.raises(AlgorithmError) as info:
+        simulate(topology, "allreduce", spec, 2**20)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_bad_nccl_options():
+    with pytest.raises(AlgorithmError, match="unknown NCCL algorithm 'rign'"):
+        get_algorithm("allreduce", "nccl:algo=rign")
+    assert get_algorithm("allreduce", "nccl:algo=^nvls-tree,proto=ll|simple").spec.startswith("nccl:")
+
+
+def test_forced_protocol_is_the_pick():
+    c = Cluster(hgx(2))
+    algo = get_algorithm("allreduce", "nccl:algo=ring,proto=simple")
+    pick = algo.choice(16, 2**20, c)
+    assert (pick.algorithm, pick.protocol) == ("ring", "simple")
+
+
+def test_bundled_hgx_files_name_their_hardware():
+    for name in ("dgx-h100-2", "hgx-a100-200g-2", "oci-bm-gpu-h100-8-2", "oci-bm-gpu4-8-2"):
+        g = load_graph(name)
+        assert len(g.graph["ranks"]) == 16
+    assert load_graph("oci-bm-gpu-h100-8-2").graph["nics_per_host"] == 16
+    assert not load_graph("hgx-a100-200g-2").graph["nvls"]
+
+
+def _cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "collsim", *args], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+
+
+def test_cli_shows_the_pick_per_size():
+    out = _cli("simulate", "-t", "dgx-h100-2", "-a", "nccl", "--sizes", "1MiB:64MiB:64")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    picks = [line for line in lines if line.startswith("#   NCCL: ")]
+    assert len(picks) == 2 and len([line for line in lines if not line.startswith("#")]) == 2
+    assert picks[0].startswith("#   NCCL: Tree/LL128, 16 channels") and "NVLSTree/Simple" in picks[1]
+    js = _cli("simulate", "-t", "dgx-h100-2", "-a", "nccl:algo=ring", "--size", "64MiB", "--json")
+    assert json.loads(js.stdout)["nccl"]["algorithm"] == "Ring"
+    bad = _cli("simulate", "-t", "hgx-a100-200g-2", "-a", "nvls", "--size", "1MiB")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_log_reader_takes_what_users_post(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import nccl_logs
+
+    body = (
+        "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1\n"
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+        "  1073741824     268435456     float     sum      -1   4484.9  239.41  448.90      0   4470.2  240.20  450.37      0\n"
+    )
+    srun = tmp_path / "srun.txt"
+    srun.write_text("".join(f" 0: {line}\n" for line in body.splitlines()))
+    with pytest.raises(nccl_logs.LogError, match="ranks=N"):
+        nccl_logs.parse_log(srun)
+    log = nccl_logs.parse_log(srun, ranks=16)
+    assert (log.ranks, log.hosts, log.rows) == (16, 2, [(1073741824, 4484.9, 448.9)])
+    junk = tmp_path / "junk.txt"
+    junk.write_text("hello\n")
+    with pytest.raises(nccl_logs.LogError, match="not an nccl-tests log"):
+        nccl_logs.parse_log(junk)
