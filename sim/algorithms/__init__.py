@@ -5,7 +5,8 @@
 Listings show a collective's algorithms in the order they were registered, so the order of the imports
 below is the order of every listing: ``flat`` before ``binomial`` (broadcast, gather, scatter), both
 before ``ring`` (broadcast, reduce), ``ring`` before all other all-reduce algorithms (it heads that
-listing). One order cannot come from the imports: the all-gather lists ``recursive-doubling``
+listing); NCCL's schedules come last, ``nccl`` (the tuner's pick among them) after the ones it picks
+from. One order cannot come from the imports: the all-gather lists ``recursive-doubling``
 before ``ring``, which the all-reduce lists after it, so it is pinned with
 :meth:`~sim.algorithms.registry.Registry.list_first`.
 """
@@ -23,13 +24,13 @@ from . import (  # noqa: F401  (registers, in this order)
     halving_doubling,
     hierarchical,
     master_worker,
-    nccl,
+    ps,
+    pairwise,
+    direct,
     nccl_tree,
     nvls,
     nvls_tree,
-    pairwise,
-    direct,
-    ps,
+    nccl,
 )
 
 # isort: on
