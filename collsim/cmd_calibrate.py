@@ -51,7 +51,8 @@ def calibrate_cmd(
             "--from",
             envvar="COLLSIM_CALIBRATE_FROM",
             help="Fit to files instead of measuring: probe or validate JSON lines, nccl-tests output or its -J "
-            "JSON (FILE[:collective=allreduce,ranks=N] where the file does not say). Repeatable.",
+            "JSON (FILE[:collective=allreduce,ranks=N,algorithm=RING] where the file does not say; algorithm: the "
+            "NCCL_ALGO that ran). Repeatable.",
         ),
     ] = None,
     out: Annotated[

@@ -9,9 +9,9 @@ A topology gives every link a bandwidth and a latency, and every GPU a per-messa
   share of a link's rate that reaches the application, so that a message of ``n`` bytes drains
   ``n / efficiency`` bytes at its max-min share;
 * ``gamma``: the reduction cost in seconds per byte (the default of :func:`sim.simulate`);
-* ``nccl_latency``: per NCCL protocol (``ll``, ``ll128``, ``simple``), the base latency in seconds that NCCL's
-  schedules (``nccl``) charge before any data moves, in place of NCCL's own ``baseLatencies``
-  (``tuning.cc``); the per-hop latencies of NCCL's estimate and the links' own latencies stay;
+* ``nccl_latency``: per NCCL protocol (``ll``, ``ll128``, ``simple``), the fixed cost in seconds that NCCL's
+  schedules (``nccl``) charge before any data moves, in place of NCCL's own latency estimate
+  (``tuning.cc``); the per-hop latencies are the links', paid at every pipeline step as before;
 * sharing factors: ``duplex`` scales a link direction's capacity by the number of flows on its reverse
   direction, ``flows`` by the number of flows on it (TCP's measured departures from max-min).
 

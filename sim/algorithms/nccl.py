@@ -115,9 +115,9 @@ class Nccl(Algorithm):
     def _build(self, p: int, nbytes: float, cluster: Any) -> tuple[StepProgram, int]:
         c = self.choice(p, nbytes, cluster)
         launch = c.latency_us * 1e-6
-        base = getattr(getattr(cluster, "link_model", None), "nccl_latency", {}).get(c.protocol)
-        if base is not None:  # a calibrated base latency in place of NCCL's baseLatencies
-            launch = max(0.0, launch - tuner.base_latency_s(c.algorithm, c.protocol) + base)
+        fitted = getattr(getattr(cluster, "link_model", None), "nccl_latency", {}).get(c.protocol)
+        if fitted is not None:  # a calibrated fixed cost in place of NCCL's estimate (per hop: the links')
+            launch = fitted
         if c.algorithm == "ring":
             groups = host_ranks(cluster, p)
             k = max(len(groups[0]), len(rails(cluster, groups)) if len(groups) > 1 else 1)

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import AlgorithmError
 
-__all__ = ["ALGORITHMS", "Candidate", "System", "base_latency_s", "candidates", "describe", "pick", "search"]
+__all__ = ["ALGORITHMS", "Candidate", "System", "candidates", "describe", "pick", "search"]
 
 #: NCCL's algorithm and protocol indices (``src/include/device.h``: ``NCCL_ALGO_*``, ``NCCL_PROTO_*``)
 ALGORITHMS = ("tree", "ring", "collnet-direct", "collnet-chain", "nvls", "nvls-tree")
@@ -321,11 +321,6 @@ def _tables(sys: System, graphs: dict[str, Graph]) -> dict[tuple[str, str], tupl
                 lat += intra_lat + 2 * int(math.log2(nodes)) * inter_lat
             out[(a, proto)] = (lat, algbw)
     return out
-
-
-def base_latency_s(algorithm: str, protocol: str) -> float:
-    """NCCL's base latency of ``algorithm`` with ``protocol``, seconds (``baseLatencies``; 0 for NVLS)."""
-    return BASE_LAT.get(algorithm, (0.0, 0.0, 0.0))[PROTOS.index(protocol)] * 1e-6
 
 
 def enabled(sys: System, graphs: dict[str, Graph]) -> set[str]:
