@@ -252,8 +252,18 @@ def _validate_sample(rec: dict[str, Any], where: str) -> Sample:
     except CollsimError as exc:
         raise CalibrationError(f"{where}: collective: {exc}") from None
     algorithm = label = _text(rec.get("algorithm"), f"{where}: algorithm")
-    if algorithm == "builtin":
-        algorithm = builtin_algorithm(collective, "nccl" if rec.get("backend") == "nccl" else "gloo")
+    if algorithm == "builtin" and rec.get("backend") == "nccl":
+        env = rec.get("environment") if isinstance(rec.get("environment"), dict) else {}
+        forced = {k: env.get(k) for k in ("nccl_algo", "nccl_proto")}
+        forced = {k: v for k, v in forced.items() if isinstance(v, str) and v and v != "default"}
+        algo = nccl_algo_option(forced["nccl_algo"], f"{where}: nccl_algo") if "nccl_algo" in forced else None
+        proto = forced.get("nccl_proto")
+        proto = "|".join(x.strip().lower() for x in re.split(r"[,|]", proto) if x.strip()) if proto else None
+        algorithm = nccl_schedule_spec(collective, algo, proto)
+        if forced:  # compare and calibrate keep runs under different NCCL_ALGO / NCCL_PROTO apart
+            label = "builtin:" + ",".join(f"{k}={v}" for k, v in forced.items())
+    elif algorithm == "builtin":
+        algorithm = builtin_algorithm(collective, "gloo")
     try:
         algorithm = get_algorithm(collective, algorithm).spec
     except CollsimError as exc:
