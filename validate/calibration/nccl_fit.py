@@ -51,6 +51,10 @@ OVER_LINE_RATE = 1.02
 GROUPS = {"intra-host": ("intra-host",), "cross-host": ("same-switch", "cross-switch", "direct")}
 #: ... and only when holding it at line rate costs the fit this much rms relative error
 CLAMP_COST = 0.005
+#: the coarse grid of ``w = 1 / efficiency`` per group (efficiency 1, 0.67, 0.4, 0.25), on at most
+#: this many sizes
+GRID = (1.0, 1.5, 2.5, 4.0)
+_COARSE_SIZES = 4
 _ITERATIONS = 4
 _PROBE = 1.1
 _RIDGE = 1e-6
@@ -131,6 +135,44 @@ def _bounded_lstsq(a: np.ndarray, y: np.ndarray, lower: np.ndarray) -> np.ndarra
     return best
 
 
+def _latency_columns(picks: list[tuple[str, str]], protos: list[str]) -> np.ndarray:
+    return np.array([[1.0 if q == pr else 0.0 for pr in protos] for _, q in picks]).reshape(len(picks), len(protos))
+
+
+def _start(
+    cluster: Cluster,
+    chosen: list[Sample],
+    groups: dict[str, tuple[str, ...]],
+    picks: list[tuple[str, str]],
+    launch: np.ndarray,
+    measured: np.ndarray,
+    protos: list[str],
+) -> tuple[dict[str, float], list[str]]:
+    """The coarse grid: every combination of :data:`GRID` per group on a few sizes, the fixed costs
+    solved at each; returns the best point and the groups the log exercises. (The time is flat in a
+    group's ``w`` until that group becomes the bottleneck, so slopes at line rate alone cannot find
+    a slow NIC behind a fast NVLink schedule.)"""
+    idx = sorted({round(i * (len(chosen) - 1) / max(1, _COARSE_SIZES - 1)) for i in range(_COARSE_SIZES)})
+    sub = [chosen[i] for i in idx]
+    sim = _Sim(cluster, sub, groups)
+    base = sim(dict.fromkeys(groups, 1.0))
+    active = [g for g in groups if np.max(np.abs(sim({**dict.fromkeys(groups, 1.0), g: GRID[-1]}) / base - 1)) > 1e-4]
+    cols = _latency_columns([picks[i] for i in idx], protos)
+    fixed = np.array([0.0 if picks[i][1] in protos else launch[i] for i in idx])
+    weight = 1.0 / measured[idx]
+    best, best_rss = dict.fromkeys(groups, 1.0), math.inf
+    for combo in itertools.product(GRID, repeat=len(active)):
+        w = {**dict.fromkeys(groups, 1.0), **dict(zip(active, combo, strict=True))}
+        t = sim(w) - launch[idx] + fixed
+        a = cols * weight[:, None]
+        y = (measured[idx] - t) * weight
+        b = _bounded_lstsq(a, y, np.zeros(len(protos))) if protos else np.zeros(0)
+        rss = float(((a @ b - y) ** 2).sum())
+        if rss < best_rss:
+            best, best_rss = w, rss
+    return best, active
+
+
 def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = FIT_MIN_BYTES) -> NcclFit:
     """Fit efficiencies (<= 1) per link group and base latencies per protocol to ``samples`` (all run
     by NCCL's schedules) on ``cluster`` (see the module docstring)."""
@@ -158,13 +200,11 @@ def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = 
     nominal_base = np.array(launches)
     sizes_of = {pr: {s.size for s, (_, q) in zip(chosen, picks, strict=True) if q == pr} for pr in PROTOS}
     protos = [pr for pr in PROTOS if len(sizes_of[pr]) >= 2]  # a protocol seen at one size keeps NCCL's latency
-    w = dict.fromkeys(groups, 1.0)
-    base0 = sim(w)
-    active = [g for g in groups if np.max(np.abs(sim({**w, g: _PROBE}) / base0 - 1)) > 1e-4]
+    w, active = _start(cluster, chosen, groups, picks, nominal_base, measured, protos)
     names = active + protos
     lower = np.array([1.0] * len(active) + [0.0] * len(protos))
     weight = 1.0 / measured
-    x = np.array([1.0] * len(active) + [0.0] * len(protos))
+    x = np.array([w[g] for g in active] + [0.0] * len(protos))
     unconstrained = np.full(len(names), np.nan)
     clamp_cost = 0.0
     for _ in range(_ITERATIONS):
