@@ -11,7 +11,8 @@ A topology gives every link a bandwidth and a latency, and every GPU a per-messa
 * ``gamma``: the reduction cost in seconds per byte (the default of :func:`sim.simulate`);
 * ``nccl_latency``: per NCCL protocol (``ll``, ``ll128``, ``simple``), the fixed cost in seconds that NCCL's
   schedules (``nccl``) charge before any data moves, in place of NCCL's own latency estimate
-  (``tuning.cc``); the per-hop latencies are the links', paid at every pipeline step as before;
+  (``tuning.cc``) less its hops between nodes: NCCL's per-hop NET latencies are added for the nodes the
+  schedule spans, and the links' latencies are paid at every pipeline step as before;
 * sharing factors: ``duplex`` scales a link direction's capacity by the number of flows on its reverse
   direction, ``flows`` by the number of flows on it (TCP's measured departures from max-min).
 

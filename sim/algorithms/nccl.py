@@ -116,8 +116,8 @@ class Nccl(Algorithm):
         c = self.choice(p, nbytes, cluster)
         launch = c.latency_us * 1e-6
         fitted = getattr(getattr(cluster, "link_model", None), "nccl_latency", {}).get(c.protocol)
-        if fitted is not None:  # a calibrated fixed cost in place of NCCL's estimate (per hop: the links')
-            launch = fitted
+        if fitted is not None:  # a calibrated fixed cost in place of NCCL's estimate, its network hops kept
+            launch = fitted + c.net_latency_us * 1e-6
         if c.algorithm == "ring":
             groups = host_ranks(cluster, p)
             k = max(len(groups[0]), len(rails(cluster, groups)) if len(groups) > 1 else 1)

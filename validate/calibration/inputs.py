@@ -435,7 +435,7 @@ def parse_nccl_text(
     ratios: list[tuple[int, float]] = []
     digest = hashlib.sha256()
     for n, line in lines:
-        digest.update(line.encode("utf-8", "replace") + b"\n")
+        digest.update(line.rstrip("\r\n").encode("utf-8", "replace") + b"\n")
         if _SRUN.match(line):  # srun --label: " 0: " in front of every line (a result row has no colon)
             line = _SRUN.sub("", line, count=1)
         stripped = line.strip()

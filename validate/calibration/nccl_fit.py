@@ -8,8 +8,9 @@ every size through that schedule on the topology and solves for
 * per link **group** an efficiency, a fraction of line rate (``<= 1``): ``intra-host`` (NVLink) and the
   cross-host classes together (``same-switch``, ``cross-switch``, ``direct``: the NIC and the fabric);
 * per NCCL **protocol** the fixed cost the schedule charges before data moves (the link model's
-  ``nccl_latency``, in place of NCCL's latency estimate); the per-hop latencies are the links', paid at
-  every pipeline step.
+  ``nccl_latency``, in place of NCCL's latency estimate less its hops between nodes); per hop, NCCL's
+  NET latencies for the nodes spanned and the links' own latencies at every pipeline step -- so a
+  1-node fit carries to 2 nodes.
 
 The time is piecewise linear in ``w = 1 / efficiency`` and linear in the base latencies, so the fit
 linearizes around the current point (one simulation per group for the slopes), solves the bounded
@@ -196,7 +197,7 @@ def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = 
         except CollsimError as exc:
             raise CalibrationError(f"{s.origin}: {exc}") from None
         picks.append((c.algorithm, c.protocol))
-        launches.append(c.latency_us * 1e-6)
+        launches.append((c.latency_us - c.net_latency_us) * 1e-6)  # the part nccl_latency replaces
     nominal_base = np.array(launches)
     sizes_of = {pr: {s.size for s, (_, q) in zip(chosen, picks, strict=True) if q == pr} for pr in PROTOS}
     protos = [pr for pr in PROTOS if len(sizes_of[pr]) >= 2]  # a protocol seen at one size keeps NCCL's latency
