@@ -7,6 +7,7 @@ torch is never imported here: measuring happens in the ranks, fitting and predic
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -109,6 +110,8 @@ def calibrate_cmd(
         timeout=timeout,
     )
     print("\n".join(calibration_report(cal)))
+    for warning in cal.warnings:
+        print(f"collsim: warning: {warning}", file=sys.stderr)
     print(f"calibration: {out}")
 
 

@@ -17,7 +17,7 @@ one :class:`~sim.errors.CalibrationError` line naming the file and line. No torc
 ... '''
 >>> samples, source = parse_nccl_text(text, "ar.txt")
 >>> [(s.collective, s.algorithm, s.ranks, s.size, s.time_s) for s in samples]
-[('allreduce', 'ring', 4, 1048576, 0.0012345), ('allreduce', 'ring', 4, 2097152, 0.002401)]
+[('allreduce', 'nccl', 4, 1048576, 0.0012345), ('allreduce', 'nccl', 4, 2097152, 0.002401)]
 """
 
 from __future__ import annotations
