@@ -1,13 +1,20 @@
-"""Predict published ``all_reduce_perf`` logs nominally (hardware figures only) with ``nccl``.
+"""Predict published ``all_reduce_perf`` logs with ``nccl``: nominally, calibrated in sample, and
+calibrated out of sample.
 
-    python benchmarks/nccl_logs.py [FOLDER] [--min-size 1MiB] [--rows]
+    python benchmarks/nccl_logs.py [FOLDER] [--min-size 1MiB] [--rows] [--tables nominal,in-sample,out-of-sample]
 
 For every log in FOLDER (default: ../shared/data/nccl-tests) it reads the hardware the log states (GPU
 model from the device lines, NICs from ``8x 400 Gb/s``-style figures in its header), builds the matching
 ``hgx`` topology, simulates every size >= --min-size with ``nccl`` (``nccl:algo=...`` where the log says
 NCCL_ALGO was forced) and prints the errors of the predicted times: per log, then median / p90 / max over
-the 1-node logs and the multi-node logs. Calibrated (in-sample / out-of-sample) predictions are not here
-yet: they come with the calibration package.
+the 1-node logs and the multi-node logs. Three tables:
+
+* **nominal** -- hardware figures only;
+* **in-sample** -- calibrated on the log itself (``collsim validate calibrate --from LOG``: efficiencies
+  <= 1 per link group, a fixed cost per protocol), with the efficiency the fit wanted before clamping;
+* **out-of-sample** -- calibrated on the smaller run of the same hardware (1 node -> 2 nodes, 2 -> 4; the
+  same hardware: the same file name before ``-<N>node``), the cross-host links at the NIC's stated rate
+  where the smaller run is one node.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ from sim.errors import CollsimError  # noqa: E402
 from sim.simulate import simulate  # noqa: E402
 from sim.topology import hgx  # noqa: E402
 from sim.units import parse_size  # noqa: E402
+from validate.calibration.fit import fit_calibration  # noqa: E402
+from validate.calibration.inputs import read_samples  # noqa: E402
 
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)")
 _SRUN = re.compile(r"^\s*\d+:\s?")
@@ -46,6 +55,7 @@ class Log:
     text: str
     algo: str | None
     rows: list[tuple[int, float, float]] = field(default_factory=list)  # (bytes, time us, busbw)
+    ranks_given: int | None = None
 
 
 def parse_log(path: Path, ranks: int | None = None) -> Log:
@@ -80,7 +90,7 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     m = re.search(r"NCCL_ALGO[=:]\s*([A-Za-z,^]+)", text)
     if m and m.group(1).lower() not in ("not",):
         forced = m.group(1).lower().replace(",", "|")
-    return Log(path, n, nodes, gpu, text[:4000], forced, rows)
+    return Log(path, n, nodes, gpu, text[:4000], forced, rows, None if hosts else n)
 
 
 def topology(log: Log) -> object:
@@ -119,6 +129,35 @@ def predict(log: Log, min_size: float) -> list[tuple[int, float, float, float, s
     return out
 
 
+def calibrate(log: Log) -> object:
+    """The calibration of ``log`` on its own topology (as ``collsim validate calibrate --from`` fits it)."""
+    samples, source = read_samples(log.path if log.ranks_given is None else f"{log.path}:ranks={log.ranks}")
+    return fit_calibration(samples, Cluster(topology(log)), [source])
+
+
+def predict_calibrated(log: Log, cal: object, min_size: float) -> list[tuple[int, float, float, float, str]]:
+    """(bytes, measured us, predicted us, error, pick) under ``cal``'s link model."""
+    cluster = Cluster(topology(log)).with_link_model(cal.link_model())  # type: ignore[attr-defined]
+    samples, _ = read_samples(log.path if log.ranks_given is None else f"{log.path}:ranks={log.ranks}")
+    out = []
+    for s in samples:
+        if s.size < min_size:
+            continue
+        algo = get_algorithm(s.collective, s.algorithm)
+        r = simulate(cluster, s.collective, algo, s.size, ranks=s.ranks, gamma=0.0)
+        c = algo.choice(s.ranks, s.size, cluster)  # type: ignore[attr-defined]
+        pred = r.time_s * 1e6
+        t = s.time_s * 1e6
+        out.append((s.size, t, pred, abs(pred - t) / t, f"{c.algorithm}/{c.protocol}"))
+    return out
+
+
+def hardware(path: Path) -> tuple[str, int]:
+    """(hardware key, nodes) from a file name ``<hardware>-<N>node<rest>``."""
+    m = re.match(r"(.*?)-(\d+)node", path.name)
+    return (m.group(1), int(m.group(2))) if m else (path.stem, 0)
+
+
 def summary(errors: list[float]) -> str:
     if not errors:
         return "n/a"
@@ -127,37 +166,116 @@ def summary(errors: list[float]) -> str:
     return f"median {statistics.median(e):6.1%}  p90 {p90:6.1%}  max {e[-1]:6.1%}  ({len(e)} sizes)"
 
 
+def _table(
+    title: str, logs: list[Log], rows_of: object, show_rows: bool, extra: object = None
+) -> tuple[list[float], list[float]]:
+    single: list[float] = []
+    multi: list[float] = []
+    print(f"# {title}")
+    print(f"# {'log':44s} {'ranks':>5s} {'nodes':>5s}  error of the predicted time")
+    for log in logs:
+        try:
+            rows = rows_of(log)  # type: ignore[operator]
+        except (LogError, CollsimError) as exc:
+            print(f"# {log.path.name}: skipped: {exc}")
+            continue
+        if rows is None:
+            continue
+        errs = [r[3] for r in rows]
+        (single if log.hosts == 1 else multi).extend(errs)
+        more = extra(log) if extra else ""  # type: ignore[operator]
+        print(f"  {log.path.name:44s} {log.ranks:5d} {log.hosts:5d}  {summary(errs)}{more}")
+        if show_rows:
+            for size, meas, pred, err, pick in rows:
+                print(f"      {size:>12d} B  measured {meas:10.1f} us  predicted {pred:10.1f} us  {err:6.1%}  {pick}")
+    print(f"# 1-node logs:     {summary(single)}")
+    print(f"# multi-node logs: {summary(multi)}")
+    print(f"# all logs:        {summary(single + multi)}")
+    return single, multi
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("folder", nargs="?", default=str(Path(__file__).resolve().parents[2] / "shared/data/nccl-tests"))
     ap.add_argument("--min-size", default="1MiB")
     ap.add_argument("--rows", action="store_true", help="print every size of every log")
+    ap.add_argument("--tables", default="nominal,in-sample,out-of-sample", help="which tables, comma-separated")
     args = ap.parse_args(argv)
     folder = Path(args.folder)
     files = sorted(p for p in folder.glob("*.txt") if p.name.lower() != "readme.txt")
     if not files:
         print(f"nccl_logs: no .txt logs in {folder}", file=sys.stderr)
         return 2
+    tables = [t.strip() for t in args.tables.split(",") if t.strip()]
+    bad = [t for t in tables if t not in ("nominal", "in-sample", "out-of-sample")]
+    if bad:
+        print(
+            f"nccl_logs: --tables: unknown table {bad[0]!r} (valid: nominal, in-sample, out-of-sample)", file=sys.stderr
+        )
+        return 2
     min_size = parse_size(args.min_size)
-    single: list[float] = []
-    multi: list[float] = []
-    print(f"# nominal predictions of {len(files)} logs in {folder}, sizes >= {args.min_size}, algorithm nccl")
-    print(f"# {'log':44s} {'ranks':>5s} {'nodes':>5s}  error of the predicted time")
+    logs: list[Log] = []
     for path in files:
         try:
-            log = parse_log(path)
-            rows = predict(log, min_size)
-        except (LogError, CollsimError) as exc:
+            logs.append(parse_log(path))
+        except LogError as exc:
             print(f"# {path.name}: skipped: {exc}")
-            continue
-        errs = [r[3] for r in rows]
-        (single if log.hosts == 1 else multi).extend(errs)
-        print(f"  {path.name:44s} {log.ranks:5d} {log.hosts:5d}  {summary(errs)}")
-        if args.rows:
-            for size, meas, pred, err, pick in rows:
-                print(f"      {size:>12d} B  measured {meas:10.1f} us  predicted {pred:10.1f} us  {err:6.1%}  {pick}")
-    print(f"# 1-node logs:     {summary(single)}")
-    print(f"# multi-node logs: {summary(multi)}")
+    where = f"{len(logs)} logs in {folder}, sizes >= {args.min_size}, algorithm nccl"
+    cals: dict[Path, object] = {}
+
+    def cal_of(log: Log) -> object:
+        if log.path not in cals:
+            cals[log.path] = calibrate(log)
+        return cals[log.path]
+
+    if "nominal" in tables:
+        _table(f"nominal predictions of {where}", logs, lambda log: predict(log, min_size), args.rows)
+        print()
+    if "in-sample" in tables:
+
+        def wanted(log: Log) -> str:
+            cal = cal_of(log)
+            effs = {k: v.efficiency for k, v in cal.classes.items()}  # type: ignore[attr-defined]
+            text = ", ".join(f"{k} {v:.3f}" for k, v in effs.items())
+            warn = "  WARNING: wants > line rate" if cal.warnings else ""  # type: ignore[attr-defined]
+            return f"  [{text}]{warn}"
+
+        _table(
+            f"in-sample: calibrated on the log itself, {where}",
+            logs,
+            lambda log: predict_calibrated(log, cal_of(log), min_size),
+            args.rows,
+            wanted,
+        )
+        for log in logs:
+            for w in cal_of(log).warnings:  # type: ignore[attr-defined]
+                print(f"# {log.path.name}: {w}")
+        print()
+    if "out-of-sample" in tables:
+        by_key: dict[tuple[str, int], Log] = {}
+        for log in logs:
+            key, nodes = hardware(log.path)
+            if nodes:
+                by_key.setdefault((key, nodes), log)
+        source: dict[Path, Log] = {}
+        for log in logs:
+            key, nodes = hardware(log.path)
+            smaller = by_key.get((key, nodes // 2)) if nodes >= 2 and nodes % 2 == 0 else None
+            if smaller is not None and smaller is not log:
+                source[log.path] = smaller
+
+        def oos(log: Log) -> object:
+            if log.path not in source:
+                return None
+            return predict_calibrated(log, cal_of(source[log.path]), min_size)
+
+        _table(
+            f"out-of-sample: calibrated on the smaller run of the same hardware, {where}",
+            logs,
+            oos,
+            args.rows,
+            lambda log: f"  <- {source[log.path].path.name}",
+        )
     return 0
 
 

@@ -7,6 +7,7 @@ torch is never imported here: measuring happens in the ranks, fitting and predic
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -51,7 +52,8 @@ def calibrate_cmd(
             "--from",
             envvar="COLLSIM_CALIBRATE_FROM",
             help="Fit to files instead of measuring: probe or validate JSON lines, nccl-tests output or its -J "
-            "JSON (FILE[:collective=allreduce,ranks=N] where the file does not say). Repeatable.",
+            "JSON (FILE[:collective=allreduce,ranks=N,algorithm=RING] where the file does not say; algorithm: the "
+            "NCCL_ALGO that ran). Repeatable.",
         ),
     ] = None,
     out: Annotated[
@@ -108,6 +110,8 @@ def calibrate_cmd(
         timeout=timeout,
     )
     print("\n".join(calibration_report(cal)))
+    for warning in cal.warnings:
+        print(f"collsim: warning: {warning}", file=sys.stderr)
     print(f"calibration: {out}")
 
 

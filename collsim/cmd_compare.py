@@ -96,5 +96,9 @@ def compare_cmd(
     print(f"# collsim compare: {coll.name}, {format_size(nbytes)} ({int(nbytes)} B) on {where}, fastest first")
     if header is not None:
         print(header)
+    if any(row.algorithm == "nccl" and row.result is not None for row in rows):
+        print(
+            "# nccl: what NCCL would run here (its tuner's pick, simulated) -- the realistic reference on GPU clusters"
+        )
     print("#")
     print("\n".join(render_table(rows)))

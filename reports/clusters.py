@@ -2,8 +2,9 @@
 whole topologies -- as self-contained, JSON-able references that any worker (local or on a dask
 cluster) turns back into a graph.
 
-A builder is scaled by the parameter that sets its number of hosts: ``hosts`` for ``star``, ``ring``
-and ``dgx``; ``leaves`` (with the given ``hosts_per_leaf``) for ``leaf-spine``; a near-square 2-D
+A builder is scaled by the parameter that sets its number of hosts: ``hosts`` for ``star``, ``ring``,
+``dgx`` and ``hgx`` (HGX servers: a report lists ``nccl``, what NCCL would run, beside the textbook
+algorithms by default); ``leaves`` (with the given ``hosts_per_leaf``) for ``leaf-spine``; a near-square 2-D
 ``dims`` for ``torus``. An algorithm that needs spare hosts (dedicated parameter servers) gets them
 added beyond the N data-parallel GPUs.
 
@@ -64,6 +65,11 @@ def _ring(params: dict[str, Any], hosts: int) -> dict[str, Any]:
 
 @register_scaler("dgx", gpus_per_host=8)
 def _dgx(params: dict[str, Any], hosts: int) -> dict[str, Any]:
+    return {**params, "hosts": hosts}
+
+
+@register_scaler("hgx", gpus_per_host=8)
+def _hgx(params: dict[str, Any], hosts: int) -> dict[str, Any]:
     return {**params, "hosts": hosts}
 
 

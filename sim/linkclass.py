@@ -47,10 +47,18 @@ def _switch_nodes(cluster: Cluster) -> np.ndarray:
     return cached
 
 
+def _endpoint_host(cluster: Cluster, e: int) -> str:
+    """The host of endpoint ``e`` (a rank, or an actor beyond the ranks: a channel, an NVSwitch engine)."""
+    if e < cluster.size:
+        return cluster.host_of(e)
+    node = cluster.nodes[int(cluster.rank_node[e])]
+    return cluster.graph.nodes[node].get("host") or node
+
+
 def path_class(cluster: Cluster, pid: int) -> str:
     """The class of interned path ``pid`` (see the module docstring)."""
     src, dst = int(cluster.paths.src[pid]), int(cluster.paths.dst[pid])
-    if cluster.host_of(src) == cluster.host_of(dst):
+    if _endpoint_host(cluster, src) == _endpoint_host(cluster, dst):
         return "intra-host"
     arcs = cluster.paths.arcs_of(pid)
     switch = _switch_nodes(cluster)

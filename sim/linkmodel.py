@@ -9,6 +9,10 @@ A topology gives every link a bandwidth and a latency, and every GPU a per-messa
   share of a link's rate that reaches the application, so that a message of ``n`` bytes drains
   ``n / efficiency`` bytes at its max-min share;
 * ``gamma``: the reduction cost in seconds per byte (the default of :func:`sim.simulate`);
+* ``nccl_latency``: per NCCL protocol (``ll``, ``ll128``, ``simple``), the fixed cost in seconds that NCCL's
+  schedules (``nccl``) charge before any data moves, in place of NCCL's own latency estimate
+  (``tuning.cc``) less its hops between nodes: NCCL's per-hop NET latencies are added for the nodes the
+  schedule spans, and the links' latencies are paid at every pipeline step as before;
 * sharing factors: ``duplex`` scales a link direction's capacity by the number of flows on its reverse
   direction, ``flows`` by the number of flows on it (TCP's measured departures from max-min).
 
@@ -34,7 +38,12 @@ from typing import Any
 from .errors import ConfigError
 from .linkclass import LINK_CLASSES
 
-__all__ = ["MAX_EFFICIENCY", "MAX_GAMMA", "NOMINAL", "LinkModel", "Segment"]
+__all__ = ["MAX_EFFICIENCY", "MAX_GAMMA", "NCCL_PROTOCOLS", "NOMINAL", "LinkModel", "Segment"]
+
+#: the protocols ``nccl_latency`` may name (sim/nccl/protocols.py)
+NCCL_PROTOCOLS = ("ll", "ll128", "simple")
+#: the largest NCCL base latency accepted, seconds
+MAX_NCCL_LATENCY = 1.0
 
 #: The largest reduction cost accepted, seconds per byte (a byte per second: slower than any processor).
 MAX_GAMMA = 1.0
@@ -83,6 +92,7 @@ class LinkModel:
     gamma: float | None = None
     duplex: Mapping[int, float] = field(default_factory=dict)
     flows: Mapping[int, float] = field(default_factory=dict)
+    nccl_latency: Mapping[str, float] = field(default_factory=dict)
     source: str = "nominal"
 
     def __post_init__(self) -> None:
@@ -107,11 +117,21 @@ class LinkModel:
                 if not 1 <= count <= MAX_FLOWS:
                     raise ConfigError(f"link_model.{name}: keys are numbers of flows (1..{MAX_FLOWS}), got {count}")
                 _positive_finite(factor, f"link_model.{name}[{count}]", MAX_EFFICIENCY)
+        for proto, seconds in self.nccl_latency.items():
+            if proto not in NCCL_PROTOCOLS:
+                raise ConfigError(
+                    f"link_model.nccl_latency: unknown protocol {proto!r} (valid: {', '.join(NCCL_PROTOCOLS)})"
+                )
+            ok = isinstance(seconds, int | float) and math.isfinite(seconds) and 0 <= seconds <= MAX_NCCL_LATENCY
+            if not ok:
+                raise ConfigError(
+                    f"link_model.nccl_latency[{proto!r}]: must be between 0 and {MAX_NCCL_LATENCY:g} s, got {seconds!r}"
+                )
 
     @property
     def is_nominal(self) -> bool:
         """Whether the model changes nothing (the topology's own figures, γ unset)."""
-        return not self.classes and self.gamma is None and not self.duplex and not self.flows
+        return not self.classes and self.gamma is None and not self.duplex and not self.flows and not self.nccl_latency
 
     @property
     def size_dependent(self) -> bool:
@@ -134,6 +154,7 @@ class LinkModel:
             "gamma": self.gamma,
             "duplex": dict(self.duplex),
             "flows": dict(self.flows),
+            "nccl_latency": dict(self.nccl_latency),
         }
 
 

@@ -48,6 +48,8 @@ class RunnerOptions:
     timeout: float = 60.0
     topology: str | None = None
     gpus_per_host: int | None = None
+    nccl_algo: str | None = None
+    nccl_proto: str | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,25 @@ def _choice(*valid: str) -> Callable[[str], str]:
         if text not in valid:
             raise ValueError(f"expected one of {', '.join(valid)}, got {text!r}")
         return text
+
+    return convert
+
+
+#: NCCL's names for NCCL_ALGO and NCCL_PROTO (``src/graph/tuning.cc``: ``ncclAlgoStr``, ``ncclProtoStr``)
+NCCL_ALGOS = ("ring", "tree", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat")
+NCCL_PROTOCOLS = ("ll", "ll128", "simple")
+
+
+def _nccl_list(valid: tuple[str, ...], what: str) -> Callable[[str], str]:
+    """An NCCL_ALGO / NCCL_PROTO value: names separated by commas, optionally after ``^`` (exclude)."""
+
+    def convert(text: str) -> str:
+        body = text.strip()
+        items = [x.strip() for x in body.lstrip("^").split(",")]
+        bad = [x for x in items if x.lower() not in valid]
+        if not body or bad:
+            raise ValueError(f"unknown NCCL {what} {(bad or [body])[0]!r} (valid: {', '.join(valid)}; ^ excludes)")
+        return ("^" if body.startswith("^") else "") + ",".join(items)
 
     return convert
 
@@ -243,6 +264,22 @@ OPTIONS: tuple[_Option, ...] = (
         "ranks per host for hierarchical (default: from --topology, else 1)",
         "G",
     ),
+    _Option(
+        ("--nccl-algo",),
+        "nccl_algo",
+        "COLLSIM_NCCL_ALGO",
+        _nccl_list(NCCL_ALGOS, "algorithm"),
+        "NCCL_ALGO for the ranks (builtin with the nccl backend): Ring, Tree, NVLS, NVLSTree, ...",
+        "ALGO",
+    ),
+    _Option(
+        ("--nccl-proto",),
+        "nccl_proto",
+        "COLLSIM_NCCL_PROTO",
+        _nccl_list(NCCL_PROTOCOLS, "protocol"),
+        "NCCL_PROTO for the ranks (builtin with the nccl backend): LL, LL128, Simple",
+        "PROTO",
+    ),
 )
 
 
@@ -323,4 +360,30 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] | None = None)
         sizes = tuple(parse_size_range(f"{low}:{high}:{factor}", "-b/-e/-f"))
     fields = {k: v for k, v in args.items() if v is not None and k not in ("minbytes", "maxbytes", "sizes")}
     fields["stepfactor"] = factor
-    return RunnerOptions(sizes=sizes, **fields)
+    opts = RunnerOptions(sizes=sizes, **fields)
+    check_nccl_forcing(opts, opts.backend)
+    return opts
+
+
+def check_nccl_forcing(opts: RunnerOptions, backend: str | None) -> None:
+    """``--nccl-algo`` / ``--nccl-proto`` force NCCL's own collectives: they need ``--algorithm builtin``
+    and the nccl backend (``backend`` None: not known yet; the rank checks again once it is)."""
+    flag = "--nccl-algo" if opts.nccl_algo else "--nccl-proto" if opts.nccl_proto else None
+    if flag is None:
+        return
+    if backend is not None and backend != "nccl":
+        raise ConfigError(f"{flag}: sets NCCL_ALGO/NCCL_PROTO, which only the nccl backend reads (backend: {backend})")
+    if opts.algorithm.split(":")[0] != "builtin":
+        raise ConfigError(
+            f"{flag}: forces NCCL's own collectives; use it with --algorithm builtin (got {opts.algorithm!r})"
+        )
+
+
+def nccl_environ(opts: RunnerOptions) -> dict[str, str]:
+    """The NCCL variables a rank sets before NCCL starts (``--nccl-algo`` / ``--nccl-proto``)."""
+    out = {}
+    if opts.nccl_algo:
+        out["NCCL_ALGO"] = opts.nccl_algo
+    if opts.nccl_proto:
+        out["NCCL_PROTO"] = opts.nccl_proto
+    return out

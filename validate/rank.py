@@ -14,14 +14,14 @@ import os
 import platform
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sim.errors import CollsimError, ConfigError, RunError, one_line
 
 from .env import STATUS_VAR, RankEnv, rank_env
 from .faults import FAULT_VAR, parse_fault
-from .options import RunnerOptions, parse_options
+from .options import RunnerOptions, check_nccl_forcing, nccl_environ, parse_options
 from .status import CONNECTING, DONE, FAILED, IDLE, OWN_ERROR, STARTING, WRONG_RESULTS, NullSlot, RankSlot
 
 __all__ = ["gpus_per_host", "main"]
@@ -122,7 +122,27 @@ def environment_record(
         "platform": platform.platform(),
         "timeout_s": opts.timeout,
         "timing": "median over iterations of the slowest rank's time; no barrier between iterations",
+        **nccl_in_effect(backend),
         **_versions(),
+    }
+
+
+def nccl_in_effect(backend: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The NCCL algorithm and protocol in effect for NCCL's own collectives: NCCL_ALGO / NCCL_PROTO as set
+    (``--nccl-algo`` / ``--nccl-proto`` or the environment), "default" (NCCL's tuner picks per size), or
+    None where the backend is not NCCL.
+
+    >>> nccl_in_effect("nccl", {"NCCL_ALGO": "Ring"})
+    {'nccl_algo': 'Ring', 'nccl_proto': 'default'}
+    >>> nccl_in_effect("gloo", {})
+    {'nccl_algo': None, 'nccl_proto': None}
+    """
+    environ = os.environ if environ is None else environ
+    if backend != "nccl":
+        return {"nccl_algo": None, "nccl_proto": None}
+    return {
+        "nccl_algo": environ.get("NCCL_ALGO", "").strip() or "default",
+        "nccl_proto": environ.get("NCCL_PROTO", "").strip() or "default",
     }
 
 
@@ -195,7 +215,9 @@ def run_rank(opts: RunnerOptions, env: RankEnv, slot: RankSlot | NullSlot) -> in
         raise ConfigError(f"--root {opts.root} is not a rank (0..{p - 1})")
     layouts = [layout(opts.collective, size, p, opts.dtype) for size in opts.sizes]
     torch_dtype(opts.dtype)
+    os.environ.update(nccl_environ(opts))  # before NCCL starts in this process
     backend, device, seen = join(env, opts.backend, opts.device, opts.timeout, slot)
+    check_nccl_forcing(opts, backend)
     record = environment_record(env, opts, backend, device, seen, g) if env.rank == 0 else {}
     run_id = f"{datetime.datetime.now(datetime.UTC):%Y%m%dT%H%M%SZ}-{os.getpid()}"
     ctx = SizeRun(

@@ -5,7 +5,8 @@ the algorithm, protocol and channel count on this topology; that schedule is the
 network -- :mod:`sim.nccl.rings` (``ring:channels=K``), :mod:`~sim.algorithms.nccl_tree`,
 :mod:`~sim.algorithms.nvls` / :mod:`~sim.algorithms.nvls_tree` -- with the protocol's bytes on the wire
 (LL 2x, LL128 16/15x) and, before any data moves, NCCL's own latency estimate for that choice
-(base + per-hop latencies, ``tuning.cc``) as the collective's fixed cost. ``algo`` and ``proto`` restrict
+(base + per-hop latencies, ``tuning.cc``) as the collective's fixed cost -- or, under a link model with
+``nccl_latency`` (a calibration), that fixed cost per protocol plus NCCL's per-hop NET latencies. ``algo`` and ``proto`` restrict
 the choice as ``NCCL_ALGO`` / ``NCCL_PROTO`` do (``|`` separates several; ``^`` in front excludes).
 
 :meth:`Nccl.choice` gives the pick for a size, as ``NCCL_DEBUG=INFO`` would print it.
@@ -115,6 +116,9 @@ class Nccl(Algorithm):
     def _build(self, p: int, nbytes: float, cluster: Any) -> tuple[StepProgram, int]:
         c = self.choice(p, nbytes, cluster)
         launch = c.latency_us * 1e-6
+        fitted = getattr(getattr(cluster, "link_model", None), "nccl_latency", {}).get(c.protocol)
+        if fitted is not None:  # a calibrated fixed cost in place of NCCL's estimate, its network hops kept
+            launch = fitted + c.net_latency_us * 1e-6
         if c.algorithm == "ring":
             groups = host_ranks(cluster, p)
             k = max(len(groups[0]), len(rails(cluster, groups)) if len(groups) > 1 else 1)

@@ -177,6 +177,7 @@ class Candidate:
     bandwidth: float
     time_us: float
     channels: int
+    net_latency_us: float = 0.0  # the part of latency_us that is hops between nodes (NET per-hop latencies)
 
 
 def describe(cluster: Any, p: int) -> System:
@@ -266,7 +267,7 @@ def search(sys: System) -> dict[str, Graph]:
     return out
 
 
-def _tables(sys: System, graphs: dict[str, Graph]) -> dict[tuple[str, str], tuple[float, float]]:
+def _tables(sys: System, graphs: dict[str, Graph]) -> dict[tuple[str, str], tuple[float, float, float]]:
     """tuning.cc ncclTopoTuneModel for all-reduce: (algorithm, protocol) -> (latency µs, algBw GB/s)."""
     n, nodes = sys.ranks, sys.nodes
     cc = _COMPCAP.get(sys.arch, 2)
@@ -274,7 +275,7 @@ def _tables(sys: System, graphs: dict[str, Graph]) -> dict[tuple[str, str], tupl
     i1 = cc if nodes == 1 else (1 if sys.cpu_vendor == "amd" else 0)
     ll_max = LL_MAX_BW[i1][i2]
     nsteps = 2 * (n - 1)
-    out: dict[tuple[str, str], tuple[float, float]] = {}
+    out: dict[tuple[str, str], tuple[float, float, float]] = {}
     for a, g in graphs.items():
         intra_hw = "nvlink" if g.nvlink else "pci"
         for pi, proto in enumerate(PROTOS):
@@ -313,13 +314,17 @@ def _tables(sys: System, graphs: dict[str, Graph]) -> dict[tuple[str, str], tupl
                 intra_lat = max(intra_lat, overhead)
                 inter_steps = 0 if nodes == 1 else 2 * (nodes - 1)
                 lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat
+                net = inter_steps * inter_lat
             elif a == "tree":
                 lat += 2 * ((sys.ppn - 1) * intra_lat + int(math.log2(nodes)) * inter_lat)
+                net = 2 * int(math.log2(nodes)) * inter_lat
             elif a == "nvls":
                 lat = intra_lat + (inter_lat if nodes > 1 else 0.0)
+                net = inter_lat if nodes > 1 else 0.0
             elif a == "nvls-tree":
                 lat += intra_lat + 2 * int(math.log2(nodes)) * inter_lat
-            out[(a, proto)] = (lat, algbw)
+                net = 2 * int(math.log2(nodes)) * inter_lat
+            out[(a, proto)] = (lat, algbw, net)
     return out
 
 
@@ -347,7 +352,7 @@ def candidates(
         for pi, proto in enumerate(PROTOS):
             if (a, proto) not in tables or (protos is not None and proto not in protos):
                 continue
-            lat, bw = tables[(a, proto)]
+            lat, bw, net = tables[(a, proto)]
             if bw <= 0:
                 continue
             if a == "tree" and 0 <= log_size < 23:
@@ -358,10 +363,11 @@ def candidates(
                 and sys.nodes > 1
                 and nbytes / (graphs[a].runtime_channels * sys.ranks) >= 64
             ):
-                lat *= 1.4 if _COMPCAP.get(sys.arch, 2) >= 1 else 1.9  # "plateau effect of ring"
+                plateau = 1.4 if _COMPCAP.get(sys.arch, 2) >= 1 else 1.9  # "plateau effect of ring"
+                lat, net = lat * plateau, net * plateau
             g = graphs[a]
             ch = g.runtime_channels if a not in ("nvls", "nvls-tree") else NVLS_CHANNELS_HOPPER
-            out.append(Candidate(a, proto, lat, bw, lat + nbytes / (1000 * bw), ch))
+            out.append(Candidate(a, proto, lat, bw, lat + nbytes / (1000 * bw), ch, net))
     return out
 
 

@@ -45,7 +45,7 @@ from pydantic import Field, field_validator, model_validator
 from sim import files
 from sim.errors import CalibrationError, ConfigError, one_line
 from sim.linkclass import LINK_CLASSES
-from sim.linkmodel import MAX_EFFICIENCY, LinkModel
+from sim.linkmodel import MAX_EFFICIENCY, MAX_NCCL_LATENCY, LinkModel
 from sim.linkmodel import Segment as ModelSegment
 from sim.schema import Bandwidth, Spec, Time, check_kind, validate_spec
 from sim.topology.load import read_yaml
@@ -74,6 +74,7 @@ MAX_RESIDUALS = 100_000
 Efficiency = Annotated[float, Field(gt=0, le=MAX_EFFICIENCY, allow_inf_nan=False)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+NcclLatency = Annotated[float, Field(ge=0, le=MAX_NCCL_LATENCY, allow_inf_nan=False)]
 
 
 class Segment(Spec):
@@ -161,8 +162,10 @@ class Calibration(Spec):
     gamma_fit: FitQuality | None = None
     duplex: dict[int, Efficiency] = Field(default_factory=dict)
     flows: dict[int, Efficiency] = Field(default_factory=dict)
+    nccl_latency: dict[Literal["ll", "ll128", "simple"], NcclLatency] = Field(default_factory=dict)
     calibrated: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
 
     @field_validator("duplex", "flows")
     @classmethod
@@ -179,7 +182,7 @@ class Calibration(Spec):
             if name in seen:
                 raise ValueError(f"calibrated[{i}]: {name!r} is listed twice")
             seen.add(name)
-            if name in ("gamma", "duplex", "flows"):
+            if name in ("gamma", "duplex", "flows", "nccl_latency"):
                 if getattr(self, name) is None or getattr(self, name) == {}:
                     raise ValueError(f"calibrated[{i}]: {name!r} is listed but {name} has no value")
                 continue
@@ -187,7 +190,7 @@ class Calibration(Spec):
             if cls not in LINK_CLASSES or param not in _PARAMS:
                 valid = ", ".join(f"CLASS.{p}" for p in _PARAMS)
                 raise ValueError(
-                    f"calibrated[{i}]: {name!r} is not a parameter (valid: gamma, duplex, flows, {valid}; "
+                    f"calibrated[{i}]: {name!r} is not a parameter (valid: gamma, duplex, flows, nccl_latency, {valid}; "
                     f"classes: {', '.join(LINK_CLASSES)})"
                 )
             entry = self.classes.get(cls)  # type: ignore[call-overload]
@@ -227,6 +230,7 @@ class Calibration(Spec):
             gamma=self.gamma if "gamma" in self.calibrated else None,
             duplex=dict(self.duplex) if "duplex" in self.calibrated else {},
             flows=dict(self.flows) if "flows" in self.calibrated else {},
+            nccl_latency=dict(self.nccl_latency) if "nccl_latency" in self.calibrated else {},
             source=source or f"calibration of {self.topology}",
         )
 
@@ -247,6 +251,8 @@ def nominal_parameters(cal: Calibration, classes: list[str] | None = None) -> li
         out.append("a link direction's rate does not depend on traffic in the other direction")
     if "flows" not in cal.calibrated:
         out.append("flows share a link direction max-min fair at its full rate, however many")
+    if "nccl_latency" not in cal.calibrated:
+        out.append("NCCL's base latencies (tuning.cc) for the nccl schedules")
     return out
 
 

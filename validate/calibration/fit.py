@@ -40,6 +40,7 @@ from sim.linkclass import LINK_CLASSES, classes_of
 
 from .file import MAX_EFFICIENCY, Calibration, ClassCalibration, FitQuality, Residual, Segment, Source
 from .inputs import Sample
+from .nccl_fit import fit_nccl, is_nccl_schedule, runs_nccl_schedules
 
 __all__ = ["Point", "SegmentFit", "fit_calibration", "fit_segments"]
 
@@ -435,6 +436,23 @@ def fit_calibration(
         calibrated.append("flows")
     if duplex:
         calibrated.append("duplex")
+    warnings: list[str] = []
+    scheduled = [s for s in collectives if is_nccl_schedule(s)] if runs_nccl_schedules(cluster) else []
+    collectives = [s for s in collectives if s not in scheduled]
+    nccl_latency: dict[str, float] = {}
+    if scheduled:
+        got = fit_nccl(scheduled, cluster)
+        for name, entry in got.entries.items():
+            if name in entries:
+                notes.append(f"{name}: point-to-point probes take precedence over the nccl-tests times")
+                continue
+            entries[name] = entry
+            calibrated.append(f"{name}.efficiency")
+        if got.nccl_latency:
+            nccl_latency = got.nccl_latency
+            calibrated.append("nccl_latency")
+        notes += got.notes
+        warnings += got.warnings
     if collectives:
         coll_entries, fitted, more = _classes_from_collectives(collectives, cluster, gamma, **kw)
         for name, entry in coll_entries.items():
@@ -458,6 +476,8 @@ def fit_calibration(
         gamma_fit=gamma_fit,
         duplex=duplex,
         flows=flows,
+        nccl_latency=nccl_latency,
         calibrated=calibrated,
         notes=notes,
+        warnings=warnings,
     )

@@ -17,15 +17,17 @@ one :class:`~sim.errors.CalibrationError` line naming the file and line. No torc
 ... '''
 >>> samples, source = parse_nccl_text(text, "ar.txt")
 >>> [(s.collective, s.algorithm, s.ranks, s.size, s.time_s) for s in samples]
-[('allreduce', 'ring', 4, 1048576, 0.0012345), ('allreduce', 'ring', 4, 2097152, 0.002401)]
+[('allreduce', 'nccl', 4, 1048576, 0.0012345), ('allreduce', 'nccl', 4, 2097152, 0.002401)]
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import re
+import statistics
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -250,8 +252,18 @@ def _validate_sample(rec: dict[str, Any], where: str) -> Sample:
     except CollsimError as exc:
         raise CalibrationError(f"{where}: collective: {exc}") from None
     algorithm = label = _text(rec.get("algorithm"), f"{where}: algorithm")
-    if algorithm == "builtin":
-        algorithm = builtin_algorithm(collective, "nccl" if rec.get("backend") == "nccl" else "gloo")
+    if algorithm == "builtin" and rec.get("backend") == "nccl":
+        env = rec.get("environment") if isinstance(rec.get("environment"), dict) else {}
+        forced = {k: env.get(k) for k in ("nccl_algo", "nccl_proto")}
+        forced = {k: v for k, v in forced.items() if isinstance(v, str) and v and v != "default"}
+        algo = nccl_algo_option(forced["nccl_algo"], f"{where}: nccl_algo") if "nccl_algo" in forced else None
+        proto = forced.get("nccl_proto")
+        proto = "|".join(x.strip().lower() for x in re.split(r"[,|]", proto) if x.strip()) if proto else None
+        algorithm = nccl_schedule_spec(collective, algo, proto)
+        if forced:  # compare and calibrate keep runs under different NCCL_ALGO / NCCL_PROTO apart
+            label = "builtin:" + ",".join(f"{k}={v}" for k, v in forced.items())
+    elif algorithm == "builtin":
+        algorithm = builtin_algorithm(collective, "gloo")
     try:
         algorithm = get_algorithm(collective, algorithm).spec
     except CollsimError as exc:
@@ -313,6 +325,13 @@ _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(-?\d+)\s+(\S+)\s+(\S+)\
 _NGPUS = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
 _RANK_LINE = re.compile(r"^#\s+Rank\s+\d+\s+Group")
 _STARTING = re.compile(r"Collective test starting:\s*(\S+)")
+#: srun's task label in front of a line (``srun --label``: `` 0: ``)
+_SRUN = re.compile(r"^\s*\d+:\s?")
+_BINARY = re.compile(r"\b(" + "|".join(_NCCL_BINARIES) + r")\b")
+_NCCL_ENV = re.compile(r"\bNCCL_(ALGO|PROTO)\s*[=:]\s*[\"']?([\^A-Za-z0-9_,|]+)")
+_MPI_RANKS = re.compile(r"(?:mpirun|mpiexec|srun)\b[^\n]*?\s(?:-n|-np|--np|--ntasks|-N)[\s=](\d+)")
+#: how NCCL_ALGO names map to the ``nccl`` algorithm's ``algo`` option
+_NCCL_ALGO_NAMES = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls-tree", "nvls-tree": "nvls-tree"}
 
 
 def _collective_of(program: str | None, where: str, hint: str | None) -> str:
@@ -324,10 +343,36 @@ def _collective_of(program: str | None, where: str, hint: str | None) -> str:
     name = os.path.basename(program or "")
     if name in _NCCL_BINARIES:
         return _NCCL_BINARIES[name]
+    if name in _NCCL_BINARIES.values():
+        return name
     raise CalibrationError(
         f"{where}: cannot tell which nccl-tests binary wrote this (no '# Collective test starting' line); "
         "name the collective (e.g. FILE:collective=allreduce)"
     )
+
+
+def nccl_algo_option(value: str, where: str) -> str:
+    """An NCCL_ALGO value (``RING``, ``Tree,Ring``, ``^NVLS``) as the ``nccl`` algorithm's ``algo`` option
+    (``ring``, ``tree|ring``, ``^nvls``); one that is not NCCL's is an error naming ``where``."""
+    text = value.strip().lower()
+    exclude = text.startswith("^")
+    items = [x.strip() for x in re.split(r"[,|]", text.lstrip("^")) if x.strip()]
+    bad = [x for x in items if x not in _NCCL_ALGO_NAMES]
+    if not items or bad:
+        raise CalibrationError(
+            f"{where}: NCCL algorithm {value!r} is not one the simulator runs (valid: ring, tree, nvls, nvlstree)"
+        )
+    return ("^" if exclude else "") + "|".join(dict.fromkeys(_NCCL_ALGO_NAMES[x] for x in items))
+
+
+def nccl_schedule_spec(collective: str, algo: str | None = None, proto: str | None = None) -> str:
+    """The simulated schedule of an nccl-tests run: ``nccl`` (NCCL's pick, restricted by NCCL_ALGO /
+    NCCL_PROTO) for all-reduce, the textbook schedule NCCL runs for the other collectives."""
+    if collective != "allreduce":
+        return builtin_algorithm(collective, "nccl")
+    options = [f"algo={algo}"] if algo else []
+    options += [f"proto={proto}"] if proto else []
+    return "nccl" + (":" + ",".join(options) if options else "")
 
 
 def _time_us(text: str, where: str) -> float:
@@ -340,16 +385,59 @@ def _time_us(text: str, where: str) -> float:
     return value
 
 
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def _ratio_collective(ratios: list[float], p: int | None) -> tuple[str | None, int | None]:
+    """(collective, ranks) that busbw / algbw of the largest rows gives: 2(n-1)/n is all-reduce's factor,
+    the only one that tells its collective and its rank count apart (others: (n-1)/n, 1)."""
+    if not ratios:
+        return None, None
+    r = statistics.median(ratios)
+    if p:
+        return ("allreduce" if abs(r - 2 * (p - 1) / p) < 0.01 else None), p
+    if 1.02 < r < 2:
+        n = round(2 / (2 - r))
+        if n >= 2 and abs(2 * (n - 1) / n - r) < 0.01:
+            return "allreduce", n
+    return None, None
+
+
 def parse_nccl_text(
-    text: str | Iterable[tuple[int, str]], path: str, *, collective: str | None = None, ranks: int | None = None
+    text: str | Iterable[tuple[int, str]],
+    path: str,
+    *,
+    collective: str | None = None,
+    ranks: int | None = None,
+    algorithm: str | None = None,
 ) -> tuple[list[Sample], Source]:
-    """Samples from nccl-tests' printed output (the out-of-place time of each row)."""
+    """Samples from nccl-tests' printed output (the out-of-place time of each row).
+
+    It reads what users post: ``srun --label`` prefixes, no ``#  Rank`` lines (``ranks`` or the
+    ``mpirun -n`` of the command line), no "Collective test starting" line (the binary named in the
+    text, or all-reduce's busbw / algbw factor), one size. The schedule is NCCL's (``nccl``), restricted
+    to the NCCL_ALGO / NCCL_PROTO the log's header or command line sets, or ``algorithm`` (an NCCL_ALGO
+    value). The run id is a hash of the log's content, so that compare refuses a prediction judged
+    against the log its calibration was fitted to.
+    """
     lines = enumerate(text.splitlines(), 1) if isinstance(text, str) else text
     program: str | None = None
+    named: str | None = None
+    env: dict[str, str] = {}
+    mpi_ranks = 0
     gpus = 0
     rank_lines = 0
     rows: list[tuple[str, int, float]] = []
+    ratios: list[tuple[int, float]] = []
+    digest = hashlib.sha256()
     for n, line in lines:
+        digest.update(line.rstrip("\r\n").encode("utf-8", "replace") + b"\n")
+        if _SRUN.match(line):  # srun --label: " 0: " in front of every line (a result row has no colon)
+            line = _SRUN.sub("", line, count=1)
         stripped = line.strip()
         if stripped.startswith("#"):
             if m := _STARTING.search(stripped):
@@ -358,44 +446,107 @@ def parse_nccl_text(
                 gpus = int(m.group(1)) * int(m.group(2))
             if _RANK_LINE.match(stripped):
                 rank_lines += 1
+            if stripped.startswith("#%") or not stripped.startswith("#  "):
+                _scan_command(stripped, env)
+                if named is None and (m := _BINARY.search(stripped)):
+                    named = m.group(1)
             continue
         m = _ROW.match(line)
         if not m:
-            continue  # nccl-tests prints other things (NCCL INFO lines, warnings) between rows
+            _scan_command(stripped, env)  # the command line, environment, NCCL INFO lines ...
+            if named is None and (m2 := _BINARY.search(stripped)):
+                named = m2.group(1)
+            if m3 := _MPI_RANKS.search(stripped):
+                mpi_ranks = mpi_ranks or int(m3.group(1))
+            continue
         where = f"{path}:{n}"
         wrong = m.group(9)
         if wrong not in ("N/A",) and wrong.replace(".", "", 1).isdigit() and float(wrong) > 0:
             raise CalibrationError(f"{where}: #wrong is {wrong}; a run with wrong results is not a measurement")
-        rows.append((where, int(m.group(1)), _time_us(m.group(6), where) * 1e-6))
+        size = int(m.group(1))
+        rows.append((where, size, _time_us(m.group(6), where) * 1e-6))
+        algbw, busbw = _float(m.group(7)), _float(m.group(8))
+        if algbw > 0 and busbw > 0:
+            ratios.append((size, busbw / algbw))
         if len(rows) > MAX_SAMPLES:
             raise CalibrationError(f"{path}: more than {MAX_SAMPLES} rows; calibrate from fewer")
     if not rows:
-        raise CalibrationError(f"{path}: no nccl-tests result rows (lines of size, count, type, redop, root, time ...)")
-    coll = _collective_of(program, path, collective)
-    p = ranks or rank_lines or gpus
+        raise CalibrationError(
+            f"{path}: not an nccl-tests log (no result rows: lines of size, count, type, redop, root, time ...)"
+        )
+    ratios.sort()
+    top = [r for size, r in ratios if algbw_reliable(size, ratios)]
+    p = ranks or rank_lines or mpi_ranks or (gpus if gpus > 1 else 0)
+    guess_coll, guess_ranks = _ratio_collective(top, p or None)
+    if collective is None and program is None and named is None and guess_coll is None:
+        raise CalibrationError(
+            f"{path}: cannot tell which nccl-tests binary wrote this (no '# Collective test starting' line, no "
+            "binary named); name the collective (e.g. FILE:collective=allreduce)"
+        )
+    coll = _collective_of(program or named or guess_coll, path, collective)
     if not p:
-        raise CalibrationError(f"{path}: cannot tell the number of ranks (no '#  Rank' lines); give FILE:ranks=N")
-    samples = [_nccl_sample(coll, size, t, p, where) for where, size, t in rows]
-    detail = f"{os.path.basename(program or coll)}, {p} ranks"
-    return samples, Source(kind="nccl-tests", path=str(path), records=len(samples), detail=detail)
+        hint = (
+            f" (its busbw / algbw factor suggests ranks={guess_ranks})" if guess_ranks and coll == "allreduce" else ""
+        )
+        raise CalibrationError(
+            f"{path}: cannot tell the number of ranks (no '#  Rank' lines, no mpirun -n); give FILE:ranks=N{hint}"
+        )
+    algo = nccl_algo_option(algorithm, f"{path}: algorithm") if algorithm else None
+    if algo is None and "ALGO" in env:
+        algo = nccl_algo_option(env["ALGO"], f"{path}: NCCL_ALGO")
+    proto = None
+    if "PROTO" in env:
+        proto = "|".join(x.strip().lower() for x in re.split(r"[,|]", env["PROTO"]) if x.strip())
+    spec = nccl_schedule_spec(coll, algo, proto)
+    run_id = f"nccl-tests-{digest.hexdigest()[:16]}"
+    samples = [_nccl_sample(coll, size, t, p, where, spec, run_id) for where, size, t in rows]
+    detail = f"{os.path.basename(program or named or coll)}, {p} ranks, {spec}"
+    return samples, Source(kind="nccl-tests", path=str(path), run_ids=[run_id], records=len(samples), detail=detail)
 
 
-def _nccl_sample(coll: str, size: int, time_s: float, ranks: int, where: str) -> Sample:
+def algbw_reliable(size: int, ratios: list[tuple[int, float]]) -> bool:
+    """Whether a row's busbw / algbw is precise enough to read a factor from (the larger half of the
+    sizes: small rows print bandwidths of 0.01 GB/s)."""
+    return size >= ratios[len(ratios) // 2][0]
+
+
+def _scan_command(text: str, env: dict[str, str]) -> None:
+    """NCCL_ALGO / NCCL_PROTO set on a command line, in an environment dump or a header (``not set``
+    and NCCL's own INFO lines do not count)."""
+    if "NCCL INFO" in text:
+        return
+    for m in _NCCL_ENV.finditer(text):
+        value = m.group(2)
+        if value.lower() in ("not", "none", "default", "unset"):
+            continue
+        env.setdefault(m.group(1), value)
+
+
+def _nccl_sample(
+    coll: str, size: int, time_s: float, ranks: int, where: str, spec: str | None = None, run_id: str = ""
+) -> Sample:
     if size <= 0:
         raise CalibrationError(f"{where}: size must be > 0 bytes")
     return Sample(
         size=size,
         time_s=time_s,
         collective=coll,
-        algorithm=builtin_algorithm(coll, "nccl"),
+        algorithm=spec or nccl_schedule_spec(coll),
         label="nccl",
         ranks=ranks,
+        run_id=run_id,
         origin=where,
     )
 
 
 def parse_nccl_json(
-    data: Any, path: str, *, collective: str | None = None, ranks: int | None = None
+    data: Any,
+    path: str,
+    *,
+    collective: str | None = None,
+    ranks: int | None = None,
+    algorithm: str | None = None,
+    run_id: str = "",
 ) -> tuple[list[Sample], Source]:
     """Samples from the document nccl-tests writes with ``-J FILE`` (format version 2)."""
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
@@ -412,6 +563,8 @@ def parse_nccl_json(
             value = config.get(key, 1)
             per *= value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 16 else 1
         p = (len(devices) if isinstance(devices, list) and devices else 1) * per
+    algo = nccl_algo_option(algorithm, f"{path}: algorithm") if algorithm else None
+    spec = nccl_schedule_spec(coll, algo)
     samples = []
     for i, row in enumerate(data["results"]):
         where = f"{path}: results[{i}]"
@@ -426,29 +579,36 @@ def parse_nccl_json(
         time_us = _number(timing.get("time", timing.get("cpu_time")), f"{where}: time")
         samples.append(
             _nccl_sample(
-                coll, _size(row.get("size"), f"{where}: size"), time_us * 1e-6, _ranks(p, f"{path}: ranks"), where
+                coll,
+                _size(row.get("size"), f"{where}: size"),
+                time_us * 1e-6,
+                _ranks(p, f"{path}: ranks"),
+                where,
+                spec,
+                run_id,
             )
         )
         if len(samples) > MAX_SAMPLES:
             raise CalibrationError(f"{path}: more than {MAX_SAMPLES} results; calibrate from fewer")
     if not samples:
         raise CalibrationError(f"{path}: the results list is empty")
-    detail = f"{os.path.basename(program or coll)}, {p} ranks"
-    return samples, Source(kind="nccl-tests-json", path=str(path), records=len(samples), detail=detail)
+    detail = f"{os.path.basename(program or coll)}, {p} ranks, {spec}"
+    runs = [run_id] if run_id else []
+    return samples, Source(kind="nccl-tests-json", path=str(path), run_ids=runs, records=len(samples), detail=detail)
 
 
 # -- the front door -------------------------------------------------------------------------------
 
 
 def _split_hints(spec: str) -> tuple[Path, dict[str, str]]:
-    """``FILE[:collective=X,ranks=N]`` -> (FILE, hints); a plain existing path wins."""
+    """``FILE[:collective=X,ranks=N,algorithm=RING]`` -> (FILE, hints); a plain existing path wins."""
     if os.path.exists(spec) or ":" not in spec:
         return Path(spec), {}
     base, _, rest = spec.rpartition(":")
     hints: dict[str, str] = {}
     for item in rest.split(","):
         key, eq, value = item.partition("=")
-        if not eq or key.strip() not in ("collective", "ranks", "format"):
+        if not eq or key.strip() not in ("collective", "ranks", "format", "algorithm"):
             return Path(spec), {}
         hints[key.strip()] = value.strip()
     return Path(base), hints
@@ -507,5 +667,15 @@ def read_samples(spec: str | os.PathLike[str]) -> tuple[list[Sample], Source]:
             data = _loads(text)
         except CalibrationError as exc:
             raise CalibrationError(f"{path}: {exc}") from None
-        return parse_nccl_json(data, str(path), collective=hints.get("collective"), ranks=ranks)
-    return parse_nccl_text(_lines(path), str(path), collective=hints.get("collective"), ranks=ranks)
+        data_id = f"nccl-tests-{hashlib.sha256(text.encode('utf-8', 'replace')).hexdigest()[:16]}"
+        return parse_nccl_json(
+            data,
+            str(path),
+            collective=hints.get("collective"),
+            ranks=ranks,
+            algorithm=hints.get("algorithm"),
+            run_id=data_id,
+        )
+    return parse_nccl_text(
+        _lines(path), str(path), collective=hints.get("collective"), ranks=ranks, algorithm=hints.get("algorithm")
+    )

@@ -210,7 +210,12 @@ def calibration_report(cal: Calibration) -> list[str]:
     lines.append(f"# calibrated (applied): {', '.join(cal.calibrated)}")
     nominal = nominal_parameters(cal, list(cal.classes))
     lines.append(f"# nominal: {'; '.join(nominal) or 'only the link rates the efficiencies are relative to'}")
+    if cal.nccl_latency:
+        lines.append(
+            "# nccl fixed cost per protocol: " + ", ".join(f"{k} {_fmt_time(v)}" for k, v in cal.nccl_latency.items())
+        )
     lines += [f"# note: {n}" for n in cal.notes]
+    lines += [f"# WARNING: {w}" for w in cal.warnings]
     return lines
 
 

@@ -1,0 +1,190 @@
+"""Calibrating nccl-tests logs through the schedule NCCL ran (docs/calibration.md, docs/nccl.md):
+efficiencies <= 1, fixed costs per protocol, the warning when a log runs faster than line rate, the
+import of what users post, the run id guard, validate's NCCL forcing and the reports' nccl default."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from collsim.cli import main
+from sim.cluster import Cluster
+from sim.errors import CalibrationError, ConfigError
+from sim.linkmodel import LinkModel, Segment
+from sim.simulate import simulate
+from tests.calib_fixtures import nccl_text
+from validate.calibration import fit_calibration, load_calibration, read_samples, save_calibration
+from validate.calibration.compare import check_separate
+from validate.calibration.inputs import parse_nccl_text
+
+ONE = "hgx:hosts=1,preset=dgx-h100"
+TWO = "hgx:hosts=2,preset=dgx-h100"
+SIZES = [2**24, 2**26, 2**28]
+
+
+def synthetic(topology: str, p: int, model: LinkModel, sizes=SIZES, algorithm: str = "nccl") -> list[tuple[int, float]]:
+    cluster = Cluster(topology, link_model=model)
+    return [(n, simulate(cluster, "allreduce", algorithm, n, ranks=p, gamma=0.0).time_s) for n in sizes]
+
+
+def intra(efficiency: float, **latency: float) -> LinkModel:
+    return LinkModel(classes={"intra-host": (Segment(0, None, efficiency),)}, nccl_latency=latency)
+
+
+def test_one_node_fit_recovers_efficiency_and_fixed_cost(tmp_path):
+    path = tmp_path / "one.txt"
+    path.write_text(nccl_text("all_reduce_perf", "allreduce", 8, synthetic(ONE, 8, intra(0.8, simple=30e-6))))
+    samples, source = read_samples(path)
+    assert {s.algorithm for s in samples} == {"nccl"} and source.run_ids[0].startswith("nccl-tests-")
+    cal = fit_calibration(samples, ONE, [source])
+    assert cal.calibrated == ["intra-host.efficiency", "nccl_latency"] and cal.warnings == []
+    assert cal.classes["intra-host"].efficiency == pytest.approx(0.8, rel=0.02)
+    assert cal.nccl_latency["simple"] == pytest.approx(30e-6, abs=5e-6)
+    fit = cal.classes["intra-host"].fit
+    assert [r.size_bytes for r in fit.residuals] == SIZES and fit.max_rel < 0.02  # labelled with the log's sizes
+    back = load_calibration(save_calibration(cal, tmp_path / "c.yaml"))
+    assert back.link_model().nccl_latency == cal.link_model().nccl_latency
+
+
+def test_faster_than_line_rate_is_clamped_with_a_warning(tmp_path):
+    rows = [(n, t * 0.7) for n, t in synthetic(ONE, 8, LinkModel())]
+    path = tmp_path / "fast.txt"
+    path.write_text(nccl_text("all_reduce_perf", "allreduce", 8, rows))
+    samples, source = read_samples(path)
+    cal = fit_calibration(samples, ONE, [source])
+    assert cal.classes["intra-host"].efficiency == pytest.approx(1.0)
+    assert len(cal.warnings) == 1 and "faster than" in cal.warnings[0]
+    assert "the schedule does not match what ran" in cal.warnings[0]
+    assert all(e.efficiency <= 1.0 for e in cal.classes.values())
+
+
+def test_one_node_and_the_nics_stated_rate_predict_two_nodes(tmp_path):
+    truth = intra(0.85)
+    path = tmp_path / "one.txt"
+    path.write_text(nccl_text("all_reduce_perf", "allreduce", 8, synthetic(ONE, 8, truth)))
+    samples, source = read_samples(path)
+    cal = fit_calibration(samples, ONE, [source])
+    two = Cluster(TWO, link_model=cal.link_model())
+    for n, t in synthetic(TWO, 16, truth, sizes=[2**26]):
+        assert simulate(two, "allreduce", "nccl", n, gamma=0.0).time_s == pytest.approx(t, rel=0.05)
+
+
+def _log(rows, p=16, header="", srun=False, rank_lines=True, starting=True) -> str:
+    text = nccl_text("all_reduce_perf", "allreduce", p, rows)
+    lines = [ln for ln in text.splitlines() if (rank_lines or "#  Rank" not in ln)]
+    lines = [ln for ln in lines if starting or "Collective test" not in ln]
+    lines = header.splitlines() + lines
+    return "\n".join(f"{0:2d}: {ln}" if srun else ln for ln in lines) + "\n"
+
+
+ROWS = [(2**20, 80e-6), (2**24, 300e-6), (2**28, 3500e-6)]
+
+
+def test_import_reads_what_users_post(tmp_path):
+    path = tmp_path / "posted.txt"
+    path.write_text(_log(ROWS, srun=True, starting=False, header="#% NCCL_ALGO: RING (stated)"))
+    samples, source = read_samples(path)
+    assert [s.size for s in samples] == [r[0] for r in ROWS] and {s.ranks for s in samples} == {16}
+    assert {s.algorithm for s in samples} == {"nccl:algo=ring"} and source.detail.endswith("nccl:algo=ring")
+    path.write_text(_log(ROWS[:1], header="$ mpirun -n 16 -x NCCL_ALGO=Tree,Ring ./all_reduce_perf -b 1M -e 1M"))
+    samples, _ = read_samples(path)
+    assert len(samples) == 1 and samples[0].algorithm == "nccl:algo=tree|ring"
+    samples, _ = read_samples(f"{path}:algorithm=NVLSTree")
+    assert samples[0].algorithm == "nccl:algo=nvls-tree"
+    path.write_text(_log(ROWS, rank_lines=False))
+    with pytest.raises(
+        CalibrationError, match=re.escape("give FILE:ranks=N (its busbw / algbw factor suggests ranks=16)")
+    ):
+        read_samples(path)
+    assert read_samples(f"{path}:ranks=16")[0][0].ranks == 16
+
+
+def test_run_id_is_the_logs_content_and_compare_refuses_it(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_text(_log(ROWS))
+    samples, source = read_samples(path)
+    again, _ = parse_nccl_text(_log(ROWS), "elsewhere.txt")
+    assert source.run_ids == [samples[0].run_id] == [again[0].run_id]
+    cal = fit_calibration(samples, TWO, [source])
+    with pytest.raises(CalibrationError, match="must use separate runs"):
+        check_separate(cal, again)
+    other, _ = parse_nccl_text(_log([(n, t * 1.01) for n, t in ROWS]), "other.txt")
+    check_separate(cal, other)
+
+
+@pytest.mark.parametrize(
+    ("text", "spec", "message"),
+    [
+        ("hello\nworld\n", "{path}", "not an nccl-tests log"),
+        (_log(ROWS), "{path}:algorithm=NVLS", "nvls runs inside one host"),
+        (_log(ROWS), "{path}:algorithm=PAT", "not one the simulator runs"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, text, spec, message):
+    path = tmp_path / "log.txt"
+    path.write_text(text)
+    code = main(["validate", "calibrate", "-t", TWO, "--from", spec.format(path=path), "-o", str(tmp_path / "c.yaml")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("collsim: error: ") and message in err[0], err
+
+
+def test_link_model_nccl_latency_is_checked_and_applied():
+    with pytest.raises(ConfigError, match="unknown protocol 'lx'"):
+        LinkModel(nccl_latency={"lx": 1e-6})
+    with pytest.raises(ConfigError, match="must be between 0 and 1 s"):
+        LinkModel(nccl_latency={"simple": -1.0})
+    base = simulate(ONE, "allreduce", "nccl:proto=simple", 2**20).time_s
+    later = simulate(ONE, "allreduce", "nccl:proto=simple", 2**20, link_model=LinkModel(nccl_latency={"simple": 1e-3}))
+    assert later.time_s > base + 9e-4
+
+
+def test_validate_forces_nccl_only_for_builtin_on_nccl():
+    from validate.options import nccl_environ, parse_options
+
+    opts = parse_options(["-a", "builtin", "--nccl-algo", "Ring", "--nccl-proto", "Simple"], environ={})
+    assert nccl_environ(opts) == {"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}
+    assert parse_options(["-a", "builtin"], environ={"COLLSIM_NCCL_ALGO": "^NVLS"}).nccl_algo == "^NVLS"
+    for argv, message in [
+        (["-a", "ring", "--nccl-algo", "Ring"], "use it with --algorithm builtin"),
+        (["-a", "builtin", "--backend", "gloo", "--nccl-proto", "LL"], "only the nccl backend reads"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            parse_options(argv, environ={})
+
+
+def test_validate_records_with_nccl_forced_are_read_per_nccl_algorithm(tmp_path):
+    base = {"collective": "allreduce", "algorithm": "builtin", "backend": "nccl", "ranks": 16, "run_id": "r1"}
+    lines = [
+        {**base, "size_bytes": 2**20, "time_s": 1e-4, "environment": {"nccl_algo": "Ring", "nccl_proto": "default"}},
+        {**base, "size_bytes": 2**20, "time_s": 1e-4, "environment": {"nccl_algo": "default", "nccl_proto": "default"}},
+    ]
+    path = tmp_path / "v.jsonl"
+    path.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
+    samples, _ = read_samples(path)
+    assert [(s.algorithm, s.label) for s in samples] == [
+        ("nccl:algo=ring", "builtin:nccl_algo=Ring"),
+        ("nccl", "builtin"),
+    ]
+
+
+def test_reports_scale_hgx_and_list_nccl_by_default():
+    from reports.clusters import build_graph, cluster_refs
+    from reports.spec import parse_spec
+
+    spec = parse_spec(
+        {
+            "job": {"name": "toy", "gradient_bytes": "8MiB", "compute_time": "10ms", "samples_per_gpu": 16},
+            "cluster": {"builder": "hgx", "params": {"preset": "dgx-h100"}, "sizes": [8, 16]},
+        }
+    )
+    assert "nccl" in spec.algorithm_specs
+    graphs = [build_graph(ref) for ref in cluster_refs(spec)]
+    assert [Cluster(g).size for g in graphs] == [8, 16] and all(g.graph["nvls"] for g in graphs)
+
+
+def test_compare_names_nccl_the_realistic_reference(capsys):
+    code = main(["compare", "-t", ONE, "--size", "1MiB", "--algorithms", "ring,nccl"])
+    out = capsys.readouterr().out
+    assert code == 0 and "# nccl: what NCCL would run here" in out

@@ -1,0 +1,315 @@
+"""Fitting nccl-tests logs through the schedule NCCL ran, with parameters that stay physical.
+
+A log of ``all_reduce_perf`` is a set of whole-collective times. Its samples name the schedule
+(:class:`~validate.calibration.inputs.Sample` ``algorithm``): ``nccl`` -- NCCL's pick per size -- or
+``nccl:algo=...`` where the log (or ``FILE:algorithm=...``) says which NCCL_ALGO ran. The fit simulates
+every size through that schedule on the topology and solves for
+
+* per link **group** an efficiency, a fraction of line rate (``<= 1``): ``intra-host`` (NVLink) and the
+  cross-host classes together (``same-switch``, ``cross-switch``, ``direct``: the NIC and the fabric);
+* per NCCL **protocol** the fixed cost the schedule charges before data moves (the link model's
+  ``nccl_latency``, in place of NCCL's latency estimate less its hops between nodes); per hop, NCCL's
+  NET latencies for the nodes spanned and the links' own latencies at every pipeline step -- so a
+  1-node fit carries to 2 nodes.
+
+The time is piecewise linear in ``w = 1 / efficiency`` and linear in the base latencies, so the fit
+linearizes around the current point (one simulation per group for the slopes), solves the bounded
+least squares in relative error (``w >= 1``, latency ``>= 0``; every bound combination is tried), and
+repeats a few times. A group whose unconstrained fit wants more than line rate is clamped at 1 and
+named in a warning: the log ran faster than the schedule can, so the schedule likely is not what ran.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim.algorithms import get_algorithm
+from sim.cluster import Cluster
+from sim.errors import CalibrationError, CollsimError
+from sim.linkclass import classes_of
+from sim.linkmodel import LinkModel
+from sim.linkmodel import Segment as ModelSegment
+from sim.nccl.tuner import PROTOS
+from sim.simulate import simulate
+
+from .file import ClassCalibration, FitQuality, Residual
+from .inputs import Sample
+
+__all__ = ["FIT_MIN_BYTES", "NcclFit", "fit_nccl", "is_nccl_schedule", "runs_nccl_schedules"]
+
+#: sizes from here up are fitted (all sizes when a log has none this large): the sizes the model is judged on
+FIT_MIN_BYTES = 2**20
+#: at most this many sizes are simulated per fit (spread evenly over the log's sizes)
+MAX_FIT_SIZES = 16
+#: an unconstrained efficiency above this is warned about (1 is line rate; the rest is measurement noise)
+OVER_LINE_RATE = 1.02
+#: the link groups: NVLink inside a host, the NIC and fabric between hosts
+GROUPS = {"intra-host": ("intra-host",), "cross-host": ("same-switch", "cross-switch", "direct")}
+#: ... and only when holding it at line rate costs the fit this much rms relative error
+CLAMP_COST = 0.005
+#: the coarse grid of ``w = 1 / efficiency`` per group (efficiency 1, 0.67, 0.4, 0.25), on at most
+#: this many sizes
+GRID = (1.0, 1.5, 2.5, 4.0)
+_COARSE_SIZES = 4
+#: two fits closer than this in rms relative error are a tie, won by the one nearer line rate
+PREFER = 0.005
+_ITERATIONS = 4
+_PROBE = 1.1
+_RIDGE = 1e-6
+
+
+def is_nccl_schedule(sample: Sample) -> bool:
+    """Whether ``sample`` is predicted by NCCL's own schedules (``nccl`` or ``nccl:...``)."""
+    return sample.algorithm == "nccl" or sample.algorithm.startswith("nccl:")
+
+
+def runs_nccl_schedules(cluster: Cluster) -> bool:
+    """Whether ``cluster`` describes NCCL's hardware closely enough to fit through its schedules (an
+    ``hgx`` topology: NVLink, NIC and PCIe rates as NCCL's topology detection sees them)."""
+    return "nvlink_bw" in cluster.graph.graph
+
+
+@dataclass
+class NcclFit:
+    """What :func:`fit_nccl` found: per class entries, the applied parameter names, the base latencies,
+    notes and warnings, and the unconstrained efficiency of every group the log measures."""
+
+    entries: dict[str, ClassCalibration]
+    calibrated: list[str]
+    nccl_latency: dict[str, float]
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    wanted: dict[str, float] = field(default_factory=dict)
+
+
+def _spread(samples: list[Sample]) -> list[Sample]:
+    sizes = sorted({s.size for s in samples})
+    if len(sizes) > MAX_FIT_SIZES:
+        keep = {sizes[round(i * (len(sizes) - 1) / (MAX_FIT_SIZES - 1))] for i in range(MAX_FIT_SIZES)}
+        samples = [s for s in samples if s.size in keep]
+    return samples
+
+
+class _Sim:
+    """Simulated times of the samples under per-group ``w`` (NCCL's own base latencies), cached."""
+
+    def __init__(self, cluster: Cluster, samples: list[Sample], groups: dict[str, tuple[str, ...]]) -> None:
+        self.cluster, self.samples, self.groups = cluster, samples, groups
+        self.cache: dict[tuple[float, ...], np.ndarray] = {}
+
+    def __call__(self, w: dict[str, float]) -> np.ndarray:
+        key = tuple(round(w[g], 9) for g in self.groups)
+        if key not in self.cache:
+            classes = {
+                cls: (ModelSegment(0.0, None, 1.0 / w[g]),) for g, members in self.groups.items() for cls in members
+            }
+            cluster = self.cluster.with_link_model(LinkModel(classes=classes, source="nccl fit"))
+            out = []
+            for s in self.samples:
+                try:
+                    r = simulate(cluster, s.collective, s.algorithm, s.size, ranks=s.ranks, gamma=0.0)
+                except CollsimError as exc:
+                    raise CalibrationError(f"{s.origin}: {exc}") from None
+                out.append(r.time_s)
+            self.cache[key] = np.array(out)
+        return self.cache[key]
+
+
+def _bounded_lstsq(a: np.ndarray, y: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """min |a x - y|^2 subject to x >= lower: every combination of bounds held, the best feasible one."""
+    n = a.shape[1]
+    best, best_rss = lower.copy(), math.inf
+    for fixed in itertools.product((False, True), repeat=n):
+        x = lower.copy()
+        free = [i for i in range(n) if not fixed[i]]
+        rhs = y - a[:, [i for i in range(n) if fixed[i]]] @ lower[[i for i in range(n) if fixed[i]]]
+        if free:
+            x[free] = np.linalg.lstsq(a[:, free], rhs, rcond=None)[0]
+        if (x < lower - 1e-12).any():
+            continue
+        rss = float(((a @ x - y) ** 2).sum())
+        if rss < best_rss - 1e-15:
+            best, best_rss = x, rss
+    return best
+
+
+def _latency_columns(picks: list[tuple[str, str]], protos: list[str]) -> np.ndarray:
+    return np.array([[1.0 if q == pr else 0.0 for pr in protos] for _, q in picks]).reshape(len(picks), len(protos))
+
+
+def _start(
+    cluster: Cluster,
+    chosen: list[Sample],
+    groups: dict[str, tuple[str, ...]],
+    picks: list[tuple[str, str]],
+    launch: np.ndarray,
+    measured: np.ndarray,
+    protos: list[str],
+) -> tuple[dict[str, float], list[str]]:
+    """The coarse grid: every combination of :data:`GRID` per group on a few sizes, the fixed costs
+    solved at each; returns the best point and the groups the log exercises. (The time is flat in a
+    group's ``w`` until that group becomes the bottleneck, so slopes at line rate alone cannot find
+    a slow NIC behind a fast NVLink schedule.)"""
+    idx = sorted({round(i * (len(chosen) - 1) / max(1, _COARSE_SIZES - 1)) for i in range(_COARSE_SIZES)})
+    sub = [chosen[i] for i in idx]
+    sim = _Sim(cluster, sub, groups)
+    base = sim(dict.fromkeys(groups, 1.0))
+    active = [g for g in groups if np.max(np.abs(sim({**dict.fromkeys(groups, 1.0), g: GRID[-1]}) / base - 1)) > 1e-4]
+    cols = _latency_columns([picks[i] for i in idx], protos)
+    fixed = np.array([0.0 if picks[i][1] in protos else launch[i] for i in idx])
+    weight = 1.0 / measured[idx]
+    best, best_rss = dict.fromkeys(groups, 1.0), math.inf
+    for combo in itertools.product(GRID, repeat=len(active)):
+        w = {**dict.fromkeys(groups, 1.0), **dict(zip(active, combo, strict=True))}
+        t = sim(w) - launch[idx] + fixed
+        a = cols * weight[:, None]
+        y = (measured[idx] - t) * weight
+        b = _bounded_lstsq(a, y, np.zeros(len(protos))) if protos else np.zeros(0)
+        rss = float(((a @ b - y) ** 2).sum())
+        if rss < best_rss:
+            best, best_rss = w, rss
+    return best, active
+
+
+def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = FIT_MIN_BYTES) -> NcclFit:
+    """Fit efficiencies (<= 1) per link group and base latencies per protocol to ``samples`` (all run
+    by NCCL's schedules) on ``cluster`` (see the module docstring)."""
+    for s in samples:
+        if s.ranks > cluster.size:
+            raise CalibrationError(f"{s.origin}: {s.ranks} ranks, but the topology has {cluster.size} GPUs")
+        if s.ranks < 2:
+            raise CalibrationError(f"{s.origin}: one rank moves no data; nothing to calibrate")
+    chosen = _spread([s for s in samples if s.size >= min_bytes] or list(samples))
+    p = max(s.ranks for s in chosen)
+    present = set(classes_of(cluster, p))
+    groups = {g: tuple(c for c in members if c in present) for g, members in GROUPS.items()}
+    groups = {g: members for g, members in groups.items() if members}
+    sim = _Sim(cluster, chosen, groups)
+    measured = np.array([s.time_s for s in chosen])
+    picks: list[tuple[str, str]] = []
+    launches: list[float] = []
+    for s in chosen:
+        try:
+            c = get_algorithm(s.collective, s.algorithm).choice(s.ranks, s.size, cluster)  # type: ignore[attr-defined]
+        except CollsimError as exc:
+            raise CalibrationError(f"{s.origin}: {exc}") from None
+        picks.append((c.algorithm, c.protocol))
+        launches.append((c.latency_us - c.net_latency_us) * 1e-6)  # the part nccl_latency replaces
+    nominal_base = np.array(launches)
+    sizes_of = {pr: {s.size for s, (_, q) in zip(chosen, picks, strict=True) if q == pr} for pr in PROTOS}
+    protos = [pr for pr in PROTOS if len(sizes_of[pr]) >= 2]  # a protocol seen at one size keeps NCCL's latency
+    grid_best, active = _start(cluster, chosen, groups, picks, nominal_base, measured, protos)
+    names = active + protos
+    lower = np.array([1.0] * len(active) + [0.0] * len(protos))
+    weight = 1.0 / measured
+
+    def refine(w: dict[str, float]) -> tuple[dict[str, float], np.ndarray, np.ndarray, float]:
+        """Linearized bounded least squares from ``w``: (w, solution, unconstrained solution, clamp cost)."""
+        x = np.array([w[g] for g in active] + [0.0] * len(protos))
+        unconstrained = np.full(len(names), np.nan)
+        clamp_cost = 0.0
+        for _ in range(_ITERATIONS):
+            t0 = sim(w)
+            cols = []
+            for g in active:
+                t1 = sim({**w, g: w[g] * _PROBE})
+                cols.append((t1 - t0) / (w[g] * (_PROBE - 1)))
+            for pr in protos:
+                cols.append(np.array([1.0 if q == pr else 0.0 for _, q in picks]))
+            const = t0 - sum(cols[i] * w[g] for i, g in enumerate(active)) - nominal_base
+            const = const + np.array(
+                [nominal_base[i] if picks[i][1] not in protos else 0.0 for i in range(len(chosen))]
+            )
+            a = np.column_stack(cols) * weight[:, None] if cols else np.zeros((len(chosen), 0))
+            y = (measured - const) * weight
+            # a little ridge towards line rate: a group a log barely measures stays at 1
+            ridge = math.sqrt(_RIDGE)
+            a_r = np.vstack([a, ridge * np.eye(len(names))[: len(active)]]) if active else a
+            y_r = np.concatenate([y, ridge * np.ones(len(active))]) if active else y
+            if not names:
+                break
+            unconstrained = np.linalg.lstsq(a_r, y_r, rcond=None)[0]
+            new = _bounded_lstsq(a_r, y_r, lower)
+            clamp_cost = math.sqrt(float(((a_r @ new - y_r) ** 2).mean())) - math.sqrt(
+                float(((a_r @ unconstrained - y_r) ** 2).mean())
+            )
+            moved = max((abs(new[i] - w[g]) / w[g] for i, g in enumerate(active)), default=0.0)
+            x = new
+            w = {**w, **{g: float(new[i]) for i, g in enumerate(active)}}
+            if moved < 2e-3:
+                break
+        return w, x, unconstrained, clamp_cost
+
+    def rms(w: dict[str, float], x: np.ndarray) -> float:
+        fixed = {pr: x[len(active) + j] for j, pr in enumerate(protos)}
+        t = sim(w) - nominal_base + np.array([fixed.get(q, nominal_base[i]) for i, (_, q) in enumerate(picks)])
+        return float(np.sqrt((((t - measured) / measured) ** 2).mean()))
+
+    # from line rate and from the grid's best: the better fit wins; within PREFER of each other, the one
+    # nearer line rate (a log rarely tells a slow NVLink from a slow NIC; hardware runs at its rate unless
+    # the times say otherwise)
+    starts = [dict.fromkeys(groups, 1.0)] + ([grid_best] if grid_best != dict.fromkeys(groups, 1.0) else [])
+    fits = [(rms(*r[:2]), r) for r in (refine(dict(st)) for st in starts)]
+    best_rms = min(f[0] for f in fits)
+    near = [f for f in fits if f[0] <= best_rms + PREFER]
+    _, (w, x, unconstrained, clamp_cost) = min(near, key=lambda f: sum(f[1][0][g] - 1 for g in active))
+    bases = {pr: float(min(x[len(active) + j], 1.0)) for j, pr in enumerate(protos)}
+    fitted = sim(w) - nominal_base + np.array([bases.get(q, nominal_base[i]) for i, (_, q) in enumerate(picks)])
+    rel = (fitted - measured) / measured
+    quality = FitQuality(
+        points=len(chosen),
+        r2=None,
+        rms_rel=float(np.sqrt((rel**2).mean())),
+        max_rel=float(np.abs(rel).max()),
+        residuals=[
+            Residual(size_bytes=s.size, measured_s=s.time_s, fitted_s=float(max(f, 0.0)), rel=float(r))
+            for s, f, r in sorted(zip(chosen, fitted, rel, strict=True), key=lambda t: t[0].size)
+        ],
+    )
+    schedule = ", ".join(dict.fromkeys(f"{a}/{pr}" for a, pr in picks))
+    out = NcclFit({}, [], bases)
+    for i, g in enumerate(active):
+        wanted = 1.0 / unconstrained[i] if unconstrained[i] > 0 else math.inf
+        out.wanted[g] = wanted
+        if wanted > OVER_LINE_RATE and clamp_cost > CLAMP_COST:
+            out.warnings.append(
+                f"{g}: the log ran faster than {schedule} can at line rate (the fit wants {wanted:.2f} of the "
+                f"{'/'.join(groups[g])} rate); clamped at 1. Likely cause: the schedule does not match what ran "
+                "(NCCL_ALGO or NCCL_PROTO set, another NCCL version's pick: give FILE:algorithm=...), or the "
+                "topology's link rate is below the hardware's"
+            )
+        for cls in groups[g]:
+            nominal_bw = _class_bandwidth(cluster, cls)
+            eff = 1.0 / w[g]
+            out.entries[cls] = ClassCalibration(
+                efficiency=eff,
+                bandwidth=None if nominal_bw is None else nominal_bw * eff,
+                nominal_bandwidth=nominal_bw,
+                fit=quality,
+            )
+            out.calibrated.append(f"{cls}.efficiency")
+    if bases:
+        out.calibrated.append("nccl_latency")
+    sizes = sorted({s.size for s in chosen})
+    out.notes.append(
+        f"nccl-tests: fitted through NCCL's schedules ({schedule}) at {len(sizes)} size(s) from {sizes[0]} B; "
+        f"efficiencies are fractions of line rate; fixed cost per protocol: "
+        + (", ".join(f"{pr} {b * 1e6:.1f} us" for pr, b in bases.items()) or "NCCL's own (too few sizes per protocol)")
+    )
+    for g in groups:
+        if g not in active:
+            out.notes.append(f"{g}: the log does not exercise it; nominal")
+    return out
+
+
+def _class_bandwidth(cluster: Cluster, cls: str) -> float | None:
+    pairs = classes_of(cluster).get(cls)
+    if not pairs:
+        return None
+    beta = cluster.alpha_beta(*pairs[0])[1]
+    return 1.0 / beta if beta > 0 else None
