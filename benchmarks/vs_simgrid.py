@@ -42,6 +42,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 CASES: dict[str, tuple[str, str, str, str]] = {
     # name: (topology, algorithm, size, what)
+    "ring-rank-64": ("dgx:hosts=8", "ring:order=rank", "64MiB", "ring in rank order across DGX rails (congested)"),
+    "hd-leafspine-64": (
+        "leaf-spine:leaves=4,hosts_per_leaf=16,spines=1,bandwidth=100Gbps,uplink_bandwidth=200Gbps,latency=1us",
+        "halving-doubling",
+        "64MiB",
+        "halving-doubling, 64 hosts, 8:1 oversubscribed uplinks",
+    ),
     "ring-rank-256": ("dgx:hosts=32", "ring:order=rank", "64MiB", "ring in rank order across DGX rails (congested)"),
     "hd-leafspine-256": (
         "leaf-spine:leaves=8,hosts_per_leaf=32,spines=2,bandwidth=100Gbps,uplink_bandwidth=200Gbps,latency=1us",
@@ -190,7 +197,9 @@ def flow_case(seed: int) -> tuple[Any, list[tuple[int, int, float, float]]]:
     flows = []
     for _ in range(400):
         src, dst = rng.sample(range(cluster.size), 2)
-        flows.append((src, dst, float(int(rng.choice([2**16, 2**20, 2**22]) * rng.uniform(0.5, 2))), rng.uniform(0, 2e-3)))
+        flows.append(
+            (src, dst, float(int(rng.choice([2**16, 2**20, 2**22]) * rng.uniform(0.5, 2))), rng.uniform(0, 2e-3))
+        )
     return cluster, flows
 
 
@@ -232,13 +241,10 @@ def run_program_simgrid(sg: Any, cluster: Any, program: Any) -> float:
         finish[r] = sg.Engine.clock
 
     def setup() -> None:
-        for (s, d) in pairs:
-            # permanent receivers: messages flow as soon as they are sent (collsim's eager messages)
-            del s
         receivers: dict[int, Any] = {}
         for r in range(e):
             receivers[r] = sg.Actor.create(f"rank{r}", fab.hosts[r], rank, r)
-        for (s, d) in pairs:
+        for s, d in pairs:  # permanent receivers: messages flow as soon as they are sent (eager)
             sg.Mailbox.by_name(f"{s}>{d}").set_receiver(receivers[d])
 
     sg.Actor.create("setup", fab.hosts[0], setup)
@@ -259,8 +265,15 @@ def child(name: str) -> dict[str, Any]:
         theirs = run_flows_simgrid(sg, cluster, flows)
         t2 = time.perf_counter()
         diff = max(abs(a - b) / b for a, b in zip(ours, theirs, strict=True))
-        return {"case": name, "what": f"{len(flows)} random flows, leaf-spine 64 hosts", "collsim_s": t1 - t0,
-                "simgrid_s": t2 - t1, "time_s": max(ours), "simgrid_time_s": max(theirs), "max_rel_diff": diff}
+        return {
+            "case": name,
+            "what": f"{len(flows)} random flows, leaf-spine 64 hosts",
+            "collsim_s": t1 - t0,
+            "simgrid_s": t2 - t1,
+            "time_s": max(ours),
+            "simgrid_time_s": max(theirs),
+            "max_rel_diff": diff,
+        }
     topology, algorithm, size, what = CASES[name]
     from sim.algorithms import get_algorithm
     from sim.units import parse_size
@@ -273,8 +286,16 @@ def child(name: str) -> dict[str, Any]:
     program = get_algorithm("allreduce", algorithm).program(cluster.size, nbytes, cluster)
     theirs = run_program_simgrid(sg, cluster, program)
     t2 = time.perf_counter()
-    return {"case": name, "what": what, "engine": ours.engine, "collsim_s": t1 - t0, "simgrid_s": t2 - t1,
-            "time_s": ours.time_s, "simgrid_time_s": theirs, "max_rel_diff": abs(ours.time_s - theirs) / theirs}
+    return {
+        "case": name,
+        "what": what,
+        "engine": ours.engine,
+        "collsim_s": t1 - t0,
+        "simgrid_s": t2 - t1,
+        "time_s": ours.time_s,
+        "simgrid_time_s": theirs,
+        "max_rel_diff": abs(ours.time_s - theirs) / theirs,
+    }
 
 
 def main() -> int:
