@@ -234,8 +234,9 @@ def run_program_simgrid(sg: Any, cluster: Any, program: Any) -> float:
                     box = sg.Mailbox.by_name(f"{r}>{d}")
                     helpers.append(sg.Actor.create(f"m{r}>{d}", host, put_later, box, wire, delay))
                 gets = [sg.Mailbox.by_name(f"{int(step.src[m])}>{r}").get_async() for m in recvs]
-                for g in gets:
-                    g.wait()
+                for comm, data in gets:  # keep the data future alive until the comm is done
+                    comm.wait()
+                    data.get()
                 for h in helpers:
                     h.join()
         finish[r] = sg.Engine.clock
