@@ -195,6 +195,8 @@ class Network:
         ``owner`` (see :meth:`add_owner`) hears of completions in bulk.
         """
         count = len(pids)
+        if count == 1:
+            return self._launch_one(int(pids[0]), int(srcs[0]), float(np.asarray(nbytes).reshape(-1)[0]), owner)
         sizes = np.broadcast_to(np.asarray(nbytes, dtype=float), (count,))
         if count and not (sizes >= 0).all():
             raise RunError("launch: sizes must be >= 0 bytes")
@@ -214,6 +216,27 @@ class Network:
         else:
             for start in np.unique(starts):
                 self._enqueue(float(start), slots[starts == start])
+        return slots
+
+    def _launch_one(self, pid: int, src: int, nbytes: float, owner: int) -> np.ndarray:
+        """:meth:`launch` for one flow, in scalar operations (ranks that drift apart launch one flow
+        at a time, and numpy's per-call cost would dominate)."""
+        if not nbytes >= 0:
+            raise RunError("launch: sizes must be >= 0 bytes")
+        if not self._nfree:
+            self._grow(len(self._remaining) * 2)
+        self._nfree -= 1
+        slot = int(self._free[self._nfree])
+        delay, wire = self._model.one(pid, src, nbytes)
+        self._remaining[slot] = wire
+        self._bytes[slot] = nbytes
+        self._path[slot] = pid
+        self._bound[slot] = np.inf
+        self._owner[slot] = owner
+        self._gid[slot] = -1
+        self.flows += 1
+        slots = np.array([slot], dtype=np.int64)
+        self._enqueue(self.env.now + delay, slots)
         return slots
 
     @property
