@@ -514,6 +514,9 @@ class Network:
             grown = np.zeros(max(need, 2 * len(self._path_bytes)))
             grown[: len(self._path_bytes)] = self._path_bytes
             self._path_bytes = grown
+        if len(slots) == 1:
+            self._finish_one(slots, now)
+            return
         np.add.at(self._path_bytes, pids, self._bytes[slots])
         self._rate[slots] = 0.0
         owners = self._owner[slots]
@@ -546,3 +549,31 @@ class Network:
                         hook[0](hook[1], hook[2])
                 events.pop(slot).succeed(now)
         self._release(slots)
+
+    def _finish_one(self, slots: np.ndarray, now: float) -> None:
+        """:meth:`_finish` for one flow, in scalar operations (its path-bytes array is already big
+        enough)."""
+        slot = int(slots[0])
+        self._path_bytes[int(self._path[slot])] += self._bytes[slot]
+        self._rate[slot] = 0.0
+        owner = int(self._owner[slot])
+        gid = int(self._gid[slot])
+        if owner >= 0:
+            self._owners[owner](slots, now)
+            self._owner[slot] = -1
+        if gid >= 0:
+            group = self._groups[gid]
+            assert group is not None
+            group.left -= 1
+            if group.left == 0:
+                self._groups[gid] = None
+                self._free_gids.append(gid)
+                group.event.succeed(now)
+            self._gid[slot] = -1
+        if owner < 0 and gid < 0:
+            hook = self._arrival.pop(slot, None) if self._arrival else None
+            if hook is not None:
+                hook[0](hook[1], hook[2])
+            self._event.pop(slot).succeed(now)
+        self._free[self._nfree] = slot
+        self._nfree += 1
