@@ -85,6 +85,7 @@ CASES = [
     Case("hierarchical-1m", "dgx:hosts=131072", "hierarchical", "1GiB", "auto", 60, 8192),
     Case("report-7b", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx.yaml"),
     Case("report-7b-serial", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx-serial.yaml"),
+    Case("report-7b-serial-nops", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx-serial-nops.yaml"),
 ]
 
 #: (fast, message-level): the congested cases whose ratio the issue asks for (>= 10x, equal to 1e-9)
