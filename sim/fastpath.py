@@ -152,7 +152,7 @@ class FastExecutor:
     def _launch(self, step: Step, group: np.ndarray) -> None:
         self.send_left[group] += step.out_count[group]
         self.recv_left[group] += step.in_count[group]
-        msgs = step.sent_by(group)
+        msgs = step.sends_of(int(group[0])) if len(group) == 1 else step.sent_by(group)
         if not len(msgs):
             return
         pids = step.pids(self.net)[msgs]

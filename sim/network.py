@@ -195,6 +195,8 @@ class Network:
         ``owner`` (see :meth:`add_owner`) hears of completions in bulk.
         """
         count = len(pids)
+        if count == 1:
+            return self._launch_one(int(pids[0]), int(srcs[0]), float(np.asarray(nbytes).reshape(-1)[0]), owner)
         sizes = np.broadcast_to(np.asarray(nbytes, dtype=float), (count,))
         if count and not (sizes >= 0).all():
             raise RunError("launch: sizes must be >= 0 bytes")
@@ -214,6 +216,27 @@ class Network:
         else:
             for start in np.unique(starts):
                 self._enqueue(float(start), slots[starts == start])
+        return slots
+
+    def _launch_one(self, pid: int, src: int, nbytes: float, owner: int) -> np.ndarray:
+        """:meth:`launch` for one flow, in scalar operations (ranks that drift apart launch one flow
+        at a time, and numpy's per-call cost would dominate)."""
+        if not nbytes >= 0:
+            raise RunError("launch: sizes must be >= 0 bytes")
+        if not self._nfree:
+            self._grow(len(self._remaining) * 2)
+        self._nfree -= 1
+        slot = int(self._free[self._nfree])
+        delay, wire = self._model.one(pid, src, nbytes)
+        self._remaining[slot] = wire
+        self._bytes[slot] = nbytes
+        self._path[slot] = pid
+        self._bound[slot] = np.inf
+        self._owner[slot] = owner
+        self._gid[slot] = -1
+        self.flows += 1
+        slots = np.array([slot], dtype=np.int64)
+        self._enqueue(self.env.now + delay, slots)
         return slots
 
     @property
@@ -491,6 +514,9 @@ class Network:
             grown = np.zeros(max(need, 2 * len(self._path_bytes)))
             grown[: len(self._path_bytes)] = self._path_bytes
             self._path_bytes = grown
+        if len(slots) == 1:
+            self._finish_one(slots, now)
+            return
         np.add.at(self._path_bytes, pids, self._bytes[slots])
         self._rate[slots] = 0.0
         owners = self._owner[slots]
@@ -523,3 +549,31 @@ class Network:
                         hook[0](hook[1], hook[2])
                 events.pop(slot).succeed(now)
         self._release(slots)
+
+    def _finish_one(self, slots: np.ndarray, now: float) -> None:
+        """:meth:`_finish` for one flow, in scalar operations (its path-bytes array is already big
+        enough)."""
+        slot = int(slots[0])
+        self._path_bytes[int(self._path[slot])] += self._bytes[slot]
+        self._rate[slot] = 0.0
+        owner = int(self._owner[slot])
+        gid = int(self._gid[slot])
+        if owner >= 0:
+            self._owners[owner](slots, now)
+            self._owner[slot] = -1
+        if gid >= 0:
+            group = self._groups[gid]
+            assert group is not None
+            group.left -= 1
+            if group.left == 0:
+                self._groups[gid] = None
+                self._free_gids.append(gid)
+                group.event.succeed(now)
+            self._gid[slot] = -1
+        if owner < 0 and gid < 0:
+            hook = self._arrival.pop(slot, None) if self._arrival else None
+            if hook is not None:
+                hook[0](hook[1], hook[2])
+            self._event.pop(slot).succeed(now)
+        self._free[self._nfree] = slot
+        self._nfree += 1

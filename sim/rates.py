@@ -10,6 +10,13 @@ asked (:meth:`Rates.compute`), sets every active flow's rate:
   path get the same rate), so solutions are cached by the multiset of active paths (a sum of fixed
   64-bit numbers per path, updated as flows come and go, checked against the path list on a hit). A
   ring, whose every step has the same sender->receiver pairs, solves once.
+* **only what changed** -- max-min rates decompose over the connected components of the flows-and-links
+  graph (flows that share no link, directly or through other flows, do not constrain each other), and
+  every active flow's rate is kept valid from one computation to the next. So after flows start or end,
+  only the components that hold a link of theirs are re-solved (found by a breadth-first search from
+  those links, a few numpy passes over the crossings); the others keep their rates. Used while the
+  touched components hold under half the active flows; the solution is the one a solve of all the
+  flows gives (the filling of one component never looks at another).
 * otherwise, :func:`sim.maxmin.maxmin_rates` over all active flows.
 
 A link model whose capacities depend on the flows around them (``duplex``, ``flows``:
@@ -29,6 +36,8 @@ from .maxmin import maxmin_rates
 __all__ = ["Rates", "gather_arcs"]
 
 _CACHE_ENTRIES = 256
+_INCREMENTAL_MIN = 64  # active flows below which a solve of all of them is as cheap as finding the part
+_BFS_ROUNDS = 8  # breadth-first rounds before a change is deemed to touch too much
 
 
 def gather_arcs(paths: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -58,6 +67,9 @@ class Rates:
         self._users = np.zeros(cluster.num_arcs, dtype=np.int64)
         self._shared = 0  # link directions with two or more flows
         self._fresh: list[np.ndarray] = []  # flows started since the last computation
+        self._gone: list[np.ndarray] = []  # paths of the flows ended since the last computation
+        self.partial = 0  # computations that re-solved only the components a change touched
+        self._valid = False  # every active flow holds its max-min rate (set by a full solve)
         self._alone_rates = True  # every active flow's rate is its path's narrowest capacity
         self._bounded = 0  # active flows with a finite bound (they disable the cache)
         self._key = 0
@@ -78,6 +90,7 @@ class Rates:
     def removed(self, pids: np.ndarray, bounds: np.ndarray) -> None:
         """Flows on paths ``pids`` ended."""
         self._key = (self._key - int(self._hash_of(pids).sum(dtype=np.uint64))) % (1 << 64)
+        self._gone.append(pids)
         self._use(pids, -1)
         self._bounded -= int(np.isfinite(bounds).sum())
 
@@ -129,6 +142,7 @@ class Rates:
         network's per-slot arrays; ``entries()`` gives the active flows' (flow, arc) crossings, built
         only when a solve needs them."""
         fresh, self._fresh = self._fresh, []
+        gone, self._gone = self._gone, []
         if not len(active):
             return
         if self._shared == 0 and self._capacity is None:
@@ -157,10 +171,57 @@ class Rates:
         self.solves += 1
         flow, arc = entries()
         capacity = self.cluster.capacity if self._capacity is None else self._capacity(arc)
-        rates = maxmin_rates(flow, arc, len(active), capacity, bound[active])
-        rate[active] = rates
+        touched = None
+        if self._capacity is None and len(active) >= _INCREMENTAL_MIN:
+            touched = self._touched(active, path, fresh, gone, flow, arc)
+        if touched is not None:
+            keep = touched[flow]
+            renumber = np.cumsum(touched) - 1
+            sub = maxmin_rates(renumber[flow[keep]], arc[keep], int(touched.sum()), capacity, bound[active[touched]])
+            rate[active[touched]] = sub
+            rates = rate[active]
+            self.partial += 1
+        else:
+            rates = maxmin_rates(flow, arc, len(active), capacity, bound[active])
+            rate[active] = rates
         if cacheable:
             keys, first = np.unique(pids, return_index=True)
             if len(self._cache) >= _CACHE_ENTRIES:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[self._key] = (keys, rates[first], len(active))
+
+    def _touched(
+        self,
+        active: np.ndarray,
+        path: np.ndarray,
+        fresh: list[np.ndarray],
+        gone: list[np.ndarray],
+        flow: np.ndarray,
+        arc: np.ndarray,
+    ) -> np.ndarray | None:
+        """Which active flows (a mask over ``active``) lie in a component that holds a link of a flow
+        started or ended since the last computation; None when that is half of them or more (solve
+        all), or when some active flow has no valid rate to keep."""
+        if not self._valid:
+            self._valid = True
+            return None
+        paths = self.cluster.paths
+        changed = [path[f] for f in fresh] + gone
+        if not changed:
+            return None
+        pids = np.concatenate(changed) if len(changed) > 1 else changed[0]
+        marked = np.zeros(self.cluster.num_arcs, dtype=bool)
+        marked[gather_arcs(paths, pids)[1]] = True
+        limit = len(active) // 2
+        count = -1
+        for _ in range(_BFS_ROUNDS):
+            touched = np.zeros(len(active), dtype=bool)
+            touched[flow[marked[arc]]] = True
+            n = int(touched.sum())
+            if n >= limit:
+                return None
+            if n == count:
+                return touched
+            count = n
+            marked[arc[touched[flow]]] = True
+        return None

@@ -21,6 +21,15 @@ Everything runs in one :class:`simpy.Environment` with one :class:`~sim.network.
 :class:`~sim.cluster.Cluster`; every bucket is its own :class:`~sim.runtime.Job` (its own mailboxes), so
 concurrent buckets never mix their messages.
 
+**What repeats is simulated once.** A bucket that starts on an idle network and is done before the next
+bucket starts has the network to itself, so its all-reduce takes exactly what it takes alone. Such a
+bucket is not simulated again: its time alone (and the bytes it puts on every path) is computed once
+per bucket size (:func:`isolated_allreduce`, on the fast path where the algorithm has one, closed form
+included) and the bucket is moved through in one step. Buckets that overlap others run on the shared
+network as before. DDP's hundreds of equal 25 MiB buckets then cost one or two all-reduces whenever the
+network keeps up with backward, and always with ``concurrent_buckets=False`` (NCCL's single stream).
+``simulate_iteration(..., reuse=False)`` simulates every bucket (the reference the tests compare with).
+
 >>> w = Workload(gradient_bytes=100 * 2**20, forward_s=0.01, backward_s=0.02)
 >>> [round(b / 2**20, 3) for b in bucket_sizes(w)]
 [1.0, 25.0, 25.0, 25.0, 24.0]
@@ -57,9 +66,11 @@ from .simulate import new_environment
 __all__ = [
     "BucketTiming",
     "IterationResult",
+    "Isolated",
     "Workload",
     "bucket_ready_times",
     "bucket_sizes",
+    "isolated_allreduce",
     "simulate_iteration",
 ]
 
@@ -214,6 +225,7 @@ def simulate_iteration(
     top_links: int = 5,
     timeout: float | None = None,
     link_model: LinkModel | None = None,
+    reuse: bool = True,
 ) -> IterationResult:
     """Simulate one training iteration of ``workload`` on ``ranks`` GPUs with an all-reduce algorithm.
 
@@ -235,13 +247,50 @@ def simulate_iteration(
         Wall-clock seconds the call may take (see :func:`sim.simulate.simulate`).
     link_model : LinkModel, optional
         See :func:`sim.prepare`.
+    reuse : bool
+        Move a bucket that has the network to itself through in one step, from its all-reduce's time
+        alone, computed once per bucket size (see the module docstring; the same times, to rounding).
     """
     with _deadline.deadline(timeout):
         run = prepare(topology, "allreduce", algorithm, ranks=ranks, gamma=gamma, check=check, link_model=link_model)
-        return _simulate_iteration(run, workload, top_links)
+        return _simulate_iteration(run, workload, top_links, reuse=reuse and not check)
 
 
-def _simulate_iteration(run: Run, workload: Workload, top_links: int) -> IterationResult:
+@dataclass(frozen=True)
+class Isolated:
+    """One all-reduce alone on an idle network: its duration, the bytes it delivered on every interned
+    path (``pids``, ``path_bytes``), its flows and the events it took to simulate."""
+
+    duration_s: float
+    pids: np.ndarray
+    path_bytes: np.ndarray
+    flows: int
+    events: int
+
+
+def isolated_allreduce(run: Run, size: float) -> Isolated:
+    """``run``'s all-reduce of ``size`` bytes alone on an idle copy of its network (the fast path where
+    the algorithm has a step program, its SimPy process otherwise); the path ids are the cluster's own,
+    so the bytes can be booked on another network over the same cluster."""
+    env = new_environment()
+    net = Network(env, run.cluster)
+    program = run.algorithm.program(run.ranks, size, run.cluster)
+    if program is not None:
+        done = env.process(FastExecutor(net, program, run.gamma, run.cluster.compute_scale, alone=True).run())
+    else:
+        job = Job(env, net, run.ranks, size, gamma=run.gamma)
+        done = env.process(run.algorithm.run(job))
+    env.run(until=done)
+    if program is None and job.pending_messages():
+        raise RunError(
+            f"allreduce {run.algorithm.spec}: {job.pending_messages()} message(s) were sent but never received"
+        )
+    per_path = net.path_bytes()
+    pids = np.flatnonzero(per_path)
+    return Isolated(float(env.now), pids, per_path[pids], net.flows, env.scheduled)
+
+
+def _simulate_iteration(run: Run, workload: Workload, top_links: int, *, reuse: bool = False) -> IterationResult:
     started = time.perf_counter()
     cluster, algo, p, gamma, check = run.cluster, run.algorithm, run.ranks, run.gamma, run.check
 
@@ -253,14 +302,35 @@ def _simulate_iteration(run: Run, workload: Workload, top_links: int) -> Iterati
     jobs: list[Job] = []
     timings: list[BucketTiming | None] = [None] * len(sizes)
     finished: list[simpy.Event] = []
+    alone: dict[float, Isolated] = {}
+    busy = [0]  # buckets simulated on the shared network, in flight now
+    skipped = [0]  # events of the isolated runs that stood in for buckets
+
+    def next_start(k: int) -> float:
+        """The earliest the bucket after ``k`` can start (inf: none, or not before ``k`` ends)."""
+        if k + 1 == len(sizes) or not workload.concurrent_buckets:
+            return np.inf
+        return ready[k + 1] if workload.overlap else backward_end
 
     def bucket(k: int) -> Generator[simpy.Event, Any, None]:
         start = ready[k] if workload.overlap else backward_end
         yield env.timeout(max(0.0, start - env.now))
         if not workload.concurrent_buckets and k > 0:
             yield finished[k - 1]
-        program = None if check else algo.program(p, sizes[k], cluster)
         began = env.now
+        if reuse and busy[0] == 0:
+            solo = alone.get(sizes[k])
+            if solo is None:
+                solo = alone[sizes[k]] = isolated_allreduce(run, sizes[k])
+            if began + solo.duration_s <= next_start(k):
+                # the network is idle and stays the bucket's own until it ends: its time alone
+                net.account(solo.pids, solo.path_bytes, solo.flows)
+                skipped[0] += solo.events
+                yield env.timeout(solo.duration_s)
+                timings[k] = BucketTiming(float(sizes[k]), ready[k], float(began), float(env.now))
+                return
+        busy[0] += 1
+        program = None if check else algo.program(p, sizes[k], cluster)
         if program is not None:
             # the fast path, without jumps: other buckets share the network
             yield env.process(FastExecutor(net, program, gamma, cluster.compute_scale).run())
@@ -269,6 +339,7 @@ def _simulate_iteration(run: Run, workload: Workload, top_links: int) -> Iterati
             job = Job(env, net, p, sizes[k], gamma=gamma, data=data)
             jobs.append(job)
             yield env.process(algo.run(job))
+        busy[0] -= 1
         timings[k] = BucketTiming(float(sizes[k]), ready[k], float(began), float(env.now))
 
     for k in range(len(sizes)):
@@ -310,7 +381,7 @@ def _simulate_iteration(run: Run, workload: Workload, top_links: int) -> Iterati
         bucket_timings=tuple(done),
         wrong=sum(len(job.data.wrong_ranks()) for job in jobs) if check else None,
         wall_s=time.perf_counter() - started,
-        events=env.scheduled,
+        events=env.scheduled + skipped[0],
         flows=net.flows,
     )
 

@@ -49,3 +49,23 @@ def test_the_scale_benchmark_runs():
     out = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0, out.stderr
     assert "| ring-1k-fast |" in out.stdout and "error" not in out.stdout
+
+
+@pytest.mark.benchmark
+def test_simgrid_agrees_on_random_congested_flows():
+    """benchmarks/vs_simgrid.py: an independent max-min engine gives every flow's completion time to
+    1e-9 (skipped where SimGrid's Python module is not installed)."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "vs_simgrid.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "--case", "flows-0", "--case", "hd-leafspine-64"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert out.returncode == 0, out.stderr
+    if "not installed" in out.stdout:
+        pytest.skip("SimGrid is not installed")
+    rows = [line.split("|") for line in out.stdout.splitlines() if line.startswith(("| flows-0", "| hd-leafspine-64"))]
+    assert len(rows) == 2, out.stdout
+    for row in rows:
+        assert float(row[-2]) <= 1e-9, row

@@ -158,3 +158,45 @@ def test_too_many_ranks_is_a_config_error():
     w = Workload(gradient_bytes=1e6, forward_s=0, backward_s=0)
     with pytest.raises(ConfigError, match="ranks: 9, but the cluster"):
         simulate_iteration(Cluster(STAR), "ring", w, ranks=9)
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "halving-doubling", "tree", "ps", "hierarchical"])
+@pytest.mark.parametrize("backward_ms", [0.05, 5.0, 200.0])
+@pytest.mark.parametrize("concurrent", [True, False])
+def test_buckets_moved_through_alone_give_the_simulated_times(algorithm, backward_ms, concurrent):
+    """Reusing a bucket's time alone (equal buckets simulated once) gives every bucket's start and end
+    as simulating every bucket does: network-bound (buckets overlap), compute-bound (they do not) and
+    in between, with buckets concurrent and one at a time."""
+    topo = "dgx:hosts=2,gpus_per_host=4"
+    w = Workload(
+        gradient_bytes=40 * 2**20,
+        forward_s=1e-3,
+        backward_s=backward_ms * 1e-3,
+        bucket_bytes=4 * 2**20,
+        concurrent_buckets=concurrent,
+    )
+    fast = simulate_iteration(topo, algorithm, w, gamma=1e-11)
+    ref = simulate_iteration(topo, algorithm, w, gamma=1e-11, reuse=False)
+    assert fast.buckets == ref.buckets == 11
+    for a, b in zip(fast.bucket_timings, ref.bucket_timings, strict=True):
+        assert a.start_s == pytest.approx(b.start_s, rel=1e-9, abs=0)
+        assert a.end_s == pytest.approx(b.end_s, rel=1e-9, abs=0)
+    assert fast.iteration_s == pytest.approx(ref.iteration_s, rel=1e-9)
+    assert fast.flows == ref.flows
+    assert fast.link_bytes == pytest.approx(ref.link_bytes, rel=1e-12)
+    assert fast.max_rank_bytes == pytest.approx(ref.max_rank_bytes, rel=1e-12)
+    assert [x.link for x in fast.busiest_links] == [x.link for x in ref.busiest_links]
+    assert [x.bytes for x in fast.busiest_links] == pytest.approx([x.bytes for x in ref.busiest_links], rel=1e-12)
+
+
+def test_equal_buckets_are_simulated_once(monkeypatch):
+    """Compute-bound (every bucket done before the next is ready): one all-reduce per distinct size."""
+    import sim.training as training
+
+    calls = []
+    real = training.isolated_allreduce
+    monkeypatch.setattr(training, "isolated_allreduce", lambda run, size: calls.append(size) or real(run, size))
+    w = Workload(gradient_bytes=40 * 2**20, forward_s=1e-3, backward_s=0.2, bucket_bytes=4 * 2**20)
+    r = simulate_iteration("dgx:hosts=2,gpus_per_host=4", "ring", w)
+    assert r.buckets == 11 and sorted(set(calls)) == sorted(calls) and len(calls) == 3
+    assert r.exposed_comm_s < 1e-3

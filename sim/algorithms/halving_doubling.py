@@ -48,6 +48,12 @@ class HalvingDoubling(Algorithm):
     def closed_form_exact(self, p: int) -> bool:
         return p & (p - 1) == 0
 
+    def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
+        """The same schedule as :meth:`run`: :func:`halving_doubling_program` over ranks 0..p-1."""
+        if p == 1:
+            return None
+        return halving_doubling_program(list(range(p)), nbytes, p)
+
     def run(self, job: Job) -> Generator[Any, Any, None]:
         fold = Fold(job.p)
         size = fold.core

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..program import Step, StepProgram
 from ..runtime import Job
 from .base import Algorithm
 from .common import Fold, exchange, folded
@@ -45,6 +46,18 @@ class RecursiveDoublingAllReduce(Algorithm):
 
     def closed_form_exact(self, p: int) -> bool:
         return p & (p - 1) == 0
+
+    def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
+        """The same schedule as :meth:`run` as a step program: fold in, log2 p' swaps, fold out."""
+        if p == 1:
+            return None
+        fold = Fold(p)
+        core = np.array([fold.rank_of(x) for x in range(fold.core)], dtype=np.int64)
+        phases = []
+        for s in range(fold.steps):
+            partner = core[np.arange(fold.core) ^ (1 << s)]
+            phases.append((Step.make(core, partner, nbytes, nbytes, endpoints=p), 1))
+        return _with_fold(fold, p, phases, nbytes, True, True, nbytes)
 
     def run(self, job: Job) -> Generator[Any, Any, None]:
         fold, n = Fold(job.p), job.nbytes
@@ -71,6 +84,25 @@ class RecursiveDoublingAllGather(Algorithm):
 
     def closed_form_exact(self, p: int) -> bool:
         return p & (p - 1) == 0
+
+    def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
+        """The same schedule as :meth:`run` as a step program (segments: one block per rank)."""
+        if p == 1:
+            return None
+        fold, block = Fold(p), nbytes / p
+        core = np.array([fold.rank_of(x) for x in range(fold.core)], dtype=np.int64)
+        phases = []
+        x = np.arange(fold.core, dtype=np.int64)
+        first_block = np.where(x < fold.extra, 2 * x, x + fold.extra)  # new rank x's lowest block
+        last_block = np.where(x < fold.extra, 2 * x + 1, x + fold.extra)
+        for s in range(fold.steps):
+            # new rank x holds the (contiguous) blocks of new ranks x & ~(2^s - 1) .. that + 2^s - 1
+            first = x & ~((1 << s) - 1)
+            lo = first_block[first]
+            width = last_block[first + (1 << s) - 1] - lo + 1
+            partner = core[x ^ (1 << s)]
+            phases.append((Step.make(core, partner, width * block, 0.0, endpoints=p, seg=lo, seg_width=width), 1))
+        return _with_fold(fold, p, phases, block, False, None, (p - 1) * block)
 
     def run(self, job: Job) -> Generator[Any, Any, None]:
         p = job.p
@@ -105,3 +137,29 @@ class RecursiveDoublingAllGather(Algorithm):
         # fold in one block; each core step as long as its largest message; fold out p-1 blocks
         core = sum(max(len(fold.held(x, s)) for x in range(fold.core)) for s in range(fold.steps))
         return (fold.steps + 2) * alpha + (1 + core + p - 1) / p * n * beta
+
+
+def _with_fold(
+    fold: Fold,
+    p: int,
+    phases: list[tuple[Step, int]],
+    bytes_in: float,
+    reduce_in: bool,
+    whole: bool | None,
+    bytes_out: float,
+) -> StepProgram:
+    """``phases`` (the power-of-two core) with :func:`~sim.algorithms.common.folded`'s fold in and fold
+    out around them: even rank e < 2r hands its data to e + 1 and gets the result back. ``whole`` is
+    None for the all-gather (each rank's own block in, every other block out), else every message
+    carries the one segment."""
+    if not fold.extra:
+        return StepProgram(p, tuple(phases))
+    even = np.arange(0, 2 * fold.extra, 2, dtype=np.int64)
+    if whole is None:
+        fold_in = Step.make(even, even + 1, bytes_in, 0.0, endpoints=p, seg=even, seg_width=1, combine=False)
+        # every block back (e's own included: the odd rank stored it at the fold in)
+        fold_out = Step.make(even + 1, even, bytes_out, 0.0, endpoints=p, seg=0, seg_width=p, combine=False)
+    else:
+        fold_in = Step.make(even, even + 1, bytes_in, bytes_in, endpoints=p, combine=True)
+        fold_out = Step.make(even + 1, even, bytes_out, 0.0, endpoints=p, combine=False)
+    return StepProgram(p, ((fold_in, 1), *phases, (fold_out, 1)))
