@@ -269,8 +269,27 @@ def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _no_constant(name: str) -> Any:
-    raise CalibrationError(f"{name} is not a number calibration accepts")
+def loads_strict(text: str, what: str, *, line: bool = True) -> Any:
+    """JSON as calibration reads it: no key twice, no NaN or Infinity (``what`` says what they are
+    not), integers bounded before they are converted; every problem one :class:`CalibrationError`
+    (naming the line where ``line``)."""
+
+    def no_constant(name: str) -> Any:
+        raise CalibrationError(f"{name} is not {what}")
+
+    try:
+        return json.loads(
+            text,
+            object_pairs_hook=no_duplicate_keys,
+            parse_constant=no_constant,
+            parse_int=files.int_parser(CalibrationError),
+        )
+    except json.JSONDecodeError as exc:
+        raise CalibrationError(
+            f"line {exc.lineno}: invalid JSON ({exc.msg})" if line else f"not JSON ({exc.msg})"
+        ) from None
+    except RecursionError:
+        raise CalibrationError("JSON nested too deeply") from None
 
 
 def load_calibration(path: str | os.PathLike[str]) -> Calibration:
@@ -280,17 +299,7 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
     text = files.read_text(p, limit=MAX_FILE_BYTES, error=CalibrationError, noun="calibration file") if is_json else ""
     try:
         if is_json:
-            try:
-                data = json.loads(
-                    text,
-                    object_pairs_hook=no_duplicate_keys,
-                    parse_constant=_no_constant,
-                    parse_int=files.int_parser(CalibrationError),
-                )
-            except json.JSONDecodeError as exc:
-                raise CalibrationError(f"line {exc.lineno}: invalid JSON ({exc.msg})") from None
-            except RecursionError:
-                raise CalibrationError("JSON nested too deeply") from None
+            data = loads_strict(text, "a number calibration accepts")
         else:
             data = read_yaml(p, noun="calibration file")
     except CalibrationError as exc:

@@ -23,7 +23,6 @@ one :class:`~sim.errors.CalibrationError` line naming the file and line. No torc
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import re
@@ -37,7 +36,7 @@ from sim import files
 from sim.collectives import get_collective
 from sim.errors import CalibrationError, CollsimError
 
-from .file import Source, no_duplicate_keys
+from .file import Source, loads_strict
 
 __all__ = [
     "PROBE_TESTS",
@@ -193,22 +192,8 @@ def relative_error(values: list[float], floor: float = MODEL_FLOOR) -> float:
     return math.hypot(math.sqrt(var / len(middle)) / mean, floor)
 
 
-def _no_constant(name: str) -> Any:
-    raise CalibrationError(f"{name} is not a measurement")
-
-
 def _loads(text: str) -> Any:
-    try:
-        return json.loads(
-            text,
-            object_pairs_hook=no_duplicate_keys,
-            parse_constant=_no_constant,
-            parse_int=files.int_parser(CalibrationError),
-        )
-    except json.JSONDecodeError as exc:
-        raise CalibrationError(f"not JSON ({exc.msg})") from None
-    except RecursionError:
-        raise CalibrationError("JSON nested too deeply") from None
+    return loads_strict(text, "a measurement", line=False)
 
 
 # -- JSON lines: probes and validate ------------------------------------------------------------
