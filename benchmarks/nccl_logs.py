@@ -3,7 +3,8 @@ calibrated out of sample.
 
     python benchmarks/nccl_logs.py [FOLDER] [--min-size 1MiB] [--rows] [--tables nominal,in-sample,out-of-sample]
 
-For every log in FOLDER (default: ../shared/data/nccl-tests) it reads the hardware the log states (GPU
+For every log in FOLDER (default: the development set of published logs kept beside the repository, in
+../shared/data/nccl-tests, where a checkout has it; give your own folder otherwise) it reads the hardware the log states (GPU
 model from the device lines, NICs from ``8x 400 Gb/s``-style figures in its header), builds the matching
 ``hgx`` topology, simulates every size >= --min-size with ``nccl`` (``nccl:algo=...`` where the log says
 NCCL_ALGO was forced) and prints the errors of the predicted times: per log, then median / p90 / max over
