@@ -24,7 +24,7 @@ import argparse
 import re
 import statistics
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -38,7 +38,6 @@ from sim.units import parse_size  # noqa: E402
 from validate.calibration.fit import fit_calibration  # noqa: E402
 from validate.calibration.inputs import read_samples  # noqa: E402
 
-_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)")
 _SRUN = re.compile(r"^\s*\d+:\s?")
 _RANK = re.compile(r"#\s+Rank\s+(\d+)\s.*?\son\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$")
 
@@ -54,8 +53,6 @@ class Log:
     hosts: int
     gpu: str
     text: str
-    algo: str | None
-    rows: list[tuple[int, float, float]] = field(default_factory=list)  # (bytes, time us, busbw)
     ranks_given: int | None = None
 
 
@@ -66,18 +63,12 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     lines = [_SRUN.sub("", line, count=1) if _SRUN.match(line) else line for line in text.splitlines()]
     if not any("nThread" in ln or "out-of-place" in ln for ln in lines):
         raise LogError(f"{path.name}: not an nccl-tests log (no 'nThread' header or 'out-of-place' columns)")
-    rows, hosts, devices = [], [], []
+    hosts, devices = [], []
     for line in lines:
         m = _RANK.search(line)
         if m:
             hosts.append(m.group(2))
             devices.append(m.group(3))
-            continue
-        m = _ROW.match(line)
-        if m and not line.lstrip().startswith("#"):
-            rows.append((int(m.group(1)), float(m.group(6)), float(m.group(8))))
-    if not rows:
-        raise LogError(f"{path.name}: no result rows")
     n = ranks or len(hosts)
     if not n:
         m = re.search(r"mpirun[^\n]*?-(?:n|np)\s+(\d+)", text)
@@ -87,11 +78,7 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     nodes = len(set(hosts)) if hosts else max(1, n // 8)
     gpu_text = " ".join(devices) if devices else text[:3000]  # the device lines, else what the header states
     gpu = "h100" if re.search(r"H100|H200|H800", gpu_text) else "a100"
-    forced = None
-    m = re.search(r"NCCL_ALGO[=:]\s*([A-Za-z,^]+)", text)
-    if m and m.group(1).lower() not in ("not",):
-        forced = m.group(1).lower().replace(",", "|")
-    return Log(path, n, nodes, gpu, text[:4000], forced, rows, None if hosts else n)
+    return Log(path, n, nodes, gpu, text[:4000], None if hosts else n)
 
 
 def topology(log: Log) -> object:
@@ -114,32 +101,24 @@ def topology(log: Log) -> object:
     return hgx(log.hosts, preset, **kw)
 
 
-def predict(log: Log, min_size: float) -> list[tuple[int, float, float, float, str]]:
-    """(bytes, measured us, predicted us, error, pick) for the sizes >= ``min_size``."""
-    cluster = Cluster(topology(log))
-    spec = "nccl" if not log.algo else f"nccl:algo={log.algo}"
-    algo = get_algorithm("allreduce", spec)
-    out = []
-    for size, t_us, _ in log.rows:
-        if size < min_size:
-            continue
-        r = simulate(cluster, "allreduce", algo, size, ranks=log.ranks)
-        c = algo.choice(log.ranks, size, cluster)  # type: ignore[attr-defined]
-        pred = r.time_s * 1e6
-        out.append((size, t_us, pred, abs(pred - t_us) / t_us, f"{c.algorithm}/{c.protocol}"))
-    return out
+def _source(log: Log) -> str:
+    """The log as ``collsim validate calibrate --from`` names it (the rank count where the log lacks it)."""
+    return str(log.path) if log.ranks_given is None else f"{log.path}:ranks={log.ranks}"
 
 
 def calibrate(log: Log) -> object:
     """The calibration of ``log`` on its own topology (as ``collsim validate calibrate --from`` fits it)."""
-    samples, source = read_samples(log.path if log.ranks_given is None else f"{log.path}:ranks={log.ranks}")
+    samples, source = read_samples(_source(log))
     return fit_calibration(samples, Cluster(topology(log)), [source])
 
 
-def predict_calibrated(log: Log, cal: object, min_size: float) -> list[tuple[int, float, float, float, str]]:
-    """(bytes, measured us, predicted us, error, pick) under ``cal``'s link model."""
-    cluster = Cluster(topology(log)).with_link_model(cal.link_model())  # type: ignore[attr-defined]
-    samples, _ = read_samples(log.path if log.ranks_given is None else f"{log.path}:ranks={log.ranks}")
+def predict(log: Log, min_size: float, cal: object = None) -> list[tuple[int, float, float, float, str]]:
+    """(bytes, measured us, predicted us, error, pick) for the sizes >= ``min_size``, nominally or under
+    ``cal``'s link model; the log is read by calibration's own reader, through the schedule it ran."""
+    cluster = Cluster(topology(log))
+    if cal is not None:
+        cluster = cluster.with_link_model(cal.link_model())  # type: ignore[attr-defined]
+    samples, _ = read_samples(_source(log))
     out = []
     for s in samples:
         if s.size < min_size:
@@ -244,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         _table(
             f"in-sample: calibrated on the log itself, {where}",
             logs,
-            lambda log: predict_calibrated(log, cal_of(log), min_size),
+            lambda log: predict(log, min_size, cal_of(log)),
             args.rows,
             wanted,
         )
@@ -268,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         def oos(log: Log) -> object:
             if log.path not in source:
                 return None
-            return predict_calibrated(log, cal_of(source[log.path]), min_size)
+            return predict(log, min_size, cal_of(source[log.path]))
 
         _table(
             f"out-of-sample: calibrated on the smaller run of the same hardware, {where}",
