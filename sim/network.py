@@ -37,6 +37,7 @@ from simpy.events import Event
 from .cluster import Cluster
 from .errors import RunError
 from .rates import Rates, gather_arcs
+from .results import LinkUse
 
 __all__ = ["Network"]
 
@@ -242,6 +243,20 @@ class Network:
     @property
     def active_flows(self) -> int:
         return len(self._active)
+
+    def busiest(self, span: float, top: int = 5) -> tuple[LinkUse, ...]:
+        """The ``top`` link directions by bytes carried / capacity (the time they were busy), with their
+        utilization over ``span`` seconds; directions that carried nothing are left out."""
+        arc_bytes = self.arc_bytes
+        with np.errstate(divide="ignore", invalid="ignore"):
+            drain = arc_bytes / self.cluster.capacity
+        order = np.argsort(-drain, kind="stable")[:top].tolist()
+        cl = self.cluster
+        return tuple(
+            LinkUse(cl.arc_name(a), float(arc_bytes[a]), float(drain[a] / span) if span > 0 else 0.0)
+            for a in order
+            if arc_bytes[a] > 0
+        )
 
     @property
     def arc_bytes(self) -> np.ndarray:

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import networkx as nx
-import numpy as np
 import simpy
 
 from . import deadline as _deadline
@@ -27,7 +26,7 @@ from .fastpath import FastExecutor
 from .linkmodel import MAX_GAMMA, LinkModel
 from .network import Network
 from .prepare import Run, prepare
-from .results import LinkUse, SimResult
+from .results import SimResult
 from .runtime import DataCheck, Job
 
 __all__ = [
@@ -220,14 +219,7 @@ def execute(run: Run, size: float) -> SimResult:
 
     algbw = size / elapsed / 1e9 if elapsed > 0 else float("inf")
     arc_bytes = net.arc_bytes
-    with np.errstate(divide="ignore", invalid="ignore"):
-        drain = arc_bytes / cluster.capacity
-    top = np.argsort(-drain, kind="stable")[:5]
-    busiest = tuple(
-        LinkUse(cluster.arc_name(int(a)), float(arc_bytes[a]), float(drain[a] / elapsed) if elapsed > 0 else 0.0)
-        for a in top
-        if arc_bytes[a] > 0
-    )
+    busiest = net.busiest(elapsed)
     sent, received = net.rank_bytes()
     return SimResult(
         topology=cluster.name,

@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -353,7 +353,7 @@ def _simulate_iteration(run: Run, workload: Workload, top_links: int, *, reuse: 
     comm_end = max(max(t.end_s for t in done), backward_end)
     iteration = comm_end + workload.optimizer_s
     exposed = comm_end - backward_end
-    busiest = _busiest(net, cluster, iteration, top_links)
+    busiest = net.busiest(iteration, top_links)
     sent, received = net.rank_bytes()
     traffic = sent + received
     return IterationResult(
@@ -383,16 +383,4 @@ def _simulate_iteration(run: Run, workload: Workload, top_links: int, *, reuse: 
         wall_s=time.perf_counter() - started,
         events=env.scheduled + skipped[0],
         flows=net.flows,
-    )
-
-
-def _busiest(net: Network, cluster: Cluster, span: float, top: int) -> tuple[LinkUse, ...]:
-    """The ``top`` link directions by bytes / capacity, with their utilization over ``span``."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        drain = net.arc_bytes / cluster.capacity
-    order: Sequence[int] = np.argsort(-drain, kind="stable")[:top].tolist()
-    return tuple(
-        LinkUse(cluster.arc_name(a), float(net.arc_bytes[a]), float(drain[a] / span) if span > 0 else 0.0)
-        for a in order
-        if net.arc_bytes[a] > 0
     )
