@@ -97,11 +97,10 @@ def _seconds(text: str, what: str) -> float:
 
 
 def _fresh(path: Path, what: str) -> Path:
-    if path.exists() and path.is_dir():
-        raise ConfigError(f"{what} {path}: is a directory")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise ConfigError(f"{what} {path}: no such directory {str(parent)!r}")
+    """``path`` when it can be written (validate's one check of output files), else one line."""
+    from validate.launch import check_output_file
+
+    check_output_file(str(path), what)
     return path
 
 
