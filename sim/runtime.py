@@ -241,6 +241,9 @@ class Job:
 
     def compute(self, rank: int, seconds: float) -> simpy.Event:
         """Occupy ``rank``'s processor for ``seconds`` (work on one rank runs one piece at a time)."""
+        if rank >= len(self._busy_until):  # an endpoint added to the cluster after the job was made
+            self._busy_until = np.concatenate([self._busy_until, np.zeros(rank + 1 - len(self._busy_until))])
+            self.compute_scale = self.net.cluster.compute_scale
         start = max(self.env.now, self._busy_until[rank])
         end = start + seconds * self.compute_scale[rank]
         self._busy_until[rank] = end

@@ -112,12 +112,8 @@ def run_program(job: Any, program: StepProgram, segments: int) -> Generator[Any,
     check on, the job's check is replaced by one of ``segments`` segments (the count depends on the
     size, which :meth:`~sim.algorithms.base.Algorithm.segments_for` does not see) seen through
     :class:`EndpointData`; the job keeps it, so the verdict is this one."""
-    cluster = job.net.cluster
-    # the actors were added to the cluster after the job was made: size its per-actor state (processor
-    # time) to them; the cluster's message model reads the new actors' overheads itself
-    job.compute_scale = cluster.compute_scale
-    if len(job._busy_until) < cluster.endpoints:
-        job._busy_until = np.concatenate([job._busy_until, np.zeros(cluster.endpoints - len(job._busy_until))])
+    # the actors were added to the cluster after the job was made: the job's processor time and the
+    # cluster's message model grow to them on their own
     if isinstance(job.data, DataCheck):
         fresh = DataCheck(job.data.collective, job.p, segments, job.root)
         job.data = EndpointData(fresh, job.net.cluster, job.p)
