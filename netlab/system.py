@@ -79,6 +79,19 @@ def links(ns: str | None = None) -> list[str]:
 
 
 def netns_pids(ns: str) -> list[int]:
-    """Process ids running in namespace ``ns`` (empty when the namespace is gone)."""
+    """Process ids running in namespace ``ns`` (empty when the namespace is gone). A process that has
+    exited but not yet been reaped (a zombie: a killed rank whose parent died too waits for init) runs
+    nothing -- no port, no CPU, no writes -- and is not counted."""
     out = run(["ip", "netns", "pids", ns], check=False)
-    return [int(word) for word in out.split() if word.isdigit()]
+    return [pid for pid in (int(word) for word in out.split() if word.isdigit()) if _running(pid)]
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` exists and has not exited (its /proc state is not Z or X)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    # the state follows the command name, which is in parentheses and may itself hold ") "
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")

@@ -227,3 +227,21 @@ def test_cli_without_root_says_what_is_missing(capsys, monkeypatch, command):
         err
         == "collsim: error: netlab needs root (CAP_NET_ADMIN to create namespaces, veths and qdiscs); missing on this machine\n"
     )
+
+
+def test_a_zombie_does_not_make_a_lab_busy():
+    """A rank that was killed but not yet reaped runs nothing: netlab does not count it as a live process."""
+    import os
+    import subprocess
+    import time
+
+    from netlab.system import _running
+
+    child = subprocess.Popen(["true"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _running(child.pid):
+        time.sleep(0.05)  # exited, not yet waited for: a zombie
+    assert not _running(child.pid)
+    assert os.path.exists(f"/proc/{child.pid}")  # still there as a zombie
+    child.wait()
+    assert _running(os.getpid())
