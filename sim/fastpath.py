@@ -156,7 +156,8 @@ class FastExecutor:
         if not len(msgs):
             return
         pids = step.pids(self.net)[msgs]
-        slots = self.net.launch(pids, step.src[msgs], step.nbytes[msgs], owner=self.owner)
+        bounds = None if step.bound is None else step.bound[msgs]
+        slots = self.net.launch(pids, step.src[msgs], step.nbytes[msgs], owner=self.owner, bounds=bounds)
         if len(self.f_src) < self.net.slots:
             size = self.net.slots
             for name in ("f_src", "f_dst", "f_step"):

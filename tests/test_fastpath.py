@@ -179,3 +179,39 @@ def test_step_programs_of_the_doubling_algorithms_pass_the_data_check(collective
     assert job.data.wrong_ranks() == []
     ref = simulate(graph, collective, spec, size, gamma=1e-10, engine="message")
     assert env.now == pytest.approx(ref.time_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("contended", [False, True])
+def test_rate_bounds_of_a_step_hold_on_every_path(contended):
+    """A message's rate bound (NCCL's per-channel SM caps use it) holds on the message level, the
+    event-driven fast path and the max-plus recurrence alike: alone on a link a bounded message drains
+    at its bound; where it shares a link, max-min gives the rest to the others."""
+    import simpy
+
+    from sim.cluster import Cluster
+    from sim.fastpath import FastExecutor
+    from sim.network import Network
+    from sim.program import Step, StepProgram, run_messages
+    from sim.runtime import Job
+
+    cluster = Cluster(star(4, "100Gbps", "0us"))  # 12.5 GB/s links
+    dst = [1, 1] if contended else [1, 2]
+    step = Step.make([0, 2] if contended else [0, 3], dst, 1e6, endpoints=4, bound=[2.5e9, np.inf])
+    program = StepProgram(4, ((step, 3),))
+    times = []
+    for engine in ("message", "fast", "alone"):  # alone: the max-plus recurrence where nothing is shared
+        env = simpy.Environment()
+        net = Network(env, cluster)
+        if engine == "message":
+            job = Job(env, net, 4, 1e6)
+            env.run(env.process(run_messages(job, program)))
+        else:
+            ex = FastExecutor(net, program, 0.0, np.ones(4), alone=engine == "alone")
+            env.run(env.process(ex.run()))
+        times.append(env.now)
+    # bounded: 1 MB at 2.5 GB/s a step; contended, the other message takes the remaining 10 GB/s
+    assert times[0] == pytest.approx(3 * 1e6 / 2.5e9, rel=1e-12)
+    assert times[1] == pytest.approx(times[0], rel=1e-12)
+    assert times[2] == pytest.approx(times[0], rel=1e-12)
+    with pytest.raises(ValueError, match="rate bound"):
+        Step.make([0], [1], 1.0, endpoints=2, bound=0.0)

@@ -13,7 +13,8 @@ node, a reduction engine and a multicast engine (:meth:`sim.cluster.Cluster.add_
 4. the multicast engine sends the whole slice to every GPU.
 
 Every GPU's NVLink thus carries 1 + 1/G times the buffer each way, as on the hardware. The steps are
-pipelined over slices of ``NCCL_NVLS_CHUNKSIZE`` per head (:mod:`sim.nccl.pipeline`). Wire bytes on NVLink
+pipelined over slices of ``NCCL_STEPS`` chunks per head, the chunk NCCL picks for the size
+(``enqueue.cc``, at most ``NCCL_NVLS_CHUNKSIZE``; :mod:`sim.nccl.pipeline`). Wire bytes on NVLink
 are divided by NCCL's NVLS efficiency (0.85 on Hopper, ``tuning.cc:nvlsEfficiency``).
 
 Closed form inside one host with per-GPU link (α, β) and k slices (the pipeline: k + 3 steps, each
@@ -30,10 +31,19 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import AlgorithmError
-from ..nccl.layout import channel_endpoint, dtree_parent, engine, host_ranks, lags_down, lags_up, run_program, slices
+from ..nccl.layout import (
+    channel_endpoint,
+    dtree_parent,
+    engine,
+    host_ranks,
+    lags_down,
+    lags_up,
+    run_program,
+    slices,
+)
 from ..nccl.pipeline import Streams, launchers
-from ..nccl.protocols import NVLS_CHUNK
-from ..nccl.tuner import NVLS_EFFICIENCY
+from ..nccl.protocols import nvls_chunk
+from ..nccl.tuner import NVLS_CHANNELS_HOPPER, NVLS_EFFICIENCY, describe, nvls_tree_cap
 from ..program import StepProgram
 from ..runtime import Job
 from .base import Algorithm
@@ -44,12 +54,19 @@ __all__ = ["Nvls", "nvls_program"]
 EFFICIENCY = NVLS_EFFICIENCY[2]  # Hopper
 
 
+def nvls_slices(nbytes: float, hosts: int, heads: int) -> int:
+    """Pipeline slices of an NVLS(-tree) all-reduce: each head's share cut as
+    :func:`~sim.nccl.layout.slices` cuts a channel's (``NCCL_STEPS`` chunks a slice), with the chunk NCCL
+    picks for this size (:func:`~sim.nccl.protocols.nvls_chunk`: smaller buffers, smaller chunks)."""
+    return slices(nbytes / heads, nvls_chunk(nbytes, hosts, NVLS_CHANNELS_HOPPER * heads))
+
+
 def nvls_program(cluster: Any, p: int, nbytes: float, launch_s: float = 0.0) -> tuple[StepProgram, int]:
     """NVLS (one host) or NVLS-tree (several) as a step program, and its data-check segments."""
     groups = host_ranks(cluster, p)
     h, g = len(groups), len(groups[0])
     q_parts = 2 * g  # head q's part, halved between the two trees
-    k = slices(nbytes / g, NVLS_CHUNK)
+    k = nvls_slices(nbytes, h, g)
     slice_b = nbytes / k
     part_b = slice_b / q_parts
     nvl = 1.0 / EFFICIENCY
@@ -91,6 +108,8 @@ def nvls_program(cluster: Any, p: int, nbytes: float, launch_s: float = 0.0) -> 
                 heads[t][host], mc[host], part_b * nvl, lag=lag, reduce=False, off=2 * np.arange(g) + t, scale=q_parts
             )
         s.add([mc[host]] * g, groups[host], slice_b * nvl, lag=last + 1, reduce=False, **whole)
+    if h > 1:  # a head's channel moves a slice in no less than slice_b / cap (NCCL's per-channel SM cap)
+        s.cap([a for t in heads for grp in t for a in grp], nvls_tree_cap(describe(cluster, p)) / slice_b)
     return s.program(starts), k * q_parts
 
 
@@ -121,7 +140,7 @@ class _NvlsBase(Algorithm):
         yield from run_program(job, program, segments)
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
-        k = slices(n / p, NVLS_CHUNK)
+        k = nvls_slices(n, 1, p)
         return (k + 3) * (alpha + (1 + 1 / p) * (n / k) * beta / EFFICIENCY)
 
 
