@@ -109,7 +109,11 @@ def nvls_program(cluster: Any, p: int, nbytes: float, launch_s: float = 0.0) -> 
             )
         s.add([mc[host]] * g, groups[host], slice_b * nvl, lag=last + 1, reduce=False, **whole)
     if h > 1:  # a head's channel moves a slice in no less than slice_b / cap (NCCL's per-channel SM cap)
-        s.cap([a for t in heads for grp in t for a in grp], nvls_tree_cap(describe(cluster, p)) / slice_b)
+        per_slice = slice_b / nvls_tree_cap(describe(cluster, p))
+        # the cap is NCCL's end-to-end figure; a step pays its messages' latencies on top of the budget
+        hops = [(red[0], heads[0][0][0]), (heads[0][0][0], heads[0][1][0]), (heads[0][0][0], mc[0])]
+        latency = max(cluster.alpha_beta(a, b)[0] for a, b in hops)
+        s.cap([a for t in heads for grp in t for a in grp], 1.0 / max(per_slice - latency, per_slice / 2))
     return s.program(starts), k * q_parts
 
 
