@@ -97,6 +97,33 @@ def test_nvls_chunks_follow_nccls_size_rules():
     assert [nvls_chunk(s, 4, ops) for s in (2**34, 2**23, 2**22)] == [65536, 65536, 32768]
 
 
+@pytest.mark.parametrize("hosts, per_leaf", [(2, 32), (3, 2)])
+@pytest.mark.parametrize("size", [1, 3 * 2**22 + 5])
+def test_nvls_across_hosts_reduces_in_sharp_switches(hosts, per_leaf, size):
+    """With switches that reduce (SHARP), ``nvls`` spans hosts: every head sends its part up to its
+    rail's leaf switch (and a spine above the leaves where hosts sit under several), which sums and
+    sends it back; every contribution arrives once and fast == message. Without SHARP it is one line."""
+    g = hgx(hosts, "dgx-h100", gpus_per_host=4, sharp=True, hosts_per_leaf=per_leaf)
+    a = simulate(g, "allreduce", "nvls", size, check=True)
+    b = simulate(g, "allreduce", "nvls", size, engine="fast")
+    assert a.wrong == 0
+    assert abs(a.time_s - b.time_s) <= 1e-9 * a.time_s
+    with pytest.raises(AlgorithmError, match="do not reduce"):
+        simulate(hgx(hosts, "dgx-h100", gpus_per_host=4, hosts_per_leaf=per_leaf), "allreduce", "nvls", size)
+
+
+def test_nccl_picks_nvls_across_nodes_only_with_sharp():
+    """enqueue.cc: NVLS across nodes runs over CollNet, so NCCL offers it only with SHARP switches."""
+    plain = Cluster(hgx(4, "dgx-h100"))
+    sharp = Cluster(hgx(4, "dgx-h100", sharp=True))
+    nccl = get_algorithm("allreduce", "nccl")
+    assert nccl.choice(32, 2**30, plain).algorithm != "nvls"
+    assert nccl.choice(32, 2**30, sharp).algorithm == "nvls"
+    r = simulate(sharp, "allreduce", "nccl", 2**30)
+    tree = simulate(plain, "allreduce", "nccl", 2**30)
+    assert r.time_s < tree.time_s
+
+
 def test_tuner_matches_the_hand_derived_dgx_example():
     """docs/nccl.md's worked example (2 x 8 H100, 8 x 400G): NVLSTree lat 66.8 us and algbw 246.2 GB/s,
     Tree/LL128 48.5 us, Ring/Simple 8 x 48 busbw; picks Tree/LL128 at 1 MiB and NVLSTree at 64 MiB."""

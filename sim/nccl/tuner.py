@@ -342,11 +342,14 @@ def nvls_tree_cap(sys: System) -> float:
 
 
 def enabled(sys: System, graphs: dict[str, Graph]) -> set[str]:
-    """Algorithms NCCL enables by default (tuning.cc, the disable loop; collnet needs a SHARP plugin and
-    is not modelled)."""
+    """Algorithms NCCL enables by default (tuning.cc, the disable loop). Across nodes NVLS needs CollNet
+    (SHARP switches and NCCL's plugin, ``enqueue.cc``): enabled where the topology's switches have
+    ``sharp``; CollNet Direct and Chain themselves are not modelled."""
     out = {"ring", "tree"}
     if "nvls" in graphs:
         out.add("nvls" if sys.nodes == 1 else "nvls-tree")
+        if sys.nodes > 1 and sys.sharp:  # enqueue.cc: NVLS across nodes runs over CollNet (SHARP)
+            out.add("nvls")
     return out
 
 
