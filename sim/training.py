@@ -290,27 +290,17 @@ def isolated_allreduce(run: Run, size: float) -> Isolated:
     return Isolated(float(env.now), pids, per_path[pids], net.flows, env.scheduled)
 
 
-def _simulate_iteration(run: Run, workload: Workload, top_links: int, *, reuse: bool = False) -> IterationResult:
-    started = time.perf_counter()
+def _every_bucket(
+    run: Run, workload: Workload, env: simpy.Environment, net: Network, jobs: list[Job]
+) -> tuple[list[BucketTiming], int]:
+    """Every bucket simulated on one shared network (the reference for :func:`_reused_buckets`); the
+    message-level jobs (data check) are appended to ``jobs``."""
     cluster, algo, p, gamma, check = run.cluster, run.algorithm, run.ranks, run.gamma, run.check
-
-    env = new_environment()
-    net = Network(env, cluster)
     sizes = bucket_sizes(workload)
     ready = bucket_ready_times(workload)
     backward_end = workload.forward_s + workload.backward_s
-    jobs: list[Job] = []
     timings: list[BucketTiming | None] = [None] * len(sizes)
     finished: list[simpy.Event] = []
-    alone: dict[float, Isolated] = {}
-    busy = [0]  # buckets simulated on the shared network, in flight now
-    skipped = [0]  # events of the isolated runs that stood in for buckets
-
-    def next_start(k: int) -> float:
-        """The earliest the bucket after ``k`` can start (inf: none, or not before ``k`` ends)."""
-        if k + 1 == len(sizes) or not workload.concurrent_buckets:
-            return np.inf
-        return ready[k + 1] if workload.overlap else backward_end
 
     def bucket(k: int) -> Generator[simpy.Event, Any, None]:
         start = ready[k] if workload.overlap else backward_end
@@ -318,18 +308,6 @@ def _simulate_iteration(run: Run, workload: Workload, top_links: int, *, reuse: 
         if not workload.concurrent_buckets and k > 0:
             yield finished[k - 1]
         began = env.now
-        if reuse and busy[0] == 0:
-            solo = alone.get(sizes[k])
-            if solo is None:
-                solo = alone[sizes[k]] = isolated_allreduce(run, sizes[k])
-            if began + solo.duration_s <= next_start(k):
-                # the network is idle and stays the bucket's own until it ends: its time alone
-                net.account(solo.pids, solo.path_bytes, solo.flows)
-                skipped[0] += solo.events
-                yield env.timeout(solo.duration_s)
-                timings[k] = BucketTiming(float(sizes[k]), ready[k], float(began), float(env.now))
-                return
-        busy[0] += 1
         program = None if check else algo.program(p, sizes[k], cluster)
         if program is not None:
             # the fast path, without jumps: other buckets share the network
@@ -339,16 +317,163 @@ def _simulate_iteration(run: Run, workload: Workload, top_links: int, *, reuse: 
             job = Job(env, net, p, sizes[k], gamma=gamma, data=data)
             jobs.append(job)
             yield env.process(algo.run(job))
-        busy[0] -= 1
         timings[k] = BucketTiming(float(sizes[k]), ready[k], float(began), float(env.now))
 
     for k in range(len(sizes)):
         finished.append(env.process(bucket(k)))
     env.run(until=env.all_of(finished))
+    return [t for t in timings if t is not None], env.scheduled
+
+
+@dataclass(frozen=True)
+class BusyPeriod:
+    """Buckets that kept the network busy from the first one's start to the last one's end, with the
+    network idle before the first started and after the last ended: their sizes, their starts and ends
+    relative to the first one's start, the bytes they delivered on every path, their flows and the
+    events they took. What happens in a busy period depends on its buckets alone (sizes and start
+    offsets), so an equal busy period later in the iteration takes the same times."""
+
+    sizes: tuple[float, ...]
+    offsets: np.ndarray
+    ends: np.ndarray
+    pids: np.ndarray
+    path_bytes: np.ndarray
+    flows: int
+    events: int
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.ends.max())
+
+    def fits(self, sizes: list[float], starts: np.ndarray, k: int) -> bool:
+        """Whether buckets ``k, k+1, ...`` (sizes, absolute starts) form this busy period again: the
+        same sizes at the same offsets (to 1e-12 of its length), and the next bucket starting after
+        it has ended."""
+        m = len(self.sizes)
+        if k + m > len(sizes) or tuple(sizes[k : k + m]) != self.sizes:
+            return False
+        offsets = starts[k : k + m] - starts[k]
+        if not np.allclose(offsets, self.offsets, rtol=0.0, atol=1e-12 * self.duration_s):
+            return False
+        return k + m == len(sizes) or starts[k + m] - starts[k] >= self.duration_s
+
+
+def _busy_period(run: Run, sizes: list[float], starts: np.ndarray, k: int) -> BusyPeriod:
+    """Simulate buckets ``k, k+1, ...`` from bucket ``k``'s start on an idle copy of the network, each
+    starting at its offset from bucket ``k``'s, until the network is idle when the next one starts."""
+    cluster, algo, p, gamma = run.cluster, run.algorithm, run.ranks, run.gamma
+    env = new_environment()
+    net = Network(env, cluster)
+    running = [0]
+    began: list[float] = []
+    ended: list[float] = []
+    jobs: list[Job] = []
+
+    def bucket(i: int) -> Generator[simpy.Event, Any, None]:
+        program = algo.program(p, sizes[i], cluster)
+        if program is not None:
+            yield env.process(FastExecutor(net, program, gamma, cluster.compute_scale).run())
+        else:
+            job = Job(env, net, p, sizes[i], gamma=gamma)
+            jobs.append(job)
+            yield env.process(algo.run(job))
+        ended[i - k] = env.now
+        running[0] -= 1
+
+    def driver() -> Generator[simpy.Event, Any, None]:
+        members = []
+        for i in range(k, len(sizes)):
+            offset = float(starts[i] - starts[k])
+            if offset > env.now:
+                yield env.timeout(offset - env.now)
+            if i > k and running[0] == 0:
+                break  # the network went idle before bucket i: the busy period is over
+            running[0] += 1
+            began.append(env.now)
+            ended.append(np.nan)
+            members.append(env.process(bucket(i)))
+        yield env.all_of(members)
+
+    env.run(until=env.process(driver()))
     leftover = sum(job.pending_messages() for job in jobs)
     if leftover:
         raise RunError(f"allreduce {algo.spec}: {leftover} message(s) were sent but never received")
-    done = [t for t in timings if t is not None]
+    m = len(began)
+    per_path = net.path_bytes()
+    pids = np.flatnonzero(per_path)
+    return BusyPeriod(
+        tuple(sizes[k : k + m]),
+        np.asarray(began),
+        np.asarray(ended),
+        pids,
+        per_path[pids],
+        net.flows,
+        env.scheduled,
+    )
+
+
+def _reused_buckets(run: Run, workload: Workload, net: Network) -> tuple[list[BucketTiming], int]:
+    """Every bucket's timing, one busy period of the network at a time (see the module docstring),
+    each simulated once: a bucket alone from its all-reduce's time alone (once per size), buckets that
+    overlap on an idle copy of the network (once per distinct busy period). The bytes and flows are
+    booked on ``net``; returns the timings and the events simulated."""
+    sizes = bucket_sizes(workload)
+    ready = bucket_ready_times(workload)
+    backward_end = workload.forward_s + workload.backward_s
+    starts = np.asarray(ready if workload.overlap else [backward_end] * len(sizes), dtype=float)
+    alone: dict[float, Isolated] = {}
+    periods: list[BusyPeriod] = []
+    timings: list[BucketTiming] = []
+    events = 0
+    k = 0
+    previous_end = -np.inf
+    while k < len(sizes):
+        solo = alone.get(sizes[k])
+        if solo is None:
+            solo = alone[sizes[k]] = isolated_allreduce(run, sizes[k])
+        if not workload.concurrent_buckets:
+            # one at a time: a bucket starts when it is ready and the one before has ended
+            began = max(float(starts[k]), previous_end)
+            previous_end = began + solo.duration_s
+            net.account(solo.pids, solo.path_bytes, solo.flows)
+            events += solo.events
+            timings.append(BucketTiming(float(sizes[k]), ready[k], began, previous_end))
+            k += 1
+            continue
+        t0 = float(starts[k])
+        if k + 1 == len(sizes) or t0 + solo.duration_s <= starts[k + 1]:
+            net.account(solo.pids, solo.path_bytes, solo.flows)
+            events += solo.events
+            timings.append(BucketTiming(float(sizes[k]), ready[k], t0, t0 + solo.duration_s))
+            k += 1
+            continue
+        period = next((q for q in periods if q.fits(sizes, starts, k)), None)
+        if period is None:
+            period = _busy_period(run, sizes, starts, k)
+            periods.append(period)
+        net.account(period.pids, period.path_bytes, period.flows)
+        events += period.events
+        for i, end in enumerate(period.ends.tolist()):
+            timings.append(BucketTiming(float(sizes[k + i]), ready[k + i], float(starts[k + i]), t0 + end))
+        k += len(period.sizes)
+    return timings, events
+
+
+def _simulate_iteration(run: Run, workload: Workload, top_links: int, *, reuse: bool = False) -> IterationResult:
+    started = time.perf_counter()
+    cluster, algo, p, check = run.cluster, run.algorithm, run.ranks, run.check
+    env = new_environment()
+    net = Network(env, cluster)
+    sizes = bucket_sizes(workload)
+    backward_end = workload.forward_s + workload.backward_s
+    jobs: list[Job] = []
+    if reuse:
+        done, events = _reused_buckets(run, workload, net)
+    else:
+        done, events = _every_bucket(run, workload, env, net, jobs)
+    leftover = sum(job.pending_messages() for job in jobs)
+    if leftover:
+        raise RunError(f"allreduce {algo.spec}: {leftover} message(s) were sent but never received")
     comm_start = min(t.start_s for t in done)
     comm_end = max(max(t.end_s for t in done), backward_end)
     iteration = comm_end + workload.optimizer_s
@@ -381,6 +506,6 @@ def _simulate_iteration(run: Run, workload: Workload, top_links: int, *, reuse: 
         bucket_timings=tuple(done),
         wrong=sum(len(job.data.wrong_ranks()) for job in jobs) if check else None,
         wall_s=time.perf_counter() - started,
-        events=env.scheduled + skipped[0],
+        events=events,
         flows=net.flows,
     )
