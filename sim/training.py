@@ -340,6 +340,7 @@ class BusyPeriod:
     path_bytes: np.ndarray
     flows: int
     events: int
+    skipped: int = 0  # buckets of a steady state that were not simulated
 
     @property
     def duration_s(self) -> float:
@@ -358,57 +359,145 @@ class BusyPeriod:
         return k + m == len(sizes) or starts[k + m] - starts[k] >= self.duration_s
 
 
+_PERIODIC_TOL = 1e-10  # relative: states equal to this (times: of the bucket spacing) repeat
+_PERIODIC_BUCKETS = 8  # a steady state is looked for while at most this many buckets are in flight
+
+
+def _same_state(a: list[tuple[int, float, Any]], b: list[tuple[int, float, Any]], spacing: float) -> bool:
+    """Whether two moments of a busy period (each: the buckets in flight, as (index relative to the
+    bucket starting, size, executor snapshot with its begin time relative to the moment)) are the same
+    state shifted in time."""
+    if len(a) != len(b):
+        return False
+    tol = _PERIODIC_TOL * spacing
+    for (ia, sa, (xa, ta)), (ib, sb, (xb, tb)) in zip(a, b, strict=True):
+        if ia != ib or sa != sb or xa.s0 != xb.s0 or xa.shape != xb.shape or len(xa.ints) != len(xb.ints):
+            return False
+        if abs(ta - tb) > tol or not np.array_equal(xa.ints, xb.ints):
+            return False
+        if not np.allclose(xa.times, xb.times, rtol=0.0, atol=tol):
+            return False
+        if not np.allclose(xa.amounts, xb.amounts, rtol=_PERIODIC_TOL, atol=_PERIODIC_TOL * sa):
+            return False
+    return True
+
+
+def _periodic_run(sizes: list[float], starts: np.ndarray, i: int) -> int:
+    """How many buckets from ``i`` on repeat bucket ``i - 1`` (its size, and the next one starting the
+    same time after it): the buckets a steady state reached at bucket ``i``'s start skips."""
+    size, spacing = sizes[i - 1], starts[i] - starts[i - 1]
+    m = i
+    while m + 1 < len(sizes) and sizes[m] == size and abs(starts[m + 1] - starts[m] - spacing) <= 1e-12 * spacing:
+        m += 1
+    return m - i
+
+
 def _busy_period(run: Run, sizes: list[float], starts: np.ndarray, k: int) -> BusyPeriod:
     """Simulate buckets ``k, k+1, ...`` from bucket ``k``'s start on an idle copy of the network, each
-    starting at its offset from bucket ``k``'s, until the network is idle when the next one starts."""
-    cluster, algo, p, gamma = run.cluster, run.algorithm, run.ranks, run.gamma
-    env = new_environment()
-    net = Network(env, cluster)
-    running = [0]
-    began: list[float] = []
-    ended: list[float] = []
-    jobs: list[Job] = []
+    starting at its offset from bucket ``k``'s, until the network is idle when the next one starts.
 
-    def bucket(i: int) -> Generator[simpy.Event, Any, None]:
+    Equal buckets at equal spacing reach a steady state: when the buckets in flight as bucket ``i``
+    starts are in the state those in flight as bucket ``i - 1`` started were in, shifted by the spacing
+    (all on the fast path), every later equal bucket repeats bucket ``i - 1``'s interval. Those
+    intervals are not simulated: the buckets that ended in bucket ``i - 1``'s interval give the ends of
+    the skipped ones (shifted), and the simulation goes on as if the buckets in flight were the ones in
+    flight when the first bucket after the repeating ones starts (their indices and times shifted)."""
+    cluster, algo, p, gamma = run.cluster, run.algorithm, run.ranks, run.gamma
+    t0 = float(starts[k])
+    env = new_environment(t0)  # absolute times: the arithmetic of simulating every bucket
+    net = Network(env, cluster)
+    running: dict[int, FastExecutor | None] = {}  # live index -> its executor (None: message-level)
+    ended: dict[int, float] = {}  # bucket -> end, relative to bucket k's start
+    interval_of: dict[int, int] = {}  # bucket -> the bucket whose start came last before it ended
+    shift = [0, 0.0]  # buckets and seconds skipped: bucket = live index + shift[0], time = live + shift[1]
+    now_i = [k]
+    jobs: list[Job] = []
+    skipped = [np.zeros(0), 0, 0]  # path bytes, flows and events of the skipped intervals
+
+    def bucket(live: int, done: simpy.Event) -> Generator[simpy.Event, Any, None]:
+        yield done
+        del running[live]
+        ended[live + shift[0]] = env.now + shift[1] - t0
+        interval_of[live + shift[0]] = now_i[0]
+
+    def start(i: int) -> simpy.Process:
+        live = i - shift[0]
         program = algo.program(p, sizes[i], cluster)
         if program is not None:
-            yield env.process(FastExecutor(net, program, gamma, cluster.compute_scale).run())
-        else:
-            job = Job(env, net, p, sizes[i], gamma=gamma)
-            jobs.append(job)
-            yield env.process(algo.run(job))
-        ended[i - k] = env.now
-        running[0] -= 1
+            executor = FastExecutor(net, program, gamma, cluster.compute_scale)
+            running[live] = executor
+            return env.process(bucket(live, env.process(executor.run())))
+        job = Job(env, net, p, sizes[i], gamma=gamma)
+        jobs.append(job)
+        running[live] = None
+        return env.process(bucket(live, env.process(algo.run(job))))
+
+    def state(i: int) -> tuple[list[tuple[int, float, Any]], np.ndarray, int, int] | None:
+        if len(running) > _PERIODIC_BUCKETS or any(x is None for x in running.values()):
+            return None
+        live_now = i - shift[0]
+        flight = []
+        for live, x in sorted(running.items()):
+            assert x is not None
+            snap = x.snapshot()
+            flight.append((live - live_now, sizes[live + shift[0]], (snap, snap.t0 - env.now)))
+        return flight, net.path_bytes(), net.flows, env.scheduled
 
     def driver() -> Generator[simpy.Event, Any, None]:
         members = []
-        for i in range(k, len(sizes)):
-            offset = float(starts[i] - starts[k])
-            if offset > env.now:
-                yield env.timeout(offset - env.now)
-            if i > k and running[0] == 0:
+        before = None  # the state at the previous bucket's start
+        i = k
+        while i < len(sizes):
+            at = float(starts[i]) - shift[1]
+            if at > env.now:
+                yield env.timeout(at - env.now)
+            if i > k and not running:
                 break  # the network went idle before bucket i: the busy period is over
-            running[0] += 1
-            began.append(env.now)
-            ended.append(np.nan)
-            members.append(env.process(bucket(i)))
+            if shift[0] == 0 and i > k:
+                now = state(i)
+                skip = _periodic_run(sizes, starts, i)
+                if (
+                    now is not None
+                    and before is not None
+                    and skip > 0
+                    and _same_state(now[0], before[0], float(starts[i] - starts[i - 1]))
+                ):
+                    # a steady state: the intervals of buckets i .. i + skip - 1 repeat bucket i - 1's
+                    repeated = [b for b, at in interval_of.items() if at == i - 1]
+                    for m in range(1, skip + 1):
+                        for b in repeated:
+                            ended[b + m] = ended[b] + float(starts[i - 1 + m] - starts[i - 1])
+                            interval_of[b + m] = i - 1 + m
+                    per_path = now[1] - before[1]
+                    skipped[0] = per_path * skip
+                    skipped[1] = (now[2] - before[2]) * skip
+                    skipped[2] = (now[3] - before[3]) * skip
+                    shift[0], shift[1] = skip, float(starts[i + skip] - starts[i])
+                    i += skip
+                before = now
+            now_i[0] = i
+            members.append(start(i))
+            i += 1
         yield env.all_of(members)
 
     env.run(until=env.process(driver()))
     leftover = sum(job.pending_messages() for job in jobs)
     if leftover:
         raise RunError(f"allreduce {algo.spec}: {leftover} message(s) were sent but never received")
-    m = len(began)
+    m = len(ended)
     per_path = net.path_bytes()
+    if len(skipped[0]):
+        per_path[: len(skipped[0])] += skipped[0]
     pids = np.flatnonzero(per_path)
     return BusyPeriod(
         tuple(sizes[k : k + m]),
-        np.asarray(began),
-        np.asarray(ended),
+        starts[k : k + m] - starts[k],
+        np.array([ended[k + j] for j in range(m)]),
         pids,
         per_path[pids],
-        net.flows,
-        env.scheduled,
+        net.flows + int(skipped[1]),
+        env.scheduled + int(skipped[2]),
+        shift[0],
     )
 
 
