@@ -330,8 +330,9 @@ class BusyPeriod:
     """Buckets that kept the network busy from the first one's start to the last one's end, with the
     network idle before the first started and after the last ended: their sizes, their starts and ends
     relative to the first one's start, the bytes they delivered on every path, their flows and the
-    events they took. What happens in a busy period depends on its buckets alone (sizes and start
-    offsets), so an equal busy period later in the iteration takes the same times."""
+    events they took (``skipped``: buckets of a steady state that were not simulated, see
+    :func:`_busy_period`). What happens in a busy period depends on its buckets alone (sizes and start
+    offsets), never on what came before it."""
 
     sizes: tuple[float, ...]
     offsets: np.ndarray
@@ -340,27 +341,15 @@ class BusyPeriod:
     path_bytes: np.ndarray
     flows: int
     events: int
-    skipped: int = 0  # buckets of a steady state that were not simulated
+    skipped: int = 0
 
     @property
     def duration_s(self) -> float:
         return float(self.ends.max())
 
-    def fits(self, sizes: list[float], starts: np.ndarray, k: int) -> bool:
-        """Whether buckets ``k, k+1, ...`` (sizes, absolute starts) form this busy period again: the
-        same sizes at the same offsets (to 1e-12 of its length), and the next bucket starting after
-        it has ended."""
-        m = len(self.sizes)
-        if k + m > len(sizes) or tuple(sizes[k : k + m]) != self.sizes:
-            return False
-        offsets = starts[k : k + m] - starts[k]
-        if not np.allclose(offsets, self.offsets, rtol=0.0, atol=1e-12 * self.duration_s):
-            return False
-        return k + m == len(sizes) or starts[k + m] - starts[k] >= self.duration_s
-
 
 _PERIODIC_TOL = 1e-10  # relative: states equal to this (times: of the bucket spacing) repeat
-_PERIODIC_BUCKETS = 8  # a steady state is looked for while at most this many buckets are in flight
+_PERIODIC_BUCKETS = 8  # steady states of period 1..8 buckets, looked for while at most 8 are in flight
 
 
 def _same_state(a: list[tuple[int, float, Any]], b: list[tuple[int, float, Any]], spacing: float) -> bool:
@@ -382,26 +371,35 @@ def _same_state(a: list[tuple[int, float, Any]], b: list[tuple[int, float, Any]]
     return True
 
 
-def _periodic_run(sizes: list[float], starts: np.ndarray, i: int) -> int:
-    """How many buckets from ``i`` on repeat bucket ``i - 1`` (its size, and the next one starting the
-    same time after it): the buckets a steady state reached at bucket ``i``'s start skips."""
-    size, spacing = sizes[i - 1], starts[i] - starts[i - 1]
+def _periodic_run(sizes: list[float], starts: np.ndarray, i: int, q: int) -> int:
+    """How many buckets from ``i`` on repeat the ``q`` before it (all of one size, each starting the
+    same time after the one before), in whole repetitions of ``q``: the buckets a steady state of
+    period ``q`` reached at bucket ``i``'s start skips."""
+    size, spacing = sizes[i - q], starts[i - q + 1] - starts[i - q]
+
+    def regular(m: int) -> bool:
+        return m + 1 < len(sizes) and sizes[m] == size and abs(starts[m + 1] - starts[m] - spacing) <= 1e-12 * spacing
+
+    if not all(regular(m) for m in range(i - q, i)):
+        return 0
     m = i
-    while m + 1 < len(sizes) and sizes[m] == size and abs(starts[m + 1] - starts[m] - spacing) <= 1e-12 * spacing:
+    while regular(m):
         m += 1
-    return m - i
+    return (m - i) // q * q
 
 
 def _busy_period(run: Run, sizes: list[float], starts: np.ndarray, k: int) -> BusyPeriod:
     """Simulate buckets ``k, k+1, ...`` from bucket ``k``'s start on an idle copy of the network, each
     starting at its offset from bucket ``k``'s, until the network is idle when the next one starts.
 
-    Equal buckets at equal spacing reach a steady state: when the buckets in flight as bucket ``i``
-    starts are in the state those in flight as bucket ``i - 1`` started were in, shifted by the spacing
-    (all on the fast path), every later equal bucket repeats bucket ``i - 1``'s interval. Those
-    intervals are not simulated: the buckets that ended in bucket ``i - 1``'s interval give the ends of
-    the skipped ones (shifted), and the simulation goes on as if the buckets in flight were the ones in
-    flight when the first bucket after the repeating ones starts (their indices and times shifted)."""
+    Equal buckets at equal spacing can reach a steady state: when the buckets in flight as bucket
+    ``i`` starts (all on the fast path, at most 8) are in the state those in flight as bucket ``i - q``
+    started were in (q = 1..8), shifted in time -- the same executor and flow states to 1e-10 -- the
+    evolution is deterministic, so every later run of q equal buckets at the same spacing repeats the
+    intervals of buckets ``i - q .. i - 1``. Those intervals are not simulated: the buckets that ended
+    in them give the ends of the skipped ones (shifted by whole periods), their bytes and flows are
+    booked again per period, and the simulation goes on from the same state, its buckets renumbered
+    and its clock read shifted, as the first bucket after the repeating ones starts."""
     cluster, algo, p, gamma = run.cluster, run.algorithm, run.ranks, run.gamma
     t0 = float(starts[k])
     env = new_environment(t0)  # absolute times: the arithmetic of simulating every bucket
@@ -443,9 +441,35 @@ def _busy_period(run: Run, sizes: list[float], starts: np.ndarray, k: int) -> Bu
             flight.append((live - live_now, sizes[live + shift[0]], (snap, snap.t0 - env.now)))
         return flight, net.path_bytes(), net.flows, env.scheduled
 
+    history: list[tuple[int, Any]] = []  # the states at the last buckets' starts
+
+    def steady(i: int, now: Any) -> int:
+        """The period (in buckets) of a steady state reached at bucket ``i``'s start, 0 if none."""
+        for q in range(1, len(history) + 1):
+            at, before = history[-q]
+            if at != i - q or before is None:
+                break
+            if _periodic_run(sizes, starts, i, q) and _same_state(now[0], before[0], float(starts[i] - starts[i - q])):
+                return q
+        return 0
+
+    def jump(i: int, q: int, now: Any) -> int:
+        """Skip the whole periods after bucket ``i``'s start; returns the buckets skipped."""
+        skip = _periodic_run(sizes, starts, i, q)
+        before = history[-q][1]
+        repeated = [(b, at) for b, at in interval_of.items() if i - q <= at < i]
+        for r in range(1, skip // q + 1):
+            for b, at in repeated:
+                ended[b + r * q] = ended[b] + float(starts[at + r * q] - starts[at])
+        reps = skip // q
+        skipped[0] = (now[1] - before[1]) * reps
+        skipped[1] = (now[2] - before[2]) * reps
+        skipped[2] = (now[3] - before[3]) * reps
+        shift[0], shift[1] = skip, float(starts[i + skip] - starts[i])
+        return skip
+
     def driver() -> Generator[simpy.Event, Any, None]:
         members = []
-        before = None  # the state at the previous bucket's start
         i = k
         while i < len(sizes):
             at = float(starts[i]) - shift[1]
@@ -455,26 +479,14 @@ def _busy_period(run: Run, sizes: list[float], starts: np.ndarray, k: int) -> Bu
                 break  # the network went idle before bucket i: the busy period is over
             if shift[0] == 0 and i > k:
                 now = state(i)
-                skip = _periodic_run(sizes, starts, i)
-                if (
-                    now is not None
-                    and before is not None
-                    and skip > 0
-                    and _same_state(now[0], before[0], float(starts[i] - starts[i - 1]))
-                ):
-                    # a steady state: the intervals of buckets i .. i + skip - 1 repeat bucket i - 1's
-                    repeated = [b for b, at in interval_of.items() if at == i - 1]
-                    for m in range(1, skip + 1):
-                        for b in repeated:
-                            ended[b + m] = ended[b] + float(starts[i - 1 + m] - starts[i - 1])
-                            interval_of[b + m] = i - 1 + m
-                    per_path = now[1] - before[1]
-                    skipped[0] = per_path * skip
-                    skipped[1] = (now[2] - before[2]) * skip
-                    skipped[2] = (now[3] - before[3]) * skip
-                    shift[0], shift[1] = skip, float(starts[i + skip] - starts[i])
-                    i += skip
-                before = now
+                q = steady(i, now) if now is not None else 0
+                if q:
+                    # a steady state of period q: the intervals of buckets i .. i + skip - 1 repeat those
+                    # of buckets i - q .. i - 1, shifted by whole periods
+                    i += jump(i, q, now)
+                else:
+                    history.append((i, now))
+                    del history[:-_PERIODIC_BUCKETS]
             now_i[0] = i
             members.append(start(i))
             i += 1
@@ -502,16 +514,15 @@ def _busy_period(run: Run, sizes: list[float], starts: np.ndarray, k: int) -> Bu
 
 
 def _reused_buckets(run: Run, workload: Workload, net: Network) -> tuple[list[BucketTiming], int]:
-    """Every bucket's timing, one busy period of the network at a time (see the module docstring),
-    each simulated once: a bucket alone from its all-reduce's time alone (once per size), buckets that
-    overlap on an idle copy of the network (once per distinct busy period). The bytes and flows are
-    booked on ``net``; returns the timings and the events simulated."""
+    """Every bucket's timing, one busy period of the network at a time (see the module docstring): a
+    bucket alone from its all-reduce's time alone (once per size), buckets that overlap on an idle copy
+    of the network (:func:`_busy_period`). The bytes and flows are booked on ``net``; returns the
+    timings and the events simulated."""
     sizes = bucket_sizes(workload)
     ready = bucket_ready_times(workload)
     backward_end = workload.forward_s + workload.backward_s
     starts = np.asarray(ready if workload.overlap else [backward_end] * len(sizes), dtype=float)
     alone: dict[float, Isolated] = {}
-    periods: list[BusyPeriod] = []
     timings: list[BucketTiming] = []
     events = 0
     k = 0
@@ -536,10 +547,7 @@ def _reused_buckets(run: Run, workload: Workload, net: Network) -> tuple[list[Bu
             timings.append(BucketTiming(float(sizes[k]), ready[k], t0, t0 + solo.duration_s))
             k += 1
             continue
-        period = next((q for q in periods if q.fits(sizes, starts, k)), None)
-        if period is None:
-            period = _busy_period(run, sizes, starts, k)
-            periods.append(period)
+        period = _busy_period(run, sizes, starts, k)
         net.account(period.pids, period.path_bytes, period.flows)
         events += period.events
         for i, end in enumerate(period.ends.tolist()):
