@@ -330,8 +330,8 @@ class BusyPeriod:
     """Buckets that kept the network busy from the first one's start to the last one's end, with the
     network idle before the first started and after the last ended: their sizes, their starts and ends
     relative to the first one's start, the bytes they delivered on every path, their flows and the
-    events they took (``skipped``: buckets of a steady state that were not simulated, see
-    :func:`_busy_period`). What happens in a busy period depends on its buckets alone (sizes and start
+    events they took (``skipped``: buckets of a steady state of ``period`` buckets that were not
+    simulated, see :func:`_busy_period`). What happens in a busy period depends on its buckets alone (sizes and start
     offsets), never on what came before it."""
 
     sizes: tuple[float, ...]
@@ -342,6 +342,7 @@ class BusyPeriod:
     flows: int
     events: int
     skipped: int = 0
+    period: int = 0
 
     @property
     def duration_s(self) -> float:
@@ -407,7 +408,8 @@ def _busy_period(run: Run, sizes: list[float], starts: np.ndarray, k: int) -> Bu
     running: dict[int, FastExecutor | None] = {}  # live index -> its executor (None: message-level)
     ended: dict[int, float] = {}  # bucket -> end, relative to bucket k's start
     interval_of: dict[int, int] = {}  # bucket -> the bucket whose start came last before it ended
-    shift = [0, 0.0]  # buckets and seconds skipped: bucket = live index + shift[0], time = live + shift[1]
+    shift = [0, 0.0, 0]  # buckets and seconds skipped (bucket = live index + shift[0], time = live +
+    # shift[1]), and the period
     now_i = [k]
     jobs: list[Job] = []
     skipped = [np.zeros(0), 0, 0]  # path bytes, flows and events of the skipped intervals
@@ -465,7 +467,7 @@ def _busy_period(run: Run, sizes: list[float], starts: np.ndarray, k: int) -> Bu
         skipped[0] = (now[1] - before[1]) * reps
         skipped[1] = (now[2] - before[2]) * reps
         skipped[2] = (now[3] - before[3]) * reps
-        shift[0], shift[1] = skip, float(starts[i + skip] - starts[i])
+        shift[:] = [skip, float(starts[i + skip] - starts[i]), q]
         return skip
 
     def driver() -> Generator[simpy.Event, Any, None]:
@@ -510,6 +512,7 @@ def _busy_period(run: Run, sizes: list[float], starts: np.ndarray, k: int) -> Bu
         net.flows + int(skipped[1]),
         env.scheduled + int(skipped[2]),
         shift[0],
+        shift[2],
     )
 
 
