@@ -86,6 +86,18 @@ CASES = [
     Case("report-7b", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx.yaml"),
     Case("report-7b-serial", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx-serial.yaml"),
     Case("report-7b-serial-nops", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx-serial-nops.yaml"),
+    Case("report-70b", "", "", "", "", 300, None, report="benchmarks/specs/llm-70b-dgx.yaml"),
+    Case("report-70b-rh", "", "", "", "", 300, None, report="benchmarks/specs/llm-70b-dgx-ring-hierarchical.yaml"),
+    Case(
+        "report-70b-rh-1",
+        "",
+        "",
+        "",
+        "",
+        300,
+        None,
+        report="benchmarks/specs/llm-70b-dgx-ring-hierarchical-serial.yaml",
+    ),
 ]
 
 #: (fast, message-level): the congested cases whose ratio the issue asks for (>= 10x, equal to 1e-9)

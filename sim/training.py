@@ -21,14 +21,26 @@ Everything runs in one :class:`simpy.Environment` with one :class:`~sim.network.
 :class:`~sim.cluster.Cluster`; every bucket is its own :class:`~sim.runtime.Job` (its own mailboxes), so
 concurrent buckets never mix their messages.
 
-**What repeats is simulated once.** A bucket that starts on an idle network and is done before the next
-bucket starts has the network to itself, so its all-reduce takes exactly what it takes alone. Such a
-bucket is not simulated again: its time alone (and the bytes it puts on every path) is computed once
-per bucket size (:func:`isolated_allreduce`, on the fast path where the algorithm has one, closed form
-included) and the bucket is moved through in one step. Buckets that overlap others run on the shared
-network as before. DDP's hundreds of equal 25 MiB buckets then cost one or two all-reduces whenever the
-network keeps up with backward, and always with ``concurrent_buckets=False`` (NCCL's single stream).
-``simulate_iteration(..., reuse=False)`` simulates every bucket (the reference the tests compare with).
+**What repeats is simulated once.** The network goes through busy periods: one starts when a bucket
+starts on an idle network and ends when the network is idle again as the next bucket starts. What
+happens in one depends only on its buckets (sizes and start times), so each is simulated on its own,
+on an idle copy of the network in absolute time, and its bytes booked on the iteration's network:
+
+* a bucket that is done before the next one starts has the network to itself: it takes its
+  all-reduce's time alone, computed once per bucket size (:func:`isolated_allreduce`, on the fast
+  path where the algorithm has one, closed form included). With ``concurrent_buckets=False`` (NCCL's
+  single stream) every bucket is such a bucket, and DDP's hundreds of equal 25 MiB buckets cost one or
+  two all-reduces;
+* buckets that overlap are simulated together (:func:`_busy_period`). Equal buckets at equal spacing
+  can reach a steady state -- the buckets in flight when bucket ``i`` starts are in the state those in
+  flight when bucket ``i - q`` started were in, shifted in time -- and then the rest of the equal
+  buckets repeat whole periods of q buckets: those are not simulated (the steady state is recognised
+  on the fast path, with up to 8 buckets in flight and periods of 1 to 8 buckets);
+* buckets that overlap more and more (the network cannot keep up with backward: every bucket joins
+  one growing busy period) are simulated flow by flow: the buckets in flight really share the links.
+
+``simulate_iteration(..., reuse=False)`` simulates every bucket on one network (the reference the
+tests compare with, message by message with ``check=True``).
 
 >>> w = Workload(gradient_bytes=100 * 2**20, forward_s=0.01, backward_s=0.02)
 >>> [round(b / 2**20, 3) for b in bucket_sizes(w)]
@@ -377,6 +389,8 @@ def _periodic_run(sizes: list[float], starts: np.ndarray, i: int, q: int) -> int
     same time after the one before), in whole repetitions of ``q``: the buckets a steady state of
     period ``q`` reached at bucket ``i``'s start skips."""
     size, spacing = sizes[i - q], starts[i - q + 1] - starts[i - q]
+    if not spacing > 0:
+        return 0  # buckets that start together (no overlap with backward) never repeat a state
 
     def regular(m: int) -> bool:
         return m + 1 < len(sizes) and sizes[m] == size and abs(starts[m + 1] - starts[m] - spacing) <= 1e-12 * spacing
