@@ -155,10 +155,16 @@ def run_report(case: Case) -> dict[str, object]:
             raise RuntimeError((done.stderr.strip().splitlines() or ["report failed"])[-1])
     wall = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    import yaml
+
+    from reports.spec import parse_gpu_sizes
+
+    with open(os.path.join(root, case.report or "")) as f:
+        sizes = parse_gpu_sizes(yaml.safe_load(f)["cluster"]["sizes"])
     return {
         "case": case.name,
         "what": f"`collsim report {case.report}`",
-        "gpus": "8..1,024",
+        "gpus": f"{sizes[0]:,}..{sizes[-1]:,}",
         "engine": "report",
         "build_s": 0.0,
         "wall_s": wall,
