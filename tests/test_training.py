@@ -258,3 +258,13 @@ def test_overlapping_buckets_in_a_steady_state_give_the_message_level_times(
     assert ref.wrong == 0
     _same_iteration(fast, ref)
     assert fast.events < ref.events
+
+
+def test_a_busy_period_keeps_to_the_timeout():
+    """Network-bound buckets on the fast path, simulated together in one busy period: the call's
+    wall-clock bound still stops it."""
+    from sim.deadline import SimulationTimeout
+
+    w = Workload(gradient_bytes=2e9, forward_s=1e-3, backward_s=1e-3, bucket_bytes=2e6)
+    with pytest.raises(SimulationTimeout):
+        simulate_iteration("dgx:hosts=8,gpus_per_host=4", "halving-doubling", w, timeout=0.2)
