@@ -322,6 +322,11 @@ class FastExecutor:
             return
         self._misses += 1
 
+    def snapshot(self) -> _Snapshot:
+        """The whole state now (the executor's and its flows'), relative to rank 0's step and the time
+        it began it: two executors in equal snapshots, shifted in time, go on the same way."""
+        return self._snapshot(int(self.step[0]))
+
     def _snapshot(self, s0: int) -> _Snapshot:
         t0 = float(self.began[0])
         net = self.net
