@@ -105,8 +105,10 @@ class Workload:
         Start each bucket's all-reduce when backward has produced it (DDP's behaviour); if False,
         every bucket starts when backward ends.
     concurrent_buckets : bool
-        Buckets in flight share the network (True); False all-reduces them one at a time in order,
-        as NCCL's single communication stream does.
+        False (the default): the buckets are all-reduced one at a time, in order, each as soon as
+        backward has produced it and the previous one is done -- NCCL runs a communicator's collectives
+        on one stream, and DDP all-reduces through one communicator. True: buckets in flight share the
+        network (a backend that runs several collectives at once).
     samples_per_gpu : float
         Samples each GPU processes per iteration (for samples/s).
     """
@@ -118,7 +120,7 @@ class Workload:
     bucket_bytes: float = 25 * MiB
     first_bucket_bytes: float = 1 * MiB
     overlap: bool = True
-    concurrent_buckets: bool = True
+    concurrent_buckets: bool = False
     samples_per_gpu: float = 1.0
 
     def __post_init__(self) -> None:

@@ -248,7 +248,12 @@ def test_overlapping_buckets_in_a_steady_state_give_the_message_level_times(
     every bucket's start and end to 1e-9, the same flows and bytes on every link."""
     periods = _busy_periods(monkeypatch)
     w = Workload(
-        gradient_bytes=80e6, forward_s=1e-3, backward_s=backward_ms * 1e-3, bucket_bytes=2e6, first_bucket_bytes=5e5
+        gradient_bytes=80e6,
+        forward_s=1e-3,
+        backward_s=backward_ms * 1e-3,
+        bucket_bytes=2e6,
+        first_bucket_bytes=5e5,
+        concurrent_buckets=True,
     )
     topo = "dgx:hosts=2,gpus_per_host=4"
     fast = simulate_iteration(topo, algorithm, w, gamma=1e-11)
@@ -265,6 +270,6 @@ def test_a_busy_period_keeps_to_the_timeout():
     wall-clock bound still stops it."""
     from sim.deadline import SimulationTimeout
 
-    w = Workload(gradient_bytes=2e9, forward_s=1e-3, backward_s=1e-3, bucket_bytes=2e6)
+    w = Workload(gradient_bytes=2e9, forward_s=1e-3, backward_s=1e-3, bucket_bytes=2e6, concurrent_buckets=True)
     with pytest.raises(SimulationTimeout):
         simulate_iteration("dgx:hosts=8,gpus_per_host=4", "halving-doubling", w, timeout=0.2)
