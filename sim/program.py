@@ -234,13 +234,15 @@ def run_messages(job: Any, program: StepProgram) -> Generator[Any, Any, None]:
                     s += times - k
                     break
                 sent = [
-                    job.send(
+                    job.send(r, int(step.dst[m]), float(step.nbytes[m]), data.take(r, step.segments(m, k)), s)
+                    if step.bound is None
+                    else job.send(
                         r,
                         int(step.dst[m]),
                         float(step.nbytes[m]),
                         data.take(r, step.segments(m, k)),
                         s,
-                        bound=None if step.bound is None else float(step.bound[m]),
+                        bound=float(step.bound[m]),
                     )
                     for m in sends
                 ]
