@@ -390,6 +390,8 @@ class Network:
         for name in ("_remaining", "_t_set", "_due", "_rate", "_bytes", "_path", "_bound", "_gid", "_owner"):
             setattr(self, name, np.resize(getattr(self, name), size))
         self._bound[old:] = np.inf
+        self._rate[old:] = 0.0  # np.resize repeats the old contents
+        self._due[old:] = np.inf
         self._gid[old:] = -1
         self._owner[old:] = -1
         free = np.empty(size, dtype=np.int64)

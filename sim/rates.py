@@ -36,7 +36,7 @@ from .maxmin import _RTOL, maxmin_rates
 __all__ = ["Rates", "gather_arcs"]
 
 _CACHE_ENTRIES = 256
-_INCREMENTAL_MIN = 64  # active flows below which a solve of all of them is as cheap as finding the part
+_INCREMENTAL_MIN = 8  # active flows below which a solve of all of them is as cheap as finding the part
 _COMPONENT_MAX = 4096  # a change touching more flows than this re-solves them all (numpy beats the search)
 _SCALAR_MAX = 48  # components of up to this many flows are solved in plain Python
 
@@ -81,7 +81,10 @@ class Rates:
         self._capacity = model.capacity if model.shares else None
         self._path_arcs: list[tuple[int, ...] | None] = []  # arcs of each path, as Python ints
         #: active slots on every link direction, kept while components are re-solved one by one
-        self._members: dict[int, set[int]] | None = {} if self._capacity is None else None
+        #: (built at the first flow: a run the fast path evaluates in closed form never needs them)
+        self._members: list[set[int] | None] | None = None
+        self._incremental = self._capacity is None
+        self._slot_arcs: list[tuple[int, ...]] = []  # arcs of each active slot's path
 
     # ------------------------------------------------------------------ bookkeeping
     def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
@@ -115,20 +118,33 @@ class Rates:
         components are re-solved one by one, from the per-link sets of users)."""
         paths = self.cluster.paths
         members = self._members
+        if members is None and self._incremental:
+            members = self._members = [None] * self.cluster.num_arcs
         if members is not None:
             arcs_of = self._arcs_of
+            slot_arcs = self._slot_arcs
+            shared = 0  # the set sizes are the user counts: link directions going to or from 2 users
             if sign > 0:
+                top = int(slots.max()) + 1 if len(slots) else 0
+                if top > len(slot_arcs):
+                    slot_arcs.extend([()] * (top - len(slot_arcs)))
                 for slot, pid in zip(slots.tolist(), pids.tolist(), strict=True):
-                    for arc in arcs_of(pid):
-                        users = members.get(arc)
+                    arcs = slot_arcs[slot] = arcs_of(pid)
+                    for arc in arcs:
+                        users = members[arc]
                         if users is None:
                             members[arc] = {slot}
                         else:
                             users.add(slot)
+                            shared += len(users) == 2
             else:
-                for slot, pid in zip(slots.tolist(), pids.tolist(), strict=True):
-                    for arc in arcs_of(pid):
-                        members[arc].discard(slot)
+                for slot in slots.tolist():
+                    for arc in slot_arcs[slot]:
+                        users = members[arc]
+                        users.discard(slot)  # type: ignore[union-attr]
+                        shared -= len(users) == 1  # type: ignore[arg-type]
+            self._shared += shared
+            return
         if len(pids) <= 8:  # a few flows: plain Python beats numpy's per-call cost
             users = self._users
             shared = 0
@@ -242,6 +258,7 @@ class Rates:
         members = self._members
         assert members is not None
         arcs_of = self._arcs_of
+        slot_arcs = self._slot_arcs
         todo: list[int] = []
         for slots in fresh:
             for pid in path[slots].tolist():
@@ -256,12 +273,12 @@ class Rates:
             if arc in seen:
                 continue
             seen.add(arc)
-            for slot in members.get(arc, ()):
+            for slot in members[arc] or ():
                 if slot not in found:
                     found[slot] = None
                     if len(found) >= limit:
                         return None
-                    todo.extend(a for a in arcs_of(int(path[slot])) if a not in seen)
+                    todo.extend(slot_arcs[slot])
         return list(found)
 
     def _maxmin_scalar(self, slots: list[int], path: np.ndarray, bound: np.ndarray) -> list[float]:
@@ -272,39 +289,48 @@ class Rates:
         capacity = self.cluster.capacity
         members = self._members
         assert members is not None
-        arcs_of = self._arcs_of
-        n = len(slots)
+        slot_arcs = self._slot_arcs
         bounds = [float(bound[s]) for s in slots]
         left: dict[int, float] = {}
+        count: dict[int, int] = {}
         users: dict[int, list[int]] = {}
+        crossed: list[list[int]] = []  # the shared links of every flow
         for i, slot in enumerate(slots):
-            for arc in arcs_of(int(path[slot])):
+            mine = []
+            for arc in slot_arcs[slot]:
                 if arc in users:
                     users[arc].append(i)
-                elif len(members[arc]) > 1:
+                    count[arc] += 1
+                    mine.append(arc)
+                elif len(members[arc] or ()) > 1:  # a component holds all of a link's users
                     users[arc] = [i]
+                    count[arc] = 1
                     left[arc] = float(capacity[arc])
+                    mine.append(arc)
                 elif capacity[arc] < bounds[i]:
                     bounds[i] = float(capacity[arc])
-        count = {arc: len(u) for arc, u in users.items()}  # a component holds all of a link's users
-        rates = [0.0] * n
-        unfixed = set(range(n))
+            crossed.append(mine)
+        rates = [0.0] * len(slots)
+        unfixed = set(range(len(slots)))
         while unfixed:
             level = min(bounds[i] for i in unfixed)
             for arc, k in count.items():
-                if k > 0 and left[arc] / k < level:
-                    level = left[arc] / k
+                share = left[arc] / k
+                if share < level:
+                    level = share
             cut = level * (1 + _RTOL)
             newly = {i for i in unfixed if bounds[i] <= cut}
             for arc, k in count.items():
-                if k > 0 and left[arc] / k <= cut:
+                if left[arc] / k <= cut:
                     newly.update(i for i in users[arc] if i in unfixed)
+            unfixed -= newly
             for i in newly:
                 rates[i] = level
-            for arc, u in users.items():
-                k = sum(1 for i in u if i in newly)
-                if k:
-                    count[arc] -= k
-                    left[arc] = max(left[arc] - k * level, 0.0)
-            unfixed -= newly
+                for arc in crossed[i]:
+                    k = count[arc] - 1
+                    if k:
+                        count[arc] = k
+                        left[arc] = max(left[arc] - level, 0.0)
+                    else:
+                        del count[arc]
         return rates
