@@ -228,7 +228,10 @@ class Rates:
             if part is not None:
                 self.solves += 1
                 self.partial += 1
-                if part:
+                if len(part) == 1:  # a flow alone on its links: its narrowest one, or its bound
+                    slot = part[0]
+                    apply(part, [min(float(self.cluster.paths.bottleneck[path[slot]]), float(bound[slot]))])
+                elif part:
                     if len(part) <= _SCALAR_MAX:
                         apply(part, self._maxmin_scalar(part, path, bound))
                     else:
