@@ -13,11 +13,17 @@ asked (:meth:`Rates.compute`), sets every active flow's rate:
 * **only what changed** -- max-min rates decompose over the connected components of the flows-and-links
   graph (flows that share no link, directly or through other flows, do not constrain each other), and
   every active flow's rate is kept valid from one computation to the next. So after flows start or end,
-  only the components that hold a link of theirs are re-solved (found by a breadth-first search from
-  those links, a few numpy passes over the crossings); the others keep their rates. Used while the
-  touched components hold under half the active flows; the solution is the one a solve of all the
+  only the components that hold a link of theirs are re-solved; the others keep their rates. The
+  components are found by a search over the set of active flows on every link direction, kept as flows
+  come and go (its cost follows the component, not the number of active flows), and solved in plain
+  Python up to ``_SCALAR_MAX`` flows (a link only one of them crosses is a bound on that flow; a flow
+  alone takes its path's narrowest capacity), with numpy beyond. Used while the touched components hold
+  under half the active flows (and under ``_COMPONENT_MAX``); the solution is the one a solve of all the
   flows gives (the filling of one component never looks at another).
 * otherwise, :func:`sim.maxmin.maxmin_rates` over all active flows.
+
+Rates are handed to the network (``apply``), which brings a flow's remaining bytes up to date only when
+its rate changes and keeps its due time otherwise: a change costs what it touches.
 
 A link model whose capacities depend on the flows around them (``duplex``, ``flows``:
 :mod:`sim.linkmodel`) turns the first shortcut off and gives the max-min computation those capacities;
