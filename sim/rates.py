@@ -44,6 +44,7 @@ __all__ = ["Rates", "gather_arcs"]
 _CACHE_ENTRIES = 256
 _INCREMENTAL_MIN = 8  # active flows below which a solve of all of them is as cheap as finding the part
 _COMPONENT_MAX = 4096  # a change touching more flows than this re-solves them all (numpy beats the search)
+_SKIP_MAX = 64  # consecutive searches that touched too much make up to this many computations skip the search
 _SCALAR_MAX = 48  # components of up to this many flows are solved in plain Python
 
 
@@ -90,6 +91,8 @@ class Rates:
         #: (built at the first flow: a run the fast path evaluates in closed form never needs them)
         self._members: list[set[int] | None] | None = None
         self._incremental = self._capacity is None
+        self._skip = 0  # computations left that go straight to a full solve
+        self._skip_next = 1  # how many the next search that touches too much buys (doubles, up to _SKIP_MAX)
         self._slot_arcs: list[tuple[int, ...]] = []  # arcs of each active slot's path
 
     # ------------------------------------------------------------------ bookkeeping
@@ -229,9 +232,14 @@ class Rates:
                     self.cache_hits += 1
                     self._valid = True
                     return
-        if self._valid and self._members is not None and len(active) >= _INCREMENTAL_MIN:
+        if self._valid and self._members is not None and len(active) >= _INCREMENTAL_MIN and self._skip:
+            self._skip -= 1  # the last searches found the change touching too much: solve all for a while
+        elif self._valid and self._members is not None and len(active) >= _INCREMENTAL_MIN:
             part = self._component(path, fresh, gone, min(len(active) // 2, _COMPONENT_MAX))
-            if part is not None:
+            if part is None:
+                self._skip, self._skip_next = self._skip_next, min(2 * self._skip_next, _SKIP_MAX)
+            else:
+                self._skip_next = 1
                 self.solves += 1
                 self.partial += 1
                 if len(part) == 1:  # a flow alone on its links: its narrowest one, or its bound
