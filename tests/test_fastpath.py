@@ -210,6 +210,6 @@ def test_same_times_with_many_flows_on_few_links(spec, name, perturbed, monkeypa
     graph = perturb(CROWDED[name], 7) if perturbed else CROWDED[name]
     a, b = both(graph, "allreduce", spec, 3 * 2**20 + 5, gamma=1e-11)
     assert_same(a, b)
-    if perturbed or name == "dgx-rails":
-        # lock-step on the symmetric leaf-spine needs few solves; elsewhere components are re-solved
-        assert all(r.partial > 0 for r in made) or spec == "ring:order=rank" and name != "dgx-rails"
+    if perturbed and spec != "ring:order=rank":
+        # stragglers break the lock-step: starts and ends re-solve their components only
+        assert all(r.partial > 0 for r in made)
