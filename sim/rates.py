@@ -88,8 +88,9 @@ class Rates:
         self._capacity = model.capacity if model.shares else None
         self._path_arcs: list[tuple[int, ...] | None] = []  # arcs of each path, as Python ints
         #: active slots on every link direction, kept while components are re-solved one by one
-        #: (built at the first flow: a run the fast path evaluates in closed form never needs them)
+        #: (built when a search first needs them, from the active flows; dropped by a big batch)
         self._members: list[set[int] | None] | None = None
+        self._count = 0  # active flows
         self._incremental = self._capacity is None
         self._skip = 0  # computations left that go straight to a full solve
         self._skip_next = 1  # how many the next search that touches too much buys (doubles, up to _SKIP_MAX)
@@ -126,13 +127,15 @@ class Rates:
         """Add (+1) or remove (-1) flows ``slots`` on ``pids`` from the per-link user counts (and, while
         components are re-solved one by one, from the per-link sets of users)."""
         paths = self.cluster.paths
+        self._count += sign * len(pids)
         members = self._members
-        if members is None and self._incremental:
-            members = self._members = [None] * self.cluster.num_arcs
+        if members is not None and len(pids) > 8 and 4 * len(pids) > self._count:
+            # a batch as big as a good part of the active flows (ranks in lock-step): numpy counts
+            # them, and the sets are rebuilt from the active flows if a search needs them
+            self._members = members = None
         if members is not None:
             arcs_of = self._arcs_of
             slot_arcs = self._slot_arcs
-            shared = 0  # the set sizes are the user counts: link directions going to or from 2 users
             if sign > 0:
                 top = int(slots.max()) + 1 if len(slots) else 0
                 if top > len(slot_arcs):
@@ -145,15 +148,10 @@ class Rates:
                             members[arc] = {slot}
                         else:
                             users.add(slot)
-                            shared += len(users) == 2
             else:
                 for slot in slots.tolist():
                     for arc in slot_arcs[slot]:
-                        users = members[arc]
-                        users.discard(slot)  # type: ignore[union-attr]
-                        shared -= len(users) == 1  # type: ignore[arg-type]
-            self._shared += shared
-            return
+                        members[arc].discard(slot)  # type: ignore[union-attr]
         if len(pids) <= 8:  # a few flows: plain Python beats numpy's per-call cost
             users = self._users
             shared = 0
@@ -232,9 +230,11 @@ class Rates:
                     self.cache_hits += 1
                     self._valid = True
                     return
-        if self._valid and self._members is not None and len(active) >= _INCREMENTAL_MIN and self._skip:
+        if self._valid and self._incremental and len(active) >= _INCREMENTAL_MIN and self._skip:
             self._skip -= 1  # the last searches found the change touching too much: solve all for a while
-        elif self._valid and self._members is not None and len(active) >= _INCREMENTAL_MIN:
+        elif self._valid and self._incremental and len(active) >= _INCREMENTAL_MIN:
+            if self._members is None:
+                self._rebuild(active, path)
             part = self._component(path, fresh, gone, min(len(active) // 2, _COMPONENT_MAX))
             if part is None:
                 self._skip, self._skip_next = self._skip_next, min(2 * self._skip_next, _SKIP_MAX)
@@ -265,6 +265,24 @@ class Rates:
             if len(self._cache) >= _CACHE_ENTRIES:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[self._key] = (keys, rates[first], len(active))
+
+    def _rebuild(self, active: np.ndarray, path: np.ndarray) -> None:
+        """The per-link sets of active flows, from scratch."""
+        members: list[set[int] | None] = [None] * self.cluster.num_arcs
+        slot_arcs = self._slot_arcs
+        top = int(active.max()) + 1
+        if top > len(slot_arcs):
+            slot_arcs.extend([()] * (top - len(slot_arcs)))
+        arcs_of = self._arcs_of
+        for slot, pid in zip(active.tolist(), path[active].tolist(), strict=True):
+            arcs = slot_arcs[slot] = arcs_of(pid)
+            for arc in arcs:
+                users = members[arc]
+                if users is None:
+                    members[arc] = {slot}
+                else:
+                    users.add(slot)
+        self._members = members
 
     def _component(
         self, path: np.ndarray, fresh: list[np.ndarray], gone: list[np.ndarray], limit: int
