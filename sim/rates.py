@@ -134,21 +134,10 @@ class Rates:
             # them, and the sets are rebuilt from the active flows if a search needs them
             self._members = members = None
         if members is not None:
-            arcs_of = self._arcs_of
-            slot_arcs = self._slot_arcs
             if sign > 0:
-                top = int(slots.max()) + 1 if len(slots) else 0
-                if top > len(slot_arcs):
-                    slot_arcs.extend([()] * (top - len(slot_arcs)))
-                for slot, pid in zip(slots.tolist(), pids.tolist(), strict=True):
-                    arcs = slot_arcs[slot] = arcs_of(pid)
-                    for arc in arcs:
-                        users = members[arc]
-                        if users is None:
-                            members[arc] = {slot}
-                        else:
-                            users.add(slot)
+                self._enter(members, slots, pids)
             else:
+                slot_arcs = self._slot_arcs
                 for slot in slots.tolist():
                     for arc in slot_arcs[slot]:
                         members[arc].discard(slot)  # type: ignore[union-attr]
@@ -269,12 +258,17 @@ class Rates:
     def _rebuild(self, active: np.ndarray, path: np.ndarray) -> None:
         """The per-link sets of active flows, from scratch."""
         members: list[set[int] | None] = [None] * self.cluster.num_arcs
+        self._enter(members, active, path[active])
+        self._members = members
+
+    def _enter(self, members: list[set[int] | None], slots: np.ndarray, pids: np.ndarray) -> None:
+        """Put flows ``slots`` (on paths ``pids``) into the per-link sets ``members``."""
         slot_arcs = self._slot_arcs
-        top = int(active.max()) + 1
+        top = int(slots.max()) + 1 if len(slots) else 0
         if top > len(slot_arcs):
             slot_arcs.extend([()] * (top - len(slot_arcs)))
         arcs_of = self._arcs_of
-        for slot, pid in zip(active.tolist(), path[active].tolist(), strict=True):
+        for slot, pid in zip(slots.tolist(), pids.tolist(), strict=True):
             arcs = slot_arcs[slot] = arcs_of(pid)
             for arc in arcs:
                 users = members[arc]
@@ -282,7 +276,6 @@ class Rates:
                     members[arc] = {slot}
                 else:
                     users.add(slot)
-        self._members = members
 
     def _component(
         self, path: np.ndarray, fresh: list[np.ndarray], gone: list[np.ndarray], limit: int
