@@ -19,6 +19,7 @@ and require the same times to 1e-9.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +77,7 @@ class FastExecutor:
         self.scale = np.ones(e) if compute_scale is None else np.asarray(compute_scale[:e], dtype=float)
         self.steps = [step for step, _ in program.phases]
         self.bounds = np.cumsum([0] + [times for _, times in program.phases])  # phase k: steps [b_k, b_k+1)
+        self._bounds = self.bounds.tolist()
         self.total = int(self.bounds[-1])
         self.step = np.zeros(e, dtype=np.int64)
         self.began = np.zeros(e)  # when each rank began its current step
@@ -122,6 +124,9 @@ class FastExecutor:
 
     def _begin(self, ranks: np.ndarray, now: float) -> None:
         """``ranks`` (distinct) start the step ``self.step[ranks]`` at ``now``."""
+        if len(ranks) == 1:
+            self._begin_one(int(ranks[0]), now)
+            return
         while len(ranks):
             over = self.step[ranks] >= self.total
             if over.any():
@@ -149,12 +154,54 @@ class FastExecutor:
             idle = ranks[(self.send_left[ranks] == 0) & (self.recv_left[ranks] == 0)]
             ranks = self._complete(idle, now)
 
+    def _begin_one(self, r: int, now: float) -> None:
+        """:meth:`_begin` for one rank, in scalar operations (ranks that have drifted apart start their
+        steps one at a time, and numpy's per-call cost would dominate)."""
+        while True:
+            s = int(self.step[r])
+            if s >= self.total:
+                self.finished += 1
+                self.end_time = max(self.end_time, now)
+                if self.finished == self.program.endpoints:
+                    self.done.succeed(now)
+                return
+            slot = s % self.window
+            self.began[r] = now
+            early_last = float(self.early_last[r, slot])
+            self.last[r] = now if now >= early_last else early_last
+            step = self.steps[bisect.bisect_right(self._bounds, s) - 1]
+            sends = int(step.out_count[r])
+            recvs = int(step.in_count[r]) - int(self.early_count[r, slot])
+            self.early_count[r, slot] = 0
+            self.early_last[r, slot] = -np.inf
+            self.send_left[r] = sends
+            self.recv_left[r] = recvs
+            if sends:
+                self._send(step, step.sends_of(r))
+            if sends or recvs or not self._complete_one(r, now):
+                return
+
+    def _complete_one(self, r: int, now: float) -> bool:
+        """:meth:`_complete` for one rank: True when it starts its next step right now."""
+        finish = float(self.last[r])
+        if self.gamma > 0:
+            step = self.steps[bisect.bisect_right(self._bounds, int(self.step[r])) - 1]
+            finish += self.gamma * float(self.scale[r]) * float(step.reduce_at[r])
+        if finish > now:
+            self._timer(finish, np.array([r], dtype=np.int64))
+            return False
+        self.step[r] += 1
+        return True
+
     def _launch(self, step: Step, group: np.ndarray) -> None:
         self.send_left[group] += step.out_count[group]
         self.recv_left[group] += step.in_count[group]
         msgs = step.sends_of(int(group[0])) if len(group) == 1 else step.sent_by(group)
-        if not len(msgs):
-            return
+        if len(msgs):
+            self._send(step, msgs)
+
+    def _send(self, step: Step, msgs: np.ndarray) -> None:
+        """Start the messages ``msgs`` of ``step`` (their senders are at that step)."""
         pids = step.pids(self.net)[msgs]
         bounds = None if step.bound is None else step.bound[msgs]
         slots = self.net.launch(pids, step.src[msgs], step.nbytes[msgs], owner=self.owner, bounds=bounds)
@@ -257,11 +304,9 @@ class FastExecutor:
                 touched.append(dst)
         else:  # the receiver has not reached this step (or is still reducing the previous one)
             self._early(np.array([dst]), np.array([fstep]), now)
-        ready = [r for r in touched if send_left[r] == 0 and recv_left[r] == 0]
-        if ready:
-            start_now = self._complete(np.array(ready, dtype=np.int64), now)
-            if len(start_now):
-                self._begin(start_now, now)
+        for r in touched:
+            if send_left[r] == 0 and recv_left[r] == 0 and self._complete_one(r, now):
+                self._begin_one(r, now)
 
     def _early(self, dst: np.ndarray, fstep: np.ndarray, now: float) -> None:
         """Messages that arrived before their receiver reached their step."""

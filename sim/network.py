@@ -84,7 +84,9 @@ class Network:
         self.rates = Rates(cluster)
         self.wakeups = 0
         size = 64
-        self._remaining = np.zeros(size)
+        self._remaining = np.zeros(size)  # wire bytes left as of _t_set (rates change only there)
+        self._t_set = np.zeros(size)  # when each flow's rate was last set
+        self._due = np.full(size, np.inf)  # when each flow ends at its current rate
         self._rate = np.zeros(size)
         self._bytes = np.zeros(size)
         self._path = np.zeros(size, dtype=np.int64)
@@ -309,7 +311,9 @@ class Network:
     def flow_state(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(path id, remaining wire bytes as of :attr:`updated_at`, current rate) of each slot in
         ``slots`` (copies: the network's own arrays are not exposed)."""
-        return self._path[slots], self._remaining[slots], self._rate[slots]
+        rate = self._rate[slots]
+        left = self._remaining[slots] - rate * (self._t_last - self._t_set[slots])
+        return self._path[slots], left, rate
 
     def in_flight(self, owner: int) -> tuple[np.ndarray, np.ndarray]:
         """Slots of ``owner``'s flows: the draining ones, and the ones still paying latency."""
@@ -345,6 +349,8 @@ class Network:
         self._pending_at = shifted
         self._pending = sorted(shifted)
         self._t_last += delta
+        self._t_set[self._active] += delta
+        self._due[self._active] += delta
         n = len(path_bytes)
         if len(self._path_bytes) < n:
             grown = np.zeros(n)
@@ -386,9 +392,11 @@ class Network:
 
     def _grow(self, size: int) -> None:
         old = len(self._remaining)
-        for name in ("_remaining", "_rate", "_bytes", "_path", "_bound", "_gid", "_owner"):
+        for name in ("_remaining", "_t_set", "_due", "_rate", "_bytes", "_path", "_bound", "_gid", "_owner"):
             setattr(self, name, np.resize(getattr(self, name), size))
         self._bound[old:] = np.inf
+        self._rate[old:] = 0.0  # np.resize repeats the old contents
+        self._due[old:] = np.inf
         self._gid[old:] = -1
         self._owner[old:] = -1
         free = np.empty(size, dtype=np.int64)
@@ -451,22 +459,19 @@ class Network:
             hook()
 
     def _drain(self, now: float) -> bool:
-        """Advance every active flow to ``now`` and complete the ones that are done."""
+        """Complete the active flows due by ``now`` (a flow's remaining bytes are brought up to date
+        only when its rate changes: the others' due times stand)."""
         active = self._active
-        dt = now - self._t_last
         self._t_last = now
         if not len(active):
             return False
-        rate = self._rate[active]
-        remaining = self._remaining[active] - rate * dt
-        self._remaining[active] = remaining
-        done = remaining <= rate * (_TIME_RTOL * now + 1e-300)
+        done = self._due[active] <= now * (1 + _TIME_RTOL) + 1e-300
         if not done.any():
             return False
         finished = active[done]
         self._active = active[~done]
         self._entries = None
-        self.rates.removed(self._path[finished], self._bound[finished])
+        self.rates.removed(finished, self._path[finished], self._bound[finished])
         self._finish(finished, now)
         return True
 
@@ -484,6 +489,8 @@ class Network:
             return False
         self._active = np.concatenate([self._active, slots]) if len(self._active) else slots
         self._entries = None
+        self._rate[slots] = 0.0
+        self._t_set[slots] = now
         self.rates.added(slots, self._path[slots], self._bound[slots])
         return True
 
@@ -493,8 +500,35 @@ class Network:
         return self._entries
 
     def _solve(self) -> None:
-        self.rates.compute(self._active, self._path, self._bound, self._rate, self._entries_now)
+        self.rates.compute(self._active, self._path, self._bound, self._rate, self._entries_now, self._set_rates)
         self._check_load()
+
+    def _set_rates(self, slots: np.ndarray | list[int], rates: np.ndarray | list[float]) -> None:
+        """New rates for ``slots`` from now on: their remaining bytes are brought up to date and their
+        due times recomputed (flows whose rate did not change keep theirs)."""
+        now = self._t_last
+        if isinstance(slots, list):
+            rate, left, t_set, due = self._rate, self._remaining, self._t_set, self._due
+            for slot, new in zip(slots, rates, strict=True):
+                old = float(rate[slot])
+                if old == new:
+                    continue
+                remaining = float(left[slot]) - old * (now - float(t_set[slot]))
+                left[slot] = remaining
+                t_set[slot] = now
+                rate[slot] = new
+                due[slot] = now + remaining / new if new > 0 else np.inf
+            return
+        old = self._rate[slots]
+        moved = old != rates
+        if not moved.all():
+            slots, old, rates = slots[moved], old[moved], rates[moved]
+        remaining = self._remaining[slots] - old * (now - self._t_set[slots])
+        self._remaining[slots] = remaining
+        self._t_set[slots] = now
+        self._rate[slots] = rates
+        with np.errstate(divide="ignore"):
+            self._due[slots] = now + remaining / rates
 
     @property
     def solves(self) -> int:
@@ -521,7 +555,7 @@ class Network:
         when = np.inf
         active = self._active
         if len(active):
-            when = now + float(np.min(self._remaining[active] / self._rate[active]))
+            when = max(now, float(np.min(self._due[active])))
         if self._pending:
             when = min(when, self._pending[0])
         if when < np.inf:

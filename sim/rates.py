@@ -13,11 +13,17 @@ asked (:meth:`Rates.compute`), sets every active flow's rate:
 * **only what changed** -- max-min rates decompose over the connected components of the flows-and-links
   graph (flows that share no link, directly or through other flows, do not constrain each other), and
   every active flow's rate is kept valid from one computation to the next. So after flows start or end,
-  only the components that hold a link of theirs are re-solved (found by a breadth-first search from
-  those links, a few numpy passes over the crossings); the others keep their rates. Used while the
-  touched components hold under half the active flows; the solution is the one a solve of all the
+  only the components that hold a link of theirs are re-solved; the others keep their rates. The
+  components are found by a search over the set of active flows on every link direction, kept as flows
+  come and go (its cost follows the component, not the number of active flows), and solved in plain
+  Python up to ``_SCALAR_MAX`` flows (a link only one of them crosses is a bound on that flow; a flow
+  alone takes its path's narrowest capacity), with numpy beyond. Used while the touched components hold
+  under half the active flows (and under ``_COMPONENT_MAX``); the solution is the one a solve of all the
   flows gives (the filling of one component never looks at another).
 * otherwise, :func:`sim.maxmin.maxmin_rates` over all active flows.
+
+Rates are handed to the network (``apply``), which brings a flow's remaining bytes up to date only when
+its rate changes and keeps its due time otherwise: a change costs what it touches.
 
 A link model whose capacities depend on the flows around them (``duplex``, ``flows``:
 :mod:`sim.linkmodel`) turns the first shortcut off and gives the max-min computation those capacities;
@@ -31,13 +37,15 @@ from typing import Any
 
 import numpy as np
 
-from .maxmin import maxmin_rates
+from .maxmin import _RTOL, maxmin_rates
 
 __all__ = ["Rates", "gather_arcs"]
 
 _CACHE_ENTRIES = 256
-_INCREMENTAL_MIN = 64  # active flows below which a solve of all of them is as cheap as finding the part
-_BFS_ROUNDS = 8  # breadth-first rounds before a change is deemed to touch too much
+_INCREMENTAL_MIN = 8  # active flows below which a solve of all of them is as cheap as finding the part
+_COMPONENT_MAX = 4096  # a change touching more flows than this re-solves them all (numpy beats the search)
+_SKIP_MAX = 64  # consecutive searches that touched too much make up to this many computations skip the search
+_SCALAR_MAX = 48  # components of up to this many flows are solved in plain Python
 
 
 def gather_arcs(paths: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -78,31 +86,66 @@ class Rates:
         model = cluster.message_model
         #: the link model's capacities that depend on the flows around them (sim.msgmodel), or None
         self._capacity = model.capacity if model.shares else None
+        self._path_arcs: list[tuple[int, ...] | None] = []  # arcs of each path, as Python ints
+        #: active slots on every link direction, kept while components are re-solved one by one
+        #: (built when a search first needs them, from the active flows; dropped by a big batch)
+        self._members: list[set[int] | None] | None = None
+        self._count = 0  # active flows
+        self._incremental = self._capacity is None
+        self._skip = 0  # computations left that go straight to a full solve
+        self._skip_next = 1  # how many the next search that touches too much buys (doubles, up to _SKIP_MAX)
+        self._slot_arcs: list[tuple[int, ...]] = []  # arcs of each active slot's path
 
     # ------------------------------------------------------------------ bookkeeping
     def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
         """Flows ``slots`` (on paths ``pids``, with rate bounds ``bounds``) started draining."""
         self._key = (self._key + int(self._hash_of(pids).sum(dtype=np.uint64))) % (1 << 64)
-        self._use(pids, +1)
+        self._use(pids, +1, slots)
         self._fresh.append(slots)
         self._bounded += int(np.isfinite(bounds).sum())
 
-    def removed(self, pids: np.ndarray, bounds: np.ndarray) -> None:
-        """Flows on paths ``pids`` ended."""
+    def removed(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
+        """Flows ``slots`` on paths ``pids`` ended."""
         self._key = (self._key - int(self._hash_of(pids).sum(dtype=np.uint64))) % (1 << 64)
         self._gone.append(pids)
-        self._use(pids, -1)
+        self._use(pids, -1, slots)
         self._bounded -= int(np.isfinite(bounds).sum())
 
-    def _use(self, pids: np.ndarray, sign: int) -> None:
-        """Add (+1) or remove (-1) flows on ``pids`` from the per-link user counts."""
+    def _arcs_of(self, pid: int) -> tuple[int, ...]:
+        """The arcs of path ``pid`` as a tuple of ints (built once per path)."""
+        arcs = self._path_arcs
+        if pid >= len(arcs):
+            arcs.extend([None] * (pid + 1 - len(arcs)))
+        got = arcs[pid]
+        if got is None:
+            paths = self.cluster.paths
+            start = int(paths.start[pid])
+            got = arcs[pid] = tuple(paths.arcs[start : start + int(paths.length[pid])].tolist())
+        return got
+
+    def _use(self, pids: np.ndarray, sign: int, slots: np.ndarray) -> None:
+        """Add (+1) or remove (-1) flows ``slots`` on ``pids`` from the per-link user counts (and, while
+        components are re-solved one by one, from the per-link sets of users)."""
         paths = self.cluster.paths
+        self._count += sign * len(pids)
+        members = self._members
+        if members is not None and len(pids) > 8 and 4 * len(pids) > self._count:
+            # a batch as big as a good part of the active flows (ranks in lock-step): numpy counts
+            # them, and the sets are rebuilt from the active flows if a search needs them
+            self._members = members = None
+        if members is not None:
+            if sign > 0:
+                self._enter(members, slots, pids)
+            else:
+                slot_arcs = self._slot_arcs
+                for slot in slots.tolist():
+                    for arc in slot_arcs[slot]:
+                        members[arc].discard(slot)  # type: ignore[union-attr]
         if len(pids) <= 8:  # a few flows: plain Python beats numpy's per-call cost
             users = self._users
             shared = 0
             for pid in pids.tolist():
-                start = int(paths.start[pid])
-                for arc in paths.arcs[start : start + int(paths.length[pid])].tolist():
+                for arc in self._arcs_of(pid):
                     before = int(users[arc])
                     users[arc] = before + sign
                     shared += (before + sign >= 2) - (before >= 2)
@@ -137,10 +180,12 @@ class Rates:
         bound: np.ndarray,
         rate: np.ndarray,
         entries: Callable[[], tuple[np.ndarray, np.ndarray]],
+        apply: Callable[[np.ndarray | list[int], np.ndarray | list[float]], None],
     ) -> None:
-        """Write the rate of every active flow into ``rate``. ``path``, ``bound`` and ``rate`` are the
-        network's per-slot arrays; ``entries()`` gives the active flows' (flow, arc) crossings, built
-        only when a solve needs them."""
+        """Give every active flow its max-min rate: ``apply(slots, rates)`` is called with the slots
+        whose rate is (re)set. ``path``, ``bound`` and ``rate`` are the network's per-slot arrays;
+        ``entries()`` gives the active flows' (flow, arc) crossings, built only when a full solve needs
+        them."""
         fresh, self._fresh = self._fresh, []
         gone, self._gone = self._gone, []
         if not len(active):
@@ -152,76 +197,168 @@ class Rates:
                 new = np.concatenate(fresh) if len(fresh) > 1 else fresh[0]
             else:
                 new = active[:0]
-            rate[new] = np.minimum(self.cluster.paths.bottleneck[path[new]], bound[new])
+            if len(new):
+                apply(new, np.minimum(self.cluster.paths.bottleneck[path[new]], bound[new]))
             self._alone_rates = True
+            self._valid = True
             self.isolated += 1
             return
         self._alone_rates = False
-        pids = path[active]
         cacheable = self._bounded == 0
         if cacheable:
             hit = self._cache.get(self._key)
             if hit is not None and hit[2] == len(active):
                 keys, rates, _ = hit
-                pos = np.searchsorted(keys, pids)
-                if len(keys) and (pos < len(keys)).all() and (keys[np.minimum(pos, len(keys) - 1)] == pids).all():
-                    rate[active] = rates[pos]
+                pos = np.searchsorted(keys, path[active])
+                if (
+                    len(keys)
+                    and (pos < len(keys)).all()
+                    and (keys[np.minimum(pos, len(keys) - 1)] == path[active]).all()
+                ):
+                    apply(active, rates[pos])
                     self.cache_hits += 1
+                    self._valid = True
                     return
+        if self._valid and self._incremental and len(active) >= _INCREMENTAL_MIN and self._skip:
+            self._skip -= 1  # the last searches found the change touching too much: solve all for a while
+        elif self._valid and self._incremental and len(active) >= _INCREMENTAL_MIN:
+            if self._members is None:
+                self._rebuild(active, path)
+            part = self._component(path, fresh, gone, min(len(active) // 2, _COMPONENT_MAX))
+            if part is None:
+                self._skip, self._skip_next = self._skip_next, min(2 * self._skip_next, _SKIP_MAX)
+            else:
+                self._skip_next = 1
+                self.solves += 1
+                self.partial += 1
+                if len(part) == 1:  # a flow alone on its links: its narrowest one, or its bound
+                    slot = part[0]
+                    apply(part, [min(float(self.cluster.paths.bottleneck[path[slot]]), float(bound[slot]))])
+                elif part:
+                    if len(part) <= _SCALAR_MAX:
+                        apply(part, self._maxmin_scalar(part, path, bound))
+                    else:
+                        slots = np.array(part, dtype=np.int64)
+                        flow, arc = gather_arcs(self.cluster.paths, path[slots])
+                        apply(slots, maxmin_rates(flow, arc, len(slots), self.cluster.capacity, bound[slots]))
+                return
         self.solves += 1
+        pids = path[active]
         flow, arc = entries()
         capacity = self.cluster.capacity if self._capacity is None else self._capacity(arc)
-        touched = None
-        if self._capacity is None and len(active) >= _INCREMENTAL_MIN:
-            touched = self._touched(active, path, fresh, gone, flow, arc)
-        if touched is not None:
-            keep = touched[flow]
-            renumber = np.cumsum(touched) - 1
-            sub = maxmin_rates(renumber[flow[keep]], arc[keep], int(touched.sum()), capacity, bound[active[touched]])
-            rate[active[touched]] = sub
-            rates = rate[active]
-            self.partial += 1
-        else:
-            rates = maxmin_rates(flow, arc, len(active), capacity, bound[active])
-            rate[active] = rates
+        rates = maxmin_rates(flow, arc, len(active), capacity, bound[active])
+        apply(active, rates)
+        self._valid = True
         if cacheable:
             keys, first = np.unique(pids, return_index=True)
             if len(self._cache) >= _CACHE_ENTRIES:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[self._key] = (keys, rates[first], len(active))
 
-    def _touched(
-        self,
-        active: np.ndarray,
-        path: np.ndarray,
-        fresh: list[np.ndarray],
-        gone: list[np.ndarray],
-        flow: np.ndarray,
-        arc: np.ndarray,
-    ) -> np.ndarray | None:
-        """Which active flows (a mask over ``active``) lie in a component that holds a link of a flow
-        started or ended since the last computation; None when that is half of them or more (solve
-        all), or when some active flow has no valid rate to keep."""
-        if not self._valid:
-            self._valid = True
-            return None
-        paths = self.cluster.paths
-        changed = [path[f] for f in fresh] + gone
-        if not changed:
-            return None
-        pids = np.concatenate(changed) if len(changed) > 1 else changed[0]
-        marked = np.zeros(self.cluster.num_arcs, dtype=bool)
-        marked[gather_arcs(paths, pids)[1]] = True
-        limit = len(active) // 2
-        count = -1
-        for _ in range(_BFS_ROUNDS):
-            touched = np.zeros(len(active), dtype=bool)
-            touched[flow[marked[arc]]] = True
-            n = int(touched.sum())
-            if n >= limit:
-                return None
-            if n == count:
-                return touched
-            count = n
-            marked[arc[touched[flow]]] = True
-        return None
+    def _rebuild(self, active: np.ndarray, path: np.ndarray) -> None:
+        """The per-link sets of active flows, from scratch."""
+        members: list[set[int] | None] = [None] * self.cluster.num_arcs
+        self._enter(members, active, path[active])
+        self._members = members
+
+    def _enter(self, members: list[set[int] | None], slots: np.ndarray, pids: np.ndarray) -> None:
+        """Put flows ``slots`` (on paths ``pids``) into the per-link sets ``members``."""
+        slot_arcs = self._slot_arcs
+        top = int(slots.max()) + 1 if len(slots) else 0
+        if top > len(slot_arcs):
+            slot_arcs.extend([()] * (top - len(slot_arcs)))
+        arcs_of = self._arcs_of
+        for slot, pid in zip(slots.tolist(), pids.tolist(), strict=True):
+            arcs = slot_arcs[slot] = arcs_of(pid)
+            for arc in arcs:
+                users = members[arc]
+                if users is None:
+                    members[arc] = {slot}
+                else:
+                    users.add(slot)
+
+    def _component(
+        self, path: np.ndarray, fresh: list[np.ndarray], gone: list[np.ndarray], limit: int
+    ) -> list[int] | None:
+        """The active slots in a component of the flows-and-links graph that holds a link of a flow
+        started or ended since the last computation (a search over the per-link user sets); None when
+        they are ``limit`` or more (solve all)."""
+        members = self._members
+        assert members is not None
+        arcs_of = self._arcs_of
+        slot_arcs = self._slot_arcs
+        todo: list[int] = []
+        for slots in fresh:
+            for pid in path[slots].tolist():
+                todo.extend(arcs_of(pid))
+        for pids in gone:
+            for pid in pids.tolist():
+                todo.extend(arcs_of(pid))
+        seen: set[int] = set()
+        found: dict[int, None] = {}  # insertion-ordered: the same order on every run
+        while todo:
+            arc = todo.pop()
+            if arc in seen:
+                continue
+            seen.add(arc)
+            for slot in members[arc] or ():
+                if slot not in found:
+                    found[slot] = None
+                    if len(found) >= limit:
+                        return None
+                    todo.extend(slot_arcs[slot])
+        return list(found)
+
+    def _maxmin_scalar(self, slots: list[int], path: np.ndarray, bound: np.ndarray) -> list[float]:
+        """Max-min rates of a few flows (a whole component) by progressive filling in plain Python:
+        :func:`sim.maxmin.maxmin_rates_sequential`'s rule -- the links of the smallest share, and the
+        flows bounded below it, fix their flows at that level -- without numpy's per-call cost. A link
+        only one of the flows crosses acts as a bound on that flow (its share is its capacity)."""
+        capacity = self.cluster.capacity
+        members = self._members
+        assert members is not None
+        slot_arcs = self._slot_arcs
+        bounds = [float(bound[s]) for s in slots]
+        left: dict[int, float] = {}
+        count: dict[int, int] = {}
+        users: dict[int, list[int]] = {}
+        crossed: list[list[int]] = []  # the shared links of every flow
+        for i, slot in enumerate(slots):
+            mine = []
+            for arc in slot_arcs[slot]:
+                if arc in users:
+                    users[arc].append(i)
+                    count[arc] += 1
+                    mine.append(arc)
+                elif len(members[arc] or ()) > 1:  # a component holds all of a link's users
+                    users[arc] = [i]
+                    count[arc] = 1
+                    left[arc] = float(capacity[arc])
+                    mine.append(arc)
+                elif capacity[arc] < bounds[i]:
+                    bounds[i] = float(capacity[arc])
+            crossed.append(mine)
+        rates = [0.0] * len(slots)
+        unfixed = set(range(len(slots)))
+        while unfixed:
+            level = min(bounds[i] for i in unfixed)
+            for arc, k in count.items():
+                share = left[arc] / k
+                if share < level:
+                    level = share
+            cut = level * (1 + _RTOL)
+            newly = {i for i in unfixed if bounds[i] <= cut}
+            for arc, k in count.items():
+                if left[arc] / k <= cut:
+                    newly.update(i for i in users[arc] if i in unfixed)
+            unfixed -= newly
+            for i in newly:
+                rates[i] = level
+                for arc in crossed[i]:
+                    k = count[arc] - 1
+                    if k:
+                        count[arc] = k
+                        left[arc] = max(left[arc] - level, 0.0)
+                    else:
+                        del count[arc]
+        return rates

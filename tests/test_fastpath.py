@@ -239,3 +239,35 @@ def test_overlay_refuses_sequences_that_share_a_pair():
     s = Step.make([0], [1], 1.0, endpoints=2)
     with pytest.raises(ValueError, match="share"):
         overlay(2, [(s, 2)], [(s, 1)])
+CROWDED = {
+    # 8:1 oversubscribed: 16 hosts per leaf share one spine uplink of two hosts' bandwidth
+    "leaf-spine-8to1": leaf_spine(4, 16, 1, "100Gbps", "200Gbps", "1us"),
+    # a rank-order ring across DGX rails: every host's last GPU sends to the next host's first one
+    "dgx-rails": dgx(hosts=8, gpus_per_host=4, hosts_per_leaf=2, spines=2),
+}
+
+
+@pytest.mark.parametrize("spec", ["halving-doubling", "recursive-doubling", "ring:order=rank"])
+@pytest.mark.parametrize("name", sorted(CROWDED))
+@pytest.mark.parametrize("perturbed", [False, True])
+def test_same_times_with_many_flows_on_few_links(spec, name, perturbed, monkeypatch):
+    """Tens of flows sharing a few links, so that a start or an end re-solves only its component
+    (plain Python for small ones): the fast path still gives the message level's times, with and
+    without stragglers and slowed links."""
+    import sim.network
+    import sim.rates
+
+    made = []
+
+    class Recording(sim.rates.Rates):
+        def __init__(self, cluster):
+            super().__init__(cluster)
+            made.append(self)
+
+    monkeypatch.setattr(sim.network, "Rates", Recording)
+    graph = perturb(CROWDED[name], 7) if perturbed else CROWDED[name]
+    a, b = both(graph, "allreduce", spec, 3 * 2**20 + 5, gamma=1e-11)
+    assert_same(a, b)
+    if perturbed and spec != "ring:order=rank":
+        # stragglers break the lock-step: starts and ends re-solve their components only
+        assert all(r.partial > 0 for r in made)
