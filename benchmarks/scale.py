@@ -84,6 +84,7 @@ CASES = [
     Case("tree-1k-message", "dgx:hosts=128", "tree", "1GiB", "message", 10, None),
     Case("hierarchical-1m", "dgx:hosts=131072", "hierarchical", "1GiB", "auto", 60, 8192),
     Case("report-7b", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx.yaml"),
+    Case("report-7b-concurrent", "", "", "", "", None, None, report="benchmarks/specs/llm-7b-dgx-concurrent.yaml"),
     Case("report-7b-serial", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx-serial.yaml"),
     Case("report-7b-serial-nops", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx-serial-nops.yaml"),
     Case("report-70b", "", "", "", "", 300, None, report="benchmarks/specs/llm-70b-dgx.yaml"),
