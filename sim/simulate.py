@@ -21,6 +21,7 @@ from ._gc import paused_gc
 from .algorithms import Algorithm
 from .cluster import Cluster
 from .collectives import DTYPES
+from .dataflow import Dataflow, DataflowExecutor
 from .errors import ConfigError, RunError
 from .fastpath import FastExecutor
 from .linkmodel import MAX_GAMMA, LinkModel
@@ -185,6 +186,8 @@ def execute(run: Run, size: float) -> SimResult:
     gamma, root, check, until, engine = run.gamma, run.root, run.check, run.until, run.engine
     dtype = run.dtype
     program = None if engine == "message" or check else algo.program(p, size, cluster)
+    if program is None and engine != "message" and not check:
+        program = algo.dataflow(p, size, cluster, root)
     if engine == "fast" and program is None:
         why = "the data check needs the message-level engine" if check else f"{algo.spec} has no step program"
         raise ConfigError(f"engine fast: {why}", param="engine")
@@ -194,7 +197,10 @@ def execute(run: Run, size: float) -> SimResult:
     job = None
     executor = None
     if program is not None:
-        executor = FastExecutor(net, program, gamma, cluster.compute_scale, alone=True)
+        if isinstance(program, Dataflow):
+            executor = DataflowExecutor(net, program, gamma, cluster.compute_scale)
+        else:
+            executor = FastExecutor(net, program, gamma, cluster.compute_scale, alone=True)
         done = env.process(executor.run())
     else:
         data = DataCheck(coll.name, p, algo.segments_for(p, cluster), root) if check else None

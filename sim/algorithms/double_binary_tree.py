@@ -29,13 +29,16 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
+import numpy as np
+
+from ..dataflow import Dataflow, DataflowBuilder, run_dataflow
 from ..runtime import Job
 from .base import Algorithm
-from .common import ceil_log2, spread
+from .common import ceil_log2
 from .registry import register
-from .tree import TreeOptions, tree_allreduce, tree_time
+from .tree import TreeOptions, pipelined_tree, tree_time
 
-__all__ = ["DoubleBinaryTree", "nccl_btree", "nccl_dtree"]
+__all__ = ["DoubleBinaryTree", "dbt_dataflow", "nccl_btree", "nccl_dtree"]
 
 
 def nccl_btree(p: int, rank: int) -> tuple[int, list[int]]:
@@ -69,6 +72,21 @@ def nccl_dtree(p: int, rank: int) -> tuple[tuple[int, list[int]], tuple[int, lis
     return first, second
 
 
+def dbt_dataflow(p: int, nbytes: float, chunks: int) -> Dataflow:
+    """Both trees as one dataflow: tree t's node on rank r is actor t·p + r with a processor of its own
+    (NCCL runs each tree on its own channel, an SM of its own), reducing half t of the buffer in
+    ``chunks`` pieces (data-check segments t·chunks + c) with :func:`sim.algorithms.tree.tree_allreduce`'s
+    rules (:func:`sim.algorithms.tree.pipelined_tree`)."""
+    parent = np.array([[up for up, _ in nccl_dtree(p, r)] for r in range(p)], dtype=np.int64).T  # (tree, rank)
+    actors = np.arange(2 * p)
+    forest = np.where(parent >= 0, parent + np.arange(2)[:, None] * p, -1).ravel()
+    b = DataflowBuilder(p)
+    for t in range(2):  # one pass per tree keeps its segments apart
+        mine = np.where((actors // p) == t, forest, -2)
+        pipelined_tree(b, np.where(mine == -2, -1, mine), actors % p, actors, chunks, nbytes / (2 * chunks), t * chunks)
+    return b.build()
+
+
 @register
 class DoubleBinaryTree(Algorithm):
     name = "double-binary-tree"
@@ -86,15 +104,12 @@ class DoubleBinaryTree(Algorithm):
         return p <= 2
 
     def run(self, job: Job) -> Generator[Any, Any, None]:
-        p, k = job.p, self.options.chunks
-        chunk = job.nbytes / (2 * k)
-        bodies = []
-        for rank in range(p):
-            for t, (up, down) in enumerate(nccl_dtree(p, rank)):
-                parent = None if up == -1 else up
-                segs = list(range(t * k, (t + 1) * k))
-                bodies.append(tree_allreduce(job, rank, parent, down, chunk, segs, 2 * k * t))
-        yield spread(job, bodies)
+        if job.p > 1:
+            yield from run_dataflow(job, dbt_dataflow(job.p, job.nbytes, self.options.chunks))
+
+    def dataflow(self, p: int, nbytes: float, cluster: Any = None, root: int = 0) -> Dataflow | None:
+        """The schedule of :meth:`run`, for the fast path (``fast:dataflow``)."""
+        return dbt_dataflow(p, nbytes, self.options.chunks) if p > 1 else None
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         k = self.options.chunks
