@@ -189,7 +189,9 @@ def execute(run: Run, size: float) -> SimResult:
     if program is None and engine != "message" and not check:
         program = algo.dataflow(p, size, cluster, root)
     if engine == "fast" and program is None:
-        why = "the data check needs the message-level engine" if check else f"{algo.spec} has no step program"
+        why = (
+            "the data check needs the message-level engine" if check else f"{algo.spec} has no step program or dataflow"
+        )
         raise ConfigError(f"engine fast: {why}", param="engine")
 
     env = new_environment()

@@ -138,8 +138,10 @@ def pipelined_tree(
     order = np.argsort(up_of, kind="stable")
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(up_of, minlength=n), out=ptr[1:])
-    sib = np.repeat(kids, ptr[up_of + 1] - ptr[up_of])
-    sib_of = np.concatenate([kids[order][ptr[u] : ptr[u + 1]] for u in up_of.tolist()]) if len(kids) else kids
+    counts = ptr[up_of + 1] - ptr[up_of]
+    sib = np.repeat(kids, counts)
+    offsets = np.arange(len(sib)) - np.repeat(np.cumsum(counts) - counts, counts)
+    sib_of = kids[order][np.repeat(ptr[up_of], counts) + offsets]
     # children w of a non-root parent: (w, parent) pairs where the parent sends up too
     inner = kids[parent[up_of] >= 0]
     k = chunks
