@@ -42,6 +42,7 @@ __all__ = ["ARRIVED", "HELD", "Dataflow", "DataflowBuilder", "DataflowExecutor",
 
 ARRIVED = 0
 HELD = 1
+_SMALL = 16  # batches up to this size are handled in scalar operations (numpy's per-call cost dominates)
 
 
 def _csr(owner: np.ndarray, values: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -352,8 +353,13 @@ class DataflowExecutor:
             targets = waiting[ptr[m] : ptr[m + 1]]
         else:
             targets = _gather(ptr, waiting, ms)
-        if not len(targets):
-            return targets
+        if len(targets) <= _SMALL:  # a few at a time (ranks drifted apart): scalar operations
+            out = []
+            for t in targets.tolist():
+                counter[t] -= 1
+                if counter[t] == 0:
+                    out.append(t)
+            return np.array(out, dtype=np.int64)
         if len(targets) == len(np.unique(targets)):
             counter[targets] -= 1
             return targets[counter[targets] == 0]
@@ -380,7 +386,8 @@ class DataflowExecutor:
         """Start the reductions of ``ready`` at ``now``: (held now, held later, when). A message that
         reduces nothing and has no gate is held at once; the others queue on their processor."""
         st, flow = self.st, self.flow
-        ready = np.unique(ready)  # message order: ties on a processor go in that order
+        # message order: ties on a processor go in that order
+        ready = np.array(sorted(set(ready.tolist())), dtype=np.int64) if len(ready) <= _SMALL else np.unique(ready)
         if st.gamma == 0:  # no reduction takes time: every processor is free whenever asked
             return ready, ready[:0], np.zeros(0)
         queued = ready[flow.processed[ready]]
