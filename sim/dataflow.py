@@ -247,16 +247,20 @@ def run_dataflow(job: Any, flow: Dataflow) -> Generator[Any, Any, None]:
         payload = data.take(src[m], slice(lo[m], hi[m]))
         net.send(src[m], dst[m], nbytes[m], on_arrival=(arrive, m, payload))
 
-    def arrive(m: int, payload: Any) -> None:
-        st.arrived[m] = True
-        payloads[m] = payload
-        ptr, (waiting,) = flow.on_arrived
+    def release(m: int, starts: Any, gates: Any) -> None:
+        """``m`` has arrived or is held: send and reduce what waited only for that."""
+        ptr, (waiting,) = starts
         for w in ready(waiting[ptr[m] : ptr[m + 1]].tolist(), st.dep_left):
             send(w)
-        ptr, (gated,) = flow.gate_on_arrived
+        ptr, (gated,) = gates
         for g in ready(gated[ptr[m] : ptr[m + 1]].tolist(), st.gate_left):
             if st.arrived[g]:
                 reduce(g)
+
+    def arrive(m: int, payload: Any) -> None:
+        st.arrived[m] = True
+        payloads[m] = payload
+        release(m, flow.on_arrived, flow.gate_on_arrived)
         if not processed[m] or st.gate_left[m] == 0:
             reduce(m)
 
@@ -283,13 +287,7 @@ def run_dataflow(job: Any, flow: Dataflow) -> Generator[Any, Any, None]:
     def hold(m: int) -> None:
         st.held += 1
         st.end = env.now
-        ptr, (waiting,) = flow.on_held
-        for w in ready(waiting[ptr[m] : ptr[m + 1]].tolist(), st.dep_left):
-            send(w)
-        ptr, (gated,) = flow.gate_on_held
-        for g in ready(gated[ptr[m] : ptr[m + 1]].tolist(), st.gate_left):
-            if st.arrived[g]:
-                reduce(g)
+        release(m, flow.on_held, flow.gate_on_held)
         if st.held == len(flow):
             done.succeed()
 
