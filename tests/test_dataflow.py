@@ -155,3 +155,12 @@ def test_trees_take_the_dataflow_path_unless_checking():
         simulate(dgx(hosts=2, gpus_per_host=2), "allreduce", "double-binary-tree:chunks=2", 2**20, check=True).wrong
         == 0
     )
+
+
+@pytest.mark.parametrize("root", [1, 4])
+def test_tree_dataflow_follows_the_root(root):
+    """The heap tree counted from another root: the fast path still gives the message level's time."""
+    graph = perturb(dgx(hosts=2, gpus_per_host=3), seed=root)
+    a, b = both(graph, "allreduce", "tree:chunks=3", 3e6 + 1, gamma=2e-11, root=root)
+    assert b.engine == "fast:dataflow"
+    assert_same(a, b)
