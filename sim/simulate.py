@@ -149,7 +149,8 @@ def simulate(
         Stop with :class:`RunError` if the collective has not finished by this simulated time.
     engine : {"auto", "fast", "message"}
         ``message`` runs every rank as a SimPy process and every message as its own flow; ``fast`` runs
-        the algorithm's step program vectorized over ranks (same times; see :mod:`sim.fastpath`);
+        the algorithm's step program vectorized over ranks (same times; see :mod:`sim.fastpath`) or its
+        dataflow (:mod:`sim.dataflow`, the pipelined trees);
         ``auto`` takes the fast path where the algorithm has one and the data check is off.
     timeout : float, optional
         Wall-clock seconds the call may take (building the cluster included) before it stops with
