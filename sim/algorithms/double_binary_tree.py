@@ -5,8 +5,11 @@ or two): rank x's parent flips its lowest set bit up a level, its children are x
 right one shrunk until it is in range). Tree 1 is the mirror image (rank x in the role of p-1-x) for
 even p, and tree 0 shifted by one rank (x in the role of x-1) for odd p, so that nearly every rank is a
 leaf in one tree and an inner node in the other. Each tree all-reduces half of the buffer with
-:func:`sim.algorithms.tree.tree_allreduce` (pipelined in ``chunks`` pieces), both at once. The trees'
-roots are 0 and p-1 (even p) or 1 (odd p), as in NCCL; ``--root`` does not move them.
+:func:`sim.algorithms.tree.tree_allreduce`'s schedule (pipelined in ``chunks`` pieces), both at once, each
+tree's actor on a rank reducing on a processor of its own (NCCL runs each tree on its own channel). The
+schedule is a dataflow (:func:`dbt_dataflow`, :mod:`sim.dataflow`): run message by message, and on the fast
+path (``fast:dataflow``). The trees' roots are 0 and p-1 (even p) or 1 (odd p), as in NCCL; ``--root``
+does not move them.
 
 Cost. For p = 2 the trees are 0 <- 1 and 1 <- 0 and never share a link direction, so it is exact: one
 tree of n/2 with one child per node (:func:`sim.algorithms.tree.tree_time`, depth 1, fan-out 1)::
@@ -77,13 +80,13 @@ def dbt_dataflow(p: int, nbytes: float, chunks: int) -> Dataflow:
     (NCCL runs each tree on its own channel, an SM of its own), reducing half t of the buffer in
     ``chunks`` pieces (data-check segments t·chunks + c) with :func:`sim.algorithms.tree.tree_allreduce`'s
     rules (:func:`sim.algorithms.tree.pipelined_tree`)."""
-    parent = np.array([[up for up, _ in nccl_dtree(p, r)] for r in range(p)], dtype=np.int64).T  # (tree, rank)
-    actors = np.arange(2 * p)
-    forest = np.where(parent >= 0, parent + np.arange(2)[:, None] * p, -1).ravel()
     b = DataflowBuilder(p)
-    for t in range(2):  # one pass per tree keeps its segments apart
-        mine = np.where((actors // p) == t, forest, -2)
-        pipelined_tree(b, np.where(mine == -2, -1, mine), actors % p, actors, chunks, nbytes / (2 * chunks), t * chunks)
+    ranks = np.arange(p)
+    for t in range(2):  # tree t: actors t·p .. t·p + p-1 (the other tree's actors stay out of it)
+        up = np.array([nccl_dtree(p, r)[t][0] for r in range(p)], dtype=np.int64)
+        parent = np.full(2 * p, -1, dtype=np.int64)
+        parent[t * p + ranks] = np.where(up >= 0, up + t * p, -1)
+        pipelined_tree(b, parent, np.tile(ranks, 2), np.arange(2 * p), chunks, nbytes / (2 * chunks), t * chunks)
     return b.build()
 
 
