@@ -313,6 +313,17 @@ class DataflowExecutor:
         self.owner = net.add_owner(self._on_flows_done)
         self.f_msg = np.zeros(0, dtype=np.int64)
         self._timers: dict[float, list[np.ndarray]] = {}
+        self._stamp = np.zeros(len(flow), dtype=np.int64)  # scratch for _distinct
+        self._proc_stamp = np.zeros(max(flow.procs, 1), dtype=np.int64)
+
+    @staticmethod
+    def _distinct(values: np.ndarray, stamp: np.ndarray) -> np.ndarray:
+        """``values`` without repeats (the last of each kept, in place), in time linear in their number."""
+        if len(values) <= 1:
+            return values
+        at = np.arange(len(values))
+        stamp[values] = at
+        return values[stamp[values] == at]
 
     def run(self) -> Generator[Any, Any, None]:
         """The SimPy process body: send what depends on nothing, then wait for the last message."""
@@ -358,12 +369,8 @@ class DataflowExecutor:
                 if counter[t] == 0:
                     out.append(t)
             return np.array(out, dtype=np.int64)
-        if len(targets) == len(np.unique(targets)):
-            counter[targets] -= 1
-            return targets[counter[targets] == 0]
-        np.subtract.at(counter, targets, 1)
-        targets = np.unique(targets)
-        return targets[counter[targets] == 0]
+        np.subtract.at(counter, targets, 1)  # a message may wait on several of ``ms``
+        return self._distinct(targets[counter[targets] == 0], self._stamp)
 
     def _settle(self, ready: np.ndarray, now: float, starts: list[np.ndarray]) -> None:
         """Reduce ``ready`` (first come first served on each processor), hold what is done now and
@@ -385,14 +392,20 @@ class DataflowExecutor:
         reduces nothing and has no gate is held at once; the others queue on their processor."""
         st, flow = self.st, self.flow
         # message order: ties on a processor go in that order
-        ready = np.array(sorted(set(ready.tolist())), dtype=np.int64) if len(ready) <= _SMALL else np.unique(ready)
-        if st.gamma == 0:  # no reduction takes time: every processor is free whenever asked
+        if len(ready) <= _SMALL:
+            ready = np.array(sorted(set(ready.tolist())), dtype=np.int64)
+        else:
+            ready = self._distinct(ready, self._stamp)
+            if st.gamma == 0:  # no reduction takes time: every processor is free whenever asked
+                return ready, ready[:0], np.zeros(0)
+            ready = np.sort(ready)
+        if st.gamma == 0:
             return ready, ready[:0], np.zeros(0)
         queued = ready[flow.processed[ready]]
         held = [ready[~flow.processed[ready]]]
         procs, cost = flow.proc[queued], st.cost[queued]
         end = np.empty(len(queued))
-        if len(np.unique(procs)) == len(procs):
+        if len(self._distinct(procs, self._proc_stamp)) == len(procs):
             end[:] = np.maximum(now, st.busy[procs]) + cost
             st.busy[procs] = end
         else:
