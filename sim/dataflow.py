@@ -36,12 +36,15 @@ from typing import Any
 
 import numpy as np
 
+from .errors import RunError
 from .network import Network
 
-__all__ = ["ARRIVED", "HELD", "Dataflow", "DataflowBuilder", "DataflowExecutor", "run_dataflow"]
+__all__ = ["ARRIVED", "HELD", "MAX_MESSAGES", "Dataflow", "DataflowBuilder", "DataflowExecutor", "run_dataflow"]
 
 ARRIVED = 0
 HELD = 1
+#: the most messages one dataflow may hold (~300 bytes each while it runs)
+MAX_MESSAGES = 1 << 25
 _SMALL = 16  # batches up to this size are handled in scalar operations (numpy's per-call cost dominates)
 
 
@@ -92,7 +95,7 @@ class Dataflow:
         for name, (m, on, kind) in (("deps", self.deps), ("gates", self.gates)):
             if len(m) and (m.min() < 0 or m.max() >= n or on.min() < 0 or on.max() >= n):
                 raise ValueError(f"dataflow: {name} name messages outside 0..{n - 1}")
-            if len(m) and not np.isin(kind, (ARRIVED, HELD)).all():
+            if len(m) and not ((kind == ARRIVED) | (kind == HELD)).all():
                 raise ValueError(f"dataflow: {name} kinds must be ARRIVED or HELD")
         # how many dependencies each message waits for, and who waits on each message
         m, on, kind = self.deps
@@ -152,6 +155,10 @@ class DataflowBuilder:
         reduces them (``reduce``: adds segments ``[seg, seg + width)``) or stores them. Returns their ids."""
         src = np.asarray(src, dtype=np.int64).ravel()
         n = len(src)
+        if self.count + n > MAX_MESSAGES:
+            raise RunError(
+                f"a dataflow of more than {MAX_MESSAGES:,} messages is too large to hold; use fewer chunks or ranks"
+            )
         ids = np.arange(self.count, self.count + n, dtype=np.int64)
         self.count += n
         lo = np.broadcast_to(np.asarray(seg, dtype=np.int64), (n,))
@@ -221,11 +228,12 @@ class _State:
 
 
 def run_dataflow(job: Any, flow: Dataflow) -> Generator[Any, Any, None]:
-    """Run ``flow`` message-level over ``job``: every message a flow with its own arrival callback
-    and payload (``job.data``: taken from the sender when it is sent, added or stored at the receiver
-    when its reduction starts), reductions timed by SimPy timeouts. Ends when every message is held."""
-    env, net, data = job.env, job.net, job.data
-    scale = net.cluster.compute_scale
+    """Run ``flow`` message-level over ``job``: every message sent with ``job.send`` (tag: its index)
+    and received with ``job.recv``, its payload (``job.data``) taken from the sender when it is sent and
+    added or stored at the receiver when its reduction starts; reductions timed by SimPy timeouts. Ends
+    when every message is held."""
+    env, data = job.env, job.data
+    scale = job.net.cluster.compute_scale
     st = _State(flow, job.gamma, scale)
     done = env.event()
     if not len(flow):
@@ -244,8 +252,8 @@ def run_dataflow(job: Any, flow: Dataflow) -> Generator[Any, Any, None]:
         return out
 
     def send(m: int) -> None:
-        payload = data.take(src[m], slice(lo[m], hi[m]))
-        net.send(src[m], dst[m], nbytes[m], on_arrival=(arrive, m, payload))
+        job.send(src[m], dst[m], nbytes[m], data.take(src[m], slice(lo[m], hi[m])), m)
+        job.recv(dst[m], src[m], m).callbacks.append(lambda event, m=m: arrive(m, event.value))
 
     def release(m: int, starts: Any, gates: Any) -> None:
         """``m`` has arrived or is held: send and reduce what waited only for that."""

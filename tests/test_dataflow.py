@@ -172,3 +172,17 @@ def test_a_128_gpu_pipelined_tree_costs_fewer_events_for_the_same_time():
     a, b = both(g, "allreduce", "double-binary-tree:chunks=8", "64MiB")
     assert_same(a, b)
     assert b.events < a.events / 3
+
+
+def test_a_dataflow_too_large_to_hold_is_refused_and_the_tree_runs_its_processes(monkeypatch):
+    import sim.algorithms.tree as tree_module
+    import sim.dataflow as dataflow_module
+    from sim.errors import RunError
+
+    monkeypatch.setattr(dataflow_module, "MAX_MESSAGES", 100)
+    monkeypatch.setattr(tree_module, "MAX_MESSAGES", 100)
+    with pytest.raises(RunError, match="too large"):
+        dbt_dataflow(8, 1e6, 8)
+    g = star(8, "100Gbps", "1us")
+    assert simulate(g, "allreduce", "tree:chunks=8", 1e6).engine == "message"
+    assert simulate(g, "allreduce", "tree:chunks=4", 1e6).engine == "fast:dataflow"

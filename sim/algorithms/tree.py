@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dataflow import ARRIVED, HELD, Dataflow, DataflowBuilder
+from ..dataflow import ARRIVED, HELD, MAX_MESSAGES, Dataflow, DataflowBuilder
 from ..program import Step, StepProgram
 from ..runtime import Job
 from ..schema import Chunks, Spec
@@ -214,7 +214,9 @@ class BinaryTree(Algorithm):
 
     def dataflow(self, p: int, nbytes: float, cluster: Any = None, root: int = 0) -> Dataflow | None:
         """The schedule of :meth:`run` as a dataflow, for the fast path (``fast:dataflow``)."""
-        return tree_dataflow(p, nbytes, self.options.chunks, root) if p > 1 else None
+        if p == 1 or 2 * (p - 1) * self.options.chunks > MAX_MESSAGES:
+            return None  # too many messages to hold at once: the per-rank processes, message by message
+        return tree_dataflow(p, nbytes, self.options.chunks, root)
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         depth = (p).bit_length() - 1
