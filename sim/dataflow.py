@@ -43,8 +43,9 @@ __all__ = ["ARRIVED", "HELD", "MAX_MESSAGES", "Dataflow", "DataflowBuilder", "Da
 
 ARRIVED = 0
 HELD = 1
-#: the most messages one dataflow may hold (~300 bytes each while it runs)
-MAX_MESSAGES = 1 << 25
+#: the most messages one dataflow may hold (~450 bytes each while it is built: 1.8 GiB at the limit,
+#: which the 64-chunk double binary tree on 16,384 GPUs, 4,194,048 messages, just fits)
+MAX_MESSAGES = 1 << 22
 _SMALL = 16  # batches up to this size are handled in scalar operations (numpy's per-call cost dominates)
 
 

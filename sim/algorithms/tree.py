@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..dataflow import ARRIVED, HELD, MAX_MESSAGES, Dataflow, DataflowBuilder
+from ..deadline import check as check_deadline
 from ..program import Step, StepProgram
 from ..runtime import Job
 from ..schema import Chunks, Spec
@@ -155,6 +156,7 @@ def pipelined_tree(
         )
     last = up[k - 1]
     for c in range(k):
+        check_deadline()  # a long pipeline is built chunk by chunk; --timeout may stop it
         prev = up[c - 1] if c else np.full(n, -1, dtype=np.int64)
         b.after(up[c, parent[inner]], up[c, inner], HELD)
         b.after(up[c, kids], prev[kids], ARRIVED)
