@@ -58,8 +58,18 @@ ALLREDUCE = (
     "master-worker",
 )
 
+H100_16K = "hgx:preset=dgx-h100,hosts=2048"
+NCCL = (
+    ("nccl-h100-16k", "nccl"),
+    ("ring16-h100-16k", "ring:channels=16"),
+    ("nccl-tree-h100-16k", "nccl-tree"),
+    ("nvls-tree-h100-16k", "nvls-tree"),
+)
+
 CASES = [
     *(Case(f"{a.split(':')[0]}-16k", DGX16K, a, "1GiB", "auto", 10, 4096) for a in ALLREDUCE),
+    # NCCL's schedules on DGX H100 hosts (NVLS-capable NVSwitch, one 400 Gb/s NIC per GPU, rail fabric)
+    *(Case(name, H100_16K, a, "1GiB", "auto", 10, 4096) for name, a in NCCL),
     Case("ps-colocated-16k", DGX16K, "ps:shards=2048", "1GiB", "auto", 30, None),
     Case(
         "ps-dedicated-16k",
@@ -82,6 +92,11 @@ CASES = [
     Case("ring-1k-fast", "dgx:hosts=128", "ring", "1GiB", "fast", None, None, quick=True),
     Case("hd-1k-message", "dgx:hosts=128", "halving-doubling", "1GiB", "message", 10, None),
     Case("tree-1k-message", "dgx:hosts=128", "tree", "1GiB", "message", 10, None),
+    Case("tree-1k-fast", "dgx:hosts=128", "tree", "1GiB", "fast", None, None),
+    Case("dbt64-512-message", "dgx:hosts=64", "double-binary-tree:chunks=64", "1GiB", "message", None, None),
+    Case("dbt64-512-fast", "dgx:hosts=64", "double-binary-tree:chunks=64", "1GiB", "fast", None, None),
+    Case("tree8-ls1k-message", LS1K, "tree:chunks=8", "256MiB", "message", None, None),
+    Case("tree8-ls1k-fast", LS1K, "tree:chunks=8", "256MiB", "fast", None, None),
     Case("hierarchical-1m", "dgx:hosts=131072", "hierarchical", "1GiB", "auto", 60, 8192),
     Case("report-7b", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx.yaml"),
     Case("report-7b-concurrent", "", "", "", "", None, None, report="benchmarks/specs/llm-7b-dgx-concurrent.yaml"),
@@ -106,6 +121,9 @@ PAIRS = [
     ("ring-rank-256-fast", "ring-rank-256-message"),
     ("hd-ls1k-fast", "hd-ls1k-message"),
     ("ring-1k-fast", "ring-1k-message"),
+    ("tree-1k-fast", "tree-1k-message"),
+    ("dbt64-512-fast", "dbt64-512-message"),
+    ("tree8-ls1k-fast", "tree8-ls1k-message"),
 ]
 
 

@@ -476,6 +476,7 @@ class Network:
         return True
 
     def _start(self, starting: list[Any], now: float) -> bool:
+        self._flush()  # sends staged by arrival hooks during this wake-up may start right now
         singles = [s for s in starting if isinstance(s, int)]
         parts = [s for s in starting if not isinstance(s, int)]
         if singles:

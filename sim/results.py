@@ -57,7 +57,7 @@ class SimResult:
     wall_s: float = 0.0
     events: int = 0
     flows: int = 0
-    engine: str = "message"  # or "fast:maxplus" / "fast:events" (see sim.fastpath)
+    engine: str = "message"  # or "fast:maxplus" / "fast:events" (sim.fastpath), "fast:dataflow" (sim.dataflow)
     traffic_bytes: float = 0.0
     max_sent_bytes: float = 0.0
     max_received_bytes: float = 0.0

@@ -21,6 +21,7 @@ from ._gc import paused_gc
 from .algorithms import Algorithm
 from .cluster import Cluster
 from .collectives import DTYPES
+from .dataflow import Dataflow, DataflowExecutor
 from .errors import ConfigError, RunError
 from .fastpath import FastExecutor
 from .linkmodel import MAX_GAMMA, LinkModel
@@ -149,7 +150,8 @@ def simulate(
         Stop with :class:`RunError` if the collective has not finished by this simulated time.
     engine : {"auto", "fast", "message"}
         ``message`` runs every rank as a SimPy process and every message as its own flow; ``fast`` runs
-        the algorithm's step program vectorized over ranks (same times; see :mod:`sim.fastpath`);
+        the algorithm's step program vectorized over ranks (same times; see :mod:`sim.fastpath`) or its
+        dataflow (:mod:`sim.dataflow`, the pipelined trees);
         ``auto`` takes the fast path where the algorithm has one and the data check is off.
     timeout : float, optional
         Wall-clock seconds the call may take (building the cluster included) before it stops with
@@ -186,8 +188,12 @@ def execute(run: Run, size: float) -> SimResult:
     gamma, root, check, until, engine = run.gamma, run.root, run.check, run.until, run.engine
     dtype = run.dtype
     program = None if engine == "message" or check else algo.program(p, size, cluster)
+    if program is None and engine != "message" and not check:
+        program = algo.dataflow(p, size, cluster, root)
     if engine == "fast" and program is None:
-        why = "the data check needs the message-level engine" if check else f"{algo.spec} has no step program"
+        why = (
+            "the data check needs the message-level engine" if check else f"{algo.spec} has no step program or dataflow"
+        )
         raise ConfigError(f"engine fast: {why}", param="engine")
 
     env = new_environment()
@@ -195,7 +201,10 @@ def execute(run: Run, size: float) -> SimResult:
     job = None
     executor = None
     if program is not None:
-        executor = FastExecutor(net, program, gamma, cluster.compute_scale, alone=True)
+        if isinstance(program, Dataflow):
+            executor = DataflowExecutor(net, program, gamma, cluster.compute_scale)
+        else:
+            executor = FastExecutor(net, program, gamma, cluster.compute_scale, alone=True)
         done = env.process(executor.run())
     else:
         data = DataCheck(coll.name, p, algo.segments_for(p, cluster), root) if check else None

@@ -17,7 +17,8 @@ from sim.topology import dgx, leaf_spine, star, torus
 FAST = sorted(
     (c, n)
     for (c, n), cls in _REGISTRY.items()
-    if cls.program is not Algorithm.program and getattr(cls, "star_oracle", True)  # NVLS: tests/test_nccl.py
+    if (cls.program is not Algorithm.program or cls.dataflow is not Algorithm.dataflow)  # dataflows: test_dataflow.py
+    and getattr(cls, "star_oracle", True)  # NVLS: tests/test_nccl.py
 )
 
 

@@ -9,6 +9,7 @@ a subclass of :class:`Algorithm` with
 * :meth:`run` -- the generator that moves the data through ``job.send`` / ``job.recv``;
 * :meth:`cost` -- the closed form on an uncongested star (model.md), in α, β, γ;
 * :meth:`program` -- optionally, the same schedule as a step program, for the fast path;
+* :meth:`dataflow` -- or as a dataflow (per-message dependencies: pipelined trees);
 * :meth:`segments` -- how finely it cuts the buffer, for the data check.
 """
 
@@ -76,6 +77,11 @@ class Algorithm(ABC):
 
         An algorithm that returns one must mean by it exactly what its :meth:`run` does; the tests hold
         both paths to the same times (tests/test_fastpath.py)."""
+        return None
+
+    def dataflow(self, p: int, nbytes: float, cluster: Any = None, root: int = 0) -> Any:
+        """The algorithm as a :class:`~sim.dataflow.Dataflow` (messages with dependencies) for the fast
+        path, or ``None``; as with :meth:`program`, it must mean exactly what :meth:`run` does."""
         return None
 
     @abstractmethod

@@ -5,8 +5,11 @@ or two): rank x's parent flips its lowest set bit up a level, its children are x
 right one shrunk until it is in range). Tree 1 is the mirror image (rank x in the role of p-1-x) for
 even p, and tree 0 shifted by one rank (x in the role of x-1) for odd p, so that nearly every rank is a
 leaf in one tree and an inner node in the other. Each tree all-reduces half of the buffer with
-:func:`sim.algorithms.tree.tree_allreduce` (pipelined in ``chunks`` pieces), both at once. The trees'
-roots are 0 and p-1 (even p) or 1 (odd p), as in NCCL; ``--root`` does not move them.
+:func:`sim.algorithms.tree.tree_allreduce`'s schedule (pipelined in ``chunks`` pieces), both at once, each
+tree's actor on a rank reducing on a processor of its own (NCCL runs each tree on its own channel). The
+schedule is a dataflow (:func:`dbt_dataflow`, :mod:`sim.dataflow`): run message by message, and on the fast
+path (``fast:dataflow``). The trees' roots are 0 and p-1 (even p) or 1 (odd p), as in NCCL; ``--root``
+does not move them.
 
 Cost. For p = 2 the trees are 0 <- 1 and 1 <- 0 and never share a link direction, so it is exact: one
 tree of n/2 with one child per node (:func:`sim.algorithms.tree.tree_time`, depth 1, fan-out 1)::
@@ -29,13 +32,16 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
+import numpy as np
+
+from ..dataflow import Dataflow, DataflowBuilder, run_dataflow
 from ..runtime import Job
 from .base import Algorithm
-from .common import ceil_log2, spread
+from .common import ceil_log2
 from .registry import register
-from .tree import TreeOptions, tree_allreduce, tree_time
+from .tree import TreeOptions, pipelined_tree, tree_time
 
-__all__ = ["DoubleBinaryTree", "nccl_btree", "nccl_dtree"]
+__all__ = ["DoubleBinaryTree", "dbt_dataflow", "nccl_btree", "nccl_dtree"]
 
 
 def nccl_btree(p: int, rank: int) -> tuple[int, list[int]]:
@@ -69,6 +75,21 @@ def nccl_dtree(p: int, rank: int) -> tuple[tuple[int, list[int]], tuple[int, lis
     return first, second
 
 
+def dbt_dataflow(p: int, nbytes: float, chunks: int) -> Dataflow:
+    """Both trees as one dataflow: tree t's node on rank r is actor t·p + r with a processor of its own
+    (NCCL runs each tree on its own channel, an SM of its own), reducing half t of the buffer in
+    ``chunks`` pieces (data-check segments t·chunks + c) with :func:`sim.algorithms.tree.tree_allreduce`'s
+    rules (:func:`sim.algorithms.tree.pipelined_tree`)."""
+    b = DataflowBuilder(p)
+    ranks = np.arange(p)
+    for t in range(2):  # tree t: actors t·p .. t·p + p-1 (the other tree's actors stay out of it)
+        up = np.array([nccl_dtree(p, r)[t][0] for r in range(p)], dtype=np.int64)
+        parent = np.full(2 * p, -1, dtype=np.int64)
+        parent[t * p + ranks] = np.where(up >= 0, up + t * p, -1)
+        pipelined_tree(b, parent, np.tile(ranks, 2), np.arange(2 * p), chunks, nbytes / (2 * chunks), t * chunks)
+    return b.build()
+
+
 @register
 class DoubleBinaryTree(Algorithm):
     name = "double-binary-tree"
@@ -86,15 +107,12 @@ class DoubleBinaryTree(Algorithm):
         return p <= 2
 
     def run(self, job: Job) -> Generator[Any, Any, None]:
-        p, k = job.p, self.options.chunks
-        chunk = job.nbytes / (2 * k)
-        bodies = []
-        for rank in range(p):
-            for t, (up, down) in enumerate(nccl_dtree(p, rank)):
-                parent = None if up == -1 else up
-                segs = list(range(t * k, (t + 1) * k))
-                bodies.append(tree_allreduce(job, rank, parent, down, chunk, segs, 2 * k * t))
-        yield spread(job, bodies)
+        if job.p > 1:
+            yield from run_dataflow(job, dbt_dataflow(job.p, job.nbytes, self.options.chunks))
+
+    def dataflow(self, p: int, nbytes: float, cluster: Any = None, root: int = 0) -> Dataflow | None:
+        """The schedule of :meth:`run`, for the fast path (``fast:dataflow``)."""
+        return dbt_dataflow(p, nbytes, self.options.chunks) if p > 1 else None
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         k = self.options.chunks

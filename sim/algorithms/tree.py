@@ -39,6 +39,10 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import Any
 
+import numpy as np
+
+from ..dataflow import ARRIVED, HELD, MAX_MESSAGES, Dataflow, DataflowBuilder
+from ..deadline import check as check_deadline
 from ..program import Step, StepProgram
 from ..runtime import Job
 from ..schema import Chunks, Spec
@@ -46,7 +50,16 @@ from .base import Algorithm
 from .common import fan_in, spread
 from .registry import register
 
-__all__ = ["BinaryTree", "TreeOptions", "heap_tree", "tree_allreduce", "tree_program", "tree_time"]
+__all__ = [
+    "BinaryTree",
+    "TreeOptions",
+    "heap_tree",
+    "pipelined_tree",
+    "tree_allreduce",
+    "tree_dataflow",
+    "tree_program",
+    "tree_time",
+]
 
 
 class TreeOptions(Spec):
@@ -95,6 +108,78 @@ def tree_allreduce(
         yield job.env.all_of(down)
 
 
+def pipelined_tree(
+    b: DataflowBuilder,
+    parent: np.ndarray,
+    endpoint: np.ndarray,
+    proc: np.ndarray,
+    chunks: int,
+    chunk: float,
+    seg_off: int = 0,
+) -> None:
+    """:func:`tree_allreduce` as a dataflow (:mod:`sim.dataflow`), for every node of a forest at once.
+
+    Node v (``parent[v]``, -1 at a root) runs on endpoint ``endpoint[v]`` and reduces on processor
+    ``proc[v]``; chunk c is ``chunk`` bytes, data-check segment ``seg_off + c``. With U[c, v] the message
+    v -> parent(v) of chunk c (reduced there) and D[c, v] the one parent(v) -> v (stored), the rules of
+    :func:`tree_allreduce` are:
+
+    * U[c, v] starts when v holds chunk c of all its children (U[c, w] held) and U[c-1, v] has arrived;
+    * U[c, w] is reduced at u = parent(w) once u has folded all of chunk c-1 (U[c-1, w'] held for every
+      child w' of u) and its send U[c-2, u] has arrived -- where u's loop reaches chunk c;
+    * D[c, v] leaves u = parent(v) once u holds chunk c (D[c, u] held; for c = 0 also u's reduce loop is
+      over: U[K-1, w'] held for its children, U[K-1, u] arrived) and D[c-1, w'] has arrived at every
+      child w' of u.
+    """
+    parent = np.asarray(parent, dtype=np.int64)
+    n = len(parent)
+    kids = np.flatnonzero(parent >= 0)
+    up_of = parent[kids]
+    # sibling pairs (w, w'): every child w' of w's parent, w itself included
+    order = np.argsort(up_of, kind="stable")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(up_of, minlength=n), out=ptr[1:])
+    counts = ptr[up_of + 1] - ptr[up_of]
+    sib = np.repeat(kids, counts)
+    offsets = np.arange(len(sib)) - np.repeat(np.cumsum(counts) - counts, counts)
+    sib_of = kids[order][np.repeat(ptr[up_of], counts) + offsets]
+    # children w of a non-root parent: (w, parent) pairs where the parent sends up too
+    inner = kids[parent[up_of] >= 0]
+    k = chunks
+    up = np.full((k, n), -1, dtype=np.int64)
+    down = np.full((k, n), -1, dtype=np.int64)
+    for c in range(k):
+        up[c, kids] = b.messages(endpoint[kids], endpoint[up_of], chunk, reduce=True, proc=proc[up_of], seg=seg_off + c)
+    for c in range(k):
+        down[c, kids] = b.messages(
+            endpoint[up_of], endpoint[kids], chunk, reduce=False, proc=proc[kids], seg=seg_off + c
+        )
+    last = up[k - 1]
+    for c in range(k):
+        check_deadline()  # a long pipeline is built chunk by chunk; --timeout may stop it
+        prev = up[c - 1] if c else np.full(n, -1, dtype=np.int64)
+        b.after(up[c, parent[inner]], up[c, inner], HELD)
+        b.after(up[c, kids], prev[kids], ARRIVED)
+        b.gate(up[c, sib], prev[sib_of], HELD)
+        if c >= 2:
+            b.gate(up[c, kids], up[c - 2, up_of], ARRIVED)
+        b.after(down[c, kids], down[c, up_of], HELD)
+        if c:
+            b.after(down[c, sib], down[c - 1, sib_of], ARRIVED)
+        else:
+            b.after(down[0, sib], last[sib_of], HELD)
+            b.after(down[0, kids], last[up_of], ARRIVED)
+
+
+def tree_dataflow(p: int, nbytes: float, chunks: int, root: int = 0) -> Dataflow:
+    """The binary tree all-reduce (:class:`BinaryTree`) as a dataflow."""
+    parent, _ = heap_tree(p, root)
+    ranks = np.arange(p)
+    b = DataflowBuilder(p)
+    pipelined_tree(b, np.array([-1 if u is None else u for u in parent]), ranks, ranks, chunks, nbytes / chunks)
+    return b.build()
+
+
 def tree_time(depth: int, fanout: int, k: int, n: float, alpha: float, beta: float, gamma: float) -> float:
     """The time of :func:`tree_allreduce` on a star for a complete tree (every inner node ``fanout``
     children, every leaf at ``depth``), ``n`` bytes in ``k`` chunks (see the module docstring)."""
@@ -128,6 +213,12 @@ class BinaryTree(Algorithm):
         yield spread(
             job, [tree_allreduce(job, r, parent[r], children[r], job.nbytes / k, segs, 0) for r in range(job.p)]
         )
+
+    def dataflow(self, p: int, nbytes: float, cluster: Any = None, root: int = 0) -> Dataflow | None:
+        """The schedule of :meth:`run` as a dataflow, for the fast path (``fast:dataflow``)."""
+        if p == 1 or 2 * (p - 1) * self.options.chunks > MAX_MESSAGES:
+            return None  # too many messages to hold at once: the per-rank processes, message by message
+        return tree_dataflow(p, nbytes, self.options.chunks, root)
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         depth = (p).bit_length() - 1

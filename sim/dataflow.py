@@ -1,0 +1,451 @@
+"""Dataflow programs: messages with explicit dependencies (a rank forwards chunk c once it has it).
+
+A step program (:mod:`sim.program`) moves every rank in lock-step; pipelined trees do not: a rank
+forwards chunk c to its parent as soon as its children's copies of c have arrived and been reduced,
+while c+1 is still on its way. A :class:`Dataflow` says that per message:
+
+* ``src -> dst``, ``nbytes`` on the wire, ``reduce`` bytes the receiver reduces (γ per byte, scaled by the
+  receiver's ``compute_scale``) on processor ``proc`` (an actor: work on one processor runs one piece
+  at a time, first come first served; ties in message order), and the data-check segments
+  ``[seg_lo, seg_hi)`` it carries, added (``combine``) or stored at the receiver;
+* **start**: the message is sent once every one of its dependencies has happened -- ``(u, ARRIVED)``:
+  message u's last byte has arrived (a sender waiting for its previous send to land), or ``(u, HELD)``:
+  message u has arrived *and* been reduced by its receiver (a rank forwarding what it holds);
+* **gate**: a reduction starts once the message has arrived, its gate dependencies have happened (the
+  receiver has reached the point of its schedule where it folds that message) and its processor is free.
+  A message that reduces nothing is held when it arrives (and its gate has passed).
+
+The same program runs two ways over :class:`~sim.network.Network`, and the tests hold them to the same
+times (``tests/test_dataflow.py``):
+
+* message level (:func:`run_dataflow`, the algorithm's SimPy process): every message a flow of its own
+  with its own event and payload, so the symbolic data check (``job.data``) proves the program delivers
+  every contribution exactly once;
+* vectorized (:class:`DataflowExecutor`, the fast path ``fast:dataflow``): the same rules over numpy
+  arrays, messages whose dependencies complete at the same instant launched together, flows that end
+  together handled together, no SimPy process or event per message.
+
+The run ends when the last message is held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import RunError
+from .network import Network
+
+__all__ = ["ARRIVED", "HELD", "MAX_MESSAGES", "Dataflow", "DataflowBuilder", "DataflowExecutor", "run_dataflow"]
+
+ARRIVED = 0
+HELD = 1
+#: the most messages one dataflow may hold (~450 bytes each while it is built: 1.8 GiB at the limit,
+#: which the 64-chunk double binary tree on 16,384 GPUs, 4,194,048 messages, just fits)
+MAX_MESSAGES = 1 << 22
+_SMALL = 16  # batches up to this size are handled in scalar operations (numpy's per-call cost dominates)
+
+
+def _csr(owner: np.ndarray, values: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Group ``values`` (parallel arrays) by ``owner`` in 0..n-1: (pointers, the grouped arrays)."""
+    order = np.argsort(owner, kind="stable")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
+    return ptr, [v[order] for v in values]
+
+
+def _gather(ptr: np.ndarray, idx: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The concatenation of ``idx[ptr[r]:ptr[r+1]]`` over ``rows``."""
+    lo = ptr[rows]
+    counts = ptr[rows + 1] - lo
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    return idx[np.repeat(lo, counts) + offsets]
+
+
+@dataclass(eq=False)
+class Dataflow:
+    """Messages with dependencies (see the module docstring); build one with :class:`DataflowBuilder`.
+
+    ``deps`` and ``gates`` are edge lists ``(message, on, kind)``: ``message`` waits for ``on`` to have
+    ``kind`` (:data:`ARRIVED` or :data:`HELD`), to start (``deps``) or to reduce (``gates``)."""
+
+    endpoints: int
+    src: np.ndarray
+    dst: np.ndarray
+    nbytes: np.ndarray
+    reduce: np.ndarray
+    proc: np.ndarray
+    combine: np.ndarray
+    seg_lo: np.ndarray
+    seg_hi: np.ndarray
+    deps: tuple[np.ndarray, np.ndarray, np.ndarray]
+    gates: tuple[np.ndarray, np.ndarray, np.ndarray]
+    _pids: dict[int, np.ndarray] = field(init=False, repr=False, default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def __post_init__(self) -> None:
+        n = len(self.src)
+        for name, (m, on, kind) in (("deps", self.deps), ("gates", self.gates)):
+            if len(m) and (m.min() < 0 or m.max() >= n or on.min() < 0 or on.max() >= n):
+                raise ValueError(f"dataflow: {name} name messages outside 0..{n - 1}")
+            if len(m) and not ((kind == ARRIVED) | (kind == HELD)).all():
+                raise ValueError(f"dataflow: {name} kinds must be ARRIVED or HELD")
+        # how many dependencies each message waits for, and who waits on each message
+        m, on, kind = self.deps
+        self.dep_count = np.bincount(m, minlength=n).astype(np.int64)
+        self.on_arrived = _csr(on[kind == ARRIVED], [m[kind == ARRIVED]], n)
+        self.on_held = _csr(on[kind == HELD], [m[kind == HELD]], n)
+        g, gon, gkind = self.gates
+        self.gate_count = np.bincount(g, minlength=n).astype(np.int64)
+        self.gate_on_arrived = _csr(gon[gkind == ARRIVED], [g[gkind == ARRIVED]], n)
+        self.gate_on_held = _csr(gon[gkind == HELD], [g[gkind == HELD]], n)
+        # a message goes through its receiver's processor when it reduces or has a gate
+        self.processed = (self.reduce > 0) | (self.gate_count > 0)
+
+    @property
+    def procs(self) -> int:
+        return int(self.proc.max()) + 1 if len(self.proc) else 0
+
+    def pids(self, network: Any) -> np.ndarray:
+        """Interned routes of the messages on ``network``'s cluster (computed once per cluster)."""
+        key = id(network.cluster)
+        got = self._pids.get(key)
+        if got is None:
+            path_id = network.cluster.path_id
+            pairs, where = np.unique(self.src * self.endpoints + self.dst, return_inverse=True)
+            unique = np.fromiter(
+                (path_id(int(k // self.endpoints), int(k % self.endpoints)) for k in pairs.tolist()),
+                dtype=np.int64,
+                count=len(pairs),
+            )
+            out = unique[where.ravel()]
+            self._pids[key] = got = out
+        return got
+
+
+class DataflowBuilder:
+    """Collects messages and their dependencies in bulk (numpy arrays), then :meth:`build`."""
+
+    def __init__(self, endpoints: int) -> None:
+        self.endpoints = endpoints
+        self.count = 0
+        self._cols: list[list[np.ndarray]] = [[] for _ in range(8)]
+        self._deps: list[list[np.ndarray]] = [[], [], []]
+        self._gates: list[list[np.ndarray]] = [[], [], []]
+
+    def messages(
+        self,
+        src: Sequence[int] | np.ndarray,
+        dst: Sequence[int] | np.ndarray,
+        nbytes: float,
+        *,
+        reduce: bool,
+        proc: Sequence[int] | np.ndarray,
+        seg: int | np.ndarray,
+        width: int = 1,
+    ) -> np.ndarray:
+        """Add messages ``src[i] -> dst[i]`` of ``nbytes`` each; the receiver's processor ``proc[i]``
+        reduces them (``reduce``: adds segments ``[seg, seg + width)``) or stores them. Returns their ids."""
+        src = np.asarray(src, dtype=np.int64).ravel()
+        n = len(src)
+        if self.count + n > MAX_MESSAGES:
+            raise RunError(
+                f"a dataflow of more than {MAX_MESSAGES:,} messages is too large to hold; use fewer chunks or ranks"
+            )
+        ids = np.arange(self.count, self.count + n, dtype=np.int64)
+        self.count += n
+        lo = np.broadcast_to(np.asarray(seg, dtype=np.int64), (n,))
+        cols = (
+            src,
+            np.broadcast_to(np.asarray(dst, dtype=np.int64).ravel(), (n,)),
+            np.full(n, float(nbytes)),
+            np.full(n, float(nbytes) if reduce else 0.0),
+            np.broadcast_to(np.asarray(proc, dtype=np.int64).ravel(), (n,)),
+            np.full(n, bool(reduce)),
+            lo,
+            lo + width,
+        )
+        for store, col in zip(self._cols, cols, strict=True):
+            store.append(col)
+        return ids
+
+    @staticmethod
+    def _edges(store: list[list[np.ndarray]], m: np.ndarray, on: np.ndarray, kind: int) -> None:
+        m, on = np.broadcast_arrays(np.asarray(m, dtype=np.int64), np.asarray(on, dtype=np.int64))
+        keep = (m >= 0) & (on >= 0)  # -1 on either side: no edge (a missing parent, chunk -1)
+        store[0].append(m[keep].ravel())
+        store[1].append(on[keep].ravel())
+        store[2].append(np.full(int(keep.sum()), kind, dtype=np.int64))
+
+    def after(self, m: np.ndarray, on: np.ndarray, kind: int) -> None:
+        """Messages ``m`` start after messages ``on`` (elementwise, broadcast) reach ``kind``."""
+        self._edges(self._deps, m, on, kind)
+
+    def gate(self, m: np.ndarray, on: np.ndarray, kind: int) -> None:
+        """Messages ``m`` are reduced only after messages ``on`` reach ``kind``."""
+        self._edges(self._gates, m, on, kind)
+
+    def build(self) -> Dataflow:
+        def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+
+        src, dst, size, red, proc, comb, lo, hi = (
+            cat(c, t)
+            for c, t in zip(
+                self._cols, (np.int64, np.int64, float, float, np.int64, bool, np.int64, np.int64), strict=True
+            )
+        )
+        if len(src) and ((src < 0).any() or (dst < 0).any() or (src >= self.endpoints).any()):
+            raise ValueError("dataflow: every endpoint must be in 0..endpoints-1")
+        deps = tuple(cat(c, np.int64) for c in self._deps)
+        gates = tuple(cat(c, np.int64) for c in self._gates)
+        return Dataflow(self.endpoints, src, dst, size, red, proc, comb, lo, hi, deps, gates)  # type: ignore[arg-type]
+
+
+class _State:
+    """Dependency counters, shared by both ways of running a program."""
+
+    def __init__(self, flow: Dataflow, gamma: float, scale: np.ndarray) -> None:
+        self.flow = flow
+        self.gamma = float(gamma)
+        self.dep_left = flow.dep_count.copy()
+        self.gate_left = flow.gate_count.copy()
+        self.arrived = np.zeros(len(flow), dtype=bool)
+        self.busy = np.zeros(max(flow.procs, 1))
+        scale = np.asarray(scale, dtype=float)
+        self.cost = np.zeros(len(flow))
+        if self.gamma > 0:
+            self.cost = flow.reduce * self.gamma * scale[flow.dst]
+        self.held = 0
+        self.end = 0.0
+
+
+def run_dataflow(job: Any, flow: Dataflow) -> Generator[Any, Any, None]:
+    """Run ``flow`` message-level over ``job``: every message sent with ``job.send`` (tag: its index)
+    and received with ``job.recv``, its payload (``job.data``) taken from the sender when it is sent and
+    added or stored at the receiver when its reduction starts; reductions timed by SimPy timeouts. Ends
+    when every message is held."""
+    env, data = job.env, job.data
+    scale = job.net.cluster.compute_scale
+    st = _State(flow, job.gamma, scale)
+    done = env.event()
+    if not len(flow):
+        return
+    src, dst, nbytes = flow.src.tolist(), flow.dst.tolist(), flow.nbytes.tolist()
+    lo, hi, combine = flow.seg_lo.tolist(), flow.seg_hi.tolist(), flow.combine.tolist()
+    processed, proc, cost = flow.processed.tolist(), flow.proc.tolist(), st.cost.tolist()
+    payloads: dict[int, Any] = {}
+
+    def ready(ms: list[int], counter: np.ndarray) -> list[int]:
+        out = []
+        for m in ms:
+            counter[m] -= 1
+            if counter[m] == 0:
+                out.append(m)
+        return out
+
+    def send(m: int) -> None:
+        job.send(src[m], dst[m], nbytes[m], data.take(src[m], slice(lo[m], hi[m])), m)
+        job.recv(dst[m], src[m], m).callbacks.append(lambda event, m=m: arrive(m, event.value))
+
+    def release(m: int, starts: Any, gates: Any) -> None:
+        """``m`` has arrived or is held: send and reduce what waited only for that."""
+        ptr, (waiting,) = starts
+        for w in ready(waiting[ptr[m] : ptr[m + 1]].tolist(), st.dep_left):
+            send(w)
+        ptr, (gated,) = gates
+        for g in ready(gated[ptr[m] : ptr[m + 1]].tolist(), st.gate_left):
+            if st.arrived[g]:
+                reduce(g)
+
+    def arrive(m: int, payload: Any) -> None:
+        st.arrived[m] = True
+        payloads[m] = payload
+        release(m, flow.on_arrived, flow.gate_on_arrived)
+        if not processed[m] or st.gate_left[m] == 0:
+            reduce(m)
+
+    def reduce(m: int) -> None:
+        now = env.now
+        seg = slice(lo[m], hi[m])
+        payload = payloads.pop(m)
+        if combine[m]:
+            data.add(dst[m], seg, payload)
+        else:
+            data.put(dst[m], seg, payload)
+        if not processed[m]:
+            hold(m)
+            return
+        p = proc[m]
+        start = max(now, st.busy[p])
+        end = start + cost[m]
+        st.busy[p] = end
+        if end > now:
+            env.timeout(end - now).callbacks.append(lambda _e, m=m: hold(m))
+        else:
+            hold(m)
+
+    def hold(m: int) -> None:
+        st.held += 1
+        st.end = env.now
+        release(m, flow.on_held, flow.gate_on_held)
+        if st.held == len(flow):
+            done.succeed()
+
+    for m in np.flatnonzero(st.dep_left == 0).tolist():
+        send(m)
+    yield done
+
+
+class DataflowExecutor:
+    """Runs a :class:`Dataflow` on a :class:`~sim.network.Network` with :func:`run_dataflow`'s
+    meaning, vectorized: everything that happens at one instant is handled as one batch of arrays.
+
+    ``done`` fires when the last message is held; ``mode`` is ``dataflow``."""
+
+    mode = "dataflow"
+
+    def __init__(self, net: Network, flow: Dataflow, gamma: float, compute_scale: np.ndarray) -> None:
+        self.net = net
+        self.env = net.env
+        self.flow = flow
+        self.st = _State(flow, gamma, compute_scale)
+        self.done = self.env.event()
+        self.owner = net.add_owner(self._on_flows_done)
+        self.f_msg = np.zeros(0, dtype=np.int64)
+        self._timers: dict[float, list[np.ndarray]] = {}
+        self._stamp = np.zeros(len(flow), dtype=np.int64)  # scratch for _distinct
+        self._proc_stamp = np.zeros(max(flow.procs, 1), dtype=np.int64)
+
+    @staticmethod
+    def _distinct(values: np.ndarray, stamp: np.ndarray) -> np.ndarray:
+        """``values`` without repeats (the last of each kept, in place), in time linear in their number."""
+        if len(values) <= 1:
+            return values
+        at = np.arange(len(values))
+        stamp[values] = at
+        return values[stamp[values] == at]
+
+    def run(self) -> Generator[Any, Any, None]:
+        """The SimPy process body: send what depends on nothing, then wait for the last message."""
+        if not len(self.flow):
+            return
+        self._send(np.flatnonzero(self.st.dep_left == 0))
+        yield self.done
+
+    # ------------------------------------------------------------------ one instant
+    def _send(self, ms: np.ndarray) -> None:
+        if not len(ms):
+            return
+        flow = self.flow
+        slots = self.net.launch(flow.pids(self.net)[ms], flow.src[ms], flow.nbytes[ms], owner=self.owner)
+        if len(self.f_msg) < self.net.slots:
+            grown = np.zeros(self.net.slots, dtype=np.int64)
+            grown[: len(self.f_msg)] = self.f_msg
+            self.f_msg = grown
+        self.f_msg[slots] = ms
+
+    def _on_flows_done(self, slots: np.ndarray, now: float) -> None:
+        ms = self.f_msg[slots]
+        st, flow = self.st, self.flow
+        st.arrived[ms] = True
+        starts = [self._release(flow.on_arrived, ms, st.dep_left)]
+        gated = self._release(flow.gate_on_arrived, ms, st.gate_left)
+        # reductions that can start now: arrived messages whose gates have passed
+        ready = np.concatenate([ms[(st.gate_left[ms] == 0)], gated[st.arrived[gated]]])
+        self._settle(ready, now, starts)
+
+    def _release(self, table: tuple[np.ndarray, list[np.ndarray]], ms: np.ndarray, counter: np.ndarray) -> np.ndarray:
+        """Count ``ms`` off the messages waiting on them; returns the ones with nothing left to wait for."""
+        ptr, (waiting,) = table
+        if len(ms) == 1:
+            m = int(ms[0])
+            targets = waiting[ptr[m] : ptr[m + 1]]
+        else:
+            targets = _gather(ptr, waiting, ms)
+        if len(targets) <= _SMALL:  # a few at a time (ranks drifted apart): scalar operations
+            out = []
+            for t in targets.tolist():
+                counter[t] -= 1
+                if counter[t] == 0:
+                    out.append(t)
+            return np.array(out, dtype=np.int64)
+        np.subtract.at(counter, targets, 1)  # a message may wait on several of ``ms``
+        return self._distinct(targets[counter[targets] == 0], self._stamp)
+
+    def _settle(self, ready: np.ndarray, now: float, starts: list[np.ndarray]) -> None:
+        """Reduce ``ready`` (first come first served on each processor), hold what is done now and
+        follow the consequences through this instant; launch everything that can start."""
+        st, flow = self.st, self.flow
+        while len(ready):
+            held, later, ends = self._reduce(ready, now)
+            for when in np.unique(ends).tolist():
+                self._timer(when, later[ends == when])
+            if not len(held):
+                break
+            ready = self._hold(held, now, starts)
+        self._send(np.concatenate(starts) if len(starts) > 1 else starts[0])
+        if st.held == len(flow) and not self.done.triggered:
+            self.done.succeed()
+
+    def _reduce(self, ready: np.ndarray, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Start the reductions of ``ready`` at ``now``: (held now, held later, when). A message that
+        reduces nothing and has no gate is held at once; the others queue on their processor."""
+        st, flow = self.st, self.flow
+        # message order: ties on a processor go in that order
+        if len(ready) <= _SMALL:
+            ready = np.array(sorted(set(ready.tolist())), dtype=np.int64)
+        else:
+            ready = self._distinct(ready, self._stamp)
+            if st.gamma == 0:  # no reduction takes time: every processor is free whenever asked
+                return ready, ready[:0], np.zeros(0)
+            ready = np.sort(ready)
+        if st.gamma == 0:
+            return ready, ready[:0], np.zeros(0)
+        queued = ready[flow.processed[ready]]
+        held = [ready[~flow.processed[ready]]]
+        procs, cost = flow.proc[queued], st.cost[queued]
+        end = np.empty(len(queued))
+        if len(self._distinct(procs, self._proc_stamp)) == len(procs):
+            end[:] = np.maximum(now, st.busy[procs]) + cost
+            st.busy[procs] = end
+        else:
+            busy = st.busy
+            for i, (p, c) in enumerate(zip(procs.tolist(), cost.tolist(), strict=True)):
+                busy[p] = end[i] = max(now, busy[p]) + c
+        at_now = end <= now
+        held.append(queued[at_now])
+        return np.concatenate(held), queued[~at_now], end[~at_now]
+
+    def _hold(self, held: np.ndarray, now: float, starts: list[np.ndarray]) -> np.ndarray:
+        """``held`` are done: release what waits on them; returns reductions that can start now."""
+        st, flow = self.st, self.flow
+        st.held += len(held)
+        st.end = now
+        starts.append(self._release(flow.on_held, held, st.dep_left))
+        gated = self._release(flow.gate_on_held, held, st.gate_left)
+        return gated[st.arrived[gated]]
+
+    # ------------------------------------------------------------------ reductions that end later
+    def _timer(self, when: float, ms: np.ndarray) -> None:
+        bucket = self._timers.get(when)
+        if bucket is None:
+            self._timers[when] = bucket = []
+            timeout = self.env.timeout(when - self.env.now)
+            timeout.callbacks.append(lambda _e, when=when: self._fire(when))
+        bucket.append(ms)
+
+    def _fire(self, when: float) -> None:
+        held = np.concatenate(self._timers.pop(when))
+        now = self.env.now
+        starts: list[np.ndarray] = []
+        ready = self._hold(held, now, starts)
+        self._settle(ready, now, starts)
