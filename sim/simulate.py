@@ -19,6 +19,7 @@ import simpy
 from . import deadline as _deadline
 from ._gc import paused_gc
 from .algorithms import Algorithm
+from .classes import FanExecutor, fan_plan
 from .cluster import Cluster
 from .collectives import DTYPES
 from .errors import ConfigError, RunError
@@ -185,16 +186,20 @@ def execute(run: Run, size: float) -> SimResult:
     gamma, root, check, until, engine = run.gamma, run.root, run.check, run.until, run.engine
     dtype = run.dtype
     program = None if engine == "message" or check else algo.program(p, size, cluster)
-    if engine == "fast" and program is None:
+    plan = None if program is not None or engine == "message" or check else fan_plan(algo, p, size, cluster, root)
+    if engine == "fast" and program is None and plan is None:
         why = "the data check needs the message-level engine" if check else f"{algo.spec} has no step program"
         raise ConfigError(f"engine fast: {why}", param="engine")
 
     env = new_environment()
     net = Network(env, cluster, check=run.check_links)
     job = None
-    executor = None
+    executor: FastExecutor | FanExecutor | None = None
     if program is not None:
         executor = FastExecutor(net, program, gamma, cluster.compute_scale, alone=True)
+        done = env.process(executor.run())
+    elif plan is not None:
+        executor = FanExecutor(net, plan, gamma, cluster.compute_scale)
         done = env.process(executor.run())
     else:
         data = DataCheck(coll.name, p, algo.segments_for(p, cluster), root) if check else None
@@ -242,7 +247,7 @@ def execute(run: Run, size: float) -> SimResult:
         wall_s=time.perf_counter() - started,
         events=env.scheduled,
         flows=net.flows,
-        engine="message" if program is None else f"fast:{executor.mode}",
+        engine="message" if executor is None else f"fast:{executor.mode}",
         traffic_bytes=float(sent.sum()),
         max_sent_bytes=float(sent.max()),
         max_received_bytes=float(received.max()),

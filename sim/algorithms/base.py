@@ -78,6 +78,12 @@ class Algorithm(ABC):
         both paths to the same times (tests/test_fastpath.py)."""
         return None
 
+    def fan(self, p: int, nbytes: float, cluster: Any, root: int = 0) -> Any:
+        """The algorithm as a :class:`~sim.classes.FanPlan` (push to servers, reduce, pull) for the
+        flow-class fast path, or ``None``; like :meth:`program`, it must mean exactly what :meth:`run`
+        does (tests/test_classes.py holds both to the same times)."""
+        return None
+
     @abstractmethod
     def run(self, job: Any) -> Generator[Any, Any, None]:
         """The SimPy process body: returns when every rank is done."""
