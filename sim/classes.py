@@ -71,7 +71,7 @@ def fan_plan(algorithm: Any, p: int, nbytes: float, cluster: Any, root: int = 0)
 class _Class:
     """Equivalent flows: ``members`` index the phase's pair arrays; all start draining at ``start``."""
 
-    __slots__ = ("arc", "count", "hop", "members", "phase", "rate", "remaining", "start")
+    __slots__ = ("arc", "count", "hop", "members", "phase", "rate", "remaining", "start", "width")
 
     def __init__(self, phase: _Phase, members: np.ndarray, start: float, remaining: float) -> None:
         self.phase = phase
@@ -88,6 +88,7 @@ class _Class:
         self.arc = key // width
         self.hop = key % width
         self.count = count.astype(float)
+        self.width = width
         del which
 
     @property
@@ -135,6 +136,7 @@ class FanExecutor:
         self.expected = np.array([len(plan.workers(k)) for k in range(s)], dtype=np.int64)
         self.solves = 0
         self.splits = 0
+        self._arc_hash = np.zeros(0, dtype=np.uint64)
 
     def run(self) -> Generator[Any, Any, None]:
         end = self.simulate(float(self.env.now))
@@ -144,7 +146,9 @@ class FanExecutor:
     def _pairs(self, srcs: np.ndarray, dsts: np.ndarray) -> np.ndarray:
         cl = self.cluster
         return np.fromiter(
-            (cl.path_id(s, d) for s, d in zip(srcs.tolist(), dsts.tolist(), strict=True)), dtype=np.int64, count=len(srcs)
+            (cl.path_id(s, d) for s, d in zip(srcs.tolist(), dsts.tolist(), strict=True)),
+            dtype=np.int64,
+            count=len(srcs),
         )
 
     def _phase(self, servers: np.ndarray, t: float, push: bool) -> list[_Class]:
@@ -192,18 +196,18 @@ class FanExecutor:
             rate = maxmin_rates(cls, arc, len(live), cl.capacity, weight=count)
             for c, r in zip(live, rate.tolist(), strict=True):
                 c.rate = r
-            bad = self._unverified(live, cls, arc, count, rate)
+            bad, saturated = self._unverified(live, cls, arc, count, rate)
             if not bad:
                 return active
             refined = []
             for i, c in enumerate(live):
-                refined.extend(self._split(c, bad[i]) if i in bad else [c])
+                refined.extend(self._split(c, saturated) if i in bad else [c])
             active = refined + [c for c in active if not len(c.arc)]
 
     def _unverified(
         self, live: list[_Class], cls: np.ndarray, arc: np.ndarray, count: np.ndarray, rate: np.ndarray
-    ) -> dict[int, np.ndarray]:
-        """The classes (index -> their bottleneck arcs) some member of which has no bottleneck."""
+    ) -> tuple[list[int], np.ndarray]:
+        """The classes some member of which has no bottleneck, and the saturated arcs (a mask)."""
         cap = self.cluster.capacity
         load = np.bincount(arc, weights=count * rate[cls], minlength=len(cap))
         fastest = np.zeros(len(cap))
@@ -211,33 +215,47 @@ class FanExecutor:
         saturated = load >= cap * (1 - _TOL)
         neck = saturated[arc] & (rate[cls] >= fastest[arc] * (1 - _TOL))
         # quick test: the bottleneck crossings at one hop position account for every member
-        width = int(max(int(c.hop.max()) for c in live)) + 1
+        width = max(c.width for c in live)
         hop = np.concatenate([c.hop for c in live])
         cover = np.bincount(cls[neck] * width + hop[neck], weights=count[neck], minlength=len(live) * width)
         quick = (cover.reshape(len(live), width) >= np.array([c.size for c in live])[:, None]).any(axis=1)
-        bad: dict[int, np.ndarray] = {}
+        bad = []
         for i in np.flatnonzero(~quick).tolist():
-            necks = np.unique(arc[(cls == i) & neck])
-            if not self._covered(live[i], necks).all():
-                bad[i] = necks
-        return bad
+            necks = np.zeros(len(cap), dtype=bool)
+            necks[arc[(cls == i) & neck]] = True
+            which, arcs = self._crossings(live[i])
+            hit = np.zeros(live[i].size, dtype=bool)
+            hit[which[necks[arcs]]] = True
+            if not hit.all():
+                bad.append(i)
+        return bad, saturated
 
     @staticmethod
-    def _covered(c: _Class, necks: np.ndarray) -> np.ndarray:
-        """Per member of ``c``: whether it crosses one of the arcs ``necks``."""
-        paths = c.phase.paths
-        which, arcs = gather_arcs(paths, c.phase.pids[c.members])
-        hit = np.zeros(c.size, dtype=bool)
-        hit[which[np.isin(arcs, necks)]] = True
-        return hit
+    def _crossings(c: _Class) -> tuple[np.ndarray, np.ndarray]:
+        """(member index, arc) of every arc every member of ``c`` crosses."""
+        return gather_arcs(c.phase.paths, c.phase.pids[c.members])
 
-    def _split(self, c: _Class, necks: np.ndarray) -> list[_Class]:
+    def _split(self, c: _Class, saturated: np.ndarray) -> list[_Class]:
+        """``c`` cut by which saturated arcs its members cross (members on the same ones stay together)."""
         self.splits += 1
-        hit = self._covered(c, necks)
-        parts = [c.members[hit], c.members[~hit]]
-        if not len(parts[0]):  # pragma: no cover - water-filling fixes a class on a link it crosses
-            raise AssertionError("flow class without a bottleneck")
-        return [_Class(c.phase, m, c.start, c.remaining) for m in parts if len(m)]
+        which, arcs = self._crossings(c)
+        if len(self._arc_hash) != len(saturated):
+            x = (np.arange(len(saturated), dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+            x ^= x >> np.uint64(29)
+            self._arc_hash = x * np.uint64(0xBF58476D1CE4E5B9)
+        on = saturated[arcs]
+        sig = np.zeros(c.size, dtype=np.uint64)
+        np.add.at(sig, which[on], self._arc_hash[arcs[on]])
+        _, part = np.unique(sig, return_inverse=True)
+        part = part.reshape(-1)
+        if part.max(initial=0) == 0:  # pragma: no cover - then every member crosses the same bottlenecks
+            raise AssertionError("flow class failed verification but its members are alike")
+        order = np.argsort(part, kind="stable")
+        cuts = np.searchsorted(part[order], np.arange(int(part.max()) + 2))
+        return [
+            _Class(c.phase, c.members[order[a:b]], c.start, c.remaining)
+            for a, b in zip(cuts[:-1], cuts[1:], strict=True)
+        ]
 
     # ------------------------------------------------------------------ the event loop
     def simulate(self, t0: float) -> float:

@@ -100,7 +100,9 @@ def maxmin_rates(
         rate[newly] = np.maximum(tightest[newly], 0.0)
         gone = newly[flow]
         w = None if weight is None else weight[gone]
-        used = np.bincount(local[gone], weights=rate[flow[gone]] if w is None else rate[flow[gone]] * w, minlength=narcs)
+        used = np.bincount(
+            local[gone], weights=rate[flow[gone]] if w is None else rate[flow[gone]] * w, minlength=narcs
+        )
         remaining -= used
         np.maximum(remaining, 0.0, out=remaining)
         count -= np.bincount(local[gone], weights=w, minlength=narcs)
