@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .bulkroute import bulk_router
 from .deadline import check as check_deadline
 from .maxmin import maxmin_rates
 from .rates import gather_arcs
@@ -53,11 +54,6 @@ class FanPlan:
     nbytes: float
     first_free: bool = False
 
-    def workers(self, k: int) -> np.ndarray:
-        server = self.servers[k]
-        everyone = np.arange(self.ranks, dtype=np.int64)
-        return everyone[everyone != server]
-
 
 def fan_plan(algorithm: Any, p: int, nbytes: float, cluster: Any, root: int = 0) -> FanPlan | None:
     """``algorithm``'s :class:`FanPlan` on ``cluster``, or None: it has none, or the link model makes a
@@ -68,44 +64,89 @@ def fan_plan(algorithm: Any, p: int, nbytes: float, cluster: Any, root: int = 0)
     return plan
 
 
+_CHUNK = 1 << 20  # pairs routed at a time
+_INTERN_MAX = 1 << 22  # messages of a plan up to which their routes are interned as paths
+
+
+class _Phase:
+    """The messages of one phase -- the pushes to ``servers`` (indices into the plan's servers), or
+    their pulls -- numbered server by server, ``per`` messages each (pair ``i`` is the ``i % per``-th
+    worker of server ``servers[i // per]``); routes are computed when asked for, never all kept."""
+
+    __slots__ = ("ex", "per", "push", "servers")
+
+    def __init__(self, ex: FanExecutor, servers: np.ndarray, push: bool) -> None:
+        self.ex = ex
+        self.servers = servers
+        self.push = push
+        self.per = ex.per
+
+    def __len__(self) -> int:
+        return len(self.servers) * self.per
+
+    def server(self, idx: np.ndarray) -> np.ndarray:
+        """The server index of every pair in ``idx``."""
+        return self.servers[idx // self.per]
+
+    def pairs(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(source endpoints, destination endpoints) of the pairs ``idx``."""
+        ends = self.ex.ends[self.server(idx)]
+        j = idx % self.per
+        workers = j + (j >= ends) if self.ex.skip_self else j  # every rank but the server itself
+        return (workers, ends) if self.push else (ends, workers)
+
+    def routes(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Arcs of the routes of the pairs ``idx`` (rows padded with -1), and their path ids where
+        routes are interned (None otherwise)."""
+        return self.ex.routes(*self.pairs(idx))
+
+
 class _Class:
-    """Equivalent flows: ``members`` index the phase's pair arrays; all start draining at ``start``."""
+    """Equivalent flows: pairs ``members`` of ``phase``, all draining from ``start`` with ``remaining``
+    wire bytes each; ``arc``, ``hop``, ``count``: how many members cross each arc at each hop."""
 
     __slots__ = ("arc", "count", "hop", "members", "phase", "rate", "remaining", "start", "width")
 
-    def __init__(self, phase: _Phase, members: np.ndarray, start: float, remaining: float) -> None:
+    def __init__(self, phase: _Phase, members: np.ndarray, start: float, remaining: float, entries: Any = None) -> None:
         self.phase = phase
         self.members = members
         self.start = start
         self.remaining = remaining
         self.rate = 0.0
-        paths = phase.paths
-        which, arcs = gather_arcs(paths, phase.pids[members])
-        lens = paths.length[phase.pids[members]]
-        hop = np.arange(len(arcs)) - np.repeat(np.cumsum(lens) - lens, lens)
-        width = int(lens.max()) + 1 if len(lens) else 1
-        key, count = np.unique(arcs * width + hop, return_counts=True)
-        self.arc = key // width
-        self.hop = key % width
-        self.count = count.astype(float)
-        self.width = width
-        del which
+        if entries is None:
+            entries = _Entries(phase.ex.cluster.num_arcs)
+            for a in range(0, len(members), _CHUNK):
+                entries.add(phase.routes(members[a : a + _CHUNK])[0])
+        self.arc, self.hop, self.count, self.width = entries.result()
 
     @property
     def size(self) -> int:
         return len(self.members)
 
 
-class _Phase:
-    """The messages of one phase (pushes, or the pulls of some servers), as pair arrays."""
+class _Entries:
+    """Crossing counts by (arc, hop), accumulated over chunks of route rows."""
 
-    __slots__ = ("pids", "push", "server", "paths")
+    def __init__(self, arcs: int) -> None:
+        self.arcs = arcs
+        self.width = 0
+        self.counts = np.zeros(0)
 
-    def __init__(self, paths: Any, pids: np.ndarray, server: np.ndarray, push: bool) -> None:
-        self.paths = paths
-        self.pids = pids
-        self.server = server  # the server index each pair talks to
-        self.push = push
+    def add(self, rows: np.ndarray) -> None:
+        width = rows.shape[1]
+        if width > self.width:
+            grown = np.zeros(self.arcs * width)
+            if self.width:
+                grown.reshape(self.arcs, width)[:, : self.width] = self.counts.reshape(self.arcs, self.width)
+            self.counts, self.width = grown, width
+        col = np.broadcast_to(np.arange(width), rows.shape)
+        valid = rows >= 0
+        self.counts += np.bincount(rows[valid] * self.width + col[valid], minlength=self.arcs * self.width)
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        width = max(self.width, 1)
+        key = np.flatnonzero(self.counts)
+        return key // width, key % width, self.counts[key], width
 
 
 class FanExecutor:
@@ -126,53 +167,90 @@ class FanExecutor:
         self.net = net
         self.env = net.env
         self.plan = plan
-        self.cluster = net.cluster
+        self.cluster = cl = net.cluster
         s = len(plan.servers)
-        servers = np.asarray(plan.servers, dtype=np.int64)
-        scale = np.ones(self.cluster.size) if compute_scale is None else np.asarray(compute_scale)
+        self.ends = servers = np.asarray(plan.servers, dtype=np.int64)
+        scale = np.ones(cl.size) if compute_scale is None else np.asarray(compute_scale)
         scale = np.concatenate([scale, np.ones(max(0, int(servers.max(initial=0)) + 1 - len(scale)))])
         # the reduction of one push on each server (job.combine / job.compute: only when γ > 0)
         self.fold = plan.nbytes * gamma * scale[servers] if gamma > 0 else np.zeros(s)
-        self.expected = np.array([len(plan.workers(k)) for k in range(s)], dtype=np.int64)
+        # every server serves every rank but itself: all but co-located ones serve all p
+        self.skip_self = bool((servers < plan.ranks).all()) if s else False
+        if s and not self.skip_self and (servers < plan.ranks).any():
+            raise ValueError("servers must be all ranks or all beyond the ranks")
+        self.per = plan.ranks - 1 if self.skip_self else plan.ranks
+        self.expected = np.full(s, self.per, dtype=np.int64)
         self.solves = 0
         self.splits = 0
         self._arc_hash = np.zeros(0, dtype=np.uint64)
+        self.nominal = not cl.link_model.classes
+        self.bulk = bulk_router(cl) if self.nominal and (servers < cl.size).all() else None
+        self.intern = 2 * s * self.per <= _INTERN_MAX or self.bulk is None
 
     def run(self) -> Generator[Any, Any, None]:
         end = self.simulate(float(self.env.now))
         yield self.env.timeout(end - self.env.now)
 
-    # ------------------------------------------------------------------ building phases
-    def _pairs(self, srcs: np.ndarray, dsts: np.ndarray) -> np.ndarray:
+    # ------------------------------------------------------------------ routes and phases
+    def routes(self, srcs: np.ndarray, dsts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Arcs of the routes ``srcs`` -> ``dsts`` (rows padded with -1), and their interned path ids
+        (None when the plan is too large to intern them)."""
         cl = self.cluster
-        return np.fromiter(
-            (cl.path_id(s, d) for s, d in zip(srcs.tolist(), dsts.tolist(), strict=True)),
-            dtype=np.int64,
-            count=len(srcs),
-        )
+        if self.bulk is None:
+            pids = np.fromiter(
+                (cl.path_id(a, b) for a, b in zip(srcs.tolist(), dsts.tolist(), strict=True)),
+                dtype=np.int64,
+                count=len(srcs),
+            )
+            paths = cl.paths
+            lens = paths.length[pids]
+            rows = np.full((len(pids), max(int(lens.max(initial=0)), 1)), -1, dtype=np.int64)
+            which, arcs = gather_arcs(paths, pids)
+            rows[which, np.arange(len(arcs)) - np.repeat(np.cumsum(lens) - lens, lens)] = arcs
+            return rows, pids
+        rows, odd = self.bulk.routes(srcs, dsts)
+        for i in np.flatnonzero(odd).tolist():  # several common neighbours: the router's own choice
+            arcs = cl.router.route(int(cl.rank_node[srcs[i]]), int(cl.rank_node[dsts[i]]))
+            rows[i, : len(arcs)] = arcs
+        return rows, cl.intern_routes(srcs, dsts, rows) if self.intern else None
 
     def _phase(self, servers: np.ndarray, t: float, push: bool) -> list[_Class]:
-        """The classes of the pushes to (``push``) or the pulls from ``servers`` (indices), sent at ``t``."""
-        plan = self.plan
-        groups = [plan.workers(int(k)) for k in servers.tolist()]
-        workers = np.concatenate(groups) if groups else np.zeros(0, dtype=np.int64)
-        server = np.repeat(servers, [len(g) for g in groups]).astype(np.int64)
-        ends = np.asarray(plan.servers, dtype=np.int64)[server]
-        srcs, dsts = (workers, ends) if push else (ends, workers)
-        pids = self._pairs(srcs, dsts)
-        self.net.account(pids, np.full(len(pids), plan.nbytes), len(pids))
-        if not len(pids):
-            return []
-        delay, wire = self.cluster.message_model.many(pids, srcs, np.full(len(pids), plan.nbytes))
-        phase = _Phase(self.cluster.paths, pids, server, push)
-        keys = np.stack([np.asarray(delay, dtype=float), np.asarray(wire, dtype=float)], axis=1)
-        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        order = np.argsort(inverse, kind="stable")
-        bounds = np.searchsorted(inverse[order], np.arange(len(uniq) + 1))
+        """The classes of the pushes to (``push``) or the pulls from ``servers`` (indices), sent at
+        ``t``: messages with the same start delay and wire bytes, and their crossing counts."""
+        plan, cl = self.plan, self.cluster
+        phase = _Phase(self, servers, push)
+        groups: dict[tuple[float, float], tuple[list[np.ndarray], _Entries]] = {}
+        arc_bytes = np.zeros(cl.num_arcs)
+        sent = np.zeros(cl.size)
+        received = np.zeros(cl.size)
+        for a in range(0, len(phase), _CHUNK):
+            idx = np.arange(a, min(a + _CHUNK, len(phase)), dtype=np.int64)
+            srcs, dsts = phase.pairs(idx)
+            rows, pids = phase.routes(idx)
+            nbytes = np.full(len(idx), plan.nbytes)
+            if pids is not None:
+                self.net.account(pids, nbytes, len(idx))
+                delay, wire = cl.message_model.many(pids, srcs, nbytes)
+            else:
+                valid = rows >= 0
+                arc_bytes += np.bincount(rows[valid], minlength=cl.num_arcs) * plan.nbytes
+                sent += np.bincount(srcs, minlength=cl.size) * plan.nbytes
+                received += np.bincount(dsts, minlength=cl.size) * plan.nbytes
+                delay = np.where(valid, cl.latency[np.maximum(rows, 0)], 0.0).sum(axis=1) + cl.overhead[srcs]
+                wire = nbytes
+            keys = np.stack([np.asarray(delay, dtype=float), np.asarray(wire, dtype=float)], axis=1)
+            uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+            inverse = inverse.reshape(-1)
+            for i, key in enumerate(map(tuple, uniq.tolist())):
+                pick = inverse == i
+                members, entries = groups.setdefault(key, ([], _Entries(cl.num_arcs)))
+                members.append(idx[pick])
+                entries.add(rows[pick])
+        if self.bulk is not None and not self.intern:
+            self.net.account_arcs(arc_bytes, sent, received, len(phase))
         return [
-            _Class(phase, order[bounds[i] : bounds[i + 1]], t + float(uniq[i, 0]), float(uniq[i, 1]))
-            for i in range(len(uniq))
+            _Class(phase, np.concatenate(members), t + key[0], key[1], entries)
+            for key, (members, entries) in sorted(groups.items())
         ]
 
     # ------------------------------------------------------------------ rates
@@ -233,7 +311,9 @@ class FanExecutor:
     @staticmethod
     def _crossings(c: _Class) -> tuple[np.ndarray, np.ndarray]:
         """(member index, arc) of every arc every member of ``c`` crosses."""
-        return gather_arcs(c.phase.paths, c.phase.pids[c.members])
+        rows = c.phase.routes(c.members)[0]
+        which, _ = np.nonzero(rows >= 0)
+        return which, rows[rows >= 0]
 
     def _split(self, c: _Class, saturated: np.ndarray) -> list[_Class]:
         """``c`` cut by which saturated arcs its members cross (members on the same ones stay together)."""
@@ -297,7 +377,7 @@ class FanExecutor:
                 end = max(end, t)
                 if not c.phase.push:
                     continue
-                got = np.bincount(c.phase.server[c.members], minlength=s)
+                got = np.bincount(c.phase.server(c.members), minlength=s)
                 at = np.flatnonzero(got)
                 first = received[at] == 0
                 cost = got[at] * self.fold[at]
