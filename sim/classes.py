@@ -95,17 +95,17 @@ class _Phase:
         workers = j + (j >= ends) if self.ex.skip_self else j  # every rank but the server itself
         return (workers, ends) if self.push else (ends, workers)
 
-    def routes(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    def routes(self, idx: np.ndarray, ids: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
         """Arcs of the routes of the pairs ``idx`` (rows padded with -1), and their path ids where
-        routes are interned (None otherwise)."""
-        return self.ex.routes(*self.pairs(idx))
+        routes are interned and ``ids`` asks for them (None otherwise)."""
+        return self.ex.routes(*self.pairs(idx), ids=ids)
 
 
 class _Class:
     """Equivalent flows: pairs ``members`` of ``phase``, all draining from ``start`` with ``remaining``
     wire bytes each; ``arc``, ``hop``, ``count``: how many members cross each arc at each hop."""
 
-    __slots__ = ("arc", "count", "hop", "members", "phase", "rate", "remaining", "start", "width")
+    __slots__ = ("arc", "count", "cross", "hop", "members", "phase", "rate", "remaining", "start", "width")
 
     def __init__(self, phase: _Phase, members: np.ndarray, start: float, remaining: float, entries: Any = None) -> None:
         self.phase = phase
@@ -113,10 +113,11 @@ class _Class:
         self.start = start
         self.remaining = remaining
         self.rate = 0.0
+        self.cross: tuple[np.ndarray, np.ndarray] | None = None  # (member, arc) crossings, once asked for
         if entries is None:
             entries = _Entries(phase.ex.cluster.num_arcs)
             for a in range(0, len(members), _CHUNK):
-                entries.add(phase.routes(members[a : a + _CHUNK])[0])
+                entries.add(phase.routes(members[a : a + _CHUNK], ids=False)[0])
         self.arc, self.hop, self.count, self.width = entries.result()
 
     @property
@@ -125,28 +126,51 @@ class _Class:
 
 
 class _Entries:
-    """Crossing counts by (arc, hop), accumulated over chunks of route rows."""
+    """Crossing counts by (arc, hop), accumulated over chunks of route rows: sparse (sorted keys) for
+    the few crossings of a small class, a dense count per (arc, hop) for a large one."""
 
     def __init__(self, arcs: int) -> None:
         self.arcs = arcs
-        self.width = 0
-        self.counts = np.zeros(0)
+        self.width = 1
+        self.keys: list[np.ndarray] = []
+        self.dense: np.ndarray | None = None
 
     def add(self, rows: np.ndarray) -> None:
         width = rows.shape[1]
         if width > self.width:
-            grown = np.zeros(self.arcs * width)
-            if self.width:
-                grown.reshape(self.arcs, width)[:, : self.width] = self.counts.reshape(self.arcs, self.width)
-            self.counts, self.width = grown, width
+            if self.keys or self.dense is not None:
+                self._flush(regrow=width)
+            self.width = width
         col = np.broadcast_to(np.arange(width), rows.shape)
         valid = rows >= 0
-        self.counts += np.bincount(rows[valid] * self.width + col[valid], minlength=self.arcs * self.width)
+        self.keys.append(rows[valid] * self.width + col[valid])
+        if sum(len(k) for k in self.keys) > self.arcs * self.width // 4:
+            self._flush()
+
+    def _flush(self, regrow: int = 0) -> None:
+        """Fold the pending keys into the dense counts (re-laid out ``regrow`` wide if given)."""
+        size = self.arcs * self.width
+        dense = self.dense if self.dense is not None else np.zeros(size)
+        for k in self.keys:
+            dense += np.bincount(k, minlength=size)
+        self.keys = []
+        if regrow:
+            grown = np.zeros((self.arcs, regrow))
+            grown[:, : self.width] = dense.reshape(self.arcs, self.width)
+            dense = grown.reshape(-1)
+        self.dense = dense
 
     def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        width = max(self.width, 1)
-        key = np.flatnonzero(self.counts)
-        return key // width, key % width, self.counts[key], width
+        if self.dense is None:
+            keys = np.concatenate(self.keys) if self.keys else np.zeros(0, dtype=np.int64)
+            key, count = np.unique(keys, return_counts=True)
+            count = count.astype(float)
+        else:
+            self._flush()
+            assert self.dense is not None
+            key = np.flatnonzero(self.dense)
+            count = self.dense[key]
+        return key // self.width, key % self.width, count, self.width
 
 
 class FanExecutor:
@@ -192,9 +216,9 @@ class FanExecutor:
         yield self.env.timeout(end - self.env.now)
 
     # ------------------------------------------------------------------ routes and phases
-    def routes(self, srcs: np.ndarray, dsts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    def routes(self, srcs: np.ndarray, dsts: np.ndarray, ids: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
         """Arcs of the routes ``srcs`` -> ``dsts`` (rows padded with -1), and their interned path ids
-        (None when the plan is too large to intern them)."""
+        (None when the plan is too large to intern them, or ``ids`` is false)."""
         cl = self.cluster
         if self.bulk is None:
             pids = np.fromiter(
@@ -212,7 +236,7 @@ class FanExecutor:
         for i in np.flatnonzero(odd).tolist():  # several common neighbours: the router's own choice
             arcs = cl.router.route(int(cl.rank_node[srcs[i]]), int(cl.rank_node[dsts[i]]))
             rows[i, : len(arcs)] = arcs
-        return rows, cl.intern_routes(srcs, dsts, rows) if self.intern else None
+        return rows, cl.intern_routes(srcs, dsts, rows) if self.intern and ids else None
 
     def _phase(self, servers: np.ndarray, t: float, push: bool) -> list[_Class]:
         """The classes of the pushes to (``push``) or the pulls from ``servers`` (indices), sent at
@@ -298,27 +322,35 @@ class FanExecutor:
         cover = np.bincount(cls[neck] * width + hop[neck], weights=count[neck], minlength=len(live) * width)
         quick = (cover.reshape(len(live), width) >= np.array([c.size for c in live])[:, None]).any(axis=1)
         bad = []
+        offsets = np.concatenate(([0], np.cumsum([len(c.arc) for c in live])))
         for i in np.flatnonzero(~quick).tolist():
             necks = np.zeros(len(cap), dtype=bool)
-            necks[arc[(cls == i) & neck]] = True
-            which, arcs = self._crossings(live[i])
+            a, b = offsets[i], offsets[i + 1]
+            necks[arc[a:b][neck[a:b]]] = True
+            which, arcs, _ = self._crossings(live[i])
             hit = np.zeros(live[i].size, dtype=bool)
             hit[which[necks[arcs]]] = True
-            if not hit.all():
+            if not hit.all():  # some member has no bottleneck
                 bad.append(i)
         return bad, saturated
 
     @staticmethod
-    def _crossings(c: _Class) -> tuple[np.ndarray, np.ndarray]:
-        """(member index, arc) of every arc every member of ``c`` crosses."""
-        rows = c.phase.routes(c.members)[0]
-        which, _ = np.nonzero(rows >= 0)
-        return which, rows[rows >= 0]
+    def _crossings(c: _Class) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(member index, arc, hop) of every arc every member of ``c`` crosses (kept for classes of up
+        to a chunk of members: verification asks again after every change)."""
+        if c.cross is not None:
+            return c.cross
+        rows = c.phase.routes(c.members, ids=False)[0]
+        which, hop = np.nonzero(rows >= 0)
+        cross = which, rows[rows >= 0], hop
+        if c.size <= _CHUNK:
+            c.cross = cross
+        return cross
 
     def _split(self, c: _Class, saturated: np.ndarray) -> list[_Class]:
         """``c`` cut by which saturated arcs its members cross (members on the same ones stay together)."""
         self.splits += 1
-        which, arcs = self._crossings(c)
+        which, arcs, hop = self._crossings(c)
         if len(self._arc_hash) != len(saturated):
             x = (np.arange(len(saturated), dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
             x ^= x >> np.uint64(29)
@@ -332,10 +364,21 @@ class FanExecutor:
             raise AssertionError("flow class failed verification but its members are alike")
         order = np.argsort(part, kind="stable")
         cuts = np.searchsorted(part[order], np.arange(int(part.max()) + 2))
-        return [
-            _Class(c.phase, c.members[order[a:b]], c.start, c.remaining)
-            for a, b in zip(cuts[:-1], cuts[1:], strict=True)
-        ]
+        # the parts' crossings, from the parent's: no route is computed again
+        where = np.empty(c.size, dtype=np.int64)
+        where[order] = np.arange(c.size)
+        by = np.argsort(part[which], kind="stable")
+        edges = np.searchsorted(part[which][by], np.arange(int(part.max()) + 2))
+        parts = []
+        for k, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
+            sel = by[edges[k] : edges[k + 1]]
+            entries = _Entries(self.cluster.num_arcs)
+            entries.width = c.width
+            entries.keys.append(arcs[sel] * c.width + hop[sel])
+            part_c = _Class(c.phase, c.members[order[a:b]], c.start, c.remaining, entries)
+            part_c.cross = (where[which[sel]] - a, arcs[sel], hop[sel])
+            parts.append(part_c)
+        return parts
 
     # ------------------------------------------------------------------ the event loop
     def simulate(self, t0: float) -> float:
