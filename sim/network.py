@@ -284,8 +284,8 @@ class Network:
         sent = np.bincount(paths.src[:n], weights=done, minlength=size)
         received = np.bincount(paths.dst[:n], weights=done, minlength=size)
         if self._unpathed is not None:
-            sent += self._unpathed[1][:size]
-            received += self._unpathed[2][:size]
+            sent = sent + self._unpathed[1][:size]
+            received = received + self._unpathed[2][:size]
         return sent, received
 
     def link_load(self) -> np.ndarray:

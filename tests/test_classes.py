@@ -10,9 +10,10 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim import prepare
+from sim import Cluster, classes, prepare
 from sim.algorithms.base import Algorithm
 from sim.algorithms.registry import _REGISTRY
+from sim.bulkroute import bulk_router
 from sim.classes import FanExecutor, fan_plan
 from sim.maxmin import maxmin_rates
 from sim.network import Network
@@ -165,3 +166,47 @@ def test_training_iterations_reuse_the_class_run():
         assert a.end_s == pytest.approx(b.end_s, rel=1e-9, abs=0)
     assert fast.flows == ref.flows
     assert fast.link_bytes == pytest.approx(ref.link_bytes, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "dgx:hosts=3,hosts_per_leaf=2,spines=2",
+        "dgx:hosts=6,hosts_per_leaf=2,spines=3,gpus_per_host=4",
+        "dgx:hosts=2",
+        "leaf-spine:leaves=4,hosts_per_leaf=3,spines=2,bandwidth=100Gbps,uplink_bandwidth=100Gbps",
+        "star:hosts=5,bandwidth=1GB/s",
+    ],
+)
+def test_bulk_routes_are_the_routers(spec):
+    """Every rank pair routed in bulk takes the route the router gives it pair by pair."""
+    cluster = Cluster(spec)
+    bulk = bulk_router(cluster)
+    assert bulk is not None
+    n = cluster.size
+    src, dst = np.divmod(np.arange(n * n), n)
+    src, dst = src[src != dst], dst[src != dst]
+    rows, odd = bulk.routes(src, dst)
+    assert not odd.any()
+    for i in range(len(src)):
+        want = cluster.router.route(int(cluster.rank_node[src[i]]), int(cluster.rank_node[dst[i]]))
+        assert rows[i][rows[i] >= 0].tolist() == list(want)
+
+
+def test_no_bulk_routes_where_the_shape_differs():
+    assert bulk_router(Cluster("torus:dims=3x3,bandwidth=1GB/s")) is None
+
+
+def test_uninterned_routes_book_the_same_bytes(monkeypatch):
+    """A plan too large to intern its routes books bytes per link and per rank instead: the same totals,
+    the same busiest links."""
+    topo = "dgx:hosts=3,hosts_per_leaf=2,spines=2,gpus_per_host=4"
+    ref = simulate(topo, "allreduce", "ps:shards=5", 2**22, engine="message")
+    monkeypatch.setattr(classes, "_INTERN_MAX", 0)
+    big = simulate(Cluster(topo), "allreduce", "ps:shards=5", 2**22)
+    assert big.engine == "fast:classes"
+    assert abs(big.time_s - ref.time_s) <= 1e-9 * ref.time_s
+    assert big.flows == ref.flows
+    assert big.link_bytes == pytest.approx(ref.link_bytes, rel=1e-12)
+    assert big.max_sent_bytes == pytest.approx(ref.max_sent_bytes, rel=1e-12)
+    assert [x.link for x in big.busiest_links] == [x.link for x in ref.busiest_links]
