@@ -27,7 +27,7 @@ the data check (which needs every message's payload: ``--check`` runs the messag
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,10 +38,16 @@ from .deadline import check as check_deadline
 from .maxmin import maxmin_rates
 from .rates import gather_arcs
 
-__all__ = ["FanExecutor", "FanPlan", "fan_plan"]
+__all__ = ["FanExecutor", "FanPlan", "Fragmented", "fan_plan"]
 
 _TIME_RTOL = 1e-12  # classes due within this fraction of "now" complete together (as in sim.network)
 _TOL = 1e-9  # saturation and rate ties in the verification
+_MIN_CLASSES = 128  # classes a plan may always split into before the message level takes over
+_FLOWS_PER_CLASS = 256  # ... and beyond that, at least this many messages per class on average
+
+
+class Fragmented(Exception):
+    """The classes split nearly into single messages: the message level is the cheaper way."""
 
 
 @dataclass(frozen=True)
@@ -187,8 +193,21 @@ class FanExecutor:
 
     mode = "classes"
 
-    def __init__(self, net: Any, plan: FanPlan, gamma: float, compute_scale: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        net: Any,
+        plan: FanPlan,
+        gamma: float,
+        compute_scale: np.ndarray | None = None,
+        *,
+        fallback: Callable[[], Generator[Any, Any, None]] | None = None,
+        max_classes: float | None = None,
+    ) -> None:
         self.net = net
+        self.fallback = fallback
+        flows = 2 * len(plan.servers) * max(plan.ranks - 1, 0)
+        self.max_classes = max(_MIN_CLASSES, flows / _FLOWS_PER_CLASS) if max_classes is None else max_classes
+        self._booked: list[tuple[str, tuple[Any, ...]]] = []
         self.env = net.env
         self.plan = plan
         self.cluster = cl = net.cluster
@@ -212,7 +231,18 @@ class FanExecutor:
         self.intern = 2 * s * self.per <= _INTERN_MAX or self.bulk is None
 
     def run(self) -> Generator[Any, Any, None]:
-        end = self.simulate(float(self.env.now))
+        """The SimPy process body: the plan with flow classes, or, where they fragment into nearly one
+        class per message and a ``fallback`` (the algorithm's own process) is given, that instead."""
+        try:
+            end = self.simulate(float(self.env.now))
+        except Fragmented:
+            if self.fallback is None:
+                raise
+            self.mode = "message"
+            yield from self.fallback()
+            return
+        for kind, args in self._booked:
+            getattr(self.net, kind)(*args)
         yield self.env.timeout(end - self.env.now)
 
     # ------------------------------------------------------------------ routes and phases
@@ -253,7 +283,7 @@ class FanExecutor:
             rows, pids = phase.routes(idx)
             nbytes = np.full(len(idx), plan.nbytes)
             if pids is not None:
-                self.net.account(pids, nbytes, len(idx))
+                self._booked.append(("account", (pids, nbytes, len(idx))))
                 delay, wire = cl.message_model.many(pids, srcs, nbytes)
             else:
                 valid = rows >= 0
@@ -271,7 +301,7 @@ class FanExecutor:
                 members.append(idx[pick])
                 entries.add(rows[pick])
         if self.bulk is not None and not self.intern:
-            self.net.account_arcs(arc_bytes, sent, received, len(phase))
+            self._booked.append(("account_arcs", (arc_bytes, sent, received, len(phase))))
         return [
             _Class(phase, np.concatenate(members), t + key[0], key[1], entries)
             for key, (members, entries) in sorted(groups.items())
@@ -301,6 +331,8 @@ class FanExecutor:
             bad, saturated = self._unverified(live, cls, arc, count, rate)
             if not bad:
                 return active
+            if len(live) > self.max_classes:
+                raise Fragmented(f"{len(live)} flow classes")
             refined = []
             for i, c in enumerate(live):
                 refined.extend(self._split(c, saturated) if i in bad else [c])

@@ -199,7 +199,8 @@ def execute(run: Run, size: float) -> SimResult:
         executor = FastExecutor(net, program, gamma, cluster.compute_scale, alone=True)
         done = env.process(executor.run())
     elif plan is not None:
-        executor = FanExecutor(net, plan, gamma, cluster.compute_scale)
+        job = Job(env, net, p, size, gamma=gamma, root=root)
+        executor = FanExecutor(net, plan, gamma, cluster.compute_scale, fallback=lambda: algo.run(job))
         done = env.process(executor.run())
     else:
         data = DataCheck(coll.name, p, algo.segments_for(p, cluster), root) if check else None
@@ -247,7 +248,7 @@ def execute(run: Run, size: float) -> SimResult:
         wall_s=time.perf_counter() - started,
         events=env.scheduled,
         flows=net.flows,
-        engine="message" if executor is None else f"fast:{executor.mode}",
+        engine="message" if executor is None or executor.mode == "message" else f"fast:{executor.mode}",
         traffic_bytes=float(sent.sum()),
         max_sent_bytes=float(sent.max()),
         max_received_bytes=float(received.max()),

@@ -277,15 +277,16 @@ def isolated_allreduce(run: Run, size: float) -> Isolated:
     net = Network(env, run.cluster)
     program = run.algorithm.program(run.ranks, size, run.cluster)
     plan = None if program is not None else fan_plan(run.algorithm, run.ranks, size, run.cluster)
+    job = Job(env, net, run.ranks, size, gamma=run.gamma)
     if program is not None:
         done = env.process(FastExecutor(net, program, run.gamma, run.cluster.compute_scale, alone=True).run())
     elif plan is not None:  # the parameter server, master-worker: flow classes (sim.classes)
-        done = env.process(FanExecutor(net, plan, run.gamma, run.cluster.compute_scale).run())
+        fan = FanExecutor(net, plan, run.gamma, run.cluster.compute_scale, fallback=lambda: run.algorithm.run(job))
+        done = env.process(fan.run())
     else:
-        job = Job(env, net, run.ranks, size, gamma=run.gamma)
         done = env.process(run.algorithm.run(job))
     env.run(until=done)
-    if program is None and plan is None and job.pending_messages():
+    if program is None and job.pending_messages():
         raise RunError(
             f"allreduce {run.algorithm.spec}: {job.pending_messages()} message(s) were sent but never received"
         )

@@ -91,7 +91,8 @@ def test_same_times_with_stragglers_and_slow_links(spec, seed, gamma, size):
 def executor(topology, spec, size, **kw):
     run = prepare(topology, "allreduce", spec, **kw)
     net = Network(simpy.Environment(), run.cluster)
-    ex = FanExecutor(net, fan_plan(run.algorithm, run.ranks, size, run.cluster), run.gamma, run.cluster.compute_scale)
+    plan = fan_plan(run.algorithm, run.ranks, size, run.cluster)
+    ex = FanExecutor(net, plan, run.gamma, run.cluster.compute_scale, max_classes=np.inf)
     return ex, ex.simulate(0.0)
 
 
@@ -210,3 +211,15 @@ def test_uninterned_routes_book_the_same_bytes(monkeypatch):
     assert big.link_bytes == pytest.approx(ref.link_bytes, rel=1e-12)
     assert big.max_sent_bytes == pytest.approx(ref.max_sent_bytes, rel=1e-12)
     assert [x.link for x in big.busiest_links] == [x.link for x in ref.busiest_links]
+
+
+def test_fragmented_classes_fall_back_to_the_messages(monkeypatch):
+    """Where the classes split nearly into single messages the algorithm's own process runs instead,
+    on the same network, with the same result as asking for the message level."""
+    topo = "dgx:hosts=4,gpus_per_host=4"
+    ref = simulate(topo, "allreduce", "ps", 2**22, engine="message")
+    monkeypatch.setattr(classes, "_MIN_CLASSES", 2)
+    monkeypatch.setattr(classes, "_FLOWS_PER_CLASS", 10**9)
+    got = simulate(topo, "allreduce", "ps", 2**22)
+    assert got.engine == "message"
+    assert got.time_s == ref.time_s and got.flows == ref.flows and got.link_bytes == ref.link_bytes
