@@ -359,12 +359,22 @@ class FanExecutor:
             necks = np.zeros(len(cap), dtype=bool)
             a, b = offsets[i], offsets[i + 1]
             necks[arc[a:b][neck[a:b]]] = True
-            which, arcs, _ = self._crossings(live[i])
-            hit = np.zeros(live[i].size, dtype=bool)
-            hit[which[necks[arcs]]] = True
-            if not hit.all():  # some member has no bottleneck
+            if not self._every_member_crosses(live[i], necks):  # some member has no bottleneck
                 bad.append(i)
         return bad, saturated
+
+    def _every_member_crosses(self, c: _Class, arcs_mask: np.ndarray) -> bool:
+        """Whether every member of ``c`` crosses an arc of ``arcs_mask`` (large classes by chunks)."""
+        if c.size > _CHUNK:
+            for lo in range(0, c.size, _CHUNK):
+                rows = c.phase.routes(c.members[lo : lo + _CHUNK], ids=False)[0]
+                if not np.where(rows >= 0, arcs_mask[np.maximum(rows, 0)], False).any(axis=1).all():
+                    return False
+            return True
+        which, arcs, _ = self._crossings(c)
+        hit = np.zeros(c.size, dtype=bool)
+        hit[which[arcs_mask[arcs]]] = True
+        return bool(hit.all())
 
     @staticmethod
     def _crossings(c: _Class) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -382,13 +392,28 @@ class FanExecutor:
     def _split(self, c: _Class, saturated: np.ndarray) -> list[_Class]:
         """``c`` cut by which saturated arcs its members cross (members on the same ones stay together)."""
         self.splits += 1
-        which, arcs, hop = self._crossings(c)
         if len(self._arc_hash) != len(saturated):
             x = (np.arange(len(saturated), dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
             x ^= x >> np.uint64(29)
             self._arc_hash = x * np.uint64(0xBF58476D1CE4E5B9)
-        on = saturated[arcs]
         sig = np.zeros(c.size, dtype=np.uint64)
+        if c.size > _CHUNK:  # a large class: signatures by chunks, the parts route their members again
+            mark = np.where(saturated, self._arc_hash, np.uint64(0))
+            for lo in range(0, c.size, _CHUNK):
+                rows = c.phase.routes(c.members[lo : lo + _CHUNK], ids=False)[0]
+                sig[lo : lo + len(rows)] = np.where(rows >= 0, mark[np.maximum(rows, 0)], np.uint64(0)).sum(
+                    axis=1, dtype=np.uint64
+                )
+            _, part = np.unique(sig, return_inverse=True)
+            part = part.reshape(-1)
+            order = np.argsort(part, kind="stable")
+            cuts = np.searchsorted(part[order], np.arange(int(part.max()) + 2))
+            return [
+                _Class(c.phase, c.members[order[a:b]], c.start, c.remaining)
+                for a, b in zip(cuts[:-1], cuts[1:], strict=True)
+            ]
+        which, arcs, hop = self._crossings(c)
+        on = saturated[arcs]
         np.add.at(sig, which[on], self._arc_hash[arcs[on]])
         _, part = np.unique(sig, return_inverse=True)
         part = part.reshape(-1)

@@ -223,3 +223,12 @@ def test_fragmented_classes_fall_back_to_the_messages(monkeypatch):
     got = simulate(topo, "allreduce", "ps", 2**22)
     assert got.engine == "message"
     assert got.time_s == ref.time_s and got.flows == ref.flows and got.link_bytes == ref.link_bytes
+
+
+def test_large_classes_are_verified_and_split_by_chunks(monkeypatch):
+    """Classes beyond a chunk of members are checked and cut chunk by chunk: the same times."""
+    monkeypatch.setattr(classes, "_CHUNK", 7)
+    ex, t = executor("dgx:hosts=4,gpus_per_host=4", "ps", 2**24)
+    assert ex.splits > 0
+    m = simulate("dgx:hosts=4,gpus_per_host=4", "allreduce", "ps", 2**24, engine="message")
+    assert abs(t - m.time_s) <= 1e-9 * m.time_s
