@@ -183,6 +183,10 @@ class FanExecutor:
     """Runs a :class:`FanPlan` alone on ``net`` with flow classes (see the module docstring); the same
     times as the algorithm's SimPy process. ``run()`` is the process body.
 
+    ``fallback`` (the algorithm's own process) runs instead when the classes fragment past
+    ``max_classes`` (default ``max(128, messages / 256)``); ``paths`` interns every route as a path even
+    for plans of more than 4 M messages (the training model books an all-reduce's bytes by path).
+
     Attributes
     ----------
     mode : str
@@ -202,6 +206,7 @@ class FanExecutor:
         *,
         fallback: Callable[[], Generator[Any, Any, None]] | None = None,
         max_classes: float | None = None,
+        paths: bool = False,
     ) -> None:
         self.net = net
         self.fallback = fallback
@@ -228,7 +233,8 @@ class FanExecutor:
         self._arc_hash = np.zeros(0, dtype=np.uint64)
         self.nominal = not cl.link_model.classes
         self.bulk = bulk_router(cl) if self.nominal and (servers < cl.size).all() else None
-        self.intern = 2 * s * self.per <= _INTERN_MAX or self.bulk is None
+        # routes interned as paths (Network.path_bytes sees the bytes): asked for, or small enough
+        self.intern = paths or 2 * s * self.per <= _INTERN_MAX or self.bulk is None
 
     def run(self) -> Generator[Any, Any, None]:
         """The SimPy process body: the plan with flow classes, or, where they fragment into nearly one

@@ -281,7 +281,9 @@ def isolated_allreduce(run: Run, size: float) -> Isolated:
     if program is not None:
         done = env.process(FastExecutor(net, program, run.gamma, run.cluster.compute_scale, alone=True).run())
     elif plan is not None:  # the parameter server, master-worker: flow classes (sim.classes)
-        fan = FanExecutor(net, plan, run.gamma, run.cluster.compute_scale, fallback=lambda: run.algorithm.run(job))
+        fan = FanExecutor(
+            net, plan, run.gamma, run.cluster.compute_scale, fallback=lambda: run.algorithm.run(job), paths=True
+        )
         done = env.process(fan.run())
     else:
         done = env.process(run.algorithm.run(job))
