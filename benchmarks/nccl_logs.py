@@ -2,6 +2,7 @@
 calibrated out of sample.
 
     python benchmarks/nccl_logs.py [FOLDER] [--min-size 1MiB] [--rows] [--tables nominal,in-sample,out-of-sample]
+                                   [--exclude GLOB]
 
 For every log in FOLDER (default: the development set of published logs kept beside the repository, in
 ../shared/data/nccl-tests, where a checkout has it; give your own folder otherwise) it reads the hardware the log states (GPU
@@ -21,6 +22,7 @@ the 1-node logs and the multi-node logs. Three tables:
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import re
 import statistics
 import sys
@@ -180,9 +182,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-size", default="1MiB")
     ap.add_argument("--rows", action="store_true", help="print every size of every log")
     ap.add_argument("--tables", default="nominal,in-sample,out-of-sample", help="which tables, comma-separated")
+    ap.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave out logs whose file name matches (e.g. a cluster its owner reported as broken); repeatable",
+    )
     args = ap.parse_args(argv)
     folder = Path(args.folder)
-    files = sorted(p for p in folder.glob("*.txt") if p.name.lower() != "readme.txt")
+    files = sorted(
+        p
+        for p in folder.glob("*.txt")
+        if p.name.lower() != "readme.txt" and not any(fnmatch.fnmatch(p.name, g) for g in args.exclude)
+    )
     if not files:
         print(f"nccl_logs: no .txt logs in {folder}", file=sys.stderr)
         return 2

@@ -86,6 +86,18 @@ CASES = [
     Case("report-7b", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx.yaml"),
     Case("report-7b-serial", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx-serial.yaml"),
     Case("report-7b-serial-nops", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx-serial-nops.yaml"),
+    Case("report-70b", "", "", "", "", 300, None, report="benchmarks/specs/llm-70b-dgx.yaml"),
+    Case("report-70b-rh", "", "", "", "", 300, None, report="benchmarks/specs/llm-70b-dgx-ring-hierarchical.yaml"),
+    Case(
+        "report-70b-rh-1",
+        "",
+        "",
+        "",
+        "",
+        300,
+        None,
+        report="benchmarks/specs/llm-70b-dgx-ring-hierarchical-serial.yaml",
+    ),
 ]
 
 #: (fast, message-level): the congested cases whose ratio the issue asks for (>= 10x, equal to 1e-9)
@@ -143,10 +155,16 @@ def run_report(case: Case) -> dict[str, object]:
             raise RuntimeError((done.stderr.strip().splitlines() or ["report failed"])[-1])
     wall = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    import yaml
+
+    from reports.spec import parse_gpu_sizes
+
+    with open(os.path.join(root, case.report or "")) as f:
+        sizes = parse_gpu_sizes(yaml.safe_load(f)["cluster"]["sizes"])
     return {
         "case": case.name,
         "what": f"`collsim report {case.report}`",
-        "gpus": "8..1,024",
+        "gpus": f"{sizes[0]:,}..{sizes[-1]:,}",
         "engine": "report",
         "build_s": 0.0,
         "wall_s": wall,

@@ -246,7 +246,7 @@ class DdpSpec(Spec):
     bucket_size: PositiveSize = 25 * 2**20
     first_bucket: PositiveSize = 1 * 2**20
     overlap: bool = True
-    concurrent_buckets: bool = True
+    concurrent_buckets: bool = False  # NCCL's one stream per communicator: DDP's all-reduces run in order
 
 
 class SweepSpec(Spec):

@@ -156,7 +156,8 @@ class FastExecutor:
         if not len(msgs):
             return
         pids = step.pids(self.net)[msgs]
-        slots = self.net.launch(pids, step.src[msgs], step.nbytes[msgs], owner=self.owner)
+        bounds = None if step.bound is None else step.bound[msgs]
+        slots = self.net.launch(pids, step.src[msgs], step.nbytes[msgs], owner=self.owner, bounds=bounds)
         if len(self.f_src) < self.net.slots:
             size = self.net.slots
             for name in ("f_src", "f_dst", "f_step"):
@@ -320,6 +321,11 @@ class FastExecutor:
             )
             return
         self._misses += 1
+
+    def snapshot(self) -> _Snapshot:
+        """The whole state now (the executor's and its flows'), relative to rank 0's step and the time
+        it began it: two executors in equal snapshots, shifted in time, go on the same way."""
+        return self._snapshot(int(self.step[0]))
 
     def _snapshot(self, s0: int) -> _Snapshot:
         t0 = float(self.began[0])

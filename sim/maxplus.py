@@ -70,6 +70,8 @@ def _isolated_times(step: Step, net: Network) -> np.ndarray:
         flow, arcs = gather_arcs(paths, pids[moving])
         starts = np.concatenate(([0], np.cumsum(lens[moving])[:-1]))
         narrowest = np.minimum.reduceat(cl.capacity[arcs], starts)
+        if step.bound is not None:
+            narrowest = np.minimum(narrowest, step.bound[moving])
         d = d.copy()
         d[moving] = delay[moving] + wire[moving] / narrowest
     return d

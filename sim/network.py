@@ -190,15 +190,20 @@ class Network:
         srcs: np.ndarray,
         nbytes: float | np.ndarray,
         owner: int = -1,
+        bounds: np.ndarray | None = None,
     ) -> np.ndarray:
         """Start flows on interned paths ``pids`` (from ranks ``srcs``) now; returns their slots.
 
         The batch primitive under :meth:`transfer` and the fast path: no event per flow; an
-        ``owner`` (see :meth:`add_owner`) hears of completions in bulk.
+        ``owner`` (see :meth:`add_owner`) hears of completions in bulk. ``bounds`` caps the flows'
+        rates (as ``bound`` does in :meth:`send`).
         """
         count = len(pids)
         if count == 1:
-            return self._launch_one(int(pids[0]), int(srcs[0]), float(np.asarray(nbytes).reshape(-1)[0]), owner)
+            one = self._launch_one(int(pids[0]), int(srcs[0]), float(np.asarray(nbytes).reshape(-1)[0]), owner)
+            if bounds is not None:
+                self._bound[one] = bounds[0]
+            return one
         sizes = np.broadcast_to(np.asarray(nbytes, dtype=float), (count,))
         if count and not (sizes >= 0).all():
             raise RunError("launch: sizes must be >= 0 bytes")
@@ -208,7 +213,7 @@ class Network:
         self._remaining[slots] = wire
         self._bytes[slots] = sizes
         self._path[slots] = pids
-        self._bound[slots] = np.inf
+        self._bound[slots] = np.inf if bounds is None else bounds
         self._owner[slots] = owner
         self.flows += count
         starts = self.env.now + delays

@@ -52,6 +52,7 @@ class Step:
     endpoints: int
     combine: np.ndarray
     seg: np.ndarray  # (6, n): off, scale, base, stride, mod, width
+    bound: np.ndarray | None = None  # per-message rate cap (wire bytes/s); None: no message has one
     _pids: dict[int, np.ndarray] = field(init=False, repr=False, default_factory=dict)
 
     @classmethod
@@ -70,11 +71,13 @@ class Step:
         seg_mod: IntArray = 1 << 62,
         seg_off: IntArray = 0,
         seg_scale: IntArray = 1,
+        bound: float | Sequence[float] | np.ndarray | None = None,
     ) -> Step:
         """Messages ``src[i] -> dst[i]`` of ``nbytes[i]``; the receiver reduces ``reduce[i]`` bytes and,
         for the data check, adds (``combine``, default: where ``reduce > 0``) or stores segments
         ``[lo, lo + seg_width)``, ``lo = seg_off + seg_scale * ((seg + k * seg_stride) % seg_mod)`` in
-        the step's ``k``-th repetition."""
+        the step's ``k``-th repetition. ``bound`` caps messages' rates (wire bytes per second; ``inf``:
+        none) -- a sender that cannot move data faster, whatever the links give it."""
         src = np.atleast_1d(np.asarray(src, dtype=np.int64))
         n = len(src)
         dst = _ints(dst, n)
@@ -86,7 +89,14 @@ class Step:
             raise ValueError("step: every endpoint must be in 0..endpoints-1")
         if n and len(np.unique(src * endpoints + dst)) != n:
             raise ValueError("step: a (sender, receiver) pair may appear once per step")
-        return cls(src, dst, size, red, endpoints, comb, segs)
+        caps = None
+        if bound is not None:
+            caps = np.broadcast_to(np.asarray(bound, dtype=float), (n,)).copy()
+            if n and not (caps > 0).all():
+                raise ValueError("step: a rate bound must be > 0")
+            if np.isinf(caps).all():
+                caps = None
+        return cls(src, dst, size, red, endpoints, comb, segs, caps)
 
     # per-rank views, computed when first used (a step merged into a bigger one never needs them)
     @functools.cached_property
@@ -197,7 +207,10 @@ def merge(programs: Sequence[StepProgram], endpoints: int) -> StepProgram:
         cat = {name: np.concatenate([getattr(s, name) for s in steps]) for name in ("src", "dst", "nbytes", "reduce")}
         combine = np.concatenate([s.combine for s in steps])
         seg = np.concatenate([s.seg for s in steps], axis=1)
-        merged = Step(cat["src"], cat["dst"], cat["nbytes"], cat["reduce"], endpoints, combine, seg)
+        bound = None
+        if any(s.bound is not None for s in steps):
+            bound = np.concatenate([np.full(len(s), np.inf) if s.bound is None else s.bound for s in steps])
+        merged = Step(cat["src"], cat["dst"], cat["nbytes"], cat["reduce"], endpoints, combine, seg, bound)
         if len(np.unique(merged.src * endpoints + merged.dst)) != len(merged):
             raise ValueError("merge: the programs share a (sender, receiver) pair in a step")
         phases.append((merged, times))
@@ -222,6 +235,15 @@ def run_messages(job: Any, program: StepProgram) -> Generator[Any, Any, None]:
                     break
                 sent = [
                     job.send(r, int(step.dst[m]), float(step.nbytes[m]), data.take(r, step.segments(m, k)), s)
+                    if step.bound is None
+                    else job.send(
+                        r,
+                        int(step.dst[m]),
+                        float(step.nbytes[m]),
+                        data.take(r, step.segments(m, k)),
+                        s,
+                        bound=float(step.bound[m]),
+                    )
                     for m in sends
                 ]
                 got = []

@@ -206,9 +206,12 @@ class Job:
         self.compute_scale = net.cluster.compute_scale
         #: bytes each endpoint (rank, or server beyond the ranks) has sent / received so far
 
-    def send(self, src: int, dst: int, nbytes: float, payload: Any = None, tag: int = 0) -> simpy.Event:
-        """Send ``nbytes`` with ``payload``; the returned event fires when the last byte arrives."""
-        return self.net.send(src, dst, nbytes, on_arrival=(self._deliver, (src, dst, tag), payload))
+    def send(
+        self, src: int, dst: int, nbytes: float, payload: Any = None, tag: int = 0, bound: float | None = None
+    ) -> simpy.Event:
+        """Send ``nbytes`` with ``payload``; the returned event fires when the last byte arrives.
+        ``bound`` caps the message's rate (see :meth:`sim.network.Network.send`)."""
+        return self.net.send(src, dst, nbytes, bound=bound, on_arrival=(self._deliver, (src, dst, tag), payload))
 
     def _deliver(self, key: tuple[int, int, int], payload: Any) -> None:
         waiting = self._waiting.get(key)

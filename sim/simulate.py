@@ -63,8 +63,8 @@ class TimedEnvironment(CountingEnvironment):
     an event 5 us to many ms, so the bound overshoots by at most one event). Used only while a deadline
     is set (:func:`new_environment`), so unbounded runs pay nothing."""
 
-    def __init__(self, bound: _deadline.Deadline) -> None:
-        super().__init__()
+    def __init__(self, bound: _deadline.Deadline, initial_time: float = 0.0) -> None:
+        super().__init__(initial_time)
         self._at = bound.at
         self._bound = bound
 
@@ -74,13 +74,14 @@ class TimedEnvironment(CountingEnvironment):
         super().step()
 
 
-def new_environment() -> CountingEnvironment:
-    """The environment for a simulation: bounded by the deadline in force, if any."""
+def new_environment(initial_time: float = 0.0) -> CountingEnvironment:
+    """The environment for a simulation (its clock starting at ``initial_time``): bounded by the
+    deadline in force, if any."""
     bound = _deadline.current()
     if bound is None:
-        return CountingEnvironment()
+        return CountingEnvironment(initial_time)
     _deadline.check()
-    return TimedEnvironment(bound)
+    return TimedEnvironment(bound, initial_time)
 
 
 def _uniform_alpha_beta(cluster: Cluster, p: int) -> tuple[float, float] | None:

@@ -21,14 +21,26 @@ Everything runs in one :class:`simpy.Environment` with one :class:`~sim.network.
 :class:`~sim.cluster.Cluster`; every bucket is its own :class:`~sim.runtime.Job` (its own mailboxes), so
 concurrent buckets never mix their messages.
 
-**What repeats is simulated once.** A bucket that starts on an idle network and is done before the next
-bucket starts has the network to itself, so its all-reduce takes exactly what it takes alone. Such a
-bucket is not simulated again: its time alone (and the bytes it puts on every path) is computed once
-per bucket size (:func:`isolated_allreduce`, on the fast path where the algorithm has one, closed form
-included) and the bucket is moved through in one step. Buckets that overlap others run on the shared
-network as before. DDP's hundreds of equal 25 MiB buckets then cost one or two all-reduces whenever the
-network keeps up with backward, and always with ``concurrent_buckets=False`` (NCCL's single stream).
-``simulate_iteration(..., reuse=False)`` simulates every bucket (the reference the tests compare with).
+**What repeats is simulated once.** The network goes through busy periods: one starts when a bucket
+starts on an idle network and ends when the network is idle again as the next bucket starts. What
+happens in one depends only on its buckets (sizes and start times), so each is simulated on its own,
+on an idle copy of the network in absolute time, and its bytes booked on the iteration's network:
+
+* a bucket that is done before the next one starts has the network to itself: it takes its
+  all-reduce's time alone, computed once per bucket size (:func:`isolated_allreduce`, on the fast
+  path where the algorithm has one, closed form included). With ``concurrent_buckets=False`` (NCCL's
+  single stream) every bucket is such a bucket, and DDP's hundreds of equal 25 MiB buckets cost one or
+  two all-reduces;
+* buckets that overlap are simulated together (:func:`_busy_period`). Equal buckets at equal spacing
+  can reach a steady state -- the buckets in flight when bucket ``i`` starts are in the state those in
+  flight when bucket ``i - q`` started were in, shifted in time -- and then the rest of the equal
+  buckets repeat whole periods of q buckets: those are not simulated (the steady state is recognised
+  on the fast path, with up to 8 buckets in flight and periods of 1 to 8 buckets);
+* buckets that overlap more and more (the network cannot keep up with backward: every bucket joins
+  one growing busy period) are simulated flow by flow: the buckets in flight really share the links.
+
+``simulate_iteration(..., reuse=False)`` simulates every bucket on one network (the reference the
+tests compare with, message by message with ``check=True``).
 
 >>> w = Workload(gradient_bytes=100 * 2**20, forward_s=0.01, backward_s=0.02)
 >>> [round(b / 2**20, 3) for b in bucket_sizes(w)]
@@ -94,8 +106,10 @@ class Workload:
         Start each bucket's all-reduce when backward has produced it (DDP's behaviour); if False,
         every bucket starts when backward ends.
     concurrent_buckets : bool
-        Buckets in flight share the network (True); False all-reduces them one at a time in order,
-        as NCCL's single communication stream does.
+        False (the default): the buckets are all-reduced one at a time, in order, each as soon as
+        backward has produced it and the previous one is done -- NCCL runs a communicator's collectives
+        on one stream, and DDP all-reduces through one communicator. True: buckets in flight share the
+        network (a backend that runs several collectives at once).
     samples_per_gpu : float
         Samples each GPU processes per iteration (for samples/s).
     """
@@ -107,7 +121,7 @@ class Workload:
     bucket_bytes: float = 25 * MiB
     first_bucket_bytes: float = 1 * MiB
     overlap: bool = True
-    concurrent_buckets: bool = True
+    concurrent_buckets: bool = False
     samples_per_gpu: float = 1.0
 
     def __post_init__(self) -> None:
@@ -297,27 +311,17 @@ def isolated_allreduce(run: Run, size: float) -> Isolated:
     return Isolated(float(env.now), pids, per_path[pids], net.flows, env.scheduled)
 
 
-def _simulate_iteration(run: Run, workload: Workload, top_links: int, *, reuse: bool = False) -> IterationResult:
-    started = time.perf_counter()
+def _every_bucket(
+    run: Run, workload: Workload, env: simpy.Environment, net: Network, jobs: list[Job]
+) -> tuple[list[BucketTiming], int]:
+    """Every bucket simulated on one shared network (the reference for :func:`_reused_buckets`); the
+    message-level jobs (data check) are appended to ``jobs``."""
     cluster, algo, p, gamma, check = run.cluster, run.algorithm, run.ranks, run.gamma, run.check
-
-    env = new_environment()
-    net = Network(env, cluster)
     sizes = bucket_sizes(workload)
     ready = bucket_ready_times(workload)
     backward_end = workload.forward_s + workload.backward_s
-    jobs: list[Job] = []
     timings: list[BucketTiming | None] = [None] * len(sizes)
     finished: list[simpy.Event] = []
-    alone: dict[float, Isolated] = {}
-    busy = [0]  # buckets simulated on the shared network, in flight now
-    skipped = [0]  # events of the isolated runs that stood in for buckets
-
-    def next_start(k: int) -> float:
-        """The earliest the bucket after ``k`` can start (inf: none, or not before ``k`` ends)."""
-        if k + 1 == len(sizes) or not workload.concurrent_buckets:
-            return np.inf
-        return ready[k + 1] if workload.overlap else backward_end
 
     def bucket(k: int) -> Generator[simpy.Event, Any, None]:
         start = ready[k] if workload.overlap else backward_end
@@ -325,18 +329,6 @@ def _simulate_iteration(run: Run, workload: Workload, top_links: int, *, reuse: 
         if not workload.concurrent_buckets and k > 0:
             yield finished[k - 1]
         began = env.now
-        if reuse and busy[0] == 0:
-            solo = alone.get(sizes[k])
-            if solo is None:
-                solo = alone[sizes[k]] = isolated_allreduce(run, sizes[k])
-            if began + solo.duration_s <= next_start(k):
-                # the network is idle and stays the bucket's own until it ends: its time alone
-                net.account(solo.pids, solo.path_bytes, solo.flows)
-                skipped[0] += solo.events
-                yield env.timeout(solo.duration_s)
-                timings[k] = BucketTiming(float(sizes[k]), ready[k], float(began), float(env.now))
-                return
-        busy[0] += 1
         program = None if check else algo.program(p, sizes[k], cluster)
         if program is not None:
             # the fast path, without jumps: other buckets share the network
@@ -346,16 +338,265 @@ def _simulate_iteration(run: Run, workload: Workload, top_links: int, *, reuse: 
             job = Job(env, net, p, sizes[k], gamma=gamma, data=data)
             jobs.append(job)
             yield env.process(algo.run(job))
-        busy[0] -= 1
         timings[k] = BucketTiming(float(sizes[k]), ready[k], float(began), float(env.now))
 
     for k in range(len(sizes)):
         finished.append(env.process(bucket(k)))
     env.run(until=env.all_of(finished))
+    return [t for t in timings if t is not None], env.scheduled
+
+
+@dataclass(frozen=True)
+class BusyPeriod:
+    """Buckets that kept the network busy from the first one's start to the last one's end, with the
+    network idle before the first started and after the last ended: their sizes, their starts and ends
+    relative to the first one's start, the bytes they delivered on every path, their flows and the
+    events they took (``skipped``: buckets of a steady state of ``period`` buckets that were not
+    simulated, see :func:`_busy_period`). What happens in a busy period depends on its buckets alone (sizes and start
+    offsets), never on what came before it."""
+
+    sizes: tuple[float, ...]
+    offsets: np.ndarray
+    ends: np.ndarray
+    pids: np.ndarray
+    path_bytes: np.ndarray
+    flows: int
+    events: int
+    skipped: int = 0
+    period: int = 0
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.ends.max())
+
+
+_PERIODIC_TOL = 1e-10  # relative: states equal to this (times: of the bucket spacing) repeat
+_PERIODIC_BUCKETS = 8  # steady states of period 1..8 buckets, looked for while at most 8 are in flight
+
+
+def _same_state(a: list[tuple[int, float, Any]], b: list[tuple[int, float, Any]], spacing: float) -> bool:
+    """Whether two moments of a busy period (each: the buckets in flight, as (index relative to the
+    bucket starting, size, executor snapshot with its begin time relative to the moment)) are the same
+    state shifted in time."""
+    if len(a) != len(b):
+        return False
+    tol = _PERIODIC_TOL * spacing
+    for (ia, sa, (xa, ta)), (ib, sb, (xb, tb)) in zip(a, b, strict=True):
+        if ia != ib or sa != sb or xa.s0 != xb.s0 or xa.shape != xb.shape or len(xa.ints) != len(xb.ints):
+            return False
+        if abs(ta - tb) > tol or not np.array_equal(xa.ints, xb.ints):
+            return False
+        if not np.allclose(xa.times, xb.times, rtol=0.0, atol=tol):
+            return False
+        if not np.allclose(xa.amounts, xb.amounts, rtol=_PERIODIC_TOL, atol=_PERIODIC_TOL * sa):
+            return False
+    return True
+
+
+def _periodic_run(sizes: list[float], starts: np.ndarray, i: int, q: int) -> int:
+    """How many buckets from ``i`` on repeat the ``q`` before it (all of one size, each starting the
+    same time after the one before), in whole repetitions of ``q``: the buckets a steady state of
+    period ``q`` reached at bucket ``i``'s start skips."""
+    size, spacing = sizes[i - q], starts[i - q + 1] - starts[i - q]
+    if not spacing > 0:
+        return 0  # buckets that start together (no overlap with backward) never repeat a state
+
+    def regular(m: int) -> bool:
+        return m + 1 < len(sizes) and sizes[m] == size and abs(starts[m + 1] - starts[m] - spacing) <= 1e-12 * spacing
+
+    if not all(regular(m) for m in range(i - q, i)):
+        return 0
+    m = i
+    while regular(m):
+        m += 1
+    return (m - i) // q * q
+
+
+def _busy_period(run: Run, sizes: list[float], starts: np.ndarray, k: int) -> BusyPeriod:
+    """Simulate buckets ``k, k+1, ...`` from bucket ``k``'s start on an idle copy of the network, each
+    starting at its offset from bucket ``k``'s, until the network is idle when the next one starts.
+
+    Equal buckets at equal spacing can reach a steady state: when the buckets in flight as bucket
+    ``i`` starts (all on the fast path, at most 8) are in the state those in flight as bucket ``i - q``
+    started were in (q = 1..8), shifted in time -- the same executor and flow states to 1e-10 -- the
+    evolution is deterministic, so every later run of q equal buckets at the same spacing repeats the
+    intervals of buckets ``i - q .. i - 1``. Those intervals are not simulated: the buckets that ended
+    in them give the ends of the skipped ones (shifted by whole periods), their bytes and flows are
+    booked again per period, and the simulation goes on from the same state, its buckets renumbered
+    and its clock read shifted, as the first bucket after the repeating ones starts."""
+    cluster, algo, p, gamma = run.cluster, run.algorithm, run.ranks, run.gamma
+    t0 = float(starts[k])
+    env = new_environment(t0)  # absolute times: the arithmetic of simulating every bucket
+    net = Network(env, cluster)
+    running: dict[int, FastExecutor | None] = {}  # live index -> its executor (None: message-level)
+    ended: dict[int, float] = {}  # bucket -> end, relative to bucket k's start
+    interval_of: dict[int, int] = {}  # bucket -> the bucket whose start came last before it ended
+    shift = [0, 0.0, 0]  # buckets and seconds skipped (bucket = live index + shift[0], time = live +
+    # shift[1]), and the period
+    now_i = [k]
+    jobs: list[Job] = []
+    skipped = [np.zeros(0), 0, 0]  # path bytes, flows and events of the skipped intervals
+
+    def bucket(live: int, done: simpy.Event) -> Generator[simpy.Event, Any, None]:
+        yield done
+        del running[live]
+        ended[live + shift[0]] = env.now + shift[1] - t0
+        interval_of[live + shift[0]] = now_i[0]
+
+    def start(i: int) -> simpy.Process:
+        live = i - shift[0]
+        program = algo.program(p, sizes[i], cluster)
+        if program is not None:
+            executor = FastExecutor(net, program, gamma, cluster.compute_scale)
+            running[live] = executor
+            return env.process(bucket(live, env.process(executor.run())))
+        job = Job(env, net, p, sizes[i], gamma=gamma)
+        jobs.append(job)
+        running[live] = None
+        return env.process(bucket(live, env.process(algo.run(job))))
+
+    def state(i: int) -> tuple[list[tuple[int, float, Any]], np.ndarray, int, int] | None:
+        if len(running) > _PERIODIC_BUCKETS or any(x is None for x in running.values()):
+            return None
+        live_now = i - shift[0]
+        flight = []
+        for live, x in sorted(running.items()):
+            assert x is not None
+            snap = x.snapshot()
+            flight.append((live - live_now, sizes[live + shift[0]], (snap, snap.t0 - env.now)))
+        return flight, net.path_bytes(), net.flows, env.scheduled
+
+    history: list[tuple[int, Any]] = []  # the states at the last buckets' starts
+
+    def steady(i: int, now: Any) -> int:
+        """The period (in buckets) of a steady state reached at bucket ``i``'s start, 0 if none."""
+        for q in range(1, len(history) + 1):
+            at, before = history[-q]
+            if at != i - q or before is None:
+                break
+            if _periodic_run(sizes, starts, i, q) and _same_state(now[0], before[0], float(starts[i] - starts[i - q])):
+                return q
+        return 0
+
+    def jump(i: int, q: int, now: Any) -> int:
+        """Skip the whole periods after bucket ``i``'s start; returns the buckets skipped."""
+        skip = _periodic_run(sizes, starts, i, q)
+        before = history[-q][1]
+        repeated = [(b, at) for b, at in interval_of.items() if i - q <= at < i]
+        for r in range(1, skip // q + 1):
+            for b, at in repeated:
+                ended[b + r * q] = ended[b] + float(starts[at + r * q] - starts[at])
+        reps = skip // q
+        skipped[0] = (now[1] - before[1]) * reps
+        skipped[1] = (now[2] - before[2]) * reps
+        skipped[2] = (now[3] - before[3]) * reps
+        shift[:] = [skip, float(starts[i + skip] - starts[i]), q]
+        return skip
+
+    def driver() -> Generator[simpy.Event, Any, None]:
+        members = []
+        i = k
+        while i < len(sizes):
+            at = float(starts[i]) - shift[1]
+            if at > env.now:
+                yield env.timeout(at - env.now)
+            if i > k and not running:
+                break  # the network went idle before bucket i: the busy period is over
+            if shift[0] == 0 and i > k:
+                now = state(i)
+                q = steady(i, now) if now is not None else 0
+                if q:
+                    # a steady state of period q: the intervals of buckets i .. i + skip - 1 repeat those
+                    # of buckets i - q .. i - 1, shifted by whole periods
+                    i += jump(i, q, now)
+                else:
+                    history.append((i, now))
+                    del history[:-_PERIODIC_BUCKETS]
+            now_i[0] = i
+            members.append(start(i))
+            i += 1
+        yield env.all_of(members)
+
+    env.run(until=env.process(driver()))
     leftover = sum(job.pending_messages() for job in jobs)
     if leftover:
         raise RunError(f"allreduce {algo.spec}: {leftover} message(s) were sent but never received")
-    done = [t for t in timings if t is not None]
+    m = len(ended)
+    per_path = net.path_bytes()
+    if len(skipped[0]):
+        per_path[: len(skipped[0])] += skipped[0]
+    pids = np.flatnonzero(per_path)
+    return BusyPeriod(
+        tuple(sizes[k : k + m]),
+        starts[k : k + m] - starts[k],
+        np.array([ended[k + j] for j in range(m)]),
+        pids,
+        per_path[pids],
+        net.flows + int(skipped[1]),
+        env.scheduled + int(skipped[2]),
+        shift[0],
+        shift[2],
+    )
+
+
+def _reused_buckets(run: Run, workload: Workload, net: Network) -> tuple[list[BucketTiming], int]:
+    """Every bucket's timing, one busy period of the network at a time (see the module docstring): a
+    bucket alone from its all-reduce's time alone (once per size), buckets that overlap on an idle copy
+    of the network (:func:`_busy_period`). The bytes and flows are booked on ``net``; returns the
+    timings and the events simulated."""
+    sizes = bucket_sizes(workload)
+    ready = bucket_ready_times(workload)
+    backward_end = workload.forward_s + workload.backward_s
+    starts = np.asarray(ready if workload.overlap else [backward_end] * len(sizes), dtype=float)
+    alone: dict[float, Isolated] = {}
+    timings: list[BucketTiming] = []
+    events = 0
+    k = 0
+    previous_end = -np.inf
+    while k < len(sizes):
+        solo = alone.get(sizes[k])
+        if solo is None:
+            solo = alone[sizes[k]] = isolated_allreduce(run, sizes[k])
+        if not workload.concurrent_buckets:
+            # one at a time: a bucket starts when it is ready and the one before has ended
+            began = max(float(starts[k]), previous_end)
+            previous_end = began + solo.duration_s
+            net.account(solo.pids, solo.path_bytes, solo.flows)
+            events += solo.events
+            timings.append(BucketTiming(float(sizes[k]), ready[k], began, previous_end))
+            k += 1
+            continue
+        t0 = float(starts[k])
+        if k + 1 == len(sizes) or t0 + solo.duration_s <= starts[k + 1]:
+            net.account(solo.pids, solo.path_bytes, solo.flows)
+            events += solo.events
+            timings.append(BucketTiming(float(sizes[k]), ready[k], t0, t0 + solo.duration_s))
+            k += 1
+            continue
+        period = _busy_period(run, sizes, starts, k)
+        net.account(period.pids, period.path_bytes, period.flows)
+        events += period.events
+        for i, end in enumerate(period.ends.tolist()):
+            timings.append(BucketTiming(float(sizes[k + i]), ready[k + i], float(starts[k + i]), t0 + end))
+        k += len(period.sizes)
+    return timings, events
+
+
+def _simulate_iteration(run: Run, workload: Workload, top_links: int, *, reuse: bool = False) -> IterationResult:
+    started = time.perf_counter()
+    cluster, algo, p, check = run.cluster, run.algorithm, run.ranks, run.check
+    env = new_environment()
+    net = Network(env, cluster)
+    sizes = bucket_sizes(workload)
+    backward_end = workload.forward_s + workload.backward_s
+    jobs: list[Job] = []
+    if reuse:
+        done, events = _reused_buckets(run, workload, net)
+    else:
+        done, events = _every_bucket(run, workload, env, net, jobs)
+    leftover = sum(job.pending_messages() for job in jobs)
+    if leftover:
+        raise RunError(f"allreduce {algo.spec}: {leftover} message(s) were sent but never received")
     comm_start = min(t.start_s for t in done)
     comm_end = max(max(t.end_s for t in done), backward_end)
     iteration = comm_end + workload.optimizer_s
@@ -388,6 +629,6 @@ def _simulate_iteration(run: Run, workload: Workload, top_links: int, *, reuse: 
         bucket_timings=tuple(done),
         wrong=sum(len(job.data.wrong_ranks()) for job in jobs) if check else None,
         wall_s=time.perf_counter() - started,
-        events=env.scheduled + skipped[0],
+        events=events,
         flows=net.flows,
     )

@@ -179,3 +179,63 @@ def test_step_programs_of_the_doubling_algorithms_pass_the_data_check(collective
     assert job.data.wrong_ranks() == []
     ref = simulate(graph, collective, spec, size, gamma=1e-10, engine="message")
     assert env.now == pytest.approx(ref.time_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("contended", [False, True])
+def test_rate_bounds_of_a_step_hold_on_every_path(contended):
+    """A message's rate bound (NCCL's per-channel SM caps use it) holds on the message level, the
+    event-driven fast path and the max-plus recurrence alike: alone on a link a bounded message drains
+    at its bound; where it shares a link, max-min gives the rest to the others."""
+    import simpy
+
+    from sim.cluster import Cluster
+    from sim.fastpath import FastExecutor
+    from sim.network import Network
+    from sim.program import Step, StepProgram, run_messages
+    from sim.runtime import Job
+
+    cluster = Cluster(star(4, "100Gbps", "0us"))  # 12.5 GB/s links
+    dst = [1, 1] if contended else [1, 2]
+    step = Step.make([0, 2] if contended else [0, 3], dst, 1e6, endpoints=4, bound=[2.5e9, np.inf])
+    program = StepProgram(4, ((step, 3),))
+    times = []
+    for engine in ("message", "fast", "alone"):  # alone: the max-plus recurrence where nothing is shared
+        env = simpy.Environment()
+        net = Network(env, cluster)
+        if engine == "message":
+            job = Job(env, net, 4, 1e6)
+            env.run(env.process(run_messages(job, program)))
+        else:
+            ex = FastExecutor(net, program, 0.0, np.ones(4), alone=engine == "alone")
+            env.run(env.process(ex.run()))
+        times.append(env.now)
+    # bounded: 1 MB at 2.5 GB/s a step; contended, the other message takes the remaining 10 GB/s
+    assert times[0] == pytest.approx(3 * 1e6 / 2.5e9, rel=1e-12)
+    assert times[1] == pytest.approx(times[0], rel=1e-12)
+    assert times[2] == pytest.approx(times[0], rel=1e-12)
+    with pytest.raises(ValueError, match="rate bound"):
+        Step.make([0], [1], 1.0, endpoints=2, bound=0.0)
+
+
+@pytest.mark.parametrize("hosts, chunks", [(2, 2), (3, 4), (4, 3)])
+def test_pipelined_hierarchical_overlaps_its_phases(hosts, chunks):
+    """``hierarchical:chunks=K`` delivers every contribution once, the fast path gives the message
+    level's time, and overlapping the inter-host phase with the intra-host rings beats one pass where
+    both phases take time (DGX: NVLink in the hosts, one NIC per GPU between them)."""
+    g = dgx(hosts)
+    spec = f"hierarchical:chunks={chunks}"
+    a = simulate(g, "allreduce", spec, 2**26, check=True, gamma=1e-12)
+    b = simulate(g, "allreduce", spec, 2**26, engine="fast", gamma=1e-12)
+    assert a.wrong == 0
+    assert abs(a.time_s - b.time_s) <= 1e-9 * a.time_s
+    one = simulate(g, "allreduce", "hierarchical", 2**26, gamma=1e-12)
+    assert b.time_s < one.time_s
+
+
+def test_overlay_refuses_sequences_that_share_a_pair():
+    from sim.algorithms.hierarchical import overlay
+    from sim.program import Step
+
+    s = Step.make([0], [1], 1.0, endpoints=2)
+    with pytest.raises(ValueError, match="share"):
+        overlay(2, [(s, 2)], [(s, 1)])

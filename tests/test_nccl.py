@@ -64,6 +64,66 @@ def test_nvls_moves_1_plus_1_over_g_of_the_buffer_per_gpu():
     assert r.busbw_GBps > 1.2 * ring.busbw_GBps
 
 
+def test_nvls_tree_channels_are_capped_as_nccl_caps_them():
+    """Across hosts an NVLS-tree channel moves no more than NCCL's per-channel cap (perChMaxNVLSTreeBws,
+    57.7 GB/s busbw on 2 Hopper nodes, 45.5 from 3): the cap, not NVLink, bounds it at large sizes, and
+    the prediction sits just under the tuner's own bandwidth; NVLS inside one host has no such cap."""
+    for hosts, per_channel in ((2, 57.7), (4, 45.5)):
+        cluster = Cluster(hgx(hosts, "dgx-h100"))
+        sys = tuner.describe(cluster, 8 * hosts)
+        n = 8 * hosts
+        cap = tuner.nvls_tree_cap(sys)
+        assert cap == pytest.approx(8 * per_channel * 1e9 * n / (2 * (n - 1)))
+        r = simulate(cluster, "allreduce", "nvls-tree", 2**33)
+        assert 0.9 * cap < r.algbw_GBps * 1e9 <= cap
+    assert tuner.nvls_tree_cap(tuner.describe(Cluster(hgx(1, "dgx-h100")), 8)) == float("inf")
+
+
+def test_nvls_chunks_follow_nccls_size_rules():
+    """enqueue.cc: NVLS halves its 128 KiB chunk below 1 GiB, 64 MiB and 8 MiB (16 channels x 8 heads
+    in flight); NVLS-tree below 64 MiB and 8 MiB, with a 64 KiB ceiling from 4 nodes on."""
+    from sim.nccl.protocols import nvls_chunk
+
+    ops = 16 * 8
+    assert [nvls_chunk(s, 1, ops) for s in (2**31, 2**30, 2**29, 2**26, 2**23, 2**22)] == [
+        131072,
+        131072,
+        65536,
+        65536,
+        32768,
+        16384,
+    ]
+    assert [nvls_chunk(s, 2, ops) for s in (2**34, 2**26, 2**25, 2**23, 2**22)] == [131072, 131072, 65536, 65536, 32768]
+    assert [nvls_chunk(s, 4, ops) for s in (2**34, 2**23, 2**22)] == [65536, 65536, 32768]
+
+
+@pytest.mark.parametrize("hosts, per_leaf", [(2, 32), (3, 2)])
+@pytest.mark.parametrize("size", [1, 3 * 2**22 + 5])
+def test_nvls_across_hosts_reduces_in_sharp_switches(hosts, per_leaf, size):
+    """With switches that reduce (SHARP), ``nvls`` spans hosts: every head sends its part up to its
+    rail's leaf switch (and a spine above the leaves where hosts sit under several), which sums and
+    sends it back; every contribution arrives once and fast == message. Without SHARP it is one line."""
+    g = hgx(hosts, "dgx-h100", gpus_per_host=4, sharp=True, hosts_per_leaf=per_leaf)
+    a = simulate(g, "allreduce", "nvls", size, check=True)
+    b = simulate(g, "allreduce", "nvls", size, engine="fast")
+    assert a.wrong == 0
+    assert abs(a.time_s - b.time_s) <= 1e-9 * a.time_s
+    with pytest.raises(AlgorithmError, match="do not reduce"):
+        simulate(hgx(hosts, "dgx-h100", gpus_per_host=4, hosts_per_leaf=per_leaf), "allreduce", "nvls", size)
+
+
+def test_nccl_picks_nvls_across_nodes_only_with_sharp():
+    """enqueue.cc: NVLS across nodes runs over CollNet, so NCCL offers it only with SHARP switches."""
+    plain = Cluster(hgx(4, "dgx-h100"))
+    sharp = Cluster(hgx(4, "dgx-h100", sharp=True))
+    nccl = get_algorithm("allreduce", "nccl")
+    assert nccl.choice(32, 2**30, plain).algorithm != "nvls"
+    assert nccl.choice(32, 2**30, sharp).algorithm == "nvls"
+    r = simulate(sharp, "allreduce", "nccl", 2**30)
+    tree = simulate(plain, "allreduce", "nccl", 2**30)
+    assert r.time_s < tree.time_s
+
+
 def test_tuner_matches_the_hand_derived_dgx_example():
     """docs/nccl.md's worked example (2 x 8 H100, 8 x 400G): NVLSTree lat 66.8 us and algbw 246.2 GB/s,
     Tree/LL128 48.5 us, Ring/Simple 8 x 48 busbw; picks Tree/LL128 at 1 MiB and NVLSTree at 64 MiB."""

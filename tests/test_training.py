@@ -200,3 +200,76 @@ def test_equal_buckets_are_simulated_once(monkeypatch):
     r = simulate_iteration("dgx:hosts=2,gpus_per_host=4", "ring", w)
     assert r.buckets == 11 and sorted(set(calls)) == sorted(calls) and len(calls) == 3
     assert r.exposed_comm_s < 1e-3
+
+
+def _busy_periods(monkeypatch):
+    """Record every busy period the reusing path simulates."""
+    import sim.training as training
+
+    periods = []
+    real = training._busy_period
+    monkeypatch.setattr(training, "_busy_period", lambda *a: periods.append(real(*a)) or periods[-1])
+    return periods
+
+
+def _same_iteration(fast, ref, rel=1e-9):
+    assert fast.buckets == ref.buckets
+    for a, b in zip(fast.bucket_timings, ref.bucket_timings, strict=True):
+        assert (a.size_bytes, a.ready_s) == (b.size_bytes, b.ready_s)
+        assert a.start_s == pytest.approx(b.start_s, rel=rel, abs=0)
+        assert a.end_s == pytest.approx(b.end_s, rel=rel, abs=0)
+    assert fast.iteration_s == pytest.approx(ref.iteration_s, rel=rel)
+    assert fast.flows == ref.flows
+    assert fast.link_bytes == pytest.approx(ref.link_bytes, rel=1e-12)
+    assert fast.bytes_sent == pytest.approx(ref.bytes_sent, rel=1e-12)
+    assert fast.max_rank_bytes == pytest.approx(ref.max_rank_bytes, rel=1e-12)
+    assert [x.link for x in fast.busiest_links] == [x.link for x in ref.busiest_links]
+
+
+# (algorithm, backward ms, the steady state's period in buckets): buckets of 2 MB, one every 0.1 ms
+# or so, that overlap the next one and reach a steady state; recursive doubling at 1.2 ms is
+# network-bound: one growing busy period, no steady state
+@pytest.mark.parametrize(
+    "algorithm, backward_ms, period",
+    [
+        ("ring", 4.0, 1),
+        ("ring", 3.5, 2),
+        ("halving-doubling", 1.6, 2),
+        ("recursive-doubling", 2.5, 1),
+        ("hierarchical", 1.2, 1),
+        ("recursive-doubling", 1.2, 0),
+    ],
+)
+def test_overlapping_buckets_in_a_steady_state_give_the_message_level_times(
+    monkeypatch, algorithm, backward_ms, period
+):
+    """Buckets that overlap and share the network, on the fast path with their steady state skipped,
+    against every bucket simulated message by message (every message a flow, the data checked):
+    every bucket's start and end to 1e-9, the same flows and bytes on every link."""
+    periods = _busy_periods(monkeypatch)
+    w = Workload(
+        gradient_bytes=80e6,
+        forward_s=1e-3,
+        backward_s=backward_ms * 1e-3,
+        bucket_bytes=2e6,
+        first_bucket_bytes=5e5,
+        concurrent_buckets=True,
+    )
+    topo = "dgx:hosts=2,gpus_per_host=4"
+    fast = simulate_iteration(topo, algorithm, w, gamma=1e-11)
+    assert len(periods) == 1 and len(periods[0].sizes) >= 2
+    assert periods[0].period == period and (periods[0].skipped > 0) == (period > 0)
+    ref = simulate_iteration(topo, algorithm, w, gamma=1e-11, check=True)
+    assert ref.wrong == 0
+    _same_iteration(fast, ref)
+    assert fast.events < ref.events
+
+
+def test_a_busy_period_keeps_to_the_timeout():
+    """Network-bound buckets on the fast path, simulated together in one busy period: the call's
+    wall-clock bound still stops it."""
+    from sim.deadline import SimulationTimeout
+
+    w = Workload(gradient_bytes=2e9, forward_s=1e-3, backward_s=1e-3, bucket_bytes=2e6, concurrent_buckets=True)
+    with pytest.raises(SimulationTimeout):
+        simulate_iteration("dgx:hosts=8,gpus_per_host=4", "halving-doubling", w, timeout=0.2)

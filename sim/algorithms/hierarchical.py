@@ -1,4 +1,4 @@
-"""Hierarchical all-reduce: ``hierarchical[:inner=ring,outer=ring|tree|halving-doubling]``.
+"""Hierarchical all-reduce: ``hierarchical[:inner=ring,outer=ring|tree|halving-doubling,chunks=K]``.
 
 The ranks on each host (G of them, the same number on every host, H hosts):
 
@@ -9,7 +9,13 @@ The ranks on each host (G of them, the same number on every host, H hosts):
    ``outer`` algorithm; the G outer all-reduces run side by side on disjoint ranks;
 3. **all-gather inside the host** -- the ring again, passing the reduced chunks around.
 
-(ASTRA-sim's multi-dimensional collectives; NCCL's rings over NVLink then NICs.) The algorithm is a
+(ASTRA-sim's multi-dimensional collectives; NCCL's rings over NVLink then NICs.)
+
+``chunks=K`` pipelines the three phases: the buffer is cut into K chunks and the phases overlap by
+chunk, in rounds: in round r the host's ring reduce-scatters chunk r and then all-gathers chunk r - 2,
+while the rails all-reduce chunk r - 1 across hosts (intra-host and inter-host messages of a round share
+their steps; a step waits for both). K + 2 rounds of max(2(G-1), outer steps) steps on n/K bytes each
+replace one pass on n: the inter-host phase hides under the intra-host one (or the other way round). The algorithm is a
 step program (:mod:`sim.program`): the message-level run interprets it rank by rank with the data check,
 the fast path runs it vectorized -- in closed form where, as on DGX rails, no two messages contend.
 
@@ -27,9 +33,10 @@ from collections.abc import Generator
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import Field
 
 from ..errors import AlgorithmError
-from ..program import StepProgram, concat, merge, run_messages
+from ..program import Step, StepProgram, concat, merge, run_messages
 from ..runtime import Job
 from ..schema import Spec
 from .base import Algorithm
@@ -45,6 +52,7 @@ __all__ = ["Hierarchical", "host_groups", "two_level_cost"]
 class HierarchicalOptions(Spec):
     inner: Literal["ring"] = "ring"
     outer: Literal["ring", "tree", "halving-doubling"] = "ring"
+    chunks: int = Field(1, ge=1, le=4096)
 
 
 def host_groups(cluster: Any, p: int) -> list[list[int]]:
@@ -80,7 +88,7 @@ class Hierarchical(Algorithm):
     collective = "allreduce"
     Options = HierarchicalOptions
     summary = "reduce-scatter in each host, all-reduce of the 1/G slice across hosts per rail, all-gather"
-    examples = ("hierarchical:outer=tree", "hierarchical:outer=halving-doubling")
+    examples = ("hierarchical:outer=tree", "hierarchical:outer=halving-doubling", "hierarchical:chunks=4")
 
     options: HierarchicalOptions
 
@@ -89,11 +97,11 @@ class Hierarchical(Algorithm):
         return core_size(hosts) if self.options.outer == "halving-doubling" else hosts
 
     def segments(self, p: int) -> int:
-        return self._per_chunk(p)  # a star: one rank per host
+        return self.options.chunks * self._per_chunk(p)  # a star: one rank per host
 
     def segments_for(self, p: int, cluster: Any) -> int:
         groups = host_groups(cluster, p)
-        return len(groups[0]) * self._per_chunk(len(groups))
+        return self.options.chunks * len(groups[0]) * self._per_chunk(len(groups))
 
     def closed_form_exact(self, p: int) -> bool:
         if self.options.outer == "halving-doubling":
@@ -107,12 +115,29 @@ class Hierarchical(Algorithm):
 
     def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
         groups = host_groups(cluster, p)
+        k = self.options.chunks
+        if k == 1:
+            return concat(*self._phases(groups, p, nbytes, 0))
+        width = len(groups[0]) * self._per_chunk(len(groups))
+        parts = [self._phases(groups, p, nbytes / k, c * width) for c in range(k)]
+        rounds = []
+        for r in range(k + 2):
+            intra = [ph for c, i in ((r, 0), (r - 2, 2)) if 0 <= c < k for ph in parts[c][i].phases]
+            outer = list(parts[r - 1][1].phases) if 0 <= r - 1 < k else []
+            rounds.append(overlay(p, intra, outer))
+        return concat(*rounds)
+
+    def _phases(
+        self, groups: list[list[int]], p: int, nbytes: float, seg_base: int
+    ) -> tuple[StepProgram, StepProgram, StepProgram]:
+        """Reduce-scatter in the hosts, all-reduce across them, all-gather in the hosts: one pass over
+        ``nbytes``, its data-check segments from ``seg_base`` on."""
         g, h = len(groups[0]), len(groups)
         hs = self._per_chunk(h)
         chunk = nbytes / g
         hosts = np.asarray(groups, dtype=np.int64)  # (H, G): host h's ranks
         if g > 1:
-            rs_step, ag_step = rings_steps(hosts, chunk, p, seg_scale=hs, seg_width=hs)
+            rs_step, ag_step = rings_steps(hosts, chunk, p, seg_off=seg_base, seg_scale=hs, seg_width=hs)
             rs, ag = StepProgram(p, ((rs_step, g - 1),)), StepProgram(p, ((ag_step, g - 1),))
         else:
             rs = ag = StepProgram(p, ())
@@ -121,13 +146,14 @@ class Hierarchical(Algorithm):
         if h == 1:
             outer = StepProgram(p, ())
         elif self.options.outer == "ring":
-            o_rs, o_ag = rings_steps(rails, chunk / h, p, seg_off=np.arange(g) * hs)
+            o_rs, o_ag = rings_steps(rails, chunk / h, p, seg_off=seg_base + np.arange(g) * hs)
             outer = StepProgram(p, ((o_rs, h - 1), (o_ag, h - 1)))
         else:
             outer = merge(
-                [_outer_program(self.options.outer, rails[c].tolist(), chunk, p, c * hs) for c in range(g)], p
+                [_outer_program(self.options.outer, rails[c].tolist(), chunk, p, seg_base + c * hs) for c in range(g)],
+                p,
             )
-        return concat(rs, outer, ag)
+        return rs, outer, ag
 
     def run(self, job: Job) -> Generator[Any, Any, None]:
         program = self.program(job.p, job.nbytes, job.net.cluster)
@@ -135,7 +161,42 @@ class Hierarchical(Algorithm):
             yield from run_messages(job, program)
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
-        return two_level_cost(self.options.outer, 1, p, n, 0.0, 0.0, alpha, beta, gamma)
+        k = self.options.chunks  # on a star (G = 1) the chunks' outer all-reduces run one after the other
+        return k * two_level_cost(self.options.outer, 1, p, n / k, 0.0, 0.0, alpha, beta, gamma)
+
+
+def overlay(endpoints: int, *sequences: list[tuple[Step, int]]) -> StepProgram:
+    """Phase sequences run side by side, step k of the result holding step k of each (a sequence that has
+    ended contributes nothing); their (sender, receiver) pairs must differ."""
+    cuts = sorted({0} | {int(c) for seq in sequences for c in np.cumsum([t for _, t in seq])})
+    phases = []
+    for a, b in zip(cuts[:-1], cuts[1:], strict=False):
+        parts = []
+        for seq in sequences:
+            start = 0
+            for step, times in seq:
+                if start <= a < start + times:
+                    parts.append(_shifted(step, a - start))
+                    break
+                start += times
+        cat = {
+            f: np.concatenate([getattr(st, f) for st in parts]) for f in ("src", "dst", "nbytes", "reduce", "combine")
+        }
+        seg = np.concatenate([st.seg for st in parts], axis=1)
+        step = Step(cat["src"], cat["dst"], cat["nbytes"], cat["reduce"], endpoints, cat["combine"], seg)
+        if len(np.unique(step.src * endpoints + step.dst)) != len(step):
+            raise ValueError("overlay: the sequences share a (sender, receiver) pair in a step")
+        phases.append((step, b - a))
+    return StepProgram(endpoints, tuple(phases))
+
+
+def _shifted(step: Step, k: int) -> Step:
+    """``step`` as seen from its ``k``-th repetition on (its data-check segments moved on by k)."""
+    if k == 0:
+        return step
+    seg = step.seg.copy()
+    seg[2] += k * seg[3]
+    return Step(step.src, step.dst, step.nbytes, step.reduce, step.endpoints, step.combine, seg, step.bound)
 
 
 def two_level_cost(

@@ -94,7 +94,11 @@ class Nccl(Algorithm):
                 why = (
                     "needs an NVSwitch that reduces (NVLink SHARP)"
                     if "nvls" not in graphs
-                    else ("runs inside one host" if a == "nvls" else "is off on a single host")
+                    else (
+                        "runs inside one host unless the switches reduce (hgx:...,sharp=true)"
+                        if a == "nvls"
+                        else "is off on a single host"
+                    )
                 )
                 raise AlgorithmError(f"nccl: algorithm {a} {why}; {cluster.name} with {p} ranks cannot run it")
             algos = algos & allowed
@@ -126,7 +130,7 @@ class Nccl(Algorithm):
             return rings_program(cluster, p, nbytes, k, wire, launch), k * p
         if c.algorithm == "tree":
             return tree_program(cluster, p, nbytes, 0, c.protocol, launch)
-        return nvls_program(cluster, p, nbytes, launch)
+        return nvls_program(cluster, p, nbytes, launch, sharp=c.algorithm == "nvls")
 
     def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
         if p == 1:

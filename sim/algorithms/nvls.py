@@ -13,7 +13,8 @@ node, a reduction engine and a multicast engine (:meth:`sim.cluster.Cluster.add_
 4. the multicast engine sends the whole slice to every GPU.
 
 Every GPU's NVLink thus carries 1 + 1/G times the buffer each way, as on the hardware. The steps are
-pipelined over slices of ``NCCL_NVLS_CHUNKSIZE`` per head (:mod:`sim.nccl.pipeline`). Wire bytes on NVLink
+pipelined over slices of ``NCCL_STEPS`` chunks per head, the chunk NCCL picks for the size
+(``enqueue.cc``, at most ``NCCL_NVLS_CHUNKSIZE``; :mod:`sim.nccl.pipeline`). Wire bytes on NVLink
 are divided by NCCL's NVLS efficiency (0.85 on Hopper, ``tuning.cc:nvlsEfficiency``).
 
 Closed form inside one host with per-GPU link (α, β) and k slices (the pipeline: k + 3 steps, each
@@ -30,10 +31,20 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import AlgorithmError
-from ..nccl.layout import channel_endpoint, dtree_parent, engine, host_ranks, lags_down, lags_up, run_program, slices
+from ..nccl.layout import (
+    channel_endpoint,
+    dtree_parent,
+    engine,
+    host_ranks,
+    lags_down,
+    lags_up,
+    nics_of,
+    run_program,
+    slices,
+)
 from ..nccl.pipeline import Streams, launchers
-from ..nccl.protocols import NVLS_CHUNK
-from ..nccl.tuner import NVLS_EFFICIENCY
+from ..nccl.protocols import nvls_chunk
+from ..nccl.tuner import NVLS_CHANNELS_HOPPER, NVLS_EFFICIENCY, describe, nvls_tree_cap
 from ..program import StepProgram
 from ..runtime import Job
 from .base import Algorithm
@@ -44,12 +55,91 @@ __all__ = ["Nvls", "nvls_program"]
 EFFICIENCY = NVLS_EFFICIENCY[2]  # Hopper
 
 
-def nvls_program(cluster: Any, p: int, nbytes: float, launch_s: float = 0.0) -> tuple[StepProgram, int]:
-    """NVLS (one host) or NVLS-tree (several) as a step program, and its data-check segments."""
+def nvls_slices(nbytes: float, hosts: int, heads: int, tree: bool = True) -> int:
+    """Pipeline slices of an NVLS(-tree) all-reduce: each head's share cut as
+    :func:`~sim.nccl.layout.slices` cuts a channel's (``NCCL_STEPS`` chunks a slice), with the chunk NCCL
+    picks for this size (:func:`~sim.nccl.protocols.nvls_chunk`: smaller buffers, smaller chunks)."""
+    return slices(nbytes / heads, nvls_chunk(nbytes, hosts, NVLS_CHANNELS_HOPPER * heads, tree))
+
+
+def sharp_switches(cluster: Any, rank: int, nic: int, spread: int) -> tuple[str, str | None]:
+    """The leaf switch that ``rank``'s ``nic``-th NIC is linked to, and a spine above it (the
+    ``spread``-th, modulo their count; None where the leaf has none), for in-network reduction."""
+    g = cluster.graph
+    nics = nics_of(cluster, rank)
+    if not nics:
+        raise AlgorithmError(f"nvls across hosts needs NICs; GPU {cluster.ranks[rank]} has none")
+    nic = nics[nic % len(nics)]
+    fabric = [
+        v for v in sorted(g.successors(nic)) if g.nodes[v].get("kind") == "switch" and g.nodes[v].get("host") is None
+    ]
+    leaf = fabric[0] if fabric else None
+    if leaf is None:
+        raise AlgorithmError(f"nvls across hosts: NIC {nic} is not linked to a switch")
+    spines = sorted(v for v in g.successors(leaf) if g.nodes[v].get("kind") == "switch" and v != leaf)
+    return leaf, (spines[spread % len(spines)] if spines else None)
+
+
+def sharp_fabric(cluster: Any, groups: list[list[int]]) -> bool:
+    """Whether every switch the hosts' NICs reach (leaves and spines) reduces in the network (``sharp``)."""
+    g = cluster.graph
+    for grp in groups:
+        for r in grp:
+            for t in range(2):
+                try:
+                    leaf, spine = sharp_switches(cluster, r, t, 0)
+                except AlgorithmError:
+                    return False
+                above = [v for v in g.successors(leaf) if g.nodes[v].get("kind") == "switch"]
+                for sw in (leaf, *above):
+                    if not g.nodes[sw].get("sharp"):
+                        return False
+    return True
+
+
+def _forest(
+    cluster: Any, groups: list[list[int]], actors: list[int], q: int, t: int, sharp: bool
+) -> tuple[list[int], list[int]]:
+    """The reduction forest between the hosts' head actors ``actors`` (one per host) of head ``q``'s
+    half ``t``: (its nodes, their parents, -1 at roots). NCCL's double binary tree between the heads, or
+    with ``sharp`` the switches: every head under the leaf switch of its NIC, leaves under one spine."""
+    h = len(actors)
+    if not sharp:
+        return list(actors), [dtree_parent(h, host, t) for host in range(h)]
+    nodes, parent = list(actors), [-1] * h
+    at: dict[str, int] = {}
+    for host, grp in enumerate(groups):
+        leaf, spine = sharp_switches(cluster, grp[q], t, 2 * q + t)
+        if leaf not in at:
+            at[leaf] = len(nodes)
+            nodes.append(cluster.add_endpoint(node=leaf, key=("sharp", q, t)))
+            parent.append(-1)
+            if spine is not None:
+                at.setdefault(spine, -1)
+        parent[host] = at[leaf]
+    leaves = [i for i in range(h, len(nodes))]
+    if len(leaves) > 1:  # several leaf switches: a spine above the first leaf's reduces theirs
+        _, spine = sharp_switches(cluster, groups[0][q], t, 2 * q + t)
+        if spine is None:
+            raise AlgorithmError("nvls across leaf switches needs a spine above them")
+        top = len(nodes)
+        nodes.append(cluster.add_endpoint(node=spine, key=("sharp", q, t)))
+        parent.append(-1)
+        for i in leaves:
+            parent[i] = top
+    return nodes, parent
+
+
+def nvls_program(
+    cluster: Any, p: int, nbytes: float, launch_s: float = 0.0, sharp: bool = False
+) -> tuple[StepProgram, int]:
+    """NVLS (one host), NVLS-tree (several; with ``sharp`` the switches reduce between the hosts in
+    place of the heads' tree) as a step program, and its data-check segments."""
     groups = host_ranks(cluster, p)
     h, g = len(groups), len(groups[0])
+    sharp = sharp and h > 1
     q_parts = 2 * g  # head q's part, halved between the two trees
-    k = slices(nbytes / g, NVLS_CHUNK)
+    k = nvls_slices(nbytes, h, g, tree=not sharp)
     slice_b = nbytes / k
     part_b = slice_b / q_parts
     nvl = 1.0 / EFFICIENCY
@@ -59,6 +149,11 @@ def nvls_program(cluster: Any, p: int, nbytes: float, launch_s: float = 0.0) -> 
     heads = [[[channel_endpoint(cluster, r, ("nvls", t), t) for r in grp] for grp in groups] for t in range(2)]
     actors = [r for grp in groups for r in grp] + [a for t in heads for grp in t for a in grp]
     starts = launchers(cluster, actors, launch_s) if launch_s > 0 else []
+    forests = {  # built before the streams: the switches' engines are endpoints too
+        (t, q): _forest(cluster, groups, [heads[t][host][q] for host in range(h)], q, t, sharp)
+        for t in range(2)
+        for q in range(g)
+    }
     s = Streams(cluster.endpoints, k)
     whole = dict(off=0, scale=q_parts, width=q_parts)
     for host, grp in enumerate(groups):
@@ -66,20 +161,19 @@ def nvls_program(cluster: Any, p: int, nbytes: float, launch_s: float = 0.0) -> 
     # engine -> heads (lag 1); the heads' tree; heads -> multicast engine; engine -> everyone
     final = np.zeros((2, h), dtype=np.int64)  # step at which head (t, host) holds the result
     for t in range(2):
-        parent = [dtree_parent(h, host, t) for host in range(h)]
-        up, done = lags_up(parent, 2)
-        start = np.full(h, done, dtype=np.int64)
-        down = lags_down(parent, start)
-        final[t] = down
         for q in range(g):
             actors_q = [heads[t][host][q] for host in range(h)]
+            nodes, parent = forests[(t, q)]
+            up, done = lags_up(parent, 2)
+            down = lags_down(parent, np.full(len(nodes), done, dtype=np.int64))
+            final[t] = down[:h]
             off = 2 * q + t
             for host in range(h):
                 s.add([red[host]], [actors_q[host]], part_b * nvl, lag=1, reduce=False, off=off, scale=q_parts)
-            kids = [v for v in range(h) if parent[v] >= 0]
+            kids = [v for v in range(len(nodes)) if parent[v] >= 0]
             if kids:
-                src = [actors_q[v] for v in kids]
-                dst = [actors_q[parent[v]] for v in kids]
+                src = [nodes[v] for v in kids]
+                dst = [nodes[parent[v]] for v in kids]
                 s.add(src, dst, part_b, lag=up[kids], reduce=True, off=off, scale=q_parts)
                 s.add(dst, src, part_b, lag=down[kids], reduce=False, off=off, scale=q_parts)
     for host in range(h):
@@ -91,6 +185,12 @@ def nvls_program(cluster: Any, p: int, nbytes: float, launch_s: float = 0.0) -> 
                 heads[t][host], mc[host], part_b * nvl, lag=lag, reduce=False, off=2 * np.arange(g) + t, scale=q_parts
             )
         s.add([mc[host]] * g, groups[host], slice_b * nvl, lag=last + 1, reduce=False, **whole)
+    if h > 1 and not sharp:  # a head's channel moves a slice in no less than slice_b / cap (perChMaxNVLSTreeBws)
+        per_slice = slice_b / nvls_tree_cap(describe(cluster, p))
+        # the cap is NCCL's end-to-end figure; a step pays its messages' latencies on top of the budget
+        hops = [(red[0], heads[0][0][0]), (heads[0][0][0], heads[0][1][0]), (heads[0][0][0], mc[0])]
+        latency = max(cluster.alpha_beta(a, b)[0] for a, b in hops)
+        s.cap([a for t in heads for grp in t for a in grp], 1.0 / max(per_slice - latency, per_slice / 2))
     return s.program(starts), k * q_parts
 
 
@@ -105,27 +205,31 @@ class _NvlsBase(Algorithm):
             raise AlgorithmError(f"{self.name} needs several GPUs per host on an NVSwitch; {cluster.name} has one")
         for grp in groups:
             engine(cluster, grp[0], "reduce")
-        if len(groups) > 1 and not self.multi_host:
+        if len(groups) > 1 and not self.multi_host and not sharp_fabric(cluster, groups):
             raise AlgorithmError(
-                f"nvls reduces inside one NVSwitch; {p} ranks span {len(groups)} hosts (use nvls-tree)"
+                f"nvls reduces inside one NVSwitch; {p} ranks span {len(groups)} hosts whose switches do not "
+                "reduce (SHARP: hgx:...,sharp=true) -- use nvls-tree"
             )
 
     def closed_form_exact(self, p: int) -> bool:
         return False
 
     def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
-        return nvls_program(cluster, p, nbytes)[0]
+        return nvls_program(cluster, p, nbytes, sharp=not self.multi_host)[0]
 
     def run(self, job: Job) -> Generator[Any, Any, None]:
-        program, segments = nvls_program(job.net.cluster, job.p, job.nbytes)
+        program, segments = nvls_program(job.net.cluster, job.p, job.nbytes, sharp=not self.multi_host)
         yield from run_program(job, program, segments)
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
-        k = slices(n / p, NVLS_CHUNK)
+        k = nvls_slices(n, 1, p)
         return (k + 3) * (alpha + (1 + 1 / p) * (n / k) * beta / EFFICIENCY)
 
 
 @register
 class Nvls(_NvlsBase):
     name = "nvls"
-    summary = "NVLink SHARP inside one host: the NVSwitch reduces and multicasts, every GPU heads 1/G"
+    summary = (
+        "NVLink SHARP: the NVSwitch reduces and multicasts, every GPU heads 1/G; across hosts the switches "
+        "reduce between them (SHARP)"
+    )

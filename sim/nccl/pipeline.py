@@ -35,6 +35,7 @@ class Streams:
         self.endpoints = endpoints
         self.slices = slices
         self._cols: list[list[Any]] = [[] for _ in range(8)]
+        self._rate = np.zeros(endpoints)  # per actor: slices per second at most (0: no cap)
 
     def add(
         self,
@@ -66,6 +67,34 @@ class Streams:
         for store, col in zip(self._cols, cols, strict=True):
             store.append(col)
 
+    def cap(self, actors: Sequence[int] | np.ndarray, slices_per_s: float) -> None:
+        """Actors that move at most ``slices_per_s`` slices' worth of their messages per second: NCCL's
+        per-channel SM caps. An actor's budget is every byte it sends or receives per slice (its edges in
+        the steady state, when every edge carries a slice each step); in a step where only some of its
+        edges are active (the pipeline filling or draining) they share the whole budget, each in
+        proportion to its bytes, so the actor's messages of a step end together."""
+        self._rate[np.asarray(actors, dtype=np.int64)] = slices_per_s
+
+    def _budgets(self, src: np.ndarray, dst: np.ndarray, size: np.ndarray) -> Any:
+        """A function of a step's active edges giving their rate bounds (None when no actor is capped)."""
+        rate = self._rate
+        if not (rate > 0).any():
+            return None
+        e = self.endpoints
+        full = np.bincount(src, weights=size, minlength=e) + np.bincount(dst, weights=size, minlength=e)
+
+        def bounds(on: np.ndarray) -> np.ndarray:
+            s, d, w = src[on], dst[on], size[on]
+            now = np.bincount(s, weights=w, minlength=e) + np.bincount(d, weights=w, minlength=e)
+            out = np.full(len(w), np.inf)
+            for end in (s, d):
+                capped = rate[end] > 0
+                share = w[capped] * rate[end[capped]] * full[end[capped]] / now[end[capped]]
+                out[capped] = np.minimum(out[capped], share)
+            return out
+
+        return bounds
+
     def program(self, launch: Sequence[tuple[int, int]] = ()) -> StepProgram:
         """The step program; ``launch`` (from :func:`launchers`): (launcher, actor) pairs, each actor
         waiting first for its launcher's zero-byte message."""
@@ -77,6 +106,7 @@ class Streams:
         if not self._cols[0]:
             return StepProgram(self.endpoints, tuple(phases))
         src, dst, size, red, lag, off, scale, width = (np.concatenate(c) for c in self._cols)
+        budget = self._budgets(src, dst, size)
         k = self.slices
         cuts = np.unique(np.concatenate([lag, lag + k]))
         for t0, t1 in zip(cuts[:-1], cuts[1:], strict=True):
@@ -95,6 +125,7 @@ class Streams:
                 seg_off=off[on],
                 seg_scale=scale[on],
                 seg_width=width[on],
+                bound=None if budget is None else budget(on),
             )
             phases.append((step, int(t1 - t0)))
         return StepProgram(self.endpoints, tuple(phases))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["NVLS_CHUNK", "PROTOCOLS", "Protocol", "get_protocol"]
+__all__ = ["NVLS_CHUNK", "PROTOCOLS", "Protocol", "get_protocol", "nvls_chunk"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,25 @@ PROTOCOLS: dict[str, Protocol] = {
 
 #: NVLS chunk (``enqueue.cc``: ``NCCL_NVLS_CHUNKSIZE`` default 128 KiB)
 NVLS_CHUNK = 128 * 1024
+
+
+def nvls_chunk(nbytes: float, nodes: int, concurrent: int, tree: bool = True) -> int:
+    """The chunk NCCL's NVLS (``tree`` False or one node) or NVLS-tree all-reduce moves for ``nbytes`` with
+    ``concurrent`` = channels x heads chunks in flight at once (``enqueue.cc``: calcCollChunking; the
+    NVLS-tree ceiling is 64 KiB from 4 nodes on, ``transport/nvls.cc``: ncclNvlsTuning): smaller
+    buffers get smaller chunks, so that every channel and head has work."""
+    c = NVLS_CHUNK
+    if nodes == 1 or not tree:  # NVLS (across nodes over SHARP: the same rules; NCCL's 32 KiB ceiling
+        # where its NVLS bandwidth estimate is under 150 GB/s is not applied)
+        for times, above in ((64, 65536), (8, 32768), (2, 16384)):
+            if nbytes < times * concurrent * c and c > above:
+                c = above
+        return c
+    c = min(c, 65536 if nodes >= 4 else c)
+    for times, above in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+        if nbytes < times * concurrent * c and c > above:
+            c = above
+    return c
 
 
 def get_protocol(name: str) -> Protocol:

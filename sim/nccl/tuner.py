@@ -328,12 +328,28 @@ def _tables(sys: System, graphs: dict[str, Graph]) -> dict[tuple[str, str], tupl
     return out
 
 
+def nvls_tree_cap(sys: System) -> float:
+    """The all-reduce bandwidth (algBw, bytes/s) NCCL's per-channel cap allows NVLS-tree: ``perChMaxNVLSTreeBws``
+    (busBw per channel, an SM-throughput figure: a channel's warps copy between the NVSwitch and the
+    network buffers) times the NVLS graph's channels, as algBw for ``sys.ranks`` ranks. ``inf`` on one
+    node (NVLS alone has no such cap) or where NCCL has none."""
+    cc = _COMPCAP.get(sys.arch, 2)
+    cap = PER_CH_MAX_NVLS_TREE[cc][1 if sys.nodes == 2 else 2]
+    if sys.nodes < 2 or cap <= 0:
+        return math.inf
+    n = sys.ranks
+    return min(32, sys.ppn) * cap * 1e9 * n / (2 * (n - 1))
+
+
 def enabled(sys: System, graphs: dict[str, Graph]) -> set[str]:
-    """Algorithms NCCL enables by default (tuning.cc, the disable loop; collnet needs a SHARP plugin and
-    is not modelled)."""
+    """Algorithms NCCL enables by default (tuning.cc, the disable loop). Across nodes NVLS needs CollNet
+    (SHARP switches and NCCL's plugin, ``enqueue.cc``): enabled where the topology's switches have
+    ``sharp``; CollNet Direct and Chain themselves are not modelled."""
     out = {"ring", "tree"}
     if "nvls" in graphs:
         out.add("nvls" if sys.nodes == 1 else "nvls-tree")
+        if sys.nodes > 1 and sys.sharp:  # enqueue.cc: NVLS across nodes runs over CollNet (SHARP)
+            out.add("nvls")
     return out
 
 
