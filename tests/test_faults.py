@@ -204,8 +204,8 @@ def test_a_report_that_times_out_writes_no_report_and_resumes(tmp_path, capsys):
     spec.write_text(
         "name: slow\njob: {gradient_bytes: 100MiB, compute_time: 10ms}\n"
         "cluster: {builder: star, params: {bandwidth: 100Gbps, latency: 1us}, sizes: [4, 48]}\n"
-        "algorithms: [ring, ps]\nsweep: {message_sizes: []}\n"
-    )  # ps at 48 GPUs: ~0.6 s of simulation
+        "algorithms: [ring, 'tree:chunks=512']\nsweep: {message_sizes: []}\n"
+    )  # a tree of 512 chunks at 48 GPUs: ~1 s of simulation (the parameter server is fast now)
     argv = ["report", str(spec), "--out", str(out), "--executor", "serial", "--no-progress"]
     assert main([*argv, "--timeout", "0.2"]) == 2
     err = capsys.readouterr().err.splitlines()
