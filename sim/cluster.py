@@ -62,6 +62,35 @@ class _PathTable:
         self.count += 1
         return pid
 
+    def add_many(
+        self, arcs: np.ndarray, latency: np.ndarray, src: np.ndarray, dst: np.ndarray, capacity: np.ndarray
+    ) -> np.ndarray:
+        """:meth:`add` for many paths at once: ``arcs`` one row per path, padded with -1; returns the ids."""
+        n = len(arcs)
+        first = self.count
+        if first + n > len(self.start):
+            grow = max(first + n, 2 * len(self.start))
+            for name in ("start", "length", "latency", "src", "dst", "bottleneck"):
+                setattr(self, name, np.resize(getattr(self, name), grow))
+        valid = arcs >= 0
+        length = valid.sum(axis=1)
+        flat = arcs[valid]
+        need = self._used + len(flat)
+        if need > len(self.arcs):
+            self.arcs = np.resize(self.arcs, max(need, 2 * len(self.arcs)))
+        self.arcs[self._used : need] = flat
+        ids = np.arange(first, first + n)
+        self.start[ids] = self._used + np.cumsum(length) - length
+        self.length[ids] = length
+        self.latency[ids] = latency
+        self.src[ids] = src
+        self.dst[ids] = dst
+        self.bottleneck[ids] = np.where(valid, capacity[np.maximum(arcs, 0)], np.inf).min(axis=1)
+        self.latency_list.extend(np.asarray(latency, dtype=float).tolist())
+        self._used = need
+        self.count += n
+        return ids
+
     def arcs_of(self, pid: int) -> np.ndarray:
         s = self.start[pid]
         return self.arcs[s : s + self.length[pid]]
@@ -270,6 +299,22 @@ class Cluster:
             )
             self._pid[key] = pid
         return pid
+
+    def intern_routes(self, srcs: np.ndarray, dsts: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Path ids of the routes ``srcs`` -> ``dsts`` between ranks, whose arcs ``rows`` (padded with -1)
+        were computed in bulk (:mod:`sim.bulkroute`); pairs not interned yet are, as :meth:`path_id`
+        would."""
+        get = self._pid.get
+        keys = list(zip(srcs.tolist(), dsts.tolist(), strict=True))
+        pids = np.fromiter((get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
+        new = np.flatnonzero(pids < 0)
+        if len(new):
+            fresh = rows[new]
+            latency = np.where(fresh >= 0, self.latency[np.maximum(fresh, 0)], 0.0).sum(axis=1)
+            ids = self.paths.add_many(fresh, latency, srcs[new], dsts[new], self.capacity)
+            pids[new] = ids
+            self._pid.update(zip([keys[i] for i in new.tolist()], ids.tolist(), strict=True))
+        return pids
 
     def arc_name(self, arc: int) -> str:
         return f"{self.nodes[self.arc_u[arc]]}->{self.nodes[self.arc_v[arc]]}"

@@ -45,6 +45,7 @@ def maxmin_rates(
     nflows: int,
     capacity: np.ndarray,
     bound: np.ndarray | None = None,
+    weight: np.ndarray | None = None,
 ) -> np.ndarray:
     """Max-min fair rate of each flow.
 
@@ -59,15 +60,22 @@ def maxmin_rates(
         Capacity of every arc (bytes/s), indexed by arc.
     bound : numpy.ndarray, optional
         Per-flow upper bound on its rate (``inf`` for none).
+    weight : numpy.ndarray, optional
+        Per entry, how many flows of a *class* cross that arc (:mod:`sim.classes`): flow ``i`` then
+        stands for a class whose members all get its rate, and an arc carries ``weight`` times the
+        class's rate. Default 1 (every flow on its own).
     """
     rate = np.zeros(nflows)
     if nflows == 0:
         return rate
+    if weight is not None:
+        order = np.argsort(entry_flow, kind="stable")
+        entry_flow, entry_arc, weight = entry_flow[order], entry_arc[order], np.asarray(weight, dtype=float)[order]
     flow, local, remaining, narcs = _prepare(np.asarray(entry_flow), np.asarray(entry_arc), capacity)
     starts = np.flatnonzero(np.concatenate(([True], flow[1:] != flow[:-1])))  # flow is sorted
     if len(starts) != nflows or (len(flow) and flow[-1] != nflows - 1):
         raise ValueError("every flow must cross at least one link")
-    count = np.bincount(local, minlength=narcs).astype(float)
+    count = np.bincount(local, weights=weight, minlength=narcs).astype(float)
     flow_bound = np.full(nflows, np.inf) if bound is None else np.asarray(bound, dtype=float)
     fixed = np.zeros(nflows, dtype=bool)
     live = np.ones(len(flow), dtype=bool)  # entries of unfixed flows
@@ -91,10 +99,13 @@ def maxmin_rates(
             raise AssertionError("max-min filling made no progress")  # pragma: no cover - impossible
         rate[newly] = np.maximum(tightest[newly], 0.0)
         gone = newly[flow]
-        used = np.bincount(local[gone], weights=rate[flow[gone]], minlength=narcs)
+        w = None if weight is None else weight[gone]
+        used = np.bincount(
+            local[gone], weights=rate[flow[gone]] if w is None else rate[flow[gone]] * w, minlength=narcs
+        )
         remaining -= used
         np.maximum(remaining, 0.0, out=remaining)
-        count -= np.bincount(local[gone], minlength=narcs)
+        count -= np.bincount(local[gone], weights=w, minlength=narcs)
         live &= ~gone
         fixed |= newly
         if fixed.all():

@@ -109,6 +109,7 @@ class Network:
         self._arrival: dict[int, tuple[Callable[..., None], Any, Any]] = {}
         self._model = cluster.message_model  # start delays and wire bytes (sim.msgmodel)
         self._path_bytes = np.zeros(64)
+        self._unpathed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see account_arcs
         self._t_last = 0.0
         self._wake_at = np.inf
         self._wake_gen = 0
@@ -275,6 +276,8 @@ class Network:
             lens = paths.length[:n]
             reps = np.repeat(self._path_bytes[:n], lens)
             np.add.at(out, gather_arcs(paths, np.arange(n))[1], reps)
+        if self._unpathed is not None:
+            out += self._unpathed[0]
         return out
 
     def rank_bytes(self) -> tuple[np.ndarray, np.ndarray]:
@@ -287,6 +290,9 @@ class Network:
         done[:m] = self._path_bytes[:m]
         sent = np.bincount(paths.src[:n], weights=done, minlength=size)
         received = np.bincount(paths.dst[:n], weights=done, minlength=size)
+        if self._unpathed is not None:
+            sent = sent + self._unpathed[1][:size]
+            received = received + self._unpathed[2][:size]
         return sent, received
 
     def link_load(self) -> np.ndarray:
@@ -372,6 +378,17 @@ class Network:
             grown[: len(self._path_bytes)] = self._path_bytes
             self._path_bytes = grown
         np.add.at(self._path_bytes, pids, nbytes)
+        self.flows += flows
+
+    def account_arcs(self, arc_bytes: np.ndarray, sent: np.ndarray, received: np.ndarray, flows: int) -> None:
+        """Book bytes delivered on link directions and by ranks, and flows, for messages whose routes
+        were never interned as paths (:mod:`sim.classes` at scale); :meth:`path_bytes` leaves them out."""
+        size = self.cluster.size
+        if self._unpathed is None:
+            self._unpathed = (np.zeros(self.cluster.num_arcs), np.zeros(size), np.zeros(size))
+        self._unpathed[0][:] += arc_bytes
+        self._unpathed[1][:] += sent[:size]
+        self._unpathed[2][:] += received[:size]
         self.flows += flows
 
     def path_bytes(self) -> np.ndarray:

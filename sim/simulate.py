@@ -19,6 +19,7 @@ import simpy
 from . import deadline as _deadline
 from ._gc import paused_gc
 from .algorithms import Algorithm
+from .classes import FanExecutor, fan_plan
 from .cluster import Cluster
 from .collectives import DTYPES
 from .dataflow import Dataflow, DataflowExecutor
@@ -190,7 +191,8 @@ def execute(run: Run, size: float) -> SimResult:
     program = None if engine == "message" or check else algo.program(p, size, cluster)
     if program is None and engine != "message" and not check:
         program = algo.dataflow(p, size, cluster, root)
-    if engine == "fast" and program is None:
+    plan = None if program is not None or engine == "message" or check else fan_plan(algo, p, size, cluster, root)
+    if engine == "fast" and program is None and plan is None:
         why = (
             "the data check needs the message-level engine" if check else f"{algo.spec} has no step program or dataflow"
         )
@@ -199,12 +201,16 @@ def execute(run: Run, size: float) -> SimResult:
     env = new_environment()
     net = Network(env, cluster, check=run.check_links)
     job = None
-    executor = None
+    executor: FastExecutor | FanExecutor | None = None
     if program is not None:
         if isinstance(program, Dataflow):
             executor = DataflowExecutor(net, program, gamma, cluster.compute_scale)
         else:
             executor = FastExecutor(net, program, gamma, cluster.compute_scale, alone=True)
+        done = env.process(executor.run())
+    elif plan is not None:
+        job = Job(env, net, p, size, gamma=gamma, root=root)
+        executor = FanExecutor(net, plan, gamma, cluster.compute_scale, fallback=lambda: algo.run(job))
         done = env.process(executor.run())
     else:
         data = DataCheck(coll.name, p, algo.segments_for(p, cluster), root) if check else None
@@ -252,7 +258,7 @@ def execute(run: Run, size: float) -> SimResult:
         wall_s=time.perf_counter() - started,
         events=env.scheduled,
         flows=net.flows,
-        engine="message" if program is None else f"fast:{executor.mode}",
+        engine="message" if executor is None or executor.mode == "message" else f"fast:{executor.mode}",
         traffic_bytes=float(sent.sum()),
         max_sent_bytes=float(sent.max()),
         max_received_bytes=float(received.max()),

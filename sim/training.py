@@ -65,6 +65,7 @@ import simpy
 
 from . import deadline as _deadline
 from .algorithms import Algorithm
+from .classes import FanExecutor, fan_plan
 from .cluster import Cluster
 from .errors import ConfigError, RunError
 from .fastpath import FastExecutor
@@ -289,10 +290,16 @@ def isolated_allreduce(run: Run, size: float) -> Isolated:
     env = new_environment()
     net = Network(env, run.cluster)
     program = run.algorithm.program(run.ranks, size, run.cluster)
+    plan = None if program is not None else fan_plan(run.algorithm, run.ranks, size, run.cluster)
+    job = Job(env, net, run.ranks, size, gamma=run.gamma)
     if program is not None:
         done = env.process(FastExecutor(net, program, run.gamma, run.cluster.compute_scale, alone=True).run())
+    elif plan is not None:  # the parameter server, master-worker: flow classes (sim.classes)
+        fan = FanExecutor(
+            net, plan, run.gamma, run.cluster.compute_scale, fallback=lambda: run.algorithm.run(job), paths=True
+        )
+        done = env.process(fan.run())
     else:
-        job = Job(env, net, run.ranks, size, gamma=run.gamma)
         done = env.process(run.algorithm.run(job))
     env.run(until=done)
     if program is None and job.pending_messages():

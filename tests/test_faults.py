@@ -172,7 +172,7 @@ SLOW = ["-t", "star:hosts=128,bandwidth=1GB/s", "--size", "64MiB"]
 @pytest.mark.parametrize(
     "argv",
     [
-        ["simulate", *SLOW, "-a", "ps", "--timeout", "0.3s"],
+        ["simulate", *SLOW, "-a", "ps", "--engine", "message", "--timeout", "0.3s"],
         ["simulate", *SLOW, "-a", "tree:chunks=2048", "--timeout", "300ms"],
         ["compare", *SLOW, "--timeout", "0.3"],
     ],
@@ -189,7 +189,7 @@ def test_timeout_ends_a_simulation_with_one_line(capsys, argv):
 
 def test_timeout_from_the_environment_and_bad_values(capsys, monkeypatch):
     monkeypatch.setenv("COLLSIM_TIMEOUT", "0.2")
-    assert main(["simulate", *SLOW, "-a", "ps"]) == 2
+    assert main(["simulate", *SLOW, "-a", "ps", "--engine", "message"]) == 2
     assert "--timeout 0.2 s" in capsys.readouterr().err
     monkeypatch.setenv("COLLSIM_TIMEOUT", "1h")
     assert main(["simulate", "-t", "star:hosts=4,bandwidth=1GB/s", "--size", "1MiB"]) == 0
@@ -204,8 +204,8 @@ def test_a_report_that_times_out_writes_no_report_and_resumes(tmp_path, capsys):
     spec.write_text(
         "name: slow\njob: {gradient_bytes: 100MiB, compute_time: 10ms}\n"
         "cluster: {builder: star, params: {bandwidth: 100Gbps, latency: 1us}, sizes: [4, 48]}\n"
-        "algorithms: [ring, ps]\nsweep: {message_sizes: []}\n"
-    )  # ps at 48 GPUs: ~0.6 s of simulation
+        "algorithms: [ring, 'tree:chunks=512']\nsweep: {message_sizes: []}\n"
+    )  # a tree of 512 chunks at 48 GPUs: ~1 s of simulation (the parameter server is fast now)
     argv = ["report", str(spec), "--out", str(out), "--executor", "serial", "--no-progress"]
     assert main([*argv, "--timeout", "0.2"]) == 2
     err = capsys.readouterr().err.splitlines()
@@ -223,7 +223,7 @@ def test_the_python_api_takes_a_timeout_too():
     from sim.training import Workload, simulate_iteration
 
     with pytest.raises(SimulationTimeout):
-        simulate("star:hosts=128,bandwidth=1GB/s", "allreduce", "ps", "64MiB", timeout=0.2)
+        simulate("star:hosts=128,bandwidth=1GB/s", "allreduce", "ps", "64MiB", engine="message", timeout=0.2)
     w = Workload(gradient_bytes=512e6, forward_s=0.01, backward_s=0.02)
     with pytest.raises(SimulationTimeout):
         simulate_iteration("star:hosts=128,bandwidth=1GB/s", "ps", w, timeout=0.2)

@@ -79,6 +79,12 @@ class Algorithm(ABC):
         both paths to the same times (tests/test_fastpath.py)."""
         return None
 
+    def fan(self, p: int, nbytes: float, cluster: Any, root: int = 0) -> Any:
+        """The algorithm as a :class:`~sim.classes.FanPlan` (push to servers, reduce, pull) for the
+        flow-class fast path, or ``None``; like :meth:`program`, it must mean exactly what :meth:`run`
+        does (tests/test_classes.py holds both to the same times)."""
+        return None
+
     def dataflow(self, p: int, nbytes: float, cluster: Any = None, root: int = 0) -> Any:
         """The algorithm as a :class:`~sim.dataflow.Dataflow` (messages with dependencies) for the fast
         path, or ``None``; as with :meth:`program`, it must mean exactly what :meth:`run` does."""

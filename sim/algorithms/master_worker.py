@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
+from ..classes import FanPlan
 from ..runtime import Job
 from .base import Algorithm
 from .common import fan_in, fan_out, receive_into, spread
@@ -33,6 +34,9 @@ class MasterWorker(Algorithm):
 
     def segments(self, p: int) -> int:
         return 1
+
+    def fan(self, p: int, nbytes: float, cluster: Any, root: int = 0) -> FanPlan:
+        return FanPlan(p, (root,), nbytes)
 
     def run(self, job: Job) -> Generator[Any, Any, None]:
         master = job.root

@@ -31,6 +31,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import PositiveInt
 
+from ..classes import FanPlan
 from ..errors import AlgorithmError
 from ..runtime import Job
 from ..schema import Spec
@@ -102,6 +103,11 @@ class ParameterServer(Algorithm):
                 else f"{self.spec}: dedicated servers need hosts that hold no rank, and {p} ranks on "
                 f"{cluster.name} ({gpus} GPUs) leave none (use fewer ranks, or placement=colocated)"
             )
+
+    def fan(self, p: int, nbytes: float, cluster: Any, root: int = 0) -> FanPlan:
+        s = self.shards(p)
+        servers = server_hosts(cluster, p)[:s] if self.dedicated else list(range(s))
+        return FanPlan(p, tuple(servers), nbytes / s, first_free=self.dedicated)
 
     def run(self, job: Job) -> Generator[Any, Any, None]:
         p, s = job.p, self.shards(job.p)

@@ -1,0 +1,225 @@
+"""Routes of many rank pairs at once, vectorized, on two-level up-down fabrics (star, leaf-spine, DGX
+rails): the routes :class:`sim.routing.Router` gives pair by pair, without a Python loop per pair.
+
+A parameter server at 16,384 GPUs sends 2·p·S = 67 M messages; routing them one by one (tens of
+microseconds each) would take longer than the whole simulation may. On a two-level fabric every route
+is one of three shapes, and the router's rules for them (shortest route, ECMP candidates in head order,
+the candidate picked by :func:`sim.routing.ecmp_hash` of (source, destination, hop)) are applied to
+whole arrays of pairs:
+
+* **short**: the destination is a neighbour of the source, or of one of its neighbours (the router's
+  short cut: two GPUs on one NVSwitch, two hosts on one leaf) -- the common neighbour when there is one;
+* **one leaf**: up the source's chain to its leaf, down the destination's chain;
+* **across**: up to the source's leaf, to a spine (ECMP over the leaf's spines), down to the
+  destination's leaf and down its chain.
+
+:func:`bulk_router` recognizes such a fabric (up-down routing with unit weights, every endpoint's way
+up a single chain to a leaf, every spine linked to every leaf) and checks its routes against the
+router's on a sample of pairs; anything else gets ``None`` and is routed pair by pair.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BulkRouter", "bulk_router", "ecmp_hash_many"]
+
+_C1 = np.uint64(0x9E3779B97F4A7C15)
+_C2 = np.uint64(0xBF58476D1CE4E5B9)
+_C3 = np.uint64(0x94D049BB133111EB)
+
+
+def ecmp_hash_many(src: np.ndarray, dst: np.ndarray, hop: np.ndarray | int) -> np.ndarray:
+    """:func:`sim.routing.ecmp_hash` of arrays (uint64 arithmetic wraps as the masked Python one)."""
+    with np.errstate(over="ignore"):
+        x = src.astype(np.uint64) * _C1 + dst.astype(np.uint64) * _C2 + np.asarray(hop).astype(np.uint64) * _C3
+        x ^= x >> np.uint64(31)
+        x *= _C2
+        x ^= x >> np.uint64(27)
+        x *= _C3
+        return x ^ (x >> np.uint64(31))
+
+
+class BulkRouter:
+    """Vectorized routes between the ranks of a two-level up-down cluster (see the module docstring).
+    Build it with :func:`bulk_router`."""
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        r = cluster.router
+        n = len(cluster.nodes)
+        self.n = n
+        self._keys = cluster.arc_u.astype(np.int64) * n + cluster.arc_v
+        self._sorted = np.argsort(self._keys)
+        self._skeys = self._keys[self._sorted]
+        up_ptr = np.asarray(r._up_ptr)
+        up_v = np.asarray(r._up_v, dtype=np.int64)
+        up_arc = np.asarray(r._up_arc, dtype=np.int64)
+        has_up = up_ptr[1:] > up_ptr[:-1]
+        level = np.asarray(r._level)
+        top_level = level.max()
+        tops = np.flatnonzero(level == top_level)
+        if has_up[tops].any():
+            raise ValueError("a top node climbs further")
+        # tall: can climb to a top node
+        tall = level == top_level
+        for _ in range(int(top_level) + 1):
+            grow = tall.copy()
+            for u in np.flatnonzero(~tall & has_up):
+                if tall[up_v[up_ptr[u] : up_ptr[u + 1]]].any():
+                    grow[u] = True
+            tall = grow
+        # every endpoint's chain up to its leaf (a node whose up-neighbours are top nodes)
+        size = cluster.size
+        nodes = cluster.rank_node[:size]
+        width = int(top_level)
+        chain = np.full((size, width), -1, dtype=np.int64)
+        leaf = np.zeros(size, dtype=np.int64)
+        for e in range(size):
+            u, k = int(nodes[e]), 0
+            while True:
+                ups = up_v[up_ptr[u] : up_ptr[u + 1]]
+                if len(ups) and (level[ups] == top_level).all():
+                    break
+                if not len(ups) or level[u] == top_level:
+                    break
+                useful = np.flatnonzero(tall[ups])
+                if len(useful) != 1:
+                    raise ValueError("an endpoint's way up forks")
+                chain[e, k] = up_arc[up_ptr[u] + useful[0]]
+                u, k = int(ups[useful[0]]), k + 1
+            leaf[e] = u
+        self.up = chain
+        self.up_len = (chain >= 0).sum(axis=1)
+        self.leaf = leaf
+        down = np.full_like(chain, -1)
+        for k in range(width):
+            has = chain[:, k] >= 0
+            down[has, k] = self._arc(cluster.arc_v[chain[has, k]], cluster.arc_u[chain[has, k]])
+        self.down = down  # down[e, k] reverses up[e, k]: walked from the last one to the first
+        leaves = np.unique(leaf)
+        self.leaves = leaves
+        self.spines = {}
+        for lf in leaves.tolist():
+            ups = up_v[up_ptr[lf] : up_ptr[lf + 1]]
+            if not len(ups) or (level[ups] != top_level).any():
+                if len(leaves) > 1 or len(ups):
+                    raise ValueError("a leaf that is not below the spines")
+            self.spines[lf] = (ups, up_arc[up_ptr[lf] : up_ptr[lf + 1]])
+        first = self.spines[int(leaves[0])][0]
+        for lf in leaves.tolist():
+            if not np.array_equal(self.spines[lf][0], first):
+                raise ValueError("leaves with different spines")
+        self.top = first
+        self.top_arcs = np.stack([self.spines[lf][1] for lf in leaves.tolist()]) if len(first) else None
+        if len(first):
+            down_arcs = np.array([[self._arc_one(s, lf) for lf in leaves.tolist()] for s in first.tolist()])
+            if (down_arcs < 0).any():
+                raise ValueError("a spine not linked to every leaf")
+            self.spine_down = down_arcs  # [spine index, leaf index]
+        self.leaf_index = np.searchsorted(leaves, leaf)
+        # the short cut's neighbours: every endpoint's out-neighbours that routes may pass through
+        out_ptr = np.asarray(r._out_ptr)
+        out_v = np.asarray(r._out_v, dtype=np.int64)
+        out_arc = np.asarray(r._out_arc, dtype=np.int64)
+        through = ~np.asarray(r._endpoint_only)
+        deg = max(int((out_ptr[nodes + 1] - out_ptr[nodes]).max(initial=0)), 1)
+        self.near = np.full((size, deg), -1, dtype=np.int64)
+        self.near_arc = np.full((size, deg), -1, dtype=np.int64)
+        for e in range(size):
+            u = int(nodes[e])
+            vs = out_v[out_ptr[u] : out_ptr[u + 1]]
+            arcs = out_arc[out_ptr[u] : out_ptr[u + 1]]
+            keep = through[vs]
+            self.near[e, : keep.sum()] = vs[keep]
+            self.near_arc[e, : keep.sum()] = arcs[keep]
+        self.width = 2 * width + 2
+
+    def _arc(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The arc u -> v for arrays of node pairs; -1 where there is none."""
+        key = np.asarray(u, dtype=np.int64) * self.n + np.asarray(v, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self._skeys, key), len(self._skeys) - 1)
+        return np.where(self._skeys[pos] == key, self._sorted[pos], -1)
+
+    def _arc_one(self, u: int, v: int) -> int:
+        return int(self._arc(np.array([u]), np.array([v]))[0])
+
+    def routes(self, srcs: np.ndarray, dsts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Arcs of the route of every pair (rows padded with -1), and a mask of the pairs this router
+        could not route (several common neighbours: route those with the router)."""
+        cl = self.cluster
+        srcs = np.asarray(srcs, dtype=np.int64)
+        dsts = np.asarray(dsts, dtype=np.int64)
+        sn, dn = cl.rank_node[srcs], cl.rank_node[dsts]
+        out = np.full((len(srcs), self.width), -1, dtype=np.int64)
+        # the short cut: a direct link, else the common neighbours
+        direct = self._arc(sn, dn)
+        second = np.full((len(srcs), self.near.shape[1]), -1, dtype=np.int64)
+        for i in range(self.near.shape[1]):
+            v = self.near[srcs, i]
+            second[:, i] = np.where(v >= 0, self._arc(np.maximum(v, 0), dn), -1)
+        common = (second >= 0).sum(axis=1)
+        short = (direct < 0) & (common == 1)
+        pick = np.argmax(second >= 0, axis=1)
+        rows = np.flatnonzero(short)
+        out[rows, 0] = self.near_arc[srcs[rows], pick[rows]]
+        out[rows, 1] = second[rows, pick[rows]]
+        rows = np.flatnonzero(direct >= 0)
+        out[rows, 0] = direct[rows]
+        odd = (direct < 0) & (common > 1)
+        far = (direct < 0) & (common == 0)
+        # up the source's chain
+        up_len = self.up_len[srcs]
+        w = self.up.shape[1]
+        out[far, :w] = self.up[srcs[far]]
+        same = far & (self.leaf[srcs] == self.leaf[dsts])
+        across = far & ~same
+        pos = np.where(far, up_len, 0)
+        if across.any():
+            if self.top_arcs is None:  # pragma: no cover - one leaf has no spine
+                raise ValueError("pairs under different leaves with no spine")
+            rows = np.flatnonzero(across)
+            j = (ecmp_hash_many(sn[rows], dn[rows], up_len[rows]) % np.uint64(len(self.top))).astype(np.int64)
+            li = self.leaf_index
+            out[rows, pos[rows]] = self.top_arcs[li[srcs[rows]], j]
+            out[rows, pos[rows] + 1] = self.spine_down[j, li[dsts[rows]]]
+            pos[rows] += 2
+        # down the destination's chain, last arc of its way up first
+        rows = np.flatnonzero(far)
+        dl = self.up_len[dsts[rows]]
+        for k in range(w):
+            has = k < dl
+            r = rows[has]
+            out[r, pos[r] + k] = self.down[dsts[r], dl[has] - 1 - k]
+        return out, odd
+
+
+def bulk_router(cluster: Any, sample: int = 400, seed: int = 0) -> BulkRouter | None:
+    """A :class:`BulkRouter` for ``cluster`` when it is a two-level up-down fabric and the vectorized
+    routes equal the router's on ``sample`` random rank pairs (every pair on small clusters); else None."""
+    router = cluster.router
+    if router.mode != "updown" or not router._unit or cluster.size < 2:
+        return None
+    try:
+        bulk = BulkRouter(cluster)
+    except ValueError:
+        return None
+    size = cluster.size
+    if size * size <= sample:
+        src, dst = np.divmod(np.arange(size * size), size)
+    else:
+        rng = np.random.default_rng(seed)
+        src, dst = rng.integers(0, size, sample), rng.integers(0, size, sample)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    got, odd = bulk.routes(src, dst)
+    for i in range(len(src)):
+        if odd[i]:
+            continue
+        want = router.route(int(cluster.rank_node[src[i]]), int(cluster.rank_node[dst[i]]))
+        row = got[i]
+        if row[row >= 0].tolist() != list(want):
+            return None
+    return bulk
