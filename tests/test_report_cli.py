@@ -115,6 +115,7 @@ def test_ctrl_c_keeps_finished_points_and_a_rerun_computes_only_the_rest(tmp_pat
         cluster={"builder": "star", "params": {"bandwidth": "100Gbps", "latency": "1us"}, "sizes": "4..32"},
         sweep={"message_sizes": "1MiB:16MiB:4"},
         job={"gradient_bytes": "100MiB", "compute_time": "10ms"},
+        ddp={"concurrent_buckets": True},  # buckets sharing the network: points slow enough to interrupt
     )
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "collsim", "report", str(spec), "--out", str(out), "--jobs", "2"]
