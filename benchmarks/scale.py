@@ -22,6 +22,7 @@ import json
 import os
 import platform
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -204,13 +205,21 @@ def run_report(case: Case) -> dict[str, object]:
 def spawn(case: Case, timeout: float) -> dict[str, object]:
     """Run ``case`` in a fresh interpreter; a case past ``timeout`` is reported, not waited for."""
     cmd = [sys.executable, __file__, "--child", case.name]
+    # its own process group: a case stopped at the timeout takes what it started with it (a report's
+    # `collsim report` and that one's workers), not only the interpreter that timed it
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         return {"case": case.name, "error": f"did not finish in {timeout:.0f} s"}
-    if out.returncode != 0:
-        return {"case": case.name, "error": (out.stderr.strip().splitlines() or ["failed"])[-1]}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    if proc.returncode != 0:
+        return {"case": case.name, "error": (stderr.strip().splitlines() or ["failed"])[-1]}
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def table(rows: list[dict[str, object]]) -> str:
