@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Step", "StepProgram", "concat", "merge", "run_messages"]
+__all__ = ["Step", "StepProgram", "concat", "merge", "overlay", "run_messages"]
 
 IntArray = Sequence[int] | np.ndarray | int
 
@@ -162,6 +162,14 @@ class Step:
     def recvs_of(self, rank: int) -> np.ndarray:
         return self._in_order[self._in_ptr[rank] : self._in_ptr[rank + 1]]
 
+    def from_repetition(self, k: int) -> Step:
+        """This step as seen from its ``k``-th repetition on (its data-check segments moved on by k)."""
+        if k == 0:
+            return self
+        seg = self.seg.copy()
+        seg[2] += k * seg[3]
+        return Step(self.src, self.dst, self.nbytes, self.reduce, self.endpoints, self.combine, seg, self.bound)
+
     def segments(self, m: int, k: int) -> slice:
         """The data-check segments message ``m`` carries in repetition ``k``."""
         off, scale, base, stride, mod, width = self.seg[:, m].tolist()
@@ -201,20 +209,43 @@ def merge(programs: Sequence[StepProgram], endpoints: int) -> StepProgram:
     shape = [times for _, times in programs[0].phases]
     if any([times for _, times in p.phases] != shape for p in programs):
         raise ValueError("merge: programs must have the same phases")
-    phases = []
-    for k, times in enumerate(shape):
-        steps = [p.phases[k][0] for p in programs]
-        cat = {name: np.concatenate([getattr(s, name) for s in steps]) for name in ("src", "dst", "nbytes", "reduce")}
-        combine = np.concatenate([s.combine for s in steps])
-        seg = np.concatenate([s.seg for s in steps], axis=1)
-        bound = None
-        if any(s.bound is not None for s in steps):
-            bound = np.concatenate([np.full(len(s), np.inf) if s.bound is None else s.bound for s in steps])
-        merged = Step(cat["src"], cat["dst"], cat["nbytes"], cat["reduce"], endpoints, combine, seg, bound)
-        if len(np.unique(merged.src * endpoints + merged.dst)) != len(merged):
-            raise ValueError("merge: the programs share a (sender, receiver) pair in a step")
-        phases.append((merged, times))
+    phases = [
+        (_together([p.phases[k][0] for p in programs], endpoints, "merge"), times) for k, times in enumerate(shape)
+    ]
     return StepProgram(endpoints, tuple(phases))
+
+
+def overlay(endpoints: int, *sequences: Sequence[tuple[Step, int]]) -> StepProgram:
+    """Phase sequences run side by side, step k of the result holding step k of each (a sequence that has
+    ended contributes nothing; phases of different lengths are cut where any of them changes); their
+    (sender, receiver) pairs must differ."""
+    cuts = sorted({0} | {int(c) for seq in sequences for c in np.cumsum([t for _, t in seq])})
+    phases = []
+    for a, b in zip(cuts[:-1], cuts[1:], strict=False):
+        parts = []
+        for seq in sequences:
+            start = 0
+            for step, times in seq:
+                if start <= a < start + times:
+                    parts.append(step.from_repetition(a - start))
+                    break
+                start += times
+        phases.append((_together(parts, endpoints, "overlay"), b - a))
+    return StepProgram(endpoints, tuple(phases))
+
+
+def _together(steps: Sequence[Step], endpoints: int, who: str) -> Step:
+    """One step holding every message of ``steps`` (their rate bounds kept); a (sender, receiver) pair
+    may still appear once."""
+    cat = {f: np.concatenate([getattr(st, f) for st in steps]) for f in ("src", "dst", "nbytes", "reduce", "combine")}
+    seg = np.concatenate([st.seg for st in steps], axis=1)
+    bound = None
+    if any(st.bound is not None for st in steps):
+        bound = np.concatenate([np.full(len(st), np.inf) if st.bound is None else st.bound for st in steps])
+    step = Step(cat["src"], cat["dst"], cat["nbytes"], cat["reduce"], endpoints, cat["combine"], seg, bound)
+    if len(np.unique(step.src * endpoints + step.dst)) != len(step):
+        raise ValueError(f"{who}: the programs share a (sender, receiver) pair in a step")
+    return step
 
 
 def run_messages(job: Any, program: StepProgram) -> Generator[Any, Any, None]:

@@ -234,12 +234,13 @@ def test_pipelined_hierarchical_overlaps_its_phases(hosts, chunks):
 
 
 def test_overlay_refuses_sequences_that_share_a_pair():
-    from sim.algorithms.hierarchical import overlay
-    from sim.program import Step
+    from sim.program import Step, overlay
 
     s = Step.make([0], [1], 1.0, endpoints=2)
     with pytest.raises(ValueError, match="share"):
         overlay(2, [(s, 2)], [(s, 1)])
+
+
 CROWDED = {
     # 8:1 oversubscribed: 16 hosts per leaf share one spine uplink of two hosts' bandwidth
     "leaf-spine-8to1": leaf_spine(4, 16, 1, "100Gbps", "200Gbps", "1us"),

@@ -36,7 +36,7 @@ import numpy as np
 from pydantic import Field
 
 from ..errors import AlgorithmError
-from ..program import Step, StepProgram, concat, merge, run_messages
+from ..program import StepProgram, concat, merge, overlay, run_messages
 from ..runtime import Job
 from ..schema import Spec
 from .base import Algorithm
@@ -163,40 +163,6 @@ class Hierarchical(Algorithm):
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         k = self.options.chunks  # on a star (G = 1) the chunks' outer all-reduces run one after the other
         return k * two_level_cost(self.options.outer, 1, p, n / k, 0.0, 0.0, alpha, beta, gamma)
-
-
-def overlay(endpoints: int, *sequences: list[tuple[Step, int]]) -> StepProgram:
-    """Phase sequences run side by side, step k of the result holding step k of each (a sequence that has
-    ended contributes nothing); their (sender, receiver) pairs must differ."""
-    cuts = sorted({0} | {int(c) for seq in sequences for c in np.cumsum([t for _, t in seq])})
-    phases = []
-    for a, b in zip(cuts[:-1], cuts[1:], strict=False):
-        parts = []
-        for seq in sequences:
-            start = 0
-            for step, times in seq:
-                if start <= a < start + times:
-                    parts.append(_shifted(step, a - start))
-                    break
-                start += times
-        cat = {
-            f: np.concatenate([getattr(st, f) for st in parts]) for f in ("src", "dst", "nbytes", "reduce", "combine")
-        }
-        seg = np.concatenate([st.seg for st in parts], axis=1)
-        step = Step(cat["src"], cat["dst"], cat["nbytes"], cat["reduce"], endpoints, cat["combine"], seg)
-        if len(np.unique(step.src * endpoints + step.dst)) != len(step):
-            raise ValueError("overlay: the sequences share a (sender, receiver) pair in a step")
-        phases.append((step, b - a))
-    return StepProgram(endpoints, tuple(phases))
-
-
-def _shifted(step: Step, k: int) -> Step:
-    """``step`` as seen from its ``k``-th repetition on (its data-check segments moved on by k)."""
-    if k == 0:
-        return step
-    seg = step.seg.copy()
-    seg[2] += k * seg[3]
-    return Step(step.src, step.dst, step.nbytes, step.reduce, step.endpoints, step.combine, seg, step.bound)
 
 
 def two_level_cost(

@@ -109,15 +109,13 @@ def _forest(
     nodes, parent = list(actors), [-1] * h
     at: dict[str, int] = {}
     for host, grp in enumerate(groups):
-        leaf, spine = sharp_switches(cluster, grp[q], t, 2 * q + t)
+        leaf, _ = sharp_switches(cluster, grp[q], t, 2 * q + t)
         if leaf not in at:
             at[leaf] = len(nodes)
             nodes.append(cluster.add_endpoint(node=leaf, key=("sharp", q, t)))
             parent.append(-1)
-            if spine is not None:
-                at.setdefault(spine, -1)
         parent[host] = at[leaf]
-    leaves = [i for i in range(h, len(nodes))]
+    leaves = list(range(h, len(nodes)))
     if len(leaves) > 1:  # several leaf switches: a spine above the first leaf's reduces theirs
         _, spine = sharp_switches(cluster, groups[0][q], t, 2 * q + t)
         if spine is None:
