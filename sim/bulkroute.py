@@ -57,40 +57,44 @@ class BulkRouter:
         up_ptr = np.asarray(r._up_ptr)
         up_v = np.asarray(r._up_v, dtype=np.int64)
         up_arc = np.asarray(r._up_arc, dtype=np.int64)
-        has_up = up_ptr[1:] > up_ptr[:-1]
+        n_ups = up_ptr[1:] - up_ptr[:-1]
+        has_up = n_ups > 0
+        up_owner = np.repeat(np.arange(n), n_ups)  # the tail of every up-arc entry
         level = np.asarray(r._level)
         top_level = level.max()
         tops = np.flatnonzero(level == top_level)
         if has_up[tops].any():
             raise ValueError("a top node climbs further")
-        # tall: can climb to a top node
+        # tall: can climb to a top node (grown one level a round, from the previous round's nodes)
         tall = level == top_level
         for _ in range(int(top_level) + 1):
             grow = tall.copy()
-            for u in np.flatnonzero(~tall & has_up):
-                if tall[up_v[up_ptr[u] : up_ptr[u + 1]]].any():
-                    grow[u] = True
+            grow[up_owner[tall[up_v]]] = True
             tall = grow
-        # every endpoint's chain up to its leaf (a node whose up-neighbours are top nodes)
+        # every endpoint's chain up to its leaf (a node whose up-neighbours are top nodes), all at once
         size = cluster.size
         nodes = cluster.rank_node[:size]
         width = int(top_level)
+        tops_up = np.bincount(up_owner, weights=level[up_v] == top_level, minlength=n).astype(np.int64)
+        stop = (has_up & (tops_up == n_ups)) | ~has_up | (level == top_level)
+        useful = np.flatnonzero(tall[up_v])  # up-arc entries that lead towards a top node
+        n_useful = np.bincount(up_owner[useful], minlength=n)
+        first_useful = np.full(n, -1, dtype=np.int64)
+        first_useful[up_owner[useful][::-1]] = useful[::-1]  # the first such entry of every node
         chain = np.full((size, width), -1, dtype=np.int64)
-        leaf = np.zeros(size, dtype=np.int64)
-        for e in range(size):
-            u, k = int(nodes[e]), 0
-            while True:
-                ups = up_v[up_ptr[u] : up_ptr[u + 1]]
-                if len(ups) and (level[ups] == top_level).all():
-                    break
-                if not len(ups) or level[u] == top_level:
-                    break
-                useful = np.flatnonzero(tall[ups])
-                if len(useful) != 1:
-                    raise ValueError("an endpoint's way up forks")
-                chain[e, k] = up_arc[up_ptr[u] + useful[0]]
-                u, k = int(ups[useful[0]]), k + 1
-            leaf[e] = u
+        cur = nodes.astype(np.int64).copy()
+        walking = np.flatnonzero(~stop[cur])
+        k = 0
+        while len(walking):
+            u = cur[walking]
+            if (n_useful[u] != 1).any() or k >= width:
+                raise ValueError("an endpoint's way up forks")
+            entry = first_useful[u]
+            chain[walking, k] = up_arc[entry]
+            cur[walking] = up_v[entry]
+            walking = walking[~stop[cur[walking]]]
+            k += 1
+        leaf = cur
         self.up = chain
         self.up_len = (chain >= 0).sum(axis=1)
         self.leaf = leaf
@@ -101,21 +105,22 @@ class BulkRouter:
         self.down = down  # down[e, k] reverses up[e, k]: walked from the last one to the first
         leaves = np.unique(leaf)
         self.leaves = leaves
-        self.spines = {}
-        for lf in leaves.tolist():
-            ups = up_v[up_ptr[lf] : up_ptr[lf + 1]]
-            if not len(ups) or (level[ups] != top_level).any():
-                if len(leaves) > 1 or len(ups):
-                    raise ValueError("a leaf that is not below the spines")
-            self.spines[lf] = (ups, up_arc[up_ptr[lf] : up_ptr[lf + 1]])
-        first = self.spines[int(leaves[0])][0]
-        for lf in leaves.tolist():
-            if not np.array_equal(self.spines[lf][0], first):
-                raise ValueError("leaves with different spines")
+        counts = n_ups[leaves]
+        top_ups = tops_up[leaves]
+        if ((counts == 0) | (top_ups != counts)).any() and (len(leaves) > 1 or counts.any()):
+            raise ValueError("a leaf that is not below the spines")
+        if (counts != counts[0]).any():
+            raise ValueError("leaves with different spines")
+        m = int(counts[0])
+        entries = up_ptr[leaves][:, None] + np.arange(m)[None, :]  # [leaf index, spine index]
+        spine_of = up_v[entries]
+        first = spine_of[0]
+        if (spine_of != first[None, :]).any():
+            raise ValueError("leaves with different spines")
         self.top = first
-        self.top_arcs = np.stack([self.spines[lf][1] for lf in leaves.tolist()]) if len(first) else None
-        if len(first):
-            down_arcs = np.array([[self._arc_one(s, lf) for lf in leaves.tolist()] for s in first.tolist()])
+        self.top_arcs = up_arc[entries] if m else None
+        if m:
+            down_arcs = self._arc(np.repeat(first, len(leaves)), np.tile(leaves, m)).reshape(m, len(leaves))
             if (down_arcs < 0).any():
                 raise ValueError("a spine not linked to every leaf")
             self.spine_down = down_arcs  # [spine index, leaf index]
@@ -125,16 +130,20 @@ class BulkRouter:
         out_v = np.asarray(r._out_v, dtype=np.int64)
         out_arc = np.asarray(r._out_arc, dtype=np.int64)
         through = ~np.asarray(r._endpoint_only)
-        deg = max(int((out_ptr[nodes + 1] - out_ptr[nodes]).max(initial=0)), 1)
+        lo, hi = out_ptr[nodes], out_ptr[nodes + 1]
+        deg = max(int((hi - lo).max(initial=0)), 1)
         self.near = np.full((size, deg), -1, dtype=np.int64)
         self.near_arc = np.full((size, deg), -1, dtype=np.int64)
-        for e in range(size):
-            u = int(nodes[e])
-            vs = out_v[out_ptr[u] : out_ptr[u + 1]]
-            arcs = out_arc[out_ptr[u] : out_ptr[u + 1]]
-            keep = through[vs]
-            self.near[e, : keep.sum()] = vs[keep]
-            self.near_arc[e, : keep.sum()] = arcs[keep]
+        filled = np.zeros(size, dtype=np.int64)
+        for i in range(deg):  # the i-th out-neighbour of every endpoint, kept in order where passable
+            has = lo + i < hi
+            entry = np.where(has, lo + i, 0)
+            keep = has & through[out_v[entry]]
+            col = filled + keep
+            rows = np.flatnonzero(keep)
+            self.near[rows, (col - 1)[rows]] = out_v[entry[rows]]
+            self.near_arc[rows, (col - 1)[rows]] = out_arc[entry[rows]]
+            filled = col
         self.width = 2 * width + 2
 
     def _arc(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:

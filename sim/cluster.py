@@ -21,6 +21,9 @@ from .topology.load import load_graph
 
 __all__ = ["Cluster", "hockney"]
 
+#: new rank pairs from which :meth:`Cluster.path_ids` routes in bulk (below, pair by pair is as quick)
+_BULK_MIN = 2048
+
 
 class _PathTable:
     """Paths interned by (src rank, dst rank): arcs in one growing flat array, with offsets."""
@@ -185,6 +188,7 @@ class Cluster:
         self._extra: dict[tuple[object, ...], int] = {}
         self.endpoint_rank: list[int] = []
         self._via: dict[int, int] = {}
+        self._bulk: object = None  # the bulk router (sim.bulkroute), False where the fabric has none
         self.link_model = link_model
         self.message_model = MessageModel(self, link_model)
 
@@ -299,6 +303,44 @@ class Cluster:
             )
             self._pid[key] = pid
         return pid
+
+    def path_ids(self, srcs: np.ndarray, dsts: np.ndarray) -> np.ndarray:
+        """:meth:`path_id` of every pair ``srcs[i] -> dsts[i]``: the same ids, new routes interned in
+        the order their pairs first appear. Many new pairs between distinct ranks of a two-level up-down
+        fabric are routed in bulk (:mod:`sim.bulkroute`, the router's routes without a loop per pair)."""
+        srcs = np.asarray(srcs, dtype=np.int64).ravel()
+        dsts = np.asarray(dsts, dtype=np.int64).ravel()
+        if not len(srcs):
+            return np.zeros(0, dtype=np.int64)
+        width = max(self.endpoints, int(srcs.max()) + 1, int(dsts.max()) + 1)
+        _, first, where = np.unique(srcs * width + dsts, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # distinct pairs in order of first appearance
+        us, ud = srcs[first[order]], dsts[first[order]]
+        keys = list(zip(us.tolist(), ud.tolist(), strict=True))
+        get = self._pid.get
+        pids = np.fromiter((get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
+        new = np.flatnonzero(pids < 0)
+        bulk = None
+        if len(new) >= _BULK_MIN and ((us[new] < self.size) & (ud[new] < self.size) & (us[new] != ud[new])).all():
+            if self._bulk is None:
+                from .bulkroute import bulk_router  # noqa: PLC0415 - only large route sets need it
+
+                self._bulk = bulk_router(self) or False
+            bulk = self._bulk or None
+        if bulk is not None:
+            check_deadline()
+            rows, odd = bulk.routes(us[new], ud[new])  # type: ignore[attr-defined]
+            for i in np.flatnonzero(odd).tolist():  # several common neighbours: the router's own choice
+                arcs = self.router.route(int(self.rank_node[us[new[i]]]), int(self.rank_node[ud[new[i]]]))
+                rows[i] = -1
+                rows[i, : len(arcs)] = arcs
+            pids[new] = self.intern_routes(us[new], ud[new], rows)
+        else:
+            for i in new.tolist():
+                pids[i] = self.path_id(*keys[i])
+        by_key = np.empty_like(pids)
+        by_key[order] = pids
+        return by_key[where.ravel()]
 
     def intern_routes(self, srcs: np.ndarray, dsts: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Path ids of the routes ``srcs`` -> ``dsts`` between ranks, whose arcs ``rows`` (padded with -1)

@@ -119,15 +119,9 @@ class Dataflow:
         key = id(network.cluster)
         got = self._pids.get(key)
         if got is None:
-            path_id = network.cluster.path_id
             pairs, where = np.unique(self.src * self.endpoints + self.dst, return_inverse=True)
-            unique = np.fromiter(
-                (path_id(int(k // self.endpoints), int(k % self.endpoints)) for k in pairs.tolist()),
-                dtype=np.int64,
-                count=len(pairs),
-            )
-            out = unique[where.ravel()]
-            self._pids[key] = got = out
+            unique = network.cluster.path_ids(pairs // self.endpoints, pairs % self.endpoints)
+            self._pids[key] = got = unique[where.ravel()]
         return got
 
 

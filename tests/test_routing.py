@@ -73,3 +73,46 @@ def test_torus_routes_through_hosts():
     cl = Cluster(torus("4x4", "100Gbps"))
     arcs = cl.paths.arcs_of(cl.path_id(0, 10))  # (0,0) -> (2,2): 4 hops through other hosts
     assert len(arcs) == 4
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "dgx:hosts=5,gpus_per_host=4,hosts_per_leaf=2,spines=3",
+        "leaf-spine:leaves=3,hosts_per_leaf=3,spines=2,bandwidth=100Gbps",
+        "star:hosts=3,bandwidth=100Gbps,gpus_per_host=3,intra_bandwidth=300GB/s",
+        "torus:dims=3x3,bandwidth=1GB/s",  # no bulk router: pair by pair
+    ],
+)
+@pytest.mark.parametrize("bulk_min", [0, 10**9])
+def test_path_ids_are_path_id(spec, bulk_min, monkeypatch):
+    """Many pairs at once (routed in bulk where the fabric allows) get the ids, and the routes, that
+    asking pair by pair gives -- interned in the order the pairs first appear, repeats and pairs
+    interned before included."""
+    import numpy as np
+
+    from sim import cluster as cluster_mod
+
+    monkeypatch.setattr(cluster_mod, "_BULK_MIN", bulk_min)
+    one, many = Cluster(spec), Cluster(spec)
+    p = one.size
+    rng = np.random.default_rng(7)
+    src, dst = rng.integers(0, p, 3 * p * p), rng.integers(0, p, 3 * p * p)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    many.path_id(int(src[5]), int(dst[5]))  # one pair already interned
+    one.path_id(int(src[5]), int(dst[5]))
+    want = [one.path_id(s, d) for s, d in zip(src.tolist(), dst.tolist(), strict=True)]
+    got = many.path_ids(src, dst)
+    assert got.tolist() == want
+    assert bool(many._bulk) == (bulk_min == 0 and not spec.startswith("torus"))  # routed in bulk, or not
+    assert many.paths.count == one.paths.count
+    for pid in range(one.paths.count):
+        assert many.paths.arcs_of(pid).tolist() == one.paths.arcs_of(pid).tolist()
+        assert many.paths.latency[pid] == one.paths.latency[pid]
+        assert many.paths.bottleneck[pid] == one.paths.bottleneck[pid]
+    assert (many.paths.src[: one.paths.count] == one.paths.src[: one.paths.count]).all()
+    assert many.path_ids(src[:0], dst[:0]).tolist() == []
+    # the same pairs again: nothing new
+    assert many.path_ids(src, dst).tolist() == want
+    assert many.paths.count == one.paths.count
