@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from ._arrays import distinct
+
 __all__ = ["BulkRouter", "bulk_router", "ecmp_hash_many"]
 
 _C1 = np.uint64(0x9E3779B97F4A7C15)
@@ -103,7 +105,7 @@ class BulkRouter:
             has = chain[:, k] >= 0
             down[has, k] = self._arc(cluster.arc_v[chain[has, k]], cluster.arc_u[chain[has, k]])
         self.down = down  # down[e, k] reverses up[e, k]: walked from the last one to the first
-        leaves = np.unique(leaf)
+        leaves = distinct(leaf)
         self.leaves = leaves
         counts = n_ups[leaves]
         top_ups = tops_up[leaves]

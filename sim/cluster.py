@@ -4,6 +4,7 @@ ranks interned as path ids (each path stored once, its arcs in one flat array).
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -189,6 +190,11 @@ class Cluster:
         self.endpoint_rank: list[int] = []
         self._via: dict[int, int] = {}
         self._bulk: object = None  # the bulk router (sim.bulkroute), False where the fabric has none
+        #: pairs interned in bulk (by :meth:`path_ids`): sorted keys src << 32 | dst and their path ids
+        #: (a dict of millions of tuples would cost seconds and hundreds of MiB); :meth:`path_id` looks
+        #: here after ``_pid`` and copies what it finds there
+        self._bulk_keys = np.zeros(0, dtype=np.int64)
+        self._bulk_ids = np.zeros(0, dtype=np.int64)
         self.link_model = link_model
         self.message_model = MessageModel(self, link_model)
 
@@ -210,6 +216,15 @@ class Cluster:
     def host_of(self, rank: int) -> str:
         node = self.ranks[rank]
         return self.graph.nodes[node].get("host") or node
+
+    @functools.cached_property
+    def rank_host(self) -> np.ndarray:
+        """The host of every rank (:meth:`host_of`) as a number: hosts numbered 0, 1, ... in the order
+        of their first ranks."""
+        nodes = self.graph.nodes
+        ids: dict[str, int] = {}
+        hosts = (ids.setdefault(nodes[g].get("host") or g, len(ids)) for g in self.ranks)
+        return np.fromiter(hosts, dtype=np.int64, count=len(self.ranks))
 
     @property
     def endpoints(self) -> int:
@@ -280,6 +295,10 @@ class Cluster:
         """The interned route from rank ``src`` to rank ``dst``."""
         key = (src, dst)
         pid = self._pid.get(key)
+        if pid is None and len(self._bulk_keys):
+            got = int(self._known(np.array([src]), np.array([dst]))[0])
+            if got >= 0:
+                self._pid[key] = pid = got
         if pid is None:
             check_deadline()  # a new route costs 10 us to ms; many at once count against --timeout
             a, b = src, dst
@@ -316,9 +335,7 @@ class Cluster:
         _, first, where = np.unique(srcs * width + dsts, return_index=True, return_inverse=True)
         order = np.argsort(first, kind="stable")  # distinct pairs in order of first appearance
         us, ud = srcs[first[order]], dsts[first[order]]
-        keys = list(zip(us.tolist(), ud.tolist(), strict=True))
-        get = self._pid.get
-        pids = np.fromiter((get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
+        pids = self._known(us, ud)
         new = np.flatnonzero(pids < 0)
         bulk = None
         if len(new) >= _BULK_MIN and ((us[new] < self.size) & (ud[new] < self.size) & (us[new] != ud[new])).all():
@@ -334,10 +351,17 @@ class Cluster:
                 arcs = self.router.route(int(self.rank_node[us[new[i]]]), int(self.rank_node[ud[new[i]]]))
                 rows[i] = -1
                 rows[i, : len(arcs)] = arcs
-            pids[new] = self.intern_routes(us[new], ud[new], rows)
+            fresh = rows
+            latency = np.where(fresh >= 0, self.latency[np.maximum(fresh, 0)], 0.0).sum(axis=1)
+            ids = self.paths.add_many(fresh, latency, us[new], ud[new], self.capacity)
+            pids[new] = ids
+            keys = np.concatenate([self._bulk_keys, (us[new] << 32) | ud[new]])
+            sort = np.argsort(keys, kind="stable")
+            self._bulk_keys = keys[sort]
+            self._bulk_ids = np.concatenate([self._bulk_ids, ids])[sort]
         else:
             for i in new.tolist():
-                pids[i] = self.path_id(*keys[i])
+                pids[i] = self.path_id(int(us[i]), int(ud[i]))
         by_key = np.empty_like(pids)
         by_key[order] = pids
         return by_key[where.ravel()]
@@ -346,16 +370,30 @@ class Cluster:
         """Path ids of the routes ``srcs`` -> ``dsts`` between ranks, whose arcs ``rows`` (padded with -1)
         were computed in bulk (:mod:`sim.bulkroute`); pairs not interned yet are, as :meth:`path_id`
         would."""
-        get = self._pid.get
-        keys = list(zip(srcs.tolist(), dsts.tolist(), strict=True))
-        pids = np.fromiter((get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
+        pids = self._known(srcs, dsts)
         new = np.flatnonzero(pids < 0)
         if len(new):
+            keys = list(zip(srcs[new].tolist(), dsts[new].tolist(), strict=True))
             fresh = rows[new]
             latency = np.where(fresh >= 0, self.latency[np.maximum(fresh, 0)], 0.0).sum(axis=1)
             ids = self.paths.add_many(fresh, latency, srcs[new], dsts[new], self.capacity)
             pids[new] = ids
-            self._pid.update(zip([keys[i] for i in new.tolist()], ids.tolist(), strict=True))
+            self._pid.update(zip(keys, ids.tolist(), strict=True))
+        return pids
+
+    def _known(self, srcs: np.ndarray, dsts: np.ndarray) -> np.ndarray:
+        """Path ids of the pairs already interned; -1 for the others."""
+        pids = np.full(len(srcs), -1, dtype=np.int64)
+        if len(self._bulk_keys):
+            key = (srcs.astype(np.int64) << 32) | dsts
+            pos = np.minimum(np.searchsorted(self._bulk_keys, key), len(self._bulk_keys) - 1)
+            hit = self._bulk_keys[pos] == key
+            pids[hit] = self._bulk_ids[pos[hit]]
+        if self._pid:
+            rest = np.flatnonzero(pids < 0)
+            get = self._pid.get
+            pairs = zip(srcs[rest].tolist(), dsts[rest].tolist(), strict=True)
+            pids[rest] = np.fromiter((get(k, -1) for k in pairs), dtype=np.int64, count=len(rest))
         return pids
 
     def arc_name(self, arc: int) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._arrays import all_distinct, distinct
 from .deadline import check as check_deadline
 from .network import Network
 from .program import Step, StepProgram
@@ -50,7 +51,7 @@ def contention_free(program: StepProgram, net: Network) -> bool:
     arcs = np.concatenate(arcs_all)
     src = np.concatenate(src_all)
     steps = np.concatenate(step_all)
-    if len(np.unique(arcs * len(program.phases) + steps)) != len(arcs):
+    if not all_distinct(arcs * len(program.phases) + steps):
         return False  # two messages of one step on one link direction
     first = np.full(net.cluster.num_arcs, -1, dtype=np.int64)
     first[arcs] = src
@@ -99,10 +100,10 @@ def run_maxplus(net: Network, program: StepProgram, gamma: float, scale: np.ndar
         if times == 0:
             continue
         d = _isolated_times(step, net)
-        src_unique = len(np.unique(step.src)) == len(step)
-        dst_unique = len(np.unique(step.dst)) == len(step)
+        src_unique = all_distinct(step.src)
+        dst_unique = all_distinct(step.dst)
         compute = gamma * scale[:e] * step.reduce_at if gamma > 0 else None
-        members = np.unique(np.concatenate([step.src, step.dst])) if times > 2 else None
+        members = distinct(np.concatenate([step.src, step.dst])) if times > 2 else None
         k = 0
         while k < times:
             check_deadline()

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ._arrays import all_distinct
+
 __all__ = ["Step", "StepProgram", "concat", "merge", "overlay", "run_messages"]
 
 IntArray = Sequence[int] | np.ndarray | int
@@ -87,7 +89,7 @@ class Step:
         segs = np.stack([_ints(v, n) for v in (seg_off, seg_scale, seg, seg_stride, seg_mod, seg_width)])
         if n and ((src < 0).any() or (dst < 0).any() or (src >= endpoints).any() or (dst >= endpoints).any()):
             raise ValueError("step: every endpoint must be in 0..endpoints-1")
-        if n and len(np.unique(src * endpoints + dst)) != n:
+        if n and not all_distinct(src * endpoints + dst):
             raise ValueError("step: a (sender, receiver) pair may appear once per step")
         caps = None
         if bound is not None:
@@ -237,7 +239,7 @@ def _together(steps: Sequence[Step], endpoints: int, who: str) -> Step:
     if any(st.bound is not None for st in steps):
         bound = np.concatenate([np.full(len(st), np.inf) if st.bound is None else st.bound for st in steps])
     step = Step(cat["src"], cat["dst"], cat["nbytes"], cat["reduce"], endpoints, cat["combine"], seg, bound)
-    if len(np.unique(step.src * endpoints + step.dst)) != len(step):
+    if not all_distinct(step.src * endpoints + step.dst):
         raise ValueError(f"{who}: the programs share a (sender, receiver) pair in a step")
     return step
 

@@ -3,9 +3,12 @@ and clear errors."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from sim.algorithms.hierarchical import two_level_cost
+from sim.algorithms.hierarchical import host_groups, two_level_cost
+from sim.cluster import Cluster
 from sim.errors import AlgorithmError
 from sim.simulate import simulate
 from sim.topology import dgx, star
@@ -56,3 +59,27 @@ def test_hierarchical_beats_the_flat_ring_on_many_hosts():
 def test_hosts_must_hold_the_same_number_of_ranks():
     with pytest.raises(AlgorithmError, match="same number of ranks"):
         simulate(dgx(hosts=2, gpus_per_host=4), "allreduce", "hierarchical", 2**20, ranks=6)
+
+
+def _groups_by_name(cluster, p):
+    """host_groups's rule spelled out: ranks by host name, hosts in order of their first rank."""
+    groups: dict[str, list[int]] = {}
+    for r in range(p):
+        groups.setdefault(cluster.host_of(r), []).append(r)
+    return list(groups.values())
+
+
+def test_host_groups_follow_the_hosts_in_rank_order():
+    g = dgx(4, gpus_per_host=3)
+    order = list(g.graph["ranks"])
+    random.Random(3).shuffle(order)  # a placement that interleaves the hosts
+    g.graph["ranks"] = order
+    for cluster in (Cluster(g), Cluster("dgx:hosts=3,gpus_per_host=4"), Cluster(star(5, "1Gbps"))):
+        for p in range(1, cluster.size + 1):
+            want = _groups_by_name(cluster, p)
+            if len({len(x) for x in want}) > 1:
+                with pytest.raises(AlgorithmError):
+                    host_groups(cluster, p)
+            else:
+                assert host_groups(cluster, p) == want
+    assert host_groups(None, 3) == [[0], [1], [2]]

@@ -113,6 +113,7 @@ def test_path_ids_are_path_id(spec, bulk_min, monkeypatch):
         assert many.paths.bottleneck[pid] == one.paths.bottleneck[pid]
     assert (many.paths.src[: one.paths.count] == one.paths.src[: one.paths.count]).all()
     assert many.path_ids(src[:0], dst[:0]).tolist() == []
-    # the same pairs again: nothing new
+    # the same pairs again, together or one by one: nothing new
     assert many.path_ids(src, dst).tolist() == want
+    assert [many.path_id(s, d) for s, d in zip(src[:50].tolist(), dst[:50].tolist(), strict=True)] == want[:50]
     assert many.paths.count == one.paths.count

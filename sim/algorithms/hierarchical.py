@@ -58,11 +58,11 @@ class HierarchicalOptions(Spec):
 def host_groups(cluster: Any, p: int) -> list[list[int]]:
     """Ranks 0..p-1 grouped by host (hosts in order of their first rank); every host must hold the
     same number of them."""
-    groups: dict[str, list[int]] = {}
-    for r in range(p):
-        groups.setdefault(cluster.host_of(r) if cluster is not None else str(r), []).append(r)
-    out = list(groups.values())
-    sizes = {len(g) for g in out}
+    hosts = cluster.rank_host[:p] if cluster is not None else np.arange(p)
+    counts = np.bincount(hosts)  # the ranks 0..p-1 sit on hosts 0..k-1 (numbered by first rank)
+    order = np.argsort(hosts, kind="stable")
+    out = [g.tolist() for g in np.split(order, np.cumsum(counts)[:-1])]
+    sizes = set(counts.tolist())
     if len(sizes) > 1:
         raise AlgorithmError(
             f"hierarchical: every host must hold the same number of ranks; these hold {sorted(sizes)} "
