@@ -137,7 +137,7 @@ def _print_sweep(prepared: tuple[Run, str | None], topology: str, as_json: bool,
     algo, p = run.algorithm, run.ranks
     if not as_json:
         print(f"# collsim simulate: {run.collective.name} ({algo.spec}) on {run.cluster.name}, {p} ranks")
-        print(f"# topology: {run.cluster.graph.graph.get('spec', topology)}")
+        print(f"# topology: {run.cluster.spec or topology}")
         if header is not None:
             print(header)
         print("#")

@@ -17,6 +17,7 @@ from .errors import ConfigError, RoutingError
 from .linkmodel import NOMINAL, LinkModel
 from .msgmodel import MessageModel
 from .routing import Router
+from .topology.fabric import Fabric, inline_fabric
 from .topology.graph import GPU
 from .topology.load import load_graph
 
@@ -137,22 +138,25 @@ class Cluster:
         link_model: LinkModel | None = None,
     ) -> None:
         with paused_gc():
-            graph = load_graph(topology)
-            self._setup(graph, ranks, NOMINAL if link_model is None else link_model)
+            fabric = inline_fabric(topology)  # a DGX fabric: arrays, no graph unless asked for
+            source = load_graph(topology) if fabric is None else fabric
+            self._setup(source, ranks, NOMINAL if link_model is None else link_model)
 
-    def _setup(self, graph: nx.DiGraph, ranks: int | None, link_model: LinkModel) -> None:
+    def _setup(self, source: nx.DiGraph | Fabric, ranks: int | None, link_model: LinkModel) -> None:
         self._ranks_arg = ranks
+        self._source = source
+        if isinstance(source, Fabric):
+            self._setup_fabric(source, ranks)
+        else:
+            self._setup_graph(source, ranks)
+        self.link_model = link_model
+        self._finish_setup()
+
+    def _setup_graph(self, graph: nx.DiGraph, ranks: int | None) -> None:
         all_ranks = list(graph.graph["ranks"])
-        if ranks is not None:
-            if ranks < 1:
-                raise ConfigError(f"ranks: must be >= 1, got {ranks}", param="ranks")
-            if ranks > len(all_ranks):
-                raise ConfigError(
-                    f"ranks: {ranks}, but topology {graph.graph['name']!r} has only {len(all_ranks)} GPUs",
-                    param="ranks",
-                )
-            all_ranks = all_ranks[:ranks]
-        self.graph = graph
+        self._checked_ranks(len(all_ranks), ranks, graph.graph["name"])
+        all_ranks = all_ranks[:ranks]
+        self._graph: nx.DiGraph | None = graph
         self.name: str = graph.graph.get("name", "cluster")
         self.ranks: list[str] = all_ranks
         self.nodes: list[str] = list(graph.nodes)
@@ -183,6 +187,51 @@ class Cluster:
         self.compute_scale = np.array([float(nodes[g].get("compute_scale", 1.0)) for g in self.ranks])
         self.rank_node = np.array([index[g] for g in self.ranks], dtype=np.int64)
         self.router = Router(arc_u, arc_v, weight, endpoint_only, is_gpu, mode=graph.graph.get("routing", "dijkstra"))
+
+    def _setup_fabric(self, fabric: Fabric, ranks: int | None) -> None:
+        """:meth:`_setup_graph`'s arrays, from arrays (the graph is built only if asked for)."""
+        nodes = fabric.nodes
+        self._checked_ranks(len(fabric.rank_node), ranks, fabric.name)
+        self._graph = None
+        self.name = fabric.name
+        self.rank_node = fabric.rank_node[:ranks].copy()
+        self.ranks = [nodes[i] for i in self.rank_node.tolist()]
+        self.nodes = nodes
+        self.arc_u, self.arc_v = fabric.arc_u, fabric.arc_v
+        self.capacity, self.latency = fabric.capacity.copy(), fabric.latency.copy()
+        self.num_arcs = len(fabric.arc_u)
+        self.overhead = np.full(len(self.ranks), fabric.overhead)
+        self.compute_scale = np.ones(len(self.ranks))
+        self.router = Router(
+            fabric.arc_u, fabric.arc_v, fabric.weight, fabric.endpoint_only, fabric.is_gpu, mode=fabric.routing
+        )
+
+    def _checked_ranks(self, total: int, ranks: int | None, name: str) -> None:
+        if ranks is not None:
+            if ranks < 1:
+                raise ConfigError(f"ranks: must be >= 1, got {ranks}", param="ranks")
+            if ranks > total:
+                raise ConfigError(f"ranks: {ranks}, but topology {name!r} has only {total} GPUs", param="ranks")
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The cluster's graph (built on first use where the cluster was built from arrays)."""
+        if self._graph is None:
+            self._graph = self._source.build_graph()  # type: ignore[union-attr]
+        return self._graph
+
+    @property
+    def spec(self) -> str | None:
+        """The topology's inline spec where a builder made it (``dgx:hosts=4,...``), else None."""
+        if isinstance(self._source, Fabric):
+            return self._source.spec
+        return self.graph.graph.get("spec")
+
+    @functools.cached_property
+    def _index(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.nodes)}
+
+    def _finish_setup(self) -> None:
         self.paths = _PathTable()
         self._pid: dict[tuple[int, int], int] = {}
         #: endpoints beyond the ranks (see :meth:`add_endpoint`): key -> index, and each one's rank (-1: none)
@@ -195,8 +244,7 @@ class Cluster:
         #: here after ``_pid`` and copies what it finds there
         self._bulk_keys = np.zeros(0, dtype=np.int64)
         self._bulk_ids = np.zeros(0, dtype=np.int64)
-        self.link_model = link_model
-        self.message_model = MessageModel(self, link_model)
+        self.message_model = MessageModel(self, self.link_model)
 
     def with_link_model(self, link_model: LinkModel) -> Cluster:
         """This cluster under another link model: the same (already checked) graph and ranks, its own
@@ -205,7 +253,7 @@ class Cluster:
             return self
         other = Cluster.__new__(Cluster)
         with paused_gc():
-            other._setup(self.graph, self._ranks_arg, link_model)
+            other._setup(self._source, self._ranks_arg, link_model)
         return other
 
     @property
@@ -214,6 +262,8 @@ class Cluster:
         return len(self.ranks)
 
     def host_of(self, rank: int) -> str:
+        if isinstance(self._source, Fabric):
+            return self._source.hosts[int(self._source.rank_host[rank])]
         node = self.ranks[rank]
         return self.graph.nodes[node].get("host") or node
 
@@ -221,6 +271,8 @@ class Cluster:
     def rank_host(self) -> np.ndarray:
         """The host of every rank (:meth:`host_of`) as a number: hosts numbered 0, 1, ... in the order
         of their first ranks."""
+        if isinstance(self._source, Fabric):
+            return self._source.rank_host[: self.size].copy()
         nodes = self.graph.nodes
         ids: dict[str, int] = {}
         hosts = (ids.setdefault(nodes[g].get("host") or g, len(ids)) for g in self.ranks)

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 
 import networkx as nx
+import numpy as np
 import pytest
 
+from sim.cluster import Cluster
 from sim.errors import ConfigError, TopologyError
 from sim.topology import bundled_topologies, dgx, leaf_spine, load_graph, ring, star, summarize, torus
 from sim.topology.summary import bisection_bandwidth
@@ -200,3 +203,44 @@ def test_stragglers_from_yaml(tmp_path):
     assert slow.time_s > base.time_s
     with pytest.raises(ConfigError, match="compute_scale: must be > 0"):
         load_graph(write(tmp_path, GOOD.replace("{name: a}", "{name: a, compute_scale: 0}"), "bad.yaml"))
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "dgx:hosts=2",
+        "dgx:hosts=5,gpus_per_host=4,hosts_per_leaf=2,spines=3",
+        "dgx:hosts=3,gpus_per_host=1,hosts_per_leaf=2",
+        "dgx:hosts=70,hosts_per_leaf=16,uplink_bandwidth=100Gbps,overhead=1us,pcie_bandwidth=32GB/s",
+    ],
+)
+def test_dgx_built_as_arrays_is_the_graph(spec):
+    """An inline dgx spec is built as arrays (no graph): the same nodes, arcs in the same order, the
+    same capacities, latencies, ranks, hosts and router tables as the cluster read off the graph; the
+    graph, when asked for, is the builder's."""
+    fast, ref = Cluster(spec), Cluster(load_graph(spec))
+    assert fast._graph is None  # nothing built the graph
+    for name in ("arc_u", "arc_v", "capacity", "latency", "rank_node", "overhead", "compute_scale", "rank_host"):
+        assert np.array_equal(getattr(fast, name), getattr(ref, name)), name
+    assert (fast.nodes, fast.ranks, fast.name) == (ref.nodes, ref.ranks, ref.name)
+    for name in ("_out_v", "_out_arc", "_in_u", "_in_ptr", "_level", "_up_v", "_up_arc", "_above_u", "_above_arc"):
+        assert getattr(fast.router, name) == getattr(ref.router, name), name
+    assert np.array_equal(fast.router._endpoint_only, ref.router._endpoint_only)
+    assert [fast.host_of(r) for r in range(fast.size)] == [ref.host_of(r) for r in range(ref.size)]
+    assert fast.path_id(0, fast.size - 1) == ref.path_id(0, ref.size - 1)
+    assert fast.paths.arcs_of(0).tolist() == ref.paths.arcs_of(0).tolist()
+    assert Cluster(spec, ranks=3).ranks == ref.ranks[:3]
+    assert nx.utils.graphs_equal(fast.graph, ref.graph) and fast._graph is not None
+    other = fast.with_link_model(dataclasses.replace(fast.link_model, gamma=1e-12))
+    assert np.array_equal(other.arc_u, ref.arc_u) and other._graph is None
+
+
+def test_dgx_arrays_refuse_what_the_graph_refuses():
+    with pytest.raises(ConfigError):
+        Cluster("dgx:hosts=2", ranks=17)
+    for spec in ("dgx:hosts=2,gpus_per_host=0", "dgx:hosts=2,nic_bandwidth=-1Gbps", "dgx:hosts=2,bogus=1"):
+        with pytest.raises(ConfigError) as graph_error:
+            load_graph(spec)
+        with pytest.raises(ConfigError) as array_error:
+            Cluster(spec)
+        assert str(array_error.value) == str(graph_error.value)

@@ -173,6 +173,11 @@ def parse_inline(kind: str, params: dict[str, Any], where: str | None = None) ->
 
 
 def _parse_inline_text(text: str) -> nx.DiGraph:
+    return parse_inline(*inline_params(text))
+
+
+def inline_params(text: str) -> tuple[str, dict[str, str]]:
+    """An inline spec ``kind:key=value,...`` as (kind, its parameters as written)."""
     kind, _, rest = text.partition(":")
     kind = kind.strip()
     params: dict[str, str] = {}
@@ -183,7 +188,7 @@ def _parse_inline_text(text: str) -> nx.DiGraph:
         if key.strip() in params:
             raise TopologyError(f"{kind}: {key.strip()!r} is given twice in {text!r}")
         params[key.strip()] = value.strip()
-    return parse_inline(kind, params)
+    return kind, params
 
 
 def bundled_topologies() -> dict[str, Path]:
