@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ._arrays import distinct
 from .errors import RunError
 from .network import Network
 
@@ -381,7 +382,7 @@ class DataflowExecutor:
         st, flow = self.st, self.flow
         while len(ready):
             held, later, ends = self._reduce(ready, now)
-            for when in np.unique(ends).tolist():
+            for when in distinct(ends).tolist():
                 self._timer(when, later[ends == when])
             if not len(held):
                 break
