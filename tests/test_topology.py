@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import textwrap
 
 import networkx as nx
@@ -231,6 +232,8 @@ def test_dgx_built_as_arrays_is_the_graph(spec):
     assert fast.paths.arcs_of(0).tolist() == ref.paths.arcs_of(0).tolist()
     assert Cluster(spec, ranks=3).ranks == ref.ranks[:3]
     assert nx.utils.graphs_equal(fast.graph, ref.graph) and fast._graph is not None
+    copy = pickle.loads(pickle.dumps(Cluster(spec)))  # clusters travel to report workers
+    assert np.array_equal(copy.arc_u, ref.arc_u) and nx.utils.graphs_equal(copy.graph, ref.graph)
     other = fast.with_link_model(dataclasses.replace(fast.link_model, gamma=1e-12))
     assert np.array_equal(other.arc_u, ref.arc_u) and other._graph is None
 

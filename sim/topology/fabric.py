@@ -13,7 +13,6 @@ The graph itself is built only if something asks for it (:attr:`Fabric.build_gra
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,12 @@ class Fabric:
     rank_node: np.ndarray  # every GPU's node, in rank order
     rank_host: np.ndarray  # every GPU's host number (hosts in order of their first rank)
     hosts: list[str]  # host names by number
-    build_graph: Callable[[], nx.DiGraph]
+    builder: str  # the builder (BUILDERS) and its checked parameters, which build the graph
+    params: dict[str, Any]
+
+    def build_graph(self) -> nx.DiGraph:
+        """The graph the builder makes of these parameters (the one these arrays were read off)."""
+        return BUILDERS[self.builder][0](**self.params)
 
 
 def inline_fabric(topology: Any) -> Fabric | None:
@@ -123,11 +127,6 @@ def dgx_fabric(p: DgxParams) -> Fabric | None:
     names += [f"{host}{kind}" for host in host_names for kind in kinds]
     is_gpu = np.zeros(n, dtype=bool)
     is_gpu[gpu.ravel()] = True
-    params = p.model_dump()
-
-    def build_graph() -> nx.DiGraph:
-        return BUILDERS["dgx"][0](**params)
-
     return Fabric(
         name=f"dgx-{h_count}x{g}",
         spec=_spec("dgx", p),
@@ -144,5 +143,6 @@ def dgx_fabric(p: DgxParams) -> Fabric | None:
         rank_node=gpu.ravel(),
         rank_host=np.repeat(hosts, g),
         hosts=host_names,
-        build_graph=build_graph,
+        builder="dgx",
+        params=p.model_dump(),
     )
