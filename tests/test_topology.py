@@ -247,3 +247,22 @@ def test_dgx_arrays_refuse_what_the_graph_refuses():
         with pytest.raises(ConfigError) as array_error:
             Cluster(spec)
         assert str(array_error.value) == str(graph_error.value)
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "hierarchical", "double-binary-tree:chunks=4", "halving-doubling"])
+def test_dgx_arrays_simulate_as_the_graph(algorithm):
+    """End to end: a collective on the array-built cluster takes the graph-built one's times, bytes
+    and busiest links, on both engines."""
+    from sim.simulate import simulate
+
+    spec = "dgx:hosts=5,gpus_per_host=4,hosts_per_leaf=2,spines=3"
+    for engine in ("message", "auto"):
+        fast = simulate(Cluster(spec), "allreduce", algorithm, 2**24, engine=engine)
+        ref = simulate(Cluster(load_graph(spec)), "allreduce", algorithm, 2**24, engine=engine)
+        assert (fast.time_s, fast.link_bytes, fast.flows, fast.engine) == (
+            ref.time_s,
+            ref.link_bytes,
+            ref.flows,
+            ref.engine,
+        )
+        assert [x.link for x in fast.busiest_links] == [x.link for x in ref.busiest_links]
