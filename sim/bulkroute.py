@@ -56,13 +56,11 @@ class BulkRouter:
         self._keys = cluster.arc_u.astype(np.int64) * n + cluster.arc_v
         self._sorted = np.argsort(self._keys)
         self._skeys = self._keys[self._sorted]
-        up_ptr = np.asarray(r._up_ptr)
-        up_v = np.asarray(r._up_v, dtype=np.int64)
-        up_arc = np.asarray(r._up_arc, dtype=np.int64)
+        up_ptr, up_v, up_arc = r.arrays["up_ptr"], r.arrays["up_v"], r.arrays["up_arc"]
         n_ups = up_ptr[1:] - up_ptr[:-1]
         has_up = n_ups > 0
         up_owner = np.repeat(np.arange(n), n_ups)  # the tail of every up-arc entry
-        level = np.asarray(r._level)
+        level = r.arrays["level"]
         top_level = level.max()
         tops = np.flatnonzero(level == top_level)
         if has_up[tops].any():
@@ -128,9 +126,7 @@ class BulkRouter:
             self.spine_down = down_arcs  # [spine index, leaf index]
         self.leaf_index = np.searchsorted(leaves, leaf)
         # the short cut's neighbours: every endpoint's out-neighbours that routes may pass through
-        out_ptr = np.asarray(r._out_ptr)
-        out_v = np.asarray(r._out_v, dtype=np.int64)
-        out_arc = np.asarray(r._out_arc, dtype=np.int64)
+        out_ptr, out_v, out_arc = r.arrays["out_ptr"], r.arrays["out_v"], r.arrays["out_arc"]
         through = ~np.asarray(r._endpoint_only)
         lo, hi = out_ptr[nodes], out_ptr[nodes + 1]
         deg = max(int((hi - lo).max(initial=0)), 1)

@@ -82,10 +82,14 @@ class Router:
         self._endpoint_only = endpoint_only
         # out-adjacency sorted by (tail, head): the order ECMP candidates are listed in
         order = np.lexsort((arc_v, arc_u))
+        out_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_u, minlength=n))))
+        #: the tables below as numpy arrays too, for code that works on many nodes at once (levels,
+        #: :mod:`sim.bulkroute`)
+        self.arrays: dict[str, np.ndarray] = {"out_ptr": out_ptr, "out_v": arc_v[order], "out_arc": order}
         self._out_v = arc_v[order].tolist()
         self._out_arc = order.tolist()
         self._out_w = weight[order].tolist()
-        self._out_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_u, minlength=n)))).tolist()
+        self._out_ptr = out_ptr.tolist()
         self._arc_w = weight.tolist()
         self._unit = bool((weight == 1.0).all())  # hop counts: breadth-first search and short cuts
         inorder, inptr = _csr(arc_v, n)
@@ -97,14 +101,16 @@ class Router:
             cache_entries if mode == "updown" else max(4, min(cache_entries, (256 << 20) // (8 * n + 1)))
         )
         if mode == "updown":
-            self._level = self._levels(is_gpu)
-            level = np.array(self._level)
+            level = self._levels(is_gpu)
+            self._level = level.tolist()
             climbs = level[arc_v] > level[arc_u]
             up = order[climbs[order]]  # up-arcs grouped by tail, heads ascending
             self._up_v = arc_v[up].tolist()
             self._up_arc = up.tolist()
             self._up_w = weight[up].tolist()
-            self._up_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_u[up], minlength=n)))).tolist()
+            up_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_u[up], minlength=n))))
+            self._up_ptr = up_ptr.tolist()
+            self.arrays.update(level=level, up_ptr=up_ptr, up_v=arc_v[up], up_arc=up)
             descends = np.flatnonzero(level[arc_u] > level[arc_v])  # arcs y->x that descend into x
             ordd = descends[np.lexsort((arc_u[descends], arc_v[descends]))]
             self._above_u = arc_u[ordd].tolist()
@@ -113,23 +119,23 @@ class Router:
             self._above_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_v[ordd], minlength=n)))).tolist()
 
     # ------------------------------------------------------------------ levels (up-down)
-    def _levels(self, is_gpu: np.ndarray) -> list[int]:
-        """Hops from the nearest GPU, over links in either direction."""
-        level = [-1] * self._n
-        frontier = [int(i) for i in np.flatnonzero(is_gpu)]
-        for i in frontier:
-            level[i] = 0
+    def _levels(self, is_gpu: np.ndarray) -> np.ndarray:
+        """Hops from the nearest GPU, over links in either direction (-1: none reaches the node); a
+        breadth-first search, a whole frontier at a time."""
+        ptr, out_v = self.arrays["out_ptr"], self.arrays["out_v"]
+        level = np.full(self._n, -1, dtype=np.int64)
+        frontier = np.flatnonzero(is_gpu)
+        level[frontier] = 0
         depth = 0
-        while frontier:
+        while len(frontier):
             depth += 1
-            nxt = []
-            for u in frontier:
-                for k in range(self._out_ptr[u], self._out_ptr[u + 1]):
-                    v = self._out_v[k]
-                    if level[v] < 0:
-                        level[v] = depth
-                        nxt.append(v)
-            frontier = nxt
+            lo, counts = ptr[frontier], ptr[frontier + 1] - ptr[frontier]
+            total = int(counts.sum())
+            within = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+            heads = out_v[np.repeat(lo, counts) + within]
+            heads = heads[level[heads] < 0]
+            level[heads] = depth
+            frontier = np.flatnonzero(level == depth)
         return level
 
     # ------------------------------------------------------------------ distances

@@ -61,14 +61,13 @@ def host_groups(cluster: Any, p: int) -> list[list[int]]:
     hosts = cluster.rank_host[:p] if cluster is not None else np.arange(p)
     counts = np.bincount(hosts)  # the ranks 0..p-1 sit on hosts 0..k-1 (numbered by first rank)
     order = np.argsort(hosts, kind="stable")
-    out = [g.tolist() for g in np.split(order, np.cumsum(counts)[:-1])]
     sizes = set(counts.tolist())
     if len(sizes) > 1:
         raise AlgorithmError(
             f"hierarchical: every host must hold the same number of ranks; these hold {sorted(sizes)} "
             "(choose ranks as a multiple of the GPUs per host)"
         )
-    return out
+    return order.reshape(len(counts), -1).tolist()  # hosts of equal size: one row each
 
 
 def _outer_program(outer: str, order: list[int], nbytes: float, endpoints: int, seg_off: int) -> StepProgram:
