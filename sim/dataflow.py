@@ -190,7 +190,7 @@ class DataflowBuilder:
 
     def build(self) -> Dataflow:
         def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
-            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+            return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
 
         src, dst, size, red, proc, comb, lo, hi = (
             cat(c, t)
