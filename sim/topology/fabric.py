@@ -20,6 +20,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from ..deadline import check as check_deadline
 from ..schema import validate_spec
 from .builders import BUILDERS, DgxParams, _check_size, _spec
 
@@ -115,7 +116,9 @@ def dgx_fabric(p: DgxParams) -> Fabric | None:
     arcs(nic, gpu, 0, p.pcie_bandwidth, 0.0)
     arcs(nic, leaf, 1, p.nic_bandwidth, p.latency)
     tail, head, seq, capacity, latency = (np.concatenate(col) for col in zip(*parts, strict=True))
+    check_deadline()  # --timeout counts the build too
     order = np.lexsort((seq, tail))  # the graph lists arcs tail by tail, each in the order it was added
+    check_deadline()
     n = base + h_count * per_host
     names = [f"spine{s}" for s in range(spines)]
     names += [f"leaf{r}.{k}" for r in range(g) for k in range(groups)]
