@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
 
 from ._gc import paused_gc
+from .bulkroute import bulk_router
 from .deadline import check as check_deadline
 from .errors import ConfigError, RoutingError
 from .linkmodel import NOMINAL, LinkModel
@@ -20,6 +22,8 @@ from .topology.graph import GPU
 from .topology.load import load_graph
 
 __all__ = ["Cluster", "hockney"]
+
+_BULK_MIN = 512  # pairs asked at once from which routes are computed in bulk (sim.bulkroute)
 
 
 class _PathTable:
@@ -181,6 +185,7 @@ class Cluster:
         self.router = Router(arc_u, arc_v, weight, endpoint_only, is_gpu, mode=graph.graph.get("routing", "dijkstra"))
         self.paths = _PathTable()
         self._pid: dict[tuple[int, int], int] = {}
+        self._bulk: Any = None  # sim.bulkroute.BulkRouter, False where the fabric has none; built on first use
         #: endpoints beyond the ranks (see :meth:`add_endpoint`): key -> index, and each one's rank (-1: none)
         self._extra: dict[tuple[object, ...], int] = {}
         self.endpoint_rank: list[int] = []
@@ -299,6 +304,33 @@ class Cluster:
             )
             self._pid[key] = pid
         return pid
+
+    def path_ids(self, srcs: np.ndarray, dsts: np.ndarray) -> np.ndarray:
+        """:meth:`path_id` of many rank pairs (the same ids' routes): on a two-level up-down fabric the
+        routes of many new pairs are computed in bulk (:mod:`sim.bulkroute`), else pair by pair."""
+        srcs = np.asarray(srcs, dtype=np.int64)
+        dsts = np.asarray(dsts, dtype=np.int64)
+        n = len(srcs)
+        pids = np.full(n, -1, dtype=np.int64)
+        if n >= _BULK_MIN:
+            get = self._pid.get
+            pids = np.fromiter(
+                (get(k, -1) for k in zip(srcs.tolist(), dsts.tolist(), strict=True)), dtype=np.int64, count=n
+            )
+            new = np.flatnonzero((pids < 0) & (srcs != dsts) & (srcs < self.size) & (dsts < self.size))
+            if len(new) >= _BULK_MIN and self._bulk_router() is not None:
+                check_deadline()
+                rows, odd = self._bulk.routes(srcs[new], dsts[new])
+                new, rows = new[~odd], rows[~odd]  # several common neighbours: the router's own choice
+                pids[new] = self.intern_routes(srcs[new], dsts[new], rows)
+        for i in np.flatnonzero(pids < 0).tolist():
+            pids[i] = self.path_id(int(srcs[i]), int(dsts[i]))
+        return pids
+
+    def _bulk_router(self) -> Any:
+        if self._bulk is None:
+            self._bulk = bulk_router(self) or False
+        return self._bulk or None
 
     def intern_routes(self, srcs: np.ndarray, dsts: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Path ids of the routes ``srcs`` -> ``dsts`` between ranks, whose arcs ``rows`` (padded with -1)

@@ -135,13 +135,7 @@ class Step:
         key = id(network.cluster)
         got = self._pids.get(key)
         if got is None:
-            path_id = network.cluster.path_id
-            got = np.fromiter(
-                (path_id(s, d) for s, d in zip(self.src.tolist(), self.dst.tolist(), strict=True)),
-                dtype=np.int64,
-                count=len(self.src),
-            )
-            self._pids[key] = got
+            got = self._pids[key] = network.cluster.path_ids(self.src, self.dst)
         return got
 
     def sent_by(self, senders: np.ndarray) -> np.ndarray:
