@@ -320,9 +320,13 @@ class Cluster:
             new = np.flatnonzero((pids < 0) & (srcs != dsts) & (srcs < self.size) & (dsts < self.size))
             if len(new) >= _BULK_MIN and self._bulk_router() is not None:
                 check_deadline()
-                rows, odd = self._bulk.routes(srcs[new], dsts[new])
-                new, rows = new[~odd], rows[~odd]  # several common neighbours: the router's own choice
-                pids[new] = self.intern_routes(srcs[new], dsts[new], rows)
+                _, first, inverse = np.unique(srcs[new] * self.size + dsts[new], return_index=True, return_inverse=True)
+                once = new[first]  # a pair asked twice is one route
+                rows, odd = self._bulk.routes(srcs[once], dsts[once])
+                ids = np.full(len(once), -1, dtype=np.int64)  # odd: several common neighbours, routed below
+                good = np.flatnonzero(~odd)
+                ids[good] = self.intern_routes(srcs[once[good]], dsts[once[good]], rows[good])
+                pids[new] = ids[inverse.reshape(-1)]
         for i in np.flatnonzero(pids < 0).tolist():
             pids[i] = self.path_id(int(srcs[i]), int(dsts[i]))
         return pids
