@@ -536,6 +536,21 @@ class Network:
         if singles:
             parts.append(np.array(singles, dtype=np.int64))
         slots = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        if len(slots) == 1:  # one flow, in scalar operations
+            slot = int(slots[0])
+            pid = int(self._path[slot])
+            if self._remaining[slot] <= 0 or self.cluster.paths.length[pid] == 0:
+                self._finish(slots, now)
+                return False
+            self._is_active[slot] = True
+            self._nactive += 1
+            self._active_arr = None
+            self._entries = None
+            self._rate[slot] = 0.0
+            self._t_set[slot] = now
+            self._due[slot] = np.inf
+            self.rates.added(slots, self._path[slots], self._bound[slots])
+            return True
         instant = (self._remaining[slots] <= 0) | (self.cluster.paths.length[self._path[slots]] == 0)
         if instant.any():
             self._finish(slots[instant], now)

@@ -32,6 +32,7 @@ they depend only on which paths are active, so the cache stays valid.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -99,17 +100,31 @@ class Rates:
     # ------------------------------------------------------------------ bookkeeping
     def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
         """Flows ``slots`` (on paths ``pids``, with rate bounds ``bounds``) started draining."""
-        self._key = (self._key + int(self._hash_of(pids).sum(dtype=np.uint64))) % (1 << 64)
+        self._key = (self._key + self._hash_sum(pids)) % (1 << 64)
         self._use(pids, +1, slots)
         self._fresh.append(slots)
-        self._bounded += int(np.isfinite(bounds).sum())
+        self._bounded += self._finite(bounds)
 
     def removed(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
         """Flows ``slots`` on paths ``pids`` ended."""
-        self._key = (self._key - int(self._hash_of(pids).sum(dtype=np.uint64))) % (1 << 64)
+        self._key = (self._key - self._hash_sum(pids)) % (1 << 64)
         self._gone.append(pids)
         self._use(pids, -1, slots)
-        self._bounded -= int(np.isfinite(bounds).sum())
+        self._bounded -= self._finite(bounds)
+
+    def _hash_sum(self, pids: np.ndarray) -> int:
+        """The paths' numbers summed (a flow at a time in scalar operations: numpy's per-call cost
+        dominates when flows start and end one by one)."""
+        if len(pids) == 1:
+            hashes = self._hash_of(pids)
+            return int(hashes[0])
+        return int(self._hash_of(pids).sum(dtype=np.uint64))
+
+    @staticmethod
+    def _finite(bounds: np.ndarray) -> int:
+        if len(bounds) == 1:
+            return int(math.isfinite(bounds[0]))
+        return int(np.isfinite(bounds).sum())
 
     def _arcs_of(self, pid: int) -> tuple[int, ...]:
         """The arcs of path ``pid`` as a tuple of ints (built once per path)."""

@@ -273,3 +273,16 @@ def test_same_times_with_many_flows_on_few_links(spec, name, perturbed, monkeypa
     if perturbed and spec != "ring:order=rank":
         # stragglers break the lock-step: starts and ends re-solve their components only
         assert all(r.partial > 0 for r in made)
+
+
+@pytest.mark.parametrize("spec", ["halving-doubling", "recursive-doubling"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_same_times_on_a_crowded_fabric_at_512_ranks_with_stragglers(spec, seed):
+    """512 ranks on an 8:1 oversubscribed leaf-spine with two spines, a few stragglers and slowed links:
+    from the distance of one leaf on, every step's flows share each leaf's two uplinks (ECMP spreads
+    them unevenly), so ranks drift apart and flows end one by one. The fast path routes each step's
+    512 pairs in bulk (the message level one by one) and gives the same times."""
+    graph = perturb(leaf_spine(8, 64, 2, "100Gbps", "400Gbps", "1us"), seed, stragglers=6, slow_links=8)
+    a, b = both(graph, "allreduce", spec, 2**20 + 3 * seed, gamma=1e-11)
+    assert_same(a, b)
+    assert b.engine == "fast:events"
