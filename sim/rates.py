@@ -313,19 +313,26 @@ class Rates:
             for pid in pids.tolist():
                 todo.extend(arcs_of(pid))
         seen: set[int] = set()
-        found: dict[int, None] = {}  # insertion-ordered: the same order on every run
+        found: set[int] = set()
+        order: list[int] = []  # the order found in (the same on every run)
+        extend = todo.extend
         while todo:
             arc = todo.pop()
             if arc in seen:
                 continue
             seen.add(arc)
-            for slot in members[arc] or ():
-                if slot not in found:
-                    found[slot] = None
-                    if len(found) >= limit:
-                        return None
-                    todo.extend(slot_arcs[slot])
-        return list(found)
+            users = members[arc]
+            if not users:
+                continue
+            new = users - found  # set operations in C: an arc's users are mostly found already
+            if new:
+                found |= new
+                if len(found) >= limit:
+                    return None
+                for slot in sorted(new):
+                    order.append(slot)
+                    extend(slot_arcs[slot])
+        return order
 
     def _maxmin_scalar(self, slots: list[int], path: np.ndarray, bound: np.ndarray) -> list[float]:
         """Max-min rates of a few flows (a whole component) by progressive filling in plain Python:
