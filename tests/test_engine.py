@@ -383,7 +383,11 @@ def test_path_ids_in_bulk_are_the_routers_routes():
     interned, a rank to itself) get the routes, latencies and narrowest capacities that routing the
     pairs one by one gives; a fabric the bulk router does not know (a torus) routes them one by one."""
     rng = np.random.default_rng(3)
-    for spec in ("dgx:hosts=96", "leaf-spine:leaves=8,hosts_per_leaf=96,spines=3,bandwidth=100Gbps", "torus:dims=8x8x8,bandwidth=100Gbps"):
+    for spec in (
+        "dgx:hosts=96",
+        "leaf-spine:leaves=8,hosts_per_leaf=96,spines=3,bandwidth=100Gbps",
+        "torus:dims=8x8x8,bandwidth=100Gbps",
+    ):
         bulk, one = Cluster(spec), Cluster(spec)
         p = bulk.size
         src = rng.integers(0, p, 900)
