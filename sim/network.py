@@ -536,27 +536,18 @@ class Network:
         if singles:
             parts.append(np.array(singles, dtype=np.int64))
         slots = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        if len(slots) == 1:  # one flow, in scalar operations
+        if len(slots) == 1:  # one flow: is it instant, in scalar operations
             slot = int(slots[0])
-            pid = int(self._path[slot])
-            if self._remaining[slot] <= 0 or self.cluster.paths.length[pid] == 0:
+            if self._remaining[slot] <= 0 or self.cluster.paths.length[int(self._path[slot])] == 0:
                 self._finish(slots, now)
                 return False
-            self._is_active[slot] = True
-            self._nactive += 1
-            self._active_arr = None
-            self._entries = None
-            self._rate[slot] = 0.0
-            self._t_set[slot] = now
-            self._due[slot] = np.inf
-            self.rates.added(slots, self._path[slots], self._bound[slots])
-            return True
-        instant = (self._remaining[slots] <= 0) | (self.cluster.paths.length[self._path[slots]] == 0)
-        if instant.any():
-            self._finish(slots[instant], now)
-            slots = slots[~instant]
-        if not len(slots):
-            return False
+        else:
+            instant = (self._remaining[slots] <= 0) | (self.cluster.paths.length[self._path[slots]] == 0)
+            if instant.any():
+                self._finish(slots[instant], now)
+                slots = slots[~instant]
+            if not len(slots):
+                return False
         self._is_active[slots] = True
         self._nactive += len(slots)
         self._active_arr = None
