@@ -111,7 +111,7 @@ class FastExecutor:
         #: crossed by no other sender's message and by one message a step (see _private_masks)
         self._private_of: dict[int, np.ndarray] = {}
         #: private messages in flight, by arrival time: [(src, dst, step, path, bytes), ...]
-        self._arrivals: dict[float, list[tuple[np.ndarray, ...]]] = {}
+        self._arrivals: dict[float, list[tuple[Any, ...]]] = {}
         self.private = 0  # messages that took the private path
         if alone:
             net.after_wake.append(self._after)
@@ -280,19 +280,25 @@ class FastExecutor:
         its wire bytes at its path's narrowest capacity (or its bound), the engine's arithmetic."""
         net = self.net
         now = self.env.now
+        if len(msgs) == 1:  # in scalar operations
+            m = int(msgs[0])
+            pid, r, nb = int(step.pids(net)[m]), int(step.src[m]), float(step.nbytes[m])
+            rate1 = float(net.cluster.paths.bottleneck[pid])
+            if step.bound is not None:
+                rate1 = min(rate1, float(step.bound[m]))
+            delay1, wire1 = net.cluster.message_model.one(pid, r, nb)
+            start1 = now + delay1
+            self._arrive_at(
+                start1 + wire1 / rate1 if wire1 > 0 else start1, (r, int(step.dst[m]), int(self.step[r]), pid, nb)
+            )
+            self.private += 1
+            return
         pids = step.pids(net)[msgs]
         src = step.src[msgs]
         nbytes = step.nbytes[msgs]
         rate = net.cluster.paths.bottleneck[pids]
         if step.bound is not None:
             rate = np.minimum(rate, step.bound[msgs])
-        if len(msgs) == 1:
-            delay, wire = net.cluster.message_model.one(int(pids[0]), int(src[0]), float(nbytes[0]))
-            start = now + delay
-            arrival = start + wire / float(rate[0]) if wire > 0 else start
-            self._arrive_at(arrival, (src, step.dst[msgs], self.step[src], pids, nbytes))
-            self.private += 1
-            return
         delay, wire = net.cluster.message_model.many(pids, src, nbytes)
         start = now + delay
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -304,7 +310,8 @@ class FastExecutor:
             self._arrive_at(when, (src[at], dst[at], fstep[at], pids[at], nbytes[at]))
         self.private += len(msgs)
 
-    def _arrive_at(self, when: float, batch: tuple[np.ndarray, ...]) -> None:
+    def _arrive_at(self, when: float, batch: tuple[Any, ...]) -> None:
+        """``batch`` = (src, dst, step, path, bytes) arrives at ``when``: arrays, or ints (one message)."""
         bucket = self._arrivals.get(when)
         if bucket is None:
             self._arrivals[when] = bucket = []
@@ -317,13 +324,15 @@ class FastExecutor:
         if bucket is None:
             return  # moved by an extrapolation
         now = self.env.now
-        src, dst, fstep, pids, nbytes = (
-            bucket[0] if len(bucket) == 1 else tuple(np.concatenate(parts) for parts in zip(*bucket, strict=True))
-        )
-        self.net.account(pids, nbytes, len(pids))
-        if len(src) == 1:
-            self._one_done(int(src[0]), int(dst[0]), int(fstep[0]), now)
+        if len(bucket) == 1 and isinstance(bucket[0][0], int):
+            src1, dst1, fstep1, pid1, nbytes1 = bucket[0]
+            self.net.account_one(pid1, nbytes1)
+            self._one_done(src1, dst1, fstep1, now)
         else:
+            src, dst, fstep, pids, nbytes = (
+                np.concatenate([np.atleast_1d(p) for p in parts]) for parts in zip(*bucket, strict=True)
+            )
+            self.net.account(pids, nbytes, len(pids))
             self._done(src, dst, fstep, now)
         if self.extrapolate:
             self._after()
@@ -333,10 +342,10 @@ class FastExecutor:
         whens, srcs, steps, pids = [], [], [], []
         for when, bucket in self._arrivals.items():
             for src, _dst, fstep, pid, _nbytes in bucket:
-                whens.append(np.full(len(src), when))
-                srcs.append(src)
-                steps.append(fstep)
-                pids.append(pid)
+                whens.append(np.full(np.size(src), when))
+                srcs.append(np.atleast_1d(src))
+                steps.append(np.atleast_1d(fstep))
+                pids.append(np.atleast_1d(pid))
         if not whens:
             empty = np.zeros(0, dtype=np.int64)
             return np.zeros(0), empty, empty, empty
@@ -582,7 +591,7 @@ class FastExecutor:
         self._timers = timers
         for when in timers:
             self._arm(when)
-        arrivals: dict[float, list[tuple[np.ndarray, ...]]] = {}
+        arrivals: dict[float, list[tuple[Any, ...]]] = {}
         for when, bucket in self._arrivals.items():
             moved = [(src, dst, fstep + steps, pids, nbytes) for src, dst, fstep, pids, nbytes in bucket]
             arrivals.setdefault(when + shift, []).extend(moved)

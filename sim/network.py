@@ -396,6 +396,14 @@ class Network:
         np.add.at(self._path_bytes, pids, nbytes)
         self.flows += flows
 
+    def account_one(self, pid: int, nbytes: float) -> None:
+        """:meth:`account` for one message, in scalar operations."""
+        if pid >= len(self._path_bytes):
+            self.account(np.array([pid]), np.array([nbytes]), 1)
+            return
+        self._path_bytes[pid] += nbytes
+        self.flows += 1
+
     def account_arcs(self, arc_bytes: np.ndarray, sent: np.ndarray, received: np.ndarray, flows: int) -> None:
         """Book bytes delivered on link directions and by ranks, and flows, for messages whose routes
         were never interned as paths (:mod:`sim.classes` at scale); :meth:`path_bytes` leaves them out."""
