@@ -11,7 +11,10 @@ that complete at the same instant are accounted together. Where ranks stay in lo
 uniform fabric) a step costs one batch and one cached max-min solution, whatever the number of ranks.
 When the whole state repeats from one step to the next, shifted in time (the periodic steady state of a
 long ring), the executor jumps over the identical steps in one move (:meth:`FastExecutor._extrapolate`);
-the times it gives are the message-level ones, to rounding.
+the times it gives are the message-level ones, to rounding. A message whose every link direction is
+crossed by no other sender's message and by one message a step (a rank-order ring's NVLink hops) is
+*private*: it never shares a link, so it arrives at its time alone on its path, without a flow in the
+network or a rate computation (:meth:`FastExecutor._private_masks`).
 
 Tests (tests/test_fastpath.py) run both paths on uniform, heterogeneous, congested and straggler cases
 and require the same times to 1e-9.
@@ -30,6 +33,7 @@ import simpy
 from .maxplus import contention_free, run_maxplus
 from .network import Network
 from .program import Step, StepProgram
+from .rates import gather_arcs
 
 __all__ = ["FastExecutor", "Step", "StepProgram", "run_program"]
 
@@ -103,6 +107,12 @@ class FastExecutor:
         self._seen0 = -1
         self._history: list[_Snapshot] = []
         self._misses = 0
+        #: per step (by id): which of its messages are private -- every link direction on their path is
+        #: crossed by no other sender's message and by one message a step (see _private_masks)
+        self._private_of: dict[int, np.ndarray] = {}
+        #: private messages in flight, by arrival time: [(src, dst, step, path, bytes), ...]
+        self._arrivals: dict[float, list[tuple[Any, ...]]] = {}
+        self.private = 0  # messages that took the private path
         if alone:
             net.after_wake.append(self._after)
 
@@ -116,6 +126,8 @@ class FastExecutor:
             end = run_maxplus(self.net, self.program, self.gamma, self.scale, self.env.now)
             yield self.env.timeout(end - self.env.now)
             return
+        if self.alone and not self.net.cluster.message_model.shares:
+            self._private_of = self._private_masks()
         self._begin(np.arange(self.program.endpoints), self.env.now)
         yield self.done
 
@@ -202,6 +214,15 @@ class FastExecutor:
 
     def _send(self, step: Step, msgs: np.ndarray) -> None:
         """Start the messages ``msgs`` of ``step`` (their senders are at that step)."""
+        private = self._private_of.get(id(step))
+        if private is not None:
+            mine = private[msgs]
+            if mine.all():
+                self._send_private(step, msgs)
+                return
+            if mine.any():
+                self._send_private(step, msgs[mine])
+                msgs = msgs[~mine]
         pids = step.pids(self.net)[msgs]
         bounds = None if step.bound is None else step.bound[msgs]
         slots = self.net.launch(pids, step.src[msgs], step.nbytes[msgs], owner=self.owner, bounds=bounds)
@@ -215,6 +236,120 @@ class FastExecutor:
         self.f_src[slots] = step.src[msgs]
         self.f_dst[slots] = step.dst[msgs]
         self.f_step[slots] = self.step[step.src[msgs]]
+
+    # ------------------------------------------------------------------ private messages
+    def _private_masks(self) -> dict[int, np.ndarray]:
+        """Per step of the program (by id), which messages are *private*: every link direction on their
+        path is crossed, over the whole program, only by messages of their sender and by at most one
+        message a step. A rank starts a step once its sends of the previous one have left, so a private
+        message never shares a link: it drains at its path's narrowest capacity (or its bound) from
+        its start delay on, and its arrival is known when it is sent -- no flow, no rate computation.
+        (Only for a program alone on the network, under a link model whose capacities do not depend
+        on the traffic around them; the max-min rate of a flow alone on its links is that rate.)"""
+        net = self.net
+        paths = net.cluster.paths
+        steps = [step for step, _ in self.program.phases]
+        entries = []
+        for k, step in enumerate(steps):
+            if len(step):
+                flow, arcs = gather_arcs(paths, step.pids(net))
+                entries.append((k, flow, arcs, step.src[flow]))
+        if not entries:
+            return {}
+        arcs = np.concatenate([e[2] for e in entries])
+        src = np.concatenate([e[3] for e in entries])
+        phase = np.concatenate([np.full(len(e[2]), e[0], dtype=np.int64) for e in entries])
+        bad = np.zeros(net.cluster.num_arcs, dtype=bool)
+        pair, count = np.unique(arcs * len(steps) + phase, return_counts=True)
+        bad[pair[count > 1] // len(steps)] = True  # two messages of one step
+        first = np.full(net.cluster.num_arcs, -1, dtype=np.int64)
+        first[arcs] = src
+        bad[arcs[first[arcs] != src]] = True  # two senders
+        masks: dict[int, np.ndarray] = {}
+        for k, flow, flow_arcs, _ in entries:
+            step = steps[k]
+            shared = np.zeros(len(step), dtype=bool)
+            shared[flow[bad[flow_arcs]]] = True
+            mask = ~shared & (paths.length[step.pids(net)] > 0)
+            if mask.any():
+                masks[id(step)] = mask
+        return masks
+
+    def _send_private(self, step: Step, msgs: np.ndarray) -> None:
+        """Send private messages (see :meth:`_private_masks`): each arrives after its start delay and
+        its wire bytes at its path's narrowest capacity (or its bound), the engine's arithmetic."""
+        net = self.net
+        now = self.env.now
+        if len(msgs) == 1:  # in scalar operations
+            m = int(msgs[0])
+            pid, r, nb = int(step.pids(net)[m]), int(step.src[m]), float(step.nbytes[m])
+            rate1 = float(net.cluster.paths.bottleneck[pid])
+            if step.bound is not None:
+                rate1 = min(rate1, float(step.bound[m]))
+            delay1, wire1 = net.cluster.message_model.one(pid, r, nb)
+            start1 = now + delay1
+            self._arrive_at(
+                start1 + wire1 / rate1 if wire1 > 0 else start1, (r, int(step.dst[m]), int(self.step[r]), pid, nb)
+            )
+            self.private += 1
+            return
+        pids = step.pids(net)[msgs]
+        src = step.src[msgs]
+        nbytes = step.nbytes[msgs]
+        rate = net.cluster.paths.bottleneck[pids]
+        if step.bound is not None:
+            rate = np.minimum(rate, step.bound[msgs])
+        delay, wire = net.cluster.message_model.many(pids, src, nbytes)
+        start = now + delay
+        with np.errstate(divide="ignore", invalid="ignore"):
+            arrival = np.where(wire > 0, start + wire / rate, start)
+        dst = step.dst[msgs]
+        fstep = self.step[src]
+        for when in np.unique(arrival).tolist():
+            at = arrival == when
+            self._arrive_at(when, (src[at], dst[at], fstep[at], pids[at], nbytes[at]))
+        self.private += len(msgs)
+
+    def _arrive_at(self, when: float, batch: tuple[Any, ...]) -> None:
+        """``batch`` = (src, dst, step, path, bytes) arrives at ``when``: arrays, or ints (one message)."""
+        bucket = self._arrivals.get(when)
+        if bucket is None:
+            self._arrivals[when] = bucket = []
+            timeout = self.env.timeout(when - self.env.now)
+            timeout.callbacks.append(lambda _e, when=when: self._arrived(when))
+        bucket.append(batch)
+
+    def _arrived(self, when: float) -> None:
+        bucket = self._arrivals.pop(when, None)
+        if bucket is None:
+            return  # moved by an extrapolation
+        now = self.env.now
+        if len(bucket) == 1 and isinstance(bucket[0][0], int):
+            src1, dst1, fstep1, pid1, nbytes1 = bucket[0]
+            self.net.account_one(pid1, nbytes1)
+            self._one_done(src1, dst1, fstep1, now)
+        else:
+            src, dst, fstep, pids, nbytes = (
+                np.concatenate([np.atleast_1d(p) for p in parts]) for parts in zip(*bucket, strict=True)
+            )
+            self.net.account(pids, nbytes, len(pids))
+            self._done(src, dst, fstep, now)
+        if self.extrapolate:
+            self._after()
+
+    def _in_flight_private(self) -> tuple[np.ndarray, ...]:
+        """(arrival, src, step, path) of the private messages in flight."""
+        whens, srcs, steps, pids = [], [], [], []
+        for when, bucket in self._arrivals.items():
+            for src, _dst, fstep, pid, _nbytes in bucket:
+                whens.append(np.full(np.size(src), when))
+                srcs.append(np.atleast_1d(src))
+                steps.append(np.atleast_1d(fstep))
+                pids.append(np.atleast_1d(pid))
+        if not whens:
+            empty = np.zeros(0, dtype=np.int64)
+            return np.zeros(0), empty, empty, empty
+        return np.concatenate(whens), np.concatenate(srcs), np.concatenate(steps), np.concatenate(pids)
 
     def _complete(self, ranks: np.ndarray, now: float) -> np.ndarray:
         """``ranks`` have all their sends and receives of the current step: reduce, then either return
@@ -267,11 +402,13 @@ class FastExecutor:
     # ------------------------------------------------------------------ completions
     def _on_flows_done(self, slots: np.ndarray, now: float) -> None:
         if len(slots) == 1:
-            self._one_flow_done(int(slots[0]), now)
+            slot = int(slots[0])
+            self._one_done(int(self.f_src[slot]), int(self.f_dst[slot]), int(self.f_step[slot]), now)
             return
-        src = self.f_src[slots]
-        dst = self.f_dst[slots]
-        fstep = self.f_step[slots]
+        self._done(self.f_src[slots], self.f_dst[slots], self.f_step[slots], now)
+
+    def _done(self, src: np.ndarray, dst: np.ndarray, fstep: np.ndarray, now: float) -> None:
+        """Messages from ``src`` to ``dst`` sent at steps ``fstep`` have arrived."""
         senders, counts = np.unique(src, return_counts=True)
         self.send_left[senders] -= counts
         self.last[senders] = now
@@ -289,10 +426,9 @@ class FastExecutor:
         if len(start_now):
             self._begin(start_now, now)
 
-    def _one_flow_done(self, slot: int, now: float) -> None:
-        """:meth:`_on_flows_done` for one flow, in scalar operations (numpy's per-call cost dominates
-        when ranks have drifted apart and flows end one at a time)."""
-        src, dst, fstep = int(self.f_src[slot]), int(self.f_dst[slot]), int(self.f_step[slot])
+    def _one_done(self, src: int, dst: int, fstep: int, now: float) -> None:
+        """:meth:`_done` for one message, in scalar operations (numpy's per-call cost dominates when
+        ranks have drifted apart and messages arrive one at a time)."""
         send_left, recv_left, last = self.send_left, self.recv_left, self.last
         send_left[src] -= 1
         last[src] = now
@@ -387,7 +523,10 @@ class FastExecutor:
         rows = np.arange(self.program.endpoints)[:, None]
         early_count = self.early_count[rows, offsets]
         early_last = self.early_last[rows, offsets] - t0
-        in_flight = np.concatenate([self.f_step[active], self.f_step[waiting]])
+        p_when, p_src, p_step, p_path = self._in_flight_private()
+        p_order = np.lexsort((p_when, p_path, p_step, p_src))
+        p_when, p_src, p_step, p_path = p_when[p_order], p_src[p_order], p_step[p_order], p_path[p_order]
+        in_flight = np.concatenate([self.f_step[active], self.f_step[waiting], p_step])
         s_hi = max(int(self.step.max()), int(in_flight.max()) if len(in_flight) else 0)
         if early_count.any():
             s_hi = max(s_hi, int((self.step[:, None] + np.arange(self.window)[None, :])[early_count > 0].max()))
@@ -403,6 +542,9 @@ class FastExecutor:
                 self.f_src[waiting],
                 self.f_step[waiting] - s0,
                 w_path,
+                p_src,
+                p_step - s0,
+                p_path,
             ]
         )
         times = np.concatenate(
@@ -412,6 +554,7 @@ class FastExecutor:
                 np.nan_to_num(self.timer_at - t0, nan=-1.0),
                 np.where(np.isfinite(early_last), early_last, -1.0).ravel(),
                 w_start - t0,
+                p_when - t0,
                 [net.updated_at - t0],
             ]
         )
@@ -419,7 +562,7 @@ class FastExecutor:
         return _Snapshot(
             s0=s0,
             t0=t0,
-            shape=(len(active), len(waiting)),
+            shape=(len(active), len(waiting), len(p_when)),
             ints=ints,
             times=times,
             amounts=amounts,
@@ -448,6 +591,14 @@ class FastExecutor:
         self._timers = timers
         for when in timers:
             self._arm(when)
+        arrivals: dict[float, list[tuple[Any, ...]]] = {}
+        for when, bucket in self._arrivals.items():
+            moved = [(src, dst, fstep + steps, pids, nbytes) for src, dst, fstep, pids, nbytes in bucket]
+            arrivals.setdefault(when + shift, []).extend(moved)
+        self._arrivals = {}
+        for when, bucket in arrivals.items():
+            for batch in bucket:
+                self._arrive_at(when, batch)
         net.suspend()
         n = len(path_bytes)
         full = np.zeros(max(n, net.cluster.paths.count))
@@ -465,7 +616,7 @@ class _Snapshot:
 
     s0: int
     t0: float
-    shape: tuple[int, int]
+    shape: tuple[int, int, int]
     ints: np.ndarray
     times: np.ndarray
     amounts: np.ndarray

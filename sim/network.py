@@ -101,7 +101,13 @@ class Network:
         self._owners: list[Callable[[np.ndarray, float], None]] = []
         #: called at the end of every wake-up, when the network state is consistent
         self.after_wake: list[Callable[[], None]] = []
-        self._active = np.zeros(0, dtype=np.int64)
+        # the draining flows: a mask over slots, and their slots as an array (built when asked for)
+        self._is_active = np.zeros(size, dtype=bool)
+        self._nactive = 0
+        self._active_arr: np.ndarray | None = np.zeros(0, dtype=np.int64)
+        # (due time, slot) of every draining flow, a heap; an entry is stale once the slot's due time
+        # differs from it or the slot is no longer draining (dropped when it reaches the top)
+        self._heap: list[tuple[float, int]] = []
         self._entries: tuple[np.ndarray, np.ndarray] | None = None
         self._pending: list[float] = []  # distinct start times (a heap)
         self._pending_at: dict[float, list[Any]] = {}  # start time -> slots (ints or arrays)
@@ -250,7 +256,14 @@ class Network:
 
     @property
     def active_flows(self) -> int:
-        return len(self._active)
+        return self._nactive
+
+    @property
+    def _active(self) -> np.ndarray:
+        """Slots of the draining flows, in slot order."""
+        if self._active_arr is None:
+            self._active_arr = np.flatnonzero(self._is_active)
+        return self._active_arr
 
     def busiest(self, span: float, top: int = 5) -> tuple[LinkUse, ...]:
         """The ``top`` link directions by bytes carried / capacity (the time they were busy), with their
@@ -355,8 +368,11 @@ class Network:
         self._pending_at = shifted
         self._pending = sorted(shifted)
         self._t_last += delta
-        self._t_set[self._active] += delta
-        self._due[self._active] += delta
+        active = self._active
+        self._t_set[active] += delta
+        self._due[active] += delta
+        self._heap = list(zip(self._due[active].tolist(), active.tolist(), strict=True))
+        heapq.heapify(self._heap)
         n = len(path_bytes)
         if len(self._path_bytes) < n:
             grown = np.zeros(n)
@@ -379,6 +395,14 @@ class Network:
             self._path_bytes = grown
         np.add.at(self._path_bytes, pids, nbytes)
         self.flows += flows
+
+    def account_one(self, pid: int, nbytes: float) -> None:
+        """:meth:`account` for one message, in scalar operations."""
+        if pid >= len(self._path_bytes):
+            self.account(np.array([pid]), np.array([nbytes]), 1)
+            return
+        self._path_bytes[pid] += nbytes
+        self.flows += 1
 
     def account_arcs(self, arc_bytes: np.ndarray, sent: np.ndarray, received: np.ndarray, flows: int) -> None:
         """Book bytes delivered on link directions and by ranks, and flows, for messages whose routes
@@ -409,13 +433,25 @@ class Network:
 
     def _grow(self, size: int) -> None:
         old = len(self._remaining)
-        for name in ("_remaining", "_t_set", "_due", "_rate", "_bytes", "_path", "_bound", "_gid", "_owner"):
+        for name in (
+            "_remaining",
+            "_t_set",
+            "_due",
+            "_rate",
+            "_bytes",
+            "_path",
+            "_bound",
+            "_gid",
+            "_owner",
+            "_is_active",
+        ):
             setattr(self, name, np.resize(getattr(self, name), size))
         self._bound[old:] = np.inf
         self._rate[old:] = 0.0  # np.resize repeats the old contents
         self._due[old:] = np.inf
         self._gid[old:] = -1
         self._owner[old:] = -1
+        self._is_active[old:] = False
         free = np.empty(size, dtype=np.int64)
         # new slots go under the existing free ones
         fresh = np.arange(size - 1, old - 1, -1, dtype=np.int64)
@@ -478,15 +514,24 @@ class Network:
     def _drain(self, now: float) -> bool:
         """Complete the active flows due by ``now`` (a flow's remaining bytes are brought up to date
         only when its rate changes: the others' due times stand)."""
-        active = self._active
         self._t_last = now
-        if not len(active):
+        heap = self._heap
+        cut = now * (1 + _TIME_RTOL) + 1e-300
+        if not heap or heap[0][0] > cut:
             return False
-        done = self._due[active] <= now * (1 + _TIME_RTOL) + 1e-300
-        if not done.any():
+        is_active, due = self._is_active, self._due
+        done = []
+        while heap and heap[0][0] <= cut:
+            when, slot = heapq.heappop(heap)
+            if is_active[slot] and due[slot] == when:
+                is_active[slot] = False  # an entry pushed twice completes its flow once
+                done.append(slot)
+        if not done:
             return False
-        finished = active[done]
-        self._active = active[~done]
+        done.sort()
+        finished = np.array(done, dtype=np.int64)
+        self._nactive -= len(done)
+        self._active_arr = None
         self._entries = None
         self.rates.removed(finished, self._path[finished], self._bound[finished])
         self._finish(finished, now)
@@ -499,16 +544,25 @@ class Network:
         if singles:
             parts.append(np.array(singles, dtype=np.int64))
         slots = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        instant = (self._remaining[slots] <= 0) | (self.cluster.paths.length[self._path[slots]] == 0)
-        if instant.any():
-            self._finish(slots[instant], now)
-            slots = slots[~instant]
-        if not len(slots):
-            return False
-        self._active = np.concatenate([self._active, slots]) if len(self._active) else slots
+        if len(slots) == 1:  # one flow: is it instant, in scalar operations
+            slot = int(slots[0])
+            if self._remaining[slot] <= 0 or self.cluster.paths.length[int(self._path[slot])] == 0:
+                self._finish(slots, now)
+                return False
+        else:
+            instant = (self._remaining[slots] <= 0) | (self.cluster.paths.length[self._path[slots]] == 0)
+            if instant.any():
+                self._finish(slots[instant], now)
+                slots = slots[~instant]
+            if not len(slots):
+                return False
+        self._is_active[slots] = True
+        self._nactive += len(slots)
+        self._active_arr = None
         self._entries = None
         self._rate[slots] = 0.0
         self._t_set[slots] = now
+        self._due[slots] = np.inf
         self.rates.added(slots, self._path[slots], self._bound[slots])
         return True
 
@@ -518,13 +572,16 @@ class Network:
         return self._entries
 
     def _solve(self) -> None:
-        self.rates.compute(self._active, self._path, self._bound, self._rate, self._entries_now, self._set_rates)
+        self.rates.compute(
+            self._nactive, lambda: self._active, self._path, self._bound, self._rate, self._entries_now, self._set_rates
+        )
         self._check_load()
 
     def _set_rates(self, slots: np.ndarray | list[int], rates: np.ndarray | list[float]) -> None:
         """New rates for ``slots`` from now on: their remaining bytes are brought up to date and their
         due times recomputed (flows whose rate did not change keep theirs)."""
         now = self._t_last
+        heap = self._heap
         if isinstance(slots, list):
             rate, left, t_set, due = self._rate, self._remaining, self._t_set, self._due
             for slot, new in zip(slots, rates, strict=True):
@@ -535,7 +592,9 @@ class Network:
                 left[slot] = remaining
                 t_set[slot] = now
                 rate[slot] = new
-                due[slot] = now + remaining / new if new > 0 else np.inf
+                when = now + remaining / new if new > 0 else np.inf
+                due[slot] = when
+                heapq.heappush(heap, (when, slot))
             return
         old = self._rate[slots]
         moved = old != rates
@@ -546,7 +605,25 @@ class Network:
         self._t_set[slots] = now
         self._rate[slots] = rates
         with np.errstate(divide="ignore"):
-            self._due[slots] = now + remaining / rates
+            due = now + remaining / rates
+        self._due[slots] = due
+        self._push(due, slots)
+
+    def _push(self, due: np.ndarray, slots: np.ndarray) -> None:
+        """Heap entries for new due times (the heap is rebuilt from the draining flows when the stale
+        entries outnumber them)."""
+        heap = self._heap
+        if len(heap) + len(slots) > 4 * self._nactive + 1024:
+            active = self._active
+            self._heap = heap = list(zip(self._due[active].tolist(), active.tolist(), strict=True))
+            heapq.heapify(heap)
+        elif len(slots) > len(heap):
+            heap.extend(zip(due.tolist(), slots.tolist(), strict=True))
+            heapq.heapify(heap)
+        else:
+            push = heapq.heappush
+            for entry in zip(due.tolist(), slots.tolist(), strict=True):
+                push(heap, entry)
 
     @property
     def solves(self) -> int:
@@ -571,9 +648,12 @@ class Network:
 
     def _schedule_next(self, now: float) -> None:
         when = np.inf
-        active = self._active
-        if len(active):
-            when = max(now, float(np.min(self._due[active])))
+        heap = self._heap
+        is_active, due = self._is_active, self._due
+        while heap and not (is_active[heap[0][1]] and due[heap[0][1]] == heap[0][0]):
+            heapq.heappop(heap)  # stale
+        if heap:
+            when = max(now, heap[0][0])
         if self._pending:
             when = min(when, self._pending[0])
         if when < np.inf:

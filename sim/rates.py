@@ -32,6 +32,7 @@ they depend only on which paths are active, so the cache stays valid.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -99,17 +100,31 @@ class Rates:
     # ------------------------------------------------------------------ bookkeeping
     def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
         """Flows ``slots`` (on paths ``pids``, with rate bounds ``bounds``) started draining."""
-        self._key = (self._key + int(self._hash_of(pids).sum(dtype=np.uint64))) % (1 << 64)
+        self._key = (self._key + self._hash_sum(pids)) % (1 << 64)
         self._use(pids, +1, slots)
         self._fresh.append(slots)
-        self._bounded += int(np.isfinite(bounds).sum())
+        self._bounded += self._finite(bounds)
 
     def removed(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
         """Flows ``slots`` on paths ``pids`` ended."""
-        self._key = (self._key - int(self._hash_of(pids).sum(dtype=np.uint64))) % (1 << 64)
+        self._key = (self._key - self._hash_sum(pids)) % (1 << 64)
         self._gone.append(pids)
         self._use(pids, -1, slots)
-        self._bounded -= int(np.isfinite(bounds).sum())
+        self._bounded -= self._finite(bounds)
+
+    def _hash_sum(self, pids: np.ndarray) -> int:
+        """The paths' numbers summed (a flow at a time in scalar operations: numpy's per-call cost
+        dominates when flows start and end one by one)."""
+        if len(pids) == 1:
+            hashes = self._hash_of(pids)
+            return int(hashes[0])
+        return int(self._hash_of(pids).sum(dtype=np.uint64))
+
+    @staticmethod
+    def _finite(bounds: np.ndarray) -> int:
+        if len(bounds) == 1:
+            return int(math.isfinite(bounds[0]))
+        return int(np.isfinite(bounds).sum())
 
     def _arcs_of(self, pid: int) -> tuple[int, ...]:
         """The arcs of path ``pid`` as a tuple of ints (built once per path)."""
@@ -175,28 +190,29 @@ class Rates:
     # ------------------------------------------------------------------ computing
     def compute(
         self,
-        active: np.ndarray,
+        count: int,
+        active_slots: Callable[[], np.ndarray],
         path: np.ndarray,
         bound: np.ndarray,
         rate: np.ndarray,
         entries: Callable[[], tuple[np.ndarray, np.ndarray]],
         apply: Callable[[np.ndarray | list[int], np.ndarray | list[float]], None],
     ) -> None:
-        """Give every active flow its max-min rate: ``apply(slots, rates)`` is called with the slots
-        whose rate is (re)set. ``path``, ``bound`` and ``rate`` are the network's per-slot arrays;
-        ``entries()`` gives the active flows' (flow, arc) crossings, built only when a full solve needs
-        them."""
+        """Give every one of the ``count`` active flows its max-min rate: ``apply(slots, rates)`` is
+        called with the slots whose rate is (re)set. ``active_slots()`` gives the active slots and
+        ``entries()`` their (flow, arc) crossings, both built only when a computation needs them;
+        ``path``, ``bound`` and ``rate`` are the network's per-slot arrays."""
         fresh, self._fresh = self._fresh, []
         gone, self._gone = self._gone, []
-        if not len(active):
+        if not count:
             return
         if self._shared == 0 and self._capacity is None:
             if not self._alone_rates:
-                new = active  # the last computation left some flows at a shared rate
+                new = active_slots()  # the last computation left some flows at a shared rate
             elif fresh:
                 new = np.concatenate(fresh) if len(fresh) > 1 else fresh[0]
             else:
-                new = active[:0]
+                new = path[:0]
             if len(new):
                 apply(new, np.minimum(self.cluster.paths.bottleneck[path[new]], bound[new]))
             self._alone_rates = True
@@ -207,8 +223,9 @@ class Rates:
         cacheable = self._bounded == 0
         if cacheable:
             hit = self._cache.get(self._key)
-            if hit is not None and hit[2] == len(active):
+            if hit is not None and hit[2] == count:
                 keys, rates, _ = hit
+                active = active_slots()
                 pos = np.searchsorted(keys, path[active])
                 if (
                     len(keys)
@@ -219,12 +236,12 @@ class Rates:
                     self.cache_hits += 1
                     self._valid = True
                     return
-        if self._valid and self._incremental and len(active) >= _INCREMENTAL_MIN and self._skip:
+        if self._valid and self._incremental and count >= _INCREMENTAL_MIN and self._skip:
             self._skip -= 1  # the last searches found the change touching too much: solve all for a while
-        elif self._valid and self._incremental and len(active) >= _INCREMENTAL_MIN:
+        elif self._valid and self._incremental and count >= _INCREMENTAL_MIN:
             if self._members is None:
-                self._rebuild(active, path)
-            part = self._component(path, fresh, gone, min(len(active) // 2, _COMPONENT_MAX))
+                self._rebuild(active_slots(), path)
+            part = self._component(path, fresh, gone, min(count // 2, _COMPONENT_MAX))
             if part is None:
                 self._skip, self._skip_next = self._skip_next, min(2 * self._skip_next, _SKIP_MAX)
             else:
@@ -243,6 +260,7 @@ class Rates:
                         apply(slots, maxmin_rates(flow, arc, len(slots), self.cluster.capacity, bound[slots]))
                 return
         self.solves += 1
+        active = active_slots()
         pids = path[active]
         flow, arc = entries()
         capacity = self.cluster.capacity if self._capacity is None else self._capacity(arc)
@@ -295,19 +313,26 @@ class Rates:
             for pid in pids.tolist():
                 todo.extend(arcs_of(pid))
         seen: set[int] = set()
-        found: dict[int, None] = {}  # insertion-ordered: the same order on every run
+        found: set[int] = set()
+        order: list[int] = []  # the order found in (the same on every run)
+        extend = todo.extend
         while todo:
             arc = todo.pop()
             if arc in seen:
                 continue
             seen.add(arc)
-            for slot in members[arc] or ():
-                if slot not in found:
-                    found[slot] = None
-                    if len(found) >= limit:
-                        return None
-                    todo.extend(slot_arcs[slot])
-        return list(found)
+            users = members[arc]
+            if not users:
+                continue
+            new = users - found  # set operations in C: an arc's users are mostly found already
+            if new:
+                found |= new
+                if len(found) >= limit:
+                    return None
+                for slot in sorted(new):
+                    order.append(slot)
+                    extend(slot_arcs[slot])
+        return order
 
     def _maxmin_scalar(self, slots: list[int], path: np.ndarray, bound: np.ndarray) -> list[float]:
         """Max-min rates of a few flows (a whole component) by progressive filling in plain Python:

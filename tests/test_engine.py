@@ -310,3 +310,96 @@ def test_a_flow_left_alone_on_its_link_gets_the_whole_link():
     env.run()
     assert ends[0] == pytest.approx(2e-3, rel=1e-12)
     assert ends[1] == pytest.approx(3e-3, rel=1e-12)
+
+
+def _reference_ends(cluster, flows):
+    """Completion times of ``flows`` ((start, src, dst, nbytes[, bound]) as in :func:`run_flows`) by the
+    model itself, recomputed from scratch at every instant: every active flow's max-min rate by the
+    textbook filling, time moved on to the next start or end (flows due within 1e-12 of it end there)."""
+    model = cluster.message_model
+    paths = cluster.paths
+    begin, wire, arcs, bounds = [], [], [], []
+    for start, src, dst, nbytes, *rest in flows:
+        pid = cluster.path_id(src, dst)
+        delay, w = model.one(pid, src, nbytes)
+        begin.append(start + delay)
+        wire.append(w)
+        arcs.append(paths.arcs_of(pid).tolist())
+        bounds.append(rest[0] if rest and rest[0] is not None else np.inf)
+    left = list(wire)
+    ends = [None] * len(flows)
+    active: list[int] = []
+    waiting = sorted(range(len(flows)), key=lambda i: begin[i])
+    t = 0.0
+    while active or waiting:
+        while waiting and begin[waiting[0]] <= t:
+            i = waiting.pop(0)
+            if left[i] <= 0 or not arcs[i]:
+                ends[i] = t
+            else:
+                active.append(i)
+        rate = {}
+        if active:
+            ef = np.concatenate([np.full(len(arcs[i]), k) for k, i in enumerate(active)])
+            ea = np.concatenate([arcs[i] for i in active])
+            r = maxmin_rates_sequential(ef, ea, len(active), cluster.capacity, np.array([bounds[i] for i in active]))
+            rate = dict(zip(active, r.tolist(), strict=True))
+        nxt = min([t + left[i] / rate[i] for i in active] + ([begin[waiting[0]]] if waiting else []))
+        for i in active:
+            left[i] -= rate[i] * (nxt - t)
+        t = nxt
+        for i in [i for i in active if t + left[i] / rate[i] <= t * (1 + 1e-12)]:
+            ends[i] = t
+            active.remove(i)
+    return ends
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_completions_from_the_due_time_heap_equal_a_solve_from_scratch_at_every_instant(seed):
+    """Flows on a crowded fabric (one spine, 4:1), started in waves that reuse slots, with equal flows
+    that end together, rate bounds and rates that change many times while a flow drains: every flow ends
+    when a from-scratch simulation of the model says (due times come from a heap whose stale entries are
+    skipped; the flows due at one instant end in one wake-up)."""
+    import random
+
+    cluster = Cluster("leaf-spine:leaves=4,hosts_per_leaf=8,spines=1,bandwidth=100Gbps,uplink_bandwidth=200Gbps")
+    rng = random.Random(seed)
+    flows = []
+    for wave in range(6):
+        t0 = wave * 4e-4
+        for _ in range(25):
+            src, dst = rng.sample(range(cluster.size), 2)
+            bound = rng.choice([None, None, None, rng.uniform(2e9, 1e10)])
+            flows.append((t0 + rng.uniform(0, 2e-4), src, dst, rng.choice([2**12, 2**16, 2**19]), bound))
+        flows += [(t0, 3 * k, 3 * k + 9, 2**18) for k in range(6)]  # equal flows, started together
+    ends, net = run_flows(cluster, flows)
+    want = _reference_ends(cluster, flows)
+    assert ends == pytest.approx(want, rel=1e-9, abs=0)
+    assert net.active_flows == 0 and net.solves > 50
+
+
+def test_path_ids_in_bulk_are_the_routers_routes():
+    """Many rank pairs at once (a step of a 16-host DGX and of a leaf-spine, some pairs already
+    interned, a rank to itself) get the routes, latencies and narrowest capacities that routing the
+    pairs one by one gives; a fabric the bulk router does not know (a torus) routes them one by one."""
+    rng = np.random.default_rng(3)
+    for spec in (
+        "dgx:hosts=96",
+        "leaf-spine:leaves=8,hosts_per_leaf=96,spines=3,bandwidth=100Gbps",
+        "torus:dims=8x8x8,bandwidth=100Gbps",
+    ):
+        bulk, one = Cluster(spec), Cluster(spec)
+        p = bulk.size
+        src = rng.integers(0, p, 900)
+        dst = np.where(rng.random(900) < 0.3, (src ^ 8) % p, rng.integers(0, p, 900))
+        dst[:3] = src[:3]  # to itself
+        for s, d in zip(src[10:20].tolist(), dst[10:20].tolist(), strict=True):
+            bulk.path_id(s, d)  # interned before
+        pids = bulk.path_ids(src, dst)
+        assert (bulk._bulk is False) == spec.startswith("torus")
+        for pid, s, d in zip(pids.tolist(), src.tolist(), dst.tolist(), strict=True):
+            ref = one.path_id(s, d)
+            assert bulk.paths.arcs_of(pid).tolist() == one.paths.arcs_of(ref).tolist()
+            assert bulk.paths.latency[pid] == pytest.approx(one.paths.latency[ref], rel=1e-15)
+            assert bulk.paths.bottleneck[pid] == one.paths.bottleneck[ref]
+            assert bulk.path_id(s, d) == pid

@@ -273,3 +273,60 @@ def test_same_times_with_many_flows_on_few_links(spec, name, perturbed, monkeypa
     if perturbed and spec != "ring:order=rank":
         # stragglers break the lock-step: starts and ends re-solve their components only
         assert all(r.partial > 0 for r in made)
+
+
+@pytest.mark.parametrize("spec", ["halving-doubling", "recursive-doubling"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_same_times_on_a_crowded_fabric_at_512_ranks_with_stragglers(spec, seed):
+    """512 ranks on an 8:1 oversubscribed leaf-spine with two spines, a few stragglers and slowed links:
+    from the distance of one leaf on, every step's flows share each leaf's two uplinks (ECMP spreads
+    them unevenly), so ranks drift apart and flows end one by one. The fast path routes each step's
+    512 pairs in bulk (the message level one by one) and gives the same times."""
+    graph = perturb(leaf_spine(8, 64, 2, "100Gbps", "400Gbps", "1us"), seed, stragglers=6, slow_links=8)
+    a, b = both(graph, "allreduce", spec, 2**20 + 3 * seed, gamma=1e-11)
+    assert_same(a, b)
+    assert b.engine == "fast:events"
+
+
+def _recording_executors(monkeypatch):
+    import sim.fastpath
+
+    made = []
+    init = sim.fastpath.FastExecutor.__init__
+
+    def recording(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(sim.fastpath.FastExecutor, "__init__", recording)
+    return made
+
+
+@pytest.mark.parametrize("hosts, spines", [(4, 1), (8, 2)])
+@pytest.mark.parametrize("perturbed", [False, True])
+def test_private_messages_arrive_without_becoming_flows(hosts, spines, perturbed, monkeypatch):
+    """A rank-order ring across DGX rails: every NVLink hop crosses links that no other sender's message
+    crosses (private: it arrives at its time alone on its path, without a flow or a rate computation),
+    while the hops from host to host share the rails' uplinks to the spines. Same times, flows and link
+    bytes as the message level -- with the steady state jumped over while private messages are in
+    flight, and with stragglers and slowed links."""
+    made = _recording_executors(monkeypatch)
+    graph = dgx(hosts=hosts, gpus_per_host=4, hosts_per_leaf=2, spines=spines)
+    if perturbed:
+        graph = perturb(graph, hosts, stragglers=3, slow_links=6)
+    a, b = both(graph, "allreduce", "ring:order=rank", 2**22 + 7, gamma=1e-11)
+    assert_same(a, b)
+    executor = made[-1]
+    assert b.engine == "fast:events" and executor.private > 0
+    if not perturbed:
+        assert executor.extrapolated_steps > 0
+
+
+def test_messages_whose_receiver_hears_several_senders_are_not_private(monkeypatch):
+    """Halving-doubling's partners change every step, so a GPU's incoming link carries messages of
+    several senders (which may overlap when ranks drift apart): none of its messages is private."""
+    made = _recording_executors(monkeypatch)
+    graph = perturb(dgx(hosts=4, gpus_per_host=4, hosts_per_leaf=2, spines=1), 5)
+    a, b = both(graph, "allreduce", "halving-doubling", 2**20)
+    assert_same(a, b)
+    assert made[-1].private == 0
