@@ -213,6 +213,8 @@ class FanExecutor:
         ``classes``.
     solves, splits : int
         Max-min computations, and classes split because their members were not equivalent.
+    partial : int
+        Changes that re-solved only some of the active classes (the components they touch).
     """
 
     mode = "classes"
@@ -250,6 +252,7 @@ class FanExecutor:
         self.expected = np.full(s, self.per, dtype=np.int64)
         self.solves = 0
         self.splits = 0
+        self.partial = 0
         self._arc_hash = np.zeros(0, dtype=np.uint64)
         self.nominal = not cl.link_model.classes
         self.bulk = bulk_router(cl) if self.nominal and (servers < cl.size).all() else None
@@ -585,6 +588,7 @@ class FanExecutor:
         its components and queue its classes' completions."""
         for c in region:
             self._advance(c, t)
+        self.partial += len(region) < len(self.active)
         base = self._loads - self._load(region)
         while True:
             for comp in {c.comp for c in region}:
