@@ -321,10 +321,13 @@ class FanExecutor:
                 received += np.bincount(dsts, minlength=cl.size) * plan.nbytes
                 delay = np.where(valid, cl.latency[np.maximum(rows, 0)], 0.0).sum(axis=1) + cl.overhead[srcs]
                 wire = nbytes
-            keys = np.stack([np.asarray(delay, dtype=float), np.asarray(wire, dtype=float)], axis=1)
-            uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+            # group by (delay, wire): each column on its own (np.unique over rows sorts far slower)
+            delays, d = np.unique(np.asarray(delay, dtype=float), return_inverse=True)
+            wires, w = np.unique(np.asarray(wire, dtype=float), return_inverse=True)
+            codes, inverse = np.unique(d.reshape(-1) * len(wires) + w.reshape(-1), return_inverse=True)
             inverse = inverse.reshape(-1)
-            for i, key in enumerate(map(tuple, uniq.tolist())):
+            for i, code in enumerate(codes.tolist()):
+                key = (float(delays[code // len(wires)]), float(wires[code % len(wires)]))
                 pick = inverse == i
                 members, entries = groups.setdefault(key, ([], _Entries(cl.num_arcs)))
                 members.append(idx[pick])
