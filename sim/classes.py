@@ -380,21 +380,22 @@ class FanExecutor:
         version = self._kept_version
         while True:
             check_deadline()
-            for c in region:
-                if len(c.arc) and not len(self._kept(c)[0]):
+            live = [c for c in region if len(c.arc)]
+            kept = [self._kept(c) for c in live]
+            for c, k in zip(live, kept, strict=True):
+                if not len(k[0]):
                     # nothing kept on its route yet: keep its tightest arcs
                     share = cap[c.arc] / c.count
                     self._promote(c.arc[share <= share.min() * (1 + _TOL)])
             if self._kept_version != version:
                 return None
             self.solves += 1
-            live = [c for c in region if len(c.arc)]
             for c in region:
                 if not len(c.arc):
                     c.rate = np.inf  # an empty path: drains at once
             if not live:
+                self._region_load = np.zeros(len(cap))
                 return region
-            kept = [self._kept(c) for c in live]
             cls = np.repeat(np.arange(len(live)), [len(k[0]) for k in kept])
             arc = np.concatenate([k[0] for k in kept])
             hop = np.concatenate([k[1] for k in kept])
@@ -402,20 +403,22 @@ class FanExecutor:
             rate = maxmin_rates(cls, arc, len(live), cap, weight=count)
             for c, r in zip(live, rate.tolist(), strict=True):
                 c.rate = r
-            full = ~self._keep & (base + self._load(live) >= cap * (1 - _TOL))
+            load = self._load(live)
+            full = ~self._keep & (base + load >= cap * (1 - _TOL))
             if self._promote(full):
                 return None
             bad, saturated = self._unverified(live, cls, arc, hop, count, rate)
             if not bad:
                 # kept arcs of the region that carry less than their capacity bind nobody: leave them
-                # out (they only join components) until a bound says they might fill again
-                # (after solving everything: it would re-read every class's kept arcs)
+                # out (they only join components) until their load fills them again (after solving
+                # everything only: it makes every class read its kept arcs again)
                 slack = np.zeros(len(cap), dtype=bool)
                 slack[arc] = everything
                 slack &= ~saturated
                 if slack.any():
                     self._keep &= ~slack
                     self._kept_version += 1
+                self._region_load = load
                 return region
             if len(self.active) + len(bad) > self.max_classes:
                 raise Fragmented(f"{len(self.active)} flow classes")
@@ -592,6 +595,7 @@ class FanExecutor:
         for c in region:
             self._advance(c, t)
         self.partial += len(region) < len(self.active)
+        before = {id(c): c.rate for c in region}
         base = self._loads - self._load(region)
         while True:
             for comp in {c.comp for c in region}:
@@ -603,9 +607,11 @@ class FanExecutor:
             base = np.zeros(len(base))
             for c in region:
                 self._advance(c, t)
-        self._loads = base + self._load(solved)
+        self._loads = base + self._region_load
         self._components(solved)
         for c in solved:
+            if before.get(id(c)) == c.rate:
+                continue  # the same rate: the same completion time, already queued
             c.version += 1
             if np.isinf(c.rate):
                 due = t
