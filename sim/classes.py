@@ -21,6 +21,11 @@ fabrics, stragglers). Members of a verified class keep equal rates, so they drai
 and the servers' reduction queues are advanced with per-server arrival counts. On a uniform fabric a
 phase is a handful of classes (by route length), so the cost follows the links, not the p·S messages.
 
+Where ECMP makes the classes split into (server, spine) pairs, the cost follows what changes: only arcs
+that fill (**kept arcs**) enter the max-min problem -- every arc's exact load is followed, and an arc
+that fills is kept from then on -- and a completion re-solves only its **component**, the classes
+joined to it by kept arcs (one leaf above the servers), not every class (:meth:`FanExecutor.simulate`).
+
 Only for an algorithm alone on the network (a class assumes nothing else shares its links) and without
 the data check (which needs every message's payload: ``--check`` runs the messages).
 """
