@@ -83,6 +83,12 @@ CASES = [
         ranks=16384,
     ),
     Case("ps-colocated-1k", "dgx:hosts=128", "ps:shards=128", "1GiB", "auto", None, None),
+    # the scaling curve between (S = hosts): from 2k GPUs the leaves above the servers are full and
+    # the pushes split into (server, spine) classes
+    *(
+        Case(f"ps-colocated-{k}k", f"dgx:hosts={128 * k}", f"ps:shards={128 * k}", "1GiB", "auto", None, None)
+        for k in (2, 4, 8)
+    ),
     Case("ring-ls4to1-16k", LS16K, "ring", "1GiB", "auto", 60, None),
     Case("hd-ls4to1-16k", LS16K, "halving-doubling", "1GiB", "auto", 60, None),
     Case("ring-rank-256-message", "dgx:hosts=32", "ring:order=rank", "256MiB", "message", None, None, quick=True),

@@ -21,12 +21,18 @@ fabrics, stragglers). Members of a verified class keep equal rates, so they drai
 and the servers' reduction queues are advanced with per-server arrival counts. On a uniform fabric a
 phase is a handful of classes (by route length), so the cost follows the links, not the p·S messages.
 
+Where ECMP makes the classes split into (server, spine) pairs, the cost follows what changes: only arcs
+that fill (**kept arcs**) enter the max-min problem -- every arc's exact load is followed, and an arc
+that fills is kept from then on -- and a completion re-solves only its **component**, the classes
+joined to it by kept arcs (one leaf above the servers), not every class (:meth:`FanExecutor.simulate`).
+
 Only for an algorithm alone on the network (a class assumes nothing else shares its links) and without
 the data check (which needs every message's payload: ``--check`` runs the messages).
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
@@ -111,14 +117,33 @@ class _Class:
     """Equivalent flows: pairs ``members`` of ``phase``, all draining from ``start`` with ``remaining``
     wire bytes each; ``arc``, ``hop``, ``count``: how many members cross each arc at each hop."""
 
-    __slots__ = ("arc", "count", "cross", "hop", "members", "phase", "rate", "remaining", "start", "width")
+    __slots__ = (
+        "arc",
+        "comp",
+        "count",
+        "cross",
+        "hop",
+        "kept",
+        "members",
+        "phase",
+        "rate",
+        "remaining",
+        "start",
+        "since",
+        "version",
+        "width",
+    )
 
     def __init__(self, phase: _Phase, members: np.ndarray, start: float, remaining: float, entries: Any = None) -> None:
         self.phase = phase
         self.members = members
         self.start = start
-        self.remaining = remaining
+        self.remaining = remaining  # wire bytes left at ``since``
+        self.since = start
         self.rate = 0.0
+        self.version = 0  # bumped at every rate change (stale completion times in the heap)
+        self.comp = -1  # the component (of classes joined by kept arcs) it was last solved in
+        self.kept: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None  # (kept version, arc, hop, count)
         self.cross: tuple[np.ndarray, np.ndarray] | None = None  # (member, arc) crossings, once asked for
         if entries is None:
             entries = _Entries(phase.ex.cluster.num_arcs)
@@ -193,6 +218,8 @@ class FanExecutor:
         ``classes``.
     solves, splits : int
         Max-min computations, and classes split because their members were not equivalent.
+    partial : int
+        Changes that re-solved only some of the active classes (the components they touch).
     """
 
     mode = "classes"
@@ -230,6 +257,7 @@ class FanExecutor:
         self.expected = np.full(s, self.per, dtype=np.int64)
         self.solves = 0
         self.splits = 0
+        self.partial = 0
         self._arc_hash = np.zeros(0, dtype=np.uint64)
         self.nominal = not cl.link_model.classes
         self.bulk = bulk_router(cl) if self.nominal and (servers < cl.size).all() else None
@@ -298,10 +326,13 @@ class FanExecutor:
                 received += np.bincount(dsts, minlength=cl.size) * plan.nbytes
                 delay = np.where(valid, cl.latency[np.maximum(rows, 0)], 0.0).sum(axis=1) + cl.overhead[srcs]
                 wire = nbytes
-            keys = np.stack([np.asarray(delay, dtype=float), np.asarray(wire, dtype=float)], axis=1)
-            uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+            # group by (delay, wire): each column on its own (np.unique over rows sorts far slower)
+            delays, d = np.unique(np.asarray(delay, dtype=float), return_inverse=True)
+            wires, w = np.unique(np.asarray(wire, dtype=float), return_inverse=True)
+            codes, inverse = np.unique(d.reshape(-1) * len(wires) + w.reshape(-1), return_inverse=True)
             inverse = inverse.reshape(-1)
-            for i, key in enumerate(map(tuple, uniq.tolist())):
+            for i, code in enumerate(codes.tolist()):
+                key = (float(delays[code // len(wires)]), float(wires[code % len(wires)]))
                 pick = inverse == i
                 members, entries = groups.setdefault(key, ([], _Entries(cl.num_arcs)))
                 members.append(idx[pick])
@@ -314,38 +345,102 @@ class FanExecutor:
         ]
 
     # ------------------------------------------------------------------ rates
-    def _solve(self, active: list[_Class]) -> list[_Class]:
-        """Set every active class's rate to the max-min fair one, splitting classes until each is
-        verified; returns the (possibly refined) active classes."""
-        cl = self.cluster
+    def _kept(self, c: _Class) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``c``'s (arc, hop, count) entries on the kept arcs (those that may saturate)."""
+        if c.kept is None or c.kept[0] != self._kept_version:
+            on = self._keep[c.arc]
+            c.kept = (self._kept_version, c.arc[on], c.hop[on], c.count[on])
+        return c.kept[1], c.kept[2], c.kept[3]
+
+    def _promote(self, arcs: np.ndarray) -> bool:
+        """Keep ``arcs`` (a mask or indices) from now on; whether any was not kept yet."""
+        new = np.zeros(len(self._keep), dtype=bool)
+        new[arcs] = True
+        new &= ~self._keep
+        if not new.any():
+            return False
+        self._keep |= new
+        self._kept_version += 1
+        return True
+
+    def _load(self, classes: list[_Class]) -> np.ndarray:
+        """The bytes/s ``classes`` put on every arc at their rates."""
+        live = [c for c in classes if len(c.arc)]
+        if not live:
+            return np.zeros(self.cluster.num_arcs)
+        arc = np.concatenate([c.arc for c in live])
+        flow = np.concatenate([c.count for c in live]) * np.repeat([c.rate for c in live], [len(c.arc) for c in live])
+        return np.bincount(arc, weights=flow, minlength=self.cluster.num_arcs)
+
+    def _solve(self, region: list[_Class], base: np.ndarray, everything: bool) -> list[_Class] | None:
+        """Set the rates of ``region`` (whole components of classes joined by kept arcs) to the max-min
+        fair ones, splitting classes until each is verified; returns the refined region, or None when
+        an arc had to be kept anew (components may join: the caller solves every class). ``base``: the
+        load of every other class on every arc; ``everything``: the region is every active class.
+
+        Only kept arcs enter the max-min problem; the result is the fair one of the whole network when
+        no other arc is full (an allocation is max-min fair iff it is feasible and every flow crosses a
+        saturated arc on which no flow is faster): an arc found full is kept from then on."""
+        cap = self.cluster.capacity
+        version = self._kept_version
         while True:
             check_deadline()
+            live = [c for c in region if len(c.arc)]
+            kept = [self._kept(c) for c in live]
+            for c, k in zip(live, kept, strict=True):
+                if not len(k[0]):
+                    # nothing kept on its route yet: keep its tightest arcs
+                    share = cap[c.arc] / c.count
+                    self._promote(c.arc[share <= share.min() * (1 + _TOL)])
+            if self._kept_version != version:
+                return None
             self.solves += 1
-            live = [c for c in active if len(c.arc)]
-            for c in active:
+            for c in region:
                 if not len(c.arc):
                     c.rate = np.inf  # an empty path: drains at once
             if not live:
-                return active
-            sizes = [len(c.arc) for c in live]
-            cls = np.repeat(np.arange(len(live)), sizes)
-            arc = np.concatenate([c.arc for c in live])
-            count = np.concatenate([c.count for c in live])
-            rate = maxmin_rates(cls, arc, len(live), cl.capacity, weight=count)
+                self._region_load = np.zeros(len(cap))
+                return region
+            cls = np.repeat(np.arange(len(live)), [len(k[0]) for k in kept])
+            arc = np.concatenate([k[0] for k in kept])
+            hop = np.concatenate([k[1] for k in kept])
+            count = np.concatenate([k[2] for k in kept])
+            rate = maxmin_rates(cls, arc, len(live), cap, weight=count)
             for c, r in zip(live, rate.tolist(), strict=True):
                 c.rate = r
-            bad, saturated = self._unverified(live, cls, arc, count, rate)
+            load = self._load(live)
+            full = ~self._keep & (base + load >= cap * (1 - _TOL))
+            if self._promote(full):
+                return None
+            bad, saturated = self._unverified(live, cls, arc, hop, count, rate)
             if not bad:
-                return active
-            if len(live) > self.max_classes:
-                raise Fragmented(f"{len(live)} flow classes")
+                # kept arcs of the region that carry less than their capacity bind nobody: leave them
+                # out (they only join components) until their load fills them again (after solving
+                # everything only: it makes every class read its kept arcs again)
+                slack = np.zeros(len(cap), dtype=bool)
+                slack[arc] = everything
+                slack &= ~saturated
+                if slack.any():
+                    self._keep &= ~slack
+                    self._kept_version += 1
+                self._region_load = load
+                return region
+            if len(self.active) + len(bad) > self.max_classes:
+                raise Fragmented(f"{len(self.active)} flow classes")
             refined = []
+            bad_set = set(bad)
             for i, c in enumerate(live):
-                refined.extend(self._split(c, saturated) if i in bad else [c])
-            active = refined + [c for c in active if not len(c.arc)]
+                refined.extend(self._split(c, saturated) if i in bad_set else [c])
+            region = refined + [c for c in region if not len(c.arc)]
 
     def _unverified(
-        self, live: list[_Class], cls: np.ndarray, arc: np.ndarray, count: np.ndarray, rate: np.ndarray
+        self,
+        live: list[_Class],
+        cls: np.ndarray,
+        arc: np.ndarray,
+        hop: np.ndarray,
+        count: np.ndarray,
+        rate: np.ndarray,
     ) -> tuple[list[int], np.ndarray]:
         """The classes some member of which has no bottleneck, and the saturated arcs (a mask)."""
         cap = self.cluster.capacity
@@ -356,11 +451,10 @@ class FanExecutor:
         neck = saturated[arc] & (rate[cls] >= fastest[arc] * (1 - _TOL))
         # quick test: the bottleneck crossings at one hop position account for every member
         width = max(c.width for c in live)
-        hop = np.concatenate([c.hop for c in live])
         cover = np.bincount(cls[neck] * width + hop[neck], weights=count[neck], minlength=len(live) * width)
         quick = (cover.reshape(len(live), width) >= np.array([c.size for c in live])[:, None]).any(axis=1)
         bad = []
-        offsets = np.concatenate(([0], np.cumsum([len(c.arc) for c in live])))
+        offsets = np.searchsorted(cls, np.arange(len(live) + 1))  # cls is sorted
         for i in np.flatnonzero(~quick).tolist():
             necks = np.zeros(len(cap), dtype=bool)
             a, b = offsets[i], offsets[i + 1]
@@ -396,7 +490,18 @@ class FanExecutor:
         return cross
 
     def _split(self, c: _Class, saturated: np.ndarray) -> list[_Class]:
-        """``c`` cut by which saturated arcs its members cross (members on the same ones stay together)."""
+        """``c`` cut by which saturated arcs its members cross (members on the same ones stay together);
+        the parts take its place among the active classes."""
+        parts = self._cut(c, saturated)
+        for part in parts:
+            part.since = c.since
+            part.rate = c.rate
+        self.active.discard(c)
+        self.active.update(parts)
+        return parts
+
+    def _cut(self, c: _Class, saturated: np.ndarray) -> list[_Class]:
+        """``c``'s members grouped by which saturated arcs they cross."""
         self.splits += 1
         if len(self._arc_hash) != len(saturated):
             x = (np.arange(len(saturated), dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
@@ -443,41 +548,150 @@ class FanExecutor:
             parts.append(part_c)
         return parts
 
-    # ------------------------------------------------------------------ the event loop
+    # ------------------------------------------------------------------ components and the event loop
+    def _components(self, region: list[_Class]) -> None:
+        """Number the components of ``region``: classes joined by the kept arcs they cross. Classes of
+        different components share no kept arc, so each component's max-min problem is its own."""
+        live = [c for c in region if len(c.arc)]
+        for c in region:
+            if not len(c.arc):
+                c.comp = self._new_comp([c])
+        if not live:
+            return
+        kept = [self._kept(c)[0] for c in live]
+        cls = np.repeat(np.arange(len(live)), [len(k) for k in kept])
+        arcs, where = np.unique(np.concatenate(kept), return_inverse=True)
+        where = where.reshape(-1)
+        label = np.arange(len(live))
+        while True:  # smallest class index of each component, spread over the kept arcs
+            at_arc = np.full(len(arcs), len(live))
+            np.minimum.at(at_arc, where, label[cls])
+            new = label.copy()
+            np.minimum.at(new, cls, at_arc[where])
+            new = new[new]
+            if np.array_equal(new, label):
+                break
+            label = new
+        order = np.argsort(label, kind="stable")
+        cuts = np.flatnonzero(np.diff(label[order])) + 1
+        first = {}
+        for group in np.split(order, cuts):
+            comp = self._new_comp([live[i] for i in group.tolist()])
+            first[int(label[group[0]])] = comp
+        self._arc_comp[arcs] = [first[int(x)] for x in at_arc.tolist()]
+
+    def _new_comp(self, members: list[_Class]) -> int:
+        comp = self._next_comp
+        self._next_comp += 1
+        self._comps[comp] = set(members)
+        for c in members:
+            c.comp = comp
+        return comp
+
+    def _advance(self, c: _Class, t: float) -> None:
+        """Drain ``c`` at its rate up to ``t``."""
+        if t > c.since:
+            c.remaining = 0.0 if np.isinf(c.rate) else c.remaining - c.rate * (t - c.since)
+        c.since = t
+
+    def _settle(self, region: list[_Class], t: float) -> None:
+        """Re-solve ``region`` at ``t`` (every active class where arcs had to be kept anew), renumber
+        its components and queue its classes' completions."""
+        for c in region:
+            self._advance(c, t)
+        self.partial += len(region) < len(self.active)
+        before = {id(c): c.rate for c in region}
+        base = self._loads - self._load(region)
+        while True:
+            for comp in {c.comp for c in region}:
+                self._comps.pop(comp, None)
+            solved = self._solve(region, base, len(region) == len(self.active))
+            if solved is not None:
+                break
+            region = list(self.active)  # arcs kept anew: components may join
+            base = np.zeros(len(base))
+            for c in region:
+                self._advance(c, t)
+        self._loads = base + self._region_load
+        self._components(solved)
+        for c in solved:
+            if before.get(id(c)) == c.rate:
+                continue  # the same rate: the same completion time, already queued
+            c.version += 1
+            if np.isinf(c.rate):
+                due = t
+            elif c.rate > 0:
+                due = t + c.remaining / c.rate
+            else:  # pragma: no cover - max-min gives every flow a positive rate
+                continue
+            heapq.heappush(self._due, (due, self._seq, c.version, c))
+            self._seq += 1
+
+    def _start(self, fresh: list[_Class]) -> list[_Class]:
+        """A phase's new classes join the active ones: they and the classes of the components they
+        meet (on kept arcs)."""
+        self.active.update(fresh)
+        arcs = np.concatenate([c.arc for c in fresh])
+        arcs = arcs[self._keep[arcs]]
+        region = set(fresh)
+        for comp in np.unique(self._arc_comp[arcs]).tolist():
+            region.update(self._comps.get(comp, ()))
+        return list(region)
+
+    def _finish(self, c: _Class) -> None:
+        """``c`` has drained: it leaves its component and the arcs' loads."""
+        self.active.discard(c)
+        self._comps.get(c.comp, set()).discard(c)
+        if len(c.arc) and np.isfinite(c.rate):
+            np.add.at(self._loads, c.arc, -c.count * c.rate)
+
     def simulate(self, t0: float) -> float:
-        """Run the plan from ``t0``; returns the time the last pull arrives."""
+        """Run the plan from ``t0``; returns the time the last pull arrives.
+
+        Only what changes is solved again: when classes complete, their components; when classes
+        start, they and the components they meet. Only arcs that fill (kept arcs) enter the max-min
+        problem and join classes into components -- an arc that does not fill binds nobody -- so a
+        parameter server's pushes fall into one component per leaf above the servers, not one for
+        the whole fabric; every arc's exact load is followed, and an arc left out that fills is kept
+        (and everything solved again)."""
         s = len(self.plan.servers)
+        cl = self.cluster
+        self.active: set[_Class] = set()
+        self._keep = np.zeros(cl.num_arcs, dtype=bool)
+        self._kept_version = 0
+        self._loads = np.zeros(cl.num_arcs)  # every active class's bytes/s on every arc
+        self._arc_comp = np.full(cl.num_arcs, -1, dtype=np.int64)
+        self._comps: dict[int, set[_Class]] = {}
+        self._next_comp = 0
+        self._due: list[tuple[float, int, int, _Class]] = []
+        self._seq = 0
         received = np.zeros(s, dtype=np.int64)
         ready = np.full(s, t0)  # each server's processor is free from then on
         waiting = self._phase(np.arange(s), t0, push=True)  # not yet draining
-        active: list[_Class] = []
         end = t0
         # servers with nothing to receive serve at once
         idle = np.flatnonzero(self.expected == 0)
         waiting += self._phase(idle, t0, push=False) if len(idle) else []
-        t = t0
-        changed = True
-        while waiting or active:
+        while waiting or self.active:
             check_deadline()
-            if changed:
-                active = self._solve(active)
-                changed = False
             # the next change: a class starts draining, or one completes
-            nxt = min((c.start for c in waiting), default=np.inf)
-            for c in active:
-                due = t + c.remaining / c.rate if c.rate > 0 else np.inf
-                nxt = min(nxt, due)
-            dt = nxt - t
-            t = nxt
+            while self._due and (self._due[0][3].version != self._due[0][2] or self._due[0][3] not in self.active):
+                heapq.heappop(self._due)
+            t = min(min((c.start for c in waiting), default=np.inf), self._due[0][0] if self._due else np.inf)
             done: list[_Class] = []
-            still: list[_Class] = []
-            for c in active:
-                c.remaining -= c.rate * dt if np.isfinite(c.rate) else c.remaining
-                (done if c.remaining <= c.rate * (_TIME_RTOL * t + 1e-300) else still).append(c)
+            while self._due and self._due[0][0] - t <= _TIME_RTOL * t + 1e-300:
+                _, _, version, c = heapq.heappop(self._due)
+                if version == c.version and c in self.active:
+                    done.append(c)
             starting = [c for c in waiting if c.start <= t]
             waiting = [c for c in waiting if c.start > t]
-            active = still + starting
-            changed = bool(done or starting)
+            region: set[_Class] = set()
+            for c in done:
+                self._finish(c)
+            for c in done:
+                region.update(self._comps.get(c.comp, ()))
+            if starting:
+                region.update(self._start(starting))
             pulls = []
             for c in done:
                 end = max(end, t)
@@ -492,6 +706,8 @@ class FanExecutor:
                 ready[at] = np.maximum(ready[at], t) + cost
                 received[at] += got[at]
                 pulls.extend(at[received[at] == self.expected[at]].tolist())
+            if region:
+                self._settle(list(region), t)
             if pulls:
                 # servers done reducing at the same instant send their pulls together
                 full = np.array(pulls, dtype=np.int64)

@@ -232,3 +232,53 @@ def test_large_classes_are_verified_and_split_by_chunks(monkeypatch):
     assert ex.splits > 0
     m = simulate("dgx:hosts=4,gpus_per_host=4", "allreduce", "ps", 2**24, engine="message")
     assert abs(t - m.time_s) <= 1e-9 * m.time_s
+
+
+#: fabrics whose leaves above the servers take as much as the servers' NICs: ECMP's uneven hash fills
+#: some spine downlinks, and the pushes split into (server, spine) classes ending at many instants
+FRAGMENTING = [
+    ("dgx:hosts=16,gpus_per_host=2,hosts_per_leaf=4", "ps:shards=16", {}),
+    ("dgx:hosts=8,gpus_per_host=4,hosts_per_leaf=2", "ps:shards=8", {}),
+    ("dgx:hosts=16,gpus_per_host=2,hosts_per_leaf=4,spines=4", "ps:shards=8,placement=dedicated", {"ranks": 16}),
+    ("dgx:hosts=4,gpus_per_host=2,hosts_per_leaf=2", "ps", {}),
+]
+
+
+@pytest.mark.parametrize(("topology", "spec", "kw"), FRAGMENTING)
+def test_fragmented_classes_are_solved_by_components(topology, spec, kw):
+    """Where the classes fragment, a completion re-solves only the components (classes joined by arcs
+    that fill) it touches -- and the times are still the message level's."""
+    ex, t = executor(topology, spec, 2**24, **kw)
+    m = simulate(topology, "allreduce", spec, 2**24, engine="message", **kw)
+    assert abs(t - m.time_s) <= 1e-9 * m.time_s
+    assert ex.splits > 0
+    if "hosts_per_leaf=4" in topology:  # several leaves above the servers: several components
+        assert ex.partial > 0
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    hosts=st.integers(4, 12),
+    per_leaf=st.integers(2, 4),
+    spines=st.integers(1, 4),
+    gamma=st.sampled_from([0.0, 1e-11]),
+    size=st.floats(1e4, 1e8),
+)
+def test_random_congested_fabrics_keep_the_message_times(seed, hosts, per_leaf, spines, gamma, size):
+    """Random rail fabrics with few spines (oversubscribed), random shards and placements, slowed links
+    and stragglers: the component-wise class run gives the message level's times."""
+    rng = np.random.default_rng(seed)
+    gpus = 2
+    graph = dgx(hosts=hosts, gpus_per_host=gpus, hosts_per_leaf=per_leaf, spines=spines)
+    graph = perturb(graph, seed, stragglers=1, slow_links=2)
+    if rng.random() < 0.5:
+        shards = int(rng.integers(1, hosts * gpus + 1))
+        spec, kw = f"ps:shards={shards}", {}
+    else:
+        spare = int(rng.integers(1, hosts))
+        shards = int(rng.integers(1, spare + 1))
+        spec, kw = f"ps:shards={shards},placement=dedicated", {"ranks": (hosts - spare) * gpus}
+    m = simulate(graph, "allreduce", spec, size, gamma=gamma, engine="message", **kw)
+    ex, t = executor(graph, spec, size, gamma=gamma, **kw)
+    assert abs(t - m.time_s) <= 1e-9 * m.time_s
