@@ -72,12 +72,14 @@ class Step:
         seg_off: IntArray = 0,
         seg_scale: IntArray = 1,
         bound: float | Sequence[float] | np.ndarray | None = None,
+        pairs_checked: bool = False,
     ) -> Step:
         """Messages ``src[i] -> dst[i]`` of ``nbytes[i]``; the receiver reduces ``reduce[i]`` bytes and,
         for the data check, adds (``combine``, default: where ``reduce > 0``) or stores segments
         ``[lo, lo + seg_width)``, ``lo = seg_off + seg_scale * ((seg + k * seg_stride) % seg_mod)`` in
         the step's ``k``-th repetition. ``bound`` caps messages' rates (wire bytes per second; ``inf``:
-        none) -- a sender that cannot move data faster, whatever the links give it."""
+        none) -- a sender that cannot move data faster, whatever the links give it. ``pairs_checked``: the
+        caller has made sure no (sender, receiver) pair repeats (a subset of a checked set)."""
         src = np.atleast_1d(np.asarray(src, dtype=np.int64))
         n = len(src)
         dst = _ints(dst, n)
@@ -87,7 +89,7 @@ class Step:
         segs = np.stack([_ints(v, n) for v in (seg_off, seg_scale, seg, seg_stride, seg_mod, seg_width)])
         if n and ((src < 0).any() or (dst < 0).any() or (src >= endpoints).any() or (dst >= endpoints).any()):
             raise ValueError("step: every endpoint must be in 0..endpoints-1")
-        if n and len(np.unique(src * endpoints + dst)) != n:
+        if n and not pairs_checked and len(np.unique(src * endpoints + dst)) != n:
             raise ValueError("step: a (sender, receiver) pair may appear once per step")
         caps = None
         if bound is not None:
