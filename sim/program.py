@@ -54,6 +54,8 @@ class Step:
     seg: np.ndarray  # (6, n): off, scale, base, stride, mod, width
     bound: np.ndarray | None = None  # per-message rate cap (wire bytes/s); None: no message has one
     _pids: dict[int, np.ndarray] = field(init=False, repr=False, default_factory=dict)
+    #: (step, rows): this step's messages are rows of that step's, whose routes it borrows
+    routes_of: tuple[Step, np.ndarray] | None = field(default=None, repr=False)
 
     @classmethod
     def make(
@@ -136,6 +138,10 @@ class Step:
         """Interned routes of the messages on ``network``'s cluster (computed once per cluster)."""
         key = id(network.cluster)
         got = self._pids.get(key)
+        if got is None and self.routes_of is not None:
+            whole, rows = self.routes_of
+            got = whole.pids(network)[rows]
+            self._pids[key] = got
         if got is None:
             path_id = network.cluster.path_id
             got = np.fromiter(
@@ -170,7 +176,13 @@ class Step:
             return self
         seg = self.seg.copy()
         seg[2] += k * seg[3]
-        return Step(self.src, self.dst, self.nbytes, self.reduce, self.endpoints, self.combine, seg, self.bound)
+        return Step(
+            self.src, self.dst, self.nbytes, self.reduce, self.endpoints, self.combine, seg, self.bound, self._routes()
+        )
+
+    def _routes(self) -> tuple[Step, np.ndarray]:
+        """Where a step holding these same messages finds their routes."""
+        return self.routes_of or (self, np.arange(len(self.src)))
 
     def segments(self, m: int, k: int) -> slice:
         """The data-check segments message ``m`` carries in repetition ``k``."""
