@@ -34,6 +34,7 @@ from .program import Step, StepProgram
 __all__ = ["FastExecutor", "Step", "StepProgram", "run_program"]
 
 _MAX_PERIOD = 8  # steady states that repeat every 1..8 steps are recognised
+_FINISHED = -(1 << 62)  # a finished endpoint's step in a snapshot (no live endpoint's relative step)
 
 
 class FastExecutor:
@@ -332,9 +333,9 @@ class FastExecutor:
 
     # ------------------------------------------------------------------ steady states
     def _after(self) -> None:
-        """At the end of a consistent instant: if rank 0 began a new step, compare the whole state
-        with the ones at its last few steps; when it matches the one q steps back shifted by q steps
-        and Δ seconds, the run is periodic: jump over whole periods."""
+        """At the end of a consistent instant: if the reference endpoint began a new step, compare the
+        whole state with the ones at its last few steps; when it matches the one q steps back shifted by
+        q steps and Δ seconds, the run is periodic: jump over whole periods."""
         s0 = int(self.step[self.ref])
         if s0 == self._seen0 or s0 >= self.total or self.done.triggered:
             return
@@ -369,8 +370,8 @@ class FastExecutor:
         self._misses += 1
 
     def snapshot(self) -> _Snapshot:
-        """The whole state now (the executor's and its flows'), relative to rank 0's step and the time
-        it began it: two executors in equal snapshots, shifted in time, go on the same way."""
+        """The whole state now (the executor's and its flows'), relative to the reference endpoint's step
+        and the time it began it: two executors in equal snapshots, shifted in time, go on the same way."""
         return self._snapshot(int(self.step[self.ref]))
 
     def _snapshot(self, s0: int) -> _Snapshot:
@@ -395,7 +396,7 @@ class FastExecutor:
             s_hi = max(s_hi, int((self.step[:, None] + np.arange(self.window)[None, :])[early_count > 0].max()))
         ints = np.concatenate(
             [
-                np.where(live, self.step - s0, -1),
+                np.where(live, self.step - s0, _FINISHED),
                 self.send_left,
                 self.recv_left,
                 early_count.ravel(),
@@ -474,7 +475,8 @@ def _reference(program: StepProgram) -> int:
 
 @dataclass
 class _Snapshot:
-    """The executor's and its flows' state relative to (rank 0's step s0, the time t0 it began it)."""
+    """The executor's and its flows' state relative to (the reference endpoint's step s0, the
+    time t0 it began it); finished endpoints are left as they are."""
 
     s0: int
     t0: float
