@@ -19,12 +19,12 @@ from sim.simulate import simulate
 from sim.topology import dgx, hgx
 
 
-def _fast(graph, spec, size):
+def _fast(graph, spec, size, gamma):
     """The step program run by the fast path alone on the network: (time, steps jumped over)."""
     cluster = Cluster(graph)
     program = get_algorithm("allreduce", spec).program(cluster.size, size, cluster)
     env = simpy.Environment()
-    executor = FastExecutor(Network(env, cluster), program, 0.0, None, alone=True)
+    executor = FastExecutor(Network(env, cluster), program, gamma, cluster.compute_scale, alone=True)
     env.run(env.process(executor.run()))
     assert executor.mode == "events"
     return env.now, executor.extrapolated_steps
@@ -40,13 +40,14 @@ def _fast(graph, spec, size):
         ("dgx-h100", "nccl", 2**28),
     ],
 )
-def test_channels_reach_a_steady_state_that_is_jumped_over_exactly(preset, spec, size):
+@pytest.mark.parametrize("gamma", [0.0, 1e-11])
+def test_channels_reach_a_steady_state_that_is_jumped_over_exactly(preset, spec, size, gamma):
     """NCCL's actors are endpoints of their own (rank 0 sends nothing): the steady-state detection follows
     an endpoint that has messages and leaves the idle, finished ones out of the state. The jump must
     happen, and give the message-level time to 1e-9."""
     graph = hgx(2, preset, gpus_per_host=4)
-    t, jumped = _fast(graph, spec, size)
-    message = simulate(graph, "allreduce", spec, size, engine="message")
+    t, jumped = _fast(graph, spec, size, gamma)
+    message = simulate(graph, "allreduce", spec, size, engine="message", gamma=gamma)
     assert jumped > 0
     assert abs(t - message.time_s) <= 1e-9 * message.time_s
 
