@@ -31,21 +31,28 @@ def _fast(graph, spec, size, gamma):
 
 
 @pytest.mark.parametrize(
-    "preset, spec, size",
+    "fabric, spec, size",
     [
         ("dgx-h100", "ring:channels=8", 2**24),
         ("oci-bm-gpu-h100-8", "ring:channels=4", 2**28),
+        ("oci-bm-gpu4-8", "ring:channels=8", 2**26),
+        ("dgx", "ring:channels=8", 2**26),
         ("dgx-h100", "nvls-tree", 2**28),
         ("oci-bm-gpu-h100-8", "nvls-tree", 2**28),
+        ("dgx-h100/fat-tree", "nvls-tree", 2**28),
         ("dgx-h100", "nccl", 2**28),
     ],
 )
 @pytest.mark.parametrize("gamma", [0.0, 1e-11])
-def test_channels_reach_a_steady_state_that_is_jumped_over_exactly(preset, spec, size, gamma):
+def test_channels_reach_a_steady_state_that_is_jumped_over_exactly(fabric, spec, size, gamma):
     """NCCL's actors are endpoints of their own (rank 0 sends nothing): the steady-state detection follows
     an endpoint that has messages and leaves the idle, finished ones out of the state. The jump must
-    happen, and give the message-level time to 1e-9."""
-    graph = hgx(2, preset, gpus_per_host=4)
+    happen, and give the message-level time to 1e-9 (rail fabrics, a fat-tree, the plain DGX builder)."""
+    preset, _, tree = fabric.partition("/")
+    if preset == "dgx":
+        graph = dgx(2, gpus_per_host=4)
+    else:
+        graph = hgx(2, preset, gpus_per_host=4, fabric=tree or "rail")
     t, jumped = _fast(graph, spec, size, gamma)
     message = simulate(graph, "allreduce", spec, size, engine="message", gamma=gamma)
     assert jumped > 0
