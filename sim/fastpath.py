@@ -351,6 +351,8 @@ class FastExecutor:
             period = snap.s0 - prev.s0
             if period < 1 or period > _MAX_PERIOD or not snap.matches(prev):
                 continue
+            if len(snap.path_bytes) != len(prev.path_bytes):
+                continue  # routes first used in between: not yet a repeating state
             phase = int(self._phase_of(np.array([s0]))[0])
             lo, hi = int(self.bounds[phase]), int(self.bounds[phase + 1])
             if prev.s_lo < lo:
