@@ -71,6 +71,12 @@ CASES = [
     *(Case(f"{a.split(':')[0]}-16k", DGX16K, a, "1GiB", "auto", 10, 4096) for a in ALLREDUCE),
     # NCCL's schedules on DGX H100 hosts (NVLS-capable NVSwitch, one 400 Gb/s NIC per GPU, rail fabric)
     *(Case(name, H100_16K, a, "1GiB", "auto", 10, 4096) for name, a in NCCL),
+    # the same schedules at 256 to 2,048 GPUs: how their cost grows on the way to 16k
+    *(
+        Case(name.replace("16k", gpus), f"hgx:preset=dgx-h100,hosts={hosts}", a, "1GiB", "auto", None, None)
+        for hosts, gpus in ((32, "256"), (64, "512"), (128, "1k"), (256, "2k"))
+        for name, a in NCCL
+    ),
     Case("ps-colocated-16k", DGX16K, "ps:shards=2048", "1GiB", "auto", 30, None),
     Case(
         "ps-dedicated-16k",

@@ -183,9 +183,15 @@ class Cluster:
             dtype=bool,
         )
         default = float(graph.graph.get("overhead", 0.0))
-        self.overhead = np.array([float(nodes[g].get("overhead", default)) for g in self.ranks])
-        self.compute_scale = np.array([float(nodes[g].get("compute_scale", 1.0)) for g in self.ranks])
-        self.rank_node = np.array([index[g] for g in self.ranks], dtype=np.int64)
+        # per endpoint, in buffers that grow by doubling (schedules add endpoints one at a time: NCCL's
+        # 16 channels on 16,384 GPUs are 262,144 of them); the attributes are views of their first rows
+        self._grown = {
+            "overhead": np.array([float(nodes[g].get("overhead", default)) for g in self.ranks]),
+            "compute_scale": np.array([float(nodes[g].get("compute_scale", 1.0)) for g in self.ranks]),
+            "rank_node": np.array([index[g] for g in self.ranks], dtype=np.int64),
+        }
+        self._endpoints = len(self.ranks)
+        self._views()
         self.router = Router(arc_u, arc_v, weight, endpoint_only, is_gpu, mode=graph.graph.get("routing", "dijkstra"))
 
     def _setup_fabric(self, fabric: Fabric, ranks: int | None) -> None:
@@ -283,6 +289,12 @@ class Cluster:
         """Ranks plus the endpoints added by :meth:`add_endpoint`."""
         return len(self.rank_node)
 
+    def _views(self) -> None:
+        n = self._endpoints
+        self.overhead = self._grown["overhead"][:n]
+        self.compute_scale = self._grown["compute_scale"][:n]
+        self.rank_node = self._grown["rank_node"][:n]
+
     def add_endpoint(
         self,
         rank: int | None = None,
@@ -307,12 +319,17 @@ class Cluster:
         where = self.ranks[rank] if rank is not None else node
         if where not in self._index or (via is not None and via not in self._index):
             raise ConfigError(f"endpoint at {where!r} via {via!r}: no such node")
-        e = len(self.rank_node)
-        self.rank_node = np.append(self.rank_node, self._index[where])
+        e = self._endpoints
         if overhead is None:
             overhead = float(self.overhead[rank]) if rank is not None else 0.0
-        self.overhead = np.append(self.overhead, overhead)
-        self.compute_scale = np.append(self.compute_scale, self.compute_scale[rank] if rank is not None else 0.0)
+        scale = float(self.compute_scale[rank]) if rank is not None else 0.0
+        if e == len(self._grown["rank_node"]):
+            self._grown = {k: np.concatenate([v, np.zeros_like(v)]) for k, v in self._grown.items()}
+        self._grown["rank_node"][e] = self._index[where]
+        self._grown["overhead"][e] = overhead
+        self._grown["compute_scale"][e] = scale
+        self._endpoints = e + 1
+        self._views()
         self.endpoint_rank.append(-1 if rank is None else rank)
         if via is not None:
             self._via[e] = self._index[via]

@@ -38,6 +38,7 @@ from .rates import gather_arcs
 __all__ = ["FastExecutor", "Step", "StepProgram", "run_program"]
 
 _MAX_PERIOD = 8  # steady states that repeat every 1..8 steps are recognised
+_FINISHED = -(1 << 62)  # a finished endpoint's step in a snapshot (no live endpoint's relative step)
 
 
 class FastExecutor:
@@ -105,6 +106,7 @@ class FastExecutor:
         self.alone = alone
         self.mode = "events"
         self._seen0 = -1
+        self.ref = _reference(program)  # the endpoint whose steps the steady-state detection follows
         self._history: list[_Snapshot] = []
         self._misses = 0
         #: per step (by id): which of its messages are private -- every link direction on their path is
@@ -467,15 +469,15 @@ class FastExecutor:
 
     # ------------------------------------------------------------------ steady states
     def _after(self) -> None:
-        """At the end of a consistent instant: if rank 0 began a new step, compare the whole state
-        with the ones at its last few steps; when it matches the one q steps back shifted by q steps
-        and Δ seconds, the run is periodic: jump over whole periods."""
-        s0 = int(self.step[0])
+        """At the end of a consistent instant: if the reference endpoint began a new step, compare the
+        whole state with the ones at its last few steps; when it matches the one q steps back shifted by
+        q steps and Δ seconds, the run is periodic: jump over whole periods."""
+        s0 = int(self.step[self.ref])
         if s0 == self._seen0 or s0 >= self.total or self.done.triggered:
             return
         self._seen0 = s0
-        if self._misses > 64 and s0 % 16:
-            return  # a state that keeps changing: look less often
+        if self._misses > 64 and s0 % 64 > _MAX_PERIOD:
+            return  # a state that keeps changing: look less often (runs of consecutive steps, to see periods)
         snap = self._snapshot(s0)
         history = self._history
         history.append(snap)
@@ -485,6 +487,8 @@ class FastExecutor:
             period = snap.s0 - prev.s0
             if period < 1 or period > _MAX_PERIOD or not snap.matches(prev):
                 continue
+            if len(snap.path_bytes) != len(prev.path_bytes):
+                continue  # routes first used in between: not yet a repeating state
             phase = int(self._phase_of(np.array([s0]))[0])
             lo, hi = int(self.bounds[phase]), int(self.bounds[phase + 1])
             if prev.s_lo < lo:
@@ -504,12 +508,13 @@ class FastExecutor:
         self._misses += 1
 
     def snapshot(self) -> _Snapshot:
-        """The whole state now (the executor's and its flows'), relative to rank 0's step and the time
-        it began it: two executors in equal snapshots, shifted in time, go on the same way."""
-        return self._snapshot(int(self.step[0]))
+        """The whole state now (the executor's and its flows'), relative to the reference endpoint's step
+        and the time it began it: two executors in equal snapshots, shifted in time, go on the same way."""
+        return self._snapshot(int(self.step[self.ref]))
 
     def _snapshot(self, s0: int) -> _Snapshot:
-        t0 = float(self.began[0])
+        t0 = float(self.began[self.ref])
+        live = self.step < self.total  # an endpoint that has finished stays as it is
         net = self.net
         active, waiting = net.in_flight(self.owner)
         a_path, a_left, a_rate = net.flow_state(active)
@@ -527,12 +532,12 @@ class FastExecutor:
         p_order = np.lexsort((p_when, p_path, p_step, p_src))
         p_when, p_src, p_step, p_path = p_when[p_order], p_src[p_order], p_step[p_order], p_path[p_order]
         in_flight = np.concatenate([self.f_step[active], self.f_step[waiting], p_step])
-        s_hi = max(int(self.step.max()), int(in_flight.max()) if len(in_flight) else 0)
+        s_hi = max(int(self.step[live].max(initial=s0)), int(in_flight.max()) if len(in_flight) else 0)
         if early_count.any():
             s_hi = max(s_hi, int((self.step[:, None] + np.arange(self.window)[None, :])[early_count > 0].max()))
         ints = np.concatenate(
             [
-                self.step - s0,
+                np.where(live, self.step - s0, _FINISHED),
                 self.send_left,
                 self.recv_left,
                 early_count.ravel(),
@@ -549,8 +554,8 @@ class FastExecutor:
         )
         times = np.concatenate(
             [
-                self.began - t0,
-                self.last - t0,
+                np.where(live, self.began - t0, 0.0),
+                np.where(live, self.last - t0, 0.0),
                 np.nan_to_num(self.timer_at - t0, nan=-1.0),
                 np.where(np.isfinite(early_last), early_last, -1.0).ravel(),
                 w_start - t0,
@@ -579,9 +584,10 @@ class FastExecutor:
         active, waiting = net.in_flight(self.owner)
         self.f_step[active] += steps
         self.f_step[waiting] += steps
-        self.step += steps
-        self.began += shift
-        self.last += shift
+        live = self.step < self.total
+        self.step[live] += steps
+        self.began[live] += shift
+        self.last[live] += shift
         self.timer_at += shift
         self.early_count = np.roll(self.early_count, steps % self.window, axis=1)
         self.early_last = np.roll(self.early_last, steps % self.window, axis=1) + shift
@@ -606,13 +612,24 @@ class FastExecutor:
         net.shift(shift, full, flows)
         self.env.timeout(shift).callbacks.append(lambda _e: net.resume())
         self.extrapolated_steps += steps
-        self._seen0 = int(self.step[0])
+        self._seen0 = int(self.step[self.ref])
         self._history.clear()
+
+
+def _reference(program: StepProgram) -> int:
+    """The first endpoint with messages in the program's longest phase (rank 0 may have none: NCCL's
+    channels are endpoints of their own, and a rank that has finished cannot show a steady state)."""
+    best, ref = -1, 0
+    for step, times in program.phases:
+        if len(step) and times > best:
+            best, ref = times, int(min(step.src.min(), step.dst.min()))
+    return ref
 
 
 @dataclass
 class _Snapshot:
-    """The executor's and its flows' state relative to (rank 0's step s0, the time t0 it began it)."""
+    """The executor's and its flows' state relative to (the reference endpoint's step s0, the
+    time t0 it began it); finished endpoints are left as they are."""
 
     s0: int
     t0: float

@@ -38,24 +38,19 @@ def contention_free(program: StepProgram, net: Network) -> bool:
     (and the link model does not make a direction's capacity depend on the traffic around it)."""
     if net.cluster.message_model.shares:
         return False
-    arcs_all, src_all, step_all = [], [], []
-    for k, (step, _) in enumerate(program.phases):
+    owner = np.full(net.cluster.num_arcs, -1, dtype=np.int64)  # the one sender crossing each direction
+    for step, _ in program.phases:  # phase by phase, to stop at the first conflict
         if not len(step):
             continue
         flow, arcs = gather_arcs(net.cluster.paths, step.pids(net))
-        arcs_all.append(arcs)
-        src_all.append(step.src[flow])
-        step_all.append(np.full(len(arcs), k, dtype=np.int64))
-    if not arcs_all:
-        return True
-    arcs = np.concatenate(arcs_all)
-    src = np.concatenate(src_all)
-    steps = np.concatenate(step_all)
-    if not all_distinct(arcs * len(program.phases) + steps):
-        return False  # two messages of one step on one link direction
-    first = np.full(net.cluster.num_arcs, -1, dtype=np.int64)
-    first[arcs] = src
-    return bool((first[arcs] == src).all())
+        src = step.src[flow]
+        if not all_distinct(arcs):
+            return False  # two messages of one step on one link direction
+        held = owner[arcs]
+        if ((held >= 0) & (held != src)).any():
+            return False
+        owner[arcs] = src
+    return True
 
 
 def _isolated_times(step: Step, net: Network) -> np.ndarray:

@@ -56,6 +56,8 @@ class Step:
     seg: np.ndarray  # (6, n): off, scale, base, stride, mod, width
     bound: np.ndarray | None = None  # per-message rate cap (wire bytes/s); None: no message has one
     _pids: dict[int, np.ndarray] = field(init=False, repr=False, default_factory=dict)
+    #: (step, rows): this step's messages are rows of that step's, whose routes it borrows
+    routes_of: tuple[Step, np.ndarray] | None = field(default=None, repr=False)
 
     @classmethod
     def make(
@@ -74,12 +76,14 @@ class Step:
         seg_off: IntArray = 0,
         seg_scale: IntArray = 1,
         bound: float | Sequence[float] | np.ndarray | None = None,
+        pairs_checked: bool = False,
     ) -> Step:
         """Messages ``src[i] -> dst[i]`` of ``nbytes[i]``; the receiver reduces ``reduce[i]`` bytes and,
         for the data check, adds (``combine``, default: where ``reduce > 0``) or stores segments
         ``[lo, lo + seg_width)``, ``lo = seg_off + seg_scale * ((seg + k * seg_stride) % seg_mod)`` in
         the step's ``k``-th repetition. ``bound`` caps messages' rates (wire bytes per second; ``inf``:
-        none) -- a sender that cannot move data faster, whatever the links give it."""
+        none) -- a sender that cannot move data faster, whatever the links give it. ``pairs_checked``: the
+        caller has made sure no (sender, receiver) pair repeats (a subset of a checked set)."""
         src = np.atleast_1d(np.asarray(src, dtype=np.int64))
         n = len(src)
         dst = _ints(dst, n)
@@ -89,7 +93,7 @@ class Step:
         segs = np.stack([_ints(v, n) for v in (seg_off, seg_scale, seg, seg_stride, seg_mod, seg_width)])
         if n and ((src < 0).any() or (dst < 0).any() or (src >= endpoints).any() or (dst >= endpoints).any()):
             raise ValueError("step: every endpoint must be in 0..endpoints-1")
-        if n and not all_distinct(src * endpoints + dst):
+        if n and not pairs_checked and not all_distinct(src * endpoints + dst):
             raise ValueError("step: a (sender, receiver) pair may appear once per step")
         caps = None
         if bound is not None:
@@ -136,6 +140,10 @@ class Step:
         """Interned routes of the messages on ``network``'s cluster (computed once per cluster)."""
         key = id(network.cluster)
         got = self._pids.get(key)
+        if got is None and self.routes_of is not None:
+            whole, rows = self.routes_of
+            got = whole.pids(network)[rows]
+            self._pids[key] = got
         if got is None:
             self._pids[key] = got = network.cluster.path_ids(self.src, self.dst)
         return got
@@ -164,7 +172,13 @@ class Step:
             return self
         seg = self.seg.copy()
         seg[2] += k * seg[3]
-        return Step(self.src, self.dst, self.nbytes, self.reduce, self.endpoints, self.combine, seg, self.bound)
+        return Step(
+            self.src, self.dst, self.nbytes, self.reduce, self.endpoints, self.combine, seg, self.bound, self._routes()
+        )
+
+    def _routes(self) -> tuple[Step, np.ndarray]:
+        """Where a step holding these same messages finds their routes."""
+        return self.routes_of or (self, np.arange(len(self.src)))
 
     def segments(self, m: int, k: int) -> slice:
         """The data-check segments message ``m`` carries in repetition ``k``."""

@@ -4,6 +4,7 @@ NVSwitch engines, NCCL's binary trees, and the slice count of a pipelined schedu
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Generator
 from typing import Any
 
@@ -44,15 +45,34 @@ def host_ranks(cluster: Any, p: int, even: bool = True) -> list[list[int]]:
 
 def nics_of(cluster: Any, rank: int) -> list[str]:
     """The NICs a rank's GPU owns (linked to it, directly or as the NIC's ``gpu``), by name."""
-    g = cluster.graph
-    gpu = cluster.ranks[rank]
-    direct = [v for v in g.successors(gpu) if g.nodes[v].get("kind") == "nic"]
-    if direct:
-        return sorted(direct)
-    host = g.nodes[gpu].get("host")
-    return sorted(
-        v for v, d in g.nodes(data=True) if d.get("kind") == "nic" and d.get("gpu") == gpu and d.get("host") == host
-    )
+    return list(_nic_table(cluster.graph).get(cluster.ranks[rank], ()))
+
+
+_NICS: weakref.WeakKeyDictionary[Any, dict[Any, list[str]]] = weakref.WeakKeyDictionary()
+
+
+def _nic_table(g: Any) -> dict[Any, list[str]]:
+    """GPU -> its NICs, sorted: those linked to it if any, else those naming it (and its host) as their
+    ``gpu``. One scan of the graph, kept per graph (a scan per rank made laying out 16,384 GPUs'
+    channels quadratic)."""
+    table = _NICS.get(g)
+    if table is not None:
+        return table
+    direct: dict[Any, list[str]] = {}
+    owned: dict[Any, list[str]] = {}
+    for v, d in g.nodes(data=True):
+        if d.get("kind") != "nic":
+            continue
+        for u in g.predecessors(v):
+            if g.nodes[u].get("kind") == "gpu" and g.has_edge(u, v):
+                direct.setdefault(u, []).append(v)
+        gpu = d.get("gpu")
+        if gpu is not None and gpu in g and d.get("host") == g.nodes[gpu].get("host"):
+            owned.setdefault(gpu, []).append(v)
+    table = {gpu: sorted(nics) for gpu, nics in owned.items()}
+    table.update({gpu: sorted(nics) for gpu, nics in direct.items()})
+    _NICS[g] = table
+    return table
 
 
 def channel_endpoint(cluster: Any, rank: int, key: object, nic: int = 0) -> int:

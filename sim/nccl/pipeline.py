@@ -109,6 +109,12 @@ class Streams:
         budget = self._budgets(src, dst, size)
         k = self.slices
         cuts = np.unique(np.concatenate([lag, lag + k]))
+        # every step holds a subset of the edges: when no pair repeats among them all, none repeats in a step
+        distinct = len(np.unique(src * self.endpoints + dst)) == len(src)
+        # the steps' routes are looked up once, per edge (an edge is in up to k + (the lags) steps)
+        edges = (
+            Step.make(src, dst, 0.0, endpoints=self.endpoints, seg_width=0, pairs_checked=True) if distinct else None
+        )
         for t0, t1 in zip(cuts[:-1], cuts[1:], strict=True):
             on = (lag <= t0) & (t0 < lag + k)
             if not on.any():
@@ -126,7 +132,10 @@ class Streams:
                 seg_scale=scale[on],
                 seg_width=width[on],
                 bound=None if budget is None else budget(on),
+                pairs_checked=distinct,
             )
+            if edges is not None:
+                step.routes_of = (edges, np.flatnonzero(on))
             phases.append((step, int(t1 - t0)))
         return StepProgram(self.endpoints, tuple(phases))
 
