@@ -390,13 +390,15 @@ def test_path_ids_in_bulk_are_the_routers_routes():
     ):
         bulk, one = Cluster(spec), Cluster(spec)
         p = bulk.size
-        src = rng.integers(0, p, 900)
-        dst = np.where(rng.random(900) < 0.3, (src ^ 8) % p, rng.integers(0, p, 900))
-        dst[:3] = src[:3]  # to itself
+        src = rng.integers(0, p, 3000)
+        dst = np.where(rng.random(3000) < 0.3, (src ^ 8) % p, rng.integers(0, p, 3000))
+        dst = np.where(dst == src, (src + 1) % p, dst)  # bulk routing takes distinct ranks (below: to itself)
         for s, d in zip(src[10:20].tolist(), dst[10:20].tolist(), strict=True):
             bulk.path_id(s, d)  # interned before
         pids = bulk.path_ids(src, dst)
         assert (bulk._bulk is False) == spec.startswith("torus")
+        mixed = bulk.path_ids(np.array([4, 4, 7]), np.array([4, 9, 7]))  # a rank to itself: pair by pair
+        assert mixed.tolist() == [bulk.path_id(4, 4), bulk.path_id(4, 9), bulk.path_id(7, 7)]
         for pid, s, d in zip(pids.tolist(), src.tolist(), dst.tolist(), strict=True):
             ref = one.path_id(s, d)
             assert bulk.paths.arcs_of(pid).tolist() == one.paths.arcs_of(ref).tolist()

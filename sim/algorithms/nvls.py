@@ -25,6 +25,7 @@ moving (1 + 1/G)·n/k through the busiest link direction)::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 from typing import Any, ClassVar
 
@@ -53,13 +54,21 @@ from .registry import register
 __all__ = ["Nvls", "nvls_program"]
 
 EFFICIENCY = NVLS_EFFICIENCY[2]  # Hopper
+#: the fewest pipeline slices a head's share is cut into (``device/common.h``: NCCL_STEPS 8 over
+#: ALLREDUCE_SLICESTEPS 2 -- the slices one connection keeps in flight)
+MIN_SLICES = 4
 
 
 def nvls_slices(nbytes: float, hosts: int, heads: int, tree: bool = True) -> int:
     """Pipeline slices of an NVLS(-tree) all-reduce: each head's share cut as
     :func:`~sim.nccl.layout.slices` cuts a channel's (``NCCL_STEPS`` chunks a slice), with the chunk NCCL
-    picks for this size (:func:`~sim.nccl.protocols.nvls_chunk`: smaller buffers, smaller chunks)."""
-    return slices(nbytes / heads, nvls_chunk(nbytes, hosts, NVLS_CHANNELS_HOPPER * heads, tree))
+    picks for this size (:func:`~sim.nccl.protocols.nvls_chunk`: smaller buffers, smaller chunks) -- but
+    into at least :data:`MIN_SLICES` (at most one a chunk). A share of a few chunks would otherwise be one
+    slice, stored and forwarded whole through every stage, where NCCL streams it: its Simple protocol
+    keeps ``NCCL_STEPS / ALLREDUCE_SLICESTEPS`` = 4 slices in flight on a connection."""
+    share = nbytes / heads
+    chunk = nvls_chunk(nbytes, hosts, NVLS_CHANNELS_HOPPER * heads, tree)
+    return max(slices(share, chunk), min(MIN_SLICES, math.ceil(share / chunk - 1e-9)))
 
 
 def sharp_switches(cluster: Any, rank: int, nic: int, spread: int) -> tuple[str, str | None]:
