@@ -228,7 +228,8 @@ def test_the_python_api_takes_a_timeout_too():
         simulate("star:hosts=128,bandwidth=1GB/s", "allreduce", "ps", "64MiB", engine="message", timeout=0.2)
     w = Workload(gradient_bytes=512e6, forward_s=0.01, backward_s=0.02)
     with pytest.raises(SimulationTimeout):
-        simulate_iteration("star:hosts=128,bandwidth=1GB/s", "ps", w, timeout=0.2)
+        # 1,024 ranks: flow classes finish the iteration on 128 in ~0.06 s, on 1,024 in ~4 s
+        simulate_iteration("star:hosts=1024,bandwidth=1GB/s", "ps", w, timeout=0.2)
     with deadline(60):  # an outer bound that is not reached changes nothing
         r = simulate("star:hosts=4,bandwidth=1GB/s", "allreduce", "ring", "1MiB")
     assert r.time_s == simulate("star:hosts=4,bandwidth=1GB/s", "allreduce", "ring", "1MiB").time_s
