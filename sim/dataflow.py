@@ -38,7 +38,7 @@ import numpy as np
 
 from ._arrays import distinct
 from .errors import RunError
-from .network import Network
+from .network import Network, batch_at
 
 __all__ = ["ARRIVED", "HELD", "MAX_MESSAGES", "Dataflow", "DataflowBuilder", "DataflowExecutor", "run_dataflow"]
 
@@ -431,12 +431,7 @@ class DataflowExecutor:
 
     # ------------------------------------------------------------------ reductions that end later
     def _timer(self, when: float, ms: np.ndarray) -> None:
-        bucket = self._timers.get(when)
-        if bucket is None:
-            self._timers[when] = bucket = []
-            timeout = self.env.timeout(when - self.env.now)
-            timeout.callbacks.append(lambda _e, when=when: self._fire(when))
-        bucket.append(ms)
+        batch_at(self.env, self._timers, when, ms, self._fire)
 
     def _fire(self, when: float) -> None:
         held = np.concatenate(self._timers.pop(when))

@@ -31,7 +31,7 @@ import numpy as np
 import simpy
 
 from .maxplus import contention_free, run_maxplus
-from .network import Network
+from .network import Network, batch_at, call_at
 from .program import Step, StepProgram
 from .rates import gather_arcs
 
@@ -314,12 +314,7 @@ class FastExecutor:
 
     def _arrive_at(self, when: float, batch: tuple[Any, ...]) -> None:
         """``batch`` = (src, dst, step, path, bytes) arrives at ``when``: arrays, or ints (one message)."""
-        bucket = self._arrivals.get(when)
-        if bucket is None:
-            self._arrivals[when] = bucket = []
-            timeout = self.env.timeout(when - self.env.now)
-            timeout.callbacks.append(lambda _e, when=when: self._arrived(when))
-        bucket.append(batch)
+        batch_at(self.env, self._arrivals, when, batch, self._arrived)
 
     def _arrived(self, when: float) -> None:
         bucket = self._arrivals.pop(when, None)
@@ -379,16 +374,8 @@ class FastExecutor:
         return ready
 
     def _timer(self, when: float, ranks: np.ndarray) -> None:
-        bucket = self._timers.get(when)
-        if bucket is None:
-            self._timers[when] = bucket = []
-            self._arm(when)
-        bucket.append(ranks)
+        batch_at(self.env, self._timers, when, ranks, self._fire)
         self.timer_at[ranks] = when
-
-    def _arm(self, when: float) -> None:
-        timeout = self.env.timeout(when - self.env.now)
-        timeout.callbacks.append(lambda _e, when=when: self._fire(when))
 
     def _fire(self, when: float) -> None:
         bucket = self._timers.pop(when, None)
@@ -596,7 +583,7 @@ class FastExecutor:
             timers.setdefault(when + shift, []).extend(bucket)  # times an ulp apart may meet: keep both
         self._timers = timers
         for when in timers:
-            self._arm(when)
+            call_at(self.env, when, self._fire)
         arrivals: dict[float, list[tuple[Any, ...]]] = {}
         for when, bucket in self._arrivals.items():
             moved = [(src, dst, fstep + steps, pids, nbytes) for src, dst, fstep, pids, nbytes in bucket]

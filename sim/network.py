@@ -39,7 +39,23 @@ from .errors import RunError
 from .rates import Rates, gather_arcs
 from .results import LinkUse
 
-__all__ = ["Network"]
+__all__ = ["Network", "batch_at", "call_at"]
+
+
+def call_at(env: Any, when: float, fire: Any) -> None:
+    """Call ``fire(when)`` at simulated time ``when`` (a SimPy timeout's callback: no process)."""
+    timeout = env.timeout(when - env.now)
+    timeout.callbacks.append(lambda _e: fire(when))
+
+
+def batch_at(env: Any, buckets: dict[float, list[Any]], when: float, item: Any, fire: Any) -> None:
+    """Add ``item`` to ``buckets[when]``; the first item of an instant arms one ``fire(when)`` for them all."""
+    bucket = buckets.get(when)
+    if bucket is None:
+        buckets[when] = bucket = []
+        call_at(env, when, fire)
+    bucket.append(item)
+
 
 _TIME_RTOL = 1e-12  # flows due within this fraction of "now" complete together
 
