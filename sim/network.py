@@ -431,6 +431,13 @@ class Network:
         self._unpathed[2][:] += received[:size]
         self.flows += flows
 
+    def rebook(self, cluster: Any, path_bytes: np.ndarray, flows: int) -> None:
+        """After a run over a view of ``cluster`` with routes of its own (:mod:`sim.symmetry`): the
+        network is ``cluster``'s again, with ``path_bytes`` delivered on its routes and ``flows`` in all."""
+        self.cluster = cluster
+        self._path_bytes = np.array(path_bytes, dtype=float)
+        self.flows = flows
+
     def path_bytes(self) -> np.ndarray:
         """Bytes delivered so far per interned path."""
         return self._path_bytes[: self.cluster.paths.count].copy()

@@ -189,10 +189,15 @@ class Step:
 
 @dataclass(frozen=True)
 class StepProgram:
-    """Phases of repeated steps over ``endpoints`` ranks: ``phases = ((step, times), ...)``."""
+    """Phases of repeated steps over ``endpoints`` ranks: ``phases = ((step, times), ...)``.
+
+    ``symmetry``, where the builder states one: a permutation of the endpoints that it believes maps
+    the program onto itself (NCCL's channels shifted across the rails); :mod:`sim.symmetry` checks it
+    and then runs one member of every orbit."""
 
     endpoints: int
     phases: tuple[tuple[Step, int], ...]
+    symmetry: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def total_steps(self) -> int:

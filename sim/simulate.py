@@ -30,6 +30,7 @@ from .network import Network
 from .prepare import Run, prepare
 from .results import SimResult
 from .runtime import DataCheck, Job
+from .symmetry import quotient
 
 __all__ = [
     "MAX_GAMMA",
@@ -202,10 +203,15 @@ def execute(run: Run, size: float) -> SimResult:
     net = Network(env, cluster, check=run.check_links)
     job = None
     executor: FastExecutor | FanExecutor | None = None
+    reduced = None
     if program is not None:
         if isinstance(program, Dataflow):
             executor = DataflowExecutor(net, program, gamma, cluster.compute_scale)
         else:
+            reduced = quotient(program, cluster, gamma, net)  # one member of every orbit, where symmetric
+            if reduced is not None:
+                net = Network(env, reduced.cluster, check=run.check_links)
+                program = reduced.program
             executor = FastExecutor(net, program, gamma, cluster.compute_scale, alone=True)
         done = env.process(executor.run())
     elif plan is not None:
@@ -228,6 +234,8 @@ def execute(run: Run, size: float) -> SimResult:
         ) from None
     if not done.triggered:
         raise RunError(f"{coll.name} {algo.spec} did not finish within {until} simulated seconds")
+    if reduced is not None:
+        reduced.rebook(net)
     if job is not None and job.pending_messages():
         raise RunError(f"{coll.name} {algo.spec}: {job.pending_messages()} message(s) were sent but never received")
     elapsed = float(env.now)

@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import NonNegativeInt
 
 from ..nccl.layout import channel_endpoint, dtree_parent, host_ranks, lags_down, lags_up, nics_of, run_program, slices
-from ..nccl.pipeline import Streams, launchers
+from ..nccl.pipeline import Streams, launchers, shift
 from ..nccl.protocols import get_protocol
 from ..program import StepProgram
 from ..runtime import Job
@@ -98,7 +98,19 @@ def tree_program(
     off = [chan[v] for v in kids]
     s.add(src, dst, wire, lag=up_lag[kids], reduce=True, off=off, scale=k_ch)
     s.add(dst, src, wire, lag=down_lag[kids], reduce=False, off=off, scale=k_ch)
-    return s.program(starts), k_ch * k
+    program = s.program(starts)
+    # channel c's image: the channel of the same tree whose head is the next GPU, on the same NIC index
+    # (its chain is c's with every GPU index moved up by one; sim.symmetry checks the rest)
+    where = {(c // len(rail), rail[c % len(rail)]): c for c in range(k_ch)}
+    image = [
+        where.get((c // len(rail), ((rail[c % len(rail)][0] + 1) % g, rail[c % len(rail)][1]))) for c in range(k_ch)
+    ]
+    if all(i is not None for i in image):
+        per = h * g  # actors of a channel: host by host, each host's chain in order
+        moved = np.concatenate([np.arange(i * per, (i + 1) * per) for i in image])  # type: ignore[operator]
+        sigma = shift(cluster.endpoints, actors, np.asarray(actors)[moved], starts)
+        program = StepProgram(program.endpoints, program.phases, symmetry=sigma[: program.endpoints])
+    return program, k_ch * k
 
 
 @register

@@ -43,7 +43,7 @@ from ..nccl.layout import (
     run_program,
     slices,
 )
-from ..nccl.pipeline import Streams, launchers
+from ..nccl.pipeline import Streams, launchers, shift
 from ..nccl.protocols import nvls_chunk
 from ..nccl.tuner import NVLS_CHANNELS_HOPPER, NVLS_EFFICIENCY, describe, nvls_tree_cap
 from ..program import StepProgram
@@ -198,7 +198,12 @@ def nvls_program(
         hops = [(red[0], heads[0][0][0]), (heads[0][0][0], heads[0][1][0]), (heads[0][0][0], mc[0])]
         latency = max(cluster.alpha_beta(a, b)[0] for a, b in hops)
         s.cap([a for t in heads for grp in t for a in grp], 1.0 / max(per_slice - latency, per_slice / 2))
-    return s.program(starts), k * q_parts
+    program = s.program(starts)
+    if not sharp:  # head q + 1 is head q with every GPU index of a host moved up by one (sim.symmetry)
+        mine = np.array([[r for r in grp] for grp in groups] + [grp for t in heads for grp in t], dtype=np.int64)
+        sigma = shift(program.endpoints, mine.ravel(), np.roll(mine, -1, axis=1).ravel(), starts)
+        program = StepProgram(program.endpoints, program.phases, symmetry=sigma)
+    return program, k * q_parts
 
 
 class _NvlsBase(Algorithm):

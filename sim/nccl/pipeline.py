@@ -22,7 +22,7 @@ import numpy as np
 
 from ..program import Step, StepProgram
 
-__all__ = ["EndpointData", "Streams", "launchers"]
+__all__ = ["EndpointData", "Streams", "launchers", "shift"]
 
 
 class Streams:
@@ -150,6 +150,26 @@ def launchers(cluster: Any, actors: Sequence[int], seconds: float) -> list[tuple
         if rank >= 0:
             out.append((cluster.add_endpoint(rank=rank, key=("launch", a), overhead=seconds), a))
     return out
+
+
+def shift(
+    endpoints: int,
+    src: Sequence[int] | np.ndarray,
+    dst: Sequence[int] | np.ndarray,
+    launch: Sequence[tuple[int, int]] = (),
+) -> np.ndarray:
+    """A permutation of ``endpoints`` endpoints taking actor ``src[i]`` to ``dst[i]``, each actor's
+    launcher (``launch``: (launcher, actor) pairs) to its image's, and every other endpoint to itself:
+    the symmetry a schedule states for :mod:`sim.symmetry` (which checks it)."""
+    sigma = np.arange(endpoints)
+    sigma[np.asarray(src, dtype=np.int64)] = np.asarray(dst, dtype=np.int64)
+    if len(launch):
+        pairs = np.asarray(launch, dtype=np.int64)
+        launcher = np.full(endpoints, -1, dtype=np.int64)
+        launcher[pairs[:, 1]] = pairs[:, 0]
+        image = launcher[sigma[pairs[:, 1]]]
+        sigma[pairs[:, 0]] = np.where(image >= 0, image, pairs[:, 0])
+    return sigma
 
 
 class EndpointData:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..program import StepProgram
 from .layout import channel_endpoint, host_ranks
-from .pipeline import Streams, launchers
+from .pipeline import Streams, launchers, shift
 
 __all__ = ["channel_orders", "rings_program"]
 
@@ -50,6 +50,7 @@ def rings_program(
     rs, ag = rings_steps(orders, nbytes / (channels * p) * wire, endpoints, seg_off=np.arange(channels) * p)
     phases = ((rs, p - 1), (ag, p - 1))
     if starts:
-        head = Streams(endpoints, 1).program(starts)
-        return StepProgram(endpoints, head.phases + phases)
-    return StepProgram(endpoints, phases)
+        phases = Streams(endpoints, 1).program(starts).phases + phases
+    # channel c + 1 is channel c with every GPU index of a host moved up by one (sim.symmetry)
+    sigma = shift(endpoints, orders.ravel(), np.roll(orders, -1, axis=0).ravel(), starts)
+    return StepProgram(endpoints, phases, symmetry=sigma)

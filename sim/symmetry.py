@@ -1,0 +1,250 @@
+"""Symmetric step programs run on one representative of every orbit (the fast path's quotient).
+
+NCCL's channels are copies of one another moved across the rails: channel ``c + 1`` is channel ``c``
+with every GPU index of a host shifted by one (its own NIC, its own rail), and an NVLS head ``q + 1``
+is head ``q`` shifted the same way. A program builder states such a shift as a permutation ``σ`` of the
+endpoints (:attr:`sim.program.StepProgram.symmetry`). When the shift maps the program onto itself and
+the cluster onto itself -- every step's messages onto messages of the same step with the same bytes,
+reductions and rate bounds, every route onto the route of the shifted pair link by link, links onto
+links of the same capacity and latency, senders onto senders of the same per-message overhead and
+processor speed -- the whole run is symmetric: the max-min fair rates are unique, so flows that are
+images of one another always have the same rate, start and end at the same instants, and endpoints
+that are images of one another go through their steps at the same instants.
+
+So the run needs one member of every orbit. With ``n`` the order of ``σ``, the kept endpoints are the
+smallest of every orbit of ``n`` endpoints and the endpoints ``σ`` fixes (an NVSwitch's engines); the
+kept messages are those between kept endpoints -- one of every orbit of ``n`` messages, which is
+checked, as is that a kept endpoint loses none of its messages. A link direction ``a`` stands for its
+orbit: the flows crossing it in the whole run are the images of the kept flows crossing any direction
+of the orbit, each once when ``σ`` moves ``a`` (a kept route must then cross each orbit at most once)
+and ``n / |orbit|`` times when some power of ``σ`` fixes it (two channels on the same links: the
+orbit's capacity is divided by that count). Max-min fairness over the kept flows, their routes written
+on the orbits' representatives with those capacities, gives every kept flow the rate it has in the
+whole run, and the executor's steps the same times. Bytes and flows are booked back on every image's
+route at the end, so the run's link bytes, rank bytes and flow count are the whole program's.
+
+Anything that does not check out -- a shift that is not a symmetry, a link model with link classes or
+shared capacities, stragglers off the orbits -- runs the whole program, as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._arrays import distinct
+from .cluster import _PathTable
+from .msgmodel import MessageModel
+from .program import Step, StepProgram
+from .rates import gather_arcs
+
+__all__ = ["Quotient", "quotient"]
+
+_MAX_ORDER = 64  # the largest order of a shift that is looked at
+
+
+class _QuotientCluster:
+    """The cluster as the quotient run sees it: its own path table (routes on the orbits'
+    representatives) and capacities (divided by the orbits' fixed counts); everything else is the
+    cluster's."""
+
+    def __init__(self, base: Any, paths: _PathTable, capacity: np.ndarray) -> None:
+        self._base = base
+        self.paths = paths
+        self.capacity = capacity
+        self.message_model = MessageModel(self)  # type: ignore[arg-type] - the nominal model (checked)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._base, name)
+
+    def path_id(self, src: int, dst: int) -> int:
+        raise RuntimeError("quotient run: a route that was not prepared")
+
+    path_ids = path_id  # type: ignore[assignment]
+
+
+@dataclass
+class Quotient:
+    """A program's run on one member of every orbit (see the module docstring): ``program`` over
+    ``cluster`` (a view of the original cluster), then :meth:`rebook` on the network it ran on."""
+
+    program: StepProgram
+    cluster: Any
+    base: Any
+    order: int
+    real_pid: np.ndarray  # the original route of each quotient route
+    image_pid: np.ndarray  # original route -> the route of its image under the shift (-1: unused)
+
+    def rebook(self, net: Any) -> None:
+        """Give ``net`` (which ran :attr:`program` over :attr:`cluster`) the original cluster back, with
+        the bytes of every image of every kept message booked on its own route, and all the flows."""
+        quotient_bytes = net.path_bytes()
+        full = np.zeros(self.base.paths.count)
+        pid = self.real_pid[: len(quotient_bytes)].copy()
+        for _ in range(self.order):
+            np.add.at(full, pid, quotient_bytes)
+            pid = self.image_pid[pid]
+        net.rebook(self.base, full, net.flows * self.order)
+
+
+def _order(perm: np.ndarray) -> int:
+    """The order of the permutation ``perm`` (0 when above :data:`_MAX_ORDER`)."""
+    ident = np.arange(len(perm))
+    cur = perm.copy()
+    for k in range(1, _MAX_ORDER + 1):
+        if np.array_equal(cur, ident):
+            return k
+        cur = perm[cur]
+    return 0
+
+
+def _orbit_min(perm: np.ndarray, order: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the smallest member of every element's orbit, the orbit's size) under ``perm`` of ``order``."""
+    ident = np.arange(len(perm))
+    low = ident.copy()
+    size = np.full(len(perm), order, dtype=np.int64)
+    cur = ident
+    for k in range(1, order):
+        cur = perm[cur]
+        np.minimum(low, cur, out=low)
+        back = (cur == ident) & (size == order)
+        size[back] = k
+    return low, size
+
+
+def _keys(step: Step, width: int, sigma: np.ndarray | None = None) -> np.ndarray:
+    src, dst = (step.src, step.dst) if sigma is None else (sigma[step.src], sigma[step.dst])
+    return src * width + dst
+
+
+def quotient(program: StepProgram, cluster: Any, gamma: float, net: Any) -> Quotient | None:
+    """The quotient run of ``program`` on ``cluster`` under its shift, or None where the program has
+    none or it is not a symmetry of the run (see the module docstring). ``net`` is a network over
+    ``cluster`` (routes are interned through it)."""
+    sigma = getattr(program, "symmetry", None)
+    model = cluster.message_model
+    if sigma is None or model.shares or model.link_model.classes:
+        return None
+    e = program.endpoints
+    sigma = np.asarray(sigma, dtype=np.int64)
+    if len(sigma) != e or not np.array_equal(np.sort(sigma), np.arange(e)):
+        return None
+    n = _order(sigma)
+    if n < 2:
+        return None
+    low, size = _orbit_min(sigma, n)
+    fixed = size == 1
+    kept_end = (low == np.arange(e)) & ((size == n) | fixed)
+    overhead = cluster.overhead[:e]
+    scale = cluster.compute_scale[:e]
+    if not (np.array_equal(overhead[sigma], overhead) and (gamma == 0 or np.array_equal(scale[sigma], scale))):
+        return None
+    width = e
+    pairs: list[np.ndarray] = []  # (route, its image's route) of every message
+    steps: list[tuple[Step, np.ndarray]] = []
+    for step, _times in program.phases:
+        if not len(step):
+            steps.append((step, np.zeros(0, dtype=np.int64)))
+            continue
+        ends = np.concatenate([step.src, step.dst])
+        if not ((size[ends] == n) | fixed[ends]).all() or (fixed[step.src] & fixed[step.dst]).any():
+            return None
+        keys = _keys(step, width)
+        order = np.argsort(keys, kind="stable")
+        moved = _keys(step, width, sigma)
+        at = np.searchsorted(keys[order], moved)
+        at = np.minimum(at, len(keys) - 1)
+        if not np.array_equal(keys[order][at], moved):
+            return None  # a message whose image is not in the step
+        image = order[at]
+        if not (
+            np.array_equal(step.nbytes[image], step.nbytes)
+            and np.array_equal(step.reduce[image], step.reduce)
+            and (step.bound is None or np.array_equal(step.bound[image], step.bound))
+        ):
+            return None
+        keep = np.flatnonzero(kept_end[step.src] & kept_end[step.dst])
+        touching = (kept_end[step.src] & ~fixed[step.src]) | (kept_end[step.dst] & ~fixed[step.dst])
+        if len(keep) * n != len(step) or touching.sum() != len(keep):
+            return None  # a kept endpoint would lose a message, or an orbit is not kept once
+        pids = step.pids(net)
+        pairs.append(np.stack([pids, pids[image]]))
+        steps.append((step, keep))
+    if not pairs:
+        return None
+    links = _links(cluster, np.concatenate(pairs, axis=1), n)
+    if links is None:
+        return None
+    rep, capacity, image_pid = links
+    # the quotient's routes: one per original route of a kept message, on the orbits' representatives
+    kept_pids = distinct(np.concatenate([s.pids(net)[keep] for s, keep in steps if len(keep)]))
+    paths = cluster.paths
+    flow, arcs = gather_arcs(paths, kept_pids)
+    arcs = rep[arcs]
+    if len(flow) and len(distinct(flow * cluster.num_arcs + arcs)) != len(flow):
+        return None  # a route crossing two links of one orbit
+    lens = paths.length[kept_pids]
+    rows = np.full((len(kept_pids), int(lens.max(initial=0)) or 1), -1, dtype=np.int64)
+    rows[flow, np.arange(len(flow)) - np.repeat(np.cumsum(lens) - lens, lens)] = arcs
+    table = _PathTable()
+    qids = table.add_many(rows, paths.latency[kept_pids], paths.src[kept_pids], paths.dst[kept_pids], capacity)
+    qcluster = _QuotientCluster(cluster, table, capacity)
+    key = id(qcluster)
+    phases = []
+    for (step, keep), (_, times) in zip(steps, program.phases, strict=True):
+        sub = Step(
+            step.src[keep],
+            step.dst[keep],
+            step.nbytes[keep],
+            step.reduce[keep],
+            step.endpoints,
+            step.combine[keep],
+            step.seg[:, keep],
+            None if step.bound is None else step.bound[keep],
+        )
+        sub.__dict__["reduce_at"] = step.reduce_at  # a fixed endpoint reduces what all the images bring
+        if len(keep):
+            sub._pids[key] = qids[np.searchsorted(kept_pids, step.pids(net)[keep])]
+        phases.append((sub, times))
+    return Quotient(StepProgram(e, tuple(phases)), qcluster, cluster, n, kept_pids, image_pid)
+
+
+def _links(cluster: Any, pairs: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """From (route, image's route) pairs: the shift on link directions (each route's k-th link onto
+    its image's k-th), checked to be a permutation of the links used that keeps capacities and
+    latencies; returns (each link's orbit representative, the capacities the quotient sees, route ->
+    image route) or None."""
+    paths = cluster.paths
+    count = max(paths.count, 1)
+    both = distinct(pairs[0] * count + pairs[1])
+    a_pid, b_pid = both // count, both % count
+    image_pid = np.full(paths.count, -1, dtype=np.int64)
+    image_pid[a_pid] = b_pid
+    if not np.array_equal(image_pid[a_pid], b_pid) or len(distinct(a_pid)) != len(a_pid):
+        return None  # a route with two images
+    if not np.array_equal(paths.length[a_pid], paths.length[b_pid]):
+        return None
+    _, a_arcs = gather_arcs(paths, a_pid)
+    _, b_arcs = gather_arcs(paths, b_pid)
+    m = cluster.num_arcs
+    tau = np.arange(m)
+    link_pairs = distinct(a_arcs * m + b_arcs)
+    a, b = link_pairs // m, link_pairs % m
+    if len(distinct(a)) != len(a) or len(distinct(b)) != len(b):
+        return None  # not a one-to-one map of link directions
+    tau[a] = b
+    if not np.array_equal(np.sort(tau), np.arange(m)):
+        return None
+    cap, lat = cluster.capacity, cluster.latency
+    if not (np.array_equal(cap[b], cap[a]) and np.array_equal(lat[b], lat[a])):
+        return None
+    cur = tau.copy()
+    for _ in range(n - 1):
+        cur = tau[cur]
+    if not np.array_equal(cur, np.arange(m)):
+        return None  # the shift's n-th power moves a link
+    rep, size = _orbit_min(tau, n)
+    capacity = cap / (n // size)
+    return rep, capacity, image_pid
