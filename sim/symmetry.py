@@ -120,8 +120,10 @@ def _keys(step: Step, width: int, sigma: np.ndarray | None = None) -> np.ndarray
 
 
 def quotient(program: StepProgram, cluster: Any, gamma: float, net: Any) -> Quotient | None:
-    """The quotient run of ``program`` on ``cluster`` under its shift, or None where the program has
-    none or it is not a symmetry of the run (see the module docstring). ``net`` is a network over
+    """The quotient run of ``program`` on ``cluster`` under its shift ``σ`` -- or, where ``σ`` is not
+    a symmetry of the run, under the largest group of its powers ``σ^d`` that is (an ECMP fabric may
+    send rail ``q`` and rail ``q + 1`` over different spines, while two channels on one rail share
+    every route) -- or None where there is none (see the module docstring). ``net`` is a network over
     ``cluster`` (routes are interned through it)."""
     sigma = getattr(program, "symmetry", None)
     model = cluster.message_model
@@ -132,8 +134,19 @@ def quotient(program: StepProgram, cluster: Any, gamma: float, net: Any) -> Quot
     if len(sigma) != e or not np.array_equal(np.sort(sigma), np.arange(e)):
         return None
     n = _order(sigma)
-    if n < 2:
-        return None
+    power = sigma
+    for d in range(1, n // 2 + 1):
+        if n % d == 0:
+            got = _quotient(program, cluster, gamma, net, power, n // d)
+            if got is not None:
+                return got
+        power = sigma[power]
+    return None
+
+
+def _quotient(program: StepProgram, cluster: Any, gamma: float, net: Any, sigma: np.ndarray, n: int) -> Quotient | None:
+    """:func:`quotient` under the shift ``sigma`` of order ``n``."""
+    e = program.endpoints
     low, size = _orbit_min(sigma, n)
     fixed = size == 1
     kept_end = (low == np.arange(e)) & ((size == n) | fixed)
