@@ -299,7 +299,7 @@ class Network:
     def arc_bytes(self) -> np.ndarray:
         """Bytes carried so far by every link direction (indexed like the cluster's arcs)."""
         paths = self.cluster.paths
-        n = paths.count
+        n = min(paths.count, len(self._path_bytes))  # routes interned after the last booking carried nothing
         out = np.zeros(self.cluster.num_arcs)
         if n:
             lens = paths.length[:n]

@@ -28,6 +28,7 @@ from .fastpath import FastExecutor
 from .linkmodel import MAX_GAMMA, LinkModel
 from .network import Network
 from .prepare import Run, prepare
+from .program import StepProgram
 from .results import SimResult
 from .runtime import DataCheck, Job
 from .symmetry import quotient
@@ -200,18 +201,16 @@ def execute(run: Run, size: float) -> SimResult:
         raise ConfigError(f"engine fast: {why}", param="engine")
 
     env = new_environment()
-    net = Network(env, cluster, check=run.check_links)
+    # a symmetric step program runs on one member of every orbit (sim.symmetry), where it checks out
+    reduced = quotient(program, cluster, gamma) if isinstance(program, StepProgram) else None
+    net = Network(env, cluster if reduced is None else reduced.cluster, check=run.check_links)
     job = None
     executor: FastExecutor | FanExecutor | None = None
-    reduced = None
     if program is not None:
         if isinstance(program, Dataflow):
             executor = DataflowExecutor(net, program, gamma, cluster.compute_scale)
         else:
-            reduced = quotient(program, cluster, gamma, net)  # one member of every orbit, where symmetric
-            if reduced is not None:
-                net = Network(env, reduced.cluster, check=run.check_links)
-                program = reduced.program
+            program = program if reduced is None else reduced.program
             executor = FastExecutor(net, program, gamma, cluster.compute_scale, alone=True)
         done = env.process(executor.run())
     elif plan is not None:

@@ -30,6 +30,7 @@ shared capacities, stragglers off the orbits -- runs the whole program, as befor
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -119,12 +120,11 @@ def _keys(step: Step, width: int, sigma: np.ndarray | None = None) -> np.ndarray
     return src * width + dst
 
 
-def quotient(program: StepProgram, cluster: Any, gamma: float, net: Any) -> Quotient | None:
+def quotient(program: StepProgram, cluster: Any, gamma: float) -> Quotient | None:
     """The quotient run of ``program`` on ``cluster`` under its shift ``σ`` -- or, where ``σ`` is not
     a symmetry of the run, under the largest group of its powers ``σ^d`` that is (an ECMP fabric may
     send rail ``q`` and rail ``q + 1`` over different spines, while two channels on one rail share
-    every route) -- or None where there is none (see the module docstring). ``net`` is a network over
-    ``cluster`` (routes are interned through it)."""
+    every route) -- or None where there is none (see the module docstring)."""
     sigma = getattr(program, "symmetry", None)
     model = cluster.message_model
     if sigma is None or model.shares or model.link_model.classes:
@@ -134,6 +134,7 @@ def quotient(program: StepProgram, cluster: Any, gamma: float, net: Any) -> Quot
     if len(sigma) != e or not np.array_equal(np.sort(sigma), np.arange(e)):
         return None
     n = _order(sigma)
+    net = SimpleNamespace(cluster=cluster)  # routes are interned as a network over the cluster finds them
     power = sigma
     for d in range(1, n // 2 + 1):
         if n % d == 0:

@@ -23,7 +23,7 @@ def _quotient(graph, spec, size, gamma=0.0, program=None):
     cluster = Cluster(graph)
     if program is None:
         program = get_algorithm("allreduce", spec).program(cluster.size, size, cluster)
-    return quotient(program, cluster, gamma, Network(simpy.Environment(), cluster)), program, cluster
+    return quotient(program, cluster, gamma), program, cluster
 
 
 def _same(fast, message):
@@ -108,7 +108,7 @@ def test_a_shift_that_is_no_symmetry_is_refused_and_its_powers_tried():
     for c, d in cycle.items():
         bad[orders[c]] = orders[d]
     odd = dataclasses.replace(program, symmetry=bad)
-    reduced = quotient(odd, cluster, 0.0, Network(simpy.Environment(), cluster))
+    reduced = quotient(odd, cluster, 0.0)
     assert reduced is not None and reduced.order == 2
     env = simpy.Environment()
     net = Network(env, reduced.cluster)
@@ -131,12 +131,11 @@ def test_a_stated_permutation_must_map_the_program_onto_itself():
     graph = hgx(2, "dgx-h100", gpus_per_host=4)
     cluster = Cluster(graph)
     program = get_algorithm("allreduce", "nccl-tree").program(cluster.size, 2**24, cluster)
-    net = Network(simpy.Environment(), cluster)
     swap = np.arange(program.endpoints)
     swap[[0, 1]] = [1, 0]  # two idle ranks swapped: a symmetry of nothing that moves
-    assert quotient(dataclasses.replace(program, symmetry=swap), cluster, 0.0, net) is None
+    assert quotient(dataclasses.replace(program, symmetry=swap), cluster, 0.0) is None
     sigma = program.symmetry.copy()
     moved = np.flatnonzero(sigma != np.arange(len(sigma)))
     sigma[moved[:2]] = sigma[moved[:2]][::-1]  # one actor sent where another's image goes
-    assert quotient(dataclasses.replace(program, symmetry=sigma), cluster, 0.0, net) is None
-    assert quotient(dataclasses.replace(program, symmetry=None), cluster, 0.0, net) is None
+    assert quotient(dataclasses.replace(program, symmetry=sigma), cluster, 0.0) is None
+    assert quotient(dataclasses.replace(program, symmetry=None), cluster, 0.0) is None
