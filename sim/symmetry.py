@@ -115,11 +115,6 @@ def _orbit_min(perm: np.ndarray, order: int) -> tuple[np.ndarray, np.ndarray]:
     return low, size
 
 
-def _keys(step: Step, width: int, sigma: np.ndarray | None = None) -> np.ndarray:
-    src, dst = (step.src, step.dst) if sigma is None else (sigma[step.src], sigma[step.dst])
-    return src * width + dst
-
-
 def quotient(program: StepProgram, cluster: Any, gamma: float) -> Quotient | None:
     """The quotient run of ``program`` on ``cluster`` under its shift ``σ`` -- or, where ``σ`` is not
     a symmetry of the run, under the largest group of its powers ``σ^d`` that is (an ECMP fabric may
@@ -134,64 +129,73 @@ def quotient(program: StepProgram, cluster: Any, gamma: float) -> Quotient | Non
     if len(sigma) != e or not np.array_equal(np.sort(sigma), np.arange(e)):
         return None
     n = _order(sigma)
+    if n < 2 or not np.array_equal(cluster.overhead[:e][sigma], cluster.overhead[:e]):
+        return None
+    if gamma > 0 and not np.array_equal(cluster.compute_scale[:e][sigma], cluster.compute_scale[:e]):
+        return None
+    images = [_image(step, sigma) if len(step) else np.zeros(0, dtype=np.int64) for step, _ in program.phases]
+    if any(image is None for image in images):
+        return None
     net = SimpleNamespace(cluster=cluster)  # routes are interned as a network over the cluster finds them
-    power = sigma
+    pids = [step.pids(net) if len(step) else np.zeros(0, dtype=np.int64) for step, _ in program.phases]
+    power, moved = sigma, images
     for d in range(1, n // 2 + 1):
         if n % d == 0:
-            got = _quotient(program, cluster, gamma, net, power, n // d)
+            got = _quotient(program, cluster, power, n // d, moved, pids)
             if got is not None:
                 return got
         power = sigma[power]
+        moved = [image[m] for image, m in zip(images, moved, strict=True)]
     return None
 
 
-def _quotient(program: StepProgram, cluster: Any, gamma: float, net: Any, sigma: np.ndarray, n: int) -> Quotient | None:
-    """:func:`quotient` under the shift ``sigma`` of order ``n``."""
+def _image(step: Step, sigma: np.ndarray) -> np.ndarray | None:
+    """Each message's image under ``sigma`` (its index in the step), or None where some image is not a
+    message of the step with the same bytes, reduction and rate bound."""
+    width = step.endpoints
+    keys = step.src * width + step.dst
+    order = np.argsort(keys, kind="stable")
+    moved = sigma[step.src] * width + sigma[step.dst]
+    at = np.minimum(np.searchsorted(keys[order], moved), len(keys) - 1)
+    if not np.array_equal(keys[order][at], moved):
+        return None
+    image = order[at]
+    same = (
+        np.array_equal(step.nbytes[image], step.nbytes)
+        and np.array_equal(step.reduce[image], step.reduce)
+        and (step.bound is None or np.array_equal(step.bound[image], step.bound))
+    )
+    return image if same else None
+
+
+def _quotient(
+    program: StepProgram, cluster: Any, sigma: np.ndarray, n: int, images: list[np.ndarray], pids: list[np.ndarray]
+) -> Quotient | None:
+    """:func:`quotient` under the shift ``sigma`` of order ``n`` (``images``: each step's messages'
+    images under it; ``pids``: their routes)."""
     e = program.endpoints
     low, size = _orbit_min(sigma, n)
     fixed = size == 1
     kept_end = (low == np.arange(e)) & ((size == n) | fixed)
-    overhead = cluster.overhead[:e]
-    scale = cluster.compute_scale[:e]
-    if not (np.array_equal(overhead[sigma], overhead) and (gamma == 0 or np.array_equal(scale[sigma], scale))):
-        return None
-    width = e
-    pairs: list[np.ndarray] = []  # (route, its image's route) of every message
-    steps: list[tuple[Step, np.ndarray]] = []
-    for step, _times in program.phases:
-        if not len(step):
-            steps.append((step, np.zeros(0, dtype=np.int64)))
-            continue
-        ends = np.concatenate([step.src, step.dst])
-        if not ((size[ends] == n) | fixed[ends]).all() or (fixed[step.src] & fixed[step.dst]).any():
-            return None
-        keys = _keys(step, width)
-        order = np.argsort(keys, kind="stable")
-        moved = _keys(step, width, sigma)
-        at = np.searchsorted(keys[order], moved)
-        at = np.minimum(at, len(keys) - 1)
-        if not np.array_equal(keys[order][at], moved):
-            return None  # a message whose image is not in the step
-        image = order[at]
-        if not (
-            np.array_equal(step.nbytes[image], step.nbytes)
-            and np.array_equal(step.reduce[image], step.reduce)
-            and (step.bound is None or np.array_equal(step.bound[image], step.bound))
-        ):
-            return None
-        keep = np.flatnonzero(kept_end[step.src] & kept_end[step.dst])
-        touching = (kept_end[step.src] & ~fixed[step.src]) | (kept_end[step.dst] & ~fixed[step.dst])
-        if len(keep) * n != len(step) or touching.sum() != len(keep):
-            return None  # a kept endpoint would lose a message, or an orbit is not kept once
-        pids = step.pids(net)
-        pairs.append(np.stack([pids, pids[image]]))
-        steps.append((step, keep))
+    pairs = [np.stack([p, p[image]]) for p, image in zip(pids, images, strict=True) if len(p)]
     if not pairs:
         return None
     links = _links(cluster, np.concatenate(pairs, axis=1), n)
     if links is None:
         return None
     rep, capacity, image_pid = links
+    steps: list[tuple[Step, np.ndarray]] = []
+    for step, _times in program.phases:
+        keep = np.flatnonzero(kept_end[step.src] & kept_end[step.dst])
+        if len(step):
+            ends = np.concatenate([step.src, step.dst])
+            if not ((size[ends] == n) | fixed[ends]).all() or (fixed[step.src] & fixed[step.dst]).any():
+                return None
+            touching = (kept_end[step.src] & ~fixed[step.src]) | (kept_end[step.dst] & ~fixed[step.dst])
+            if len(keep) * n != len(step) or touching.sum() != len(keep):
+                return None  # a kept endpoint would lose a message, or an orbit is not kept once
+        steps.append((step, keep))
+    net = SimpleNamespace(cluster=cluster)
     # the quotient's routes: one per original route of a kept message, on the orbits' representatives
     kept_pids = distinct(np.concatenate([s.pids(net)[keep] for s, keep in steps if len(keep)]))
     paths = cluster.paths
