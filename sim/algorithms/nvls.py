@@ -200,7 +200,7 @@ def nvls_program(
         s.cap([a for t in heads for grp in t for a in grp], 1.0 / max(per_slice - latency, per_slice / 2))
     program = s.program(starts)
     if not sharp:  # head q + 1 is head q with every GPU index of a host moved up by one (sim.symmetry)
-        mine = np.array([[r for r in grp] for grp in groups] + [grp for t in heads for grp in t], dtype=np.int64)
+        mine = np.array([list(grp) for grp in groups] + [grp for t in heads for grp in t], dtype=np.int64)
         sigma = shift(program.endpoints, mine.ravel(), np.roll(mine, -1, axis=1).ravel(), starts)
         program = StepProgram(program.endpoints, program.phases, symmetry=sigma)
     return program, k * q_parts
