@@ -79,7 +79,8 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
         raise LogError(f"{path.name}: no '#  Rank' lines and no rank count in the command; give ranks=N")
     nodes = len(set(hosts)) if hosts else max(1, n // 8)
     gpu_text = " ".join(devices) if devices else text[:3000]  # the device lines, else what the header states
-    gpu = "h100" if re.search(r"H100|H200|H800", gpu_text) else "a100"
+    m = re.search(r"\b([HA][128]00)", gpu_text)
+    gpu = m.group(1).lower() if m else "a100"
     return Log(path, n, nodes, gpu, text[:4000], None if hosts else n)
 
 
@@ -93,11 +94,14 @@ def topology(log: Log) -> object:
     m = re.search(r"(\d+)\s*Gbps\s*[x×]\s*(\d+)", head)
     if m:
         speed, nics = float(m.group(1)), int(m.group(2))
-    if log.gpu == "h100":
-        preset = "oci-bm-gpu-h100-8" if nics == 16 else "dgx-h100"
+    hopper = log.gpu.startswith("h")
+    if nics == 16:  # two NICs per GPU (OCI's shapes)
+        preset = "oci-bm-gpu-h100-8" if hopper else "oci-bm-gpu4-8"
     else:
-        preset = "oci-bm-gpu4-8" if nics == 16 else "hgx-a100-200g"
-    kw = {}
+        preset = "dgx-h100" if hopper else "hgx-a100-200g"
+    kw: dict[str, object] = {"gpu": log.gpu}
+    if nics and nics not in (8, 16):  # fewer NICs than GPUs: one per PCIe switch
+        kw["nics_per_host"] = nics
     if speed:
         kw["nic_bandwidth"] = speed * 1e9 / 8
     return hgx(log.hosts, preset, **kw)

@@ -12,7 +12,7 @@ import pytest
 
 from sim.algorithms import get_algorithm
 from sim.cluster import Cluster
-from sim.errors import AlgorithmError
+from sim.errors import AlgorithmError, TopologyError
 from sim.nccl import tuner
 from sim.nccl.layout import btree_parent, dtree_parent
 from sim.simulate import simulate
@@ -192,6 +192,36 @@ def test_bundled_hgx_files_name_their_hardware():
     assert not load_graph("hgx-a100-200g-2").graph["nvls"]
 
 
+@pytest.mark.parametrize(
+    "spec", ["hgx:preset=hgx-a100-200g,hosts=2,gpus_per_host=4,nics_per_host=2", "hgx:hosts=2,gpus_per_host=4,gpu=h800"]
+)
+@pytest.mark.parametrize("algo", ["nccl", "nccl:algo=ring", "nccl:algo=tree"])
+def test_shared_nics_and_export_gpus_run_every_schedule(spec, algo):
+    """A NIC per PCIe switch shared by two GPUs, and GPUs with 8 NVLink links: each schedule delivers every
+    contribution once, and the fast path equals the message level."""
+    a = simulate(spec, "allreduce", algo, 3 * 2**22, check=True, gamma=1e-11)
+    b = simulate(spec, "allreduce", algo, 3 * 2**22, engine="fast", gamma=1e-11)
+    assert a.wrong == 0 and abs(a.time_s - b.time_s) <= 1e-9 * a.time_s
+
+
+def test_hgx_hardware_options():
+    """Options given inline arrive as text; NIC counts below one per GPU hang a NIC off every PCIe switch;
+    the export parts count 8 NVLink links; a GPU without NVLink SHARP drops the preset's NVLS."""
+    shared = load_graph("hgx:preset=hgx-a100-200g,hosts=1,nics_per_host=4,pcie_gen=4")
+    nics = sorted(v for v, d in shared.nodes(data=True) if d["kind"] == "nic")
+    assert [shared.nodes[v]["gpu"] for v in nics] == ["h0:gpu0", "h0:gpu2", "h0:gpu4", "h0:gpu6"]
+    assert shared.has_edge("h0:gpu1", "h0:pcie0") and shared.has_edge("h0:pcie0", "h0:nic0")
+    assert load_graph("hgx:hosts=1,nics_per_gpu=2").graph["nics_per_host"] == 16
+    assert load_graph("hgx:hosts=1,gpu=h800").graph["nvlink_bw"] == pytest.approx(8 * 20.6e9)
+    a800 = load_graph("hgx:hosts=1,gpu=a800")
+    assert a800.graph["gpu_arch"] == "sm80" and not a800.graph["nvls"]
+    for bad, why in (("nics_per_host=3", "do not divide"), ("nics_per_host=24", "more than two per GPU")):
+        with pytest.raises(TopologyError, match=why):
+            load_graph(f"hgx:hosts=1,{bad}")
+    with pytest.raises(TopologyError, match="third generation"):
+        load_graph("hgx:hosts=1,gpu=a100,nvls=true")
+
+
 def _cli(*args):
     return subprocess.run(
         [sys.executable, "-m", "collsim", *args], capture_output=True, text=True, cwd=ROOT, timeout=300
@@ -228,6 +258,20 @@ def test_log_reader_takes_what_users_post(tmp_path):
     samples, _ = nccl_logs.read_samples(nccl_logs._source(log))  # the rows, read as calibration reads them
     rows = [(s.size, round(s.time_s * 1e6, 1), s.ranks) for s in samples]
     assert (log.ranks, log.hosts, rows) == (16, 2, [(1073741824, 4484.9, 16)])
+    # the stated hardware: the GPU the device lines name, the NICs from an `N x S Gb/s` figure
+    stated = tmp_path / "stated.txt"
+    stated.write_text(
+        "# 2 servers, 8x A800 each, 4x 100 Gb/s RoCE per server\n"
+        + "".join(
+            f"#  Rank {r:2d} Group  0 Pid 1 on node{r // 8} device  {r % 8} [0x1b] NVIDIA A800-SXM4-80GB\n"
+            for r in range(16)
+        )
+        + body
+    )
+    a800 = nccl_logs.parse_log(stated)
+    g = nccl_logs.topology(a800)
+    assert (a800.gpu, a800.hosts, g.graph["nics_per_host"], g.graph["nic_bw"]) == ("a800", 2, 4, 12.5e9)
+    assert g.graph["nvlink_bw"] == pytest.approx(8 * 20e9)
     junk = tmp_path / "junk.txt"
     junk.write_text("hello\n")
     with pytest.raises(nccl_logs.LogError, match="not an nccl-tests log"):

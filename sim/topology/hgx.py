@@ -23,7 +23,7 @@ import math
 from typing import Any, Literal
 
 import networkx as nx
-from pydantic import PositiveInt
+from pydantic import PositiveInt, field_validator
 
 from ..errors import TopologyError
 from ..schema import Bandwidth, Spec, Time
@@ -72,8 +72,16 @@ PRESETS: dict[str, dict[str, Any]] = {
     ),
 }
 
-#: NVLink as NCCL sees it, per direction per GPU: per-link bandwidth (topo.h SM*_NVLINK_BW) x links
-NVLINK = {"h100": (18, 20.6e9, "sm90"), "a100": (12, 20.0e9, "sm80")}
+#: NVLink as NCCL sees it, per direction per GPU: per-link bandwidth (topo.h SM*_NVLINK_BW) x links.
+#: H200 is an H100 with more memory (18 NVLink 4 links); the export parts H800 and A800 keep 8 NVLink links
+#: (NVIDIA's H800 / A800 product briefs: 400 GB/s bidirectional), so NCCL counts 8 x its per-link rate.
+NVLINK = {
+    "h100": (18, 20.6e9, "sm90"),
+    "h200": (18, 20.6e9, "sm90"),
+    "h800": (8, 20.6e9, "sm90"),
+    "a100": (12, 20.0e9, "sm80"),
+    "a800": (8, 20.0e9, "sm80"),
+}
 #: PCIe x16 per direction as NCCL rates it (topo.cc kvDictPciGen: GT/s-based value x 16 lanes / 80)
 PCIE = {3: 12e9, 4: 24e9, 5: 48e9}
 
@@ -82,10 +90,11 @@ class HgxParams(Spec):
     hosts: PositiveInt
     preset: Literal["dgx-h100", "hgx-a100-200g", "oci-bm-gpu-h100-8", "oci-bm-gpu4-8"] = "dgx-h100"
     gpus_per_host: PositiveInt = 8
-    gpu: Literal["h100", "a100"] | None = None
+    gpu: Literal["h100", "h200", "h800", "a100", "a800"] | None = None
     nvls: bool | None = None
     sharp: bool = False
     nics_per_gpu: Literal[1, 2] | None = None
+    nics_per_host: PositiveInt | None = None
     nic_bandwidth: Bandwidth | None = None
     pcie_gen: Literal[3, 4, 5] | None = None
     gpus_per_pcie_switch: Literal[1, 2] | None = None
@@ -96,6 +105,12 @@ class HgxParams(Spec):
     nvlink_latency: Time = 0.3e-6
     pcie_latency: Time = 0.1e-6
     latency: Time = 0.5e-6
+
+    @field_validator("nics_per_gpu", "pcie_gen", "gpus_per_pcie_switch", mode="before")
+    @classmethod
+    def _whole(cls, value: Any) -> Any:
+        """``hgx:nics_per_gpu=2`` arrives as text; a choice of numbers takes it as the number."""
+        return int(value) if isinstance(value, str) and value.strip().isdigit() else value
 
 
 @register_builder("hgx", HgxParams)
@@ -111,13 +126,31 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
     p = _params(HgxParams, "hgx", dict(hosts=hosts, preset=preset, **kwargs))
     fig = {**PRESETS[p.preset], **{k: v for k, v in p.model_dump().items() if v is not None and k in PRESETS[p.preset]}}
     links, per_link, arch = NVLINK[fig["gpu"]]
-    g_per_host, nics = p.gpus_per_host, p.gpus_per_host * fig["nics_per_gpu"]
-    if fig["nvls"] and fig["gpu"] != "h100":
-        raise TopologyError("hgx: nvls (NVLink SHARP) needs an NVSwitch of the third generation, i.e. gpu=h100")
-    if g_per_host % fig["gpus_per_pcie_switch"]:
+    g_per_host = p.gpus_per_host
+    nics = p.nics_per_host or g_per_host * fig["nics_per_gpu"]
+    if p.nics_per_host and p.nics_per_host < g_per_host and p.gpus_per_pcie_switch is None:
+        fig["gpus_per_pcie_switch"] = g_per_host // p.nics_per_host  # a NIC per PCIe switch, shared
+    if p.nvls is None and arch != "sm90":
+        fig["nvls"] = False  # a preset's NVLS does not carry over to a GPU whose NVSwitch cannot reduce
+    if fig["nvls"] and arch != "sm90":
+        raise TopologyError("hgx: nvls (NVLink SHARP) needs an NVSwitch of the third generation (gpu=h100, h200, h800)")
+    per_switch = fig["gpus_per_pcie_switch"]
+    if g_per_host % per_switch:
+        raise TopologyError(f"hgx: {g_per_host} GPUs per host do not share PCIe switches {per_switch} by {per_switch}")
+    switches = g_per_host // per_switch
+    if nics > 2 * g_per_host:
+        raise TopologyError(f"hgx: {nics} NICs per host is more than two per GPU, which the schedules do not lay out")
+    if nics % g_per_host and (g_per_host % nics or nics != switches):
         raise TopologyError(
-            f"hgx: {g_per_host} GPUs per host do not share PCIe switches {fig['gpus_per_pcie_switch']} by {fig['gpus_per_pcie_switch']}"
+            f"hgx: {nics} NICs per host do not divide among {g_per_host} GPUs; give a multiple of the GPUs, or one "
+            f"NIC per PCIe switch ({switches} with gpus_per_pcie_switch={per_switch})"
         )
+    # the GPUs that own NICs, and how many each: every GPU its share, or the first GPU of every PCIe switch
+    owners = (
+        {j: nics // g_per_host for j in range(g_per_host)}
+        if nics >= g_per_host
+        else {j: 1 for j in range(0, g_per_host, per_switch)}
+    )
     groups = math.ceil(hosts / p.hosts_per_leaf)
     in_group = min(hosts, p.hosts_per_leaf)
     rail = p.fabric == "rail"
@@ -154,17 +187,18 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
         host = f"h{h}"
         gpus = b.add_host(host, gpus=g_per_host, intra_bandwidth=links * per_link, intra_latency=p.nvlink_latency)
         graph.nodes[host]["nvls"] = bool(fig["nvls"])
-        for sw in range(g_per_host // fig["gpus_per_pcie_switch"]):
+        for sw in range(switches):
             b.add_node(f"{host}:pcie{sw}", "switch", host=host)
+        n = 0
         for j, gpu in enumerate(gpus):
-            sw = f"{host}:pcie{j // fig['gpus_per_pcie_switch']}"
+            sw = f"{host}:pcie{j // per_switch}"
             b.add_link(gpu, sw, bandwidth=pcie, latency=p.pcie_latency, weight=4.0)
-            for k in range(fig["nics_per_gpu"]):
-                n = j * fig["nics_per_gpu"] + k
+            for _ in range(owners.get(j, 0)):
                 nic = f"{host}:nic{n}"
                 b.add_node(nic, "nic", host=host)
                 graph.nodes[nic]["gpu"] = gpu
                 b.add_link(sw, nic, bandwidth=pcie, latency=0.0, weight=4.0)
                 leaf = f"leaf{n if rail else 0}.{h // p.hosts_per_leaf}"
                 b.add_link(nic, leaf, bandwidth=fig["nic_bandwidth"], latency=p.latency)
+                n += 1
     return b.build(routing="updown")
