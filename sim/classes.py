@@ -32,13 +32,13 @@ the data check (which needs every message's payload: ``--check`` runs the messag
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ._arrays import ranges
 from .bulkroute import bulk_router
 from .deadline import check as check_deadline
 from .maxmin import maxmin_rates
@@ -114,46 +114,88 @@ class _Phase:
 
 
 class _Class:
-    """Equivalent flows: pairs ``members`` of ``phase``, all draining from ``start`` with ``remaining``
-    wire bytes each; ``arc``, ``hop``, ``count``: how many members cross each arc at each hop."""
+    """Equivalent flows: pairs ``members`` of ``phase``, all draining together; their numbers -- start,
+    wire bytes left, rate, crossing counts per (arc, hop) -- are row ``id`` of the executor's class
+    table (:class:`_Table`), so a re-solve is numpy work over the table, not Python per class."""
 
-    __slots__ = (
-        "arc",
-        "comp",
-        "count",
-        "cross",
-        "hop",
-        "kept",
-        "members",
-        "phase",
-        "rate",
-        "remaining",
-        "start",
-        "since",
-        "version",
-        "width",
-    )
+    __slots__ = ("cross", "id", "members", "phase")
 
-    def __init__(self, phase: _Phase, members: np.ndarray, start: float, remaining: float, entries: Any = None) -> None:
+    def __init__(self, phase: _Phase, members: np.ndarray, cid: int) -> None:
         self.phase = phase
         self.members = members
-        self.start = start
-        self.remaining = remaining  # wire bytes left at ``since``
-        self.since = start
-        self.rate = 0.0
-        self.version = 0  # bumped at every rate change (stale completion times in the heap)
-        self.comp = -1  # the component (of classes joined by kept arcs) it was last solved in
-        self.kept: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None  # (kept version, arc, hop, count)
-        self.cross: tuple[np.ndarray, np.ndarray] | None = None  # (member, arc) crossings, once asked for
-        if entries is None:
-            entries = _Entries(phase.ex.cluster.num_arcs)
-            for a in range(0, len(members), _CHUNK):
-                entries.add(phase.routes(members[a : a + _CHUNK], ids=False)[0])
-        self.arc, self.hop, self.count, self.width = entries.result()
+        self.id = cid
+        self.cross: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (member, arc, hop), once asked for
 
     @property
     def size(self) -> int:
         return len(self.members)
+
+
+class _Table:
+    """Every class's numbers, one row per class (index ``_Class.id``), and its crossings: entries
+    ``lo[c] .. hi[c] - 1`` of the (``e_arc``, ``e_hop``, ``e_cnt``) columns say how many of its
+    members cross each arc at each hop. Rows and entries are only appended (a split class's parts get
+    rows of their own)."""
+
+    ROWS = ("rate", "rem", "since", "start", "due", "comp", "alive", "lo", "hi", "width", "size")
+    ENTRIES = ("e_arc", "e_hop", "e_cnt")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.ne = 0
+        self.objs: list[_Class] = []
+        zeros = {"comp": -1, "due": np.inf}
+        for name in self.ROWS:
+            dtype = bool if name == "alive" else float if name in ("rate", "rem", "since", "start", "due") else np.int64
+            setattr(self, name, np.full(64, zeros.get(name, 0), dtype=dtype))
+        for name in self.ENTRIES:
+            setattr(self, name, np.zeros(256, dtype=float if name == "e_cnt" else np.int64))
+
+    @staticmethod
+    def _grown(arr: np.ndarray, need: int, fill: Any) -> np.ndarray:
+        if need <= len(arr):
+            return arr
+        out = np.full(max(need, 2 * len(arr)), fill, dtype=arr.dtype)
+        out[: len(arr)] = arr
+        return out
+
+    def add(self, phase: _Phase, members: np.ndarray, start: float, remaining: float, entries: _Entries) -> _Class:
+        """A new (not yet active) class of ``members`` with the crossings ``entries`` counted."""
+        arc, hop, count, width = entries.result()
+        c, e = self.n, self.ne
+        for name in self.ROWS:
+            setattr(self, name, self._grown(getattr(self, name), c + 1, {"comp": -1, "due": np.inf}.get(name, 0)))
+        for name in self.ENTRIES:
+            setattr(self, name, self._grown(getattr(self, name), e + len(arc), 0))
+        self.e_arc[e : e + len(arc)] = arc
+        self.e_hop[e : e + len(arc)] = hop
+        self.e_cnt[e : e + len(arc)] = count
+        self.rate[c], self.rem[c], self.since[c], self.start[c] = 0.0, remaining, start, start
+        self.due[c], self.comp[c], self.alive[c] = np.inf, -1, False
+        self.lo[c], self.hi[c], self.width[c], self.size[c] = e, e + len(arc), width, len(members)
+        self.n, self.ne = c + 1, e + len(arc)
+        obj = _Class(phase, members, c)
+        self.objs.append(obj)
+        return obj
+
+    def entries(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(row within ``ids``, entry index) of every crossing of the classes ``ids``, class by class."""
+        lens = self.hi[ids] - self.lo[ids]
+        return np.repeat(np.arange(len(ids)), lens), ranges(self.lo[ids], lens)
+
+    def load(self, ids: np.ndarray, arcs: int) -> np.ndarray:
+        """The bytes/s the classes ``ids`` put on every arc at their rates."""
+        row, idx = self.entries(ids)
+        return np.bincount(self.e_arc[idx], weights=self.e_cnt[idx] * self.rate[ids][row], minlength=arcs)
+
+    def advance(self, ids: np.ndarray, t: float) -> None:
+        """Drain the classes ``ids`` at their rates up to ``t``."""
+        rate, since = self.rate[ids], self.since[ids]
+        moved = t > since
+        with np.errstate(invalid="ignore"):
+            drained = np.where(np.isinf(rate), 0.0, self.rem[ids] - rate * (t - since))
+        self.rem[ids] = np.where(moved, drained, self.rem[ids])
+        self.since[ids] = t
 
 
 class _Entries:
@@ -340,18 +382,11 @@ class FanExecutor:
         if self.bulk is not None and not self.intern:
             self._booked.append(("account_arcs", (arc_bytes, sent, received, len(phase))))
         return [
-            _Class(phase, np.concatenate(members), t + key[0], key[1], entries)
+            self._add(phase, np.concatenate(members), t + key[0], key[1], entries)
             for key, (members, entries) in sorted(groups.items())
         ]
 
     # ------------------------------------------------------------------ rates
-    def _kept(self, c: _Class) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``c``'s (arc, hop, count) entries on the kept arcs (those that may saturate)."""
-        if c.kept is None or c.kept[0] != self._kept_version:
-            on = self._keep[c.arc]
-            c.kept = (self._kept_version, c.arc[on], c.hop[on], c.count[on])
-        return c.kept[1], c.kept[2], c.kept[3]
-
     def _promote(self, arcs: np.ndarray) -> bool:
         """Keep ``arcs`` (a mask or indices) from now on; whether any was not kept yet."""
         new = np.zeros(len(self._keep), dtype=bool)
@@ -363,57 +398,52 @@ class FanExecutor:
         self._kept_version += 1
         return True
 
-    def _load(self, classes: list[_Class]) -> np.ndarray:
-        """The bytes/s ``classes`` put on every arc at their rates."""
-        live = [c for c in classes if len(c.arc)]
-        if not live:
-            return np.zeros(self.cluster.num_arcs)
-        arc = np.concatenate([c.arc for c in live])
-        flow = np.concatenate([c.count for c in live]) * np.repeat([c.rate for c in live], [len(c.arc) for c in live])
-        return np.bincount(arc, weights=flow, minlength=self.cluster.num_arcs)
+    def _active(self) -> np.ndarray:
+        """The ids of the active (draining) classes."""
+        return np.flatnonzero(self._tab.alive[: self._tab.n])
 
-    def _solve(self, region: list[_Class], base: np.ndarray, everything: bool) -> list[_Class] | None:
-        """Set the rates of ``region`` (whole components of classes joined by kept arcs) to the max-min
-        fair ones, splitting classes until each is verified; returns the refined region, or None when
-        an arc had to be kept anew (components may join: the caller solves every class). ``base``: the
-        load of every other class on every arc; ``everything``: the region is every active class.
+    def _solve(self, region: np.ndarray, base: np.ndarray, everything: bool) -> np.ndarray | None:
+        """Set the rates of ``region`` (class ids: whole components of classes joined by kept arcs) to
+        the max-min fair ones, splitting classes until each is verified; returns the refined region, or
+        None when an arc had to be kept anew (components may join: the caller solves every class).
+        ``base``: the load of every other class on every arc; ``everything``: the region is every
+        active class.
 
         Only kept arcs enter the max-min problem; the result is the fair one of the whole network when
         no other arc is full (an allocation is max-min fair iff it is feasible and every flow crosses a
         saturated arc on which no flow is faster): an arc found full is kept from then on."""
         cap = self.cluster.capacity
+        tab = self._tab
         version = self._kept_version
         while True:
             check_deadline()
-            live = [c for c in region if len(c.arc)]
-            kept = [self._kept(c) for c in live]
-            for c, k in zip(live, kept, strict=True):
-                if not len(k[0]):
-                    # nothing kept on its route yet: keep its tightest arcs
-                    share = cap[c.arc] / c.count
-                    self._promote(c.arc[share <= share.min() * (1 + _TOL)])
+            lens = tab.hi[region] - tab.lo[region]
+            live, empty = region[lens > 0], region[lens == 0]
+            row, idx = tab.entries(live)
+            e_arc = tab.e_arc[idx]
+            on = self._keep[e_arc]
+            bare = np.bincount(row[on], minlength=len(live)) == 0
+            if bare.any():
+                # nothing kept on their routes yet: keep their tightest arcs
+                share = cap[e_arc] / tab.e_cnt[idx]
+                tightest = np.minimum.reduceat(share, np.cumsum(lens[lens > 0]) - lens[lens > 0])
+                self._promote(e_arc[bare[row] & (share <= tightest[row] * (1 + _TOL))])
             if self._kept_version != version:
                 return None
             self.solves += 1
-            for c in region:
-                if not len(c.arc):
-                    c.rate = np.inf  # an empty path: drains at once
-            if not live:
+            tab.rate[empty] = np.inf  # an empty path: drains at once
+            if not len(live):
                 self._region_load = np.zeros(len(cap))
                 return region
-            cls = np.repeat(np.arange(len(live)), [len(k[0]) for k in kept])
-            arc = np.concatenate([k[0] for k in kept])
-            hop = np.concatenate([k[1] for k in kept])
-            count = np.concatenate([k[2] for k in kept])
+            cls, arc, hop, count = row[on], e_arc[on], tab.e_hop[idx[on]], tab.e_cnt[idx[on]]
             rate = maxmin_rates(cls, arc, len(live), cap, weight=count)
-            for c, r in zip(live, rate.tolist(), strict=True):
-                c.rate = r
-            load = self._load(live)
+            tab.rate[live] = rate
+            load = np.bincount(e_arc, weights=tab.e_cnt[idx] * rate[row], minlength=len(cap))
             full = ~self._keep & (base + load >= cap * (1 - _TOL))
             if self._promote(full):
                 return None
             bad, saturated = self._unverified(live, cls, arc, hop, count, rate)
-            if not bad:
+            if not len(bad):
                 # kept arcs of the region that carry less than their capacity bind nobody: leave them
                 # out (they only join components) until their load fills them again (after solving
                 # everything only: it makes every class read its kept arcs again)
@@ -425,24 +455,23 @@ class FanExecutor:
                     self._kept_version += 1
                 self._region_load = load
                 return region
-            if len(self.active) + len(bad) > self.max_classes:
-                raise Fragmented(f"{len(self.active)} flow classes")
-            refined = []
-            bad_set = set(bad)
-            for i, c in enumerate(live):
-                refined.extend(self._split(c, saturated) if i in bad_set else [c])
-            region = refined + [c for c in region if not len(c.arc)]
+            if self._nactive + len(bad) > self.max_classes:
+                raise Fragmented(f"{self._nactive} flow classes")
+            good = np.ones(len(live), dtype=bool)
+            good[bad] = False
+            parts = [self._split(tab.objs[i], saturated) for i in live[bad].tolist()]
+            region = np.concatenate([live[good], *parts, empty])
 
     def _unverified(
         self,
-        live: list[_Class],
+        live: np.ndarray,
         cls: np.ndarray,
         arc: np.ndarray,
         hop: np.ndarray,
         count: np.ndarray,
         rate: np.ndarray,
-    ) -> tuple[list[int], np.ndarray]:
-        """The classes some member of which has no bottleneck, and the saturated arcs (a mask)."""
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of ``live`` some member of which has no bottleneck, and the saturated arcs (a mask)."""
         cap = self.cluster.capacity
         load = np.bincount(arc, weights=count * rate[cls], minlength=len(cap))
         fastest = np.zeros(len(cap))
@@ -450,18 +479,18 @@ class FanExecutor:
         saturated = load >= cap * (1 - _TOL)
         neck = saturated[arc] & (rate[cls] >= fastest[arc] * (1 - _TOL))
         # quick test: the bottleneck crossings at one hop position account for every member
-        width = max(c.width for c in live)
+        width = int(self._tab.width[live].max())
         cover = np.bincount(cls[neck] * width + hop[neck], weights=count[neck], minlength=len(live) * width)
-        quick = (cover.reshape(len(live), width) >= np.array([c.size for c in live])[:, None]).any(axis=1)
+        quick = (cover.reshape(len(live), width) >= self._tab.size[live][:, None]).any(axis=1)
         bad = []
         offsets = np.searchsorted(cls, np.arange(len(live) + 1))  # cls is sorted
         for i in np.flatnonzero(~quick).tolist():
             necks = np.zeros(len(cap), dtype=bool)
             a, b = offsets[i], offsets[i + 1]
             necks[arc[a:b][neck[a:b]]] = True
-            if not self._every_member_crosses(live[i], necks):  # some member has no bottleneck
+            if not self._every_member_crosses(self._tab.objs[live[i]], necks):  # some member has no bottleneck
                 bad.append(i)
-        return bad, saturated
+        return np.array(bad, dtype=np.int64), saturated
 
     def _every_member_crosses(self, c: _Class, arcs_mask: np.ndarray) -> bool:
         """Whether every member of ``c`` crosses an arc of ``arcs_mask`` (large classes by chunks)."""
@@ -489,20 +518,32 @@ class FanExecutor:
             c.cross = cross
         return cross
 
-    def _split(self, c: _Class, saturated: np.ndarray) -> list[_Class]:
+    def _add(
+        self, phase: _Phase, members: np.ndarray, start: float, remaining: float, entries: _Entries | None = None
+    ) -> _Class:
+        """A new class in the table (its crossings counted from its routes unless ``entries`` has them)."""
+        if entries is None:
+            entries = _Entries(self.cluster.num_arcs)
+            for a in range(0, len(members), _CHUNK):
+                entries.add(phase.routes(members[a : a + _CHUNK], ids=False)[0])
+        return self._tab.add(phase, members, start, remaining, entries)
+
+    def _split(self, c: _Class, saturated: np.ndarray) -> np.ndarray:
         """``c`` cut by which saturated arcs its members cross (members on the same ones stay together);
-        the parts take its place among the active classes."""
-        parts = self._cut(c, saturated)
-        for part in parts:
-            part.since = c.since
-            part.rate = c.rate
-        self.active.discard(c)
-        self.active.update(parts)
-        return parts
+        the parts (their ids) take its place among the active classes."""
+        tab = self._tab
+        ids = np.array([part.id for part in self._cut(c, saturated)], dtype=np.int64)
+        tab.since[ids] = tab.since[c.id]
+        tab.rate[ids] = tab.rate[c.id]
+        tab.alive[ids] = True
+        tab.alive[c.id] = False
+        self._nactive += len(ids) - 1
+        return ids
 
     def _cut(self, c: _Class, saturated: np.ndarray) -> list[_Class]:
         """``c``'s members grouped by which saturated arcs they cross."""
         self.splits += 1
+        start, remaining, width = float(self._tab.start[c.id]), float(self._tab.rem[c.id]), int(self._tab.width[c.id])
         if len(self._arc_hash) != len(saturated):
             x = (np.arange(len(saturated), dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
             x ^= x >> np.uint64(29)
@@ -520,7 +561,7 @@ class FanExecutor:
             order = np.argsort(part, kind="stable")
             cuts = np.searchsorted(part[order], np.arange(int(part.max()) + 2))
             return [
-                _Class(c.phase, c.members[order[a:b]], c.start, c.remaining)
+                self._add(c.phase, c.members[order[a:b]], start, remaining)
                 for a, b in zip(cuts[:-1], cuts[1:], strict=True)
             ]
         which, arcs, hop = self._crossings(c)
@@ -541,26 +582,30 @@ class FanExecutor:
         for k, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
             sel = by[edges[k] : edges[k + 1]]
             entries = _Entries(self.cluster.num_arcs)
-            entries.width = c.width
-            entries.keys.append(arcs[sel] * c.width + hop[sel])
-            part_c = _Class(c.phase, c.members[order[a:b]], c.start, c.remaining, entries)
+            entries.width = width
+            entries.keys.append(arcs[sel] * width + hop[sel])
+            part_c = self._add(c.phase, c.members[order[a:b]], start, remaining, entries)
             part_c.cross = (where[which[sel]] - a, arcs[sel], hop[sel])
             parts.append(part_c)
         return parts
 
     # ------------------------------------------------------------------ components and the event loop
-    def _components(self, region: list[_Class]) -> None:
-        """Number the components of ``region``: classes joined by the kept arcs they cross. Classes of
-        different components share no kept arc, so each component's max-min problem is its own."""
-        live = [c for c in region if len(c.arc)]
-        for c in region:
-            if not len(c.arc):
-                c.comp = self._new_comp([c])
-        if not live:
+    def _components(self, region: np.ndarray) -> None:
+        """Number the components of ``region`` (class ids): classes joined by the kept arcs they cross.
+        Classes of different components share no kept arc, so each component's max-min problem is its
+        own."""
+        tab = self._tab
+        lens = tab.hi[region] - tab.lo[region]
+        live, empty = region[lens > 0], region[lens == 0]
+        tab.comp[empty] = self._next_comp + np.arange(len(empty))
+        self._next_comp += len(empty)
+        if not len(live):
             return
-        kept = [self._kept(c)[0] for c in live]
-        cls = np.repeat(np.arange(len(live)), [len(k) for k in kept])
-        arcs, where = np.unique(np.concatenate(kept), return_inverse=True)
+        row, idx = tab.entries(live)
+        e_arc = tab.e_arc[idx]
+        on = self._keep[e_arc]
+        cls = row[on]
+        arcs, where = np.unique(e_arc[on], return_inverse=True)
         where = where.reshape(-1)
         label = np.arange(len(live))
         while True:  # smallest class index of each component, spread over the kept arcs
@@ -572,78 +617,64 @@ class FanExecutor:
             if np.array_equal(new, label):
                 break
             label = new
-        order = np.argsort(label, kind="stable")
-        cuts = np.flatnonzero(np.diff(label[order])) + 1
-        first = {}
-        for group in np.split(order, cuts):
-            comp = self._new_comp([live[i] for i in group.tolist()])
-            first[int(label[group[0]])] = comp
-        self._arc_comp[arcs] = [first[int(x)] for x in at_arc.tolist()]
+        labels, comp = np.unique(label, return_inverse=True)
+        tab.comp[live] = self._next_comp + comp.reshape(-1)
+        number = np.zeros(len(live), dtype=np.int64)
+        number[labels] = self._next_comp + np.arange(len(labels))
+        self._next_comp += len(labels)
+        self._arc_comp[arcs] = number[at_arc]
 
-    def _new_comp(self, members: list[_Class]) -> int:
-        comp = self._next_comp
-        self._next_comp += 1
-        self._comps[comp] = set(members)
-        for c in members:
-            c.comp = comp
-        return comp
+    def _members_of(self, comps: np.ndarray) -> np.ndarray:
+        """The active classes of the components ``comps``."""
+        comps = comps[comps >= 0]
+        if not len(comps):
+            return np.zeros(0, dtype=np.int64)
+        active = self._active()
+        return active[np.isin(self._tab.comp[active], comps)]
 
-    def _advance(self, c: _Class, t: float) -> None:
-        """Drain ``c`` at its rate up to ``t``."""
-        if t > c.since:
-            c.remaining = 0.0 if np.isinf(c.rate) else c.remaining - c.rate * (t - c.since)
-        c.since = t
-
-    def _settle(self, region: list[_Class], t: float) -> None:
-        """Re-solve ``region`` at ``t`` (every active class where arcs had to be kept anew), renumber
-        its components and queue its classes' completions."""
-        for c in region:
-            self._advance(c, t)
-        self.partial += len(region) < len(self.active)
-        before = {id(c): c.rate for c in region}
-        base = self._loads - self._load(region)
+    def _settle(self, region: np.ndarray, t: float) -> None:
+        """Re-solve ``region`` (class ids) at ``t`` (every active class where arcs had to be kept anew),
+        renumber its components and set its classes' completion times."""
+        tab = self._tab
+        cap = self.cluster.capacity
+        tab.advance(region, t)
+        self.partial += len(region) < self._nactive
+        before = np.full(tab.n, np.nan)
+        before[region] = tab.rate[region]
+        base = self._loads - tab.load(region, len(cap))
         while True:
-            for comp in {c.comp for c in region}:
-                self._comps.pop(comp, None)
-            solved = self._solve(region, base, len(region) == len(self.active))
+            solved = self._solve(region, base, len(region) == self._nactive)
             if solved is not None:
                 break
-            region = list(self.active)  # arcs kept anew: components may join
+            region = self._active()  # arcs kept anew: components may join
             base = np.zeros(len(base))
-            for c in region:
-                self._advance(c, t)
+            tab.advance(region, t)
         self._loads = base + self._region_load
         self._components(solved)
-        for c in solved:
-            if before.get(id(c)) == c.rate:
-                continue  # the same rate: the same completion time, already queued
-            c.version += 1
-            if np.isinf(c.rate):
-                due = t
-            elif c.rate > 0:
-                due = t + c.remaining / c.rate
-            else:  # pragma: no cover - max-min gives every flow a positive rate
-                continue
-            heapq.heappush(self._due, (due, self._seq, c.version, c))
-            self._seq += 1
+        old = np.full(len(solved), np.nan)
+        known = solved < len(before)  # split parts are new: their rates are set anew
+        old[known] = before[solved[known]]
+        changed = solved[tab.rate[solved] != old]  # the same rate: the same completion time stands
+        rate = tab.rate[changed]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tab.due[changed] = np.where(np.isinf(rate), t, t + tab.rem[changed] / rate)
 
-    def _start(self, fresh: list[_Class]) -> list[_Class]:
-        """A phase's new classes join the active ones: they and the classes of the components they
-        meet (on kept arcs)."""
-        self.active.update(fresh)
-        arcs = np.concatenate([c.arc for c in fresh])
-        arcs = arcs[self._keep[arcs]]
-        region = set(fresh)
-        for comp in np.unique(self._arc_comp[arcs]).tolist():
-            region.update(self._comps.get(comp, ()))
-        return list(region)
+    def _start(self, fresh: np.ndarray) -> np.ndarray:
+        """A phase's new classes (ids) join the active ones: they and the classes of the components
+        they meet (on kept arcs)."""
+        tab = self._tab
+        tab.alive[fresh] = True
+        self._nactive += len(fresh)
+        arcs = tab.e_arc[tab.entries(fresh)[1]]
+        return np.union1d(fresh, self._members_of(np.unique(self._arc_comp[arcs[self._keep[arcs]]])))
 
-    def _finish(self, c: _Class) -> None:
-        """``c`` has drained: it leaves its component and the arcs' loads."""
-        self.active.discard(c)
-        self._comps.get(c.comp, set()).discard(c)
-        if len(c.arc) and np.isfinite(c.rate):
-            np.add.at(self._loads, c.arc, -c.count * c.rate)
+    def _finish(self, done: np.ndarray) -> None:
+        """The classes ``done`` have drained: they leave the active classes and the arcs' loads."""
+        tab = self._tab
+        tab.alive[done] = False
+        self._nactive -= len(done)
+        finite = done[np.isfinite(tab.rate[done])]
+        self._loads -= tab.load(finite, len(self._loads))
 
     def simulate(self, t0: float) -> float:
         """Run the plan from ``t0``; returns the time the last pull arrives.
@@ -653,65 +684,58 @@ class FanExecutor:
         problem and join classes into components -- an arc that does not fill binds nobody -- so a
         parameter server's pushes fall into one component per leaf above the servers, not one for
         the whole fabric; every arc's exact load is followed, and an arc left out that fills is kept
-        (and everything solved again)."""
+        (and everything solved again). Every class that completes at one instant completes in one
+        event."""
         s = len(self.plan.servers)
         cl = self.cluster
-        self.active: set[_Class] = set()
+        self._tab = tab = _Table()
+        self._nactive = 0
         self._keep = np.zeros(cl.num_arcs, dtype=bool)
         self._kept_version = 0
         self._loads = np.zeros(cl.num_arcs)  # every active class's bytes/s on every arc
         self._arc_comp = np.full(cl.num_arcs, -1, dtype=np.int64)
-        self._comps: dict[int, set[_Class]] = {}
         self._next_comp = 0
-        self._due: list[tuple[float, int, int, _Class]] = []
-        self._seq = 0
         received = np.zeros(s, dtype=np.int64)
         ready = np.full(s, t0)  # each server's processor is free from then on
-        waiting = self._phase(np.arange(s), t0, push=True)  # not yet draining
+        waiting = [c.id for c in self._phase(np.arange(s), t0, push=True)]  # not yet draining
         end = t0
         # servers with nothing to receive serve at once
         idle = np.flatnonzero(self.expected == 0)
-        waiting += self._phase(idle, t0, push=False) if len(idle) else []
-        while waiting or self.active:
+        waiting += [c.id for c in self._phase(idle, t0, push=False)] if len(idle) else []
+        pending = np.array(waiting, dtype=np.int64)
+        while len(pending) or self._nactive:
             check_deadline()
-            # the next change: a class starts draining, or one completes
-            while self._due and (self._due[0][3].version != self._due[0][2] or self._due[0][3] not in self.active):
-                heapq.heappop(self._due)
-            t = min(min((c.start for c in waiting), default=np.inf), self._due[0][0] if self._due else np.inf)
-            done: list[_Class] = []
-            while self._due and self._due[0][0] - t <= _TIME_RTOL * t + 1e-300:
-                _, _, version, c = heapq.heappop(self._due)
-                if version == c.version and c in self.active:
-                    done.append(c)
-            starting = [c for c in waiting if c.start <= t]
-            waiting = [c for c in waiting if c.start > t]
-            region: set[_Class] = set()
-            for c in done:
-                self._finish(c)
-            for c in done:
-                region.update(self._comps.get(c.comp, ()))
-            if starting:
-                region.update(self._start(starting))
-            pulls = []
-            for c in done:
-                end = max(end, t)
-                if not c.phase.push:
-                    continue
-                got = np.bincount(c.phase.server(c.members), minlength=s)
-                at = np.flatnonzero(got)
-                first = received[at] == 0
-                cost = got[at] * self.fold[at]
-                if self.plan.first_free:
-                    cost = cost - np.where(first, self.fold[at], 0.0)
-                ready[at] = np.maximum(ready[at], t) + cost
-                received[at] += got[at]
-                pulls.extend(at[received[at] == self.expected[at]].tolist())
-            if region:
-                self._settle(list(region), t)
-            if pulls:
+            # the next change: a class starts draining, or classes complete
+            active = self._active()
+            due = tab.due[active]
+            t = min(tab.start[pending].min(initial=np.inf), due.min(initial=np.inf))
+            done = active[due - t <= _TIME_RTOL * t + 1e-300]
+            starting = pending[tab.start[pending] <= t]
+            pending = pending[tab.start[pending] > t]
+            touched = np.unique(tab.comp[done])
+            self._finish(done)
+            region = self._members_of(touched)
+            if len(starting):
+                region = np.union1d(region, self._start(starting))
+            pulls = np.zeros(0, dtype=np.int64)
+            if len(done):
+                end = max(end, float(t))
+                pushed = [tab.objs[i] for i in done.tolist() if tab.objs[i].phase.push]
+                if pushed:
+                    got = np.bincount(np.concatenate([c.phase.server(c.members) for c in pushed]), minlength=s)
+                    at = np.flatnonzero(got)
+                    cost = got[at] * self.fold[at]
+                    if self.plan.first_free:  # the first push a server receives is a copy
+                        cost = cost - np.where(received[at] == 0, self.fold[at], 0.0)
+                    ready[at] = np.maximum(ready[at], t) + cost
+                    received[at] += got[at]
+                    pulls = at[received[at] == self.expected[at]]
+            if len(region):
+                self._settle(region, t)
+            if len(pulls):
                 # servers done reducing at the same instant send their pulls together
-                full = np.array(pulls, dtype=np.int64)
-                for when in np.unique(ready[full]).tolist():
-                    waiting += self._phase(full[ready[full] == when], when, push=False)
-                    end = max(end, when)
+                for when in np.unique(ready[pulls]).tolist():
+                    fresh = self._phase(pulls[ready[pulls] == when], when, push=False)
+                    pending = np.concatenate([pending, [c.id for c in fresh]]).astype(np.int64)
+                    end = max(end, float(when))
         return end
