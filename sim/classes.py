@@ -50,6 +50,7 @@ _TIME_RTOL = 1e-12  # classes due within this fraction of "now" complete togethe
 _TOL = 1e-9  # saturation and rate ties in the verification
 _MIN_CLASSES = 128  # classes a plan may always split into before the message level takes over
 _FLOWS_PER_CLASS = 256  # ... and beyond that, at least this many messages per class on average
+_COMPACT_MIN = 1 << 20  # crossings in the class table below which dead classes' are not dropped
 
 
 class Fragmented(Exception):
@@ -137,19 +138,23 @@ class _Table:
     members cross each arc at each hop. Rows and entries are only appended (a split class's parts get
     rows of their own)."""
 
-    ROWS = ("rate", "rem", "since", "start", "due", "comp", "alive", "lo", "hi", "width", "size")
+    ROWS = ("rate", "booked", "rem", "since", "start", "due", "comp", "alive", "lo", "hi", "width", "size")
+    ROWS += ("k_lo", "k_hi", "k_ver")
+    FLOATS = ("rate", "booked", "rem", "since", "start", "due")
     ENTRIES = ("e_arc", "e_hop", "e_cnt")
+    KEPT = ("k_arc", "k_hop", "k_cnt")
 
     def __init__(self) -> None:
         self.n = 0
         self.ne = 0
         self.objs: list[_Class] = []
-        zeros = {"comp": -1, "due": np.inf}
+        zeros = {"comp": -1, "due": np.inf, "k_ver": -1}
         for name in self.ROWS:
-            dtype = bool if name == "alive" else float if name in ("rate", "rem", "since", "start", "due") else np.int64
+            dtype = bool if name == "alive" else float if name in self.FLOATS else np.int64
             setattr(self, name, np.full(64, zeros.get(name, 0), dtype=dtype))
-        for name in self.ENTRIES:
-            setattr(self, name, np.zeros(256, dtype=float if name == "e_cnt" else np.int64))
+        for name in self.ENTRIES + self.KEPT:
+            setattr(self, name, np.zeros(256, dtype=float if name.endswith("cnt") else np.int64))
+        self.kn = 0
 
     @staticmethod
     def _grown(arr: np.ndarray, need: int, fill: Any) -> np.ndarray:
@@ -164,14 +169,18 @@ class _Table:
         arc, hop, count, width = entries.result()
         c, e = self.n, self.ne
         for name in self.ROWS:
-            setattr(self, name, self._grown(getattr(self, name), c + 1, {"comp": -1, "due": np.inf}.get(name, 0)))
+            setattr(
+                self,
+                name,
+                self._grown(getattr(self, name), c + 1, {"comp": -1, "due": np.inf, "k_ver": -1}.get(name, 0)),
+            )
         for name in self.ENTRIES:
             setattr(self, name, self._grown(getattr(self, name), e + len(arc), 0))
         self.e_arc[e : e + len(arc)] = arc
         self.e_hop[e : e + len(arc)] = hop
         self.e_cnt[e : e + len(arc)] = count
-        self.rate[c], self.rem[c], self.since[c], self.start[c] = 0.0, remaining, start, start
-        self.due[c], self.comp[c], self.alive[c] = np.inf, -1, False
+        self.rate[c], self.booked[c], self.rem[c], self.since[c], self.start[c] = 0.0, 0.0, remaining, start, start
+        self.due[c], self.comp[c], self.alive[c], self.k_ver[c] = np.inf, -1, False, -1
         self.lo[c], self.hi[c], self.width[c], self.size[c] = e, e + len(arc), width, len(members)
         self.n, self.ne = c + 1, e + len(arc)
         obj = _Class(phase, members, c)
@@ -183,10 +192,45 @@ class _Table:
         lens = self.hi[ids] - self.lo[ids]
         return np.repeat(np.arange(len(ids)), lens), ranges(self.lo[ids], lens)
 
+    def kept(self, ids: np.ndarray, keep: np.ndarray, version: int) -> tuple[np.ndarray, np.ndarray]:
+        """(row within ``ids``, index into the ``k_*`` columns) of every crossing of the classes ``ids``
+        on the arcs ``keep`` (a mask, at ``version``), class by class. A class's kept crossings are
+        copied out of its crossings once per version of the kept arcs: a re-solve reads only them."""
+        stale = ids[self.k_ver[ids] != version]
+        if len(stale):
+            row, idx = self.entries(stale)
+            sel = idx[keep[self.e_arc[idx]]]
+            counts = np.bincount(row[keep[self.e_arc[idx]]], minlength=len(stale))
+            k = self.kn
+            for name, src in zip(self.KEPT, self.ENTRIES, strict=True):
+                setattr(self, name, self._grown(getattr(self, name), k + len(sel), 0))
+                getattr(self, name)[k : k + len(sel)] = getattr(self, src)[sel]
+            self.k_hi[stale] = k + np.cumsum(counts)
+            self.k_lo[stale] = self.k_hi[stale] - counts
+            self.k_ver[stale] = version
+            self.kn = k + len(sel)
+        lens = self.k_hi[ids] - self.k_lo[ids]
+        return np.repeat(np.arange(len(ids)), lens), ranges(self.k_lo[ids], lens)
+
     def load(self, ids: np.ndarray, arcs: int) -> np.ndarray:
-        """The bytes/s the classes ``ids`` put on every arc at their rates."""
+        """The bytes/s the classes ``ids`` are booked for on every arc (``booked``: their rates as last
+        counted in the executor's loads)."""
         row, idx = self.entries(ids)
-        return np.bincount(self.e_arc[idx], weights=self.e_cnt[idx] * self.rate[ids][row], minlength=arcs)
+        return np.bincount(self.e_arc[idx], weights=self.e_cnt[idx] * self.booked[ids][row], minlength=arcs)
+
+    def compact(self, keep: np.ndarray) -> None:
+        """Drop the crossings of every class but ``keep`` (ids: the active and waiting ones; the others
+        -- completed, or split into parts -- are never read again)."""
+        row, idx = self.entries(keep)
+        lens = self.hi[keep] - self.lo[keep]
+        for name in self.ENTRIES:
+            setattr(self, name, getattr(self, name)[idx])
+        self.lo[: self.n] = self.hi[: self.n] = 0
+        self.hi[keep] = np.cumsum(lens)
+        self.lo[keep] = self.hi[keep] - lens
+        self.ne = len(idx)
+        self.k_ver[: self.n] = -1  # kept crossings are copied again when asked for
+        self.kn = 0
 
     def advance(self, ids: np.ndarray, t: float) -> None:
         """Drain the classes ``ids`` at their rates up to ``t``."""
@@ -402,12 +446,32 @@ class FanExecutor:
         """The ids of the active (draining) classes."""
         return np.flatnonzero(self._tab.alive[: self._tab.n])
 
-    def _solve(self, region: np.ndarray, base: np.ndarray, everything: bool) -> np.ndarray | None:
+    def _full(self) -> np.ndarray:
+        """The arcs not kept that the active classes fill at their rates (a mask).
+
+        The loads are booked at each class's rate as of its last booking; a class's rate moves by
+        ``drift`` since, so an arc's load is at most its booked load plus its crossing members times
+        the largest drift. Only where that bound reaches an arc's capacity are the classes that moved
+        booked again (a pass over their crossings) and the loads compared exactly: a re-solve costs
+        the crossings of the arcs that fill, not of every route."""
+        tab, cap = self._tab, self.cluster.capacity
+        active = self._active()
+        rate = tab.rate[active]
+        drift = np.where(np.isfinite(rate), rate - tab.booked[active], 0.0)
+        bound = self._loads + self._crossers * max(float(drift.max(initial=0.0)), 0.0)
+        if not (~self._keep & (bound >= cap * (1 - _TOL))).any():
+            return np.zeros(len(cap), dtype=bool)
+        moved = active[drift != 0]
+        row, idx = tab.entries(moved)
+        self._loads += np.bincount(tab.e_arc[idx], weights=tab.e_cnt[idx] * drift[drift != 0][row], minlength=len(cap))
+        tab.booked[moved] = tab.rate[moved]
+        return ~self._keep & (self._loads >= cap * (1 - _TOL))
+
+    def _solve(self, region: np.ndarray, everything: bool) -> np.ndarray | None:
         """Set the rates of ``region`` (class ids: whole components of classes joined by kept arcs) to
         the max-min fair ones, splitting classes until each is verified; returns the refined region, or
         None when an arc had to be kept anew (components may join: the caller solves every class).
-        ``base``: the load of every other class on every arc; ``everything``: the region is every
-        active class.
+        ``everything``: the region is every active class.
 
         Only kept arcs enter the max-min problem; the result is the fair one of the whole network when
         no other arc is full (an allocation is max-min fair iff it is feasible and every flow crosses a
@@ -419,28 +483,28 @@ class FanExecutor:
             check_deadline()
             lens = tab.hi[region] - tab.lo[region]
             live, empty = region[lens > 0], region[lens == 0]
-            row, idx = tab.entries(live)
-            e_arc = tab.e_arc[idx]
-            on = self._keep[e_arc]
-            bare = np.bincount(row[on], minlength=len(live)) == 0
-            if bare.any():
+            cls, kidx = tab.kept(live, self._keep, version)
+            bare = live[np.bincount(cls, minlength=len(live)) == 0]
+            if len(bare):
                 # nothing kept on their routes yet: keep their tightest arcs
+                row, idx = tab.entries(bare)
+                e_arc = tab.e_arc[idx]
                 share = cap[e_arc] / tab.e_cnt[idx]
-                tightest = np.minimum.reduceat(share, np.cumsum(lens[lens > 0]) - lens[lens > 0])
-                self._promote(e_arc[bare[row] & (share <= tightest[row] * (1 + _TOL))])
+                lens = tab.hi[bare] - tab.lo[bare]
+                tightest = np.minimum.reduceat(share, np.cumsum(lens) - lens)
+                self._promote(e_arc[share <= tightest[row] * (1 + _TOL)])
             if self._kept_version != version:
                 return None
             self.solves += 1
             tab.rate[empty] = np.inf  # an empty path: drains at once
+            arc = tab.k_arc[kidx]
             if not len(live):
-                self._region_load = np.zeros(len(cap))
+                self._last = (live, cls, arc)
                 return region
-            cls, arc, hop, count = row[on], e_arc[on], tab.e_hop[idx[on]], tab.e_cnt[idx[on]]
+            hop, count = tab.k_hop[kidx], tab.k_cnt[kidx]
             rate = maxmin_rates(cls, arc, len(live), cap, weight=count)
             tab.rate[live] = rate
-            load = np.bincount(e_arc, weights=tab.e_cnt[idx] * rate[row], minlength=len(cap))
-            full = ~self._keep & (base + load >= cap * (1 - _TOL))
-            if self._promote(full):
+            if self._promote(self._full()):
                 return None
             bad, saturated = self._unverified(live, cls, arc, hop, count, rate)
             if not len(bad):
@@ -453,7 +517,7 @@ class FanExecutor:
                 if slack.any():
                     self._keep &= ~slack
                     self._kept_version += 1
-                self._region_load = load
+                self._last = (live, cls, arc)
                 return region
             if self._nactive + len(bad) > self.max_classes:
                 raise Fragmented(f"{self._nactive} flow classes")
@@ -535,6 +599,7 @@ class FanExecutor:
         ids = np.array([part.id for part in self._cut(c, saturated)], dtype=np.int64)
         tab.since[ids] = tab.since[c.id]
         tab.rate[ids] = tab.rate[c.id]
+        tab.booked[ids] = tab.booked[c.id]
         tab.alive[ids] = True
         tab.alive[c.id] = False
         self._nactive += len(ids) - 1
@@ -595,17 +660,15 @@ class FanExecutor:
         Classes of different components share no kept arc, so each component's max-min problem is its
         own."""
         tab = self._tab
-        lens = tab.hi[region] - tab.lo[region]
-        live, empty = region[lens > 0], region[lens == 0]
+        live, cls, arc = self._last  # the kept crossings of the region's last solve
+        empty = region[tab.hi[region] == tab.lo[region]]
         tab.comp[empty] = self._next_comp + np.arange(len(empty))
         self._next_comp += len(empty)
         if not len(live):
             return
-        row, idx = tab.entries(live)
-        e_arc = tab.e_arc[idx]
-        on = self._keep[e_arc]
-        cls = row[on]
-        arcs, where = np.unique(e_arc[on], return_inverse=True)
+        on = self._keep[arc]  # arcs left out after the solve join nothing
+        cls = cls[on]
+        arcs, where = np.unique(arc[on], return_inverse=True)
         where = where.reshape(-1)
         label = np.arange(len(live))
         while True:  # smallest class index of each component, spread over the kept arcs
@@ -636,20 +699,16 @@ class FanExecutor:
         """Re-solve ``region`` (class ids) at ``t`` (every active class where arcs had to be kept anew),
         renumber its components and set its classes' completion times."""
         tab = self._tab
-        cap = self.cluster.capacity
         tab.advance(region, t)
         self.partial += len(region) < self._nactive
         before = np.full(tab.n, np.nan)
         before[region] = tab.rate[region]
-        base = self._loads - tab.load(region, len(cap))
         while True:
-            solved = self._solve(region, base, len(region) == self._nactive)
+            solved = self._solve(region, len(region) == self._nactive)
             if solved is not None:
                 break
             region = self._active()  # arcs kept anew: components may join
-            base = np.zeros(len(base))
             tab.advance(region, t)
-        self._loads = base + self._region_load
         self._components(solved)
         old = np.full(len(solved), np.nan)
         known = solved < len(before)  # split parts are new: their rates are set anew
@@ -665,7 +724,9 @@ class FanExecutor:
         tab = self._tab
         tab.alive[fresh] = True
         self._nactive += len(fresh)
-        arcs = tab.e_arc[tab.entries(fresh)[1]]
+        idx = tab.entries(fresh)[1]
+        arcs = tab.e_arc[idx]
+        self._crossers += np.bincount(arcs, weights=tab.e_cnt[idx], minlength=len(self._crossers))
         return np.union1d(fresh, self._members_of(np.unique(self._arc_comp[arcs[self._keep[arcs]]])))
 
     def _finish(self, done: np.ndarray) -> None:
@@ -673,8 +734,9 @@ class FanExecutor:
         tab = self._tab
         tab.alive[done] = False
         self._nactive -= len(done)
-        finite = done[np.isfinite(tab.rate[done])]
-        self._loads -= tab.load(finite, len(self._loads))
+        self._loads -= tab.load(done, len(self._loads))
+        idx = tab.entries(done)[1]
+        self._crossers -= np.bincount(tab.e_arc[idx], weights=tab.e_cnt[idx], minlength=len(self._crossers))
 
     def simulate(self, t0: float) -> float:
         """Run the plan from ``t0``; returns the time the last pull arrives.
@@ -692,7 +754,8 @@ class FanExecutor:
         self._nactive = 0
         self._keep = np.zeros(cl.num_arcs, dtype=bool)
         self._kept_version = 0
-        self._loads = np.zeros(cl.num_arcs)  # every active class's bytes/s on every arc
+        self._loads = np.zeros(cl.num_arcs)  # every active class's bytes/s on every arc, at its booked rate
+        self._crossers = np.zeros(cl.num_arcs)  # the members of active classes crossing every arc
         self._arc_comp = np.full(cl.num_arcs, -1, dtype=np.int64)
         self._next_comp = 0
         received = np.zeros(s, dtype=np.int64)
@@ -703,8 +766,12 @@ class FanExecutor:
         idle = np.flatnonzero(self.expected == 0)
         waiting += [c.id for c in self._phase(idle, t0, push=False)] if len(idle) else []
         pending = np.array(waiting, dtype=np.int64)
+        compacted = tab.ne
         while len(pending) or self._nactive:
             check_deadline()
+            if tab.ne > 4 * max(compacted, _COMPACT_MIN):  # mostly crossings of split or completed classes
+                tab.compact(np.union1d(self._active(), pending))
+                compacted = tab.ne
             # the next change: a class starts draining, or classes complete
             active = self._active()
             due = tab.due[active]
