@@ -701,8 +701,10 @@ class FanExecutor:
         tab = self._tab
         tab.advance(region, t)
         self.partial += len(region) < self._nactive
-        before = np.full(tab.n, np.nan)
-        before[region] = tab.rate[region]
+        if len(self._before) < tab.n:  # rates before the solve by id (NaN: not in the region)
+            self._before = np.full(2 * tab.n, np.nan)
+        before, asked = self._before, region
+        before[asked] = tab.rate[asked]
         while True:
             solved = self._solve(region, len(region) == self._nactive)
             if solved is not None:
@@ -713,6 +715,7 @@ class FanExecutor:
         old = np.full(len(solved), np.nan)
         known = solved < len(before)  # split parts are new: their rates are set anew
         old[known] = before[solved[known]]
+        before[asked] = np.nan
         changed = solved[tab.rate[solved] != old]  # the same rate: the same completion time stands
         rate = tab.rate[changed]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -758,6 +761,7 @@ class FanExecutor:
         self._crossers = np.zeros(cl.num_arcs)  # the members of active classes crossing every arc
         self._arc_comp = np.full(cl.num_arcs, -1, dtype=np.int64)
         self._next_comp = 0
+        self._before = np.zeros(0)
         received = np.zeros(s, dtype=np.int64)
         ready = np.full(s, t0)  # each server's processor is free from then on
         waiting = [c.id for c in self._phase(np.arange(s), t0, push=True)]  # not yet draining
