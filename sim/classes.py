@@ -306,6 +306,8 @@ class FanExecutor:
         Max-min computations, and classes split because their members were not equivalent.
     partial : int
         Changes that re-solved only some of the active classes (the components they touch).
+    compactions : int
+        Times the class table dropped the crossings of split and completed classes.
     """
 
     mode = "classes"
@@ -344,6 +346,7 @@ class FanExecutor:
         self.solves = 0
         self.splits = 0
         self.partial = 0
+        self.compactions = 0
         self._arc_hash = np.zeros(0, dtype=np.uint64)
         self.nominal = not cl.link_model.classes
         self.bulk = bulk_router(cl) if self.nominal and (servers < cl.size).all() else None
@@ -775,6 +778,7 @@ class FanExecutor:
             check_deadline()
             if tab.ne > 4 * max(compacted, _COMPACT_MIN):  # mostly crossings of split or completed classes
                 tab.compact(np.union1d(self._active(), pending))
+                self.compactions += 1
                 compacted = tab.ne
             # the next change: a class starts draining, or classes complete
             active = self._active()
