@@ -49,7 +49,11 @@ __all__ = ["FanExecutor", "FanPlan", "Fragmented", "fan_plan"]
 _TIME_RTOL = 1e-12  # classes due within this fraction of "now" complete together (as in sim.network)
 _TOL = 1e-9  # saturation and rate ties in the verification
 _MIN_CLASSES = 128  # classes a plan may always split into before the message level takes over
-_FLOWS_PER_CLASS = 256  # ... and beyond that, at least this many messages per class on average
+# ... and beyond that, at least this many messages per class on average. With the class table in numpy
+# a class costs little more than a message of the message level: one shard per rank (every message its
+# own class, the senders' NICs full too) runs 1x-2x faster as classes (32-128 GPUs), so only a plan
+# fragmented into about one class per message in flight goes to the message level
+_FLOWS_PER_CLASS = 2
 _COMPACT_MIN = 1 << 20  # crossings in the class table below which dead classes' are not dropped
 
 
@@ -141,6 +145,7 @@ class _Table:
     ROWS = ("rate", "booked", "rem", "since", "start", "due", "comp", "alive", "lo", "hi", "width", "size")
     ROWS += ("k_lo", "k_hi", "k_ver")
     FLOATS = ("rate", "booked", "rem", "since", "start", "due")
+    FILL = {"comp": -1, "due": np.inf, "k_ver": -1}  # a new row's values (0 otherwise)
     ENTRIES = ("e_arc", "e_hop", "e_cnt")
     KEPT = ("k_arc", "k_hop", "k_cnt")
 
@@ -148,10 +153,9 @@ class _Table:
         self.n = 0
         self.ne = 0
         self.objs: list[_Class] = []
-        zeros = {"comp": -1, "due": np.inf, "k_ver": -1}
         for name in self.ROWS:
             dtype = bool if name == "alive" else float if name in self.FLOATS else np.int64
-            setattr(self, name, np.full(64, zeros.get(name, 0), dtype=dtype))
+            setattr(self, name, np.full(64, self.FILL.get(name, 0), dtype=dtype))
         for name in self.ENTRIES + self.KEPT:
             setattr(self, name, np.zeros(256, dtype=float if name.endswith("cnt") else np.int64))
         self.kn = 0
@@ -168,14 +172,12 @@ class _Table:
         """A new (not yet active) class of ``members`` with the crossings ``entries`` counted."""
         arc, hop, count, width = entries.result()
         c, e = self.n, self.ne
-        for name in self.ROWS:
-            setattr(
-                self,
-                name,
-                self._grown(getattr(self, name), c + 1, {"comp": -1, "due": np.inf, "k_ver": -1}.get(name, 0)),
-            )
-        for name in self.ENTRIES:
-            setattr(self, name, self._grown(getattr(self, name), e + len(arc), 0))
+        if c == len(self.rate):
+            for name in self.ROWS:
+                setattr(self, name, self._grown(getattr(self, name), c + 1, self.FILL.get(name, 0)))
+        if e + len(arc) > len(self.e_arc):
+            for name in self.ENTRIES:
+                setattr(self, name, self._grown(getattr(self, name), e + len(arc), 0))
         self.e_arc[e : e + len(arc)] = arc
         self.e_hop[e : e + len(arc)] = hop
         self.e_cnt[e : e + len(arc)] = count
@@ -295,7 +297,7 @@ class FanExecutor:
     times as the algorithm's SimPy process. ``run()`` is the process body.
 
     ``fallback`` (the algorithm's own process) runs instead when the classes fragment past
-    ``max_classes`` (default ``max(128, messages / 256)``); ``paths`` interns every route as a path even
+    ``max_classes`` (default ``max(128, messages / 2)``); ``paths`` interns every route as a path even
     for plans of more than 4 M messages (the training model books an all-reduce's bytes by path).
 
     Attributes
