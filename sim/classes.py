@@ -152,7 +152,7 @@ class _Table:
     def __init__(self) -> None:
         self.n = 0
         self.ne = 0
-        self.objs: list[_Class] = []
+        self.objs: list[_Class | None] = []  # None once completed or split: never read again
         for name in self.ROWS:
             dtype = bool if name == "alive" else float if name in self.FLOATS else np.int64
             setattr(self, name, np.full(64, self.FILL.get(name, 0), dtype=dtype))
@@ -171,23 +171,54 @@ class _Table:
     def add(self, phase: _Phase, members: np.ndarray, start: float, remaining: float, entries: _Entries) -> _Class:
         """A new (not yet active) class of ``members`` with the crossings ``entries`` counted."""
         arc, hop, count, width = entries.result()
-        c, e = self.n, self.ne
-        if c == len(self.rate):
+        ids = self.add_many([phase], [members], [start], [remaining], [width], [len(arc)], (arc, hop, count))
+        return self.obj(int(ids[0]))
+
+    def add_many(
+        self,
+        phases: list[_Phase],
+        members: list[np.ndarray],
+        start: Any,
+        remaining: Any,
+        width: Any,
+        lens: Any,
+        entries: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> np.ndarray:
+        """New (not yet active) classes, one per element of ``phases``, ``members``, ...; ``entries``:
+        their crossings' (arc, hop, count) columns, class after class, ``lens[i]`` for class ``i``.
+        Returns their ids."""
+        c, e, k, total = self.n, self.ne, len(phases), len(entries[0])
+        if c + k > len(self.rate):
             for name in self.ROWS:
-                setattr(self, name, self._grown(getattr(self, name), c + 1, self.FILL.get(name, 0)))
-        if e + len(arc) > len(self.e_arc):
+                setattr(self, name, self._grown(getattr(self, name), c + k, self.FILL.get(name, 0)))
+        if e + total > len(self.e_arc):
             for name in self.ENTRIES:
-                setattr(self, name, self._grown(getattr(self, name), e + len(arc), 0))
-        self.e_arc[e : e + len(arc)] = arc
-        self.e_hop[e : e + len(arc)] = hop
-        self.e_cnt[e : e + len(arc)] = count
-        self.rate[c], self.booked[c], self.rem[c], self.since[c], self.start[c] = 0.0, 0.0, remaining, start, start
-        self.due[c], self.comp[c], self.alive[c], self.k_ver[c] = np.inf, -1, False, -1
-        self.lo[c], self.hi[c], self.width[c], self.size[c] = e, e + len(arc), width, len(members)
-        self.n, self.ne = c + 1, e + len(arc)
-        obj = _Class(phase, members, c)
-        self.objs.append(obj)
-        return obj
+                setattr(self, name, self._grown(getattr(self, name), e + total, 0))
+        for name, col in zip(self.ENTRIES, entries, strict=True):
+            getattr(self, name)[e : e + total] = col
+        ids = np.arange(c, c + k)
+        self.rate[ids] = self.booked[ids] = 0.0
+        self.rem[ids] = remaining
+        self.since[ids] = self.start[ids] = start
+        self.due[ids], self.comp[ids], self.alive[ids], self.k_ver[ids] = np.inf, -1, False, -1
+        self.hi[ids] = e + np.cumsum(lens)
+        self.lo[ids] = self.hi[ids] - np.asarray(lens, dtype=np.int64)
+        self.width[ids] = width
+        self.size[ids] = [len(m) for m in members]
+        self.n, self.ne = c + k, e + total
+        self.objs.extend(_Class(p, m, cid) for p, m, cid in zip(phases, members, ids.tolist(), strict=True))
+        return ids
+
+    def obj(self, c: int) -> _Class:
+        """Class ``c`` (active or waiting)."""
+        found = self.objs[c]
+        assert found is not None, "a completed or split class was asked for"
+        return found
+
+    def drop(self, ids: list[int]) -> None:
+        """Forget the members and crossings of the classes ``ids`` (completed, or split into parts)."""
+        for c in ids:
+            self.objs[c] = None
 
     def entries(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(row within ``ids``, entry index) of every crossing of the classes ``ids``, class by class."""
@@ -528,8 +559,8 @@ class FanExecutor:
                 raise Fragmented(f"{self._nactive} flow classes")
             good = np.ones(len(live), dtype=bool)
             good[bad] = False
-            parts = [self._split(tab.objs[i], saturated) for i in live[bad].tolist()]
-            region = np.concatenate([live[good], *parts, empty])
+            parts = self._split([tab.obj(i) for i in live[bad].tolist()], saturated)
+            region = np.concatenate([live[good], parts, empty])
 
     def _unverified(
         self,
@@ -557,7 +588,7 @@ class FanExecutor:
             necks = np.zeros(len(cap), dtype=bool)
             a, b = offsets[i], offsets[i + 1]
             necks[arc[a:b][neck[a:b]]] = True
-            if not self._every_member_crosses(self._tab.objs[live[i]], necks):  # some member has no bottleneck
+            if not self._every_member_crosses(self._tab.obj(int(live[i])), necks):  # some member has no bottleneck
                 bad.append(i)
         return np.array(bad, dtype=np.int64), saturated
 
@@ -597,67 +628,113 @@ class FanExecutor:
                 entries.add(phase.routes(members[a : a + _CHUNK], ids=False)[0])
         return self._tab.add(phase, members, start, remaining, entries)
 
-    def _split(self, c: _Class, saturated: np.ndarray) -> np.ndarray:
-        """``c`` cut by which saturated arcs its members cross (members on the same ones stay together);
-        the parts (their ids) take its place among the active classes."""
+    def _split(self, cs: list[_Class], saturated: np.ndarray) -> np.ndarray:
+        """The classes ``cs`` cut by which saturated arcs their members cross (members on the same ones
+        stay together); the parts (their ids) take their places among the active classes."""
         tab = self._tab
-        ids = np.array([part.id for part in self._cut(c, saturated)], dtype=np.int64)
-        tab.since[ids] = tab.since[c.id]
-        tab.rate[ids] = tab.rate[c.id]
-        tab.booked[ids] = tab.booked[c.id]
-        tab.alive[ids] = True
-        tab.alive[c.id] = False
-        self._nactive += len(ids) - 1
-        return ids
-
-    def _cut(self, c: _Class, saturated: np.ndarray) -> list[_Class]:
-        """``c``'s members grouped by which saturated arcs they cross."""
-        self.splits += 1
-        start, remaining, width = float(self._tab.start[c.id]), float(self._tab.rem[c.id]), int(self._tab.width[c.id])
+        self.splits += len(cs)
         if len(self._arc_hash) != len(saturated):
             x = (np.arange(len(saturated), dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
             x ^= x >> np.uint64(29)
             self._arc_hash = x * np.uint64(0xBF58476D1CE4E5B9)
+        parts: list[int] = []
+        parents: list[int] = []
+        for c in cs:
+            if c.size > _CHUNK:
+                got = self._cut_large(c, saturated)
+                parts += [part.id for part in got]
+                parents += [c.id] * len(got)
+        small = [c for c in cs if c.size <= _CHUNK]
+        if small:
+            ids, per = self._cut(small, saturated)
+            parts += ids.tolist()
+            parents += np.repeat([c.id for c in small], per).tolist()
+        ids, parent = np.array(parts, dtype=np.int64), np.array(parents, dtype=np.int64)
+        tab.since[ids] = tab.since[parent]
+        tab.rate[ids] = tab.rate[parent]
+        tab.booked[ids] = tab.booked[parent]
+        tab.alive[ids] = True
+        tab.alive[[c.id for c in cs]] = False
+        self._nactive += len(ids) - len(cs)
+        tab.drop([c.id for c in cs])
+        return ids
+
+    def _cut_large(self, c: _Class, saturated: np.ndarray) -> list[_Class]:
+        """A class of more than a chunk of members cut as :meth:`_cut` does, its signatures computed by
+        chunks of routes (the parts route their members again)."""
+        tab = self._tab
         sig = np.zeros(c.size, dtype=np.uint64)
-        if c.size > _CHUNK:  # a large class: signatures by chunks, the parts route their members again
-            mark = np.where(saturated, self._arc_hash, np.uint64(0))
-            for lo in range(0, c.size, _CHUNK):
-                rows = c.phase.routes(c.members[lo : lo + _CHUNK], ids=False)[0]
-                sig[lo : lo + len(rows)] = np.where(rows >= 0, mark[np.maximum(rows, 0)], np.uint64(0)).sum(
-                    axis=1, dtype=np.uint64
-                )
-            _, part = np.unique(sig, return_inverse=True)
-            part = part.reshape(-1)
-            order = np.argsort(part, kind="stable")
-            cuts = np.searchsorted(part[order], np.arange(int(part.max()) + 2))
-            return [
-                self._add(c.phase, c.members[order[a:b]], start, remaining)
-                for a, b in zip(cuts[:-1], cuts[1:], strict=True)
-            ]
-        which, arcs, hop = self._crossings(c)
-        on = saturated[arcs]
-        np.add.at(sig, which[on], self._arc_hash[arcs[on]])
+        mark = np.where(saturated, self._arc_hash, np.uint64(0))
+        for lo in range(0, c.size, _CHUNK):
+            rows = c.phase.routes(c.members[lo : lo + _CHUNK], ids=False)[0]
+            sig[lo : lo + len(rows)] = np.where(rows >= 0, mark[np.maximum(rows, 0)], np.uint64(0)).sum(
+                axis=1, dtype=np.uint64
+            )
         _, part = np.unique(sig, return_inverse=True)
         part = part.reshape(-1)
-        if part.max(initial=0) == 0:  # pragma: no cover - then every member crosses the same bottlenecks
-            raise AssertionError("flow class failed verification but its members are alike")
         order = np.argsort(part, kind="stable")
         cuts = np.searchsorted(part[order], np.arange(int(part.max()) + 2))
-        # the parts' crossings, from the parent's: no route is computed again
-        where = np.empty(c.size, dtype=np.int64)
-        where[order] = np.arange(c.size)
-        by = np.argsort(part[which], kind="stable")
-        edges = np.searchsorted(part[which][by], np.arange(int(part.max()) + 2))
-        parts = []
-        for k, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
-            sel = by[edges[k] : edges[k + 1]]
-            entries = _Entries(self.cluster.num_arcs)
-            entries.width = width
-            entries.keys.append(arcs[sel] * width + hop[sel])
-            part_c = self._add(c.phase, c.members[order[a:b]], start, remaining, entries)
-            part_c.cross = (where[which[sel]] - a, arcs[sel], hop[sel])
-            parts.append(part_c)
-        return parts
+        start, remaining = float(tab.start[c.id]), float(tab.rem[c.id])
+        return [
+            self._add(c.phase, c.members[order[a:b]], start, remaining)
+            for a, b in zip(cuts[:-1], cuts[1:], strict=True)
+        ]
+
+    def _cut(self, cs: list[_Class], saturated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The classes ``cs`` (of up to a chunk of members each) cut all at once: each one's members
+        grouped by which saturated arcs they cross (a sum of per-arc hashes), the parts' crossings
+        counted from their parents' (no route is computed again). Returns the parts' ids, class by
+        class, and how many parts each class has."""
+        tab = self._tab
+        cross = [self._crossings(c) for c in cs]
+        sizes = np.array([c.size for c in cs], dtype=np.int64)
+        counts = np.array([len(x[0]) for x in cross], dtype=np.int64)
+        first = np.cumsum(sizes) - sizes  # each class's first member, numbered over all of them
+        which = np.concatenate([x[0] for x in cross]) + np.repeat(first, counts)
+        arcs = np.concatenate([x[1] for x in cross])
+        hop = np.concatenate([x[2] for x in cross])
+        sig = np.zeros(int(sizes.sum()), dtype=np.uint64)
+        on = saturated[arcs]
+        np.add.at(sig, which[on], self._arc_hash[arcs[on]])
+        owner = np.repeat(np.arange(len(cs)), sizes)
+        order = np.lexsort((sig, owner))  # members by class, then signature (stable: member order kept)
+        new = np.ones(len(order), dtype=bool)
+        new[1:] = (owner[order][1:] != owner[order][:-1]) | (sig[order][1:] != sig[order][:-1])
+        cuts = np.append(np.flatnonzero(new), len(order))
+        part = np.empty(len(order), dtype=np.int64)
+        part[order] = np.cumsum(new) - 1
+        per = np.bincount(owner[order][new], minlength=len(cs))
+        if (per < 2).any():  # pragma: no cover - then every member crosses the same bottlenecks
+            raise AssertionError("flow class failed verification but its members are alike")
+        where = np.empty(len(order), dtype=np.int64)  # each member's position within its part
+        where[order] = np.arange(len(order)) - np.repeat(cuts[:-1], np.diff(cuts))
+        # the parts' crossings: counts per (part, arc, hop), and each part's (member, arc, hop) list
+        pw = part[which]
+        by = np.lexsort((hop, arcs, pw))
+        key = np.stack([pw[by], arcs[by], hop[by]])
+        head = np.ones(len(by), dtype=bool)
+        head[1:] = (key[:, 1:] != key[:, :-1]).any(axis=0)
+        heads = np.flatnonzero(head)
+        e_part, e_arc, e_hop = key[:, heads]
+        e_cnt = np.diff(np.append(heads, len(by))).astype(float)
+        grouped = np.argsort(pw, kind="stable")
+        edges = np.searchsorted(pw[grouped], np.arange(len(cuts)))
+        lens = np.bincount(e_part, minlength=len(cuts) - 1)
+        parent = np.array([c.id for c in cs], dtype=np.int64)[owner[order][new]]
+        members = np.concatenate([c.members for c in cs])[order]
+        ids = tab.add_many(
+            [tab.obj(c).phase for c in parent.tolist()],
+            [members[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)],
+            tab.start[parent],
+            tab.rem[parent],
+            tab.width[parent],
+            lens,
+            (e_arc, e_hop, e_cnt),
+        )
+        for k, cid in enumerate(ids.tolist()):
+            sel = grouped[edges[k] : edges[k + 1]]
+            tab.obj(cid).cross = (where[which[sel]], arcs[sel], hop[sel])
+        return ids, per
 
     # ------------------------------------------------------------------ components and the event loop
     def _components(self, region: np.ndarray) -> None:
@@ -797,7 +874,7 @@ class FanExecutor:
             pulls = np.zeros(0, dtype=np.int64)
             if len(done):
                 end = max(end, float(t))
-                pushed = [tab.objs[i] for i in done.tolist() if tab.objs[i].phase.push]
+                pushed = [c for c in map(tab.obj, done.tolist()) if c.phase.push]
                 if pushed:
                     got = np.bincount(np.concatenate([c.phase.server(c.members) for c in pushed]), minlength=s)
                     at = np.flatnonzero(got)
@@ -807,6 +884,7 @@ class FanExecutor:
                     ready[at] = np.maximum(ready[at], t) + cost
                     received[at] += got[at]
                     pulls = at[received[at] == self.expected[at]]
+                tab.drop(done.tolist())
             if len(region):
                 self._settle(region, t)
             if len(pulls):
