@@ -710,13 +710,10 @@ class FanExecutor:
         where[order] = np.arange(len(order)) - np.repeat(cuts[:-1], np.diff(cuts))
         # the parts' crossings: counts per (part, arc, hop), and each part's (member, arc, hop) list
         pw = part[which]
-        by = np.lexsort((hop, arcs, pw))
-        key = np.stack([pw[by], arcs[by], hop[by]])
-        head = np.ones(len(by), dtype=bool)
-        head[1:] = (key[:, 1:] != key[:, :-1]).any(axis=0)
-        heads = np.flatnonzero(head)
-        e_part, e_arc, e_hop = key[:, heads]
-        e_cnt = np.diff(np.append(heads, len(by))).astype(float)
+        width, arcs_n = int(hop.max(initial=0)) + 1, self.cluster.num_arcs
+        key, e_cnt = np.unique((pw * arcs_n + arcs) * width + hop, return_counts=True)
+        e_part, e_arc, e_hop = key // (arcs_n * width), key // width % arcs_n, key % width
+        e_cnt = e_cnt.astype(float)
         grouped = np.argsort(pw, kind="stable")
         edges = np.searchsorted(pw[grouped], np.arange(len(cuts)))
         lens = np.bincount(e_part, minlength=len(cuts) - 1)
