@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["all_distinct", "distinct"]
+__all__ = ["all_distinct", "distinct", "ranges"]
 
 
 def distinct(values: np.ndarray) -> np.ndarray:
@@ -28,3 +28,11 @@ def all_distinct(values: np.ndarray) -> bool:
     """Whether no value of ``values`` repeats (``len(np.unique(values)) == len(values)``)."""
     s = np.sort(np.asarray(values).ravel())
     return not bool((s[1:] == s[:-1]).any())
+
+
+def ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """The indices ``starts[i] .. starts[i] + lens[i] - 1`` of every ``i``, concatenated in order."""
+    lens = np.asarray(lens, dtype=np.int64)
+    ends = np.cumsum(lens)
+    total = int(ends[-1]) if len(ends) else 0
+    return np.arange(total) + np.repeat(np.asarray(starts, dtype=np.int64) - (ends - lens), lens)

@@ -32,13 +32,13 @@ the data check (which needs every message's payload: ``--check`` runs the messag
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ._arrays import ranges
 from .bulkroute import bulk_router
 from .deadline import check as check_deadline
 from .maxmin import maxmin_rates
@@ -49,7 +49,12 @@ __all__ = ["FanExecutor", "FanPlan", "Fragmented", "fan_plan"]
 _TIME_RTOL = 1e-12  # classes due within this fraction of "now" complete together (as in sim.network)
 _TOL = 1e-9  # saturation and rate ties in the verification
 _MIN_CLASSES = 128  # classes a plan may always split into before the message level takes over
-_FLOWS_PER_CLASS = 256  # ... and beyond that, at least this many messages per class on average
+# ... and beyond that, at least this many messages per class on average. With the class table in numpy
+# a class costs little more than a message of the message level: one shard per rank (every message its
+# own class, the senders' NICs full too) runs 1x-2x faster as classes (32-128 GPUs), so only a plan
+# fragmented into about one class per message in flight goes to the message level
+_FLOWS_PER_CLASS = 2
+_COMPACT_MIN = 1 << 20  # crossings in the class table below which dead classes' are not dropped
 
 
 class Fragmented(Exception):
@@ -114,46 +119,160 @@ class _Phase:
 
 
 class _Class:
-    """Equivalent flows: pairs ``members`` of ``phase``, all draining from ``start`` with ``remaining``
-    wire bytes each; ``arc``, ``hop``, ``count``: how many members cross each arc at each hop."""
+    """Equivalent flows: pairs ``members`` of ``phase``, all draining together; their numbers -- start,
+    wire bytes left, rate, crossing counts per (arc, hop) -- are row ``id`` of the executor's class
+    table (:class:`_Table`), so a re-solve is numpy work over the table, not Python per class."""
 
-    __slots__ = (
-        "arc",
-        "comp",
-        "count",
-        "cross",
-        "hop",
-        "kept",
-        "members",
-        "phase",
-        "rate",
-        "remaining",
-        "start",
-        "since",
-        "version",
-        "width",
-    )
+    __slots__ = ("cross", "id", "members", "phase")
 
-    def __init__(self, phase: _Phase, members: np.ndarray, start: float, remaining: float, entries: Any = None) -> None:
+    def __init__(self, phase: _Phase, members: np.ndarray, cid: int) -> None:
         self.phase = phase
         self.members = members
-        self.start = start
-        self.remaining = remaining  # wire bytes left at ``since``
-        self.since = start
-        self.rate = 0.0
-        self.version = 0  # bumped at every rate change (stale completion times in the heap)
-        self.comp = -1  # the component (of classes joined by kept arcs) it was last solved in
-        self.kept: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None  # (kept version, arc, hop, count)
-        self.cross: tuple[np.ndarray, np.ndarray] | None = None  # (member, arc) crossings, once asked for
-        if entries is None:
-            entries = _Entries(phase.ex.cluster.num_arcs)
-            for a in range(0, len(members), _CHUNK):
-                entries.add(phase.routes(members[a : a + _CHUNK], ids=False)[0])
-        self.arc, self.hop, self.count, self.width = entries.result()
+        self.id = cid
+        self.cross: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (member, arc, hop), once asked for
 
     @property
     def size(self) -> int:
         return len(self.members)
+
+
+class _Table:
+    """Every class's numbers, one row per class (index ``_Class.id``), and its crossings: entries
+    ``lo[c] .. hi[c] - 1`` of the (``e_arc``, ``e_hop``, ``e_cnt``) columns say how many of its
+    members cross each arc at each hop. Rows and entries are only appended (a split class's parts get
+    rows of their own)."""
+
+    ROWS = ("rate", "booked", "rem", "since", "start", "due", "comp", "alive", "lo", "hi", "width", "size")
+    ROWS += ("k_lo", "k_hi", "k_ver")
+    FLOATS = ("rate", "booked", "rem", "since", "start", "due")
+    FILL = {"comp": -1, "due": np.inf, "k_ver": -1}  # a new row's values (0 otherwise)
+    ENTRIES = ("e_arc", "e_hop", "e_cnt")
+    KEPT = ("k_arc", "k_hop", "k_cnt")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.ne = 0
+        self.objs: list[_Class | None] = []  # None once completed or split: never read again
+        for name in self.ROWS:
+            dtype = bool if name == "alive" else float if name in self.FLOATS else np.int64
+            setattr(self, name, np.full(64, self.FILL.get(name, 0), dtype=dtype))
+        for name in self.ENTRIES + self.KEPT:
+            setattr(self, name, np.zeros(256, dtype=float if name.endswith("cnt") else np.int64))
+        self.kn = 0
+
+    @staticmethod
+    def _grown(arr: np.ndarray, need: int, fill: Any) -> np.ndarray:
+        if need <= len(arr):
+            return arr
+        out = np.full(max(need, 2 * len(arr)), fill, dtype=arr.dtype)
+        out[: len(arr)] = arr
+        return out
+
+    def add(self, phase: _Phase, members: np.ndarray, start: float, remaining: float, entries: _Entries) -> _Class:
+        """A new (not yet active) class of ``members`` with the crossings ``entries`` counted."""
+        arc, hop, count, width = entries.result()
+        ids = self.add_many([phase], [members], [start], [remaining], [width], [len(arc)], (arc, hop, count))
+        return self.obj(int(ids[0]))
+
+    def add_many(
+        self,
+        phases: list[_Phase],
+        members: list[np.ndarray],
+        start: Any,
+        remaining: Any,
+        width: Any,
+        lens: Any,
+        entries: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> np.ndarray:
+        """New (not yet active) classes, one per element of ``phases``, ``members``, ...; ``entries``:
+        their crossings' (arc, hop, count) columns, class after class, ``lens[i]`` for class ``i``.
+        Returns their ids."""
+        c, e, k, total = self.n, self.ne, len(phases), len(entries[0])
+        if c + k > len(self.rate):
+            for name in self.ROWS:
+                setattr(self, name, self._grown(getattr(self, name), c + k, self.FILL.get(name, 0)))
+        if e + total > len(self.e_arc):
+            for name in self.ENTRIES:
+                setattr(self, name, self._grown(getattr(self, name), e + total, 0))
+        for name, col in zip(self.ENTRIES, entries, strict=True):
+            getattr(self, name)[e : e + total] = col
+        ids = np.arange(c, c + k)
+        self.rate[ids] = self.booked[ids] = 0.0
+        self.rem[ids] = remaining
+        self.since[ids] = self.start[ids] = start
+        self.due[ids], self.comp[ids], self.alive[ids], self.k_ver[ids] = np.inf, -1, False, -1
+        self.hi[ids] = e + np.cumsum(lens)
+        self.lo[ids] = self.hi[ids] - np.asarray(lens, dtype=np.int64)
+        self.width[ids] = width
+        self.size[ids] = [len(m) for m in members]
+        self.n, self.ne = c + k, e + total
+        self.objs.extend(_Class(p, m, cid) for p, m, cid in zip(phases, members, ids.tolist(), strict=True))
+        return ids
+
+    def obj(self, c: int) -> _Class:
+        """Class ``c`` (active or waiting)."""
+        found = self.objs[c]
+        assert found is not None, "a completed or split class was asked for"
+        return found
+
+    def drop(self, ids: list[int]) -> None:
+        """Forget the members and crossings of the classes ``ids`` (completed, or split into parts)."""
+        for c in ids:
+            self.objs[c] = None
+
+    def entries(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(row within ``ids``, entry index) of every crossing of the classes ``ids``, class by class."""
+        lens = self.hi[ids] - self.lo[ids]
+        return np.repeat(np.arange(len(ids)), lens), ranges(self.lo[ids], lens)
+
+    def kept(self, ids: np.ndarray, keep: np.ndarray, version: int) -> tuple[np.ndarray, np.ndarray]:
+        """(row within ``ids``, index into the ``k_*`` columns) of every crossing of the classes ``ids``
+        on the arcs ``keep`` (a mask, at ``version``), class by class. A class's kept crossings are
+        copied out of its crossings once per version of the kept arcs: a re-solve reads only them."""
+        stale = ids[self.k_ver[ids] != version]
+        if len(stale):
+            row, idx = self.entries(stale)
+            sel = idx[keep[self.e_arc[idx]]]
+            counts = np.bincount(row[keep[self.e_arc[idx]]], minlength=len(stale))
+            k = self.kn
+            for name, src in zip(self.KEPT, self.ENTRIES, strict=True):
+                setattr(self, name, self._grown(getattr(self, name), k + len(sel), 0))
+                getattr(self, name)[k : k + len(sel)] = getattr(self, src)[sel]
+            self.k_hi[stale] = k + np.cumsum(counts)
+            self.k_lo[stale] = self.k_hi[stale] - counts
+            self.k_ver[stale] = version
+            self.kn = k + len(sel)
+        lens = self.k_hi[ids] - self.k_lo[ids]
+        return np.repeat(np.arange(len(ids)), lens), ranges(self.k_lo[ids], lens)
+
+    def load(self, ids: np.ndarray, arcs: int) -> np.ndarray:
+        """The bytes/s the classes ``ids`` are booked for on every arc (``booked``: their rates as last
+        counted in the executor's loads)."""
+        row, idx = self.entries(ids)
+        return np.bincount(self.e_arc[idx], weights=self.e_cnt[idx] * self.booked[ids][row], minlength=arcs)
+
+    def compact(self, keep: np.ndarray) -> None:
+        """Drop the crossings of every class but ``keep`` (ids: the active and waiting ones; the others
+        -- completed, or split into parts -- are never read again)."""
+        row, idx = self.entries(keep)
+        lens = self.hi[keep] - self.lo[keep]
+        for name in self.ENTRIES:
+            setattr(self, name, getattr(self, name)[idx])
+        self.lo[: self.n] = self.hi[: self.n] = 0
+        self.hi[keep] = np.cumsum(lens)
+        self.lo[keep] = self.hi[keep] - lens
+        self.ne = len(idx)
+        self.k_ver[: self.n] = -1  # kept crossings are copied again when asked for
+        self.kn = 0
+
+    def advance(self, ids: np.ndarray, t: float) -> None:
+        """Drain the classes ``ids`` at their rates up to ``t``."""
+        rate, since = self.rate[ids], self.since[ids]
+        moved = t > since
+        with np.errstate(invalid="ignore"):
+            drained = np.where(np.isinf(rate), 0.0, self.rem[ids] - rate * (t - since))
+        self.rem[ids] = np.where(moved, drained, self.rem[ids])
+        self.since[ids] = t
 
 
 class _Entries:
@@ -209,7 +328,7 @@ class FanExecutor:
     times as the algorithm's SimPy process. ``run()`` is the process body.
 
     ``fallback`` (the algorithm's own process) runs instead when the classes fragment past
-    ``max_classes`` (default ``max(128, messages / 256)``); ``paths`` interns every route as a path even
+    ``max_classes`` (default ``max(128, messages / 2)``); ``paths`` interns every route as a path even
     for plans of more than 4 M messages (the training model books an all-reduce's bytes by path).
 
     Attributes
@@ -220,6 +339,8 @@ class FanExecutor:
         Max-min computations, and classes split because their members were not equivalent.
     partial : int
         Changes that re-solved only some of the active classes (the components they touch).
+    compactions : int
+        Times the class table dropped the crossings of split and completed classes.
     """
 
     mode = "classes"
@@ -258,6 +379,7 @@ class FanExecutor:
         self.solves = 0
         self.splits = 0
         self.partial = 0
+        self.compactions = 0
         self._arc_hash = np.zeros(0, dtype=np.uint64)
         self.nominal = not cl.link_model.classes
         self.bulk = bulk_router(cl) if self.nominal and (servers < cl.size).all() else None
@@ -340,18 +462,11 @@ class FanExecutor:
         if self.bulk is not None and not self.intern:
             self._booked.append(("account_arcs", (arc_bytes, sent, received, len(phase))))
         return [
-            _Class(phase, np.concatenate(members), t + key[0], key[1], entries)
+            self._add(phase, np.concatenate(members), t + key[0], key[1], entries)
             for key, (members, entries) in sorted(groups.items())
         ]
 
     # ------------------------------------------------------------------ rates
-    def _kept(self, c: _Class) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``c``'s (arc, hop, count) entries on the kept arcs (those that may saturate)."""
-        if c.kept is None or c.kept[0] != self._kept_version:
-            on = self._keep[c.arc]
-            c.kept = (self._kept_version, c.arc[on], c.hop[on], c.count[on])
-        return c.kept[1], c.kept[2], c.kept[3]
-
     def _promote(self, arcs: np.ndarray) -> bool:
         """Keep ``arcs`` (a mask or indices) from now on; whether any was not kept yet."""
         new = np.zeros(len(self._keep), dtype=bool)
@@ -363,57 +478,72 @@ class FanExecutor:
         self._kept_version += 1
         return True
 
-    def _load(self, classes: list[_Class]) -> np.ndarray:
-        """The bytes/s ``classes`` put on every arc at their rates."""
-        live = [c for c in classes if len(c.arc)]
-        if not live:
-            return np.zeros(self.cluster.num_arcs)
-        arc = np.concatenate([c.arc for c in live])
-        flow = np.concatenate([c.count for c in live]) * np.repeat([c.rate for c in live], [len(c.arc) for c in live])
-        return np.bincount(arc, weights=flow, minlength=self.cluster.num_arcs)
+    def _active(self) -> np.ndarray:
+        """The ids of the active (draining) classes."""
+        return np.flatnonzero(self._tab.alive[: self._tab.n])
 
-    def _solve(self, region: list[_Class], base: np.ndarray, everything: bool) -> list[_Class] | None:
-        """Set the rates of ``region`` (whole components of classes joined by kept arcs) to the max-min
-        fair ones, splitting classes until each is verified; returns the refined region, or None when
-        an arc had to be kept anew (components may join: the caller solves every class). ``base``: the
-        load of every other class on every arc; ``everything``: the region is every active class.
+    def _full(self) -> np.ndarray:
+        """The arcs not kept that the active classes fill at their rates (a mask).
+
+        The loads are booked at each class's rate as of its last booking; a class's rate moves by
+        ``drift`` since, so an arc's load is at most its booked load plus its crossing members times
+        the largest drift. Only where that bound reaches an arc's capacity are the classes that moved
+        booked again (a pass over their crossings) and the loads compared exactly: a re-solve costs
+        the crossings of the arcs that fill, not of every route."""
+        tab, cap = self._tab, self.cluster.capacity
+        active = self._active()
+        rate = tab.rate[active]
+        drift = np.where(np.isfinite(rate), rate - tab.booked[active], 0.0)
+        bound = self._loads + self._crossers * max(float(drift.max(initial=0.0)), 0.0)
+        if not (~self._keep & (bound >= cap * (1 - _TOL))).any():
+            return np.zeros(len(cap), dtype=bool)
+        moved = active[drift != 0]
+        row, idx = tab.entries(moved)
+        self._loads += np.bincount(tab.e_arc[idx], weights=tab.e_cnt[idx] * drift[drift != 0][row], minlength=len(cap))
+        tab.booked[moved] = tab.rate[moved]
+        return ~self._keep & (self._loads >= cap * (1 - _TOL))
+
+    def _solve(self, region: np.ndarray, everything: bool) -> np.ndarray | None:
+        """Set the rates of ``region`` (class ids: whole components of classes joined by kept arcs) to
+        the max-min fair ones, splitting classes until each is verified; returns the refined region, or
+        None when an arc had to be kept anew (components may join: the caller solves every class).
+        ``everything``: the region is every active class.
 
         Only kept arcs enter the max-min problem; the result is the fair one of the whole network when
         no other arc is full (an allocation is max-min fair iff it is feasible and every flow crosses a
         saturated arc on which no flow is faster): an arc found full is kept from then on."""
         cap = self.cluster.capacity
+        tab = self._tab
         version = self._kept_version
         while True:
             check_deadline()
-            live = [c for c in region if len(c.arc)]
-            kept = [self._kept(c) for c in live]
-            for c, k in zip(live, kept, strict=True):
-                if not len(k[0]):
-                    # nothing kept on its route yet: keep its tightest arcs
-                    share = cap[c.arc] / c.count
-                    self._promote(c.arc[share <= share.min() * (1 + _TOL)])
+            lens = tab.hi[region] - tab.lo[region]
+            live, empty = region[lens > 0], region[lens == 0]
+            cls, kidx = tab.kept(live, self._keep, version)
+            bare = live[np.bincount(cls, minlength=len(live)) == 0]
+            if len(bare):
+                # nothing kept on their routes yet: keep their tightest arcs
+                row, idx = tab.entries(bare)
+                e_arc = tab.e_arc[idx]
+                share = cap[e_arc] / tab.e_cnt[idx]
+                lens = tab.hi[bare] - tab.lo[bare]
+                tightest = np.minimum.reduceat(share, np.cumsum(lens) - lens)
+                self._promote(e_arc[share <= tightest[row] * (1 + _TOL)])
             if self._kept_version != version:
                 return None
             self.solves += 1
-            for c in region:
-                if not len(c.arc):
-                    c.rate = np.inf  # an empty path: drains at once
-            if not live:
-                self._region_load = np.zeros(len(cap))
+            tab.rate[empty] = np.inf  # an empty path: drains at once
+            arc = tab.k_arc[kidx]
+            if not len(live):
+                self._last = (live, cls, arc)
                 return region
-            cls = np.repeat(np.arange(len(live)), [len(k[0]) for k in kept])
-            arc = np.concatenate([k[0] for k in kept])
-            hop = np.concatenate([k[1] for k in kept])
-            count = np.concatenate([k[2] for k in kept])
+            hop, count = tab.k_hop[kidx], tab.k_cnt[kidx]
             rate = maxmin_rates(cls, arc, len(live), cap, weight=count)
-            for c, r in zip(live, rate.tolist(), strict=True):
-                c.rate = r
-            load = self._load(live)
-            full = ~self._keep & (base + load >= cap * (1 - _TOL))
-            if self._promote(full):
+            tab.rate[live] = rate
+            if self._promote(self._full()):
                 return None
             bad, saturated = self._unverified(live, cls, arc, hop, count, rate)
-            if not bad:
+            if not len(bad):
                 # kept arcs of the region that carry less than their capacity bind nobody: leave them
                 # out (they only join components) until their load fills them again (after solving
                 # everything only: it makes every class read its kept arcs again)
@@ -423,26 +553,25 @@ class FanExecutor:
                 if slack.any():
                     self._keep &= ~slack
                     self._kept_version += 1
-                self._region_load = load
+                self._last = (live, cls, arc)
                 return region
-            if len(self.active) + len(bad) > self.max_classes:
-                raise Fragmented(f"{len(self.active)} flow classes")
-            refined = []
-            bad_set = set(bad)
-            for i, c in enumerate(live):
-                refined.extend(self._split(c, saturated) if i in bad_set else [c])
-            region = refined + [c for c in region if not len(c.arc)]
+            if self._nactive + len(bad) > self.max_classes:
+                raise Fragmented(f"{self._nactive} flow classes")
+            good = np.ones(len(live), dtype=bool)
+            good[bad] = False
+            parts = self._split([tab.obj(i) for i in live[bad].tolist()], saturated)
+            region = np.concatenate([live[good], parts, empty])
 
     def _unverified(
         self,
-        live: list[_Class],
+        live: np.ndarray,
         cls: np.ndarray,
         arc: np.ndarray,
         hop: np.ndarray,
         count: np.ndarray,
         rate: np.ndarray,
-    ) -> tuple[list[int], np.ndarray]:
-        """The classes some member of which has no bottleneck, and the saturated arcs (a mask)."""
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of ``live`` some member of which has no bottleneck, and the saturated arcs (a mask)."""
         cap = self.cluster.capacity
         load = np.bincount(arc, weights=count * rate[cls], minlength=len(cap))
         fastest = np.zeros(len(cap))
@@ -450,18 +579,18 @@ class FanExecutor:
         saturated = load >= cap * (1 - _TOL)
         neck = saturated[arc] & (rate[cls] >= fastest[arc] * (1 - _TOL))
         # quick test: the bottleneck crossings at one hop position account for every member
-        width = max(c.width for c in live)
+        width = int(self._tab.width[live].max())
         cover = np.bincount(cls[neck] * width + hop[neck], weights=count[neck], minlength=len(live) * width)
-        quick = (cover.reshape(len(live), width) >= np.array([c.size for c in live])[:, None]).any(axis=1)
+        quick = (cover.reshape(len(live), width) >= self._tab.size[live][:, None]).any(axis=1)
         bad = []
         offsets = np.searchsorted(cls, np.arange(len(live) + 1))  # cls is sorted
         for i in np.flatnonzero(~quick).tolist():
             necks = np.zeros(len(cap), dtype=bool)
             a, b = offsets[i], offsets[i + 1]
             necks[arc[a:b][neck[a:b]]] = True
-            if not self._every_member_crosses(live[i], necks):  # some member has no bottleneck
+            if not self._every_member_crosses(self._tab.obj(int(live[i])), necks):  # some member has no bottleneck
                 bad.append(i)
-        return bad, saturated
+        return np.array(bad, dtype=np.int64), saturated
 
     def _every_member_crosses(self, c: _Class, arcs_mask: np.ndarray) -> bool:
         """Whether every member of ``c`` crosses an arc of ``arcs_mask`` (large classes by chunks)."""
@@ -489,78 +618,136 @@ class FanExecutor:
             c.cross = cross
         return cross
 
-    def _split(self, c: _Class, saturated: np.ndarray) -> list[_Class]:
-        """``c`` cut by which saturated arcs its members cross (members on the same ones stay together);
-        the parts take its place among the active classes."""
-        parts = self._cut(c, saturated)
-        for part in parts:
-            part.since = c.since
-            part.rate = c.rate
-        self.active.discard(c)
-        self.active.update(parts)
-        return parts
+    def _add(
+        self, phase: _Phase, members: np.ndarray, start: float, remaining: float, entries: _Entries | None = None
+    ) -> _Class:
+        """A new class in the table (its crossings counted from its routes unless ``entries`` has them)."""
+        if entries is None:
+            entries = _Entries(self.cluster.num_arcs)
+            for a in range(0, len(members), _CHUNK):
+                entries.add(phase.routes(members[a : a + _CHUNK], ids=False)[0])
+        return self._tab.add(phase, members, start, remaining, entries)
 
-    def _cut(self, c: _Class, saturated: np.ndarray) -> list[_Class]:
-        """``c``'s members grouped by which saturated arcs they cross."""
-        self.splits += 1
+    def _split(self, cs: list[_Class], saturated: np.ndarray) -> np.ndarray:
+        """The classes ``cs`` cut by which saturated arcs their members cross (members on the same ones
+        stay together); the parts (their ids) take their places among the active classes."""
+        tab = self._tab
+        self.splits += len(cs)
         if len(self._arc_hash) != len(saturated):
             x = (np.arange(len(saturated), dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
             x ^= x >> np.uint64(29)
             self._arc_hash = x * np.uint64(0xBF58476D1CE4E5B9)
+        parts: list[int] = []
+        parents: list[int] = []
+        for c in cs:
+            if c.size > _CHUNK:
+                got = self._cut_large(c, saturated)
+                parts += [part.id for part in got]
+                parents += [c.id] * len(got)
+        small = [c for c in cs if c.size <= _CHUNK]
+        if small:
+            ids, per = self._cut(small, saturated)
+            parts += ids.tolist()
+            parents += np.repeat([c.id for c in small], per).tolist()
+        ids, parent = np.array(parts, dtype=np.int64), np.array(parents, dtype=np.int64)
+        tab.since[ids] = tab.since[parent]
+        tab.rate[ids] = tab.rate[parent]
+        tab.booked[ids] = tab.booked[parent]
+        tab.alive[ids] = True
+        tab.alive[[c.id for c in cs]] = False
+        self._nactive += len(ids) - len(cs)
+        tab.drop([c.id for c in cs])
+        return ids
+
+    def _cut_large(self, c: _Class, saturated: np.ndarray) -> list[_Class]:
+        """A class of more than a chunk of members cut as :meth:`_cut` does, its signatures computed by
+        chunks of routes (the parts route their members again)."""
+        tab = self._tab
         sig = np.zeros(c.size, dtype=np.uint64)
-        if c.size > _CHUNK:  # a large class: signatures by chunks, the parts route their members again
-            mark = np.where(saturated, self._arc_hash, np.uint64(0))
-            for lo in range(0, c.size, _CHUNK):
-                rows = c.phase.routes(c.members[lo : lo + _CHUNK], ids=False)[0]
-                sig[lo : lo + len(rows)] = np.where(rows >= 0, mark[np.maximum(rows, 0)], np.uint64(0)).sum(
-                    axis=1, dtype=np.uint64
-                )
-            _, part = np.unique(sig, return_inverse=True)
-            part = part.reshape(-1)
-            order = np.argsort(part, kind="stable")
-            cuts = np.searchsorted(part[order], np.arange(int(part.max()) + 2))
-            return [
-                _Class(c.phase, c.members[order[a:b]], c.start, c.remaining)
-                for a, b in zip(cuts[:-1], cuts[1:], strict=True)
-            ]
-        which, arcs, hop = self._crossings(c)
-        on = saturated[arcs]
-        np.add.at(sig, which[on], self._arc_hash[arcs[on]])
+        mark = np.where(saturated, self._arc_hash, np.uint64(0))
+        for lo in range(0, c.size, _CHUNK):
+            rows = c.phase.routes(c.members[lo : lo + _CHUNK], ids=False)[0]
+            sig[lo : lo + len(rows)] = np.where(rows >= 0, mark[np.maximum(rows, 0)], np.uint64(0)).sum(
+                axis=1, dtype=np.uint64
+            )
         _, part = np.unique(sig, return_inverse=True)
         part = part.reshape(-1)
-        if part.max(initial=0) == 0:  # pragma: no cover - then every member crosses the same bottlenecks
-            raise AssertionError("flow class failed verification but its members are alike")
         order = np.argsort(part, kind="stable")
         cuts = np.searchsorted(part[order], np.arange(int(part.max()) + 2))
-        # the parts' crossings, from the parent's: no route is computed again
-        where = np.empty(c.size, dtype=np.int64)
-        where[order] = np.arange(c.size)
-        by = np.argsort(part[which], kind="stable")
-        edges = np.searchsorted(part[which][by], np.arange(int(part.max()) + 2))
-        parts = []
-        for k, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
-            sel = by[edges[k] : edges[k + 1]]
-            entries = _Entries(self.cluster.num_arcs)
-            entries.width = c.width
-            entries.keys.append(arcs[sel] * c.width + hop[sel])
-            part_c = _Class(c.phase, c.members[order[a:b]], c.start, c.remaining, entries)
-            part_c.cross = (where[which[sel]] - a, arcs[sel], hop[sel])
-            parts.append(part_c)
-        return parts
+        start, remaining = float(tab.start[c.id]), float(tab.rem[c.id])
+        return [
+            self._add(c.phase, c.members[order[a:b]], start, remaining)
+            for a, b in zip(cuts[:-1], cuts[1:], strict=True)
+        ]
+
+    def _cut(self, cs: list[_Class], saturated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The classes ``cs`` (of up to a chunk of members each) cut all at once: each one's members
+        grouped by which saturated arcs they cross (a sum of per-arc hashes), the parts' crossings
+        counted from their parents' (no route is computed again). Returns the parts' ids, class by
+        class, and how many parts each class has."""
+        tab = self._tab
+        cross = [self._crossings(c) for c in cs]
+        sizes = np.array([c.size for c in cs], dtype=np.int64)
+        counts = np.array([len(x[0]) for x in cross], dtype=np.int64)
+        first = np.cumsum(sizes) - sizes  # each class's first member, numbered over all of them
+        which = np.concatenate([x[0] for x in cross]) + np.repeat(first, counts)
+        arcs = np.concatenate([x[1] for x in cross])
+        hop = np.concatenate([x[2] for x in cross])
+        sig = np.zeros(int(sizes.sum()), dtype=np.uint64)
+        on = saturated[arcs]
+        np.add.at(sig, which[on], self._arc_hash[arcs[on]])
+        owner = np.repeat(np.arange(len(cs)), sizes)
+        order = np.lexsort((sig, owner))  # members by class, then signature (stable: member order kept)
+        new = np.ones(len(order), dtype=bool)
+        new[1:] = (owner[order][1:] != owner[order][:-1]) | (sig[order][1:] != sig[order][:-1])
+        cuts = np.append(np.flatnonzero(new), len(order))
+        part = np.empty(len(order), dtype=np.int64)
+        part[order] = np.cumsum(new) - 1
+        per = np.bincount(owner[order][new], minlength=len(cs))
+        if (per < 2).any():  # pragma: no cover - then every member crosses the same bottlenecks
+            raise AssertionError("flow class failed verification but its members are alike")
+        where = np.empty(len(order), dtype=np.int64)  # each member's position within its part
+        where[order] = np.arange(len(order)) - np.repeat(cuts[:-1], np.diff(cuts))
+        # the parts' crossings: counts per (part, arc, hop), and each part's (member, arc, hop) list
+        pw = part[which]
+        width, arcs_n = int(hop.max(initial=0)) + 1, self.cluster.num_arcs
+        key, e_cnt = np.unique((pw * arcs_n + arcs) * width + hop, return_counts=True)
+        e_part, e_arc, e_hop = key // (arcs_n * width), key // width % arcs_n, key % width
+        e_cnt = e_cnt.astype(float)
+        grouped = np.argsort(pw, kind="stable")
+        edges = np.searchsorted(pw[grouped], np.arange(len(cuts)))
+        lens = np.bincount(e_part, minlength=len(cuts) - 1)
+        parent = np.array([c.id for c in cs], dtype=np.int64)[owner[order][new]]
+        members = np.concatenate([c.members for c in cs])[order]
+        ids = tab.add_many(
+            [tab.obj(c).phase for c in parent.tolist()],
+            [members[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)],
+            tab.start[parent],
+            tab.rem[parent],
+            tab.width[parent],
+            lens,
+            (e_arc, e_hop, e_cnt),
+        )
+        for k, cid in enumerate(ids.tolist()):
+            sel = grouped[edges[k] : edges[k + 1]]
+            tab.obj(cid).cross = (where[which[sel]], arcs[sel], hop[sel])
+        return ids, per
 
     # ------------------------------------------------------------------ components and the event loop
-    def _components(self, region: list[_Class]) -> None:
-        """Number the components of ``region``: classes joined by the kept arcs they cross. Classes of
-        different components share no kept arc, so each component's max-min problem is its own."""
-        live = [c for c in region if len(c.arc)]
-        for c in region:
-            if not len(c.arc):
-                c.comp = self._new_comp([c])
-        if not live:
+    def _components(self, region: np.ndarray) -> None:
+        """Number the components of ``region`` (class ids): classes joined by the kept arcs they cross.
+        Classes of different components share no kept arc, so each component's max-min problem is its
+        own."""
+        tab = self._tab
+        live, cls, arc = self._last  # the kept crossings of the region's last solve
+        empty = region[tab.hi[region] == tab.lo[region]]
+        tab.comp[empty] = self._next_comp + np.arange(len(empty))
+        self._next_comp += len(empty)
+        if not len(live):
             return
-        kept = [self._kept(c)[0] for c in live]
-        cls = np.repeat(np.arange(len(live)), [len(k) for k in kept])
-        arcs, where = np.unique(np.concatenate(kept), return_inverse=True)
+        on = self._keep[arc]  # arcs left out after the solve join nothing
+        cls = cls[on]
+        arcs, where = np.unique(arc[on], return_inverse=True)
         where = where.reshape(-1)
         label = np.arange(len(live))
         while True:  # smallest class index of each component, spread over the kept arcs
@@ -572,78 +759,66 @@ class FanExecutor:
             if np.array_equal(new, label):
                 break
             label = new
-        order = np.argsort(label, kind="stable")
-        cuts = np.flatnonzero(np.diff(label[order])) + 1
-        first = {}
-        for group in np.split(order, cuts):
-            comp = self._new_comp([live[i] for i in group.tolist()])
-            first[int(label[group[0]])] = comp
-        self._arc_comp[arcs] = [first[int(x)] for x in at_arc.tolist()]
+        labels, comp = np.unique(label, return_inverse=True)
+        tab.comp[live] = self._next_comp + comp.reshape(-1)
+        number = np.zeros(len(live), dtype=np.int64)
+        number[labels] = self._next_comp + np.arange(len(labels))
+        self._next_comp += len(labels)
+        self._arc_comp[arcs] = number[at_arc]
 
-    def _new_comp(self, members: list[_Class]) -> int:
-        comp = self._next_comp
-        self._next_comp += 1
-        self._comps[comp] = set(members)
-        for c in members:
-            c.comp = comp
-        return comp
+    def _members_of(self, comps: np.ndarray) -> np.ndarray:
+        """The active classes of the components ``comps``."""
+        comps = comps[comps >= 0]
+        if not len(comps):
+            return np.zeros(0, dtype=np.int64)
+        active = self._active()
+        return active[np.isin(self._tab.comp[active], comps)]
 
-    def _advance(self, c: _Class, t: float) -> None:
-        """Drain ``c`` at its rate up to ``t``."""
-        if t > c.since:
-            c.remaining = 0.0 if np.isinf(c.rate) else c.remaining - c.rate * (t - c.since)
-        c.since = t
-
-    def _settle(self, region: list[_Class], t: float) -> None:
-        """Re-solve ``region`` at ``t`` (every active class where arcs had to be kept anew), renumber
-        its components and queue its classes' completions."""
-        for c in region:
-            self._advance(c, t)
-        self.partial += len(region) < len(self.active)
-        before = {id(c): c.rate for c in region}
-        base = self._loads - self._load(region)
+    def _settle(self, region: np.ndarray, t: float) -> None:
+        """Re-solve ``region`` (class ids) at ``t`` (every active class where arcs had to be kept anew),
+        renumber its components and set its classes' completion times."""
+        tab = self._tab
+        tab.advance(region, t)
+        self.partial += len(region) < self._nactive
+        if len(self._before) < tab.n:  # rates before the solve by id (NaN: not in the region)
+            self._before = np.full(2 * tab.n, np.nan)
+        before, asked = self._before, region
+        before[asked] = tab.rate[asked]
         while True:
-            for comp in {c.comp for c in region}:
-                self._comps.pop(comp, None)
-            solved = self._solve(region, base, len(region) == len(self.active))
+            solved = self._solve(region, len(region) == self._nactive)
             if solved is not None:
                 break
-            region = list(self.active)  # arcs kept anew: components may join
-            base = np.zeros(len(base))
-            for c in region:
-                self._advance(c, t)
-        self._loads = base + self._region_load
+            region = self._active()  # arcs kept anew: components may join
+            tab.advance(region, t)
         self._components(solved)
-        for c in solved:
-            if before.get(id(c)) == c.rate:
-                continue  # the same rate: the same completion time, already queued
-            c.version += 1
-            if np.isinf(c.rate):
-                due = t
-            elif c.rate > 0:
-                due = t + c.remaining / c.rate
-            else:  # pragma: no cover - max-min gives every flow a positive rate
-                continue
-            heapq.heappush(self._due, (due, self._seq, c.version, c))
-            self._seq += 1
+        old = np.full(len(solved), np.nan)
+        known = solved < len(before)  # split parts are new: their rates are set anew
+        old[known] = before[solved[known]]
+        before[asked] = np.nan
+        changed = solved[tab.rate[solved] != old]  # the same rate: the same completion time stands
+        rate = tab.rate[changed]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tab.due[changed] = np.where(np.isinf(rate), t, t + tab.rem[changed] / rate)
 
-    def _start(self, fresh: list[_Class]) -> list[_Class]:
-        """A phase's new classes join the active ones: they and the classes of the components they
-        meet (on kept arcs)."""
-        self.active.update(fresh)
-        arcs = np.concatenate([c.arc for c in fresh])
-        arcs = arcs[self._keep[arcs]]
-        region = set(fresh)
-        for comp in np.unique(self._arc_comp[arcs]).tolist():
-            region.update(self._comps.get(comp, ()))
-        return list(region)
+    def _start(self, fresh: np.ndarray) -> np.ndarray:
+        """A phase's new classes (ids) join the active ones: they and the classes of the components
+        they meet (on kept arcs)."""
+        tab = self._tab
+        tab.alive[fresh] = True
+        self._nactive += len(fresh)
+        idx = tab.entries(fresh)[1]
+        arcs = tab.e_arc[idx]
+        self._crossers += np.bincount(arcs, weights=tab.e_cnt[idx], minlength=len(self._crossers))
+        return np.union1d(fresh, self._members_of(np.unique(self._arc_comp[arcs[self._keep[arcs]]])))
 
-    def _finish(self, c: _Class) -> None:
-        """``c`` has drained: it leaves its component and the arcs' loads."""
-        self.active.discard(c)
-        self._comps.get(c.comp, set()).discard(c)
-        if len(c.arc) and np.isfinite(c.rate):
-            np.add.at(self._loads, c.arc, -c.count * c.rate)
+    def _finish(self, done: np.ndarray) -> None:
+        """The classes ``done`` have drained: they leave the active classes and the arcs' loads."""
+        tab = self._tab
+        tab.alive[done] = False
+        self._nactive -= len(done)
+        self._loads -= tab.load(done, len(self._loads))
+        idx = tab.entries(done)[1]
+        self._crossers -= np.bincount(tab.e_arc[idx], weights=tab.e_cnt[idx], minlength=len(self._crossers))
 
     def simulate(self, t0: float) -> float:
         """Run the plan from ``t0``; returns the time the last pull arrives.
@@ -653,65 +828,66 @@ class FanExecutor:
         problem and join classes into components -- an arc that does not fill binds nobody -- so a
         parameter server's pushes fall into one component per leaf above the servers, not one for
         the whole fabric; every arc's exact load is followed, and an arc left out that fills is kept
-        (and everything solved again)."""
+        (and everything solved again). Every class that completes at one instant completes in one
+        event."""
         s = len(self.plan.servers)
         cl = self.cluster
-        self.active: set[_Class] = set()
+        self._tab = tab = _Table()
+        self._nactive = 0
         self._keep = np.zeros(cl.num_arcs, dtype=bool)
         self._kept_version = 0
-        self._loads = np.zeros(cl.num_arcs)  # every active class's bytes/s on every arc
+        self._loads = np.zeros(cl.num_arcs)  # every active class's bytes/s on every arc, at its booked rate
+        self._crossers = np.zeros(cl.num_arcs)  # the members of active classes crossing every arc
         self._arc_comp = np.full(cl.num_arcs, -1, dtype=np.int64)
-        self._comps: dict[int, set[_Class]] = {}
         self._next_comp = 0
-        self._due: list[tuple[float, int, int, _Class]] = []
-        self._seq = 0
+        self._before = np.zeros(0)
         received = np.zeros(s, dtype=np.int64)
         ready = np.full(s, t0)  # each server's processor is free from then on
-        waiting = self._phase(np.arange(s), t0, push=True)  # not yet draining
+        waiting = [c.id for c in self._phase(np.arange(s), t0, push=True)]  # not yet draining
         end = t0
         # servers with nothing to receive serve at once
         idle = np.flatnonzero(self.expected == 0)
-        waiting += self._phase(idle, t0, push=False) if len(idle) else []
-        while waiting or self.active:
+        waiting += [c.id for c in self._phase(idle, t0, push=False)] if len(idle) else []
+        pending = np.array(waiting, dtype=np.int64)
+        compacted = tab.ne
+        while len(pending) or self._nactive:
             check_deadline()
-            # the next change: a class starts draining, or one completes
-            while self._due and (self._due[0][3].version != self._due[0][2] or self._due[0][3] not in self.active):
-                heapq.heappop(self._due)
-            t = min(min((c.start for c in waiting), default=np.inf), self._due[0][0] if self._due else np.inf)
-            done: list[_Class] = []
-            while self._due and self._due[0][0] - t <= _TIME_RTOL * t + 1e-300:
-                _, _, version, c = heapq.heappop(self._due)
-                if version == c.version and c in self.active:
-                    done.append(c)
-            starting = [c for c in waiting if c.start <= t]
-            waiting = [c for c in waiting if c.start > t]
-            region: set[_Class] = set()
-            for c in done:
-                self._finish(c)
-            for c in done:
-                region.update(self._comps.get(c.comp, ()))
-            if starting:
-                region.update(self._start(starting))
-            pulls = []
-            for c in done:
-                end = max(end, t)
-                if not c.phase.push:
-                    continue
-                got = np.bincount(c.phase.server(c.members), minlength=s)
-                at = np.flatnonzero(got)
-                first = received[at] == 0
-                cost = got[at] * self.fold[at]
-                if self.plan.first_free:
-                    cost = cost - np.where(first, self.fold[at], 0.0)
-                ready[at] = np.maximum(ready[at], t) + cost
-                received[at] += got[at]
-                pulls.extend(at[received[at] == self.expected[at]].tolist())
-            if region:
-                self._settle(list(region), t)
-            if pulls:
+            if tab.ne > 4 * max(compacted, _COMPACT_MIN):  # mostly crossings of split or completed classes
+                tab.compact(np.union1d(self._active(), pending))
+                self.compactions += 1
+                compacted = tab.ne
+            # the next change: a class starts draining, or classes complete
+            active = self._active()
+            due = tab.due[active]
+            t = min(tab.start[pending].min(initial=np.inf), due.min(initial=np.inf))
+            done = active[due - t <= _TIME_RTOL * t + 1e-300]
+            starting = pending[tab.start[pending] <= t]
+            pending = pending[tab.start[pending] > t]
+            touched = np.unique(tab.comp[done])
+            self._finish(done)
+            region = self._members_of(touched)
+            if len(starting):
+                region = np.union1d(region, self._start(starting))
+            pulls = np.zeros(0, dtype=np.int64)
+            if len(done):
+                end = max(end, float(t))
+                pushed = [c for c in map(tab.obj, done.tolist()) if c.phase.push]
+                if pushed:
+                    got = np.bincount(np.concatenate([c.phase.server(c.members) for c in pushed]), minlength=s)
+                    at = np.flatnonzero(got)
+                    cost = got[at] * self.fold[at]
+                    if self.plan.first_free:  # the first push a server receives is a copy
+                        cost = cost - np.where(received[at] == 0, self.fold[at], 0.0)
+                    ready[at] = np.maximum(ready[at], t) + cost
+                    received[at] += got[at]
+                    pulls = at[received[at] == self.expected[at]]
+                tab.drop(done.tolist())
+            if len(region):
+                self._settle(region, t)
+            if len(pulls):
                 # servers done reducing at the same instant send their pulls together
-                full = np.array(pulls, dtype=np.int64)
-                for when in np.unique(ready[full]).tolist():
-                    waiting += self._phase(full[ready[full] == when], when, push=False)
-                    end = max(end, when)
+                for when in np.unique(ready[pulls]).tolist():
+                    fresh = self._phase(pulls[ready[pulls] == when], when, push=False)
+                    pending = np.concatenate([pending, [c.id for c in fresh]]).astype(np.int64)
+                    end = max(end, float(when))
         return end

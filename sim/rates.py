@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ._arrays import ranges
 from .maxmin import _RTOL, maxmin_rates
 
 __all__ = ["Rates", "gather_arcs"]
@@ -52,11 +53,7 @@ _SCALAR_MAX = 48  # components of up to this many flows are solved in plain Pyth
 def gather_arcs(paths: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(flow index, arc) for every arc of every path in ``pids``, flow by flow."""
     lens = paths.length[pids]
-    total = int(lens.sum())
-    flow = np.repeat(np.arange(len(pids)), lens)
-    ends = np.cumsum(lens)
-    offsets = np.arange(total) - np.repeat(ends - lens, lens)
-    return flow, paths.arcs[np.repeat(paths.start[pids], lens) + offsets]
+    return np.repeat(np.arange(len(pids)), lens), paths.arcs[ranges(paths.start[pids], lens)]
 
 
 class Rates:

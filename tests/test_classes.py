@@ -282,3 +282,35 @@ def test_random_congested_fabrics_keep_the_message_times(seed, hosts, per_leaf, 
     m = simulate(graph, "allreduce", spec, size, gamma=gamma, engine="message", **kw)
     ex, t = executor(graph, spec, size, gamma=gamma, **kw)
     assert abs(t - m.time_s) <= 1e-9 * m.time_s
+
+
+#: many classes on few links: two or three spines above leaves of four to eight hosts
+FEW_LINKS = [
+    ("dgx:hosts=12,gpus_per_host=2,hosts_per_leaf=6,spines=3", "ps:shards=12", {}),
+    ("dgx:hosts=12,gpus_per_host=2,hosts_per_leaf=4,spines=2", "ps", {}),
+    ("dgx:hosts=16,gpus_per_host=2,hosts_per_leaf=8,spines=2", "ps:shards=6,placement=dedicated", {"ranks": 20}),
+]
+
+
+@pytest.mark.parametrize(("topology", "spec", "kw"), FEW_LINKS)
+@pytest.mark.parametrize("seed", [None, 3, 11])
+def test_many_classes_on_few_links_keep_the_message_times(monkeypatch, topology, spec, kw, seed):
+    """Hundreds of classes sharing a few links -- as they are, with slowed links and stragglers -- with
+    the class table compacted after every few splits: the message level's times, and the table really
+    dropped dead classes' crossings and the classes really split."""
+    monkeypatch.setattr(classes, "_COMPACT_MIN", 64)
+    graph = Cluster(topology).graph if seed is None else perturb(Cluster(topology).graph, seed)
+    gamma = 0.0 if seed is None else 1e-11
+    ex, t = executor(graph, spec, 3 * 2**22 + 5, gamma=gamma, **kw)
+    m = simulate(graph, "allreduce", spec, 3 * 2**22 + 5, gamma=gamma, engine="message", **kw)
+    assert abs(t - m.time_s) <= 1e-9 * m.time_s
+    assert ex.splits > 0 and ex.compactions > 0
+
+
+def test_a_completion_instant_completes_every_class_due_then():
+    """On a star every push drains at one rate: however many classes a phase has, the pushes complete
+    in one event and the pulls in another -- a few solves in all."""
+    ex, t = executor("star:hosts=24,bandwidth=1GB/s,latency=1us", "ps:shards=7", 2**24)
+    assert ex.solves <= 4
+    m = simulate("star:hosts=24,bandwidth=1GB/s,latency=1us", "allreduce", "ps:shards=7", 2**24, engine="message")
+    assert abs(t - m.time_s) <= 1e-9 * m.time_s
