@@ -149,13 +149,22 @@ class Rates:
             # them, and the sets are rebuilt from the active flows if a search needs them
             self._members = members = None
         if members is not None:
+            # the per-link sets, and the user counts from their sizes, in one pass
             if sign > 0:
-                self._enter(members, slots, pids)
-            else:
-                slot_arcs = self._slot_arcs
-                for slot in slots.tolist():
-                    for arc in slot_arcs[slot]:
-                        members[arc].discard(slot)  # type: ignore[union-attr]
+                self._shared += self._enter(members, slots, pids)
+                return
+            users = self._users
+            slot_arcs = self._slot_arcs
+            shared = 0
+            for slot in slots.tolist():
+                for arc in slot_arcs[slot]:
+                    group = members[arc]
+                    group.discard(slot)  # type: ignore[union-attr]
+                    k = len(group)  # type: ignore[arg-type]
+                    users[arc] = k
+                    shared -= k == 1
+            self._shared += shared
+            return
         if len(pids) <= 8:  # a few flows: plain Python beats numpy's per-call cost
             users = self._users
             shared = 0
@@ -276,24 +285,35 @@ class Rates:
     def _rebuild(self, active: np.ndarray, path: np.ndarray) -> None:
         """The per-link sets of active flows, from scratch."""
         members: list[set[int] | None] = [None] * self.cluster.num_arcs
-        self._enter(members, active, path[active])
+        self._enter(members, active, path[active], count=False)  # the counts are up to date
         self._members = members
 
-    def _enter(self, members: list[set[int] | None], slots: np.ndarray, pids: np.ndarray) -> None:
-        """Put flows ``slots`` (on paths ``pids``) into the per-link sets ``members``."""
+    def _enter(self, members: list[set[int] | None], slots: np.ndarray, pids: np.ndarray, count: bool = True) -> int:
+        """Put flows ``slots`` (on paths ``pids``) into the per-link sets ``members``; with ``count``,
+        set the per-link user counts of the links they cross from the sets' sizes, and return how many
+        of those links became shared."""
         slot_arcs = self._slot_arcs
         top = int(slots.max()) + 1 if len(slots) else 0
         if top > len(slot_arcs):
             slot_arcs.extend([()] * (top - len(slot_arcs)))
         arcs_of = self._arcs_of
+        users = self._users
+        shared = 0
         for slot, pid in zip(slots.tolist(), pids.tolist(), strict=True):
             arcs = slot_arcs[slot] = arcs_of(pid)
             for arc in arcs:
-                users = members[arc]
-                if users is None:
+                group = members[arc]
+                if group is None:
                     members[arc] = {slot}
+                    if count:
+                        users[arc] = 1
                 else:
-                    users.add(slot)
+                    group.add(slot)
+                    if count:
+                        k = len(group)
+                        users[arc] = k
+                        shared += k == 2
+        return shared
 
     def _component(
         self, path: np.ndarray, fresh: list[np.ndarray], gone: list[np.ndarray], limit: int
