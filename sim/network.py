@@ -728,6 +728,12 @@ class Network:
         np.add.at(self._path_bytes, pids, self._bytes[slots])
         self._rate[slots] = 0.0
         owners = self._owner[slots]
+        first = int(owners[0])
+        if first >= 0 and (owners == first).all():  # one owner's flows (a fast-path executor's)
+            self._owners[first](slots, now)
+            self._owner[slots] = -1
+            self._release(slots)
+            return
         owned = owners >= 0
         if owned.any():
             for owner in np.unique(owners[owned]).tolist():

@@ -257,7 +257,7 @@ class Rates:
     def _finite(bounds: np.ndarray) -> int:
         if len(bounds) == 1:
             return int(math.isfinite(bounds[0]))
-        return int(np.isfinite(bounds).sum())
+        return int(np.count_nonzero(np.isfinite(bounds)))
 
     def _arcs_of(self, pid: int) -> tuple[int, ...]:
         """The arcs of path ``pid`` as a tuple of ints (built once per path)."""
@@ -477,9 +477,9 @@ class Rates:
         arcs_of = self._arcs_of
         slot_arcs = self._slot_arcs
         todo: list[int] = []
-        for slots in fresh:
-            for pid in path[slots].tolist():
-                todo.extend(arcs_of(pid))
+        for slots in fresh:  # started flows: their arcs were put in the per-link sets (_enter)
+            for slot in slots.tolist():
+                todo.extend(slot_arcs[slot])
         for pids in gone:
             for pid in pids.tolist():
                 todo.extend(arcs_of(pid))
