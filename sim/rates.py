@@ -283,24 +283,25 @@ class Rates:
             return  # counted from the active flows at the next computation
         members = self._members
         if members is not None and len(pids) > 8 and 4 * len(pids) > self._count:
-            # a batch as big as a good part of the active flows (ranks in lock-step): numpy counts
-            # them, and the sets are rebuilt from the active flows if a search needs them
-            self._members = members = None
+            # a batch as big as a good part of the active flows (ranks in lock-step): the user counts
+            # (not kept while the sets are) are taken from the active flows in numpy at the next
+            # computation, and the sets rebuilt from them if a search needs them
+            self._members = None
+            self._recount = True
+            return
         if members is not None:
-            # the per-link sets, and the user counts from their sizes, in one pass
+            # the per-link sets; the shared links counted from their sizes (the user counts are not
+            # kept meanwhile: see the drop above)
             if sign > 0:
                 self._shared += self._enter(members, slots, pids)
                 return
-            users = self._users
             slot_arcs = self._slot_arcs
             shared = 0
             for slot in slots.tolist():
                 for arc in slot_arcs[slot]:
                     group = members[arc]
                     group.discard(slot)  # type: ignore[union-attr]
-                    k = len(group)  # type: ignore[arg-type]
-                    users[arc] = k
-                    shared -= k == 1
+                    shared -= len(group) == 1  # type: ignore[arg-type]
             self._shared += shared
             return
         if len(pids) <= 8:  # a few flows: plain Python beats numpy's per-call cost
@@ -436,34 +437,33 @@ class Rates:
     def _rebuild(self, active: np.ndarray, path: np.ndarray) -> None:
         """The per-link sets of active flows, from scratch."""
         members: list[set[int] | None] = [None] * self.cluster.num_arcs
-        self._enter(members, active, path[active], count=False)  # the counts are up to date
+        self._enter(members, active, path[active])  # the shared links are counted already
         self._members = members
 
-    def _enter(self, members: list[set[int] | None], slots: np.ndarray, pids: np.ndarray, count: bool = True) -> int:
-        """Put flows ``slots`` (on paths ``pids``) into the per-link sets ``members``; with ``count``,
-        set the per-link user counts of the links they cross from the sets' sizes, and return how many
-        of those links became shared."""
+    def _enter(self, members: list[set[int] | None], slots: np.ndarray, pids: np.ndarray) -> int:
+        """Put flows ``slots`` (on paths ``pids``) into the per-link sets ``members``; returns how many
+        links they made shared."""
         slot_arcs = self._slot_arcs
         top = int(slots.max()) + 1 if len(slots) else 0
         if top > len(slot_arcs):
             slot_arcs.extend([()] * (top - len(slot_arcs)))
+        path_arcs = self._path_arcs
+        if len(path_arcs) < self.cluster.paths.count:
+            path_arcs.extend([None] * (self.cluster.paths.count - len(path_arcs)))
         arcs_of = self._arcs_of
-        users = self._users
         shared = 0
         for slot, pid in zip(slots.tolist(), pids.tolist(), strict=True):
-            arcs = slot_arcs[slot] = arcs_of(pid)
+            arcs = path_arcs[pid]
+            if arcs is None:
+                arcs = arcs_of(pid)
+            slot_arcs[slot] = arcs
             for arc in arcs:
                 group = members[arc]
                 if group is None:
                     members[arc] = {slot}
-                    if count:
-                        users[arc] = 1
                 else:
                     group.add(slot)
-                    if count:
-                        k = len(group)
-                        users[arc] = k
-                        shared += k == 2
+                    shared += len(group) == 2
         return shared
 
     def _component(
@@ -480,9 +480,11 @@ class Rates:
         for slots in fresh:  # started flows: their arcs were put in the per-link sets (_enter)
             for slot in slots.tolist():
                 todo.extend(slot_arcs[slot])
+        path_arcs = self._path_arcs  # every ended flow's path was entered: its arcs are known
         for pids in gone:
             for pid in pids.tolist():
-                todo.extend(arcs_of(pid))
+                arcs = path_arcs[pid] if pid < len(path_arcs) else None
+                todo.extend(arcs_of(pid) if arcs is None else arcs)
         seen: set[int] = set()
         found: set[int] = set()
         order: list[int] = []  # the order found in (the same on every run)
