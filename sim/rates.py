@@ -47,6 +47,7 @@ _INCREMENTAL_MIN = 8  # active flows below which a solve of all of them is as ch
 _COMPONENT_MAX = 4096  # a change touching more flows than this re-solves them all (numpy beats the search)
 _SKIP_MAX = 64  # consecutive searches that touched too much make up to this many computations skip the search
 _SCALAR_MAX = 48  # components of up to this many flows are solved in plain Python
+_PARTS_MAX = 4096  # components' solutions remembered (by their multiset of paths)
 
 
 def gather_arcs(paths: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -214,6 +215,10 @@ class Rates:
         self._kept: np.ndarray | None = None
         self._version = -1
         self._recount = False  # user counts to be rebuilt from the active flows at the next computation
+        self._slot_pid: list[int] = []  # the path of each slot in the per-link sets
+        #: rates of components solved before, by their sorted path ids: path id -> rate
+        self._parts: dict[tuple[int, ...], dict[int, float]] = {}
+        self.part_hits = 0  # components answered from them
 
     # ------------------------------------------------------------------ bookkeeping
     def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
@@ -244,6 +249,7 @@ class Rates:
         self._path_arcs = []
         self._members = None
         self._recount = True
+        self._parts.clear()
 
     def _hash_sum(self, pids: np.ndarray) -> int:
         """The paths' numbers summed (a flow at a time in scalar operations: numpy's per-call cost
@@ -404,12 +410,7 @@ class Rates:
                     slot = part[0]
                     apply(part, [min(float(self.cluster.paths.bottleneck[path[slot]]), float(bound[slot]))])
                 elif part:
-                    if len(part) <= _SCALAR_MAX:
-                        apply(part, self._maxmin_scalar(part, path, bound))
-                    else:
-                        slots = np.array(part, dtype=np.int64)
-                        flow, arc = gather_arcs(self.cluster.paths, path[slots])
-                        apply(slots, maxmin_rates(flow, arc, len(slots), self.cluster.capacity, bound[slots]))
+                    self._solve_part(part, path, bound, apply)
                 return
         self.solves += 1
         active = active_slots()
@@ -424,6 +425,40 @@ class Rates:
             if len(self._cache) >= _CACHE_ENTRIES:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[self._key] = (keys, rates[first], len(active))
+
+    def _solve_part(
+        self,
+        part: list[int],
+        path: np.ndarray,
+        bound: np.ndarray,
+        apply: Callable[[np.ndarray | list[int], np.ndarray | list[float]], None],
+    ) -> None:
+        """Max-min rates of the component ``part``: remembered by its multiset of paths while no
+        active flow has a bound (a component's rates depend on nothing else, and flows on one path
+        get one rate), so a pipeline's components, the same from one chunk to the next, solve once."""
+        key = None
+        if self._bounded == 0 and _PARTS_MAX:
+            slot_pid = self._slot_pid
+            pids = [slot_pid[slot] for slot in part]
+            key = tuple(sorted(pids))
+            got = self._parts.get(key)
+            if got is not None:
+                self.part_hits += 1
+                apply(part, [got[pid] for pid in pids])
+                return
+        if len(part) <= _SCALAR_MAX:
+            rates = self._maxmin_scalar(part, path, bound)
+            apply(part, rates)
+        else:
+            slots = np.array(part, dtype=np.int64)
+            flow, arc = gather_arcs(self.cluster.paths, path[slots])
+            solved = maxmin_rates(flow, arc, len(slots), self.cluster.capacity, bound[slots])
+            apply(slots, solved)
+            rates = solved.tolist()
+        if key is not None:
+            if len(self._parts) >= _PARTS_MAX:
+                self._parts.clear()
+            self._parts[key] = dict(zip(pids, rates, strict=True))
 
     def _count_users(self, pids: np.ndarray) -> None:
         """The per-link user counts from scratch, from the paths of the active flows."""
@@ -443,10 +478,11 @@ class Rates:
     def _enter(self, members: list[set[int] | None], slots: np.ndarray, pids: np.ndarray) -> int:
         """Put flows ``slots`` (on paths ``pids``) into the per-link sets ``members``; returns how many
         links they made shared."""
-        slot_arcs = self._slot_arcs
+        slot_arcs, slot_pid = self._slot_arcs, self._slot_pid
         top = int(slots.max()) + 1 if len(slots) else 0
         if top > len(slot_arcs):
             slot_arcs.extend([()] * (top - len(slot_arcs)))
+            slot_pid.extend([-1] * (top - len(slot_pid)))
         path_arcs = self._path_arcs
         if len(path_arcs) < self.cluster.paths.count:
             path_arcs.extend([None] * (self.cluster.paths.count - len(path_arcs)))
@@ -457,6 +493,7 @@ class Rates:
             if arcs is None:
                 arcs = arcs_of(pid)
             slot_arcs[slot] = arcs
+            slot_pid[slot] = pid
             for arc in arcs:
                 group = members[arc]
                 if group is None:

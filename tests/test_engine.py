@@ -450,3 +450,37 @@ def test_links_left_out_of_the_bookkeeping_change_no_rate(seed, monkeypatch):
     c = left_out.cluster
     want = _reference_ends(c, flows + [(t, src, nic0, n) for t, src, _, n in late])
     assert ends == pytest.approx(want, rel=1e-9, abs=0)
+
+
+@pytest.mark.parametrize(
+    ("topology", "algorithm"),
+    [
+        ("dgx:hosts=8,gpus_per_host=4,hosts_per_leaf=2", "double-binary-tree:chunks=8"),
+        ("leaf-spine:leaves=4,hosts_per_leaf=8,spines=2,bandwidth=100Gbps,uplink_bandwidth=100Gbps", "tree:chunks=6"),
+    ],
+)
+def test_components_solved_before_are_remembered_not_approximated(topology, algorithm, monkeypatch):
+    """A pipelined tree's chunks meet the same components (the same paths sharing the same links) one
+    after another: their rates are taken from the first solve -- the same times, bit for bit, as solving
+    every one, on the fast path and message by message (and the two agree)."""
+    import sim.rates as rates
+    from sim import simulate
+
+    fast = simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11)
+    message = simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11, engine="message")
+    hits = []
+    monkeypatch.setattr(rates.Rates, "_solve_part", _counting(rates.Rates._solve_part, hits))
+    simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11)
+    assert hits and hits[-1] > 0
+    monkeypatch.setattr(rates, "_PARTS_MAX", 0)
+    assert simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11).time_s == fast.time_s
+    assert simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11, engine="message").time_s == message.time_s
+    assert fast.engine == "fast:dataflow" and fast.time_s == pytest.approx(message.time_s, rel=1e-12)
+
+
+def _counting(solve, hits):
+    def wrapped(self, *args):
+        solve(self, *args)
+        hits.append(self.part_hits)
+
+    return wrapped
