@@ -48,6 +48,8 @@ _COMPONENT_MAX = 4096  # a change touching more flows than this re-solves them a
 _SKIP_MAX = 64  # consecutive searches that touched too much make up to this many computations skip the search
 _SCALAR_MAX = 48  # components of up to this many flows are solved in plain Python
 _PARTS_MAX = 4096  # components' solutions remembered (by their multiset of paths)
+_PART_FLOWS = 256  # ... of up to this many flows
+_PARTS_TRIAL = 512  # given up when fewer than 1/4 of the first this many lookups were answered
 
 
 def gather_arcs(paths: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -219,6 +221,8 @@ class Rates:
         #: rates of components solved before, by their sorted path ids: path id -> rate
         self._parts: dict[tuple[int, ...], dict[int, float]] = {}
         self.part_hits = 0  # components answered from them
+        self._part_tries = 0
+        self._parts_on = _PARTS_MAX > 0
 
     # ------------------------------------------------------------------ bookkeeping
     def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
@@ -437,15 +441,20 @@ class Rates:
         active flow has a bound (a component's rates depend on nothing else, and flows on one path
         get one rate), so a pipeline's components, the same from one chunk to the next, solve once."""
         key = None
-        if self._bounded == 0 and _PARTS_MAX:
+        if self._bounded == 0 and self._parts_on and len(part) <= _PART_FLOWS:
             slot_pid = self._slot_pid
             pids = [slot_pid[slot] for slot in part]
             key = tuple(sorted(pids))
             got = self._parts.get(key)
+            self._part_tries += 1
             if got is not None:
                 self.part_hits += 1
                 apply(part, [got[pid] for pid in pids])
                 return
+            if self._part_tries == _PARTS_TRIAL and 4 * self.part_hits < self._part_tries:
+                self._parts_on = False  # components rarely repeat here: stop remembering them
+                self._parts.clear()
+                key = None
         if len(part) <= _SCALAR_MAX:
             rates = self._maxmin_scalar(part, path, bound)
             apply(part, rates)
