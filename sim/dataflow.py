@@ -73,6 +73,11 @@ def _by_kind(edges: tuple[np.ndarray, np.ndarray, np.ndarray]) -> dict[int, tupl
 
 def _gather(ptr: np.ndarray, idx: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The concatenation of ``idx[ptr[r]:ptr[r+1]]`` over ``rows``."""
+    if len(rows) <= _SMALL:  # a few rows: slices beat numpy's per-call cost of the vectorized form
+        parts = [idx[a:b] for a, b in zip(ptr[rows].tolist(), ptr[rows + 1].tolist(), strict=True) if b > a]
+        if not parts:
+            return np.zeros(0, dtype=np.int64)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
     lo = ptr[rows]
     counts = ptr[rows + 1] - lo
     total = int(counts.sum())
