@@ -48,18 +48,36 @@ HELD = 1
 #: which the 64-chunk double binary tree on 16,384 GPUs, 4,194,048 messages, just fits)
 MAX_MESSAGES = 1 << 22
 _SMALL = 16  # batches up to this size are handled in scalar operations (numpy's per-call cost dominates)
+_ID = np.int32  # message ids in the dependency tables (MAX_MESSAGES and the edges fit)
 
 
 def _csr(owner: np.ndarray, values: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Group ``values`` (parallel arrays) by ``owner`` in 0..n-1: (pointers, the grouped arrays)."""
+    """Group ``values`` (parallel arrays) by ``owner`` in 0..n-1, in their order within a group:
+    (pointers, the grouped arrays). Message ids and pointers are held in 32 bits (a dataflow holds at
+    most :data:`MAX_MESSAGES` messages and a few edges each): half the memory to build and walk."""
     order = np.argsort(owner, kind="stable")
-    ptr = np.zeros(n + 1, dtype=np.int64)
+    ptr = np.zeros(n + 1, dtype=_ID)
     np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
-    return ptr, [v[order] for v in values]
+    return ptr, [v[order].astype(_ID, copy=False) for v in values]
+
+
+def _by_kind(edges: tuple[np.ndarray, np.ndarray, np.ndarray]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """An edge list's (message, on) pairs for each kind (slices where the kinds are in order, as
+    :class:`DataflowBuilder` writes them)."""
+    m, on, kind = edges
+    if len(kind) < 2 or (kind[1:] >= kind[:-1]).all():
+        cut = int(np.searchsorted(kind, HELD))
+        return {ARRIVED: (m[:cut], on[:cut]), HELD: (m[cut:], on[cut:])}
+    return {k: (m[kind == k], on[kind == k]) for k in (ARRIVED, HELD)}
 
 
 def _gather(ptr: np.ndarray, idx: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The concatenation of ``idx[ptr[r]:ptr[r+1]]`` over ``rows``."""
+    if len(rows) <= _SMALL:  # a few rows: slices beat numpy's per-call cost of the vectorized form
+        parts = [idx[a:b] for a, b in zip(ptr[rows].tolist(), ptr[rows + 1].tolist(), strict=True) if b > a]
+        if not parts:
+            return np.zeros(0, dtype=np.int64)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
     lo = ptr[rows]
     counts = ptr[rows + 1] - lo
     total = int(counts.sum())
@@ -100,14 +118,14 @@ class Dataflow:
             if len(m) and not ((kind == ARRIVED) | (kind == HELD)).all():
                 raise ValueError(f"dataflow: {name} kinds must be ARRIVED or HELD")
         # how many dependencies each message waits for, and who waits on each message
-        m, on, kind = self.deps
-        self.dep_count = np.bincount(m, minlength=n).astype(np.int64)
-        self.on_arrived = _csr(on[kind == ARRIVED], [m[kind == ARRIVED]], n)
-        self.on_held = _csr(on[kind == HELD], [m[kind == HELD]], n)
-        g, gon, gkind = self.gates
-        self.gate_count = np.bincount(g, minlength=n).astype(np.int64)
-        self.gate_on_arrived = _csr(gon[gkind == ARRIVED], [g[gkind == ARRIVED]], n)
-        self.gate_on_held = _csr(gon[gkind == HELD], [g[gkind == HELD]], n)
+        self.dep_count = np.bincount(self.deps[0], minlength=n).astype(np.int64)
+        deps = _by_kind(self.deps)
+        self.on_arrived = _csr(deps[ARRIVED][1], [deps[ARRIVED][0]], n)
+        self.on_held = _csr(deps[HELD][1], [deps[HELD][0]], n)
+        self.gate_count = np.bincount(self.gates[0], minlength=n).astype(np.int64)
+        gates = _by_kind(self.gates)
+        self.gate_on_arrived = _csr(gates[ARRIVED][1], [gates[ARRIVED][0]], n)
+        self.gate_on_held = _csr(gates[HELD][1], [gates[HELD][0]], n)
         # a message goes through its receiver's processor when it reduces or has a gate
         self.processed = (self.reduce > 0) | (self.gate_count > 0)
 
@@ -133,8 +151,9 @@ class DataflowBuilder:
         self.endpoints = endpoints
         self.count = 0
         self._cols: list[list[np.ndarray]] = [[] for _ in range(8)]
-        self._deps: list[list[np.ndarray]] = [[], [], []]
-        self._gates: list[list[np.ndarray]] = [[], [], []]
+        #: edges by kind (ARRIVED, HELD): lists of (message, on) parts, in the order they were added
+        self._deps: tuple[list[np.ndarray], ...] = ([], [], [], [])
+        self._gates: tuple[list[np.ndarray], ...] = ([], [], [], [])
 
     def messages(
         self,
@@ -173,12 +192,13 @@ class DataflowBuilder:
         return ids
 
     @staticmethod
-    def _edges(store: list[list[np.ndarray]], m: np.ndarray, on: np.ndarray, kind: int) -> None:
+    def _edges(store: tuple[list[np.ndarray], ...], m: np.ndarray, on: np.ndarray, kind: int) -> None:
+        if kind not in (ARRIVED, HELD):
+            raise ValueError("dataflow: kinds must be ARRIVED or HELD")
         m, on = np.broadcast_arrays(np.asarray(m, dtype=np.int64), np.asarray(on, dtype=np.int64))
         keep = (m >= 0) & (on >= 0)  # -1 on either side: no edge (a missing parent, chunk -1)
-        store[0].append(m[keep].ravel())
-        store[1].append(on[keep].ravel())
-        store[2].append(np.full(int(keep.sum()), kind, dtype=np.int64))
+        store[2 * kind].append(m[keep].astype(_ID))
+        store[2 * kind + 1].append(on[keep].astype(_ID))
 
     def after(self, m: np.ndarray, on: np.ndarray, kind: int) -> None:
         """Messages ``m`` start after messages ``on`` (elementwise, broadcast) reach ``kind``."""
@@ -200,9 +220,17 @@ class DataflowBuilder:
         )
         if len(src) and ((src < 0).any() or (dst < 0).any() or (src >= self.endpoints).any()):
             raise ValueError("dataflow: every endpoint must be in 0..endpoints-1")
-        deps = tuple(cat(c, np.int64) for c in self._deps)
-        gates = tuple(cat(c, np.int64) for c in self._gates)
-        return Dataflow(self.endpoints, src, dst, size, red, proc, comb, lo, hi, deps, gates)  # type: ignore[arg-type]
+
+        def edges(store: tuple[list[np.ndarray], ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            """(message, on, kind), the ARRIVED edges first, then the HELD ones (each in order added)."""
+            arrived, held = cat(store[0], _ID), cat(store[2], _ID)
+            kind = np.repeat(np.array([ARRIVED, HELD], dtype=np.int8), [len(arrived), len(held)])
+            m = np.concatenate((arrived, held))
+            del arrived, held
+            return m, np.concatenate((cat(store[1], _ID), cat(store[3], _ID))), kind
+
+        deps, gates = edges(self._deps), edges(self._gates)
+        return Dataflow(self.endpoints, src, dst, size, red, proc, comb, lo, hi, deps, gates)
 
 
 class _State:

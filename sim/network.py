@@ -121,9 +121,12 @@ class Network:
         self._is_active = np.zeros(size, dtype=bool)
         self._nactive = 0
         self._active_arr: np.ndarray | None = np.zeros(0, dtype=np.int64)
-        # (due time, slot) of every draining flow, a heap; an entry is stale once the slot's due time
-        # differs from it or the slot is no longer draining (dropped when it reaches the top)
-        self._heap: list[tuple[float, int]] = []
+        # due times of the draining flows, a heap of distinct times, and the slots due at each (flows
+        # that end together share one entry); a slot is stale there once its due time differs or it no
+        # longer drains (dropped when its time reaches the top)
+        self._heap: list[float] = []
+        self._due_at: dict[float, list[int]] = {}
+        self._due_entries = 0  # slots held in _due_at, stale ones included
         self._entries: tuple[np.ndarray, np.ndarray] | None = None
         self._pending: list[float] = []  # distinct start times (a heap)
         self._pending_at: dict[float, list[Any]] = {}  # start time -> slots (ints or arrays)
@@ -387,8 +390,7 @@ class Network:
         active = self._active
         self._t_set[active] += delta
         self._due[active] += delta
-        self._heap = list(zip(self._due[active].tolist(), active.tolist(), strict=True))
-        heapq.heapify(self._heap)
+        self._rebuild_due()
         n = len(path_bytes)
         if len(self._path_bytes) < n:
             grown = np.zeros(n)
@@ -540,15 +542,18 @@ class Network:
         self._t_last = now
         heap = self._heap
         cut = now * (1 + _TIME_RTOL) + 1e-300
-        if not heap or heap[0][0] > cut:
+        if not heap or heap[0] > cut:
             return False
-        is_active, due = self._is_active, self._due
+        is_active, due, due_at = self._is_active, self._due, self._due_at
         done = []
-        while heap and heap[0][0] <= cut:
-            when, slot = heapq.heappop(heap)
-            if is_active[slot] and due[slot] == when:
-                is_active[slot] = False  # an entry pushed twice completes its flow once
-                done.append(slot)
+        while heap and heap[0] <= cut:
+            when = heapq.heappop(heap)
+            bucket = due_at.pop(when)
+            self._due_entries -= len(bucket)
+            for slot in bucket:
+                if is_active[slot] and due[slot] == when:
+                    is_active[slot] = False  # an entry pushed twice completes its flow once
+                    done.append(slot)
         if not done:
             return False
         done.sort()
@@ -604,9 +609,9 @@ class Network:
         """New rates for ``slots`` from now on: their remaining bytes are brought up to date and their
         due times recomputed (flows whose rate did not change keep theirs)."""
         now = self._t_last
-        heap = self._heap
         if isinstance(slots, list):
             rate, left, t_set, due = self._rate, self._remaining, self._t_set, self._due
+            heap, due_at = self._heap, self._due_at
             for slot, new in zip(slots, rates, strict=True):
                 old = float(rate[slot])
                 if old == new:
@@ -617,7 +622,13 @@ class Network:
                 rate[slot] = new
                 when = now + remaining / new if new > 0 else np.inf
                 due[slot] = when
-                heapq.heappush(heap, (when, slot))
+                bucket = due_at.get(when)
+                if bucket is None:
+                    due_at[when] = [slot]
+                    heapq.heappush(heap, when)
+                else:
+                    bucket.append(slot)
+                self._due_entries += 1
             return
         old = self._rate[slots]
         moved = old != rates
@@ -633,20 +644,43 @@ class Network:
         self._push(due, slots)
 
     def _push(self, due: np.ndarray, slots: np.ndarray) -> None:
-        """Heap entries for new due times (the heap is rebuilt from the draining flows when the stale
-        entries outnumber them)."""
-        heap = self._heap
-        if len(heap) + len(slots) > 4 * self._nactive + 1024:
-            active = self._active
-            self._heap = heap = list(zip(self._due[active].tolist(), active.tolist(), strict=True))
-            heapq.heapify(heap)
-        elif len(slots) > len(heap):
-            heap.extend(zip(due.tolist(), slots.tolist(), strict=True))
+        """Heap entries for new due times (rebuilt from the draining flows when the stale entries
+        outnumber them)."""
+        if self._due_entries + len(slots) > 4 * self._nactive + 1024:
+            self._rebuild_due()
+            return
+        heap, due_at = self._heap, self._due_at
+        times = []
+        for when, slot in zip(due.tolist(), slots.tolist(), strict=True):
+            bucket = due_at.get(when)
+            if bucket is None:
+                due_at[when] = [slot]
+                times.append(when)
+            else:
+                bucket.append(slot)
+        self._due_entries += len(slots)
+        if len(times) > len(heap):
+            heap.extend(times)
             heapq.heapify(heap)
         else:
             push = heapq.heappush
-            for entry in zip(due.tolist(), slots.tolist(), strict=True):
-                push(heap, entry)
+            for when in times:
+                push(heap, when)
+
+    def _rebuild_due(self) -> None:
+        """The due-time heap from the draining flows' due times (no stale entries)."""
+        active = self._active
+        due_at: dict[float, list[int]] = {}
+        for when, slot in zip(self._due[active].tolist(), active.tolist(), strict=True):
+            bucket = due_at.get(when)
+            if bucket is None:
+                due_at[when] = [slot]
+            else:
+                bucket.append(slot)
+        self._due_at = due_at
+        self._heap = list(due_at)
+        heapq.heapify(self._heap)
+        self._due_entries = len(active)
 
     @property
     def solves(self) -> int:
@@ -671,12 +705,18 @@ class Network:
 
     def _schedule_next(self, now: float) -> None:
         when = np.inf
-        heap = self._heap
+        heap, due_at = self._heap, self._due_at
         is_active, due = self._is_active, self._due
-        while heap and not (is_active[heap[0][1]] and due[heap[0][1]] == heap[0][0]):
-            heapq.heappop(heap)  # stale
+        while heap:
+            top = heap[0]
+            bucket = due_at[top]
+            if any(is_active[slot] and due[slot] == top for slot in bucket):
+                break
+            heapq.heappop(heap)  # every slot due then is stale
+            del due_at[top]
+            self._due_entries -= len(bucket)
         if heap:
-            when = max(now, heap[0][0])
+            when = max(now, heap[0])
         if self._pending:
             when = min(when, self._pending[0])
         if when < np.inf:
@@ -695,6 +735,12 @@ class Network:
         np.add.at(self._path_bytes, pids, self._bytes[slots])
         self._rate[slots] = 0.0
         owners = self._owner[slots]
+        first = int(owners[0])
+        if first >= 0 and (owners == first).all():  # one owner's flows (a fast-path executor's)
+            self._owners[first](slots, now)
+            self._owner[slots] = -1
+            self._release(slots)
+            return
         owned = owners >= 0
         if owned.any():
             for owner in np.unique(owners[owned]).tolist():

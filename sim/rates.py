@@ -48,12 +48,128 @@ _INCREMENTAL_MIN = 8  # active flows below which a solve of all of them is as ch
 _COMPONENT_MAX = 4096  # a change touching more flows than this re-solves them all (numpy beats the search)
 _SKIP_MAX = 64  # consecutive searches that touched too much make up to this many computations skip the search
 _SCALAR_MAX = 48  # components of up to this many flows are solved in plain Python
+_PARTS_MAX = 4096  # components' solutions remembered (by their multiset of paths)
+_PART_FLOWS = 256  # ... of up to this many flows
+_PARTS_TRIAL = 512  # given up when fewer than 1/4 of the first this many lookups were answered
 
 
 def gather_arcs(paths: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(flow index, arc) for every arc of every path in ``pids``, flow by flow."""
     lens = paths.length[pids]
     return np.repeat(np.arange(len(pids)), lens), paths.arcs[ranges(paths.start[pids], lens)]
+
+
+class _Dominance:
+    """Links that never bind, shared by the rate computations on one cluster.
+
+    A link direction ``a`` whose flows all cross another one ``b`` no wider (``b`` adjacent to ``a``
+    on every interned path that crosses ``a``) is never over capacity while ``b`` is not, and it
+    never saturates before ``b`` does: with ``a``'s flows a subset of ``b``'s and ``a`` at least as
+    wide, its share is never below ``b``'s, in floating point too (the same levels are taken off a
+    capacity at least as large). So max-min fairness over the other links gives every flow the same
+    rate, bit for bit, and the components are the same; the per-link bookkeeping leaves ``a`` out. Such
+    pairs are found from the topology (a NIC between a GPU and its leaf: a node that is no endpoint,
+    with two neighbours, which a route through it must enter from one and leave to the other; ties
+    broken by arc id so that no two links leave each other out) and verified on every path interned
+    so far (:meth:`verify`): a path that crosses ``a`` without ``b`` beside it makes ``a`` count again.
+    """
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.dom = _static_dominators(cluster)
+        self.kept = self.dom < 0
+        self.table = cluster.paths
+        self.checked = 0  # paths of ``table`` verified so far
+        self.version = 0  # bumped whenever a left-out link is brought back
+
+    def verify(self) -> None:
+        """Check the paths interned since the last call; bring back links they show to be needed."""
+        paths = self.cluster.paths
+        if paths is not self.table:  # a new table: verify it from its first path
+            self.table, self.checked = paths, 0
+        count = paths.count
+        first, self.checked = self.checked, count
+        if count <= first or self.kept.all():
+            return
+        if count - first <= 4:  # paths interned one by one: plain Python beats numpy's per-call cost
+            dom, bad = self.dom, []
+            for pid in range(first, count):
+                start = int(paths.start[pid])
+                crossed = paths.arcs[start : start + int(paths.length[pid])].tolist()
+                last = len(crossed) - 1
+                for i, arc in enumerate(crossed):
+                    d = dom[arc]
+                    if d >= 0 and not ((i > 0 and crossed[i - 1] == d) or (i < last and crossed[i + 1] == d)):
+                        bad.append(arc)
+            if bad:
+                self.dom[bad] = -1
+                self.kept = self.dom < 0
+                self.version += 1
+            return
+        flow, arcs = gather_arcs(paths, np.arange(first, count))
+        d = self.dom[arcs]
+        at = np.flatnonzero(d >= 0)
+        if not len(at):
+            return
+        before, after = np.maximum(at - 1, 0), np.minimum(at + 1, len(arcs) - 1)
+        beside = ((at > 0) & (flow[before] == flow[at]) & (arcs[before] == d[at])) | (
+            (at + 1 < len(arcs)) & (flow[after] == flow[at]) & (arcs[after] == d[at])
+        )
+        bad = arcs[at[~beside]]
+        if len(bad):
+            self.dom[bad] = -1
+            self.kept = self.dom < 0
+            self.version += 1
+
+
+def _static_dominators(cluster: Any) -> np.ndarray:
+    """For every arc, the adjacent arc that carries all its flows and is no wider (or -1), from the
+    topology: around a node that is no endpoint and has exactly two neighbours (both ways)."""
+    u, v, cap = cluster.arc_u, cluster.arc_v, cluster.capacity
+    m = len(u)
+    dom = np.full(m, -1, dtype=np.int64)
+    if not m:
+        return dom
+    n = int(max(u.max(), v.max())) + 1
+    outdeg, indeg = np.bincount(u, minlength=n), np.bincount(v, minlength=n)
+    through = (outdeg == 2) & (indeg == 2)
+    through[np.asarray(cluster.rank_node, dtype=np.int64)] = False
+    if not through.any():
+        return dom
+
+    def two(ends: np.ndarray, deg: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(ends, kind="stable")
+        ptr = np.concatenate(([0], np.cumsum(deg)))
+        return order[ptr[nodes]], order[ptr[nodes] + 1]
+
+    def narrower(c: np.ndarray, a: np.ndarray) -> np.ndarray:
+        return (cap[c] < cap[a]) | ((cap[c] == cap[a]) & (c < a))
+
+    # into a through node w from x: the flows leave w to its other neighbour
+    into = np.flatnonzero(through[v])
+    o1, o2 = two(u, outdeg, v[into])
+    back1, back2 = v[o1] == u[into], v[o2] == u[into]
+    nxt = np.where(back1, o2, o1)
+    ok = (back1 != back2) & narrower(nxt, into)
+    dom[into[ok]] = nxt[ok]
+    # out of a through node w to y: the flows came into w from its other neighbour
+    out = np.flatnonzero(through[u])
+    i1, i2 = two(v, indeg, u[out])
+    from1, from2 = u[i1] == v[out], u[i2] == v[out]
+    prv = np.where(from1, i2, i1)
+    ok = (from1 != from2) & narrower(prv, out)
+    held = dom[out]
+    ok &= (held < 0) | narrower(prv, np.maximum(held, 0))
+    dom[out[ok]] = prv[ok]
+    return dom
+
+
+def _dominance_of(cluster: Any) -> _Dominance:
+    got = getattr(cluster, "_rates_dominance", None)
+    if got is None or got.cluster is not cluster or len(got.dom) != cluster.num_arcs:
+        got = _Dominance(cluster)
+        cluster._rates_dominance = got
+    return got
 
 
 class Rates:
@@ -93,10 +209,27 @@ class Rates:
         self._skip = 0  # computations left that go straight to a full solve
         self._skip_next = 1  # how many the next search that touches too much buys (doubles, up to _SKIP_MAX)
         self._slot_arcs: list[tuple[int, ...]] = []  # arcs of each active slot's path
+        #: links left out of the bookkeeping because another carries all their flows (_Dominance)
+        self._dominance = _dominance_of(cluster) if self._capacity is None else None
+        self._kept: np.ndarray | None = None
+        self._version = -1
+        self._recount = False  # user counts to be rebuilt from the active flows at the next computation
+        self._slot_pid: list[int] = []  # the path of each slot in the per-link sets
+        #: rates of components solved before, by their sorted path ids: path id -> rate
+        self._parts: dict[tuple[int, ...], dict[int, float]] = {}
+        self.part_hits = 0  # components answered from them
+        self._part_tries = 0
+        self._parts_on = _PARTS_MAX > 0
 
     # ------------------------------------------------------------------ bookkeeping
     def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
         """Flows ``slots`` (on paths ``pids``, with rate bounds ``bounds``) started draining."""
+        dominance = self._dominance
+        if dominance is not None:
+            if self.cluster.paths.count > dominance.checked:
+                dominance.verify()
+            if dominance.version != self._version:
+                self._leave_out(dominance)
         self._key = (self._key + self._hash_sum(pids)) % (1 << 64)
         self._use(pids, +1, slots)
         self._fresh.append(slots)
@@ -108,6 +241,16 @@ class Rates:
         self._gone.append(pids)
         self._use(pids, -1, slots)
         self._bounded -= self._finite(bounds)
+
+    def _leave_out(self, dominance: _Dominance) -> None:
+        """Follow the links ``dominance`` leaves out now: what was built over the old set is dropped
+        (paths' arcs, per-link sets) and the user counts are rebuilt at the next computation."""
+        self._version = dominance.version
+        self._kept = None if dominance.kept.all() else dominance.kept
+        self._path_arcs = []
+        self._members = None
+        self._recount = True
+        self._parts.clear()
 
     def _hash_sum(self, pids: np.ndarray) -> int:
         """The paths' numbers summed (a flow at a time in scalar operations: numpy's per-call cost
@@ -121,7 +264,7 @@ class Rates:
     def _finite(bounds: np.ndarray) -> int:
         if len(bounds) == 1:
             return int(math.isfinite(bounds[0]))
-        return int(np.isfinite(bounds).sum())
+        return int(np.count_nonzero(np.isfinite(bounds)))
 
     def _arcs_of(self, pid: int) -> tuple[int, ...]:
         """The arcs of path ``pid`` as a tuple of ints (built once per path)."""
@@ -132,7 +275,10 @@ class Rates:
         if got is None:
             paths = self.cluster.paths
             start = int(paths.start[pid])
-            got = arcs[pid] = tuple(paths.arcs[start : start + int(paths.length[pid])].tolist())
+            crossed = paths.arcs[start : start + int(paths.length[pid])]
+            if self._kept is not None:
+                crossed = crossed[self._kept[crossed]]
+            got = arcs[pid] = tuple(crossed.tolist())
         return got
 
     def _use(self, pids: np.ndarray, sign: int, slots: np.ndarray) -> None:
@@ -140,19 +286,31 @@ class Rates:
         components are re-solved one by one, from the per-link sets of users)."""
         paths = self.cluster.paths
         self._count += sign * len(pids)
+        if self._recount:
+            return  # counted from the active flows at the next computation
         members = self._members
         if members is not None and len(pids) > 8 and 4 * len(pids) > self._count:
-            # a batch as big as a good part of the active flows (ranks in lock-step): numpy counts
-            # them, and the sets are rebuilt from the active flows if a search needs them
-            self._members = members = None
+            # a batch as big as a good part of the active flows (ranks in lock-step): the user counts
+            # (not kept while the sets are) are taken from the active flows in numpy at the next
+            # computation, and the sets rebuilt from them if a search needs them
+            self._members = None
+            self._recount = True
+            return
         if members is not None:
+            # the per-link sets; the shared links counted from their sizes (the user counts are not
+            # kept meanwhile: see the drop above)
             if sign > 0:
-                self._enter(members, slots, pids)
-            else:
-                slot_arcs = self._slot_arcs
-                for slot in slots.tolist():
-                    for arc in slot_arcs[slot]:
-                        members[arc].discard(slot)  # type: ignore[union-attr]
+                self._shared += self._enter(members, slots, pids)
+                return
+            slot_arcs = self._slot_arcs
+            shared = 0
+            for slot in slots.tolist():
+                for arc in slot_arcs[slot]:
+                    group = members[arc]
+                    group.discard(slot)  # type: ignore[union-attr]
+                    shared -= len(group) == 1  # type: ignore[arg-type]
+            self._shared += shared
+            return
         if len(pids) <= 8:  # a few flows: plain Python beats numpy's per-call cost
             users = self._users
             shared = 0
@@ -164,6 +322,8 @@ class Rates:
             self._shared += shared
             return
         arcs = gather_arcs(paths, pids)[1]
+        if self._kept is not None:
+            arcs = arcs[self._kept[arcs]]
         if not len(arcs):
             return
         uniq, count = np.unique(arcs, return_counts=True)
@@ -201,6 +361,8 @@ class Rates:
         ``path``, ``bound`` and ``rate`` are the network's per-slot arrays."""
         fresh, self._fresh = self._fresh, []
         gone, self._gone = self._gone, []
+        if self._recount:
+            self._count_users(path[active_slots()] if count else path[:0])
         if not count:
             return
         if self._shared == 0 and self._capacity is None:
@@ -249,12 +411,7 @@ class Rates:
                     slot = part[0]
                     apply(part, [min(float(self.cluster.paths.bottleneck[path[slot]]), float(bound[slot]))])
                 elif part:
-                    if len(part) <= _SCALAR_MAX:
-                        apply(part, self._maxmin_scalar(part, path, bound))
-                    else:
-                        slots = np.array(part, dtype=np.int64)
-                        flow, arc = gather_arcs(self.cluster.paths, path[slots])
-                        apply(slots, maxmin_rates(flow, arc, len(slots), self.cluster.capacity, bound[slots]))
+                    self._solve_part(part, path, bound, apply)
                 return
         self.solves += 1
         active = active_slots()
@@ -270,27 +427,87 @@ class Rates:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[self._key] = (keys, rates[first], len(active))
 
+    def _solve_part(
+        self,
+        part: list[int],
+        path: np.ndarray,
+        bound: np.ndarray,
+        apply: Callable[[np.ndarray | list[int], np.ndarray | list[float]], None],
+    ) -> None:
+        """Max-min rates of the component ``part``: remembered by its multiset of paths while no
+        active flow has a bound (a component's rates depend on nothing else, and flows on one path
+        get one rate), so a pipeline's components, the same from one chunk to the next, solve once."""
+        key = None
+        if self._bounded == 0 and self._parts_on and len(part) <= _PART_FLOWS:
+            slot_pid = self._slot_pid
+            pids = [slot_pid[slot] for slot in part]
+            key = tuple(sorted(pids))
+            got = self._parts.get(key)
+            self._part_tries += 1
+            if got is not None:
+                self.part_hits += 1
+                apply(part, [got[pid] for pid in pids])
+                return
+            if self._part_tries == _PARTS_TRIAL and 4 * self.part_hits < self._part_tries:
+                self._parts_on = False  # components rarely repeat here: stop remembering them
+                self._parts.clear()
+                key = None
+        if len(part) <= _SCALAR_MAX:
+            rates = self._maxmin_scalar(part, path, bound)
+            apply(part, rates)
+        else:
+            slots = np.array(part, dtype=np.int64)
+            flow, arc = gather_arcs(self.cluster.paths, path[slots])
+            solved = maxmin_rates(flow, arc, len(slots), self.cluster.capacity, bound[slots])
+            apply(slots, solved)
+            rates = solved.tolist()
+        if key is not None:
+            if len(self._parts) >= _PARTS_MAX:
+                self._parts.clear()
+            self._parts[key] = dict(zip(pids, rates, strict=True))
+
+    def _count_users(self, pids: np.ndarray) -> None:
+        """The per-link user counts from scratch, from the paths of the active flows."""
+        arcs = gather_arcs(self.cluster.paths, pids)[1]
+        if self._kept is not None:
+            arcs = arcs[self._kept[arcs]]
+        self._users = np.bincount(arcs, minlength=self.cluster.num_arcs).astype(np.int64)
+        self._shared = int((self._users >= 2).sum())
+        self._recount = False
+
     def _rebuild(self, active: np.ndarray, path: np.ndarray) -> None:
         """The per-link sets of active flows, from scratch."""
         members: list[set[int] | None] = [None] * self.cluster.num_arcs
-        self._enter(members, active, path[active])
+        self._enter(members, active, path[active])  # the shared links are counted already
         self._members = members
 
-    def _enter(self, members: list[set[int] | None], slots: np.ndarray, pids: np.ndarray) -> None:
-        """Put flows ``slots`` (on paths ``pids``) into the per-link sets ``members``."""
-        slot_arcs = self._slot_arcs
+    def _enter(self, members: list[set[int] | None], slots: np.ndarray, pids: np.ndarray) -> int:
+        """Put flows ``slots`` (on paths ``pids``) into the per-link sets ``members``; returns how many
+        links they made shared."""
+        slot_arcs, slot_pid = self._slot_arcs, self._slot_pid
         top = int(slots.max()) + 1 if len(slots) else 0
         if top > len(slot_arcs):
             slot_arcs.extend([()] * (top - len(slot_arcs)))
+            slot_pid.extend([-1] * (top - len(slot_pid)))
+        path_arcs = self._path_arcs
+        if len(path_arcs) < self.cluster.paths.count:
+            path_arcs.extend([None] * (self.cluster.paths.count - len(path_arcs)))
         arcs_of = self._arcs_of
+        shared = 0
         for slot, pid in zip(slots.tolist(), pids.tolist(), strict=True):
-            arcs = slot_arcs[slot] = arcs_of(pid)
+            arcs = path_arcs[pid]
+            if arcs is None:
+                arcs = arcs_of(pid)
+            slot_arcs[slot] = arcs
+            slot_pid[slot] = pid
             for arc in arcs:
-                users = members[arc]
-                if users is None:
+                group = members[arc]
+                if group is None:
                     members[arc] = {slot}
                 else:
-                    users.add(slot)
+                    group.add(slot)
+                    shared += len(group) == 2
+        return shared
 
     def _component(
         self, path: np.ndarray, fresh: list[np.ndarray], gone: list[np.ndarray], limit: int
@@ -303,12 +520,14 @@ class Rates:
         arcs_of = self._arcs_of
         slot_arcs = self._slot_arcs
         todo: list[int] = []
-        for slots in fresh:
-            for pid in path[slots].tolist():
-                todo.extend(arcs_of(pid))
+        for slots in fresh:  # started flows: their arcs were put in the per-link sets (_enter)
+            for slot in slots.tolist():
+                todo.extend(slot_arcs[slot])
+        path_arcs = self._path_arcs  # every ended flow's path was entered: its arcs are known
         for pids in gone:
             for pid in pids.tolist():
-                todo.extend(arcs_of(pid))
+                arcs = path_arcs[pid] if pid < len(path_arcs) else None
+                todo.extend(arcs_of(pid) if arcs is None else arcs)
         seen: set[int] = set()
         found: set[int] = set()
         order: list[int] = []  # the order found in (the same on every run)

@@ -405,3 +405,82 @@ def test_path_ids_in_bulk_are_the_routers_routes():
             assert bulk.paths.latency[pid] == pytest.approx(one.paths.latency[ref], rel=1e-15)
             assert bulk.paths.bottleneck[pid] == one.paths.bottleneck[ref]
             assert bulk.path_id(s, d) == pid
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_links_left_out_of_the_bookkeeping_change_no_rate(seed, monkeypatch):
+    """Every flow that crosses a DGX GPU's link to its NIC also crosses the NIC's link to its leaf, and
+    the narrower of the two is the only one the rate bookkeeping keeps (``sim.rates._Dominance``). Random
+    flows between the hosts (rate bounds, NICs wider or narrower than PCIe), then flows into an endpoint
+    on a NIC, whose path crosses the GPU->NIC link alone and brings that link back while flows drain:
+    every completion time is the same, bit for bit, as keeping every link, and the model's own."""
+    import random
+
+    import sim.rates as rates
+    from sim.topology import dgx
+
+    rng = random.Random(seed)
+    nic, pcie = rng.choice([(50e9, 64e9), (64e9, 50e9), (50e9, 50e9)])
+
+    def cluster():
+        return Cluster(dgx(hosts=4, gpus_per_host=2, hosts_per_leaf=2, nic_bandwidth=nic, pcie_bandwidth=pcie))
+
+    flows = []
+    for _ in range(250):
+        src, dst = rng.sample(range(8), 2)
+        bound = rng.choice([None, None, None, rng.uniform(1e10, 6e10)])
+        flows.append((rng.uniform(0, 1e-4), src, dst, rng.choice([2**16, 2**20, 2**22]), bound))
+    late = [(rng.uniform(5e-5, 1e-4), rng.randrange(8), None, 2**20) for _ in range(12)]
+
+    def run(c):
+        engine = rates._dominance_of(c)  # before the endpoint: its NIC is a node routes pass through
+        nic0 = c.add_endpoint(node="h0:nic0")
+        ends, net = run_flows(c, flows + [(t, src, nic0, n) for t, src, _, n in late])
+        return engine, ends, net, nic0
+
+    left_out, ends, net, nic0 = run(cluster())
+    gpu_nic = left_out.cluster.arc_id("h0:gpu0", "h0:nic0")
+    assert left_out.version >= 1 and left_out.dom[gpu_nic] == -1  # brought back by the endpoint's paths
+    assert net.rates.partial > 0 and (left_out.dom >= 0).sum() > 0
+    assert net.rates._shared == 0  # the shared-link count followed every change
+    monkeypatch.setattr(rates, "_static_dominators", lambda c: np.full(c.num_arcs, -1, dtype=np.int64))
+    kept, every, _, _ = run(cluster())
+    assert kept.kept.all()
+    assert ends == every
+    c = left_out.cluster
+    want = _reference_ends(c, flows + [(t, src, nic0, n) for t, src, _, n in late])
+    assert ends == pytest.approx(want, rel=1e-9, abs=0)
+
+
+@pytest.mark.parametrize(
+    ("topology", "algorithm"),
+    [
+        ("dgx:hosts=8,gpus_per_host=4,hosts_per_leaf=2", "double-binary-tree:chunks=8"),
+        ("leaf-spine:leaves=4,hosts_per_leaf=8,spines=2,bandwidth=100Gbps,uplink_bandwidth=100Gbps", "tree:chunks=6"),
+    ],
+)
+def test_components_solved_before_are_remembered_not_approximated(topology, algorithm, monkeypatch):
+    """A pipelined tree's chunks meet the same components (the same paths sharing the same links) one
+    after another: their rates are taken from the first solve -- the same times, bit for bit, as solving
+    every one, on the fast path and message by message (and the two agree)."""
+    import sim.rates as rates
+    from sim import simulate
+
+    fast = simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11)
+    message = simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11, engine="message")
+    hits = []
+    monkeypatch.setattr(rates.Rates, "_solve_part", _counting(rates.Rates._solve_part, hits))
+    simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11)
+    assert hits and hits[-1] > 0
+    monkeypatch.setattr(rates, "_PARTS_MAX", 0)
+    assert simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11).time_s == fast.time_s
+    assert simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11, engine="message").time_s == message.time_s
+    assert fast.engine == "fast:dataflow" and fast.time_s == pytest.approx(message.time_s, rel=1e-12)
+
+
+def _counting(solve, hits):
+    def wrapped(self, *args):
+        solve(self, *args)
+        hits.append(self.part_hits)
+
+    return wrapped
