@@ -22,7 +22,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import IO
+from typing import IO, Any
 
 __all__ = [
     "Terminated",
@@ -99,7 +99,12 @@ def announced() -> bool:
 
 @contextlib.contextmanager
 def interrupt_on_signals(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGHUP)) -> Iterator[None]:
-    """Within the block, ``signals`` raise :class:`Terminated` (a KeyboardInterrupt) in the main thread."""
+    """Within the block, ``signals`` raise :class:`Terminated` (a KeyboardInterrupt) in the main thread.
+
+    A handler's exception can be swallowed: a signal that lands while Python runs code whose exceptions
+    it ignores (a ``__del__``, a weakref callback, logging's fork handlers) only prints "Exception
+    ignored in ...". Such an interruption is not lost: it is not printed, and the block raises it as it
+    ends."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -110,9 +115,20 @@ def interrupt_on_signals(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGH
             raise KeyboardInterrupt()
         raise Terminated()
 
+    hook = sys.unraisablehook
+
+    def quiet(unraisable: Any) -> None:
+        if not (isinstance(unraisable.exc_value, KeyboardInterrupt) and _STATE["received"] is not None):
+            hook(unraisable)
+
+    before = _STATE["received"]
     previous = {s: signal.signal(s, handler) for s in signals}
+    sys.unraisablehook = quiet
     try:
         yield
+        if before is None and _STATE["received"] is not None:  # raised where it was ignored
+            raise KeyboardInterrupt() if _STATE["received"] == signal.SIGINT else Terminated()
     finally:
+        sys.unraisablehook = hook
         for s, old in previous.items():
             signal.signal(s, old)

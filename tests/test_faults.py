@@ -378,3 +378,25 @@ def test_netlab_refuses_to_run_beside_an_older_runs_processes(tmp_path, private_
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
     assert f"process(es) of an earlier run still live in the lab's namespaces (pids {squatter.pid})" in refused.stderr
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_signal_swallowed_where_python_ignores_exceptions_still_interrupts(capsys):
+    """SIGTERM landing in a ``__del__`` (as in logging's fork handlers) raises where Python only prints
+    "Exception ignored": the block still ends in Terminated, and nothing is printed."""
+    from sim import lifetime
+
+    class Bomb:
+        def __del__(self) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(10_000):  # the handler runs at one of these bytecodes, inside __del__
+                pass
+
+    lifetime.reset()
+    after = []
+    with pytest.raises(lifetime.Terminated):
+        with lifetime.interrupt_on_signals():
+            Bomb()  # collected at once: the handler's exception is swallowed
+            after.append("the block went on")
+    assert after == ["the block went on"] and lifetime.received() == signal.SIGTERM
+    assert "Exception ignored" not in capsys.readouterr().err
+    lifetime.reset()
