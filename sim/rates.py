@@ -47,6 +47,8 @@ _INCREMENTAL_MIN = 8  # active flows below which a solve of all of them is as ch
 _COMPONENT_MAX = 4096  # a change touching more flows than this re-solves them all (numpy beats the search)
 _SKIP_MAX = 64  # consecutive searches that touched too much make up to this many computations skip the search
 _SCALAR_MAX = 48  # components of up to this many flows are solved in plain Python
+_FULL_RTOL = 1e-9  # a link direction loaded to within this of its capacity is full (kept)
+_OVER_RTOL = 1e-12  # a relaxed solve that loads a link beyond this over its capacity is solved again
 
 
 def gather_arcs(paths: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -76,7 +78,8 @@ class Rates:
         self._users = np.zeros(cluster.num_arcs, dtype=np.int64)
         self._shared = 0  # link directions with two or more flows
         self._fresh: list[np.ndarray] = []  # flows started since the last computation
-        self._gone: list[np.ndarray] = []  # paths of the flows ended since the last computation
+        #: (paths, rates) of the flows ended since the last computation
+        self._gone: list[tuple[np.ndarray, np.ndarray]] = []
         self.partial = 0  # computations that re-solved only the components a change touched
         self._valid = False  # every active flow holds its max-min rate (set by a full solve)
         self._alone_rates = True  # every active flow's rate is its path's narrowest capacity
@@ -96,6 +99,12 @@ class Rates:
         self._skip = 0  # computations left that go straight to a full solve
         self._skip_next = 1  # how many the next search that touches too much buys (doubles, up to _SKIP_MAX)
         self._slot_arcs: list[tuple[int, ...]] = []  # arcs of each active slot's path
+        #: every link direction's rate sum as the last computation left it (None: rebuilt when needed)
+        self._load: np.ndarray | None = None
+        #: the full link directions (and maybe a few that no longer are): the only links along which a
+        #: change spreads to other flows (see _solve_part)
+        self._kept: set[int] = set()
+        self._cap: list[float] | None = None  # the capacities as Python floats
 
     # ------------------------------------------------------------------ bookkeeping
     def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
@@ -105,10 +114,10 @@ class Rates:
         self._fresh.append(slots)
         self._bounded += self._finite(bounds)
 
-    def removed(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
-        """Flows ``slots`` on paths ``pids`` ended."""
+    def removed(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray, rates: np.ndarray) -> None:
+        """Flows ``slots`` on paths ``pids``, at rates ``rates``, ended."""
         self._key = (self._key - self._hash_sum(pids)) % (1 << 64)
-        self._gone.append(pids)
+        self._gone.append((pids, rates.copy()))
         self._use(pids, -1, slots)
         self._bounded -= self._finite(bounds)
 
@@ -217,6 +226,7 @@ class Rates:
                 apply(new, np.minimum(self.cluster.paths.bottleneck[path[new]], bound[new]))
             self._alone_rates = True
             self._valid = True
+            self._load = None
             self.isolated += 1
             return
         self._alone_rates = False
@@ -235,29 +245,25 @@ class Rates:
                     apply(active, rates[pos])
                     self.cache_hits += 1
                     self._valid = True
+                    self._load = None
                     return
         if self._valid and self._incremental and count >= _INCREMENTAL_MIN and self._skip:
             self._skip -= 1  # the last searches found the change touching too much: solve all for a while
         elif self._valid and self._incremental and count >= _INCREMENTAL_MIN:
             if self._members is None:
                 self._rebuild(active_slots(), path)
-            part = self._component(path, fresh, gone, min(count // 2, _COMPONENT_MAX))
-            if part is None:
+            if self._load is None:
+                self._reload(active_slots(), *entries(), rate, gone)
+            seeds = self._unload(gone)
+            solved = self._solve_part(path, bound, rate, fresh, seeds, min(count // 2, _COMPONENT_MAX))
+            if solved is None:
                 self._skip, self._skip_next = self._skip_next, min(2 * self._skip_next, _SKIP_MAX)
             else:
                 self._skip_next = 1
                 self.solves += 1
                 self.partial += 1
-                if len(part) == 1:  # a flow alone on its links: its narrowest one, or its bound
-                    slot = part[0]
-                    apply(part, [min(float(self.cluster.paths.bottleneck[path[slot]]), float(bound[slot]))])
-                elif part:
-                    if len(part) <= _SCALAR_MAX:
-                        apply(part, self._maxmin_scalar(part, path, bound))
-                    else:
-                        slots = np.array(part, dtype=np.int64)
-                        flow, arc = gather_arcs(self.cluster.paths, path[slots])
-                        apply(slots, maxmin_rates(flow, arc, len(slots), self.cluster.capacity, bound[slots]))
+                if solved[0]:
+                    apply(*solved)
                 return
         self.solves += 1
         active = active_slots()
@@ -267,6 +273,7 @@ class Rates:
         rates = maxmin_rates(flow, arc, len(active), capacity, bound[active])
         apply(active, rates)
         self._valid = True
+        self._load = None
         if cacheable:
             keys, first = np.unique(pids, return_index=True)
             if len(self._cache) >= _CACHE_ENTRIES:
@@ -295,26 +302,95 @@ class Rates:
                 else:
                     users.add(slot)
 
-    def _component(
-        self, path: np.ndarray, fresh: list[np.ndarray], gone: list[np.ndarray], limit: int
-    ) -> list[int] | None:
-        """The active slots in a component of the flows-and-links graph that holds a link of a flow
-        started or ended since the last computation (a search over the per-link user sets); None when
-        they are ``limit`` or more (solve all)."""
+    def _reload(self, active: np.ndarray, flow: np.ndarray, arc: np.ndarray, rate: np.ndarray, gone: list) -> None:
+        """Every link direction's load from scratch (the active flows at their rates, the flows that
+        ended since the last computation at theirs: the state that computation left), and the full
+        ones kept."""
+        load = np.bincount(arc, weights=rate[active][flow], minlength=self.cluster.num_arcs)
+        for pids, rates in gone:
+            g_flow, g_arc = gather_arcs(self.cluster.paths, pids)
+            np.add.at(load, g_arc, rates[g_flow])
+        self._load = load
+        if self._cap is None:
+            self._cap = self.cluster.capacity.tolist()
+        self._kept = set(np.flatnonzero(load >= self.cluster.capacity * (1 - _FULL_RTOL)).tolist())
+
+    def _unload(self, gone: list) -> list[int]:
+        """Take the flows that ended off the loads; their kept (full) links, where the flows left on
+        them may now go faster."""
+        load, kept, users = self._load, self._kept, self._users
+        assert load is not None
+        seeds: list[int] = []
+        arcs_of = self._arcs_of
+        for pids, rates in gone:
+            for pid, r in zip(pids.tolist(), rates.tolist(), strict=True):
+                for arc in arcs_of(pid):
+                    if arc in kept:
+                        seeds.append(arc)
+                    if users[arc]:
+                        load[arc] -= r
+                    else:  # no drift left behind on an idle link
+                        load[arc] = 0.0
+                        kept.discard(arc)
+        return seeds
+
+    def _solve_part(
+        self,
+        path: np.ndarray,
+        bound: np.ndarray,
+        rate: np.ndarray,
+        fresh: list[np.ndarray],
+        seeds: list[int],
+        limit: int,
+    ) -> tuple[list[int], list[float]] | None:
+        """Re-solve the flows a change touches, over the *kept* links only (the full ones): the new flows
+        and every flow joined to them or to the kept links of the ended ones through kept links. A link
+        that is not full constrains nobody -- every flow on it is limited elsewhere -- so the max-min
+        allocation of the whole network is the one that treats it as unbounded, as long as it is not
+        overfilled. The part is solved with each link that also carries flows outside it taken as a
+        bound on each of its flows (their capacity: implied by the real constraint); if the new rates
+        overfill such a link it is kept, the part grows through it, and the part is solved again. After
+        a solve, the part's links that are full are kept, and kept ones that are no longer full are let
+        go. Returns (slots, rates), or None when the part reaches ``limit`` flows (solve all)."""
+        load, kept, users, cap = self._load, self._kept, self._users, self._cap
+        assert load is not None and cap is not None
+        slot_arcs = self._slot_arcs
+        bottleneck = self.cluster.paths.bottleneck
+        new = [slot for part in fresh for slot in part.tolist()]
+        seeds = list(seeds)
+        for slot in new:  # links a new flow could overfill at its rate alone are kept from the start
+            alone = min(float(bottleneck[path[slot]]), float(bound[slot]))
+            for arc in slot_arcs[slot]:
+                if arc in kept:
+                    seeds.append(arc)
+                elif users[arc] > 1 and load[arc] + alone > cap[arc] * (1 + _OVER_RTOL):
+                    kept.add(arc)
+                    seeds.append(arc)
+        while True:
+            part = self._component(new, seeds, limit)
+            if part is None:
+                return None
+            rates = self._relaxed(part, path, bound)
+            over = self._commit(part, rates, rate)
+            if not over:
+                return part, rates
+            seeds.extend(over)
+
+    def _component(self, new: list[int], seeds: list[int], limit: int) -> list[int] | None:
+        """The new flows ``new`` and the active flows joined to them or to ``seeds`` through kept links
+        (a search over the per-link user sets); None when they are ``limit`` or more."""
         members = self._members
         assert members is not None
-        arcs_of = self._arcs_of
+        kept = self._kept
         slot_arcs = self._slot_arcs
-        todo: list[int] = []
-        for slots in fresh:
-            for pid in path[slots].tolist():
-                todo.extend(arcs_of(pid))
-        for pids in gone:
-            for pid in pids.tolist():
-                todo.extend(arcs_of(pid))
+        if len(new) >= limit:
+            return None
+        found: set[int] = set(new)
+        order: list[int] = list(new)  # the order found in (the same on every run)
+        todo = list(seeds)
+        for slot in new:
+            todo.extend(arc for arc in slot_arcs[slot] if arc in kept)
         seen: set[int] = set()
-        found: set[int] = set()
-        order: list[int] = []  # the order found in (the same on every run)
         extend = todo.extend
         while todo:
             arc = todo.pop()
@@ -324,26 +400,87 @@ class Rates:
             users = members[arc]
             if not users:
                 continue
-            new = users - found  # set operations in C: an arc's users are mostly found already
-            if new:
-                found |= new
+            more = users - found  # set operations in C: an arc's users are mostly found already
+            if more:
+                found |= more
                 if len(found) >= limit:
                     return None
-                for slot in sorted(new):
+                for slot in sorted(more):
                     order.append(slot)
-                    extend(slot_arcs[slot])
+                    extend(arc for arc in slot_arcs[slot] if arc in kept)
         return order
 
-    def _maxmin_scalar(self, slots: list[int], path: np.ndarray, bound: np.ndarray) -> list[float]:
-        """Max-min rates of a few flows (a whole component) by progressive filling in plain Python:
-        :func:`sim.maxmin.maxmin_rates_sequential`'s rule -- the links of the smallest share, and the
-        flows bounded below it, fix their flows at that level -- without numpy's per-call cost. A link
-        only one of the flows crosses acts as a bound on that flow (its share is its capacity)."""
+    def _commit(self, part: list[int], rates: list[float], rate: np.ndarray) -> list[int]:
+        """The links the part's new ``rates`` would overfill (they are kept; nothing changes), or none:
+        then the loads take the new rates, the part's full links are kept and the others let go."""
+        load, kept, cap = self._load, self._kept, self._cap
+        assert load is not None and cap is not None
+        slot_arcs = self._slot_arcs
+        delta: dict[int, float] = {}
+        for slot, new in zip(part, rates, strict=True):
+            d = new - float(rate[slot])
+            if d:
+                for arc in slot_arcs[slot]:
+                    delta[arc] = delta.get(arc, 0.0) + d
+        over = []
+        for arc, d in delta.items():
+            if arc not in kept and load[arc] + d > cap[arc] * (1 + _OVER_RTOL):
+                # a link shared with flows outside the part: its load counted afresh (no drift)
+                members = self._members
+                assert members is not None
+                after = dict(zip(part, rates, strict=True))
+                exact = math.fsum(after.get(s, float(rate[s])) for s in members[arc])  # type: ignore[union-attr]
+                if exact > cap[arc] * (1 + _OVER_RTOL):
+                    over.append(arc)
+        if over:
+            kept.update(over)
+            return over
+        full = 1 - _FULL_RTOL
+        for arc, d in delta.items():
+            now = load[arc] + d
+            load[arc] = now
+            if now >= cap[arc] * full:
+                kept.add(arc)
+            else:
+                kept.discard(arc)  # a kept link's users are all in the part
+        return over
+
+    def _relaxed(self, part: list[int], path: np.ndarray, bound: np.ndarray) -> list[float]:
+        """Max-min rates of the part's flows over the links whose every user is in the part; a link that
+        also carries flows outside it (or only one flow) is a bound on each of its flows in the part."""
+        if len(part) == 1:  # a flow alone: its narrowest link, or its bound
+            slot = part[0]
+            return [min(float(self.cluster.paths.bottleneck[path[slot]]), float(bound[slot]))]
+        if len(part) <= _SCALAR_MAX:
+            return self._maxmin_scalar(part, bound)
+        slots = np.array(part, dtype=np.int64)
         capacity = self.cluster.capacity
-        members = self._members
-        assert members is not None
+        flow, arc = gather_arcs(self.cluster.paths, path[slots])
+        uniq, inv, count = np.unique(arc, return_inverse=True, return_counts=True)
+        shared = ((count > 1) & (count == self._users[uniq]))[inv]
+        limit = bound[slots].astype(float, copy=True)
+        np.minimum.at(limit, flow[~shared], capacity[arc[~shared]])
+        rates = limit.copy()
+        has = np.zeros(len(slots), dtype=bool)
+        has[flow[shared]] = True
+        if has.any():
+            index = np.cumsum(has) - 1
+            rates[has] = maxmin_rates(index[flow[shared]], arc[shared], int(has.sum()), capacity, limit[has])
+        return rates.tolist()
+
+    def _maxmin_scalar(self, slots: list[int], bound: np.ndarray) -> list[float]:
+        """:meth:`_relaxed` in plain Python for a few flows: :func:`sim.maxmin.maxmin_rates_sequential`'s
+        rule -- the links of the smallest share, and the flows bounded below it, fix their flows at that
+        level -- without numpy's per-call cost."""
+        cap = self._cap
+        assert cap is not None
+        users_of = self._users
         slot_arcs = self._slot_arcs
         bounds = [float(bound[s]) for s in slots]
+        here: dict[int, int] = {}
+        for slot in slots:
+            for arc in slot_arcs[slot]:
+                here[arc] = here.get(arc, 0) + 1
         left: dict[int, float] = {}
         count: dict[int, int] = {}
         users: dict[int, list[int]] = {}
@@ -351,17 +488,17 @@ class Rates:
         for i, slot in enumerate(slots):
             mine = []
             for arc in slot_arcs[slot]:
-                if arc in users:
-                    users[arc].append(i)
-                    count[arc] += 1
+                k = here[arc]
+                if k > 1 and k == users_of[arc]:  # every user of the link is in the part
+                    if arc in users:
+                        users[arc].append(i)
+                    else:
+                        users[arc] = [i]
+                        count[arc] = k
+                        left[arc] = cap[arc]
                     mine.append(arc)
-                elif len(members[arc] or ()) > 1:  # a component holds all of a link's users
-                    users[arc] = [i]
-                    count[arc] = 1
-                    left[arc] = float(capacity[arc])
-                    mine.append(arc)
-                elif capacity[arc] < bounds[i]:
-                    bounds[i] = float(capacity[arc])
+                elif cap[arc] < bounds[i]:
+                    bounds[i] = cap[arc]
             crossed.append(mine)
         rates = [0.0] * len(slots)
         unfixed = set(range(len(slots)))
