@@ -81,6 +81,7 @@ class Rates:
         #: (paths, rates) of the flows ended since the last computation
         self._gone: list[tuple[np.ndarray, np.ndarray]] = []
         self.partial = 0  # computations that re-solved only the components a change touched
+        self.regrown = 0  # parts solved again because their rates overfilled a link they shared
         self._valid = False  # every active flow holds its max-min rate (set by a full solve)
         self._alone_rates = True  # every active flow's rate is its path's narrowest capacity
         self._bounded = 0  # active flows with a finite bound (they disable the cache)
@@ -374,6 +375,7 @@ class Rates:
             over = self._commit(part, rates, rate)
             if not over:
                 return part, rates
+            self.regrown += 1
             seeds.extend(over)
 
     def _component(self, new: list[int], seeds: list[int], limit: int) -> list[int] | None:
