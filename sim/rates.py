@@ -101,7 +101,7 @@ class Rates:
         self._skip_next = 1  # how many the next search that touches too much buys (doubles, up to _SKIP_MAX)
         self._slot_arcs: list[tuple[int, ...]] = []  # arcs of each active slot's path
         #: every link direction's rate sum as the last computation left it (None: rebuilt when needed)
-        self._load: np.ndarray | None = None
+        self._load: list[float] | None = None
         #: the full link directions (and maybe a few that no longer are): the only links along which a
         #: change spreads to other flows (see _solve_part)
         self._kept: set[int] = set()
@@ -311,7 +311,7 @@ class Rates:
         for pids, rates in gone:
             g_flow, g_arc = gather_arcs(self.cluster.paths, pids)
             np.add.at(load, g_arc, rates[g_flow])
-        self._load = load
+        self._load = load.tolist()
         if self._cap is None:
             self._cap = self.cluster.capacity.tolist()
         self._kept = set(np.flatnonzero(load >= self.cluster.capacity * (1 - _FULL_RTOL)).tolist())
@@ -319,8 +319,8 @@ class Rates:
     def _unload(self, gone: list) -> list[int]:
         """Take the flows that ended off the loads; their kept (full) links, where the flows left on
         them may now go faster."""
-        load, kept, users = self._load, self._kept, self._users
-        assert load is not None
+        load, kept, members = self._load, self._kept, self._members
+        assert load is not None and members is not None
         seeds: list[int] = []
         arcs_of = self._arcs_of
         for pids, rates in gone:
@@ -328,7 +328,7 @@ class Rates:
                 for arc in arcs_of(pid):
                     if arc in kept:
                         seeds.append(arc)
-                    if users[arc]:
+                    if members[arc]:
                         load[arc] -= r
                     else:  # no drift left behind on an idle link
                         load[arc] = 0.0
@@ -353,8 +353,8 @@ class Rates:
         overfill such a link it is kept, the part grows through it, and the part is solved again. After
         a solve, the part's links that are full are kept, and kept ones that are no longer full are let
         go. Returns (slots, rates), or None when the part reaches ``limit`` flows (solve all)."""
-        load, kept, users, cap = self._load, self._kept, self._users, self._cap
-        assert load is not None and cap is not None
+        load, kept, members, cap = self._load, self._kept, self._members, self._cap
+        assert load is not None and cap is not None and members is not None
         slot_arcs = self._slot_arcs
         bottleneck = self.cluster.paths.bottleneck
         new = [slot for part in fresh for slot in part.tolist()]
@@ -364,7 +364,7 @@ class Rates:
             for arc in slot_arcs[slot]:
                 if arc in kept:
                     seeds.append(arc)
-                elif users[arc] > 1 and load[arc] + alone > cap[arc] * (1 + _OVER_RTOL):
+                elif len(members[arc] or ()) > 1 and load[arc] + alone > cap[arc] * (1 + _OVER_RTOL):
                     kept.add(arc)
                     seeds.append(arc)
         while True:
@@ -419,8 +419,9 @@ class Rates:
         assert load is not None and cap is not None
         slot_arcs = self._slot_arcs
         delta: dict[int, float] = {}
-        for slot, new in zip(part, rates, strict=True):
-            d = new - float(rate[slot])
+        old = rate.take(part).tolist() if len(part) > 4 else [float(rate[slot]) for slot in part]
+        for slot, new, was in zip(part, rates, old, strict=True):
+            d = new - was
             if d:
                 for arc in slot_arcs[slot]:
                     delta[arc] = delta.get(arc, 0.0) + d
@@ -474,9 +475,8 @@ class Rates:
         """:meth:`_relaxed` in plain Python for a few flows: :func:`sim.maxmin.maxmin_rates_sequential`'s
         rule -- the links of the smallest share, and the flows bounded below it, fix their flows at that
         level -- without numpy's per-call cost."""
-        cap = self._cap
-        assert cap is not None
-        users_of = self._users
+        cap, members = self._cap, self._members
+        assert cap is not None and members is not None
         slot_arcs = self._slot_arcs
         bounds = [float(bound[s]) for s in slots]
         here: dict[int, int] = {}
@@ -491,7 +491,7 @@ class Rates:
             mine = []
             for arc in slot_arcs[slot]:
                 k = here[arc]
-                if k > 1 and k == users_of[arc]:  # every user of the link is in the part
+                if k > 1 and k == len(members[arc] or ()):  # every user of the link is in the part
                     if arc in users:
                         users[arc].append(i)
                     else:
