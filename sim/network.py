@@ -666,8 +666,12 @@ class Network:
         when = np.inf
         heap = self._heap
         is_active, due = self._is_active, self._due
-        while heap and not (is_active[heap[0][1]] and due[heap[0][1]] == heap[0][0]):
-            heapq.heappop(heap)  # stale
+        pop = heapq.heappop
+        while heap:
+            top, slot = heap[0]
+            if is_active[slot] and due[slot] == top:
+                break
+            pop(heap)  # stale
         if heap:
             when = max(now, heap[0][0])
         if self._pending:
