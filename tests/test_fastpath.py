@@ -288,7 +288,6 @@ def test_same_times_on_a_crowded_fabric_at_512_ranks_with_stragglers(spec, seed)
     assert b.engine == "fast:events"
 
 
-
 @pytest.mark.parametrize("spec", ["halving-doubling", "recursive-doubling"])
 @pytest.mark.parametrize("perturbed", [False, True])
 def test_same_times_on_a_4to1_leaf_spine_re_solving_through_full_links_only(spec, perturbed, monkeypatch):
@@ -316,6 +315,7 @@ def test_same_times_on_a_4to1_leaf_spine_re_solving_through_full_links_only(spec
     monkeypatch.setattr(sim.rates, "_INCREMENTAL_MIN", 10**9)
     full = simulate(graph, "allreduce", spec, 2**22 + 5, engine="fast", gamma=1e-11)
     assert abs(full.time_s - b.time_s) <= 1e-12 * full.time_s, (full.time_s, b.time_s)
+
 
 def _recording_executors(monkeypatch):
     import sim.fastpath
