@@ -480,7 +480,37 @@ def test_components_solved_before_are_remembered_not_approximated(topology, algo
 
 def _counting(solve, hits):
     def wrapped(self, *args):
-        solve(self, *args)
+        solved = solve(self, *args)
         hits.append(self.part_hits)
+        return solved
 
     return wrapped
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_changes_spread_only_along_full_links_and_overfilled_ones_grow_the_part(seed, monkeypatch):
+    """A change re-solves only the flows joined to it through *full* links (kept): on an oversubscribed
+    leaf-spine most host links carry several flows without filling, so they join nothing. When the
+    relaxed solve of a part overfills a link it shares with flows outside the part, the part grows
+    through that link and is solved again. Every completion time is the one full solves give, with and
+    without rate bounds, and no link is ever over capacity (check=True)."""
+    import random
+
+    import sim.rates as rates
+
+    cluster = Cluster("leaf-spine:leaves=8,hosts_per_leaf=8,spines=4,bandwidth=100Gbps,uplink_bandwidth=100Gbps")
+    rng = random.Random(100 + seed)
+    flows = []
+    for _ in range(500):
+        src, dst = rng.sample(range(cluster.size), 2)
+        bound = rng.choice([None, None, None, rng.uniform(2e9, 2e10)])
+        flows.append((rng.uniform(0, 1e-2), src, dst, rng.choice([2**16, 2**20, 2**22]) * rng.uniform(0.5, 2), bound))
+    ends, used = run_flows(cluster, flows)
+    monkeypatch.setattr(rates, "_SCALAR_MAX", 0)
+    vectorized, used_numpy = run_flows(cluster, flows)
+    monkeypatch.setattr(rates, "_INCREMENTAL_MIN", 10**9)
+    full, unused = run_flows(cluster, flows)
+    assert used.rates.partial > 0 and used.rates.regrown > 0 and unused.rates.partial == 0
+    assert used_numpy.rates.regrown > 0
+    assert ends == pytest.approx(full, rel=1e-12, abs=0)
+    assert vectorized == pytest.approx(full, rel=1e-12, abs=0)
