@@ -300,7 +300,8 @@ def test_same_times_on_a_4to1_leaf_spine_re_solving_through_full_links_only(spec
     """The 4:1 leaf-spine of the 16k benchmark, scaled down (8 leaves of 16 hosts, 4 spines): host links
     carry flows of several steps once ranks drift apart without filling, so a change re-solves only
     the flows joined to it through full links (sim.rates). The fast path gives the message level's
-    times, and both give the times of solving every active flow at every change."""
+    times, the same bit for bit without the parts' remembered solves, and both give the times of
+    solving every active flow at every change."""
     import sim.rates
 
     made = _recording_rates(monkeypatch)
@@ -310,6 +311,9 @@ def test_same_times_on_a_4to1_leaf_spine_re_solving_through_full_links_only(spec
     a, b = both(graph, "allreduce", spec, 2**22 + 5, gamma=1e-11)
     assert_same(a, b)
     assert b.engine == "fast:events" and all(r.partial > 0 for r in made)
+    assert any(r.part_hits for r in made)  # parts' relaxed solves answered from memory
+    monkeypatch.setattr(sim.rates, "_PARTS_MAX", 0)
+    assert simulate(graph, "allreduce", spec, 2**22 + 5, engine="fast", gamma=1e-11).time_s == b.time_s
     monkeypatch.setattr(sim.rates, "_INCREMENTAL_MIN", 10**9)
     full = simulate(graph, "allreduce", spec, 2**22 + 5, engine="fast", gamma=1e-11)
     assert abs(full.time_s - b.time_s) <= 1e-12 * full.time_s, (full.time_s, b.time_s)
