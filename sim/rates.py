@@ -36,7 +36,9 @@ they depend only on which paths are active, so the cache stays valid.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -234,6 +236,8 @@ class Rates:
         #: change spreads to other flows (see _solve_part)
         self._full: set[int] = set()
         self._cap: list[float] | None = None  # the capacities as Python floats
+        self._top: list[float] = []  # ... times 1 + _OVER_RTOL: a load above it overfills its link
+        self._brim: list[float] = []  # ... times 1 - _FULL_RTOL: a load from it up fills its link
 
     # ------------------------------------------------------------------ bookkeeping
     def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
@@ -501,7 +505,10 @@ class Rates:
             load[~self._kept] = 0.0
         self._load = load.tolist()
         if self._cap is None:
-            self._cap = self.cluster.capacity.tolist()
+            capacity = self.cluster.capacity
+            self._cap = capacity.tolist()
+            self._top = (capacity * (1 + _OVER_RTOL)).tolist()
+            self._brim = (capacity * (1 - _FULL_RTOL)).tolist()
         self._full = set(np.flatnonzero(load >= self.cluster.capacity * (1 - _FULL_RTOL)).tolist())
 
     def _unload(self, gone: list) -> list[int]:
@@ -510,15 +517,16 @@ class Rates:
         load, full, members = self._load, self._full, self._members
         assert load is not None and members is not None
         seeds: list[int] = []
-        arcs_of = self._arcs_of
+        arcs_of, path_arcs = self._arcs_of, self._path_arcs  # an ended flow's path was entered (or dropped)
         for pids, rates in gone:
             for pid, r in zip(pids.tolist(), rates.tolist(), strict=True):
-                for arc in arcs_of(pid):
-                    if arc in full:
-                        seeds.append(arc)
+                arcs = path_arcs[pid] if pid < len(path_arcs) else None
+                for arc in arcs_of(pid) if arcs is None else arcs:
                     if members[arc]:
                         load[arc] -= r
-                    else:  # no drift left behind on an idle link
+                        if arc in full:
+                            seeds.append(arc)
+                    else:  # no drift left behind on an idle link (and nobody on it to speed up)
                         load[arc] = 0.0
                         full.discard(arc)
         return seeds
@@ -543,20 +551,25 @@ class Rates:
         again. After a solve, the part's links that are full join the full set, and those no longer
         full leave it. Returns (slots, rates), or None when the part reaches ``limit`` flows (solve
         all)."""
-        load, full, members, cap = self._load, self._full, self._members, self._cap
-        assert load is not None and cap is not None and members is not None
+        load, full, members, top = self._load, self._full, self._members, self._top
+        assert load is not None and members is not None
         slot_arcs = self._slot_arcs
         bottleneck = self.cluster.paths.bottleneck
         new = [slot for part in fresh for slot in part.tolist()]
         seeds = list(seeds)
         for slot in new:  # links a new flow could overfill at its rate alone join the full set at once
-            alone = min(float(bottleneck[path[slot]]), float(bound[slot]))
+            alone = -1.0  # its rate alone, taken when first needed
             for arc in slot_arcs[slot]:
                 if arc in full:
                     seeds.append(arc)
-                elif len(members[arc] or ()) > 1 and load[arc] + alone > cap[arc] * (1 + _OVER_RTOL):
-                    full.add(arc)
-                    seeds.append(arc)
+                elif len(members[arc]) > 1:  # type: ignore[arg-type]
+                    if alone < 0:
+                        alone = min(float(bottleneck[path[slot]]), float(bound[slot]))
+                    if load[arc] + alone > top[arc]:
+                        full.add(arc)
+                        seeds.append(arc)
+        if not new and not seeds:  # flows ended on links that were not full: nobody else speeds up
+            return new, []
         while True:
             part = self._component(new, seeds, limit)
             if part is None:
@@ -606,8 +619,8 @@ class Rates:
         """The links the part's new ``rates`` would overfill (they join the full set; nothing else
         changes), or none: then the loads take the new rates, the part's full links join the full set
         and the others leave it."""
-        load, full, cap = self._load, self._full, self._cap
-        assert load is not None and cap is not None
+        load, full, top = self._load, self._full, self._top
+        assert load is not None
         slot_arcs = self._slot_arcs
         delta: dict[int, float] = {}
         old = rate.take(part).tolist() if len(part) > 4 else [float(rate[slot]) for slot in part]
@@ -618,22 +631,22 @@ class Rates:
                     delta[arc] = delta.get(arc, 0.0) + d
         over = []
         for arc, d in delta.items():
-            if arc not in full and load[arc] + d > cap[arc] * (1 + _OVER_RTOL):
+            if arc not in full and load[arc] + d > top[arc]:
                 # a link shared with flows outside the part: its load counted afresh (no drift)
                 members = self._members
                 assert members is not None
                 after = dict(zip(part, rates, strict=True))
                 exact = math.fsum(after.get(s, float(rate[s])) for s in members[arc])  # type: ignore[union-attr]
-                if exact > cap[arc] * (1 + _OVER_RTOL):
+                if exact > top[arc]:
                     over.append(arc)
         if over:
             full.update(over)
             return over
-        nearly = 1 - _FULL_RTOL
+        brim = self._brim
         for arc, d in delta.items():
             now = load[arc] + d
             load[arc] = now
-            if now >= cap[arc] * nearly:
+            if now >= brim[arc]:
                 full.add(arc)
             else:
                 full.discard(arc)  # a link of the full set has all its users in the part
@@ -659,18 +672,9 @@ class Rates:
             return self._relaxed_numpy(part, path, bound, None)
         members, slot_arcs = self._members, self._slot_arcs
         assert members is not None
-        here: dict[int, int] = {}
-        for slot in part:
-            for arc in slot_arcs[slot]:
-                here[arc] = here.get(arc, 0) + 1
-        inner = set()
-        outer = []
-        for arc, k in here.items():
-            if k > 1:
-                if k == len(members[arc]):  # type: ignore[arg-type]
-                    inner.add(arc)
-                else:
-                    outer.append(arc)
+        here = Counter(chain.from_iterable([slot_arcs[slot] for slot in part]))
+        many = [arc for arc, k in here.items() if k > 1]
+        outer = [arc for arc in many if here[arc] != len(members[arc])]  # type: ignore[arg-type]
         key = None
         if remember:
             slot_pid = self._slot_pid
@@ -685,6 +689,7 @@ class Rates:
                 self._parts_on = False  # parts rarely repeat here: stop remembering them
                 self._parts.clear()
                 key = None
+        inner = set(many).difference(outer)
         if len(part) <= _SCALAR_MAX:
             rates = self._maxmin_scalar(part, bound, inner)
         else:
