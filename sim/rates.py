@@ -58,6 +58,8 @@ _PART_FLOWS = 256  # ... of up to this many flows
 _PARTS_TRIAL = 512  # given up when fewer than 1/4 of the first this many lookups were answered
 _FULL_RTOL = 1e-9  # a link direction loaded to within this of its capacity is full (kept)
 _OVER_RTOL = 1e-12  # a relaxed solve that loads a link beyond this over its capacity is solved again
+_SPREAD = False  # spread changes along full links from the first computation (tests), not after whole
+# components first grew too big
 
 
 def gather_arcs(paths: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -238,6 +240,9 @@ class Rates:
         self._cap: list[float] | None = None  # the capacities as Python floats
         self._top: list[float] = []  # ... times 1 + _OVER_RTOL: a load above it overfills its link
         self._brim: list[float] = []  # ... times 1 - _FULL_RTOL: a load from it up fills its link
+        #: a change re-solves the flows joined to it through full links (set for good once a change's
+        #: whole components reach _COMPONENT_MAX or half the active flows), not its whole components
+        self._spread = _SPREAD
 
     # ------------------------------------------------------------------ bookkeeping
     def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
@@ -421,10 +426,18 @@ class Rates:
         elif self._valid and self._incremental and count >= _INCREMENTAL_MIN:
             if self._members is None:
                 self._rebuild(active_slots(), path)
-            if self._load is None:
-                self._reload(active_slots(), *entries(), rate, gone)
-            seeds = self._unload(gone)
-            solved = self._solve_part(path, bound, rate, fresh, seeds, min(count // 2, _COMPONENT_MAX))
+            limit = min(count // 2, _COMPONENT_MAX)
+            solved = None
+            if not self._spread:
+                new = [slot for slots in fresh for slot in slots.tolist()]
+                if len(new) < limit:  # (a batch of half the active flows or more: solve them all)
+                    solved = self._solve_component(path, bound, new, gone, limit)
+                    # components that reach much of the fabric: spread along full links from now on
+                    self._spread = solved is None
+            if self._spread:
+                if self._load is None:
+                    self._reload(active_slots(), *entries(), rate, gone)
+                solved = self._solve_part(path, bound, rate, fresh, self._unload(gone), limit)
             if solved is None:
                 self._skip, self._skip_next = self._skip_next, min(2 * self._skip_next, _SKIP_MAX)
             else:
@@ -504,7 +517,7 @@ class Rates:
         if self._kept is not None:
             load[~self._kept] = 0.0
         self._load = load.tolist()
-        if self._cap is None:
+        if not self._top:
             capacity = self.cluster.capacity
             self._cap = capacity.tolist()
             self._top = (capacity * (1 + _OVER_RTOL)).tolist()
@@ -571,7 +584,7 @@ class Rates:
         if not new and not seeds:  # flows ended on links that were not full: nobody else speeds up
             return new, []
         while True:
-            part = self._component(new, seeds, limit)
+            part = self._component(new, seeds, limit, full)
             if part is None:
                 return None
             rates = self._relaxed(part, path, bound)
@@ -581,12 +594,29 @@ class Rates:
             self.regrown += 1
             seeds.extend(over)
 
-    def _component(self, new: list[int], seeds: list[int], limit: int) -> list[int] | None:
-        """The new flows ``new`` and the active flows joined to them or to ``seeds`` through full links
-        (a search over the per-link user sets); None when they are ``limit`` or more."""
+    def _solve_component(
+        self, path: np.ndarray, bound: np.ndarray, new: list[int], gone: list, limit: int
+    ) -> tuple[list[int], list[float]] | None:
+        """Re-solve the whole components that hold a link of a flow started (``new``) or ended since the
+        last computation (max-min rates decompose over them; no loads kept). Returns (slots, rates), or
+        None when they reach ``limit`` flows."""
+        path_arcs, arcs_of = self._path_arcs, self._arcs_of
+        seeds: list[int] = []
+        for pids, _ in gone:  # every ended flow's path was entered (or dropped): its arcs are known
+            for pid in pids.tolist():
+                arcs = path_arcs[pid] if pid < len(path_arcs) else None
+                seeds.extend(arcs_of(pid) if arcs is None else arcs)
+        part = self._component(new, seeds, limit, None)
+        if part is None:
+            return None
+        return part, self._relaxed(part, path, bound, whole=True) if part else []
+
+    def _component(self, new: list[int], seeds: list[int], limit: int, full: set[int] | None) -> list[int] | None:
+        """The new flows ``new`` and the active flows joined to them or to ``seeds`` through the links
+        ``full`` (None: through every link, whole components), a search over the per-link user sets;
+        None when they are ``limit`` or more."""
         members = self._members
         assert members is not None
-        full = self._full
         slot_arcs = self._slot_arcs
         if len(new) >= limit:
             return None
@@ -594,7 +624,7 @@ class Rates:
         order: list[int] = list(new)  # the order found in (the same on every run)
         todo = list(seeds)
         for slot in new:
-            todo.extend(arc for arc in slot_arcs[slot] if arc in full)
+            todo.extend(slot_arcs[slot] if full is None else (arc for arc in slot_arcs[slot] if arc in full))
         seen: set[int] = set()
         extend = todo.extend
         while todo:
@@ -612,7 +642,7 @@ class Rates:
                     return None
                 for slot in sorted(more):
                     order.append(slot)
-                    extend(arc for arc in slot_arcs[slot] if arc in full)
+                    extend(slot_arcs[slot] if full is None else (arc for arc in slot_arcs[slot] if arc in full))
         return order
 
     def _commit(self, part: list[int], rates: list[float], rate: np.ndarray) -> list[int]:
@@ -652,7 +682,7 @@ class Rates:
                 full.discard(arc)  # a link of the full set has all its users in the part
         return over
 
-    def _relaxed(self, part: list[int], path: np.ndarray, bound: np.ndarray) -> list[float]:
+    def _relaxed(self, part: list[int], path: np.ndarray, bound: np.ndarray, whole: bool = False) -> list[float]:
         """Max-min rates of the part's flows over its *inner* links, those whose every user is in the
         part; a link that also carries flows outside it (an *outer* one), or only one flow, is a bound
         on each of its flows in the part.
@@ -668,13 +698,18 @@ class Rates:
             slot = part[0]
             return [min(float(self.cluster.paths.bottleneck[path[slot]]), float(bound[slot]))]
         remember = self._bounded == 0 and self._parts_on and len(part) <= _PART_FLOWS
-        if not remember and len(part) > _SCALAR_MAX:
-            return self._relaxed_numpy(part, path, bound, None)
+        if not remember and (whole or len(part) > _SCALAR_MAX):  # no key: the solve finds the inner links
+            if len(part) > _SCALAR_MAX:
+                return self._relaxed_numpy(part, path, bound, None)
+            return self._maxmin_scalar(part, bound, None)
         members, slot_arcs = self._members, self._slot_arcs
         assert members is not None
-        here = Counter(chain.from_iterable([slot_arcs[slot] for slot in part]))
-        many = [arc for arc, k in here.items() if k > 1]
-        outer = [arc for arc in many if here[arc] != len(members[arc])]  # type: ignore[arg-type]
+        outer: list[int] = []
+        many: list[int] | None = None
+        if not whole:  # (a whole component: every link's users are in it, none is outer)
+            here = Counter(chain.from_iterable([slot_arcs[slot] for slot in part]))
+            many = [arc for arc, k in here.items() if k > 1]
+            outer = [arc for arc in many if here[arc] != len(members[arc])]  # type: ignore[arg-type]
         key = None
         if remember:
             slot_pid = self._slot_pid
@@ -689,7 +724,7 @@ class Rates:
                 self._parts_on = False  # parts rarely repeat here: stop remembering them
                 self._parts.clear()
                 key = None
-        inner = set(many).difference(outer)
+        inner = None if many is None else set(many).difference(outer)
         if len(part) <= _SCALAR_MAX:
             rates = self._maxmin_scalar(part, bound, inner)
         else:
@@ -728,12 +763,15 @@ class Rates:
             rates[has] = maxmin_rates(index[flow[shared]], arc[shared], int(has.sum()), capacity, limit[has])
         return rates.tolist()
 
-    def _maxmin_scalar(self, slots: list[int], bound: np.ndarray, inner: set[int]) -> list[float]:
-        """:meth:`_relaxed`'s solve in plain Python for a few flows, given its inner links:
+    def _maxmin_scalar(self, slots: list[int], bound: np.ndarray, inner: set[int] | None) -> list[float]:
+        """:meth:`_relaxed`'s solve in plain Python for a few flows, given its inner links (None: a whole
+        component, whose links of two or more users are all inner):
         :func:`sim.maxmin.maxmin_rates_sequential`'s rule -- the links of the smallest share, and the
         flows bounded below it, fix their flows at that level -- without numpy's per-call cost."""
-        cap = self._cap
-        assert cap is not None
+        if self._cap is None:
+            self._cap = self.cluster.capacity.tolist()
+        cap, members = self._cap, self._members
+        assert members is not None
         slot_arcs = self._slot_arcs
         bounds = [float(bound[s]) for s in slots]
         left: dict[int, float] = {}
@@ -743,7 +781,7 @@ class Rates:
         for i, slot in enumerate(slots):
             mine = []
             for arc in slot_arcs[slot]:
-                if arc in inner:
+                if arc in inner if inner is not None else len(members[arc]) > 1:  # type: ignore[arg-type]
                     if arc in users:
                         users[arc].append(i)
                         count[arc] += 1

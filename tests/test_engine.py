@@ -469,9 +469,12 @@ def test_components_solved_before_are_remembered_not_approximated(topology, algo
     fast = simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11)
     message = simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11, engine="message")
     hits = []
-    monkeypatch.setattr(rates.Rates, "_solve_part", _counting(rates.Rates._solve_part, hits))
+    monkeypatch.setattr(rates.Rates, "_relaxed", _counting(rates.Rates._relaxed, hits))
     simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11)
     assert hits and hits[-1] > 0
+    monkeypatch.setattr(rates, "_SPREAD", True)  # parts spread along full links remembered the same way
+    assert simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11).time_s == fast.time_s
+    assert hits[-1] > 0
     monkeypatch.setattr(rates, "_PARTS_MAX", 0)
     assert simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11).time_s == fast.time_s
     assert simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11, engine="message").time_s == message.time_s
@@ -479,8 +482,8 @@ def test_components_solved_before_are_remembered_not_approximated(topology, algo
 
 
 def _counting(solve, hits):
-    def wrapped(self, *args):
-        solved = solve(self, *args)
+    def wrapped(self, *args, **kwargs):
+        solved = solve(self, *args, **kwargs)
         hits.append(self.part_hits)
         return solved
 
@@ -511,6 +514,7 @@ def test_changes_spread_only_along_full_links_and_overfilled_ones_grow_the_part(
     monkeypatch.setattr(rates, "_INCREMENTAL_MIN", 10**9)
     full, unused = run_flows(cluster, flows)
     assert used.rates.partial > 0 and used.rates.regrown > 0 and unused.rates.partial == 0
+    assert used.rates._spread  # whole components grew too big: changes spread along full links
     assert used_numpy.rates.regrown > 0
     assert ends == pytest.approx(full, rel=1e-12, abs=0)
     assert vectorized == pytest.approx(full, rel=1e-12, abs=0)
@@ -524,8 +528,11 @@ def test_a_part_is_remembered_with_its_outer_links_not_for_its_paths_alone(monke
     remembered relaxed solutions are told apart by their outer links: a memory keyed by the paths alone
     would hand the whole component the first part's 100 GB/s each (and L, full by then, is not checked
     again). Twice over, so the second round is answered from memory: every completion time is the one
-    solving every part gives, bit for bit, and the model's own; no link is ever over capacity."""
+    solving every part gives, bit for bit, and the model's own; no link is ever over capacity. (Changes
+    spread along full links from the start: these components are small.)"""
     import sim.rates as rates
+
+    monkeypatch.setattr(rates, "_SPREAD", True)
 
     b = ClusterBuilder("outer")
     b.add_switch("s0")
