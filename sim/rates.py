@@ -11,18 +11,22 @@ asked (:meth:`Rates.compute`), sets every active flow's rate:
   64-bit numbers per path, updated as flows come and go, checked against the path list on a hit). A
   ring, whose every step has the same sender->receiver pairs, solves once.
 * **only what changed** -- max-min rates decompose over the connected components of the flows-and-links
-  graph, and finer: a link that is not full constrains none of its flows. So every active flow's rate
-  is kept valid from one computation to the next, with every link direction's load, and after flows
-  start or end only the flows joined to them through *full* links are re-solved (a search over the set
-  of active flows on every link direction, kept as flows come and go: its cost follows the part, not
-  the number of active flows). A link the part shares with flows outside it is a bound on each of its
-  flows; if the part's new rates overfill one, the part grows through it and is solved again
-  (:meth:`Rates._solve_part`). Parts are solved in plain Python up to ``_SCALAR_MAX`` flows, with numpy
-  beyond, and while no flow has a bound their solutions are remembered by their multiset of paths and
-  the links they share with flows outside them (a pipeline meets the same parts chunk after chunk).
-  Links whose flows all cross an adjacent link no wider are left out of this bookkeeping
-  (:class:`_Dominance`). Used while the part holds under half the active flows (and under
-  ``_COMPONENT_MAX``); the solution is the one a solve of all the flows gives.
+  graph, and every active flow's rate is kept valid from one computation to the next. So after flows
+  start or end, only the components that hold a link of theirs are re-solved; the others keep their
+  rates. The components are found by a search over the set of active flows on every link direction,
+  kept as flows come and go (its cost follows the component, not the number of active flows). Once a
+  change's components reach half the active flows (or ``_COMPONENT_MAX``: one spans the fabric), the
+  decomposition is made finer for the rest of the run -- a link that is not full constrains none of
+  its flows: every link direction's load is kept too, and a change re-solves only the flows joined to
+  it through *full* links, a link shared with flows outside them being a bound on each of its flows;
+  if their new rates overfill one, the part grows through it and is solved again
+  (:meth:`Rates._solve_part`). Parts (whole components or not) are solved in plain Python up to
+  ``_SCALAR_MAX`` flows (a link only one of them crosses is a bound on that flow; a flow alone takes
+  its path's narrowest capacity), with numpy beyond, and while no flow has a bound their solutions are
+  remembered by their multiset of paths and the links they share with flows outside them (a pipeline
+  meets the same parts chunk after chunk). Links whose flows all cross an adjacent link no wider are
+  left out of this bookkeeping (:class:`_Dominance`). Used while the part holds under half the active
+  flows (and under ``_COMPONENT_MAX``); the solution is the one a solve of all the flows gives.
 * otherwise, :func:`sim.maxmin.maxmin_rates` over all active flows.
 
 Rates are handed to the network (``apply``), which brings a flow's remaining bytes up to date only when
