@@ -16,10 +16,11 @@ asked (:meth:`Rates.compute`), sets every active flow's rate:
   rates. The components are found by a search over the set of active flows on every link direction,
   kept as flows come and go (its cost follows the component, not the number of active flows). Once a
   change's components reach half the active flows (or ``_COMPONENT_MAX``: one spans the fabric), the
-  decomposition is made finer for the rest of the run -- a link that is not full constrains none of
-  its flows: every link direction's load is kept too, and a change re-solves only the flows joined to
-  it through *full* links, a link shared with flows outside them being a bound on each of its flows;
-  if their new rates overfill one, the part grows through it and is solved again
+  decomposition is made finer for that change, and for the rest of the run once it keeps happening --
+  a link that is not full constrains none of its flows: every link direction's load is kept too, and a
+  change re-solves only the flows joined to it through *full* links, a link shared with flows outside
+  them being a bound on each of its flows; if their new rates overfill one, the part grows through it
+  and is solved again
   (:meth:`Rates._solve_part`). Parts (whole components or not) are solved in plain Python up to
   ``_SCALAR_MAX`` flows (a link only one of them crosses is a bound on that flow; a flow alone takes
   its path's narrowest capacity), with numpy beyond, and while no flow has a bound their solutions are
@@ -63,7 +64,8 @@ _PARTS_TRIAL = 512  # given up when fewer than 1/4 of the first this many lookup
 _FULL_RTOL = 1e-9  # a link direction loaded to within this of its capacity is full (kept)
 _OVER_RTOL = 1e-12  # a relaxed solve that loads a link beyond this over its capacity is solved again
 _SPREAD = False  # spread changes along full links from the first computation (tests), not after whole
-# components first grew too big
+# components grew too big _SPREAD_AFTER times
+_SPREAD_AFTER = 4
 
 
 def gather_arcs(paths: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -245,8 +247,10 @@ class Rates:
         self._top: list[float] = []  # ... times 1 + _OVER_RTOL: a load above it overfills its link
         self._brim: list[float] = []  # ... times 1 - _FULL_RTOL: a load from it up fills its link
         #: a change re-solves the flows joined to it through full links (set for good once a change's
-        #: whole components reach _COMPONENT_MAX or half the active flows), not its whole components
+        #: whole components reached _COMPONENT_MAX or half the active flows _SPREAD_AFTER times), not
+        #: its whole components
         self._spread = _SPREAD
+        self._spills = 0  # changes whose whole components were that big
 
     # ------------------------------------------------------------------ bookkeeping
     def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
@@ -432,16 +436,21 @@ class Rates:
                 self._rebuild(active_slots(), path)
             limit = min(count // 2, _COMPONENT_MAX)
             solved = None
-            if not self._spread:
+            spread = self._spread
+            if not spread:
                 new = [slot for slots in fresh for slot in slots.tolist()]
                 if len(new) < limit:  # (a batch of half the active flows or more: solve them all)
                     solved = self._solve_component(path, bound, new, gone, limit)
-                    # components that reach much of the fabric: spread along full links from now on
-                    self._spread = solved is None
-            if self._spread:
+                    if solved is None:  # components that reach much of the fabric: spread along full
+                        spread = True  # links this time, and from now on once it keeps happening
+                        self._spills += 1
+                        self._spread = self._spills >= _SPREAD_AFTER
+            if spread:
                 if self._load is None:
                     self._reload(active_slots(), *entries(), rate, gone)
                 solved = self._solve_part(path, bound, rate, fresh, self._unload(gone), limit)
+                if not self._spread:
+                    self._load = None  # whole components keep no loads
             if solved is None:
                 self._skip, self._skip_next = self._skip_next, min(2 * self._skip_next, _SKIP_MAX)
             else:
