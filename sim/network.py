@@ -561,7 +561,7 @@ class Network:
         self._nactive -= len(done)
         self._active_arr = None
         self._entries = None
-        self.rates.removed(finished, self._path[finished], self._bound[finished])
+        self.rates.removed(finished, self._path[finished], self._bound[finished], self._rate[finished])
         self._finish(finished, now)
         return True
 

@@ -11,15 +11,23 @@ asked (:meth:`Rates.compute`), sets every active flow's rate:
   64-bit numbers per path, updated as flows come and go, checked against the path list on a hit). A
   ring, whose every step has the same sender->receiver pairs, solves once.
 * **only what changed** -- max-min rates decompose over the connected components of the flows-and-links
-  graph (flows that share no link, directly or through other flows, do not constrain each other), and
-  every active flow's rate is kept valid from one computation to the next. So after flows start or end,
-  only the components that hold a link of theirs are re-solved; the others keep their rates. The
-  components are found by a search over the set of active flows on every link direction, kept as flows
-  come and go (its cost follows the component, not the number of active flows), and solved in plain
-  Python up to ``_SCALAR_MAX`` flows (a link only one of them crosses is a bound on that flow; a flow
-  alone takes its path's narrowest capacity), with numpy beyond. Used while the touched components hold
-  under half the active flows (and under ``_COMPONENT_MAX``); the solution is the one a solve of all the
-  flows gives (the filling of one component never looks at another).
+  graph, and every active flow's rate is kept valid from one computation to the next. So after flows
+  start or end, only the components that hold a link of theirs are re-solved; the others keep their
+  rates. The components are found by a search over the set of active flows on every link direction,
+  kept as flows come and go (its cost follows the component, not the number of active flows). Once a
+  change's components reach half the active flows (or ``_COMPONENT_MAX``: one spans the fabric), the
+  decomposition is made finer for that change, and for the rest of the run once it keeps happening --
+  a link that is not full constrains none of its flows: every link direction's load is kept too, and a
+  change re-solves only the flows joined to it through *full* links, a link shared with flows outside
+  them being a bound on each of its flows; if their new rates overfill one, the part grows through it
+  and is solved again
+  (:meth:`Rates._solve_part`). Parts (whole components or not) are solved in plain Python up to
+  ``_SCALAR_MAX`` flows (a link only one of them crosses is a bound on that flow; a flow alone takes
+  its path's narrowest capacity), with numpy beyond, and while no flow has a bound their solutions are
+  remembered by their multiset of paths and the links they share with flows outside them (a pipeline
+  meets the same parts chunk after chunk). Links whose flows all cross an adjacent link no wider are
+  left out of this bookkeeping (:class:`_Dominance`). Used while the part holds under half the active
+  flows (and under ``_COMPONENT_MAX``); the solution is the one a solve of all the flows gives.
 * otherwise, :func:`sim.maxmin.maxmin_rates` over all active flows.
 
 Rates are handed to the network (``apply``), which brings a flow's remaining bytes up to date only when
@@ -33,7 +41,9 @@ they depend only on which paths are active, so the cache stays valid.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -48,9 +58,14 @@ _INCREMENTAL_MIN = 8  # active flows below which a solve of all of them is as ch
 _COMPONENT_MAX = 4096  # a change touching more flows than this re-solves them all (numpy beats the search)
 _SKIP_MAX = 64  # consecutive searches that touched too much make up to this many computations skip the search
 _SCALAR_MAX = 48  # components of up to this many flows are solved in plain Python
-_PARTS_MAX = 4096  # components' solutions remembered (by their multiset of paths)
+_PARTS_MAX = 4096  # parts' relaxed solutions remembered (by their multiset of paths and outer links)
 _PART_FLOWS = 256  # ... of up to this many flows
 _PARTS_TRIAL = 512  # given up when fewer than 1/4 of the first this many lookups were answered
+_FULL_RTOL = 1e-9  # a link direction loaded to within this of its capacity is full (kept)
+_OVER_RTOL = 1e-12  # a relaxed solve that loads a link beyond this over its capacity is solved again
+_SPREAD = False  # spread changes along full links from the first computation (tests), not after whole
+# components grew too big _SPREAD_AFTER times
+_SPREAD_AFTER = 4
 
 
 def gather_arcs(paths: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -189,8 +204,10 @@ class Rates:
         self._users = np.zeros(cluster.num_arcs, dtype=np.int64)
         self._shared = 0  # link directions with two or more flows
         self._fresh: list[np.ndarray] = []  # flows started since the last computation
-        self._gone: list[np.ndarray] = []  # paths of the flows ended since the last computation
+        #: (paths, rates) of the flows ended since the last computation
+        self._gone: list[tuple[np.ndarray, np.ndarray]] = []
         self.partial = 0  # computations that re-solved only the components a change touched
+        self.regrown = 0  # parts solved again because their rates overfilled a link they shared
         self._valid = False  # every active flow holds its max-min rate (set by a full solve)
         self._alone_rates = True  # every active flow's rate is its path's narrowest capacity
         self._bounded = 0  # active flows with a finite bound (they disable the cache)
@@ -211,15 +228,29 @@ class Rates:
         self._slot_arcs: list[tuple[int, ...]] = []  # arcs of each active slot's path
         #: links left out of the bookkeeping because another carries all their flows (_Dominance)
         self._dominance = _dominance_of(cluster) if self._capacity is None else None
-        self._kept: np.ndarray | None = None
+        self._kept: np.ndarray | None = None  # the link directions the bookkeeping keeps (None: all)
         self._version = -1
         self._recount = False  # user counts to be rebuilt from the active flows at the next computation
         self._slot_pid: list[int] = []  # the path of each slot in the per-link sets
-        #: rates of components solved before, by their sorted path ids: path id -> rate
-        self._parts: dict[tuple[int, ...], dict[int, float]] = {}
-        self.part_hits = 0  # components answered from them
+        #: relaxed rates of parts solved before (:meth:`_relaxed`), by their sorted path ids and their
+        #: links shared with flows outside them: path id -> rate
+        self._parts: dict[tuple[tuple[int, ...], tuple[int, ...]], dict[int, float]] = {}
+        self.part_hits = 0  # parts answered from them
         self._part_tries = 0
         self._parts_on = _PARTS_MAX > 0
+        #: every link direction's rate sum as the last computation left it (None: rebuilt when needed)
+        self._load: list[float] | None = None
+        #: the full link directions (and maybe a few that no longer are): the only links along which a
+        #: change spreads to other flows (see _solve_part)
+        self._full: set[int] = set()
+        self._cap: list[float] | None = None  # the capacities as Python floats
+        self._top: list[float] = []  # ... times 1 + _OVER_RTOL: a load above it overfills its link
+        self._brim: list[float] = []  # ... times 1 - _FULL_RTOL: a load from it up fills its link
+        #: a change re-solves the flows joined to it through full links (set for good once a change's
+        #: whole components reached _COMPONENT_MAX or half the active flows _SPREAD_AFTER times), not
+        #: its whole components
+        self._spread = _SPREAD
+        self._spills = 0  # changes whose whole components were that big
 
     # ------------------------------------------------------------------ bookkeeping
     def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
@@ -235,10 +266,10 @@ class Rates:
         self._fresh.append(slots)
         self._bounded += self._finite(bounds)
 
-    def removed(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
-        """Flows ``slots`` on paths ``pids`` ended."""
+    def removed(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray, rates: np.ndarray) -> None:
+        """Flows ``slots`` on paths ``pids``, at rates ``rates``, ended."""
         self._key = (self._key - self._hash_sum(pids)) % (1 << 64)
-        self._gone.append(pids)
+        self._gone.append((pids, rates.copy()))
         self._use(pids, -1, slots)
         self._bounded -= self._finite(bounds)
 
@@ -251,6 +282,7 @@ class Rates:
         self._members = None
         self._recount = True
         self._parts.clear()
+        self._load = None  # loads and full links taken again over the links now kept
 
     def _hash_sum(self, pids: np.ndarray) -> int:
         """The paths' numbers summed (a flow at a time in scalar operations: numpy's per-call cost
@@ -376,6 +408,7 @@ class Rates:
                 apply(new, np.minimum(self.cluster.paths.bottleneck[path[new]], bound[new]))
             self._alone_rates = True
             self._valid = True
+            self._load = None
             self.isolated += 1
             return
         self._alone_rates = False
@@ -394,24 +427,38 @@ class Rates:
                     apply(active, rates[pos])
                     self.cache_hits += 1
                     self._valid = True
+                    self._load = None
                     return
         if self._valid and self._incremental and count >= _INCREMENTAL_MIN and self._skip:
             self._skip -= 1  # the last searches found the change touching too much: solve all for a while
         elif self._valid and self._incremental and count >= _INCREMENTAL_MIN:
             if self._members is None:
                 self._rebuild(active_slots(), path)
-            part = self._component(path, fresh, gone, min(count // 2, _COMPONENT_MAX))
-            if part is None:
+            limit = min(count // 2, _COMPONENT_MAX)
+            solved = None
+            spread = self._spread
+            if not spread:
+                new = [slot for slots in fresh for slot in slots.tolist()]
+                if len(new) < limit:  # (a batch of half the active flows or more: solve them all)
+                    solved = self._solve_component(path, bound, new, gone, limit)
+                    if solved is None:  # components that reach much of the fabric: spread along full
+                        spread = True  # links this time, and from now on once it keeps happening
+                        self._spills += 1
+                        self._spread = self._spills >= _SPREAD_AFTER
+            if spread:
+                if self._load is None:
+                    self._reload(active_slots(), *entries(), rate, gone)
+                solved = self._solve_part(path, bound, rate, fresh, self._unload(gone), limit)
+                if not self._spread:
+                    self._load = None  # whole components keep no loads
+            if solved is None:
                 self._skip, self._skip_next = self._skip_next, min(2 * self._skip_next, _SKIP_MAX)
             else:
                 self._skip_next = 1
                 self.solves += 1
                 self.partial += 1
-                if len(part) == 1:  # a flow alone on its links: its narrowest one, or its bound
-                    slot = part[0]
-                    apply(part, [min(float(self.cluster.paths.bottleneck[path[slot]]), float(bound[slot]))])
-                elif part:
-                    self._solve_part(part, path, bound, apply)
+                if solved[0]:
+                    apply(*solved)
                 return
         self.solves += 1
         active = active_slots()
@@ -421,50 +468,12 @@ class Rates:
         rates = maxmin_rates(flow, arc, len(active), capacity, bound[active])
         apply(active, rates)
         self._valid = True
+        self._load = None
         if cacheable:
             keys, first = np.unique(pids, return_index=True)
             if len(self._cache) >= _CACHE_ENTRIES:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[self._key] = (keys, rates[first], len(active))
-
-    def _solve_part(
-        self,
-        part: list[int],
-        path: np.ndarray,
-        bound: np.ndarray,
-        apply: Callable[[np.ndarray | list[int], np.ndarray | list[float]], None],
-    ) -> None:
-        """Max-min rates of the component ``part``: remembered by its multiset of paths while no
-        active flow has a bound (a component's rates depend on nothing else, and flows on one path
-        get one rate), so a pipeline's components, the same from one chunk to the next, solve once."""
-        key = None
-        if self._bounded == 0 and self._parts_on and len(part) <= _PART_FLOWS:
-            slot_pid = self._slot_pid
-            pids = [slot_pid[slot] for slot in part]
-            key = tuple(sorted(pids))
-            got = self._parts.get(key)
-            self._part_tries += 1
-            if got is not None:
-                self.part_hits += 1
-                apply(part, [got[pid] for pid in pids])
-                return
-            if self._part_tries == _PARTS_TRIAL and 4 * self.part_hits < self._part_tries:
-                self._parts_on = False  # components rarely repeat here: stop remembering them
-                self._parts.clear()
-                key = None
-        if len(part) <= _SCALAR_MAX:
-            rates = self._maxmin_scalar(part, path, bound)
-            apply(part, rates)
-        else:
-            slots = np.array(part, dtype=np.int64)
-            flow, arc = gather_arcs(self.cluster.paths, path[slots])
-            solved = maxmin_rates(flow, arc, len(slots), self.cluster.capacity, bound[slots])
-            apply(slots, solved)
-            rates = solved.tolist()
-        if key is not None:
-            if len(self._parts) >= _PARTS_MAX:
-                self._parts.clear()
-            self._parts[key] = dict(zip(pids, rates, strict=True))
 
     def _count_users(self, pids: np.ndarray) -> None:
         """The per-link user counts from scratch, from the paths of the active flows."""
@@ -509,28 +518,127 @@ class Rates:
                     shared += len(group) == 2
         return shared
 
-    def _component(
-        self, path: np.ndarray, fresh: list[np.ndarray], gone: list[np.ndarray], limit: int
-    ) -> list[int] | None:
-        """The active slots in a component of the flows-and-links graph that holds a link of a flow
-        started or ended since the last computation (a search over the per-link user sets); None when
-        they are ``limit`` or more (solve all)."""
-        members = self._members
-        assert members is not None
-        arcs_of = self._arcs_of
+    def _reload(self, active: np.ndarray, flow: np.ndarray, arc: np.ndarray, rate: np.ndarray, gone: list) -> None:
+        """Every link direction's load from scratch (the active flows at their rates, the flows that
+        ended since the last computation at theirs: the state that computation left), and the full
+        ones put in the full set. Links the bookkeeping leaves out (:class:`_Dominance`) carry no load
+        here: their flows all cross a link no wider, full whenever they are."""
+        load = np.bincount(arc, weights=rate[active][flow], minlength=self.cluster.num_arcs)
+        for pids, rates in gone:
+            g_flow, g_arc = gather_arcs(self.cluster.paths, pids)
+            np.add.at(load, g_arc, rates[g_flow])
+        if self._kept is not None:
+            load[~self._kept] = 0.0
+        self._load = load.tolist()
+        if not self._top:
+            capacity = self.cluster.capacity
+            self._cap = capacity.tolist()
+            self._top = (capacity * (1 + _OVER_RTOL)).tolist()
+            self._brim = (capacity * (1 - _FULL_RTOL)).tolist()
+        self._full = set(np.flatnonzero(load >= self.cluster.capacity * (1 - _FULL_RTOL)).tolist())
+
+    def _unload(self, gone: list) -> list[int]:
+        """Take the flows that ended off the loads; their links in the full set, where the flows left
+        on them may now go faster."""
+        load, full, members = self._load, self._full, self._members
+        assert load is not None and members is not None
+        seeds: list[int] = []
+        arcs_of, path_arcs = self._arcs_of, self._path_arcs  # an ended flow's path was entered (or dropped)
+        for pids, rates in gone:
+            for pid, r in zip(pids.tolist(), rates.tolist(), strict=True):
+                arcs = path_arcs[pid] if pid < len(path_arcs) else None
+                for arc in arcs_of(pid) if arcs is None else arcs:
+                    if members[arc]:
+                        load[arc] -= r
+                        if arc in full:
+                            seeds.append(arc)
+                    else:  # no drift left behind on an idle link (and nobody on it to speed up)
+                        load[arc] = 0.0
+                        full.discard(arc)
+        return seeds
+
+    def _solve_part(
+        self,
+        path: np.ndarray,
+        bound: np.ndarray,
+        rate: np.ndarray,
+        fresh: list[np.ndarray],
+        seeds: list[int],
+        limit: int,
+    ) -> tuple[list[int], list[float]] | None:
+        """Re-solve the flows a change touches, spreading along *full* links only (the full set: links
+        loaded to capacity, and maybe a few that no longer are): the new flows and every flow joined to
+        them or to the full links of the ended ones through full links. A link that is not full
+        constrains nobody -- every flow on it is limited elsewhere -- so the max-min allocation of the
+        whole network is the one that treats it as unbounded, as long as it is not overfilled. The part
+        is solved with each link that also carries flows outside it taken as a bound on each of its
+        flows (their capacity: implied by the real constraint; :meth:`_relaxed`); if the new rates
+        overfill such a link it joins the full set, the part grows through it, and the part is solved
+        again. After a solve, the part's links that are full join the full set, and those no longer
+        full leave it. Returns (slots, rates), or None when the part reaches ``limit`` flows (solve
+        all)."""
+        load, full, members, top = self._load, self._full, self._members, self._top
+        assert load is not None and members is not None
         slot_arcs = self._slot_arcs
-        todo: list[int] = []
-        for slots in fresh:  # started flows: their arcs were put in the per-link sets (_enter)
-            for slot in slots.tolist():
-                todo.extend(slot_arcs[slot])
-        path_arcs = self._path_arcs  # every ended flow's path was entered: its arcs are known
-        for pids in gone:
+        bottleneck = self.cluster.paths.bottleneck
+        new = [slot for part in fresh for slot in part.tolist()]
+        seeds = list(seeds)
+        for slot in new:  # links a new flow could overfill at its rate alone join the full set at once
+            alone = -1.0  # its rate alone, taken when first needed
+            for arc in slot_arcs[slot]:
+                if arc in full:
+                    seeds.append(arc)
+                elif len(members[arc]) > 1:  # type: ignore[arg-type]
+                    if alone < 0:
+                        alone = min(float(bottleneck[path[slot]]), float(bound[slot]))
+                    if load[arc] + alone > top[arc]:
+                        full.add(arc)
+                        seeds.append(arc)
+        if not new and not seeds:  # flows ended on links that were not full: nobody else speeds up
+            return new, []
+        while True:
+            part = self._component(new, seeds, limit, full)
+            if part is None:
+                return None
+            rates = self._relaxed(part, path, bound)
+            over = self._commit(part, rates, rate)
+            if not over:
+                return part, rates
+            self.regrown += 1
+            seeds.extend(over)
+
+    def _solve_component(
+        self, path: np.ndarray, bound: np.ndarray, new: list[int], gone: list, limit: int
+    ) -> tuple[list[int], list[float]] | None:
+        """Re-solve the whole components that hold a link of a flow started (``new``) or ended since the
+        last computation (max-min rates decompose over them; no loads kept). Returns (slots, rates), or
+        None when they reach ``limit`` flows."""
+        path_arcs, arcs_of = self._path_arcs, self._arcs_of
+        seeds: list[int] = []
+        for pids, _ in gone:  # every ended flow's path was entered (or dropped): its arcs are known
             for pid in pids.tolist():
                 arcs = path_arcs[pid] if pid < len(path_arcs) else None
-                todo.extend(arcs_of(pid) if arcs is None else arcs)
+                seeds.extend(arcs_of(pid) if arcs is None else arcs)
+        part = self._component(new, seeds, limit, None)
+        if part is None:
+            return None
+        return part, self._relaxed(part, path, bound, whole=True) if part else []
+
+    def _component(self, new: list[int], seeds: list[int], limit: int, full: set[int] | None) -> list[int] | None:
+        """The new flows ``new`` and the active flows joined to them or to ``seeds`` through the links
+        ``full`` (None: through every link, whole components), a search over the per-link user sets;
+        None when they are ``limit`` or more."""
+        members = self._members
+        assert members is not None
+        slot_arcs = self._slot_arcs
+        if len(new) >= limit:
+            return None
+        found: set[int] = set(new)
+        order: list[int] = list(new)  # the order found in (the same on every run)
+        todo = list(seeds)
+        for slot in new:
+            todo.extend(slot_arcs[slot] if full is None else (arc for arc in slot_arcs[slot] if arc in full))
         seen: set[int] = set()
-        found: set[int] = set()
-        order: list[int] = []  # the order found in (the same on every run)
         extend = todo.extend
         while todo:
             arc = todo.pop()
@@ -540,44 +648,163 @@ class Rates:
             users = members[arc]
             if not users:
                 continue
-            new = users - found  # set operations in C: an arc's users are mostly found already
-            if new:
-                found |= new
+            more = users - found  # set operations in C: an arc's users are mostly found already
+            if more:
+                found |= more
                 if len(found) >= limit:
                     return None
-                for slot in sorted(new):
+                for slot in sorted(more):
                     order.append(slot)
-                    extend(slot_arcs[slot])
+                    extend(slot_arcs[slot] if full is None else (arc for arc in slot_arcs[slot] if arc in full))
         return order
 
-    def _maxmin_scalar(self, slots: list[int], path: np.ndarray, bound: np.ndarray) -> list[float]:
-        """Max-min rates of a few flows (a whole component) by progressive filling in plain Python:
-        :func:`sim.maxmin.maxmin_rates_sequential`'s rule -- the links of the smallest share, and the
-        flows bounded below it, fix their flows at that level -- without numpy's per-call cost. A link
-        only one of the flows crosses acts as a bound on that flow (its share is its capacity)."""
-        capacity = self.cluster.capacity
+    def _commit(self, part: list[int], rates: list[float], rate: np.ndarray) -> list[int]:
+        """The links the part's new ``rates`` would overfill (they join the full set; nothing else
+        changes), or none: then the loads take the new rates, the part's full links join the full set
+        and the others leave it."""
+        load, full, top = self._load, self._full, self._top
+        assert load is not None
+        slot_arcs = self._slot_arcs
+        delta: dict[int, float] = {}
+        old = rate.take(part).tolist() if len(part) > 4 else [float(rate[slot]) for slot in part]
+        for slot, new, was in zip(part, rates, old, strict=True):
+            d = new - was
+            if d:
+                for arc in slot_arcs[slot]:
+                    delta[arc] = delta.get(arc, 0.0) + d
+        over = []
+        for arc, d in delta.items():
+            if arc not in full and load[arc] + d > top[arc]:
+                # a link shared with flows outside the part: its load counted afresh (no drift)
+                members = self._members
+                assert members is not None
+                after = dict(zip(part, rates, strict=True))
+                exact = math.fsum(after.get(s, float(rate[s])) for s in members[arc])  # type: ignore[union-attr]
+                if exact > top[arc]:
+                    over.append(arc)
+        if over:
+            full.update(over)
+            return over
+        brim = self._brim
+        for arc, d in delta.items():
+            now = load[arc] + d
+            load[arc] = now
+            if now >= brim[arc]:
+                full.add(arc)
+            else:
+                full.discard(arc)  # a link of the full set has all its users in the part
+        return over
+
+    def _relaxed(self, part: list[int], path: np.ndarray, bound: np.ndarray, whole: bool = False) -> list[float]:
+        """Max-min rates of the part's flows over its *inner* links, those whose every user is in the
+        part; a link that also carries flows outside it (an *outer* one), or only one flow, is a bound
+        on each of its flows in the part.
+
+        These rates depend on nothing but the part's multiset of paths, which of the links two or more
+        of them cross are outer, and the flows' bounds (flows on one path get one rate). So while no
+        active flow has a bound they are remembered by the first two (``_parts``): a pipeline's parts,
+        the same from one chunk to the next, solve once, and a part that is a whole component (no outer
+        link) is told apart from one with the same paths cut out of a bigger component. What is
+        remembered is the relaxed solve only: :meth:`_commit` checks it against the flows outside the
+        part every time, as it checks a fresh solve."""
+        if len(part) == 1:  # a flow alone: its narrowest link, or its bound
+            slot = part[0]
+            return [min(float(self.cluster.paths.bottleneck[path[slot]]), float(bound[slot]))]
+        remember = self._bounded == 0 and self._parts_on and len(part) <= _PART_FLOWS
+        if not remember and (whole or len(part) > _SCALAR_MAX):  # no key: the solve finds the inner links
+            if len(part) > _SCALAR_MAX:
+                return self._relaxed_numpy(part, path, bound, None)
+            return self._maxmin_scalar(part, bound, None)
+        members, slot_arcs = self._members, self._slot_arcs
+        assert members is not None
+        outer: list[int] = []
+        many: list[int] | None = None
+        if not whole:  # (a whole component: every link's users are in it, none is outer)
+            here = Counter(chain.from_iterable([slot_arcs[slot] for slot in part]))
+            many = [arc for arc, k in here.items() if k > 1]
+            outer = [arc for arc in many if here[arc] != len(members[arc])]  # type: ignore[arg-type]
+        key = None
+        if remember:
+            slot_pid = self._slot_pid
+            pids = [slot_pid[slot] for slot in part]
+            key = (tuple(sorted(pids)), tuple(sorted(outer)))
+            got = self._parts.get(key)
+            self._part_tries += 1
+            if got is not None:
+                self.part_hits += 1
+                return [got[pid] for pid in pids]
+            if self._part_tries == _PARTS_TRIAL and 4 * self.part_hits < self._part_tries:
+                self._parts_on = False  # parts rarely repeat here: stop remembering them
+                self._parts.clear()
+                key = None
+        inner = None if many is None else set(many).difference(outer)
+        if len(part) <= _SCALAR_MAX:
+            rates = self._maxmin_scalar(part, bound, inner)
+        else:
+            rates = self._relaxed_numpy(part, path, bound, inner)
+        if key is not None:
+            if len(self._parts) >= _PARTS_MAX:
+                self._parts.clear()
+            self._parts[key] = dict(zip(pids, rates, strict=True))
+        return rates
+
+    def _relaxed_numpy(
+        self, part: list[int], path: np.ndarray, bound: np.ndarray, inner: set[int] | None
+    ) -> list[float]:
+        """:meth:`_relaxed`'s solve in numpy, given its inner links (None: found here)."""
         members = self._members
+        assert members is not None
+        slots = np.array(part, dtype=np.int64)
+        capacity = self.cluster.capacity
+        flow, arc = gather_arcs(self.cluster.paths, path[slots])
+        if self._kept is not None:  # the links the bookkeeping leaves out: their flows cross one no wider
+            keep = self._kept[arc]
+            flow, arc = flow[keep], arc[keep]
+        if inner is None:
+            uniq, inv, count = np.unique(arc, return_inverse=True, return_counts=True)
+            users = np.array([len(members[a]) for a in uniq.tolist()], dtype=np.int64)  # type: ignore[arg-type]
+            shared = ((count > 1) & (count == users))[inv]
+        else:
+            shared = np.isin(arc, np.fromiter(inner, dtype=np.int64, count=len(inner)))
+        limit = bound[slots].astype(float, copy=True)
+        np.minimum.at(limit, flow[~shared], capacity[arc[~shared]])
+        rates = limit.copy()
+        has = np.zeros(len(slots), dtype=bool)
+        has[flow[shared]] = True
+        if has.any():
+            index = np.cumsum(has) - 1
+            rates[has] = maxmin_rates(index[flow[shared]], arc[shared], int(has.sum()), capacity, limit[has])
+        return rates.tolist()
+
+    def _maxmin_scalar(self, slots: list[int], bound: np.ndarray, inner: set[int] | None) -> list[float]:
+        """:meth:`_relaxed`'s solve in plain Python for a few flows, given its inner links (None: a whole
+        component, whose links of two or more users are all inner):
+        :func:`sim.maxmin.maxmin_rates_sequential`'s rule -- the links of the smallest share, and the
+        flows bounded below it, fix their flows at that level -- without numpy's per-call cost."""
+        if self._cap is None:
+            self._cap = self.cluster.capacity.tolist()
+        cap, members = self._cap, self._members
         assert members is not None
         slot_arcs = self._slot_arcs
         bounds = [float(bound[s]) for s in slots]
         left: dict[int, float] = {}
         count: dict[int, int] = {}
         users: dict[int, list[int]] = {}
-        crossed: list[list[int]] = []  # the shared links of every flow
+        crossed: list[list[int]] = []  # the inner links of every flow
         for i, slot in enumerate(slots):
             mine = []
             for arc in slot_arcs[slot]:
-                if arc in users:
-                    users[arc].append(i)
-                    count[arc] += 1
+                if arc in inner if inner is not None else len(members[arc]) > 1:  # type: ignore[arg-type]
+                    if arc in users:
+                        users[arc].append(i)
+                        count[arc] += 1
+                    else:
+                        users[arc] = [i]
+                        count[arc] = 1
+                        left[arc] = cap[arc]
                     mine.append(arc)
-                elif len(members[arc] or ()) > 1:  # a component holds all of a link's users
-                    users[arc] = [i]
-                    count[arc] = 1
-                    left[arc] = float(capacity[arc])
-                    mine.append(arc)
-                elif capacity[arc] < bounds[i]:
-                    bounds[i] = float(capacity[arc])
+                elif cap[arc] < bounds[i]:
+                    bounds[i] = cap[arc]
             crossed.append(mine)
         rates = [0.0] * len(slots)
         unfixed = set(range(len(slots)))

@@ -469,9 +469,12 @@ def test_components_solved_before_are_remembered_not_approximated(topology, algo
     fast = simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11)
     message = simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11, engine="message")
     hits = []
-    monkeypatch.setattr(rates.Rates, "_solve_part", _counting(rates.Rates._solve_part, hits))
+    monkeypatch.setattr(rates.Rates, "_relaxed", _counting(rates.Rates._relaxed, hits))
     simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11)
     assert hits and hits[-1] > 0
+    monkeypatch.setattr(rates, "_SPREAD", True)  # parts spread along full links remembered the same way
+    assert simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11).time_s == fast.time_s
+    assert hits[-1] > 0
     monkeypatch.setattr(rates, "_PARTS_MAX", 0)
     assert simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11).time_s == fast.time_s
     assert simulate(topology, "allreduce", algorithm, "64MiB", gamma=1e-11, engine="message").time_s == message.time_s
@@ -479,8 +482,81 @@ def test_components_solved_before_are_remembered_not_approximated(topology, algo
 
 
 def _counting(solve, hits):
-    def wrapped(self, *args):
-        solve(self, *args)
+    def wrapped(self, *args, **kwargs):
+        solved = solve(self, *args, **kwargs)
         hits.append(self.part_hits)
+        return solved
 
     return wrapped
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_changes_spread_only_along_full_links_and_overfilled_ones_grow_the_part(seed, monkeypatch):
+    """A change re-solves only the flows joined to it through *full* links (kept): on an oversubscribed
+    leaf-spine most host links carry several flows without filling, so they join nothing. When the
+    relaxed solve of a part overfills a link it shares with flows outside the part, the part grows
+    through that link and is solved again. Every completion time is the one full solves give, with and
+    without rate bounds, and no link is ever over capacity (check=True)."""
+    import random
+
+    import sim.rates as rates
+
+    cluster = Cluster("leaf-spine:leaves=8,hosts_per_leaf=8,spines=4,bandwidth=100Gbps,uplink_bandwidth=100Gbps")
+    rng = random.Random(100 + seed)
+    flows = []
+    for _ in range(500):
+        src, dst = rng.sample(range(cluster.size), 2)
+        bound = rng.choice([None, None, None, rng.uniform(2e9, 2e10)])
+        flows.append((rng.uniform(0, 1e-2), src, dst, rng.choice([2**16, 2**20, 2**22]) * rng.uniform(0.5, 2), bound))
+    ends, used = run_flows(cluster, flows)
+    monkeypatch.setattr(rates, "_SCALAR_MAX", 0)
+    vectorized, used_numpy = run_flows(cluster, flows)
+    monkeypatch.setattr(rates, "_INCREMENTAL_MIN", 10**9)
+    full, unused = run_flows(cluster, flows)
+    assert used.rates.partial > 0 and used.rates.regrown > 0 and unused.rates.partial == 0
+    assert used.rates._spread  # whole components grew too big: changes spread along full links
+    assert used_numpy.rates.regrown > 0
+    assert ends == pytest.approx(full, rel=1e-12, abs=0)
+    assert vectorized == pytest.approx(full, rel=1e-12, abs=0)
+
+
+def test_a_part_is_remembered_with_its_outer_links_not_for_its_paths_alone(monkeypatch):
+    """Two flows start together on a link L (150 GB/s) that a third one, held to 10 GB/s elsewhere,
+    already crosses without filling it: they are solved as a part of their own with L shared with a flow
+    outside it (a bound of 150 GB/s on each: 100 GB/s each, which overfills L, so the part grows through
+    it). When the third flow ends, the same two paths make a whole component on L (75 GB/s each). The
+    remembered relaxed solutions are told apart by their outer links: a memory keyed by the paths alone
+    would hand the whole component the first part's 100 GB/s each (and L, full by then, is not checked
+    again). Twice over, so the second round is answered from memory: every completion time is the one
+    solving every part gives, bit for bit, and the model's own; no link is ever over capacity. (Changes
+    spread along full links from the start: these components are small.)"""
+    import sim.rates as rates
+
+    monkeypatch.setattr(rates, "_SPREAD", True)
+
+    b = ClusterBuilder("outer")
+    b.add_switch("s0")
+    b.add_switch("s1")
+    b.add_link("s0", "s1", bandwidth=150e9, latency=0.0)
+    for name, switch, cap in [("a0", "s0", 100e9), ("a1", "s0", 100e9), ("a2", "s0", 100e9)] + [
+        ("b0", "s1", 100e9),
+        ("b1", "s1", 100e9),
+        ("b2", "s1", 10e9),
+    ]:
+        b.add_host(name)
+        b.add_link(name, switch, bandwidth=cap, latency=0.0)
+    for i in range(16):  # flows of their own that keep the rate computation incremental
+        b.add_host(f"c{i}")
+        b.add_link(f"c{i}", "s0", bandwidth=100e9, latency=0.0)
+    cluster = Cluster(b.build())
+    flows = [(0.0, 6 + 2 * i, 7 + 2 * i, 1.5e9) for i in range(8)]
+    for t in (1e-3, 5e-3):
+        flows += [(t, 2, 5, 2e7), (t + 1e-3, 0, 3, 2e8), (t + 1e-3, 1, 4, 2e8)]
+    ends, net = run_flows(cluster, flows)
+    assert net.rates.part_hits > 0 and net.rates.regrown > 0
+    assert net.peak_load.max() > 0 and (net.peak_load <= cluster.capacity * (1 + 1e-12)).all()
+    monkeypatch.setattr(rates, "_PARTS_MAX", 0)
+    solved, unremembered = run_flows(cluster, flows)
+    assert unremembered.rates.part_hits == 0
+    assert ends == solved
+    assert ends == pytest.approx(_reference_ends(cluster, flows), rel=1e-9, abs=0)

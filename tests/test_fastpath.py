@@ -249,13 +249,8 @@ CROWDED = {
 }
 
 
-@pytest.mark.parametrize("spec", ["halving-doubling", "recursive-doubling", "ring:order=rank"])
-@pytest.mark.parametrize("name", sorted(CROWDED))
-@pytest.mark.parametrize("perturbed", [False, True])
-def test_same_times_with_many_flows_on_few_links(spec, name, perturbed, monkeypatch):
-    """Tens of flows sharing a few links, so that a start or an end re-solves only its component
-    (plain Python for small ones): the fast path still gives the message level's times, with and
-    without stragglers and slowed links."""
+def _recording_rates(monkeypatch):
+    """Every network's rate computation (sim.rates.Rates) made from now on, in a list."""
     import sim.network
     import sim.rates
 
@@ -267,6 +262,17 @@ def test_same_times_with_many_flows_on_few_links(spec, name, perturbed, monkeypa
             made.append(self)
 
     monkeypatch.setattr(sim.network, "Rates", Recording)
+    return made
+
+
+@pytest.mark.parametrize("spec", ["halving-doubling", "recursive-doubling", "ring:order=rank"])
+@pytest.mark.parametrize("name", sorted(CROWDED))
+@pytest.mark.parametrize("perturbed", [False, True])
+def test_same_times_with_many_flows_on_few_links(spec, name, perturbed, monkeypatch):
+    """Tens of flows sharing a few links, so that a start or an end re-solves only its component
+    (plain Python for small ones): the fast path still gives the message level's times, with and
+    without stragglers and slowed links."""
+    made = _recording_rates(monkeypatch)
     graph = perturb(CROWDED[name], 7) if perturbed else CROWDED[name]
     a, b = both(graph, "allreduce", spec, 3 * 2**20 + 5, gamma=1e-11)
     assert_same(a, b)
@@ -286,6 +292,31 @@ def test_same_times_on_a_crowded_fabric_at_512_ranks_with_stragglers(spec, seed)
     a, b = both(graph, "allreduce", spec, 2**20 + 3 * seed, gamma=1e-11)
     assert_same(a, b)
     assert b.engine == "fast:events"
+
+
+@pytest.mark.parametrize("spec", ["halving-doubling", "recursive-doubling"])
+@pytest.mark.parametrize("perturbed", [False, True])
+def test_same_times_on_a_4to1_leaf_spine_re_solving_through_full_links_only(spec, perturbed, monkeypatch):
+    """The 4:1 leaf-spine of the 16k benchmark, scaled down (8 leaves of 16 hosts, 4 spines): host links
+    carry flows of several steps once ranks drift apart without filling, so a change re-solves only
+    the flows joined to it through full links (sim.rates). The fast path gives the message level's
+    times, the same bit for bit without the parts' remembered solves, and both give the times of
+    solving every active flow at every change."""
+    import sim.rates
+
+    made = _recording_rates(monkeypatch)
+    graph = leaf_spine(8, 16, 4, "100Gbps", "100Gbps", "1us")
+    if perturbed:
+        graph = perturb(graph, 11, stragglers=4, slow_links=6)
+    a, b = both(graph, "allreduce", spec, 2**22 + 5, gamma=1e-11)
+    assert_same(a, b)
+    assert b.engine == "fast:events" and all(r.partial > 0 for r in made)
+    assert any(r.part_hits for r in made)  # parts' relaxed solves answered from memory
+    monkeypatch.setattr(sim.rates, "_PARTS_MAX", 0)
+    assert simulate(graph, "allreduce", spec, 2**22 + 5, engine="fast", gamma=1e-11).time_s == b.time_s
+    monkeypatch.setattr(sim.rates, "_INCREMENTAL_MIN", 10**9)
+    full = simulate(graph, "allreduce", spec, 2**22 + 5, engine="fast", gamma=1e-11)
+    assert abs(full.time_s - b.time_s) <= 1e-12 * full.time_s, (full.time_s, b.time_s)
 
 
 def _recording_executors(monkeypatch):
