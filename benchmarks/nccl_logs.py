@@ -14,7 +14,7 @@ the 1-node logs and the multi-node logs. Three tables:
 * **nominal** -- hardware figures only;
 * **in-sample** -- calibrated on the log itself (``collsim validate calibrate --from LOG``: efficiencies
   <= 1 per link group, a fixed cost per protocol), with the efficiency the fit wanted before clamping;
-* **out-of-sample** -- calibrated on the smaller run of the same hardware (1 node -> 2 nodes, 2 -> 4; the
+* **out-of-sample** -- calibrated on the largest smaller run of the same hardware (1 node -> 2 nodes, 2 -> 4; the
   same hardware: the same file name before ``-<N>node``), the cross-host links at the NIC's stated rate
   where the smaller run is one node.
 """
@@ -38,10 +38,25 @@ from sim.simulate import simulate  # noqa: E402
 from sim.topology import hgx  # noqa: E402
 from sim.units import parse_size  # noqa: E402
 from validate.calibration.fit import fit_calibration  # noqa: E402
-from validate.calibration.inputs import read_samples  # noqa: E402
+from validate.calibration.inputs import command_ranks, read_samples  # noqa: E402
 
 _SRUN = re.compile(r"^\s*\d+:\s?")
 _RANK = re.compile(r"#\s+Rank\s+(\d+)\s.*?\son\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$")
+#: GPU models as device lines and headers name them; the ones ``hgx`` builds, and the ones it cannot
+_GPU = re.compile(
+    r"(?<![A-Za-z0-9])(GB[23]00|B[123]00|GH200|H200|H100|H800|H20|A100|A800|A40|A30|A10G?|V100|L40S?|L4)(?![0-9])", re.I
+)
+_HGX_GPUS = ("h100", "h200", "h800", "a100", "a800")
+_PCIE_CARD = re.compile(r"PCIe|PCIE|\bNVL\b")
+#: InfiniBand generations by name, Gb/s per port
+_IB = {"xdr": 800, "ndr": 400, "ndr200": 200, "hdr": 200, "hdr100": 100, "edr": 100}
+_UNIT = r"\s*G(?:b/s|bps|bit/s|bits?|b\b|\b)"
+#: ``8x 400 Gb/s``, ``8x CX-7 IB 400Gbps`` (up to three words between), ``16 x 100 Gbps``
+_COUNT_SPEED = re.compile(r"(?<![\w.])(\d+)\s*[x×]\s*((?:[A-Za-z][\w-]*\s+){0,3}?)(\d+)" + _UNIT)
+#: ``100Gbps x 16``
+_SPEED_COUNT = re.compile(r"(?<![\w.])(\d+)" + _UNIT + r"\s*[x×]\s*(\d+)\b")
+#: ``8x NDR``, ``8x ConnectX-6 HDR``
+_COUNT_IB = re.compile(r"(?<![\w.])(\d+)\s*[x×]\s*((?:[A-Za-z][\w-]*\s+){0,3}?)(XDR|NDR200|NDR|HDR100|HDR|EDR)\b", re.I)
 
 
 class LogError(ValueError):
@@ -56,55 +71,104 @@ class Log:
     gpu: str
     text: str
     ranks_given: int | None = None
+    note: str = ""  # how the stated hardware was read where it needed a choice (printed with the log)
+
+    @property
+    def gpus_per_host(self) -> int:
+        return max(1, self.ranks // self.hosts)
 
 
 def parse_log(path: Path, ranks: int | None = None) -> Log:
     """Read an nccl-tests all_reduce_perf log: srun labels, missing ``#  Rank`` lines (then ``ranks``
-    or the header must say how many), missing "Collective test starting" lines, one-size logs."""
+    or the command line must say how many), missing "Collective test starting" lines, one-size logs.
+    The GPU is the one the device lines (else the header) name; a GPU ``hgx`` does not build (B200, V100,
+    PCIe cards without an NVSwitch, ...) is refused with its name."""
     text = path.read_text(errors="replace")
     lines = [_SRUN.sub("", line, count=1) if _SRUN.match(line) else line for line in text.splitlines()]
     if not any("nThread" in ln or "out-of-place" in ln for ln in lines):
         raise LogError(f"{path.name}: not an nccl-tests log (no 'nThread' header or 'out-of-place' columns)")
-    hosts, devices = [], []
+    found: dict[int, tuple[str, str]] = {}  # rank -> (host, device); a log of several runs repeats them
     for line in lines:
         m = _RANK.search(line)
         if m:
-            hosts.append(m.group(2))
-            devices.append(m.group(3))
+            found.setdefault(int(m.group(1)), (m.group(2), m.group(3)))
+    hosts = [h for h, _ in found.values()]
+    devices = [d for _, d in found.values()]
     n = ranks or len(hosts)
     if not n:
-        m = re.search(r"mpirun[^\n]*?-(?:n|np)\s+(\d+)", text)
-        n = int(m.group(1)) if m else 0
+        n = max((command_ranks(line) for line in lines[:400]), default=0)
     if not n:
         raise LogError(f"{path.name}: no '#  Rank' lines and no rank count in the command; give ranks=N")
-    nodes = len(set(hosts)) if hosts else max(1, n // 8)
+    if hosts:
+        nodes = len(set(hosts))
+    else:  # the file name's -<N>node, else 8 GPUs per node
+        m = re.search(r"-(\d+)node", path.name)
+        nodes = int(m.group(1)) if m and n % int(m.group(1)) == 0 else max(1, n // 8)
     gpu_text = " ".join(devices) if devices else text[:3000]  # the device lines, else what the header states
-    m = re.search(r"\b([HA][128]00)", gpu_text)
+    m = _GPU.search(gpu_text)
     gpu = m.group(1).lower() if m else "a100"
-    return Log(path, n, nodes, gpu, text[:4000], None if hosts else n)
+    if gpu not in _HGX_GPUS:
+        raise LogError(
+            f"{path.name}: {m.group(1) if m else gpu} GPUs are not modelled (hgx builds {', '.join(_HGX_GPUS)})"
+        )
+    if _PCIE_CARD.search(" ".join(devices[:1])):
+        raise LogError(
+            f"{path.name}: {devices[0].strip()} is a PCIe card without an NVSwitch, which hgx does not build"
+        )
+    note = "" if m else "GPU not named: A100 assumed"
+    return Log(path, n, nodes, gpu, text[:4000], None if hosts else n, note)
+
+
+def stated_nics(text: str) -> tuple[int | None, float | None]:
+    """(NICs per node, Gb/s each) as a log's header states them, or None where it does not.
+
+    >>> stated_nics("8x H100 and 8x CX-7 IB 400Gbps"), stated_nics("100Gbps x 16"), stated_nics("8x NDR IB")
+    ((8, 400.0), (16, 100.0), (8, 400.0))
+    >>> stated_nics("8x A100 80GB, 8x ConnectX-6 HDR"), stated_nics("one 10 Gb/s NIC")
+    ((8, 200.0), (None, None))
+    """
+    found: list[tuple[int, int, float]] = []  # (position, count, Gb/s)
+    for m in _COUNT_SPEED.finditer(text):
+        if not _GPU.search(m.group(2)):
+            found.append((m.start(), int(m.group(1)), float(m.group(3))))
+    for m in _SPEED_COUNT.finditer(text):
+        found.append((m.start(), int(m.group(2)), float(m.group(1))))
+    for m in _COUNT_IB.finditer(text):
+        if not _GPU.search(m.group(2)):
+            found.append((m.start(), int(m.group(1)), float(_IB[m.group(3).lower()])))
+    if not found:
+        return None, None
+    _, count, speed = min(found)
+    return count, speed
 
 
 def topology(log: Log) -> object:
-    """The hgx topology the log's stated hardware describes."""
-    head = log.text
-    nics, speed = None, None
-    m = re.search(r"(\d+)\s*[x×]\s*(\d+)\s*G(?:b|bps|b/s)?", head)
-    if m:
-        nics, speed = int(m.group(1)), float(m.group(2))
-    m = re.search(r"(\d+)\s*Gbps\s*[x×]\s*(\d+)", head)
-    if m:
-        speed, nics = float(m.group(1)), int(m.group(2))
+    """The hgx topology the log's stated hardware describes: the GPU, GPUs per node, the NICs (count and
+    speed; more than two per GPU are folded into two per GPU of their summed speed), the CPU vendor where
+    the header names it."""
+    nics, speed = stated_nics(log.text)
+    ppn = log.gpus_per_host
     hopper = log.gpu.startswith("h")
-    if nics == 16:  # two NICs per GPU (OCI's shapes)
+    if nics and nics > 2 * ppn and speed:  # e.g. 32 x 100 Gb/s EFA on 8 GPUs: two per GPU at 200 Gb/s
+        speed, nics = speed * nics / (2 * ppn), 2 * ppn
+        log.note = f"{nics} NICs of {speed:g} Gb/s (folded: hgx lays out at most two per GPU)"
+    if nics == 2 * ppn:  # two NICs per GPU (OCI's shapes)
         preset = "oci-bm-gpu-h100-8" if hopper else "oci-bm-gpu4-8"
     else:
         preset = "dgx-h100" if hopper else "hgx-a100-200g"
-    kw: dict[str, object] = {"gpu": log.gpu}
-    if nics and nics not in (8, 16):  # fewer NICs than GPUs: one per PCIe switch
+    kw: dict[str, object] = {"gpu": log.gpu, "gpus_per_host": ppn}
+    if nics and nics not in (ppn, 2 * ppn):  # fewer NICs than GPUs: one per PCIe switch
         kw["nics_per_host"] = nics
     if speed:
         kw["nic_bandwidth"] = speed * 1e9 / 8
-    return hgx(log.hosts, preset, **kw)
+    if re.search(r"\bEPYC\b|\bAMD\b", log.text):
+        kw["cpu_vendor"] = "amd"
+    elif re.search(r"\bXeon\b|\bIntel\b", log.text):
+        kw["cpu_vendor"] = "intel"
+    try:
+        return hgx(log.hosts, preset, **kw)
+    except CollsimError as exc:
+        raise LogError(f"{log.path.name}: the stated hardware does not build: {exc}") from None
 
 
 def _source(log: Log) -> str:
@@ -144,6 +208,23 @@ def hardware(path: Path) -> tuple[str, int]:
     return (m.group(1), int(m.group(2))) if m else (path.stem, 0)
 
 
+def smaller_runs(logs: list[Log]) -> dict[Path, Log]:
+    """For every log, the run it is predicted from out of sample: of the logs of the same hardware (the same
+    file name before ``-<N>node``), the first of the largest node count below its own."""
+    by_key: dict[tuple[str, int], Log] = {}
+    for log in logs:
+        key, nodes = hardware(log.path)
+        if nodes:
+            by_key.setdefault((key, nodes), log)
+    source: dict[Path, Log] = {}
+    for log in logs:
+        key, nodes = hardware(log.path)
+        below = [n for k, n in by_key if k == key and n < nodes]
+        if below:
+            source[log.path] = by_key[(key, max(below))]
+    return source
+
+
 def summary(errors: list[float]) -> str:
     if not errors:
         return "n/a"
@@ -170,7 +251,8 @@ def _table(
         errs = [r[3] for r in rows]
         (single if log.hosts == 1 else multi).extend(errs)
         more = extra(log) if extra else ""  # type: ignore[operator]
-        print(f"  {log.path.name:44s} {log.ranks:5d} {log.hosts:5d}  {summary(errs)}{more}")
+        note = f"  ({log.note})" if log.note else ""
+        print(f"  {log.path.name:44s} {log.ranks:5d} {log.hosts:5d}  {summary(errs)}{more}{note}")
         if show_rows:
             for size, meas, pred, err, pick in rows:
                 print(f"      {size:>12d} B  measured {meas:10.1f} us  predicted {pred:10.1f} us  {err:6.1%}  {pick}")
@@ -249,17 +331,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"# {log.path.name}: {w}")
         print()
     if "out-of-sample" in tables:
-        by_key: dict[tuple[str, int], Log] = {}
-        for log in logs:
-            key, nodes = hardware(log.path)
-            if nodes:
-                by_key.setdefault((key, nodes), log)
-        source: dict[Path, Log] = {}
-        for log in logs:
-            key, nodes = hardware(log.path)
-            smaller = by_key.get((key, nodes // 2)) if nodes >= 2 and nodes % 2 == 0 else None
-            if smaller is not None and smaller is not log:
-                source[log.path] = smaller
+        source = smaller_runs(logs)
 
         def oos(log: Log) -> object:
             if log.path not in source:

@@ -276,3 +276,65 @@ def test_log_reader_takes_what_users_post(tmp_path):
     junk.write_text("hello\n")
     with pytest.raises(nccl_logs.LogError, match="not an nccl-tests log"):
         nccl_logs.parse_log(junk)
+
+
+def test_log_reader_reads_the_hardware_other_clusters_state(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import nccl_logs
+
+    rows = (
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+        "  1073741824     268435456     float     sum      -1   4484.9  239.41  448.90      0   4470.2  240.20  450.37      0\n"
+    )
+    head = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1\n"
+
+    def log(name: str, text: str) -> object:
+        path = tmp_path / name
+        path.write_text(text + head + rows)
+        return path
+
+    def devices(n: int, per: int, model: str) -> str:
+        return "".join(
+            f"#  Rank {r:3d} Group  0 Pid 1 on node{r // per} device  {r % per} [0000:1b:00] NVIDIA {model}\n"
+            for r in range(n)
+        )
+
+    # four GPUs per node: the topology has four per host, not the preset's eight
+    four = nccl_logs.parse_log(log("gh-2node.txt", "# 4x 200 Gb/s HDR per node\n" + devices(8, 4, "A100-SXM4-80GB")))
+    g = nccl_logs.topology(four)
+    assert (four.hosts, four.gpus_per_host, len(g.graph["ranks"]), g.graph["nics_per_host"]) == (2, 4, 8, 4)
+    # srun -N NODES --ntasks-per-node=K, no rank lines; a binary built with MPI=1 and a suffix
+    srun = nccl_logs.parse_log(
+        log("x-4node.txt", "srun -N 4 --ntasks-per-node=8 ./build/all_reduce_perf_mpi -b 1G -e 1G\n")
+    )
+    samples, _ = nccl_logs.read_samples(nccl_logs._source(srun))
+    assert (srun.ranks, srun.hosts, samples[0].collective, samples[0].ranks) == (32, 4, "allreduce", 32)
+    # more NICs than two per GPU (AWS p5's 32 x 100 Gb/s EFA) fold into two per GPU of the summed speed
+    p5 = nccl_logs.parse_log(
+        log("p5-2node.txt", "# p5.48xlarge: 32x 100 Gbps EFA\n" + devices(16, 8, "H100 80GB HBM3"))
+    )
+    g = nccl_logs.topology(p5)
+    assert (g.graph["nics_per_host"], g.graph["nic_bw"], "folded" in p5.note) == (16, 25e9, True)
+    # IB generations by name, the CPU vendor where stated
+    ndr = nccl_logs.parse_log(
+        log("n-2node.txt", "# 8x ConnectX-7 NDR, AMD EPYC 9654\n" + devices(16, 8, "H100 80GB HBM3"))
+    )
+    g = nccl_logs.topology(ndr)
+    assert (g.graph["nic_bw"], g.graph["cpu_vendor"]) == (50e9, "amd")
+    # a GPU hgx does not build, and a PCIe card, are refused by name
+    with pytest.raises(nccl_logs.LogError, match="B200 GPUs are not modelled"):
+        nccl_logs.parse_log(log("b-2node.txt", devices(16, 8, "B200")))
+    with pytest.raises(nccl_logs.LogError, match="PCIe card"):
+        nccl_logs.parse_log(log("p-1node.txt", devices(8, 8, "H100 PCIe")))
+    # a log of two runs prints its rank lines twice: still 16 ranks, every row a sample
+    once = devices(16, 8, "H100 80GB HBM3") + head + rows
+    twice = nccl_logs.parse_log(log("t-2node.txt", "# Collective test starting: all_reduce_perf\n" + once + once))
+    samples, _ = nccl_logs.read_samples(nccl_logs._source(twice))
+    assert (twice.ranks, twice.hosts, [s.ranks for s in samples]) == (16, 2, [16, 16, 16])
+    # out of sample from the largest smaller run of the same hardware
+    runs = [nccl_logs.parse_log(log(f"hw-{n}node.txt", devices(8 * n, 8, "H100 80GB HBM3"))) for n in (1, 2, 8)]
+    source = nccl_logs.smaller_runs(runs)
+    assert {k.name: v.path.name for k, v in source.items()} == {
+        "hw-2node.txt": "hw-1node.txt",
+        "hw-8node.txt": "hw-2node.txt",
+    }

@@ -308,13 +308,37 @@ def read_jsonl(path: Path) -> tuple[list[Sample], Source]:
 
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(-?\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)(.*)$")
 _NGPUS = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
-_RANK_LINE = re.compile(r"^#\s+Rank\s+\d+\s+Group")
+_RANK_LINE = re.compile(r"^#\s+Rank\s+(\d+)\s+Group")
 _STARTING = re.compile(r"Collective test starting:\s*(\S+)")
 #: srun's task label in front of a line (``srun --label``: `` 0: ``)
 _SRUN = re.compile(r"^\s*\d+:\s?")
-_BINARY = re.compile(r"\b(" + "|".join(_NCCL_BINARIES) + r")\b")
+#: a binary's name as it appears in a command line: ``all_reduce_perf``, ``./build/all_reduce_perf_mpi``
+_BINARY = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(_NCCL_BINARIES) + r")(?:_mpi)?(?![A-Za-z0-9_])")
 _NCCL_ENV = re.compile(r"\bNCCL_(ALGO|PROTO)\s*[=:]\s*[\"']?([\^A-Za-z0-9_,|]+)")
-_MPI_RANKS = re.compile(r"(?:mpirun|mpiexec|srun)\b[^\n]*?\s(?:-n|-np|--np|--ntasks|-N)[\s=](\d+)")
+_MPI_RANKS = re.compile(r"(?:mpirun|mpiexec)\b[^\n]*?\s(?:-n|-np|--np|--n)[\s=](\d+)")
+_SRUN_TASKS = re.compile(r"\bsrun\b[^\n]*?\s(?:-n|--ntasks)[\s=](\d+)")
+_SRUN_NODES = re.compile(r"\bsrun\b[^\n]*?\s(?:-N|--nodes)[\s=](\d+)")
+_PER_NODE = re.compile(r"--ntasks-per-node[\s=](\d+)")
+
+
+def command_ranks(line: str) -> int:
+    """The rank count a launch command names, or 0: ``mpirun -np N``, ``srun -n N``, or ``srun -N NODES
+    --ntasks-per-node=K`` (``srun -N`` alone counts nodes, not ranks; Open MPI's ``-N`` is per node).
+
+    >>> command_ranks("mpirun -np 16 -H a:8,b:8 ./all_reduce_perf -b 8 -e 1G")
+    16
+    >>> command_ranks("srun -N 2 --ntasks-per-node=8 all_reduce_perf -g 1")
+    16
+    >>> command_ranks("srun -N 4 all_reduce_perf -g 8")  # one task per node: nodes x nGpus (the caller)
+    0
+    """
+    if m := _MPI_RANKS.search(line) or _SRUN_TASKS.search(line):
+        return int(m.group(1))
+    if (m := _SRUN_NODES.search(line)) and (k := _PER_NODE.search(line)):
+        return int(m.group(1)) * int(k.group(1))
+    return 0
+
+
 #: how NCCL_ALGO names map to the ``nccl`` algorithm's ``algo`` option
 _NCCL_ALGO_NAMES = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls-tree", "nvls-tree": "nvls-tree"}
 
@@ -414,11 +438,23 @@ def parse_nccl_text(
     named: str | None = None
     env: dict[str, str] = {}
     mpi_ranks = 0
+    srun_nodes = 0  # srun -N without a task count: one task per node, nThread x nGpus GPUs each
     gpus = 0
-    rank_lines = 0
+    rank_ids: set[int] = set()  # a log of several runs repeats its rank lines
     rows: list[tuple[str, int, float]] = []
     ratios: list[tuple[int, float]] = []
     digest = hashlib.sha256()
+
+    def scan(stripped: str) -> None:
+        """What a command line or header line says: NCCL_* settings, the binary, the rank count."""
+        nonlocal named, mpi_ranks, srun_nodes
+        _scan_command(stripped, env)
+        if named is None and (m := _BINARY.search(stripped)):
+            named = m.group(1)
+        mpi_ranks = mpi_ranks or command_ranks(stripped)
+        if not srun_nodes and (m := _SRUN_NODES.search(stripped)):
+            srun_nodes = int(m.group(1))
+
     for n, line in lines:
         digest.update(line.rstrip("\r\n").encode("utf-8", "replace") + b"\n")
         if _SRUN.match(line):  # srun --label: " 0: " in front of every line (a result row has no colon)
@@ -429,20 +465,14 @@ def parse_nccl_text(
                 program = m.group(1)
             if m := _NGPUS.search(stripped):
                 gpus = int(m.group(1)) * int(m.group(2))
-            if _RANK_LINE.match(stripped):
-                rank_lines += 1
+            if m := _RANK_LINE.match(stripped):
+                rank_ids.add(int(m.group(1)))
             if stripped.startswith("#%") or not stripped.startswith("#  "):
-                _scan_command(stripped, env)
-                if named is None and (m := _BINARY.search(stripped)):
-                    named = m.group(1)
+                scan(stripped)
             continue
         m = _ROW.match(line)
         if not m:
-            _scan_command(stripped, env)  # the command line, environment, NCCL INFO lines ...
-            if named is None and (m2 := _BINARY.search(stripped)):
-                named = m2.group(1)
-            if m3 := _MPI_RANKS.search(stripped):
-                mpi_ranks = mpi_ranks or int(m3.group(1))
+            scan(stripped)  # the command line, environment, NCCL INFO lines ...
             continue
         where = f"{path}:{n}"
         wrong = m.group(9)
@@ -461,7 +491,7 @@ def parse_nccl_text(
         )
     ratios.sort()
     top = [r for size, r in ratios if algbw_reliable(size, ratios)]
-    p = ranks or rank_lines or mpi_ranks or (gpus if gpus > 1 else 0)
+    p = ranks or len(rank_ids) or mpi_ranks or srun_nodes * gpus or (gpus if gpus > 1 else 0)
     guess_coll, guess_ranks = _ratio_collective(top, p or None)
     if collective is None and program is None and named is None and guess_coll is None:
         raise CalibrationError(
