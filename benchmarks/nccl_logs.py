@@ -59,6 +59,12 @@ _SPEED_COUNT = re.compile(r"(?<![\w.])(\d+)" + _UNIT + r"\s*[x×]\s*(\d+)\b")
 _COUNT_IB = re.compile(r"(?<![\w.])(\d+)\s*[x×]\s*((?:[A-Za-z][\w-]*\s+){0,3}?)(XDR|NDR200|NDR|HDR100|HDR|EDR)\b", re.I)
 
 
+#: a bare port speed in the header's ``#%`` lines (``400Gbps InfiniBand``, ``NDR``), or a node's total
+#: (``3.2 Tbps``, ``400 Gbps EFA``: EFA figures are per instance)
+_BARE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(T|G)(?:b/s|bps|bit/s)(?:\s+\w+){0,2}", re.I)
+_BARE_IB = re.compile(r"\b(XDR|NDR200|NDR|HDR100|HDR|EDR)\b")
+
+
 class LogError(ValueError):
     """A file that is not an all_reduce_perf log collsim can read."""
 
@@ -120,12 +126,15 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
 
 
 def stated_nics(text: str) -> tuple[int | None, float | None]:
-    """(NICs per node, Gb/s each) as a log's header states them, or None where it does not.
+    """(NICs per node, Gb/s each) as a log's header states them, or None where it does not; a count of -1
+    says the speed is the node's total (``3.2 Tbps``, ``400 Gbps EFA``).
 
     >>> stated_nics("8x H100 and 8x CX-7 IB 400Gbps"), stated_nics("100Gbps x 16"), stated_nics("8x NDR IB")
     ((8, 400.0), (16, 100.0), (8, 400.0))
     >>> stated_nics("8x A100 80GB, 8x ConnectX-6 HDR"), stated_nics("one 10 Gb/s NIC")
     ((8, 200.0), (None, None))
+    >>> stated_nics("#% 8x H100, NDR 400G"), stated_nics("#% p4d: 400 Gbps EFA"), stated_nics("#% 3.2 Tbps")
+    ((None, 400.0), (-1, 400.0), (-1, 3200.0))
     """
     found: list[tuple[int, int, float]] = []  # (position, count, Gb/s)
     for m in _COUNT_SPEED.finditer(text):
@@ -136,10 +145,17 @@ def stated_nics(text: str) -> tuple[int | None, float | None]:
     for m in _COUNT_IB.finditer(text):
         if not _GPU.search(m.group(2)):
             found.append((m.start(), int(m.group(1)), float(_IB[m.group(3).lower()])))
-    if not found:
-        return None, None
-    _, count, speed = min(found)
-    return count, speed
+    if found:
+        _, count, speed = min(found)
+        return count, speed
+    header = "\n".join(line for line in text.splitlines() if line.startswith("#%"))
+    if m := _BARE.search(header):
+        speed = float(m.group(1)) * (1000 if m.group(2).lower() == "t" else 1)
+        total = m.group(2).lower() == "t" or "efa" in m.group(0).lower()
+        return (-1, speed) if total else (None, speed)
+    if m := _BARE_IB.search(header):
+        return None, float(_IB[m.group(1).lower()])
+    return None, None
 
 
 def topology(log: Log) -> object:
@@ -148,6 +164,9 @@ def topology(log: Log) -> object:
     the header names it."""
     nics, speed = stated_nics(log.text)
     ppn = log.gpus_per_host
+    if nics == -1 and speed:  # a node's total: one NIC per GPU of its share
+        nics, speed = ppn, speed / ppn
+        log.note = f"{nics} NICs of {speed:g} Gb/s (the node's stated total, one per GPU)"
     hopper = log.gpu.startswith("h")
     if nics and nics > 2 * ppn and speed:  # e.g. 32 x 100 Gb/s EFA on 8 GPUs: two per GPU at 200 Gb/s
         speed, nics = speed * nics / (2 * ppn), 2 * ppn

@@ -315,6 +315,12 @@ def test_log_reader_reads_the_hardware_other_clusters_state(tmp_path):
     )
     g = nccl_logs.topology(p5)
     assert (g.graph["nics_per_host"], g.graph["nic_bw"], "folded" in p5.note) == (16, 25e9, True)
+    # a node's total (EFA figures are per instance): one NIC per GPU of its share
+    p4d = nccl_logs.parse_log(
+        log("p4d-2node.txt", "#% p4d.24xlarge, 400 Gbps EFA\n" + devices(16, 8, "A100-SXM4-40GB"))
+    )
+    g = nccl_logs.topology(p4d)
+    assert (g.graph["nics_per_host"], g.graph["nic_bw"]) == (8, 50e9 / 8)
     # IB generations by name, the CPU vendor where stated
     ndr = nccl_logs.parse_log(
         log("n-2node.txt", "# 8x ConnectX-7 NDR, AMD EPYC 9654\n" + devices(16, 8, "H100 80GB HBM3"))
