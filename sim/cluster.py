@@ -192,7 +192,15 @@ class Cluster:
         }
         self._endpoints = len(self.ranks)
         self._views()
-        self.router = Router(arc_u, arc_v, weight, endpoint_only, is_gpu, mode=graph.graph.get("routing", "dijkstra"))
+        self.router = Router(
+            arc_u,
+            arc_v,
+            weight,
+            endpoint_only,
+            is_gpu,
+            mode=graph.graph.get("routing", "dijkstra"),
+            dest_key=_host_keys(graph, self.nodes) if graph.graph.get("ecmp") == "destination" else None,
+        )
 
     def _setup_fabric(self, fabric: Fabric, ranks: int | None) -> None:
         """:meth:`_setup_graph`'s arrays, from arrays (the graph is built only if asked for)."""
@@ -494,3 +502,13 @@ def hockney(cluster: Cluster) -> Hockney:
         raise ConfigError(f"{cluster.name}: rank pairs have different α-β costs; no single closed form applies")
     alpha, beta = pairs.pop()
     return Hockney(alpha, beta)
+
+
+def _host_keys(graph: nx.DiGraph, nodes: list[str]) -> np.ndarray:
+    """Per node, the ordinal of its host (the host's own node, its GPUs, NICs and PCIe switches share it;
+    a network switch is its own): the key destination-based routing picks a port by."""
+    ordinal: dict[str, int] = {}
+    keys = np.empty(len(nodes), dtype=np.int64)
+    for i, v in enumerate(nodes):
+        keys[i] = ordinal.setdefault(graph.nodes[v].get("host") or v, len(ordinal))
+    return keys

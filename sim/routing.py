@@ -1,5 +1,9 @@
 """Routing: shortest paths by the links' ``weight`` (1 per hop unless set), ties broken by a
-deterministic hash of (source, destination) at every hop, as ECMP does. A GPU inside a multi-GPU host
+deterministic hash of (source, destination) at every hop, as ECMP does -- or, where the topology says its
+fabric routes by destination (``graph.graph["ecmp"] = "destination"``: InfiniBand, whose switches forward
+by destination LID from tables the subnet manager fills, D-mod-K on a fat-tree), by the destination's
+*key* (its host's ordinal) modulo the candidates: every flow to one host leaves a switch by the same port,
+and the hosts of one leaf are spread over the spines one each. A GPU inside a multi-GPU host
 is an endpoint only: no route passes through it on its way elsewhere (a single-GPU host, as in a torus,
 forwards like any node). A route never changes during a flow.
 
@@ -73,11 +77,15 @@ class Router:
         is_gpu: np.ndarray,
         mode: str = "dijkstra",
         cache_entries: int = 1 << 16,
+        dest_key: np.ndarray | None = None,
     ) -> None:
         if mode not in ("dijkstra", "updown"):
             raise ValueError(f"unknown routing mode {mode!r} (valid: dijkstra, updown)")
         n = len(endpoint_only)
         self.mode = mode
+        #: per node, the key destination-based routing picks by (None: ECMP hash of source and destination)
+        self.dest_key = dest_key
+        self._dest_key = None if dest_key is None else dest_key.tolist()
         self._n = n
         self._endpoint_only = endpoint_only
         # out-adjacency sorted by (tail, head): the order ECMP candidates are listed in
@@ -234,8 +242,14 @@ class Router:
         if not choices:
             return None
         choices.sort()
-        _, a, b = choices[ecmp_hash(src, dst, 0) % len(choices)] if len(choices) > 1 else choices[0]
+        _, a, b = choices[self._pick(src, dst, 0, len(choices))] if len(choices) > 1 else choices[0]
         return [a, b]
+
+    def _pick(self, src: int, dst: int, hop: int, n: int) -> int:
+        """Which of ``n`` equal-cost candidates (in head order) a route takes at its ``hop``-th hop."""
+        if self._dest_key is not None:
+            return self._dest_key[dst] % n
+        return ecmp_hash(src, dst, hop) % n
 
     def _cached(self, dst: int) -> object:
         entry = self._cache.get(dst)
@@ -295,7 +309,7 @@ class Router:
             ]
             if not choices:
                 raise RoutingError(f"routing stalled at node {node} towards node {dst}")
-            k = choices[ecmp_hash(src, dst, hop) % len(choices)] if len(choices) > 1 else choices[0]
+            k = choices[self._pick(src, dst, hop, len(choices))] if len(choices) > 1 else choices[0]
             arcs.append(out_arc[k])
             node, hop = out_v[k], hop + 1
             here = float(dist[node])  # type: ignore[index]
@@ -322,7 +336,7 @@ class Router:
                 ]
             if not choices:
                 raise RoutingError(f"routing stalled at node {node} towards node {dst}")
-            v, arc = choices[ecmp_hash(src, dst, hop) % len(choices)] if len(choices) > 1 else choices[0]
+            v, arc = choices[self._pick(src, dst, hop, len(choices))] if len(choices) > 1 else choices[0]
             arcs.append(arc)
             here -= self._out_w_of(arc)
             node, hop = v, hop + 1

@@ -117,3 +117,33 @@ def test_path_ids_are_path_id(spec, bulk_min, monkeypatch):
     assert many.path_ids(src, dst).tolist() == want
     assert [many.path_id(s, d) for s, d in zip(src[:50].tolist(), dst[:50].tolist(), strict=True)] == want[:50]
     assert many.paths.count == one.paths.count
+
+
+def _spine_of(cl, src: int, dst: int) -> str | None:
+    names = [cl.arc_name(a) for a in cl.paths.arcs_of(cl.path_id(src, dst)).tolist()]
+    ups = [n.split("->")[1] for n in names if n.split("->")[1].startswith("spine")]
+    return ups[0] if ups else None
+
+
+def test_destination_routing_takes_one_spine_per_destination_host_on_every_rail():
+    """hgx's InfiniBand presets route by destination (D-mod-K): every flow to a host crosses the same spine
+    whatever its source and rail, and the hosts under one leaf take the spines one each; the RoCE presets
+    hash (source, destination) per flow."""
+    from sim.topology.hgx import hgx
+
+    g = hgx(8, "dgx-h100", hosts_per_leaf=4, gpus_per_host=2)  # 2 leaf groups of 4 hosts, 4 spines per rail
+    cl = Cluster(g)
+    assert cl.graph.graph["ecmp"] == "destination"
+    per = 2
+    for dst_host in range(4):  # group 0's hosts, reached from group 1 on both rails
+        spines = {
+            _spine_of(cl, src_host * per + rail, dst_host * per + rail)
+            for src_host in range(4, 8)
+            for rail in range(per)
+        }
+        assert len(spines) == 1 and None not in spines
+    assert len({_spine_of(cl, 4 * per, d * per) for d in range(4)}) == 4  # one spine each
+    hashed = Cluster(hgx(8, "dgx-h100", hosts_per_leaf=4, gpus_per_host=2, ecmp="hash"))
+    assert hashed.router.dest_key is None
+    assert len({_spine_of(hashed, s * per, 0) for s in range(4, 8)}) > 1
+    assert Cluster(hgx(2, "oci-bm-gpu-h100-8")).router.dest_key is None

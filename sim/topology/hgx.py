@@ -6,6 +6,12 @@ share with another GPU; a GPU may own one or two NICs. Between hosts the NICs si
 fabric (NIC ``k`` of every host on a leaf of rail ``k``) or a plain fat-tree (a host's NICs on its own
 leaf group), leaves linked to every spine.
 
+Routes between hosts take the spine the fabric would: ``ecmp=destination`` (the InfiniBand presets,
+DGX H100 and HGX A100: switches forward by destination from the subnet manager's tables, D-mod-K on a
+fat-tree) sends every flow towards one host through the same spine and spreads a leaf's hosts over the
+spines one each; ``ecmp=hash`` (the RoCE presets, OCI's) hashes source and destination per flow as
+Ethernet ECMP does (:mod:`sim.routing`).
+
 Node attributes say what the hardware can do: the NVSwitch node carries ``nvls`` (it reduces and
 multicasts, NVLink SHARP: third-generation NVSwitch, HGX H100 and later) and network switches carry
 ``sharp`` (in-network reduction); the graph carries ``gpu_arch`` (``sm80``/``sm90``), ``cpu_vendor``
@@ -48,9 +54,17 @@ PRESETS: dict[str, dict[str, Any]] = {
         pcie_gen=5,
         gpus_per_pcie_switch=1,
         cpu_vendor="intel",
+        ecmp="destination",
     ),
     "hgx-a100-200g": dict(
-        gpu="a100", nvls=False, nics_per_gpu=1, nic_bandwidth=25e9, pcie_gen=4, gpus_per_pcie_switch=2, cpu_vendor="amd"
+        gpu="a100",
+        nvls=False,
+        nics_per_gpu=1,
+        nic_bandwidth=25e9,
+        pcie_gen=4,
+        gpus_per_pcie_switch=2,
+        cpu_vendor="amd",
+        ecmp="destination",
     ),
     "oci-bm-gpu-h100-8": dict(
         gpu="h100",
@@ -60,6 +74,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         pcie_gen=5,
         gpus_per_pcie_switch=1,
         cpu_vendor="intel",
+        ecmp="hash",
     ),
     "oci-bm-gpu4-8": dict(
         gpu="a100",
@@ -69,6 +84,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         pcie_gen=4,
         gpus_per_pcie_switch=1,
         cpu_vendor="amd",
+        ecmp="hash",
     ),
 }
 
@@ -100,6 +116,7 @@ class HgxParams(Spec):
     gpus_per_pcie_switch: Literal[1, 2] | None = None
     cpu_vendor: Literal["intel", "amd"] | None = None
     fabric: Literal["rail", "fat-tree"] = "rail"
+    ecmp: Literal["destination", "hash"] | None = None
     hosts_per_leaf: PositiveInt = 32
     spines: PositiveInt | None = None
     nvlink_latency: Time = 0.3e-6
@@ -171,6 +188,7 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
         nics_per_host=nics,
         nvls=bool(fig["nvls"]),
         sharp=p.sharp,
+        ecmp=fig["ecmp"],
     )
     for s in range(spines):
         b.add_switch(f"spine{s}")
