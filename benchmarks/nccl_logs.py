@@ -105,11 +105,15 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
         n = max((command_ranks(line) for line in lines[:400]), default=0)
     if not n:
         raise LogError(f"{path.name}: no '#  Rank' lines and no rank count in the command; give ranks=N")
-    if hosts:
+    note = ""
+    if hosts and n // len(set(hosts)) <= 8:
         nodes = len(set(hosts))
-    else:  # the file name's -<N>node, else 8 GPUs per node
+    else:  # the file name's -<N>node, else 8 GPUs per node (an HGX board's; containers may all be "localhost")
         m = re.search(r"-(\d+)node", path.name)
-        nodes = int(m.group(1)) if m and n % int(m.group(1)) == 0 else max(1, n // 8)
+        nodes = int(m.group(1)) if m and n % int(m.group(1)) == 0 else 1
+        nodes = max(nodes, -(-n // 8))
+        if hosts:
+            note = f"{len(set(hosts))} host name(s) for {n} ranks: taken as {nodes} nodes"
     gpu_text = " ".join(devices) if devices else text[:3000]  # the device lines, else what the header states
     m = _GPU.search(gpu_text)
     gpu = m.group(1).lower() if m else "a100"
@@ -121,7 +125,7 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
         raise LogError(
             f"{path.name}: {devices[0].strip()} is a PCIe card without an NVSwitch, which hgx does not build"
         )
-    note = "" if m else "GPU not named: A100 assumed"
+    note = note or ("" if m else "GPU not named: A100 assumed")
     return Log(path, n, nodes, gpu, text[:4000], None if hosts else n, note)
 
 

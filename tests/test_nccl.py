@@ -337,6 +337,12 @@ def test_log_reader_reads_the_hardware_other_clusters_state(tmp_path):
     twice = nccl_logs.parse_log(log("t-2node.txt", "# Collective test starting: all_reduce_perf\n" + once + once))
     samples, _ = nccl_logs.read_samples(nccl_logs._source(twice))
     assert (twice.ranks, twice.hosts, [s.ranks for s in samples]) == (16, 2, [16, 16, 16])
+    # containers that all call themselves "localhost": 8 GPUs per node, said on the log's line
+    local = "".join(
+        f"#  Rank {r:2d} Group  0 Pid 1 on localhost device  {r % 8} [0x1b] NVIDIA H100 80GB HBM3\n" for r in range(16)
+    )
+    same = nccl_logs.parse_log(log("l-2node.txt", local))
+    assert (same.hosts, same.gpus_per_host, "taken as 2 nodes" in same.note) == (2, 8, True)
     # out of sample from the largest smaller run of the same hardware
     runs = [nccl_logs.parse_log(log(f"hw-{n}node.txt", devices(8 * n, 8, "H100 80GB HBM3"))) for n in (1, 2, 8)]
     source = nccl_logs.smaller_runs(runs)
