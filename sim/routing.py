@@ -254,7 +254,7 @@ class Router:
     def _cached(self, dst: int) -> object:
         entry = self._cache.get(dst)
         if entry is None:
-            entry = self._dijkstra(dst) if self.mode == "dijkstra" else (*self._ancestors(dst), {})
+            entry = self._dijkstra(dst) if self.mode == "dijkstra" else (*self._ancestors(dst), {}, {})
             self._cache[dst] = entry
             if len(self._cache) > self._cache_entries:
                 self._cache.popitem(last=False)
@@ -318,7 +318,7 @@ class Router:
     def _route_updown(self, src: int, dst: int) -> list[int]:
         """Climb (up-arcs whose climbing distance matches) until an ancestor of ``dst``, then descend
         along the recorded shortest descending arcs; candidates in head order, as in Dijkstra mode."""
-        anc, down, memo = self._cached(dst)  # type: ignore[misc]
+        anc, down, memo, climbs = self._cached(dst)  # type: ignore[misc]
         here = self._updown_dist(src, anc, memo)
         if not np.isfinite(here):
             raise RoutingError(f"no route from node {src} to node {dst}")
@@ -327,13 +327,15 @@ class Router:
         while node != dst:
             if node in anc:
                 choices = down[node]
-            else:
-                tol = 1e-9 * max(1.0, here)
-                choices = [
-                    (self._up_v[k], self._up_arc[k])
-                    for k in range(self._up_ptr[node], self._up_ptr[node + 1])
-                    if abs(self._updown_dist(self._up_v[k], anc, memo) + self._up_w[k] - here) <= tol
-                ]
+            else:  # the shortest climbs from a node depend on the node and the destination only: kept
+                choices = climbs.get(node)
+                if choices is None:
+                    tol = 1e-9 * max(1.0, here)
+                    choices = climbs[node] = [
+                        (self._up_v[k], self._up_arc[k])
+                        for k in range(self._up_ptr[node], self._up_ptr[node + 1])
+                        if abs(self._updown_dist(self._up_v[k], anc, memo) + self._up_w[k] - here) <= tol
+                    ]
             if not choices:
                 raise RoutingError(f"routing stalled at node {node} towards node {dst}")
             v, arc = choices[self._pick(src, dst, hop, len(choices))] if len(choices) > 1 else choices[0]
