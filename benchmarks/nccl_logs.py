@@ -44,7 +44,8 @@ _SRUN = re.compile(r"^\s*\d+:\s?")
 _RANK = re.compile(r"#\s+Rank\s+(\d+)\s.*?\son\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$")
 #: GPU models as device lines and headers name them; the ones ``hgx`` builds, and the ones it cannot
 _GPU = re.compile(
-    r"(?<![A-Za-z0-9])(GB[23]00|B[123]00|GH200|H200|H100|H800|H20|A100|A800|A40|A30|A10G?|V100|L40S?|L4)(?![0-9])", re.I
+    r"(?:(?<=\dx)|(?<![A-Za-z0-9]))(GB[23]00|B[123]00|GH200|H200|H100|H800|H20|A100|A800|A40|A30|A10G?|V100|L40S?|L4)(?![0-9])",
+    re.I,
 )
 _HGX_GPUS = ("h100", "h200", "h800", "a100", "a800")
 _PCIE_CARD = re.compile(r"PCIe|PCIE|\bNVL\b")

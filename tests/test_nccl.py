@@ -337,6 +337,9 @@ def test_log_reader_reads_the_hardware_other_clusters_state(tmp_path):
     twice = nccl_logs.parse_log(log("t-2node.txt", "# Collective test starting: all_reduce_perf\n" + once + once))
     samples, _ = nccl_logs.read_samples(nccl_logs._source(twice))
     assert (twice.ranks, twice.hosts, [s.ranks for s in samples]) == (16, 2, [16, 16, 16])
+    # no rank lines: the GPU from the header (`8xH100`), the ranks from the command, the nodes from the name
+    bare = nccl_logs.parse_log(log("v-2node.txt", "#% XE9680 with 8xH100\nmpirun -np 16 ./all_reduce_perf -b 1G\n"))
+    assert (bare.gpu, bare.ranks, bare.hosts) == ("h100", 16, 2)
     # containers that all call themselves "localhost": 8 GPUs per node, said on the log's line
     local = "".join(
         f"#  Rank {r:2d} Group  0 Pid 1 on localhost device  {r % 8} [0x1b] NVIDIA H100 80GB HBM3\n" for r in range(16)
