@@ -348,8 +348,8 @@ class Cluster:
         """Route and accounted ranks of a message between endpoints of which one is beyond the ranks."""
         s, d = int(self.rank_node[src]), int(self.rank_node[dst])
         via = self._via.get(src)
-        host = self.graph.nodes[self.nodes[s]].get("host")
-        if via is not None and host is not None and self.graph.nodes[self.nodes[d]].get("host") != host:
+        host = self._node_hosts()
+        if via is not None and host[s] is not None and host[d] != host[s]:
             arcs = self._node_route(s, via) + self._node_route(via, d)
         else:
             arcs = self._node_route(s, d)
@@ -359,6 +359,14 @@ class Cluster:
             return e if e < size else (self.endpoint_rank[e - size] if self.endpoint_rank[e - size] >= 0 else e)
 
         return arcs, owner(src), owner(dst)
+
+    def _node_hosts(self) -> list[str | None]:
+        """Per node, the host it belongs to (its ``host`` attribute), or None."""
+        hosts = self.__dict__.get("_hosts_of_nodes")
+        if hosts is None:
+            nodes = self.graph.nodes
+            hosts = self.__dict__["_hosts_of_nodes"] = [nodes[v].get("host") for v in self.nodes]
+        return hosts
 
     def _node_route(self, s: int, d: int) -> list[int]:
         """The router's route between nodes, remembered: the endpoints of NCCL's channels on one GPU all
@@ -389,18 +397,7 @@ class Cluster:
                 self._pid[key] = pid = got
         if pid is None:
             check_deadline()  # a new route costs 10 us to ms; many at once count against --timeout
-            a, b = src, dst
-            try:
-                if src < self.size and dst < self.size:
-                    arcs = self.router.route(int(self.rank_node[src]), int(self.rank_node[dst]))
-                else:
-                    arcs, a, b = self._extra_route(src, dst)
-            except RoutingError as exc:
-                names = [
-                    f"{'rank' if e < self.size else 'endpoint'} {e} ({self.nodes[int(self.rank_node[e])]})"
-                    for e in (src, dst)
-                ]
-                raise RoutingError(f"{names[0]} -> {names[1]}: {exc}") from None
+            arcs, a, b = self._routed(src, dst)
             pid = self.paths.add(
                 arcs,
                 float(self.latency[arcs].sum()) if arcs else 0.0,
@@ -410,6 +407,40 @@ class Cluster:
             )
             self._pid[key] = pid
         return pid
+
+    def _routed(self, src: int, dst: int) -> tuple[list[int], int, int]:
+        """The route between endpoints ``src`` and ``dst`` and the ranks its bytes count for."""
+        try:
+            if src < self.size and dst < self.size:
+                return self.router.route(int(self.rank_node[src]), int(self.rank_node[dst])), src, dst
+            return self._extra_route(src, dst)
+        except RoutingError as exc:
+            names = [
+                f"{'rank' if e < self.size else 'endpoint'} {e} ({self.nodes[int(self.rank_node[e])]})"
+                for e in (src, dst)
+            ]
+            raise RoutingError(f"{names[0]} -> {names[1]}: {exc}") from None
+
+    def _route_many(self, us: np.ndarray, ud: np.ndarray) -> np.ndarray:
+        """:meth:`path_id` of many pairs not interned yet (distinct): routed one by one, interned at once
+        with the same latencies and bottlenecks :meth:`path_id` would give them."""
+        routes, owners, latency = [], [], []
+        lat = self.latency
+        for i, (src, dst) in enumerate(zip(us.tolist(), ud.tolist(), strict=True)):
+            if not i & 4095:
+                check_deadline()
+            arcs, a, b = self._routed(src, dst)
+            routes.append(arcs)
+            owners.append((a, b))
+            latency.append(float(lat[arcs].sum()) if arcs else 0.0)
+        width = max((len(r) for r in routes), default=0) or 1
+        rows = np.full((len(routes), width), -1, dtype=np.int64)
+        for i, arcs in enumerate(routes):
+            rows[i, : len(arcs)] = arcs
+        who = np.array(owners, dtype=np.int64).reshape(-1, 2)
+        ids = self.paths.add_many(rows, np.array(latency), who[:, 0], who[:, 1], self.capacity)
+        self._pid.update(zip(zip(us.tolist(), ud.tolist(), strict=True), ids.tolist(), strict=True))
+        return ids
 
     def path_ids(self, srcs: np.ndarray, dsts: np.ndarray) -> np.ndarray:
         """:meth:`path_id` of every pair ``srcs[i] -> dsts[i]``: the same ids, new routes interned in
@@ -447,9 +478,8 @@ class Cluster:
             sort = np.argsort(keys, kind="stable")
             self._bulk_keys = keys[sort]
             self._bulk_ids = np.concatenate([self._bulk_ids, ids])[sort]
-        else:
-            for i in new.tolist():
-                pids[i] = self.path_id(int(us[i]), int(ud[i]))
+        elif len(new):
+            pids[new] = self._route_many(us[new], ud[new])
         by_key = np.empty_like(pids)
         by_key[order] = pids
         return by_key[where.ravel()]
