@@ -77,7 +77,7 @@ def _nic_table(g: Any) -> dict[Any, list[str]]:
 
 def channel_endpoint(cluster: Any, rank: int, key: object, nic: int = 0) -> int:
     """Rank ``rank``'s actor for channel ``key``, leaving its host by its ``nic``-th NIC (mod its count)."""
-    nics = nics_of(cluster, rank)
+    nics = _nic_table(cluster.graph).get(cluster.ranks[rank])  # not copied: one call per channel and GPU
     via = nics[nic % len(nics)] if nics else None
     return cluster.add_endpoint(rank=rank, via=via, key=key)
 
