@@ -298,7 +298,7 @@ def test_many_classes_on_few_links_keep_the_message_times(monkeypatch, topology,
     """Hundreds of classes sharing a few links -- as they are, with slowed links and stragglers -- with
     the class table compacted after every few splits: the message level's times, and the table really
     dropped dead classes' crossings and the classes really split."""
-    monkeypatch.setattr(classes, "_COMPACT_MIN", 64)
+    monkeypatch.setattr(classes, "_COMPACT_MIN", 16)
     graph = Cluster(topology).graph if seed is None else perturb(Cluster(topology).graph, seed)
     gamma = 0.0 if seed is None else 1e-11
     ex, t = executor(graph, spec, 3 * 2**22 + 5, gamma=gamma, **kw)
