@@ -32,6 +32,7 @@ the data check (which needs every message's payload: ``--check`` runs the messag
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
@@ -265,12 +266,6 @@ class _Table:
             self.kn = k + len(sel)
         lens = self.k_hi[ids] - self.k_lo[ids]
         return np.repeat(np.arange(len(ids)), lens), ranges(self.k_lo[ids], lens)
-
-    def load(self, ids: np.ndarray, arcs: int) -> np.ndarray:
-        """The bytes/s the classes ``ids`` are booked for on every arc (``booked``: their rates as last
-        counted in the executor's loads)."""
-        row, idx = self.entries(ids)
-        return np.bincount(self.e_arc[idx], weights=self.e_cnt[idx] * self.booked[ids][row], minlength=arcs)
 
     def compact(self, keep: np.ndarray) -> None:
         """Drop the crossings of every class but ``keep`` (ids: the active and waiting ones; the others
@@ -513,13 +508,11 @@ class FanExecutor:
 
     # ------------------------------------------------------------------ rates
     def _promote(self, arcs: np.ndarray) -> bool:
-        """Keep ``arcs`` (a mask or indices) from now on; whether any was not kept yet."""
-        new = np.zeros(len(self._keep), dtype=bool)
-        new[arcs] = True
-        new &= ~self._keep
-        if not new.any():
+        """Keep ``arcs`` (indices) from now on; whether any was not kept yet."""
+        arcs = arcs[~self._keep[arcs]]
+        if not len(arcs):
             return False
-        self._keep |= new
+        self._keep[arcs] = True
         self._kept_version += 1
         return True
 
@@ -527,26 +520,31 @@ class FanExecutor:
         """The ids of the active (draining) classes."""
         return np.flatnonzero(self._tab.alive[: self._tab.n])
 
-    def _full(self) -> np.ndarray:
-        """The arcs not kept that the active classes fill at their rates (a mask).
+    def _full(self, solved: np.ndarray) -> np.ndarray:
+        """The arcs not kept that the active classes fill at their rates (indices), once the classes
+        ``solved`` have new rates.
 
-        The loads are booked at each class's rate as of its last booking; a class's rate moves by
-        ``drift`` since, so an arc's load is at most its booked load plus its crossing members times
-        the largest drift. Only where that bound reaches an arc's capacity are the classes that moved
-        booked again (a pass over their crossings) and the loads compared exactly: a re-solve costs
-        the crossings of the arcs that fill, not of every route."""
+        The loads are booked at every class's rate (``booked``) after every solve, so only the
+        ``solved`` classes whose rate moved are booked again -- a pass over their crossings, not over
+        every route or every arc -- and only the arcs they cross can have filled (no arc left out is
+        full after a solve: one that fills is kept)."""
         tab, cap = self._tab, self.cluster.capacity
-        active = self._active()
-        rate = tab.rate[active]
-        drift = np.where(np.isfinite(rate), rate - tab.booked[active], 0.0)
-        bound = self._loads + self._crossers * max(float(drift.max(initial=0.0)), 0.0)
-        if not (~self._keep & (bound >= cap * (1 - _TOL))).any():
-            return np.zeros(len(cap), dtype=bool)
-        moved = active[drift != 0]
-        row, idx = tab.entries(moved)
-        self._loads += np.bincount(tab.e_arc[idx], weights=tab.e_cnt[idx] * drift[drift != 0][row], minlength=len(cap))
-        tab.booked[moved] = tab.rate[moved]
-        return ~self._keep & (self._loads >= cap * (1 - _TOL))
+        rate = tab.rate[solved]
+        drift = np.where(np.isfinite(rate), rate - tab.booked[solved], 0.0)
+        moved = drift != 0
+        if not moved.any():
+            return np.zeros(0, dtype=np.int64)
+        ids = solved[moved]
+        row, idx = tab.entries(ids)
+        arcs = self._book(tab.e_arc[idx], tab.e_cnt[idx] * drift[moved][row])
+        tab.booked[ids] = rate[moved]
+        return arcs[~self._keep[arcs] & (self._loads[arcs] >= cap[arcs] * (1 - _TOL))]
+
+    def _book(self, arcs: np.ndarray, load: np.ndarray) -> np.ndarray:
+        """Add ``load`` (bytes/s, one per crossing) to the arcs' loads; returns the arcs (distinct)."""
+        where, local = np.unique(arcs, return_inverse=True)
+        self._loads[where] += np.bincount(local.reshape(-1), weights=load, minlength=len(where))
+        return where
 
     def _solve(self, region: np.ndarray, everything: bool) -> np.ndarray | None:
         """Set the rates of ``region`` (class ids: whole components of classes joined by kept arcs) to
@@ -585,18 +583,15 @@ class FanExecutor:
             hop, count = tab.k_hop[kidx], tab.k_cnt[kidx]
             rate = maxmin_rates(cls, arc, len(live), cap, weight=count)
             tab.rate[live] = rate
-            if self._promote(self._full()):
+            if self._promote(self._full(live)):
                 return None
-            bad, saturated = self._unverified(live, cls, arc, hop, count, rate)
+            bad, saturated, slack = self._unverified(live, cls, arc, hop, count, rate)
             if not len(bad):
                 # kept arcs of the region that carry less than their capacity bind nobody: leave them
                 # out (they only join components) until their load fills them again (after solving
                 # everything only: it makes every class read its kept arcs again)
-                slack = np.zeros(len(cap), dtype=bool)
-                slack[arc] = everything
-                slack &= ~saturated
-                if slack.any():
-                    self._keep &= ~slack
+                if everything and len(slack):
+                    self._keep[slack] = False
                     self._kept_version += 1
                 self._last = (live, cls, arc)
                 return region
@@ -615,14 +610,19 @@ class FanExecutor:
         hop: np.ndarray,
         count: np.ndarray,
         rate: np.ndarray,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The rows of ``live`` some member of which has no bottleneck, and the saturated arcs (a mask)."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows of ``live`` some member of which has no bottleneck, the saturated arcs (a mask) and
+        the arcs of ``arc`` that are not saturated (indices)."""
         cap = self.cluster.capacity
-        load = np.bincount(arc, weights=count * rate[cls], minlength=len(cap))
-        fastest = np.zeros(len(cap))
-        np.maximum.at(fastest, arc, rate[cls])
-        saturated = load >= cap * (1 - _TOL)
-        neck = saturated[arc] & (rate[cls] >= fastest[arc] * (1 - _TOL))
+        where, local = np.unique(arc, return_inverse=True)  # the arcs crossed, numbered locally
+        local = local.reshape(-1)
+        load = np.bincount(local, weights=count * rate[cls], minlength=len(where))
+        fastest = np.zeros(len(where))
+        np.maximum.at(fastest, local, rate[cls])
+        full = load >= cap[where] * (1 - _TOL)
+        saturated = np.zeros(len(cap), dtype=bool)
+        saturated[where[full]] = True
+        neck = full[local] & (rate[cls] >= fastest[local] * (1 - _TOL))
         # quick test: the bottleneck crossings at one hop position account for every member
         width = int(self._tab.width[live].max())
         cover = np.bincount(cls[neck] * width + hop[neck], weights=count[neck], minlength=len(live) * width)
@@ -635,7 +635,7 @@ class FanExecutor:
             necks[arc[a:b][neck[a:b]]] = True
             if not self._every_member_crosses(self._tab.obj(int(live[i])), necks):  # some member has no bottleneck
                 bad.append(i)
-        return np.array(bad, dtype=np.int64), saturated
+        return np.array(bad, dtype=np.int64), saturated, where[~full]
 
     def _every_member_crosses(self, c: _Class, arcs_mask: np.ndarray) -> bool:
         """Whether every member of ``c`` crosses an arc of ``arcs_mask`` (large classes by chunks)."""
@@ -813,11 +813,28 @@ class FanExecutor:
 
     def _members_of(self, comps: np.ndarray) -> np.ndarray:
         """The active classes of the components ``comps``."""
-        comps = comps[comps >= 0]
-        if not len(comps):
+        found = [self._comps[c] for c in comps.tolist() if c in self._comps]
+        if not found:
             return np.zeros(0, dtype=np.int64)
-        active = self._active()
-        return active[np.isin(self._tab.comp[active], comps)]
+        members = np.concatenate(found)
+        return members[self._tab.alive[members]]
+
+    def _index(self, solved: np.ndarray) -> None:
+        """Index the components of ``solved`` (just numbered, their completion times set): their
+        classes, and their first completions on the heap."""
+        tab = self._tab
+        comp = tab.comp[solved]
+        order = np.argsort(comp, kind="stable")
+        comp, ids = comp[order], solved[order]
+        if not len(ids):
+            return
+        cuts = np.flatnonzero(np.concatenate(([True], comp[1:] != comp[:-1])))
+        first = np.minimum.reduceat(tab.due[ids], cuts)
+        ends = [*cuts[1:].tolist(), len(ids)]
+        for c, a, b, d in zip(comp[cuts].tolist(), cuts.tolist(), ends, first.tolist(), strict=True):
+            self._comps[c] = ids[a:b]
+            if d < np.inf:
+                heapq.heappush(self._due, (d, c))
 
     def _settle(self, region: np.ndarray, t: float) -> None:
         """Re-solve ``region`` (class ids) at ``t`` (every active class where arcs had to be kept anew),
@@ -835,6 +852,8 @@ class FanExecutor:
                 break
             region = self._active()  # arcs kept anew: components may join
             tab.advance(region, t)
+        for c in np.unique(tab.comp[solved]).tolist():  # renumbered below
+            self._comps.pop(c, None)
         self._components(solved)
         old = np.full(len(solved), np.nan)
         known = solved < len(before)  # split parts are new: their rates are set anew
@@ -844,6 +863,7 @@ class FanExecutor:
         rate = tab.rate[changed]
         with np.errstate(divide="ignore", invalid="ignore"):
             tab.due[changed] = np.where(np.isinf(rate), t, t + tab.rem[changed] / rate)
+        self._index(solved)
 
     def _start(self, fresh: np.ndarray) -> np.ndarray:
         """A phase's new classes (ids) join the active ones: they and the classes of the components
@@ -851,9 +871,7 @@ class FanExecutor:
         tab = self._tab
         tab.alive[fresh] = True
         self._nactive += len(fresh)
-        idx = tab.entries(fresh)[1]
-        arcs = tab.e_arc[idx]
-        self._crossers += np.bincount(arcs, weights=tab.e_cnt[idx], minlength=len(self._crossers))
+        arcs = tab.e_arc[tab.entries(fresh)[1]]
         return np.union1d(fresh, self._members_of(np.unique(self._arc_comp[arcs[self._keep[arcs]]])))
 
     def _finish(self, done: np.ndarray) -> None:
@@ -861,9 +879,8 @@ class FanExecutor:
         tab = self._tab
         tab.alive[done] = False
         self._nactive -= len(done)
-        self._loads -= tab.load(done, len(self._loads))
-        idx = tab.entries(done)[1]
-        self._crossers -= np.bincount(tab.e_arc[idx], weights=tab.e_cnt[idx], minlength=len(self._crossers))
+        row, idx = tab.entries(done)
+        self._book(tab.e_arc[idx], -tab.e_cnt[idx] * tab.booked[done][row])
 
     def simulate(self, t0: float) -> float:
         """Run the plan from ``t0``; returns the time the last pull arrives.
@@ -882,9 +899,10 @@ class FanExecutor:
         self._keep = np.zeros(cl.num_arcs, dtype=bool)
         self._kept_version = 0
         self._loads = np.zeros(cl.num_arcs)  # every active class's bytes/s on every arc, at its booked rate
-        self._crossers = np.zeros(cl.num_arcs)  # the members of active classes crossing every arc
         self._arc_comp = np.full(cl.num_arcs, -1, dtype=np.int64)
         self._next_comp = 0
+        self._comps: dict[int, np.ndarray] = {}  # every live component's classes (some completed since)
+        self._due: list[tuple[float, int]] = []  # a heap of (first completion, component) by component
         self._before = np.zeros(0)
         received = np.zeros(s, dtype=np.int64)
         ready = np.full(s, t0)  # each server's processor is free from then on
@@ -901,10 +919,18 @@ class FanExecutor:
                 tab.compact(np.union1d(self._active(), pending))
                 compacted = tab.ne
             # the next change: a class starts draining, or classes complete
-            active = self._active()
-            due = tab.due[active]
-            t = min(tab.start[pending].min(initial=np.inf), due.min(initial=np.inf))
-            done = active[due - t <= _TIME_RTOL * t + 1e-300]
+            heap, comps = self._due, self._comps
+            while heap and heap[0][1] not in comps:  # renumbered since
+                heapq.heappop(heap)
+            t = min(tab.start[pending].min(initial=np.inf), heap[0][0] if heap else np.inf)
+            near = _TIME_RTOL * t + 1e-300
+            done_in: list[np.ndarray] = []
+            while heap and heap[0][0] - t <= near:
+                members = comps.get(heapq.heappop(heap)[1])
+                if members is not None:
+                    members = members[tab.alive[members]]
+                    done_in.append(members[tab.due[members] - t <= near])
+            done = np.concatenate(done_in) if done_in else np.zeros(0, dtype=np.int64)
             starting = pending[tab.start[pending] <= t]
             pending = pending[tab.start[pending] > t]
             touched = np.unique(tab.comp[done])
