@@ -541,10 +541,9 @@ class FanExecutor:
         return arcs[~self._keep[arcs] & (self._loads[arcs] >= cap[arcs] * (1 - _TOL))]
 
     def _book(self, arcs: np.ndarray, load: np.ndarray) -> np.ndarray:
-        """Add ``load`` (bytes/s, one per crossing) to the arcs' loads; returns the arcs (distinct)."""
-        where, local = np.unique(arcs, return_inverse=True)
-        self._loads[where] += np.bincount(local.reshape(-1), weights=load, minlength=len(where))
-        return where
+        """Add ``load`` (bytes/s, one per crossing) to the loads of ``arcs``; returns them."""
+        np.add.at(self._loads, arcs, load)  # a few crossings into many arcs: no pass over every arc
+        return arcs
 
     def _solve(self, region: np.ndarray, everything: bool) -> np.ndarray | None:
         """Set the rates of ``region`` (class ids: whole components of classes joined by kept arcs) to
