@@ -580,11 +580,13 @@ class FanExecutor:
                 self._last = (live, cls, arc)
                 return region
             hop, count = tab.k_hop[kidx], tab.k_cnt[kidx]
-            rate = maxmin_rates(cls, arc, len(live), cap, weight=count)
+            where, local = np.unique(arc, return_inverse=True)  # the arcs crossed, numbered locally
+            local = local.reshape(-1)
+            rate = maxmin_rates(cls, local, len(live), cap[where], weight=count)
             tab.rate[live] = rate
             if self._promote(self._full(live)):
                 return None
-            bad, saturated, slack = self._unverified(live, cls, arc, hop, count, rate)
+            bad, saturated, slack = self._unverified(live, cls, (where, local), hop, count, rate)
             if not len(bad):
                 # kept arcs of the region that carry less than their capacity bind nobody: leave them
                 # out (they only join components) until their load fills them again (after solving
@@ -605,16 +607,17 @@ class FanExecutor:
         self,
         live: np.ndarray,
         cls: np.ndarray,
-        arc: np.ndarray,
+        arcs: tuple[np.ndarray, np.ndarray],
         hop: np.ndarray,
         count: np.ndarray,
         rate: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The rows of ``live`` some member of which has no bottleneck, the saturated arcs (a mask) and
-        the arcs of ``arc`` that are not saturated (indices)."""
+        the arcs crossed that are not saturated (indices); ``arcs``: the arcs crossed, and each
+        crossing's index among them."""
         cap = self.cluster.capacity
-        where, local = np.unique(arc, return_inverse=True)  # the arcs crossed, numbered locally
-        local = local.reshape(-1)
+        where, local = arcs
+        arc = where[local]
         load = np.bincount(local, weights=count * rate[cls], minlength=len(where))
         fastest = np.zeros(len(where))
         np.maximum.at(fastest, local, rate[cls])
