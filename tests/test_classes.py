@@ -104,6 +104,27 @@ def test_a_uniform_fabric_is_a_few_classes():
     assert t == pytest.approx(simulate("star:hosts=16,bandwidth=1GB/s,latency=1us", "allreduce", "ps", 2**24).time_s)
 
 
+@pytest.mark.parametrize("pcie", ["25GB/s", "50GB/s", "64GB/s"])
+def test_arcs_a_neighbour_dominates_are_left_out_exactly(pcie):
+    """Around a node with two neighbours (a NIC between its GPU and its leaf, the NVSwitch of a 2-GPU
+    host) the arcs on either side carry the same flows: the classes count only the narrower -- PCIe
+    narrower than the NIC, equal, wider -- and the times stay the message level's."""
+    topology = f"dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=2,spines=2,pcie_bandwidth={pcie}"
+    ex, t = executor(topology, "ps:shards=4", 3 * 2**20 + 7, gamma=1e-11)
+    cl = ex.cluster
+    srcs, dsts = np.divmod(np.arange(cl.size * cl.size), cl.size)
+    rows = ex.routes(srcs[srcs != dsts], dsts[srcs != dsts], ids=False)[0]
+    trimmed = ex.trim(rows)
+    dropped = np.unique(rows[(rows >= 0) & (trimmed < 0)])
+    nics = [a for a in dropped.tolist() if ":nic" in cl.nodes[cl.arc_u[a]] + cl.nodes[cl.arc_v[a]]]
+    assert len(nics) == 2 * cl.size  # one side of every NIC, both ways
+    for a in dropped.tolist():  # every route over a crosses its dominator, no wider
+        d = int(ex._dom[a])
+        assert ((rows == a).any(axis=1) <= (rows == d).any(axis=1)).all() and cl.capacity[d] <= cl.capacity[a]
+    m = simulate(topology, "allreduce", "ps:shards=4", 3 * 2**20 + 7, gamma=1e-11, engine="message")
+    assert abs(t - m.time_s) <= 1e-9 * m.time_s
+
+
 def test_unequal_members_are_split():
     """ECMP spreads a DGX's cross-rail pushes unevenly over the spines (some uplinks saturate): the
     verification catches classes whose members are not equivalent and splits them; times stay exact."""
