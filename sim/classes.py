@@ -239,14 +239,17 @@ class _Table:
         lens = self.hi[ids] - self.lo[ids]
         return np.repeat(np.arange(len(ids)), lens), ranges(self.lo[ids], lens)
 
-    def kept(self, ids: np.ndarray, keep: np.ndarray, version: int) -> tuple[np.ndarray, np.ndarray]:
+    def kept(self, ids: np.ndarray, keep: np.ndarray, hot: np.ndarray, version: int) -> tuple[np.ndarray, np.ndarray]:
         """(row within ``ids``, index into the ``k_*`` columns) of every crossing of the classes ``ids``
-        on the arcs ``keep`` (a mask, at ``version``), class by class. A class's kept crossings are
-        copied out of its crossings once per version of the kept arcs: a re-solve reads only them."""
+        on the arcs ``keep`` (a mask), class by class. A class's crossings of the arcs ever kept
+        (``hot``, a mask at ``version``: it changes only when an arc is kept for the first time) are
+        copied out of its crossings once per version: a re-solve reads only those, not the crossings
+        of arcs that never fill, and picks the ones kept now -- arcs left out and kept again as loads
+        come and go cost nothing more."""
         stale = ids[self.k_ver[ids] != version]
         if len(stale):
             row, idx = self.entries(stale)
-            sel = idx[keep[self.e_arc[idx]]]
+            sel = idx[hot[self.e_arc[idx]]]
             k = self.kn
             if k and k + len(sel) > len(self.k_arc):
                 # full of copies from earlier versions: start over with these classes (the others
@@ -254,9 +257,9 @@ class _Table:
                 self.k_ver[: self.n] = -1
                 stale = ids
                 row, idx = self.entries(stale)
-                sel = idx[keep[self.e_arc[idx]]]
+                sel = idx[hot[self.e_arc[idx]]]
                 k = 0
-            counts = np.bincount(row[keep[self.e_arc[idx]]], minlength=len(stale))
+            counts = np.bincount(row[hot[self.e_arc[idx]]], minlength=len(stale))
             for name, src in zip(self.KEPT, self.ENTRIES, strict=True):
                 setattr(self, name, self._grown(getattr(self, name), k + len(sel), 0))
                 getattr(self, name)[k : k + len(sel)] = getattr(self, src)[sel]
@@ -265,7 +268,9 @@ class _Table:
             self.k_ver[stale] = version
             self.kn = k + len(sel)
         lens = self.k_hi[ids] - self.k_lo[ids]
-        return np.repeat(np.arange(len(ids)), lens), ranges(self.k_lo[ids], lens)
+        row, idx = np.repeat(np.arange(len(ids)), lens), ranges(self.k_lo[ids], lens)
+        on = keep[self.k_arc[idx]]
+        return row[on], idx[on]
 
     def compact(self, keep: np.ndarray) -> None:
         """Drop the crossings of every class but ``keep`` (ids: the active and waiting ones; the others
@@ -513,6 +518,10 @@ class FanExecutor:
         if not len(arcs):
             return False
         self._keep[arcs] = True
+        first = arcs[~self._hot[arcs]]
+        if len(first):  # kept for the first time: the classes copy their crossings of them
+            self._hot[first] = True
+            self._hot_version += 1
         self._kept_version += 1
         return True
 
@@ -561,7 +570,7 @@ class FanExecutor:
             check_deadline()
             lens = tab.hi[region] - tab.lo[region]
             live, empty = region[lens > 0], region[lens == 0]
-            cls, kidx = tab.kept(live, self._keep, version)
+            cls, kidx = tab.kept(live, self._keep, self._hot, self._hot_version)
             bare = live[np.bincount(cls, minlength=len(live)) == 0]
             if len(bare):
                 # nothing kept on their routes yet: keep their tightest arcs
@@ -900,6 +909,8 @@ class FanExecutor:
         self._nactive = 0
         self._keep = np.zeros(cl.num_arcs, dtype=bool)
         self._kept_version = 0
+        self._hot = np.zeros(cl.num_arcs, dtype=bool)  # the arcs ever kept
+        self._hot_version = 0
         self._loads = np.zeros(cl.num_arcs)  # every active class's bytes/s on every arc, at its booked rate
         self._arc_comp = np.full(cl.num_arcs, -1, dtype=np.int64)
         self._next_comp = 0
