@@ -55,6 +55,7 @@ _MIN_CLASSES = 128  # classes a plan may always split into before the message le
 # own class, the senders' NICs full too) runs 1x-2x faster as classes (32-128 GPUs), so only a plan
 # fragmented into about one class per message in flight goes to the message level
 _FLOWS_PER_CLASS = 2
+_WARM = 0.5  # the fraction of its capacity an arc's load reaches to be followed exactly (sim.classes._full)
 _COMPACT_MIN = 1 << 20  # crossings in the class table below which dead classes' are not dropped
 
 
@@ -147,9 +148,9 @@ class _Table:
     members cross each arc at each hop. Rows and entries are only appended (a split class's parts get
     rows of their own)."""
 
-    ROWS = ("rate", "booked", "rem", "since", "start", "due", "comp", "alive", "lo", "hi", "width", "size")
+    ROWS = ("rate", "booked", "hbooked", "rem", "since", "start", "due", "comp", "alive", "lo", "hi", "width", "size")
     ROWS += ("k_lo", "k_hi", "k_ver")
-    FLOATS = ("rate", "booked", "rem", "since", "start", "due")
+    FLOATS = ("rate", "booked", "hbooked", "rem", "since", "start", "due")
     FILL = {"comp": -1, "due": np.inf, "k_ver": -1}  # a new row's values (0 otherwise)
     ENTRIES = ("e_arc", "e_hop", "e_cnt")
     KEPT = ("k_arc", "k_hop", "k_cnt")
@@ -211,7 +212,7 @@ class _Table:
         for name, col in zip(self.ENTRIES, entries, strict=True):
             getattr(self, name)[e : e + total] = col
         ids = np.arange(c, c + k)
-        self.rate[ids] = self.booked[ids] = 0.0
+        self.rate[ids] = self.booked[ids] = self.hbooked[ids] = 0.0
         self.rem[ids] = remaining
         self.since[ids] = self.start[ids] = start
         self.due[ids], self.comp[ids], self.alive[ids], self.k_ver[ids] = np.inf, -1, False, -1
@@ -241,11 +242,11 @@ class _Table:
 
     def kept(self, ids: np.ndarray, keep: np.ndarray, hot: np.ndarray, version: int) -> tuple[np.ndarray, np.ndarray]:
         """(row within ``ids``, index into the ``k_*`` columns) of every crossing of the classes ``ids``
-        on the arcs ``keep`` (a mask), class by class. A class's crossings of the arcs ever kept
-        (``hot``, a mask at ``version``: it changes only when an arc is kept for the first time) are
-        copied out of its crossings once per version: a re-solve reads only those, not the crossings
-        of arcs that never fill, and picks the ones kept now -- arcs left out and kept again as loads
-        come and go cost nothing more."""
+        on the arcs ``keep`` (a mask), class by class. A class's crossings of the arcs whose loads are
+        followed exactly (``hot``, a mask at ``version``: every arc ever kept, and arcs found half
+        full) are copied out of its crossings once per version: a re-solve reads only those, not the
+        crossings of arcs that never fill, and picks the ones kept now -- arcs left out and kept again
+        as loads come and go cost nothing more."""
         stale = ids[self.k_ver[ids] != version]
         if len(stale):
             row, idx = self.entries(stale)
@@ -361,6 +362,8 @@ class FanExecutor:
         Max-min computations, and classes split because their members were not equivalent.
     partial : int
         Changes that re-solved only some of the active classes (the components they touch).
+    bookings : int
+        Times every class's loads were booked on every arc it crosses (:meth:`_full`).
     compactions : int
         Times the class table dropped the crossings of split and completed classes.
     """
@@ -401,6 +404,7 @@ class FanExecutor:
         self.solves = 0
         self.splits = 0
         self.partial = 0
+        self.bookings = 0
         self._tab = _Table()
         self._arc_hash = np.zeros(0, dtype=np.uint64)
         self.nominal = not cl.link_model.classes
@@ -518,10 +522,10 @@ class FanExecutor:
         if not len(arcs):
             return False
         self._keep[arcs] = True
-        first = arcs[~self._hot[arcs]]
-        if len(first):  # kept for the first time: the classes copy their crossings of them
-            self._hot[first] = True
-            self._hot_version += 1
+        first = np.unique(arcs[~self._hot[arcs]])
+        if len(first):  # kept for the first time: their loads followed exactly from now on
+            self._book_all()  # (every class booked at its rate)
+            self._heat(first[~self._hot[first]])
         self._kept_version += 1
         return True
 
@@ -533,26 +537,69 @@ class FanExecutor:
         """The arcs not kept that the active classes fill at their rates (indices), once the classes
         ``solved`` have new rates.
 
-        The loads are booked at every class's rate (``booked``) after every solve, so only the
-        ``solved`` classes whose rate moved are booked again -- a pass over their crossings, not over
-        every route or every arc -- and only the arcs they cross can have filled (no arc left out is
-        full after a solve: one that fills is kept)."""
+        The arcs ever kept or found half full (``_hot``: the few that fill, a leaf's spine downlinks and
+        NICs) have their loads followed exactly: a solve books its classes' crossings of them
+        (``hbooked``). The other
+        arcs' loads (``_loads``) are booked at each class's rate as of its last booking (``booked``),
+        and an arc's load is at most that plus its crossing members times the largest rise of a rate
+        since: only when that rise reaches the least room per member of any such arc (``_room``) are
+        the classes solved since booked again -- a pass over their crossings -- and the loads they
+        touch compared exactly. A re-solve costs its classes' crossings of the arcs that fill, not
+        their routes (a push crosses its sender's NIC and leaf uplink too)."""
         tab, cap = self._tab, self.cluster.capacity
         rate = tab.rate[solved]
-        drift = np.where(np.isfinite(rate), rate - tab.booked[solved], 0.0)
-        moved = drift != 0
-        if not moved.any():
-            return np.zeros(0, dtype=np.int64)
-        ids = solved[moved]
-        row, idx = tab.entries(ids)
-        arcs = self._book(tab.e_arc[idx], tab.e_cnt[idx] * drift[moved][row])
-        tab.booked[ids] = rate[moved]
-        return arcs[~self._keep[arcs] & (self._loads[arcs] >= cap[arcs] * (1 - _TOL))]
+        finite = np.isfinite(rate)
+        row, idx = tab.kept(solved, self._hot, self._hot, self._hot_version)
+        arcs = tab.k_arc[idx]
+        rise = np.where(finite, rate - tab.hbooked[solved], 0.0)
+        np.add.at(self._hot_loads, arcs, tab.k_cnt[idx] * rise[row])
+        tab.hbooked[solved] = np.where(finite, rate, 0.0)
+        full = arcs[~self._keep[arcs] & (self._hot_loads[arcs] >= cap[arcs] * (1 - _TOL))]
+        self._unbooked.append(solved)
+        rise = np.where(finite, rate - tab.booked[solved], 0.0)
+        self._rise = max(self._rise, float(rise.max(initial=0.0)))
+        if self._rise >= self._room:
+            arcs = self._book_all()
+            # every load exact now (arcs it makes followed included)
+            full = np.concatenate([full, arcs[~self._keep[arcs] & (self._loads[arcs] >= cap[arcs] * (1 - _TOL))]])
+        return full
 
-    def _book(self, arcs: np.ndarray, load: np.ndarray) -> np.ndarray:
-        """Add ``load`` (bytes/s, one per crossing) to the loads of ``arcs``; returns them."""
-        np.add.at(self._loads, arcs, load)  # a few crossings into many arcs: no pass over every arc
+    def _book_all(self) -> np.ndarray:
+        """Book every class solved since the last booking at its rate on every arc it crosses (the
+        loads exact again), and renew the least room per member of the arcs never kept; returns the
+        arcs whose loads moved."""
+        tab, cap = self._tab, self.cluster.capacity
+        ids = np.unique(np.concatenate(self._unbooked)) if self._unbooked else np.zeros(0, dtype=np.int64)
+        self._unbooked, self._rise = [], 0.0
+        self.bookings += 1
+        ids = ids[tab.alive[ids]]  # the others left the loads at their booked rates
+        rate = tab.rate[ids]
+        rise = np.where(np.isfinite(rate), rate - tab.booked[ids], 0.0)
+        ids, rise = ids[rise != 0], rise[rise != 0]
+        row, idx = tab.entries(ids)
+        arcs = tab.e_arc[idx]
+        np.add.at(self._loads, arcs, tab.e_cnt[idx] * rise[row])
+        tab.booked[ids] = tab.rate[ids]
+        crossed = np.flatnonzero((self._crossers > 0) & ~self._hot)
+        warm = crossed[self._loads[crossed] >= cap[crossed] * _WARM]
+        if len(warm):
+            self._heat(warm)
+        self._room = self._room_of(crossed)
         return arcs
+
+    def _heat(self, arcs: np.ndarray) -> None:
+        """Follow the loads of ``arcs`` (distinct, not yet followed, every class booked at its rate)
+        exactly from now on: the classes copy their crossings of them."""
+        self._hot[arcs] = True
+        self._hot_loads[arcs] = self._loads[arcs]
+        self._hot_version += 1
+
+    def _room_of(self, arcs: np.ndarray) -> float:
+        """The least room per crossing member (bytes/s) of ``arcs`` at their booked loads."""
+        cap = self.cluster.capacity
+        arcs = arcs[(self._crossers[arcs] > 0) & ~self._hot[arcs]]
+        room = (cap[arcs] * (1 - _TOL) - self._loads[arcs]) / self._crossers[arcs]
+        return float(room.min(initial=np.inf))
 
     def _solve(self, region: np.ndarray, everything: bool) -> np.ndarray | None:
         """Set the rates of ``region`` (class ids: whole components of classes joined by kept arcs) to
@@ -709,6 +756,8 @@ class FanExecutor:
         tab.since[ids] = tab.since[parent]
         tab.rate[ids] = tab.rate[parent]
         tab.booked[ids] = tab.booked[parent]
+        tab.hbooked[ids] = tab.hbooked[parent]
+        self._unbooked.append(ids)  # the parts carry their parents' rise since their booking
         tab.alive[ids] = True
         tab.alive[[c.id for c in cs]] = False
         self._nactive += len(ids) - len(cs)
@@ -882,7 +931,10 @@ class FanExecutor:
         tab = self._tab
         tab.alive[fresh] = True
         self._nactive += len(fresh)
-        arcs = tab.e_arc[tab.entries(fresh)[1]]
+        idx = tab.entries(fresh)[1]
+        arcs = tab.e_arc[idx]
+        np.add.at(self._crossers, arcs, tab.e_cnt[idx])
+        self._room = min(self._room, self._room_of(np.unique(arcs)))  # drain from rate 0 (booked)
         return np.union1d(fresh, self._members_of(np.unique(self._arc_comp[arcs[self._keep[arcs]]])))
 
     def _finish(self, done: np.ndarray) -> None:
@@ -891,7 +943,11 @@ class FanExecutor:
         tab.alive[done] = False
         self._nactive -= len(done)
         row, idx = tab.entries(done)
-        self._book(tab.e_arc[idx], -tab.e_cnt[idx] * tab.booked[done][row])
+        arcs, count = tab.e_arc[idx], tab.e_cnt[idx]
+        np.add.at(self._loads, arcs, -count * tab.booked[done][row])
+        np.add.at(self._crossers, arcs, -count)
+        hot = self._hot[arcs]
+        np.add.at(self._hot_loads, arcs[hot], -count[hot] * tab.hbooked[done][row[hot]])
 
     def simulate(self, t0: float) -> float:
         """Run the plan from ``t0``; returns the time the last pull arrives.
@@ -909,9 +965,14 @@ class FanExecutor:
         self._nactive = 0
         self._keep = np.zeros(cl.num_arcs, dtype=bool)
         self._kept_version = 0
-        self._hot = np.zeros(cl.num_arcs, dtype=bool)  # the arcs ever kept
+        self._hot = np.zeros(cl.num_arcs, dtype=bool)  # loads followed exactly: arcs ever kept, or half full
         self._hot_version = 0
         self._loads = np.zeros(cl.num_arcs)  # every active class's bytes/s on every arc, at its booked rate
+        self._hot_loads = np.zeros(cl.num_arcs)  # ... on the arcs ever kept, at its rate
+        self._crossers = np.zeros(cl.num_arcs)  # the members of active classes crossing every arc
+        self._unbooked: list[np.ndarray] = []  # classes solved since the last booking
+        self._rise = 0.0  # the largest rise of their rates since
+        self._room = np.inf  # the least room per member on the arcs never kept (bytes/s)
         self._arc_comp = np.full(cl.num_arcs, -1, dtype=np.int64)
         self._next_comp = 0
         self._comps: dict[int, np.ndarray] = {}  # every live component's classes (some completed since)

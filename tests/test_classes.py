@@ -125,6 +125,20 @@ def test_arcs_a_neighbour_dominates_are_left_out_exactly(pcie):
     assert abs(t - m.time_s) <= 1e-9 * m.time_s
 
 
+@pytest.mark.parametrize("warm", [0.0, 0.5, 2.0])
+def test_loads_followed_exactly_or_bounded_give_the_same_times(monkeypatch, warm):
+    """Arcs half full are followed exactly, the others under a bound that books every class only when
+    a rate rises past the least room per member: following every arc exactly (0), the default (0.5)
+    and only the arcs ever kept (2) all give the message level's times, and the bound spares most
+    bookings."""
+    monkeypatch.setattr(classes, "_WARM", warm)
+    topology = "dgx:hosts=16,gpus_per_host=2,hosts_per_leaf=4,spines=4"
+    ex, t = executor(topology, "ps:shards=12", 3 * 2**20 + 7, gamma=1e-11)
+    m = simulate(topology, "allreduce", "ps:shards=12", 3 * 2**20 + 7, gamma=1e-11, engine="message")
+    assert abs(t - m.time_s) <= 1e-9 * m.time_s
+    assert ex.splits > 0 and 0 < ex.bookings < ex.solves
+
+
 def test_unequal_members_are_split():
     """ECMP spreads a DGX's cross-rail pushes unevenly over the spines (some uplinks saturate): the
     verification catches classes whose members are not equivalent and splits them; times stay exact."""
