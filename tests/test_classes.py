@@ -104,6 +104,41 @@ def test_a_uniform_fabric_is_a_few_classes():
     assert t == pytest.approx(simulate("star:hosts=16,bandwidth=1GB/s,latency=1us", "allreduce", "ps", 2**24).time_s)
 
 
+@pytest.mark.parametrize("pcie", ["25GB/s", "50GB/s", "64GB/s"])
+def test_arcs_a_neighbour_dominates_are_left_out_exactly(pcie):
+    """Around a node with two neighbours (a NIC between its GPU and its leaf, the NVSwitch of a 2-GPU
+    host) the arcs on either side carry the same flows: the classes count only the narrower -- PCIe
+    narrower than the NIC, equal, wider -- and the times stay the message level's."""
+    topology = f"dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=2,spines=2,pcie_bandwidth={pcie}"
+    ex, t = executor(topology, "ps:shards=4", 3 * 2**20 + 7, gamma=1e-11)
+    cl = ex.cluster
+    srcs, dsts = np.divmod(np.arange(cl.size * cl.size), cl.size)
+    rows = ex.routes(srcs[srcs != dsts], dsts[srcs != dsts], ids=False)[0]
+    trimmed = ex.trim(rows)
+    dropped = np.unique(rows[(rows >= 0) & (trimmed < 0)])
+    nics = [a for a in dropped.tolist() if ":nic" in cl.nodes[cl.arc_u[a]] + cl.nodes[cl.arc_v[a]]]
+    assert len(nics) == 2 * cl.size  # one side of every NIC, both ways
+    for a in dropped.tolist():  # every route over a crosses its dominator, no wider
+        d = int(ex._dom[a])
+        assert ((rows == a).any(axis=1) <= (rows == d).any(axis=1)).all() and cl.capacity[d] <= cl.capacity[a]
+    m = simulate(topology, "allreduce", "ps:shards=4", 3 * 2**20 + 7, gamma=1e-11, engine="message")
+    assert abs(t - m.time_s) <= 1e-9 * m.time_s
+
+
+@pytest.mark.parametrize("warm", [0.0, 0.5, 2.0])
+def test_loads_followed_exactly_or_bounded_give_the_same_times(monkeypatch, warm):
+    """Arcs half full are followed exactly, the others under a bound that books every class only when
+    a rate rises past the least room per member: following every arc exactly (0), the default (0.5)
+    and only the arcs ever kept (2) all give the message level's times, and the bound spares most
+    bookings."""
+    monkeypatch.setattr(classes, "_WARM", warm)
+    topology = "dgx:hosts=16,gpus_per_host=2,hosts_per_leaf=4,spines=4"
+    ex, t = executor(topology, "ps:shards=12", 3 * 2**20 + 7, gamma=1e-11)
+    m = simulate(topology, "allreduce", "ps:shards=12", 3 * 2**20 + 7, gamma=1e-11, engine="message")
+    assert abs(t - m.time_s) <= 1e-9 * m.time_s
+    assert ex.splits > 0 and 0 < ex.bookings < ex.solves
+
+
 def test_unequal_members_are_split():
     """ECMP spreads a DGX's cross-rail pushes unevenly over the spines (some uplinks saturate): the
     verification catches classes whose members are not equivalent and splits them; times stay exact."""
@@ -298,7 +333,7 @@ def test_many_classes_on_few_links_keep_the_message_times(monkeypatch, topology,
     """Hundreds of classes sharing a few links -- as they are, with slowed links and stragglers -- with
     the class table compacted after every few splits: the message level's times, and the table really
     dropped dead classes' crossings and the classes really split."""
-    monkeypatch.setattr(classes, "_COMPACT_MIN", 64)
+    monkeypatch.setattr(classes, "_COMPACT_MIN", 16)
     graph = Cluster(topology).graph if seed is None else perturb(Cluster(topology).graph, seed)
     gamma = 0.0 if seed is None else 1e-11
     ex, t = executor(graph, spec, 3 * 2**22 + 5, gamma=gamma, **kw)
