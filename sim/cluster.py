@@ -214,8 +214,13 @@ class Cluster:
         self.arc_u, self.arc_v = fabric.arc_u, fabric.arc_v
         self.capacity, self.latency = fabric.capacity.copy(), fabric.latency.copy()
         self.num_arcs = len(fabric.arc_u)
-        self.overhead = np.full(len(self.ranks), fabric.overhead)
-        self.compute_scale = np.ones(len(self.ranks))
+        self._grown = {
+            "overhead": np.full(len(self.ranks), fabric.overhead),
+            "compute_scale": np.ones(len(self.ranks)),
+            "rank_node": self.rank_node,
+        }
+        self._endpoints = len(self.ranks)
+        self._views()
         self.router = Router(
             fabric.arc_u, fabric.arc_v, fabric.weight, fabric.endpoint_only, fabric.is_gpu, mode=fabric.routing
         )

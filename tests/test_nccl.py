@@ -353,3 +353,15 @@ def test_log_reader_reads_the_hardware_other_clusters_state(tmp_path):
         "hw-2node.txt": "hw-1node.txt",
         "hw-8node.txt": "hw-2node.txt",
     }
+
+
+@pytest.mark.parametrize("algo", ["nccl", "nccl-tree", "ring:channels=3"])
+def test_schedules_run_on_clusters_built_from_arrays(algo):
+    """An inline ``dgx:`` spec is built from arrays, not a graph (sim/topology/fabric.py): NCCL's channel
+    endpoints are added to it as to a graph-built cluster, with the same times and the data check."""
+    spec = "dgx:hosts=3,gpus_per_host=4"
+    from_arrays = simulate(Cluster(spec), "allreduce", algo, 3 * 2**20 + 5, check=True)
+    from_graph = simulate(Cluster(load_graph(spec)), "allreduce", algo, 3 * 2**20 + 5)
+    assert from_arrays.wrong == 0
+    assert from_arrays.time_s == pytest.approx(from_graph.time_s, rel=1e-12)
+    assert from_arrays.flows == from_graph.flows
