@@ -57,7 +57,21 @@ def batch_at(env: Any, buckets: dict[float, list[Any]], when: float, item: Any, 
     bucket.append(item)
 
 
+def _arrived(event: Event, value: Any) -> None:
+    """Trigger ``event`` with ``value``. One nobody waits on yet is marked processed on the spot rather
+    than scheduled: a process that yields it later goes on at once, as it would have after the event's
+    step at this same instant, and the event costs no step of the event loop (a send whose sender is
+    still waiting for its receive, in every lock-step algorithm)."""
+    if event.callbacks:
+        event.succeed(value)
+    else:
+        event._ok = True
+        event._value = value
+        event.callbacks = None  # type: ignore[assignment]
+
+
 _TIME_RTOL = 1e-12  # flows due within this fraction of "now" complete together
+_SMALL = 16  # batches of up to this many flows are handled in scalar operations (numpy's per-call cost)
 
 
 class _Group:
@@ -137,7 +151,7 @@ class Network:
         self._unpathed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see account_arcs
         self._t_last = 0.0
         self._wake_at = np.inf
-        self._wake_gen = 0
+        self._wake_event: Event | None = None  # the timeout of the next wake-up
 
     # ------------------------------------------------------------------ public API
     def send(
@@ -374,7 +388,7 @@ class Network:
 
     def suspend(self) -> None:
         """Cancel the scheduled wake-up (the fast path is about to move time on by itself)."""
-        self._wake_gen += 1
+        self._wake_event = None
         self._wake_at = np.inf
 
     def shift(self, delta: float, path_bytes: np.ndarray, flows: int) -> None:
@@ -486,9 +500,19 @@ class Network:
         self._nfree += len(fresh)
 
     def _flush(self) -> None:
-        """Write the staged per-flow numbers of single sends into the arrays."""
+        """Write the staged per-flow numbers of single sends into the arrays (a free slot's transfer
+        group and owner are -1 already)."""
         stage = self._stage
         if not stage:
+            return
+        if len(stage) <= _SMALL:  # numpy's per-call cost beats its per-element gain
+            remaining, nbytes_of, path, bound = self._remaining, self._bytes, self._path, self._bound
+            for slot, nbytes, wire, pid, limit in stage:
+                remaining[slot] = wire
+                nbytes_of[slot] = nbytes
+                path[slot] = pid
+                bound[slot] = limit
+            stage.clear()
             return
         slots, nbytes, wire, pids, bounds = zip(*stage, strict=True)
         idx = np.array(slots, dtype=np.int64)
@@ -496,8 +520,6 @@ class Network:
         self._bytes[idx] = nbytes
         self._path[idx] = pids
         self._bound[idx] = bounds
-        self._gid[idx] = -1
-        self._owner[idx] = -1
         stage.clear()
 
     # ------------------------------------------------------------------ event loop
@@ -512,17 +534,19 @@ class Network:
 
     def _schedule(self, when: float) -> None:
         self._wake_at = when
-        self._wake_gen += 1
-        gen = self._wake_gen
         timeout = self.env.timeout(max(0.0, float(when) - self.env.now))
-        timeout.callbacks.append(lambda _event, gen=gen: self._wake(gen))
+        self._wake_event = timeout
+        timeout.callbacks.append(self._on_timeout)
 
-    def _wake(self, gen: int) -> None:
-        if gen != self._wake_gen:
-            return  # superseded by an earlier wake-up
+    def _on_timeout(self, event: Event) -> None:
+        if event is self._wake_event:  # else superseded by an earlier wake-up (or suspended)
+            self._wake()
+
+    def _wake(self) -> None:
         self.wakeups += 1
         now = self.env.now
         self._wake_at = np.inf
+        self._wake_event = None
         self._flush()
         changed = self._drain(now)
         pending = self._pending
@@ -562,11 +586,16 @@ class Network:
         self._active_arr = None
         self._entries = None
         self.rates.removed(finished, self._path[finished], self._bound[finished], self._rate[finished])
-        self._finish(finished, now)
+        if len(done) <= _SMALL:
+            self._finish_few(done, now)
+        else:
+            self._finish(finished, now)
         return True
 
     def _start(self, starting: list[Any], now: float) -> bool:
         self._flush()  # sends staged by arrival hooks during this wake-up may start right now
+        if len(starting) <= _SMALL and all(type(s) is int for s in starting):  # single sends: scalar operations
+            return self._start_few(starting, now)
         singles = [s for s in starting if isinstance(s, int)]
         parts = [s for s in starting if not isinstance(s, int)]
         if singles:
@@ -592,6 +621,28 @@ class Network:
         self._t_set[slots] = now
         self._due[slots] = np.inf
         self.rates.added(slots, self._path[slots], self._bound[slots])
+        return True
+
+    def _start_few(self, starting: list[int], now: float) -> bool:
+        """:meth:`_start` for a few single sends, in scalar operations."""
+        remaining, path, length = self._remaining, self._path, self.cluster.paths.length
+        instant = [slot for slot in starting if remaining[slot] <= 0 or length[path[slot]] == 0]
+        if instant:
+            self._finish_few(instant, now)
+            starting = [slot for slot in starting if slot not in instant]
+            if not starting:
+                return False
+        is_active, rate, t_set, due = self._is_active, self._rate, self._t_set, self._due
+        for slot in starting:
+            is_active[slot] = True
+            rate[slot] = 0.0
+            t_set[slot] = now
+            due[slot] = np.inf
+        self._nactive += len(starting)
+        self._active_arr = None
+        self._entries = None
+        slots = np.array(starting, dtype=np.int64)
+        self.rates.added(slots, path[slots], self._bound[slots])
         return True
 
     def _entries_now(self) -> tuple[np.ndarray, np.ndarray]:
@@ -768,8 +819,53 @@ class Network:
                     hook = arrival.pop(slot, None)
                     if hook is not None:
                         hook[0](hook[1], hook[2])
-                events.pop(slot).succeed(now)
+                _arrived(events.pop(slot), now)
         self._release(slots)
+
+    def _finish_few(self, slots: list[int], now: float) -> None:
+        """:meth:`_finish` for a few flows of no owner, in scalar operations, in the same order (bytes
+        booked slot by slot, transfer groups by id, then single sends slot by slot)."""
+        owner = self._owner
+        if any(owner[slot] >= 0 for slot in slots):
+            self._finish(np.array(slots, dtype=np.int64), now)
+            return
+        path, nbytes, rate, gid_of = self._path, self._bytes, self._rate, self._gid
+        need = self.cluster.paths.count
+        if len(self._path_bytes) < need:
+            grown = np.zeros(max(need, 2 * len(self._path_bytes)))
+            grown[: len(self._path_bytes)] = self._path_bytes
+            self._path_bytes = grown
+        path_bytes = self._path_bytes
+        grouped: dict[int, int] = {}
+        for slot in slots:
+            path_bytes[path[slot]] += nbytes[slot]
+            rate[slot] = 0.0
+            gid = int(gid_of[slot])
+            if gid >= 0:
+                grouped[gid] = grouped.get(gid, 0) + 1
+                gid_of[slot] = -1
+        for gid in sorted(grouped):
+            group = self._groups[gid]
+            assert group is not None
+            group.left -= grouped[gid]
+            if group.left == 0:
+                self._groups[gid] = None
+                self._free_gids.append(gid)
+                group.event.succeed(now)
+        events, arrival = self._event, self._arrival
+        for slot in slots:
+            event = events.pop(slot, None)
+            if event is None:
+                continue  # a transfer group's
+            hook = arrival.pop(slot, None) if arrival else None
+            if hook is not None:
+                hook[0](hook[1], hook[2])
+            _arrived(event, now)
+        free, top = self._free, self._nfree
+        for slot in slots:
+            free[top] = slot
+            top += 1
+        self._nfree = top
 
     def _finish_one(self, slots: np.ndarray, now: float) -> None:
         """:meth:`_finish` for one flow, in scalar operations (its path-bytes array is already big
@@ -795,6 +891,6 @@ class Network:
             hook = self._arrival.pop(slot, None) if self._arrival else None
             if hook is not None:
                 hook[0](hook[1], hook[2])
-            self._event.pop(slot).succeed(now)
+            _arrived(self._event.pop(slot), now)
         self._free[self._nfree] = slot
         self._nfree += 1
