@@ -124,8 +124,7 @@ class Network:
         self._gid = np.full(size, -1, dtype=np.int64)  # transfer group, -1 for none
         self._owner = np.full(size, -1, dtype=np.int64)  # completion owner, -1 for none
         self._event: dict[int, Event] = {}  # single sends' events, by slot
-        self._free = np.arange(size - 1, -1, -1, dtype=np.int64)  # a stack: top is _free[_nfree - 1]
-        self._nfree = size
+        self._free: list[int] = list(range(size - 1, -1, -1))  # free slots, a stack: top is the last
         self._groups: list[_Group | None] = []
         self._free_gids: list[int] = []
         self._owners: list[Callable[[np.ndarray, float], None]] = []
@@ -177,10 +176,10 @@ class Network:
         if pid is None:
             pid = cl.path_id(src, dst)
         event = Event(self.env)
-        if not self._nfree:
+        free = self._free
+        if not free:
             self._grow(len(self._remaining) * 2)
-        self._nfree -= 1
-        slot = int(self._free[self._nfree])
+        slot = free.pop()
         delay, wire = self._model.one(pid, src, nbytes)
         # per-flow numbers are staged in lists and written to the arrays in bulk at the next wake-up
         self._stage.append((slot, nbytes, wire, pid, np.inf if bound is None else bound))
@@ -271,10 +270,9 @@ class Network:
         at a time, and numpy's per-call cost would dominate)."""
         if not nbytes >= 0:
             raise RunError("launch: sizes must be >= 0 bytes")
-        if not self._nfree:
+        if not self._free:
             self._grow(len(self._remaining) * 2)
-        self._nfree -= 1
-        slot = int(self._free[self._nfree])
+        slot = self._free.pop()
         delay, wire = self._model.one(pid, src, nbytes)
         self._remaining[slot] = wire
         self._bytes[slot] = nbytes
@@ -460,15 +458,15 @@ class Network:
 
     # ------------------------------------------------------------------ slots
     def _alloc_many(self, count: int) -> np.ndarray:
-        if self._nfree < count:
+        free = self._free
+        if len(free) < count:
             self._grow(max(len(self._remaining) * 2, len(self._remaining) + count))
-        self._nfree -= count
-        return self._free[self._nfree : self._nfree + count][::-1].copy()
+        taken = free[len(free) - count :]
+        del free[len(free) - count :]
+        return np.array(taken[::-1], dtype=np.int64)
 
     def _release(self, slots: np.ndarray) -> None:
-        end = self._nfree + len(slots)
-        self._free[self._nfree : end] = slots
-        self._nfree = end
+        self._free.extend(slots.tolist())
 
     def _grow(self, size: int) -> None:
         old = len(self._remaining)
@@ -491,13 +489,7 @@ class Network:
         self._gid[old:] = -1
         self._owner[old:] = -1
         self._is_active[old:] = False
-        free = np.empty(size, dtype=np.int64)
-        # new slots go under the existing free ones
-        fresh = np.arange(size - 1, old - 1, -1, dtype=np.int64)
-        free[: len(fresh)] = fresh
-        free[len(fresh) : len(fresh) + self._nfree] = self._free[: self._nfree]
-        self._free = free
-        self._nfree += len(fresh)
+        self._free[:0] = range(size - 1, old - 1, -1)  # new slots go under the existing free ones
 
     def _flush(self) -> None:
         """Write the staged per-flow numbers of single sends into the arrays (a free slot's transfer
@@ -652,14 +644,20 @@ class Network:
 
     def _solve(self) -> None:
         self.rates.compute(
-            self._nactive, lambda: self._active, self._path, self._bound, self._rate, self._entries_now, self._set_rates
+            self._nactive, self._active_slots, self._path, self._bound, self._rate, self._entries_now, self._set_rates
         )
-        self._check_load()
+        if self.check:
+            self._check_load()
+
+    def _active_slots(self) -> np.ndarray:
+        return self._active
 
     def _set_rates(self, slots: np.ndarray | list[int], rates: np.ndarray | list[float]) -> None:
         """New rates for ``slots`` from now on: their remaining bytes are brought up to date and their
         due times recomputed (flows whose rate did not change keep theirs)."""
         now = self._t_last
+        if not isinstance(slots, list) and len(slots) <= _SMALL:
+            slots, rates = slots.tolist(), rates.tolist()  # type: ignore[union-attr]
         if isinstance(slots, list):
             rate, left, t_set, due = self._rate, self._remaining, self._t_set, self._due
             heap, due_at = self._heap, self._due_at
@@ -680,6 +678,8 @@ class Network:
                 else:
                     bucket.append(slot)
                 self._due_entries += 1
+            if self._due_entries > 4 * self._nactive + 1024:
+                self._rebuild_due()
             return
         old = self._rate[slots]
         moved = old != rates
@@ -861,11 +861,7 @@ class Network:
             if hook is not None:
                 hook[0](hook[1], hook[2])
             _arrived(event, now)
-        free, top = self._free, self._nfree
-        for slot in slots:
-            free[top] = slot
-            top += 1
-        self._nfree = top
+        self._free.extend(slots)
 
     def _finish_one(self, slots: np.ndarray, now: float) -> None:
         """:meth:`_finish` for one flow, in scalar operations (its path-bytes array is already big
@@ -892,5 +888,4 @@ class Network:
             if hook is not None:
                 hook[0](hook[1], hook[2])
             _arrived(self._event.pop(slot), now)
-        self._free[self._nfree] = slot
-        self._nfree += 1
+        self._free.append(slot)
