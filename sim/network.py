@@ -218,6 +218,18 @@ class Network:
         self._gid[slots] = gid
         return event
 
+    def intern(self, srcs: Sequence[int] | np.ndarray, dsts: Sequence[int] | np.ndarray) -> None:
+        """Intern the routes of many pairs at once (:meth:`Cluster.path_ids`: on two-level fabrics in
+        bulk), so that :meth:`send` finds them as it finds a route it has used; new routes are numbered
+        in the order their pairs first appear, as sending in that order would number them."""
+        srcs = np.asarray(srcs, dtype=np.int64)
+        dsts = np.asarray(dsts, dtype=np.int64)
+        if not len(srcs):
+            return
+        cl = self.cluster
+        pids = cl.path_ids(srcs, dsts)
+        cl._pid.update(zip(zip(srcs.tolist(), dsts.tolist(), strict=True), pids.tolist(), strict=True))
+
     def add_owner(self, callback: Callable[[np.ndarray, float], None]) -> int:
         """Register ``callback(slots, now)``, called with the slots of an owner's flows as they
         complete (before the slots are reused); returns the owner id for :meth:`launch`."""
