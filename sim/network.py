@@ -39,7 +39,7 @@ from .errors import RunError
 from .rates import Rates, gather_arcs
 from .results import LinkUse
 
-__all__ = ["Network", "batch_at", "call_at"]
+__all__ = ["Network", "batch_at", "call_at", "settle"]
 
 
 def call_at(env: Any, when: float, fire: Any) -> None:
@@ -57,7 +57,7 @@ def batch_at(env: Any, buckets: dict[float, list[Any]], when: float, item: Any, 
     bucket.append(item)
 
 
-def _arrived(event: Event, value: Any) -> None:
+def settle(event: Event, value: Any) -> None:
     """Trigger ``event`` with ``value``. One nobody waits on yet is marked processed on the spot rather
     than scheduled: a process that yields it later goes on at once, as it would have after the event's
     step at this same instant, and the event costs no step of the event loop (a send whose sender is
@@ -831,7 +831,7 @@ class Network:
                     hook = arrival.pop(slot, None)
                     if hook is not None:
                         hook[0](hook[1], hook[2])
-                _arrived(events.pop(slot), now)
+                settle(events.pop(slot), now)
         self._release(slots)
 
     def _finish_few(self, slots: list[int], now: float) -> None:
@@ -872,7 +872,7 @@ class Network:
             hook = arrival.pop(slot, None) if arrival else None
             if hook is not None:
                 hook[0](hook[1], hook[2])
-            _arrived(event, now)
+            settle(event, now)
         self._free.extend(slots)
 
     def _finish_one(self, slots: np.ndarray, now: float) -> None:
@@ -899,5 +899,5 @@ class Network:
             hook = self._arrival.pop(slot, None) if self._arrival else None
             if hook is not None:
                 hook[0](hook[1], hook[2])
-            _arrived(self._event.pop(slot), now)
+            settle(self._event.pop(slot), now)
         self._free.append(slot)
