@@ -123,7 +123,8 @@ class Network:
         self._bound = np.full(size, np.inf)
         self._gid = np.full(size, -1, dtype=np.int64)  # transfer group, -1 for none
         self._owner = np.full(size, -1, dtype=np.int64)  # completion owner, -1 for none
-        self._event: dict[int, Event] = {}  # single sends' events, by slot
+        #: single sends' events and arrival hooks, by slot
+        self._event: dict[int, tuple[Event, tuple[Callable[..., None], Any, Any] | None]] = {}
         self._free: list[int] = list(range(size - 1, -1, -1))  # free slots, a stack: top is the last
         self._groups: list[_Group | None] = []
         self._free_gids: list[int] = []
@@ -144,7 +145,6 @@ class Network:
         self._pending: list[float] = []  # distinct start times (a heap)
         self._pending_at: dict[float, list[Any]] = {}  # start time -> slots (ints or arrays)
         self._stage: list[tuple[int, float, int, float]] = []
-        self._arrival: dict[int, tuple[Callable[..., None], Any, Any]] = {}
         self._model = cluster.message_model  # start delays and wire bytes (sim.msgmodel)
         self._path_bytes = np.zeros(64)
         self._unpathed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see account_arcs
@@ -183,9 +183,7 @@ class Network:
         delay, wire = self._model.one(pid, src, nbytes)
         # per-flow numbers are staged in lists and written to the arrays in bulk at the next wake-up
         self._stage.append((slot, nbytes, wire, pid, np.inf if bound is None else bound))
-        self._event[slot] = event
-        if on_arrival is not None:
-            self._arrival[slot] = on_arrival
+        self._event[slot] = (event, on_arrival)
         self.flows += 1
         self._enqueue(self.env.now + delay, slot)
         return event
@@ -773,11 +771,15 @@ class Network:
         while heap:
             top = heap[0]
             bucket = due_at[top]
-            if any(is_active[slot] and due[slot] == top for slot in bucket):
-                break
-            heapq.heappop(heap)  # every slot due then is stale
-            del due_at[top]
-            self._due_entries -= len(bucket)
+            for slot in bucket:
+                if is_active[slot] and due[slot] == top:
+                    break
+            else:
+                heapq.heappop(heap)  # every slot due then is stale
+                del due_at[top]
+                self._due_entries -= len(bucket)
+                continue
+            break
         if heap:
             when = max(now, heap[0])
         if self._pending:
@@ -825,13 +827,11 @@ class Network:
         singles = ~(owned | grouped)
         if singles.any():
             events = self._event
-            arrival = self._arrival
             for slot in slots[singles].tolist():
-                if arrival:
-                    hook = arrival.pop(slot, None)
-                    if hook is not None:
-                        hook[0](hook[1], hook[2])
-                settle(events.pop(slot), now)
+                event, hook = events.pop(slot)
+                if hook is not None:
+                    hook[0](hook[1], hook[2])
+                settle(event, now)
         self._release(slots)
 
     def _finish_few(self, slots: list[int], now: float) -> None:
@@ -864,12 +864,12 @@ class Network:
                 self._groups[gid] = None
                 self._free_gids.append(gid)
                 group.event.succeed(now)
-        events, arrival = self._event, self._arrival
+        events = self._event
         for slot in slots:
-            event = events.pop(slot, None)
-            if event is None:
+            sent = events.pop(slot, None)
+            if sent is None:
                 continue  # a transfer group's
-            hook = arrival.pop(slot, None) if arrival else None
+            event, hook = sent
             if hook is not None:
                 hook[0](hook[1], hook[2])
             settle(event, now)
@@ -896,8 +896,8 @@ class Network:
                 group.event.succeed(now)
             self._gid[slot] = -1
         if owner < 0 and gid < 0:
-            hook = self._arrival.pop(slot, None) if self._arrival else None
+            event, hook = self._event.pop(slot)
             if hook is not None:
                 hook[0](hook[1], hook[2])
-            settle(self._event.pop(slot), now)
+            settle(event, now)
         self._free.append(slot)

@@ -79,11 +79,14 @@ def ring_reduce_scatter(
     q = len(order)
     me, nxt, prv = order[i], order[(i + 1) % q], order[(i - 1) % q]
     data = job.data
+    reduce = job.gamma > 0 and chunk > 0  # job.combine's reduction, inline (no generator per message)
     for s in range(q - 1):
         sent = job.send(me, nxt, chunk, data.take(me, segments[(i - s) % q]), tag + s)
         got = yield job.recv(me, prv, tag + s)
         yield sent
-        yield from job.combine(me, segments[(i - s - 1) % q], got, chunk)
+        data.add(me, segments[(i - s - 1) % q], got)
+        if reduce:
+            yield job.compute(me, chunk * job.gamma)
 
 
 def ring_allgather(
