@@ -144,7 +144,8 @@ class Network:
         self._entries: tuple[np.ndarray, np.ndarray] | None = None
         self._pending: list[float] = []  # distinct start times (a heap)
         self._pending_at: dict[float, list[Any]] = {}  # start time -> slots (ints or arrays)
-        self._stage: list[tuple[int, float, int, float]] = []
+        self._stage: list[tuple[int, float, float, int, float]] = []
+        self._batches = False  # whether flows have been started other than by single sends
         self._model = cluster.message_model  # start delays and wire bytes (sim.msgmodel)
         self._path_bytes = np.zeros(64)
         self._unpathed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see account_arcs
@@ -185,7 +186,15 @@ class Network:
         self._stage.append((slot, nbytes, wire, pid, np.inf if bound is None else bound))
         self._event[slot] = (event, on_arrival)
         self.flows += 1
-        self._enqueue(self.env.now + delay, slot)
+        start = self.env._now + delay  # (_enqueue, inline)
+        bucket = self._pending_at.get(start)
+        if bucket is None:
+            self._pending_at[start] = [slot]
+            heapq.heappush(self._pending, start)
+            if start < self._wake_at:
+                self._schedule(start)
+        else:
+            bucket.append(slot)
         return event
 
     def transfer(
@@ -526,6 +535,7 @@ class Network:
 
     # ------------------------------------------------------------------ event loop
     def _enqueue(self, start: float, slots: Any) -> None:
+        self._batches = True  # (single sends enqueue themselves in send)
         bucket = self._pending_at.get(start)
         if bucket is None:
             self._pending_at[start] = bucket = []
@@ -596,7 +606,8 @@ class Network:
 
     def _start(self, starting: list[Any], now: float) -> bool:
         self._flush()  # sends staged by arrival hooks during this wake-up may start right now
-        if len(starting) <= _SMALL and all(type(s) is int for s in starting):  # single sends: scalar operations
+        if len(starting) <= _SMALL and (not self._batches or all(type(s) is int for s in starting)):
+            # single sends: scalar operations
             return self._start_few(starting, now)
         singles = [s for s in starting if isinstance(s, int)]
         parts = [s for s in starting if not isinstance(s, int)]
@@ -838,7 +849,7 @@ class Network:
         """:meth:`_finish` for a few flows of no owner, in scalar operations, in the same order (bytes
         booked slot by slot, transfer groups by id, then single sends slot by slot)."""
         owner = self._owner
-        if any(owner[slot] >= 0 for slot in slots):
+        if self._owners and any(owner[slot] >= 0 for slot in slots):
             self._finish(np.array(slots, dtype=np.int64), now)
             return
         path, nbytes, rate, gid_of = self._path, self._bytes, self._rate, self._gid
