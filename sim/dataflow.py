@@ -277,7 +277,11 @@ def run_dataflow(job: Any, flow: Dataflow) -> Generator[Any, Any, None]:
 
     def send(m: int) -> None:
         job.send(src[m], dst[m], nbytes[m], data.take(src[m], slice(lo[m], hi[m])), m)
-        job.recv(dst[m], src[m], m).callbacks.append(lambda event, m=m: arrive(m, event.value))
+        got = job.recv(dst[m], src[m], m)
+        if got.callbacks is None:  # arrived already (Job.recv hands it over processed)
+            arrive(m, got.value)
+        else:
+            got.callbacks.append(lambda event, m=m: arrive(m, event.value))
 
     def release(m: int, starts: Any, gates: Any) -> None:
         """``m`` has arrived or is held: send and reduce what waited only for that."""

@@ -39,7 +39,7 @@ from .errors import RunError
 from .rates import Rates, gather_arcs
 from .results import LinkUse
 
-__all__ = ["Network", "batch_at", "call_at"]
+__all__ = ["Network", "batch_at", "call_at", "settle"]
 
 
 def call_at(env: Any, when: float, fire: Any) -> None:
@@ -57,7 +57,21 @@ def batch_at(env: Any, buckets: dict[float, list[Any]], when: float, item: Any, 
     bucket.append(item)
 
 
+def settle(event: Event, value: Any) -> None:
+    """Trigger ``event`` with ``value``. One nobody waits on yet is marked processed on the spot rather
+    than scheduled: a process that yields it later goes on at once, as it would have after the event's
+    step at this same instant, and the event costs no step of the event loop (a send whose sender is
+    still waiting for its receive, in every lock-step algorithm)."""
+    if event.callbacks:
+        event.succeed(value)
+    else:
+        event._ok = True
+        event._value = value
+        event.callbacks = None  # type: ignore[assignment]
+
+
 _TIME_RTOL = 1e-12  # flows due within this fraction of "now" complete together
+_SMALL = 16  # batches of up to this many flows are handled in scalar operations (numpy's per-call cost)
 
 
 class _Group:
@@ -109,9 +123,9 @@ class Network:
         self._bound = np.full(size, np.inf)
         self._gid = np.full(size, -1, dtype=np.int64)  # transfer group, -1 for none
         self._owner = np.full(size, -1, dtype=np.int64)  # completion owner, -1 for none
-        self._event: dict[int, Event] = {}  # single sends' events, by slot
-        self._free = np.arange(size - 1, -1, -1, dtype=np.int64)  # a stack: top is _free[_nfree - 1]
-        self._nfree = size
+        #: single sends' events and arrival hooks, by slot
+        self._event: dict[int, tuple[Event, tuple[Callable[..., None], Any, Any] | None]] = {}
+        self._free: list[int] = list(range(size - 1, -1, -1))  # free slots, a stack: top is the last
         self._groups: list[_Group | None] = []
         self._free_gids: list[int] = []
         self._owners: list[Callable[[np.ndarray, float], None]] = []
@@ -130,14 +144,14 @@ class Network:
         self._entries: tuple[np.ndarray, np.ndarray] | None = None
         self._pending: list[float] = []  # distinct start times (a heap)
         self._pending_at: dict[float, list[Any]] = {}  # start time -> slots (ints or arrays)
-        self._stage: list[tuple[int, float, int, float]] = []
-        self._arrival: dict[int, tuple[Callable[..., None], Any, Any]] = {}
+        self._stage: list[tuple[int, float, float, int, float]] = []
+        self._batches = False  # whether flows have been started other than by single sends
         self._model = cluster.message_model  # start delays and wire bytes (sim.msgmodel)
         self._path_bytes = np.zeros(64)
         self._unpathed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see account_arcs
         self._t_last = 0.0
         self._wake_at = np.inf
-        self._wake_gen = 0
+        self._wake_event: Event | None = None  # the timeout of the next wake-up
 
     # ------------------------------------------------------------------ public API
     def send(
@@ -163,18 +177,24 @@ class Network:
         if pid is None:
             pid = cl.path_id(src, dst)
         event = Event(self.env)
-        if not self._nfree:
+        free = self._free
+        if not free:
             self._grow(len(self._remaining) * 2)
-        self._nfree -= 1
-        slot = int(self._free[self._nfree])
+        slot = free.pop()
         delay, wire = self._model.one(pid, src, nbytes)
         # per-flow numbers are staged in lists and written to the arrays in bulk at the next wake-up
         self._stage.append((slot, nbytes, wire, pid, np.inf if bound is None else bound))
-        self._event[slot] = event
-        if on_arrival is not None:
-            self._arrival[slot] = on_arrival
+        self._event[slot] = (event, on_arrival)
         self.flows += 1
-        self._enqueue(self.env.now + delay, slot)
+        start = self.env._now + delay  # (_enqueue, inline)
+        bucket = self._pending_at.get(start)
+        if bucket is None:
+            self._pending_at[start] = [slot]
+            heapq.heappush(self._pending, start)
+            if start < self._wake_at:
+                self._schedule(start)
+        else:
+            bucket.append(slot)
         return event
 
     def transfer(
@@ -204,6 +224,18 @@ class Network:
         slots = self.launch(pids, srcs, nbytes)
         self._gid[slots] = gid
         return event
+
+    def intern(self, srcs: Sequence[int] | np.ndarray, dsts: Sequence[int] | np.ndarray) -> None:
+        """Intern the routes of many pairs at once (:meth:`Cluster.path_ids`: on two-level fabrics in
+        bulk), so that :meth:`send` finds them as it finds a route it has used; new routes are numbered
+        in the order their pairs first appear, as sending in that order would number them."""
+        srcs = np.asarray(srcs, dtype=np.int64)
+        dsts = np.asarray(dsts, dtype=np.int64)
+        if not len(srcs):
+            return
+        cl = self.cluster
+        pids = cl.path_ids(srcs, dsts)
+        cl._pid.update(zip(zip(srcs.tolist(), dsts.tolist(), strict=True), pids.tolist(), strict=True))
 
     def add_owner(self, callback: Callable[[np.ndarray, float], None]) -> int:
         """Register ``callback(slots, now)``, called with the slots of an owner's flows as they
@@ -257,10 +289,9 @@ class Network:
         at a time, and numpy's per-call cost would dominate)."""
         if not nbytes >= 0:
             raise RunError("launch: sizes must be >= 0 bytes")
-        if not self._nfree:
+        if not self._free:
             self._grow(len(self._remaining) * 2)
-        self._nfree -= 1
-        slot = int(self._free[self._nfree])
+        slot = self._free.pop()
         delay, wire = self._model.one(pid, src, nbytes)
         self._remaining[slot] = wire
         self._bytes[slot] = nbytes
@@ -374,7 +405,7 @@ class Network:
 
     def suspend(self) -> None:
         """Cancel the scheduled wake-up (the fast path is about to move time on by itself)."""
-        self._wake_gen += 1
+        self._wake_event = None
         self._wake_at = np.inf
 
     def shift(self, delta: float, path_bytes: np.ndarray, flows: int) -> None:
@@ -446,15 +477,15 @@ class Network:
 
     # ------------------------------------------------------------------ slots
     def _alloc_many(self, count: int) -> np.ndarray:
-        if self._nfree < count:
+        free = self._free
+        if len(free) < count:
             self._grow(max(len(self._remaining) * 2, len(self._remaining) + count))
-        self._nfree -= count
-        return self._free[self._nfree : self._nfree + count][::-1].copy()
+        taken = free[len(free) - count :]
+        del free[len(free) - count :]
+        return np.array(taken[::-1], dtype=np.int64)
 
     def _release(self, slots: np.ndarray) -> None:
-        end = self._nfree + len(slots)
-        self._free[self._nfree : end] = slots
-        self._nfree = end
+        self._free.extend(slots.tolist())
 
     def _grow(self, size: int) -> None:
         old = len(self._remaining)
@@ -477,18 +508,22 @@ class Network:
         self._gid[old:] = -1
         self._owner[old:] = -1
         self._is_active[old:] = False
-        free = np.empty(size, dtype=np.int64)
-        # new slots go under the existing free ones
-        fresh = np.arange(size - 1, old - 1, -1, dtype=np.int64)
-        free[: len(fresh)] = fresh
-        free[len(fresh) : len(fresh) + self._nfree] = self._free[: self._nfree]
-        self._free = free
-        self._nfree += len(fresh)
+        self._free[:0] = range(size - 1, old - 1, -1)  # new slots go under the existing free ones
 
     def _flush(self) -> None:
-        """Write the staged per-flow numbers of single sends into the arrays."""
+        """Write the staged per-flow numbers of single sends into the arrays (a free slot's transfer
+        group and owner are -1 already)."""
         stage = self._stage
         if not stage:
+            return
+        if len(stage) <= _SMALL:  # numpy's per-call cost beats its per-element gain
+            remaining, nbytes_of, path, bound = self._remaining, self._bytes, self._path, self._bound
+            for slot, nbytes, wire, pid, limit in stage:
+                remaining[slot] = wire
+                nbytes_of[slot] = nbytes
+                path[slot] = pid
+                bound[slot] = limit
+            stage.clear()
             return
         slots, nbytes, wire, pids, bounds = zip(*stage, strict=True)
         idx = np.array(slots, dtype=np.int64)
@@ -496,12 +531,11 @@ class Network:
         self._bytes[idx] = nbytes
         self._path[idx] = pids
         self._bound[idx] = bounds
-        self._gid[idx] = -1
-        self._owner[idx] = -1
         stage.clear()
 
     # ------------------------------------------------------------------ event loop
     def _enqueue(self, start: float, slots: Any) -> None:
+        self._batches = True  # (single sends enqueue themselves in send)
         bucket = self._pending_at.get(start)
         if bucket is None:
             self._pending_at[start] = bucket = []
@@ -512,17 +546,19 @@ class Network:
 
     def _schedule(self, when: float) -> None:
         self._wake_at = when
-        self._wake_gen += 1
-        gen = self._wake_gen
         timeout = self.env.timeout(max(0.0, float(when) - self.env.now))
-        timeout.callbacks.append(lambda _event, gen=gen: self._wake(gen))
+        self._wake_event = timeout
+        timeout.callbacks.append(self._on_timeout)
 
-    def _wake(self, gen: int) -> None:
-        if gen != self._wake_gen:
-            return  # superseded by an earlier wake-up
+    def _on_timeout(self, event: Event) -> None:
+        if event is self._wake_event:  # else superseded by an earlier wake-up (or suspended)
+            self._wake()
+
+    def _wake(self) -> None:
         self.wakeups += 1
         now = self.env.now
         self._wake_at = np.inf
+        self._wake_event = None
         self._flush()
         changed = self._drain(now)
         pending = self._pending
@@ -562,11 +598,17 @@ class Network:
         self._active_arr = None
         self._entries = None
         self.rates.removed(finished, self._path[finished], self._bound[finished], self._rate[finished])
-        self._finish(finished, now)
+        if len(done) <= _SMALL:
+            self._finish_few(done, now)
+        else:
+            self._finish(finished, now)
         return True
 
     def _start(self, starting: list[Any], now: float) -> bool:
         self._flush()  # sends staged by arrival hooks during this wake-up may start right now
+        if len(starting) <= _SMALL and (not self._batches or all(type(s) is int for s in starting)):
+            # single sends: scalar operations
+            return self._start_few(starting, now)
         singles = [s for s in starting if isinstance(s, int)]
         parts = [s for s in starting if not isinstance(s, int)]
         if singles:
@@ -594,6 +636,28 @@ class Network:
         self.rates.added(slots, self._path[slots], self._bound[slots])
         return True
 
+    def _start_few(self, starting: list[int], now: float) -> bool:
+        """:meth:`_start` for a few single sends, in scalar operations."""
+        remaining, path, length = self._remaining, self._path, self.cluster.paths.length
+        instant = [slot for slot in starting if remaining[slot] <= 0 or length[path[slot]] == 0]
+        if instant:
+            self._finish_few(instant, now)
+            starting = [slot for slot in starting if slot not in instant]
+            if not starting:
+                return False
+        is_active, rate, t_set, due = self._is_active, self._rate, self._t_set, self._due
+        for slot in starting:
+            is_active[slot] = True
+            rate[slot] = 0.0
+            t_set[slot] = now
+            due[slot] = np.inf
+        self._nactive += len(starting)
+        self._active_arr = None
+        self._entries = None
+        slots = np.array(starting, dtype=np.int64)
+        self.rates.added(slots, path[slots], self._bound[slots])
+        return True
+
     def _entries_now(self) -> tuple[np.ndarray, np.ndarray]:
         if self._entries is None:
             self._entries = gather_arcs(self.cluster.paths, self._path[self._active])
@@ -601,14 +665,20 @@ class Network:
 
     def _solve(self) -> None:
         self.rates.compute(
-            self._nactive, lambda: self._active, self._path, self._bound, self._rate, self._entries_now, self._set_rates
+            self._nactive, self._active_slots, self._path, self._bound, self._rate, self._entries_now, self._set_rates
         )
-        self._check_load()
+        if self.check:
+            self._check_load()
+
+    def _active_slots(self) -> np.ndarray:
+        return self._active
 
     def _set_rates(self, slots: np.ndarray | list[int], rates: np.ndarray | list[float]) -> None:
         """New rates for ``slots`` from now on: their remaining bytes are brought up to date and their
         due times recomputed (flows whose rate did not change keep theirs)."""
         now = self._t_last
+        if not isinstance(slots, list) and len(slots) <= _SMALL:
+            slots, rates = slots.tolist(), rates.tolist()  # type: ignore[union-attr]
         if isinstance(slots, list):
             rate, left, t_set, due = self._rate, self._remaining, self._t_set, self._due
             heap, due_at = self._heap, self._due_at
@@ -629,6 +699,8 @@ class Network:
                 else:
                     bucket.append(slot)
                 self._due_entries += 1
+            if self._due_entries > 4 * self._nactive + 1024:
+                self._rebuild_due()
             return
         old = self._rate[slots]
         moved = old != rates
@@ -710,11 +782,15 @@ class Network:
         while heap:
             top = heap[0]
             bucket = due_at[top]
-            if any(is_active[slot] and due[slot] == top for slot in bucket):
-                break
-            heapq.heappop(heap)  # every slot due then is stale
-            del due_at[top]
-            self._due_entries -= len(bucket)
+            for slot in bucket:
+                if is_active[slot] and due[slot] == top:
+                    break
+            else:
+                heapq.heappop(heap)  # every slot due then is stale
+                del due_at[top]
+                self._due_entries -= len(bucket)
+                continue
+            break
         if heap:
             when = max(now, heap[0])
         if self._pending:
@@ -762,14 +838,53 @@ class Network:
         singles = ~(owned | grouped)
         if singles.any():
             events = self._event
-            arrival = self._arrival
             for slot in slots[singles].tolist():
-                if arrival:
-                    hook = arrival.pop(slot, None)
-                    if hook is not None:
-                        hook[0](hook[1], hook[2])
-                events.pop(slot).succeed(now)
+                event, hook = events.pop(slot)
+                if hook is not None:
+                    hook[0](hook[1], hook[2])
+                settle(event, now)
         self._release(slots)
+
+    def _finish_few(self, slots: list[int], now: float) -> None:
+        """:meth:`_finish` for a few flows of no owner, in scalar operations, in the same order (bytes
+        booked slot by slot, transfer groups by id, then single sends slot by slot)."""
+        owner = self._owner
+        if self._owners and any(owner[slot] >= 0 for slot in slots):
+            self._finish(np.array(slots, dtype=np.int64), now)
+            return
+        path, nbytes, rate, gid_of = self._path, self._bytes, self._rate, self._gid
+        need = self.cluster.paths.count
+        if len(self._path_bytes) < need:
+            grown = np.zeros(max(need, 2 * len(self._path_bytes)))
+            grown[: len(self._path_bytes)] = self._path_bytes
+            self._path_bytes = grown
+        path_bytes = self._path_bytes
+        grouped: dict[int, int] = {}
+        for slot in slots:
+            path_bytes[path[slot]] += nbytes[slot]
+            rate[slot] = 0.0
+            gid = int(gid_of[slot])
+            if gid >= 0:
+                grouped[gid] = grouped.get(gid, 0) + 1
+                gid_of[slot] = -1
+        for gid in sorted(grouped):
+            group = self._groups[gid]
+            assert group is not None
+            group.left -= grouped[gid]
+            if group.left == 0:
+                self._groups[gid] = None
+                self._free_gids.append(gid)
+                group.event.succeed(now)
+        events = self._event
+        for slot in slots:
+            sent = events.pop(slot, None)
+            if sent is None:
+                continue  # a transfer group's
+            event, hook = sent
+            if hook is not None:
+                hook[0](hook[1], hook[2])
+            settle(event, now)
+        self._free.extend(slots)
 
     def _finish_one(self, slots: np.ndarray, now: float) -> None:
         """:meth:`_finish` for one flow, in scalar operations (its path-bytes array is already big
@@ -792,9 +907,8 @@ class Network:
                 group.event.succeed(now)
             self._gid[slot] = -1
         if owner < 0 and gid < 0:
-            hook = self._arrival.pop(slot, None) if self._arrival else None
+            event, hook = self._event.pop(slot)
             if hook is not None:
                 hook[0](hook[1], hook[2])
-            self._event.pop(slot).succeed(now)
-        self._free[self._nfree] = slot
-        self._nfree += 1
+            settle(event, now)
+        self._free.append(slot)

@@ -287,15 +287,14 @@ class Rates:
     def _hash_sum(self, pids: np.ndarray) -> int:
         """The paths' numbers summed (a flow at a time in scalar operations: numpy's per-call cost
         dominates when flows start and end one by one)."""
-        if len(pids) == 1:
-            hashes = self._hash_of(pids)
-            return int(hashes[0])
+        if len(pids) <= 16:
+            return sum(self._hash_of(pids).tolist())  # the caller takes it mod 2**64
         return int(self._hash_of(pids).sum(dtype=np.uint64))
 
     @staticmethod
     def _finite(bounds: np.ndarray) -> int:
-        if len(bounds) == 1:
-            return int(math.isfinite(bounds[0]))
+        if len(bounds) <= 16:
+            return sum(map(math.isfinite, bounds.tolist()))
         return int(np.count_nonzero(np.isfinite(bounds)))
 
     def _arcs_of(self, pid: int) -> tuple[int, ...]:

@@ -19,7 +19,6 @@ every count equal to one -- a contribution lost reads 0, one added twice reads 2
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Generator
 from typing import Any
 
@@ -28,7 +27,7 @@ import simpy
 from simpy.events import Event
 
 from .errors import RunError
-from .network import Network
+from .network import Network, settle
 
 __all__ = ["DataCheck", "Job", "NoData"]
 
@@ -198,8 +197,9 @@ class Job:
         self.gamma = float(gamma)
         self.root = root
         self.data: DataCheck | NoData = data if data is not None else NoData()
-        self._mail: dict[tuple[int, int, int], deque[Any]] = {}
-        self._waiting: dict[tuple[int, int, int], deque[simpy.Event]] = {}
+        # messages arrived and receives posted, per (src, dst, tag), in order (lists: rarely more than one)
+        self._mail: dict[tuple[int, int, int], list[Any]] = {}
+        self._waiting: dict[tuple[int, int, int], list[simpy.Event]] = {}
         # endpoints beyond the p ranks (dedicated servers on spare hosts) compute and send too
         endpoints = max(p, net.cluster.size, len(net.cluster.rank_node))
         self._busy_until = np.zeros(endpoints)
@@ -215,31 +215,36 @@ class Job:
 
     def _deliver(self, key: tuple[int, int, int], payload: Any) -> None:
         waiting = self._waiting.get(key)
-        if waiting:
-            event = waiting.popleft()
+        if waiting is not None:
+            event = waiting.pop(0)
             if not waiting:
                 del self._waiting[key]  # keep the mailboxes as small as the messages in flight
-            event.succeed(payload)
+            settle(event, payload)
         else:
             mail = self._mail.get(key)
             if mail is None:
-                self._mail[key] = mail = deque()
-            mail.append(payload)
+                self._mail[key] = [payload]
+            else:
+                mail.append(payload)
 
     def recv(self, dst: int, src: int, tag: int = 0) -> simpy.Event:
-        """An event whose value is the payload of the next message ``src`` -> ``dst`` with ``tag``."""
+        """An event whose value is the payload of the next message ``src`` -> ``dst`` with ``tag``.
+        When that message has arrived already, the event comes processed: a process that yields it
+        goes on at once (no step of the event loop)."""
         key = (src, dst, tag)
         event = Event(self.env)
         mail = self._mail.get(key)
-        if mail:
-            event.succeed(mail.popleft())
+        if mail is not None:
+            payload = mail.pop(0)
             if not mail:
                 del self._mail[key]
+            settle(event, payload)
         else:
             waiting = self._waiting.get(key)
             if waiting is None:
-                self._waiting[key] = waiting = deque()
-            waiting.append(event)
+                self._waiting[key] = [event]
+            else:
+                waiting.append(event)
         return event
 
     def compute(self, rank: int, seconds: float) -> simpy.Event:

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any, Literal, Optional
 
+import numpy as np
 from pydantic import PositiveInt
 
 from ..classes import FanPlan
@@ -115,6 +116,11 @@ class ParameterServer(Algorithm):
         data = job.data
         servers = server_hosts(job.net.cluster, p)[:s] if self.dedicated else list(range(s))
         procs = []
+        pushes = np.array([(w, server) for server in servers for w in range(p) if w != server], dtype=np.int64).reshape(
+            -1, 2
+        )
+        job.net.intern(pushes[:, 0], pushes[:, 1])  # every route of the pushes, then of the pulls, at once
+        job.net.intern(pushes[:, 1], pushes[:, 0])
         for k, server in enumerate(servers):
             workers = [w for w in range(p) if w != server]
             procs.append(self._serve(job, k, server, workers, shard))

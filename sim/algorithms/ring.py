@@ -47,7 +47,7 @@ import numpy as np
 from pydantic import PositiveInt
 
 from ..program import Step, StepProgram
-from ..runtime import Job
+from ..runtime import Job, NoData
 from ..schema import Chunks, Spec
 from .base import Algorithm
 from .common import fan_in, spread, storing
@@ -79,11 +79,16 @@ def ring_reduce_scatter(
     q = len(order)
     me, nxt, prv = order[i], order[(i + 1) % q], order[(i - 1) % q]
     data = job.data
+    check = not isinstance(data, NoData)  # payloads only for the data check (no call per message without)
+    reduce = job.gamma > 0 and chunk > 0  # job.combine's reduction, inline (no generator per message)
     for s in range(q - 1):
-        sent = job.send(me, nxt, chunk, data.take(me, segments[(i - s) % q]), tag + s)
+        sent = job.send(me, nxt, chunk, data.take(me, segments[(i - s) % q]) if check else None, tag + s)
         got = yield job.recv(me, prv, tag + s)
         yield sent
-        yield from job.combine(me, segments[(i - s - 1) % q], got, chunk)
+        if check:
+            data.add(me, segments[(i - s - 1) % q], got)
+        if reduce:
+            yield job.compute(me, chunk * job.gamma)
 
 
 def ring_allgather(
@@ -94,11 +99,13 @@ def ring_allgather(
     q = len(order)
     me, nxt, prv = order[i], order[(i + 1) % q], order[(i - 1) % q]
     data = job.data
+    check = not isinstance(data, NoData)
     for s in range(q - 1):
-        sent = job.send(me, nxt, chunk, data.take(me, segments[(i + first - s) % q]), tag + s)
+        sent = job.send(me, nxt, chunk, data.take(me, segments[(i + first - s) % q]) if check else None, tag + s)
         got = yield job.recv(me, prv, tag + s)
         yield sent
-        data.put(me, segments[(i + first - s - 1) % q], got)
+        if check:
+            data.put(me, segments[(i + first - s - 1) % q], got)
 
 
 class RingOptions(Spec):

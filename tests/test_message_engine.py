@@ -1,0 +1,117 @@
+"""The message-level engine's shortcuts change its cost, never its results.
+
+* an event nobody waits on is settled on the spot, without a step of the event loop
+  (:func:`sim.network.settle`: a send's completion, a delivery to a receive not yet waited on, a
+  receive whose message is in the mailbox);
+* batches of up to ``sim.network._SMALL`` single sends are flushed, started, rated and finished in
+  scalar operations;
+* the parameter server interns every route at once (:meth:`sim.network.Network.intern`).
+
+Each case runs twice, with the shortcuts and with them turned off (events always scheduled, every
+batch through numpy, routes interned as they are sent), and must give the same result bit for bit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from simpy.events import Event
+
+import sim.network as network
+import sim.runtime as runtime
+from sim import simulate
+from sim.cluster import Cluster
+
+LEAF_SPINE = "leaf-spine:leaves=4,hosts_per_leaf=4,spines=2,bandwidth=100Gbps,uplink_bandwidth=50Gbps,latency=1us"
+CASES = [
+    ("dgx:hosts=4,gpus_per_host=4", "allreduce", "ring"),
+    ("dgx:hosts=4,gpus_per_host=4", "allreduce", "ring:order=rank"),
+    ("dgx:hosts=4,gpus_per_host=4", "allreduce", "halving-doubling"),
+    ("dgx:hosts=4,gpus_per_host=4", "allreduce", "hierarchical"),
+    ("dgx:hosts=4,gpus_per_host=4", "allreduce", "double-binary-tree:chunks=5"),
+    ("dgx:hosts=4,gpus_per_host=4", "allreduce", "ps:shards=5"),
+    (LEAF_SPINE, "allreduce", "recursive-doubling"),
+    (LEAF_SPINE, "allreduce", "tree:chunks=4"),
+    (LEAF_SPINE, "allreduce", "master-worker"),
+    (LEAF_SPINE, "allreduce", "ps"),
+    (LEAF_SPINE, "alltoall", "pairwise"),
+    ("star:hosts=7,bandwidth=1GB/s,latency=1us", "broadcast", "ring"),
+    ("star:hosts=7,bandwidth=1GB/s,latency=1us", "allgather", "recursive-doubling"),
+]
+
+
+def _always_scheduled(event: Event, value: Any) -> None:
+    event.succeed(value)
+
+
+def _reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine without its shortcuts."""
+    monkeypatch.setattr(network, "settle", _always_scheduled)
+    monkeypatch.setattr(runtime, "settle", _always_scheduled)
+    monkeypatch.setattr(network, "_SMALL", 0)
+    monkeypatch.setattr(network.Network, "intern", lambda self, srcs, dsts: None)
+
+
+def _run(topology: str, collective: str, algorithm: str, **kw: Any) -> Any:
+    return simulate(Cluster(topology), collective, algorithm, 3e6 + 7, engine="message", **kw)
+
+
+def _same(a: Any, b: Any) -> None:
+    assert a.time_s == b.time_s
+    assert a.flows == b.flows
+    assert a.link_bytes == b.link_bytes
+    assert a.busiest_links == b.busiest_links
+    assert (a.max_sent_bytes, a.max_received_bytes, a.traffic_bytes) == (
+        b.max_sent_bytes,
+        b.max_received_bytes,
+        b.traffic_bytes,
+    )
+    assert a.wrong == b.wrong
+
+
+@pytest.mark.parametrize("topology, collective, algorithm", CASES)
+@pytest.mark.parametrize("gamma, check", [(0.0, False), (4e-11, True)])
+def test_the_shortcuts_give_the_same_results_bit_for_bit(monkeypatch, topology, collective, algorithm, gamma, check):
+    fast = _run(topology, collective, algorithm, gamma=gamma, check=check)
+    with monkeypatch.context() as m:
+        _reference(m)
+        ref = _run(topology, collective, algorithm, gamma=gamma, check=check)
+    _same(fast, ref)
+    if check:
+        assert fast.wrong == 0
+    assert fast.events <= ref.events
+
+
+def test_settled_events_take_no_step_and_resume_at_the_right_time(monkeypatch):
+    """A ring whose sends all complete while their senders wait for a receive: with the shortcut they
+    cost no step of the event loop, and the time is the one the scheduled events give."""
+    fast = _run("star:hosts=8,bandwidth=1GB/s,latency=1us", "allreduce", "ring", check=True)
+    with monkeypatch.context() as m:
+        _reference(m)
+        ref = _run("star:hosts=8,bandwidth=1GB/s,latency=1us", "allreduce", "ring", check=True)
+    _same(fast, ref)
+    assert fast.events < ref.events * 0.75
+    assert fast.time_s == pytest.approx(fast.closed_form_s, rel=1e-12)
+
+
+def test_a_receive_of_an_arrived_message_comes_processed():
+    import simpy
+
+    env = simpy.Environment()
+    net = network.Network(env, Cluster("star:hosts=2,bandwidth=1GB/s,latency=1us"))
+    job = runtime.Job(env, net, 2, 1e6)
+    got: list[Any] = []
+
+    def receiver():
+        yield env.timeout(1.0)  # long after the message has arrived
+        event = job.recv(1, 0)
+        assert event.processed
+        got.append((yield event))
+        got.append(env.now)
+
+    job.send(0, 1, 1e6, payload="x")
+    env.process(receiver())
+    env.run()
+    assert got == ["x", 1.0]
+    assert job.pending_messages() == 0 and job.pending_receives() == 0
