@@ -42,7 +42,7 @@ import numpy as np
 from ._arrays import ranges
 from .bulkroute import bulk_router
 from .deadline import check as check_deadline
-from .maxmin import maxmin_rates
+from .maxmin import _RTOL as _RTOL_MAXMIN
 from .rates import _static_dominators, gather_arcs
 
 __all__ = ["FanExecutor", "FanPlan", "Fragmented", "fan_plan"]
@@ -57,6 +57,50 @@ _MIN_CLASSES = 128  # classes a plan may always split into before the message le
 _FLOWS_PER_CLASS = 2
 _WARM = 0.5  # the fraction of its capacity an arc's load reaches to be followed exactly (sim.classes._full)
 _COMPACT_MIN = 1 << 20  # crossings in the class table below which dead classes' are not dropped
+
+
+def _maxmin_classes(flow: np.ndarray, local: np.ndarray, nflows: int, capacity: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """:func:`sim.maxmin.maxmin_rates` with weights (``flow`` sorted, every flow crossing an arc of
+    ``capacity``, no bounds), the same rounds and the same arithmetic, but each round over the crossings
+    of the flows not yet fixed only: a class solve fixes most of its classes in the first rounds and
+    then runs a dozen more for the chains of bottlenecks behind them (one shard per rank), which the
+    full-width rounds paid for every crossing."""
+    rate = np.zeros(nflows)
+    if nflows == 0:
+        return rate
+    remaining = capacity.astype(float, copy=True)
+    narcs = len(remaining)
+    weight = np.asarray(weight, dtype=float)
+    count = np.bincount(local, weights=weight, minlength=narcs)
+    ids = np.arange(nflows)  # the flows not yet fixed, and their crossings (flow: position in ids)
+    flow = np.asarray(flow, dtype=np.int64)
+    while True:
+        starts = np.flatnonzero(np.concatenate(([True], flow[1:] != flow[:-1])))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(count > 0, remaining / count, np.inf)
+        entry_share = share[local]
+        tightest = np.minimum.reduceat(entry_share, starts)
+        pos = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(flow))))
+        slack = entry_share > tightest[pos] * (1 + _RTOL_MAXMIN)
+        settled = (np.bincount(local[slack], minlength=narcs) == 0) & (count > 0)
+        newly = np.zeros(len(starts), dtype=bool)
+        newly[pos[settled[local]]] = True
+        if not newly.any():  # pragma: no cover - impossible (as in maxmin_rates)
+            raise AssertionError("max-min filling made no progress")
+        got = np.maximum(tightest[newly], 0.0)
+        rate[ids[newly]] = got
+        gone = newly[pos]
+        w = weight[gone]
+        given = np.zeros(len(starts))
+        given[newly] = got
+        remaining -= np.bincount(local[gone], weights=given[pos[gone]] * w, minlength=narcs)
+        np.maximum(remaining, 0.0, out=remaining)
+        count -= np.bincount(local[gone], weights=w, minlength=narcs)
+        if newly.all():
+            return rate
+        keep = ~gone
+        ids = ids[~newly]
+        flow, local, weight = flow[keep], local[keep], weight[keep]
 
 
 class Fragmented(Exception):
@@ -638,7 +682,7 @@ class FanExecutor:
             hop, count = tab.k_hop[kidx], tab.k_cnt[kidx]
             where, local = np.unique(arc, return_inverse=True)  # the arcs crossed, numbered locally
             local = local.reshape(-1)
-            rate = maxmin_rates(cls, local, len(live), cap[where], weight=count)
+            rate = _maxmin_classes(cls, local, len(live), cap[where], count)
             tab.rate[live] = rate
             if self._promote(self._full(live)):
                 return None
