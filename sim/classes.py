@@ -72,35 +72,37 @@ def _maxmin_classes(flow: np.ndarray, local: np.ndarray, nflows: int, capacity: 
     narcs = len(remaining)
     weight = np.asarray(weight, dtype=float)
     count = np.bincount(local, weights=weight, minlength=narcs)
-    ids = np.arange(nflows)  # the flows not yet fixed, and their crossings (flow: position in ids)
-    flow = np.asarray(flow, dtype=np.int64)
+    ids = np.arange(nflows)  # the flows not yet fixed; their crossings' positions among them (pos)
+    lens = np.bincount(flow, minlength=nflows)
+    if len(lens) != nflows or not lens.all():
+        raise ValueError("every flow must cross at least one link")
+    pos = np.repeat(np.arange(nflows), lens)
+    share = np.empty(narcs)
     while True:
-        starts = np.flatnonzero(np.concatenate(([True], flow[1:] != flow[:-1])))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(count > 0, remaining / count, np.inf)
+        starts = np.cumsum(lens) - lens
+        share.fill(np.inf)
+        np.divide(remaining, count, out=share, where=count > 0)
         entry_share = share[local]
         tightest = np.minimum.reduceat(entry_share, starts)
-        pos = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(flow))))
         slack = entry_share > tightest[pos] * (1 + _RTOL_MAXMIN)
         settled = (np.bincount(local[slack], minlength=narcs) == 0) & (count > 0)
-        newly = np.zeros(len(starts), dtype=bool)
+        newly = np.zeros(len(ids), dtype=bool)
         newly[pos[settled[local]]] = True
         if not newly.any():  # pragma: no cover - impossible (as in maxmin_rates)
             raise AssertionError("max-min filling made no progress")
-        got = np.maximum(tightest[newly], 0.0)
-        rate[ids[newly]] = got
+        given = np.maximum(tightest, 0.0)
+        rate[ids[newly]] = given[newly]
         gone = newly[pos]
-        w = weight[gone]
-        given = np.zeros(len(starts))
-        given[newly] = got
-        remaining -= np.bincount(local[gone], weights=given[pos[gone]] * w, minlength=narcs)
+        w, at = weight[gone], local[gone]
+        remaining -= np.bincount(at, weights=given[pos[gone]] * w, minlength=narcs)
         np.maximum(remaining, 0.0, out=remaining)
-        count -= np.bincount(local[gone], weights=w, minlength=narcs)
+        count -= np.bincount(at, weights=w, minlength=narcs)
         if newly.all():
             return rate
-        keep = ~gone
-        ids = ids[~newly]
-        flow, local, weight = flow[keep], local[keep], weight[keep]
+        keep, stay = ~gone, ~newly
+        ids, lens = ids[stay], lens[stay]
+        local, weight = local[keep], weight[keep]
+        pos = (np.cumsum(stay) - 1)[pos[keep]]
 
 
 class Fragmented(Exception):
