@@ -579,9 +579,9 @@ class FanExecutor:
         """The ids of the active (draining) classes."""
         return np.flatnonzero(self._tab.alive[: self._tab.n])
 
-    def _full(self, solved: np.ndarray) -> np.ndarray:
+    def _full(self, solved: np.ndarray, hot: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         """The arcs not kept that the active classes fill at their rates (indices), once the classes
-        ``solved`` have new rates.
+        ``solved`` have new rates; ``hot``: their crossings of the arcs followed exactly (:meth:`_Table.kept`).
 
         The arcs ever kept or found half full (``_hot``: the few that fill, a leaf's spine downlinks and
         NICs) have their loads followed exactly: a solve books its classes' crossings of them
@@ -595,7 +595,7 @@ class FanExecutor:
         tab, cap = self._tab, self.cluster.capacity
         rate = tab.rate[solved]
         finite = np.isfinite(rate)
-        row, idx = tab.kept(solved, self._hot, self._hot, self._hot_version)
+        row, idx = hot
         arcs = tab.k_arc[idx]
         rise = np.where(finite, rate - tab.hbooked[solved], 0.0)
         np.add.at(self._hot_loads, arcs, tab.k_cnt[idx] * rise[row])
@@ -663,7 +663,11 @@ class FanExecutor:
             check_deadline()
             lens = tab.hi[region] - tab.lo[region]
             live, empty = region[lens > 0], region[lens == 0]
-            cls, kidx = tab.kept(live, self._keep, self._hot, self._hot_version)
+            # their crossings of the arcs followed exactly (every kept arc is one), read once for the
+            # solve (the kept ones) and for the loads (_full)
+            hot = tab.kept(live, self._hot, self._hot, self._hot_version)
+            on = self._keep[tab.k_arc[hot[1]]]
+            cls, kidx = hot[0][on], hot[1][on]
             bare = live[np.bincount(cls, minlength=len(live)) == 0]
             if len(bare):
                 # nothing kept on their routes yet: keep their tightest arcs
@@ -686,7 +690,7 @@ class FanExecutor:
             local = local.reshape(-1)
             rate = _maxmin_classes(cls, local, len(live), cap[where], count)
             tab.rate[live] = rate
-            if self._promote(self._full(live)):
+            if self._promote(self._full(live, hot)):
                 return None
             bad, saturated, slack = self._unverified(live, cls, (where, local), hop, count, rate)
             if not len(bad):
