@@ -59,7 +59,9 @@ _WARM = 0.5  # the fraction of its capacity an arc's load reaches to be followed
 _COMPACT_MIN = 1 << 20  # crossings in the class table below which dead classes' are not dropped
 
 
-def _maxmin_classes(flow: np.ndarray, local: np.ndarray, nflows: int, capacity: np.ndarray, weight: np.ndarray) -> np.ndarray:
+def _maxmin_classes(
+    flow: np.ndarray, local: np.ndarray, nflows: int, capacity: np.ndarray, weight: np.ndarray
+) -> np.ndarray:
     """:func:`sim.maxmin.maxmin_rates` with weights (``flow`` sorted, every flow crossing an arc of
     ``capacity``, no bounds), the same rounds and the same arithmetic, but each round over the crossings
     of the flows not yet fixed only: a class solve fixes most of its classes in the first rounds and

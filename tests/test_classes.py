@@ -362,7 +362,9 @@ def test_class_maxmin_is_maxmin_rates_to_the_bit(seed, chain):
     n = int(rng.integers(1, 30))
     paths = [rng.choice(arcs, size=int(rng.integers(1, min(arcs, 4) + 1)), replace=False) for _ in range(n)]
     capacity = np.concatenate([rng.choice([1.0, 2.0, 3.0, rng.uniform(0.5, 5.0)], arcs), 10.0 - 0.5 * np.arange(chain)])
-    paths += [np.array([arcs + i, arcs + i + 1]) for i in range(chain - 1)] + [np.array([arcs + i]) for i in range(chain)]
+    paths += [np.array([arcs + i, arcs + i + 1]) for i in range(chain - 1)] + [
+        np.array([arcs + i]) for i in range(chain)
+    ]
     cls = np.concatenate([np.full(len(p), i) for i, p in enumerate(paths)])
     arc = np.concatenate(paths)
     weight = rng.integers(1, 6, len(arc)).astype(float)
