@@ -570,6 +570,7 @@ class FanExecutor:
         if not len(arcs):
             return False
         self._keep[arcs] = True
+        self._kept_new.append(arcs)
         first = np.unique(arcs[~self._hot[arcs]])
         if len(first):  # kept for the first time: their loads followed exactly from now on
             self._book_all()  # (every class booked at its rate)
@@ -652,8 +653,9 @@ class FanExecutor:
     def _solve(self, region: np.ndarray, everything: bool) -> np.ndarray | None:
         """Set the rates of ``region`` (class ids: whole components of classes joined by kept arcs) to
         the max-min fair ones, splitting classes until each is verified; returns the refined region, or
-        None when an arc had to be kept anew (components may join: the caller solves every class).
-        ``everything``: the region is every active class.
+        None when an arc had to be kept anew (components may join: the caller solves the region again
+        with the components the new arcs join to it, :meth:`_joined`). ``everything``: the region is
+        every active class, or was just so joined (kept arcs it leaves slack are then left out).
 
         Only kept arcs enter the max-min problem; the result is the fair one of the whole network when
         no other arc is full (an allocation is max-min fair iff it is feasible and every flow crosses a
@@ -948,6 +950,24 @@ class FanExecutor:
             if d < np.inf:
                 heapq.heappush(self._due, (d, c))
 
+    def _joined(self, region: np.ndarray) -> np.ndarray:
+        """The active classes to solve again once arcs were kept anew while solving ``region`` (whole
+        components): the region's live classes (split parts included: new rows, in no component yet)
+        and every component with a class that crosses an arc kept anew -- the kept arcs join nothing
+        else, so the rest of the classes keep their components and their rates."""
+        tab = self._tab
+        active = self._active()
+        new = np.concatenate(self._kept_new) if self._kept_new else np.zeros(0, dtype=np.int64)
+        self._kept_new = []
+        mark = np.zeros(len(self._keep), dtype=bool)
+        mark[new] = True
+        row, idx = tab.entries(active)
+        crossers = active[np.unique(row[mark[tab.e_arc[idx]]])]
+        comp = tab.comp[active]
+        seed = np.concatenate([region[tab.alive[region]], active[comp < 0], crossers])
+        comps = np.unique(tab.comp[seed])
+        return np.union1d(seed, self._members_of(comps[comps >= 0]))
+
     def _settle(self, region: np.ndarray, t: float) -> None:
         """Re-solve ``region`` (class ids) at ``t`` (every active class where arcs had to be kept anew),
         renumber its components and set its classes' completion times."""
@@ -958,12 +978,15 @@ class FanExecutor:
             self._before = np.full(2 * tab.n, np.nan)
         before, asked = self._before, region
         before[asked] = tab.rate[asked]
+        self._kept_new = []
+        joined = False
         while True:
-            solved = self._solve(region, len(region) == self._nactive)
+            solved = self._solve(region, joined or len(region) == self._nactive)
             if solved is not None:
                 break
-            region = self._active()  # arcs kept anew: components may join
+            region = self._joined(region)  # arcs kept anew: components may join
             tab.advance(region, t)
+            joined = True
         for c in np.unique(tab.comp[solved]).tolist():  # renumbered below
             self._comps.pop(c, None)
         self._components(solved)
@@ -1026,6 +1049,7 @@ class FanExecutor:
         self._rise = 0.0  # the largest rise of their rates since
         self._room = np.inf  # the least room per member on the arcs never kept (bytes/s)
         self._arc_comp = np.full(cl.num_arcs, -1, dtype=np.int64)
+        self._kept_new: list[np.ndarray] = []  # arcs kept since the settle began
         self._next_comp = 0
         self._comps: dict[int, np.ndarray] = {}  # every live component's classes (some completed since)
         self._due: list[tuple[float, int]] = []  # a heap of (first completion, component) by component

@@ -390,3 +390,22 @@ def test_one_shard_per_rank_keeps_the_message_times(topology, spec, kw, size):
     m = simulate(topology, "allreduce", spec, size, gamma=1e-11, engine="message", **kw)
     assert abs(t - m.time_s) <= 1e-9 * m.time_s
     assert ex.splits > 0
+
+
+@pytest.mark.parametrize(("topology", "spec", "kw"), FRAGMENTING[:3])
+def test_arcs_kept_anew_re_solve_only_the_components_they_join(monkeypatch, topology, spec, kw):
+    """An arc that fills during a partial re-solve joins the components of the classes crossing it to
+    the region -- not every class -- and the times stay the message level's."""
+    joined = []
+    original = FanExecutor._joined
+
+    def spy(self, region):
+        out = original(self, region)
+        joined.append(len(out) < self._nactive)
+        return out
+
+    monkeypatch.setattr(FanExecutor, "_joined", spy)
+    ex, t = executor(topology, spec, 2**24, **kw)
+    m = simulate(topology, "allreduce", spec, 2**24, engine="message", **kw)
+    assert abs(t - m.time_s) <= 1e-9 * m.time_s
+    assert any(joined)
