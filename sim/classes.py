@@ -42,7 +42,7 @@ import numpy as np
 from ._arrays import ranges
 from .bulkroute import bulk_router
 from .deadline import check as check_deadline
-from .maxmin import maxmin_rates
+from .maxmin import _RTOL as _RTOL_MAXMIN
 from .rates import _static_dominators, gather_arcs
 
 __all__ = ["FanExecutor", "FanPlan", "Fragmented", "fan_plan"]
@@ -57,6 +57,54 @@ _MIN_CLASSES = 128  # classes a plan may always split into before the message le
 _FLOWS_PER_CLASS = 2
 _WARM = 0.5  # the fraction of its capacity an arc's load reaches to be followed exactly (sim.classes._full)
 _COMPACT_MIN = 1 << 20  # crossings in the class table below which dead classes' are not dropped
+
+
+def _maxmin_classes(
+    flow: np.ndarray, local: np.ndarray, nflows: int, capacity: np.ndarray, weight: np.ndarray
+) -> np.ndarray:
+    """:func:`sim.maxmin.maxmin_rates` with weights (``flow`` sorted, every flow crossing an arc of
+    ``capacity``, no bounds), the same rounds and the same arithmetic, but each round over the crossings
+    of the flows not yet fixed only: a class solve fixes most of its classes in the first rounds and
+    then runs a dozen more for the chains of bottlenecks behind them (one shard per rank), which the
+    full-width rounds paid for every crossing."""
+    rate = np.zeros(nflows)
+    if nflows == 0:
+        return rate
+    remaining = capacity.astype(float, copy=True)
+    narcs = len(remaining)
+    weight = np.asarray(weight, dtype=float)
+    count = np.bincount(local, weights=weight, minlength=narcs)
+    ids = np.arange(nflows)  # the flows not yet fixed; their crossings' positions among them (pos)
+    lens = np.bincount(flow, minlength=nflows)
+    if len(lens) != nflows or not lens.all():
+        raise ValueError("every flow must cross at least one link")
+    pos = np.repeat(np.arange(nflows), lens)
+    share = np.empty(narcs)
+    while True:
+        starts = np.cumsum(lens) - lens
+        share.fill(np.inf)
+        np.divide(remaining, count, out=share, where=count > 0)
+        entry_share = share[local]
+        tightest = np.minimum.reduceat(entry_share, starts)
+        slack = entry_share > tightest[pos] * (1 + _RTOL_MAXMIN)
+        settled = (np.bincount(local[slack], minlength=narcs) == 0) & (count > 0)
+        newly = np.zeros(len(ids), dtype=bool)
+        newly[pos[settled[local]]] = True
+        if not newly.any():  # pragma: no cover - impossible (as in maxmin_rates)
+            raise AssertionError("max-min filling made no progress")
+        given = np.maximum(tightest, 0.0)
+        rate[ids[newly]] = given[newly]
+        gone = newly[pos]
+        w, at = weight[gone], local[gone]
+        remaining -= np.bincount(at, weights=given[pos[gone]] * w, minlength=narcs)
+        np.maximum(remaining, 0.0, out=remaining)
+        count -= np.bincount(at, weights=w, minlength=narcs)
+        if newly.all():
+            return rate
+        keep, stay = ~gone, ~newly
+        ids, lens = ids[stay], lens[stay]
+        local, weight = local[keep], weight[keep]
+        pos = (np.cumsum(stay) - 1)[pos[keep]]
 
 
 class Fragmented(Exception):
@@ -522,6 +570,7 @@ class FanExecutor:
         if not len(arcs):
             return False
         self._keep[arcs] = True
+        self._kept_new.append(arcs)
         first = np.unique(arcs[~self._hot[arcs]])
         if len(first):  # kept for the first time: their loads followed exactly from now on
             self._book_all()  # (every class booked at its rate)
@@ -533,9 +582,9 @@ class FanExecutor:
         """The ids of the active (draining) classes."""
         return np.flatnonzero(self._tab.alive[: self._tab.n])
 
-    def _full(self, solved: np.ndarray) -> np.ndarray:
+    def _full(self, solved: np.ndarray, hot: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         """The arcs not kept that the active classes fill at their rates (indices), once the classes
-        ``solved`` have new rates.
+        ``solved`` have new rates; ``hot``: their crossings of the arcs followed exactly (:meth:`_Table.kept`).
 
         The arcs ever kept or found half full (``_hot``: the few that fill, a leaf's spine downlinks and
         NICs) have their loads followed exactly: a solve books its classes' crossings of them
@@ -549,7 +598,7 @@ class FanExecutor:
         tab, cap = self._tab, self.cluster.capacity
         rate = tab.rate[solved]
         finite = np.isfinite(rate)
-        row, idx = tab.kept(solved, self._hot, self._hot, self._hot_version)
+        row, idx = hot
         arcs = tab.k_arc[idx]
         rise = np.where(finite, rate - tab.hbooked[solved], 0.0)
         np.add.at(self._hot_loads, arcs, tab.k_cnt[idx] * rise[row])
@@ -604,8 +653,9 @@ class FanExecutor:
     def _solve(self, region: np.ndarray, everything: bool) -> np.ndarray | None:
         """Set the rates of ``region`` (class ids: whole components of classes joined by kept arcs) to
         the max-min fair ones, splitting classes until each is verified; returns the refined region, or
-        None when an arc had to be kept anew (components may join: the caller solves every class).
-        ``everything``: the region is every active class.
+        None when an arc had to be kept anew (components may join: the caller solves the region again
+        with the components the new arcs join to it, :meth:`_joined`). ``everything``: the region is
+        every active class, or was just so joined (kept arcs it leaves slack are then left out).
 
         Only kept arcs enter the max-min problem; the result is the fair one of the whole network when
         no other arc is full (an allocation is max-min fair iff it is feasible and every flow crosses a
@@ -617,7 +667,11 @@ class FanExecutor:
             check_deadline()
             lens = tab.hi[region] - tab.lo[region]
             live, empty = region[lens > 0], region[lens == 0]
-            cls, kidx = tab.kept(live, self._keep, self._hot, self._hot_version)
+            # their crossings of the arcs followed exactly (every kept arc is one), read once for the
+            # solve (the kept ones) and for the loads (_full)
+            hot = tab.kept(live, self._hot, self._hot, self._hot_version)
+            on = self._keep[tab.k_arc[hot[1]]]
+            cls, kidx = hot[0][on], hot[1][on]
             bare = live[np.bincount(cls, minlength=len(live)) == 0]
             if len(bare):
                 # nothing kept on their routes yet: keep their tightest arcs
@@ -638,9 +692,9 @@ class FanExecutor:
             hop, count = tab.k_hop[kidx], tab.k_cnt[kidx]
             where, local = np.unique(arc, return_inverse=True)  # the arcs crossed, numbered locally
             local = local.reshape(-1)
-            rate = maxmin_rates(cls, local, len(live), cap[where], weight=count)
+            rate = _maxmin_classes(cls, local, len(live), cap[where], count)
             tab.rate[live] = rate
-            if self._promote(self._full(live)):
+            if self._promote(self._full(live, hot)):
                 return None
             bad, saturated, slack = self._unverified(live, cls, (where, local), hop, count, rate)
             if not len(bad):
@@ -896,6 +950,24 @@ class FanExecutor:
             if d < np.inf:
                 heapq.heappush(self._due, (d, c))
 
+    def _joined(self, region: np.ndarray) -> np.ndarray:
+        """The active classes to solve again once arcs were kept anew while solving ``region`` (whole
+        components): the region's live classes (split parts included: new rows, in no component yet)
+        and every component with a class that crosses an arc kept anew -- the kept arcs join nothing
+        else, so the rest of the classes keep their components and their rates."""
+        tab = self._tab
+        active = self._active()
+        new = np.concatenate(self._kept_new) if self._kept_new else np.zeros(0, dtype=np.int64)
+        self._kept_new = []
+        mark = np.zeros(len(self._keep), dtype=bool)
+        mark[new] = True
+        row, idx = tab.entries(active)
+        crossers = active[np.unique(row[mark[tab.e_arc[idx]]])]
+        comp = tab.comp[active]
+        seed = np.concatenate([region[tab.alive[region]], active[comp < 0], crossers])
+        comps = np.unique(tab.comp[seed])
+        return np.union1d(seed, self._members_of(comps[comps >= 0]))
+
     def _settle(self, region: np.ndarray, t: float) -> None:
         """Re-solve ``region`` (class ids) at ``t`` (every active class where arcs had to be kept anew),
         renumber its components and set its classes' completion times."""
@@ -906,12 +978,15 @@ class FanExecutor:
             self._before = np.full(2 * tab.n, np.nan)
         before, asked = self._before, region
         before[asked] = tab.rate[asked]
+        self._kept_new = []
+        joined = False
         while True:
-            solved = self._solve(region, len(region) == self._nactive)
+            solved = self._solve(region, joined or len(region) == self._nactive)
             if solved is not None:
                 break
-            region = self._active()  # arcs kept anew: components may join
+            region = self._joined(region)  # arcs kept anew: components may join
             tab.advance(region, t)
+            joined = True
         for c in np.unique(tab.comp[solved]).tolist():  # renumbered below
             self._comps.pop(c, None)
         self._components(solved)
@@ -974,6 +1049,7 @@ class FanExecutor:
         self._rise = 0.0  # the largest rise of their rates since
         self._room = np.inf  # the least room per member on the arcs never kept (bytes/s)
         self._arc_comp = np.full(cl.num_arcs, -1, dtype=np.int64)
+        self._kept_new: list[np.ndarray] = []  # arcs kept since the settle began
         self._next_comp = 0
         self._comps: dict[int, np.ndarray] = {}  # every live component's classes (some completed since)
         self._due: list[tuple[float, int]] = []  # a heap of (first completion, component) by component

@@ -349,3 +349,63 @@ def test_a_completion_instant_completes_every_class_due_then():
     assert ex.solves <= 4
     m = simulate("star:hosts=24,bandwidth=1GB/s,latency=1us", "allreduce", "ps:shards=7", 2**24, engine="message")
     assert abs(t - m.time_s) <= 1e-9 * m.time_s
+
+
+@given(seed=st.integers(0, 2**32 - 1), chain=st.integers(0, 12))
+@settings(max_examples=60, deadline=None)
+def test_class_maxmin_is_maxmin_rates_to_the_bit(seed, chain):
+    """The executor's max-min (rounds over the crossings of unfixed classes only) gives exactly the
+    rates of :func:`sim.maxmin.maxmin_rates` with weights -- on random problems, and on a staircase of
+    ``chain`` links each sharing a class with the next, a little tighter, which takes a round per link."""
+    rng = np.random.default_rng(seed)
+    arcs = int(rng.integers(1, 12))
+    n = int(rng.integers(1, 30))
+    paths = [rng.choice(arcs, size=int(rng.integers(1, min(arcs, 4) + 1)), replace=False) for _ in range(n)]
+    capacity = np.concatenate([rng.choice([1.0, 2.0, 3.0, rng.uniform(0.5, 5.0)], arcs), 10.0 - 0.5 * np.arange(chain)])
+    paths += [np.array([arcs + i, arcs + i + 1]) for i in range(chain - 1)] + [
+        np.array([arcs + i]) for i in range(chain)
+    ]
+    cls = np.concatenate([np.full(len(p), i) for i, p in enumerate(paths)])
+    arc = np.concatenate(paths)
+    weight = rng.integers(1, 6, len(arc)).astype(float)
+    want = maxmin_rates(cls, arc, len(paths), capacity, weight=weight)
+    got = classes._maxmin_classes(cls, arc, len(paths), capacity, weight)
+    assert np.array_equal(got, want)
+
+
+#: one shard per rank, co-located and dedicated, on rail fabrics whose NICs and spine links all fill:
+#: every class joins one component and each max-min solve runs chains of bottlenecks
+ONE_PER_RANK = [
+    ("dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=3,spines=2", "ps", {}, 2**20),
+    ("dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=3,spines=2", "ps", {}, 3 * 2**24 + 1),
+    ("dgx:hosts=12,gpus_per_host=2,hosts_per_leaf=4,spines=2", "ps:placement=dedicated", {"ranks": 8}, 2**22),
+]
+
+
+@pytest.mark.parametrize(("topology", "spec", "kw", "size"), ONE_PER_RANK)
+def test_one_shard_per_rank_keeps_the_message_times(topology, spec, kw, size):
+    """The report's parameter server (one shard per rank): the class run gives the message level's
+    time, its classes split down to single messages."""
+    ex, t = executor(topology, spec, size, gamma=1e-11, **kw)
+    m = simulate(topology, "allreduce", spec, size, gamma=1e-11, engine="message", **kw)
+    assert abs(t - m.time_s) <= 1e-9 * m.time_s
+    assert ex.splits > 0
+
+
+@pytest.mark.parametrize(("topology", "spec", "kw"), FRAGMENTING[:3])
+def test_arcs_kept_anew_re_solve_only_the_components_they_join(monkeypatch, topology, spec, kw):
+    """An arc that fills during a partial re-solve joins the components of the classes crossing it to
+    the region -- not every class -- and the times stay the message level's."""
+    joined = []
+    original = FanExecutor._joined
+
+    def spy(self, region):
+        out = original(self, region)
+        joined.append(len(out) < self._nactive)
+        return out
+
+    monkeypatch.setattr(FanExecutor, "_joined", spy)
+    ex, t = executor(topology, spec, 2**24, **kw)
+    m = simulate(topology, "allreduce", spec, 2**24, engine="message", **kw)
+    assert abs(t - m.time_s) <= 1e-9 * m.time_s
+    assert any(joined)
