@@ -172,6 +172,8 @@ class Router:
         the descending arcs that lie on a shortest way down, as (head, arc) sorted by head."""
         if self._unit:
             return self._ancestors_bfs(dst)
+        if self._above_ptr[dst + 1] > self._above_ptr[dst]:
+            return self._ancestors_chained(dst)
         dist = {dst: 0.0}
         heap = [(0.0, dst)]
         above_u, above_w, above_ptr = self._above_u, self._above_w, self._above_ptr
@@ -194,6 +196,44 @@ class Router:
                     down.setdefault(u, []).append((v, self._above_arc[k]))
         for hops in down.values():
             hops.sort()
+        return dist, down
+
+    def _ancestors_chained(self, dst: int) -> tuple[dict[int, float], dict[int, list[tuple[int, int]]]]:
+        """:meth:`_ancestors` of a node with nodes above it, from theirs (kept as destinations of their
+        own): a way down to ``dst`` ends with an arc from one of them, so its distance from ``u`` is the
+        least over them of the arc's weight plus ``u``'s distance to it, and ``u``'s hops down are those
+        of the nodes above that reach that least (the one hop into ``dst`` for a node just above). A
+        GPU's NIC, a NIC's leaf: a copy of a dictionary instead of a search."""
+        above = [
+            (self._above_u[k], self._above_w[k], self._above_arc[k])
+            for k in range(self._above_ptr[dst], self._above_ptr[dst + 1])
+        ]
+        subs = []
+        for p, w, arc in above:
+            anc, down_p = self._cached(p)[:2]  # type: ignore[misc]
+            subs.append((p, w, arc, anc, down_p))
+        if len(subs) == 1:
+            p, w, arc, anc, down_p = subs[0]
+            dist = {u: d + w for u, d in anc.items()}
+            dist[dst] = 0.0
+            down = dict(down_p)
+            down[p] = [(dst, arc)]
+            return dist, down
+        dist = {dst: 0.0}
+        for _, w, _, anc, _ in subs:
+            for u, d in anc.items():
+                nd = d + w
+                got = dist.get(u)
+                if got is None or nd < got:
+                    dist[u] = nd
+        hops: dict[int, set[tuple[int, int]]] = {}
+        for p, w, arc, anc, down_p in subs:
+            for u, d in anc.items():
+                du = dist[u]
+                if abs(d + w - du) <= 1e-9 * max(1.0, du):  # p lies on a shortest way down from u
+                    got = hops.setdefault(u, set())
+                    got.update([(dst, arc)] if u == p else down_p[u])
+        down = {u: sorted(h) for u, h in hops.items()}
         return dist, down
 
     def _ancestors_bfs(self, dst: int) -> tuple[dict[int, float], dict[int, list[tuple[int, int]]]]:
