@@ -601,9 +601,9 @@ class Rates:
             if part is None:
                 return None
             rates = self._relaxed(part, path, bound)
-            over = self._commit(part, rates, rate)
+            over, moved, moved_rates = self._commit(part, rates, rate)
             if not over:
-                return part, rates
+                return moved, moved_rates
             self.regrown += 1
             seeds.extend(over)
 
@@ -636,55 +636,74 @@ class Rates:
         found: set[int] = set(new)
         order: list[int] = list(new)  # the order found in (the same on every run)
         todo = list(seeds)
-        for slot in new:
-            todo.extend(slot_arcs[slot] if full is None else (arc for arc in slot_arcs[slot] if arc in full))
         seen: set[int] = set()
-        extend = todo.extend
+        # an arc already taken off the stack is left out when pushed again (it would be skipped when
+        # popped: the order of the others is unchanged)
+        if full is None:
+            for slot in new:
+                todo.extend(slot_arcs[slot])
+        else:
+            for slot in new:
+                todo.extend([arc for arc in slot_arcs[slot] if arc in full])
+        pop, extend, add = todo.pop, todo.extend, seen.add
         while todo:
-            arc = todo.pop()
+            arc = pop()
             if arc in seen:
                 continue
-            seen.add(arc)
+            add(arc)
             users = members[arc]
-            if not users:
+            if not users or len(users) == 1 and next(iter(users)) in found:
                 continue
             more = users - found  # set operations in C: an arc's users are mostly found already
             if more:
                 found |= more
                 if len(found) >= limit:
                     return None
-                for slot in sorted(more):
+                for slot in sorted(more) if len(more) > 1 else more:
                     order.append(slot)
-                    extend(slot_arcs[slot] if full is None else (arc for arc in slot_arcs[slot] if arc in full))
+                    if full is None:
+                        extend([arc for arc in slot_arcs[slot] if arc not in seen])
+                    else:
+                        extend([arc for arc in slot_arcs[slot] if arc in full and arc not in seen])
         return order
 
-    def _commit(self, part: list[int], rates: list[float], rate: np.ndarray) -> list[int]:
+    def _commit(
+        self, part: list[int], rates: list[float], rate: np.ndarray
+    ) -> tuple[list[int], list[int], list[float]]:
         """The links the part's new ``rates`` would overfill (they join the full set; nothing else
         changes), or none: then the loads take the new rates, the part's full links join the full set
-        and the others leave it."""
+        and the others leave it. Returns (those links, the slots whose rate changes, their rates): a
+        flow of the part whose rate stays is not handed to the network again."""
         load, full, top = self._load, self._full, self._top
         assert load is not None
         slot_arcs = self._slot_arcs
         delta: dict[int, float] = {}
+        get = delta.get
         old = rate.take(part).tolist() if len(part) > 4 else [float(rate[slot]) for slot in part]
+        moved: list[int] = []
+        moved_rates: list[float] = []
         for slot, new, was in zip(part, rates, old, strict=True):
-            d = new - was
-            if d:
+            if new != was:
+                moved.append(slot)
+                moved_rates.append(new)
+                d = new - was
                 for arc in slot_arcs[slot]:
-                    delta[arc] = delta.get(arc, 0.0) + d
+                    delta[arc] = get(arc, 0.0) + d
         over = []
+        after: dict[int, float] | None = None
         for arc, d in delta.items():
             if arc not in full and load[arc] + d > top[arc]:
                 # a link shared with flows outside the part: its load counted afresh (no drift)
                 members = self._members
                 assert members is not None
-                after = dict(zip(part, rates, strict=True))
+                if after is None:
+                    after = dict(zip(part, rates, strict=True))
                 exact = math.fsum(after.get(s, float(rate[s])) for s in members[arc])  # type: ignore[union-attr]
                 if exact > top[arc]:
                     over.append(arc)
         if over:
             full.update(over)
-            return over
+            return over, [], []
         brim = self._brim
         for arc, d in delta.items():
             now = load[arc] + d
@@ -693,7 +712,7 @@ class Rates:
                 full.add(arc)
             else:
                 full.discard(arc)  # a link of the full set has all its users in the part
-        return over
+        return over, moved, moved_rates
 
     def _relaxed(self, part: list[int], path: np.ndarray, bound: np.ndarray, whole: bool = False) -> list[float]:
         """Max-min rates of the part's flows over its *inner* links, those whose every user is in the
