@@ -627,44 +627,39 @@ class Rates:
     def _component(self, new: list[int], seeds: list[int], limit: int, full: set[int] | None) -> list[int] | None:
         """The new flows ``new`` and the active flows joined to them or to ``seeds`` through the links
         ``full`` (None: through every link, whole components), a search over the per-link user sets;
-        None when they are ``limit`` or more."""
+        None when they are ``limit`` or more. (The slots' links are pushed through iterators that run
+        in C: a comprehension per slot costs a call.)"""
         members = self._members
         assert members is not None
-        slot_arcs = self._slot_arcs
+        get_arcs = self._slot_arcs.__getitem__
         if len(new) >= limit:
             return None
         found: set[int] = set(new)
         order: list[int] = list(new)  # the order found in (the same on every run)
         todo = list(seeds)
+        pop, extend = todo.pop, todo.extend
+        keep = None if full is None else full.__contains__
+        arcs = chain.from_iterable(map(get_arcs, new))
+        extend(arcs if keep is None else filter(keep, arcs))
         seen: set[int] = set()
-        # an arc already taken off the stack is left out when pushed again (it would be skipped when
-        # popped: the order of the others is unchanged)
-        if full is None:
-            for slot in new:
-                todo.extend(slot_arcs[slot])
-        else:
-            for slot in new:
-                todo.extend([arc for arc in slot_arcs[slot] if arc in full])
-        pop, extend, add = todo.pop, todo.extend, seen.add
+        add = seen.add
         while todo:
             arc = pop()
             if arc in seen:
                 continue
             add(arc)
             users = members[arc]
-            if not users or len(users) == 1 and next(iter(users)) in found:
+            if not users:
                 continue
             more = users - found  # set operations in C: an arc's users are mostly found already
             if more:
                 found |= more
                 if len(found) >= limit:
                     return None
-                for slot in sorted(more) if len(more) > 1 else more:
-                    order.append(slot)
-                    if full is None:
-                        extend([arc for arc in slot_arcs[slot] if arc not in seen])
-                    else:
-                        extend([arc for arc in slot_arcs[slot] if arc in full and arc not in seen])
+                ranked = sorted(more) if len(more) > 1 else more
+                order.extend(ranked)
+                arcs = chain.from_iterable(map(get_arcs, ranked))
+                extend(arcs if keep is None else filter(keep, arcs))
         return order
 
     def _commit(
