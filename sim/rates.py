@@ -41,6 +41,7 @@ they depend only on which paths are active, so the cache stays valid.
 from __future__ import annotations
 
 import math
+from array import array
 from collections import Counter
 from collections.abc import Callable
 from itertools import chain
@@ -239,7 +240,7 @@ class Rates:
         self._part_tries = 0
         self._parts_on = _PARTS_MAX > 0
         #: every link direction's rate sum as the last computation left it (None: rebuilt when needed)
-        self._load: list[float] | None = None
+        self._load: array | None = None
         #: the full link directions (and maybe a few that no longer are): the only links along which a
         #: change spreads to other flows (see _solve_part)
         self._full: set[int] = set()
@@ -529,7 +530,7 @@ class Rates:
             np.add.at(load, g_arc, rates[g_flow])
         if self._kept is not None:
             load[~self._kept] = 0.0
-        self._load = load.tolist()
+        self._load = array("d", load.tobytes())  # (a copy, not a list: no Python float made per link)
         if not self._top:
             capacity = self.cluster.capacity
             self._cap = capacity.tolist()

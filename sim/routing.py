@@ -219,6 +219,15 @@ class Router:
             down = dict(down_p)
             down[p] = [(dst, arc)]
             return dist, down
+        if sum(len(sub[3]) for sub in subs) == len(set().union(*[sub[3] for sub in subs])):
+            # no node above two of them (a GPU's NVSwitch and its NIC): each keeps its own ways down
+            dist, down = {}, {}
+            for p, w, arc, anc, down_p in subs:
+                dist.update({u: d + w for u, d in anc.items()})
+                down.update(down_p)
+                down[p] = [(dst, arc)]
+            dist[dst] = 0.0
+            return dist, down
         dist = {dst: 0.0}
         for _, w, _, anc, _ in subs:
             for u, d in anc.items():
