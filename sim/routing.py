@@ -303,7 +303,7 @@ class Router:
     def _cached(self, dst: int) -> object:
         entry = self._cache.get(dst)
         if entry is None:
-            entry = self._dijkstra(dst) if self.mode == "dijkstra" else (*self._ancestors(dst), {}, {})
+            entry = self._dijkstra(dst) if self.mode == "dijkstra" else (*self._ancestors(dst), {}, {}, {})
             self._cache[dst] = entry
             if len(self._cache) > self._cache_entries:
                 self._cache.popitem(last=False)
@@ -367,13 +367,26 @@ class Router:
     def _route_updown(self, src: int, dst: int) -> list[int]:
         """Climb (up-arcs whose climbing distance matches) until an ancestor of ``dst``, then descend
         along the recorded shortest descending arcs; candidates in head order, as in Dijkstra mode."""
-        anc, down, memo, climbs = self._cached(dst)  # type: ignore[misc]
+        anc, down, memo, climbs, tails = self._cached(dst)  # type: ignore[misc]
+        keyed = self._dest_key is not None  # every hop's pick depends on the destination alone: the
+        # way on from a node is the same whatever the source, and is kept (tails: node -> its arcs)
+        if keyed:
+            got = tails.get(src)
+            if got is not None:
+                return list(got)
         here = self._updown_dist(src, anc, memo)
         if not np.isfinite(here):
             raise RoutingError(f"no route from node {src} to node {dst}")
         arcs: list[int] = []
+        nodes: list[int] = []
         node, hop = src, 0
         while node != dst:
+            if keyed:
+                got = tails.get(node)
+                if got is not None:
+                    arcs.extend(got)
+                    break
+                nodes.append(node)
             if node in anc:
                 choices = down[node]
             else:  # the shortest climbs from a node depend on the node and the destination only: kept
@@ -391,6 +404,8 @@ class Router:
             arcs.append(arc)
             here -= self._out_w_of(arc)
             node, hop = v, hop + 1
+        for i, u in enumerate(nodes):
+            tails[u] = tuple(arcs[i:])
         return arcs
 
     def _out_w_of(self, arc: int) -> float:
