@@ -38,6 +38,7 @@ from .rates import gather_arcs
 __all__ = ["FastExecutor", "Step", "StepProgram", "run_program"]
 
 _MAX_PERIOD = 8  # steady states that repeat every 1..8 steps are recognised
+_FEW = 8  # messages arriving together up to this many are counted in plain Python (_few_done)
 _FINISHED = -(1 << 62)  # a finished endpoint's step in a snapshot (no live endpoint's relative step)
 
 
@@ -411,7 +412,7 @@ class FastExecutor:
 
     def _done(self, src: np.ndarray, dst: np.ndarray, fstep: np.ndarray, now: float) -> None:
         """Messages from ``src`` to ``dst`` sent at steps ``fstep`` have arrived."""
-        if len(src) <= 8:
+        if len(src) <= _FEW:
             self._few_done(src.tolist(), dst.tolist(), fstep.tolist(), now)
             return
         senders, counts = np.unique(src, return_counts=True)
