@@ -657,9 +657,14 @@ class Rates:
                 found |= more
                 if len(found) >= limit:
                     return None
-                ranked = sorted(more) if len(more) > 1 else more
-                order.extend(ranked)
-                arcs = chain.from_iterable(map(get_arcs, ranked))
+                if len(more) == 1:
+                    (slot,) = more
+                    order.append(slot)
+                    arcs = get_arcs(slot)
+                else:
+                    ranked = sorted(more)
+                    order.extend(ranked)
+                    arcs = chain.from_iterable(map(get_arcs, ranked))
                 extend(arcs if keep is None else filter(keep, arcs))
         return order
 
