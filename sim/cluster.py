@@ -431,13 +431,18 @@ class Cluster:
         with the same latencies and bottlenecks :meth:`path_id` would give them."""
         routes, owners, latency = [], [], []
         lat = self.latency
+        summed: dict[tuple[int, ...], float] = {}  # NCCL's channels on one GPU repeat their routes
         for i, (src, dst) in enumerate(zip(us.tolist(), ud.tolist(), strict=True)):
             if not i & 4095:
                 check_deadline()
             arcs, a, b = self._routed(src, dst)
             routes.append(arcs)
             owners.append((a, b))
-            latency.append(float(lat[arcs].sum()) if arcs else 0.0)
+            key = tuple(arcs)
+            got = summed.get(key)
+            if got is None:
+                got = summed[key] = float(lat[arcs].sum()) if arcs else 0.0
+            latency.append(got)
         width = max((len(r) for r in routes), default=0) or 1
         rows = np.full((len(routes), width), -1, dtype=np.int64)
         for i, arcs in enumerate(routes):

@@ -38,6 +38,7 @@ from .rates import gather_arcs
 __all__ = ["FastExecutor", "Step", "StepProgram", "run_program"]
 
 _MAX_PERIOD = 8  # steady states that repeat every 1..8 steps are recognised
+_FEW = 8  # messages arriving together up to this many are counted in plain Python (_few_done)
 _FINISHED = -(1 << 62)  # a finished endpoint's step in a snapshot (no live endpoint's relative step)
 
 
@@ -411,6 +412,9 @@ class FastExecutor:
 
     def _done(self, src: np.ndarray, dst: np.ndarray, fstep: np.ndarray, now: float) -> None:
         """Messages from ``src`` to ``dst`` sent at steps ``fstep`` have arrived."""
+        if len(src) <= _FEW:
+            self._few_done(src.tolist(), dst.tolist(), fstep.tolist(), now)
+            return
         senders, counts = np.unique(src, return_counts=True)
         self.send_left[senders] -= counts
         self.last[senders] = now
@@ -427,6 +431,35 @@ class FastExecutor:
         start_now = self._complete(ready, now)
         if len(start_now):
             self._begin(start_now, now)
+
+    def _few_done(self, src: list[int], dst: list[int], fstep: list[int], now: float) -> None:
+        """:meth:`_done` for a few messages, counted in plain Python (numpy's per-call cost dominates);
+        the same updates, and the ranks that complete taken in the same (ascending) order."""
+        send_left, recv_left, last, step = self.send_left, self.recv_left, self.last, self.step
+        sent: dict[int, int] = {}
+        for r in src:
+            sent[r] = sent.get(r, 0) + 1
+        for r, k in sent.items():
+            send_left[r] -= k
+            last[r] = now
+        got: dict[int, int] = {}
+        early_dst, early_step = [], []
+        for r, f in zip(dst, fstep, strict=True):
+            if step[r] == f:
+                got[r] = got.get(r, 0) + 1
+            else:
+                early_dst.append(r)
+                early_step.append(f)
+        if early_dst:
+            self._early(np.array(early_dst, dtype=np.int64), np.array(early_step, dtype=np.int64), now)
+        for r, k in got.items():
+            recv_left[r] -= k
+            last[r] = now
+        ready = [r for r in sorted(sent.keys() | got.keys()) if send_left[r] == 0 and recv_left[r] == 0]
+        if ready:
+            start_now = self._complete(np.array(ready, dtype=np.int64), now)
+            if len(start_now):
+                self._begin(start_now, now)
 
     def _one_done(self, src: int, dst: int, fstep: int, now: float) -> None:
         """:meth:`_done` for one message, in scalar operations (numpy's per-call cost dominates when

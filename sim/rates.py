@@ -41,6 +41,7 @@ they depend only on which paths are active, so the cache stays valid.
 from __future__ import annotations
 
 import math
+from array import array
 from collections import Counter
 from collections.abc import Callable
 from itertools import chain
@@ -239,7 +240,7 @@ class Rates:
         self._part_tries = 0
         self._parts_on = _PARTS_MAX > 0
         #: every link direction's rate sum as the last computation left it (None: rebuilt when needed)
-        self._load: list[float] | None = None
+        self._load: array | None = None
         #: the full link directions (and maybe a few that no longer are): the only links along which a
         #: change spreads to other flows (see _solve_part)
         self._full: set[int] = set()
@@ -528,7 +529,7 @@ class Rates:
             np.add.at(load, g_arc, rates[g_flow])
         if self._kept is not None:
             load[~self._kept] = 0.0
-        self._load = load.tolist()
+        self._load = array("d", load.tobytes())  # (a copy, not a list: no Python float made per link)
         if not self._top:
             capacity = self.cluster.capacity
             self._cap = capacity.tolist()
@@ -600,9 +601,9 @@ class Rates:
             if part is None:
                 return None
             rates = self._relaxed(part, path, bound)
-            over = self._commit(part, rates, rate)
+            over, moved, moved_rates = self._commit(part, rates, rate)
             if not over:
-                return part, rates
+                return moved, moved_rates
             self.regrown += 1
             seeds.extend(over)
 
@@ -626,24 +627,27 @@ class Rates:
     def _component(self, new: list[int], seeds: list[int], limit: int, full: set[int] | None) -> list[int] | None:
         """The new flows ``new`` and the active flows joined to them or to ``seeds`` through the links
         ``full`` (None: through every link, whole components), a search over the per-link user sets;
-        None when they are ``limit`` or more."""
+        None when they are ``limit`` or more. (The slots' links are pushed through iterators that run
+        in C: a comprehension per slot costs a call.)"""
         members = self._members
         assert members is not None
-        slot_arcs = self._slot_arcs
+        get_arcs = self._slot_arcs.__getitem__
         if len(new) >= limit:
             return None
         found: set[int] = set(new)
         order: list[int] = list(new)  # the order found in (the same on every run)
         todo = list(seeds)
-        for slot in new:
-            todo.extend(slot_arcs[slot] if full is None else (arc for arc in slot_arcs[slot] if arc in full))
+        pop, extend = todo.pop, todo.extend
+        keep = None if full is None else full.__contains__
+        arcs = chain.from_iterable(map(get_arcs, new))
+        extend(arcs if keep is None else filter(keep, arcs))
         seen: set[int] = set()
-        extend = todo.extend
+        add = seen.add
         while todo:
-            arc = todo.pop()
+            arc = pop()
             if arc in seen:
                 continue
-            seen.add(arc)
+            add(arc)
             users = members[arc]
             if not users:
                 continue
@@ -652,38 +656,54 @@ class Rates:
                 found |= more
                 if len(found) >= limit:
                     return None
-                for slot in sorted(more):
+                if len(more) == 1:
+                    (slot,) = more
                     order.append(slot)
-                    extend(slot_arcs[slot] if full is None else (arc for arc in slot_arcs[slot] if arc in full))
+                    arcs = get_arcs(slot)
+                else:
+                    ranked = sorted(more)
+                    order.extend(ranked)
+                    arcs = chain.from_iterable(map(get_arcs, ranked))
+                extend(arcs if keep is None else filter(keep, arcs))
         return order
 
-    def _commit(self, part: list[int], rates: list[float], rate: np.ndarray) -> list[int]:
+    def _commit(
+        self, part: list[int], rates: list[float], rate: np.ndarray
+    ) -> tuple[list[int], list[int], list[float]]:
         """The links the part's new ``rates`` would overfill (they join the full set; nothing else
         changes), or none: then the loads take the new rates, the part's full links join the full set
-        and the others leave it."""
+        and the others leave it. Returns (those links, the slots whose rate changes, their rates): a
+        flow of the part whose rate stays is not handed to the network again."""
         load, full, top = self._load, self._full, self._top
         assert load is not None
         slot_arcs = self._slot_arcs
         delta: dict[int, float] = {}
+        get = delta.get
         old = rate.take(part).tolist() if len(part) > 4 else [float(rate[slot]) for slot in part]
+        moved: list[int] = []
+        moved_rates: list[float] = []
         for slot, new, was in zip(part, rates, old, strict=True):
-            d = new - was
-            if d:
+            if new != was:
+                moved.append(slot)
+                moved_rates.append(new)
+                d = new - was
                 for arc in slot_arcs[slot]:
-                    delta[arc] = delta.get(arc, 0.0) + d
+                    delta[arc] = get(arc, 0.0) + d
         over = []
+        after: dict[int, float] | None = None
         for arc, d in delta.items():
             if arc not in full and load[arc] + d > top[arc]:
                 # a link shared with flows outside the part: its load counted afresh (no drift)
                 members = self._members
                 assert members is not None
-                after = dict(zip(part, rates, strict=True))
+                if after is None:
+                    after = dict(zip(part, rates, strict=True))
                 exact = math.fsum(after.get(s, float(rate[s])) for s in members[arc])  # type: ignore[union-attr]
                 if exact > top[arc]:
                     over.append(arc)
         if over:
             full.update(over)
-            return over
+            return over, [], []
         brim = self._brim
         for arc, d in delta.items():
             now = load[arc] + d
@@ -692,7 +712,7 @@ class Rates:
                 full.add(arc)
             else:
                 full.discard(arc)  # a link of the full set has all its users in the part
-        return over
+        return over, moved, moved_rates
 
     def _relaxed(self, part: list[int], path: np.ndarray, bound: np.ndarray, whole: bool = False) -> list[float]:
         """Max-min rates of the part's flows over its *inner* links, those whose every user is in the

@@ -172,6 +172,8 @@ class Router:
         the descending arcs that lie on a shortest way down, as (head, arc) sorted by head."""
         if self._unit:
             return self._ancestors_bfs(dst)
+        if self._above_ptr[dst + 1] > self._above_ptr[dst]:
+            return self._ancestors_chained(dst)
         dist = {dst: 0.0}
         heap = [(0.0, dst)]
         above_u, above_w, above_ptr = self._above_u, self._above_w, self._above_ptr
@@ -194,6 +196,53 @@ class Router:
                     down.setdefault(u, []).append((v, self._above_arc[k]))
         for hops in down.values():
             hops.sort()
+        return dist, down
+
+    def _ancestors_chained(self, dst: int) -> tuple[dict[int, float], dict[int, list[tuple[int, int]]]]:
+        """:meth:`_ancestors` of a node with nodes above it, from theirs (kept as destinations of their
+        own): a way down to ``dst`` ends with an arc from one of them, so its distance from ``u`` is the
+        least over them of the arc's weight plus ``u``'s distance to it, and ``u``'s hops down are those
+        of the nodes above that reach that least (the one hop into ``dst`` for a node just above). A
+        GPU's NIC, a NIC's leaf: a copy of a dictionary instead of a search."""
+        above = [
+            (self._above_u[k], self._above_w[k], self._above_arc[k])
+            for k in range(self._above_ptr[dst], self._above_ptr[dst + 1])
+        ]
+        subs = []
+        for p, w, arc in above:
+            anc, down_p = self._cached(p)[:2]  # type: ignore[misc]
+            subs.append((p, w, arc, anc, down_p))
+        if len(subs) == 1:
+            p, w, arc, anc, down_p = subs[0]
+            dist = {u: d + w for u, d in anc.items()}
+            dist[dst] = 0.0
+            down = dict(down_p)
+            down[p] = [(dst, arc)]
+            return dist, down
+        if sum(len(sub[3]) for sub in subs) == len(set().union(*[sub[3] for sub in subs])):
+            # no node above two of them (a GPU's NVSwitch and its NIC): each keeps its own ways down
+            dist, down = {}, {}
+            for p, w, arc, anc, down_p in subs:
+                dist.update({u: d + w for u, d in anc.items()})
+                down.update(down_p)
+                down[p] = [(dst, arc)]
+            dist[dst] = 0.0
+            return dist, down
+        dist = {dst: 0.0}
+        for _, w, _, anc, _ in subs:
+            for u, d in anc.items():
+                nd = d + w
+                got = dist.get(u)
+                if got is None or nd < got:
+                    dist[u] = nd
+        hops: dict[int, set[tuple[int, int]]] = {}
+        for p, w, arc, anc, down_p in subs:
+            for u, d in anc.items():
+                du = dist[u]
+                if abs(d + w - du) <= 1e-9 * max(1.0, du):  # p lies on a shortest way down from u
+                    got = hops.setdefault(u, set())
+                    got.update([(dst, arc)] if u == p else down_p[u])
+        down = {u: sorted(h) for u, h in hops.items()}
         return dist, down
 
     def _ancestors_bfs(self, dst: int) -> tuple[dict[int, float], dict[int, list[tuple[int, int]]]]:
@@ -254,7 +303,7 @@ class Router:
     def _cached(self, dst: int) -> object:
         entry = self._cache.get(dst)
         if entry is None:
-            entry = self._dijkstra(dst) if self.mode == "dijkstra" else (*self._ancestors(dst), {}, {})
+            entry = self._dijkstra(dst) if self.mode == "dijkstra" else (*self._ancestors(dst), {}, {}, {})
             self._cache[dst] = entry
             if len(self._cache) > self._cache_entries:
                 self._cache.popitem(last=False)
@@ -318,13 +367,26 @@ class Router:
     def _route_updown(self, src: int, dst: int) -> list[int]:
         """Climb (up-arcs whose climbing distance matches) until an ancestor of ``dst``, then descend
         along the recorded shortest descending arcs; candidates in head order, as in Dijkstra mode."""
-        anc, down, memo, climbs = self._cached(dst)  # type: ignore[misc]
+        anc, down, memo, climbs, tails = self._cached(dst)  # type: ignore[misc]
+        keyed = self._dest_key is not None  # every hop's pick depends on the destination alone: the
+        # way on from a node is the same whatever the source, and is kept (tails: node -> its arcs)
+        if keyed:
+            got = tails.get(src)
+            if got is not None:
+                return list(got)
         here = self._updown_dist(src, anc, memo)
         if not np.isfinite(here):
             raise RoutingError(f"no route from node {src} to node {dst}")
         arcs: list[int] = []
+        nodes: list[int] = []
         node, hop = src, 0
         while node != dst:
+            if keyed:
+                got = tails.get(node)
+                if got is not None:
+                    arcs.extend(got)
+                    break
+                nodes.append(node)
             if node in anc:
                 choices = down[node]
             else:  # the shortest climbs from a node depend on the node and the destination only: kept
@@ -342,6 +404,8 @@ class Router:
             arcs.append(arc)
             here -= self._out_w_of(arc)
             node, hop = v, hop + 1
+        for i, u in enumerate(nodes):
+            tails[u] = tuple(arcs[i:])
         return arcs
 
     def _out_w_of(self, arc: int) -> float:

@@ -361,3 +361,21 @@ def test_messages_whose_receiver_hears_several_senders_are_not_private(monkeypat
     a, b = both(graph, "allreduce", "halving-doubling", 2**20)
     assert_same(a, b)
     assert made[-1].private == 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "name"),
+    [("hgx:preset=dgx-h100,hosts=4", "ring:channels=16"), ("dgx:hosts=8,hosts_per_leaf=2", "halving-doubling")],
+)
+def test_few_arrivals_counted_in_python_equal_the_numpy_count(spec, name, monkeypatch):
+    """A few messages arriving together are counted in plain Python (_few_done): the same run, bit for
+    bit, as counting every batch in numpy -- early arrivals, ranks completing together included."""
+    import sim.fastpath as fp
+
+    def run():
+        r = simulate(spec, "allreduce", name, "8MiB", engine="fast", gamma=1e-11)
+        return r.time_s, r.events, r.flows
+
+    few = run()
+    monkeypatch.setattr(fp, "_FEW", 0)
+    assert run() == few

@@ -147,3 +147,52 @@ def test_destination_routing_takes_one_spine_per_destination_host_on_every_rail(
     assert hashed.router.dest_key is None
     assert len({_spine_of(hashed, s * per, 0) for s in range(4, 8)}) > 1
     assert Cluster(hgx(2, "oci-bm-gpu-h100-8")).router.dest_key is None
+
+
+def _searched_ancestors(router, dst):
+    """A node's ancestors and shortest descending hops by a plain search from it (no reuse of the
+    nodes above)."""
+    import heapq
+
+    dist = {dst: 0.0}
+    heap = [(0.0, dst)]
+    ptr, up, w, arc = router._above_ptr, router._above_u, router._above_w, router._above_arc
+    while heap:
+        d, v = heapq.heappop(heap)
+        if d > dist[v]:
+            continue
+        for k in range(ptr[v], ptr[v + 1]):
+            nd = d + w[k]
+            if nd < dist.get(up[k], float("inf")):
+                dist[up[k]] = nd
+                heapq.heappush(heap, (nd, up[k]))
+    down: dict[int, list[tuple[int, int]]] = {}
+    for v, dv in dist.items():
+        for k in range(ptr[v], ptr[v + 1]):
+            if abs(dv + w[k] - dist[up[k]]) <= 1e-9 * max(1.0, dist[up[k]]):
+                down.setdefault(up[k], []).append((v, arc[k]))
+    return dist, {u: sorted(h) for u, h in down.items()}
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["hgx:preset=dgx-h100,hosts=40,hosts_per_leaf=8", "hgx:preset=oci-bm-gpu-h100-8,hosts=24,hosts_per_leaf=8"],
+    ids=["destination", "hash"],
+)
+def test_reused_ancestors_and_ways_on_equal_a_search_per_pair(spec):
+    """A node's ancestors taken from the nodes above it, and a destination-keyed route continued from
+    a node another route passed, are what a search from scratch gives: the same nodes, distances, hops
+    and routes."""
+    cl = Cluster(spec)
+    router = cl.router
+    assert router.mode == "updown" and not router._unit
+    for dst in range(router._n):
+        dist, down = router._ancestors(dst)
+        want_dist, want_down = _searched_ancestors(router, dst)
+        assert dist.keys() == want_dist.keys() and down == want_down
+        assert all(abs(dist[u] - want_dist[u]) <= 1e-12 * max(1.0, want_dist[u]) for u in dist)
+    fresh = Cluster(spec).router
+    gpus = [int(v) for v in cl.rank_node]
+    for s, d in itertools.product(gpus[::3], gpus[::5]):
+        fresh._cache.clear()  # nothing kept from other routes
+        assert router.route(s, d) == fresh.route(s, d)

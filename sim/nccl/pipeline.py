@@ -25,6 +25,17 @@ from ..program import Step, StepProgram
 __all__ = ["EndpointData", "Streams", "launchers", "shift"]
 
 
+def _column(values: Any, n: int) -> np.ndarray:
+    """``values`` (a number or ``n`` of them) as ``n`` int64s; np.broadcast_to's checks cost more than
+    the rest of :meth:`Streams.add` (tens of thousands of calls at 16k GPUs)."""
+    got = np.asarray(values, dtype=np.int64)
+    if got.shape == (n,):
+        return got
+    if got.ndim == 0:
+        return np.full(n, got, dtype=np.int64)
+    return np.broadcast_to(got, (n,))
+
+
 class Streams:
     """Messages repeated once per slice (``slices`` of them), each from its own lag on.
 
@@ -56,13 +67,13 @@ class Streams:
             return
         cols = (
             src,
-            np.broadcast_to(np.asarray(dst, dtype=np.int64), (n,)),
+            _column(dst, n),
             np.full(n, float(nbytes)),
             np.full(n, bool(reduce)),
-            np.broadcast_to(np.asarray(lag, dtype=np.int64), (n,)),
-            np.broadcast_to(np.asarray(off, dtype=np.int64), (n,)),
+            _column(lag, n),
+            _column(off, n),
             np.full(n, int(scale), dtype=np.int64),
-            np.broadcast_to(np.asarray(width, dtype=np.int64), (n,)),
+            _column(width, n),
         )
         for store, col in zip(self._cols, cols, strict=True):
             store.append(col)
