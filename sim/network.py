@@ -593,15 +593,17 @@ class Network:
         if not done:
             return False
         done.sort()
-        finished = np.array(done, dtype=np.int64)
         self._nactive -= len(done)
         self._active_arr = None
         self._entries = None
-        self.rates.removed(finished, self._path[finished], self._bound[finished], self._rate[finished])
-        if len(done) <= _SMALL:
+        if len(done) <= _SMALL:  # scalar reads: no array made for a few flows
+            path, bound, rate = self._path.item, self._bound.item, self._rate.item
+            self.rates.removed_few(done, list(map(path, done)), list(map(bound, done)), list(map(rate, done)))
             self._finish_few(done, now)
-        else:
-            self._finish(finished, now)
+            return True
+        finished = np.array(done, dtype=np.int64)
+        self.rates.removed(finished, self._path[finished], self._bound[finished], self._rate[finished])
+        self._finish(finished, now)
         return True
 
     def _start(self, starting: list[Any], now: float) -> bool:
@@ -654,8 +656,7 @@ class Network:
         self._nactive += len(starting)
         self._active_arr = None
         self._entries = None
-        slots = np.array(starting, dtype=np.int64)
-        self.rates.added(slots, path[slots], self._bound[slots])
+        self.rates.added_few(starting, list(map(path.item, starting)), list(map(self._bound.item, starting)))
         return True
 
     def _entries_now(self) -> tuple[np.ndarray, np.ndarray]:

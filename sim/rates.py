@@ -202,7 +202,10 @@ class Rates:
         self.solves = 0
         self.cache_hits = 0
         self.isolated = 0
-        self._users = np.zeros(cluster.num_arcs, dtype=np.int64)
+        #: per-link user counts: a machine-integer array read and written from Python one link at a
+        #: time (a flow alone on its links costs no numpy scalar), with a numpy view for batches
+        self._user_list = array("q", bytes(8 * cluster.num_arcs))
+        self._users = np.frombuffer(self._user_list, dtype=np.int64)
         self._shared = 0  # link directions with two or more flows
         self._fresh: list[np.ndarray] = []  # flows started since the last computation
         #: (paths, rates) of the flows ended since the last computation
@@ -214,6 +217,9 @@ class Rates:
         self._bounded = 0  # active flows with a finite bound (they disable the cache)
         self._key = 0
         self._path_hash = np.zeros(0, dtype=np.uint64)
+        self._narrowest: list[float] = []  # each path's narrowest capacity (see _bottleneck)
+        self._narrowest_table: Any = None  # the path table they were read from
+        self._hash_list: list[int] = []  # the same numbers as Python ints (flows started one by one)
         self._cache: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
         model = cluster.message_model
         #: the link model's capacities that depend on the flows around them (sim.msgmodel), or None
@@ -273,6 +279,59 @@ class Rates:
         self._gone.append((pids, rates.copy()))
         self._use(pids, -1, slots)
         self._bounded -= self._finite(bounds)
+
+    def added_few(self, slots: list[int], pids: list[int], bounds: list[float]) -> None:
+        """:meth:`added` for a few flows given as Python lists: while no per-link sets are kept (no
+        component search since the last batch), no numpy call at all -- the user counts, the key and the
+        bounds are updated one flow at a time. Otherwise the same as :meth:`added` on arrays."""
+        dominance = self._dominance
+        if self._members is not None or self._recount or dominance is None or dominance.version != self._version:
+            self.added(np.array(slots, dtype=np.int64), np.array(pids, dtype=np.int64), np.array(bounds))
+            return
+        if self.cluster.paths.count > dominance.checked:
+            dominance.verify()
+            if dominance.version != self._version:
+                self.added(np.array(slots, dtype=np.int64), np.array(pids, dtype=np.int64), np.array(bounds))
+                return
+        self._key = (self._key + self._hash_few(pids)) % (1 << 64)
+        self._count += len(pids)
+        self._count_few(pids, 1)
+        self._fresh.append(slots)
+        self._bounded += sum(map(math.isfinite, bounds))
+
+    def removed_few(self, slots: list[int], pids: list[int], bounds: list[float], rates: list[float]) -> None:
+        """:meth:`removed` for a few flows given as Python lists (see :meth:`added_few`)."""
+        if self._members is not None or self._recount:
+            self.removed(
+                np.array(slots, dtype=np.int64), np.array(pids, dtype=np.int64), np.array(bounds), np.array(rates)
+            )
+            return
+        self._key = (self._key - self._hash_few(pids)) % (1 << 64)
+        self._gone.append((pids, rates))
+        self._count -= len(pids)
+        self._count_few(pids, -1)
+        self._bounded -= sum(map(math.isfinite, bounds))
+
+    def _hash_few(self, pids: list[int]) -> int:
+        """:meth:`_hash_sum` of a list of path ids, from the numbers as Python ints."""
+        hashes = self._hash_list
+        if max(pids) >= len(hashes):
+            self._hash_of(np.zeros(0, dtype=np.int64))
+            hashes[:] = self._path_hash.tolist()
+        return sum(map(hashes.__getitem__, pids))
+
+    def _count_few(self, pids: list[int], sign: int) -> None:
+        """Add (+1) or remove (-1) a few flows on ``pids`` from the per-link user counts, keeping the
+        count of shared link directions."""
+        users, path_arcs = self._user_list, self._path_arcs
+        shared = 0
+        for pid in pids:
+            arcs = path_arcs[pid] if pid < len(path_arcs) else None
+            for arc in self._arcs_of(pid) if arcs is None else arcs:
+                before = users[arc]
+                users[arc] = before + sign
+                shared += (before + sign >= 2) - (before >= 2)
+        self._shared += shared
 
     def _leave_out(self, dominance: _Dominance) -> None:
         """Follow the links ``dominance`` leaves out now: what was built over the old set is dropped
@@ -344,14 +403,7 @@ class Rates:
             self._shared += shared
             return
         if len(pids) <= 8:  # a few flows: plain Python beats numpy's per-call cost
-            users = self._users
-            shared = 0
-            for pid in pids.tolist():
-                for arc in self._arcs_of(pid):
-                    before = int(users[arc])
-                    users[arc] = before + sign
-                    shared += (before + sign >= 2) - (before >= 2)
-            self._shared += shared
+            self._count_few(pids.tolist(), sign)
             return
         arcs = gather_arcs(paths, pids)[1]
         if self._kept is not None:
@@ -400,8 +452,13 @@ class Rates:
         if self._shared == 0 and self._capacity is None:
             if not self._alone_rates:
                 new = active_slots()  # the last computation left some flows at a shared rate
+            elif fresh and all(type(part) is list for part in fresh):  # flows started one by one
+                few = [slot for part in fresh for slot in part]
+                bottleneck = self._bottleneck(path, few)
+                apply(few, [min(b, float(bound[slot])) for b, slot in zip(bottleneck, few, strict=True)])
+                new = path[:0]
             elif fresh:
-                new = np.concatenate(fresh) if len(fresh) > 1 else fresh[0]
+                new = np.concatenate(fresh) if len(fresh) > 1 else np.asarray(fresh[0], dtype=np.int64)
             else:
                 new = path[:0]
             if len(new):
@@ -412,6 +469,12 @@ class Rates:
             self.isolated += 1
             return
         self._alone_rates = False
+        # (flows started and ended one by one are kept as lists: arrays from here on)
+        fresh = [part if type(part) is not list else np.array(part, dtype=np.int64) for part in fresh]
+        gone = [
+            (pids, rates) if type(pids) is not list else (np.array(pids, dtype=np.int64), np.array(rates, dtype=float))
+            for pids, rates in gone
+        ]
         cacheable = self._bounded == 0
         if cacheable:
             hit = self._cache.get(self._key)
@@ -475,12 +538,22 @@ class Rates:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[self._key] = (keys, rates[first], len(active))
 
+    def _bottleneck(self, path: np.ndarray, slots: list[int]) -> list[float]:
+        """The narrowest capacity on each slot's path, as Python floats (kept per path as a list)."""
+        paths = self.cluster.paths
+        narrowest = self._narrowest
+        pids = [int(path[slot]) for slot in slots]
+        if max(pids) >= len(narrowest) or paths is not self._narrowest_table:  # (a path's own never changes)
+            narrowest = self._narrowest = paths.bottleneck[: paths.count].tolist()
+            self._narrowest_table = paths
+        return [narrowest[pid] for pid in pids]
+
     def _count_users(self, pids: np.ndarray) -> None:
         """The per-link user counts from scratch, from the paths of the active flows."""
         arcs = gather_arcs(self.cluster.paths, pids)[1]
         if self._kept is not None:
             arcs = arcs[self._kept[arcs]]
-        self._users = np.bincount(arcs, minlength=self.cluster.num_arcs).astype(np.int64)
+        self._users[:] = np.bincount(arcs, minlength=self.cluster.num_arcs)
         self._shared = int((self._users >= 2).sum())
         self._recount = False
 
