@@ -27,6 +27,7 @@ is shared, cached by the multiset of active paths).
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -580,14 +581,15 @@ class Network:
         cut = now * (1 + _TIME_RTOL) + 1e-300
         if not heap or heap[0] > cut:
             return False
-        is_active, due, due_at = self._is_active, self._due, self._due_at
+        is_active, due_at = self._is_active, self._due_at
+        active, due = is_active.item, self._due.item  # (scalar reads: Python numbers)
         done = []
         while heap and heap[0] <= cut:
             when = heapq.heappop(heap)
             bucket = due_at.pop(when)
             self._due_entries -= len(bucket)
             for slot in bucket:
-                if is_active[slot] and due[slot] == when:
+                if active(slot) and due(slot) == when:
                     is_active[slot] = False  # an entry pushed twice completes its flow once
                     done.append(slot)
         if not done:
@@ -640,8 +642,9 @@ class Network:
 
     def _start_few(self, starting: list[int], now: float) -> bool:
         """:meth:`_start` for a few single sends, in scalar operations."""
-        remaining, path, length = self._remaining, self._path, self.cluster.paths.length
-        instant = [slot for slot in starting if remaining[slot] <= 0 or length[path[slot]] == 0]
+        remaining, path, length = self._remaining.item, self._path, self.cluster.paths.length.item
+        path_of = path.item
+        instant = [slot for slot in starting if remaining(slot) <= 0 or length(path_of(slot)) == 0]
         if instant:
             self._finish_few(instant, now)
             starting = [slot for slot in starting if slot not in instant]
@@ -656,7 +659,7 @@ class Network:
         self._nactive += len(starting)
         self._active_arr = None
         self._entries = None
-        self.rates.added_few(starting, list(map(path.item, starting)), list(map(self._bound.item, starting)))
+        self.rates.added_few(starting, list(map(path_of, starting)), list(map(self._bound.item, starting)))
         return True
 
     def _entries_now(self) -> tuple[np.ndarray, np.ndarray]:
@@ -682,16 +685,17 @@ class Network:
             slots, rates = slots.tolist(), rates.tolist()  # type: ignore[union-attr]
         if isinstance(slots, list):
             rate, left, t_set, due = self._rate, self._remaining, self._t_set, self._due
+            rate_of, left_of, t_set_of = rate.item, left.item, t_set.item
             heap, due_at = self._heap, self._due_at
             for slot, new in zip(slots, rates, strict=True):
-                old = float(rate[slot])
+                old = rate_of(slot)
                 if old == new:
                     continue
-                remaining = float(left[slot]) - old * (now - float(t_set[slot]))
+                remaining = left_of(slot) - old * (now - t_set_of(slot))
                 left[slot] = remaining
                 t_set[slot] = now
                 rate[slot] = new
-                when = now + remaining / new if new > 0 else np.inf
+                when = now + remaining / new if new > 0 else math.inf
                 due[slot] = when
                 bucket = due_at.get(when)
                 if bucket is None:
@@ -779,12 +783,12 @@ class Network:
     def _schedule_next(self, now: float) -> None:
         when = np.inf
         heap, due_at = self._heap, self._due_at
-        is_active, due = self._is_active, self._due
+        is_active, due = self._is_active.item, self._due.item
         while heap:
             top = heap[0]
             bucket = due_at[top]
             for slot in bucket:
-                if is_active[slot] and due[slot] == top:
+                if is_active(slot) and due(slot) == top:
                     break
             else:
                 heapq.heappop(heap)  # every slot due then is stale
@@ -849,8 +853,8 @@ class Network:
     def _finish_few(self, slots: list[int], now: float) -> None:
         """:meth:`_finish` for a few flows of no owner, in scalar operations, in the same order (bytes
         booked slot by slot, transfer groups by id, then single sends slot by slot)."""
-        owner = self._owner
-        if self._owners and any(owner[slot] >= 0 for slot in slots):
+        owner = self._owner.item
+        if self._owners and any(owner(slot) >= 0 for slot in slots):
             self._finish(np.array(slots, dtype=np.int64), now)
             return
         path, nbytes, rate, gid_of = self._path, self._bytes, self._rate, self._gid
@@ -860,11 +864,12 @@ class Network:
             grown[: len(self._path_bytes)] = self._path_bytes
             self._path_bytes = grown
         path_bytes = self._path_bytes
+        path_of, nbytes_of, gid_item = path.item, nbytes.item, gid_of.item
         grouped: dict[int, int] = {}
         for slot in slots:
-            path_bytes[path[slot]] += nbytes[slot]
+            path_bytes[path_of(slot)] += nbytes_of(slot)
             rate[slot] = 0.0
-            gid = int(gid_of[slot])
+            gid = gid_item(slot)
             if gid >= 0:
                 grouped[gid] = grouped.get(gid, 0) + 1
                 gid_of[slot] = -1

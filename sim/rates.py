@@ -283,33 +283,23 @@ class Rates:
     def added_few(self, slots: list[int], pids: list[int], bounds: list[float]) -> None:
         """:meth:`added` for a few flows given as Python lists: while no per-link sets are kept (no
         component search since the last batch), no numpy call at all -- the user counts, the key and the
-        bounds are updated one flow at a time. Otherwise the same as :meth:`added` on arrays."""
+        bounds are updated one flow at a time, and so are the per-link sets while they are kept."""
         dominance = self._dominance
-        if self._members is not None or self._recount or dominance is None or dominance.version != self._version:
-            self.added(np.array(slots, dtype=np.int64), np.array(pids, dtype=np.int64), np.array(bounds))
-            return
-        if self.cluster.paths.count > dominance.checked:
-            dominance.verify()
+        if dominance is not None:
+            if self.cluster.paths.count > dominance.checked:
+                dominance.verify()
             if dominance.version != self._version:
-                self.added(np.array(slots, dtype=np.int64), np.array(pids, dtype=np.int64), np.array(bounds))
-                return
+                self._leave_out(dominance)
         self._key = (self._key + self._hash_few(pids)) % (1 << 64)
-        self._count += len(pids)
-        self._count_few(pids, 1)
+        self._use(pids, +1, slots)
         self._fresh.append(slots)
         self._bounded += sum(map(math.isfinite, bounds))
 
     def removed_few(self, slots: list[int], pids: list[int], bounds: list[float], rates: list[float]) -> None:
         """:meth:`removed` for a few flows given as Python lists (see :meth:`added_few`)."""
-        if self._members is not None or self._recount:
-            self.removed(
-                np.array(slots, dtype=np.int64), np.array(pids, dtype=np.int64), np.array(bounds), np.array(rates)
-            )
-            return
         self._key = (self._key - self._hash_few(pids)) % (1 << 64)
         self._gone.append((pids, rates))
-        self._count -= len(pids)
-        self._count_few(pids, -1)
+        self._use(pids, -1, slots)
         self._bounded -= sum(map(math.isfinite, bounds))
 
     def _hash_few(self, pids: list[int]) -> int:
@@ -372,9 +362,10 @@ class Rates:
             got = arcs[pid] = tuple(crossed.tolist())
         return got
 
-    def _use(self, pids: np.ndarray, sign: int, slots: np.ndarray) -> None:
-        """Add (+1) or remove (-1) flows ``slots`` on ``pids`` from the per-link user counts (and, while
-        components are re-solved one by one, from the per-link sets of users)."""
+    def _use(self, pids: np.ndarray | list[int], sign: int, slots: np.ndarray | list[int]) -> None:
+        """Add (+1) or remove (-1) flows ``slots`` on ``pids`` (arrays, or a few flows as lists) from the
+        per-link user counts (and, while components are re-solved one by one, from the per-link sets of
+        users)."""
         paths = self.cluster.paths
         self._count += sign * len(pids)
         if self._recount:
@@ -390,17 +381,21 @@ class Rates:
         if members is not None:
             # the per-link sets; the shared links counted from their sizes (the user counts are not
             # kept meanwhile: see the drop above)
+            few = type(slots) is list
             if sign > 0:
-                self._shared += self._enter(members, slots, pids)
+                self._shared += self._enter(members, slots if few else slots.tolist(), pids if few else pids.tolist())
                 return
             slot_arcs = self._slot_arcs
             shared = 0
-            for slot in slots.tolist():
+            for slot in slots if few else slots.tolist():
                 for arc in slot_arcs[slot]:
                     group = members[arc]
                     group.discard(slot)  # type: ignore[union-attr]
                     shared -= len(group) == 1  # type: ignore[arg-type]
             self._shared += shared
+            return
+        if type(pids) is list:
+            self._count_few(pids, sign)
             return
         if len(pids) <= 8:  # a few flows: plain Python beats numpy's per-call cost
             self._count_few(pids.tolist(), sign)
@@ -560,14 +555,14 @@ class Rates:
     def _rebuild(self, active: np.ndarray, path: np.ndarray) -> None:
         """The per-link sets of active flows, from scratch."""
         members: list[set[int] | None] = [None] * self.cluster.num_arcs
-        self._enter(members, active, path[active])  # the shared links are counted already
+        self._enter(members, active.tolist(), path[active].tolist())  # the shared links are counted already
         self._members = members
 
-    def _enter(self, members: list[set[int] | None], slots: np.ndarray, pids: np.ndarray) -> int:
+    def _enter(self, members: list[set[int] | None], slots: list[int], pids: list[int]) -> int:
         """Put flows ``slots`` (on paths ``pids``) into the per-link sets ``members``; returns how many
         links they made shared."""
         slot_arcs, slot_pid = self._slot_arcs, self._slot_pid
-        top = int(slots.max()) + 1 if len(slots) else 0
+        top = max(slots) + 1 if slots else 0
         if top > len(slot_arcs):
             slot_arcs.extend([()] * (top - len(slot_arcs)))
             slot_pid.extend([-1] * (top - len(slot_pid)))
@@ -576,7 +571,7 @@ class Rates:
             path_arcs.extend([None] * (self.cluster.paths.count - len(path_arcs)))
         arcs_of = self._arcs_of
         shared = 0
-        for slot, pid in zip(slots.tolist(), pids.tolist(), strict=True):
+        for slot, pid in zip(slots, pids, strict=True):
             arcs = path_arcs[pid]
             if arcs is None:
                 arcs = arcs_of(pid)
