@@ -600,7 +600,7 @@ class Network:
         self._entries = None
         if len(done) <= _SMALL:  # scalar reads: no array made for a few flows
             path, bound, rate = self._path.item, self._bound.item, self._rate.item
-            self.rates.removed_few(done, list(map(path, done)), list(map(bound, done)), list(map(rate, done)))
+            self.rates.removed(done, list(map(path, done)), list(map(bound, done)), list(map(rate, done)))
             self._finish_few(done, now)
             return True
         finished = np.array(done, dtype=np.int64)
@@ -659,7 +659,7 @@ class Network:
         self._nactive += len(starting)
         self._active_arr = None
         self._entries = None
-        self.rates.added_few(starting, list(map(path_of, starting)), list(map(self._bound.item, starting)))
+        self.rates.added(starting, list(map(path_of, starting)), list(map(self._bound.item, starting)))
         return True
 
     def _entries_now(self) -> tuple[np.ndarray, np.ndarray]:

@@ -5,7 +5,9 @@ asked (:meth:`Rates.compute`), sets every active flow's rate:
 
 * **alone on its links** -- while no link direction carries two flows, every flow is a max-min component
   of its own and drains at its path's narrowest capacity (or its own bound); the flows already running
-  keep their rates and only the new ones need one. Per-link user counts are kept as flows come and go.
+  keep their rates and only the new ones need one. Per-link user counts are kept as flows come and go
+  (in a machine-integer array read from Python: flows that start and end a few at a time come as Python
+  lists, and while no link is shared a wake-up makes no numpy call here).
 * **a solution seen before** -- max-min rates depend only on which paths are active (flows on the same
   path get the same rate), so solutions are cached by the multiset of active paths (a sum of fixed
   64-bit numbers per path, updated as flows come and go, checked against the path list on a hit). A
@@ -260,8 +262,10 @@ class Rates:
         self._spills = 0  # changes whose whole components were that big
 
     # ------------------------------------------------------------------ bookkeeping
-    def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
-        """Flows ``slots`` (on paths ``pids``, with rate bounds ``bounds``) started draining."""
+    def added(self, slots: Any, pids: Any, bounds: Any) -> None:
+        """Flows ``slots`` (on paths ``pids``, with rate bounds ``bounds``) started draining: numpy arrays,
+        or Python lists for a few flows (started one by one: no numpy call then while no link is shared,
+        the user counts, the key and the bounds taken one flow at a time)."""
         dominance = self._dominance
         if dominance is not None:
             if self.cluster.paths.count > dominance.checked:
@@ -273,55 +277,12 @@ class Rates:
         self._fresh.append(slots)
         self._bounded += self._finite(bounds)
 
-    def removed(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray, rates: np.ndarray) -> None:
-        """Flows ``slots`` on paths ``pids``, at rates ``rates``, ended."""
+    def removed(self, slots: Any, pids: Any, bounds: Any, rates: Any) -> None:
+        """Flows ``slots`` on paths ``pids``, at rates ``rates``, ended (arrays, or lists: see :meth:`added`)."""
         self._key = (self._key - self._hash_sum(pids)) % (1 << 64)
-        self._gone.append((pids, rates.copy()))
+        self._gone.append((pids, rates if type(rates) is list else rates.copy()))
         self._use(pids, -1, slots)
         self._bounded -= self._finite(bounds)
-
-    def added_few(self, slots: list[int], pids: list[int], bounds: list[float]) -> None:
-        """:meth:`added` for a few flows given as Python lists: while no per-link sets are kept (no
-        component search since the last batch), no numpy call at all -- the user counts, the key and the
-        bounds are updated one flow at a time, and so are the per-link sets while they are kept."""
-        dominance = self._dominance
-        if dominance is not None:
-            if self.cluster.paths.count > dominance.checked:
-                dominance.verify()
-            if dominance.version != self._version:
-                self._leave_out(dominance)
-        self._key = (self._key + self._hash_few(pids)) % (1 << 64)
-        self._use(pids, +1, slots)
-        self._fresh.append(slots)
-        self._bounded += sum(map(math.isfinite, bounds))
-
-    def removed_few(self, slots: list[int], pids: list[int], bounds: list[float], rates: list[float]) -> None:
-        """:meth:`removed` for a few flows given as Python lists (see :meth:`added_few`)."""
-        self._key = (self._key - self._hash_few(pids)) % (1 << 64)
-        self._gone.append((pids, rates))
-        self._use(pids, -1, slots)
-        self._bounded -= sum(map(math.isfinite, bounds))
-
-    def _hash_few(self, pids: list[int]) -> int:
-        """:meth:`_hash_sum` of a list of path ids, from the numbers as Python ints."""
-        hashes = self._hash_list
-        if max(pids) >= len(hashes):
-            self._hash_of(np.zeros(0, dtype=np.int64))
-            hashes[:] = self._path_hash.tolist()
-        return sum(map(hashes.__getitem__, pids))
-
-    def _count_few(self, pids: list[int], sign: int) -> None:
-        """Add (+1) or remove (-1) a few flows on ``pids`` from the per-link user counts, keeping the
-        count of shared link directions."""
-        users, path_arcs = self._user_list, self._path_arcs
-        shared = 0
-        for pid in pids:
-            arcs = path_arcs[pid] if pid < len(path_arcs) else None
-            for arc in self._arcs_of(pid) if arcs is None else arcs:
-                before = users[arc]
-                users[arc] = before + sign
-                shared += (before + sign >= 2) - (before >= 2)
-        self._shared += shared
 
     def _leave_out(self, dominance: _Dominance) -> None:
         """Follow the links ``dominance`` leaves out now: what was built over the old set is dropped
@@ -334,15 +295,23 @@ class Rates:
         self._parts.clear()
         self._load = None  # loads and full links taken again over the links now kept
 
-    def _hash_sum(self, pids: np.ndarray) -> int:
-        """The paths' numbers summed (a flow at a time in scalar operations: numpy's per-call cost
-        dominates when flows start and end one by one)."""
+    def _hash_sum(self, pids: Any) -> int:
+        """The paths' numbers summed (a few flows in scalar operations: numpy's per-call cost dominates
+        when flows start and end one by one; a list of path ids from Python ints kept per path)."""
+        if type(pids) is list:
+            hashes = self._hash_list
+            if max(pids) >= len(hashes):
+                self._hash_of(np.zeros(0, dtype=np.int64))
+                hashes[:] = self._path_hash.tolist()
+            return sum(map(hashes.__getitem__, pids))  # the caller takes it mod 2**64
         if len(pids) <= 16:
-            return sum(self._hash_of(pids).tolist())  # the caller takes it mod 2**64
+            return sum(self._hash_of(pids).tolist())
         return int(self._hash_of(pids).sum(dtype=np.uint64))
 
     @staticmethod
-    def _finite(bounds: np.ndarray) -> int:
+    def _finite(bounds: Any) -> int:
+        if type(bounds) is list:
+            return sum(map(math.isfinite, bounds))
         if len(bounds) <= 16:
             return sum(map(math.isfinite, bounds.tolist()))
         return int(np.count_nonzero(np.isfinite(bounds)))
@@ -410,6 +379,19 @@ class Rates:
         after = before + sign * count
         self._users[uniq] = after
         self._shared += int(((after >= 2) & (before < 2)).sum()) - int(((before >= 2) & (after < 2)).sum())
+
+    def _count_few(self, pids: list[int], sign: int) -> None:
+        """Add (+1) or remove (-1) a few flows on ``pids`` from the per-link user counts, keeping the
+        count of shared link directions."""
+        users, path_arcs = self._user_list, self._path_arcs
+        shared = 0
+        for pid in pids:
+            arcs = path_arcs[pid] if pid < len(path_arcs) else None
+            for arc in self._arcs_of(pid) if arcs is None else arcs:
+                before = users[arc]
+                users[arc] = before + sign
+                shared += (before + sign >= 2) - (before >= 2)
+        self._shared += shared
 
     def _hash_of(self, pids: np.ndarray) -> np.ndarray:
         """A fixed pseudo-random 64-bit number per path id (the same on every run)."""
