@@ -27,7 +27,6 @@ is shared, cached by the multiset of active paths).
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -581,31 +580,28 @@ class Network:
         cut = now * (1 + _TIME_RTOL) + 1e-300
         if not heap or heap[0] > cut:
             return False
-        is_active, due_at = self._is_active, self._due_at
-        active, due = is_active.item, self._due.item  # (scalar reads: Python numbers)
+        is_active, due, due_at = self._is_active, self._due, self._due_at
         done = []
         while heap and heap[0] <= cut:
             when = heapq.heappop(heap)
             bucket = due_at.pop(when)
             self._due_entries -= len(bucket)
             for slot in bucket:
-                if active(slot) and due(slot) == when:
+                if is_active[slot] and due[slot] == when:
                     is_active[slot] = False  # an entry pushed twice completes its flow once
                     done.append(slot)
         if not done:
             return False
         done.sort()
+        finished = np.array(done, dtype=np.int64)
         self._nactive -= len(done)
         self._active_arr = None
         self._entries = None
-        if len(done) <= _SMALL:  # scalar reads: no array made for a few flows
-            path, bound, rate = self._path.item, self._bound.item, self._rate.item
-            self.rates.removed(done, list(map(path, done)), list(map(bound, done)), list(map(rate, done)))
-            self._finish_few(done, now)
-            return True
-        finished = np.array(done, dtype=np.int64)
         self.rates.removed(finished, self._path[finished], self._bound[finished], self._rate[finished])
-        self._finish(finished, now)
+        if len(done) <= _SMALL:
+            self._finish_few(done, now)
+        else:
+            self._finish(finished, now)
         return True
 
     def _start(self, starting: list[Any], now: float) -> bool:
@@ -642,9 +638,8 @@ class Network:
 
     def _start_few(self, starting: list[int], now: float) -> bool:
         """:meth:`_start` for a few single sends, in scalar operations."""
-        remaining, path, length = self._remaining.item, self._path, self.cluster.paths.length.item
-        path_of = path.item
-        instant = [slot for slot in starting if remaining(slot) <= 0 or length(path_of(slot)) == 0]
+        remaining, path, length = self._remaining, self._path, self.cluster.paths.length
+        instant = [slot for slot in starting if remaining[slot] <= 0 or length[path[slot]] == 0]
         if instant:
             self._finish_few(instant, now)
             starting = [slot for slot in starting if slot not in instant]
@@ -659,7 +654,8 @@ class Network:
         self._nactive += len(starting)
         self._active_arr = None
         self._entries = None
-        self.rates.added(starting, list(map(path_of, starting)), list(map(self._bound.item, starting)))
+        slots = np.array(starting, dtype=np.int64)
+        self.rates.added(slots, path[slots], self._bound[slots])
         return True
 
     def _entries_now(self) -> tuple[np.ndarray, np.ndarray]:
@@ -685,17 +681,16 @@ class Network:
             slots, rates = slots.tolist(), rates.tolist()  # type: ignore[union-attr]
         if isinstance(slots, list):
             rate, left, t_set, due = self._rate, self._remaining, self._t_set, self._due
-            rate_of, left_of, t_set_of = rate.item, left.item, t_set.item
             heap, due_at = self._heap, self._due_at
             for slot, new in zip(slots, rates, strict=True):
-                old = rate_of(slot)
+                old = float(rate[slot])
                 if old == new:
                     continue
-                remaining = left_of(slot) - old * (now - t_set_of(slot))
+                remaining = float(left[slot]) - old * (now - float(t_set[slot]))
                 left[slot] = remaining
                 t_set[slot] = now
                 rate[slot] = new
-                when = now + remaining / new if new > 0 else math.inf
+                when = now + remaining / new if new > 0 else np.inf
                 due[slot] = when
                 bucket = due_at.get(when)
                 if bucket is None:
@@ -783,12 +778,12 @@ class Network:
     def _schedule_next(self, now: float) -> None:
         when = np.inf
         heap, due_at = self._heap, self._due_at
-        is_active, due = self._is_active.item, self._due.item
+        is_active, due = self._is_active, self._due
         while heap:
             top = heap[0]
             bucket = due_at[top]
             for slot in bucket:
-                if is_active(slot) and due(slot) == top:
+                if is_active[slot] and due[slot] == top:
                     break
             else:
                 heapq.heappop(heap)  # every slot due then is stale
@@ -853,8 +848,8 @@ class Network:
     def _finish_few(self, slots: list[int], now: float) -> None:
         """:meth:`_finish` for a few flows of no owner, in scalar operations, in the same order (bytes
         booked slot by slot, transfer groups by id, then single sends slot by slot)."""
-        owner = self._owner.item
-        if self._owners and any(owner(slot) >= 0 for slot in slots):
+        owner = self._owner
+        if self._owners and any(owner[slot] >= 0 for slot in slots):
             self._finish(np.array(slots, dtype=np.int64), now)
             return
         path, nbytes, rate, gid_of = self._path, self._bytes, self._rate, self._gid
@@ -864,12 +859,11 @@ class Network:
             grown[: len(self._path_bytes)] = self._path_bytes
             self._path_bytes = grown
         path_bytes = self._path_bytes
-        path_of, nbytes_of, gid_item = path.item, nbytes.item, gid_of.item
         grouped: dict[int, int] = {}
         for slot in slots:
-            path_bytes[path_of(slot)] += nbytes_of(slot)
+            path_bytes[path[slot]] += nbytes[slot]
             rate[slot] = 0.0
-            gid = gid_item(slot)
+            gid = int(gid_of[slot])
             if gid >= 0:
                 grouped[gid] = grouped.get(gid, 0) + 1
                 gid_of[slot] = -1

@@ -5,9 +5,7 @@ asked (:meth:`Rates.compute`), sets every active flow's rate:
 
 * **alone on its links** -- while no link direction carries two flows, every flow is a max-min component
   of its own and drains at its path's narrowest capacity (or its own bound); the flows already running
-  keep their rates and only the new ones need one. Per-link user counts are kept as flows come and go
-  (in a machine-integer array read from Python: flows that start and end a few at a time come as Python
-  lists, and while no link is shared a wake-up makes no numpy call here).
+  keep their rates and only the new ones need one. Per-link user counts are kept as flows come and go.
 * **a solution seen before** -- max-min rates depend only on which paths are active (flows on the same
   path get the same rate), so solutions are cached by the multiset of active paths (a sum of fixed
   64-bit numbers per path, updated as flows come and go, checked against the path list on a hit). A
@@ -204,10 +202,7 @@ class Rates:
         self.solves = 0
         self.cache_hits = 0
         self.isolated = 0
-        #: per-link user counts: a machine-integer array read and written from Python one link at a
-        #: time (a flow alone on its links costs no numpy scalar), with a numpy view for batches
-        self._user_list = array("q", bytes(8 * cluster.num_arcs))
-        self._users = np.frombuffer(self._user_list, dtype=np.int64)
+        self._users = np.zeros(cluster.num_arcs, dtype=np.int64)
         self._shared = 0  # link directions with two or more flows
         self._fresh: list[np.ndarray] = []  # flows started since the last computation
         #: (paths, rates) of the flows ended since the last computation
@@ -219,9 +214,6 @@ class Rates:
         self._bounded = 0  # active flows with a finite bound (they disable the cache)
         self._key = 0
         self._path_hash = np.zeros(0, dtype=np.uint64)
-        self._narrowest: list[float] = []  # each path's narrowest capacity (see _bottleneck)
-        self._narrowest_table: Any = None  # the path table they were read from
-        self._hash_list: list[int] = []  # the same numbers as Python ints (flows started one by one)
         self._cache: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
         model = cluster.message_model
         #: the link model's capacities that depend on the flows around them (sim.msgmodel), or None
@@ -262,10 +254,8 @@ class Rates:
         self._spills = 0  # changes whose whole components were that big
 
     # ------------------------------------------------------------------ bookkeeping
-    def added(self, slots: Any, pids: Any, bounds: Any) -> None:
-        """Flows ``slots`` (on paths ``pids``, with rate bounds ``bounds``) started draining: numpy arrays,
-        or Python lists for a few flows (started one by one: no numpy call then while no link is shared,
-        the user counts, the key and the bounds taken one flow at a time)."""
+    def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
+        """Flows ``slots`` (on paths ``pids``, with rate bounds ``bounds``) started draining."""
         dominance = self._dominance
         if dominance is not None:
             if self.cluster.paths.count > dominance.checked:
@@ -277,10 +267,10 @@ class Rates:
         self._fresh.append(slots)
         self._bounded += self._finite(bounds)
 
-    def removed(self, slots: Any, pids: Any, bounds: Any, rates: Any) -> None:
-        """Flows ``slots`` on paths ``pids``, at rates ``rates``, ended (arrays, or lists: see :meth:`added`)."""
+    def removed(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray, rates: np.ndarray) -> None:
+        """Flows ``slots`` on paths ``pids``, at rates ``rates``, ended."""
         self._key = (self._key - self._hash_sum(pids)) % (1 << 64)
-        self._gone.append((pids, rates if type(rates) is list else rates.copy()))
+        self._gone.append((pids, rates.copy()))
         self._use(pids, -1, slots)
         self._bounded -= self._finite(bounds)
 
@@ -295,23 +285,15 @@ class Rates:
         self._parts.clear()
         self._load = None  # loads and full links taken again over the links now kept
 
-    def _hash_sum(self, pids: Any) -> int:
-        """The paths' numbers summed (a few flows in scalar operations: numpy's per-call cost dominates
-        when flows start and end one by one; a list of path ids from Python ints kept per path)."""
-        if type(pids) is list:
-            hashes = self._hash_list
-            if max(pids) >= len(hashes):
-                self._hash_of(np.zeros(0, dtype=np.int64))
-                hashes[:] = self._path_hash.tolist()
-            return sum(map(hashes.__getitem__, pids))  # the caller takes it mod 2**64
+    def _hash_sum(self, pids: np.ndarray) -> int:
+        """The paths' numbers summed (a flow at a time in scalar operations: numpy's per-call cost
+        dominates when flows start and end one by one)."""
         if len(pids) <= 16:
-            return sum(self._hash_of(pids).tolist())
+            return sum(self._hash_of(pids).tolist())  # the caller takes it mod 2**64
         return int(self._hash_of(pids).sum(dtype=np.uint64))
 
     @staticmethod
-    def _finite(bounds: Any) -> int:
-        if type(bounds) is list:
-            return sum(map(math.isfinite, bounds))
+    def _finite(bounds: np.ndarray) -> int:
         if len(bounds) <= 16:
             return sum(map(math.isfinite, bounds.tolist()))
         return int(np.count_nonzero(np.isfinite(bounds)))
@@ -331,10 +313,9 @@ class Rates:
             got = arcs[pid] = tuple(crossed.tolist())
         return got
 
-    def _use(self, pids: np.ndarray | list[int], sign: int, slots: np.ndarray | list[int]) -> None:
-        """Add (+1) or remove (-1) flows ``slots`` on ``pids`` (arrays, or a few flows as lists) from the
-        per-link user counts (and, while components are re-solved one by one, from the per-link sets of
-        users)."""
+    def _use(self, pids: np.ndarray, sign: int, slots: np.ndarray) -> None:
+        """Add (+1) or remove (-1) flows ``slots`` on ``pids`` from the per-link user counts (and, while
+        components are re-solved one by one, from the per-link sets of users)."""
         paths = self.cluster.paths
         self._count += sign * len(pids)
         if self._recount:
@@ -350,24 +331,27 @@ class Rates:
         if members is not None:
             # the per-link sets; the shared links counted from their sizes (the user counts are not
             # kept meanwhile: see the drop above)
-            few = type(slots) is list
             if sign > 0:
-                self._shared += self._enter(members, slots if few else slots.tolist(), pids if few else pids.tolist())
+                self._shared += self._enter(members, slots, pids)
                 return
             slot_arcs = self._slot_arcs
             shared = 0
-            for slot in slots if few else slots.tolist():
+            for slot in slots.tolist():
                 for arc in slot_arcs[slot]:
                     group = members[arc]
                     group.discard(slot)  # type: ignore[union-attr]
                     shared -= len(group) == 1  # type: ignore[arg-type]
             self._shared += shared
             return
-        if type(pids) is list:
-            self._count_few(pids, sign)
-            return
         if len(pids) <= 8:  # a few flows: plain Python beats numpy's per-call cost
-            self._count_few(pids.tolist(), sign)
+            users = self._users
+            shared = 0
+            for pid in pids.tolist():
+                for arc in self._arcs_of(pid):
+                    before = int(users[arc])
+                    users[arc] = before + sign
+                    shared += (before + sign >= 2) - (before >= 2)
+            self._shared += shared
             return
         arcs = gather_arcs(paths, pids)[1]
         if self._kept is not None:
@@ -379,19 +363,6 @@ class Rates:
         after = before + sign * count
         self._users[uniq] = after
         self._shared += int(((after >= 2) & (before < 2)).sum()) - int(((before >= 2) & (after < 2)).sum())
-
-    def _count_few(self, pids: list[int], sign: int) -> None:
-        """Add (+1) or remove (-1) a few flows on ``pids`` from the per-link user counts, keeping the
-        count of shared link directions."""
-        users, path_arcs = self._user_list, self._path_arcs
-        shared = 0
-        for pid in pids:
-            arcs = path_arcs[pid] if pid < len(path_arcs) else None
-            for arc in self._arcs_of(pid) if arcs is None else arcs:
-                before = users[arc]
-                users[arc] = before + sign
-                shared += (before + sign >= 2) - (before >= 2)
-        self._shared += shared
 
     def _hash_of(self, pids: np.ndarray) -> np.ndarray:
         """A fixed pseudo-random 64-bit number per path id (the same on every run)."""
@@ -429,13 +400,8 @@ class Rates:
         if self._shared == 0 and self._capacity is None:
             if not self._alone_rates:
                 new = active_slots()  # the last computation left some flows at a shared rate
-            elif fresh and all(type(part) is list for part in fresh):  # flows started one by one
-                few = [slot for part in fresh for slot in part]
-                bottleneck = self._bottleneck(path, few)
-                apply(few, [min(b, float(bound[slot])) for b, slot in zip(bottleneck, few, strict=True)])
-                new = path[:0]
             elif fresh:
-                new = np.concatenate(fresh) if len(fresh) > 1 else np.asarray(fresh[0], dtype=np.int64)
+                new = np.concatenate(fresh) if len(fresh) > 1 else fresh[0]
             else:
                 new = path[:0]
             if len(new):
@@ -446,12 +412,6 @@ class Rates:
             self.isolated += 1
             return
         self._alone_rates = False
-        # (flows started and ended one by one are kept as lists: arrays from here on)
-        fresh = [part if type(part) is not list else np.array(part, dtype=np.int64) for part in fresh]
-        gone = [
-            (pids, rates) if type(pids) is not list else (np.array(pids, dtype=np.int64), np.array(rates, dtype=float))
-            for pids, rates in gone
-        ]
         cacheable = self._bounded == 0
         if cacheable:
             hit = self._cache.get(self._key)
@@ -515,36 +475,26 @@ class Rates:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[self._key] = (keys, rates[first], len(active))
 
-    def _bottleneck(self, path: np.ndarray, slots: list[int]) -> list[float]:
-        """The narrowest capacity on each slot's path, as Python floats (kept per path as a list)."""
-        paths = self.cluster.paths
-        narrowest = self._narrowest
-        pids = [int(path[slot]) for slot in slots]
-        if max(pids) >= len(narrowest) or paths is not self._narrowest_table:  # (a path's own never changes)
-            narrowest = self._narrowest = paths.bottleneck[: paths.count].tolist()
-            self._narrowest_table = paths
-        return [narrowest[pid] for pid in pids]
-
     def _count_users(self, pids: np.ndarray) -> None:
         """The per-link user counts from scratch, from the paths of the active flows."""
         arcs = gather_arcs(self.cluster.paths, pids)[1]
         if self._kept is not None:
             arcs = arcs[self._kept[arcs]]
-        self._users[:] = np.bincount(arcs, minlength=self.cluster.num_arcs)
+        self._users = np.bincount(arcs, minlength=self.cluster.num_arcs).astype(np.int64)
         self._shared = int((self._users >= 2).sum())
         self._recount = False
 
     def _rebuild(self, active: np.ndarray, path: np.ndarray) -> None:
         """The per-link sets of active flows, from scratch."""
         members: list[set[int] | None] = [None] * self.cluster.num_arcs
-        self._enter(members, active.tolist(), path[active].tolist())  # the shared links are counted already
+        self._enter(members, active, path[active])  # the shared links are counted already
         self._members = members
 
-    def _enter(self, members: list[set[int] | None], slots: list[int], pids: list[int]) -> int:
+    def _enter(self, members: list[set[int] | None], slots: np.ndarray, pids: np.ndarray) -> int:
         """Put flows ``slots`` (on paths ``pids``) into the per-link sets ``members``; returns how many
         links they made shared."""
         slot_arcs, slot_pid = self._slot_arcs, self._slot_pid
-        top = max(slots) + 1 if slots else 0
+        top = int(slots.max()) + 1 if len(slots) else 0
         if top > len(slot_arcs):
             slot_arcs.extend([()] * (top - len(slot_arcs)))
             slot_pid.extend([-1] * (top - len(slot_pid)))
@@ -553,7 +503,7 @@ class Rates:
             path_arcs.extend([None] * (self.cluster.paths.count - len(path_arcs)))
         arcs_of = self._arcs_of
         shared = 0
-        for slot, pid in zip(slots, pids, strict=True):
+        for slot, pid in zip(slots.tolist(), pids.tolist(), strict=True):
             arcs = path_arcs[pid]
             if arcs is None:
                 arcs = arcs_of(pid)

@@ -148,9 +148,9 @@ def _alone_then_shared(check: bool) -> tuple[list[tuple[int, float]], Any]:
 
 @pytest.mark.parametrize("check", [False, True])
 def test_flows_alone_on_their_links_then_shared_then_alone_again(monkeypatch, check):
-    """The lane for flows started and ended a few at a time (Python lists, per-link user counts kept
-    one flow at a time, no numpy) gives the rates and arrival times the array lane gives, bit for bit,
-    across the switch from every flow alone to shared links and back."""
+    """Flows started and ended a few at a time (scalar operations, per-link user counts kept one flow at
+    a time) get the rates and arrival times the array lane gives, bit for bit, across the switch from
+    every flow alone on its links to shared links and back; the counts end at zero."""
     fast, net = _alone_then_shared(check)
     with monkeypatch.context() as m:
         _reference(m)
