@@ -115,3 +115,48 @@ def test_a_receive_of_an_arrived_message_comes_processed():
     env.run()
     assert got == ["x", 1.0]
     assert job.pending_messages() == 0 and job.pending_receives() == 0
+
+
+def _alone_then_shared(check: bool) -> tuple[list[tuple[int, float]], Any]:
+    """Sends whose links are first each flow's own, then shared (two senders into one receiver), then
+    their own again, one at a time and a few together: (send index, arrival time) in arrival order."""
+    import simpy
+
+    env = simpy.Environment()
+    net = network.Network(env, Cluster("star:hosts=5,bandwidth=1GB/s,latency=1us"), check=check)
+    arrived: list[tuple[int, float]] = []
+    plan = [  # (start, src, dst, bytes)
+        (0.0, 0, 1, 3e6 + 1),  # alone
+        (0.0, 2, 3, 1e6),  # alone beside it
+        (1e-3, 4, 1, 2e6 + 3),  # into host 1 beside the first: the link is shared from here on
+        (1.5e-3, 3, 4, 5e5),  # alone while the others share
+        (2e-3, 2, 1, 1e6 + 5),  # a third flow into host 1
+        (9e-3, 0, 2, 7e5),  # after all of them: alone again
+        (9e-3, 1, 3, 7e5),
+    ]
+
+    def sender(i: int, start: float, src: int, dst: int, nbytes: float):
+        yield env.timeout(start)
+        yield net.send(src, dst, nbytes)
+        arrived.append((i, env.now))
+
+    for i, (start, src, dst, nbytes) in enumerate(plan):
+        env.process(sender(i, start, src, dst, nbytes))
+    env.run()
+    return arrived, net
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_flows_alone_on_their_links_then_shared_then_alone_again(monkeypatch, check):
+    """Flows started and ended a few at a time (scalar operations, per-link user counts kept one flow at
+    a time) get the rates and arrival times the array lane gives, bit for bit, across the switch from
+    every flow alone on its links to shared links and back; the counts end at zero."""
+    fast, net = _alone_then_shared(check)
+    with monkeypatch.context() as m:
+        _reference(m)
+        ref, ref_net = _alone_then_shared(check)
+    assert fast == ref
+    assert net.rates.isolated and net.rates.solves  # both regimes were met
+    assert (net.rates.isolated, net.rates.solves) == (ref_net.rates.isolated, ref_net.rates.solves)
+    assert net.rates._shared == 0 and not net.rates._users.any()  # every count back to zero
+    assert sorted(i for i, _ in fast[-2:]) == [5, 6]  # the last two, alone again, together
