@@ -188,3 +188,34 @@ def test_compare_names_nccl_the_realistic_reference(capsys):
     code = main(["compare", "-t", ONE, "--size", "1MiB", "--algorithms", "ring,nccl"])
     out = capsys.readouterr().out
     assert code == 0 and "# nccl: what NCCL would run here" in out
+
+
+@pytest.mark.parametrize("drop", [(4,), (3, 4)], ids=["no-root", "no-redop-no-root"])
+@pytest.mark.parametrize("headers", [True, False], ids=["headers", "no-headers"])
+def test_older_nccl_tests_layouts_read_the_same_times(tmp_path, drop, headers):
+    """Older nccl-tests print no root column (and older still no redop); times of 10 ms and more print as
+    whole microseconds. Such a log, with or without its column-header lines, gives the times of today's
+    layout -- never a column shifted (an integer time taken for the root)."""
+    rows = [(2**20, 61.5e-6), (2**24, 412.0e-6), (2**30, 12345.0e-6), (2**33, 98765.0e-6)]
+    modern = nccl_text("all_reduce_perf", "allreduce", 16, rows)
+    old = []
+    for line in modern.splitlines():
+        fields = line.split()
+        if line.startswith("#       size"):
+            names = line.lstrip("#").split()
+            line = "#  " + "  ".join(n for i, n in enumerate(names) if i not in drop)
+        elif fields and fields[0].isdigit():
+            fields = [f for i, f in enumerate(fields) if i not in drop]
+            k = 5 - len(drop)
+            for at in (k, k + 4):  # out-of-place and in-place times as old nccl-tests printed them
+                t = float(fields[at])
+                fields[at] = f"{t:.0f}" if t >= 10000 else f"{t:.2f}"
+            line = "  ".join(fields)
+        if headers or not line.startswith("#  "):
+            old.append(line)
+    (tmp_path / "modern.txt").write_text(modern)
+    (tmp_path / "old.txt").write_text("\n".join(old) + "\n")
+    want, _ = read_samples(tmp_path / "modern.txt")
+    got, _ = read_samples(f"{tmp_path / 'old.txt'}:ranks=16")
+    assert [s.size for s in got] == [s.size for s in want]
+    assert [s.time_s for s in got] == pytest.approx([s.time_s for s in want], rel=1e-3)

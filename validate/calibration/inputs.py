@@ -306,7 +306,11 @@ def read_jsonl(path: Path) -> tuple[list[Sample], Source]:
 
 # -- nccl-tests -----------------------------------------------------------------------------------
 
-_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(-?\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)(.*)$")
+#: a result row's start: size, count, a type name
+_ROW = re.compile(r"^\s*\d+\s+\d+\s+[A-Za-z]")
+#: where the time column is: after size, count, type, redop and root today; older nccl-tests print no root
+#: column (``size count type redop time ...``), and older still no redop either
+_TIME_COLUMNS = (5, 4, 3)
 _NGPUS = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
 _RANK_LINE = re.compile(r"^#\s+Rank\s+(\d+)\s+Group")
 _STARTING = re.compile(r"Collective test starting:\s*(\S+)")
@@ -401,6 +405,45 @@ def _float(text: str) -> float:
         return math.nan
 
 
+def _header_time_column(stripped: str) -> int | None:
+    """The time column a column-header line names (``#  size  count  type  redop  root  time ...``)."""
+    names = stripped.lstrip("#").split()
+    if len(names) > 3 and names[:2] == ["size", "count"] and "time" in names:
+        return names.index("time")
+    return None
+
+
+def _result_row(line: str, time_at: int) -> tuple[int, str, str, str, str] | None:
+    """A result row's size and its out-of-place time, algbw, busbw and #wrong (or error) texts, or None.
+
+    The time column is the header's (``time_at``) where the row's algbw agrees with size / time there
+    (algbw is printed to 0.01 GB/s), else the first of the layouts nccl-tests has printed whose algbw
+    does: an old log without its header lines is read right, never shifted by a column."""
+    if not _ROW.match(line):
+        return None
+    fields = line.split()
+    size = int(fields[0])
+
+    def agrees(k: int, strict: bool) -> bool:
+        if len(fields) < k + 4:
+            return False
+        t, algbw = _float(fields[k]), _float(fields[k + 1])
+        if not (t > 0 and algbw >= 0 and math.isfinite(_float(fields[k + 2]))):
+            return False
+        expected = size / (t * 1e3)
+        if expected < 0.006 and algbw < 0.006:
+            return not strict  # both print as 0.00: the row cannot tell
+        return abs(expected - algbw) <= 0.006 + 0.01 * expected
+
+    order = [time_at] + [k for k in _TIME_COLUMNS if k != time_at]
+    k = next((k for k in order if agrees(k, strict=True)), None)
+    if k is None:
+        k = time_at if agrees(time_at, strict=False) else None
+    if k is None:
+        return None
+    return size, fields[k], fields[k + 1], fields[k + 2], fields[k + 3]
+
+
 def _ratio_collective(ratios: list[float], p: int | None) -> tuple[str | None, int | None]:
     """(collective, ranks) that busbw / algbw of the largest rows gives: 2(n-1)/n is all-reduce's factor,
     the only one that tells its collective and its rank count apart (others: (n-1)/n, 1)."""
@@ -440,6 +483,7 @@ def parse_nccl_text(
     mpi_ranks = 0
     srun_nodes = 0  # srun -N without a task count: one task per node, nThread x nGpus GPUs each
     gpus = 0
+    time_at = _TIME_COLUMNS[0]  # until a column-header line says otherwise
     rank_ids: set[int] = set()  # a log of several runs repeats its rank lines
     rows: list[tuple[str, int, float]] = []
     ratios: list[tuple[int, float]] = []
@@ -461,6 +505,7 @@ def parse_nccl_text(
             line = _SRUN.sub("", line, count=1)
         stripped = line.strip()
         if stripped.startswith("#"):
+            time_at = _header_time_column(stripped) or time_at
             if m := _STARTING.search(stripped):
                 program = m.group(1)
             if m := _NGPUS.search(stripped):
@@ -470,17 +515,16 @@ def parse_nccl_text(
             if stripped.startswith("#%") or not stripped.startswith("#  "):
                 scan(stripped)
             continue
-        m = _ROW.match(line)
-        if not m:
+        row = _result_row(line, time_at)
+        if row is None:
             scan(stripped)  # the command line, environment, NCCL INFO lines ...
             continue
         where = f"{path}:{n}"
-        wrong = m.group(9)
+        size, time_text, algbw_text, busbw_text, wrong = row
         if wrong not in ("N/A",) and wrong.replace(".", "", 1).isdigit() and float(wrong) > 0:
             raise CalibrationError(f"{where}: #wrong is {wrong}; a run with wrong results is not a measurement")
-        size = int(m.group(1))
-        rows.append((where, size, _time_us(m.group(6), where) * 1e-6))
-        algbw, busbw = _float(m.group(7)), _float(m.group(8))
+        rows.append((where, size, _time_us(time_text, where) * 1e-6))
+        algbw, busbw = _float(algbw_text), _float(busbw_text)
         if algbw > 0 and busbw > 0:
             ratios.append((size, busbw / algbw))
         if len(rows) > MAX_SAMPLES:
