@@ -42,7 +42,7 @@ import numpy as np
 from ._arrays import ranges
 from .bulkroute import bulk_router
 from .deadline import check as check_deadline
-from .maxmin import _RTOL as _RTOL_MAXMIN
+from .maxmin import maxmin_rates
 from .rates import _static_dominators, gather_arcs
 
 __all__ = ["FanExecutor", "FanPlan", "Fragmented", "fan_plan"]
@@ -57,54 +57,6 @@ _MIN_CLASSES = 128  # classes a plan may always split into before the message le
 _FLOWS_PER_CLASS = 2
 _WARM = 0.5  # the fraction of its capacity an arc's load reaches to be followed exactly (sim.classes._full)
 _COMPACT_MIN = 1 << 20  # crossings in the class table below which dead classes' are not dropped
-
-
-def _maxmin_classes(
-    flow: np.ndarray, local: np.ndarray, nflows: int, capacity: np.ndarray, weight: np.ndarray
-) -> np.ndarray:
-    """:func:`sim.maxmin.maxmin_rates` with weights (``flow`` sorted, every flow crossing an arc of
-    ``capacity``, no bounds), the same rounds and the same arithmetic, but each round over the crossings
-    of the flows not yet fixed only: a class solve fixes most of its classes in the first rounds and
-    then runs a dozen more for the chains of bottlenecks behind them (one shard per rank), which the
-    full-width rounds paid for every crossing."""
-    rate = np.zeros(nflows)
-    if nflows == 0:
-        return rate
-    remaining = capacity.astype(float, copy=True)
-    narcs = len(remaining)
-    weight = np.asarray(weight, dtype=float)
-    count = np.bincount(local, weights=weight, minlength=narcs)
-    ids = np.arange(nflows)  # the flows not yet fixed; their crossings' positions among them (pos)
-    lens = np.bincount(flow, minlength=nflows)
-    if len(lens) != nflows or not lens.all():
-        raise ValueError("every flow must cross at least one link")
-    pos = np.repeat(np.arange(nflows), lens)
-    share = np.empty(narcs)
-    while True:
-        starts = np.cumsum(lens) - lens
-        share.fill(np.inf)
-        np.divide(remaining, count, out=share, where=count > 0)
-        entry_share = share[local]
-        tightest = np.minimum.reduceat(entry_share, starts)
-        slack = entry_share > tightest[pos] * (1 + _RTOL_MAXMIN)
-        settled = (np.bincount(local[slack], minlength=narcs) == 0) & (count > 0)
-        newly = np.zeros(len(ids), dtype=bool)
-        newly[pos[settled[local]]] = True
-        if not newly.any():  # pragma: no cover - impossible (as in maxmin_rates)
-            raise AssertionError("max-min filling made no progress")
-        given = np.maximum(tightest, 0.0)
-        rate[ids[newly]] = given[newly]
-        gone = newly[pos]
-        w, at = weight[gone], local[gone]
-        remaining -= np.bincount(at, weights=given[pos[gone]] * w, minlength=narcs)
-        np.maximum(remaining, 0.0, out=remaining)
-        count -= np.bincount(at, weights=w, minlength=narcs)
-        if newly.all():
-            return rate
-        keep, stay = ~gone, ~newly
-        ids, lens = ids[stay], lens[stay]
-        local, weight = local[keep], weight[keep]
-        pos = (np.cumsum(stay) - 1)[pos[keep]]
 
 
 class Fragmented(Exception):
@@ -692,7 +644,7 @@ class FanExecutor:
             hop, count = tab.k_hop[kidx], tab.k_cnt[kidx]
             where, local = np.unique(arc, return_inverse=True)  # the arcs crossed, numbered locally
             local = local.reshape(-1)
-            rate = _maxmin_classes(cls, local, len(live), cap[where], count)
+            rate = maxmin_rates(cls, local, len(live), cap[where], weight=count)
             tab.rate[live] = rate
             if self._promote(self._full(live, hot)):
                 return None

@@ -15,7 +15,7 @@ from sim.algorithms.base import Algorithm
 from sim.algorithms.registry import _REGISTRY
 from sim.bulkroute import bulk_router
 from sim.classes import FanExecutor, fan_plan
-from sim.maxmin import maxmin_rates
+from sim.maxmin import maxmin_rates, maxmin_rates_full
 from sim.network import Network
 from sim.simulate import simulate
 from sim.topology import dgx, leaf_spine, star, torus
@@ -354,9 +354,10 @@ def test_a_completion_instant_completes_every_class_due_then():
 @given(seed=st.integers(0, 2**32 - 1), chain=st.integers(0, 12))
 @settings(max_examples=60, deadline=None)
 def test_class_maxmin_is_maxmin_rates_to_the_bit(seed, chain):
-    """The executor's max-min (rounds over the crossings of unfixed classes only) gives exactly the
-    rates of :func:`sim.maxmin.maxmin_rates` with weights -- on random problems, and on a staircase of
-    ``chain`` links each sharing a class with the next, a little tighter, which takes a round per link."""
+    """The executor's max-min (:func:`sim.maxmin.maxmin_rates`: rounds over the crossings of unfixed classes
+    only) gives exactly the rates of the full-width rounds (:func:`sim.maxmin.maxmin_rates_full`) with
+    weights -- on random problems, and on a staircase of ``chain`` links each sharing a class with the
+    next, a little tighter, which takes a round per link."""
     rng = np.random.default_rng(seed)
     arcs = int(rng.integers(1, 12))
     n = int(rng.integers(1, 30))
@@ -368,9 +369,14 @@ def test_class_maxmin_is_maxmin_rates_to_the_bit(seed, chain):
     cls = np.concatenate([np.full(len(p), i) for i, p in enumerate(paths)])
     arc = np.concatenate(paths)
     weight = rng.integers(1, 6, len(arc)).astype(float)
-    want = maxmin_rates(cls, arc, len(paths), capacity, weight=weight)
-    got = classes._maxmin_classes(cls, arc, len(paths), capacity, weight)
+    want = maxmin_rates_full(cls, arc, len(paths), capacity, weight=weight)
+    got = maxmin_rates(cls, arc, len(paths), capacity, weight=weight)
     assert np.array_equal(got, want)
+    # the engine's solves: bounds per flow, no weights
+    bound = np.where(rng.random(len(paths)) < 0.3, rng.uniform(0.1, 3.0, len(paths)), np.inf)
+    assert np.array_equal(
+        maxmin_rates(cls, arc, len(paths), capacity, bound), maxmin_rates_full(cls, arc, len(paths), capacity, bound)
+    )
 
 
 #: one shard per rank, co-located and dedicated, on rail fabrics whose NICs and spine links all fill:
