@@ -36,6 +36,7 @@ from simpy.events import Event
 
 from .cluster import Cluster
 from .errors import RunError
+from .rates import SMALL_BATCH as _SMALL
 from .rates import Rates, gather_arcs
 from .results import LinkUse
 
@@ -71,7 +72,6 @@ def settle(event: Event, value: Any) -> None:
 
 
 _TIME_RTOL = 1e-12  # flows due within this fraction of "now" complete together
-_SMALL = 16  # batches of up to this many flows are handled in scalar operations (numpy's per-call cost)
 
 
 class _Group:
@@ -423,11 +423,7 @@ class Network:
         self._due[active] += delta
         self._rebuild_due()
         n = len(path_bytes)
-        if len(self._path_bytes) < n:
-            grown = np.zeros(n)
-            grown[: len(self._path_bytes)] = self._path_bytes
-            self._path_bytes = grown
-        self._path_bytes[:n] += path_bytes
+        self._path_bytes_for(n)[:n] += path_bytes
         self.flows += flows
 
     def resume(self) -> None:
@@ -437,11 +433,7 @@ class Network:
     def account(self, pids: np.ndarray, nbytes: np.ndarray, flows: int) -> None:
         """Book bytes delivered on paths, and flows, that were simulated outside the event loop
         (the fast path's closed-form evaluation)."""
-        need = self.cluster.paths.count
-        if len(self._path_bytes) < need:
-            grown = np.zeros(max(need, 2 * len(self._path_bytes)))
-            grown[: len(self._path_bytes)] = self._path_bytes
-            self._path_bytes = grown
+        self._path_bytes_for(self.cluster.paths.count)
         np.add.at(self._path_bytes, pids, nbytes)
         self.flows += flows
 
@@ -452,6 +444,15 @@ class Network:
             return
         self._path_bytes[pid] += nbytes
         self.flows += 1
+
+    def _path_bytes_for(self, need: int) -> np.ndarray:
+        """The per-path bytes delivered, grown (doubling) to hold at least ``need`` paths."""
+        have = len(self._path_bytes)
+        if have < need:
+            grown = np.zeros(max(need, 2 * have))
+            grown[:have] = self._path_bytes
+            self._path_bytes = grown
+        return self._path_bytes
 
     def account_arcs(self, arc_bytes: np.ndarray, sent: np.ndarray, received: np.ndarray, flows: int) -> None:
         """Book bytes delivered on link directions and by ranks, and flows, for messages whose routes
@@ -800,11 +801,7 @@ class Network:
 
     def _finish(self, slots: np.ndarray, now: float) -> None:
         pids = self._path[slots]
-        need = self.cluster.paths.count
-        if len(self._path_bytes) < need:
-            grown = np.zeros(max(need, 2 * len(self._path_bytes)))
-            grown[: len(self._path_bytes)] = self._path_bytes
-            self._path_bytes = grown
+        self._path_bytes_for(self.cluster.paths.count)
         if len(slots) == 1:
             self._finish_one(slots, now)
             return
@@ -827,23 +824,32 @@ class Network:
         if grouped.any():
             ids, counts = np.unique(gids[grouped], return_counts=True)
             for gid, count in zip(ids.tolist(), counts.tolist(), strict=True):
-                group = self._groups[gid]
-                assert group is not None
-                group.left -= count
-                if group.left == 0:
-                    self._groups[gid] = None
-                    self._free_gids.append(gid)
-                    group.event.succeed(now)
+                self._group_done(gid, count, now)
             self._gid[slots] = -1
         singles = ~(owned | grouped)
         if singles.any():
             events = self._event
             for slot in slots[singles].tolist():
-                event, hook = events.pop(slot)
-                if hook is not None:
-                    hook[0](hook[1], hook[2])
-                settle(event, now)
+                self._sent(events.pop(slot), now)
         self._release(slots)
+
+    def _group_done(self, gid: int, count: int, now: float) -> None:
+        """``count`` flows of transfer group ``gid`` have completed; the last one triggers its event."""
+        group = self._groups[gid]
+        assert group is not None
+        group.left -= count
+        if group.left == 0:
+            self._groups[gid] = None
+            self._free_gids.append(gid)
+            group.event.succeed(now)
+
+    @staticmethod
+    def _sent(sent: tuple[Event, tuple[Callable[..., None], Any, Any] | None], now: float) -> None:
+        """A single send has arrived: its arrival hook runs, then its event is triggered."""
+        event, hook = sent
+        if hook is not None:
+            hook[0](hook[1], hook[2])
+        settle(event, now)
 
     def _finish_few(self, slots: list[int], now: float) -> None:
         """:meth:`_finish` for a few flows of no owner, in scalar operations, in the same order (bytes
@@ -853,12 +859,7 @@ class Network:
             self._finish(np.array(slots, dtype=np.int64), now)
             return
         path, nbytes, rate, gid_of = self._path, self._bytes, self._rate, self._gid
-        need = self.cluster.paths.count
-        if len(self._path_bytes) < need:
-            grown = np.zeros(max(need, 2 * len(self._path_bytes)))
-            grown[: len(self._path_bytes)] = self._path_bytes
-            self._path_bytes = grown
-        path_bytes = self._path_bytes
+        path_bytes = self._path_bytes_for(self.cluster.paths.count)
         grouped: dict[int, int] = {}
         for slot in slots:
             path_bytes[path[slot]] += nbytes[slot]
@@ -868,22 +869,13 @@ class Network:
                 grouped[gid] = grouped.get(gid, 0) + 1
                 gid_of[slot] = -1
         for gid in sorted(grouped):
-            group = self._groups[gid]
-            assert group is not None
-            group.left -= grouped[gid]
-            if group.left == 0:
-                self._groups[gid] = None
-                self._free_gids.append(gid)
-                group.event.succeed(now)
+            self._group_done(gid, grouped[gid], now)
         events = self._event
         for slot in slots:
             sent = events.pop(slot, None)
             if sent is None:
                 continue  # a transfer group's
-            event, hook = sent
-            if hook is not None:
-                hook[0](hook[1], hook[2])
-            settle(event, now)
+            self._sent(sent, now)
         self._free.extend(slots)
 
     def _finish_one(self, slots: np.ndarray, now: float) -> None:
@@ -898,17 +890,8 @@ class Network:
             self._owners[owner](slots, now)
             self._owner[slot] = -1
         if gid >= 0:
-            group = self._groups[gid]
-            assert group is not None
-            group.left -= 1
-            if group.left == 0:
-                self._groups[gid] = None
-                self._free_gids.append(gid)
-                group.event.succeed(now)
+            self._group_done(gid, 1, now)
             self._gid[slot] = -1
         if owner < 0 and gid < 0:
-            event, hook = self._event.pop(slot)
-            if hook is not None:
-                hook[0](hook[1], hook[2])
-            settle(event, now)
+            self._sent(self._event.pop(slot), now)
         self._free.append(slot)

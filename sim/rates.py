@@ -52,7 +52,7 @@ import numpy as np
 from ._arrays import ranges
 from .maxmin import _RTOL, maxmin_rates
 
-__all__ = ["Rates", "gather_arcs"]
+__all__ = ["SMALL_BATCH", "Rates", "gather_arcs"]
 
 _CACHE_ENTRIES = 256
 _INCREMENTAL_MIN = 8  # active flows below which a solve of all of them is as cheap as finding the part
@@ -188,6 +188,11 @@ def _dominance_of(cluster: Any) -> _Dominance:
     return got
 
 
+#: flows started or ended together up to this many are handled in scalar Python, here and in
+#: :mod:`sim.network` (numpy's per-call cost beats its per-element gain)
+SMALL_BATCH = 16
+
+
 class Rates:
     """The rate computation of a :class:`~sim.network.Network` (see the module docstring).
 
@@ -288,13 +293,13 @@ class Rates:
     def _hash_sum(self, pids: np.ndarray) -> int:
         """The paths' numbers summed (a flow at a time in scalar operations: numpy's per-call cost
         dominates when flows start and end one by one)."""
-        if len(pids) <= 16:
+        if len(pids) <= SMALL_BATCH:
             return sum(self._hash_of(pids).tolist())  # the caller takes it mod 2**64
         return int(self._hash_of(pids).sum(dtype=np.uint64))
 
     @staticmethod
     def _finite(bounds: np.ndarray) -> int:
-        if len(bounds) <= 16:
+        if len(bounds) <= SMALL_BATCH:
             return sum(map(math.isfinite, bounds.tolist()))
         return int(np.count_nonzero(np.isfinite(bounds)))
 

@@ -212,15 +212,9 @@ class Router:
         for p, w, arc in above:
             anc, down_p = self._cached(p)[:2]  # type: ignore[misc]
             subs.append((p, w, arc, anc, down_p))
-        if len(subs) == 1:
-            p, w, arc, anc, down_p = subs[0]
-            dist = {u: d + w for u, d in anc.items()}
-            dist[dst] = 0.0
-            down = dict(down_p)
-            down[p] = [(dst, arc)]
-            return dist, down
-        if sum(len(sub[3]) for sub in subs) == len(set().union(*[sub[3] for sub in subs])):
-            # no node above two of them (a GPU's NVSwitch and its NIC): each keeps its own ways down
+        if len(subs) == 1 or sum(len(sub[3]) for sub in subs) == len(set().union(*[sub[3] for sub in subs])):
+            # one node above, or no node above two of them (a GPU's NVSwitch and its NIC): each keeps its
+            # own ways down
             dist, down = {}, {}
             for p, w, arc, anc, down_p in subs:
                 dist.update({u: d + w for u, d in anc.items()})
