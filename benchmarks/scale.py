@@ -105,6 +105,17 @@ CASES = [
     Case("ring-1k-fast", "dgx:hosts=128", "ring", "1GiB", "fast", None, None, quick=True),
     Case("hd-1k-message", "dgx:hosts=128", "halving-doubling", "1GiB", "message", 10, None),
     Case("tree-1k-message", "dgx:hosts=128", "tree", "1GiB", "message", 10, None),
+    # every message a flow at 1,024 GPUs: the other all-reduce algorithms
+    *(
+        Case(f"{name}-1k-message", "dgx:hosts=128", a, "1GiB", "message", 10, None)
+        for name, a in (
+            ("rd", "recursive-doubling"),
+            ("mw", "master-worker"),
+            ("hierarchical", "hierarchical"),
+            ("dbt64", "double-binary-tree:chunks=64"),
+            ("ps128", "ps:shards=128"),
+        )
+    ),
     Case("tree-1k-fast", "dgx:hosts=128", "tree", "1GiB", "fast", None, None),
     Case("dbt64-512-message", "dgx:hosts=64", "double-binary-tree:chunks=64", "1GiB", "message", None, None),
     Case("dbt64-512-fast", "dgx:hosts=64", "double-binary-tree:chunks=64", "1GiB", "fast", None, None),

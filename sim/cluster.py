@@ -183,15 +183,11 @@ class Cluster:
             dtype=bool,
         )
         default = float(graph.graph.get("overhead", 0.0))
-        # per endpoint, in buffers that grow by doubling (schedules add endpoints one at a time: NCCL's
-        # 16 channels on 16,384 GPUs are 262,144 of them); the attributes are views of their first rows
-        self._grown = {
-            "overhead": np.array([float(nodes[g].get("overhead", default)) for g in self.ranks]),
-            "compute_scale": np.array([float(nodes[g].get("compute_scale", 1.0)) for g in self.ranks]),
-            "rank_node": np.array([index[g] for g in self.ranks], dtype=np.int64),
-        }
-        self._endpoints = len(self.ranks)
-        self._views()
+        self._endpoint_buffers(
+            np.array([float(nodes[g].get("overhead", default)) for g in self.ranks]),
+            np.array([float(nodes[g].get("compute_scale", 1.0)) for g in self.ranks]),
+            np.array([index[g] for g in self.ranks], dtype=np.int64),
+        )
         self.router = Router(
             arc_u,
             arc_v,
@@ -214,13 +210,7 @@ class Cluster:
         self.arc_u, self.arc_v = fabric.arc_u, fabric.arc_v
         self.capacity, self.latency = fabric.capacity.copy(), fabric.latency.copy()
         self.num_arcs = len(fabric.arc_u)
-        self._grown = {
-            "overhead": np.full(len(self.ranks), fabric.overhead),
-            "compute_scale": np.ones(len(self.ranks)),
-            "rank_node": self.rank_node,
-        }
-        self._endpoints = len(self.ranks)
-        self._views()
+        self._endpoint_buffers(np.full(len(self.ranks), fabric.overhead), np.ones(len(self.ranks)), self.rank_node)
         self.router = Router(
             fabric.arc_u, fabric.arc_v, fabric.weight, fabric.endpoint_only, fabric.is_gpu, mode=fabric.routing
         )
@@ -301,6 +291,13 @@ class Cluster:
     def endpoints(self) -> int:
         """Ranks plus the endpoints added by :meth:`add_endpoint`."""
         return len(self.rank_node)
+
+    def _endpoint_buffers(self, overhead: np.ndarray, compute_scale: np.ndarray, rank_node: np.ndarray) -> None:
+        """Per-endpoint buffers that grow by doubling, the ranks' first (schedules add endpoints one at a
+        time: NCCL's 16 channels on 16,384 GPUs are 262,144 of them); the attributes are their views."""
+        self._grown = {"overhead": overhead, "compute_scale": compute_scale, "rank_node": rank_node}
+        self._endpoints = len(self.ranks)
+        self._views()
 
     def _views(self) -> None:
         n = self._endpoints

@@ -62,7 +62,10 @@ def settle(event: Event, value: Any) -> None:
     """Trigger ``event`` with ``value``. One nobody waits on yet is marked processed on the spot rather
     than scheduled: a process that yields it later goes on at once, as it would have after the event's
     step at this same instant, and the event costs no step of the event loop (a send whose sender is
-    still waiting for its receive, in every lock-step algorithm)."""
+    still waiting for its receive, in every lock-step algorithm). It sets what ``Event.succeed`` and
+    the event's step would (``_ok``, ``_value``, ``callbacks = None``: SimPy's Event internals, the same
+    since SimPy 3; pyproject keeps SimPy below 5, and tests/test_message_engine.py holds every result
+    to the runs without it)."""
     if event.callbacks:
         event.succeed(value)
     else:

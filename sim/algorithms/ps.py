@@ -116,11 +116,12 @@ class ParameterServer(Algorithm):
         data = job.data
         servers = server_hosts(job.net.cluster, p)[:s] if self.dedicated else list(range(s))
         procs = []
-        pushes = np.array([(w, server) for server in servers for w in range(p) if w != server], dtype=np.int64).reshape(
-            -1, 2
-        )
-        job.net.intern(pushes[:, 0], pushes[:, 1])  # every route of the pushes, then of the pulls, at once
-        job.net.intern(pushes[:, 1], pushes[:, 0])
+        # every route of the pushes (server by server, workers in order), then of the pulls, at once
+        to = np.repeat(np.asarray(servers, dtype=np.int64), p)
+        by = np.tile(np.arange(p, dtype=np.int64), len(servers))
+        by, to = by[by != to], to[by != to]
+        job.net.intern(by, to)
+        job.net.intern(to, by)
         for k, server in enumerate(servers):
             workers = [w for w in range(p) if w != server]
             procs.append(self._serve(job, k, server, workers, shard))
