@@ -413,12 +413,13 @@ def _header_time_column(stripped: str) -> int | None:
     return None
 
 
-def _result_row(line: str, time_at: int) -> tuple[int, str, str, str, str] | None:
+def _result_row(line: str, time_at: int, headed: bool) -> tuple[int, str, str, str, str] | None:
     """A result row's size and its out-of-place time, algbw, busbw and #wrong (or error) texts, or None.
 
-    The time column is the header's (``time_at``) where the row's algbw agrees with size / time there
-    (algbw is printed to 0.01 GB/s), else the first of the layouts nccl-tests has printed whose algbw
-    does: an old log without its header lines is read right, never shifted by a column."""
+    The time column is ``time_at`` (a column-header line's where ``headed``, else today's layout) where
+    the row's algbw agrees with size / time there (algbw is printed to 0.01 GB/s), else the first of the
+    layouts nccl-tests has printed whose algbw does: an old log without its header lines is read right,
+    never shifted by a column. Where none agrees, a header's column is read as printed."""
     if not _ROW.match(line):
         return None
     fields = line.split()
@@ -438,7 +439,7 @@ def _result_row(line: str, time_at: int) -> tuple[int, str, str, str, str] | Non
     order = [time_at] + [k for k in _TIME_COLUMNS if k != time_at]
     k = next((k for k in order if agrees(k, strict=True)), None)
     if k is None:
-        k = time_at if agrees(time_at, strict=False) else None
+        k = time_at if (headed and len(fields) >= time_at + 4) or agrees(time_at, strict=False) else None
     if k is None:
         return None
     return size, fields[k], fields[k + 1], fields[k + 2], fields[k + 3]
@@ -483,7 +484,7 @@ def parse_nccl_text(
     mpi_ranks = 0
     srun_nodes = 0  # srun -N without a task count: one task per node, nThread x nGpus GPUs each
     gpus = 0
-    time_at = _TIME_COLUMNS[0]  # until a column-header line says otherwise
+    time_at, headed = _TIME_COLUMNS[0], False  # until a column-header line says otherwise
     rank_ids: set[int] = set()  # a log of several runs repeats its rank lines
     rows: list[tuple[str, int, float]] = []
     ratios: list[tuple[int, float]] = []
@@ -505,7 +506,8 @@ def parse_nccl_text(
             line = _SRUN.sub("", line, count=1)
         stripped = line.strip()
         if stripped.startswith("#"):
-            time_at = _header_time_column(stripped) or time_at
+            if (column := _header_time_column(stripped)) is not None:
+                time_at, headed = column, True
             if m := _STARTING.search(stripped):
                 program = m.group(1)
             if m := _NGPUS.search(stripped):
@@ -515,7 +517,7 @@ def parse_nccl_text(
             if stripped.startswith("#%") or not stripped.startswith("#  "):
                 scan(stripped)
             continue
-        row = _result_row(line, time_at)
+        row = _result_row(line, time_at, headed)
         if row is None:
             scan(stripped)  # the command line, environment, NCCL INFO lines ...
             continue
