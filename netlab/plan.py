@@ -227,9 +227,9 @@ class Plan:
 
 def _host_of(graph: nx.DiGraph, node: str) -> str | None:
     data = graph.nodes[node]
-    if data.get("kind") == SWITCH:
-        return None
     host = data.get("host")
+    if data.get("kind") == SWITCH and host is None:
+        return None  # a fabric switch (a switch inside a host, such as hgx's PCIe switches, names its host)
     if host is None:
         raise TopologyError(
             f"netlab: node {node!r} (kind {data.get('kind')}) belongs to no host; "
@@ -262,7 +262,7 @@ def make_plan(
     title = str(graph.graph.get("name", "topology"))
     rank_of = {gpu: r for r, gpu in enumerate(graph.graph["ranks"])}
     members: dict[str, list[str]] = {host: list(gpus) for host, gpus in hosts_of(graph).items()}
-    switches = [n for n, d in graph.nodes(data=True) if d.get("kind") == SWITCH]
+    switches = [n for n, d in graph.nodes(data=True) if d.get("kind") == SWITCH and d.get("host") is None]
     for node in graph.nodes:
         host = _host_of(graph, node)
         if host is not None:
