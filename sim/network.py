@@ -75,6 +75,9 @@ def settle(event: Event, value: Any) -> None:
 
 
 _TIME_RTOL = 1e-12  # flows due within this fraction of "now" complete together
+#: processes resumed by a wake-up's arrivals run at the end of the wake-up itself when no other event
+#: is due at that instant (see Network._resume_held); tests turn it off to compare
+_RESUME_IN_WAKE = True
 
 
 class _Group:
@@ -155,6 +158,8 @@ class Network:
         self._t_last = 0.0
         self._wake_at = np.inf
         self._wake_event: Event | None = None  # the timeout of the next wake-up
+        #: during a wake-up: the events its arrivals triggered that processes wait on, in order
+        self._held: list[Event] | None = None
 
     # ------------------------------------------------------------------ public API
     def send(
@@ -563,6 +568,8 @@ class Network:
         now = self.env.now
         self._wake_at = np.inf
         self._wake_event = None
+        if _RESUME_IN_WAKE:
+            self._held = []
         self._flush()
         changed = self._drain(now)
         pending = self._pending
@@ -575,6 +582,38 @@ class Network:
         self._schedule_next(now)
         for hook in self.after_wake:
             hook()
+        held, self._held = self._held, None
+        if held:
+            self._resume_held(held, now)
+
+    def trigger(self, event: Event, value: Any) -> None:
+        """Trigger ``event`` with ``value`` (:func:`settle`); during a wake-up, an event a process waits
+        on is held and its waiters resumed at the end of the wake-up (:meth:`_resume_held`)."""
+        held = self._held
+        if held is not None and event.callbacks:
+            event._ok = True  # what Event.succeed sets; the event is scheduled or stepped later
+            event._value = value
+            held.append(event)
+        else:
+            settle(event, value)
+
+    def _resume_held(self, held: list[Event], now: float) -> None:
+        """The events a wake-up triggered, in the order it triggered them. Scheduled, they would be the
+        next steps of the event loop, in this order, unless another event is due at this instant already
+        (it was scheduled before them): then they are scheduled; otherwise their callbacks run here, as
+        those steps would run them (``callbacks = None``, then each callback; SimPy's Event internals,
+        as in :func:`settle`), and the event loop is spared a step per resumed process. Whatever they
+        schedule at this instant comes after them either way."""
+        env = self.env
+        queue = env._queue  # type: ignore[attr-defined]
+        if queue and queue[0][0] <= now:
+            for event in held:
+                env.schedule(event)
+            return
+        for event in held:
+            callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]
+            for callback in callbacks:
+                callback(event)
 
     def _drain(self, now: float) -> bool:
         """Complete the active flows due by ``now`` (a flow's remaining bytes are brought up to date
@@ -846,13 +885,12 @@ class Network:
             self._free_gids.append(gid)
             group.event.succeed(now)
 
-    @staticmethod
-    def _sent(sent: tuple[Event, tuple[Callable[..., None], Any, Any] | None], now: float) -> None:
+    def _sent(self, sent: tuple[Event, tuple[Callable[..., None], Any, Any] | None], now: float) -> None:
         """A single send has arrived: its arrival hook runs, then its event is triggered."""
         event, hook = sent
         if hook is not None:
             hook[0](hook[1], hook[2])
-        settle(event, now)
+        self.trigger(event, now)
 
     def _finish_few(self, slots: list[int], now: float) -> None:
         """:meth:`_finish` for a few flows of no owner, in scalar operations, in the same order (bytes

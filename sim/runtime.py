@@ -219,7 +219,7 @@ class Job:
             event = waiting.pop(0)
             if not waiting:
                 del self._waiting[key]  # keep the mailboxes as small as the messages in flight
-            settle(event, payload)
+            self.net.trigger(event, payload)
         else:
             mail = self._mail.get(key)
             if mail is None:
