@@ -26,13 +26,14 @@ is shared, cached by the multiset of active paths).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import simpy
-from simpy.events import Event
+from simpy.events import NORMAL, Event
 
 from .cluster import Cluster
 from .errors import RunError
@@ -78,6 +79,9 @@ _TIME_RTOL = 1e-12  # flows due within this fraction of "now" complete together
 #: processes resumed by a wake-up's arrivals run at the end of the wake-up itself when no other event
 #: is due at that instant (see Network._resume_held); tests turn it off to compare
 _RESUME_IN_WAKE = True
+#: single sends whose links no other flow holds take the private lane (see Network._send_private);
+#: tests turn it off to compare
+_PRIVATE = True
 
 
 class _Group:
@@ -160,6 +164,12 @@ class Network:
         self._wake_event: Event | None = None  # the timeout of the next wake-up
         #: during a wake-up: the events its arrivals triggered that processes wait on, in order
         self._held: list[Event] | None = None
+        # the private lane (Network._send_private): on until two flows meet on a link direction
+        self._lane = _PRIVATE and not check and self.rates._capacity is None
+        self._lane_flows: dict[int, float] = {}  # private slot -> start time, in the order sent
+        self._lane_busy: set[int] = set()  # the link directions the private flows hold
+        self._lane_paths: dict[int, tuple[tuple[int, ...], float]] = {}  # path -> (its arcs, narrowest capacity)
+        self._lane_starts: list[float] = []  # start times of private flows, sorted (see _due_wake)
 
     # ------------------------------------------------------------------ public API
     def send(
@@ -190,6 +200,10 @@ class Network:
             self._grow(len(self._remaining) * 2)
         slot = free.pop()
         delay, wire = self._model.one(pid, src, nbytes)
+        if self._lane and self._send_private(slot, pid, nbytes, delay, wire, bound):
+            self._event[slot] = (event, on_arrival)
+            self.flows += 1
+            return event
         # per-flow numbers are staged in lists and written to the arrays in bulk at the next wake-up
         self._stage.append((slot, nbytes, wire, pid, np.inf if bound is None else bound))
         self._event[slot] = (event, on_arrival)
@@ -248,6 +262,7 @@ class Network:
     def add_owner(self, callback: Callable[[np.ndarray, float], None]) -> int:
         """Register ``callback(slots, now)``, called with the slots of an owner's flows as they
         complete (before the slots are reused); returns the owner id for :meth:`launch`."""
+        self._end_lane()
         self._owners.append(callback)
         return len(self._owners) - 1
 
@@ -265,6 +280,7 @@ class Network:
         ``owner`` (see :meth:`add_owner`) hears of completions in bulk. ``bounds`` caps the flows'
         rates (as ``bound`` does in :meth:`send`).
         """
+        self._end_lane()
         count = len(pids)
         if count == 1:
             one = self._launch_one(int(pids[0]), int(srcs[0]), float(np.asarray(nbytes).reshape(-1)[0]), owner)
@@ -413,6 +429,7 @@ class Network:
 
     def suspend(self) -> None:
         """Cancel the scheduled wake-up (the fast path is about to move time on by itself)."""
+        self._end_lane()
         self._wake_event = None
         self._wake_at = np.inf
 
@@ -542,6 +559,118 @@ class Network:
         self._bound[idx] = bounds
         stage.clear()
 
+    # ------------------------------------------------------------------ the private lane
+    def _send_private(
+        self, slot: int, pid: int, nbytes: float, delay: float, wire: float, bound: float | None
+    ) -> bool:
+        """Send on the private lane if no other flow holds a link direction of the path; False (and
+        the lane closed for good, its flows handed to the engine: :meth:`_end_lane`) if one does.
+
+        While no two flows ever meet on a link direction, every flow drains at its path's narrowest
+        capacity (or its bound) from its start to its end: what :mod:`sim.rates` gives a flow alone on
+        its links. A private flow is therefore due at ``start + wire / rate`` -- the same arithmetic the
+        engine does at its start -- and goes straight into the heap of due times: no start wake-up, no
+        rate computation, no per-link counts in :mod:`sim.rates`. It holds its links from its send to
+        its end (:attr:`_lane_busy`), so a flow whose links are free cannot meet it. The engine wakes
+        at a start only to complete the flows due within ``_TIME_RTOL`` of it, as a wake-up there would
+        (:meth:`_due_wake`), and wake-ups are scheduled at their exact times (:meth:`_schedule`), so
+        the times are the engine's bit for bit (tests/test_message_engine.py)."""
+        lane = self._lane_paths.get(pid)
+        if lane is None:
+            paths = self.cluster.paths
+            first = int(paths.start[pid])
+            arcs = tuple(paths.arcs[first : first + int(paths.length[pid])].tolist())
+            lane = self._lane_paths[pid] = (arcs, float(paths.bottleneck[pid]))
+        arcs, narrow = lane
+        rate = narrow if bound is None or narrow <= bound else float(bound)
+        busy = self._lane_busy
+        if self.after_wake or not wire > 0 or not arcs or not rate > 0 or not busy.isdisjoint(arcs):
+            self._end_lane()  # (an instant flow, or a flow that would meet another: the engine's)
+            return False
+        now = self.env._now
+        start = now + delay
+        due = start + wire / rate
+        busy.update(arcs)
+        self._lane_flows[slot] = start
+        self._remaining[slot] = wire
+        self._bytes[slot] = nbytes
+        self._path[slot] = pid
+        self._bound[slot] = np.inf if bound is None else bound
+        self._rate[slot] = rate
+        self._t_set[slot] = start
+        self._due[slot] = due
+        self._is_active[slot] = True  # (in the due heap; not in the engine's active count)
+        heap = self._heap
+        bucket = self._due_at.get(due)
+        if bucket is None:
+            self._due_at[due] = [slot]
+            heapq.heappush(heap, due)
+        else:
+            bucket.append(slot)
+        self._due_entries += 1
+        bisect.insort(self._lane_starts, start)
+        wake_at = self._wake_at
+        if due < wake_at:
+            self._schedule(self._due_wake(due, now))
+        elif start < wake_at and heap[0] <= start * (1 + _TIME_RTOL) + 1e-300 and heap[0] > start:
+            self._schedule(start)
+        return True
+
+    def _due_wake(self, due: float, now: float) -> float:
+        """When to wake for flows due at ``due``: the engine woke at every start, and a wake-up
+        completes the flows due within ``_TIME_RTOL`` of its time, so the earliest private start from
+        ``now`` on whose wake-up would complete them, else ``due`` itself."""
+        starts = self._lane_starts
+        j = bisect.bisect_left(starts, due) - 1
+        if j < 0 or starts[j] < now or due > starts[j] * (1 + _TIME_RTOL) + 1e-300:
+            return due
+        while j > 0 and starts[j - 1] >= now and due <= starts[j - 1] * (1 + _TIME_RTOL) + 1e-300:
+            j -= 1
+        return starts[j]
+
+    def _end_lane(self) -> None:
+        """Close the private lane for good: its flows become the engine's, as they would be had they
+        never left it -- started ones (start before now) active at their rate since their start, the
+        others pending -- and :mod:`sim.rates` hears of the started ones (every one alone on its
+        links: its isolated case leaves their rates as they are)."""
+        if not self._lane:
+            return
+        self._lane = False
+        lane = self._lane_flows
+        now = self.env._now
+        started = [slot for slot, start in lane.items() if start < now]
+        for slot, start in lane.items():
+            if start < now:
+                continue
+            self._is_active[slot] = False
+            self._due[slot] = np.inf  # (its entry in the due heap is stale now)
+            self._rate[slot] = 0.0
+            bucket = self._pending_at.get(start)
+            if bucket is None:
+                self._pending_at[start] = [slot]
+                heapq.heappush(self._pending, start)
+            else:
+                bucket.append(slot)
+        lane.clear()
+        self._lane_busy.clear()
+        self._lane_starts.clear()
+        if started:
+            slots = np.array(started, dtype=np.int64)
+            self._nactive += len(started)
+            self._active_arr = None
+            self._entries = None
+            self.rates.added(slots, self._path[slots], self._bound[slots])
+            self._solve()
+        if self._pending and self._pending[0] < self._wake_at:
+            self._schedule(self._pending[0])
+
+    def _lane_done(self, slots: list[int]) -> None:
+        """Private flows ``slots`` have ended: their links are free."""
+        lane, busy, paths, path = self._lane_flows, self._lane_busy, self._lane_paths, self._path
+        for slot in slots:
+            del lane[slot]
+            busy.difference_update(paths[int(path[slot])][0])
+
     # ------------------------------------------------------------------ event loop
     def _enqueue(self, start: float, slots: Any) -> None:
         self._batches = True  # (single sends enqueue themselves in send)
@@ -554,10 +683,17 @@ class Network:
         bucket.append(slots)
 
     def _schedule(self, when: float) -> None:
+        """Wake up at ``when`` exactly (not ``now + (when - now)``, which may differ in the last
+        bit): an event triggered and queued as a timeout is (SimPy's Event internals, as in
+        :func:`settle`)."""
+        env = self.env
         self._wake_at = when
-        timeout = self.env.timeout(max(0.0, float(when) - self.env.now))
-        self._wake_event = timeout
-        timeout.callbacks.append(self._on_timeout)
+        event = Event(env)
+        event._ok = True
+        event._value = None
+        event.callbacks.append(self._on_timeout)  # type: ignore[union-attr]
+        heapq.heappush(env._queue, (max(float(when), env._now), NORMAL, next(env._eid), event))  # type: ignore[attr-defined]
+        self._wake_event = event
 
     def _on_timeout(self, event: Event) -> None:
         if event is self._wake_event:  # else superseded by an earlier wake-up (or suspended)
@@ -636,16 +772,23 @@ class Network:
         if not done:
             return False
         done.sort()
-        finished = np.array(done, dtype=np.int64)
-        self._nactive -= len(done)
+        lane = self._lane_flows
+        ended = done
+        if lane:
+            ended = [slot for slot in done if slot not in lane]
+            if len(ended) < len(done):
+                self._lane_done([slot for slot in done if slot in lane])
         self._active_arr = None
         self._entries = None
-        self.rates.removed(finished, self._path[finished], self._bound[finished], self._rate[finished])
+        if ended:
+            finished = np.array(ended, dtype=np.int64)
+            self._nactive -= len(ended)
+            self.rates.removed(finished, self._path[finished], self._bound[finished], self._rate[finished])
         if len(done) <= _SMALL:
             self._finish_few(done, now)
         else:
-            self._finish(finished, now)
-        return True
+            self._finish(np.array(done, dtype=np.int64), now)
+        return bool(ended)
 
     def _start(self, starting: list[Any], now: float) -> bool:
         self._flush()  # sends staged by arrival hooks during this wake-up may start right now
@@ -836,6 +979,10 @@ class Network:
             break
         if heap:
             when = max(now, heap[0])
+            starts = self._lane_starts
+            if starts:
+                del starts[: bisect.bisect_left(starts, now)]
+                when = self._due_wake(when, now)
         if self._pending:
             when = min(when, self._pending[0])
         if when < np.inf:

@@ -53,6 +53,7 @@ def _reference(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runtime, "settle", _always_scheduled)
     monkeypatch.setattr(network, "_SMALL", 0)
     monkeypatch.setattr(network, "_RESUME_IN_WAKE", False)
+    monkeypatch.setattr(network, "_PRIVATE", False)
     monkeypatch.setattr(network.Network, "intern", lambda self, srcs, dsts: None)
 
 
