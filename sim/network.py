@@ -166,7 +166,9 @@ class Network:
         self._held: list[Event] | None = None
         # the private lane (Network._send_private): on until two flows meet on a link direction
         self._lane = _PRIVATE and not check and self.rates._capacity is None
-        self._lane_flows: dict[int, float] = {}  # private slot -> start time, in the order sent
+        #: private slot -> (start, due, path, its arcs, bytes, wire bytes, rate, bound), in the order sent
+        #: (the per-slot arrays are written when the lane closes)
+        self._lane_flows: dict[int, tuple[float, float, int, tuple[int, ...], float, float, float, float]] = {}
         self._lane_busy: set[int] = set()  # the link directions the private flows hold
         self._lane_paths: dict[int, tuple[tuple[int, ...], float]] = {}  # path -> (its arcs, narrowest capacity)
         self._lane_starts: list[float] = []  # start times of private flows, sorted (see _due_wake)
@@ -591,15 +593,7 @@ class Network:
         start = now + delay
         due = start + wire / rate
         busy.update(arcs)
-        self._lane_flows[slot] = start
-        self._remaining[slot] = wire
-        self._bytes[slot] = nbytes
-        self._path[slot] = pid
-        self._bound[slot] = np.inf if bound is None else bound
-        self._rate[slot] = rate
-        self._t_set[slot] = start
-        self._due[slot] = due
-        self._is_active[slot] = True  # (in the due heap; not in the engine's active count)
+        self._lane_flows[slot] = (start, due, pid, arcs, nbytes, wire, rate, np.inf if bound is None else bound)
         heap = self._heap
         bucket = self._due_at.get(due)
         if bucket is None:
@@ -638,11 +632,19 @@ class Network:
         self._lane = False
         lane = self._lane_flows
         now = self.env._now
-        started = [slot for slot, start in lane.items() if start < now]
-        for slot, start in lane.items():
+        started = []
+        for slot, (start, due, pid, _, nbytes, wire, rate, bound) in lane.items():
+            self._remaining[slot] = wire
+            self._bytes[slot] = nbytes
+            self._path[slot] = pid
+            self._bound[slot] = bound
             if start < now:
+                started.append(slot)
+                self._rate[slot] = rate
+                self._t_set[slot] = start
+                self._due[slot] = due
+                self._is_active[slot] = True
                 continue
-            self._is_active[slot] = False
             self._due[slot] = np.inf  # (its entry in the due heap is stale now)
             self._rate[slot] = 0.0
             bucket = self._pending_at.get(start)
@@ -664,12 +666,33 @@ class Network:
         if self._pending and self._pending[0] < self._wake_at:
             self._schedule(self._pending[0])
 
-    def _lane_done(self, slots: list[int]) -> None:
-        """Private flows ``slots`` have ended: their links are free."""
-        lane, busy, paths, path = self._lane_flows, self._lane_busy, self._lane_paths, self._path
-        for slot in slots:
-            del lane[slot]
-            busy.difference_update(paths[int(path[slot])][0])
+    def _wake_lane(self, now: float) -> None:
+        """A wake-up while the lane is open (every flow is private): complete the flows due by now,
+        as :meth:`_drain` and :meth:`_finish_few` would (bytes booked slot by slot, then each send's
+        arrival, then the slots freed), and wake up next for the next flows due."""
+        heap = self._heap
+        cut = now * (1 + _TIME_RTOL) + 1e-300
+        if heap and heap[0] <= cut:
+            due_at = self._due_at
+            done: list[int] = []
+            while heap and heap[0] <= cut:
+                done += due_at.pop(heapq.heappop(heap))
+            self._due_entries -= len(done)
+            done.sort()
+            lane, busy = self._lane_flows, self._lane_busy
+            path_bytes = self._path_bytes_for(self.cluster.paths.count)
+            for slot in done:
+                _, _, pid, arcs, nbytes, _, _, _ = lane.pop(slot)
+                path_bytes[pid] += nbytes
+                busy.difference_update(arcs)
+            events = self._event
+            for slot in done:
+                self._sent(events.pop(slot), now)
+            self._free.extend(done)
+        starts = self._lane_starts
+        del starts[: bisect.bisect_left(starts, now)]
+        if heap:
+            self._schedule(self._due_wake(heap[0], now))
 
     # ------------------------------------------------------------------ event loop
     def _enqueue(self, start: float, slots: Any) -> None:
@@ -706,18 +729,21 @@ class Network:
         self._wake_event = None
         if _RESUME_IN_WAKE:
             self._held = []
-        self._flush()
-        changed = self._drain(now)
-        pending = self._pending
-        while pending and pending[0] <= now:
-            starting = self._pending_at.pop(heapq.heappop(pending))
-            changed = self._start(starting, now) or changed
-            # owners called back during _drain may have launched flows that start right now
-        if changed:
-            self._solve()
-        self._schedule_next(now)
-        for hook in self.after_wake:
-            hook()
+        if self._lane:
+            self._wake_lane(now)
+        else:
+            self._flush()
+            changed = self._drain(now)
+            pending = self._pending
+            while pending and pending[0] <= now:
+                starting = self._pending_at.pop(heapq.heappop(pending))
+                changed = self._start(starting, now) or changed
+                # owners called back during _drain may have launched flows that start right now
+            if changed:
+                self._solve()
+            self._schedule_next(now)
+            for hook in self.after_wake:
+                hook()
         held, self._held = self._held, None
         if held:
             self._resume_held(held, now)
@@ -772,23 +798,16 @@ class Network:
         if not done:
             return False
         done.sort()
-        lane = self._lane_flows
-        ended = done
-        if lane:
-            ended = [slot for slot in done if slot not in lane]
-            if len(ended) < len(done):
-                self._lane_done([slot for slot in done if slot in lane])
+        finished = np.array(done, dtype=np.int64)
+        self._nactive -= len(done)
         self._active_arr = None
         self._entries = None
-        if ended:
-            finished = np.array(ended, dtype=np.int64)
-            self._nactive -= len(ended)
-            self.rates.removed(finished, self._path[finished], self._bound[finished], self._rate[finished])
+        self.rates.removed(finished, self._path[finished], self._bound[finished], self._rate[finished])
         if len(done) <= _SMALL:
             self._finish_few(done, now)
         else:
-            self._finish(np.array(done, dtype=np.int64), now)
-        return bool(ended)
+            self._finish(finished, now)
+        return True
 
     def _start(self, starting: list[Any], now: float) -> bool:
         self._flush()  # sends staged by arrival hooks during this wake-up may start right now
@@ -979,10 +998,6 @@ class Network:
             break
         if heap:
             when = max(now, heap[0])
-            starts = self._lane_starts
-            if starts:
-                del starts[: bisect.bisect_left(starts, now)]
-                when = self._due_wake(when, now)
         if self._pending:
             when = min(when, self._pending[0])
         if when < np.inf:
