@@ -79,7 +79,7 @@ _TIME_RTOL = 1e-12  # flows due within this fraction of "now" complete together
 #: processes resumed by a wake-up's arrivals run at the end of the wake-up itself when no other event
 #: is due at that instant (see Network._resume_held); tests turn it off to compare
 _RESUME_IN_WAKE = True
-#: single sends whose links no other flow holds take the private lane (see Network._send_private);
+#: single sends whose links no other flow holds take the private lane (see Network._lane_pair);
 #: tests turn it off to compare
 _PRIVATE = True
 
@@ -164,13 +164,13 @@ class Network:
         self._wake_event: Event | None = None  # the timeout of the next wake-up
         #: during a wake-up: the events its arrivals triggered that processes wait on, in order
         self._held: list[Event] | None = None
-        # the private lane (Network._send_private): on until two flows meet on a link direction
+        # the private lane (Network._lane_pair): on until two flows meet on a link direction
         self._lane = _PRIVATE and not check and self.rates._capacity is None
-        #: private slot -> (start, due, path, its arcs, bytes, wire bytes, rate, bound), in the order sent
-        #: (the per-slot arrays are written when the lane closes)
-        self._lane_flows: dict[int, tuple[float, float, int, tuple[int, ...], float, float, float, float]] = {}
+        #: private slot -> (start, due, path, its arcs, bytes, wire bytes, rate, bound, event, arrival
+        #: hook), in the order sent (the per-slot arrays are written when the lane closes)
+        self._lane_flows: dict[int, tuple[Any, ...]] = {}
         self._lane_busy: set[int] = set()  # the link directions the private flows hold
-        self._lane_paths: dict[int, tuple[tuple[int, ...], float]] = {}  # path -> (its arcs, narrowest capacity)
+        self._lane_pairs: dict[tuple[int, int], tuple[int, tuple[int, ...], float]] = {}  # see _lane_pair
         self._lane_starts: list[float] = []  # start times of private flows, sorted (see _due_wake)
 
     # ------------------------------------------------------------------ public API
@@ -192,20 +192,49 @@ class Network:
         """
         if not nbytes >= 0:
             raise RunError(f"send {src}->{dst}: size must be >= 0 bytes, got {nbytes}")
+        free = self._free
+        if not free:
+            self._grow(len(self._remaining) * 2)
+        if self._lane:
+            # the private lane (see _lane_pair): no other flow holds a link direction of the path
+            pair = self._lane_pairs.get((src, dst))
+            if pair is None:
+                pair = self._lane_pair(src, dst)
+            pid, arcs, narrow = pair
+            delay, wire = self._model.one(pid, src, nbytes)
+            rate = narrow if bound is None or narrow <= bound else float(bound)
+            busy = self._lane_busy
+            if wire > 0 and rate > 0 and busy.isdisjoint(arcs) and not self.after_wake:
+                event = Event(self.env)
+                slot = free.pop()
+                self.flows += 1
+                start = self.env._now + delay
+                due = start + wire / rate  # what the engine's start gives (_set_rates: start + remaining / rate)
+                busy.update(arcs)
+                self._lane_flows[slot] = (start, due, pid, arcs, nbytes, wire, rate, bound, event, on_arrival)
+                heap = self._heap
+                bucket = self._due_at.get(due)
+                if bucket is None:
+                    self._due_at[due] = [slot]
+                    heapq.heappush(heap, due)
+                else:
+                    bucket.append(slot)
+                self._due_entries += 1
+                bisect.insort(self._lane_starts, start)
+                wake_at = self._wake_at
+                if due < wake_at:
+                    self._schedule(self._due_wake(due, self.env._now))
+                elif start < wake_at and start < heap[0] <= start * (1 + _TIME_RTOL) + 1e-300:
+                    self._schedule(start)  # a wake-up at the start completes a flow due just after it
+                return event
+            self._end_lane()  # (an instant flow, or a flow that would meet another: the engine's)
         cl = self.cluster
         pid = cl._pid.get((src, dst))
         if pid is None:
             pid = cl.path_id(src, dst)
         event = Event(self.env)
-        free = self._free
-        if not free:
-            self._grow(len(self._remaining) * 2)
         slot = free.pop()
         delay, wire = self._model.one(pid, src, nbytes)
-        if self._lane and self._send_private(slot, pid, nbytes, delay, wire, bound):
-            self._event[slot] = (event, on_arrival)
-            self.flows += 1
-            return event
         # per-flow numbers are staged in lists and written to the arrays in bulk at the next wake-up
         self._stage.append((slot, nbytes, wire, pid, np.inf if bound is None else bound))
         self._event[slot] = (event, on_arrival)
@@ -562,53 +591,30 @@ class Network:
         stage.clear()
 
     # ------------------------------------------------------------------ the private lane
-    def _send_private(
-        self, slot: int, pid: int, nbytes: float, delay: float, wire: float, bound: float | None
-    ) -> bool:
-        """Send on the private lane if no other flow holds a link direction of the path; False (and
-        the lane closed for good, its flows handed to the engine: :meth:`_end_lane`) if one does.
+    def _lane_pair(self, src: int, dst: int) -> tuple[int, tuple[int, ...], float]:
+        """(route, its link directions, its narrowest capacity) of a pair, for the private lane.
 
         While no two flows ever meet on a link direction, every flow drains at its path's narrowest
         capacity (or its bound) from its start to its end: what :mod:`sim.rates` gives a flow alone on
-        its links. A private flow is therefore due at ``start + wire / rate`` -- the same arithmetic the
-        engine does at its start -- and goes straight into the heap of due times: no start wake-up, no
-        rate computation, no per-link counts in :mod:`sim.rates`. It holds its links from its send to
-        its end (:attr:`_lane_busy`), so a flow whose links are free cannot meet it. The engine wakes
-        at a start only to complete the flows due within ``_TIME_RTOL`` of it, as a wake-up there would
-        (:meth:`_due_wake`), and wake-ups are scheduled at their exact times (:meth:`_schedule`), so
-        the times are the engine's bit for bit (tests/test_message_engine.py)."""
-        lane = self._lane_paths.get(pid)
-        if lane is None:
-            paths = self.cluster.paths
-            first = int(paths.start[pid])
-            arcs = tuple(paths.arcs[first : first + int(paths.length[pid])].tolist())
-            lane = self._lane_paths[pid] = (arcs, float(paths.bottleneck[pid]))
-        arcs, narrow = lane
-        rate = narrow if bound is None or narrow <= bound else float(bound)
-        busy = self._lane_busy
-        if self.after_wake or not wire > 0 or not arcs or not rate > 0 or not busy.isdisjoint(arcs):
-            self._end_lane()  # (an instant flow, or a flow that would meet another: the engine's)
-            return False
-        now = self.env._now
-        start = now + delay
-        due = start + wire / rate
-        busy.update(arcs)
-        self._lane_flows[slot] = (start, due, pid, arcs, nbytes, wire, rate, np.inf if bound is None else bound)
-        heap = self._heap
-        bucket = self._due_at.get(due)
-        if bucket is None:
-            self._due_at[due] = [slot]
-            heapq.heappush(heap, due)
-        else:
-            bucket.append(slot)
-        self._due_entries += 1
-        bisect.insort(self._lane_starts, start)
-        wake_at = self._wake_at
-        if due < wake_at:
-            self._schedule(self._due_wake(due, now))
-        elif start < wake_at and heap[0] <= start * (1 + _TIME_RTOL) + 1e-300 and heap[0] > start:
-            self._schedule(start)
-        return True
+        its links. A single send whose links no other flow holds is therefore *private*: due at
+        ``start + wire / rate`` -- the arithmetic the engine does at its start -- it goes straight into
+        the heap of due times, kept as a record (:attr:`_lane_flows`): no start wake-up, no rate
+        computation, no per-link counts in :mod:`sim.rates`, no per-slot arrays. It holds its links from
+        its send to its end (:attr:`_lane_busy`), so a flow whose links are free cannot meet it. The
+        engine wakes at a start only to complete the flows due within ``_TIME_RTOL`` of it, as its
+        wake-up there would (:meth:`_due_wake`), and wake-ups come at their exact times
+        (:meth:`_schedule`), so the times are the engine's bit for bit (tests/test_message_engine.py).
+        The first send that is not private closes the lane for good (:meth:`_end_lane`)."""
+        cl = self.cluster
+        pid = cl._pid.get((src, dst))
+        if pid is None:
+            pid = cl.path_id(src, dst)
+        paths = cl.paths
+        first = int(paths.start[pid])
+        arcs = tuple(paths.arcs[first : first + int(paths.length[pid])].tolist())
+        narrow = float(paths.bottleneck[pid]) if arcs else 0.0  # (no links: an instant flow, not private)
+        pair = self._lane_pairs[(src, dst)] = (pid, arcs, narrow)
+        return pair
 
     def _due_wake(self, due: float, now: float) -> float:
         """When to wake for flows due at ``due``: the engine woke at every start, and a wake-up
@@ -633,11 +639,12 @@ class Network:
         lane = self._lane_flows
         now = self.env._now
         started = []
-        for slot, (start, due, pid, _, nbytes, wire, rate, bound) in lane.items():
+        for slot, (start, due, pid, _, nbytes, wire, rate, bound, event, hook) in lane.items():
+            self._event[slot] = (event, hook)
             self._remaining[slot] = wire
             self._bytes[slot] = nbytes
             self._path[slot] = pid
-            self._bound[slot] = bound
+            self._bound[slot] = np.inf if bound is None else bound
             if start < now:
                 started.append(slot)
                 self._rate[slot] = rate
@@ -681,13 +688,16 @@ class Network:
             done.sort()
             lane, busy = self._lane_flows, self._lane_busy
             path_bytes = self._path_bytes_for(self.cluster.paths.count)
-            for slot in done:
-                _, _, pid, arcs, nbytes, _, _, _ = lane.pop(slot)
-                path_bytes[pid] += nbytes
-                busy.difference_update(arcs)
-            events = self._event
-            for slot in done:
-                self._sent(events.pop(slot), now)
+            ended = [lane.pop(slot) for slot in done]
+            for flow in ended:
+                path_bytes[flow[2]] += flow[4]
+                busy.difference_update(flow[3])
+            trigger = self.trigger
+            for flow in ended:  # (_sent, inline)
+                hook = flow[9]
+                if hook is not None:
+                    hook[0](hook[1], hook[2])
+                trigger(flow[8], now)
             self._free.extend(done)
         starts = self._lane_starts
         del starts[: bisect.bisect_left(starts, now)]
@@ -752,12 +762,15 @@ class Network:
         """Trigger ``event`` with ``value`` (:func:`settle`); during a wake-up, an event a process waits
         on is held and its waiters resumed at the end of the wake-up (:meth:`_resume_held`)."""
         held = self._held
-        if held is not None and event.callbacks:
-            event._ok = True  # what Event.succeed sets; the event is scheduled or stepped later
-            event._value = value
-            held.append(event)
-        else:
+        if held is None:
             settle(event, value)
+            return
+        event._ok = True  # what Event.succeed sets (settle, inline)
+        event._value = value
+        if event.callbacks:
+            held.append(event)  # scheduled or stepped at the end of the wake-up
+        else:
+            event.callbacks = None  # type: ignore[assignment]
 
     def _resume_held(self, held: list[Event], now: float) -> None:
         """The events a wake-up triggered, in the order it triggered them. Scheduled, they would be the
