@@ -204,12 +204,13 @@ class Network:
             delay, wire = self._model.one(pid, src, nbytes)
             rate = narrow if bound is None or narrow <= bound else float(bound)
             busy = self._lane_busy
-            if wire > 0 and rate > 0 and busy.isdisjoint(arcs) and not self.after_wake:
+            start = self.env._now + delay
+            due = start + wire / rate if rate > 0 else np.inf  # the engine's (_set_rates: start + remaining / rate)
+            # (a flow due within _TIME_RTOL of its start is not private: see _due_wake)
+            if wire > 0 and due > start * (1 + _TIME_RTOL) + 1e-300 and busy.isdisjoint(arcs) and not self.after_wake:
                 event = Event(self.env)
                 slot = free.pop()
                 self.flows += 1
-                start = self.env._now + delay
-                due = start + wire / rate  # what the engine's start gives (_set_rates: start + remaining / rate)
                 busy.update(arcs)
                 self._lane_flows[slot] = (start, due, pid, arcs, nbytes, wire, rate, bound, event, on_arrival)
                 heap = self._heap
@@ -617,9 +618,12 @@ class Network:
         return pair
 
     def _due_wake(self, due: float, now: float) -> float:
-        """When to wake for flows due at ``due``: the engine woke at every start, and a wake-up
-        completes the flows due within ``_TIME_RTOL`` of its time, so the earliest private start from
-        ``now`` on whose wake-up would complete them, else ``due`` itself."""
+        """When to wake for the first flows due, at ``due``: the engine woke at every start, and a
+        wake-up completes the started flows due within ``_TIME_RTOL`` of its time, so the earliest
+        private start from ``now`` on whose wake-up would complete them, else ``due`` itself. (A
+        private flow is due later than ``_TIME_RTOL`` after its own start, so a start that close
+        before ``due`` comes after the start of the flows due then, and no flow due later can be
+        completed by a wake-up these would not be completed by.)"""
         starts = self._lane_starts
         j = bisect.bisect_left(starts, due) - 1
         if j < 0 or starts[j] < now or due > starts[j] * (1 + _TIME_RTOL) + 1e-300:
