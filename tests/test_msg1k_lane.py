@@ -74,8 +74,9 @@ def test_each_shortcut_alone_gives_the_same_results(monkeypatch, topology, algor
         assert fast.events < ref.events  # (closing the lane may cost a wake-up of its own)
 
 
-def _arrivals(topology: str, plan: list[tuple[float, int, int, float]], private: bool) -> list[float]:
-    """Arrival time of every send of ``plan`` ((send time, src, dst, bytes)), with or without the lane."""
+def _run_plan(topology: str, plan: list[tuple[float, int, int, float]], private: bool) -> tuple[Any, ...]:
+    """Run the sends of ``plan`` ((send time, src, dst, bytes)), with or without the lane: (send index,
+    arrival time) in arrival order, and the network."""
     saved = network._PRIVATE
     network._PRIVATE = private
     try:
@@ -83,18 +84,24 @@ def _arrivals(topology: str, plan: list[tuple[float, int, int, float]], private:
         net = network.Network(env, Cluster(topology))
     finally:
         network._PRIVATE = saved
-    arrived = [math.nan] * len(plan)
+    arrived: list[tuple[int, float]] = []
 
     def sender(i: int, at: float, src: int, dst: int, nbytes: float) -> Any:
         yield env.timeout(at)
         yield net.send(src, dst, nbytes)
-        arrived[i] = env.now
+        arrived.append((i, env.now))
 
     for i, step in enumerate(plan):
         env.process(sender(i, *step))
     env.run()
-    assert net._lane is private  # (no two of these flows meet)
-    return arrived
+    return arrived, net
+
+
+def _arrivals(topology: str, plan: list[tuple[float, int, int, float]], private: bool) -> list[float]:
+    """Arrival time of every send of ``plan``; no two of its flows meet."""
+    arrived, net = _run_plan(topology, plan, private)
+    assert net._lane is private
+    return [t for _, t in sorted(arrived)]
 
 
 def _delay_and_rate(topology: str, src: int, dst: int) -> tuple[float, float]:
@@ -148,31 +155,12 @@ def test_lane_hands_started_and_waiting_flows_to_the_engine():
     """A send that meets a private flow closes the lane while one flow drains and one still waits out
     its latency; the engine goes on with both as if they had never been private."""
     topology = "star:hosts=4,bandwidth=1GB/s,latency=1us"
-    plan = [(0.0, 0, 1, 2e6), (2.5e-6, 2, 1, 1e6), (2.5e-6, 3, 2, 5e5), (2.6e-6, 3, 1, 7e5 + 3)]
-    lane = _arrivals_closing(topology, plan, True)
-    assert lane == _arrivals_closing(topology, plan, False)
-
-
-def _arrivals_closing(topology: str, plan: list[tuple[float, int, int, float]], private: bool) -> tuple[Any, ...]:
-    saved = network._PRIVATE
-    network._PRIVATE = private
-    try:
-        env = simpy.Environment()
-        net = network.Network(env, Cluster(topology))
-    finally:
-        network._PRIVATE = saved
-    arrived: list[tuple[int, float]] = []
-
-    def sender(i: int, at: float, src: int, dst: int, nbytes: float) -> Any:
-        yield env.timeout(at)
-        yield net.send(src, dst, nbytes)
-        arrived.append((i, env.now))
-
-    for i, step in enumerate(plan):
-        env.process(sender(i, *step))
-    env.run()
-    assert not net._lane
-    return tuple(arrived), net.rates.solves, net.rates._count, net.rates._shared, net.active_flows
+    plan = [(0.0, 0, 1, 2e6), (2.4e-6, 3, 2, 5e5), (2.5e-6, 2, 1, 1e6), (2.6e-6, 3, 1, 7e5 + 3)]
+    runs = [_run_plan(topology, plan, private) for private in (True, False)]
+    for arrived, net in runs:
+        assert not net._lane and net.rates.solves and net.rates._count == net.rates._shared == 0
+    assert runs[0][0] == runs[1][0]
+    assert runs[0][1].rates.solves == runs[1][1].rates.solves
 
 
 def test_resumes_at_an_instant_with_another_event_keep_the_event_loops_order():
