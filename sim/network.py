@@ -26,13 +26,14 @@ is shared, cached by the multiset of active paths).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import simpy
-from simpy.events import Event
+from simpy.events import NORMAL, Event
 
 from .cluster import Cluster
 from .errors import RunError
@@ -75,6 +76,12 @@ def settle(event: Event, value: Any) -> None:
 
 
 _TIME_RTOL = 1e-12  # flows due within this fraction of "now" complete together
+#: processes resumed by a wake-up's arrivals run at the end of the wake-up itself when no other event
+#: is due at that instant (see Network._resume_held); tests turn it off to compare
+_RESUME_IN_WAKE = True
+#: single sends whose links no other flow holds take the private lane (see Network._lane_pair);
+#: tests turn it off to compare
+_PRIVATE = True
 
 
 class _Group:
@@ -155,6 +162,16 @@ class Network:
         self._t_last = 0.0
         self._wake_at = np.inf
         self._wake_event: Event | None = None  # the timeout of the next wake-up
+        #: during a wake-up: the events its arrivals triggered that processes wait on, in order
+        self._held: list[Event] | None = None
+        # the private lane (Network._lane_pair): on until two flows meet on a link direction
+        self._lane = _PRIVATE and not check and self.rates._capacity is None
+        #: private slot -> (start, due, path, its arcs, bytes, wire bytes, rate, bound, event, arrival
+        #: hook), in the order sent (the per-slot arrays are written when the lane closes)
+        self._lane_flows: dict[int, tuple[Any, ...]] = {}
+        self._lane_busy: set[int] = set()  # the link directions the private flows hold
+        self._lane_pairs: dict[tuple[int, int], tuple[int, tuple[int, ...], float]] = {}  # see _lane_pair
+        self._lane_starts: list[float] = []  # start times of private flows, sorted (see _due_wake)
 
     # ------------------------------------------------------------------ public API
     def send(
@@ -175,14 +192,48 @@ class Network:
         """
         if not nbytes >= 0:
             raise RunError(f"send {src}->{dst}: size must be >= 0 bytes, got {nbytes}")
+        free = self._free
+        if not free:
+            self._grow(len(self._remaining) * 2)
+        if self._lane:
+            # the private lane (see _lane_pair): no other flow holds a link direction of the path
+            pair = self._lane_pairs.get((src, dst))
+            if pair is None:
+                pair = self._lane_pair(src, dst)
+            pid, arcs, narrow = pair
+            delay, wire = self._model.one(pid, src, nbytes)
+            rate = narrow if bound is None or narrow <= bound else float(bound)
+            busy = self._lane_busy
+            start = self.env._now + delay
+            due = start + wire / rate if rate > 0 else np.inf  # the engine's (_set_rates: start + remaining / rate)
+            # (a flow due within _TIME_RTOL of its start is not private: see _due_wake)
+            if wire > 0 and due > start * (1 + _TIME_RTOL) + 1e-300 and busy.isdisjoint(arcs) and not self.after_wake:
+                event = Event(self.env)
+                slot = free.pop()
+                self.flows += 1
+                busy.update(arcs)
+                self._lane_flows[slot] = (start, due, pid, arcs, nbytes, wire, rate, bound, event, on_arrival)
+                heap = self._heap
+                bucket = self._due_at.get(due)
+                if bucket is None:
+                    self._due_at[due] = [slot]
+                    heapq.heappush(heap, due)
+                else:
+                    bucket.append(slot)
+                self._due_entries += 1
+                bisect.insort(self._lane_starts, start)
+                wake_at = self._wake_at
+                if due < wake_at:
+                    self._schedule(self._due_wake(due, self.env._now))
+                elif start < wake_at and start < heap[0] <= start * (1 + _TIME_RTOL) + 1e-300:
+                    self._schedule(start)  # a wake-up at the start completes a flow due just after it
+                return event
+            self._end_lane()  # (an instant flow, or a flow that would meet another: the engine's)
         cl = self.cluster
         pid = cl._pid.get((src, dst))
         if pid is None:
             pid = cl.path_id(src, dst)
         event = Event(self.env)
-        free = self._free
-        if not free:
-            self._grow(len(self._remaining) * 2)
         slot = free.pop()
         delay, wire = self._model.one(pid, src, nbytes)
         # per-flow numbers are staged in lists and written to the arrays in bulk at the next wake-up
@@ -243,6 +294,7 @@ class Network:
     def add_owner(self, callback: Callable[[np.ndarray, float], None]) -> int:
         """Register ``callback(slots, now)``, called with the slots of an owner's flows as they
         complete (before the slots are reused); returns the owner id for :meth:`launch`."""
+        self._end_lane()
         self._owners.append(callback)
         return len(self._owners) - 1
 
@@ -260,6 +312,7 @@ class Network:
         ``owner`` (see :meth:`add_owner`) hears of completions in bulk. ``bounds`` caps the flows'
         rates (as ``bound`` does in :meth:`send`).
         """
+        self._end_lane()
         count = len(pids)
         if count == 1:
             one = self._launch_one(int(pids[0]), int(srcs[0]), float(np.asarray(nbytes).reshape(-1)[0]), owner)
@@ -408,6 +461,7 @@ class Network:
 
     def suspend(self) -> None:
         """Cancel the scheduled wake-up (the fast path is about to move time on by itself)."""
+        self._end_lane()
         self._wake_event = None
         self._wake_at = np.inf
 
@@ -537,6 +591,123 @@ class Network:
         self._bound[idx] = bounds
         stage.clear()
 
+    # ------------------------------------------------------------------ the private lane
+    def _lane_pair(self, src: int, dst: int) -> tuple[int, tuple[int, ...], float]:
+        """(route, its link directions, its narrowest capacity) of a pair, for the private lane.
+
+        While no two flows ever meet on a link direction, every flow drains at its path's narrowest
+        capacity (or its bound) from its start to its end: what :mod:`sim.rates` gives a flow alone on
+        its links. A single send whose links no other flow holds is therefore *private*: due at
+        ``start + wire / rate`` -- the arithmetic the engine does at its start -- it goes straight into
+        the heap of due times, kept as a record (:attr:`_lane_flows`): no start wake-up, no rate
+        computation, no per-link counts in :mod:`sim.rates`, no per-slot arrays. It holds its links from
+        its send to its end (:attr:`_lane_busy`), so a flow whose links are free cannot meet it. The
+        engine wakes at a start only to complete the flows due within ``_TIME_RTOL`` of it, as its
+        wake-up there would (:meth:`_due_wake`), and wake-ups come at their exact times
+        (:meth:`_schedule`), so the times are the engine's bit for bit (tests/test_message_engine.py).
+        The first send that is not private closes the lane for good (:meth:`_end_lane`)."""
+        cl = self.cluster
+        pid = cl._pid.get((src, dst))
+        if pid is None:
+            pid = cl.path_id(src, dst)
+        paths = cl.paths
+        first = int(paths.start[pid])
+        arcs = tuple(paths.arcs[first : first + int(paths.length[pid])].tolist())
+        narrow = float(paths.bottleneck[pid]) if arcs else 0.0  # (no links: an instant flow, not private)
+        pair = self._lane_pairs[(src, dst)] = (pid, arcs, narrow)
+        return pair
+
+    def _due_wake(self, due: float, now: float) -> float:
+        """When to wake for the first flows due, at ``due``: the engine woke at every start, and a
+        wake-up completes the started flows due within ``_TIME_RTOL`` of its time, so the earliest
+        private start from ``now`` on whose wake-up would complete them, else ``due`` itself. (A
+        private flow is due later than ``_TIME_RTOL`` after its own start, so a start that close
+        before ``due`` comes after the start of the flows due then, and no flow due later can be
+        completed by a wake-up these would not be completed by.)"""
+        starts = self._lane_starts
+        j = bisect.bisect_left(starts, due) - 1
+        if j < 0 or starts[j] < now or due > starts[j] * (1 + _TIME_RTOL) + 1e-300:
+            return due
+        while j > 0 and starts[j - 1] >= now and due <= starts[j - 1] * (1 + _TIME_RTOL) + 1e-300:
+            j -= 1
+        return starts[j]
+
+    def _end_lane(self) -> None:
+        """Close the private lane for good: its flows become the engine's, as they would be had they
+        never left it -- started ones (start before now) active at their rate since their start, the
+        others pending -- and :mod:`sim.rates` hears of the started ones (every one alone on its
+        links: its isolated case leaves their rates as they are)."""
+        if not self._lane:
+            return
+        self._lane = False
+        lane = self._lane_flows
+        now = self.env._now
+        started = []
+        for slot, (start, due, pid, _, nbytes, wire, rate, bound, event, hook) in lane.items():
+            self._event[slot] = (event, hook)
+            self._remaining[slot] = wire
+            self._bytes[slot] = nbytes
+            self._path[slot] = pid
+            self._bound[slot] = np.inf if bound is None else bound
+            if start < now:
+                started.append(slot)
+                self._rate[slot] = rate
+                self._t_set[slot] = start
+                self._due[slot] = due
+                self._is_active[slot] = True
+                continue
+            self._due[slot] = np.inf  # (its entry in the due heap is stale now)
+            self._rate[slot] = 0.0
+            bucket = self._pending_at.get(start)
+            if bucket is None:
+                self._pending_at[start] = [slot]
+                heapq.heappush(self._pending, start)
+            else:
+                bucket.append(slot)
+        lane.clear()
+        self._lane_busy.clear()
+        self._lane_starts.clear()
+        if started:
+            slots = np.array(started, dtype=np.int64)
+            self._nactive += len(started)
+            self._active_arr = None
+            self._entries = None
+            self.rates.added(slots, self._path[slots], self._bound[slots])
+            self._solve()
+        if self._pending and self._pending[0] < self._wake_at:
+            self._schedule(self._pending[0])
+
+    def _wake_lane(self, now: float) -> None:
+        """A wake-up while the lane is open (every flow is private): complete the flows due by now,
+        as :meth:`_drain` and :meth:`_finish_few` would (bytes booked slot by slot, then each send's
+        arrival, then the slots freed), and wake up next for the next flows due."""
+        heap = self._heap
+        cut = now * (1 + _TIME_RTOL) + 1e-300
+        if heap and heap[0] <= cut:
+            due_at = self._due_at
+            done: list[int] = []
+            while heap and heap[0] <= cut:
+                done += due_at.pop(heapq.heappop(heap))
+            self._due_entries -= len(done)
+            done.sort()
+            lane, busy = self._lane_flows, self._lane_busy
+            path_bytes = self._path_bytes_for(self.cluster.paths.count)
+            ended = [lane.pop(slot) for slot in done]
+            for flow in ended:
+                path_bytes[flow[2]] += flow[4]
+                busy.difference_update(flow[3])
+            trigger = self.trigger
+            for flow in ended:  # (_sent, inline)
+                hook = flow[9]
+                if hook is not None:
+                    hook[0](hook[1], hook[2])
+                trigger(flow[8], now)
+            self._free.extend(done)
+        starts = self._lane_starts
+        del starts[: bisect.bisect_left(starts, now)]
+        if heap:
+            self._schedule(self._due_wake(heap[0], now))
+
     # ------------------------------------------------------------------ event loop
     def _enqueue(self, start: float, slots: Any) -> None:
         self._batches = True  # (single sends enqueue themselves in send)
@@ -549,10 +720,17 @@ class Network:
         bucket.append(slots)
 
     def _schedule(self, when: float) -> None:
+        """Wake up at ``when`` exactly (not ``now + (when - now)``, which may differ in the last
+        bit): an event triggered and queued as a timeout is (SimPy's Event internals, as in
+        :func:`settle`)."""
+        env = self.env
         self._wake_at = when
-        timeout = self.env.timeout(max(0.0, float(when) - self.env.now))
-        self._wake_event = timeout
-        timeout.callbacks.append(self._on_timeout)
+        event = Event(env)
+        event._ok = True
+        event._value = None
+        event.callbacks.append(self._on_timeout)  # type: ignore[union-attr]
+        heapq.heappush(env._queue, (max(float(when), env._now), NORMAL, next(env._eid), event))  # type: ignore[attr-defined]
+        self._wake_event = event
 
     def _on_timeout(self, event: Event) -> None:
         if event is self._wake_event:  # else superseded by an earlier wake-up (or suspended)
@@ -563,18 +741,58 @@ class Network:
         now = self.env.now
         self._wake_at = np.inf
         self._wake_event = None
-        self._flush()
-        changed = self._drain(now)
-        pending = self._pending
-        while pending and pending[0] <= now:
-            starting = self._pending_at.pop(heapq.heappop(pending))
-            changed = self._start(starting, now) or changed
-            # owners called back during _drain may have launched flows that start right now
-        if changed:
-            self._solve()
-        self._schedule_next(now)
-        for hook in self.after_wake:
-            hook()
+        if _RESUME_IN_WAKE:
+            self._held = []
+        if self._lane:
+            self._wake_lane(now)
+        else:
+            self._flush()
+            changed = self._drain(now)
+            pending = self._pending
+            while pending and pending[0] <= now:
+                starting = self._pending_at.pop(heapq.heappop(pending))
+                changed = self._start(starting, now) or changed
+                # owners called back during _drain may have launched flows that start right now
+            if changed:
+                self._solve()
+            self._schedule_next(now)
+            for hook in self.after_wake:
+                hook()
+        held, self._held = self._held, None
+        if held:
+            self._resume_held(held, now)
+
+    def trigger(self, event: Event, value: Any) -> None:
+        """Trigger ``event`` with ``value`` (:func:`settle`); during a wake-up, an event a process waits
+        on is held and its waiters resumed at the end of the wake-up (:meth:`_resume_held`)."""
+        held = self._held
+        if held is None:
+            settle(event, value)
+            return
+        event._ok = True  # what Event.succeed sets (settle, inline)
+        event._value = value
+        if event.callbacks:
+            held.append(event)  # scheduled or stepped at the end of the wake-up
+        else:
+            event.callbacks = None  # type: ignore[assignment]
+
+    def _resume_held(self, held: list[Event], now: float) -> None:
+        """The events a wake-up triggered, in the order it triggered them. Scheduled, they would be the
+        next steps of the event loop, in this order, unless another event is due at this instant already
+        (it was scheduled before them): then they are scheduled; otherwise their callbacks run here, as
+        those steps would run them (``callbacks = None``, then each callback; SimPy's Event internals,
+        as in :func:`settle`), and the event loop is spared a step per resumed process. Whatever they
+        schedule at this instant comes after them either way."""
+        env = self.env
+        queue = env._queue  # type: ignore[attr-defined]
+        if queue and queue[0][0] <= now:
+            for event in held:
+                env.schedule(event)
+            return
+        for event in held:
+            callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]
+            for callback in callbacks:
+                callback(event)
 
     def _drain(self, now: float) -> bool:
         """Complete the active flows due by ``now`` (a flow's remaining bytes are brought up to date
@@ -846,13 +1064,12 @@ class Network:
             self._free_gids.append(gid)
             group.event.succeed(now)
 
-    @staticmethod
-    def _sent(sent: tuple[Event, tuple[Callable[..., None], Any, Any] | None], now: float) -> None:
+    def _sent(self, sent: tuple[Event, tuple[Callable[..., None], Any, Any] | None], now: float) -> None:
         """A single send has arrived: its arrival hook runs, then its event is triggered."""
         event, hook = sent
         if hook is not None:
             hook[0](hook[1], hook[2])
-        settle(event, now)
+        self.trigger(event, now)
 
     def _finish_few(self, slots: list[int], now: float) -> None:
         """:meth:`_finish` for a few flows of no owner, in scalar operations, in the same order (bytes

@@ -200,6 +200,7 @@ class Job:
         # messages arrived and receives posted, per (src, dst, tag), in order (lists: rarely more than one)
         self._mail: dict[tuple[int, int, int], list[Any]] = {}
         self._waiting: dict[tuple[int, int, int], list[simpy.Event]] = {}
+        self._hook = self._deliver  # (one bound method for every message's arrival hook)
         # endpoints beyond the p ranks (dedicated servers on spare hosts) compute and send too
         endpoints = max(p, net.cluster.size, len(net.cluster.rank_node))
         self._busy_until = np.zeros(endpoints)
@@ -211,15 +212,15 @@ class Job:
     ) -> simpy.Event:
         """Send ``nbytes`` with ``payload``; the returned event fires when the last byte arrives.
         ``bound`` caps the message's rate (see :meth:`sim.network.Network.send`)."""
-        return self.net.send(src, dst, nbytes, bound=bound, on_arrival=(self._deliver, (src, dst, tag), payload))
+        return self.net.send(src, dst, nbytes, bound=bound, on_arrival=(self._hook, (src, dst, tag), payload))
 
     def _deliver(self, key: tuple[int, int, int], payload: Any) -> None:
-        waiting = self._waiting.get(key)
+        waiting = self._waiting.pop(key, None)  # (the mailboxes stay as small as the messages in flight)
         if waiting is not None:
             event = waiting.pop(0)
-            if not waiting:
-                del self._waiting[key]  # keep the mailboxes as small as the messages in flight
-            settle(event, payload)
+            if waiting:
+                self._waiting[key] = waiting
+            self.net.trigger(event, payload)
         else:
             mail = self._mail.get(key)
             if mail is None:
@@ -233,11 +234,11 @@ class Job:
         goes on at once (no step of the event loop)."""
         key = (src, dst, tag)
         event = Event(self.env)
-        mail = self._mail.get(key)
+        mail = self._mail.pop(key, None)
         if mail is not None:
             payload = mail.pop(0)
-            if not mail:
-                del self._mail[key]
+            if mail:
+                self._mail[key] = mail
             settle(event, payload)
         else:
             waiting = self._waiting.get(key)

@@ -171,7 +171,7 @@ def test_a_128_gpu_pipelined_tree_costs_fewer_events_for_the_same_time():
     g = dgx(hosts=16)
     a, b = both(g, "allreduce", "double-binary-tree:chunks=8", "64MiB")
     assert_same(a, b)
-    assert b.events < a.events / 3
+    assert b.events < a.flows / 3  # (the message level takes fewer steps than messages too: sim.network)
 
 
 def test_a_dataflow_too_large_to_hold_is_refused_and_the_tree_runs_its_processes(monkeypatch):

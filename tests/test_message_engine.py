@@ -5,7 +5,9 @@
   receive whose message is in the mailbox);
 * batches of up to ``sim.network._SMALL`` single sends are flushed, started, rated and finished in
   scalar operations;
-* the parameter server interns every route at once (:meth:`sim.network.Network.intern`).
+* the parameter server interns every route at once (:meth:`sim.network.Network.intern`);
+* processes that a wake-up's arrivals resume run at the end of that wake-up, not as steps of the event
+  loop, when no other event is due at that instant (:meth:`sim.network.Network._resume_held`).
 
 Each case runs twice, with the shortcuts and with them turned off (events always scheduled, every
 batch through numpy, routes interned as they are sent), and must give the same result bit for bit.
@@ -50,6 +52,8 @@ def _reference(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(network, "settle", _always_scheduled)
     monkeypatch.setattr(runtime, "settle", _always_scheduled)
     monkeypatch.setattr(network, "_SMALL", 0)
+    monkeypatch.setattr(network, "_RESUME_IN_WAKE", False)
+    monkeypatch.setattr(network, "_PRIVATE", False)
     monkeypatch.setattr(network.Network, "intern", lambda self, srcs, dsts: None)
 
 

@@ -84,7 +84,8 @@ def ring_reduce_scatter(
     for s in range(q - 1):
         sent = job.send(me, nxt, chunk, data.take(me, segments[(i - s) % q]) if check else None, tag + s)
         got = yield job.recv(me, prv, tag + s)
-        yield sent
+        if sent.callbacks is not None:  # not processed yet (yielding a processed event goes on at once)
+            yield sent
         if check:
             data.add(me, segments[(i - s - 1) % q], got)
         if reduce:
@@ -103,7 +104,8 @@ def ring_allgather(
     for s in range(q - 1):
         sent = job.send(me, nxt, chunk, data.take(me, segments[(i + first - s) % q]) if check else None, tag + s)
         got = yield job.recv(me, prv, tag + s)
-        yield sent
+        if sent.callbacks is not None:
+            yield sent
         if check:
             data.put(me, segments[(i + first - s - 1) % q], got)
 
