@@ -362,6 +362,9 @@ class FanExecutor:
         Max-min computations, and classes split because their members were not equivalent.
     partial : int
         Changes that re-solved only some of the active classes (the components they touch).
+    above : int
+        Of those, solves of only the classes at and above the rates of the classes that completed
+        (the slower ones keep theirs, :meth:`_solve_above`).
     bookings : int
         Times every class's loads were booked on every arc it crosses (:meth:`_full`).
     compactions : int
@@ -404,6 +407,7 @@ class FanExecutor:
         self.solves = 0
         self.splits = 0
         self.partial = 0
+        self.above = 0
         self.bookings = 0
         self._tab = _Table()
         self._arc_hash = np.zeros(0, dtype=np.uint64)
@@ -602,7 +606,7 @@ class FanExecutor:
         room = (cap[arcs] * (1 - _TOL) - self._loads[arcs]) / self._crossers[arcs]
         return float(room.min(initial=np.inf))
 
-    def _solve(self, region: np.ndarray, everything: bool) -> np.ndarray | None:
+    def _solve(self, region: np.ndarray, everything: bool, fixed: np.ndarray | None = None) -> np.ndarray | None:
         """Set the rates of ``region`` (class ids: whole components of classes joined by kept arcs) to
         the max-min fair ones, splitting classes until each is verified; returns the refined region, or
         None when an arc had to be kept anew (components may join: the caller solves the region again
@@ -611,17 +615,25 @@ class FanExecutor:
 
         Only kept arcs enter the max-min problem; the result is the fair one of the whole network when
         no other arc is full (an allocation is max-min fair iff it is feasible and every flow crosses a
-        saturated arc on which no flow is faster): an arc found full is kept from then on."""
+        saturated arc on which no flow is faster): an arc found full is kept from then on.
+
+        ``fixed``: classes of the same components whose rates stand (:meth:`_settle`); their loads on the
+        kept arcs are taken off the capacities, and count in the verification."""
         cap = self.cluster.capacity
         tab = self._tab
         version = self._kept_version
+        fixed = np.zeros(0, dtype=np.int64) if fixed is None else fixed[tab.hi[fixed] > tab.lo[fixed]]
         while True:
             check_deadline()
             lens = tab.hi[region] - tab.lo[region]
             live, empty = region[lens > 0], region[lens == 0]
             # their crossings of the arcs followed exactly (every kept arc is one), read once for the
-            # solve (the kept ones) and for the loads (_full)
-            hot = tab.kept(live, self._hot, self._hot, self._hot_version)
+            # solve (the kept ones) and for the loads (_full); the fixed classes' in the same call (a
+            # call may lay the copies out anew)
+            hot = tab.kept(np.concatenate([live, fixed]), self._hot, self._hot, self._hot_version)
+            mine = hot[0] < len(live)
+            base = (hot[0][~mine] - len(live), hot[1][~mine])
+            hot = (hot[0][mine], hot[1][mine])
             on = self._keep[tab.k_arc[hot[1]]]
             cls, kidx = hot[0][on], hot[1][on]
             bare = live[np.bincount(cls, minlength=len(live)) == 0]
@@ -644,11 +656,12 @@ class FanExecutor:
             hop, count = tab.k_hop[kidx], tab.k_cnt[kidx]
             where, local = np.unique(arc, return_inverse=True)  # the arcs crossed, numbered locally
             local = local.reshape(-1)
-            rate = maxmin_rates(cls, local, len(live), cap[where], weight=count)
+            taken, fastest = self._fixed_loads(fixed, base, where)
+            rate = maxmin_rates(cls, local, len(live), np.maximum(cap[where] - taken, 0.0), weight=count)
             tab.rate[live] = rate
             if self._promote(self._full(live, hot)):
                 return None
-            bad, saturated, slack = self._unverified(live, cls, (where, local), hop, count, rate)
+            bad, saturated, slack = self._unverified(live, cls, (where, local), hop, count, rate, (taken, fastest))
             if not len(bad):
                 # kept arcs of the region that carry less than their capacity bind nobody: leave them
                 # out (they only join components) until their load fills them again (after solving
@@ -665,6 +678,25 @@ class FanExecutor:
             parts = self._split([tab.obj(i) for i in live[bad].tolist()], saturated)
             region = np.concatenate([live[good], parts, empty])
 
+    def _fixed_loads(
+        self, fixed: np.ndarray, crossings: tuple[np.ndarray, np.ndarray], where: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The load of the classes ``fixed`` on each of the arcs ``where`` (sorted), and the fastest
+        of their rates there (0 where none crosses); ``crossings``: their (row, index into the ``k_*``
+        columns) crossings of the arcs followed exactly."""
+        taken, fastest = np.zeros(len(where)), np.zeros(len(where))
+        row, idx = crossings
+        if not len(row) or not len(where):
+            return taken, fastest
+        tab = self._tab
+        arcs = tab.k_arc[idx]
+        pos = np.minimum(np.searchsorted(where, arcs), len(where) - 1)
+        on = where[pos] == arcs
+        pos, rate = pos[on], tab.rate[fixed[row[on]]]
+        taken += np.bincount(pos, weights=tab.k_cnt[idx[on]] * rate, minlength=len(where))
+        np.maximum.at(fastest, pos, rate)
+        return taken, fastest
+
     def _unverified(
         self,
         live: np.ndarray,
@@ -673,15 +705,17 @@ class FanExecutor:
         hop: np.ndarray,
         count: np.ndarray,
         rate: np.ndarray,
+        fixed: tuple[np.ndarray, np.ndarray],
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The rows of ``live`` some member of which has no bottleneck, the saturated arcs (a mask) and
         the arcs crossed that are not saturated (indices); ``arcs``: the arcs crossed, and each
-        crossing's index among them."""
+        crossing's index among them; ``fixed``: the load and the fastest rate of the classes whose rates
+        stand on each of those arcs."""
         cap = self.cluster.capacity
         where, local = arcs
         arc = where[local]
-        load = np.bincount(local, weights=count * rate[cls], minlength=len(where))
-        fastest = np.zeros(len(where))
+        load = fixed[0] + np.bincount(local, weights=count * rate[cls], minlength=len(where))
+        fastest = fixed[1].copy()
         np.maximum.at(fastest, local, rate[cls])
         full = load >= cap[where] * (1 - _TOL)
         saturated = np.zeros(len(cap), dtype=bool)
@@ -920,9 +954,13 @@ class FanExecutor:
         comps = np.unique(tab.comp[seed])
         return np.union1d(seed, self._members_of(comps[comps >= 0]))
 
-    def _settle(self, region: np.ndarray, t: float) -> None:
+    def _settle(self, region: np.ndarray, t: float, floor: float | None = None) -> None:
         """Re-solve ``region`` (class ids) at ``t`` (every active class where arcs had to be kept anew),
-        renumber its components and set its classes' completion times."""
+        renumber its components and set its classes' completion times.
+
+        ``floor``: where ``region`` is one component that lost classes and nothing else changed, the
+        least rate of the classes that left it; the classes slower than it keep their rates and only
+        the others are solved again (:meth:`_solve_above`)."""
         tab = self._tab
         tab.advance(region, t)
         self.partial += len(region) < self._nactive
@@ -933,15 +971,20 @@ class FanExecutor:
         self._kept_new = []
         joined = False
         while True:
-            solved = self._solve(region, joined or len(region) == self._nactive)
+            slow = None if floor is None else self._standing(region, floor)
+            if slow is not None and slow.any():
+                solved = self._solve_above(region, slow)
+            else:
+                solved = self._solve(region, joined or len(region) == self._nactive)
+                if solved is not None:
+                    for c in np.unique(tab.comp[solved]).tolist():  # renumbered below
+                        self._comps.pop(c, None)
+                    self._components(solved)
             if solved is not None:
                 break
             region = self._joined(region)  # arcs kept anew: components may join
             tab.advance(region, t)
             joined = True
-        for c in np.unique(tab.comp[solved]).tolist():  # renumbered below
-            self._comps.pop(c, None)
-        self._components(solved)
         old = np.full(len(solved), np.nan)
         known = solved < len(before)  # split parts are new: their rates are set anew
         old[known] = before[solved[known]]
@@ -951,6 +994,53 @@ class FanExecutor:
         with np.errstate(divide="ignore", invalid="ignore"):
             tab.due[changed] = np.where(np.isinf(rate), t, t + tab.rem[changed] / rate)
         self._index(solved)
+
+    @staticmethod
+    def _cut_below(rates: np.ndarray, floor: float) -> float:
+        """The highest rate below ``floor`` with no rate (of ``rates``) above it closer than ``_TOL``
+        (relative) -- nor ``floor`` itself; -inf where there is none."""
+        below = np.sort(rates[rates < floor])[::-1]
+        if not len(below):
+            return -np.inf
+        above = np.concatenate(([floor], below[:-1]))
+        gap = np.flatnonzero(below < above * (1 - _TOL))
+        return float(below[gap[0]]) if len(gap) else -np.inf
+
+    def _standing(self, region: np.ndarray, floor: float) -> np.ndarray:
+        """Which classes of ``region`` keep their rates once classes of rates ``floor`` and up left
+        it (a mask; :meth:`_solve_above`)."""
+        rate = self._tab.rate[region]
+        return rate <= self._cut_below(rate, floor)
+
+    def _solve_above(self, region: np.ndarray, slow: np.ndarray) -> np.ndarray | None:
+        """Solve again only the classes of ``region`` -- one component that lost classes and saw no
+        other change, or such joined to the components arcs kept anew meet -- that are not ``slow``
+        (a mask, :meth:`_standing`): the slow ones keep their rates. The classes keep one component
+        under a new number. Returns them all (split parts included), or None where an arc had to be
+        kept anew (:meth:`_settle` joins the components it meets and asks again).
+
+        Exact: every class has a bottleneck, a full arc on which no class is faster than it by
+        ``_TOL`` (the verification holds every solve to that). The slow classes are those at or below
+        a rate ``b`` under the least rate of the classes that left, with no rate in between and the
+        next one above ``b`` more than ``_TOL`` faster: a slow class's bottleneck then carries slow
+        classes only -- neither those that left nor those solved again cross it -- so it stays full,
+        with the slow class among its fastest, and its rate stands. Given those rates, the other
+        classes' max-min fair ones are those of the network with the slow classes' loads taken off the
+        capacities: what is solved, and verified with those loads counted."""
+        tab = self._tab
+        self.above += 1
+        fixed = region[slow]
+        solved = self._solve(region[~slow], False, fixed)
+        if solved is None:
+            return None
+        members = np.concatenate([solved, fixed])
+        for c in np.unique(tab.comp[region]).tolist():
+            self._comps.pop(c, None)
+        comp = self._next_comp
+        self._next_comp += 1
+        tab.comp[members] = comp
+        self._arc_comp[tab.k_arc[tab.kept(members, self._keep, self._hot, self._hot_version)[1]]] = comp
+        return members
 
     def _start(self, fresh: np.ndarray) -> np.ndarray:
         """A phase's new classes (ids) join the active ones: they and the classes of the components
@@ -1036,6 +1126,8 @@ class FanExecutor:
             starting = pending[tab.start[pending] <= t]
             pending = pending[tab.start[pending] > t]
             touched = np.unique(tab.comp[done])
+            # one component lost classes and nothing else changed: those slower than all of them stand
+            floor = float(tab.rate[done].min()) if len(touched) == 1 and not len(starting) else None
             self._finish(done)
             region = self._members_of(touched)
             if len(starting):
@@ -1055,7 +1147,7 @@ class FanExecutor:
                     pulls = at[received[at] == self.expected[at]]
                 tab.drop(done.tolist())
             if len(region):
-                self._settle(region, t)
+                self._settle(region, t, floor)
             if len(pulls):
                 # servers done reducing at the same instant send their pulls together
                 for when in np.unique(ready[pulls]).tolist():
