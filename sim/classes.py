@@ -688,10 +688,11 @@ class FanExecutor:
         row, idx = crossings
         if not len(row) or not len(where):
             return taken, fastest
-        tab = self._tab
-        arcs = tab.k_arc[idx]
-        pos = np.minimum(np.searchsorted(where, arcs), len(where) - 1)
-        on = where[pos] == arcs
+        tab, slot = self._tab, self._slot
+        slot[where] = np.arange(len(where))
+        pos = slot[tab.k_arc[idx]]
+        slot[where] = -1
+        on = pos >= 0
         pos, rate = pos[on], tab.rate[fixed[row[on]]]
         taken += np.bincount(pos, weights=tab.k_cnt[idx[on]] * rate, minlength=len(where))
         np.maximum.at(fastest, pos, rate)
@@ -962,7 +963,8 @@ class FanExecutor:
         least rate of the classes that left it; the classes slower than it keep their rates and only
         the others are solved again (:meth:`_solve_above`)."""
         tab = self._tab
-        tab.advance(region, t)
+        slow = None if floor is None else self._standing(region, floor)
+        tab.advance(region if slow is None else region[~slow], t)  # (the slow classes' rates stand)
         self.partial += len(region) < self._nactive
         if len(self._before) < tab.n:  # rates before the solve by id (NaN: not in the region)
             self._before = np.full(2 * tab.n, np.nan)
@@ -971,7 +973,6 @@ class FanExecutor:
         self._kept_new = []
         joined = False
         while True:
-            slow = None if floor is None else self._standing(region, floor)
             if slow is not None and slow.any():
                 solved = self._solve_above(region, slow)
             else:
@@ -985,6 +986,7 @@ class FanExecutor:
             region = self._joined(region)  # arcs kept anew: components may join
             tab.advance(region, t)
             joined = True
+            slow = None if floor is None else self._standing(region, floor)
         old = np.full(len(solved), np.nan)
         known = solved < len(before)  # split parts are new: their rates are set anew
         old[known] = before[solved[known]]
@@ -1091,6 +1093,7 @@ class FanExecutor:
         self._rise = 0.0  # the largest rise of their rates since
         self._room = np.inf  # the least room per member on the arcs never kept (bytes/s)
         self._arc_comp = np.full(cl.num_arcs, -1, dtype=np.int64)
+        self._slot = np.full(cl.num_arcs, -1, dtype=np.int64)  # scratch: arcs' positions among a solve's
         self._kept_new: list[np.ndarray] = []  # arcs kept since the settle began
         self._next_comp = 0
         self._comps: dict[int, np.ndarray] = {}  # every live component's classes (some completed since)
