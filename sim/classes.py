@@ -57,6 +57,7 @@ _MIN_CLASSES = 128  # classes a plan may always split into before the message le
 _FLOWS_PER_CLASS = 2
 _WARM = 0.5  # the fraction of its capacity an arc's load reaches to be followed exactly (sim.classes._full)
 _COMPACT_MIN = 1 << 20  # crossings in the class table below which dead classes' are not dropped
+_NEAR = 1e-6  # rates this close below a completed class's are sorted for a gap first (sim.classes._cut_below)
 
 
 class Fragmented(Exception):
@@ -606,7 +607,7 @@ class FanExecutor:
         room = (cap[arcs] * (1 - _TOL) - self._loads[arcs]) / self._crossers[arcs]
         return float(room.min(initial=np.inf))
 
-    def _solve(self, region: np.ndarray, everything: bool, fixed: np.ndarray | None = None) -> np.ndarray | None:
+    def _solve(self, region: np.ndarray, everything: bool, others: bool = False) -> np.ndarray | None:
         """Set the rates of ``region`` (class ids: whole components of classes joined by kept arcs) to
         the max-min fair ones, splitting classes until each is verified; returns the refined region, or
         None when an arc had to be kept anew (components may join: the caller solves the region again
@@ -617,23 +618,19 @@ class FanExecutor:
         no other arc is full (an allocation is max-min fair iff it is feasible and every flow crosses a
         saturated arc on which no flow is faster): an arc found full is kept from then on.
 
-        ``fixed``: classes of the same components whose rates stand (:meth:`_settle`); their loads on the
-        kept arcs are taken off the capacities, and count in the verification."""
+        ``others``: ``region`` is only part of its components, the others' rates stand (:meth:`_solve_above`):
+        their loads on the kept arcs -- the arcs' loads less the region's -- are taken off the capacities
+        and count in the verification."""
         cap = self.cluster.capacity
         tab = self._tab
         version = self._kept_version
-        fixed = np.zeros(0, dtype=np.int64) if fixed is None else fixed[tab.hi[fixed] > tab.lo[fixed]]
         while True:
             check_deadline()
             lens = tab.hi[region] - tab.lo[region]
             live, empty = region[lens > 0], region[lens == 0]
             # their crossings of the arcs followed exactly (every kept arc is one), read once for the
-            # solve (the kept ones) and for the loads (_full); the fixed classes' in the same call (a
-            # call may lay the copies out anew)
-            hot = tab.kept(np.concatenate([live, fixed]), self._hot, self._hot, self._hot_version)
-            mine = hot[0] < len(live)
-            base = (hot[0][~mine] - len(live), hot[1][~mine])
-            hot = (hot[0][mine], hot[1][mine])
+            # solve (the kept ones) and for the loads (_full)
+            hot = tab.kept(live, self._hot, self._hot, self._hot_version)
             on = self._keep[tab.k_arc[hot[1]]]
             cls, kidx = hot[0][on], hot[1][on]
             bare = live[np.bincount(cls, minlength=len(live)) == 0]
@@ -656,12 +653,15 @@ class FanExecutor:
             hop, count = tab.k_hop[kidx], tab.k_cnt[kidx]
             where, local = np.unique(arc, return_inverse=True)  # the arcs crossed, numbered locally
             local = local.reshape(-1)
-            taken, fastest = self._fixed_loads(fixed, base, where)
+            taken = np.zeros(len(where))
+            if others:  # the arcs' loads (every class at its rate: ``hbooked``) less the region's
+                mine = np.bincount(local, weights=count * tab.hbooked[live][cls], minlength=len(where))
+                taken = np.maximum(self._hot_loads[where] - mine, 0.0)
             rate = maxmin_rates(cls, local, len(live), np.maximum(cap[where] - taken, 0.0), weight=count)
             tab.rate[live] = rate
             if self._promote(self._full(live, hot)):
                 return None
-            bad, saturated, slack = self._unverified(live, cls, (where, local), hop, count, rate, (taken, fastest))
+            bad, saturated, slack = self._unverified(live, cls, (where, local), hop, count, rate, taken)
             if not len(bad):
                 # kept arcs of the region that carry less than their capacity bind nobody: leave them
                 # out (they only join components) until their load fills them again (after solving
@@ -678,26 +678,6 @@ class FanExecutor:
             parts = self._split([tab.obj(i) for i in live[bad].tolist()], saturated)
             region = np.concatenate([live[good], parts, empty])
 
-    def _fixed_loads(
-        self, fixed: np.ndarray, crossings: tuple[np.ndarray, np.ndarray], where: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The load of the classes ``fixed`` on each of the arcs ``where`` (sorted), and the fastest
-        of their rates there (0 where none crosses); ``crossings``: their (row, index into the ``k_*``
-        columns) crossings of the arcs followed exactly."""
-        taken, fastest = np.zeros(len(where)), np.zeros(len(where))
-        row, idx = crossings
-        if not len(row) or not len(where):
-            return taken, fastest
-        tab, slot = self._tab, self._slot
-        slot[where] = np.arange(len(where))
-        pos = slot[tab.k_arc[idx]]
-        slot[where] = -1
-        on = pos >= 0
-        pos, rate = pos[on], tab.rate[fixed[row[on]]]
-        taken += np.bincount(pos, weights=tab.k_cnt[idx[on]] * rate, minlength=len(where))
-        np.maximum.at(fastest, pos, rate)
-        return taken, fastest
-
     def _unverified(
         self,
         live: np.ndarray,
@@ -706,17 +686,17 @@ class FanExecutor:
         hop: np.ndarray,
         count: np.ndarray,
         rate: np.ndarray,
-        fixed: tuple[np.ndarray, np.ndarray],
+        taken: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The rows of ``live`` some member of which has no bottleneck, the saturated arcs (a mask) and
         the arcs crossed that are not saturated (indices); ``arcs``: the arcs crossed, and each
-        crossing's index among them; ``fixed``: the load and the fastest rate of the classes whose rates
-        stand on each of those arcs."""
+        crossing's index among them; ``taken``: the load of the classes whose rates stand on each of
+        those arcs (all slower than every class solved: :meth:`_solve_above`)."""
         cap = self.cluster.capacity
         where, local = arcs
         arc = where[local]
-        load = fixed[0] + np.bincount(local, weights=count * rate[cls], minlength=len(where))
-        fastest = fixed[1].copy()
+        load = taken + np.bincount(local, weights=count * rate[cls], minlength=len(where))
+        fastest = np.zeros(len(where))
         np.maximum.at(fastest, local, rate[cls])
         full = load >= cap[where] * (1 - _TOL)
         saturated = np.zeros(len(cap), dtype=bool)
@@ -960,11 +940,11 @@ class FanExecutor:
         renumber its components and set its classes' completion times.
 
         ``floor``: where ``region`` is one component that lost classes and nothing else changed, the
-        least rate of the classes that left it; the classes slower than it keep their rates and only
-        the others are solved again (:meth:`_solve_above`)."""
+        least rate of the classes that left it; the classes below a gap under it keep their rates and
+        only the others are solved again (:meth:`_solve_above`)."""
         tab = self._tab
-        slow = None if floor is None else self._standing(region, floor)
-        tab.advance(region if slow is None else region[~slow], t)  # (the slow classes' rates stand)
+        cut = -np.inf if floor is None else self._cut_below(tab.rate[region], floor)
+        tab.advance(region[tab.rate[region] > cut], t)  # (the slow classes' rates stand)
         self.partial += len(region) < self._nactive
         if len(self._before) < tab.n:  # rates before the solve by id (NaN: not in the region)
             self._before = np.full(2 * tab.n, np.nan)
@@ -973,10 +953,15 @@ class FanExecutor:
         self._kept_new = []
         joined = False
         while True:
-            if slow is not None and slow.any():
-                solved = self._solve_above(region, slow)
+            if cut > -np.inf:
+                got = self._solve_above(region, cut, joined)
+                if got is not None and not len(got[0]):  # (a class solved fell below the cut)
+                    region, cut = got[1], -np.inf
+                    tab.advance(region, t)
+                    continue
+                solved, members = got if got is not None else (None, None)
             else:
-                solved = self._solve(region, joined or len(region) == self._nactive)
+                solved = members = self._solve(region, joined or len(region) == self._nactive)
                 if solved is not None:
                     for c in np.unique(tab.comp[solved]).tolist():  # renumbered below
                         self._comps.pop(c, None)
@@ -986,7 +971,7 @@ class FanExecutor:
             region = self._joined(region)  # arcs kept anew: components may join
             tab.advance(region, t)
             joined = True
-            slow = None if floor is None else self._standing(region, floor)
+            cut = -np.inf if floor is None else self._cut_below(tab.rate[region], floor)
         old = np.full(len(solved), np.nan)
         known = solved < len(before)  # split parts are new: their rates are set anew
         old[known] = before[solved[known]]
@@ -995,54 +980,73 @@ class FanExecutor:
         rate = tab.rate[changed]
         with np.errstate(divide="ignore", invalid="ignore"):
             tab.due[changed] = np.where(np.isinf(rate), t, t + tab.rem[changed] / rate)
-        self._index(solved)
+        if members is solved:
+            self._index(solved)
+        else:  # one component, under its number: its first completion on the heap
+            first = float(tab.due[members].min(initial=np.inf))
+            if first < np.inf:
+                heapq.heappush(self._due, (first, int(tab.comp[members[0]])))
 
     @staticmethod
     def _cut_below(rates: np.ndarray, floor: float) -> float:
-        """The highest rate below ``floor`` with no rate (of ``rates``) above it closer than ``_TOL``
-        (relative) -- nor ``floor`` itself; -inf where there is none."""
-        below = np.sort(rates[rates < floor])[::-1]
+        """The highest of ``rates`` below ``floor`` that the next higher one (or ``floor``) exceeds by
+        more than ``_TOL`` (relative); -inf where there is none."""
+        below = rates[rates < floor]
         if not len(below):
             return -np.inf
+        near = floor * (1 - _NEAR)
+        top = np.sort(below[below >= near])[::-1]  # the few rates just below the floor, if any
+        if len(top) < len(below):  # and the highest rate under them
+            top = np.append(top, below[below < near].max())
+        above = np.concatenate(([floor], top[:-1]))
+        gap = np.flatnonzero(top < above * (1 - _TOL))
+        if len(gap) and top[gap[0]] >= near or len(top) == len(below):
+            return float(top[gap[0]]) if len(gap) else -np.inf
+        below = np.sort(below)[::-1]  # rates crowd down to the floor's neighbourhood: all of them
         above = np.concatenate(([floor], below[:-1]))
         gap = np.flatnonzero(below < above * (1 - _TOL))
         return float(below[gap[0]]) if len(gap) else -np.inf
 
-    def _standing(self, region: np.ndarray, floor: float) -> np.ndarray:
-        """Which classes of ``region`` keep their rates once classes of rates ``floor`` and up left
-        it (a mask; :meth:`_solve_above`)."""
-        rate = self._tab.rate[region]
-        return rate <= self._cut_below(rate, floor)
-
-    def _solve_above(self, region: np.ndarray, slow: np.ndarray) -> np.ndarray | None:
+    def _solve_above(self, region: np.ndarray, cut: float, joined: bool) -> tuple[np.ndarray, np.ndarray] | None:
         """Solve again only the classes of ``region`` -- one component that lost classes and saw no
-        other change, or such joined to the components arcs kept anew meet -- that are not ``slow``
-        (a mask, :meth:`_standing`): the slow ones keep their rates. The classes keep one component
-        under a new number. Returns them all (split parts included), or None where an arc had to be
-        kept anew (:meth:`_settle` joins the components it meets and asks again).
+        other change (``joined``: or such joined to the components that arcs kept anew meet) -- faster
+        than ``cut`` (:meth:`_cut_below`): the others keep their rates. Returns the classes solved
+        (split parts included) and every class of the region, which stays one component (under a new
+        number where ``joined``); None where an arc had to be kept anew (:meth:`_settle` joins the
+        components it meets and asks again); no class solved where one fell to ``cut`` or below (not
+        seen: then the region is solved whole).
 
         Exact: every class has a bottleneck, a full arc on which no class is faster than it by
         ``_TOL`` (the verification holds every solve to that). The slow classes are those at or below
-        a rate ``b`` under the least rate of the classes that left, with no rate in between and the
-        next one above ``b`` more than ``_TOL`` faster: a slow class's bottleneck then carries slow
-        classes only -- neither those that left nor those solved again cross it -- so it stays full,
-        with the slow class among its fastest, and its rate stands. Given those rates, the other
-        classes' max-min fair ones are those of the network with the slow classes' loads taken off the
-        capacities: what is solved, and verified with those loads counted."""
+        ``cut``, a rate under the least rate of the classes that left with no rate in between and the
+        next one above it more than ``_TOL`` faster: a slow class's bottleneck then carries slow classes
+        only -- neither those that left nor those solved again cross it -- so it stays full, with the
+        slow class among its fastest, and its rate stands. Given those rates, the other classes' max-min
+        fair ones are those of the network with the slow classes' loads taken off the capacities: what
+        is solved, and verified with those loads counted (every class solved is faster than every slow
+        one, so none of these is the fastest on an arc)."""
         tab = self._tab
         self.above += 1
+        slow = tab.rate[region] <= cut
         fixed = region[slow]
-        solved = self._solve(region[~slow], False, fixed)
+        solved = self._solve(region[~slow], False, others=True)
         if solved is None:
             return None
         members = np.concatenate([solved, fixed])
-        for c in np.unique(tab.comp[region]).tolist():
-            self._comps.pop(c, None)
-        comp = self._next_comp
-        self._next_comp += 1
-        tab.comp[members] = comp
-        self._arc_comp[tab.k_arc[tab.kept(members, self._keep, self._hot, self._hot_version)[1]]] = comp
-        return members
+        if (tab.rate[solved] <= cut).any():  # pragma: no cover - the argument above says impossible
+            return np.zeros(0, dtype=np.int64), members
+        comps = np.unique(tab.comp[region])
+        if joined or len(comps) > 1:
+            for c in comps.tolist():
+                self._comps.pop(c, None)
+            comp = self._next_comp
+            self._next_comp += 1
+            tab.comp[members] = comp
+            self._arc_comp[tab.k_arc[tab.kept(members, self._keep, self._hot, self._hot_version)[1]]] = comp
+        else:  # its number and its arcs' stand (a split class's parts cross its arcs)
+            tab.comp[members] = comps[0]
+        self._comps[int(tab.comp[members[0]])] = members
+        return solved, members
 
     def _start(self, fresh: np.ndarray) -> np.ndarray:
         """A phase's new classes (ids) join the active ones: they and the classes of the components
@@ -1093,7 +1097,6 @@ class FanExecutor:
         self._rise = 0.0  # the largest rise of their rates since
         self._room = np.inf  # the least room per member on the arcs never kept (bytes/s)
         self._arc_comp = np.full(cl.num_arcs, -1, dtype=np.int64)
-        self._slot = np.full(cl.num_arcs, -1, dtype=np.int64)  # scratch: arcs' positions among a solve's
         self._kept_new: list[np.ndarray] = []  # arcs kept since the settle began
         self._next_comp = 0
         self._comps: dict[int, np.ndarray] = {}  # every live component's classes (some completed since)
@@ -1125,7 +1128,8 @@ class FanExecutor:
                 if members is not None:
                     members = members[tab.alive[members]]
                     done_in.append(members[tab.due[members] - t <= near])
-            done = np.concatenate(done_in) if done_in else np.zeros(0, dtype=np.int64)
+            # (a component solved above a completion keeps its number: its older entries may be due too)
+            done = np.unique(np.concatenate(done_in)) if done_in else np.zeros(0, dtype=np.int64)
             starting = pending[tab.start[pending] <= t]
             pending = pending[tab.start[pending] > t]
             touched = np.unique(tab.comp[done])
