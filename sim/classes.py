@@ -1035,9 +1035,9 @@ class FanExecutor:
         members = np.concatenate([solved, fixed])
         if (tab.rate[solved] <= cut).any():  # pragma: no cover - the argument above says impossible
             return np.zeros(0, dtype=np.int64), members
-        comps = np.unique(tab.comp[region])
-        if joined or len(comps) > 1:
-            for c in comps.tolist():
+        comps = tab.comp[region]
+        if joined or (comps != comps[0]).any():
+            for c in np.unique(comps).tolist():
                 self._comps.pop(c, None)
             comp = self._next_comp
             self._next_comp += 1
