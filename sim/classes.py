@@ -931,11 +931,15 @@ class FanExecutor:
         active = self._active()
         new = np.concatenate(self._kept_new) if self._kept_new else np.zeros(0, dtype=np.int64)
         self._kept_new = []
+        comp = tab.comp[active]
+        inside = np.zeros(tab.n, dtype=bool)
+        inside[region] = True
+        if (inside[active] | (comp < 0)).all():  # the region and its parts are every active class
+            return active
         mark = np.zeros(len(self._keep), dtype=bool)
         mark[new] = True
         row, idx = tab.entries(active)
         crossers = active[np.unique(row[mark[tab.e_arc[idx]]])]
-        comp = tab.comp[active]
         seed = np.concatenate([region[tab.alive[region]], active[comp < 0], crossers])
         comps = np.unique(tab.comp[seed])
         return np.union1d(seed, self._members_of(comps[comps >= 0]))
@@ -1005,7 +1009,7 @@ class FanExecutor:
             top = np.append(top, below[below < near].max())
         above = np.concatenate(([floor], top[:-1]))
         gap = np.flatnonzero(top < above * (1 - _TOL))
-        if len(gap) and top[gap[0]] >= near or len(top) == len(below):
+        if len(gap) or len(top) == len(below):
             return float(top[gap[0]]) if len(gap) else -np.inf
         below = np.sort(below)[::-1]  # rates crowd down to the floor's neighbourhood: all of them
         above = np.concatenate(([floor], below[:-1]))
