@@ -396,6 +396,7 @@ def test_one_shard_per_rank_keeps_the_message_times(topology, spec, kw, size):
     m = simulate(topology, "allreduce", spec, size, gamma=1e-11, engine="message", **kw)
     assert abs(t - m.time_s) <= 1e-9 * m.time_s
     assert ex.splits > 0
+    assert ex.above > 0  # completions re-solved only the classes at and above their rates
 
 
 @pytest.mark.parametrize(("topology", "spec", "kw"), FRAGMENTING[:3])
