@@ -424,29 +424,52 @@ class Cluster:
             raise RoutingError(f"{names[0]} -> {names[1]}: {exc}") from None
 
     def _route_many(self, us: np.ndarray, ud: np.ndarray) -> np.ndarray:
-        """:meth:`path_id` of many pairs not interned yet (distinct): routed one by one, interned at once
-        with the same latencies and bottlenecks :meth:`path_id` would give them."""
-        routes, owners, latency = [], [], []
-        lat = self.latency
-        summed: dict[tuple[int, ...], float] = {}  # NCCL's channels on one GPU repeat their routes
-        for i, (src, dst) in enumerate(zip(us.tolist(), ud.tolist(), strict=True)):
+        """:meth:`path_id` of many pairs not interned yet (distinct): interned at once with the same
+        routes, latencies and bottlenecks :meth:`path_id` would give them. A route depends only on its
+        ends' nodes and, between hosts, the NIC its source leaves by (NCCL's channels on one GPU repeat
+        their routes), so each such triple is routed once."""
+        node = self.rank_node
+        s, d = node[us].astype(np.int64), node[ud].astype(np.int64)
+        via = np.full(self.endpoints, -1, dtype=np.int64)
+        if self._via:
+            via[list(self._via)] = list(self._via.values())
+        host = self._node_host_ids()
+        v = np.where((via[us] >= 0) & (host[s] >= 0) & (host[d] != host[s]), via[us], -1)
+        n = len(self.nodes)
+        _, first, inverse = np.unique((s * (n + 1) + v + 1) * n + d, return_index=True, return_inverse=True)
+        routes, latency = [], []
+        lat, node_route = self.latency, self._node_route
+        for i, (a, b, c) in enumerate(zip(s[first].tolist(), v[first].tolist(), d[first].tolist(), strict=True)):
             if not i & 4095:
                 check_deadline()
-            arcs, a, b = self._routed(src, dst)
+            try:
+                arcs = node_route(a, c) if b < 0 else node_route(a, b) + node_route(b, c)
+            except RoutingError:
+                self._routed(int(us[first[i]]), int(ud[first[i]]))  # raises, naming the pair
+                raise
             routes.append(arcs)
-            owners.append((a, b))
-            key = tuple(arcs)
-            got = summed.get(key)
-            if got is None:
-                got = summed[key] = float(lat[arcs].sum()) if arcs else 0.0
-            latency.append(got)
+            latency.append(float(lat[arcs].sum()) if arcs else 0.0)
         width = max((len(r) for r in routes), default=0) or 1
         rows = np.full((len(routes), width), -1, dtype=np.int64)
         for i, arcs in enumerate(routes):
             rows[i, : len(arcs)] = arcs
-        who = np.array(owners, dtype=np.int64).reshape(-1, 2)
-        ids = self.paths.add_many(rows, np.array(latency), who[:, 0], who[:, 1], self.capacity)
+        inverse = inverse.ravel()
+        owner = np.arange(self.endpoints, dtype=np.int64)
+        if len(owner) > self.size:
+            extra = np.asarray(self.endpoint_rank[: len(owner) - self.size], dtype=np.int64)
+            owner[self.size :] = np.where(extra >= 0, extra, owner[self.size :])
+        ids = self.paths.add_many(rows[inverse], np.array(latency)[inverse], owner[us], owner[ud], self.capacity)
         self._pid.update(zip(zip(us.tolist(), ud.tolist(), strict=True), ids.tolist(), strict=True))
+        return ids
+
+    def _node_host_ids(self) -> np.ndarray:
+        """Per node, a number for the host it belongs to (-1: none)."""
+        ids = self.__dict__.get("_host_ids_of_nodes")
+        if ids is None:
+            number: dict[str, int] = {}
+            ids = self.__dict__["_host_ids_of_nodes"] = np.array(
+                [-1 if h is None else number.setdefault(h, len(number)) for h in self._node_hosts()], dtype=np.int64
+            )
         return ids
 
     def path_ids(self, srcs: np.ndarray, dsts: np.ndarray) -> np.ndarray:

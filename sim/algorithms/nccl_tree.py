@@ -83,12 +83,13 @@ def tree_program(
                     up = dtree_parent(h, host, tree)
                     parent.append(-1 if up < 0 else base + up * g)
     up_lag, _ = lags_up(parent, 0)
-    roots = np.array([v for v in range(len(parent)) if parent[v] < 0])
+    up = np.asarray(parent)
     start = np.zeros(len(parent), dtype=np.int64)
     # each channel's root starts broadcasting once its own tree is reduced
-    for v in roots:
-        members = [u for u in range(len(parent)) if chan[u] == chan[v]]
-        start[v] = max(int(up_lag[u]) for u in members if parent[u] >= 0) + 1 if len(members) > 1 else 0
+    channel = np.asarray(chan)
+    for v in np.flatnonzero(up < 0).tolist():
+        members = channel == chan[v]
+        start[v] = int(up_lag[members & (up >= 0)].max()) + 1 if members.sum() > 1 else 0
     down_lag = lags_down(parent, start)
     starts = launchers(cluster, actors, launch_s) if launch_s > 0 else []
     s = Streams(cluster.endpoints, k)

@@ -149,12 +149,11 @@ def lags_up(parent: list[int], first: int) -> tuple[np.ndarray, int]:
     for v, u in enumerate(parent):
         if u >= 0:
             kids[u].append(v)
-    lag = np.zeros(n, dtype=np.int64)
-    order = _postorder(parent, kids)
-    for v in order:
-        lag[v] = first if not kids[v] else max(lag[c] for c in kids[v]) + 1
-    done = max((int(lag[v]) for v in range(n) if parent[v] < 0), default=first)
-    return lag, done
+    lag = [0] * n  # (Python ints: numpy's per-element indexing costs more than the work)
+    for v in _postorder(parent, kids):
+        lag[v] = first if not kids[v] else max([lag[c] for c in kids[v]]) + 1
+    done = max((lag[v] for v in range(n) if parent[v] < 0), default=first)
+    return np.array(lag, dtype=np.int64), done
 
 
 def _postorder(parent: list[int], kids: list[list[int]]) -> list[int]:
@@ -179,13 +178,13 @@ def lags_down(parent: list[int], start: np.ndarray) -> np.ndarray:
     for v, u in enumerate(parent):
         if u >= 0:
             kids[u].append(v)
-    lag = np.zeros(n, dtype=np.int64)
+    lag = [0] * n
     stack = [v for v in range(n) if parent[v] < 0]
     for v in stack:
-        lag[v] = start[v] - 1
+        lag[v] = int(start[v]) - 1
     while stack:
         v = stack.pop()
         for c in kids[v]:
             lag[c] = lag[v] + 1
             stack.append(c)
-    return lag
+    return np.array(lag, dtype=np.int64)

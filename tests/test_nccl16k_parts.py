@@ -1,0 +1,47 @@
+"""How large a part of the network a change may re-solve before the rate computation solves every
+active flow instead (``sim.rates._PART_SHARE``) is a matter of cost only: the rates, and so every
+time, are the ones a solve of all the flows gives -- the same, bit for bit, whatever the threshold,
+and the message level's."""
+
+from __future__ import annotations
+
+import pytest
+
+import sim.rates as rates
+from sim.simulate import simulate
+from sim.topology import hgx
+
+
+def _limits(seen: list[tuple[int, bool]]):
+    solve = rates.Rates._solve_part
+
+    def wrapped(self, path, bound, rate, fresh, seeds, limit):
+        solved = solve(self, path, bound, rate, fresh, seeds, limit)
+        seen.append((limit, solved is not None))
+        return solved
+
+    return wrapped
+
+
+@pytest.mark.parametrize("preset", ["dgx-h100", "oci-bm-gpu-h100-8"])
+def test_the_share_a_part_may_reach_changes_the_cost_not_the_times(preset, monkeypatch):
+    graph, spec = hgx(4, preset, gpus_per_host=4), "nvls-tree"
+    monkeypatch.setattr(rates, "_SPREAD", True)  # spread along full links from the first change
+    seen: list[tuple[int, bool]] = []
+    monkeypatch.setattr(rates.Rates, "_solve_part", _limits(seen))
+    times = {}
+    floor = rates._PART_FLOOR
+    for share in (1, rates._PART_SHARE, 10**9):  # 1: up to half the active flows; 10**9: never a part
+        monkeypatch.setattr(rates, "_PART_SHARE", share)
+        monkeypatch.setattr(rates, "_PART_FLOOR", 0 if share == 10**9 else floor)
+        seen.clear()
+        r = simulate(graph, "allreduce", spec, 2**26, gamma=1e-11)
+        times[share] = (r.time_s, r.events, r.flows)
+        parts = sum(done for _, done in seen)
+        if share == 10**9:
+            assert {limit for limit, _ in seen} == {0}
+        else:
+            assert parts > 0 and max(limit for limit, _ in seen) > 0
+    assert times[1] == times[rates._PART_SHARE] == times[10**9]
+    message = simulate(graph, "allreduce", spec, 2**26, gamma=1e-11, engine="message")
+    assert times[1][0] == pytest.approx(message.time_s, rel=1e-9, abs=0)
