@@ -3,7 +3,8 @@
 #   1. validate's NCCL path: `collsim validate run --backend nccl`, NCCL's own all-reduce (`builtin`) with
 #      NCCL's default pick and with NCCL_ALGO / NCCL_PROTO forced, one rank per visible GPU; and one of
 #      collsim's send/recv schedules on NCCL. Each run's JSON lines record the NCCL algorithm and protocol.
-#   2. the test suite with CUDA visible (the machine's own torch, CUDA and NCCL).
+#   2. the test suite with CUDA visible (the machine's own torch, CUDA and NCCL), on 12 workers
+#      (pytest-xdist, which the GPU machines' image has; it is not one of collsim's dependencies).
 # Usage: bash benchmarks/gpu_check.sh [OUTDIR]   (OUTDIR defaults to $OUT, else out/gpu-check);
 #        PARTS="nccl" or PARTS="tests" runs one part only.
 # Wheels for packages the machine lacks may lie in .whl/: they are installed into the interpreter's own
