@@ -349,18 +349,33 @@ class Cluster:
     def _extra_route(self, src: int, dst: int) -> tuple[list[int], int, int]:
         """Route and accounted ranks of a message between endpoints of which one is beyond the ranks."""
         s, d = int(self.rank_node[src]), int(self.rank_node[dst])
-        via = self._via.get(src)
-        host = self._node_hosts()
-        if via is not None and host[s] is not None and host[d] != host[s]:
-            arcs = self._node_route(s, via) + self._node_route(via, d)
-        else:
-            arcs = self._node_route(s, d)
-        size = self.size
+        v = int(self._vias(np.array([src]), np.array([s]), np.array([d]))[0])
+        a, b = self._owners(np.array([src, dst])).tolist()
+        return self._route_via(s, v, d), a, b
 
-        def owner(e: int) -> int:
-            return e if e < size else (self.endpoint_rank[e - size] if self.endpoint_rank[e - size] >= 0 else e)
+    def _vias(self, es: np.ndarray, s: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """Per message from endpoint ``es[i]`` (at node ``s[i]``) to node ``d[i]``: the node it leaves its
+        host by -- an extra endpoint's ``via`` (its NIC), for a message between hosts -- else -1."""
+        if not self._via:
+            return np.full(len(es), -1, dtype=np.int64)
+        table = np.full(self.endpoints, -1, dtype=np.int64)
+        table[list(self._via)] = list(self._via.values())
+        via, host = table[es], self._node_host_ids()
+        return np.where((via >= 0) & (host[s] >= 0) & (host[d] != host[s]), via, -1)
 
-        return arcs, owner(src), owner(dst)
+    def _route_via(self, s: int, v: int, d: int) -> list[int]:
+        """The route from node ``s`` to node ``d``, through node ``v`` unless it is -1 (:meth:`_vias`)."""
+        return self._node_route(s, d) if v < 0 else self._node_route(s, v) + self._node_route(v, d)
+
+    def _owners(self, es: np.ndarray) -> np.ndarray:
+        """The rank each endpoint's bytes count for: a rank itself, an extra endpoint the rank it was
+        added for (itself where none)."""
+        owner = np.array(es, dtype=np.int64)
+        extra = owner >= self.size
+        if extra.any():
+            rank = np.asarray(self.endpoint_rank, dtype=np.int64)[owner[extra] - self.size]
+            owner[extra] = np.where(rank >= 0, rank, owner[extra])
+        return owner
 
     def _node_hosts(self) -> list[str | None]:
         """Per node, the host it belongs to (its ``host`` attribute), or None."""
@@ -430,20 +445,16 @@ class Cluster:
         their routes), so each such triple is routed once."""
         node = self.rank_node
         s, d = node[us].astype(np.int64), node[ud].astype(np.int64)
-        via = np.full(self.endpoints, -1, dtype=np.int64)
-        if self._via:
-            via[list(self._via)] = list(self._via.values())
-        host = self._node_host_ids()
-        v = np.where((via[us] >= 0) & (host[s] >= 0) & (host[d] != host[s]), via[us], -1)
+        v = self._vias(us, s, d)
         n = len(self.nodes)
         _, first, inverse = np.unique((s * (n + 1) + v + 1) * n + d, return_index=True, return_inverse=True)
         routes, latency = [], []
-        lat, node_route = self.latency, self._node_route
+        lat, route_via = self.latency, self._route_via
         for i, (a, b, c) in enumerate(zip(s[first].tolist(), v[first].tolist(), d[first].tolist(), strict=True)):
             if not i & 4095:
                 check_deadline()
             try:
-                arcs = node_route(a, c) if b < 0 else node_route(a, b) + node_route(b, c)
+                arcs = route_via(a, b, c)
             except RoutingError:
                 self._routed(int(us[first[i]]), int(ud[first[i]]))  # raises, naming the pair
                 raise
@@ -454,11 +465,9 @@ class Cluster:
         for i, arcs in enumerate(routes):
             rows[i, : len(arcs)] = arcs
         inverse = inverse.ravel()
-        owner = np.arange(self.endpoints, dtype=np.int64)
-        if len(owner) > self.size:
-            extra = np.asarray(self.endpoint_rank[: len(owner) - self.size], dtype=np.int64)
-            owner[self.size :] = np.where(extra >= 0, extra, owner[self.size :])
-        ids = self.paths.add_many(rows[inverse], np.array(latency)[inverse], owner[us], owner[ud], self.capacity)
+        ids = self.paths.add_many(
+            rows[inverse], np.array(latency)[inverse], self._owners(us), self._owners(ud), self.capacity
+        )
         self._pid.update(zip(zip(us.tolist(), ud.tolist(), strict=True), ids.tolist(), strict=True))
         return ids
 
