@@ -1003,18 +1003,19 @@ class FanExecutor:
         below = rates[rates < floor]
         if not len(below):
             return -np.inf
+
+        def first_gap(desc: np.ndarray) -> float | None:  # ``desc``: rates below the floor, descending
+            gap = np.flatnonzero(desc < np.concatenate(([floor], desc[:-1])) * (1 - _TOL))
+            return float(desc[gap[0]]) if len(gap) else None
+
         near = floor * (1 - _NEAR)
         top = np.sort(below[below >= near])[::-1]  # the few rates just below the floor, if any
         if len(top) < len(below):  # and the highest rate under them
             top = np.append(top, below[below < near].max())
-        above = np.concatenate(([floor], top[:-1]))
-        gap = np.flatnonzero(top < above * (1 - _TOL))
-        if len(gap) or len(top) == len(below):
-            return float(top[gap[0]]) if len(gap) else -np.inf
-        below = np.sort(below)[::-1]  # rates crowd down to the floor's neighbourhood: all of them
-        above = np.concatenate(([floor], below[:-1]))
-        gap = np.flatnonzero(below < above * (1 - _TOL))
-        return float(below[gap[0]]) if len(gap) else -np.inf
+        cut = first_gap(top)
+        if cut is None and len(top) < len(below):  # rates crowd down to the floor's neighbourhood: all of them
+            cut = first_gap(np.sort(below)[::-1])
+        return -np.inf if cut is None else cut
 
     def _solve_above(self, region: np.ndarray, cut: float, joined: bool) -> tuple[np.ndarray, np.ndarray] | None:
         """Solve again only the classes of ``region`` -- one component that lost classes and saw no

@@ -70,9 +70,15 @@ def settle(event: Event, value: Any) -> None:
     if event.callbacks:
         event.succeed(value)
     else:
-        event._ok = True
-        event._value = value
+        _succeeded(event, value)
         event.callbacks = None  # type: ignore[assignment]
+
+
+def _succeeded(event: Event, value: Any) -> None:
+    """Mark ``event`` triggered with ``value``, as ``Event.succeed`` does, without scheduling it (SimPy's
+    Event internals; see :func:`settle`)."""
+    event._ok = True
+    event._value = value
 
 
 _TIME_RTOL = 1e-12  # flows due within this fraction of "now" complete together
@@ -726,8 +732,7 @@ class Network:
         env = self.env
         self._wake_at = when
         event = Event(env)
-        event._ok = True
-        event._value = None
+        _succeeded(event, None)
         event.callbacks.append(self._on_timeout)  # type: ignore[union-attr]
         heapq.heappush(env._queue, (max(float(when), env._now), NORMAL, next(env._eid), event))  # type: ignore[attr-defined]
         self._wake_event = event
@@ -766,15 +771,11 @@ class Network:
         """Trigger ``event`` with ``value`` (:func:`settle`); during a wake-up, an event a process waits
         on is held and its waiters resumed at the end of the wake-up (:meth:`_resume_held`)."""
         held = self._held
-        if held is None:
+        if held is None or not event.callbacks:
             settle(event, value)
-            return
-        event._ok = True  # what Event.succeed sets (settle, inline)
-        event._value = value
-        if event.callbacks:
-            held.append(event)  # scheduled or stepped at the end of the wake-up
         else:
-            event.callbacks = None  # type: ignore[assignment]
+            _succeeded(event, value)
+            held.append(event)  # scheduled or stepped at the end of the wake-up
 
     def _resume_held(self, held: list[Event], now: float) -> None:
         """The events a wake-up triggered, in the order it triggered them. Scheduled, they would be the
