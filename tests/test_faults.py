@@ -167,14 +167,15 @@ def test_a_report_killed_mid_sweep_resumes_without_recomputing_or_a_corrupt_file
 # -- --timeout -------------------------------------------------------------------------------------------
 
 SLOW = ["-t", "star:hosts=128,bandwidth=1GB/s", "--size", "64MiB"]
-#: every algorithm on 512 ranks (on 128, the fast path's steady-state jumps now finish them all in ~0.4 s)
+#: every algorithm on 512 ranks (on 128, the fast path's steady-state jumps now finish them all in ~0.4 s),
+#: and the message-level ps (on 128 ranks it takes ~0.3 s since the private lane; on 512 ~5 s)
 SLOWER = ["-t", "star:hosts=512,bandwidth=1GB/s", "--size", "64MiB"]
 
 
 @pytest.mark.parametrize(
     "argv",
     [
-        ["simulate", *SLOW, "-a", "ps", "--engine", "message", "--timeout", "0.3s"],
+        ["simulate", *SLOWER, "-a", "ps", "--engine", "message", "--timeout", "0.3s"],
         ["simulate", *SLOW, "-a", "tree:chunks=2048", "--timeout", "300ms"],
         ["compare", *SLOWER, "--timeout", "0.3"],
     ],
@@ -191,7 +192,7 @@ def test_timeout_ends_a_simulation_with_one_line(capsys, argv):
 
 def test_timeout_from_the_environment_and_bad_values(capsys, monkeypatch):
     monkeypatch.setenv("COLLSIM_TIMEOUT", "0.2")
-    assert main(["simulate", *SLOW, "-a", "ps", "--engine", "message"]) == 2
+    assert main(["simulate", *SLOWER, "-a", "ps", "--engine", "message"]) == 2
     assert "--timeout 0.2 s" in capsys.readouterr().err
     monkeypatch.setenv("COLLSIM_TIMEOUT", "1h")
     assert main(["simulate", "-t", "star:hosts=4,bandwidth=1GB/s", "--size", "1MiB"]) == 0
@@ -225,7 +226,7 @@ def test_the_python_api_takes_a_timeout_too():
     from sim.training import Workload, simulate_iteration
 
     with pytest.raises(SimulationTimeout):
-        simulate("star:hosts=128,bandwidth=1GB/s", "allreduce", "ps", "64MiB", engine="message", timeout=0.2)
+        simulate("star:hosts=512,bandwidth=1GB/s", "allreduce", "ps", "64MiB", engine="message", timeout=0.2)
     w = Workload(gradient_bytes=512e6, forward_s=0.01, backward_s=0.02)
     with pytest.raises(SimulationTimeout):
         # 1,024 ranks: flow classes finish the iteration on 128 in ~0.06 s, on 1,024 in ~4 s
