@@ -10,8 +10,14 @@ whole arrays of pairs:
 * **short**: the destination is a neighbour of the source, or of one of its neighbours (the router's
   short cut: two GPUs on one NVSwitch, two hosts on one leaf) -- the common neighbour when there is one;
 * **one leaf**: up the source's chain to its leaf, down the destination's chain;
-* **across**: up to the source's leaf, to a spine (ECMP over the leaf's spines), down to the
-  destination's leaf and down its chain.
+* **across**: up to the source's leaf, to a spine (ECMP over the leaf's spines, or the destination's
+  key where the router picks by destination), down to the destination's leaf and down its chain.
+
+Routes start and end at *origins*: the ranks' GPUs, or any nodes given (NCCL's channels leave their
+hosts by the NICs: :meth:`sim.cluster.Cluster.path_ids` routes from the NIC on). On a weighted fabric
+(the DGX hosts' PCIe links weigh more than NVLink, so that GPUs of one host talk over the NVSwitch) a
+near pair takes the cheapest way up to a common neighbour and down where that is the only cheapest and
+no longer way can match it; other near pairs are left to the router.
 
 :func:`bulk_router` recognizes such a fabric (up-down routing with unit weights, every endpoint's way
 up a single chain to a leaf, every spine linked to every leaf) and checks its routes against the
@@ -48,11 +54,18 @@ class BulkRouter:
     """Vectorized routes between the ranks of a two-level up-down cluster (see the module docstring).
     Build it with :func:`bulk_router`."""
 
-    def __init__(self, cluster: Any) -> None:
+    def __init__(self, cluster: Any, origins: np.ndarray | None = None) -> None:
         self.cluster = cluster
         r = cluster.router
         n = len(cluster.nodes)
         self.n = n
+        #: per node, the key a destination-keyed router picks by (None: the ECMP hash)
+        self.dest_key = None if r.dest_key is None else np.asarray(r.dest_key, dtype=np.int64)
+        #: hop-count routing: near pairs take the router's short cut; else (weighted links) the cheapest
+        #: way up to a common neighbour and down, where it is the only one and no longer way can match it
+        self.unit = bool(r._unit)
+        self.weight = np.asarray(r._arc_w, dtype=float)
+        self.level = r.arrays["level"]
         self._keys = cluster.arc_u.astype(np.int64) * n + cluster.arc_v
         self._sorted = np.argsort(self._keys)
         self._skeys = self._keys[self._sorted]
@@ -71,9 +84,10 @@ class BulkRouter:
             grow = tall.copy()
             grow[up_owner[tall[up_v]]] = True
             tall = grow
-        # every endpoint's chain up to its leaf (a node whose up-neighbours are top nodes), all at once
-        size = cluster.size
-        nodes = cluster.rank_node[:size]
+        # every origin's chain up to its leaf (a node whose up-neighbours are top nodes), all at once; the
+        # tables are indexed by node (-1 rows for the nodes that are no origin)
+        nodes = distinct(np.asarray(cluster.rank_node[: cluster.size] if origins is None else origins, dtype=np.int64))
+        size = n
         width = int(top_level)
         tops_up = np.bincount(up_owner, weights=level[up_v] == top_level, minlength=n).astype(np.int64)
         stop = (has_up & (tops_up == n_ups)) | ~has_up | (level == top_level)
@@ -82,8 +96,10 @@ class BulkRouter:
         first_useful = np.full(n, -1, dtype=np.int64)
         first_useful[up_owner[useful][::-1]] = useful[::-1]  # the first such entry of every node
         chain = np.full((size, width), -1, dtype=np.int64)
-        cur = nodes.astype(np.int64).copy()
-        walking = np.flatnonzero(~stop[cur])
+        cur = np.arange(n, dtype=np.int64)
+        self.origin = np.zeros(n, dtype=bool)
+        self.origin[nodes] = True
+        walking = nodes[~stop[nodes]]
         k = 0
         while len(walking):
             u = cur[walking]
@@ -94,7 +110,7 @@ class BulkRouter:
             cur[walking] = up_v[entry]
             walking = walking[~stop[cur[walking]]]
             k += 1
-        leaf = cur
+        leaf = np.where(self.origin, cur, -1)
         self.up = chain
         self.up_len = (chain >= 0).sum(axis=1)
         self.leaf = leaf
@@ -103,7 +119,7 @@ class BulkRouter:
             has = chain[:, k] >= 0
             down[has, k] = self._arc(cluster.arc_v[chain[has, k]], cluster.arc_u[chain[has, k]])
         self.down = down  # down[e, k] reverses up[e, k]: walked from the last one to the first
-        leaves = distinct(leaf)
+        leaves = distinct(leaf[nodes])
         self.leaves = leaves
         counts = n_ups[leaves]
         top_ups = tops_up[leaves]
@@ -124,11 +140,11 @@ class BulkRouter:
             if (down_arcs < 0).any():
                 raise ValueError("a spine not linked to every leaf")
             self.spine_down = down_arcs  # [spine index, leaf index]
-        self.leaf_index = np.searchsorted(leaves, leaf)
+        self.leaf_index = np.where(self.origin, np.searchsorted(leaves, leaf), -1)
         # the short cut's neighbours: every endpoint's out-neighbours that routes may pass through
         out_ptr, out_v, out_arc = r.arrays["out_ptr"], r.arrays["out_v"], r.arrays["out_arc"]
         through = ~np.asarray(r._endpoint_only)
-        lo, hi = out_ptr[nodes], out_ptr[nodes + 1]
+        lo, hi = np.where(self.origin, out_ptr[:-1], 0), np.where(self.origin, out_ptr[1:], 0)
         deg = max(int((hi - lo).max(initial=0)), 1)
         self.near = np.full((size, deg), -1, dtype=np.int64)
         self.near_arc = np.full((size, deg), -1, dtype=np.int64)
@@ -154,12 +170,17 @@ class BulkRouter:
         return int(self._arc(np.array([u]), np.array([v]))[0])
 
     def routes(self, srcs: np.ndarray, dsts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Arcs of the route of every pair (rows padded with -1), and a mask of the pairs this router
-        could not route (several common neighbours: route those with the router)."""
-        cl = self.cluster
-        srcs = np.asarray(srcs, dtype=np.int64)
-        dsts = np.asarray(dsts, dtype=np.int64)
-        sn, dn = cl.rank_node[srcs], cl.rank_node[dsts]
+        """Arcs of the route between every pair of ranks (rows padded with -1), and a mask of the pairs
+        this router could not route (several common neighbours: route those with the router)."""
+        node = self.cluster.rank_node
+        return self.node_routes(node[np.asarray(srcs, dtype=np.int64)], node[np.asarray(dsts, dtype=np.int64)])
+
+    def node_routes(self, sn: np.ndarray, dn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`routes` between nodes (both origins of this router: see :func:`bulk_router`; a node to
+        itself: no arcs); a pair with an end that is no origin is in the mask too."""
+        sn = np.asarray(sn, dtype=np.int64)
+        dn = np.asarray(dn, dtype=np.int64)
+        srcs, dsts = sn, dn  # the tables are indexed by node
         out = np.full((len(srcs), self.width), -1, dtype=np.int64)
         # the short cut: a direct link, else the common neighbours
         direct = self._arc(sn, dn)
@@ -175,8 +196,18 @@ class BulkRouter:
         out[rows, 1] = second[rows, pick[rows]]
         rows = np.flatnonzero(direct >= 0)
         out[rows, 0] = direct[rows]
-        odd = (direct < 0) & (common > 1)
-        far = (direct < 0) & (common == 0)
+        foreign = ~(self.origin[srcs] & self.origin[dsts])
+        odd = ((direct < 0) & (common > 1)) | foreign
+        if not self.unit:  # weighted links (PCIe under NVLink): see _near_weighted
+            near = (direct >= 0) | (common > 0)
+            odd |= near
+            rows = np.flatnonzero(near & ~foreign)
+            if len(rows):
+                arcs, ok = self._near_weighted(srcs[rows], dsts[rows], second[rows])
+                out[rows, :2] = arcs
+                out[rows, 2:] = -1
+                odd[rows[ok]] = False
+        far = (direct < 0) & (common == 0) & ~foreign
         # up the source's chain
         up_len = self.up_len[srcs]
         w = self.up.shape[1]
@@ -188,7 +219,10 @@ class BulkRouter:
             if self.top_arcs is None:  # pragma: no cover - one leaf has no spine
                 raise ValueError("pairs under different leaves with no spine")
             rows = np.flatnonzero(across)
-            j = (ecmp_hash_many(sn[rows], dn[rows], up_len[rows]) % np.uint64(len(self.top))).astype(np.int64)
+            if self.dest_key is not None:  # the router picks by the destination alone
+                j = self.dest_key[dn[rows]] % len(self.top)
+            else:
+                j = (ecmp_hash_many(sn[rows], dn[rows], up_len[rows]) % np.uint64(len(self.top))).astype(np.int64)
             li = self.leaf_index
             out[rows, pos[rows]] = self.top_arcs[li[srcs[rows]], j]
             out[rows, pos[rows] + 1] = self.spine_down[j, li[dsts[rows]]]
@@ -200,32 +234,63 @@ class BulkRouter:
             has = k < dl
             r = rows[has]
             out[r, pos[r] + k] = self.down[dsts[r], dl[has] - 1 - k]
-        return out, odd
+        same = sn == dn  # (near itself: never a short cut)
+        out[same] = -1
+        return out, odd & ~same
 
 
-def bulk_router(cluster: Any, sample: int = 400, seed: int = 0) -> BulkRouter | None:
+    def _near_weighted(self, srcs: np.ndarray, dsts: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Up-down routes between nodes one or two hops apart on a weighted fabric: up to a common
+        neighbour above both and down (``second``: the arc from each of the source's near nodes to the
+        destination), the cheapest. Taken (the mask) where it is the only cheapest and cheaper than three
+        of the lightest arcs, so that no longer way is as cheap; the rest are left to the router."""
+        w, level = self.weight, self.level
+        up = self.near_arc[srcs]
+        over = self.near[srcs]
+        climbs = (second >= 0) & (over >= 0) & (level[np.maximum(over, 0)] > level[srcs][:, None])
+        climbs &= level[np.maximum(over, 0)] > level[dsts][:, None]
+        cost = np.where(climbs, w[np.maximum(up, 0)] + w[np.maximum(second, 0)], np.inf)
+        best = cost.min(axis=1)
+        pick = np.argmin(cost, axis=1)
+        ties = (cost <= best[:, None] * (1 + 1e-9)).sum(axis=1)
+        ok = np.isfinite(best) & (ties == 1) & (best < 3 * w.min(initial=np.inf) * (1 - 1e-9))
+        rows = np.arange(len(srcs))
+        arcs = np.stack([up[rows, pick], second[rows, pick]], axis=1)
+        return np.where(ok[:, None], arcs, -1), ok
+
+
+def bulk_router(
+    cluster: Any, sample: int = 400, seed: int = 0, origins: np.ndarray | None = None
+) -> BulkRouter | None:
     """A :class:`BulkRouter` for ``cluster`` when it is a two-level up-down fabric and the vectorized
-    routes equal the router's on ``sample`` random rank pairs (every pair on small clusters); else None."""
+    routes equal the router's on ``sample`` random pairs of its origins (every pair where there are few):
+    the ranks' nodes, or the nodes ``origins`` (say the NICs that NCCL's channels leave their hosts by,
+    and the ranks' nodes); else None."""
     router = cluster.router
-    if router.mode != "updown" or not router._unit or cluster.size < 2:
+    if router.mode != "updown" or cluster.size < 2:
         return None
     try:
-        bulk = BulkRouter(cluster)
+        bulk = BulkRouter(cluster, origins)
     except ValueError:
         return None
-    size = cluster.size
+    nodes = np.asarray(cluster.rank_node[: cluster.size] if origins is None else distinct(origins), dtype=np.int64)
+    size = len(nodes)
     if size * size <= sample:
         src, dst = np.divmod(np.arange(size * size), size)
     else:
         rng = np.random.default_rng(seed)
         src, dst = rng.integers(0, size, sample), rng.integers(0, size, sample)
+    src, dst = nodes[src], nodes[dst]
+    if size > 1:  # and pairs next to each other in node order (GPUs of one host): near routes
+        i = np.random.default_rng(seed + 1).integers(0, size - 1, min(sample, size - 1))
+        src, dst = np.concatenate([src, nodes[i], nodes[i + 1]]), np.concatenate([dst, nodes[i + 1], nodes[i]])
     keep = src != dst
     src, dst = src[keep], dst[keep]
-    got, odd = bulk.routes(src, dst)
+    got, odd = bulk.node_routes(src, dst)
     for i in range(len(src)):
         if odd[i]:
             continue
-        want = router.route(int(cluster.rank_node[src[i]]), int(cluster.rank_node[dst[i]]))
+        want = router.route(int(src[i]), int(dst[i]))
         row = got[i]
         if row[row >= 0].tolist() != list(want):
             return None

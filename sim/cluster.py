@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -322,28 +323,63 @@ class Cluster:
 
         ``overhead`` replaces the per-message cost it would inherit (its rank's, 0 for an engine).
         """
+        if rank is not None:
+            return self.add_endpoints([rank], [via], key, overhead)[0]
         ident = (rank, node, via, key, overhead)
         got = self._extra.get(ident)
         if got is not None:
             return got
-        where = self.ranks[rank] if rank is not None else node
-        if where not in self._index or (via is not None and via not in self._index):
-            raise ConfigError(f"endpoint at {where!r} via {via!r}: no such node")
-        e = self._endpoints
-        if overhead is None:
-            overhead = float(self.overhead[rank]) if rank is not None else 0.0
-        scale = float(self.compute_scale[rank]) if rank is not None else 0.0
-        if e == len(self._grown["rank_node"]):
-            self._grown = {k: np.concatenate([v, np.zeros_like(v)]) for k, v in self._grown.items()}
-        self._grown["rank_node"][e] = self._index[where]
-        self._grown["overhead"][e] = overhead
-        self._grown["compute_scale"][e] = scale
-        self._endpoints = e + 1
-        self._views()
-        self.endpoint_rank.append(-1 if rank is None else rank)
+        if node not in self._index or (via is not None and via not in self._index):
+            raise ConfigError(f"endpoint at {node!r} via {via!r}: no such node")
+        e = self._grow(1)
+        self._grown["rank_node"][e] = self._index[node]
+        self._grown["overhead"][e] = 0.0 if overhead is None else overhead
+        self._grown["compute_scale"][e] = 0.0
+        self.endpoint_rank.append(-1)
         if via is not None:
             self._via[e] = self._index[via]
         self._extra[ident] = e
+        return e
+
+    def add_endpoints(
+        self, ranks: list[int], vias: list[str | None], key: object = None, overhead: float | None = None
+    ) -> list[int]:
+        """:meth:`add_endpoint` on every rank ``ranks[i]`` with ``via=vias[i]`` and the same ``key`` and
+        ``overhead``, in order (the same endpoints as one call each, at the cost of one: NCCL's
+        channels add 262,144 of them at 16,384 GPUs)."""
+        extra, index = self._extra, self._index
+        out: list[int] = []
+        new: list[int] = []
+        new_vias: list[str | None] = []
+        e = self._endpoints
+        for rank, via in zip(ranks, vias, strict=True):
+            ident = (rank, None, via, key, overhead)
+            got = extra.get(ident)
+            if got is None:
+                if via is not None and via not in index:
+                    raise ConfigError(f"endpoint at {self.ranks[rank]!r} via {via!r}: no such node")
+                got = extra[ident] = e + len(new)
+                new.append(rank)
+                new_vias.append(via)
+            out.append(got)
+        if new:
+            at = np.asarray(new, dtype=np.int64)
+            first = self._grow(len(new))
+            grown = self._grown
+            grown["rank_node"][first : first + len(new)] = grown["rank_node"][at]
+            grown["overhead"][first : first + len(new)] = grown["overhead"][at] if overhead is None else overhead
+            grown["compute_scale"][first : first + len(new)] = grown["compute_scale"][at]
+            self.endpoint_rank.extend(new)
+            self._via.update((first + i, index[v]) for i, v in enumerate(new_vias) if v is not None)
+        return out
+
+    def _grow(self, k: int) -> int:
+        """Room for ``k`` more endpoints (the buffers double as needed); returns the first one's index."""
+        e = self._endpoints
+        while e + k > len(self._grown["rank_node"]):
+            self._grown = {name: np.concatenate([v, np.zeros_like(v)]) for name, v in self._grown.items()}
+        self._endpoints = e + k
+        self._views()
         return e
 
     def _extra_route(self, src: int, dst: int) -> tuple[list[int], int, int]:
@@ -448,28 +484,65 @@ class Cluster:
         v = self._vias(us, s, d)
         n = len(self.nodes)
         _, first, inverse = np.unique((s * (n + 1) + v + 1) * n + d, return_index=True, return_inverse=True)
-        routes, latency = [], []
-        lat, route_via = self.latency, self._route_via
-        for i, (a, b, c) in enumerate(zip(s[first].tolist(), v[first].tolist(), d[first].tolist(), strict=True)):
-            if not i & 4095:
-                check_deadline()
-            try:
-                arcs = route_via(a, b, c)
-            except RoutingError:
-                self._routed(int(us[first[i]]), int(ud[first[i]]))  # raises, naming the pair
-                raise
-            routes.append(arcs)
-            latency.append(float(lat[arcs].sum()) if arcs else 0.0)
-        width = max((len(r) for r in routes), default=0) or 1
-        rows = np.full((len(routes), width), -1, dtype=np.int64)
-        for i, arcs in enumerate(routes):
-            rows[i, : len(arcs)] = arcs
+        rows = self._triple_routes(s[first], v[first], d[first], us[first], ud[first])
+        latency = np.where(rows >= 0, self.latency[np.maximum(rows, 0)], 0.0).sum(axis=1)
         inverse = inverse.ravel()
-        ids = self.paths.add_many(
-            rows[inverse], np.array(latency)[inverse], self._owners(us), self._owners(ud), self.capacity
-        )
+        ids = self.paths.add_many(rows[inverse], latency[inverse], self._owners(us), self._owners(ud), self.capacity)
         self._pid.update(zip(zip(us.tolist(), ud.tolist(), strict=True), ids.tolist(), strict=True))
         return ids
+
+    def _triple_routes(self, s: np.ndarray, v: np.ndarray, d: np.ndarray, us: np.ndarray, ud: np.ndarray) -> np.ndarray:
+        """The routes (rows of arcs padded with -1) of distinct triples (node ``s``, via ``v``, node ``d``)
+        of messages ``us -> ud``: :meth:`_route_via`'s. Many of them on a two-level fabric are routed in
+        bulk from the via (or the source) on (:mod:`sim.bulkroute`); the few distinct ways from a GPU to
+        its NIC by the router."""
+        bulk = self._via_bulk() if len(s) >= _BULK_MIN else None
+        if bulk is None:
+            routes = []
+            for i, (a, b, c) in enumerate(zip(s.tolist(), v.tolist(), d.tolist(), strict=True)):
+                if not i & 4095:
+                    check_deadline()
+                try:
+                    routes.append(self._route_via(a, b, c))
+                except RoutingError:
+                    self._routed(int(us[i]), int(ud[i]))  # raises, naming the pair
+                    raise
+            return _padded(routes)
+        check_deadline()
+        has = v >= 0
+        start = np.where(has, v, s)
+        tail, odd = bulk.node_routes(start, d)
+        for i in np.flatnonzero(odd).tolist():  # several common neighbours: the router's own choice
+            try:
+                arcs = self._node_route(int(start[i]), int(d[i]))
+            except RoutingError:
+                self._routed(int(us[i]), int(ud[i]))  # raises, naming the pair
+                raise
+            tail[i] = -1
+            tail[i, : len(arcs)] = arcs
+        n = len(self.nodes)
+        heads, where = np.unique(s[has] * n + v[has], return_inverse=True)
+        head = np.full((len(s), 1), -1, dtype=np.int64)
+        if len(heads):
+            ways = _padded([self._node_route(int(k // n), int(k % n)) for k in heads.tolist()])
+            head = np.full((len(s), ways.shape[1]), -1, dtype=np.int64)
+            head[has] = ways[where.ravel()]
+        out = np.full((len(s), head.shape[1] + tail.shape[1]), -1, dtype=np.int64)
+        out[:, : head.shape[1]] = head
+        valid = tail >= 0
+        cols = (head >= 0).sum(axis=1)[:, None] + np.arange(tail.shape[1])[None, :]
+        out[np.nonzero(valid)[0], cols[valid]] = tail[valid]
+        return out
+
+    def _via_bulk(self) -> Any:
+        """The bulk router from the ranks' nodes and the vias (:mod:`sim.bulkroute`), or None."""
+        got = self.__dict__.get("_via_bulk_router")
+        if got is None or got[0] != len(self._via):
+            from .bulkroute import bulk_router  # noqa: PLC0415 - only large route sets need it
+
+            origins = np.concatenate([self.rank_node[: self.size], np.array(list(self._via.values()), dtype=np.int64)])
+            got = self.__dict__["_via_bulk_router"] = (len(self._via), bulk_router(self, origins=origins))
+        return got[1]
 
     def _node_host_ids(self) -> np.ndarray:
         """Per node, a number for the host it belongs to (-1: none)."""
@@ -592,3 +665,12 @@ def _host_keys(graph: nx.DiGraph, nodes: list[str]) -> np.ndarray:
     for i, v in enumerate(nodes):
         keys[i] = ordinal.setdefault(graph.nodes[v].get("host") or v, len(ordinal))
     return keys
+
+
+def _padded(routes: list[list[int]]) -> np.ndarray:
+    """Routes as rows of arcs padded with -1 (one column at least)."""
+    width = max((len(r) for r in routes), default=0) or 1
+    rows = np.full((len(routes), width), -1, dtype=np.int64)
+    for i, arcs in enumerate(routes):
+        rows[i, : len(arcs)] = arcs
+    return rows

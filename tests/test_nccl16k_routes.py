@@ -69,3 +69,61 @@ def test_unroutable_pair_named_as_one_by_one() -> None:
     with pytest.raises(RoutingError, match="endpoint 16 .*rank 8") as at_once:
         many.path_ids(np.array([0, 1, e_many]), np.array([1, 2, 8]))
     assert str(at_once.value) == str(one_by_one.value)
+
+
+@pytest.mark.parametrize("spec", ["hgx:preset=dgx-h100,hosts=4", "hgx:preset=oci-bm-gpu-h100-8,hosts=4"])
+def test_routes_in_bulk_equal_one_by_one(spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same with every batch routed in bulk from the NICs (sim.bulkroute's node routes, on the
+    weighted DGX fabric: PCIe under NVLink) wherever the fabric allows it."""
+    import sim.cluster
+
+    monkeypatch.setattr(sim.cluster, "_BULK_MIN", 1)
+    many, one = Cluster(spec), Cluster(spec)
+    ends = _endpoints(many)
+    assert ends == _endpoints(one)
+    src, dst = _pairs(many, ends)
+    _pairs(one, ends)
+    pids = many.path_ids(src, dst)
+    got = [_route(many, pid) for pid in pids.tolist()]
+    want = [_route(one, one.path_id(s, d)) for s, d in zip(src.tolist(), dst.tolist(), strict=True)]
+    assert got == want
+    assert (many._via_bulk() is not None) == spec.startswith("hgx:preset=dgx-h100")  # (OCI: two NICs a GPU)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["hgx:preset=dgx-h100,hosts=3", "dgx:hosts=3", "dgx:hosts=6,hosts_per_leaf=2,spines=3", "hgx:preset=dgx-h100,hosts=4,hosts_per_leaf=2"],
+)
+def test_node_routes_equal_the_routers(spec: str) -> None:
+    """Every pair of origins (the GPUs and their NICs), routed in bulk, as the router routes it -- or
+    left to it (the mask), never routed otherwise."""
+    from sim.bulkroute import bulk_router
+
+    c = Cluster(spec)
+    kinds = [c.graph.nodes[v].get("kind") for v in c.nodes]
+    origins = np.array([i for i, k in enumerate(kinds) if k in ("gpu", "nic")])
+    bulk = bulk_router(c, origins=origins)
+    assert bulk is not None
+    src, dst = (a.ravel() for a in np.meshgrid(origins, origins))
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    rows, odd = bulk.node_routes(src, dst)
+    assert (~odd).mean() > 0.9
+    for i in np.flatnonzero(~odd).tolist():
+        row = rows[i]
+        assert row[row >= 0].tolist() == c.router.route(int(src[i]), int(dst[i])), (c.nodes[src[i]], c.nodes[dst[i]])
+
+
+def test_channel_endpoints_at_once_equal_one_by_one() -> None:
+    from sim.nccl.layout import channel_endpoints
+
+    many, one = Cluster("hgx:preset=oci-bm-gpu-h100-8,hosts=2"), Cluster("hgx:preset=oci-bm-gpu-h100-8,hosts=2")
+    ranks = [3, 1, 3, 9, 1]  # repeats: the same endpoint
+    for key, nic in ((("a",), 0), (("a",), 1), (("b",), 0), (("a",), 0)):
+        got = channel_endpoints(many, ranks, key, nic)
+        assert got == [channel_endpoint(one, r, key, nic) for r in ranks]
+    assert many.endpoints == one.endpoints == 16 + 9
+    assert many.endpoint_rank == one.endpoint_rank
+    assert many._via == one._via
+    for name in ("rank_node", "overhead", "compute_scale"):
+        assert np.array_equal(getattr(many, name), getattr(one, name))

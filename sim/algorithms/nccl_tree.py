@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import NonNegativeInt
 
-from ..nccl.layout import channel_endpoint, dtree_parent, host_ranks, lags_down, lags_up, nics_of, run_program, slices
+from ..nccl.layout import channel_endpoints, dtree_parent, host_ranks, lags_down, lags_up, nics_of, run_program, slices
 from ..nccl.pipeline import Streams, launchers, shift
 from ..nccl.protocols import get_protocol
 from ..program import StepProgram
@@ -72,11 +72,11 @@ def tree_program(
         head, nic = rail[c % len(rail)]
         tree = (c // len(rail)) % 2
         base = len(actors)
+        chains = [groups[host][(head + i) % g] for host in range(h) for i in range(g)]
+        actors.extend(channel_endpoints(cluster, chains, ("tree", c), nic))
+        chan.extend([c] * len(chains))
         for host in range(h):
-            chain = [groups[host][(head + i) % g] for i in range(g)]
-            for i, r in enumerate(chain):
-                actors.append(channel_endpoint(cluster, r, ("tree", c), nic))
-                chan.append(c)
+            for i in range(g):
                 if i:
                     parent.append(base + host * g + i - 1)
                 else:

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..errors import AlgorithmError
 from ..nccl.layout import (
-    channel_endpoint,
+    channel_endpoints,
     dtree_parent,
     engine,
     host_ranks,
@@ -153,7 +153,9 @@ def nvls_program(
     red = [engine(cluster, grp[0], "reduce") for grp in groups]
     mc = [engine(cluster, grp[0], "multicast") for grp in groups]
     # heads[t][host][q]: the actor of head q's half t
-    heads = [[[channel_endpoint(cluster, r, ("nvls", t), t) for r in grp] for grp in groups] for t in range(2)]
+    flat = [r for grp in groups for r in grp]
+    ends = [channel_endpoints(cluster, flat, ("nvls", t), t) for t in range(2)]
+    heads = [[ends[t][i * g : (i + 1) * g] for i in range(h)] for t in range(2)]
     actors = [r for grp in groups for r in grp] + [a for t in heads for grp in t for a in grp]
     starts = launchers(cluster, actors, launch_s) if launch_s > 0 else []
     forests = {  # built before the streams: the switches' engines are endpoints too

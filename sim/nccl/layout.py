@@ -18,6 +18,7 @@ from .pipeline import EndpointData
 __all__ = [
     "btree_parent",
     "channel_endpoint",
+    "channel_endpoints",
     "dtree_parent",
     "engine",
     "host_ranks",
@@ -77,9 +78,17 @@ def _nic_table(g: Any) -> dict[Any, list[str]]:
 
 def channel_endpoint(cluster: Any, rank: int, key: object, nic: int = 0) -> int:
     """Rank ``rank``'s actor for channel ``key``, leaving its host by its ``nic``-th NIC (mod its count)."""
-    nics = _nic_table(cluster.graph).get(cluster.ranks[rank])  # not copied: one call per channel and GPU
-    via = nics[nic % len(nics)] if nics else None
-    return cluster.add_endpoint(rank=rank, via=via, key=key)
+    return channel_endpoints(cluster, [rank], key, nic)[0]
+
+
+def channel_endpoints(cluster: Any, ranks: list[int], key: object, nic: int = 0) -> list[int]:
+    """:func:`channel_endpoint` of every rank in ``ranks`` (one call for a whole channel)."""
+    table, names = _nic_table(cluster.graph), cluster.ranks  # not copied: one lookup per channel and GPU
+    vias = []
+    for rank in ranks:
+        nics = table.get(names[rank])
+        vias.append(nics[nic % len(nics)] if nics else None)
+    return cluster.add_endpoints(ranks, vias, key)
 
 
 def engine(cluster: Any, rank: int, key: str) -> int:

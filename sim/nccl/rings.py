@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..program import StepProgram
-from .layout import channel_endpoint, host_ranks
+from .layout import channel_endpoints, host_ranks
 from .pipeline import Streams, launchers, shift
 
 __all__ = ["channel_orders", "rings_program"]
@@ -32,7 +32,7 @@ def channel_orders(cluster: Any, p: int, channels: int) -> list[list[int]]:
             g = len(grp)
             a = c % g
             local = [(a + i) % g for i in range(g)] if h % 2 == 0 else [(a - 1 - i) % g for i in range(g)]
-            order.extend(channel_endpoint(cluster, grp[i], ("ring", c), c // len(groups[0])) for i in local)
+            order.extend(channel_endpoints(cluster, [grp[i] for i in local], ("ring", c), c // len(groups[0])))
         out.append(order)
     return out
 
