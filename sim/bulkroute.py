@@ -238,7 +238,6 @@ class BulkRouter:
         out[same] = -1
         return out, odd & ~same
 
-
     def _near_weighted(self, srcs: np.ndarray, dsts: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Up-down routes between nodes one or two hops apart on a weighted fabric: up to a common
         neighbour above both and down (``second``: the arc from each of the source's near nodes to the
@@ -259,9 +258,7 @@ class BulkRouter:
         return np.where(ok[:, None], arcs, -1), ok
 
 
-def bulk_router(
-    cluster: Any, sample: int = 400, seed: int = 0, origins: np.ndarray | None = None
-) -> BulkRouter | None:
+def bulk_router(cluster: Any, sample: int = 400, seed: int = 0, origins: np.ndarray | None = None) -> BulkRouter | None:
     """A :class:`BulkRouter` for ``cluster`` when it is a two-level up-down fabric and the vectorized
     routes equal the router's on ``sample`` random pairs of its origins (every pair where there are few):
     the ranks' nodes, or the nodes ``origins`` (say the NICs that NCCL's channels leave their hosts by,

@@ -92,7 +92,12 @@ def test_routes_in_bulk_equal_one_by_one(spec: str, monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.parametrize(
     "spec",
-    ["hgx:preset=dgx-h100,hosts=3", "dgx:hosts=3", "dgx:hosts=6,hosts_per_leaf=2,spines=3", "hgx:preset=dgx-h100,hosts=4,hosts_per_leaf=2"],
+    [
+        "hgx:preset=dgx-h100,hosts=3",
+        "dgx:hosts=3",
+        "dgx:hosts=6,hosts_per_leaf=2,spines=3",
+        "hgx:preset=dgx-h100,hosts=4,hosts_per_leaf=2",
+    ],
 )
 def test_node_routes_equal_the_routers(spec: str) -> None:
     """Every pair of origins (the GPUs and their NICs), routed in bulk, as the router routes it -- or
