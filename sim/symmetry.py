@@ -235,23 +235,26 @@ def _links(cluster: Any, pairs: np.ndarray, n: int) -> tuple[np.ndarray, np.ndar
     latencies; returns (each link's orbit representative, the capacities the quotient sees, route ->
     image route) or None."""
     paths = cluster.paths
-    count = max(paths.count, 1)
-    both = distinct(pairs[0] * count + pairs[1])
-    a_pid, b_pid = both // count, both % count
     image_pid = np.full(paths.count, -1, dtype=np.int64)
-    image_pid[a_pid] = b_pid
-    if not np.array_equal(image_pid[a_pid], b_pid) or len(distinct(a_pid)) != len(a_pid):
+    image_pid[pairs[0]] = pairs[1]
+    if not np.array_equal(image_pid[pairs[0]], pairs[1]):
         return None  # a route with two images
+    a_pid = np.flatnonzero(image_pid >= 0)
+    b_pid = image_pid[a_pid]
     if not np.array_equal(paths.length[a_pid], paths.length[b_pid]):
         return None
     _, a_arcs = gather_arcs(paths, a_pid)
     _, b_arcs = gather_arcs(paths, b_pid)
     m = cluster.num_arcs
     tau = np.arange(m)
-    link_pairs = distinct(a_arcs * m + b_arcs)
-    a, b = link_pairs // m, link_pairs % m
-    if len(distinct(a)) != len(a) or len(distinct(b)) != len(b):
-        return None  # not a one-to-one map of link directions
+    image_arc = np.full(m, -1, dtype=np.int64)
+    image_arc[a_arcs] = b_arcs
+    if not np.array_equal(image_arc[a_arcs], b_arcs):
+        return None  # a link direction with two images
+    a = np.flatnonzero(image_arc >= 0)
+    b = image_arc[a]
+    if len(distinct(b)) != len(b):
+        return None  # two link directions with one image
     tau[a] = b
     if not np.array_equal(np.sort(tau), np.arange(m)):
         return None

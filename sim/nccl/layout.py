@@ -153,47 +153,36 @@ def lags_up(parent: list[int], first: int) -> tuple[np.ndarray, int]:
     """Reduce-up lags over a forest given by ``parent`` (-1 at roots): a node sends at ``first`` when
     it has no children, else one step after its last child's message; returns (lag per node, the
     step by which every root holds the sum)."""
-    n = len(parent)
-    kids: list[list[int]] = [[] for _ in range(n)]
-    for v, u in enumerate(parent):
-        if u >= 0:
-            kids[u].append(v)
-    lag = [0] * n  # (Python ints: numpy's per-element indexing costs more than the work)
-    for v in _postorder(parent, kids):
-        lag[v] = first if not kids[v] else max([lag[c] for c in kids[v]]) + 1
-    done = max((lag[v] for v in range(n) if parent[v] < 0), default=first)
-    return np.array(lag, dtype=np.int64), done
+    up = np.asarray(parent, dtype=np.int64)
+    _, depth = _roots_depths(up)
+    height = np.zeros(len(up), dtype=np.int64)  # a leaf's 0, else one more than its highest child's
+    below = np.flatnonzero(up >= 0)
+    order = below[np.argsort(-depth[below], kind="stable")]
+    cuts = np.flatnonzero(np.diff(depth[order])) + 1
+    for level in np.split(order, cuts):  # the deepest children first: a parent's height is final
+        np.maximum.at(height, up[level], height[level] + 1)  # before it is passed up
+    lag = height + first
+    roots = up < 0
+    done = int(lag[roots].max()) if roots.any() else first
+    return lag, done
 
 
-def _postorder(parent: list[int], kids: list[list[int]]) -> list[int]:
-    out: list[int] = []
-    stack = [(v, False) for v in range(len(parent)) if parent[v] < 0]
-    while stack:
-        v, seen = stack.pop()
-        if seen:
-            out.append(v)
-            continue
-        stack.append((v, True))
-        stack.extend((c, False) for c in kids[v])
-    return out
+def _roots_depths(up: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every node's root and depth in the forest ``up`` (parents, -1 at roots), by pointer jumping."""
+    node = np.arange(len(up), dtype=np.int64)
+    anc = np.where(up < 0, node, up)  # roots point at themselves
+    dist = (up >= 0).astype(np.int64)  # hops to ``anc``
+    while True:
+        nxt = anc[anc]
+        if np.array_equal(nxt, anc):
+            return anc, dist
+        dist = dist + dist[anc]
+        anc = nxt
 
 
 def lags_down(parent: list[int], start: np.ndarray) -> np.ndarray:
     """Broadcast-down lags: the message parent -> v is carried at ``start[root] + depth(v)``, where
     ``start`` gives each root's first send step; returns the lag of each non-root's incoming message
     (roots: their ``start`` - 1, the step they hold the result)."""
-    n = len(parent)
-    kids: list[list[int]] = [[] for _ in range(n)]
-    for v, u in enumerate(parent):
-        if u >= 0:
-            kids[u].append(v)
-    lag = [0] * n
-    stack = [v for v in range(n) if parent[v] < 0]
-    for v in stack:
-        lag[v] = int(start[v]) - 1
-    while stack:
-        v = stack.pop()
-        for c in kids[v]:
-            lag[c] = lag[v] + 1
-            stack.append(c)
-    return np.array(lag, dtype=np.int64)
+    root, depth = _roots_depths(np.asarray(parent, dtype=np.int64))
+    return np.asarray(start, dtype=np.int64)[root] - 1 + depth
