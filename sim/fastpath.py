@@ -108,7 +108,9 @@ class FastExecutor:
         self.mode = "events"
         self._seen0 = -1
         self.ref = _reference(program)  # the endpoint whose steps the steady-state detection follows
-        self._history: list[_Snapshot] = []
+        #: the last steps' states: (step, a digest of every endpoint's relative step and counts, the
+        #: whole snapshot -- taken only once the digest has been seen before, see _after)
+        self._history: list[tuple[int, int, _Snapshot | None]] = []
         self._misses = 0
         #: per step (by id): which of its messages are private -- every link direction on their path is
         #: crossed by no other sender's message and by one message a step (see _private_masks)
@@ -511,15 +513,21 @@ class FastExecutor:
         self._seen0 = s0
         if self._misses > 64 and s0 % 64 > _MAX_PERIOD:
             return  # a state that keeps changing: look less often (runs of consecutive steps, to see periods)
-        snap = self._snapshot(s0)
+        # every snapshot the state could match has the same endpoints' steps relative to the reference
+        # and the same counts left: a digest of them, cheap, rules most states out before a snapshot
+        live = self.step < self.total
+        relative = np.where(live, self.step - s0, _FINISHED)
+        digest = hash((relative.tobytes(), self.send_left.tobytes(), self.recv_left.tobytes()))
         history = self._history
-        history.append(snap)
+        seen = [snap for s, d, snap in history if d == digest and 1 <= s0 - s <= _MAX_PERIOD]
+        snap = self._snapshot(s0) if seen else None
+        history.append((s0, digest, snap))
         if len(history) > _MAX_PERIOD + 1:
             history.pop(0)
-        for prev in reversed(history[:-1]):
-            period = snap.s0 - prev.s0
-            if period < 1 or period > _MAX_PERIOD or not snap.matches(prev):
+        for prev in reversed(seen):
+            if prev is None or not snap.matches(prev):  # (a digest seen before: the next period compares)
                 continue
+            period = snap.s0 - prev.s0
             if len(snap.path_bytes) != len(prev.path_bytes):
                 continue  # routes first used in between: not yet a repeating state
             phase = int(self._phase_of(np.array([s0]))[0])
