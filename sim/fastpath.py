@@ -513,11 +513,15 @@ class FastExecutor:
         self._seen0 = s0
         if self._misses > 64 and s0 % 64 > _MAX_PERIOD:
             return  # a state that keeps changing: look less often (runs of consecutive steps, to see periods)
-        # every snapshot the state could match has the same endpoints' steps relative to the reference
-        # and the same counts left: a digest of them, cheap, rules most states out before a snapshot
+        # every snapshot the state could match has the same endpoints' steps relative to the reference,
+        # the same counts left and as many flows and private messages in flight (its shape): a digest of
+        # them, cheap, rules most states out before a snapshot
         live = self.step < self.total
         relative = np.where(live, self.step - s0, _FINISHED)
-        digest = hash((relative.tobytes(), self.send_left.tobytes(), self.recv_left.tobytes()))
+        active, waiting = self.net.in_flight(self.owner)
+        private = sum(np.size(batch[0]) for bucket in self._arrivals.values() for batch in bucket)
+        shape = (len(active), len(waiting), private)
+        digest = hash((relative.tobytes(), self.send_left.tobytes(), self.recv_left.tobytes(), shape))
         history = self._history
         seen = [snap for s, d, snap in history if d == digest and 1 <= s0 - s <= _MAX_PERIOD]
         snap = self._snapshot(s0) if seen else None
