@@ -201,9 +201,9 @@ class BulkRouter:
         if not self.unit:  # weighted links (PCIe under NVLink): see _near_weighted
             near = (direct >= 0) | (common > 0)
             odd |= near
-            rows = np.flatnonzero(near & ~foreign)
+            rows = np.flatnonzero(near)
             if len(rows):
-                arcs, ok = self._near_weighted(srcs[rows], dsts[rows], second[rows])
+                arcs, ok = self._near_weighted(srcs[rows], dsts[rows], direct[rows], second[rows])
                 out[rows, :2] = arcs
                 out[rows, 2:] = -1
                 odd[rows[ok]] = False
@@ -238,23 +238,35 @@ class BulkRouter:
         out[same] = -1
         return out, odd & ~same
 
-    def _near_weighted(self, srcs: np.ndarray, dsts: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Up-down routes between nodes one or two hops apart on a weighted fabric: up to a common
-        neighbour above both and down (``second``: the arc from each of the source's near nodes to the
-        destination), the cheapest. Taken (the mask) where it is the only cheapest and cheaper than three
-        of the lightest arcs, so that no longer way is as cheap; the rest are left to the router."""
+    def _near_weighted(
+        self, srcs: np.ndarray, dsts: np.ndarray, direct: np.ndarray, second: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Up-down routes between nodes one or two hops apart on a weighted fabric: the link between
+        them (``direct``), or a way through one of the source's near nodes (``second``: the arc from
+        each of them to the destination) that climbs, descends, or climbs then descends -- the
+        cheapest. Taken (the mask) where it is the only cheapest and no longer way can match it: cheaper
+        than three of the lightest links (two, where the source is no origin: its ways through near
+        nodes are not listed, only the link); the rest are left to the router."""
         w, level = self.weight, self.level
-        up = self.near_arc[srcs]
-        over = self.near[srcs]
-        climbs = (second >= 0) & (over >= 0) & (level[np.maximum(over, 0)] > level[srcs][:, None])
-        climbs &= level[np.maximum(over, 0)] > level[dsts][:, None]
-        cost = np.where(climbs, w[np.maximum(up, 0)] + w[np.maximum(second, 0)], np.inf)
+        lightest = w.min(initial=np.inf)
+        one = np.where((direct >= 0) & (level[srcs] != level[dsts]), w[np.maximum(direct, 0)], np.inf)
+        up, over = self.near_arc[srcs], self.near[srcs]
+        mid = level[np.maximum(over, 0)]
+        rise, fall = np.sign(mid - level[srcs][:, None]), np.sign(level[dsts][:, None] - mid)
+        two = (second >= 0) & (over >= 0) & (rise != 0) & (fall != 0) & ~((rise < 0) & (fall > 0))
+        cost = np.concatenate([one[:, None], np.where(two, w[np.maximum(up, 0)] + w[np.maximum(second, 0)], np.inf)], 1)
         best = cost.min(axis=1)
         pick = np.argmin(cost, axis=1)
         ties = (cost <= best[:, None] * (1 + 1e-9)).sum(axis=1)
-        ok = np.isfinite(best) & (ties == 1) & (best < 3 * w.min(initial=np.inf) * (1 - 1e-9))
+        bound = np.where(self.origin[srcs], 3.0, 2.0) * lightest * (1 - 1e-9)
+        ok = np.isfinite(best) & (ties == 1) & (best < bound)
         rows = np.arange(len(srcs))
-        arcs = np.stack([up[rows, pick], second[rows, pick]], axis=1)
+        via = np.maximum(pick - 1, 0)
+        arcs = np.where(
+            (pick == 0)[:, None],
+            np.stack([direct, np.full(len(srcs), -1)], axis=1),
+            np.stack([up[rows, via], second[rows, via]], axis=1),
+        )
         return np.where(ok[:, None], arcs, -1), ok
 
 

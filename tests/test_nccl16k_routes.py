@@ -100,20 +100,33 @@ def test_routes_in_bulk_equal_one_by_one(spec: str, monkeypatch: pytest.MonkeyPa
     ],
 )
 def test_node_routes_equal_the_routers(spec: str) -> None:
-    """Every pair of origins (the GPUs and their NICs), routed in bulk, as the router routes it -- or
-    left to it (the mask), never routed otherwise."""
+    """Every pair of nodes below the leaves (GPUs, NICs, NVSwitches, PCIe switches), routed in bulk
+    from the origins (the GPUs and their NICs), as the router routes it -- or left to it (the mask),
+    never routed otherwise; an NVSwitch and its GPUs (one light link) are routed too."""
     from sim.bulkroute import bulk_router
 
     c = Cluster(spec)
     kinds = [c.graph.nodes[v].get("kind") for v in c.nodes]
     origins = np.array([i for i, k in enumerate(kinds) if k in ("gpu", "nic")])
+    below = np.array(
+        [
+            i
+            for i, k in enumerate(kinds)
+            if k in ("gpu", "nic", "nvswitch", "switch") and "leaf" not in c.nodes[i] and "spine" not in c.nodes[i]
+        ]
+    )
     bulk = bulk_router(c, origins=origins)
     assert bulk is not None
-    src, dst = (a.ravel() for a in np.meshgrid(origins, origins))
+    src, dst = (a.ravel() for a in np.meshgrid(below, below))
     keep = src != dst
     src, dst = src[keep], dst[keep]
     rows, odd = bulk.node_routes(src, dst)
-    assert (~odd).mean() > 0.9
+    inside = np.isin(src, origins) & np.isin(dst, origins)
+    assert (~odd[inside]).mean() > 0.9
+    engines = np.array([kinds[a] == "nvswitch" or kinds[b] == "nvswitch" for a, b in zip(src, dst, strict=True)])
+    if engines.any() and spec.startswith("hgx"):
+        linked = np.array([c.graph.has_edge(c.nodes[a], c.nodes[b]) for a, b in zip(src, dst, strict=True)])
+        assert not odd[engines & linked].any()
     for i in np.flatnonzero(~odd).tolist():
         row = rows[i]
         assert row[row >= 0].tolist() == c.router.route(int(src[i]), int(dst[i])), (c.nodes[src[i]], c.nodes[dst[i]])
