@@ -113,6 +113,10 @@ class BulkRouter:
         leaf = np.where(self.origin, cur, -1)
         self.up = chain
         self.up_len = (chain >= 0).sum(axis=1)
+        #: the nodes of every origin's way up; ``climb``: a route to an origin on it is its prefix (set
+        #: by :func:`bulk_router` where the router agrees on a sample, weighted fabrics only)
+        self.up_node = np.where(chain >= 0, cluster.arc_v[np.maximum(chain, 0)], -1)
+        self.climb = False
         self.leaf = leaf
         down = np.full_like(chain, -1)
         for k in range(width):
@@ -207,6 +211,15 @@ class BulkRouter:
                 out[rows, :2] = arcs
                 out[rows, 2:] = -1
                 odd[rows[ok]] = False
+            if self.climb:  # a GPU to its NIC: up its chain
+                rows = np.flatnonzero(odd & ~foreign)
+                hit = self.up_node[srcs[rows]] == dsts[rows][:, None]
+                on = hit.any(axis=1)
+                rows, k = rows[on], np.argmax(hit[on], axis=1)
+                width = self.up.shape[1]
+                out[rows] = -1
+                out[rows, :width] = np.where(np.arange(width)[None, :] <= k[:, None], self.up[srcs[rows]], -1)
+                odd[rows] = False
         far = (direct < 0) & (common == 0) & ~foreign
         # up the source's chain
         up_len = self.up_len[srcs]
@@ -283,6 +296,8 @@ def bulk_router(cluster: Any, sample: int = 400, seed: int = 0, origins: np.ndar
     except ValueError:
         return None
     nodes = np.asarray(cluster.rank_node[: cluster.size] if origins is None else distinct(origins), dtype=np.int64)
+    if not bulk.unit:
+        bulk.climb = _climbs_agree(bulk, nodes, sample, seed)
     size = len(nodes)
     if size * size <= sample:
         src, dst = np.divmod(np.arange(size * size), size)
@@ -304,3 +319,19 @@ def bulk_router(cluster: Any, sample: int = 400, seed: int = 0, origins: np.ndar
         if row[row >= 0].tolist() != list(want):
             return None
     return bulk
+
+
+def _climbs_agree(bulk: BulkRouter, nodes: np.ndarray, sample: int, seed: int) -> bool:
+    """Whether the router's route from an origin to every origin on its way up is that way's prefix, on
+    ``sample`` random origins that have one (never where none has)."""
+    on = bulk.origin[np.maximum(bulk.up_node[nodes], 0)] & (bulk.up_node[nodes] >= 0)
+    have = nodes[on.any(axis=1)]
+    if not len(have):
+        return False
+    rng = np.random.default_rng(seed + 2)
+    route = bulk.cluster.router.route
+    for s in rng.choice(have, size=min(sample, len(have)), replace=False).tolist():
+        for k in np.flatnonzero(bulk.origin[np.maximum(bulk.up_node[s], 0)] & (bulk.up_node[s] >= 0)).tolist():
+            if route(s, int(bulk.up_node[s, k])) != bulk.up[s, : k + 1].tolist():
+                return False
+    return True

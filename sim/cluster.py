@@ -511,20 +511,13 @@ class Cluster:
         check_deadline()
         has = v >= 0
         start = np.where(has, v, s)
-        tail, odd = bulk.node_routes(start, d)
-        for i in np.flatnonzero(odd).tolist():  # several common neighbours: the router's own choice
-            try:
-                arcs = self._node_route(int(start[i]), int(d[i]))
-            except RoutingError:
-                self._routed(int(us[i]), int(ud[i]))  # raises, naming the pair
-                raise
-            tail[i] = -1
-            tail[i, : len(arcs)] = arcs
+        tail = self._bulk_routes(bulk, start, d, us, ud)
         n = len(self.nodes)
-        heads, where = np.unique(s[has] * n + v[has], return_inverse=True)
+        heads, first, where = np.unique(s[has] * n + v[has], return_index=True, return_inverse=True)
         head = np.full((len(s), 1), -1, dtype=np.int64)
         if len(heads):
-            ways = _padded([self._node_route(int(k // n), int(k % n)) for k in heads.tolist()])
+            at = np.flatnonzero(has)[first]
+            ways = self._bulk_routes(bulk, s[at], v[at], us[at], ud[at])
             head = np.full((len(s), ways.shape[1]), -1, dtype=np.int64)
             head[has] = ways[where.ravel()]
         out = np.full((len(s), head.shape[1] + tail.shape[1]), -1, dtype=np.int64)
@@ -533,6 +526,22 @@ class Cluster:
         cols = (head >= 0).sum(axis=1)[:, None] + np.arange(tail.shape[1])[None, :]
         out[np.nonzero(valid)[0], cols[valid]] = tail[valid]
         return out
+
+    def _bulk_routes(self, bulk: Any, a: np.ndarray, b: np.ndarray, us: np.ndarray, ud: np.ndarray) -> np.ndarray:
+        """Routes between nodes ``a[i]`` and ``b[i]`` (of messages ``us[i] -> ud[i]``) from ``bulk``, the
+        router's own where it leaves them (several common neighbours, ends that are no origin)."""
+        rows, odd = bulk.node_routes(a, b)
+        for i in np.flatnonzero(odd).tolist():
+            try:
+                arcs = self._node_route(int(a[i]), int(b[i]))
+            except RoutingError:
+                self._routed(int(us[i]), int(ud[i]))  # raises, naming the pair
+                raise
+            if len(arcs) > rows.shape[1]:
+                rows = np.concatenate([rows, np.full((len(rows), len(arcs) - rows.shape[1]), -1, dtype=np.int64)], 1)
+            rows[i] = -1
+            rows[i, : len(arcs)] = arcs
+        return rows
 
     def _via_bulk(self) -> Any:
         """The bulk router from the ranks' nodes and the vias (:mod:`sim.bulkroute`), or None."""
