@@ -26,6 +26,7 @@ import fnmatch
 import re
 import statistics
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,15 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sim.algorithms import get_algorithm  # noqa: E402
 from sim.cluster import Cluster  # noqa: E402
-from sim.errors import CollsimError  # noqa: E402
+from sim.errors import CalibrationError, CollsimError  # noqa: E402
 from sim.simulate import simulate  # noqa: E402
 from sim.topology import hgx  # noqa: E402
 from sim.units import parse_size  # noqa: E402
 from validate.calibration.fit import fit_calibration  # noqa: E402
-from validate.calibration.inputs import command_ranks, read_samples  # noqa: E402
+from validate.calibration.inputs import RANK_LINE, read_samples, strip_label  # noqa: E402
 
-_SRUN = re.compile(r"^\s*\d+:\s?")
-_RANK = re.compile(r"#\s+Rank\s+(\d+)\s.*?\son\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$")
 #: GPU models as device lines and headers name them; the ones ``hgx`` builds, and the ones it cannot
 _GPU = re.compile(
     r"(?:(?<=\dx)|(?<![A-Za-z0-9]))(GB[23]00|B[123]00|GH200|H200|H100|H800|H20|A100|A800|A40|A30|A10G?|V100|L40S?|L4)(?![0-9])",
@@ -86,37 +85,41 @@ class Log:
 
 
 def parse_log(path: Path, ranks: int | None = None) -> Log:
-    """Read an nccl-tests all_reduce_perf log: srun labels, missing ``#  Rank`` lines (then ``ranks``
-    or the command line must say how many), missing "Collective test starting" lines, one-size logs.
-    The GPU is the one the device lines (else the header) name; a GPU ``hgx`` does not build (B200, V100,
-    PCIe cards without an NVSwitch, ...) is refused with its name."""
+    """Read an nccl-tests all_reduce_perf log as calibration reads it (launcher labels, rank lines without
+    their ``#`` or only some of them, ``-g 8`` processes, no "Collective test starting" line, one-size logs;
+    without rank lines ``ranks`` or the command line or all-reduce's busbw / algbw must say how many).
+    The GPUs per node are the most rank lines one host has, the nodes the ranks they make. The GPU is the
+    one the device lines (else the header) name; a GPU ``hgx`` does not build (B200, V100, PCIe cards
+    without an NVSwitch, ...) or device lines naming no model are refused with that name."""
     text = path.read_text(errors="replace")
-    lines = [_SRUN.sub("", line, count=1) if _SRUN.match(line) else line for line in text.splitlines()]
+    lines = [strip_label(line) for line in text.splitlines()]
     if not any("nThread" in ln or "out-of-place" in ln for ln in lines):
         raise LogError(f"{path.name}: not an nccl-tests log (no 'nThread' header or 'out-of-place' columns)")
-    found: dict[int, tuple[str, str]] = {}  # rank -> (host, device); a log of several runs repeats them
+    found: dict[tuple[int, str], str] = {}  # (rank, host) -> device; a log of several runs repeats them
     for line in lines:
-        m = _RANK.search(line)
-        if m:
-            found.setdefault(int(m.group(1)), (m.group(2), m.group(3)))
-    hosts = [h for h, _ in found.values()]
-    devices = [d for _, d in found.values()]
-    n = ranks or len(hosts)
-    if not n:
-        n = max((command_ranks(line) for line in lines[:400]), default=0)
-    if not n:
-        raise LogError(f"{path.name}: no '#  Rank' lines and no rank count in the command; give ranks=N")
+        if m := RANK_LINE.match(line.strip()):
+            found.setdefault((int(m.group(1)), m.group(2) or ""), m.group(3))
+    try:
+        samples, _ = read_samples(f"{path}:ranks={ranks}" if ranks else str(path))
+    except CalibrationError as exc:
+        raise LogError(str(exc)) from None
+    n = samples[0].ranks
+    per_host = Counter(host for _, host in found)
     note = ""
-    if hosts and n // len(set(hosts)) <= 8:
-        nodes = len(set(hosts))
+    if found and "" not in per_host and max(per_host.values()) <= 8:
+        nodes = -(-n // max(per_host.values()))
     else:  # the file name's -<N>node, else 8 GPUs per node (an HGX board's; containers may all be "localhost")
         m = re.search(r"-(\d+)node", path.name)
         nodes = int(m.group(1)) if m and n % int(m.group(1)) == 0 else 1
         nodes = max(nodes, -(-n // 8))
-        if hosts:
-            note = f"{len(set(hosts))} host name(s) for {n} ranks: taken as {nodes} nodes"
-    gpu_text = " ".join(devices) if devices else text[:3000]  # the device lines, else what the header states
-    m = _GPU.search(gpu_text)
+        if found:
+            note = f"{len(per_host)} host name(s) for {n} ranks: taken as {nodes} nodes"
+    devices = list(found.values())
+    m = _GPU.search(" ".join(devices)) or _GPU.search(text[:3000])  # the device lines, else what the header states
+    if devices and not m:
+        raise LogError(
+            f"{path.name}: the device lines name {devices[0]!r}, no GPU model collsim knows; state it in a '#%' line"
+        )
     gpu = m.group(1).lower() if m else "a100"
     if gpu not in _HGX_GPUS:
         raise LogError(
@@ -127,7 +130,7 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
             f"{path.name}: {devices[0].strip()} is a PCIe card without an NVSwitch, which hgx does not build"
         )
     note = note or ("" if m else "GPU not named: A100 assumed")
-    return Log(path, n, nodes, gpu, text[:4000], None if hosts else n, note)
+    return Log(path, n, nodes, gpu, text[:4000], ranks, note)
 
 
 def stated_nics(text: str) -> tuple[int | None, float | None]:

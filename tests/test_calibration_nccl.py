@@ -93,10 +93,12 @@ def test_import_reads_what_users_post(tmp_path):
     assert len(samples) == 1 and samples[0].algorithm == "nccl:algo=tree|ring"
     samples, _ = read_samples(f"{path}:algorithm=NVLSTree")
     assert samples[0].algorithm == "nccl:algo=nvls-tree"
+    # no rank lines, no command: all-reduce's busbw / algbw = 2(n-1)/n names one n where the rows are precise
     path.write_text(_log(ROWS, rank_lines=False))
-    with pytest.raises(
-        CalibrationError, match=re.escape("give FILE:ranks=N (its busbw / algbw factor suggests ranks=16)")
-    ):
+    assert {s.ranks for s in read_samples(path)[0]} == {16}
+    # ... and none where they are not (0.01 GB/s rows): then the user names it
+    path.write_text(_log([(2**20, 0.02), (2**21, 0.04)], rank_lines=False))
+    with pytest.raises(CalibrationError, match=re.escape("give FILE:ranks=N")):
         read_samples(path)
     assert read_samples(f"{path}:ranks=16")[0][0].ranks == 16
 
@@ -120,6 +122,7 @@ def test_run_id_is_the_logs_content_and_compare_refuses_it(tmp_path):
         ("hello\nworld\n", "{path}", "not an nccl-tests log"),
         (_log(ROWS), "{path}:algorithm=NVLS", "nvls runs inside one host"),
         (_log(ROWS), "{path}:algorithm=PAT", "not one the simulator runs"),
+        (nccl_text("all_reduce_perf", "allgather", 16, ROWS), "{path}", "not all-reduce's 2(n-1)/n = 1.8750 on 16"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, text, spec, message):
