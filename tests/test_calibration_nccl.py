@@ -10,6 +10,7 @@ import re
 import pytest
 
 from collsim.cli import main
+from sim.algorithms import get_algorithm
 from sim.cluster import Cluster
 from sim.errors import CalibrationError, ConfigError
 from sim.linkmodel import LinkModel, Segment
@@ -93,6 +94,16 @@ def test_import_reads_what_users_post(tmp_path):
     assert len(samples) == 1 and samples[0].algorithm == "nccl:algo=tree|ring"
     samples, _ = read_samples(f"{path}:algorithm=NVLSTree")
     assert samples[0].algorithm == "nccl:algo=nvls-tree"
+    # NCCL_NVLS_ENABLE=0 turns NVLS and NVLSTree off (transport/nvls.cc: ncclNvlsInit), alone or with an exclusion
+    for env, want in (
+        ("", "^nvls|nvls-tree"),
+        ("-x NCCL_ALGO=^Tree ", "^tree|nvls|nvls-tree"),
+        ("NCCL_ALGO=Ring ", "ring"),
+    ):
+        path.write_text(_log(ROWS, header=f"mpirun -n 16 {env}-x NCCL_NVLS_ENABLE=0 ./all_reduce_perf -b 1M"))
+        samples, _ = read_samples(path)
+        assert samples[0].algorithm == f"nccl:algo={want}"
+        get_algorithm("allreduce", samples[0].algorithm).choice(16, 2**28, Cluster(TWO))  # a schedule NCCL runs here
     # no rank lines, no command: all-reduce's busbw / algbw = 2(n-1)/n names one n where the rows are precise
     path.write_text(_log(ROWS, rank_lines=False))
     assert {s.ranks for s in read_samples(path)[0]} == {16}

@@ -335,7 +335,7 @@ def strip_label(line: str) -> str:
 
 #: a binary's name as it appears in a command line: ``all_reduce_perf``, ``./build/all_reduce_perf_mpi``
 _BINARY = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(_NCCL_BINARIES) + r")(?:_mpi)?(?![A-Za-z0-9_])")
-_NCCL_ENV = re.compile(r"\bNCCL_(ALGO|PROTO)\s*[=:]\s*[\"']?([\^A-Za-z0-9_,|]+)")
+_NCCL_ENV = re.compile(r"\bNCCL_(ALGO|PROTO|NVLS_ENABLE)\s*[=:]\s*[\"']?([\^A-Za-z0-9_,|]+)")
 _MPI_RANKS = re.compile(r"(?:mpirun|mpiexec)\b[^\n]*?\s(?:-n|-np|--np|--n)[\s=](\d+)")
 _SRUN_TASKS = re.compile(r"\bsrun\b[^\n]*?\s(?:-n|--ntasks)[\s=](\d+)")
 _SRUN_NODES = re.compile(r"\bsrun\b[^\n]*?\s(?:-N|--nodes)[\s=](\d+)")
@@ -577,6 +577,8 @@ def parse_nccl_text(
     algo = nccl_algo_option(algorithm, f"{path}: algorithm") if algorithm else None
     if algo is None and "ALGO" in env:
         algo = nccl_algo_option(env["ALGO"], f"{path}: NCCL_ALGO")
+    if env.get("NVLS_ENABLE") == "0" and (algo is None or algo.startswith("^")):  # no NVLS nor NVLSTree
+        algo = "^" + "|".join(dict.fromkeys([*filter(None, (algo or "").lstrip("^").split("|")), "nvls", "nvls-tree"]))
     proto = None
     if "PROTO" in env:
         proto = "|".join(x.strip().lower() for x in re.split(r"[,|]", env["PROTO"]) if x.strip())
@@ -641,8 +643,8 @@ def _check_allreduce_factor(top: list[tuple[float, float]], p: int, path: str) -
 
 
 def _scan_command(text: str, env: dict[str, str]) -> None:
-    """NCCL_ALGO / NCCL_PROTO set on a command line, in an environment dump or a header (``not set``
-    and NCCL's own INFO lines do not count)."""
+    """NCCL_ALGO / NCCL_PROTO / NCCL_NVLS_ENABLE set on a command line, in an environment dump or a header
+    (``not set`` and NCCL's own INFO lines do not count)."""
     if "NCCL INFO" in text:
         return
     for m in _NCCL_ENV.finditer(text):
