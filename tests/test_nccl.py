@@ -404,6 +404,15 @@ def test_log_reader_reads_the_quirks_of_other_posts(tmp_path):
     with pytest.raises(nccl_logs.LogError, match="'NVIDIA Graphics Device', no GPU model"):
         parse("unnamed.txt", unnamed)
     assert read(parse("stated.txt", ["#% 8x H100 SXM per node"] + unnamed)) == (16, 2, 16, "h100")
+    # header phrasings: `8*400G`, a CPU by code name, NICs said per GPU, a node's total in Gb/s
+    ranks16 = [rank(r) for r in range(16)] + table(16)
+    for header, want in (
+        ("#% 8*400G RoCE, Genoa", (8, 50e9, "amd")),
+        ("#% 2x 200 Gb/s per GPU, Sapphire Rapids", (16, 25e9, "intel")),
+        ("#% 3,200 Gbps EFA", (8, 50e9, "intel")),
+    ):
+        g = nccl_logs.topology(parse("h-2node.txt", [header] + ranks16))
+        assert (g.graph["nics_per_host"], g.graph["nic_bw"], g.graph["cpu_vendor"]) == want, header
     # a table whose busbw / algbw is all_gather's (n-1)/n under an all_reduce_perf command: refused
     gather = ["mpirun -np 16 ./all_reduce_perf -b 1G -e 1G"] + [rank(r) for r in range(16)] + table(16, 15 / 16)
     with pytest.raises(nccl_logs.LogError, match="all_gather_perf's, reduce_scatter_perf's or alltoall_perf's"):
