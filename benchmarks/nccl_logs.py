@@ -47,6 +47,8 @@ _GPU = re.compile(
     re.I,
 )
 _HGX_GPUS = ("h100", "h200", "h800", "a100", "a800")
+#: an RCCL (AMD) run of rccl-tests, which prints the same table
+_RCCL = re.compile(r"\bRCCL version\b|\brccl-tests\b|\blibrccl\b|\bROCm version\b")
 _PCIE_CARD = re.compile(r"PCIe|PCIE|\bNVL\b")
 #: InfiniBand generations by name, Gb/s per port
 _IB = {"xdr": 800, "ndr": 400, "ndr200": 200, "hdr": 200, "hdr100": 100, "edr": 100}
@@ -113,6 +115,8 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     lines = [strip_label(line) for line in text.splitlines()]
     if not any("nThread" in ln or "out-of-place" in ln for ln in lines):
         raise LogError(f"{path.name}: not an nccl-tests log (no 'nThread' header or 'out-of-place' columns)")
+    if m := _RCCL.search(text):
+        raise LogError(f"{path.name}: an RCCL run on AMD GPUs ({m.group(0)!r}); collsim models NCCL on NVIDIA GPUs")
     found: dict[tuple[int, str], str] = {}  # (rank, host) -> device; a log of several runs repeats them
     for line in lines:
         if m := RANK_LINE.match(line.strip()):
@@ -135,9 +139,8 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     devices = list(found.values())
     m = _GPU.search(" ".join(devices)) or _GPU.search(text[:3000])  # the device lines, else what the header states
     if devices and not m:
-        raise LogError(
-            f"{path.name}: the device lines name {devices[0]!r}, no GPU model collsim knows; state it in a '#%' line"
-        )
+        named = f"name {devices[0]!r}" if devices[0] else "name no device"
+        raise LogError(f"{path.name}: the device lines {named}, no GPU model collsim knows; state it in a '#%' line")
     gpu = m.group(1).lower() if m else "a100"
     if gpu not in _HGX_GPUS:
         raise LogError(

@@ -404,6 +404,11 @@ def test_log_reader_reads_the_quirks_of_other_posts(tmp_path):
     with pytest.raises(nccl_logs.LogError, match="'NVIDIA Graphics Device', no GPU model"):
         parse("unnamed.txt", unnamed)
     assert read(parse("stated.txt", ["#% 8x H100 SXM per node"] + unnamed)) == (16, 2, 16, "h100")
+    blank = [rank(r, model="").rstrip() for r in (0, 7, 8, 15)] + table(16)  # four of 16 lines, no names
+    with pytest.raises(nccl_logs.LogError, match="the device lines name no device"):
+        parse("blank.txt", blank)
+    with pytest.raises(nccl_logs.LogError, match="an RCCL run on AMD GPUs"):
+        parse("rccl.txt", ["rccl-tests: Version develop:a52452e"] + blank)
     # header phrasings: `8*400G`, a CPU by code name, NICs said per GPU, a node's total in Gb/s
     ranks16 = [rank(r) for r in range(16)] + table(16)
     for header, want in (
