@@ -5,6 +5,7 @@ import of what users post, the run id guard, validate's NCCL forcing and the rep
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pytest
@@ -47,6 +48,23 @@ def test_one_node_fit_recovers_efficiency_and_fixed_cost(tmp_path):
     assert [r.size_bytes for r in fit.residuals] == SIZES and fit.max_rel < 0.02  # labelled with the log's sizes
     back = load_calibration(save_calibration(cal, tmp_path / "c.yaml"))
     assert back.link_model().nccl_latency == cal.link_model().nccl_latency
+
+
+def test_fit_never_steps_past_where_it_improves(tmp_path):
+    """A log whose mid sizes run slow (a TCP-offload transport: x3 from 2 to 32 MiB) and large sizes at line
+    rate: the slope of NVLink taken at line rate is flat, so a full linearized step sent the NICs to 0.03
+    of line rate and the fit to 16x the nominal error; the fit now steps only as far as it improves."""
+    sizes = [2**k for k in range(20, 34)]
+    nominal = synthetic(TWO, 16, LinkModel(), sizes=sizes)
+    rows = [(n, t * (3.0 if 2**21 <= n <= 2**25 else 1.6 if n < 2**30 else 1.0)) for n, t in nominal]
+    path = tmp_path / "tcpx.txt"
+    path.write_text(_log(rows))
+    samples, source = read_samples(path)
+    cal = fit_calibration(samples, TWO, [source])
+    fit = next(iter(cal.classes.values())).fit
+    nominal_rms = math.sqrt(sum(((t - m) / m) ** 2 for (_, t), (_, m) in zip(nominal, rows, strict=True)) / len(rows))
+    assert fit.rms_rel < nominal_rms
+    assert all(e.efficiency > 0.5 for e in cal.classes.values())
 
 
 def test_faster_than_line_rate_is_clamped_with_a_warning(tmp_path):
