@@ -14,8 +14,8 @@ every size through that schedule on the topology and solves for
 
 The time is piecewise linear in ``w = 1 / efficiency`` and linear in the base latencies, so the fit
 linearizes around the current point (one simulation per group for the slopes), solves the bounded
-least squares in relative error (``w >= 1``, latency ``>= 0``; every bound combination is tried), and
-repeats a few times. A group whose unconstrained fit wants more than line rate is clamped at 1 and
+least squares in relative error (``w >= 1``, latency ``>= 0``; every bound combination is tried), steps
+only as far along that solution as lowers the rms relative error, and repeats a few times. A group whose unconstrained fit wants more than line rate is clamped at 1 and
 named in a warning: the log ran faster than the schedule can, so the schedule likely is not what ran.
 """
 
