@@ -396,7 +396,11 @@ def main(argv: list[str] | None = None) -> int:
             wanted,
         )
         for log in logs:
-            for w in cal_of(log).warnings:  # type: ignore[attr-defined]
+            try:
+                warnings = cal_of(log).warnings  # type: ignore[attr-defined]
+            except (LogError, CollsimError):
+                continue  # the table's line of the log says why
+            for w in warnings:
                 print(f"# {log.path.name}: {w}")
         print()
     if "out-of-sample" in tables:

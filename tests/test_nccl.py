@@ -12,7 +12,7 @@ import pytest
 
 from sim.algorithms import get_algorithm
 from sim.cluster import Cluster
-from sim.errors import AlgorithmError, TopologyError
+from sim.errors import AlgorithmError, CalibrationError, TopologyError
 from sim.nccl import tuner
 from sim.nccl.layout import btree_parent, dtree_parent
 from sim.simulate import simulate
@@ -422,6 +422,24 @@ def test_log_reader_reads_the_quirks_of_other_posts(tmp_path):
     gather = ["mpirun -np 16 ./all_reduce_perf -b 1G -e 1G"] + [rank(r) for r in range(16)] + table(16, 15 / 16)
     with pytest.raises(nccl_logs.LogError, match="all_gather_perf's, reduce_scatter_perf's or alltoall_perf's"):
         parse("gather.txt", gather)
+
+
+def test_log_table_survives_a_log_it_cannot_calibrate(tmp_path, monkeypatch, capsys):
+    """A log the fit refuses is one 'skipped' line of the in-sample table, not a traceback."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import nccl_logs
+
+    from tests.calib_fixtures import nccl_text
+
+    (tmp_path / "h100-2node.txt").write_text(nccl_text("all_reduce_perf", "allreduce", 16, [(2**30, 4.5e-3)]))
+
+    def refuse(log: object) -> None:
+        raise CalibrationError("the fit refuses this log")
+
+    monkeypatch.setattr(nccl_logs, "calibrate", refuse)
+    assert nccl_logs.main([str(tmp_path), "--tables", "nominal,in-sample,out-of-sample"]) == 0
+    out = capsys.readouterr().out
+    assert "h100-2node.txt: skipped: the fit refuses this log" in out and "# 1-node logs:" in out
 
 
 @pytest.mark.parametrize("algo", ["nccl", "nccl-tree", "ring:channels=3"])
