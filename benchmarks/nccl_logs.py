@@ -26,6 +26,7 @@ import fnmatch
 import re
 import statistics
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,37 +34,55 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sim.algorithms import get_algorithm  # noqa: E402
 from sim.cluster import Cluster  # noqa: E402
-from sim.errors import CollsimError  # noqa: E402
+from sim.errors import CalibrationError, CollsimError  # noqa: E402
 from sim.simulate import simulate  # noqa: E402
 from sim.topology import hgx  # noqa: E402
 from sim.units import parse_size  # noqa: E402
 from validate.calibration.fit import fit_calibration  # noqa: E402
-from validate.calibration.inputs import command_ranks, read_samples  # noqa: E402
+from validate.calibration.inputs import RANK_LINE, read_samples, strip_label  # noqa: E402
 
-_SRUN = re.compile(r"^\s*\d+:\s?")
-_RANK = re.compile(r"#\s+Rank\s+(\d+)\s.*?\son\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$")
 #: GPU models as device lines and headers name them; the ones ``hgx`` builds, and the ones it cannot
 _GPU = re.compile(
     r"(?:(?<=\dx)|(?<![A-Za-z0-9]))(GB[23]00|B[123]00|GH200|H200|H100|H800|H20|A100|A800|A40|A30|A10G?|V100|L40S?|L4)(?![0-9])",
     re.I,
 )
 _HGX_GPUS = ("h100", "h200", "h800", "a100", "a800")
+#: an RCCL (AMD) run of rccl-tests, which prints the same table
+_RCCL = re.compile(r"\bRCCL version\b|\brccl-tests\b|\blibrccl\b|\bROCm version\b")
 _PCIE_CARD = re.compile(r"PCIe|PCIE|\bNVL\b")
 #: InfiniBand generations by name, Gb/s per port
 _IB = {"xdr": 800, "ndr": 400, "ndr200": 200, "hdr": 200, "hdr100": 100, "edr": 100}
-_UNIT = r"\s*G(?:b/s|bps|bit/s|bits?|b\b|\b)"
-#: ``8x 400 Gb/s``, ``8x CX-7 IB 400Gbps`` (up to three words between), ``16 x 100 Gbps``
-_COUNT_SPEED = re.compile(r"(?<![\w.])(\d+)\s*[x×]\s*((?:[A-Za-z][\w-]*\s+){0,3}?)(\d+)" + _UNIT)
-#: ``100Gbps x 16``
-_SPEED_COUNT = re.compile(r"(?<![\w.])(\d+)" + _UNIT + r"\s*[x×]\s*(\d+)\b")
-#: ``8x NDR``, ``8x ConnectX-6 HDR``
-_COUNT_IB = re.compile(r"(?<![\w.])(\d+)\s*[x×]\s*((?:[A-Za-z][\w-]*\s+){0,3}?)(XDR|NDR200|NDR|HDR100|HDR|EDR)\b", re.I)
+_UNIT = r"\s*G(?:b/s|bps|bit/s|bits?|bE\b|b\b|\b)"  # 400 Gb/s, 400Gbps, 400G, 400GbE
+_TIMES = r"\s*[x×*]\s*"  # 8x, 8 ×, 8*
+_WORDS = r"((?:[A-Za-z][\w-]*\s+){0,3}?)"  # up to three words between a count and a speed
+#: ``8x 400 Gb/s``, ``8x CX-7 IB 400Gbps``, ``16 x 100 Gbps``, ``8*400G``, ``8x 200GbE``
+_COUNT_SPEED = re.compile(r"(?<![\w.])(\d+)" + _TIMES + _WORDS + r"(\d+(?:\.\d+)?)" + _UNIT)
+#: ``100Gbps x 16``, ``400G*8``
+_SPEED_COUNT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)" + _UNIT + _TIMES + r"(\d+)\b")
+#: ``8x NDR``, ``8x ConnectX-6 HDR``, ``4x HDR200``, ``8x NDR400``
+_COUNT_IB = re.compile(r"(?<![\w.])(\d+)" + _TIMES + _WORDS + r"(XDR|NDR200|NDR|HDR100|HDR|EDR)(\d{3})?\b", re.I)
+#: a count in words, in the header's ``#%`` lines: ``eight 400 Gb/s ConnectX-7``, ``one 100 Gbps NIC``
+_WORD_COUNTS = {"one": 1, "two": 2, "four": 4, "eight": 8, "sixteen": 16, "thirty-two": 32}
+_WORD_SPEED = re.compile(r"\b(" + "|".join(_WORD_COUNTS) + r")\s+" + _WORDS + r"(\d+(?:\.\d+)?)" + _UNIT, re.I)
+#: a count for every GPU: ``2x 200 Gb/s per GPU``
+_PER_GPU = re.compile(r"\s*(?:(?:NICs?|HCAs?|EFA|adapters?|ports?|links?)\s+)?(?:per|for each|each|/)\s*GPU\b", re.I)
 
 
-#: a bare port speed in the header's ``#%`` lines (``400Gbps InfiniBand``, ``NDR``), or a node's total
-#: (``3.2 Tbps``, ``400 Gbps EFA``: EFA figures are per instance)
-_BARE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(T|G)(?:b/s|bps|bit/s)(?:\s+\w+){0,2}", re.I)
+#: a bare port speed in the header's ``#%`` lines (``400Gbps InfiniBand``, ``NDR``), or a node's total:
+#: in Tb/s (``3.2 Tbps``), EFA's (per instance), one said to be the total, or more than a port carries
+#: (``1,600 Gbps``, ``3200 Gbps``: no port is faster than XDR's 800)
+_BARE = re.compile(
+    r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(T|G)(?:b/s|bps|bit/s|bE\b)(?:\s+[\w-]+){0,2}", re.I
+)
 _BARE_IB = re.compile(r"\b(XDR|NDR200|NDR|HDR100|HDR|EDR)\b")
+#: ``400G`` alone is a port speed only before a network's name (``A100 40G`` is memory): ``400G IB``
+_BARE_G = re.compile(
+    r"(?<![\w.,])(\d+)\s*G(?=\s+(?:[\w-]+\s+)?(?:IB|InfiniBand|RoCE\w*|Ethernet|NICs?|HCAs?|network|ConnectX[\w-]*|CX-?\d)\b)"
+)
+#: CPU vendors by name or code name (the code names in the ``#%`` header only)
+_AMD, _INTEL = re.compile(r"\bEPYC\b|\bAMD\b"), re.compile(r"\bXeon\b|\bIntel\b")
+_AMD_CODE = re.compile(r"\b(?:Rome|Milan|Genoa|Bergamo|Turin)\b")
+_INTEL_CODE = re.compile(r"\b(?:Skylake|Cascade Lake|Ice Lake|Sapphire Rapids|Emerald Rapids|Granite Rapids)\b")
 
 
 class LogError(ValueError):
@@ -86,37 +105,42 @@ class Log:
 
 
 def parse_log(path: Path, ranks: int | None = None) -> Log:
-    """Read an nccl-tests all_reduce_perf log: srun labels, missing ``#  Rank`` lines (then ``ranks``
-    or the command line must say how many), missing "Collective test starting" lines, one-size logs.
-    The GPU is the one the device lines (else the header) name; a GPU ``hgx`` does not build (B200, V100,
-    PCIe cards without an NVSwitch, ...) is refused with its name."""
+    """Read an nccl-tests all_reduce_perf log as calibration reads it (launcher labels, rank lines without
+    their ``#`` or only some of them, ``-g 8`` processes, no "Collective test starting" line, one-size logs;
+    without rank lines ``ranks`` or the command line or all-reduce's busbw / algbw must say how many).
+    The GPUs per node are the most rank lines one host has, the nodes the ranks they make. The GPU is the
+    one the device lines (else the header) name; a GPU ``hgx`` does not build (B200, V100, PCIe cards
+    without an NVSwitch, ...) or device lines naming no model are refused with that name."""
     text = path.read_text(errors="replace")
-    lines = [_SRUN.sub("", line, count=1) if _SRUN.match(line) else line for line in text.splitlines()]
+    lines = [strip_label(line) for line in text.splitlines()]
     if not any("nThread" in ln or "out-of-place" in ln for ln in lines):
         raise LogError(f"{path.name}: not an nccl-tests log (no 'nThread' header or 'out-of-place' columns)")
-    found: dict[int, tuple[str, str]] = {}  # rank -> (host, device); a log of several runs repeats them
+    if m := _RCCL.search(text):
+        raise LogError(f"{path.name}: an RCCL run on AMD GPUs ({m.group(0)!r}); collsim models NCCL on NVIDIA GPUs")
+    found: dict[tuple[int, str], str] = {}  # (rank, host) -> device; a log of several runs repeats them
     for line in lines:
-        m = _RANK.search(line)
-        if m:
-            found.setdefault(int(m.group(1)), (m.group(2), m.group(3)))
-    hosts = [h for h, _ in found.values()]
-    devices = [d for _, d in found.values()]
-    n = ranks or len(hosts)
-    if not n:
-        n = max((command_ranks(line) for line in lines[:400]), default=0)
-    if not n:
-        raise LogError(f"{path.name}: no '#  Rank' lines and no rank count in the command; give ranks=N")
+        if m := RANK_LINE.match(line.strip()):
+            found.setdefault((int(m.group(1)), m.group(2) or ""), m.group(3))
+    try:
+        samples, _ = read_samples(f"{path}:ranks={ranks}" if ranks else str(path))
+    except CalibrationError as exc:
+        raise LogError(str(exc)) from None
+    n = samples[0].ranks
+    per_host = Counter(host for _, host in found)
     note = ""
-    if hosts and n // len(set(hosts)) <= 8:
-        nodes = len(set(hosts))
+    if found and "" not in per_host and max(per_host.values()) <= 8:
+        nodes = -(-n // max(per_host.values()))
     else:  # the file name's -<N>node, else 8 GPUs per node (an HGX board's; containers may all be "localhost")
         m = re.search(r"-(\d+)node", path.name)
         nodes = int(m.group(1)) if m and n % int(m.group(1)) == 0 else 1
         nodes = max(nodes, -(-n // 8))
-        if hosts:
-            note = f"{len(set(hosts))} host name(s) for {n} ranks: taken as {nodes} nodes"
-    gpu_text = " ".join(devices) if devices else text[:3000]  # the device lines, else what the header states
-    m = _GPU.search(gpu_text)
+        if found:
+            note = f"{len(per_host)} host name(s) for {n} ranks: taken as {nodes} nodes"
+    devices = list(found.values())
+    m = _GPU.search(" ".join(devices)) or _GPU.search(text[:3000])  # the device lines, else what the header states
+    if devices and not m:
+        named = f"name {devices[0]!r}" if devices[0] else "name no device"
+        raise LogError(f"{path.name}: the device lines {named}, no GPU model collsim knows; state it in a '#%' line")
     gpu = m.group(1).lower() if m else "a100"
     if gpu not in _HGX_GPUS:
         raise LogError(
@@ -127,12 +151,13 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
             f"{path.name}: {devices[0].strip()} is a PCIe card without an NVSwitch, which hgx does not build"
         )
     note = note or ("" if m else "GPU not named: A100 assumed")
-    return Log(path, n, nodes, gpu, text[:4000], None if hosts else n, note)
+    return Log(path, n, nodes, gpu, text[:4000], ranks, note)
 
 
-def stated_nics(text: str) -> tuple[int | None, float | None]:
+def stated_nics(text: str, gpus_per_host: int | None = None) -> tuple[int | None, float | None]:
     """(NICs per node, Gb/s each) as a log's header states them, or None where it does not; a count of -1
-    says the speed is the node's total (``3.2 Tbps``, ``400 Gbps EFA``).
+    says the speed is the node's total (``3.2 Tbps``, ``400 Gbps EFA``, ``1,600 Gbps``); a count said per
+    GPU (``2x 200 Gb/s per GPU``) counts for each of ``gpus_per_host``.
 
     >>> stated_nics("8x H100 and 8x CX-7 IB 400Gbps"), stated_nics("100Gbps x 16"), stated_nics("8x NDR IB")
     ((8, 400.0), (16, 100.0), (8, 400.0))
@@ -140,24 +165,43 @@ def stated_nics(text: str) -> tuple[int | None, float | None]:
     ((8, 200.0), (None, None))
     >>> stated_nics("#% 8x H100, NDR 400G"), stated_nics("#% p4d: 400 Gbps EFA"), stated_nics("#% 3.2 Tbps")
     ((None, 400.0), (-1, 400.0), (-1, 3200.0))
+    >>> stated_nics("8*400G RoCE"), stated_nics("RoCE 400G*8"), stated_nics("8x 200GbE"), stated_nics("4x HDR200")
+    ((8, 400.0), (8, 400.0), (8, 200.0), (4, 200.0))
+    >>> stated_nics("#% 1,600 Gbps GPU network"), stated_nics("#% 3200 Gbps"), stated_nics("#% 800 Gbps total")
+    ((-1, 1600.0), (-1, 3200.0), (-1, 800.0))
+    >>> stated_nics("#% one 100 Gbps NIC per node"), stated_nics("2x 200 Gb/s per GPU", 8)
+    ((1, 100.0), (16, 200.0))
+    >>> stated_nics("#% 2 nodes x 8 GPUs, 400G IB"), stated_nics("#% 8x A100 SXM4 40G GPU, HDR")
+    ((None, 400.0), (None, 200.0))
     """
-    found: list[tuple[int, int, float]] = []  # (position, count, Gb/s)
+    header = "\n".join(line for line in text.splitlines() if line.startswith("#%"))
+    found: list[tuple[int, int, float, int]] = []  # (position, count, Gb/s, where the figure ends)
     for m in _COUNT_SPEED.finditer(text):
         if not _GPU.search(m.group(2)):
-            found.append((m.start(), int(m.group(1)), float(m.group(3))))
+            found.append((m.start(), int(m.group(1)), float(m.group(3)), m.end()))
     for m in _SPEED_COUNT.finditer(text):
-        found.append((m.start(), int(m.group(2)), float(m.group(1))))
+        found.append((m.start(), int(m.group(2)), float(m.group(1)), m.end()))
     for m in _COUNT_IB.finditer(text):
         if not _GPU.search(m.group(2)):
-            found.append((m.start(), int(m.group(1)), float(_IB[m.group(3).lower()])))
+            speed = float(m.group(4) or _IB[m.group(3).lower()])
+            found.append((m.start(), int(m.group(1)), speed, m.end()))
     if found:
-        _, count, speed = min(found)
+        _, count, speed, end = min(found)
+        if gpus_per_host and _PER_GPU.match(text, end):
+            count *= gpus_per_host
         return count, speed
-    header = "\n".join(line for line in text.splitlines() if line.startswith("#%"))
+    if m := _WORD_SPEED.search(header):
+        count = _WORD_COUNTS[m.group(1).lower()]
+        if gpus_per_host and _PER_GPU.match(header, m.end()):
+            count *= gpus_per_host
+        return count, float(m.group(3))
     if m := _BARE.search(header):
-        speed = float(m.group(1)) * (1000 if m.group(2).lower() == "t" else 1)
-        total = m.group(2).lower() == "t" or "efa" in m.group(0).lower()
+        speed = float(m.group(1).replace(",", "")) * (1000 if m.group(2).lower() == "t" else 1)
+        words = m.group(0).lower()
+        total = m.group(2).lower() == "t" or "efa" in words or "total" in words or speed > max(_IB.values())
         return (-1, speed) if total else (None, speed)
+    if m := _BARE_G.search(header):
+        return None, float(m.group(1))
     if m := _BARE_IB.search(header):
         return None, float(_IB[m.group(1).lower()])
     return None, None
@@ -167,8 +211,8 @@ def topology(log: Log) -> object:
     """The hgx topology the log's stated hardware describes: the GPU, GPUs per node, the NICs (count and
     speed; more than two per GPU are folded into two per GPU of their summed speed), the CPU vendor where
     the header names it."""
-    nics, speed = stated_nics(log.text)
     ppn = log.gpus_per_host
+    nics, speed = stated_nics(log.text, ppn)
     if nics == -1 and speed:  # a node's total: one NIC per GPU of its share
         nics, speed = ppn, speed / ppn
         log.note = f"{nics} NICs of {speed:g} Gb/s (the node's stated total, one per GPU)"
@@ -185,9 +229,10 @@ def topology(log: Log) -> object:
         kw["nics_per_host"] = nics
     if speed:
         kw["nic_bandwidth"] = speed * 1e9 / 8
-    if re.search(r"\bEPYC\b|\bAMD\b", log.text):
+    header = "\n".join(line for line in log.text.splitlines() if line.startswith("#%"))
+    if _AMD.search(log.text) or _AMD_CODE.search(header):
         kw["cpu_vendor"] = "amd"
-    elif re.search(r"\bXeon\b|\bIntel\b", log.text):
+    elif _INTEL.search(log.text) or _INTEL_CODE.search(header):
         kw["cpu_vendor"] = "intel"
     try:
         return hgx(log.hosts, preset, **kw)
@@ -351,7 +396,11 @@ def main(argv: list[str] | None = None) -> int:
             wanted,
         )
         for log in logs:
-            for w in cal_of(log).warnings:  # type: ignore[attr-defined]
+            try:
+                warnings = cal_of(log).warnings  # type: ignore[attr-defined]
+            except (LogError, CollsimError):
+                continue  # the table's line of the log says why
+            for w in warnings:
                 print(f"# {log.path.name}: {w}")
         print()
     if "out-of-sample" in tables:

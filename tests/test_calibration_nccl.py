@@ -5,11 +5,13 @@ import of what users post, the run id guard, validate's NCCL forcing and the rep
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pytest
 
 from collsim.cli import main
+from sim.algorithms import get_algorithm
 from sim.cluster import Cluster
 from sim.errors import CalibrationError, ConfigError
 from sim.linkmodel import LinkModel, Segment
@@ -46,6 +48,23 @@ def test_one_node_fit_recovers_efficiency_and_fixed_cost(tmp_path):
     assert [r.size_bytes for r in fit.residuals] == SIZES and fit.max_rel < 0.02  # labelled with the log's sizes
     back = load_calibration(save_calibration(cal, tmp_path / "c.yaml"))
     assert back.link_model().nccl_latency == cal.link_model().nccl_latency
+
+
+def test_fit_never_steps_past_where_it_improves(tmp_path):
+    """A log whose mid sizes run slow (a TCP-offload transport: x3 from 2 to 32 MiB) and large sizes at line
+    rate: the slope of NVLink taken at line rate is flat, so a full linearized step sent the NICs to 0.03
+    of line rate and the fit to 16x the nominal error; the fit now steps only as far as it improves."""
+    sizes = [2**k for k in range(20, 34)]
+    nominal = synthetic(TWO, 16, LinkModel(), sizes=sizes)
+    rows = [(n, t * (3.0 if 2**21 <= n <= 2**25 else 1.6 if n < 2**30 else 1.0)) for n, t in nominal]
+    path = tmp_path / "tcpx.txt"
+    path.write_text(_log(rows))
+    samples, source = read_samples(path)
+    cal = fit_calibration(samples, TWO, [source])
+    fit = next(iter(cal.classes.values())).fit
+    nominal_rms = math.sqrt(sum(((t - m) / m) ** 2 for (_, t), (_, m) in zip(nominal, rows, strict=True)) / len(rows))
+    assert fit.rms_rel < nominal_rms
+    assert all(e.efficiency > 0.5 for e in cal.classes.values())
 
 
 def test_faster_than_line_rate_is_clamped_with_a_warning(tmp_path):
@@ -93,10 +112,22 @@ def test_import_reads_what_users_post(tmp_path):
     assert len(samples) == 1 and samples[0].algorithm == "nccl:algo=tree|ring"
     samples, _ = read_samples(f"{path}:algorithm=NVLSTree")
     assert samples[0].algorithm == "nccl:algo=nvls-tree"
-    path.write_text(_log(ROWS, rank_lines=False))
-    with pytest.raises(
-        CalibrationError, match=re.escape("give FILE:ranks=N (its busbw / algbw factor suggests ranks=16)")
+    # NCCL_NVLS_ENABLE=0 turns NVLS and NVLSTree off (transport/nvls.cc: ncclNvlsInit), alone or with an exclusion
+    for env, want in (
+        ("", "^nvls|nvls-tree"),
+        ("-x NCCL_ALGO=^Tree ", "^tree|nvls|nvls-tree"),
+        ("NCCL_ALGO=Ring ", "ring"),
     ):
+        path.write_text(_log(ROWS, header=f"mpirun -n 16 {env}-x NCCL_NVLS_ENABLE=0 ./all_reduce_perf -b 1M"))
+        samples, _ = read_samples(path)
+        assert samples[0].algorithm == f"nccl:algo={want}"
+        get_algorithm("allreduce", samples[0].algorithm).choice(16, 2**28, Cluster(TWO))  # a schedule NCCL runs here
+    # no rank lines, no command: all-reduce's busbw / algbw = 2(n-1)/n names one n where the rows are precise
+    path.write_text(_log(ROWS, rank_lines=False))
+    assert {s.ranks for s in read_samples(path)[0]} == {16}
+    # ... and none where they are not (0.01 GB/s rows): then the user names it
+    path.write_text(_log([(2**20, 0.02), (2**21, 0.04)], rank_lines=False))
+    with pytest.raises(CalibrationError, match=re.escape("give FILE:ranks=N")):
         read_samples(path)
     assert read_samples(f"{path}:ranks=16")[0][0].ranks == 16
 
@@ -120,6 +151,7 @@ def test_run_id_is_the_logs_content_and_compare_refuses_it(tmp_path):
         ("hello\nworld\n", "{path}", "not an nccl-tests log"),
         (_log(ROWS), "{path}:algorithm=NVLS", "nvls runs inside one host"),
         (_log(ROWS), "{path}:algorithm=PAT", "not one the simulator runs"),
+        (nccl_text("all_reduce_perf", "allgather", 16, ROWS), "{path}", "not all-reduce's 2(n-1)/n = 1.8750 on 16"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, text, spec, message):

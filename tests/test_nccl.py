@@ -12,7 +12,7 @@ import pytest
 
 from sim.algorithms import get_algorithm
 from sim.cluster import Cluster
-from sim.errors import AlgorithmError, TopologyError
+from sim.errors import AlgorithmError, CalibrationError, TopologyError
 from sim.nccl import tuner
 from sim.nccl.layout import btree_parent, dtree_parent
 from sim.simulate import simulate
@@ -252,12 +252,10 @@ def test_log_reader_takes_what_users_post(tmp_path):
     )
     srun = tmp_path / "srun.txt"
     srun.write_text("".join(f" 0: {line}\n" for line in body.splitlines()))
-    with pytest.raises(nccl_logs.LogError, match="ranks=N"):
-        nccl_logs.parse_log(srun)
-    log = nccl_logs.parse_log(srun, ranks=16)
-    samples, _ = nccl_logs.read_samples(nccl_logs._source(log))  # the rows, read as calibration reads them
-    rows = [(s.size, round(s.time_s * 1e6, 1), s.ranks) for s in samples]
-    assert (log.ranks, log.hosts, rows) == (16, 2, [(1073741824, 4484.9, 16)])
+    for log in (nccl_logs.parse_log(srun), nccl_logs.parse_log(srun, ranks=16)):  # 16: busbw / algbw = 2 * 15 / 16
+        samples, _ = nccl_logs.read_samples(nccl_logs._source(log))  # the rows, read as calibration reads them
+        rows = [(s.size, round(s.time_s * 1e6, 1), s.ranks) for s in samples]
+        assert (log.ranks, log.hosts, rows) == (16, 2, [(1073741824, 4484.9, 16)])
     # the stated hardware: the GPU the device lines name, the NICs from an `N x S Gb/s` figure
     stated = tmp_path / "stated.txt"
     stated.write_text(
@@ -282,15 +280,18 @@ def test_log_reader_reads_the_hardware_other_clusters_state(tmp_path):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import nccl_logs
 
-    rows = (
-        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-        "  1073741824     268435456     float     sum      -1   4484.9  239.41  448.90      0   4470.2  240.20  450.37      0\n"
-    )
+    def table(p: int) -> str:  # one all-reduce row of p ranks: busbw = algbw * 2(p-1)/p
+        return (
+            "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+            f"  1073741824     268435456     float     sum      -1   4484.9  239.41  {239.41 * 2 * (p - 1) / p:6.2f}      0\n"
+        )
+
+    rows = table(16)
     head = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1\n"
 
-    def log(name: str, text: str) -> object:
+    def log(name: str, text: str, p: int = 16) -> object:
         path = tmp_path / name
-        path.write_text(text + head + rows)
+        path.write_text(text + head + table(p))
         return path
 
     def devices(n: int, per: int, model: str) -> str:
@@ -300,12 +301,12 @@ def test_log_reader_reads_the_hardware_other_clusters_state(tmp_path):
         )
 
     # four GPUs per node: the topology has four per host, not the preset's eight
-    four = nccl_logs.parse_log(log("gh-2node.txt", "# 4x 200 Gb/s HDR per node\n" + devices(8, 4, "A100-SXM4-80GB")))
+    four = nccl_logs.parse_log(log("gh-2node.txt", "# 4x 200 Gb/s HDR per node\n" + devices(8, 4, "A100-SXM4-80GB"), 8))
     g = nccl_logs.topology(four)
     assert (four.hosts, four.gpus_per_host, len(g.graph["ranks"]), g.graph["nics_per_host"]) == (2, 4, 8, 4)
     # srun -N NODES --ntasks-per-node=K, no rank lines; a binary built with MPI=1 and a suffix
     srun = nccl_logs.parse_log(
-        log("x-4node.txt", "srun -N 4 --ntasks-per-node=8 ./build/all_reduce_perf_mpi -b 1G -e 1G\n")
+        log("x-4node.txt", "srun -N 4 --ntasks-per-node=8 ./build/all_reduce_perf_mpi -b 1G -e 1G\n", 32)
     )
     samples, _ = nccl_logs.read_samples(nccl_logs._source(srun))
     assert (srun.ranks, srun.hosts, samples[0].collective, samples[0].ranks) == (32, 4, "allreduce", 32)
@@ -331,7 +332,7 @@ def test_log_reader_reads_the_hardware_other_clusters_state(tmp_path):
     with pytest.raises(nccl_logs.LogError, match="B200 GPUs are not modelled"):
         nccl_logs.parse_log(log("b-2node.txt", devices(16, 8, "B200")))
     with pytest.raises(nccl_logs.LogError, match="PCIe card"):
-        nccl_logs.parse_log(log("p-1node.txt", devices(8, 8, "H100 PCIe")))
+        nccl_logs.parse_log(log("p-1node.txt", devices(8, 8, "H100 PCIe"), 8))
     # a log of two runs prints its rank lines twice: still 16 ranks, every row a sample
     once = devices(16, 8, "H100 80GB HBM3") + head + rows
     twice = nccl_logs.parse_log(log("t-2node.txt", "# Collective test starting: all_reduce_perf\n" + once + once))
@@ -347,12 +348,98 @@ def test_log_reader_reads_the_hardware_other_clusters_state(tmp_path):
     same = nccl_logs.parse_log(log("l-2node.txt", local))
     assert (same.hosts, same.gpus_per_host, "taken as 2 nodes" in same.note) == (2, 8, True)
     # out of sample from the largest smaller run of the same hardware
-    runs = [nccl_logs.parse_log(log(f"hw-{n}node.txt", devices(8 * n, 8, "H100 80GB HBM3"))) for n in (1, 2, 8)]
+    runs = [nccl_logs.parse_log(log(f"hw-{n}node.txt", devices(8 * n, 8, "H100 80GB HBM3"), 8 * n)) for n in (1, 2, 8)]
     source = nccl_logs.smaller_runs(runs)
     assert {k.name: v.path.name for k, v in source.items()} == {
         "hw-2node.txt": "hw-1node.txt",
         "hw-8node.txt": "hw-2node.txt",
     }
+
+
+def test_log_reader_reads_the_quirks_of_other_posts(tmp_path):
+    """What published logs beyond the development set do (docs/nccl.md, "Beyond the development set"):
+    Open MPI's output tags, older nccl-tests' rank lines, rank lines a page lost the ``#`` of or posted
+    only in part, ``-g 8`` processes, device lines naming no model, a table of another collective."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import nccl_logs
+
+    def table(p: int, factor: float | None = None) -> list[str]:
+        busbw = 239.41 * (2 * (p - 1) / p if factor is None else factor)
+        return [
+            "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1",
+            "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
+            f"  1073741824     268435456     float     sum      -1   4484.9  239.41  {busbw:6.2f}      0",
+        ]
+
+    def rank(r: int, per: int = 8, model: str = "NVIDIA H100 80GB HBM3", group: bool = True) -> str:
+        g = "Group  0 " if group else ""
+        return f"#  Rank {r:2d} {g}Pid {100 + r} on node{r // per} device {r % per:2d} [0x1b] {model}"
+
+    def parse(name: str, lines: list[str]) -> object:
+        path = tmp_path / name
+        path.write_text("\n".join(lines) + "\n")
+        return nccl_logs.parse_log(path)
+
+    def read(log: object) -> tuple[int, int, int, str]:
+        samples, _ = nccl_logs.read_samples(nccl_logs._source(log))
+        return log.ranks, log.hosts, samples[0].ranks, log.gpu
+
+    # Open MPI's --tag-output on every line, rank lines without "Group" (older nccl-tests)
+    tagged = [
+        f"[1,{r % 16}]<stdout>:{ln}" for r, ln in enumerate([rank(r, group=False) for r in range(16)] + table(16))
+    ]
+    assert read(parse("tag.txt", tagged)) == (16, 2, 16, "h100")
+    # a markdown page ate the "#" of the first rank line: still 16 ranks on two 8-GPU hosts
+    eaten = [rank(0).lstrip("#")] + [rank(r) for r in range(1, 16)] + table(16)
+    assert read(parse("md.txt", eaten)) == (16, 2, 16, "h100")
+    # only 12 of 32 rank lines posted: the command's 32, which busbw / algbw agrees with, on 8-GPU hosts
+    part = ["mpirun -np 32 ./all_reduce_perf -b 1G -e 1G -g 1"] + [rank(r) for r in range(12)] + table(32)
+    assert read(parse("part.txt", part)) == (32, 4, 32, "h100")
+    # no rank lines, two processes of -g 8 each: 16 ranks
+    procs = ["#% 8x H100 per node", "mpirun -np 2 ./all_reduce_perf -b 1G -e 1G -g 8"] + table(16)
+    procs[2] = procs[2].replace("nGpus 1", "nGpus 8")
+    assert read(parse("procs-2node.txt", procs)) == (16, 2, 16, "h100")
+    # device lines naming no model: refused with their name, unless a '#%' line states the GPU
+    unnamed = [rank(r, model="NVIDIA Graphics Device") for r in range(16)] + table(16)
+    with pytest.raises(nccl_logs.LogError, match="'NVIDIA Graphics Device', no GPU model"):
+        parse("unnamed.txt", unnamed)
+    assert read(parse("stated.txt", ["#% 8x H100 SXM per node"] + unnamed)) == (16, 2, 16, "h100")
+    blank = [rank(r, model="").rstrip() for r in (0, 7, 8, 15)] + table(16)  # four of 16 lines, no names
+    with pytest.raises(nccl_logs.LogError, match="the device lines name no device"):
+        parse("blank.txt", blank)
+    with pytest.raises(nccl_logs.LogError, match="an RCCL run on AMD GPUs"):
+        parse("rccl.txt", ["rccl-tests: Version develop:a52452e"] + blank)
+    # header phrasings: `8*400G`, a CPU by code name, NICs said per GPU, a node's total in Gb/s
+    ranks16 = [rank(r) for r in range(16)] + table(16)
+    for header, want in (
+        ("#% 8*400G RoCE, Genoa", (8, 50e9, "amd")),
+        ("#% 2x 200 Gb/s per GPU, Sapphire Rapids", (16, 25e9, "intel")),
+        ("#% 3,200 Gbps EFA", (8, 50e9, "intel")),
+    ):
+        g = nccl_logs.topology(parse("h-2node.txt", [header] + ranks16))
+        assert (g.graph["nics_per_host"], g.graph["nic_bw"], g.graph["cpu_vendor"]) == want, header
+    # a table whose busbw / algbw is all_gather's (n-1)/n under an all_reduce_perf command: refused
+    gather = ["mpirun -np 16 ./all_reduce_perf -b 1G -e 1G"] + [rank(r) for r in range(16)] + table(16, 15 / 16)
+    with pytest.raises(nccl_logs.LogError, match="all_gather_perf's, reduce_scatter_perf's or alltoall_perf's"):
+        parse("gather.txt", gather)
+
+
+def test_log_table_survives_a_log_it_cannot_calibrate(tmp_path, monkeypatch, capsys):
+    """A log the fit refuses is one 'skipped' line of the in-sample table, not a traceback."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import nccl_logs
+
+    from tests.calib_fixtures import nccl_text
+
+    (tmp_path / "h100-2node.txt").write_text(nccl_text("all_reduce_perf", "allreduce", 16, [(2**30, 4.5e-3)]))
+
+    def refuse(log: object) -> None:
+        raise CalibrationError("the fit refuses this log")
+
+    monkeypatch.setattr(nccl_logs, "calibrate", refuse)
+    assert nccl_logs.main([str(tmp_path), "--tables", "nominal,in-sample,out-of-sample"]) == 0
+    out = capsys.readouterr().out
+    assert "h100-2node.txt: skipped: the fit refuses this log" in out and "# 1-node logs:" in out
 
 
 @pytest.mark.parametrize("algo", ["nccl", "nccl-tree", "ring:channels=3"])

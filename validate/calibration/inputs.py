@@ -312,13 +312,30 @@ _ROW = re.compile(r"^\s*\d+\s+\d+\s+[A-Za-z]")
 #: column (``size count type redop time ...``), and older still no redop either
 _TIME_COLUMNS = (5, 4, 3)
 _NGPUS = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
-_RANK_LINE = re.compile(r"^#\s+Rank\s+(\d+)\s+Group")
+#: a device line, ``#  Rank  3 Group  0 Pid 123 on node1 device  3 [0000:1b:00] NVIDIA H100 80GB HBM3``: (rank,
+#: host, device name); older nccl-tests print no ``Group``, a container may print no host name, and a page
+#: rendered as markdown may have lost the ``#``
+RANK_LINE = re.compile(
+    r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?:(\S+)\s+)?device\s+\d+\s+\[[^\]]*\]\s*(.*?)\s*$"
+)
 _STARTING = re.compile(r"Collective test starting:\s*(\S+)")
-#: srun's task label in front of a line (``srun --label``: `` 0: ``)
-_SRUN = re.compile(r"^\s*\d+:\s?")
+#: a launcher's label in front of every line: ``srun --label`` (`` 0: ``), Open MPI's ``--tag-output``
+#: (``[1,0]<stdout>:``), MPICH / Intel MPI's ``-prepend-rank`` (``[0] ``)
+_LABEL = re.compile(r"^\s*(?:\d+:|\[\d+,\d+\]<std(?:out|err)>:|\[\d+\](?=\s))\s?")
+
+
+def strip_label(line: str) -> str:
+    """``line`` without the label a launcher puts in front of it (a result row has none of these).
+
+    >>> strip_label(" 3: #  Rank  3 Group"), strip_label("[1,0]<stdout>:#   Rank  0 Pid"), strip_label("[0] # nThread 1")
+    ('#  Rank  3 Group', '#   Rank  0 Pid', '# nThread 1')
+    """
+    return _LABEL.sub("", line, count=1)
+
+
 #: a binary's name as it appears in a command line: ``all_reduce_perf``, ``./build/all_reduce_perf_mpi``
 _BINARY = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(_NCCL_BINARIES) + r")(?:_mpi)?(?![A-Za-z0-9_])")
-_NCCL_ENV = re.compile(r"\bNCCL_(ALGO|PROTO)\s*[=:]\s*[\"']?([\^A-Za-z0-9_,|]+)")
+_NCCL_ENV = re.compile(r"\bNCCL_(ALGO|PROTO|NVLS_ENABLE)\s*[=:]\s*[\"']?([\^A-Za-z0-9_,|]+)")
 _MPI_RANKS = re.compile(r"(?:mpirun|mpiexec)\b[^\n]*?\s(?:-n|-np|--np|--n)[\s=](\d+)")
 _SRUN_TASKS = re.compile(r"\bsrun\b[^\n]*?\s(?:-n|--ntasks)[\s=](\d+)")
 _SRUN_NODES = re.compile(r"\bsrun\b[^\n]*?\s(?:-N|--nodes)[\s=](\d+)")
@@ -485,9 +502,9 @@ def parse_nccl_text(
     srun_nodes = 0  # srun -N without a task count: one task per node, nThread x nGpus GPUs each
     gpus = 0
     time_at, headed = _TIME_COLUMNS[0], False  # until a column-header line says otherwise
-    rank_ids: set[int] = set()  # a log of several runs repeats its rank lines
+    listed: set[tuple[int, str]] = set()  # (rank, host): a log of several runs repeats its rank lines
     rows: list[tuple[str, int, float]] = []
-    ratios: list[tuple[int, float]] = []
+    printed: list[tuple[int, float, float]] = []  # (size, algbw, busbw)
     digest = hashlib.sha256()
 
     def scan(stripped: str) -> None:
@@ -502,9 +519,11 @@ def parse_nccl_text(
 
     for n, line in lines:
         digest.update(line.rstrip("\r\n").encode("utf-8", "replace") + b"\n")
-        if _SRUN.match(line):  # srun --label: " 0: " in front of every line (a result row has no colon)
-            line = _SRUN.sub("", line, count=1)
+        line = strip_label(line)
         stripped = line.strip()
+        if m := RANK_LINE.match(stripped):
+            listed.add((int(m.group(1)), m.group(2) or ""))
+            continue
         if stripped.startswith("#"):
             if (column := _header_time_column(stripped)) is not None:
                 time_at, headed = column, True
@@ -512,8 +531,6 @@ def parse_nccl_text(
                 program = m.group(1)
             if m := _NGPUS.search(stripped):
                 gpus = int(m.group(1)) * int(m.group(2))
-            if m := _RANK_LINE.match(stripped):
-                rank_ids.add(int(m.group(1)))
             if stripped.startswith("#%") or not stripped.startswith("#  "):
                 scan(stripped)
             continue
@@ -528,23 +545,28 @@ def parse_nccl_text(
         rows.append((where, size, _time_us(time_text, where) * 1e-6))
         algbw, busbw = _float(algbw_text), _float(busbw_text)
         if algbw > 0 and busbw > 0:
-            ratios.append((size, busbw / algbw))
+            printed.append((size, algbw, busbw))
         if len(rows) > MAX_SAMPLES:
             raise CalibrationError(f"{path}: more than {MAX_SAMPLES} rows; calibrate from fewer")
     if not rows:
         raise CalibrationError(
             f"{path}: not an nccl-tests log (no result rows: lines of size, count, type, redop, root, time ...)"
         )
-    ratios.sort()
-    top = [r for size, r in ratios if algbw_reliable(size, ratios)]
-    p = ranks or len(rank_ids) or mpi_ranks or srun_nodes * gpus or (gpus if gpus > 1 else 0)
-    guess_coll, guess_ranks = _ratio_collective(top, p or None)
-    if collective is None and program is None and named is None and guess_coll is None:
+    printed.sort()
+    top = [(a, b) for size, a, b in printed if algbw_reliable(size, printed)]
+    stated = _collective_of(program or named, path, collective) if collective or program or named else None
+    # the launcher's processes drive nThread x nGpus GPUs each (``mpirun -np 2 ... -g 8``: 16 ranks)
+    launched = (mpi_ranks or srun_nodes) * max(gpus, 1)
+    p = ranks or _rank_count([len(listed), launched, gpus if gpus > 1 else 0], top, stated in (None, "allreduce"))
+    guess_coll, guess_ranks = _ratio_collective([b / a for a, b in top], p or None)
+    if stated is None and guess_coll is None:
         raise CalibrationError(
             f"{path}: cannot tell which nccl-tests binary wrote this (no '# Collective test starting' line, no "
             "binary named); name the collective (e.g. FILE:collective=allreduce)"
         )
-    coll = _collective_of(program or named or guess_coll, path, collective)
+    coll = stated or guess_coll
+    if coll == "allreduce" and p and top:
+        _check_allreduce_factor(top, p, path)
     if not p:
         hint = (
             f" (its busbw / algbw factor suggests ranks={guess_ranks})" if guess_ranks and coll == "allreduce" else ""
@@ -555,6 +577,8 @@ def parse_nccl_text(
     algo = nccl_algo_option(algorithm, f"{path}: algorithm") if algorithm else None
     if algo is None and "ALGO" in env:
         algo = nccl_algo_option(env["ALGO"], f"{path}: NCCL_ALGO")
+    if env.get("NVLS_ENABLE") == "0" and (algo is None or algo.startswith("^")):  # no NVLS nor NVLSTree
+        algo = "^" + "|".join(dict.fromkeys([*filter(None, (algo or "").lstrip("^").split("|")), "nvls", "nvls-tree"]))
     proto = None
     if "PROTO" in env:
         proto = "|".join(x.strip().lower() for x in re.split(r"[,|]", env["PROTO"]) if x.strip())
@@ -565,15 +589,62 @@ def parse_nccl_text(
     return samples, Source(kind="nccl-tests", path=str(path), run_ids=[run_id], records=len(samples), detail=detail)
 
 
-def algbw_reliable(size: int, ratios: list[tuple[int, float]]) -> bool:
+def algbw_reliable(size: int, printed: list[tuple[int, float, float]]) -> bool:
     """Whether a row's busbw / algbw is precise enough to read a factor from (the larger half of the
-    sizes: small rows print bandwidths of 0.01 GB/s)."""
-    return size >= ratios[len(ratios) // 2][0]
+    sizes, ``printed`` sorted by size: small rows print bandwidths of 0.01 GB/s)."""
+    return size >= printed[len(printed) // 2][0]
+
+
+def _fits(top: list[tuple[float, float]], factor: float) -> bool:
+    """Whether the (algbw, busbw) rows print busbw / algbw = ``factor``, to the precision of their two
+    decimals (a row at 50 GB/s tells 2(n-1)/n of 1024 ranks from 256's; one at 0.5 GB/s, 16 from 8 only)."""
+    ratio = statistics.median(b / a for a, b in top)
+    slack = statistics.median(b / a * (0.005 / a + 0.005 / b) for a, b in top)
+    return abs(ratio - factor) <= slack + 1e-4
+
+
+def _rank_count(candidates: list[int], top: list[tuple[float, float]], allreduce: bool) -> int:
+    """The ranks of a log: the first of ``candidates`` (the rank lines', the launch command's, one process's
+    GPUs) that all-reduce's busbw / algbw = 2(n-1)/n agrees with, where the log is an all-reduce's and
+    prints that factor -- a post may show only some of its rank lines, or a command of another run --, else
+    the one n the factor alone gives, else the first candidate.
+
+    >>> rows = [(55.48, 110.84), (169.24, 338.16), (183.83, 367.29)]  # 1024 ranks, 100 rank lines posted
+    >>> _rank_count([100, 1024], rows, True), _rank_count([15], [(180.71, 338.82)], True), _rank_count([100], rows, True)
+    (1024, 16, 100)
+    """
+    found = [n for n in candidates if n]
+    if allreduce and top:
+        fit = [n for n in found if _fits(top, 2 * (n - 1) / n)]
+        if fit:
+            return fit[0]
+        ratio = statistics.median(b / a for a, b in top)
+        n = round(2 / (2 - ratio)) if 1 <= ratio < 2 else 0
+        if n >= 2 and [k for k in (n - 1, n, n + 1) if k > 1 and _fits(top, 2 * (k - 1) / k)] == [n]:
+            return n
+    return found[0] if found else 0
+
+
+def _check_allreduce_factor(top: list[tuple[float, float]], p: int, path: str) -> None:
+    """Refuse a table the log calls all-reduce's whose busbw / algbw is another collective's: (n-1)/n
+    (all_gather_perf, reduce_scatter_perf, alltoall_perf) or 1 (broadcast_perf, reduce_perf, sendrecv_perf)."""
+    if _fits(top, 2 * (p - 1) / p):
+        return
+    for factor, which in (
+        ((p - 1) / p, "all_gather_perf's, reduce_scatter_perf's or alltoall_perf's"),
+        (1.0, "broadcast_perf's, reduce_perf's or sendrecv_perf's"),
+    ):
+        if _fits(top, factor):
+            ratio = statistics.median(b / a for a, b in top)
+            raise CalibrationError(
+                f"{path}: the table's busbw / algbw is {ratio:.4f}, not all-reduce's 2(n-1)/n = "
+                f"{2 * (p - 1) / p:.4f} on {p} ranks: it is {which} table; calibrate from the all_reduce_perf run"
+            )
 
 
 def _scan_command(text: str, env: dict[str, str]) -> None:
-    """NCCL_ALGO / NCCL_PROTO set on a command line, in an environment dump or a header (``not set``
-    and NCCL's own INFO lines do not count)."""
+    """NCCL_ALGO / NCCL_PROTO / NCCL_NVLS_ENABLE set on a command line, in an environment dump or a header
+    (``not set`` and NCCL's own INFO lines do not count)."""
     if "NCCL INFO" in text:
         return
     for m in _NCCL_ENV.finditer(text):

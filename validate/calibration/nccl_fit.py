@@ -14,8 +14,8 @@ every size through that schedule on the topology and solves for
 
 The time is piecewise linear in ``w = 1 / efficiency`` and linear in the base latencies, so the fit
 linearizes around the current point (one simulation per group for the slopes), solves the bounded
-least squares in relative error (``w >= 1``, latency ``>= 0``; every bound combination is tried), and
-repeats a few times. A group whose unconstrained fit wants more than line rate is clamped at 1 and
+least squares in relative error (``w >= 1``, latency ``>= 0``; every bound combination is tried), steps
+only as far along that solution as lowers the rms relative error, and repeats a few times. A group whose unconstrained fit wants more than line rate is clamped at 1 and
 named in a warning: the log ran faster than the schedule can, so the schedule likely is not what ran.
 """
 
@@ -59,6 +59,8 @@ _COARSE_SIZES = 4
 #: two fits closer than this in rms relative error are a tie, won by the one nearer line rate
 PREFER = 0.005
 _ITERATIONS = 4
+#: fractions of a linearized step tried, largest first, until one lowers the rms relative error
+_STEPS = (1.0, 0.5, 0.25, 0.125, 0.0625)
 _PROBE = 1.1
 _RIDGE = 1e-6
 
@@ -208,9 +210,21 @@ def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = 
     lower = np.array([1.0] * len(active) + [0.0] * len(protos))
     weight = 1.0 / measured
 
+    def bases_at(w: dict[str, float]) -> np.ndarray:
+        """``w`` and the fixed costs that fit best with it (the time is linear in them)."""
+        cols = _latency_columns(picks, protos) * weight[:, None]
+        kept = np.array([0.0 if q in protos else nominal_base[i] for i, (_, q) in enumerate(picks)])
+        y = (measured - (sim(w) - nominal_base + kept)) * weight
+        b = _bounded_lstsq(cols, y, np.zeros(len(protos))) if protos else np.zeros(0)
+        return np.concatenate([[w[g] for g in active], b])
+
     def refine(w: dict[str, float]) -> tuple[dict[str, float], np.ndarray, np.ndarray, float]:
-        """Linearized bounded least squares from ``w``: (w, solution, unconstrained solution, clamp cost)."""
-        x = np.array([w[g] for g in active] + [0.0] * len(protos))
+        """Linearized bounded least squares from ``w``: (w, solution, unconstrained solution, clamp cost).
+        A step is taken only as far as it lowers the rms relative error: the time is flat in a group's ``w``
+        until the group is the bottleneck, so a slope taken at line rate can send ``w`` far past the point
+        where that group starts to bound the large sizes."""
+        x = bases_at(w)
+        current = rms(w, x)
         unconstrained = np.full(len(names), np.nan)
         clamp_cost = 0.0
         for _ in range(_ITERATIONS):
@@ -239,8 +253,14 @@ def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = 
                 float(((a_r @ unconstrained - y_r) ** 2).mean())
             )
             moved = max((abs(new[i] - w[g]) / w[g] for i, g in enumerate(active)), default=0.0)
-            x = new
-            w = {**w, **{g: float(new[i]) for i, g in enumerate(active)}}
+            for step in _STEPS:
+                tried = {**w, **{g: w[g] + step * (float(new[i]) - w[g]) for i, g in enumerate(active)}}
+                x_tried = new if step == 1.0 else bases_at(tried)
+                if (score := rms(tried, x_tried)) <= current + 1e-12:
+                    w, x, current = tried, x_tried, score
+                    break
+            else:
+                break  # no step along the linearized solution improves the fit
             if moved < 2e-3:
                 break
         return w, x, unconstrained, clamp_cost
