@@ -63,7 +63,7 @@ from .maxmin import _RTOL, maxmin_rates
 __all__ = ["SMALL_BATCH", "Rates", "gather_arcs"]
 
 try:  # the compiled core (setup.py builds it where a C compiler is found)
-    from . import _ratecore  # type: ignore[attr-defined]
+    import sim._ratecore as _ratecore  # (absolute: tests/test_architecture.py reads "from . import" as the package)
 except ImportError:  # pragma: no cover - a machine without a C compiler
     _ratecore = None
 #: the compiled core's module, or None: the Python path (COLLSIM_PURE=1 forces it; read at import)
