@@ -26,6 +26,9 @@ typedef struct {
     int held;
 } Arr;
 
+static void arr_release(Arr *a);
+
+/* ``obj`` as a 1-d array of ``kind``; on failure nothing is held */
 static int arr_get(PyObject *obj, Arr *a, int kind) {
     a->held = 0;
     if (PyObject_GetBuffer(obj, &a->view, PyBUF_STRIDES | PyBUF_FORMAT) < 0)
@@ -33,6 +36,7 @@ static int arr_get(PyObject *obj, Arr *a, int kind) {
     a->held = 1;
     if (a->view.ndim != 1) {
         PyErr_SetString(PyExc_TypeError, "_ratecore: 1-d arrays only");
+        arr_release(a);
         return -1;
     }
     const char *f = a->view.format ? a->view.format : "B";
@@ -47,6 +51,7 @@ static int arr_get(PyObject *obj, Arr *a, int kind) {
         ok = (c == '?' || c == 'B' || c == 'b') && size == 1;
     if (!ok) {
         PyErr_Format(PyExc_TypeError, "_ratecore: unexpected array format %s", f);
+        arr_release(a);
         return -1;
     }
     a->p = (const char *)a->view.buf;
@@ -324,6 +329,30 @@ static inline const int32_t *slot_arcs(const Core *c, int32_t slot, int32_t *len
 
 /* ------------------------------------------------------------------ bookkeeping */
 
+/* *p holds at least ``need`` ints (its size in *cap, doubled as it grows) */
+static int fit_i32(int32_t **p, int32_t *cap, int32_t need) {
+    if (need <= *cap)
+        return 0;
+    int32_t size = *cap ? *cap : 4;
+    while (size < need)
+        size *= 2;
+    int32_t *q = realloc(*p, (size_t)size * sizeof(int32_t));
+    if (!q) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *p = q;
+    *cap = size;
+    return 0;
+}
+
+static int nargs_ok(Py_ssize_t nargs, Py_ssize_t want, const char *usage) {
+    if (nargs == want)
+        return 1;
+    PyErr_SetString(PyExc_TypeError, usage);
+    return 0;
+}
+
 static void clear_members(Core *c) {
     memset(c->msize, 0, (size_t)c->narcs * sizeof(int32_t));
     if (c->nslots)
@@ -350,10 +379,8 @@ static PyObject *Core_clear(Core *c, PyObject *unused) {
 
 /* enter(slots, pids) -> how many links the flows made shared (Rates._enter) */
 static PyObject *Core_enter(Core *c, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "enter(slots, pids)");
+    if (!nargs_ok(nargs, 2, "enter(slots, pids)"))
         return NULL;
-    }
     Arr slots, pids;
     slots.held = pids.held = 0;
     long shared = 0;
@@ -376,35 +403,20 @@ static PyObject *Core_enter(Core *c, PyObject *const *args, Py_ssize_t nargs) {
         int32_t len;
         if (path_arcs(c, pid, &arcs, &len) < 0)
             goto done;
-        if (c->sin[slot]) { /* entered again: out of its old links' sets first */
+        if (c->sin[slot]) { /* (the network starts a slot's flow once until it ends) */
             PyErr_SetString(PyExc_ValueError, "_ratecore: slot entered twice");
             goto done;
         }
-        if (c->sposcap[slot] < len) {
-            int32_t *q = realloc(c->spos[slot], (size_t)len * sizeof(int32_t));
-            if (!q) {
-                PyErr_NoMemory();
-                goto done;
-            }
-            c->spos[slot] = q;
-            c->sposcap[slot] = len;
-        }
+        if (fit_i32(&c->spos[slot], &c->sposcap[slot], len) < 0)
+            goto done;
         c->spid[slot] = pid;
         c->sin[slot] = 1;
         arcs = c->pool.v + c->poff[pid]; /* (the pool may have moved) */
         for (int32_t k = 0; k < len; k++) {
             int32_t arc = arcs[k];
             int32_t n = c->msize[arc];
-            if (n == c->mcap[arc]) {
-                int32_t cap = n ? 2 * n : 4;
-                int32_t *q = realloc(c->mem[arc], (size_t)cap * sizeof(int32_t));
-                if (!q) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                c->mem[arc] = q;
-                c->mcap[arc] = cap;
-            }
+            if (fit_i32(&c->mem[arc], &c->mcap[arc], n + 1) < 0)
+                goto done;
             c->mem[arc][n] = (int32_t)slot;
             c->spos[slot][k] = n;
             c->msize[arc] = n + 1;
@@ -420,11 +432,8 @@ done:
 /* leave(slots) -> the change in shared links (Rates._use, sign -1, with the sets) */
 static PyObject *Core_leave(Core *c, PyObject *oslots) {
     Arr slots;
-    slots.held = 0;
-    if (arr_get(oslots, &slots, 'i') < 0) {
-        arr_release(&slots);
+    if (arr_get(oslots, &slots, 'i') < 0)
         return NULL;
-    }
     long shared = 0;
     for (Py_ssize_t i = 0; i < slots.n; i++) {
         int64_t slot = arr_i(&slots, i);
@@ -459,11 +468,8 @@ static PyObject *Core_leave(Core *c, PyObject *oslots) {
 /* set_load(load): every link direction's load (Rates._reload); the full set from it */
 static PyObject *Core_set_load(Core *c, PyObject *oload) {
     Arr load;
-    load.held = 0;
-    if (arr_get(oload, &load, 'f') < 0) {
-        arr_release(&load);
+    if (arr_get(oload, &load, 'f') < 0)
         return NULL;
-    }
     if (load.n != c->narcs) {
         arr_release(&load);
         PyErr_SetString(PyExc_ValueError, "_ratecore: one load per link direction");
@@ -480,13 +486,18 @@ static PyObject *Core_set_load(Core *c, PyObject *oload) {
 
 /* ------------------------------------------------------------------ inputs of a computation */
 
+/* ``obj`` as a fast sequence (a new reference, or NULL), its length in *n */
+static PyObject *as_seq(PyObject *obj, const char *what, Py_ssize_t *n) {
+    PyObject *seq = PySequence_Fast(obj, what);
+    *n = seq ? PySequence_Fast_GET_SIZE(seq) : 0;
+    return seq;
+}
+
 /* every slot of a list of slot arrays (the flows started since the last computation), appended */
 static int read_fresh(PyObject *fresh, IList *out) {
-    PyObject *seq = PySequence_Fast(fresh, "_ratecore: a list of slot arrays");
-    if (!seq)
-        return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    int rc = 0;
+    Py_ssize_t n;
+    PyObject *seq = as_seq(fresh, "_ratecore: a list of slot arrays", &n);
+    int rc = seq ? 0 : -1;
     for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
         Arr part;
         part.held = 0;
@@ -502,16 +513,14 @@ static int read_fresh(PyObject *fresh, IList *out) {
         }
         arr_release(&part);
     }
-    Py_DECREF(seq);
+    Py_XDECREF(seq);
     return rc;
 }
 
 static int read_ints(PyObject *list, IList *out) {
-    PyObject *seq = PySequence_Fast(list, "_ratecore: a list of ints");
-    if (!seq)
-        return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    int rc = il_reserve(out, out->n + n);
+    Py_ssize_t n;
+    PyObject *seq = as_seq(list, "_ratecore: a list of ints", &n);
+    int rc = seq ? il_reserve(out, out->n + n) : -1;
     for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
         long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
         if (x == -1 && PyErr_Occurred())
@@ -522,7 +531,7 @@ static int read_ints(PyObject *list, IList *out) {
         } else
             out->v[out->n++] = (int32_t)x;
     }
-    Py_DECREF(seq);
+    Py_XDECREF(seq);
     return rc;
 }
 
@@ -530,11 +539,9 @@ static int read_ints(PyObject *list, IList *out) {
  * taken off the loads and their links in the full set become seeds (Rates._unload); without, every
  * arc of theirs is a seed (Rates._solve_component). */
 static int read_gone(Core *c, PyObject *gone, IList *seeds, int load) {
-    PyObject *seq = PySequence_Fast(gone, "_ratecore: a list of (pids, rates)");
-    if (!seq)
-        return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    int rc = 0;
+    Py_ssize_t n;
+    PyObject *seq = as_seq(gone, "_ratecore: a list of (pids, rates)", &n);
+    int rc = seq ? 0 : -1;
     for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
         if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
@@ -574,7 +581,7 @@ static int read_gone(Core *c, PyObject *gone, IList *seeds, int load) {
         }
         arr_release(&pids), arr_release(&rates);
     }
-    Py_DECREF(seq);
+    Py_XDECREF(seq);
     return rc;
 }
 
@@ -658,6 +665,14 @@ static int component(Core *c, const IList *new, const IList *seeds, Py_ssize_t l
 }
 
 /* ------------------------------------------------------------------ the relaxed solve */
+
+/* 1 when ``arc`` is marked (arc_mark2) with stamp ``st`` for the first time, and put on ``list``; else 0 */
+static inline int touch(Core *c, int32_t arc, uint32_t st, IList *list) {
+    if (c->arc_mark2[arc] == st)
+        return 0;
+    c->arc_mark2[arc] = st;
+    return il_push(list, arc) < 0 ? -1 : 1;
+}
 
 typedef struct {
     const Arr *path, *bound;
@@ -746,13 +761,10 @@ static int relaxed(Core *c, Inputs *in, const IList *part, double *out) {
         const int32_t *arcs = slot_arcs(c, part->v[i], &len);
         for (int32_t k = 0; k < len; k++) {
             int32_t arc = arcs[k];
-            if (c->arc_mark2[arc] != st) {
-                c->arc_mark2[arc] = st;
-                c->arc_cnt[arc] = 0;
-                if (il_push(&c->arcs_seen, arc) < 0)
-                    return -1;
-            }
-            c->arc_cnt[arc]++;
+            int first = touch(c, arc, st, &c->arcs_seen);
+            if (first < 0)
+                return -1;
+            c->arc_cnt[arc] = first ? 1 : c->arc_cnt[arc] + 1;
         }
     }
     Py_ssize_t ninner = 0;
@@ -1014,13 +1026,10 @@ static int commit(Core *c, const Arr *rate, const double *rates, IList *over, IL
         const int32_t *arcs = slot_arcs(c, slot, &len);
         for (int32_t k = 0; k < len; k++) {
             int32_t arc = arcs[k];
-            if (c->arc_mark2[arc] != st) {
-                c->arc_mark2[arc] = st;
-                c->arc_delta[arc] = 0.0;
-                if (il_push(&c->touched, arc) < 0)
-                    return -1;
-            }
-            c->arc_delta[arc] = c->arc_delta[arc] + d;
+            int first = touch(c, arc, st, &c->touched);
+            if (first < 0)
+                return -1;
+            c->arc_delta[arc] = (first ? 0.0 : c->arc_delta[arc]) + d; /* (Python: delta.get(arc, 0.0) + d) */
         }
     }
     over->n = 0;
@@ -1143,10 +1152,8 @@ static PyObject *Core_unload(Core *c, PyObject *gone) {
 /* solve_part(path, bound, rate, fresh, seeds, limit, scalar_max, rtol) -> (regrown, slots, rates), or
  * (regrown, None, None) when the part reaches ``limit`` flows (Rates._solve_part) */
 static PyObject *Core_solve_part(Core *c, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "solve_part(path, bound, rate, fresh, seeds, limit, scalar_max, rtol)");
+    if (!nargs_ok(nargs, 8, "solve_part(path, bound, rate, fresh, seeds, limit, scalar_max, rtol)"))
         return NULL;
-    }
     Arr path, bound, rate;
     path.held = bound.held = rate.held = 0;
     Inputs in;
@@ -1223,10 +1230,8 @@ done:
 /* solve_component(path, bound, new, gone, limit, scalar_max, rtol) -> (slots, rates) or None: the whole
  * components that hold a link of a new flow (a list of slots) or of an ended one (Rates._solve_component) */
 static PyObject *Core_solve_component(Core *c, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "solve_component(path, bound, new, gone, limit, scalar_max, rtol)");
+    if (!nargs_ok(nargs, 7, "solve_component(path, bound, new, gone, limit, scalar_max, rtol)"))
         return NULL;
-    }
     Arr path, bound;
     path.held = bound.held = 0;
     Inputs in;
@@ -1282,11 +1287,8 @@ static PyTypeObject CoreType = {
 static PyObject *py_fsum(PyObject *self, PyObject *arg) {
     /* fsum(values): the module's math.fsum (tests) */
     Arr a;
-    a.held = 0;
-    if (arr_get(arg, &a, 'f') < 0) {
-        arr_release(&a);
+    if (arr_get(arg, &a, 'f') < 0)
         return NULL;
-    }
     double *x = malloc((size_t)(2 * a.n + 2) * sizeof(double));
     if (!x) {
         arr_release(&a);

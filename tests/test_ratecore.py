@@ -14,11 +14,12 @@ import sys
 
 import numpy as np
 import pytest
-import simpy
 
 import sim.rates as rates
 from sim.cluster import Cluster
 from sim.network import Network
+
+from .test_engine import run_flows
 
 core = pytest.mark.skipif(rates._ratecore is None, reason="sim._ratecore is not built (no C compiler)")
 
@@ -47,18 +48,7 @@ def _run(cluster: Cluster, flows: list[tuple], monkeypatch) -> tuple[list, list,
         set_rates(self, slots, new)
 
     monkeypatch.setattr(Network, "_set_rates", recording)
-    env = simpy.Environment()
-    net = Network(env, cluster, check=True)
-    done = [None] * len(flows)
-
-    def one(i, start, src, dst, nbytes, bound):
-        yield env.timeout(start)
-        yield net.send(src, dst, nbytes, bound=bound)
-        done[i] = env.now
-
-    for i, f in enumerate(flows):
-        env.process(one(i, *f))
-    env.run()
+    done, net = run_flows(cluster, flows)
     return done, applied, net
 
 
