@@ -36,4 +36,4 @@ bench: install
 	$(PY) -m pytest -m benchmark
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info sim/*.so

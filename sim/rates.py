@@ -30,6 +30,13 @@ asked (:meth:`Rates.compute`), sets every active flow's rate:
   flows (and under ``_COMPONENT_MAX``); the solution is the one a solve of all the flows gives.
 * otherwise, :func:`sim.maxmin.maxmin_rates` over all active flows.
 
+The incremental state (the per-link sets of active flows, the loads and the full set) and the searches
+and solves over it run in C where the extension ``sim._ratecore`` is built (``setup.py``; see
+sim/_ratecore.c): the same steps with the same floating-point operations, so the same rates to the bit,
+without the dict and set work on boxed ints that dominates here in Python. Without it, or with
+``COLLSIM_PURE=1`` in the environment, the Python methods below run. The core does not remember parts'
+relaxed solutions (``_parts``): it solves a part in less time than the Python path takes to build its key.
+
 Rates are handed to the network (``apply``), which brings a flow's remaining bytes up to date only when
 its rate changes and keeps its due time otherwise: a change costs what it touches.
 
@@ -41,6 +48,7 @@ they depend only on which paths are active, so the cache stays valid.
 from __future__ import annotations
 
 import math
+import os
 from array import array
 from collections import Counter
 from collections.abc import Callable
@@ -53,6 +61,13 @@ from ._arrays import ranges
 from .maxmin import _RTOL, maxmin_rates
 
 __all__ = ["SMALL_BATCH", "Rates", "gather_arcs"]
+
+try:  # the compiled core (setup.py builds it where a C compiler is found)
+    import sim._ratecore as _ratecore  # (absolute: tests/test_architecture.py reads "from . import" as the package)
+except ImportError:  # pragma: no cover - a machine without a C compiler
+    _ratecore = None
+#: the compiled core's module, or None: the Python path (COLLSIM_PURE=1 forces it; read at import)
+_CORE: Any = None if os.environ.get("COLLSIM_PURE", "") not in ("", "0") else _ratecore
 
 _CACHE_ENTRIES = 256
 _INCREMENTAL_MIN = 8  # active flows below which a solve of all of them is as cheap as finding the part
@@ -263,6 +278,10 @@ class Rates:
         #: its whole components
         self._spread = _SPREAD
         self._spills = 0  # changes whose whole components were that big
+        #: the compiled core holding the per-link sets, loads and full set in place of ``_members``,
+        #: ``_load`` and ``_full`` (made when the sets are first built), or None: the Python path
+        self._core: Any = None
+        self._use_core = _CORE is not None and self._incremental
 
     # ------------------------------------------------------------------ bookkeeping
     def added(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray) -> None:
@@ -295,6 +314,8 @@ class Rates:
         self._recount = True
         self._parts.clear()
         self._load = None  # loads and full links taken again over the links now kept
+        if self._core is not None:
+            self._core.reset(self._kept)
 
     def _hash_sum(self, pids: np.ndarray) -> int:
         """The paths' numbers summed (a flow at a time in scalar operations: numpy's per-call cost
@@ -344,6 +365,9 @@ class Rates:
             # kept meanwhile: see the drop above)
             if sign > 0:
                 self._shared += self._enter(members, slots, pids)
+                return
+            if members is self._core:
+                self._shared += self._core.leave(slots)
                 return
             slot_arcs = self._slot_arcs
             shared = 0
@@ -499,6 +523,16 @@ class Rates:
 
     def _rebuild(self, active: np.ndarray, path: np.ndarray) -> None:
         """The per-link sets of active flows, from scratch."""
+        if self._use_core:
+            if self._core is None:
+                capacity = self.cluster.capacity
+                top, brim = capacity * (1 + _OVER_RTOL), capacity * (1 - _FULL_RTOL)
+                self._core = _CORE.Core(self.cluster, capacity, top, brim)
+                self._core.reset(self._kept)
+            self._core.clear()
+            self._core.enter(active, path[active])
+            self._members = self._core
+            return
         members: list[set[int] | None] = [None] * self.cluster.num_arcs
         self._enter(members, active, path[active])  # the shared links are counted already
         self._members = members
@@ -506,6 +540,8 @@ class Rates:
     def _enter(self, members: list[set[int] | None], slots: np.ndarray, pids: np.ndarray) -> int:
         """Put flows ``slots`` (on paths ``pids``) into the per-link sets ``members``; returns how many
         links they made shared."""
+        if members is self._core:
+            return self._core.enter(slots, pids)
         slot_arcs, slot_pid = self._slot_arcs, self._slot_pid
         top = int(slots.max()) + 1 if len(slots) else 0
         if top > len(slot_arcs):
@@ -542,6 +578,10 @@ class Rates:
             np.add.at(load, g_arc, rates[g_flow])
         if self._kept is not None:
             load[~self._kept] = 0.0
+        if self._core is not None:
+            self._core.set_load(load)
+            self._load = self._core  # (a marker: the core holds the loads and the full set)
+            return
         self._load = array("d", load.tobytes())  # (a copy, not a list: no Python float made per link)
         if not self._top:
             capacity = self.cluster.capacity
@@ -553,6 +593,8 @@ class Rates:
     def _unload(self, gone: list) -> list[int]:
         """Take the flows that ended off the loads; their links in the full set, where the flows left
         on them may now go faster."""
+        if self._core is not None:
+            return self._core.unload(gone)
         load, full, members = self._load, self._full, self._members
         assert load is not None and members is not None
         seeds: list[int] = []
@@ -590,6 +632,10 @@ class Rates:
         again. After a solve, the part's links that are full join the full set, and those no longer
         full leave it. Returns (slots, rates), or None when the part reaches ``limit`` flows (solve
         all)."""
+        if self._core is not None:
+            regrown, moved, rates = self._core.solve_part(path, bound, rate, fresh, seeds, limit, _SCALAR_MAX, _RTOL)
+            self.regrown += regrown
+            return None if moved is None else (moved, rates)
         load, full, members, top = self._load, self._full, self._members, self._top
         assert load is not None and members is not None
         slot_arcs = self._slot_arcs
@@ -626,6 +672,8 @@ class Rates:
         """Re-solve the whole components that hold a link of a flow started (``new``) or ended since the
         last computation (max-min rates decompose over them; no loads kept). Returns (slots, rates), or
         None when they reach ``limit`` flows."""
+        if self._core is not None:
+            return self._core.solve_component(path, bound, new, gone, limit, _SCALAR_MAX, _RTOL)
         path_arcs, arcs_of = self._path_arcs, self._arcs_of
         seeds: list[int] = []
         for pids, _ in gone:  # every ended flow's path was entered (or dropped): its arcs are known

@@ -1,0 +1,1327 @@
+/* The incremental max-min rate computation of sim/rates.py in C: the per-link sets of active flows, the
+ * link loads and the full set kept in flat arrays, and what Rates._enter/_use (bookkeeping), _unload,
+ * _solve_part (_component, _relaxed with _maxmin_scalar or _relaxed_numpy's rule, _commit) and
+ * _solve_component do in Python, step for step and with the same floating-point operations in the same
+ * order, so that the rates are the Python path's to the bit. sim/rates.py is the reference (and the
+ * fallback when this module is not built); its docstrings give the reasoning.
+ *
+ * Plain C99 and the CPython API (numpy arrays are read through the buffer protocol): one call per
+ * computation, lists of arrays (the flows started and ended since the last one) read in C and the moved
+ * slots and their rates handed back as the lists the network takes. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ arrays read through buffers */
+
+typedef struct {
+    Py_buffer view;
+    const char *p;
+    Py_ssize_t n, stride;
+    int kind; /* 'f': float64, 'i': integer of itemsize bytes, 'b': bool / uint8 */
+    int held;
+} Arr;
+
+static void arr_release(Arr *a);
+
+/* ``obj`` as a 1-d array of ``kind``; on failure nothing is held */
+static int arr_get(PyObject *obj, Arr *a, int kind) {
+    a->held = 0;
+    if (PyObject_GetBuffer(obj, &a->view, PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+        return -1;
+    a->held = 1;
+    if (a->view.ndim != 1) {
+        PyErr_SetString(PyExc_TypeError, "_ratecore: 1-d arrays only");
+        arr_release(a);
+        return -1;
+    }
+    const char *f = a->view.format ? a->view.format : "B";
+    char c = f[strlen(f) - 1];
+    Py_ssize_t size = a->view.itemsize;
+    int ok;
+    if (kind == 'f')
+        ok = c == 'd' && size == 8;
+    else if (kind == 'i')
+        ok = strchr("bhilqnBHILQN", c) != NULL && (size == 4 || size == 8);
+    else
+        ok = (c == '?' || c == 'B' || c == 'b') && size == 1;
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "_ratecore: unexpected array format %s", f);
+        arr_release(a);
+        return -1;
+    }
+    a->p = (const char *)a->view.buf;
+    a->n = a->view.shape[0];
+    a->stride = a->view.strides[0];
+    a->kind = kind;
+    return 0;
+}
+
+static void arr_release(Arr *a) {
+    if (a->held) {
+        PyBuffer_Release(&a->view);
+        a->held = 0;
+    }
+}
+
+static inline double arr_f(const Arr *a, Py_ssize_t i) { return *(const double *)(a->p + i * a->stride); }
+
+static inline int64_t arr_i(const Arr *a, Py_ssize_t i) {
+    const char *at = a->p + i * a->stride;
+    return a->view.itemsize == 8 ? *(const int64_t *)at : (int64_t)*(const int32_t *)at;
+}
+
+static inline int arr_b(const Arr *a, Py_ssize_t i) { return *(const unsigned char *)(a->p + i * a->stride) != 0; }
+
+/* ------------------------------------------------------------------ growable int lists */
+
+typedef struct {
+    int32_t *v;
+    Py_ssize_t n, cap;
+} IList;
+
+static int il_reserve(IList *l, Py_ssize_t need) {
+    if (need <= l->cap)
+        return 0;
+    Py_ssize_t cap = l->cap ? l->cap : 16;
+    while (cap < need)
+        cap *= 2;
+    int32_t *v = realloc(l->v, (size_t)cap * sizeof(int32_t));
+    if (!v) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    l->v = v;
+    l->cap = cap;
+    return 0;
+}
+
+static inline int il_push(IList *l, int32_t x) {
+    if (l->n == l->cap && il_reserve(l, l->n + 1) < 0)
+        return -1;
+    l->v[l->n++] = x;
+    return 0;
+}
+
+static int grow_bytes(void **p, size_t *have, size_t need, size_t elem, int fill) {
+    if (need <= *have)
+        return 0;
+    size_t cap = *have ? *have : 64;
+    while (cap < need)
+        cap *= 2;
+    char *q = realloc(*p, cap * elem);
+    if (!q) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(q + *have * elem, fill, (cap - *have) * elem);
+    *p = q;
+    *have = cap;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the state */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *cluster; /* its .paths (start, length, arcs, bottleneck) are read when needed */
+    PyObject *kept;    /* the link directions the bookkeeping keeps (None: all) */
+    Py_ssize_t narcs;
+    double *cap, *top, *brim, *load;
+    unsigned char *full;
+    /* active slots on every link direction, in any order (a slot's place in them: spos) */
+    int32_t **mem;
+    int32_t *msize, *mcap;
+    /* per slot: its path, whether it is in the sets, where it sits in its links' sets */
+    size_t nslots;
+    int64_t *spid;
+    unsigned char *sin;
+    int32_t **spos;
+    int32_t *sposcap;
+    /* the kept arcs of every path seen: pool[poff[pid] .. + plen[pid]] (poff -1: not taken yet) */
+    size_t npaths;
+    int64_t *poff;
+    int32_t *plen;
+    IList pool;
+    /* scratch: marks by stamp, per slot and per arc */
+    uint32_t stamp;
+    uint32_t *slot_mark, *arc_mark, *arc_mark2;
+    int32_t *slot_idx, *arc_cnt, *arc_loc;
+    double *arc_delta;
+    IList todo, more, order, arcs_seen, touched;
+} Core;
+
+static void core_free_arrays(Core *c) {
+    if (c->mem) {
+        for (Py_ssize_t a = 0; a < c->narcs; a++)
+            free(c->mem[a]);
+    }
+    for (size_t s = 0; s < c->nslots; s++)
+        free(c->spos ? c->spos[s] : NULL);
+    free(c->cap), free(c->top), free(c->brim), free(c->load), free(c->full);
+    free(c->mem), free(c->msize), free(c->mcap);
+    free(c->spid), free(c->sin), free(c->spos), free(c->sposcap);
+    free(c->poff), free(c->plen), free(c->pool.v);
+    free(c->slot_mark), free(c->arc_mark), free(c->arc_mark2), free(c->slot_idx);
+    free(c->arc_cnt), free(c->arc_loc), free(c->arc_delta);
+    free(c->todo.v), free(c->more.v), free(c->order.v), free(c->arcs_seen.v), free(c->touched.v);
+}
+
+static void Core_dealloc(Core *c) {
+    core_free_arrays(c);
+    Py_XDECREF(c->cluster);
+    Py_XDECREF(c->kept);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static uint32_t next_stamp(Core *c) {
+    if (++c->stamp == 0) { /* wrapped: every mark is stale */
+        memset(c->arc_mark, 0, (size_t)c->narcs * sizeof(uint32_t));
+        memset(c->arc_mark2, 0, (size_t)c->narcs * sizeof(uint32_t));
+        memset(c->slot_mark, 0, c->nslots * sizeof(uint32_t));
+        c->stamp = 1;
+    }
+    return c->stamp;
+}
+
+/* Core(cluster, capacity, top, brim) */
+static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
+    PyObject *cluster, *ocap, *otop, *obrim;
+    if (!PyArg_ParseTuple(args, "OOOO", &cluster, &ocap, &otop, &obrim))
+        return -1;
+    Arr cap, top, brim;
+    cap.held = top.held = brim.held = 0;
+    int rc = -1;
+    if (arr_get(ocap, &cap, 'f') < 0 || arr_get(otop, &top, 'f') < 0 || arr_get(obrim, &brim, 'f') < 0)
+        goto done;
+    if (top.n != cap.n || brim.n != cap.n) {
+        PyErr_SetString(PyExc_ValueError, "_ratecore: capacity, top and brim differ in length");
+        goto done;
+    }
+    core_free_arrays(c);
+    Py_ssize_t m = cap.n, k = m ? m : 1;
+    c->narcs = m;
+    c->cap = malloc(k * sizeof(double)), c->top = malloc(k * sizeof(double)), c->brim = malloc(k * sizeof(double));
+    c->load = calloc(k, sizeof(double)), c->full = calloc(k, 1);
+    c->mem = calloc(k, sizeof(int32_t *)), c->msize = calloc(k, sizeof(int32_t)), c->mcap = calloc(k, sizeof(int32_t));
+    c->arc_mark = calloc(k, sizeof(uint32_t)), c->arc_mark2 = calloc(k, sizeof(uint32_t));
+    c->arc_cnt = calloc(k, sizeof(int32_t)), c->arc_loc = calloc(k, sizeof(int32_t));
+    c->arc_delta = calloc(k, sizeof(double));
+    if (!c->cap || !c->top || !c->brim || !c->load || !c->full || !c->mem || !c->msize || !c->mcap ||
+        !c->arc_mark || !c->arc_mark2 || !c->arc_cnt || !c->arc_loc || !c->arc_delta) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t a = 0; a < m; a++) {
+        c->cap[a] = arr_f(&cap, a);
+        c->top[a] = arr_f(&top, a);
+        c->brim[a] = arr_f(&brim, a);
+    }
+    Py_INCREF(cluster);
+    Py_XSETREF(c->cluster, cluster);
+    Py_INCREF(Py_None);
+    Py_XSETREF(c->kept, Py_None);
+    rc = 0;
+done:
+    arr_release(&cap), arr_release(&top), arr_release(&brim);
+    return rc;
+}
+
+static int ensure_slots(Core *c, int64_t top) {
+    size_t old = c->nslots, need = (size_t)top;
+    if (need <= old)
+        return 0;
+    size_t have;
+    have = old;
+    if (grow_bytes((void **)&c->spid, &have, need, sizeof(int64_t), 0xff) < 0) return -1;
+    size_t cap = have;
+    have = old;
+    if (grow_bytes((void **)&c->sin, &have, cap, 1, 0) < 0) return -1;
+    have = old;
+    if (grow_bytes((void **)&c->spos, &have, cap, sizeof(int32_t *), 0) < 0) return -1;
+    have = old;
+    if (grow_bytes((void **)&c->sposcap, &have, cap, sizeof(int32_t), 0) < 0) return -1;
+    have = old;
+    if (grow_bytes((void **)&c->slot_mark, &have, cap, sizeof(uint32_t), 0) < 0) return -1;
+    have = old;
+    if (grow_bytes((void **)&c->slot_idx, &have, cap, sizeof(int32_t), 0) < 0) return -1;
+    c->nslots = cap;
+    return 0;
+}
+
+/* The kept arcs of path ``pid`` (Rates._arcs_of), taken from the cluster's path table once. */
+static int path_arcs(Core *c, int64_t pid, const int32_t **arcs, int32_t *len) {
+    if (pid < 0) {
+        PyErr_SetString(PyExc_IndexError, "_ratecore: negative path id");
+        return -1;
+    }
+    if ((size_t)pid >= c->npaths) {
+        size_t have = c->npaths;
+        if (grow_bytes((void **)&c->poff, &have, (size_t)pid + 1, sizeof(int64_t), 0xff) < 0) return -1;
+        size_t cap = have;
+        have = c->npaths;
+        if (grow_bytes((void **)&c->plen, &have, cap, sizeof(int32_t), 0) < 0) return -1;
+        c->npaths = cap;
+    }
+    if (c->poff[pid] < 0) {
+        PyObject *paths = PyObject_GetAttrString(c->cluster, "paths");
+        if (!paths)
+            return -1;
+        PyObject *ostart = PyObject_GetAttrString(paths, "start");
+        PyObject *olength = PyObject_GetAttrString(paths, "length");
+        PyObject *oarcs = PyObject_GetAttrString(paths, "arcs");
+        Py_DECREF(paths);
+        Arr start, length, all, kept;
+        start.held = length.held = all.held = kept.held = 0;
+        int rc = -1;
+        if (!ostart || !olength || !oarcs)
+            goto out;
+        if (arr_get(ostart, &start, 'i') < 0 || arr_get(olength, &length, 'i') < 0 || arr_get(oarcs, &all, 'i') < 0)
+            goto out;
+        if (c->kept != Py_None && arr_get(c->kept, &kept, 'b') < 0)
+            goto out;
+        if (pid >= start.n || pid >= length.n) {
+            PyErr_SetString(PyExc_IndexError, "_ratecore: path id beyond the path table");
+            goto out;
+        }
+        int64_t s = arr_i(&start, pid), n = arr_i(&length, pid);
+        if (s < 0 || n < 0 || s + n > all.n) {
+            PyErr_SetString(PyExc_IndexError, "_ratecore: path beyond the arc table");
+            goto out;
+        }
+        Py_ssize_t at = c->pool.n;
+        if (il_reserve(&c->pool, at + n) < 0)
+            goto out;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t arc = arr_i(&all, s + i);
+            if (arc < 0 || arc >= c->narcs) {
+                PyErr_SetString(PyExc_IndexError, "_ratecore: arc out of range");
+                goto out;
+            }
+            if (kept.held && !arr_b(&kept, arc))
+                continue;
+            c->pool.v[c->pool.n++] = (int32_t)arc;
+        }
+        c->poff[pid] = at;
+        c->plen[pid] = (int32_t)(c->pool.n - at);
+        rc = 0;
+    out:
+        arr_release(&start), arr_release(&length), arr_release(&all), arr_release(&kept);
+        Py_XDECREF(ostart), Py_XDECREF(olength), Py_XDECREF(oarcs);
+        if (rc < 0)
+            return -1;
+    }
+    *arcs = c->pool.v + c->poff[pid];
+    *len = c->plen[pid];
+    return 0;
+}
+
+/* a slot's arcs: its path's, as entered (Rates._slot_arcs) */
+static inline const int32_t *slot_arcs(const Core *c, int32_t slot, int32_t *len) {
+    int64_t pid = c->spid[slot];
+    *len = c->plen[pid];
+    return c->pool.v + c->poff[pid];
+}
+
+/* ------------------------------------------------------------------ bookkeeping */
+
+/* *p holds at least ``need`` ints (its size in *cap, doubled as it grows) */
+static int fit_i32(int32_t **p, int32_t *cap, int32_t need) {
+    if (need <= *cap)
+        return 0;
+    int32_t size = *cap ? *cap : 4;
+    while (size < need)
+        size *= 2;
+    int32_t *q = realloc(*p, (size_t)size * sizeof(int32_t));
+    if (!q) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *p = q;
+    *cap = size;
+    return 0;
+}
+
+static int nargs_ok(Py_ssize_t nargs, Py_ssize_t want, const char *usage) {
+    if (nargs == want)
+        return 1;
+    PyErr_SetString(PyExc_TypeError, usage);
+    return 0;
+}
+
+static void clear_members(Core *c) {
+    memset(c->msize, 0, (size_t)c->narcs * sizeof(int32_t));
+    if (c->nslots)
+        memset(c->sin, 0, c->nslots);
+}
+
+/* reset(kept): the kept links changed (Rates._leave_out): sets, paths' arcs and loads dropped */
+static PyObject *Core_reset(Core *c, PyObject *kept) {
+    clear_members(c);
+    if (c->npaths)
+        memset(c->poff, 0xff, c->npaths * sizeof(int64_t));
+    c->pool.n = 0;
+    if (c->nslots)
+        memset(c->spid, 0xff, c->nslots * sizeof(int64_t));
+    Py_INCREF(kept);
+    Py_XSETREF(c->kept, kept);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Core_clear(Core *c, PyObject *unused) {
+    clear_members(c);
+    Py_RETURN_NONE;
+}
+
+/* enter(slots, pids) -> how many links the flows made shared (Rates._enter) */
+static PyObject *Core_enter(Core *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "enter(slots, pids)"))
+        return NULL;
+    Arr slots, pids;
+    slots.held = pids.held = 0;
+    long shared = 0;
+    PyObject *res = NULL;
+    if (arr_get(args[0], &slots, 'i') < 0 || arr_get(args[1], &pids, 'i') < 0)
+        goto done;
+    if (slots.n != pids.n) {
+        PyErr_SetString(PyExc_ValueError, "_ratecore: slots and pids differ in length");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < slots.n; i++) {
+        int64_t slot = arr_i(&slots, i), pid = arr_i(&pids, i);
+        if (slot < 0 || slot > INT32_MAX - 1) {
+            PyErr_SetString(PyExc_IndexError, "_ratecore: slot out of range");
+            goto done;
+        }
+        if (ensure_slots(c, slot + 1) < 0)
+            goto done;
+        const int32_t *arcs;
+        int32_t len;
+        if (path_arcs(c, pid, &arcs, &len) < 0)
+            goto done;
+        if (c->sin[slot]) { /* (the network starts a slot's flow once until it ends) */
+            PyErr_SetString(PyExc_ValueError, "_ratecore: slot entered twice");
+            goto done;
+        }
+        if (fit_i32(&c->spos[slot], &c->sposcap[slot], len) < 0)
+            goto done;
+        c->spid[slot] = pid;
+        c->sin[slot] = 1;
+        arcs = c->pool.v + c->poff[pid]; /* (the pool may have moved) */
+        for (int32_t k = 0; k < len; k++) {
+            int32_t arc = arcs[k];
+            int32_t n = c->msize[arc];
+            if (fit_i32(&c->mem[arc], &c->mcap[arc], n + 1) < 0)
+                goto done;
+            c->mem[arc][n] = (int32_t)slot;
+            c->spos[slot][k] = n;
+            c->msize[arc] = n + 1;
+            shared += n + 1 == 2;
+        }
+    }
+    res = PyLong_FromLong(shared);
+done:
+    arr_release(&slots), arr_release(&pids);
+    return res;
+}
+
+/* leave(slots) -> the change in shared links (Rates._use, sign -1, with the sets) */
+static PyObject *Core_leave(Core *c, PyObject *oslots) {
+    Arr slots;
+    if (arr_get(oslots, &slots, 'i') < 0)
+        return NULL;
+    long shared = 0;
+    for (Py_ssize_t i = 0; i < slots.n; i++) {
+        int64_t slot = arr_i(&slots, i);
+        if (slot < 0 || (size_t)slot >= c->nslots || c->spid[slot] < 0)
+            continue; /* never entered: it has no links here */
+        int32_t len;
+        const int32_t *arcs = slot_arcs(c, (int32_t)slot, &len);
+        for (int32_t k = 0; k < len; k++) {
+            int32_t arc = arcs[k];
+            if (c->sin[slot]) {
+                int32_t p = c->spos[slot][k], n = --c->msize[arc];
+                int32_t last = c->mem[arc][n];
+                if (last != slot) { /* the last one takes its place */
+                    c->mem[arc][p] = last;
+                    int32_t ln;
+                    const int32_t *la = slot_arcs(c, last, &ln);
+                    for (int32_t j = 0; j < ln; j++)
+                        if (la[j] == arc) {
+                            c->spos[last][j] = p;
+                            break;
+                        }
+                }
+            }
+            shared -= c->msize[arc] == 1;
+        }
+        c->sin[slot] = 0;
+    }
+    arr_release(&slots);
+    return PyLong_FromLong(shared);
+}
+
+/* set_load(load): every link direction's load (Rates._reload); the full set from it */
+static PyObject *Core_set_load(Core *c, PyObject *oload) {
+    Arr load;
+    if (arr_get(oload, &load, 'f') < 0)
+        return NULL;
+    if (load.n != c->narcs) {
+        arr_release(&load);
+        PyErr_SetString(PyExc_ValueError, "_ratecore: one load per link direction");
+        return NULL;
+    }
+    for (Py_ssize_t a = 0; a < c->narcs; a++) {
+        double x = arr_f(&load, a);
+        c->load[a] = x;
+        c->full[a] = x >= c->brim[a];
+    }
+    arr_release(&load);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ inputs of a computation */
+
+/* ``obj`` as a fast sequence (a new reference, or NULL), its length in *n */
+static PyObject *as_seq(PyObject *obj, const char *what, Py_ssize_t *n) {
+    PyObject *seq = PySequence_Fast(obj, what);
+    *n = seq ? PySequence_Fast_GET_SIZE(seq) : 0;
+    return seq;
+}
+
+/* every slot of a list of slot arrays (the flows started since the last computation), appended */
+static int read_fresh(PyObject *fresh, IList *out) {
+    Py_ssize_t n;
+    PyObject *seq = as_seq(fresh, "_ratecore: a list of slot arrays", &n);
+    int rc = seq ? 0 : -1;
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+        Arr part;
+        part.held = 0;
+        if (arr_get(PySequence_Fast_GET_ITEM(seq, i), &part, 'i') < 0)
+            rc = -1;
+        for (Py_ssize_t j = 0; rc == 0 && j < part.n; j++) {
+            int64_t slot = arr_i(&part, j);
+            if (slot < 0 || slot > INT32_MAX - 1) {
+                PyErr_SetString(PyExc_IndexError, "_ratecore: slot out of range");
+                rc = -1;
+            } else
+                rc = il_push(out, (int32_t)slot);
+        }
+        arr_release(&part);
+    }
+    Py_XDECREF(seq);
+    return rc;
+}
+
+static int read_ints(PyObject *list, IList *out) {
+    Py_ssize_t n;
+    PyObject *seq = as_seq(list, "_ratecore: a list of ints", &n);
+    int rc = seq ? il_reserve(out, out->n + n) : -1;
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+        long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (x == -1 && PyErr_Occurred())
+            rc = -1;
+        else if (x < 0 || x > INT32_MAX - 1) {
+            PyErr_SetString(PyExc_IndexError, "_ratecore: index out of range");
+            rc = -1;
+        } else
+            out->v[out->n++] = (int32_t)x;
+    }
+    Py_XDECREF(seq);
+    return rc;
+}
+
+/* The flows ended since the last computation: a list of (path ids, rates). With ``load``, they are
+ * taken off the loads and their links in the full set become seeds (Rates._unload); without, every
+ * arc of theirs is a seed (Rates._solve_component). */
+static int read_gone(Core *c, PyObject *gone, IList *seeds, int load) {
+    Py_ssize_t n;
+    PyObject *seq = as_seq(gone, "_ratecore: a list of (pids, rates)", &n);
+    int rc = seq ? 0 : -1;
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyErr_SetString(PyExc_TypeError, "_ratecore: a list of (pids, rates)");
+            rc = -1;
+            break;
+        }
+        Arr pids, rates;
+        pids.held = rates.held = 0;
+        if (arr_get(PyTuple_GET_ITEM(item, 0), &pids, 'i') < 0 || arr_get(PyTuple_GET_ITEM(item, 1), &rates, 'f') < 0)
+            rc = -1;
+        else if (rates.n != pids.n) {
+            PyErr_SetString(PyExc_ValueError, "_ratecore: pids and rates differ in length");
+            rc = -1;
+        }
+        for (Py_ssize_t j = 0; rc == 0 && j < pids.n; j++) {
+            const int32_t *arcs;
+            int32_t len;
+            if (path_arcs(c, arr_i(&pids, j), &arcs, &len) < 0) {
+                rc = -1;
+                break;
+            }
+            double r = arr_f(&rates, j);
+            for (int32_t k = 0; rc == 0 && k < len; k++) {
+                int32_t arc = arcs[k];
+                if (!load)
+                    rc = il_push(seeds, arc);
+                else if (c->msize[arc]) {
+                    c->load[arc] -= r;
+                    if (c->full[arc])
+                        rc = il_push(seeds, arc);
+                } else { /* no drift left behind on an idle link */
+                    c->load[arc] = 0.0;
+                    c->full[arc] = 0;
+                }
+            }
+        }
+        arr_release(&pids), arr_release(&rates);
+    }
+    Py_XDECREF(seq);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ the search */
+
+static int cmp_i32(const void *x, const void *y) {
+    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+    return (a > b) - (a < b);
+}
+
+static inline int push_arcs(Core *c, int32_t slot, int by_full) {
+    int32_t len;
+    const int32_t *arcs = slot_arcs(c, slot, &len);
+    if (il_reserve(&c->todo, c->todo.n + len) < 0)
+        return -1;
+    for (int32_t k = 0; k < len; k++)
+        if (!by_full || c->full[arcs[k]])
+            c->todo.v[c->todo.n++] = arcs[k];
+    return 0;
+}
+
+/* Rates._component: the new flows and the active flows joined to them or to ``seeds`` through full
+ * links (``by_full``) or every link, into c->order (each slot's place in it: slot_idx); 1 when they
+ * reach ``limit`` flows, -1 on error. */
+static int component(Core *c, const IList *new, const IList *seeds, Py_ssize_t limit, int by_full) {
+    c->order.n = 0;
+    if (new->n >= limit)
+        return 1;
+    uint32_t st = next_stamp(c);
+    for (Py_ssize_t i = 0; i < new->n; i++) {
+        int32_t slot = new->v[i];
+        if ((size_t)slot >= c->nslots || c->spid[slot] < 0) {
+            PyErr_SetString(PyExc_ValueError, "_ratecore: a new flow was not entered");
+            return -1;
+        }
+        c->slot_mark[slot] = st;
+        c->slot_idx[slot] = (int32_t)c->order.n;
+        if (il_push(&c->order, slot) < 0)
+            return -1;
+    }
+    c->todo.n = 0;
+    if (il_reserve(&c->todo, seeds->n) < 0)
+        return -1;
+    memcpy(c->todo.v, seeds->v, (size_t)seeds->n * sizeof(int32_t));
+    c->todo.n = seeds->n;
+    for (Py_ssize_t i = 0; i < new->n; i++)
+        if (push_arcs(c, new->v[i], by_full) < 0)
+            return -1;
+    Py_ssize_t found = c->order.n;
+    while (c->todo.n) {
+        int32_t arc = c->todo.v[--c->todo.n];
+        if (c->arc_mark[arc] == st)
+            continue;
+        c->arc_mark[arc] = st;
+        int32_t n = c->msize[arc];
+        if (!n)
+            continue;
+        c->more.n = 0;
+        const int32_t *users = c->mem[arc];
+        for (int32_t j = 0; j < n; j++) {
+            int32_t slot = users[j];
+            if (c->slot_mark[slot] != st && il_push(&c->more, slot) < 0)
+                return -1;
+        }
+        if (!c->more.n)
+            continue;
+        found += c->more.n;
+        if (found >= limit)
+            return 1;
+        if (c->more.n > 1)
+            qsort(c->more.v, (size_t)c->more.n, sizeof(int32_t), cmp_i32);
+        for (Py_ssize_t j = 0; j < c->more.n; j++) {
+            int32_t slot = c->more.v[j];
+            c->slot_mark[slot] = st;
+            c->slot_idx[slot] = (int32_t)c->order.n;
+            if (il_push(&c->order, slot) < 0 || push_arcs(c, slot, by_full) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the relaxed solve */
+
+/* 1 when ``arc`` is marked (arc_mark2) with stamp ``st`` for the first time, and put on ``list``; else 0 */
+static inline int touch(Core *c, int32_t arc, uint32_t st, IList *list) {
+    if (c->arc_mark2[arc] == st)
+        return 0;
+    c->arc_mark2[arc] = st;
+    return il_push(list, arc) < 0 ? -1 : 1;
+}
+
+typedef struct {
+    const Arr *path, *bound;
+    Arr bottleneck; /* the path table's narrowest capacities, taken when first needed */
+    int have_bottleneck;
+    PyObject *obottleneck;
+    Py_ssize_t scalar_max;
+    double rtol;
+} Inputs;
+
+static int alone_rate(Core *c, Inputs *in, int32_t slot, double *out) {
+    if (!in->have_bottleneck) {
+        PyObject *paths = PyObject_GetAttrString(c->cluster, "paths");
+        if (!paths)
+            return -1;
+        in->obottleneck = PyObject_GetAttrString(paths, "bottleneck");
+        Py_DECREF(paths);
+        if (!in->obottleneck || arr_get(in->obottleneck, &in->bottleneck, 'f') < 0)
+            return -1;
+        in->have_bottleneck = 1;
+    }
+    int64_t pid = arr_i(in->path, slot);
+    if (pid < 0 || pid >= in->bottleneck.n) {
+        PyErr_SetString(PyExc_IndexError, "_ratecore: path id beyond the path table");
+        return -1;
+    }
+    double a = arr_f(&in->bottleneck, pid), b = arr_f(in->bound, slot);
+    *out = b < a ? b : a; /* Python's min(a, b) */
+    return 0;
+}
+
+static inline double py_max0(double x) { return 0.0 > x ? 0.0 : x; } /* max(x, 0.0), numpy's too */
+
+/* scratch of a relaxed solve */
+typedef struct {
+    double *bounds, *rates, *left, *share, *tight, *acc;
+    int32_t *cnt, *start, *ent, *ustart, *users, *live, *alive_arcs;
+    unsigned char *fixed, *newly, *settled;
+    Py_ssize_t nflows_cap, nent_cap, narcs_cap;
+} Scratch;
+
+static Scratch scratch;
+
+static int scratch_fit(Py_ssize_t nflows, Py_ssize_t nent, Py_ssize_t narcs) {
+#define FIT(ptr, n, cap)                                                                                    \
+    if ((n) > (cap)) {                                                                                     \
+        void *q = realloc(ptr, (size_t)(n) * sizeof(*(ptr)));                                               \
+        if (!q) {                                                                                          \
+            PyErr_NoMemory();                                                                              \
+            return -1;                                                                                     \
+        }                                                                                                  \
+        ptr = q;                                                                                           \
+    }
+    Scratch *s = &scratch;
+    Py_ssize_t f = nflows + 1, e = nent + 1, a = narcs + 1;
+    FIT(s->bounds, f, s->nflows_cap) FIT(s->rates, f, s->nflows_cap) FIT(s->tight, f, s->nflows_cap)
+    FIT(s->start, f, s->nflows_cap) FIT(s->live, f, s->nflows_cap) FIT(s->fixed, f, s->nflows_cap)
+    FIT(s->newly, f, s->nflows_cap)
+    if (f > s->nflows_cap) s->nflows_cap = f;
+    FIT(s->ent, e, s->nent_cap) FIT(s->users, e, s->nent_cap)
+    if (e > s->nent_cap) s->nent_cap = e;
+    FIT(s->left, a, s->narcs_cap) FIT(s->share, a, s->narcs_cap) FIT(s->acc, a, s->narcs_cap)
+    FIT(s->cnt, a, s->narcs_cap) FIT(s->ustart, a + 1, s->narcs_cap) FIT(s->alive_arcs, a, s->narcs_cap)
+    FIT(s->settled, a, s->narcs_cap)
+    if (a > s->narcs_cap) s->narcs_cap = a;
+#undef FIT
+    return 0;
+}
+
+/* Rates._relaxed (without its memory of parts): the part's max-min rates over its inner links (two or
+ * more users, all in the part), every other link a bound on each of its flows; into ``out``. Up to
+ * ``scalar_max`` flows by _maxmin_scalar's rule, beyond by sim.maxmin.maxmin_rates' (_relaxed_numpy),
+ * each with its own arithmetic. */
+static int relaxed(Core *c, Inputs *in, const IList *part, double *out) {
+    Py_ssize_t n = part->n;
+    if (n == 0)
+        return 0;
+    if (n == 1)
+        return alone_rate(c, in, part->v[0], out);
+    /* the part's links: how many of its flows cross each (arc_cnt, by stamp arc_mark2), numbered locally */
+    uint32_t st = next_stamp(c);
+    c->arcs_seen.n = 0;
+    Py_ssize_t nent = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t len;
+        const int32_t *arcs = slot_arcs(c, part->v[i], &len);
+        for (int32_t k = 0; k < len; k++) {
+            int32_t arc = arcs[k];
+            int first = touch(c, arc, st, &c->arcs_seen);
+            if (first < 0)
+                return -1;
+            c->arc_cnt[arc] = first ? 1 : c->arc_cnt[arc] + 1;
+        }
+    }
+    Py_ssize_t ninner = 0;
+    for (Py_ssize_t j = 0; j < c->arcs_seen.n; j++) {
+        int32_t arc = c->arcs_seen.v[j];
+        int32_t k = c->arc_cnt[arc];
+        if (k > 1 && k == c->msize[arc]) {
+            c->arc_loc[arc] = (int32_t)ninner++;
+            nent += k;
+        } else
+            c->arc_loc[arc] = -1;
+    }
+    if (scratch_fit(n, nent, ninner) < 0)
+        return -1;
+    Scratch *s = &scratch;
+    const double *cap = c->cap;
+    int scalar = n <= in->scalar_max;
+    /* every flow's inner links (ent, from start[i]) and its bound with the other links' capacities */
+    Py_ssize_t e = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t slot = part->v[i], len;
+        const int32_t *arcs = slot_arcs(c, slot, &len);
+        double b = arr_f(in->bound, slot);
+        s->start[i] = (int32_t)e;
+        for (int32_t k = 0; k < len; k++) {
+            int32_t arc = arcs[k], loc = c->arc_loc[arc];
+            if (loc >= 0)
+                s->ent[e++] = loc;
+            else if (scalar ? cap[arc] < b : !(b <= cap[arc] || b != b))
+                b = cap[arc]; /* _maxmin_scalar: if cap < bound; np.minimum: the smaller, nan kept */
+        }
+        s->bounds[i] = b;
+    }
+    s->start[n] = (int32_t)e;
+    for (Py_ssize_t j = 0, loc = 0; j < c->arcs_seen.n; j++) {
+        int32_t arc = c->arcs_seen.v[j];
+        if (c->arc_loc[arc] >= 0) {
+            s->left[loc] = cap[arc];
+            s->cnt[loc] = 0;
+            loc++;
+        }
+    }
+    for (Py_ssize_t j = 0; j < e; j++)
+        s->cnt[s->ent[j]]++;
+    double grow = 1 + in->rtol;
+    if (scalar) {
+        /* _maxmin_scalar: the smallest share or bound is the level; the flows bounded at it and the flows
+         * of the links whose share is within it take it */
+        s->ustart[0] = 0;
+        for (Py_ssize_t a = 0; a < ninner; a++)
+            s->ustart[a + 1] = s->ustart[a] + s->cnt[a];
+        int32_t *fill = s->alive_arcs;
+        for (Py_ssize_t a = 0; a < ninner; a++)
+            fill[a] = s->ustart[a];
+        for (Py_ssize_t i = 0; i < n; i++)
+            for (int32_t j = s->start[i]; j < s->start[i + 1]; j++)
+                s->users[fill[s->ent[j]]++] = (int32_t)i;
+        memset(s->fixed, 0, (size_t)n);
+        Py_ssize_t unfixed = n;
+        while (unfixed) {
+            double level = INFINITY;
+            int first = 1;
+            for (Py_ssize_t i = 0; i < n; i++)
+                if (!s->fixed[i] && (first || s->bounds[i] < level)) { /* Python's min(): the first smallest */
+                    level = s->bounds[i];
+                    first = 0;
+                }
+            for (Py_ssize_t a = 0; a < ninner; a++)
+                if (s->cnt[a]) {
+                    double share = s->left[a] / s->cnt[a];
+                    if (share < level)
+                        level = share;
+                }
+            double cut = level * grow;
+            memset(s->newly, 0, (size_t)n);
+            for (Py_ssize_t i = 0; i < n; i++)
+                if (!s->fixed[i] && s->bounds[i] <= cut)
+                    s->newly[i] = 1;
+            for (Py_ssize_t a = 0; a < ninner; a++)
+                if (s->cnt[a] && s->left[a] / s->cnt[a] <= cut)
+                    for (int32_t j = s->ustart[a]; j < s->ustart[a + 1]; j++)
+                        if (!s->fixed[s->users[j]])
+                            s->newly[s->users[j]] = 1;
+            Py_ssize_t got = 0;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                if (!s->newly[i])
+                    continue;
+                got++;
+                s->fixed[i] = 1;
+                out[i] = level;
+                for (int32_t j = s->start[i]; j < s->start[i + 1]; j++) {
+                    int32_t a = s->ent[j];
+                    int32_t k = s->cnt[a] - 1;
+                    s->cnt[a] = k;
+                    if (k)
+                        s->left[a] = py_max0(s->left[a] - level);
+                }
+            }
+            if (!got) {
+                PyErr_SetString(PyExc_AssertionError, "max-min filling made no progress");
+                return -1;
+            }
+            unfixed -= got;
+        }
+        return 0;
+    }
+    /* sim.maxmin.maxmin_rates over the flows with an inner link (in part order), the others at their
+     * bound; its rounds and arithmetic: a link is settled when no live flow on it has a tighter
+     * constraint, and the flows fixed in a round are taken off their links summed in flow order */
+    Py_ssize_t nlive = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = s->bounds[i];
+        if (s->start[i + 1] > s->start[i])
+            s->live[nlive++] = (int32_t)i;
+    }
+    while (nlive) {
+        for (Py_ssize_t a = 0; a < ninner; a++) {
+            s->share[a] = s->cnt[a] > 0 ? s->left[a] / (double)s->cnt[a] : INFINITY;
+            s->settled[a] = s->cnt[a] > 0;
+        }
+        for (Py_ssize_t q = 0; q < nlive; q++) {
+            int32_t i = s->live[q];
+            double t = INFINITY;
+            int first = 1;
+            for (int32_t j = s->start[i]; j < s->start[i + 1]; j++) {
+                double x = s->share[s->ent[j]];
+                if (first || x < t || x != x) /* np.minimum.reduceat: nan propagates */
+                    t = (t != t) ? t : x;
+                first = 0;
+            }
+            double b = s->bounds[i];
+            if (b < t || b != b) /* np.minimum(tightest, bound) */
+                t = (t != t) ? t : b;
+            s->tight[q] = t;
+            double lim = t * grow;
+            for (int32_t j = s->start[i]; j < s->start[i + 1]; j++)
+                if (s->share[s->ent[j]] > lim)
+                    s->settled[s->ent[j]] = 0;
+        }
+        Py_ssize_t got = 0;
+        for (Py_ssize_t q = 0; q < nlive; q++) {
+            int32_t i = s->live[q];
+            int on = s->bounds[i] <= s->tight[q] * grow;
+            for (int32_t j = s->start[i]; !on && j < s->start[i + 1]; j++)
+                on = s->settled[s->ent[j]];
+            s->newly[q] = (unsigned char)on;
+            got += on;
+        }
+        if (!got) {
+            PyErr_SetString(PyExc_AssertionError, "max-min filling made no progress");
+            return -1;
+        }
+        for (Py_ssize_t a = 0; a < ninner; a++)
+            s->acc[a] = 0.0;
+        for (Py_ssize_t q = 0; q < nlive; q++) {
+            if (!s->newly[q])
+                continue;
+            int32_t i = s->live[q];
+            double t = s->tight[q];
+            double given = (t >= 0.0 || t != t) ? t : 0.0; /* np.maximum(tightest, 0.0) */
+            out[i] = given;
+            for (int32_t j = s->start[i]; j < s->start[i + 1]; j++) {
+                s->acc[s->ent[j]] += given;
+                s->cnt[s->ent[j]]--;
+            }
+        }
+        for (Py_ssize_t a = 0; a < ninner; a++) {
+            double r = s->left[a] - s->acc[a];
+            s->left[a] = (r >= 0.0 || r != r) ? r : 0.0; /* np.maximum(remaining, 0.0) */
+        }
+        if (got == nlive)
+            break;
+        Py_ssize_t keep = 0;
+        for (Py_ssize_t q = 0; q < nlive; q++)
+            if (!s->newly[q])
+                s->live[keep++] = s->live[q];
+        nlive = keep;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the commit */
+
+/* math.fsum (Shewchuk's partials, CPython's msum): the correctly rounded sum */
+static double fsum(const double *x, Py_ssize_t n, double *p) {
+    Py_ssize_t m = 0;
+    double special = 0.0, inf_sum = 0.0, hi, yr, lo = 0.0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        double v = x[k], save = v;
+        Py_ssize_t i = 0;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            double y = p[j];
+            if (fabs(v) < fabs(y)) {
+                double t = v;
+                v = y;
+                y = t;
+            }
+            hi = v + y;
+            yr = hi - v;
+            lo = y - yr;
+            if (lo != 0.0)
+                p[i++] = lo;
+            v = hi;
+        }
+        m = i;
+        if (v != 0.0) {
+            if (!isfinite(v)) {
+                if (isinf(save))
+                    inf_sum += save;
+                special += save;
+                m = 0;
+            } else
+                p[m++] = v;
+        }
+    }
+    if (special != 0.0)
+        return isnan(inf_sum) ? NAN : special;
+    hi = 0.0;
+    if (m > 0) {
+        hi = p[--m];
+        while (m > 0) {
+            double v = hi, y = p[--m];
+            hi = v + y;
+            yr = hi - v;
+            lo = y - yr;
+            if (lo != 0.0)
+                break;
+        }
+        if (m > 0 && ((lo < 0.0 && p[m - 1] < 0.0) || (lo > 0.0 && p[m - 1] > 0.0))) {
+            double y = lo * 2.0, v = hi + y;
+            yr = v - hi;
+            if (y == yr)
+                hi = v;
+        }
+    }
+    return hi;
+}
+
+static double *fbuf;
+static Py_ssize_t fbuf_cap;
+
+/* Rates._commit: 1 when the new ``rates`` of the part (c->order) overfill a link shared with flows
+ * outside it (those links, into ``over``, join the full set), else 0: the loads take them, the part's
+ * full links join the full set and the others leave it; the slots whose rate changed go to ``moved``. */
+static int commit(Core *c, const Arr *rate, const double *rates, IList *over, IList *moved) {
+    const IList *part = &c->order;
+    uint32_t st = next_stamp(c);
+    c->touched.n = 0;
+    moved->n = 0;
+    for (Py_ssize_t i = 0; i < part->n; i++) {
+        int32_t slot = part->v[i];
+        double now = rates[i], was = arr_f(rate, slot);
+        if (now == was)
+            continue;
+        if (il_push(moved, (int32_t)i) < 0)
+            return -1;
+        double d = now - was;
+        int32_t len;
+        const int32_t *arcs = slot_arcs(c, slot, &len);
+        for (int32_t k = 0; k < len; k++) {
+            int32_t arc = arcs[k];
+            int first = touch(c, arc, st, &c->touched);
+            if (first < 0)
+                return -1;
+            c->arc_delta[arc] = (first ? 0.0 : c->arc_delta[arc]) + d; /* (Python: delta.get(arc, 0.0) + d) */
+        }
+    }
+    over->n = 0;
+    for (Py_ssize_t j = 0; j < c->touched.n; j++) {
+        int32_t arc = c->touched.v[j];
+        if (c->full[arc] || !(c->load[arc] + c->arc_delta[arc] > c->top[arc]))
+            continue;
+        /* a link shared with flows outside the part: its load counted afresh */
+        int32_t n = c->msize[arc];
+        if (2 * (Py_ssize_t)n + 2 > fbuf_cap) {
+            double *q = realloc(fbuf, (size_t)(2 * n + 2) * sizeof(double));
+            if (!q) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            fbuf = q;
+            fbuf_cap = 2 * (Py_ssize_t)n + 2;
+        }
+        for (int32_t k = 0; k < n; k++) {
+            int32_t slot = c->mem[arc][k];
+            int32_t at = c->slot_idx[slot];
+            int mine = at >= 0 && at < part->n && part->v[at] == slot;
+            fbuf[k] = mine ? rates[at] : arr_f(rate, slot);
+        }
+        if (fsum(fbuf, n, fbuf + n) > c->top[arc] && il_push(over, arc) < 0)
+            return -1;
+    }
+    if (over->n) {
+        for (Py_ssize_t j = 0; j < over->n; j++)
+            c->full[over->v[j]] = 1;
+        moved->n = 0;
+        return 1;
+    }
+    for (Py_ssize_t j = 0; j < c->touched.n; j++) {
+        int32_t arc = c->touched.v[j];
+        double now = c->load[arc] + c->arc_delta[arc];
+        c->load[arc] = now;
+        c->full[arc] = now >= c->brim[arc];
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the computations */
+
+static double *rbuf;
+static Py_ssize_t rbuf_cap;
+
+static int fit_rates(Py_ssize_t n) {
+    if (n + 1 > rbuf_cap) {
+        double *q = realloc(rbuf, (size_t)(n + 1) * sizeof(double));
+        if (!q) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        rbuf = q;
+        rbuf_cap = n + 1;
+    }
+    return 0;
+}
+
+static PyObject *lists(const IList *slots, const IList *pick, const double *rates) {
+    /* ([slots], [rates]) of the part's entries ``pick`` (NULL: all of them) */
+    Py_ssize_t n = pick ? pick->n : slots->n;
+    PyObject *a = PyList_New(n), *b = PyList_New(n);
+    if (!a || !b) {
+        Py_XDECREF(a), Py_XDECREF(b);
+        return NULL;
+    }
+    for (Py_ssize_t j = 0; j < n; j++) {
+        Py_ssize_t i = pick ? pick->v[j] : j;
+        PyObject *x = PyLong_FromLong(slots->v[i]), *y = PyFloat_FromDouble(rates[i]);
+        if (!x || !y) {
+            Py_XDECREF(x), Py_XDECREF(y), Py_DECREF(a), Py_DECREF(b);
+            return NULL;
+        }
+        PyList_SET_ITEM(a, j, x);
+        PyList_SET_ITEM(b, j, y);
+    }
+    return Py_BuildValue("(NN)", a, b);
+}
+
+static int parse_inputs(PyObject *const *args, Inputs *in, Arr *path, Arr *bound, Py_ssize_t *limit, int at) {
+    /* path, bound at args[0..1]; limit, scalar_max, rtol at args[at..at+2] */
+    in->path = path, in->bound = bound;
+    in->have_bottleneck = 0;
+    in->obottleneck = NULL;
+    in->bottleneck.held = 0;
+    if (arr_get(args[0], path, 'i') < 0 || arr_get(args[1], bound, 'f') < 0)
+        return -1;
+    *limit = PyLong_AsSsize_t(args[at]);
+    in->scalar_max = PyLong_AsSsize_t(args[at + 1]);
+    in->rtol = PyFloat_AsDouble(args[at + 2]);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static void release_inputs(Inputs *in) {
+    arr_release(&in->bottleneck);
+    Py_XDECREF(in->obottleneck);
+}
+
+/* unload(gone) -> the seeds: the ended flows' links in the full set (Rates._unload) */
+static PyObject *Core_unload(Core *c, PyObject *gone) {
+    IList seeds = {0};
+    PyObject *res = NULL;
+    if (read_gone(c, gone, &seeds, 1) == 0) {
+        res = PyList_New(seeds.n);
+        for (Py_ssize_t i = 0; res && i < seeds.n; i++) {
+            PyObject *x = PyLong_FromLong(seeds.v[i]);
+            if (!x) {
+                Py_CLEAR(res);
+                break;
+            }
+            PyList_SET_ITEM(res, i, x);
+        }
+    }
+    free(seeds.v);
+    return res;
+}
+
+/* solve_part(path, bound, rate, fresh, seeds, limit, scalar_max, rtol) -> (regrown, slots, rates), or
+ * (regrown, None, None) when the part reaches ``limit`` flows (Rates._solve_part) */
+static PyObject *Core_solve_part(Core *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 8, "solve_part(path, bound, rate, fresh, seeds, limit, scalar_max, rtol)"))
+        return NULL;
+    Arr path, bound, rate;
+    path.held = bound.held = rate.held = 0;
+    Inputs in;
+    Py_ssize_t limit;
+    IList new = {0}, seeds = {0}, over = {0}, moved = {0};
+    PyObject *res = NULL;
+    long regrown = 0;
+    if (parse_inputs(args, &in, &path, &bound, &limit, 5) < 0 || arr_get(args[2], &rate, 'f') < 0)
+        goto done;
+    if (read_fresh(args[3], &new) < 0 || read_ints(args[4], &seeds) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < new.n; i++) { /* links a new flow could overfill at its rate alone */
+        int32_t slot = new.v[i], len;
+        if ((size_t)slot >= c->nslots || c->spid[slot] < 0) {
+            PyErr_SetString(PyExc_ValueError, "_ratecore: a new flow was not entered");
+            goto done;
+        }
+        const int32_t *arcs = slot_arcs(c, slot, &len);
+        double alone = -1.0;
+        for (int32_t k = 0; k < len; k++) {
+            int32_t arc = arcs[k];
+            if (c->full[arc]) {
+                if (il_push(&seeds, arc) < 0)
+                    goto done;
+            } else if (c->msize[arc] > 1) {
+                if (alone < 0 && alone_rate(c, &in, slot, &alone) < 0)
+                    goto done;
+                if (c->load[arc] + alone > c->top[arc]) {
+                    c->full[arc] = 1;
+                    if (il_push(&seeds, arc) < 0)
+                        goto done;
+                }
+            }
+        }
+    }
+    if (!new.n && !seeds.n) {
+        res = Py_BuildValue("(lNN)", 0L, PyList_New(0), PyList_New(0));
+        goto done;
+    }
+    for (;;) {
+        int got = component(c, &new, &seeds, limit, 1);
+        if (got < 0)
+            goto done;
+        if (got > 0) {
+            res = Py_BuildValue("(lOO)", regrown, Py_None, Py_None);
+            goto done;
+        }
+        if (fit_rates(c->order.n) < 0 || relaxed(c, &in, &c->order, rbuf) < 0)
+            goto done;
+        got = commit(c, &rate, rbuf, &over, &moved);
+        if (got < 0)
+            goto done;
+        if (!got) {
+            PyObject *pair = lists(&c->order, &moved, rbuf);
+            if (pair) {
+                res = Py_BuildValue("(lOO)", regrown, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1));
+                Py_DECREF(pair);
+            }
+            goto done;
+        }
+        regrown++;
+        if (il_reserve(&seeds, seeds.n + over.n) < 0)
+            goto done;
+        memcpy(seeds.v + seeds.n, over.v, (size_t)over.n * sizeof(int32_t));
+        seeds.n += over.n;
+    }
+done:
+    release_inputs(&in);
+    arr_release(&path), arr_release(&bound), arr_release(&rate);
+    free(new.v), free(seeds.v), free(over.v), free(moved.v);
+    return res;
+}
+
+/* solve_component(path, bound, new, gone, limit, scalar_max, rtol) -> (slots, rates) or None: the whole
+ * components that hold a link of a new flow (a list of slots) or of an ended one (Rates._solve_component) */
+static PyObject *Core_solve_component(Core *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 7, "solve_component(path, bound, new, gone, limit, scalar_max, rtol)"))
+        return NULL;
+    Arr path, bound;
+    path.held = bound.held = 0;
+    Inputs in;
+    Py_ssize_t limit;
+    IList new = {0}, seeds = {0};
+    PyObject *res = NULL;
+    if (parse_inputs(args, &in, &path, &bound, &limit, 4) < 0)
+        goto done;
+    if (read_ints(args[2], &new) < 0 || read_gone(c, args[3], &seeds, 0) < 0)
+        goto done;
+    int got = component(c, &new, &seeds, limit, 0);
+    if (got < 0)
+        goto done;
+    if (got > 0) {
+        res = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (fit_rates(c->order.n) < 0 || relaxed(c, &in, &c->order, rbuf) < 0)
+        goto done;
+    res = lists(&c->order, NULL, rbuf);
+done:
+    release_inputs(&in);
+    arr_release(&path), arr_release(&bound);
+    free(new.v), free(seeds.v);
+    return res;
+}
+
+static PyMethodDef Core_methods[] = {
+    {"reset", (PyCFunction)Core_reset, METH_O, "reset(kept): the kept links changed; everything dropped"},
+    {"clear", (PyCFunction)Core_clear, METH_NOARGS, "clear(): the per-link sets emptied"},
+    {"enter", (PyCFunction)(void (*)(void))Core_enter, METH_FASTCALL, "enter(slots, pids) -> links made shared"},
+    {"leave", (PyCFunction)Core_leave, METH_O, "leave(slots) -> change in shared links"},
+    {"set_load", (PyCFunction)Core_set_load, METH_O, "set_load(load): the loads and the full set"},
+    {"unload", (PyCFunction)Core_unload, METH_O, "unload(gone) -> seeds"},
+    {"solve_part", (PyCFunction)(void (*)(void))Core_solve_part, METH_FASTCALL,
+     "solve_part(path, bound, rate, fresh, seeds, limit, scalar_max, rtol) -> (regrown, slots, rates)"},
+    {"solve_component", (PyCFunction)(void (*)(void))Core_solve_component, METH_FASTCALL,
+     "solve_component(path, bound, new, gone, limit, scalar_max, rtol) -> (slots, rates) or None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject CoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore.Core",
+    .tp_basicsize = sizeof(Core),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The incremental max-min state of a sim.rates.Rates: Core(cluster, capacity, top, brim)",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Core_init,
+    .tp_dealloc = (destructor)Core_dealloc,
+    .tp_methods = Core_methods,
+};
+
+static PyObject *py_fsum(PyObject *self, PyObject *arg) {
+    /* fsum(values): the module's math.fsum (tests) */
+    Arr a;
+    if (arr_get(arg, &a, 'f') < 0)
+        return NULL;
+    double *x = malloc((size_t)(2 * a.n + 2) * sizeof(double));
+    if (!x) {
+        arr_release(&a);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < a.n; i++)
+        x[i] = arr_f(&a, i);
+    double s = fsum(x, a.n, x + a.n);
+    free(x);
+    arr_release(&a);
+    return PyFloat_FromDouble(s);
+}
+
+static PyMethodDef module_methods[] = {
+    {"fsum", py_fsum, METH_O, "fsum(array): math.fsum's correctly rounded sum"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_ratecore", "The compiled core of sim.rates (see sim/_ratecore.c).", -1, module_methods,
+};
+
+PyMODINIT_FUNC PyInit__ratecore(void) {
+    if (PyType_Ready(&CoreType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    Py_INCREF(&CoreType);
+    if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) {
+        Py_DECREF(&CoreType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
