@@ -33,6 +33,7 @@ def test_the_share_a_part_may_reach_changes_the_cost_not_the_times(preset, monke
     floor = rates._PART_FLOOR
     for share in (1, rates._PART_SHARE, 10**9):  # 1: up to half the active flows; 10**9: never a part
         monkeypatch.setattr(rates, "_PART_SHARE", share)
+        monkeypatch.setattr(rates, "_PART_SHARE_CORE", share)  # (the compiled core's, where it is built)
         monkeypatch.setattr(rates, "_PART_FLOOR", 0 if share == 10**9 else floor)
         seen.clear()
         r = simulate(graph, "allreduce", spec, 2**26, gamma=1e-11)

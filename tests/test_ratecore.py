@@ -93,7 +93,7 @@ def test_the_cores_exact_sum_is_math_fsum():
             x = rng.uniform(0, 1, n) * scale
             x[::3] *= 1e16
             assert rates._ratecore.fsum(x) == math.fsum(x.tolist())
-    tricky = np.array([1e16, 1.0, -1e16, 1e-16, 3.0, -2.0**-52])
+    tricky = np.array([1e16, 1.0, -1e16, 1e-16, 3.0, -(2.0**-52)])
     assert rates._ratecore.fsum(tricky) == math.fsum(tricky.tolist())
     assert rates._ratecore.fsum(np.zeros(0)) == 0.0
 
