@@ -342,18 +342,23 @@ class Cluster:
         return e
 
     def add_endpoints(
-        self, ranks: list[int], vias: list[str | None], key: object = None, overhead: float | None = None
+        self,
+        ranks: list[int],
+        vias: list[str | None],
+        key: object = None,
+        overhead: float | None = None,
+        keys: list[object] | None = None,
     ) -> list[int]:
-        """:meth:`add_endpoint` on every rank ``ranks[i]`` with ``via=vias[i]`` and the same ``key`` and
-        ``overhead``, in order (the same endpoints as one call each, at the cost of one: NCCL's
-        channels add 262,144 of them at 16,384 GPUs)."""
+        """:meth:`add_endpoint` on every rank ``ranks[i]`` with ``via=vias[i]``, the same ``key`` (or
+        ``keys[i]``) and ``overhead``, in order (the same endpoints as one call each, at the cost of one:
+        NCCL's channels add 262,144 of them at 16,384 GPUs)."""
         extra, index = self._extra, self._index
         out: list[int] = []
         new: list[int] = []
         new_vias: list[str | None] = []
         e = self._endpoints
-        for rank, via in zip(ranks, vias, strict=True):
-            ident = (rank, None, via, key, overhead)
+        for i, (rank, via) in enumerate(zip(ranks, vias, strict=True)):
+            ident = (rank, None, via, key if keys is None else keys[i], overhead)
             got = extra.get(ident)
             if got is None:
                 if via is not None and via not in index:

@@ -145,3 +145,21 @@ def test_channel_endpoints_at_once_equal_one_by_one() -> None:
     assert many._via == one._via
     for name in ("rank_node", "overhead", "compute_scale"):
         assert np.array_equal(getattr(many, name), getattr(one, name))
+
+
+def test_launchers_at_once_equal_one_by_one() -> None:
+    from sim.nccl.pipeline import launchers
+
+    many, one = Cluster("hgx:preset=dgx-h100,hosts=2"), Cluster("hgx:preset=dgx-h100,hosts=2")
+    actors = [channel_endpoint(many, r, ("c",), 0) for r in (0, 5, 9)] + [3, 3, 12]
+    assert actors == [channel_endpoint(one, r, ("c",), 0) for r in (0, 5, 9)] + [3, 3, 12]
+    got = launchers(many, actors, 7e-6)
+    want = []
+    for a in dict.fromkeys(actors):
+        rank = a if a < one.size else one.endpoint_rank[a - one.size]
+        want.append((one.add_endpoint(rank=rank, key=("launch", a), overhead=7e-6), a))
+    assert got == want
+    assert launchers(many, actors, 7e-6) == got  # idempotent
+    assert many.endpoint_rank == one.endpoint_rank
+    for name in ("rank_node", "overhead", "compute_scale"):
+        assert np.array_equal(getattr(many, name), getattr(one, name))

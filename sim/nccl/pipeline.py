@@ -155,12 +155,15 @@ def launchers(cluster: Any, actors: Sequence[int], seconds: float) -> list[tuple
     """(launcher, actor) pairs: for every actor on a GPU, a launcher on the same GPU whose zero-byte
     message to it takes ``seconds`` (its per-message overhead) -- NCCL's fixed cost of a collective,
     paid before any data moves."""
-    out = []
+    ranks, launched = [], []
     for a in dict.fromkeys(int(x) for x in actors):
         rank = a if a < cluster.size else cluster.endpoint_rank[a - cluster.size]
         if rank >= 0:
-            out.append((cluster.add_endpoint(rank=rank, key=("launch", a), overhead=seconds), a))
-    return out
+            ranks.append(rank)
+            launched.append(a)
+    keys: list[object] = [("launch", a) for a in launched]
+    made = cluster.add_endpoints(ranks, [None] * len(ranks), overhead=seconds, keys=keys)
+    return list(zip(made, launched, strict=True))
 
 
 def shift(
