@@ -41,6 +41,9 @@ from .rates import SMALL_BATCH as _SMALL
 from .rates import Rates, gather_arcs
 from .results import LinkUse
 
+#: rates handed over as lists beyond this many are set in numpy (its per-call cost pays there)
+_SET_MANY = 64
+
 __all__ = ["Network", "batch_at", "call_at", "settle"]
 
 
@@ -902,6 +905,8 @@ class Network:
         now = self._t_last
         if not isinstance(slots, list) and len(slots) <= _SMALL:
             slots, rates = slots.tolist(), rates.tolist()  # type: ignore[union-attr]
+        elif isinstance(slots, list) and len(slots) > _SET_MANY:  # (the compiled core hands over lists)
+            slots, rates = np.array(slots, dtype=np.int64), np.array(rates, dtype=float)
         if isinstance(slots, list):
             rate, left, t_set, due = self._rate, self._remaining, self._t_set, self._due
             heap, due_at = self._heap, self._due_at
@@ -933,8 +938,8 @@ class Network:
         self._remaining[slots] = remaining
         self._t_set[slots] = now
         self._rate[slots] = rates
-        with np.errstate(divide="ignore"):
-            due = now + remaining / rates
+        with np.errstate(divide="ignore", invalid="ignore"):
+            due = np.where(rates > 0, now + remaining / rates, np.inf)  # (as the scalar path: no rate, never)
         self._due[slots] = due
         self._push(due, slots)
 
