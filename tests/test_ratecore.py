@@ -103,3 +103,19 @@ def test_collsim_pure_forces_the_python_path():
     env = dict(os.environ, COLLSIM_PURE="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+def test_the_install_builds_the_core_where_it_can() -> None:
+    """`make` (pip install -e) with a C compiler and Python's headers builds the core: its tests above
+    must not be skipped there for want of it (a failed build would otherwise pass unnoticed)."""
+    import shutil
+    import sysconfig
+    from pathlib import Path
+
+    venv = Path(__file__).resolve().parents[1] / ".venv"
+    made = (venv / ".installed").exists() and Path(sys.prefix).resolve() == venv.resolve()
+    compiler = shutil.which(os.environ.get("CC", "cc"))
+    headers = Path(sysconfig.get_paths()["include"], "Python.h").exists()
+    if not (made and compiler and headers):
+        pytest.skip("not this checkout's `make` install with a C compiler and Python's headers")
+    assert rates._ratecore is not None, "sim._ratecore was not built by the install; run `make clean install`"
