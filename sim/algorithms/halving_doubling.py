@@ -117,38 +117,31 @@ def halving_doubling_program(order: list[int], nbytes: float, endpoints: int, se
         if extra
         else None
     )
-    ranges = [(0, q)] * q
+    nodes = np.asarray(order, dtype=np.int64)
+    j = np.arange(q)
+    lo, hi = np.zeros(q, dtype=np.int64), np.full(q, q, dtype=np.int64)  # the blocks each position holds
     phases: list[tuple[Step, int]] = []
     mask = q >> 1
     while mask:  # recursive halving: send the half the partner keeps, reduce the half received
-        src, dst, seg, width = [], [], [], []
-        new = []
-        for j in range(q):
-            lo, hi = ranges[j]
-            mid = (lo + hi) // 2
-            keep, give = ((mid, hi), (lo, mid)) if j & mask else ((lo, mid), (mid, hi))
-            src.append(order[j])
-            dst.append(order[j ^ mask])
-            seg.append(seg_off + give[0])
-            width.append(give[1] - give[0])
-            new.append(keep)
-        half = np.asarray(width) * block
-        phases.append((Step.make(src, dst, half, half, endpoints=endpoints, seg=seg, seg_width=width), 1))
-        ranges = new
+        mid = (lo + hi) // 2
+        upper = (j & mask) != 0  # keeps the upper half, gives the lower
+        give_lo, give_hi = np.where(upper, lo, mid), np.where(upper, mid, hi)
+        width = give_hi - give_lo
+        half = width * block
+        step = Step.make(
+            nodes, nodes[j ^ mask], half, half, endpoints=endpoints, seg=seg_off + give_lo, seg_width=width
+        )
+        phases.append((step, 1))
+        lo, hi = np.where(upper, mid, lo), np.where(upper, hi, mid)
         mask >>= 1
     mask = 1
     while mask < q:  # recursive doubling: swap everything held, store what arrives
-        src, dst, seg, width = [], [], [], []
-        for j in range(q):
-            lo, hi = ranges[j]
-            src.append(order[j])
-            dst.append(order[j ^ mask])
-            seg.append(seg_off + lo)
-            width.append(hi - lo)
-        phases.append(
-            (Step.make(src, dst, np.asarray(width) * block, 0.0, endpoints=endpoints, seg=seg, seg_width=width), 1)
+        width = hi - lo
+        step = Step.make(
+            nodes, nodes[j ^ mask], width * block, 0.0, endpoints=endpoints, seg=seg_off + lo, seg_width=width
         )
-        ranges = [(min(ranges[j][0], ranges[j ^ mask][0]), max(ranges[j][1], ranges[j ^ mask][1])) for j in range(q)]
+        phases.append((step, 1))
+        lo, hi = np.minimum(lo, lo[j ^ mask]), np.maximum(hi, hi[j ^ mask])
         mask <<= 1
     if fold_in is not None:
         fold_out = Step.make(
