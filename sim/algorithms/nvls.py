@@ -165,8 +165,8 @@ def nvls_program(
     }
     s = Streams(cluster.endpoints, k)
     whole = dict(off=0, scale=q_parts, width=q_parts)
-    for host, grp in enumerate(groups):
-        s.add(grp, red[host], slice_b * nvl, lag=0, reduce=True, **whole)
+    # (one call for what a call per host added, in the same order: the streams keep their order)
+    s.add([r for grp in groups for r in grp], np.repeat(red, g), slice_b * nvl, lag=0, reduce=True, **whole)
     # engine -> heads (lag 1); the heads' tree; heads -> multicast engine; engine -> everyone
     final = np.zeros((2, h), dtype=np.int64)  # step at which head (t, host) holds the result
     for t in range(2):
@@ -177,8 +177,7 @@ def nvls_program(
             down = lags_down(parent, np.full(len(nodes), done, dtype=np.int64))
             final[t] = down[:h]
             off = 2 * q + t
-            for host in range(h):
-                s.add([red[host]], [actors_q[host]], part_b * nvl, lag=1, reduce=False, off=off, scale=q_parts)
+            s.add(red, actors_q, part_b * nvl, lag=1, reduce=False, off=off, scale=q_parts)
             kids = [v for v in range(len(nodes)) if parent[v] >= 0]
             if kids:
                 src = [nodes[v] for v in kids]
