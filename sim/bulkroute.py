@@ -179,19 +179,19 @@ class BulkRouter:
         node = self.cluster.rank_node
         return self.node_routes(node[np.asarray(srcs, dtype=np.int64)], node[np.asarray(dsts, dtype=np.int64)])
 
-    def node_routes(self, sn: np.ndarray, dn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def node_routes(self, srcs: np.ndarray, dsts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`routes` between nodes (both origins of this router: see :func:`bulk_router`; a node to
-        itself: no arcs); a pair with an end that is no origin is in the mask too."""
-        sn = np.asarray(sn, dtype=np.int64)
-        dn = np.asarray(dn, dtype=np.int64)
-        srcs, dsts = sn, dn  # the tables are indexed by node
+        itself: no arcs); a pair with an end that is no origin is in the mask too. (The tables are
+        indexed by node.)"""
+        srcs = np.asarray(srcs, dtype=np.int64)
+        dsts = np.asarray(dsts, dtype=np.int64)
         out = np.full((len(srcs), self.width), -1, dtype=np.int64)
         # the short cut: a direct link, else the common neighbours
-        direct = self._arc(sn, dn)
+        direct = self._arc(srcs, dsts)
         second = np.full((len(srcs), self.near.shape[1]), -1, dtype=np.int64)
         for i in range(self.near.shape[1]):
             v = self.near[srcs, i]
-            second[:, i] = np.where(v >= 0, self._arc(np.maximum(v, 0), dn), -1)
+            second[:, i] = np.where(v >= 0, self._arc(np.maximum(v, 0), dsts), -1)
         common = (second >= 0).sum(axis=1)
         short = (direct < 0) & (common == 1)
         pick = np.argmax(second >= 0, axis=1)
@@ -233,9 +233,9 @@ class BulkRouter:
                 raise ValueError("pairs under different leaves with no spine")
             rows = np.flatnonzero(across)
             if self.dest_key is not None:  # the router picks by the destination alone
-                j = self.dest_key[dn[rows]] % len(self.top)
+                j = self.dest_key[dsts[rows]] % len(self.top)
             else:
-                j = (ecmp_hash_many(sn[rows], dn[rows], up_len[rows]) % np.uint64(len(self.top))).astype(np.int64)
+                j = (ecmp_hash_many(srcs[rows], dsts[rows], up_len[rows]) % np.uint64(len(self.top))).astype(np.int64)
             li = self.leaf_index
             out[rows, pos[rows]] = self.top_arcs[li[srcs[rows]], j]
             out[rows, pos[rows] + 1] = self.spine_down[j, li[dsts[rows]]]
@@ -247,7 +247,7 @@ class BulkRouter:
             has = k < dl
             r = rows[has]
             out[r, pos[r] + k] = self.down[dsts[r], dl[has] - 1 - k]
-        same = sn == dn  # (near itself: never a short cut)
+        same = srcs == dsts  # (near itself: never a short cut)
         out[same] = -1
         return out, odd & ~same
 

@@ -490,7 +490,7 @@ class Cluster:
         n = len(self.nodes)
         _, first, inverse = np.unique((s * (n + 1) + v + 1) * n + d, return_index=True, return_inverse=True)
         rows = self._triple_routes(s[first], v[first], d[first], us[first], ud[first])
-        latency = np.where(rows >= 0, self.latency[np.maximum(rows, 0)], 0.0).sum(axis=1)
+        latency = self._latencies(rows)
         inverse = inverse.ravel()
         ids = self.paths.add_many(rows[inverse], latency[inverse], self._owners(us), self._owners(ud), self.capacity)
         self._pid.update(zip(zip(us.tolist(), ud.tolist(), strict=True), ids.tolist(), strict=True))
@@ -531,6 +531,10 @@ class Cluster:
         cols = (head >= 0).sum(axis=1)[:, None] + np.arange(tail.shape[1])[None, :]
         out[np.nonzero(valid)[0], cols[valid]] = tail[valid]
         return out
+
+    def _latencies(self, rows: np.ndarray) -> np.ndarray:
+        """Each route's latency, from rows of arcs padded with -1."""
+        return np.where(rows >= 0, self.latency[np.maximum(rows, 0)], 0.0).sum(axis=1)
 
     def _bulk_routes(self, bulk: Any, a: np.ndarray, b: np.ndarray, us: np.ndarray, ud: np.ndarray) -> np.ndarray:
         """Routes between nodes ``a[i]`` and ``b[i]`` (of messages ``us[i] -> ud[i]``) from ``bulk``, the
@@ -597,7 +601,7 @@ class Cluster:
                 rows[i] = -1
                 rows[i, : len(arcs)] = arcs
             fresh = rows
-            latency = np.where(fresh >= 0, self.latency[np.maximum(fresh, 0)], 0.0).sum(axis=1)
+            latency = self._latencies(fresh)
             ids = self.paths.add_many(fresh, latency, us[new], ud[new], self.capacity)
             pids[new] = ids
             keys = np.concatenate([self._bulk_keys, (us[new] << 32) | ud[new]])
@@ -619,7 +623,7 @@ class Cluster:
         if len(new):
             keys = list(zip(srcs[new].tolist(), dsts[new].tolist(), strict=True))
             fresh = rows[new]
-            latency = np.where(fresh >= 0, self.latency[np.maximum(fresh, 0)], 0.0).sum(axis=1)
+            latency = self._latencies(fresh)
             ids = self.paths.add_many(fresh, latency, srcs[new], dsts[new], self.capacity)
             pids[new] = ids
             self._pid.update(zip(keys, ids.tolist(), strict=True))

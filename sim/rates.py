@@ -95,6 +95,12 @@ _COMPONENT_MAX_CORE = 65536
 _PART_SHARE_CORE = 2
 
 
+def _thresholds(capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per link direction, the load above which a solve overfills it (top) and from which it is full
+    (brim): the Python path's and the compiled core's."""
+    return capacity * (1 + _OVER_RTOL), capacity * (1 - _FULL_RTOL)
+
+
 def gather_arcs(paths: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(flow index, arc) for every arc of every path in ``pids``, flow by flow."""
     lens = paths.length[pids]
@@ -489,7 +495,7 @@ class Rates:
             if spread:
                 if self._load is None:
                     self._reload(active_slots(), *entries(), rate, gone)
-                if self._spread:  # a part costs ~10x per flow what a solve of all does (numpy)
+                if self._spread:  # a part costs more per flow than a solve of all does (see _PART_SHARE)
                     limit = min(_PART_FLOOR + count // (_PART_SHARE_CORE if core else _PART_SHARE), limit)
                 solved = self._solve_part(path, bound, rate, fresh, self._unload(gone), limit)
                 if not self._spread:
@@ -532,8 +538,7 @@ class Rates:
         if self._use_core:
             if self._core is None:
                 capacity = self.cluster.capacity
-                top, brim = capacity * (1 + _OVER_RTOL), capacity * (1 - _FULL_RTOL)
-                self._core = _CORE.Core(self.cluster, capacity, top, brim)
+                self._core = _CORE.Core(self.cluster, capacity, *_thresholds(capacity))
                 self._core.reset(self._kept)
             self._core.clear()
             self._core.enter(active, path[active])
@@ -592,9 +597,9 @@ class Rates:
         if not self._top:
             capacity = self.cluster.capacity
             self._cap = capacity.tolist()
-            self._top = (capacity * (1 + _OVER_RTOL)).tolist()
-            self._brim = (capacity * (1 - _FULL_RTOL)).tolist()
-        self._full = set(np.flatnonzero(load >= self.cluster.capacity * (1 - _FULL_RTOL)).tolist())
+            top, brim = _thresholds(capacity)
+            self._top, self._brim = top.tolist(), brim.tolist()
+        self._full = set(np.flatnonzero(load >= _thresholds(self.cluster.capacity)[1]).tolist())
 
     def _unload(self, gone: list) -> list[int]:
         """Take the flows that ended off the loads; their links in the full set, where the flows left

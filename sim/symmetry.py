@@ -246,7 +246,6 @@ def _links(cluster: Any, pairs: np.ndarray, n: int) -> tuple[np.ndarray, np.ndar
     _, a_arcs = gather_arcs(paths, a_pid)
     _, b_arcs = gather_arcs(paths, b_pid)
     m = cluster.num_arcs
-    tau = np.arange(m)
     image_arc = np.full(m, -1, dtype=np.int64)
     image_arc[a_arcs] = b_arcs
     if not np.array_equal(image_arc[a_arcs], b_arcs):
@@ -255,7 +254,7 @@ def _links(cluster: Any, pairs: np.ndarray, n: int) -> tuple[np.ndarray, np.ndar
     b = image_arc[a]
     if len(distinct(b)) != len(b):
         return None  # two link directions with one image
-    tau[a] = b
+    tau = np.where(image_arc >= 0, image_arc, np.arange(m))  # links no route crosses stay put
     if not np.array_equal(np.sort(tau), np.arange(m)):
         return None
     cap, lat = cluster.capacity, cluster.latency
