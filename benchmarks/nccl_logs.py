@@ -368,6 +368,9 @@ def main(argv: list[str] | None = None) -> int:
             logs.append(parse_log(path))
         except LogError as exc:
             print(f"# {path.name}: skipped: {exc}")
+    if not logs:
+        print(f"nccl_logs: none of the {len(files)} .txt files in {folder} is a log it can read", file=sys.stderr)
+        return 2
     where = f"{len(logs)} logs in {folder}, sizes >= {args.min_size}, algorithm nccl"
     cals: dict[Path, object] = {}
 

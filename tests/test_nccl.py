@@ -452,3 +452,18 @@ def test_schedules_run_on_clusters_built_from_arrays(algo):
     assert from_arrays.wrong == 0
     assert from_arrays.time_s == pytest.approx(from_graph.time_s, rel=1e-12)
     assert from_arrays.flows == from_graph.flows
+
+
+def test_log_table_of_no_readable_log_is_one_line_and_exit_2(tmp_path, capsys):
+    """A folder whose .txt files are all refused gives a line each, one line saying so, and exit 2 --
+    not empty tables and success."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import nccl_logs
+
+    (tmp_path / "notes.txt").write_text("#% a note, not a log\nhello\n")
+    assert nccl_logs.main([str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert "notes.txt: skipped: notes.txt: not an nccl-tests log" in captured.out
+    assert captured.err.strip().splitlines() == [
+        f"nccl_logs: none of the 1 .txt files in {tmp_path} is a log it can read"
+    ]
