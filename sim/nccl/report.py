@@ -9,7 +9,14 @@ from ..results import SimResult, nccl_row
 
 __all__ = ["pick_of", "row_with_pick"]
 
-_NAMES = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls-tree": "NVLSTree"}
+_NAMES = {
+    "ring": "Ring",
+    "tree": "Tree",
+    "collnet-direct": "CollNetDirect",
+    "collnet-chain": "CollNetChain",
+    "nvls": "NVLS",
+    "nvls-tree": "NVLSTree",
+}  # init.cc: ncclAlgoStr
 _PROTOS = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 
 
