@@ -36,14 +36,24 @@ import numpy as np
 
 from ..errors import AlgorithmError
 from ..nccl import tuner
-from ..nccl.layout import channel_endpoints, host_ranks, lags_down, lags_up, nics_of, run_program, slices
+from ..nccl.layout import (
+    channel_endpoints,
+    host_ranks,
+    lags_down,
+    lags_up,
+    nics_of,
+    run_program,
+    sharp_fabric,
+    sharp_forest,
+    slices,
+)
 from ..nccl.pipeline import Streams, launchers
 from ..nccl.protocols import collnet_chunk
 from ..program import StepProgram
 from ..runtime import Job
 from .base import Algorithm
 from .nccl_tree import tree_program
-from .nvls import head_slices, sharp_fabric, sharp_forest
+from .nvls import head_slices
 from .registry import register
 
 __all__ = ["CollnetDirect", "collnet_check", "collnet_direct_program", "collnet_heads", "collnet_time", "star_slices"]

@@ -22,14 +22,23 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import NonNegativeInt
 
-from ..nccl.layout import channel_endpoints, dtree_parent, host_ranks, lags_down, lags_up, nics_of, run_program, slices
+from ..nccl.layout import (
+    channel_endpoints,
+    dtree_parent,
+    host_ranks,
+    lags_down,
+    lags_up,
+    nics_of,
+    run_program,
+    sharp_forest,
+    slices,
+)
 from ..nccl.pipeline import Streams, launchers, shift
 from ..nccl.protocols import collnet_chunk, get_protocol
 from ..program import StepProgram
 from ..runtime import Job
 from ..schema import Spec
 from .base import Algorithm
-from .nvls import sharp_forest
 from .registry import register
 
 __all__ = ["NcclTree", "tree_program"]
