@@ -162,12 +162,18 @@ class _CollnetBase(Algorithm):
         return collnet_time(star_slices(n, self.chain), n, alpha, beta)
 
 
+#: NCCL's channels on hosts of one Hopper GPU and one NIC: the search's channel duplicated
+#: (``search.cc``: ncclTopoDupChannels), and again at run time (``connect.cc``: ncclTopoPostset)
+STAR_CHANNELS = 4
+
+
 def star_slices(n: float, chain: bool) -> int:
-    """The slices of ``n`` bytes on hosts of one GPU and one NIC: CollNet Direct's one head, or one of
-    CollNet Chain's two channels (a NIC's, duplicated)."""
+    """The slices of ``n`` bytes on hosts of one Hopper GPU and one NIC (NCCL's chunks for
+    :data:`STAR_CHANNELS` channels): CollNet Direct's one head, or one of CollNet Chain's two channels
+    (the NIC's, as :func:`~sim.algorithms.nccl_tree.tree_program` lays them out)."""
     if chain:
-        return slices(n / 2, collnet_chunk(n, 2, 1, 1, chain=True))
-    return head_slices(n, collnet_chunk(n, 2, 1, 1, chain=False))
+        return slices(n / 2, collnet_chunk(n, STAR_CHANNELS, 1, 1, chain=True))
+    return head_slices(n, collnet_chunk(n, STAR_CHANNELS, 1, 1, chain=False))
 
 
 def collnet_time(k: int, n: float, alpha: float, beta: float) -> float:

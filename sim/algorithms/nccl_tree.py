@@ -22,6 +22,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import NonNegativeInt
 
+from ..nccl import tuner
 from ..nccl.layout import (
     channel_endpoints,
     dtree_parent,
@@ -74,7 +75,11 @@ def tree_program(
     k_ch = channels or default_channels(cluster, p)
     protocol = get_protocol(proto)
     per = nbytes / k_ch
-    k = slices(per, collnet_chunk(nbytes, k_ch, 1, g, chain=True) if sharp else protocol.step)
+    if sharp:  # CollNet Chain's chunk, for the channels NCCL runs (the simulation splits among k_ch)
+        runs = tuner.search(tuner.describe(cluster, p))["collnet-chain"].runtime_channels
+        k = slices(per, collnet_chunk(nbytes, runs, 1, g, chain=True))
+    else:
+        k = slices(per, protocol.step)
     wire = protocol.wire(per / k)
     actors: list[int] = []
     parent: list[int] = []
