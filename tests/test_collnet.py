@@ -5,9 +5,6 @@ message on SHARP fabrics of A100 and H100 hosts, the closed form, NCCL's tables 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +14,6 @@ import sim.algorithms.nccl_tree as nccl_tree
 from sim.algorithms import get_algorithm
 from sim.algorithms.collnet_direct import collnet_direct_program, collnet_time
 from sim.cluster import Cluster
-from sim.errors import AlgorithmError
 from sim.nccl import tuner
 from sim.nccl.layout import channel_endpoint, sharp_switches
 from sim.nccl.pipeline import Streams
@@ -25,7 +21,7 @@ from sim.nccl.protocols import collnet_chunk
 from sim.simulate import simulate
 from sim.topology import hgx
 
-ROOT = Path(__file__).resolve().parents[1]
+from .test_nccl import _cli
 
 FABRICS = [  # (preset, hosts, GPUs a host, hosts a leaf, options)
     ("hgx-a100-200g", 2, 4, 32, {}),
@@ -196,27 +192,6 @@ def test_chunks_follow_nccls_size_rules():
         65536,
         32768,
     ]
-
-
-@pytest.mark.parametrize(
-    "topology, spec, message",
-    [
-        ("hgx:hosts=2,preset=hgx-a100-200g", "collnet-direct", "switches that reduce"),
-        ("hgx:hosts=1,preset=hgx-a100-200g,sharp=true", "collnet-chain", "at least 2 hosts"),
-        ("hgx:hosts=2,preset=hgx-a100-200g", "nccl:algo=collnetdirect", "cannot run it"),
-        ("hgx:hosts=2", "nccl:algo=collnet-chain", "switches that reduce"),
-    ],
-)
-def test_a_collnet_the_topology_cannot_run_is_one_line(topology, spec, message):
-    with pytest.raises(AlgorithmError) as info:
-        simulate(topology, "allreduce", spec, 2**20)
-    assert message in str(info.value) and "\n" not in str(info.value)
-
-
-def _cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "collsim", *args], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
 
 
 def test_cli_shows_the_collnet_pick_and_refuses_in_one_line():

@@ -23,9 +23,13 @@ channels, stated as a bound.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any
 
-from .collnet_direct import _CollnetBase
+from ..nccl.layout import slices
+from ..nccl.protocols import collnet_chunk
+from ..program import StepProgram
+from .collnet_direct import STAR_CHANNELS, _CollnetBase
+from .nccl_tree import tree_program
 from .registry import register
 
 __all__ = ["CollnetChain"]
@@ -34,5 +38,12 @@ __all__ = ["CollnetChain"]
 @register
 class CollnetChain(_CollnetBase):
     name = "collnet-chain"
-    chain: ClassVar[bool] = True
     summary = "CollNet Chain (SHARP): per channel a chain through each host's GPUs, the switches reduce between hosts"
+
+    def _program(self, cluster: Any, p: int, nbytes: float) -> tuple[StepProgram, int]:
+        return tree_program(cluster, p, nbytes, 0, "simple", sharp=True)
+
+    def _star_slices(self, n: float) -> int:
+        """One of the two channels on a host's one NIC (as :func:`tree_program` lays them out), in NCCL's
+        CollNet Chain chunks for :data:`STAR_CHANNELS` channels."""
+        return slices(n / 2, collnet_chunk(n, STAR_CHANNELS, 1, 1, chain=True))

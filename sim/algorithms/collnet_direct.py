@@ -45,18 +45,16 @@ from ..nccl.layout import (
     run_program,
     sharp_fabric,
     sharp_forest,
-    slices,
 )
 from ..nccl.pipeline import Streams, launchers
 from ..nccl.protocols import collnet_chunk
 from ..program import StepProgram
 from ..runtime import Job
 from .base import Algorithm
-from .nccl_tree import tree_program
 from .nvls import head_slices
 from .registry import register
 
-__all__ = ["CollnetDirect", "collnet_check", "collnet_direct_program", "collnet_heads", "collnet_time", "star_slices"]
+__all__ = ["CollnetDirect", "collnet_check", "collnet_direct_program", "collnet_heads", "collnet_time"]
 
 
 def collnet_heads(cluster: Any, groups: list[list[int]]) -> list[int]:
@@ -136,7 +134,6 @@ def collnet_direct_program(cluster: Any, p: int, nbytes: float, launch_s: float 
 class _CollnetBase(Algorithm):
     collective = "allreduce"
     star_oracle: ClassVar[bool] = False  # needs switches that reduce: tests/test_collnet.py holds its oracle
-    chain: ClassVar[bool] = False
 
     def check(self, p: int, cluster: Any) -> None:
         collnet_check(cluster, p, self.name)
@@ -145,9 +142,12 @@ class _CollnetBase(Algorithm):
         return False
 
     def _program(self, cluster: Any, p: int, nbytes: float) -> tuple[StepProgram, int]:
-        if self.chain:
-            return tree_program(cluster, p, nbytes, 0, "simple", sharp=True)
         return collnet_direct_program(cluster, p, nbytes)
+
+    def _star_slices(self, n: float) -> int:
+        """The slices of ``n`` bytes on hosts of one Hopper GPU and one NIC (NCCL's chunks for
+        :data:`STAR_CHANNELS` channels): CollNet Direct's one head."""
+        return head_slices(n, collnet_chunk(n, STAR_CHANNELS, 1, 1, chain=False))
 
     def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
         return self._program(cluster, p, nbytes)[0]
@@ -157,23 +157,14 @@ class _CollnetBase(Algorithm):
         yield from run_program(job, program, segments)
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
-        """Hosts of one GPU and one NIC (two channels on it for the chain), one SHARP switch: k + 1 steps
-        of a slice, up and down overlapping (the module docstrings)."""
-        return collnet_time(star_slices(n, self.chain), n, alpha, beta)
+        """Hosts of one GPU and one NIC, one SHARP switch: k + 1 steps of a slice, up and down
+        overlapping (the module docstrings)."""
+        return collnet_time(self._star_slices(n), n, alpha, beta)
 
 
 #: NCCL's channels on hosts of one Hopper GPU and one NIC: the search's channel duplicated
 #: (``search.cc``: ncclTopoDupChannels), and again at run time (``connect.cc``: ncclTopoPostset)
 STAR_CHANNELS = 4
-
-
-def star_slices(n: float, chain: bool) -> int:
-    """The slices of ``n`` bytes on hosts of one Hopper GPU and one NIC (NCCL's chunks for
-    :data:`STAR_CHANNELS` channels): CollNet Direct's one head, or one of CollNet Chain's two channels
-    (the NIC's, as :func:`~sim.algorithms.nccl_tree.tree_program` lays them out)."""
-    if chain:
-        return slices(n / 2, collnet_chunk(n, STAR_CHANNELS, 1, 1, chain=True))
-    return head_slices(n, collnet_chunk(n, STAR_CHANNELS, 1, 1, chain=False))
 
 
 def collnet_time(k: int, n: float, alpha: float, beta: float) -> float:

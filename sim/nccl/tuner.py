@@ -29,41 +29,16 @@ PROTOS = ("ll", "ll128", "simple")
 _COMPCAP = {"sm70": 0, "sm80": 1, "sm90": 2, "sm100": 3}
 
 # tuning.cc: ncclTunerConstantsDefaults -------------------------------------------------------------
-_COLLNET = ("collnet-direct", "collnet-chain")
-BASE_LAT = {
-    "tree": (6.8, 14.0, 8.4),
-    "ring": (6.6, 14.0, 8.4),
-    "collnet-direct": (0, 0, 0),
-    "collnet-chain": (0, 0, 0),
-    "nvls": (0, 0, 0),
-    "nvls-tree": (0, 0, 0),
-}
+BASE_LAT = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0, 0, 0), "nvls-tree": (0, 0, 0)}
 HW_LAT = {  # [hw][algorithm] -> (LL, LL128, Simple) microseconds
-    "nvlink": {
-        "tree": (0.6, 1.25, 4.0),
-        "ring": (0.6, 1.9, 3.4),
-        "collnet-direct": (0, 0, 3.7),
-        "collnet-chain": (0, 0, 2.8),
-        "nvls": (0, 0, 25),
-        "nvls-tree": (0, 0, 25),
-    },
-    "pci": {
-        "tree": (1.0, 1.9, 4.0),
-        "ring": (1.0, 2.5, 5.7),
-        "collnet-direct": (0, 0, 3.7),
-        "collnet-chain": (0, 0, 2.8),
-        "nvls": (0, 0, 0),
-        "nvls-tree": (0, 0, 0),
-    },
-    "net": {
-        "tree": (5.0, 8.5, 14),
-        "ring": (2.7, 4.0, 14.0),
-        "collnet-direct": (0, 0, 31),
-        "collnet-chain": (0, 0, 30),
-        "nvls": (0, 0, 18),
-        "nvls-tree": (0, 0, 20.9),
-    },
+    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0, 0, 25), "nvls-tree": (0, 0, 25)},
+    "pci": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "nvls": (0, 0, 0), "nvls-tree": (0, 0, 0)},
+    "net": {"tree": (5.0, 8.5, 14), "ring": (2.7, 4.0, 14.0), "nvls": (0, 0, 18), "nvls-tree": (0, 0, 20.9)},
 }
+_COLLNET = ("collnet-direct", "collnet-chain")
+BASE_LAT.update(dict.fromkeys(_COLLNET, (0, 0, 0)))
+for _hw, (_direct, _chain) in {"nvlink": (3.7, 2.8), "pci": (3.7, 2.8), "net": (31, 30)}.items():  # Simple only
+    HW_LAT[_hw].update({"collnet-direct": (0, 0, _direct), "collnet-chain": (0, 0, _chain)})
 LL_MAX_BW = ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 90.0, 70.0))  # llMaxBws
 PER_CH_MAX_RING_LL128 = ((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (40.0,) * 3)
 PER_CH_MAX_TREE_LL128 = ((20.0,) * 3, (20.0,) * 3, (36.7, 36.7, 29.0), (55.6, 31.67, 20.0))
