@@ -34,9 +34,10 @@ from .nccl_tree import rails, tree_program
 from .nvls import nvls_program
 from .registry import register
 
-__all__ = ["Nccl"]
+__all__ = ["NCCL_ALGO_NAMES", "Nccl"]
 
-_ALGOS = {
+#: NCCL_ALGO names (any case; init.cc: ncclAlgoStr, without the spaces) and ours -> the tuner's names
+NCCL_ALGO_NAMES = {
     "ring": "ring",
     "tree": "tree",
     "collnetdirect": "collnet-direct",
@@ -68,7 +69,7 @@ class NcclOptions(Spec):
     @field_validator("algo")
     @classmethod
     def _algo(cls, value: str) -> str:
-        return _parse(value, _ALGOS, "algorithm")
+        return _parse(value, NCCL_ALGO_NAMES, "algorithm")
 
     @field_validator("proto")
     @classmethod
@@ -95,7 +96,7 @@ class Nccl(Algorithm):
 
     def _system(self, p: int, cluster: Any) -> tuple[tuner.System, set[str] | None, set[str] | None]:
         sys = tuner.describe(cluster, p)
-        algos = _select(self.options.algo, _ALGOS, tuner.ALGORITHMS)
+        algos = _select(self.options.algo, NCCL_ALGO_NAMES, tuner.ALGORITHMS)
         protos = _select(self.options.proto, _PROTOS, tuner.PROTOS)
         if algos is not None:
             graphs = tuner.search(sys)
