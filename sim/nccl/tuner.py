@@ -5,7 +5,10 @@ estimate of the time -- ported from NVIDIA/nccl master 5067397c (v2.30.7).
   generation, NVLink/PCIe/NIC rates, whether the NVSwitch reduces (NVLS), the CPU vendor.
 * :func:`search` summarises the graph search (``src/graph/search.cc``: ``ncclTopoCompute``) as
   docs/nccl.md describes it: per-channel speeds from NCCL's speed arrays, one ring/tree channel per NIC
-  across nodes, channel duplication (``ncclTopoDupChannels``), one NVLS channel per head GPU.
+  across nodes, channel duplication (``ncclTopoDupChannels``), one NVLS channel per head GPU; with
+  CollNet on (SHARP switches, two nodes or more) the CollNet Direct and CollNet Chain graphs.
+* :func:`disabled` / :func:`enabled`: which algorithms NCCL runs here (CollNet's rules from ``init.cc``,
+  ``enqueue.cc`` and ``tuning.cc``).
 * :func:`candidates` fills NCCL's latency and bandwidth tables (``src/graph/tuning.cc``:
   ``ncclTopoTuneModel``) and prices a size (``ncclTopoGetAlgoTime``); :func:`pick` takes the minimum as
   ``enqueue.cc:topoGetAlgoInfo`` does (ties keep the lower algorithm, then protocol, index).
@@ -21,7 +24,7 @@ from typing import Any
 
 from ..errors import AlgorithmError
 
-__all__ = ["ALGORITHMS", "Candidate", "System", "candidates", "describe", "pick", "search"]
+__all__ = ["ALGORITHMS", "Candidate", "System", "candidates", "describe", "disabled", "enabled", "pick", "search"]
 
 #: NCCL's algorithm and protocol indices (``src/include/device.h``: ``NCCL_ALGO_*``, ``NCCL_PROTO_*``)
 ALGORITHMS = ("tree", "ring", "collnet-direct", "collnet-chain", "nvls", "nvls-tree")
