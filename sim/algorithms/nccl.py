@@ -36,18 +36,8 @@ from .registry import register
 
 __all__ = ["NCCL_ALGO_NAMES", "Nccl"]
 
-#: NCCL_ALGO names (any case; init.cc: ncclAlgoStr, without the spaces) and ours -> the tuner's names
-NCCL_ALGO_NAMES = {
-    "ring": "ring",
-    "tree": "tree",
-    "collnetdirect": "collnet-direct",
-    "collnet-direct": "collnet-direct",
-    "collnetchain": "collnet-chain",
-    "collnet-chain": "collnet-chain",
-    "nvls": "nvls",
-    "nvlstree": "nvls-tree",
-    "nvls-tree": "nvls-tree",
-}
+#: NCCL_ALGO names (any case: ``CollNetDirect``, ``NVLSTree``) and the tuner's -> the tuner's names
+NCCL_ALGO_NAMES = {name.lower(): a for a, name in tuner.NCCL_NAMES.items()} | {a: a for a in tuner.ALGORITHMS}
 _PROTOS = {"ll": "ll", "ll128": "ll128", "simple": "simple"}
 
 

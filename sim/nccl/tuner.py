@@ -24,10 +24,23 @@ from typing import Any
 
 from ..errors import AlgorithmError
 
-__all__ = ["ALGORITHMS", "Candidate", "System", "candidates", "describe", "disabled", "enabled", "pick", "search"]
+__all__ = [
+    "ALGORITHMS",
+    "NCCL_NAMES",
+    "Candidate",
+    "System",
+    "candidates",
+    "describe",
+    "disabled",
+    "enabled",
+    "pick",
+    "search",
+]
 
 #: NCCL's algorithm and protocol indices (``src/include/device.h``: ``NCCL_ALGO_*``, ``NCCL_PROTO_*``)
 ALGORITHMS = ("tree", "ring", "collnet-direct", "collnet-chain", "nvls", "nvls-tree")
+#: the names NCCL prints and NCCL_ALGO takes (``init.cc``: ``ncclAlgoStr``), in that order
+NCCL_NAMES = dict(zip(ALGORITHMS, ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree"), strict=True))
 PROTOS = ("ll", "ll128", "simple")
 _COMPCAP = {"sm70": 0, "sm80": 1, "sm90": 2, "sm100": 3}
 
