@@ -4,13 +4,13 @@
 >>> [(row.algorithm, round(row.result.time_s * 1e3, 3)) for row in rows[:4]]
 [('ps', 9.399), ('halving-doubling', 9.407), ('hierarchical:outer=halving-doubling', 9.407), ('ring', 9.423)]
 >>> [row.algorithm for row in rows if row.result is None]
-['ps:placement=dedicated', 'ps:shards=2,placement=dedicated', 'nvls', 'nvls-tree']
+['ps:placement=dedicated', 'ps:shards=2,placement=dedicated', 'nvls', 'nvls-tree', 'collnet-direct', 'collnet-chain']
 
 All of them move the bandwidth-optimal 2·(p-1)/p·n per rank; ``ps`` with one co-located shard per rank
 pays 2 message latencies, halving-doubling 2·log2 p, the ring 2(p-1) (on a star every host has one GPU,
 so hierarchical is its outer algorithm). Algorithms that cannot run on
 the cluster (a dedicated parameter server without hosts to spare, NVLS without an NVSwitch that
-reduces) come last, with the reason instead
+reduces, CollNet without switches that do) come last, with the reason instead
 of a result.
 """
 

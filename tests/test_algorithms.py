@@ -124,6 +124,8 @@ LISTED = {
         "nccl-tree",
         "nvls",
         "nvls-tree",
+        "collnet-direct",
+        "collnet-chain",
         "nccl",
     ],
     "broadcast": ["flat", "binomial-tree", "ring"],

@@ -163,6 +163,10 @@ def test_nccl_trees_are_nccls():
         ("hgx:hosts=2", "nvls", "use nvls-tree"),
         ("hgx:hosts=2,preset=oci-bm-gpu4-8", "nccl:algo=nvls", "cannot run it"),
         ("hgx:hosts=1", "nccl:algo=nvls-tree", "off on a single host"),
+        ("hgx:hosts=2,preset=hgx-a100-200g", "collnet-direct", "switches that reduce"),
+        ("hgx:hosts=1,preset=hgx-a100-200g,sharp=true", "collnet-chain", "at least 2 hosts"),
+        ("hgx:hosts=2,preset=hgx-a100-200g", "nccl:algo=collnetdirect", "cannot run it"),
+        ("hgx:hosts=2", "nccl:algo=collnet-chain", "switches that reduce"),
     ],
 )
 def test_an_algorithm_the_topology_cannot_run_is_one_line(topology, spec, message):

@@ -30,6 +30,8 @@ from . import (  # noqa: F401  (registers, in this order)
     nccl_tree,
     nvls,
     nvls_tree,
+    collnet_direct,
+    collnet_chain,
     nccl,
 )
 

@@ -1,9 +1,10 @@
-"""What NCCL would run: ``nccl[:algo=ring|tree|nvls|nvls-tree,proto=ll|ll128|simple]``.
+"""What NCCL would run: ``nccl[:algo=ring|tree|collnet-direct|collnet-chain|nvls|nvls-tree,proto=ll|ll128|simple]``.
 
 For each size, NCCL's tuner (:mod:`sim.nccl.tuner`, ported from ``tuning.cc`` and ``enqueue.cc``) picks
 the algorithm, protocol and channel count on this topology; that schedule is then *simulated* on the
 network -- :mod:`sim.nccl.rings` (``ring:channels=K``), :mod:`~sim.algorithms.nccl_tree`,
-:mod:`~sim.algorithms.nvls` / :mod:`~sim.algorithms.nvls_tree` -- with the protocol's bytes on the wire
+:mod:`~sim.algorithms.nvls` / :mod:`~sim.algorithms.nvls_tree`, :mod:`~sim.algorithms.collnet_direct` /
+:mod:`~sim.algorithms.collnet_chain` -- with the protocol's bytes on the wire
 (LL 2x, LL128 16/15x) and, before any data moves, NCCL's own latency estimate for that choice
 (base + per-hop latencies, ``tuning.cc``) as the collective's fixed cost -- or, under a link model with
 ``nccl_latency`` (a calibration), that fixed cost per protocol plus NCCL's per-hop NET latencies. ``algo`` and ``proto`` restrict
@@ -28,13 +29,15 @@ from ..program import StepProgram
 from ..runtime import Job
 from ..schema import Spec
 from .base import Algorithm
+from .collnet_direct import collnet_direct_program
 from .nccl_tree import rails, tree_program
 from .nvls import nvls_program
 from .registry import register
 
-__all__ = ["Nccl"]
+__all__ = ["NCCL_ALGO_NAMES", "Nccl"]
 
-_ALGOS = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls-tree", "nvls-tree": "nvls-tree"}
+#: NCCL_ALGO names (any case: ``CollNetDirect``, ``NVLSTree``) and the tuner's -> the tuner's names
+NCCL_ALGO_NAMES = {name.lower(): a for a, name in tuner.NCCL_NAMES.items()} | {a: a for a in tuner.ALGORITHMS}
 _PROTOS = {"ll": "ll", "ll128": "ll128", "simple": "simple"}
 
 
@@ -56,7 +59,7 @@ class NcclOptions(Spec):
     @field_validator("algo")
     @classmethod
     def _algo(cls, value: str) -> str:
-        return _parse(value, _ALGOS, "algorithm")
+        return _parse(value, NCCL_ALGO_NAMES, "algorithm")
 
     @field_validator("proto")
     @classmethod
@@ -83,7 +86,7 @@ class Nccl(Algorithm):
 
     def _system(self, p: int, cluster: Any) -> tuple[tuner.System, set[str] | None, set[str] | None]:
         sys = tuner.describe(cluster, p)
-        algos = _select(self.options.algo, _ALGOS, tuner.ALGORITHMS)
+        algos = _select(self.options.algo, NCCL_ALGO_NAMES, tuner.ALGORITHMS)
         protos = _select(self.options.proto, _PROTOS, tuner.PROTOS)
         if algos is not None:
             graphs = tuner.search(sys)
@@ -91,15 +94,7 @@ class Nccl(Algorithm):
             for a in sorted(algos - allowed):
                 if self.options.algo.startswith("^"):
                     continue
-                why = (
-                    "needs an NVSwitch that reduces (NVLink SHARP)"
-                    if "nvls" not in graphs
-                    else (
-                        "runs inside one host unless the switches reduce (hgx:...,sharp=true)"
-                        if a == "nvls"
-                        else "is off on a single host"
-                    )
-                )
+                why = tuner.disabled(sys, graphs, a)
                 raise AlgorithmError(f"nccl: algorithm {a} {why}; {cluster.name} with {p} ranks cannot run it")
             algos = algos & allowed
         return sys, algos, protos
@@ -130,6 +125,10 @@ class Nccl(Algorithm):
             return rings_program(cluster, p, nbytes, k, wire, launch), k * p
         if c.algorithm == "tree":
             return tree_program(cluster, p, nbytes, 0, c.protocol, launch)
+        if c.algorithm == "collnet-chain":
+            return tree_program(cluster, p, nbytes, 0, c.protocol, launch, sharp=True)
+        if c.algorithm == "collnet-direct":
+            return collnet_direct_program(cluster, p, nbytes, launch)
         return nvls_program(cluster, p, nbytes, launch, sharp=c.algorithm == "nvls")
 
     def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:

@@ -22,9 +22,20 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import NonNegativeInt
 
-from ..nccl.layout import channel_endpoints, dtree_parent, host_ranks, lags_down, lags_up, nics_of, run_program, slices
+from ..nccl import tuner
+from ..nccl.layout import (
+    channel_endpoints,
+    dtree_parent,
+    host_ranks,
+    lags_down,
+    lags_up,
+    nics_of,
+    run_program,
+    sharp_forest,
+    slices,
+)
 from ..nccl.pipeline import Streams, launchers, shift
-from ..nccl.protocols import get_protocol
+from ..nccl.protocols import collnet_chunk, get_protocol
 from ..program import StepProgram
 from ..runtime import Job
 from ..schema import Spec
@@ -53,17 +64,22 @@ def default_channels(cluster: Any, p: int) -> int:
 
 
 def tree_program(
-    cluster: Any, p: int, nbytes: float, channels: int, proto: str, launch_s: float = 0.0
+    cluster: Any, p: int, nbytes: float, channels: int, proto: str, launch_s: float = 0.0, sharp: bool = False
 ) -> tuple[StepProgram, int]:
     """The pipelined chain + double-binary-tree all-reduce as a step program (see the module docstring),
-    and the data-check segments it uses."""
+    and the data-check segments it uses. With ``sharp``, CollNet Chain (:mod:`~sim.algorithms.collnet_chain`):
+    the heads' NICs' switches reduce between the hosts in place of the trees, in CollNet Chain's chunks."""
     groups = host_ranks(cluster, p)
     h, g = len(groups), len(groups[0])
     rail = rails(cluster, groups)
     k_ch = channels or default_channels(cluster, p)
     protocol = get_protocol(proto)
     per = nbytes / k_ch
-    k = slices(per, protocol.step)
+    if sharp:  # CollNet Chain's chunk, for the channels NCCL runs (the simulation splits among k_ch)
+        runs = tuner.search(tuner.describe(cluster, p))["collnet-chain"].runtime_channels
+        k = slices(per, collnet_chunk(nbytes, runs, 1, g, chain=True))
+    else:
+        k = slices(per, protocol.step)
     wire = protocol.wire(per / k)
     actors: list[int] = []
     parent: list[int] = []
@@ -73,15 +89,26 @@ def tree_program(
         tree = (c // len(rail)) % 2
         base = len(actors)
         chains = [groups[host][(head + i) % g] for host in range(h) for i in range(g)]
-        actors.extend(channel_endpoints(cluster, chains, ("tree", c), nic))
+        actors.extend(channel_endpoints(cluster, chains, ("collnet-chain" if sharp else "tree", c), nic))
         chan.extend([c] * len(chains))
         for host in range(h):
             for i in range(g):
                 if i:
                     parent.append(base + host * g + i - 1)
                 else:
-                    up = dtree_parent(h, host, tree)
+                    up = -1 if sharp else dtree_parent(h, host, tree)
                     parent.append(-1 if up < 0 else base + up * g)
+        if sharp:  # the heads under their NICs' switches, which join the channel's actors
+            heads = [base + host * g for host in range(h)]
+            key = ("sharp", "collnet-chain", c)
+            ranks = [groups[host][head] for host in range(h)]
+            nodes, up_of = sharp_forest(cluster, ranks, [actors[v] for v in heads], nic, c, key)
+            top = len(actors) - h
+            actors.extend(nodes[h:])
+            chan.extend([c] * (len(nodes) - h))
+            parent.extend(-1 if x < 0 else top + x for x in up_of[h:])
+            for host, v in enumerate(heads):
+                parent[v] = top + up_of[host]
     up_lag, _ = lags_up(parent, 0)
     up = np.asarray(parent)
     start = np.zeros(len(parent), dtype=np.int64)
@@ -106,7 +133,7 @@ def tree_program(
     image = [
         where.get((c // len(rail), ((rail[c % len(rail)][0] + 1) % g, rail[c % len(rail)][1]))) for c in range(k_ch)
     ]
-    if all(i is not None for i in image):
+    if not sharp and all(i is not None for i in image):
         per = h * g  # actors of a channel: host by host, each host's chain in order
         moved = np.concatenate([np.arange(i * per, (i + 1) * per) for i in image])  # type: ignore[operator]
         sigma = shift(cluster.endpoints, actors, np.asarray(actors)[moved], starts)

@@ -39,8 +39,9 @@ from ..nccl.layout import (
     host_ranks,
     lags_down,
     lags_up,
-    nics_of,
     run_program,
+    sharp_fabric,
+    sharp_forest,
     slices,
 )
 from ..nccl.pipeline import Streams, launchers, shift
@@ -51,7 +52,7 @@ from ..runtime import Job
 from .base import Algorithm
 from .registry import register
 
-__all__ = ["Nvls", "nvls_program"]
+__all__ = ["Nvls", "head_slices", "nvls_program"]
 
 EFFICIENCY = NVLS_EFFICIENCY[2]  # Hopper
 #: the fewest pipeline slices a head's share is cut into (``device/common.h``: NCCL_STEPS 8 over
@@ -66,44 +67,13 @@ def nvls_slices(nbytes: float, hosts: int, heads: int, tree: bool = True) -> int
     into at least :data:`MIN_SLICES` (at most one a chunk). A share of a few chunks would otherwise be one
     slice, stored and forwarded whole through every stage, where NCCL streams it: its Simple protocol
     keeps ``NCCL_STEPS / ALLREDUCE_SLICESTEPS`` = 4 slices in flight on a connection."""
-    share = nbytes / heads
-    chunk = nvls_chunk(nbytes, hosts, NVLS_CHANNELS_HOPPER * heads, tree)
+    return head_slices(nbytes / heads, nvls_chunk(nbytes, hosts, NVLS_CHANNELS_HOPPER * heads, tree))
+
+
+def head_slices(share: float, chunk: float) -> int:
+    """Pipeline slices of a head's ``share`` moved in ``chunk``-byte chunks: ``NCCL_STEPS`` chunks a slice
+    (:func:`~sim.nccl.layout.slices`), but at least :data:`MIN_SLICES` (at most one a chunk)."""
     return max(slices(share, chunk), min(MIN_SLICES, math.ceil(share / chunk - 1e-9)))
-
-
-def sharp_switches(cluster: Any, rank: int, nic: int, spread: int) -> tuple[str, str | None]:
-    """The leaf switch that ``rank``'s ``nic``-th NIC is linked to, and a spine above it (the
-    ``spread``-th, modulo their count; None where the leaf has none), for in-network reduction."""
-    g = cluster.graph
-    nics = nics_of(cluster, rank)
-    if not nics:
-        raise AlgorithmError(f"nvls across hosts needs NICs; GPU {cluster.ranks[rank]} has none")
-    nic = nics[nic % len(nics)]
-    fabric = [
-        v for v in sorted(g.successors(nic)) if g.nodes[v].get("kind") == "switch" and g.nodes[v].get("host") is None
-    ]
-    leaf = fabric[0] if fabric else None
-    if leaf is None:
-        raise AlgorithmError(f"nvls across hosts: NIC {nic} is not linked to a switch")
-    spines = sorted(v for v in g.successors(leaf) if g.nodes[v].get("kind") == "switch" and v != leaf)
-    return leaf, (spines[spread % len(spines)] if spines else None)
-
-
-def sharp_fabric(cluster: Any, groups: list[list[int]]) -> bool:
-    """Whether every switch the hosts' NICs reach (leaves and spines) reduces in the network (``sharp``)."""
-    g = cluster.graph
-    for grp in groups:
-        for r in grp:
-            for t in range(2):
-                try:
-                    leaf, spine = sharp_switches(cluster, r, t, 0)
-                except AlgorithmError:
-                    return False
-                above = [v for v in g.successors(leaf) if g.nodes[v].get("kind") == "switch"]
-                for sw in (leaf, *above):
-                    if not g.nodes[sw].get("sharp"):
-                        return False
-    return True
 
 
 def _forest(
@@ -111,30 +81,10 @@ def _forest(
 ) -> tuple[list[int], list[int]]:
     """The reduction forest between the hosts' head actors ``actors`` (one per host) of head ``q``'s
     half ``t``: (its nodes, their parents, -1 at roots). NCCL's double binary tree between the heads, or
-    with ``sharp`` the switches: every head under the leaf switch of its NIC, leaves under one spine."""
-    h = len(actors)
+    with ``sharp`` the switches (:func:`sharp_forest`)."""
     if not sharp:
-        return list(actors), [dtree_parent(h, host, t) for host in range(h)]
-    nodes, parent = list(actors), [-1] * h
-    at: dict[str, int] = {}
-    for host, grp in enumerate(groups):
-        leaf, _ = sharp_switches(cluster, grp[q], t, 2 * q + t)
-        if leaf not in at:
-            at[leaf] = len(nodes)
-            nodes.append(cluster.add_endpoint(node=leaf, key=("sharp", q, t)))
-            parent.append(-1)
-        parent[host] = at[leaf]
-    leaves = list(range(h, len(nodes)))
-    if len(leaves) > 1:  # several leaf switches: a spine above the first leaf's reduces theirs
-        _, spine = sharp_switches(cluster, groups[0][q], t, 2 * q + t)
-        if spine is None:
-            raise AlgorithmError("nvls across leaf switches needs a spine above them")
-        top = len(nodes)
-        nodes.append(cluster.add_endpoint(node=spine, key=("sharp", q, t)))
-        parent.append(-1)
-        for i in leaves:
-            parent[i] = top
-    return nodes, parent
+        return list(actors), [dtree_parent(len(actors), host, t) for host in range(len(actors))]
+    return sharp_forest(cluster, [grp[q] for grp in groups], actors, t, 2 * q + t, ("sharp", q, t))
 
 
 def nvls_program(

@@ -24,6 +24,9 @@ __all__ = [
     "host_ranks",
     "nics_of",
     "run_program",
+    "sharp_fabric",
+    "sharp_forest",
+    "sharp_switches",
     "slices",
 ]
 
@@ -186,3 +189,68 @@ def lags_down(parent: list[int], start: np.ndarray) -> np.ndarray:
     (roots: their ``start`` - 1, the step they hold the result)."""
     root, depth = _roots_depths(np.asarray(parent, dtype=np.int64))
     return np.asarray(start, dtype=np.int64)[root] - 1 + depth
+
+
+def sharp_switches(cluster: Any, rank: int, nic: int, spread: int) -> tuple[str, str | None]:
+    """The leaf switch that ``rank``'s ``nic``-th NIC is linked to, and a spine above it (the
+    ``spread``-th, modulo their count; None where the leaf has none), for in-network reduction."""
+    g = cluster.graph
+    nics = nics_of(cluster, rank)
+    if not nics:
+        raise AlgorithmError(f"in-network reduction across hosts needs NICs; GPU {cluster.ranks[rank]} has none")
+    nic = nics[nic % len(nics)]
+    fabric = [
+        v for v in sorted(g.successors(nic)) if g.nodes[v].get("kind") == "switch" and g.nodes[v].get("host") is None
+    ]
+    leaf = fabric[0] if fabric else None
+    if leaf is None:
+        raise AlgorithmError(f"in-network reduction across hosts: NIC {nic} is not linked to a switch")
+    spines = sorted(v for v in g.successors(leaf) if g.nodes[v].get("kind") == "switch" and v != leaf)
+    return leaf, (spines[spread % len(spines)] if spines else None)
+
+
+def sharp_fabric(cluster: Any, groups: list[list[int]]) -> bool:
+    """Whether every switch the hosts' NICs reach (leaves and spines) reduces in the network (``sharp``)."""
+    g = cluster.graph
+    for grp in groups:
+        for r in grp:
+            for t in range(2):
+                try:
+                    leaf, spine = sharp_switches(cluster, r, t, 0)
+                except AlgorithmError:
+                    return False
+                above = [v for v in g.successors(leaf) if g.nodes[v].get("kind") == "switch"]
+                for sw in (leaf, *above):
+                    if not g.nodes[sw].get("sharp"):
+                        return False
+    return True
+
+
+def sharp_forest(
+    cluster: Any, ranks: list[int], actors: list[int], nic: int, spread: int, key: object
+) -> tuple[list[int], list[int]]:
+    """The switches that reduce between hosts (SHARP) for ``actors`` (one per host, on GPUs ``ranks``,
+    leaving by their ``nic``-th NIC): (the forest's nodes, their parents, -1 at roots) -- the actors, then
+    one endpoint ``key`` per leaf switch their NICs hang from (each actor under its leaf), and above
+    several leaves the ``spread``-th spine over the first leaf, the leaves under it."""
+    h = len(actors)
+    nodes, parent = list(actors), [-1] * h
+    at: dict[str, int] = {}
+    for host, r in enumerate(ranks):
+        leaf, _ = sharp_switches(cluster, r, nic, spread)
+        if leaf not in at:
+            at[leaf] = len(nodes)
+            nodes.append(cluster.add_endpoint(node=leaf, key=key))
+            parent.append(-1)
+        parent[host] = at[leaf]
+    leaves = list(range(h, len(nodes)))
+    if len(leaves) > 1:  # several leaf switches: a spine above the first leaf's reduces theirs
+        _, spine = sharp_switches(cluster, ranks[0], nic, spread)
+        if spine is None:
+            raise AlgorithmError("in-network reduction across leaf switches needs a spine above them")
+        top = len(nodes)
+        nodes.append(cluster.add_endpoint(node=spine, key=key))
+        parent.append(-1)
+        for i in leaves:
+            parent[i] = top
+    return nodes, parent

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["NVLS_CHUNK", "PROTOCOLS", "Protocol", "get_protocol", "nvls_chunk"]
+__all__ = ["NVLS_CHUNK", "PROTOCOLS", "Protocol", "collnet_chunk", "get_protocol", "nvls_chunk"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,27 @@ def nvls_chunk(nbytes: float, nodes: int, concurrent: int, tree: bool = True) ->
     for times, above in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
         if nbytes < times * concurrent * c and c > above:
             c = above
+    return c
+
+
+#: CollNet Chain's chunk ceiling (``enqueue.cc``: calcCollChunking, ``std::min(256 * 1024, ...)``)
+COLLNET_CHAIN_CHUNK = 256 * 1024
+
+
+def collnet_chunk(nbytes: float, channels: int, heads: int, depth: int, chain: bool) -> int:
+    """The chunk NCCL's CollNet Direct (``chain`` False) or CollNet Chain all-reduce moves for ``nbytes``
+    on ``channels`` channels (``enqueue.cc``: calcCollChunking). Direct starts from a Simple step (512
+    KiB) and halves while fewer than ``depth`` x 64 (down to 128 KiB), ``depth`` x 8 (64 KiB, then 32
+    KiB) chunks go to each of the ``heads``; ``depth`` is 2 where a node has several GPUs, else 1
+    (``connect.cc``: ``collnetDirect.depth``). Chain starts from 256 KiB and halves while fewer than
+    ``depth`` x 64 (down to 128 KiB), ``depth`` x 8 (64 KiB), ``depth`` (32 KiB) chunks go to each
+    channel; its ``depth`` is the GPUs per node (``connect.cc``: ``collnetChain.depth``)."""
+    per = channels * (1 if chain else heads)
+    c = min(COLLNET_CHAIN_CHUNK, PROTOCOLS["simple"].step) if chain else PROTOCOLS["simple"].step
+    rules = ((64, 131072), (8, 65536), (1, 32768)) if chain else ((64, 131072), (8, 65536), (8, 32768))
+    for times, above in rules:
+        while nbytes // (per * c) < depth * times and c > above:
+            c //= 2
     return c
 
 

@@ -6,10 +6,10 @@ import json
 from typing import Any
 
 from ..results import SimResult, nccl_row
+from .tuner import NCCL_NAMES
 
 __all__ = ["pick_of", "row_with_pick"]
 
-_NAMES = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls-tree": "NVLSTree"}
 _PROTOS = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 
 
@@ -21,7 +21,7 @@ def pick_of(algo: Any, p: int, nbytes: float, cluster: Any) -> dict[str, Any] | 
         return None
     c = choice(p, nbytes, cluster)
     return {
-        "algorithm": _NAMES.get(c.algorithm, c.algorithm),
+        "algorithm": NCCL_NAMES.get(c.algorithm, c.algorithm),
         "protocol": _PROTOS.get(c.protocol, c.protocol),
         "channels": c.channels,
         "nccl_estimate_us": round(c.time_us, 3),

@@ -5,7 +5,10 @@ estimate of the time -- ported from NVIDIA/nccl master 5067397c (v2.30.7).
   generation, NVLink/PCIe/NIC rates, whether the NVSwitch reduces (NVLS), the CPU vendor.
 * :func:`search` summarises the graph search (``src/graph/search.cc``: ``ncclTopoCompute``) as
   docs/nccl.md describes it: per-channel speeds from NCCL's speed arrays, one ring/tree channel per NIC
-  across nodes, channel duplication (``ncclTopoDupChannels``), one NVLS channel per head GPU.
+  across nodes, channel duplication (``ncclTopoDupChannels``), one NVLS channel per head GPU; with
+  CollNet on (SHARP switches, two nodes or more) the CollNet Direct and CollNet Chain graphs.
+* :func:`disabled` / :func:`enabled`: which algorithms NCCL runs here (CollNet's rules from ``init.cc``,
+  ``enqueue.cc`` and ``tuning.cc``).
 * :func:`candidates` fills NCCL's latency and bandwidth tables (``src/graph/tuning.cc``:
   ``ncclTopoTuneModel``) and prices a size (``ncclTopoGetAlgoTime``); :func:`pick` takes the minimum as
   ``enqueue.cc:topoGetAlgoInfo`` does (ties keep the lower algorithm, then protocol, index).
@@ -21,10 +24,23 @@ from typing import Any
 
 from ..errors import AlgorithmError
 
-__all__ = ["ALGORITHMS", "Candidate", "System", "candidates", "describe", "pick", "search"]
+__all__ = [
+    "ALGORITHMS",
+    "NCCL_NAMES",
+    "Candidate",
+    "System",
+    "candidates",
+    "describe",
+    "disabled",
+    "enabled",
+    "pick",
+    "search",
+]
 
 #: NCCL's algorithm and protocol indices (``src/include/device.h``: ``NCCL_ALGO_*``, ``NCCL_PROTO_*``)
 ALGORITHMS = ("tree", "ring", "collnet-direct", "collnet-chain", "nvls", "nvls-tree")
+#: the names NCCL prints and NCCL_ALGO takes (``init.cc``: ``ncclAlgoStr``), in that order
+NCCL_NAMES = dict(zip(ALGORITHMS, ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree"), strict=True))
 PROTOS = ("ll", "ll128", "simple")
 _COMPCAP = {"sm70": 0, "sm80": 1, "sm90": 2, "sm100": 3}
 
@@ -35,6 +51,10 @@ HW_LAT = {  # [hw][algorithm] -> (LL, LL128, Simple) microseconds
     "pci": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "nvls": (0, 0, 0), "nvls-tree": (0, 0, 0)},
     "net": {"tree": (5.0, 8.5, 14), "ring": (2.7, 4.0, 14.0), "nvls": (0, 0, 18), "nvls-tree": (0, 0, 20.9)},
 }
+_COLLNET = ("collnet-direct", "collnet-chain")
+BASE_LAT.update(dict.fromkeys(_COLLNET, (0, 0, 0)))
+for _hw, (_direct, _chain) in {"nvlink": (3.7, 2.8), "pci": (3.7, 2.8), "net": (31, 30)}.items():  # Simple only
+    HW_LAT[_hw].update({"collnet-direct": (0, 0, _direct), "collnet-chain": (0, 0, _chain)})
 LL_MAX_BW = ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 90.0, 70.0))  # llMaxBws
 PER_CH_MAX_RING_LL128 = ((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (40.0,) * 3)
 PER_CH_MAX_TREE_LL128 = ((20.0,) * 3, (20.0,) * 3, (36.7, 36.7, 29.0), (55.6, 31.67, 20.0))
@@ -133,6 +153,14 @@ SPEED_INTER = {
 }
 MAX_RING_CHANNELS = 32  # MAXCHANNELS / 2 (device.h MAXCHANNELS = 64 since 2.25)
 NVLS_CHANNELS_HOPPER = 16  # nvls.cc: ncclNvlsTuning (runtime NVLS channels on Hopper)
+#: CollNet needs at least this many nodes (init.cc: NCCL_COLLNET_NODE_THRESHOLD, default 2)
+COLLNET_NODE_THRESHOLD = 2
+#: CollNet Direct heads per node at most, and CollNet's limit on GPUs per node (device.h:
+#: NCCL_MAX_DIRECT_ARITY + 1; search.cc caps the Direct graph's channels, enqueue.cc: updateCollCostTable
+#: skips both CollNet algorithms above it)
+COLLNET_MAX_LOCAL = 7 + 1
+#: CollNet Direct's "arity serialization latency" per GPU of a node (tuning.cc: ncclTopoTuneModel), µs
+COLLNET_ARITY_LAT = 0.4
 
 
 @dataclass(frozen=True)
@@ -153,6 +181,19 @@ class System:
     @property
     def ranks(self) -> int:
         return self.nodes * self.ppn
+
+    @property
+    def nic_gpus(self) -> int:
+        """GPUs of a node that own a NIC (every GPU, or the first of each PCIe switch where NICs are fewer):
+        the heads NCCL's CollNet Direct search finds, one per GPU with a local NIC (search.cc:
+        ncclTopoSearchRecNet, no duplicate head where a GPU has several NICs)."""
+        return min(self.ppn, self.nics_per_node)
+
+    @property
+    def collnet(self) -> bool:
+        """Whether CollNet is on: switches that reduce (SHARP, with NCCL's plugin) and enough nodes
+        (init.cc: ``collNetSupport``, NCCL_COLLNET_NODE_THRESHOLD)."""
+        return self.sharp and self.nodes >= COLLNET_NODE_THRESHOLD
 
 
 @dataclass(frozen=True)
@@ -243,7 +284,11 @@ def search(sys: System) -> dict[str, Graph]:
         bw_intra /= math.ceil(dup / ch)
         bw_inter /= math.ceil(dup / ch)
         ch = dup
+    collnet = _collnet_graphs(sys, arch, ch, bw_inter, total) if sys.collnet else {}
     runtime = 2 * ch  # connect.cc: ncclTopoPostset duplicates the channels
+    chain = collnet.get("collnet-chain")
+    if chain is not None and chain.bw_intra > chain.bw_inter and sys.ppn > 1:
+        runtime = min(64, runtime + runtime // 2)  # connect.cc: CollNet adds channels to saturate NVLink
     if cc >= 2 and sys.nodes > 1 and bw_intra > 45 and runtime < 16:
         runtime *= 2
     ring = Graph(ch, bw_intra, bw_inter, nvl, runtime_channels=min(runtime, 64))
@@ -254,6 +299,7 @@ def search(sys: System) -> dict[str, Graph]:
                 tree_intra = max(tree_intra, s)
                 break
     out = {"ring": ring, "tree": replace(ring, bw_intra=tree_intra, tree_pattern=cc >= 2)}
+    out.update((a, replace(g, runtime_channels=ring.runtime_channels)) for a, g in collnet.items())
     if sys.nvls and nvl and sys.ppn > 1:
         heads = min(32, sys.ppn)
         intra = _speed(SPEED_INTRA[arch], sys.nvlink_bw / heads)
@@ -265,6 +311,49 @@ def search(sys: System) -> dict[str, Graph]:
         out["nvls"] = Graph(heads, intra, inter, True, runtime_channels=NVLS_CHANNELS_HOPPER)
         out["nvls-tree"] = out["nvls"]
     return out
+
+
+def _climb(speeds: tuple[float, ...], bw_inter: float, fits: Any) -> float:
+    """search.cc ncclTopoCompute, pass 2 for a tree-like graph ("increase bwIntra for trees (2 nodes or
+    collnet)"): from ``bw_inter`` up the speed array one speed at a time while the last one is below
+    2 x bwInter and the next one ``fits``."""
+    i = speeds.index(bw_inter) if bw_inter in speeds else len(speeds) - 1
+    intra = bw_inter
+    while i > 0 and intra < 2 * bw_inter and fits(speeds[i - 1]):
+        i -= 1
+        intra = speeds[i]
+    return intra
+
+
+def _collnet_graphs(sys: System, arch: str, ring_channels: int, bw_inter: float, total: float) -> dict[str, Graph]:
+    """The CollNet Direct and CollNet Chain graphs (init.cc: ``collNetDirectGraph``, ``collNetChainGraph``),
+    summarised as the other graphs are: the inter-node speed is the ring's (one NIC per channel), and
+    pass 2 raises bwIntra while the GPUs' NVLink carries it.
+
+    * Direct (pattern COLLNET_DIRECT): one channel per head -- a GPU with a local NIC, at most
+      ``COLLNET_MAX_LOCAL`` (search.cc: maxChannels); a head's channel moves bwIntra to the other GPUs,
+      1/(G-1) each, and back (search.cc: ``ncclTopoSearchTryCollnetDirect``), so a GPU's NVLink carries
+      its own head's bwIntra plus (H-1)/(G-1) of the other heads'. Channel duplication leaves H channels
+      at ``maxChannels`` as they are.
+    * Chain (pattern TREE, as many channels as the ring graph, init.cc): per channel a chain through the
+      node's GPUs, G-1 NVLink hops shared by G GPUs: ch x bwIntra x (G-1)/G per GPU.
+    """
+    g = sys.ppn
+    nvlink = total * (1 + 1e-9)
+    speeds = SPEED_INTER[arch]
+    heads = min(COLLNET_MAX_LOCAL, sys.nic_gpus)
+
+    def direct_fits(s: float) -> bool:
+        return g == 1 or s * (1 + (heads - 1) / (g - 1)) <= nvlink
+
+    def chain_fits(s: float) -> bool:
+        return ring_channels * s * (g - 1) / g <= nvlink
+
+    nvl = sys.nvlink_bw > 0
+    return {
+        "collnet-direct": Graph(heads, _climb(speeds, bw_inter, direct_fits), bw_inter, nvl),
+        "collnet-chain": Graph(ring_channels, _climb(speeds, bw_inter, chain_fits), bw_inter, nvl),
+    }
 
 
 def _tables(sys: System, graphs: dict[str, Graph]) -> dict[tuple[str, str], tuple[float, float, float]]:
@@ -279,9 +368,9 @@ def _tables(sys: System, graphs: dict[str, Graph]) -> dict[tuple[str, str], tupl
     for a, g in graphs.items():
         intra_hw = "nvlink" if g.nvlink else "pci"
         for pi, proto in enumerate(PROTOS):
-            if a in ("nvls", "nvls-tree") and proto != "simple":
+            if a in ("nvls", "nvls-tree", *_COLLNET) and proto != "simple":  # CollNet: "Not used"
                 continue
-            bw = g.bw_intra if nodes <= 2 else g.bw_inter
+            bw = g.bw_intra if nodes <= 2 or a in _COLLNET else g.bw_inter
             if a in ("nvls", "nvls-tree"):
                 if g.channels < 2:
                     continue
@@ -303,7 +392,12 @@ def _tables(sys: System, graphs: dict[str, Graph]) -> dict[tuple[str, str], tupl
                     )
                 if g.tree_pattern:
                     bus *= 0.85
-            algbw = bus * (n / nsteps if a != "tree" else 0.5)
+            if a == "collnet-direct":  # "Collnet+Direct requires all GPUs to have a local NIC"
+                factor = sys.ppn / g.channels  # GPU/NIC ratio
+                bus /= factor - (factor - 1) / 2
+                if cc >= 2:
+                    bus *= 0.85
+            algbw = bus * (n / nsteps if a in ("ring", "nvls", "nvls-tree") else 0.5)
             lat = BASE_LAT[a][pi]
             intra_lat = HW_LAT[intra_hw][a][pi]
             inter_lat = HW_LAT["net"]["tree" if sys.ppn == 1 else a][pi]
@@ -318,6 +412,12 @@ def _tables(sys: System, graphs: dict[str, Graph]) -> dict[tuple[str, str], tupl
             elif a == "tree":
                 lat += 2 * ((sys.ppn - 1) * intra_lat + int(math.log2(nodes)) * inter_lat)
                 net = 2 * int(math.log2(nodes)) * inter_lat
+            elif a == "collnet-direct":  # with 0.4 us "arity serialization latency" per local peer
+                lat += 2 * (min(1, sys.ppn - 1) * intra_lat + (sys.ppn - 1) * COLLNET_ARITY_LAT) + inter_lat
+                net = inter_lat
+            elif a == "collnet-chain":
+                lat += 2 * (sys.ppn - 1) * intra_lat + inter_lat
+                net = inter_lat
             elif a == "nvls":
                 lat = intra_lat + (inter_lat if nodes > 1 else 0.0)
                 net = inter_lat if nodes > 1 else 0.0
@@ -341,16 +441,35 @@ def nvls_tree_cap(sys: System) -> float:
     return min(32, sys.ppn) * cap * 1e9 * n / (2 * (n - 1))
 
 
+def disabled(sys: System, graphs: dict[str, Graph], algorithm: str) -> str | None:
+    """Why NCCL would not run ``algorithm`` on ``sys`` (a phrase), or None where it may. CollNet is on
+    where the topology's switches have ``sharp`` (standing for SHARP switches, NCCL's CollNet plugin
+    and NCCL_COLLNET_ENABLE=1) across at least NCCL_COLLNET_NODE_THRESHOLD nodes (init.cc); then
+    (tuning.cc, the disable loop, and enqueue.cc: updateCollCostTable)
+    CollNet Direct needs an NVSwitch (``nvsCount``) and both need at most 8 GPUs a node
+    (NCCL_MAX_DIRECT_ARITY + 1). NVLS across nodes runs over CollNet too."""
+    if algorithm in ("nvls", "nvls-tree") and "nvls" not in graphs:
+        return "needs an NVSwitch that reduces (NVLink SHARP)"
+    if algorithm == "nvls-tree" and sys.nodes == 1:
+        return "is off on a single host"
+    if algorithm == "nvls" and sys.nodes > 1 and not sys.collnet:
+        return "runs inside one host unless the switches reduce (hgx:...,sharp=true)"
+    if algorithm not in _COLLNET:
+        return None
+    if sys.nodes < COLLNET_NODE_THRESHOLD:
+        return f"needs at least {COLLNET_NODE_THRESHOLD} hosts (NCCL_COLLNET_NODE_THRESHOLD)"
+    if not sys.sharp:
+        return "needs switches that reduce (SHARP: hgx:...,sharp=true)"
+    if sys.ppn > COLLNET_MAX_LOCAL:
+        return f"takes at most {COLLNET_MAX_LOCAL} GPUs per host"
+    if algorithm == "collnet-direct" and sys.nvlink_bw <= 0:
+        return "needs an NVSwitch in every host"
+    return None
+
+
 def enabled(sys: System, graphs: dict[str, Graph]) -> set[str]:
-    """Algorithms NCCL enables by default (tuning.cc, the disable loop). Across nodes NVLS needs CollNet
-    (SHARP switches and NCCL's plugin, ``enqueue.cc``): enabled where the topology's switches have
-    ``sharp``; CollNet Direct and Chain themselves are not modelled."""
-    out = {"ring", "tree"}
-    if "nvls" in graphs:
-        out.add("nvls" if sys.nodes == 1 else "nvls-tree")
-        if sys.nodes > 1 and sys.sharp:  # enqueue.cc: NVLS across nodes runs over CollNet (SHARP)
-            out.add("nvls")
-    return out
+    """Algorithms NCCL enables by default: those :func:`disabled` has no reason against."""
+    return {a for a in ALGORITHMS if disabled(sys, graphs, a) is None}
 
 
 def candidates(

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from sim import files
+from sim.algorithms.nccl import NCCL_ALGO_NAMES
 from sim.collectives import get_collective
 from sim.errors import CalibrationError, CollsimError
 
@@ -360,10 +361,6 @@ def command_ranks(line: str) -> int:
     return 0
 
 
-#: how NCCL_ALGO names map to the ``nccl`` algorithm's ``algo`` option
-_NCCL_ALGO_NAMES = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls-tree", "nvls-tree": "nvls-tree"}
-
-
 def _collective_of(program: str | None, where: str, hint: str | None) -> str:
     if hint:
         try:
@@ -387,12 +384,13 @@ def nccl_algo_option(value: str, where: str) -> str:
     text = value.strip().lower()
     exclude = text.startswith("^")
     items = [x.strip() for x in re.split(r"[,|]", text.lstrip("^")) if x.strip()]
-    bad = [x for x in items if x not in _NCCL_ALGO_NAMES]
+    bad = [x for x in items if x not in NCCL_ALGO_NAMES]
     if not items or bad:
         raise CalibrationError(
-            f"{where}: NCCL algorithm {value!r} is not one the simulator runs (valid: ring, tree, nvls, nvlstree)"
+            f"{where}: NCCL algorithm {value!r} is not one the simulator runs "
+            "(valid: ring, tree, collnetdirect, collnetchain, nvls, nvlstree)"
         )
-    return ("^" if exclude else "") + "|".join(dict.fromkeys(_NCCL_ALGO_NAMES[x] for x in items))
+    return ("^" if exclude else "") + "|".join(dict.fromkeys(NCCL_ALGO_NAMES[x] for x in items))
 
 
 def nccl_schedule_spec(collective: str, algo: str | None = None, proto: str | None = None) -> str:
