@@ -179,3 +179,17 @@ def test_nccl_logs_predicts_with_the_stated_release(tmp_path):
     plain = tmp_path / "plain-2node.txt"
     plain.write_text("# 8x 400 Gb/s\n" + devices + _TABLE)
     assert nccl_logs.parse_log(plain).tuner == ""
+
+
+def test_nvls_tree_chunks_before_221():
+    """enqueue.cc calcCollChunking: until 2.20 NVLS-tree started from Simple's 512 KiB step (128 KiB
+    NCCL_NVLS_CHUNKSIZE from 2.21.5) and 2.18 had no 64 KiB ceiling from 4 nodes; 128 chunks in flight."""
+    from sim.algorithms.nvls import nvls_slices
+    from sim.nccl.protocols import nvls_chunk
+
+    old, v218 = tuning_for((2, 20, 5))[0], tuning_for((2, 18, 6))[0]
+    assert (old.nvls_tree_chunk, old.nvls_tree_cap4, v218.nvls_tree_cap4) == (512 * 1024, True, False)
+    sizes = (2**34, 2**30, 2**26, 2**23, 2**22)
+    assert [nvls_chunk(s, 2, 128, True, 512 * 1024) for s in sizes] == [524288, 262144, 131072, 65536, 32768]
+    assert [nvls_chunk(s, 4, 128, True, 512 * 1024, False) for s in (2**34, 2**23)] == [524288, 65536]
+    assert nvls_slices(2**34, 2, 8, True, old) * 4 == nvls_slices(2**34, 2, 8)  # 512 KiB chunks, not 128

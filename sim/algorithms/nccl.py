@@ -148,7 +148,7 @@ class Nccl(Algorithm):
             return rings_program(cluster, p, nbytes, k, wire, launch), k * p
         if c.algorithm == "tree":
             return tree_program(cluster, p, nbytes, 0, c.protocol, launch)
-        return nvls_program(cluster, p, nbytes, launch, sharp=c.algorithm == "nvls")
+        return nvls_program(cluster, p, nbytes, launch, c.algorithm == "nvls", self.tuner_release()[0])
 
     def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
         if p == 1:

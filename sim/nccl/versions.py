@@ -75,6 +75,10 @@ class Tuning:
     #: connect.cc: channels doubled again on sm90 across nodes with ring bwIntra > 45 while nChannels < 16
     #: (from 2.21.5); before, while 2 nChannels <= MAXCHANNELS
     double_below_16: bool
+    #: enqueue.cc calcCollChunking: NVLS-tree's first chunk, NCCL_NVLS_CHUNKSIZE 128 KiB from 2.21.5, the
+    #: Simple step before (4 MiB NCCL_BUFFSIZE / NCCL_STEPS 8 = 512 KiB), and its 64 KiB from 4 nodes (2.19+)
+    nvls_tree_chunk: int
+    nvls_tree_cap4: bool
     notes: tuple[str, ...] = field(default=(), compare=False)  # what changed at ``first``, for docs and tests
 
     @property
@@ -129,6 +133,8 @@ V2_30_3 = Tuning(
     },
     max_channels=64,
     double_below_16=True,
+    nvls_tree_chunk=128 * 1024,
+    nvls_tree_cap4=True,
     notes=("Blackwell perChMaxNVLSTreeBws N4 43.8 -> 80",),
 )
 _BW = V2_30_3.per_ch_max_nvls_tree
@@ -214,6 +220,7 @@ V2_21_5 = replace(
         "llMaxBws Hopper-N1 87.7 -> 141 (row 45/35)",
         "ring LL busBw x 1/4 -> x .5",
         "sm90 intra speed 11 added; channels doubled again while nChannels < 16 (was 2 nChannels <= 32)",
+        "NVLS-tree's first chunk NCCL_NVLS_CHUNKSIZE 128 KiB (was the Simple step, 512 KiB)",
     ),
 )
 V2_19_3 = replace(
@@ -227,6 +234,7 @@ V2_19_3 = replace(
     ring_ll=0.25,
     speed_intra={**V2_30_3.speed_intra, "sm90": (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0)},
     double_below_16=False,
+    nvls_tree_chunk=512 * 1024,
     notes=("sm90 inter speed 22 added",),
 )
 V2_19_1 = replace(
@@ -237,6 +245,7 @@ V2_19_1 = replace(
         "NVLS: channels x min(bwIntra, bwInter), NVLSTree min(bwIntra, bwInter / 2 from 3 nodes), both x 5/6; "
         "latency NVLink hwLat 23 + NET (NVLS), + 2 log2(nNodes) NET 14 (NVLSTree) (was base 23, NET 19 per node)",
         "Tree/Simple hwLat 4/6/14 -> 28/28/28 us; sm90 intra speed 50 added",
+        "NVLS-tree chunk 64 KiB from 4 nodes",
     ),
 )
 V2_18_3 = replace(
@@ -252,6 +261,7 @@ V2_18_3 = replace(
     nvls_tree_ratio=0.70,
     nvls_lat="2.18",
     speed_intra={**V2_30_3.speed_intra, "sm90": (60.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0)},
+    nvls_tree_cap4=False,
     notes=(
         "NVLS ratio .75 -> 5/6; Tree/Simple hwLat 28/28/28 -> 4/6/14 us",
         "perChMaxRingLL128Bws / perChMaxTreeLL128Bws (Hopper tree N4 29) from one ll128MaxBwPerCh; "
