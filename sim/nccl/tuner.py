@@ -29,6 +29,7 @@ __all__ = ["ALGORITHMS", "Candidate", "System", "candidates", "describe", "pick"
 #: NCCL's algorithm and protocol indices (``src/include/device.h``: ``NCCL_ALGO_*``, ``NCCL_PROTO_*``)
 ALGORITHMS = ("tree", "ring", "collnet-direct", "collnet-chain", "nvls", "nvls-tree")
 PROTOS = ("ll", "ll128", "simple")
+Names = set[str] | None  # algorithms or protocols a choice is restricted to (None: any)
 _COMPCAP = {"sm70": 0, "sm80": 1, "sm90": 2, "sm100": 3}
 
 # The newest modelled release's tables (v2.30.7); the tuner of other releases: :mod:`sim.nccl.versions`
@@ -381,11 +382,7 @@ def enabled(sys: System, graphs: dict[str, Graph]) -> set[str]:
 
 
 def candidates(
-    sys: System,
-    nbytes: float,
-    algos: set[str] | None = None,
-    protos: set[str] | None = None,
-    tuning: Tuning = NEWEST,
+    sys: System, nbytes: float, algos: Names = None, protos: Names = None, tuning: Tuning = NEWEST
 ) -> list[Candidate]:
     """Every enabled (algorithm, protocol) priced for ``nbytes`` (ncclTopoGetAlgoTime), in NCCL's order,
     by the tuner of ``tuning``'s release."""
@@ -419,13 +416,7 @@ def candidates(
     return out
 
 
-def pick(
-    sys: System,
-    nbytes: float,
-    algos: set[str] | None = None,
-    protos: set[str] | None = None,
-    tuning: Tuning = NEWEST,
-) -> Candidate:
+def pick(sys: System, nbytes: float, algos: Names = None, protos: Names = None, tuning: Tuning = NEWEST) -> Candidate:
     """NCCL's choice for an all-reduce of ``nbytes`` per rank (strict minimum, first wins ties)."""
     found = candidates(sys, nbytes, algos, protos, tuning)
     if not found:
