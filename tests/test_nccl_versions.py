@@ -193,3 +193,11 @@ def test_nvls_tree_chunks_before_221():
     assert [nvls_chunk(s, 2, 128, True, 512 * 1024) for s in sizes] == [524288, 262144, 131072, 65536, 32768]
     assert [nvls_chunk(s, 4, 128, True, 512 * 1024, False) for s in (2**34, 2**23)] == [524288, 65536]
     assert nvls_slices(2**34, 2, 8, True, old) * 4 == nvls_slices(2**34, 2, 8)  # 512 KiB chunks, not 128
+
+
+def test_channel_duplication_of_2181():
+    """search.cc ncclTopoDupChannels: 2.18.1 duplicated Hopper's channels only from bwIntra 50; from 2.18.3
+    also below 50 where there are at most 4 (here 2 NICs of 400 Gb/s: 2 channels of 48 GB/s)."""
+    sys_ = tuner.System(2, 8, "sm90", "intel", 370.8, 48.0, 50.0, 2, True, False)
+    assert tuner.search(sys_, tuning_for((2, 18, 1))[0])["ring"].channels == 2
+    assert tuner.search(sys_, tuning_for((2, 18, 3))[0])["ring"].channels == 4

@@ -234,8 +234,12 @@ def search(sys: System, tuning: Tuning = NEWEST) -> dict[str, Graph]:
         speed = _speed(inter_speeds, per_nic)
         ch = max(1, min(sys.nics_per_node, max_ring, math.ceil(total / speed)))
         bw_intra = bw_inter = speed
-    # search.cc: ncclTopoDupChannels
-    if bw_intra >= 25.0 and not (cc >= 2 and bw_intra < 50.0 and ch > 4):
+    # search.cc: ncclTopoDupChannels (2.18.1: Hopper and later only from 50 GB/s)
+    if tuning.dup_from_50:
+        dup_ok = (cc <= 1 and bw_intra >= 25.0) or (cc <= 2 and bw_intra >= 50.0)
+    else:
+        dup_ok = bw_intra >= 25.0 and not (cc >= 2 and bw_intra < 50.0 and ch > 4)
+    if dup_ok:
         dup = min(2 * ch, max_ring)
         bw_intra /= math.ceil(dup / ch)
         bw_inter /= math.ceil(dup / ch)

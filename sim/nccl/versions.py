@@ -79,6 +79,9 @@ class Tuning:
     #: Simple step before (4 MiB NCCL_BUFFSIZE / NCCL_STEPS 8 = 512 KiB), and its 64 KiB from 4 nodes (2.19+)
     nvls_tree_chunk: int
     nvls_tree_cap4: bool
+    #: search.cc ncclTopoDupChannels: 2.18.1 duplicates where (ccMin <= 80 and bwIntra >= 25) or (ccMin <= 90
+    #: and bwIntra >= 50); from 2.18.3 where bwIntra >= 25 unless ccMin > 80, bwIntra < 50 and > 4 channels
+    dup_from_50: bool = False
     notes: tuple[str, ...] = field(default=(), compare=False)  # what changed at ``first``, for docs and tests
 
     @property
@@ -282,6 +285,7 @@ V2_18_1 = replace(
     per_ch_max_tree=(*V2_30_3.per_ch_max_tree[:2], (38.7, 41.4, 33.0), (38.7, 41.4, 33.0)),
     nvls_ratio=0.75,
     tree_pattern=False,
+    dup_from_50=True,
     speed_inter={**V2_30_3.speed_inter, "sm90": (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 15.0, 12.0, *_TAIL)},
     notes=("NVLS and NVLSTree in the tuner (NVLSTree's first release)",),
 )
