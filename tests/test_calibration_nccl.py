@@ -191,12 +191,17 @@ def test_validate_records_with_nccl_forced_are_read_per_nccl_algorithm(tmp_path)
     lines = [
         {**base, "size_bytes": 2**20, "time_s": 1e-4, "environment": {"nccl_algo": "Ring", "nccl_proto": "default"}},
         {**base, "size_bytes": 2**20, "time_s": 1e-4, "environment": {"nccl_algo": "default", "nccl_proto": "default"}},
+        # the NCCL release torch ran picks the tuner (one that is no release: the newest)
+        {**base, "size_bytes": 2**20, "time_s": 1e-4, "environment": {"nccl": "2.21.5", "nccl_algo": "Ring"}},
+        {**base, "size_bytes": 2**20, "time_s": 1e-4, "environment": {"nccl": "2.99.1"}},
     ]
     path = tmp_path / "v.jsonl"
     path.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
     samples, _ = read_samples(path)
     assert [(s.algorithm, s.label) for s in samples] == [
         ("nccl:algo=ring", "builtin:nccl_algo=Ring"),
+        ("nccl", "builtin"),
+        ("nccl:algo=ring,version=2.21.5", "builtin:nccl_algo=Ring"),
         ("nccl", "builtin"),
     ]
 

@@ -89,7 +89,7 @@ class Nccl(Algorithm):
     collective = "allreduce"
     Options = NcclOptions
     summary = "the algorithm, protocol and channels NCCL's tuner picks per size, simulated on the network"
-    examples = ("nccl:algo=ring", "nccl:algo=tree,proto=ll128")
+    examples = ("nccl:algo=ring", "nccl:algo=tree,proto=ll128", "nccl:version=2.26.2")
     options: NcclOptions
 
     def _system(self, p: int, cluster: Any) -> tuple[tuner.System, set[str] | None, set[str] | None]:

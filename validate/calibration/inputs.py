@@ -244,7 +244,9 @@ def _validate_sample(rec: dict[str, Any], where: str) -> Sample:
         algo = nccl_algo_option(forced["nccl_algo"], f"{where}: nccl_algo") if "nccl_algo" in forced else None
         proto = forced.get("nccl_proto")
         proto = "|".join(x.strip().lower() for x in re.split(r"[,|]", proto) if x.strip()) if proto else None
-        algorithm = nccl_schedule_spec(collective, algo, proto)
+        release = env.get("nccl")  # the NCCL torch ran (validate/rank.py: torch.cuda.nccl.version())
+        version = _modelled_version(release) if isinstance(release, str) else None
+        algorithm = nccl_schedule_spec(collective, algo, proto, version)
         if forced:  # compare and calibrate keep runs under different NCCL_ALGO / NCCL_PROTO apart
             label = "builtin:" + ",".join(f"{k}={v}" for k, v in forced.items())
     elif algorithm == "builtin":
