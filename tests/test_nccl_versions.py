@@ -201,3 +201,12 @@ def test_channel_duplication_of_2181():
     sys_ = tuner.System(2, 8, "sm90", "intel", 370.8, 48.0, 50.0, 2, True, False)
     assert tuner.search(sys_, tuning_for((2, 18, 1))[0])["ring"].channels == 2
     assert tuner.search(sys_, tuning_for((2, 18, 3))[0])["ring"].channels == 4
+
+
+def test_the_docs_list_every_modelled_range():
+    """docs/nccl.md's table of releases names the ranges sim/nccl/versions.py models, in order."""
+    import re
+
+    text = (ROOT / "docs" / "nccl.md").read_text()
+    rows = re.findall(r"^\| (2\.\d+\.\d+) \| (2\.\d+\.\d+) \|", text, re.M)
+    assert [a if a == b else f"{a}-{b}" for a, b in rows] == [t.span for t in TUNINGS]
