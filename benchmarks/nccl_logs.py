@@ -8,8 +8,9 @@ For every log in FOLDER (default: the development set of published logs kept bes
 ../shared/data/nccl-tests, where a checkout has it; give your own folder otherwise) it reads the hardware the log states (GPU
 model from the device lines, NICs from ``8x 400 Gb/s``-style figures in its header), builds the matching
 ``hgx`` topology, simulates every size >= --min-size with ``nccl`` (``nccl:algo=...`` where the log says
-NCCL_ALGO was forced, ``nccl:version=...`` where it states the NCCL release that ran) and prints the errors of the predicted times: per log, then median / p90 / max over
-the 1-node logs and the multi-node logs. Three tables:
+NCCL_ALGO was forced, ``nccl:version=...`` where it states the NCCL release that ran) and prints the errors
+of the predicted times: per log, then median / p90 / max over the 1-node logs and the multi-node logs.
+Three tables:
 
 * **nominal** -- hardware figures only;
 * **in-sample** -- calibrated on the log itself (``collsim validate calibrate --from LOG``: efficiencies

@@ -27,7 +27,7 @@ from ..nccl import tuner
 from ..nccl.layout import host_ranks, run_program
 from ..nccl.protocols import get_protocol
 from ..nccl.rings import rings_program
-from ..nccl.versions import NEWEST, parse_version, tuning_for
+from ..nccl.versions import NEWEST, Tuning, parse_version, tuning_for
 from ..program import StepProgram
 from ..runtime import Job
 from ..schema import Spec
@@ -120,7 +120,7 @@ class Nccl(Algorithm):
         if p > 1:
             self._system(p, cluster)
 
-    def tuner_release(self) -> tuple[Any, str]:
+    def tuner_release(self) -> tuple[Tuning, str]:
         """The :class:`~sim.nccl.versions.Tuning` of the ``version`` option and its one-line description
         (``2.26.2 (as 2.25.1-2.27.7)``; a release older than the modelled ones says which it is run as)."""
         return tuning_for(parse_version(self.options.version))

@@ -171,7 +171,7 @@ class Candidate:
     time_us: float
     channels: int
     net_latency_us: float = 0.0  # the part of latency_us that is hops between nodes (NET per-hop latencies)
-    tuner: str = ""  # the NCCL release whose tuner priced it (the first of its range, sim.nccl.versions)
+    tuner: str = ""  # the NCCL release whose tuner priced it (sim.nccl.versions; Nccl.choice describes it)
 
 
 def describe(cluster: Any, p: int) -> System:
