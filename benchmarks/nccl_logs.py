@@ -8,8 +8,9 @@ For every log in FOLDER (default: the development set of published logs kept bes
 ../shared/data/nccl-tests, where a checkout has it; give your own folder otherwise) it reads the hardware the log states (GPU
 model from the device lines, NICs from ``8x 400 Gb/s``-style figures in its header), builds the matching
 ``hgx`` topology, simulates every size >= --min-size with ``nccl`` (``nccl:algo=...`` where the log says
-NCCL_ALGO was forced) and prints the errors of the predicted times: per log, then median / p90 / max over
-the 1-node logs and the multi-node logs. Three tables:
+NCCL_ALGO was forced, ``nccl:version=...`` where it states the NCCL release that ran) and prints the errors
+of the predicted times: per log, then median / p90 / max over the 1-node logs and the multi-node logs.
+Three tables:
 
 * **nominal** -- hardware figures only;
 * **in-sample** -- calibrated on the log itself (``collsim validate calibrate --from LOG``: efficiencies
@@ -35,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sim.algorithms import get_algorithm  # noqa: E402
 from sim.cluster import Cluster  # noqa: E402
 from sim.errors import CalibrationError, CollsimError  # noqa: E402
+from sim.nccl.versions import parse_version, tuning_for  # noqa: E402
 from sim.simulate import simulate  # noqa: E402
 from sim.topology import hgx  # noqa: E402
 from sim.units import parse_size  # noqa: E402
@@ -98,6 +100,12 @@ class Log:
     text: str
     ranks_given: int | None = None
     note: str = ""  # how the stated hardware was read where it needed a choice (printed with the log)
+    nccl: str = ""  # the NCCL release the log states ("" where it states none: the newest tuner decides)
+
+    @property
+    def tuner(self) -> str:
+        """Which NCCL release's tuner predicts it, as the log's line says (``""`` for the default)."""
+        return f"NCCL {tuning_for(parse_version(self.nccl))[1]}" if self.nccl else ""
 
     @property
     def gpus_per_host(self) -> int:
@@ -151,7 +159,8 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
             f"{path.name}: {devices[0].strip()} is a PCIe card without an NVSwitch, which hgx does not build"
         )
     note = note or ("" if m else "GPU not named: A100 assumed")
-    return Log(path, n, nodes, gpu, text[:4000], ranks, note)
+    stated = re.search(r"\bversion=([\w.]+)", samples[0].algorithm)  # the release the importer read
+    return Log(path, n, nodes, gpu, text[:4000], ranks, note, stated.group(1) if stated else "")
 
 
 def stated_nics(text: str, gpus_per_host: int | None = None) -> tuple[int | None, float | None]:
@@ -321,7 +330,8 @@ def _table(
         (single if log.hosts == 1 else multi).extend(errs)
         more = extra(log) if extra else ""  # type: ignore[operator]
         note = f"  ({log.note})" if log.note else ""
-        print(f"  {log.path.name:44s} {log.ranks:5d} {log.hosts:5d}  {summary(errs)}{more}{note}")
+        tuner = f"  [{log.tuner}]" if log.tuner else ""
+        print(f"  {log.path.name:44s} {log.ranks:5d} {log.hosts:5d}  {summary(errs)}{more}{note}{tuner}")
         if show_rows:
             for size, meas, pred, err, pick in rows:
                 print(f"      {size:>12d} B  measured {meas:10.1f} us  predicted {pred:10.1f} us  {err:6.1%}  {pick}")

@@ -114,7 +114,8 @@ def test_one_size_calibrates_bandwidth_only(tmp_path):
 def test_realistic_nccl_tests_sample(tmp_path):
     """A two-node all_reduce_perf log (tests/data/README.md): the bottleneck classes are the inter-host ones."""
     samples, source = read_samples(DATA / "all_reduce_perf_2x8.txt")
-    assert source.detail == "all_reduce_perf, 16 ranks, nccl" and len(samples) == 23
+    # the header's nccl-library=22803: NCCL 2.28.3's tuner
+    assert source.detail == "all_reduce_perf, 16 ranks, nccl:version=2.28.3" and len(samples) == 23
     cal = fit_calibration(samples, "dgx:hosts=2", [source])
     assert set(cal.classes) == {"same-switch", "cross-switch"}  # both cross the 400 Gb/s NICs
     entry = cal.classes["same-switch"]

@@ -39,7 +39,8 @@ def test_one_node_fit_recovers_efficiency_and_fixed_cost(tmp_path):
     path = tmp_path / "one.txt"
     path.write_text(nccl_text("all_reduce_perf", "allreduce", 8, synthetic(ONE, 8, intra(0.8, simple=30e-6))))
     samples, source = read_samples(path)
-    assert {s.algorithm for s in samples} == {"nccl"} and source.run_ids[0].startswith("nccl-tests-")
+    # the fixture's header states nccl-library=22803: NCCL 2.28.3's tuner (as 2.30.7's on one node)
+    assert {s.algorithm for s in samples} == {"nccl:version=2.28.3"} and source.run_ids[0].startswith("nccl-tests-")
     cal = fit_calibration(samples, ONE, [source])
     assert cal.calibrated == ["intra-host.efficiency", "nccl_latency"] and cal.warnings == []
     assert cal.classes["intra-host"].efficiency == pytest.approx(0.8, rel=0.02)
@@ -106,12 +107,13 @@ def test_import_reads_what_users_post(tmp_path):
     path.write_text(_log(ROWS, srun=True, starting=False, header="#% NCCL_ALGO: RING (stated)"))
     samples, source = read_samples(path)
     assert [s.size for s in samples] == [r[0] for r in ROWS] and {s.ranks for s in samples} == {16}
-    assert {s.algorithm for s in samples} == {"nccl:algo=ring"} and source.detail.endswith("nccl:algo=ring")
+    spec = "nccl:algo=ring,version=2.28.3"  # and the release the header's nccl-library=22803 states
+    assert {s.algorithm for s in samples} == {spec} and source.detail.endswith(spec)
     path.write_text(_log(ROWS[:1], header="$ mpirun -n 16 -x NCCL_ALGO=Tree,Ring ./all_reduce_perf -b 1M -e 1M"))
     samples, _ = read_samples(path)
-    assert len(samples) == 1 and samples[0].algorithm == "nccl:algo=tree|ring"
+    assert len(samples) == 1 and samples[0].algorithm == "nccl:algo=tree|ring,version=2.28.3"
     samples, _ = read_samples(f"{path}:algorithm=NVLSTree")
-    assert samples[0].algorithm == "nccl:algo=nvls-tree"
+    assert samples[0].algorithm == "nccl:algo=nvls-tree,version=2.28.3"
     # NCCL_NVLS_ENABLE=0 turns NVLS and NVLSTree off (transport/nvls.cc: ncclNvlsInit), alone or with an exclusion
     for env, want in (
         ("", "^nvls|nvls-tree"),
@@ -120,7 +122,7 @@ def test_import_reads_what_users_post(tmp_path):
     ):
         path.write_text(_log(ROWS, header=f"mpirun -n 16 {env}-x NCCL_NVLS_ENABLE=0 ./all_reduce_perf -b 1M"))
         samples, _ = read_samples(path)
-        assert samples[0].algorithm == f"nccl:algo={want}"
+        assert samples[0].algorithm == f"nccl:algo={want},version=2.28.3"
         get_algorithm("allreduce", samples[0].algorithm).choice(16, 2**28, Cluster(TWO))  # a schedule NCCL runs here
     # no rank lines, no command: all-reduce's busbw / algbw = 2(n-1)/n names one n where the rows are precise
     path.write_text(_log(ROWS, rank_lines=False))
@@ -191,12 +193,17 @@ def test_validate_records_with_nccl_forced_are_read_per_nccl_algorithm(tmp_path)
     lines = [
         {**base, "size_bytes": 2**20, "time_s": 1e-4, "environment": {"nccl_algo": "Ring", "nccl_proto": "default"}},
         {**base, "size_bytes": 2**20, "time_s": 1e-4, "environment": {"nccl_algo": "default", "nccl_proto": "default"}},
+        # the NCCL release torch ran picks the tuner (one that is no release: the newest)
+        {**base, "size_bytes": 2**20, "time_s": 1e-4, "environment": {"nccl": "2.21.5", "nccl_algo": "Ring"}},
+        {**base, "size_bytes": 2**20, "time_s": 1e-4, "environment": {"nccl": "2.99.1"}},
     ]
     path = tmp_path / "v.jsonl"
     path.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
     samples, _ = read_samples(path)
     assert [(s.algorithm, s.label) for s in samples] == [
         ("nccl:algo=ring", "builtin:nccl_algo=Ring"),
+        ("nccl", "builtin"),
+        ("nccl:algo=ring,version=2.21.5", "builtin:nccl_algo=Ring"),
         ("nccl", "builtin"),
     ]
 

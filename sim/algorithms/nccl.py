@@ -1,4 +1,5 @@
-"""What NCCL would run: ``nccl[:algo=ring|tree|collnet-direct|collnet-chain|nvls|nvls-tree,proto=ll|ll128|simple]``.
+"""What NCCL would run:
+``nccl[:algo=ring|tree|collnet-direct|collnet-chain|nvls|nvls-tree,proto=ll|ll128|simple,version=2.26.2]``.
 
 For each size, NCCL's tuner (:mod:`sim.nccl.tuner`, ported from ``tuning.cc`` and ``enqueue.cc``) picks
 the algorithm, protocol and channel count on this topology; that schedule is then *simulated* on the
@@ -9,6 +10,8 @@ network -- :mod:`sim.nccl.rings` (``ring:channels=K``), :mod:`~sim.algorithms.nc
 (base + per-hop latencies, ``tuning.cc``) as the collective's fixed cost -- or, under a link model with
 ``nccl_latency`` (a calibration), that fixed cost per protocol plus NCCL's per-hop NET latencies. ``algo`` and ``proto`` restrict
 the choice as ``NCCL_ALGO`` / ``NCCL_PROTO`` do (``|`` separates several; ``^`` in front excludes).
+``version`` picks the NCCL release whose tuner decides (``2.26.2``, or ``2.26`` for its last release;
+:mod:`sim.nccl.versions`; default the newest modelled, 2.30.7).
 
 :meth:`Nccl.choice` gives the pick for a size, as ``NCCL_DEBUG=INFO`` would print it.
 """
@@ -16,6 +19,7 @@ the choice as ``NCCL_ALGO`` / ``NCCL_PROTO`` do (``|`` separates several; ``^`` 
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import replace
 from typing import Any
 
 from pydantic import field_validator
@@ -25,6 +29,7 @@ from ..nccl import tuner
 from ..nccl.layout import host_ranks, run_program
 from ..nccl.protocols import get_protocol
 from ..nccl.rings import rings_program
+from ..nccl.versions import NEWEST, Tuning, parse_version, tuning_for
 from ..program import StepProgram
 from ..runtime import Job
 from ..schema import Spec
@@ -55,6 +60,7 @@ def _parse(value: str, names: dict[str, str], what: str) -> str:
 class NcclOptions(Spec):
     algo: str = "auto"
     proto: str = "auto"
+    version: str = NEWEST.last
 
     @field_validator("algo")
     @classmethod
@@ -65,6 +71,12 @@ class NcclOptions(Spec):
     @classmethod
     def _proto(cls, value: str) -> str:
         return _parse(value, _PROTOS, "protocol")
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: str) -> str:
+        parse_version(value)  # ValueError: not an NCCL release
+        return value.strip()
 
 
 def _select(value: str, names: dict[str, str], universe: tuple[str, ...]) -> set[str] | None:
@@ -81,7 +93,7 @@ class Nccl(Algorithm):
     collective = "allreduce"
     Options = NcclOptions
     summary = "the algorithm, protocol and channels NCCL's tuner picks per size, simulated on the network"
-    examples = ("nccl:algo=ring", "nccl:algo=tree,proto=ll128")
+    examples = ("nccl:algo=ring", "nccl:algo=tree,proto=ll128", "nccl:version=2.26.2")
     options: NcclOptions
 
     def _system(self, p: int, cluster: Any) -> tuple[tuner.System, set[str] | None, set[str] | None]:
@@ -89,7 +101,7 @@ class Nccl(Algorithm):
         algos = _select(self.options.algo, NCCL_ALGO_NAMES, tuner.ALGORITHMS)
         protos = _select(self.options.proto, _PROTOS, tuner.PROTOS)
         if algos is not None:
-            graphs = tuner.search(sys)
+            graphs = tuner.search(sys, self.tuner_release()[0])
             allowed = tuner.enabled(sys, graphs)
             for a in sorted(algos - allowed):
                 if self.options.algo.startswith("^"):
@@ -104,10 +116,17 @@ class Nccl(Algorithm):
         if p > 1:
             self._system(p, cluster)
 
+    def tuner_release(self) -> tuple[Tuning, str]:
+        """The :class:`~sim.nccl.versions.Tuning` of the ``version`` option and its one-line description
+        (``2.26.2 (as 2.25.1-2.27.7)``; a release older than the modelled ones says which it is run as)."""
+        return tuning_for(parse_version(self.options.version))
+
     def choice(self, p: int, nbytes: float, cluster: Any) -> tuner.Candidate:
-        """NCCL's pick for ``nbytes`` on ``p`` ranks of ``cluster``."""
+        """NCCL's pick for ``nbytes`` on ``p`` ranks of ``cluster``, by the tuner of the ``version`` option
+        (its ``tuner`` field describes the release)."""
         sys, algos, protos = self._system(p, cluster)
-        return tuner.pick(sys, nbytes, algos, protos)
+        tuning, described = self.tuner_release()
+        return replace(tuner.pick(sys, nbytes, algos, protos, tuning), tuner=described)
 
     def closed_form_exact(self, p: int) -> bool:
         return False
@@ -129,7 +148,7 @@ class Nccl(Algorithm):
             return tree_program(cluster, p, nbytes, 0, c.protocol, launch, sharp=True)
         if c.algorithm == "collnet-direct":
             return collnet_direct_program(cluster, p, nbytes, launch)
-        return nvls_program(cluster, p, nbytes, launch, sharp=c.algorithm == "nvls")
+        return nvls_program(cluster, p, nbytes, launch, c.algorithm == "nvls", self.tuner_release()[0])
 
     def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
         if p == 1:

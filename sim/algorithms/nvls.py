@@ -47,6 +47,7 @@ from ..nccl.layout import (
 from ..nccl.pipeline import Streams, launchers, shift
 from ..nccl.protocols import nvls_chunk
 from ..nccl.tuner import NVLS_CHANNELS_HOPPER, NVLS_EFFICIENCY, describe, nvls_tree_cap
+from ..nccl.versions import NEWEST, Tuning
 from ..program import StepProgram
 from ..runtime import Job
 from .base import Algorithm
@@ -60,14 +61,18 @@ EFFICIENCY = NVLS_EFFICIENCY[2]  # Hopper
 MIN_SLICES = 4
 
 
-def nvls_slices(nbytes: float, hosts: int, heads: int, tree: bool = True) -> int:
+def nvls_slices(nbytes: float, hosts: int, heads: int, tree: bool = True, tuning: Tuning = NEWEST) -> int:
     """Pipeline slices of an NVLS(-tree) all-reduce: each head's share cut as
     :func:`~sim.nccl.layout.slices` cuts a channel's (``NCCL_STEPS`` chunks a slice), with the chunk NCCL
     picks for this size (:func:`~sim.nccl.protocols.nvls_chunk`: smaller buffers, smaller chunks) -- but
     into at least :data:`MIN_SLICES` (at most one a chunk). A share of a few chunks would otherwise be one
     slice, stored and forwarded whole through every stage, where NCCL streams it: its Simple protocol
-    keeps ``NCCL_STEPS / ALLREDUCE_SLICESTEPS`` = 4 slices in flight on a connection."""
-    return head_slices(nbytes / heads, nvls_chunk(nbytes, hosts, NVLS_CHANNELS_HOPPER * heads, tree))
+    keeps ``NCCL_STEPS / ALLREDUCE_SLICESTEPS`` = 4 slices in flight on a connection. The chunk rules are
+    ``tuning``'s release's."""
+    ops = NVLS_CHANNELS_HOPPER * heads
+    return head_slices(
+        nbytes / heads, nvls_chunk(nbytes, hosts, ops, tree, tuning.nvls_tree_chunk, tuning.nvls_tree_cap4)
+    )
 
 
 def head_slices(share: float, chunk: float) -> int:
@@ -88,15 +93,16 @@ def _forest(
 
 
 def nvls_program(
-    cluster: Any, p: int, nbytes: float, launch_s: float = 0.0, sharp: bool = False
+    cluster: Any, p: int, nbytes: float, launch_s: float = 0.0, sharp: bool = False, tuning: Tuning = NEWEST
 ) -> tuple[StepProgram, int]:
     """NVLS (one host), NVLS-tree (several; with ``sharp`` the switches reduce between the hosts in
-    place of the heads' tree) as a step program, and its data-check segments."""
+    place of the heads' tree) as a step program, and its data-check segments; chunks as ``tuning``'s
+    release cuts them."""
     groups = host_ranks(cluster, p)
     h, g = len(groups), len(groups[0])
     sharp = sharp and h > 1
     q_parts = 2 * g  # head q's part, halved between the two trees
-    k = nvls_slices(nbytes, h, g, tree=not sharp)
+    k = nvls_slices(nbytes, h, g, not sharp, tuning)
     slice_b = nbytes / k
     part_b = slice_b / q_parts
     nvl = 1.0 / EFFICIENCY

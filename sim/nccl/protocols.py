@@ -47,11 +47,14 @@ PROTOCOLS: dict[str, Protocol] = {
 NVLS_CHUNK = 128 * 1024
 
 
-def nvls_chunk(nbytes: float, nodes: int, concurrent: int, tree: bool = True) -> int:
+def nvls_chunk(
+    nbytes: float, nodes: int, concurrent: int, tree: bool = True, tree_start: int = NVLS_CHUNK, cap4: bool = True
+) -> int:
     """The chunk NCCL's NVLS (``tree`` False or one node) or NVLS-tree all-reduce moves for ``nbytes`` with
     ``concurrent`` = channels x heads chunks in flight at once (``enqueue.cc``: calcCollChunking; the
     NVLS-tree ceiling is 64 KiB from 4 nodes on, ``transport/nvls.cc``: ncclNvlsTuning): smaller
-    buffers get smaller chunks, so that every channel and head has work."""
+    buffers get smaller chunks, so that every channel and head has work. Releases before 2.21 started
+    NVLS-tree from ``tree_start`` = Simple's step (512 KiB), and 2.18 had no 4-node ceiling (``cap4``)."""
     c = NVLS_CHUNK
     if nodes == 1 or not tree:  # NVLS (across nodes over SHARP: the same rules; NCCL's 32 KiB ceiling
         # where its NVLS bandwidth estimate is under 150 GB/s is not applied)
@@ -59,7 +62,7 @@ def nvls_chunk(nbytes: float, nodes: int, concurrent: int, tree: bool = True) ->
             if nbytes < times * concurrent * c and c > above:
                 c = above
         return c
-    c = min(c, 65536 if nodes >= 4 else c)
+    c = 65536 if nodes >= 4 and cap4 else tree_start
     for times, above in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
         if nbytes < times * concurrent * c and c > above:
             c = above

@@ -14,7 +14,8 @@ _PROTOS = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 
 
 def pick_of(algo: Any, p: int, nbytes: float, cluster: Any) -> dict[str, Any] | None:
-    """``{"algorithm", "protocol", "channels", "nccl_estimate_us"}`` for an algorithm that has NCCL's
+    """``{"algorithm", "protocol", "channels", "nccl_estimate_us", "tuner"}`` (the NCCL release whose tuner
+    picked) for an algorithm that has NCCL's
     tuner behind it (``nccl``), else None."""
     choice = getattr(algo, "choice", None)
     if choice is None or p < 2:
@@ -25,6 +26,7 @@ def pick_of(algo: Any, p: int, nbytes: float, cluster: Any) -> dict[str, Any] | 
         "protocol": _PROTOS.get(c.protocol, c.protocol),
         "channels": c.channels,
         "nccl_estimate_us": round(c.time_us, 3),
+        "tuner": c.tuner,
     }
 
 
@@ -44,5 +46,5 @@ def row_with_pick(r: SimResult, algo: Any, cluster: Any, as_json: bool) -> str:
     # a comment line of its own, as NCCL_DEBUG=INFO prints its choice: the row keeps nccl-tests' columns
     return (
         f"{row}\n#   NCCL: {pick['algorithm']}/{pick['protocol']}, {pick['channels']} channels, "
-        f"NCCL's estimate {pick['nccl_estimate_us']:.1f} us"
+        f"NCCL's estimate {pick['nccl_estimate_us']:.1f} us; tuner of NCCL {pick['tuner']}"
     )

@@ -1,5 +1,7 @@
 """NCCL's tuner for all-reduce: which algorithm, protocol and channel count NCCL would run, and its own
-estimate of the time -- ported from NVIDIA/nccl master 5067397c (v2.30.7).
+estimate of the time -- ported from NVIDIA/nccl master 5067397c (v2.30.7); the tables and rules of the
+releases from v2.18.1 on are :mod:`sim.nccl.versions` (``tuning=`` of :func:`search`, :func:`candidates`,
+:func:`pick`; the newest by default).
 
 * :func:`describe` reads what NCCL's topology detection would see from a cluster: GPUs per node, GPU
   generation, NVLink/PCIe/NIC rates, whether the NVSwitch reduces (NVLS), the CPU vendor.
@@ -23,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import AlgorithmError
+from .versions import NEWEST, Tuning
 
 __all__ = [
     "ALGORITHMS",
@@ -42,25 +45,19 @@ ALGORITHMS = ("tree", "ring", "collnet-direct", "collnet-chain", "nvls", "nvls-t
 #: the names NCCL prints and NCCL_ALGO takes (``init.cc``: ``ncclAlgoStr``), in that order
 NCCL_NAMES = dict(zip(ALGORITHMS, ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree"), strict=True))
 PROTOS = ("ll", "ll128", "simple")
+Names = set[str] | None  # algorithms or protocols a choice is restricted to (None: any)
 _COMPCAP = {"sm70": 0, "sm80": 1, "sm90": 2, "sm100": 3}
 
-# tuning.cc: ncclTunerConstantsDefaults -------------------------------------------------------------
-BASE_LAT = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0, 0, 0), "nvls-tree": (0, 0, 0)}
-HW_LAT = {  # [hw][algorithm] -> (LL, LL128, Simple) microseconds
-    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0, 0, 25), "nvls-tree": (0, 0, 25)},
-    "pci": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "nvls": (0, 0, 0), "nvls-tree": (0, 0, 0)},
-    "net": {"tree": (5.0, 8.5, 14), "ring": (2.7, 4.0, 14.0), "nvls": (0, 0, 18), "nvls-tree": (0, 0, 20.9)},
-}
 _COLLNET = ("collnet-direct", "collnet-chain")
-BASE_LAT.update(dict.fromkeys(_COLLNET, (0, 0, 0)))
-for _hw, (_direct, _chain) in {"nvlink": (3.7, 2.8), "pci": (3.7, 2.8), "net": (31, 30)}.items():  # Simple only
-    HW_LAT[_hw].update({"collnet-direct": (0, 0, _direct), "collnet-chain": (0, 0, _chain)})
-LL_MAX_BW = ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 90.0, 70.0))  # llMaxBws
-PER_CH_MAX_RING_LL128 = ((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (40.0,) * 3)
-PER_CH_MAX_TREE_LL128 = ((20.0,) * 3, (20.0,) * 3, (36.7, 36.7, 29.0), (55.6, 31.67, 20.0))
-PER_CH_MAX_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0))
-PER_CH_MAX_NVLS_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5), (0.0, 96.0, 80.0))
-NVLS_EFFICIENCY = (0.0, 0.0, 0.85, 0.74)  # tuning.cc: nvlsEfficiency
+# The newest modelled release's tables (v2.30.7); the tuner of other releases: :mod:`sim.nccl.versions`
+BASE_LAT = NEWEST.base_lat  # tuning.cc: ncclTunerConstantsDefaults.baseLatencies
+HW_LAT = NEWEST.hw_lat  # hwLatencies: [hw][algorithm] -> (LL, LL128, Simple) microseconds
+LL_MAX_BW = NEWEST.ll_max_bw  # llMaxBws
+PER_CH_MAX_RING_LL128 = NEWEST.per_ch_max_ring_ll128
+PER_CH_MAX_TREE_LL128 = NEWEST.per_ch_max_tree_ll128
+PER_CH_MAX_TREE = NEWEST.per_ch_max_tree
+PER_CH_MAX_NVLS_TREE = NEWEST.per_ch_max_nvls_tree or ()
+NVLS_EFFICIENCY = NEWEST.nvls_efficiency  # tuning.cc: nvlsEfficiency
 #: tuning.cc: treeCorrectionFactor[protocol][log2(bytes / 64)]
 TREE_CORRECTION = (
     (
@@ -142,17 +139,10 @@ TREE_CORRECTION = (
         0.9,
     ),
 )
-# search.cc: speedArray* (GB/s per channel)
-SPEED_INTRA = {
-    "sm80": (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0),
-    "sm90": (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
-}
-SPEED_INTER = {
-    "sm80": (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12),
-    "sm90": (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
-}
-MAX_RING_CHANNELS = 32  # MAXCHANNELS / 2 (device.h MAXCHANNELS = 64 since 2.25)
-NVLS_CHANNELS_HOPPER = 16  # nvls.cc: ncclNvlsTuning (runtime NVLS channels on Hopper)
+SPEED_INTRA = NEWEST.speed_intra  # search.cc: speedArray* (GB/s per channel)
+SPEED_INTER = NEWEST.speed_inter
+MAX_RING_CHANNELS = NEWEST.max_channels // 2  # MAXCHANNELS / 2 (device.h MAXCHANNELS = 64 since 2.25)
+NVLS_CHANNELS_HOPPER = 16  # nvls.cc: ncclNvlsTuning (runtime NVLS channels on Hopper; 16 since 2.18)
 #: CollNet needs at least this many nodes (init.cc: NCCL_COLLNET_NODE_THRESHOLD, default 2)
 COLLNET_NODE_THRESHOLD = 2
 #: CollNet Direct heads per node at most, and CollNet's limit on GPUs per node (device.h:
@@ -219,6 +209,7 @@ class Candidate:
     time_us: float
     channels: int
     net_latency_us: float = 0.0  # the part of latency_us that is hops between nodes (NET per-hop latencies)
+    tuner: str = ""  # the NCCL release whose tuner priced it (sim.nccl.versions; Nccl.choice describes it)
 
 
 def describe(cluster: Any, p: int) -> System:
@@ -263,38 +254,49 @@ def _speed(speeds: tuple[float, ...], limit: float) -> float:
     return speeds[-1]
 
 
-def search(sys: System) -> dict[str, Graph]:
-    """The ring, tree and NVLS graphs NCCL's search would settle on (see the module docstring)."""
+def search(sys: System, tuning: Tuning = NEWEST) -> dict[str, Graph]:
+    """The ring, tree and NVLS graphs NCCL's search would settle on (see the module docstring), with the
+    speed arrays and channel limits of ``tuning``'s release."""
     arch = "sm90" if _COMPCAP.get(sys.arch, 2) >= 2 else "sm80"
     cc = _COMPCAP.get(sys.arch, 2)
     nvl = sys.nvlink_bw > 0
     total = sys.nvlink_bw if nvl else sys.pcie_bw  # search.cc getTotalBw: a GPU's NVLink (or PCI) sum
+    max_ring = tuning.max_channels // 2
+    intra_speeds, inter_speeds = tuning.speed_intra[arch], tuning.speed_inter[arch]
     if sys.nodes == 1:
-        speed = _speed(SPEED_INTRA[arch], total)
-        ch = max(1, min(MAX_RING_CHANNELS, int(total / speed + 1e-9)))
+        speed = _speed(intra_speeds, total)
+        ch = max(1, min(max_ring, int(total / speed + 1e-9)))
         bw_intra = bw_inter = speed
     else:
         per_nic = min(sys.nic_bw, sys.pcie_bw)
-        speed = _speed(SPEED_INTER[arch], per_nic)
-        ch = max(1, min(sys.nics_per_node, MAX_RING_CHANNELS, math.ceil(total / speed)))
+        speed = _speed(inter_speeds, per_nic)
+        ch = max(1, min(sys.nics_per_node, max_ring, math.ceil(total / speed)))
         bw_intra = bw_inter = speed
-    # search.cc: ncclTopoDupChannels
-    if bw_intra >= 25.0 and not (cc >= 2 and bw_intra < 50.0 and ch > 4):
-        dup = min(2 * ch, MAX_RING_CHANNELS)
+    # search.cc: ncclTopoDupChannels (2.18.1: Hopper and later only from 50 GB/s)
+    if tuning.dup_from_50:
+        dup_ok = (cc <= 1 and bw_intra >= 25.0) or (cc <= 2 and bw_intra >= 50.0)
+    else:
+        dup_ok = bw_intra >= 25.0 and not (cc >= 2 and bw_intra < 50.0 and ch > 4)
+    if dup_ok:
+        dup = min(2 * ch, max_ring)
         bw_intra /= math.ceil(dup / ch)
         bw_inter /= math.ceil(dup / ch)
         ch = dup
-    collnet = _collnet_graphs(sys, arch, ch, bw_inter, total) if sys.collnet else {}
+    collnet = _collnet_graphs(sys, inter_speeds, ch, bw_inter, total) if sys.collnet else {}
     runtime = 2 * ch  # connect.cc: ncclTopoPostset duplicates the channels
     chain = collnet.get("collnet-chain")
     if chain is not None and chain.bw_intra > chain.bw_inter and sys.ppn > 1:
-        runtime = min(64, runtime + runtime // 2)  # connect.cc: CollNet adds channels to saturate NVLink
-    if cc >= 2 and sys.nodes > 1 and bw_intra > 45 and runtime < 16:
+        runtime = min(
+            tuning.max_channels, runtime + runtime // 2
+        )  # connect.cc: CollNet adds channels to saturate NVLink
+    # ... and on Hopper across nodes doubles them again (2.21+: below 16; before: while they fit MAXCHANNELS)
+    below = runtime < 16 if tuning.double_below_16 else 2 * runtime <= tuning.max_channels
+    if cc >= 2 and (cc == 2 or tuning.blackwell) and sys.nodes > 1 and bw_intra > 45 and below:
         runtime *= 2
-    ring = Graph(ch, bw_intra, bw_inter, nvl, runtime_channels=min(runtime, 64))
+    ring = Graph(ch, bw_intra, bw_inter, nvl, runtime_channels=min(runtime, tuning.max_channels))
     tree_intra = bw_intra
     if sys.nodes > 1:  # pass 2 for trees: bwIntra may rise up to 2 x bwInter while the channels fit
-        for s in SPEED_INTRA[arch]:
+        for s in intra_speeds:
             if bw_inter <= s <= 2 * bw_inter and ch * s <= total * (1 + 1e-9):
                 tree_intra = max(tree_intra, s)
                 break
@@ -302,11 +304,11 @@ def search(sys: System) -> dict[str, Graph]:
     out.update((a, replace(g, runtime_channels=ring.runtime_channels)) for a, g in collnet.items())
     if sys.nvls and nvl and sys.ppn > 1:
         heads = min(32, sys.ppn)
-        intra = _speed(SPEED_INTRA[arch], sys.nvlink_bw / heads)
+        intra = _speed(intra_speeds, sys.nvlink_bw / heads)
         inter = (
-            SPEED_INTRA[arch][0]
+            intra_speeds[0]
             if sys.nodes == 1
-            else _speed(SPEED_INTER[arch], min(sys.nic_bw * sys.nics_per_node / sys.ppn, sys.pcie_bw))
+            else _speed(inter_speeds, min(sys.nic_bw * sys.nics_per_node / sys.ppn, sys.pcie_bw))
         )
         out["nvls"] = Graph(heads, intra, inter, True, runtime_channels=NVLS_CHANNELS_HOPPER)
         out["nvls-tree"] = out["nvls"]
@@ -325,10 +327,12 @@ def _climb(speeds: tuple[float, ...], bw_inter: float, fits: Any) -> float:
     return intra
 
 
-def _collnet_graphs(sys: System, arch: str, ring_channels: int, bw_inter: float, total: float) -> dict[str, Graph]:
+def _collnet_graphs(
+    sys: System, speeds: tuple[float, ...], ring_channels: int, bw_inter: float, total: float
+) -> dict[str, Graph]:
     """The CollNet Direct and CollNet Chain graphs (init.cc: ``collNetDirectGraph``, ``collNetChainGraph``),
     summarised as the other graphs are: the inter-node speed is the ring's (one NIC per channel), and
-    pass 2 raises bwIntra while the GPUs' NVLink carries it.
+    pass 2 raises bwIntra up the release's inter-node ``speeds`` while the GPUs' NVLink carries it.
 
     * Direct (pattern COLLNET_DIRECT): one channel per head -- a GPU with a local NIC, at most
       ``COLLNET_MAX_LOCAL`` (search.cc: maxChannels); a head's channel moves bwIntra to the other GPUs,
@@ -340,7 +344,6 @@ def _collnet_graphs(sys: System, arch: str, ring_channels: int, bw_inter: float,
     """
     g = sys.ppn
     nvlink = total * (1 + 1e-9)
-    speeds = SPEED_INTER[arch]
     heads = min(COLLNET_MAX_LOCAL, sys.nic_gpus)
 
     def direct_fits(s: float) -> bool:
@@ -356,57 +359,87 @@ def _collnet_graphs(sys: System, arch: str, ring_channels: int, bw_inter: float,
     }
 
 
-def _tables(sys: System, graphs: dict[str, Graph]) -> dict[tuple[str, str], tuple[float, float, float]]:
-    """tuning.cc ncclTopoTuneModel for all-reduce: (algorithm, protocol) -> (latency µs, algBw GB/s)."""
+def _nvls_bw(sys: System, a: str, g: Graph, tuning: Tuning, cc: int, i2: int) -> float:
+    """NVLS / NVLSTree algBw (GB/s) by ``tuning``'s formula (see :class:`~sim.nccl.versions.Tuning`)."""
+    n, nodes = sys.ranks, sys.nodes
+    if tuning.nvls_bw == "2.28":
+        intra = g.bw_intra * tuning.nvls_efficiency[cc] * (g.channels - 1) / g.channels * 2.0
+        inter = g.bw_inter * (2 if nodes <= 2 and a == "nvls-tree" else 1)
+        caps = tuning.per_ch_max_nvls_tree
+        bw = min(intra, inter, caps[cc][i2] if a == "nvls-tree" and caps else math.inf)
+        return g.channels * bw * n / (2 * (n - 1))
+    if tuning.nvls_bw == "2.19":
+        inter = g.bw_inter if a == "nvls" or nodes <= 2 else g.bw_inter / 2
+        bw = min(g.bw_intra, inter)
+    else:  # "2.18"
+        bw = g.bw_intra if nodes <= 2 else g.bw_inter
+    ratio = tuning.nvls_ratio
+    if a == "nvls-tree" and tuning.nvls_tree_ratio is not None:  # (off on one node)
+        ratio = tuning.nvls_tree_ratio * nodes / (2 * (nodes - 1)) if nodes > 1 else 0.0
+    return g.channels * bw * ratio
+
+
+def _tables(
+    sys: System, graphs: dict[str, Graph], tuning: Tuning = NEWEST
+) -> dict[tuple[str, str], tuple[float, float, float]]:
+    """tuning.cc ncclTopoTuneModel for all-reduce, as of ``tuning``'s release: (algorithm, protocol) ->
+    (latency µs, algBw GB/s, the latency's network part µs)."""
     n, nodes = sys.ranks, sys.nodes
     cc = _COMPCAP.get(sys.arch, 2)
+    if cc == 3 and not tuning.blackwell:
+        cc = 2  # before 2.25 sm100 took Hopper's index
     i2 = 0 if nodes == 1 else (1 if nodes == 2 else 2)
     i1 = cc if nodes == 1 else (1 if sys.cpu_vendor == "amd" else 0)
-    ll_max = LL_MAX_BW[i1][i2]
+    ll_max = tuning.ll_max_bw[i1][i2]
     nsteps = 2 * (n - 1)
     out: dict[tuple[str, str], tuple[float, float, float]] = {}
     for a, g in graphs.items():
         intra_hw = "nvlink" if g.nvlink else "pci"
         for pi, proto in enumerate(PROTOS):
-            if a in ("nvls", "nvls-tree", *_COLLNET) and proto != "simple":  # CollNet: "Not used"
+            if a in _COLLNET and proto != "simple":  # CollNet: "Not used"
                 continue
-            bw = g.bw_intra if nodes <= 2 or a in _COLLNET else g.bw_inter
             if a in ("nvls", "nvls-tree"):
-                if g.channels < 2:
+                if proto != "simple" or (tuning.nvls_bw == "2.28" and g.channels < 2):
                     continue
-                intra = g.bw_intra * NVLS_EFFICIENCY[cc] * (g.channels - 1) / g.channels * 2.0
-                inter = g.bw_inter * (2 if nodes <= 2 and a == "nvls-tree" else 1)
-                bw = min(intra, inter, PER_CH_MAX_NVLS_TREE[cc][i2] if a == "nvls-tree" else math.inf)
-            bus = g.channels * bw
-            if a == "ring" and proto == "ll":
-                bus = min(ll_max, bus * 0.5)
-            if a == "ring" and proto == "ll128":
-                bus = min(bus * 0.92, g.channels * PER_CH_MAX_RING_LL128[cc][i2])
-            if a == "tree":
-                bus = min(bus * 0.92, g.channels * PER_CH_MAX_TREE[cc][i2])
-                if proto == "ll":
-                    bus = min(bus / 3.8, ll_max)
-                if proto == "ll128":
-                    bus = min(
-                        bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), g.channels * PER_CH_MAX_TREE_LL128[cc][i2]
-                    )
-                if g.tree_pattern:
-                    bus *= 0.85
-            if a == "collnet-direct":  # "Collnet+Direct requires all GPUs to have a local NIC"
-                factor = sys.ppn / g.channels  # GPU/NIC ratio
-                bus /= factor - (factor - 1) / 2
-                if cc >= 2:
-                    bus *= 0.85
-            algbw = bus * (n / nsteps if a in ("ring", "nvls", "nvls-tree") else 0.5)
-            lat = BASE_LAT[a][pi]
-            intra_lat = HW_LAT[intra_hw][a][pi]
-            inter_lat = HW_LAT["net"]["tree" if sys.ppn == 1 else a][pi]
+                algbw = _nvls_bw(sys, a, g, tuning, cc, i2)
+            elif a in _COLLNET:
+                bus = g.channels * g.bw_intra
+                if a == "collnet-direct":  # "Collnet+Direct requires all GPUs to have a local NIC"
+                    factor = sys.ppn / g.channels  # GPU/NIC ratio
+                    bus /= factor - (factor - 1) / 2
+                    if cc >= 2:
+                        bus *= 0.85
+                algbw = bus * 0.5
+            else:
+                bus = g.channels * (g.bw_intra if nodes <= 2 else g.bw_inter)
+                if a == "ring" and proto == "ll":
+                    bus = min(ll_max, bus * tuning.ring_ll)
+                if a == "ring" and proto == "ll128":
+                    factor = tuning.ring_ll128_one_ppn if sys.ppn < 2 else 0.92
+                    bus = min(bus * factor, g.channels * tuning.per_ch_max_ring_ll128[cc][i2])
+                if a == "tree":
+                    bus = min(bus * 0.92, g.channels * tuning.per_ch_max_tree[cc][i2])
+                    if proto == "ll":
+                        bus = min(bus / 3.8, ll_max)
+                    if proto == "ll128":
+                        bus = min(
+                            bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0),
+                            g.channels * tuning.per_ch_max_tree_ll128[cc][i2],
+                        )
+                    if g.tree_pattern and tuning.tree_pattern:
+                        bus *= 0.85
+                algbw = bus * (n / nsteps if a != "tree" else 0.5)
+            lat = tuning.base_lat[a][pi]
+            intra_lat = tuning.hw_lat[intra_hw][a][pi]
+            net_lat = tuning.hw_lat["net"]
+            inter_lat = net_lat["tree" if sys.ppn == 1 and tuning.one_ppn_tree_net else a][pi]
             if a == "ring":
                 overhead = 0.0
                 if nodes > 1:  # tuning.cc getNetOverhead: 1 us Intel, 2 us AMD, x3 for Simple
                     overhead = (2.0 if sys.cpu_vendor == "amd" else 1.0) * (3 if proto == "simple" else 1)
                 intra_lat = max(intra_lat, overhead)
-                inter_steps = 0 if nodes == 1 else 2 * (nodes - 1)
+                # nInterSteps: 2 (nNodes - 1) since 2.23.4; 2 nNodes before
+                inter_steps = 0 if nodes == 1 else 2 * nodes - (0 if tuning.ring_inter_steps_all else 2)
                 lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat
                 net = inter_steps * inter_lat
             elif a == "tree":
@@ -418,10 +451,14 @@ def _tables(sys: System, graphs: dict[str, Graph]) -> dict[tuple[str, str], tupl
             elif a == "collnet-chain":
                 lat += 2 * (sys.ppn - 1) * intra_lat + inter_lat
                 net = inter_lat
+            elif tuning.nvls_lat == "2.18":  # base + hwLat[NET] (NVLS) or 2 (nNodes - 1) of them (NVLSTree)
+                hops = (1 if nodes > 1 else 0) if a == "nvls" else 2 * (nodes - 1)
+                net = hops * net_lat[a][pi]
+                lat += net
             elif a == "nvls":
                 lat = intra_lat + (inter_lat if nodes > 1 else 0.0)
                 net = inter_lat if nodes > 1 else 0.0
-            elif a == "nvls-tree":
+            else:  # nvls-tree
                 lat += intra_lat + 2 * int(math.log2(nodes)) * inter_lat
                 net = 2 * int(math.log2(nodes)) * inter_lat
             out[(a, proto)] = (lat, algbw, net)
@@ -473,12 +510,13 @@ def enabled(sys: System, graphs: dict[str, Graph]) -> set[str]:
 
 
 def candidates(
-    sys: System, nbytes: float, algos: set[str] | None = None, protos: set[str] | None = None
+    sys: System, nbytes: float, algos: Names = None, protos: Names = None, tuning: Tuning = NEWEST
 ) -> list[Candidate]:
-    """Every enabled (algorithm, protocol) priced for ``nbytes`` (ncclTopoGetAlgoTime), in NCCL's order."""
-    graphs = search(sys)
+    """Every enabled (algorithm, protocol) priced for ``nbytes`` (ncclTopoGetAlgoTime), in NCCL's order,
+    by the tuner of ``tuning``'s release."""
+    graphs = search(sys, tuning)
     allowed = enabled(sys, graphs) if algos is None else algos
-    tables = _tables(sys, graphs)
+    tables = _tables(sys, graphs, tuning)
     log_size = int(math.log2(nbytes / 64)) if nbytes >= 64 else -1
     out = []
     for a in ALGORITHMS:
@@ -502,13 +540,13 @@ def candidates(
                 lat, net = lat * plateau, net * plateau
             g = graphs[a]
             ch = g.runtime_channels if a not in ("nvls", "nvls-tree") else NVLS_CHANNELS_HOPPER
-            out.append(Candidate(a, proto, lat, bw, lat + nbytes / (1000 * bw), ch, net))
+            out.append(Candidate(a, proto, lat, bw, lat + nbytes / (1000 * bw), ch, net, tuning.release))
     return out
 
 
-def pick(sys: System, nbytes: float, algos: set[str] | None = None, protos: set[str] | None = None) -> Candidate:
+def pick(sys: System, nbytes: float, algos: Names = None, protos: Names = None, tuning: Tuning = NEWEST) -> Candidate:
     """NCCL's choice for an all-reduce of ``nbytes`` per rank (strict minimum, first wins ties)."""
-    found = candidates(sys, nbytes, algos, protos)
+    found = candidates(sys, nbytes, algos, protos, tuning)
     if not found:
         what = f"algorithms {sorted(algos)}" if algos else "algorithms"
         raise AlgorithmError(

@@ -245,7 +245,9 @@ def _validate_sample(rec: dict[str, Any], where: str) -> Sample:
         algo = nccl_algo_option(forced["nccl_algo"], f"{where}: nccl_algo") if "nccl_algo" in forced else None
         proto = forced.get("nccl_proto")
         proto = "|".join(x.strip().lower() for x in re.split(r"[,|]", proto) if x.strip()) if proto else None
-        algorithm = nccl_schedule_spec(collective, algo, proto)
+        release = env.get("nccl")  # the NCCL torch ran (validate/rank.py: torch.cuda.nccl.version())
+        version = _modelled_version(release) if isinstance(release, str) else None
+        algorithm = nccl_schedule_spec(collective, algo, proto, version)
         if forced:  # compare and calibrate keep runs under different NCCL_ALGO / NCCL_PROTO apart
             label = "builtin:" + ",".join(f"{k}={v}" for k, v in forced.items())
     elif algorithm == "builtin":
@@ -337,6 +339,11 @@ def strip_label(line: str) -> str:
 #: a binary's name as it appears in a command line: ``all_reduce_perf``, ``./build/all_reduce_perf_mpi``
 _BINARY = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(_NCCL_BINARIES) + r")(?:_mpi)?(?![A-Za-z0-9_])")
 _NCCL_ENV = re.compile(r"\bNCCL_(ALGO|PROTO|NVLS_ENABLE)\s*[=:]\s*[\"']?([\^A-Za-z0-9_,|]+)")
+#: the NCCL release a log states: NCCL's own line (``NCCL version 2.26.2+cuda12.8``, printed by rank 0 and
+#: in NCCL_DEBUG=INFO output), nccl-tests' header (``nccl-library=22602``), a ``#%`` line (``NCCL 2.26.5``)
+_NCCL_VERSION_LINE = re.compile(r"\bNCCL version\s+v?(\d+\.\d+\.\d+)")
+_NCCL_LIBRARY = re.compile(r"\bnccl-library=(\d+)")
+_NCCL_VERSION_STATED = re.compile(r"\bNCCL\s+v?(\d+\.\d+\.\d+)\b")
 _MPI_RANKS = re.compile(r"(?:mpirun|mpiexec)\b[^\n]*?\s(?:-n|-np|--np|--n)[\s=](\d+)")
 _SRUN_TASKS = re.compile(r"\bsrun\b[^\n]*?\s(?:-n|--ntasks)[\s=](\d+)")
 _SRUN_NODES = re.compile(r"\bsrun\b[^\n]*?\s(?:-N|--nodes)[\s=](\d+)")
@@ -359,6 +366,29 @@ def command_ranks(line: str) -> int:
     if (m := _SRUN_NODES.search(line)) and (k := _PER_NODE.search(line)):
         return int(m.group(1)) * int(k.group(1))
     return 0
+
+
+def stated_nccl_version(line: str) -> tuple[int, str] | None:
+    """(rank, version) where ``line`` (its launcher label stripped) states the NCCL release that ran: NCCL's
+    ``NCCL version X.Y.Z`` line (rank 0: what ran), nccl-tests' ``nccl-library=NNNNN`` (1), a ``#%`` header
+    line's ``NCCL X.Y.Z`` (2: what the log's collector states); None where it states none.
+
+    >>> stated_nccl_version("host:12:12 [0] NCCL INFO NCCL version 2.26.2+cuda12.8")
+    (0, '2.26.2')
+    >>> stated_nccl_version("# nccl-tests version 2.17.6 nccl-headers=22501 nccl-library=22501")
+    (1, '2.25.1')
+    >>> stated_nccl_version("#% 2x BM.GPU4.8, Ubuntu 24.04, NCCL 2.26.5, OpenMPI 5.0.8"), stated_nccl_version("# NCCL 2.1.1")
+    ((2, '2.26.5'), None)
+    """
+    if m := _NCCL_VERSION_LINE.search(line):
+        return 0, m.group(1)
+    if m := _NCCL_LIBRARY.search(line):
+        code = int(m.group(1))  # NCCL_VERSION_CODE: X * 10000 + Y * 100 + Z since 2.9, X * 1000 + Y * 100 + Z before
+        major, rest = (code // 10000, code % 10000) if code >= 10000 else (code // 1000, code % 1000)
+        return 1, f"{major}.{rest // 100}.{rest % 100}"
+    if line.startswith("#%") and (m := _NCCL_VERSION_STATED.search(line)):
+        return 2, m.group(1)
+    return None
 
 
 def _collective_of(program: str | None, where: str, hint: str | None) -> str:
@@ -393,13 +423,17 @@ def nccl_algo_option(value: str, where: str) -> str:
     return ("^" if exclude else "") + "|".join(dict.fromkeys(NCCL_ALGO_NAMES[x] for x in items))
 
 
-def nccl_schedule_spec(collective: str, algo: str | None = None, proto: str | None = None) -> str:
+def nccl_schedule_spec(
+    collective: str, algo: str | None = None, proto: str | None = None, version: str | None = None
+) -> str:
     """The simulated schedule of an nccl-tests run: ``nccl`` (NCCL's pick, restricted by NCCL_ALGO /
-    NCCL_PROTO) for all-reduce, the textbook schedule NCCL runs for the other collectives."""
+    NCCL_PROTO, by the tuner of the NCCL ``version`` that ran where the log states it) for all-reduce, the
+    textbook schedule NCCL runs for the other collectives."""
     if collective != "allreduce":
         return builtin_algorithm(collective, "nccl")
     options = [f"algo={algo}"] if algo else []
     options += [f"proto={proto}"] if proto else []
+    options += [f"version={version}"] if version else []
     return "nccl" + (":" + ",".join(options) if options else "")
 
 
@@ -503,6 +537,7 @@ def parse_nccl_text(
     listed: set[tuple[int, str]] = set()  # (rank, host): a log of several runs repeats its rank lines
     rows: list[tuple[str, int, float]] = []
     printed: list[tuple[int, float, float]] = []  # (size, algbw, busbw)
+    versions: list[tuple[int, str]] = []  # (rank, NCCL release) as the log states it
     digest = hashlib.sha256()
 
     def scan(stripped: str) -> None:
@@ -519,6 +554,8 @@ def parse_nccl_text(
         digest.update(line.rstrip("\r\n").encode("utf-8", "replace") + b"\n")
         line = strip_label(line)
         stripped = line.strip()
+        if stated := stated_nccl_version(stripped):
+            versions.append(stated)
         if m := RANK_LINE.match(stripped):
             listed.add((int(m.group(1)), m.group(2) or ""))
             continue
@@ -580,11 +617,23 @@ def parse_nccl_text(
     proto = None
     if "PROTO" in env:
         proto = "|".join(x.strip().lower() for x in re.split(r"[,|]", env["PROTO"]) if x.strip())
-    spec = nccl_schedule_spec(coll, algo, proto)
+    version = _modelled_version(min(versions)[1]) if versions else None
+    spec = nccl_schedule_spec(coll, algo, proto, version)
     run_id = f"nccl-tests-{digest.hexdigest()[:16]}"
     samples = [_nccl_sample(coll, size, t, p, where, spec, run_id) for where, size, t in rows]
     detail = f"{os.path.basename(program or named or coll)}, {p} ranks, {spec}"
     return samples, Source(kind="nccl-tests", path=str(path), run_ids=[run_id], records=len(samples), detail=detail)
+
+
+def _modelled_version(text: str) -> str | None:
+    """A stated NCCL release the ``nccl`` algorithm knows, else None (the newest tuner then decides)."""
+    from sim.nccl.versions import parse_version
+
+    try:
+        parse_version(text)
+    except ValueError:
+        return None
+    return text
 
 
 def algbw_reliable(size: int, printed: list[tuple[int, float, float]]) -> bool:

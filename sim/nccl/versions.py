@@ -1,0 +1,400 @@
+"""What NCCL's tuner computes for all-reduce, release by release, from v2.18.1 to v2.30.7.
+
+Each :class:`Tuning` is the set of constants and rules of one range of NVIDIA/nccl releases, from the
+release that introduced them up to the next entry's; every field names where in NCCL's source (at the
+tag of its range) it comes from: ``src/graph/tuning.cc`` (``ncclTopoTuneModel``,
+``ncclTopoGetAlgoTime``), ``src/graph/search.cc`` (speed arrays), ``src/graph/connect.cc``
+(``ncclTopoPostset``: runtime channels) and ``MAXCHANNELS`` (``src/include/devcomm.h``, ``device.h``).
+:data:`NEWEST` is the tuner of v2.30.7 (master 5067397c), the default. Releases older than v2.18.1 (whose
+tuner has no NVLS-tree and other tables) are modelled as v2.18.1, and say so (:func:`tuning_for`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+__all__ = ["NEWEST", "RELEASES", "TUNINGS", "Tuning", "parse_version", "tuning_for"]
+
+Version = tuple[int, int, int]
+Rows = tuple[tuple[float, float, float], ...]  # [compcap index: Volta, Ampere, Hopper, Blackwell][N1/N2/N4]
+
+#: NCCL's 2.x releases (the ``v2.X.Y-1`` tags of NVIDIA/nccl)
+RELEASES: tuple[Version, ...] = tuple(
+    tuple(int(x) for x in v.split("."))  # type: ignore[misc]
+    for v in (
+        "2.3.7 2.4.2 2.4.6 2.4.7 2.4.8 2.5.6 2.5.7 2.6.4 2.7.3 2.7.5 2.7.6 2.7.8 2.8.3 2.8.4 2.9.6 2.9.8 2.9.9 "
+        "2.10.3 2.11.4 2.12.7 2.12.10 2.12.12 2.13.4 2.14.3 2.15.1 2.15.5 2.16.2 2.16.5 2.17.1 2.18.1 2.18.3 "
+        "2.18.5 2.18.6 2.19.1 2.19.3 2.19.4 2.20.3 2.20.5 2.21.5 2.22.3 2.23.4 2.24.3 2.25.1 2.26.2 2.26.3 "
+        "2.26.5 2.26.6 2.27.3 2.27.5 2.27.6 2.27.7 2.28.3 2.28.7 2.28.9 2.29.2 2.29.3 2.29.7 2.30.3 2.30.4 2.30.7"
+    ).split()
+)
+
+
+def _text(v: Version) -> str:
+    return ".".join(map(str, v))
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The all-reduce tuner of the releases from ``first`` on (up to the next :data:`TUNINGS` entry)."""
+
+    first: Version
+    #: baseLatencies / baseLat [algorithm] -> (LL, LL128, Simple) us
+    base_lat: dict[str, tuple[float, float, float]]
+    #: hwLatencies / hwLat [nvlink|pci|net][algorithm] -> (LL, LL128, Simple) us
+    hw_lat: dict[str, dict[str, tuple[float, float, float]]]
+    ll_max_bw: Rows  # llMaxBws [Volta-N1/Intel, Ampere-N1/AMD, Hopper-N1, Blackwell-N1][N1/N2/N4]
+    per_ch_max_ring_ll128: Rows  # perChMaxRingLL128Bws (ll128MaxBwPerCh for every node count in 2.18.1)
+    per_ch_max_tree_ll128: Rows  # perChMaxTreeLL128Bws (likewise)
+    per_ch_max_tree: Rows  # perChMaxTreeBws
+    #: perChMaxNVLSTreeBws (since 2.28.3); None: no such cap
+    per_ch_max_nvls_tree: Rows | None
+    #: NVLS(-tree) bandwidth: "2.18" busBw = channels x bwIntra (bwInter from 3 nodes); "2.19" channels x
+    #: min(bwIntra, bwInter) (NVLSTree: bwInter / 2 from 3 nodes), both times ``nvls_ratio``; "2.28" the
+    #: nvlsEfficiency form (bwIntra x eff x (ch - 1) / ch x 2, NVLSTree bwInter x 2 on 2 nodes, per-channel
+    #: cap) times nRanks / nsteps
+    nvls_bw: str
+    nvls_ratio: float  # algBw / busBw for NVLS ("2.18", "2.19": .75 in 2.18.1, 5/6 from 2.18.3)
+    #: NVLSTree's algBw / busBw: .70 nNodes / (2 (nNodes - 1)) in 2.18.x; None: ``nvls_ratio``
+    nvls_tree_ratio: float | None
+    nvls_efficiency: tuple[float, float, float, float]  # nvlsEfficiency (since 2.28.3)
+    #: NVLS(-tree) latency: "2.18" base + NET (NVLS) / base + 2 (nNodes - 1) NET (NVLSTree); "2.19"
+    #: intra + NET / base + intra + 2 log2(nNodes) NET (interLat)
+    nvls_lat: str
+    ring_ll: float  # ring LL busBw factor: 1/4 (until 2.20), .5 (from 2.21.5)
+    ring_ll128_one_ppn: float  # ring LL128 factor with one GPU per node: 0.7 until 2.22, then .92 as others
+    #: ring's network steps: 2 nNodes (until 2.22: nInterSteps), 2 (nNodes - 1) from 2.23.4
+    ring_inter_steps_all: bool
+    tree_pattern: bool  # tree x.85 where the tree graph is pattern TREE (since 2.18.3)
+    one_ppn_tree_net: bool  # with one GPU per node the NET latency is Tree's (since 2.23.4)
+    blackwell: bool  # a compcap index of its own for sm100 (since 2.25.1; before: Hopper's)
+    speed_intra: dict[str, tuple[float, ...]]  # search.cc: speedArrayIntra / sm90SpeedArrayIntra
+    speed_inter: dict[str, tuple[float, ...]]  # search.cc: speedArrayInter / sm90SpeedArrayInter
+    max_channels: int  # MAXCHANNELS: 32 until 2.24, 64 from 2.25.1
+    #: connect.cc: channels doubled again on sm90 across nodes with ring bwIntra > 45 while nChannels < 16
+    #: (from 2.21.5); before, while 2 nChannels <= MAXCHANNELS
+    double_below_16: bool
+    #: enqueue.cc calcCollChunking: NVLS-tree's first chunk, NCCL_NVLS_CHUNKSIZE 128 KiB from 2.21.5, the
+    #: Simple step before (4 MiB NCCL_BUFFSIZE / NCCL_STEPS 8 = 512 KiB), and its 64 KiB from 4 nodes (2.19+)
+    nvls_tree_chunk: int
+    nvls_tree_cap4: bool
+    #: search.cc ncclTopoDupChannels: 2.18.1 duplicates where (ccMin <= 80 and bwIntra >= 25) or (ccMin <= 90
+    #: and bwIntra >= 50); from 2.18.3 where bwIntra >= 25 unless ccMin > 80, bwIntra < 50 and > 4 channels
+    dup_from_50: bool = False
+    notes: tuple[str, ...] = field(default=(), compare=False)  # what changed at ``first``, for docs and tests
+
+    @property
+    def release(self) -> str:
+        return _text(self.first)
+
+    @property
+    def last(self) -> str:
+        """The last release of this range."""
+        later = [t.first for t in TUNINGS if t.first > self.first]
+        nxt = min(later) if later else None
+        return _text(max(v for v in RELEASES if v >= self.first and (nxt is None or v < nxt)))
+
+    @property
+    def span(self) -> str:
+        return self.release if self.release == self.last else f"{self.release}-{self.last}"
+
+
+_SM80_INTRA = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
+_SM80_INTER = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12)
+_TAIL = (6.0, 3.0, 2.4, 1.2, 0.24, 0.12)
+
+# v2.30.3 - v2.30.7 (master 5067397c): tuning.cc ncclTunerConstantsDefaults, nvlsEfficiency
+V2_30_3 = Tuning(
+    first=(2, 30, 3),
+    base_lat={
+        "tree": (6.8, 14.0, 8.4),
+        "ring": (6.6, 14.0, 8.4),
+        "collnet-direct": (0, 0, 0),
+        "collnet-chain": (0, 0, 0),
+        "nvls": (0, 0, 0),
+        "nvls-tree": (0, 0, 0),
+    },
+    hw_lat={  # CollNet: Simple only
+        "nvlink": {
+            "tree": (0.6, 1.25, 4.0),
+            "ring": (0.6, 1.9, 3.4),
+            "collnet-direct": (0, 0, 3.7),
+            "collnet-chain": (0, 0, 2.8),
+            "nvls": (0, 0, 25),
+            "nvls-tree": (0, 0, 25),
+        },
+        "pci": {
+            "tree": (1.0, 1.9, 4.0),
+            "ring": (1.0, 2.5, 5.7),
+            "collnet-direct": (0, 0, 3.7),
+            "collnet-chain": (0, 0, 2.8),
+            "nvls": (0, 0, 0),
+            "nvls-tree": (0, 0, 0),
+        },
+        "net": {
+            "tree": (5.0, 8.5, 14),
+            "ring": (2.7, 4.0, 14.0),
+            "collnet-direct": (0, 0, 31),
+            "collnet-chain": (0, 0, 30),
+            "nvls": (0, 0, 18),
+            "nvls-tree": (0, 0, 20.9),
+        },
+    },
+    ll_max_bw=((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 90.0, 70.0)),
+    per_ch_max_ring_ll128=((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (40.0,) * 3),
+    per_ch_max_tree_ll128=((20.0,) * 3, (20.0,) * 3, (36.7, 36.7, 29.0), (55.6, 31.67, 20.0)),
+    per_ch_max_tree=((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0)),
+    per_ch_max_nvls_tree=((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5), (0.0, 96.0, 80.0)),
+    nvls_bw="2.28",
+    nvls_ratio=5.0 / 6.0,
+    nvls_tree_ratio=None,
+    nvls_efficiency=(0.0, 0.0, 0.85, 0.74),
+    nvls_lat="2.19",
+    ring_ll=0.5,
+    ring_ll128_one_ppn=0.92,
+    ring_inter_steps_all=False,
+    tree_pattern=True,
+    one_ppn_tree_net=True,
+    blackwell=True,
+    speed_intra={"sm80": _SM80_INTRA, "sm90": (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0)},
+    speed_inter={
+        "sm80": _SM80_INTER,
+        "sm90": (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, *_TAIL),
+    },
+    max_channels=64,
+    double_below_16=True,
+    nvls_tree_chunk=128 * 1024,
+    nvls_tree_cap4=True,
+    notes=("Blackwell perChMaxNVLSTreeBws N4 43.8 -> 80",),
+)
+_BW = V2_30_3.per_ch_max_nvls_tree
+assert _BW is not None
+V2_29_7 = replace(
+    V2_30_3,
+    first=(2, 29, 7),
+    per_ch_max_nvls_tree=(*_BW[:3], (0.0, 96.0, 43.8)),
+    notes=("Blackwell perChMaxRingLL128Bws 34.5/34.6/34.5 -> 40",),
+)
+V2_29_2 = replace(
+    V2_29_7,
+    first=(2, 29, 2),
+    per_ch_max_ring_ll128=(*V2_30_3.per_ch_max_ring_ll128[:3], (34.5, 34.6, 34.5)),
+    notes=("Blackwell perChMaxRingLL128Bws 73.4/34.6/73.4 -> 34.5/34.6/34.5",),
+)
+V2_28_9 = replace(
+    V2_29_2,
+    first=(2, 28, 9),
+    per_ch_max_ring_ll128=(*V2_30_3.per_ch_max_ring_ll128[:3], (2 * 36.7, 34.6, 2 * 36.7)),
+    notes=("NVLSTree NET hwLat 14 -> 20.9 us", "Blackwell perChMaxNVLSTreeBws N4 43.1 -> 43.8"),
+)
+V2_28_7 = replace(
+    V2_28_9,
+    first=(2, 28, 7),
+    hw_lat={**V2_30_3.hw_lat, "net": {**V2_30_3.hw_lat["net"], "nvls-tree": (0, 0, 14)}},
+    per_ch_max_nvls_tree=(*_BW[:3], (0.0, 96.0, 43.1)),
+    notes=("Blackwell perChMaxRingLL128Bws N2 73.4 -> 34.6",),
+)
+V2_28_3 = replace(
+    V2_28_7,
+    first=(2, 28, 3),
+    per_ch_max_ring_ll128=(*V2_30_3.per_ch_max_ring_ll128[:3], (2 * 36.7,) * 3),
+    notes=(
+        "NVLS(-tree) bandwidth from nvlsEfficiency (0.85 Hopper) x (ch - 1) / ch x 2, NVLSTree bwInter x 2 on "
+        "2 nodes and perChMaxNVLSTreeBws, times nRanks / nsteps (was channels x min(bwIntra, bwInter) x 5/6)",
+        "Blackwell rows perChMaxTreeLL128Bws 55.6/31.67/20, perChMaxTreeBws 70/42.8/24 (were 2 x Hopper's)",
+    ),
+)
+_HOPPER2 = (
+    (2 * 36.7,) * 3,
+    (2 * 36.7, 2 * 36.7, 2 * 29.0),
+    (2 * 38.7, 2 * 41.4, 2 * 36.0),
+)
+V2_25_1 = replace(
+    V2_28_3,
+    first=(2, 25, 1),
+    per_ch_max_tree_ll128=(*V2_30_3.per_ch_max_tree_ll128[:3], _HOPPER2[1]),
+    per_ch_max_tree=(*V2_30_3.per_ch_max_tree[:3], _HOPPER2[2]),
+    per_ch_max_nvls_tree=None,
+    nvls_bw="2.19",
+    notes=(
+        "MAXCHANNELS 32 -> 64 (device.h)",
+        "Blackwell compcap index of its own (llMaxBws and per-channel caps 2 x Hopper's)",
+    ),
+)
+V2_23_4 = replace(
+    V2_25_1,
+    first=(2, 23, 4),
+    max_channels=32,
+    blackwell=False,
+    notes=(
+        "Tree/Simple latency: base 0 -> 8.4, hwLat NVLink/PCI/NET 28/28/28 -> 4/4/14 us",
+        "ring network steps 2 nNodes -> 2 (nNodes - 1)",
+        "ring LL128 with one GPU per node 0.7 -> 0.92",
+        "one GPU per node: NET latency of Tree for every algorithm",
+    ),
+)
+V2_21_5 = replace(
+    V2_23_4,
+    first=(2, 21, 5),
+    base_lat={**V2_30_3.base_lat, "tree": (6.8, 14.0, 0.0)},
+    hw_lat={
+        "nvlink": {**V2_30_3.hw_lat["nvlink"], "tree": (0.6, 1.25, 28)},
+        "pci": {**V2_30_3.hw_lat["pci"], "tree": (1.0, 1.9, 28)},
+        "net": {**V2_28_7.hw_lat["net"], "tree": (5.0, 8.5, 28)},
+    },
+    ring_ll128_one_ppn=0.7,
+    ring_inter_steps_all=True,
+    one_ppn_tree_net=False,
+    notes=(
+        "NVLS/NVLSTree NVLink hwLat 23 -> 25 us",
+        "llMaxBws Hopper-N1 87.7 -> 141 (row 45/35)",
+        "ring LL busBw x 1/4 -> x .5",
+        "sm90 intra speed 11 added; channels doubled again while nChannels < 16 (was 2 nChannels <= 32)",
+        "NVLS-tree's first chunk NCCL_NVLS_CHUNKSIZE 128 KiB (was the Simple step, 512 KiB)",
+    ),
+)
+V2_19_3 = replace(
+    V2_21_5,
+    first=(2, 19, 3),
+    hw_lat={
+        **V2_21_5.hw_lat,
+        "nvlink": {**V2_21_5.hw_lat["nvlink"], "nvls": (0, 0, 23), "nvls-tree": (0, 0, 23)},
+    },
+    ll_max_bw=(*V2_30_3.ll_max_bw[:2], (87.7, 22.5, 19.0), V2_30_3.ll_max_bw[3]),
+    ring_ll=0.25,
+    speed_intra={**V2_30_3.speed_intra, "sm90": (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0)},
+    double_below_16=False,
+    nvls_tree_chunk=512 * 1024,
+    notes=("sm90 inter speed 22 added",),
+)
+V2_19_1 = replace(
+    V2_19_3,
+    first=(2, 19, 1),
+    speed_inter={**V2_30_3.speed_inter, "sm90": (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 20.0, 17.5, 15.0, 12.0, *_TAIL)},
+    notes=(
+        "NVLS: channels x min(bwIntra, bwInter), NVLSTree min(bwIntra, bwInter / 2 from 3 nodes), both x 5/6; "
+        "latency NVLink hwLat 23 + NET (NVLS), + 2 log2(nNodes) NET 14 (NVLSTree) (was base 23, NET 19 per node)",
+        "Tree/Simple hwLat 4/6/14 -> 28/28/28 us; sm90 intra speed 50 added",
+        "NVLS-tree chunk 64 KiB from 4 nodes",
+        "CollNet Direct/Chain latencies: base 0 (was 6.8/14 for LL/LL128), hwLat NVLink 3.7/2.8, PCI 3.7/2.8, "
+        "NET 31/30 us (were 8/4.75, 8/8, 10.7/14)",
+    ),
+)
+V2_18_3 = replace(
+    V2_19_1,
+    first=(2, 18, 3),
+    base_lat={
+        **V2_21_5.base_lat,
+        "collnet-direct": (6.8, 14.0, 0),
+        "collnet-chain": (6.8, 14.0, 0),
+        "nvls": (0, 0, 23.0),
+        "nvls-tree": (0, 0, 23.0),
+    },
+    hw_lat={
+        "nvlink": {
+            **V2_30_3.hw_lat["nvlink"],
+            "collnet-direct": (0, 0, 8.0),
+            "collnet-chain": (0, 0, 4.75),
+            "nvls": (0, 0, 0),
+            "nvls-tree": (0, 0, 0),
+        },
+        "pci": {
+            **V2_30_3.hw_lat["pci"],
+            "tree": (1.0, 1.9, 6),
+            "collnet-direct": (0, 0, 8.0),
+            "collnet-chain": (0, 0, 8.0),
+        },
+        "net": {
+            **V2_30_3.hw_lat["net"],
+            "collnet-direct": (0, 0, 10.7),
+            "collnet-chain": (0, 0, 14),
+            "nvls-tree": (0, 0, 19),
+        },
+    },
+    nvls_bw="2.18",
+    nvls_tree_ratio=0.70,
+    nvls_lat="2.18",
+    speed_intra={**V2_30_3.speed_intra, "sm90": (60.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0)},
+    nvls_tree_cap4=False,
+    notes=(
+        "NVLS ratio .75 -> 5/6; Tree/Simple hwLat 28/28/28 -> 4/6/14 us",
+        "perChMaxRingLL128Bws / perChMaxTreeLL128Bws (Hopper tree N4 29) from one ll128MaxBwPerCh; "
+        "perChMaxTreeBws Hopper N4 33 -> 36; tree x.85 for pattern TREE; sm90 inter speeds 20, 17.5 added",
+    ),
+)
+V2_18_1 = replace(
+    V2_18_3,
+    first=(2, 18, 1),
+    hw_lat={
+        **V2_18_3.hw_lat,
+        "nvlink": {**V2_18_3.hw_lat["nvlink"], "tree": (0.6, 1.25, 28)},
+        "pci": {**V2_18_3.hw_lat["pci"], "tree": (1.0, 1.9, 28)},
+        "net": {**V2_18_3.hw_lat["net"], "tree": (5.0, 8.5, 28)},
+    },
+    per_ch_max_ring_ll128=((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (36.7,) * 3),
+    per_ch_max_tree_ll128=((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (36.7,) * 3),
+    per_ch_max_tree=(*V2_30_3.per_ch_max_tree[:2], (38.7, 41.4, 33.0), (38.7, 41.4, 33.0)),
+    nvls_ratio=0.75,
+    tree_pattern=False,
+    dup_from_50=True,
+    speed_inter={**V2_30_3.speed_inter, "sm90": (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 15.0, 12.0, *_TAIL)},
+    notes=("NVLS and NVLSTree in the tuner (NVLSTree's first release)",),
+)
+
+#: every modelled range, oldest first
+TUNINGS: tuple[Tuning, ...] = (
+    V2_18_1,
+    V2_18_3,
+    V2_19_1,
+    V2_19_3,
+    V2_21_5,
+    V2_23_4,
+    V2_25_1,
+    V2_28_3,
+    V2_28_7,
+    V2_28_9,
+    V2_29_2,
+    V2_29_7,
+    V2_30_3,
+)
+NEWEST = TUNINGS[-1]
+
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:-\d+)?$")
+
+
+def parse_version(text: str) -> Version:
+    """An NCCL release from ``2.26.2`` (also ``v2.26.2-1``) or ``2.26`` (its last release: 2.26.6);
+    one that is not a 2.x release of NVIDIA/nccl is a ValueError.
+
+    >>> parse_version("2.26.2"), parse_version("2.26"), parse_version("v2.9.9-1")
+    ((2, 26, 2), (2, 26, 6), (2, 9, 9))
+    """
+    m = _VERSION.match(text.strip())
+    if not m:
+        raise ValueError(f"NCCL version {text!r} is not a version like 2.26.2 or 2.26")
+    major, minor = int(m.group(1)), int(m.group(2))
+    if m.group(3) is not None:
+        v = (major, minor, int(m.group(3)))
+        if v in RELEASES:
+            return v
+    else:
+        same = [v for v in RELEASES if v[:2] == (major, minor)]
+        if same:
+            return max(same)
+    raise ValueError(
+        f"NCCL version {text.strip()!r} is not a release of NCCL (releases {_text(RELEASES[0])} to "
+        f"{_text(RELEASES[-1])})"
+    )
+
+
+def tuning_for(version: Version) -> tuple[Tuning, str]:
+    """The tuner of NCCL ``version`` and a one-line description: ``2.26.2 (as 2.25.1-2.27.7)``; a release
+    before the oldest modelled one is modelled as that one and says so."""
+    if version < TUNINGS[0].first:
+        t = TUNINGS[0]
+        return t, (
+            f"{_text(version)}, older than the modelled releases ({t.release}-{NEWEST.last}): modelled as {t.release}"
+        )
+    t = max((t for t in TUNINGS if t.first <= version), key=lambda t: t.first)
+    return t, f"{_text(version)} (as {t.span})"

@@ -1,0 +1,212 @@
+"""NCCL's tuner release by release (sim/nccl/versions.py): numbers derived by hand from each release's
+tuning.cc / search.cc / connect.cc, the ``version`` option of ``nccl``, and the release a log states."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.algorithms import get_algorithm
+from sim.cluster import Cluster
+from sim.errors import AlgorithmError
+from sim.nccl import tuner
+from sim.nccl.versions import NEWEST, RELEASES, TUNINGS, parse_version, tuning_for
+from sim.topology import hgx
+from validate.calibration.inputs import parse_nccl_text, stated_nccl_version
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _dgx2():
+    return tuner.describe(Cluster(hgx(2)), 16)
+
+
+def _table(sys, version, nbytes=2**30):
+    t, _ = tuning_for(parse_version(version))
+    return {(c.algorithm, c.protocol): c for c in tuner.candidates(sys, nbytes, tuning=t)}
+
+
+def test_the_default_is_the_newest_release():
+    """No version: the tuner of 2.30.7, as before versions existed (docs/nccl.md's worked example)."""
+    sys_ = _dgx2()
+    for nbytes in (2**20, 2**26, 2**32):
+        assert tuner.candidates(sys_, nbytes) == tuner.candidates(sys_, nbytes, tuning=NEWEST)
+    assert NEWEST.last == "2.30.7" and get_algorithm("allreduce", "nccl").options.version == "2.30.7"
+    assert _table(sys_, "2.30.7")[("nvls-tree", "simple")].latency_us == pytest.approx(66.8)
+
+
+def test_nvls_tree_in_226_is_its_own():
+    """2.26 (tuning.cc of v2.26.2): NVLSTree NET hwLat 14 (20.9 from 2.28.9), bandwidth channels x
+    min(bwIntra 40, bwInter 48) x 5/6 with no nvlsEfficiency nor per-channel cap (from 2.28.3):
+    latency 25 + 2 x 14 = 53 us, algBw 8 x 40 x 5/6."""
+    t = _table(_dgx2(), "2.26.2")[("nvls-tree", "simple")]
+    assert t.latency_us == pytest.approx(53.0) and t.net_latency_us == pytest.approx(28.0)
+    assert t.bandwidth == pytest.approx(8 * 40 * 5 / 6)
+    assert _table(_dgx2(), "2.28.7")[("nvls-tree", "simple")].latency_us == pytest.approx(25 + 2 * 14)
+    assert _table(_dgx2(), "2.28.9")[("nvls-tree", "simple")].latency_us == pytest.approx(25 + 2 * 20.9)
+
+
+def test_ring_and_tree_latencies_before_223():
+    """v2.22.3: ring network steps 2 nNodes (2 (nNodes - 1) from 2.23.4), Tree/Simple base 0 and hwLat 28
+    everywhere (8.4 and 4/4/14 from 2.23.4). Ring/LL on 2 x 8: 6.6 + 26 x 1 (Intel net overhead) + 4 x 2.7."""
+    old, new = _table(_dgx2(), "2.22.3"), _table(_dgx2(), "2.23.4")
+    assert old[("ring", "ll")].latency_us == pytest.approx(6.6 + 26 * 1.0 + 4 * 2.7)
+    assert new[("ring", "ll")].latency_us == pytest.approx(6.6 + 28 * 1.0 + 2 * 2.7)
+    assert old[("tree", "simple")].latency_us == pytest.approx(2 * (7 * 28 + 28))
+    assert new[("tree", "simple")].latency_us == pytest.approx(8.4 + 2 * (7 * 4.0 + 14))
+
+
+def test_older_channel_rules_and_ll_caps():
+    """2.18-2.20 double Hopper's runtime channels across nodes while they fit MAXCHANNELS (32: 16 -> 32;
+    from 2.21.5 only below 16); llMaxBws' Hopper-N1 was 87.7 until 2.20 (141 from 2.21.5); Ring/LL x 1/4."""
+    sys_ = _dgx2()
+    assert tuner.search(sys_, tuning_for((2, 18, 6))[0])["ring"].runtime_channels == 32
+    assert tuner.search(sys_, tuning_for((2, 21, 5))[0])["ring"].runtime_channels == 16
+    one = tuner.describe(Cluster(hgx(1)), 8)
+    ring_ll = {v: _table(one, v, 2**20)[("ring", "ll")].bandwidth for v in ("2.20.5", "2.21.5")}
+    ch = tuner.search(one)["ring"].channels
+    assert ring_ll["2.21.5"] == pytest.approx(min(141.0, ch * 30 * 0.5) * 8 / 14)
+    assert ring_ll["2.20.5"] == pytest.approx(min(87.7, ch * 30 * 0.25) * 8 / 14)
+
+
+def test_218_nvls_formulas():
+    """v2.18.1: NVLS busBw channels x bwIntra x .75, latency base 23 (+ NET 18 across nodes); NVLSTree
+    x .70 nNodes / (2 (nNodes - 1)), latency 23 + 2 (nNodes - 1) x 19; 5/6 for NVLS from 2.18.3."""
+    one = tuner.describe(Cluster(hgx(1)), 8)
+    nvls = _table(one, "2.18.1")[("nvls", "simple")]
+    assert (nvls.latency_us, nvls.bandwidth) == (pytest.approx(23.0), pytest.approx(8 * 40 * 0.75))
+    assert _table(one, "2.18.3")[("nvls", "simple")].bandwidth == pytest.approx(8 * 40 * 5 / 6)
+    tree = _table(tuner.describe(Cluster(hgx(4)), 32), "2.18.6")[("nvls-tree", "simple")]
+    assert tree.latency_us == pytest.approx(23 + 2 * 3 * 19)
+    assert tree.bandwidth == pytest.approx(8 * 48 * 0.70 * 4 / 6)  # bwInter from 3 nodes
+
+
+def test_releases_and_ranges():
+    assert parse_version("2.26") == (2, 26, 6) and parse_version("v2.26.2-1") == (2, 26, 2)
+    for bad in ("2.26.9", "2.31", "3.0.0", "abc", "2"):
+        with pytest.raises(ValueError):
+            parse_version(bad)
+    t, text = tuning_for((2, 9, 9))
+    assert t is TUNINGS[0] and t.release == "2.18.1" and "older" in text and "2.18.1" in text
+    assert tuning_for((2, 26, 2))[1] == "2.26.2 (as 2.25.1-2.27.7)"
+    firsts = [t.first for t in TUNINGS]
+    assert firsts == sorted(firsts) and all(f in RELEASES for f in firsts) and TUNINGS[-1] is NEWEST
+    covered = [v for v in RELEASES if v >= TUNINGS[0].first]
+    assert all(tuning_for(v)[0].first <= v for v in covered)
+
+
+def test_the_version_option_and_the_pick():
+    cluster = Cluster(hgx(2))
+    algo = get_algorithm("allreduce", "nccl:version=2.26.2")
+    c = algo.choice(16, 2**26, cluster)
+    assert (c.algorithm, c.tuner) == ("nvls-tree", "2.26.2 (as 2.25.1-2.27.7)")
+    assert c.latency_us == pytest.approx(53.0)
+    assert get_algorithm("allreduce", "nccl").choice(16, 2**26, cluster).tuner == "2.30.7 (as 2.30.3-2.30.7)"
+    assert "modelled as 2.18.1" in get_algorithm("allreduce", "nccl:version=2.9.9").choice(16, 2**26, cluster).tuner
+    with pytest.raises((AlgorithmError, ValueError), match="not a release"):
+        get_algorithm("allreduce", "nccl:version=2.26.9")
+
+
+def _cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "collsim", *args], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+
+
+def test_cli_names_the_release():
+    js = _cli("simulate", "-t", "dgx-h100-2", "-a", "nccl:version=2.26", "--size", "64MiB", "--json")
+    assert js.returncode == 0, js.stderr
+    assert json.loads(js.stdout)["nccl"]["tuner"] == "2.26.6 (as 2.25.1-2.27.7)"
+    text = _cli("simulate", "-t", "dgx-h100-2", "-a", "nccl", "--size", "64MiB")
+    assert "; tuner of NCCL 2.30.7 (as 2.30.3-2.30.7)" in text.stdout
+    bad = _cli("simulate", "-t", "dgx-h100-2", "-a", "nccl:version=2.99", "--size", "1MiB")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "2.99" in bad.stderr
+
+
+_TABLE = (
+    "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+    "  1073741824     268435456     float     sum      -1   4484.9  239.41  448.90      0   4470.2  240.20  450.37      0\n"
+)
+
+
+@pytest.mark.parametrize(
+    "lines, spec",
+    [
+        (["NCCL version 2.26.2+cuda12.8"], "nccl:version=2.26.2"),
+        # srun --label, Open MPI --tag-output, NCCL_DEBUG=INFO's prefix
+        ([" 0: node1:123:123 [0] NCCL INFO NCCL version 2.21.5+cuda12.4"], "nccl:version=2.21.5"),
+        (["[1,0]<stdout>:NCCL version 2.9.9+cuda11.2"], "nccl:version=2.9.9"),
+        (["# nccl-tests version 2.17.6 nccl-headers=22501 nccl-library=22501"], "nccl:version=2.25.1"),
+        (["# nccl-tests version 2.10.1 nccl-headers=2804 nccl-library=2804"], "nccl:version=2.8.4"),
+        (["#% 2x BM.GPU4.8, Ubuntu 24.04, NCCL 2.26.5, OpenMPI 5.0.8"], "nccl:version=2.26.5"),
+        # what ran wins over what the header states; NCCL_ALGO kept beside it
+        (["#% NCCL 2.26.5", "NCCL version 2.27.5+cuda12.8", "export NCCL_ALGO=Ring"], "nccl:algo=ring,version=2.27.5"),
+        # not a release of NCCL (or not NCCL's line): the newest tuner, as before
+        (["NCCL version 2.26.9+cuda12.8"], "nccl"),
+        (["# nccl-tests 2.18.3", "#% rccl-tests with NCCL-compatible API"], "nccl"),
+    ],
+)
+def test_the_importer_reads_the_release_a_log_states(lines, spec):
+    samples, _ = parse_nccl_text("\n".join(lines) + "\n" + _TABLE, "log.txt", ranks=16)
+    assert samples[0].algorithm == spec
+
+
+def test_stated_version_forms():
+    assert stated_nccl_version("NCCL version 2.30.3+cuda13.0") == (0, "2.30.3")
+    assert stated_nccl_version("# nccl-tests version 2.18.3 nccl-headers=23003 nccl-library=23003") == (1, "2.30.3")
+    assert stated_nccl_version("built against NCCL 2.26.2") is None  # only '#%' header lines state it in prose
+
+
+def test_nccl_logs_predicts_with_the_stated_release(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import nccl_logs
+
+    devices = "".join(
+        f"#  Rank {r:2d} Group  0 Pid 1 on node{r // 8} device  {r % 8} [0x1b] NVIDIA H100 80GB HBM3\n"
+        for r in range(16)
+    )
+    log = tmp_path / "h100-2node.txt"
+    log.write_text("# 8x 400 Gb/s\n" + devices + "NCCL version 2.26.2+cuda12.8\n" + _TABLE)
+    parsed = nccl_logs.parse_log(log)
+    assert parsed.nccl == "2.26.2" and parsed.tuner == "NCCL 2.26.2 (as 2.25.1-2.27.7)"
+    (row,) = nccl_logs.predict(parsed, 2**20)
+    assert row[4] == "nvls-tree/simple"
+    plain = tmp_path / "plain-2node.txt"
+    plain.write_text("# 8x 400 Gb/s\n" + devices + _TABLE)
+    assert nccl_logs.parse_log(plain).tuner == ""
+
+
+def test_nvls_tree_chunks_before_221():
+    """enqueue.cc calcCollChunking: until 2.20 NVLS-tree started from Simple's 512 KiB step (128 KiB
+    NCCL_NVLS_CHUNKSIZE from 2.21.5) and 2.18 had no 64 KiB ceiling from 4 nodes; 128 chunks in flight."""
+    from sim.algorithms.nvls import nvls_slices
+    from sim.nccl.protocols import nvls_chunk
+
+    old, v218 = tuning_for((2, 20, 5))[0], tuning_for((2, 18, 6))[0]
+    assert (old.nvls_tree_chunk, old.nvls_tree_cap4, v218.nvls_tree_cap4) == (512 * 1024, True, False)
+    sizes = (2**34, 2**30, 2**26, 2**23, 2**22)
+    assert [nvls_chunk(s, 2, 128, True, 512 * 1024) for s in sizes] == [524288, 262144, 131072, 65536, 32768]
+    assert [nvls_chunk(s, 4, 128, True, 512 * 1024, False) for s in (2**34, 2**23)] == [524288, 65536]
+    assert nvls_slices(2**34, 2, 8, True, old) * 4 == nvls_slices(2**34, 2, 8)  # 512 KiB chunks, not 128
+
+
+def test_channel_duplication_of_2181():
+    """search.cc ncclTopoDupChannels: 2.18.1 duplicated Hopper's channels only from bwIntra 50; from 2.18.3
+    also below 50 where there are at most 4 (here 2 NICs of 400 Gb/s: 2 channels of 48 GB/s)."""
+    sys_ = tuner.System(2, 8, "sm90", "intel", 370.8, 48.0, 50.0, 2, True, False)
+    assert tuner.search(sys_, tuning_for((2, 18, 1))[0])["ring"].channels == 2
+    assert tuner.search(sys_, tuning_for((2, 18, 3))[0])["ring"].channels == 4
+
+
+def test_the_docs_list_every_modelled_range():
+    """docs/nccl.md's table of releases names the ranges sim/nccl/versions.py models, in order."""
+    import re
+
+    text = (ROOT / "docs" / "nccl.md").read_text()
+    rows = re.findall(r"^\| (2\.\d+\.\d+) \| (2\.\d+\.\d+) \|", text, re.M)
+    assert [a if a == b else f"{a}-{b}" for a, b in rows] == [t.span for t in TUNINGS]
