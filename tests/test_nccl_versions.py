@@ -15,6 +15,7 @@ from sim.cluster import Cluster
 from sim.errors import AlgorithmError
 from sim.nccl import tuner
 from sim.nccl.versions import NEWEST, RELEASES, TUNINGS, parse_version, tuning_for
+from sim.simulate import simulate
 from sim.topology import hgx
 from validate.calibration.inputs import parse_nccl_text, stated_nccl_version
 
@@ -109,6 +110,30 @@ def test_the_version_option_and_the_pick():
     assert "modelled as 2.18.1" in get_algorithm("allreduce", "nccl:version=2.9.9").choice(16, 2**26, cluster).tuner
     with pytest.raises((AlgorithmError, ValueError), match="not a release"):
         get_algorithm("allreduce", "nccl:version=2.26.9")
+
+
+def test_the_release_picks_and_the_newest_estimate_is_charged():
+    """The stated release decides what runs; the fixed cost charged before the data moves is the newest
+    release's estimate for that pick (Nccl.charged): 2.26.2's NVLSTree on 2 x DGX H100 is charged
+    25 + 2 x 20.9 = 66.8 us, not its own 53; a calibration's fixed cost keeps the newest's network hops.
+    The simulated time follows: the same pick by 2.26.2 and 2.30.7 takes the same time."""
+    cluster = Cluster(hgx(2))
+    old, new = get_algorithm("allreduce", "nccl:version=2.26.2"), get_algorithm("allreduce", "nccl")
+    size = 2**26
+    c_old, c_new = old.choice(16, size, cluster), new.choice(16, size, cluster)
+    assert (c_old.algorithm, c_old.protocol) == (c_new.algorithm, c_new.protocol) == ("nvls-tree", "simple")
+    assert c_old.latency_us == pytest.approx(53.0)
+    assert old.fixed_cost(16, size, cluster, c_old) == pytest.approx(66.8e-6)
+    assert old.charged(16, size, cluster, c_old).net_latency_us == pytest.approx(2 * 20.9)
+    assert new.charged(16, size, cluster, c_new) is c_new
+    t_old = simulate(cluster, "allreduce", "nccl:version=2.26.2", size).time_s
+    t_new = simulate(cluster, "allreduce", "nccl", size).time_s
+    assert t_old == pytest.approx(t_new, rel=1e-12)
+    # where the picks differ (1 MiB: 2.26 NVLSTree, 2.30 Tree/LL128) each is charged 2.30.7's estimate of its own
+    small = 2**20
+    c = old.choice(16, small, cluster)
+    assert (c.algorithm, new.choice(16, small, cluster).algorithm) == ("nvls-tree", "tree")
+    assert old.fixed_cost(16, small, cluster, c) == pytest.approx(66.8e-6)
 
 
 def _cli(*args):

@@ -7,7 +7,8 @@ network -- :mod:`sim.nccl.rings` (``ring:channels=K``), :mod:`~sim.algorithms.nc
 :mod:`~sim.algorithms.nvls` / :mod:`~sim.algorithms.nvls_tree`, :mod:`~sim.algorithms.collnet_direct` /
 :mod:`~sim.algorithms.collnet_chain` -- with the protocol's bytes on the wire
 (LL 2x, LL128 16/15x) and, before any data moves, NCCL's own latency estimate for that choice
-(base + per-hop latencies, ``tuning.cc``) as the collective's fixed cost -- or, under a link model with
+(base + per-hop latencies, ``tuning.cc``; the newest modelled release's, whichever release picked:
+:meth:`Nccl.charged`) as the collective's fixed cost -- or, under a link model with
 ``nccl_latency`` (a calibration), that fixed cost per protocol plus NCCL's per-hop NET latencies. ``algo`` and ``proto`` restrict
 the choice as ``NCCL_ALGO`` / ``NCCL_PROTO`` do (``|`` separates several; ``^`` in front excludes).
 ``version`` picks the NCCL release whose tuner decides (``2.26.2``, or ``2.26`` for its last release;
@@ -131,12 +132,29 @@ class Nccl(Algorithm):
     def closed_form_exact(self, p: int) -> bool:
         return False
 
-    def _build(self, p: int, nbytes: float, cluster: Any) -> tuple[StepProgram, int]:
-        c = self.choice(p, nbytes, cluster)
-        launch = c.latency_us * 1e-6
+    def charged(self, p: int, nbytes: float, cluster: Any, c: tuner.Candidate) -> tuner.Candidate:
+        """The estimate whose latency the choice ``c`` is charged: NCCL's estimate for that algorithm and
+        protocol by the newest modelled release, whichever release picked it. The release decides what
+        runs; the latencies charged are the hardware's, which NCCL's newest tables measure best (2.28.9
+        raised NVLSTree's NET hop from 14 to 20.9 us). docs/nccl.md, "Releases", has the measurements."""
+        if self.tuner_release()[0] is NEWEST:
+            return c
+        sys = tuner.describe(cluster, p)
+        return next(iter(tuner.candidates(sys, nbytes, {c.algorithm}, {c.protocol})), c)
+
+    def fixed_cost(self, p: int, nbytes: float, cluster: Any, c: tuner.Candidate) -> float:
+        """Seconds paid before any data of the choice ``c`` moves: the :meth:`charged` estimate's latency --
+        or, under a link model with ``nccl_latency`` (a calibration), that fixed cost per protocol plus the
+        estimate's network hops."""
+        e = self.charged(p, nbytes, cluster, c)
         fitted = getattr(getattr(cluster, "link_model", None), "nccl_latency", {}).get(c.protocol)
         if fitted is not None:  # a calibrated fixed cost in place of NCCL's estimate, its network hops kept
-            launch = fitted + c.net_latency_us * 1e-6
+            return fitted + e.net_latency_us * 1e-6
+        return e.latency_us * 1e-6
+
+    def _build(self, p: int, nbytes: float, cluster: Any) -> tuple[StepProgram, int]:
+        c = self.choice(p, nbytes, cluster)
+        launch = self.fixed_cost(p, nbytes, cluster, c)
         if c.algorithm == "ring":
             groups = host_ranks(cluster, p)
             k = max(len(groups[0]), len(rails(cluster, groups)) if len(groups) > 1 else 1)

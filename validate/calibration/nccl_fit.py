@@ -197,11 +197,13 @@ def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = 
     launches: list[float] = []
     for s in chosen:
         try:
-            c = get_algorithm(s.collective, s.algorithm).choice(s.ranks, s.size, cluster)  # type: ignore[attr-defined]
+            algo = get_algorithm(s.collective, s.algorithm)
+            c = algo.choice(s.ranks, s.size, cluster)  # type: ignore[attr-defined]
+            e = algo.charged(s.ranks, s.size, cluster, c)  # type: ignore[attr-defined]
         except CollsimError as exc:
             raise CalibrationError(f"{s.origin}: {exc}") from None
         picks.append((c.algorithm, c.protocol))
-        launches.append((c.latency_us - c.net_latency_us) * 1e-6)  # the part nccl_latency replaces
+        launches.append((e.latency_us - e.net_latency_us) * 1e-6)  # the part nccl_latency replaces
     nominal_base = np.array(launches)
     sizes_of = {pr: {s.size for s, (_, q) in zip(chosen, picks, strict=True) if q == pr} for pr in PROTOS}
     protos = [pr for pr in PROTOS if len(sizes_of[pr]) >= 2]  # a protocol seen at one size keeps NCCL's latency
