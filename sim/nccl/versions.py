@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 __all__ = ["NEWEST", "RELEASES", "TUNINGS", "Tuning", "parse_version", "tuning_for"]
 
 Version = tuple[int, int, int]
+Lat = tuple[float, float, float]  # (LL, LL128, Simple) us
 Rows = tuple[tuple[float, float, float], ...]  # [compcap index: Volta, Ampere, Hopper, Blackwell][N1/N2/N4]
 
 #: NCCL's 2.x releases (the ``v2.X.Y-1`` tags of NVIDIA/nccl)
@@ -100,6 +101,13 @@ class Tuning:
         return self.release if self.release == self.last else f"{self.release}-{self.last}"
 
 
+def _row(tree: Lat, ring: Lat, *simple: float) -> dict[str, Lat]:
+    """One row of NCCL's latency tables: Tree's and Ring's (LL, LL128, Simple), then CollNet Direct,
+    CollNet Chain, NVLS and NVLSTree, which run Simple only (their LL and LL128 entries are 0)."""
+    rest = ("collnet-direct", "collnet-chain", "nvls", "nvls-tree")
+    return {"tree": tree, "ring": ring, **{a: (0.0, 0.0, float(x)) for a, x in zip(rest, simple, strict=True)}}
+
+
 _SM80_INTRA = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
 _SM80_INTER = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12)
 _TAIL = (6.0, 3.0, 2.4, 1.2, 0.24, 0.12)
@@ -107,39 +115,11 @@ _TAIL = (6.0, 3.0, 2.4, 1.2, 0.24, 0.12)
 # v2.30.3 - v2.30.7 (master 5067397c): tuning.cc ncclTunerConstantsDefaults, nvlsEfficiency
 V2_30_3 = Tuning(
     first=(2, 30, 3),
-    base_lat={
-        "tree": (6.8, 14.0, 8.4),
-        "ring": (6.6, 14.0, 8.4),
-        "collnet-direct": (0, 0, 0),
-        "collnet-chain": (0, 0, 0),
-        "nvls": (0, 0, 0),
-        "nvls-tree": (0, 0, 0),
-    },
-    hw_lat={  # CollNet: Simple only
-        "nvlink": {
-            "tree": (0.6, 1.25, 4.0),
-            "ring": (0.6, 1.9, 3.4),
-            "collnet-direct": (0, 0, 3.7),
-            "collnet-chain": (0, 0, 2.8),
-            "nvls": (0, 0, 25),
-            "nvls-tree": (0, 0, 25),
-        },
-        "pci": {
-            "tree": (1.0, 1.9, 4.0),
-            "ring": (1.0, 2.5, 5.7),
-            "collnet-direct": (0, 0, 3.7),
-            "collnet-chain": (0, 0, 2.8),
-            "nvls": (0, 0, 0),
-            "nvls-tree": (0, 0, 0),
-        },
-        "net": {
-            "tree": (5.0, 8.5, 14),
-            "ring": (2.7, 4.0, 14.0),
-            "collnet-direct": (0, 0, 31),
-            "collnet-chain": (0, 0, 30),
-            "nvls": (0, 0, 18),
-            "nvls-tree": (0, 0, 20.9),
-        },
+    base_lat=_row((6.8, 14.0, 8.4), (6.6, 14.0, 8.4), 0, 0, 0, 0),
+    hw_lat={  # NCCL's table rows, in its order: Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree
+        "nvlink": _row((0.6, 1.25, 4.0), (0.6, 1.9, 3.4), 3.7, 2.8, 25, 25),
+        "pci": _row((1.0, 1.9, 4.0), (1.0, 2.5, 5.7), 3.7, 2.8, 0, 0),
+        "net": _row((5.0, 8.5, 14), (2.7, 4.0, 14.0), 31, 30, 18, 20.9),
     },
     ll_max_bw=((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 90.0, 70.0)),
     per_ch_max_ring_ll128=((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (40.0,) * 3),
