@@ -38,7 +38,7 @@ from simpy.events import NORMAL, Event
 from .cluster import Cluster
 from .errors import RunError
 from .rates import SMALL_BATCH as _SMALL
-from .rates import Rates, gather_arcs
+from .rates import _CORE, Rates, gather_arcs
 from .results import LinkUse
 
 #: rates handed over as lists beyond this many are set in numpy (its per-call cost pays there)
@@ -91,6 +91,88 @@ _RESUME_IN_WAKE = True
 #: single sends whose links no other flow holds take the private lane (see Network._lane_pair);
 #: tests turn it off to compare
 _PRIVATE = True
+
+
+class _PyDue:
+    """The due-time heap's loops in Python (the reference; ``sim._ratecore`` has the same three in C,
+    used where it is built: see :data:`_ops`). The heap holds distinct due times (heapq's layout), and
+    ``due_at`` the slots due at each; a slot is stale there once its due time differs or it no longer
+    drains."""
+
+    @staticmethod
+    def drain_due(
+        heap: list[float], due_at: dict[float, list[int]], cut: float, is_active: np.ndarray, due: np.ndarray
+    ) -> tuple[list[int], int]:
+        """Pop every due time up to ``cut``: (the slots done, sorted -- still draining and due then, and
+        no longer active -- and the entries taken off)."""
+        done = []
+        taken = 0
+        while heap and heap[0] <= cut:
+            when = heapq.heappop(heap)
+            bucket = due_at.pop(when)
+            taken += len(bucket)
+            for slot in bucket:
+                if is_active[slot] and due[slot] == when:
+                    is_active[slot] = False  # an entry pushed twice completes its flow once
+                    done.append(slot)
+        done.sort()
+        return done, taken
+
+    @staticmethod
+    def next_due(
+        heap: list[float], due_at: dict[float, list[int]], is_active: np.ndarray, due: np.ndarray
+    ) -> tuple[float, int]:
+        """(The earliest due time of a draining flow, or inf; the entries taken off): due times whose
+        every slot is stale are popped."""
+        taken = 0
+        while heap:
+            top = heap[0]
+            bucket = due_at[top]
+            for slot in bucket:
+                if is_active[slot] and due[slot] == top:
+                    return top, taken
+            heapq.heappop(heap)  # every slot due then is stale
+            del due_at[top]
+            taken += len(bucket)
+        return np.inf, taken
+
+    @staticmethod
+    def set_due(
+        slots: list[int],
+        rates: list[float],
+        now: float,
+        rate: np.ndarray,
+        left: np.ndarray,
+        t_set: np.ndarray,
+        due: np.ndarray,
+        heap: list[float],
+        due_at: dict[float, list[int]],
+    ) -> int:
+        """New rates from ``now`` on: a slot whose rate changes has its bytes ``left`` brought up to date
+        and its new due time entered; returns the entries added."""
+        added = 0
+        for slot, new in zip(slots, rates, strict=True):
+            old = float(rate[slot])
+            if old == new:
+                continue
+            remaining = float(left[slot]) - old * (now - float(t_set[slot]))
+            left[slot] = remaining
+            t_set[slot] = now
+            rate[slot] = new
+            when = now + remaining / new if new > 0 else np.inf
+            due[slot] = when
+            bucket = due_at.get(when)
+            if bucket is None:
+                due_at[when] = [slot]
+                heapq.heappush(heap, when)
+            else:
+                bucket.append(slot)
+            added += 1
+        return added
+
+
+#: the due-time heap's loops: the compiled core's where it is built (COLLSIM_PURE=1: the Python ones)
+_ops: Any = _PyDue if _CORE is None else _CORE
 
 
 class _Group:
@@ -806,19 +888,10 @@ class Network:
         cut = now * (1 + _TIME_RTOL) + 1e-300
         if not heap or heap[0] > cut:
             return False
-        is_active, due, due_at = self._is_active, self._due, self._due_at
-        done = []
-        while heap and heap[0] <= cut:
-            when = heapq.heappop(heap)
-            bucket = due_at.pop(when)
-            self._due_entries -= len(bucket)
-            for slot in bucket:
-                if is_active[slot] and due[slot] == when:
-                    is_active[slot] = False  # an entry pushed twice completes its flow once
-                    done.append(slot)
+        done, taken = _ops.drain_due(heap, self._due_at, cut, self._is_active, self._due)
+        self._due_entries -= taken
         if not done:
             return False
-        done.sort()
         finished = np.array(done, dtype=np.int64)
         self._nactive -= len(done)
         self._active_arr = None
@@ -903,30 +976,15 @@ class Network:
         """New rates for ``slots`` from now on: their remaining bytes are brought up to date and their
         due times recomputed (flows whose rate did not change keep theirs)."""
         now = self._t_last
-        if not isinstance(slots, list) and len(slots) <= _SMALL:
+        compiled = _ops is not _PyDue
+        if not isinstance(slots, list) and (compiled or len(slots) <= _SMALL):
             slots, rates = slots.tolist(), rates.tolist()  # type: ignore[union-attr]
-        elif isinstance(slots, list) and len(slots) > _SET_MANY:  # (the compiled core hands over lists)
+        elif isinstance(slots, list) and not compiled and len(slots) > _SET_MANY:  # (the core hands over lists)
             slots, rates = np.array(slots, dtype=np.int64), np.array(rates, dtype=float)
         if isinstance(slots, list):
-            rate, left, t_set, due = self._rate, self._remaining, self._t_set, self._due
-            heap, due_at = self._heap, self._due_at
-            for slot, new in zip(slots, rates, strict=True):
-                old = float(rate[slot])
-                if old == new:
-                    continue
-                remaining = float(left[slot]) - old * (now - float(t_set[slot]))
-                left[slot] = remaining
-                t_set[slot] = now
-                rate[slot] = new
-                when = now + remaining / new if new > 0 else np.inf
-                due[slot] = when
-                bucket = due_at.get(when)
-                if bucket is None:
-                    due_at[when] = [slot]
-                    heapq.heappush(heap, when)
-                else:
-                    bucket.append(slot)
-                self._due_entries += 1
+            self._due_entries += _ops.set_due(
+                slots, rates, now, self._rate, self._remaining, self._t_set, self._due, self._heap, self._due_at
+            )
             if self._due_entries > 4 * self._nactive + 1024:
                 self._rebuild_due()
             return
@@ -1004,23 +1062,10 @@ class Network:
             )
 
     def _schedule_next(self, now: float) -> None:
-        when = np.inf
-        heap, due_at = self._heap, self._due_at
-        is_active, due = self._is_active, self._due
-        while heap:
-            top = heap[0]
-            bucket = due_at[top]
-            for slot in bucket:
-                if is_active[slot] and due[slot] == top:
-                    break
-            else:
-                heapq.heappop(heap)  # every slot due then is stale
-                del due_at[top]
-                self._due_entries -= len(bucket)
-                continue
-            break
-        if heap:
-            when = max(now, heap[0])
+        when, taken = _ops.next_due(self._heap, self._due_at, self._is_active, self._due)
+        self._due_entries -= taken
+        if when < np.inf:
+            when = max(now, when)
         if self._pending:
             when = min(when, self._pending[0])
         if when < np.inf:
