@@ -37,8 +37,8 @@ from simpy.events import NORMAL, Event
 
 from .cluster import Cluster
 from .errors import RunError
-from .rates import SMALL_BATCH as _SMALL
 from .rates import _CORE, Rates, gather_arcs
+from .rates import SMALL_BATCH as _SMALL
 from .results import LinkUse
 
 #: rates handed over as lists beyond this many are set in numpy (its per-call cost pays there)
