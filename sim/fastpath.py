@@ -232,6 +232,9 @@ class FastExecutor:
 
     def _send(self, step: Step, msgs: np.ndarray) -> None:
         """Start the messages ``msgs`` of ``step`` (their senders are at that step)."""
+        if len(msgs) == 1:
+            self._send_one(step, msgs)
+            return
         private = self._private_of.get(id(step))
         if private is not None:
             mine = private[msgs]
@@ -244,16 +247,36 @@ class FastExecutor:
         pids = step.pids(self.net)[msgs]
         bounds = None if step.bound is None else step.bound[msgs]
         slots = self.net.launch(pids, step.src[msgs], step.nbytes[msgs], owner=self.owner, bounds=bounds)
-        if len(self.f_src) < self.net.slots:
-            size = self.net.slots
+        self._grow_flows()
+        self.f_src[slots] = step.src[msgs]
+        self.f_dst[slots] = step.dst[msgs]
+        self.f_step[slots] = self.step[step.src[msgs]]
+
+    def _send_one(self, step: Step, msgs: np.ndarray) -> None:
+        """:meth:`_send` for one message, in scalar operations."""
+        m = int(msgs[0])
+        private = self._private_of.get(id(step))
+        if private is not None and private[m]:
+            self._send_private(step, msgs)
+            return
+        net = self.net
+        src = int(step.src[m])
+        bound = None if step.bound is None else float(step.bound[m])
+        slot = int(net.launch_one(int(step.pids(net)[m]), src, float(step.nbytes[m]), self.owner, bound)[0])
+        self._grow_flows()
+        self.f_src[slot] = src
+        self.f_dst[slot] = step.dst[m]
+        self.f_step[slot] = self.step[src]
+
+    def _grow_flows(self) -> None:
+        """The per-slot message arrays, grown to the network's slots."""
+        size = self.net.slots
+        if len(self.f_src) < size:
             for name in ("f_src", "f_dst", "f_step"):
                 grown = np.zeros(size, dtype=np.int64)
                 old = getattr(self, name)
                 grown[: len(old)] = old
                 setattr(self, name, grown)
-        self.f_src[slots] = step.src[msgs]
-        self.f_dst[slots] = step.dst[msgs]
-        self.f_step[slots] = self.step[step.src[msgs]]
 
     # ------------------------------------------------------------------ private messages
     def _private_masks(self) -> dict[int, np.ndarray]:

@@ -246,7 +246,6 @@ class Network:
         self._pending: list[float] = []  # distinct start times (a heap)
         self._pending_at: dict[float, list[Any]] = {}  # start time -> slots (ints or arrays)
         self._stage: list[tuple[int, float, float, int, float]] = []
-        self._batches = False  # whether flows have been started other than by single sends
         self._model = cluster.message_model  # start delays and wire bytes (sim.msgmodel)
         self._path_bytes = np.zeros(64)
         self._unpathed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see account_arcs
@@ -403,13 +402,11 @@ class Network:
         ``owner`` (see :meth:`add_owner`) hears of completions in bulk. ``bounds`` caps the flows'
         rates (as ``bound`` does in :meth:`send`).
         """
-        self._end_lane()
         count = len(pids)
         if count == 1:
-            one = self._launch_one(int(pids[0]), int(srcs[0]), float(np.asarray(nbytes).reshape(-1)[0]), owner)
-            if bounds is not None:
-                self._bound[one] = bounds[0]
-            return one
+            bound = None if bounds is None else bounds[0]
+            return self.launch_one(int(pids[0]), int(srcs[0]), float(np.asarray(nbytes).reshape(-1)[0]), owner, bound)
+        self._end_lane()
         sizes = np.broadcast_to(np.asarray(nbytes, dtype=float), (count,))
         if count and not (sizes >= 0).all():
             raise RunError("launch: sizes must be >= 0 bytes")
@@ -431,9 +428,10 @@ class Network:
                 self._enqueue(float(start), slots[starts == start])
         return slots
 
-    def _launch_one(self, pid: int, src: int, nbytes: float, owner: int) -> np.ndarray:
+    def launch_one(self, pid: int, src: int, nbytes: float, owner: int = -1, bound: float | None = None) -> np.ndarray:
         """:meth:`launch` for one flow, in scalar operations (ranks that drift apart launch one flow
-        at a time, and numpy's per-call cost would dominate)."""
+        at a time, and numpy's per-call cost would dominate); returns its slot as an array of one."""
+        self._end_lane()
         if not nbytes >= 0:
             raise RunError("launch: sizes must be >= 0 bytes")
         if not self._free:
@@ -443,7 +441,7 @@ class Network:
         self._remaining[slot] = wire
         self._bytes[slot] = nbytes
         self._path[slot] = pid
-        self._bound[slot] = np.inf
+        self._bound[slot] = np.inf if bound is None else bound
         self._owner[slot] = owner
         self._gid[slot] = -1
         self.flows += 1
@@ -801,7 +799,6 @@ class Network:
 
     # ------------------------------------------------------------------ event loop
     def _enqueue(self, start: float, slots: Any) -> None:
-        self._batches = True  # (single sends enqueue themselves in send)
         bucket = self._pending_at.get(start)
         if bucket is None:
             self._pending_at[start] = bucket = []
@@ -836,6 +833,9 @@ class Network:
         if self._lane:
             self._wake_lane(now)
         else:
+            # nothing is scheduled while the wake-up runs (flows launched by its callbacks would each
+            # schedule a wake-up that the one _schedule_next makes at its end supersedes)
+            self._wake_at = -np.inf
             self._flush()
             changed = self._drain(now)
             pending = self._pending
@@ -905,9 +905,14 @@ class Network:
 
     def _start(self, starting: list[Any], now: float) -> bool:
         self._flush()  # sends staged by arrival hooks during this wake-up may start right now
-        if len(starting) <= _SMALL and (not self._batches or all(type(s) is int for s in starting)):
-            # single sends: scalar operations
-            return self._start_few(starting, now)
+        if len(starting) <= _SMALL:
+            # single sends and flows launched one at a time: scalar operations, the slots in the order
+            # below (launched ones first, then single sends)
+            launched = [s for s in starting if type(s) is not int]
+            if not launched:
+                return self._start_few(starting, now)
+            if all(len(s) == 1 for s in launched):
+                return self._start_few([int(s[0]) for s in launched] + [s for s in starting if type(s) is int], now)
         singles = [s for s in starting if isinstance(s, int)]
         parts = [s for s in starting if not isinstance(s, int)]
         if singles:
@@ -1070,6 +1075,8 @@ class Network:
             when = min(when, self._pending[0])
         if when < np.inf:
             self._schedule(when)
+        else:
+            self._wake_at = np.inf
 
     def _finish(self, slots: np.ndarray, now: float) -> None:
         pids = self._path[slots]
