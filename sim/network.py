@@ -1079,11 +1079,11 @@ class Network:
             self._wake_at = np.inf
 
     def _finish(self, slots: np.ndarray, now: float) -> None:
-        pids = self._path[slots]
         self._path_bytes_for(self.cluster.paths.count)
         if len(slots) == 1:
             self._finish_one(slots, now)
             return
+        pids = self._path[slots]
         np.add.at(self._path_bytes, pids, self._bytes[slots])
         self._rate[slots] = 0.0
         owners = self._owner[slots]
