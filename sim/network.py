@@ -35,6 +35,7 @@ import numpy as np
 import simpy
 from simpy.events import NORMAL, Event
 
+from ._arrays import floats
 from .cluster import Cluster
 from .errors import RunError
 from .rates import _CORE, Rates, gather_arcs
@@ -407,7 +408,7 @@ class Network:
             bound = None if bounds is None else bounds[0]
             return self.launch_one(int(pids[0]), int(srcs[0]), float(np.asarray(nbytes).reshape(-1)[0]), owner, bound)
         self._end_lane()
-        sizes = np.broadcast_to(np.asarray(nbytes, dtype=float), (count,))
+        sizes = floats(nbytes, (count,))
         if count and not (sizes >= 0).all():
             raise RunError("launch: sizes must be >= 0 bytes")
         self._flush()
