@@ -1380,6 +1380,38 @@ static int heap_args(PyObject *heap, PyObject *due_at) {
     return 0;
 }
 
+/* the due-time heap's functions' arguments: ``want`` of them, the heap and its dict first, the per-slot
+ * draining flags (writable where asked) and due times last */
+static int due_open(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *usage, Arr *active,
+                    Arr *due, int writable) {
+    active->held = due->held = 0;
+    if (nargs != want) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    if (heap_args(args[0], args[1]) < 0 || arr_open(args[want - 2], active, 'b', writable) < 0)
+        return -1;
+    if (arr_get(args[want - 1], due, 'f') < 0) {
+        arr_release(active);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *due_close(Arr *active, Arr *due, PyObject *out) {
+    arr_release(active);
+    arr_release(due);
+    return out;
+}
+
+/* the slots due at ``when`` (borrowed), or NULL with an exception set */
+static PyObject *bucket_of(PyObject *due_at, PyObject *when) {
+    PyObject *bucket = PyDict_GetItemWithError(due_at, when);
+    if ((!bucket || !PyList_CheckExact(bucket)) && !PyErr_Occurred())
+        PyErr_SetString(PyExc_KeyError, "_ratecore: a due time without its slots");
+    return bucket && PyList_CheckExact(bucket) ? bucket : NULL;
+}
+
 static int slot_at(PyObject *item, Py_ssize_t n, Py_ssize_t *slot) {
     Py_ssize_t s = PyLong_AsSsize_t(item);
     if (s == -1 && PyErr_Occurred())
@@ -1400,31 +1432,21 @@ static int cmp_ssize(const void *x, const void *y) {
 /* drain_due(heap, due_at, cut, is_active, due) -> (slots done, sorted; entries taken off): pop every due
  * time up to ``cut``; a slot of its bucket still draining and due then is done (and no longer active) */
 static PyObject *py_drain_due(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "drain_due(heap, due_at, cut, is_active, due)");
+    Arr active, due;
+    if (due_open(args, nargs, 5, "drain_due(heap, due_at, cut, is_active, due)", &active, &due, 1) < 0)
         return NULL;
-    }
     PyObject *heap = args[0], *due_at = args[1];
     double cut = PyFloat_AsDouble(args[2]);
-    if ((cut == -1.0 && PyErr_Occurred()) || heap_args(heap, due_at) < 0)
-        return NULL;
-    Arr active, due;
-    if (arr_open(args[3], &active, 'b', 1) < 0)
-        return NULL;
-    if (arr_get(args[4], &due, 'f') < 0) {
-        arr_release(&active);
-        return NULL;
-    }
+    if (cut == -1.0 && PyErr_Occurred())
+        return due_close(&active, &due, NULL);
     Py_ssize_t *done = NULL, ndone = 0, cap = 0, taken = 0;
     PyObject *out = NULL;
     while (PyList_GET_SIZE(heap) && fv(PyList_GET_ITEM(heap, 0)) <= cut) {
         PyObject *when = heap_pop(heap);
         if (!when)
             goto fail;
-        PyObject *bucket = PyDict_GetItemWithError(due_at, when);
-        if (!bucket || !PyList_CheckExact(bucket)) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_KeyError, "_ratecore: a due time without its slots");
+        PyObject *bucket = bucket_of(due_at, when);
+        if (!bucket) {
             Py_DECREF(when);
             goto fail;
         }
@@ -1480,38 +1502,23 @@ static PyObject *py_drain_due(PyObject *self, PyObject *const *args, Py_ssize_t 
     out = Py_BuildValue("(Nn)", list, taken);
 fail:
     free(done);
-    arr_release(&active);
-    arr_release(&due);
-    return out;
+    return due_close(&active, &due, out);
 }
 
 /* next_due(heap, due_at, is_active, due) -> (the earliest due time of a draining flow or inf; entries
  * taken off): due times whose every slot is stale are popped */
 static PyObject *py_next_due(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "next_due(heap, due_at, is_active, due)");
-        return NULL;
-    }
-    PyObject *heap = args[0], *due_at = args[1];
-    if (heap_args(heap, due_at) < 0)
-        return NULL;
     Arr active, due;
-    if (arr_get(args[2], &active, 'b') < 0)
+    if (due_open(args, nargs, 4, "next_due(heap, due_at, is_active, due)", &active, &due, 0) < 0)
         return NULL;
-    if (arr_get(args[3], &due, 'f') < 0) {
-        arr_release(&active);
-        return NULL;
-    }
+    PyObject *heap = args[0], *due_at = args[1];
     Py_ssize_t n = active.n < due.n ? active.n : due.n, taken = 0;
     PyObject *out = NULL;
     while (PyList_GET_SIZE(heap)) {
         PyObject *top = PyList_GET_ITEM(heap, 0);
-        PyObject *bucket = PyDict_GetItemWithError(due_at, top);
-        if (!bucket || !PyList_CheckExact(bucket)) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_KeyError, "_ratecore: a due time without its slots");
+        PyObject *bucket = bucket_of(due_at, top);
+        if (!bucket)
             goto done;
-        }
         double w = fv(top);
         Py_ssize_t m = PyList_GET_SIZE(bucket), i;
         for (i = 0; i < m; i++) {
@@ -1535,9 +1542,7 @@ static PyObject *py_next_due(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (!PyErr_Occurred())
         out = Py_BuildValue("(dn)", PyList_GET_SIZE(heap) ? fv(PyList_GET_ITEM(heap, 0)) : Py_HUGE_VAL, taken);
 done:
-    arr_release(&active);
-    arr_release(&due);
-    return out;
+    return due_close(&active, &due, out);
 }
 
 /* set_due(slots, rates, now, rate, left, t_set, due, heap, due_at) -> entries added: new rates from
