@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["all_distinct", "distinct", "ranges"]
+__all__ = ["all_distinct", "distinct", "floats", "ranges"]
 
 
 def distinct(values: np.ndarray) -> np.ndarray:
@@ -36,3 +36,12 @@ def ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     ends = np.cumsum(lens)
     total = int(ends[-1]) if len(ends) else 0
     return np.arange(total) + np.repeat(np.asarray(starts, dtype=np.int64) - (ends - lens), lens)
+
+
+def floats(values: np.ndarray | float, shape: tuple[int, ...]) -> np.ndarray:
+    """``values`` as float64s of ``shape``, read only: the array itself where it already is one (the
+    fast paths hand over per-message sizes; ``np.broadcast_to`` costs microseconds a call), else
+    broadcast."""
+    if isinstance(values, np.ndarray) and values.dtype == np.float64 and values.shape == shape:
+        return values
+    return np.broadcast_to(np.asarray(values, dtype=float), shape)

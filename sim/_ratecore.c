@@ -28,10 +28,10 @@ typedef struct {
 
 static void arr_release(Arr *a);
 
-/* ``obj`` as a 1-d array of ``kind``; on failure nothing is held */
-static int arr_get(PyObject *obj, Arr *a, int kind) {
+/* ``obj`` as a 1-d array of ``kind`` (writable where asked); on failure nothing is held */
+static int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
     a->held = 0;
-    if (PyObject_GetBuffer(obj, &a->view, PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+    if (PyObject_GetBuffer(obj, &a->view, PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
         return -1;
     a->held = 1;
     if (a->view.ndim != 1) {
@@ -60,6 +60,8 @@ static int arr_get(PyObject *obj, Arr *a, int kind) {
     a->kind = kind;
     return 0;
 }
+
+static int arr_get(PyObject *obj, Arr *a, int kind) { return arr_open(obj, a, kind, 0); }
 
 static void arr_release(Arr *a) {
     if (a->held) {
@@ -1302,8 +1304,402 @@ static PyObject *py_fsum(PyObject *self, PyObject *arg) {
     return PyFloat_FromDouble(s);
 }
 
+/* ------------------------------------------------------------------ the network's due-time heap
+ *
+ * sim/network.py keeps the draining flows' due times as a heap of distinct Python floats (``heap``,
+ * heapq's layout) and the slots due at each in a dict of lists (``due_at``); a slot is stale there once
+ * its due time differs or it no longer drains. These three functions do what Network._drain's,
+ * _schedule_next's and _set_rates' loops over them do (sim/network.py's _drain_due, _next_due and
+ * _set_due are the Python reference, and the fallback): the same sift steps as heapq's C code, the same
+ * comparisons and the same floating-point operations, so the same lists, dicts and arrays afterwards. */
+
+static inline double fv(PyObject *o) { return PyFloat_CheckExact(o) ? PyFloat_AS_DOUBLE(o) : PyFloat_AsDouble(o); }
+
+/* heapq's _siftdown: the item at ``pos`` moved up towards ``start`` while smaller than its parent */
+static void heap_down(PyObject **a, Py_ssize_t start, Py_ssize_t pos) {
+    PyObject *item = a[pos];
+    double x = fv(item);
+    while (pos > start) {
+        Py_ssize_t parent = (pos - 1) >> 1;
+        if (!(x < fv(a[parent])))
+            break;
+        a[pos] = a[parent];
+        a[parent] = item;
+        pos = parent;
+    }
+}
+
+/* heapq's _siftup: the smaller child moved up to a leaf, then the item sifted down from there */
+static void heap_up(PyObject **a, Py_ssize_t n, Py_ssize_t pos) {
+    Py_ssize_t start = pos, limit = n >> 1;
+    while (pos < limit) {
+        Py_ssize_t child = 2 * pos + 1;
+        if (child + 1 < n && !(fv(a[child]) < fv(a[child + 1])))
+            child += 1;
+        PyObject *t = a[child];
+        a[child] = a[pos];
+        a[pos] = t;
+        pos = child;
+    }
+    heap_down(a, start, pos);
+}
+
+/* heapq.heappush(heap, item) */
+static int heap_push(PyObject *heap, PyObject *item) {
+    if (PyList_Append(heap, item) < 0)
+        return -1;
+    heap_down(((PyListObject *)heap)->ob_item, 0, PyList_GET_SIZE(heap) - 1);
+    return 0;
+}
+
+/* heapq.heappop(heap) of a non-empty heap: a new reference */
+static PyObject *heap_pop(PyObject *heap) {
+    Py_ssize_t n = PyList_GET_SIZE(heap) - 1;
+    PyObject **a = ((PyListObject *)heap)->ob_item;
+    PyObject *last = a[n];
+    Py_INCREF(last);
+    if (PyList_SetSlice(heap, n, n + 1, NULL) < 0) {
+        Py_DECREF(last);
+        return NULL;
+    }
+    if (n == 0)
+        return last;
+    a = ((PyListObject *)heap)->ob_item;
+    PyObject *top = a[0];
+    a[0] = last; /* the list's reference to top passes to the caller, last's new one to the list */
+    heap_up(a, n, 0);
+    return top;
+}
+
+/* the heap and the dict of a due-time heap; NULL with an exception set when they are not a list and a dict */
+static int heap_args(PyObject *heap, PyObject *due_at) {
+    if (!PyList_CheckExact(heap) || !PyDict_CheckExact(due_at)) {
+        PyErr_SetString(PyExc_TypeError, "_ratecore: the due-time heap must be a list and its slots a dict");
+        return -1;
+    }
+    return 0;
+}
+
+/* the due-time heap's functions' arguments: ``want`` of them, the heap and its dict first, the per-slot
+ * draining flags (writable where asked) and due times last */
+static int due_open(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *usage, Arr *active,
+                    Arr *due, int writable) {
+    active->held = due->held = 0;
+    if (nargs != want) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    if (heap_args(args[0], args[1]) < 0 || arr_open(args[want - 2], active, 'b', writable) < 0)
+        return -1;
+    if (arr_get(args[want - 1], due, 'f') < 0) {
+        arr_release(active);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *due_close(Arr *active, Arr *due, PyObject *out) {
+    arr_release(active);
+    arr_release(due);
+    return out;
+}
+
+/* the slots due at ``when`` (borrowed), or NULL with an exception set */
+static PyObject *bucket_of(PyObject *due_at, PyObject *when) {
+    PyObject *bucket = PyDict_GetItemWithError(due_at, when);
+    if ((!bucket || !PyList_CheckExact(bucket)) && !PyErr_Occurred())
+        PyErr_SetString(PyExc_KeyError, "_ratecore: a due time without its slots");
+    return bucket && PyList_CheckExact(bucket) ? bucket : NULL;
+}
+
+static int slot_at(PyObject *item, Py_ssize_t n, Py_ssize_t *slot) {
+    Py_ssize_t s = PyLong_AsSsize_t(item);
+    if (s == -1 && PyErr_Occurred())
+        return -1;
+    if (s < 0 || s >= n) {
+        PyErr_SetString(PyExc_IndexError, "_ratecore: slot out of range");
+        return -1;
+    }
+    *slot = s;
+    return 0;
+}
+
+static int cmp_ssize(const void *x, const void *y) {
+    Py_ssize_t a = *(const Py_ssize_t *)x, b = *(const Py_ssize_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* drain_due(heap, due_at, cut, is_active, due) -> (slots done, sorted; entries taken off): pop every due
+ * time up to ``cut``; a slot of its bucket still draining and due then is done (and no longer active) */
+static PyObject *py_drain_due(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Arr active, due;
+    if (due_open(args, nargs, 5, "drain_due(heap, due_at, cut, is_active, due)", &active, &due, 1) < 0)
+        return NULL;
+    PyObject *heap = args[0], *due_at = args[1];
+    double cut = PyFloat_AsDouble(args[2]);
+    if (cut == -1.0 && PyErr_Occurred())
+        return due_close(&active, &due, NULL);
+    Py_ssize_t *done = NULL, ndone = 0, cap = 0, taken = 0;
+    PyObject *out = NULL;
+    while (PyList_GET_SIZE(heap) && fv(PyList_GET_ITEM(heap, 0)) <= cut) {
+        PyObject *when = heap_pop(heap);
+        if (!when)
+            goto fail;
+        PyObject *bucket = bucket_of(due_at, when);
+        if (!bucket) {
+            Py_DECREF(when);
+            goto fail;
+        }
+        Py_INCREF(bucket);
+        if (PyDict_DelItem(due_at, when) < 0) {
+            Py_DECREF(bucket);
+            Py_DECREF(when);
+            goto fail;
+        }
+        double w = fv(when);
+        Py_DECREF(when);
+        Py_ssize_t m = PyList_GET_SIZE(bucket);
+        taken += m;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            Py_ssize_t s;
+            if (slot_at(PyList_GET_ITEM(bucket, i), active.n < due.n ? active.n : due.n, &s) < 0) {
+                Py_DECREF(bucket);
+                goto fail;
+            }
+            unsigned char *on = (unsigned char *)(active.p + s * active.stride);
+            if (*on && arr_f(&due, s) == w) {
+                *on = 0; /* an entry pushed twice completes its flow once */
+                if (ndone == cap) {
+                    cap = cap ? 2 * cap : 16;
+                    Py_ssize_t *grown = realloc(done, (size_t)cap * sizeof(Py_ssize_t));
+                    if (!grown) {
+                        PyErr_NoMemory();
+                        Py_DECREF(bucket);
+                        goto fail;
+                    }
+                    done = grown;
+                }
+                done[ndone++] = s;
+            }
+        }
+        Py_DECREF(bucket);
+    }
+    if (PyErr_Occurred())
+        goto fail;
+    if (ndone > 1)
+        qsort(done, (size_t)ndone, sizeof(Py_ssize_t), cmp_ssize);
+    PyObject *list = PyList_New(ndone);
+    if (!list)
+        goto fail;
+    for (Py_ssize_t i = 0; i < ndone; i++) {
+        PyObject *v = PyLong_FromSsize_t(done[i]);
+        if (!v) {
+            Py_DECREF(list);
+            goto fail;
+        }
+        PyList_SET_ITEM(list, i, v);
+    }
+    out = Py_BuildValue("(Nn)", list, taken);
+fail:
+    free(done);
+    return due_close(&active, &due, out);
+}
+
+/* next_due(heap, due_at, is_active, due) -> (the earliest due time of a draining flow or inf; entries
+ * taken off): due times whose every slot is stale are popped */
+static PyObject *py_next_due(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Arr active, due;
+    if (due_open(args, nargs, 4, "next_due(heap, due_at, is_active, due)", &active, &due, 0) < 0)
+        return NULL;
+    PyObject *heap = args[0], *due_at = args[1];
+    Py_ssize_t n = active.n < due.n ? active.n : due.n, taken = 0;
+    PyObject *out = NULL;
+    while (PyList_GET_SIZE(heap)) {
+        PyObject *top = PyList_GET_ITEM(heap, 0);
+        PyObject *bucket = bucket_of(due_at, top);
+        if (!bucket)
+            goto done;
+        double w = fv(top);
+        Py_ssize_t m = PyList_GET_SIZE(bucket), i;
+        for (i = 0; i < m; i++) {
+            Py_ssize_t s;
+            if (slot_at(PyList_GET_ITEM(bucket, i), n, &s) < 0)
+                goto done;
+            if (arr_b(&active, s) && arr_f(&due, s) == w)
+                break;
+        }
+        if (i < m)
+            break;
+        taken += m; /* every slot due then is stale */
+        PyObject *when = heap_pop(heap);
+        if (!when)
+            goto done;
+        int bad = PyDict_DelItem(due_at, when);
+        Py_DECREF(when);
+        if (bad < 0)
+            goto done;
+    }
+    if (!PyErr_Occurred())
+        out = Py_BuildValue("(dn)", PyList_GET_SIZE(heap) ? fv(PyList_GET_ITEM(heap, 0)) : Py_HUGE_VAL, taken);
+done:
+    return due_close(&active, &due, out);
+}
+
+/* set_due(slots, rates, now, rate, left, t_set, due, heap, due_at) -> entries added: new rates from
+ * ``now`` on (lists of ints and floats); a slot whose rate changes has its bytes left brought up to date
+ * and its new due time entered */
+static PyObject *py_set_due(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "set_due(slots, rates, now, rate, left, t_set, due, heap, due_at)");
+        return NULL;
+    }
+    PyObject *slots = args[0], *rates = args[1], *heap = args[7], *due_at = args[8];
+    double now = PyFloat_AsDouble(args[2]);
+    if ((now == -1.0 && PyErr_Occurred()) || heap_args(heap, due_at) < 0)
+        return NULL;
+    if (!PyList_CheckExact(slots) || !PyList_CheckExact(rates) || PyList_GET_SIZE(slots) != PyList_GET_SIZE(rates)) {
+        PyErr_SetString(PyExc_TypeError, "set_due: slots and rates must be lists of one length");
+        return NULL;
+    }
+    Arr arr[4]; /* rate, left, t_set, due */
+    int opened = 0;
+    for (; opened < 4; opened++)
+        if (arr_open(args[3 + opened], &arr[opened], 'f', 1) < 0)
+            break;
+    PyObject *out = NULL;
+    if (opened < 4)
+        goto done;
+    Py_ssize_t n = arr[0].n, added = 0;
+    for (int k = 1; k < 4; k++)
+        n = arr[k].n < n ? arr[k].n : n;
+#define AT(k, s) (*(double *)(arr[k].p + (s) * arr[k].stride))
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(slots); i++) {
+        Py_ssize_t s;
+        if (slot_at(PyList_GET_ITEM(slots, i), n, &s) < 0)
+            goto done;
+        double new = PyFloat_AsDouble(PyList_GET_ITEM(rates, i));
+        if (new == -1.0 && PyErr_Occurred())
+            goto done;
+        double old = AT(0, s);
+        if (old == new)
+            continue;
+        double remaining = AT(1, s) - old * (now - AT(2, s));
+        AT(1, s) = remaining;
+        AT(2, s) = now;
+        AT(0, s) = new;
+        double when = new > 0 ? now + remaining / new : Py_HUGE_VAL;
+        AT(3, s) = when;
+        PyObject *key = PyFloat_FromDouble(when), *slot = PyLong_FromSsize_t(s);
+        if (!key || !slot) {
+            Py_XDECREF(key);
+            Py_XDECREF(slot);
+            goto done;
+        }
+        PyObject *bucket = PyDict_GetItemWithError(due_at, key);
+        int bad;
+        if (bucket) {
+            bad = PyList_Append(bucket, slot);
+        } else if (PyErr_Occurred()) {
+            bad = -1;
+        } else {
+            PyObject *fresh = PyList_New(1);
+            bad = !fresh;
+            if (fresh) {
+                Py_INCREF(slot);
+                PyList_SET_ITEM(fresh, 0, slot);
+                bad = PyDict_SetItem(due_at, key, fresh) < 0 || heap_push(heap, key) < 0;
+                Py_DECREF(fresh);
+            }
+        }
+        Py_DECREF(key);
+        Py_DECREF(slot);
+        if (bad)
+            goto done;
+        added++;
+    }
+#undef AT
+    if (!PyErr_Occurred())
+        out = PyLong_FromSsize_t(added);
+done:
+    for (int k = 0; k < opened; k++)
+        arr_release(&arr[k]);
+    return out;
+}
+
+/* release(ptr, targets, ms, counter) -> the targets counted down to zero: sim/dataflow.py's
+ * DataflowExecutor._release in C -- for each of ``ms`` in order, each of its targets
+ * ``targets[ptr[m]:ptr[m + 1]]`` in order counts one off ``counter``; one that reaches zero joins the
+ * list then (at its last occurrence, the order numpy's form gives) */
+static PyObject *py_release(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "release(ptr, targets, ms, counter)");
+        return NULL;
+    }
+    Arr ptr, targets, ms, counter;
+    if (arr_get(args[0], &ptr, 'i') < 0)
+        return NULL;
+    if (arr_get(args[1], &targets, 'i') < 0) {
+        arr_release(&ptr);
+        return NULL;
+    }
+    if (arr_get(args[2], &ms, 'i') < 0) {
+        arr_release(&ptr);
+        arr_release(&targets);
+        return NULL;
+    }
+    PyObject *out = NULL;
+    if (arr_open(args[3], &counter, 'i', 1) < 0)
+        goto done;
+    if (counter.view.itemsize != 8) {
+        PyErr_SetString(PyExc_TypeError, "release: the counter must hold 64-bit integers");
+        goto done;
+    }
+    out = PyList_New(0);
+    for (Py_ssize_t i = 0; out && i < ms.n; i++) {
+        int64_t m = arr_i(&ms, i);
+        if (m < 0 || m + 1 >= ptr.n) {
+            PyErr_SetString(PyExc_IndexError, "release: message out of range");
+            Py_CLEAR(out);
+            break;
+        }
+        int64_t lo = arr_i(&ptr, m), hi = arr_i(&ptr, m + 1);
+        for (int64_t j = lo; j < hi; j++) {
+            int64_t t = j >= 0 && j < targets.n ? arr_i(&targets, j) : -1;
+            if (t < 0 || t >= counter.n) {
+                PyErr_SetString(PyExc_IndexError, "release: target out of range");
+                Py_CLEAR(out);
+                break;
+            }
+            int64_t *left = (int64_t *)(counter.p + t * counter.stride);
+            if (--*left == 0) {
+                PyObject *v = PyLong_FromLongLong(t);
+                if (!v || PyList_Append(out, v) < 0) {
+                    Py_XDECREF(v);
+                    Py_CLEAR(out);
+                    break;
+                }
+                Py_DECREF(v);
+            }
+        }
+    }
+done:
+    arr_release(&ptr);
+    arr_release(&targets);
+    arr_release(&ms);
+    arr_release(&counter);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
     {"fsum", py_fsum, METH_O, "fsum(array): math.fsum's correctly rounded sum"},
+    {"drain_due", (PyCFunction)(void (*)(void))py_drain_due, METH_FASTCALL,
+     "drain_due(heap, due_at, cut, is_active, due) -> (slots done, entries taken off)"},
+    {"next_due", (PyCFunction)(void (*)(void))py_next_due, METH_FASTCALL,
+     "next_due(heap, due_at, is_active, due) -> (earliest live due time or inf, entries taken off)"},
+    {"set_due", (PyCFunction)(void (*)(void))py_set_due, METH_FASTCALL,
+     "set_due(slots, rates, now, rate, left, t_set, due, heap, due_at) -> entries added"},
+    {"release", (PyCFunction)(void (*)(void))py_release, METH_FASTCALL,
+     "release(ptr, targets, ms, counter) -> the targets counted down to zero"},
     {NULL, NULL, 0, NULL},
 };
 

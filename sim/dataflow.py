@@ -39,6 +39,7 @@ import numpy as np
 from ._arrays import distinct
 from .errors import RunError
 from .network import Network, batch_at
+from .rates import _CORE
 
 __all__ = ["ARRIVED", "HELD", "MAX_MESSAGES", "Dataflow", "DataflowBuilder", "DataflowExecutor", "run_dataflow"]
 
@@ -393,6 +394,8 @@ class DataflowExecutor:
     def _release(self, table: tuple[np.ndarray, list[np.ndarray]], ms: np.ndarray, counter: np.ndarray) -> np.ndarray:
         """Count ``ms`` off the messages waiting on them; returns the ones with nothing left to wait for."""
         ptr, (waiting,) = table
+        if _CORE is not None:  # the same loop as the scalar one below, in C
+            return np.array(_CORE.release(ptr, waiting, ms, counter), dtype=np.int64)
         if len(ms) == 1:
             m = int(ms[0])
             targets = waiting[ptr[m] : ptr[m + 1]]

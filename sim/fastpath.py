@@ -158,6 +158,9 @@ class FastExecutor:
             self._begin_one(int(ranks[0]), now)
             return
         while len(ranks):
+            if len(ranks) <= _FEW:
+                ranks = self._begin_few(ranks.tolist(), now)
+                continue
             over = self.step[ranks] >= self.total
             if over.any():
                 self.finished += int(over.sum())
@@ -183,6 +186,44 @@ class FastExecutor:
                     self._launch(self.steps[k], ranks[phases == k])
             idle = ranks[(self.send_left[ranks] == 0) & (self.recv_left[ranks] == 0)]
             ranks = self._complete(idle, now)
+
+    def _begin_few(self, ranks: list[int], now: float) -> np.ndarray:
+        """One round of :meth:`_begin`'s loop for a few ranks, the bookkeeping in scalar operations (the
+        same updates, each phase's messages launched together in the ranks' order): returns the ranks
+        that start their next step right now."""
+        step, total = self.step, self.total
+        live = [r for r in ranks if step[r] < total]
+        if len(live) < len(ranks):
+            self.finished += len(ranks) - len(live)
+            self.end_time = max(self.end_time, now)
+            if self.finished == self.program.endpoints:
+                self.done.succeed(now)
+            if not live:
+                return np.zeros(0, dtype=np.int64)
+        window, bounds = self.window, self._bounds
+        early_count, early_last, last = self.early_count, self.early_last, self.last
+        phases = []
+        for r in live:
+            s = int(step[r])
+            slot = s % window
+            self.began[r] = now
+            self.send_left[r] = 0
+            self.recv_left[r] = -early_count[r, slot]
+            early = float(early_last[r, slot])
+            last[r] = now if now >= early else early
+            early_count[r, slot] = 0
+            early_last[r, slot] = -np.inf
+            phases.append(bisect.bisect_right(bounds, s) - 1)
+        group = np.array(live, dtype=np.int64)
+        if min(phases) == max(phases):
+            self._launch(self.steps[phases[0]], group)
+        else:
+            for k in sorted(set(phases)):
+                self._launch(self.steps[k], group[[i for i, p in enumerate(phases) if p == k]])
+        send_left, recv_left = self.send_left, self.recv_left
+        return self._complete(
+            np.array([r for r in live if send_left[r] == 0 and recv_left[r] == 0], dtype=np.int64), now
+        )
 
     def _begin_one(self, r: int, now: float) -> None:
         """:meth:`_begin` for one rank, in scalar operations (ranks that have drifted apart start their
@@ -232,6 +273,9 @@ class FastExecutor:
 
     def _send(self, step: Step, msgs: np.ndarray) -> None:
         """Start the messages ``msgs`` of ``step`` (their senders are at that step)."""
+        if len(msgs) == 1:
+            self._send_one(step, msgs)
+            return
         private = self._private_of.get(id(step))
         if private is not None:
             mine = private[msgs]
@@ -244,16 +288,36 @@ class FastExecutor:
         pids = step.pids(self.net)[msgs]
         bounds = None if step.bound is None else step.bound[msgs]
         slots = self.net.launch(pids, step.src[msgs], step.nbytes[msgs], owner=self.owner, bounds=bounds)
-        if len(self.f_src) < self.net.slots:
-            size = self.net.slots
+        self._grow_flows()
+        self.f_src[slots] = step.src[msgs]
+        self.f_dst[slots] = step.dst[msgs]
+        self.f_step[slots] = self.step[step.src[msgs]]
+
+    def _send_one(self, step: Step, msgs: np.ndarray) -> None:
+        """:meth:`_send` for one message, in scalar operations."""
+        m = int(msgs[0])
+        private = self._private_of.get(id(step))
+        if private is not None and private[m]:
+            self._send_private(step, msgs)
+            return
+        net = self.net
+        src = int(step.src[m])
+        bound = None if step.bound is None else float(step.bound[m])
+        slot = int(net.launch_one(int(step.pids(net)[m]), src, float(step.nbytes[m]), self.owner, bound)[0])
+        self._grow_flows()
+        self.f_src[slot] = src
+        self.f_dst[slot] = step.dst[m]
+        self.f_step[slot] = self.step[src]
+
+    def _grow_flows(self) -> None:
+        """The per-slot message arrays, grown to the network's slots."""
+        size = self.net.slots
+        if len(self.f_src) < size:
             for name in ("f_src", "f_dst", "f_step"):
                 grown = np.zeros(size, dtype=np.int64)
                 old = getattr(self, name)
                 grown[: len(old)] = old
                 setattr(self, name, grown)
-        self.f_src[slots] = step.src[msgs]
-        self.f_dst[slots] = step.dst[msgs]
-        self.f_step[slots] = self.step[step.src[msgs]]
 
     # ------------------------------------------------------------------ private messages
     def _private_masks(self) -> dict[int, np.ndarray]:
@@ -367,8 +431,8 @@ class FastExecutor:
     def _complete(self, ranks: np.ndarray, now: float) -> np.ndarray:
         """``ranks`` have all their sends and receives of the current step: reduce, then either return
         the ones that start their next step right now, or set a timer for the others."""
-        if not len(ranks):
-            return ranks
+        if len(ranks) <= _FEW:  # a rank at a time, in order (timers at one instant share a bucket either way)
+            return np.array([r for r in ranks.tolist() if self._complete_one(r, now)], dtype=np.int64)
         if self.gamma > 0:
             phases = self._phase_of(self.step[ranks])
             reduce = np.zeros(len(ranks))

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ._arrays import floats
 from .linkclass import path_class
 from .linkmodel import NOMINAL, LinkModel
 
@@ -94,9 +95,7 @@ class MessageModel:
         self, pids: np.ndarray, srcs: np.ndarray, nbytes: np.ndarray | float
     ) -> tuple[np.ndarray, np.ndarray]:
         paths = self.cluster.paths
-        return paths.latency[pids] + self.cluster.overhead[srcs], np.broadcast_to(
-            np.asarray(nbytes, dtype=float), np.shape(pids)
-        )
+        return paths.latency[pids] + self.cluster.overhead[srcs], floats(nbytes, np.shape(pids))
 
     def _model(self, pid: int) -> _ClassModel | None:
         if not self._models:
@@ -118,7 +117,7 @@ class MessageModel:
     def many(self, pids: np.ndarray, srcs: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(start delays, wire bytes) of many messages (arrays of one length)."""
         pids = np.asarray(pids, dtype=np.int64)
-        sizes = np.broadcast_to(np.asarray(nbytes, dtype=float), pids.shape)
+        sizes = floats(nbytes, pids.shape)
         delay = self.cluster.paths.latency[pids] + self.cluster.overhead[srcs]
         wire = np.array(sizes, dtype=float, copy=True)
         if len(pids):

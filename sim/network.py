@@ -35,10 +35,11 @@ import numpy as np
 import simpy
 from simpy.events import NORMAL, Event
 
+from ._arrays import floats
 from .cluster import Cluster
 from .errors import RunError
+from .rates import _CORE, Rates, gather_arcs
 from .rates import SMALL_BATCH as _SMALL
-from .rates import Rates, gather_arcs
 from .results import LinkUse
 
 #: rates handed over as lists beyond this many are set in numpy (its per-call cost pays there)
@@ -91,6 +92,88 @@ _RESUME_IN_WAKE = True
 #: single sends whose links no other flow holds take the private lane (see Network._lane_pair);
 #: tests turn it off to compare
 _PRIVATE = True
+
+
+class _PyDue:
+    """The due-time heap's loops in Python (the reference; ``sim._ratecore`` has the same three in C,
+    used where it is built: see :data:`_ops`). The heap holds distinct due times (heapq's layout), and
+    ``due_at`` the slots due at each; a slot is stale there once its due time differs or it no longer
+    drains."""
+
+    @staticmethod
+    def drain_due(
+        heap: list[float], due_at: dict[float, list[int]], cut: float, is_active: np.ndarray, due: np.ndarray
+    ) -> tuple[list[int], int]:
+        """Pop every due time up to ``cut``: (the slots done, sorted -- still draining and due then, and
+        no longer active -- and the entries taken off)."""
+        done = []
+        taken = 0
+        while heap and heap[0] <= cut:
+            when = heapq.heappop(heap)
+            bucket = due_at.pop(when)
+            taken += len(bucket)
+            for slot in bucket:
+                if is_active[slot] and due[slot] == when:
+                    is_active[slot] = False  # an entry pushed twice completes its flow once
+                    done.append(slot)
+        done.sort()
+        return done, taken
+
+    @staticmethod
+    def next_due(
+        heap: list[float], due_at: dict[float, list[int]], is_active: np.ndarray, due: np.ndarray
+    ) -> tuple[float, int]:
+        """(The earliest due time of a draining flow, or inf; the entries taken off): due times whose
+        every slot is stale are popped."""
+        taken = 0
+        while heap:
+            top = heap[0]
+            bucket = due_at[top]
+            for slot in bucket:
+                if is_active[slot] and due[slot] == top:
+                    return top, taken
+            heapq.heappop(heap)  # every slot due then is stale
+            del due_at[top]
+            taken += len(bucket)
+        return np.inf, taken
+
+    @staticmethod
+    def set_due(
+        slots: list[int],
+        rates: list[float],
+        now: float,
+        rate: np.ndarray,
+        left: np.ndarray,
+        t_set: np.ndarray,
+        due: np.ndarray,
+        heap: list[float],
+        due_at: dict[float, list[int]],
+    ) -> int:
+        """New rates from ``now`` on: a slot whose rate changes has its bytes ``left`` brought up to date
+        and its new due time entered; returns the entries added."""
+        added = 0
+        for slot, new in zip(slots, rates, strict=True):
+            old = float(rate[slot])
+            if old == new:
+                continue
+            remaining = float(left[slot]) - old * (now - float(t_set[slot]))
+            left[slot] = remaining
+            t_set[slot] = now
+            rate[slot] = new
+            when = now + remaining / new if new > 0 else np.inf
+            due[slot] = when
+            bucket = due_at.get(when)
+            if bucket is None:
+                due_at[when] = [slot]
+                heapq.heappush(heap, when)
+            else:
+                bucket.append(slot)
+            added += 1
+        return added
+
+
+#: the due-time heap's loops: the compiled core's where it is built (COLLSIM_PURE=1: the Python ones)
+_ops: Any = _PyDue if _CORE is None else _CORE
 
 
 class _Group:
@@ -164,7 +247,6 @@ class Network:
         self._pending: list[float] = []  # distinct start times (a heap)
         self._pending_at: dict[float, list[Any]] = {}  # start time -> slots (ints or arrays)
         self._stage: list[tuple[int, float, float, int, float]] = []
-        self._batches = False  # whether flows have been started other than by single sends
         self._model = cluster.message_model  # start delays and wire bytes (sim.msgmodel)
         self._path_bytes = np.zeros(64)
         self._unpathed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see account_arcs
@@ -321,14 +403,12 @@ class Network:
         ``owner`` (see :meth:`add_owner`) hears of completions in bulk. ``bounds`` caps the flows'
         rates (as ``bound`` does in :meth:`send`).
         """
-        self._end_lane()
         count = len(pids)
         if count == 1:
-            one = self._launch_one(int(pids[0]), int(srcs[0]), float(np.asarray(nbytes).reshape(-1)[0]), owner)
-            if bounds is not None:
-                self._bound[one] = bounds[0]
-            return one
-        sizes = np.broadcast_to(np.asarray(nbytes, dtype=float), (count,))
+            bound = None if bounds is None else bounds[0]
+            return self.launch_one(int(pids[0]), int(srcs[0]), float(np.asarray(nbytes).reshape(-1)[0]), owner, bound)
+        self._end_lane()
+        sizes = floats(nbytes, (count,))
         if count and not (sizes >= 0).all():
             raise RunError("launch: sizes must be >= 0 bytes")
         self._flush()
@@ -349,9 +429,10 @@ class Network:
                 self._enqueue(float(start), slots[starts == start])
         return slots
 
-    def _launch_one(self, pid: int, src: int, nbytes: float, owner: int) -> np.ndarray:
+    def launch_one(self, pid: int, src: int, nbytes: float, owner: int = -1, bound: float | None = None) -> np.ndarray:
         """:meth:`launch` for one flow, in scalar operations (ranks that drift apart launch one flow
-        at a time, and numpy's per-call cost would dominate)."""
+        at a time, and numpy's per-call cost would dominate); returns its slot as an array of one."""
+        self._end_lane()
         if not nbytes >= 0:
             raise RunError("launch: sizes must be >= 0 bytes")
         if not self._free:
@@ -361,7 +442,7 @@ class Network:
         self._remaining[slot] = wire
         self._bytes[slot] = nbytes
         self._path[slot] = pid
-        self._bound[slot] = np.inf
+        self._bound[slot] = np.inf if bound is None else bound
         self._owner[slot] = owner
         self._gid[slot] = -1
         self.flows += 1
@@ -719,7 +800,6 @@ class Network:
 
     # ------------------------------------------------------------------ event loop
     def _enqueue(self, start: float, slots: Any) -> None:
-        self._batches = True  # (single sends enqueue themselves in send)
         bucket = self._pending_at.get(start)
         if bucket is None:
             self._pending_at[start] = bucket = []
@@ -754,6 +834,9 @@ class Network:
         if self._lane:
             self._wake_lane(now)
         else:
+            # nothing is scheduled while the wake-up runs (flows launched by its callbacks would each
+            # schedule a wake-up that the one _schedule_next makes at its end supersedes)
+            self._wake_at = -np.inf
             self._flush()
             changed = self._drain(now)
             pending = self._pending
@@ -806,19 +889,10 @@ class Network:
         cut = now * (1 + _TIME_RTOL) + 1e-300
         if not heap or heap[0] > cut:
             return False
-        is_active, due, due_at = self._is_active, self._due, self._due_at
-        done = []
-        while heap and heap[0] <= cut:
-            when = heapq.heappop(heap)
-            bucket = due_at.pop(when)
-            self._due_entries -= len(bucket)
-            for slot in bucket:
-                if is_active[slot] and due[slot] == when:
-                    is_active[slot] = False  # an entry pushed twice completes its flow once
-                    done.append(slot)
+        done, taken = _ops.drain_due(heap, self._due_at, cut, self._is_active, self._due)
+        self._due_entries -= taken
         if not done:
             return False
-        done.sort()
         finished = np.array(done, dtype=np.int64)
         self._nactive -= len(done)
         self._active_arr = None
@@ -832,9 +906,14 @@ class Network:
 
     def _start(self, starting: list[Any], now: float) -> bool:
         self._flush()  # sends staged by arrival hooks during this wake-up may start right now
-        if len(starting) <= _SMALL and (not self._batches or all(type(s) is int for s in starting)):
-            # single sends: scalar operations
-            return self._start_few(starting, now)
+        if len(starting) <= _SMALL:
+            # single sends and flows launched one at a time: scalar operations, the slots in the order
+            # below (launched ones first, then single sends)
+            launched = [s for s in starting if type(s) is not int]
+            if not launched:
+                return self._start_few(starting, now)
+            if all(len(s) == 1 for s in launched):
+                return self._start_few([int(s[0]) for s in launched] + [s for s in starting if type(s) is int], now)
         singles = [s for s in starting if isinstance(s, int)]
         parts = [s for s in starting if not isinstance(s, int)]
         if singles:
@@ -903,30 +982,15 @@ class Network:
         """New rates for ``slots`` from now on: their remaining bytes are brought up to date and their
         due times recomputed (flows whose rate did not change keep theirs)."""
         now = self._t_last
-        if not isinstance(slots, list) and len(slots) <= _SMALL:
+        compiled = _ops is not _PyDue
+        if not isinstance(slots, list) and (compiled or len(slots) <= _SMALL):
             slots, rates = slots.tolist(), rates.tolist()  # type: ignore[union-attr]
-        elif isinstance(slots, list) and len(slots) > _SET_MANY:  # (the compiled core hands over lists)
+        elif isinstance(slots, list) and not compiled and len(slots) > _SET_MANY:  # (the core hands over lists)
             slots, rates = np.array(slots, dtype=np.int64), np.array(rates, dtype=float)
         if isinstance(slots, list):
-            rate, left, t_set, due = self._rate, self._remaining, self._t_set, self._due
-            heap, due_at = self._heap, self._due_at
-            for slot, new in zip(slots, rates, strict=True):
-                old = float(rate[slot])
-                if old == new:
-                    continue
-                remaining = float(left[slot]) - old * (now - float(t_set[slot]))
-                left[slot] = remaining
-                t_set[slot] = now
-                rate[slot] = new
-                when = now + remaining / new if new > 0 else np.inf
-                due[slot] = when
-                bucket = due_at.get(when)
-                if bucket is None:
-                    due_at[when] = [slot]
-                    heapq.heappush(heap, when)
-                else:
-                    bucket.append(slot)
-                self._due_entries += 1
+            self._due_entries += _ops.set_due(
+                slots, rates, now, self._rate, self._remaining, self._t_set, self._due, self._heap, self._due_at
+            )
             if self._due_entries > 4 * self._nactive + 1024:
                 self._rebuild_due()
             return
@@ -1004,34 +1068,23 @@ class Network:
             )
 
     def _schedule_next(self, now: float) -> None:
-        when = np.inf
-        heap, due_at = self._heap, self._due_at
-        is_active, due = self._is_active, self._due
-        while heap:
-            top = heap[0]
-            bucket = due_at[top]
-            for slot in bucket:
-                if is_active[slot] and due[slot] == top:
-                    break
-            else:
-                heapq.heappop(heap)  # every slot due then is stale
-                del due_at[top]
-                self._due_entries -= len(bucket)
-                continue
-            break
-        if heap:
-            when = max(now, heap[0])
+        when, taken = _ops.next_due(self._heap, self._due_at, self._is_active, self._due)
+        self._due_entries -= taken
+        if when < np.inf:
+            when = max(now, when)
         if self._pending:
             when = min(when, self._pending[0])
         if when < np.inf:
             self._schedule(when)
+        else:
+            self._wake_at = np.inf
 
     def _finish(self, slots: np.ndarray, now: float) -> None:
-        pids = self._path[slots]
         self._path_bytes_for(self.cluster.paths.count)
         if len(slots) == 1:
             self._finish_one(slots, now)
             return
+        pids = self._path[slots]
         np.add.at(self._path_bytes, pids, self._bytes[slots])
         self._rate[slots] = 0.0
         owners = self._owner[slots]

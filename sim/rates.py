@@ -93,6 +93,11 @@ _PART_FLOOR = 128
 #: 9.02 CPU s, `nccl-tree` 8.91 -> 8.10, the same times)
 _COMPONENT_MAX_CORE = 65536
 _PART_SHARE_CORE = 2
+#: the core's per-link sets are dropped for a recount (Rates._use) only for a batch of more than a
+#: 1/_RECOUNT_CORE of the link directions: a recount and rebuild cost a pass over every link direction,
+#: entering or leaving a flow a few links' worth (double-binary-tree at 16k GPUs rebuilt 761 times for
+#: batches of ~40 flows)
+_RECOUNT_CORE = 16
 
 
 def _thresholds(capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -364,7 +369,12 @@ class Rates:
         if self._recount:
             return  # counted from the active flows at the next computation
         members = self._members
-        if members is not None and len(pids) > 8 and 4 * len(pids) > self._count:
+        if (
+            members is not None
+            and len(pids) > 8
+            and 4 * len(pids) > self._count
+            and (members is not self._core or _RECOUNT_CORE * len(pids) > self.cluster.num_arcs)
+        ):
             # a batch as big as a good part of the active flows (ranks in lock-step): the user counts
             # (not kept while the sets are) are taken from the active flows in numpy at the next
             # computation, and the sets rebuilt from them if a search needs them

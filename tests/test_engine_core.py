@@ -1,0 +1,194 @@
+"""The engine's loops in the compiled core (sim/_ratecore.c) against their Python reference: the network's
+due-time heap (``drain_due``, ``next_due``, ``set_due`` against sim.network._PyDue) and the dataflow's
+dependency count-down (``release`` against DataflowExecutor._release's Python loop) leave the same lists,
+dicts and arrays on random inputs, and whole runs give the same times to the bit with and without them.
+(Skipped where the extension is not built: the Python loops are then the only ones.)"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import sim.dataflow as dataflow
+import sim.network as network
+import sim.rates as rates
+from sim.simulate import simulate
+from sim.topology import dgx
+
+from .test_engine import run_flows
+from .test_fastpath import perturb
+from .test_ratecore import DGX, OVERSUBSCRIBED, _flows
+
+C = rates._ratecore
+core = pytest.mark.skipif(C is None, reason="sim._ratecore is not built (no C compiler)")
+PY = network._PyDue
+
+
+def _state(rng: random.Random, n: int) -> dict:
+    """Per-slot arrays and a due-time heap of ``n`` slots, about half of them draining, some stale entries."""
+    state = {
+        "rate": np.array([rng.choice([0.0, 1e9, 2.5e9, rng.uniform(1e8, 1e10)]) for _ in range(n)]),
+        "left": np.array([rng.uniform(0, 1e6) for _ in range(n)]),
+        "t_set": np.array([rng.uniform(0, 1e-3) for _ in range(n)]),
+        "due": np.full(n, np.inf),
+        "active": np.array([rng.random() < 0.6 for _ in range(n)]),
+        "heap": [],
+        "due_at": {},
+    }
+    times = [rng.uniform(1e-3, 2e-3) for _ in range(max(1, n // 3))]  # slots sharing due times
+    for slot in range(n):
+        when = rng.choice(times)
+        if rng.random() < 0.8:
+            state["due"][slot] = when
+        elif rng.random() < 0.5:
+            continue
+        bucket = state["due_at"].setdefault(when, [])
+        if not bucket:
+            heapq.heappush(state["heap"], when)
+        bucket.append(slot)  # (a slot whose due time differs is a stale entry)
+    return state
+
+
+def _apply(impl, state: dict, ops: list[tuple]) -> list:
+    out = []
+    for op in ops:
+        if op[0] == "set":
+            _, slots, new, now = op
+            args = (state["rate"], state["left"], state["t_set"], state["due"], state["heap"], state["due_at"])
+            out.append(impl.set_due(list(slots), list(new), now, *args))
+        elif op[0] == "drain":
+            out.append(impl.drain_due(state["heap"], state["due_at"], op[1], state["active"], state["due"]))
+        else:
+            out.append(impl.next_due(state["heap"], state["due_at"], state["active"], state["due"]))
+    return out
+
+
+@core
+@pytest.mark.parametrize("seed", range(20))
+def test_the_cores_due_time_heap_is_the_python_one(seed):
+    rng = random.Random(seed)
+    n = rng.choice([5, 40, 300])
+    state = _state(rng, n)
+    ops: list[tuple] = []
+    now = 1e-3
+    for _ in range(60):
+        kind = rng.random()
+        if kind < 0.45:
+            slots = rng.sample(range(n), rng.randint(0, min(n, 30)))
+            new = [rng.choice([0.0, 1e9, 2.5e9, rng.uniform(1e8, 1e10)]) for _ in slots]
+            ops.append(("set", slots, new, now))
+        elif kind < 0.8:
+            now += rng.uniform(0, 3e-4)
+            ops.append(("drain", now * (1 + 1e-12) + 1e-300))
+        else:
+            ops.append(("next",))
+    mine, theirs = copy.deepcopy(state), copy.deepcopy(state)
+    assert _apply(C, mine, ops) == _apply(PY, theirs, ops)
+    assert mine["heap"] == theirs["heap"]  # heapq's layout, entry for entry
+    assert mine["due_at"] == theirs["due_at"] and list(mine["due_at"]) == list(theirs["due_at"])
+    for name in ("rate", "left", "t_set", "due", "active"):
+        assert mine[name].tobytes() == theirs[name].tobytes(), name
+
+
+@core
+def test_the_core_refuses_what_the_heap_cannot_hold():
+    state = _state(random.Random(1), 10)
+    args = (state["rate"], state["left"], state["t_set"], state["due"], state["heap"], state["due_at"])
+    with pytest.raises(IndexError):
+        C.set_due([10], [1e9], 1e-3, *args)
+    with pytest.raises(TypeError):
+        C.set_due([1], [1e9], 1e-3, *args[:4], (), state["due_at"])
+    with pytest.raises(TypeError):
+        C.drain_due(state["heap"], state["due_at"], 1.0, state["active"].astype(float), state["due"])
+    readonly = state["active"].copy()
+    readonly.flags.writeable = False
+    with pytest.raises((BufferError, ValueError, TypeError)):
+        C.drain_due(state["heap"], state["due_at"], 1.0, readonly, state["due"])
+
+
+def _release_py(ptr, targets, ms, counter):
+    """DataflowExecutor._release's Python path (the core off)."""
+    ex = dataflow.DataflowExecutor.__new__(dataflow.DataflowExecutor)
+    ex._stamp = np.zeros(len(counter), dtype=np.int64)
+    return dataflow.DataflowExecutor._release(ex, (ptr, (targets,)), ms, counter)
+
+
+@core
+@pytest.mark.parametrize("seed", range(10))
+def test_the_cores_count_down_is_the_dataflows(seed, monkeypatch):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 400))
+    owner = rng.integers(0, n, size=int(rng.integers(0, 4 * n)))  # message -> the messages waiting on it
+    waiting = rng.integers(0, n, size=len(owner))
+    ptr, (targets,) = dataflow._csr(owner, [waiting], n)
+    counter = np.bincount(waiting, minlength=n).astype(np.int64)
+    mine = counter.copy()
+    monkeypatch.setattr(dataflow, "_CORE", None)
+    for ms in np.array_split(rng.permutation(n), int(rng.integers(1, 12))):
+        want = _release_py(ptr, targets, ms.astype(np.int64), counter)
+        got = np.array(C.release(ptr, targets, ms.astype(np.int64), mine), dtype=np.int64)
+        assert got.tolist() == want.tolist()
+        assert mine.tolist() == counter.tolist()
+    assert not mine.any()
+
+
+def _both(monkeypatch, run):
+    """``run()`` with the core's loops, then with the Python ones."""
+    got = [run()]
+    monkeypatch.setattr(network, "_ops", PY)
+    monkeypatch.setattr(dataflow, "_CORE", None)
+    got.append(run())
+    return got
+
+
+@core
+@pytest.mark.parametrize("topology", [OVERSUBSCRIBED, DGX])
+def test_flows_end_when_they_did_with_the_python_loops(topology, monkeypatch):
+    from sim.cluster import Cluster
+
+    cluster = Cluster(topology)
+    flows = _flows(cluster, 3, 300)
+    (ends, net), (ends_py, net_py) = _both(monkeypatch, lambda: run_flows(cluster, flows))
+    assert ends == ends_py
+    assert net.wakeups == net_py.wakeups
+
+
+@core
+@pytest.mark.parametrize(
+    ("topology", "algorithm"),
+    [
+        (OVERSUBSCRIBED, "double-binary-tree:chunks=8"),
+        (DGX, "double-binary-tree:chunks=4"),
+        (OVERSUBSCRIBED, "halving-doubling"),
+        (DGX, "tree:chunks=4"),
+        ("perturbed", "recursive-doubling"),
+        ("perturbed", "double-binary-tree:chunks=4"),
+    ],
+)
+def test_fast_paths_give_the_same_times_with_the_python_loops(topology, algorithm, monkeypatch):
+    if topology == "perturbed":  # stragglers and slow links: flows end at many instants
+        topology = perturb(dgx(hosts=4, gpus_per_host=4, hosts_per_leaf=2), seed=2)
+
+    def run():
+        r = simulate(topology, "allreduce", algorithm, "4MiB")
+        assert r.engine.startswith("fast:")
+        return r.time_s, r.events, r.flows, r.link_bytes
+
+    fast, fast_py = _both(monkeypatch, run)
+    assert fast == fast_py
+    message = simulate(topology, "allreduce", algorithm, "4MiB", engine="message").time_s
+    assert fast[0] == pytest.approx(message, rel=1e-9)
+
+
+def test_collsim_pure_turns_the_engines_loops_off_too():
+    code = "import sim.network as n, sim.dataflow as d; print(n._ops is n._PyDue, d._CORE is None)"
+    env = dict(os.environ, COLLSIM_PURE="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]
