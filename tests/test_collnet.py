@@ -19,6 +19,7 @@ from sim.nccl.layout import channel_endpoint, sharp_switches
 from sim.nccl.pipeline import Streams
 from sim.nccl.protocols import collnet_chunk
 from sim.simulate import simulate
+from sim.symmetry import quotient
 from sim.topology import hgx
 
 from .test_nccl import _cli
@@ -42,6 +43,25 @@ def test_every_contribution_once_and_fast_equals_message(preset, hosts, gpus, pe
     assert a.wrong == 0
     assert abs(a.time_s - b.time_s) <= 1e-9 * a.time_s
     assert a.flows == b.flows
+
+
+@pytest.mark.parametrize("preset, hosts, gpus, per_leaf, options", FABRICS)
+def test_the_chains_channels_are_copies_the_fast_path_runs_once(preset, hosts, gpus, per_leaf, options):
+    """CollNet Chain states nccl-tree's channel shift wherever nccl-tree does, its switches' engines moving
+    with their channel, and the quotient takes it wherever it takes nccl-tree's: one channel of every orbit
+    is simulated (the times and flows equal the message level's: the test above)."""
+    cluster = Cluster(hgx(hosts, preset, gpus_per_host=gpus, sharp=True, hosts_per_leaf=per_leaf, **options))
+    p = hosts * gpus
+    plain, _ = nccl_tree.tree_program(cluster, p, 3 * 2**22, 0, "simple")
+    program, _ = nccl_tree.tree_program(cluster, p, 3 * 2**22, 0, "simple", sharp=True)
+    assert (program.symmetry is None) == (plain.symmetry is None)
+    reduced = quotient(program, cluster, 0.0)
+    assert (reduced is None) == (quotient(plain, cluster, 0.0) is None)  # one GPU a host: no shift at all
+    if reduced is None:
+        return
+    assert len(reduced.program.phases) == len(program.phases)
+    kept = sum(len(step) for step, _ in reduced.program.phases)
+    assert kept < sum(len(step) for step, _ in program.phases)
 
 
 @pytest.mark.parametrize("spec", ["nccl", "nccl:algo=collnetdirect", "nccl:algo=CollnetChain"])

@@ -84,6 +84,7 @@ def tree_program(
     actors: list[int] = []
     parent: list[int] = []
     chan: list[int] = []
+    bounds: list[tuple[int, int]] = []  # each channel's actors: actors[first:end]
     for c in range(k_ch):
         head, nic = rail[c % len(rail)]
         tree = (c // len(rail)) % 2
@@ -109,6 +110,7 @@ def tree_program(
             parent.extend(-1 if x < 0 else top + x for x in up_of[h:])
             for host, v in enumerate(heads):
                 parent[v] = top + up_of[host]
+        bounds.append((base, len(actors)))
     up_lag, _ = lags_up(parent, 0)
     up = np.asarray(parent)
     start = np.zeros(len(parent), dtype=np.int64)
@@ -133,9 +135,9 @@ def tree_program(
     image = [
         where.get((c // len(rail), ((rail[c % len(rail)][0] + 1) % g, rail[c % len(rail)][1]))) for c in range(k_ch)
     ]
-    if not sharp and all(i is not None for i in image):
-        per = h * g  # actors of a channel: host by host, each host's chain in order
-        moved = np.concatenate([np.arange(i * per, (i + 1) * per) for i in image])  # type: ignore[operator]
+    # (a channel's actors: host by host each host's chain in order, then with ``sharp`` its switches' engines)
+    if all(i is not None for i in image) and len({end - first for first, end in bounds}) == 1:
+        moved = np.concatenate([np.arange(*bounds[i]) for i in image])  # type: ignore[index]
         sigma = shift(cluster.endpoints, actors, np.asarray(actors)[moved], starts)
         program = StepProgram(program.endpoints, program.phases, symmetry=sigma[: program.endpoints])
     return program, k_ch * k

@@ -191,9 +191,8 @@ def lags_down(parent: list[int], start: np.ndarray) -> np.ndarray:
     return np.asarray(start, dtype=np.int64)[root] - 1 + depth
 
 
-def sharp_switches(cluster: Any, rank: int, nic: int, spread: int) -> tuple[str, str | None]:
-    """The leaf switch that ``rank``'s ``nic``-th NIC is linked to, and a spine above it (the
-    ``spread``-th, modulo their count; None where the leaf has none), for in-network reduction."""
+def sharp_leaf(cluster: Any, rank: int, nic: int) -> str:
+    """The leaf switch that ``rank``'s ``nic``-th NIC (modulo its NICs) is linked to."""
     g = cluster.graph
     nics = nics_of(cluster, rank)
     if not nics:
@@ -202,9 +201,16 @@ def sharp_switches(cluster: Any, rank: int, nic: int, spread: int) -> tuple[str,
     fabric = [
         v for v in sorted(g.successors(nic)) if g.nodes[v].get("kind") == "switch" and g.nodes[v].get("host") is None
     ]
-    leaf = fabric[0] if fabric else None
-    if leaf is None:
+    if not fabric:
         raise AlgorithmError(f"in-network reduction across hosts: NIC {nic} is not linked to a switch")
+    return fabric[0]
+
+
+def sharp_switches(cluster: Any, rank: int, nic: int, spread: int) -> tuple[str, str | None]:
+    """The leaf switch that ``rank``'s ``nic``-th NIC is linked to (:func:`sharp_leaf`), and a spine above
+    it (the ``spread``-th, modulo their count; None where the leaf has none), for in-network reduction."""
+    g = cluster.graph
+    leaf = sharp_leaf(cluster, rank, nic)
     spines = sorted(v for v in g.successors(leaf) if g.nodes[v].get("kind") == "switch" and v != leaf)
     return leaf, (spines[spread % len(spines)] if spines else None)
 
@@ -237,7 +243,7 @@ def sharp_forest(
     nodes, parent = list(actors), [-1] * h
     at: dict[str, int] = {}
     for host, r in enumerate(ranks):
-        leaf, _ = sharp_switches(cluster, r, nic, spread)
+        leaf = sharp_leaf(cluster, r, nic)
         if leaf not in at:
             at[leaf] = len(nodes)
             nodes.append(cluster.add_endpoint(node=leaf, key=key))
