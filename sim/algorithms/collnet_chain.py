@@ -9,7 +9,7 @@ CollNet root), whose switches sum the hosts'; the other half broadcasts the tota
 down the chain. The chains are the CollNet Chain graph's (``connect.cc``: ``ncclTopoPreset``, a chain
 through the node's GPUs from the channel's NIC GPU), as many as the ring's channels: laid out as
 :mod:`~sim.algorithms.nccl_tree` lays out its channels (two per NIC, channel c on rail c mod R), every
-head under its NIC's leaf switch and the leaves under a spine (:func:`~sim.algorithms.nvls.sharp_forest`).
+head under its NIC's leaf switch and the leaves under a spine (:func:`~sim.nccl.layout.sharp_forest`).
 Slices are ``NCCL_STEPS`` chunks of the CollNet Chain chunk (:func:`~sim.nccl.protocols.collnet_chunk`).
 
 Closed form with one GPU per host under one SHARP switch (two channels on its NIC, each cut into k

@@ -46,7 +46,7 @@ from ..nccl.layout import (
 )
 from ..nccl.pipeline import Streams, launchers, shift
 from ..nccl.protocols import nvls_chunk
-from ..nccl.tuner import NVLS_CHANNELS_HOPPER, NVLS_EFFICIENCY, describe, nvls_tree_cap
+from ..nccl.tuner import NVLS_CHANNELS_HOPPER, describe, nvls_tree_cap
 from ..nccl.versions import NEWEST, Tuning
 from ..program import StepProgram
 from ..runtime import Job
@@ -55,7 +55,7 @@ from .registry import register
 
 __all__ = ["Nvls", "head_slices", "nvls_program"]
 
-EFFICIENCY = NVLS_EFFICIENCY[2]  # Hopper
+EFFICIENCY = NEWEST.nvls_efficiency[2]  # Hopper (tuning.cc nvlsEfficiency, 2.28.3 on)
 #: the fewest pipeline slices a head's share is cut into (``device/common.h``: NCCL_STEPS 8 over
 #: ALLREDUCE_SLICESTEPS 2 -- the slices one connection keeps in flight)
 MIN_SLICES = 4

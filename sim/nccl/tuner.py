@@ -49,15 +49,7 @@ Names = set[str] | None  # algorithms or protocols a choice is restricted to (No
 _COMPCAP = {"sm70": 0, "sm80": 1, "sm90": 2, "sm100": 3}
 
 _COLLNET = ("collnet-direct", "collnet-chain")
-# The newest modelled release's tables (v2.30.7); the tuner of other releases: :mod:`sim.nccl.versions`
-BASE_LAT = NEWEST.base_lat  # tuning.cc: ncclTunerConstantsDefaults.baseLatencies
-HW_LAT = NEWEST.hw_lat  # hwLatencies: [hw][algorithm] -> (LL, LL128, Simple) microseconds
-LL_MAX_BW = NEWEST.ll_max_bw  # llMaxBws
-PER_CH_MAX_RING_LL128 = NEWEST.per_ch_max_ring_ll128
-PER_CH_MAX_TREE_LL128 = NEWEST.per_ch_max_tree_ll128
-PER_CH_MAX_TREE = NEWEST.per_ch_max_tree
-PER_CH_MAX_NVLS_TREE = NEWEST.per_ch_max_nvls_tree or ()
-NVLS_EFFICIENCY = NEWEST.nvls_efficiency  # tuning.cc: nvlsEfficiency
+# The constants of every modelled release are in :mod:`sim.nccl.versions` (:data:`NEWEST`: v2.30.7)
 #: tuning.cc: treeCorrectionFactor[protocol][log2(bytes / 64)]
 TREE_CORRECTION = (
     (
@@ -139,9 +131,6 @@ TREE_CORRECTION = (
         0.9,
     ),
 )
-SPEED_INTRA = NEWEST.speed_intra  # search.cc: speedArray* (GB/s per channel)
-SPEED_INTER = NEWEST.speed_inter
-MAX_RING_CHANNELS = NEWEST.max_channels // 2  # MAXCHANNELS / 2 (device.h MAXCHANNELS = 64 since 2.25)
 NVLS_CHANNELS_HOPPER = 16  # nvls.cc: ncclNvlsTuning (runtime NVLS channels on Hopper; 16 since 2.18)
 #: CollNet needs at least this many nodes (init.cc: NCCL_COLLNET_NODE_THRESHOLD, default 2)
 COLLNET_NODE_THRESHOLD = 2
@@ -471,7 +460,8 @@ def nvls_tree_cap(sys: System) -> float:
     network buffers) times the NVLS graph's channels, as algBw for ``sys.ranks`` ranks. ``inf`` on one
     node (NVLS alone has no such cap) or where NCCL has none."""
     cc = _COMPCAP.get(sys.arch, 2)
-    cap = PER_CH_MAX_NVLS_TREE[cc][1 if sys.nodes == 2 else 2]
+    caps = NEWEST.per_ch_max_nvls_tree
+    cap = caps[cc][1 if sys.nodes == 2 else 2] if caps else 0.0
     if sys.nodes < 2 or cap <= 0:
         return math.inf
     n = sys.ranks

@@ -36,6 +36,7 @@ from sim import files
 from sim.algorithms.nccl import NCCL_ALGO_NAMES
 from sim.collectives import get_collective
 from sim.errors import CalibrationError, CollsimError
+from sim.nccl.tuner import NCCL_NAMES
 
 from .file import Source, loads_strict
 
@@ -418,7 +419,7 @@ def nccl_algo_option(value: str, where: str) -> str:
     if not items or bad:
         raise CalibrationError(
             f"{where}: NCCL algorithm {value!r} is not one the simulator runs "
-            "(valid: ring, tree, collnetdirect, collnetchain, nvls, nvlstree)"
+            f"(valid: {', '.join(name.lower() for name in NCCL_NAMES.values())})"
         )
     return ("^" if exclude else "") + "|".join(dict.fromkeys(NCCL_ALGO_NAMES[x] for x in items))
 
