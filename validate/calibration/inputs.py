@@ -116,6 +116,15 @@ class Sample:
     ranks: int = 2
     run_id: str = ""
     origin: str = ""
+    #: nccl-tests' in-place time of the same size, where the log prints one (0: none); a second measurement
+    #: of the same collective, which the NCCL fit takes where it is the faster (:attr:`best_s`)
+    in_place_s: float = 0.0
+
+    @property
+    def best_s(self) -> float:
+        """The faster of the out-of-place and in-place times: interference only ever adds time, so the
+        faster of two measurements of one collective is the better estimate of what the hardware does."""
+        return min(self.time_s, self.in_place_s) if self.in_place_s > 0 else self.time_s
 
     @property
     def is_probe(self) -> bool:
@@ -463,8 +472,9 @@ def _header_time_column(stripped: str) -> int | None:
     return None
 
 
-def _result_row(line: str, time_at: int, headed: bool) -> tuple[int, str, str, str, str] | None:
-    """A result row's size and its out-of-place time, algbw, busbw and #wrong (or error) texts, or None.
+def _result_row(line: str, time_at: int, headed: bool) -> tuple[int, str, str, str, str, str | None] | None:
+    """A result row's size, its out-of-place time, algbw, busbw and #wrong (or error) texts, and its
+    in-place time text (None where the row has none whose algbw agrees with it), or None.
 
     The time column is ``time_at`` (a column-header line's where ``headed``, else today's layout) where
     the row's algbw agrees with size / time there (algbw is printed to 0.01 GB/s), else the first of the
@@ -492,7 +502,13 @@ def _result_row(line: str, time_at: int, headed: bool) -> tuple[int, str, str, s
         k = time_at if (headed and len(fields) >= time_at + 4) or agrees(time_at, strict=False) else None
     if k is None:
         return None
-    return size, fields[k], fields[k + 1], fields[k + 2], fields[k + 3]
+    in_place = fields[k + 4] if agrees(k + 4, strict=False) and _wrong_free(fields[k + 7]) else None
+    return size, fields[k], fields[k + 1], fields[k + 2], fields[k + 3], in_place
+
+
+def _wrong_free(wrong: str) -> bool:
+    """Whether a #wrong column says the results were right (0, or N/A where the test ran unchecked)."""
+    return wrong == "N/A" or (wrong.replace(".", "", 1).isdigit() and float(wrong) == 0)
 
 
 def _ratio_collective(ratios: list[float], p: int | None) -> tuple[str | None, int | None]:
@@ -536,7 +552,7 @@ def parse_nccl_text(
     gpus = 0
     time_at, headed = _TIME_COLUMNS[0], False  # until a column-header line says otherwise
     listed: set[tuple[int, str]] = set()  # (rank, host): a log of several runs repeats its rank lines
-    rows: list[tuple[str, int, float]] = []
+    rows: list[tuple[str, int, float, float]] = []  # (where, size, out-of-place s, in-place s or 0)
     printed: list[tuple[int, float, float]] = []  # (size, algbw, busbw)
     versions: list[tuple[int, str]] = []  # (rank, NCCL release) as the log states it
     digest = hashlib.sha256()
@@ -575,10 +591,10 @@ def parse_nccl_text(
             scan(stripped)  # the command line, environment, NCCL INFO lines ...
             continue
         where = f"{path}:{n}"
-        size, time_text, algbw_text, busbw_text, wrong = row
+        size, time_text, algbw_text, busbw_text, wrong, in_place = row
         if wrong not in ("N/A",) and wrong.replace(".", "", 1).isdigit() and float(wrong) > 0:
             raise CalibrationError(f"{where}: #wrong is {wrong}; a run with wrong results is not a measurement")
-        rows.append((where, size, _time_us(time_text, where) * 1e-6))
+        rows.append((where, size, _time_us(time_text, where) * 1e-6, _float(in_place) * 1e-6 if in_place else 0.0))
         algbw, busbw = _float(algbw_text), _float(busbw_text)
         if algbw > 0 and busbw > 0:
             printed.append((size, algbw, busbw))
@@ -621,7 +637,7 @@ def parse_nccl_text(
     version = _modelled_version(min(versions)[1]) if versions else None
     spec = nccl_schedule_spec(coll, algo, proto, version)
     run_id = f"nccl-tests-{digest.hexdigest()[:16]}"
-    samples = [_nccl_sample(coll, size, t, p, where, spec, run_id) for where, size, t in rows]
+    samples = [_nccl_sample(coll, size, t, p, where, spec, run_id, in_place) for where, size, t, in_place in rows]
     detail = f"{os.path.basename(program or named or coll)}, {p} ranks, {spec}"
     return samples, Source(kind="nccl-tests", path=str(path), run_ids=[run_id], records=len(samples), detail=detail)
 
@@ -703,7 +719,14 @@ def _scan_command(text: str, env: dict[str, str]) -> None:
 
 
 def _nccl_sample(
-    coll: str, size: int, time_s: float, ranks: int, where: str, spec: str | None = None, run_id: str = ""
+    coll: str,
+    size: int,
+    time_s: float,
+    ranks: int,
+    where: str,
+    spec: str | None = None,
+    run_id: str = "",
+    in_place_s: float = 0.0,
 ) -> Sample:
     if size <= 0:
         raise CalibrationError(f"{where}: size must be > 0 bytes")
@@ -716,6 +739,7 @@ def _nccl_sample(
         ranks=ranks,
         run_id=run_id,
         origin=where,
+        in_place_s=in_place_s if math.isfinite(in_place_s) and in_place_s > 0 else 0.0,
     )
 
 
@@ -757,6 +781,12 @@ def parse_nccl_json(
         if isinstance(wrong, (int, float)) and not isinstance(wrong, bool) and wrong > 0:
             raise CalibrationError(f"{where}: nwrong is {wrong}; a run with wrong results is not a measurement")
         time_us = _number(timing.get("time", timing.get("cpu_time")), f"{where}: time")
+        second = row.get("in_place") if timing is row.get("out_of_place") else None
+        in_place_us = 0.0
+        if isinstance(second, dict) and not (isinstance(second.get("nwrong"), (int, float)) and second["nwrong"]):
+            value = second.get("time")
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+                in_place_us = float(value)
         samples.append(
             _nccl_sample(
                 coll,
@@ -766,6 +796,7 @@ def parse_nccl_json(
                 where,
                 spec,
                 run_id,
+                in_place_us * 1e-6,
             )
         )
         if len(samples) > MAX_SAMPLES:

@@ -192,7 +192,7 @@ def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = 
     groups = {g: tuple(c for c in members if c in present) for g, members in GROUPS.items()}
     groups = {g: members for g, members in groups.items() if members}
     sim = _Sim(cluster, chosen, groups)
-    measured = np.array([s.time_s for s in chosen])
+    measured = np.array([s.best_s for s in chosen])  # the faster of out-of-place and in-place
     picks: list[tuple[str, str]] = []
     launches: list[float] = []
     for s in chosen:
@@ -289,8 +289,8 @@ def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = 
         rms_rel=float(np.sqrt((rel**2).mean())),
         max_rel=float(np.abs(rel).max()),
         residuals=[
-            Residual(size_bytes=s.size, measured_s=s.time_s, fitted_s=float(max(f, 0.0)), rel=float(r))
-            for s, f, r in sorted(zip(chosen, fitted, rel, strict=True), key=lambda t: t[0].size)
+            Residual(size_bytes=s.size, measured_s=m, fitted_s=float(max(f, 0.0)), rel=float(r))
+            for s, m, f, r in sorted(zip(chosen, measured, fitted, rel, strict=True), key=lambda t: t[0].size)
         ],
     )
     schedule = ", ".join(dict.fromkeys(f"{a}/{pr}" for a, pr in picks))
