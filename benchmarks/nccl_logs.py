@@ -101,6 +101,7 @@ class Log:
     ranks_given: int | None = None
     note: str = ""  # how the stated hardware was read where it needed a choice (printed with the log)
     nccl: str = ""  # the NCCL release the log states ("" where it states none: the newest tuner decides)
+    unmodelled: tuple[str, ...] = ()  # NCCL settings the log states that the model does not represent
 
     @property
     def tuner(self) -> str:
@@ -130,7 +131,7 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
         if m := RANK_LINE.match(line.strip()):
             found.setdefault((int(m.group(1)), m.group(2) or ""), m.group(3))
     try:
-        samples, _ = read_samples(f"{path}:ranks={ranks}" if ranks else str(path))
+        samples, source = read_samples(f"{path}:ranks={ranks}" if ranks else str(path))
     except CalibrationError as exc:
         raise LogError(str(exc)) from None
     n = samples[0].ranks
@@ -160,7 +161,8 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
         )
     note = note or ("" if m else "GPU not named: A100 assumed")
     stated = re.search(r"\bversion=([\w.]+)", samples[0].algorithm)  # the release the importer read
-    return Log(path, n, nodes, gpu, text[:4000], ranks, note, stated.group(1) if stated else "")
+    release = stated.group(1) if stated else ""
+    return Log(path, n, nodes, gpu, text[:4000], ranks, note, release, tuple(source.unmodelled))
 
 
 def stated_nics(text: str, gpus_per_host: int | None = None) -> tuple[int | None, float | None]:
@@ -331,6 +333,8 @@ def _table(
         more = extra(log) if extra else ""  # type: ignore[operator]
         note = f"  ({log.note})" if log.note else ""
         tuner = f"  [{log.tuner}]" if log.tuner else ""
+        if log.unmodelled:
+            tuner += f"  [not modelled: {', '.join(log.unmodelled)}]"
         print(f"  {log.path.name:44s} {log.ranks:5d} {log.hosts:5d}  {summary(errs)}{more}{note}{tuner}")
         if show_rows:
             for size, meas, pred, err, pick in rows:

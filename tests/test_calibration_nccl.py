@@ -322,3 +322,24 @@ def test_in_place_times_with_wrong_results_are_not_taken(tmp_path):
     samples, _ = read_samples(path)
     assert [s.best_s for s in samples] == pytest.approx([80e-6, 300e-6])
     assert samples[0].in_place_s == pytest.approx(80.8e-6) and samples[1].in_place_s == 0.0
+
+
+def test_settings_the_model_does_not_represent_are_named(tmp_path):
+    """A log that sets NCCL's channel count or QPs (NCCL_MIN_CTAS=24 NCCL_IB_QPS_PER_CONNECTION=2 lifted a
+    published 8-node ring from 320 to 391 GB/s busbw) is read and fitted, and the calibration warns that
+    the fit absorbs what the model does not represent; the importer names them in its source."""
+    rows = synthetic(TWO, 16, LinkModel(), sizes=SIZES)
+    header = "mpirun -np 16 -x NCCL_MIN_CTAS=24 -x NCCL_IB_QPS_PER_CONNECTION=2 -x NCCL_ALGO=Ring ./all_reduce_perf"
+    path = tmp_path / "ctas.txt"
+    path.write_text(_log(rows, header=header))
+    samples, source = read_samples(path)
+    assert source.unmodelled == ["NCCL_IB_QPS_PER_CONNECTION=2", "NCCL_MIN_CTAS=24"]
+    assert {s.algorithm for s in samples} == {"nccl:algo=ring,version=2.28.3"}  # NCCL_ALGO still forces
+    cal = fit_calibration(samples, TWO, [source])
+    named = [w for w in cal.warnings if "NCCL_MIN_CTAS=24" in w]
+    assert len(named) == 1 and "does not represent" in named[0] and str(path) in named[0]
+    plain = tmp_path / "plain.txt"
+    plain.write_text(_log(rows, header="mpirun -np 16 -x NCCL_ALGO=Ring ./all_reduce_perf"))
+    samples, source = read_samples(plain)
+    assert source.unmodelled == []
+    assert not any("does not represent" in w for w in fit_calibration(samples, TWO, [source]).warnings)

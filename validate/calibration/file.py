@@ -143,6 +143,8 @@ class Source(Spec):
     run_ids: list[str] = Field(default_factory=list)
     records: int = Field(default=0, ge=0)
     detail: str = ""
+    #: NCCL settings the log states that the model does not represent (``NCCL_MIN_CTAS=24``, ...)
+    unmodelled: list[str] = Field(default_factory=list)
 
 
 ClassName = Literal["intra-host", "same-switch", "cross-switch", "direct"]

@@ -453,6 +453,13 @@ def fit_calibration(
             calibrated.append("nccl_latency")
         notes += got.notes
         warnings += got.warnings
+        for src in sources:
+            if src.unmodelled:
+                warnings.append(
+                    f"{src.path}: sets {', '.join(src.unmodelled)}, which the model does not represent (channel "
+                    "counts, threads, buffers, QPs, NIC choice): the fit absorbs their effect into the "
+                    "efficiencies, so predictions for runs without these settings may be off"
+                )
     if collectives:
         coll_entries, fitted, more = _classes_from_collectives(collectives, cluster, gamma, **kw)
         for name, entry in coll_entries.items():

@@ -348,6 +348,13 @@ def strip_label(line: str) -> str:
 
 #: a binary's name as it appears in a command line: ``all_reduce_perf``, ``./build/all_reduce_perf_mpi``
 _BINARY = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(_NCCL_BINARIES) + r")(?:_mpi)?(?![A-Za-z0-9_])")
+#: NCCL settings that change how fast a collective runs but that the model does not represent: the channel
+#: (CTA) counts, threads, buffers, QPs and NIC choices (a log that sets them is reported as such)
+_UNMODELLED_ENV = re.compile(
+    r"\bNCCL_(MIN_CTAS|MAX_CTAS|MIN_NCHANNELS|MAX_NCHANNELS|MIN_NRINGS|MAX_NRINGS|NVLS_NCHANNELS|NTHREADS|"
+    r"BUFFSIZE|IB_QPS_PER_CONNECTION|IB_SPLIT_DATA_ON_QPS|NCHANNELS_PER_NET_PEER|CROSS_NIC|P2P_NET_CHUNKSIZE|"
+    r"NET_GDR_LEVEL|IB_ADAPTIVE_ROUTING|CTA_POLICY)\s*[=:]\s*[\"']?([A-Za-z0-9_.]+)"
+)
 _NCCL_ENV = re.compile(r"\bNCCL_(ALGO|PROTO|NVLS_ENABLE)\s*[=:]\s*[\"']?([\^A-Za-z0-9_,|]+)")
 #: the NCCL release a log states: NCCL's own line (``NCCL version 2.26.2+cuda12.8``, printed by rank 0 and
 #: in NCCL_DEBUG=INFO output), nccl-tests' header (``nccl-library=22602``), a ``#%`` line (``NCCL 2.26.5``)
@@ -639,7 +646,14 @@ def parse_nccl_text(
     run_id = f"nccl-tests-{digest.hexdigest()[:16]}"
     samples = [_nccl_sample(coll, size, t, p, where, spec, run_id, in_place) for where, size, t, in_place in rows]
     detail = f"{os.path.basename(program or named or coll)}, {p} ranks, {spec}"
-    return samples, Source(kind="nccl-tests", path=str(path), run_ids=[run_id], records=len(samples), detail=detail)
+    return samples, Source(
+        kind="nccl-tests",
+        path=str(path),
+        run_ids=[run_id],
+        records=len(samples),
+        detail=detail,
+        unmodelled=unmodelled_settings(env),
+    )
 
 
 def _modelled_version(text: str) -> str | None:
@@ -711,11 +725,22 @@ def _scan_command(text: str, env: dict[str, str]) -> None:
     (``not set`` and NCCL's own INFO lines do not count)."""
     if "NCCL INFO" in text:
         return
-    for m in _NCCL_ENV.finditer(text):
-        value = m.group(2)
-        if value.lower() in ("not", "none", "default", "unset"):
-            continue
-        env.setdefault(m.group(1), value)
+    for pattern in (_NCCL_ENV, _UNMODELLED_ENV):
+        for m in pattern.finditer(text):
+            value = m.group(2)
+            if value.lower() in ("not", "none", "default", "unset"):
+                continue
+            env.setdefault(m.group(1), value)
+
+
+def unmodelled_settings(env: dict[str, str]) -> list[str]:
+    """The settings of ``env`` (as :func:`_scan_command` collects them) the model does not represent, as
+    ``NCCL_NAME=value``, in a stable order.
+
+    >>> unmodelled_settings({"ALGO": "Ring", "MIN_CTAS": "24", "IB_QPS_PER_CONNECTION": "2"})
+    ['NCCL_IB_QPS_PER_CONNECTION=2', 'NCCL_MIN_CTAS=24']
+    """
+    return sorted(f"NCCL_{k}={v}" for k, v in env.items() if _UNMODELLED_ENV.match(f"NCCL_{k}={v}"))
 
 
 def _nccl_sample(
