@@ -343,3 +343,40 @@ def test_settings_the_model_does_not_represent_are_named(tmp_path):
     samples, source = read_samples(plain)
     assert source.unmodelled == []
     assert not any("does not represent" in w for w in fit_calibration(samples, TWO, [source]).warnings)
+
+
+@pytest.mark.parametrize("style", ["2.24+", "2.20-2.23"])
+def test_nccls_own_picks_from_its_tuning_lines_set_each_sizes_schedule(tmp_path, style):
+    """NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING prints what every call ran (rank 0); the import takes each
+    size's most frequent (algorithm, protocol) as its schedule, over NCCL_ALGO and over the tuner's pick."""
+    ran = {2**20: ("Tree", "LL128", 0, 1), 2**24: ("NVLS_TREE", "SIMPLE", 5, 2), 2**28: ("RING", "SIMPLE", 1, 2)}
+    lines = []
+    for size, (name, proto, a, q) in ran.items():
+        for _ in range(3):  # warm-up and timed calls each print one
+            if style == "2.24+":
+                lines.append(
+                    f"node00:1:1 [0] NCCL INFO AllReduce: {size} Bytes -> Algo {name} proto {proto} channel{{Lo..Hi}}={{0..15}}"
+                )
+            else:
+                lines.append(f"node00:1:1 [0] NCCL INFO {size} Bytes -> Algo {a} proto {q} time 61.250000")
+    # one stray call of another pick, and another function's line, change nothing
+    lines.append(
+        f"node00:1:1 [0] NCCL INFO AllReduce: {2**28} Bytes -> Algo TREE proto SIMPLE channel{{Lo..Hi}}={{0..15}}"
+    )
+    lines.append(
+        f"node00:1:1 [0] NCCL INFO AllGather: {2**24} Bytes -> Algo PAT proto SIMPLE channel{{Lo..Hi}}={{0..1}}"
+    )
+    rows = synthetic(TWO, 16, LinkModel(), sizes=[2**20, 2**24, 2**28, 2**30])
+    path = tmp_path / "tuning.txt"
+    path.write_text(_log(rows, header="\n".join(["export NCCL_ALGO=Ring,Tree,NVLSTree", *lines])))
+    samples, source = read_samples(path)
+    assert [s.algorithm for s in samples] == [
+        "nccl:algo=tree,proto=ll128,version=2.28.3",
+        "nccl:algo=nvls-tree,proto=simple,version=2.28.3",
+        "nccl:algo=ring,proto=simple,version=2.28.3",
+        "nccl:algo=ring|tree|nvls-tree,version=2.28.3",  # no TUNING line: NCCL_ALGO restricts the tuner
+    ]
+    assert "NCCL's own picks (its TUNING lines) at 3 size(s)" in source.detail
+    for s in samples:  # each runs as stated
+        r = simulate(TWO, "allreduce", s.algorithm, s.size, gamma=0.0)
+        assert r.time_s > 0

@@ -27,6 +27,7 @@ import math
 import os
 import re
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,7 @@ from sim import files
 from sim.algorithms.nccl import NCCL_ALGO_NAMES
 from sim.collectives import get_collective
 from sim.errors import CalibrationError, CollsimError
-from sim.nccl.tuner import NCCL_NAMES
+from sim.nccl.tuner import ALGORITHMS, NCCL_NAMES, PROTOS
 
 from .file import Source, loads_strict
 
@@ -321,6 +322,44 @@ def read_jsonl(path: Path) -> tuple[list[Sample], Source]:
 
 #: a result row's start: size, count, a type name
 _ROW = re.compile(r"^\s*\d+\s+\d+\s+[A-Za-z]")
+#: what NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING prints for each call on rank 0 (enqueue.cc): ``AllReduce:
+#: 1048576 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}`` (2.24 on), ``[AllReduce: ]1048576 Bytes ->
+#: Algo 1 proto 0 time 12.3`` (2.20-2.23: NCCL's indices, in the order of :data:`sim.nccl.tuner.ALGORITHMS`)
+_TUNING_LINE = re.compile(r"(?:\b([A-Za-z]+):\s+)?(\d+) Bytes -> Algo (\w+) proto (\w+)")
+#: NCCL's function names (ncclFuncToString) of the collectives nccl-tests times
+_NCCL_FUNCS = {
+    "allreduce": "AllReduce",
+    "allgather": "AllGather",
+    "reducescatter": "ReduceScatter",
+    "broadcast": "Broadcast",
+    "reduce": "Reduce",
+}
+_BY_NAME = {name.upper(): a for a, name in NCCL_NAMES.items()}
+
+
+def tuning_pick(line: str) -> tuple[str | None, int, str | None, str | None] | None:
+    """(NCCL function or None, bytes, algorithm, protocol) of a TUNING line of NCCL's log, the algorithm and
+    protocol as the simulator names them (None where it does not model them: PAT), or None for other lines.
+
+    >>> tuning_pick("h:1:1 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo NVLS_TREE proto SIMPLE channel{Lo..Hi}={0..15}")
+    ('AllReduce', 1048576, 'nvls-tree', 'simple')
+    >>> tuning_pick("h:1:1 [0] NCCL INFO 4194304 Bytes -> Algo 0 proto 1 time 61.250000")
+    (None, 4194304, 'tree', 'll128')
+    """
+    if "Bytes -> Algo" not in line or not (m := _TUNING_LINE.search(line)):
+        return None
+    func, size, algo, proto = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+    if algo.isdigit():
+        name = ALGORITHMS[int(algo)] if int(algo) < len(ALGORITHMS) else None
+    else:
+        name = _BY_NAME.get(algo.upper().replace("_", ""))
+    if proto.isdigit():
+        kind = PROTOS[int(proto)] if int(proto) < len(PROTOS) else None
+    else:
+        kind = proto.lower() if proto.lower() in PROTOS else None
+    return func, size, name, kind
+
+
 #: where the time column is: after size, count, type, redop and root today; older nccl-tests print no root
 #: column (``size count type redop time ...``), and older still no redop either
 _TIME_COLUMNS = (5, 4, 3)
@@ -562,6 +601,7 @@ def parse_nccl_text(
     rows: list[tuple[str, int, float, float]] = []  # (where, size, out-of-place s, in-place s or 0)
     printed: list[tuple[int, float, float]] = []  # (size, algbw, busbw)
     versions: list[tuple[int, str]] = []  # (rank, NCCL release) as the log states it
+    ran: dict[tuple[str | None, int], Counter[tuple[str, str]]] = {}  # NCCL's TUNING lines: what each call ran
     digest = hashlib.sha256()
 
     def scan(stripped: str) -> None:
@@ -582,6 +622,11 @@ def parse_nccl_text(
             versions.append(stated)
         if m := RANK_LINE.match(stripped):
             listed.add((int(m.group(1)), m.group(2) or ""))
+            continue
+        if (tuned := tuning_pick(stripped)) is not None:
+            func, nbytes, algo_ran, proto_ran = tuned
+            if algo_ran and proto_ran:
+                ran.setdefault((func, nbytes), Counter())[(algo_ran, proto_ran)] += 1
             continue
         if stripped.startswith("#"):
             if (column := _header_time_column(stripped)) is not None:
@@ -644,8 +689,14 @@ def parse_nccl_text(
     version = _modelled_version(min(versions)[1]) if versions else None
     spec = nccl_schedule_spec(coll, algo, proto, version)
     run_id = f"nccl-tests-{digest.hexdigest()[:16]}"
-    samples = [_nccl_sample(coll, size, t, p, where, spec, run_id, in_place) for where, size, t, in_place in rows]
+    picked = _picks_ran(ran, coll)
+    samples = [
+        _nccl_sample(coll, size, t, p, where, _spec_ran(coll, picked.get(size), version) or spec, run_id, in_place)
+        for where, size, t, in_place in rows
+    ]
     detail = f"{os.path.basename(program or named or coll)}, {p} ranks, {spec}"
+    if used := len({size for _, size, _, _ in rows if size in picked}):
+        detail += f"; NCCL's own picks (its TUNING lines) at {used} size(s)"
     return samples, Source(
         kind="nccl-tests",
         path=str(path),
@@ -654,6 +705,24 @@ def parse_nccl_text(
         detail=detail,
         unmodelled=unmodelled_settings(env),
     )
+
+
+def _picks_ran(ran: dict[tuple[str | None, int], Counter[tuple[str, str]]], coll: str) -> dict[int, tuple[str, str]]:
+    """Per size, the (algorithm, protocol) NCCL's TUNING lines say most of its calls of ``coll`` ran
+    (lines naming another function left out; 2.20-2.22 name none)."""
+    func = _NCCL_FUNCS.get(coll)
+    out: dict[int, Counter[tuple[str, str]]] = {}
+    for (name, size), counts in ran.items():
+        if name is None or name == func:
+            out.setdefault(size, Counter()).update(counts)
+    return {size: counts.most_common(1)[0][0] for size, counts in out.items()}
+
+
+def _spec_ran(coll: str, pick: tuple[str, str] | None, version: str | None) -> str | None:
+    """The schedule of a size whose TUNING lines say what NCCL ran (all-reduce only), else None."""
+    if pick is None or coll != "allreduce":
+        return None
+    return nccl_schedule_spec(coll, pick[0], pick[1], version)
 
 
 def _modelled_version(text: str) -> str | None:
