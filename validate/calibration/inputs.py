@@ -806,10 +806,19 @@ def unmodelled_settings(env: dict[str, str]) -> list[str]:
     """The settings of ``env`` (as :func:`_scan_command` collects them) the model does not represent, as
     ``NCCL_NAME=value``, in a stable order.
 
-    >>> unmodelled_settings({"ALGO": "Ring", "MIN_CTAS": "24", "IB_QPS_PER_CONNECTION": "2"})
+    The model assumes GPUDirect RDMA where a GPU and its NIC share a PCIe switch: ``NCCL_NET_GDR_LEVEL``
+    counts only where it turns GPUDirect off (``LOC``, ``0``).
+
+    >>> unmodelled_settings({"ALGO": "Ring", "MIN_CTAS": "24", "IB_QPS_PER_CONNECTION": "2", "NET_GDR_LEVEL": "1"})
     ['NCCL_IB_QPS_PER_CONNECTION=2', 'NCCL_MIN_CTAS=24']
+    >>> unmodelled_settings({"NET_GDR_LEVEL": "LOC"})
+    ['NCCL_NET_GDR_LEVEL=LOC']
     """
-    return sorted(f"NCCL_{k}={v}" for k, v in env.items() if _UNMODELLED_ENV.match(f"NCCL_{k}={v}"))
+    return sorted(
+        f"NCCL_{k}={v}"
+        for k, v in env.items()
+        if _UNMODELLED_ENV.match(f"NCCL_{k}={v}") and (k != "NET_GDR_LEVEL" or v.upper() in ("0", "LOC"))
+    )
 
 
 def _nccl_sample(
