@@ -720,8 +720,8 @@ def _picks_ran(ran: dict[tuple[str | None, int], Counter[tuple[str, str]]], coll
 
 def _spec_ran(coll: str, pick: tuple[str, str] | None, version: str | None) -> str | None:
     """The schedule of a size whose TUNING lines say what NCCL ran (all-reduce only), else None."""
-    if pick is None or coll != "allreduce":
-        return None
+    if pick is None or coll != "allreduce" or (pick[0] not in ("tree", "ring") and pick[1] != "simple"):
+        return None  # NVLS and CollNet run Simple only: a line that says otherwise is not NCCL's
     return nccl_schedule_spec(coll, pick[0], pick[1], version)
 
 
