@@ -366,6 +366,8 @@ def test_nccls_own_picks_from_its_tuning_lines_set_each_sizes_schedule(tmp_path,
     lines.append(
         f"node00:1:1 [0] NCCL INFO AllGather: {2**24} Bytes -> Algo PAT proto SIMPLE channel{{Lo..Hi}}={{0..1}}"
     )
+    # a pick NCCL never makes (NVLS runs Simple only) leaves the size to the tuner
+    lines += [f"node00:1:1 [0] NCCL INFO AllReduce: {2**30} Bytes -> Algo NVLS proto LL channel{{Lo..Hi}}={{0..1}}"] * 4
     rows = synthetic(TWO, 16, LinkModel(), sizes=[2**20, 2**24, 2**28, 2**30])
     path = tmp_path / "tuning.txt"
     path.write_text(_log(rows, header="\n".join(["export NCCL_ALGO=Ring,Tree,NVLSTree", *lines])))
