@@ -689,9 +689,11 @@ def parse_nccl_text(
     version = _modelled_version(min(versions)[1]) if versions else None
     spec = nccl_schedule_spec(coll, algo, proto, version)
     run_id = f"nccl-tests-{digest.hexdigest()[:16]}"
-    picked = _picks_ran(ran, coll)
+    picked = {
+        size: ran_spec for size, pick in _picks_ran(ran, coll).items() if (ran_spec := _spec_ran(coll, pick, version))
+    }
     samples = [
-        _nccl_sample(coll, size, t, p, where, _spec_ran(coll, picked.get(size), version) or spec, run_id, in_place)
+        _nccl_sample(coll, size, t, p, where, picked.get(size, spec), run_id, in_place)
         for where, size, t, in_place in rows
     ]
     detail = f"{os.path.basename(program or named or coll)}, {p} ranks, {spec}"
