@@ -77,6 +77,21 @@ _BARE = re.compile(
     r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(T|G)(?:b/s|bps|bit/s|bE\b)(?:\s+[\w-]+){0,2}", re.I
 )
 _BARE_IB = re.compile(r"\b(XDR|NDR200|NDR|HDR100|HDR|EDR)\b")
+#: the GPU networks of instance shapes and systems by name, as their makers state them, for a header that
+#: names the shape but no NIC figure (a figure in the header wins): (NICs per node, Gb/s each)
+_SHAPES = (
+    (re.compile(r"\bBM\.GPU\.H100\.8\b", re.I), (16, 200.0)),  # OCI: 16 x 200 Gb/s RDMA (3.2 Tb/s)
+    (re.compile(r"\bBM\.GPU\.H200\.8\b", re.I), (8, 400.0)),  # OCI: 8 x 400 Gb/s RDMA (3.2 Tb/s)
+    (re.compile(r"\bBM\.GPU4\.8\b|\bBM\.GPU\.A100-v2\.8\b", re.I), (16, 100.0)),  # OCI: 16 x 100 Gb/s RoCE
+    (re.compile(r"\bp4de?\.24xlarge\b", re.I), (4, 100.0)),  # AWS: 4 x 100 Gb/s EFA (400 Gb/s)
+    (re.compile(r"\bp5e?\.48xlarge\b", re.I), (32, 100.0)),  # AWS: 32 x 100 Gb/s EFA (3,200 Gb/s)
+    (re.compile(r"\bp5en\.48xlarge\b", re.I), (16, 200.0)),  # AWS: 16 x 200 Gb/s EFAv3 (3,200 Gb/s)
+    (re.compile(r"\bND\s*H[12]00\s*v5\b|\bND96isr_H[12]00_v5\b", re.I), (8, 400.0)),  # Azure: 8 x 400 Gb/s NDR
+    (re.compile(r"\bND\s*A100\s*v4\b|\bND96asr_v4\b|\bND96amsr_A100_v4\b", re.I), (8, 200.0)),  # Azure: 8 x HDR
+    (re.compile(r"\ba3-megagpu-8g\b", re.I), (8, 200.0)),  # GCP A3 Mega: 8 x 200 Gb/s GPU NICs (1,600 Gb/s)
+    (re.compile(r"\bDGX\s*[HB]200\b|\bDGX\s*H100\b", re.I), (8, 400.0)),  # NVIDIA: 8 x ConnectX-7 400 Gb/s
+    (re.compile(r"\bDGX\s*A100\b", re.I), (8, 200.0)),  # NVIDIA: 8 x ConnectX-6 200 Gb/s (compute fabric)
+)
 #: ``400G`` alone is a port speed only before a network's name (``A100 40G`` is memory): ``400G IB``
 _BARE_G = re.compile(
     r"(?<![\w.,])(\d+)\s*G(?=\s+(?:[\w-]+\s+)?(?:IB|InfiniBand|RoCE\w*|Ethernet|NICs?|HCAs?|network|ConnectX[\w-]*|CX-?\d)\b)"
@@ -184,6 +199,13 @@ def stated_nics(text: str, gpus_per_host: int | None = None) -> tuple[int | None
     ((1, 100.0), (16, 200.0))
     >>> stated_nics("#% 2 nodes x 8 GPUs, 400G IB"), stated_nics("#% 8x A100 SXM4 40G GPU, HDR")
     ((None, 400.0), (None, 200.0))
+
+    A header that names an instance shape or a DGX and no figure gets the shape's stated network:
+
+    >>> stated_nics("#% 2x BM.GPU.H100.8"), stated_nics("#% 2x p5.48xlarge"), stated_nics("#% Azure ND H100 v5")
+    ((16, 200.0), (32, 100.0), (8, 400.0))
+    >>> stated_nics("#% 2x DGX A100"), stated_nics("#% 2x p4d.24xlarge, 4x 100 Gbps EFA")
+    ((8, 200.0), (4, 100.0))
     """
     header = "\n".join(line for line in text.splitlines() if line.startswith("#%"))
     found: list[tuple[int, int, float, int]] = []  # (position, count, Gb/s, where the figure ends)
@@ -215,6 +237,9 @@ def stated_nics(text: str, gpus_per_host: int | None = None) -> tuple[int | None
         return None, float(m.group(1))
     if m := _BARE_IB.search(header):
         return None, float(_IB[m.group(1).lower()])
+    for shape, nics in _SHAPES:
+        if shape.search(header):
+            return nics
     return None, None
 
 
