@@ -1,0 +1,246 @@
+/* sim.maxmin.maxmin_rates in C: max-min fair rates by progressive filling, round by round, with the same
+ * floating-point operations in the same order as the numpy rounds (so the same rates to the bit). The
+ * flow classes of sim/classes.py solve with it at every completion instant (thousands of solves of
+ * tens of rounds each, where numpy's per-call overhead was most of the time).
+ *
+ * sim/maxmin.py is the reference (and the fallback where this module is not built, or COLLSIM_PURE=1);
+ * its docstring gives the reasoning. What the numpy rounds do, and this loop with them:
+ *   share   = remaining / count where count > 0, inf elsewhere
+ *   tight_f = min over the flow's live crossings of share (np.minimum.reduceat)
+ *   a link is settled when none of its live crossings has share > tight_f * (1 + rtol), and count > 0
+ *   a flow is fixed (at max(tight_f, 0)) when it crosses a settled link
+ *   remaining -= (the fixed crossings' rate x weight, summed per link in crossing order: np.bincount),
+ *   then max(remaining, 0); count -= (their weights, summed the same way)
+ * Plain C99 and the CPython API; arrays are read through the buffer protocol. Compiled without fused
+ * multiply-adds (setup.py). */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    Py_buffer view;
+    int held;
+} Buf;
+
+/* ``obj`` as a C-contiguous 1-d buffer of ``fmt`` ('q': int64, 'd': float64); 0 where it is not one */
+static int buf_open(PyObject *obj, Buf *b, char fmt, int writable) {
+    b->held = 0;
+    if (PyObject_GetBuffer(obj, &b->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    b->held = 1;
+    const char *f = b->view.format ? b->view.format : "B";
+    char c = f[strlen(f) - 1];
+    int ok = b->view.ndim == 1 && b->view.itemsize == 8 &&
+             (fmt == 'd' ? c == 'd' : (c == 'q' || c == 'l' || c == 'n'));
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "_classcore: expected a 1-d %s array, got format %s",
+                     fmt == 'd' ? "float64" : "int64", f);
+        PyBuffer_Release(&b->view);
+        b->held = 0;
+        return -1;
+    }
+    return 0;
+}
+
+static void buf_close(Buf *b) {
+    if (b->held) {
+        PyBuffer_Release(&b->view);
+        b->held = 0;
+    }
+}
+
+static inline double np_max0(double x) { return x >= 0.0 || x != x ? x : 0.0; } /* np.maximum(x, 0.0) */
+static inline double np_min(double a, double b) { return a <= b || a != a ? a : b; } /* np.minimum(a, b) */
+
+/* maxmin(flow, arc, capacity, weight, out) -> True, or False where the Python path must answer (the
+ * crossings not sorted by flow, a flow with none, an arc out of range): ``flow``/``arc`` int64 (one
+ * entry per crossing), ``capacity`` float64 per arc, ``weight`` float64 per crossing or None (1 each),
+ * ``out`` float64 per flow (written). */
+static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "maxmin(flow, arc, capacity, weight, out)");
+        return NULL;
+    }
+    Buf bf, ba, bc, bw, bo;
+    bf.held = ba.held = bc.held = bw.held = bo.held = 0;
+    PyObject *result = NULL;
+    double *remaining = NULL, *count = NULL, *share = NULL, *acc_used = NULL, *acc_w = NULL, *tight = NULL;
+    int64_t *ent = NULL, *lo = NULL, *ids = NULL, *slack = NULL;
+    unsigned char *newly = NULL;
+    if (buf_open(args[0], &bf, 'q', 0) < 0 || buf_open(args[1], &ba, 'q', 0) < 0 ||
+        buf_open(args[2], &bc, 'd', 0) < 0 || (args[3] != Py_None && buf_open(args[3], &bw, 'd', 0) < 0) ||
+        buf_open(args[4], &bo, 'd', 1) < 0)
+        goto done;
+    const int64_t *flow = bf.view.buf, *arc = ba.view.buf;
+    const double *cap = bc.view.buf, *wt = bw.held ? (const double *)bw.view.buf : NULL;
+    double *rate = bo.view.buf;
+    Py_ssize_t ne = bf.view.shape[0], narcs = bc.view.shape[0], nflows = bo.view.shape[0];
+    if (ba.view.shape[0] != ne || (wt && bw.view.shape[0] != ne)) {
+        PyErr_SetString(PyExc_ValueError, "maxmin: flow, arc and weight differ in length");
+        goto done;
+    }
+    for (Py_ssize_t f = 0; f < nflows; f++)
+        rate[f] = 0.0;
+    if (nflows == 0) {
+        result = Py_True;
+        goto done;
+    }
+    /* sorted by flow, every flow 0..nflows-1 present, every arc in range: else the Python path */
+    int fine = ne > 0 && flow[0] == 0 && flow[ne - 1] == nflows - 1;
+    for (Py_ssize_t e = 0; fine && e < ne; e++) {
+        if (arc[e] < 0 || arc[e] >= narcs || (e && flow[e] != flow[e - 1] && flow[e] != flow[e - 1] + 1))
+            fine = 0;
+    }
+    if (!fine) {
+        result = Py_False;
+        goto done;
+    }
+    size_t A = (size_t)narcs + 1, F = (size_t)nflows + 1, E = (size_t)ne + 1;
+    remaining = malloc(A * sizeof(double));
+    count = malloc(A * sizeof(double));
+    share = malloc(A * sizeof(double));
+    acc_used = malloc(A * sizeof(double));
+    acc_w = malloc(A * sizeof(double));
+    slack = malloc(A * sizeof(int64_t));
+    tight = malloc(F * sizeof(double));
+    lo = malloc((F + 1) * sizeof(int64_t));
+    ids = malloc(F * sizeof(int64_t));
+    newly = malloc(F);
+    ent = malloc(E * sizeof(int64_t));
+    if (!remaining || !count || !share || !acc_used || !acc_w || !slack || !tight || !lo || !ids || !newly || !ent) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t a = 0; a < narcs; a++) {
+        remaining[a] = cap[a];
+        count[a] = 0.0;
+    }
+    for (Py_ssize_t e = 0; e < ne; e++) { /* np.bincount(local, weights=weight) */
+        count[arc[e]] += wt ? wt[e] : 1.0;
+        ent[e] = e;
+    }
+    /* the live flows (ids) and their live crossings: ent[lo[i] .. lo[i+1]-1] for live flow i */
+    Py_ssize_t nlive = nflows, nent = ne;
+    {
+        Py_ssize_t i = 0;
+        lo[0] = 0;
+        for (Py_ssize_t e = 1; e < ne; e++)
+            if (flow[e] != flow[e - 1])
+                lo[++i] = e;
+        lo[nflows] = ne;
+        for (Py_ssize_t f = 0; f < nflows; f++)
+            ids[f] = f;
+    }
+    const double factor = 1.0 + 1e-12; /* 1 + sim.maxmin._RTOL */
+    for (;;) {
+        for (Py_ssize_t a = 0; a < narcs; a++) {
+            share[a] = count[a] > 0 ? remaining[a] / count[a] : INFINITY;
+            slack[a] = 0;
+            acc_used[a] = 0.0;
+            acc_w[a] = 0.0;
+        }
+        for (Py_ssize_t i = 0; i < nlive; i++) {
+            double t = share[arc[ent[lo[i]]]];
+            for (int64_t j = lo[i] + 1; j < lo[i + 1]; j++)
+                t = np_min(t, share[arc[ent[j]]]);
+            tight[i] = t;
+        }
+        for (Py_ssize_t i = 0; i < nlive; i++) {
+            double limit = tight[i] * factor;
+            for (int64_t j = lo[i]; j < lo[i + 1]; j++)
+                if (share[arc[ent[j]]] > limit)
+                    slack[arc[ent[j]]]++;
+        }
+        Py_ssize_t fixed = 0;
+        for (Py_ssize_t i = 0; i < nlive; i++) {
+            unsigned char hit = 0;
+            for (int64_t j = lo[i]; j < lo[i + 1] && !hit; j++) {
+                int64_t a = arc[ent[j]];
+                hit = slack[a] == 0 && count[a] > 0;
+            }
+            newly[i] = hit;
+            fixed += hit;
+        }
+        if (!fixed) {
+            PyErr_SetString(PyExc_AssertionError, "max-min filling made no progress");
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < nlive; i++) {
+            if (!newly[i])
+                continue;
+            double given = np_max0(tight[i]);
+            rate[ids[i]] = given;
+            for (int64_t j = lo[i]; j < lo[i + 1]; j++) { /* crossing order: np.bincount's */
+                int64_t e = ent[j];
+                if (wt) {
+                    acc_used[arc[e]] += given * wt[e];
+                    acc_w[arc[e]] += wt[e];
+                } else {
+                    acc_used[arc[e]] += given;
+                    acc_w[arc[e]] += 1.0;
+                }
+            }
+        }
+        for (Py_ssize_t a = 0; a < narcs; a++) {
+            remaining[a] = np_max0(remaining[a] - acc_used[a]);
+            count[a] -= acc_w[a];
+        }
+        if (fixed == nlive)
+            break;
+        /* keep the unfixed flows and their crossings, in order */
+        Py_ssize_t k = 0, m = 0;
+        int64_t start = 0;
+        for (Py_ssize_t i = 0; i < nlive; i++) {
+            if (newly[i])
+                continue;
+            int64_t a = lo[i], b = lo[i + 1];
+            ids[k] = ids[i];
+            lo[k] = start;
+            for (int64_t j = a; j < b; j++)
+                ent[m++] = ent[j];
+            start = m;
+            k++;
+        }
+        lo[k] = m;
+        nlive = k;
+        nent = m;
+    }
+    (void)nent;
+    result = Py_True;
+done:
+    buf_close(&bf);
+    buf_close(&ba);
+    buf_close(&bc);
+    buf_close(&bw);
+    buf_close(&bo);
+    free(remaining);
+    free(count);
+    free(share);
+    free(acc_used);
+    free(acc_w);
+    free(slack);
+    free(tight);
+    free(lo);
+    free(ids);
+    free(newly);
+    free(ent);
+    if (result)
+        Py_INCREF(result);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"maxmin", (PyCFunction)(void (*)(void))py_maxmin, METH_FASTCALL,
+     "maxmin(flow, arc, capacity, weight, out) -> True (out: the max-min rates), False: ask sim.maxmin"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_classcore", "sim.maxmin.maxmin_rates in C (see sim/_classcore.c).", -1, module_methods,
+};
+
+PyMODINIT_FUNC PyInit__classcore(void) { return PyModule_Create(&module); }
