@@ -352,6 +352,28 @@ class _Entries:
         return key // self.width, key % self.width, count, self.width
 
 
+def _counted(
+    part: np.ndarray, parts: int, arcs: np.ndarray, hop: np.ndarray, width: int, arcs_n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (part, arc, hop) of crossings, sorted, and how many crossings each has (floats):
+    ``np.unique`` of the keys ``(part * arcs_n + arc) * width + hop`` with their counts. Where the
+    parts times the arcs crossed times ``width`` are few against the crossings, counted in a dense
+    table over the arcs crossed (numbered in order, so the keys keep their order) instead of sorted:
+    the same arrays, without sorting tens of thousands of keys per split (ps at 2k GPUs)."""
+    marked = np.zeros(arcs_n, dtype=bool)
+    marked[arcs] = True
+    crossed = np.flatnonzero(marked)
+    cells = parts * len(crossed) * width
+    if cells > 8 * len(arcs) + 4096:
+        key, count = np.unique((part * arcs_n + arcs) * width + hop, return_counts=True)
+        return key // (arcs_n * width), key // width % arcs_n, key % width, count.astype(float)
+    local = np.zeros(arcs_n, dtype=np.int64)
+    local[crossed] = np.arange(len(crossed))
+    table = np.bincount((part * len(crossed) + local[arcs]) * width + hop, minlength=cells)
+    key = np.flatnonzero(table)
+    return key // (len(crossed) * width), crossed[key // width % len(crossed)], key % width, table[key].astype(float)
+
+
 class FanExecutor:
     """Runs a :class:`FanPlan` alone on ``net`` with flow classes (see the module docstring); the same
     times as the algorithm's SimPy process. ``run()`` is the process body.
@@ -841,10 +863,8 @@ class FanExecutor:
         where[order] = np.arange(len(order)) - np.repeat(cuts[:-1], np.diff(cuts))
         # the parts' crossings: counts per (part, arc, hop), and each part's (member, arc, hop) list
         pw = part[which]
-        width, arcs_n = int(hop.max(initial=0)) + 1, self.cluster.num_arcs
-        key, e_cnt = np.unique((pw * arcs_n + arcs) * width + hop, return_counts=True)
-        e_part, e_arc, e_hop = key // (arcs_n * width), key // width % arcs_n, key % width
-        e_cnt = e_cnt.astype(float)
+        width = int(hop.max(initial=0)) + 1
+        e_part, e_arc, e_hop, e_cnt = _counted(pw, len(cuts) - 1, arcs, hop, width, self.cluster.num_arcs)
         grouped = np.argsort(pw, kind="stable")
         edges = np.searchsorted(pw[grouped], np.arange(len(cuts)))
         lens = np.bincount(e_part, minlength=len(cuts) - 1)

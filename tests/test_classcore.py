@@ -1,7 +1,8 @@
 """The max-min rounds in C (sim/_classcore.c) give :func:`sim.maxmin.maxmin_rates`' numpy rounds' rates
 to the bit -- on random weighted and unweighted problems, on chains of bottlenecks that take a round
 per link, on the class executor's own solves -- and whole parameter-server runs the same times with
-and without them; ``COLLSIM_PURE=1`` turns them off."""
+and without them; ``COLLSIM_PURE=1`` turns them off. And a split's crossings counted in a dense table
+(:func:`sim.classes._counted`) are ``np.unique``'s keys and counts."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim import maxmin
+from sim.classes import _counted
 from sim.maxmin import maxmin_rates, maxmin_rates_full
 from sim.simulate import simulate
 from sim.training import Workload, simulate_iteration
@@ -124,3 +126,22 @@ def test_collsim_pure_turns_the_c_rounds_off():
     env = dict(os.environ, COLLSIM_PURE="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True"]
+
+
+@given(seed=st.integers(0, 2**32 - 1), parts=st.integers(1, 40), dense=st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_a_splits_counts_are_uniques(seed, parts, dense):
+    """Both ways of :func:`sim.classes._counted` (a dense table over the arcs crossed, or ``np.unique``
+    where that table would be large) give ``np.unique``'s sorted keys and counts."""
+    rng = np.random.default_rng(seed)
+    arcs_n = int(rng.integers(1, 50 if dense else 100_000))
+    n = int(rng.integers(1, 3000))
+    width = int(rng.integers(1, 7))
+    part = rng.integers(0, parts, n)
+    arcs = rng.integers(0, arcs_n, n) if dense else rng.choice(arcs_n, size=n)
+    hop = rng.integers(0, width, n)
+    key, count = np.unique((part * arcs_n + arcs) * width + hop, return_counts=True)
+    want = (key // (arcs_n * width), key // width % arcs_n, key % width, count.astype(float))
+    got = _counted(part, parts, arcs, hop, width, arcs_n)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and np.array_equal(g, w)
