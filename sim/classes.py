@@ -678,8 +678,7 @@ class FanExecutor:
                 self._last = (live, cls, arc)
                 return region
             hop, count = tab.k_hop[kidx], tab.k_cnt[kidx]
-            where, local = np.unique(arc, return_inverse=True)  # the arcs crossed, numbered locally
-            local = local.reshape(-1)
+            where, local = self._numbered(arc)  # the arcs crossed, numbered locally
             taken = np.zeros(len(where))
             if others:  # the arcs' loads (every class at its rate: ``hbooked``) less the region's
                 mine = np.bincount(local, weights=count * tab.hbooked[live][cls], minlength=len(where))
@@ -704,6 +703,17 @@ class FanExecutor:
             good[bad] = False
             parts = self._split([tab.obj(i) for i in live[bad].tolist()], saturated)
             region = np.concatenate([live[good], parts, empty])
+
+    def _numbered(self, arcs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``np.unique(arcs, return_inverse=True)`` for arc indices: the distinct arcs in order, and each
+        one's index among them -- by marking them in a table of every arc rather than sorting."""
+        mark = self._mark
+        mark[arcs] = True
+        where = np.flatnonzero(mark)
+        mark[where] = False
+        index = self._index_of
+        index[where] = np.arange(len(where))
+        return where, index[arcs]
 
     def _unverified(
         self,
@@ -898,8 +908,7 @@ class FanExecutor:
             return
         on = self._keep[arc]  # arcs left out after the solve join nothing
         cls = cls[on]
-        arcs, where = np.unique(arc[on], return_inverse=True)
-        where = where.reshape(-1)
+        arcs, where = self._numbered(arc[on])
         label = np.arange(len(live))
         while True:  # smallest class index of each component, spread over the kept arcs
             at_arc = np.full(len(arcs), len(live))
@@ -1127,6 +1136,8 @@ class FanExecutor:
         self._rise = 0.0  # the largest rise of their rates since
         self._room = np.inf  # the least room per member on the arcs never kept (bytes/s)
         self._arc_comp = np.full(cl.num_arcs, -1, dtype=np.int64)
+        self._mark = np.zeros(cl.num_arcs, dtype=bool)  # scratch of _numbered
+        self._index_of = np.zeros(cl.num_arcs, dtype=np.int64)
         self._kept_new: list[np.ndarray] = []  # arcs kept since the settle began
         self._next_comp = 0
         self._comps: dict[int, np.ndarray] = {}  # every live component's classes (some completed since)

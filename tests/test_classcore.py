@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim import maxmin
-from sim.classes import _counted
+from sim.classes import FanExecutor, _counted
 from sim.maxmin import maxmin_rates, maxmin_rates_full
 from sim.simulate import simulate
 from sim.training import Workload, simulate_iteration
@@ -145,3 +146,20 @@ def test_a_splits_counts_are_uniques(seed, parts, dense):
     got = _counted(part, parts, arcs, hop, width, arcs_n)
     for g, w in zip(got, want, strict=True):
         assert g.dtype == w.dtype and np.array_equal(g, w)
+
+
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 500))
+@settings(max_examples=100, deadline=None)
+def test_arcs_numbered_by_marking_are_uniques(seed, n):
+    """The executor numbers the arcs a solve crosses by marking them (:meth:`FanExecutor._numbered`),
+    the same arrays as ``np.unique(arcs, return_inverse=True)``, its scratch left clean."""
+    rng = np.random.default_rng(seed)
+    arcs_n = int(rng.integers(1, 2000))
+    arcs = rng.integers(0, arcs_n, n)
+    scratch = SimpleNamespace(_mark=np.zeros(arcs_n, dtype=bool), _index_of=np.zeros(arcs_n, dtype=np.int64))
+    for _ in range(2):
+        where, local = FanExecutor._numbered(scratch, arcs)
+        want_where, want_local = np.unique(arcs, return_inverse=True)
+        assert where.dtype == want_where.dtype and np.array_equal(where, want_where)
+        assert local.dtype == want_local.dtype and np.array_equal(local, want_local.reshape(-1))
+        assert not scratch._mark.any()
