@@ -26,7 +26,7 @@ typedef struct {
     int held;
 } Buf;
 
-/* ``obj`` as a C-contiguous 1-d buffer of ``fmt`` ('q': int64, 'd': float64); 0 where it is not one */
+/* ``obj`` as a C-contiguous 1-d buffer of ``fmt`` ('q': int64, 'd': float64, '?': bool); 0 where it is not one */
 static int buf_open(PyObject *obj, Buf *b, char fmt, int writable) {
     b->held = 0;
     if (PyObject_GetBuffer(obj, &b->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
@@ -34,11 +34,12 @@ static int buf_open(PyObject *obj, Buf *b, char fmt, int writable) {
     b->held = 1;
     const char *f = b->view.format ? b->view.format : "B";
     char c = f[strlen(f) - 1];
-    int ok = b->view.ndim == 1 && b->view.itemsize == 8 &&
-             (fmt == 'd' ? c == 'd' : (c == 'q' || c == 'l' || c == 'n'));
+    int ok = b->view.ndim == 1 && (fmt == '?' ? b->view.itemsize == 1 && c == '?'
+                                              : b->view.itemsize == 8 &&
+                                                    (fmt == 'd' ? c == 'd' : (c == 'q' || c == 'l' || c == 'n')));
     if (!ok) {
         PyErr_Format(PyExc_TypeError, "_classcore: expected a 1-d %s array, got format %s",
-                     fmt == 'd' ? "float64" : "int64", f);
+                     fmt == 'd' ? "float64" : fmt == '?' ? "bool" : "int64", f);
         PyBuffer_Release(&b->view);
         b->held = 0;
         return -1;
@@ -233,9 +234,92 @@ done:
     return result;
 }
 
+/* necks(cls, local, count, hop, rate, taken, capacity, size, width, full, neck, quick): the numbers of
+ * FanExecutor._unverified in its order -- per arc crossed (``local`` numbers them, ``taken``/``capacity``
+ * per arc) its load, taken + the crossings' count x rate summed in crossing order (np.bincount), and
+ * whether it is full (load >= capacity x (1 - 1e-9)); per crossing whether it is a bottleneck (its arc
+ * full, its class's rate >= the arc's fastest x (1 - 1e-9)); per class (``cls``: crossings sorted by
+ * class) whether its bottleneck crossings at one hop position count ``size`` members or more. Writes
+ * ``full`` (per arc), ``neck`` (per crossing) and ``quick`` (per class), all bool. */
+static PyObject *py_necks(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "necks(cls, local, count, hop, rate, taken, capacity, size, width, full, neck, quick)");
+        return NULL;
+    }
+    Buf b[11];
+    for (int i = 0; i < 11; i++)
+        b[i].held = 0;
+    PyObject *result = NULL;
+    double *load = NULL, *fastest = NULL, *cover = NULL;
+    static const char fmts[11] = {'q', 'q', 'd', 'q', 'd', 'd', 'd', 'q', '?', '?', '?'};
+    for (int i = 0, k = 0; i < 12; i++) {
+        if (i == 8)
+            continue; /* width */
+        if (buf_open(args[i], &b[k], fmts[k], k >= 8) < 0)
+            goto done;
+        k++;
+    }
+    Py_ssize_t width = PyLong_AsSsize_t(args[8]);
+    if (width == -1 && PyErr_Occurred())
+        goto done;
+    const int64_t *cls = b[0].view.buf, *local = b[1].view.buf, *hop = b[3].view.buf, *size = b[7].view.buf;
+    const double *count = b[2].view.buf, *rate = b[4].view.buf, *taken = b[5].view.buf, *cap = b[6].view.buf;
+    unsigned char *full = b[8].view.buf, *neck = b[9].view.buf, *quick = b[10].view.buf;
+    Py_ssize_t ne = b[0].view.shape[0], narcs = b[5].view.shape[0], nlive = b[7].view.shape[0];
+    int fine = width > 0 && b[1].view.shape[0] == ne && b[2].view.shape[0] == ne && b[3].view.shape[0] == ne &&
+               b[9].view.shape[0] == ne && b[6].view.shape[0] == narcs && b[8].view.shape[0] == narcs &&
+               b[4].view.shape[0] == nlive && b[10].view.shape[0] == nlive;
+    for (Py_ssize_t e = 0; fine && e < ne; e++)
+        fine = cls[e] >= 0 && cls[e] < nlive && local[e] >= 0 && local[e] < narcs && hop[e] >= 0 && hop[e] < width &&
+               (e == 0 || cls[e] >= cls[e - 1]);
+    if (!fine) {
+        PyErr_SetString(PyExc_ValueError, "necks: arrays out of shape, or crossings not sorted by class");
+        goto done;
+    }
+    load = calloc((size_t)narcs + 1, sizeof(double));
+    fastest = calloc((size_t)narcs + 1, sizeof(double));
+    cover = calloc((size_t)width + 1, sizeof(double));
+    if (!load || !fastest || !cover) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t e = 0; e < ne; e++) {
+        double r = rate[cls[e]];
+        load[local[e]] += count[e] * r; /* np.bincount(local, weights=count * rate[cls]) */
+        fastest[local[e]] = r >= fastest[local[e]] || r != r ? r : fastest[local[e]]; /* np.maximum.at */
+    }
+    const double near = 1.0 - 1e-9; /* 1 - sim.classes._TOL */
+    for (Py_ssize_t a = 0; a < narcs; a++)
+        full[a] = taken[a] + load[a] >= cap[a] * near;
+    for (Py_ssize_t e = 0; e < ne; e++)
+        neck[e] = full[local[e]] && rate[cls[e]] >= fastest[local[e]] * near;
+    for (Py_ssize_t e = 0, c = 0; c < nlive; c++) {
+        for (Py_ssize_t h = 0; h < width; h++)
+            cover[h] = 0.0;
+        for (; e < ne && cls[e] == c; e++)
+            if (neck[e])
+                cover[hop[e]] += count[e];
+        unsigned char any = 0;
+        for (Py_ssize_t h = 0; h < width && !any; h++)
+            any = cover[h] >= (double)size[c];
+        quick[c] = any;
+    }
+    result = Py_None;
+done:
+    for (int i = 0; i < 11; i++)
+        buf_close(&b[i]);
+    free(load);
+    free(fastest);
+    free(cover);
+    Py_XINCREF(result);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
     {"maxmin", (PyCFunction)(void (*)(void))py_maxmin, METH_FASTCALL,
      "maxmin(flow, arc, capacity, weight, out) -> True (out: the max-min rates), False: ask sim.maxmin"},
+    {"necks", (PyCFunction)(void (*)(void))py_necks, METH_FASTCALL,
+     "necks(cls, local, count, hop, rate, taken, capacity, size, width, full, neck, quick): FanExecutor._unverified's numbers"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from . import maxmin as _maxmin
 from ._arrays import ranges
 from .bulkroute import bulk_router
 from .deadline import check as check_deadline
@@ -372,6 +373,38 @@ def _counted(
     table = np.bincount((part * len(crossed) + local[arcs]) * width + hop, minlength=cells)
     key = np.flatnonzero(table)
     return key // (len(crossed) * width), crossed[key // width % len(crossed)], key % width, table[key].astype(float)
+
+
+def _necks(
+    cls: np.ndarray,
+    local: np.ndarray,
+    count: np.ndarray,
+    hop: np.ndarray,
+    rate: np.ndarray,
+    taken: np.ndarray,
+    capacity: np.ndarray,
+    size: np.ndarray,
+    width: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The numbers of a solve's verification (:meth:`FanExecutor._unverified`): which arcs crossed are
+    full (``capacity`` and ``taken`` per arc, ``local`` numbering them per crossing), which crossings are
+    bottlenecks (a full arc, no class on it faster by ``_TOL``), and which classes' bottleneck crossings
+    at one hop position count every member (``size``). In C where ``sim._classcore`` is built (the same
+    operations in the same order), numpy otherwise."""
+    core = _maxmin._CORE
+    if core is not None:
+        full, neck, quick = np.empty(len(capacity), bool), np.empty(len(cls), bool), np.empty(len(size), bool)
+        core.necks(cls, local, count, hop, rate, taken, capacity, size, width, full, neck, quick)
+        return full, neck, quick
+    load = taken + np.bincount(local, weights=count * rate[cls], minlength=len(capacity))
+    fastest = np.zeros(len(capacity))
+    np.maximum.at(fastest, local, rate[cls])
+    full = load >= capacity * (1 - _TOL)
+    neck = full[local] & (rate[cls] >= fastest[local] * (1 - _TOL))
+    # quick test: the bottleneck crossings at one hop position account for every member
+    cover = np.bincount(cls[neck] * width + hop[neck], weights=count[neck], minlength=len(size) * width)
+    quick = (cover.reshape(len(size), width) >= size[:, None]).any(axis=1)
+    return full, neck, quick
 
 
 class FanExecutor:
@@ -732,17 +765,10 @@ class FanExecutor:
         cap = self.cluster.capacity
         where, local = arcs
         arc = where[local]
-        load = taken + np.bincount(local, weights=count * rate[cls], minlength=len(where))
-        fastest = np.zeros(len(where))
-        np.maximum.at(fastest, local, rate[cls])
-        full = load >= cap[where] * (1 - _TOL)
+        width = int(self._tab.width[live].max())
+        full, neck, quick = _necks(cls, local, count, hop, rate, taken, cap[where], self._tab.size[live], width)
         saturated = np.zeros(len(cap), dtype=bool)
         saturated[where[full]] = True
-        neck = full[local] & (rate[cls] >= fastest[local] * (1 - _TOL))
-        # quick test: the bottleneck crossings at one hop position account for every member
-        width = int(self._tab.width[live].max())
-        cover = np.bincount(cls[neck] * width + hop[neck], weights=count[neck], minlength=len(live) * width)
-        quick = (cover.reshape(len(live), width) >= self._tab.size[live][:, None]).any(axis=1)
         bad = []
         offsets = np.searchsorted(cls, np.arange(len(live) + 1))  # cls is sorted
         for i in np.flatnonzero(~quick).tolist():

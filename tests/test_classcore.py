@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim import maxmin
-from sim.classes import FanExecutor, _counted
+from sim.classes import FanExecutor, _counted, _necks
 from sim.maxmin import maxmin_rates, maxmin_rates_full
 from sim.simulate import simulate
 from sim.training import Workload, simulate_iteration
@@ -163,3 +163,23 @@ def test_arcs_numbered_by_marking_are_uniques(seed, n):
         assert where.dtype == want_where.dtype and np.array_equal(where, want_where)
         assert local.dtype == want_local.dtype and np.array_equal(local, want_local.reshape(-1))
         assert not scratch._mark.any()
+
+
+@given(seed=st.integers(0, 2**32 - 1), classes=st.integers(1, 60), saturate=st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_the_c_verification_numbers_are_numpys(seed, classes, saturate):
+    """:func:`sim.classes._necks` in C (``necks``) and in numpy: the same full arcs, bottleneck
+    crossings and quick-test classes -- on max-min rates (so arcs fill, rates tie), with loads of
+    other classes taken off the capacities."""
+    cls, arc, n, capacity, weight = _problem(seed, 0, saturate)
+    rng = np.random.default_rng(seed)
+    taken = np.where(rng.random(len(capacity)) < 0.3, capacity * rng.random(len(capacity)), 0.0)
+    rate = maxmin_rates(cls, arc, n, np.maximum(capacity - taken, 0.0), weight=weight)
+    hop = np.concatenate([np.arange(k) for k in np.bincount(cls)])
+    width = int(hop.max()) + 1
+    size = rng.integers(1, 12, n)
+    got = _necks(cls, arc, weight, hop, rate, taken, capacity, size, width)
+    want = _numpy(_necks, cls, arc, weight, hop, rate, taken, capacity, size, width)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype == bool and np.array_equal(g, w)
+    assert got[0].any() and got[1].any()
