@@ -70,7 +70,8 @@ static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nar
     bf.held = ba.held = bc.held = bw.held = bo.held = 0;
     PyObject *result = NULL;
     double *remaining = NULL, *count = NULL, *share = NULL, *acc_used = NULL, *acc_w = NULL, *tight = NULL;
-    int64_t *ent = NULL, *lo = NULL, *ids = NULL, *slack = NULL;
+    int64_t *la = NULL, *lo = NULL, *ids = NULL, *slack = NULL;
+    double *lw = NULL;
     unsigned char *newly = NULL;
     if (buf_open(args[0], &bf, 'q', 0) < 0 || buf_open(args[1], &ba, 'q', 0) < 0 ||
         buf_open(args[2], &bc, 'd', 0) < 0 || (args[3] != Py_None && buf_open(args[3], &bw, 'd', 0) < 0) ||
@@ -111,8 +112,10 @@ static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nar
     lo = malloc((F + 1) * sizeof(int64_t));
     ids = malloc(F * sizeof(int64_t));
     newly = malloc(F);
-    ent = malloc(E * sizeof(int64_t));
-    if (!remaining || !count || !share || !acc_used || !acc_w || !slack || !tight || !lo || !ids || !newly || !ent) {
+    la = malloc(E * sizeof(int64_t));
+    lw = malloc(E * sizeof(double));
+    if (!remaining || !count || !share || !acc_used || !acc_w || !slack || !tight || !lo || !ids || !newly || !la ||
+        !lw) {
         PyErr_NoMemory();
         goto done;
     }
@@ -121,10 +124,12 @@ static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nar
         count[a] = 0.0;
     }
     for (Py_ssize_t e = 0; e < ne; e++) { /* np.bincount(local, weights=weight) */
-        count[arc[e]] += wt ? wt[e] : 1.0;
-        ent[e] = e;
+        la[e] = arc[e];
+        lw[e] = wt ? wt[e] : 1.0;
+        count[la[e]] += lw[e];
     }
-    /* the live flows (ids) and their live crossings: ent[lo[i] .. lo[i+1]-1] for live flow i */
+    /* the live flows (ids) and their live crossings' arcs and weights: la/lw[lo[i] .. lo[i+1]-1] for live
+     * flow i */
     Py_ssize_t nlive = nflows, nent = ne;
     {
         Py_ssize_t i = 0;
@@ -145,22 +150,20 @@ static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nar
             acc_w[a] = 0.0;
         }
         for (Py_ssize_t i = 0; i < nlive; i++) {
-            double t = share[arc[ent[lo[i]]]];
+            double t = share[la[lo[i]]];
             for (int64_t j = lo[i] + 1; j < lo[i + 1]; j++)
-                t = np_min(t, share[arc[ent[j]]]);
+                t = np_min(t, share[la[j]]);
             tight[i] = t;
-        }
-        for (Py_ssize_t i = 0; i < nlive; i++) {
-            double limit = tight[i] * factor;
+            double limit = t * factor;
             for (int64_t j = lo[i]; j < lo[i + 1]; j++)
-                if (share[arc[ent[j]]] > limit)
-                    slack[arc[ent[j]]]++;
+                if (share[la[j]] > limit)
+                    slack[la[j]]++;
         }
         Py_ssize_t fixed = 0;
         for (Py_ssize_t i = 0; i < nlive; i++) {
             unsigned char hit = 0;
             for (int64_t j = lo[i]; j < lo[i + 1] && !hit; j++) {
-                int64_t a = arc[ent[j]];
+                int64_t a = la[j];
                 hit = slack[a] == 0 && count[a] > 0;
             }
             newly[i] = hit;
@@ -176,14 +179,8 @@ static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nar
             double given = np_max0(tight[i]);
             rate[ids[i]] = given;
             for (int64_t j = lo[i]; j < lo[i + 1]; j++) { /* crossing order: np.bincount's */
-                int64_t e = ent[j];
-                if (wt) {
-                    acc_used[arc[e]] += given * wt[e];
-                    acc_w[arc[e]] += wt[e];
-                } else {
-                    acc_used[arc[e]] += given;
-                    acc_w[arc[e]] += 1.0;
-                }
+                acc_used[la[j]] += wt ? given * lw[j] : given; /* (numpy: no product without weights) */
+                acc_w[la[j]] += lw[j];
             }
         }
         for (Py_ssize_t a = 0; a < narcs; a++) {
@@ -201,8 +198,10 @@ static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nar
             int64_t a = lo[i], b = lo[i + 1];
             ids[k] = ids[i];
             lo[k] = start;
-            for (int64_t j = a; j < b; j++)
-                ent[m++] = ent[j];
+            for (int64_t j = a; j < b; j++, m++) {
+                la[m] = la[j];
+                lw[m] = lw[j];
+            }
             start = m;
             k++;
         }
@@ -228,7 +227,8 @@ done:
     free(lo);
     free(ids);
     free(newly);
-    free(ent);
+    free(la);
+    free(lw);
     if (result)
         Py_INCREF(result);
     return result;
