@@ -54,6 +54,27 @@ static void buf_close(Buf *b) {
     }
 }
 
+/* the buffers of a call: ``args[at[k]]`` as ``fmts[k]`` for k < nb, writable from the ``writable``-th on;
+ * -1 with an error set (what was opened is closed by close_all) */
+static int open_all(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *usage, Buf *b, int nb,
+                    const char *fmts, const int *at, int writable) {
+    for (int k = 0; k < nb; k++)
+        b[k].held = 0;
+    if (nargs != want) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    for (int k = 0; k < nb; k++)
+        if (buf_open(args[at[k]], &b[k], fmts[k], k >= writable) < 0)
+            return -1;
+    return 0;
+}
+
+static void close_all(Buf *b, int nb) {
+    for (int k = 0; k < nb; k++)
+        buf_close(&b[k]);
+}
+
 static inline double np_max0(double x) { return x >= 0.0 || x != x ? x : 0.0; } /* np.maximum(x, 0.0) */
 static inline double np_min(double a, double b) { return a <= b || a != a ? a : b; } /* np.minimum(a, b) */
 
@@ -242,23 +263,13 @@ done:
  * class) whether its bottleneck crossings at one hop position count ``size`` members or more. Writes
  * ``full`` (per arc), ``neck`` (per crossing) and ``quick`` (per class), all bool. */
 static PyObject *py_necks(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 12) {
-        PyErr_SetString(PyExc_TypeError, "necks(cls, local, count, hop, rate, taken, capacity, size, width, full, neck, quick)");
-        return NULL;
-    }
     Buf b[11];
-    for (int i = 0; i < 11; i++)
-        b[i].held = 0;
     PyObject *result = NULL;
     double *load = NULL, *fastest = NULL, *cover = NULL;
-    static const char fmts[11] = {'q', 'q', 'd', 'q', 'd', 'd', 'd', 'q', '?', '?', '?'};
-    for (int i = 0, k = 0; i < 12; i++) {
-        if (i == 8)
-            continue; /* width */
-        if (buf_open(args[i], &b[k], fmts[k], k >= 8) < 0)
-            goto done;
-        k++;
-    }
+    static const int at[11] = {0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11}; /* (8: width) */
+    if (open_all(args, nargs, 12, "necks(cls, local, count, hop, rate, taken, capacity, size, width, full, neck, quick)",
+                 b, 11, "qqdqdddq???", at, 8) < 0)
+        goto done;
     Py_ssize_t width = PyLong_AsSsize_t(args[8]);
     if (width == -1 && PyErr_Occurred())
         goto done;
@@ -306,12 +317,88 @@ static PyObject *py_necks(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     result = Py_None;
 done:
-    for (int i = 0; i < 11; i++)
-        buf_close(&b[i]);
+    close_all(b, 11);
     free(load);
     free(fastest);
     free(cover);
     Py_XINCREF(result);
+    return result;
+}
+
+static int cmp_i64(const void *x, const void *y) {
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* counted(part, parts, arcs, hop, width, arcs_n, out_part, out_arc, out_hop, out_cnt) -> K: the distinct
+ * (part, arc, hop) of the crossings in order -- np.unique of the keys (part * arcs_n + arc) * width +
+ * hop -- and how many crossings each has, in the outputs' first K places (each as long as the
+ * crossings). Crossings bucketed by part, then each part's (arc, hop) cells counted in a table of
+ * every cell and the cells it touched sorted. */
+static PyObject *py_counted(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Buf b[7];
+    PyObject *result = NULL;
+    int64_t *first = NULL, *order = NULL, *touched = NULL;
+    int32_t *cell = NULL;
+    static const int at[7] = {0, 2, 3, 6, 7, 8, 9}; /* (1, 4, 5: parts, width, arcs_n) */
+    if (open_all(args, nargs, 10, "counted(part, parts, arcs, hop, width, arcs_n, out_part, out_arc, out_hop, out_cnt)", b,
+                 7, "qqqqqqd", at, 3) < 0)
+        goto done;
+    Py_ssize_t parts = PyLong_AsSsize_t(args[1]), width = PyLong_AsSsize_t(args[4]), arcs_n = PyLong_AsSsize_t(args[5]);
+    if (PyErr_Occurred())
+        goto done;
+    const int64_t *part = b[0].view.buf, *arc = b[1].view.buf, *hop = b[2].view.buf;
+    int64_t *o_part = b[3].view.buf, *o_arc = b[4].view.buf, *o_hop = b[5].view.buf;
+    double *o_cnt = b[6].view.buf;
+    Py_ssize_t n = b[0].view.shape[0];
+    int fine = parts >= 0 && width > 0 && arcs_n >= 0 && b[1].view.shape[0] == n && b[2].view.shape[0] == n;
+    for (int k = 3; k < 7; k++)
+        fine = fine && b[k].view.shape[0] >= n;
+    for (Py_ssize_t e = 0; fine && e < n; e++)
+        fine = part[e] >= 0 && part[e] < parts && arc[e] >= 0 && arc[e] < arcs_n && hop[e] >= 0 && hop[e] < width;
+    if (!fine || (arcs_n && width > PY_SSIZE_T_MAX / 8 / arcs_n)) {
+        PyErr_SetString(PyExc_ValueError, "counted: arrays out of shape or values out of range");
+        goto done;
+    }
+    first = calloc((size_t)parts + 2, sizeof(int64_t));
+    order = malloc(((size_t)n + 1) * sizeof(int64_t));
+    touched = malloc(((size_t)n + 1) * sizeof(int64_t));
+    cell = calloc((size_t)(arcs_n * width) + 1, sizeof(int32_t));
+    if (!first || !order || !touched || !cell) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t e = 0; e < n; e++) /* bucket the crossings by part */
+        first[part[e] + 2]++;
+    for (Py_ssize_t q = 2; q < parts + 2; q++)
+        first[q] += first[q - 1];
+    for (Py_ssize_t e = 0; e < n; e++)
+        order[first[part[e] + 1]++] = e;
+    Py_ssize_t K = 0;
+    for (Py_ssize_t q = 0; q < parts; q++) { /* part q's crossings: order[first[q] .. first[q + 1] - 1] */
+        Py_ssize_t t = 0;
+        for (int64_t j = first[q]; j < first[q + 1]; j++) {
+            int64_t key = arc[order[j]] * width + hop[order[j]];
+            if (cell[key]++ == 0)
+                touched[t++] = key;
+        }
+        qsort(touched, (size_t)t, sizeof(int64_t), cmp_i64);
+        for (Py_ssize_t i = 0; i < t; i++, K++) {
+            int64_t key = touched[i];
+            o_part[K] = q;
+            o_arc[K] = key / width;
+            o_hop[K] = key % width;
+            o_cnt[K] = (double)cell[key];
+            cell[key] = 0;
+        }
+    }
+    result = PyLong_FromSsize_t(K);
+done:
+    close_all(b, 7);
+    free(first);
+    free(order);
+    free(touched);
+    free(cell);
     return result;
 }
 
@@ -320,6 +407,8 @@ static PyMethodDef module_methods[] = {
      "maxmin(flow, arc, capacity, weight, out) -> True (out: the max-min rates), False: ask sim.maxmin"},
     {"necks", (PyCFunction)(void (*)(void))py_necks, METH_FASTCALL,
      "necks(cls, local, count, hop, rate, taken, capacity, size, width, full, neck, quick): FanExecutor._unverified's numbers"},
+    {"counted", (PyCFunction)(void (*)(void))py_counted, METH_FASTCALL,
+     "counted(part, parts, arcs, hop, width, arcs_n, out_part, out_arc, out_hop, out_cnt) -> K: sim.classes._counted"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -360,7 +360,15 @@ def _counted(
     ``np.unique`` of the keys ``(part * arcs_n + arc) * width + hop`` with their counts. Where the
     parts times the arcs crossed times ``width`` are few against the crossings, counted in a dense
     table over the arcs crossed (numbered in order, so the keys keep their order) instead of sorted:
-    the same arrays, without sorting tens of thousands of keys per split (ps at 2k GPUs)."""
+    the same arrays, without sorting tens of thousands of keys per split (ps at 2k GPUs). In C where
+    ``sim._classcore`` is built: the crossings bucketed by part, each part's cells counted in a table
+    and the cells it touched sorted."""
+    core = _maxmin._CORE
+    if core is not None and len(arcs) < 2**31 - 1:
+        out = np.empty((3, len(arcs)), dtype=np.int64)
+        count = np.empty(len(arcs))
+        k = core.counted(part, parts, arcs, hop, width, arcs_n, out[0], out[1], out[2], count)
+        return out[0, :k], out[1, :k], out[2, :k], count[:k]
     marked = np.zeros(arcs_n, dtype=bool)
     marked[arcs] = True
     crossed = np.flatnonzero(marked)

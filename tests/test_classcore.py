@@ -132,8 +132,8 @@ def test_collsim_pure_turns_the_c_rounds_off():
 @given(seed=st.integers(0, 2**32 - 1), parts=st.integers(1, 40), dense=st.booleans())
 @settings(max_examples=200, deadline=None)
 def test_a_splits_counts_are_uniques(seed, parts, dense):
-    """Both ways of :func:`sim.classes._counted` (a dense table over the arcs crossed, or ``np.unique``
-    where that table would be large) give ``np.unique``'s sorted keys and counts."""
+    """Every way of :func:`sim.classes._counted` (in C; in numpy, a dense table over the arcs crossed,
+    or ``np.unique`` where that table would be large) gives ``np.unique``'s sorted keys and counts."""
     rng = np.random.default_rng(seed)
     arcs_n = int(rng.integers(1, 50 if dense else 100_000))
     n = int(rng.integers(1, 3000))
@@ -143,9 +143,12 @@ def test_a_splits_counts_are_uniques(seed, parts, dense):
     hop = rng.integers(0, width, n)
     key, count = np.unique((part * arcs_n + arcs) * width + hop, return_counts=True)
     want = (key // (arcs_n * width), key // width % arcs_n, key % width, count.astype(float))
-    got = _counted(part, parts, arcs, hop, width, arcs_n)
-    for g, w in zip(got, want, strict=True):
-        assert g.dtype == w.dtype and np.array_equal(g, w)
+    for got in (
+        _counted(part, parts, arcs, hop, width, arcs_n),
+        _numpy(_counted, part, parts, arcs, hop, width, arcs_n),
+    ):
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype and np.array_equal(g, w)
 
 
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 500))
