@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: install browser demo test lint bench clean
 
-$(STAMP): pyproject.toml Makefile setup.py sim/_ratecore.c
+$(STAMP): pyproject.toml Makefile setup.py sim/_ratecore.c sim/_classcore.c
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)"

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from . import maxmin as _maxmin
 from ._arrays import ranges
 from .bulkroute import bulk_router
 from .deadline import check as check_deadline
@@ -352,6 +353,68 @@ class _Entries:
         return key // self.width, key % self.width, count, self.width
 
 
+def _counted(
+    part: np.ndarray, parts: int, arcs: np.ndarray, hop: np.ndarray, width: int, arcs_n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (part, arc, hop) of crossings, sorted, and how many crossings each has (floats):
+    ``np.unique`` of the keys ``(part * arcs_n + arc) * width + hop`` with their counts. Where the
+    parts times the arcs crossed times ``width`` are few against the crossings, counted in a dense
+    table over the arcs crossed (numbered in order, so the keys keep their order) instead of sorted:
+    the same arrays, without sorting tens of thousands of keys per split (ps at 2k GPUs). In C where
+    ``sim._classcore`` is built: the crossings bucketed by part, each part's cells counted in a table
+    and the cells it touched sorted."""
+    core = _maxmin._CORE
+    if core is not None and len(arcs) < 2**31 - 1:
+        out = np.empty((3, len(arcs)), dtype=np.int64)
+        count = np.empty(len(arcs))
+        k = core.counted(part, parts, arcs, hop, width, arcs_n, out[0], out[1], out[2], count)
+        return out[0, :k], out[1, :k], out[2, :k], count[:k]
+    marked = np.zeros(arcs_n, dtype=bool)
+    marked[arcs] = True
+    crossed = np.flatnonzero(marked)
+    cells = parts * len(crossed) * width
+    if cells > 8 * len(arcs) + 4096:
+        key, count = np.unique((part * arcs_n + arcs) * width + hop, return_counts=True)
+        return key // (arcs_n * width), key // width % arcs_n, key % width, count.astype(float)
+    local = np.zeros(arcs_n, dtype=np.int64)
+    local[crossed] = np.arange(len(crossed))
+    table = np.bincount((part * len(crossed) + local[arcs]) * width + hop, minlength=cells)
+    key = np.flatnonzero(table)
+    return key // (len(crossed) * width), crossed[key // width % len(crossed)], key % width, table[key].astype(float)
+
+
+def _necks(
+    cls: np.ndarray,
+    local: np.ndarray,
+    count: np.ndarray,
+    hop: np.ndarray,
+    rate: np.ndarray,
+    taken: np.ndarray,
+    capacity: np.ndarray,
+    size: np.ndarray,
+    width: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The numbers of a solve's verification (:meth:`FanExecutor._unverified`): which arcs crossed are
+    full (``capacity`` and ``taken`` per arc, ``local`` numbering them per crossing), which crossings are
+    bottlenecks (a full arc, no class on it faster by ``_TOL``), and which classes' bottleneck crossings
+    at one hop position count every member (``size``). In C where ``sim._classcore`` is built (the same
+    operations in the same order), numpy otherwise."""
+    core = _maxmin._CORE
+    if core is not None:
+        full, neck, quick = np.empty(len(capacity), bool), np.empty(len(cls), bool), np.empty(len(size), bool)
+        core.necks(cls, local, count, hop, rate, taken, capacity, size, width, full, neck, quick)
+        return full, neck, quick
+    load = taken + np.bincount(local, weights=count * rate[cls], minlength=len(capacity))
+    fastest = np.zeros(len(capacity))
+    np.maximum.at(fastest, local, rate[cls])
+    full = load >= capacity * (1 - _TOL)
+    neck = full[local] & (rate[cls] >= fastest[local] * (1 - _TOL))
+    # quick test: the bottleneck crossings at one hop position account for every member
+    cover = np.bincount(cls[neck] * width + hop[neck], weights=count[neck], minlength=len(size) * width)
+    quick = (cover.reshape(len(size), width) >= size[:, None]).any(axis=1)
+    return full, neck, quick
+
+
 class FanExecutor:
     """Runs a :class:`FanPlan` alone on ``net`` with flow classes (see the module docstring); the same
     times as the algorithm's SimPy process. ``run()`` is the process body.
@@ -656,8 +719,7 @@ class FanExecutor:
                 self._last = (live, cls, arc)
                 return region
             hop, count = tab.k_hop[kidx], tab.k_cnt[kidx]
-            where, local = np.unique(arc, return_inverse=True)  # the arcs crossed, numbered locally
-            local = local.reshape(-1)
+            where, local = self._numbered(arc)  # the arcs crossed, numbered locally
             taken = np.zeros(len(where))
             if others:  # the arcs' loads (every class at its rate: ``hbooked``) less the region's
                 mine = np.bincount(local, weights=count * tab.hbooked[live][cls], minlength=len(where))
@@ -683,6 +745,17 @@ class FanExecutor:
             parts = self._split([tab.obj(i) for i in live[bad].tolist()], saturated)
             region = np.concatenate([live[good], parts, empty])
 
+    def _numbered(self, arcs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``np.unique(arcs, return_inverse=True)`` for arc indices: the distinct arcs in order, and each
+        one's index among them -- by marking them in a table of every arc rather than sorting."""
+        mark = self._mark
+        mark[arcs] = True
+        where = np.flatnonzero(mark)
+        mark[where] = False
+        index = self._index_of
+        index[where] = np.arange(len(where))
+        return where, index[arcs]
+
     def _unverified(
         self,
         live: np.ndarray,
@@ -700,17 +773,10 @@ class FanExecutor:
         cap = self.cluster.capacity
         where, local = arcs
         arc = where[local]
-        load = taken + np.bincount(local, weights=count * rate[cls], minlength=len(where))
-        fastest = np.zeros(len(where))
-        np.maximum.at(fastest, local, rate[cls])
-        full = load >= cap[where] * (1 - _TOL)
+        width = int(self._tab.width[live].max())
+        full, neck, quick = _necks(cls, local, count, hop, rate, taken, cap[where], self._tab.size[live], width)
         saturated = np.zeros(len(cap), dtype=bool)
         saturated[where[full]] = True
-        neck = full[local] & (rate[cls] >= fastest[local] * (1 - _TOL))
-        # quick test: the bottleneck crossings at one hop position account for every member
-        width = int(self._tab.width[live].max())
-        cover = np.bincount(cls[neck] * width + hop[neck], weights=count[neck], minlength=len(live) * width)
-        quick = (cover.reshape(len(live), width) >= self._tab.size[live][:, None]).any(axis=1)
         bad = []
         offsets = np.searchsorted(cls, np.arange(len(live) + 1))  # cls is sorted
         for i in np.flatnonzero(~quick).tolist():
@@ -841,10 +907,8 @@ class FanExecutor:
         where[order] = np.arange(len(order)) - np.repeat(cuts[:-1], np.diff(cuts))
         # the parts' crossings: counts per (part, arc, hop), and each part's (member, arc, hop) list
         pw = part[which]
-        width, arcs_n = int(hop.max(initial=0)) + 1, self.cluster.num_arcs
-        key, e_cnt = np.unique((pw * arcs_n + arcs) * width + hop, return_counts=True)
-        e_part, e_arc, e_hop = key // (arcs_n * width), key // width % arcs_n, key % width
-        e_cnt = e_cnt.astype(float)
+        width = int(hop.max(initial=0)) + 1
+        e_part, e_arc, e_hop, e_cnt = _counted(pw, len(cuts) - 1, arcs, hop, width, self.cluster.num_arcs)
         grouped = np.argsort(pw, kind="stable")
         edges = np.searchsorted(pw[grouped], np.arange(len(cuts)))
         lens = np.bincount(e_part, minlength=len(cuts) - 1)
@@ -878,8 +942,7 @@ class FanExecutor:
             return
         on = self._keep[arc]  # arcs left out after the solve join nothing
         cls = cls[on]
-        arcs, where = np.unique(arc[on], return_inverse=True)
-        where = where.reshape(-1)
+        arcs, where = self._numbered(arc[on])
         label = np.arange(len(live))
         while True:  # smallest class index of each component, spread over the kept arcs
             at_arc = np.full(len(arcs), len(live))
@@ -1107,6 +1170,8 @@ class FanExecutor:
         self._rise = 0.0  # the largest rise of their rates since
         self._room = np.inf  # the least room per member on the arcs never kept (bytes/s)
         self._arc_comp = np.full(cl.num_arcs, -1, dtype=np.int64)
+        self._mark = np.zeros(cl.num_arcs, dtype=bool)  # scratch of _numbered
+        self._index_of = np.zeros(cl.num_arcs, dtype=np.int64)
         self._kept_new: list[np.ndarray] = []  # arcs kept since the settle began
         self._next_comp = 0
         self._comps: dict[int, np.ndarray] = {}  # every live component's classes (some completed since)

@@ -21,11 +21,21 @@ array([8., 2.])
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import numpy as np
+
+try:  # the rounds in C (setup.py builds sim/_classcore.c where a C compiler is found)
+    import sim._classcore as _classcore  # (absolute, as sim.rates imports its core)
+except ImportError:  # pragma: no cover - a machine without a C compiler
+    _classcore = None
+#: the compiled rounds' module, or None: the numpy rounds (COLLSIM_PURE=1 forces them; read at import)
+_CORE: Any = None if os.environ.get("COLLSIM_PURE", "") not in ("", "0") else _classcore
 
 __all__ = ["maxmin_rates", "maxmin_rates_full", "maxmin_rates_sequential"]
 
-_RTOL = 1e-12
+_RTOL = 1e-12  # (sim/_classcore.c has it too)
 
 
 def _prepare(entry_flow: np.ndarray, entry_arc: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -68,11 +78,19 @@ def maxmin_rates(
     Each round runs over the crossings of the flows not yet fixed only: most flows are fixed in the
     first rounds, and the chains of bottlenecks behind them (a parameter server's fan-ins, one shard
     per rank) then cost what is left. The rounds and their arithmetic are :func:`maxmin_rates_full`'s
-    (every round over every crossing), so the rates are the same to the bit.
+    (every round over every crossing), so the rates are the same to the bit. Without ``bound`` they run
+    in C where ``sim._classcore`` is built (the same operations in the same order: the same rates to
+    the bit, tests/test_classcore.py); the numpy rounds below are the reference and the fallback.
     """
     rate = np.zeros(nflows)
     if nflows == 0:
         return rate
+    if _CORE is not None and bound is None:
+        flow = np.ascontiguousarray(entry_flow, dtype=np.int64)
+        arc = np.ascontiguousarray(entry_arc, dtype=np.int64)
+        w = None if weight is None else np.ascontiguousarray(weight, dtype=float)
+        if _CORE.maxmin(flow, arc, np.ascontiguousarray(capacity, dtype=float), w, rate):
+            return rate
     flow, local, remaining, narcs, weight = _prepared(entry_flow, entry_arc, nflows, capacity, weight)
     count = np.bincount(local, weights=weight, minlength=narcs).astype(float)
     flow_bound = None if bound is None else np.asarray(bound, dtype=float)
