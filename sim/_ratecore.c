@@ -1690,6 +1690,148 @@ done:
     return out;
 }
 
+/* ------------------------------------------------------------------ a dataflow's instant, whole */
+
+/* count ``ms`` off the messages waiting on them (table ``ptr``/``targets``, counter ``counter``):
+ * py_release's loop, the ones reaching zero appended to ``out`` */
+static int settle_release(const Arr *ptr, const Arr *targets, const IList *ms, Arr *counter, IList *out) {
+    for (Py_ssize_t i = 0; i < ms->n; i++) {
+        int64_t m = ms->v[i];
+        if (m < 0 || m + 1 >= ptr->n) {
+            PyErr_SetString(PyExc_IndexError, "settle: message out of range");
+            return -1;
+        }
+        int64_t lo = arr_i(ptr, m), hi = arr_i(ptr, m + 1);
+        for (int64_t j = lo; j < hi; j++) {
+            int64_t t = j >= 0 && j < targets->n ? arr_i(targets, j) : -1;
+            if (t < 0 || t >= counter->n) {
+                PyErr_SetString(PyExc_IndexError, "settle: target out of range");
+                return -1;
+            }
+            int64_t *left = (int64_t *)(counter->p + t * counter->stride);
+            if (--*left == 0 && il_push(out, (int32_t)t) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int cmp_i32_asc(const void *x, const void *y) {
+    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* ``ready`` without repeats, as DataflowExecutor._reduce takes them when no reduction takes time: up to
+ * 16 sorted (``sorted(set(...))``), more in place keeping the last of each (``_distinct``, its stamps
+ * written the same) */
+static void settle_distinct(IList *ready, Arr *stamp) {
+    Py_ssize_t n = ready->n;
+    int32_t *v = ready->v;
+    if (n <= 16) {
+        qsort(v, (size_t)n, sizeof(int32_t), cmp_i32_asc);
+        Py_ssize_t k = 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (k == 0 || v[k - 1] != v[i])
+                v[k++] = v[i];
+        ready->n = k;
+        return;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        *(int64_t *)(stamp->p + (Py_ssize_t)v[i] * stamp->stride) = i;
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (*(int64_t *)(stamp->p + (Py_ssize_t)v[i] * stamp->stride) == i)
+            v[k++] = v[i];
+    ready->n = k;
+}
+
+/* settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): sim/dataflow.py's
+ * DataflowExecutor._on_flows_done and _settle when no reduction takes time (gamma 0), in one pass --
+ * messages ``ms`` have arrived: each is marked, counted off what starts and what is gated on its
+ * arrival; the arrived ones whose gates have passed are held (``_reduce``'s order), counted off what
+ * waits on them being held, and so on until nothing more is held now. ``tables`` are the eight arrays
+ * (pointers, waiting) of on_arrived, gate_on_arrived, on_held, gate_on_held. The messages that can
+ * start are written to ``out`` in the order the Python loop concatenates them; returns how many, and
+ * how many messages were held. */
+static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 8) {
+        PyErr_SetString(PyExc_TypeError, "settle(tables (8 arrays), ms, dep_left, gate_left, arrived, stamp, out)");
+        return NULL;
+    }
+    Arr tab[8], ms, dep, gate, arrived, stamp, out;
+    Arr *all[14] = {&tab[0], &tab[1], &tab[2], &tab[3], &tab[4], &tab[5], &tab[6], &tab[7],
+                    &ms,     &dep,    &gate,   &arrived, &stamp, &out};
+    for (int k = 0; k < 14; k++)
+        all[k]->held = 0;
+    IList cur = {0}, ready = {0}, gated = {0}, starts = {0};
+    PyObject *result = NULL;
+    for (int k = 0; k < 8; k++)
+        if (arr_get(PyTuple_GET_ITEM(args[0], k), &tab[k], 'i') < 0)
+            goto done;
+    if (arr_get(args[1], &ms, 'i') < 0 || arr_open(args[2], &dep, 'i', 1) < 0 || arr_open(args[3], &gate, 'i', 1) < 0 ||
+        arr_open(args[4], &arrived, 'b', 1) < 0 || arr_open(args[5], &stamp, 'i', 1) < 0 ||
+        arr_open(args[6], &out, 'i', 1) < 0)
+        goto done;
+    if (dep.view.itemsize != 8 || gate.view.itemsize != 8 || stamp.view.itemsize != 8 || out.view.itemsize != 8) {
+        PyErr_SetString(PyExc_TypeError, "settle: counters, stamps and out must hold 64-bit integers");
+        goto done;
+    }
+    Py_ssize_t n = arrived.n;
+    if (dep.n != n || gate.n != n || stamp.n < n) {
+        PyErr_SetString(PyExc_ValueError, "settle: counters, flags and stamps must have one entry per message");
+        goto done;
+    }
+    if (il_reserve(&cur, ms.n) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < ms.n; i++) {
+        int64_t m = arr_i(&ms, i);
+        if (m < 0 || m >= n) {
+            PyErr_SetString(PyExc_IndexError, "settle: message out of range");
+            goto done;
+        }
+        cur.v[cur.n++] = (int32_t)m;
+        *(unsigned char *)(arrived.p + m * arrived.stride) = 1;
+    }
+    /* arrived: what starts, what is gated; ready = ms whose gates have passed, then the gated that arrived */
+    if (settle_release(&tab[0], &tab[1], &cur, &dep, &starts) < 0 ||
+        settle_release(&tab[2], &tab[3], &cur, &gate, &gated) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < cur.n; i++)
+        if (*(const int64_t *)(gate.p + (Py_ssize_t)cur.v[i] * gate.stride) == 0 && il_push(&ready, cur.v[i]) < 0)
+            goto done;
+    for (Py_ssize_t i = 0; i < gated.n; i++)
+        if (arr_b(&arrived, gated.v[i]) && il_push(&ready, gated.v[i]) < 0)
+            goto done;
+    long long held = 0;
+    while (ready.n) {
+        settle_distinct(&ready, &stamp);
+        held += ready.n;
+        gated.n = 0;
+        if (settle_release(&tab[4], &tab[5], &ready, &dep, &starts) < 0 ||
+            settle_release(&tab[6], &tab[7], &ready, &gate, &gated) < 0)
+            goto done;
+        ready.n = 0;
+        for (Py_ssize_t i = 0; i < gated.n; i++)
+            if (arr_b(&arrived, gated.v[i]) && il_push(&ready, gated.v[i]) < 0)
+                goto done;
+    }
+    if (starts.n > out.n) {
+        PyErr_SetString(PyExc_ValueError, "settle: out is too short");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < starts.n; i++)
+        *(int64_t *)(out.p + i * out.stride) = starts.v[i];
+    result = Py_BuildValue("(nL)", starts.n, held);
+done:
+    for (int k = 0; k < 14; k++)
+        arr_release(all[k]);
+    free(cur.v);
+    free(ready.v);
+    free(gated.v);
+    free(starts.v);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
     {"fsum", py_fsum, METH_O, "fsum(array): math.fsum's correctly rounded sum"},
     {"drain_due", (PyCFunction)(void (*)(void))py_drain_due, METH_FASTCALL,
@@ -1700,6 +1842,8 @@ static PyMethodDef module_methods[] = {
      "set_due(slots, rates, now, rate, left, t_set, due, heap, due_at) -> entries added"},
     {"release", (PyCFunction)(void (*)(void))py_release, METH_FASTCALL,
      "release(ptr, targets, ms, counter) -> the targets counted down to zero"},
+    {"settle", (PyCFunction)(void (*)(void))py_settle, METH_FASTCALL,
+     "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's instant"},
     {NULL, NULL, 0, NULL},
 };
 

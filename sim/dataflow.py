@@ -352,6 +352,16 @@ class DataflowExecutor:
         self._timers: dict[float, list[np.ndarray]] = {}
         self._stamp = np.zeros(len(flow), dtype=np.int64)  # scratch for _distinct
         self._proc_stamp = np.zeros(max(flow.procs, 1), dtype=np.int64)
+        #: no reduction takes time: an instant's arrivals are settled in one compiled pass (the core's
+        #: ``settle``: _release, _reduce and _hold's loop, the messages to start written to ``_out``)
+        self._fused = _CORE is not None and self.st.gamma == 0 and hasattr(_CORE, "settle")
+        if self._fused:
+            self._tables = tuple(
+                a
+                for t in (flow.on_arrived, flow.gate_on_arrived, flow.on_held, flow.gate_on_held)
+                for a in (t[0], *t[1])
+            )
+            self._out = np.empty(len(flow), dtype=np.int64)
 
     @staticmethod
     def _distinct(values: np.ndarray, stamp: np.ndarray) -> np.ndarray:
@@ -384,6 +394,17 @@ class DataflowExecutor:
     def _on_flows_done(self, slots: np.ndarray, now: float) -> None:
         ms = self.f_msg[slots]
         st, flow = self.st, self.flow
+        if self._fused:  # what the lines below do, in C (tests/test_engine_core.py holds them equal)
+            started, held = _CORE.settle(
+                self._tables, ms, st.dep_left, st.gate_left, st.arrived, self._stamp, self._out
+            )
+            if held:
+                st.held += held
+                st.end = now
+            self._send(self._out[:started].copy())
+            if st.held == len(flow) and not self.done.triggered:
+                self.done.succeed()
+            return
         st.arrived[ms] = True
         starts = [self._release(flow.on_arrived, ms, st.dep_left)]
         gated = self._release(flow.gate_on_arrived, ms, st.gate_left)

@@ -90,7 +90,9 @@ class Step:
         size = np.broadcast_to(np.asarray(nbytes, dtype=float), (n,)).copy()
         red = np.broadcast_to(np.asarray(reduce, dtype=float), (n,)).copy()
         comb = red > 0 if combine is None else np.broadcast_to(np.asarray(combine, dtype=bool), (n,)).copy()
-        segs = np.stack([_ints(v, n) for v in (seg_off, seg_scale, seg, seg_stride, seg_mod, seg_width)])
+        segs = np.empty((6, n), dtype=np.int64)  # each row written once (not a copy per row, then a stack)
+        for row, v in zip(segs, (seg_off, seg_scale, seg, seg_stride, seg_mod, seg_width), strict=True):
+            row[:] = np.broadcast_to(np.asarray(v, dtype=np.int64), (n,))
         if n and ((src < 0).any() or (dst < 0).any() or (src >= endpoints).any() or (dst >= endpoints).any()):
             raise ValueError("step: every endpoint must be in 0..endpoints-1")
         if n and not pairs_checked and not all_distinct(src * endpoints + dst):

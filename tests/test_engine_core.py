@@ -1,6 +1,7 @@
 """The engine's loops in the compiled core (sim/_ratecore.c) against their Python reference: the network's
 due-time heap (``drain_due``, ``next_due``, ``set_due`` against sim.network._PyDue) and the dataflow's
-dependency count-down (``release`` against DataflowExecutor._release's Python loop) leave the same lists,
+dependency count-down (``release`` against DataflowExecutor._release's Python loop, ``settle`` against
+_on_flows_done's with no reduction time) leave the same lists,
 dicts and arrays on random inputs, and whole runs give the same times to the bit with and without them.
 (Skipped where the extension is not built: the Python loops are then the only ones.)"""
 
@@ -137,6 +138,60 @@ def test_the_cores_count_down_is_the_dataflows(seed, monkeypatch):
         assert got.tolist() == want.tolist()
         assert mine.tolist() == counter.tolist()
     assert not mine.any()
+
+
+def _random_flow(rng: np.random.Generator) -> dataflow.Dataflow:
+    """A dataflow of random messages whose start and gate edges (both kinds) name random messages."""
+    n = int(rng.integers(5, 300))
+    ints = np.zeros(n, dtype=np.int64)
+
+    def edges() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        k = int(rng.integers(0, 3 * n))
+        kind = np.sort(rng.integers(0, 2, size=k)).astype(np.int8)
+        return rng.integers(0, n, size=k), rng.integers(0, n, size=k), kind
+
+    reduce = np.where(rng.random(n) < 0.5, 1.0, 0.0)
+    return dataflow.Dataflow(n, ints, ints, np.ones(n), reduce, ints, reduce > 0, ints, ints + 1, edges(), edges())
+
+
+def _settle_py(flow, st, stamp, ms):
+    """DataflowExecutor._on_flows_done's Python path (gamma 0): the messages it starts, in order."""
+    ex = dataflow.DataflowExecutor.__new__(dataflow.DataflowExecutor)
+    ex.flow, ex.st, ex._stamp, ex._fused = flow, st, stamp, False
+    ex.f_msg = np.arange(len(flow), dtype=np.int64)
+    ex.done = type("Done", (), {"triggered": True})()
+    sent = []
+    ex._send = lambda started: sent.append(np.asarray(started, dtype=np.int64).copy())
+    ex._on_flows_done(ms, 0.0)
+    return np.concatenate(sent) if sent else np.zeros(0, dtype=np.int64)
+
+
+@core
+@pytest.mark.parametrize("seed", range(12))
+def test_the_cores_settle_is_the_dataflows_python_loop(seed, monkeypatch):
+    """``settle`` (an instant's arrivals, count-downs and holds in one pass) against _on_flows_done's
+    Python loop on random dependency tables, batches of a few (sorted holds) and many (_distinct's)."""
+    rng = np.random.default_rng(seed)
+    flow = _random_flow(rng)
+    n = len(flow)
+    scale = np.ones(1)
+    st_py, st_c = dataflow._State(flow, 0.0, scale), dataflow._State(flow, 0.0, scale)
+    stamp_py, stamp_c = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    tables = tuple(
+        a for t in (flow.on_arrived, flow.gate_on_arrived, flow.on_held, flow.gate_on_held) for a in (t[0], *t[1])
+    )
+    out = np.empty(n, dtype=np.int64)
+    monkeypatch.setattr(dataflow, "_CORE", None)
+    for ms in np.array_split(rng.permutation(n), int(rng.integers(1, 10))):
+        want = _settle_py(flow, st_py, stamp_py, ms.astype(np.int64))
+        started, held = C.settle(tables, ms.astype(np.int64), st_c.dep_left, st_c.gate_left, st_c.arrived, stamp_c, out)
+        assert out[:started].tolist() == want.tolist()
+        assert held == st_py.held - st_c.held
+        st_c.held += held
+        for name in ("dep_left", "gate_left", "arrived"):
+            assert getattr(st_c, name).tolist() == getattr(st_py, name).tolist(), name
+        # (the stamps are scratch: the Python count-down writes its own there too)
+    assert st_c.held == st_py.held > 0
 
 
 def _both(monkeypatch, run):
