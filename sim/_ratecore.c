@@ -1690,6 +1690,62 @@ done:
     return out;
 }
 
+/* group(owner, values, ptr, out): sim/dataflow.py's _csr for one array, a counting sort -- ``values``
+ * grouped by ``owner`` (each in 0..len(ptr)-2), in their order within a group (the stable argsort's), written to
+ * ``out``, the groups' bounds to ``ptr`` */
+static PyObject *py_group(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "group(owner, values, ptr, out)");
+        return NULL;
+    }
+    Arr owner, values, ptr, out;
+    owner.held = values.held = ptr.held = out.held = 0;
+    PyObject *result = NULL;
+    if (arr_get(args[0], &owner, 'i') < 0 || arr_get(args[1], &values, 'i') < 0 || arr_open(args[2], &ptr, 'i', 1) < 0 ||
+        arr_open(args[3], &out, 'i', 1) < 0)
+        goto done;
+    if (ptr.view.itemsize != 4 || out.view.itemsize != 4) {
+        PyErr_SetString(PyExc_TypeError, "group: ptr and out must hold 32-bit integers");
+        goto done;
+    }
+    Py_ssize_t n = ptr.n - 1, len = owner.n;
+    if (n < 0 || values.n != len || out.n != len || len > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "group: owner, values and out must have the same length, ptr one more than the groups");
+        goto done;
+    }
+    int32_t *p = (int32_t *)ptr.p, *o = (int32_t *)out.p;
+    Py_ssize_t ps = ptr.stride / 4, os = out.stride / 4;
+    for (Py_ssize_t g = 0; g <= n; g++)
+        p[g * ps] = 0;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        int64_t g = arr_i(&owner, i);
+        if (g < 0 || g >= n) {
+            PyErr_SetString(PyExc_IndexError, "group: owner out of range");
+            goto done;
+        }
+        p[(g + 1) * ps]++;
+    }
+    for (Py_ssize_t g = 0; g < n; g++)
+        p[(g + 1) * ps] += p[g * ps];
+    int32_t *next = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+    if (!next) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t g = 0; g < n; g++)
+        next[g] = p[g * ps];
+    for (Py_ssize_t i = 0; i < len; i++)
+        o[(Py_ssize_t)next[arr_i(&owner, i)]++ * os] = (int32_t)arr_i(&values, i);
+    free(next);
+    result = Py_NewRef(Py_None);
+done:
+    arr_release(&owner);
+    arr_release(&values);
+    arr_release(&ptr);
+    arr_release(&out);
+    return result;
+}
+
 /* ------------------------------------------------------------------ a dataflow's instant, whole */
 
 /* count ``ms`` off the messages waiting on them (table ``ptr``/``targets``, counter ``counter``):
@@ -1842,6 +1898,8 @@ static PyMethodDef module_methods[] = {
      "set_due(slots, rates, now, rate, left, t_set, due, heap, due_at) -> entries added"},
     {"release", (PyCFunction)(void (*)(void))py_release, METH_FASTCALL,
      "release(ptr, targets, ms, counter) -> the targets counted down to zero"},
+    {"group", (PyCFunction)(void (*)(void))py_group, METH_FASTCALL,
+     "group(owner, values, ptr, out): values grouped by owner (a stable counting sort)"},
     {"settle", (PyCFunction)(void (*)(void))py_settle, METH_FASTCALL,
      "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's instant"},
     {NULL, NULL, 0, NULL},
