@@ -387,10 +387,25 @@ class Cluster:
         ``keys[i]``) and ``overhead``, in order (the same endpoints as one call each, at the cost of one:
         NCCL's channels add 262,144 of them at 16,384 GPUs)."""
         extra, index = self._extra, self._index
+        e = self._endpoints
+        if keys is None:
+            idents = [(rank, None, via, key, overhead) for rank, via in zip(ranks, vias, strict=True)]
+        else:
+            idents = [(rank, None, via, k, overhead) for rank, via, k in zip(ranks, vias, keys, strict=True)]
+        known = list(map(extra.get, idents))
+        if None not in known:
+            return known  # type: ignore[return-value]
+        if known.count(None) == len(known) and len(set(idents)) == len(idents):
+            # all new and none twice (a channel's actors, say): numbered in order, as the loop below would
+            for via in dict.fromkeys(vias):
+                if via is not None and via not in index:
+                    raise ConfigError(f"endpoint at {self.ranks[ranks[vias.index(via)]]!r} via {via!r}: no such node")
+            extra.update(zip(idents, range(e, e + len(idents)), strict=True))
+            self._add_new(list(ranks), list(vias), overhead)
+            return list(range(e, e + len(idents)))
         out: list[int] = []
         new: list[int] = []
         new_vias: list[str | None] = []
-        e = self._endpoints
         for i, (rank, via) in enumerate(zip(ranks, vias, strict=True)):
             ident = (rank, None, via, key if keys is None else keys[i], overhead)
             got = extra.get(ident)
@@ -402,15 +417,20 @@ class Cluster:
                 new_vias.append(via)
             out.append(got)
         if new:
-            at = np.asarray(new, dtype=np.int64)
-            first = self._grow(len(new))
-            grown = self._grown
-            grown["rank_node"][first : first + len(new)] = grown["rank_node"][at]
-            grown["overhead"][first : first + len(new)] = grown["overhead"][at] if overhead is None else overhead
-            grown["compute_scale"][first : first + len(new)] = grown["compute_scale"][at]
-            self.endpoint_rank.extend(new)
-            self._via.update((first + i, index[v]) for i, v in enumerate(new_vias) if v is not None)
+            self._add_new(new, new_vias, overhead)
         return out
+
+    def _add_new(self, new: list[int], new_vias: list[str | None], overhead: float | None) -> None:
+        """Endpoints on ranks ``new`` leaving by ``new_vias``, numbered from the next free one."""
+        index = self._index
+        at = np.asarray(new, dtype=np.int64)
+        first = self._grow(len(new))
+        grown = self._grown
+        grown["rank_node"][first : first + len(new)] = grown["rank_node"][at]
+        grown["overhead"][first : first + len(new)] = grown["overhead"][at] if overhead is None else overhead
+        grown["compute_scale"][first : first + len(new)] = grown["compute_scale"][at]
+        self.endpoint_rank.extend(new)
+        self._via.update((first + i, index[v]) for i, v in enumerate(new_vias) if v is not None)
 
     def _grow(self, k: int) -> int:
         """Room for ``k`` more endpoints (the buffers double as needed); returns the first one's index."""

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ._arrays import distinct
+from ._arrays import all_distinct, distinct
 from .cluster import _PathTable
 from .msgmodel import MessageModel
 from .program import Step, StepProgram
@@ -133,7 +133,7 @@ def quotient(program: StepProgram, cluster: Any, gamma: float) -> Quotient | Non
         return None
     if gamma > 0 and not np.array_equal(cluster.compute_scale[:e][sigma], cluster.compute_scale[:e]):
         return None
-    images = [_image(step, sigma) if len(step) else np.zeros(0, dtype=np.int64) for step, _ in program.phases]
+    images = _images(program, sigma)
     if any(image is None for image in images):
         return None
     net = SimpleNamespace(cluster=cluster)  # routes are interned as a network over the cluster finds them
@@ -149,6 +149,49 @@ def quotient(program: StepProgram, cluster: Any, gamma: float) -> Quotient | Non
     return None
 
 
+def _images(program: StepProgram, sigma: np.ndarray) -> list[np.ndarray | None]:
+    """:func:`_image` of every step. A step whose messages are rows of a bigger one whose (sender,
+    receiver) pairs are distinct (:attr:`~sim.program.Step.routes_of`: NCCL's slices of its edges) takes
+    its images from that one's, found once: a message's image is the row of the pair it moves to, where
+    the step holds that row."""
+    images: list[np.ndarray | None] = []
+    whole: dict[int, tuple[np.ndarray | None, np.ndarray]] = {}
+    for step, _ in program.phases:
+        if not len(step):
+            images.append(np.zeros(0, dtype=np.int64))
+            continue
+        if step.routes_of is None:
+            images.append(_image(step, sigma))
+            continue
+        edges, rows = step.routes_of
+        got = whole.get(id(edges))
+        if got is None:
+            distinct_pairs = all_distinct(edges.src * edges.endpoints + edges.dst)
+            whole[id(edges)] = got = (
+                _image(edges, sigma) if distinct_pairs else None,
+                np.full(len(edges), -1, dtype=np.int64),
+            )
+        edge_image, at = got
+        if edge_image is None:
+            images.append(_image(step, sigma))
+            continue
+        at[rows] = np.arange(len(rows))  # (scratch: each row's place in the step, -1 elsewhere)
+        image = at[edge_image[rows]]
+        at[rows] = -1
+        images.append(None if (image < 0).any() else _same(step, image))
+    return images
+
+
+def _same(step: Step, image: np.ndarray) -> np.ndarray | None:
+    """``image`` where every message's image has its bytes, reduction and rate bound, else None."""
+    same = (
+        np.array_equal(step.nbytes[image], step.nbytes)
+        and np.array_equal(step.reduce[image], step.reduce)
+        and (step.bound is None or np.array_equal(step.bound[image], step.bound))
+    )
+    return image if same else None
+
+
 def _image(step: Step, sigma: np.ndarray) -> np.ndarray | None:
     """Each message's image under ``sigma`` (its index in the step), or None where some image is not a
     message of the step with the same bytes, reduction and rate bound."""
@@ -159,13 +202,7 @@ def _image(step: Step, sigma: np.ndarray) -> np.ndarray | None:
     at = np.minimum(np.searchsorted(keys[order], moved), len(keys) - 1)
     if not np.array_equal(keys[order][at], moved):
         return None
-    image = order[at]
-    same = (
-        np.array_equal(step.nbytes[image], step.nbytes)
-        and np.array_equal(step.reduce[image], step.reduce)
-        and (step.bound is None or np.array_equal(step.bound[image], step.bound))
-    )
-    return image if same else None
+    return _same(step, order[at])
 
 
 def _quotient(
@@ -177,10 +214,13 @@ def _quotient(
     low, size = _orbit_min(sigma, n)
     fixed = size == 1
     kept_end = (low == np.arange(e)) & ((size == n) | fixed)
-    pairs = [np.stack([p, p[image]]) for p, image in zip(pids, images, strict=True) if len(p)]
-    if not pairs:
+    used = [(p, image) for p, image in zip(pids, images, strict=True) if len(p)]
+    if not used:
         return None
-    links = _links(cluster, np.concatenate(pairs, axis=1), n)
+    # (route, image's route) pairs: the routes, then their images (not stacked: two copies fewer)
+    pairs = (np.concatenate([p for p, _ in used]), np.concatenate([p[image] for p, image in used]))
+    del used
+    links = _links(cluster, pairs, n)
     if links is None:
         return None
     rep, capacity, image_pid = links
@@ -229,7 +269,9 @@ def _quotient(
     return Quotient(StepProgram(e, tuple(phases)), qcluster, cluster, n, kept_pids, image_pid)
 
 
-def _links(cluster: Any, pairs: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _links(
+    cluster: Any, pairs: tuple[np.ndarray, np.ndarray], n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """From (route, image's route) pairs: the shift on link directions (each route's k-th link onto
     its image's k-th), checked to be a permutation of the links used that keeps capacities and
     latencies; returns (each link's orbit representative, the capacities the quotient sees, route ->
