@@ -1690,6 +1690,62 @@ done:
     return out;
 }
 
+/* start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now) -> whether they started:
+ * sim/network.py's Network._start for a batch of flows, when none of them is instant (no bytes left or
+ * a route of no links): each marked active, at rate 0, set ``now``, due never. Where one is instant
+ * nothing is written and False returned (the Python lines handle the batch). */
+static PyObject *py_start_flows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now)");
+        return NULL;
+    }
+    Arr slots, left, path, length, active, rate, t_set, due;
+    Arr *all[8] = {&slots, &left, &path, &length, &active, &rate, &t_set, &due};
+    for (int k = 0; k < 8; k++)
+        all[k]->held = 0;
+    PyObject *result = NULL;
+    double now = PyFloat_AsDouble(args[8]);
+    if (now == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (arr_get(args[0], &slots, 'i') < 0 || arr_get(args[1], &left, 'f') < 0 || arr_get(args[2], &path, 'i') < 0 ||
+        arr_get(args[3], &length, 'i') < 0 || arr_open(args[4], &active, 'b', 1) < 0 ||
+        arr_open(args[5], &rate, 'f', 1) < 0 || arr_open(args[6], &t_set, 'f', 1) < 0 || arr_open(args[7], &due, 'f', 1) < 0)
+        goto done;
+    Py_ssize_t n = left.n;
+    if (path.n != n || active.n != n || rate.n != n || t_set.n != n || due.n != n) {
+        PyErr_SetString(PyExc_ValueError, "start_flows: the per-slot arrays must have one length");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < slots.n; i++) {
+        int64_t s = arr_i(&slots, i);
+        if (s < 0 || s >= n) {
+            PyErr_SetString(PyExc_IndexError, "start_flows: slot out of range");
+            goto done;
+        }
+        int64_t pid = arr_i(&path, s);
+        if (pid < 0 || pid >= length.n) {
+            PyErr_SetString(PyExc_IndexError, "start_flows: path out of range");
+            goto done;
+        }
+        if (arr_f(&left, s) <= 0 || arr_i(&length, pid) == 0) {
+            result = Py_NewRef(Py_False);
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < slots.n; i++) {
+        int64_t s = arr_i(&slots, i);
+        *(unsigned char *)(active.p + s * active.stride) = 1;
+        *(double *)(rate.p + s * rate.stride) = 0.0;
+        *(double *)(t_set.p + s * t_set.stride) = now;
+        *(double *)(due.p + s * due.stride) = INFINITY;
+    }
+    result = Py_NewRef(Py_True);
+done:
+    for (int k = 0; k < 8; k++)
+        arr_release(all[k]);
+    return result;
+}
+
 /* group(owner, values, ptr, out): sim/dataflow.py's _csr for one array, a counting sort -- ``values``
  * grouped by ``owner`` (each in 0..len(ptr)-2), in their order within a group (the stable argsort's), written to
  * ``out``, the groups' bounds to ``ptr`` */
@@ -1898,6 +1954,8 @@ static PyMethodDef module_methods[] = {
      "set_due(slots, rates, now, rate, left, t_set, due, heap, due_at) -> entries added"},
     {"release", (PyCFunction)(void (*)(void))py_release, METH_FASTCALL,
      "release(ptr, targets, ms, counter) -> the targets counted down to zero"},
+    {"start_flows", (PyCFunction)(void (*)(void))py_start_flows, METH_FASTCALL,
+     "start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now) -> whether they started"},
     {"group", (PyCFunction)(void (*)(void))py_group, METH_FASTCALL,
      "group(owner, values, ptr, out): values grouped by owner (a stable counting sort)"},
     {"settle", (PyCFunction)(void (*)(void))py_settle, METH_FASTCALL,

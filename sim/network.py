@@ -924,6 +924,22 @@ class Network:
             if self._remaining[slot] <= 0 or self.cluster.paths.length[int(self._path[slot])] == 0:
                 self._finish(slots, now)
                 return False
+        elif _ops is not _PyDue and _ops.start_flows(
+            slots,
+            self._remaining,
+            self._path,
+            self.cluster.paths.length,
+            self._is_active,
+            self._rate,
+            self._t_set,
+            self._due,
+            now,
+        ):  # none is instant: the lines below, in C (tests/test_engine_core.py holds them equal)
+            self._nactive += len(slots)
+            self._active_arr = None
+            self._entries = None
+            self.rates.added(slots, self._path[slots], self._bound[slots])
+            return True
         else:
             instant = (self._remaining[slots] <= 0) | (self.cluster.paths.length[self._path[slots]] == 0)
             if instant.any():

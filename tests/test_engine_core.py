@@ -1,7 +1,7 @@
 """The engine's loops in the compiled core (sim/_ratecore.c) against their Python reference: the network's
 due-time heap (``drain_due``, ``next_due``, ``set_due`` against sim.network._PyDue) and the dataflow's
 dependency count-down (``release`` against DataflowExecutor._release's Python loop, ``settle`` against
-_on_flows_done's with no reduction time) leave the same lists,
+_on_flows_done's with no reduction time, ``start_flows`` against Network._start's lines) leave the same lists,
 dicts and arrays on random inputs, and whole runs give the same times to the bit with and without them.
 (Skipped where the extension is not built: the Python loops are then the only ones.)"""
 
@@ -192,6 +192,47 @@ def test_the_cores_settle_is_the_dataflows_python_loop(seed, monkeypatch):
             assert getattr(st_c, name).tolist() == getattr(st_py, name).tolist(), name
         # (the stamps are scratch: the Python count-down writes its own there too)
     assert st_c.held == st_py.held > 0
+
+
+@core
+@pytest.mark.parametrize("seed", range(6))
+def test_the_cores_start_is_the_networks(seed):
+    """``start_flows`` marks a batch started as Network._start's lines do (active, rate 0, set now, due
+    never), and writes nothing where one of the batch is instant (no bytes left, a route of no links)."""
+    rng = np.random.default_rng(seed)
+    n, paths = 200, 30
+    length = rng.integers(0, 4, size=paths)
+    state = {
+        "remaining": np.where(rng.random(n) < 0.05, 0.0, rng.random(n) * 1e6),
+        "path": rng.integers(0, paths, size=n),
+        "is_active": rng.random(n) < 0.3,
+        "rate": rng.random(n),
+        "t_set": rng.random(n),
+        "due": rng.random(n),
+    }
+    for _ in range(20):
+        slots = rng.choice(n, size=int(rng.integers(2, 40)), replace=False)
+        mine = {k: v.copy() for k, v in state.items()}
+        started = C.start_flows(
+            slots,
+            mine["remaining"],
+            mine["path"],
+            length,
+            mine["is_active"],
+            mine["rate"],
+            mine["t_set"],
+            mine["due"],
+            0.5,
+        )
+        instant = (state["remaining"][slots] <= 0) | (length[state["path"][slots]] == 0)
+        assert started == (not instant.any())
+        if started:
+            state["is_active"][slots] = True
+            state["rate"][slots] = 0.0
+            state["t_set"][slots] = 0.5
+            state["due"][slots] = np.inf
+        for k, v in state.items():
+            assert mine[k].tolist() == v.tolist(), k
 
 
 def _both(monkeypatch, run):

@@ -159,8 +159,9 @@ def launchers(cluster: Any, actors: Sequence[int], seconds: float) -> list[tuple
     message to it takes ``seconds`` (its per-message overhead) -- NCCL's fixed cost of a collective,
     paid before any data moves."""
     ranks, launched = [], []
+    size, endpoint_rank = cluster.size, cluster.endpoint_rank
     for a in dict.fromkeys(int(x) for x in actors):
-        rank = a if a < cluster.size else cluster.endpoint_rank[a - cluster.size]
+        rank = a if a < size else endpoint_rank[a - size]
         if rank >= 0:
             ranks.append(rank)
             launched.append(a)
