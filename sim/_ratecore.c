@@ -1690,19 +1690,38 @@ done:
     return out;
 }
 
+/* ------------------------------------------------------------------ the engine's loops beside the heap's */
+
+/* arrays opened one after another: none held at first, each released (where held) at the end */
+static void arrs_init(Arr **all, int n) {
+    for (int k = 0; k < n; k++)
+        all[k]->held = 0;
+}
+
+static void arrs_release(Arr **all, int n) {
+    for (int k = 0; k < n; k++)
+        arr_release(all[k]);
+}
+
+/* whether 0 <= i < n; else an IndexError saying ``what`` (one already raised stands) */
+static int index_ok(int64_t i, Py_ssize_t n, const char *what) {
+    if (i >= 0 && i < n)
+        return 1;
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_IndexError, what);
+    return 0;
+}
+
 /* start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now) -> whether they started:
  * sim/network.py's Network._start for a batch of flows, when none of them is instant (no bytes left or
  * a route of no links): each marked active, at rate 0, set ``now``, due never. Where one is instant
  * nothing is written and False returned (the Python lines handle the batch). */
 static PyObject *py_start_flows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now)");
+    if (!nargs_ok(nargs, 9, "start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now)"))
         return NULL;
-    }
     Arr slots, left, path, length, active, rate, t_set, due;
     Arr *all[8] = {&slots, &left, &path, &length, &active, &rate, &t_set, &due};
-    for (int k = 0; k < 8; k++)
-        all[k]->held = 0;
+    arrs_init(all, 8);
     PyObject *result = NULL;
     double now = PyFloat_AsDouble(args[8]);
     if (now == -1.0 && PyErr_Occurred())
@@ -1718,15 +1737,9 @@ static PyObject *py_start_flows(PyObject *self, PyObject *const *args, Py_ssize_
     }
     for (Py_ssize_t i = 0; i < slots.n; i++) {
         int64_t s = arr_i(&slots, i);
-        if (s < 0 || s >= n) {
-            PyErr_SetString(PyExc_IndexError, "start_flows: slot out of range");
+        int64_t pid = index_ok(s, n, "start_flows: slot out of range") ? arr_i(&path, s) : -1;
+        if (!index_ok(pid, length.n, "start_flows: path out of range"))
             goto done;
-        }
-        int64_t pid = arr_i(&path, s);
-        if (pid < 0 || pid >= length.n) {
-            PyErr_SetString(PyExc_IndexError, "start_flows: path out of range");
-            goto done;
-        }
         if (arr_f(&left, s) <= 0 || arr_i(&length, pid) == 0) {
             result = Py_NewRef(Py_False);
             goto done;
@@ -1741,8 +1754,7 @@ static PyObject *py_start_flows(PyObject *self, PyObject *const *args, Py_ssize_
     }
     result = Py_NewRef(Py_True);
 done:
-    for (int k = 0; k < 8; k++)
-        arr_release(all[k]);
+    arrs_release(all, 8);
     return result;
 }
 
@@ -1750,12 +1762,11 @@ done:
  * grouped by ``owner`` (each in 0..len(ptr)-2), in their order within a group (the stable argsort's), written to
  * ``out``, the groups' bounds to ``ptr`` */
 static PyObject *py_group(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "group(owner, values, ptr, out)");
+    if (!nargs_ok(nargs, 4, "group(owner, values, ptr, out)"))
         return NULL;
-    }
     Arr owner, values, ptr, out;
-    owner.held = values.held = ptr.held = out.held = 0;
+    Arr *all[4] = {&owner, &values, &ptr, &out};
+    arrs_init(all, 4);
     PyObject *result = NULL;
     if (arr_get(args[0], &owner, 'i') < 0 || arr_get(args[1], &values, 'i') < 0 || arr_open(args[2], &ptr, 'i', 1) < 0 ||
         arr_open(args[3], &out, 'i', 1) < 0)
@@ -1795,10 +1806,7 @@ static PyObject *py_group(PyObject *self, PyObject *const *args, Py_ssize_t narg
     free(next);
     result = Py_NewRef(Py_None);
 done:
-    arr_release(&owner);
-    arr_release(&values);
-    arr_release(&ptr);
-    arr_release(&out);
+    arrs_release(all, 4);
     return result;
 }
 
@@ -1873,8 +1881,7 @@ static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Arr tab[8], ms, dep, gate, arrived, stamp, out;
     Arr *all[14] = {&tab[0], &tab[1], &tab[2], &tab[3], &tab[4], &tab[5], &tab[6], &tab[7],
                     &ms,     &dep,    &gate,   &arrived, &stamp, &out};
-    for (int k = 0; k < 14; k++)
-        all[k]->held = 0;
+    arrs_init(all, 14);
     IList cur = {0}, ready = {0}, gated = {0}, starts = {0};
     PyObject *result = NULL;
     for (int k = 0; k < 8; k++)
@@ -1897,10 +1904,8 @@ static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nar
         goto done;
     for (Py_ssize_t i = 0; i < ms.n; i++) {
         int64_t m = arr_i(&ms, i);
-        if (m < 0 || m >= n) {
-            PyErr_SetString(PyExc_IndexError, "settle: message out of range");
+        if (!index_ok(m, n, "settle: message out of range"))
             goto done;
-        }
         cur.v[cur.n++] = (int32_t)m;
         *(unsigned char *)(arrived.p + m * arrived.stride) = 1;
     }
@@ -1935,14 +1940,15 @@ static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nar
         *(int64_t *)(out.p + i * out.stride) = starts.v[i];
     result = Py_BuildValue("(nL)", starts.n, held);
 done:
-    for (int k = 0; k < 14; k++)
-        arr_release(all[k]);
+    arrs_release(all, 14);
     free(cur.v);
     free(ready.v);
     free(gated.v);
     free(starts.v);
     return result;
 }
+
+#define FASTCALL(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
 static PyMethodDef module_methods[] = {
     {"fsum", py_fsum, METH_O, "fsum(array): math.fsum's correctly rounded sum"},
@@ -1954,12 +1960,11 @@ static PyMethodDef module_methods[] = {
      "set_due(slots, rates, now, rate, left, t_set, due, heap, due_at) -> entries added"},
     {"release", (PyCFunction)(void (*)(void))py_release, METH_FASTCALL,
      "release(ptr, targets, ms, counter) -> the targets counted down to zero"},
-    {"start_flows", (PyCFunction)(void (*)(void))py_start_flows, METH_FASTCALL,
-     "start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now) -> whether they started"},
-    {"group", (PyCFunction)(void (*)(void))py_group, METH_FASTCALL,
-     "group(owner, values, ptr, out): values grouped by owner (a stable counting sort)"},
-    {"settle", (PyCFunction)(void (*)(void))py_settle, METH_FASTCALL,
-     "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's instant"},
+    FASTCALL(start_flows, "start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now) -> whether "
+                          "they started"),
+    FASTCALL(group, "group(owner, values, ptr, out): values grouped by owner (a stable counting sort)"),
+    FASTCALL(settle, "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's "
+                     "instant"),
     {NULL, NULL, 0, NULL},
 };
 
