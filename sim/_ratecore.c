@@ -1758,6 +1758,45 @@ done:
     return result;
 }
 
+/* finish_flows(slots, path, nbytes, path_bytes, rate, owner) -> their one owner, or -1: the first lines of
+ * sim/network.py's Network._finish for a batch -- each flow's bytes added to its path's (in slot order,
+ * as np.add.at adds them), its rate set to 0 -- and whether every one of them has one owner (>= 0). */
+static PyObject *py_finish_flows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 6, "finish_flows(slots, path, nbytes, path_bytes, rate, owner)"))
+        return NULL;
+    Arr slots, path, nbytes, path_bytes, rate, owner;
+    Arr *all[6] = {&slots, &path, &nbytes, &path_bytes, &rate, &owner};
+    arrs_init(all, 6);
+    PyObject *result = NULL;
+    if (arr_get(args[0], &slots, 'i') < 0 || arr_get(args[1], &path, 'i') < 0 || arr_get(args[2], &nbytes, 'f') < 0 ||
+        arr_open(args[3], &path_bytes, 'f', 1) < 0 || arr_open(args[4], &rate, 'f', 1) < 0 ||
+        arr_get(args[5], &owner, 'i') < 0)
+        goto done;
+    Py_ssize_t n = path.n;
+    if (nbytes.n != n || rate.n != n || owner.n != n) {
+        PyErr_SetString(PyExc_ValueError, "finish_flows: the per-slot arrays must have one length");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < slots.n; i++) { /* (checked first: nothing written on an error) */
+        int64_t s = arr_i(&slots, i);
+        int64_t pid = index_ok(s, n, "finish_flows: slot out of range") ? arr_i(&path, s) : -1;
+        if (!index_ok(pid, path_bytes.n, "finish_flows: path out of range"))
+            goto done;
+    }
+    int64_t first = slots.n ? arr_i(&owner, arr_i(&slots, 0)) : -1;
+    for (Py_ssize_t i = 0; i < slots.n; i++) {
+        int64_t s = arr_i(&slots, i);
+        *(double *)(path_bytes.p + arr_i(&path, s) * path_bytes.stride) += arr_f(&nbytes, s);
+        *(double *)(rate.p + s * rate.stride) = 0.0;
+        if (arr_i(&owner, s) != first)
+            first = -1;
+    }
+    result = PyLong_FromLongLong(first < 0 ? -1 : first);
+done:
+    arrs_release(all, 6);
+    return result;
+}
+
 /* group(owner, values, ptr, out): sim/dataflow.py's _csr for one array, a counting sort -- ``values``
  * grouped by ``owner`` (each in 0..len(ptr)-2), in their order within a group (the stable argsort's), written to
  * ``out``, the groups' bounds to ``ptr`` */
@@ -1962,6 +2001,7 @@ static PyMethodDef module_methods[] = {
      "release(ptr, targets, ms, counter) -> the targets counted down to zero"},
     FASTCALL(start_flows, "start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now) -> whether "
                           "they started"),
+    FASTCALL(finish_flows, "finish_flows(slots, path, nbytes, path_bytes, rate, owner) -> their one owner, or -1"),
     FASTCALL(group, "group(owner, values, ptr, out): values grouped by owner (a stable counting sort)"),
     FASTCALL(settle, "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's "
                      "instant"),

@@ -899,7 +899,7 @@ class Network:
         self._entries = None
         self.rates.removed(finished, self._path[finished], self._bound[finished], self._rate[finished])
         if len(done) <= _SMALL:
-            self._finish_few(done, now)
+            self._finish_few(done, now, finished)
         else:
             self._finish(finished, now)
         return True
@@ -1100,16 +1100,21 @@ class Network:
         if len(slots) == 1:
             self._finish_one(slots, now)
             return
-        pids = self._path[slots]
-        np.add.at(self._path_bytes, pids, self._bytes[slots])
-        self._rate[slots] = 0.0
-        owners = self._owner[slots]
-        first = int(owners[0])
-        if first >= 0 and (owners == first).all():  # one owner's flows (a fast-path executor's)
+        if _ops is not _PyDue:  # the bytes booked, the rates zeroed and the one owner found in C
+            first = _ops.finish_flows(slots, self._path, self._bytes, self._path_bytes, self._rate, self._owner)
+            owners = None
+        else:
+            np.add.at(self._path_bytes, self._path[slots], self._bytes[slots])
+            self._rate[slots] = 0.0
+            owners = self._owner[slots]
+            first = int(owners[0]) if (owners == owners[0]).all() else -1
+        if first >= 0:  # one owner's flows (a fast-path executor's)
             self._owners[first](slots, now)
             self._owner[slots] = -1
             self._release(slots)
             return
+        if owners is None:
+            owners = self._owner[slots]
         owned = owners >= 0
         if owned.any():
             for owner in np.unique(owners[owned]).tolist():
@@ -1146,12 +1151,13 @@ class Network:
             hook[0](hook[1], hook[2])
         self.trigger(event, now)
 
-    def _finish_few(self, slots: list[int], now: float) -> None:
+    def _finish_few(self, slots: list[int], now: float, as_array: np.ndarray | None = None) -> None:
         """:meth:`_finish` for a few flows of no owner, in scalar operations, in the same order (bytes
-        booked slot by slot, transfer groups by id, then single sends slot by slot)."""
+        booked slot by slot, transfer groups by id, then single sends slot by slot). (``as_array``: the
+        slots as an array, where the caller has it.)"""
         owner = self._owner
         if self._owners and any(owner[slot] >= 0 for slot in slots):
-            self._finish(np.array(slots, dtype=np.int64), now)
+            self._finish(np.array(slots, dtype=np.int64) if as_array is None else as_array, now)
             return
         path, nbytes, rate, gid_of = self._path, self._bytes, self._rate, self._gid
         path_bytes = self._path_bytes_for(self.cluster.paths.count)

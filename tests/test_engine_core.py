@@ -1,7 +1,7 @@
 """The engine's loops in the compiled core (sim/_ratecore.c) against their Python reference: the network's
 due-time heap (``drain_due``, ``next_due``, ``set_due`` against sim.network._PyDue) and the dataflow's
 dependency count-down (``release`` against DataflowExecutor._release's Python loop, ``settle`` against
-_on_flows_done's with no reduction time, ``start_flows`` against Network._start's lines) leave the same lists,
+_on_flows_done's with no reduction time, ``start_flows`` and ``finish_flows`` against Network._start's and _finish's lines) leave the same lists,
 dicts and arrays on random inputs, and whole runs give the same times to the bit with and without them.
 (Skipped where the extension is not built: the Python loops are then the only ones.)"""
 
@@ -233,6 +233,32 @@ def test_the_cores_start_is_the_networks(seed):
             state["due"][slots] = np.inf
         for k, v in state.items():
             assert mine[k].tolist() == v.tolist(), k
+
+
+@core
+@pytest.mark.parametrize("seed", range(6))
+def test_the_cores_finish_is_the_networks(seed):
+    """``finish_flows`` books a batch's bytes on its paths (repeated paths added in slot order, as
+    np.add.at adds them), zeroes its rates and finds its one owner, as Network._finish's lines do."""
+    rng = np.random.default_rng(seed)
+    n, paths = 300, 12
+    path, nbytes = rng.integers(0, paths, size=n), rng.random(n) * 1e6
+    owner = np.where(rng.random(n) < 0.2, -1, rng.integers(0, 2, size=n))
+    for _ in range(20):
+        slots = rng.choice(n, size=int(rng.integers(2, 60)), replace=False)
+        if rng.random() < 0.4:
+            owner[slots] = int(rng.integers(-1, 2))  # one owner (or none) for the whole batch
+        want_bytes, got_bytes = rng.random(paths), None
+        got_bytes = want_bytes.copy()
+        want_rate = rng.random(n)
+        got_rate = want_rate.copy()
+        first = C.finish_flows(slots, path, nbytes, got_bytes, got_rate, owner)
+        np.add.at(want_bytes, path[slots], nbytes[slots])
+        want_rate[slots] = 0.0
+        owners = owner[slots]
+        assert first == (int(owners[0]) if (owners == owners[0]).all() and owners[0] >= 0 else -1)
+        assert got_bytes.tolist() == want_bytes.tolist()
+        assert got_rate.tolist() == want_rate.tolist()
 
 
 def _both(monkeypatch, run):
