@@ -147,6 +147,7 @@ class Streams:
                 seg_width=width[on],
                 bound=None if budget is None else budget(on),
                 pairs_checked=unique_pairs,
+                owned=True,  # (every array above made here for this step)
             )
             if edges is not None:
                 step.routes_of = (edges, np.flatnonzero(on))
