@@ -1797,6 +1797,66 @@ done:
     return result;
 }
 
+/* launch_rows(rows, pids, srcs, nbytes, slots, remaining, bytes, path, bound, owner, owner_id, latency,
+ * overhead, now, starts) -> whether the sizes were all >= 0: sim/network.py's Network.launch for flows
+ * ``pids[rows[i]]`` from ``srcs[rows[i]]`` of ``nbytes[rows[i]]`` bytes in ``slots[i]`` under the nominal
+ * message model -- their wire bytes their bytes, no rate bound, the owner's, each starting at
+ * ``now + (latency[pid] + overhead[src])`` (written to ``starts``). Nothing is written where a size is
+ * not >= 0. */
+static PyObject *py_launch_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 15,
+                  "launch_rows(rows, pids, srcs, nbytes, slots, remaining, bytes, path, bound, owner, owner_id, "
+                  "latency, overhead, now, starts)"))
+        return NULL;
+    Arr rows, pids, srcs, nbytes, slots, left, bytes, path, bound, owner, latency, overhead, starts;
+    Arr *all[13] = {&rows, &pids, &srcs, &nbytes, &slots, &left, &bytes, &path, &bound, &owner, &latency, &overhead, &starts};
+    arrs_init(all, 13);
+    PyObject *result = NULL;
+    long long owner_id = PyLong_AsLongLong(args[10]);
+    double now = PyFloat_AsDouble(args[13]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (arr_get(args[0], &rows, 'i') < 0 || arr_get(args[1], &pids, 'i') < 0 || arr_get(args[2], &srcs, 'i') < 0 ||
+        arr_get(args[3], &nbytes, 'f') < 0 || arr_get(args[4], &slots, 'i') < 0 || arr_open(args[5], &left, 'f', 1) < 0 ||
+        arr_open(args[6], &bytes, 'f', 1) < 0 || arr_open(args[7], &path, 'i', 1) < 0 ||
+        arr_open(args[8], &bound, 'f', 1) < 0 || arr_open(args[9], &owner, 'i', 1) < 0 ||
+        arr_get(args[11], &latency, 'f') < 0 || arr_get(args[12], &overhead, 'f') < 0 ||
+        arr_open(args[14], &starts, 'f', 1) < 0)
+        goto done;
+    Py_ssize_t n = left.n, k = rows.n;
+    if (bytes.n != n || path.n != n || bound.n != n || owner.n != n || slots.n != k || starts.n < k ||
+        pids.n != nbytes.n || srcs.n != nbytes.n || path.view.itemsize != 8 || owner.view.itemsize != 8) {
+        PyErr_SetString(PyExc_ValueError, "launch_rows: arrays of mismatched lengths or kinds");
+        goto done;
+    }
+    int sizes_ok = 1;
+    for (Py_ssize_t i = 0; i < k; i++) { /* (checked first: nothing written on an error or a bad size) */
+        int64_t m = arr_i(&rows, i), s = arr_i(&slots, i);
+        int64_t pid = index_ok(m, nbytes.n, "launch_rows: row out of range") ? arr_i(&pids, m) : -1;
+        int64_t src = pid >= 0 ? arr_i(&srcs, m) : -1;
+        if (!index_ok(s, n, "launch_rows: slot out of range") || !index_ok(pid, latency.n, "launch_rows: path out of range") ||
+            !index_ok(src, overhead.n, "launch_rows: sender out of range"))
+            goto done;
+        if (!(arr_f(&nbytes, m) >= 0))
+            sizes_ok = 0;
+    }
+    if (sizes_ok)
+        for (Py_ssize_t i = 0; i < k; i++) {
+            int64_t m = arr_i(&rows, i), s = arr_i(&slots, i), pid = arr_i(&pids, m);
+            double size = arr_f(&nbytes, m);
+            *(double *)(left.p + s * left.stride) = size;
+            *(double *)(bytes.p + s * bytes.stride) = size;
+            *(int64_t *)(path.p + s * path.stride) = pid;
+            *(double *)(bound.p + s * bound.stride) = INFINITY;
+            *(int64_t *)(owner.p + s * owner.stride) = owner_id;
+            *(double *)(starts.p + i * starts.stride) = now + (arr_f(&latency, pid) + arr_f(&overhead, arr_i(&srcs, m)));
+        }
+    result = PyBool_FromLong(sizes_ok);
+done:
+    arrs_release(all, 13);
+    return result;
+}
+
 /* group(owner, values, ptr, out): sim/dataflow.py's _csr for one array, a counting sort -- ``values``
  * grouped by ``owner`` (each in 0..len(ptr)-2), in their order within a group (the stable argsort's), written to
  * ``out``, the groups' bounds to ``ptr`` */
@@ -2002,6 +2062,8 @@ static PyMethodDef module_methods[] = {
     FASTCALL(start_flows, "start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now) -> whether "
                           "they started"),
     FASTCALL(finish_flows, "finish_flows(slots, path, nbytes, path_bytes, rate, owner) -> their one owner, or -1"),
+    FASTCALL(launch_rows, "launch_rows(rows, pids, srcs, nbytes, slots, remaining, bytes, path, bound, owner, "
+                          "owner_id, latency, overhead, now, starts) -> whether the sizes were all >= 0"),
     FASTCALL(group, "group(owner, values, ptr, out): values grouped by owner (a stable counting sort)"),
     FASTCALL(settle, "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's "
                      "instant"),

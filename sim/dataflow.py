@@ -388,7 +388,7 @@ class DataflowExecutor:
         if not len(ms):
             return
         flow = self.flow
-        slots = self.net.launch(flow.pids(self.net)[ms], flow.src[ms], flow.nbytes[ms], owner=self.owner)
+        slots = self.net.launch_rows(ms, flow.pids(self.net), flow.src, flow.nbytes, owner=self.owner)
         if len(self.f_msg) < self.net.slots:
             grown = np.zeros(self.net.slots, dtype=np.int64)
             grown[: len(self.f_msg)] = self.f_msg

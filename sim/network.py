@@ -420,13 +420,40 @@ class Network:
         self._bound[slots] = np.inf if bounds is None else bounds
         self._owner[slots] = owner
         self.flows += count
-        starts = self.env.now + delays
-        first = starts[0] if count else 0.0
-        if count and (starts == first).all():
+        self._enqueue_all(self.env.now + delays, slots)
+        return slots
+
+    def _enqueue_all(self, starts: np.ndarray, slots: np.ndarray) -> None:
+        """Flows ``slots`` pending until ``starts`` (grouped by start time, in time order)."""
+        first = starts[0] if len(starts) else 0.0
+        if len(starts) and (starts == first).all():
             self._enqueue(float(first), slots)
         else:
             for start in np.unique(starts):
                 self._enqueue(float(start), slots[starts == start])
+
+    def launch_rows(
+        self, rows: np.ndarray, pids: np.ndarray, srcs: np.ndarray, nbytes: np.ndarray, owner: int = -1
+    ) -> np.ndarray:
+        """:meth:`launch` of flows on paths ``pids[rows]`` from ``srcs[rows]`` of ``nbytes[rows]`` bytes, no
+        rate bound (a dataflow's messages ``rows``): the same slots, arrays and start times, the rows read
+        and the arrays written in one compiled pass where the message model is the nominal one."""
+        count = len(rows)
+        if count <= 1 or _ops is _PyDue or getattr(self._model, "_models", True):
+            return self.launch(pids[rows], srcs[rows], nbytes[rows], owner=owner)
+        self._end_lane()
+        self._flush()
+        slots = self._alloc_many(count)
+        starts = np.empty(count)
+        cl = self.cluster
+        fields = (self._remaining, self._bytes, self._path, self._bound, self._owner)
+        if not _ops.launch_rows(
+            rows, pids, srcs, nbytes, slots, *fields, owner, cl.paths.latency, cl.overhead, self.env.now, starts
+        ):
+            self._free.extend(slots[::-1].tolist())  # (the slots taken back, as they were)
+            raise RunError("launch: sizes must be >= 0 bytes")
+        self.flows += count
+        self._enqueue_all(starts, slots)
         return slots
 
     def launch_one(self, pid: int, src: int, nbytes: float, owner: int = -1, bound: float | None = None) -> np.ndarray:

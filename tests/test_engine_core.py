@@ -1,7 +1,8 @@
 """The engine's loops in the compiled core (sim/_ratecore.c) against their Python reference: the network's
 due-time heap (``drain_due``, ``next_due``, ``set_due`` against sim.network._PyDue) and the dataflow's
 dependency count-down (``release`` against DataflowExecutor._release's Python loop, ``settle`` against
-_on_flows_done's with no reduction time, ``start_flows`` and ``finish_flows`` against Network._start's and _finish's lines) leave the same lists,
+_on_flows_done's with no reduction time, ``start_flows``, ``finish_flows`` and ``launch_rows`` against Network._start's, _finish's and launch's lines)
+leave the same lists,
 dicts and arrays on random inputs, and whole runs give the same times to the bit with and without them.
 (Skipped where the extension is not built: the Python loops are then the only ones.)"""
 
@@ -20,6 +21,7 @@ import pytest
 import sim.dataflow as dataflow
 import sim.network as network
 import sim.rates as rates
+from sim.errors import RunError
 from sim.simulate import simulate
 from sim.topology import dgx
 
@@ -259,6 +261,46 @@ def test_the_cores_finish_is_the_networks(seed):
         assert first == (int(owners[0]) if (owners == owners[0]).all() and owners[0] >= 0 else -1)
         assert got_bytes.tolist() == want_bytes.tolist()
         assert got_rate.tolist() == want_rate.tolist()
+
+
+@core
+@pytest.mark.parametrize("seed", range(4))
+def test_launching_rows_is_launching_them(seed, monkeypatch):
+    """``Network.launch_rows`` (rows of a dataflow's messages, written in C) leaves the network as
+    ``launch`` of the gathered rows does: slots, per-slot arrays, start times and their order; a size
+    below zero is refused with nothing taken."""
+    import simpy
+
+    from sim.cluster import Cluster
+
+    cluster = Cluster(DGX)
+    rng = np.random.default_rng(seed)
+    m = 400
+    src, dst = rng.integers(0, cluster.size, m), rng.integers(0, cluster.size, m)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    pids = cluster.path_ids(src, dst)
+    nbytes = rng.integers(1, 4, len(src)) * 1e6
+    nets = [network.Network(simpy.Environment(), cluster) for _ in range(2)]
+    for net in nets:
+        net.add_owner(lambda slots, now: None)
+    for _ in range(6):
+        rows = rng.choice(len(src), size=int(rng.integers(2, 50)), replace=False)
+        a = nets[0].launch(pids[rows], src[rows], nbytes[rows], owner=0)
+        b = nets[1].launch_rows(rows, pids, src, nbytes, owner=0)
+        assert a.tolist() == b.tolist()
+    for name in ("_remaining", "_bytes", "_path", "_bound", "_owner", "_free", "_pending", "flows"):
+        x, y = getattr(nets[0], name), getattr(nets[1], name)
+        assert (x.tolist() if isinstance(x, np.ndarray) else x) == (y.tolist() if isinstance(y, np.ndarray) else y)
+    assert {t: np.concatenate(v).tolist() for t, v in nets[0]._pending_at.items()} == {
+        t: np.concatenate(v).tolist() for t, v in nets[1]._pending_at.items()
+    }
+    bad = nbytes.copy()
+    bad[3] = -1.0
+    free = list(nets[1]._free)
+    with pytest.raises(RunError, match="sizes must be >= 0"):
+        nets[1].launch_rows(np.array([2, 3]), pids, src, bad, owner=0)
+    assert nets[1]._free == free
 
 
 def _both(monkeypatch, run):
