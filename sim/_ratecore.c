@@ -1857,6 +1857,37 @@ done:
     return result;
 }
 
+/* hash_finite(path_hash, pids, bounds) -> (the paths' numbers summed mod 2**64, how many bounds are finite):
+ * sim/rates.py's Rates._hash_sum and _finite for a batch of flows in one call */
+static PyObject *py_hash_finite(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 3, "hash_finite(path_hash, pids, bounds)"))
+        return NULL;
+    Arr hash, pids, bounds;
+    Arr *all[3] = {&hash, &pids, &bounds};
+    arrs_init(all, 3);
+    PyObject *result = NULL;
+    if (arr_get(args[0], &hash, 'i') < 0 || arr_get(args[1], &pids, 'i') < 0 || arr_get(args[2], &bounds, 'f') < 0)
+        goto done;
+    if (hash.view.itemsize != 8) {
+        PyErr_SetString(PyExc_TypeError, "hash_finite: path_hash must hold 64-bit numbers");
+        goto done;
+    }
+    uint64_t sum = 0;
+    for (Py_ssize_t i = 0; i < pids.n; i++) {
+        int64_t pid = arr_i(&pids, i);
+        if (!index_ok(pid, hash.n, "hash_finite: path out of range"))
+            goto done;
+        sum += (uint64_t)arr_i(&hash, pid);
+    }
+    Py_ssize_t finite = 0;
+    for (Py_ssize_t i = 0; i < bounds.n; i++)
+        finite += isfinite(arr_f(&bounds, i)) != 0;
+    result = Py_BuildValue("(Kn)", (unsigned long long)sum, finite);
+done:
+    arrs_release(all, 3);
+    return result;
+}
+
 /* group(owner, values, ptr, out): sim/dataflow.py's _csr for one array, a counting sort -- ``values``
  * grouped by ``owner`` (each in 0..len(ptr)-2), in their order within a group (the stable argsort's), written to
  * ``out``, the groups' bounds to ``ptr`` */
@@ -2064,6 +2095,8 @@ static PyMethodDef module_methods[] = {
     FASTCALL(finish_flows, "finish_flows(slots, path, nbytes, path_bytes, rate, owner) -> their one owner, or -1"),
     FASTCALL(launch_rows, "launch_rows(rows, pids, srcs, nbytes, slots, remaining, bytes, path, bound, owner, "
                           "owner_id, latency, overhead, now, starts) -> whether the sizes were all >= 0"),
+    FASTCALL(hash_finite, "hash_finite(path_hash, pids, bounds) -> (the paths' numbers summed mod 2**64, finite "
+                          "bounds)"),
     FASTCALL(group, "group(owner, values, ptr, out): values grouped by owner (a stable counting sort)"),
     FASTCALL(settle, "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's "
                      "instant"),

@@ -303,6 +303,25 @@ def test_launching_rows_is_launching_them(seed, monkeypatch):
     assert nets[1]._free == free
 
 
+@core
+@pytest.mark.parametrize("seed", range(4))
+def test_the_cores_sums_are_the_rates(seed):
+    """``hash_finite`` gives Rates._hash_sum (mod 2**64, as the key takes it) and _finite of a batch, few
+    flows or many, bounds finite, infinite or NaN."""
+    from sim.cluster import Cluster
+
+    rng = np.random.default_rng(seed)
+    cluster = Cluster(DGX)
+    cluster.path_ids(rng.integers(0, cluster.size, 200), rng.integers(0, cluster.size, 200))
+    r = rates.Rates(cluster)
+    for size in (1, 5, 16, 17, 300):
+        pids = rng.integers(0, cluster.paths.count, size)
+        bounds = rng.choice([1e9, np.inf, np.nan, 3.5], size=size)
+        numbers, finite = C.hash_finite(r._hashes(), pids, bounds)
+        assert numbers == r._hash_sum(pids) % (1 << 64)
+        assert finite == r._finite(bounds)
+
+
 def _both(monkeypatch, run):
     """``run()`` with the core's loops, then with the Python ones."""
     got = [run()]
