@@ -71,6 +71,11 @@ CASES = [
     *(Case(f"{a.split(':')[0]}-16k", DGX16K, a, "1GiB", "auto", 10, 4096) for a in ALLREDUCE),
     # NCCL's schedules on DGX H100 hosts (NVLS-capable NVSwitch, one 400 Gb/s NIC per GPU, rail fabric)
     *(Case(name, H100_16K, a, "1GiB", "auto", 10, 4096) for name, a in NCCL),
+    # CollNet (SHARP in the leaf switches): NCCL's schedules through the switches' reduction engines
+    *(
+        Case(f"{algo}-h100-16k", f"{H100_16K},sharp=true", f"nccl:algo={algo}", "1GiB", "auto", 10, 4096)
+        for algo in ("collnet-direct", "collnet-chain")
+    ),
     # the same schedules at 256 to 2,048 GPUs: how their cost grows on the way to 16k
     *(
         Case(name.replace("16k", gpus), f"hgx:preset=dgx-h100,hosts={hosts}", a, "1GiB", "auto", None, None)

@@ -1690,6 +1690,396 @@ done:
     return out;
 }
 
+/* ------------------------------------------------------------------ the engine's loops beside the heap's */
+
+/* arrays opened one after another: none held at first, each released (where held) at the end */
+static void arrs_init(Arr **all, int n) {
+    for (int k = 0; k < n; k++)
+        all[k]->held = 0;
+}
+
+static void arrs_release(Arr **all, int n) {
+    for (int k = 0; k < n; k++)
+        arr_release(all[k]);
+}
+
+/* whether 0 <= i < n; else an IndexError saying ``what`` (one already raised stands) */
+static int index_ok(int64_t i, Py_ssize_t n, const char *what) {
+    if (i >= 0 && i < n)
+        return 1;
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_IndexError, what);
+    return 0;
+}
+
+/* start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now) -> whether they started:
+ * sim/network.py's Network._start for a batch of flows, when none of them is instant (no bytes left or
+ * a route of no links): each marked active, at rate 0, set ``now``, due never. Where one is instant
+ * nothing is written and False returned (the Python lines handle the batch). */
+static PyObject *py_start_flows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 9, "start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now)"))
+        return NULL;
+    Arr slots, left, path, length, active, rate, t_set, due;
+    Arr *all[8] = {&slots, &left, &path, &length, &active, &rate, &t_set, &due};
+    arrs_init(all, 8);
+    PyObject *result = NULL;
+    double now = PyFloat_AsDouble(args[8]);
+    if (now == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (arr_get(args[0], &slots, 'i') < 0 || arr_get(args[1], &left, 'f') < 0 || arr_get(args[2], &path, 'i') < 0 ||
+        arr_get(args[3], &length, 'i') < 0 || arr_open(args[4], &active, 'b', 1) < 0 ||
+        arr_open(args[5], &rate, 'f', 1) < 0 || arr_open(args[6], &t_set, 'f', 1) < 0 || arr_open(args[7], &due, 'f', 1) < 0)
+        goto done;
+    Py_ssize_t n = left.n;
+    if (path.n != n || active.n != n || rate.n != n || t_set.n != n || due.n != n) {
+        PyErr_SetString(PyExc_ValueError, "start_flows: the per-slot arrays must have one length");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < slots.n; i++) {
+        int64_t s = arr_i(&slots, i);
+        int64_t pid = index_ok(s, n, "start_flows: slot out of range") ? arr_i(&path, s) : -1;
+        if (!index_ok(pid, length.n, "start_flows: path out of range"))
+            goto done;
+        if (arr_f(&left, s) <= 0 || arr_i(&length, pid) == 0) {
+            result = Py_NewRef(Py_False);
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < slots.n; i++) {
+        int64_t s = arr_i(&slots, i);
+        *(unsigned char *)(active.p + s * active.stride) = 1;
+        *(double *)(rate.p + s * rate.stride) = 0.0;
+        *(double *)(t_set.p + s * t_set.stride) = now;
+        *(double *)(due.p + s * due.stride) = INFINITY;
+    }
+    result = Py_NewRef(Py_True);
+done:
+    arrs_release(all, 8);
+    return result;
+}
+
+/* finish_flows(slots, path, nbytes, path_bytes, rate, owner) -> their one owner, or -1: the first lines of
+ * sim/network.py's Network._finish for a batch -- each flow's bytes added to its path's (in slot order,
+ * as np.add.at adds them), its rate set to 0 -- and whether every one of them has one owner (>= 0). */
+static PyObject *py_finish_flows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 6, "finish_flows(slots, path, nbytes, path_bytes, rate, owner)"))
+        return NULL;
+    Arr slots, path, nbytes, path_bytes, rate, owner;
+    Arr *all[6] = {&slots, &path, &nbytes, &path_bytes, &rate, &owner};
+    arrs_init(all, 6);
+    PyObject *result = NULL;
+    if (arr_get(args[0], &slots, 'i') < 0 || arr_get(args[1], &path, 'i') < 0 || arr_get(args[2], &nbytes, 'f') < 0 ||
+        arr_open(args[3], &path_bytes, 'f', 1) < 0 || arr_open(args[4], &rate, 'f', 1) < 0 ||
+        arr_get(args[5], &owner, 'i') < 0)
+        goto done;
+    Py_ssize_t n = path.n;
+    if (nbytes.n != n || rate.n != n || owner.n != n) {
+        PyErr_SetString(PyExc_ValueError, "finish_flows: the per-slot arrays must have one length");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < slots.n; i++) { /* (checked first: nothing written on an error) */
+        int64_t s = arr_i(&slots, i);
+        int64_t pid = index_ok(s, n, "finish_flows: slot out of range") ? arr_i(&path, s) : -1;
+        if (!index_ok(pid, path_bytes.n, "finish_flows: path out of range"))
+            goto done;
+    }
+    int64_t first = slots.n ? arr_i(&owner, arr_i(&slots, 0)) : -1;
+    for (Py_ssize_t i = 0; i < slots.n; i++) {
+        int64_t s = arr_i(&slots, i);
+        *(double *)(path_bytes.p + arr_i(&path, s) * path_bytes.stride) += arr_f(&nbytes, s);
+        *(double *)(rate.p + s * rate.stride) = 0.0;
+        if (arr_i(&owner, s) != first)
+            first = -1;
+    }
+    result = PyLong_FromLongLong(first < 0 ? -1 : first);
+done:
+    arrs_release(all, 6);
+    return result;
+}
+
+/* launch_rows(rows, pids, srcs, nbytes, slots, remaining, bytes, path, bound, owner, owner_id, latency,
+ * overhead, now, starts) -> whether the sizes were all >= 0: sim/network.py's Network.launch for flows
+ * ``pids[rows[i]]`` from ``srcs[rows[i]]`` of ``nbytes[rows[i]]`` bytes in ``slots[i]`` under the nominal
+ * message model -- their wire bytes their bytes, no rate bound, the owner's, each starting at
+ * ``now + (latency[pid] + overhead[src])`` (written to ``starts``). Nothing is written where a size is
+ * not >= 0. */
+static PyObject *py_launch_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 15,
+                  "launch_rows(rows, pids, srcs, nbytes, slots, remaining, bytes, path, bound, owner, owner_id, "
+                  "latency, overhead, now, starts)"))
+        return NULL;
+    Arr rows, pids, srcs, nbytes, slots, left, bytes, path, bound, owner, latency, overhead, starts;
+    Arr *all[13] = {&rows, &pids, &srcs, &nbytes, &slots, &left, &bytes, &path, &bound, &owner, &latency, &overhead, &starts};
+    arrs_init(all, 13);
+    PyObject *result = NULL;
+    long long owner_id = PyLong_AsLongLong(args[10]);
+    double now = PyFloat_AsDouble(args[13]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (arr_get(args[0], &rows, 'i') < 0 || arr_get(args[1], &pids, 'i') < 0 || arr_get(args[2], &srcs, 'i') < 0 ||
+        arr_get(args[3], &nbytes, 'f') < 0 || arr_get(args[4], &slots, 'i') < 0 || arr_open(args[5], &left, 'f', 1) < 0 ||
+        arr_open(args[6], &bytes, 'f', 1) < 0 || arr_open(args[7], &path, 'i', 1) < 0 ||
+        arr_open(args[8], &bound, 'f', 1) < 0 || arr_open(args[9], &owner, 'i', 1) < 0 ||
+        arr_get(args[11], &latency, 'f') < 0 || arr_get(args[12], &overhead, 'f') < 0 ||
+        arr_open(args[14], &starts, 'f', 1) < 0)
+        goto done;
+    Py_ssize_t n = left.n, k = rows.n;
+    if (bytes.n != n || path.n != n || bound.n != n || owner.n != n || slots.n != k || starts.n < k ||
+        pids.n != nbytes.n || srcs.n != nbytes.n || path.view.itemsize != 8 || owner.view.itemsize != 8) {
+        PyErr_SetString(PyExc_ValueError, "launch_rows: arrays of mismatched lengths or kinds");
+        goto done;
+    }
+    int sizes_ok = 1;
+    for (Py_ssize_t i = 0; i < k; i++) { /* (checked first: nothing written on an error or a bad size) */
+        int64_t m = arr_i(&rows, i), s = arr_i(&slots, i);
+        int64_t pid = index_ok(m, nbytes.n, "launch_rows: row out of range") ? arr_i(&pids, m) : -1;
+        int64_t src = pid >= 0 ? arr_i(&srcs, m) : -1;
+        if (!index_ok(s, n, "launch_rows: slot out of range") || !index_ok(pid, latency.n, "launch_rows: path out of range") ||
+            !index_ok(src, overhead.n, "launch_rows: sender out of range"))
+            goto done;
+        if (!(arr_f(&nbytes, m) >= 0))
+            sizes_ok = 0;
+    }
+    if (sizes_ok)
+        for (Py_ssize_t i = 0; i < k; i++) {
+            int64_t m = arr_i(&rows, i), s = arr_i(&slots, i), pid = arr_i(&pids, m);
+            double size = arr_f(&nbytes, m);
+            *(double *)(left.p + s * left.stride) = size;
+            *(double *)(bytes.p + s * bytes.stride) = size;
+            *(int64_t *)(path.p + s * path.stride) = pid;
+            *(double *)(bound.p + s * bound.stride) = INFINITY;
+            *(int64_t *)(owner.p + s * owner.stride) = owner_id;
+            *(double *)(starts.p + i * starts.stride) = now + (arr_f(&latency, pid) + arr_f(&overhead, arr_i(&srcs, m)));
+        }
+    result = PyBool_FromLong(sizes_ok);
+done:
+    arrs_release(all, 13);
+    return result;
+}
+
+/* hash_finite(path_hash, pids, bounds) -> (the paths' numbers summed mod 2**64, how many bounds are finite):
+ * sim/rates.py's Rates._hash_sum and _finite for a batch of flows in one call */
+static PyObject *py_hash_finite(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 3, "hash_finite(path_hash, pids, bounds)"))
+        return NULL;
+    Arr hash, pids, bounds;
+    Arr *all[3] = {&hash, &pids, &bounds};
+    arrs_init(all, 3);
+    PyObject *result = NULL;
+    if (arr_get(args[0], &hash, 'i') < 0 || arr_get(args[1], &pids, 'i') < 0 || arr_get(args[2], &bounds, 'f') < 0)
+        goto done;
+    if (hash.view.itemsize != 8) {
+        PyErr_SetString(PyExc_TypeError, "hash_finite: path_hash must hold 64-bit numbers");
+        goto done;
+    }
+    uint64_t sum = 0;
+    for (Py_ssize_t i = 0; i < pids.n; i++) {
+        int64_t pid = arr_i(&pids, i);
+        if (!index_ok(pid, hash.n, "hash_finite: path out of range"))
+            goto done;
+        sum += (uint64_t)arr_i(&hash, pid);
+    }
+    Py_ssize_t finite = 0;
+    for (Py_ssize_t i = 0; i < bounds.n; i++)
+        finite += isfinite(arr_f(&bounds, i)) != 0;
+    result = Py_BuildValue("(Kn)", (unsigned long long)sum, finite);
+done:
+    arrs_release(all, 3);
+    return result;
+}
+
+/* group(owner, values, ptr, out): sim/dataflow.py's _csr for one array, a counting sort -- ``values``
+ * grouped by ``owner`` (each in 0..len(ptr)-2), in their order within a group (the stable argsort's), written to
+ * ``out``, the groups' bounds to ``ptr`` */
+static PyObject *py_group(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 4, "group(owner, values, ptr, out)"))
+        return NULL;
+    Arr owner, values, ptr, out;
+    Arr *all[4] = {&owner, &values, &ptr, &out};
+    arrs_init(all, 4);
+    PyObject *result = NULL;
+    if (arr_get(args[0], &owner, 'i') < 0 || arr_get(args[1], &values, 'i') < 0 || arr_open(args[2], &ptr, 'i', 1) < 0 ||
+        arr_open(args[3], &out, 'i', 1) < 0)
+        goto done;
+    if (ptr.view.itemsize != 4 || out.view.itemsize != 4) {
+        PyErr_SetString(PyExc_TypeError, "group: ptr and out must hold 32-bit integers");
+        goto done;
+    }
+    Py_ssize_t n = ptr.n - 1, len = owner.n;
+    if (n < 0 || values.n != len || out.n != len || len > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "group: owner, values and out must have the same length, ptr one more than the groups");
+        goto done;
+    }
+    int32_t *p = (int32_t *)ptr.p, *o = (int32_t *)out.p;
+    Py_ssize_t ps = ptr.stride / 4, os = out.stride / 4;
+    for (Py_ssize_t g = 0; g <= n; g++)
+        p[g * ps] = 0;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        int64_t g = arr_i(&owner, i);
+        if (g < 0 || g >= n) {
+            PyErr_SetString(PyExc_IndexError, "group: owner out of range");
+            goto done;
+        }
+        p[(g + 1) * ps]++;
+    }
+    for (Py_ssize_t g = 0; g < n; g++)
+        p[(g + 1) * ps] += p[g * ps];
+    int32_t *next = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+    if (!next) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t g = 0; g < n; g++)
+        next[g] = p[g * ps];
+    for (Py_ssize_t i = 0; i < len; i++)
+        o[(Py_ssize_t)next[arr_i(&owner, i)]++ * os] = (int32_t)arr_i(&values, i);
+    free(next);
+    result = Py_NewRef(Py_None);
+done:
+    arrs_release(all, 4);
+    return result;
+}
+
+/* ------------------------------------------------------------------ a dataflow's instant, whole */
+
+/* count ``ms`` off the messages waiting on them (table ``ptr``/``targets``, counter ``counter``):
+ * py_release's loop, the ones reaching zero appended to ``out`` */
+static int settle_release(const Arr *ptr, const Arr *targets, const IList *ms, Arr *counter, IList *out) {
+    for (Py_ssize_t i = 0; i < ms->n; i++) {
+        int64_t m = ms->v[i];
+        if (m < 0 || m + 1 >= ptr->n) {
+            PyErr_SetString(PyExc_IndexError, "settle: message out of range");
+            return -1;
+        }
+        int64_t lo = arr_i(ptr, m), hi = arr_i(ptr, m + 1);
+        for (int64_t j = lo; j < hi; j++) {
+            int64_t t = j >= 0 && j < targets->n ? arr_i(targets, j) : -1;
+            if (t < 0 || t >= counter->n) {
+                PyErr_SetString(PyExc_IndexError, "settle: target out of range");
+                return -1;
+            }
+            int64_t *left = (int64_t *)(counter->p + t * counter->stride);
+            if (--*left == 0 && il_push(out, (int32_t)t) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int cmp_i32_asc(const void *x, const void *y) {
+    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* ``ready`` without repeats, as DataflowExecutor._reduce takes them when no reduction takes time: up to
+ * 16 sorted (``sorted(set(...))``), more in place keeping the last of each (``_distinct``, its stamps
+ * written the same) */
+static void settle_distinct(IList *ready, Arr *stamp) {
+    Py_ssize_t n = ready->n;
+    int32_t *v = ready->v;
+    if (n <= 16) {
+        qsort(v, (size_t)n, sizeof(int32_t), cmp_i32_asc);
+        Py_ssize_t k = 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (k == 0 || v[k - 1] != v[i])
+                v[k++] = v[i];
+        ready->n = k;
+        return;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        *(int64_t *)(stamp->p + (Py_ssize_t)v[i] * stamp->stride) = i;
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (*(int64_t *)(stamp->p + (Py_ssize_t)v[i] * stamp->stride) == i)
+            v[k++] = v[i];
+    ready->n = k;
+}
+
+/* settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): sim/dataflow.py's
+ * DataflowExecutor._on_flows_done and _settle when no reduction takes time (gamma 0), in one pass --
+ * messages ``ms`` have arrived: each is marked, counted off what starts and what is gated on its
+ * arrival; the arrived ones whose gates have passed are held (``_reduce``'s order), counted off what
+ * waits on them being held, and so on until nothing more is held now. ``tables`` are the eight arrays
+ * (pointers, waiting) of on_arrived, gate_on_arrived, on_held, gate_on_held. The messages that can
+ * start are written to ``out`` in the order the Python loop concatenates them; returns how many, and
+ * how many messages were held. */
+static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 8) {
+        PyErr_SetString(PyExc_TypeError, "settle(tables (8 arrays), ms, dep_left, gate_left, arrived, stamp, out)");
+        return NULL;
+    }
+    Arr tab[8], ms, dep, gate, arrived, stamp, out;
+    Arr *all[14] = {&tab[0], &tab[1], &tab[2], &tab[3], &tab[4], &tab[5], &tab[6], &tab[7],
+                    &ms,     &dep,    &gate,   &arrived, &stamp, &out};
+    arrs_init(all, 14);
+    IList cur = {0}, ready = {0}, gated = {0}, starts = {0};
+    PyObject *result = NULL;
+    for (int k = 0; k < 8; k++)
+        if (arr_get(PyTuple_GET_ITEM(args[0], k), &tab[k], 'i') < 0)
+            goto done;
+    if (arr_get(args[1], &ms, 'i') < 0 || arr_open(args[2], &dep, 'i', 1) < 0 || arr_open(args[3], &gate, 'i', 1) < 0 ||
+        arr_open(args[4], &arrived, 'b', 1) < 0 || arr_open(args[5], &stamp, 'i', 1) < 0 ||
+        arr_open(args[6], &out, 'i', 1) < 0)
+        goto done;
+    if (dep.view.itemsize != 8 || gate.view.itemsize != 8 || stamp.view.itemsize != 8 || out.view.itemsize != 8) {
+        PyErr_SetString(PyExc_TypeError, "settle: counters, stamps and out must hold 64-bit integers");
+        goto done;
+    }
+    Py_ssize_t n = arrived.n;
+    if (dep.n != n || gate.n != n || stamp.n < n) {
+        PyErr_SetString(PyExc_ValueError, "settle: counters, flags and stamps must have one entry per message");
+        goto done;
+    }
+    if (il_reserve(&cur, ms.n) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < ms.n; i++) {
+        int64_t m = arr_i(&ms, i);
+        if (!index_ok(m, n, "settle: message out of range"))
+            goto done;
+        cur.v[cur.n++] = (int32_t)m;
+        *(unsigned char *)(arrived.p + m * arrived.stride) = 1;
+    }
+    /* arrived: what starts, what is gated; ready = ms whose gates have passed, then the gated that arrived */
+    if (settle_release(&tab[0], &tab[1], &cur, &dep, &starts) < 0 ||
+        settle_release(&tab[2], &tab[3], &cur, &gate, &gated) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < cur.n; i++)
+        if (*(const int64_t *)(gate.p + (Py_ssize_t)cur.v[i] * gate.stride) == 0 && il_push(&ready, cur.v[i]) < 0)
+            goto done;
+    for (Py_ssize_t i = 0; i < gated.n; i++)
+        if (arr_b(&arrived, gated.v[i]) && il_push(&ready, gated.v[i]) < 0)
+            goto done;
+    long long held = 0;
+    while (ready.n) {
+        settle_distinct(&ready, &stamp);
+        held += ready.n;
+        gated.n = 0;
+        if (settle_release(&tab[4], &tab[5], &ready, &dep, &starts) < 0 ||
+            settle_release(&tab[6], &tab[7], &ready, &gate, &gated) < 0)
+            goto done;
+        ready.n = 0;
+        for (Py_ssize_t i = 0; i < gated.n; i++)
+            if (arr_b(&arrived, gated.v[i]) && il_push(&ready, gated.v[i]) < 0)
+                goto done;
+    }
+    if (starts.n > out.n) {
+        PyErr_SetString(PyExc_ValueError, "settle: out is too short");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < starts.n; i++)
+        *(int64_t *)(out.p + i * out.stride) = starts.v[i];
+    result = Py_BuildValue("(nL)", starts.n, held);
+done:
+    arrs_release(all, 14);
+    free(cur.v);
+    free(ready.v);
+    free(gated.v);
+    free(starts.v);
+    return result;
+}
+
+#define FASTCALL(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
+
 static PyMethodDef module_methods[] = {
     {"fsum", py_fsum, METH_O, "fsum(array): math.fsum's correctly rounded sum"},
     {"drain_due", (PyCFunction)(void (*)(void))py_drain_due, METH_FASTCALL,
@@ -1700,6 +2090,16 @@ static PyMethodDef module_methods[] = {
      "set_due(slots, rates, now, rate, left, t_set, due, heap, due_at) -> entries added"},
     {"release", (PyCFunction)(void (*)(void))py_release, METH_FASTCALL,
      "release(ptr, targets, ms, counter) -> the targets counted down to zero"},
+    FASTCALL(start_flows, "start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now) -> whether "
+                          "they started"),
+    FASTCALL(finish_flows, "finish_flows(slots, path, nbytes, path_bytes, rate, owner) -> their one owner, or -1"),
+    FASTCALL(launch_rows, "launch_rows(rows, pids, srcs, nbytes, slots, remaining, bytes, path, bound, owner, "
+                          "owner_id, latency, overhead, now, starts) -> whether the sizes were all >= 0"),
+    FASTCALL(hash_finite, "hash_finite(path_hash, pids, bounds) -> (the paths' numbers summed mod 2**64, finite "
+                          "bounds)"),
+    FASTCALL(group, "group(owner, values, ptr, out): values grouped by owner (a stable counting sort)"),
+    FASTCALL(settle, "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's "
+                     "instant"),
     {NULL, NULL, 0, NULL},
 };
 

@@ -117,6 +117,10 @@ class BulkRouter:
         #: by :func:`bulk_router` where the router agrees on a sample, weighted fabrics only)
         self.up_node = np.where(chain >= 0, cluster.arc_v[np.maximum(chain, 0)], -1)
         self.climb = False
+        #: whether a node on an origin's way up that is no origin itself (a leaf switch holding SHARP's
+        #: engines) reaches the origin by that way, reversed, as the router goes: checked on a sample when
+        #: first asked (:func:`_descents_agree`); None until then
+        self.descend: bool | None = None
         self.leaf = leaf
         down = np.full_like(chain, -1)
         for k in range(width):
@@ -247,9 +251,29 @@ class BulkRouter:
             has = k < dl
             r = rows[has]
             out[r, pos[r] + k] = self.down[dsts[r], dl[has] - 1 - k]
+        down_to = odd & foreign & self.origin[dsts] & ~self.origin[srcs]
+        if down_to.any():
+            self._descents(srcs, dsts, down_to, out, odd)
         same = srcs == dsts  # (near itself: never a short cut)
         out[same] = -1
         return out, odd & ~same
+
+    def _descents(self, srcs: np.ndarray, dsts: np.ndarray, rows: np.ndarray, out: np.ndarray, odd: np.ndarray) -> None:
+        """Routes from a node on an origin's way up down to the origin (``rows``, a mask): that way,
+        reversed, where the router agrees (:attr:`descend`); written to ``out``, taken off ``odd``."""
+        if self.descend is None:
+            self.descend = _descents_agree(self)
+        if not self.descend:
+            return
+        rows = np.flatnonzero(rows)
+        hit = self.up_node[dsts[rows]] == srcs[rows][:, None]
+        on = hit.any(axis=1)
+        rows, k = rows[on], np.argmax(hit[on], axis=1)
+        width = self.up.shape[1]
+        step = k[:, None] - np.arange(width)[None, :]  # down[e, k] reverses up[e, k]: from k down to 0
+        out[rows] = -1
+        out[rows, :width] = np.where(step >= 0, self.down[dsts[rows][:, None], np.maximum(step, 0)], -1)
+        odd[rows] = False
 
     def _near_weighted(
         self, srcs: np.ndarray, dsts: np.ndarray, direct: np.ndarray, second: np.ndarray
@@ -319,6 +343,23 @@ def bulk_router(cluster: Any, sample: int = 400, seed: int = 0, origins: np.ndar
         if row[row >= 0].tolist() != list(want):
             return None
     return bulk
+
+
+def _descents_agree(bulk: BulkRouter, sample: int = 400, seed: int = 3) -> bool:
+    """Whether the router's route to an origin from every node on its way up that is no origin is that
+    way reversed, on ``sample`` random origins that have one (never where none has)."""
+    below = bulk.origin & (bulk.up_len > 0)
+    have = np.flatnonzero(below)
+    if not len(have):
+        return False
+    route = bulk.cluster.router.route
+    rng = np.random.default_rng(seed)
+    for e in rng.choice(have, size=min(sample, len(have)), replace=False).tolist():
+        for k in range(int(bulk.up_len[e])):
+            u = int(bulk.up_node[e, k])
+            if not bulk.origin[u] and route(u, e) != bulk.down[e, k::-1].tolist():
+                return False
+    return True
 
 
 def _climbs_agree(bulk: BulkRouter, nodes: np.ndarray, sample: int, seed: int) -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from ._arrays import ranges
 from ._gc import paused_gc
 from .deadline import check as check_deadline
 from .errors import ConfigError, RoutingError
@@ -69,18 +70,51 @@ class _PathTable:
         return pid
 
     def add_many(
-        self, arcs: np.ndarray, latency: np.ndarray, src: np.ndarray, dst: np.ndarray, capacity: np.ndarray
+        self,
+        arcs: np.ndarray,
+        latency: np.ndarray,
+        src: np.ndarray,
+        dst: np.ndarray,
+        capacity: np.ndarray,
+        inverse: np.ndarray | None = None,
     ) -> np.ndarray:
-        """:meth:`add` for many paths at once: ``arcs`` one row per path, padded with -1; returns the ids."""
-        n = len(arcs)
+        """:meth:`add` for many paths at once: ``arcs`` one row per path, padded with -1; returns the ids.
+        With ``inverse``, path ``i``'s arcs and latency are row ``inverse[i]`` of ``arcs`` and ``latency``
+        (many paths on few distinct routes: each route's arcs read once)."""
+        if inverse is not None:
+            valid = arcs >= 0
+            length, flat = valid.sum(axis=1), arcs[valid]
+            bottleneck = np.where(valid, capacity[np.maximum(arcs, 0)], np.inf).min(axis=1)
+            first_arc = np.cumsum(length) - length
+            return self._append(
+                flat[ranges(first_arc[inverse], length[inverse])],
+                length[inverse],
+                latency[inverse],
+                src,
+                dst,
+                bottleneck[inverse],
+            )
+        valid = arcs >= 0
+        flat = arcs[valid]
+        bottleneck = np.where(valid, capacity[np.maximum(arcs, 0)], np.inf).min(axis=1)
+        return self._append(flat, valid.sum(axis=1), latency, src, dst, bottleneck)
+
+    def _append(
+        self,
+        flat: np.ndarray,
+        length: np.ndarray,
+        latency: np.ndarray,
+        src: np.ndarray,
+        dst: np.ndarray,
+        bottleneck: np.ndarray,
+    ) -> np.ndarray:
+        """Paths of ``length[i]`` arcs each, their arcs ``flat`` one after another; returns the ids."""
+        n = len(length)
         first = self.count
         if first + n > len(self.start):
             grow = max(first + n, 2 * len(self.start))
             for name in ("start", "length", "latency", "src", "dst", "bottleneck"):
                 setattr(self, name, np.resize(getattr(self, name), grow))
-        valid = arcs >= 0
-        length = valid.sum(axis=1)
-        flat = arcs[valid]
         need = self._used + len(flat)
         if need > len(self.arcs):
             self.arcs = np.resize(self.arcs, max(need, 2 * len(self.arcs)))
@@ -91,7 +125,7 @@ class _PathTable:
         self.latency[ids] = latency
         self.src[ids] = src
         self.dst[ids] = dst
-        self.bottleneck[ids] = np.where(valid, capacity[np.maximum(arcs, 0)], np.inf).min(axis=1)
+        self.bottleneck[ids] = bottleneck
         self.latency_list.extend(np.asarray(latency, dtype=float).tolist())
         self._used = need
         self.count += n
@@ -353,10 +387,25 @@ class Cluster:
         ``keys[i]``) and ``overhead``, in order (the same endpoints as one call each, at the cost of one:
         NCCL's channels add 262,144 of them at 16,384 GPUs)."""
         extra, index = self._extra, self._index
+        e = self._endpoints
+        if keys is None:
+            idents = [(rank, None, via, key, overhead) for rank, via in zip(ranks, vias, strict=True)]
+        else:
+            idents = [(rank, None, via, k, overhead) for rank, via, k in zip(ranks, vias, keys, strict=True)]
+        known = list(map(extra.get, idents))
+        if None not in known:
+            return known  # type: ignore[return-value]
+        if known.count(None) == len(known) and len(set(idents)) == len(idents):
+            # all new and none twice (a channel's actors, say): numbered in order, as the loop below would
+            for via in dict.fromkeys(vias):
+                if via is not None and via not in index:
+                    raise ConfigError(f"endpoint at {self.ranks[ranks[vias.index(via)]]!r} via {via!r}: no such node")
+            extra.update(zip(idents, range(e, e + len(idents)), strict=True))
+            self._add_new(list(ranks), list(vias), overhead)
+            return list(range(e, e + len(idents)))
         out: list[int] = []
         new: list[int] = []
         new_vias: list[str | None] = []
-        e = self._endpoints
         for i, (rank, via) in enumerate(zip(ranks, vias, strict=True)):
             ident = (rank, None, via, key if keys is None else keys[i], overhead)
             got = extra.get(ident)
@@ -368,15 +417,20 @@ class Cluster:
                 new_vias.append(via)
             out.append(got)
         if new:
-            at = np.asarray(new, dtype=np.int64)
-            first = self._grow(len(new))
-            grown = self._grown
-            grown["rank_node"][first : first + len(new)] = grown["rank_node"][at]
-            grown["overhead"][first : first + len(new)] = grown["overhead"][at] if overhead is None else overhead
-            grown["compute_scale"][first : first + len(new)] = grown["compute_scale"][at]
-            self.endpoint_rank.extend(new)
-            self._via.update((first + i, index[v]) for i, v in enumerate(new_vias) if v is not None)
+            self._add_new(new, new_vias, overhead)
         return out
+
+    def _add_new(self, new: list[int], new_vias: list[str | None], overhead: float | None) -> None:
+        """Endpoints on ranks ``new`` leaving by ``new_vias``, numbered from the next free one."""
+        index = self._index
+        at = np.asarray(new, dtype=np.int64)
+        first = self._grow(len(new))
+        grown = self._grown
+        grown["rank_node"][first : first + len(new)] = grown["rank_node"][at]
+        grown["overhead"][first : first + len(new)] = grown["overhead"][at] if overhead is None else overhead
+        grown["compute_scale"][first : first + len(new)] = grown["compute_scale"][at]
+        self.endpoint_rank.extend(new)
+        self._via.update((first + i, index[v]) for i, v in enumerate(new_vias) if v is not None)
 
     def _grow(self, k: int) -> int:
         """Room for ``k`` more endpoints (the buffers double as needed); returns the first one's index."""
@@ -491,10 +545,16 @@ class Cluster:
         _, first, inverse = np.unique((s * (n + 1) + v + 1) * n + d, return_index=True, return_inverse=True)
         rows = self._triple_routes(s[first], v[first], d[first], us[first], ud[first])
         latency = self._latencies(rows)
-        inverse = inverse.ravel()
-        ids = self.paths.add_many(rows[inverse], latency[inverse], self._owners(us), self._owners(ud), self.capacity)
-        self._pid.update(zip(zip(us.tolist(), ud.tolist(), strict=True), ids.tolist(), strict=True))
+        ids = self.paths.add_many(rows, latency, self._owners(us), self._owners(ud), self.capacity, inverse.ravel())
+        self._bulk_add(us, ud, ids)
         return ids
+
+    def _bulk_add(self, us: np.ndarray, ud: np.ndarray, ids: np.ndarray) -> None:
+        """Pairs ``us[i] -> ud[i]`` interned in bulk as path ``ids[i]`` (see ``_bulk_keys``)."""
+        keys = np.concatenate([self._bulk_keys, (us.astype(np.int64) << 32) | ud])
+        sort = np.argsort(keys, kind="stable")
+        self._bulk_keys = keys[sort]
+        self._bulk_ids = np.concatenate([self._bulk_ids, ids])[sort]
 
     def _triple_routes(self, s: np.ndarray, v: np.ndarray, d: np.ndarray, us: np.ndarray, ud: np.ndarray) -> np.ndarray:
         """The routes (rows of arcs padded with -1) of distinct triples (node ``s``, via ``v``, node ``d``)
@@ -604,10 +664,7 @@ class Cluster:
             latency = self._latencies(fresh)
             ids = self.paths.add_many(fresh, latency, us[new], ud[new], self.capacity)
             pids[new] = ids
-            keys = np.concatenate([self._bulk_keys, (us[new] << 32) | ud[new]])
-            sort = np.argsort(keys, kind="stable")
-            self._bulk_keys = keys[sort]
-            self._bulk_ids = np.concatenate([self._bulk_ids, ids])[sort]
+            self._bulk_add(us[new], ud[new], ids)
         elif len(new):
             pids[new] = self._route_many(us[new], ud[new])
         by_key = np.empty_like(pids)
@@ -639,6 +696,16 @@ class Cluster:
             pids[hit] = self._bulk_ids[pos[hit]]
         if self._pid:
             rest = np.flatnonzero(pids < 0)
+            if len(rest) > 64 and len(rest) > 2 * len(self._pid):  # the dict's fewer pairs searched for instead
+                pairs = np.array(list(self._pid), dtype=np.int64).reshape(-1, 2)
+                keys = (pairs[:, 0] << 32) | pairs[:, 1]
+                sort = np.argsort(keys)
+                keys, ids = keys[sort], np.fromiter(self._pid.values(), dtype=np.int64, count=len(keys))[sort]
+                key = (srcs[rest].astype(np.int64) << 32) | dsts[rest]
+                pos = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
+                hit = keys[pos] == key
+                pids[rest[hit]] = ids[pos[hit]]
+                return pids
             get = self._pid.get
             pairs = zip(srcs[rest].tolist(), dsts[rest].tolist(), strict=True)
             pids[rest] = np.fromiter((get(k, -1) for k in pairs), dtype=np.int64, count=len(rest))

@@ -50,12 +50,17 @@ HELD = 1
 MAX_MESSAGES = 1 << 22
 _SMALL = 16  # batches up to this size are handled in scalar operations (numpy's per-call cost dominates)
 _ID = np.int32  # message ids in the dependency tables (MAX_MESSAGES and the edges fit)
+MAX_EDGES = (1 << 31) - 1  # (the most a table's 32-bit pointers reach)
 
 
 def _csr(owner: np.ndarray, values: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, list[np.ndarray]]:
     """Group ``values`` (parallel arrays) by ``owner`` in 0..n-1, in their order within a group:
     (pointers, the grouped arrays). Message ids and pointers are held in 32 bits (a dataflow holds at
     most :data:`MAX_MESSAGES` messages and a few edges each): half the memory to build and walk."""
+    if _CORE is not None and len(values) == 1 and len(owner) <= MAX_EDGES:  # the same, a counting sort in C
+        ptr, grouped = np.empty(n + 1, dtype=_ID), np.empty(len(owner), dtype=_ID)
+        _CORE.group(owner, values[0], ptr, grouped)
+        return ptr, [grouped]
     order = np.argsort(owner, kind="stable")
     ptr = np.zeros(n + 1, dtype=_ID)
     np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
@@ -139,9 +144,10 @@ class Dataflow:
         key = id(network.cluster)
         got = self._pids.get(key)
         if got is None:
-            pairs, where = np.unique(self.src * self.endpoints + self.dst, return_inverse=True)
+            keys = self.src * self.endpoints + self.dst
+            pairs = distinct(keys)  # (a sort, then a search: np.unique's inverse, at a fraction of the cost)
             unique = network.cluster.path_ids(pairs // self.endpoints, pairs % self.endpoints)
-            self._pids[key] = got = unique[where.ravel()]
+            self._pids[key] = got = unique[np.searchsorted(pairs, keys)]
         return got
 
 
@@ -224,11 +230,9 @@ class DataflowBuilder:
 
         def edges(store: tuple[list[np.ndarray], ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             """(message, on, kind), the ARRIVED edges first, then the HELD ones (each in order added)."""
-            arrived, held = cat(store[0], _ID), cat(store[2], _ID)
-            kind = np.repeat(np.array([ARRIVED, HELD], dtype=np.int8), [len(arrived), len(held)])
-            m = np.concatenate((arrived, held))
-            del arrived, held
-            return m, np.concatenate((cat(store[1], _ID), cat(store[3], _ID))), kind
+            sizes = [sum(len(part) for part in store[k]) for k in (0, 2)]
+            kind = np.repeat(np.array([ARRIVED, HELD], dtype=np.int8), sizes)
+            return cat(store[0] + store[2], _ID), cat(store[1] + store[3], _ID), kind
 
         deps, gates = edges(self._deps), edges(self._gates)
         return Dataflow(self.endpoints, src, dst, size, red, proc, comb, lo, hi, deps, gates)
@@ -352,6 +356,16 @@ class DataflowExecutor:
         self._timers: dict[float, list[np.ndarray]] = {}
         self._stamp = np.zeros(len(flow), dtype=np.int64)  # scratch for _distinct
         self._proc_stamp = np.zeros(max(flow.procs, 1), dtype=np.int64)
+        #: no reduction takes time: an instant's arrivals are settled in one compiled pass (the core's
+        #: ``settle``: _release, _reduce and _hold's loop, the messages to start written to ``_out``)
+        self._fused = _CORE is not None and self.st.gamma == 0
+        if self._fused:
+            self._tables = tuple(
+                a
+                for t in (flow.on_arrived, flow.gate_on_arrived, flow.on_held, flow.gate_on_held)
+                for a in (t[0], *t[1])
+            )
+            self._out = np.empty(len(flow), dtype=np.int64)
 
     @staticmethod
     def _distinct(values: np.ndarray, stamp: np.ndarray) -> np.ndarray:
@@ -374,7 +388,7 @@ class DataflowExecutor:
         if not len(ms):
             return
         flow = self.flow
-        slots = self.net.launch(flow.pids(self.net)[ms], flow.src[ms], flow.nbytes[ms], owner=self.owner)
+        slots = self.net.launch_rows(ms, flow.pids(self.net), flow.src, flow.nbytes, owner=self.owner)
         if len(self.f_msg) < self.net.slots:
             grown = np.zeros(self.net.slots, dtype=np.int64)
             grown[: len(self.f_msg)] = self.f_msg
@@ -384,6 +398,17 @@ class DataflowExecutor:
     def _on_flows_done(self, slots: np.ndarray, now: float) -> None:
         ms = self.f_msg[slots]
         st, flow = self.st, self.flow
+        if self._fused:  # what the lines below do, in C (tests/test_engine_core.py holds them equal)
+            started, held = _CORE.settle(
+                self._tables, ms, st.dep_left, st.gate_left, st.arrived, self._stamp, self._out
+            )
+            if held:
+                st.held += held
+                st.end = now
+            self._send(self._out[:started].copy())
+            if st.held == len(flow) and not self.done.triggered:
+                self.done.succeed()
+            return
         st.arrived[ms] = True
         starts = [self._release(flow.on_arrived, ms, st.dep_left)]
         gated = self._release(flow.gate_on_arrived, ms, st.gate_left)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from ._arrays import distinct
 from .maxplus import contention_free, run_maxplus
 from .network import Network, batch_at, call_at
 from .program import Step, StepProgram
@@ -492,7 +493,7 @@ class FastExecutor:
             self._early(dst[~current], fstep[~current], now)
         self.recv_left[receivers] -= counts
         self.last[receivers] = now
-        touched = np.union1d(senders, receivers)
+        touched = distinct(np.concatenate((senders, receivers)))  # (np.union1d's, by a sort: see sim._arrays)
         ready = touched[(self.send_left[touched] == 0) & (self.recv_left[touched] == 0)]
         start_now = self._complete(ready, now)
         if len(start_now):

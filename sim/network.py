@@ -420,13 +420,40 @@ class Network:
         self._bound[slots] = np.inf if bounds is None else bounds
         self._owner[slots] = owner
         self.flows += count
-        starts = self.env.now + delays
-        first = starts[0] if count else 0.0
-        if count and (starts == first).all():
+        self._enqueue_all(self.env.now + delays, slots)
+        return slots
+
+    def _enqueue_all(self, starts: np.ndarray, slots: np.ndarray) -> None:
+        """Flows ``slots`` pending until ``starts`` (grouped by start time, in time order)."""
+        first = starts[0] if len(starts) else 0.0
+        if len(starts) and (starts == first).all():
             self._enqueue(float(first), slots)
         else:
             for start in np.unique(starts):
                 self._enqueue(float(start), slots[starts == start])
+
+    def launch_rows(
+        self, rows: np.ndarray, pids: np.ndarray, srcs: np.ndarray, nbytes: np.ndarray, owner: int = -1
+    ) -> np.ndarray:
+        """:meth:`launch` of flows on paths ``pids[rows]`` from ``srcs[rows]`` of ``nbytes[rows]`` bytes, no
+        rate bound (a dataflow's messages ``rows``): the same slots, arrays and start times, the rows read
+        and the arrays written in one compiled pass where the message model is the nominal one."""
+        count = len(rows)
+        if count <= 1 or _ops is _PyDue or getattr(self._model, "_models", True):
+            return self.launch(pids[rows], srcs[rows], nbytes[rows], owner=owner)
+        self._end_lane()
+        self._flush()
+        slots = self._alloc_many(count)
+        starts = np.empty(count)
+        cl = self.cluster
+        fields = (self._remaining, self._bytes, self._path, self._bound, self._owner)
+        if not _ops.launch_rows(
+            rows, pids, srcs, nbytes, slots, *fields, owner, cl.paths.latency, cl.overhead, self.env.now, starts
+        ):
+            self._free.extend(slots[::-1].tolist())  # (the slots taken back, as they were)
+            raise RunError("launch: sizes must be >= 0 bytes")
+        self.flows += count
+        self._enqueue_all(starts, slots)
         return slots
 
     def launch_one(self, pid: int, src: int, nbytes: float, owner: int = -1, bound: float | None = None) -> np.ndarray:
@@ -899,7 +926,7 @@ class Network:
         self._entries = None
         self.rates.removed(finished, self._path[finished], self._bound[finished], self._rate[finished])
         if len(done) <= _SMALL:
-            self._finish_few(done, now)
+            self._finish_few(done, now, finished)
         else:
             self._finish(finished, now)
         return True
@@ -924,6 +951,22 @@ class Network:
             if self._remaining[slot] <= 0 or self.cluster.paths.length[int(self._path[slot])] == 0:
                 self._finish(slots, now)
                 return False
+        elif _ops is not _PyDue and _ops.start_flows(
+            slots,
+            self._remaining,
+            self._path,
+            self.cluster.paths.length,
+            self._is_active,
+            self._rate,
+            self._t_set,
+            self._due,
+            now,
+        ):  # none is instant: the lines below, in C (tests/test_engine_core.py holds them equal)
+            self._nactive += len(slots)
+            self._active_arr = None
+            self._entries = None
+            self.rates.added(slots, self._path[slots], self._bound[slots])
+            return True
         else:
             instant = (self._remaining[slots] <= 0) | (self.cluster.paths.length[self._path[slots]] == 0)
             if instant.any():
@@ -1084,16 +1127,21 @@ class Network:
         if len(slots) == 1:
             self._finish_one(slots, now)
             return
-        pids = self._path[slots]
-        np.add.at(self._path_bytes, pids, self._bytes[slots])
-        self._rate[slots] = 0.0
-        owners = self._owner[slots]
-        first = int(owners[0])
-        if first >= 0 and (owners == first).all():  # one owner's flows (a fast-path executor's)
+        if _ops is not _PyDue:  # the bytes booked, the rates zeroed and the one owner found in C
+            first = _ops.finish_flows(slots, self._path, self._bytes, self._path_bytes, self._rate, self._owner)
+            owners = None
+        else:
+            np.add.at(self._path_bytes, self._path[slots], self._bytes[slots])
+            self._rate[slots] = 0.0
+            owners = self._owner[slots]
+            first = int(owners[0]) if (owners == owners[0]).all() else -1
+        if first >= 0:  # one owner's flows (a fast-path executor's)
             self._owners[first](slots, now)
             self._owner[slots] = -1
             self._release(slots)
             return
+        if owners is None:
+            owners = self._owner[slots]
         owned = owners >= 0
         if owned.any():
             for owner in np.unique(owners[owned]).tolist():
@@ -1130,12 +1178,13 @@ class Network:
             hook[0](hook[1], hook[2])
         self.trigger(event, now)
 
-    def _finish_few(self, slots: list[int], now: float) -> None:
+    def _finish_few(self, slots: list[int], now: float, as_array: np.ndarray | None = None) -> None:
         """:meth:`_finish` for a few flows of no owner, in scalar operations, in the same order (bytes
-        booked slot by slot, transfer groups by id, then single sends slot by slot)."""
+        booked slot by slot, transfer groups by id, then single sends slot by slot). (``as_array``: the
+        slots as an array, where the caller has it.)"""
         owner = self._owner
         if self._owners and any(owner[slot] >= 0 for slot in slots):
-            self._finish(np.array(slots, dtype=np.int64), now)
+            self._finish(np.array(slots, dtype=np.int64) if as_array is None else as_array, now)
             return
         path, nbytes, rate, gid_of = self._path, self._bytes, self._rate, self._gid
         path_bytes = self._path_bytes_for(self.cluster.paths.count)

@@ -36,8 +36,17 @@ __all__ = ["Step", "StepProgram", "concat", "merge", "overlay", "run_messages"]
 IntArray = Sequence[int] | np.ndarray | int
 
 
-def _ints(value: IntArray, n: int) -> np.ndarray:
-    return np.broadcast_to(np.asarray(value, dtype=np.int64), (n,)).copy()
+def _ints(value: IntArray, n: int, owned: bool = False) -> np.ndarray:
+    return _column(value, n, np.int64, owned)
+
+
+def _column(value: Any, n: int, dtype: Any, owned: bool) -> np.ndarray:
+    """``value`` as a column of ``n`` of ``dtype`` the step holds: a copy, or with ``owned`` the array
+    itself where it already is one of its own (no view of another)."""
+    a = np.asarray(value, dtype=dtype)
+    if owned and a.shape == (n,) and a.base is None and a.flags.c_contiguous and a.flags.writeable:
+        return a
+    return np.broadcast_to(a, (n,)).copy()
 
 
 @dataclass(eq=False)
@@ -77,27 +86,31 @@ class Step:
         seg_scale: IntArray = 1,
         bound: float | Sequence[float] | np.ndarray | None = None,
         pairs_checked: bool = False,
+        owned: bool = False,
     ) -> Step:
         """Messages ``src[i] -> dst[i]`` of ``nbytes[i]``; the receiver reduces ``reduce[i]`` bytes and,
         for the data check, adds (``combine``, default: where ``reduce > 0``) or stores segments
         ``[lo, lo + seg_width)``, ``lo = seg_off + seg_scale * ((seg + k * seg_stride) % seg_mod)`` in
         the step's ``k``-th repetition. ``bound`` caps messages' rates (wire bytes per second; ``inf``:
         none) -- a sender that cannot move data faster, whatever the links give it. ``pairs_checked``: the
-        caller has made sure no (sender, receiver) pair repeats (a subset of a checked set)."""
+        caller has made sure no (sender, receiver) pair repeats (a subset of a checked set). ``owned``: the
+        arrays given are the caller's to give (made for this step, held nowhere else): kept, not copied."""
         src = np.atleast_1d(np.asarray(src, dtype=np.int64))
         n = len(src)
-        dst = _ints(dst, n)
-        size = np.broadcast_to(np.asarray(nbytes, dtype=float), (n,)).copy()
-        red = np.broadcast_to(np.asarray(reduce, dtype=float), (n,)).copy()
-        comb = red > 0 if combine is None else np.broadcast_to(np.asarray(combine, dtype=bool), (n,)).copy()
-        segs = np.stack([_ints(v, n) for v in (seg_off, seg_scale, seg, seg_stride, seg_mod, seg_width)])
+        dst = _ints(dst, n, owned)
+        size = _column(nbytes, n, float, owned)
+        red = _column(reduce, n, float, owned)
+        comb = red > 0 if combine is None else _column(combine, n, bool, owned)
+        segs = np.empty((6, n), dtype=np.int64)  # each row written once (not a copy per row, then a stack)
+        for row, v in zip(segs, (seg_off, seg_scale, seg, seg_stride, seg_mod, seg_width), strict=True):
+            row[:] = np.broadcast_to(np.asarray(v, dtype=np.int64), (n,))
         if n and ((src < 0).any() or (dst < 0).any() or (src >= endpoints).any() or (dst >= endpoints).any()):
             raise ValueError("step: every endpoint must be in 0..endpoints-1")
         if n and not pairs_checked and not all_distinct(src * endpoints + dst):
             raise ValueError("step: a (sender, receiver) pair may appear once per step")
         caps = None
         if bound is not None:
-            caps = np.broadcast_to(np.asarray(bound, dtype=float), (n,)).copy()
+            caps = _column(bound, n, float, owned)
             if n and not (caps > 0).all():
                 raise ValueError("step: a rate bound must be > 0")
             if np.isinf(caps).all():

@@ -308,17 +308,26 @@ class Rates:
                 dominance.verify()
             if dominance.version != self._version:
                 self._leave_out(dominance)
-        self._key = (self._key + self._hash_sum(pids)) % (1 << 64)
+        numbers, finite = self._sums(pids, bounds)
+        self._key = (self._key + numbers) % (1 << 64)
         self._use(pids, +1, slots)
         self._fresh.append(slots)
-        self._bounded += self._finite(bounds)
+        self._bounded += finite
 
     def removed(self, slots: np.ndarray, pids: np.ndarray, bounds: np.ndarray, rates: np.ndarray) -> None:
         """Flows ``slots`` on paths ``pids``, at rates ``rates``, ended."""
-        self._key = (self._key - self._hash_sum(pids)) % (1 << 64)
+        numbers, finite = self._sums(pids, bounds)
+        self._key = (self._key - numbers) % (1 << 64)
         self._gone.append((pids, rates.copy()))
         self._use(pids, -1, slots)
-        self._bounded -= self._finite(bounds)
+        self._bounded -= finite
+
+    def _sums(self, pids: np.ndarray, bounds: np.ndarray) -> tuple[int, int]:
+        """(:meth:`_hash_sum` of ``pids``, :meth:`_finite` of ``bounds``): in one call to the core where
+        it is built (the sum mod 2**64 there; the callers take it mod 2**64)."""
+        if _CORE is not None:
+            return _CORE.hash_finite(self._hashes(), pids, bounds)  # type: ignore[no-any-return]
+        return self._hash_sum(pids), self._finite(bounds)
 
     def _leave_out(self, dominance: _Dominance) -> None:
         """Follow the links ``dominance`` leaves out now: what was built over the old set is dropped
@@ -422,6 +431,10 @@ class Rates:
 
     def _hash_of(self, pids: np.ndarray) -> np.ndarray:
         """A fixed pseudo-random 64-bit number per path id (the same on every run)."""
+        return self._hashes()[pids]
+
+    def _hashes(self) -> np.ndarray:
+        """:meth:`_hash_of`'s table, one number per path interned so far."""
         need = self.cluster.paths.count
         if len(self._path_hash) < need:
             ids = np.arange(need, dtype=np.uint64)
@@ -430,7 +443,7 @@ class Rates:
             x *= np.uint64(0xBF58476D1CE4E5B9)
             x ^= x >> np.uint64(29)
             self._path_hash = x
-        return self._path_hash[pids]
+        return self._path_hash
 
     # ------------------------------------------------------------------ computing
     def compute(

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ._arrays import distinct
+from ._arrays import all_distinct, distinct
 from .cluster import _PathTable
 from .msgmodel import MessageModel
 from .program import Step, StepProgram
@@ -133,20 +133,101 @@ def quotient(program: StepProgram, cluster: Any, gamma: float) -> Quotient | Non
         return None
     if gamma > 0 and not np.array_equal(cluster.compute_scale[:e][sigma], cluster.compute_scale[:e]):
         return None
-    images = [_image(step, sigma) if len(step) else np.zeros(0, dtype=np.int64) for step, _ in program.phases]
+    images, borrowed, whole = _images(program, sigma)
     if any(image is None for image in images):
         return None
     net = SimpleNamespace(cluster=cluster)  # routes are interned as a network over the cluster finds them
-    pids = [step.pids(net) if len(step) else np.zeros(0, dtype=np.int64) for step, _ in program.phases]
+    pids = [
+        step.pids(net) if len(step) and key is None else np.zeros(0, dtype=np.int64)
+        for (step, _), key in zip(program.phases, borrowed, strict=True)
+    ]
     power, moved = sigma, images
+    whole_moved = {key: edge_image for key, (_, edge_image, _) in whole.items()}
     for d in range(1, n // 2 + 1):
         if n % d == 0:
-            got = _quotient(program, cluster, power, n // d, moved, pids)
+            got = _quotient(program, cluster, power, n // d, _pairs(net, pids, moved, whole, whole_moved))
             if got is not None:
                 return got
         power = sigma[power]
         moved = [image[m] for image, m in zip(images, moved, strict=True)]
+        whole_moved = {key: whole[key][1][m] for key, m in whole_moved.items()}
     return None
+
+
+def _pairs(
+    net: Any,
+    pids: list[np.ndarray],
+    moved: list[np.ndarray],
+    whole: dict[int, tuple[Step, np.ndarray, np.ndarray]],
+    whole_moved: dict[int, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(route, image's route) pairs of every message (None where there is none): a step's own, or, for
+    steps that are rows of a bigger one (``whole``: its images and the rows they use), that one's rows
+    once -- the same pairs, each once rather than once a step (:func:`_links` reads the set of pairs)."""
+    firsts = [p for p in pids if len(p)]
+    seconds = [p[image] for p, image in zip(pids, moved, strict=True) if len(p)]
+    for key, (edges, _, used) in whole.items():
+        rows = np.flatnonzero(used)
+        edge_pids = edges.pids(net)
+        firsts.append(edge_pids[rows])
+        seconds.append(edge_pids[whole_moved[key][rows]])
+    if not firsts:
+        return None
+    return np.concatenate(firsts), np.concatenate(seconds)
+
+
+def _images(
+    program: StepProgram, sigma: np.ndarray
+) -> tuple[list[np.ndarray | None], list[int | None], dict[int, tuple[Step, np.ndarray, np.ndarray]]]:
+    """:func:`_image` of every step; which bigger step's images each one's come from (its key, or None);
+    and those steps by key: (the step, its images, the rows of it the steps use). A step whose messages
+    are rows of a bigger one whose (sender, receiver) pairs are distinct (:attr:`~sim.program.Step.routes_of`:
+    NCCL's slices of its edges) takes its images from that one's, found once: a message's image is the
+    row of the pair it moves to, where the step holds that row."""
+    images: list[np.ndarray | None] = []
+    borrowed: list[int | None] = []
+    found: dict[int, tuple[np.ndarray | None, np.ndarray]] = {}
+    whole: dict[int, tuple[Step, np.ndarray, np.ndarray]] = {}
+    for step, _ in program.phases:
+        borrowed.append(None)
+        if not len(step):
+            images.append(np.zeros(0, dtype=np.int64))
+            continue
+        if step.routes_of is None:
+            images.append(_image(step, sigma))
+            continue
+        edges, rows = step.routes_of
+        key = id(edges)
+        got = found.get(key)
+        if got is None:
+            distinct_pairs = all_distinct(edges.src * edges.endpoints + edges.dst)
+            found[key] = got = (
+                _image(edges, sigma) if distinct_pairs else None,
+                np.full(len(edges), -1, dtype=np.int64),
+            )
+        edge_image, at = got
+        if edge_image is None:
+            images.append(_image(step, sigma))
+            continue
+        at[rows] = np.arange(len(rows))  # (scratch: each row's place in the step, -1 elsewhere)
+        image = at[edge_image[rows]]
+        at[rows] = -1
+        images.append(None if (image < 0).any() else _same(step, image))
+        if key not in whole:
+            whole[key] = (edges, edge_image, np.zeros(len(edges), dtype=bool))
+        whole[key][2][rows] = True
+        borrowed[-1] = key
+    return images, borrowed, whole
+
+
+def _same(step: Step, image: np.ndarray) -> np.ndarray | None:
+    """``image`` where every message's image has its bytes, reduction and rate bound, else None."""
+    same = (
+        np.array_equal(step.nbytes[image], step.nbytes)
+        and np.array_equal(step.reduce[image], step.reduce)
+        and (step.bound is None or np.array_equal(step.bound[image], step.bound))
+    )
+    return image if same else None
 
 
 def _image(step: Step, sigma: np.ndarray) -> np.ndarray | None:
@@ -159,28 +240,21 @@ def _image(step: Step, sigma: np.ndarray) -> np.ndarray | None:
     at = np.minimum(np.searchsorted(keys[order], moved), len(keys) - 1)
     if not np.array_equal(keys[order][at], moved):
         return None
-    image = order[at]
-    same = (
-        np.array_equal(step.nbytes[image], step.nbytes)
-        and np.array_equal(step.reduce[image], step.reduce)
-        and (step.bound is None or np.array_equal(step.bound[image], step.bound))
-    )
-    return image if same else None
+    return _same(step, order[at])
 
 
 def _quotient(
-    program: StepProgram, cluster: Any, sigma: np.ndarray, n: int, images: list[np.ndarray], pids: list[np.ndarray]
+    program: StepProgram, cluster: Any, sigma: np.ndarray, n: int, pairs: tuple[np.ndarray, np.ndarray] | None
 ) -> Quotient | None:
-    """:func:`quotient` under the shift ``sigma`` of order ``n`` (``images``: each step's messages'
-    images under it; ``pids``: their routes)."""
+    """:func:`quotient` under the shift ``sigma`` of order ``n`` (``pairs``: the messages' routes and
+    their images' routes under it, :func:`_pairs`)."""
     e = program.endpoints
     low, size = _orbit_min(sigma, n)
     fixed = size == 1
     kept_end = (low == np.arange(e)) & ((size == n) | fixed)
-    pairs = [np.stack([p, p[image]]) for p, image in zip(pids, images, strict=True) if len(p)]
-    if not pairs:
+    if pairs is None:
         return None
-    links = _links(cluster, np.concatenate(pairs, axis=1), n)
+    links = _links(cluster, pairs, n)
     if links is None:
         return None
     rep, capacity, image_pid = links
@@ -197,7 +271,7 @@ def _quotient(
         steps.append((step, keep))
     net = SimpleNamespace(cluster=cluster)
     # the quotient's routes: one per original route of a kept message, on the orbits' representatives
-    kept_pids = distinct(np.concatenate([s.pids(net)[keep] for s, keep in steps if len(keep)]))
+    kept_pids = distinct(np.concatenate([_kept_pids(s, net, keep) for s, keep in steps if len(keep)]))
     paths = cluster.paths
     flow, arcs = gather_arcs(paths, kept_pids)
     arcs = rep[arcs]
@@ -224,12 +298,23 @@ def _quotient(
         )
         sub.__dict__["reduce_at"] = step.reduce_at  # a fixed endpoint reduces what all the images bring
         if len(keep):
-            sub._pids[key] = qids[np.searchsorted(kept_pids, step.pids(net)[keep])]
+            sub._pids[key] = qids[np.searchsorted(kept_pids, _kept_pids(step, net, keep))]
         phases.append((sub, times))
     return Quotient(StepProgram(e, tuple(phases)), qcluster, cluster, n, kept_pids, image_pid)
 
 
-def _links(cluster: Any, pairs: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _kept_pids(step: Step, net: Any, keep: np.ndarray) -> np.ndarray:
+    """``step.pids(net)[keep]``, from the bigger step whose rows the step's messages are where they are
+    (not the step's routes for all its messages, a copy of that one's)."""
+    if step.routes_of is not None:
+        whole, rows = step.routes_of
+        return whole.pids(net)[rows[keep]]
+    return step.pids(net)[keep]
+
+
+def _links(
+    cluster: Any, pairs: tuple[np.ndarray, np.ndarray], n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """From (route, image's route) pairs: the shift on link directions (each route's k-th link onto
     its image's k-th), checked to be a permutation of the links used that keeps capacities and
     latencies; returns (each link's orbit representative, the capacities the quotient sees, route ->

@@ -1,6 +1,8 @@
 """The engine's loops in the compiled core (sim/_ratecore.c) against their Python reference: the network's
 due-time heap (``drain_due``, ``next_due``, ``set_due`` against sim.network._PyDue) and the dataflow's
-dependency count-down (``release`` against DataflowExecutor._release's Python loop) leave the same lists,
+dependency count-down (``release`` against DataflowExecutor._release's Python loop, ``settle`` against
+_on_flows_done's with no reduction time, ``start_flows``, ``finish_flows`` and ``launch_rows`` against Network._start's, _finish's and launch's lines)
+leave the same lists,
 dicts and arrays on random inputs, and whole runs give the same times to the bit with and without them.
 (Skipped where the extension is not built: the Python loops are then the only ones.)"""
 
@@ -19,6 +21,7 @@ import pytest
 import sim.dataflow as dataflow
 import sim.network as network
 import sim.rates as rates
+from sim.errors import RunError
 from sim.simulate import simulate
 from sim.topology import dgx
 
@@ -137,6 +140,186 @@ def test_the_cores_count_down_is_the_dataflows(seed, monkeypatch):
         assert got.tolist() == want.tolist()
         assert mine.tolist() == counter.tolist()
     assert not mine.any()
+
+
+def _random_flow(rng: np.random.Generator) -> dataflow.Dataflow:
+    """A dataflow of random messages whose start and gate edges (both kinds) name random messages."""
+    n = int(rng.integers(5, 300))
+    ints = np.zeros(n, dtype=np.int64)
+
+    def edges() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        k = int(rng.integers(0, 3 * n))
+        kind = np.sort(rng.integers(0, 2, size=k)).astype(np.int8)
+        return rng.integers(0, n, size=k), rng.integers(0, n, size=k), kind
+
+    reduce = np.where(rng.random(n) < 0.5, 1.0, 0.0)
+    return dataflow.Dataflow(n, ints, ints, np.ones(n), reduce, ints, reduce > 0, ints, ints + 1, edges(), edges())
+
+
+def _settle_py(flow, st, stamp, ms):
+    """DataflowExecutor._on_flows_done's Python path (gamma 0): the messages it starts, in order."""
+    ex = dataflow.DataflowExecutor.__new__(dataflow.DataflowExecutor)
+    ex.flow, ex.st, ex._stamp, ex._fused = flow, st, stamp, False
+    ex.f_msg = np.arange(len(flow), dtype=np.int64)
+    ex.done = type("Done", (), {"triggered": True})()
+    sent = []
+    ex._send = lambda started: sent.append(np.asarray(started, dtype=np.int64).copy())
+    ex._on_flows_done(ms, 0.0)
+    return np.concatenate(sent) if sent else np.zeros(0, dtype=np.int64)
+
+
+@core
+@pytest.mark.parametrize("seed", range(12))
+def test_the_cores_settle_is_the_dataflows_python_loop(seed, monkeypatch):
+    """``settle`` (an instant's arrivals, count-downs and holds in one pass) against _on_flows_done's
+    Python loop on random dependency tables, batches of a few (sorted holds) and many (_distinct's)."""
+    rng = np.random.default_rng(seed)
+    flow = _random_flow(rng)
+    n = len(flow)
+    scale = np.ones(1)
+    st_py, st_c = dataflow._State(flow, 0.0, scale), dataflow._State(flow, 0.0, scale)
+    stamp_py, stamp_c = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    tables = tuple(
+        a for t in (flow.on_arrived, flow.gate_on_arrived, flow.on_held, flow.gate_on_held) for a in (t[0], *t[1])
+    )
+    out = np.empty(n, dtype=np.int64)
+    monkeypatch.setattr(dataflow, "_CORE", None)
+    for ms in np.array_split(rng.permutation(n), int(rng.integers(1, 10))):
+        want = _settle_py(flow, st_py, stamp_py, ms.astype(np.int64))
+        started, held = C.settle(tables, ms.astype(np.int64), st_c.dep_left, st_c.gate_left, st_c.arrived, stamp_c, out)
+        assert out[:started].tolist() == want.tolist()
+        assert held == st_py.held - st_c.held
+        st_c.held += held
+        for name in ("dep_left", "gate_left", "arrived"):
+            assert getattr(st_c, name).tolist() == getattr(st_py, name).tolist(), name
+        # (the stamps are scratch: the Python count-down writes its own there too)
+    assert st_c.held == st_py.held > 0
+
+
+@core
+@pytest.mark.parametrize("seed", range(6))
+def test_the_cores_start_is_the_networks(seed):
+    """``start_flows`` marks a batch started as Network._start's lines do (active, rate 0, set now, due
+    never), and writes nothing where one of the batch is instant (no bytes left, a route of no links)."""
+    rng = np.random.default_rng(seed)
+    n, paths = 200, 30
+    length = rng.integers(0, 4, size=paths)
+    state = {
+        "remaining": np.where(rng.random(n) < 0.05, 0.0, rng.random(n) * 1e6),
+        "path": rng.integers(0, paths, size=n),
+        "is_active": rng.random(n) < 0.3,
+        "rate": rng.random(n),
+        "t_set": rng.random(n),
+        "due": rng.random(n),
+    }
+    for _ in range(20):
+        slots = rng.choice(n, size=int(rng.integers(2, 40)), replace=False)
+        mine = {k: v.copy() for k, v in state.items()}
+        started = C.start_flows(
+            slots,
+            mine["remaining"],
+            mine["path"],
+            length,
+            mine["is_active"],
+            mine["rate"],
+            mine["t_set"],
+            mine["due"],
+            0.5,
+        )
+        instant = (state["remaining"][slots] <= 0) | (length[state["path"][slots]] == 0)
+        assert started == (not instant.any())
+        if started:
+            state["is_active"][slots] = True
+            state["rate"][slots] = 0.0
+            state["t_set"][slots] = 0.5
+            state["due"][slots] = np.inf
+        for k, v in state.items():
+            assert mine[k].tolist() == v.tolist(), k
+
+
+@core
+@pytest.mark.parametrize("seed", range(6))
+def test_the_cores_finish_is_the_networks(seed):
+    """``finish_flows`` books a batch's bytes on its paths (repeated paths added in slot order, as
+    np.add.at adds them), zeroes its rates and finds its one owner, as Network._finish's lines do."""
+    rng = np.random.default_rng(seed)
+    n, paths = 300, 12
+    path, nbytes = rng.integers(0, paths, size=n), rng.random(n) * 1e6
+    owner = np.where(rng.random(n) < 0.2, -1, rng.integers(0, 2, size=n))
+    for _ in range(20):
+        slots = rng.choice(n, size=int(rng.integers(2, 60)), replace=False)
+        if rng.random() < 0.4:
+            owner[slots] = int(rng.integers(-1, 2))  # one owner (or none) for the whole batch
+        want_bytes, got_bytes = rng.random(paths), None
+        got_bytes = want_bytes.copy()
+        want_rate = rng.random(n)
+        got_rate = want_rate.copy()
+        first = C.finish_flows(slots, path, nbytes, got_bytes, got_rate, owner)
+        np.add.at(want_bytes, path[slots], nbytes[slots])
+        want_rate[slots] = 0.0
+        owners = owner[slots]
+        assert first == (int(owners[0]) if (owners == owners[0]).all() and owners[0] >= 0 else -1)
+        assert got_bytes.tolist() == want_bytes.tolist()
+        assert got_rate.tolist() == want_rate.tolist()
+
+
+@core
+@pytest.mark.parametrize("seed", range(4))
+def test_launching_rows_is_launching_them(seed, monkeypatch):
+    """``Network.launch_rows`` (rows of a dataflow's messages, written in C) leaves the network as
+    ``launch`` of the gathered rows does: slots, per-slot arrays, start times and their order; a size
+    below zero is refused with nothing taken."""
+    import simpy
+
+    from sim.cluster import Cluster
+
+    cluster = Cluster(DGX)
+    rng = np.random.default_rng(seed)
+    m = 400
+    src, dst = rng.integers(0, cluster.size, m), rng.integers(0, cluster.size, m)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    pids = cluster.path_ids(src, dst)
+    nbytes = rng.integers(1, 4, len(src)) * 1e6
+    nets = [network.Network(simpy.Environment(), cluster) for _ in range(2)]
+    for net in nets:
+        net.add_owner(lambda slots, now: None)
+    for _ in range(6):
+        rows = rng.choice(len(src), size=int(rng.integers(2, 50)), replace=False)
+        a = nets[0].launch(pids[rows], src[rows], nbytes[rows], owner=0)
+        b = nets[1].launch_rows(rows, pids, src, nbytes, owner=0)
+        assert a.tolist() == b.tolist()
+    for name in ("_remaining", "_bytes", "_path", "_bound", "_owner", "_free", "_pending", "flows"):
+        x, y = getattr(nets[0], name), getattr(nets[1], name)
+        assert (x.tolist() if isinstance(x, np.ndarray) else x) == (y.tolist() if isinstance(y, np.ndarray) else y)
+    assert {t: np.concatenate(v).tolist() for t, v in nets[0]._pending_at.items()} == {
+        t: np.concatenate(v).tolist() for t, v in nets[1]._pending_at.items()
+    }
+    bad = nbytes.copy()
+    bad[3] = -1.0
+    free = list(nets[1]._free)
+    with pytest.raises(RunError, match="sizes must be >= 0"):
+        nets[1].launch_rows(np.array([2, 3]), pids, src, bad, owner=0)
+    assert nets[1]._free == free
+
+
+@core
+@pytest.mark.parametrize("seed", range(4))
+def test_the_cores_sums_are_the_rates(seed):
+    """``hash_finite`` gives Rates._hash_sum (mod 2**64, as the key takes it) and _finite of a batch, few
+    flows or many, bounds finite, infinite or NaN."""
+    from sim.cluster import Cluster
+
+    rng = np.random.default_rng(seed)
+    cluster = Cluster(DGX)
+    cluster.path_ids(rng.integers(0, cluster.size, 200), rng.integers(0, cluster.size, 200))
+    r = rates.Rates(cluster)
+    for size in (1, 5, 16, 17, 300):
+        pids = rng.integers(0, cluster.paths.count, size)
+        bounds = rng.choice([1e9, np.inf, np.nan, 3.5], size=size)
+        numbers, finite = C.hash_finite(r._hashes(), pids, bounds)
+        assert numbers == r._hash_sum(pids) % (1 << 64)
+        assert finite == r._finite(bounds)
 
 
 def _both(monkeypatch, run):

@@ -163,3 +163,40 @@ def test_launchers_at_once_equal_one_by_one() -> None:
     assert many.endpoint_rank == one.endpoint_rank
     for name in ("rank_node", "overhead", "compute_scale"):
         assert np.array_equal(getattr(many, name), getattr(one, name))
+
+
+@pytest.mark.parametrize("spec", ["hgx:preset=dgx-h100,hosts=4,sharp=true", "dgx:hosts=4", "hgx:hosts=3"])
+def test_descents_from_a_way_up_equal_the_routers(spec: str) -> None:
+    """From every node on an origin's way up that is no origin (its PCIe switch, its leaf: where CollNet's
+    SHARP engines sit) down to the origin, routed in bulk (that way reversed) as the router routes it."""
+    from sim.bulkroute import bulk_router
+
+    c = Cluster(spec)
+    kinds = [c.graph.nodes[v].get("kind") for v in c.nodes]
+    origins = np.array([i for i, k in enumerate(kinds) if k in ("gpu", "nic")])
+    bulk = bulk_router(c, origins=origins)
+    assert bulk is not None
+    src, dst = [], []
+    for e in origins.tolist():
+        for u in bulk.up_node[e].tolist():
+            if u >= 0 and not bulk.origin[u]:
+                src.append(u)
+                dst.append(e)
+    assert any("leaf" in c.nodes[u] for u in src)
+    rows, odd = bulk.node_routes(np.array(src), np.array(dst))
+    assert bulk.descend and not odd.any()
+    for i, (u, e) in enumerate(zip(src, dst, strict=True)):
+        row = rows[i]
+        assert row[row >= 0].tolist() == c.router.route(u, e), (c.nodes[u], c.nodes[e])
+
+
+def test_known_pairs_are_found_whichever_side_is_searched() -> None:
+    """``_known`` looks each pair up in the dict of pairs interned one by one, or (many pairs, a small
+    dict) searches the dict's pairs among them: the same ids either way, -1 for the pairs not interned."""
+    c = Cluster("dgx:hosts=4")
+    rng = np.random.default_rng(3)
+    src, dst = rng.integers(0, c.size, 300), rng.integers(0, c.size, 300)
+    want = {(int(s), int(d)): c.path_id(int(s), int(d)) for s, d in zip(src[:20], dst[:20], strict=True)}
+    expect = [want.get((int(s), int(d)), -1) for s, d in zip(src, dst, strict=True)]
+    assert c._known(src, dst).tolist() == expect  # 300 pairs, a dict of <= 20: searched
+    assert [int(c._known(src[i : i + 1], dst[i : i + 1])[0]) for i in range(40)] == expect[:40]  # looked up

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .._arrays import all_distinct, distinct
 from ..program import Step, StepProgram
 
 __all__ = ["EndpointData", "Streams", "launchers", "shift"]
@@ -119,12 +120,14 @@ class Streams:
         src, dst, size, red, lag, off, scale, width = (np.concatenate(c) for c in self._cols)
         budget = self._budgets(src, dst, size)
         k = self.slices
-        cuts = np.unique(np.concatenate([lag, lag + k]))
+        cuts = distinct(np.concatenate([lag, lag + k]))
         # every step holds a subset of the edges: when no pair repeats among them all, none repeats in a step
-        distinct = len(np.unique(src * self.endpoints + dst)) == len(src)
+        unique_pairs = all_distinct(src * self.endpoints + dst)
         # the steps' routes are looked up once, per edge (an edge is in up to k + (the lags) steps)
         edges = (
-            Step.make(src, dst, 0.0, endpoints=self.endpoints, seg_width=0, pairs_checked=True) if distinct else None
+            Step.make(src, dst, 0.0, endpoints=self.endpoints, seg_width=0, pairs_checked=True)
+            if unique_pairs
+            else None
         )
         for t0, t1 in zip(cuts[:-1], cuts[1:], strict=True):
             on = (lag <= t0) & (t0 < lag + k)
@@ -143,7 +146,8 @@ class Streams:
                 seg_scale=scale[on],
                 seg_width=width[on],
                 bound=None if budget is None else budget(on),
-                pairs_checked=distinct,
+                pairs_checked=unique_pairs,
+                owned=True,  # (every array above made here for this step)
             )
             if edges is not None:
                 step.routes_of = (edges, np.flatnonzero(on))
@@ -156,8 +160,9 @@ def launchers(cluster: Any, actors: Sequence[int], seconds: float) -> list[tuple
     message to it takes ``seconds`` (its per-message overhead) -- NCCL's fixed cost of a collective,
     paid before any data moves."""
     ranks, launched = [], []
+    size, endpoint_rank = cluster.size, cluster.endpoint_rank
     for a in dict.fromkeys(int(x) for x in actors):
-        rank = a if a < cluster.size else cluster.endpoint_rank[a - cluster.size]
+        rank = a if a < size else endpoint_rank[a - size]
         if rank >= 0:
             ranks.append(rank)
             launched.append(a)
