@@ -61,8 +61,9 @@ def test_every_algorithm_and_collective_is_exact_on_gloo(tmp_path, capsys, monke
     monkeypatch.setenv("COLLSIM_VALIDATE_P2P", p2p)
     out = tmp_path / "check.jsonl"
     code = main(["validate", "check", "--ranks", str(ranks), "--counts", counts, "--json", str(out), "--timeout", "30"])
-    printed = capsys.readouterr().out
-    assert code == 0, printed
+    captured = capsys.readouterr()
+    printed = captured.out
+    assert code == 0, printed + captured.err  # the launcher's diagnosis is on stderr
     records = json_lines(out)
     expected = cases(list(COLLECTIVES), ranks, [int(c) for c in counts.split(",")], 2 if ranks == 4 else 1)
     assert [(r["collective"], r["algorithm"], r["count"]) for r in records] == [
