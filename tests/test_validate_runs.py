@@ -4,6 +4,7 @@ when a rank dies, hangs, is interrupted, or cannot rendezvous."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -21,7 +22,7 @@ from sim.errors import RunError
 from validate.algorithms import algorithm_names
 from validate.conformance import cases
 from validate.faults import FAULT_VAR
-from validate.launch import free_port, launch
+from validate.launch import Job, free_port, launch
 
 pytestmark = pytest.mark.torch
 
@@ -300,3 +301,26 @@ def test_a_rank_without_a_job_says_how_to_start_one():
     env = {k: v for k, v in tagged_environ()[1].items() if k not in ("RANK", "SLURM_PROCID")}
     proc = subprocess.run([sys.executable, "-m", "validate"], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2 and "not launched as a rank" in proc.stderr and "torchrun" in proc.stderr
+
+
+_FINISH_THEN_FAIL = """
+import os, sys
+from validate.env import STATUS_VAR
+from validate.status import DONE, RankSlot
+rank = int(os.environ["RANK"])
+if sys.argv[1] == "done" or rank == 0:
+    RankSlot(os.environ[STATUS_VAR], rank).update(DONE)
+sys.exit(3 if rank == 1 else 0)
+"""
+
+
+def test_a_rank_failing_after_every_rank_finished_is_a_warning(tmp_path):
+    """A rank that exits non-zero after every rank reported its work done (a library's teardown on the
+    way out) leaves the results standing: a warning, exit 0. Before every rank is done, it fails the run."""
+    script = tmp_path / "finish.py"
+    script.write_text(_FINISH_THEN_FAIL)
+    err = io.StringIO()
+    assert launch(3, Job(str(script), ("done",), "a job", 30.0), stderr=err) == 0
+    assert "after every rank had finished; the results stand" in err.getvalue() and "rank 1" in err.getvalue()
+    with pytest.raises(RunError, match="rank 1"):
+        launch(3, Job(str(script), ("early",), "a job", 30.0), stderr=io.StringIO())
