@@ -21,17 +21,14 @@ array([8., 2.])
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 
-try:  # the rounds in C (setup.py builds sim/_classcore.c where a C compiler is found)
-    import sim._classcore as _classcore  # (absolute, as sim.rates imports its core)
-except ImportError:  # pragma: no cover - a machine without a C compiler
-    _classcore = None
-#: the compiled rounds' module, or None: the numpy rounds (COLLSIM_PURE=1 forces them; read at import)
-_CORE: Any = None if os.environ.get("COLLSIM_PURE", "") not in ("", "0") else _classcore
+from ._cores import built, chosen
+
+#: the rounds in C (sim/_classcore.c), or None: the numpy rounds below (sim._cores)
+_CORE: Any = chosen(built("_classcore"))
 
 __all__ = ["maxmin_rates", "maxmin_rates_full", "maxmin_rates_sequential"]
 

@@ -48,7 +48,6 @@ they depend only on which paths are active, so the cache stays valid.
 from __future__ import annotations
 
 import math
-import os
 from array import array
 from collections import Counter
 from collections.abc import Callable
@@ -58,16 +57,14 @@ from typing import Any
 import numpy as np
 
 from ._arrays import ranges
+from ._cores import built, chosen
 from .maxmin import _RTOL, maxmin_rates
 
 __all__ = ["SMALL_BATCH", "Rates", "gather_arcs"]
 
-try:  # the compiled core (setup.py builds it where a C compiler is found)
-    import sim._ratecore as _ratecore  # (absolute: tests/test_architecture.py reads "from . import" as the package)
-except ImportError:  # pragma: no cover - a machine without a C compiler
-    _ratecore = None
-#: the compiled core's module, or None: the Python path (COLLSIM_PURE=1 forces it; read at import)
-_CORE: Any = None if os.environ.get("COLLSIM_PURE", "") not in ("", "0") else _ratecore
+_ratecore: Any = built("_ratecore")  # the compiled core (sim/_ratecore.c), or None where not built
+#: the core the engine uses, or None: the Python path (sim._cores)
+_CORE: Any = chosen(_ratecore)
 
 _CACHE_ENTRIES = 256
 _INCREMENTAL_MIN = 8  # active flows below which a solve of all of them is as cheap as finding the part
