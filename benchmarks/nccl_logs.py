@@ -357,10 +357,10 @@ def _table(
         (single if log.hosts == 1 else multi).extend(errs)
         more = extra(log) if extra else ""  # type: ignore[operator]
         note = f"  ({log.note})" if log.note else ""
-        tuner = f"  [{log.tuner}]" if log.tuner else ""
+        tags = f"  [{log.tuner}]" if log.tuner else ""
         if log.unmodelled:
-            tuner += f"  [not modelled: {', '.join(log.unmodelled)}]"
-        print(f"  {log.path.name:44s} {log.ranks:5d} {log.hosts:5d}  {summary(errs)}{more}{note}{tuner}")
+            tags += f"  [not modelled: {', '.join(log.unmodelled)}]"
+        print(f"  {log.path.name:44s} {log.ranks:5d} {log.hosts:5d}  {summary(errs)}{more}{note}{tags}")
         if show_rows:
             for size, meas, pred, err, pick in rows:
                 print(f"      {size:>12d} B  measured {meas:10.1f} us  predicted {pred:10.1f} us  {err:6.1%}  {pick}")

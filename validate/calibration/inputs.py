@@ -326,14 +326,6 @@ _ROW = re.compile(r"^\s*\d+\s+\d+\s+[A-Za-z]")
 #: 1048576 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}`` (2.24 on), ``[AllReduce: ]1048576 Bytes ->
 #: Algo 1 proto 0 time 12.3`` (2.20-2.23: NCCL's indices, in the order of :data:`sim.nccl.tuner.ALGORITHMS`)
 _TUNING_LINE = re.compile(r"(?:\b([A-Za-z]+):\s+)?(\d+) Bytes -> Algo (\w+) proto (\w+)")
-#: NCCL's function names (ncclFuncToString) of the collectives nccl-tests times
-_NCCL_FUNCS = {
-    "allreduce": "AllReduce",
-    "allgather": "AllGather",
-    "reducescatter": "ReduceScatter",
-    "broadcast": "Broadcast",
-    "reduce": "Reduce",
-}
 _BY_NAME = {name.upper(): a for a, name in NCCL_NAMES.items()}
 
 
@@ -389,11 +381,12 @@ def strip_label(line: str) -> str:
 _BINARY = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(_NCCL_BINARIES) + r")(?:_mpi)?(?![A-Za-z0-9_])")
 #: NCCL settings that change how fast a collective runs but that the model does not represent: the channel
 #: (CTA) counts, threads, buffers, QPs and NIC choices (a log that sets them is reported as such)
-_UNMODELLED_ENV = re.compile(
-    r"\bNCCL_(MIN_CTAS|MAX_CTAS|MIN_NCHANNELS|MAX_NCHANNELS|MIN_NRINGS|MAX_NRINGS|NVLS_NCHANNELS|NTHREADS|"
-    r"BUFFSIZE|IB_QPS_PER_CONNECTION|IB_SPLIT_DATA_ON_QPS|NCHANNELS_PER_NET_PEER|CROSS_NIC|P2P_NET_CHUNKSIZE|"
-    r"NET_GDR_LEVEL|IB_ADAPTIVE_ROUTING|CTA_POLICY)\s*[=:]\s*[\"']?([A-Za-z0-9_.]+)"
-)
+_UNMODELLED = (
+    "MIN_CTAS MAX_CTAS MIN_NCHANNELS MAX_NCHANNELS MIN_NRINGS MAX_NRINGS NVLS_NCHANNELS NTHREADS BUFFSIZE "
+    "IB_QPS_PER_CONNECTION IB_SPLIT_DATA_ON_QPS NCHANNELS_PER_NET_PEER CROSS_NIC P2P_NET_CHUNKSIZE NET_GDR_LEVEL "
+    "IB_ADAPTIVE_ROUTING CTA_POLICY"
+).split()
+_UNMODELLED_ENV = re.compile(rf"\bNCCL_({'|'.join(_UNMODELLED)})\s*[=:]\s*[\"']?([A-Za-z0-9_.]+)")
 _NCCL_ENV = re.compile(r"\bNCCL_(ALGO|PROTO|NVLS_ENABLE)\s*[=:]\s*[\"']?([\^A-Za-z0-9_,|]+)")
 #: the NCCL release a log states: NCCL's own line (``NCCL version 2.26.2+cuda12.8``, printed by rank 0 and
 #: in NCCL_DEBUG=INFO output), nccl-tests' header (``nccl-library=22602``), a ``#%`` line (``NCCL 2.26.5``)
@@ -548,13 +541,13 @@ def _result_row(line: str, time_at: int, headed: bool) -> tuple[int, str, str, s
         k = time_at if (headed and len(fields) >= time_at + 4) or agrees(time_at, strict=False) else None
     if k is None:
         return None
-    in_place = fields[k + 4] if agrees(k + 4, strict=False) and _wrong_free(fields[k + 7]) else None
+    in_place = fields[k + 4] if agrees(k + 4, strict=False) and not _wrong_results(fields[k + 7]) else None
     return size, fields[k], fields[k + 1], fields[k + 2], fields[k + 3], in_place
 
 
-def _wrong_free(wrong: str) -> bool:
-    """Whether a #wrong column says the results were right (0, or N/A where the test ran unchecked)."""
-    return wrong == "N/A" or (wrong.replace(".", "", 1).isdigit() and float(wrong) == 0)
+def _wrong_results(wrong: str) -> bool:
+    """Whether a #wrong column counts wrong elements (``N/A``: the test ran unchecked; an error text: not a count)."""
+    return wrong.replace(".", "", 1).isdigit() and float(wrong) > 0
 
 
 def _ratio_collective(ratios: list[float], p: int | None) -> tuple[str | None, int | None]:
@@ -644,7 +637,7 @@ def parse_nccl_text(
             continue
         where = f"{path}:{n}"
         size, time_text, algbw_text, busbw_text, wrong, in_place = row
-        if wrong not in ("N/A",) and wrong.replace(".", "", 1).isdigit() and float(wrong) > 0:
+        if _wrong_results(wrong):
             raise CalibrationError(f"{where}: #wrong is {wrong}; a run with wrong results is not a measurement")
         rows.append((where, size, _time_us(time_text, where) * 1e-6, _float(in_place) * 1e-6 if in_place else 0.0))
         algbw, busbw = _float(algbw_text), _float(busbw_text)
@@ -689,9 +682,8 @@ def parse_nccl_text(
     version = _modelled_version(min(versions)[1]) if versions else None
     spec = nccl_schedule_spec(coll, algo, proto, version)
     run_id = f"nccl-tests-{digest.hexdigest()[:16]}"
-    picked = {
-        size: ran_spec for size, pick in _picks_ran(ran, coll).items() if (ran_spec := _spec_ran(coll, pick, version))
-    }
+    picked = {size: nccl_schedule_spec(coll, *pick, version) for size, pick in _picks_ran(ran).items()}
+    picked = picked if coll == "allreduce" else {}  # (the other collectives run one schedule: no picks)
     samples = [
         _nccl_sample(coll, size, t, p, where, picked.get(size, spec), run_id, in_place)
         for where, size, t, in_place in rows
@@ -709,22 +701,16 @@ def parse_nccl_text(
     )
 
 
-def _picks_ran(ran: dict[tuple[str | None, int], Counter[tuple[str, str]]], coll: str) -> dict[int, tuple[str, str]]:
-    """Per size, the (algorithm, protocol) NCCL's TUNING lines say most of its calls of ``coll`` ran
-    (lines naming another function left out; 2.20-2.22 name none)."""
-    func = _NCCL_FUNCS.get(coll)
+def _picks_ran(ran: dict[tuple[str | None, int], Counter[tuple[str, str]]]) -> dict[int, tuple[str, str]]:
+    """Per size, the (algorithm, protocol) NCCL's TUNING lines say most of its all-reduce calls ran (lines
+    naming another function left out; 2.20-2.22 name none), where NCCL makes that pick: NVLS and CollNet
+    run Simple only, so a line that says otherwise leaves the size to the tuner."""
     out: dict[int, Counter[tuple[str, str]]] = {}
     for (name, size), counts in ran.items():
-        if name is None or name == func:
+        if name in (None, "AllReduce"):
             out.setdefault(size, Counter()).update(counts)
-    return {size: counts.most_common(1)[0][0] for size, counts in out.items()}
-
-
-def _spec_ran(coll: str, pick: tuple[str, str] | None, version: str | None) -> str | None:
-    """The schedule of a size whose TUNING lines say what NCCL ran (all-reduce only), else None."""
-    if pick is None or coll != "allreduce" or (pick[0] not in ("tree", "ring") and pick[1] != "simple"):
-        return None  # NVLS and CollNet run Simple only: a line that says otherwise is not NCCL's
-    return nccl_schedule_spec(coll, pick[0], pick[1], version)
+    picks = {size: counts.most_common(1)[0][0] for size, counts in out.items()}
+    return {size: (a, q) for size, (a, q) in picks.items() if a in ("tree", "ring") or q == "simple"}
 
 
 def _modelled_version(text: str) -> str | None:
@@ -819,7 +805,7 @@ def unmodelled_settings(env: dict[str, str]) -> list[str]:
     return sorted(
         f"NCCL_{k}={v}"
         for k, v in env.items()
-        if _UNMODELLED_ENV.match(f"NCCL_{k}={v}") and (k != "NET_GDR_LEVEL" or v.upper() in ("0", "LOC"))
+        if k in _UNMODELLED and (k != "NET_GDR_LEVEL" or v.upper() in ("0", "LOC"))
     )
 
 
@@ -887,11 +873,10 @@ def parse_nccl_json(
             raise CalibrationError(f"{where}: nwrong is {wrong}; a run with wrong results is not a measurement")
         time_us = _number(timing.get("time", timing.get("cpu_time")), f"{where}: time")
         second = row.get("in_place") if timing is row.get("out_of_place") else None
-        in_place_us = 0.0
-        if isinstance(second, dict) and not (isinstance(second.get("nwrong"), (int, float)) and second["nwrong"]):
+        in_place_us = 0.0  # (_nccl_sample keeps only a finite time > 0)
+        if isinstance(second, dict) and not second.get("nwrong"):
             value = second.get("time")
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
-                in_place_us = float(value)
+            in_place_us = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
         samples.append(
             _nccl_sample(
                 coll,
