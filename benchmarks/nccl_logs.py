@@ -427,7 +427,8 @@ def main(argv: list[str] | None = None) -> int:
             cal = cal_of(log)
             effs = {k: v.efficiency for k, v in cal.classes.items()}  # type: ignore[attr-defined]
             text = ", ".join(f"{k} {v:.3f}" for k, v in effs.items())
-            warn = "  WARNING: wants > line rate" if cal.warnings else ""  # type: ignore[attr-defined]
+            n = len(cal.warnings)  # type: ignore[attr-defined]
+            warn = f"  ({n} warning{'s' if n > 1 else ''} below the table)" if n else ""
             return f"  [{text}]{warn}"
 
         _table(

@@ -93,6 +93,19 @@ CASES = [
         None,
         ranks=16384,
     ),
+    # the same on a fabric routed as InfiniBand routes a fat-tree (D-mod-K: by destination host), where
+    # no two hosts' flows meet on a spine by chance
+    Case("ps-colocated-16k-ib", f"{DGX16K},ecmp=destination", "ps:shards=2048", "1GiB", "auto", 30, None),
+    Case(
+        "ps-dedicated-16k-ib",
+        "dgx:hosts=4096,ecmp=destination",
+        "ps:shards=2048,placement=dedicated",
+        "1GiB",
+        "auto",
+        30,
+        None,
+        ranks=16384,
+    ),
     Case("ps-colocated-1k", "dgx:hosts=128", "ps:shards=128", "1GiB", "auto", None, None),
     # the scaling curve between (S = hosts): from 2k GPUs the leaves above the servers are full and
     # the pushes split into (server, spine) classes

@@ -247,7 +247,13 @@ class Cluster:
         self.num_arcs = len(fabric.arc_u)
         self._endpoint_buffers(np.full(len(self.ranks), fabric.overhead), np.ones(len(self.ranks)), self.rank_node)
         self.router = Router(
-            fabric.arc_u, fabric.arc_v, fabric.weight, fabric.endpoint_only, fabric.is_gpu, mode=fabric.routing
+            fabric.arc_u,
+            fabric.arc_v,
+            fabric.weight,
+            fabric.endpoint_only,
+            fabric.is_gpu,
+            mode=fabric.routing,
+            dest_key=fabric.dest_key,
         )
 
     def _checked_ranks(self, total: int, ranks: int | None, name: str) -> None:

@@ -148,6 +148,18 @@ def test_unequal_members_are_split():
     assert abs(t - m.time_s) <= 1e-9 * m.time_s
 
 
+def test_destination_routing_keeps_the_pushes_equal():
+    """Routed by destination (InfiniBand's D-mod-K) no two hosts' flows meet on a spine by chance: the
+    pushes of a DGX stay a handful of classes, none split, and the time is the message level's."""
+    topology = "dgx:hosts=8,gpus_per_host=4,hosts_per_leaf=4,ecmp=destination"
+    ex, t = executor(topology, "ps", 2**24)
+    assert ex.splits == 0 and ex.solves <= 16
+    m = simulate(topology, "allreduce", "ps", 2**24, engine="message")
+    assert abs(t - m.time_s) <= 1e-9 * m.time_s
+    hashed, _ = executor("dgx:hosts=8,gpus_per_host=4,hosts_per_leaf=4", "ps", 2**24)
+    assert hashed.splits > 0 and hashed.solves > 4 * ex.solves
+
+
 def test_a_straggling_server_pulls_late():
     """A server that reduces 5x slower starts its pulls later: its pulls are classes of their own."""
     g = star(6, "100Gbps", "1us")

@@ -149,6 +149,33 @@ def test_destination_routing_takes_one_spine_per_destination_host_on_every_rail(
     assert Cluster(hgx(2, "oci-bm-gpu-h100-8")).router.dest_key is None
 
 
+@pytest.mark.parametrize(
+    "spec, per",
+    [
+        ("dgx:hosts=8,gpus_per_host=2,hosts_per_leaf=4", 2),
+        ("leaf-spine:leaves=2,hosts_per_leaf=4,spines=4,bandwidth=100Gbps", 1),
+    ],
+    ids=["dgx", "leaf-spine"],
+)
+def test_dgx_and_leaf_spine_route_by_destination_when_asked(spec, per):
+    """``ecmp=destination`` on the dgx and leaf-spine builders: every flow to a host crosses one spine,
+    the hosts under a leaf take the spines one each; the default (``hash``) spreads one destination's
+    flows over several spines, as before."""
+    cl = Cluster(f"{spec},ecmp=destination")
+    assert cl.graph.graph["ecmp"] == "destination" and cl.router.dest_key is not None
+    for dst_host in range(4):  # leaf 0's hosts, reached from leaf 1's on every rail
+        spines = {
+            _spine_of(cl, src_host * per + rail, dst_host * per + rail)
+            for src_host in range(4, 8)
+            for rail in range(per)
+        }
+        assert len(spines) == 1 and None not in spines
+    assert len({_spine_of(cl, 4 * per, d * per) for d in range(4)}) == 4  # one spine each
+    hashed = Cluster(spec)
+    assert hashed.graph.graph["ecmp"] == "hash" and hashed.router.dest_key is None
+    assert len({_spine_of(hashed, s * per, 0) for s in range(4, 8)}) > 1
+
+
 def _searched_ancestors(router, dst):
     """A node's ancestors and shortest descending hops by a plain search from it (no reuse of the
     nodes above)."""

@@ -213,6 +213,8 @@ def test_stragglers_from_yaml(tmp_path):
         "dgx:hosts=5,gpus_per_host=4,hosts_per_leaf=2,spines=3",
         "dgx:hosts=3,gpus_per_host=1,hosts_per_leaf=2",
         "dgx:hosts=70,hosts_per_leaf=16,uplink_bandwidth=100Gbps,overhead=1us,pcie_bandwidth=32GB/s",
+        "dgx:hosts=9,gpus_per_host=4,hosts_per_leaf=4,ecmp=destination",
+        "dgx:hosts=5,gpus_per_host=1,hosts_per_leaf=2,ecmp=destination",
     ],
 )
 def test_dgx_built_as_arrays_is_the_graph(spec):
@@ -227,6 +229,12 @@ def test_dgx_built_as_arrays_is_the_graph(spec):
     for name in ("_out_v", "_out_arc", "_in_u", "_in_ptr", "_level", "_up_v", "_up_arc", "_above_u", "_above_arc"):
         assert getattr(fast.router, name) == getattr(ref.router, name), name
     assert np.array_equal(fast.router._endpoint_only, ref.router._endpoint_only)
+    assert (fast.router.dest_key is None) == (ref.router.dest_key is None) == ("ecmp" not in spec)
+    if fast.router.dest_key is not None:
+        assert np.array_equal(fast.router.dest_key, ref.router.dest_key)
+        pairs = [(s, d) for s in range(0, fast.size, 3) for d in range(fast.size - 1, -1, -2)]
+        arcs = [[c.paths.arcs_of(c.path_id(s, d)).tolist() for s, d in pairs] for c in (fast, ref)]
+        assert arcs[0] == arcs[1]
     assert [fast.host_of(r) for r in range(fast.size)] == [ref.host_of(r) for r in range(ref.size)]
     assert fast.path_id(0, fast.size - 1) == ref.path_id(0, ref.size - 1)
     assert fast.paths.arcs_of(0).tolist() == ref.paths.arcs_of(0).tolist()

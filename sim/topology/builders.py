@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import networkx as nx
 from pydantic import Field, PositiveInt, field_validator
@@ -44,6 +44,7 @@ class LeafSpineParams(_HostParams):
     bandwidth: Bandwidth
     uplink_bandwidth: Bandwidth | None = None
     latency: Time = 0.0
+    ecmp: Literal["hash", "destination"] = "hash"
 
 
 class DgxParams(Spec):
@@ -58,6 +59,7 @@ class DgxParams(Spec):
     spines: PositiveInt | None = None
     uplink_bandwidth: Bandwidth | None = None
     overhead: Time = 0.0
+    ecmp: Literal["hash", "destination"] = "hash"
 
 
 class TorusParams(_HostParams):
@@ -186,10 +188,13 @@ def leaf_spine(
     intra_bandwidth: float | str | None = None,
     intra_latency: float | str = 0.0,
     overhead: float | str = 0.0,
+    ecmp: str = "hash",
 ) -> nx.DiGraph:
     """A two-level fat-tree: ``leaves`` leaf switches with ``hosts_per_leaf`` hosts each, every leaf
     linked to every one of ``spines`` spine switches at ``uplink_bandwidth`` (default ``bandwidth``).
-    Oversubscription = hosts_per_leaf * bandwidth / (spines * uplink_bandwidth).
+    Oversubscription = hosts_per_leaf * bandwidth / (spines * uplink_bandwidth). ``ecmp`` says how a
+    flow between leaves picks its spine: ``hash`` (Ethernet ECMP: a hash of source and destination) or
+    ``destination`` (InfiniBand: by the destination host, a leaf's hosts spread over the spines).
 
     >>> g = leaf_spine(2, 3, 1, "200Mbps", "300Mbps")
     >>> len(g.graph["ranks"]), g.edges["leaf0", "spine0"]["bandwidth"] * 8
@@ -202,6 +207,7 @@ def leaf_spine(
     )
     up = p.uplink_bandwidth or p.bandwidth
     b = ClusterBuilder(f"leaf-spine-{p.leaves}x{p.hosts_per_leaf}", overhead=p.overhead, spec=_spec("leaf-spine", p))
+    b.graph.graph["ecmp"] = p.ecmp
     for s in range(p.spines):
         b.add_switch(f"spine{s}")
     host = 0
@@ -231,6 +237,7 @@ def dgx(
     spines: int | None = None,
     uplink_bandwidth: float | str | None = None,
     overhead: float | str | None = None,
+    ecmp: str | None = None,
 ) -> nx.DiGraph:
     """DGX-style hosts on a rail-optimized leaf-spine network.
 
@@ -240,7 +247,11 @@ def dgx(
     connects to a leaf of rail ``i`` (``leaf{i}.{group}``, ``hosts_per_leaf`` hosts per leaf); every leaf
     connects to every spine at ``uplink_bandwidth`` (default ``nic_bandwidth``; ``spines`` defaults to
     ``min(hosts, hosts_per_leaf)``, which makes the fabric non-blocking). Defaults are a DGX H100: 8 GPUs,
-    900 GB/s NVLink, 400 Gb/s ConnectX-7 NICs.
+    900 GB/s NVLink, 400 Gb/s ConnectX-7 NICs. A flow between leaves picks its spine by ``ecmp``: ``hash``
+    (the default: a hash of source and destination per flow, as Ethernet ECMP does; two flows may meet
+    on one spine while another idles) or ``destination`` (as InfiniBand's subnet manager routes a
+    fat-tree, D-mod-K: every flow to one host through the same spine, a leaf's hosts spread over the
+    spines one each).
 
     >>> g = dgx(2)
     >>> len(g.graph["ranks"]), g.edges["h0:gpu0", "h0"]["bandwidth"], g.edges["h0:nic0", "leaf0.0"]["bandwidth"]
@@ -253,6 +264,7 @@ def dgx(
     gpus = p.hosts * p.gpus_per_host
     _check_size("dgx", gpus, 3 * gpus + p.gpus_per_host * groups * spines)
     b = ClusterBuilder(f"dgx-{p.hosts}x{p.gpus_per_host}", overhead=p.overhead, spec=_spec("dgx", p))
+    b.graph.graph["ecmp"] = p.ecmp
     for s in range(spines):
         b.add_switch(f"spine{s}")
     for rail in range(p.gpus_per_host):

@@ -48,6 +48,9 @@ class Fabric:
     hosts: list[str]  # host names by number
     builder: str  # the builder (BUILDERS) and its checked parameters, which build the graph
     params: dict[str, Any]
+    #: per node, the key destination-based routing picks a spine by (``ecmp=destination``; None: hash):
+    #: a host's nodes share its ordinal among the graph's hosts and switches, as ``Cluster`` reads it
+    dest_key: np.ndarray | None = None
 
     def build_graph(self) -> nx.DiGraph:
         """The graph the builder makes of these parameters (the one these arrays were read off)."""
@@ -130,6 +133,9 @@ def dgx_fabric(p: DgxParams) -> Fabric | None:
     names += [f"{host}{kind}" for host in host_names for kind in kinds]
     is_gpu = np.zeros(n, dtype=bool)
     is_gpu[gpu.ravel()] = True
+    dest_key = None
+    if p.ecmp == "destination":  # switches their own ordinal, then one per host (sim.cluster._host_keys)
+        dest_key = np.concatenate([np.arange(base), base + np.repeat(hosts, per_host)])
     return Fabric(
         name=f"dgx-{h_count}x{g}",
         spec=_spec("dgx", p),
@@ -148,4 +154,5 @@ def dgx_fabric(p: DgxParams) -> Fabric | None:
         hosts=host_names,
         builder="dgx",
         params=p.model_dump(),
+        dest_key=dest_key,
     )
