@@ -141,6 +141,7 @@ CASES = [
     Case("tree8-ls1k-fast", LS1K, "tree:chunks=8", "256MiB", "fast", None, None),
     Case("hierarchical-1m", "dgx:hosts=131072", "hierarchical", "1GiB", "auto", 60, 8192),
     Case("report-7b", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx.yaml"),
+    Case("report-7b-ib", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx-ib.yaml"),
     Case("report-7b-concurrent", "", "", "", "", None, None, report="benchmarks/specs/llm-7b-dgx-concurrent.yaml"),
     Case("report-7b-serial", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx-serial.yaml"),
     Case("report-7b-serial-nops", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx-serial-nops.yaml"),
