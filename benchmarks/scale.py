@@ -82,29 +82,24 @@ CASES = [
         for hosts, gpus in ((32, "256"), (64, "512"), (128, "1k"), (256, "2k"))
         for name, a in NCCL
     ),
-    Case("ps-colocated-16k", DGX16K, "ps:shards=2048", "1GiB", "auto", 30, None),
-    Case(
-        "ps-dedicated-16k",
-        "dgx:hosts=4096",
-        "ps:shards=2048,placement=dedicated",
-        "1GiB",
-        "auto",
-        30,
-        None,
-        ranks=16384,
-    ),
-    # the same on a fabric routed as InfiniBand routes a fat-tree (D-mod-K: by destination host), where
-    # no two hosts' flows meet on a spine by chance
-    Case("ps-colocated-16k-ib", f"{DGX16K},ecmp=destination", "ps:shards=2048", "1GiB", "auto", 30, None),
-    Case(
-        "ps-dedicated-16k-ib",
-        "dgx:hosts=4096,ecmp=destination",
-        "ps:shards=2048,placement=dedicated",
-        "1GiB",
-        "auto",
-        30,
-        None,
-        ranks=16384,
+    # S = hosts, on the default fabric (hashed ECMP) and on one routed as InfiniBand routes a fat-tree
+    # (-ib: D-mod-K, by destination host), where no two hosts' flows meet on a spine by chance
+    *(
+        case
+        for tag, routed in (("", ""), ("-ib", ",ecmp=destination"))
+        for case in (
+            Case(f"ps-colocated-16k{tag}", DGX16K + routed, "ps:shards=2048", "1GiB", "auto", 30, None),
+            Case(
+                f"ps-dedicated-16k{tag}",
+                "dgx:hosts=4096" + routed,
+                "ps:shards=2048,placement=dedicated",
+                "1GiB",
+                "auto",
+                30,
+                None,
+                ranks=16384,
+            ),
+        )
     ),
     Case("ps-colocated-1k", "dgx:hosts=128", "ps:shards=128", "1GiB", "auto", None, None),
     # the scaling curve between (S = hosts): from 2k GPUs the leaves above the servers are full and

@@ -2080,6 +2080,167 @@ done:
 
 #define FASTCALL(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
+/* ------------------------------------------------------------------ bulk routes (sim/bulkroute.py) */
+
+/* ecmp_hash (sim/routing.py): a stable 64-bit mix of (src, dst, hop); uint64 arithmetic wraps as the masked one */
+static inline uint64_t ecmp_mix(uint64_t s, uint64_t d, uint64_t h) {
+    uint64_t x = s * 0x9E3779B97F4A7C15ULL + d * 0xBF58476D1CE4E5B9ULL + h * 0x94D049BB133111EBULL;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+/* whether ``u`` is an in-neighbour of ``v`` (the CSR in_ptr / in_u); -1 where v has too many to look through */
+static inline int links_to(const Arr *in_ptr, const Arr *in_u, int64_t u, int64_t v) {
+    int64_t lo = arr_i(in_ptr, v), hi = arr_i(in_ptr, v + 1);
+    if (hi - lo > 64)
+        return -1;
+    for (int64_t k = lo; k < hi; k++)
+        if (arr_i(in_u, k) == u)
+            return 1;
+    return 0;
+}
+
+/* far_routes(srcs, dsts, near, in_ptr, in_u, origin, up, up_len, leaf, leaf_index, top_arcs, spine_down, down,
+ *            dest_key, ntop, out, handled): BulkRouter.node_routes's rows for the pairs of distinct origins more
+ * than two hops apart (no link from the source to the destination, none from a near node of the source):
+ * up the source's way, across a spine where their leaves differ (the destination's key modulo the ``ntop``
+ * spines, or ecmp_hash of (source, destination, the way up's length)), down the destination's way --
+ * written to ``out`` (rows of int64 filled with -1) and marked 1 in ``handled``; every other pair is left
+ * to the Python lines. ``near``, ``up``, ``down``: per node, rows of equal width (raveled); ``top_arcs``:
+ * per leaf index, its arcs up to the spines; ``spine_down``: per spine, its arcs down to the leaf indices;
+ * ``dest_key``: per node, or None (the hash). Returns how many pairs it routed. */
+static PyObject *py_far_routes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 17,
+                  "far_routes(srcs, dsts, near, in_ptr, in_u, origin, up, up_len, leaf, leaf_index, top_arcs, "
+                  "spine_down, down, dest_key, ntop, out, handled)"))
+        return NULL;
+    Arr srcs, dsts, near, in_ptr, in_u, origin, up, up_len, leaf, leaf_index, top_arcs, spine_down, down, key, out,
+        handled;
+    Arr *all[16] = {&srcs, &dsts,       &near,     &in_ptr,     &in_u, &origin, &up,  &up_len,
+                    &leaf, &leaf_index, &top_arcs, &spine_down, &down, &key,    &out, &handled};
+    arrs_init(all, 16);
+    PyObject *result = NULL;
+    int keyed = args[13] != Py_None;
+    Py_ssize_t ntop = PyLong_AsSsize_t(args[14]);
+    if (ntop < 0 && PyErr_Occurred())
+        goto done;
+    if (arr_get(args[0], &srcs, 'i') < 0 || arr_get(args[1], &dsts, 'i') < 0 || arr_get(args[2], &near, 'i') < 0 ||
+        arr_get(args[3], &in_ptr, 'i') < 0 || arr_get(args[4], &in_u, 'i') < 0 || arr_get(args[5], &origin, 'b') < 0 ||
+        arr_get(args[6], &up, 'i') < 0 || arr_get(args[7], &up_len, 'i') < 0 || arr_get(args[8], &leaf, 'i') < 0 ||
+        arr_get(args[9], &leaf_index, 'i') < 0 || arr_get(args[10], &top_arcs, 'i') < 0 ||
+        arr_get(args[11], &spine_down, 'i') < 0 || arr_get(args[12], &down, 'i') < 0 ||
+        (keyed && arr_get(args[13], &key, 'i') < 0) || arr_open(args[15], &out, 'i', 1) < 0 ||
+        arr_open(args[16], &handled, 'b', 1) < 0)
+        goto done;
+    Py_ssize_t n = origin.n, len = srcs.n;
+    if (len == 0) {
+        result = PyLong_FromSsize_t(0);
+        goto done;
+    }
+    if (dsts.n != len || handled.n != len || n <= 0 || in_ptr.n != n + 1 || up_len.n != n || leaf.n != n ||
+        leaf_index.n != n || near.n % n || up.n % n || down.n != up.n || (keyed && key.n != n) || out.n % len ||
+        out.view.itemsize != 8 || out.stride != 8 || (ntop > 0 && (top_arcs.n % ntop || spine_down.n != top_arcs.n))) {
+        PyErr_SetString(PyExc_ValueError, "far_routes: inconsistent table sizes");
+        goto done;
+    }
+    Py_ssize_t nw = near.n / n, w = up.n / n, width = out.n / len, nleaves = ntop > 0 ? top_arcs.n / ntop : 0;
+    int64_t *o = (int64_t *)out.view.buf;
+    unsigned char *h = (unsigned char *)handled.view.buf;
+    Py_ssize_t hs = handled.stride, routed = 0;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        int64_t a = arr_i(&srcs, i), b = arr_i(&dsts, i);
+        if (a < 0 || a >= n || b < 0 || b >= n) {
+            PyErr_SetString(PyExc_IndexError, "far_routes: node out of range");
+            goto done;
+        }
+        if (a == b || !arr_b(&origin, a) || !arr_b(&origin, b))
+            continue;
+        int near_pair = links_to(&in_ptr, &in_u, a, b);
+        for (Py_ssize_t k = 0; k < nw && near_pair == 0; k++) {
+            int64_t v = arr_i(&near, a * nw + k);
+            if (v >= 0)
+                near_pair = links_to(&in_ptr, &in_u, v, b);
+        }
+        if (near_pair != 0) /* near (or too many in-neighbours to tell): the Python lines */
+            continue;
+        int64_t la = arr_i(&up_len, a), lb = arr_i(&up_len, b);
+        int across = arr_i(&leaf, a) != arr_i(&leaf, b);
+        if (la + lb + 2 * across > width || la > w || lb > w || (across && ntop <= 0))
+            continue;
+        int64_t *row = o + i * width;
+        Py_ssize_t pos = 0;
+        for (int64_t k = 0; k < la; k++)
+            row[pos++] = arr_i(&up, a * w + k);
+        if (across) {
+            int64_t j = keyed ? arr_i(&key, b) % ntop : (int64_t)(ecmp_mix((uint64_t)a, (uint64_t)b, (uint64_t)la) % (uint64_t)ntop);
+            int64_t fa = arr_i(&leaf_index, a), fb = arr_i(&leaf_index, b);
+            if (fa < 0 || fa >= nleaves || fb < 0 || fb >= nleaves || j < 0) {
+                PyErr_SetString(PyExc_IndexError, "far_routes: leaf out of range");
+                goto done;
+            }
+            row[pos++] = arr_i(&top_arcs, fa * ntop + j);
+            row[pos++] = arr_i(&spine_down, j * nleaves + fb);
+        }
+        for (int64_t k = 0; k < lb; k++)
+            row[pos++] = arr_i(&down, b * w + (lb - 1 - k));
+        h[i * hs] = 1;
+        routed++;
+    }
+    result = PyLong_FromSsize_t(routed);
+done:
+    arrs_release(all, 16);
+    return result;
+}
+
+/* trim_rows(rows, dom, out): FanExecutor.trim -- ``rows`` (int64, ``width`` columns, raveled) copied to ``out``
+ * with -1 at every arc whose dominator (``dom``, -1: none) is beside it in its row; an arc with a dominator
+ * that is not beside it is an error (ValueError). Returns how many arcs it took out. */
+static PyObject *py_trim_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 4, "trim_rows(rows, dom, width, out)"))
+        return NULL;
+    Arr rows, dom, out;
+    Arr *all[3] = {&rows, &dom, &out};
+    arrs_init(all, 3);
+    PyObject *result = NULL;
+    Py_ssize_t width = PyLong_AsSsize_t(args[2]);
+    if (width < 0 && PyErr_Occurred())
+        goto done;
+    if (arr_get(args[0], &rows, 'i') < 0 || arr_get(args[1], &dom, 'i') < 0 || arr_open(args[3], &out, 'i', 1) < 0)
+        goto done;
+    if (width <= 0 || rows.n % width || out.n != rows.n || out.view.itemsize != 8) {
+        PyErr_SetString(PyExc_ValueError, "trim_rows: rows and out must be rows of width columns");
+        goto done;
+    }
+    int64_t *o = (int64_t *)out.view.buf;
+    Py_ssize_t os = out.stride / 8, taken = 0, nd = dom.n;
+    for (Py_ssize_t r = 0; r < rows.n; r += width) {
+        for (Py_ssize_t c = 0; c < width; c++) {
+            int64_t a = arr_i(&rows, r + c);
+            int64_t d = a >= 0 ? (a < nd ? arr_i(&dom, a) : -2) : -1;
+            if (d == -2) {
+                PyErr_SetString(PyExc_IndexError, "trim_rows: arc out of range");
+                goto done;
+            }
+            if (d >= 0) {
+                if (!((c > 0 && arr_i(&rows, r + c - 1) == d) || (c + 1 < width && arr_i(&rows, r + c + 1) == d))) {
+                    PyErr_SetString(PyExc_ValueError, "trim_rows: a route crosses an arc without the arc that dominates it");
+                    goto done;
+                }
+                a = -1;
+                taken++;
+            }
+            o[(r + c) * os] = a;
+        }
+    }
+    result = PyLong_FromSsize_t(taken);
+done:
+    arrs_release(all, 3);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
     {"fsum", py_fsum, METH_O, "fsum(array): math.fsum's correctly rounded sum"},
     {"drain_due", (PyCFunction)(void (*)(void))py_drain_due, METH_FASTCALL,
@@ -2098,6 +2259,9 @@ static PyMethodDef module_methods[] = {
     FASTCALL(hash_finite, "hash_finite(path_hash, pids, bounds) -> (the paths' numbers summed mod 2**64, finite "
                           "bounds)"),
     FASTCALL(group, "group(owner, values, ptr, out): values grouped by owner (a stable counting sort)"),
+    FASTCALL(far_routes, "far_routes(srcs, dsts, near, in_ptr, in_u, origin, up, up_len, leaf, leaf_index, top_arcs, "
+                         "spine_down, down, dest_key, ntop, out, handled) -> pairs routed: the far pairs' routes"),
+    FASTCALL(trim_rows, "trim_rows(rows, dom, width, out) -> arcs taken out: routes without dominated arcs"),
     FASTCALL(settle, "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's "
                      "instant"),
     {NULL, NULL, 0, NULL},

@@ -31,9 +31,11 @@ from typing import Any
 import numpy as np
 
 from ._arrays import distinct
+from .rates import _CORE
 
 __all__ = ["BulkRouter", "bulk_router", "ecmp_hash_many"]
 
+_C_MIN = 64  # pairs from which node_routes takes the compiled pass
 _C1 = np.uint64(0x9E3779B97F4A7C15)
 _C2 = np.uint64(0xBF58476D1CE4E5B9)
 _C3 = np.uint64(0x94D049BB133111EB)
@@ -56,6 +58,7 @@ class BulkRouter:
 
     def __init__(self, cluster: Any, origins: np.ndarray | None = None) -> None:
         self.cluster = cluster
+        self._in: tuple[np.ndarray, np.ndarray] | None = None  # every node's in-neighbours (CSR), for far_routes
         r = cluster.router
         n = len(cluster.nodes)
         self.n = n
@@ -186,9 +189,47 @@ class BulkRouter:
     def node_routes(self, srcs: np.ndarray, dsts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`routes` between nodes (both origins of this router: see :func:`bulk_router`; a node to
         itself: no arcs); a pair with an end that is no origin is in the mask too. (The tables are
-        indexed by node.)"""
+        indexed by node.) With the compiled core, the pairs more than two hops apart -- most of them on a
+        large fabric -- are routed in one pass in C (``far_routes``: the "one leaf" and "across" lines of
+        :meth:`_node_routes`), the others by those lines."""
         srcs = np.asarray(srcs, dtype=np.int64)
         dsts = np.asarray(dsts, dtype=np.int64)
+        if _CORE is None or len(srcs) < _C_MIN:
+            return self._node_routes(srcs, dsts)
+        out = np.full((len(srcs), self.width), -1, dtype=np.int64)
+        done = np.zeros(len(srcs), dtype=np.uint8)
+        if self._in is None:
+            order = np.argsort(self.cluster.arc_v, kind="stable")
+            ptr = np.zeros(self.n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.cluster.arc_v, minlength=self.n), out=ptr[1:])
+            self._in = (ptr, np.ascontiguousarray(self.cluster.arc_u[order], dtype=np.int64))
+        none = np.zeros(0, dtype=np.int64)
+        _CORE.far_routes(
+            srcs,
+            dsts,
+            self.near.ravel(),
+            *self._in,
+            self.origin,
+            self.up.ravel(),
+            self.up_len,
+            self.leaf,
+            self.leaf_index,
+            none if self.top_arcs is None else np.ascontiguousarray(self.top_arcs).ravel(),
+            none if self.top_arcs is None else np.ascontiguousarray(self.spine_down).ravel(),
+            self.down.ravel(),
+            self.dest_key,
+            len(self.top) if self.top_arcs is not None else 0,
+            out.ravel(),
+            done,
+        )
+        odd = np.zeros(len(srcs), dtype=bool)
+        rest = np.flatnonzero(done == 0)
+        if len(rest):
+            out[rest], odd[rest] = self._node_routes(srcs[rest], dsts[rest])
+        return out, odd
+
+    def _node_routes(self, srcs: np.ndarray, dsts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`node_routes` in numpy (every pair; the reference the compiled pass is held to)."""
         out = np.full((len(srcs), self.width), -1, dtype=np.int64)
         # the short cut: a direct link, else the common neighbours
         direct = self._arc(srcs, dsts)

@@ -49,7 +49,7 @@ from ._arrays import ranges
 from .bulkroute import bulk_router
 from .deadline import check as check_deadline
 from .maxmin import maxmin_rates
-from .rates import _static_dominators, gather_arcs
+from .rates import _CORE, _static_dominators, gather_arcs
 
 __all__ = ["FanExecutor", "FanPlan", "Fragmented", "fan_plan"]
 
@@ -533,7 +533,16 @@ class FanExecutor:
         an arc out of or into a node with no other neighbour (a NIC between its GPU and its leaf)
         carries exactly the flows of the adjacent arc beside it, and where that one is no wider its
         constraint implies the arc's -- the feasible rates, hence the max-min fair ones, are the same
-        without it. The classes then count ~1/3 fewer crossings."""
+        without it. The classes then count ~1/3 fewer crossings. (With the compiled core, one pass in C:
+        ``trim_rows``.)"""
+        if _CORE is not None and rows.size:
+            rows = np.ascontiguousarray(rows, dtype=np.int64)
+            out = np.empty_like(rows)
+            try:
+                _CORE.trim_rows(rows.ravel(), self._dom, rows.shape[1], out.ravel())
+            except ValueError as exc:  # pragma: no cover - as below
+                raise AssertionError(str(exc)) from None
+            return out
         dom = self._dom[np.maximum(rows, 0)]
         hit = (rows >= 0) & (dom >= 0)
         if not hit.any():

@@ -375,3 +375,74 @@ def test_collsim_pure_turns_the_engines_loops_off_too():
     env = dict(os.environ, COLLSIM_PURE="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True"]
+
+
+@core
+@pytest.mark.parametrize(
+    "spec, nics",
+    [
+        ("dgx:hosts=24,hosts_per_leaf=8", False),
+        ("dgx:hosts=24,hosts_per_leaf=8,ecmp=destination", False),
+        ("dgx:hosts=9,gpus_per_host=1,hosts_per_leaf=4", False),
+        ("hgx:preset=dgx-h100,hosts=40,hosts_per_leaf=8", True),
+        ("hgx:preset=dgx-h100,hosts=24,hosts_per_leaf=8,ecmp=hash", True),
+        ("leaf-spine:leaves=4,hosts_per_leaf=4,spines=3,bandwidth=1Gbps,gpus_per_host=2,intra_bandwidth=10Gbps", False),
+        ("star:hosts=8,bandwidth=1Gbps", False),
+    ],
+)
+def test_the_cores_far_routes_are_the_bulk_routers(spec, nics):
+    """``far_routes`` routes the pairs more than two hops apart in C: every row and every mask bit equal
+    the numpy lines' (``BulkRouter._node_routes``) on random pairs of the origins -- GPUs, and NICs where
+    NCCL's channels leave by them -- on hashed and destination-keyed fabrics, weighted DGX hosts, a
+    single-GPU fabric and a star (where no pair is far)."""
+    from sim.bulkroute import bulk_router
+    from sim.cluster import Cluster
+
+    cl = Cluster(spec)
+    nodes = np.asarray(cl.rank_node[: cl.size], dtype=np.int64)
+    if nics:
+        nodes = np.concatenate([nodes, np.array([i for i, v in enumerate(cl.nodes) if ":nic" in v], dtype=np.int64)])
+    bulk = bulk_router(cl, origins=nodes)
+    assert bulk is not None
+    rng = np.random.default_rng(7)
+    srcs, dsts = nodes[rng.integers(0, len(nodes), 20000)], nodes[rng.integers(0, len(nodes), 20000)]
+    got, odd = bulk.node_routes(srcs, dsts)
+    want, want_odd = bulk._node_routes(srcs, dsts)
+    assert np.array_equal(got, want) and np.array_equal(odd, want_odd)
+    done = np.zeros(len(srcs), dtype=np.uint8)
+    out = np.full(got.shape, -1, dtype=np.int64)
+    far = C.far_routes(srcs, dsts, bulk.near.ravel(), *bulk._in, bulk.origin, bulk.up.ravel(), bulk.up_len,
+                       bulk.leaf, bulk.leaf_index,
+                       np.zeros(0, dtype=np.int64) if bulk.top_arcs is None else bulk.top_arcs.ravel(),
+                       np.zeros(0, dtype=np.int64) if bulk.top_arcs is None else bulk.spine_down.ravel(),
+                       bulk.down.ravel(), bulk.dest_key, 0 if bulk.top_arcs is None else len(bulk.top),
+                       out.ravel(), done)  # fmt: skip
+    assert far == int(done.sum()) and (far > len(srcs) // 2) == (not spec.startswith("star"))
+
+
+@core
+def test_the_cores_trim_is_the_classes():
+    """``trim_rows`` takes out the arcs whose dominator is beside them as FanExecutor.trim's numpy lines
+    do, on every push of a parameter server on a DGX fabric (NICs between GPUs and leaves), and refuses
+    a route that crosses a dominated arc without its dominator."""
+    import sim.classes as classes
+
+    from .test_classes import executor
+
+    ex, _ = executor("dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=2,spines=2", "ps:shards=4", 2**20)
+    cl = ex.cluster
+    srcs, dsts = np.divmod(np.arange(cl.size * cl.size), cl.size)
+    rows = ex.routes(srcs[srcs != dsts], dsts[srcs != dsts], ids=False)[0]
+    got = ex.trim(rows)
+    try:
+        classes._CORE = None
+        want = ex.trim(rows)
+    finally:
+        classes._CORE = rates._CORE
+    assert np.array_equal(got, want) and (got < 0).sum() > (rows < 0).sum()
+    bad = rows.copy()
+    hit = np.flatnonzero((ex._dom[np.maximum(rows[0], 0)] >= 0) & (rows[0] >= 0))[0]
+    bad[0, :] = -1
+    bad[0, 0] = rows[0, hit]  # a dominated arc alone
+    with pytest.raises(ValueError, match="dominates"):
+        C.trim_rows(bad.ravel(), ex._dom, bad.shape[1], np.empty_like(bad).ravel())

@@ -125,6 +125,19 @@ def _spine_of(cl, src: int, dst: int) -> str | None:
     return ups[0] if ups else None
 
 
+def _one_spine_per_destination(cl, per: int) -> None:
+    """Hosts 0-3 (one leaf group) reached from hosts 4-7 (another) on every rail: one spine per
+    destination host whatever the source, and a different spine for each of them."""
+    for dst_host in range(4):
+        spines = {
+            _spine_of(cl, src_host * per + rail, dst_host * per + rail)
+            for src_host in range(4, 8)
+            for rail in range(per)
+        }
+        assert len(spines) == 1 and None not in spines
+    assert len({_spine_of(cl, 4 * per, d * per) for d in range(4)}) == 4  # one spine each
+
+
 def test_destination_routing_takes_one_spine_per_destination_host_on_every_rail():
     """hgx's InfiniBand presets route by destination (D-mod-K): every flow to a host crosses the same spine
     whatever its source and rail, and the hosts under one leaf take the spines one each; the RoCE presets
@@ -135,14 +148,7 @@ def test_destination_routing_takes_one_spine_per_destination_host_on_every_rail(
     cl = Cluster(g)
     assert cl.graph.graph["ecmp"] == "destination"
     per = 2
-    for dst_host in range(4):  # group 0's hosts, reached from group 1 on both rails
-        spines = {
-            _spine_of(cl, src_host * per + rail, dst_host * per + rail)
-            for src_host in range(4, 8)
-            for rail in range(per)
-        }
-        assert len(spines) == 1 and None not in spines
-    assert len({_spine_of(cl, 4 * per, d * per) for d in range(4)}) == 4  # one spine each
+    _one_spine_per_destination(cl, per)
     hashed = Cluster(hgx(8, "dgx-h100", hosts_per_leaf=4, gpus_per_host=2, ecmp="hash"))
     assert hashed.router.dest_key is None
     assert len({_spine_of(hashed, s * per, 0) for s in range(4, 8)}) > 1
@@ -163,14 +169,7 @@ def test_dgx_and_leaf_spine_route_by_destination_when_asked(spec, per):
     flows over several spines, as before."""
     cl = Cluster(f"{spec},ecmp=destination")
     assert cl.graph.graph["ecmp"] == "destination" and cl.router.dest_key is not None
-    for dst_host in range(4):  # leaf 0's hosts, reached from leaf 1's on every rail
-        spines = {
-            _spine_of(cl, src_host * per + rail, dst_host * per + rail)
-            for src_host in range(4, 8)
-            for rail in range(per)
-        }
-        assert len(spines) == 1 and None not in spines
-    assert len({_spine_of(cl, 4 * per, d * per) for d in range(4)}) == 4  # one spine each
+    _one_spine_per_destination(cl, per)
     hashed = Cluster(spec)
     assert hashed.graph.graph["ecmp"] == "hash" and hashed.router.dest_key is None
     assert len({_spine_of(hashed, s * per, 0) for s in range(4, 8)}) > 1
