@@ -68,6 +68,9 @@ def test_topology_show(capsys):
     code, out, _ = run(capsys, "topology", "show", "two-rack-2to1")
     assert code == 0
     assert "GPUs:       16" in out and "bisection:  400Gbps" in out
+    assert "by a hash of source and destination" in out  # how equal routes are picked
+    code, out, _ = run(capsys, "topology", "show", "dgx:hosts=4,ecmp=destination")
+    assert code == 0 and "routing:    shortest up-down paths; equal ones by the destination host" in out
 
 
 @pytest.mark.parametrize(

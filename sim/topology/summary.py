@@ -28,6 +28,7 @@ class TopologySummary:
     links: int
     link_classes: tuple[tuple[str, int], ...]
     bisection_Bps: float | None
+    routing: str = ""
 
     def lines(self) -> list[str]:
         bis = f"not computed (more than {BISECTION_LIMIT} GPUs)"
@@ -44,6 +45,8 @@ class TopologySummary:
         for label, count in self.link_classes:
             out.append(f"            {count:6d} x {label}")
         out.append(f"bisection:  {bis}  (first half of the ranks -> second half, max-flow)")
+        if self.routing:
+            out.append(f"routing:    {self.routing}")
         return out
 
 
@@ -62,6 +65,14 @@ def bisection_bandwidth(graph: nx.DiGraph) -> float:
         flow.add_edge(gpu, "__sink__")
     value, _ = nx.maximum_flow(flow, "__source__", "__sink__")
     return float(value)
+
+
+def routing_of(graph: nx.DiGraph) -> str:
+    """How routes are picked (:mod:`sim.routing`), in words."""
+    how = "shortest paths" if graph.graph.get("routing") != "updown" else "shortest up-down paths"
+    if graph.graph.get("ecmp") == "destination":
+        return f"{how}; equal ones by the destination host (InfiniBand, D-mod-K: ecmp=destination)"
+    return f"{how}; equal ones by a hash of source and destination per flow (ECMP)"
 
 
 def summarize(graph: nx.DiGraph) -> TopologySummary:
@@ -86,4 +97,5 @@ def summarize(graph: nx.DiGraph) -> TopologySummary:
         links=len(seen),
         link_classes=tuple(sorted(classes.items(), key=lambda kv: -kv[1])),
         bisection_Bps=bisection_bandwidth(graph) if gpus <= BISECTION_LIMIT else None,
+        routing=routing_of(graph),
     )
