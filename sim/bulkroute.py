@@ -58,7 +58,7 @@ class BulkRouter:
 
     def __init__(self, cluster: Any, origins: np.ndarray | None = None) -> None:
         self.cluster = cluster
-        self._in: tuple[np.ndarray, np.ndarray] | None = None  # every node's in-neighbours (CSR), for far_routes
+        self._far: tuple[Any, ...] | None = None  # far_tables()
         r = cluster.router
         n = len(cluster.nodes)
         self.n = n
@@ -198,35 +198,39 @@ class BulkRouter:
             return self._node_routes(srcs, dsts)
         out = np.full((len(srcs), self.width), -1, dtype=np.int64)
         done = np.zeros(len(srcs), dtype=np.uint8)
-        if self._in is None:
-            order = np.argsort(self.cluster.arc_v, kind="stable")
-            ptr = np.zeros(self.n + 1, dtype=np.int64)
-            np.cumsum(np.bincount(self.cluster.arc_v, minlength=self.n), out=ptr[1:])
-            self._in = (ptr, np.ascontiguousarray(self.cluster.arc_u[order], dtype=np.int64))
-        none = np.zeros(0, dtype=np.int64)
-        _CORE.far_routes(
-            srcs,
-            dsts,
-            self.near.ravel(),
-            *self._in,
-            self.origin,
-            self.up.ravel(),
-            self.up_len,
-            self.leaf,
-            self.leaf_index,
-            none if self.top_arcs is None else np.ascontiguousarray(self.top_arcs).ravel(),
-            none if self.top_arcs is None else np.ascontiguousarray(self.spine_down).ravel(),
-            self.down.ravel(),
-            self.dest_key,
-            len(self.top) if self.top_arcs is not None else 0,
-            out.ravel(),
-            done,
-        )
+        _CORE.far_routes(srcs, dsts, *self.far_tables(), out.ravel(), done)
         odd = np.zeros(len(srcs), dtype=bool)
         rest = np.flatnonzero(done == 0)
         if len(rest):
             out[rest], odd[rest] = self._node_routes(srcs[rest], dsts[rest])
         return out, odd
+
+    def far_tables(self) -> tuple[Any, ...]:
+        """The tables ``far_routes`` reads (sim/_ratecore.c), made once: the near nodes, every node's
+        in-neighbours (CSR), the origins, the ways up and down, the leaves, the spine arcs, the keys."""
+        if self._far is None:
+            arc_u, arc_v = self.cluster.arc_u, self.cluster.arc_v
+            in_ptr = np.zeros(self.n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(arc_v, minlength=self.n), out=in_ptr[1:])
+            in_u = np.ascontiguousarray(arc_u[np.argsort(arc_v, kind="stable")], dtype=np.int64)
+            spines = self.top_arcs is not None
+            none = np.zeros(0, dtype=np.int64)
+            self._far = (
+                self.near.ravel(),
+                in_ptr,
+                in_u,
+                self.origin,
+                self.up.ravel(),
+                self.up_len,
+                self.leaf,
+                self.leaf_index,
+                np.ascontiguousarray(self.top_arcs).ravel() if spines else none,
+                np.ascontiguousarray(self.spine_down).ravel() if spines else none,
+                self.down.ravel(),
+                self.dest_key,
+                len(self.top) if spines else 0,
+            )
+        return self._far
 
     def _node_routes(self, srcs: np.ndarray, dsts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`node_routes` in numpy (every pair; the reference the compiled pass is held to)."""

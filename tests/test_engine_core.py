@@ -411,12 +411,7 @@ def test_the_cores_far_routes_are_the_bulk_routers(spec, nics):
     assert np.array_equal(got, want) and np.array_equal(odd, want_odd)
     done = np.zeros(len(srcs), dtype=np.uint8)
     out = np.full(got.shape, -1, dtype=np.int64)
-    far = C.far_routes(srcs, dsts, bulk.near.ravel(), *bulk._in, bulk.origin, bulk.up.ravel(), bulk.up_len,
-                       bulk.leaf, bulk.leaf_index,
-                       np.zeros(0, dtype=np.int64) if bulk.top_arcs is None else bulk.top_arcs.ravel(),
-                       np.zeros(0, dtype=np.int64) if bulk.top_arcs is None else bulk.spine_down.ravel(),
-                       bulk.down.ravel(), bulk.dest_key, 0 if bulk.top_arcs is None else len(bulk.top),
-                       out.ravel(), done)  # fmt: skip
+    far = C.far_routes(srcs, dsts, *bulk.far_tables(), out.ravel(), done)
     assert far == int(done.sum()) and (far > len(srcs) // 2) == (not spec.startswith("star"))
 
 
