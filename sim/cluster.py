@@ -684,12 +684,11 @@ class Cluster:
         pids = self._known(srcs, dsts)
         new = np.flatnonzero(pids < 0)
         if len(new):
-            keys = list(zip(srcs[new].tolist(), dsts[new].tolist(), strict=True))
             fresh = rows[new]
             latency = self._latencies(fresh)
             ids = self.paths.add_many(fresh, latency, srcs[new], dsts[new], self.capacity)
             pids[new] = ids
-            self._pid.update(zip(keys, ids.tolist(), strict=True))
+            self._bulk_add(srcs[new], dsts[new], ids)  # (sorted keys: found again without a loop per pair)
         return pids
 
     def _known(self, srcs: np.ndarray, dsts: np.ndarray) -> np.ndarray:

@@ -428,3 +428,19 @@ def test_arcs_kept_anew_re_solve_only_the_components_they_join(monkeypatch, topo
     m = simulate(topology, "allreduce", spec, 2**24, engine="message", **kw)
     assert abs(t - m.time_s) <= 1e-9 * m.time_s
     assert any(joined)
+
+
+def test_routes_interned_in_bulk_are_the_routers_paths():
+    """The routes a plan interns in bulk (``Cluster.intern_routes``, kept as sorted keys, not a dict entry
+    per pair) are found again by ``path_id`` and ``path_ids``: the same ids, the router's arcs."""
+    ex, _ = executor("dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=2,spines=2", "ps", 2**20)
+    cl = ex.cluster
+    assert ex.intern and len(cl._bulk_keys) > 0 and len(cl._pid) < len(cl._bulk_keys)
+    srcs, dsts = np.divmod(np.arange(cl.size * cl.size), cl.size)
+    keep = srcs != dsts
+    ids = cl.path_ids(srcs[keep], dsts[keep])
+    assert len(set(ids.tolist())) == int(keep.sum())  # one path per pair, none interned twice
+    for s, d, pid in zip(srcs[keep].tolist(), dsts[keep].tolist(), ids.tolist(), strict=True):
+        assert cl.path_id(s, d) == pid
+        arcs = cl.router.route(int(cl.rank_node[s]), int(cl.rank_node[d]))
+        assert cl.paths.arcs_of(pid).tolist() == list(arcs)
