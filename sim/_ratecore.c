@@ -2078,6 +2078,577 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ the private lane (sim/network.py)
+ *
+ * Network.send's private lane and Network._wake_lane's completions, for the nominal message model: the
+ * same operations on the same Python objects (the free-slot stack, the busy set, the lane's records, the
+ * due-time heap and its dict, the sorted start times) in the same order, with the same floating-point
+ * operations (``start * k + 1e-300`` with ``k = 1 + _TIME_RTOL`` from Python), so that the network's
+ * state afterwards is the Python path's to the bit (Network._lane_send_py and _lane_done_py are the
+ * reference, and the fallback). ``ctx`` is the tuple Network._lane_context builds. */
+
+enum { CX_NET, CX_ENV, CX_EVENT, CX_FREE, CX_BUSY, CX_FLOWS, CX_HEAP, CX_DUE_AT, CX_STARTS, CX_AFTER, CX_K, CX_N };
+
+static PyObject *s_now, *s_flows, *s_due_entries, *s_wake_at, *s_schedule, *s_due_wake, *s_ok, *s_value,
+    *s_callbacks, *s_succeed;
+
+static int lane_strings(void) {
+    if (s_now)
+        return 0;
+#define INTERN(v, text)                                                                                            \
+    if (!(v = PyUnicode_InternFromString(text)))                                                                   \
+        return -1;
+    INTERN(s_now, "_now");
+    INTERN(s_flows, "flows");
+    INTERN(s_due_entries, "_due_entries");
+    INTERN(s_wake_at, "_wake_at");
+    INTERN(s_schedule, "_schedule");
+    INTERN(s_due_wake, "_due_wake");
+    INTERN(s_ok, "_ok");
+    INTERN(s_value, "_value");
+    INTERN(s_callbacks, "callbacks");
+    INTERN(s_succeed, "succeed");
+#undef INTERN
+    return 0;
+}
+
+static PyObject *s_env, *empty_args;
+
+/* Event(env) as simpy.events.Event.__init__ makes it (``env``, then an empty ``callbacks``), without the
+ * Python call; tests/test_lane_core.py holds its attributes to Event(env)'s */
+static PyObject *new_event(PyObject *type, PyObject *env) {
+    if (!PyType_Check(type)) {
+        PyErr_SetString(PyExc_TypeError, "_ratecore: the event type must be a class");
+        return NULL;
+    }
+    if (!empty_args && !(empty_args = PyTuple_New(0)))
+        return NULL;
+    if (!s_env && !(s_env = PyUnicode_InternFromString("env")))
+        return NULL;
+    PyObject *event = ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, empty_args, NULL);
+    if (!event)
+        return NULL;
+    PyObject *cbs = PyList_New(0);
+    if (!cbs || PyObject_SetAttr(event, s_env, env) < 0 || PyObject_SetAttr(event, s_callbacks, cbs) < 0) {
+        Py_XDECREF(cbs);
+        Py_DECREF(event);
+        return NULL;
+    }
+    Py_DECREF(cbs);
+    return event;
+}
+
+/* obj.name += by */
+static int add_attr(PyObject *obj, PyObject *name, long by) {
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (!v)
+        return -1;
+    PyObject *d = PyLong_FromLong(by);
+    PyObject *sum = d ? PyNumber_InPlaceAdd(v, d) : NULL;
+    Py_DECREF(v);
+    Py_XDECREF(d);
+    if (!sum)
+        return -1;
+    int rc = PyObject_SetAttr(obj, name, sum);
+    Py_DECREF(sum);
+    return rc;
+}
+
+/* a float attribute of obj (a number), or -1 with an exception set */
+static int attr_f(PyObject *obj, PyObject *name, double *out) {
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (!v)
+        return -1;
+    *out = fv(v);
+    Py_DECREF(v);
+    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int lane_ctx(PyObject *ctx) {
+    if (!PyTuple_CheckExact(ctx) || PyTuple_GET_SIZE(ctx) != CX_N || !PyList_CheckExact(PyTuple_GET_ITEM(ctx, CX_FREE)) ||
+        !PySet_Check(PyTuple_GET_ITEM(ctx, CX_BUSY)) || !PyDict_CheckExact(PyTuple_GET_ITEM(ctx, CX_FLOWS)) ||
+        heap_args(PyTuple_GET_ITEM(ctx, CX_HEAP), PyTuple_GET_ITEM(ctx, CX_DUE_AT)) < 0 ||
+        !PyList_CheckExact(PyTuple_GET_ITEM(ctx, CX_STARTS)) || !PyList_Check(PyTuple_GET_ITEM(ctx, CX_AFTER))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "_ratecore: not a lane context");
+        return -1;
+    }
+    return lane_strings();
+}
+
+/* lane_send(ctx, pair, nbytes, bound, hook) -> the send's event, None where it is not private, or
+ * NotImplemented where the Python path must judge (a bound that is not a float) */
+static PyObject *py_lane_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "lane_send(ctx, pair, nbytes, bound, hook)");
+        return NULL;
+    }
+    PyObject *ctx = args[0], *pair = args[1], *nbytes = args[2], *bound = args[3], *hook = args[4];
+    if (lane_ctx(ctx) < 0)
+        return NULL;
+    if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 4 || !PyTuple_CheckExact(PyTuple_GET_ITEM(pair, 1))) {
+        PyErr_SetString(PyExc_TypeError, "lane_send: pair must be (pid, arcs, narrow, delay)");
+        return NULL;
+    }
+    if (bound != Py_None && !PyFloat_Check(bound))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *net = PyTuple_GET_ITEM(ctx, CX_NET), *env = PyTuple_GET_ITEM(ctx, CX_ENV);
+    PyObject *busy = PyTuple_GET_ITEM(ctx, CX_BUSY), *heap = PyTuple_GET_ITEM(ctx, CX_HEAP);
+    PyObject *due_at = PyTuple_GET_ITEM(ctx, CX_DUE_AT), *starts = PyTuple_GET_ITEM(ctx, CX_STARTS);
+    PyObject *arcs = PyTuple_GET_ITEM(pair, 1), *narrow_o = PyTuple_GET_ITEM(pair, 2);
+    double k = fv(PyTuple_GET_ITEM(ctx, CX_K)), narrow = fv(narrow_o), delay = fv(PyTuple_GET_ITEM(pair, 3));
+    double wire = fv(nbytes), now;
+    if (PyErr_Occurred() || attr_f(env, s_now, &now) < 0)
+        return NULL;
+    double rate = narrow;
+    PyObject *rate_o = narrow_o;
+    if (bound != Py_None && !(narrow <= PyFloat_AS_DOUBLE(bound))) {
+        rate = PyFloat_AS_DOUBLE(bound);
+        rate_o = NULL; /* float(bound): made below */
+    }
+    double start = now + delay;
+    double due = rate > 0 ? start + wire / rate : INFINITY;
+    if (!(wire > 0 && due > start * k + 1e-300))
+        Py_RETURN_NONE;
+    Py_ssize_t narcs = PyTuple_GET_SIZE(arcs);
+    for (Py_ssize_t i = 0; i < narcs; i++) {
+        int in = PySet_Contains(busy, PyTuple_GET_ITEM(arcs, i));
+        if (in < 0)
+            return NULL;
+        if (in)
+            Py_RETURN_NONE;
+    }
+    if (PyList_GET_SIZE(PyTuple_GET_ITEM(ctx, CX_AFTER)))
+        Py_RETURN_NONE;
+    PyObject *free_ = PyTuple_GET_ITEM(ctx, CX_FREE);
+    Py_ssize_t nfree = PyList_GET_SIZE(free_);
+    if (!nfree) {
+        PyErr_SetString(PyExc_IndexError, "lane_send: no free slot");
+        return NULL;
+    }
+    PyObject *event = new_event(PyTuple_GET_ITEM(ctx, CX_EVENT), env);
+    if (!event)
+        return NULL;
+    PyObject *slot = PyList_GET_ITEM(free_, nfree - 1);
+    Py_INCREF(slot);
+    PyObject *start_o = NULL, *due_o = NULL, *record = NULL;
+    if (PyList_SetSlice(free_, nfree - 1, nfree, NULL) < 0 || add_attr(net, s_flows, 1) < 0)
+        goto fail;
+    for (Py_ssize_t i = 0; i < narcs; i++)
+        if (PySet_Add(busy, PyTuple_GET_ITEM(arcs, i)) < 0)
+            goto fail;
+    if (rate_o)
+        Py_INCREF(rate_o);
+    else if (!(rate_o = PyFloat_FromDouble(rate)))
+        goto fail;
+    start_o = PyFloat_FromDouble(start);
+    due_o = PyFloat_FromDouble(due);
+    if (!start_o || !due_o) {
+        Py_DECREF(rate_o);
+        goto fail;
+    }
+    record = PyTuple_Pack(10, start_o, due_o, PyTuple_GET_ITEM(pair, 0), arcs, nbytes, nbytes, rate_o, bound, event,
+                          hook);
+    Py_DECREF(rate_o);
+    if (!record || PyDict_SetItem(PyTuple_GET_ITEM(ctx, CX_FLOWS), slot, record) < 0)
+        goto fail;
+    PyObject *bucket = PyDict_GetItemWithError(due_at, due_o);
+    if (bucket) {
+        if (PyList_Append(bucket, slot) < 0)
+            goto fail;
+    } else {
+        if (PyErr_Occurred())
+            goto fail;
+        PyObject *fresh = PyList_New(1);
+        if (!fresh)
+            goto fail;
+        Py_INCREF(slot);
+        PyList_SET_ITEM(fresh, 0, slot);
+        int rc = PyDict_SetItem(due_at, due_o, fresh);
+        Py_DECREF(fresh);
+        if (rc < 0 || heap_push(heap, due_o) < 0)
+            goto fail;
+    }
+    if (add_attr(net, s_due_entries, 1) < 0)
+        goto fail;
+    { /* bisect.insort(starts, start) */
+        Py_ssize_t lo = 0, hi = PyList_GET_SIZE(starts);
+        while (lo < hi) {
+            Py_ssize_t mid = (lo + hi) / 2;
+            if (start < fv(PyList_GET_ITEM(starts, mid)))
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        if (PyList_Insert(starts, lo, start_o) < 0)
+            goto fail;
+    }
+    double wake_at;
+    if (attr_f(net, s_wake_at, &wake_at) < 0)
+        goto fail;
+    PyObject *when = NULL;
+    if (due < wake_at) { /* self._schedule(self._due_wake(due, now)) */
+        PyObject *now_o = PyObject_GetAttr(env, s_now);
+        PyObject *at = now_o ? PyObject_CallMethodObjArgs(net, s_due_wake, due_o, now_o, NULL) : NULL;
+        Py_XDECREF(now_o);
+        if (!at)
+            goto fail;
+        when = PyObject_CallMethodOneArg(net, s_schedule, at);
+        Py_DECREF(at);
+        if (!when)
+            goto fail;
+    } else if (start < wake_at) { /* a wake-up at the start completes a flow due just after it */
+        double top = fv(PyList_GET_ITEM(heap, 0));
+        if (start < top && top <= start * k + 1e-300 && !(when = PyObject_CallMethodOneArg(net, s_schedule, start_o)))
+            goto fail;
+    }
+    Py_XDECREF(when);
+    Py_DECREF(slot);
+    Py_DECREF(start_o);
+    Py_DECREF(due_o);
+    Py_DECREF(record);
+    return event;
+fail:
+    Py_DECREF(event);
+    Py_DECREF(slot);
+    Py_XDECREF(start_o);
+    Py_XDECREF(due_o);
+    Py_XDECREF(record);
+    return NULL;
+}
+
+/* event triggered with value at a wake-up's completion (Network.trigger, and settle): held to the end of
+ * the wake-up where a process waits on it and ``held`` is a list */
+static int lane_trigger(PyObject *event, PyObject *value, PyObject *held) {
+    PyObject *cbs = PyObject_GetAttr(event, s_callbacks);
+    if (!cbs)
+        return -1;
+    int waited = cbs != Py_None ? PyObject_IsTrue(cbs) : 0;
+    Py_DECREF(cbs);
+    if (waited < 0)
+        return -1;
+    if (waited && held == Py_None) {
+        PyObject *r = PyObject_CallMethodOneArg(event, s_succeed, value);
+        Py_XDECREF(r);
+        return r ? 0 : -1;
+    }
+    if (PyObject_SetAttr(event, s_ok, Py_True) < 0 || PyObject_SetAttr(event, s_value, value) < 0)
+        return -1;
+    return waited ? PyList_Append(held, event) : PyObject_SetAttr(event, s_callbacks, Py_None);
+}
+
+/* lane_done(ctx, cut, now, path_bytes, held): the private flows due by ``cut`` completed, as
+ * Network._lane_done_py does it */
+static PyObject *py_lane_done(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "lane_done(ctx, cut, now, path_bytes, held)");
+        return NULL;
+    }
+    PyObject *ctx = args[0], *now = args[2], *pb = args[3], *held = args[4];
+    if (lane_ctx(ctx) < 0)
+        return NULL;
+    if (held != Py_None && !PyList_Check(held)) {
+        PyErr_SetString(PyExc_TypeError, "lane_done: held must be a list or None");
+        return NULL;
+    }
+    double cut = fv(args[1]);
+    if (cut == -1.0 && PyErr_Occurred())
+        return NULL;
+    PyObject *heap = PyTuple_GET_ITEM(ctx, CX_HEAP), *due_at = PyTuple_GET_ITEM(ctx, CX_DUE_AT);
+    PyObject *lane = PyTuple_GET_ITEM(ctx, CX_FLOWS), *busy = PyTuple_GET_ITEM(ctx, CX_BUSY);
+    PyObject *done = PyList_New(0), *ended = NULL;
+    Arr path_bytes;
+    path_bytes.held = 0;
+    if (!done)
+        return NULL;
+    while (PyList_GET_SIZE(heap) && fv(PyList_GET_ITEM(heap, 0)) <= cut) {
+        PyObject *when = heap_pop(heap);
+        if (!when)
+            goto fail;
+        PyObject *bucket = bucket_of(due_at, when);
+        if (!bucket) {
+            Py_DECREF(when);
+            goto fail;
+        }
+        Py_ssize_t have = PyList_GET_SIZE(done);
+        int rc = PyList_SetSlice(done, have, have, bucket);
+        if (rc == 0)
+            rc = PyDict_DelItem(due_at, when);
+        Py_DECREF(when);
+        if (rc < 0)
+            goto fail;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(done);
+    if (PyList_Sort(done) < 0 || !(ended = PyList_New(n)))
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) { /* lane.pop(slot) */
+        PyObject *rec = PyDict_GetItemWithError(lane, PyList_GET_ITEM(done, i));
+        if (!rec) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, PyList_GET_ITEM(done, i));
+            goto fail;
+        }
+        if (!PyTuple_CheckExact(rec) || PyTuple_GET_SIZE(rec) != 10) {
+            PyErr_SetString(PyExc_TypeError, "lane_done: a lane record must be a tuple of 10");
+            goto fail;
+        }
+        Py_INCREF(rec);
+        PyList_SET_ITEM(ended, i, rec);
+        if (PyDict_DelItem(lane, PyList_GET_ITEM(done, i)) < 0)
+            goto fail;
+    }
+    if (arr_open(pb, &path_bytes, 'f', 1) < 0)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) { /* the bytes booked, the links let go */
+        PyObject *rec = PyList_GET_ITEM(ended, i), *pid = PyTuple_GET_ITEM(rec, 2), *nb = PyTuple_GET_ITEM(rec, 4);
+        PyObject *arcs = PyTuple_GET_ITEM(rec, 3);
+        if (PyFloat_CheckExact(nb)) {
+            Py_ssize_t at;
+            if (slot_at(pid, path_bytes.n, &at) < 0)
+                goto fail;
+            *(double *)(path_bytes.p + at * path_bytes.stride) += PyFloat_AS_DOUBLE(nb);
+        } else { /* path_bytes[pid] += nb, as Python does it */
+            PyObject *old = PyObject_GetItem(pb, pid);
+            PyObject *sum = old ? PyNumber_InPlaceAdd(old, nb) : NULL;
+            Py_XDECREF(old);
+            int rc = sum ? PyObject_SetItem(pb, pid, sum) : -1;
+            Py_XDECREF(sum);
+            if (rc < 0)
+                goto fail;
+        }
+        Py_ssize_t narcs = PySequence_Length(arcs);
+        if (narcs < 0)
+            goto fail;
+        for (Py_ssize_t j = 0; j < narcs; j++) {
+            PyObject *arc = PySequence_GetItem(arcs, j);
+            int rc = arc ? PySet_Discard(busy, arc) : -1;
+            Py_XDECREF(arc);
+            if (rc < 0)
+                goto fail;
+        }
+    }
+    arr_release(&path_bytes);
+    if (add_attr(PyTuple_GET_ITEM(ctx, CX_NET), s_due_entries, -(long)n) < 0)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) { /* each send's arrival hook, then its event */
+        PyObject *rec = PyList_GET_ITEM(ended, i), *hook = PyTuple_GET_ITEM(rec, 9);
+        if (hook != Py_None) {
+            PyObject *f = PySequence_GetItem(hook, 0), *a = PySequence_GetItem(hook, 1), *b = PySequence_GetItem(hook, 2);
+            PyObject *r = f && a && b ? PyObject_CallFunctionObjArgs(f, a, b, NULL) : NULL;
+            Py_XDECREF(f);
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            if (!r)
+                goto fail;
+            Py_DECREF(r);
+        }
+        if (lane_trigger(PyTuple_GET_ITEM(rec, 8), now, held) < 0)
+            goto fail;
+    }
+    PyObject *free_ = PyTuple_GET_ITEM(ctx, CX_FREE);
+    Py_ssize_t have = PyList_GET_SIZE(free_);
+    if (PyList_SetSlice(free_, have, have, done) < 0)
+        goto fail;
+    Py_DECREF(done);
+    Py_DECREF(ended);
+    Py_RETURN_NONE;
+fail:
+    arr_release(&path_bytes);
+    Py_DECREF(done);
+    Py_XDECREF(ended);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ a job's mailboxes (sim/runtime.py)
+ *
+ * Job.recv and Job._deliver (the arrival hook of every message) on the same dicts, in the same order:
+ * ``jctx = (net, env, Event, mail, waiting)``, built by Job.__init__ (Job._recv_py and _deliver_py are
+ * the reference, and the fallback). */
+
+enum { JX_NET, JX_ENV, JX_EVENT, JX_MAIL, JX_WAITING, JX_N };
+
+static PyObject *s_held;
+
+static int job_ctx(PyObject *ctx) {
+    if (!PyTuple_CheckExact(ctx) || PyTuple_GET_SIZE(ctx) != JX_N || !PyDict_CheckExact(PyTuple_GET_ITEM(ctx, JX_MAIL)) ||
+        !PyDict_CheckExact(PyTuple_GET_ITEM(ctx, JX_WAITING))) {
+        PyErr_SetString(PyExc_TypeError, "_ratecore: not a job context");
+        return -1;
+    }
+    if (!s_held && !(s_held = PyUnicode_InternFromString("_held")))
+        return -1;
+    return lane_strings();
+}
+
+/* the first of the list ``queue[key]`` taken off it (a new reference; the key dropped where it is left
+ * empty -- the caller popped it and puts it back where some are left), or NULL with an exception set */
+static PyObject *first_of(PyObject *queue, PyObject *key, PyObject *list) {
+    if (!PyList_CheckExact(list) || PyList_GET_SIZE(list) == 0) {
+        PyErr_SetString(PyExc_TypeError, "_ratecore: a mailbox must be a non-empty list");
+        return NULL;
+    }
+    PyObject *first = PyList_GET_ITEM(list, 0);
+    Py_INCREF(first);
+    if (PyList_SetSlice(list, 0, 1, NULL) < 0 || (PyList_GET_SIZE(list) && PyDict_SetItem(queue, key, list) < 0)) {
+        Py_DECREF(first);
+        return NULL;
+    }
+    return first;
+}
+
+/* dict.pop(key, None): a new reference, or NULL (with an exception set where one happened) */
+static PyObject *dict_pop(PyObject *dict, PyObject *key) {
+    PyObject *v = PyDict_GetItemWithError(dict, key);
+    if (!v)
+        return NULL;
+    Py_INCREF(v);
+    if (PyDict_DelItem(dict, key) < 0) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    return v;
+}
+
+/* settle(event, value) (sim.network.settle) */
+static int settle_event(PyObject *event, PyObject *value) {
+    PyObject *cbs = PyObject_GetAttr(event, s_callbacks);
+    if (!cbs)
+        return -1;
+    int waited = cbs != Py_None ? PyObject_IsTrue(cbs) : 0;
+    Py_DECREF(cbs);
+    if (waited < 0)
+        return -1;
+    if (waited) {
+        PyObject *r = PyObject_CallMethodOneArg(event, s_succeed, value);
+        Py_XDECREF(r);
+        return r ? 0 : -1;
+    }
+    if (PyObject_SetAttr(event, s_ok, Py_True) < 0 || PyObject_SetAttr(event, s_value, value) < 0)
+        return -1;
+    return PyObject_SetAttr(event, s_callbacks, Py_None);
+}
+
+/* job_recv(jctx, key) -> Job.recv's event for the next message of ``key`` = (src, dst, tag) */
+static PyObject *py_job_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "job_recv(jctx, key)");
+        return NULL;
+    }
+    PyObject *ctx = args[0], *key = args[1];
+    if (job_ctx(ctx) < 0)
+        return NULL;
+    PyObject *event = new_event(PyTuple_GET_ITEM(ctx, JX_EVENT), PyTuple_GET_ITEM(ctx, JX_ENV));
+    if (!event)
+        return NULL;
+    PyObject *mail = PyTuple_GET_ITEM(ctx, JX_MAIL), *waiting = PyTuple_GET_ITEM(ctx, JX_WAITING);
+    PyObject *got = dict_pop(mail, key);
+    if (got) {
+        PyObject *payload = first_of(mail, key, got);
+        Py_DECREF(got);
+        if (!payload)
+            goto fail;
+        /* settle, inline: nobody waits on a new event */
+        int rc = PyObject_SetAttr(event, s_ok, Py_True) < 0 || PyObject_SetAttr(event, s_value, payload) < 0 ||
+                 PyObject_SetAttr(event, s_callbacks, Py_None) < 0;
+        Py_DECREF(payload);
+        if (rc)
+            goto fail;
+        return event;
+    }
+    if (PyErr_Occurred())
+        goto fail;
+    PyObject *queue = PyDict_GetItemWithError(waiting, key);
+    if (queue) {
+        if (!PyList_CheckExact(queue)) {
+            PyErr_SetString(PyExc_TypeError, "_ratecore: a mailbox must be a list");
+            goto fail;
+        }
+        if (PyList_Append(queue, event) < 0)
+            goto fail;
+        return event;
+    }
+    if (PyErr_Occurred())
+        goto fail;
+    PyObject *fresh = PyList_New(1);
+    if (!fresh)
+        goto fail;
+    Py_INCREF(event);
+    PyList_SET_ITEM(fresh, 0, event);
+    int rc = PyDict_SetItem(waiting, key, fresh);
+    Py_DECREF(fresh);
+    if (rc < 0)
+        goto fail;
+    return event;
+fail:
+    Py_DECREF(event);
+    return NULL;
+}
+
+/* job_deliver(jctx, key, payload): Job._deliver, a message's arrival */
+static PyObject *py_job_deliver(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "job_deliver(jctx, key, payload)");
+        return NULL;
+    }
+    PyObject *ctx = args[0], *key = args[1], *payload = args[2];
+    if (job_ctx(ctx) < 0)
+        return NULL;
+    PyObject *mail = PyTuple_GET_ITEM(ctx, JX_MAIL), *waiting = PyTuple_GET_ITEM(ctx, JX_WAITING);
+    PyObject *queue = dict_pop(waiting, key);
+    if (queue) {
+        PyObject *event = first_of(waiting, key, queue);
+        Py_DECREF(queue);
+        if (!event)
+            return NULL;
+        PyObject *held = PyObject_GetAttr(PyTuple_GET_ITEM(ctx, JX_NET), s_held);
+        int rc = -1;
+        if (held) {
+            int waited = 0;
+            if (held != Py_None) {
+                PyObject *cbs = PyObject_GetAttr(event, s_callbacks);
+                waited = cbs ? (cbs != Py_None ? PyObject_IsTrue(cbs) : 0) : -1;
+                Py_XDECREF(cbs);
+            }
+            if (waited == 0)
+                rc = settle_event(event, payload);
+            else if (waited > 0) /* (Network.trigger: held to the end of the wake-up) */
+                rc = PyObject_SetAttr(event, s_ok, Py_True) < 0 || PyObject_SetAttr(event, s_value, payload) < 0 ||
+                             PyList_Append(held, event) < 0
+                         ? -1
+                         : 0;
+            Py_DECREF(held);
+        }
+        Py_DECREF(event);
+        if (rc < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *box = PyDict_GetItemWithError(mail, key);
+    if (box) {
+        if (!PyList_CheckExact(box)) {
+            PyErr_SetString(PyExc_TypeError, "_ratecore: a mailbox must be a list");
+            return NULL;
+        }
+        if (PyList_Append(box, payload) < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *fresh = PyList_New(1);
+    if (!fresh)
+        return NULL;
+    Py_INCREF(payload);
+    PyList_SET_ITEM(fresh, 0, payload);
+    int rc = PyDict_SetItem(mail, key, fresh);
+    Py_DECREF(fresh);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 #define FASTCALL(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
 static PyMethodDef module_methods[] = {
@@ -2100,6 +2671,11 @@ static PyMethodDef module_methods[] = {
     FASTCALL(group, "group(owner, values, ptr, out): values grouped by owner (a stable counting sort)"),
     FASTCALL(settle, "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's "
                      "instant"),
+    FASTCALL(lane_send, "lane_send(ctx, pair, nbytes, bound, hook) -> the private send's event, None where it is not "
+                        "private, NotImplemented where Python must judge"),
+    FASTCALL(lane_done, "lane_done(ctx, cut, now, path_bytes, held): the private flows due by cut completed"),
+    FASTCALL(job_recv, "job_recv(jctx, key) -> Job.recv's event"),
+    FASTCALL(job_deliver, "job_deliver(jctx, key, payload): Job._deliver"),
     {NULL, NULL, 0, NULL},
 };
 
