@@ -2087,7 +2087,8 @@ done:
  * state afterwards is the Python path's to the bit (Network._lane_send_py and _lane_done_py are the
  * reference, and the fallback). ``ctx`` is the tuple Network._lane_context builds. */
 
-enum { CX_NET, CX_ENV, CX_EVENT, CX_FREE, CX_BUSY, CX_FLOWS, CX_HEAP, CX_DUE_AT, CX_STARTS, CX_AFTER, CX_K, CX_N };
+enum { CX_NET, CX_ENV, CX_EVENT, CX_FREE, CX_BUSY, CX_FLOWS, CX_HEAP, CX_DUE_AT, CX_STARTS, CX_AFTER, CX_K, CX_PAIRS,
+       CX_N };
 
 static PyObject *s_now, *s_flows, *s_due_entries, *s_wake_at, *s_schedule, *s_due_wake, *s_ok, *s_value,
     *s_callbacks, *s_succeed;
@@ -2168,7 +2169,8 @@ static int lane_ctx(PyObject *ctx) {
     if (!PyTuple_CheckExact(ctx) || PyTuple_GET_SIZE(ctx) != CX_N || !PyList_CheckExact(PyTuple_GET_ITEM(ctx, CX_FREE)) ||
         !PySet_Check(PyTuple_GET_ITEM(ctx, CX_BUSY)) || !PyDict_CheckExact(PyTuple_GET_ITEM(ctx, CX_FLOWS)) ||
         heap_args(PyTuple_GET_ITEM(ctx, CX_HEAP), PyTuple_GET_ITEM(ctx, CX_DUE_AT)) < 0 ||
-        !PyList_CheckExact(PyTuple_GET_ITEM(ctx, CX_STARTS)) || !PyList_Check(PyTuple_GET_ITEM(ctx, CX_AFTER))) {
+        !PyList_CheckExact(PyTuple_GET_ITEM(ctx, CX_STARTS)) || !PyList_Check(PyTuple_GET_ITEM(ctx, CX_AFTER)) ||
+        !PyDict_CheckExact(PyTuple_GET_ITEM(ctx, CX_PAIRS))) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "_ratecore: not a lane context");
         return -1;
@@ -2176,21 +2178,35 @@ static int lane_ctx(PyObject *ctx) {
     return lane_strings();
 }
 
-/* lane_send(ctx, pair, nbytes, bound, hook) -> the send's event, None where it is not private, or
- * NotImplemented where the Python path must judge (a bound that is not a float) */
+/* lane_send(ctx, src, dst, nbytes, bound, hook) -> Network.send's event where the send is private, None
+ * where it is not, NotImplemented where the Python path must judge: a pair not seen yet, a size or a
+ * bound that is not a float, a size below 0, a link model's delay, no free slot */
 static PyObject *py_lane_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "lane_send(ctx, pair, nbytes, bound, hook)");
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "lane_send(ctx, src, dst, nbytes, bound, hook)");
         return NULL;
     }
-    PyObject *ctx = args[0], *pair = args[1], *nbytes = args[2], *bound = args[3], *hook = args[4];
+    PyObject *ctx = args[0], *nbytes = args[3], *bound = args[4], *hook = args[5];
     if (lane_ctx(ctx) < 0)
         return NULL;
+    if (!PyFloat_Check(nbytes) || !(PyFloat_AS_DOUBLE(nbytes) >= 0) || (bound != Py_None && !PyFloat_Check(bound)) ||
+        !PyList_GET_SIZE(PyTuple_GET_ITEM(ctx, CX_FREE)))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *key = PyTuple_Pack(2, args[1], args[2]);
+    if (!key)
+        return NULL;
+    PyObject *pair = PyDict_GetItemWithError(PyTuple_GET_ITEM(ctx, CX_PAIRS), key);
+    Py_DECREF(key);
+    if (!pair) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
     if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 4 || !PyTuple_CheckExact(PyTuple_GET_ITEM(pair, 1))) {
-        PyErr_SetString(PyExc_TypeError, "lane_send: pair must be (pid, arcs, narrow, delay)");
+        PyErr_SetString(PyExc_TypeError, "lane_send: a pair must be (pid, arcs, narrow, delay)");
         return NULL;
     }
-    if (bound != Py_None && !PyFloat_Check(bound))
+    if (PyTuple_GET_ITEM(pair, 3) == Py_None)
         Py_RETURN_NOTIMPLEMENTED;
     PyObject *net = PyTuple_GET_ITEM(ctx, CX_NET), *env = PyTuple_GET_ITEM(ctx, CX_ENV);
     PyObject *busy = PyTuple_GET_ITEM(ctx, CX_BUSY), *heap = PyTuple_GET_ITEM(ctx, CX_HEAP);
@@ -2649,6 +2665,51 @@ static PyObject *py_job_deliver(PyObject *self, PyObject *const *args, Py_ssize_
     Py_RETURN_NONE;
 }
 
+/* run_callbacks(events): for each event in turn, ``callbacks, event.callbacks = event.callbacks, None``
+ * and each callback called with the event (Network._resume_held's loop; SimPy's Environment.step does
+ * the same) */
+static PyObject *py_run_callbacks(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "run_callbacks(events: list)");
+        return NULL;
+    }
+    if (lane_strings() < 0)
+        return NULL;
+    PyObject *events = args[0];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
+        PyObject *event = PyList_GET_ITEM(events, i);
+        Py_INCREF(event);
+        PyObject *cbs = PyObject_GetAttr(event, s_callbacks);
+        if (!cbs || PyObject_SetAttr(event, s_callbacks, Py_None) < 0) {
+            Py_XDECREF(cbs);
+            Py_DECREF(event);
+            return NULL;
+        }
+        PyObject *it = PyObject_GetIter(cbs);
+        Py_DECREF(cbs);
+        if (!it) {
+            Py_DECREF(event);
+            return NULL;
+        }
+        PyObject *cb;
+        while ((cb = PyIter_Next(it))) {
+            PyObject *r = PyObject_CallOneArg(cb, event);
+            Py_DECREF(cb);
+            if (!r) {
+                Py_DECREF(it);
+                Py_DECREF(event);
+                return NULL;
+            }
+            Py_DECREF(r);
+        }
+        Py_DECREF(it);
+        Py_DECREF(event);
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 #define FASTCALL(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
 static PyMethodDef module_methods[] = {
@@ -2671,8 +2732,9 @@ static PyMethodDef module_methods[] = {
     FASTCALL(group, "group(owner, values, ptr, out): values grouped by owner (a stable counting sort)"),
     FASTCALL(settle, "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's "
                      "instant"),
-    FASTCALL(lane_send, "lane_send(ctx, pair, nbytes, bound, hook) -> the private send's event, None where it is not "
-                        "private, NotImplemented where Python must judge"),
+    FASTCALL(lane_send, "lane_send(ctx, src, dst, nbytes, bound, hook) -> the private send's event, None where it is "
+                        "not private, NotImplemented where Python must judge"),
+    FASTCALL(run_callbacks, "run_callbacks(events): each event's callbacks run, as SimPy's step runs them"),
     FASTCALL(lane_done, "lane_done(ctx, cut, now, path_bytes, held): the private flows due by cut completed"),
     FASTCALL(job_recv, "job_recv(jctx, key) -> Job.recv's event"),
     FASTCALL(job_deliver, "job_deliver(jctx, key, payload): Job._deliver"),

@@ -281,6 +281,7 @@ class Network:
                 self._lane_starts,
                 self.after_wake,
                 1 + _TIME_RTOL,
+                self._lane_pairs,
             )
 
     # ------------------------------------------------------------------ public API
@@ -300,6 +301,11 @@ class Network:
         ``func(a, b)`` the moment the last byte arrives, before any process waiting on the event
         resumes (this is how a :class:`~sim.runtime.Job` delivers payloads without another event).
         """
+        ctx = self._lane_ctx
+        if ctx is not None:  # the private lane's lines below, in C (tests/test_lane_core.py holds them equal)
+            event = _ops.lane_send(ctx, src, dst, nbytes, bound, on_arrival)
+            if event is not None and event is not NotImplemented:
+                return event
         if not nbytes >= 0:
             raise RunError(f"send {src}->{dst}: size must be >= 0 bytes, got {nbytes}")
         free = self._free
@@ -310,13 +316,7 @@ class Network:
             pair = self._lane_pairs.get((src, dst))
             if pair is None:
                 pair = self._lane_pair(src, dst)
-            ctx = self._lane_ctx
-            if ctx is None or pair[3] is None:
-                event = self._lane_send_py(pair, src, nbytes, bound, on_arrival)
-            else:  # the same, in C (tests/test_lane_core.py holds them equal)
-                event = _ops.lane_send(ctx, pair, nbytes, bound, on_arrival)
-                if event is NotImplemented:
-                    event = self._lane_send_py(pair, src, nbytes, bound, on_arrival)
+            event = self._lane_send_py(pair, src, nbytes, bound, on_arrival)
             if event is not None:
                 return event
             self._end_lane()  # (an instant flow, or a flow that would meet another: the engine's)
@@ -970,6 +970,9 @@ class Network:
         if queue and queue[0][0] <= now:
             for event in held:
                 env.schedule(event)
+            return
+        if self._lane_ctx is not None:  # (the loop below, in C)
+            _ops.run_callbacks(held)
             return
         for event in held:
             callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]

@@ -219,7 +219,13 @@ class Job:
     ) -> simpy.Event:
         """Send ``nbytes`` with ``payload``; the returned event fires when the last byte arrives.
         ``bound`` caps the message's rate (see :meth:`sim.network.Network.send`)."""
-        return self.net.send(src, dst, nbytes, bound=bound, on_arrival=(self._hook, (src, dst, tag), payload))
+        hook = (self._hook, (src, dst, tag), payload)
+        ctx = self.net._lane_ctx
+        if ctx is not None:  # (Network.send's first lines: the private lane in C)
+            event = network._ops.lane_send(ctx, src, dst, nbytes, bound, hook)
+            if event is not None and event is not NotImplemented:
+                return event  # type: ignore[no-any-return]
+        return self.net.send(src, dst, nbytes, bound=bound, on_arrival=hook)
 
     def _deliver(self, key: tuple[int, int, int], payload: Any) -> None:
         """A message's arrival: its payload to the first receive posted for it, or to the mailbox
