@@ -863,7 +863,7 @@ class Network:
     def _lane_done_py(self, cut: float, now: float, path_bytes: np.ndarray) -> None:
         """Complete the private flows due by ``cut`` (at ``now``), as :meth:`_drain` and
         :meth:`_finish_few` would: bytes booked slot by slot, then each send's arrival hook and event
-        (:meth:`trigger`, inline), then the slots freed. ``sim._ratecore.lane_done`` does the same in C."""
+        (:meth:`trigger`), then the slots freed. ``sim._ratecore.lane_done`` does the same in C."""
         heap, due_at = self._heap, self._due_at
         done: list[int] = []
         while heap and heap[0] <= cut:
@@ -875,22 +875,12 @@ class Network:
         for flow in ended:
             path_bytes[flow[2]] += flow[4]
             busy.difference_update(flow[3])
-        held = self._held
-        for flow in ended:  # (_sent and trigger, inline)
+        trigger = self.trigger
+        for flow in ended:  # (_sent, inline)
             hook = flow[9]
             if hook is not None:
                 hook[0](hook[1], hook[2])
-            event = flow[8]
-            if not event.callbacks:  # (settle: nobody waits on it yet)
-                event._ok = True
-                event._value = now
-                event.callbacks = None  # type: ignore[assignment]
-            elif held is None:
-                event.succeed(now)
-            else:
-                event._ok = True
-                event._value = now
-                held.append(event)
+            trigger(flow[8], now)
         self._free.extend(done)
 
     # ------------------------------------------------------------------ event loop
