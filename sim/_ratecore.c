@@ -1429,6 +1429,32 @@ static int cmp_ssize(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
+/* the earliest due time of the heap, if it is <= cut, popped with its bucket taken out of due_at: 1 with
+ * ``*when`` the time (a float) and ``*bucket`` its slots (new references), 0 where none is due by then, -1
+ * with an exception set */
+static int pop_due(PyObject *heap, PyObject *due_at, double cut, double *when, PyObject **bucket) {
+    if (!PyList_GET_SIZE(heap) || !(fv(PyList_GET_ITEM(heap, 0)) <= cut))
+        return 0;
+    PyObject *top = heap_pop(heap);
+    if (!top)
+        return -1;
+    PyObject *slots = bucket_of(due_at, top);
+    if (!slots) {
+        Py_DECREF(top);
+        return -1;
+    }
+    Py_INCREF(slots);
+    if (PyDict_DelItem(due_at, top) < 0) {
+        Py_DECREF(slots);
+        Py_DECREF(top);
+        return -1;
+    }
+    *when = fv(top);
+    Py_DECREF(top);
+    *bucket = slots;
+    return 1;
+}
+
 /* drain_due(heap, due_at, cut, is_active, due) -> (slots done, sorted; entries taken off): pop every due
  * time up to ``cut``; a slot of its bucket still draining and due then is done (and no longer active) */
 static PyObject *py_drain_due(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -1441,23 +1467,10 @@ static PyObject *py_drain_due(PyObject *self, PyObject *const *args, Py_ssize_t 
         return due_close(&active, &due, NULL);
     Py_ssize_t *done = NULL, ndone = 0, cap = 0, taken = 0;
     PyObject *out = NULL;
-    while (PyList_GET_SIZE(heap) && fv(PyList_GET_ITEM(heap, 0)) <= cut) {
-        PyObject *when = heap_pop(heap);
-        if (!when)
-            goto fail;
-        PyObject *bucket = bucket_of(due_at, when);
-        if (!bucket) {
-            Py_DECREF(when);
-            goto fail;
-        }
-        Py_INCREF(bucket);
-        if (PyDict_DelItem(due_at, when) < 0) {
-            Py_DECREF(bucket);
-            Py_DECREF(when);
-            goto fail;
-        }
-        double w = fv(when);
-        Py_DECREF(when);
+    double w;
+    PyObject *bucket;
+    int got;
+    while ((got = pop_due(heap, due_at, cut, &w, &bucket)) > 0) {
         Py_ssize_t m = PyList_GET_SIZE(bucket);
         taken += m;
         for (Py_ssize_t i = 0; i < m; i++) {
@@ -1484,7 +1497,7 @@ static PyObject *py_drain_due(PyObject *self, PyObject *const *args, Py_ssize_t 
         }
         Py_DECREF(bucket);
     }
-    if (PyErr_Occurred())
+    if (got < 0 || PyErr_Occurred())
         goto fail;
     if (ndone > 1)
         qsort(done, (size_t)ndone, sizeof(Py_ssize_t), cmp_ssize);
@@ -2178,14 +2191,74 @@ static int lane_ctx(PyObject *ctx) {
     return lane_strings();
 }
 
+/* event._ok = True; event._value = value */
+static int mark_ok(PyObject *event, PyObject *value) {
+    return PyObject_SetAttr(event, s_ok, Py_True) < 0 || PyObject_SetAttr(event, s_value, value) < 0 ? -1 : 0;
+}
+
+/* whether a process waits on event (its callbacks a non-empty list), or -1 with an exception set */
+static int waited_on(PyObject *event) {
+    PyObject *cbs = PyObject_GetAttr(event, s_callbacks);
+    if (!cbs)
+        return -1;
+    int waited = cbs != Py_None ? PyObject_IsTrue(cbs) : 0;
+    Py_DECREF(cbs);
+    return waited;
+}
+
+/* sim.network.settle(event, value): scheduled where a process waits on it, else processed on the spot */
+static int settle_event(PyObject *event, PyObject *value) {
+    int waited = waited_on(event);
+    if (waited < 0)
+        return -1;
+    if (waited) {
+        PyObject *r = PyObject_CallMethodOneArg(event, s_succeed, value);
+        Py_XDECREF(r);
+        return r ? 0 : -1;
+    }
+    return mark_ok(event, value) < 0 ? -1 : PyObject_SetAttr(event, s_callbacks, Py_None);
+}
+
+/* Network.trigger(event, value) with the network's ``held`` (a list during a wake-up, else None): an event
+ * a process waits on is held to the end of the wake-up, any other settled */
+static int trigger_event(PyObject *event, PyObject *value, PyObject *held) {
+    int waited = held == Py_None ? 0 : waited_on(event);
+    if (waited < 0)
+        return -1;
+    if (!waited)
+        return settle_event(event, value);
+    return mark_ok(event, value) < 0 ? -1 : PyList_Append(held, event);
+}
+
+/* dict.setdefault(key, []).append(item) with dict's lists: 1 where the list is new, 0 where it was there,
+ * -1 with an exception set */
+static int append_to(PyObject *dict, PyObject *key, PyObject *item) {
+    PyObject *list = PyDict_GetItemWithError(dict, key);
+    if (list) {
+        if (!PyList_CheckExact(list)) {
+            PyErr_SetString(PyExc_TypeError, "_ratecore: a bucket must be a list");
+            return -1;
+        }
+        return PyList_Append(list, item);
+    }
+    if (PyErr_Occurred())
+        return -1;
+    PyObject *fresh = PyList_New(1);
+    if (!fresh)
+        return -1;
+    Py_INCREF(item);
+    PyList_SET_ITEM(fresh, 0, item);
+    int rc = PyDict_SetItem(dict, key, fresh);
+    Py_DECREF(fresh);
+    return rc < 0 ? -1 : 1;
+}
+
 /* lane_send(ctx, src, dst, nbytes, bound, hook) -> Network.send's event where the send is private, None
  * where it is not, NotImplemented where the Python path must judge: a pair not seen yet, a size or a
  * bound that is not a float, a size below 0, a link model's delay, no free slot */
 static PyObject *py_lane_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "lane_send(ctx, src, dst, nbytes, bound, hook)");
+    if (!nargs_ok(nargs, 6, "lane_send(ctx, src, dst, nbytes, bound, hook)"))
         return NULL;
-    }
     PyObject *ctx = args[0], *nbytes = args[3], *bound = args[4], *hook = args[5];
     if (lane_ctx(ctx) < 0)
         return NULL;
@@ -2268,23 +2341,9 @@ static PyObject *py_lane_send(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_DECREF(rate_o);
     if (!record || PyDict_SetItem(PyTuple_GET_ITEM(ctx, CX_FLOWS), slot, record) < 0)
         goto fail;
-    PyObject *bucket = PyDict_GetItemWithError(due_at, due_o);
-    if (bucket) {
-        if (PyList_Append(bucket, slot) < 0)
-            goto fail;
-    } else {
-        if (PyErr_Occurred())
-            goto fail;
-        PyObject *fresh = PyList_New(1);
-        if (!fresh)
-            goto fail;
-        Py_INCREF(slot);
-        PyList_SET_ITEM(fresh, 0, slot);
-        int rc = PyDict_SetItem(due_at, due_o, fresh);
-        Py_DECREF(fresh);
-        if (rc < 0 || heap_push(heap, due_o) < 0)
-            goto fail;
-    }
+    int fresh = append_to(due_at, due_o, slot);
+    if (fresh < 0 || (fresh && heap_push(heap, due_o) < 0))
+        goto fail;
     if (add_attr(net, s_due_entries, 1) < 0)
         goto fail;
     { /* bisect.insort(starts, start) */
@@ -2333,33 +2392,11 @@ fail:
     return NULL;
 }
 
-/* event triggered with value at a wake-up's completion (Network.trigger, and settle): held to the end of
- * the wake-up where a process waits on it and ``held`` is a list */
-static int lane_trigger(PyObject *event, PyObject *value, PyObject *held) {
-    PyObject *cbs = PyObject_GetAttr(event, s_callbacks);
-    if (!cbs)
-        return -1;
-    int waited = cbs != Py_None ? PyObject_IsTrue(cbs) : 0;
-    Py_DECREF(cbs);
-    if (waited < 0)
-        return -1;
-    if (waited && held == Py_None) {
-        PyObject *r = PyObject_CallMethodOneArg(event, s_succeed, value);
-        Py_XDECREF(r);
-        return r ? 0 : -1;
-    }
-    if (PyObject_SetAttr(event, s_ok, Py_True) < 0 || PyObject_SetAttr(event, s_value, value) < 0)
-        return -1;
-    return waited ? PyList_Append(held, event) : PyObject_SetAttr(event, s_callbacks, Py_None);
-}
-
 /* lane_done(ctx, cut, now, path_bytes, held): the private flows due by ``cut`` completed, as
  * Network._lane_done_py does it */
 static PyObject *py_lane_done(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "lane_done(ctx, cut, now, path_bytes, held)");
+    if (!nargs_ok(nargs, 5, "lane_done(ctx, cut, now, path_bytes, held)"))
         return NULL;
-    }
     PyObject *ctx = args[0], *now = args[2], *pb = args[3], *held = args[4];
     if (lane_ctx(ctx) < 0)
         return NULL;
@@ -2377,23 +2414,18 @@ static PyObject *py_lane_done(PyObject *self, PyObject *const *args, Py_ssize_t 
     path_bytes.held = 0;
     if (!done)
         return NULL;
-    while (PyList_GET_SIZE(heap) && fv(PyList_GET_ITEM(heap, 0)) <= cut) {
-        PyObject *when = heap_pop(heap);
-        if (!when)
-            goto fail;
-        PyObject *bucket = bucket_of(due_at, when);
-        if (!bucket) {
-            Py_DECREF(when);
-            goto fail;
-        }
+    double when;
+    PyObject *bucket;
+    int got;
+    while ((got = pop_due(heap, due_at, cut, &when, &bucket)) > 0) {
         Py_ssize_t have = PyList_GET_SIZE(done);
         int rc = PyList_SetSlice(done, have, have, bucket);
-        if (rc == 0)
-            rc = PyDict_DelItem(due_at, when);
-        Py_DECREF(when);
+        Py_DECREF(bucket);
         if (rc < 0)
             goto fail;
     }
+    if (got < 0)
+        goto fail;
     Py_ssize_t n = PyList_GET_SIZE(done);
     if (PyList_Sort(done) < 0 || !(ended = PyList_New(n)))
         goto fail;
@@ -2458,7 +2490,7 @@ static PyObject *py_lane_done(PyObject *self, PyObject *const *args, Py_ssize_t 
                 goto fail;
             Py_DECREF(r);
         }
-        if (lane_trigger(PyTuple_GET_ITEM(rec, 8), now, held) < 0)
+        if (trigger_event(PyTuple_GET_ITEM(rec, 8), now, held) < 0)
             goto fail;
     }
     PyObject *free_ = PyTuple_GET_ITEM(ctx, CX_FREE);
@@ -2525,38 +2557,17 @@ static PyObject *dict_pop(PyObject *dict, PyObject *key) {
     return v;
 }
 
-/* settle(event, value) (sim.network.settle) */
-static int settle_event(PyObject *event, PyObject *value) {
-    PyObject *cbs = PyObject_GetAttr(event, s_callbacks);
-    if (!cbs)
-        return -1;
-    int waited = cbs != Py_None ? PyObject_IsTrue(cbs) : 0;
-    Py_DECREF(cbs);
-    if (waited < 0)
-        return -1;
-    if (waited) {
-        PyObject *r = PyObject_CallMethodOneArg(event, s_succeed, value);
-        Py_XDECREF(r);
-        return r ? 0 : -1;
-    }
-    if (PyObject_SetAttr(event, s_ok, Py_True) < 0 || PyObject_SetAttr(event, s_value, value) < 0)
-        return -1;
-    return PyObject_SetAttr(event, s_callbacks, Py_None);
-}
-
 /* job_recv(jctx, key) -> Job.recv's event for the next message of ``key`` = (src, dst, tag) */
 static PyObject *py_job_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "job_recv(jctx, key)");
+    if (!nargs_ok(nargs, 2, "job_recv(jctx, key)"))
         return NULL;
-    }
     PyObject *ctx = args[0], *key = args[1];
     if (job_ctx(ctx) < 0)
         return NULL;
     PyObject *event = new_event(PyTuple_GET_ITEM(ctx, JX_EVENT), PyTuple_GET_ITEM(ctx, JX_ENV));
     if (!event)
         return NULL;
-    PyObject *mail = PyTuple_GET_ITEM(ctx, JX_MAIL), *waiting = PyTuple_GET_ITEM(ctx, JX_WAITING);
+    PyObject *mail = PyTuple_GET_ITEM(ctx, JX_MAIL);
     PyObject *got = dict_pop(mail, key);
     if (got) {
         PyObject *payload = first_of(mail, key, got);
@@ -2564,35 +2575,13 @@ static PyObject *py_job_recv(PyObject *self, PyObject *const *args, Py_ssize_t n
         if (!payload)
             goto fail;
         /* settle, inline: nobody waits on a new event */
-        int rc = PyObject_SetAttr(event, s_ok, Py_True) < 0 || PyObject_SetAttr(event, s_value, payload) < 0 ||
-                 PyObject_SetAttr(event, s_callbacks, Py_None) < 0;
+        int rc = mark_ok(event, payload) < 0 || PyObject_SetAttr(event, s_callbacks, Py_None) < 0;
         Py_DECREF(payload);
         if (rc)
             goto fail;
         return event;
     }
-    if (PyErr_Occurred())
-        goto fail;
-    PyObject *queue = PyDict_GetItemWithError(waiting, key);
-    if (queue) {
-        if (!PyList_CheckExact(queue)) {
-            PyErr_SetString(PyExc_TypeError, "_ratecore: a mailbox must be a list");
-            goto fail;
-        }
-        if (PyList_Append(queue, event) < 0)
-            goto fail;
-        return event;
-    }
-    if (PyErr_Occurred())
-        goto fail;
-    PyObject *fresh = PyList_New(1);
-    if (!fresh)
-        goto fail;
-    Py_INCREF(event);
-    PyList_SET_ITEM(fresh, 0, event);
-    int rc = PyDict_SetItem(waiting, key, fresh);
-    Py_DECREF(fresh);
-    if (rc < 0)
+    if (PyErr_Occurred() || append_to(PyTuple_GET_ITEM(ctx, JX_WAITING), key, event) < 0)
         goto fail;
     return event;
 fail:
@@ -2602,10 +2591,8 @@ fail:
 
 /* job_deliver(jctx, key, payload): Job._deliver, a message's arrival */
 static PyObject *py_job_deliver(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "job_deliver(jctx, key, payload)");
+    if (!nargs_ok(nargs, 3, "job_deliver(jctx, key, payload)"))
         return NULL;
-    }
     PyObject *ctx = args[0], *key = args[1], *payload = args[2];
     if (job_ctx(ctx) < 0)
         return NULL;
@@ -2617,50 +2604,14 @@ static PyObject *py_job_deliver(PyObject *self, PyObject *const *args, Py_ssize_
         if (!event)
             return NULL;
         PyObject *held = PyObject_GetAttr(PyTuple_GET_ITEM(ctx, JX_NET), s_held);
-        int rc = -1;
-        if (held) {
-            int waited = 0;
-            if (held != Py_None) {
-                PyObject *cbs = PyObject_GetAttr(event, s_callbacks);
-                waited = cbs ? (cbs != Py_None ? PyObject_IsTrue(cbs) : 0) : -1;
-                Py_XDECREF(cbs);
-            }
-            if (waited == 0)
-                rc = settle_event(event, payload);
-            else if (waited > 0) /* (Network.trigger: held to the end of the wake-up) */
-                rc = PyObject_SetAttr(event, s_ok, Py_True) < 0 || PyObject_SetAttr(event, s_value, payload) < 0 ||
-                             PyList_Append(held, event) < 0
-                         ? -1
-                         : 0;
-            Py_DECREF(held);
-        }
+        int rc = held ? trigger_event(event, payload, held) : -1;
+        Py_XDECREF(held);
         Py_DECREF(event);
         if (rc < 0)
             return NULL;
         Py_RETURN_NONE;
     }
-    if (PyErr_Occurred())
-        return NULL;
-    PyObject *box = PyDict_GetItemWithError(mail, key);
-    if (box) {
-        if (!PyList_CheckExact(box)) {
-            PyErr_SetString(PyExc_TypeError, "_ratecore: a mailbox must be a list");
-            return NULL;
-        }
-        if (PyList_Append(box, payload) < 0)
-            return NULL;
-        Py_RETURN_NONE;
-    }
-    if (PyErr_Occurred())
-        return NULL;
-    PyObject *fresh = PyList_New(1);
-    if (!fresh)
-        return NULL;
-    Py_INCREF(payload);
-    PyList_SET_ITEM(fresh, 0, payload);
-    int rc = PyDict_SetItem(mail, key, fresh);
-    Py_DECREF(fresh);
-    if (rc < 0)
+    if (PyErr_Occurred() || append_to(mail, key, payload) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
