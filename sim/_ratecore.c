@@ -2103,7 +2103,7 @@ done:
 enum { CX_NET, CX_ENV, CX_EVENT, CX_FREE, CX_BUSY, CX_FLOWS, CX_HEAP, CX_DUE_AT, CX_STARTS, CX_AFTER, CX_K, CX_PAIRS,
        CX_N };
 
-static PyObject *s_now, *s_flows, *s_due_entries, *s_wake_at, *s_schedule, *s_due_wake, *s_ok, *s_value,
+static PyObject *s_now, *s_flows, *s_wake_at, *s_schedule, *s_due_wake, *s_ok, *s_value,
     *s_callbacks, *s_succeed;
 
 static int lane_strings(void) {
@@ -2114,7 +2114,6 @@ static int lane_strings(void) {
         return -1;
     INTERN(s_now, "_now");
     INTERN(s_flows, "flows");
-    INTERN(s_due_entries, "_due_entries");
     INTERN(s_wake_at, "_wake_at");
     INTERN(s_schedule, "_schedule");
     INTERN(s_due_wake, "_due_wake");
@@ -2206,11 +2205,9 @@ static int waited_on(PyObject *event) {
     return waited;
 }
 
-/* sim.network.settle(event, value): scheduled where a process waits on it, else processed on the spot */
-static int settle_event(PyObject *event, PyObject *value) {
-    int waited = waited_on(event);
-    if (waited < 0)
-        return -1;
+/* sim.network.settle(event, value), ``waited`` being waited_on(event): scheduled where a process waits on
+ * it, else processed on the spot */
+static int settle_event(PyObject *event, PyObject *value, int waited) {
     if (waited) {
         PyObject *r = PyObject_CallMethodOneArg(event, s_succeed, value);
         Py_XDECREF(r);
@@ -2222,11 +2219,11 @@ static int settle_event(PyObject *event, PyObject *value) {
 /* Network.trigger(event, value) with the network's ``held`` (a list during a wake-up, else None): an event
  * a process waits on is held to the end of the wake-up, any other settled */
 static int trigger_event(PyObject *event, PyObject *value, PyObject *held) {
-    int waited = held == Py_None ? 0 : waited_on(event);
+    int waited = waited_on(event);
     if (waited < 0)
         return -1;
-    if (!waited)
-        return settle_event(event, value);
+    if (held == Py_None || !waited)
+        return settle_event(event, value, waited);
     return mark_ok(event, value) < 0 ? -1 : PyList_Append(held, event);
 }
 
@@ -2343,8 +2340,6 @@ static PyObject *py_lane_send(PyObject *self, PyObject *const *args, Py_ssize_t 
         goto fail;
     int fresh = append_to(due_at, due_o, slot);
     if (fresh < 0 || (fresh && heap_push(heap, due_o) < 0))
-        goto fail;
-    if (add_attr(net, s_due_entries, 1) < 0)
         goto fail;
     { /* bisect.insort(starts, start) */
         Py_ssize_t lo = 0, hi = PyList_GET_SIZE(starts);
@@ -2476,8 +2471,6 @@ static PyObject *py_lane_done(PyObject *self, PyObject *const *args, Py_ssize_t 
         }
     }
     arr_release(&path_bytes);
-    if (add_attr(PyTuple_GET_ITEM(ctx, CX_NET), s_due_entries, -(long)n) < 0)
-        goto fail;
     for (Py_ssize_t i = 0; i < n; i++) { /* each send's arrival hook, then its event */
         PyObject *rec = PyList_GET_ITEM(ended, i), *hook = PyTuple_GET_ITEM(rec, 9);
         if (hook != Py_None) {

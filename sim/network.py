@@ -245,7 +245,7 @@ class Network:
         # longer drains (dropped when its time reaches the top)
         self._heap: list[float] = []
         self._due_at: dict[float, list[int]] = {}
-        self._due_entries = 0  # slots held in _due_at, stale ones included
+        self._due_entries = 0  # slots held in _due_at, stale ones included (set when the lane closes)
         self._entries: tuple[np.ndarray, np.ndarray] | None = None
         self._pending: list[float] = []  # distinct start times (a heap)
         self._pending_at: dict[float, list[Any]] = {}  # start time -> slots (ints or arrays)
@@ -773,7 +773,6 @@ class Network:
             heapq.heappush(heap, due)
         else:
             bucket.append(slot)
-        self._due_entries += 1
         bisect.insort(self._lane_starts, start)
         wake_at = self._wake_at
         if due < wake_at:
@@ -807,6 +806,7 @@ class Network:
         self._lane = False
         self._lane_ctx = None
         lane = self._lane_flows
+        self._due_entries = len(lane)  # (the lane's flows are the heap's entries: it keeps no count)
         now = self.env._now
         started = []
         for slot, (start, due, pid, _, nbytes, wire, rate, bound, event, hook) in lane.items():
@@ -868,7 +868,6 @@ class Network:
         done: list[int] = []
         while heap and heap[0] <= cut:
             done += due_at.pop(heapq.heappop(heap))
-        self._due_entries -= len(done)
         done.sort()
         lane, busy = self._lane_flows, self._lane_busy
         ended = [lane.pop(slot) for slot in done]
@@ -900,8 +899,9 @@ class Network:
         env = self.env
         self._wake_at = when
         event = Event(env)
-        _succeeded(event, None)
-        event.callbacks.append(self._on_timeout)  # type: ignore[union-attr]
+        event._ok = True  # (_succeeded, inline)
+        event._value = None
+        event.callbacks.append(self._on_timeout)
         heapq.heappush(env._queue, (max(float(when), env._now), NORMAL, next(env._eid), event))  # type: ignore[attr-defined]
         self._wake_event = event
 
@@ -911,7 +911,7 @@ class Network:
 
     def _wake(self) -> None:
         self.wakeups += 1
-        now = self.env.now
+        now = self.env._now  # (env.now, without its property's call)
         self._wake_at = np.inf
         self._wake_event = None
         if _RESUME_IN_WAKE:
