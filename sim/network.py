@@ -901,7 +901,7 @@ class Network:
         event = Event(env)
         event._ok = True  # (_succeeded, inline)
         event._value = None
-        event.callbacks.append(self._on_timeout)
+        event.callbacks.append(self._on_timeout)  # type: ignore[union-attr]
         heapq.heappush(env._queue, (max(float(when), env._now), NORMAL, next(env._eid), event))  # type: ignore[attr-defined]
         self._wake_event = event
 
@@ -961,7 +961,7 @@ class Network:
             for event in held:
                 env.schedule(event)
             return
-        if self._lane_ctx is not None:  # (the loop below, in C)
+        if _LANE_CORE and _ops is not _PyDue:  # (the loop below, in C)
             _ops.run_callbacks(held)
             return
         for event in held:
