@@ -28,6 +28,7 @@ from sim.topology import dgx, leaf_spine, star
 
 from .test_fastpath import perturb
 from .test_message_engine import CASES, _same
+from .test_msg1k_lane import LEAF_SPINE, due_after_start_plan, sent_later_plan
 
 pytestmark = pytest.mark.skipif(
     network._ops is network._PyDue, reason="the compiled core is not built (or COLLSIM_PURE=1)"
@@ -158,3 +159,38 @@ def test_events_made_in_c_are_simpys():
     job.send(0, 1, 1e3, payload="x")
     env.run()
     assert seen == ["x"] and made.processed and made.ok
+
+
+@pytest.mark.parametrize("make", [due_after_start_plan, sent_later_plan])
+def test_flows_due_just_after_a_private_start(make):
+    """tests/test_msg1k_lane.py's plans with every pair's route known before its send (the core's lane
+    takes a pair it has seen: its first send goes the Python way): the core gives the same arrivals, at
+    the start they must arrive at."""
+    plan, which, start = make()
+
+    def arrivals(core: bool) -> list[float]:
+        saved = network._LANE_CORE
+        network._LANE_CORE = core
+        try:
+            env = simpy.Environment()
+            net = network.Network(env, Cluster(LEAF_SPINE))
+        finally:
+            network._LANE_CORE = saved
+        for _, src, dst, _ in plan:
+            net._lane_pair(src, dst)
+        arrived: dict[int, float] = {}
+
+        def sender(i: int, at: float, src: int, dst: int, nbytes: float) -> Any:
+            yield env.timeout(at)
+            yield net.send(src, dst, nbytes)
+            arrived[i] = env.now
+
+        for i, step in enumerate(plan):
+            env.process(sender(i, *step))
+        env.run()
+        assert net._lane
+        return [arrived[i] for i in range(len(plan))]
+
+    fast = arrivals(True)
+    assert fast == arrivals(False)
+    assert fast[which] == start
