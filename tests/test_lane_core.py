@@ -28,7 +28,7 @@ from sim.topology import dgx, leaf_spine, star
 
 from .test_fastpath import perturb
 from .test_message_engine import CASES, _same
-from .test_msg1k_lane import LEAF_SPINE, due_after_start_plan, sent_later_plan
+from .test_msg1k_lane import LEAF_SPINE, _arrivals, due_after_start_plan, sent_later_plan
 
 pytestmark = pytest.mark.skipif(
     network._ops is network._PyDue, reason="the compiled core is not built (or COLLSIM_PURE=1)"
@@ -167,30 +167,6 @@ def test_flows_due_just_after_a_private_start(make):
     takes a pair it has seen: its first send goes the Python way): the core gives the same arrivals, at
     the start they must arrive at."""
     plan, which, start = make()
-
-    def arrivals(core: bool) -> list[float]:
-        saved = network._LANE_CORE
-        network._LANE_CORE = core
-        try:
-            env = simpy.Environment()
-            net = network.Network(env, Cluster(LEAF_SPINE))
-        finally:
-            network._LANE_CORE = saved
-        for _, src, dst, _ in plan:
-            net._lane_pair(src, dst)
-        arrived: dict[int, float] = {}
-
-        def sender(i: int, at: float, src: int, dst: int, nbytes: float) -> Any:
-            yield env.timeout(at)
-            yield net.send(src, dst, nbytes)
-            arrived[i] = env.now
-
-        for i, step in enumerate(plan):
-            env.process(sender(i, *step))
-        env.run()
-        assert net._lane
-        return [arrived[i] for i in range(len(plan))]
-
-    fast = arrivals(True)
-    assert fast == arrivals(False)
+    fast = _arrivals(LEAF_SPINE, plan, True, core=True, known=True)
+    assert fast == _arrivals(LEAF_SPINE, plan, True, core=False, known=True)
     assert fast[which] == start

@@ -74,16 +74,21 @@ def test_each_shortcut_alone_gives_the_same_results(monkeypatch, topology, algor
         assert fast.events < ref.events  # (closing the lane may cost a wake-up of its own)
 
 
-def _run_plan(topology: str, plan: list[tuple[float, int, int, float]], private: bool) -> tuple[Any, ...]:
-    """Run the sends of ``plan`` ((send time, src, dst, bytes)), with or without the lane: (send index,
-    arrival time) in arrival order, and the network."""
-    saved = network._PRIVATE
-    network._PRIVATE = private
+def _run_plan(
+    topology: str, plan: list[tuple[float, int, int, float]], private: bool, core: bool = True, known: bool = False
+) -> tuple[Any, ...]:
+    """Run the sends of ``plan`` ((send time, src, dst, bytes)), with or without the lane (and its compiled
+    core; with ``known``, every pair's route interned for the lane before its send): (send index, arrival
+    time) in arrival order, and the network."""
+    saved = network._PRIVATE, network._LANE_CORE
+    network._PRIVATE, network._LANE_CORE = private, core
     try:
         env = simpy.Environment()
         net = network.Network(env, Cluster(topology))
     finally:
-        network._PRIVATE = saved
+        network._PRIVATE, network._LANE_CORE = saved
+    for _, src, dst, _ in plan if known else ():
+        net._lane_pair(src, dst)
     arrived: list[tuple[int, float]] = []
 
     def sender(i: int, at: float, src: int, dst: int, nbytes: float) -> Any:
@@ -97,9 +102,9 @@ def _run_plan(topology: str, plan: list[tuple[float, int, int, float]], private:
     return arrived, net
 
 
-def _arrivals(topology: str, plan: list[tuple[float, int, int, float]], private: bool) -> list[float]:
-    """Arrival time of every send of ``plan``; no two of its flows meet."""
-    arrived, net = _run_plan(topology, plan, private)
+def _arrivals(topology: str, plan: list[tuple[float, int, int, float]], private: bool, **kw: bool) -> list[float]:
+    """Arrival time of every send of ``plan``; no two of its flows meet (``kw``: :func:`_run_plan`'s)."""
+    arrived, net = _run_plan(topology, plan, private, **kw)
     assert net._lane is private
     return [t for _, t in sorted(arrived)]
 
