@@ -2341,8 +2341,10 @@ static PyObject *py_lane_send(PyObject *self, PyObject *const *args, Py_ssize_t 
     int fresh = append_to(due_at, due_o, slot);
     if (fresh < 0 || (fresh && heap_push(heap, due_o) < 0))
         goto fail;
-    { /* bisect.insort(starts, start) */
+    { /* bisect.insort(starts, start): mostly the latest start, so the last one is looked at first */
         Py_ssize_t lo = 0, hi = PyList_GET_SIZE(starts);
+        if (hi && !(start < fv(PyList_GET_ITEM(starts, hi - 1))))
+            lo = hi;
         while (lo < hi) {
             Py_ssize_t mid = (lo + hi) / 2;
             if (start < fv(PyList_GET_ITEM(starts, mid)))
