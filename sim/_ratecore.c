@@ -2093,18 +2093,21 @@ done:
 
 /* ------------------------------------------------------------------ the private lane (sim/network.py)
  *
- * Network.send's private lane and Network._wake_lane's completions, for the nominal message model: the
- * same operations on the same Python objects (the free-slot stack, the busy set, the lane's records, the
- * due-time heap and its dict, the sorted start times) in the same order, with the same floating-point
- * operations (``start * k + 1e-300`` with ``k = 1 + _TIME_RTOL`` from Python), so that the network's
- * state afterwards is the Python path's to the bit (Network._lane_send_py and _lane_done_py are the
- * reference, and the fallback). ``ctx`` is the tuple Network._lane_context builds. */
+ * Network.send's private lane and Network._wake_lane (its completions and its next wake-up), for the
+ * nominal message model: the same operations on the same Python objects (the free-slot stack, the busy
+ * set, the lane's records, the due-time heap and its dict, the sorted start times, the event queue) in the
+ * same order, with the same floating-point operations (``start * k + 1e-300`` with ``k = 1 + _TIME_RTOL``
+ * from Python), so that the network's state afterwards is the Python path's to the bit
+ * (Network._lane_send_py, _wake_lane, _lane_done_py, _due_wake and _schedule are the reference, and the
+ * fallback). ``ctx`` is the tuple Network.__init__ builds (``_lane_ctx``). */
 
-enum { CX_NET, CX_ENV, CX_EVENT, CX_FREE, CX_BUSY, CX_FLOWS, CX_HEAP, CX_DUE_AT, CX_STARTS, CX_AFTER, CX_K, CX_PAIRS,
-       CX_N };
+enum {
+    CX_NET, CX_ENV, CX_EVENT, CX_FREE, CX_BUSY, CX_FLOWS, CX_HEAP, CX_DUE_AT, CX_STARTS, CX_AFTER, CX_K, CX_PAIRS,
+    CX_NORMAL, CX_PUSH, CX_N
+};
 
-static PyObject *s_now, *s_flows, *s_wake_at, *s_schedule, *s_due_wake, *s_ok, *s_value,
-    *s_callbacks, *s_succeed;
+static PyObject *s_now, *s_flows, *s_wake_at, *s_ok, *s_value, *s_callbacks, *s_succeed, *s_queue, *s_eid,
+    *s_on_timeout, *s_wake_event;
 
 static int lane_strings(void) {
     if (s_now)
@@ -2115,8 +2118,10 @@ static int lane_strings(void) {
     INTERN(s_now, "_now");
     INTERN(s_flows, "flows");
     INTERN(s_wake_at, "_wake_at");
-    INTERN(s_schedule, "_schedule");
-    INTERN(s_due_wake, "_due_wake");
+    INTERN(s_queue, "_queue");
+    INTERN(s_eid, "_eid");
+    INTERN(s_on_timeout, "_on_timeout");
+    INTERN(s_wake_event, "_wake_event");
     INTERN(s_ok, "_ok");
     INTERN(s_value, "_value");
     INTERN(s_callbacks, "callbacks");
@@ -2250,6 +2255,77 @@ static int append_to(PyObject *dict, PyObject *key, PyObject *item) {
     return rc < 0 ? -1 : 1;
 }
 
+/* Network._due_wake(due, now): the earliest private start from ``now`` on whose wake-up would complete
+ * the flows due at ``due`` (a new reference to it), else ``due`` itself */
+static PyObject *due_wake(PyObject *ctx, PyObject *due_o, double now) {
+    PyObject *starts = PyTuple_GET_ITEM(ctx, CX_STARTS);
+    double due = fv(due_o), k = fv(PyTuple_GET_ITEM(ctx, CX_K));
+    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(starts);
+    while (lo < hi) { /* bisect_left(starts, due) */
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (fv(PyList_GET_ITEM(starts, mid)) < due)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    Py_ssize_t j = lo - 1;
+    if (j < 0) {
+        Py_INCREF(due_o);
+        return due_o;
+    }
+    double s = fv(PyList_GET_ITEM(starts, j));
+    if (s < now || due > s * k + 1e-300) {
+        Py_INCREF(due_o);
+        return due_o;
+    }
+    while (j > 0) {
+        double before = fv(PyList_GET_ITEM(starts, j - 1));
+        if (!(before >= now && due <= before * k + 1e-300))
+            break;
+        j -= 1;
+    }
+    PyObject *at = PyList_GET_ITEM(starts, j);
+    Py_INCREF(at);
+    return at;
+}
+
+/* Network._schedule(when): a wake-up at ``when`` exactly, an event triggered and queued as a timeout is */
+static int schedule(PyObject *ctx, PyObject *when) {
+    PyObject *net = PyTuple_GET_ITEM(ctx, CX_NET), *env = PyTuple_GET_ITEM(ctx, CX_ENV);
+    if (PyObject_SetAttr(net, s_wake_at, when) < 0)
+        return -1;
+    PyObject *event = new_event(PyTuple_GET_ITEM(ctx, CX_EVENT), env), *cbs = NULL, *cb = NULL, *now = NULL;
+    PyObject *queue = NULL, *eid = NULL, *id = NULL, *item = NULL, *r = NULL;
+    int rc = -1;
+    if (!event || mark_ok(event, Py_None) < 0 || !(cbs = PyObject_GetAttr(event, s_callbacks)) ||
+        !(cb = PyObject_GetAttr(net, s_on_timeout)) || PyList_Append(cbs, cb) < 0 || !(now = PyObject_GetAttr(env, s_now)))
+        goto done;
+    double w = fv(when), t = fv(now);
+    if (PyErr_Occurred() || !(queue = PyObject_GetAttr(env, s_queue)) || !(eid = PyObject_GetAttr(env, s_eid)))
+        goto done;
+    if (!(id = PyIter_Next(eid))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "_ratecore: the event ids ran out");
+        goto done;
+    }
+    /* (max(float(when), env._now), NORMAL, next(env._eid), event) */
+    if (!(item = PyTuple_Pack(4, t > w ? now : when, PyTuple_GET_ITEM(ctx, CX_NORMAL), id, event)) ||
+        !(r = PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(ctx, CX_PUSH), queue, item, NULL)))
+        goto done;
+    rc = PyObject_SetAttr(net, s_wake_event, event);
+done:
+    Py_XDECREF(event);
+    Py_XDECREF(cbs);
+    Py_XDECREF(cb);
+    Py_XDECREF(now);
+    Py_XDECREF(queue);
+    Py_XDECREF(eid);
+    Py_XDECREF(id);
+    Py_XDECREF(item);
+    Py_XDECREF(r);
+    return rc;
+}
+
 /* lane_send(ctx, src, dst, nbytes, bound, hook) -> Network.send's event where the send is private, None
  * where it is not, NotImplemented where the Python path must judge: a pair not seen yet, a size or a
  * bound that is not a float, a size below 0, a link model's delay, no free slot */
@@ -2358,23 +2434,17 @@ static PyObject *py_lane_send(PyObject *self, PyObject *const *args, Py_ssize_t 
     double wake_at;
     if (attr_f(net, s_wake_at, &wake_at) < 0)
         goto fail;
-    PyObject *when = NULL;
     if (due < wake_at) { /* self._schedule(self._due_wake(due, now)) */
-        PyObject *now_o = PyObject_GetAttr(env, s_now);
-        PyObject *at = now_o ? PyObject_CallMethodObjArgs(net, s_due_wake, due_o, now_o, NULL) : NULL;
-        Py_XDECREF(now_o);
-        if (!at)
-            goto fail;
-        when = PyObject_CallMethodOneArg(net, s_schedule, at);
-        Py_DECREF(at);
-        if (!when)
+        PyObject *at = due_wake(ctx, due_o, now);
+        int rc = at ? schedule(ctx, at) : -1;
+        Py_XDECREF(at);
+        if (rc < 0)
             goto fail;
     } else if (start < wake_at) { /* a wake-up at the start completes a flow due just after it */
         double top = fv(PyList_GET_ITEM(heap, 0));
-        if (start < top && top <= start * k + 1e-300 && !(when = PyObject_CallMethodOneArg(net, s_schedule, start_o)))
+        if (start < top && top <= start * k + 1e-300 && schedule(ctx, start_o) < 0)
             goto fail;
     }
-    Py_XDECREF(when);
     Py_DECREF(slot);
     Py_DECREF(start_o);
     Py_DECREF(due_o);
@@ -2389,28 +2459,16 @@ fail:
     return NULL;
 }
 
-/* lane_done(ctx, cut, now, path_bytes, held): the private flows due by ``cut`` completed, as
- * Network._lane_done_py does it */
-static PyObject *py_lane_done(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!nargs_ok(nargs, 5, "lane_done(ctx, cut, now, path_bytes, held)"))
-        return NULL;
-    PyObject *ctx = args[0], *now = args[2], *pb = args[3], *held = args[4];
-    if (lane_ctx(ctx) < 0)
-        return NULL;
-    if (held != Py_None && !PyList_Check(held)) {
-        PyErr_SetString(PyExc_TypeError, "lane_done: held must be a list or None");
-        return NULL;
-    }
-    double cut = fv(args[1]);
-    if (cut == -1.0 && PyErr_Occurred())
-        return NULL;
+/* the private flows due by ``cut`` completed at ``now``, as Network._lane_done_py does it: 0, or -1 with an
+ * exception set */
+static int lane_done(PyObject *ctx, double cut, PyObject *now, PyObject *pb, PyObject *held) {
     PyObject *heap = PyTuple_GET_ITEM(ctx, CX_HEAP), *due_at = PyTuple_GET_ITEM(ctx, CX_DUE_AT);
     PyObject *lane = PyTuple_GET_ITEM(ctx, CX_FLOWS), *busy = PyTuple_GET_ITEM(ctx, CX_BUSY);
     PyObject *done = PyList_New(0), *ended = NULL;
     Arr path_bytes;
     path_bytes.held = 0;
     if (!done)
-        return NULL;
+        return -1;
     double when;
     PyObject *bucket;
     int got;
@@ -2494,12 +2552,60 @@ static PyObject *py_lane_done(PyObject *self, PyObject *const *args, Py_ssize_t 
         goto fail;
     Py_DECREF(done);
     Py_DECREF(ended);
-    Py_RETURN_NONE;
+    return 0;
 fail:
     arr_release(&path_bytes);
     Py_DECREF(done);
     Py_XDECREF(ended);
-    return NULL;
+    return -1;
+}
+
+/* lane_wake(ctx, now, path_bytes, held): Network._wake_lane -- the private flows due by now completed (path_bytes:
+ * None where none is due), the start times before now dropped, and the next wake-up scheduled */
+static PyObject *py_lane_wake(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 4, "lane_wake(ctx, now, path_bytes, held)"))
+        return NULL;
+    PyObject *ctx = args[0], *now_o = args[1], *held = args[3];
+    if (lane_ctx(ctx) < 0)
+        return NULL;
+    if (held != Py_None && !PyList_Check(held)) {
+        PyErr_SetString(PyExc_TypeError, "lane_wake: held must be a list or None");
+        return NULL;
+    }
+    double now = fv(now_o);
+    if (now == -1.0 && PyErr_Occurred())
+        return NULL;
+    PyObject *heap = PyTuple_GET_ITEM(ctx, CX_HEAP), *starts = PyTuple_GET_ITEM(ctx, CX_STARTS);
+    double cut = now * fv(PyTuple_GET_ITEM(ctx, CX_K)) + 1e-300;
+    if (PyList_GET_SIZE(heap) && fv(PyList_GET_ITEM(heap, 0)) <= cut) {
+        if (args[2] == Py_None) {
+            PyErr_SetString(PyExc_TypeError, "lane_wake: flows are due and no path_bytes given");
+            return NULL;
+        }
+        if (lane_done(ctx, cut, now_o, args[2], held) < 0)
+            return NULL;
+    }
+    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(starts);
+    while (lo < hi) { /* del starts[: bisect_left(starts, now)] */
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (fv(PyList_GET_ITEM(starts, mid)) < now)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo && PyList_SetSlice(starts, 0, lo, NULL) < 0)
+        return NULL;
+    if (PyList_GET_SIZE(heap)) { /* self._schedule(self._due_wake(heap[0], now)) */
+        PyObject *top = PyList_GET_ITEM(heap, 0);
+        Py_INCREF(top);
+        PyObject *at = due_wake(ctx, top, now);
+        Py_DECREF(top);
+        int rc = at ? schedule(ctx, at) : -1;
+        Py_XDECREF(at);
+        if (rc < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------ a job's mailboxes (sim/runtime.py)
@@ -2681,7 +2787,7 @@ static PyMethodDef module_methods[] = {
     FASTCALL(lane_send, "lane_send(ctx, src, dst, nbytes, bound, hook) -> the private send's event, None where it is "
                         "not private, NotImplemented where Python must judge"),
     FASTCALL(run_callbacks, "run_callbacks(events): each event's callbacks run, as SimPy's step runs them"),
-    FASTCALL(lane_done, "lane_done(ctx, cut, now, path_bytes, held): the private flows due by cut completed"),
+    FASTCALL(lane_wake, "lane_wake(ctx, now, path_bytes, held): Network._wake_lane"),
     FASTCALL(job_recv, "job_recv(jctx, key) -> Job.recv's event"),
     FASTCALL(job_deliver, "job_deliver(jctx, key, payload): Job._deliver"),
     {NULL, NULL, 0, NULL},

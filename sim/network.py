@@ -266,7 +266,7 @@ class Network:
         self._lane_busy: set[int] = set()  # the link directions the private flows hold
         self._lane_pairs: dict[tuple[int, int], tuple[int, tuple[int, ...], float, float | None]] = {}  # _lane_pair
         self._lane_starts: list[float] = []  # start times of private flows, sorted (see _due_wake)
-        #: the lane's objects for the compiled core's lane_send / lane_done (None: the Python path)
+        #: the lane's objects for the compiled core's lane_send / lane_wake (None: the Python path)
         self._lane_ctx: tuple[Any, ...] | None = None
         if self._lane and _LANE_CORE and _ops is not _PyDue:
             self._lane_ctx = (
@@ -282,6 +282,8 @@ class Network:
                 self.after_wake,
                 1 + _TIME_RTOL,
                 self._lane_pairs,
+                NORMAL,
+                heapq.heappush,
             )
 
     # ------------------------------------------------------------------ public API
@@ -849,12 +851,12 @@ class Network:
         arrival, then the slots freed), and wake up next for the next flows due."""
         heap = self._heap
         cut = now * (1 + _TIME_RTOL) + 1e-300
-        if heap and heap[0] <= cut:
-            path_bytes = self._path_bytes_for(self.cluster.paths.count)
-            if self._lane_ctx is None:
-                self._lane_done_py(cut, now, path_bytes)
-            else:  # the same, in C (tests/test_lane_core.py holds them equal)
-                _ops.lane_done(self._lane_ctx, cut, now, path_bytes, self._held)
+        path_bytes = self._path_bytes_for(self.cluster.paths.count) if heap and heap[0] <= cut else None
+        if self._lane_ctx is not None:  # the lines below, in C (tests/test_lane_core.py holds them equal)
+            _ops.lane_wake(self._lane_ctx, now, path_bytes, self._held)
+            return
+        if path_bytes is not None:
+            self._lane_done_py(cut, now, path_bytes)
         starts = self._lane_starts
         del starts[: bisect.bisect_left(starts, now)]
         if heap:
@@ -863,7 +865,7 @@ class Network:
     def _lane_done_py(self, cut: float, now: float, path_bytes: np.ndarray) -> None:
         """Complete the private flows due by ``cut`` (at ``now``), as :meth:`_drain` and
         :meth:`_finish_few` would: bytes booked slot by slot, then each send's arrival hook and event
-        (:meth:`trigger`), then the slots freed. ``sim._ratecore.lane_done`` does the same in C."""
+        (:meth:`trigger`), then the slots freed. ``sim._ratecore.lane_wake`` does the same in C."""
         heap, due_at = self._heap, self._due_at
         done: list[int] = []
         while heap and heap[0] <= cut:
