@@ -1429,6 +1429,32 @@ static int cmp_ssize(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
+/* the earliest due time of the heap, if it is <= cut, popped with its bucket taken out of due_at: 1 with
+ * ``*when`` the time (a float) and ``*bucket`` its slots (new references), 0 where none is due by then, -1
+ * with an exception set */
+static int pop_due(PyObject *heap, PyObject *due_at, double cut, double *when, PyObject **bucket) {
+    if (!PyList_GET_SIZE(heap) || !(fv(PyList_GET_ITEM(heap, 0)) <= cut))
+        return 0;
+    PyObject *top = heap_pop(heap);
+    if (!top)
+        return -1;
+    PyObject *slots = bucket_of(due_at, top);
+    if (!slots) {
+        Py_DECREF(top);
+        return -1;
+    }
+    Py_INCREF(slots);
+    if (PyDict_DelItem(due_at, top) < 0) {
+        Py_DECREF(slots);
+        Py_DECREF(top);
+        return -1;
+    }
+    *when = fv(top);
+    Py_DECREF(top);
+    *bucket = slots;
+    return 1;
+}
+
 /* drain_due(heap, due_at, cut, is_active, due) -> (slots done, sorted; entries taken off): pop every due
  * time up to ``cut``; a slot of its bucket still draining and due then is done (and no longer active) */
 static PyObject *py_drain_due(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -1441,23 +1467,10 @@ static PyObject *py_drain_due(PyObject *self, PyObject *const *args, Py_ssize_t 
         return due_close(&active, &due, NULL);
     Py_ssize_t *done = NULL, ndone = 0, cap = 0, taken = 0;
     PyObject *out = NULL;
-    while (PyList_GET_SIZE(heap) && fv(PyList_GET_ITEM(heap, 0)) <= cut) {
-        PyObject *when = heap_pop(heap);
-        if (!when)
-            goto fail;
-        PyObject *bucket = bucket_of(due_at, when);
-        if (!bucket) {
-            Py_DECREF(when);
-            goto fail;
-        }
-        Py_INCREF(bucket);
-        if (PyDict_DelItem(due_at, when) < 0) {
-            Py_DECREF(bucket);
-            Py_DECREF(when);
-            goto fail;
-        }
-        double w = fv(when);
-        Py_DECREF(when);
+    double w;
+    PyObject *bucket;
+    int got;
+    while ((got = pop_due(heap, due_at, cut, &w, &bucket)) > 0) {
         Py_ssize_t m = PyList_GET_SIZE(bucket);
         taken += m;
         for (Py_ssize_t i = 0; i < m; i++) {
@@ -1484,7 +1497,7 @@ static PyObject *py_drain_due(PyObject *self, PyObject *const *args, Py_ssize_t 
         }
         Py_DECREF(bucket);
     }
-    if (PyErr_Occurred())
+    if (got < 0 || PyErr_Occurred())
         goto fail;
     if (ndone > 1)
         qsort(done, (size_t)ndone, sizeof(Py_ssize_t), cmp_ssize);
@@ -2078,6 +2091,677 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ the private lane (sim/network.py)
+ *
+ * Network.send's private lane and Network._wake_lane (its completions and its next wake-up), for the
+ * nominal message model: the same operations on the same Python objects (the free-slot stack, the busy
+ * set, the lane's records, the due-time heap and its dict, the sorted start times, the event queue) in the
+ * same order, with the same floating-point operations (``start * k + 1e-300`` with ``k = 1 + _TIME_RTOL``
+ * from Python), so that the network's state afterwards is the Python path's to the bit
+ * (Network._lane_send_py, _wake_lane, _lane_done_py, _due_wake and _schedule are the reference, and the
+ * fallback). ``ctx`` is the tuple Network.__init__ builds (``_lane_ctx``). */
+
+enum {
+    CX_NET, CX_ENV, CX_EVENT, CX_FREE, CX_BUSY, CX_FLOWS, CX_HEAP, CX_DUE_AT, CX_STARTS, CX_AFTER, CX_K, CX_PAIRS,
+    CX_NORMAL, CX_PUSH, CX_N
+};
+
+static PyObject *s_now, *s_flows, *s_wake_at, *s_ok, *s_value, *s_callbacks, *s_succeed, *s_queue, *s_eid,
+    *s_on_timeout, *s_wake_event;
+
+static int lane_strings(void) {
+    if (s_now)
+        return 0;
+#define INTERN(v, text)                                                                                            \
+    if (!(v = PyUnicode_InternFromString(text)))                                                                   \
+        return -1;
+    INTERN(s_now, "_now");
+    INTERN(s_flows, "flows");
+    INTERN(s_wake_at, "_wake_at");
+    INTERN(s_queue, "_queue");
+    INTERN(s_eid, "_eid");
+    INTERN(s_on_timeout, "_on_timeout");
+    INTERN(s_wake_event, "_wake_event");
+    INTERN(s_ok, "_ok");
+    INTERN(s_value, "_value");
+    INTERN(s_callbacks, "callbacks");
+    INTERN(s_succeed, "succeed");
+#undef INTERN
+    return 0;
+}
+
+static PyObject *s_env, *empty_args;
+
+/* Event(env) as simpy.events.Event.__init__ makes it (``env``, then an empty ``callbacks``), without the
+ * Python call; tests/test_lane_core.py holds its attributes to Event(env)'s */
+static PyObject *new_event(PyObject *type, PyObject *env) {
+    if (!PyType_Check(type)) {
+        PyErr_SetString(PyExc_TypeError, "_ratecore: the event type must be a class");
+        return NULL;
+    }
+    if (!empty_args && !(empty_args = PyTuple_New(0)))
+        return NULL;
+    if (!s_env && !(s_env = PyUnicode_InternFromString("env")))
+        return NULL;
+    PyObject *event = ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, empty_args, NULL);
+    if (!event)
+        return NULL;
+    PyObject *cbs = PyList_New(0);
+    if (!cbs || PyObject_SetAttr(event, s_env, env) < 0 || PyObject_SetAttr(event, s_callbacks, cbs) < 0) {
+        Py_XDECREF(cbs);
+        Py_DECREF(event);
+        return NULL;
+    }
+    Py_DECREF(cbs);
+    return event;
+}
+
+/* obj.name += by */
+static int add_attr(PyObject *obj, PyObject *name, long by) {
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (!v)
+        return -1;
+    PyObject *d = PyLong_FromLong(by);
+    PyObject *sum = d ? PyNumber_InPlaceAdd(v, d) : NULL;
+    Py_DECREF(v);
+    Py_XDECREF(d);
+    if (!sum)
+        return -1;
+    int rc = PyObject_SetAttr(obj, name, sum);
+    Py_DECREF(sum);
+    return rc;
+}
+
+/* a float attribute of obj (a number), or -1 with an exception set */
+static int attr_f(PyObject *obj, PyObject *name, double *out) {
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (!v)
+        return -1;
+    *out = fv(v);
+    Py_DECREF(v);
+    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int lane_ctx(PyObject *ctx) {
+    if (!PyTuple_CheckExact(ctx) || PyTuple_GET_SIZE(ctx) != CX_N || !PyList_CheckExact(PyTuple_GET_ITEM(ctx, CX_FREE)) ||
+        !PySet_Check(PyTuple_GET_ITEM(ctx, CX_BUSY)) || !PyDict_CheckExact(PyTuple_GET_ITEM(ctx, CX_FLOWS)) ||
+        heap_args(PyTuple_GET_ITEM(ctx, CX_HEAP), PyTuple_GET_ITEM(ctx, CX_DUE_AT)) < 0 ||
+        !PyList_CheckExact(PyTuple_GET_ITEM(ctx, CX_STARTS)) || !PyList_Check(PyTuple_GET_ITEM(ctx, CX_AFTER)) ||
+        !PyDict_CheckExact(PyTuple_GET_ITEM(ctx, CX_PAIRS))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "_ratecore: not a lane context");
+        return -1;
+    }
+    return lane_strings();
+}
+
+/* event._ok = True; event._value = value */
+static int mark_ok(PyObject *event, PyObject *value) {
+    return PyObject_SetAttr(event, s_ok, Py_True) < 0 || PyObject_SetAttr(event, s_value, value) < 0 ? -1 : 0;
+}
+
+/* whether a process waits on event (its callbacks a non-empty list), or -1 with an exception set */
+static int waited_on(PyObject *event) {
+    PyObject *cbs = PyObject_GetAttr(event, s_callbacks);
+    if (!cbs)
+        return -1;
+    int waited = cbs != Py_None ? PyObject_IsTrue(cbs) : 0;
+    Py_DECREF(cbs);
+    return waited;
+}
+
+/* sim.network.settle(event, value), ``waited`` being waited_on(event): scheduled where a process waits on
+ * it, else processed on the spot */
+static int settle_event(PyObject *event, PyObject *value, int waited) {
+    if (waited) {
+        PyObject *r = PyObject_CallMethodOneArg(event, s_succeed, value);
+        Py_XDECREF(r);
+        return r ? 0 : -1;
+    }
+    return mark_ok(event, value) < 0 ? -1 : PyObject_SetAttr(event, s_callbacks, Py_None);
+}
+
+/* Network.trigger(event, value) with the network's ``held`` (a list during a wake-up, else None): an event
+ * a process waits on is held to the end of the wake-up, any other settled */
+static int trigger_event(PyObject *event, PyObject *value, PyObject *held) {
+    int waited = waited_on(event);
+    if (waited < 0)
+        return -1;
+    if (held == Py_None || !waited)
+        return settle_event(event, value, waited);
+    return mark_ok(event, value) < 0 ? -1 : PyList_Append(held, event);
+}
+
+/* dict.setdefault(key, []).append(item) with dict's lists: 1 where the list is new, 0 where it was there,
+ * -1 with an exception set */
+static int append_to(PyObject *dict, PyObject *key, PyObject *item) {
+    PyObject *list = PyDict_GetItemWithError(dict, key);
+    if (list) {
+        if (!PyList_CheckExact(list)) {
+            PyErr_SetString(PyExc_TypeError, "_ratecore: a bucket must be a list");
+            return -1;
+        }
+        return PyList_Append(list, item);
+    }
+    if (PyErr_Occurred())
+        return -1;
+    PyObject *fresh = PyList_New(1);
+    if (!fresh)
+        return -1;
+    Py_INCREF(item);
+    PyList_SET_ITEM(fresh, 0, item);
+    int rc = PyDict_SetItem(dict, key, fresh);
+    Py_DECREF(fresh);
+    return rc < 0 ? -1 : 1;
+}
+
+/* Network._due_wake(due, now): the earliest private start from ``now`` on whose wake-up would complete
+ * the flows due at ``due`` (a new reference to it), else ``due`` itself */
+static PyObject *due_wake(PyObject *ctx, PyObject *due_o, double now) {
+    PyObject *starts = PyTuple_GET_ITEM(ctx, CX_STARTS);
+    double due = fv(due_o), k = fv(PyTuple_GET_ITEM(ctx, CX_K));
+    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(starts);
+    while (lo < hi) { /* bisect_left(starts, due) */
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (fv(PyList_GET_ITEM(starts, mid)) < due)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    Py_ssize_t j = lo - 1;
+    if (j < 0) {
+        Py_INCREF(due_o);
+        return due_o;
+    }
+    double s = fv(PyList_GET_ITEM(starts, j));
+    if (s < now || due > s * k + 1e-300) {
+        Py_INCREF(due_o);
+        return due_o;
+    }
+    while (j > 0) {
+        double before = fv(PyList_GET_ITEM(starts, j - 1));
+        if (!(before >= now && due <= before * k + 1e-300))
+            break;
+        j -= 1;
+    }
+    PyObject *at = PyList_GET_ITEM(starts, j);
+    Py_INCREF(at);
+    return at;
+}
+
+/* Network._schedule(when): a wake-up at ``when`` exactly, an event triggered and queued as a timeout is */
+static int schedule(PyObject *ctx, PyObject *when) {
+    PyObject *net = PyTuple_GET_ITEM(ctx, CX_NET), *env = PyTuple_GET_ITEM(ctx, CX_ENV);
+    if (PyObject_SetAttr(net, s_wake_at, when) < 0)
+        return -1;
+    PyObject *event = new_event(PyTuple_GET_ITEM(ctx, CX_EVENT), env), *cbs = NULL, *cb = NULL, *now = NULL;
+    PyObject *queue = NULL, *eid = NULL, *id = NULL, *item = NULL, *r = NULL;
+    int rc = -1;
+    if (!event || mark_ok(event, Py_None) < 0 || !(cbs = PyObject_GetAttr(event, s_callbacks)) ||
+        !(cb = PyObject_GetAttr(net, s_on_timeout)) || PyList_Append(cbs, cb) < 0 || !(now = PyObject_GetAttr(env, s_now)))
+        goto done;
+    double w = fv(when), t = fv(now);
+    if (PyErr_Occurred() || !(queue = PyObject_GetAttr(env, s_queue)) || !(eid = PyObject_GetAttr(env, s_eid)))
+        goto done;
+    if (!(id = PyIter_Next(eid))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "_ratecore: the event ids ran out");
+        goto done;
+    }
+    /* (max(float(when), env._now), NORMAL, next(env._eid), event) */
+    if (!(item = PyTuple_Pack(4, t > w ? now : when, PyTuple_GET_ITEM(ctx, CX_NORMAL), id, event)) ||
+        !(r = PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(ctx, CX_PUSH), queue, item, NULL)))
+        goto done;
+    rc = PyObject_SetAttr(net, s_wake_event, event);
+done:
+    Py_XDECREF(event);
+    Py_XDECREF(cbs);
+    Py_XDECREF(cb);
+    Py_XDECREF(now);
+    Py_XDECREF(queue);
+    Py_XDECREF(eid);
+    Py_XDECREF(id);
+    Py_XDECREF(item);
+    Py_XDECREF(r);
+    return rc;
+}
+
+/* lane_send(ctx, src, dst, nbytes, bound, hook) -> Network.send's event where the send is private, None
+ * where it is not, NotImplemented where the Python path must judge: a pair not seen yet, a size or a
+ * bound that is not a float, a size below 0, a link model's delay, no free slot */
+static PyObject *py_lane_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 6, "lane_send(ctx, src, dst, nbytes, bound, hook)"))
+        return NULL;
+    PyObject *ctx = args[0], *nbytes = args[3], *bound = args[4], *hook = args[5];
+    if (lane_ctx(ctx) < 0)
+        return NULL;
+    if (!PyFloat_Check(nbytes) || !(PyFloat_AS_DOUBLE(nbytes) >= 0) || (bound != Py_None && !PyFloat_Check(bound)) ||
+        !PyList_GET_SIZE(PyTuple_GET_ITEM(ctx, CX_FREE)))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *key = PyTuple_Pack(2, args[1], args[2]);
+    if (!key)
+        return NULL;
+    PyObject *pair = PyDict_GetItemWithError(PyTuple_GET_ITEM(ctx, CX_PAIRS), key);
+    Py_DECREF(key);
+    if (!pair) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 4 || !PyTuple_CheckExact(PyTuple_GET_ITEM(pair, 1))) {
+        PyErr_SetString(PyExc_TypeError, "lane_send: a pair must be (pid, arcs, narrow, delay)");
+        return NULL;
+    }
+    if (PyTuple_GET_ITEM(pair, 3) == Py_None)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *net = PyTuple_GET_ITEM(ctx, CX_NET), *env = PyTuple_GET_ITEM(ctx, CX_ENV);
+    PyObject *busy = PyTuple_GET_ITEM(ctx, CX_BUSY), *heap = PyTuple_GET_ITEM(ctx, CX_HEAP);
+    PyObject *due_at = PyTuple_GET_ITEM(ctx, CX_DUE_AT), *starts = PyTuple_GET_ITEM(ctx, CX_STARTS);
+    PyObject *arcs = PyTuple_GET_ITEM(pair, 1), *narrow_o = PyTuple_GET_ITEM(pair, 2);
+    double k = fv(PyTuple_GET_ITEM(ctx, CX_K)), narrow = fv(narrow_o), delay = fv(PyTuple_GET_ITEM(pair, 3));
+    double wire = fv(nbytes), now;
+    if (PyErr_Occurred() || attr_f(env, s_now, &now) < 0)
+        return NULL;
+    double rate = narrow;
+    PyObject *rate_o = narrow_o;
+    if (bound != Py_None && !(narrow <= PyFloat_AS_DOUBLE(bound))) {
+        rate = PyFloat_AS_DOUBLE(bound);
+        rate_o = NULL; /* float(bound): made below */
+    }
+    double start = now + delay;
+    double due = rate > 0 ? start + wire / rate : INFINITY;
+    if (!(wire > 0 && due > start * k + 1e-300))
+        Py_RETURN_NONE;
+    Py_ssize_t narcs = PyTuple_GET_SIZE(arcs);
+    for (Py_ssize_t i = 0; i < narcs; i++) {
+        int in = PySet_Contains(busy, PyTuple_GET_ITEM(arcs, i));
+        if (in < 0)
+            return NULL;
+        if (in)
+            Py_RETURN_NONE;
+    }
+    if (PyList_GET_SIZE(PyTuple_GET_ITEM(ctx, CX_AFTER)))
+        Py_RETURN_NONE;
+    PyObject *free_ = PyTuple_GET_ITEM(ctx, CX_FREE);
+    Py_ssize_t nfree = PyList_GET_SIZE(free_);
+    if (!nfree) {
+        PyErr_SetString(PyExc_IndexError, "lane_send: no free slot");
+        return NULL;
+    }
+    PyObject *event = new_event(PyTuple_GET_ITEM(ctx, CX_EVENT), env);
+    if (!event)
+        return NULL;
+    PyObject *slot = PyList_GET_ITEM(free_, nfree - 1);
+    Py_INCREF(slot);
+    PyObject *start_o = NULL, *due_o = NULL, *record = NULL;
+    if (PyList_SetSlice(free_, nfree - 1, nfree, NULL) < 0 || add_attr(net, s_flows, 1) < 0)
+        goto fail;
+    for (Py_ssize_t i = 0; i < narcs; i++)
+        if (PySet_Add(busy, PyTuple_GET_ITEM(arcs, i)) < 0)
+            goto fail;
+    if (rate_o)
+        Py_INCREF(rate_o);
+    else if (!(rate_o = PyFloat_FromDouble(rate)))
+        goto fail;
+    start_o = PyFloat_FromDouble(start);
+    due_o = PyFloat_FromDouble(due);
+    if (!start_o || !due_o) {
+        Py_DECREF(rate_o);
+        goto fail;
+    }
+    record = PyTuple_Pack(10, start_o, due_o, PyTuple_GET_ITEM(pair, 0), arcs, nbytes, nbytes, rate_o, bound, event,
+                          hook);
+    Py_DECREF(rate_o);
+    if (!record || PyDict_SetItem(PyTuple_GET_ITEM(ctx, CX_FLOWS), slot, record) < 0)
+        goto fail;
+    int fresh = append_to(due_at, due_o, slot);
+    if (fresh < 0 || (fresh && heap_push(heap, due_o) < 0))
+        goto fail;
+    { /* bisect.insort(starts, start): mostly the latest start, so the last one is looked at first */
+        Py_ssize_t lo = 0, hi = PyList_GET_SIZE(starts);
+        if (hi && !(start < fv(PyList_GET_ITEM(starts, hi - 1))))
+            lo = hi;
+        while (lo < hi) {
+            Py_ssize_t mid = (lo + hi) / 2;
+            if (start < fv(PyList_GET_ITEM(starts, mid)))
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        if (PyList_Insert(starts, lo, start_o) < 0)
+            goto fail;
+    }
+    double wake_at;
+    if (attr_f(net, s_wake_at, &wake_at) < 0)
+        goto fail;
+    if (due < wake_at) { /* self._schedule(self._due_wake(due, now)) */
+        PyObject *at = due_wake(ctx, due_o, now);
+        int rc = at ? schedule(ctx, at) : -1;
+        Py_XDECREF(at);
+        if (rc < 0)
+            goto fail;
+    } else if (start < wake_at) { /* a wake-up at the start completes a flow due just after it */
+        double top = fv(PyList_GET_ITEM(heap, 0));
+        if (start < top && top <= start * k + 1e-300 && schedule(ctx, start_o) < 0)
+            goto fail;
+    }
+    Py_DECREF(slot);
+    Py_DECREF(start_o);
+    Py_DECREF(due_o);
+    Py_DECREF(record);
+    return event;
+fail:
+    Py_DECREF(event);
+    Py_DECREF(slot);
+    Py_XDECREF(start_o);
+    Py_XDECREF(due_o);
+    Py_XDECREF(record);
+    return NULL;
+}
+
+/* the private flows due by ``cut`` completed at ``now``, as Network._lane_done_py does it: 0, or -1 with an
+ * exception set */
+static int lane_done(PyObject *ctx, double cut, PyObject *now, PyObject *pb, PyObject *held) {
+    PyObject *heap = PyTuple_GET_ITEM(ctx, CX_HEAP), *due_at = PyTuple_GET_ITEM(ctx, CX_DUE_AT);
+    PyObject *lane = PyTuple_GET_ITEM(ctx, CX_FLOWS), *busy = PyTuple_GET_ITEM(ctx, CX_BUSY);
+    PyObject *done = PyList_New(0), *ended = NULL;
+    Arr path_bytes;
+    path_bytes.held = 0;
+    if (!done)
+        return -1;
+    double when;
+    PyObject *bucket;
+    int got;
+    while ((got = pop_due(heap, due_at, cut, &when, &bucket)) > 0) {
+        Py_ssize_t have = PyList_GET_SIZE(done);
+        int rc = PyList_SetSlice(done, have, have, bucket);
+        Py_DECREF(bucket);
+        if (rc < 0)
+            goto fail;
+    }
+    if (got < 0)
+        goto fail;
+    Py_ssize_t n = PyList_GET_SIZE(done);
+    if (PyList_Sort(done) < 0 || !(ended = PyList_New(n)))
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) { /* lane.pop(slot) */
+        PyObject *rec = PyDict_GetItemWithError(lane, PyList_GET_ITEM(done, i));
+        if (!rec) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, PyList_GET_ITEM(done, i));
+            goto fail;
+        }
+        if (!PyTuple_CheckExact(rec) || PyTuple_GET_SIZE(rec) != 10) {
+            PyErr_SetString(PyExc_TypeError, "lane_done: a lane record must be a tuple of 10");
+            goto fail;
+        }
+        Py_INCREF(rec);
+        PyList_SET_ITEM(ended, i, rec);
+        if (PyDict_DelItem(lane, PyList_GET_ITEM(done, i)) < 0)
+            goto fail;
+    }
+    if (arr_open(pb, &path_bytes, 'f', 1) < 0)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) { /* the bytes booked, the links let go */
+        PyObject *rec = PyList_GET_ITEM(ended, i), *pid = PyTuple_GET_ITEM(rec, 2), *nb = PyTuple_GET_ITEM(rec, 4);
+        PyObject *arcs = PyTuple_GET_ITEM(rec, 3);
+        if (PyFloat_CheckExact(nb)) {
+            Py_ssize_t at;
+            if (slot_at(pid, path_bytes.n, &at) < 0)
+                goto fail;
+            *(double *)(path_bytes.p + at * path_bytes.stride) += PyFloat_AS_DOUBLE(nb);
+        } else { /* path_bytes[pid] += nb, as Python does it */
+            PyObject *old = PyObject_GetItem(pb, pid);
+            PyObject *sum = old ? PyNumber_InPlaceAdd(old, nb) : NULL;
+            Py_XDECREF(old);
+            int rc = sum ? PyObject_SetItem(pb, pid, sum) : -1;
+            Py_XDECREF(sum);
+            if (rc < 0)
+                goto fail;
+        }
+        Py_ssize_t narcs = PySequence_Length(arcs);
+        if (narcs < 0)
+            goto fail;
+        for (Py_ssize_t j = 0; j < narcs; j++) {
+            PyObject *arc = PySequence_GetItem(arcs, j);
+            int rc = arc ? PySet_Discard(busy, arc) : -1;
+            Py_XDECREF(arc);
+            if (rc < 0)
+                goto fail;
+        }
+    }
+    arr_release(&path_bytes);
+    for (Py_ssize_t i = 0; i < n; i++) { /* each send's arrival hook, then its event */
+        PyObject *rec = PyList_GET_ITEM(ended, i), *hook = PyTuple_GET_ITEM(rec, 9);
+        if (hook != Py_None) {
+            PyObject *f = PySequence_GetItem(hook, 0), *a = PySequence_GetItem(hook, 1), *b = PySequence_GetItem(hook, 2);
+            PyObject *r = f && a && b ? PyObject_CallFunctionObjArgs(f, a, b, NULL) : NULL;
+            Py_XDECREF(f);
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            if (!r)
+                goto fail;
+            Py_DECREF(r);
+        }
+        if (trigger_event(PyTuple_GET_ITEM(rec, 8), now, held) < 0)
+            goto fail;
+    }
+    PyObject *free_ = PyTuple_GET_ITEM(ctx, CX_FREE);
+    Py_ssize_t have = PyList_GET_SIZE(free_);
+    if (PyList_SetSlice(free_, have, have, done) < 0)
+        goto fail;
+    Py_DECREF(done);
+    Py_DECREF(ended);
+    return 0;
+fail:
+    arr_release(&path_bytes);
+    Py_DECREF(done);
+    Py_XDECREF(ended);
+    return -1;
+}
+
+/* lane_wake(ctx, now, path_bytes, held): Network._wake_lane -- the private flows due by now completed (path_bytes:
+ * None where none is due), the start times before now dropped, and the next wake-up scheduled */
+static PyObject *py_lane_wake(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 4, "lane_wake(ctx, now, path_bytes, held)"))
+        return NULL;
+    PyObject *ctx = args[0], *now_o = args[1], *held = args[3];
+    if (lane_ctx(ctx) < 0)
+        return NULL;
+    if (held != Py_None && !PyList_Check(held)) {
+        PyErr_SetString(PyExc_TypeError, "lane_wake: held must be a list or None");
+        return NULL;
+    }
+    double now = fv(now_o);
+    if (now == -1.0 && PyErr_Occurred())
+        return NULL;
+    PyObject *heap = PyTuple_GET_ITEM(ctx, CX_HEAP), *starts = PyTuple_GET_ITEM(ctx, CX_STARTS);
+    double cut = now * fv(PyTuple_GET_ITEM(ctx, CX_K)) + 1e-300;
+    if (PyList_GET_SIZE(heap) && fv(PyList_GET_ITEM(heap, 0)) <= cut) {
+        if (args[2] == Py_None) {
+            PyErr_SetString(PyExc_TypeError, "lane_wake: flows are due and no path_bytes given");
+            return NULL;
+        }
+        if (lane_done(ctx, cut, now_o, args[2], held) < 0)
+            return NULL;
+    }
+    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(starts);
+    while (lo < hi) { /* del starts[: bisect_left(starts, now)] */
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (fv(PyList_GET_ITEM(starts, mid)) < now)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo && PyList_SetSlice(starts, 0, lo, NULL) < 0)
+        return NULL;
+    if (PyList_GET_SIZE(heap)) { /* self._schedule(self._due_wake(heap[0], now)) */
+        PyObject *top = PyList_GET_ITEM(heap, 0);
+        Py_INCREF(top);
+        PyObject *at = due_wake(ctx, top, now);
+        Py_DECREF(top);
+        int rc = at ? schedule(ctx, at) : -1;
+        Py_XDECREF(at);
+        if (rc < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ a job's mailboxes (sim/runtime.py)
+ *
+ * Job.recv and Job._deliver (the arrival hook of every message) on the same dicts, in the same order:
+ * ``jctx = (net, env, Event, mail, waiting)``, built by Job.__init__ (Job._recv_py and _deliver_py are
+ * the reference, and the fallback). */
+
+enum { JX_NET, JX_ENV, JX_EVENT, JX_MAIL, JX_WAITING, JX_N };
+
+static PyObject *s_held;
+
+static int job_ctx(PyObject *ctx) {
+    if (!PyTuple_CheckExact(ctx) || PyTuple_GET_SIZE(ctx) != JX_N || !PyDict_CheckExact(PyTuple_GET_ITEM(ctx, JX_MAIL)) ||
+        !PyDict_CheckExact(PyTuple_GET_ITEM(ctx, JX_WAITING))) {
+        PyErr_SetString(PyExc_TypeError, "_ratecore: not a job context");
+        return -1;
+    }
+    if (!s_held && !(s_held = PyUnicode_InternFromString("_held")))
+        return -1;
+    return lane_strings();
+}
+
+/* the first of the list ``queue[key]`` taken off it (a new reference; the key dropped where it is left
+ * empty -- the caller popped it and puts it back where some are left), or NULL with an exception set */
+static PyObject *first_of(PyObject *queue, PyObject *key, PyObject *list) {
+    if (!PyList_CheckExact(list) || PyList_GET_SIZE(list) == 0) {
+        PyErr_SetString(PyExc_TypeError, "_ratecore: a mailbox must be a non-empty list");
+        return NULL;
+    }
+    PyObject *first = PyList_GET_ITEM(list, 0);
+    Py_INCREF(first);
+    if (PyList_SetSlice(list, 0, 1, NULL) < 0 || (PyList_GET_SIZE(list) && PyDict_SetItem(queue, key, list) < 0)) {
+        Py_DECREF(first);
+        return NULL;
+    }
+    return first;
+}
+
+/* dict.pop(key, None): a new reference, or NULL (with an exception set where one happened) */
+static PyObject *dict_pop(PyObject *dict, PyObject *key) {
+    PyObject *v = PyDict_GetItemWithError(dict, key);
+    if (!v)
+        return NULL;
+    Py_INCREF(v);
+    if (PyDict_DelItem(dict, key) < 0) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    return v;
+}
+
+/* job_recv(jctx, key) -> Job.recv's event for the next message of ``key`` = (src, dst, tag) */
+static PyObject *py_job_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "job_recv(jctx, key)"))
+        return NULL;
+    PyObject *ctx = args[0], *key = args[1];
+    if (job_ctx(ctx) < 0)
+        return NULL;
+    PyObject *event = new_event(PyTuple_GET_ITEM(ctx, JX_EVENT), PyTuple_GET_ITEM(ctx, JX_ENV));
+    if (!event)
+        return NULL;
+    PyObject *mail = PyTuple_GET_ITEM(ctx, JX_MAIL);
+    PyObject *got = dict_pop(mail, key);
+    if (got) {
+        PyObject *payload = first_of(mail, key, got);
+        Py_DECREF(got);
+        if (!payload)
+            goto fail;
+        /* settle, inline: nobody waits on a new event */
+        int rc = mark_ok(event, payload) < 0 || PyObject_SetAttr(event, s_callbacks, Py_None) < 0;
+        Py_DECREF(payload);
+        if (rc)
+            goto fail;
+        return event;
+    }
+    if (PyErr_Occurred() || append_to(PyTuple_GET_ITEM(ctx, JX_WAITING), key, event) < 0)
+        goto fail;
+    return event;
+fail:
+    Py_DECREF(event);
+    return NULL;
+}
+
+/* job_deliver(jctx, key, payload): Job._deliver, a message's arrival */
+static PyObject *py_job_deliver(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 3, "job_deliver(jctx, key, payload)"))
+        return NULL;
+    PyObject *ctx = args[0], *key = args[1], *payload = args[2];
+    if (job_ctx(ctx) < 0)
+        return NULL;
+    PyObject *mail = PyTuple_GET_ITEM(ctx, JX_MAIL), *waiting = PyTuple_GET_ITEM(ctx, JX_WAITING);
+    PyObject *queue = dict_pop(waiting, key);
+    if (queue) {
+        PyObject *event = first_of(waiting, key, queue);
+        Py_DECREF(queue);
+        if (!event)
+            return NULL;
+        PyObject *held = PyObject_GetAttr(PyTuple_GET_ITEM(ctx, JX_NET), s_held);
+        int rc = held ? trigger_event(event, payload, held) : -1;
+        Py_XDECREF(held);
+        Py_DECREF(event);
+        if (rc < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    if (PyErr_Occurred() || append_to(mail, key, payload) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* run_callbacks(events): for each event in turn, ``callbacks, event.callbacks = event.callbacks, None``
+ * and each callback called with the event (Network._resume_held's loop; SimPy's Environment.step does
+ * the same) */
+static PyObject *py_run_callbacks(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "run_callbacks(events: list)");
+        return NULL;
+    }
+    if (lane_strings() < 0)
+        return NULL;
+    PyObject *events = args[0];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
+        PyObject *event = PyList_GET_ITEM(events, i);
+        Py_INCREF(event);
+        PyObject *cbs = PyObject_GetAttr(event, s_callbacks);
+        if (!cbs || PyObject_SetAttr(event, s_callbacks, Py_None) < 0) {
+            Py_XDECREF(cbs);
+            Py_DECREF(event);
+            return NULL;
+        }
+        PyObject *it = PyObject_GetIter(cbs);
+        Py_DECREF(cbs);
+        if (!it) {
+            Py_DECREF(event);
+            return NULL;
+        }
+        PyObject *cb;
+        while ((cb = PyIter_Next(it))) {
+            PyObject *r = PyObject_CallOneArg(cb, event);
+            Py_DECREF(cb);
+            if (!r) {
+                Py_DECREF(it);
+                Py_DECREF(event);
+                return NULL;
+            }
+            Py_DECREF(r);
+        }
+        Py_DECREF(it);
+        Py_DECREF(event);
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 #define FASTCALL(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
 /* ------------------------------------------------------------------ bulk routes (sim/bulkroute.py) */
@@ -2264,6 +2948,12 @@ static PyMethodDef module_methods[] = {
     FASTCALL(trim_rows, "trim_rows(rows, dom, width, out) -> arcs taken out: routes without dominated arcs"),
     FASTCALL(settle, "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's "
                      "instant"),
+    FASTCALL(lane_send, "lane_send(ctx, src, dst, nbytes, bound, hook) -> the private send's event, None where it is "
+                        "not private, NotImplemented where Python must judge"),
+    FASTCALL(run_callbacks, "run_callbacks(events): each event's callbacks run, as SimPy's step runs them"),
+    FASTCALL(lane_wake, "lane_wake(ctx, now, path_bytes, held): Network._wake_lane"),
+    FASTCALL(job_recv, "job_recv(jctx, key) -> Job.recv's event"),
+    FASTCALL(job_deliver, "job_deliver(jctx, key, payload): Job._deliver"),
     {NULL, NULL, 0, NULL},
 };
 

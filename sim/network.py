@@ -92,6 +92,9 @@ _RESUME_IN_WAKE = True
 #: single sends whose links no other flow holds take the private lane (see Network._lane_pair);
 #: tests turn it off to compare
 _PRIVATE = True
+#: the private lane's sends and completions in the compiled core where it is built (see Network._lane_send_py);
+#: tests turn it off to compare
+_LANE_CORE = True
 
 
 class _PyDue:
@@ -242,7 +245,7 @@ class Network:
         # longer drains (dropped when its time reaches the top)
         self._heap: list[float] = []
         self._due_at: dict[float, list[int]] = {}
-        self._due_entries = 0  # slots held in _due_at, stale ones included
+        self._due_entries = 0  # slots held in _due_at, stale ones included (set when the lane closes)
         self._entries: tuple[np.ndarray, np.ndarray] | None = None
         self._pending: list[float] = []  # distinct start times (a heap)
         self._pending_at: dict[float, list[Any]] = {}  # start time -> slots (ints or arrays)
@@ -261,8 +264,27 @@ class Network:
         #: hook), in the order sent (the per-slot arrays are written when the lane closes)
         self._lane_flows: dict[int, tuple[Any, ...]] = {}
         self._lane_busy: set[int] = set()  # the link directions the private flows hold
-        self._lane_pairs: dict[tuple[int, int], tuple[int, tuple[int, ...], float]] = {}  # see _lane_pair
+        self._lane_pairs: dict[tuple[int, int], tuple[int, tuple[int, ...], float, float | None]] = {}  # _lane_pair
         self._lane_starts: list[float] = []  # start times of private flows, sorted (see _due_wake)
+        #: the lane's objects for the compiled core's lane_send / lane_wake (None: the Python path)
+        self._lane_ctx: tuple[Any, ...] | None = None
+        if self._lane and _LANE_CORE and _ops is not _PyDue:
+            self._lane_ctx = (
+                self,
+                env,
+                Event,
+                self._free,
+                self._lane_busy,
+                self._lane_flows,
+                self._heap,
+                self._due_at,
+                self._lane_starts,
+                self.after_wake,
+                1 + _TIME_RTOL,
+                self._lane_pairs,
+                NORMAL,
+                heapq.heappush,
+            )
 
     # ------------------------------------------------------------------ public API
     def send(
@@ -281,6 +303,11 @@ class Network:
         ``func(a, b)`` the moment the last byte arrives, before any process waiting on the event
         resumes (this is how a :class:`~sim.runtime.Job` delivers payloads without another event).
         """
+        ctx = self._lane_ctx
+        if ctx is not None:  # the private lane's lines below, in C (tests/test_lane_core.py holds them equal)
+            event = _ops.lane_send(ctx, src, dst, nbytes, bound, on_arrival)
+            if event is not None and event is not NotImplemented:
+                return event
         if not nbytes >= 0:
             raise RunError(f"send {src}->{dst}: size must be >= 0 bytes, got {nbytes}")
         free = self._free
@@ -291,33 +318,8 @@ class Network:
             pair = self._lane_pairs.get((src, dst))
             if pair is None:
                 pair = self._lane_pair(src, dst)
-            pid, arcs, narrow = pair
-            delay, wire = self._model.one(pid, src, nbytes)
-            rate = narrow if bound is None or narrow <= bound else float(bound)
-            busy = self._lane_busy
-            start = self.env._now + delay
-            due = start + wire / rate if rate > 0 else np.inf  # the engine's (_set_rates: start + remaining / rate)
-            # (a flow due within _TIME_RTOL of its start is not private: see _due_wake)
-            if wire > 0 and due > start * (1 + _TIME_RTOL) + 1e-300 and busy.isdisjoint(arcs) and not self.after_wake:
-                event = Event(self.env)
-                slot = free.pop()
-                self.flows += 1
-                busy.update(arcs)
-                self._lane_flows[slot] = (start, due, pid, arcs, nbytes, wire, rate, bound, event, on_arrival)
-                heap = self._heap
-                bucket = self._due_at.get(due)
-                if bucket is None:
-                    self._due_at[due] = [slot]
-                    heapq.heappush(heap, due)
-                else:
-                    bucket.append(slot)
-                self._due_entries += 1
-                bisect.insort(self._lane_starts, start)
-                wake_at = self._wake_at
-                if due < wake_at:
-                    self._schedule(self._due_wake(due, self.env._now))
-                elif start < wake_at and start < heap[0] <= start * (1 + _TIME_RTOL) + 1e-300:
-                    self._schedule(start)  # a wake-up at the start completes a flow due just after it
+            event = self._lane_send_py(pair, src, nbytes, bound, on_arrival)
+            if event is not None:
                 return event
             self._end_lane()  # (an instant flow, or a flow that would meet another: the engine's)
         cl = self.cluster
@@ -709,8 +711,9 @@ class Network:
         stage.clear()
 
     # ------------------------------------------------------------------ the private lane
-    def _lane_pair(self, src: int, dst: int) -> tuple[int, tuple[int, ...], float]:
-        """(route, its link directions, its narrowest capacity) of a pair, for the private lane.
+    def _lane_pair(self, src: int, dst: int) -> tuple[int, tuple[int, ...], float, float | None]:
+        """(route, its link directions, its narrowest capacity, its messages' start delay -- None where
+        the message model's depends on the size) of a pair, for the private lane.
 
         While no two flows ever meet on a link direction, every flow drains at its path's narrowest
         capacity (or its bound) from its start to its end: what :mod:`sim.rates` gives a flow alone on
@@ -731,8 +734,54 @@ class Network:
         first = int(paths.start[pid])
         arcs = tuple(paths.arcs[first : first + int(paths.length[pid])].tolist())
         narrow = float(paths.bottleneck[pid]) if arcs else 0.0  # (no links: an instant flow, not private)
-        pair = self._lane_pairs[(src, dst)] = (pid, arcs, narrow)
+        model = self._model
+        # the nominal model's delay is the pair's for good (its route's latency plus the sender's overhead)
+        delay = None if model._models else model.one(pid, src, 0.0)[0]
+        pair = self._lane_pairs[(src, dst)] = (pid, arcs, narrow, delay)
         return pair
+
+    def _lane_send_py(
+        self,
+        pair: tuple[int, tuple[int, ...], float, float | None],
+        src: int,
+        nbytes: float,
+        bound: float | None,
+        on_arrival: tuple[Callable[..., None], Any, Any] | None,
+    ) -> Event | None:
+        """:meth:`send` on the private lane: the send's event, or None where it is not private (an
+        instant flow, or a flow that would meet another). ``sim._ratecore.lane_send`` does the same in C
+        for the nominal message model (its delay in ``pair``)."""
+        pid, arcs, narrow, delay = pair
+        if delay is None:  # (a link model's: by size)
+            delay, wire = self._model.one(pid, src, nbytes)
+        else:
+            wire = nbytes  # (the nominal model's, its delay the pair's)
+        rate = narrow if bound is None or narrow <= bound else float(bound)
+        busy = self._lane_busy
+        start = self.env._now + delay
+        due = start + wire / rate if rate > 0 else np.inf  # the engine's (_set_rates: start + remaining / rate)
+        # (a flow due within _TIME_RTOL of its start is not private: see _due_wake)
+        if not (wire > 0 and due > start * (1 + _TIME_RTOL) + 1e-300 and busy.isdisjoint(arcs) and not self.after_wake):
+            return None
+        event = Event(self.env)
+        slot = self._free.pop()
+        self.flows += 1
+        busy.update(arcs)
+        self._lane_flows[slot] = (start, due, pid, arcs, nbytes, wire, rate, bound, event, on_arrival)
+        heap = self._heap
+        bucket = self._due_at.get(due)
+        if bucket is None:
+            self._due_at[due] = [slot]
+            heapq.heappush(heap, due)
+        else:
+            bucket.append(slot)
+        bisect.insort(self._lane_starts, start)
+        wake_at = self._wake_at
+        if due < wake_at:
+            self._schedule(self._due_wake(due, self.env._now))
+        elif start < wake_at and start < heap[0] <= start * (1 + _TIME_RTOL) + 1e-300:
+            self._schedule(start)  # a wake-up at the start completes a flow due just after it
+        return event
 
     def _due_wake(self, due: float, now: float) -> float:
         """When to wake for the first flows due, at ``due``: the engine woke at every start, and a
@@ -757,7 +806,9 @@ class Network:
         if not self._lane:
             return
         self._lane = False
+        self._lane_ctx = None
         lane = self._lane_flows
+        self._due_entries = len(lane)  # (the lane's flows are the heap's entries: it keeps no count)
         now = self.env._now
         started = []
         for slot, (start, due, pid, _, nbytes, wire, rate, bound, event, hook) in lane.items():
@@ -800,30 +851,38 @@ class Network:
         arrival, then the slots freed), and wake up next for the next flows due."""
         heap = self._heap
         cut = now * (1 + _TIME_RTOL) + 1e-300
-        if heap and heap[0] <= cut:
-            due_at = self._due_at
-            done: list[int] = []
-            while heap and heap[0] <= cut:
-                done += due_at.pop(heapq.heappop(heap))
-            self._due_entries -= len(done)
-            done.sort()
-            lane, busy = self._lane_flows, self._lane_busy
-            path_bytes = self._path_bytes_for(self.cluster.paths.count)
-            ended = [lane.pop(slot) for slot in done]
-            for flow in ended:
-                path_bytes[flow[2]] += flow[4]
-                busy.difference_update(flow[3])
-            trigger = self.trigger
-            for flow in ended:  # (_sent, inline)
-                hook = flow[9]
-                if hook is not None:
-                    hook[0](hook[1], hook[2])
-                trigger(flow[8], now)
-            self._free.extend(done)
+        path_bytes = self._path_bytes_for(self.cluster.paths.count) if heap and heap[0] <= cut else None
+        if self._lane_ctx is not None:  # the lines below, in C (tests/test_lane_core.py holds them equal)
+            _ops.lane_wake(self._lane_ctx, now, path_bytes, self._held)
+            return
+        if path_bytes is not None:
+            self._lane_done_py(cut, now, path_bytes)
         starts = self._lane_starts
         del starts[: bisect.bisect_left(starts, now)]
         if heap:
             self._schedule(self._due_wake(heap[0], now))
+
+    def _lane_done_py(self, cut: float, now: float, path_bytes: np.ndarray) -> None:
+        """Complete the private flows due by ``cut`` (at ``now``), as :meth:`_drain` and
+        :meth:`_finish_few` would: bytes booked slot by slot, then each send's arrival hook and event
+        (:meth:`trigger`), then the slots freed. ``sim._ratecore.lane_wake`` does the same in C."""
+        heap, due_at = self._heap, self._due_at
+        done: list[int] = []
+        while heap and heap[0] <= cut:
+            done += due_at.pop(heapq.heappop(heap))
+        done.sort()
+        lane, busy = self._lane_flows, self._lane_busy
+        ended = [lane.pop(slot) for slot in done]
+        for flow in ended:
+            path_bytes[flow[2]] += flow[4]
+            busy.difference_update(flow[3])
+        trigger = self.trigger
+        for flow in ended:  # (_sent, inline)
+            hook = flow[9]
+            if hook is not None:
+                hook[0](hook[1], hook[2])
+            trigger(flow[8], now)
+        self._free.extend(done)
 
     # ------------------------------------------------------------------ event loop
     def _enqueue(self, start: float, slots: Any) -> None:
@@ -842,7 +901,8 @@ class Network:
         env = self.env
         self._wake_at = when
         event = Event(env)
-        _succeeded(event, None)
+        event._ok = True  # (_succeeded, inline)
+        event._value = None
         event.callbacks.append(self._on_timeout)  # type: ignore[union-attr]
         heapq.heappush(env._queue, (max(float(when), env._now), NORMAL, next(env._eid), event))  # type: ignore[attr-defined]
         self._wake_event = event
@@ -853,7 +913,7 @@ class Network:
 
     def _wake(self) -> None:
         self.wakeups += 1
-        now = self.env.now
+        now = self.env._now  # (env.now, without its property's call)
         self._wake_at = np.inf
         self._wake_event = None
         if _RESUME_IN_WAKE:
@@ -902,6 +962,9 @@ class Network:
         if queue and queue[0][0] <= now:
             for event in held:
                 env.schedule(event)
+            return
+        if _LANE_CORE and _ops is not _PyDue:  # (the loop below, in C)
+            _ops.run_callbacks(held)
             return
         for event in held:
             callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]

@@ -19,6 +19,7 @@ every count equal to one -- a contribution lost reads 0, one added twice reads 2
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Generator
 from typing import Any
 
@@ -26,10 +27,14 @@ import numpy as np
 import simpy
 from simpy.events import Event
 
+from . import network
 from .errors import RunError
 from .network import Network, settle
 
 __all__ = ["DataCheck", "Job", "NoData"]
+
+_SETTLE = settle  # job_recv and job_deliver settle events as this does
+_CORE: Any = network._ops  # the compiled core where it is built (one lookup a message less)
 
 Segment = int | slice | np.ndarray | list[int]
 
@@ -200,7 +205,12 @@ class Job:
         # messages arrived and receives posted, per (src, dst, tag), in order (lists: rarely more than one)
         self._mail: dict[tuple[int, int, int], list[Any]] = {}
         self._waiting: dict[tuple[int, int, int], list[simpy.Event]] = {}
-        self._hook = self._deliver  # (one bound method for every message's arrival hook)
+        self._hook: Any = self._deliver  # (one bound method for every message's arrival hook)
+        #: the mailboxes' objects for the compiled core's job_recv / job_deliver (None: the Python path)
+        self._ctx: tuple[Any, ...] | None = None
+        if network._LANE_CORE and network._ops is not network._PyDue and settle is _SETTLE:  # (not a test's)
+            self._ctx = (net, env, Event, self._mail, self._waiting)
+            self._hook = functools.partial(network._ops.job_deliver, self._ctx)
         # endpoints beyond the p ranks (dedicated servers on spare hosts) compute and send too
         endpoints = max(p, net.cluster.size, len(net.cluster.rank_node))
         self._busy_until = np.zeros(endpoints)
@@ -212,15 +222,29 @@ class Job:
     ) -> simpy.Event:
         """Send ``nbytes`` with ``payload``; the returned event fires when the last byte arrives.
         ``bound`` caps the message's rate (see :meth:`sim.network.Network.send`)."""
-        return self.net.send(src, dst, nbytes, bound=bound, on_arrival=(self._hook, (src, dst, tag), payload))
+        hook = (self._hook, (src, dst, tag), payload)
+        ctx = self.net._lane_ctx
+        if ctx is not None:  # (Network.send's first lines: the private lane in C)
+            event = _CORE.lane_send(ctx, src, dst, nbytes, bound, hook)
+            if event is not None and event is not NotImplemented:
+                return event  # type: ignore[no-any-return]
+        return self.net.send(src, dst, nbytes, bound=bound, on_arrival=hook)
 
     def _deliver(self, key: tuple[int, int, int], payload: Any) -> None:
+        """A message's arrival: its payload to the first receive posted for it, or to the mailbox
+        (``sim._ratecore.job_deliver`` does the same in C: the hook where the core is built)."""
         waiting = self._waiting.pop(key, None)  # (the mailboxes stay as small as the messages in flight)
         if waiting is not None:
             event = waiting.pop(0)
             if waiting:
                 self._waiting[key] = waiting
-            self.net.trigger(event, payload)
+            held = self.net._held
+            if held is None or not event.callbacks:
+                settle(event, payload)
+            else:  # (Network.trigger, inline: held to the end of the wake-up)
+                event._ok = True
+                event._value = payload
+                held.append(event)
         else:
             mail = self._mail.get(key)
             if mail is None:
@@ -233,13 +257,17 @@ class Job:
         When that message has arrived already, the event comes processed: a process that yields it
         goes on at once (no step of the event loop)."""
         key = (src, dst, tag)
+        if self._ctx is not None:  # the lines below, in C (tests/test_lane_core.py holds them equal)
+            return _CORE.job_recv(self._ctx, key)  # type: ignore[no-any-return]
         event = Event(self.env)
         mail = self._mail.pop(key, None)
         if mail is not None:
             payload = mail.pop(0)
             if mail:
                 self._mail[key] = mail
-            settle(event, payload)
+            event._ok = True  # (settle, inline: nobody waits on a new event)
+            event._value = payload
+            event.callbacks = None  # type: ignore[assignment]
         else:
             waiting = self._waiting.get(key)
             if waiting is None:

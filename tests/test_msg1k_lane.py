@@ -74,16 +74,21 @@ def test_each_shortcut_alone_gives_the_same_results(monkeypatch, topology, algor
         assert fast.events < ref.events  # (closing the lane may cost a wake-up of its own)
 
 
-def _run_plan(topology: str, plan: list[tuple[float, int, int, float]], private: bool) -> tuple[Any, ...]:
-    """Run the sends of ``plan`` ((send time, src, dst, bytes)), with or without the lane: (send index,
-    arrival time) in arrival order, and the network."""
-    saved = network._PRIVATE
-    network._PRIVATE = private
+def _run_plan(
+    topology: str, plan: list[tuple[float, int, int, float]], private: bool, core: bool = True, known: bool = False
+) -> tuple[Any, ...]:
+    """Run the sends of ``plan`` ((send time, src, dst, bytes)), with or without the lane (and its compiled
+    core; with ``known``, every pair's route interned for the lane before its send): (send index, arrival
+    time) in arrival order, and the network."""
+    saved = network._PRIVATE, network._LANE_CORE
+    network._PRIVATE, network._LANE_CORE = private, core
     try:
         env = simpy.Environment()
         net = network.Network(env, Cluster(topology))
     finally:
-        network._PRIVATE = saved
+        network._PRIVATE, network._LANE_CORE = saved
+    for _, src, dst, _ in plan if known else ():
+        net._lane_pair(src, dst)
     arrived: list[tuple[int, float]] = []
 
     def sender(i: int, at: float, src: int, dst: int, nbytes: float) -> Any:
@@ -97,9 +102,9 @@ def _run_plan(topology: str, plan: list[tuple[float, int, int, float]], private:
     return arrived, net
 
 
-def _arrivals(topology: str, plan: list[tuple[float, int, int, float]], private: bool) -> list[float]:
-    """Arrival time of every send of ``plan``; no two of its flows meet."""
-    arrived, net = _run_plan(topology, plan, private)
+def _arrivals(topology: str, plan: list[tuple[float, int, int, float]], private: bool, **kw: bool) -> list[float]:
+    """Arrival time of every send of ``plan``; no two of its flows meet (``kw``: :func:`_run_plan`'s)."""
+    arrived, net = _run_plan(topology, plan, private, **kw)
     assert net._lane is private
     return [t for _, t in sorted(arrived)]
 
@@ -110,23 +115,21 @@ def _delay_and_rate(topology: str, src: int, dst: int) -> tuple[float, float]:
     return net._model.one(pid, src, 1.0)[0], float(net.cluster.paths.bottleneck[pid])
 
 
-def test_a_flow_due_just_after_a_private_start_completes_at_that_start():
-    """The engine wakes at every start, and a wake-up completes the flows due within _TIME_RTOL of
-    its time: a flow due a few ulps after another flow's start ends at that start, lane or not."""
+def due_after_start_plan() -> tuple[list[tuple[float, int, int, float]], int, float]:
+    """A flow due a few ulps after another flow's start, on LEAF_SPINE: (the plan, which send, and the
+    start it must arrive at)."""
     delay, rate = _delay_and_rate(LEAF_SPINE, 0, 1)
     due = delay + 3e6 / rate  # flow 0: sent at 0, alone on its links
     at = due - delay - 1e-17  # flow 1 (other links) starts just before flow 0 is due
     while not at + delay < due <= (at + delay) * (1 + network._TIME_RTOL):
         at = math.nextafter(at, 0.0)
-    plan = [(0.0, 0, 1, 3e6), (at, 2, 3, 1e6)]
-    lane = _arrivals(LEAF_SPINE, plan, True)
-    assert lane == _arrivals(LEAF_SPINE, plan, False)
-    assert lane[0] == at + delay < due  # completed by the wake-up at the start
+    assert at + delay < due
+    return [(0.0, 0, 1, 3e6), (at, 2, 3, 1e6)], 0, at + delay
 
 
-def test_a_flow_sent_later_due_just_after_an_earlier_private_start():
-    """The same when the start is known first: a flow on a short route, sent after one on a long route,
-    due a few ulps after the long one starts."""
+def sent_later_plan() -> tuple[list[tuple[float, int, int, float]], int, float]:
+    """:func:`due_after_start_plan` with the start known first: a flow on a short route, sent after one
+    on a long route, due a few ulps after the long one starts."""
     far, rate = _delay_and_rate(LEAF_SPINE, 0, 2)  # across the spine
     near, _ = _delay_and_rate(LEAF_SPINE, 1, 0)  # within a leaf (other link directions)
     assert near < far
@@ -134,10 +137,17 @@ def test_a_flow_sent_later_due_just_after_an_earlier_private_start():
     nbytes = (far - sent - near) * rate + 1e-6
     while not far < sent + near + nbytes / rate <= far * (1 + network._TIME_RTOL):
         nbytes = math.nextafter(nbytes, 0.0) if sent + near + nbytes / rate > far else nbytes * (1 + 1e-15)
-    plan = [(0.0, 0, 2, 1e6), (sent, 1, 0, nbytes)]
+    return [(0.0, 0, 2, 1e6), (sent, 1, 0, nbytes)], 1, far
+
+
+@pytest.mark.parametrize("make", [due_after_start_plan, sent_later_plan])
+def test_a_flow_due_just_after_a_private_start_completes_at_that_start(make):
+    """The engine wakes at every start, and a wake-up completes the flows due within _TIME_RTOL of
+    its time: a flow due a few ulps after another flow's start ends at that start, lane or not."""
+    plan, which, start = make()
     lane = _arrivals(LEAF_SPINE, plan, True)
     assert lane == _arrivals(LEAF_SPINE, plan, False)
-    assert lane[1] == far  # completed by the wake-up at the far flow's start
+    assert lane[which] == start  # completed by the wake-up at the start
 
 
 def test_wake_ups_come_at_their_exact_times():
