@@ -141,6 +141,7 @@ CASES = [
     Case("report-7b-serial", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx-serial.yaml"),
     Case("report-7b-serial-nops", "", "", "", "", 60, None, report="benchmarks/specs/llm-7b-dgx-serial-nops.yaml"),
     Case("report-70b", "", "", "", "", 300, None, report="benchmarks/specs/llm-70b-dgx.yaml"),
+    Case("report-70b-ib", "", "", "", "", 300, None, report="benchmarks/specs/llm-70b-dgx-ib.yaml"),
     Case("report-70b-rh", "", "", "", "", 300, None, report="benchmarks/specs/llm-70b-dgx-ring-hierarchical.yaml"),
     Case(
         "report-70b-rh-1",
