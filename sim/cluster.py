@@ -81,23 +81,14 @@ class _PathTable:
         """:meth:`add` for many paths at once: ``arcs`` one row per path, padded with -1; returns the ids.
         With ``inverse``, path ``i``'s arcs and latency are row ``inverse[i]`` of ``arcs`` and ``latency``
         (many paths on few distinct routes: each route's arcs read once)."""
-        if inverse is not None:
-            valid = arcs >= 0
-            length, flat = valid.sum(axis=1), arcs[valid]
-            bottleneck = np.where(valid, capacity[np.maximum(arcs, 0)], np.inf).min(axis=1)
-            first_arc = np.cumsum(length) - length
-            return self._append(
-                flat[ranges(first_arc[inverse], length[inverse])],
-                length[inverse],
-                latency[inverse],
-                src,
-                dst,
-                bottleneck[inverse],
-            )
         valid = arcs >= 0
-        flat = arcs[valid]
+        length, flat = valid.sum(axis=1), arcs[valid]
         bottleneck = np.where(valid, capacity[np.maximum(arcs, 0)], np.inf).min(axis=1)
-        return self._append(flat, valid.sum(axis=1), latency, src, dst, bottleneck)
+        if inverse is None:
+            return self._append(flat, length, latency, src, dst, bottleneck)
+        first_arc = np.cumsum(length) - length
+        flat = flat[ranges(first_arc[inverse], length[inverse])]
+        return self._append(flat, length[inverse], latency[inverse], src, dst, bottleneck[inverse])
 
     def _append(
         self,
@@ -557,7 +548,7 @@ class Cluster:
 
     def _bulk_add(self, us: np.ndarray, ud: np.ndarray, ids: np.ndarray) -> None:
         """Pairs ``us[i] -> ud[i]`` interned in bulk as path ``ids[i]`` (see ``_bulk_keys``)."""
-        keys = np.concatenate([self._bulk_keys, (us.astype(np.int64) << 32) | ud])
+        keys = np.concatenate([self._bulk_keys, _pair_keys(us, ud)])
         sort = np.argsort(keys, kind="stable")
         self._bulk_keys = keys[sort]
         self._bulk_ids = np.concatenate([self._bulk_ids, ids])[sort]
@@ -695,7 +686,7 @@ class Cluster:
         """Path ids of the pairs already interned; -1 for the others."""
         pids = np.full(len(srcs), -1, dtype=np.int64)
         if len(self._bulk_keys):
-            key = (srcs.astype(np.int64) << 32) | dsts
+            key = _pair_keys(srcs, dsts)
             pos = np.minimum(np.searchsorted(self._bulk_keys, key), len(self._bulk_keys) - 1)
             hit = self._bulk_keys[pos] == key
             pids[hit] = self._bulk_ids[pos[hit]]
@@ -703,10 +694,10 @@ class Cluster:
             rest = np.flatnonzero(pids < 0)
             if len(rest) > 64 and len(rest) > 2 * len(self._pid):  # the dict's fewer pairs searched for instead
                 pairs = np.array(list(self._pid), dtype=np.int64).reshape(-1, 2)
-                keys = (pairs[:, 0] << 32) | pairs[:, 1]
+                keys = _pair_keys(pairs[:, 0], pairs[:, 1])
                 sort = np.argsort(keys)
                 keys, ids = keys[sort], np.fromiter(self._pid.values(), dtype=np.int64, count=len(keys))[sort]
-                key = (srcs[rest].astype(np.int64) << 32) | dsts[rest]
+                key = _pair_keys(srcs[rest], dsts[rest])
                 pos = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
                 hit = keys[pos] == key
                 pids[rest[hit]] = ids[pos[hit]]
@@ -745,6 +736,11 @@ def hockney(cluster: Cluster) -> Hockney:
         raise ConfigError(f"{cluster.name}: rank pairs have different α-β costs; no single closed form applies")
     alpha, beta = pairs.pop()
     return Hockney(alpha, beta)
+
+
+def _pair_keys(srcs: np.ndarray, dsts: np.ndarray) -> np.ndarray:
+    """One int64 key per pair of endpoints, ``src << 32 | dst`` (the order of the bulk-interned keys)."""
+    return (np.asarray(srcs).astype(np.int64) << 32) | np.asarray(dsts, dtype=np.int64)
 
 
 def _host_keys(graph: nx.DiGraph, nodes: list[str]) -> np.ndarray:

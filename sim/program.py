@@ -36,10 +36,6 @@ __all__ = ["Step", "StepProgram", "concat", "merge", "overlay", "run_messages"]
 IntArray = Sequence[int] | np.ndarray | int
 
 
-def _ints(value: IntArray, n: int, owned: bool = False) -> np.ndarray:
-    return _column(value, n, np.int64, owned)
-
-
 def _column(value: Any, n: int, dtype: Any, owned: bool) -> np.ndarray:
     """``value`` as a column of ``n`` of ``dtype`` the step holds: a copy, or with ``owned`` the array
     itself where it already is one of its own (no view of another)."""
@@ -97,7 +93,7 @@ class Step:
         arrays given are the caller's to give (made for this step, held nowhere else): kept, not copied."""
         src = np.atleast_1d(np.asarray(src, dtype=np.int64))
         n = len(src)
-        dst = _ints(dst, n, owned)
+        dst = _column(dst, n, np.int64, owned)
         size = _column(nbytes, n, float, owned)
         red = _column(reduce, n, float, owned)
         comb = red > 0 if combine is None else _column(combine, n, bool, owned)

@@ -55,6 +55,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections import Counter
 from collections.abc import Generator
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -549,7 +550,7 @@ def _reused_buckets(run: Run, workload: Workload, net: Network) -> tuple[list[Bu
     backward_end = workload.forward_s + workload.backward_s
     starts = np.asarray(ready if workload.overlap else [backward_end] * len(sizes), dtype=float)
     alone: dict[float, Isolated] = {}
-    booked: dict[float, int] = {}  # buckets of each size done alone: booked once, times their count
+    booked: Counter[float] = Counter()  # buckets of each size done alone: booked once, times their count
     timings: list[BucketTiming] = []
     events = 0
     k = 0
@@ -562,14 +563,14 @@ def _reused_buckets(run: Run, workload: Workload, net: Network) -> tuple[list[Bu
             # one at a time: a bucket starts when it is ready and the one before has ended
             began = max(float(starts[k]), previous_end)
             previous_end = began + solo.duration_s
-            booked[sizes[k]] = booked.get(sizes[k], 0) + 1
+            booked[sizes[k]] += 1
             events += solo.events
             timings.append(BucketTiming(float(sizes[k]), ready[k], began, previous_end))
             k += 1
             continue
         t0 = float(starts[k])
         if k + 1 == len(sizes) or t0 + solo.duration_s <= starts[k + 1]:
-            booked[sizes[k]] = booked.get(sizes[k], 0) + 1
+            booked[sizes[k]] += 1
             events += solo.events
             timings.append(BucketTiming(float(sizes[k]), ready[k], t0, t0 + solo.duration_s))
             k += 1
