@@ -79,6 +79,11 @@ static inline int64_t arr_i(const Arr *a, Py_ssize_t i) {
 
 static inline int arr_b(const Arr *a, Py_ssize_t i) { return *(const unsigned char *)(a->p + i * a->stride) != 0; }
 
+/* where item ``i`` of a written array is (float64, int64, bool), to store into */
+static inline double *arr_fp(const Arr *a, Py_ssize_t i) { return (double *)(a->p + i * a->stride); }
+static inline int64_t *arr_ip(const Arr *a, Py_ssize_t i) { return (int64_t *)(a->p + i * a->stride); }
+static inline unsigned char *arr_bp(const Arr *a, Py_ssize_t i) { return (unsigned char *)(a->p + i * a->stride); }
+
 /* ------------------------------------------------------------------ growable int lists */
 
 typedef struct {
@@ -353,6 +358,39 @@ static int nargs_ok(Py_ssize_t nargs, Py_ssize_t want, const char *usage) {
         return 1;
     PyErr_SetString(PyExc_TypeError, usage);
     return 0;
+}
+
+/* arrays opened one after another: none held at first, each released (where held) at the end */
+static void arrs_init(Arr **all, int n) {
+    for (int k = 0; k < n; k++)
+        all[k]->held = 0;
+}
+
+/* the arrays of a call opened by position: ``kinds[k]`` says what ``args[k]`` is -- 'i', 'f', 'b' (read)
+ * or 'I', 'F', 'B' (written), 'o' an int array or None (left unheld), '-' no array (a scalar read by the
+ * caller) -- each array into the next of ``all``; on failure the error is set (release ``all`` after) */
+static int arrs_open(PyObject *const *args, Arr **all, const char *kinds) {
+    int j = 0;
+    for (int k = 0; kinds[k]; k++) {
+        char c = kinds[k];
+        if (c == '-')
+            continue;
+        Arr *a = all[j++];
+        if (c == 'o') {
+            if (args[k] == Py_None)
+                continue;
+            c = 'i';
+        }
+        int written = c >= 'A' && c <= 'Z';
+        if (arr_open(args[k], a, written ? c - 'A' + 'a' : c, written) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void arrs_release(Arr **all, int n) {
+    for (int k = 0; k < n; k++)
+        arr_release(all[k]);
 }
 
 static void clear_members(Core *c) {
@@ -1649,19 +1687,10 @@ static PyObject *py_release(PyObject *self, PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     Arr ptr, targets, ms, counter;
-    if (arr_get(args[0], &ptr, 'i') < 0)
-        return NULL;
-    if (arr_get(args[1], &targets, 'i') < 0) {
-        arr_release(&ptr);
-        return NULL;
-    }
-    if (arr_get(args[2], &ms, 'i') < 0) {
-        arr_release(&ptr);
-        arr_release(&targets);
-        return NULL;
-    }
+    Arr *all[4] = {&ptr, &targets, &ms, &counter};
+    arrs_init(all, 4);
     PyObject *out = NULL;
-    if (arr_open(args[3], &counter, 'i', 1) < 0)
+    if (arrs_open(args, all, "iiiI") < 0)
         goto done;
     if (counter.view.itemsize != 8) {
         PyErr_SetString(PyExc_TypeError, "release: the counter must hold 64-bit integers");
@@ -1696,25 +1725,11 @@ static PyObject *py_release(PyObject *self, PyObject *const *args, Py_ssize_t na
         }
     }
 done:
-    arr_release(&ptr);
-    arr_release(&targets);
-    arr_release(&ms);
-    arr_release(&counter);
+    arrs_release(all, 4);
     return out;
 }
 
 /* ------------------------------------------------------------------ the engine's loops beside the heap's */
-
-/* arrays opened one after another: none held at first, each released (where held) at the end */
-static void arrs_init(Arr **all, int n) {
-    for (int k = 0; k < n; k++)
-        all[k]->held = 0;
-}
-
-static void arrs_release(Arr **all, int n) {
-    for (int k = 0; k < n; k++)
-        arr_release(all[k]);
-}
 
 /* whether 0 <= i < n; else an IndexError saying ``what`` (one already raised stands) */
 static int index_ok(int64_t i, Py_ssize_t n, const char *what) {
@@ -1739,9 +1754,7 @@ static PyObject *py_start_flows(PyObject *self, PyObject *const *args, Py_ssize_
     double now = PyFloat_AsDouble(args[8]);
     if (now == -1.0 && PyErr_Occurred())
         return NULL;
-    if (arr_get(args[0], &slots, 'i') < 0 || arr_get(args[1], &left, 'f') < 0 || arr_get(args[2], &path, 'i') < 0 ||
-        arr_get(args[3], &length, 'i') < 0 || arr_open(args[4], &active, 'b', 1) < 0 ||
-        arr_open(args[5], &rate, 'f', 1) < 0 || arr_open(args[6], &t_set, 'f', 1) < 0 || arr_open(args[7], &due, 'f', 1) < 0)
+    if (arrs_open(args, all, "ifiiBFFF-") < 0)
         goto done;
     Py_ssize_t n = left.n;
     if (path.n != n || active.n != n || rate.n != n || t_set.n != n || due.n != n) {
@@ -1760,10 +1773,10 @@ static PyObject *py_start_flows(PyObject *self, PyObject *const *args, Py_ssize_
     }
     for (Py_ssize_t i = 0; i < slots.n; i++) {
         int64_t s = arr_i(&slots, i);
-        *(unsigned char *)(active.p + s * active.stride) = 1;
-        *(double *)(rate.p + s * rate.stride) = 0.0;
-        *(double *)(t_set.p + s * t_set.stride) = now;
-        *(double *)(due.p + s * due.stride) = INFINITY;
+        *arr_bp(&active, s) = 1;
+        *arr_fp(&rate, s) = 0.0;
+        *arr_fp(&t_set, s) = now;
+        *arr_fp(&due, s) = INFINITY;
     }
     result = Py_NewRef(Py_True);
 done:
@@ -1781,9 +1794,7 @@ static PyObject *py_finish_flows(PyObject *self, PyObject *const *args, Py_ssize
     Arr *all[6] = {&slots, &path, &nbytes, &path_bytes, &rate, &owner};
     arrs_init(all, 6);
     PyObject *result = NULL;
-    if (arr_get(args[0], &slots, 'i') < 0 || arr_get(args[1], &path, 'i') < 0 || arr_get(args[2], &nbytes, 'f') < 0 ||
-        arr_open(args[3], &path_bytes, 'f', 1) < 0 || arr_open(args[4], &rate, 'f', 1) < 0 ||
-        arr_get(args[5], &owner, 'i') < 0)
+    if (arrs_open(args, all, "iifFFi") < 0)
         goto done;
     Py_ssize_t n = path.n;
     if (nbytes.n != n || rate.n != n || owner.n != n) {
@@ -1799,8 +1810,8 @@ static PyObject *py_finish_flows(PyObject *self, PyObject *const *args, Py_ssize
     int64_t first = slots.n ? arr_i(&owner, arr_i(&slots, 0)) : -1;
     for (Py_ssize_t i = 0; i < slots.n; i++) {
         int64_t s = arr_i(&slots, i);
-        *(double *)(path_bytes.p + arr_i(&path, s) * path_bytes.stride) += arr_f(&nbytes, s);
-        *(double *)(rate.p + s * rate.stride) = 0.0;
+        *arr_fp(&path_bytes, arr_i(&path, s)) += arr_f(&nbytes, s);
+        *arr_fp(&rate, s) = 0.0;
         if (arr_i(&owner, s) != first)
             first = -1;
     }
@@ -1829,12 +1840,7 @@ static PyObject *py_launch_rows(PyObject *self, PyObject *const *args, Py_ssize_
     double now = PyFloat_AsDouble(args[13]);
     if (PyErr_Occurred())
         return NULL;
-    if (arr_get(args[0], &rows, 'i') < 0 || arr_get(args[1], &pids, 'i') < 0 || arr_get(args[2], &srcs, 'i') < 0 ||
-        arr_get(args[3], &nbytes, 'f') < 0 || arr_get(args[4], &slots, 'i') < 0 || arr_open(args[5], &left, 'f', 1) < 0 ||
-        arr_open(args[6], &bytes, 'f', 1) < 0 || arr_open(args[7], &path, 'i', 1) < 0 ||
-        arr_open(args[8], &bound, 'f', 1) < 0 || arr_open(args[9], &owner, 'i', 1) < 0 ||
-        arr_get(args[11], &latency, 'f') < 0 || arr_get(args[12], &overhead, 'f') < 0 ||
-        arr_open(args[14], &starts, 'f', 1) < 0)
+    if (arrs_open(args, all, "iiifiFFIFI-ff-F") < 0)
         goto done;
     Py_ssize_t n = left.n, k = rows.n;
     if (bytes.n != n || path.n != n || bound.n != n || owner.n != n || slots.n != k || starts.n < k ||
@@ -1857,12 +1863,12 @@ static PyObject *py_launch_rows(PyObject *self, PyObject *const *args, Py_ssize_
         for (Py_ssize_t i = 0; i < k; i++) {
             int64_t m = arr_i(&rows, i), s = arr_i(&slots, i), pid = arr_i(&pids, m);
             double size = arr_f(&nbytes, m);
-            *(double *)(left.p + s * left.stride) = size;
-            *(double *)(bytes.p + s * bytes.stride) = size;
-            *(int64_t *)(path.p + s * path.stride) = pid;
-            *(double *)(bound.p + s * bound.stride) = INFINITY;
-            *(int64_t *)(owner.p + s * owner.stride) = owner_id;
-            *(double *)(starts.p + i * starts.stride) = now + (arr_f(&latency, pid) + arr_f(&overhead, arr_i(&srcs, m)));
+            *arr_fp(&left, s) = size;
+            *arr_fp(&bytes, s) = size;
+            *arr_ip(&path, s) = pid;
+            *arr_fp(&bound, s) = INFINITY;
+            *arr_ip(&owner, s) = owner_id;
+            *arr_fp(&starts, i) = now + (arr_f(&latency, pid) + arr_f(&overhead, arr_i(&srcs, m)));
         }
     result = PyBool_FromLong(sizes_ok);
 done:
@@ -1879,7 +1885,7 @@ static PyObject *py_hash_finite(PyObject *self, PyObject *const *args, Py_ssize_
     Arr *all[3] = {&hash, &pids, &bounds};
     arrs_init(all, 3);
     PyObject *result = NULL;
-    if (arr_get(args[0], &hash, 'i') < 0 || arr_get(args[1], &pids, 'i') < 0 || arr_get(args[2], &bounds, 'f') < 0)
+    if (arrs_open(args, all, "iif") < 0)
         goto done;
     if (hash.view.itemsize != 8) {
         PyErr_SetString(PyExc_TypeError, "hash_finite: path_hash must hold 64-bit numbers");
@@ -1911,8 +1917,7 @@ static PyObject *py_group(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Arr *all[4] = {&owner, &values, &ptr, &out};
     arrs_init(all, 4);
     PyObject *result = NULL;
-    if (arr_get(args[0], &owner, 'i') < 0 || arr_get(args[1], &values, 'i') < 0 || arr_open(args[2], &ptr, 'i', 1) < 0 ||
-        arr_open(args[3], &out, 'i', 1) < 0)
+    if (arrs_open(args, all, "iiII") < 0)
         goto done;
     if (ptr.view.itemsize != 4 || out.view.itemsize != 4) {
         PyErr_SetString(PyExc_TypeError, "group: ptr and out must hold 32-bit integers");
@@ -2000,10 +2005,10 @@ static void settle_distinct(IList *ready, Arr *stamp) {
         return;
     }
     for (Py_ssize_t i = 0; i < n; i++)
-        *(int64_t *)(stamp->p + (Py_ssize_t)v[i] * stamp->stride) = i;
+        *arr_ip(stamp, (Py_ssize_t)v[i]) = i;
     Py_ssize_t k = 0;
     for (Py_ssize_t i = 0; i < n; i++)
-        if (*(int64_t *)(stamp->p + (Py_ssize_t)v[i] * stamp->stride) == i)
+        if (*arr_ip(stamp, (Py_ssize_t)v[i]) == i)
             v[k++] = v[i];
     ready->n = k;
 }
@@ -2030,9 +2035,7 @@ static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nar
     for (int k = 0; k < 8; k++)
         if (arr_get(PyTuple_GET_ITEM(args[0], k), &tab[k], 'i') < 0)
             goto done;
-    if (arr_get(args[1], &ms, 'i') < 0 || arr_open(args[2], &dep, 'i', 1) < 0 || arr_open(args[3], &gate, 'i', 1) < 0 ||
-        arr_open(args[4], &arrived, 'b', 1) < 0 || arr_open(args[5], &stamp, 'i', 1) < 0 ||
-        arr_open(args[6], &out, 'i', 1) < 0)
+    if (arrs_open(args, all + 8, "-iIIBII") < 0)
         goto done;
     if (dep.view.itemsize != 8 || gate.view.itemsize != 8 || stamp.view.itemsize != 8 || out.view.itemsize != 8) {
         PyErr_SetString(PyExc_TypeError, "settle: counters, stamps and out must hold 64-bit integers");
@@ -2050,7 +2053,7 @@ static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (!index_ok(m, n, "settle: message out of range"))
             goto done;
         cur.v[cur.n++] = (int32_t)m;
-        *(unsigned char *)(arrived.p + m * arrived.stride) = 1;
+        *arr_bp(&arrived, m) = 1;
     }
     /* arrived: what starts, what is gated; ready = ms whose gates have passed, then the gated that arrived */
     if (settle_release(&tab[0], &tab[1], &cur, &dep, &starts) < 0 ||
@@ -2080,7 +2083,7 @@ static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nar
         goto done;
     }
     for (Py_ssize_t i = 0; i < starts.n; i++)
-        *(int64_t *)(out.p + i * out.stride) = starts.v[i];
+        *arr_ip(&out, i) = starts.v[i];
     result = Py_BuildValue("(nL)", starts.n, held);
 done:
     arrs_release(all, 14);
@@ -2509,7 +2512,7 @@ static int lane_done(PyObject *ctx, double cut, PyObject *now, PyObject *pb, PyO
             Py_ssize_t at;
             if (slot_at(pid, path_bytes.n, &at) < 0)
                 goto fail;
-            *(double *)(path_bytes.p + at * path_bytes.stride) += PyFloat_AS_DOUBLE(nb);
+            *arr_fp(&path_bytes, at) += PyFloat_AS_DOUBLE(nb);
         } else { /* path_bytes[pid] += nb, as Python does it */
             PyObject *old = PyObject_GetItem(pb, pid);
             PyObject *sum = old ? PyNumber_InPlaceAdd(old, nb) : NULL;
@@ -2811,13 +2814,7 @@ static PyObject *py_far_routes(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t ntop = PyLong_AsSsize_t(args[14]);
     if (ntop < 0 && PyErr_Occurred())
         goto done;
-    if (arr_get(args[0], &srcs, 'i') < 0 || arr_get(args[1], &dsts, 'i') < 0 || arr_get(args[2], &near, 'i') < 0 ||
-        arr_get(args[3], &in_ptr, 'i') < 0 || arr_get(args[4], &in_u, 'i') < 0 || arr_get(args[5], &origin, 'b') < 0 ||
-        arr_get(args[6], &up, 'i') < 0 || arr_get(args[7], &up_len, 'i') < 0 || arr_get(args[8], &leaf, 'i') < 0 ||
-        arr_get(args[9], &leaf_index, 'i') < 0 || arr_get(args[10], &top_arcs, 'i') < 0 ||
-        arr_get(args[11], &spine_down, 'i') < 0 || arr_get(args[12], &down, 'i') < 0 ||
-        (keyed && arr_get(args[13], &key, 'i') < 0) || arr_open(args[15], &out, 'i', 1) < 0 ||
-        arr_open(args[16], &handled, 'b', 1) < 0)
+    if (arrs_open(args, all, "iiiiibiiiiiiio-IB") < 0)
         goto done;
     Py_ssize_t n = origin.n, len = srcs.n;
     if (len == 0) {
@@ -2892,7 +2889,7 @@ static PyObject *py_trim_rows(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_ssize_t width = PyLong_AsSsize_t(args[2]);
     if (width < 0 && PyErr_Occurred())
         goto done;
-    if (arr_get(args[0], &rows, 'i') < 0 || arr_get(args[1], &dom, 'i') < 0 || arr_open(args[3], &out, 'i', 1) < 0)
+    if (arrs_open(args, all, "ii-I") < 0)
         goto done;
     if (width <= 0 || rows.n % width || out.n != rows.n || out.view.itemsize != 8) {
         PyErr_SetString(PyExc_ValueError, "trim_rows: rows and out must be rows of width columns");
