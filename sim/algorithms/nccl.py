@@ -102,12 +102,13 @@ class Nccl(Algorithm):
         algos = _select(self.options.algo, NCCL_ALGO_NAMES, tuner.ALGORITHMS)
         protos = _select(self.options.proto, _PROTOS, tuner.PROTOS)
         if algos is not None:
-            graphs = tuner.search(sys, self.tuner_release()[0])
-            allowed = tuner.enabled(sys, graphs)
+            tuning = self.tuner_release()[0]
+            graphs = tuner.search(sys, tuning)
+            allowed = tuner.enabled(sys, graphs, tuning)
             for a in sorted(algos - allowed):
                 if self.options.algo.startswith("^"):
                     continue
-                why = tuner.disabled(sys, graphs, a)
+                why = tuner.disabled(sys, graphs, a, tuning)
                 raise AlgorithmError(f"nccl: algorithm {a} {why}; {cluster.name} with {p} ranks cannot run it")
             algos = algos & allowed
         return sys, algos, protos

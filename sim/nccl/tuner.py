@@ -138,8 +138,6 @@ COLLNET_NODE_THRESHOLD = 2
 #: NCCL_MAX_DIRECT_ARITY + 1; search.cc caps the Direct graph's channels, enqueue.cc: updateCollCostTable
 #: skips both CollNet algorithms above it)
 COLLNET_MAX_LOCAL = 7 + 1
-#: CollNet Direct's "arity serialization latency" per GPU of a node (tuning.cc: ncclTopoTuneModel), µs
-COLLNET_ARITY_LAT = 0.4
 
 
 @dataclass(frozen=True)
@@ -262,7 +260,9 @@ def search(sys: System, tuning: Tuning = NEWEST) -> dict[str, Graph]:
         ch = max(1, min(sys.nics_per_node, max_ring, math.ceil(total / speed)))
         bw_intra = bw_inter = speed
     # search.cc: ncclTopoDupChannels (2.18.1: Hopper and later only from 50 GB/s)
-    if tuning.dup_from_50:
+    if tuning.dup_any_arch:  # until 2.16.2: from bwIntra 25 whatever the compcap
+        dup_ok = bw_intra >= 25.0
+    elif tuning.dup_from_50:
         dup_ok = (cc <= 1 and bw_intra >= 25.0) or (cc <= 2 and bw_intra >= 50.0)
     else:
         dup_ok = bw_intra >= 25.0 and not (cc >= 2 and bw_intra < 50.0 and ch > 4)
@@ -271,7 +271,7 @@ def search(sys: System, tuning: Tuning = NEWEST) -> dict[str, Graph]:
         bw_intra /= math.ceil(dup / ch)
         bw_inter /= math.ceil(dup / ch)
         ch = dup
-    collnet = _collnet_graphs(sys, inter_speeds, ch, bw_inter, total) if sys.collnet else {}
+    collnet = _collnet_graphs(sys, inter_speeds, ch, bw_inter, total, tuning) if sys.collnet else {}
     runtime = 2 * ch  # connect.cc: ncclTopoPostset duplicates the channels
     chain = collnet.get("collnet-chain")
     if chain is not None and chain.bw_intra > chain.bw_inter and sys.ppn > 1:
@@ -280,7 +280,7 @@ def search(sys: System, tuning: Tuning = NEWEST) -> dict[str, Graph]:
         )  # connect.cc: CollNet adds channels to saturate NVLink
     # ... and on Hopper across nodes doubles them again (2.21+: below 16; before: while they fit MAXCHANNELS)
     below = runtime < 16 if tuning.double_below_16 else 2 * runtime <= tuning.max_channels
-    if cc >= 2 and (cc == 2 or tuning.blackwell) and sys.nodes > 1 and bw_intra > 45 and below:
+    if tuning.hopper_double and cc >= 2 and (cc == 2 or tuning.blackwell) and sys.nodes > 1 and bw_intra > 45 and below:
         runtime *= 2
     ring = Graph(ch, bw_intra, bw_inter, nvl, runtime_channels=min(runtime, tuning.max_channels))
     tree_intra = bw_intra
@@ -291,7 +291,10 @@ def search(sys: System, tuning: Tuning = NEWEST) -> dict[str, Graph]:
                 break
     out = {"ring": ring, "tree": replace(ring, bw_intra=tree_intra, tree_pattern=cc >= 2)}
     out.update((a, replace(g, runtime_channels=ring.runtime_channels)) for a, g in collnet.items())
-    if sys.nvls and nvl and sys.ppn > 1:
+    if "nvls" in tuning.algorithms and tuning.nvls_bw == "2.17" and sys.nvls and nvl and sys.ppn > 1:
+        # 2.17.1: NVLS is priced on the ring graph ("we only need the NVSwitch speed for NVLS")
+        out["nvls"] = replace(ring, runtime_channels=NVLS_CHANNELS_HOPPER)
+    elif "nvls" in tuning.algorithms and sys.nvls and nvl and sys.ppn > 1:
         heads = min(32, sys.ppn)
         intra = _speed(intra_speeds, sys.nvlink_bw / heads)
         inter = (
@@ -300,7 +303,8 @@ def search(sys: System, tuning: Tuning = NEWEST) -> dict[str, Graph]:
             else _speed(inter_speeds, min(sys.nic_bw * sys.nics_per_node / sys.ppn, sys.pcie_bw))
         )
         out["nvls"] = Graph(heads, intra, inter, True, runtime_channels=NVLS_CHANNELS_HOPPER)
-        out["nvls-tree"] = out["nvls"]
+        if "nvls-tree" in tuning.algorithms:
+            out["nvls-tree"] = out["nvls"]
     return out
 
 
@@ -317,7 +321,7 @@ def _climb(speeds: tuple[float, ...], bw_inter: float, fits: Any) -> float:
 
 
 def _collnet_graphs(
-    sys: System, speeds: tuple[float, ...], ring_channels: int, bw_inter: float, total: float
+    sys: System, speeds: tuple[float, ...], ring_channels: int, bw_inter: float, total: float, tuning: Tuning = NEWEST
 ) -> dict[str, Graph]:
     """The CollNet Direct and CollNet Chain graphs (init.cc: ``collNetDirectGraph``, ``collNetChainGraph``),
     summarised as the other graphs are: the inter-node speed is the ring's (one NIC per channel), and
@@ -342,15 +346,21 @@ def _collnet_graphs(
         return ring_channels * s * (g - 1) / g <= nvlink
 
     nvl = sys.nvlink_bw > 0
+    chain = Graph(ring_channels, _climb(speeds, bw_inter, chain_fits), bw_inter, nvl)
+    if tuning.collnet != "2.18":  # until 2.17: one collNetGraph (pattern TREE, the ring's channels) for both
+        return {a: chain for a in _COLLNET if a in tuning.algorithms}
     return {
         "collnet-direct": Graph(heads, _climb(speeds, bw_inter, direct_fits), bw_inter, nvl),
-        "collnet-chain": Graph(ring_channels, _climb(speeds, bw_inter, chain_fits), bw_inter, nvl),
+        "collnet-chain": chain,
     }
 
 
 def _nvls_bw(sys: System, a: str, g: Graph, tuning: Tuning, cc: int, i2: int) -> float:
     """NVLS / NVLSTree algBw (GB/s) by ``tuning``'s formula (see :class:`~sim.nccl.versions.Tuning`)."""
     n, nodes = sys.ranks, sys.nodes
+    if tuning.nvls_bw == "2.17":  # the ring graph's channels x bwIntra (one node), capped per compcap, x .75
+        cap = tuning.bus_cap[cc]
+        return min(g.channels * g.bw_intra, cap if cap > 0 else math.inf) * tuning.nvls_ratio
     if tuning.nvls_bw == "2.28":
         intra = g.bw_intra * tuning.nvls_efficiency[cc] * (g.channels - 1) / g.channels * 2.0
         inter = g.bw_inter * (2 if nodes <= 2 and a == "nvls-tree" else 1)
@@ -366,6 +376,12 @@ def _nvls_bw(sys: System, a: str, g: Graph, tuning: Tuning, cc: int, i2: int) ->
     if a == "nvls-tree" and tuning.nvls_tree_ratio is not None:  # (off on one node)
         ratio = tuning.nvls_tree_ratio * nodes / (2 * (nodes - 1)) if nodes > 1 else 0.0
     return g.channels * bw * ratio
+
+
+def _capped(bus: float, tuning: Tuning, cc: int) -> float:
+    """busBw under the release's per-compcap cap (``tuning.bus_cap``: sm80 235 until 2.17, Hopper 370 in 2.17)."""
+    cap = tuning.bus_cap[cc]
+    return min(bus, cap) if cap > 0 else bus
 
 
 def _tables(
@@ -392,15 +408,17 @@ def _tables(
                     continue
                 algbw = _nvls_bw(sys, a, g, tuning, cc, i2)
             elif a in _COLLNET:
-                bus = g.channels * g.bw_intra
-                if a == "collnet-direct":  # "Collnet+Direct requires all GPUs to have a local NIC"
+                bus = _capped(g.channels * g.bw_intra, tuning, cc)
+                if a == "collnet-direct" and tuning.collnet != "2.10":  # "requires all GPUs to have a local NIC"
                     factor = sys.ppn / g.channels  # GPU/NIC ratio
                     bus /= factor - (factor - 1) / 2
-                    if cc >= 2:
+                    if cc >= 2 and tuning.collnet == "2.18":
                         bus *= 0.85
+                if a == "collnet-chain" and tuning.collnet == "2.14":
+                    bus *= 0.75
                 algbw = bus * 0.5
             else:
-                bus = g.channels * (g.bw_intra if nodes <= 2 else g.bw_inter)
+                bus = _capped(g.channels * (g.bw_intra if nodes <= 2 else g.bw_inter), tuning, cc)
                 if a == "ring" and proto == "ll":
                     bus = min(ll_max, bus * tuning.ring_ll)
                 if a == "ring" and proto == "ll128":
@@ -420,11 +438,13 @@ def _tables(
                 algbw = bus * (n / nsteps if a != "tree" else 0.5)
             lat = tuning.base_lat[a][pi]
             intra_lat = tuning.hw_lat[intra_hw][a][pi]
+            if nodes > 1 and proto == "ll":  # until 2.17: "intraLat *= 1.8"
+                intra_lat *= tuning.ll_intra_factor
             net_lat = tuning.hw_lat["net"]
             inter_lat = net_lat["tree" if sys.ppn == 1 and tuning.one_ppn_tree_net else a][pi]
             if a == "ring":
                 overhead = 0.0
-                if nodes > 1:  # tuning.cc getNetOverhead: 1 us Intel, 2 us AMD, x3 for Simple
+                if nodes > 1 and tuning.net_overhead:  # tuning.cc getNetOverhead: 1 us Intel, 2 us AMD, x3 for Simple
                     overhead = (2.0 if sys.cpu_vendor == "amd" else 1.0) * (3 if proto == "simple" else 1)
                 intra_lat = max(intra_lat, overhead)
                 # nInterSteps: 2 (nNodes - 1) since 2.23.4; 2 nNodes before
@@ -435,11 +455,13 @@ def _tables(
                 lat += 2 * ((sys.ppn - 1) * intra_lat + int(math.log2(nodes)) * inter_lat)
                 net = 2 * int(math.log2(nodes)) * inter_lat
             elif a == "collnet-direct":  # with 0.4 us "arity serialization latency" per local peer
-                lat += 2 * (min(1, sys.ppn - 1) * intra_lat + (sys.ppn - 1) * COLLNET_ARITY_LAT) + inter_lat
+                lat += 2 * (min(1, sys.ppn - 1) * intra_lat + (sys.ppn - 1) * tuning.collnet_arity_lat) + inter_lat
                 net = inter_lat
-            elif a == "collnet-chain":
-                lat += 2 * (sys.ppn - 1) * intra_lat + inter_lat
-                net = inter_lat
+            elif a == "collnet-chain":  # 2.14-2.17: no NET latency
+                net = inter_lat if tuning.collnet == "2.18" else 0.0
+                lat += 2 * (sys.ppn - 1) * intra_lat + net
+            elif tuning.nvls_lat == "2.17":  # baseLat only (NVLS: one node)
+                net = 0.0
             elif tuning.nvls_lat == "2.18":  # base + hwLat[NET] (NVLS) or 2 (nNodes - 1) of them (NVLSTree)
                 hops = (1 if nodes > 1 else 0) if a == "nvls" else 2 * (nodes - 1)
                 net = hops * net_lat[a][pi]
@@ -468,13 +490,19 @@ def nvls_tree_cap(sys: System) -> float:
     return min(32, sys.ppn) * cap * 1e9 * n / (2 * (n - 1))
 
 
-def disabled(sys: System, graphs: dict[str, Graph], algorithm: str) -> str | None:
+def disabled(sys: System, graphs: dict[str, Graph], algorithm: str, tuning: Tuning = NEWEST) -> str | None:
     """Why NCCL would not run ``algorithm`` on ``sys`` (a phrase), or None where it may. CollNet is on
     where the topology's switches have ``sharp`` (standing for SHARP switches, NCCL's CollNet plugin
     and NCCL_COLLNET_ENABLE=1) across at least NCCL_COLLNET_NODE_THRESHOLD nodes (init.cc); then
     (tuning.cc, the disable loop, and enqueue.cc: updateCollCostTable)
     CollNet Direct needs an NVSwitch (``nvsCount``) and both need at most 8 GPUs a node
-    (NCCL_MAX_DIRECT_ARITY + 1). NVLS across nodes runs over CollNet too."""
+    (NCCL_MAX_DIRECT_ARITY + 1). NVLS across nodes runs over CollNet too. ``tuning``'s release may not have
+    the algorithm at all (before 2.18.1 no NVLSTree, before 2.17.1 no NVLS, before 2.14.3 one CollNet), and
+    2.17.1 runs NVLS inside one node only (nvls.cc)."""
+    if algorithm not in tuning.algorithms:
+        return f"is not in the tuner of NCCL {tuning.span}"
+    if algorithm == "nvls" and tuning.nvls_bw == "2.17" and sys.nodes > 1:
+        return f"runs inside one host in NCCL {tuning.span} (nvls.cc)"
     if algorithm in ("nvls", "nvls-tree") and "nvls" not in graphs:
         return "needs an NVSwitch that reduces (NVLink SHARP)"
     if algorithm == "nvls-tree" and sys.nodes == 1:
@@ -489,14 +517,14 @@ def disabled(sys: System, graphs: dict[str, Graph], algorithm: str) -> str | Non
         return "needs switches that reduce (SHARP: hgx:...,sharp=true)"
     if sys.ppn > COLLNET_MAX_LOCAL:
         return f"takes at most {COLLNET_MAX_LOCAL} GPUs per host"
-    if algorithm == "collnet-direct" and sys.nvlink_bw <= 0:
+    if algorithm == "collnet-direct" and sys.nvlink_bw <= 0 and tuning.collnet != "2.10":
         return "needs an NVSwitch in every host"
     return None
 
 
-def enabled(sys: System, graphs: dict[str, Graph]) -> set[str]:
-    """Algorithms NCCL enables by default: those :func:`disabled` has no reason against."""
-    return {a for a in ALGORITHMS if disabled(sys, graphs, a) is None}
+def enabled(sys: System, graphs: dict[str, Graph], tuning: Tuning = NEWEST) -> set[str]:
+    """Algorithms NCCL (``tuning``'s release) enables by default: those :func:`disabled` has no reason against."""
+    return {a for a in ALGORITHMS if disabled(sys, graphs, a, tuning) is None}
 
 
 def candidates(
@@ -505,9 +533,11 @@ def candidates(
     """Every enabled (algorithm, protocol) priced for ``nbytes`` (ncclTopoGetAlgoTime), in NCCL's order,
     by the tuner of ``tuning``'s release."""
     graphs = search(sys, tuning)
-    allowed = enabled(sys, graphs) if algos is None else algos
+    allowed = enabled(sys, graphs, tuning) if algos is None else algos
     tables = _tables(sys, graphs, tuning)
     log_size = int(math.log2(nbytes / 64)) if nbytes >= 64 else -1
+    cc = _COMPCAP.get(sys.arch, 2)
+    ll128_off = tuning.ll128_archs is not None and min(cc, 2) not in tuning.ll128_archs
     out = []
     for a in ALGORITHMS:
         if a not in allowed:
@@ -515,23 +545,28 @@ def candidates(
         for pi, proto in enumerate(PROTOS):
             if (a, proto) not in tables or (protos is not None and proto not in protos):
                 continue
+            if proto == "ll128" and ll128_off and protos is None:  # tuning.cc: LL128 on by default where tested
+                continue
             lat, bw, net = tables[(a, proto)]
             if bw <= 0:
                 continue
             if a == "tree" and 0 <= log_size < 23:
                 bw *= TREE_CORRECTION[pi][log_size]
-            if (
-                a == "ring"
-                and proto == "simple"
-                and sys.nodes > 1
-                and nbytes / (graphs[a].runtime_channels * sys.ranks) >= 64
-            ):
-                plateau = 1.4 if _COMPCAP.get(sys.arch, 2) >= 1 else 1.9  # "plateau effect of ring"
+            if a == "ring" and proto == "simple" and sys.nodes > 1 and _plateau(sys, nbytes, graphs[a], tuning):
+                plateau = tuning.plateau[cc]  # "plateau effect of ring"
                 lat, net = lat * plateau, net * plateau
             g = graphs[a]
             ch = g.runtime_channels if a not in ("nvls", "nvls-tree") else NVLS_CHANNELS_HOPPER
             out.append(Candidate(a, proto, lat, bw, lat + nbytes / (1000 * bw), ch, net, tuning.release))
     return out
+
+
+def _plateau(sys: System, nbytes: float, ring: Graph, tuning: Tuning) -> bool:
+    """Whether NCCL's ring/Simple "plateau" factor applies (ncclTopoGetAlgoTime): from 2.18.1 where each
+    channel of each rank gets at least 64 bytes, until 2.17 from nRanks / 16 x 64 KiB."""
+    if tuning.plateau_rule == "2.10":
+        return nbytes >= sys.ranks / 16.0 * 65536
+    return nbytes / (ring.runtime_channels * sys.ranks) >= 64
 
 
 def pick(sys: System, nbytes: float, algos: Names = None, protos: Names = None, tuning: Tuning = NEWEST) -> Candidate:

@@ -83,6 +83,37 @@ class Tuning:
     #: search.cc ncclTopoDupChannels: 2.18.1 duplicates where (ccMin <= 80 and bwIntra >= 25) or (ccMin <= 90
     #: and bwIntra >= 50); from 2.18.3 where bwIntra >= 25 unless ccMin > 80, bwIntra < 50 and > 4 channels
     dup_from_50: bool = False
+    # -- fields for the releases before 2.18.1 (their defaults are 2.18.1's and later rules) --
+    #: the algorithms the release's tuner has (device.h NCCL_ALGO_*): Tree, Ring and one CollNet until
+    #: 2.13 (priced as "collnet-direct"), CollNet Direct and Chain from 2.14.3, NVLS from 2.17.1, NVLSTree
+    #: from 2.18.1
+    algorithms: tuple[str, ...] = ("tree", "ring", "collnet-direct", "collnet-chain", "nvls", "nvls-tree")
+    #: search.cc ncclTopoCompute: channels duplicated wherever bwIntra >= 25, whatever the compcap (until 2.16.2)
+    dup_any_arch: bool = False
+    #: connect.cc ncclTopoPostset: Hopper's runtime channels doubled again across nodes (from 2.18.1)
+    hopper_double: bool = True
+    #: tuning.cc "Various model refinements": busBw capped per compcap index (0: none) before the others
+    #: (sm80 235 until 2.17; Hopper 370 in 2.17.1)
+    bus_cap: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    #: tuning.cc: intraLat x 1.8 for LL across nodes (until 2.17)
+    ll_intra_factor: float = 1.0
+    #: tuning.cc getNetOverhead: a ring step is at least the network overhead (1 / 2 us, x3 Simple; from 2.18.1)
+    net_overhead: bool = True
+    #: ncclTopoGetAlgoTime, ring plateau: "2.18" from nBytes / (nChannels nRanks) >= 64; "2.10" from
+    #: nBytes >= nRanks / 16 x 64 KiB (until 2.17)
+    plateau_rule: str = "2.18"
+    #: the plateau's latency factor per compcap index (1.9 before sm80, 1.4 from 2.18.1; 1.9 everywhere
+    #: until 2.16, 1.5 for Hopper in 2.17.1)
+    plateau: tuple[float, float, float, float] = (1.9, 1.4, 1.4, 1.4)
+    #: compcap indices where LL128 is on by default (tuning.cc protoEnable; None: every one): sm70 and sm80
+    #: until 2.14, sm90 too from 2.15.1
+    ll128_archs: tuple[int, ...] | None = None
+    #: CollNet: "2.18" Direct on its own graph (heads), x.85 on Hopper, Chain + NET latency; "2.14" Direct
+    #: and Chain on one collNetGraph (pattern TREE, the ring's channels), Chain x .75 and no NET latency,
+    #: Direct without the Hopper x.85; "2.10" one CollNet (NCCL_ALGO_COLLNET, priced as Direct's latency,
+    #: busBw channels x bwIntra, no GPU/NIC factor, no NVSwitch needed)
+    collnet: str = "2.18"
+    collnet_arity_lat: float = 0.4  # CollNet Direct's arity serialization latency per local GPU (0.5 until 2.18)
     notes: tuple[str, ...] = field(default=(), compare=False)  # what changed at ``first``, for docs and tests
 
     @property
@@ -322,8 +353,118 @@ V2_18_1 = replace(
     notes=("NVLS and NVLSTree in the tuner (NVLSTree's first release)",),
 )
 
+# v2.17.1 (tuning.cc, search.cc, connect.cc, nvls.cc of v2.17.1-1): 2.18.1's tables differ in
+# baseLat/hwLat, the busBw caps, LL's intra x1.8, the plateau, no network overhead, no NVLSTree
+_LL_V, _LL_A = V2_30_3.ll_max_bw[0], V2_30_3.ll_max_bw[1]
+_TREE_V, _TREE_A = V2_30_3.per_ch_max_tree[0], V2_30_3.per_ch_max_tree[1]
+_SM80_INTRA_17 = (44.0, 30.0, 22.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
+_SM80_INTER_15 = (48.0, 30.0, 28.0, 24.0, 22.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, *_TAIL[2:])
+_SM80_INTER_10 = (48.0, 30.0, 24.0, 22.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, *_TAIL[2:])
+V2_17_1 = replace(
+    V2_18_1,
+    first=(2, 17, 1),
+    # baseLat { Tree, Ring, CollNetDirect, CollNetChain, NVLS }; NVLSTree absent (0)
+    base_lat=_row((4.4, 4.4, 0.0), (3.6, 10.0, 8.4), 0, 0, 40.0, 0),
+    hw_lat={
+        "nvlink": _row((0.52, 1.25, 28), (0.47, 1.9, 3.4), 8.0, 8.0, 0, 0),
+        "pci": _row((1.0, 1.9, 28), (1.0, 2.5, 5.7), 8.0, 8.0, 0, 0),
+        "net": _row((5.0, 8.5, 28), (2.7, 4.0, 9.6), 10.7, 10.7, 0, 0),
+    },
+    # ll128MaxBwPerCh[compCapIndex] { 20, 20, 36.7 }, one figure for ring and tree at every node count
+    per_ch_max_ring_ll128=((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (36.7,) * 3),
+    per_ch_max_tree_ll128=((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (36.7,) * 3),
+    algorithms=("tree", "ring", "collnet-direct", "collnet-chain", "nvls"),
+    nvls_bw="2.17",
+    nvls_lat="2.17",
+    nvls_ratio=0.75,
+    speed_intra={"sm80": _SM80_INTRA_17, "sm90": (66.0, 33.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0)},
+    speed_inter={"sm80": _SM80_INTER_15, "sm90": (48.0, 45.0, 30.0, 24.0, 15.0, 12.0, *_TAIL)},
+    hopper_double=False,
+    bus_cap=(0.0, 235.0, 370.0, 370.0),
+    ll_intra_factor=1.8,
+    net_overhead=False,
+    plateau_rule="2.10",
+    plateau=(1.9, 1.9, 1.5, 1.5),
+    ll128_archs=(0, 1, 2),
+    collnet="2.14",
+    collnet_arity_lat=0.5,
+    notes=(
+        "NVLS in the tuner, one node only (nvls.cc: off across nodes): busBw ring channels x bwIntra, x .75, "
+        "latency baseLat 40 us",
+        "Hopper: ll128MaxBwPerCh 36.7, perChMaxTreeBws 38.7/41.4/33, busBw cap 370, ring plateau x1.5; "
+        "compcap index from minCompCap (sm100 as Hopper)",
+    ),
+)
+V2_16_5 = replace(
+    V2_17_1,
+    first=(2, 16, 5),
+    base_lat=_row((4.4, 4.4, 0.0), (3.6, 10.0, 8.4), 0, 0, 0, 0),
+    per_ch_max_ring_ll128=((20.0,) * 3,) * 4,
+    per_ch_max_tree_ll128=((20.0,) * 3,) * 4,
+    per_ch_max_tree=(_TREE_V, _TREE_A, _TREE_A, _TREE_A),
+    algorithms=("tree", "ring", "collnet-direct", "collnet-chain"),
+    bus_cap=(0.0, 235.0, 0.0, 0.0),
+    plateau=(1.9,) * 4,
+    notes=(
+        "sm90 speed arrays of their own (intra 66, 33, 24, 20 ..., inter 48, 45, 30, 24 ...); channels "
+        "duplicated on Hopper only from bwIntra 50",
+    ),
+)
+V2_15_1 = replace(
+    V2_16_5,
+    first=(2, 15, 1),
+    speed_intra={"sm80": _SM80_INTRA_17, "sm90": _SM80_INTRA_17},
+    speed_inter={"sm80": _SM80_INTER_15, "sm90": _SM80_INTER_15},
+    dup_from_50=False,
+    dup_any_arch=True,
+    notes=(
+        "a Hopper compcap index: llMaxBws / perChMaxTreeBws Hopper rows = Ampere's (were Volta's); LL128 on "
+        "for sm90 (2.15.5: not for ring on 2 ranks with CUDA 11.8, not modelled)",
+        "inter speed 28 added",
+    ),
+)
+V2_14_3 = replace(
+    V2_15_1,
+    first=(2, 14, 3),
+    ll_max_bw=(_LL_V, _LL_A, _LL_V, _LL_V),
+    per_ch_max_tree=(_TREE_V, _TREE_A, _TREE_V, _TREE_V),
+    speed_intra={"sm80": _SM80_INTRA_17, "sm90": _SM80_INTRA_17},
+    speed_inter={"sm80": _SM80_INTER_10, "sm90": _SM80_INTER_10},
+    ll128_archs=(0, 1),
+    notes=(
+        "CollNet split into CollNet Direct (GPU/NIC factor) and CollNet Chain (x .75, latency 2 (ppn - 1) "
+        "intra only) on one collNetGraph; Direct off without an NVSwitch",
+        "ring NET Simple hwLat 28 -> 9.6 us",
+    ),
+)
+V2_12_7 = replace(
+    V2_14_3,
+    first=(2, 12, 7),
+    hw_lat={**V2_14_3.hw_lat, "net": _row((5.0, 8.5, 28), (2.7, 4.0, 28), 10.7, 10.7, 0, 0)},
+    algorithms=("tree", "ring", "collnet-direct"),
+    collnet="2.10",
+    notes=("ring NET Simple hwLat 9.6 -> 28 us", "ring network steps 2 (nNodes - 1) -> 2 nNodes (nInterSteps)"),
+)
+V2_10_3 = replace(
+    V2_12_7,
+    first=(2, 10, 3),
+    hw_lat=V2_14_3.hw_lat,
+    ring_inter_steps_all=False,
+    notes=(
+        "the oldest modelled: Tree, Ring and one CollNet; no Hopper index (sm90 takes Volta's rows), LL128 on "
+        "sm70/sm80 only; busBw cap 235 on sm80; LL intra latency x1.8 across nodes; ring plateau x1.9 from "
+        "nRanks / 16 x 64 KiB; no network overhead; channels duplicated from bwIntra 25 on every arch",
+    ),
+)
+
 #: every modelled range, oldest first
 TUNINGS: tuple[Tuning, ...] = (
+    V2_10_3,
+    V2_12_7,
+    V2_14_3,
+    V2_15_1,
+    V2_16_5,
+    V2_17_1,
     V2_18_1,
     V2_18_3,
     V2_19_1,
