@@ -237,3 +237,123 @@ def test_the_docs_list_every_modelled_range():
     text = (ROOT / "docs" / "nccl.md").read_text()
     rows = re.findall(r"^\| (2\.\d+\.\d+) \| (2\.\d+\.\d+) \|", text, re.M)
     assert [a if a == b else f"{a}-{b}" for a, b in rows] == [t.span for t in TUNINGS]
+
+
+# -- the releases before 2.18.1 (v2.10.3-1 ... v2.17.1-1), by hand from each tag's source --
+
+_A100_SHARP = tuner.System(2, 8, "sm80", "amd", 240.0, 24.0, 25.0, 8, False, True)
+
+
+def _a100x2():
+    return tuner.describe(Cluster(hgx(2, preset="hgx-a100-200g")), 16)
+
+
+def test_210_ring_and_tree_latencies():
+    """v2.10.3 tuning.cc on 2 x HGX A100 (8 ring channels, 16 ranks): nInterSteps 2 (nNodes - 1) = 2, so
+    Ring/LL128 = 10 + 28 x 1.9 + 2 x 4.0 (2.12.7: 2 nNodes = 4 network steps, 10 + 26 x 1.9 + 4 x 4.0); LL's
+    intra latency x1.8 across nodes: Tree/LL = 4.4 + 2 (7 x .52 x 1.8 + 5.0); no network overhead."""
+    sys_ = _a100x2()
+    v210, v212 = _table(sys_, "2.10.3", 1024), _table(sys_, "2.12.7", 1024)
+    assert v210[("ring", "ll128")].latency_us == pytest.approx(10 + 28 * 1.9 + 2 * 4.0)
+    assert v212[("ring", "ll128")].latency_us == pytest.approx(10 + 26 * 1.9 + 4 * 4.0)
+    assert v210[("tree", "ll")].latency_us == pytest.approx(4.4 + 2 * (7 * 0.52 * 1.8 + 5.0))
+    assert v210[("ring", "ll")].latency_us == pytest.approx(3.6 + 28 * 0.47 * 1.8 + 2 * 2.7)
+    # 2.18.1: baseLat 6.6, NVLink LL .6 without x1.8 but at least the AMD network overhead of 2 us
+    assert _table(sys_, "2.18.1", 1024)[("ring", "ll")].latency_us == pytest.approx(6.6 + 26 * 2.0 + 4 * 2.7)
+
+
+def test_ring_simple_net_latency_and_plateau_before_218():
+    """Ring/Simple's NET hwLat: 9.6 (2.10.3), 28 (2.12.7-2.13.4), 9.6 again (2.14.3-2.17.1); the plateau x1.9
+    from nRanks / 16 x 64 KiB (64 KiB for 16 ranks; 2.18.1: 64 B per channel and rank, x1.4 on sm80)."""
+    sys_ = _a100x2()
+    small, big = 2**15, 2**17
+    assert _table(sys_, "2.12.12", small)[("ring", "simple")].latency_us == pytest.approx(8.4 + 26 * 3.4 + 4 * 28)
+    assert _table(sys_, "2.14.3", small)[("ring", "simple")].latency_us == pytest.approx(8.4 + 26 * 3.4 + 4 * 9.6)
+    assert _table(sys_, "2.10.3", small)[("ring", "simple")].latency_us == pytest.approx(8.4 + 28 * 3.4 + 2 * 9.6)
+    assert _table(sys_, "2.14.3", big)[("ring", "simple")].latency_us == pytest.approx((8.4 + 26 * 3.4 + 4 * 9.6) * 1.9)
+    lat_218 = 8.4 + 26 * 6.0 + 4 * 14.0  # AMD network overhead 2 x 3 for Simple
+    assert _table(sys_, "2.18.1", small)[("ring", "simple")].latency_us == pytest.approx(lat_218 * 1.4)
+    # the pick moves with it: 128 MiB on 2.12's 28 us is Ring/LL128, Ring/Simple on 2.10's and 2.14's 9.6
+    picks = {
+        v: tuner.pick(sys_, 2**27, tuning=tuning_for(parse_version(v))[0]) for v in ("2.10.3", "2.12.12", "2.14.3")
+    }
+    assert [(c.algorithm, c.protocol) for c in picks.values()] == [
+        ("ring", "simple"),
+        ("ring", "ll128"),
+        ("ring", "simple"),
+    ]
+
+
+def test_bus_caps_before_218():
+    """busBw capped at 235 on sm80 until 2.17.1 and at 370 on Hopper in 2.17.1 (no cap from 2.18.1). One node
+    of 8 A100 with 600 GB/s NVLink: 2.17.1 speed 44 x 13 channels, duplicated to 16 x 22 = 352 -> 235;
+    2.18.1 40 x 15 -> 16 x 20 = 320."""
+    sys_ = tuner.System(1, 8, "sm80", "intel", 600.0, 24.0, 25.0, 8)
+    assert _table(sys_, "2.17.1")[("ring", "simple")].bandwidth == pytest.approx(235 * 8 / 14)
+    assert _table(sys_, "2.18.1")[("ring", "simple")].bandwidth == pytest.approx(16 * 20 * 8 / 14)
+    h100 = _dgx2()  # 2.17.1: 8 channels x 48 = 384 -> 370; LL128 min(370 x .92, 8 x 36.7); 2.16.5 8 x 20
+    assert _table(h100, "2.17.1")[("ring", "ll128")].bandwidth == pytest.approx(8 * 36.7 * 16 / 30)
+    assert _table(h100, "2.16.5")[("ring", "ll128")].bandwidth == pytest.approx(8 * 20.0 * 16 / 30)
+    assert _table(h100, "2.17.1")[("tree", "simple")].bandwidth == pytest.approx(min(370 * 0.92, 8 * 41.4) * 0.5)
+
+
+def test_hopper_before_218_speeds_duplication_ll128():
+    """Hopper until 2.16.2 takes sm80's speed arrays and duplicates from bwIntra 25 (one DGX H100: 44 x 8
+    -> 16 x 22); 2.16.5's sm90 arrays (66 x 5 -> 10 x 33) and duplication from 50 only (2 nodes: 8 x 48
+    stays); no x2 runtime channels before 2.18.1; LL128 off on sm90 until 2.14.3 (tuning.cc protoEnable),
+    llMaxBws/perChMaxTreeBws Hopper rows Volta's until 2.14.3, Ampere's from 2.15.1."""
+    one = tuner.describe(Cluster(hgx(1)), 8)
+    ring = {v: tuner.search(one, tuning_for(parse_version(v))[0])["ring"] for v in ("2.15.1", "2.16.5")}
+    assert (ring["2.15.1"].channels, ring["2.15.1"].bw_intra) == (16, 22.0)
+    assert (ring["2.16.5"].channels, ring["2.16.5"].bw_intra) == (10, 33.0)
+    two = {v: tuner.search(_dgx2(), tuning_for(parse_version(v))[0])["ring"] for v in ("2.15.1", "2.16.5", "2.17.1")}
+    assert [(g.channels, g.runtime_channels) for g in two.values()] == [(16, 32), (8, 16), (8, 16)]
+    assert tuner.search(_dgx2(), tuning_for((2, 18, 1))[0])["ring"].runtime_channels == 32
+    assert ("ring", "ll128") not in _table(one, "2.14.3") and ("ring", "ll128") in _table(one, "2.15.1")
+    assert _table(one, "2.14.3")[("ring", "ll")].bandwidth == pytest.approx(min(39.0, 16 * 22 / 4) * 8 / 14)
+    assert _table(one, "2.15.1")[("ring", "ll")].bandwidth == pytest.approx(min(87.7, 16 * 22 / 4) * 8 / 14)
+    # NCCL_PROTO=LL128 still runs it (protoEnable 1, not the default 2)
+    assert tuner.pick(one, 2**24, protos={"ll128"}, tuning=tuning_for((2, 14, 3))[0]).protocol == "ll128"
+
+
+def test_no_nvls_tree_before_218_and_nvls_on_one_node_in_217():
+    """No NVLSTree before 2.18.1, no NVLS before 2.17.1; 2.17.1's NVLS is one node's (nvls.cc returns across
+    nodes), priced on the ring graph: 10 channels x 33 x .75, latency baseLat 40."""
+    sharp = tuner.System(2, 8, "sm90", "intel", 370.8, 48.0, 50.0, 8, True, True)
+    for t in TUNINGS:
+        if t.first >= (2, 18, 1):
+            continue
+        for sys_ in (_dgx2(), tuner.describe(Cluster(hgx(1)), 8), sharp):
+            algos = {tuner.pick(sys_, 2**e, tuning=t).algorithm for e in range(10, 35)}
+            assert "nvls-tree" not in algos
+            assert "nvls" not in algos or (t.first == (2, 17, 1) and sys_.nodes == 1)
+    one = tuner.describe(Cluster(hgx(1)), 8)
+    nvls = _table(one, "2.17.1")[("nvls", "simple")]
+    assert (nvls.latency_us, nvls.bandwidth, nvls.channels) == (pytest.approx(40.0), pytest.approx(10 * 33 * 0.75), 16)
+    assert tuner.pick(one, 2**28, tuning=tuning_for((2, 17, 1))[0]).algorithm == "nvls"
+    t171 = tuning_for((2, 17, 1))[0]
+    assert "one host" in tuner.disabled(sharp, tuner.search(sharp, t171), "nvls", t171)
+    with pytest.raises(AlgorithmError, match="is not in the tuner of NCCL 2.17.1"):
+        get_algorithm("allreduce", "nccl:algo=nvls-tree,version=2.17.1").choice(16, 2**26, Cluster(hgx(2)))
+
+
+def test_collnet_before_218():
+    """Until 2.13 one CollNet (NCCL_ALGO_COLLNET, priced as Direct): collNetGraph = the ring's 8 channels
+    (pass 2 climbs 24 -> 30), busBw 8 x 30 = 240 -> 235 (sm80 cap) x .5, latency 2 (8 + 7 x .5) + 10.7 and no
+    Chain; 2.14.3: Direct / GPU/NIC factor (8 / 8 channels: 1) and Chain x .75, Chain latency 2 x 7 x 8
+    without NET; 2.18.1: Direct on its own graph and Chain + NET 14."""
+    t210, t214 = tuning_for((2, 10, 3))[0], tuning_for((2, 14, 3))[0]
+    assert tuner.enabled(_A100_SHARP, tuner.search(_A100_SHARP, t210), t210) == {"tree", "ring", "collnet-direct"}
+    old = {(c.algorithm, c.protocol): c for c in tuner.candidates(_A100_SHARP, 2**30, tuning=t210)}
+    graph = tuner.search(_A100_SHARP, t210)["collnet-direct"]
+    assert (graph.channels, graph.bw_intra) == (8, 30.0)
+    assert old[("collnet-direct", "simple")].bandwidth == pytest.approx(235 * 0.5)
+    assert old[("collnet-direct", "simple")].latency_us == pytest.approx(2 * (8.0 + 7 * 0.5) + 10.7)
+    graphs = tuner.search(_A100_SHARP, t214)  # one collNetGraph for both (2.18.1: Direct's own, 8 heads at 48)
+    assert graphs["collnet-direct"] == graphs["collnet-chain"] == graph
+    assert tuner.search(_A100_SHARP, tuning_for((2, 18, 1))[0])["collnet-direct"].bw_intra == 48.0
+    new = {(c.algorithm, c.protocol): c for c in tuner.candidates(_A100_SHARP, 2**30, tuning=t214)}
+    assert new[("collnet-direct", "simple")].bandwidth == pytest.approx(235 * 0.5)
+    assert new[("collnet-chain", "simple")].bandwidth == pytest.approx(235 * 0.75 * 0.5)
+    assert new[("collnet-chain", "simple")].latency_us == pytest.approx(2 * 7 * 8.0)
+    assert _table(_A100_SHARP, "2.18.1")[("collnet-chain", "simple")].latency_us == pytest.approx(2 * 7 * 4.75 + 14)

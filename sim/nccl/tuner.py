@@ -273,7 +273,7 @@ def search(sys: System, tuning: Tuning = NEWEST) -> dict[str, Graph]:
         ch = dup
     collnet = _collnet_graphs(sys, inter_speeds, ch, bw_inter, total, tuning) if sys.collnet else {}
     runtime = 2 * ch  # connect.cc: ncclTopoPostset duplicates the channels
-    chain = collnet.get("collnet-chain")
+    chain = collnet.get("collnet-chain", collnet.get("collnet-direct"))  # until 2.13: the one collNetGraph
     if chain is not None and chain.bw_intra > chain.bw_inter and sys.ppn > 1:
         runtime = min(
             tuning.max_channels, runtime + runtime // 2
