@@ -1,6 +1,6 @@
 """NCCL's tuner for all-reduce: which algorithm, protocol and channel count NCCL would run, and its own
 estimate of the time -- ported from NVIDIA/nccl master 5067397c (v2.30.7); the tables and rules of the
-releases from v2.18.1 on are :mod:`sim.nccl.versions` (``tuning=`` of :func:`search`, :func:`candidates`,
+releases from v2.10.3 on are :mod:`sim.nccl.versions` (``tuning=`` of :func:`search`, :func:`candidates`,
 :func:`pick`; the newest by default).
 
 * :func:`describe` reads what NCCL's topology detection would see from a cluster: GPUs per node, GPU

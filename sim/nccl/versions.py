@@ -1,12 +1,16 @@
-"""What NCCL's tuner computes for all-reduce, release by release, from v2.18.1 to v2.30.7.
+"""What NCCL's tuner computes for all-reduce, release by release, from v2.10.3 to v2.30.7.
 
 Each :class:`Tuning` is the set of constants and rules of one range of NVIDIA/nccl releases, from the
 release that introduced them up to the next entry's; every field names where in NCCL's source (at the
 tag of its range) it comes from: ``src/graph/tuning.cc`` (``ncclTopoTuneModel``,
 ``ncclTopoGetAlgoTime``), ``src/graph/search.cc`` (speed arrays), ``src/graph/connect.cc``
-(``ncclTopoPostset``: runtime channels) and ``MAXCHANNELS`` (``src/include/devcomm.h``, ``device.h``).
-:data:`NEWEST` is the tuner of v2.30.7 (master 5067397c), the default. Releases older than v2.18.1 (whose
-tuner has no NVLS-tree and other tables) are modelled as v2.18.1, and say so (:func:`tuning_for`).
+(``ncclTopoPostset``: runtime channels), ``src/transport/nvls.cc`` and ``MAXCHANNELS``
+(``src/include/devcomm.h``, ``device.h``). :data:`NEWEST` is the tuner of v2.30.7 (master 5067397c), the
+default. Before v2.18.1 there is no NVLSTree, before v2.17.1 no NVLS (2.17.1: one node only), before
+v2.14.3 one CollNet algorithm; the rules of those releases the later ones dropped are fields whose
+defaults are the later behaviour (``algorithms``, ``bus_cap``, ``ll_intra_factor``, ``net_overhead``,
+``plateau_rule``, ...). Releases older than v2.10.3 (2.3.7-2.9.9) are modelled as v2.10.3, and say so
+(:func:`tuning_for`).
 """
 
 from __future__ import annotations
