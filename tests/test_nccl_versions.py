@@ -357,3 +357,15 @@ def test_collnet_before_218():
     assert new[("collnet-chain", "simple")].bandwidth == pytest.approx(235 * 0.75 * 0.5)
     assert new[("collnet-chain", "simple")].latency_us == pytest.approx(2 * 7 * 8.0)
     assert _table(_A100_SHARP, "2.18.1")[("collnet-chain", "simple")].latency_us == pytest.approx(2 * 7 * 4.75 + 14)
+
+
+def test_nvls_chunk_of_2171():
+    """enqueue.cc computeColl of 2.17.1: NVLS's chunk (128 KiB) halves to 64 KiB below 32 chunks a channel
+    and head (2.18.1: 64): one node, 16 channels x 8 heads, 512 MiB keeps 128 KiB in 2.17.1, not in 2.18.1."""
+    from sim.algorithms.nvls import nvls_slices
+    from sim.nccl.protocols import nvls_chunk
+
+    t171, t181 = tuning_for((2, 17, 1))[0], tuning_for((2, 18, 1))[0]
+    assert (t171.nvls_chunk_first, t181.nvls_chunk_first) == (32, 64)
+    assert nvls_chunk(2**29, 1, 128, False, first=32) == 131072 and nvls_chunk(2**29, 1, 128, False) == 65536
+    assert nvls_slices(2**29, 1, 8, False, t171) * 2 == nvls_slices(2**29, 1, 8, False, t181)

@@ -71,7 +71,8 @@ def nvls_slices(nbytes: float, hosts: int, heads: int, tree: bool = True, tuning
     ``tuning``'s release's."""
     ops = NVLS_CHANNELS_HOPPER * heads
     return head_slices(
-        nbytes / heads, nvls_chunk(nbytes, hosts, ops, tree, tuning.nvls_tree_chunk, tuning.nvls_tree_cap4)
+        nbytes / heads,
+        nvls_chunk(nbytes, hosts, ops, tree, tuning.nvls_tree_chunk, tuning.nvls_tree_cap4, tuning.nvls_chunk_first),
     )
 
 

@@ -117,6 +117,9 @@ class Tuning:
     #: Direct without the Hopper x.85; "2.10" one CollNet (NCCL_ALGO_COLLNET, priced as Direct's latency,
     #: busBw channels x bwIntra, no GPU/NIC factor, no NVSwitch needed)
     collnet: str = "2.18"
+    #: enqueue.cc computeColl: NVLS's chunk halves to 64 KiB below this many chunks a channel and head (32 in
+    #: 2.17.1, 64 from 2.18.1)
+    nvls_chunk_first: int = 64
     collnet_arity_lat: float = 0.4  # CollNet Direct's arity serialization latency per local GPU (0.5 until 2.18)
     notes: tuple[str, ...] = field(default=(), compare=False)  # what changed at ``first``, for docs and tests
 
@@ -381,6 +384,7 @@ V2_17_1 = replace(
     nvls_bw="2.17",
     nvls_lat="2.17",
     nvls_ratio=0.75,
+    nvls_chunk_first=32,
     speed_intra={"sm80": _SM80_INTRA_17, "sm90": (66.0, 33.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0)},
     speed_inter={"sm80": _SM80_INTER_15, "sm90": (48.0, 45.0, 30.0, 24.0, 15.0, 12.0, *_TAIL)},
     hopper_double=False,
