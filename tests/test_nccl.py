@@ -471,3 +471,12 @@ def test_log_table_of_no_readable_log_is_one_line_and_exit_2(tmp_path, capsys):
     assert captured.err.strip().splitlines() == [
         f"nccl_logs: none of the 1 .txt files in {tmp_path} is a log it can read"
     ]
+
+
+def test_the_tree_moves_its_bytes_at_nccls_tree_efficiency():
+    """NCCL rates its tree at 0.92 of its links (tuning.cc's tree refinement) and the simulated tree
+    moves at that rate: on 2 x BM.GPU4.8 (16 x 100 Gb/s a host) an 8 GiB tree is NVLink-bound, every
+    GPU sending 7/4 of its share over its 240 GB/s, so algbw = 0.92 x 240 x 4/7 (the fill is ~0.1%)."""
+    assert tuner.TREE_EFFICIENCY == 0.92
+    r = simulate("hgx:hosts=2,preset=oci-bm-gpu4-8", "allreduce", "nccl-tree", 2**33)
+    assert r.algbw_GBps == pytest.approx(0.92 * 240 * 4 / 7, rel=3e-3)

@@ -138,6 +138,10 @@ COLLNET_NODE_THRESHOLD = 2
 #: NCCL_MAX_DIRECT_ARITY + 1; search.cc caps the Direct graph's channels, enqueue.cc: updateCollCostTable
 #: skips both CollNet algorithms above it)
 COLLNET_MAX_LOCAL = 7 + 1
+#: the tree all-reduce's refinement (tuning.cc, ncclTopoTuneModel: ``busBw = std::min(busBw*.92,
+#: nChannels*perChMaxTreeBw)`` in every release from 2.10.3 to 2.30.7): the tree kernel's throughput as a
+#: fraction of its links'. The tuner prices with it, and ``nccl-tree`` moves its bytes at it
+TREE_EFFICIENCY = 0.92
 
 
 @dataclass(frozen=True)
@@ -425,7 +429,7 @@ def _tables(
                     factor = tuning.ring_ll128_one_ppn if sys.ppn < 2 else 0.92
                     bus = min(bus * factor, g.channels * tuning.per_ch_max_ring_ll128[cc][i2])
                 if a == "tree":
-                    bus = min(bus * 0.92, g.channels * tuning.per_ch_max_tree[cc][i2])
+                    bus = min(bus * TREE_EFFICIENCY, g.channels * tuning.per_ch_max_tree[cc][i2])
                     if proto == "ll":
                         bus = min(bus / 3.8, ll_max)
                     if proto == "ll128":
