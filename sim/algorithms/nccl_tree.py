@@ -5,8 +5,8 @@ Per channel, the GPUs of every host form a chain (NCCL's intra-node tree is a ch
 form one of the two trees of NCCL's double binary tree (``trees.cc:ncclGetDtree``): channel ``c`` runs on
 rail ``c mod R`` (R NICs per host) and on tree ``(c div R) mod 2``, as NCCL's channel ``c`` and its duplicate
 ``c + nChannels`` take tree 0 and tree 1. The buffer is split among the channels and cut into slices of
-NCCL's chunk size; slices are reduced up the chain and the tree and broadcast back down, pipelined: every
-edge carries slice ``j`` one step after the edges feeding it (:mod:`sim.nccl.pipeline`). Each channel is
+NCCL's chunk size (LL128's halved for smaller buffers, as NCCL halves it); slices are reduced up the
+chain and the tree and broadcast back down, pipelined: every edge carries slice ``j`` one step after the edges feeding it (:mod:`sim.nccl.pipeline`). Each channel is
 its own actor on every GPU (an SM of its own). Every byte goes on the wire at 1 / 0.92 of its size:
 NCCL's tuner rates the tree at 0.92 of its links (``tuning.cc``, the tree refinement, the same in every
 release) and the simulation moves the tree's bytes at that rate, as it moves NVLS's at NCCL's NVLS
@@ -38,7 +38,7 @@ from ..nccl.layout import (
     slices,
 )
 from ..nccl.pipeline import Streams, launchers, shift
-from ..nccl.protocols import collnet_chunk, get_protocol
+from ..nccl.protocols import collnet_chunk, get_protocol, tree_ll128_chunk
 from ..program import StepProgram
 from ..runtime import Job
 from ..schema import Spec
@@ -81,6 +81,9 @@ def tree_program(
     if sharp:  # CollNet Chain's chunk, for the channels NCCL runs (the simulation splits among k_ch)
         runs = tuner.search(tuner.describe(cluster, p))["collnet-chain"].runtime_channels
         k = slices(per, collnet_chunk(nbytes, runs, 1, g, chain=True))
+    elif protocol.name == "LL128":  # NCCL's tree LL128 chunk, for the channels NCCL runs
+        runs = tuner.search(tuner.describe(cluster, p))["tree"].runtime_channels
+        k = slices(per, tree_ll128_chunk(nbytes, runs, h, g))
     else:
         k = slices(per, protocol.step)
     # the tree kernel moves its bytes at NCCL's tree efficiency of its links' rate (CollNet Chain has none)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["NVLS_CHUNK", "PROTOCOLS", "Protocol", "collnet_chunk", "get_protocol", "nvls_chunk"]
+__all__ = ["NVLS_CHUNK", "PROTOCOLS", "Protocol", "collnet_chunk", "get_protocol", "nvls_chunk", "tree_ll128_chunk"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,21 @@ def collnet_chunk(nbytes: float, channels: int, heads: int, depth: int, chain: b
     rules = ((64, 131072), (8, 65536), (1, 32768)) if chain else ((64, 131072), (8, 65536), (8, 32768))
     for times, above in rules:
         while nbytes // (per * c) < depth * times and c > above:
+            c //= 2
+    return c
+
+
+def tree_ll128_chunk(nbytes: float, channels: int, nodes: int, ppn: int) -> int:
+    """The chunk NCCL's tree all-reduce moves with LL128 for ``nbytes`` on ``channels`` channels of
+    ``nodes`` nodes of ``ppn`` GPUs (``enqueue.cc``: calcCollChunking / computeColl, the same in every
+    release from 2.10.3 to 2.30.7): from LL128's step (576,000 B) it halves while a channel gets fewer
+    than ``nstepsLL128`` x 64 / ppn chunks (down to 128 KiB), then fewer than ``nstepsLL128`` x 16 / ppn
+    (down to 32 KiB), with ``nstepsLL128`` = 1 + log2(nodes) + 0.1 ppn: smaller buffers get smaller chunks,
+    so that the tree's pipeline fills."""
+    c = PROTOCOLS["ll128"].step
+    steps = 1 + (max(1, nodes).bit_length() - 1) + 0.1 * ppn  # log2i: the floor of log2
+    for times, above in ((64, 131072), (16, 32768)):
+        while nbytes // (channels * c) < steps * times / ppn and c > above:
             c //= 2
     return c
 
