@@ -2765,6 +2765,548 @@ static PyObject *py_run_callbacks(PyObject *self, PyObject *const *args, Py_ssiz
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ the fast path's event loop (sim/fastpath.py)
+ *
+ * Fast(ex, env, event_type, push, normal, partial, bounds, phases): FastExecutor's per-message lines for
+ * one message at a time -- _arrived for a lone private message, _one_done, _complete_one, _begin_one and
+ * _send_one/_send_private for one private message -- with the executor's own numpy arrays, dictionaries
+ * and SimPy queue, step for step as the Python lines do them (which stay the reference: COLLSIM_PURE=1, or
+ * sim.fastpath._FAST_CORE off; tests/test_fast_core.py holds them equal). Everything else -- several
+ * messages or ranks together, a flow in the network, an early message, a timer, the end -- is handed to the
+ * executor's Python lines at the same point (ex._send_of, _early_one, _timer_one, _finished_one,
+ * _arrived_many, _after). ``phases`` holds per phase (out_count, in_count, reduce_at or None, ptr, order,
+ * dst, pids, nbytes, private or None, delay, wire, rate): ``delay``, ``wire`` and ``rate`` are the message
+ * model's start delay, wire bytes and the narrowest capacity (or bound) of the phase's messages. */
+
+enum { FP_OUT, FP_IN, FP_RED, FP_PTR, FP_ORDER, FP_DST, FP_PID, FP_NB, FP_PRIV, FP_DELAY, FP_WIRE, FP_RATE, FP_N };
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *ex, *env, *event_type, *push, *normal, *partial, *phases_o;
+    Arr step, began, last, send_left, recv_left, scale;
+    int64_t *bounds;
+    Py_ssize_t nphase;
+    Arr *ph; /* nphase * FP_N, unheld where None */
+    int64_t total, ref;
+    double gamma;
+} Fast;
+
+static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_private, *s_seen0, *s_extrapolate, *s_send_of,
+    *s_early_one, *s_timer_one, *s_finished_one, *s_arrived_many, *s_after, *s_path_bytes, *s_net_account_one;
+
+static int fast_strings(void) {
+    if (s_arrivals)
+        return 0;
+    if (lane_strings() < 0)
+        return -1;
+#define INTERN(v, text)                                                                                            \
+    if (!(v = PyUnicode_InternFromString(text)))                                                                   \
+        return -1;
+    INTERN(s_early_count, "early_count");
+    INTERN(s_early_last, "early_last");
+    INTERN(s_private, "private");
+    INTERN(s_seen0, "_seen0");
+    INTERN(s_extrapolate, "extrapolate");
+    INTERN(s_send_of, "_send_of");
+    INTERN(s_early_one, "_early_one");
+    INTERN(s_timer_one, "_timer_one");
+    INTERN(s_finished_one, "_finished_one");
+    INTERN(s_arrived_many, "_arrived_many");
+    INTERN(s_after, "_after");
+    INTERN(s_path_bytes, "_path_bytes");
+    INTERN(s_net_account_one, "account_one");
+    INTERN(s_arrivals, "_arrivals");
+#undef INTERN
+    return 0;
+}
+
+static int Fast_traverse(Fast *f, visitproc visit, void *arg) {
+    Py_VISIT(f->ex);
+    Py_VISIT(f->env);
+    Py_VISIT(f->event_type);
+    Py_VISIT(f->push);
+    Py_VISIT(f->normal);
+    Py_VISIT(f->partial);
+    Py_VISIT(f->phases_o);
+    return 0;
+}
+
+static void fast_release(Fast *f) {
+    Arr *own[] = {&f->step, &f->began, &f->last, &f->send_left, &f->recv_left, &f->scale};
+    arrs_release(own, 6);
+    if (f->ph) {
+        for (Py_ssize_t i = 0; i < f->nphase * FP_N; i++)
+            arr_release(&f->ph[i]);
+        free(f->ph);
+        f->ph = NULL;
+    }
+    free(f->bounds);
+    f->bounds = NULL;
+    f->nphase = 0;
+}
+
+static int Fast_clear(Fast *f) {
+    fast_release(f);
+    Py_CLEAR(f->ex);
+    Py_CLEAR(f->env);
+    Py_CLEAR(f->event_type);
+    Py_CLEAR(f->push);
+    Py_CLEAR(f->normal);
+    Py_CLEAR(f->partial);
+    Py_CLEAR(f->phases_o);
+    return 0;
+}
+
+static void Fast_dealloc(Fast *f) {
+    PyObject_GC_UnTrack(f);
+    Fast_clear(f);
+    Py_TYPE(f)->tp_free((PyObject *)f);
+}
+
+static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
+    PyObject *ex, *env, *event_type, *push, *normal, *partial, *bounds, *phases;
+    if (kwds && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Fast() takes positional arguments only");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "OOOOOOOO!", &ex, &env, &event_type, &push, &normal, &partial, &bounds, &PyTuple_Type,
+                          &phases) ||
+        fast_strings() < 0)
+        return -1;
+    Fast_clear(f);
+    f->ex = Py_NewRef(ex);
+    f->env = Py_NewRef(env);
+    f->event_type = Py_NewRef(event_type);
+    f->push = Py_NewRef(push);
+    f->normal = Py_NewRef(normal);
+    f->partial = Py_NewRef(partial);
+    f->phases_o = Py_NewRef(phases);
+    Arr *own[] = {&f->step, &f->began, &f->last, &f->send_left, &f->recv_left, &f->scale};
+    arrs_init(own, 6);
+    static const char *names[] = {"step", "began", "last", "send_left", "recv_left", "scale"};
+    static const char kinds[] = "IFFIIf";
+    for (int i = 0; i < 6; i++) {
+        PyObject *a = PyObject_GetAttrString(ex, names[i]);
+        int bad = !a || arr_open(a, own[i], kinds[i] >= 'a' ? kinds[i] : kinds[i] - 'A' + 'a', kinds[i] < 'a') < 0;
+        Py_XDECREF(a);
+        if (bad)
+            return -1;
+        if (own[i]->kind == 'i' && own[i]->view.itemsize != 8) {
+            PyErr_SetString(PyExc_TypeError, "Fast: the executor's int arrays must be int64");
+            return -1;
+        }
+    }
+    Arr b;
+    if (arr_get(bounds, &b, 'i') < 0)
+        return -1;
+    f->nphase = b.n - 1;
+    if (f->nphase < 0 || PyTuple_GET_SIZE(phases) != f->nphase) {
+        arr_release(&b);
+        PyErr_SetString(PyExc_ValueError, "Fast: one entry of phases per phase, bounds one longer");
+        return -1;
+    }
+    f->bounds = malloc(sizeof(int64_t) * (size_t)(b.n ? b.n : 1));
+    f->ph = calloc((size_t)(f->nphase ? f->nphase : 1) * FP_N, sizeof(Arr));
+    if (!f->bounds || !f->ph) {
+        arr_release(&b);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < b.n; i++)
+        f->bounds[i] = arr_i(&b, i);
+    arr_release(&b);
+    f->total = f->bounds[f->nphase];
+    static const char pk[] = "iioiiiifofff"; /* 'o': an array or None (of the kind below) */
+    static const char pk_none[] = "  f     b   ";
+    for (Py_ssize_t k = 0; k < f->nphase; k++) {
+        PyObject *row = PyTuple_GET_ITEM(phases, k);
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != FP_N) {
+            PyErr_SetString(PyExc_TypeError, "Fast: a phase must be a tuple of 12");
+            return -1;
+        }
+        for (int j = 0; j < FP_N; j++) {
+            PyObject *a = PyTuple_GET_ITEM(row, j);
+            char kind = pk[j];
+            if (kind == 'o') {
+                if (a == Py_None)
+                    continue;
+                kind = pk_none[j];
+            }
+            if (a == Py_None && j >= FP_DELAY)
+                continue;
+            if (arr_get(a, &f->ph[k * FP_N + j], kind) < 0)
+                return -1;
+        }
+    }
+    PyObject *g = PyObject_GetAttrString(ex, "gamma"), *r = g ? PyObject_GetAttrString(ex, "ref") : NULL;
+    f->gamma = g ? PyFloat_AsDouble(g) : -1.0;
+    f->ref = r ? PyLong_AsLongLong(r) : -1;
+    Py_XDECREF(g);
+    Py_XDECREF(r);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static inline Arr *fph(Fast *f, Py_ssize_t k, int j) { return &f->ph[k * FP_N + j]; }
+
+/* bisect.bisect_right(bounds, s) - 1 */
+static Py_ssize_t fast_phase(Fast *f, int64_t s) {
+    Py_ssize_t lo = 0, hi = f->nphase + 1;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (s < f->bounds[mid])
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo - 1;
+}
+
+/* ex.name(*args) with the result dropped: 0, or -1 with an exception set */
+static int fast_call(Fast *f, PyObject *name, const char *fmt, ...) {
+    va_list va;
+    va_start(va, fmt);
+    PyObject *a = Py_VaBuildValue(fmt, va);
+    va_end(va);
+    if (!a)
+        return -1;
+    PyObject *meth = PyObject_GetAttr(f->ex, name), *r = NULL;
+    if (meth) {
+        r = PyTuple_Check(a) ? PyObject_Call(meth, a, NULL) : PyObject_CallOneArg(meth, a);
+        Py_DECREF(meth);
+    }
+    Py_DECREF(a);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* a 2-d float64 or int64 array attribute of the executor (early_count, early_last), opened writable */
+typedef struct {
+    Py_buffer view;
+    int held;
+} Arr2;
+
+static int arr2_open(PyObject *owner, PyObject *name, Arr2 *a, const char *codes) {
+    a->held = 0;
+    PyObject *obj = PyObject_GetAttr(owner, name);
+    if (!obj)
+        return -1;
+    int rc = PyObject_GetBuffer(obj, &a->view, PyBUF_STRIDES | PyBUF_FORMAT | PyBUF_WRITABLE);
+    Py_DECREF(obj);
+    if (rc < 0)
+        return -1;
+    a->held = 1;
+    const char *fmt = a->view.format ? a->view.format : "B";
+    if (a->view.ndim != 2 || a->view.itemsize != 8 || !strchr(codes, fmt[strlen(fmt) - 1])) {
+        PyBuffer_Release(&a->view);
+        a->held = 0;
+        PyErr_SetString(PyExc_TypeError, "Fast: the early arrays must be 2-d float64 / int64");
+        return -1;
+    }
+    return 0;
+}
+
+static inline char *arr2_at(Arr2 *a, int64_t i, int64_t j) {
+    return (char *)a->view.buf + i * a->view.strides[0] + j * a->view.strides[1];
+}
+
+static void arr2_release(Arr2 *a) {
+    if (a->held) {
+        PyBuffer_Release(&a->view);
+        a->held = 0;
+    }
+}
+
+/* _complete_one(r, now): 1 where r starts its next step now, 0 where a timer is set, -1 on error */
+static int fast_complete_one(Fast *f, int64_t r, double now) {
+    double finish = arr_f(&f->last, r);
+    if (f->gamma > 0) {
+        Arr *red = fph(f, fast_phase(f, arr_i(&f->step, r)), FP_RED);
+        finish += f->gamma * arr_f(&f->scale, r) * (red->held ? arr_f(red, r) : 0.0);
+    }
+    if (finish > now)
+        return fast_call(f, s_timer_one, "(dL)", finish, (long long)r) < 0 ? -1 : 0;
+    *arr_ip(&f->step, r) += 1;
+    return 1;
+}
+
+/* call_at(env, when, fire) with fire = partial(fast_fire, f, when): an event triggered and queued as
+ * env.timeout(when - now) queues it */
+static int fast_call_at(Fast *f, PyObject *when_o, double when) {
+    double now;
+    if (attr_f(f->env, s_now, &now) < 0)
+        return -1;
+    if (when - now < 0) {
+        PyErr_Format(PyExc_ValueError, "Negative delay %f", when - now);
+        return -1;
+    }
+    PyObject *event = new_event(f->event_type, f->env), *cbs = NULL, *cb = NULL, *queue = NULL, *eid = NULL;
+    PyObject *id = NULL, *at = NULL, *item = NULL, *r = NULL, *fire = NULL;
+    int rc = -1;
+    if (!event || mark_ok(event, Py_None) < 0 || !(cbs = PyObject_GetAttr(event, s_callbacks)))
+        goto done;
+    fire = PyObject_GetAttrString((PyObject *)f, "fire");
+    if (!fire || !(cb = PyObject_CallFunctionObjArgs(f->partial, fire, when_o, NULL)) || PyList_Append(cbs, cb) < 0)
+        goto done;
+    if (!(queue = PyObject_GetAttr(f->env, s_queue)) || !(eid = PyObject_GetAttr(f->env, s_eid)))
+        goto done;
+    if (!(id = PyIter_Next(eid))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "_ratecore: the event ids ran out");
+        goto done;
+    }
+    if (!(at = PyFloat_FromDouble(now + (when - now))) || !(item = PyTuple_Pack(4, at, f->normal, id, event)) ||
+        !(r = PyObject_CallFunctionObjArgs(f->push, queue, item, NULL)))
+        goto done;
+    rc = 0;
+done:
+    Py_XDECREF(event);
+    Py_XDECREF(cbs);
+    Py_XDECREF(fire);
+    Py_XDECREF(cb);
+    Py_XDECREF(queue);
+    Py_XDECREF(eid);
+    Py_XDECREF(id);
+    Py_XDECREF(at);
+    Py_XDECREF(item);
+    Py_XDECREF(r);
+    return rc;
+}
+
+/* _send_private for one message m of phase k (sender r) at now: _arrive_at(arrival, (r, dst, step, pid,
+ * bytes)) -- batch_at into ex._arrivals -- and ex.private += 1 */
+static int fast_send_private(Fast *f, Py_ssize_t k, int64_t m, int64_t r, double now) {
+    double start = now + arr_f(fph(f, k, FP_DELAY), m), wire = arr_f(fph(f, k, FP_WIRE), m);
+    double when = wire > 0 ? start + wire / arr_f(fph(f, k, FP_RATE), m) : start;
+    PyObject *batch = Py_BuildValue("(LLLLd)", (long long)r, (long long)arr_i(fph(f, k, FP_DST), m),
+                                    (long long)arr_i(&f->step, r), (long long)arr_i(fph(f, k, FP_PID), m),
+                                    arr_f(fph(f, k, FP_NB), m));
+    PyObject *when_o = PyFloat_FromDouble(when), *arrivals = PyObject_GetAttr(f->ex, s_arrivals);
+    int rc = -1;
+    if (batch && when_o && arrivals) {
+        if (!PyDict_CheckExact(arrivals))
+            PyErr_SetString(PyExc_TypeError, "Fast: _arrivals must be a dict");
+        else {
+            int fresh = append_to(arrivals, when_o, batch);
+            rc = fresh < 0 || (fresh && fast_call_at(f, when_o, when) < 0) ? -1 : add_attr(f->ex, s_private, 1);
+        }
+    }
+    Py_XDECREF(batch);
+    Py_XDECREF(when_o);
+    Py_XDECREF(arrivals);
+    return rc;
+}
+
+/* _begin_one(r, now) */
+static int fast_begin_one(Fast *f, int64_t r, double now) {
+    for (;;) {
+        int64_t s = arr_i(&f->step, r);
+        if (s >= f->total)
+            return fast_call(f, s_finished_one, "(d)", now);
+        Arr2 ec, el;
+        if (arr2_open(f->ex, s_early_count, &ec, "lq") < 0)
+            return -1;
+        if (arr2_open(f->ex, s_early_last, &el, "d") < 0) {
+            arr2_release(&ec);
+            return -1;
+        }
+        int64_t window = ec.view.shape[1], slot = s % window;
+        *arr_fp(&f->began, r) = now;
+        double *elp = (double *)arr2_at(&el, r, slot);
+        int64_t *ecp = (int64_t *)arr2_at(&ec, r, slot);
+        double early = *elp;
+        *arr_fp(&f->last, r) = now >= early ? now : early;
+        Py_ssize_t k = fast_phase(f, s);
+        int64_t sends = arr_i(fph(f, k, FP_OUT), r), recvs = arr_i(fph(f, k, FP_IN), r) - *ecp;
+        *ecp = 0;
+        *elp = -INFINITY;
+        arr2_release(&ec);
+        arr2_release(&el);
+        *arr_ip(&f->send_left, r) = sends;
+        *arr_ip(&f->recv_left, r) = recvs;
+        if (sends) {
+            Arr *ptr = fph(f, k, FP_PTR), *priv = fph(f, k, FP_PRIV);
+            int64_t lo = arr_i(ptr, r);
+            int64_t m = sends == 1 && arr_i(ptr, r + 1) - lo == 1 ? arr_i(fph(f, k, FP_ORDER), lo) : -1;
+            int rc = m >= 0 && priv->held && arr_b(priv, m) ? fast_send_private(f, k, m, r, now)
+                                                            : fast_call(f, s_send_of, "(nL)", k, (long long)r);
+            if (rc < 0)
+                return -1;
+        }
+        if (sends || recvs)
+            return 0;
+        int c = fast_complete_one(f, r, now);
+        if (c <= 0)
+            return c;
+    }
+}
+
+/* _one_done(src, dst, fstep, now) */
+static int fast_one_done(Fast *f, int64_t src, int64_t dst, int64_t fstep, double now) {
+    *arr_ip(&f->send_left, src) -= 1;
+    *arr_fp(&f->last, src) = now;
+    int64_t touched[2] = {src, dst};
+    int n = 1;
+    if (arr_i(&f->step, dst) == fstep) {
+        *arr_ip(&f->recv_left, dst) -= 1;
+        *arr_fp(&f->last, dst) = now;
+        if (dst != src)
+            n = 2;
+    } else if (fast_call(f, s_early_one, "(LLd)", (long long)dst, (long long)fstep, now) < 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        int64_t r = touched[i];
+        if (arr_i(&f->send_left, r) == 0 && arr_i(&f->recv_left, r) == 0) {
+            int c = fast_complete_one(f, r, now);
+            if (c < 0 || (c && fast_begin_one(f, r, now) < 0))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int fast_index(Fast *f, PyObject *o, int64_t *out) {
+    long long v = PyLong_AsLongLong(o);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < 0 || v >= f->step.n) {
+        PyErr_SetString(PyExc_IndexError, "Fast: endpoint out of range");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static PyObject *Fast_one_done(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t src, dst;
+    if (!nargs_ok(nargs, 4, "one_done(src, dst, fstep, now)") || fast_index(f, args[0], &src) < 0 ||
+        fast_index(f, args[1], &dst) < 0)
+        return NULL;
+    long long fstep = PyLong_AsLongLong(args[2]);
+    double now = PyFloat_AsDouble(args[3]);
+    if (PyErr_Occurred() || fast_one_done(f, src, dst, fstep, now) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Fast_begin_one(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t r;
+    if (!nargs_ok(nargs, 2, "begin_one(r, now)") || fast_index(f, args[0], &r) < 0)
+        return NULL;
+    double now = PyFloat_AsDouble(args[1]);
+    if (PyErr_Occurred() || fast_begin_one(f, r, now) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* _arrived(when): the private messages due at ``when`` have arrived; a lone one (a bucket of one batch of
+ * ints) is counted here (net.account_one, _one_done), others by ex._arrived_many; then _after's check */
+static PyObject *Fast_arrived(Fast *f, PyObject *when) {
+    PyObject *arrivals = PyObject_GetAttr(f->ex, s_arrivals);
+    if (!arrivals)
+        return NULL;
+    if (!PyDict_CheckExact(arrivals)) {
+        Py_DECREF(arrivals);
+        PyErr_SetString(PyExc_TypeError, "Fast: _arrivals must be a dict");
+        return NULL;
+    }
+    PyObject *bucket = PyDict_GetItemWithError(arrivals, when);
+    if (!bucket) {
+        Py_DECREF(arrivals);
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE; /* moved by an extrapolation */
+    }
+    Py_INCREF(bucket);
+    int rc = PyDict_DelItem(arrivals, when);
+    Py_DECREF(arrivals);
+    double now;
+    if (rc < 0 || attr_f(f->env, s_now, &now) < 0)
+        goto fail;
+    PyObject *first = PyList_CheckExact(bucket) && PyList_GET_SIZE(bucket) == 1 ? PyList_GET_ITEM(bucket, 0) : NULL;
+    if (first && PyTuple_CheckExact(first) && PyTuple_GET_SIZE(first) == 5 && PyLong_CheckExact(PyTuple_GET_ITEM(first, 0))) {
+        int64_t src, dst;
+        if (fast_index(f, PyTuple_GET_ITEM(first, 0), &src) < 0 || fast_index(f, PyTuple_GET_ITEM(first, 1), &dst) < 0)
+            goto fail;
+        long long fstep = PyLong_AsLongLong(PyTuple_GET_ITEM(first, 2));
+        PyObject *pid_o = PyTuple_GET_ITEM(first, 3), *nb_o = PyTuple_GET_ITEM(first, 4);
+        long long pid = PyLong_AsLongLong(pid_o);
+        double nb = PyFloat_AsDouble(nb_o);
+        if (PyErr_Occurred())
+            goto fail;
+        /* net.account_one(pid, nbytes) */
+        PyObject *net = PyObject_GetAttrString(f->ex, "net"), *pb = net ? PyObject_GetAttr(net, s_path_bytes) : NULL;
+        Arr a;
+        a.held = 0;
+        int ok = pb && arr_open(pb, &a, 'f', 1) == 0;
+        if (ok && pid >= 0 && pid < a.n) {
+            *arr_fp(&a, pid) += nb;
+            ok = add_attr(net, s_flows, 1) == 0;
+        } else if (ok) {
+            PyObject *r = PyObject_CallMethodObjArgs(net, s_net_account_one, pid_o, nb_o, NULL);
+            ok = r != NULL;
+            Py_XDECREF(r);
+        }
+        arr_release(&a);
+        Py_XDECREF(pb);
+        Py_XDECREF(net);
+        if (!ok || fast_one_done(f, src, dst, fstep, now) < 0)
+            goto fail;
+    } else if (fast_call(f, s_arrived_many, "(Od)", bucket, now) < 0)
+        goto fail;
+    Py_DECREF(bucket);
+    /* if self.extrapolate: self._after() (whose first test, the reference's step unchanged, is made here) */
+    PyObject *ext = PyObject_GetAttr(f->ex, s_extrapolate);
+    if (!ext)
+        return NULL;
+    int on = PyObject_IsTrue(ext);
+    Py_DECREF(ext);
+    if (on < 0)
+        return NULL;
+    if (on) {
+        PyObject *seen = PyObject_GetAttr(f->ex, s_seen0);
+        long long s0 = seen ? PyLong_AsLongLong(seen) : -1;
+        Py_XDECREF(seen);
+        if (PyErr_Occurred())
+            return NULL;
+        if (s0 != arr_i(&f->step, f->ref) && fast_call(f, s_after, "()") < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(bucket);
+    return NULL;
+}
+
+/* fire(when, event): the callback of an arrival's event (see fast_call_at) */
+static PyObject *Fast_fire(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "fire(when, event)"))
+        return NULL;
+    return Fast_arrived(f, args[0]);
+}
+
+static PyMethodDef Fast_methods[] = {
+    {"arrived", (PyCFunction)Fast_arrived, METH_O, "arrived(when): FastExecutor._arrived"},
+    {"fire", (PyCFunction)(void (*)(void))Fast_fire, METH_FASTCALL, "fire(when, event): arrived(when)"},
+    {"one_done", (PyCFunction)(void (*)(void))Fast_one_done, METH_FASTCALL,
+     "one_done(src, dst, fstep, now): FastExecutor._one_done"},
+    {"begin_one", (PyCFunction)(void (*)(void))Fast_begin_one, METH_FASTCALL,
+     "begin_one(r, now): FastExecutor._begin_one"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject FastType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore.Fast",
+    .tp_basicsize = sizeof(Fast),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "FastExecutor's per-message lines: Fast(ex, env, event_type, push, normal, partial, bounds, phases)",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Fast_init,
+    .tp_dealloc = (destructor)Fast_dealloc,
+    .tp_traverse = (traverseproc)Fast_traverse,
+    .tp_clear = (inquiry)Fast_clear,
+    .tp_methods = Fast_methods,
+};
+
 #define FASTCALL(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
 /* ------------------------------------------------------------------ bulk routes (sim/bulkroute.py) */
@@ -2959,7 +3501,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__ratecore(void) {
-    if (PyType_Ready(&CoreType) < 0)
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&FastType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
@@ -2967,6 +3509,12 @@ PyMODINIT_FUNC PyInit__ratecore(void) {
     Py_INCREF(&CoreType);
     if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) {
         Py_DECREF(&CoreType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&FastType);
+    if (PyModule_AddObject(m, "Fast", (PyObject *)&FastType) < 0) {
+        Py_DECREF(&FastType);
         Py_DECREF(m);
         return NULL;
     }

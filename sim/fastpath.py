@@ -23,24 +23,30 @@ and require the same times to 1e-9.
 from __future__ import annotations
 
 import bisect
+import functools
+import heapq
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import simpy
+from simpy.events import NORMAL, Event
 
 from ._arrays import distinct
 from .maxplus import contention_free, run_maxplus
 from .network import Network, batch_at, call_at
 from .program import Step, StepProgram
-from .rates import gather_arcs
+from .rates import _CORE, gather_arcs
 
 __all__ = ["FastExecutor", "Step", "StepProgram", "run_program"]
 
 _MAX_PERIOD = 8  # steady states that repeat every 1..8 steps are recognised
 _FEW = 8  # messages arriving together up to this many are counted in plain Python (_few_done)
 _FINISHED = -(1 << 62)  # a finished endpoint's step in a snapshot (no live endpoint's relative step)
+#: the per-message lines (_arrived, _one_done, _begin_one) in the compiled core where it is built (see
+#: FastExecutor._bind_core); tests turn it off to compare
+_FAST_CORE = True
 
 
 class FastExecutor:
@@ -119,6 +125,7 @@ class FastExecutor:
         #: private messages in flight, by arrival time: [(src, dst, step, path, bytes), ...]
         self._arrivals: dict[float, list[tuple[Any, ...]]] = {}
         self.private = 0  # messages that took the private path
+        self._core: Any = None  # sim._ratecore.Fast where the compiled core runs the per-message lines
         if alone:
             net.after_wake.append(self._after)
 
@@ -134,6 +141,7 @@ class FastExecutor:
             return
         if self.alone and not self.net.cluster.message_model.shares:
             self._private_of = self._private_masks()
+            self._bind_core()
         # an endpoint without a message in any step (a rank whose channels act for it, or one a
         # symmetric run leaves out) goes through its steps at once and touches no one: finished now
         busy = np.zeros(self.program.endpoints, dtype=bool)
@@ -232,16 +240,14 @@ class FastExecutor:
         while True:
             s = int(self.step[r])
             if s >= self.total:
-                self.finished += 1
-                self.end_time = max(self.end_time, now)
-                if self.finished == self.program.endpoints:
-                    self.done.succeed(now)
+                self._finished_one(now)
                 return
             slot = s % self.window
             self.began[r] = now
             early_last = float(self.early_last[r, slot])
             self.last[r] = now if now >= early_last else early_last
-            step = self.steps[bisect.bisect_right(self._bounds, s) - 1]
+            k = bisect.bisect_right(self._bounds, s) - 1
+            step = self.steps[k]
             sends = int(step.out_count[r])
             recvs = int(step.in_count[r]) - int(self.early_count[r, slot])
             self.early_count[r, slot] = 0
@@ -249,7 +255,7 @@ class FastExecutor:
             self.send_left[r] = sends
             self.recv_left[r] = recvs
             if sends:
-                self._send(step, step.sends_of(r))
+                self._send_of(k, r)
             if sends or recvs or not self._complete_one(r, now):
                 return
 
@@ -260,10 +266,58 @@ class FastExecutor:
             step = self.steps[bisect.bisect_right(self._bounds, int(self.step[r])) - 1]
             finish += self.gamma * float(self.scale[r]) * float(step.reduce_at[r])
         if finish > now:
-            self._timer(finish, np.array([r], dtype=np.int64))
+            self._timer_one(finish, r)
             return False
         self.step[r] += 1
         return True
+
+    def _finished_one(self, now: float) -> None:
+        """An endpoint has gone through its last step at ``now``."""
+        self.finished += 1
+        self.end_time = max(self.end_time, now)
+        if self.finished == self.program.endpoints:
+            self.done.succeed(now)
+
+    def _send_of(self, k: int, r: int) -> None:
+        """Rank ``r`` sends its messages of phase ``k``'s step."""
+        step = self.steps[k]
+        self._send(step, step.sends_of(r))
+
+    def _timer_one(self, finish: float, r: int) -> None:
+        self._timer(finish, np.array([r], dtype=np.int64))
+
+    def _early_one(self, dst: int, fstep: int, now: float) -> None:
+        self._early(np.array([dst]), np.array([fstep]), now)
+
+    def _bind_core(self) -> None:
+        """Hand the per-message lines -- :meth:`_arrived` for a lone private message, :meth:`_one_done`,
+        :meth:`_begin_one` with :meth:`_complete_one` and a lone private send -- to the compiled core
+        (``sim._ratecore.Fast``, the same operations on these arrays in the same order; anything else it
+        hands back to the lines here). Only once :meth:`_private_masks` has interned every step's routes."""
+        if _CORE is None or not _FAST_CORE:
+            return
+        net = self.net
+        phases = []
+        for step in self.steps:
+            pids = step.pids(net)
+            private = self._private_of.get(id(step))
+            delay = wire = rate = None
+            if private is not None:  # _send_private's arithmetic, per message of the step
+                delay, wire = net.cluster.message_model.many(pids, step.src, step.nbytes)
+                rate = net.cluster.paths.bottleneck[pids]
+                if step.bound is not None:
+                    rate = np.minimum(rate, step.bound)
+            reduce_at = step.reduce_at if self.gamma > 0 else None
+            phases.append(
+                (step.out_count, step.in_count, reduce_at, step._ptr, step._order, step.dst, pids, step.nbytes)
+                + (private, delay, wire, rate)
+            )
+        bounds = np.asarray(self.bounds, dtype=np.int64)
+        core = _CORE.Fast(self, self.env, Event, heapq.heappush, NORMAL, functools.partial, bounds, tuple(phases))
+        self._core = core
+        self._arrived = core.arrived  # type: ignore[method-assign]
+        self._one_done = core.one_done  # type: ignore[method-assign]
+        self._begin_one = core.begin_one  # type: ignore[method-assign]
 
     def _launch(self, step: Step, group: np.ndarray) -> None:
         self.send_left[group] += step.out_count[group]
@@ -407,13 +461,17 @@ class FastExecutor:
             self.net.account_one(pid1, nbytes1)
             self._one_done(src1, dst1, fstep1, now)
         else:
-            src, dst, fstep, pids, nbytes = (
-                np.concatenate([np.atleast_1d(p) for p in parts]) for parts in zip(*bucket, strict=True)
-            )
-            self.net.account(pids, nbytes, len(pids))
-            self._done(src, dst, fstep, now)
+            self._arrived_many(bucket, now)
         if self.extrapolate:
             self._after()
+
+    def _arrived_many(self, bucket: list[tuple[Any, ...]], now: float) -> None:
+        """:meth:`_arrived` for a bucket other than one lone message."""
+        src, dst, fstep, pids, nbytes = (
+            np.concatenate([np.atleast_1d(p) for p in parts]) for parts in zip(*bucket, strict=True)
+        )
+        self.net.account(pids, nbytes, len(pids))
+        self._done(src, dst, fstep, now)
 
     def _in_flight_private(self) -> tuple[np.ndarray, ...]:
         """(arrival, src, step, path) of the private messages in flight."""
@@ -541,7 +599,7 @@ class FastExecutor:
             if dst != src:
                 touched.append(dst)
         else:  # the receiver has not reached this step (or is still reducing the previous one)
-            self._early(np.array([dst]), np.array([fstep]), now)
+            self._early_one(dst, fstep, now)
         for r in touched:
             if send_left[r] == 0 and recv_left[r] == 0 and self._complete_one(r, now):
                 self._begin_one(r, now)
