@@ -2778,7 +2778,7 @@ static PyObject *py_run_callbacks(PyObject *self, PyObject *const *args, Py_ssiz
  * dst, pids, nbytes, private or None, delay, wire, rate): ``delay``, ``wire`` and ``rate`` are the message
  * model's start delay, wire bytes and the narrowest capacity (or bound) of the phase's messages. */
 
-enum { FP_OUT, FP_IN, FP_RED, FP_PTR, FP_ORDER, FP_DST, FP_PID, FP_NB, FP_PRIV, FP_DELAY, FP_WIRE, FP_RATE, FP_N };
+enum { FP_OUT, FP_IN, FP_RED, FP_PTR, FP_ORDER, FP_DST, FP_PID, FP_NB, FP_PRIV, FP_DELAY, FP_WIRE, FP_RATE, FP_SRC, FP_N };
 
 typedef struct {
     PyObject_HEAD
@@ -2791,8 +2791,9 @@ typedef struct {
     double gamma;
 } Fast;
 
-static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_private, *s_seen0, *s_extrapolate, *s_send_of,
-    *s_early_one, *s_timer_one, *s_finished_one, *s_arrived_many, *s_after, *s_path_bytes, *s_net_account_one;
+static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_private, *s_seen0, *s_extrapolate, *s_early_one,
+    *s_timer_one, *s_finished_one, *s_after, *s_path_bytes, *s_net_account_one, *s_net_account, *s_launch_flows,
+    *s_launch_flow_one, *s_early_many;
 
 static int fast_strings(void) {
     if (s_arrivals)
@@ -2807,11 +2808,13 @@ static int fast_strings(void) {
     INTERN(s_private, "private");
     INTERN(s_seen0, "_seen0");
     INTERN(s_extrapolate, "extrapolate");
-    INTERN(s_send_of, "_send_of");
+    INTERN(s_launch_flows, "_launch_flows");
+    INTERN(s_launch_flow_one, "_launch_flow_one");
+    INTERN(s_early_many, "_early_many");
+    INTERN(s_net_account, "account");
     INTERN(s_early_one, "_early_one");
     INTERN(s_timer_one, "_timer_one");
     INTERN(s_finished_one, "_finished_one");
-    INTERN(s_arrived_many, "_arrived_many");
     INTERN(s_after, "_after");
     INTERN(s_path_bytes, "_path_bytes");
     INTERN(s_net_account_one, "account_one");
@@ -2916,12 +2919,12 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
         f->bounds[i] = arr_i(&b, i);
     arr_release(&b);
     f->total = f->bounds[f->nphase];
-    static const char pk[] = "iioiiiifofff"; /* 'o': an array or None (of the kind below) */
-    static const char pk_none[] = "  f     b   ";
+    static const char pk[] = "iioiiiifofffi"; /* 'o': an array or None (of the kind below) */
+    static const char pk_none[] = "  f     b    ";
     for (Py_ssize_t k = 0; k < f->nphase; k++) {
         PyObject *row = PyTuple_GET_ITEM(phases, k);
         if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != FP_N) {
-            PyErr_SetString(PyExc_TypeError, "Fast: a phase must be a tuple of 12");
+            PyErr_SetString(PyExc_TypeError, "Fast: a phase must be a tuple of 13");
             return -1;
         }
         for (int j = 0; j < FP_N; j++) {
@@ -2932,7 +2935,7 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
                     continue;
                 kind = pk_none[j];
             }
-            if (a == Py_None && j >= FP_DELAY)
+            if (a == Py_None && j >= FP_DELAY && j <= FP_RATE)
                 continue;
             if (arr_get(a, &f->ph[k * FP_N + j], kind) < 0)
                 return -1;
@@ -3096,6 +3099,8 @@ static int fast_send_private(Fast *f, Py_ssize_t k, int64_t m, int64_t r, double
     return rc;
 }
 
+static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, double now);
+
 /* _begin_one(r, now) */
 static int fast_begin_one(Fast *f, int64_t r, double now) {
     for (;;) {
@@ -3123,12 +3128,18 @@ static int fast_begin_one(Fast *f, int64_t r, double now) {
         arr2_release(&el);
         *arr_ip(&f->send_left, r) = sends;
         *arr_ip(&f->recv_left, r) = recvs;
-        if (sends) {
-            Arr *ptr = fph(f, k, FP_PTR), *priv = fph(f, k, FP_PRIV);
-            int64_t lo = arr_i(ptr, r);
-            int64_t m = sends == 1 && arr_i(ptr, r + 1) - lo == 1 ? arr_i(fph(f, k, FP_ORDER), lo) : -1;
-            int rc = m >= 0 && priv->held && arr_b(priv, m) ? fast_send_private(f, k, m, r, now)
-                                                            : fast_call(f, s_send_of, "(nL)", k, (long long)r);
+        if (sends) { /* _send(step, step.sends_of(r)) */
+            Arr *ptr = fph(f, k, FP_PTR), *order = fph(f, k, FP_ORDER);
+            int64_t lo = arr_i(ptr, r), hi = arr_i(ptr, r + 1);
+            int64_t *msgs = malloc(sizeof(int64_t) * (size_t)(hi > lo ? hi - lo : 1));
+            if (!msgs) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            for (int64_t j = lo; j < hi; j++)
+                msgs[j - lo] = arr_i(order, j);
+            int rc = hi > lo ? fast_send(f, k, msgs, hi - lo, now) : 0;
+            free(msgs);
             if (rc < 0)
                 return -1;
         }
@@ -3138,6 +3149,342 @@ static int fast_begin_one(Fast *f, int64_t r, double now) {
         if (c <= 0)
             return c;
     }
+}
+
+/* ---- several messages or ranks at once: _done, _complete, _begin, _launch, _send, _send_private */
+
+typedef struct {
+    int64_t *v;
+    Py_ssize_t n, cap;
+} LList;
+
+static int ll_push(LList *l, int64_t x) {
+    if (l->n == l->cap) {
+        Py_ssize_t cap = l->cap ? 2 * l->cap : 16;
+        int64_t *v = realloc(l->v, (size_t)cap * sizeof(int64_t));
+        if (!v) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = x;
+    return 0;
+}
+
+static int cmp_i64(const void *x, const void *y) {
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+static PyObject *ll_list(const int64_t *v, Py_ssize_t n) {
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out && i < n; i++) {
+        PyObject *x = PyLong_FromLongLong(v[i]);
+        if (!x) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, x);
+    }
+    return out;
+}
+
+static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now);
+
+/* _send_private(step, msgs) for several messages of phase k, all private: one batch of lists (src, dst,
+ * step, path, bytes) per distinct arrival time, in ascending order */
+static int fast_send_private_many(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, double now) {
+    double *when = malloc(sizeof(double) * (size_t)n), *uniq = malloc(sizeof(double) * (size_t)n);
+    PyObject *arrivals = NULL;
+    int rc = -1;
+    if (!when || !uniq) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t nu = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t m = msgs[i];
+        double start = now + arr_f(fph(f, k, FP_DELAY), m), wire = arr_f(fph(f, k, FP_WIRE), m);
+        double w = when[i] = wire > 0 ? start + wire / arr_f(fph(f, k, FP_RATE), m) : start;
+        Py_ssize_t j = 0; /* np.unique: ascending, distinct (an insertion: few distinct times) */
+        while (j < nu && uniq[j] < w)
+            j++;
+        if (j < nu && uniq[j] == w)
+            continue;
+        memmove(uniq + j + 1, uniq + j, sizeof(double) * (size_t)(nu - j));
+        uniq[j] = w;
+        nu++;
+    }
+    if (!(arrivals = PyObject_GetAttr(f->ex, s_arrivals)))
+        goto done;
+    if (!PyDict_CheckExact(arrivals)) {
+        PyErr_SetString(PyExc_TypeError, "Fast: _arrivals must be a dict");
+        goto done;
+    }
+    Arr *src = fph(f, k, FP_SRC), *dst = fph(f, k, FP_DST), *pid = fph(f, k, FP_PID), *nb = fph(f, k, FP_NB);
+    for (Py_ssize_t u = 0; u < nu; u++) {
+        PyObject *batch = PyTuple_New(5);
+        int ok = batch != NULL;
+        for (int j = 0; ok && j < 5; j++) {
+            PyObject *l = PyList_New(0);
+            ok = l != NULL;
+            if (ok)
+                PyTuple_SET_ITEM(batch, j, l);
+        }
+        for (Py_ssize_t i = 0; ok && i < n; i++) {
+            if (when[i] != uniq[u])
+                continue;
+            int64_t m = msgs[i], r = arr_i(src, m);
+            PyObject *v[5] = {PyLong_FromLongLong(r), PyLong_FromLongLong(arr_i(dst, m)),
+                              PyLong_FromLongLong(arr_i(&f->step, r)), PyLong_FromLongLong(arr_i(pid, m)),
+                              PyFloat_FromDouble(arr_f(nb, m))};
+            for (int j = 0; j < 5; j++) {
+                ok = ok && v[j] && PyList_Append(PyTuple_GET_ITEM(batch, j), v[j]) == 0;
+                Py_XDECREF(v[j]);
+            }
+        }
+        PyObject *when_o = ok ? PyFloat_FromDouble(uniq[u]) : NULL;
+        int fresh = when_o ? append_to(arrivals, when_o, batch) : -1;
+        ok = fresh >= 0 && !(fresh && fast_call_at(f, when_o, uniq[u]) < 0);
+        Py_XDECREF(when_o);
+        Py_XDECREF(batch);
+        if (!ok)
+            goto done;
+    }
+    rc = add_attr(f->ex, s_private, (long)n);
+done:
+    free(when);
+    free(uniq);
+    Py_XDECREF(arrivals);
+    return rc;
+}
+
+/* _send(step, msgs) for phase k: a lone message as _send_one, several split into the private ones (sent
+ * first) and the rest, launched as flows by the executor's Python lines */
+static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, double now) {
+    Arr *priv = fph(f, k, FP_PRIV);
+    if (n == 1) {
+        if (priv->held && arr_b(priv, msgs[0]))
+            return fast_send_private(f, k, msgs[0], arr_i(fph(f, k, FP_SRC), msgs[0]), now);
+        return fast_call(f, s_launch_flow_one, "(nL)", k, (long long)msgs[0]);
+    }
+    if (!priv->held) {
+        PyObject *l = ll_list(msgs, n);
+        return l ? fast_call(f, s_launch_flows, "(nN)", k, l) : -1;
+    }
+    int64_t *mine = malloc(sizeof(int64_t) * (size_t)n * 2);
+    if (!mine) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int64_t *rest = mine + n;
+    Py_ssize_t a = 0, b = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (arr_b(priv, msgs[i]))
+            mine[a++] = msgs[i];
+        else
+            rest[b++] = msgs[i];
+    }
+    int rc = 0;
+    if (a == 1)
+        rc = fast_send_private(f, k, mine[0], arr_i(fph(f, k, FP_SRC), mine[0]), now);
+    else if (a > 1)
+        rc = fast_send_private_many(f, k, mine, a, now);
+    if (rc == 0 && b) {
+        PyObject *l = ll_list(rest, b);
+        rc = l ? fast_call(f, s_launch_flows, "(nN)", k, l) : -1;
+    }
+    free(mine);
+    return rc;
+}
+
+/* _launch(step_k, group): the counts, then step.sent_by(group) (sends_of for one) sent */
+static int fast_launch(Fast *f, Py_ssize_t k, const int64_t *group, Py_ssize_t g, double now) {
+    Arr *out = fph(f, k, FP_OUT), *in = fph(f, k, FP_IN), *ptr = fph(f, k, FP_PTR), *order = fph(f, k, FP_ORDER);
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < g; i++) {
+        int64_t r = group[i];
+        *arr_ip(&f->send_left, r) += arr_i(out, r);
+        *arr_ip(&f->recv_left, r) += arr_i(in, r);
+        total += arr_i(ptr, r + 1) - arr_i(ptr, r);
+    }
+    Py_ssize_t endpoints = ptr->n - 1, nmsg = arr_i(ptr, endpoints);
+    if (g > 1 && g == endpoints)
+        total = nmsg;
+    if (!total)
+        return 0;
+    int64_t *msgs = malloc(sizeof(int64_t) * (size_t)total);
+    if (!msgs) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t n = 0;
+    if (g > 1 && g == endpoints) /* sent_by: np.arange(len(src)) */
+        for (; n < total; n++)
+            msgs[n] = n;
+    else
+        for (Py_ssize_t i = 0; i < g; i++)
+            for (int64_t j = arr_i(ptr, group[i]); j < arr_i(ptr, group[i] + 1); j++)
+                msgs[n++] = arr_i(order, j);
+    int rc = fast_send(f, k, msgs, n, now);
+    free(msgs);
+    return rc;
+}
+
+/* _complete(ranks, now): the ranks whose reduction is over now move on (into ``go``, in order); timers for
+ * the others */
+static int fast_complete(Fast *f, const int64_t *ranks, Py_ssize_t n, double now, LList *go) {
+    go->n = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int c = fast_complete_one(f, ranks[i], now);
+        if (c < 0 || (c && ll_push(go, ranks[i]) < 0))
+            return -1;
+    }
+    return 0;
+}
+
+/* _begin(ranks, now): the ranks (distinct) start their current steps, in rounds as long as some finish
+ * a step at once */
+static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now) {
+    if (n0 == 1)
+        return fast_begin_one(f, ranks0[0], now);
+    LList cur = {0}, next = {0}, group = {0};
+    Py_ssize_t *phase = NULL;
+    int rc = -1;
+    for (Py_ssize_t i = 0; i < n0; i++)
+        if (ll_push(&cur, ranks0[i]) < 0)
+            goto done;
+    while (cur.n) {
+        Py_ssize_t live = 0;
+        for (Py_ssize_t i = 0; i < cur.n; i++) {
+            if (arr_i(&f->step, cur.v[i]) >= f->total) {
+                if (fast_call(f, s_finished_one, "(d)", now) < 0)
+                    goto done;
+            } else
+                cur.v[live++] = cur.v[i];
+        }
+        cur.n = live;
+        if (!live)
+            break;
+        Arr2 ec, el;
+        if (arr2_open(f->ex, s_early_count, &ec, "lq") < 0)
+            goto done;
+        if (arr2_open(f->ex, s_early_last, &el, "d") < 0) {
+            arr2_release(&ec);
+            goto done;
+        }
+        int64_t window = ec.view.shape[1];
+        free(phase);
+        phase = malloc(sizeof(Py_ssize_t) * (size_t)live);
+        if (!phase) {
+            arr2_release(&ec);
+            arr2_release(&el);
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_ssize_t lo = f->nphase, hi = -1;
+        for (Py_ssize_t i = 0; i < live; i++) {
+            int64_t r = cur.v[i], s = arr_i(&f->step, r), slot = s % window;
+            *arr_fp(&f->began, r) = now;
+            *arr_ip(&f->send_left, r) = 0;
+            int64_t *ecp = (int64_t *)arr2_at(&ec, r, slot);
+            double *elp = (double *)arr2_at(&el, r, slot);
+            *arr_ip(&f->recv_left, r) = -*ecp;
+            *arr_fp(&f->last, r) = now >= *elp ? now : *elp;
+            *ecp = 0;
+            *elp = -INFINITY;
+            Py_ssize_t k = phase[i] = fast_phase(f, s);
+            lo = k < lo ? k : lo;
+            hi = k > hi ? k : hi;
+        }
+        arr2_release(&ec);
+        arr2_release(&el);
+        for (Py_ssize_t k = lo; k <= hi; k++) {
+            group.n = 0;
+            for (Py_ssize_t i = 0; i < live; i++)
+                if (phase[i] == k && ll_push(&group, cur.v[i]) < 0)
+                    goto done;
+            if (group.n && fast_launch(f, k, group.v, group.n, now) < 0)
+                goto done;
+        }
+        group.n = 0;
+        for (Py_ssize_t i = 0; i < live; i++) {
+            int64_t r = cur.v[i];
+            if (arr_i(&f->send_left, r) == 0 && arr_i(&f->recv_left, r) == 0 && ll_push(&group, r) < 0)
+                goto done;
+        }
+        if (fast_complete(f, group.v, group.n, now, &next) < 0)
+            goto done;
+        LList t = cur;
+        cur = next;
+        next = t;
+        if (cur.n == 1) { /* _begin of one rank: _begin_one */
+            rc = fast_begin_one(f, cur.v[0], now);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    free(phase);
+    free(cur.v);
+    free(next.v);
+    free(group.v);
+    return rc;
+}
+
+/* _done(src, dst, fstep, now) for n messages (n != 1 or not a lone private one) */
+static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int64_t *fstep, Py_ssize_t n, double now) {
+    LList touched = {0}, early_d = {0}, early_s = {0}, ready = {0}, go = {0};
+    int rc = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        *arr_ip(&f->send_left, src[i]) -= 1;
+        *arr_fp(&f->last, src[i]) = now;
+        if (ll_push(&touched, src[i]) < 0)
+            goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (arr_i(&f->step, dst[i]) == fstep[i]) {
+            if (ll_push(&touched, dst[i]) < 0)
+                goto done;
+        } else if (ll_push(&early_d, dst[i]) < 0 || ll_push(&early_s, fstep[i]) < 0)
+            goto done;
+    }
+    if (early_d.n) {
+        PyObject *d = ll_list(early_d.v, early_d.n), *s = d ? ll_list(early_s.v, early_s.n) : NULL;
+        if (!s) {
+            Py_XDECREF(d);
+            goto done;
+        }
+        if (fast_call(f, s_early_many, "(NNd)", d, s, now) < 0)
+            goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (arr_i(&f->step, dst[i]) == fstep[i]) { /* (the early ones left their receivers' steps as they were) */
+            *arr_ip(&f->recv_left, dst[i]) -= 1;
+            *arr_fp(&f->last, dst[i]) = now;
+        }
+    }
+    if (touched.n)
+        qsort(touched.v, (size_t)touched.n, sizeof(int64_t), cmp_i64);
+    for (Py_ssize_t i = 0; i < touched.n; i++) {
+        int64_t r = touched.v[i];
+        if ((i && r == touched.v[i - 1]) || arr_i(&f->send_left, r) != 0 || arr_i(&f->recv_left, r) != 0)
+            continue;
+        if (ll_push(&ready, r) < 0)
+            goto done;
+    }
+    if (fast_complete(f, ready.v, ready.n, now, &go) < 0 || (go.n && fast_begin(f, go.v, go.n, now) < 0))
+        goto done;
+    rc = 0;
+done:
+    free(touched.v);
+    free(early_d.v);
+    free(early_s.v);
+    free(ready.v);
+    free(go.v);
+    return rc;
 }
 
 /* _one_done(src, dst, fstep, now) */
@@ -3162,6 +3509,175 @@ static int fast_one_done(Fast *f, int64_t src, int64_t dst, int64_t fstep, doubl
         }
     }
     return 0;
+}
+
+/* the values of ``obj`` -- an int or a float, a list of them, or a 1-d array -- appended to ``ints`` (as
+ * int64) or, where ``ints`` is NULL, to ``flts`` (as doubles, in an LList's storage) */
+static int fast_values(PyObject *obj, LList *ints, LList *flts) {
+    if (PyLong_Check(obj) || PyFloat_Check(obj) || PyList_CheckExact(obj)) {
+        Py_ssize_t n = PyList_CheckExact(obj) ? PyList_GET_SIZE(obj) : 1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *x = PyList_CheckExact(obj) ? PyList_GET_ITEM(obj, i) : obj;
+            if (ints) {
+                long long v = PyLong_AsLongLong(x);
+                if ((v == -1 && PyErr_Occurred()) || ll_push(ints, v) < 0)
+                    return -1;
+            } else {
+                double d = PyFloat_AsDouble(x);
+                int64_t bits;
+                memcpy(&bits, &d, sizeof bits);
+                if ((d == -1.0 && PyErr_Occurred()) || ll_push(flts, bits) < 0)
+                    return -1;
+            }
+        }
+        return 0;
+    }
+    Arr a;
+    if (arr_get(obj, &a, ints ? 'i' : 'f') < 0)
+        return -1;
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < a.n; i++) {
+        if (ints)
+            rc = ll_push(ints, arr_i(&a, i));
+        else {
+            double d = arr_f(&a, i);
+            int64_t bits;
+            memcpy(&bits, &d, sizeof bits);
+            rc = ll_push(flts, bits);
+        }
+    }
+    arr_release(&a);
+    return rc;
+}
+
+/* _arrived's other branch (_arrived_many): the bucket's batches concatenated, net.account(pids, nbytes,
+ * count) (np.add.at: in order), then _done */
+static int fast_arrived_many(Fast *f, PyObject *bucket, double now) {
+    LList col[5] = {{0}};
+    int rc = -1;
+    PyObject *net = NULL, *cl = NULL, *paths = NULL, *count = NULL, *pb = NULL;
+    if (!PyList_Check(bucket)) {
+        PyErr_SetString(PyExc_TypeError, "Fast: a bucket must be a list");
+        return -1;
+    }
+    for (Py_ssize_t b = 0; b < PyList_GET_SIZE(bucket); b++) {
+        PyObject *batch = PyList_GET_ITEM(bucket, b);
+        if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != 5) {
+            PyErr_SetString(PyExc_TypeError, "Fast: a batch must be (src, dst, step, path, bytes)");
+            goto done;
+        }
+        for (int j = 0; j < 5; j++)
+            if (fast_values(PyTuple_GET_ITEM(batch, j), j < 4 ? &col[j] : NULL, &col[4]) < 0)
+                goto done;
+    }
+    Py_ssize_t n = col[0].n;
+    for (int j = 1; j < 5; j++)
+        if (col[j].n != n) {
+            PyErr_SetString(PyExc_ValueError, "Fast: a batch's columns differ in length");
+            goto done;
+        }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (col[0].v[i] < 0 || col[0].v[i] >= f->step.n || col[1].v[i] < 0 || col[1].v[i] >= f->step.n) {
+            PyErr_SetString(PyExc_IndexError, "Fast: endpoint out of range");
+            goto done;
+        }
+    if (!(net = PyObject_GetAttrString(f->ex, "net")) || !(cl = PyObject_GetAttrString(net, "cluster")) ||
+        !(paths = PyObject_GetAttrString(cl, "paths")) || !(count = PyObject_GetAttrString(paths, "count")) ||
+        !(pb = PyObject_GetAttr(net, s_path_bytes)))
+        goto done;
+    Py_ssize_t need = PyLong_AsSsize_t(count);
+    if (need == -1 && PyErr_Occurred())
+        goto done;
+    Arr a;
+    if (arr_open(pb, &a, 'f', 1) < 0)
+        goto done;
+    int fits = a.n >= need;
+    for (Py_ssize_t i = 0; fits && i < n; i++)
+        fits = col[3].v[i] >= 0 && col[3].v[i] < a.n;
+    if (fits) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double d;
+            memcpy(&d, &col[4].v[i], sizeof d);
+            *arr_fp(&a, col[3].v[i]) += d;
+        }
+        arr_release(&a);
+        if (add_attr(net, s_flows, (long)n) < 0)
+            goto done;
+    } else {
+        arr_release(&a);
+        PyObject *pids = ll_list(col[3].v, n), *nbs = PyList_New(n);
+        for (Py_ssize_t i = 0; nbs && i < n; i++) {
+            double d;
+            memcpy(&d, &col[4].v[i], sizeof d);
+            PyObject *x = PyFloat_FromDouble(d);
+            if (!x) {
+                Py_CLEAR(nbs);
+                break;
+            }
+            PyList_SET_ITEM(nbs, i, x);
+        }
+        PyObject *r = pids && nbs ? PyObject_CallMethod(net, "account", "OOn", pids, nbs, n) : NULL;
+        Py_XDECREF(pids);
+        Py_XDECREF(nbs);
+        if (!r)
+            goto done;
+        Py_DECREF(r);
+    }
+    rc = fast_done(f, col[0].v, col[1].v, col[2].v, n, now);
+done:
+    for (int j = 0; j < 5; j++)
+        free(col[j].v);
+    Py_XDECREF(net);
+    Py_XDECREF(cl);
+    Py_XDECREF(paths);
+    Py_XDECREF(count);
+    Py_XDECREF(pb);
+    return rc;
+}
+
+/* an int array (or list) argument as int64 values in ``out`` */
+static int fast_ranks(Fast *f, PyObject *obj, LList *out) {
+    if (fast_values(obj, out, NULL) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < out->n; i++)
+        if (out->v[i] < 0 || out->v[i] >= f->step.n) {
+            PyErr_SetString(PyExc_IndexError, "Fast: endpoint out of range");
+            return -1;
+        }
+    return 0;
+}
+
+static PyObject *Fast_done(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 4, "done(src, dst, fstep, now)"))
+        return NULL;
+    LList src = {0}, dst = {0}, fstep = {0};
+    double now = PyFloat_AsDouble(args[3]);
+    int ok = !PyErr_Occurred() && fast_ranks(f, args[0], &src) == 0 && fast_ranks(f, args[1], &dst) == 0 &&
+             fast_values(args[2], &fstep, NULL) == 0;
+    if (ok && (src.n != dst.n || src.n != fstep.n)) {
+        PyErr_SetString(PyExc_ValueError, "done: src, dst and fstep differ in length");
+        ok = 0;
+    }
+    ok = ok && fast_done(f, src.v, dst.v, fstep.v, src.n, now) == 0;
+    free(src.v);
+    free(dst.v);
+    free(fstep.v);
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Fast_begin(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "begin(ranks, now)"))
+        return NULL;
+    LList ranks = {0};
+    double now = PyFloat_AsDouble(args[1]);
+    int ok = !PyErr_Occurred() && fast_ranks(f, args[0], &ranks) == 0 &&
+             (ranks.n == 0 || fast_begin(f, ranks.v, ranks.n, now) == 0);
+    free(ranks.v);
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 static int fast_index(Fast *f, PyObject *o, int64_t *out) {
@@ -3199,7 +3715,8 @@ static PyObject *Fast_begin_one(Fast *f, PyObject *const *args, Py_ssize_t nargs
 }
 
 /* _arrived(when): the private messages due at ``when`` have arrived; a lone one (a bucket of one batch of
- * ints) is counted here (net.account_one, _one_done), others by ex._arrived_many; then _after's check */
+ * ints) is counted as _arrived counts it (net.account_one, _one_done), others as _arrived_many does; then
+ * _after's check */
 static PyObject *Fast_arrived(Fast *f, PyObject *when) {
     PyObject *arrivals = PyObject_GetAttr(f->ex, s_arrivals);
     if (!arrivals)
@@ -3251,7 +3768,7 @@ static PyObject *Fast_arrived(Fast *f, PyObject *when) {
         Py_XDECREF(net);
         if (!ok || fast_one_done(f, src, dst, fstep, now) < 0)
             goto fail;
-    } else if (fast_call(f, s_arrived_many, "(Od)", bucket, now) < 0)
+    } else if (fast_arrived_many(f, bucket, now) < 0)
         goto fail;
     Py_DECREF(bucket);
     /* if self.extrapolate: self._after() (whose first test, the reference's step unchanged, is made here) */
@@ -3291,6 +3808,8 @@ static PyMethodDef Fast_methods[] = {
      "one_done(src, dst, fstep, now): FastExecutor._one_done"},
     {"begin_one", (PyCFunction)(void (*)(void))Fast_begin_one, METH_FASTCALL,
      "begin_one(r, now): FastExecutor._begin_one"},
+    {"done", (PyCFunction)(void (*)(void))Fast_done, METH_FASTCALL, "done(src, dst, fstep, now): FastExecutor._done"},
+    {"begin", (PyCFunction)(void (*)(void))Fast_begin, METH_FASTCALL, "begin(ranks, now): FastExecutor._begin"},
     {NULL, NULL, 0, NULL},
 };
 

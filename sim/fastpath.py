@@ -246,8 +246,7 @@ class FastExecutor:
             self.began[r] = now
             early_last = float(self.early_last[r, slot])
             self.last[r] = now if now >= early_last else early_last
-            k = bisect.bisect_right(self._bounds, s) - 1
-            step = self.steps[k]
+            step = self.steps[bisect.bisect_right(self._bounds, s) - 1]
             sends = int(step.out_count[r])
             recvs = int(step.in_count[r]) - int(self.early_count[r, slot])
             self.early_count[r, slot] = 0
@@ -255,7 +254,7 @@ class FastExecutor:
             self.send_left[r] = sends
             self.recv_left[r] = recvs
             if sends:
-                self._send_of(k, r)
+                self._send(step, step.sends_of(r))
             if sends or recvs or not self._complete_one(r, now):
                 return
 
@@ -278,16 +277,14 @@ class FastExecutor:
         if self.finished == self.program.endpoints:
             self.done.succeed(now)
 
-    def _send_of(self, k: int, r: int) -> None:
-        """Rank ``r`` sends its messages of phase ``k``'s step."""
-        step = self.steps[k]
-        self._send(step, step.sends_of(r))
-
     def _timer_one(self, finish: float, r: int) -> None:
         self._timer(finish, np.array([r], dtype=np.int64))
 
     def _early_one(self, dst: int, fstep: int, now: float) -> None:
         self._early(np.array([dst]), np.array([fstep]), now)
+
+    def _early_many(self, dst: list[int], fstep: list[int], now: float) -> None:
+        self._early(np.array(dst, dtype=np.int64), np.array(fstep, dtype=np.int64), now)
 
     def _bind_core(self) -> None:
         """Hand the per-message lines -- :meth:`_arrived` for a lone private message, :meth:`_one_done`,
@@ -310,7 +307,7 @@ class FastExecutor:
             reduce_at = step.reduce_at if self.gamma > 0 else None
             phases.append(
                 (step.out_count, step.in_count, reduce_at, step._ptr, step._order, step.dst, pids, step.nbytes)
-                + (private, delay, wire, rate)
+                + (private, delay, wire, rate, step.src)
             )
         bounds = np.asarray(self.bounds, dtype=np.int64)
         core = _CORE.Fast(self, self.env, Event, heapq.heappush, NORMAL, functools.partial, bounds, tuple(phases))
@@ -318,6 +315,8 @@ class FastExecutor:
         self._arrived = core.arrived  # type: ignore[method-assign]
         self._one_done = core.one_done  # type: ignore[method-assign]
         self._begin_one = core.begin_one  # type: ignore[method-assign]
+        self._done = core.done  # type: ignore[method-assign]
+        self._begin = core.begin  # type: ignore[method-assign]
 
     def _launch(self, step: Step, group: np.ndarray) -> None:
         self.send_left[group] += step.out_count[group]
@@ -340,6 +339,12 @@ class FastExecutor:
             if mine.any():
                 self._send_private(step, msgs[mine])
                 msgs = msgs[~mine]
+        self._launch_flows(step, msgs)
+
+    def _launch_flows(self, step: Step | int, msgs: np.ndarray | list[int]) -> None:
+        """Messages ``msgs`` of ``step`` (or of phase ``step``'s) start as flows in the network."""
+        if isinstance(step, int):
+            step, msgs = self.steps[step], np.array(msgs, dtype=np.int64)
         pids = step.pids(self.net)[msgs]
         bounds = None if step.bound is None else step.bound[msgs]
         slots = self.net.launch(pids, step.src[msgs], step.nbytes[msgs], owner=self.owner, bounds=bounds)
@@ -355,6 +360,12 @@ class FastExecutor:
         if private is not None and private[m]:
             self._send_private(step, msgs)
             return
+        self._launch_flow_one(step, m)
+
+    def _launch_flow_one(self, step: Step | int, m: int) -> None:
+        """Message ``m`` of ``step`` (or of phase ``step``'s) starts as a flow in the network."""
+        if isinstance(step, int):
+            step = self.steps[step]
         net = self.net
         src = int(step.src[m])
         bound = None if step.bound is None else float(step.bound[m])
@@ -767,7 +778,7 @@ class FastExecutor:
             call_at(self.env, when, self._fire)
         arrivals: dict[float, list[tuple[Any, ...]]] = {}
         for when, bucket in self._arrivals.items():
-            moved = [(src, dst, fstep + steps, pids, nbytes) for src, dst, fstep, pids, nbytes in bucket]
+            moved = [(src, dst, _plus(fstep, steps), pids, nbytes) for src, dst, fstep, pids, nbytes in bucket]
             arrivals.setdefault(when + shift, []).extend(moved)
         self._arrivals = {}
         for when, bucket in arrivals.items():
@@ -782,6 +793,11 @@ class FastExecutor:
         self.extrapolated_steps += steps
         self._seen0 = int(self.step[self.ref])
         self._history.clear()
+
+
+def _plus(fstep: Any, steps: int) -> Any:
+    """A batch's steps moved on by ``steps``: an int, an array, or (the compiled core's batches) a list."""
+    return [f + steps for f in fstep] if isinstance(fstep, list) else fstep + steps
 
 
 def _reference(program: StepProgram) -> int:
