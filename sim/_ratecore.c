@@ -2784,6 +2784,16 @@ typedef struct {
     PyObject_HEAD
     PyObject *ex, *env, *event_type, *push, *normal, *partial, *phases_o;
     Arr step, began, last, send_left, recv_left, scale;
+    /* the arrivals' own queue (see Fast_pump): entries (time, event id, bucket key, whether a SimPy event
+     * stands for it) by (time, id); whether the queue is being drained */
+    struct FEntry {
+        double t;
+        long long eid;
+        PyObject *when;
+        int pumped;
+    } *heap;
+    Py_ssize_t hn, hcap;
+    int own_queue, draining;
     int64_t *bounds;
     Py_ssize_t nphase;
     Arr *ph; /* nphase * FP_N, unheld where None */
@@ -2791,7 +2801,7 @@ typedef struct {
     double gamma;
 } Fast;
 
-static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_private, *s_seen0, *s_extrapolate, *s_early_one,
+static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_private, *s_seen0, *s_extrapolate,
     *s_timer_one, *s_finished_one, *s_after, *s_path_bytes, *s_net_account_one, *s_net_account, *s_launch_flows,
     *s_launch_flow_one, *s_early_many;
 
@@ -2812,7 +2822,6 @@ static int fast_strings(void) {
     INTERN(s_launch_flow_one, "_launch_flow_one");
     INTERN(s_early_many, "_early_many");
     INTERN(s_net_account, "account");
-    INTERN(s_early_one, "_early_one");
     INTERN(s_timer_one, "_timer_one");
     INTERN(s_finished_one, "_finished_one");
     INTERN(s_after, "_after");
@@ -2846,6 +2855,11 @@ static void fast_release(Fast *f) {
     free(f->bounds);
     f->bounds = NULL;
     f->nphase = 0;
+    for (Py_ssize_t i = 0; i < f->hn; i++)
+        Py_DECREF(f->heap[i].when);
+    free(f->heap);
+    f->heap = NULL;
+    f->hn = f->hcap = 0;
 }
 
 static int Fast_clear(Fast *f) {
@@ -2868,12 +2882,13 @@ static void Fast_dealloc(Fast *f) {
 
 static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     PyObject *ex, *env, *event_type, *push, *normal, *partial, *bounds, *phases;
+    int own_queue = 0;
     if (kwds && PyDict_GET_SIZE(kwds)) {
         PyErr_SetString(PyExc_TypeError, "Fast() takes positional arguments only");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "OOOOOOOO!", &ex, &env, &event_type, &push, &normal, &partial, &bounds, &PyTuple_Type,
-                          &phases) ||
+    if (!PyArg_ParseTuple(args, "OOOOOOOO!|p", &ex, &env, &event_type, &push, &normal, &partial, &bounds, &PyTuple_Type,
+                          &phases, &own_queue) ||
         fast_strings() < 0)
         return -1;
     Fast_clear(f);
@@ -2884,6 +2899,7 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     f->normal = Py_NewRef(normal);
     f->partial = Py_NewRef(partial);
     f->phases_o = Py_NewRef(phases);
+    f->own_queue = own_queue;
     Arr *own[] = {&f->step, &f->began, &f->last, &f->send_left, &f->recv_left, &f->scale};
     arrs_init(own, 6);
     static const char *names[] = {"step", "began", "last", "send_left", "recv_left", "scale"};
@@ -3032,6 +3048,163 @@ static int fast_complete_one(Fast *f, int64_t r, double now) {
     return 1;
 }
 
+/* ---- the arrivals' own queue. SimPy steps its events by (time, priority, id); an arrival's event is a
+ * timeout (NORMAL priority) whose id is drawn when it is made. Kept here instead -- its id drawn from the
+ * environment's counter all the same, so the events counted are the same -- the arrivals are taken in
+ * that order among themselves, and one SimPy event stands for the first of them (with its time and id):
+ * when SimPy steps it, fast_pump takes the arrivals in order for as long as each comes before the head
+ * of SimPy's queue, setting the clock as SimPy's step does, then makes the event for the next one (where
+ * none stands for it yet: each arrival has at most one, so no two queue entries are equal). An event
+ * whose arrival was taken earlier takes what is due all the same: whatever comes before SimPy's head
+ * is the next step either way. So every arrival is processed at the same point of the same order as its
+ * own event would have been, and SimPy's loop is spared a step for most. (Only where the environment's
+ * step is SimPy's own: a step that looks at a deadline keeps an event per arrival.) */
+
+static inline int fe_less(const struct FEntry *a, const struct FEntry *b) {
+    return a->t < b->t || (a->t == b->t && a->eid < b->eid);
+}
+
+static int fast_pump_event(Fast *f);
+
+/* an arrival at ``t`` (its bucket key ``when_o``) into the queue, with a fresh event id */
+static int fast_queue(Fast *f, PyObject *when_o, double t) {
+    PyObject *eid = PyObject_GetAttr(f->env, s_eid), *id = eid ? PyIter_Next(eid) : NULL;
+    Py_XDECREF(eid);
+    if (!id) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "_ratecore: the event ids ran out");
+        return -1;
+    }
+    long long e = PyLong_AsLongLong(id);
+    Py_DECREF(id);
+    if (e == -1 && PyErr_Occurred())
+        return -1;
+    if (f->hn == f->hcap) {
+        Py_ssize_t cap = f->hcap ? 2 * f->hcap : 64;
+        struct FEntry *h = realloc(f->heap, sizeof(struct FEntry) * (size_t)cap);
+        if (!h) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        f->heap = h;
+        f->hcap = cap;
+    }
+    struct FEntry x = {t, e, Py_NewRef(when_o), 0};
+    Py_ssize_t i = f->hn++;
+    while (i > 0 && fe_less(&x, &f->heap[(i - 1) / 2])) {
+        f->heap[i] = f->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    f->heap[i] = x;
+    return i == 0 && !f->draining ? fast_pump_event(f) : 0;
+}
+
+static struct FEntry fe_pop(Fast *f) {
+    struct FEntry top = f->heap[0], x = f->heap[--f->hn];
+    Py_ssize_t i = 0, n = f->hn;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && fe_less(&f->heap[c + 1], &f->heap[c]))
+            c++;
+        if (!fe_less(&f->heap[c], &x))
+            break;
+        f->heap[i] = f->heap[c];
+        i = c;
+    }
+    if (n)
+        f->heap[i] = x;
+    return top;
+}
+
+/* the SimPy event standing for the queue's first arrival, where none does yet */
+static int fast_pump_event(Fast *f) {
+    if (f->heap[0].pumped)
+        return 0;
+    PyObject *event = new_event(f->event_type, f->env), *cbs = NULL, *cb = NULL, *queue = NULL, *t = NULL;
+    PyObject *id = NULL, *item = NULL, *r = NULL;
+    int rc = -1;
+    if (!event || mark_ok(event, Py_None) < 0 || !(cbs = PyObject_GetAttr(event, s_callbacks)) ||
+        !(cb = PyObject_GetAttrString((PyObject *)f, "pump")) || PyList_Append(cbs, cb) < 0 ||
+        !(queue = PyObject_GetAttr(f->env, s_queue)) || !(t = PyFloat_FromDouble(f->heap[0].t)) ||
+        !(id = PyLong_FromLongLong(f->heap[0].eid)) || !(item = PyTuple_Pack(4, t, f->normal, id, event)) ||
+        !(r = PyObject_CallFunctionObjArgs(f->push, queue, item, NULL)))
+        goto done;
+    f->heap[0].pumped = 1;
+    rc = 0;
+done:
+    Py_XDECREF(event);
+    Py_XDECREF(cbs);
+    Py_XDECREF(cb);
+    Py_XDECREF(queue);
+    Py_XDECREF(t);
+    Py_XDECREF(id);
+    Py_XDECREF(item);
+    Py_XDECREF(r);
+    return rc;
+}
+
+/* whether the head of SimPy's queue comes before the arrival ``x`` (-1 with an exception set) */
+static int fast_queue_first(Fast *f, const struct FEntry *x) {
+    PyObject *queue = PyObject_GetAttr(f->env, s_queue);
+    if (!queue)
+        return -1;
+    int first = 0;
+    if (!PyList_Check(queue)) {
+        PyErr_SetString(PyExc_TypeError, "Fast: the environment's queue must be a list");
+        first = -1;
+    } else if (PyList_GET_SIZE(queue)) {
+        PyObject *head = PyList_GET_ITEM(queue, 0);
+        if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) < 3) {
+            PyErr_SetString(PyExc_TypeError, "Fast: a queue entry must be (time, priority, id, event)");
+            first = -1;
+        } else {
+            double t = PyFloat_AsDouble(PyTuple_GET_ITEM(head, 0));
+            long long p = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 1));
+            long long e = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 2));
+            long long normal = PyLong_AsLongLong(f->normal);
+            if (PyErr_Occurred())
+                first = -1;
+            else
+                first = t < x->t || (t == x->t && (p < normal || (p == normal && e < x->eid)));
+        }
+    }
+    Py_DECREF(queue);
+    return first;
+}
+
+static PyObject *Fast_arrived(Fast *f, PyObject *when);
+
+/* pump(event): the callback of an event standing for an arrival (see above) */
+static PyObject *Fast_pump(Fast *f, PyObject *event) {
+    if (f->draining)
+        Py_RETURN_NONE;
+    f->draining = 1;
+    int ok = 1;
+    while (ok && f->hn) {
+        int first = fast_queue_first(f, &f->heap[0]);
+        if (first) {
+            ok = first > 0;
+            break;
+        }
+        struct FEntry x = fe_pop(f);
+        PyObject *t = PyFloat_FromDouble(x.t), *r = NULL;
+        if (t && PyObject_SetAttr(f->env, s_now, t) == 0)
+            r = Fast_arrived(f, x.when);
+        Py_XDECREF(t);
+        Py_DECREF(x.when);
+        ok = r != NULL;
+        Py_XDECREF(r);
+    }
+    f->draining = 0;
+    if (ok && f->hn && fast_pump_event(f) < 0)
+        ok = 0;
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* call_at(env, when, fire) with fire = partial(fast_fire, f, when): an event triggered and queued as
  * env.timeout(when - now) queues it */
 static int fast_call_at(Fast *f, PyObject *when_o, double when) {
@@ -3042,6 +3215,8 @@ static int fast_call_at(Fast *f, PyObject *when_o, double when) {
         PyErr_Format(PyExc_ValueError, "Negative delay %f", when - now);
         return -1;
     }
+    if (f->own_queue)
+        return fast_queue(f, when_o, now + (when - now));
     PyObject *event = new_event(f->event_type, f->env), *cbs = NULL, *cb = NULL, *queue = NULL, *eid = NULL;
     PyObject *id = NULL, *at = NULL, *item = NULL, *r = NULL, *fire = NULL;
     int rc = -1;
@@ -3434,6 +3609,41 @@ done:
     return rc;
 }
 
+/* _early(dst, fstep, now): messages that arrived before their receivers reached their steps, counted into
+ * the receivers' windows; where one leads by a window or more (which _widen doubles first), the Python
+ * lines count them all */
+static int fast_early(Fast *f, const int64_t *dst, const int64_t *fstep, Py_ssize_t n, double now) {
+    Arr2 ec, el;
+    if (arr2_open(f->ex, s_early_count, &ec, "lq") < 0)
+        return -1;
+    if (arr2_open(f->ex, s_early_last, &el, "d") < 0) {
+        arr2_release(&ec);
+        return -1;
+    }
+    int64_t window = ec.view.shape[1];
+    int wide = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        wide |= fstep[i] - arr_i(&f->step, dst[i]) >= window || fstep[i] < 0;
+    if (!wide)
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t slot = fstep[i] % window;
+            *(int64_t *)arr2_at(&ec, dst[i], slot) += 1;
+            double *last = (double *)arr2_at(&el, dst[i], slot);
+            if (now > *last) /* np.maximum.at's */
+                *last = now;
+        }
+    arr2_release(&ec);
+    arr2_release(&el);
+    if (!wide)
+        return 0;
+    PyObject *d = ll_list(dst, n), *s = d ? ll_list(fstep, n) : NULL;
+    if (!s) {
+        Py_XDECREF(d);
+        return -1;
+    }
+    return fast_call(f, s_early_many, "(NNd)", d, s, now);
+}
+
 /* _done(src, dst, fstep, now) for n messages (n != 1 or not a lone private one) */
 static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int64_t *fstep, Py_ssize_t n, double now) {
     LList touched = {0}, early_d = {0}, early_s = {0}, ready = {0}, go = {0};
@@ -3451,15 +3661,8 @@ static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int6
         } else if (ll_push(&early_d, dst[i]) < 0 || ll_push(&early_s, fstep[i]) < 0)
             goto done;
     }
-    if (early_d.n) {
-        PyObject *d = ll_list(early_d.v, early_d.n), *s = d ? ll_list(early_s.v, early_s.n) : NULL;
-        if (!s) {
-            Py_XDECREF(d);
-            goto done;
-        }
-        if (fast_call(f, s_early_many, "(NNd)", d, s, now) < 0)
-            goto done;
-    }
+    if (early_d.n && fast_early(f, early_d.v, early_s.v, early_d.n, now) < 0)
+        goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (arr_i(&f->step, dst[i]) == fstep[i]) { /* (the early ones left their receivers' steps as they were) */
             *arr_ip(&f->recv_left, dst[i]) -= 1;
@@ -3498,7 +3701,7 @@ static int fast_one_done(Fast *f, int64_t src, int64_t dst, int64_t fstep, doubl
         *arr_fp(&f->last, dst) = now;
         if (dst != src)
             n = 2;
-    } else if (fast_call(f, s_early_one, "(LLd)", (long long)dst, (long long)fstep, now) < 0)
+    } else if (fast_early(f, &dst, &fstep, 1, now) < 0)
         return -1;
     for (int i = 0; i < n; i++) {
         int64_t r = touched[i];
@@ -3804,6 +4007,7 @@ static PyObject *Fast_fire(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
 static PyMethodDef Fast_methods[] = {
     {"arrived", (PyCFunction)Fast_arrived, METH_O, "arrived(when): FastExecutor._arrived"},
     {"fire", (PyCFunction)(void (*)(void))Fast_fire, METH_FASTCALL, "fire(when, event): arrived(when)"},
+    {"pump", (PyCFunction)Fast_pump, METH_O, "pump(event): the arrivals of the core's own queue due before SimPy's next"},
     {"one_done", (PyCFunction)(void (*)(void))Fast_one_done, METH_FASTCALL,
      "one_done(src, dst, fstep, now): FastExecutor._one_done"},
     {"begin_one", (PyCFunction)(void (*)(void))Fast_begin_one, METH_FASTCALL,

@@ -310,7 +310,10 @@ class FastExecutor:
                 + (private, delay, wire, rate, step.src)
             )
         bounds = np.asarray(self.bounds, dtype=np.int64)
-        core = _CORE.Fast(self, self.env, Event, heapq.heappush, NORMAL, functools.partial, bounds, tuple(phases))
+        own_queue = type(self.env).step is simpy.Environment.step  # (a step that looks at a deadline: one per event)
+        core = _CORE.Fast(
+            self, self.env, Event, heapq.heappush, NORMAL, functools.partial, bounds, tuple(phases), own_queue
+        )
         self._core = core
         self._arrived = core.arrived  # type: ignore[method-assign]
         self._one_done = core.one_done  # type: ignore[method-assign]
