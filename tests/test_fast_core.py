@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import simpy
 
 import sim.fastpath as fastpath
 from sim import simulate
@@ -136,5 +137,21 @@ def test_random_cases(monkeypatch, seed):
 
 
 def test_off_means_the_python_lines(monkeypatch):
-    _, made, _ = _run(monkeypatch, False, dgx(hosts=2, gpus_per_host=4), "allreduce", "ring:order=rank", "1MiB", engine="fast")
+    _, made, _ = _run(
+        monkeypatch, False, dgx(hosts=2, gpus_per_host=4), "allreduce", "ring:order=rank", "1MiB", engine="fast"
+    )
     assert made and all(e._core is None for e in made)
+
+
+@pytest.mark.parametrize("graph, algorithm", [CONGESTED[0], UNIFORM[0]])
+def test_under_a_deadline_every_arrival_keeps_its_event(monkeypatch, graph, algorithm):
+    """A deadline's environment looks at the clock at every step: the core then gives each arrival its
+    own SimPy event (no queue of its own) -- the same run, bit for bit."""
+    from sim.deadline import deadline
+
+    with deadline(600):
+        fast, made, _ = _both(monkeypatch, graph, "allreduce", algorithm, 2**22 + 7, engine="fast", gamma=1e-11)
+    assert made[-1]._core is not None and type(made[-1].env).step is not simpy.Environment.step
+    plain, _, _ = _run(monkeypatch, True, graph, "allreduce", algorithm, 2**22 + 7, engine="fast", gamma=1e-11)
+    _same(plain, fast)
+    assert plain.events == fast.events
