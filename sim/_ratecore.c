@@ -2832,14 +2832,13 @@ static int fast_strings(void) {
     return 0;
 }
 
+/* the objects a Fast holds (for the garbage collector: the executor holds its Fast) */
+#define FAST_OBJECTS(X) X(ex) X(env) X(event_type) X(push) X(normal) X(partial) X(phases_o)
+
 static int Fast_traverse(Fast *f, visitproc visit, void *arg) {
-    Py_VISIT(f->ex);
-    Py_VISIT(f->env);
-    Py_VISIT(f->event_type);
-    Py_VISIT(f->push);
-    Py_VISIT(f->normal);
-    Py_VISIT(f->partial);
-    Py_VISIT(f->phases_o);
+#define VISIT(m) Py_VISIT(f->m);
+    FAST_OBJECTS(VISIT)
+#undef VISIT
     return 0;
 }
 
@@ -2864,13 +2863,9 @@ static void fast_release(Fast *f) {
 
 static int Fast_clear(Fast *f) {
     fast_release(f);
-    Py_CLEAR(f->ex);
-    Py_CLEAR(f->env);
-    Py_CLEAR(f->event_type);
-    Py_CLEAR(f->push);
-    Py_CLEAR(f->normal);
-    Py_CLEAR(f->partial);
-    Py_CLEAR(f->phases_o);
+#define CLEAR(m) Py_CLEAR(f->m);
+    FAST_OBJECTS(CLEAR)
+#undef CLEAR
     return 0;
 }
 
