@@ -19,6 +19,7 @@ import pytest
 import simpy
 
 import sim.fastpath as fastpath
+import sim.network as network
 from sim import simulate
 from sim.rates import _CORE
 from sim.topology import dgx, leaf_spine, star
@@ -30,10 +31,11 @@ from .test_message_engine import _same
 pytestmark = pytest.mark.skipif(_CORE is None, reason="the compiled core is not built (or COLLSIM_PURE=1)")
 
 
-def _run(monkeypatch: pytest.MonkeyPatch, core: bool, *args: Any, **kw: Any) -> tuple[Any, list[Any], list[str]]:
-    """The run, the executors it made, and the Python helpers the core called back (by name)."""
+def _run(monkeypatch: pytest.MonkeyPatch, core: bool, *args: Any, **kw: Any) -> tuple[Any, list[Any], list[Any]]:
+    """The run, the executors it made, and the Python helpers the core called back and the network's
+    wake-ups and launches, in order (each with the clock then)."""
     made: list[Any] = []
-    called: list[str] = []
+    called: list[Any] = []
     init = fastpath.FastExecutor.__init__
 
     def recording(self: Any, *a: Any, **k: Any) -> None:
@@ -46,22 +48,28 @@ def _run(monkeypatch: pytest.MonkeyPatch, core: bool, *args: Any, **kw: Any) -> 
         for name in ("_early_one", "_early_many", "_timer_one", "_finished_one", "_launch_flows", "_launch_flow_one"):
             method = getattr(fastpath.FastExecutor, name)
             m.setattr(fastpath.FastExecutor, name, _spy(method, name, called))
+        for name in ("_wake", "launch", "launch_one"):
+            m.setattr(network.Network, name, _spy(getattr(network.Network, name), name, called))
         result = simulate(*args, **kw)
     return result, made, called
 
 
-def _spy(method: Any, name: str, called: list[str]) -> Any:
-    def spying(self: Any, *a: Any) -> Any:
-        called.append(name)
-        return method(self, *a)
+def _spy(method: Any, name: str, called: list[Any]) -> Any:
+    def spying(self: Any, *a: Any, **k: Any) -> Any:
+        called.append((name, self.env.now))
+        return method(self, *a, **k)
 
     return spying
 
 
-def _both(monkeypatch: pytest.MonkeyPatch, *args: Any, **kw: Any) -> tuple[Any, list[Any], list[str]]:
-    """The run with the core's lines and with the Python lines: the same in everything; returns the core's."""
+def _both(monkeypatch: pytest.MonkeyPatch, *args: Any, **kw: Any) -> tuple[Any, list[Any], set[str]]:
+    """The run with the core's lines and with the Python lines: the same in everything -- the network
+    woken and handed flows at the same points in the same order included; returns the core's run, its
+    executors and the names of the Python lines it called back."""
     fast, made, called = _run(monkeypatch, True, *args, **kw)
-    ref, ref_made, _ = _run(monkeypatch, False, *args, **kw)
+    ref, ref_made, ref_called = _run(monkeypatch, False, *args, **kw)
+    network_calls = ("_wake", "launch", "launch_one")
+    assert [c for c in called if c[0] in network_calls] == [c for c in ref_called if c[0] in network_calls]
     _same(fast, ref)
     assert repr(fast.time_s) == repr(ref.time_s)
     assert (fast.events, fast.engine) == (ref.events, ref.engine)
@@ -69,7 +77,7 @@ def _both(monkeypatch: pytest.MonkeyPatch, *args: Any, **kw: Any) -> tuple[Any, 
         (e.private, e.extrapolated_steps, e.finished, e.end_time) for e in ref_made
     ]
     assert all(e._core is None for e in ref_made)
-    return fast, made, called
+    return fast, made, {name for name, _ in called}
 
 
 UNIFORM = [
