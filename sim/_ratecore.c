@@ -2780,9 +2780,21 @@ static PyObject *py_run_callbacks(PyObject *self, PyObject *const *args, Py_ssiz
 
 enum { FP_OUT, FP_IN, FP_RED, FP_PTR, FP_ORDER, FP_DST, FP_PID, FP_NB, FP_PRIV, FP_DELAY, FP_WIRE, FP_RATE, FP_SRC, FP_N };
 
+/* a 2-d float64 or int64 array (the executor's early_count, early_last), opened writable */
+typedef struct {
+    Py_buffer view;
+    int held;
+} Arr2;
+
 typedef struct {
     PyObject_HEAD
     PyObject *ex, *env, *event_type, *push, *normal, *partial, *phases_o;
+    /* the early arrays held open while they are the executor's (fast_early_arrays), and the network's
+     * per-path bytes likewise (fast_path_bytes) */
+    PyObject *ec_obj, *el_obj, *net, *pb_obj;
+    Arr2 ec, el;
+    Arr pb;
+    int extrapolate;
     Arr step, began, last, send_left, recv_left, scale;
     /* the arrivals' own queue (see Fast_pump): entries (time, event id, bucket key, whether a SimPy event
      * stands for it) by (time, id); whether the queue is being drained */
@@ -2801,7 +2813,7 @@ typedef struct {
     double gamma;
 } Fast;
 
-static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_private, *s_seen0, *s_extrapolate,
+static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_private, *s_seen0,
     *s_timer_one, *s_finished_one, *s_after, *s_path_bytes, *s_net_account_one, *s_net_account, *s_launch_flows,
     *s_launch_flow_one, *s_early_many;
 
@@ -2817,7 +2829,6 @@ static int fast_strings(void) {
     INTERN(s_early_last, "early_last");
     INTERN(s_private, "private");
     INTERN(s_seen0, "_seen0");
-    INTERN(s_extrapolate, "extrapolate");
     INTERN(s_launch_flows, "_launch_flows");
     INTERN(s_launch_flow_one, "_launch_flow_one");
     INTERN(s_early_many, "_early_many");
@@ -2833,7 +2844,7 @@ static int fast_strings(void) {
 }
 
 /* the objects a Fast holds (for the garbage collector: the executor holds its Fast) */
-#define FAST_OBJECTS(X) X(ex) X(env) X(event_type) X(push) X(normal) X(partial) X(phases_o)
+#define FAST_OBJECTS(X) X(ex) X(env) X(event_type) X(push) X(normal) X(partial) X(phases_o) X(net)
 
 static int Fast_traverse(Fast *f, visitproc visit, void *arg) {
 #define VISIT(m) Py_VISIT(f->m);
@@ -2842,9 +2853,16 @@ static int Fast_traverse(Fast *f, visitproc visit, void *arg) {
     return 0;
 }
 
+static void arr2_release(Arr2 *a);
+
 static void fast_release(Fast *f) {
-    Arr *own[] = {&f->step, &f->began, &f->last, &f->send_left, &f->recv_left, &f->scale};
-    arrs_release(own, 6);
+    Arr *own[] = {&f->step, &f->began, &f->last, &f->send_left, &f->recv_left, &f->scale, &f->pb};
+    arrs_release(own, 7);
+    arr2_release(&f->ec);
+    arr2_release(&f->el);
+    Py_CLEAR(f->ec_obj);
+    Py_CLEAR(f->el_obj);
+    Py_CLEAR(f->pb_obj);
     if (f->ph) {
         for (Py_ssize_t i = 0; i < f->nphase * FP_N; i++)
             arr_release(&f->ph[i]);
@@ -2952,6 +2970,13 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
                 return -1;
         }
     }
+    if (!(f->net = PyObject_GetAttrString(ex, "net")))
+        return -1;
+    PyObject *x = PyObject_GetAttrString(ex, "extrapolate");
+    f->extrapolate = x ? PyObject_IsTrue(x) : -1;
+    Py_XDECREF(x);
+    if (f->extrapolate < 0)
+        return -1;
     PyObject *g = PyObject_GetAttrString(ex, "gamma"), *r = g ? PyObject_GetAttrString(ex, "ref") : NULL;
     f->gamma = g ? PyFloat_AsDouble(g) : -1.0;
     f->ref = r ? PyLong_AsLongLong(r) : -1;
@@ -2993,20 +3018,9 @@ static int fast_call(Fast *f, PyObject *name, const char *fmt, ...) {
     return r ? 0 : -1;
 }
 
-/* a 2-d float64 or int64 array attribute of the executor (early_count, early_last), opened writable */
-typedef struct {
-    Py_buffer view;
-    int held;
-} Arr2;
-
-static int arr2_open(PyObject *owner, PyObject *name, Arr2 *a, const char *codes) {
+static int arr2_open(PyObject *obj, Arr2 *a, const char *codes) {
     a->held = 0;
-    PyObject *obj = PyObject_GetAttr(owner, name);
-    if (!obj)
-        return -1;
-    int rc = PyObject_GetBuffer(obj, &a->view, PyBUF_STRIDES | PyBUF_FORMAT | PyBUF_WRITABLE);
-    Py_DECREF(obj);
-    if (rc < 0)
+    if (PyObject_GetBuffer(obj, &a->view, PyBUF_STRIDES | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
         return -1;
     a->held = 1;
     const char *fmt = a->view.format ? a->view.format : "B";
@@ -3028,6 +3042,54 @@ static void arr2_release(Arr2 *a) {
         PyBuffer_Release(&a->view);
         a->held = 0;
     }
+}
+
+/* the network's bytes per path (Network._path_bytes), held open while it is the same array (it grows by a
+ * new one) */
+static int fast_path_bytes(Fast *f, Arr **a) {
+    PyObject *pb = PyObject_GetAttr(f->net, s_path_bytes);
+    if (!pb)
+        return -1;
+    if (pb != f->pb_obj) {
+        arr_release(&f->pb);
+        Py_CLEAR(f->pb_obj);
+        if (arr_open(pb, &f->pb, 'f', 1) < 0) {
+            Py_DECREF(pb);
+            return -1;
+        }
+        f->pb_obj = Py_NewRef(pb);
+    }
+    Py_DECREF(pb);
+    *a = &f->pb;
+    return 0;
+}
+
+/* the executor's early arrays (early_count, early_last), held open while they are the same objects
+ * (_widen and _jump put new ones in their place) */
+static int fast_early_arrays(Fast *f, Arr2 **ec, Arr2 **el) {
+    PyObject *c = PyObject_GetAttr(f->ex, s_early_count), *l = c ? PyObject_GetAttr(f->ex, s_early_last) : NULL;
+    int rc = -1;
+    if (!l)
+        goto done;
+    if (c != f->ec_obj || l != f->el_obj) {
+        arr2_release(&f->ec);
+        arr2_release(&f->el);
+        Py_CLEAR(f->ec_obj);
+        Py_CLEAR(f->el_obj);
+        if (arr2_open(c, &f->ec, "lq") < 0 || arr2_open(l, &f->el, "d") < 0) {
+            arr2_release(&f->ec);
+            goto done;
+        }
+        f->ec_obj = Py_NewRef(c);
+        f->el_obj = Py_NewRef(l);
+    }
+    *ec = &f->ec;
+    *el = &f->el;
+    rc = 0;
+done:
+    Py_XDECREF(c);
+    Py_XDECREF(l);
+    return rc;
 }
 
 /* _complete_one(r, now): 1 where r starts its next step now, 0 where a timer is set, -1 on error */
@@ -3277,25 +3339,19 @@ static int fast_begin_one(Fast *f, int64_t r, double now) {
         int64_t s = arr_i(&f->step, r);
         if (s >= f->total)
             return fast_call(f, s_finished_one, "(d)", now);
-        Arr2 ec, el;
-        if (arr2_open(f->ex, s_early_count, &ec, "lq") < 0)
+        Arr2 *ec, *el;
+        if (fast_early_arrays(f, &ec, &el) < 0)
             return -1;
-        if (arr2_open(f->ex, s_early_last, &el, "d") < 0) {
-            arr2_release(&ec);
-            return -1;
-        }
-        int64_t window = ec.view.shape[1], slot = s % window;
+        int64_t window = ec->view.shape[1], slot = s % window;
         *arr_fp(&f->began, r) = now;
-        double *elp = (double *)arr2_at(&el, r, slot);
-        int64_t *ecp = (int64_t *)arr2_at(&ec, r, slot);
+        double *elp = (double *)arr2_at(el, r, slot);
+        int64_t *ecp = (int64_t *)arr2_at(ec, r, slot);
         double early = *elp;
         *arr_fp(&f->last, r) = now >= early ? now : early;
         Py_ssize_t k = fast_phase(f, s);
         int64_t sends = arr_i(fph(f, k, FP_OUT), r), recvs = arr_i(fph(f, k, FP_IN), r) - *ecp;
         *ecp = 0;
         *elp = -INFINITY;
-        arr2_release(&ec);
-        arr2_release(&el);
         *arr_ip(&f->send_left, r) = sends;
         *arr_ip(&f->recv_left, r) = recvs;
         if (sends) { /* _send(step, step.sends_of(r)) */
@@ -3538,19 +3594,13 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
         cur.n = live;
         if (!live)
             break;
-        Arr2 ec, el;
-        if (arr2_open(f->ex, s_early_count, &ec, "lq") < 0)
+        Arr2 *ec, *el;
+        if (fast_early_arrays(f, &ec, &el) < 0)
             goto done;
-        if (arr2_open(f->ex, s_early_last, &el, "d") < 0) {
-            arr2_release(&ec);
-            goto done;
-        }
-        int64_t window = ec.view.shape[1];
+        int64_t window = ec->view.shape[1];
         free(phase);
         phase = malloc(sizeof(Py_ssize_t) * (size_t)live);
         if (!phase) {
-            arr2_release(&ec);
-            arr2_release(&el);
             PyErr_NoMemory();
             goto done;
         }
@@ -3559,8 +3609,8 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
             int64_t r = cur.v[i], s = arr_i(&f->step, r), slot = s % window;
             *arr_fp(&f->began, r) = now;
             *arr_ip(&f->send_left, r) = 0;
-            int64_t *ecp = (int64_t *)arr2_at(&ec, r, slot);
-            double *elp = (double *)arr2_at(&el, r, slot);
+            int64_t *ecp = (int64_t *)arr2_at(ec, r, slot);
+            double *elp = (double *)arr2_at(el, r, slot);
             *arr_ip(&f->recv_left, r) = -*ecp;
             *arr_fp(&f->last, r) = now >= *elp ? now : *elp;
             *ecp = 0;
@@ -3569,8 +3619,6 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
             lo = k < lo ? k : lo;
             hi = k > hi ? k : hi;
         }
-        arr2_release(&ec);
-        arr2_release(&el);
         for (Py_ssize_t k = lo; k <= hi; k++) {
             group.n = 0;
             for (Py_ssize_t i = 0; i < live; i++)
@@ -3608,27 +3656,21 @@ done:
  * the receivers' windows; where one leads by a window or more (which _widen doubles first), the Python
  * lines count them all */
 static int fast_early(Fast *f, const int64_t *dst, const int64_t *fstep, Py_ssize_t n, double now) {
-    Arr2 ec, el;
-    if (arr2_open(f->ex, s_early_count, &ec, "lq") < 0)
+    Arr2 *ec, *el;
+    if (fast_early_arrays(f, &ec, &el) < 0)
         return -1;
-    if (arr2_open(f->ex, s_early_last, &el, "d") < 0) {
-        arr2_release(&ec);
-        return -1;
-    }
-    int64_t window = ec.view.shape[1];
+    int64_t window = ec->view.shape[1];
     int wide = 0;
     for (Py_ssize_t i = 0; i < n; i++)
         wide |= fstep[i] - arr_i(&f->step, dst[i]) >= window || fstep[i] < 0;
     if (!wide)
         for (Py_ssize_t i = 0; i < n; i++) {
             int64_t slot = fstep[i] % window;
-            *(int64_t *)arr2_at(&ec, dst[i], slot) += 1;
-            double *last = (double *)arr2_at(&el, dst[i], slot);
+            *(int64_t *)arr2_at(ec, dst[i], slot) += 1;
+            double *last = (double *)arr2_at(el, dst[i], slot);
             if (now > *last) /* np.maximum.at's */
                 *last = now;
         }
-    arr2_release(&ec);
-    arr2_release(&el);
     if (!wide)
         return 0;
     PyObject *d = ll_list(dst, n), *s = d ? ll_list(fstep, n) : NULL;
@@ -3753,7 +3795,7 @@ static int fast_values(PyObject *obj, LList *ints, LList *flts) {
 static int fast_arrived_many(Fast *f, PyObject *bucket, double now) {
     LList col[5] = {{0}};
     int rc = -1;
-    PyObject *net = NULL, *cl = NULL, *paths = NULL, *count = NULL, *pb = NULL;
+    PyObject *net = NULL, *cl = NULL, *paths = NULL, *count = NULL;
     if (!PyList_Check(bucket)) {
         PyErr_SetString(PyExc_TypeError, "Fast: a bucket must be a list");
         return -1;
@@ -3779,30 +3821,26 @@ static int fast_arrived_many(Fast *f, PyObject *bucket, double now) {
             PyErr_SetString(PyExc_IndexError, "Fast: endpoint out of range");
             goto done;
         }
-    if (!(net = PyObject_GetAttrString(f->ex, "net")) || !(cl = PyObject_GetAttrString(net, "cluster")) ||
-        !(paths = PyObject_GetAttrString(cl, "paths")) || !(count = PyObject_GetAttrString(paths, "count")) ||
-        !(pb = PyObject_GetAttr(net, s_path_bytes)))
+    net = Py_NewRef(f->net);
+    if (!(cl = PyObject_GetAttrString(net, "cluster")) || !(paths = PyObject_GetAttrString(cl, "paths")) ||
+        !(count = PyObject_GetAttrString(paths, "count")))
         goto done;
     Py_ssize_t need = PyLong_AsSsize_t(count);
-    if (need == -1 && PyErr_Occurred())
+    Arr *a;
+    if ((need == -1 && PyErr_Occurred()) || fast_path_bytes(f, &a) < 0)
         goto done;
-    Arr a;
-    if (arr_open(pb, &a, 'f', 1) < 0)
-        goto done;
-    int fits = a.n >= need;
+    int fits = a->n >= need;
     for (Py_ssize_t i = 0; fits && i < n; i++)
-        fits = col[3].v[i] >= 0 && col[3].v[i] < a.n;
+        fits = col[3].v[i] >= 0 && col[3].v[i] < a->n;
     if (fits) {
         for (Py_ssize_t i = 0; i < n; i++) {
             double d;
             memcpy(&d, &col[4].v[i], sizeof d);
-            *arr_fp(&a, col[3].v[i]) += d;
+            *arr_fp(a, col[3].v[i]) += d;
         }
-        arr_release(&a);
         if (add_attr(net, s_flows, (long)n) < 0)
             goto done;
     } else {
-        arr_release(&a);
         PyObject *pids = ll_list(col[3].v, n), *nbs = PyList_New(n);
         for (Py_ssize_t i = 0; nbs && i < n; i++) {
             double d;
@@ -3829,7 +3867,6 @@ done:
     Py_XDECREF(cl);
     Py_XDECREF(paths);
     Py_XDECREF(count);
-    Py_XDECREF(pb);
     return rc;
 }
 
@@ -3949,35 +3986,23 @@ static PyObject *Fast_arrived(Fast *f, PyObject *when) {
         if (PyErr_Occurred())
             goto fail;
         /* net.account_one(pid, nbytes) */
-        PyObject *net = PyObject_GetAttrString(f->ex, "net"), *pb = net ? PyObject_GetAttr(net, s_path_bytes) : NULL;
-        Arr a;
-        a.held = 0;
-        int ok = pb && arr_open(pb, &a, 'f', 1) == 0;
-        if (ok && pid >= 0 && pid < a.n) {
-            *arr_fp(&a, pid) += nb;
-            ok = add_attr(net, s_flows, 1) == 0;
+        Arr *a;
+        int ok = fast_path_bytes(f, &a) == 0;
+        if (ok && pid >= 0 && pid < a->n) {
+            *arr_fp(a, pid) += nb;
+            ok = add_attr(f->net, s_flows, 1) == 0;
         } else if (ok) {
-            PyObject *r = PyObject_CallMethodObjArgs(net, s_net_account_one, pid_o, nb_o, NULL);
+            PyObject *r = PyObject_CallMethodObjArgs(f->net, s_net_account_one, pid_o, nb_o, NULL);
             ok = r != NULL;
             Py_XDECREF(r);
         }
-        arr_release(&a);
-        Py_XDECREF(pb);
-        Py_XDECREF(net);
         if (!ok || fast_one_done(f, src, dst, fstep, now) < 0)
             goto fail;
     } else if (fast_arrived_many(f, bucket, now) < 0)
         goto fail;
     Py_DECREF(bucket);
     /* if self.extrapolate: self._after() (whose first test, the reference's step unchanged, is made here) */
-    PyObject *ext = PyObject_GetAttr(f->ex, s_extrapolate);
-    if (!ext)
-        return NULL;
-    int on = PyObject_IsTrue(ext);
-    Py_DECREF(ext);
-    if (on < 0)
-        return NULL;
-    if (on) {
+    if (f->extrapolate) { /* (set when the executor is made) */
         PyObject *seen = PyObject_GetAttr(f->ex, s_seen0);
         long long s0 = seen ? PyLong_AsLongLong(seen) : -1;
         Py_XDECREF(seen);
