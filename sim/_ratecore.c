@@ -2767,18 +2767,22 @@ static PyObject *py_run_callbacks(PyObject *self, PyObject *const *args, Py_ssiz
 
 /* ------------------------------------------------------------------ the fast path's event loop (sim/fastpath.py)
  *
- * Fast(ex, env, event_type, push, normal, partial, bounds, phases): FastExecutor's per-message lines for
- * one message at a time -- _arrived for a lone private message, _one_done, _complete_one, _begin_one and
- * _send_one/_send_private for one private message -- with the executor's own numpy arrays, dictionaries
- * and SimPy queue, step for step as the Python lines do them (which stay the reference: COLLSIM_PURE=1, or
- * sim.fastpath._FAST_CORE off; tests/test_fast_core.py holds them equal). Everything else -- several
- * messages or ranks together, a flow in the network, an early message, a timer, the end -- is handed to the
- * executor's Python lines at the same point (ex._send_of, _early_one, _timer_one, _finished_one,
- * _arrived_many, _after). ``phases`` holds per phase (out_count, in_count, reduce_at or None, ptr, order,
- * dst, pids, nbytes, private or None, delay, wire, rate): ``delay``, ``wire`` and ``rate`` are the message
- * model's start delay, wire bytes and the narrowest capacity (or bound) of the phase's messages. */
+ * Fast(ex, env, event_type, push, normal, partial, bounds, phases[, own_queue]): FastExecutor's per-event
+ * lines -- _arrived (and _arrived_many), _one_done and _done, _early within the window, _complete_one and
+ * _complete, _begin_one and _begin (rounds, phase groups, sent_by's order), _launch, _send's split and
+ * _send_private for one message and for several, _after's first test -- with the executor's own numpy
+ * arrays and dictionaries, step for step as the Python lines do them (which stay the reference:
+ * COLLSIM_PURE=1, or sim.fastpath._FAST_CORE off; tests/test_fast_core.py holds them equal), and the
+ * arrivals in a queue of its own (own_queue; see Fast_pump). What the Python lines keep is called back at
+ * the same point: flows into the network (ex._launch_flows, _launch_flow_one), timers (_timer_one), a
+ * window that must widen (_early_many), the end (_finished_one), steady states (_after). ``phases`` holds
+ * per phase (out_count, in_count, reduce_at or None, ptr, order, dst, pids, nbytes, private or None, delay,
+ * wire, rate, src): ``delay``, ``wire`` and ``rate`` (None where no message of the phase is private) are
+ * the message model's start delay, wire bytes and the narrowest capacity (or bound) of its messages. */
 
-enum { FP_OUT, FP_IN, FP_RED, FP_PTR, FP_ORDER, FP_DST, FP_PID, FP_NB, FP_PRIV, FP_DELAY, FP_WIRE, FP_RATE, FP_SRC, FP_N };
+enum {
+    FP_OUT, FP_IN, FP_RED, FP_PTR, FP_ORDER, FP_DST, FP_PID, FP_NB, FP_PRIV, FP_DELAY, FP_WIRE, FP_RATE, FP_SRC, FP_N
+};
 
 /* a 2-d float64 or int64 array (the executor's early_count, early_last), opened writable */
 typedef struct {
@@ -3975,7 +3979,8 @@ static PyObject *Fast_arrived(Fast *f, PyObject *when) {
     if (rc < 0 || attr_f(f->env, s_now, &now) < 0)
         goto fail;
     PyObject *first = PyList_CheckExact(bucket) && PyList_GET_SIZE(bucket) == 1 ? PyList_GET_ITEM(bucket, 0) : NULL;
-    if (first && PyTuple_CheckExact(first) && PyTuple_GET_SIZE(first) == 5 && PyLong_CheckExact(PyTuple_GET_ITEM(first, 0))) {
+    if (first && PyTuple_CheckExact(first) && PyTuple_GET_SIZE(first) == 5 &&
+        PyLong_CheckExact(PyTuple_GET_ITEM(first, 0))) {
         int64_t src, dst;
         if (fast_index(f, PyTuple_GET_ITEM(first, 0), &src) < 0 || fast_index(f, PyTuple_GET_ITEM(first, 1), &dst) < 0)
             goto fail;
@@ -4027,7 +4032,8 @@ static PyObject *Fast_fire(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
 static PyMethodDef Fast_methods[] = {
     {"arrived", (PyCFunction)Fast_arrived, METH_O, "arrived(when): FastExecutor._arrived"},
     {"fire", (PyCFunction)(void (*)(void))Fast_fire, METH_FASTCALL, "fire(when, event): arrived(when)"},
-    {"pump", (PyCFunction)Fast_pump, METH_O, "pump(event): the arrivals of the core's own queue due before SimPy's next"},
+    {"pump", (PyCFunction)Fast_pump, METH_O,
+     "pump(event): the arrivals of the core's own queue due before SimPy's next event"},
     {"one_done", (PyCFunction)(void (*)(void))Fast_one_done, METH_FASTCALL,
      "one_done(src, dst, fstep, now): FastExecutor._one_done"},
     {"begin_one", (PyCFunction)(void (*)(void))Fast_begin_one, METH_FASTCALL,

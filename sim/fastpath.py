@@ -14,7 +14,10 @@ long ring), the executor jumps over the identical steps in one move (:meth:`Fast
 the times it gives are the message-level ones, to rounding. A message whose every link direction is
 crossed by no other sender's message and by one message a step (a rank-order ring's NVLink hops) is
 *private*: it never shares a link, so it arrives at its time alone on its path, without a flow in the
-network or a rate computation (:meth:`FastExecutor._private_masks`).
+network or a rate computation (:meth:`FastExecutor._private_masks`). Where the compiled core is built,
+the per-event lines -- messages counted as done, ranks completing and beginning steps, private messages
+sent and their arrivals -- run in C (``sim._ratecore.Fast``, :meth:`FastExecutor._bind_core`), the lines
+here staying the reference (``COLLSIM_PURE=1``; tests/test_fast_core.py holds the two equal).
 
 Tests (tests/test_fastpath.py) run both paths on uniform, heterogeneous, congested and straggler cases
 and require the same times to 1e-9.
