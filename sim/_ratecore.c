@@ -2765,6 +2765,1297 @@ static PyObject *py_run_callbacks(PyObject *self, PyObject *const *args, Py_ssiz
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ the fast path's event loop (sim/fastpath.py)
+ *
+ * Fast(ex, env, event_type, push, normal, partial, bounds, phases[, own_queue]): FastExecutor's per-event
+ * lines -- _arrived (and _arrived_many), _one_done and _done, _early within the window, _complete_one and
+ * _complete, _begin_one and _begin (rounds, phase groups, sent_by's order), _launch, _send's split and
+ * _send_private for one message and for several, _after's first test -- with the executor's own numpy
+ * arrays and dictionaries, step for step as the Python lines do them (which stay the reference:
+ * COLLSIM_PURE=1, or sim.fastpath._FAST_CORE off; tests/test_fast_core.py holds them equal), and the
+ * arrivals in a queue of its own (own_queue; see Fast_pump). What the Python lines keep is called back at
+ * the same point: flows into the network (ex._launch_flows, _launch_flow_one), timers (_timer_one), a
+ * window that must widen (_early_many), the end (_finished_one), steady states (_after). ``phases`` holds
+ * per phase (out_count, in_count, reduce_at or None, ptr, order, dst, pids, nbytes, private or None, delay,
+ * wire, rate, src): ``delay``, ``wire`` and ``rate`` (None where no message of the phase is private) are
+ * the message model's start delay, wire bytes and the narrowest capacity (or bound) of its messages. */
+
+enum {
+    FP_OUT, FP_IN, FP_RED, FP_PTR, FP_ORDER, FP_DST, FP_PID, FP_NB, FP_PRIV, FP_DELAY, FP_WIRE, FP_RATE, FP_SRC, FP_N
+};
+
+/* a 2-d float64 or int64 array (the executor's early_count, early_last), opened writable */
+typedef struct {
+    Py_buffer view;
+    int held;
+} Arr2;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *ex, *env, *event_type, *push, *normal, *partial, *phases_o;
+    /* the early arrays held open while they are the executor's (fast_early_arrays), and the network's
+     * per-path bytes likewise (fast_path_bytes) */
+    PyObject *ec_obj, *el_obj, *net, *pb_obj;
+    Arr2 ec, el;
+    Arr pb;
+    int extrapolate;
+    Arr step, began, last, send_left, recv_left, scale;
+    /* the arrivals' own queue (see Fast_pump): entries (time, event id, bucket key, whether a SimPy event
+     * stands for it) by (time, id); whether the queue is being drained */
+    struct FEntry {
+        double t;
+        long long eid;
+        PyObject *when;
+        int pumped;
+    } *heap;
+    Py_ssize_t hn, hcap;
+    int own_queue, draining;
+    int64_t *bounds;
+    Py_ssize_t nphase;
+    Arr *ph; /* nphase * FP_N, unheld where None */
+    int64_t total, ref;
+    double gamma;
+} Fast;
+
+static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_private, *s_seen0,
+    *s_timer_one, *s_finished_one, *s_after, *s_path_bytes, *s_net_account_one, *s_net_account, *s_launch_flows,
+    *s_launch_flow_one, *s_early_many;
+
+static int fast_strings(void) {
+    if (s_arrivals)
+        return 0;
+    if (lane_strings() < 0)
+        return -1;
+#define INTERN(v, text)                                                                                            \
+    if (!(v = PyUnicode_InternFromString(text)))                                                                   \
+        return -1;
+    INTERN(s_early_count, "early_count");
+    INTERN(s_early_last, "early_last");
+    INTERN(s_private, "private");
+    INTERN(s_seen0, "_seen0");
+    INTERN(s_launch_flows, "_launch_flows");
+    INTERN(s_launch_flow_one, "_launch_flow_one");
+    INTERN(s_early_many, "_early_many");
+    INTERN(s_net_account, "account");
+    INTERN(s_timer_one, "_timer_one");
+    INTERN(s_finished_one, "_finished_one");
+    INTERN(s_after, "_after");
+    INTERN(s_path_bytes, "_path_bytes");
+    INTERN(s_net_account_one, "account_one");
+    INTERN(s_arrivals, "_arrivals");
+#undef INTERN
+    return 0;
+}
+
+/* the objects a Fast holds (for the garbage collector: the executor holds its Fast) */
+#define FAST_OBJECTS(X) X(ex) X(env) X(event_type) X(push) X(normal) X(partial) X(phases_o) X(net)
+
+static int Fast_traverse(Fast *f, visitproc visit, void *arg) {
+#define VISIT(m) Py_VISIT(f->m);
+    FAST_OBJECTS(VISIT)
+#undef VISIT
+    return 0;
+}
+
+static void arr2_release(Arr2 *a);
+
+static void fast_release(Fast *f) {
+    Arr *own[] = {&f->step, &f->began, &f->last, &f->send_left, &f->recv_left, &f->scale, &f->pb};
+    arrs_release(own, 7);
+    arr2_release(&f->ec);
+    arr2_release(&f->el);
+    Py_CLEAR(f->ec_obj);
+    Py_CLEAR(f->el_obj);
+    Py_CLEAR(f->pb_obj);
+    if (f->ph) {
+        for (Py_ssize_t i = 0; i < f->nphase * FP_N; i++)
+            arr_release(&f->ph[i]);
+        free(f->ph);
+        f->ph = NULL;
+    }
+    free(f->bounds);
+    f->bounds = NULL;
+    f->nphase = 0;
+    for (Py_ssize_t i = 0; i < f->hn; i++)
+        Py_DECREF(f->heap[i].when);
+    free(f->heap);
+    f->heap = NULL;
+    f->hn = f->hcap = 0;
+}
+
+static int Fast_clear(Fast *f) {
+    fast_release(f);
+#define CLEAR(m) Py_CLEAR(f->m);
+    FAST_OBJECTS(CLEAR)
+#undef CLEAR
+    return 0;
+}
+
+static void Fast_dealloc(Fast *f) {
+    PyObject_GC_UnTrack(f);
+    Fast_clear(f);
+    Py_TYPE(f)->tp_free((PyObject *)f);
+}
+
+static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
+    PyObject *ex, *env, *event_type, *push, *normal, *partial, *bounds, *phases;
+    int own_queue = 0;
+    if (kwds && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Fast() takes positional arguments only");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "OOOOOOOO!|p", &ex, &env, &event_type, &push, &normal, &partial, &bounds, &PyTuple_Type,
+                          &phases, &own_queue) ||
+        fast_strings() < 0)
+        return -1;
+    Fast_clear(f);
+    f->ex = Py_NewRef(ex);
+    f->env = Py_NewRef(env);
+    f->event_type = Py_NewRef(event_type);
+    f->push = Py_NewRef(push);
+    f->normal = Py_NewRef(normal);
+    f->partial = Py_NewRef(partial);
+    f->phases_o = Py_NewRef(phases);
+    f->own_queue = own_queue;
+    Arr *own[] = {&f->step, &f->began, &f->last, &f->send_left, &f->recv_left, &f->scale};
+    arrs_init(own, 6);
+    static const char *names[] = {"step", "began", "last", "send_left", "recv_left", "scale"};
+    static const char kinds[] = "IFFIIf";
+    for (int i = 0; i < 6; i++) {
+        PyObject *a = PyObject_GetAttrString(ex, names[i]);
+        int bad = !a || arr_open(a, own[i], kinds[i] >= 'a' ? kinds[i] : kinds[i] - 'A' + 'a', kinds[i] < 'a') < 0;
+        Py_XDECREF(a);
+        if (bad)
+            return -1;
+        if (own[i]->kind == 'i' && own[i]->view.itemsize != 8) {
+            PyErr_SetString(PyExc_TypeError, "Fast: the executor's int arrays must be int64");
+            return -1;
+        }
+    }
+    Arr b;
+    if (arr_get(bounds, &b, 'i') < 0)
+        return -1;
+    f->nphase = b.n - 1;
+    if (f->nphase < 0 || PyTuple_GET_SIZE(phases) != f->nphase) {
+        arr_release(&b);
+        PyErr_SetString(PyExc_ValueError, "Fast: one entry of phases per phase, bounds one longer");
+        return -1;
+    }
+    f->bounds = malloc(sizeof(int64_t) * (size_t)(b.n ? b.n : 1));
+    f->ph = calloc((size_t)(f->nphase ? f->nphase : 1) * FP_N, sizeof(Arr));
+    if (!f->bounds || !f->ph) {
+        arr_release(&b);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < b.n; i++)
+        f->bounds[i] = arr_i(&b, i);
+    arr_release(&b);
+    f->total = f->bounds[f->nphase];
+    static const char pk[] = "iioiiiifofffi"; /* 'o': an array or None (of the kind below) */
+    static const char pk_none[] = "  f     b    ";
+    for (Py_ssize_t k = 0; k < f->nphase; k++) {
+        PyObject *row = PyTuple_GET_ITEM(phases, k);
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != FP_N) {
+            PyErr_SetString(PyExc_TypeError, "Fast: a phase must be a tuple of 13");
+            return -1;
+        }
+        for (int j = 0; j < FP_N; j++) {
+            PyObject *a = PyTuple_GET_ITEM(row, j);
+            char kind = pk[j];
+            if (kind == 'o') {
+                if (a == Py_None)
+                    continue;
+                kind = pk_none[j];
+            }
+            if (a == Py_None && j >= FP_DELAY && j <= FP_RATE)
+                continue;
+            if (arr_get(a, &f->ph[k * FP_N + j], kind) < 0)
+                return -1;
+        }
+    }
+    if (!(f->net = PyObject_GetAttrString(ex, "net")))
+        return -1;
+    PyObject *x = PyObject_GetAttrString(ex, "extrapolate");
+    f->extrapolate = x ? PyObject_IsTrue(x) : -1;
+    Py_XDECREF(x);
+    if (f->extrapolate < 0)
+        return -1;
+    PyObject *g = PyObject_GetAttrString(ex, "gamma"), *r = g ? PyObject_GetAttrString(ex, "ref") : NULL;
+    f->gamma = g ? PyFloat_AsDouble(g) : -1.0;
+    f->ref = r ? PyLong_AsLongLong(r) : -1;
+    Py_XDECREF(g);
+    Py_XDECREF(r);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static inline Arr *fph(Fast *f, Py_ssize_t k, int j) { return &f->ph[k * FP_N + j]; }
+
+/* bisect.bisect_right(bounds, s) - 1 */
+static Py_ssize_t fast_phase(Fast *f, int64_t s) {
+    Py_ssize_t lo = 0, hi = f->nphase + 1;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (s < f->bounds[mid])
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo - 1;
+}
+
+/* ex.name(*args) with the result dropped: 0, or -1 with an exception set */
+static int fast_call(Fast *f, PyObject *name, const char *fmt, ...) {
+    va_list va;
+    va_start(va, fmt);
+    PyObject *a = Py_VaBuildValue(fmt, va);
+    va_end(va);
+    if (!a)
+        return -1;
+    PyObject *meth = PyObject_GetAttr(f->ex, name), *r = NULL;
+    if (meth) {
+        r = PyTuple_Check(a) ? PyObject_Call(meth, a, NULL) : PyObject_CallOneArg(meth, a);
+        Py_DECREF(meth);
+    }
+    Py_DECREF(a);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+static int arr2_open(PyObject *obj, Arr2 *a, const char *codes) {
+    a->held = 0;
+    if (PyObject_GetBuffer(obj, &a->view, PyBUF_STRIDES | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+        return -1;
+    a->held = 1;
+    const char *fmt = a->view.format ? a->view.format : "B";
+    if (a->view.ndim != 2 || a->view.itemsize != 8 || !strchr(codes, fmt[strlen(fmt) - 1])) {
+        PyBuffer_Release(&a->view);
+        a->held = 0;
+        PyErr_SetString(PyExc_TypeError, "Fast: the early arrays must be 2-d float64 / int64");
+        return -1;
+    }
+    return 0;
+}
+
+static inline char *arr2_at(Arr2 *a, int64_t i, int64_t j) {
+    return (char *)a->view.buf + i * a->view.strides[0] + j * a->view.strides[1];
+}
+
+static void arr2_release(Arr2 *a) {
+    if (a->held) {
+        PyBuffer_Release(&a->view);
+        a->held = 0;
+    }
+}
+
+/* the network's bytes per path (Network._path_bytes), held open while it is the same array (it grows by a
+ * new one) */
+static int fast_path_bytes(Fast *f, Arr **a) {
+    PyObject *pb = PyObject_GetAttr(f->net, s_path_bytes);
+    if (!pb)
+        return -1;
+    if (pb != f->pb_obj) {
+        arr_release(&f->pb);
+        Py_CLEAR(f->pb_obj);
+        if (arr_open(pb, &f->pb, 'f', 1) < 0) {
+            Py_DECREF(pb);
+            return -1;
+        }
+        f->pb_obj = Py_NewRef(pb);
+    }
+    Py_DECREF(pb);
+    *a = &f->pb;
+    return 0;
+}
+
+/* the executor's early arrays (early_count, early_last), held open while they are the same objects
+ * (_widen and _jump put new ones in their place) */
+static int fast_early_arrays(Fast *f, Arr2 **ec, Arr2 **el) {
+    PyObject *c = PyObject_GetAttr(f->ex, s_early_count), *l = c ? PyObject_GetAttr(f->ex, s_early_last) : NULL;
+    int rc = -1;
+    if (!l)
+        goto done;
+    if (c != f->ec_obj || l != f->el_obj) {
+        arr2_release(&f->ec);
+        arr2_release(&f->el);
+        Py_CLEAR(f->ec_obj);
+        Py_CLEAR(f->el_obj);
+        if (arr2_open(c, &f->ec, "lq") < 0 || arr2_open(l, &f->el, "d") < 0) {
+            arr2_release(&f->ec);
+            goto done;
+        }
+        f->ec_obj = Py_NewRef(c);
+        f->el_obj = Py_NewRef(l);
+    }
+    *ec = &f->ec;
+    *el = &f->el;
+    rc = 0;
+done:
+    Py_XDECREF(c);
+    Py_XDECREF(l);
+    return rc;
+}
+
+/* _complete_one(r, now): 1 where r starts its next step now, 0 where a timer is set, -1 on error */
+static int fast_complete_one(Fast *f, int64_t r, double now) {
+    double finish = arr_f(&f->last, r);
+    if (f->gamma > 0) {
+        Arr *red = fph(f, fast_phase(f, arr_i(&f->step, r)), FP_RED);
+        finish += f->gamma * arr_f(&f->scale, r) * (red->held ? arr_f(red, r) : 0.0);
+    }
+    if (finish > now)
+        return fast_call(f, s_timer_one, "(dL)", finish, (long long)r) < 0 ? -1 : 0;
+    *arr_ip(&f->step, r) += 1;
+    return 1;
+}
+
+/* ---- the arrivals' own queue. SimPy steps its events by (time, priority, id); an arrival's event is a
+ * timeout (NORMAL priority) whose id is drawn when it is made. Kept here instead -- its id drawn from the
+ * environment's counter all the same, so the events counted are the same -- the arrivals are taken in
+ * that order among themselves, and one SimPy event stands for the first of them (with its time and id):
+ * when SimPy steps it, fast_pump takes the arrivals in order for as long as each comes before the head
+ * of SimPy's queue, setting the clock as SimPy's step does, then makes the event for the next one (where
+ * none stands for it yet: each arrival has at most one, so no two queue entries are equal). An event
+ * whose arrival was taken earlier takes what is due all the same: whatever comes before SimPy's head
+ * is the next step either way. So every arrival is processed at the same point of the same order as its
+ * own event would have been, and SimPy's loop is spared a step for most. (Only where the environment's
+ * step is SimPy's own: a step that looks at a deadline keeps an event per arrival.) */
+
+static inline int fe_less(const struct FEntry *a, const struct FEntry *b) {
+    return a->t < b->t || (a->t == b->t && a->eid < b->eid);
+}
+
+static int fast_pump_event(Fast *f);
+
+/* an arrival at ``t`` (its bucket key ``when_o``) into the queue, with a fresh event id */
+static int fast_queue(Fast *f, PyObject *when_o, double t) {
+    PyObject *eid = PyObject_GetAttr(f->env, s_eid), *id = eid ? PyIter_Next(eid) : NULL;
+    Py_XDECREF(eid);
+    if (!id) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "_ratecore: the event ids ran out");
+        return -1;
+    }
+    long long e = PyLong_AsLongLong(id);
+    Py_DECREF(id);
+    if (e == -1 && PyErr_Occurred())
+        return -1;
+    if (f->hn == f->hcap) {
+        Py_ssize_t cap = f->hcap ? 2 * f->hcap : 64;
+        struct FEntry *h = realloc(f->heap, sizeof(struct FEntry) * (size_t)cap);
+        if (!h) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        f->heap = h;
+        f->hcap = cap;
+    }
+    struct FEntry x = {t, e, Py_NewRef(when_o), 0};
+    Py_ssize_t i = f->hn++;
+    while (i > 0 && fe_less(&x, &f->heap[(i - 1) / 2])) {
+        f->heap[i] = f->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    f->heap[i] = x;
+    return i == 0 && !f->draining ? fast_pump_event(f) : 0;
+}
+
+static struct FEntry fe_pop(Fast *f) {
+    struct FEntry top = f->heap[0], x = f->heap[--f->hn];
+    Py_ssize_t i = 0, n = f->hn;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && fe_less(&f->heap[c + 1], &f->heap[c]))
+            c++;
+        if (!fe_less(&f->heap[c], &x))
+            break;
+        f->heap[i] = f->heap[c];
+        i = c;
+    }
+    if (n)
+        f->heap[i] = x;
+    return top;
+}
+
+/* the SimPy event standing for the queue's first arrival, where none does yet */
+static int fast_pump_event(Fast *f) {
+    if (f->heap[0].pumped)
+        return 0;
+    PyObject *event = new_event(f->event_type, f->env), *cbs = NULL, *cb = NULL, *queue = NULL, *t = NULL;
+    PyObject *id = NULL, *item = NULL, *r = NULL;
+    int rc = -1;
+    if (!event || mark_ok(event, Py_None) < 0 || !(cbs = PyObject_GetAttr(event, s_callbacks)) ||
+        !(cb = PyObject_GetAttrString((PyObject *)f, "pump")) || PyList_Append(cbs, cb) < 0 ||
+        !(queue = PyObject_GetAttr(f->env, s_queue)) || !(t = PyFloat_FromDouble(f->heap[0].t)) ||
+        !(id = PyLong_FromLongLong(f->heap[0].eid)) || !(item = PyTuple_Pack(4, t, f->normal, id, event)) ||
+        !(r = PyObject_CallFunctionObjArgs(f->push, queue, item, NULL)))
+        goto done;
+    f->heap[0].pumped = 1;
+    rc = 0;
+done:
+    Py_XDECREF(event);
+    Py_XDECREF(cbs);
+    Py_XDECREF(cb);
+    Py_XDECREF(queue);
+    Py_XDECREF(t);
+    Py_XDECREF(id);
+    Py_XDECREF(item);
+    Py_XDECREF(r);
+    return rc;
+}
+
+/* whether the head of SimPy's queue comes before the arrival ``x`` (-1 with an exception set) */
+static int fast_queue_first(Fast *f, const struct FEntry *x) {
+    PyObject *queue = PyObject_GetAttr(f->env, s_queue);
+    if (!queue)
+        return -1;
+    int first = 0;
+    if (!PyList_Check(queue)) {
+        PyErr_SetString(PyExc_TypeError, "Fast: the environment's queue must be a list");
+        first = -1;
+    } else if (PyList_GET_SIZE(queue)) {
+        PyObject *head = PyList_GET_ITEM(queue, 0);
+        if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) < 3) {
+            PyErr_SetString(PyExc_TypeError, "Fast: a queue entry must be (time, priority, id, event)");
+            first = -1;
+        } else {
+            double t = PyFloat_AsDouble(PyTuple_GET_ITEM(head, 0));
+            long long p = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 1));
+            long long e = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 2));
+            long long normal = PyLong_AsLongLong(f->normal);
+            if (PyErr_Occurred())
+                first = -1;
+            else
+                first = t < x->t || (t == x->t && (p < normal || (p == normal && e < x->eid)));
+        }
+    }
+    Py_DECREF(queue);
+    return first;
+}
+
+static PyObject *Fast_arrived(Fast *f, PyObject *when);
+
+/* pump(event): the callback of an event standing for an arrival (see above) */
+static PyObject *Fast_pump(Fast *f, PyObject *event) {
+    if (f->draining)
+        Py_RETURN_NONE;
+    f->draining = 1;
+    int ok = 1;
+    while (ok && f->hn) {
+        int first = fast_queue_first(f, &f->heap[0]);
+        if (first) {
+            ok = first > 0;
+            break;
+        }
+        struct FEntry x = fe_pop(f);
+        PyObject *t = PyFloat_FromDouble(x.t), *r = NULL;
+        if (t && PyObject_SetAttr(f->env, s_now, t) == 0)
+            r = Fast_arrived(f, x.when);
+        Py_XDECREF(t);
+        Py_DECREF(x.when);
+        ok = r != NULL;
+        Py_XDECREF(r);
+    }
+    f->draining = 0;
+    if (ok && f->hn && fast_pump_event(f) < 0)
+        ok = 0;
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* call_at(env, when, fire) with fire = partial(fast_fire, f, when): an event triggered and queued as
+ * env.timeout(when - now) queues it */
+static int fast_call_at(Fast *f, PyObject *when_o, double when) {
+    double now;
+    if (attr_f(f->env, s_now, &now) < 0)
+        return -1;
+    if (when - now < 0) {
+        PyErr_Format(PyExc_ValueError, "Negative delay %f", when - now);
+        return -1;
+    }
+    if (f->own_queue)
+        return fast_queue(f, when_o, now + (when - now));
+    PyObject *event = new_event(f->event_type, f->env), *cbs = NULL, *cb = NULL, *queue = NULL, *eid = NULL;
+    PyObject *id = NULL, *at = NULL, *item = NULL, *r = NULL, *fire = NULL;
+    int rc = -1;
+    if (!event || mark_ok(event, Py_None) < 0 || !(cbs = PyObject_GetAttr(event, s_callbacks)))
+        goto done;
+    fire = PyObject_GetAttrString((PyObject *)f, "fire");
+    if (!fire || !(cb = PyObject_CallFunctionObjArgs(f->partial, fire, when_o, NULL)) || PyList_Append(cbs, cb) < 0)
+        goto done;
+    if (!(queue = PyObject_GetAttr(f->env, s_queue)) || !(eid = PyObject_GetAttr(f->env, s_eid)))
+        goto done;
+    if (!(id = PyIter_Next(eid))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "_ratecore: the event ids ran out");
+        goto done;
+    }
+    if (!(at = PyFloat_FromDouble(now + (when - now))) || !(item = PyTuple_Pack(4, at, f->normal, id, event)) ||
+        !(r = PyObject_CallFunctionObjArgs(f->push, queue, item, NULL)))
+        goto done;
+    rc = 0;
+done:
+    Py_XDECREF(event);
+    Py_XDECREF(cbs);
+    Py_XDECREF(fire);
+    Py_XDECREF(cb);
+    Py_XDECREF(queue);
+    Py_XDECREF(eid);
+    Py_XDECREF(id);
+    Py_XDECREF(at);
+    Py_XDECREF(item);
+    Py_XDECREF(r);
+    return rc;
+}
+
+/* _send_private for one message m of phase k (sender r) at now: _arrive_at(arrival, (r, dst, step, pid,
+ * bytes)) -- batch_at into ex._arrivals -- and ex.private += 1 */
+static int fast_send_private(Fast *f, Py_ssize_t k, int64_t m, int64_t r, double now) {
+    double start = now + arr_f(fph(f, k, FP_DELAY), m), wire = arr_f(fph(f, k, FP_WIRE), m);
+    double when = wire > 0 ? start + wire / arr_f(fph(f, k, FP_RATE), m) : start;
+    PyObject *batch = Py_BuildValue("(LLLLd)", (long long)r, (long long)arr_i(fph(f, k, FP_DST), m),
+                                    (long long)arr_i(&f->step, r), (long long)arr_i(fph(f, k, FP_PID), m),
+                                    arr_f(fph(f, k, FP_NB), m));
+    PyObject *when_o = PyFloat_FromDouble(when), *arrivals = PyObject_GetAttr(f->ex, s_arrivals);
+    int rc = -1;
+    if (batch && when_o && arrivals) {
+        if (!PyDict_CheckExact(arrivals))
+            PyErr_SetString(PyExc_TypeError, "Fast: _arrivals must be a dict");
+        else {
+            int fresh = append_to(arrivals, when_o, batch);
+            rc = fresh < 0 || (fresh && fast_call_at(f, when_o, when) < 0) ? -1 : add_attr(f->ex, s_private, 1);
+        }
+    }
+    Py_XDECREF(batch);
+    Py_XDECREF(when_o);
+    Py_XDECREF(arrivals);
+    return rc;
+}
+
+static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, double now);
+
+/* _begin_one(r, now) */
+static int fast_begin_one(Fast *f, int64_t r, double now) {
+    for (;;) {
+        int64_t s = arr_i(&f->step, r);
+        if (s >= f->total)
+            return fast_call(f, s_finished_one, "(d)", now);
+        Arr2 *ec, *el;
+        if (fast_early_arrays(f, &ec, &el) < 0)
+            return -1;
+        int64_t window = ec->view.shape[1], slot = s % window;
+        *arr_fp(&f->began, r) = now;
+        double *elp = (double *)arr2_at(el, r, slot);
+        int64_t *ecp = (int64_t *)arr2_at(ec, r, slot);
+        double early = *elp;
+        *arr_fp(&f->last, r) = now >= early ? now : early;
+        Py_ssize_t k = fast_phase(f, s);
+        int64_t sends = arr_i(fph(f, k, FP_OUT), r), recvs = arr_i(fph(f, k, FP_IN), r) - *ecp;
+        *ecp = 0;
+        *elp = -INFINITY;
+        *arr_ip(&f->send_left, r) = sends;
+        *arr_ip(&f->recv_left, r) = recvs;
+        if (sends) { /* _send(step, step.sends_of(r)) */
+            Arr *ptr = fph(f, k, FP_PTR), *order = fph(f, k, FP_ORDER);
+            int64_t lo = arr_i(ptr, r), hi = arr_i(ptr, r + 1);
+            int64_t *msgs = malloc(sizeof(int64_t) * (size_t)(hi > lo ? hi - lo : 1));
+            if (!msgs) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            for (int64_t j = lo; j < hi; j++)
+                msgs[j - lo] = arr_i(order, j);
+            int rc = hi > lo ? fast_send(f, k, msgs, hi - lo, now) : 0;
+            free(msgs);
+            if (rc < 0)
+                return -1;
+        }
+        if (sends || recvs)
+            return 0;
+        int c = fast_complete_one(f, r, now);
+        if (c <= 0)
+            return c;
+    }
+}
+
+/* ---- several messages or ranks at once: _done, _complete, _begin, _launch, _send, _send_private */
+
+typedef struct {
+    int64_t *v;
+    Py_ssize_t n, cap;
+} LList;
+
+static int ll_push(LList *l, int64_t x) {
+    if (l->n == l->cap) {
+        Py_ssize_t cap = l->cap ? 2 * l->cap : 16;
+        int64_t *v = realloc(l->v, (size_t)cap * sizeof(int64_t));
+        if (!v) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = x;
+    return 0;
+}
+
+static int cmp_i64(const void *x, const void *y) {
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+static PyObject *ll_list(const int64_t *v, Py_ssize_t n) {
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out && i < n; i++) {
+        PyObject *x = PyLong_FromLongLong(v[i]);
+        if (!x) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, x);
+    }
+    return out;
+}
+
+static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now);
+
+/* _send_private(step, msgs) for several messages of phase k, all private: one batch of lists (src, dst,
+ * step, path, bytes) per distinct arrival time, in ascending order */
+static int fast_send_private_many(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, double now) {
+    double *when = malloc(sizeof(double) * (size_t)n), *uniq = malloc(sizeof(double) * (size_t)n);
+    PyObject *arrivals = NULL;
+    int rc = -1;
+    if (!when || !uniq) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t nu = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t m = msgs[i];
+        double start = now + arr_f(fph(f, k, FP_DELAY), m), wire = arr_f(fph(f, k, FP_WIRE), m);
+        double w = when[i] = wire > 0 ? start + wire / arr_f(fph(f, k, FP_RATE), m) : start;
+        Py_ssize_t j = 0; /* np.unique: ascending, distinct (an insertion: few distinct times) */
+        while (j < nu && uniq[j] < w)
+            j++;
+        if (j < nu && uniq[j] == w)
+            continue;
+        memmove(uniq + j + 1, uniq + j, sizeof(double) * (size_t)(nu - j));
+        uniq[j] = w;
+        nu++;
+    }
+    if (!(arrivals = PyObject_GetAttr(f->ex, s_arrivals)))
+        goto done;
+    if (!PyDict_CheckExact(arrivals)) {
+        PyErr_SetString(PyExc_TypeError, "Fast: _arrivals must be a dict");
+        goto done;
+    }
+    Arr *src = fph(f, k, FP_SRC), *dst = fph(f, k, FP_DST), *pid = fph(f, k, FP_PID), *nb = fph(f, k, FP_NB);
+    for (Py_ssize_t u = 0; u < nu; u++) {
+        PyObject *batch = PyTuple_New(5);
+        int ok = batch != NULL;
+        for (int j = 0; ok && j < 5; j++) {
+            PyObject *l = PyList_New(0);
+            ok = l != NULL;
+            if (ok)
+                PyTuple_SET_ITEM(batch, j, l);
+        }
+        for (Py_ssize_t i = 0; ok && i < n; i++) {
+            if (when[i] != uniq[u])
+                continue;
+            int64_t m = msgs[i], r = arr_i(src, m);
+            PyObject *v[5] = {PyLong_FromLongLong(r), PyLong_FromLongLong(arr_i(dst, m)),
+                              PyLong_FromLongLong(arr_i(&f->step, r)), PyLong_FromLongLong(arr_i(pid, m)),
+                              PyFloat_FromDouble(arr_f(nb, m))};
+            for (int j = 0; j < 5; j++) {
+                ok = ok && v[j] && PyList_Append(PyTuple_GET_ITEM(batch, j), v[j]) == 0;
+                Py_XDECREF(v[j]);
+            }
+        }
+        PyObject *when_o = ok ? PyFloat_FromDouble(uniq[u]) : NULL;
+        int fresh = when_o ? append_to(arrivals, when_o, batch) : -1;
+        ok = fresh >= 0 && !(fresh && fast_call_at(f, when_o, uniq[u]) < 0);
+        Py_XDECREF(when_o);
+        Py_XDECREF(batch);
+        if (!ok)
+            goto done;
+    }
+    rc = add_attr(f->ex, s_private, (long)n);
+done:
+    free(when);
+    free(uniq);
+    Py_XDECREF(arrivals);
+    return rc;
+}
+
+/* _send(step, msgs) for phase k: a lone message as _send_one, several split into the private ones (sent
+ * first) and the rest, launched as flows by the executor's Python lines */
+static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, double now) {
+    Arr *priv = fph(f, k, FP_PRIV);
+    if (n == 1) {
+        if (priv->held && arr_b(priv, msgs[0]))
+            return fast_send_private(f, k, msgs[0], arr_i(fph(f, k, FP_SRC), msgs[0]), now);
+        return fast_call(f, s_launch_flow_one, "(nL)", k, (long long)msgs[0]);
+    }
+    if (!priv->held) {
+        PyObject *l = ll_list(msgs, n);
+        return l ? fast_call(f, s_launch_flows, "(nN)", k, l) : -1;
+    }
+    int64_t *mine = malloc(sizeof(int64_t) * (size_t)n * 2);
+    if (!mine) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int64_t *rest = mine + n;
+    Py_ssize_t a = 0, b = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (arr_b(priv, msgs[i]))
+            mine[a++] = msgs[i];
+        else
+            rest[b++] = msgs[i];
+    }
+    int rc = 0;
+    if (a == 1)
+        rc = fast_send_private(f, k, mine[0], arr_i(fph(f, k, FP_SRC), mine[0]), now);
+    else if (a > 1)
+        rc = fast_send_private_many(f, k, mine, a, now);
+    if (rc == 0 && b) {
+        PyObject *l = ll_list(rest, b);
+        rc = l ? fast_call(f, s_launch_flows, "(nN)", k, l) : -1;
+    }
+    free(mine);
+    return rc;
+}
+
+/* _launch(step_k, group): the counts, then step.sent_by(group) (sends_of for one) sent */
+static int fast_launch(Fast *f, Py_ssize_t k, const int64_t *group, Py_ssize_t g, double now) {
+    Arr *out = fph(f, k, FP_OUT), *in = fph(f, k, FP_IN), *ptr = fph(f, k, FP_PTR), *order = fph(f, k, FP_ORDER);
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < g; i++) {
+        int64_t r = group[i];
+        *arr_ip(&f->send_left, r) += arr_i(out, r);
+        *arr_ip(&f->recv_left, r) += arr_i(in, r);
+        total += arr_i(ptr, r + 1) - arr_i(ptr, r);
+    }
+    Py_ssize_t endpoints = ptr->n - 1, nmsg = arr_i(ptr, endpoints);
+    if (g > 1 && g == endpoints)
+        total = nmsg;
+    if (!total)
+        return 0;
+    int64_t *msgs = malloc(sizeof(int64_t) * (size_t)total);
+    if (!msgs) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t n = 0;
+    if (g > 1 && g == endpoints) /* sent_by: np.arange(len(src)) */
+        for (; n < total; n++)
+            msgs[n] = n;
+    else
+        for (Py_ssize_t i = 0; i < g; i++)
+            for (int64_t j = arr_i(ptr, group[i]); j < arr_i(ptr, group[i] + 1); j++)
+                msgs[n++] = arr_i(order, j);
+    int rc = fast_send(f, k, msgs, n, now);
+    free(msgs);
+    return rc;
+}
+
+/* _complete(ranks, now): the ranks whose reduction is over now move on (into ``go``, in order); timers for
+ * the others */
+static int fast_complete(Fast *f, const int64_t *ranks, Py_ssize_t n, double now, LList *go) {
+    go->n = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int c = fast_complete_one(f, ranks[i], now);
+        if (c < 0 || (c && ll_push(go, ranks[i]) < 0))
+            return -1;
+    }
+    return 0;
+}
+
+/* _begin(ranks, now): the ranks (distinct) start their current steps, in rounds as long as some finish
+ * a step at once */
+static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now) {
+    if (n0 == 1)
+        return fast_begin_one(f, ranks0[0], now);
+    LList cur = {0}, next = {0}, group = {0};
+    Py_ssize_t *phase = NULL;
+    int rc = -1;
+    for (Py_ssize_t i = 0; i < n0; i++)
+        if (ll_push(&cur, ranks0[i]) < 0)
+            goto done;
+    while (cur.n) {
+        Py_ssize_t live = 0;
+        for (Py_ssize_t i = 0; i < cur.n; i++) {
+            if (arr_i(&f->step, cur.v[i]) >= f->total) {
+                if (fast_call(f, s_finished_one, "(d)", now) < 0)
+                    goto done;
+            } else
+                cur.v[live++] = cur.v[i];
+        }
+        cur.n = live;
+        if (!live)
+            break;
+        Arr2 *ec, *el;
+        if (fast_early_arrays(f, &ec, &el) < 0)
+            goto done;
+        int64_t window = ec->view.shape[1];
+        free(phase);
+        phase = malloc(sizeof(Py_ssize_t) * (size_t)live);
+        if (!phase) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_ssize_t lo = f->nphase, hi = -1;
+        for (Py_ssize_t i = 0; i < live; i++) {
+            int64_t r = cur.v[i], s = arr_i(&f->step, r), slot = s % window;
+            *arr_fp(&f->began, r) = now;
+            *arr_ip(&f->send_left, r) = 0;
+            int64_t *ecp = (int64_t *)arr2_at(ec, r, slot);
+            double *elp = (double *)arr2_at(el, r, slot);
+            *arr_ip(&f->recv_left, r) = -*ecp;
+            *arr_fp(&f->last, r) = now >= *elp ? now : *elp;
+            *ecp = 0;
+            *elp = -INFINITY;
+            Py_ssize_t k = phase[i] = fast_phase(f, s);
+            lo = k < lo ? k : lo;
+            hi = k > hi ? k : hi;
+        }
+        for (Py_ssize_t k = lo; k <= hi; k++) {
+            group.n = 0;
+            for (Py_ssize_t i = 0; i < live; i++)
+                if (phase[i] == k && ll_push(&group, cur.v[i]) < 0)
+                    goto done;
+            if (group.n && fast_launch(f, k, group.v, group.n, now) < 0)
+                goto done;
+        }
+        group.n = 0;
+        for (Py_ssize_t i = 0; i < live; i++) {
+            int64_t r = cur.v[i];
+            if (arr_i(&f->send_left, r) == 0 && arr_i(&f->recv_left, r) == 0 && ll_push(&group, r) < 0)
+                goto done;
+        }
+        if (fast_complete(f, group.v, group.n, now, &next) < 0)
+            goto done;
+        LList t = cur;
+        cur = next;
+        next = t;
+        if (cur.n == 1) { /* _begin of one rank: _begin_one */
+            rc = fast_begin_one(f, cur.v[0], now);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    free(phase);
+    free(cur.v);
+    free(next.v);
+    free(group.v);
+    return rc;
+}
+
+/* _early(dst, fstep, now): messages that arrived before their receivers reached their steps, counted into
+ * the receivers' windows; where one leads by a window or more (which _widen doubles first), the Python
+ * lines count them all */
+static int fast_early(Fast *f, const int64_t *dst, const int64_t *fstep, Py_ssize_t n, double now) {
+    Arr2 *ec, *el;
+    if (fast_early_arrays(f, &ec, &el) < 0)
+        return -1;
+    int64_t window = ec->view.shape[1];
+    int wide = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        wide |= fstep[i] - arr_i(&f->step, dst[i]) >= window || fstep[i] < 0;
+    if (!wide)
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t slot = fstep[i] % window;
+            *(int64_t *)arr2_at(ec, dst[i], slot) += 1;
+            double *last = (double *)arr2_at(el, dst[i], slot);
+            if (now > *last) /* np.maximum.at's */
+                *last = now;
+        }
+    if (!wide)
+        return 0;
+    PyObject *d = ll_list(dst, n), *s = d ? ll_list(fstep, n) : NULL;
+    if (!s) {
+        Py_XDECREF(d);
+        return -1;
+    }
+    return fast_call(f, s_early_many, "(NNd)", d, s, now);
+}
+
+/* _done(src, dst, fstep, now) for n messages (n != 1 or not a lone private one) */
+static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int64_t *fstep, Py_ssize_t n, double now) {
+    LList touched = {0}, early_d = {0}, early_s = {0}, ready = {0}, go = {0};
+    int rc = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        *arr_ip(&f->send_left, src[i]) -= 1;
+        *arr_fp(&f->last, src[i]) = now;
+        if (ll_push(&touched, src[i]) < 0)
+            goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (arr_i(&f->step, dst[i]) == fstep[i]) {
+            if (ll_push(&touched, dst[i]) < 0)
+                goto done;
+        } else if (ll_push(&early_d, dst[i]) < 0 || ll_push(&early_s, fstep[i]) < 0)
+            goto done;
+    }
+    if (early_d.n && fast_early(f, early_d.v, early_s.v, early_d.n, now) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (arr_i(&f->step, dst[i]) == fstep[i]) { /* (the early ones left their receivers' steps as they were) */
+            *arr_ip(&f->recv_left, dst[i]) -= 1;
+            *arr_fp(&f->last, dst[i]) = now;
+        }
+    }
+    if (touched.n)
+        qsort(touched.v, (size_t)touched.n, sizeof(int64_t), cmp_i64);
+    for (Py_ssize_t i = 0; i < touched.n; i++) {
+        int64_t r = touched.v[i];
+        if ((i && r == touched.v[i - 1]) || arr_i(&f->send_left, r) != 0 || arr_i(&f->recv_left, r) != 0)
+            continue;
+        if (ll_push(&ready, r) < 0)
+            goto done;
+    }
+    if (fast_complete(f, ready.v, ready.n, now, &go) < 0 || (go.n && fast_begin(f, go.v, go.n, now) < 0))
+        goto done;
+    rc = 0;
+done:
+    free(touched.v);
+    free(early_d.v);
+    free(early_s.v);
+    free(ready.v);
+    free(go.v);
+    return rc;
+}
+
+/* _one_done(src, dst, fstep, now) */
+static int fast_one_done(Fast *f, int64_t src, int64_t dst, int64_t fstep, double now) {
+    *arr_ip(&f->send_left, src) -= 1;
+    *arr_fp(&f->last, src) = now;
+    int64_t touched[2] = {src, dst};
+    int n = 1;
+    if (arr_i(&f->step, dst) == fstep) {
+        *arr_ip(&f->recv_left, dst) -= 1;
+        *arr_fp(&f->last, dst) = now;
+        if (dst != src)
+            n = 2;
+    } else if (fast_early(f, &dst, &fstep, 1, now) < 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        int64_t r = touched[i];
+        if (arr_i(&f->send_left, r) == 0 && arr_i(&f->recv_left, r) == 0) {
+            int c = fast_complete_one(f, r, now);
+            if (c < 0 || (c && fast_begin_one(f, r, now) < 0))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* the values of ``obj`` -- an int or a float, a list of them, or a 1-d array -- appended to ``ints`` (as
+ * int64) or, where ``ints`` is NULL, to ``flts`` (as doubles, in an LList's storage) */
+static int fast_values(PyObject *obj, LList *ints, LList *flts) {
+    if (PyLong_Check(obj) || PyFloat_Check(obj) || PyList_CheckExact(obj)) {
+        Py_ssize_t n = PyList_CheckExact(obj) ? PyList_GET_SIZE(obj) : 1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *x = PyList_CheckExact(obj) ? PyList_GET_ITEM(obj, i) : obj;
+            if (ints) {
+                long long v = PyLong_AsLongLong(x);
+                if ((v == -1 && PyErr_Occurred()) || ll_push(ints, v) < 0)
+                    return -1;
+            } else {
+                double d = PyFloat_AsDouble(x);
+                int64_t bits;
+                memcpy(&bits, &d, sizeof bits);
+                if ((d == -1.0 && PyErr_Occurred()) || ll_push(flts, bits) < 0)
+                    return -1;
+            }
+        }
+        return 0;
+    }
+    Arr a;
+    if (arr_get(obj, &a, ints ? 'i' : 'f') < 0)
+        return -1;
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < a.n; i++) {
+        if (ints)
+            rc = ll_push(ints, arr_i(&a, i));
+        else {
+            double d = arr_f(&a, i);
+            int64_t bits;
+            memcpy(&bits, &d, sizeof bits);
+            rc = ll_push(flts, bits);
+        }
+    }
+    arr_release(&a);
+    return rc;
+}
+
+/* _arrived's other branch (_arrived_many): the bucket's batches concatenated, net.account(pids, nbytes,
+ * count) (np.add.at: in order), then _done */
+static int fast_arrived_many(Fast *f, PyObject *bucket, double now) {
+    LList col[5] = {{0}};
+    int rc = -1;
+    PyObject *net = NULL, *cl = NULL, *paths = NULL, *count = NULL;
+    if (!PyList_Check(bucket)) {
+        PyErr_SetString(PyExc_TypeError, "Fast: a bucket must be a list");
+        return -1;
+    }
+    for (Py_ssize_t b = 0; b < PyList_GET_SIZE(bucket); b++) {
+        PyObject *batch = PyList_GET_ITEM(bucket, b);
+        if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != 5) {
+            PyErr_SetString(PyExc_TypeError, "Fast: a batch must be (src, dst, step, path, bytes)");
+            goto done;
+        }
+        for (int j = 0; j < 5; j++)
+            if (fast_values(PyTuple_GET_ITEM(batch, j), j < 4 ? &col[j] : NULL, &col[4]) < 0)
+                goto done;
+    }
+    Py_ssize_t n = col[0].n;
+    for (int j = 1; j < 5; j++)
+        if (col[j].n != n) {
+            PyErr_SetString(PyExc_ValueError, "Fast: a batch's columns differ in length");
+            goto done;
+        }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (col[0].v[i] < 0 || col[0].v[i] >= f->step.n || col[1].v[i] < 0 || col[1].v[i] >= f->step.n) {
+            PyErr_SetString(PyExc_IndexError, "Fast: endpoint out of range");
+            goto done;
+        }
+    net = Py_NewRef(f->net);
+    if (!(cl = PyObject_GetAttrString(net, "cluster")) || !(paths = PyObject_GetAttrString(cl, "paths")) ||
+        !(count = PyObject_GetAttrString(paths, "count")))
+        goto done;
+    Py_ssize_t need = PyLong_AsSsize_t(count);
+    Arr *a;
+    if ((need == -1 && PyErr_Occurred()) || fast_path_bytes(f, &a) < 0)
+        goto done;
+    int fits = a->n >= need;
+    for (Py_ssize_t i = 0; fits && i < n; i++)
+        fits = col[3].v[i] >= 0 && col[3].v[i] < a->n;
+    if (fits) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double d;
+            memcpy(&d, &col[4].v[i], sizeof d);
+            *arr_fp(a, col[3].v[i]) += d;
+        }
+        if (add_attr(net, s_flows, (long)n) < 0)
+            goto done;
+    } else {
+        PyObject *pids = ll_list(col[3].v, n), *nbs = PyList_New(n);
+        for (Py_ssize_t i = 0; nbs && i < n; i++) {
+            double d;
+            memcpy(&d, &col[4].v[i], sizeof d);
+            PyObject *x = PyFloat_FromDouble(d);
+            if (!x) {
+                Py_CLEAR(nbs);
+                break;
+            }
+            PyList_SET_ITEM(nbs, i, x);
+        }
+        PyObject *r = pids && nbs ? PyObject_CallMethod(net, "account", "OOn", pids, nbs, n) : NULL;
+        Py_XDECREF(pids);
+        Py_XDECREF(nbs);
+        if (!r)
+            goto done;
+        Py_DECREF(r);
+    }
+    rc = fast_done(f, col[0].v, col[1].v, col[2].v, n, now);
+done:
+    for (int j = 0; j < 5; j++)
+        free(col[j].v);
+    Py_XDECREF(net);
+    Py_XDECREF(cl);
+    Py_XDECREF(paths);
+    Py_XDECREF(count);
+    return rc;
+}
+
+/* an int array (or list) argument as int64 values in ``out`` */
+static int fast_ranks(Fast *f, PyObject *obj, LList *out) {
+    if (fast_values(obj, out, NULL) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < out->n; i++)
+        if (out->v[i] < 0 || out->v[i] >= f->step.n) {
+            PyErr_SetString(PyExc_IndexError, "Fast: endpoint out of range");
+            return -1;
+        }
+    return 0;
+}
+
+static PyObject *Fast_done(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 4, "done(src, dst, fstep, now)"))
+        return NULL;
+    LList src = {0}, dst = {0}, fstep = {0};
+    double now = PyFloat_AsDouble(args[3]);
+    int ok = !PyErr_Occurred() && fast_ranks(f, args[0], &src) == 0 && fast_ranks(f, args[1], &dst) == 0 &&
+             fast_values(args[2], &fstep, NULL) == 0;
+    if (ok && (src.n != dst.n || src.n != fstep.n)) {
+        PyErr_SetString(PyExc_ValueError, "done: src, dst and fstep differ in length");
+        ok = 0;
+    }
+    ok = ok && fast_done(f, src.v, dst.v, fstep.v, src.n, now) == 0;
+    free(src.v);
+    free(dst.v);
+    free(fstep.v);
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Fast_begin(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "begin(ranks, now)"))
+        return NULL;
+    LList ranks = {0};
+    double now = PyFloat_AsDouble(args[1]);
+    int ok = !PyErr_Occurred() && fast_ranks(f, args[0], &ranks) == 0 &&
+             (ranks.n == 0 || fast_begin(f, ranks.v, ranks.n, now) == 0);
+    free(ranks.v);
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static int fast_index(Fast *f, PyObject *o, int64_t *out) {
+    long long v = PyLong_AsLongLong(o);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < 0 || v >= f->step.n) {
+        PyErr_SetString(PyExc_IndexError, "Fast: endpoint out of range");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static PyObject *Fast_one_done(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t src, dst;
+    if (!nargs_ok(nargs, 4, "one_done(src, dst, fstep, now)") || fast_index(f, args[0], &src) < 0 ||
+        fast_index(f, args[1], &dst) < 0)
+        return NULL;
+    long long fstep = PyLong_AsLongLong(args[2]);
+    double now = PyFloat_AsDouble(args[3]);
+    if (PyErr_Occurred() || fast_one_done(f, src, dst, fstep, now) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Fast_begin_one(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
+    int64_t r;
+    if (!nargs_ok(nargs, 2, "begin_one(r, now)") || fast_index(f, args[0], &r) < 0)
+        return NULL;
+    double now = PyFloat_AsDouble(args[1]);
+    if (PyErr_Occurred() || fast_begin_one(f, r, now) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* _arrived(when): the private messages due at ``when`` have arrived; a lone one (a bucket of one batch of
+ * ints) is counted as _arrived counts it (net.account_one, _one_done), others as _arrived_many does; then
+ * _after's check */
+static PyObject *Fast_arrived(Fast *f, PyObject *when) {
+    PyObject *arrivals = PyObject_GetAttr(f->ex, s_arrivals);
+    if (!arrivals)
+        return NULL;
+    if (!PyDict_CheckExact(arrivals)) {
+        Py_DECREF(arrivals);
+        PyErr_SetString(PyExc_TypeError, "Fast: _arrivals must be a dict");
+        return NULL;
+    }
+    PyObject *bucket = PyDict_GetItemWithError(arrivals, when);
+    if (!bucket) {
+        Py_DECREF(arrivals);
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE; /* moved by an extrapolation */
+    }
+    Py_INCREF(bucket);
+    int rc = PyDict_DelItem(arrivals, when);
+    Py_DECREF(arrivals);
+    double now;
+    if (rc < 0 || attr_f(f->env, s_now, &now) < 0)
+        goto fail;
+    PyObject *first = PyList_CheckExact(bucket) && PyList_GET_SIZE(bucket) == 1 ? PyList_GET_ITEM(bucket, 0) : NULL;
+    if (first && PyTuple_CheckExact(first) && PyTuple_GET_SIZE(first) == 5 &&
+        PyLong_CheckExact(PyTuple_GET_ITEM(first, 0))) {
+        int64_t src, dst;
+        if (fast_index(f, PyTuple_GET_ITEM(first, 0), &src) < 0 || fast_index(f, PyTuple_GET_ITEM(first, 1), &dst) < 0)
+            goto fail;
+        long long fstep = PyLong_AsLongLong(PyTuple_GET_ITEM(first, 2));
+        PyObject *pid_o = PyTuple_GET_ITEM(first, 3), *nb_o = PyTuple_GET_ITEM(first, 4);
+        long long pid = PyLong_AsLongLong(pid_o);
+        double nb = PyFloat_AsDouble(nb_o);
+        if (PyErr_Occurred())
+            goto fail;
+        /* net.account_one(pid, nbytes) */
+        Arr *a;
+        int ok = fast_path_bytes(f, &a) == 0;
+        if (ok && pid >= 0 && pid < a->n) {
+            *arr_fp(a, pid) += nb;
+            ok = add_attr(f->net, s_flows, 1) == 0;
+        } else if (ok) {
+            PyObject *r = PyObject_CallMethodObjArgs(f->net, s_net_account_one, pid_o, nb_o, NULL);
+            ok = r != NULL;
+            Py_XDECREF(r);
+        }
+        if (!ok || fast_one_done(f, src, dst, fstep, now) < 0)
+            goto fail;
+    } else if (fast_arrived_many(f, bucket, now) < 0)
+        goto fail;
+    Py_DECREF(bucket);
+    /* if self.extrapolate: self._after() (whose first test, the reference's step unchanged, is made here) */
+    if (f->extrapolate) { /* (set when the executor is made) */
+        PyObject *seen = PyObject_GetAttr(f->ex, s_seen0);
+        long long s0 = seen ? PyLong_AsLongLong(seen) : -1;
+        Py_XDECREF(seen);
+        if (PyErr_Occurred())
+            return NULL;
+        if (s0 != arr_i(&f->step, f->ref) && fast_call(f, s_after, "()") < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(bucket);
+    return NULL;
+}
+
+/* fire(when, event): the callback of an arrival's event (see fast_call_at) */
+static PyObject *Fast_fire(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "fire(when, event)"))
+        return NULL;
+    return Fast_arrived(f, args[0]);
+}
+
+static PyMethodDef Fast_methods[] = {
+    {"arrived", (PyCFunction)Fast_arrived, METH_O, "arrived(when): FastExecutor._arrived"},
+    {"fire", (PyCFunction)(void (*)(void))Fast_fire, METH_FASTCALL, "fire(when, event): arrived(when)"},
+    {"pump", (PyCFunction)Fast_pump, METH_O,
+     "pump(event): the arrivals of the core's own queue due before SimPy's next event"},
+    {"one_done", (PyCFunction)(void (*)(void))Fast_one_done, METH_FASTCALL,
+     "one_done(src, dst, fstep, now): FastExecutor._one_done"},
+    {"begin_one", (PyCFunction)(void (*)(void))Fast_begin_one, METH_FASTCALL,
+     "begin_one(r, now): FastExecutor._begin_one"},
+    {"done", (PyCFunction)(void (*)(void))Fast_done, METH_FASTCALL, "done(src, dst, fstep, now): FastExecutor._done"},
+    {"begin", (PyCFunction)(void (*)(void))Fast_begin, METH_FASTCALL, "begin(ranks, now): FastExecutor._begin"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject FastType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore.Fast",
+    .tp_basicsize = sizeof(Fast),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "FastExecutor's per-message lines: Fast(ex, env, event_type, push, normal, partial, bounds, phases)",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Fast_init,
+    .tp_dealloc = (destructor)Fast_dealloc,
+    .tp_traverse = (traverseproc)Fast_traverse,
+    .tp_clear = (inquiry)Fast_clear,
+    .tp_methods = Fast_methods,
+};
+
 #define FASTCALL(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
 /* ------------------------------------------------------------------ bulk routes (sim/bulkroute.py) */
@@ -2959,7 +4250,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__ratecore(void) {
-    if (PyType_Ready(&CoreType) < 0)
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&FastType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
@@ -2967,6 +4258,12 @@ PyMODINIT_FUNC PyInit__ratecore(void) {
     Py_INCREF(&CoreType);
     if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) {
         Py_DECREF(&CoreType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&FastType);
+    if (PyModule_AddObject(m, "Fast", (PyObject *)&FastType) < 0) {
+        Py_DECREF(&FastType);
         Py_DECREF(m);
         return NULL;
     }

@@ -14,7 +14,10 @@ long ring), the executor jumps over the identical steps in one move (:meth:`Fast
 the times it gives are the message-level ones, to rounding. A message whose every link direction is
 crossed by no other sender's message and by one message a step (a rank-order ring's NVLink hops) is
 *private*: it never shares a link, so it arrives at its time alone on its path, without a flow in the
-network or a rate computation (:meth:`FastExecutor._private_masks`).
+network or a rate computation (:meth:`FastExecutor._private_masks`). Where the compiled core is built,
+the per-event lines -- messages counted as done, ranks completing and beginning steps, private messages
+sent and their arrivals -- run in C (``sim._ratecore.Fast``, :meth:`FastExecutor._bind_core`), the lines
+here staying the reference (``COLLSIM_PURE=1``; tests/test_fast_core.py holds the two equal).
 
 Tests (tests/test_fastpath.py) run both paths on uniform, heterogeneous, congested and straggler cases
 and require the same times to 1e-9.
@@ -23,24 +26,30 @@ and require the same times to 1e-9.
 from __future__ import annotations
 
 import bisect
+import functools
+import heapq
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import simpy
+from simpy.events import NORMAL, Event
 
 from ._arrays import distinct
 from .maxplus import contention_free, run_maxplus
 from .network import Network, batch_at, call_at
 from .program import Step, StepProgram
-from .rates import gather_arcs
+from .rates import _CORE, gather_arcs
 
 __all__ = ["FastExecutor", "Step", "StepProgram", "run_program"]
 
 _MAX_PERIOD = 8  # steady states that repeat every 1..8 steps are recognised
 _FEW = 8  # messages arriving together up to this many are counted in plain Python (_few_done)
 _FINISHED = -(1 << 62)  # a finished endpoint's step in a snapshot (no live endpoint's relative step)
+#: the per-message lines (_arrived, _one_done, _begin_one) in the compiled core where it is built (see
+#: FastExecutor._bind_core); tests turn it off to compare
+_FAST_CORE = True
 
 
 class FastExecutor:
@@ -119,6 +128,7 @@ class FastExecutor:
         #: private messages in flight, by arrival time: [(src, dst, step, path, bytes), ...]
         self._arrivals: dict[float, list[tuple[Any, ...]]] = {}
         self.private = 0  # messages that took the private path
+        self._core: Any = None  # sim._ratecore.Fast where the compiled core runs the per-message lines
         if alone:
             net.after_wake.append(self._after)
 
@@ -134,6 +144,7 @@ class FastExecutor:
             return
         if self.alone and not self.net.cluster.message_model.shares:
             self._private_of = self._private_masks()
+            self._bind_core()
         # an endpoint without a message in any step (a rank whose channels act for it, or one a
         # symmetric run leaves out) goes through its steps at once and touches no one: finished now
         busy = np.zeros(self.program.endpoints, dtype=bool)
@@ -232,10 +243,7 @@ class FastExecutor:
         while True:
             s = int(self.step[r])
             if s >= self.total:
-                self.finished += 1
-                self.end_time = max(self.end_time, now)
-                if self.finished == self.program.endpoints:
-                    self.done.succeed(now)
+                self._finished_one(now)
                 return
             slot = s % self.window
             self.began[r] = now
@@ -260,10 +268,61 @@ class FastExecutor:
             step = self.steps[bisect.bisect_right(self._bounds, int(self.step[r])) - 1]
             finish += self.gamma * float(self.scale[r]) * float(step.reduce_at[r])
         if finish > now:
-            self._timer(finish, np.array([r], dtype=np.int64))
+            self._timer_one(finish, r)
             return False
         self.step[r] += 1
         return True
+
+    def _finished_one(self, now: float) -> None:
+        """An endpoint has gone through its last step at ``now``."""
+        self.finished += 1
+        self.end_time = max(self.end_time, now)
+        if self.finished == self.program.endpoints:
+            self.done.succeed(now)
+
+    def _timer_one(self, finish: float, r: int) -> None:
+        self._timer(finish, np.array([r], dtype=np.int64))
+
+    def _early_one(self, dst: int, fstep: int, now: float) -> None:
+        self._early(np.array([dst]), np.array([fstep]), now)
+
+    def _early_many(self, dst: list[int], fstep: list[int], now: float) -> None:
+        self._early(np.array(dst, dtype=np.int64), np.array(fstep, dtype=np.int64), now)
+
+    def _bind_core(self) -> None:
+        """Hand the per-message lines -- :meth:`_arrived` for a lone private message, :meth:`_one_done`,
+        :meth:`_begin_one` with :meth:`_complete_one` and a lone private send -- to the compiled core
+        (``sim._ratecore.Fast``, the same operations on these arrays in the same order; anything else it
+        hands back to the lines here). Only once :meth:`_private_masks` has interned every step's routes."""
+        if _CORE is None or not _FAST_CORE:
+            return
+        net = self.net
+        phases = []
+        for step in self.steps:
+            pids = step.pids(net)
+            private = self._private_of.get(id(step))
+            delay = wire = rate = None
+            if private is not None:  # _send_private's arithmetic, per message of the step
+                delay, wire = net.cluster.message_model.many(pids, step.src, step.nbytes)
+                rate = net.cluster.paths.bottleneck[pids]
+                if step.bound is not None:
+                    rate = np.minimum(rate, step.bound)
+            reduce_at = step.reduce_at if self.gamma > 0 else None
+            phases.append(
+                (step.out_count, step.in_count, reduce_at, step._ptr, step._order, step.dst, pids, step.nbytes)
+                + (private, delay, wire, rate, step.src)
+            )
+        bounds = np.asarray(self.bounds, dtype=np.int64)
+        own_queue = type(self.env).step is simpy.Environment.step  # (a step that looks at a deadline: one per event)
+        core = _CORE.Fast(
+            self, self.env, Event, heapq.heappush, NORMAL, functools.partial, bounds, tuple(phases), own_queue
+        )
+        self._core = core
+        self._arrived = core.arrived  # type: ignore[method-assign]
+        self._one_done = core.one_done  # type: ignore[method-assign]
+        self._begin_one = core.begin_one  # type: ignore[method-assign]
+        self._done = core.done  # type: ignore[method-assign]
+        self._begin = core.begin  # type: ignore[method-assign]
 
     def _launch(self, step: Step, group: np.ndarray) -> None:
         self.send_left[group] += step.out_count[group]
@@ -286,6 +345,12 @@ class FastExecutor:
             if mine.any():
                 self._send_private(step, msgs[mine])
                 msgs = msgs[~mine]
+        self._launch_flows(step, msgs)
+
+    def _launch_flows(self, step: Step | int, msgs: np.ndarray | list[int]) -> None:
+        """Messages ``msgs`` of ``step`` (or of phase ``step``'s) start as flows in the network."""
+        if isinstance(step, int):
+            step, msgs = self.steps[step], np.array(msgs, dtype=np.int64)
         pids = step.pids(self.net)[msgs]
         bounds = None if step.bound is None else step.bound[msgs]
         slots = self.net.launch(pids, step.src[msgs], step.nbytes[msgs], owner=self.owner, bounds=bounds)
@@ -301,6 +366,12 @@ class FastExecutor:
         if private is not None and private[m]:
             self._send_private(step, msgs)
             return
+        self._launch_flow_one(step, m)
+
+    def _launch_flow_one(self, step: Step | int, m: int) -> None:
+        """Message ``m`` of ``step`` (or of phase ``step``'s) starts as a flow in the network."""
+        if isinstance(step, int):
+            step = self.steps[step]
         net = self.net
         src = int(step.src[m])
         bound = None if step.bound is None else float(step.bound[m])
@@ -407,13 +478,17 @@ class FastExecutor:
             self.net.account_one(pid1, nbytes1)
             self._one_done(src1, dst1, fstep1, now)
         else:
-            src, dst, fstep, pids, nbytes = (
-                np.concatenate([np.atleast_1d(p) for p in parts]) for parts in zip(*bucket, strict=True)
-            )
-            self.net.account(pids, nbytes, len(pids))
-            self._done(src, dst, fstep, now)
+            self._arrived_many(bucket, now)
         if self.extrapolate:
             self._after()
+
+    def _arrived_many(self, bucket: list[tuple[Any, ...]], now: float) -> None:
+        """:meth:`_arrived` for a bucket other than one lone message."""
+        src, dst, fstep, pids, nbytes = (
+            np.concatenate([np.atleast_1d(p) for p in parts]) for parts in zip(*bucket, strict=True)
+        )
+        self.net.account(pids, nbytes, len(pids))
+        self._done(src, dst, fstep, now)
 
     def _in_flight_private(self) -> tuple[np.ndarray, ...]:
         """(arrival, src, step, path) of the private messages in flight."""
@@ -541,7 +616,7 @@ class FastExecutor:
             if dst != src:
                 touched.append(dst)
         else:  # the receiver has not reached this step (or is still reducing the previous one)
-            self._early(np.array([dst]), np.array([fstep]), now)
+            self._early_one(dst, fstep, now)
         for r in touched:
             if send_left[r] == 0 and recv_left[r] == 0 and self._complete_one(r, now):
                 self._begin_one(r, now)
@@ -709,7 +784,7 @@ class FastExecutor:
             call_at(self.env, when, self._fire)
         arrivals: dict[float, list[tuple[Any, ...]]] = {}
         for when, bucket in self._arrivals.items():
-            moved = [(src, dst, fstep + steps, pids, nbytes) for src, dst, fstep, pids, nbytes in bucket]
+            moved = [(src, dst, _plus(fstep, steps), pids, nbytes) for src, dst, fstep, pids, nbytes in bucket]
             arrivals.setdefault(when + shift, []).extend(moved)
         self._arrivals = {}
         for when, bucket in arrivals.items():
@@ -724,6 +799,11 @@ class FastExecutor:
         self.extrapolated_steps += steps
         self._seen0 = int(self.step[self.ref])
         self._history.clear()
+
+
+def _plus(fstep: Any, steps: int) -> Any:
+    """A batch's steps moved on by ``steps``: an int, an array, or (the compiled core's batches) a list."""
+    return [f + steps for f in fstep] if isinstance(fstep, list) else fstep + steps
 
 
 def _reference(program: StepProgram) -> int:

@@ -1,0 +1,165 @@
+"""The fast path's per-message lines in the compiled core (``sim._ratecore.Fast``) give the Python lines'
+results bit for bit.
+
+Where the core is built, a :class:`~sim.fastpath.FastExecutor` running alone on a network whose capacities
+do not depend on the traffic hands its per-event work -- messages counted as done, ranks completing a
+step, the next step's ranks begun, private messages sent and their arrivals scheduled -- to C
+(:meth:`~sim.fastpath.FastExecutor._bind_core`); flows, early messages, timers and the end go back to the
+Python lines. Every case here runs with ``sim.fastpath._FAST_CORE`` on and off -- uniform, congested,
+straggler and slow-link fabrics, reductions, rate bounds, a steady state jumped over, random clusters --
+and must agree in every result (the simulated time's repr included), in the events scheduled and in the
+executor's counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import simpy
+
+import sim.fastpath as fastpath
+import sim.network as network
+from sim import simulate
+from sim.rates import _CORE
+from sim.topology import dgx, leaf_spine, star
+
+from .random_cases import case
+from .test_fastpath import perturb
+from .test_message_engine import _same
+
+pytestmark = pytest.mark.skipif(_CORE is None, reason="the compiled core is not built (or COLLSIM_PURE=1)")
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, core: bool, *args: Any, **kw: Any) -> tuple[Any, list[Any], list[Any]]:
+    """The run, the executors it made, and the Python helpers the core called back and the network's
+    wake-ups and launches, in order (each with the clock then)."""
+    made: list[Any] = []
+    called: list[Any] = []
+    init = fastpath.FastExecutor.__init__
+
+    def recording(self: Any, *a: Any, **k: Any) -> None:
+        init(self, *a, **k)
+        made.append(self)
+
+    with monkeypatch.context() as m:
+        m.setattr(fastpath, "_FAST_CORE", core)
+        m.setattr(fastpath.FastExecutor, "__init__", recording)
+        for name in ("_early_one", "_early_many", "_timer_one", "_finished_one", "_launch_flows", "_launch_flow_one"):
+            method = getattr(fastpath.FastExecutor, name)
+            m.setattr(fastpath.FastExecutor, name, _spy(method, name, called))
+        for name in ("_wake", "launch", "launch_one"):
+            m.setattr(network.Network, name, _spy(getattr(network.Network, name), name, called))
+        result = simulate(*args, **kw)
+    return result, made, called
+
+
+def _spy(method: Any, name: str, called: list[Any]) -> Any:
+    def spying(self: Any, *a: Any, **k: Any) -> Any:
+        called.append((name, self.env.now))
+        return method(self, *a, **k)
+
+    return spying
+
+
+def _both(monkeypatch: pytest.MonkeyPatch, *args: Any, **kw: Any) -> tuple[Any, list[Any], set[str]]:
+    """The run with the core's lines and with the Python lines: the same in everything -- the network
+    woken and handed flows at the same points in the same order included; returns the core's run, its
+    executors and the names of the Python lines it called back."""
+    fast, made, called = _run(monkeypatch, True, *args, **kw)
+    ref, ref_made, ref_called = _run(monkeypatch, False, *args, **kw)
+    network_calls = ("_wake", "launch", "launch_one")
+    assert [c for c in called if c[0] in network_calls] == [c for c in ref_called if c[0] in network_calls]
+    _same(fast, ref)
+    assert repr(fast.time_s) == repr(ref.time_s)
+    assert (fast.events, fast.engine) == (ref.events, ref.engine)
+    assert [(e.private, e.extrapolated_steps, e.finished, e.end_time) for e in made] == [
+        (e.private, e.extrapolated_steps, e.finished, e.end_time) for e in ref_made
+    ]
+    assert all(e._core is None for e in ref_made)
+    return fast, made, {name for name, _ in called}
+
+
+UNIFORM = [
+    (dgx(hosts=4, gpus_per_host=4), "ring:order=rank"),
+    (dgx(hosts=2, gpus_per_host=8), "ring"),
+    (star(6, "100Gbps", "1us"), "ring"),
+    (dgx(hosts=4, gpus_per_host=4), "halving-doubling"),
+]
+CONGESTED = [
+    (dgx(hosts=8, gpus_per_host=4, hosts_per_leaf=2, spines=1), "ring:order=rank"),
+    (leaf_spine(2, 3, 1, "100Gbps", "50Gbps", "1us"), "ring"),
+    (dgx(hosts=4, gpus_per_host=4, hosts_per_leaf=2, spines=1), "ring:channels=2"),
+    (dgx(hosts=4, gpus_per_host=4, hosts_per_leaf=2, spines=1), "tree:chunks=4"),
+]
+
+
+@pytest.mark.parametrize("graph, algorithm", UNIFORM + CONGESTED)
+@pytest.mark.parametrize("gamma", [0.0, 1e-11])
+def test_the_core_gives_the_python_lines_results(monkeypatch, graph, algorithm, gamma):
+    fast, made, called = _both(monkeypatch, graph, "allreduce", algorithm, 2**22 + 7, engine="fast", gamma=gamma)
+    if fast.engine == "fast:events":
+        assert any(e._core is not None for e in made)
+        assert "_finished_one" in called or "_launch_flows" in called or any(e.private for e in made)
+
+
+def test_a_steady_state_jumped_over_with_the_cores_arrivals_in_flight(monkeypatch):
+    """A long rank-order ring: the executor jumps over whole periods while private messages that the core
+    scheduled (batches of lists) are in flight."""
+    graph = dgx(hosts=8, gpus_per_host=4, hosts_per_leaf=2, spines=2)
+    fast, made, _ = _both(monkeypatch, graph, "allreduce", "ring:order=rank", 2**22 + 7, engine="fast", gamma=1e-11)
+    assert fast.engine == "fast:events"
+    assert made[-1]._core is not None and made[-1].private > 0 and made[-1].extrapolated_steps > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("algorithm", ["ring:order=rank", "ring", "halving-doubling", "tree:chunks=3"])
+def test_the_core_with_stragglers_and_slow_links(monkeypatch, seed, algorithm):
+    bases = [
+        dgx(hosts=4, gpus_per_host=4, hosts_per_leaf=2, spines=1),
+        dgx(hosts=2, gpus_per_host=4),
+        leaf_spine(2, 3, 1, "100Gbps", "100Gbps", "1us"),
+    ]
+    graph = perturb(bases[seed % len(bases)], seed, stragglers=3, slow_links=4)
+    _both(monkeypatch, graph, "allreduce", algorithm, float(2**20 + 17 * seed), engine="fast", gamma=1e-11)
+
+
+def test_the_python_lines_called_back_are_exercised(monkeypatch):
+    """Stragglers with reductions: timers, early messages, flows and the end all go through the core's
+    calls back into the Python lines."""
+    seen: set[str] = set()
+    for seed in range(4):
+        graph = perturb(dgx(hosts=4, gpus_per_host=4, hosts_per_leaf=2, spines=1), seed, stragglers=4, slow_links=6)
+        for algorithm in ("ring:order=rank", "halving-doubling"):
+            _, made, called = _both(monkeypatch, graph, "allreduce", algorithm, 2**20 + 3, engine="fast", gamma=4e-11)
+            assert made[-1]._core is not None
+            seen.update(called)
+    assert {"_timer_one", "_finished_one", "_launch_flows", "_launch_flow_one"} <= seen
+    assert seen & {"_early_one", "_early_many"}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_cases(monkeypatch, seed):
+    c = case(seed)
+    _both(monkeypatch, c.graph, c.collective, c.algorithm, c.size, ranks=c.ranks, gamma=c.gamma, engine="auto")
+
+
+def test_off_means_the_python_lines(monkeypatch):
+    _, made, _ = _run(
+        monkeypatch, False, dgx(hosts=2, gpus_per_host=4), "allreduce", "ring:order=rank", "1MiB", engine="fast"
+    )
+    assert made and all(e._core is None for e in made)
+
+
+@pytest.mark.parametrize("graph, algorithm", [CONGESTED[0], UNIFORM[0]])
+def test_under_a_deadline_every_arrival_keeps_its_event(monkeypatch, graph, algorithm):
+    """A deadline's environment looks at the clock at every step: the core then gives each arrival its
+    own SimPy event (no queue of its own) -- the same run, bit for bit."""
+    from sim.deadline import deadline
+
+    with deadline(600):
+        fast, made, _ = _both(monkeypatch, graph, "allreduce", algorithm, 2**22 + 7, engine="fast", gamma=1e-11)
+    assert made[-1]._core is not None and type(made[-1].env).step is not simpy.Environment.step
+    plain, _, _ = _run(monkeypatch, True, graph, "allreduce", algorithm, 2**22 + 7, engine="fast", gamma=1e-11)
+    _same(plain, fast)
+    assert plain.events == fast.events
