@@ -7,10 +7,10 @@ rail ``c mod R`` (R NICs per host) and on tree ``(c div R) mod 2``, as NCCL's ch
 ``c + nChannels`` take tree 0 and tree 1. The buffer is split among the channels and cut into slices of
 NCCL's chunk size (LL128's halved for smaller buffers, as NCCL halves it); slices are reduced up the
 chain and the tree and broadcast back down, pipelined: every edge carries slice ``j`` one step after the
-edges feeding it (:mod:`sim.nccl.pipeline`). Each channel is its own actor on every GPU (an SM of its own). Every byte goes on the wire at 1 / 0.92 of its size:
-NCCL's tuner rates the tree at 0.92 of its links (``tuning.cc``, the tree refinement, the same in every
-release) and the simulation moves the tree's bytes at that rate, as it moves NVLS's at NCCL's NVLS
-efficiency.
+edges feeding it (:mod:`sim.nccl.pipeline`). Each channel is its own actor on every GPU (an SM of its
+own). Every byte goes on the wire at 1 / 0.92 of its size: NCCL's tuner rates the tree at 0.92 of its
+links (``tuning.cc``, the tree refinement, the same in every release) and the simulation moves the
+tree's bytes at that rate, as it moves NVLS's at NCCL's NVLS efficiency.
 
 Closed form, a pipelined reduce + broadcast of k slices over depth d (inexact: stated as a bound)::
 
