@@ -56,6 +56,12 @@ CASES: dict[str, tuple[str, str, str, str]] = {
         "64MiB",
         "halving-doubling, 256 hosts, 8:1 oversubscribed uplinks",
     ),
+    "hd-leafspine-1k": (
+        "leaf-spine:leaves=16,hosts_per_leaf=64,spines=2,bandwidth=100Gbps,uplink_bandwidth=400Gbps,latency=1us",
+        "halving-doubling",
+        "16MiB",
+        "halving-doubling, 1,024 hosts, 8:1 oversubscribed uplinks",
+    ),
     "ring-leafspine-1k": (
         "leaf-spine:leaves=16,hosts_per_leaf=64,spines=4,bandwidth=100Gbps,uplink_bandwidth=400Gbps,latency=1us",
         "ring:order=rank",
