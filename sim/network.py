@@ -95,6 +95,9 @@ _PRIVATE = True
 #: the private lane's sends and completions in the compiled core where it is built (see Network._lane_send_py);
 #: tests turn it off to compare
 _LANE_CORE = True
+#: the wake-up's next wake-up (Network._schedule_next) in the compiled core where it is built; tests turn it
+#: off to compare
+_WAKE_CORE = True
 
 
 class _PyDue:
@@ -268,8 +271,10 @@ class Network:
         self._lane_starts: list[float] = []  # start times of private flows, sorted (see _due_wake)
         #: the lane's objects for the compiled core's lane_send / lane_wake (None: the Python path)
         self._lane_ctx: tuple[Any, ...] | None = None
-        if self._lane and _LANE_CORE and _ops is not _PyDue:
-            self._lane_ctx = (
+        #: the same tuple for the compiled core's wake_next (None: the Python path; see _schedule_next)
+        self._wake_ctx: tuple[Any, ...] | None = None
+        if _ops is not _PyDue and ((self._lane and _LANE_CORE) or _WAKE_CORE):
+            ctx = (
                 self,
                 env,
                 Event,
@@ -285,6 +290,8 @@ class Network:
                 NORMAL,
                 heapq.heappush,
             )
+            self._lane_ctx = ctx if self._lane and _LANE_CORE else None
+            self._wake_ctx = ctx if _WAKE_CORE else None
 
     # ------------------------------------------------------------------ public API
     def send(
@@ -1174,6 +1181,12 @@ class Network:
             )
 
     def _schedule_next(self, now: float) -> None:
+        ctx = self._wake_ctx
+        if ctx is not None:  # the lines below, in C (tests/test_wake_core.py holds them equal)
+            self._due_entries -= _ops.wake_next(
+                ctx, self._heap, self._due_at, self._is_active, self._due, self._pending, now
+            )
+            return
         when, taken = _ops.next_due(self._heap, self._due_at, self._is_active, self._due)
         self._due_entries -= taken
         if when < np.inf:
