@@ -1821,31 +1821,39 @@ done:
     return result;
 }
 
-/* hit_rates(keys, rates, active, path) -> (slots, rates) as lists, or None: Rates.compute's cache hit --
- * the draining flows ``active`` each at the rate of its path in ``keys`` (sorted, distinct), or None where a
- * path is not among them (or there are no keys) */
+/* hit_rates(keys, rates, active, path, masked) -> (slots, rates) as lists, or None: Rates.compute's cache
+ * hit -- the draining flows ``active`` (their slots, or with ``masked`` a mask over the slots: the ones set,
+ * in slot order) each at the rate of its path in ``keys`` (sorted, distinct), or None where a path is not
+ * among them (or there are no keys) */
 static PyObject *py_hit_rates(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!nargs_ok(nargs, 4, "hit_rates(keys, rates, active, path)"))
+    if (!nargs_ok(nargs, 5, "hit_rates(keys, rates, active, path, masked)"))
+        return NULL;
+    int masked = PyObject_IsTrue(args[4]);
+    if (masked < 0)
         return NULL;
     Arr keys, rates, active, path;
     Arr *all[4] = {&keys, &rates, &active, &path};
     arrs_init(all, 4);
     PyObject *result = NULL, *slots = NULL, *out = NULL;
-    if (arrs_open(args, all, "ifii") < 0)
+    if (arrs_open(args, all, masked ? "ifbi" : "ifii") < 0)
         goto done;
-    if (rates.n != keys.n) {
-        PyErr_SetString(PyExc_ValueError, "hit_rates: keys and rates of one length");
+    if (rates.n != keys.n || (masked && active.n > path.n)) {
+        PyErr_SetString(PyExc_ValueError, "hit_rates: keys and rates of one length, a path per slot");
         goto done;
     }
-    if (!(slots = PyList_New(0)) || !(out = PyList_New(0)))
-        goto done;
     if (!keys.n) {
         result = Py_NewRef(Py_None);
         goto done;
     }
+    if (!(slots = PyList_New(0)) || !(out = PyList_New(0)))
+        goto done;
     for (Py_ssize_t i = 0; i < active.n; i++) {
-        int64_t s = arr_i(&active, i);
-        if (!index_ok(s, path.n, "hit_rates: slot out of range"))
+        int64_t s;
+        if (masked) {
+            if (!arr_b(&active, i))
+                continue;
+            s = i;
+        } else if (!index_ok(s = arr_i(&active, i), path.n, "hit_rates: slot out of range"))
             goto done;
         int64_t pid = arr_i(&path, s);
         Py_ssize_t lo = 0, hi = keys.n; /* np.searchsorted(keys, pid) */
@@ -4334,7 +4342,7 @@ static PyMethodDef module_methods[] = {
     FASTCALL(trim_rows, "trim_rows(rows, dom, width, out) -> arcs taken out: routes without dominated arcs"),
     FASTCALL(settle, "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's "
                      "instant"),
-    FASTCALL(hit_rates, "hit_rates(keys, rates, active, path) -> (slots, rates) or None: Rates.compute's "
+    FASTCALL(hit_rates, "hit_rates(keys, rates, active, path, masked) -> (slots, rates) or None: Rates.compute's "
                         "cache hit"),
     FASTCALL(wake_next, "wake_next(ctx, heap, due_at, is_active, due, pending, now) -> entries taken off: "
                         "Network._schedule_next"),

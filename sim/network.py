@@ -1083,7 +1083,14 @@ class Network:
 
     def _solve(self) -> None:
         self.rates.compute(
-            self._nactive, self._active_slots, self._path, self._bound, self._rate, self._entries_now, self._set_rates
+            self._nactive,
+            self._active_slots,
+            self._path,
+            self._bound,
+            self._rate,
+            self._entries_now,
+            self._set_rates,
+            self._is_active,
         )
         if self.check:
             self._check_load()

@@ -455,11 +455,13 @@ class Rates:
         rate: np.ndarray,
         entries: Callable[[], tuple[np.ndarray, np.ndarray]],
         apply: Callable[[np.ndarray | list[int], np.ndarray | list[float]], None],
+        active_mask: np.ndarray | None = None,
     ) -> None:
         """Give every one of the ``count`` active flows its max-min rate: ``apply(slots, rates)`` is
         called with the slots whose rate is (re)set. ``active_slots()`` gives the active slots and
         ``entries()`` their (flow, arc) crossings, both built only when a computation needs them;
-        ``path``, ``bound`` and ``rate`` are the network's per-slot arrays."""
+        ``path``, ``bound`` and ``rate`` are the network's per-slot arrays, and ``active_mask`` (where
+        given) the mask over the slots that ``active_slots()`` lists."""
         fresh, self._fresh = self._fresh, []
         gone, self._gone = self._gone, []
         if self._recount:
@@ -487,7 +489,8 @@ class Rates:
             if hit is not None and hit[2] == count:
                 keys, rates, _ = hit
                 if _CORE is not None and _HIT_CORE:  # (_hit_rates, in C: tests/test_wake_core.py holds them equal)
-                    got = _CORE.hit_rates(keys, rates, active_slots(), path)
+                    masked = active_mask is not None
+                    got = _CORE.hit_rates(keys, rates, active_mask if masked else active_slots(), path, masked)
                 else:
                     got = self._hit_rates(keys, rates, active_slots(), path)
                 if got is not None:

@@ -127,13 +127,21 @@ def test_hit_rates_is_the_python_lookup():
         if len(keys) and trial % 2:  # every flow on a cached path
             path = np.array([int(keys[rng.randrange(len(keys))]) for _ in range(30)], dtype=np.int64)
         active = np.array(rng.sample(range(30), rng.randint(0, 30)), dtype=np.int64)
-        got = _CORE.hit_rates(keys, values, active, path)
+        mask = np.zeros(len(path), dtype=bool)
+        mask[active] = True
         ref = rates.Rates._hit_rates(keys, values, active, path)
-        if ref is None:
-            assert got is None
-        else:
-            assert got == (ref[0].tolist(), ref[1].tolist())
+        in_order = rates.Rates._hit_rates(keys, values, np.flatnonzero(mask), path)
+        for got, want in (
+            (_CORE.hit_rates(keys, values, active, path, False), ref),
+            (_CORE.hit_rates(keys, values, mask, path, True), in_order),
+        ):
+            if want is None:
+                assert got is None
+            else:
+                assert got == (want[0].tolist(), want[1].tolist())
     with pytest.raises(IndexError):
-        _CORE.hit_rates(np.array([1], dtype=np.int64), np.ones(1), np.array([5], dtype=np.int64), np.ones(3, np.int64))
+        _CORE.hit_rates(
+            np.array([1], dtype=np.int64), np.ones(1), np.array([5], dtype=np.int64), np.ones(3, np.int64), False
+        )
     with pytest.raises(ValueError):
-        _CORE.hit_rates(np.array([1], dtype=np.int64), np.ones(2), np.zeros(0, np.int64), np.ones(3, np.int64))
+        _CORE.hit_rates(np.array([1], dtype=np.int64), np.ones(2), np.zeros(0, np.int64), np.ones(3, np.int64), False)
