@@ -418,6 +418,10 @@ class Network:
             return self.launch_one(int(pids[0]), int(srcs[0]), float(np.asarray(nbytes).reshape(-1)[0]), owner, bound)
         self._end_lane()
         sizes = floats(nbytes, (count,))
+        if _WAKE_CORE and bounds is None and _ops is not _PyDue and not getattr(self._model, "_models", True):
+            # the nominal message model, no bounds: the same slots, arrays and start times in one compiled
+            # pass (launch_rows; tests/test_wake_core.py holds them equal)
+            return self.launch_rows(np.arange(count), pids, srcs, sizes, owner)
         if count and not (sizes >= 0).all():
             raise RunError("launch: sizes must be >= 0 bytes")
         self._flush()
