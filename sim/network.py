@@ -1025,21 +1025,7 @@ class Network:
             if self._remaining[slot] <= 0 or self.cluster.paths.length[int(self._path[slot])] == 0:
                 self._finish(slots, now)
                 return False
-        elif _ops is not _PyDue and _ops.start_flows(
-            slots,
-            self._remaining,
-            self._path,
-            self.cluster.paths.length,
-            self._is_active,
-            self._rate,
-            self._t_set,
-            self._due,
-            now,
-        ):  # none is instant: the lines below, in C (tests/test_engine_core.py holds them equal)
-            self._nactive += len(slots)
-            self._active_arr = None
-            self._entries = None
-            self.rates.added(slots, self._path[slots], self._bound[slots])
+        elif self._start_core(slots, now):  # none is instant (tests/test_engine_core.py holds it equal)
             return True
         else:
             instant = (self._remaining[slots] <= 0) | (self.cluster.paths.length[self._path[slots]] == 0)
@@ -1058,9 +1044,33 @@ class Network:
         self.rates.added(slots, self._path[slots], self._bound[slots])
         return True
 
+    def _start_core(self, slots: np.ndarray, now: float) -> bool:
+        """Start flows ``slots`` in C (``start_flows``, then the lines of :meth:`_start` that follow it) where
+        the core is built and none of them is instant; False where nothing was done (the Python lines start
+        them)."""
+        if _ops is _PyDue or not _ops.start_flows(
+            slots,
+            self._remaining,
+            self._path,
+            self.cluster.paths.length,
+            self._is_active,
+            self._rate,
+            self._t_set,
+            self._due,
+            now,
+        ):
+            return False
+        self._nactive += len(slots)
+        self._active_arr = None
+        self._entries = None
+        self.rates.added(slots, self._path[slots], self._bound[slots])
+        return True
+
     def _start_few(self, starting: list[int], now: float) -> bool:
         """:meth:`_start` for a few single sends, in scalar operations."""
         remaining, path, length = self._remaining, self._path, self.cluster.paths.length
+        if _WAKE_CORE and self._start_core(np.array(starting, dtype=np.int64), now):
+            return True  # none is instant: the lines below, in C (tests/test_wake_core.py holds them equal)
         instant = [slot for slot in starting if remaining[slot] <= 0 or length[path[slot]] == 0]
         if instant:
             self._finish_few(instant, now)
