@@ -25,10 +25,11 @@ import sim.rates as rates
 from sim import simulate
 from sim.cluster import Cluster
 from sim.rates import _CORE
-from sim.topology import dgx, leaf_spine, star
+from sim.topology import dgx
 
 from .random_cases import case
-from .test_fastpath import perturb
+from .test_fast_core import CONGESTED as FAST_CONGESTED
+from .test_fast_core import UNIFORM, straggler_graph
 from .test_message_engine import _same
 
 pytestmark = pytest.mark.skipif(
@@ -66,17 +67,10 @@ def _both(monkeypatch: pytest.MonkeyPatch, *args: Any, **kw: Any) -> tuple[Any, 
     return fast, woken
 
 
-UNIFORM = [
-    (dgx(hosts=4, gpus_per_host=4), "ring:order=rank"),
-    (star(6, "100Gbps", "1us"), "ring"),
-    (dgx(hosts=4, gpus_per_host=4), "halving-doubling"),
-]
+# the fast core's cases, and a double binary tree (fast:dataflow) on a congested fabric
 CONGESTED = [
-    (dgx(hosts=8, gpus_per_host=4, hosts_per_leaf=2, spines=1), "ring:order=rank"),
-    (leaf_spine(2, 3, 1, "100Gbps", "50Gbps", "1us"), "ring"),
-    (dgx(hosts=4, gpus_per_host=4, hosts_per_leaf=2, spines=1), "ring:channels=2"),
+    *FAST_CONGESTED,
     (dgx(hosts=8, gpus_per_host=4, hosts_per_leaf=2, spines=1), "double-binary-tree:chunks=8"),
-    (dgx(hosts=4, gpus_per_host=4, hosts_per_leaf=2, spines=1), "tree:chunks=4"),
 ]
 
 
@@ -99,12 +93,7 @@ def test_the_cache_hits_and_the_wake_ups_are_exercised(monkeypatch):
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("algorithm", ["ring:order=rank", "halving-doubling", "double-binary-tree:chunks=4"])
 def test_the_core_with_stragglers_and_slow_links(monkeypatch, seed, algorithm):
-    bases = [
-        dgx(hosts=4, gpus_per_host=4, hosts_per_leaf=2, spines=1),
-        dgx(hosts=2, gpus_per_host=4),
-        leaf_spine(2, 3, 1, "100Gbps", "100Gbps", "1us"),
-    ]
-    graph = perturb(bases[seed % len(bases)], seed, stragglers=3, slow_links=4)
+    graph = straggler_graph(seed)
     engine = ("message", "fast")[seed % 2]
     _both(monkeypatch, graph, "allreduce", algorithm, float(2**20 + 17 * seed), engine=engine, gamma=1e-11)
 
