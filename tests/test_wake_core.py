@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import simpy
 
 import sim.network as network
 import sim.rates as rates
@@ -134,3 +135,39 @@ def test_hit_rates_is_the_python_lookup():
         )
     with pytest.raises(ValueError):
         _CORE.hit_rates(np.array([1], dtype=np.int64), np.ones(2), np.zeros(0, np.int64), np.ones(3, np.int64), False)
+
+
+@pytest.mark.parametrize(
+    "dues, stale, pending, now",
+    [
+        ([2.0], [], [], 3.0),  # a due time before now (rounding): the wake-up at now
+        ([5.0, 7.0], [4.0], [], 3.0),  # a stale due time popped first
+        ([5.0], [], [4.5], 3.0),  # a pending start first
+        ([], [4.0], [], 3.0),  # nothing due: no wake-up
+        ([], [], [6.0], 3.0),
+        ([5.0], [5.0], [9.0], 3.0),  # a due time shared with a stale entry
+    ],
+)
+def test_wake_next_is_the_python_lines(monkeypatch, dues, stale, pending, now):
+    """``wake_next`` against :meth:`Network._schedule_next` on states set by hand: the next wake-up's
+    time, the event queued for it, the due heap and its entries' count."""
+
+    def state(core: bool) -> tuple[Any, ...]:
+        with monkeypatch.context() as m:
+            m.setattr(network, "_WAKE_CORE", core)
+            env = simpy.Environment(initial_time=now)
+            net = network.Network(env, Cluster("star:hosts=4,bandwidth=1GB/s,latency=1us"))
+        assert (net._wake_ctx is not None) is core
+        net._lane = False
+        for slot, when in enumerate(dues + stale):
+            net._due_at.setdefault(when, []).append(slot)
+            net._due[slot] = when if slot < len(dues) else when + 1.0  # (a stale entry's slot is due later)
+            net._is_active[slot] = True
+        net._heap[:] = sorted(net._due_at)
+        net._due_entries = len(dues) + len(stale)
+        net._pending[:] = pending
+        net._schedule_next(now)
+        queued = [(t, p) for t, p, _, e in env._queue if e is net._wake_event]
+        return net._wake_at, queued, list(net._heap), dict(net._due_at), net._due_entries
+
+    assert state(True) == state(False)
