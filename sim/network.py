@@ -95,8 +95,9 @@ _PRIVATE = True
 #: the private lane's sends and completions in the compiled core where it is built (see Network._lane_send_py);
 #: tests turn it off to compare
 _LANE_CORE = True
-#: the wake-up's next wake-up (Network._schedule_next) in the compiled core where it is built; tests turn it
-#: off to compare
+#: the wake-up's steps in the compiled core where it is built -- the next wake-up (Network._schedule_next), a
+#: few single sends started (Network._start_few) and a nominal unbounded batch launched (Network.launch);
+#: tests turn it off to compare (tests/test_wake_core.py)
 _WAKE_CORE = True
 
 
