@@ -1821,6 +1821,68 @@ done:
     return result;
 }
 
+/* hit_rates(keys, rates, active, path, masked) -> (slots, rates) as lists, or None: Rates.compute's cache
+ * hit -- the draining flows ``active`` (their slots, or with ``masked`` a mask over the slots: the ones set,
+ * in slot order) each at the rate of its path in ``keys`` (sorted, distinct), or None where a path is not
+ * among them (or there are no keys) */
+static PyObject *py_hit_rates(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 5, "hit_rates(keys, rates, active, path, masked)"))
+        return NULL;
+    int masked = PyObject_IsTrue(args[4]);
+    if (masked < 0)
+        return NULL;
+    Arr keys, rates, active, path;
+    Arr *all[4] = {&keys, &rates, &active, &path};
+    arrs_init(all, 4);
+    PyObject *result = NULL, *slots = NULL, *out = NULL;
+    if (arrs_open(args, all, masked ? "ifbi" : "ifii") < 0)
+        goto done;
+    if (rates.n != keys.n || (masked && active.n > path.n)) {
+        PyErr_SetString(PyExc_ValueError, "hit_rates: keys and rates of one length, a path per slot");
+        goto done;
+    }
+    if (!keys.n) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (!(slots = PyList_New(0)) || !(out = PyList_New(0)))
+        goto done;
+    for (Py_ssize_t i = 0; i < active.n; i++) {
+        int64_t s;
+        if (masked) {
+            if (!arr_b(&active, i))
+                continue;
+            s = i;
+        } else if (!index_ok(s = arr_i(&active, i), path.n, "hit_rates: slot out of range"))
+            goto done;
+        int64_t pid = arr_i(&path, s);
+        Py_ssize_t lo = 0, hi = keys.n; /* np.searchsorted(keys, pid) */
+        while (lo < hi) {
+            Py_ssize_t mid = (lo + hi) / 2;
+            if (arr_i(&keys, mid) < pid)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == keys.n || arr_i(&keys, lo) != pid) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        PyObject *slot = PyLong_FromLongLong(s), *r = slot ? PyFloat_FromDouble(arr_f(&rates, lo)) : NULL;
+        int bad = !r || PyList_Append(slots, slot) < 0 || PyList_Append(out, r) < 0;
+        Py_XDECREF(slot);
+        Py_XDECREF(r);
+        if (bad)
+            goto done;
+    }
+    result = PyTuple_Pack(2, slots, out);
+done:
+    Py_XDECREF(slots);
+    Py_XDECREF(out);
+    arrs_release(all, 4);
+    return result;
+}
+
 /* launch_rows(rows, pids, srcs, nbytes, slots, remaining, bytes, path, bound, owner, owner_id, latency,
  * overhead, now, starts) -> whether the sizes were all >= 0: sim/network.py's Network.launch for flows
  * ``pids[rows[i]]`` from ``srcs[rows[i]]`` of ``nbytes[rows[i]]`` bytes in ``slots[i]`` under the nominal
@@ -2609,6 +2671,50 @@ static PyObject *py_lane_wake(PyObject *self, PyObject *const *args, Py_ssize_t 
             return NULL;
     }
     Py_RETURN_NONE;
+}
+
+/* wake_next(ctx, heap, due_at, is_active, due, pending, now) -> entries taken off the due heap:
+ * Network._schedule_next -- the next wake-up (the earliest due time of a draining flow, not before now, or the
+ * earliest pending start, whichever is first) scheduled as Network._schedule does, or ``_wake_at`` set to inf
+ * where nothing is due. ``ctx`` is the tuple Network.__init__ builds (``_wake_ctx``: the lane's layout). */
+static PyObject *py_wake_next(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 7, "wake_next(ctx, heap, due_at, is_active, due, pending, now)"))
+        return NULL;
+    PyObject *ctx = args[0], *pending = args[5];
+    if (!PyTuple_CheckExact(ctx) || PyTuple_GET_SIZE(ctx) != CX_N || !PyList_CheckExact(pending)) {
+        PyErr_SetString(PyExc_TypeError, "wake_next: not a lane context, or pending not a list");
+        return NULL;
+    }
+    if (lane_strings() < 0)
+        return NULL;
+    double now = fv(args[6]);
+    if (now == -1.0 && PyErr_Occurred())
+        return NULL;
+    PyObject *got = py_next_due(self, args + 1, 4);
+    if (!got)
+        return NULL;
+    double when = PyFloat_AsDouble(PyTuple_GET_ITEM(got, 0));
+    Py_ssize_t taken = PyLong_AsSsize_t(PyTuple_GET_ITEM(got, 1));
+    Py_DECREF(got);
+    if (PyErr_Occurred())
+        return NULL;
+    if (when < Py_HUGE_VAL && now > when) /* max(now, when) */
+        when = now;
+    if (PyList_GET_SIZE(pending)) { /* min(when, pending[0]) */
+        double first = fv(PyList_GET_ITEM(pending, 0));
+        if (first == -1.0 && PyErr_Occurred())
+            return NULL;
+        if (first < when)
+            when = first;
+    }
+    PyObject *at = PyFloat_FromDouble(when);
+    if (!at)
+        return NULL;
+    int rc = when < Py_HUGE_VAL ? schedule(ctx, at) : PyObject_SetAttr(PyTuple_GET_ITEM(ctx, CX_NET), s_wake_at, at);
+    Py_DECREF(at);
+    if (rc < 0)
+        return NULL;
+    return PyLong_FromSsize_t(taken);
 }
 
 /* ------------------------------------------------------------------ a job's mailboxes (sim/runtime.py)
@@ -4236,6 +4342,10 @@ static PyMethodDef module_methods[] = {
     FASTCALL(trim_rows, "trim_rows(rows, dom, width, out) -> arcs taken out: routes without dominated arcs"),
     FASTCALL(settle, "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's "
                      "instant"),
+    FASTCALL(hit_rates, "hit_rates(keys, rates, active, path, masked) -> (slots, rates) or None: Rates.compute's "
+                        "cache hit"),
+    FASTCALL(wake_next, "wake_next(ctx, heap, due_at, is_active, due, pending, now) -> entries taken off: "
+                        "Network._schedule_next"),
     FASTCALL(lane_send, "lane_send(ctx, src, dst, nbytes, bound, hook) -> the private send's event, None where it is "
                         "not private, NotImplemented where Python must judge"),
     FASTCALL(run_callbacks, "run_callbacks(events): each event's callbacks run, as SimPy's step runs them"),

@@ -95,6 +95,10 @@ _PRIVATE = True
 #: the private lane's sends and completions in the compiled core where it is built (see Network._lane_send_py);
 #: tests turn it off to compare
 _LANE_CORE = True
+#: the wake-up's steps in the compiled core where it is built -- the next wake-up (Network._schedule_next), a
+#: few single sends started (Network._start_few) and a nominal unbounded batch launched (Network.launch);
+#: tests turn it off to compare (tests/test_wake_core.py)
+_WAKE_CORE = True
 
 
 class _PyDue:
@@ -268,8 +272,10 @@ class Network:
         self._lane_starts: list[float] = []  # start times of private flows, sorted (see _due_wake)
         #: the lane's objects for the compiled core's lane_send / lane_wake (None: the Python path)
         self._lane_ctx: tuple[Any, ...] | None = None
-        if self._lane and _LANE_CORE and _ops is not _PyDue:
-            self._lane_ctx = (
+        #: the same tuple for the compiled core's wake_next (None: the Python path; see _schedule_next)
+        self._wake_ctx: tuple[Any, ...] | None = None
+        if _ops is not _PyDue and ((self._lane and _LANE_CORE) or _WAKE_CORE):
+            ctx = (
                 self,
                 env,
                 Event,
@@ -285,6 +291,8 @@ class Network:
                 NORMAL,
                 heapq.heappush,
             )
+            self._lane_ctx = ctx if self._lane and _LANE_CORE else None
+            self._wake_ctx = ctx if _WAKE_CORE else None
 
     # ------------------------------------------------------------------ public API
     def send(
@@ -411,6 +419,10 @@ class Network:
             return self.launch_one(int(pids[0]), int(srcs[0]), float(np.asarray(nbytes).reshape(-1)[0]), owner, bound)
         self._end_lane()
         sizes = floats(nbytes, (count,))
+        if _WAKE_CORE and bounds is None and _ops is not _PyDue and not getattr(self._model, "_models", True):
+            # the nominal message model, no bounds: the same slots, arrays and start times in one compiled
+            # pass (launch_rows; tests/test_wake_core.py holds them equal)
+            return self.launch_rows(np.arange(count), pids, srcs, sizes, owner)
         if count and not (sizes >= 0).all():
             raise RunError("launch: sizes must be >= 0 bytes")
         self._flush()
@@ -1014,21 +1026,7 @@ class Network:
             if self._remaining[slot] <= 0 or self.cluster.paths.length[int(self._path[slot])] == 0:
                 self._finish(slots, now)
                 return False
-        elif _ops is not _PyDue and _ops.start_flows(
-            slots,
-            self._remaining,
-            self._path,
-            self.cluster.paths.length,
-            self._is_active,
-            self._rate,
-            self._t_set,
-            self._due,
-            now,
-        ):  # none is instant: the lines below, in C (tests/test_engine_core.py holds them equal)
-            self._nactive += len(slots)
-            self._active_arr = None
-            self._entries = None
-            self.rates.added(slots, self._path[slots], self._bound[slots])
+        elif self._start_core(slots, now):  # none is instant (tests/test_engine_core.py holds it equal)
             return True
         else:
             instant = (self._remaining[slots] <= 0) | (self.cluster.paths.length[self._path[slots]] == 0)
@@ -1047,9 +1045,33 @@ class Network:
         self.rates.added(slots, self._path[slots], self._bound[slots])
         return True
 
+    def _start_core(self, slots: np.ndarray, now: float) -> bool:
+        """Start flows ``slots`` in C (``start_flows``, then the lines of :meth:`_start` that follow it) where
+        the core is built and none of them is instant; False where nothing was done (the Python lines start
+        them)."""
+        if _ops is _PyDue or not _ops.start_flows(
+            slots,
+            self._remaining,
+            self._path,
+            self.cluster.paths.length,
+            self._is_active,
+            self._rate,
+            self._t_set,
+            self._due,
+            now,
+        ):
+            return False
+        self._nactive += len(slots)
+        self._active_arr = None
+        self._entries = None
+        self.rates.added(slots, self._path[slots], self._bound[slots])
+        return True
+
     def _start_few(self, starting: list[int], now: float) -> bool:
         """:meth:`_start` for a few single sends, in scalar operations."""
         remaining, path, length = self._remaining, self._path, self.cluster.paths.length
+        if _WAKE_CORE and self._start_core(np.array(starting, dtype=np.int64), now):
+            return True  # none is instant: the lines below, in C (tests/test_wake_core.py holds them equal)
         instant = [slot for slot in starting if remaining[slot] <= 0 or length[path[slot]] == 0]
         if instant:
             self._finish_few(instant, now)
@@ -1076,7 +1098,14 @@ class Network:
 
     def _solve(self) -> None:
         self.rates.compute(
-            self._nactive, self._active_slots, self._path, self._bound, self._rate, self._entries_now, self._set_rates
+            self._nactive,
+            self._active_slots,
+            self._path,
+            self._bound,
+            self._rate,
+            self._entries_now,
+            self._set_rates,
+            self._is_active,
         )
         if self.check:
             self._check_load()
@@ -1174,6 +1203,12 @@ class Network:
             )
 
     def _schedule_next(self, now: float) -> None:
+        ctx = self._wake_ctx
+        if ctx is not None:  # the lines below, in C (tests/test_wake_core.py holds them equal)
+            self._due_entries -= _ops.wake_next(
+                ctx, self._heap, self._due_at, self._is_active, self._due, self._pending, now
+            )
+            return
         when, taken = _ops.next_due(self._heap, self._due_at, self._is_active, self._due)
         self._due_entries -= taken
         if when < np.inf:

@@ -95,6 +95,9 @@ _PART_SHARE_CORE = 2
 #: entering or leaving a flow a few links' worth (double-binary-tree at 16k GPUs rebuilt 761 times for
 #: batches of ~40 flows)
 _RECOUNT_CORE = 16
+#: a cache hit's rates looked up in the compiled core where it is built (Rates.compute); tests turn it off
+#: to compare
+_HIT_CORE = True
 
 
 def _thresholds(capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -452,11 +455,13 @@ class Rates:
         rate: np.ndarray,
         entries: Callable[[], tuple[np.ndarray, np.ndarray]],
         apply: Callable[[np.ndarray | list[int], np.ndarray | list[float]], None],
+        active_mask: np.ndarray | None = None,
     ) -> None:
         """Give every one of the ``count`` active flows its max-min rate: ``apply(slots, rates)`` is
         called with the slots whose rate is (re)set. ``active_slots()`` gives the active slots and
         ``entries()`` their (flow, arc) crossings, both built only when a computation needs them;
-        ``path``, ``bound`` and ``rate`` are the network's per-slot arrays."""
+        ``path``, ``bound`` and ``rate`` are the network's per-slot arrays, and ``active_mask`` (where
+        given) the mask over the slots that ``active_slots()`` lists."""
         fresh, self._fresh = self._fresh, []
         gone, self._gone = self._gone, []
         if self._recount:
@@ -483,14 +488,13 @@ class Rates:
             hit = self._cache.get(self._key)
             if hit is not None and hit[2] == count:
                 keys, rates, _ = hit
-                active = active_slots()
-                pos = np.searchsorted(keys, path[active])
-                if (
-                    len(keys)
-                    and (pos < len(keys)).all()
-                    and (keys[np.minimum(pos, len(keys) - 1)] == path[active]).all()
-                ):
-                    apply(active, rates[pos])
+                if _CORE is not None and _HIT_CORE:  # (_hit_rates, in C: tests/test_wake_core.py holds them equal)
+                    masked = active_mask is not None
+                    got = _CORE.hit_rates(keys, rates, active_mask if masked else active_slots(), path, masked)
+                else:
+                    got = self._hit_rates(keys, rates, active_slots(), path)
+                if got is not None:
+                    apply(*got)
                     self.cache_hits += 1
                     self._valid = True
                     self._load = None
@@ -543,6 +547,17 @@ class Rates:
             if len(self._cache) >= _CACHE_ENTRIES:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[self._key] = (keys, rates[first], len(active))
+
+    @staticmethod
+    def _hit_rates(
+        keys: np.ndarray, rates: np.ndarray, active: np.ndarray, path: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """A cache hit's (slots, rates): the draining flows ``active`` each at the rate of its path in
+        ``keys`` (sorted, distinct), or None where a path is not among them (or there are no keys)."""
+        pos = np.searchsorted(keys, path[active])
+        if len(keys) and (pos < len(keys)).all() and (keys[np.minimum(pos, len(keys) - 1)] == path[active]).all():
+            return active, rates[pos]
+        return None
 
     def _count_users(self, pids: np.ndarray) -> None:
         """The per-link user counts from scratch, from the paths of the active flows."""

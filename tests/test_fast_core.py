@@ -112,15 +112,20 @@ def test_a_steady_state_jumped_over_with_the_cores_arrivals_in_flight(monkeypatc
     assert made[-1]._core is not None and made[-1].private > 0 and made[-1].extrapolated_steps > 0
 
 
-@pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("algorithm", ["ring:order=rank", "ring", "halving-doubling", "tree:chunks=3"])
-def test_the_core_with_stragglers_and_slow_links(monkeypatch, seed, algorithm):
+def straggler_graph(seed: int) -> Any:
+    """A fabric of the seed's draw with stragglers and slow links (congested, uniform or a leaf-spine)."""
     bases = [
         dgx(hosts=4, gpus_per_host=4, hosts_per_leaf=2, spines=1),
         dgx(hosts=2, gpus_per_host=4),
         leaf_spine(2, 3, 1, "100Gbps", "100Gbps", "1us"),
     ]
-    graph = perturb(bases[seed % len(bases)], seed, stragglers=3, slow_links=4)
+    return perturb(bases[seed % len(bases)], seed, stragglers=3, slow_links=4)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("algorithm", ["ring:order=rank", "ring", "halving-doubling", "tree:chunks=3"])
+def test_the_core_with_stragglers_and_slow_links(monkeypatch, seed, algorithm):
+    graph = straggler_graph(seed)
     _both(monkeypatch, graph, "allreduce", algorithm, float(2**20 + 17 * seed), engine="fast", gamma=1e-11)
 
 

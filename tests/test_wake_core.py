@@ -1,0 +1,173 @@
+"""The network's wake-up in the compiled core (``sim._ratecore``: ``wake_next``, ``hit_rates``) gives the
+Python lines' results bit for bit.
+
+Where the core is built, a wake-up schedules the next one in C (:meth:`sim.network.Network._schedule_next`:
+the earliest live due time, not before now, or the earliest pending start, then the timeout event queued as
+:meth:`~sim.network.Network._schedule` queues it), and a max-min computation answered from the cache looks
+the flows' rates up in C (:meth:`sim.rates.Rates._hit_rates`). Every case here runs with
+``sim.network._WAKE_CORE`` and ``sim.rates._HIT_CORE`` on and off -- uniform, congested, straggler and
+slow-link fabrics, every engine (message, fast:events, fast:dataflow), rate bounds, random clusters -- and
+must agree in every result (the simulated time's repr included), in the events scheduled, and in every
+wake-up: its time, the next wake-up it left, the flows draining, the due heap's entries, the solves and
+the cache hits.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+import simpy
+
+import sim.network as network
+import sim.rates as rates
+from sim import simulate
+from sim.cluster import Cluster
+from sim.rates import _CORE
+from sim.topology import dgx
+
+from .random_cases import case
+from .test_fast_core import CONGESTED as FAST_CONGESTED
+from .test_fast_core import UNIFORM, straggler_graph
+from .test_message_engine import _same
+
+pytestmark = pytest.mark.skipif(
+    _CORE is None or network._ops is network._PyDue, reason="the compiled core is not built (or COLLSIM_PURE=1)"
+)
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, core: bool, *args: Any, **kw: Any) -> tuple[Any, list[Any]]:
+    """The run, and every wake-up of every network it made: (its time, the next wake-up it left, the flows
+    draining, the due heap's entries, solves, cache hits)."""
+    woken: list[Any] = []
+    wake = network.Network._wake
+
+    def recording(self: Any) -> None:
+        now = self.env.now
+        wake(self)
+        woken.append((now, self._wake_at, self._nactive, self._due_entries, self.rates.solves, self.rates.cache_hits))
+
+    with monkeypatch.context() as m:
+        m.setattr(network, "_WAKE_CORE", core)
+        m.setattr(rates, "_HIT_CORE", core)
+        m.setattr(network.Network, "_wake", recording)
+        result = simulate(*args, **kw)
+    return result, woken
+
+
+def _both(monkeypatch: pytest.MonkeyPatch, *args: Any, **kw: Any) -> tuple[Any, list[Any]]:
+    """The run with the core's wake-up lines and with the Python lines: the same in everything."""
+    fast, woken = _run(monkeypatch, True, *args, **kw)
+    ref, ref_woken = _run(monkeypatch, False, *args, **kw)
+    assert woken == ref_woken
+    _same(fast, ref)
+    assert repr(fast.time_s) == repr(ref.time_s)
+    assert (fast.events, fast.engine) == (ref.events, ref.engine)
+    return fast, woken
+
+
+# the fast core's cases, and a double binary tree (fast:dataflow) on a congested fabric
+CONGESTED = [
+    *FAST_CONGESTED,
+    (dgx(hosts=8, gpus_per_host=4, hosts_per_leaf=2, spines=1), "double-binary-tree:chunks=8"),
+]
+
+
+@pytest.mark.parametrize("graph, algorithm", UNIFORM + CONGESTED)
+@pytest.mark.parametrize("engine", ["message", "fast"])
+def test_the_core_gives_the_python_lines_results(monkeypatch, graph, algorithm, engine):
+    _both(monkeypatch, graph, "allreduce", algorithm, 2**22 + 7, engine=engine, gamma=1e-11)
+
+
+def test_the_cache_hits_and_the_wake_ups_are_exercised(monkeypatch):
+    """A congested rank-order ring on the fast path: half its computations are cache hits, and the next
+    wake-up is set by a due time and by a pending start."""
+    graph = dgx(hosts=8, gpus_per_host=4, hosts_per_leaf=2, spines=1)
+    fast, woken = _both(monkeypatch, graph, "allreduce", "ring:order=rank", 2**24, engine="fast")
+    assert fast.engine == "fast:events"
+    assert woken[-1][5] > 0  # cache hits
+    assert any(w[1] == np.inf for w in woken) and any(np.inf > w[1] > w[0] for w in woken)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("algorithm", ["ring:order=rank", "halving-doubling", "double-binary-tree:chunks=4"])
+def test_the_core_with_stragglers_and_slow_links(monkeypatch, seed, algorithm):
+    graph = straggler_graph(seed)
+    engine = ("message", "fast")[seed % 2]
+    _both(monkeypatch, graph, "allreduce", algorithm, float(2**20 + 17 * seed), engine=engine, gamma=1e-11)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_the_core_on_random_clusters(monkeypatch, seed):
+    c = case(seed)
+    engine = ("message", "auto")[seed % 2]
+    _both(monkeypatch, Cluster(c.graph), c.collective, c.algorithm, c.size, ranks=c.ranks, gamma=c.gamma, engine=engine)
+
+
+def test_hit_rates_is_the_python_lookup():
+    """``hit_rates`` against :meth:`Rates._hit_rates` on random keys, with paths found and missing, slots in
+    any order, no keys, no flows."""
+    rng = random.Random(7)
+    for trial in range(300):
+        keys = np.array(sorted(rng.sample(range(40), rng.randint(0, 12))), dtype=np.int64)
+        values = np.array([rng.random() for _ in keys])
+        path = np.array([rng.randrange(40) for _ in range(30)], dtype=np.int64)
+        if len(keys) and trial % 2:  # every flow on a cached path
+            path = np.array([int(keys[rng.randrange(len(keys))]) for _ in range(30)], dtype=np.int64)
+        active = np.array(rng.sample(range(30), rng.randint(0, 30)), dtype=np.int64)
+        mask = np.zeros(len(path), dtype=bool)
+        mask[active] = True
+        ref = rates.Rates._hit_rates(keys, values, active, path)
+        in_order = rates.Rates._hit_rates(keys, values, np.flatnonzero(mask), path)
+        for got, want in (
+            (_CORE.hit_rates(keys, values, active, path, False), ref),
+            (_CORE.hit_rates(keys, values, mask, path, True), in_order),
+        ):
+            if want is None:
+                assert got is None
+            else:
+                assert got == (want[0].tolist(), want[1].tolist())
+    with pytest.raises(IndexError):
+        _CORE.hit_rates(
+            np.array([1], dtype=np.int64), np.ones(1), np.array([5], dtype=np.int64), np.ones(3, np.int64), False
+        )
+    with pytest.raises(ValueError):
+        _CORE.hit_rates(np.array([1], dtype=np.int64), np.ones(2), np.zeros(0, np.int64), np.ones(3, np.int64), False)
+
+
+@pytest.mark.parametrize(
+    "dues, stale, pending, now",
+    [
+        ([2.0], [], [], 3.0),  # a due time before now (rounding): the wake-up at now
+        ([5.0, 7.0], [4.0], [], 3.0),  # a stale due time popped first
+        ([5.0], [], [4.5], 3.0),  # a pending start first
+        ([], [4.0], [], 3.0),  # nothing due: no wake-up
+        ([], [], [6.0], 3.0),
+        ([5.0], [5.0], [9.0], 3.0),  # a due time shared with a stale entry
+    ],
+)
+def test_wake_next_is_the_python_lines(monkeypatch, dues, stale, pending, now):
+    """``wake_next`` against :meth:`Network._schedule_next` on states set by hand: the next wake-up's
+    time, the event queued for it, the due heap and its entries' count."""
+
+    def state(core: bool) -> tuple[Any, ...]:
+        with monkeypatch.context() as m:
+            m.setattr(network, "_WAKE_CORE", core)
+            env = simpy.Environment(initial_time=now)
+            net = network.Network(env, Cluster("star:hosts=4,bandwidth=1GB/s,latency=1us"))
+        assert (net._wake_ctx is not None) is core
+        net._lane = False
+        for slot, when in enumerate(dues + stale):
+            net._due_at.setdefault(when, []).append(slot)
+            net._due[slot] = when if slot < len(dues) else when + 1.0  # (a stale entry's slot is due later)
+            net._is_active[slot] = True
+        net._heap[:] = sorted(net._due_at)
+        net._due_entries = len(dues) + len(stale)
+        net._pending[:] = pending
+        net._schedule_next(now)
+        queued = [(t, p) for t, p, _, e in env._queue if e is net._wake_event]
+        return net._wake_at, queued, list(net._heap), dict(net._due_at), net._due_entries
+
+    assert state(True) == state(False)
