@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 import simpy
 
@@ -22,7 +23,7 @@ import sim.fastpath as fastpath
 import sim.network as network
 from sim import simulate
 from sim.rates import _CORE
-from sim.topology import dgx, leaf_spine, star
+from sim.topology import dgx, hgx, leaf_spine, star
 
 from .random_cases import case
 from .test_fastpath import perturb
@@ -56,7 +57,13 @@ def _run(monkeypatch: pytest.MonkeyPatch, core: bool, *args: Any, **kw: Any) -> 
 
 def _spy(method: Any, name: str, called: list[Any]) -> Any:
     def spying(self: Any, *a: Any, **k: Any) -> Any:
-        called.append((name, self.env.now))
+        # the network's launches with the (path, source) pairs they hand over, in their order
+        what = (
+            ()
+            if name not in ("launch", "launch_one")
+            else tuple(np.atleast_1d(a[0]).tolist() + np.atleast_1d(a[1]).tolist())
+        )
+        called.append((name, self.env.now, what))
         return method(self, *a, **k)
 
     return spying
@@ -77,7 +84,7 @@ def _both(monkeypatch: pytest.MonkeyPatch, *args: Any, **kw: Any) -> tuple[Any, 
         (e.private, e.extrapolated_steps, e.finished, e.end_time) for e in ref_made
     ]
     assert all(e._core is None for e in ref_made)
-    return fast, made, {name for name, _ in called}
+    return fast, made, {c[0] for c in called}
 
 
 UNIFORM = [
@@ -168,3 +175,13 @@ def test_under_a_deadline_every_arrival_keeps_its_event(monkeypatch, graph, algo
     plain, _, _ = _run(monkeypatch, True, graph, "allreduce", algorithm, 2**22 + 7, engine="fast", gamma=1e-11)
     _same(plain, fast)
     assert plain.events == fast.events
+
+
+@pytest.mark.parametrize("algorithm", ["nccl-tree", "nvls-tree", "nccl"])
+def test_ranks_beginning_steps_of_different_phases_at_once(monkeypatch, algorithm):
+    """NCCL's schedules on 4 H100 hosts begin ranks at steps of different phases at the same instant
+    (hosts at different depths of the trees): the core launches each phase's group in the Python lines'
+    order, phase by phase upwards, which the launches' sequence shows."""
+    fast, made, _ = _both(monkeypatch, hgx(4, "dgx-h100", gpus_per_host=4), "allreduce", algorithm, 3 * 2**22 + 5)
+    assert fast.engine == "fast:events"
+    assert any(e._core is not None for e in made)
