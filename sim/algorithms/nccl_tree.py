@@ -78,12 +78,11 @@ def tree_program(
     k_ch = channels or default_channels(cluster, p)
     protocol = get_protocol(proto)
     per = nbytes / k_ch
-    if sharp:  # CollNet Chain's chunk, for the channels NCCL runs (the simulation splits among k_ch)
-        runs = tuner.search(tuner.describe(cluster, p))["collnet-chain"].runtime_channels
-        k = slices(per, collnet_chunk(nbytes, runs, 1, g, chain=True))
-    elif protocol.name == "LL128":  # NCCL's tree LL128 chunk, for the channels NCCL runs
-        runs = tuner.search(tuner.describe(cluster, p))["tree"].runtime_channels
-        k = slices(per, tree_ll128_chunk(nbytes, runs, h, g))
+    if sharp or protocol.name == "LL128":  # NCCL's chunk rules, for the channels NCCL runs (the simulation
+        # splits among k_ch): CollNet Chain's, or the tree's with LL128
+        runs = tuner.search(tuner.describe(cluster, p))["collnet-chain" if sharp else "tree"].runtime_channels
+        chunk = collnet_chunk(nbytes, runs, 1, g, chain=True) if sharp else tree_ll128_chunk(nbytes, runs, h, g)
+        k = slices(per, chunk)
     else:
         k = slices(per, protocol.step)
     # the tree kernel moves its bytes at NCCL's tree efficiency of its links' rate (CollNet Chain has none)

@@ -88,13 +88,9 @@ def collnet_chunk(nbytes: float, channels: int, heads: int, depth: int, chain: b
     (``connect.cc``: ``collnetDirect.depth``). Chain starts from 256 KiB and halves while fewer than
     ``depth`` x 64 (down to 128 KiB), ``depth`` x 8 (64 KiB), ``depth`` (32 KiB) chunks go to each
     channel; its ``depth`` is the GPUs per node (``connect.cc``: ``collnetChain.depth``)."""
-    per = channels * (1 if chain else heads)
     c = min(COLLNET_CHAIN_CHUNK, PROTOCOLS["simple"].step) if chain else PROTOCOLS["simple"].step
     rules = ((64, 131072), (8, 65536), (1, 32768)) if chain else ((64, 131072), (8, 65536), (8, 32768))
-    for times, above in rules:
-        while nbytes // (per * c) < depth * times and c > above:
-            c //= 2
-    return c
+    return _halved(nbytes, channels * (1 if chain else heads), c, [(depth * t, above) for t, above in rules])
 
 
 def tree_ll128_chunk(nbytes: float, channels: int, nodes: int, ppn: int) -> int:
@@ -104,12 +100,19 @@ def tree_ll128_chunk(nbytes: float, channels: int, nodes: int, ppn: int) -> int:
     than ``nstepsLL128`` x 64 / ppn chunks (down to 128 KiB), then fewer than ``nstepsLL128`` x 16 / ppn
     (down to 32 KiB), with ``nstepsLL128`` = 1 + log2(nodes) + 0.1 ppn: smaller buffers get smaller chunks,
     so that the tree's pipeline fills."""
-    c = PROTOCOLS["ll128"].step
     steps = 1 + (max(1, nodes).bit_length() - 1) + 0.1 * ppn  # log2i: the floor of log2
-    for times, above in ((64, 131072), (16, 32768)):
-        while nbytes // (channels * c) < steps * times / ppn and c > above:
-            c //= 2
-    return c
+    rules = [(steps * t / ppn, above) for t, above in ((64, 131072), (16, 32768))]
+    return _halved(nbytes, channels, PROTOCOLS["ll128"].step, rules)
+
+
+def _halved(nbytes: float, per: int, chunk: int, rules: list[tuple[float, int]]) -> int:
+    """``chunk`` halved, rule by rule, while ``nbytes`` makes fewer than ``least`` whole chunks for each
+    of ``per`` (channels, or channels x heads) and the chunk is above ``floor`` (enqueue.cc's ``while
+    (nBytes / (n * chunkSize) < X && chunkSize > F) chunkSize /= 2`` loops)."""
+    for least, floor in rules:
+        while nbytes // (per * chunk) < least and chunk > floor:
+            chunk //= 2
+    return chunk
 
 
 def get_protocol(name: str) -> Protocol:
