@@ -48,7 +48,18 @@ _GPU = re.compile(
     r"(?:(?<=\dx)|(?<![A-Za-z0-9]))(GB[23]00|B[123]00|GH200|H200|H100|H800|H20|A100|A800|A40|A30|A10G?|V100|L40S?|L4)(?![0-9])",
     re.I,
 )
-_HGX_GPUS = ("h100", "h200", "h800", "a100", "a800")
+_HGX_GPUS = ("h100", "h200", "h800", "b200", "a100", "a800")
+#: GPUs whose NVSwitch reduces (NVLink SHARP): their logs get an NVLS-capable preset
+_NVLS_GPUS = ("h100", "h200", "h800", "b200")
+#: why hgx does not build a GPU's servers, where there is more to say than that it does not
+_NOT_BUILT = {
+    "gh200": "a Grace Hopper superchip (one GPU a module, NVLink-C2C to its Grace CPU), not an HGX board",
+    "gb200": "a Grace Blackwell superchip: its NVL72 rack is one NVLink domain across trays (multi-node NVLink, "
+    "MNNVL), which hgx does not build",
+    "gb300": "a Grace Blackwell Ultra superchip: its NVL72 rack is one NVLink domain across trays (multi-node "
+    "NVLink, MNNVL), which hgx does not build",
+    "b300": "Blackwell Ultra: hgx has no sourced figures for its servers (ConnectX-8 800 Gb/s NICs, PCIe Gen6)",
+}
 #: an RCCL (AMD) run of rccl-tests, which prints the same table
 _RCCL = re.compile(r"\bRCCL version\b|\brccl-tests\b|\blibrccl\b|\bROCm version\b")
 _PCIE_CARD = re.compile(r"PCIe|PCIE|\bNVL\b")
@@ -133,7 +144,7 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     their ``#`` or only some of them, ``-g 8`` processes, no "Collective test starting" line, one-size logs;
     without rank lines ``ranks`` or the command line or all-reduce's busbw / algbw must say how many).
     The GPUs per node are the most rank lines one host has, the nodes the ranks they make. The GPU is the
-    one the device lines (else the header) name; a GPU ``hgx`` does not build (B200, V100, PCIe cards
+    one the device lines (else the header) name; a GPU ``hgx`` does not build (GB200, GH200, V100, PCIe cards
     without an NVSwitch, ...) or device lines naming no model are refused with that name."""
     text = path.read_text(errors="replace")
     lines = [strip_label(line) for line in text.splitlines()]
@@ -167,8 +178,9 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
         raise LogError(f"{path.name}: the device lines {named}, no GPU model collsim knows; state it in a '#%' line")
     gpu = m.group(1).lower() if m else "a100"
     if gpu not in _HGX_GPUS:
+        why = f": {_NOT_BUILT[gpu]}" if gpu in _NOT_BUILT else ""
         raise LogError(
-            f"{path.name}: {m.group(1) if m else gpu} GPUs are not modelled (hgx builds {', '.join(_HGX_GPUS)})"
+            f"{path.name}: {m.group(1) if m else gpu} GPUs are not modelled (hgx builds {', '.join(_HGX_GPUS)}){why}"
         )
     if _PCIE_CARD.search(" ".join(devices[:1])):
         raise LogError(
@@ -252,14 +264,14 @@ def topology(log: Log) -> object:
     if nics == -1 and speed:  # a node's total: one NIC per GPU of its share
         nics, speed = ppn, speed / ppn
         log.note = f"{nics} NICs of {speed:g} Gb/s (the node's stated total, one per GPU)"
-    hopper = log.gpu.startswith("h")
+    nvswitch = log.gpu in _NVLS_GPUS
     if nics and nics > 2 * ppn and speed:  # e.g. 32 x 100 Gb/s EFA on 8 GPUs: two per GPU at 200 Gb/s
         speed, nics = speed * nics / (2 * ppn), 2 * ppn
         log.note = f"{nics} NICs of {speed:g} Gb/s (folded: hgx lays out at most two per GPU)"
     if nics == 2 * ppn:  # two NICs per GPU (OCI's shapes)
-        preset = "oci-bm-gpu-h100-8" if hopper else "oci-bm-gpu4-8"
+        preset = "oci-bm-gpu-h100-8" if nvswitch else "oci-bm-gpu4-8"
     else:
-        preset = "dgx-h100" if hopper else "hgx-a100-200g"
+        preset = "dgx-b200" if log.gpu == "b200" else "dgx-h100" if nvswitch else "hgx-a100-200g"
     kw: dict[str, object] = {"gpu": log.gpu, "gpus_per_host": ppn}
     if nics and nics not in (ppn, 2 * ppn):  # fewer NICs than GPUs: one per PCIe switch
         kw["nics_per_host"] = nics

@@ -15,7 +15,7 @@ node, a reduction engine and a multicast engine (:meth:`sim.cluster.Cluster.add_
 Every GPU's NVLink thus carries 1 + 1/G times the buffer each way, as on the hardware. The steps are
 pipelined over slices of ``NCCL_STEPS`` chunks per head, the chunk NCCL picks for the size
 (``enqueue.cc``, at most ``NCCL_NVLS_CHUNKSIZE``; :mod:`sim.nccl.pipeline`). Wire bytes on NVLink
-are divided by NCCL's NVLS efficiency (0.85 on Hopper, ``tuning.cc:nvlsEfficiency``).
+are divided by NCCL's NVLS efficiency (0.85 on Hopper, 0.74 on Blackwell: ``tuning.cc:nvlsEfficiency``).
 
 Closed form inside one host with per-GPU link (α, β) and k slices (the pipeline: k + 3 steps, each
 moving (1 + 1/G)·n/k through the busiest link direction)::
@@ -46,7 +46,7 @@ from ..nccl.layout import (
 )
 from ..nccl.pipeline import Streams, launchers, shift
 from ..nccl.protocols import nvls_chunk
-from ..nccl.tuner import NVLS_CHANNELS_HOPPER, describe, nvls_tree_cap
+from ..nccl.tuner import NVLS_CHANNELS_HOPPER, System, describe, nvls_tree_cap, nvls_tuning
 from ..nccl.versions import NEWEST, Tuning
 from ..program import StepProgram
 from ..runtime import Job
@@ -56,23 +56,34 @@ from .registry import register
 __all__ = ["Nvls", "head_slices", "nvls_program"]
 
 EFFICIENCY = NEWEST.nvls_efficiency[2]  # Hopper (tuning.cc nvlsEfficiency, 2.28.3 on)
+
+
+def efficiency(sys: System) -> float:
+    """NCCL's NVLS efficiency for ``sys``'s GPUs (tuning.cc nvlsEfficiency, 2.28.3 on: 0.85 Hopper, 0.74
+    Blackwell), the hardware's and kernel's throughput the simulation keeps for every release."""
+    return NEWEST.nvls_efficiency[3] if sys.arch == "sm100" else EFFICIENCY
+
+
 #: the fewest pipeline slices a head's share is cut into (``device/common.h``: NCCL_STEPS 8 over
 #: ALLREDUCE_SLICESTEPS 2 -- the slices one connection keeps in flight)
 MIN_SLICES = 4
 
 
-def nvls_slices(nbytes: float, hosts: int, heads: int, tree: bool = True, tuning: Tuning = NEWEST) -> int:
+def nvls_slices(
+    nbytes: float, hosts: int, heads: int, tree: bool = True, tuning: Tuning = NEWEST, sys: System | None = None
+) -> int:
     """Pipeline slices of an NVLS(-tree) all-reduce: each head's share cut as
     :func:`~sim.nccl.layout.slices` cuts a channel's (``NCCL_STEPS`` chunks a slice), with the chunk NCCL
     picks for this size (:func:`~sim.nccl.protocols.nvls_chunk`: smaller buffers, smaller chunks) -- but
     into at least :data:`MIN_SLICES` (at most one a chunk). A share of a few chunks would otherwise be one
     slice, stored and forwarded whole through every stage, where NCCL streams it: its Simple protocol
     keeps ``NCCL_STEPS / ALLREDUCE_SLICESTEPS`` = 4 slices in flight on a connection. The chunk rules are
-    ``tuning``'s release's."""
-    ops = NVLS_CHANNELS_HOPPER * heads
+    ``tuning``'s release's, with its NVLS channels and NVLS-tree chunk for ``sys``
+    (:func:`~sim.nccl.tuner.nvls_tuning`; without ``sys`` Hopper's)."""
+    channels, tree_start = nvls_tuning(sys, tuning) if sys is not None else (NVLS_CHANNELS_HOPPER, None)
+    start, cap4 = (tree_start, False) if tree_start else (tuning.nvls_tree_chunk, tuning.nvls_tree_cap4)
     return head_slices(
-        nbytes / heads,
-        nvls_chunk(nbytes, hosts, ops, tree, tuning.nvls_tree_chunk, tuning.nvls_tree_cap4, tuning.nvls_chunk_first),
+        nbytes / heads, nvls_chunk(nbytes, hosts, channels * heads, tree, start, cap4, tuning.nvls_chunk_first)
     )
 
 
@@ -103,10 +114,11 @@ def nvls_program(
     h, g = len(groups), len(groups[0])
     sharp = sharp and h > 1
     q_parts = 2 * g  # head q's part, halved between the two trees
-    k = nvls_slices(nbytes, h, g, not sharp, tuning)
+    sys = describe(cluster, p)
+    k = nvls_slices(nbytes, h, g, not sharp, tuning, sys)
     slice_b = nbytes / k
     part_b = slice_b / q_parts
-    nvl = 1.0 / EFFICIENCY
+    nvl = 1.0 / efficiency(sys)
     red = [engine(cluster, grp[0], "reduce") for grp in groups]
     mc = [engine(cluster, grp[0], "multicast") for grp in groups]
     # heads[t][host][q]: the actor of head q's half t
@@ -151,7 +163,7 @@ def nvls_program(
             )
         s.add([mc[host]] * g, groups[host], slice_b * nvl, lag=last + 1, reduce=False, **whole)
     if h > 1 and not sharp:  # a head's channel moves a slice in no less than slice_b / cap (perChMaxNVLSTreeBws)
-        per_slice = slice_b / nvls_tree_cap(describe(cluster, p))
+        per_slice = slice_b / nvls_tree_cap(sys)
         # the cap is NCCL's end-to-end figure; a step pays its messages' latencies on top of the budget
         hops = [(red[0], heads[0][0][0]), (heads[0][0][0], heads[0][1][0]), (heads[0][0][0], mc[0])]
         latency = max(cluster.alpha_beta(a, b)[0] for a, b in hops)

@@ -36,6 +36,7 @@ __all__ = [
     "describe",
     "disabled",
     "enabled",
+    "nvls_tuning",
     "pick",
     "search",
 ]
@@ -132,6 +133,7 @@ TREE_CORRECTION = (
     ),
 )
 NVLS_CHANNELS_HOPPER = 16  # nvls.cc: ncclNvlsTuning (runtime NVLS channels on Hopper; 16 since 2.18)
+_KIB = 1024
 #: CollNet needs at least this many nodes (init.cc: NCCL_COLLNET_NODE_THRESHOLD, default 2)
 COLLNET_NODE_THRESHOLD = 2
 #: CollNet Direct heads per node at most, and CollNet's limit on GPUs per node (device.h:
@@ -158,6 +160,7 @@ class System:
     nics_per_node: int = 1
     nvls: bool = False
     sharp: bool = False
+    nvlink_links: int = 0  # a GPU's NVLink links (0: unknown); sm100's NVLink is links x the release's figure
 
     @property
     def ranks(self) -> int:
@@ -225,6 +228,7 @@ def describe(cluster: Any, p: int) -> System:
             a["nics_per_host"],
             bool(a["nvls"]),
             bool(a["sharp"]),
+            int(a.get("nvlink_links", 0)),
         )
     nvlink = 0.0
     if ppn > 1:
@@ -245,13 +249,28 @@ def _speed(speeds: tuple[float, ...], limit: float) -> float:
     return speeds[-1]
 
 
+def blackwell(sys: System, tuning: Tuning = NEWEST) -> bool:
+    """Whether ``tuning``'s release treats ``sys``'s GPUs as Blackwell (sm100 from 2.25.1; before, NCCL knows no
+    compcap 100 and its ``>= 90`` branches take it as Hopper: index, speed arrays, NVLink per link)."""
+    return sys.arch == "sm100" and tuning.blackwell
+
+
+def nvlink_total(sys: System, tuning: Tuning = NEWEST) -> float:
+    """A GPU's NVLink GB/s as ``tuning``'s release counts it (topo.cc ncclTopoAddNvLinks: links x topo.h ncclTopoNVLinkBw): sm100's
+    per-link figure changed from release to release (:attr:`~sim.nccl.versions.Tuning.sm100_nvlink`)."""
+    if sys.arch == "sm100" and sys.nvlink_links:
+        return sys.nvlink_links * tuning.sm100_nvlink
+    return sys.nvlink_bw
+
+
 def search(sys: System, tuning: Tuning = NEWEST) -> dict[str, Graph]:
     """The ring, tree and NVLS graphs NCCL's search would settle on (see the module docstring), with the
     speed arrays and channel limits of ``tuning``'s release."""
-    arch = "sm90" if _COMPCAP.get(sys.arch, 2) >= 2 else "sm80"
     cc = _COMPCAP.get(sys.arch, 2)
+    arch = "sm100" if blackwell(sys, tuning) else ("sm90" if cc >= 2 else "sm80")  # search.cc: by ccMin
     nvl = sys.nvlink_bw > 0
-    total = sys.nvlink_bw if nvl else sys.pcie_bw  # search.cc getTotalBw: a GPU's NVLink (or PCI) sum
+    nvlink = nvlink_total(sys, tuning)
+    total = nvlink if nvl else sys.pcie_bw  # search.cc getTotalBw: a GPU's NVLink (or PCI) sum
     max_ring = tuning.max_channels // 2
     intra_speeds, inter_speeds = tuning.speed_intra[arch], tuning.speed_inter[arch]
     if sys.nodes == 1:
@@ -300,13 +319,13 @@ def search(sys: System, tuning: Tuning = NEWEST) -> dict[str, Graph]:
         out["nvls"] = replace(ring, runtime_channels=NVLS_CHANNELS_HOPPER)
     elif "nvls" in tuning.algorithms and sys.nvls and nvl and sys.ppn > 1:
         heads = min(32, sys.ppn)
-        intra = _speed(intra_speeds, sys.nvlink_bw / heads)
+        intra = _speed(intra_speeds, nvlink / heads)
         inter = (
             intra_speeds[0]
             if sys.nodes == 1
             else _speed(inter_speeds, min(sys.nic_bw * sys.nics_per_node / sys.ppn, sys.pcie_bw))
         )
-        out["nvls"] = Graph(heads, intra, inter, True, runtime_channels=NVLS_CHANNELS_HOPPER)
+        out["nvls"] = Graph(heads, intra, inter, True, runtime_channels=nvls_tuning(sys, tuning)[0])
         if "nvls-tree" in tuning.algorithms:
             out["nvls-tree"] = out["nvls"]
     return out
@@ -542,6 +561,8 @@ def candidates(
     log_size = int(math.log2(nbytes / 64)) if nbytes >= 64 else -1
     cc = _COMPCAP.get(sys.arch, 2)
     ll128_off = tuning.ll128_archs is not None and min(cc, 2) not in tuning.ll128_archs
+    nvls_tree_corrected = tuning.nvls_tree_correction and blackwell(sys, tuning)  # (hgx's CPUs are all x86)
+    nvls_channels = nvls_tuning(sys, tuning)[0]
     out = []
     for a in ALGORITHMS:
         if a not in allowed:
@@ -556,13 +577,43 @@ def candidates(
                 continue
             if a == "tree" and 0 <= log_size < 23:
                 bw *= TREE_CORRECTION[pi][log_size]
+            if a == "nvls-tree" and nvls_tree_corrected and 0 <= log_size < 24:  # 2.29.2 on: sm100, x86 CPU
+                bw *= TREE_CORRECTION[pi][log_size]
             if a == "ring" and proto == "simple" and sys.nodes > 1 and _plateau(sys, nbytes, graphs[a], tuning):
                 plateau = tuning.plateau[cc]  # "plateau effect of ring"
                 lat, net = lat * plateau, net * plateau
             g = graphs[a]
-            ch = g.runtime_channels if a not in ("nvls", "nvls-tree") else NVLS_CHANNELS_HOPPER
+            ch = g.runtime_channels if a not in ("nvls", "nvls-tree") else nvls_channels
             out.append(Candidate(a, proto, lat, bw, lat + nbytes / (1000 * bw), ch, net, tuning.release))
     return out
+
+
+def nvls_tuning(sys: System, tuning: Tuning = NEWEST) -> tuple[int, int | None]:
+    """NCCL's runtime NVLS channels on ``sys`` and NVLS-tree's first chunk where the release sets one of its
+    own (None: the release's rule, :func:`sim.nccl.protocols.nvls_chunk`) -- transport/nvls.cc. Hopper (and
+    sm100 before 2.25.1) 16 channels; sm100 ``tuning.nvls_channels_sm100`` (one node, several), and from
+    2.30.3 across nodes ncclNvlsTreeSm100Tuning: 2 nodes with NICs of 48 GB/s or more 32 channels, the chunk
+    min(NCCL_NVLS_CHUNKSIZE, tree ceiling) 256 KiB up to 4 GPUs a node, 64 KiB from 16 or up to 8 with NICs
+    under 96 GB/s behind the GPU's PCIe switch (every hgx NIC: PATH_PIX), else 128 KiB; more nodes with NICs
+    of 96 GB/s 24 channels and 256 KiB up to 8 GPUs a node, else 32 and 128 KiB (64 from 32 GPUs); with
+    48-96 GB/s 24 channels and 64 KiB (PATH_PXB or closer); slower NICs keep the defaults."""
+    if not blackwell(sys, tuning):
+        return NVLS_CHANNELS_HOPPER, None
+    one, several = tuning.nvls_channels_sm100
+    if sys.nodes == 1:
+        return one, None
+    if not tuning.nvls_sm100_tuning:
+        return several, None
+    nic, ppn = sys.nic_bw, sys.ppn
+    if sys.nodes == 2 and nic >= 48.0:
+        if ppn <= 4:
+            return 32, 256 * _KIB
+        return 32, (64 if ppn >= 16 or (ppn <= 8 and nic < 96.0) else 128) * _KIB
+    if nic >= 96.0:
+        return (24, 256 * _KIB) if ppn <= 8 else (32, (128 if ppn < 32 else 64) * _KIB)
+    if nic >= 48.0:
+        return 24, 64 * _KIB
+    return several, None
 
 
 def _plateau(sys: System, nbytes: float, ring: Graph, tuning: Tuning) -> bool:

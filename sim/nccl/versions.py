@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-__all__ = ["NEWEST", "RELEASES", "TUNINGS", "Tuning", "parse_version", "tuning_for"]
+__all__ = ["BLACKWELL_STEPS", "NEWEST", "RELEASES", "TUNINGS", "Tuning", "parse_version", "tuning_for"]
 
 Version = tuple[int, int, int]
 Lat = tuple[float, float, float]  # (LL, LL128, Simple) us
@@ -121,6 +121,19 @@ class Tuning:
     #: 2.17.1, 64 from 2.18.1)
     nvls_chunk_first: int = 64
     collnet_arity_lat: float = 0.4  # CollNet Direct's arity serialization latency per local GPU (0.5 until 2.18)
+    # -- Blackwell (sm100; NCCL knows it from 2.25.1, "Add Blackwell/SM100 support"); the defaults are 2.30.3's --
+    #: topo.h SM100_NVLINK_BW: NVLink GB/s per link NCCL counts for compcap >= 100 (40.0 from 2.25.1, 40.1
+    #: from 2.27.5); before 2.25.1 compcap 100 takes SM90_NVLINK_BW (20.6, as the model counts H100)
+    sm100_nvlink: float = 40.1
+    #: nvls.cc: NVLS channels on sm100, (one node, several): NVLS_NCHANNELS_SM100 32 from 2.25.1, one node
+    #: NVLS_NCHANNELS_SM100_NVL 24 from 2.27.3; before 2.25.1 Hopper's 16
+    nvls_channels_sm100: tuple[int, int] = (24, 32)
+    #: nvls.cc ncclNvlsTreeSm100Tuning (from 2.30.3): on sm100 across nodes the NVLS channels and NVLS-tree's
+    #: chunk by node count, GPUs per node and NIC speed (:func:`sim.nccl.tuner.nvls_tuning`)
+    nvls_sm100_tuning: bool = True
+    #: tuning.cc ncclTopoGetAlgoTime (from 2.29.2): NVLSTree's bandwidth x treeCorrectionFactor below 2^24 x
+    #: 64 B on sm100 with an x86 CPU
+    nvls_tree_correction: bool = True
     notes: tuple[str, ...] = field(default=(), compare=False)  # what changed at ``first``, for docs and tests
 
     @property
@@ -149,6 +162,12 @@ def _row(tree: Lat, ring: Lat, *simple: float) -> dict[str, Lat]:
 _SM80_INTRA = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
 _SM80_INTER = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12)
 _TAIL = (6.0, 3.0, 2.4, 1.2, 0.24, 0.12)
+# search.cc sm100SpeedArrayIntra / sm100SpeedArrayInter (2.25.1 on; their changes are the ranges' notes)
+_SM100_INTRA_19 = (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0)  # 2.25.1-2.26.6
+_SM100_INTRA_18 = (*_SM100_INTRA_19, 18.0)  # 2.27.3-2.28.9
+_SM100_INTRA_45 = (90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0)  # 2.29.2 on
+_SM100_INTER_45 = (42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, *_TAIL)  # the tail from 42
+_SM100_INTER_48 = (48.0, 45.1, *_SM100_INTER_45)  # 2.27.5 (2.27.6 on after 96; 2.29.7 after 96, 80; ...)
 
 # v2.30.3 - v2.30.7 (master 5067397c): tuning.cc ncclTunerConstantsDefaults, nvlsEfficiency
 V2_30_3 = Tuning(
@@ -175,10 +194,15 @@ V2_30_3 = Tuning(
     tree_pattern=True,
     one_ppn_tree_net=True,
     blackwell=True,
-    speed_intra={"sm80": _SM80_INTRA, "sm90": (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0)},
+    speed_intra={
+        "sm80": _SM80_INTRA,
+        "sm90": (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
+        "sm100": _SM100_INTRA_45,
+    },
     speed_inter={
         "sm80": _SM80_INTER,
         "sm90": (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, *_TAIL),
+        "sm100": (96.0, 86.0, 80.0, *_SM100_INTER_48),
     },
     max_channels=64,
     double_below_16=True,
@@ -192,18 +216,29 @@ V2_29_7 = replace(
     V2_30_3,
     first=(2, 29, 7),
     per_ch_max_nvls_tree=(*_BW[:3], (0.0, 96.0, 43.8)),
-    notes=("Blackwell perChMaxRingLL128Bws 34.5/34.6/34.5 -> 40",),
+    speed_inter={**V2_30_3.speed_inter, "sm100": (96.0, 80.0, *_SM100_INTER_48)},
+    nvls_sm100_tuning=False,
+    notes=(
+        "Blackwell perChMaxRingLL128Bws 34.5/34.6/34.5 -> 40",
+        "sm100 inter speed 80 added",
+    ),
 )
 V2_29_2 = replace(
     V2_29_7,
     first=(2, 29, 2),
     per_ch_max_ring_ll128=(*V2_30_3.per_ch_max_ring_ll128[:3], (34.5, 34.6, 34.5)),
-    notes=("Blackwell perChMaxRingLL128Bws 73.4/34.6/73.4 -> 34.5/34.6/34.5",),
+    speed_inter={**V2_30_3.speed_inter, "sm100": (96.0, *_SM100_INTER_48)},
+    notes=(
+        "Blackwell perChMaxRingLL128Bws 73.4/34.6/73.4 -> 34.5/34.6/34.5",
+        "sm100 intra speed 45 added; NVLSTree x treeCorrectionFactor on sm100 with an x86 CPU",
+    ),
 )
 V2_28_9 = replace(
     V2_29_2,
     first=(2, 28, 9),
     per_ch_max_ring_ll128=(*V2_30_3.per_ch_max_ring_ll128[:3], (2 * 36.7, 34.6, 2 * 36.7)),
+    speed_intra={**V2_30_3.speed_intra, "sm100": _SM100_INTRA_18},
+    nvls_tree_correction=False,
     notes=("NVLSTree NET hwLat 14 -> 20.9 us", "Blackwell perChMaxNVLSTreeBws N4 43.1 -> 43.8"),
 )
 V2_28_7 = replace(
@@ -235,16 +270,39 @@ V2_25_1 = replace(
     per_ch_max_tree=(*V2_30_3.per_ch_max_tree[:3], _HOPPER2[2]),
     per_ch_max_nvls_tree=None,
     nvls_bw="2.19",
+    speed_intra={**V2_30_3.speed_intra, "sm100": _SM100_INTRA_19},
+    speed_inter={**V2_30_3.speed_inter, "sm100": (48.0, 45.0, *_SM100_INTER_45)},
+    sm100_nvlink=40.0,
+    nvls_channels_sm100=(32, 32),
     notes=(
         "MAXCHANNELS 32 -> 64 (device.h)",
         "Blackwell compcap index of its own (llMaxBws and per-channel caps 2 x Hopper's)",
+        "sm100 (first release that knows it): SM100_NVLINK_BW 40, sm100 speed arrays (intra 90, 80, 70 ... 19; "
+        "inter Hopper's), NVLS_NCHANNELS_SM100 32, the x2 runtime channels for compcap >= 90",
     ),
+)
+#: sm100's figures that changed inside 2.25.1-2.27.7, whose tuner is otherwise one (:func:`tuning_for`
+#: applies them to the releases from each): 2.27.3 intra speed 18, inter 47.9 (was 48) and one node's
+#: NVLS_NCHANNELS_SM100_NVL 24; 2.27.5 SM100_NVLINK_BW 40.1, inter 48, 45.1; 2.27.6 inter 96 added
+BLACKWELL_STEPS: tuple[tuple[Version, dict[str, object]], ...] = (
+    (
+        (2, 27, 3),
+        dict(
+            speed_intra={**V2_25_1.speed_intra, "sm100": _SM100_INTRA_18},
+            speed_inter={**V2_25_1.speed_inter, "sm100": (47.9, 45.0, *_SM100_INTER_45)},
+            nvls_channels_sm100=(24, 32),
+        ),
+    ),
+    ((2, 27, 5), dict(speed_inter={**V2_25_1.speed_inter, "sm100": _SM100_INTER_48}, sm100_nvlink=40.1)),
+    ((2, 27, 6), dict(speed_inter={**V2_25_1.speed_inter, "sm100": (96.0, *_SM100_INTER_48)})),
 )
 V2_23_4 = replace(
     V2_25_1,
     first=(2, 23, 4),
     max_channels=32,
     blackwell=False,
+    sm100_nvlink=20.6,
+    nvls_channels_sm100=(16, 16),
     notes=(
         "Tree/Simple latency: base 0 -> 8.4, hwLat NVLink/PCI/NET 28/28/28 -> 4/4/14 us",
         "ring network steps 2 nNodes -> 2 (nNodes - 1)",
@@ -526,4 +584,7 @@ def tuning_for(version: Version) -> tuple[Tuning, str]:
             f"{_text(version)}, older than the modelled releases ({t.release}-{NEWEST.last}): modelled as {t.release}"
         )
     t = max((t for t in TUNINGS if t.first <= version), key=lambda t: t.first)
+    for first, changes in BLACKWELL_STEPS:  # sm100's figures that changed inside the range
+        if t.first < first <= version:
+            t = replace(t, **changes)  # type: ignore[arg-type]
     return t, f"{_text(version)} (as {t.span})"

@@ -14,12 +14,12 @@ Ethernet ECMP does (:mod:`sim.routing`).
 
 Node attributes say what the hardware can do: the NVSwitch node carries ``nvls`` (it reduces and
 multicasts, NVLink SHARP: third-generation NVSwitch, HGX H100 and later) and network switches carry
-``sharp`` (in-network reduction); the graph carries ``gpu_arch`` (``sm80``/``sm90``), ``cpu_vendor``
+``sharp`` (in-network reduction); the graph carries ``gpu_arch`` (``sm80``/``sm90``/``sm100``), ``cpu_vendor``
 and the figures NCCL's tuner reads (:mod:`sim.nccl.tuner`).
 
 Link rates are the figures NCCL's own topology detection assigns (``src/graph/topo.h``, ``topo.cc``):
 NVLink ``links x per-link`` (H100 18 x 20.6 GB/s = 370.8 per direction, of 450 line rate; A100 12 x 20 =
-240 of 300), PCIe ``Gen4 x16 = 24``, ``Gen5 x16 = 48`` GB/s (``kvDictPciGen`` rate x width / 80), NICs
+240 of 300; B200 18 x 40.1 = 721.8 of 900), PCIe ``Gen4 x16 = 24``, ``Gen5 x16 = 48`` GB/s (``kvDictPciGen`` rate x width / 80), NICs
 their port speed (400 Gb/s = 50 GB/s). The presets name their sources.
 """
 
@@ -45,9 +45,27 @@ __all__ = ["PRESETS", "hgx"]
 #: BM.GPU.H100.8 (8x H100 80GB, 16x 200 Gb/s RoCE = two per GPU, Intel Xeon 8480+) and BM.GPU4.8
 #: (8x A100 40GB SXM4, 16x 100 Gb/s RoCE, two per GPU, AMD EPYC 7542). NVLink per direction from
 #: NCCL topo.h (SM90_NVLINK_BW 20.6, SM80_NVLINK_BW 20.0) x links per GPU (18 on H100, 12 on A100).
+#: DGX B200: NVIDIA DGX B200 user guide, "Introduction to NVIDIA DGX B200 Systems" (docs.nvidia.com/dgx/
+#: dgxb200-user-guide): 8x B200, 2x fifth-generation NVLink switches (14.4 TB/s aggregate = 8 x 1.8 TB/s),
+#: 4 OSFP ports for 8x ConnectX-7 single-port cards, InfiniBand up to 400 Gb/s (one per GPU), 2x Intel Xeon
+#: 8570 "PCIe Gen5 CPUs"; the ConnectX-7 card is PCIe Gen 5.0 x16 (NVIDIA ConnectX-7 user manual, "Supported
+#: Interfaces"), the B200's host link PCIe Gen5 x16 (MLCommons inference v6.0 system description
+#: nebius_b200_n1.json: "accelerator_host_interconnect": "PCIe Gen5 x16", "18x 5th Gen NVLink"). One GPU per
+#: PCIe switch is DGX H100's layout carried over (the user guide does not draw the PCIe tree; NCCL's tuner
+#: does not read it). InfiniBand routes by destination, as on DGX H100.
 PRESETS: dict[str, dict[str, Any]] = {
     "dgx-h100": dict(
         gpu="h100",
+        nvls=True,
+        nics_per_gpu=1,
+        nic_bandwidth=50e9,
+        pcie_gen=5,
+        gpus_per_pcie_switch=1,
+        cpu_vendor="intel",
+        ecmp="destination",
+    ),
+    "dgx-b200": dict(
+        gpu="b200",
         nvls=True,
         nics_per_gpu=1,
         nic_bandwidth=50e9,
@@ -91,22 +109,30 @@ PRESETS: dict[str, dict[str, Any]] = {
 #: NVLink as NCCL sees it, per direction per GPU: per-link bandwidth (topo.h SM*_NVLINK_BW) x links.
 #: H200 is an H100 with more memory (18 NVLink 4 links); the export parts H800 and A800 keep 8 NVLink links
 #: (NVIDIA's H800 / A800 product briefs: 400 GB/s bidirectional), so NCCL counts 8 x its per-link rate.
+#: B200: 18 fifth-generation NVLink links (1.8 TB/s bidirectional: DGX B200 user guide; ``nvidia-smi topo -m``
+#: shows NV18) at SM100_NVLINK_BW 40.1 GB/s (topo.h from v2.27.5-1; 40.0 in v2.25.1-v2.27.3, and before
+#: 2.25.1 NCCL has no sm100 figure: compcap 100 takes SM90_NVLINK_BW) -- what NCCL's tuner sees per release
+#: is :data:`sim.nccl.versions.Tuning.sm100_nvlink`; the links are the newest release's count.
 NVLINK = {
     "h100": (18, 20.6e9, "sm90"),
     "h200": (18, 20.6e9, "sm90"),
     "h800": (8, 20.6e9, "sm90"),
     "a100": (12, 20.0e9, "sm80"),
     "a800": (8, 20.0e9, "sm80"),
+    "b200": (18, 40.1e9, "sm100"),
 }
+#: the GPU generations whose NVSwitch reduces and multicasts (NVLink SHARP: NVSwitch gen3 on HGX H100, the
+#: fifth-generation NVLink switch of HGX B200; NCCL's search.cc runs the NVLS pattern from compcap 90)
+NVLS_ARCHS = ("sm90", "sm100")
 #: PCIe x16 per direction as NCCL rates it (topo.cc kvDictPciGen: GT/s-based value x 16 lanes / 80)
 PCIE = {3: 12e9, 4: 24e9, 5: 48e9}
 
 
 class HgxParams(Spec):
     hosts: PositiveInt
-    preset: Literal["dgx-h100", "hgx-a100-200g", "oci-bm-gpu-h100-8", "oci-bm-gpu4-8"] = "dgx-h100"
+    preset: Literal["dgx-h100", "dgx-b200", "hgx-a100-200g", "oci-bm-gpu-h100-8", "oci-bm-gpu4-8"] = "dgx-h100"
     gpus_per_host: PositiveInt = 8
-    gpu: Literal["h100", "h200", "h800", "a100", "a800"] | None = None
+    gpu: Literal["h100", "h200", "h800", "b200", "a100", "a800"] | None = None
     nvls: bool | None = None
     sharp: bool = False
     nics_per_gpu: Literal[1, 2] | None = None
@@ -139,6 +165,9 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
     (16, True, 370800000000.0)
     >>> g.edges["h0:nic0", "leaf0.0"]["bandwidth"], hgx(1, "oci-bm-gpu4-8").graph["nics_per_host"]
     (50000000000.0, 16)
+    >>> b = hgx(2, "dgx-b200")
+    >>> b.graph["gpu_arch"], b.nodes["h0"]["nvls"], round(b.edges["h0:gpu0", "h0"]["bandwidth"] / 1e9, 1)
+    ('sm100', True, 721.8)
     """
     p = _params(HgxParams, "hgx", dict(hosts=hosts, preset=preset, **kwargs))
     fig = {**PRESETS[p.preset], **{k: v for k, v in p.model_dump().items() if v is not None and k in PRESETS[p.preset]}}
@@ -147,10 +176,12 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
     nics = p.nics_per_host or g_per_host * fig["nics_per_gpu"]
     if p.nics_per_host and p.nics_per_host < g_per_host and p.gpus_per_pcie_switch is None:
         fig["gpus_per_pcie_switch"] = g_per_host // p.nics_per_host  # a NIC per PCIe switch, shared
-    if p.nvls is None and arch != "sm90":
+    if p.nvls is None and arch not in NVLS_ARCHS:
         fig["nvls"] = False  # a preset's NVLS does not carry over to a GPU whose NVSwitch cannot reduce
-    if fig["nvls"] and arch != "sm90":
-        raise TopologyError("hgx: nvls (NVLink SHARP) needs an NVSwitch of the third generation (gpu=h100, h200, h800)")
+    if fig["nvls"] and arch not in NVLS_ARCHS:
+        raise TopologyError(
+            "hgx: nvls (NVLink SHARP) needs an NVSwitch of the third generation or later (gpu=h100, h200, h800, b200)"
+        )
     per_switch = fig["gpus_per_pcie_switch"]
     if g_per_host % per_switch:
         raise TopologyError(f"hgx: {g_per_host} GPUs per host do not share PCIe switches {per_switch} by {per_switch}")
@@ -183,6 +214,7 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
         gpu_arch=arch,
         cpu_vendor=fig["cpu_vendor"],
         nvlink_bw=links * per_link,
+        nvlink_links=links,
         pcie_bw=PCIE[fig["pcie_gen"]],
         nic_bw=float(fig["nic_bandwidth"]),
         nics_per_host=nics,
