@@ -333,8 +333,8 @@ def test_log_reader_reads_the_hardware_other_clusters_state(tmp_path):
     g = nccl_logs.topology(ndr)
     assert (g.graph["nic_bw"], g.graph["cpu_vendor"]) == (50e9, "amd")
     # a GPU hgx does not build, and a PCIe card, are refused by name
-    with pytest.raises(nccl_logs.LogError, match="B200 GPUs are not modelled"):
-        nccl_logs.parse_log(log("b-2node.txt", devices(16, 8, "B200")))
+    with pytest.raises(nccl_logs.LogError, match="GB200 GPUs are not modelled.*multi-node NVLink"):
+        nccl_logs.parse_log(log("b-2node.txt", devices(16, 4, "GB200")))
     with pytest.raises(nccl_logs.LogError, match="PCIe card"):
         nccl_logs.parse_log(log("p-1node.txt", devices(8, 8, "H100 PCIe"), 8))
     # a log of two runs prints its rank lines twice: still 16 ranks, every row a sample
