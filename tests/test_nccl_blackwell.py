@@ -134,6 +134,14 @@ def test_tuner_picks_for_dgx_b200_worked_by_hand():
     # 2 x log2(2) x NET 20.9 = 66.8; 66.8 + 16777216 / 286720 = 125.31 us; 32 channels
     c = tuner.pick(two, 2**24)
     assert (c.algorithm, c.channels, round(c.time_us, 2)) == ("nvls-tree", 32, 125.31)
+    # 2 nodes, 2.24.3 (before sm100: Hopper's compcap index, arrays and NVLink), Tree/LL128 at 1 MiB: NVLink
+    # 18 x 20.6 = 370.8; ring/tree 8 channels at sm90 inter 48; pass 2 finds no sm90 intra speed in [48, 96]
+    # with 8 x speed <= 370.8 (60: 480, 50: 400), so bwIntra 48. busBw 8 x 48 = 384 x .92 = 353.28, min(.,
+    # 8 x perChMaxTreeBws[Hopper][N2] 41.4 = 331.2); LL128 min(331.2 x 120/128 = 310.5, 8 x 36.7 = 293.6);
+    # x.85 = 249.56, / 2 = 124.78, x .6 = 74.87 GB/s; 48.5 + 1048576 / 74868 = 62.51 us; 16 runtime
+    # channels (connect.cc doubles only minCompCap == 90 in 2.24.3)
+    c = tuner.pick(two, 2**20, {"tree"}, {"ll128"}, _t("2.24.3"))
+    assert (c.channels, round(c.time_us, 2)) == (16, 62.51)
     # 2.28.9: no NVLSTree correction yet: 66.8 + 16777216 / 409600 = 107.76 us
     c = tuner.pick(two, 2**24, tuning=_t("2.28.9"))
     assert (c.algorithm, round(c.time_us, 2)) == ("nvls-tree", 107.76)
