@@ -10,7 +10,10 @@ default. Before v2.18.1 there is no NVLSTree, before v2.17.1 no NVLS (2.17.1: on
 v2.14.3 one CollNet algorithm; the rules of those releases the later ones dropped are fields whose
 defaults are the later behaviour (``algorithms``, ``bus_cap``, ``ll_intra_factor``, ``net_overhead``,
 ``plateau_rule``, ...). Releases older than v2.10.3 (2.3.7-2.9.9) are modelled as v2.10.3, and say so
-(:func:`tuning_for`).
+(:func:`tuning_for`). Blackwell (sm100) has its own figures from v2.25.1, the first release that knows it
+(``blackwell``, ``sm100_nvlink``, ``nvls_channels_sm100``, the ``"sm100"`` speed arrays, ...); before, NCCL's
+``>= 90`` branches take compcap 100 as Hopper, and so does the model. The sm100 figures that changed inside
+2.25.1-2.27.7 are :data:`BLACKWELL_STEPS`, applied by :func:`tuning_for`.
 """
 
 from __future__ import annotations
