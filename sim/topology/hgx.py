@@ -64,16 +64,6 @@ PRESETS: dict[str, dict[str, Any]] = {
         cpu_vendor="intel",
         ecmp="destination",
     ),
-    "dgx-b200": dict(
-        gpu="b200",
-        nvls=True,
-        nics_per_gpu=1,
-        nic_bandwidth=50e9,
-        pcie_gen=5,
-        gpus_per_pcie_switch=1,
-        cpu_vendor="intel",
-        ecmp="destination",
-    ),
     "hgx-a100-200g": dict(
         gpu="a100",
         nvls=False,
@@ -105,6 +95,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         ecmp="hash",
     ),
 }
+
+# DGX B200: DGX H100's NICs (8 x 400 Gb/s ConnectX-7, one per GPU), PCIe Gen5, Intel CPUs and InfiniBand,
+# with B200 GPUs (sources above)
+PRESETS["dgx-b200"] = {**PRESETS["dgx-h100"], "gpu": "b200"}
 
 #: NVLink as NCCL sees it, per direction per GPU: per-link bandwidth (topo.h SM*_NVLINK_BW) x links.
 #: H200 is an H100 with more memory (18 NVLink 4 links); the export parts H800 and A800 keep 8 NVLink links
