@@ -250,14 +250,15 @@ def _speed(speeds: tuple[float, ...], limit: float) -> float:
 
 
 def blackwell(sys: System, tuning: Tuning = NEWEST) -> bool:
-    """Whether ``tuning``'s release treats ``sys``'s GPUs as Blackwell (sm100 from 2.25.1; before, NCCL knows no
-    compcap 100 and its ``>= 90`` branches take it as Hopper: index, speed arrays, NVLink per link)."""
+    """Whether ``tuning``'s release treats ``sys``'s GPUs as Blackwell (sm100 from 2.25.1; before, NCCL knows
+    no compcap 100 and its ``>= 90`` branches take it as Hopper: index, speed arrays, NVLink per link)."""
     return sys.arch == "sm100" and tuning.blackwell
 
 
 def nvlink_total(sys: System, tuning: Tuning = NEWEST) -> float:
-    """A GPU's NVLink GB/s as ``tuning``'s release counts it (topo.cc ncclTopoAddNvLinks: links x topo.h ncclTopoNVLinkBw): sm100's
-    per-link figure changed from release to release (:attr:`~sim.nccl.versions.Tuning.sm100_nvlink`)."""
+    """A GPU's NVLink GB/s as ``tuning``'s release counts it (topo.cc ncclTopoAddNvLinks: links x topo.h
+    ncclTopoNVLinkBw): sm100's per-link figure changed from release to release
+    (:attr:`~sim.nccl.versions.Tuning.sm100_nvlink`)."""
     if sys.arch == "sm100" and sys.nvlink_links:
         return sys.nvlink_links * tuning.sm100_nvlink
     return sys.nvlink_bw
