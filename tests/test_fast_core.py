@@ -185,3 +185,61 @@ def test_ranks_beginning_steps_of_different_phases_at_once(monkeypatch, algorith
     fast, made, _ = _both(monkeypatch, hgx(4, "dgx-h100", gpus_per_host=4), "allreduce", algorithm, 3 * 2**22 + 5)
     assert fast.engine == "fast:events"
     assert any(e._core is not None for e in made)
+
+
+def _two_phases_at_once() -> Any:
+    """Six hosts on two leaves under one spine (0-2 on one leaf, 3-5 on the other): 0 -> 3 at every step,
+    1 -> 4 from step 1 on, each phase one step. Both cross the one uplink (two senders on it: no message is
+    private), so 0 -> 3 of step s and 1 -> 4 of step s + 1 share it from the first instant on and finish
+    together: one network wake-up ends both, and ranks 0 and 3 (phase s + 1) and 1 and 4 (phase s + 2)
+    begin at once, each group launching a flow."""
+    from sim.program import Step, StepProgram
+
+    both = [([0, 1], [3, 4])] * 4
+    steps = [Step.make([0], [3], 2.0**20, endpoints=6)] + [
+        Step.make(src, dst, 2.0**20, endpoints=6) for src, dst in both
+    ]
+    return StepProgram(6, tuple((step, 1) for step in steps))
+
+
+def test_a_begin_launches_its_phase_groups_upwards(monkeypatch):
+    """The core's begin launches each phase's group of ranks in the Python lines' order, phase by phase
+    upwards (``_begin``'s ``np.unique`` of the phases): here two groups of one begin both hand flows to
+    the network, so the launches' sequence shows the order (a core launching them downwards fails)."""
+    graph = leaf_spine(2, 3, 1, "100Gbps", "100Gbps", "1us")
+    runs = []
+    for core in (True, False):
+        with monkeypatch.context() as m:
+            m.setattr(fastpath, "_FAST_CORE", core)
+            runs.append(_executor_run(m, graph, _two_phases_at_once()))
+    (end, launches, ex), (ref_end, ref_launches, ref_ex) = runs
+    assert ex._core is not None and ref_ex._core is None and ex.private == 0
+    assert repr(end) == repr(ref_end)
+    assert launches == ref_launches
+    # the begins after the first that launch both groups at one instant: 0 -> 3 (the lower phase) first
+    instants = sorted({t for t, _ in launches})[1:]
+    order = [[what[1] for t, what in launches if t == at] for at in instants]
+    assert len(order) == 4 and all(srcs == [0, 1] for srcs in order[:3])
+
+
+def _executor_run(m: pytest.MonkeyPatch, graph: Any, program: Any) -> tuple[float, list[Any], Any]:
+    """The program alone on the graph under a FastExecutor: the end, the network's launches (the clock
+    and the (destination, source) pairs), the executor."""
+    from sim.cluster import Cluster
+    from sim.network import Network
+
+    env = simpy.Environment()
+    cluster = Cluster(graph)
+    net = Network(env, cluster)
+    launches: list[Any] = []
+    for name in ("launch", "launch_one"):
+        method = getattr(network.Network, name)
+
+        def spying(self: Any, *a: Any, _method: Any = method, **k: Any) -> Any:
+            launches.append((self.env.now, tuple(np.atleast_1d(a[0]).tolist() + np.atleast_1d(a[1]).tolist())))
+            return _method(self, *a, **k)
+
+        m.setattr(network.Network, name, spying)
+    ex = fastpath.FastExecutor(net, program, 0.0, np.ones(6), alone=True)
+    env.run(env.process(ex.run()))
+    return env.now, launches, ex
