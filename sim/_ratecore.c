@@ -3268,6 +3268,24 @@ static inline int fe_less(const struct FEntry *a, const struct FEntry *b) {
 
 static int fast_pump_event(Fast *f);
 
+/* *p (of *cap items of ``size`` bytes) grown to hold ``need``, doubling from ``first``: 0, or -1 with an
+ * exception set */
+static int grow_to(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size, Py_ssize_t first) {
+    if (need <= *cap)
+        return 0;
+    Py_ssize_t c = *cap ? *cap : first;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, size * (size_t)c);
+    if (!q) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
 /* an arrival at ``t`` (its bucket key ``when``) into the queue, with a fresh event id */
 static int fast_queue(Fast *f, double when, double t) {
     PyObject *eid = PyObject_GetAttr(f->env, s_eid), *id = eid ? PyIter_Next(eid) : NULL;
@@ -3281,16 +3299,8 @@ static int fast_queue(Fast *f, double when, double t) {
     Py_DECREF(id);
     if (e == -1 && PyErr_Occurred())
         return -1;
-    if (f->hn == f->hcap) {
-        Py_ssize_t cap = f->hcap ? 2 * f->hcap : 64;
-        struct FEntry *h = realloc(f->heap, sizeof(struct FEntry) * (size_t)cap);
-        if (!h) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        f->heap = h;
-        f->hcap = cap;
-    }
+    if (grow_to((void **)&f->heap, &f->hcap, f->hn + 1, sizeof(struct FEntry), 64) < 0)
+        return -1;
     struct FEntry x = {t, e, when, 0};
     Py_ssize_t i = f->hn++;
     while (i > 0 && fe_less(&x, &f->heap[(i - 1) / 2])) {
@@ -3578,6 +3588,8 @@ static PyObject *fb_batch(const struct FMsg *m, Py_ssize_t n, int one) {
     return batch;
 }
 
+static int fast_import(Fast *f, PyObject *arrivals);
+
 /* _arrive_at(when, batch): the n messages ``m`` (one batch: a lone message's where ``one``) due at ``when``
  * into their bucket; the first of a bucket arms its arrival (fast_call_at) */
 static int fast_arrive_at(Fast *f, double when, struct FMsg *m, Py_ssize_t n, int one) {
@@ -3591,25 +3603,18 @@ static int fast_arrive_at(Fast *f, double when, struct FMsg *m, Py_ssize_t n, in
     }
     for (Py_ssize_t i = 0; i < n; i++)
         m[i].kind = i ? FM_MORE : one ? FM_ONE : FM_LIST;
-    if (f->own_queue && !PyDict_GET_SIZE(arrivals)) {
+    if (f->own_queue) {
+        int bad = PyDict_GET_SIZE(arrivals) && fast_import(f, arrivals) < 0;
         Py_DECREF(arrivals);
+        if (bad)
+            return -1;
         Py_ssize_t x = fb_find(f, when, NULL);
         int fresh = x < 0;
         if (fresh && (x = fb_new(f, when)) < 0)
             return -1;
         struct FBucket *b = &f->bk[x];
-        if (b->n + n > b->cap) {
-            Py_ssize_t cap = b->cap ? b->cap : 4;
-            while (cap < b->n + n)
-                cap *= 2;
-            struct FMsg *ms = realloc(b->m, sizeof(struct FMsg) * (size_t)cap);
-            if (!ms) {
-                PyErr_NoMemory();
-                return -1;
-            }
-            b->m = ms;
-            b->cap = cap;
-        }
+        if (grow_to((void **)&b->m, &b->cap, b->n + n, sizeof(struct FMsg), 4) < 0)
+            return -1;
         memcpy(b->m + b->n, m, sizeof(struct FMsg) * (size_t)n);
         b->n += n;
         f->held += n;
@@ -4203,6 +4208,62 @@ done:
     return rc;
 }
 
+/* the buckets of ex._arrivals (``arrivals``) taken into the core in their order -- their batches' bounds
+ * kept, a lone message's batch of ints as such -- and the dict emptied (see fast_arrive_at) */
+static int fast_import(Fast *f, PyObject *arrivals) {
+    PyObject *key, *bucket;
+    Py_ssize_t pos = 0;
+    LList col[5] = {{0}};
+    int rc = -1;
+    while (PyDict_Next(arrivals, &pos, &key, &bucket)) {
+        double w = PyFloat_AsDouble(key);
+        if (w == -1.0 && PyErr_Occurred())
+            goto done;
+        if (!PyList_Check(bucket)) {
+            PyErr_SetString(PyExc_TypeError, "Fast: a bucket must be a list");
+            goto done;
+        }
+        Py_ssize_t x = fb_find(f, w, NULL);
+        if (x < 0 && (x = fb_new(f, w)) < 0)
+            goto done;
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(bucket); k++) {
+            PyObject *batch = PyList_GET_ITEM(bucket, k);
+            if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != 5) {
+                PyErr_SetString(PyExc_TypeError, "Fast: a batch must be (src, dst, step, path, bytes)");
+                goto done;
+            }
+            for (int j = 0; j < 5; j++) {
+                col[j].n = 0;
+                if (fast_values(PyTuple_GET_ITEM(batch, j), j < 4 ? &col[j] : NULL, &col[4]) < 0)
+                    goto done;
+            }
+            Py_ssize_t n = col[0].n;
+            for (int j = 1; j < 5; j++)
+                if (col[j].n != n) {
+                    PyErr_SetString(PyExc_ValueError, "Fast: a batch's columns differ in length");
+                    goto done;
+                }
+            struct FBucket *b = &f->bk[x];
+            if (grow_to((void **)&b->m, &b->cap, b->n + n, sizeof(struct FMsg), 4) < 0)
+                goto done;
+            int one = n == 1 && PyLong_CheckExact(PyTuple_GET_ITEM(batch, 0));
+            for (Py_ssize_t i = 0; i < n; i++) {
+                struct FMsg *m = &b->m[b->n + i];
+                *m = (struct FMsg){col[0].v[i], col[1].v[i], col[2].v[i], col[3].v[i], 0.0, i ? FM_MORE : one ? FM_ONE : FM_LIST};
+                memcpy(&m->nb, &col[4].v[i], sizeof m->nb);
+            }
+            b->n += n;
+            f->held += n;
+        }
+    }
+    PyDict_Clear(arrivals);
+    rc = 0;
+done:
+    for (int j = 0; j < 5; j++)
+        free(col[j].v);
+    return rc;
+}
+
 /* _arrived's other branch (_arrived_many) for a bucket of ex._arrivals: its batches concatenated, then
  * fast_account_done */
 static int fast_arrived_many(Fast *f, PyObject *bucket, double now) {
@@ -4333,6 +4394,10 @@ static PyObject *fast_take(Fast *f, double w, PyObject *when_o) {
     if (!PyDict_CheckExact(arrivals)) {
         Py_DECREF(arrivals);
         PyErr_SetString(PyExc_TypeError, "Fast: _arrivals must be a dict");
+        return NULL;
+    }
+    if (f->own_queue && PyDict_GET_SIZE(arrivals) && fast_import(f, arrivals) < 0) {
+        Py_DECREF(arrivals);
         return NULL;
     }
     if (PyDict_GET_SIZE(arrivals)) {
