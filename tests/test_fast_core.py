@@ -243,3 +243,46 @@ def _executor_run(m: pytest.MonkeyPatch, graph: Any, program: Any) -> tuple[floa
     ex = fastpath.FastExecutor(net, program, 0.0, np.ones(6), alone=True)
     env.run(env.process(ex.run()))
     return env.now, launches, ex
+
+
+def _in_flight(ex: Any) -> list[Any]:
+    """The executor's private messages in flight as the Python lines keep them: (arrival, [(a lone
+    message's batch?, its columns), ...]) per bucket, in the dict's order (the core's handed over)."""
+    return [
+        (when, [(isinstance(b[0], int), [np.atleast_1d(c).tolist() for c in b]) for b in bucket])
+        for when, bucket in ex._all_arrivals().items()
+    ]
+
+
+@pytest.mark.parametrize("hosts, leaves", [(8, 2), (4, None)])
+def test_the_cores_arrivals_handed_over_as_the_python_lines_keep_them(monkeypatch, hosts, leaves):
+    """The core holds its private arrivals' buckets itself and hands them over into ``_arrivals`` before
+    a Python line reads them (each snapshot of the steady-state detection, the jump), taking them back
+    at its next send or arrival: at every snapshot the buckets -- their keys, their order, their batches'
+    bounds and kinds -- are the Python lines' own, and the count the detection's digest uses is too."""
+    graph = dgx(hosts=hosts, gpus_per_host=4, **({"hosts_per_leaf": leaves, "spines": 2} if leaves else {}))
+    seen: dict[bool, list[Any]] = {True: [], False: []}
+    snapshot, after = fastpath.FastExecutor._snapshot, fastpath.FastExecutor._after
+    for core in (True, False):
+
+        def spying(self: Any, s0: int, _core: bool = core) -> Any:
+            seen[_core].append(("snapshot", self.env.now, _in_flight(self)))
+            return snapshot(self, s0)
+
+        def counting(self: Any, _core: bool = core) -> None:
+            if int(self.step[self.ref]) != self._seen0:  # (the core calls _after only then)
+                held = self._core.held() if self._core is not None else 0
+                count = sum(np.size(b[0]) for bucket in self._arrivals.values() for b in bucket)
+                seen[_core].append(("after", self.env.now, held + count))
+            after(self)
+
+        with monkeypatch.context() as m:
+            m.setattr(fastpath.FastExecutor, "_snapshot", spying)
+            m.setattr(fastpath.FastExecutor, "_after", counting)
+            _run(monkeypatch, core, graph, "allreduce", "ring:order=rank", 2**22 + 7, engine="fast", gamma=1e-11)
+    assert seen[True] == seen[False]
+    snaps = [s for s in seen[True] if s[0] == "snapshot"]
+    assert snaps and any(s[2] for s in snaps)
+    assert any(len(bucket) > 1 or not bucket[0][0] for s in snaps for _, bucket in s[2])  # batches of lists
+    # lone messages (a bucket of one batch of ints) among them on the non-blocking fabric
+    assert any(len(bucket) == 1 and bucket[0][0] for s in snaps for _, bucket in s[2]) == (leaves is None)
