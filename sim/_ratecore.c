@@ -3671,6 +3671,22 @@ static PyObject *Fast_export(Fast *f, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* take_back(): ex._arrivals' buckets taken into the core (as its next send or arrival takes them) */
+static PyObject *Fast_take_back(Fast *f, PyObject *unused) {
+    PyObject *arrivals = PyObject_GetAttr(f->ex, s_arrivals);
+    if (!arrivals)
+        return NULL;
+    int bad = !PyDict_CheckExact(arrivals) || !f->own_queue;
+    if (bad)
+        PyErr_SetString(PyExc_TypeError, "Fast: _arrivals must be a dict, the core's queue its own");
+    else
+        bad = PyDict_GET_SIZE(arrivals) && fast_import(f, arrivals) < 0;
+    Py_DECREF(arrivals);
+    if (bad)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* held(): how many private messages the core holds in flight */
 static PyObject *Fast_held(Fast *f, PyObject *unused) { return PyLong_FromSsize_t(f->held); }
 
@@ -4494,6 +4510,8 @@ static PyMethodDef Fast_methods[] = {
     {"arrived", (PyCFunction)Fast_arrived, METH_O, "arrived(when): FastExecutor._arrived"},
     {"export", (PyCFunction)Fast_export, METH_NOARGS,
      "export(): the private messages the core holds in flight handed over into the executor's _arrivals"},
+    {"take_back", (PyCFunction)Fast_take_back, METH_NOARGS,
+     "take_back(): the executor's _arrivals taken into the core, as its next send or arrival takes them"},
     {"held", (PyCFunction)Fast_held, METH_NOARGS, "held(): how many private messages the core holds in flight"},
     {"fire", (PyCFunction)(void (*)(void))Fast_fire, METH_FASTCALL, "fire(when, event): arrived(when)"},
     {"pump", (PyCFunction)Fast_pump, METH_O,

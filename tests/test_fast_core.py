@@ -259,9 +259,12 @@ def test_the_cores_arrivals_handed_over_as_the_python_lines_keep_them(monkeypatc
     """The core holds its private arrivals' buckets itself and hands them over into ``_arrivals`` before
     a Python line reads them (each snapshot of the steady-state detection, the jump), taking them back
     at its next send or arrival: at every snapshot the buckets -- their keys, their order, their batches'
-    bounds and kinds -- are the Python lines' own, and the count the detection's digest uses is too."""
+    bounds and kinds -- are the Python lines' own, and so are the count the detection's digest uses, the
+    network's flows and the executor's private count (which the core adds up until Python runs). Handed
+    over at every instant the reference rank moves on as well, the run is still the Python lines' own."""
     graph = dgx(hosts=hosts, gpus_per_host=4, **({"hosts_per_leaf": leaves, "spines": 2} if leaves else {}))
     seen: dict[bool, list[Any]] = {True: [], False: []}
+    runs: dict[bool, Any] = {}
     snapshot, after = fastpath.FastExecutor._snapshot, fastpath.FastExecutor._after
     for core in (True, False):
 
@@ -273,16 +276,45 @@ def test_the_cores_arrivals_handed_over_as_the_python_lines_keep_them(monkeypatc
             if int(self.step[self.ref]) != self._seen0:  # (the core calls _after only then)
                 held = self._core.held() if self._core is not None else 0
                 count = sum(np.size(b[0]) for bucket in self._arrivals.values() for b in bucket)
-                seen[_core].append(("after", self.env.now, held + count))
+                flows, private = self.net.flows, self.private
+                seen[_core].append(("after", self.env.now, held + count, flows, private, _in_flight(self)))
             after(self)
 
         with monkeypatch.context() as m:
             m.setattr(fastpath.FastExecutor, "_snapshot", spying)
             m.setattr(fastpath.FastExecutor, "_after", counting)
-            _run(monkeypatch, core, graph, "allreduce", "ring:order=rank", 2**22 + 7, engine="fast", gamma=1e-11)
+            runs[core] = _run(
+                monkeypatch, core, graph, "allreduce", "ring:order=rank", 2**22 + 7, engine="fast", gamma=1e-11
+            )
     assert seen[True] == seen[False]
+    (fast, made, _), (ref, _, _) = runs[True], runs[False]
+    assert repr(fast.time_s) == repr(ref.time_s) and fast.events == ref.events and made[-1]._core is not None
     snaps = [s for s in seen[True] if s[0] == "snapshot"]
     assert snaps and any(s[2] for s in snaps)
     assert any(len(bucket) > 1 or not bucket[0][0] for s in snaps for _, bucket in s[2])  # batches of lists
     # lone messages (a bucket of one batch of ints) among them on the non-blocking fabric
     assert any(len(bucket) == 1 and bucket[0][0] for s in snaps for _, bucket in s[2]) == (leaves is None)
+
+
+def test_arrivals_taken_back_and_handed_over_unchanged(monkeypatch):
+    """Buckets of every kind the Python lines make -- a lone message's ints, lists, arrays (a jump's),
+    several batches under one key -- taken into the core (``take_back``, what its next send or arrival
+    does after a hand-over) and handed over again (``export``) come back as they were, in their order."""
+    _, made, _ = _run(
+        monkeypatch, True, dgx(hosts=4, gpus_per_host=4), "allreduce", "ring:order=rank", 2**20, engine="fast"
+    )
+    ex = made[-1]
+    assert ex._core is not None and ex._core.held() == 0 and not ex._arrivals
+    arrivals = {
+        0.5: [(1, 2, 7, 3, 64.0)],
+        0.25: [([0, 4], [1, 5], [7, 7], [2, 9], [8.0, 16.0]), (3, 4, 8, 1, 32.0)],
+        1.0: [(np.array([6]), np.array([7]), np.array([9]), np.array([4]), np.array([1.5]))],
+        0.75: [(2, 3, 7, 5, 2.0), (5, 6, 7, 6, 4.0), ([1], [2], [8], [0], [0.5])],
+    }
+    ex._arrivals = {when: list(bucket) for when, bucket in arrivals.items()}
+    want = _in_flight(ex)
+    ex._core.take_back()
+    assert ex._arrivals == {} and ex._core.held() == 8
+    assert _in_flight(ex) == want and ex._core.held() == 0
+    assert [isinstance(b[0], int) for b in ex._arrivals[0.75]] == [True, True, False]
+    ex._arrivals = {}
