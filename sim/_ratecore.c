@@ -3386,7 +3386,7 @@ static int fast_queue_first(Fast *f, const struct FEntry *x) {
     return first;
 }
 
-static PyObject *fast_take(Fast *f, double w, PyObject *when_o);
+static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at);
 static PyObject *fast_out(Fast *f, PyObject *r);
 
 /* pump(event): the callback of an event standing for an arrival (see above) */
@@ -3404,7 +3404,7 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
         struct FEntry x = fe_pop(f);
         PyObject *t = PyFloat_FromDouble(x.t), *r = NULL;
         if (t && PyObject_SetAttr(f->env, s_now, t) == 0)
-            r = fast_take(f, x.when, NULL);
+            r = fast_take(f, x.when, NULL, &x.t); /* (the clock just set to x.t) */
         Py_XDECREF(t);
         ok = r != NULL;
         Py_XDECREF(r);
@@ -4399,11 +4399,72 @@ static PyObject *Fast_begin_one(Fast *f, PyObject *const *args, Py_ssize_t nargs
     return fast_out(f, ok ? Py_NewRef(Py_None) : NULL);
 }
 
+/* self._after(), its first test (the reference's step unchanged: nothing to do) made here */
+static PyObject *fast_after(Fast *f) {
+    PyObject *seen = PyObject_GetAttr(f->ex, s_seen0);
+    long long s0 = seen ? PyLong_AsLongLong(seen) : -1;
+    Py_XDECREF(seen);
+    if (PyErr_Occurred())
+        return NULL;
+    if (s0 != arr_i(&f->step, f->ref) && fast_call(f, s_after, "()") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* after(): FastExecutor._after, as the network calls it after each wake-up */
+static PyObject *Fast_after(Fast *f, PyObject *unused) { return fast_out(f, fast_after(f)); }
+
+/* flows_done(slots, now): FastExecutor._on_flows_done -- the network's flows of this executor in ``slots``
+ * have completed: one as _one_done, several as _done, their (src, dst, step) read from ex.f_src, f_dst,
+ * f_step */
+static PyObject *Fast_flows_done(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "flows_done(slots, now)"))
+        return NULL;
+    static const char *names[] = {"f_src", "f_dst", "f_step"};
+    LList slots = {0}, col[3] = {{0}};
+    Arr a[3];
+    int held = 0, ok = 0;
+    double now = PyFloat_AsDouble(args[1]);
+    if (PyErr_Occurred() || fast_values(args[0], &slots, NULL) < 0)
+        goto done;
+    for (; held < 3; held++) {
+        PyObject *o = PyObject_GetAttrString(f->ex, names[held]);
+        int bad = !o || arr_get(o, &a[held], 'i') < 0;
+        Py_XDECREF(o);
+        if (bad)
+            goto done;
+    }
+    for (Py_ssize_t i = 0; i < slots.n; i++) {
+        int64_t x = slots.v[i];
+        for (int j = 0; j < 3; j++) {
+            if (x < 0 || x >= a[j].n) {
+                PyErr_SetString(PyExc_IndexError, "flows_done: slot out of range");
+                goto done;
+            }
+            if (ll_push(&col[j], arr_i(&a[j], x)) < 0)
+                goto done;
+        }
+        if (col[0].v[i] < 0 || col[0].v[i] >= f->step.n || col[1].v[i] < 0 || col[1].v[i] >= f->step.n) {
+            PyErr_SetString(PyExc_IndexError, "Fast: endpoint out of range");
+            goto done;
+        }
+    }
+    ok = (slots.n == 1 ? fast_one_done(f, col[0].v[0], col[1].v[0], col[2].v[0], now)
+                       : fast_done(f, col[0].v, col[1].v, col[2].v, slots.n, now)) == 0;
+done:
+    while (held > 0)
+        arr_release(&a[--held]);
+    free(slots.v);
+    for (int j = 0; j < 3; j++)
+        free(col[j].v);
+    return fast_out(f, ok ? Py_NewRef(Py_None) : NULL);
+}
+
 /* _arrived(when): the private messages due at ``when`` (``when_o`` the key, or NULL) have arrived -- the
  * bucket kept under it in ex._arrivals, else the one held here (see fast_arrive_at); a lone one (a bucket
  * of one batch of ints) counted as _arrived counts it (fast_lone), others as _arrived_many does; then
  * _after's check */
-static PyObject *fast_take(Fast *f, double w, PyObject *when_o) {
+static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at) {
     PyObject *arrivals = PyObject_GetAttr(f->ex, s_arrivals), *bucket = NULL;
     if (!arrivals)
         return NULL;
@@ -4431,8 +4492,8 @@ static PyObject *fast_take(Fast *f, double w, PyObject *when_o) {
         }
     }
     Py_DECREF(arrivals);
-    double now;
-    int rc = attr_f(f->env, s_now, &now);
+    double now = now_at ? *now_at : 0.0;
+    int rc = now_at ? 0 : attr_f(f->env, s_now, &now);
     if (rc < 0) {
     } else if (bucket) {
         PyObject *first = PyList_CheckExact(bucket) && PyList_GET_SIZE(bucket) == 1 ? PyList_GET_ITEM(bucket, 0) : NULL;
@@ -4479,24 +4540,14 @@ static PyObject *fast_take(Fast *f, double w, PyObject *when_o) {
     }
     if (rc < 0)
         return NULL;
-    /* if self.extrapolate: self._after() (whose first test, the reference's step unchanged, is made here) */
-    if (f->extrapolate) { /* (set when the executor is made) */
-        PyObject *seen = PyObject_GetAttr(f->ex, s_seen0);
-        long long s0 = seen ? PyLong_AsLongLong(seen) : -1;
-        Py_XDECREF(seen);
-        if (PyErr_Occurred())
-            return NULL;
-        if (s0 != arr_i(&f->step, f->ref) && fast_call(f, s_after, "()") < 0)
-            return NULL;
-    }
-    Py_RETURN_NONE;
+    return f->extrapolate ? fast_after(f) : Py_NewRef(Py_None); /* (extrapolate: set when the executor is made) */
 }
 
 static PyObject *Fast_arrived(Fast *f, PyObject *when) {
     double w = PyFloat_AsDouble(when);
     if (w == -1.0 && PyErr_Occurred())
         return NULL;
-    return fast_out(f, fast_take(f, w, when));
+    return fast_out(f, fast_take(f, w, when, NULL));
 }
 
 /* fire(when, event): the callback of an arrival's event (see fast_call_at) */
@@ -4512,6 +4563,9 @@ static PyMethodDef Fast_methods[] = {
      "export(): the private messages the core holds in flight handed over into the executor's _arrivals"},
     {"take_back", (PyCFunction)Fast_take_back, METH_NOARGS,
      "take_back(): the executor's _arrivals taken into the core, as its next send or arrival takes them"},
+    {"after", (PyCFunction)Fast_after, METH_NOARGS, "after(): FastExecutor._after, its first test made here"},
+    {"flows_done", (PyCFunction)(void (*)(void))Fast_flows_done, METH_FASTCALL,
+     "flows_done(slots, now): FastExecutor._on_flows_done"},
     {"held", (PyCFunction)Fast_held, METH_NOARGS, "held(): how many private messages the core holds in flight"},
     {"fire", (PyCFunction)(void (*)(void))Fast_fire, METH_FASTCALL, "fire(when, event): arrived(when)"},
     {"pump", (PyCFunction)Fast_pump, METH_O,

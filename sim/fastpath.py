@@ -323,6 +323,12 @@ class FastExecutor:
         self._begin_one = core.begin_one  # type: ignore[method-assign]
         self._done = core.done  # type: ignore[method-assign]
         self._begin = core.begin  # type: ignore[method-assign]
+        # the network's calls: flows completed (_on_flows_done) and, alone, after each wake-up (_after,
+        # whose first test the core makes)
+        net._owners[self.owner] = core.flows_done
+        if self.alone:
+            hooks = net.after_wake
+            hooks[hooks.index(self._after)] = core.after
 
     def _launch(self, step: Step, group: np.ndarray) -> None:
         self.send_left[group] += step.out_count[group]
