@@ -293,7 +293,12 @@ class FastExecutor:
         """Hand the per-message lines -- :meth:`_arrived` for a lone private message, :meth:`_one_done`,
         :meth:`_begin_one` with :meth:`_complete_one` and a lone private send -- to the compiled core
         (``sim._ratecore.Fast``, the same operations on these arrays in the same order; anything else it
-        hands back to the lines here). Only once :meth:`_private_masks` has interned every step's routes."""
+        hands back to the lines here). Only once :meth:`_private_masks` has interned every step's routes.
+        The network's completions of this executor's flows (:meth:`_on_flows_done`) and its call after
+        each wake-up (:meth:`_after`'s first test) go to the core directly. With its own queue the core
+        also keeps the private messages in flight itself, handing them over into :attr:`_arrivals`
+        before the lines here read or write it (:meth:`_all_arrivals`), and adds up :attr:`private` and
+        the network's ``flows`` until a Python line runs."""
         if _CORE is None or not _FAST_CORE:
             return
         net = self.net
