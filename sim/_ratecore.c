@@ -2896,6 +2896,9 @@ typedef struct {
     int held;
 } Arr2;
 
+/* the attributes the core reads on every arrival (see fast_attr) */
+enum { FA_QUEUE, FA_EID, FA_ARRIVALS, FA_SEEN0, FA_PB, FA_EC, FA_EL, FA_N };
+
 /* a private message held in the core (see fast_arrive_at): its batch's columns, and whether it starts a
  * batch (FM_LIST: one of lists; FM_ONE: a lone message's ints) or goes on with the one before (FM_MORE) */
 struct FMsg {
@@ -2940,6 +2943,11 @@ typedef struct {
     long long seq;
     /* ex.private and net.flows added up here and handed over before any Python line runs (fast_flush) */
     long pend_private, pend_flows;
+    /* attributes read once while no Python line runs (fast_attr): borrowed, valid while their gen is
+     * ``gen``, which every call into Python and every return to it moves on; the clock the pump set */
+    PyObject *fa[FA_N];
+    unsigned long fa_gen[FA_N], gen, now_gen;
+    double now_c;
     int64_t *bounds;
     Py_ssize_t nphase;
     Arr *ph; /* nphase * FP_N, unheld where None */
@@ -3054,6 +3062,9 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     f->partial = Py_NewRef(partial);
     f->phases_o = Py_NewRef(phases);
     f->own_queue = own_queue;
+    f->gen = 1;
+    memset(f->fa_gen, 0, sizeof f->fa_gen);
+    f->now_gen = 0;
     Arr *own[] = {&f->step, &f->began, &f->last, &f->send_left, &f->recv_left, &f->scale};
     arrs_init(own, 6);
     static const char *names[] = {"step", "began", "last", "send_left", "recv_left", "scale"};
@@ -3128,6 +3139,23 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
 
 static inline Arr *fph(Fast *f, Py_ssize_t k, int j) { return &f->ph[k * FP_N + j]; }
 
+/* getattr(owner, name) for one of the FA_ attributes (a new reference, or NULL with an exception set),
+ * read once while no Python line runs: nothing else rebinds them (the environment's queue and event
+ * ids, the executor's arrivals, early arrays and last reference step, the network's bytes per path),
+ * and the owner holds the value meanwhile */
+static PyObject *fast_attr(Fast *f, int k) {
+    if (f->fa_gen[k] == f->gen)
+        return Py_NewRef(f->fa[k]);
+    PyObject **names[FA_N] = {&s_queue, &s_eid, &s_arrivals, &s_seen0, &s_path_bytes, &s_early_count, &s_early_last};
+    PyObject *owner = k <= FA_EID ? f->env : k == FA_PB ? f->net : f->ex;
+    PyObject *v = PyObject_GetAttr(owner, *names[k]);
+    if (v) {
+        f->fa[k] = v;
+        f->fa_gen[k] = f->gen;
+    }
+    return v;
+}
+
 /* bisect.bisect_right(bounds, s) - 1 */
 static Py_ssize_t fast_phase(Fast *f, int64_t s) {
     Py_ssize_t lo = 0, hi = f->nphase + 1;
@@ -3145,6 +3173,7 @@ static Py_ssize_t fast_phase(Fast *f, int64_t s) {
 static int fast_flush(Fast *f);
 
 static int fast_call(Fast *f, PyObject *name, const char *fmt, ...) {
+    f->gen++; /* (Python runs: what the core read may change) */
     if (fast_flush(f) < 0) /* (the Python lines see the counts as they are) */
         return -1;
     va_list va;
@@ -3192,7 +3221,7 @@ static void arr2_release(Arr2 *a) {
 /* the network's bytes per path (Network._path_bytes), held open while it is the same array (it grows by a
  * new one) */
 static int fast_path_bytes(Fast *f, Arr **a) {
-    PyObject *pb = PyObject_GetAttr(f->net, s_path_bytes);
+    PyObject *pb = fast_attr(f, FA_PB);
     if (!pb)
         return -1;
     if (pb != f->pb_obj) {
@@ -3212,7 +3241,7 @@ static int fast_path_bytes(Fast *f, Arr **a) {
 /* the executor's early arrays (early_count, early_last), held open while they are the same objects
  * (_widen and _jump put new ones in their place) */
 static int fast_early_arrays(Fast *f, Arr2 **ec, Arr2 **el) {
-    PyObject *c = PyObject_GetAttr(f->ex, s_early_count), *l = c ? PyObject_GetAttr(f->ex, s_early_last) : NULL;
+    PyObject *c = fast_attr(f, FA_EC), *l = c ? fast_attr(f, FA_EL) : NULL;
     int rc = -1;
     if (!l)
         goto done;
@@ -3288,7 +3317,7 @@ static int grow_to(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size, Py_s
 
 /* an arrival at ``t`` (its bucket key ``when``) into the queue, with a fresh event id */
 static int fast_queue(Fast *f, double when, double t) {
-    PyObject *eid = PyObject_GetAttr(f->env, s_eid), *id = eid ? PyIter_Next(eid) : NULL;
+    PyObject *eid = fast_attr(f, FA_EID), *id = eid ? PyIter_Next(eid) : NULL;
     Py_XDECREF(eid);
     if (!id) {
         if (!PyErr_Occurred())
@@ -3339,7 +3368,7 @@ static int fast_pump_event(Fast *f) {
     int rc = -1;
     if (!event || mark_ok(event, Py_None) < 0 || !(cbs = PyObject_GetAttr(event, s_callbacks)) ||
         !(cb = PyObject_GetAttrString((PyObject *)f, "pump")) || PyList_Append(cbs, cb) < 0 ||
-        !(queue = PyObject_GetAttr(f->env, s_queue)) || !(t = PyFloat_FromDouble(f->heap[0].t)) ||
+        !(queue = fast_attr(f, FA_QUEUE)) || !(t = PyFloat_FromDouble(f->heap[0].t)) ||
         !(id = PyLong_FromLongLong(f->heap[0].eid)) || !(item = PyTuple_Pack(4, t, f->normal, id, event)) ||
         !(r = PyObject_CallFunctionObjArgs(f->push, queue, item, NULL)))
         goto done;
@@ -3359,7 +3388,7 @@ done:
 
 /* whether the head of SimPy's queue comes before the arrival ``x`` (-1 with an exception set) */
 static int fast_queue_first(Fast *f, const struct FEntry *x) {
-    PyObject *queue = PyObject_GetAttr(f->env, s_queue);
+    PyObject *queue = fast_attr(f, FA_QUEUE);
     if (!queue)
         return -1;
     int first = 0;
@@ -3403,8 +3432,11 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
         }
         struct FEntry x = fe_pop(f);
         PyObject *t = PyFloat_FromDouble(x.t), *r = NULL;
-        if (t && PyObject_SetAttr(f->env, s_now, t) == 0)
+        if (t && PyObject_SetAttr(f->env, s_now, t) == 0) {
+            f->now_c = x.t;
+            f->now_gen = f->gen;
             r = fast_take(f, x.when, NULL, &x.t); /* (the clock just set to x.t) */
+        }
         Py_XDECREF(t);
         ok = r != NULL;
         Py_XDECREF(r);
@@ -3418,8 +3450,8 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
 /* call_at(env, when, fire) with fire = partial(fast_fire, f, when): an event triggered and queued as
  * env.timeout(when - now) queues it */
 static int fast_call_at(Fast *f, PyObject *when_o, double when) {
-    double now;
-    if (attr_f(f->env, s_now, &now) < 0)
+    double now = f->now_c;
+    if (f->now_gen != f->gen && attr_f(f->env, s_now, &now) < 0)
         return -1;
     if (when - now < 0) {
         PyErr_Format(PyExc_ValueError, "Negative delay %f", when - now);
@@ -3593,7 +3625,7 @@ static int fast_import(Fast *f, PyObject *arrivals);
 /* _arrive_at(when, batch): the n messages ``m`` (one batch: a lone message's where ``one``) due at ``when``
  * into their bucket; the first of a bucket arms its arrival (fast_call_at) */
 static int fast_arrive_at(Fast *f, double when, struct FMsg *m, Py_ssize_t n, int one) {
-    PyObject *arrivals = PyObject_GetAttr(f->ex, s_arrivals);
+    PyObject *arrivals = fast_attr(f, FA_ARRIVALS);
     if (!arrivals)
         return -1;
     if (!PyDict_CheckExact(arrivals)) {
@@ -3631,9 +3663,10 @@ static int fast_arrive_at(Fast *f, double when, struct FMsg *m, Py_ssize_t n, in
 
 /* export(): the buckets held here handed over into ex._arrivals, in the order they were made */
 static PyObject *Fast_export(Fast *f, PyObject *unused) {
+    f->gen++; /* (from Python) */
     if (!f->nlive)
         Py_RETURN_NONE;
-    PyObject *arrivals = PyObject_GetAttr(f->ex, s_arrivals);
+    PyObject *arrivals = fast_attr(f, FA_ARRIVALS);
     Py_ssize_t *order = arrivals ? malloc(sizeof(Py_ssize_t) * (size_t)f->nlive) : NULL, n = 0;
     int ok = order != NULL && PyDict_CheckExact(arrivals);
     if (arrivals && !order)
@@ -3673,7 +3706,8 @@ static PyObject *Fast_export(Fast *f, PyObject *unused) {
 
 /* take_back(): ex._arrivals' buckets taken into the core (as its next send or arrival takes them) */
 static PyObject *Fast_take_back(Fast *f, PyObject *unused) {
-    PyObject *arrivals = PyObject_GetAttr(f->ex, s_arrivals);
+    f->gen++; /* (from Python) */
+    PyObject *arrivals = fast_attr(f, FA_ARRIVALS);
     if (!arrivals)
         return NULL;
     int bad = !PyDict_CheckExact(arrivals) || !f->own_queue;
@@ -3692,6 +3726,7 @@ static PyObject *Fast_held(Fast *f, PyObject *unused) { return PyLong_FromSsize_
 
 /* ex.private and net.flows as the Python lines have them */
 static int fast_flush(Fast *f) {
+    f->gen++;
     long p = f->pend_private, n = f->pend_flows;
     f->pend_private = f->pend_flows = 0;
     return (p && add_attr(f->ex, s_private, p) < 0) || (n && add_attr(f->net, s_flows, n) < 0) ? -1 : 0;
@@ -3699,6 +3734,7 @@ static int fast_flush(Fast *f) {
 
 /* ``r`` (NULL with an exception set) returned from a method, the counts handed over first */
 static PyObject *fast_out(Fast *f, PyObject *r) {
+    f->gen++; /* (back to Python) */
     if (!f->pend_private && !f->pend_flows)
         return r;
     PyObject *et, *ev, *tb;
@@ -4401,7 +4437,7 @@ static PyObject *Fast_begin_one(Fast *f, PyObject *const *args, Py_ssize_t nargs
 
 /* self._after(), its first test (the reference's step unchanged: nothing to do) made here */
 static PyObject *fast_after(Fast *f) {
-    PyObject *seen = PyObject_GetAttr(f->ex, s_seen0);
+    PyObject *seen = fast_attr(f, FA_SEEN0);
     long long s0 = seen ? PyLong_AsLongLong(seen) : -1;
     Py_XDECREF(seen);
     if (PyErr_Occurred())
@@ -4465,7 +4501,7 @@ done:
  * of one batch of ints) counted as _arrived counts it (fast_lone), others as _arrived_many does; then
  * _after's check */
 static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at) {
-    PyObject *arrivals = PyObject_GetAttr(f->ex, s_arrivals), *bucket = NULL;
+    PyObject *arrivals = fast_attr(f, FA_ARRIVALS), *bucket = NULL;
     if (!arrivals)
         return NULL;
     if (!PyDict_CheckExact(arrivals)) {
