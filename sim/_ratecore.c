@@ -2944,10 +2944,9 @@ typedef struct {
     /* ex.private and net.flows added up here and handed over before any Python line runs (fast_flush) */
     long pend_private, pend_flows;
     /* attributes read once while no Python line runs (fast_attr): borrowed, valid while their gen is
-     * ``gen``, which every call into Python and every return to it moves on; the clock the pump set */
+     * ``gen``, which every call into Python (fast_flush) and every return to it (fast_out) moves on */
     PyObject *fa[FA_N];
-    unsigned long fa_gen[FA_N], gen, now_gen;
-    double now_c;
+    unsigned long fa_gen[FA_N], gen;
     int64_t *bounds;
     Py_ssize_t nphase;
     Arr *ph; /* nphase * FP_N, unheld where None */
@@ -3064,7 +3063,6 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     f->own_queue = own_queue;
     f->gen = 1;
     memset(f->fa_gen, 0, sizeof f->fa_gen);
-    f->now_gen = 0;
     Arr *own[] = {&f->step, &f->began, &f->last, &f->send_left, &f->recv_left, &f->scale};
     arrs_init(own, 6);
     static const char *names[] = {"step", "began", "last", "send_left", "recv_left", "scale"};
@@ -3173,8 +3171,7 @@ static Py_ssize_t fast_phase(Fast *f, int64_t s) {
 static int fast_flush(Fast *f);
 
 static int fast_call(Fast *f, PyObject *name, const char *fmt, ...) {
-    f->gen++; /* (Python runs: what the core read may change) */
-    if (fast_flush(f) < 0) /* (the Python lines see the counts as they are) */
+    if (fast_flush(f) < 0) /* (the Python lines see the counts as they are; what the core read may change) */
         return -1;
     va_list va;
     va_start(va, fmt);
@@ -3185,6 +3182,7 @@ static int fast_call(Fast *f, PyObject *name, const char *fmt, ...) {
     PyObject *meth = PyObject_GetAttr(f->ex, name), *r = NULL;
     if (meth) {
         r = PyTuple_Check(a) ? PyObject_Call(meth, a, NULL) : PyObject_CallOneArg(meth, a);
+        f->gen++; /* (Python ran: what the core read may have changed) */
         Py_DECREF(meth);
     }
     Py_DECREF(a);
@@ -3432,11 +3430,8 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
         }
         struct FEntry x = fe_pop(f);
         PyObject *t = PyFloat_FromDouble(x.t), *r = NULL;
-        if (t && PyObject_SetAttr(f->env, s_now, t) == 0) {
-            f->now_c = x.t;
-            f->now_gen = f->gen;
+        if (t && PyObject_SetAttr(f->env, s_now, t) == 0)
             r = fast_take(f, x.when, NULL, &x.t); /* (the clock just set to x.t) */
-        }
         Py_XDECREF(t);
         ok = r != NULL;
         Py_XDECREF(r);
@@ -3450,8 +3445,8 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
 /* call_at(env, when, fire) with fire = partial(fast_fire, f, when): an event triggered and queued as
  * env.timeout(when - now) queues it */
 static int fast_call_at(Fast *f, PyObject *when_o, double when) {
-    double now = f->now_c;
-    if (f->now_gen != f->gen && attr_f(f->env, s_now, &now) < 0)
+    double now;
+    if (attr_f(f->env, s_now, &now) < 0)
         return -1;
     if (when - now < 0) {
         PyErr_Format(PyExc_ValueError, "Negative delay %f", when - now);
@@ -3699,6 +3694,7 @@ static PyObject *Fast_export(Fast *f, PyObject *unused) {
                 fb_drop(f, i);
     free(order);
     Py_XDECREF(arrivals);
+    f->gen++; /* (back to Python) */
     if (!ok)
         return NULL;
     Py_RETURN_NONE;
@@ -3716,6 +3712,7 @@ static PyObject *Fast_take_back(Fast *f, PyObject *unused) {
     else
         bad = PyDict_GET_SIZE(arrivals) && fast_import(f, arrivals) < 0;
     Py_DECREF(arrivals);
+    f->gen++; /* (back to Python) */
     if (bad)
         return NULL;
     Py_RETURN_NONE;
@@ -3726,7 +3723,7 @@ static PyObject *Fast_held(Fast *f, PyObject *unused) { return PyLong_FromSsize_
 
 /* ex.private and net.flows as the Python lines have them */
 static int fast_flush(Fast *f) {
-    f->gen++;
+    f->gen++; /* (Python runs next) */
     long p = f->pend_private, n = f->pend_flows;
     f->pend_private = f->pend_flows = 0;
     return (p && add_attr(f->ex, s_private, p) < 0) || (n && add_attr(f->net, s_flows, n) < 0) ? -1 : 0;
@@ -4245,6 +4242,7 @@ static int fast_account_done(Fast *f, LList *col, double now) {
             PyList_SET_ITEM(nbs, i, x);
         }
         PyObject *r = pids && nbs && fast_flush(f) == 0 ? PyObject_CallMethod(net, "account", "OOn", pids, nbs, n) : NULL;
+        f->gen++; /* (Python ran) */
         Py_XDECREF(pids);
         Py_XDECREF(nbs);
         if (!r)
@@ -4353,6 +4351,7 @@ static int fast_lone(Fast *f, int64_t src, int64_t dst, int64_t fstep, int64_t p
     } else {
         PyObject *p = PyLong_FromLongLong(pid), *b = p ? PyFloat_FromDouble(nb) : NULL;
         PyObject *r = b && fast_flush(f) == 0 ? PyObject_CallMethodObjArgs(f->net, s_net_account_one, p, b, NULL) : NULL;
+        f->gen++; /* (Python ran) */
         Py_XDECREF(p);
         Py_XDECREF(b);
         if (!r)

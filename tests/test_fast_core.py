@@ -222,9 +222,11 @@ def test_a_begin_launches_its_phase_groups_upwards(monkeypatch):
     assert len(order) == 4 and all(srcs == [0, 1] for srcs in order[:3])
 
 
-def _executor_run(m: pytest.MonkeyPatch, graph: Any, program: Any) -> tuple[float, list[Any], Any]:
+def _executor_run(
+    m: pytest.MonkeyPatch, graph: Any, program: Any, gamma: float = 0.0, scale: Any = None
+) -> tuple[float, list[Any], Any]:
     """The program alone on the graph under a FastExecutor: the end, the network's launches (the clock
-    and the (destination, source) pairs), the executor."""
+    and the (path, source) pairs), the executor."""
     from sim.cluster import Cluster
     from sim.network import Network
 
@@ -240,7 +242,8 @@ def _executor_run(m: pytest.MonkeyPatch, graph: Any, program: Any) -> tuple[floa
             return _method(self, *a, **k)
 
         m.setattr(network.Network, name, spying)
-    ex = fastpath.FastExecutor(net, program, 0.0, np.ones(6), alone=True)
+    scale = np.ones(program.endpoints) if scale is None else scale
+    ex = fastpath.FastExecutor(net, program, gamma, scale, alone=True)
     env.run(env.process(ex.run()))
     return env.now, launches, ex
 
@@ -318,3 +321,32 @@ def test_arrivals_taken_back_and_handed_over_unchanged(monkeypatch):
     assert _in_flight(ex) == want and ex._core.held() == 0
     assert [isinstance(b[0], int) for b in ex._arrivals[0.75]] == [True, True, False]
     ex._arrivals = {}
+
+
+def test_windows_widened_by_the_python_lines_in_the_middle_of_the_cores_work(monkeypatch):
+    """Rank 0 sends rank 1 a message a step (128 KiB), 40 steps, and waits only for it to arrive; rank 1
+    reduces each one, ten times slower: its messages arrive ever more steps early, and the Python lines
+    widen the early windows (new arrays) in the middle of the core's work on such an arrival, after which
+    rank 0 begins its next step there with an early message of rank 5's to count (5 sends it 64 KiB a
+    step and waits for nothing else): the core must use the new arrays -- the same end, counts and
+    windows as the Python lines. (Ranks 2 and 3 send to 4 meanwhile, sharing its link: contention, so
+    the events run, not the max-plus recurrence.)"""
+    from sim.program import Step, StepProgram
+
+    step = Step.make([0, 2, 3, 5], [1, 4, 4, 0], [2.0**17, 2.0**16, 2.0**16, 2.0**16], [2.0**16, 0, 0, 0], endpoints=6)
+    program = StepProgram(6, ((step, 40),))
+    runs = []
+    for core in (True, False):
+        with monkeypatch.context() as m:
+            m.setattr(fastpath, "_FAST_CORE", core)
+            runs.append(_executor_run(m, star(6, "100Gbps", "1us"), program, 1e-9, np.array([2.0, 10, 1, 1, 1, 1])))
+    (end, _, ex), (ref_end, _, ref_ex) = runs
+    assert ex._core is not None and ex.private == 80 and ex.window > 8
+    assert repr(end) == repr(ref_end)
+    assert (ex.private, ex.window, ex.finished, ex.extrapolated_steps) == (
+        ref_ex.private,
+        ref_ex.window,
+        ref_ex.finished,
+        ref_ex.extrapolated_steps,
+    )
+    assert ex.early_count.tolist() == ref_ex.early_count.tolist()
