@@ -350,3 +350,20 @@ def test_windows_widened_by_the_python_lines_in_the_middle_of_the_cores_work(mon
         ref_ex.extrapolated_steps,
     )
     assert ex.early_count.tolist() == ref_ex.early_count.tolist()
+
+
+def test_what_the_core_read_is_read_again_after_python_ran(monkeypatch):
+    """The core reads an attribute once while no Python line runs: a value Python sets between two of
+    its calls (here the last reference step ``_after`` saw) is the one the next call uses."""
+    _, made, _ = _run(
+        monkeypatch, True, dgx(hosts=4, gpus_per_host=4), "allreduce", "ring:order=rank", 2**20, engine="fast"
+    )
+    ex = made[-1]
+    assert ex._core is not None
+    calls: list[int] = []
+    ex._after = lambda: calls.append(ex._seen0)
+    ex._seen0 = int(ex.step[ex.ref])
+    ex._core.after()  # the reference's step unchanged: nothing to do
+    ex._seen0 = -5
+    ex._core.after()
+    assert calls == [-5]
