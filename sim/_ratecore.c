@@ -2896,6 +2896,26 @@ typedef struct {
     int held;
 } Arr2;
 
+/* the attributes the core reads on every arrival (see fast_attr) */
+enum { FA_QUEUE, FA_EID, FA_ARRIVALS, FA_SEEN0, FA_PB, FA_EC, FA_EL, FA_N };
+
+/* a private message held in the core (see fast_arrive_at): its batch's columns, and whether it starts a
+ * batch (FM_LIST: one of lists; FM_ONE: a lone message's ints) or goes on with the one before (FM_MORE) */
+struct FMsg {
+    int64_t src, dst, step, pid;
+    double nb;
+    int kind;
+};
+enum { FM_MORE, FM_LIST, FM_ONE };
+
+/* a bucket of them: the arrival time it is kept under, the order buckets were made in */
+struct FBucket {
+    double when;
+    long long seq;
+    Py_ssize_t n, cap;
+    struct FMsg *m;
+};
+
 typedef struct {
     PyObject_HEAD
     PyObject *ex, *env, *event_type, *push, *normal, *partial, *phases_o;
@@ -2911,11 +2931,22 @@ typedef struct {
     struct FEntry {
         double t;
         long long eid;
-        PyObject *when;
+        double when; /* its bucket's key */
         int pumped;
     } *heap;
     Py_ssize_t hn, hcap;
     int own_queue, draining;
+    /* the buckets held in the core (fast_arrive_at): their slots, the free ones, a table from arrival time
+     * to slot (open addressing: -1 empty, -2 removed), how many are live, the messages they hold */
+    struct FBucket *bk;
+    Py_ssize_t nbk, bkcap, *bkfree, nfree, *tab, tabcap, tabfill, nlive, held;
+    long long seq;
+    /* ex.private and net.flows added up here and handed over before any Python line runs (fast_flush) */
+    long pend_private, pend_flows;
+    /* attributes read once while no Python line runs (fast_attr): borrowed, valid while their gen is
+     * ``gen``, which every call into Python (fast_flush) and every return to it (fast_out) moves on */
+    PyObject *fa[FA_N];
+    unsigned long fa_gen[FA_N], gen;
     int64_t *bounds;
     Py_ssize_t nphase;
     Arr *ph; /* nphase * FP_N, unheld where None */
@@ -2982,9 +3013,16 @@ static void fast_release(Fast *f) {
     free(f->bounds);
     f->bounds = NULL;
     f->nphase = 0;
-    for (Py_ssize_t i = 0; i < f->hn; i++)
-        Py_DECREF(f->heap[i].when);
     free(f->heap);
+    for (Py_ssize_t i = 0; i < f->nbk; i++)
+        free(f->bk[i].m);
+    free(f->bk);
+    free(f->bkfree);
+    free(f->tab);
+    f->bk = NULL;
+    f->bkfree = f->tab = NULL;
+    f->nbk = f->bkcap = f->nfree = f->tabcap = f->tabfill = f->nlive = f->held = 0;
+    f->pend_private = f->pend_flows = 0;
     f->heap = NULL;
     f->hn = f->hcap = 0;
 }
@@ -3023,6 +3061,8 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     f->partial = Py_NewRef(partial);
     f->phases_o = Py_NewRef(phases);
     f->own_queue = own_queue;
+    f->gen = 1;
+    memset(f->fa_gen, 0, sizeof f->fa_gen);
     Arr *own[] = {&f->step, &f->began, &f->last, &f->send_left, &f->recv_left, &f->scale};
     arrs_init(own, 6);
     static const char *names[] = {"step", "began", "last", "send_left", "recv_left", "scale"};
@@ -3097,6 +3137,23 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
 
 static inline Arr *fph(Fast *f, Py_ssize_t k, int j) { return &f->ph[k * FP_N + j]; }
 
+/* getattr(owner, name) for one of the FA_ attributes (a new reference, or NULL with an exception set),
+ * read once while no Python line runs: nothing else rebinds them (the environment's queue and event
+ * ids, the executor's arrivals, early arrays and last reference step, the network's bytes per path),
+ * and the owner holds the value meanwhile */
+static PyObject *fast_attr(Fast *f, int k) {
+    if (f->fa_gen[k] == f->gen)
+        return Py_NewRef(f->fa[k]);
+    PyObject **names[FA_N] = {&s_queue, &s_eid, &s_arrivals, &s_seen0, &s_path_bytes, &s_early_count, &s_early_last};
+    PyObject *owner = k <= FA_EID ? f->env : k == FA_PB ? f->net : f->ex;
+    PyObject *v = PyObject_GetAttr(owner, *names[k]);
+    if (v) {
+        f->fa[k] = v;
+        f->fa_gen[k] = f->gen;
+    }
+    return v;
+}
+
 /* bisect.bisect_right(bounds, s) - 1 */
 static Py_ssize_t fast_phase(Fast *f, int64_t s) {
     Py_ssize_t lo = 0, hi = f->nphase + 1;
@@ -3111,7 +3168,11 @@ static Py_ssize_t fast_phase(Fast *f, int64_t s) {
 }
 
 /* ex.name(*args) with the result dropped: 0, or -1 with an exception set */
+static int fast_flush(Fast *f);
+
 static int fast_call(Fast *f, PyObject *name, const char *fmt, ...) {
+    if (fast_flush(f) < 0) /* (the Python lines see the counts as they are; what the core read may change) */
+        return -1;
     va_list va;
     va_start(va, fmt);
     PyObject *a = Py_VaBuildValue(fmt, va);
@@ -3121,6 +3182,7 @@ static int fast_call(Fast *f, PyObject *name, const char *fmt, ...) {
     PyObject *meth = PyObject_GetAttr(f->ex, name), *r = NULL;
     if (meth) {
         r = PyTuple_Check(a) ? PyObject_Call(meth, a, NULL) : PyObject_CallOneArg(meth, a);
+        f->gen++; /* (Python ran: what the core read may have changed) */
         Py_DECREF(meth);
     }
     Py_DECREF(a);
@@ -3157,7 +3219,7 @@ static void arr2_release(Arr2 *a) {
 /* the network's bytes per path (Network._path_bytes), held open while it is the same array (it grows by a
  * new one) */
 static int fast_path_bytes(Fast *f, Arr **a) {
-    PyObject *pb = PyObject_GetAttr(f->net, s_path_bytes);
+    PyObject *pb = fast_attr(f, FA_PB);
     if (!pb)
         return -1;
     if (pb != f->pb_obj) {
@@ -3177,7 +3239,7 @@ static int fast_path_bytes(Fast *f, Arr **a) {
 /* the executor's early arrays (early_count, early_last), held open while they are the same objects
  * (_widen and _jump put new ones in their place) */
 static int fast_early_arrays(Fast *f, Arr2 **ec, Arr2 **el) {
-    PyObject *c = PyObject_GetAttr(f->ex, s_early_count), *l = c ? PyObject_GetAttr(f->ex, s_early_last) : NULL;
+    PyObject *c = fast_attr(f, FA_EC), *l = c ? fast_attr(f, FA_EL) : NULL;
     int rc = -1;
     if (!l)
         goto done;
@@ -3233,9 +3295,27 @@ static inline int fe_less(const struct FEntry *a, const struct FEntry *b) {
 
 static int fast_pump_event(Fast *f);
 
-/* an arrival at ``t`` (its bucket key ``when_o``) into the queue, with a fresh event id */
-static int fast_queue(Fast *f, PyObject *when_o, double t) {
-    PyObject *eid = PyObject_GetAttr(f->env, s_eid), *id = eid ? PyIter_Next(eid) : NULL;
+/* *p (of *cap items of ``size`` bytes) grown to hold ``need``, doubling from ``first``: 0, or -1 with an
+ * exception set */
+static int grow_to(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size, Py_ssize_t first) {
+    if (need <= *cap)
+        return 0;
+    Py_ssize_t c = *cap ? *cap : first;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, size * (size_t)c);
+    if (!q) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* an arrival at ``t`` (its bucket key ``when``) into the queue, with a fresh event id */
+static int fast_queue(Fast *f, double when, double t) {
+    PyObject *eid = fast_attr(f, FA_EID), *id = eid ? PyIter_Next(eid) : NULL;
     Py_XDECREF(eid);
     if (!id) {
         if (!PyErr_Occurred())
@@ -3246,17 +3326,9 @@ static int fast_queue(Fast *f, PyObject *when_o, double t) {
     Py_DECREF(id);
     if (e == -1 && PyErr_Occurred())
         return -1;
-    if (f->hn == f->hcap) {
-        Py_ssize_t cap = f->hcap ? 2 * f->hcap : 64;
-        struct FEntry *h = realloc(f->heap, sizeof(struct FEntry) * (size_t)cap);
-        if (!h) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        f->heap = h;
-        f->hcap = cap;
-    }
-    struct FEntry x = {t, e, Py_NewRef(when_o), 0};
+    if (grow_to((void **)&f->heap, &f->hcap, f->hn + 1, sizeof(struct FEntry), 64) < 0)
+        return -1;
+    struct FEntry x = {t, e, when, 0};
     Py_ssize_t i = f->hn++;
     while (i > 0 && fe_less(&x, &f->heap[(i - 1) / 2])) {
         f->heap[i] = f->heap[(i - 1) / 2];
@@ -3294,7 +3366,7 @@ static int fast_pump_event(Fast *f) {
     int rc = -1;
     if (!event || mark_ok(event, Py_None) < 0 || !(cbs = PyObject_GetAttr(event, s_callbacks)) ||
         !(cb = PyObject_GetAttrString((PyObject *)f, "pump")) || PyList_Append(cbs, cb) < 0 ||
-        !(queue = PyObject_GetAttr(f->env, s_queue)) || !(t = PyFloat_FromDouble(f->heap[0].t)) ||
+        !(queue = fast_attr(f, FA_QUEUE)) || !(t = PyFloat_FromDouble(f->heap[0].t)) ||
         !(id = PyLong_FromLongLong(f->heap[0].eid)) || !(item = PyTuple_Pack(4, t, f->normal, id, event)) ||
         !(r = PyObject_CallFunctionObjArgs(f->push, queue, item, NULL)))
         goto done;
@@ -3314,7 +3386,7 @@ done:
 
 /* whether the head of SimPy's queue comes before the arrival ``x`` (-1 with an exception set) */
 static int fast_queue_first(Fast *f, const struct FEntry *x) {
-    PyObject *queue = PyObject_GetAttr(f->env, s_queue);
+    PyObject *queue = fast_attr(f, FA_QUEUE);
     if (!queue)
         return -1;
     int first = 0;
@@ -3341,7 +3413,8 @@ static int fast_queue_first(Fast *f, const struct FEntry *x) {
     return first;
 }
 
-static PyObject *Fast_arrived(Fast *f, PyObject *when);
+static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at);
+static PyObject *fast_out(Fast *f, PyObject *r);
 
 /* pump(event): the callback of an event standing for an arrival (see above) */
 static PyObject *Fast_pump(Fast *f, PyObject *event) {
@@ -3358,18 +3431,15 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
         struct FEntry x = fe_pop(f);
         PyObject *t = PyFloat_FromDouble(x.t), *r = NULL;
         if (t && PyObject_SetAttr(f->env, s_now, t) == 0)
-            r = Fast_arrived(f, x.when);
+            r = fast_take(f, x.when, NULL, &x.t); /* (the clock just set to x.t) */
         Py_XDECREF(t);
-        Py_DECREF(x.when);
         ok = r != NULL;
         Py_XDECREF(r);
     }
     f->draining = 0;
     if (ok && f->hn && fast_pump_event(f) < 0)
         ok = 0;
-    if (!ok)
-        return NULL;
-    Py_RETURN_NONE;
+    return fast_out(f, ok ? Py_NewRef(Py_None) : NULL);
 }
 
 /* call_at(env, when, fire) with fire = partial(fast_fire, f, when): an event triggered and queued as
@@ -3383,7 +3453,7 @@ static int fast_call_at(Fast *f, PyObject *when_o, double when) {
         return -1;
     }
     if (f->own_queue)
-        return fast_queue(f, when_o, now + (when - now));
+        return fast_queue(f, when, now + (when - now));
     PyObject *event = new_event(f->event_type, f->env), *cbs = NULL, *cb = NULL, *queue = NULL, *eid = NULL;
     PyObject *id = NULL, *at = NULL, *item = NULL, *r = NULL, *fire = NULL;
     int rc = -1;
@@ -3417,28 +3487,277 @@ done:
     return rc;
 }
 
+/* ---- the private messages in flight. The Python lines keep them in ex._arrivals, {arrival time: [batch,
+ * ...]} (a batch (src, dst, step, path, bytes): a lone message's ints or lists), one event per bucket
+ * (batch_at). With its own queue the core keeps them itself while ex._arrivals is empty -- the same
+ * buckets under the same keys, made in the same order, their batches' bounds kept, no Python object per
+ * message -- and hands them over into ex._arrivals (Fast.export, in the order they were made) before a
+ * Python line reads or writes it; a send while ex._arrivals holds any goes there. Taking an arrival looks
+ * in both (fast_take): the two together are the Python lines' one dict. */
+
+static inline size_t fb_hash(double w) {
+    uint64_t b;
+    w = w == 0 ? 0.0 : w; /* (-0.0 and 0.0: one key, as in a dict) */
+    memcpy(&b, &w, sizeof b);
+    b ^= b >> 33;
+    b *= 0xff51afd7ed558ccdULL;
+    b ^= b >> 33;
+    return (size_t)b;
+}
+
+/* the slot of the bucket kept under ``w`` (its place in the table into *at), or -1 */
+static Py_ssize_t fb_find(Fast *f, double w, Py_ssize_t *at) {
+    if (!f->nlive)
+        return -1;
+    size_t mask = (size_t)f->tabcap - 1;
+    for (size_t i = fb_hash(w) & mask;; i = (i + 1) & mask) {
+        Py_ssize_t x = f->tab[i];
+        if (x == -1)
+            return -1;
+        if (x >= 0 && f->bk[x].when == w) {
+            if (at)
+                *at = (Py_ssize_t)i;
+            return x;
+        }
+    }
+}
+
+static void fb_place(Py_ssize_t *tab, Py_ssize_t cap, double w, Py_ssize_t x, Py_ssize_t *fill) {
+    size_t mask = (size_t)cap - 1, i = fb_hash(w) & mask;
+    while (tab[i] >= 0)
+        i = (i + 1) & mask;
+    *fill += tab[i] == -1;
+    tab[i] = x;
+}
+
+/* a new bucket under ``w`` (not kept yet): its slot, or -1 with an exception set */
+static Py_ssize_t fb_new(Fast *f, double w) {
+    if ((f->tabfill + 1) * 2 > f->tabcap) { /* the table anew, twice the live ones at most half full */
+        Py_ssize_t cap = 64;
+        while (cap < (f->nlive + 1) * 4)
+            cap *= 2;
+        Py_ssize_t *tab = malloc(sizeof(Py_ssize_t) * (size_t)cap), fill = 0;
+        if (!tab) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < cap; i++)
+            tab[i] = -1;
+        for (Py_ssize_t i = 0; i < f->tabcap; i++)
+            if (f->tab[i] >= 0)
+                fb_place(tab, cap, f->bk[f->tab[i]].when, f->tab[i], &fill);
+        free(f->tab);
+        f->tab = tab;
+        f->tabcap = cap;
+        f->tabfill = fill;
+    }
+    if (!f->nfree) {
+        Py_ssize_t cap = f->bkcap ? 2 * f->bkcap : 64;
+        struct FBucket *bk = realloc(f->bk, sizeof(struct FBucket) * (size_t)cap);
+        if (bk)
+            f->bk = bk;
+        Py_ssize_t *fr = bk ? realloc(f->bkfree, sizeof(Py_ssize_t) * (size_t)cap) : NULL;
+        if (!fr) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        f->bkfree = fr;
+        for (Py_ssize_t i = cap - 1; i >= f->bkcap; i--) {
+            f->bk[i] = (struct FBucket){0};
+            f->bkfree[f->nfree++] = i;
+        }
+        f->bkcap = cap;
+        f->nbk = cap;
+    }
+    Py_ssize_t x = f->bkfree[--f->nfree];
+    f->bk[x].when = w;
+    f->bk[x].seq = f->seq++;
+    f->bk[x].n = 0;
+    fb_place(f->tab, f->tabcap, w, x, &f->tabfill);
+    f->nlive++;
+    return x;
+}
+
+/* the bucket in table place ``at`` taken out (its slot free again) */
+static void fb_drop(Fast *f, Py_ssize_t at) {
+    Py_ssize_t x = f->tab[at];
+    f->tab[at] = -2;
+    f->held -= f->bk[x].n;
+    f->bk[x].n = 0;
+    f->bkfree[f->nfree++] = x;
+    f->nlive--;
+}
+
+/* one batch as the Python lines make it: (src, dst, step, path, bytes), ints where ``one``, else lists */
+static PyObject *fb_batch(const struct FMsg *m, Py_ssize_t n, int one) {
+    if (one)
+        return Py_BuildValue("(LLLLd)", (long long)m->src, (long long)m->dst, (long long)m->step, (long long)m->pid,
+                             m->nb);
+    PyObject *batch = PyTuple_New(5);
+    for (int j = 0; batch && j < 5; j++) {
+        PyObject *l = PyList_New(n);
+        if (!l) {
+            Py_CLEAR(batch);
+            break;
+        }
+        PyTuple_SET_ITEM(batch, j, l);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const struct FMsg *x = &m[i];
+            int64_t v = j == 0 ? x->src : j == 1 ? x->dst : j == 2 ? x->step : x->pid;
+            PyObject *o = j < 4 ? PyLong_FromLongLong(v) : PyFloat_FromDouble(x->nb);
+            if (!o) {
+                Py_CLEAR(batch);
+                break;
+            }
+            PyList_SET_ITEM(l, i, o);
+        }
+    }
+    return batch;
+}
+
+static int fast_import(Fast *f, PyObject *arrivals);
+
+/* _arrive_at(when, batch): the n messages ``m`` (one batch: a lone message's where ``one``) due at ``when``
+ * into their bucket; the first of a bucket arms its arrival (fast_call_at) */
+static int fast_arrive_at(Fast *f, double when, struct FMsg *m, Py_ssize_t n, int one) {
+    PyObject *arrivals = fast_attr(f, FA_ARRIVALS);
+    if (!arrivals)
+        return -1;
+    if (!PyDict_CheckExact(arrivals)) {
+        Py_DECREF(arrivals);
+        PyErr_SetString(PyExc_TypeError, "Fast: _arrivals must be a dict");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        m[i].kind = i ? FM_MORE : one ? FM_ONE : FM_LIST;
+    if (f->own_queue) {
+        int bad = PyDict_GET_SIZE(arrivals) && fast_import(f, arrivals) < 0;
+        Py_DECREF(arrivals);
+        if (bad)
+            return -1;
+        Py_ssize_t x = fb_find(f, when, NULL);
+        int fresh = x < 0;
+        if (fresh && (x = fb_new(f, when)) < 0)
+            return -1;
+        struct FBucket *b = &f->bk[x];
+        if (grow_to((void **)&b->m, &b->cap, b->n + n, sizeof(struct FMsg), 4) < 0)
+            return -1;
+        memcpy(b->m + b->n, m, sizeof(struct FMsg) * (size_t)n);
+        b->n += n;
+        f->held += n;
+        return fresh ? fast_call_at(f, NULL, when) : 0;
+    }
+    PyObject *batch = fb_batch(m, n, one), *when_o = batch ? PyFloat_FromDouble(when) : NULL;
+    int fresh = when_o ? append_to(arrivals, when_o, batch) : -1;
+    int rc = fresh < 0 || (fresh && fast_call_at(f, when_o, when) < 0) ? -1 : 0;
+    Py_XDECREF(batch);
+    Py_XDECREF(when_o);
+    Py_DECREF(arrivals);
+    return rc;
+}
+
+/* export(): the buckets held here handed over into ex._arrivals, in the order they were made */
+static PyObject *Fast_export(Fast *f, PyObject *unused) {
+    f->gen++; /* (from Python) */
+    if (!f->nlive)
+        Py_RETURN_NONE;
+    PyObject *arrivals = fast_attr(f, FA_ARRIVALS);
+    Py_ssize_t *order = arrivals ? malloc(sizeof(Py_ssize_t) * (size_t)f->nlive) : NULL, n = 0;
+    int ok = order != NULL && PyDict_CheckExact(arrivals);
+    if (arrivals && !order)
+        PyErr_NoMemory();
+    else if (arrivals && !ok)
+        PyErr_SetString(PyExc_TypeError, "Fast: _arrivals must be a dict");
+    for (Py_ssize_t i = 0; ok && i < f->tabcap; i++)
+        if (f->tab[i] >= 0) {
+            Py_ssize_t x = f->tab[i], j = n++;
+            for (; j > 0 && f->bk[order[j - 1]].seq > f->bk[x].seq; j--) /* by seq (few buckets) */
+                order[j] = order[j - 1];
+            order[j] = x;
+        }
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        struct FBucket *b = &f->bk[order[i]];
+        PyObject *when_o = PyFloat_FromDouble(b->when);
+        ok = when_o != NULL;
+        for (Py_ssize_t lo = 0, hi; ok && lo < b->n; lo = hi) {
+            for (hi = lo + 1; hi < b->n && b->m[hi].kind == FM_MORE;)
+                hi++;
+            PyObject *batch = fb_batch(b->m + lo, hi - lo, b->m[lo].kind == FM_ONE);
+            ok = batch && append_to(arrivals, when_o, batch) >= 0;
+            Py_XDECREF(batch);
+        }
+        Py_XDECREF(when_o);
+    }
+    if (ok)
+        for (Py_ssize_t i = 0; i < f->tabcap; i++)
+            if (f->tab[i] >= 0)
+                fb_drop(f, i);
+    free(order);
+    Py_XDECREF(arrivals);
+    f->gen++; /* (back to Python) */
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* take_back(): ex._arrivals' buckets taken into the core (as its next send or arrival takes them) */
+static PyObject *Fast_take_back(Fast *f, PyObject *unused) {
+    f->gen++; /* (from Python) */
+    PyObject *arrivals = fast_attr(f, FA_ARRIVALS);
+    if (!arrivals)
+        return NULL;
+    int bad = !PyDict_CheckExact(arrivals) || !f->own_queue;
+    if (bad)
+        PyErr_SetString(PyExc_TypeError, "Fast: _arrivals must be a dict, the core's queue its own");
+    else
+        bad = PyDict_GET_SIZE(arrivals) && fast_import(f, arrivals) < 0;
+    Py_DECREF(arrivals);
+    f->gen++; /* (back to Python) */
+    if (bad)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* held(): how many private messages the core holds in flight */
+static PyObject *Fast_held(Fast *f, PyObject *unused) { return PyLong_FromSsize_t(f->held); }
+
+/* ex.private and net.flows as the Python lines have them */
+static int fast_flush(Fast *f) {
+    f->gen++; /* (Python runs next) */
+    long p = f->pend_private, n = f->pend_flows;
+    f->pend_private = f->pend_flows = 0;
+    return (p && add_attr(f->ex, s_private, p) < 0) || (n && add_attr(f->net, s_flows, n) < 0) ? -1 : 0;
+}
+
+/* ``r`` (NULL with an exception set) returned from a method, the counts handed over first */
+static PyObject *fast_out(Fast *f, PyObject *r) {
+    f->gen++; /* (back to Python) */
+    if (!f->pend_private && !f->pend_flows)
+        return r;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    int bad = fast_flush(f) < 0;
+    if (et) {
+        PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+        return r;
+    }
+    if (bad)
+        Py_CLEAR(r);
+    return r;
+}
+
 /* _send_private for one message m of phase k (sender r) at now: _arrive_at(arrival, (r, dst, step, pid,
- * bytes)) -- batch_at into ex._arrivals -- and ex.private += 1 */
+ * bytes)) and ex.private += 1 */
 static int fast_send_private(Fast *f, Py_ssize_t k, int64_t m, int64_t r, double now) {
     double start = now + arr_f(fph(f, k, FP_DELAY), m), wire = arr_f(fph(f, k, FP_WIRE), m);
     double when = wire > 0 ? start + wire / arr_f(fph(f, k, FP_RATE), m) : start;
-    PyObject *batch = Py_BuildValue("(LLLLd)", (long long)r, (long long)arr_i(fph(f, k, FP_DST), m),
-                                    (long long)arr_i(&f->step, r), (long long)arr_i(fph(f, k, FP_PID), m),
-                                    arr_f(fph(f, k, FP_NB), m));
-    PyObject *when_o = PyFloat_FromDouble(when), *arrivals = PyObject_GetAttr(f->ex, s_arrivals);
-    int rc = -1;
-    if (batch && when_o && arrivals) {
-        if (!PyDict_CheckExact(arrivals))
-            PyErr_SetString(PyExc_TypeError, "Fast: _arrivals must be a dict");
-        else {
-            int fresh = append_to(arrivals, when_o, batch);
-            rc = fresh < 0 || (fresh && fast_call_at(f, when_o, when) < 0) ? -1 : add_attr(f->ex, s_private, 1);
-        }
-    }
-    Py_XDECREF(batch);
-    Py_XDECREF(when_o);
-    Py_XDECREF(arrivals);
-    return rc;
+    struct FMsg x = {r, arr_i(fph(f, k, FP_DST), m), arr_i(&f->step, r), arr_i(fph(f, k, FP_PID), m),
+                     arr_f(fph(f, k, FP_NB), m), FM_ONE};
+    if (fast_arrive_at(f, when, &x, 1, 1) < 0)
+        return -1;
+    f->pend_private += 1;
+    return 0;
 }
 
 static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, double now);
@@ -3533,9 +3852,9 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
  * step, path, bytes) per distinct arrival time, in ascending order */
 static int fast_send_private_many(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, double now) {
     double *when = malloc(sizeof(double) * (size_t)n), *uniq = malloc(sizeof(double) * (size_t)n);
-    PyObject *arrivals = NULL;
+    struct FMsg *batch = malloc(sizeof(struct FMsg) * (size_t)n);
     int rc = -1;
-    if (!when || !uniq) {
+    if (!when || !uniq || !batch) {
         PyErr_NoMemory();
         goto done;
     }
@@ -3553,47 +3872,24 @@ static int fast_send_private_many(Fast *f, Py_ssize_t k, const int64_t *msgs, Py
         uniq[j] = w;
         nu++;
     }
-    if (!(arrivals = PyObject_GetAttr(f->ex, s_arrivals)))
-        goto done;
-    if (!PyDict_CheckExact(arrivals)) {
-        PyErr_SetString(PyExc_TypeError, "Fast: _arrivals must be a dict");
-        goto done;
-    }
     Arr *src = fph(f, k, FP_SRC), *dst = fph(f, k, FP_DST), *pid = fph(f, k, FP_PID), *nb = fph(f, k, FP_NB);
     for (Py_ssize_t u = 0; u < nu; u++) {
-        PyObject *batch = PyTuple_New(5);
-        int ok = batch != NULL;
-        for (int j = 0; ok && j < 5; j++) {
-            PyObject *l = PyList_New(0);
-            ok = l != NULL;
-            if (ok)
-                PyTuple_SET_ITEM(batch, j, l);
-        }
-        for (Py_ssize_t i = 0; ok && i < n; i++) {
+        Py_ssize_t c = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
             if (when[i] != uniq[u])
                 continue;
             int64_t m = msgs[i], r = arr_i(src, m);
-            PyObject *v[5] = {PyLong_FromLongLong(r), PyLong_FromLongLong(arr_i(dst, m)),
-                              PyLong_FromLongLong(arr_i(&f->step, r)), PyLong_FromLongLong(arr_i(pid, m)),
-                              PyFloat_FromDouble(arr_f(nb, m))};
-            for (int j = 0; j < 5; j++) {
-                ok = ok && v[j] && PyList_Append(PyTuple_GET_ITEM(batch, j), v[j]) == 0;
-                Py_XDECREF(v[j]);
-            }
+            batch[c++] = (struct FMsg){r, arr_i(dst, m), arr_i(&f->step, r), arr_i(pid, m), arr_f(nb, m), FM_MORE};
         }
-        PyObject *when_o = ok ? PyFloat_FromDouble(uniq[u]) : NULL;
-        int fresh = when_o ? append_to(arrivals, when_o, batch) : -1;
-        ok = fresh >= 0 && !(fresh && fast_call_at(f, when_o, uniq[u]) < 0);
-        Py_XDECREF(when_o);
-        Py_XDECREF(batch);
-        if (!ok)
+        if (fast_arrive_at(f, uniq[u], batch, c, 0) < 0)
             goto done;
     }
-    rc = add_attr(f->ex, s_private, (long)n);
+    f->pend_private += (long)n;
+    rc = 0;
 done:
     free(when);
     free(uniq);
-    Py_XDECREF(arrivals);
+    free(batch);
     return rc;
 }
 
@@ -3900,38 +4196,22 @@ static int fast_values(PyObject *obj, LList *ints, LList *flts) {
     return rc;
 }
 
-/* _arrived's other branch (_arrived_many): the bucket's batches concatenated, net.account(pids, nbytes,
- * count) (np.add.at: in order), then _done */
-static int fast_arrived_many(Fast *f, PyObject *bucket, double now) {
-    LList col[5] = {{0}};
-    int rc = -1;
-    PyObject *net = NULL, *cl = NULL, *paths = NULL, *count = NULL;
-    if (!PyList_Check(bucket)) {
-        PyErr_SetString(PyExc_TypeError, "Fast: a bucket must be a list");
-        return -1;
-    }
-    for (Py_ssize_t b = 0; b < PyList_GET_SIZE(bucket); b++) {
-        PyObject *batch = PyList_GET_ITEM(bucket, b);
-        if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != 5) {
-            PyErr_SetString(PyExc_TypeError, "Fast: a batch must be (src, dst, step, path, bytes)");
-            goto done;
-        }
-        for (int j = 0; j < 5; j++)
-            if (fast_values(PyTuple_GET_ITEM(batch, j), j < 4 ? &col[j] : NULL, &col[4]) < 0)
-                goto done;
-    }
+/* net.account(pids, nbytes, n) (np.add.at: in order) for the n messages of columns ``col`` (src, dst,
+ * step, path, bytes: the last as doubles' bits), then _done */
+static int fast_account_done(Fast *f, LList *col, double now) {
     Py_ssize_t n = col[0].n;
     for (int j = 1; j < 5; j++)
         if (col[j].n != n) {
             PyErr_SetString(PyExc_ValueError, "Fast: a batch's columns differ in length");
-            goto done;
+            return -1;
         }
     for (Py_ssize_t i = 0; i < n; i++)
         if (col[0].v[i] < 0 || col[0].v[i] >= f->step.n || col[1].v[i] < 0 || col[1].v[i] >= f->step.n) {
             PyErr_SetString(PyExc_IndexError, "Fast: endpoint out of range");
-            goto done;
+            return -1;
         }
-    net = Py_NewRef(f->net);
+    int rc = -1;
+    PyObject *net = Py_NewRef(f->net), *cl = NULL, *paths = NULL, *count = NULL;
     if (!(cl = PyObject_GetAttrString(net, "cluster")) || !(paths = PyObject_GetAttrString(cl, "paths")) ||
         !(count = PyObject_GetAttrString(paths, "count")))
         goto done;
@@ -3948,8 +4228,7 @@ static int fast_arrived_many(Fast *f, PyObject *bucket, double now) {
             memcpy(&d, &col[4].v[i], sizeof d);
             *arr_fp(a, col[3].v[i]) += d;
         }
-        if (add_attr(net, s_flows, (long)n) < 0)
-            goto done;
+        f->pend_flows += (long)n;
     } else {
         PyObject *pids = ll_list(col[3].v, n), *nbs = PyList_New(n);
         for (Py_ssize_t i = 0; nbs && i < n; i++) {
@@ -3962,7 +4241,8 @@ static int fast_arrived_many(Fast *f, PyObject *bucket, double now) {
             }
             PyList_SET_ITEM(nbs, i, x);
         }
-        PyObject *r = pids && nbs ? PyObject_CallMethod(net, "account", "OOn", pids, nbs, n) : NULL;
+        PyObject *r = pids && nbs && fast_flush(f) == 0 ? PyObject_CallMethod(net, "account", "OOn", pids, nbs, n) : NULL;
+        f->gen++; /* (Python ran) */
         Py_XDECREF(pids);
         Py_XDECREF(nbs);
         if (!r)
@@ -3971,13 +4251,114 @@ static int fast_arrived_many(Fast *f, PyObject *bucket, double now) {
     }
     rc = fast_done(f, col[0].v, col[1].v, col[2].v, n, now);
 done:
-    for (int j = 0; j < 5; j++)
-        free(col[j].v);
-    Py_XDECREF(net);
+    Py_DECREF(net);
     Py_XDECREF(cl);
     Py_XDECREF(paths);
     Py_XDECREF(count);
     return rc;
+}
+
+/* the buckets of ex._arrivals (``arrivals``) taken into the core in their order -- their batches' bounds
+ * kept, a lone message's batch of ints as such -- and the dict emptied (see fast_arrive_at) */
+static int fast_import(Fast *f, PyObject *arrivals) {
+    PyObject *key, *bucket;
+    Py_ssize_t pos = 0;
+    LList col[5] = {{0}};
+    int rc = -1;
+    while (PyDict_Next(arrivals, &pos, &key, &bucket)) {
+        double w = PyFloat_AsDouble(key);
+        if (w == -1.0 && PyErr_Occurred())
+            goto done;
+        if (!PyList_Check(bucket)) {
+            PyErr_SetString(PyExc_TypeError, "Fast: a bucket must be a list");
+            goto done;
+        }
+        Py_ssize_t x = fb_find(f, w, NULL);
+        if (x < 0 && (x = fb_new(f, w)) < 0)
+            goto done;
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(bucket); k++) {
+            PyObject *batch = PyList_GET_ITEM(bucket, k);
+            if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != 5) {
+                PyErr_SetString(PyExc_TypeError, "Fast: a batch must be (src, dst, step, path, bytes)");
+                goto done;
+            }
+            for (int j = 0; j < 5; j++) {
+                col[j].n = 0;
+                if (fast_values(PyTuple_GET_ITEM(batch, j), j < 4 ? &col[j] : NULL, &col[4]) < 0)
+                    goto done;
+            }
+            Py_ssize_t n = col[0].n;
+            for (int j = 1; j < 5; j++)
+                if (col[j].n != n) {
+                    PyErr_SetString(PyExc_ValueError, "Fast: a batch's columns differ in length");
+                    goto done;
+                }
+            struct FBucket *b = &f->bk[x];
+            if (grow_to((void **)&b->m, &b->cap, b->n + n, sizeof(struct FMsg), 4) < 0)
+                goto done;
+            int one = n == 1 && PyLong_CheckExact(PyTuple_GET_ITEM(batch, 0));
+            for (Py_ssize_t i = 0; i < n; i++) {
+                struct FMsg *m = &b->m[b->n + i];
+                *m = (struct FMsg){col[0].v[i], col[1].v[i], col[2].v[i], col[3].v[i], 0.0, i ? FM_MORE : one ? FM_ONE : FM_LIST};
+                memcpy(&m->nb, &col[4].v[i], sizeof m->nb);
+            }
+            b->n += n;
+            f->held += n;
+        }
+    }
+    PyDict_Clear(arrivals);
+    rc = 0;
+done:
+    for (int j = 0; j < 5; j++)
+        free(col[j].v);
+    return rc;
+}
+
+/* _arrived's other branch (_arrived_many) for a bucket of ex._arrivals: its batches concatenated, then
+ * fast_account_done */
+static int fast_arrived_many(Fast *f, PyObject *bucket, double now) {
+    LList col[5] = {{0}};
+    int rc = -1;
+    if (!PyList_Check(bucket)) {
+        PyErr_SetString(PyExc_TypeError, "Fast: a bucket must be a list");
+        return -1;
+    }
+    for (Py_ssize_t b = 0; b < PyList_GET_SIZE(bucket); b++) {
+        PyObject *batch = PyList_GET_ITEM(bucket, b);
+        if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != 5) {
+            PyErr_SetString(PyExc_TypeError, "Fast: a batch must be (src, dst, step, path, bytes)");
+            goto done;
+        }
+        for (int j = 0; j < 5; j++)
+            if (fast_values(PyTuple_GET_ITEM(batch, j), j < 4 ? &col[j] : NULL, &col[4]) < 0)
+                goto done;
+    }
+    rc = fast_account_done(f, col, now);
+done:
+    for (int j = 0; j < 5; j++)
+        free(col[j].v);
+    return rc;
+}
+
+/* _arrived for a lone private message: net.account_one(pid, nbytes), _one_done */
+static int fast_lone(Fast *f, int64_t src, int64_t dst, int64_t fstep, int64_t pid, double nb, double now) {
+    Arr *a;
+    if (fast_path_bytes(f, &a) < 0)
+        return -1;
+    if (pid >= 0 && pid < a->n) {
+        *arr_fp(a, pid) += nb;
+        f->pend_flows += 1;
+    } else {
+        PyObject *p = PyLong_FromLongLong(pid), *b = p ? PyFloat_FromDouble(nb) : NULL;
+        PyObject *r = b && fast_flush(f) == 0 ? PyObject_CallMethodObjArgs(f->net, s_net_account_one, p, b, NULL) : NULL;
+        f->gen++; /* (Python ran) */
+        Py_XDECREF(p);
+        Py_XDECREF(b);
+        if (!r)
+            return -1;
+        Py_DECREF(r);
+    }
+    return fast_one_done(f, src, dst, fstep, now);
 }
 
 /* an int array (or list) argument as int64 values in ``out`` */
@@ -4007,9 +4388,7 @@ static PyObject *Fast_done(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
     free(src.v);
     free(dst.v);
     free(fstep.v);
-    if (!ok)
-        return NULL;
-    Py_RETURN_NONE;
+    return fast_out(f, ok ? Py_NewRef(Py_None) : NULL);
 }
 
 static PyObject *Fast_begin(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
@@ -4020,9 +4399,7 @@ static PyObject *Fast_begin(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
     int ok = !PyErr_Occurred() && fast_ranks(f, args[0], &ranks) == 0 &&
              (ranks.n == 0 || fast_begin(f, ranks.v, ranks.n, now) == 0);
     free(ranks.v);
-    if (!ok)
-        return NULL;
-    Py_RETURN_NONE;
+    return fast_out(f, ok ? Py_NewRef(Py_None) : NULL);
 }
 
 static int fast_index(Fast *f, PyObject *o, int64_t *out) {
@@ -4044,9 +4421,8 @@ static PyObject *Fast_one_done(Fast *f, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     long long fstep = PyLong_AsLongLong(args[2]);
     double now = PyFloat_AsDouble(args[3]);
-    if (PyErr_Occurred() || fast_one_done(f, src, dst, fstep, now) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    int ok = !PyErr_Occurred() && fast_one_done(f, src, dst, fstep, now) == 0;
+    return fast_out(f, ok ? Py_NewRef(Py_None) : NULL);
 }
 
 static PyObject *Fast_begin_one(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
@@ -4054,16 +4430,77 @@ static PyObject *Fast_begin_one(Fast *f, PyObject *const *args, Py_ssize_t nargs
     if (!nargs_ok(nargs, 2, "begin_one(r, now)") || fast_index(f, args[0], &r) < 0)
         return NULL;
     double now = PyFloat_AsDouble(args[1]);
-    if (PyErr_Occurred() || fast_begin_one(f, r, now) < 0)
+    int ok = !PyErr_Occurred() && fast_begin_one(f, r, now) == 0;
+    return fast_out(f, ok ? Py_NewRef(Py_None) : NULL);
+}
+
+/* self._after(), its first test (the reference's step unchanged: nothing to do) made here */
+static PyObject *fast_after(Fast *f) {
+    PyObject *seen = fast_attr(f, FA_SEEN0);
+    long long s0 = seen ? PyLong_AsLongLong(seen) : -1;
+    Py_XDECREF(seen);
+    if (PyErr_Occurred())
+        return NULL;
+    if (s0 != arr_i(&f->step, f->ref) && fast_call(f, s_after, "()") < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
-/* _arrived(when): the private messages due at ``when`` have arrived; a lone one (a bucket of one batch of
- * ints) is counted as _arrived counts it (net.account_one, _one_done), others as _arrived_many does; then
+/* after(): FastExecutor._after, as the network calls it after each wake-up */
+static PyObject *Fast_after(Fast *f, PyObject *unused) { return fast_out(f, fast_after(f)); }
+
+/* flows_done(slots, now): FastExecutor._on_flows_done -- the network's flows of this executor in ``slots``
+ * have completed: one as _one_done, several as _done, their (src, dst, step) read from ex.f_src, f_dst,
+ * f_step */
+static PyObject *Fast_flows_done(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "flows_done(slots, now)"))
+        return NULL;
+    static const char *names[] = {"f_src", "f_dst", "f_step"};
+    LList slots = {0}, col[3] = {{0}};
+    Arr a[3];
+    int held = 0, ok = 0;
+    double now = PyFloat_AsDouble(args[1]);
+    if (PyErr_Occurred() || fast_values(args[0], &slots, NULL) < 0)
+        goto done;
+    for (; held < 3; held++) {
+        PyObject *o = PyObject_GetAttrString(f->ex, names[held]);
+        int bad = !o || arr_get(o, &a[held], 'i') < 0;
+        Py_XDECREF(o);
+        if (bad)
+            goto done;
+    }
+    for (Py_ssize_t i = 0; i < slots.n; i++) {
+        int64_t x = slots.v[i];
+        for (int j = 0; j < 3; j++) {
+            if (x < 0 || x >= a[j].n) {
+                PyErr_SetString(PyExc_IndexError, "flows_done: slot out of range");
+                goto done;
+            }
+            if (ll_push(&col[j], arr_i(&a[j], x)) < 0)
+                goto done;
+        }
+        if (col[0].v[i] < 0 || col[0].v[i] >= f->step.n || col[1].v[i] < 0 || col[1].v[i] >= f->step.n) {
+            PyErr_SetString(PyExc_IndexError, "Fast: endpoint out of range");
+            goto done;
+        }
+    }
+    ok = (slots.n == 1 ? fast_one_done(f, col[0].v[0], col[1].v[0], col[2].v[0], now)
+                       : fast_done(f, col[0].v, col[1].v, col[2].v, slots.n, now)) == 0;
+done:
+    while (held > 0)
+        arr_release(&a[--held]);
+    free(slots.v);
+    for (int j = 0; j < 3; j++)
+        free(col[j].v);
+    return fast_out(f, ok ? Py_NewRef(Py_None) : NULL);
+}
+
+/* _arrived(when): the private messages due at ``when`` (``when_o`` the key, or NULL) have arrived -- the
+ * bucket kept under it in ex._arrivals, else the one held here (see fast_arrive_at); a lone one (a bucket
+ * of one batch of ints) counted as _arrived counts it (fast_lone), others as _arrived_many does; then
  * _after's check */
-static PyObject *Fast_arrived(Fast *f, PyObject *when) {
-    PyObject *arrivals = PyObject_GetAttr(f->ex, s_arrivals);
+static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at) {
+    PyObject *arrivals = fast_attr(f, FA_ARRIVALS), *bucket = NULL;
     if (!arrivals)
         return NULL;
     if (!PyDict_CheckExact(arrivals)) {
@@ -4071,61 +4508,81 @@ static PyObject *Fast_arrived(Fast *f, PyObject *when) {
         PyErr_SetString(PyExc_TypeError, "Fast: _arrivals must be a dict");
         return NULL;
     }
-    PyObject *bucket = PyDict_GetItemWithError(arrivals, when);
-    if (!bucket) {
+    if (f->own_queue && PyDict_GET_SIZE(arrivals) && fast_import(f, arrivals) < 0) {
         Py_DECREF(arrivals);
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_NONE; /* moved by an extrapolation */
+        return NULL;
     }
-    Py_INCREF(bucket);
-    int rc = PyDict_DelItem(arrivals, when);
-    Py_DECREF(arrivals);
-    double now;
-    if (rc < 0 || attr_f(f->env, s_now, &now) < 0)
-        goto fail;
-    PyObject *first = PyList_CheckExact(bucket) && PyList_GET_SIZE(bucket) == 1 ? PyList_GET_ITEM(bucket, 0) : NULL;
-    if (first && PyTuple_CheckExact(first) && PyTuple_GET_SIZE(first) == 5 &&
-        PyLong_CheckExact(PyTuple_GET_ITEM(first, 0))) {
-        int64_t src, dst;
-        if (fast_index(f, PyTuple_GET_ITEM(first, 0), &src) < 0 || fast_index(f, PyTuple_GET_ITEM(first, 1), &dst) < 0)
-            goto fail;
-        long long fstep = PyLong_AsLongLong(PyTuple_GET_ITEM(first, 2));
-        PyObject *pid_o = PyTuple_GET_ITEM(first, 3), *nb_o = PyTuple_GET_ITEM(first, 4);
-        long long pid = PyLong_AsLongLong(pid_o);
-        double nb = PyFloat_AsDouble(nb_o);
-        if (PyErr_Occurred())
-            goto fail;
-        /* net.account_one(pid, nbytes) */
-        Arr *a;
-        int ok = fast_path_bytes(f, &a) == 0;
-        if (ok && pid >= 0 && pid < a->n) {
-            *arr_fp(a, pid) += nb;
-            ok = add_attr(f->net, s_flows, 1) == 0;
-        } else if (ok) {
-            PyObject *r = PyObject_CallMethodObjArgs(f->net, s_net_account_one, pid_o, nb_o, NULL);
-            ok = r != NULL;
-            Py_XDECREF(r);
+    if (PyDict_GET_SIZE(arrivals)) {
+        PyObject *key = when_o ? Py_NewRef(when_o) : PyFloat_FromDouble(w);
+        bucket = key ? PyDict_GetItemWithError(arrivals, key) : NULL;
+        if (bucket) {
+            Py_INCREF(bucket);
+            if (PyDict_DelItem(arrivals, key) < 0)
+                Py_CLEAR(bucket);
         }
-        if (!ok || fast_one_done(f, src, dst, fstep, now) < 0)
-            goto fail;
-    } else if (fast_arrived_many(f, bucket, now) < 0)
-        goto fail;
-    Py_DECREF(bucket);
-    /* if self.extrapolate: self._after() (whose first test, the reference's step unchanged, is made here) */
-    if (f->extrapolate) { /* (set when the executor is made) */
-        PyObject *seen = PyObject_GetAttr(f->ex, s_seen0);
-        long long s0 = seen ? PyLong_AsLongLong(seen) : -1;
-        Py_XDECREF(seen);
-        if (PyErr_Occurred())
+        Py_XDECREF(key);
+        if (!bucket && PyErr_Occurred()) {
+            Py_DECREF(arrivals);
             return NULL;
-        if (s0 != arr_i(&f->step, f->ref) && fast_call(f, s_after, "()") < 0)
-            return NULL;
+        }
     }
-    Py_RETURN_NONE;
-fail:
-    Py_DECREF(bucket);
-    return NULL;
+    Py_DECREF(arrivals);
+    double now = now_at ? *now_at : 0.0;
+    int rc = now_at ? 0 : attr_f(f->env, s_now, &now);
+    if (rc < 0) {
+    } else if (bucket) {
+        PyObject *first = PyList_CheckExact(bucket) && PyList_GET_SIZE(bucket) == 1 ? PyList_GET_ITEM(bucket, 0) : NULL;
+        if (first && PyTuple_CheckExact(first) && PyTuple_GET_SIZE(first) == 5 &&
+            PyLong_CheckExact(PyTuple_GET_ITEM(first, 0))) {
+            int64_t src, dst;
+            rc = -1;
+            if (fast_index(f, PyTuple_GET_ITEM(first, 0), &src) == 0 &&
+                fast_index(f, PyTuple_GET_ITEM(first, 1), &dst) == 0) {
+                long long fstep = PyLong_AsLongLong(PyTuple_GET_ITEM(first, 2));
+                long long pid = PyLong_AsLongLong(PyTuple_GET_ITEM(first, 3));
+                double nb = PyFloat_AsDouble(PyTuple_GET_ITEM(first, 4));
+                rc = PyErr_Occurred() ? -1 : fast_lone(f, src, dst, fstep, pid, nb, now);
+            }
+        } else
+            rc = fast_arrived_many(f, bucket, now);
+        Py_DECREF(bucket);
+    } else {
+        Py_ssize_t at, x = fb_find(f, w, &at);
+        if (x < 0)
+            Py_RETURN_NONE; /* moved by an extrapolation */
+        struct FBucket *b = &f->bk[x];
+        if (b->n == 1 && b->m[0].kind == FM_ONE) {
+            struct FMsg m = b->m[0];
+            fb_drop(f, at);
+            rc = fast_lone(f, m.src, m.dst, m.step, m.pid, m.nb, now);
+        } else {
+            LList col[5] = {{0}};
+            for (Py_ssize_t i = 0; rc == 0 && i < b->n; i++) {
+                const struct FMsg *m = &b->m[i];
+                int64_t bits;
+                memcpy(&bits, &m->nb, sizeof bits);
+                rc = ll_push(&col[0], m->src) < 0 || ll_push(&col[1], m->dst) < 0 || ll_push(&col[2], m->step) < 0 ||
+                             ll_push(&col[3], m->pid) < 0 || ll_push(&col[4], bits) < 0
+                         ? -1
+                         : 0;
+            }
+            fb_drop(f, at);
+            if (rc == 0)
+                rc = fast_account_done(f, col, now);
+            for (int j = 0; j < 5; j++)
+                free(col[j].v);
+        }
+    }
+    if (rc < 0)
+        return NULL;
+    return f->extrapolate ? fast_after(f) : Py_NewRef(Py_None); /* (extrapolate: set when the executor is made) */
+}
+
+static PyObject *Fast_arrived(Fast *f, PyObject *when) {
+    double w = PyFloat_AsDouble(when);
+    if (w == -1.0 && PyErr_Occurred())
+        return NULL;
+    return fast_out(f, fast_take(f, w, when, NULL));
 }
 
 /* fire(when, event): the callback of an arrival's event (see fast_call_at) */
@@ -4137,6 +4594,14 @@ static PyObject *Fast_fire(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
 
 static PyMethodDef Fast_methods[] = {
     {"arrived", (PyCFunction)Fast_arrived, METH_O, "arrived(when): FastExecutor._arrived"},
+    {"export", (PyCFunction)Fast_export, METH_NOARGS,
+     "export(): the private messages the core holds in flight handed over into the executor's _arrivals"},
+    {"take_back", (PyCFunction)Fast_take_back, METH_NOARGS,
+     "take_back(): the executor's _arrivals taken into the core, as its next send or arrival takes them"},
+    {"after", (PyCFunction)Fast_after, METH_NOARGS, "after(): FastExecutor._after, its first test made here"},
+    {"flows_done", (PyCFunction)(void (*)(void))Fast_flows_done, METH_FASTCALL,
+     "flows_done(slots, now): FastExecutor._on_flows_done"},
+    {"held", (PyCFunction)Fast_held, METH_NOARGS, "held(): how many private messages the core holds in flight"},
     {"fire", (PyCFunction)(void (*)(void))Fast_fire, METH_FASTCALL, "fire(when, event): arrived(when)"},
     {"pump", (PyCFunction)Fast_pump, METH_O,
      "pump(event): the arrivals of the core's own queue due before SimPy's next event"},

@@ -293,7 +293,12 @@ class FastExecutor:
         """Hand the per-message lines -- :meth:`_arrived` for a lone private message, :meth:`_one_done`,
         :meth:`_begin_one` with :meth:`_complete_one` and a lone private send -- to the compiled core
         (``sim._ratecore.Fast``, the same operations on these arrays in the same order; anything else it
-        hands back to the lines here). Only once :meth:`_private_masks` has interned every step's routes."""
+        hands back to the lines here). Only once :meth:`_private_masks` has interned every step's routes.
+        The network's completions of this executor's flows (:meth:`_on_flows_done`) and its call after
+        each wake-up (:meth:`_after`'s first test) go to the core directly. With its own queue the core
+        also keeps the private messages in flight itself, handing them over into :attr:`_arrivals`
+        before the lines here read or write it (:meth:`_all_arrivals`), and adds up :attr:`private` and
+        the network's ``flows`` until a Python line runs."""
         if _CORE is None or not _FAST_CORE:
             return
         net = self.net
@@ -323,6 +328,12 @@ class FastExecutor:
         self._begin_one = core.begin_one  # type: ignore[method-assign]
         self._done = core.done  # type: ignore[method-assign]
         self._begin = core.begin  # type: ignore[method-assign]
+        # the network's calls: flows completed (_on_flows_done) and, alone, after each wake-up (_after,
+        # whose first test the core makes)
+        net._owners[self.owner] = core.flows_done
+        if self.alone:
+            hooks = net.after_wake
+            hooks[hooks.index(self._after)] = core.after
 
     def _launch(self, step: Step, group: np.ndarray) -> None:
         self.send_left[group] += step.out_count[group]
@@ -466,7 +477,15 @@ class FastExecutor:
 
     def _arrive_at(self, when: float, batch: tuple[Any, ...]) -> None:
         """``batch`` = (src, dst, step, path, bytes) arrives at ``when``: arrays, or ints (one message)."""
-        batch_at(self.env, self._arrivals, when, batch, self._arrived)
+        batch_at(self.env, self._all_arrivals(), when, batch, self._arrived)
+
+    def _all_arrivals(self) -> dict[float, list[tuple[Any, ...]]]:
+        """:attr:`_arrivals` with the private messages the compiled core holds in flight handed over into
+        it (``Fast.export``: the same buckets in the order they were made), for the lines that read or
+        write it."""
+        if self._core is not None:
+            self._core.export()
+        return self._arrivals
 
     def _arrived(self, when: float) -> None:
         bucket = self._arrivals.pop(when, None)
@@ -493,7 +512,7 @@ class FastExecutor:
     def _in_flight_private(self) -> tuple[np.ndarray, ...]:
         """(arrival, src, step, path) of the private messages in flight."""
         whens, srcs, steps, pids = [], [], [], []
-        for when, bucket in self._arrivals.items():
+        for when, bucket in self._all_arrivals().items():
             for src, _dst, fstep, pid, _nbytes in bucket:
                 whens.append(np.full(np.size(src), when))
                 srcs.append(np.atleast_1d(src))
@@ -660,6 +679,8 @@ class FastExecutor:
         relative = np.where(live, self.step - s0, _FINISHED)
         active, waiting = self.net.in_flight(self.owner)
         private = sum(np.size(batch[0]) for bucket in self._arrivals.values() for batch in bucket)
+        if self._core is not None:
+            private += self._core.held()  # (what the core holds: a count, none handed over)
         shape = (len(active), len(waiting), private)
         digest = hash((relative.tobytes(), self.send_left.tobytes(), self.recv_left.tobytes(), shape))
         history = self._history
@@ -783,7 +804,7 @@ class FastExecutor:
         for when in timers:
             call_at(self.env, when, self._fire)
         arrivals: dict[float, list[tuple[Any, ...]]] = {}
-        for when, bucket in self._arrivals.items():
+        for when, bucket in self._all_arrivals().items():
             moved = [(src, dst, _plus(fstep, steps), pids, nbytes) for src, dst, fstep, pids, nbytes in bucket]
             arrivals.setdefault(when + shift, []).extend(moved)
         self._arrivals = {}

@@ -185,3 +185,185 @@ def test_ranks_beginning_steps_of_different_phases_at_once(monkeypatch, algorith
     fast, made, _ = _both(monkeypatch, hgx(4, "dgx-h100", gpus_per_host=4), "allreduce", algorithm, 3 * 2**22 + 5)
     assert fast.engine == "fast:events"
     assert any(e._core is not None for e in made)
+
+
+def _two_phases_at_once() -> Any:
+    """Six hosts on two leaves under one spine (0-2 on one leaf, 3-5 on the other): 0 -> 3 at every step,
+    1 -> 4 from step 1 on, each phase one step. Both cross the one uplink (two senders on it: no message is
+    private), so 0 -> 3 of step s and 1 -> 4 of step s + 1 share it from the first instant on and finish
+    together: one network wake-up ends both, and ranks 0 and 3 (phase s + 1) and 1 and 4 (phase s + 2)
+    begin at once, each group launching a flow."""
+    from sim.program import Step, StepProgram
+
+    both = [([0, 1], [3, 4])] * 4
+    steps = [Step.make([0], [3], 2.0**20, endpoints=6)] + [
+        Step.make(src, dst, 2.0**20, endpoints=6) for src, dst in both
+    ]
+    return StepProgram(6, tuple((step, 1) for step in steps))
+
+
+def test_a_begin_launches_its_phase_groups_upwards(monkeypatch):
+    """The core's begin launches each phase's group of ranks in the Python lines' order, phase by phase
+    upwards (``_begin``'s ``np.unique`` of the phases): here two groups of one begin both hand flows to
+    the network, so the launches' sequence shows the order (a core launching them downwards fails)."""
+    graph = leaf_spine(2, 3, 1, "100Gbps", "100Gbps", "1us")
+    runs = []
+    for core in (True, False):
+        with monkeypatch.context() as m:
+            m.setattr(fastpath, "_FAST_CORE", core)
+            runs.append(_executor_run(m, graph, _two_phases_at_once()))
+    (end, launches, ex), (ref_end, ref_launches, ref_ex) = runs
+    assert ex._core is not None and ref_ex._core is None and ex.private == 0
+    assert repr(end) == repr(ref_end)
+    assert launches == ref_launches
+    # the begins after the first that launch both groups at one instant: 0 -> 3 (the lower phase) first
+    instants = sorted({t for t, _ in launches})[1:]
+    order = [[what[1] for t, what in launches if t == at] for at in instants]
+    assert len(order) == 4 and all(srcs == [0, 1] for srcs in order[:3])
+
+
+def _executor_run(
+    m: pytest.MonkeyPatch, graph: Any, program: Any, gamma: float = 0.0, scale: Any = None
+) -> tuple[float, list[Any], Any]:
+    """The program alone on the graph under a FastExecutor: the end, the network's launches (the clock
+    and the (path, source) pairs), the executor."""
+    from sim.cluster import Cluster
+    from sim.network import Network
+
+    env = simpy.Environment()
+    cluster = Cluster(graph)
+    net = Network(env, cluster)
+    launches: list[Any] = []
+    for name in ("launch", "launch_one"):
+        method = getattr(network.Network, name)
+
+        def spying(self: Any, *a: Any, _method: Any = method, **k: Any) -> Any:
+            launches.append((self.env.now, tuple(np.atleast_1d(a[0]).tolist() + np.atleast_1d(a[1]).tolist())))
+            return _method(self, *a, **k)
+
+        m.setattr(network.Network, name, spying)
+    scale = np.ones(program.endpoints) if scale is None else scale
+    ex = fastpath.FastExecutor(net, program, gamma, scale, alone=True)
+    env.run(env.process(ex.run()))
+    return env.now, launches, ex
+
+
+def _in_flight(ex: Any) -> list[Any]:
+    """The executor's private messages in flight as the Python lines keep them: (arrival, [(a lone
+    message's batch?, its columns), ...]) per bucket, in the dict's order (the core's handed over)."""
+    return [
+        (when, [(isinstance(b[0], int), [np.atleast_1d(c).tolist() for c in b]) for b in bucket])
+        for when, bucket in ex._all_arrivals().items()
+    ]
+
+
+@pytest.mark.parametrize("hosts, leaves", [(8, 2), (4, None)])
+def test_the_cores_arrivals_handed_over_as_the_python_lines_keep_them(monkeypatch, hosts, leaves):
+    """The core holds its private arrivals' buckets itself and hands them over into ``_arrivals`` before
+    a Python line reads them (each snapshot of the steady-state detection, the jump), taking them back
+    at its next send or arrival: at every snapshot the buckets -- their keys, their order, their batches'
+    bounds and kinds -- are the Python lines' own, and so are the count the detection's digest uses, the
+    network's flows and the executor's private count (which the core adds up until Python runs). Handed
+    over at every instant the reference rank moves on as well, the run is still the Python lines' own."""
+    graph = dgx(hosts=hosts, gpus_per_host=4, **({"hosts_per_leaf": leaves, "spines": 2} if leaves else {}))
+    seen: dict[bool, list[Any]] = {True: [], False: []}
+    runs: dict[bool, Any] = {}
+    snapshot, after = fastpath.FastExecutor._snapshot, fastpath.FastExecutor._after
+    for core in (True, False):
+
+        def spying(self: Any, s0: int, _core: bool = core) -> Any:
+            seen[_core].append(("snapshot", self.env.now, _in_flight(self)))
+            return snapshot(self, s0)
+
+        def counting(self: Any, _core: bool = core) -> None:
+            if int(self.step[self.ref]) != self._seen0:  # (the core calls _after only then)
+                held = self._core.held() if self._core is not None else 0
+                count = sum(np.size(b[0]) for bucket in self._arrivals.values() for b in bucket)
+                flows, private = self.net.flows, self.private
+                seen[_core].append(("after", self.env.now, held + count, flows, private, _in_flight(self)))
+            after(self)
+
+        with monkeypatch.context() as m:
+            m.setattr(fastpath.FastExecutor, "_snapshot", spying)
+            m.setattr(fastpath.FastExecutor, "_after", counting)
+            runs[core] = _run(
+                monkeypatch, core, graph, "allreduce", "ring:order=rank", 2**22 + 7, engine="fast", gamma=1e-11
+            )
+    assert seen[True] == seen[False]
+    (fast, made, _), (ref, _, _) = runs[True], runs[False]
+    assert repr(fast.time_s) == repr(ref.time_s) and fast.events == ref.events and made[-1]._core is not None
+    snaps = [s for s in seen[True] if s[0] == "snapshot"]
+    assert snaps and any(s[2] for s in snaps)
+    assert any(len(bucket) > 1 or not bucket[0][0] for s in snaps for _, bucket in s[2])  # batches of lists
+    # lone messages (a bucket of one batch of ints) among them on the non-blocking fabric
+    assert any(len(bucket) == 1 and bucket[0][0] for s in snaps for _, bucket in s[2]) == (leaves is None)
+
+
+def test_arrivals_taken_back_and_handed_over_unchanged(monkeypatch):
+    """Buckets of every kind the Python lines make -- a lone message's ints, lists, arrays (a jump's),
+    several batches under one key -- taken into the core (``take_back``, what its next send or arrival
+    does after a hand-over) and handed over again (``export``) come back as they were, in their order."""
+    _, made, _ = _run(
+        monkeypatch, True, dgx(hosts=4, gpus_per_host=4), "allreduce", "ring:order=rank", 2**20, engine="fast"
+    )
+    ex = made[-1]
+    assert ex._core is not None and ex._core.held() == 0 and not ex._arrivals
+    arrivals = {
+        0.5: [(1, 2, 7, 3, 64.0)],
+        0.25: [([0, 4], [1, 5], [7, 7], [2, 9], [8.0, 16.0]), (3, 4, 8, 1, 32.0)],
+        1.0: [(np.array([6]), np.array([7]), np.array([9]), np.array([4]), np.array([1.5]))],
+        0.75: [(2, 3, 7, 5, 2.0), (5, 6, 7, 6, 4.0), ([1], [2], [8], [0], [0.5])],
+    }
+    ex._arrivals = {when: list(bucket) for when, bucket in arrivals.items()}
+    want = _in_flight(ex)
+    ex._core.take_back()
+    assert ex._arrivals == {} and ex._core.held() == 8
+    assert _in_flight(ex) == want and ex._core.held() == 0
+    assert [isinstance(b[0], int) for b in ex._arrivals[0.75]] == [True, True, False]
+    ex._arrivals = {}
+
+
+def test_windows_widened_by_the_python_lines_in_the_middle_of_the_cores_work(monkeypatch):
+    """Rank 0 sends rank 1 a message a step (128 KiB), 40 steps, and waits only for it to arrive; rank 1
+    reduces each one, ten times slower: its messages arrive ever more steps early, and the Python lines
+    widen the early windows (new arrays) in the middle of the core's work on such an arrival, after which
+    rank 0 begins its next step there with an early message of rank 5's to count (5 sends it 64 KiB a
+    step and waits for nothing else): the core must use the new arrays -- the same end, counts and
+    windows as the Python lines. (Ranks 2 and 3 send to 4 meanwhile, sharing its link: contention, so
+    the events run, not the max-plus recurrence.)"""
+    from sim.program import Step, StepProgram
+
+    step = Step.make([0, 2, 3, 5], [1, 4, 4, 0], [2.0**17, 2.0**16, 2.0**16, 2.0**16], [2.0**16, 0, 0, 0], endpoints=6)
+    program = StepProgram(6, ((step, 40),))
+    runs = []
+    for core in (True, False):
+        with monkeypatch.context() as m:
+            m.setattr(fastpath, "_FAST_CORE", core)
+            runs.append(_executor_run(m, star(6, "100Gbps", "1us"), program, 1e-9, np.array([2.0, 10, 1, 1, 1, 1])))
+    (end, _, ex), (ref_end, _, ref_ex) = runs
+    assert ex._core is not None and ex.private == 80 and ex.window > 8
+    assert repr(end) == repr(ref_end)
+    assert (ex.private, ex.window, ex.finished, ex.extrapolated_steps) == (
+        ref_ex.private,
+        ref_ex.window,
+        ref_ex.finished,
+        ref_ex.extrapolated_steps,
+    )
+    assert ex.early_count.tolist() == ref_ex.early_count.tolist()
+
+
+def test_what_the_core_read_is_read_again_after_python_ran(monkeypatch):
+    """The core reads an attribute once while no Python line runs: a value Python sets between two of
+    its calls (here the last reference step ``_after`` saw) is the one the next call uses."""
+    _, made, _ = _run(
+        monkeypatch, True, dgx(hosts=4, gpus_per_host=4), "allreduce", "ring:order=rank", 2**20, engine="fast"
+    )
+    ex = made[-1]
+    assert ex._core is not None
+    calls: list[int] = []
+    ex._after = lambda: calls.append(ex._seen0)
+    ex._seen0 = int(ex.step[ex.ref])
+    ex._core.after()  # the reference's step unchanged: nothing to do
+    ex._seen0 = -5
+    ex._core.after()
+    assert calls == [-5]
