@@ -330,7 +330,7 @@ class FastExecutor:
         self._begin = core.begin  # type: ignore[method-assign]
         # the network's calls: flows completed (_on_flows_done) and, alone, after each wake-up (_after,
         # whose first test the core makes)
-        net._owners[self.owner] = core.flows_done
+        net.set_owner(self.owner, core.flows_done)
         if self.alone:
             hooks = net.after_wake
             hooks[hooks.index(self._after)] = core.after

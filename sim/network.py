@@ -399,6 +399,11 @@ class Network:
         self._owners.append(callback)
         return len(self._owners) - 1
 
+    def set_owner(self, owner: int, callback: Callable[[np.ndarray, float], None]) -> None:
+        """Call ``callback(slots, now)`` from now on for ``owner``'s completed flows (an owner id from
+        :meth:`add_owner`), e.g. an executor's compiled core in place of its Python method."""
+        self._owners[owner] = callback
+
     def launch(
         self,
         pids: np.ndarray,
