@@ -176,6 +176,12 @@ class LocalExecutor:
                     worker.kill()
             for worker in workers:
                 worker.join(timeout=5)
+            # let the pool's manager thread see its workers gone and close its wake-up pipe now: left
+            # running, it can close the pipe while the interpreter's exit hook writes to it (CPython
+            # 3.11's concurrent.futures checks, then writes, unlocked), a traceback after Ctrl-C or kill
+            manager = getattr(pool, "_executor_manager_thread", None)
+            if manager is not None:
+                manager.join(timeout=5)
 
 
 class DaskExecutor:
