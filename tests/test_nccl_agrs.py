@@ -249,3 +249,63 @@ def test_cli_shows_the_ag_rs_pick_per_size_and_refuses_bad_input_in_one_line():
     ):
         bad = _cli("simulate", *args, "--size", "1MiB")
         assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+def _gathering_log(binary: str, p: int = 16, per: int = 8, version: str = "2.26.2") -> str:
+    """An nccl-tests log of ``binary`` (all_gather_perf / reduce_scatter_perf) on ``p`` H100s, ``per`` a
+    node: busbw = algbw x (p-1)/p, as nccl-tests prints it for both (validate/calibration/inputs.py)."""
+    redop = "none" if binary.startswith("all_gather") else "sum"
+    rows = "".join(
+        f"  {size:>10d}  {size // 4 // p:>12d}     float    {redop}      -1  {t:8.1f}  {size / t / 1e3:6.2f}  "
+        f"{size / t / 1e3 * (p - 1) / p:6.2f}      0  {t:8.1f}  {size / t / 1e3:6.2f}  {size / t / 1e3 * (p - 1) / p:6.2f}      0\n"
+        for size, t in ((2**20, 60.0), (2**24, 110.0), (2**28, 760.0), (2**30, 2750.0))
+    )
+    return (
+        f"#% HARDWARE (as stated): {p // per} nodes of {per}x H100, 8x 400 Gb/s NDR per node\n"
+        f"# nccl-tests version 2.17.1 nccl-headers=22602 nccl-library=22602\n"
+        f"# Collective test starting: {binary}\n"
+        "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 16(factor) warmup iters: 5 iters: 20\n"
+        + "".join(
+            f"#  Rank {r:2d} Group  0 Pid 1 on node{r // per} device  {r % per} [0x1b] NVIDIA H100 80GB HBM3\n"
+            for r in range(p)
+        )
+        + "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+        + rows
+    )
+
+
+@pytest.mark.parametrize(
+    "binary, collective", [("all_gather_perf", "allgather"), ("reduce_scatter_perf", "reducescatter")]
+)
+def test_ag_rs_logs_are_read_and_predicted_with_nccl(tmp_path, binary, collective):
+    """An all_gather_perf / reduce_scatter_perf log is read as its collective with ``nccl`` (the release the
+    log states: nccl-library=22602 is 2.26.2) and predicted by benchmarks/nccl_logs.py with that
+    collective's tuner; the calibration import reads it the same way."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import nccl_logs
+
+    path = tmp_path / f"h100-{binary}-2node.txt"
+    path.write_text(_gathering_log(binary))
+    samples, source = nccl_logs.read_samples(str(path))
+    assert {(s.collective, s.algorithm, s.ranks) for s in samples} == {(collective, "nccl:version=2.26.2", 16)}
+    log = nccl_logs.parse_log(path)
+    rows = nccl_logs.predict(log, 2**20)
+    assert [r[0] for r in rows] == [2**20, 2**24, 2**28, 2**30]
+    assert all(r[4].startswith("ring/") for r in rows)  # 2 x DGX H100: the ring (LL128 up to 16 MiB)
+    assert nccl_logs.main([str(tmp_path), "--tables", "nominal"]) == 0
+
+
+def test_an_all_gather_table_under_an_all_reduce_command_is_still_refused(tmp_path):
+    """The reader's documented refusal (tests/test_nccl.py::test_log_reader_reads_the_quirks_of_other_posts)
+    stands: a table whose busbw / algbw is (p-1)/p under an all_reduce_perf command is not read as
+    all-reduce, and no longer as anything else either."""
+    from sim.errors import CalibrationError
+    from validate.calibration.inputs import read_samples
+
+    text = _gathering_log("all_gather_perf").replace("# Collective test starting: all_gather_perf\n", "")
+    path = tmp_path / "mislabelled.txt"
+    path.write_text("mpirun -np 16 ./build/all_reduce_perf -b 1M -e 1G -f 16 -g 1\n" + text)
+    with pytest.raises(CalibrationError, match="not all-reduce's"):
+        read_samples(str(path))
+    samples, _ = read_samples(f"{path}:collective=allgather")  # the user's word settles it
+    assert samples[0].collective == "allgather" and samples[0].algorithm.startswith("nccl")
