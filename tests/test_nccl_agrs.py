@@ -150,7 +150,7 @@ def test_tuner_two_dgx_h100_by_hand():
 
 def test_tuner_release_rules():
     """Per release (tuning.cc at each tag): 2.18.x prices the ring alone for AG/RS; until 2.20.5 the ring's
-    LL on one node is busBw / 3 (12 x 30 / 3 = 120 < llMaxBws Hopper-N1, 87.7 in 2.19.3 -> 87.7 x 8/7); NVLS
+    LL on one node is busBw / 3 (H100: 12 x 30 / 3 = 120 > llMaxBws Hopper-N1, 87.7 in 2.19.3 -> 87.7 x 8/7); NVLS
     on one node 2.19.1-2.22.3 is 8 x min(40, 60) x 5/6 = 266.7 (the ratio applied), 2.23.4-2.27.7 8 x 40 = 320
     (no conversion); PAT from 2.23.4 with one GPU a node."""
     one = _system(1)
@@ -159,6 +159,11 @@ def test_tuner_release_rules():
     assert _table(one, 2**20, "2.26.2")[("nvls", "simple")][1] == pytest.approx(8 * 40)
     ll = _table(one, 2**20, "2.19.3")[("ring", "ll")][1]
     assert ll == pytest.approx(min(tuning_for((2, 19, 3))[0].ll_max_bw[2][0], 360 / 3) * 8 / 7)
+    # 1 x HGX A100: ring 12 x 20 = 240 (sm80 intra speeds); LL busBw 240 / 3 = 80 under llMaxBws Ampere-N1
+    # 87.7 in 2.19.3 (x 1/4 would give 60), min(87.7, 240 x .5) from 2.21.5
+    a100 = tuner.describe(Cluster(hgx(1, "hgx-a100-200g")), 8)
+    assert _table(a100, 2**20, "2.19.3")[("ring", "ll")][1] == pytest.approx(240 / 3 * 8 / 7)
+    assert _table(a100, 2**20, "2.21.5")[("ring", "ll")][1] == pytest.approx(87.7 * 8 / 7)
     single = _system(4, gpus_per_host=1)
     assert "pat" not in {a for a, _ in _table(single, 2**20, "2.22.3")}
     # PAT, 4 nodes of one GPU, 2.30.7: lat 8 + log2(4) x NET Tree Simple 14 / 3.5 + 4 x 2.8 = 27.2 us
