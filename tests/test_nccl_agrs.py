@@ -205,6 +205,9 @@ def test_nccl_simulates_the_ring_it_prints():
         simulate(hgx(4, "dgx-h100", gpus_per_host=1), "allgather", "nccl", 2**20)
     assert "\n" not in str(info.value)
     assert simulate(hgx(4, "dgx-h100", gpus_per_host=1), "allgather", "nccl:algo=ring", 2**20).time_s > 0
+    single = Cluster(hgx(4, "dgx-h100", gpus_per_host=1))
+    nccl = get_algorithm("allgather", "nccl")
+    assert not nccl.builds(4, 2**20, single) and nccl.builds(4, 2**24, single)  # PAT at 1 MiB, the ring at 16
 
 
 @pytest.mark.parametrize("collective", GATHERING)

@@ -247,6 +247,11 @@ class _NcclGathering(Nccl):
         sys = tuner.describe(cluster, p)
         return next(iter(agrs.candidates(sys, nbytes, {c.algorithm}, {c.protocol})), c)
 
+    def builds(self, p: int, nbytes: float, cluster: Any) -> bool:
+        """Whether NCCL's pick for ``nbytes`` is a schedule collsim builds (the ring), i.e. whether a run of
+        this size is simulated rather than refused."""
+        return p < 2 or self.choice(p, nbytes, cluster).algorithm == "ring"
+
     def _build(self, p: int, nbytes: float, cluster: Any) -> tuple[StepProgram, int]:
         from ..nccl import agrs
         from ..nccl.rings import rings_gather_program
