@@ -259,18 +259,18 @@ def test_cli_shows_the_ag_rs_pick_per_size_and_refuses_bad_input_in_one_line():
         assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
 
 
-def _gathering_log(binary: str, p: int = 16, per: int = 8, version: str = "2.26.2") -> str:
+def _gathering_log(binary: str, p: int = 16, per: int = 8, library: int = 22602, sizes: tuple[int, ...] = ()) -> str:
     """An nccl-tests log of ``binary`` (all_gather_perf / reduce_scatter_perf) on ``p`` H100s, ``per`` a
     node: busbw = algbw x (p-1)/p, as nccl-tests prints it for both (validate/calibration/inputs.py)."""
     redop = "none" if binary.startswith("all_gather") else "sum"
     rows = "".join(
         f"  {size:>10d}  {size // 4 // p:>12d}     float    {redop}      -1  {t:8.1f}  {size / t / 1e3:6.2f}  "
         f"{size / t / 1e3 * (p - 1) / p:6.2f}      0  {t:8.1f}  {size / t / 1e3:6.2f}  {size / t / 1e3 * (p - 1) / p:6.2f}      0\n"
-        for size, t in ((2**20, 60.0), (2**24, 110.0), (2**28, 760.0), (2**30, 2750.0))
+        for size, t in ((2**20, 60.0), (2**24, 110.0), (2**28, 760.0), (2**30, 2750.0), *((n, 70.0) for n in sizes))
     )
     return (
         f"#% HARDWARE (as stated): {p // per} nodes of {per}x H100, 8x 400 Gb/s NDR per node\n"
-        f"# nccl-tests version 2.17.1 nccl-headers=22602 nccl-library=22602\n"
+        f"# nccl-tests version 2.17.1 nccl-headers={library} nccl-library={library}\n"
         f"# Collective test starting: {binary}\n"
         "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 16(factor) warmup iters: 5 iters: 20\n"
         + "".join(
@@ -317,3 +317,19 @@ def test_an_all_gather_table_under_an_all_reduce_command_is_still_refused(tmp_pa
         read_samples(str(path))
     samples, _ = read_samples(f"{path}:collective=allgather")  # the user's word settles it
     assert samples[0].collective == "allgather" and samples[0].algorithm.startswith("nccl")
+
+
+def test_a_log_size_whose_pick_is_not_built_is_left_out_with_a_note(tmp_path):
+    """1 x DGX H100, NCCL 2.19.3: NCCL's all-gather pick at 2 MiB is NVLS (8 x min(40, 60) x 5/6 = 266.7
+    GB/s, 23 us: 30.86 us against Ring/LL's 10.8 + 2 MiB / (87.7 x 8/7 GB/s) = 31.72 us), which collsim
+    does not build: benchmarks/nccl_logs.py leaves that size out and says so on the log's line, and
+    predicts the others."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import nccl_logs
+
+    path = tmp_path / "h100-ag-1node.txt"
+    path.write_text(_gathering_log("all_gather_perf", p=8, library=21903, sizes=(2**21,)))
+    log = nccl_logs.parse_log(path)
+    rows = nccl_logs.predict(log, 2**20)
+    assert 2**21 not in [r[0] for r in rows] and len(rows) == 4
+    assert "2097152 B left out: NCCL picks nvls/simple, not built" in log.note
