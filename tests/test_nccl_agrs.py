@@ -320,16 +320,34 @@ def test_an_all_gather_table_under_an_all_reduce_command_is_still_refused(tmp_pa
 
 
 def test_a_log_size_whose_pick_is_not_built_is_left_out_with_a_note(tmp_path):
-    """1 x DGX H100, NCCL 2.19.3: NCCL's all-gather pick at 2 MiB is NVLS (8 x min(40, 60) x 5/6 = 266.7
-    GB/s, 23 us: 30.86 us against Ring/LL's 10.8 + 2 MiB / (87.7 x 8/7 GB/s) = 31.72 us), which collsim
-    does not build: benchmarks/nccl_logs.py leaves that size out and says so on the log's line, and
-    predicts the others."""
+    """4 nodes of one H100, NCCL 2.26.2: NCCL's all-gather pick at 1 MiB is PAT (from 2.23.4, one GPU a
+    node), which collsim does not build: benchmarks/nccl_logs.py leaves that size out and says so on the
+    log's line, and predicts the others."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import nccl_logs
 
-    path = tmp_path / "h100-ag-1node.txt"
-    path.write_text(_gathering_log("all_gather_perf", p=8, library=21903, sizes=(2**21,)))
+    path = tmp_path / "h100-ag-4node.txt"
+    path.write_text(_gathering_log("all_gather_perf", p=4, per=1))
     log = nccl_logs.parse_log(path)
     rows = nccl_logs.predict(log, 2**20)
-    assert 2**21 not in [r[0] for r in rows] and len(rows) == 4
-    assert "2097152 B left out: NCCL picks nvls/simple, not built" in log.note
+    assert [r[0] for r in rows] == [2**24, 2**28, 2**30]
+    assert "1048576 B left out: NCCL picks pat/simple, not built" in log.note
+
+
+@pytest.mark.parametrize("collective", GATHERING)
+def test_nvls_on_one_host_is_simulated(collective):
+    """NVLS all-gather / reduce-scatter on one DGX H100 (every GPU heads its block; the NVSwitch multicasts
+    it, or reduces it from every GPU): forced, and NCCL 2.19.3's own pick at 2 MiB (NVLS 8 x min(40, 60) x
+    5/6 = 266.7 GB/s and 23 us: 30.86 us, against Ring/LL's 10.8 + 2 MiB / (87.7 x 8/7 GB/s) = 31.72 us).
+    The data check passes, the fast path equals the message level, and every GPU's NVLink carries the
+    whole buffer one way (1 GiB: slower than the ring's (p-1)/p, at most 0.85 x 370.8 GB/s)."""
+    g = hgx(1, "dgx-h100")
+    pick = get_algorithm(collective, "nccl:version=2.19.3").choice(8, 2**21, Cluster(g))
+    assert (pick.algorithm, pick.protocol) == ("nvls", "simple")
+    for spec, size in (("nccl:version=2.19.3", 2**21), ("nccl:algo=nvls", 3 * 2**24), ("nccl:algo=nvls", 2**30)):
+        m = simulate(g, collective, spec, size, engine="message", check=True, gamma=1e-11)
+        f = simulate(g, collective, spec, size, engine="fast", gamma=1e-11)
+        assert m.wrong == 0 and f.time_s == pytest.approx(m.time_s, rel=1e-9)
+    assert 2**30 / m.time_s <= 0.85 * 370.8e9
+    with pytest.raises(AlgorithmError, match="NVLS runs inside one host unless"):
+        simulate(hgx(2, "dgx-h100"), collective, "nccl:algo=nvls", 2**20)

@@ -37,7 +37,7 @@ from ..schema import Spec
 from .base import Algorithm
 from .collnet_direct import collnet_direct_program
 from .nccl_tree import rails, tree_program
-from .nvls import nvls_program
+from .nvls import nvls_gather_program, nvls_program
 from .registry import register
 
 __all__ = ["NCCL_ALGO_NAMES", "Nccl"]
@@ -197,9 +197,10 @@ class NcclGatherOptions(NcclOptions):
 class _NcclGathering(Nccl):
     """``nccl`` for all-gather and reduce-scatter: NCCL's tuner for that collective
     (:mod:`sim.nccl.agrs`), the pick simulated where collsim builds its schedule -- the ring, with NCCL's
-    channels and the protocol's bytes on the wire (:func:`sim.nccl.rings.rings_gather_program`). A pick
-    of NVLS, CollNetDirect or PAT is priced and printed but not simulated: the run is refused with one
-    line naming it (``nccl:algo=ring`` forces the ring)."""
+    channels and the protocol's bytes on the wire (:func:`sim.nccl.rings.rings_gather_program`), and NVLS
+    on one host (:func:`~sim.algorithms.nvls.nvls_gather_program`). A pick of NVLS across hosts,
+    CollNetDirect or PAT is priced and printed but not simulated: the run is refused with one line naming
+    it (``nccl:algo=ring`` forces the ring)."""
 
     Options = NcclGatherOptions
     examples = ("nccl:algo=ring", "nccl:algo=ring,proto=ll128", "nccl:version=2.22.3")
@@ -248,15 +249,20 @@ class _NcclGathering(Nccl):
         return next(iter(agrs.candidates(sys, nbytes, {c.algorithm}, {c.protocol})), c)
 
     def builds(self, p: int, nbytes: float, cluster: Any) -> bool:
-        """Whether NCCL's pick for ``nbytes`` is a schedule collsim builds (the ring), i.e. whether a run of
-        this size is simulated rather than refused."""
-        return p < 2 or self.choice(p, nbytes, cluster).algorithm == "ring"
+        """Whether NCCL's pick for ``nbytes`` is a schedule collsim builds (the ring; NVLS on one host), i.e.
+        whether a run of this size is simulated rather than refused."""
+        if p < 2:
+            return True
+        a = self.choice(p, nbytes, cluster).algorithm
+        return a == "ring" or (a == "nvls" and len(host_ranks(cluster, p)) == 1)
 
     def _build(self, p: int, nbytes: float, cluster: Any) -> tuple[StepProgram, int]:
         from ..nccl import agrs
         from ..nccl.rings import rings_gather_program
 
         c = self.choice(p, nbytes, cluster)
+        if c.algorithm == "nvls" and len(host_ranks(cluster, p)) == 1:  # one host: the NVSwitch multicasts
+            return nvls_gather_program(cluster, p, nbytes, self.collective, self.fixed_cost(p, nbytes, cluster, c))
         if c.algorithm != "ring":
             name = f"{agrs.NCCL_NAMES[c.algorithm]}/{get_protocol(c.protocol).name}"
             raise AlgorithmError(
@@ -278,11 +284,15 @@ class _NcclGathering(Nccl):
 class NcclAllGather(_NcclGathering):
     name = "nccl"
     collective = "allgather"
-    summary = "the algorithm, protocol and channels NCCL's tuner picks for all-gather; the ring simulated"
+    summary = (
+        "the algorithm, protocol and channels NCCL's tuner picks for all-gather (Ring, NVLS on one host simulated)"
+    )
 
 
 @register
 class NcclReduceScatter(_NcclGathering):
     name = "nccl"
     collective = "reducescatter"
-    summary = "the algorithm, protocol and channels NCCL's tuner picks for reduce-scatter; the ring simulated"
+    summary = (
+        "the algorithm, protocol and channels NCCL's tuner picks for reduce-scatter (Ring, NVLS on one host simulated)"
+    )
