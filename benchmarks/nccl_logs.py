@@ -311,6 +311,12 @@ def predict(log: Log, min_size: float, cal: object = None) -> list[tuple[int, fl
         if s.size < min_size:
             continue
         algo = get_algorithm(s.collective, s.algorithm)
+        builds = getattr(algo, "builds", None)  # all-gather / reduce-scatter: a pick collsim does not build
+        if builds is not None and not builds(s.ranks, s.size, cluster):
+            c = algo.choice(s.ranks, s.size, cluster)  # type: ignore[attr-defined]
+            left = f"{s.size} B left out: NCCL picks {c.algorithm}/{c.protocol}, not built"
+            log.note = left if not log.note else log.note if left in log.note else f"{log.note}; {left}"
+            continue
         r = simulate(cluster, s.collective, algo, s.size, ranks=s.ranks, gamma=0.0)
         c = algo.choice(s.ranks, s.size, cluster)  # type: ignore[attr-defined]
         pred = r.time_s * 1e6

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from sim.algorithms import get_algorithm
+from sim.cluster import Cluster
 from sim.collectives import COLLECTIVES
 from sim.compare import candidates
 from sim.topology.graph import ClusterBuilder
@@ -79,8 +80,9 @@ class Case:
 
 
 def case(seed: int, *, collectives: tuple[str, ...] | None = None) -> Case:
-    """The case drawn from ``seed`` (an algorithm that cannot run on the drawn ranks is replaced by the
-    collective's first algorithm, which runs on any)."""
+    """The case drawn from ``seed`` (an algorithm that cannot run on the drawn ranks, or whose pick for the
+    drawn size is refused -- ``nccl`` for all-gather picking PAT -- is replaced by the collective's first
+    algorithm, which runs on any)."""
     rng = random.Random(seed)
     graph = random_cluster(rng)
     total = len(graph.graph["ranks"])
@@ -89,13 +91,14 @@ def case(seed: int, *, collectives: tuple[str, ...] | None = None) -> Case:
     algorithm = rng.choice(candidates(collective))
     algo = get_algorithm(collective, algorithm)
     try:
-        from sim.cluster import Cluster
-
         algo.check(ranks, Cluster(graph))
     except Exception:  # noqa: BLE001 - any refusal: fall back to the collective's first algorithm
         algorithm = candidates(collective)[0]
     size = rng.choice((1, 1000, 4096, 65536, 1 << 20, 3 * (1 << 20) + 7))
     gamma = rng.choice((0.0, 0.0, 1e-10))
+    builds = getattr(get_algorithm(collective, algorithm), "builds", None)
+    if builds is not None and not builds(ranks, size, Cluster(graph)):  # NCCL picks a schedule not built
+        algorithm = candidates(collective)[0]
     return Case(seed, graph, collective, algorithm, size, ranks, gamma)
 
 

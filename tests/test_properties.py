@@ -52,7 +52,14 @@ class _Recorder:
         send = sim.runtime.Job.send
 
         def counting_send(job, src, dst, nbytes, payload=None, tag=0):
-            recorder.sent[(src, dst)] += nbytes
+            # an actor beyond the ranks (an NCCL channel) counts as its rank, as the network accounts it
+            cluster = job.net.cluster
+            size, ranks = cluster.size, cluster.endpoint_rank
+
+            def owner(e: int) -> int:
+                return e if e < size or ranks[e - size] < 0 else ranks[e - size]
+
+            recorder.sent[(owner(src), owner(dst))] += nbytes
             return send(job, src, dst, nbytes, payload, tag)
 
         mp.setattr(simulate_module, "Network", Network)

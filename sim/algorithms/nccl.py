@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import field_validator
 
@@ -37,7 +37,7 @@ from ..schema import Spec
 from .base import Algorithm
 from .collnet_direct import collnet_direct_program
 from .nccl_tree import rails, tree_program
-from .nvls import nvls_program
+from .nvls import nvls_gather_program, nvls_program
 from .registry import register
 
 __all__ = ["NCCL_ALGO_NAMES", "Nccl"]
@@ -181,3 +181,118 @@ class Nccl(Algorithm):
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         return 2 * (p - 1) * alpha + 2 * (p - 1) / p * n * beta + (p - 1) / p * n * gamma
+
+
+#: NCCL_ALGO names for all-gather and reduce-scatter: the all-reduce's and PAT
+GATHER_ALGO_NAMES = NCCL_ALGO_NAMES | {"pat": "pat"}
+
+
+class NcclGatherOptions(NcclOptions):
+    @field_validator("algo")
+    @classmethod
+    def _algo(cls, value: str) -> str:  # (overrides the all-reduce's: PAT too)
+        return _parse(value, GATHER_ALGO_NAMES, "algorithm")
+
+
+class _NcclGathering(Nccl):
+    """``nccl`` for all-gather and reduce-scatter: NCCL's tuner for that collective
+    (:mod:`sim.nccl.agrs`), the pick simulated where collsim builds its schedule -- the ring, with NCCL's
+    channels and the protocol's bytes on the wire (:func:`sim.nccl.rings.rings_gather_program`), and NVLS
+    on one host (:func:`~sim.algorithms.nvls.nvls_gather_program`). A pick of NVLS across hosts,
+    CollNetDirect or PAT is priced and printed but not simulated: the run is refused with one line naming
+    it (``nccl:algo=ring`` forces the ring)."""
+
+    Options = NcclGatherOptions
+    examples = ("nccl:algo=ring", "nccl:algo=ring,proto=ll128", "nccl:version=2.22.3")
+    #: a star has one GPU a host, where NCCL picks PAT for small sizes (not built, so refused):
+    #: tests/test_nccl_agrs.py runs the oracle on the examples
+    star_oracle: ClassVar[bool] = False
+    options: NcclGatherOptions  # type: ignore[assignment]
+
+    def _release(self) -> tuple[int, int, int]:
+        return parse_version(self.options.version)
+
+    def _system(self, p: int, cluster: Any) -> tuple[tuner.System, set[str] | None, set[str] | None]:
+        from ..nccl import agrs
+
+        sys = tuner.describe(cluster, p)
+        algos = _select(self.options.algo, GATHER_ALGO_NAMES, agrs.AGRS_ALGORITHMS + tuner.ALGORITHMS)
+        protos = _select(self.options.proto, _PROTOS, tuner.PROTOS)
+        if algos is not None:
+            tuning = self.tuner_release()[0]
+            graphs = tuner.search(sys, tuning)
+            allowed = agrs.enabled(sys, graphs, tuning, self._release())
+            for a in sorted(algos - allowed):
+                if self.options.algo.startswith("^"):
+                    continue
+                why = agrs.disabled(sys, graphs, a, tuning, self._release())
+                raise AlgorithmError(
+                    f"nccl: algorithm {agrs.NCCL_NAMES.get(a, a)} {why}; {cluster.name} with {p} ranks cannot run "
+                    f"its {self.collective}"
+                )
+            algos = algos & allowed
+        return sys, algos, protos
+
+    def choice(self, p: int, nbytes: float, cluster: Any) -> tuner.Candidate:
+        from ..nccl import agrs
+
+        sys, algos, protos = self._system(p, cluster)
+        tuning, described = self.tuner_release()
+        return replace(agrs.pick(sys, nbytes, algos, protos, tuning, self._release()), tuner=described)
+
+    def charged(self, p: int, nbytes: float, cluster: Any, c: tuner.Candidate) -> tuner.Candidate:
+        from ..nccl import agrs
+
+        if self.tuner_release()[0] is NEWEST:
+            return c
+        sys = tuner.describe(cluster, p)
+        return next(iter(agrs.candidates(sys, nbytes, {c.algorithm}, {c.protocol})), c)
+
+    def builds(self, p: int, nbytes: float, cluster: Any) -> bool:
+        """Whether NCCL's pick for ``nbytes`` is a schedule collsim builds (the ring; NVLS on one host), i.e.
+        whether a run of this size is simulated rather than refused."""
+        if p < 2:
+            return True
+        a = self.choice(p, nbytes, cluster).algorithm
+        return a == "ring" or (a == "nvls" and len(host_ranks(cluster, p)) == 1)
+
+    def _build(self, p: int, nbytes: float, cluster: Any) -> tuple[StepProgram, int]:
+        from ..nccl import agrs
+        from ..nccl.rings import rings_gather_program
+
+        c = self.choice(p, nbytes, cluster)
+        if c.algorithm == "nvls" and len(host_ranks(cluster, p)) == 1:  # one host: the NVSwitch multicasts
+            return nvls_gather_program(cluster, p, nbytes, self.collective, self.fixed_cost(p, nbytes, cluster, c))
+        if c.algorithm != "ring":
+            name = f"{agrs.NCCL_NAMES[c.algorithm]}/{get_protocol(c.protocol).name}"
+            raise AlgorithmError(
+                f"nccl: NCCL {c.tuner} picks {name} for this {self.collective} of {nbytes:.0f} bytes, whose "
+                f"schedule collsim does not build; nccl:algo=ring simulates the ring instead"
+            )
+        groups = host_ranks(cluster, p)
+        k = max(len(groups[0]), len(rails(cluster, groups)) if len(groups) > 1 else 1)
+        wire = 1.0 / get_protocol(c.protocol).payload
+        launch = self.fixed_cost(p, nbytes, cluster, c)
+        return rings_gather_program(cluster, p, nbytes, k, self.collective, wire, launch), k * p
+
+    def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
+        reduce = gamma if self.collective == "reducescatter" else 0.0
+        return (p - 1) * alpha + (p - 1) / p * n * (beta + reduce)
+
+
+@register
+class NcclAllGather(_NcclGathering):
+    name = "nccl"
+    collective = "allgather"
+    summary = (
+        "the algorithm, protocol and channels NCCL's tuner picks for all-gather (Ring, NVLS on one host simulated)"
+    )
+
+
+@register
+class NcclReduceScatter(_NcclGathering):
+    name = "nccl"
+    collective = "reducescatter"
+    summary = (
+        "the algorithm, protocol and channels NCCL's tuner picks for reduce-scatter (Ring, NVLS on one host simulated)"
+    )

@@ -53,7 +53,7 @@ from ..runtime import Job
 from .base import Algorithm
 from .registry import register
 
-__all__ = ["Nvls", "head_slices", "nvls_program"]
+__all__ = ["Nvls", "head_slices", "nvls_gather_program", "nvls_program"]
 
 EFFICIENCY = NEWEST.nvls_efficiency[2]  # Hopper (tuning.cc nvlsEfficiency, 2.28.3 on)
 
@@ -215,3 +215,42 @@ class Nvls(_NvlsBase):
         "NVLink SHARP: the NVSwitch reduces and multicasts, every GPU heads 1/G; across hosts the switches "
         "reduce between them (SHARP)"
     )
+
+
+def nvls_gather_program(
+    cluster: Any, p: int, nbytes: float, collective: str, launch_s: float = 0.0
+) -> tuple[StepProgram, int]:
+    """NVLS all-gather or reduce-scatter inside one host (``collective``), as a step program, and its
+    data-check segments: every GPU heads its own block (NCCL's NVLS kernels for these collectives,
+    ``device/all_gather.h`` / ``reduce_scatter.h``: a multicast store of the GPU's block, a multicast
+    load-reduce of the GPU's block). Per slice j of the n/G-byte blocks:
+
+    * all-gather: GPU r sends its slice to multicast engine r of the NVSwitch, which writes it into every
+      GPU of the host (itself included, as a multicast store does);
+    * reduce-scatter: every GPU sends its copy of block r's slice to reduction engine r, which adds them
+      up (for free) and sends the sum to GPU r.
+
+    One engine per block, so that no (sender, receiver) pair repeats in a step; the engines share the
+    NVSwitch's links to the GPUs as one engine would. Wire bytes on NVLink are divided by NCCL's NVLS
+    efficiency, and the blocks are cut into the all-reduce's NVLS slices (:func:`nvls_slices`; NCCL's
+    chunk rules for these collectives are not ported). Data-check segments ``r k + j``."""
+    groups = host_ranks(cluster, p)
+    if len(groups) > 1:
+        raise AlgorithmError(f"nvls {collective} is built inside one host; {p} ranks span {len(groups)} hosts")
+    gpus = groups[0]
+    g = len(gpus)
+    k = nvls_slices(nbytes, 1, g)
+    block_slice = nbytes / g / k * (1.0 / EFFICIENCY)
+    reduce = collective == "reducescatter"
+    engines = [engine(cluster, r, f"{'reduce' if reduce else 'multicast'}-{b}") for b, r in enumerate(gpus)]
+    starts = launchers(cluster, gpus, launch_s) if launch_s > 0 else []
+    s = Streams(cluster.endpoints, k)
+    for b, eng in enumerate(engines):
+        off = b * k  # block b's slice j: segment b k + j
+        if reduce:
+            s.add(gpus, [eng] * g, block_slice, lag=0, reduce=True, off=off, scale=1)
+            s.add([eng], [gpus[b]], block_slice, lag=1, reduce=False, off=off, scale=1)
+        else:
+            s.add([gpus[b]], [eng], block_slice, lag=0, reduce=False, off=off, scale=1)
+            s.add([eng] * g, gpus, block_slice, lag=1, reduce=False, off=off, scale=1)
+    return s.program(starts), k * g

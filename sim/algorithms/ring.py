@@ -57,8 +57,10 @@ __all__ = [
     "RingAllGather",
     "RingAllReduce",
     "RingBroadcast",
+    "RingChannelsOptions",
     "RingReduce",
     "RingReduceScatter",
+    "gathering_steps",
     "ring_allgather",
     "ring_order",
     "ring_program",
@@ -227,15 +229,82 @@ def ring_program(
     return StepProgram(endpoints, ((rs, q - 1), (ag, q - 1)))
 
 
+def gathering_steps(
+    orders: np.ndarray, ranks: np.ndarray, chunk: float, endpoints: int, reduce: bool, wire: float = 1.0
+) -> tuple[tuple[Step, int], ...]:
+    """The p - 1 steps of ring all-gathers (``reduce`` False) or reduce-scatters over the rings
+    ``orders[c]`` (actors; ``ranks[c]`` their ranks), blocks of ``chunk`` bytes (``wire`` x on the wire).
+    Data-check segments ``r K + c`` (K = the number of rings): ring c's part of rank r's block.
+
+    All-gather: in step s the actor at ring position i sends the block of the rank at position i - s (its
+    own first), which the next stores. Reduce-scatter: it sends its partial sum of the block of the rank at
+    position i - s - 1, which the next adds to its own, so that after p - 1 steps every actor holds its
+    own rank's block reduced. Which block a step carries depends on the ranks' places in each ring (NCCL's
+    ring reads them from ``ring->userRanks``), so every step is a step of its own."""
+    orders = np.asarray(orders, dtype=np.int64)
+    k, q = orders.shape
+    src, dst = orders.ravel(), np.roll(orders, -1, axis=1).ravel()
+    lane = np.arange(k, dtype=np.int64)[:, None]
+    return tuple(
+        (
+            Step.make(
+                src,
+                dst,
+                chunk * wire,
+                chunk if reduce else 0.0,
+                endpoints=endpoints,
+                combine=reduce,
+                seg=(np.roll(ranks, s + reduce, axis=1) * k + lane).ravel(),
+                pairs_checked=s > 0,
+            ),
+            1,
+        )
+        for s in range(q - 1)
+    )
+
+
+class RingChannelsOptions(Spec):
+    channels: PositiveInt = 1
+
+
+class _RingGathering(Algorithm):
+    """All-gather and reduce-scatter around a ring; with ``channels=K`` NCCL's K rings
+    (:func:`sim.nccl.rings.rings_gather_program`: laid out as the all-reduce's, the buffer split among
+    them, each ring's p - 1 steps)."""
+
+    Options = RingChannelsOptions
+    examples = ("ring:channels=3",)
+    options: RingChannelsOptions
+
+    def _channels(self, job: Job) -> Generator[Any, Any, None]:
+        from ..nccl.layout import run_program
+
+        k = self.options.channels
+        yield from run_program(job, self.program(job.p, job.nbytes, job.net.cluster), k * job.p)
+
+    def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
+        if p == 1:
+            return None
+        if self.options.channels == 1:  # the ring over the ranks in rank order, as run() does
+            order = np.arange(p, dtype=np.int64)[None, :]
+            return StepProgram(p, gathering_steps(order, order, nbytes / p, p, self.collective == "reducescatter"))
+        from ..nccl.rings import rings_gather_program
+
+        return rings_gather_program(cluster, p, nbytes, self.options.channels, self.collective)
+
+
 @register
-class RingAllGather(Algorithm):
+class RingAllGather(_RingGathering):
     name = "ring"
     collective = "allgather"
-    summary = "p-1 steps around a ring, one block per step"
+    summary = "p-1 steps around a ring, one block per step (channels=K: NCCL's K rings, the buffer split)"
 
     def run(self, job: Job) -> Generator[Any, Any, None]:
         p = job.p
         if p == 1:
+            return
+        if self.options.channels > 1:
+            yield from self._channels(job)
             return
         order, segments = list(range(p)), list(range(p))
         yield spread(job, [ring_allgather(job, order, i, segments, job.nbytes / p, 0, first=0) for i in order])
@@ -245,14 +314,17 @@ class RingAllGather(Algorithm):
 
 
 @register
-class RingReduceScatter(Algorithm):
+class RingReduceScatter(_RingGathering):
     name = "ring"
     collective = "reducescatter"
-    summary = "p-1 steps around a ring, one block and its reduction per step"
+    summary = "p-1 steps around a ring, one block and its reduction per step (channels=K: NCCL's K rings)"
 
     def run(self, job: Job) -> Generator[Any, Any, None]:
         p = job.p
         if p == 1:
+            return
+        if self.options.channels > 1:
+            yield from self._channels(job)
             return
         order = list(range(p))
         # the ring leaves rank i with chunk i+1: name chunk k after block k-1 so that it holds block i
@@ -260,7 +332,8 @@ class RingReduceScatter(Algorithm):
         yield spread(job, [ring_reduce_scatter(job, order, i, segments, job.nbytes / p, 0) for i in order])
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
-        return (p - 1) * alpha + (p - 1) / p * n * (beta + gamma)
+        # with K channels every rank's K actors reduce their parts side by side (one SM each)
+        return (p - 1) * alpha + (p - 1) / p * n * (beta + gamma / self.options.channels)
 
 
 @register

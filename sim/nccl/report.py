@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ..results import SimResult, nccl_row
-from .tuner import NCCL_NAMES
+from .agrs import NCCL_NAMES  # the tuner's names and PAT
 
 __all__ = ["pick_of", "row_with_pick"]
 

@@ -19,7 +19,7 @@ from ..program import StepProgram
 from .layout import channel_endpoints, host_ranks
 from .pipeline import Streams, launchers, shift
 
-__all__ = ["channel_orders", "rings_program"]
+__all__ = ["channel_orders", "rings_gather_program", "rings_program"]
 
 
 def channel_orders(cluster: Any, p: int, channels: int) -> list[list[int]]:
@@ -52,5 +52,29 @@ def rings_program(
     if starts:
         phases = Streams(endpoints, 1).program(starts).phases + phases
     # channel c + 1 is channel c with every GPU index of a host moved up by one (sim.symmetry)
+    sigma = shift(endpoints, orders.ravel(), np.roll(orders, -1, axis=0).ravel(), starts)
+    return StepProgram(endpoints, phases, symmetry=sigma)
+
+
+def rings_gather_program(
+    cluster: Any, p: int, nbytes: float, channels: int, collective: str, wire: float = 1.0, launch_s: float = 0.0
+) -> StepProgram:
+    """K-channel ring all-gather or reduce-scatter (``collective``) of ``nbytes`` in all (nccl-tests'
+    size): every channel's ring over the same actors as :func:`rings_program`'s, its p - 1 steps each
+    moving one block of n/(K·p) bytes (``wire`` bytes on the wire per byte of data) to the next actor.
+    Data-check segments ``r·K + c``: channel c's part of rank r's block
+    (:func:`sim.algorithms.ring.gathering_steps`)."""
+    from ..algorithms.ring import gathering_steps
+
+    if collective not in ("allgather", "reducescatter"):
+        raise ValueError(f"rings_gather_program: {collective!r} is not allgather or reducescatter")
+    orders = np.asarray(channel_orders(cluster, p, channels), dtype=np.int64)
+    size, endpoint_rank = cluster.size, np.asarray(cluster.endpoint_rank, dtype=np.int64)
+    ranks = np.where(orders < size, orders, endpoint_rank[np.maximum(orders - size, 0)])
+    starts = launchers(cluster, orders.ravel(), launch_s) if launch_s > 0 else []
+    endpoints = cluster.endpoints
+    phases = gathering_steps(orders, ranks, nbytes / (channels * p), endpoints, collective == "reducescatter", wire)
+    if starts:
+        phases = Streams(endpoints, 1).program(starts).phases + phases
     sigma = shift(endpoints, orders.ravel(), np.roll(orders, -1, axis=0).ravel(), starts)
     return StepProgram(endpoints, phases, symmetry=sigma)

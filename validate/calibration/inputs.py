@@ -476,9 +476,9 @@ def nccl_schedule_spec(
     collective: str, algo: str | None = None, proto: str | None = None, version: str | None = None
 ) -> str:
     """The simulated schedule of an nccl-tests run: ``nccl`` (NCCL's pick, restricted by NCCL_ALGO /
-    NCCL_PROTO, by the tuner of the NCCL ``version`` that ran where the log states it) for all-reduce, the
-    textbook schedule NCCL runs for the other collectives."""
-    if collective != "allreduce":
+    NCCL_PROTO, by the tuner of the NCCL ``version`` that ran where the log states it) for all-reduce,
+    all-gather and reduce-scatter (sim/nccl/agrs.py), the textbook schedule NCCL runs for the others."""
+    if collective not in ("allreduce", "allgather", "reducescatter"):
         return builtin_algorithm(collective, "nccl")
     options = [f"algo={algo}"] if algo else []
     options += [f"proto={proto}"] if proto else []
