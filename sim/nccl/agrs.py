@@ -125,11 +125,7 @@ def _bandwidth(
 ) -> float:
     """tuning.cc ncclTopoTuneModel's bandwidths[coll][a][p] (algBw, GB/s) for all-gather / reduce-scatter."""
     n, nodes, ppn = sys.ranks, sys.nodes, sys.ppn
-    cc = tuner._COMPCAP.get(sys.arch, 2)
-    if cc == 3 and not tuning.blackwell:
-        cc = 2
-    i2 = 0 if nodes == 1 else (1 if nodes == 2 else 2)
-    i1 = cc if nodes == 1 else (1 if sys.cpu_vendor == "amd" else 0)
+    cc = tuner._indices(sys, tuning)[0]
     g = graphs["tree" if a == "pat" else a]
     if a == "nvls":
         if tuning.nvls_bw == "2.28":
@@ -150,13 +146,10 @@ def _bandwidth(
     bus = tuner._capped(g.channels * (g.bw_intra if nodes <= 2 else g.bw_inter), tuning, cc)
     if a == "pat":
         return bus * (0.75 if has["pat_75"] else 0.85)
-    if proto == "ll":
-        factor = 1.0 / 3.0 if has["ll_third"] and nodes == 1 else tuning.ring_ll
-        bus = min(tuning.ll_max_bw[i1][i2], bus * factor)
-    if proto == "ll128":
-        factor = tuning.ring_ll128_one_ppn if ppn < 2 else 0.92
-        bus = min(bus * factor, g.channels * tuning.per_ch_max_ring_ll128[cc][i2])
-    return bus * n / (n - 1)  # ratio nRanks / nsteps, nsteps = nRanks - 1
+    ll_factor = 1.0 / 3.0 if has["ll_third"] and nodes == 1 else tuning.ring_ll
+    return (
+        tuner.ring_protocol_bw(bus, proto, sys, g, tuning, ll_factor) * n / (n - 1)
+    )  # ratio nRanks / nsteps, nsteps = nRanks - 1
 
 
 def _latency(sys: System, a: str, pi: int, graphs: dict[str, Graph], tuning: Tuning) -> tuple[float, float]:
@@ -171,10 +164,7 @@ def _latency(sys: System, a: str, pi: int, graphs: dict[str, Graph], tuning: Tun
     intra = tuning.hw_lat["nvlink" if g.nvlink else "pci"][a][pi]
     lat = tuning.base_lat[a][pi]
     if a == "ring":
-        if nodes > 1 and PROTOS[pi] == "ll":  # until 2.17: "intraLat *= 1.8"
-            intra *= tuning.ll_intra_factor
-        if nodes > 1 and tuning.net_overhead:  # getNetOverhead: 1 us Intel, 2 us AMD, x3 for Simple
-            intra = max(intra, (2.0 if sys.cpu_vendor == "amd" else 1.0) * (3 if PROTOS[pi] == "simple" else 1))
+        intra = max(tuner.ll_intra(intra, sys, PROTOS[pi], tuning), tuner.net_overhead(sys, PROTOS[pi], tuning))
         steps, inter_steps = n - 1, nodes - 1
         return lat + (steps - inter_steps) * intra + inter_steps * inter, inter_steps * inter
     if a == "collnet-direct":
@@ -204,8 +194,7 @@ def candidates(
     has = _first(release)
     graphs = tuner.search(sys, tuning)
     allowed = enabled(sys, graphs, tuning, release) if algos is None else algos
-    cc = tuner._COMPCAP.get(sys.arch, 2)
-    ll128_off = tuning.ll128_archs is not None and min(cc, 2) not in tuning.ll128_archs
+    ll128_off = tuner.ll128_default_off(sys, tuning)
     out = []
     for a in AGRS_ALGORITHMS:
         if a not in allowed:
@@ -222,7 +211,7 @@ def candidates(
                 continue
             lat, net = _latency(sys, a, pi, graphs, tuning)
             g = graphs["tree" if a == "pat" else a]
-            ch = tuner.NVLS_CHANNELS_HOPPER if a == "nvls" else g.runtime_channels or g.channels
+            ch = g.runtime_channels or g.channels  # (NVLS's: the release's NVLS channels, tuner.nvls_tuning)
             out.append(Candidate(a, proto, lat, bw, lat + nbytes / (1000 * bw), ch, net, tuning.release))
     return out
 

@@ -408,17 +408,56 @@ def _capped(bus: float, tuning: Tuning, cc: int) -> float:
     return min(bus, cap) if cap > 0 else bus
 
 
+def _indices(sys: System, tuning: Tuning) -> tuple[int, int, int]:
+    """tuning.cc's table indices: the compcap index (before 2.25.1 sm100 takes Hopper's), the llMaxBws row
+    (the compcap's on one node, else the CPU vendor's) and the node-count column (N1 / N2 / N4)."""
+    cc = _COMPCAP.get(sys.arch, 2)
+    if cc == 3 and not tuning.blackwell:
+        cc = 2
+    i2 = 0 if sys.nodes == 1 else (1 if sys.nodes == 2 else 2)
+    i1 = cc if sys.nodes == 1 else (1 if sys.cpu_vendor == "amd" else 0)
+    return cc, i1, i2
+
+
+def ring_protocol_bw(bus: float, proto: str, sys: System, g: Graph, tuning: Tuning, ll_factor: float) -> float:
+    """The ring's busBw under its protocol (tuning.cc, the same for every collective but LL's factor,
+    ``ll_factor``): LL x the factor up to llMaxBws, LL128 x .92 (x ``ring_ll128_one_ppn`` at one GPU a node) up
+    to the channels' perChMaxRingLL128Bws, Simple as it is."""
+    cc, i1, i2 = _indices(sys, tuning)
+    if proto == "ll":
+        return min(tuning.ll_max_bw[i1][i2], bus * ll_factor)
+    if proto == "ll128":
+        factor = tuning.ring_ll128_one_ppn if sys.ppn < 2 else 0.92
+        return min(bus * factor, g.channels * tuning.per_ch_max_ring_ll128[cc][i2])
+    return bus
+
+
+def ll_intra(intra: float, sys: System, proto: str, tuning: Tuning) -> float:
+    """An intra-node hop's latency with LL across nodes (until 2.17: ``intraLat *= 1.8``)."""
+    return intra * tuning.ll_intra_factor if sys.nodes > 1 and proto == "ll" else intra
+
+
+def net_overhead(sys: System, proto: str, tuning: Tuning) -> float:
+    """tuning.cc getNetOverhead (the ring's floor on an intra-node hop across nodes): 1 us Intel, 2 us AMD,
+    x3 for Simple; 0 on one node and in releases without it."""
+    if sys.nodes == 1 or not tuning.net_overhead:
+        return 0.0
+    return (2.0 if sys.cpu_vendor == "amd" else 1.0) * (3 if proto == "simple" else 1)
+
+
+def ll128_default_off(sys: System, tuning: Tuning) -> bool:
+    """Whether ``tuning``'s release leaves LL128 off by default on ``sys``'s GPUs (tuning.cc protoEnable: on
+    only where tested)."""
+    return tuning.ll128_archs is not None and min(_COMPCAP.get(sys.arch, 2), 2) not in tuning.ll128_archs
+
+
 def _tables(
     sys: System, graphs: dict[str, Graph], tuning: Tuning = NEWEST
 ) -> dict[tuple[str, str], tuple[float, float, float]]:
     """tuning.cc ncclTopoTuneModel for all-reduce, as of ``tuning``'s release: (algorithm, protocol) ->
     (latency µs, algBw GB/s, the latency's network part µs)."""
     n, nodes = sys.ranks, sys.nodes
-    cc = _COMPCAP.get(sys.arch, 2)
-    if cc == 3 and not tuning.blackwell:
-        cc = 2  # before 2.25 sm100 took Hopper's index
-    i2 = 0 if nodes == 1 else (1 if nodes == 2 else 2)
-    i1 = cc if nodes == 1 else (1 if sys.cpu_vendor == "amd" else 0)
+    cc, i1, i2 = _indices(sys, tuning)
     ll_max = tuning.ll_max_bw[i1][i2]
     nsteps = 2 * (n - 1)
     out: dict[tuple[str, str], tuple[float, float, float]] = {}
@@ -443,11 +482,8 @@ def _tables(
                 algbw = bus * 0.5
             else:
                 bus = _capped(g.channels * (g.bw_intra if nodes <= 2 else g.bw_inter), tuning, cc)
-                if a == "ring" and proto == "ll":
-                    bus = min(ll_max, bus * tuning.ring_ll)
-                if a == "ring" and proto == "ll128":
-                    factor = tuning.ring_ll128_one_ppn if sys.ppn < 2 else 0.92
-                    bus = min(bus * factor, g.channels * tuning.per_ch_max_ring_ll128[cc][i2])
+                if a == "ring":
+                    bus = ring_protocol_bw(bus, proto, sys, g, tuning, tuning.ring_ll)
                 if a == "tree":
                     bus = min(bus * TREE_EFFICIENCY, g.channels * tuning.per_ch_max_tree[cc][i2])
                     if proto == "ll":
@@ -461,16 +497,11 @@ def _tables(
                         bus *= 0.85
                 algbw = bus * (n / nsteps if a != "tree" else 0.5)
             lat = tuning.base_lat[a][pi]
-            intra_lat = tuning.hw_lat[intra_hw][a][pi]
-            if nodes > 1 and proto == "ll":  # until 2.17: "intraLat *= 1.8"
-                intra_lat *= tuning.ll_intra_factor
+            intra_lat = ll_intra(tuning.hw_lat[intra_hw][a][pi], sys, proto, tuning)
             net_lat = tuning.hw_lat["net"]
             inter_lat = net_lat["tree" if sys.ppn == 1 and tuning.one_ppn_tree_net else a][pi]
             if a == "ring":
-                overhead = 0.0
-                if nodes > 1 and tuning.net_overhead:  # tuning.cc getNetOverhead: 1 us Intel, 2 us AMD, x3 for Simple
-                    overhead = (2.0 if sys.cpu_vendor == "amd" else 1.0) * (3 if proto == "simple" else 1)
-                intra_lat = max(intra_lat, overhead)
+                intra_lat = max(intra_lat, net_overhead(sys, proto, tuning))
                 # nInterSteps: 2 (nNodes - 1) since 2.23.4; 2 nNodes before
                 inter_steps = 0 if nodes == 1 else 2 * nodes - (0 if tuning.ring_inter_steps_all else 2)
                 lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat
@@ -561,7 +592,7 @@ def candidates(
     tables = _tables(sys, graphs, tuning)
     log_size = int(math.log2(nbytes / 64)) if nbytes >= 64 else -1
     cc = _COMPCAP.get(sys.arch, 2)
-    ll128_off = tuning.ll128_archs is not None and min(cc, 2) not in tuning.ll128_archs
+    ll128_off = ll128_default_off(sys, tuning)
     nvls_tree_corrected = tuning.nvls_tree_correction and blackwell(sys, tuning)  # (hgx's CPUs are all x86)
     nvls_channels = nvls_tuning(sys, tuning)[0]
     out = []
