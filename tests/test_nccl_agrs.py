@@ -351,3 +351,13 @@ def test_nvls_on_one_host_is_simulated(collective):
     assert 2**30 / m.time_s <= 0.85 * 370.8e9
     with pytest.raises(AlgorithmError, match="NVLS runs inside one host unless"):
         simulate(hgx(2, "dgx-h100"), collective, "nccl:algo=nvls", 2**20)
+
+
+@pytest.mark.parametrize("collective", GATHERING)
+def test_nvls_gathering_moves_its_bytes_at_the_gpus_nvls_efficiency(collective):
+    """The one-host NVLS schedule divides its NVLink bytes by NCCL's NVLS efficiency of the host's GPUs, as
+    the all-reduce's does (tuning.cc nvlsEfficiency: 0.85 Hopper, 0.74 Blackwell): the same host shape
+    with B200s carries 0.85 / 0.74 times the H100's bytes."""
+    h100 = simulate(hgx(1, "dgx-h100"), collective, "nccl:algo=nvls", 2**30, engine="fast")
+    b200 = simulate(hgx(1, "dgx-b200"), collective, "nccl:algo=nvls", 2**30, engine="fast")
+    assert b200.link_bytes / h100.link_bytes == pytest.approx(0.85 / 0.74, rel=1e-12)

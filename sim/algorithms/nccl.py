@@ -26,10 +26,10 @@ from typing import Any, ClassVar
 from pydantic import field_validator
 
 from ..errors import AlgorithmError
-from ..nccl import tuner
+from ..nccl import agrs, tuner
 from ..nccl.layout import host_ranks, run_program
 from ..nccl.protocols import get_protocol
-from ..nccl.rings import rings_program
+from ..nccl.rings import rings_gather_program, rings_program
 from ..nccl.versions import NEWEST, Tuning, parse_version, tuning_for
 from ..program import StepProgram
 from ..runtime import Job
@@ -88,6 +88,14 @@ def _select(value: str, names: dict[str, str], universe: tuple[str, ...]) -> set
     return set(universe) - chosen if exclude else chosen
 
 
+def _ring_channels(cluster: Any, p: int, c: tuner.Candidate) -> tuple[int, float]:
+    """The rings the simulation lays out for NCCL's ring pick ``c`` -- one per GPU of a host, or per rail
+    where there are more -- and the protocol's bytes on the wire per byte of data."""
+    groups = host_ranks(cluster, p)
+    k = max(len(groups[0]), len(rails(cluster, groups)) if len(groups) > 1 else 1)
+    return k, 1.0 / get_protocol(c.protocol).payload
+
+
 @register
 class Nccl(Algorithm):
     name = "nccl"
@@ -96,22 +104,41 @@ class Nccl(Algorithm):
     summary = "the algorithm, protocol and channels NCCL's tuner picks per size, simulated on the network"
     examples = ("nccl:algo=ring", "nccl:algo=tree,proto=ll128", "nccl:version=2.26.2")
     options: NcclOptions
+    #: NCCL_ALGO names this collective's ``algo`` option takes, and every algorithm ``^...`` excludes from
+    algo_names: ClassVar[dict[str, str]] = NCCL_ALGO_NAMES
+    universe: ClassVar[tuple[str, ...]] = tuner.ALGORITHMS
+
+    # -- the tuner of this collective (all-reduce: sim.nccl.tuner; all-gather / reduce-scatter override)
+    def _enabled(self, sys: tuner.System, graphs: dict[str, tuner.Graph], tuning: Tuning) -> set[str]:
+        return tuner.enabled(sys, graphs, tuning)
+
+    def _refusal(self, sys: tuner.System, graphs: dict[str, tuner.Graph], a: str, tuning: Tuning) -> str:
+        return f"nccl: algorithm {a} {tuner.disabled(sys, graphs, a, tuning)}"
+
+    def _candidates(self, sys: tuner.System, nbytes: float, algos: set[str], protos: set[str]) -> list[Any]:
+        """The newest release's candidates (what :meth:`charged` charges)."""
+        return tuner.candidates(sys, nbytes, algos, protos)
+
+    def _pick(self, sys: tuner.System, nbytes: float, algos: Any, protos: Any, tuning: Tuning) -> tuner.Candidate:
+        return tuner.pick(sys, nbytes, algos, protos, tuning)
 
     def _system(self, p: int, cluster: Any) -> tuple[tuner.System, set[str] | None, set[str] | None]:
         sys = tuner.describe(cluster, p)
-        algos = _select(self.options.algo, NCCL_ALGO_NAMES, tuner.ALGORITHMS)
+        algos = _select(self.options.algo, self.algo_names, self.universe)
         protos = _select(self.options.proto, _PROTOS, tuner.PROTOS)
         if algos is not None:
             tuning = self.tuner_release()[0]
             graphs = tuner.search(sys, tuning)
-            allowed = tuner.enabled(sys, graphs, tuning)
+            allowed = self._enabled(sys, graphs, tuning)
             for a in sorted(algos - allowed):
                 if self.options.algo.startswith("^"):
                     continue
-                why = tuner.disabled(sys, graphs, a, tuning)
-                raise AlgorithmError(f"nccl: algorithm {a} {why}; {cluster.name} with {p} ranks cannot run it")
+                raise AlgorithmError(f"{self._refusal(sys, graphs, a, tuning)}; {self._cannot(cluster, p)}")
             algos = algos & allowed
         return sys, algos, protos
+
+    def _cannot(self, cluster: Any, p: int) -> str:
+        return f"{cluster.name} with {p} ranks cannot run it"
 
     def check(self, p: int, cluster: Any) -> None:
         host_ranks(cluster, p)
@@ -128,7 +155,7 @@ class Nccl(Algorithm):
         (its ``tuner`` field describes the release)."""
         sys, algos, protos = self._system(p, cluster)
         tuning, described = self.tuner_release()
-        return replace(tuner.pick(sys, nbytes, algos, protos, tuning), tuner=described)
+        return replace(self._pick(sys, nbytes, algos, protos, tuning), tuner=described)
 
     def closed_form_exact(self, p: int) -> bool:
         return False
@@ -141,7 +168,7 @@ class Nccl(Algorithm):
         if self.tuner_release()[0] is NEWEST:
             return c
         sys = tuner.describe(cluster, p)
-        return next(iter(tuner.candidates(sys, nbytes, {c.algorithm}, {c.protocol})), c)
+        return next(iter(self._candidates(sys, nbytes, {c.algorithm}, {c.protocol})), c)
 
     def fixed_cost(self, p: int, nbytes: float, cluster: Any, c: tuner.Candidate) -> float:
         """Seconds paid before any data of the choice ``c`` moves: the :meth:`charged` estimate's latency --
@@ -157,9 +184,7 @@ class Nccl(Algorithm):
         c = self.choice(p, nbytes, cluster)
         launch = self.fixed_cost(p, nbytes, cluster, c)
         if c.algorithm == "ring":
-            groups = host_ranks(cluster, p)
-            k = max(len(groups[0]), len(rails(cluster, groups)) if len(groups) > 1 else 1)
-            wire = 1.0 / get_protocol(c.protocol).payload
+            k, wire = _ring_channels(cluster, p, c)
             return rings_program(cluster, p, nbytes, k, wire, launch), k * p
         if c.algorithm == "tree":
             return tree_program(cluster, p, nbytes, 0, c.protocol, launch)
@@ -209,44 +234,27 @@ class _NcclGathering(Nccl):
     star_oracle: ClassVar[bool] = False
     options: NcclGatherOptions  # type: ignore[assignment]
 
+    algo_names: ClassVar[dict[str, str]] = GATHER_ALGO_NAMES
+
     def _release(self) -> tuple[int, int, int]:
         return parse_version(self.options.version)
 
-    def _system(self, p: int, cluster: Any) -> tuple[tuner.System, set[str] | None, set[str] | None]:
-        from ..nccl import agrs
+    universe: ClassVar[tuple[str, ...]] = agrs.AGRS_ALGORITHMS + tuner.ALGORITHMS
 
-        sys = tuner.describe(cluster, p)
-        algos = _select(self.options.algo, GATHER_ALGO_NAMES, agrs.AGRS_ALGORITHMS + tuner.ALGORITHMS)
-        protos = _select(self.options.proto, _PROTOS, tuner.PROTOS)
-        if algos is not None:
-            tuning = self.tuner_release()[0]
-            graphs = tuner.search(sys, tuning)
-            allowed = agrs.enabled(sys, graphs, tuning, self._release())
-            for a in sorted(algos - allowed):
-                if self.options.algo.startswith("^"):
-                    continue
-                why = agrs.disabled(sys, graphs, a, tuning, self._release())
-                raise AlgorithmError(
-                    f"nccl: algorithm {agrs.NCCL_NAMES.get(a, a)} {why}; {cluster.name} with {p} ranks cannot run "
-                    f"its {self.collective}"
-                )
-            algos = algos & allowed
-        return sys, algos, protos
+    def _enabled(self, sys: tuner.System, graphs: dict[str, tuner.Graph], tuning: Tuning) -> set[str]:
+        return agrs.enabled(sys, graphs, tuning, self._release())
 
-    def choice(self, p: int, nbytes: float, cluster: Any) -> tuner.Candidate:
-        from ..nccl import agrs
+    def _refusal(self, sys: tuner.System, graphs: dict[str, tuner.Graph], a: str, tuning: Tuning) -> str:
+        return f"nccl: algorithm {agrs.NCCL_NAMES.get(a, a)} {agrs.disabled(sys, graphs, a, tuning, self._release())}"
 
-        sys, algos, protos = self._system(p, cluster)
-        tuning, described = self.tuner_release()
-        return replace(agrs.pick(sys, nbytes, algos, protos, tuning, self._release()), tuner=described)
+    def _cannot(self, cluster: Any, p: int) -> str:
+        return f"{cluster.name} with {p} ranks cannot run its {self.collective}"
 
-    def charged(self, p: int, nbytes: float, cluster: Any, c: tuner.Candidate) -> tuner.Candidate:
-        from ..nccl import agrs
+    def _candidates(self, sys: tuner.System, nbytes: float, algos: set[str], protos: set[str]) -> list[Any]:
+        return agrs.candidates(sys, nbytes, algos, protos)
 
-        if self.tuner_release()[0] is NEWEST:
-            return c
-        sys = tuner.describe(cluster, p)
-        return next(iter(agrs.candidates(sys, nbytes, {c.algorithm}, {c.protocol})), c)
+    def _pick(self, sys: tuner.System, nbytes: float, algos: Any, protos: Any, tuning: Tuning) -> tuner.Candidate:
+        return agrs.pick(sys, nbytes, algos, protos, tuning, self._release())
 
     def builds(self, p: int, nbytes: float, cluster: Any) -> bool:
         """Whether NCCL's pick for ``nbytes`` is a schedule collsim builds (the ring; NVLS on one host), i.e.
@@ -257,21 +265,17 @@ class _NcclGathering(Nccl):
         return a == "ring" or (a == "nvls" and len(host_ranks(cluster, p)) == 1)
 
     def _build(self, p: int, nbytes: float, cluster: Any) -> tuple[StepProgram, int]:
-        from ..nccl import agrs
-        from ..nccl.rings import rings_gather_program
-
         c = self.choice(p, nbytes, cluster)
         if c.algorithm == "nvls" and len(host_ranks(cluster, p)) == 1:  # one host: the NVSwitch multicasts
-            return nvls_gather_program(cluster, p, nbytes, self.collective, self.fixed_cost(p, nbytes, cluster, c))
+            launch = self.fixed_cost(p, nbytes, cluster, c)
+            return nvls_gather_program(cluster, p, nbytes, self.collective, launch, self.tuner_release()[0])
         if c.algorithm != "ring":
             name = f"{agrs.NCCL_NAMES[c.algorithm]}/{get_protocol(c.protocol).name}"
             raise AlgorithmError(
                 f"nccl: NCCL {c.tuner} picks {name} for this {self.collective} of {nbytes:.0f} bytes, whose "
                 f"schedule collsim does not build; nccl:algo=ring simulates the ring instead"
             )
-        groups = host_ranks(cluster, p)
-        k = max(len(groups[0]), len(rails(cluster, groups)) if len(groups) > 1 else 1)
-        wire = 1.0 / get_protocol(c.protocol).payload
+        k, wire = _ring_channels(cluster, p, c)
         launch = self.fixed_cost(p, nbytes, cluster, c)
         return rings_gather_program(cluster, p, nbytes, k, self.collective, wire, launch), k * p
 

@@ -218,7 +218,7 @@ class Nvls(_NvlsBase):
 
 
 def nvls_gather_program(
-    cluster: Any, p: int, nbytes: float, collective: str, launch_s: float = 0.0
+    cluster: Any, p: int, nbytes: float, collective: str, launch_s: float = 0.0, tuning: Tuning = NEWEST
 ) -> tuple[StepProgram, int]:
     """NVLS all-gather or reduce-scatter inside one host (``collective``), as a step program, and its
     data-check segments: every GPU heads its own block (NCCL's NVLS kernels for these collectives,
@@ -232,15 +232,16 @@ def nvls_gather_program(
 
     One engine per block, so that no (sender, receiver) pair repeats in a step; the engines share the
     NVSwitch's links to the GPUs as one engine would. Wire bytes on NVLink are divided by NCCL's NVLS
-    efficiency, and the blocks are cut into the all-reduce's NVLS slices (:func:`nvls_slices`; NCCL's
-    chunk rules for these collectives are not ported). Data-check segments ``r k + j``."""
+    efficiency for the GPUs (:func:`efficiency`), and the blocks are cut into the all-reduce's NVLS slices
+    of ``tuning``'s release (:func:`nvls_slices`; NCCL's chunk rules for these collectives are not ported). Data-check segments ``r k + j``."""
     groups = host_ranks(cluster, p)
     if len(groups) > 1:
         raise AlgorithmError(f"nvls {collective} is built inside one host; {p} ranks span {len(groups)} hosts")
     gpus = groups[0]
     g = len(gpus)
-    k = nvls_slices(nbytes, 1, g)
-    block_slice = nbytes / g / k * (1.0 / EFFICIENCY)
+    sys = describe(cluster, p)
+    k = nvls_slices(nbytes, 1, g, tuning=tuning, sys=sys)
+    block_slice = nbytes / g / k * (1.0 / efficiency(sys))
     reduce = collective == "reducescatter"
     engines = [engine(cluster, r, f"{'reduce' if reduce else 'multicast'}-{b}") for b, r in enumerate(gpus)]
     starts = launchers(cluster, gpus, launch_s) if launch_s > 0 else []
