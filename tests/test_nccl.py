@@ -519,10 +519,22 @@ NCCL version 2.29.3+cuda13.1
 """
 
 
+#: NVIDIA/nccl-tests issue 294's post: its command, its /etc/nccl.conf and a comment's rows
+CRUSOE = """\
+#% two 8-GPU H100 nodes (h100-80gb-sxm-ib-cloud-hypervisor.xml)
+mpirun -np 16 -N 8 -hostfile hostfile --bind-to none -x NCCL_DEBUG=INFO /home/ubuntu/nccl-tests/build/all_reduce_perf -b 128M
+NCCL_ALGO=NVLSTree
+   134217728      33554432     float     sum      -1    738.7  181.69  340.67      0    739.9  181.40  340.12      0
+  2147483648     536870912     float     sum      -1   9063.6  236.93  444.25      0   9089.4  236.26  442.99      0
+h100-test-rg-1:31789:31789 [0] NCCL INFO comm 0x556b35426090 rank 0 nranks 16 cudaDev 0 busId 200010 - Destroy COMPLETE
+"""
+
+
 def test_log_reader_reads_the_posts_of_the_third_held_out_set(tmp_path):
     """docs/nccl.md, "More clusters (2026-11-27, night)": a post that lists only ranks 0, 7, 8 and 15 runs
     on two 8-GPU hosts (device 7 on each), not eight of two GPUs; a header that lists the shapes a page
-    covers gets the NICs of the shape with the log's GPU (OCI's A100 shapes, not BM.GPU.H100.8's)."""
+    covers gets the NICs of the shape with the log's GPU (OCI's A100 shapes, not BM.GPU.H100.8's); a post of
+    the command and the rows alone is read."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import nccl_logs
 
@@ -535,3 +547,9 @@ def test_log_reader_reads_the_posts_of_the_third_held_out_set(tmp_path):
     path.write_text(OKE_SLURM.format(shape="one of BM.GPU.H100.8, BM.GPU.A100-v2.8, BM.GPU4.8"))
     g = nccl_logs.topology(nccl_logs.parse_log(path))
     assert (g.graph["nics_per_host"], g.graph["nic_bw"]) == (16, 100e9 / 8)
+    # NVIDIA/nccl-tests issue 294: the command, the nccl.conf and the rows, without the log's header lines
+    post = tmp_path / "h100-crusoe-2node.txt"
+    post.write_text(CRUSOE)
+    log = nccl_logs.parse_log(post)
+    samples, _ = nccl_logs.read_samples(nccl_logs._source(log))
+    assert (log.ranks, log.hosts, log.gpu, samples[0].algorithm) == (16, 2, "h100", "nccl:algo=nvls-tree")
