@@ -60,6 +60,12 @@ _NOT_BUILT = {
     "NVLink, MNNVL), which hgx does not build",
     "b300": "Blackwell Ultra: hgx has no sourced figures for its servers (ConnectX-8 800 Gb/s NICs, PCIe Gen6)",
 }
+#: an nccl-tests binary on a command line: a post may show the command and the rows, without the log's header
+_PERF_BINARY = re.compile(
+    r"\b(?:all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce|sendrecv)_perf(?:_mpi)?\b"
+)
+#: a device line's GPU index on its host (``... on node1 device  7 [0000:da:00] ...``)
+_DEVICE = re.compile(r"\bdevice\s+(\d+)\s+\[")
 #: an RCCL (AMD) run of rccl-tests, which prints the same table
 _RCCL = re.compile(r"\bRCCL version\b|\brccl-tests\b|\blibrccl\b|\bROCm version\b")
 _PCIE_CARD = re.compile(r"PCIe|PCIE|\bNVL\b")
@@ -89,19 +95,20 @@ _BARE = re.compile(
 )
 _BARE_IB = re.compile(r"\b(XDR|NDR200|NDR|HDR100|HDR|EDR)\b")
 #: the GPU networks of instance shapes and systems by name, as their makers state them, for a header that
-#: names the shape but no NIC figure (a figure in the header wins): (NICs per node, Gb/s each)
+#: names the shape but no NIC figure (a figure in the header wins): (NICs per node, Gb/s each), and the
+#: GPUs the shape has (a header that lists several shapes gets the one of the log's GPU)
 _SHAPES = (
-    (re.compile(r"\bBM\.GPU\.H100\.8\b", re.I), (16, 200.0)),  # OCI: 16 x 200 Gb/s RDMA (3.2 Tb/s)
-    (re.compile(r"\bBM\.GPU\.H200\.8\b", re.I), (8, 400.0)),  # OCI: 8 x 400 Gb/s RDMA (3.2 Tb/s)
-    (re.compile(r"\bBM\.GPU4\.8\b|\bBM\.GPU\.A100-v2\.8\b", re.I), (16, 100.0)),  # OCI: 16 x 100 Gb/s RoCE
-    (re.compile(r"\bp4de?\.24xlarge\b", re.I), (4, 100.0)),  # AWS: 4 x 100 Gb/s EFA (400 Gb/s)
-    (re.compile(r"\bp5e?\.48xlarge\b", re.I), (32, 100.0)),  # AWS: 32 x 100 Gb/s EFA (3,200 Gb/s)
-    (re.compile(r"\bp5en\.48xlarge\b", re.I), (16, 200.0)),  # AWS: 16 x 200 Gb/s EFAv3 (3,200 Gb/s)
-    (re.compile(r"\bND\s*H[12]00\s*v5\b|\bND96isr_H[12]00_v5\b", re.I), (8, 400.0)),  # Azure: 8 x 400 Gb/s NDR
-    (re.compile(r"\bND\s*A100\s*v4\b|\bND96asr_v4\b|\bND96amsr_A100_v4\b", re.I), (8, 200.0)),  # Azure: 8 x HDR
-    (re.compile(r"\ba3-megagpu-8g\b", re.I), (8, 200.0)),  # GCP A3 Mega: 8 x 200 Gb/s GPU NICs (1,600 Gb/s)
-    (re.compile(r"\bDGX\s*[HB]200\b|\bDGX\s*H100\b", re.I), (8, 400.0)),  # NVIDIA: 8 x ConnectX-7 400 Gb/s
-    (re.compile(r"\bDGX\s*A100\b", re.I), (8, 200.0)),  # NVIDIA: 8 x ConnectX-6 200 Gb/s (compute fabric)
+    (re.compile(r"\bBM\.GPU\.H100\.8\b", re.I), (16, 200.0), ("h100",)),  # OCI: 16 x 200 Gb/s RDMA (3.2 Tb/s)
+    (re.compile(r"\bBM\.GPU\.H200\.8\b", re.I), (8, 400.0), ("h200",)),  # OCI: 8 x 400 Gb/s RDMA (3.2 Tb/s)
+    (re.compile(r"\bBM\.GPU4\.8\b|\bBM\.GPU\.A100-v2\.8\b", re.I), (16, 100.0), ("a100",)),  # OCI: 16 x 100 RoCE
+    (re.compile(r"\bp4de?\.24xlarge\b", re.I), (4, 100.0), ("a100",)),  # AWS: 4 x 100 Gb/s EFA (400 Gb/s)
+    (re.compile(r"\bp5e?\.48xlarge\b", re.I), (32, 100.0), ("h100", "h200")),  # AWS: 32 x 100 Gb/s EFA (3,200 Gb/s)
+    (re.compile(r"\bp5en\.48xlarge\b", re.I), (16, 200.0), ("h200",)),  # AWS: 16 x 200 Gb/s EFAv3 (3,200 Gb/s)
+    (re.compile(r"\bND\s*H[12]00\s*v5\b|\bND96isr_H[12]00_v5\b", re.I), (8, 400.0), ("h100", "h200")),  # Azure: NDR
+    (re.compile(r"\bND\s*A100\s*v4\b|\bND96asr_v4\b|\bND96amsr_A100_v4\b", re.I), (8, 200.0), ("a100",)),  # 8 x HDR
+    (re.compile(r"\ba3-megagpu-8g\b", re.I), (8, 200.0), ("h100",)),  # GCP A3 Mega: 8 x 200 Gb/s GPU NICs (1,600 Gb/s)
+    (re.compile(r"\bDGX\s*[HB]200\b|\bDGX\s*H100\b", re.I), (8, 400.0), ("h100", "h200", "b200")),  # 8 x CX-7 400
+    (re.compile(r"\bDGX\s*A100\b", re.I), (8, 200.0), ("a100",)),  # NVIDIA: 8 x ConnectX-6 200 Gb/s (compute fabric)
 )
 #: ``400G`` alone is a port speed only before a network's name (``A100 40G`` is memory): ``400G IB``
 _BARE_G = re.compile(
@@ -148,20 +155,26 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     without an NVSwitch, ...) or device lines naming no model are refused with that name."""
     text = path.read_text(errors="replace")
     lines = [strip_label(line) for line in text.splitlines()]
-    if not any("nThread" in ln or "out-of-place" in ln for ln in lines):
-        raise LogError(f"{path.name}: not an nccl-tests log (no 'nThread' header or 'out-of-place' columns)")
+    if not any("nThread" in ln or "out-of-place" in ln for ln in lines) and not _PERF_BINARY.search(text):
+        raise LogError(
+            f"{path.name}: not an nccl-tests log (no 'nThread' header, 'out-of-place' columns or *_perf command)"
+        )
     if m := _RCCL.search(text):
         raise LogError(f"{path.name}: an RCCL run on AMD GPUs ({m.group(0)!r}); collsim models NCCL on NVIDIA GPUs")
     found: dict[tuple[int, str], str] = {}  # (rank, host) -> device; a log of several runs repeats them
+    seen: Counter[str] = Counter()  # host -> GPUs its rank lines show: as many as lines, or its highest index + 1
     for line in lines:
         if m := RANK_LINE.match(line.strip()):
             found.setdefault((int(m.group(1)), m.group(2) or ""), m.group(3))
+            if d := _DEVICE.search(line):  # a post that lists ranks 0, 7, 8, 15 shows device 7 on each host
+                seen[m.group(2) or ""] = max(seen[m.group(2) or ""], int(d.group(1)) + 1)
     try:
         samples, source = read_samples(f"{path}:ranks={ranks}" if ranks else str(path))
     except CalibrationError as exc:
         raise LogError(str(exc)) from None
     n = samples[0].ranks
     per_host = Counter(host for _, host in found)
+    per_host = Counter({host: max(k, seen[host]) for host, k in per_host.items()})
     note = ""
     if found and "" not in per_host and max(per_host.values()) <= 8:
         nodes = -(-n // max(per_host.values()))
@@ -192,10 +205,11 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     return Log(path, n, nodes, gpu, text[:4000], ranks, note, release, tuple(source.unmodelled))
 
 
-def stated_nics(text: str, gpus_per_host: int | None = None) -> tuple[int | None, float | None]:
+def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = None) -> tuple[int | None, float | None]:
     """(NICs per node, Gb/s each) as a log's header states them, or None where it does not; a count of -1
     says the speed is the node's total (``3.2 Tbps``, ``400 Gbps EFA``, ``1,600 Gbps``); a count said per
-    GPU (``2x 200 Gb/s per GPU``) counts for each of ``gpus_per_host``.
+    GPU (``2x 200 Gb/s per GPU``) counts for each of ``gpus_per_host``; a shape named for another GPU than
+    ``gpu`` (the log's) does not count.
 
     >>> stated_nics("8x H100 and 8x CX-7 IB 400Gbps"), stated_nics("100Gbps x 16"), stated_nics("8x NDR IB")
     ((8, 400.0), (16, 100.0), (8, 400.0))
@@ -218,6 +232,8 @@ def stated_nics(text: str, gpus_per_host: int | None = None) -> tuple[int | None
     ((16, 200.0), (32, 100.0), (8, 400.0))
     >>> stated_nics("#% 2x DGX A100"), stated_nics("#% 2x p4d.24xlarge, 4x 100 Gbps EFA")
     ((8, 200.0), (4, 100.0))
+    >>> stated_nics("#% one of BM.GPU.H100.8, BM.GPU.A100-v2.8, BM.GPU4.8", gpu="a100")
+    (16, 100.0)
     """
     header = "\n".join(line for line in text.splitlines() if line.startswith("#%"))
     found: list[tuple[int, int, float, int]] = []  # (position, count, Gb/s, where the figure ends)
@@ -249,8 +265,8 @@ def stated_nics(text: str, gpus_per_host: int | None = None) -> tuple[int | None
         return None, float(m.group(1))
     if m := _BARE_IB.search(header):
         return None, float(_IB[m.group(1).lower()])
-    for shape, nics in _SHAPES:
-        if shape.search(header):
+    for shape, nics, gpus in _SHAPES:
+        if shape.search(header) and (gpu is None or gpu in gpus):
             return nics
     return None, None
 
@@ -260,7 +276,7 @@ def topology(log: Log) -> object:
     speed; more than two per GPU are folded into two per GPU of their summed speed), the CPU vendor where
     the header names it."""
     ppn = log.gpus_per_host
-    nics, speed = stated_nics(log.text, ppn)
+    nics, speed = stated_nics(log.text, ppn, log.gpu)
     if nics == -1 and speed:  # a node's total: one NIC per GPU of its share
         nics, speed = ppn, speed / ppn
         log.note = f"{nics} NICs of {speed:g} Gb/s (the node's stated total, one per GPU)"

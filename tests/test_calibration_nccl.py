@@ -382,3 +382,69 @@ def test_nccls_own_picks_from_its_tuning_lines_set_each_sizes_schedule(tmp_path,
     for s in samples:  # each runs as stated
         r = simulate(TWO, "allreduce", s.algorithm, s.size, gamma=0.0)
         assert r.time_s > 0
+
+
+#: excerpts of posts in the third held-out set (docs/nccl.md, "More clusters (2026-11-27, night)")
+SKYPILOT = """\
+(head, rank=0, pid=3808) All nodes: 10.100.9.12:8,10.100.10.12:8
+(head, rank=0, pid=3808) [1,0]<stdout>:# nThread 1 nGpus 1 minBytes 1024 maxBytes 8589934592 step: 2(factor)
+(head, rank=0, pid=3808) [1,0]<stdout>:#  Rank  0 Group  0 Pid   7774 on nc-d87e1263-head device  0 [0000:8f:00] NVIDIA H200
+(head, rank=0, pid=3808) [1,0]<stdout>:#  Rank  1 Group  0 Pid   7775 on nc-d87e1263-head device  1 [0000:90:00] NVIDIA H200
+(head, rank=0, pid=3808) [1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw #wrong
+(head, rank=0, pid=3808) [1,0]<stdout>:  4294967296      67108864     float    none      -1    12416  345.92  324.30      0    12133  354.00  331.87      0
+(head, rank=0, pid=3808) [1,0]<stdout>:  8589934592     134217728     float    none      -1    24724  347.44  325.72      0    24214  354.75  332.58      0
+"""
+CETUS = """\
+[cetus-g88-094] running nccl test all_reduce -b 1 -e 1G, world_size=16
+# nGpus(perProc) 1 minBytes 1 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1
+#  Rank  7 Group  0 Pid 2562583 on cetus-g88-094 device  7 [0xd7] NVIDIA H200
+#  Rank 15 Group  0 Pid 1924610 on cetus-g88-061 device  7 [0xd7] NVIDIA H200
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+cetus-g88-061:3259226:3260615 [7] NCCL INFO Connected all trees
+    579.3    0.00    0.00      0    137.0    0.00    0.00      0
+           0             0  bfloat16     sum      -1     0.36    0.00    0.00      0     0.33    0.00    0.00      0
+           2             1  bfloat16     sum      -1   2500.6    0.00    0.00      0   3291.0    0.00    0.00      0
+   536870912     268435456  bfloat16     sum      -1   8299.2   64.69  121.29      0    11804   45.48   85.28      0
+  1073741824     536870912  bfloat16     sum      -1    22645   47.42   88.91      0    23322   46.04   86.33      0
+"""
+H800 = """\
+# nThread 1 nGpus 8 minBytes 4 maxBytes 2147483648 step: 2(factor) warmup iters: 50 iters: 100 agg iters: 1
+{ranks}
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+  1073741824     268435456     float    none       0   6520.1  164.68  164.68    N/A   6520.5  164.67  164.67    N/A
+  2147483648     536870912     float    none       0    13018  164.97  164.97    N/A    13014  165.02  165.02    N/A
+"""
+GIB = """\
+kubectl exec -it nccl-gib-test-0 -- /usr/local/gib/scripts/run_nccl_tests.sh -t all_gather -b 1K -e 8G host-0 host-1
+# nThread 1 nGpus 1 minBytes 1024 maxBytes 8589934592 step: 2(factor) warmup iters: 50 iters: 100 agg iters: 1
+{ranks}
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+  4294967296      67108864     float    none      -1    15394  279.00  261.57      0    15332  280.13  262.62      0
+  8589934592     134217728     float    none      -1    30970  277.36  260.03      0    31063  276.53  259.25      0
+"""
+
+
+def _device_lines(n: int, per: int, model: str) -> str:
+    return "\n".join(
+        f"#  Rank {r:2d} Group  0 Pid {r} on node{r // per} device {r % per} [0x0f] {model}" for r in range(n)
+    )
+
+
+def test_import_reads_the_posts_of_the_third_held_out_set(tmp_path):
+    """A job runner's label before Open MPI's (SkyPilot), nccl-tests' rows of 0 bytes among NCCL INFO lines
+    and a cut row (a parser's fixture), a table without a reduction (redop none: a broadcast's busbw = algbw
+    on 8 GPUs, not an all-reduce of 2 ranks), and Google's gIB wrapper naming its test (``-t all_gather``)."""
+    path = tmp_path / "post.txt"
+    path.write_text(SKYPILOT)
+    samples, _ = read_samples(f"{path}:collective=allgather,ranks=16")
+    assert [s.size for s in samples] == [2**32, 2**33] and samples[0].time_s == pytest.approx(12416e-6)
+    path.write_text(CETUS)
+    samples, _ = read_samples(path)
+    assert [s.size for s in samples] == [2, 2**29, 2**30] and {s.ranks for s in samples} == {16}
+    path.write_text(H800.format(ranks=_device_lines(8, 8, "NVIDIA H800")))
+    with pytest.raises(CalibrationError, match="its redop is 'none': not an all-reduce's table"):
+        read_samples(path)
+    path.write_text(GIB.format(ranks=_device_lines(16, 8, "NVIDIA B200")))
+    samples, source = read_samples(path)
+    assert {s.collective for s in samples} == {"allgather"} and {s.ranks for s in samples} == {16}
+    assert source.detail.startswith("all_gather_perf, 16 ranks")

@@ -502,3 +502,54 @@ def test_the_tree_pipelines_ll128_in_nccls_chunks():
     r = simulate("hgx:hosts=2,preset=oci-bm-gpu4-8", "allreduce", "nccl-tree:proto=ll128", 2**26)
     bound = 2**26 * 1.75 / (240e9 * 0.92 * 15 / 16)
     assert bound < r.time_s < 1.3 * bound
+
+
+#: the OCI OKE Slurm page's post (oracle-quickstart/oci-hpc-oke): four of its 16 rank lines, as posted
+OKE_SLURM = """\
+#% HARDWARE (as stated): 2 nodes of OCI shape {shape} (8 GPUs per node); NIC speed not stated on the page
+# nThread 1 nGpus 1 minBytes 1073741824 maxBytes 4294967296 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1
+#  Rank  0 Group  0 Pid    490 on inst-qfvws-oke-rdma device  0 [0000:0f:00] NVIDIA A100-SXM4-40GB
+#  Rank  7 Group  0 Pid    505 on inst-qfvws-oke-rdma device  7 [0000:da:00] NVIDIA A100-SXM4-40GB
+#  Rank  8 Group  0 Pid    247 on inst-wm4sq-oke-rdma device  0 [0000:0f:00] NVIDIA A100-SXM4-40GB
+#  Rank 15 Group  0 Pid    263 on inst-wm4sq-oke-rdma device  7 [0000:da:00] NVIDIA A100-SXM4-40GB
+NCCL version 2.29.3+cuda13.1
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+  1073741824     268435456     float     sum      -1  10908.0   98.44  184.57       0  11220.1   95.70  179.43       0
+  4294967296    1073741824     float     sum      -1  42721.7  100.53  188.50       0  42920.8  100.07  187.63       0
+"""
+
+
+#: NVIDIA/nccl-tests issue 294's post: its command, its /etc/nccl.conf and a comment's rows
+CRUSOE = """\
+#% two 8-GPU H100 nodes (h100-80gb-sxm-ib-cloud-hypervisor.xml)
+mpirun -np 16 -N 8 -hostfile hostfile --bind-to none -x NCCL_DEBUG=INFO /home/ubuntu/nccl-tests/build/all_reduce_perf -b 128M
+NCCL_ALGO=NVLSTree
+   134217728      33554432     float     sum      -1    738.7  181.69  340.67      0    739.9  181.40  340.12      0
+  2147483648     536870912     float     sum      -1   9063.6  236.93  444.25      0   9089.4  236.26  442.99      0
+h100-test-rg-1:31789:31789 [0] NCCL INFO comm 0x556b35426090 rank 0 nranks 16 cudaDev 0 busId 200010 - Destroy COMPLETE
+"""
+
+
+def test_log_reader_reads_the_posts_of_the_third_held_out_set(tmp_path):
+    """docs/nccl.md, "More clusters (2026-11-27, night)": a post that lists only ranks 0, 7, 8 and 15 runs
+    on two 8-GPU hosts (device 7 on each), not eight of two GPUs; a header that lists the shapes a page
+    covers gets the NICs of the shape with the log's GPU (OCI's A100 shapes, not BM.GPU.H100.8's); a post of
+    the command and the rows alone is read."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import nccl_logs
+
+    path = tmp_path / "a100-oke-2node.txt"
+    path.write_text(OKE_SLURM.format(shape="BM.GPU.A100-v2.8"))
+    log = nccl_logs.parse_log(path)
+    assert (log.ranks, log.hosts, log.gpu, log.nccl) == (16, 2, "a100", "2.29.3")
+    g = nccl_logs.topology(log)
+    assert (g.graph["nics_per_host"], g.graph["nic_bw"]) == (16, 100e9 / 8)
+    path.write_text(OKE_SLURM.format(shape="one of BM.GPU.H100.8, BM.GPU.A100-v2.8, BM.GPU4.8"))
+    g = nccl_logs.topology(nccl_logs.parse_log(path))
+    assert (g.graph["nics_per_host"], g.graph["nic_bw"]) == (16, 100e9 / 8)
+    # NVIDIA/nccl-tests issue 294: the command, the nccl.conf and the rows, without the log's header lines
+    post = tmp_path / "h100-crusoe-2node.txt"
+    post.write_text(CRUSOE)
+    log = nccl_logs.parse_log(post)
+    samples, _ = nccl_logs.read_samples(nccl_logs._source(log))
+    assert (log.ranks, log.hosts, log.gpu, samples[0].algorithm) == (16, 2, "h100", "nccl:algo=nvls-tree")

@@ -366,15 +366,21 @@ _STARTING = re.compile(r"Collective test starting:\s*(\S+)")
 #: a launcher's label in front of every line: ``srun --label`` (`` 0: ``), Open MPI's ``--tag-output``
 #: (``[1,0]<stdout>:``), MPICH / Intel MPI's ``-prepend-rank`` (``[0] ``)
 _LABEL = re.compile(r"^\s*(?:\d+:|\[\d+,\d+\]<std(?:out|err)>:|\[\d+\](?=\s))\s?")
+#: a job runner's label in front of those: SkyPilot's (Ray's) ``(head, rank=0, pid=3808) ``,
+#: ``(worker1, rank=1, pid=2769, ip=10.0.0.2) ``
+_RUNNER_LABEL = re.compile(r"^\s*\([\w.-]+(?:, rank=\d+)?, pid=\d+(?:, ip=[\w.:-]+)?\)\s?")
 
 
 def strip_label(line: str) -> str:
-    """``line`` without the label a launcher puts in front of it (a result row has none of these).
+    """``line`` without the label a launcher puts in front of it (a result row has none of these), and
+    without a job runner's label in front of that.
 
     >>> strip_label(" 3: #  Rank  3 Group"), strip_label("[1,0]<stdout>:#   Rank  0 Pid"), strip_label("[0] # nThread 1")
     ('#  Rank  3 Group', '#   Rank  0 Pid', '# nThread 1')
+    >>> strip_label("(head, rank=0, pid=3808) [1,0]<stdout>:# nThread 1"), strip_label("(worker1, rank=1, pid=2) x")
+    ('# nThread 1', 'x')
     """
-    return _LABEL.sub("", line, count=1)
+    return _LABEL.sub("", _RUNNER_LABEL.sub("", line, count=1), count=1)
 
 
 #: a binary's name as it appears in a command line: ``all_reduce_perf``, ``./build/all_reduce_perf_mpi``
@@ -393,6 +399,10 @@ _NCCL_ENV = re.compile(r"\bNCCL_(ALGO|PROTO|NVLS_ENABLE)\s*[=:]\s*[\"']?([\^A-Za
 _NCCL_VERSION_LINE = re.compile(r"\bNCCL version\s+v?(\d+\.\d+\.\d+)")
 _NCCL_LIBRARY = re.compile(r"\bnccl-library=(\d+)")
 _NCCL_VERSION_STATED = re.compile(r"\bNCCL\s+v?(\d+\.\d+\.\d+)\b")
+#: Google's GPUDirect (gIB) wrapper names the test by its collective: ``run_nccl_tests.sh -t all_gather``
+_GIB_TEST = re.compile(
+    r"\brun_nccl_tests\.sh\b[^\n]*?\s-t\s+(all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce|sendrecv)\b"
+)
 _MPI_RANKS = re.compile(r"(?:mpirun|mpiexec)\b[^\n]*?\s(?:-n|-np|--np|--n)[\s=](\d+)")
 _SRUN_TASKS = re.compile(r"\bsrun\b[^\n]*?\s(?:-n|--ntasks)[\s=](\d+)")
 _SRUN_NODES = re.compile(r"\bsrun\b[^\n]*?\s(?:-N|--nodes)[\s=](\d+)")
@@ -511,9 +521,10 @@ def _header_time_column(stripped: str) -> int | None:
     return None
 
 
-def _result_row(line: str, time_at: int, headed: bool) -> tuple[int, str, str, str, str, str | None] | None:
-    """A result row's size, its out-of-place time, algbw, busbw and #wrong (or error) texts, and its
-    in-place time text (None where the row has none whose algbw agrees with it), or None.
+def _result_row(line: str, time_at: int, headed: bool) -> tuple[int, str, str, str, str, str | None, str | None] | None:
+    """A result row's size, its out-of-place time, algbw, busbw and #wrong (or error) texts, its
+    in-place time text (None where the row has none whose algbw agrees with it) and its redop (None in
+    the oldest layout, which prints none), or None.
 
     The time column is ``time_at`` (a column-header line's where ``headed``, else today's layout) where
     the row's algbw agrees with size / time there (algbw is printed to 0.01 GB/s), else the first of the
@@ -542,7 +553,7 @@ def _result_row(line: str, time_at: int, headed: bool) -> tuple[int, str, str, s
     if k is None:
         return None
     in_place = fields[k + 4] if agrees(k + 4, strict=False) and not _wrong_results(fields[k + 7]) else None
-    return size, fields[k], fields[k + 1], fields[k + 2], fields[k + 3], in_place
+    return size, fields[k], fields[k + 1], fields[k + 2], fields[k + 3], in_place, fields[3] if k >= 4 else None
 
 
 def _wrong_results(wrong: str) -> bool:
@@ -592,6 +603,7 @@ def parse_nccl_text(
     time_at, headed = _TIME_COLUMNS[0], False  # until a column-header line says otherwise
     listed: set[tuple[int, str]] = set()  # (rank, host): a log of several runs repeats its rank lines
     rows: list[tuple[str, int, float, float]] = []  # (where, size, out-of-place s, in-place s or 0)
+    redops: Counter[str | None] = Counter()  # the rows' redop column: all-reduce's is an operation, not "none"
     printed: list[tuple[int, float, float]] = []  # (size, algbw, busbw)
     versions: list[tuple[int, str]] = []  # (rank, NCCL release) as the log states it
     ran: dict[tuple[str | None, int], Counter[tuple[str, str]]] = {}  # NCCL's TUNING lines: what each call ran
@@ -603,6 +615,8 @@ def parse_nccl_text(
         _scan_command(stripped, env)
         if named is None and (m := _BINARY.search(stripped)):
             named = m.group(1)
+        if named is None and (m := _GIB_TEST.search(stripped)):
+            named = f"{m.group(1)}_perf"
         mpi_ranks = mpi_ranks or command_ranks(stripped)
         if not srun_nodes and (m := _SRUN_NODES.search(stripped)):
             srun_nodes = int(m.group(1))
@@ -636,7 +650,10 @@ def parse_nccl_text(
             scan(stripped)  # the command line, environment, NCCL INFO lines ...
             continue
         where = f"{path}:{n}"
-        size, time_text, algbw_text, busbw_text, wrong, in_place = row
+        size, time_text, algbw_text, busbw_text, wrong, in_place, redop = row
+        if size == 0:  # nccl-tests' row of 0 bytes (minBytes below one element): nothing moves
+            continue
+        redops[redop] += 1
         if _wrong_results(wrong):
             raise CalibrationError(f"{where}: #wrong is {wrong}; a run with wrong results is not a measurement")
         rows.append((where, size, _time_us(time_text, where) * 1e-6, _float(in_place) * 1e-6 if in_place else 0.0))
@@ -652,14 +669,19 @@ def parse_nccl_text(
     printed.sort()
     top = [(a, b) for size, a, b in printed if algbw_reliable(size, printed)]
     stated = _collective_of(program or named, path, collective) if collective or program or named else None
+    # a table without a reduction (redop "none": all_gather_perf's, broadcast_perf's, alltoall_perf's ...) is
+    # not all-reduce's, whatever its busbw / algbw: its factor says nothing of the ranks then
+    unreduced = stated is None and set(redops) == {"none"}
     # the launcher's processes drive nThread x nGpus GPUs each (``mpirun -np 2 ... -g 8``: 16 ranks)
     launched = (mpi_ranks or srun_nodes) * max(gpus, 1)
-    p = ranks or _rank_count([len(listed), launched, gpus if gpus > 1 else 0], top, stated in (None, "allreduce"))
-    guess_coll, guess_ranks = _ratio_collective([b / a for a, b in top], p or None)
+    allreduce = stated in (None, "allreduce") and not unreduced
+    p = ranks or _rank_count([len(listed), launched, gpus if gpus > 1 else 0], top, allreduce)
+    guess_coll, guess_ranks = (None, None) if unreduced else _ratio_collective([b / a for a, b in top], p or None)
     if stated is None and guess_coll is None:
+        why = " (its redop is 'none': not an all-reduce's table)" if unreduced else ""
         raise CalibrationError(
             f"{path}: cannot tell which nccl-tests binary wrote this (no '# Collective test starting' line, no "
-            "binary named); name the collective (e.g. FILE:collective=allreduce)"
+            f"binary named){why}; name the collective (e.g. FILE:collective=allreduce)"
         )
     coll = stated or guess_coll
     if coll == "allreduce" and p and top:
