@@ -4784,6 +4784,422 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ the whole wake-up (sim/network.py)
+ *
+ * Network._wake's lines after the lane's test, for a network whose lane is closed: the staged sends
+ * flushed, the flows due drained (_drain: drain_due, then the rate bookkeeping's removal and the
+ * completions), every start due by now started (_start), the rates computed where anything changed
+ * (_solve) and the next wake-up scheduled (_schedule_next: wake_next), on the network's own objects and
+ * in the Python lines' order. Where a step is not the common one -- a flow that is instant at its start,
+ * completions of several owners or of no owner, a completion owner of the dataflow's core (DfDone, below)
+ * aside -- the Python method the Python lines call there is called with the same arguments, so the state
+ * afterwards is the Python path's (Network._wake_py is the reference; tests/test_wake_core.py holds them
+ * equal wake-up by wake-up). ``wctx = (ctx, numpy.empty, numpy.int64)``, ``ctx`` the lane's tuple. */
+
+enum {
+    W_T_LAST, W_HEAP, W_DUE_AT, W_IS_ACTIVE, W_DUE, W_DUE_ENTRIES, W_NACTIVE, W_ACTIVE_ARR, W_ENTRIES, W_PENDING,
+    W_PENDING_AT, W_STAGE, W_REMAINING, W_PATH, W_BYTES, W_RATE, W_OWNER, W_GID, W_OWNERS, W_FREE, W_PATH_BYTES,
+    W_CLUSTER, W_PATHS, W_COUNT, W_LENGTH, W_FLUSH, W_REMOVED, W_ADDED, W_SOLVE, W_FINISH, W_FINISH_FEW, W_START,
+    W_PATH_BYTES_FOR, W_T_SET, W_N
+};
+static const char *w_names[W_N] = {
+    "_t_last", "_heap", "_due_at", "_is_active", "_due", "_due_entries", "_nactive", "_active_arr", "_entries",
+    "_pending", "_pending_at", "_stage", "_remaining", "_path", "_bytes", "_rate", "_owner", "_gid", "_owners",
+    "_free", "_path_bytes", "cluster", "paths", "count", "length", "_flush", "_removed", "_added", "_solve",
+    "_finish", "_finish_few", "_start", "_path_bytes_for", "_t_set",
+};
+static PyObject *w_s[W_N];
+static PyObject *w_neg_inf;
+
+static int w_strings(void) {
+    if (w_neg_inf)
+        return 0;
+    for (int k = 0; k < W_N; k++)
+        if (!(w_s[k] = PyUnicode_InternFromString(w_names[k])))
+            return -1;
+    return (w_neg_inf = PyFloat_FromDouble(-Py_HUGE_VAL)) ? 0 : -1;
+}
+
+typedef struct {
+    PyObject *ctx, *empty, *int64, *net;
+} WCtx;
+
+/* obj.name(*args) -> 0, or -1 with an exception set (the result dropped) */
+static int w_call(PyObject *obj, PyObject *name, PyObject *a, PyObject *b, PyObject *c) {
+    PyObject *argv[4] = {obj, a, b, c};
+    size_t n = 1 + (a != NULL) + (b != NULL) + (c != NULL);
+    PyObject *r = PyObject_VectorcallMethod(name, argv, n, NULL);
+    if (!r)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* numpy.empty(n, numpy.int64) holding ``v`` (a new reference) */
+static PyObject *w_slots(const WCtx *w, const Py_ssize_t *v, Py_ssize_t n) {
+    PyObject *len = PyLong_FromSsize_t(n);
+    if (!len)
+        return NULL;
+    PyObject *arr = PyObject_CallFunctionObjArgs(w->empty, len, w->int64, NULL);
+    Py_DECREF(len);
+    if (!arr)
+        return NULL;
+    Arr a;
+    if (arr_open(arr, &a, 'i', 1) < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        *arr_ip(&a, i) = v[i];
+    arr_release(&a);
+    return arr;
+}
+
+/* obj.name as an array opened (written where asked) */
+static int w_arr(PyObject *obj, int name, Arr *a, int kind, int writable) {
+    a->held = 0;
+    PyObject *o = PyObject_GetAttr(obj, w_s[name]);
+    if (!o)
+        return -1;
+    int rc = arr_open(o, a, kind, writable);
+    Py_DECREF(o);
+    return rc;
+}
+
+/* obj.name += by (an int attribute) */
+static int w_add(PyObject *obj, int name, Py_ssize_t by) { return add_attr(obj, w_s[name], (long)by); }
+
+/* self._flush() where sends are staged */
+static int w_flush(PyObject *net) {
+    PyObject *stage = PyObject_GetAttr(net, w_s[W_STAGE]);
+    if (!stage)
+        return -1;
+    int staged = PyObject_IsTrue(stage);
+    Py_DECREF(stage);
+    return staged < 0 ? -1 : staged ? w_call(net, w_s[W_FLUSH], NULL, NULL, NULL) : 0;
+}
+
+/* the attributes a change of the draining flows drops: _active_arr and _entries None, _nactive += by */
+static int w_active(PyObject *net, Py_ssize_t by) {
+    return w_add(net, W_NACTIVE, by) < 0 || PyObject_SetAttr(net, w_s[W_ACTIVE_ARR], Py_None) < 0 ||
+                   PyObject_SetAttr(net, w_s[W_ENTRIES], Py_None) < 0
+               ? -1
+               : 0;
+}
+
+/* a completion owner's callback: DfDone's compiled call, or any other callable with (slots, now) */
+static int df_done_call(PyObject *done, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, PyObject *now_o);
+
+/* Network._finish / _finish_few / _finish_one for ``done`` (``arr`` the same slots as an array) where every
+ * one of them has the same owner (>= 0; a lone flow no transfer group): bytes booked slot by slot, rates
+ * zeroed, the owner called back, owners reset and the slots freed in order. 1 where done so, 0 where the
+ * Python lines must do it (nothing written), -1 on an error. */
+static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, PyObject *arr, PyObject *now_o) {
+    PyObject *net = w->net;
+    Arr owner, gid, path, nbytes, rate, pb, length;
+    Arr *all[5] = {&owner, &gid, &path, &nbytes, &rate};
+    arrs_init(all, 5);
+    pb.held = length.held = 0;
+    int rc = -1;
+    int64_t first = -1;
+    PyObject *owners = NULL, *cb = NULL, *cluster = NULL, *paths = NULL, *count = NULL;
+    if (w_arr(net, W_OWNER, &owner, 'i', 1) < 0 || w_arr(net, W_GID, &gid, 'i', 0) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t o = arr_i(&owner, done[i]);
+        if (o < 0 || (i && o != first) || (n == 1 && arr_i(&gid, done[i]) >= 0)) {
+            rc = 0;
+            goto done;
+        }
+        first = o;
+    }
+    if (!(owners = PyObject_GetAttr(net, w_s[W_OWNERS])) || !PyList_CheckExact(owners))
+        goto done;
+    if (first >= PyList_GET_SIZE(owners)) {
+        rc = 0;
+        goto done;
+    }
+    cb = Py_NewRef(PyList_GET_ITEM(owners, first));
+    /* self._path_bytes_for(self.cluster.paths.count) */
+    if (!(cluster = PyObject_GetAttr(net, w_s[W_CLUSTER])) || !(paths = PyObject_GetAttr(cluster, w_s[W_PATHS])) ||
+        !(count = PyObject_GetAttr(paths, w_s[W_COUNT])))
+        goto done;
+    if (w_call(net, w_s[W_PATH_BYTES_FOR], count, NULL, NULL) < 0)
+        goto done;
+    if (w_arr(net, W_PATH, &path, 'i', 0) < 0 || w_arr(net, W_BYTES, &nbytes, 'f', 0) < 0 ||
+        w_arr(net, W_RATE, &rate, 'f', 1) < 0 || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t s = done[i], pid = arr_i(&path, s);
+        if (!index_ok(pid, pb.n, "net_wake: path out of range"))
+            goto done;
+        *arr_fp(&pb, pid) += arr_f(&nbytes, s);
+        *arr_fp(&rate, s) = 0.0;
+    }
+    arrs_release(all, 5);
+    arr_release(&pb);
+    if (df_done_call(cb, done, n, arr, now_o) < 0)
+        goto done;
+    if (w_arr(net, W_OWNER, &owner, 'i', 1) < 0) /* (read again: the callback may have grown it) */
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++)
+        *arr_ip(&owner, done[i]) = -1;
+    arr_release(&owner);
+    PyObject *free_ = PyObject_GetAttr(net, w_s[W_FREE]);
+    if (!free_)
+        goto done;
+    int bad = !PyList_CheckExact(free_);
+    for (Py_ssize_t i = 0; !bad && i < n; i++) {
+        PyObject *x = PyLong_FromSsize_t(done[i]);
+        bad = !x || PyList_Append(free_, x) < 0;
+        Py_XDECREF(x);
+    }
+    Py_DECREF(free_);
+    rc = bad ? -1 : 1;
+done:
+    arrs_release(all, 5);
+    arr_release(&pb);
+    arr_release(&length);
+    Py_XDECREF(owners);
+    Py_XDECREF(cb);
+    Py_XDECREF(cluster);
+    Py_XDECREF(paths);
+    Py_XDECREF(count);
+    return rc;
+}
+
+/* Network._drain(now): 1 where flows completed, 0 where none did, -1 on an error */
+static int w_drain(const WCtx *w, PyObject *now_o, double now) {
+    PyObject *net = w->net;
+    if (PyObject_SetAttr(net, w_s[W_T_LAST], now_o) < 0)
+        return -1;
+    double cut = now * fv(PyTuple_GET_ITEM(w->ctx, CX_K)) + 1e-300;
+    PyObject *heap = PyObject_GetAttr(net, w_s[W_HEAP]), *due_at = NULL, *act = NULL, *due = NULL, *cut_o = NULL;
+    PyObject *got = NULL, *arr = NULL;
+    Py_ssize_t *done = NULL;
+    int rc = -1;
+    if (!heap || !PyList_CheckExact(heap))
+        goto out;
+    if (!PyList_GET_SIZE(heap) || fv(PyList_GET_ITEM(heap, 0)) > cut) {
+        rc = 0;
+        goto out;
+    }
+    if (!(due_at = PyObject_GetAttr(net, w_s[W_DUE_AT])) || !(act = PyObject_GetAttr(net, w_s[W_IS_ACTIVE])) ||
+        !(due = PyObject_GetAttr(net, w_s[W_DUE])) || !(cut_o = PyFloat_FromDouble(cut)))
+        goto out;
+    PyObject *argv[5] = {heap, due_at, cut_o, act, due};
+    if (!(got = py_drain_due(NULL, argv, 5)))
+        goto out;
+    PyObject *list = PyTuple_GET_ITEM(got, 0);
+    Py_ssize_t taken = PyLong_AsSsize_t(PyTuple_GET_ITEM(got, 1)), n = PyList_GET_SIZE(list);
+    if (w_add(net, W_DUE_ENTRIES, -taken) < 0)
+        goto out;
+    if (!n) {
+        rc = 0;
+        goto out;
+    }
+    if (!(done = malloc((size_t)n * sizeof(Py_ssize_t)))) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        done[i] = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
+    if (!(arr = w_slots(w, done, n)) || w_active(net, -n) < 0 || w_call(net, w_s[W_REMOVED], arr, NULL, NULL) < 0)
+        goto out;
+    int owned = w_finish_owned(w, done, n, arr, now_o);
+    if (owned < 0)
+        goto out;
+    if (!owned) { /* (len(done) <= _SMALL: _finish_few(done, now, finished), else _finish(finished, now)) */
+        if (n <= 16 ? w_call(net, w_s[W_FINISH_FEW], list, now_o, arr) < 0 : w_call(net, w_s[W_FINISH], arr, now_o, NULL) < 0)
+            goto out;
+    }
+    rc = 1;
+out:
+    free(done);
+    Py_XDECREF(heap);
+    Py_XDECREF(due_at);
+    Py_XDECREF(act);
+    Py_XDECREF(due);
+    Py_XDECREF(cut_o);
+    Py_XDECREF(got);
+    Py_XDECREF(arr);
+    return rc;
+}
+
+/* Network._start(starting, now): 1 where flows started, 0 where none did, -1 on an error */
+static int w_start(const WCtx *w, PyObject *starting, PyObject *now_o, double now) {
+    PyObject *net = w->net;
+    if (w_flush(net) < 0)
+        return -1;
+    if (!PyList_CheckExact(starting)) {
+        PyErr_SetString(PyExc_TypeError, "net_wake: a start's slots must be a list");
+        return -1;
+    }
+    Py_ssize_t k = PyList_GET_SIZE(starting), total = 0;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *s = PyList_GET_ITEM(starting, i);
+        if (PyLong_CheckExact(s)) {
+            total++;
+            continue;
+        }
+        Py_ssize_t len = PyObject_Length(s);
+        if (len < 0)
+            return -1;
+        total += len;
+    }
+    Py_ssize_t *order = malloc((size_t)(total ? total : 1) * sizeof(Py_ssize_t)), m = 0;
+    Arr left, path, length, act, rate, t_set, due;
+    Arr *all[7] = {&left, &path, &length, &act, &rate, &t_set, &due};
+    arrs_init(all, 7);
+    PyObject *cluster = NULL, *paths = NULL, *lens = NULL, *arr = NULL;
+    int rc = -1;
+    if (!order) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    /* the order the Python lines start them in: the launched batches' slots in order, then the single
+     * sends (_start_few's order for a few of them, the concatenation's for more) */
+    for (int pass = 0; pass < 2; pass++)
+        for (Py_ssize_t i = 0; i < k; i++) {
+            PyObject *s = PyList_GET_ITEM(starting, i);
+            int single = PyLong_CheckExact(s);
+            if (single != pass)
+                continue;
+            if (single) {
+                order[m++] = PyLong_AsSsize_t(s);
+                continue;
+            }
+            Arr a;
+            if (arr_get(s, &a, 'i') < 0)
+                goto out;
+            for (Py_ssize_t j = 0; j < a.n; j++)
+                order[m++] = (Py_ssize_t)arr_i(&a, j);
+            arr_release(&a);
+        }
+    if (PyErr_Occurred())
+        goto out;
+    if (!(cluster = PyObject_GetAttr(net, w_s[W_CLUSTER])) || !(paths = PyObject_GetAttr(cluster, w_s[W_PATHS])) ||
+        !(lens = PyObject_GetAttr(paths, w_s[W_LENGTH])) || arr_get(lens, &length, 'i') < 0 ||
+        w_arr(net, W_REMAINING, &left, 'f', 0) < 0 || w_arr(net, W_PATH, &path, 'i', 0) < 0)
+        goto out;
+    int instant = m == 0;
+    for (Py_ssize_t i = 0; i < m && !instant; i++) {
+        Py_ssize_t s = order[i];
+        if (!index_ok(s, left.n, "net_wake: slot out of range") || !index_ok(arr_i(&path, s), length.n, "net_wake: path out of range"))
+            goto out;
+        instant = arr_f(&left, s) <= 0 || arr_i(&length, arr_i(&path, s)) == 0;
+    }
+    if (instant) { /* the Python lines, which finish the instant ones */
+        arrs_release(all, 7);
+        PyObject *argv[3] = {net, starting, now_o};
+        PyObject *r = PyObject_VectorcallMethod(w_s[W_START], argv, 3, NULL);
+        if (r) {
+            rc = PyObject_IsTrue(r);
+            Py_DECREF(r);
+        }
+        goto out;
+    }
+    if (w_arr(net, W_IS_ACTIVE, &act, 'b', 1) < 0 || w_arr(net, W_RATE, &rate, 'f', 1) < 0 ||
+        w_arr(net, W_T_SET, &t_set, 'f', 1) < 0 || w_arr(net, W_DUE, &due, 'f', 1) < 0)
+        goto out;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        Py_ssize_t s = order[i];
+        *arr_bp(&act, s) = 1;
+        *arr_fp(&rate, s) = 0.0;
+        *arr_fp(&t_set, s) = now;
+        *arr_fp(&due, s) = INFINITY;
+    }
+    arrs_release(all, 7);
+    if (w_active(net, m) < 0 || !(arr = w_slots(w, order, m)) || w_call(net, w_s[W_ADDED], arr, NULL, NULL) < 0)
+        goto out;
+    rc = 1;
+out:
+    arrs_release(all, 7);
+    free(order);
+    Py_XDECREF(cluster);
+    Py_XDECREF(paths);
+    Py_XDECREF(lens);
+    Py_XDECREF(arr);
+    return rc;
+}
+
+/* net_wake(wctx, now): Network._wake's lines for a closed lane, from ``_wake_at = -inf`` to _schedule_next */
+static PyObject *py_net_wake(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "net_wake(wctx, now)"))
+        return NULL;
+    PyObject *wctx = args[0], *now_o = args[1];
+    if (!PyTuple_CheckExact(wctx) || PyTuple_GET_SIZE(wctx) != 3 || !PyTuple_CheckExact(PyTuple_GET_ITEM(wctx, 0)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(wctx, 0)) != CX_N) {
+        PyErr_SetString(PyExc_TypeError, "net_wake: not a wake-up context");
+        return NULL;
+    }
+    if (lane_strings() < 0 || w_strings() < 0)
+        return NULL;
+    WCtx w = {PyTuple_GET_ITEM(wctx, 0), PyTuple_GET_ITEM(wctx, 1), PyTuple_GET_ITEM(wctx, 2), NULL};
+    w.net = PyTuple_GET_ITEM(w.ctx, CX_NET);
+    PyObject *net = w.net;
+    double now = fv(now_o);
+    if (PyErr_Occurred() || PyObject_SetAttr(net, s_wake_at, w_neg_inf) < 0 || w_flush(net) < 0)
+        return NULL;
+    int changed = w_drain(&w, now_o, now);
+    if (changed < 0)
+        return NULL;
+    PyObject *pending = PyObject_GetAttr(net, w_s[W_PENDING]), *pending_at = NULL, *got = NULL;
+    PyObject *heap = NULL, *due_at = NULL, *act = NULL, *due = NULL;
+    PyObject *res = NULL;
+    if (!pending || !PyList_CheckExact(pending) || !(pending_at = PyObject_GetAttr(net, w_s[W_PENDING_AT])) ||
+        !PyDict_CheckExact(pending_at)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "net_wake: the pending starts must be a list and a dict");
+        goto out;
+    }
+    while (PyList_GET_SIZE(pending) && fv(PyList_GET_ITEM(pending, 0)) <= now) {
+        PyObject *key = heap_pop(pending);
+        if (!key)
+            goto out;
+        PyObject *starting = dict_pop(pending_at, key);
+        Py_DECREF(key);
+        if (!starting) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_KeyError, "net_wake: a start time without its slots");
+            goto out;
+        }
+        int started = w_start(&w, starting, now_o, now);
+        Py_DECREF(starting);
+        if (started < 0)
+            goto out;
+        changed = started || changed;
+    }
+    if (changed && w_call(net, w_s[W_SOLVE], NULL, NULL, NULL) < 0)
+        goto out;
+    if (!(heap = PyObject_GetAttr(net, w_s[W_HEAP])) || !(due_at = PyObject_GetAttr(net, w_s[W_DUE_AT])) ||
+        !(act = PyObject_GetAttr(net, w_s[W_IS_ACTIVE])) || !(due = PyObject_GetAttr(net, w_s[W_DUE])))
+        goto out;
+    PyObject *argv[7] = {w.ctx, heap, due_at, act, due, pending, now_o};
+    if (!(got = py_wake_next(NULL, argv, 7)))
+        goto out;
+    Py_ssize_t taken = PyLong_AsSsize_t(got);
+    if ((taken == -1 && PyErr_Occurred()) || w_add(net, W_DUE_ENTRIES, -taken) < 0)
+        goto out;
+    res = Py_NewRef(Py_None);
+out:
+    Py_XDECREF(pending);
+    Py_XDECREF(pending_at);
+    Py_XDECREF(got);
+    Py_XDECREF(heap);
+    Py_XDECREF(due_at);
+    Py_XDECREF(act);
+    Py_XDECREF(due);
+    return res;
+}
+
+static int df_done_call(PyObject *done, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, PyObject *now_o) {
+    (void)slots, (void)n;
+    PyObject *r = PyObject_CallFunctionObjArgs(done, arr, now_o, NULL);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
 static PyMethodDef module_methods[] = {
     {"fsum", py_fsum, METH_O, "fsum(array): math.fsum's correctly rounded sum"},
     {"drain_due", (PyCFunction)(void (*)(void))py_drain_due, METH_FASTCALL,
@@ -4809,6 +5225,7 @@ static PyMethodDef module_methods[] = {
                      "instant"),
     FASTCALL(hit_rates, "hit_rates(keys, rates, active, path, masked) -> (slots, rates) or None: Rates.compute's "
                         "cache hit"),
+    FASTCALL(net_wake, "net_wake(wctx, now): Network._wake's lines for a closed lane (Network._wake_py)"),
     FASTCALL(wake_next, "wake_next(ctx, heap, due_at, is_active, due, pending, now) -> entries taken off: "
                         "Network._schedule_next"),
     FASTCALL(lane_send, "lane_send(ctx, src, dst, nbytes, bound, hook) -> the private send's event, None where it is "

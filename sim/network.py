@@ -99,6 +99,9 @@ _LANE_CORE = True
 #: few single sends started (Network._start_few) and a nominal unbounded batch launched (Network.launch);
 #: tests turn it off to compare (tests/test_wake_core.py)
 _WAKE_CORE = True
+#: the whole wake-up (Network._wake_py) in the compiled core where it is built (net_wake), with _WAKE_CORE;
+#: tests turn it off to compare (tests/test_wake_core.py)
+_WHOLE_CORE = True
 
 
 class _PyDue:
@@ -293,6 +296,8 @@ class Network:
             )
             self._lane_ctx = ctx if self._lane and _LANE_CORE else None
             self._wake_ctx = ctx if _WAKE_CORE else None
+        #: the whole wake-up's context for the compiled core's net_wake (None: Network._wake_py)
+        self._whole_ctx = (self._wake_ctx, np.empty, np.int64) if self._wake_ctx is not None and _WHOLE_CORE else None
 
     # ------------------------------------------------------------------ public API
     def send(
@@ -938,24 +943,42 @@ class Network:
         if self._lane:
             self._wake_lane(now)
         else:
-            # nothing is scheduled while the wake-up runs (flows launched by its callbacks would each
-            # schedule a wake-up that the one _schedule_next makes at its end supersedes)
-            self._wake_at = -np.inf
-            self._flush()
-            changed = self._drain(now)
-            pending = self._pending
-            while pending and pending[0] <= now:
-                starting = self._pending_at.pop(heapq.heappop(pending))
-                changed = self._start(starting, now) or changed
-                # owners called back during _drain may have launched flows that start right now
-            if changed:
-                self._solve()
-            self._schedule_next(now)
+            whole = self._whole_ctx
+            if whole is not None:  # the lines of _wake_py, in C (tests/test_wake_core.py holds them equal)
+                _ops.net_wake(whole, now)
+            else:
+                self._wake_py(now)
             for hook in self.after_wake:
                 hook()
         held, self._held = self._held, None
         if held:
             self._resume_held(held, now)
+
+    def _wake_py(self, now: float) -> None:
+        """A wake-up's work once the lane is closed: drain, start, solve, and the next wake-up scheduled
+        (``sim._ratecore.net_wake`` does the same, calling back the methods below where a step is not
+        the common one)."""
+        # nothing is scheduled while the wake-up runs (flows launched by its callbacks would each
+        # schedule a wake-up that the one _schedule_next makes at its end supersedes)
+        self._wake_at = -np.inf
+        self._flush()
+        changed = self._drain(now)
+        pending = self._pending
+        while pending and pending[0] <= now:
+            starting = self._pending_at.pop(heapq.heappop(pending))
+            changed = self._start(starting, now) or changed
+            # owners called back during _drain may have launched flows that start right now
+        if changed:
+            self._solve()
+        self._schedule_next(now)
+
+    def _added(self, slots: np.ndarray) -> None:
+        """:mod:`sim.rates` hears that flows ``slots`` started draining (``net_wake``'s call)."""
+        self.rates.added(slots, self._path[slots], self._bound[slots])
+
+    def _removed(self, slots: np.ndarray) -> None:
+        """:mod:`sim.rates` hears that flows ``slots`` ended (``net_wake``'s call)."""
+        self.rates.removed(slots, self._path[slots], self._bound[slots], self._rate[slots])
 
     def trigger(self, event: Event, value: Any) -> None:
         """Trigger ``event`` with ``value`` (:func:`settle`); during a wake-up, an event a process waits
