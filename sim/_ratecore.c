@@ -4800,13 +4800,13 @@ enum {
     W_T_LAST, W_HEAP, W_DUE_AT, W_IS_ACTIVE, W_DUE, W_DUE_ENTRIES, W_NACTIVE, W_ACTIVE_ARR, W_ENTRIES, W_PENDING,
     W_PENDING_AT, W_STAGE, W_REMAINING, W_PATH, W_BYTES, W_RATE, W_OWNER, W_GID, W_OWNERS, W_FREE, W_PATH_BYTES,
     W_CLUSTER, W_PATHS, W_COUNT, W_LENGTH, W_FLUSH, W_REMOVED, W_ADDED, W_SOLVE, W_FINISH, W_FINISH_FEW, W_START,
-    W_PATH_BYTES_FOR, W_T_SET, W_N
+    W_PATH_BYTES_FOR, W_T_SET, W_BOUND, W_FLOWS_, W_SCHEDULE, W_N
 };
 static const char *w_names[W_N] = {
     "_t_last", "_heap", "_due_at", "_is_active", "_due", "_due_entries", "_nactive", "_active_arr", "_entries",
     "_pending", "_pending_at", "_stage", "_remaining", "_path", "_bytes", "_rate", "_owner", "_gid", "_owners",
     "_free", "_path_bytes", "cluster", "paths", "count", "length", "_flush", "_removed", "_added", "_solve",
-    "_finish", "_finish_few", "_start", "_path_bytes_for", "_t_set",
+    "_finish", "_finish_few", "_start", "_path_bytes_for", "_t_set", "_bound", "flows", "_schedule",
 };
 static PyObject *w_s[W_N];
 static PyObject *w_neg_inf;
@@ -5193,12 +5193,393 @@ out:
     return res;
 }
 
+/* Network._enqueue(start, slots): ``part`` pending until ``key`` (``t``), a new start time entered in the
+ * heap and woken for where it comes before the wake-up scheduled */
+static int w_enqueue(PyObject *net, PyObject *key, double t, PyObject *part) {
+    PyObject *pending = PyObject_GetAttr(net, w_s[W_PENDING]), *pending_at = PyObject_GetAttr(net, w_s[W_PENDING_AT]);
+    int rc = -1;
+    if (!pending || !pending_at || !PyList_CheckExact(pending) || !PyDict_CheckExact(pending_at)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "net_wake: the pending starts must be a list and a dict");
+        goto out;
+    }
+    PyObject *bucket = PyDict_GetItemWithError(pending_at, key);
+    if (bucket) {
+        rc = PyList_Append(bucket, part);
+        goto out;
+    }
+    if (PyErr_Occurred())
+        goto out;
+    PyObject *fresh = PyList_New(0);
+    if (!fresh)
+        goto out;
+    if (PyDict_SetItem(pending_at, key, fresh) < 0 || heap_push(pending, key) < 0) {
+        Py_DECREF(fresh);
+        goto out;
+    }
+    double at;
+    if (attr_f(net, s_wake_at, &at) < 0 || (t < at && w_call(net, w_s[W_SCHEDULE], key, NULL, NULL) < 0)) {
+        Py_DECREF(fresh);
+        goto out;
+    }
+    rc = PyList_Append(fresh, part);
+    Py_DECREF(fresh);
+out:
+    Py_XDECREF(pending);
+    Py_XDECREF(pending_at);
+    return rc;
+}
+/* ------------------------------------------------------------------ a dataflow's completions (sim/dataflow.py)
+ *
+ * DfDone(ex, wctx) is DataflowExecutor._on_flows_done for an executor whose instants settle in one pass
+ * (``_fused``) on a network under the nominal message model: the messages of the completed flows settled
+ * (``settle``'s pass), the held count and the end moved on, the messages that can start launched as
+ * Network.launch_rows launches a batch (the free slots taken from the top of the stack, the per-slot arrays
+ * written by launch_rows' pass, the flows counted, their starts entered as _enqueue_all enters them: one
+ * bucket where they all start at once, else one per distinct start time, in time order, each the slots
+ * starting then in their order) and the executor's message per slot written, then ``done`` succeeded once
+ * every message is held. A lone message to launch, a lane still open, staged sends or too few free slots:
+ * DataflowExecutor._send, the Python lines. The network's net_wake calls it without making the slots an
+ * array (tests/test_wake_core.py and tests/test_engine_core.py hold it to the Python lines). */
+
+typedef struct {
+    PyObject_HEAD PyObject *ex, *wctx;
+} DfDone;
+
+static PyObject *d_s[32];
+enum { D_F_MSG, D_ST, D_HELD, D_END, D_TABLES, D_DEP, D_GATE, D_ARRIVED, D_STAMP, D_OUT, D_SEND, D_DONE, D_TRIGGERED,
+       D_LANE, D_FLOW, D_LATENCY, D_OVERHEAD, D_N };
+static const char *d_names[D_N] = {"f_msg", "st", "held", "end", "_tables", "dep_left", "gate_left", "arrived",
+                                   "_stamp", "_out", "_send", "done", "triggered", "_lane", "flow", "latency",
+                                   "overhead"};
+
+static int d_strings(void) {
+    if (d_s[0])
+        return 0;
+    for (int k = 0; k < D_N; k++)
+        if (!(d_s[k] = PyUnicode_InternFromString(d_names[k])))
+            return -1;
+    return 0;
+}
+
+static int DfDone_init(DfDone *d, PyObject *args, PyObject *kwds) {
+    PyObject *ex, *wctx;
+    if (!PyArg_ParseTuple(args, "OO!", &ex, &PyTuple_Type, &wctx))
+        return -1;
+    if (PyTuple_GET_SIZE(wctx) != 7) {
+        PyErr_SetString(PyExc_TypeError, "DfDone(ex, (wctx, pids, srcs, nbytes, owner, cluster, None))");
+        return -1;
+    }
+    Py_XSETREF(d->ex, Py_NewRef(ex));
+    Py_XSETREF(d->wctx, Py_NewRef(wctx));
+    return d_strings();
+}
+
+static int DfDone_traverse(DfDone *d, visitproc visit, void *arg) {
+    Py_VISIT(d->ex);
+    Py_VISIT(d->wctx);
+    return 0;
+}
+
+static int DfDone_clear(DfDone *d) {
+    Py_CLEAR(d->ex);
+    Py_CLEAR(d->wctx);
+    return 0;
+}
+
+static void DfDone_dealloc(DfDone *d) {
+    PyObject_GC_UnTrack(d);
+    DfDone_clear(d);
+    Py_TYPE(d)->tp_free((PyObject *)d);
+}
+
+/* Network.launch_rows(ms, pids, srcs, nbytes, owner) for ``k`` > 1 messages, then the executor's
+ * message per slot: 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error */
+static int df_launch(DfDone *d, const int64_t *ms, Py_ssize_t k, PyObject *now_o) {
+    PyObject *wctx = PyTuple_GET_ITEM(d->wctx, 0), *net = PyTuple_GET_ITEM(PyTuple_GET_ITEM(wctx, 0), CX_NET);
+    WCtx w = {PyTuple_GET_ITEM(wctx, 0), PyTuple_GET_ITEM(wctx, 1), PyTuple_GET_ITEM(wctx, 2), net};
+    PyObject *lane = NULL, *stage = NULL, *free_ = NULL, *fm = NULL, *arr = NULL, *owner_o = PyTuple_GET_ITEM(d->wctx, 4);
+    Arr pids, srcs, nbytes, lat, ovh, left, bytes, path, bound, owner, fmsg;
+    Arr *all[11] = {&pids, &srcs, &nbytes, &lat, &ovh, &left, &bytes, &path, &bound, &owner, &fmsg};
+    arrs_init(all, 11);
+    Py_ssize_t *slots = NULL, *order = NULL;
+    double *starts = NULL;
+    int rc = -1;
+    double now = fv(now_o);
+    long long owner_id = PyLong_AsLongLong(owner_o);
+    if (PyErr_Occurred() || !(lane = PyObject_GetAttr(net, d_s[D_LANE])) || !(stage = PyObject_GetAttr(net, w_s[W_STAGE])) ||
+        !(free_ = PyObject_GetAttr(net, w_s[W_FREE])) || !(fm = PyObject_GetAttr(d->ex, d_s[D_F_MSG])))
+        goto out;
+    int lane_open = PyObject_IsTrue(lane), staged = PyObject_IsTrue(stage);
+    if (lane_open < 0 || staged < 0)
+        goto out;
+    if (lane_open || staged || !PyList_CheckExact(free_) || PyList_GET_SIZE(free_) < k) {
+        rc = 0;
+        goto out;
+    }
+    /* the messages' paths, senders and sizes; the routes' latencies and the senders' overheads, read now */
+    PyObject *cluster = PyTuple_GET_ITEM(d->wctx, 5), *paths = PyObject_GetAttr(cluster, w_s[W_PATHS]);
+    PyObject *lat_o = paths ? PyObject_GetAttr(paths, d_s[D_LATENCY]) : NULL;
+    PyObject *ovh_o = lat_o ? PyObject_GetAttr(cluster, d_s[D_OVERHEAD]) : NULL;
+    int bad = !ovh_o || arr_get(PyTuple_GET_ITEM(d->wctx, 1), &pids, 'i') < 0 ||
+              arr_get(PyTuple_GET_ITEM(d->wctx, 2), &srcs, 'i') < 0 || arr_get(PyTuple_GET_ITEM(d->wctx, 3), &nbytes, 'f') < 0 ||
+              arr_get(lat_o, &lat, 'f') < 0 || arr_get(ovh_o, &ovh, 'f') < 0;
+    Py_XDECREF(paths);
+    Py_XDECREF(lat_o);
+    Py_XDECREF(ovh_o);
+    if (bad)
+        goto out;
+    if (w_arr(net, W_REMAINING, &left, 'f', 1) < 0 || w_arr(net, W_BYTES, &bytes, 'f', 1) < 0 ||
+        w_arr(net, W_PATH, &path, 'i', 1) < 0 || w_arr(net, W_BOUND, &bound, 'f', 1) < 0 ||
+        w_arr(net, W_OWNER, &owner, 'i', 1) < 0 || arr_open(fm, &fmsg, 'i', 1) < 0)
+        goto out;
+    Py_ssize_t n = left.n, nf = PyList_GET_SIZE(free_);
+    if (fmsg.n < n || path.view.itemsize != 8 || owner.view.itemsize != 8 || fmsg.view.itemsize != 8) {
+        rc = 0;
+        goto out;
+    }
+    slots = malloc((size_t)k * sizeof(Py_ssize_t));
+    order = malloc((size_t)k * sizeof(Py_ssize_t));
+    starts = malloc((size_t)k * sizeof(double));
+    if (!slots || !order || !starts) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) { /* (checked first: nothing written on an error or a bad size) */
+        Py_ssize_t s = PyLong_AsSsize_t(PyList_GET_ITEM(free_, nf - 1 - i));
+        int64_t m = ms[i];
+        int64_t pid = index_ok(m, nbytes.n, "DfDone: message out of range") && m < pids.n ? arr_i(&pids, m) : -1;
+        int64_t src = pid >= 0 && m < srcs.n ? arr_i(&srcs, m) : -1;
+        if ((s == -1 && PyErr_Occurred()) || !index_ok(s, n, "DfDone: slot out of range") ||
+            !index_ok(pid, lat.n, "DfDone: path out of range") || !index_ok(src, ovh.n, "DfDone: sender out of range"))
+            goto out;
+        if (!(arr_f(&nbytes, m) >= 0)) {
+            rc = 0; /* (the Python lines raise the error) */
+            goto out;
+        }
+        slots[i] = s;
+        starts[i] = now + (arr_f(&lat, pid) + arr_f(&ovh, src));
+    }
+    if (PyList_SetSlice(free_, nf - k, nf, NULL) < 0)
+        goto out;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        int64_t m = ms[i], s = slots[i];
+        double size = arr_f(&nbytes, m);
+        *arr_fp(&left, s) = size;
+        *arr_fp(&bytes, s) = size;
+        *arr_ip(&path, s) = arr_i(&pids, m);
+        *arr_fp(&bound, s) = INFINITY;
+        *arr_ip(&owner, s) = owner_id;
+        *arr_ip(&fmsg, s) = m;
+    }
+    arrs_release(all, 11);
+    if (w_add(net, W_FLOWS_, k) < 0)
+        goto out;
+    /* _enqueue_all(starts, slots) */
+    int same = 1;
+    for (Py_ssize_t i = 1; i < k; i++)
+        same &= starts[i] == starts[0];
+    Py_ssize_t done_n = 0;
+    double last = -Py_HUGE_VAL;
+    while (done_n < k) {
+        double t;
+        Py_ssize_t m = 0;
+        if (same) {
+            t = starts[0];
+            for (Py_ssize_t i = 0; i < k; i++)
+                order[m++] = slots[i];
+        } else { /* the next distinct start time after ``last``, its slots in order */
+            t = Py_HUGE_VAL;
+            for (Py_ssize_t i = 0; i < k; i++)
+                if (starts[i] > last && starts[i] < t)
+                    t = starts[i];
+            for (Py_ssize_t i = 0; i < k; i++)
+                if (starts[i] == t)
+                    order[m++] = slots[i];
+            last = t;
+        }
+        done_n += m;
+        PyObject *part = w_slots(&w, order, m), *key = part ? PyFloat_FromDouble(t) : NULL;
+        if (!key) {
+            Py_XDECREF(part);
+            goto out;
+        }
+        int rc2 = w_enqueue(net, key, t, part);
+        Py_DECREF(part);
+        Py_DECREF(key);
+        if (rc2 < 0)
+            goto out;
+        if (same)
+            break;
+    }
+    rc = 1;
+out:
+    arrs_release(all, 11);
+    free(slots);
+    free(order);
+    free(starts);
+    Py_XDECREF(lane);
+    Py_XDECREF(stage);
+    Py_XDECREF(free_);
+    Py_XDECREF(fm);
+    Py_XDECREF(arr);
+    return rc;
+}
+
+/* the executor's _on_flows_done for completed flows ``slots`` */
+static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *now_o) {
+    PyObject *ex = d->ex, *st = NULL, *tables = NULL, *fm = NULL, *ms_o = NULL, *out = NULL, *r = NULL;
+    PyObject *wctx = PyTuple_GET_ITEM(d->wctx, 0);
+    WCtx w = {PyTuple_GET_ITEM(wctx, 0), PyTuple_GET_ITEM(wctx, 1), PyTuple_GET_ITEM(wctx, 2), NULL};
+    Py_ssize_t *ms = malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    int rc = -1;
+    if (!ms) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Arr fmsg;
+    fmsg.held = 0;
+    if (!(fm = PyObject_GetAttr(ex, d_s[D_F_MSG])) || arr_get(fm, &fmsg, 'i') < 0)
+        goto out;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!index_ok(slots[i], fmsg.n, "DfDone: slot out of range"))
+            goto out;
+        ms[i] = (Py_ssize_t)arr_i(&fmsg, slots[i]);
+    }
+    arr_release(&fmsg);
+    if (!(ms_o = w_slots(&w, ms, n)) || !(st = PyObject_GetAttr(ex, d_s[D_ST])) ||
+        !(tables = PyObject_GetAttr(ex, d_s[D_TABLES])))
+        goto out;
+    PyObject *argv[7] = {tables, ms_o, NULL, NULL, NULL, NULL, NULL};
+    if (!(argv[2] = PyObject_GetAttr(st, d_s[D_DEP])) || !(argv[3] = PyObject_GetAttr(st, d_s[D_GATE])) ||
+        !(argv[4] = PyObject_GetAttr(st, d_s[D_ARRIVED])) || !(argv[5] = PyObject_GetAttr(ex, d_s[D_STAMP])) ||
+        !(argv[6] = PyObject_GetAttr(ex, d_s[D_OUT]))) {
+        for (int j = 2; j < 7; j++)
+            Py_XDECREF(argv[j]);
+        goto out;
+    }
+    r = py_settle(NULL, argv, 7);
+    out = Py_NewRef(argv[6]);
+    for (int j = 2; j < 7; j++)
+        Py_DECREF(argv[j]);
+    if (!r)
+        goto out;
+    Py_ssize_t started = PyLong_AsSsize_t(PyTuple_GET_ITEM(r, 0));
+    long long held = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 1));
+    if (PyErr_Occurred())
+        goto out;
+    if (held) {
+        if (add_attr(st, d_s[D_HELD], (long)held) < 0 || PyObject_SetAttr(st, d_s[D_END], now_o) < 0)
+            goto out;
+    }
+    if (started) { /* self._send(self._out[:started].copy()) */
+        Arr o;
+        if (arr_get(out, &o, 'i') < 0)
+            goto out;
+        int64_t *go = malloc((size_t)started * sizeof(int64_t));
+        if (!go) {
+            arr_release(&o);
+            PyErr_NoMemory();
+            goto out;
+        }
+        for (Py_ssize_t i = 0; i < started; i++)
+            go[i] = arr_i(&o, i);
+        arr_release(&o);
+        int got = started > 1 ? df_launch(d, go, started, now_o) : 0;
+        if (got == 0) {
+            Py_ssize_t *gs = malloc((size_t)started * sizeof(Py_ssize_t));
+            PyObject *part = NULL;
+            if (gs) {
+                for (Py_ssize_t i = 0; i < started; i++)
+                    gs[i] = (Py_ssize_t)go[i];
+                part = w_slots(&w, gs, started);
+                free(gs);
+            } else
+                PyErr_NoMemory();
+            got = part && w_call(ex, d_s[D_SEND], part, NULL, NULL) == 0 ? 1 : -1;
+            Py_XDECREF(part);
+        }
+        free(go);
+        if (got < 0)
+            goto out;
+    }
+    /* if st.held == len(flow) and not self.done.triggered: self.done.succeed() */
+    {
+        PyObject *h = PyObject_GetAttr(st, d_s[D_HELD]), *flow = h ? PyObject_GetAttr(ex, d_s[D_FLOW]) : NULL;
+        Py_ssize_t total = flow ? PyObject_Length(flow) : -1, hv = h ? PyLong_AsSsize_t(h) : -1;
+        Py_XDECREF(h);
+        Py_XDECREF(flow);
+        if (PyErr_Occurred())
+            goto out;
+        if (hv == total) {
+            PyObject *ev = PyObject_GetAttr(ex, d_s[D_DONE]), *trig = ev ? PyObject_GetAttr(ev, d_s[D_TRIGGERED]) : NULL;
+            int t = trig ? PyObject_IsTrue(trig) : -1;
+            Py_XDECREF(trig);
+            int bad = t < 0 || (!t && w_call(ev, s_succeed, NULL, NULL, NULL) < 0);
+            Py_XDECREF(ev);
+            if (bad)
+                goto out;
+        }
+    }
+    rc = 0;
+out:
+    arr_release(&fmsg);
+    free(ms);
+    Py_XDECREF(st);
+    Py_XDECREF(tables);
+    Py_XDECREF(fm);
+    Py_XDECREF(ms_o);
+    Py_XDECREF(out);
+    Py_XDECREF(r);
+    return rc;
+}
+
+static PyTypeObject DfDoneType;
+
 static int df_done_call(PyObject *done, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, PyObject *now_o) {
-    (void)slots, (void)n;
+    if (Py_TYPE(done) == &DfDoneType)
+        return df_done((DfDone *)done, slots, n, now_o);
     PyObject *r = PyObject_CallFunctionObjArgs(done, arr, now_o, NULL);
     Py_XDECREF(r);
     return r ? 0 : -1;
 }
+
+/* DfDone(slots, now): the same from Python (Network._finish and its kind) */
+static PyObject *DfDone_call(DfDone *d, PyObject *args, PyObject *kwds) {
+    PyObject *slots_o, *now_o;
+    if (!PyArg_ParseTuple(args, "OO", &slots_o, &now_o))
+        return NULL;
+    if (lane_strings() < 0 || w_strings() < 0)
+        return NULL;
+    Arr a;
+    if (arr_get(slots_o, &a, 'i') < 0)
+        return NULL;
+    Py_ssize_t *slots = malloc((size_t)(a.n ? a.n : 1) * sizeof(Py_ssize_t));
+    if (!slots) {
+        arr_release(&a);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < a.n; i++)
+        slots[i] = (Py_ssize_t)arr_i(&a, i);
+    Py_ssize_t n = a.n;
+    arr_release(&a);
+    int rc = df_done(d, slots, n, now_o);
+    free(slots);
+    return rc < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+static PyTypeObject DfDoneType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore.DfDone",
+    .tp_basicsize = sizeof(DfDone),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "DfDone(ex, (wctx, pids, srcs, nbytes, owner, cluster, None)): DataflowExecutor._on_flows_done",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)DfDone_init,
+    .tp_dealloc = (destructor)DfDone_dealloc,
+    .tp_traverse = (traverseproc)DfDone_traverse,
+    .tp_clear = (inquiry)DfDone_clear,
+    .tp_call = (ternaryfunc)DfDone_call,
+};
 
 static PyMethodDef module_methods[] = {
     {"fsum", py_fsum, METH_O, "fsum(array): math.fsum's correctly rounded sum"},
@@ -5242,7 +5623,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__ratecore(void) {
-    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&FastType) < 0)
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&FastType) < 0 || PyType_Ready(&DfDoneType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
@@ -5256,6 +5637,12 @@ PyMODINIT_FUNC PyInit__ratecore(void) {
     Py_INCREF(&FastType);
     if (PyModule_AddObject(m, "Fast", (PyObject *)&FastType) < 0) {
         Py_DECREF(&FastType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&DfDoneType);
+    if (PyModule_AddObject(m, "DfDone", (PyObject *)&DfDoneType) < 0) {
+        Py_DECREF(&DfDoneType);
         Py_DECREF(m);
         return NULL;
     }
