@@ -29,8 +29,54 @@ typedef struct {
 static void arr_release(Arr *a);
 
 /* ``obj`` as a 1-d array of ``kind`` (writable where asked); on failure nothing is held */
+static inline int kind_ok(int kind, char c, Py_ssize_t size) {
+    if (kind == 'f')
+        return c == 'd' && size == 8;
+    if (kind == 'i')
+        return strchr("bhilqnBHILQN", c) != NULL && (size == 4 || size == 8);
+    return (c == '?' || c == 'B' || c == 'b') && size == 1;
+}
+
+/* What a buffer request on an array gave, remembered by the array's identity (a weak reference: a dead
+ * array's entry is never used), so that the wake-up's many opens of the same arrays skip numpy's buffer
+ * export (its format string and info lookups cost more than the work on one flow). An array served from
+ * here is held by a strong reference for as long as it is open, as an export would hold it; numpy arrays
+ * keep their data where it is while they live (the engine never resizes one in place: np.resize makes a
+ * new one). */
+#define BC_N 256
+typedef struct {
+    PyObject *obj, *ref;
+    const char *p;
+    Py_ssize_t n, stride, itemsize;
+    char fmt;
+    int readonly;
+} BufEntry;
+static BufEntry bcache[BC_N];
+
+static inline BufEntry *bc_entry(PyObject *obj) {
+    uintptr_t x = (uintptr_t)obj;
+    return &bcache[((x >> 4) ^ (x >> 12)) % BC_N];
+}
+
 static int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
     a->held = 0;
+    BufEntry *e = bc_entry(obj);
+    if (e->obj == obj && e->ref && PyWeakref_GetObject(e->ref) == obj && (!writable || !e->readonly) &&
+        kind_ok(kind, e->fmt, e->itemsize)) {
+        Py_INCREF(obj);
+        a->view.obj = obj;
+        a->view.buf = (void *)e->p;
+        a->view.itemsize = e->itemsize;
+        a->view.ndim = 1;
+        a->view.format = NULL;
+        a->view.readonly = e->readonly;
+        a->p = e->p;
+        a->n = e->n;
+        a->stride = e->stride;
+        a->kind = kind;
+        a->held = 2;
+        return 0;
+    }
     if (PyObject_GetBuffer(obj, &a->view, PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
         return -1;
     a->held = 1;
@@ -42,14 +88,7 @@ static int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
     const char *f = a->view.format ? a->view.format : "B";
     char c = f[strlen(f) - 1];
     Py_ssize_t size = a->view.itemsize;
-    int ok;
-    if (kind == 'f')
-        ok = c == 'd' && size == 8;
-    else if (kind == 'i')
-        ok = strchr("bhilqnBHILQN", c) != NULL && (size == 4 || size == 8);
-    else
-        ok = (c == '?' || c == 'B' || c == 'b') && size == 1;
-    if (!ok) {
+    if (!kind_ok(kind, c, size)) {
         PyErr_Format(PyExc_TypeError, "_ratecore: unexpected array format %s", f);
         arr_release(a);
         return -1;
@@ -58,16 +97,28 @@ static int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
     a->n = a->view.shape[0];
     a->stride = a->view.strides[0];
     a->kind = kind;
+    if (e->obj != obj || !e->ref || PyWeakref_GetObject(e->ref) != obj) { /* remembered, where it can be */
+        PyObject *ref = PyWeakref_NewRef(obj, NULL);
+        if (!ref) {
+            PyErr_Clear();
+            return 0;
+        }
+        Py_XSETREF(e->ref, ref);
+        e->obj = obj;
+    }
+    e->p = a->p, e->n = a->n, e->stride = a->stride, e->itemsize = size, e->fmt = c;
+    e->readonly = a->view.readonly;
     return 0;
 }
 
 static int arr_get(PyObject *obj, Arr *a, int kind) { return arr_open(obj, a, kind, 0); }
 
 static void arr_release(Arr *a) {
-    if (a->held) {
+    if (a->held == 2)
+        Py_DECREF(a->view.obj);
+    else if (a->held)
         PyBuffer_Release(&a->view);
-        a->held = 0;
-    }
+    a->held = 0;
 }
 
 static inline double arr_f(const Arr *a, Py_ssize_t i) { return *(const double *)(a->p + i * a->stride); }
@@ -4790,11 +4841,11 @@ done:
  * flushed, the flows due drained (_drain: drain_due, then the rate bookkeeping's removal and the
  * completions), every start due by now started (_start), the rates computed where anything changed
  * (_solve) and the next wake-up scheduled (_schedule_next: wake_next), on the network's own objects and
- * in the Python lines' order. Where a step is not the common one -- a flow that is instant at its start,
+ * in the Python lines' order (the rate computation's common outcomes in C too: w_solve, below). Where a step is not the common one -- a flow that is instant at its start,
  * completions of several owners or of no owner, a completion owner of the dataflow's core (DfDone, below)
  * aside -- the Python method the Python lines call there is called with the same arguments, so the state
  * afterwards is the Python path's (Network._wake_py is the reference; tests/test_wake_core.py holds them
- * equal wake-up by wake-up). ``wctx = (ctx, numpy.empty, numpy.int64)``, ``ctx`` the lane's tuple. */
+ * equal wake-up by wake-up). ``wctx = (ctx, numpy.empty, numpy.int64, sim.rates)``, ``ctx`` the lane's tuple. */
 
 enum {
     W_T_LAST, W_HEAP, W_DUE_AT, W_IS_ACTIVE, W_DUE, W_DUE_ENTRIES, W_NACTIVE, W_ACTIVE_ARR, W_ENTRIES, W_PENDING,
@@ -4821,7 +4872,7 @@ static int w_strings(void) {
 }
 
 typedef struct {
-    PyObject *ctx, *empty, *int64, *net;
+    PyObject *ctx, *empty, *int64, *net, *wctx_;
 } WCtx;
 
 /* obj.name(*args) -> 0, or -1 with an exception set (the result dropped) */
@@ -5123,19 +5174,246 @@ out:
     return rc;
 }
 
+/* ------------------------------------------------------------------ the wake-up's rate computation
+ *
+ * Network._solve -> Rates.compute for its two common outcomes, on the Rates object's own attributes: a
+ * cache hit whose paths are all cached (hit_rates over the draining mask), and a partial re-solve along
+ * full links once changes spread for good (Core.unload, then Core.solve_part with compute's limit); the
+ * rates handed to the network as Network._set_rates hands lists over (set_due, the heap rebuilt where its
+ * stale entries outnumber the live ones). Anything else -- a recount, no shared link, a link model, a
+ * check of the loads, a skip, sets or loads not built, whole components -- is Network._solve, the Python
+ * lines; a part that reaches the limit is the skip's bookkeeping and then Rates._solve_all, as compute
+ * does. */
+
+enum {
+    R_RATES, R_CHECK, R_RECOUNT, R_SHARED, R_CAPACITY, R_VALID, R_INCREMENTAL, R_SKIP, R_SKIP_NEXT, R_MEMBERS,
+    R_CORE, R_SPREAD, R_LOAD, R_BOUNDED, R_KEY, R_CACHE, R_FRESH, R_GONE, R_ALONE, R_HITS, R_SOLVES, R_PARTIAL,
+    R_REGROWN, R_SOLVE_ALL, R_ACTIVE_SLOTS, R_ENTRIES_NOW, R_SET_RATES, R_REBUILD_DUE, R_CMAX, R_SHARE, R_FLOOR,
+    R_SCALAR, R_RTOL, R_SKIP_MAX, R_HIT_CORE, R_N
+};
+static const char *r_names[R_N] = {
+    "rates", "check", "_recount", "_shared", "_capacity", "_valid", "_incremental", "_skip", "_skip_next",
+    "_members", "_core", "_spread", "_load", "_bounded", "_key", "_cache", "_fresh", "_gone", "_alone_rates",
+    "cache_hits", "solves", "partial", "regrown", "_solve_all", "_active_slots", "_entries_now", "_set_rates",
+    "_rebuild_due", "_COMPONENT_MAX_CORE", "_PART_SHARE_CORE", "_PART_FLOOR", "_SCALAR_MAX", "_RTOL", "_SKIP_MAX",
+    "_HIT_CORE",
+};
+static PyObject *r_s[R_N];
+
+static int r_strings(void) {
+    if (r_s[0])
+        return 0;
+    for (int k = 0; k < R_N; k++)
+        if (!(r_s[k] = PyUnicode_InternFromString(r_names[k])))
+            return -1;
+    return 0;
+}
+
+/* obj.name as a C long (an int or a bool), or -1 with an exception set */
+static int r_long(PyObject *obj, PyObject *name, long *out) {
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (!v)
+        return -1;
+    *out = PyLong_AsLong(v);
+    Py_DECREF(v);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* obj.name = value (an int) */
+static int r_set(PyObject *obj, PyObject *name, long value) {
+    PyObject *v = PyLong_FromLong(value);
+    int rc = v ? PyObject_SetAttr(obj, name, v) : -1;
+    Py_XDECREF(v);
+    return rc;
+}
+
+/* Network._set_rates(slots, rates) for lists, as the compiled core hands them over */
+static int w_apply(const WCtx *w, PyObject *slots, PyObject *rates) {
+    PyObject *net = w->net;
+    PyObject *o[7] = {NULL};
+    int names[7] = {W_T_LAST, W_RATE, W_REMAINING, W_T_SET, W_DUE, W_HEAP, W_DUE_AT};
+    PyObject *got = NULL;
+    int rc = -1;
+    for (int k = 0; k < 7; k++)
+        if (!(o[k] = PyObject_GetAttr(net, w_s[names[k]])))
+            goto out;
+    PyObject *argv[9] = {slots, rates, o[0], o[1], o[2], o[3], o[4], o[5], o[6]};
+    if (!(got = py_set_due(NULL, argv, 9)))
+        goto out;
+    Py_ssize_t added = PyLong_AsSsize_t(got);
+    long entries, nactive;
+    if ((added == -1 && PyErr_Occurred()) || w_add(net, W_DUE_ENTRIES, added) < 0 ||
+        r_long(net, w_s[W_DUE_ENTRIES], &entries) < 0 || r_long(net, w_s[W_NACTIVE], &nactive) < 0)
+        goto out;
+    if (entries > 4 * nactive + 1024 && w_call(net, r_s[R_REBUILD_DUE], NULL, NULL, NULL) < 0)
+        goto out;
+    rc = 0;
+out:
+    for (int k = 0; k < 7; k++)
+        Py_XDECREF(o[k]);
+    Py_XDECREF(got);
+    return rc;
+}
+
+/* Network._solve(): 0, or -1 with an exception set */
+static int w_solve(const WCtx *w) {
+    PyObject *net = w->net, *mod = PyTuple_GET_ITEM(w->wctx_, 3);
+    PyObject *rates = NULL, *o_cap = NULL, *o_members = NULL, *o_core = NULL, *o_load = NULL, *o_cache = NULL;
+    PyObject *o_key = NULL, *hit = NULL, *path = NULL, *bound = NULL, *rate = NULL, *act = NULL, *got = NULL;
+    PyObject *fresh = NULL, *gone = NULL, *seeds = NULL, *o_rtol = NULL;
+    int rc = -1, python = 0;
+    long check, recount, shared, count, valid, incr, skip, spread, bounded, hitcore;
+    if (!(rates = PyObject_GetAttr(net, r_s[R_RATES])) || r_long(net, r_s[R_CHECK], &check) < 0 ||
+        r_long(rates, r_s[R_RECOUNT], &recount) < 0 || r_long(rates, r_s[R_SHARED], &shared) < 0 ||
+        r_long(net, w_s[W_NACTIVE], &count) < 0 || !(o_cap = PyObject_GetAttr(rates, r_s[R_CAPACITY])))
+        goto out;
+    if (check || recount || !count || shared == 0 || o_cap != Py_None) {
+        python = 1;
+        goto out;
+    }
+    if (r_long(rates, r_s[R_BOUNDED], &bounded) < 0 || r_long(mod, r_s[R_HIT_CORE], &hitcore) < 0 ||
+        !(path = PyObject_GetAttr(net, w_s[W_PATH])) || !(bound = PyObject_GetAttr(net, w_s[W_BOUND])) ||
+        !(rate = PyObject_GetAttr(net, w_s[W_RATE])) || !(act = PyObject_GetAttr(net, w_s[W_IS_ACTIVE])))
+        goto out;
+    if (bounded == 0) { /* a cache hit, looked up in C */
+        if (!(o_cache = PyObject_GetAttr(rates, r_s[R_CACHE])) || !(o_key = PyObject_GetAttr(rates, r_s[R_KEY])))
+            goto out;
+        if (!PyDict_CheckExact(o_cache) || !hitcore) {
+            python = 1;
+            goto out;
+        }
+        hit = Py_XNewRef(PyDict_GetItemWithError(o_cache, o_key));
+        if (!hit && PyErr_Occurred())
+            goto out;
+        if (hit) {
+            if (!PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) != 3) {
+                python = 1;
+                goto out;
+            }
+            long n = PyLong_AsLong(PyTuple_GET_ITEM(hit, 2));
+            if (n == -1 && PyErr_Occurred())
+                goto out;
+            if (n == count) {
+                PyObject *argv[5] = {PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(hit, 1), act, path, Py_True};
+                if (!(got = py_hit_rates(NULL, argv, 5)))
+                    goto out;
+                if (got != Py_None) {
+                    PyObject *f = PyList_New(0), *g = f ? PyList_New(0) : NULL;
+                    int bad = !g || PyObject_SetAttr(rates, r_s[R_FRESH], f) < 0 || PyObject_SetAttr(rates, r_s[R_GONE], g) < 0 ||
+                              PyObject_SetAttr(rates, r_s[R_ALONE], Py_False) < 0 ||
+                              w_apply(w, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1)) < 0 ||
+                              add_attr(rates, r_s[R_HITS], 1) < 0 || PyObject_SetAttr(rates, r_s[R_VALID], Py_True) < 0 ||
+                              PyObject_SetAttr(rates, r_s[R_LOAD], Py_None) < 0;
+                    Py_XDECREF(f);
+                    Py_XDECREF(g);
+                    rc = bad ? -1 : 0;
+                    goto out;
+                }
+            }
+        }
+    }
+    /* the partial re-solve along full links, with the compiled sets and loads */
+    if (r_long(rates, r_s[R_VALID], &valid) < 0 || r_long(rates, r_s[R_INCREMENTAL], &incr) < 0 ||
+        r_long(rates, r_s[R_SKIP], &skip) < 0 || r_long(rates, r_s[R_SPREAD], &spread) < 0 ||
+        !(o_members = PyObject_GetAttr(rates, r_s[R_MEMBERS])) || !(o_core = PyObject_GetAttr(rates, r_s[R_CORE])) ||
+        !(o_load = PyObject_GetAttr(rates, r_s[R_LOAD])))
+        goto out;
+    if (!valid || !incr || count < 8 || skip || !spread || o_core == Py_None || o_members != o_core ||
+        o_load == Py_None || Py_TYPE(o_core) != &CoreType) {
+        python = 1;
+        goto out;
+    }
+    long cmax, share, floor_, scalar, skip_max, skip_next;
+    if (r_long(mod, r_s[R_CMAX], &cmax) < 0 || r_long(mod, r_s[R_SHARE], &share) < 0 ||
+        r_long(mod, r_s[R_FLOOR], &floor_) < 0 || r_long(mod, r_s[R_SCALAR], &scalar) < 0 ||
+        r_long(mod, r_s[R_SKIP_MAX], &skip_max) < 0 || !(o_rtol = PyObject_GetAttr(mod, r_s[R_RTOL])) ||
+        !(fresh = PyObject_GetAttr(rates, r_s[R_FRESH])) || !(gone = PyObject_GetAttr(rates, r_s[R_GONE])))
+        goto out;
+    {
+        PyObject *f = PyList_New(0), *g = f ? PyList_New(0) : NULL;
+        int bad = !g || PyObject_SetAttr(rates, r_s[R_FRESH], f) < 0 || PyObject_SetAttr(rates, r_s[R_GONE], g) < 0 ||
+                  PyObject_SetAttr(rates, r_s[R_ALONE], Py_False) < 0;
+        Py_XDECREF(f);
+        Py_XDECREF(g);
+        if (bad)
+            goto out;
+    }
+    long limit = count / 2 < cmax ? count / 2 : cmax; /* min(count // 2, _COMPONENT_MAX_CORE) */
+    long part = floor_ + count / share;
+    limit = part < limit ? part : limit;
+    if (!(seeds = Core_unload((Core *)o_core, gone)))
+        goto out;
+    PyObject *lim = PyLong_FromLong(limit), *sc = lim ? PyLong_FromLong(scalar) : NULL;
+    if (!sc) {
+        Py_XDECREF(lim);
+        goto out;
+    }
+    PyObject *argv[8] = {path, bound, rate, fresh, seeds, lim, sc, o_rtol};
+    got = Core_solve_part((Core *)o_core, argv, 8);
+    Py_DECREF(lim);
+    Py_DECREF(sc);
+    if (!got || add_attr(rates, r_s[R_REGROWN], PyLong_AsLong(PyTuple_GET_ITEM(got, 0))) < 0)
+        goto out;
+    if (PyTuple_GET_ITEM(got, 1) == Py_None) { /* the part reached the limit: solve them all */
+        if (r_long(rates, r_s[R_SKIP_NEXT], &skip_next) < 0 || r_set(rates, r_s[R_SKIP], skip_next) < 0 ||
+            r_set(rates, r_s[R_SKIP_NEXT], 2 * skip_next < skip_max ? 2 * skip_next : skip_max) < 0)
+            goto out;
+        PyObject *a = PyObject_GetAttr(net, r_s[R_ACTIVE_SLOTS]), *e = a ? PyObject_GetAttr(net, r_s[R_ENTRIES_NOW]) : NULL;
+        PyObject *s = e ? PyObject_GetAttr(net, r_s[R_SET_RATES]) : NULL;
+        PyObject *r = NULL;
+        if (s) {
+            PyObject *av[7] = {rates, a, path, bound, e, s, bounded == 0 ? Py_True : Py_False};
+            r = PyObject_VectorcallMethod(r_s[R_SOLVE_ALL], av, 7, NULL);
+        }
+        Py_XDECREF(a);
+        Py_XDECREF(e);
+        Py_XDECREF(s);
+        Py_XDECREF(r);
+        rc = r ? 0 : -1;
+        goto out;
+    }
+    if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
+        add_attr(rates, r_s[R_PARTIAL], 1) < 0)
+        goto out;
+    if (PyList_GET_SIZE(PyTuple_GET_ITEM(got, 1)) && w_apply(w, PyTuple_GET_ITEM(got, 1), PyTuple_GET_ITEM(got, 2)) < 0)
+        goto out;
+    rc = 0;
+out:
+    if (python && !PyErr_Occurred())
+        rc = w_call(net, w_s[W_SOLVE], NULL, NULL, NULL);
+    Py_XDECREF(rates);
+    Py_XDECREF(o_cap);
+    Py_XDECREF(o_members);
+    Py_XDECREF(o_core);
+    Py_XDECREF(o_load);
+    Py_XDECREF(o_cache);
+    Py_XDECREF(o_key);
+    Py_XDECREF(hit);
+    Py_XDECREF(path);
+    Py_XDECREF(bound);
+    Py_XDECREF(rate);
+    Py_XDECREF(act);
+    Py_XDECREF(got);
+    Py_XDECREF(fresh);
+    Py_XDECREF(gone);
+    Py_XDECREF(seeds);
+    Py_XDECREF(o_rtol);
+    return rc;
+}
+
 /* net_wake(wctx, now): Network._wake's lines for a closed lane, from ``_wake_at = -inf`` to _schedule_next */
 static PyObject *py_net_wake(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "net_wake(wctx, now)"))
         return NULL;
     PyObject *wctx = args[0], *now_o = args[1];
-    if (!PyTuple_CheckExact(wctx) || PyTuple_GET_SIZE(wctx) != 3 || !PyTuple_CheckExact(PyTuple_GET_ITEM(wctx, 0)) ||
+    if (!PyTuple_CheckExact(wctx) || PyTuple_GET_SIZE(wctx) != 4 || !PyTuple_CheckExact(PyTuple_GET_ITEM(wctx, 0)) ||
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(wctx, 0)) != CX_N) {
         PyErr_SetString(PyExc_TypeError, "net_wake: not a wake-up context");
         return NULL;
     }
-    if (lane_strings() < 0 || w_strings() < 0)
+    if (lane_strings() < 0 || w_strings() < 0 || r_strings() < 0)
         return NULL;
-    WCtx w = {PyTuple_GET_ITEM(wctx, 0), PyTuple_GET_ITEM(wctx, 1), PyTuple_GET_ITEM(wctx, 2), NULL};
+    WCtx w = {PyTuple_GET_ITEM(wctx, 0), PyTuple_GET_ITEM(wctx, 1), PyTuple_GET_ITEM(wctx, 2), NULL, wctx};
     w.net = PyTuple_GET_ITEM(w.ctx, CX_NET);
     PyObject *net = w.net;
     double now = fv(now_o);
@@ -5170,7 +5448,7 @@ static PyObject *py_net_wake(PyObject *self, PyObject *const *args, Py_ssize_t n
             goto out;
         changed = started || changed;
     }
-    if (changed && w_call(net, w_s[W_SOLVE], NULL, NULL, NULL) < 0)
+    if (changed && w_solve(&w) < 0)
         goto out;
     if (!(heap = PyObject_GetAttr(net, w_s[W_HEAP])) || !(due_at = PyObject_GetAttr(net, w_s[W_DUE_AT])) ||
         !(act = PyObject_GetAttr(net, w_s[W_IS_ACTIVE])) || !(due = PyObject_GetAttr(net, w_s[W_DUE])))

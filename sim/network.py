@@ -38,6 +38,7 @@ from simpy.events import NORMAL, Event
 from ._arrays import floats
 from .cluster import Cluster
 from .errors import RunError
+from . import rates as _rates_module
 from .rates import _CORE, Rates, gather_arcs
 from .rates import SMALL_BATCH as _SMALL
 from .results import LinkUse
@@ -297,7 +298,9 @@ class Network:
             self._lane_ctx = ctx if self._lane and _LANE_CORE else None
             self._wake_ctx = ctx if _WAKE_CORE else None
         #: the whole wake-up's context for the compiled core's net_wake (None: Network._wake_py)
-        self._whole_ctx = (self._wake_ctx, np.empty, np.int64) if self._wake_ctx is not None and _WHOLE_CORE else None
+        self._whole_ctx = (
+            (self._wake_ctx, np.empty, np.int64, _rates_module) if self._wake_ctx is not None and _WHOLE_CORE else None
+        )
 
     # ------------------------------------------------------------------ public API
     def send(

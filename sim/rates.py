@@ -533,6 +533,18 @@ class Rates:
                 if solved[0]:
                     apply(*solved)
                 return
+        self._solve_all(active_slots, path, bound, entries, apply, cacheable)
+
+    def _solve_all(
+        self,
+        active_slots: Callable[[], np.ndarray],
+        path: np.ndarray,
+        bound: np.ndarray,
+        entries: Callable[[], tuple[np.ndarray, np.ndarray]],
+        apply: Callable[[np.ndarray | list[int], np.ndarray | list[float]], None],
+        cacheable: bool,
+    ) -> None:
+        """:meth:`compute`'s last resort: max-min over every active flow (cached where no flow has a bound)."""
         self.solves += 1
         active = active_slots()
         pids = path[active]
