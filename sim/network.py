@@ -35,10 +35,10 @@ import numpy as np
 import simpy
 from simpy.events import NORMAL, Event
 
+from . import rates as _rates_module
 from ._arrays import floats
 from .cluster import Cluster
 from .errors import RunError
-from . import rates as _rates_module
 from .rates import _CORE, Rates, gather_arcs
 from .rates import SMALL_BATCH as _SMALL
 from .results import LinkUse
