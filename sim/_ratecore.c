@@ -5019,6 +5019,8 @@ done:
     return rc;
 }
 
+static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, int sign);
+
 /* Network._drain(now): 1 where flows completed, 0 where none did, -1 on an error */
 static int w_drain(const WCtx *w, PyObject *now_o, double now) {
     PyObject *net = w->net;
@@ -5055,7 +5057,10 @@ static int w_drain(const WCtx *w, PyObject *now_o, double now) {
     }
     for (Py_ssize_t i = 0; i < n; i++)
         done[i] = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
-    if (!(arr = w_slots(w, done, n)) || w_active(net, -n) < 0 || w_call(net, w_s[W_REMOVED], arr, NULL, NULL) < 0)
+    if (!(arr = w_slots(w, done, n)) || w_active(net, -n) < 0)
+        goto out;
+    int kept = w_rates_change(w, done, n, arr, -1); /* (else Network._removed: the Python lines) */
+    if (kept < 0 || (!kept && w_call(net, w_s[W_REMOVED], arr, NULL, NULL) < 0))
         goto out;
     int owned = w_finish_owned(w, done, n, arr, now_o);
     if (owned < 0)
@@ -5161,7 +5166,10 @@ static int w_start(const WCtx *w, PyObject *starting, PyObject *now_o, double no
         *arr_fp(&due, s) = INFINITY;
     }
     arrs_release(all, 7);
-    if (w_active(net, m) < 0 || !(arr = w_slots(w, order, m)) || w_call(net, w_s[W_ADDED], arr, NULL, NULL) < 0)
+    if (w_active(net, m) < 0 || !(arr = w_slots(w, order, m)))
+        goto out;
+    int kept = w_rates_change(w, order, m, arr, +1); /* (else Network._added: the Python lines) */
+    if (kept < 0 || (!kept && w_call(net, w_s[W_ADDED], arr, NULL, NULL) < 0))
         goto out;
     rc = 1;
 out:
@@ -5177,26 +5185,28 @@ out:
 /* ------------------------------------------------------------------ the wake-up's rate computation
  *
  * Network._solve -> Rates.compute for its two common outcomes, on the Rates object's own attributes: a
- * cache hit whose paths are all cached (hit_rates over the draining mask), and a partial re-solve along
- * full links once changes spread for good (Core.unload, then Core.solve_part with compute's limit); the
+ * cache hit whose paths are all cached (hit_rates over the draining mask), a re-solve of the whole
+ * components a change touches (Core.solve_component; Rates._spilled, the Python lines, where they reach
+ * the limit) and a partial re-solve along full links once changes spread for good (Core.unload, then
+ * Core.solve_part with compute's limit); the
  * rates handed to the network as Network._set_rates hands lists over (set_due, the heap rebuilt where its
  * stale entries outnumber the live ones). Anything else -- a recount, no shared link, a link model, a
- * check of the loads, a skip, sets or loads not built, whole components -- is Network._solve, the Python
- * lines; a part that reaches the limit is the skip's bookkeeping and then Rates._solve_all, as compute
+ * check of the loads, a skip, sets or loads not built -- is Network._solve, the Python lines; a part that
+ * reaches the limit is the skip's bookkeeping and then Rates._solve_all (Rates._settled), as compute
  * does. */
 
 enum {
     R_RATES, R_CHECK, R_RECOUNT, R_SHARED, R_CAPACITY, R_VALID, R_INCREMENTAL, R_SKIP, R_SKIP_NEXT, R_MEMBERS,
     R_CORE, R_SPREAD, R_LOAD, R_BOUNDED, R_KEY, R_CACHE, R_FRESH, R_GONE, R_ALONE, R_HITS, R_SOLVES, R_PARTIAL,
     R_REGROWN, R_SOLVE_ALL, R_ACTIVE_SLOTS, R_ENTRIES_NOW, R_SET_RATES, R_REBUILD_DUE, R_CMAX, R_SHARE, R_FLOOR,
-    R_SCALAR, R_RTOL, R_SKIP_MAX, R_HIT_CORE, R_N
+    R_SCALAR, R_RTOL, R_SKIP_MAX, R_HIT_CORE, R_INCR_MIN, R_SETTLED, R_SPILLED, R_N
 };
 static const char *r_names[R_N] = {
     "rates", "check", "_recount", "_shared", "_capacity", "_valid", "_incremental", "_skip", "_skip_next",
     "_members", "_core", "_spread", "_load", "_bounded", "_key", "_cache", "_fresh", "_gone", "_alone_rates",
     "cache_hits", "solves", "partial", "regrown", "_solve_all", "_active_slots", "_entries_now", "_set_rates",
     "_rebuild_due", "_COMPONENT_MAX_CORE", "_PART_SHARE_CORE", "_PART_FLOOR", "_SCALAR_MAX", "_RTOL", "_SKIP_MAX",
-    "_HIT_CORE",
+    "_HIT_CORE", "_INCREMENTAL_MIN", "_settled", "_spilled",
 };
 static PyObject *r_s[R_N];
 
@@ -5262,7 +5272,7 @@ static int w_solve(const WCtx *w) {
     PyObject *o_key = NULL, *hit = NULL, *path = NULL, *bound = NULL, *rate = NULL, *act = NULL, *got = NULL;
     PyObject *fresh = NULL, *gone = NULL, *seeds = NULL, *o_rtol = NULL;
     int rc = -1, python = 0;
-    long check, recount, shared, count, valid, incr, skip, spread, bounded, hitcore;
+    long check, recount, shared, count, valid, incr, skip, spread, bounded, hitcore, incr_min;
     if (!(rates = PyObject_GetAttr(net, r_s[R_RATES])) || r_long(net, r_s[R_CHECK], &check) < 0 ||
         r_long(rates, r_s[R_RECOUNT], &recount) < 0 || r_long(rates, r_s[R_SHARED], &shared) < 0 ||
         r_long(net, w_s[W_NACTIVE], &count) < 0 || !(o_cap = PyObject_GetAttr(rates, r_s[R_CAPACITY])))
@@ -5313,13 +5323,14 @@ static int w_solve(const WCtx *w) {
         }
     }
     /* the partial re-solve along full links, with the compiled sets and loads */
-    if (r_long(rates, r_s[R_VALID], &valid) < 0 || r_long(rates, r_s[R_INCREMENTAL], &incr) < 0 ||
+    if (r_long(mod, r_s[R_INCR_MIN], &incr_min) < 0 || r_long(rates, r_s[R_VALID], &valid) < 0 ||
+        r_long(rates, r_s[R_INCREMENTAL], &incr) < 0 ||
         r_long(rates, r_s[R_SKIP], &skip) < 0 || r_long(rates, r_s[R_SPREAD], &spread) < 0 ||
         !(o_members = PyObject_GetAttr(rates, r_s[R_MEMBERS])) || !(o_core = PyObject_GetAttr(rates, r_s[R_CORE])) ||
         !(o_load = PyObject_GetAttr(rates, r_s[R_LOAD])))
         goto out;
-    if (!valid || !incr || count < 8 || skip || !spread || o_core == Py_None || o_members != o_core ||
-        o_load == Py_None || Py_TYPE(o_core) != &CoreType) {
+    if (!valid || !incr || count < incr_min || skip || o_core == Py_None || o_members != o_core ||
+        (spread && o_load == Py_None) || Py_TYPE(o_core) != &CoreType) {
         python = 1;
         goto out;
     }
@@ -5339,6 +5350,65 @@ static int w_solve(const WCtx *w) {
             goto out;
     }
     long limit = count / 2 < cmax ? count / 2 : cmax; /* min(count // 2, _COMPONENT_MAX_CORE) */
+    PyObject *cacheable = bounded == 0 ? Py_True : Py_False;
+    if (!spread) { /* whole components (Rates._solve_component), the Python lines where they are too big */
+        IList new = {0};
+        if (read_fresh(fresh, &new) < 0) {
+            free(new.v);
+            goto out;
+        }
+        PyObject *nl = PyList_New(new.n);
+        for (Py_ssize_t i = 0; nl && i < new.n; i++) {
+            PyObject *x = PyLong_FromLong(new.v[i]);
+            if (!x)
+                Py_CLEAR(nl);
+            else
+                PyList_SET_ITEM(nl, i, x);
+        }
+        Py_ssize_t nn = new.n;
+        free(new.v);
+        PyObject *lim = nl ? PyLong_FromLong(limit) : NULL, *sc = lim ? PyLong_FromLong(scalar) : NULL;
+        PyObject *a = NULL, *e = NULL, *s = NULL, *r = NULL;
+        if (sc && nn < limit) {
+            PyObject *argv[7] = {path, bound, nl, gone, lim, sc, o_rtol};
+            got = Core_solve_component((Core *)o_core, argv, 7);
+        }
+        int py_rest = sc && (nn >= limit || got == Py_None);
+        if (py_rest && (a = PyObject_GetAttr(net, r_s[R_ACTIVE_SLOTS])) && (e = PyObject_GetAttr(net, r_s[R_ENTRIES_NOW])) &&
+            (s = PyObject_GetAttr(net, r_s[R_SET_RATES]))) {
+            if (nn >= limit) { /* _settled(None, ...) */
+                PyObject *av[8] = {rates, Py_None, a, path, bound, e, s, cacheable};
+                r = PyObject_VectorcallMethod(r_s[R_SETTLED], av, 8, NULL);
+            } else { /* _spilled(count, ...) */
+                PyObject *cnt = PyLong_FromLong(count);
+                if (cnt) {
+                    PyObject *av[12] = {rates, cnt, a, path, bound, rate, e, s, fresh, gone, lim, cacheable};
+                    r = PyObject_VectorcallMethod(r_s[R_SPILLED], av, 12, NULL);
+                    Py_DECREF(cnt);
+                }
+            }
+        }
+        Py_XDECREF(nl);
+        Py_XDECREF(lim);
+        Py_XDECREF(sc);
+        Py_XDECREF(a);
+        Py_XDECREF(e);
+        Py_XDECREF(s);
+        if (py_rest) {
+            Py_XDECREF(r);
+            rc = r ? 0 : -1;
+            goto out;
+        }
+        if (!got)
+            goto out;
+        if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
+            add_attr(rates, r_s[R_PARTIAL], 1) < 0)
+            goto out;
+        if (PyList_GET_SIZE(PyTuple_GET_ITEM(got, 0)) && w_apply(w, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1)) < 0)
+            goto out;
+        rc = 0;
+        goto out;
+    }
     long part = floor_ + count / share;
     limit = part < limit ? part : limit;
     if (!(seeds = Core_unload((Core *)o_core, gone)))
@@ -5362,7 +5432,7 @@ static int w_solve(const WCtx *w) {
         PyObject *s = e ? PyObject_GetAttr(net, r_s[R_SET_RATES]) : NULL;
         PyObject *r = NULL;
         if (s) {
-            PyObject *av[7] = {rates, a, path, bound, e, s, bounded == 0 ? Py_True : Py_False};
+            PyObject *av[7] = {rates, a, path, bound, e, s, cacheable};
             r = PyObject_VectorcallMethod(r_s[R_SOLVE_ALL], av, 7, NULL);
         }
         Py_XDECREF(a);
@@ -5398,6 +5468,174 @@ out:
     Py_XDECREF(gone);
     Py_XDECREF(seeds);
     Py_XDECREF(o_rtol);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ the rate bookkeeping of a wake-up
+ *
+ * Rates.added / Rates.removed for flows ``slots`` (their paths and bounds read off the network's arrays)
+ * where the bookkeeping is the compiled core's or is to be recounted: the multiset key moved by the
+ * paths' numbers (mod 2**64), the flows counted, the core's per-link sets entered or left (or dropped for
+ * a recount where the batch is a good part of the active flows), the started slots kept for the next
+ * computation, the ended flows' paths and rates kept as (pids, rates) arrays, the bounded flows counted.
+ * Anywhere else -- links left out anew, paths not hashed yet, Python sets or user counts -- nothing is
+ * changed and 0 returned: Network._added / _removed, the Python lines, do it. */
+
+enum { K_DOMINANCE, K_CHECKED, K_VERSION, K_VERSION_, K_PATH_HASH, K_COUNT_, K_RECOUNT_CORE, K_NUM_ARCS, K_N };
+static const char *k_names[K_N] = {"_dominance", "checked", "version", "_version", "_path_hash", "_count",
+                                   "_RECOUNT_CORE", "num_arcs"};
+static PyObject *k_s[K_N];
+
+static int k_strings(void) {
+    if (k_s[0])
+        return 0;
+    for (int k = 0; k < K_N; k++)
+        if (!(k_s[k] = PyUnicode_InternFromString(k_names[k])))
+            return -1;
+    return 0;
+}
+
+/* numpy.empty(n) (float64) holding ``v`` (a new reference) */
+static PyObject *w_floats(const WCtx *w, const double *v, Py_ssize_t n) {
+    PyObject *len = PyLong_FromSsize_t(n);
+    if (!len)
+        return NULL;
+    PyObject *arr = PyObject_CallOneArg(w->empty, len);
+    Py_DECREF(len);
+    if (!arr)
+        return NULL;
+    Arr a;
+    if (arr_open(arr, &a, 'f', 1) < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        *arr_fp(&a, i) = v[i];
+    arr_release(&a);
+    return arr;
+}
+
+/* 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error */
+static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, int sign) {
+    PyObject *net = w->net, *mod = PyTuple_GET_ITEM(w->wctx_, 3);
+    PyObject *rates = NULL, *cluster = NULL, *paths = NULL, *dom = NULL, *hash_o = NULL, *members = NULL, *core = NULL;
+    PyObject *pids_o = NULL, *rates_o = NULL, *key_o = NULL, *list = NULL, *item = NULL, *r = NULL;
+    Arr path, bound, rate, hash;
+    Arr *all[4] = {&path, &bound, &rate, &hash};
+    arrs_init(all, 4);
+    Py_ssize_t *pids = NULL;
+    double *rts = NULL;
+    int rc = -1;
+    long pcount, recount, count, recount_core, narcs;
+    if (k_strings() < 0 || !(rates = PyObject_GetAttr(net, r_s[R_RATES])) || !(cluster = PyObject_GetAttr(net, w_s[W_CLUSTER])) ||
+        !(paths = PyObject_GetAttr(cluster, w_s[W_PATHS])) || r_long(paths, w_s[W_COUNT], &pcount) < 0 ||
+        !(dom = PyObject_GetAttr(rates, k_s[K_DOMINANCE])))
+        goto out;
+    if (sign > 0 && dom != Py_None) { /* links left out anew: the Python lines */
+        long checked, version, mine;
+        if (r_long(dom, k_s[K_CHECKED], &checked) < 0 || r_long(dom, k_s[K_VERSION], &version) < 0 ||
+            r_long(rates, k_s[K_VERSION_], &mine) < 0)
+            goto out;
+        if (pcount > checked || version != mine) {
+            rc = 0;
+            goto out;
+        }
+    }
+    if (!(hash_o = PyObject_GetAttr(rates, k_s[K_PATH_HASH])) || arr_get(hash_o, &hash, 'i') < 0)
+        goto out;
+    if (hash.n < pcount || hash.view.itemsize != 8) { /* (_hashes() grows the table) */
+        rc = 0;
+        goto out;
+    }
+    if (r_long(rates, r_s[R_RECOUNT], &recount) < 0 || r_long(rates, k_s[K_COUNT_], &count) < 0 ||
+        r_long(mod, k_s[K_RECOUNT_CORE], &recount_core) < 0 || r_long(cluster, k_s[K_NUM_ARCS], &narcs) < 0 ||
+        !(members = PyObject_GetAttr(rates, r_s[R_MEMBERS])) || !(core = PyObject_GetAttr(rates, r_s[R_CORE])))
+        goto out;
+    count += sign * n;
+    /* _use: recounted later; a big batch drops the sets; the core's sets entered or left */
+    int drop = !recount && members != Py_None && n > 8 && 4 * n > count && (members != core || recount_core * n > narcs);
+    int in_core = !recount && !drop && members != Py_None && members == core && Py_TYPE(core) == &CoreType;
+    if (!recount && !drop && !in_core) {
+        rc = 0;
+        goto out;
+    }
+    if (w_arr(net, W_PATH, &path, 'i', 0) < 0 || w_arr(net, W_BOUND, &bound, 'f', 0) < 0 ||
+        (sign < 0 && w_arr(net, W_RATE, &rate, 'f', 0) < 0))
+        goto out;
+    if (!(pids = malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t))) || !(rts = malloc((size_t)(n ? n : 1) * sizeof(double)))) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    uint64_t sum = 0;
+    long finite = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t s = slots[i];
+        if (!index_ok(s, path.n, "net_wake: slot out of range"))
+            goto out;
+        int64_t pid = arr_i(&path, s);
+        if (!index_ok(pid, hash.n, "net_wake: path out of range"))
+            goto out;
+        pids[i] = (Py_ssize_t)pid;
+        sum += (uint64_t)arr_i(&hash, pid);
+        finite += isfinite(arr_f(&bound, s)) != 0;
+        if (sign < 0)
+            rts[i] = arr_f(&rate, s);
+    }
+    arrs_release(all, 4);
+    if (!(key_o = PyObject_GetAttr(rates, r_s[R_KEY])))
+        goto out;
+    unsigned long long key = PyLong_AsUnsignedLongLong(key_o);
+    if (key == (unsigned long long)-1 && PyErr_Occurred())
+        goto out;
+    Py_CLEAR(key_o);
+    key = sign > 0 ? key + sum : key - sum;
+    if (!(key_o = PyLong_FromUnsignedLongLong(key)) || PyObject_SetAttr(rates, r_s[R_KEY], key_o) < 0)
+        goto out;
+    if (!(pids_o = w_slots(w, pids, n)))
+        goto out;
+    if (sign < 0) { /* self._gone.append((pids, rates.copy())) */
+        if (!(rates_o = w_floats(w, rts, n)) || !(list = PyObject_GetAttr(rates, r_s[R_GONE])) ||
+            !(item = PyTuple_Pack(2, pids_o, rates_o)) || PyList_Append(list, item) < 0)
+            goto out;
+    }
+    if (r_set(rates, k_s[K_COUNT_], count) < 0)
+        goto out;
+    if (drop) {
+        if (PyObject_SetAttr(rates, r_s[R_MEMBERS], Py_None) < 0 || PyObject_SetAttr(rates, r_s[R_RECOUNT], Py_True) < 0)
+            goto out;
+    } else if (in_core) {
+        PyObject *argv[2] = {arr, pids_o};
+        if (!(r = sign > 0 ? Core_enter((Core *)core, argv, 2) : Core_leave((Core *)core, arr)))
+            goto out;
+        long d = PyLong_AsLong(r);
+        if ((d == -1 && PyErr_Occurred()) || add_attr(rates, r_s[R_SHARED], d) < 0)
+            goto out;
+    }
+    if (sign > 0) {
+        Py_XDECREF(list);
+        if (!(list = PyObject_GetAttr(rates, r_s[R_FRESH])) || PyList_Append(list, arr) < 0)
+            goto out;
+    }
+    if (add_attr(rates, r_s[R_BOUNDED], sign * finite) < 0)
+        goto out;
+    rc = 1;
+out:
+    arrs_release(all, 4);
+    free(pids);
+    free(rts);
+    Py_XDECREF(rates);
+    Py_XDECREF(cluster);
+    Py_XDECREF(paths);
+    Py_XDECREF(dom);
+    Py_XDECREF(hash_o);
+    Py_XDECREF(members);
+    Py_XDECREF(core);
+    Py_XDECREF(pids_o);
+    Py_XDECREF(rates_o);
+    Py_XDECREF(key_o);
+    Py_XDECREF(list);
+    Py_XDECREF(item);
+    Py_XDECREF(r);
     return rc;
 }
 
