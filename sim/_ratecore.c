@@ -4845,19 +4845,21 @@ done:
  * completions of several owners or of no owner, a completion owner of the dataflow's core (DfDone, below)
  * aside -- the Python method the Python lines call there is called with the same arguments, so the state
  * afterwards is the Python path's (Network._wake_py is the reference; tests/test_wake_core.py holds them
- * equal wake-up by wake-up). ``wctx = (ctx, numpy.empty, numpy.int64, sim.rates)``, ``ctx`` the lane's tuple. */
+ * equal wake-up by wake-up). ``wctx = (ctx, numpy.empty, numpy.int64, sim.rates, sim.network, whether the
+ * environment steps as SimPy's own does)``, ``ctx`` the lane's tuple. */
 
 enum {
     W_T_LAST, W_HEAP, W_DUE_AT, W_IS_ACTIVE, W_DUE, W_DUE_ENTRIES, W_NACTIVE, W_ACTIVE_ARR, W_ENTRIES, W_PENDING,
     W_PENDING_AT, W_STAGE, W_REMAINING, W_PATH, W_BYTES, W_RATE, W_OWNER, W_GID, W_OWNERS, W_FREE, W_PATH_BYTES,
     W_CLUSTER, W_PATHS, W_COUNT, W_LENGTH, W_FLUSH, W_REMOVED, W_ADDED, W_SOLVE, W_FINISH, W_FINISH_FEW, W_START,
-    W_PATH_BYTES_FOR, W_T_SET, W_BOUND, W_FLOWS_, W_SCHEDULE, W_N
+    W_PATH_BYTES_FOR, W_T_SET, W_BOUND, W_FLOWS_, W_SCHEDULE, W_HELD, W_WAKEUPS, W_PUMP, W_RESUME_HELD, W_WAKE_LOG, W_N
 };
 static const char *w_names[W_N] = {
     "_t_last", "_heap", "_due_at", "_is_active", "_due", "_due_entries", "_nactive", "_active_arr", "_entries",
     "_pending", "_pending_at", "_stage", "_remaining", "_path", "_bytes", "_rate", "_owner", "_gid", "_owners",
     "_free", "_path_bytes", "cluster", "paths", "count", "length", "_flush", "_removed", "_added", "_solve",
-    "_finish", "_finish_few", "_start", "_path_bytes_for", "_t_set", "_bound", "flows", "_schedule",
+    "_finish", "_finish_few", "_start", "_path_bytes_for", "_t_set", "_bound", "flows", "_schedule", "_held",
+    "wakeups", "_PUMP", "_resume_held", "_WAKE_LOG",
 };
 static PyObject *w_s[W_N];
 static PyObject *w_neg_inf;
@@ -5639,30 +5641,47 @@ out:
     return rc;
 }
 
-/* net_wake(wctx, now): Network._wake's lines for a closed lane, from ``_wake_at = -inf`` to _schedule_next */
-static PyObject *py_net_wake(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!nargs_ok(nargs, 2, "net_wake(wctx, now)"))
-        return NULL;
-    PyObject *wctx = args[0], *now_o = args[1];
-    if (!PyTuple_CheckExact(wctx) || PyTuple_GET_SIZE(wctx) != 4 || !PyTuple_CheckExact(PyTuple_GET_ITEM(wctx, 0)) ||
-        PyTuple_GET_SIZE(PyTuple_GET_ITEM(wctx, 0)) != CX_N) {
-        PyErr_SetString(PyExc_TypeError, "net_wake: not a wake-up context");
-        return NULL;
+/* whether SimPy's queue holds nothing that comes before an entry (t, NORMAL, a new id): its head later,
+ * or at t with a priority below NORMAL's (-1 with an exception set) */
+static int w_queue_after(PyObject *ctx, double t) {
+    PyObject *env = PyTuple_GET_ITEM(ctx, CX_ENV), *queue = PyObject_GetAttr(env, s_queue);
+    if (!queue)
+        return -1;
+    int after = 1;
+    if (!PyList_Check(queue)) {
+        PyErr_SetString(PyExc_TypeError, "net_run: the environment's queue must be a list");
+        after = -1;
+    } else if (PyList_GET_SIZE(queue)) {
+        PyObject *head = PyList_GET_ITEM(queue, 0);
+        if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) < 3) {
+            PyErr_SetString(PyExc_TypeError, "net_run: a queue entry must be (time, priority, id, event)");
+            after = -1;
+        } else {
+            double ht = PyFloat_AsDouble(PyTuple_GET_ITEM(head, 0));
+            long long p = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 1));
+            long long normal = PyLong_AsLongLong(PyTuple_GET_ITEM(ctx, CX_NORMAL));
+            after = PyErr_Occurred() ? -1 : ht > t || (ht == t && p > normal);
+        }
     }
-    if (lane_strings() < 0 || w_strings() < 0 || r_strings() < 0)
-        return NULL;
-    WCtx w = {PyTuple_GET_ITEM(wctx, 0), PyTuple_GET_ITEM(wctx, 1), PyTuple_GET_ITEM(wctx, 2), NULL, wctx};
-    w.net = PyTuple_GET_ITEM(w.ctx, CX_NET);
-    PyObject *net = w.net;
-    double now = fv(now_o);
-    if (PyErr_Occurred() || PyObject_SetAttr(net, s_wake_at, w_neg_inf) < 0 || w_flush(net) < 0)
-        return NULL;
-    int changed = w_drain(&w, now_o, now);
+    Py_DECREF(queue);
+    return after;
+}
+
+/* Network._wake_py(now) with the next wake-up left to the caller where ``pump`` and it comes before
+ * anything in SimPy's queue and no process waits on what this one triggered: its event id drawn (as
+ * _schedule draws one), ``_wake_at`` set, and 1 returned with ``*next`` its time (``max(when, now)``, the
+ * clock SimPy's step would set); else 0 (the wake-up scheduled as _schedule_next schedules it), -1 on an
+ * error */
+static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) {
+    PyObject *net = w->net;
+    if (PyObject_SetAttr(net, s_wake_at, w_neg_inf) < 0 || w_flush(net) < 0)
+        return -1;
+    int changed = w_drain(w, now_o, now);
     if (changed < 0)
-        return NULL;
+        return -1;
     PyObject *pending = PyObject_GetAttr(net, w_s[W_PENDING]), *pending_at = NULL, *got = NULL;
-    PyObject *heap = NULL, *due_at = NULL, *act = NULL, *due = NULL;
-    PyObject *res = NULL;
+    PyObject *heap = NULL, *due_at = NULL, *act = NULL, *due = NULL, *at = NULL;
+    int rc = -1;
     if (!pending || !PyList_CheckExact(pending) || !(pending_at = PyObject_GetAttr(net, w_s[W_PENDING_AT])) ||
         !PyDict_CheckExact(pending_at)) {
         if (!PyErr_Occurred())
@@ -5680,24 +5699,65 @@ static PyObject *py_net_wake(PyObject *self, PyObject *const *args, Py_ssize_t n
                 PyErr_SetString(PyExc_KeyError, "net_wake: a start time without its slots");
             goto out;
         }
-        int started = w_start(&w, starting, now_o, now);
+        int started = w_start(w, starting, now_o, now);
         Py_DECREF(starting);
         if (started < 0)
             goto out;
         changed = started || changed;
     }
-    if (changed && w_solve(&w) < 0)
+    if (changed && w_solve(w) < 0)
         goto out;
     if (!(heap = PyObject_GetAttr(net, w_s[W_HEAP])) || !(due_at = PyObject_GetAttr(net, w_s[W_DUE_AT])) ||
         !(act = PyObject_GetAttr(net, w_s[W_IS_ACTIVE])) || !(due = PyObject_GetAttr(net, w_s[W_DUE])))
         goto out;
-    PyObject *argv[7] = {w.ctx, heap, due_at, act, due, pending, now_o};
-    if (!(got = py_wake_next(NULL, argv, 7)))
+    /* _schedule_next(now): wake_next's lines, the event left out where the caller runs the wake-up itself */
+    PyObject *argv[4] = {heap, due_at, act, due};
+    if (!(got = py_next_due(NULL, argv, 4)))
         goto out;
-    Py_ssize_t taken = PyLong_AsSsize_t(got);
-    if ((taken == -1 && PyErr_Occurred()) || w_add(net, W_DUE_ENTRIES, -taken) < 0)
+    double when = PyFloat_AsDouble(PyTuple_GET_ITEM(got, 0));
+    Py_ssize_t taken = PyLong_AsSsize_t(PyTuple_GET_ITEM(got, 1));
+    if (PyErr_Occurred() || w_add(net, W_DUE_ENTRIES, -taken) < 0)
         goto out;
-    res = Py_NewRef(Py_None);
+    if (when < Py_HUGE_VAL && now > when) /* max(now, when) */
+        when = now;
+    if (PyList_GET_SIZE(pending)) { /* min(when, pending[0]) */
+        double first = fv(PyList_GET_ITEM(pending, 0));
+        if (first < when)
+            when = first;
+    }
+    if (!(at = PyFloat_FromDouble(when)))
+        goto out;
+    if (!(when < Py_HUGE_VAL)) {
+        rc = PyObject_SetAttr(net, s_wake_at, at) < 0 ? -1 : 0;
+        goto out;
+    }
+    double t = now > when ? now : when; /* (the queue's time: max(float(when), env._now)) */
+    if (pump) {
+        PyObject *held = PyObject_GetAttr(net, w_s[W_HELD]);
+        if (!held)
+            goto out;
+        int waiting = held != Py_None ? PyObject_IsTrue(held) : 0;
+        Py_DECREF(held);
+        int after = waiting ? 0 : w_queue_after(w->ctx, t);
+        if (waiting < 0 || after < 0)
+            goto out;
+        if (after) { /* next(env._eid), as _schedule draws it; the wake-up's time */
+            PyObject *eid = PyObject_GetAttr(PyTuple_GET_ITEM(w->ctx, CX_ENV), s_eid), *id = eid ? PyIter_Next(eid) : NULL;
+            Py_XDECREF(eid);
+            if (!id) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_RuntimeError, "_ratecore: the event ids ran out");
+                goto out;
+            }
+            Py_DECREF(id);
+            if (PyObject_SetAttr(net, s_wake_at, at) < 0)
+                goto out;
+            *next = t;
+            rc = 1;
+            goto out;
+        }
+    }
+    rc = schedule(w->ctx, at) < 0 ? -1 : 0;
 out:
     Py_XDECREF(pending);
     Py_XDECREF(pending_at);
@@ -5706,7 +5766,133 @@ out:
     Py_XDECREF(due_at);
     Py_XDECREF(act);
     Py_XDECREF(due);
-    return res;
+    Py_XDECREF(at);
+    return rc;
+}
+
+/* the wake-up context of a call: NULL with an exception set where ``wctx`` is not one */
+static int w_open(PyObject *wctx, WCtx *w) {
+    if (!PyTuple_CheckExact(wctx) || PyTuple_GET_SIZE(wctx) != 6 || !PyTuple_CheckExact(PyTuple_GET_ITEM(wctx, 0)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(wctx, 0)) != CX_N) {
+        PyErr_SetString(PyExc_TypeError, "net_wake: not a wake-up context");
+        return -1;
+    }
+    if (lane_strings() < 0 || w_strings() < 0 || r_strings() < 0)
+        return -1;
+    w->ctx = PyTuple_GET_ITEM(wctx, 0);
+    w->empty = PyTuple_GET_ITEM(wctx, 1);
+    w->int64 = PyTuple_GET_ITEM(wctx, 2);
+    w->net = PyTuple_GET_ITEM(w->ctx, CX_NET);
+    w->wctx_ = wctx;
+    return 0;
+}
+
+/* net_wake(wctx, now): Network._wake_py(now) */
+static PyObject *py_net_wake(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "net_wake(wctx, now)"))
+        return NULL;
+    WCtx w;
+    double next;
+    if (w_open(args[0], &w) < 0)
+        return NULL;
+    double now = fv(args[1]);
+    if (PyErr_Occurred() || w_body(&w, args[1], now, 0, &next) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* net_run(wctx, now): Network._wake for a closed lane, and the wake-ups after it for as long as each
+ * would be the next step of SimPy's loop (Network._wake_run is the reference): each counted, its work
+ * done (w_body), the after-wake hooks called, the processes it triggered resumed (_resume_held); then,
+ * where w_body left the next wake-up to it -- no hook, nothing held, the environment SimPy's own step's
+ * (``wctx[5]``) and ``sim.network._PUMP`` on -- the clock set to its time and the next one run here, with
+ * no event of its own and no step of SimPy's, its event id drawn all the same (the events counted are
+ * the same). ``sim.network._WAKE_LOG``, where it is a list, gets (now, the next wake-up, the flows
+ * draining, the due heap's entries, solves, cache hits) after each (tests/test_wake_core.py). */
+static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "net_run(wctx, now)"))
+        return NULL;
+    WCtx w;
+    if (w_open(args[0], &w) < 0)
+        return NULL;
+    PyObject *net = w.net, *mod = PyTuple_GET_ITEM(args[0], 4), *env = PyTuple_GET_ITEM(w.ctx, CX_ENV);
+    PyObject *hooks = PyTuple_GET_ITEM(w.ctx, CX_AFTER), *now_o = Py_NewRef(args[1]);
+    PyObject *inf = NULL;
+    int env_ok = PyObject_IsTrue(PyTuple_GET_ITEM(args[0], 5));
+    if (env_ok < 0 || !(inf = PyFloat_FromDouble(Py_HUGE_VAL)))
+        goto fail;
+    for (;;) {
+        double now = fv(now_o), next = 0.0;
+        if (PyErr_Occurred())
+            goto fail;
+        /* _wake's first lines */
+        PyObject *held = PyList_New(0);
+        int bad = !held || w_add(net, W_WAKEUPS, 1) < 0 || PyObject_SetAttr(net, s_wake_at, inf) < 0 ||
+                  PyObject_SetAttr(net, s_wake_event, Py_None) < 0 || PyObject_SetAttr(net, w_s[W_HELD], held) < 0;
+        Py_XDECREF(held);
+        if (bad)
+            goto fail;
+        long pump_on;
+        if (r_long(mod, w_s[W_PUMP], &pump_on) < 0)
+            goto fail;
+        int pumped = w_body(&w, now_o, now, pump_on && env_ok && PyList_GET_SIZE(hooks) == 0, &next);
+        if (pumped < 0)
+            goto fail;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(hooks); i++) { /* for hook in self.after_wake: hook() */
+            PyObject *r = PyObject_CallNoArgs(PyList_GET_ITEM(hooks, i));
+            if (!r)
+                goto fail;
+            Py_DECREF(r);
+        }
+        /* held, self._held = self._held, None; if held: self._resume_held(held, now) */
+        if (!(held = PyObject_GetAttr(net, w_s[W_HELD])))
+            goto fail;
+        if (PyObject_SetAttr(net, w_s[W_HELD], Py_None) < 0) {
+            Py_DECREF(held);
+            goto fail;
+        }
+        int some = held != Py_None ? PyObject_IsTrue(held) : 0;
+        if (some > 0)
+            bad = w_call(net, w_s[W_RESUME_HELD], held, now_o, NULL) < 0;
+        Py_DECREF(held);
+        if (some < 0 || bad)
+            goto fail;
+        PyObject *log = PyObject_GetAttr(mod, w_s[W_WAKE_LOG]);
+        if (!log)
+            goto fail;
+        if (log != Py_None) {
+            PyObject *rates = PyObject_GetAttr(net, r_s[R_RATES]), *rec = NULL;
+            PyObject *v[6] = {Py_NewRef(now_o), PyObject_GetAttr(net, s_wake_at), PyObject_GetAttr(net, w_s[W_NACTIVE]),
+                              PyObject_GetAttr(net, w_s[W_DUE_ENTRIES]), rates ? PyObject_GetAttr(rates, r_s[R_SOLVES]) : NULL,
+                              rates ? PyObject_GetAttr(rates, r_s[R_HITS]) : NULL};
+            int ok = rates != NULL;
+            for (int k = 0; k < 6; k++)
+                ok = ok && v[k];
+            if (ok)
+                rec = PyTuple_Pack(6, v[0], v[1], v[2], v[3], v[4], v[5]);
+            bad = !rec || PyList_Append(log, rec) < 0;
+            for (int k = 0; k < 6; k++)
+                Py_XDECREF(v[k]);
+            Py_XDECREF(rec);
+            Py_XDECREF(rates);
+            Py_DECREF(log);
+            if (bad)
+                goto fail;
+        } else
+            Py_DECREF(log);
+        if (!pumped)
+            break;
+        Py_SETREF(now_o, PyFloat_FromDouble(next));
+        if (!now_o || PyObject_SetAttr(env, s_now, now_o) < 0)
+            goto fail;
+    }
+    Py_DECREF(now_o);
+    Py_DECREF(inf);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(now_o);
+    Py_XDECREF(inf);
+    return NULL;
 }
 
 /* Network._enqueue(start, slots): ``part`` pending until ``key`` (``t``), a new start time entered in the
@@ -5745,6 +5931,7 @@ out:
     Py_XDECREF(pending_at);
     return rc;
 }
+
 /* ------------------------------------------------------------------ a dataflow's completions (sim/dataflow.py)
  *
  * DfDone(ex, wctx) is DataflowExecutor._on_flows_done for an executor whose instants settle in one pass
@@ -5754,8 +5941,8 @@ out:
  * written by launch_rows' pass, the flows counted, their starts entered as _enqueue_all enters them: one
  * bucket where they all start at once, else one per distinct start time, in time order, each the slots
  * starting then in their order) and the executor's message per slot written, then ``done`` succeeded once
- * every message is held. A lone message to launch, a lane still open, staged sends or too few free slots:
- * DataflowExecutor._send, the Python lines. The network's net_wake calls it without making the slots an
+ * every message is held (a lone message as launch_one launches it: the same slot, arrays and start). A lane
+ * still open, staged sends, too few free slots or a size below 0: DataflowExecutor._send, the Python lines. The network's net_wake calls it without making the slots an
  * array (tests/test_wake_core.py and tests/test_engine_core.py hold it to the Python lines). */
 
 typedef struct {
@@ -5809,7 +5996,8 @@ static void DfDone_dealloc(DfDone *d) {
     Py_TYPE(d)->tp_free((PyObject *)d);
 }
 
-/* Network.launch_rows(ms, pids, srcs, nbytes, owner) for ``k`` > 1 messages, then the executor's
+/* Network.launch_rows(ms, pids, srcs, nbytes, owner) for ``k`` messages (launch_one for one: the same
+ * slot, arrays and start, a free slot's transfer group -1 already), then the executor's
  * message per slot: 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error */
 static int df_launch(DfDone *d, const int64_t *ms, Py_ssize_t k, PyObject *now_o) {
     PyObject *wctx = PyTuple_GET_ITEM(d->wctx, 0), *net = PyTuple_GET_ITEM(PyTuple_GET_ITEM(wctx, 0), CX_NET);
@@ -6001,7 +6189,7 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
         for (Py_ssize_t i = 0; i < started; i++)
             go[i] = arr_i(&o, i);
         arr_release(&o);
-        int got = started > 1 ? df_launch(d, go, started, now_o) : 0;
+        int got = df_launch(d, go, started, now_o);
         if (got == 0) {
             Py_ssize_t *gs = malloc((size_t)started * sizeof(Py_ssize_t));
             PyObject *part = NULL;
@@ -6123,6 +6311,8 @@ static PyMethodDef module_methods[] = {
     FASTCALL(hit_rates, "hit_rates(keys, rates, active, path, masked) -> (slots, rates) or None: Rates.compute's "
                         "cache hit"),
     FASTCALL(net_wake, "net_wake(wctx, now): Network._wake's lines for a closed lane (Network._wake_py)"),
+    FASTCALL(net_run, "net_run(wctx, now): Network._wake and the wake-ups after it that would be SimPy's next steps "
+                      "(Network._wake_run)"),
     FASTCALL(wake_next, "wake_next(ctx, heap, due_at, is_active, due, pending, now) -> entries taken off: "
                         "Network._schedule_next"),
     FASTCALL(lane_send, "lane_send(ctx, src, dst, nbytes, bound, hook) -> the private send's event, None where it is "
