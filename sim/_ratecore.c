@@ -4852,14 +4852,15 @@ enum {
     W_T_LAST, W_HEAP, W_DUE_AT, W_IS_ACTIVE, W_DUE, W_DUE_ENTRIES, W_NACTIVE, W_ACTIVE_ARR, W_ENTRIES, W_PENDING,
     W_PENDING_AT, W_STAGE, W_REMAINING, W_PATH, W_BYTES, W_RATE, W_OWNER, W_GID, W_OWNERS, W_FREE, W_PATH_BYTES,
     W_CLUSTER, W_PATHS, W_COUNT, W_LENGTH, W_FLUSH, W_REMOVED, W_ADDED, W_SOLVE, W_FINISH, W_FINISH_FEW, W_START,
-    W_PATH_BYTES_FOR, W_T_SET, W_BOUND, W_FLOWS_, W_SCHEDULE, W_HELD, W_WAKEUPS, W_PUMP, W_RESUME_HELD, W_WAKE_LOG, W_N
+    W_PATH_BYTES_FOR, W_T_SET, W_BOUND, W_FLOWS_, W_SCHEDULE, W_HELD, W_WAKEUPS, W_PUMP, W_RESUME_HELD, W_WAKE_LOG,
+    W_WAKE_RECORD, W_N
 };
 static const char *w_names[W_N] = {
     "_t_last", "_heap", "_due_at", "_is_active", "_due", "_due_entries", "_nactive", "_active_arr", "_entries",
     "_pending", "_pending_at", "_stage", "_remaining", "_path", "_bytes", "_rate", "_owner", "_gid", "_owners",
     "_free", "_path_bytes", "cluster", "paths", "count", "length", "_flush", "_removed", "_added", "_solve",
     "_finish", "_finish_few", "_start", "_path_bytes_for", "_t_set", "_bound", "flows", "_schedule", "_held",
-    "wakeups", "_PUMP", "_resume_held", "_WAKE_LOG",
+    "wakeups", "_PUMP", "_resume_held", "_WAKE_LOG", "_wake_record",
 };
 static PyObject *w_s[W_N];
 static PyObject *w_neg_inf;
@@ -5807,8 +5808,8 @@ static PyObject *py_net_wake(PyObject *self, PyObject *const *args, Py_ssize_t n
  * where w_body left the next wake-up to it -- no hook, nothing held, the environment SimPy's own step's
  * (``wctx[5]``) and ``sim.network._PUMP`` on -- the clock set to its time and the next one run here, with
  * no event of its own and no step of SimPy's, its event id drawn all the same (the events counted are
- * the same). ``sim.network._WAKE_LOG``, where it is a list, gets (now, the next wake-up, the flows
- * draining, the due heap's entries, solves, cache hits) after each (tests/test_wake_core.py). */
+ * the same). ``sim.network._WAKE_LOG``, where it is a list, gets Network._wake_record(now) after each
+ * (tests/test_wake_core.py). */
 static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "net_run(wctx, now)"))
         return NULL;
@@ -5860,21 +5861,11 @@ static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t na
         PyObject *log = PyObject_GetAttr(mod, w_s[W_WAKE_LOG]);
         if (!log)
             goto fail;
-        if (log != Py_None) {
-            PyObject *rates = PyObject_GetAttr(net, r_s[R_RATES]), *rec = NULL;
-            PyObject *v[6] = {Py_NewRef(now_o), PyObject_GetAttr(net, s_wake_at), PyObject_GetAttr(net, w_s[W_NACTIVE]),
-                              PyObject_GetAttr(net, w_s[W_DUE_ENTRIES]), rates ? PyObject_GetAttr(rates, r_s[R_SOLVES]) : NULL,
-                              rates ? PyObject_GetAttr(rates, r_s[R_HITS]) : NULL};
-            int ok = rates != NULL;
-            for (int k = 0; k < 6; k++)
-                ok = ok && v[k];
-            if (ok)
-                rec = PyTuple_Pack(6, v[0], v[1], v[2], v[3], v[4], v[5]);
+        if (log != Py_None) { /* self._wake_record(now), the Python lines' (only while a test records) */
+            PyObject *argv[2] = {net, now_o};
+            PyObject *rec = PyObject_VectorcallMethod(w_s[W_WAKE_RECORD], argv, 2, NULL);
             bad = !rec || PyList_Append(log, rec) < 0;
-            for (int k = 0; k < 6; k++)
-                Py_XDECREF(v[k]);
             Py_XDECREF(rec);
-            Py_XDECREF(rates);
             Py_DECREF(log);
             if (bad)
                 goto fail;

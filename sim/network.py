@@ -107,9 +107,8 @@ _WHOLE_CORE = True
 #: with it, a wake-up that would be the event loop's next step runs right after the one before it, with no
 #: event of its own (sim._ratecore.net_run); tests turn it off to compare
 _PUMP = True
-#: a list to record every wake-up in, (its time, the next wake-up, flows draining, due-heap entries, solves,
-#: cache hits), or None (tests/test_wake_core.py)
-_WAKE_LOG: list[tuple[float, float, int, int, int, int]] | None = None
+#: a list to record every wake-up in (Network._wake_record), or None (tests/test_wake_core.py)
+_WAKE_LOG: list[tuple[float, float, int, int, int, int, int, int]] | None = None
 
 
 class _PyDue:
@@ -970,9 +969,25 @@ class Network:
         if held:
             self._resume_held(held, now)
         if _WAKE_LOG is not None:
-            _WAKE_LOG.append(
-                (now, self._wake_at, self._nactive, self._due_entries, self.rates.solves, self.rates.cache_hits)
-            )
+            _WAKE_LOG.append(self._wake_record(now))
+
+    def _wake_record(self, now: float) -> tuple[float, float, int, int, int, int, int, int]:
+        """What a wake-up left (``_WAKE_LOG``'s record; net_run writes the same): its time, the next
+        wake-up, the flows draining, the due heap's entries, solves, cache hits, and the draining flows'
+        slots summed, unweighted and weighted by their paths."""
+        active = np.flatnonzero(self._is_active)
+        by_path = int((active * self._path[active]).sum())
+        rates = self.rates
+        return (
+            now,
+            self._wake_at,
+            self._nactive,
+            self._due_entries,
+            rates.solves,
+            rates.cache_hits,
+            int(active.sum()),
+            by_path,
+        )
 
     def _wake_py(self, now: float) -> None:
         """A wake-up's work once the lane is closed: drain, start, solve, and the next wake-up scheduled
