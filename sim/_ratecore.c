@@ -4848,6 +4848,57 @@ done:
  * equal wake-up by wake-up). ``wctx = (ctx, numpy.empty, numpy.int64, sim.rates, sim.network, whether the
  * environment steps as SimPy's own does)``, ``ctx`` the lane's tuple. */
 
+/* Instance attributes read and written in the instance's dict (numpy's and SimPy's objects aside, the
+ * wake-up's objects are plain Python instances: the network, its rates, the executor, the environment),
+ * sparing the type's lookup of every name; a name not in the dict (a class attribute, a property) goes
+ * through PyObject_GetAttr / SetAttr as before. */
+static inline PyObject **idict(PyObject *obj) {
+    PyObject **dp = _PyObject_GetDictPtr(obj);
+    return dp && *dp && PyDict_CheckExact(*dp) ? dp : NULL;
+}
+
+/* obj.name: a new reference, or NULL with an exception set */
+static PyObject *iget(PyObject *obj, PyObject *name) {
+    PyObject **dp = idict(obj);
+    if (dp) {
+        PyObject *v = PyDict_GetItemWithError(*dp, name);
+        if (v)
+            return Py_NewRef(v);
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    return PyObject_GetAttr(obj, name);
+}
+
+/* obj.name = v (in the dict where the name is an instance attribute already) */
+static int iset(PyObject *obj, PyObject *name, PyObject *v) {
+    PyObject **dp = idict(obj);
+    if (dp) {
+        int has = PyDict_Contains(*dp, name);
+        if (has < 0)
+            return -1;
+        if (has && !_PyType_Lookup(Py_TYPE(obj), name))
+            return PyDict_SetItem(*dp, name, v);
+    }
+    return PyObject_SetAttr(obj, name, v);
+}
+
+/* obj.name += by (an int attribute) */
+static int iadd(PyObject *obj, PyObject *name, long by) {
+    PyObject *v = iget(obj, name);
+    if (!v)
+        return -1;
+    PyObject *d = PyLong_FromLong(by);
+    PyObject *sum = d ? PyNumber_InPlaceAdd(v, d) : NULL;
+    Py_DECREF(v);
+    Py_XDECREF(d);
+    if (!sum)
+        return -1;
+    int rc = iset(obj, name, sum);
+    Py_DECREF(sum);
+    return rc;
+}
+
 enum {
     W_T_LAST, W_HEAP, W_DUE_AT, W_IS_ACTIVE, W_DUE, W_DUE_ENTRIES, W_NACTIVE, W_ACTIVE_ARR, W_ENTRIES, W_PENDING,
     W_PENDING_AT, W_STAGE, W_REMAINING, W_PATH, W_BYTES, W_RATE, W_OWNER, W_GID, W_OWNERS, W_FREE, W_PATH_BYTES,
@@ -4894,7 +4945,8 @@ static PyObject *w_slots(const WCtx *w, const Py_ssize_t *v, Py_ssize_t n) {
     PyObject *len = PyLong_FromSsize_t(n);
     if (!len)
         return NULL;
-    PyObject *arr = PyObject_CallFunctionObjArgs(w->empty, len, w->int64, NULL);
+    PyObject *argv[2] = {len, w->int64};
+    PyObject *arr = PyObject_Vectorcall(w->empty, argv, 2, NULL);
     Py_DECREF(len);
     if (!arr)
         return NULL;
@@ -4912,7 +4964,7 @@ static PyObject *w_slots(const WCtx *w, const Py_ssize_t *v, Py_ssize_t n) {
 /* obj.name as an array opened (written where asked) */
 static int w_arr(PyObject *obj, int name, Arr *a, int kind, int writable) {
     a->held = 0;
-    PyObject *o = PyObject_GetAttr(obj, w_s[name]);
+    PyObject *o = iget(obj, w_s[name]);
     if (!o)
         return -1;
     int rc = arr_open(o, a, kind, writable);
@@ -4921,11 +4973,11 @@ static int w_arr(PyObject *obj, int name, Arr *a, int kind, int writable) {
 }
 
 /* obj.name += by (an int attribute) */
-static int w_add(PyObject *obj, int name, Py_ssize_t by) { return add_attr(obj, w_s[name], (long)by); }
+static int w_add(PyObject *obj, int name, Py_ssize_t by) { return iadd(obj, w_s[name], (long)by); }
 
 /* self._flush() where sends are staged */
 static int w_flush(PyObject *net) {
-    PyObject *stage = PyObject_GetAttr(net, w_s[W_STAGE]);
+    PyObject *stage = iget(net, w_s[W_STAGE]);
     if (!stage)
         return -1;
     int staged = PyObject_IsTrue(stage);
@@ -4935,8 +4987,8 @@ static int w_flush(PyObject *net) {
 
 /* the attributes a change of the draining flows drops: _active_arr and _entries None, _nactive += by */
 static int w_active(PyObject *net, Py_ssize_t by) {
-    return w_add(net, W_NACTIVE, by) < 0 || PyObject_SetAttr(net, w_s[W_ACTIVE_ARR], Py_None) < 0 ||
-                   PyObject_SetAttr(net, w_s[W_ENTRIES], Py_None) < 0
+    return w_add(net, W_NACTIVE, by) < 0 || iset(net, w_s[W_ACTIVE_ARR], Py_None) < 0 ||
+                   iset(net, w_s[W_ENTRIES], Py_None) < 0
                ? -1
                : 0;
 }
@@ -4967,7 +5019,7 @@ static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, P
         }
         first = o;
     }
-    if (!(owners = PyObject_GetAttr(net, w_s[W_OWNERS])) || !PyList_CheckExact(owners))
+    if (!(owners = iget(net, w_s[W_OWNERS])) || !PyList_CheckExact(owners))
         goto done;
     if (first >= PyList_GET_SIZE(owners)) {
         rc = 0;
@@ -4975,13 +5027,19 @@ static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, P
     }
     cb = Py_NewRef(PyList_GET_ITEM(owners, first));
     /* self._path_bytes_for(self.cluster.paths.count) */
-    if (!(cluster = PyObject_GetAttr(net, w_s[W_CLUSTER])) || !(paths = PyObject_GetAttr(cluster, w_s[W_PATHS])) ||
-        !(count = PyObject_GetAttr(paths, w_s[W_COUNT])))
+    if (!(cluster = iget(net, w_s[W_CLUSTER])) || !(paths = iget(cluster, w_s[W_PATHS])) ||
+        !(count = iget(paths, w_s[W_COUNT])))
         goto done;
-    if (w_call(net, w_s[W_PATH_BYTES_FOR], count, NULL, NULL) < 0)
+    Py_ssize_t need = PyLong_AsSsize_t(count);
+    if ((need == -1 && PyErr_Occurred()) || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
         goto done;
+    if (pb.n < need) { /* (grown, as _path_bytes_for grows it) */
+        arr_release(&pb);
+        if (w_call(net, w_s[W_PATH_BYTES_FOR], count, NULL, NULL) < 0 || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
+            goto done;
+    }
     if (w_arr(net, W_PATH, &path, 'i', 0) < 0 || w_arr(net, W_BYTES, &nbytes, 'f', 0) < 0 ||
-        w_arr(net, W_RATE, &rate, 'f', 1) < 0 || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
+        w_arr(net, W_RATE, &rate, 'f', 1) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t s = done[i], pid = arr_i(&path, s);
@@ -4999,7 +5057,7 @@ static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, P
     for (Py_ssize_t i = 0; i < n; i++)
         *arr_ip(&owner, done[i]) = -1;
     arr_release(&owner);
-    PyObject *free_ = PyObject_GetAttr(net, w_s[W_FREE]);
+    PyObject *free_ = iget(net, w_s[W_FREE]);
     if (!free_)
         goto done;
     int bad = !PyList_CheckExact(free_);
@@ -5027,10 +5085,10 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
 /* Network._drain(now): 1 where flows completed, 0 where none did, -1 on an error */
 static int w_drain(const WCtx *w, PyObject *now_o, double now) {
     PyObject *net = w->net;
-    if (PyObject_SetAttr(net, w_s[W_T_LAST], now_o) < 0)
+    if (iset(net, w_s[W_T_LAST], now_o) < 0)
         return -1;
     double cut = now * fv(PyTuple_GET_ITEM(w->ctx, CX_K)) + 1e-300;
-    PyObject *heap = PyObject_GetAttr(net, w_s[W_HEAP]), *due_at = NULL, *act = NULL, *due = NULL, *cut_o = NULL;
+    PyObject *heap = iget(net, w_s[W_HEAP]), *due_at = NULL, *act = NULL, *due = NULL, *cut_o = NULL;
     PyObject *got = NULL, *arr = NULL;
     Py_ssize_t *done = NULL;
     int rc = -1;
@@ -5040,8 +5098,8 @@ static int w_drain(const WCtx *w, PyObject *now_o, double now) {
         rc = 0;
         goto out;
     }
-    if (!(due_at = PyObject_GetAttr(net, w_s[W_DUE_AT])) || !(act = PyObject_GetAttr(net, w_s[W_IS_ACTIVE])) ||
-        !(due = PyObject_GetAttr(net, w_s[W_DUE])) || !(cut_o = PyFloat_FromDouble(cut)))
+    if (!(due_at = iget(net, w_s[W_DUE_AT])) || !(act = iget(net, w_s[W_IS_ACTIVE])) ||
+        !(due = iget(net, w_s[W_DUE])) || !(cut_o = PyFloat_FromDouble(cut)))
         goto out;
     PyObject *argv[5] = {heap, due_at, cut_o, act, due};
     if (!(got = py_drain_due(NULL, argv, 5)))
@@ -5137,8 +5195,8 @@ static int w_start(const WCtx *w, PyObject *starting, PyObject *now_o, double no
         }
     if (PyErr_Occurred())
         goto out;
-    if (!(cluster = PyObject_GetAttr(net, w_s[W_CLUSTER])) || !(paths = PyObject_GetAttr(cluster, w_s[W_PATHS])) ||
-        !(lens = PyObject_GetAttr(paths, w_s[W_LENGTH])) || arr_get(lens, &length, 'i') < 0 ||
+    if (!(cluster = iget(net, w_s[W_CLUSTER])) || !(paths = iget(cluster, w_s[W_PATHS])) ||
+        !(lens = iget(paths, w_s[W_LENGTH])) || arr_get(lens, &length, 'i') < 0 ||
         w_arr(net, W_REMAINING, &left, 'f', 0) < 0 || w_arr(net, W_PATH, &path, 'i', 0) < 0)
         goto out;
     int instant = m == 0;
@@ -5224,7 +5282,7 @@ static int r_strings(void) {
 
 /* obj.name as a C long (an int or a bool), or -1 with an exception set */
 static int r_long(PyObject *obj, PyObject *name, long *out) {
-    PyObject *v = PyObject_GetAttr(obj, name);
+    PyObject *v = iget(obj, name);
     if (!v)
         return -1;
     *out = PyLong_AsLong(v);
@@ -5235,7 +5293,7 @@ static int r_long(PyObject *obj, PyObject *name, long *out) {
 /* obj.name = value (an int) */
 static int r_set(PyObject *obj, PyObject *name, long value) {
     PyObject *v = PyLong_FromLong(value);
-    int rc = v ? PyObject_SetAttr(obj, name, v) : -1;
+    int rc = v ? iset(obj, name, v) : -1;
     Py_XDECREF(v);
     return rc;
 }
@@ -5248,7 +5306,7 @@ static int w_apply(const WCtx *w, PyObject *slots, PyObject *rates) {
     PyObject *got = NULL;
     int rc = -1;
     for (int k = 0; k < 7; k++)
-        if (!(o[k] = PyObject_GetAttr(net, w_s[names[k]])))
+        if (!(o[k] = iget(net, w_s[names[k]])))
             goto out;
     PyObject *argv[9] = {slots, rates, o[0], o[1], o[2], o[3], o[4], o[5], o[6]};
     if (!(got = py_set_due(NULL, argv, 9)))
@@ -5276,20 +5334,20 @@ static int w_solve(const WCtx *w) {
     PyObject *fresh = NULL, *gone = NULL, *seeds = NULL, *o_rtol = NULL;
     int rc = -1, python = 0;
     long check, recount, shared, count, valid, incr, skip, spread, bounded, hitcore, incr_min;
-    if (!(rates = PyObject_GetAttr(net, r_s[R_RATES])) || r_long(net, r_s[R_CHECK], &check) < 0 ||
+    if (!(rates = iget(net, r_s[R_RATES])) || r_long(net, r_s[R_CHECK], &check) < 0 ||
         r_long(rates, r_s[R_RECOUNT], &recount) < 0 || r_long(rates, r_s[R_SHARED], &shared) < 0 ||
-        r_long(net, w_s[W_NACTIVE], &count) < 0 || !(o_cap = PyObject_GetAttr(rates, r_s[R_CAPACITY])))
+        r_long(net, w_s[W_NACTIVE], &count) < 0 || !(o_cap = iget(rates, r_s[R_CAPACITY])))
         goto out;
     if (check || recount || !count || shared == 0 || o_cap != Py_None) {
         python = 1;
         goto out;
     }
     if (r_long(rates, r_s[R_BOUNDED], &bounded) < 0 || r_long(mod, r_s[R_HIT_CORE], &hitcore) < 0 ||
-        !(path = PyObject_GetAttr(net, w_s[W_PATH])) || !(bound = PyObject_GetAttr(net, w_s[W_BOUND])) ||
-        !(rate = PyObject_GetAttr(net, w_s[W_RATE])) || !(act = PyObject_GetAttr(net, w_s[W_IS_ACTIVE])))
+        !(path = iget(net, w_s[W_PATH])) || !(bound = iget(net, w_s[W_BOUND])) ||
+        !(rate = iget(net, w_s[W_RATE])) || !(act = iget(net, w_s[W_IS_ACTIVE])))
         goto out;
     if (bounded == 0) { /* a cache hit, looked up in C */
-        if (!(o_cache = PyObject_GetAttr(rates, r_s[R_CACHE])) || !(o_key = PyObject_GetAttr(rates, r_s[R_KEY])))
+        if (!(o_cache = iget(rates, r_s[R_CACHE])) || !(o_key = iget(rates, r_s[R_KEY])))
             goto out;
         if (!PyDict_CheckExact(o_cache) || !hitcore) {
             python = 1;
@@ -5312,11 +5370,11 @@ static int w_solve(const WCtx *w) {
                     goto out;
                 if (got != Py_None) {
                     PyObject *f = PyList_New(0), *g = f ? PyList_New(0) : NULL;
-                    int bad = !g || PyObject_SetAttr(rates, r_s[R_FRESH], f) < 0 || PyObject_SetAttr(rates, r_s[R_GONE], g) < 0 ||
-                              PyObject_SetAttr(rates, r_s[R_ALONE], Py_False) < 0 ||
+                    int bad = !g || iset(rates, r_s[R_FRESH], f) < 0 || iset(rates, r_s[R_GONE], g) < 0 ||
+                              iset(rates, r_s[R_ALONE], Py_False) < 0 ||
                               w_apply(w, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1)) < 0 ||
-                              add_attr(rates, r_s[R_HITS], 1) < 0 || PyObject_SetAttr(rates, r_s[R_VALID], Py_True) < 0 ||
-                              PyObject_SetAttr(rates, r_s[R_LOAD], Py_None) < 0;
+                              iadd(rates, r_s[R_HITS], 1) < 0 || iset(rates, r_s[R_VALID], Py_True) < 0 ||
+                              iset(rates, r_s[R_LOAD], Py_None) < 0;
                     Py_XDECREF(f);
                     Py_XDECREF(g);
                     rc = bad ? -1 : 0;
@@ -5329,8 +5387,8 @@ static int w_solve(const WCtx *w) {
     if (r_long(mod, r_s[R_INCR_MIN], &incr_min) < 0 || r_long(rates, r_s[R_VALID], &valid) < 0 ||
         r_long(rates, r_s[R_INCREMENTAL], &incr) < 0 ||
         r_long(rates, r_s[R_SKIP], &skip) < 0 || r_long(rates, r_s[R_SPREAD], &spread) < 0 ||
-        !(o_members = PyObject_GetAttr(rates, r_s[R_MEMBERS])) || !(o_core = PyObject_GetAttr(rates, r_s[R_CORE])) ||
-        !(o_load = PyObject_GetAttr(rates, r_s[R_LOAD])))
+        !(o_members = iget(rates, r_s[R_MEMBERS])) || !(o_core = iget(rates, r_s[R_CORE])) ||
+        !(o_load = iget(rates, r_s[R_LOAD])))
         goto out;
     if (!valid || !incr || count < incr_min || skip || o_core == Py_None || o_members != o_core ||
         (spread && o_load == Py_None) || Py_TYPE(o_core) != &CoreType) {
@@ -5340,13 +5398,13 @@ static int w_solve(const WCtx *w) {
     long cmax, share, floor_, scalar, skip_max, skip_next;
     if (r_long(mod, r_s[R_CMAX], &cmax) < 0 || r_long(mod, r_s[R_SHARE], &share) < 0 ||
         r_long(mod, r_s[R_FLOOR], &floor_) < 0 || r_long(mod, r_s[R_SCALAR], &scalar) < 0 ||
-        r_long(mod, r_s[R_SKIP_MAX], &skip_max) < 0 || !(o_rtol = PyObject_GetAttr(mod, r_s[R_RTOL])) ||
-        !(fresh = PyObject_GetAttr(rates, r_s[R_FRESH])) || !(gone = PyObject_GetAttr(rates, r_s[R_GONE])))
+        r_long(mod, r_s[R_SKIP_MAX], &skip_max) < 0 || !(o_rtol = iget(mod, r_s[R_RTOL])) ||
+        !(fresh = iget(rates, r_s[R_FRESH])) || !(gone = iget(rates, r_s[R_GONE])))
         goto out;
     {
         PyObject *f = PyList_New(0), *g = f ? PyList_New(0) : NULL;
-        int bad = !g || PyObject_SetAttr(rates, r_s[R_FRESH], f) < 0 || PyObject_SetAttr(rates, r_s[R_GONE], g) < 0 ||
-                  PyObject_SetAttr(rates, r_s[R_ALONE], Py_False) < 0;
+        int bad = !g || iset(rates, r_s[R_FRESH], f) < 0 || iset(rates, r_s[R_GONE], g) < 0 ||
+                  iset(rates, r_s[R_ALONE], Py_False) < 0;
         Py_XDECREF(f);
         Py_XDECREF(g);
         if (bad)
@@ -5377,8 +5435,8 @@ static int w_solve(const WCtx *w) {
             got = Core_solve_component((Core *)o_core, argv, 7);
         }
         int py_rest = sc && (nn >= limit || got == Py_None);
-        if (py_rest && (a = PyObject_GetAttr(net, r_s[R_ACTIVE_SLOTS])) && (e = PyObject_GetAttr(net, r_s[R_ENTRIES_NOW])) &&
-            (s = PyObject_GetAttr(net, r_s[R_SET_RATES]))) {
+        if (py_rest && (a = iget(net, r_s[R_ACTIVE_SLOTS])) && (e = iget(net, r_s[R_ENTRIES_NOW])) &&
+            (s = iget(net, r_s[R_SET_RATES]))) {
             if (nn >= limit) { /* _settled(None, ...) */
                 PyObject *av[8] = {rates, Py_None, a, path, bound, e, s, cacheable};
                 r = PyObject_VectorcallMethod(r_s[R_SETTLED], av, 8, NULL);
@@ -5404,8 +5462,8 @@ static int w_solve(const WCtx *w) {
         }
         if (!got)
             goto out;
-        if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
-            add_attr(rates, r_s[R_PARTIAL], 1) < 0)
+        if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || iadd(rates, r_s[R_SOLVES], 1) < 0 ||
+            iadd(rates, r_s[R_PARTIAL], 1) < 0)
             goto out;
         if (PyList_GET_SIZE(PyTuple_GET_ITEM(got, 0)) && w_apply(w, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1)) < 0)
             goto out;
@@ -5425,14 +5483,14 @@ static int w_solve(const WCtx *w) {
     got = Core_solve_part((Core *)o_core, argv, 8);
     Py_DECREF(lim);
     Py_DECREF(sc);
-    if (!got || add_attr(rates, r_s[R_REGROWN], PyLong_AsLong(PyTuple_GET_ITEM(got, 0))) < 0)
+    if (!got || iadd(rates, r_s[R_REGROWN], PyLong_AsLong(PyTuple_GET_ITEM(got, 0))) < 0)
         goto out;
     if (PyTuple_GET_ITEM(got, 1) == Py_None) { /* the part reached the limit: solve them all */
         if (r_long(rates, r_s[R_SKIP_NEXT], &skip_next) < 0 || r_set(rates, r_s[R_SKIP], skip_next) < 0 ||
             r_set(rates, r_s[R_SKIP_NEXT], 2 * skip_next < skip_max ? 2 * skip_next : skip_max) < 0)
             goto out;
-        PyObject *a = PyObject_GetAttr(net, r_s[R_ACTIVE_SLOTS]), *e = a ? PyObject_GetAttr(net, r_s[R_ENTRIES_NOW]) : NULL;
-        PyObject *s = e ? PyObject_GetAttr(net, r_s[R_SET_RATES]) : NULL;
+        PyObject *a = iget(net, r_s[R_ACTIVE_SLOTS]), *e = a ? iget(net, r_s[R_ENTRIES_NOW]) : NULL;
+        PyObject *s = e ? iget(net, r_s[R_SET_RATES]) : NULL;
         PyObject *r = NULL;
         if (s) {
             PyObject *av[7] = {rates, a, path, bound, e, s, cacheable};
@@ -5445,8 +5503,8 @@ static int w_solve(const WCtx *w) {
         rc = r ? 0 : -1;
         goto out;
     }
-    if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
-        add_attr(rates, r_s[R_PARTIAL], 1) < 0)
+    if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || iadd(rates, r_s[R_SOLVES], 1) < 0 ||
+        iadd(rates, r_s[R_PARTIAL], 1) < 0)
         goto out;
     if (PyList_GET_SIZE(PyTuple_GET_ITEM(got, 1)) && w_apply(w, PyTuple_GET_ITEM(got, 1), PyTuple_GET_ITEM(got, 2)) < 0)
         goto out;
@@ -5530,9 +5588,9 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     double *rts = NULL;
     int rc = -1;
     long pcount, recount, count, recount_core, narcs;
-    if (k_strings() < 0 || !(rates = PyObject_GetAttr(net, r_s[R_RATES])) || !(cluster = PyObject_GetAttr(net, w_s[W_CLUSTER])) ||
-        !(paths = PyObject_GetAttr(cluster, w_s[W_PATHS])) || r_long(paths, w_s[W_COUNT], &pcount) < 0 ||
-        !(dom = PyObject_GetAttr(rates, k_s[K_DOMINANCE])))
+    if (k_strings() < 0 || !(rates = iget(net, r_s[R_RATES])) || !(cluster = iget(net, w_s[W_CLUSTER])) ||
+        !(paths = iget(cluster, w_s[W_PATHS])) || r_long(paths, w_s[W_COUNT], &pcount) < 0 ||
+        !(dom = iget(rates, k_s[K_DOMINANCE])))
         goto out;
     if (sign > 0 && dom != Py_None) { /* links left out anew: the Python lines */
         long checked, version, mine;
@@ -5544,7 +5602,7 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
             goto out;
         }
     }
-    if (!(hash_o = PyObject_GetAttr(rates, k_s[K_PATH_HASH])) || arr_get(hash_o, &hash, 'i') < 0)
+    if (!(hash_o = iget(rates, k_s[K_PATH_HASH])) || arr_get(hash_o, &hash, 'i') < 0)
         goto out;
     if (hash.n < pcount || hash.view.itemsize != 8) { /* (_hashes() grows the table) */
         rc = 0;
@@ -5552,7 +5610,7 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     }
     if (r_long(rates, r_s[R_RECOUNT], &recount) < 0 || r_long(rates, k_s[K_COUNT_], &count) < 0 ||
         r_long(mod, k_s[K_RECOUNT_CORE], &recount_core) < 0 || r_long(cluster, k_s[K_NUM_ARCS], &narcs) < 0 ||
-        !(members = PyObject_GetAttr(rates, r_s[R_MEMBERS])) || !(core = PyObject_GetAttr(rates, r_s[R_CORE])))
+        !(members = iget(rates, r_s[R_MEMBERS])) || !(core = iget(rates, r_s[R_CORE])))
         goto out;
     count += sign * n;
     /* _use: recounted later; a big batch drops the sets; the core's sets entered or left */
@@ -5585,41 +5643,41 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
             rts[i] = arr_f(&rate, s);
     }
     arrs_release(all, 4);
-    if (!(key_o = PyObject_GetAttr(rates, r_s[R_KEY])))
+    if (!(key_o = iget(rates, r_s[R_KEY])))
         goto out;
     unsigned long long key = PyLong_AsUnsignedLongLong(key_o);
     if (key == (unsigned long long)-1 && PyErr_Occurred())
         goto out;
     Py_CLEAR(key_o);
     key = sign > 0 ? key + sum : key - sum;
-    if (!(key_o = PyLong_FromUnsignedLongLong(key)) || PyObject_SetAttr(rates, r_s[R_KEY], key_o) < 0)
+    if (!(key_o = PyLong_FromUnsignedLongLong(key)) || iset(rates, r_s[R_KEY], key_o) < 0)
         goto out;
     if (!(pids_o = w_slots(w, pids, n)))
         goto out;
     if (sign < 0) { /* self._gone.append((pids, rates.copy())) */
-        if (!(rates_o = w_floats(w, rts, n)) || !(list = PyObject_GetAttr(rates, r_s[R_GONE])) ||
+        if (!(rates_o = w_floats(w, rts, n)) || !(list = iget(rates, r_s[R_GONE])) ||
             !(item = PyTuple_Pack(2, pids_o, rates_o)) || PyList_Append(list, item) < 0)
             goto out;
     }
     if (r_set(rates, k_s[K_COUNT_], count) < 0)
         goto out;
     if (drop) {
-        if (PyObject_SetAttr(rates, r_s[R_MEMBERS], Py_None) < 0 || PyObject_SetAttr(rates, r_s[R_RECOUNT], Py_True) < 0)
+        if (iset(rates, r_s[R_MEMBERS], Py_None) < 0 || iset(rates, r_s[R_RECOUNT], Py_True) < 0)
             goto out;
     } else if (in_core) {
         PyObject *argv[2] = {arr, pids_o};
         if (!(r = sign > 0 ? Core_enter((Core *)core, argv, 2) : Core_leave((Core *)core, arr)))
             goto out;
         long d = PyLong_AsLong(r);
-        if ((d == -1 && PyErr_Occurred()) || add_attr(rates, r_s[R_SHARED], d) < 0)
+        if ((d == -1 && PyErr_Occurred()) || iadd(rates, r_s[R_SHARED], d) < 0)
             goto out;
     }
     if (sign > 0) {
         Py_XDECREF(list);
-        if (!(list = PyObject_GetAttr(rates, r_s[R_FRESH])) || PyList_Append(list, arr) < 0)
+        if (!(list = iget(rates, r_s[R_FRESH])) || PyList_Append(list, arr) < 0)
             goto out;
     }
-    if (add_attr(rates, r_s[R_BOUNDED], sign * finite) < 0)
+    if (iadd(rates, r_s[R_BOUNDED], sign * finite) < 0)
         goto out;
     rc = 1;
 out:
@@ -5645,7 +5703,7 @@ out:
 /* whether SimPy's queue holds nothing that comes before an entry (t, NORMAL, a new id): its head later,
  * or at t with a priority below NORMAL's (-1 with an exception set) */
 static int w_queue_after(PyObject *ctx, double t) {
-    PyObject *env = PyTuple_GET_ITEM(ctx, CX_ENV), *queue = PyObject_GetAttr(env, s_queue);
+    PyObject *env = PyTuple_GET_ITEM(ctx, CX_ENV), *queue = iget(env, s_queue);
     if (!queue)
         return -1;
     int after = 1;
@@ -5675,15 +5733,15 @@ static int w_queue_after(PyObject *ctx, double t) {
  * error */
 static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) {
     PyObject *net = w->net;
-    if (PyObject_SetAttr(net, s_wake_at, w_neg_inf) < 0 || w_flush(net) < 0)
+    if (iset(net, s_wake_at, w_neg_inf) < 0 || w_flush(net) < 0)
         return -1;
     int changed = w_drain(w, now_o, now);
     if (changed < 0)
         return -1;
-    PyObject *pending = PyObject_GetAttr(net, w_s[W_PENDING]), *pending_at = NULL, *got = NULL;
+    PyObject *pending = iget(net, w_s[W_PENDING]), *pending_at = NULL, *got = NULL;
     PyObject *heap = NULL, *due_at = NULL, *act = NULL, *due = NULL, *at = NULL;
     int rc = -1;
-    if (!pending || !PyList_CheckExact(pending) || !(pending_at = PyObject_GetAttr(net, w_s[W_PENDING_AT])) ||
+    if (!pending || !PyList_CheckExact(pending) || !(pending_at = iget(net, w_s[W_PENDING_AT])) ||
         !PyDict_CheckExact(pending_at)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "net_wake: the pending starts must be a list and a dict");
@@ -5708,8 +5766,8 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
     }
     if (changed && w_solve(w) < 0)
         goto out;
-    if (!(heap = PyObject_GetAttr(net, w_s[W_HEAP])) || !(due_at = PyObject_GetAttr(net, w_s[W_DUE_AT])) ||
-        !(act = PyObject_GetAttr(net, w_s[W_IS_ACTIVE])) || !(due = PyObject_GetAttr(net, w_s[W_DUE])))
+    if (!(heap = iget(net, w_s[W_HEAP])) || !(due_at = iget(net, w_s[W_DUE_AT])) ||
+        !(act = iget(net, w_s[W_IS_ACTIVE])) || !(due = iget(net, w_s[W_DUE])))
         goto out;
     /* _schedule_next(now): wake_next's lines, the event left out where the caller runs the wake-up itself */
     PyObject *argv[4] = {heap, due_at, act, due};
@@ -5729,12 +5787,12 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
     if (!(at = PyFloat_FromDouble(when)))
         goto out;
     if (!(when < Py_HUGE_VAL)) {
-        rc = PyObject_SetAttr(net, s_wake_at, at) < 0 ? -1 : 0;
+        rc = iset(net, s_wake_at, at) < 0 ? -1 : 0;
         goto out;
     }
     double t = now > when ? now : when; /* (the queue's time: max(float(when), env._now)) */
     if (pump) {
-        PyObject *held = PyObject_GetAttr(net, w_s[W_HELD]);
+        PyObject *held = iget(net, w_s[W_HELD]);
         if (!held)
             goto out;
         int waiting = held != Py_None ? PyObject_IsTrue(held) : 0;
@@ -5743,7 +5801,7 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
         if (waiting < 0 || after < 0)
             goto out;
         if (after) { /* next(env._eid), as _schedule draws it; the wake-up's time */
-            PyObject *eid = PyObject_GetAttr(PyTuple_GET_ITEM(w->ctx, CX_ENV), s_eid), *id = eid ? PyIter_Next(eid) : NULL;
+            PyObject *eid = iget(PyTuple_GET_ITEM(w->ctx, CX_ENV), s_eid), *id = eid ? PyIter_Next(eid) : NULL;
             Py_XDECREF(eid);
             if (!id) {
                 if (!PyErr_Occurred())
@@ -5751,7 +5809,7 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
                 goto out;
             }
             Py_DECREF(id);
-            if (PyObject_SetAttr(net, s_wake_at, at) < 0)
+            if (iset(net, s_wake_at, at) < 0)
                 goto out;
             *next = t;
             rc = 1;
@@ -5828,8 +5886,8 @@ static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t na
             goto fail;
         /* _wake's first lines */
         PyObject *held = PyList_New(0);
-        int bad = !held || w_add(net, W_WAKEUPS, 1) < 0 || PyObject_SetAttr(net, s_wake_at, inf) < 0 ||
-                  PyObject_SetAttr(net, s_wake_event, Py_None) < 0 || PyObject_SetAttr(net, w_s[W_HELD], held) < 0;
+        int bad = !held || w_add(net, W_WAKEUPS, 1) < 0 || iset(net, s_wake_at, inf) < 0 ||
+                  iset(net, s_wake_event, Py_None) < 0 || iset(net, w_s[W_HELD], held) < 0;
         Py_XDECREF(held);
         if (bad)
             goto fail;
@@ -5846,9 +5904,9 @@ static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t na
             Py_DECREF(r);
         }
         /* held, self._held = self._held, None; if held: self._resume_held(held, now) */
-        if (!(held = PyObject_GetAttr(net, w_s[W_HELD])))
+        if (!(held = iget(net, w_s[W_HELD])))
             goto fail;
-        if (PyObject_SetAttr(net, w_s[W_HELD], Py_None) < 0) {
+        if (iset(net, w_s[W_HELD], Py_None) < 0) {
             Py_DECREF(held);
             goto fail;
         }
@@ -5858,7 +5916,7 @@ static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t na
         Py_DECREF(held);
         if (some < 0 || bad)
             goto fail;
-        PyObject *log = PyObject_GetAttr(mod, w_s[W_WAKE_LOG]);
+        PyObject *log = iget(mod, w_s[W_WAKE_LOG]);
         if (!log)
             goto fail;
         if (log != Py_None) { /* self._wake_record(now), the Python lines' (only while a test records) */
@@ -5874,7 +5932,7 @@ static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (!pumped)
             break;
         Py_SETREF(now_o, PyFloat_FromDouble(next));
-        if (!now_o || PyObject_SetAttr(env, s_now, now_o) < 0)
+        if (!now_o || iset(env, s_now, now_o) < 0)
             goto fail;
     }
     Py_DECREF(now_o);
@@ -5889,7 +5947,7 @@ fail:
 /* Network._enqueue(start, slots): ``part`` pending until ``key`` (``t``), a new start time entered in the
  * heap and woken for where it comes before the wake-up scheduled */
 static int w_enqueue(PyObject *net, PyObject *key, double t, PyObject *part) {
-    PyObject *pending = PyObject_GetAttr(net, w_s[W_PENDING]), *pending_at = PyObject_GetAttr(net, w_s[W_PENDING_AT]);
+    PyObject *pending = iget(net, w_s[W_PENDING]), *pending_at = iget(net, w_s[W_PENDING_AT]);
     int rc = -1;
     if (!pending || !pending_at || !PyList_CheckExact(pending) || !PyDict_CheckExact(pending_at)) {
         if (!PyErr_Occurred())
@@ -6002,8 +6060,8 @@ static int df_launch(DfDone *d, const int64_t *ms, Py_ssize_t k, PyObject *now_o
     int rc = -1;
     double now = fv(now_o);
     long long owner_id = PyLong_AsLongLong(owner_o);
-    if (PyErr_Occurred() || !(lane = PyObject_GetAttr(net, d_s[D_LANE])) || !(stage = PyObject_GetAttr(net, w_s[W_STAGE])) ||
-        !(free_ = PyObject_GetAttr(net, w_s[W_FREE])) || !(fm = PyObject_GetAttr(d->ex, d_s[D_F_MSG])))
+    if (PyErr_Occurred() || !(lane = iget(net, d_s[D_LANE])) || !(stage = iget(net, w_s[W_STAGE])) ||
+        !(free_ = iget(net, w_s[W_FREE])) || !(fm = iget(d->ex, d_s[D_F_MSG])))
         goto out;
     int lane_open = PyObject_IsTrue(lane), staged = PyObject_IsTrue(stage);
     if (lane_open < 0 || staged < 0)
@@ -6013,9 +6071,9 @@ static int df_launch(DfDone *d, const int64_t *ms, Py_ssize_t k, PyObject *now_o
         goto out;
     }
     /* the messages' paths, senders and sizes; the routes' latencies and the senders' overheads, read now */
-    PyObject *cluster = PyTuple_GET_ITEM(d->wctx, 5), *paths = PyObject_GetAttr(cluster, w_s[W_PATHS]);
-    PyObject *lat_o = paths ? PyObject_GetAttr(paths, d_s[D_LATENCY]) : NULL;
-    PyObject *ovh_o = lat_o ? PyObject_GetAttr(cluster, d_s[D_OVERHEAD]) : NULL;
+    PyObject *cluster = PyTuple_GET_ITEM(d->wctx, 5), *paths = iget(cluster, w_s[W_PATHS]);
+    PyObject *lat_o = paths ? iget(paths, d_s[D_LATENCY]) : NULL;
+    PyObject *ovh_o = lat_o ? iget(cluster, d_s[D_OVERHEAD]) : NULL;
     int bad = !ovh_o || arr_get(PyTuple_GET_ITEM(d->wctx, 1), &pids, 'i') < 0 ||
               arr_get(PyTuple_GET_ITEM(d->wctx, 2), &srcs, 'i') < 0 || arr_get(PyTuple_GET_ITEM(d->wctx, 3), &nbytes, 'f') < 0 ||
               arr_get(lat_o, &lat, 'f') < 0 || arr_get(ovh_o, &ovh, 'f') < 0;
@@ -6134,7 +6192,7 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     }
     Arr fmsg;
     fmsg.held = 0;
-    if (!(fm = PyObject_GetAttr(ex, d_s[D_F_MSG])) || arr_get(fm, &fmsg, 'i') < 0)
+    if (!(fm = iget(ex, d_s[D_F_MSG])) || arr_get(fm, &fmsg, 'i') < 0)
         goto out;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (!index_ok(slots[i], fmsg.n, "DfDone: slot out of range"))
@@ -6142,13 +6200,13 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
         ms[i] = (Py_ssize_t)arr_i(&fmsg, slots[i]);
     }
     arr_release(&fmsg);
-    if (!(ms_o = w_slots(&w, ms, n)) || !(st = PyObject_GetAttr(ex, d_s[D_ST])) ||
-        !(tables = PyObject_GetAttr(ex, d_s[D_TABLES])))
+    if (!(ms_o = w_slots(&w, ms, n)) || !(st = iget(ex, d_s[D_ST])) ||
+        !(tables = iget(ex, d_s[D_TABLES])))
         goto out;
     PyObject *argv[7] = {tables, ms_o, NULL, NULL, NULL, NULL, NULL};
-    if (!(argv[2] = PyObject_GetAttr(st, d_s[D_DEP])) || !(argv[3] = PyObject_GetAttr(st, d_s[D_GATE])) ||
-        !(argv[4] = PyObject_GetAttr(st, d_s[D_ARRIVED])) || !(argv[5] = PyObject_GetAttr(ex, d_s[D_STAMP])) ||
-        !(argv[6] = PyObject_GetAttr(ex, d_s[D_OUT]))) {
+    if (!(argv[2] = iget(st, d_s[D_DEP])) || !(argv[3] = iget(st, d_s[D_GATE])) ||
+        !(argv[4] = iget(st, d_s[D_ARRIVED])) || !(argv[5] = iget(ex, d_s[D_STAMP])) ||
+        !(argv[6] = iget(ex, d_s[D_OUT]))) {
         for (int j = 2; j < 7; j++)
             Py_XDECREF(argv[j]);
         goto out;
@@ -6164,7 +6222,7 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     if (PyErr_Occurred())
         goto out;
     if (held) {
-        if (add_attr(st, d_s[D_HELD], (long)held) < 0 || PyObject_SetAttr(st, d_s[D_END], now_o) < 0)
+        if (iadd(st, d_s[D_HELD], (long)held) < 0 || iset(st, d_s[D_END], now_o) < 0)
             goto out;
     }
     if (started) { /* self._send(self._out[:started].copy()) */
@@ -6200,14 +6258,14 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     }
     /* if st.held == len(flow) and not self.done.triggered: self.done.succeed() */
     {
-        PyObject *h = PyObject_GetAttr(st, d_s[D_HELD]), *flow = h ? PyObject_GetAttr(ex, d_s[D_FLOW]) : NULL;
+        PyObject *h = iget(st, d_s[D_HELD]), *flow = h ? iget(ex, d_s[D_FLOW]) : NULL;
         Py_ssize_t total = flow ? PyObject_Length(flow) : -1, hv = h ? PyLong_AsSsize_t(h) : -1;
         Py_XDECREF(h);
         Py_XDECREF(flow);
         if (PyErr_Occurred())
             goto out;
         if (hv == total) {
-            PyObject *ev = PyObject_GetAttr(ex, d_s[D_DONE]), *trig = ev ? PyObject_GetAttr(ev, d_s[D_TRIGGERED]) : NULL;
+            PyObject *ev = iget(ex, d_s[D_DONE]), *trig = ev ? iget(ev, d_s[D_TRIGGERED]) : NULL;
             int t = trig ? PyObject_IsTrue(trig) : -1;
             Py_XDECREF(trig);
             int bad = t < 0 || (!t && w_call(ev, s_succeed, NULL, NULL, NULL) < 0);
