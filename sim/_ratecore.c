@@ -2272,9 +2272,44 @@ static PyObject *new_event(PyObject *type, PyObject *env) {
     return event;
 }
 
+/* Instance attributes read and written in the instance's dict (numpy's and SimPy's objects aside, the
+ * wake-up's objects are plain Python instances: the network, its rates, the executor, the environment),
+ * sparing the type's lookup of every name; a name not in the dict (a class attribute, a property) goes
+ * through PyObject_GetAttr / SetAttr as before. */
+static inline PyObject **idict(PyObject *obj) {
+    PyObject **dp = _PyObject_GetDictPtr(obj);
+    return dp && *dp && PyDict_CheckExact(*dp) ? dp : NULL;
+}
+
+/* obj.name: a new reference, or NULL with an exception set */
+static PyObject *iget(PyObject *obj, PyObject *name) {
+    PyObject **dp = idict(obj);
+    if (dp) {
+        PyObject *v = PyDict_GetItemWithError(*dp, name);
+        if (v)
+            return Py_NewRef(v);
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    return PyObject_GetAttr(obj, name);
+}
+
+/* obj.name = v (in the dict where the name is an instance attribute already) */
+static int iset(PyObject *obj, PyObject *name, PyObject *v) {
+    PyObject **dp = idict(obj);
+    if (dp) {
+        int has = PyDict_Contains(*dp, name);
+        if (has < 0)
+            return -1;
+        if (has && !_PyType_Lookup(Py_TYPE(obj), name))
+            return PyDict_SetItem(*dp, name, v);
+    }
+    return PyObject_SetAttr(obj, name, v);
+}
+
 /* obj.name += by */
 static int add_attr(PyObject *obj, PyObject *name, long by) {
-    PyObject *v = PyObject_GetAttr(obj, name);
+    PyObject *v = iget(obj, name);
     if (!v)
         return -1;
     PyObject *d = PyLong_FromLong(by);
@@ -2283,7 +2318,7 @@ static int add_attr(PyObject *obj, PyObject *name, long by) {
     Py_XDECREF(d);
     if (!sum)
         return -1;
-    int rc = PyObject_SetAttr(obj, name, sum);
+    int rc = iset(obj, name, sum);
     Py_DECREF(sum);
     return rc;
 }
@@ -3435,33 +3470,38 @@ done:
     return rc;
 }
 
+/* the head of SimPy's queue (a list of (time, priority, id, event)): 1 with its time, priority and id, 0
+ * where the queue is empty, -1 with an exception set (``who`` names the caller) */
+static int queue_head(PyObject *queue, const char *who, double *t, long long *p, long long *e) {
+    if (!PyList_Check(queue)) {
+        PyErr_Format(PyExc_TypeError, "%s: the environment's queue must be a list", who);
+        return -1;
+    }
+    if (!PyList_GET_SIZE(queue))
+        return 0;
+    PyObject *head = PyList_GET_ITEM(queue, 0);
+    if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) < 3) {
+        PyErr_Format(PyExc_TypeError, "%s: a queue entry must be (time, priority, id, event)", who);
+        return -1;
+    }
+    *t = PyFloat_AsDouble(PyTuple_GET_ITEM(head, 0));
+    *p = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 1));
+    *e = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 2));
+    return PyErr_Occurred() ? -1 : 1;
+}
+
 /* whether the head of SimPy's queue comes before the arrival ``x`` (-1 with an exception set) */
 static int fast_queue_first(Fast *f, const struct FEntry *x) {
     PyObject *queue = fast_attr(f, FA_QUEUE);
     if (!queue)
         return -1;
-    int first = 0;
-    if (!PyList_Check(queue)) {
-        PyErr_SetString(PyExc_TypeError, "Fast: the environment's queue must be a list");
-        first = -1;
-    } else if (PyList_GET_SIZE(queue)) {
-        PyObject *head = PyList_GET_ITEM(queue, 0);
-        if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) < 3) {
-            PyErr_SetString(PyExc_TypeError, "Fast: a queue entry must be (time, priority, id, event)");
-            first = -1;
-        } else {
-            double t = PyFloat_AsDouble(PyTuple_GET_ITEM(head, 0));
-            long long p = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 1));
-            long long e = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 2));
-            long long normal = PyLong_AsLongLong(f->normal);
-            if (PyErr_Occurred())
-                first = -1;
-            else
-                first = t < x->t || (t == x->t && (p < normal || (p == normal && e < x->eid)));
-        }
-    }
+    double t;
+    long long p, e, normal = PyLong_AsLongLong(f->normal);
+    int got = PyErr_Occurred() ? -1 : queue_head(queue, "Fast", &t, &p, &e);
     Py_DECREF(queue);
-    return first;
+    if (got <= 0)
+        return got;
+    return t < x->t || (t == x->t && (p < normal || (p == normal && e < x->eid)));
 }
 
 static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at);
@@ -4848,57 +4888,6 @@ done:
  * equal wake-up by wake-up). ``wctx = (ctx, numpy.empty, numpy.int64, sim.rates, sim.network, whether the
  * environment steps as SimPy's own does)``, ``ctx`` the lane's tuple. */
 
-/* Instance attributes read and written in the instance's dict (numpy's and SimPy's objects aside, the
- * wake-up's objects are plain Python instances: the network, its rates, the executor, the environment),
- * sparing the type's lookup of every name; a name not in the dict (a class attribute, a property) goes
- * through PyObject_GetAttr / SetAttr as before. */
-static inline PyObject **idict(PyObject *obj) {
-    PyObject **dp = _PyObject_GetDictPtr(obj);
-    return dp && *dp && PyDict_CheckExact(*dp) ? dp : NULL;
-}
-
-/* obj.name: a new reference, or NULL with an exception set */
-static PyObject *iget(PyObject *obj, PyObject *name) {
-    PyObject **dp = idict(obj);
-    if (dp) {
-        PyObject *v = PyDict_GetItemWithError(*dp, name);
-        if (v)
-            return Py_NewRef(v);
-        if (PyErr_Occurred())
-            return NULL;
-    }
-    return PyObject_GetAttr(obj, name);
-}
-
-/* obj.name = v (in the dict where the name is an instance attribute already) */
-static int iset(PyObject *obj, PyObject *name, PyObject *v) {
-    PyObject **dp = idict(obj);
-    if (dp) {
-        int has = PyDict_Contains(*dp, name);
-        if (has < 0)
-            return -1;
-        if (has && !_PyType_Lookup(Py_TYPE(obj), name))
-            return PyDict_SetItem(*dp, name, v);
-    }
-    return PyObject_SetAttr(obj, name, v);
-}
-
-/* obj.name += by (an int attribute) */
-static int iadd(PyObject *obj, PyObject *name, long by) {
-    PyObject *v = iget(obj, name);
-    if (!v)
-        return -1;
-    PyObject *d = PyLong_FromLong(by);
-    PyObject *sum = d ? PyNumber_InPlaceAdd(v, d) : NULL;
-    Py_DECREF(v);
-    Py_XDECREF(d);
-    if (!sum)
-        return -1;
-    int rc = iset(obj, name, sum);
-    Py_DECREF(sum);
-    return rc;
-}
-
 enum {
     W_T_LAST, W_HEAP, W_DUE_AT, W_IS_ACTIVE, W_DUE, W_DUE_ENTRIES, W_NACTIVE, W_ACTIVE_ARR, W_ENTRIES, W_PENDING,
     W_PENDING_AT, W_STAGE, W_REMAINING, W_PATH, W_BYTES, W_RATE, W_OWNER, W_GID, W_OWNERS, W_FREE, W_PATH_BYTES,
@@ -4916,12 +4905,21 @@ static const char *w_names[W_N] = {
 static PyObject *w_s[W_N];
 static PyObject *w_neg_inf;
 
+/* every name of ``names`` interned into ``s`` (once: where s[0] is set they are) */
+static int intern_all(PyObject **s, const char *const *names, int n) {
+    if (s[0])
+        return 0;
+    for (int k = 0; k < n; k++)
+        if (!(s[k] = PyUnicode_InternFromString(names[k])))
+            return -1;
+    return 0;
+}
+
 static int w_strings(void) {
     if (w_neg_inf)
         return 0;
-    for (int k = 0; k < W_N; k++)
-        if (!(w_s[k] = PyUnicode_InternFromString(w_names[k])))
-            return -1;
+    if (intern_all(w_s, w_names, W_N) < 0)
+        return -1;
     return (w_neg_inf = PyFloat_FromDouble(-Py_HUGE_VAL)) ? 0 : -1;
 }
 
@@ -4940,26 +4938,32 @@ static int w_call(PyObject *obj, PyObject *name, PyObject *a, PyObject *b, PyObj
     return 0;
 }
 
-/* numpy.empty(n, numpy.int64) holding ``v`` (a new reference) */
-static PyObject *w_slots(const WCtx *w, const Py_ssize_t *v, Py_ssize_t n) {
+/* numpy.empty(n, numpy.int64) holding the Py_ssize_t ``v`` (kind 'i'), or numpy.empty(n) holding the doubles
+ * ``v`` (kind 'f'): a new reference */
+static PyObject *w_array(const WCtx *w, int kind, const void *v, Py_ssize_t n) {
     PyObject *len = PyLong_FromSsize_t(n);
     if (!len)
         return NULL;
     PyObject *argv[2] = {len, w->int64};
-    PyObject *arr = PyObject_Vectorcall(w->empty, argv, 2, NULL);
+    PyObject *arr = PyObject_Vectorcall(w->empty, argv, kind == 'i' ? 2 : 1, NULL);
     Py_DECREF(len);
     if (!arr)
         return NULL;
     Arr a;
-    if (arr_open(arr, &a, 'i', 1) < 0) {
+    if (arr_open(arr, &a, kind, 1) < 0) {
         Py_DECREF(arr);
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++)
-        *arr_ip(&a, i) = v[i];
+        if (kind == 'i')
+            *arr_ip(&a, i) = ((const Py_ssize_t *)v)[i];
+        else
+            *arr_fp(&a, i) = ((const double *)v)[i];
     arr_release(&a);
     return arr;
 }
+
+static inline PyObject *w_slots(const WCtx *w, const Py_ssize_t *v, Py_ssize_t n) { return w_array(w, 'i', v, n); }
 
 /* obj.name as an array opened (written where asked) */
 static int w_arr(PyObject *obj, int name, Arr *a, int kind, int writable) {
@@ -4973,7 +4977,7 @@ static int w_arr(PyObject *obj, int name, Arr *a, int kind, int writable) {
 }
 
 /* obj.name += by (an int attribute) */
-static int w_add(PyObject *obj, int name, Py_ssize_t by) { return iadd(obj, w_s[name], (long)by); }
+static int w_add(PyObject *obj, int name, Py_ssize_t by) { return add_attr(obj, w_s[name], (long)by); }
 
 /* self._flush() where sends are staged */
 static int w_flush(PyObject *net) {
@@ -5271,14 +5275,7 @@ static const char *r_names[R_N] = {
 };
 static PyObject *r_s[R_N];
 
-static int r_strings(void) {
-    if (r_s[0])
-        return 0;
-    for (int k = 0; k < R_N; k++)
-        if (!(r_s[k] = PyUnicode_InternFromString(r_names[k])))
-            return -1;
-    return 0;
-}
+static int r_strings(void) { return intern_all(r_s, r_names, R_N); }
 
 /* obj.name as a C long (an int or a bool), or -1 with an exception set */
 static int r_long(PyObject *obj, PyObject *name, long *out) {
@@ -5324,6 +5321,18 @@ out:
         Py_XDECREF(o[k]);
     Py_XDECREF(got);
     return rc;
+}
+
+/* (net._active_slots, path, bound, rate, net._entries_now, net._set_rates): what Network._solve gives
+ * Rates.compute, as its helpers take it (a new reference) */
+static PyObject *w_ask(PyObject *net, PyObject *path, PyObject *bound, PyObject *rate) {
+    PyObject *a = iget(net, r_s[R_ACTIVE_SLOTS]), *e = a ? iget(net, r_s[R_ENTRIES_NOW]) : NULL;
+    PyObject *s = e ? iget(net, r_s[R_SET_RATES]) : NULL;
+    PyObject *ask = s ? PyTuple_Pack(6, a, path, bound, rate, e, s) : NULL;
+    Py_XDECREF(a);
+    Py_XDECREF(e);
+    Py_XDECREF(s);
+    return ask;
 }
 
 /* Network._solve(): 0, or -1 with an exception set */
@@ -5373,7 +5382,7 @@ static int w_solve(const WCtx *w) {
                     int bad = !g || iset(rates, r_s[R_FRESH], f) < 0 || iset(rates, r_s[R_GONE], g) < 0 ||
                               iset(rates, r_s[R_ALONE], Py_False) < 0 ||
                               w_apply(w, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1)) < 0 ||
-                              iadd(rates, r_s[R_HITS], 1) < 0 || iset(rates, r_s[R_VALID], Py_True) < 0 ||
+                              add_attr(rates, r_s[R_HITS], 1) < 0 || iset(rates, r_s[R_VALID], Py_True) < 0 ||
                               iset(rates, r_s[R_LOAD], Py_None) < 0;
                     Py_XDECREF(f);
                     Py_XDECREF(g);
@@ -5429,22 +5438,21 @@ static int w_solve(const WCtx *w) {
         Py_ssize_t nn = new.n;
         free(new.v);
         PyObject *lim = nl ? PyLong_FromLong(limit) : NULL, *sc = lim ? PyLong_FromLong(scalar) : NULL;
-        PyObject *a = NULL, *e = NULL, *s = NULL, *r = NULL;
+        PyObject *ask = NULL, *r = NULL;
         if (sc && nn < limit) {
             PyObject *argv[7] = {path, bound, nl, gone, lim, sc, o_rtol};
             got = Core_solve_component((Core *)o_core, argv, 7);
         }
         int py_rest = sc && (nn >= limit || got == Py_None);
-        if (py_rest && (a = iget(net, r_s[R_ACTIVE_SLOTS])) && (e = iget(net, r_s[R_ENTRIES_NOW])) &&
-            (s = iget(net, r_s[R_SET_RATES]))) {
-            if (nn >= limit) { /* _settled(None, ...) */
-                PyObject *av[8] = {rates, Py_None, a, path, bound, e, s, cacheable};
-                r = PyObject_VectorcallMethod(r_s[R_SETTLED], av, 8, NULL);
-            } else { /* _spilled(count, ...) */
+        if (py_rest && (ask = w_ask(net, path, bound, rate))) {
+            if (nn >= limit) { /* _settled(None, ask, cacheable) */
+                PyObject *av[4] = {rates, Py_None, ask, cacheable};
+                r = PyObject_VectorcallMethod(r_s[R_SETTLED], av, 4, NULL);
+            } else { /* _spilled(count, ask, fresh, gone, limit, cacheable) */
                 PyObject *cnt = PyLong_FromLong(count);
                 if (cnt) {
-                    PyObject *av[12] = {rates, cnt, a, path, bound, rate, e, s, fresh, gone, lim, cacheable};
-                    r = PyObject_VectorcallMethod(r_s[R_SPILLED], av, 12, NULL);
+                    PyObject *av[7] = {rates, cnt, ask, fresh, gone, lim, cacheable};
+                    r = PyObject_VectorcallMethod(r_s[R_SPILLED], av, 7, NULL);
                     Py_DECREF(cnt);
                 }
             }
@@ -5452,9 +5460,7 @@ static int w_solve(const WCtx *w) {
         Py_XDECREF(nl);
         Py_XDECREF(lim);
         Py_XDECREF(sc);
-        Py_XDECREF(a);
-        Py_XDECREF(e);
-        Py_XDECREF(s);
+        Py_XDECREF(ask);
         if (py_rest) {
             Py_XDECREF(r);
             rc = r ? 0 : -1;
@@ -5462,8 +5468,8 @@ static int w_solve(const WCtx *w) {
         }
         if (!got)
             goto out;
-        if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || iadd(rates, r_s[R_SOLVES], 1) < 0 ||
-            iadd(rates, r_s[R_PARTIAL], 1) < 0)
+        if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
+            add_attr(rates, r_s[R_PARTIAL], 1) < 0)
             goto out;
         if (PyList_GET_SIZE(PyTuple_GET_ITEM(got, 0)) && w_apply(w, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1)) < 0)
             goto out;
@@ -5483,28 +5489,24 @@ static int w_solve(const WCtx *w) {
     got = Core_solve_part((Core *)o_core, argv, 8);
     Py_DECREF(lim);
     Py_DECREF(sc);
-    if (!got || iadd(rates, r_s[R_REGROWN], PyLong_AsLong(PyTuple_GET_ITEM(got, 0))) < 0)
+    if (!got || add_attr(rates, r_s[R_REGROWN], PyLong_AsLong(PyTuple_GET_ITEM(got, 0))) < 0)
         goto out;
     if (PyTuple_GET_ITEM(got, 1) == Py_None) { /* the part reached the limit: solve them all */
         if (r_long(rates, r_s[R_SKIP_NEXT], &skip_next) < 0 || r_set(rates, r_s[R_SKIP], skip_next) < 0 ||
             r_set(rates, r_s[R_SKIP_NEXT], 2 * skip_next < skip_max ? 2 * skip_next : skip_max) < 0)
             goto out;
-        PyObject *a = iget(net, r_s[R_ACTIVE_SLOTS]), *e = a ? iget(net, r_s[R_ENTRIES_NOW]) : NULL;
-        PyObject *s = e ? iget(net, r_s[R_SET_RATES]) : NULL;
-        PyObject *r = NULL;
-        if (s) {
-            PyObject *av[7] = {rates, a, path, bound, e, s, cacheable};
-            r = PyObject_VectorcallMethod(r_s[R_SOLVE_ALL], av, 7, NULL);
+        PyObject *ask = w_ask(net, path, bound, rate), *r = NULL;
+        if (ask) {
+            PyObject *av[3] = {rates, ask, cacheable};
+            r = PyObject_VectorcallMethod(r_s[R_SOLVE_ALL], av, 3, NULL);
         }
-        Py_XDECREF(a);
-        Py_XDECREF(e);
-        Py_XDECREF(s);
+        Py_XDECREF(ask);
         Py_XDECREF(r);
         rc = r ? 0 : -1;
         goto out;
     }
-    if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || iadd(rates, r_s[R_SOLVES], 1) < 0 ||
-        iadd(rates, r_s[R_PARTIAL], 1) < 0)
+    if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
+        add_attr(rates, r_s[R_PARTIAL], 1) < 0)
         goto out;
     if (PyList_GET_SIZE(PyTuple_GET_ITEM(got, 1)) && w_apply(w, PyTuple_GET_ITEM(got, 1), PyTuple_GET_ITEM(got, 2)) < 0)
         goto out;
@@ -5547,34 +5549,7 @@ static const char *k_names[K_N] = {"_dominance", "checked", "version", "_version
                                    "_RECOUNT_CORE", "num_arcs"};
 static PyObject *k_s[K_N];
 
-static int k_strings(void) {
-    if (k_s[0])
-        return 0;
-    for (int k = 0; k < K_N; k++)
-        if (!(k_s[k] = PyUnicode_InternFromString(k_names[k])))
-            return -1;
-    return 0;
-}
-
-/* numpy.empty(n) (float64) holding ``v`` (a new reference) */
-static PyObject *w_floats(const WCtx *w, const double *v, Py_ssize_t n) {
-    PyObject *len = PyLong_FromSsize_t(n);
-    if (!len)
-        return NULL;
-    PyObject *arr = PyObject_CallOneArg(w->empty, len);
-    Py_DECREF(len);
-    if (!arr)
-        return NULL;
-    Arr a;
-    if (arr_open(arr, &a, 'f', 1) < 0) {
-        Py_DECREF(arr);
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++)
-        *arr_fp(&a, i) = v[i];
-    arr_release(&a);
-    return arr;
-}
+static int k_strings(void) { return intern_all(k_s, k_names, K_N); }
 
 /* 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error */
 static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, int sign) {
@@ -5655,7 +5630,7 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     if (!(pids_o = w_slots(w, pids, n)))
         goto out;
     if (sign < 0) { /* self._gone.append((pids, rates.copy())) */
-        if (!(rates_o = w_floats(w, rts, n)) || !(list = iget(rates, r_s[R_GONE])) ||
+        if (!(rates_o = w_array(w, 'f', rts, n)) || !(list = iget(rates, r_s[R_GONE])) ||
             !(item = PyTuple_Pack(2, pids_o, rates_o)) || PyList_Append(list, item) < 0)
             goto out;
     }
@@ -5669,7 +5644,7 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
         if (!(r = sign > 0 ? Core_enter((Core *)core, argv, 2) : Core_leave((Core *)core, arr)))
             goto out;
         long d = PyLong_AsLong(r);
-        if ((d == -1 && PyErr_Occurred()) || iadd(rates, r_s[R_SHARED], d) < 0)
+        if ((d == -1 && PyErr_Occurred()) || add_attr(rates, r_s[R_SHARED], d) < 0)
             goto out;
     }
     if (sign > 0) {
@@ -5677,7 +5652,7 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
         if (!(list = iget(rates, r_s[R_FRESH])) || PyList_Append(list, arr) < 0)
             goto out;
     }
-    if (iadd(rates, r_s[R_BOUNDED], sign * finite) < 0)
+    if (add_attr(rates, r_s[R_BOUNDED], sign * finite) < 0)
         goto out;
     rc = 1;
 out:
@@ -5706,24 +5681,13 @@ static int w_queue_after(PyObject *ctx, double t) {
     PyObject *env = PyTuple_GET_ITEM(ctx, CX_ENV), *queue = iget(env, s_queue);
     if (!queue)
         return -1;
-    int after = 1;
-    if (!PyList_Check(queue)) {
-        PyErr_SetString(PyExc_TypeError, "net_run: the environment's queue must be a list");
-        after = -1;
-    } else if (PyList_GET_SIZE(queue)) {
-        PyObject *head = PyList_GET_ITEM(queue, 0);
-        if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) < 3) {
-            PyErr_SetString(PyExc_TypeError, "net_run: a queue entry must be (time, priority, id, event)");
-            after = -1;
-        } else {
-            double ht = PyFloat_AsDouble(PyTuple_GET_ITEM(head, 0));
-            long long p = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 1));
-            long long normal = PyLong_AsLongLong(PyTuple_GET_ITEM(ctx, CX_NORMAL));
-            after = PyErr_Occurred() ? -1 : ht > t || (ht == t && p > normal);
-        }
-    }
+    double ht;
+    long long p, e, normal = PyLong_AsLongLong(PyTuple_GET_ITEM(ctx, CX_NORMAL));
+    int got = PyErr_Occurred() ? -1 : queue_head(queue, "net_run", &ht, &p, &e);
     Py_DECREF(queue);
-    return after;
+    if (got <= 0)
+        return got < 0 ? -1 : 1;
+    return ht > t || (ht == t && p > normal);
 }
 
 /* Network._wake_py(now) with the next wake-up left to the caller where ``pump`` and it comes before
@@ -6005,14 +5969,7 @@ static const char *d_names[D_N] = {"f_msg", "st", "held", "end", "_tables", "dep
                                    "_stamp", "_out", "_send", "done", "triggered", "_lane", "flow", "latency",
                                    "overhead"};
 
-static int d_strings(void) {
-    if (d_s[0])
-        return 0;
-    for (int k = 0; k < D_N; k++)
-        if (!(d_s[k] = PyUnicode_InternFromString(d_names[k])))
-            return -1;
-    return 0;
-}
+static int d_strings(void) { return intern_all(d_s, d_names, D_N); }
 
 static int DfDone_init(DfDone *d, PyObject *args, PyObject *kwds) {
     PyObject *ex, *wctx;
@@ -6222,7 +6179,7 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     if (PyErr_Occurred())
         goto out;
     if (held) {
-        if (iadd(st, d_s[D_HELD], (long)held) < 0 || iset(st, d_s[D_END], now_o) < 0)
+        if (add_attr(st, d_s[D_HELD], (long)held) < 0 || iset(st, d_s[D_END], now_o) < 0)
             goto out;
     }
     if (started) { /* self._send(self._out[:started].copy()) */

@@ -99,6 +99,17 @@ _RECOUNT_CORE = 16
 #: to compare
 _HIT_CORE = True
 
+#: the network's side of a computation, as Rates.compute is given it: (active_slots, path, bound, rate,
+#: entries, apply)
+_Ask = tuple[
+    Callable[[], np.ndarray],
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    Callable[[], tuple[np.ndarray, np.ndarray]],
+    Callable[[Any, Any], None],
+]
+
 
 def _thresholds(capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per link direction, the load above which a solve overfills it (top) and from which it is full
@@ -484,6 +495,7 @@ class Rates:
             return
         self._alone_rates = False
         cacheable = self._bounded == 0
+        ask = (active_slots, path, bound, rate, entries, apply)
         if cacheable:
             hit = self._cache.get(self._key)
             if hit is not None and hit[2] == count:
@@ -511,51 +523,27 @@ class Rates:
                 if len(new) < limit:  # (a batch of half the active flows or more: solve them all)
                     solved = self._solve_component(path, bound, new, gone, limit)
                     if solved is None:  # components that reach much of the fabric
-                        self._spilled(
-                            count, active_slots, path, bound, rate, entries, apply, fresh, gone, limit, cacheable
-                        )
+                        self._spilled(count, ask, fresh, gone, limit, cacheable)
                         return
             else:
-                solved = self._by_full_links(count, active_slots, path, bound, rate, entries, fresh, gone, limit)
-            self._settled(solved, active_slots, path, bound, entries, apply, cacheable)
+                solved = self._by_full_links(count, ask, fresh, gone, limit)
+            self._settled(solved, ask, cacheable)
             return
-        self._solve_all(active_slots, path, bound, entries, apply, cacheable)
+        self._solve_all(ask, cacheable)
 
-    def _spilled(
-        self,
-        count: int,
-        active_slots: Callable[[], np.ndarray],
-        path: np.ndarray,
-        bound: np.ndarray,
-        rate: np.ndarray,
-        entries: Callable[[], tuple[np.ndarray, np.ndarray]],
-        apply: Callable[[np.ndarray | list[int], np.ndarray | list[float]], None],
-        fresh: list[np.ndarray],
-        gone: list,
-        limit: int,
-        cacheable: bool,
-    ) -> None:
+    def _spilled(self, count: int, ask: _Ask, fresh: list[np.ndarray], gone: list, limit: int, cacheable: bool) -> None:
         """:meth:`compute` where whole components reached ``limit`` flows: the change spreads along full
         links this time, and from now on once it keeps happening."""
         self._spills += 1
         self._spread = self._spills >= _SPREAD_AFTER
-        solved = self._by_full_links(count, active_slots, path, bound, rate, entries, fresh, gone, limit)
-        self._settled(solved, active_slots, path, bound, entries, apply, cacheable)
+        self._settled(self._by_full_links(count, ask, fresh, gone, limit), ask, cacheable)
 
     def _by_full_links(
-        self,
-        count: int,
-        active_slots: Callable[[], np.ndarray],
-        path: np.ndarray,
-        bound: np.ndarray,
-        rate: np.ndarray,
-        entries: Callable[[], tuple[np.ndarray, np.ndarray]],
-        fresh: list[np.ndarray],
-        gone: list,
-        limit: int,
+        self, count: int, ask: _Ask, fresh: list[np.ndarray], gone: list, limit: int
     ) -> tuple[list[int], list[float]] | None:
         """The flows a change touches through full links re-solved (:meth:`_solve_part`), the loads
         taken first where none are kept."""
+        active_slots, path, bound, rate, entries, _ = ask
         if self._load is None:
             self._reload(active_slots(), *entries(), rate, gone)
         if self._spread:  # a part costs more per flow than a solve of all does (see _PART_SHARE)
@@ -565,38 +553,22 @@ class Rates:
             self._load = None  # whole components keep no loads
         return solved
 
-    def _settled(
-        self,
-        solved: tuple[list[int], list[float]] | None,
-        active_slots: Callable[[], np.ndarray],
-        path: np.ndarray,
-        bound: np.ndarray,
-        entries: Callable[[], tuple[np.ndarray, np.ndarray]],
-        apply: Callable[[np.ndarray | list[int], np.ndarray | list[float]], None],
-        cacheable: bool,
-    ) -> None:
+    def _settled(self, solved: tuple[list[int], list[float]] | None, ask: _Ask, cacheable: bool) -> None:
         """A partial re-solve's rates applied, or, where it touched too much (None), a while of solves of
         all the flows from this one on."""
         if solved is None:
             self._skip, self._skip_next = self._skip_next, min(2 * self._skip_next, _SKIP_MAX)
-            self._solve_all(active_slots, path, bound, entries, apply, cacheable)
+            self._solve_all(ask, cacheable)
             return
         self._skip_next = 1
         self.solves += 1
         self.partial += 1
         if solved[0]:
-            apply(*solved)
+            ask[5](*solved)
 
-    def _solve_all(
-        self,
-        active_slots: Callable[[], np.ndarray],
-        path: np.ndarray,
-        bound: np.ndarray,
-        entries: Callable[[], tuple[np.ndarray, np.ndarray]],
-        apply: Callable[[np.ndarray | list[int], np.ndarray | list[float]], None],
-        cacheable: bool,
-    ) -> None:
+    def _solve_all(self, ask: _Ask, cacheable: bool) -> None:
         """:meth:`compute`'s last resort: max-min over every active flow (cached where no flow has a bound)."""
+        active_slots, path, bound, _, entries, apply = ask
         self.solves += 1
         active = active_slots()
         pids = path[active]
