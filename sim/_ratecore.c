@@ -29,8 +29,54 @@ typedef struct {
 static void arr_release(Arr *a);
 
 /* ``obj`` as a 1-d array of ``kind`` (writable where asked); on failure nothing is held */
+static inline int kind_ok(int kind, char c, Py_ssize_t size) {
+    if (kind == 'f')
+        return c == 'd' && size == 8;
+    if (kind == 'i')
+        return strchr("bhilqnBHILQN", c) != NULL && (size == 4 || size == 8);
+    return (c == '?' || c == 'B' || c == 'b') && size == 1;
+}
+
+/* What a buffer request on an array gave, remembered by the array's identity (a weak reference: a dead
+ * array's entry is never used), so that the wake-up's many opens of the same arrays skip numpy's buffer
+ * export (its format string and info lookups cost more than the work on one flow). An array served from
+ * here is held by a strong reference for as long as it is open, as an export would hold it; numpy arrays
+ * keep their data where it is while they live (the engine never resizes one in place: np.resize makes a
+ * new one). */
+#define BC_N 256
+typedef struct {
+    PyObject *obj, *ref;
+    const char *p;
+    Py_ssize_t n, stride, itemsize;
+    char fmt;
+    int readonly;
+} BufEntry;
+static BufEntry bcache[BC_N];
+
+static inline BufEntry *bc_entry(PyObject *obj) {
+    uintptr_t x = (uintptr_t)obj;
+    return &bcache[((x >> 4) ^ (x >> 12)) % BC_N];
+}
+
 static int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
     a->held = 0;
+    BufEntry *e = bc_entry(obj);
+    if (e->obj == obj && e->ref && PyWeakref_GetObject(e->ref) == obj && (!writable || !e->readonly) &&
+        kind_ok(kind, e->fmt, e->itemsize)) {
+        Py_INCREF(obj);
+        a->view.obj = obj;
+        a->view.buf = (void *)e->p;
+        a->view.itemsize = e->itemsize;
+        a->view.ndim = 1;
+        a->view.format = NULL;
+        a->view.readonly = e->readonly;
+        a->p = e->p;
+        a->n = e->n;
+        a->stride = e->stride;
+        a->kind = kind;
+        a->held = 2;
+        return 0;
+    }
     if (PyObject_GetBuffer(obj, &a->view, PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
         return -1;
     a->held = 1;
@@ -42,14 +88,7 @@ static int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
     const char *f = a->view.format ? a->view.format : "B";
     char c = f[strlen(f) - 1];
     Py_ssize_t size = a->view.itemsize;
-    int ok;
-    if (kind == 'f')
-        ok = c == 'd' && size == 8;
-    else if (kind == 'i')
-        ok = strchr("bhilqnBHILQN", c) != NULL && (size == 4 || size == 8);
-    else
-        ok = (c == '?' || c == 'B' || c == 'b') && size == 1;
-    if (!ok) {
+    if (!kind_ok(kind, c, size)) {
         PyErr_Format(PyExc_TypeError, "_ratecore: unexpected array format %s", f);
         arr_release(a);
         return -1;
@@ -58,16 +97,28 @@ static int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
     a->n = a->view.shape[0];
     a->stride = a->view.strides[0];
     a->kind = kind;
+    if (e->obj != obj || !e->ref || PyWeakref_GetObject(e->ref) != obj) { /* remembered, where it can be */
+        PyObject *ref = PyWeakref_NewRef(obj, NULL);
+        if (!ref) {
+            PyErr_Clear();
+            return 0;
+        }
+        Py_XSETREF(e->ref, ref);
+        e->obj = obj;
+    }
+    e->p = a->p, e->n = a->n, e->stride = a->stride, e->itemsize = size, e->fmt = c;
+    e->readonly = a->view.readonly;
     return 0;
 }
 
 static int arr_get(PyObject *obj, Arr *a, int kind) { return arr_open(obj, a, kind, 0); }
 
 static void arr_release(Arr *a) {
-    if (a->held) {
+    if (a->held == 2)
+        Py_DECREF(a->view.obj);
+    else if (a->held)
         PyBuffer_Release(&a->view);
-        a->held = 0;
-    }
+    a->held = 0;
 }
 
 static inline double arr_f(const Arr *a, Py_ssize_t i) { return *(const double *)(a->p + i * a->stride); }
@@ -2221,9 +2272,44 @@ static PyObject *new_event(PyObject *type, PyObject *env) {
     return event;
 }
 
+/* Instance attributes read and written in the instance's dict (numpy's and SimPy's objects aside, the
+ * wake-up's objects are plain Python instances: the network, its rates, the executor, the environment),
+ * sparing the type's lookup of every name; a name not in the dict (a class attribute, a property) goes
+ * through PyObject_GetAttr / SetAttr as before. */
+static inline PyObject **idict(PyObject *obj) {
+    PyObject **dp = _PyObject_GetDictPtr(obj);
+    return dp && *dp && PyDict_CheckExact(*dp) ? dp : NULL;
+}
+
+/* obj.name: a new reference, or NULL with an exception set */
+static PyObject *iget(PyObject *obj, PyObject *name) {
+    PyObject **dp = idict(obj);
+    if (dp) {
+        PyObject *v = PyDict_GetItemWithError(*dp, name);
+        if (v)
+            return Py_NewRef(v);
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    return PyObject_GetAttr(obj, name);
+}
+
+/* obj.name = v (in the dict where the name is an instance attribute already) */
+static int iset(PyObject *obj, PyObject *name, PyObject *v) {
+    PyObject **dp = idict(obj);
+    if (dp) {
+        int has = PyDict_Contains(*dp, name);
+        if (has < 0)
+            return -1;
+        if (has && !_PyType_Lookup(Py_TYPE(obj), name))
+            return PyDict_SetItem(*dp, name, v);
+    }
+    return PyObject_SetAttr(obj, name, v);
+}
+
 /* obj.name += by */
 static int add_attr(PyObject *obj, PyObject *name, long by) {
-    PyObject *v = PyObject_GetAttr(obj, name);
+    PyObject *v = iget(obj, name);
     if (!v)
         return -1;
     PyObject *d = PyLong_FromLong(by);
@@ -2232,7 +2318,7 @@ static int add_attr(PyObject *obj, PyObject *name, long by) {
     Py_XDECREF(d);
     if (!sum)
         return -1;
-    int rc = PyObject_SetAttr(obj, name, sum);
+    int rc = iset(obj, name, sum);
     Py_DECREF(sum);
     return rc;
 }
@@ -3384,33 +3470,38 @@ done:
     return rc;
 }
 
+/* the head of SimPy's queue (a list of (time, priority, id, event)): 1 with its time, priority and id, 0
+ * where the queue is empty, -1 with an exception set (``who`` names the caller) */
+static int queue_head(PyObject *queue, const char *who, double *t, long long *p, long long *e) {
+    if (!PyList_Check(queue)) {
+        PyErr_Format(PyExc_TypeError, "%s: the environment's queue must be a list", who);
+        return -1;
+    }
+    if (!PyList_GET_SIZE(queue))
+        return 0;
+    PyObject *head = PyList_GET_ITEM(queue, 0);
+    if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) < 3) {
+        PyErr_Format(PyExc_TypeError, "%s: a queue entry must be (time, priority, id, event)", who);
+        return -1;
+    }
+    *t = PyFloat_AsDouble(PyTuple_GET_ITEM(head, 0));
+    *p = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 1));
+    *e = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 2));
+    return PyErr_Occurred() ? -1 : 1;
+}
+
 /* whether the head of SimPy's queue comes before the arrival ``x`` (-1 with an exception set) */
 static int fast_queue_first(Fast *f, const struct FEntry *x) {
     PyObject *queue = fast_attr(f, FA_QUEUE);
     if (!queue)
         return -1;
-    int first = 0;
-    if (!PyList_Check(queue)) {
-        PyErr_SetString(PyExc_TypeError, "Fast: the environment's queue must be a list");
-        first = -1;
-    } else if (PyList_GET_SIZE(queue)) {
-        PyObject *head = PyList_GET_ITEM(queue, 0);
-        if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) < 3) {
-            PyErr_SetString(PyExc_TypeError, "Fast: a queue entry must be (time, priority, id, event)");
-            first = -1;
-        } else {
-            double t = PyFloat_AsDouble(PyTuple_GET_ITEM(head, 0));
-            long long p = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 1));
-            long long e = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 2));
-            long long normal = PyLong_AsLongLong(f->normal);
-            if (PyErr_Occurred())
-                first = -1;
-            else
-                first = t < x->t || (t == x->t && (p < normal || (p == normal && e < x->eid)));
-        }
-    }
+    double t;
+    long long p, e, normal = PyLong_AsLongLong(f->normal);
+    int got = PyErr_Occurred() ? -1 : queue_head(queue, "Fast", &t, &p, &e);
     Py_DECREF(queue);
-    return first;
+    if (got <= 0)
+        return got;
+    return t < x->t || (t == x->t && (p < normal || (p == normal && e < x->eid)));
 }
 
 static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at);
@@ -4784,6 +4875,1422 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ the whole wake-up (sim/network.py)
+ *
+ * Network._wake's lines after the lane's test, for a network whose lane is closed: the staged sends
+ * flushed, the flows due drained (_drain: drain_due, then the rate bookkeeping's removal and the
+ * completions), every start due by now started (_start), the rates computed where anything changed
+ * (_solve) and the next wake-up scheduled (_schedule_next: wake_next), on the network's own objects and
+ * in the Python lines' order (the rate computation's common outcomes in C too: w_solve, below). Where a step is not the common one -- a flow that is instant at its start,
+ * completions of several owners or of no owner, a completion owner of the dataflow's core (DfDone, below)
+ * aside -- the Python method the Python lines call there is called with the same arguments, so the state
+ * afterwards is the Python path's (Network._wake_py is the reference; tests/test_wake_core.py holds them
+ * equal wake-up by wake-up). ``wctx = (ctx, numpy.empty, numpy.int64, sim.rates, sim.network, whether the
+ * environment steps as SimPy's own does)``, ``ctx`` the lane's tuple. */
+
+enum {
+    W_T_LAST, W_HEAP, W_DUE_AT, W_IS_ACTIVE, W_DUE, W_DUE_ENTRIES, W_NACTIVE, W_ACTIVE_ARR, W_ENTRIES, W_PENDING,
+    W_PENDING_AT, W_STAGE, W_REMAINING, W_PATH, W_BYTES, W_RATE, W_OWNER, W_GID, W_OWNERS, W_FREE, W_PATH_BYTES,
+    W_CLUSTER, W_PATHS, W_COUNT, W_LENGTH, W_FLUSH, W_REMOVED, W_ADDED, W_SOLVE, W_FINISH, W_FINISH_FEW, W_START,
+    W_PATH_BYTES_FOR, W_T_SET, W_BOUND, W_FLOWS_, W_SCHEDULE, W_HELD, W_WAKEUPS, W_PUMP, W_RESUME_HELD, W_WAKE_LOG,
+    W_WAKE_RECORD, W_N
+};
+static const char *w_names[W_N] = {
+    "_t_last", "_heap", "_due_at", "_is_active", "_due", "_due_entries", "_nactive", "_active_arr", "_entries",
+    "_pending", "_pending_at", "_stage", "_remaining", "_path", "_bytes", "_rate", "_owner", "_gid", "_owners",
+    "_free", "_path_bytes", "cluster", "paths", "count", "length", "_flush", "_removed", "_added", "_solve",
+    "_finish", "_finish_few", "_start", "_path_bytes_for", "_t_set", "_bound", "flows", "_schedule", "_held",
+    "wakeups", "_PUMP", "_resume_held", "_WAKE_LOG", "_wake_record",
+};
+static PyObject *w_s[W_N];
+static PyObject *w_neg_inf;
+
+/* every name of ``names`` interned into ``s`` (once: where s[0] is set they are) */
+static int intern_all(PyObject **s, const char *const *names, int n) {
+    if (s[0])
+        return 0;
+    for (int k = 0; k < n; k++)
+        if (!(s[k] = PyUnicode_InternFromString(names[k])))
+            return -1;
+    return 0;
+}
+
+static int w_strings(void) {
+    if (w_neg_inf)
+        return 0;
+    if (intern_all(w_s, w_names, W_N) < 0)
+        return -1;
+    return (w_neg_inf = PyFloat_FromDouble(-Py_HUGE_VAL)) ? 0 : -1;
+}
+
+typedef struct {
+    PyObject *ctx, *empty, *int64, *net, *wctx_;
+} WCtx;
+
+/* obj.name(*args) -> 0, or -1 with an exception set (the result dropped) */
+static int w_call(PyObject *obj, PyObject *name, PyObject *a, PyObject *b, PyObject *c) {
+    PyObject *argv[4] = {obj, a, b, c};
+    size_t n = 1 + (a != NULL) + (b != NULL) + (c != NULL);
+    PyObject *r = PyObject_VectorcallMethod(name, argv, n, NULL);
+    if (!r)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* numpy.empty(n, numpy.int64) holding the Py_ssize_t ``v`` (kind 'i'), or numpy.empty(n) holding the doubles
+ * ``v`` (kind 'f'): a new reference */
+static PyObject *w_array(const WCtx *w, int kind, const void *v, Py_ssize_t n) {
+    PyObject *len = PyLong_FromSsize_t(n);
+    if (!len)
+        return NULL;
+    PyObject *argv[2] = {len, w->int64};
+    PyObject *arr = PyObject_Vectorcall(w->empty, argv, kind == 'i' ? 2 : 1, NULL);
+    Py_DECREF(len);
+    if (!arr)
+        return NULL;
+    Arr a;
+    if (arr_open(arr, &a, kind, 1) < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (kind == 'i')
+            *arr_ip(&a, i) = ((const Py_ssize_t *)v)[i];
+        else
+            *arr_fp(&a, i) = ((const double *)v)[i];
+    arr_release(&a);
+    return arr;
+}
+
+static inline PyObject *w_slots(const WCtx *w, const Py_ssize_t *v, Py_ssize_t n) { return w_array(w, 'i', v, n); }
+
+/* obj.name as an array opened (written where asked) */
+static int w_arr(PyObject *obj, int name, Arr *a, int kind, int writable) {
+    a->held = 0;
+    PyObject *o = iget(obj, w_s[name]);
+    if (!o)
+        return -1;
+    int rc = arr_open(o, a, kind, writable);
+    Py_DECREF(o);
+    return rc;
+}
+
+/* obj.name += by (an int attribute) */
+static int w_add(PyObject *obj, int name, Py_ssize_t by) { return add_attr(obj, w_s[name], (long)by); }
+
+/* self._flush() where sends are staged */
+static int w_flush(PyObject *net) {
+    PyObject *stage = iget(net, w_s[W_STAGE]);
+    if (!stage)
+        return -1;
+    int staged = PyObject_IsTrue(stage);
+    Py_DECREF(stage);
+    return staged < 0 ? -1 : staged ? w_call(net, w_s[W_FLUSH], NULL, NULL, NULL) : 0;
+}
+
+/* the attributes a change of the draining flows drops: _active_arr and _entries None, _nactive += by */
+static int w_active(PyObject *net, Py_ssize_t by) {
+    return w_add(net, W_NACTIVE, by) < 0 || iset(net, w_s[W_ACTIVE_ARR], Py_None) < 0 ||
+                   iset(net, w_s[W_ENTRIES], Py_None) < 0
+               ? -1
+               : 0;
+}
+
+/* a completion owner's callback: DfDone's compiled call, or any other callable with (slots, now) */
+static int df_done_call(PyObject *done, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, PyObject *now_o);
+
+/* Network._finish / _finish_few / _finish_one for ``done`` (``arr`` the same slots as an array) where every
+ * one of them has the same owner (>= 0; a lone flow no transfer group): bytes booked slot by slot, rates
+ * zeroed, the owner called back, owners reset and the slots freed in order. 1 where done so, 0 where the
+ * Python lines must do it (nothing written), -1 on an error. */
+static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, PyObject *arr, PyObject *now_o) {
+    PyObject *net = w->net;
+    Arr owner, gid, path, nbytes, rate, pb, length;
+    Arr *all[5] = {&owner, &gid, &path, &nbytes, &rate};
+    arrs_init(all, 5);
+    pb.held = length.held = 0;
+    int rc = -1;
+    int64_t first = -1;
+    PyObject *owners = NULL, *cb = NULL, *cluster = NULL, *paths = NULL, *count = NULL;
+    if (w_arr(net, W_OWNER, &owner, 'i', 1) < 0 || w_arr(net, W_GID, &gid, 'i', 0) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t o = arr_i(&owner, done[i]);
+        if (o < 0 || (i && o != first) || (n == 1 && arr_i(&gid, done[i]) >= 0)) {
+            rc = 0;
+            goto done;
+        }
+        first = o;
+    }
+    if (!(owners = iget(net, w_s[W_OWNERS])) || !PyList_CheckExact(owners))
+        goto done;
+    if (first >= PyList_GET_SIZE(owners)) {
+        rc = 0;
+        goto done;
+    }
+    cb = Py_NewRef(PyList_GET_ITEM(owners, first));
+    /* self._path_bytes_for(self.cluster.paths.count) */
+    if (!(cluster = iget(net, w_s[W_CLUSTER])) || !(paths = iget(cluster, w_s[W_PATHS])) ||
+        !(count = iget(paths, w_s[W_COUNT])))
+        goto done;
+    Py_ssize_t need = PyLong_AsSsize_t(count);
+    if ((need == -1 && PyErr_Occurred()) || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
+        goto done;
+    if (pb.n < need) { /* (grown, as _path_bytes_for grows it) */
+        arr_release(&pb);
+        if (w_call(net, w_s[W_PATH_BYTES_FOR], count, NULL, NULL) < 0 || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
+            goto done;
+    }
+    if (w_arr(net, W_PATH, &path, 'i', 0) < 0 || w_arr(net, W_BYTES, &nbytes, 'f', 0) < 0 ||
+        w_arr(net, W_RATE, &rate, 'f', 1) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t s = done[i], pid = arr_i(&path, s);
+        if (!index_ok(pid, pb.n, "net_wake: path out of range"))
+            goto done;
+        *arr_fp(&pb, pid) += arr_f(&nbytes, s);
+        *arr_fp(&rate, s) = 0.0;
+    }
+    arrs_release(all, 5);
+    arr_release(&pb);
+    if (df_done_call(cb, done, n, arr, now_o) < 0)
+        goto done;
+    if (w_arr(net, W_OWNER, &owner, 'i', 1) < 0) /* (read again: the callback may have grown it) */
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++)
+        *arr_ip(&owner, done[i]) = -1;
+    arr_release(&owner);
+    PyObject *free_ = iget(net, w_s[W_FREE]);
+    if (!free_)
+        goto done;
+    int bad = !PyList_CheckExact(free_);
+    for (Py_ssize_t i = 0; !bad && i < n; i++) {
+        PyObject *x = PyLong_FromSsize_t(done[i]);
+        bad = !x || PyList_Append(free_, x) < 0;
+        Py_XDECREF(x);
+    }
+    Py_DECREF(free_);
+    rc = bad ? -1 : 1;
+done:
+    arrs_release(all, 5);
+    arr_release(&pb);
+    arr_release(&length);
+    Py_XDECREF(owners);
+    Py_XDECREF(cb);
+    Py_XDECREF(cluster);
+    Py_XDECREF(paths);
+    Py_XDECREF(count);
+    return rc;
+}
+
+static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, int sign);
+
+/* Network._drain(now): 1 where flows completed, 0 where none did, -1 on an error */
+static int w_drain(const WCtx *w, PyObject *now_o, double now) {
+    PyObject *net = w->net;
+    if (iset(net, w_s[W_T_LAST], now_o) < 0)
+        return -1;
+    double cut = now * fv(PyTuple_GET_ITEM(w->ctx, CX_K)) + 1e-300;
+    PyObject *heap = iget(net, w_s[W_HEAP]), *due_at = NULL, *act = NULL, *due = NULL, *cut_o = NULL;
+    PyObject *got = NULL, *arr = NULL;
+    Py_ssize_t *done = NULL;
+    int rc = -1;
+    if (!heap || !PyList_CheckExact(heap))
+        goto out;
+    if (!PyList_GET_SIZE(heap) || fv(PyList_GET_ITEM(heap, 0)) > cut) {
+        rc = 0;
+        goto out;
+    }
+    if (!(due_at = iget(net, w_s[W_DUE_AT])) || !(act = iget(net, w_s[W_IS_ACTIVE])) ||
+        !(due = iget(net, w_s[W_DUE])) || !(cut_o = PyFloat_FromDouble(cut)))
+        goto out;
+    PyObject *argv[5] = {heap, due_at, cut_o, act, due};
+    if (!(got = py_drain_due(NULL, argv, 5)))
+        goto out;
+    PyObject *list = PyTuple_GET_ITEM(got, 0);
+    Py_ssize_t taken = PyLong_AsSsize_t(PyTuple_GET_ITEM(got, 1)), n = PyList_GET_SIZE(list);
+    if (w_add(net, W_DUE_ENTRIES, -taken) < 0)
+        goto out;
+    if (!n) {
+        rc = 0;
+        goto out;
+    }
+    if (!(done = malloc((size_t)n * sizeof(Py_ssize_t)))) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        done[i] = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
+    if (!(arr = w_slots(w, done, n)) || w_active(net, -n) < 0)
+        goto out;
+    int kept = w_rates_change(w, done, n, arr, -1); /* (else Network._removed: the Python lines) */
+    if (kept < 0 || (!kept && w_call(net, w_s[W_REMOVED], arr, NULL, NULL) < 0))
+        goto out;
+    int owned = w_finish_owned(w, done, n, arr, now_o);
+    if (owned < 0)
+        goto out;
+    if (!owned) { /* (len(done) <= _SMALL: _finish_few(done, now, finished), else _finish(finished, now)) */
+        if (n <= 16 ? w_call(net, w_s[W_FINISH_FEW], list, now_o, arr) < 0 : w_call(net, w_s[W_FINISH], arr, now_o, NULL) < 0)
+            goto out;
+    }
+    rc = 1;
+out:
+    free(done);
+    Py_XDECREF(heap);
+    Py_XDECREF(due_at);
+    Py_XDECREF(act);
+    Py_XDECREF(due);
+    Py_XDECREF(cut_o);
+    Py_XDECREF(got);
+    Py_XDECREF(arr);
+    return rc;
+}
+
+/* Network._start(starting, now): 1 where flows started, 0 where none did, -1 on an error */
+static int w_start(const WCtx *w, PyObject *starting, PyObject *now_o, double now) {
+    PyObject *net = w->net;
+    if (w_flush(net) < 0)
+        return -1;
+    if (!PyList_CheckExact(starting)) {
+        PyErr_SetString(PyExc_TypeError, "net_wake: a start's slots must be a list");
+        return -1;
+    }
+    Py_ssize_t k = PyList_GET_SIZE(starting), total = 0;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *s = PyList_GET_ITEM(starting, i);
+        if (PyLong_CheckExact(s)) {
+            total++;
+            continue;
+        }
+        Py_ssize_t len = PyObject_Length(s);
+        if (len < 0)
+            return -1;
+        total += len;
+    }
+    Py_ssize_t *order = malloc((size_t)(total ? total : 1) * sizeof(Py_ssize_t)), m = 0;
+    Arr left, path, length, act, rate, t_set, due;
+    Arr *all[7] = {&left, &path, &length, &act, &rate, &t_set, &due};
+    arrs_init(all, 7);
+    PyObject *cluster = NULL, *paths = NULL, *lens = NULL, *arr = NULL;
+    int rc = -1;
+    if (!order) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    /* the order the Python lines start them in: the launched batches' slots in order, then the single
+     * sends (_start_few's order for a few of them, the concatenation's for more) */
+    for (int pass = 0; pass < 2; pass++)
+        for (Py_ssize_t i = 0; i < k; i++) {
+            PyObject *s = PyList_GET_ITEM(starting, i);
+            int single = PyLong_CheckExact(s);
+            if (single != pass)
+                continue;
+            if (single) {
+                order[m++] = PyLong_AsSsize_t(s);
+                continue;
+            }
+            Arr a;
+            if (arr_get(s, &a, 'i') < 0)
+                goto out;
+            for (Py_ssize_t j = 0; j < a.n; j++)
+                order[m++] = (Py_ssize_t)arr_i(&a, j);
+            arr_release(&a);
+        }
+    if (PyErr_Occurred())
+        goto out;
+    if (!(cluster = iget(net, w_s[W_CLUSTER])) || !(paths = iget(cluster, w_s[W_PATHS])) ||
+        !(lens = iget(paths, w_s[W_LENGTH])) || arr_get(lens, &length, 'i') < 0 ||
+        w_arr(net, W_REMAINING, &left, 'f', 0) < 0 || w_arr(net, W_PATH, &path, 'i', 0) < 0)
+        goto out;
+    int instant = m == 0;
+    for (Py_ssize_t i = 0; i < m && !instant; i++) {
+        Py_ssize_t s = order[i];
+        if (!index_ok(s, left.n, "net_wake: slot out of range") || !index_ok(arr_i(&path, s), length.n, "net_wake: path out of range"))
+            goto out;
+        instant = arr_f(&left, s) <= 0 || arr_i(&length, arr_i(&path, s)) == 0;
+    }
+    if (instant) { /* the Python lines, which finish the instant ones */
+        arrs_release(all, 7);
+        PyObject *argv[3] = {net, starting, now_o};
+        PyObject *r = PyObject_VectorcallMethod(w_s[W_START], argv, 3, NULL);
+        if (r) {
+            rc = PyObject_IsTrue(r);
+            Py_DECREF(r);
+        }
+        goto out;
+    }
+    if (w_arr(net, W_IS_ACTIVE, &act, 'b', 1) < 0 || w_arr(net, W_RATE, &rate, 'f', 1) < 0 ||
+        w_arr(net, W_T_SET, &t_set, 'f', 1) < 0 || w_arr(net, W_DUE, &due, 'f', 1) < 0)
+        goto out;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        Py_ssize_t s = order[i];
+        *arr_bp(&act, s) = 1;
+        *arr_fp(&rate, s) = 0.0;
+        *arr_fp(&t_set, s) = now;
+        *arr_fp(&due, s) = INFINITY;
+    }
+    arrs_release(all, 7);
+    if (w_active(net, m) < 0 || !(arr = w_slots(w, order, m)))
+        goto out;
+    int kept = w_rates_change(w, order, m, arr, +1); /* (else Network._added: the Python lines) */
+    if (kept < 0 || (!kept && w_call(net, w_s[W_ADDED], arr, NULL, NULL) < 0))
+        goto out;
+    rc = 1;
+out:
+    arrs_release(all, 7);
+    free(order);
+    Py_XDECREF(cluster);
+    Py_XDECREF(paths);
+    Py_XDECREF(lens);
+    Py_XDECREF(arr);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ the wake-up's rate computation
+ *
+ * Network._solve -> Rates.compute for its two common outcomes, on the Rates object's own attributes: a
+ * cache hit whose paths are all cached (hit_rates over the draining mask), a re-solve of the whole
+ * components a change touches (Core.solve_component; Rates._spilled, the Python lines, where they reach
+ * the limit) and a partial re-solve along full links once changes spread for good (Core.unload, then
+ * Core.solve_part with compute's limit); the
+ * rates handed to the network as Network._set_rates hands lists over (set_due, the heap rebuilt where its
+ * stale entries outnumber the live ones). Anything else -- a recount, no shared link, a link model, a
+ * check of the loads, a skip, sets or loads not built -- is Network._solve, the Python lines; a part that
+ * reaches the limit is the skip's bookkeeping and then Rates._solve_all (Rates._settled), as compute
+ * does. */
+
+enum {
+    R_RATES, R_CHECK, R_RECOUNT, R_SHARED, R_CAPACITY, R_VALID, R_INCREMENTAL, R_SKIP, R_SKIP_NEXT, R_MEMBERS,
+    R_CORE, R_SPREAD, R_LOAD, R_BOUNDED, R_KEY, R_CACHE, R_FRESH, R_GONE, R_ALONE, R_HITS, R_SOLVES, R_PARTIAL,
+    R_REGROWN, R_SOLVE_ALL, R_ACTIVE_SLOTS, R_ENTRIES_NOW, R_SET_RATES, R_REBUILD_DUE, R_CMAX, R_SHARE, R_FLOOR,
+    R_SCALAR, R_RTOL, R_SKIP_MAX, R_HIT_CORE, R_INCR_MIN, R_SETTLED, R_SPILLED, R_N
+};
+static const char *r_names[R_N] = {
+    "rates", "check", "_recount", "_shared", "_capacity", "_valid", "_incremental", "_skip", "_skip_next",
+    "_members", "_core", "_spread", "_load", "_bounded", "_key", "_cache", "_fresh", "_gone", "_alone_rates",
+    "cache_hits", "solves", "partial", "regrown", "_solve_all", "_active_slots", "_entries_now", "_set_rates",
+    "_rebuild_due", "_COMPONENT_MAX_CORE", "_PART_SHARE_CORE", "_PART_FLOOR", "_SCALAR_MAX", "_RTOL", "_SKIP_MAX",
+    "_HIT_CORE", "_INCREMENTAL_MIN", "_settled", "_spilled",
+};
+static PyObject *r_s[R_N];
+
+static int r_strings(void) { return intern_all(r_s, r_names, R_N); }
+
+/* obj.name as a C long (an int or a bool), or -1 with an exception set */
+static int r_long(PyObject *obj, PyObject *name, long *out) {
+    PyObject *v = iget(obj, name);
+    if (!v)
+        return -1;
+    *out = PyLong_AsLong(v);
+    Py_DECREF(v);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* obj.name = value (an int) */
+static int r_set(PyObject *obj, PyObject *name, long value) {
+    PyObject *v = PyLong_FromLong(value);
+    int rc = v ? iset(obj, name, v) : -1;
+    Py_XDECREF(v);
+    return rc;
+}
+
+/* Network._set_rates(slots, rates) for lists, as the compiled core hands them over */
+static int w_apply(const WCtx *w, PyObject *slots, PyObject *rates) {
+    PyObject *net = w->net;
+    PyObject *o[7] = {NULL};
+    int names[7] = {W_T_LAST, W_RATE, W_REMAINING, W_T_SET, W_DUE, W_HEAP, W_DUE_AT};
+    PyObject *got = NULL;
+    int rc = -1;
+    for (int k = 0; k < 7; k++)
+        if (!(o[k] = iget(net, w_s[names[k]])))
+            goto out;
+    PyObject *argv[9] = {slots, rates, o[0], o[1], o[2], o[3], o[4], o[5], o[6]};
+    if (!(got = py_set_due(NULL, argv, 9)))
+        goto out;
+    Py_ssize_t added = PyLong_AsSsize_t(got);
+    long entries, nactive;
+    if ((added == -1 && PyErr_Occurred()) || w_add(net, W_DUE_ENTRIES, added) < 0 ||
+        r_long(net, w_s[W_DUE_ENTRIES], &entries) < 0 || r_long(net, w_s[W_NACTIVE], &nactive) < 0)
+        goto out;
+    if (entries > 4 * nactive + 1024 && w_call(net, r_s[R_REBUILD_DUE], NULL, NULL, NULL) < 0)
+        goto out;
+    rc = 0;
+out:
+    for (int k = 0; k < 7; k++)
+        Py_XDECREF(o[k]);
+    Py_XDECREF(got);
+    return rc;
+}
+
+/* (net._active_slots, path, bound, rate, net._entries_now, net._set_rates): what Network._solve gives
+ * Rates.compute, as its helpers take it (a new reference) */
+static PyObject *w_ask(PyObject *net, PyObject *path, PyObject *bound, PyObject *rate) {
+    PyObject *a = iget(net, r_s[R_ACTIVE_SLOTS]), *e = a ? iget(net, r_s[R_ENTRIES_NOW]) : NULL;
+    PyObject *s = e ? iget(net, r_s[R_SET_RATES]) : NULL;
+    PyObject *ask = s ? PyTuple_Pack(6, a, path, bound, rate, e, s) : NULL;
+    Py_XDECREF(a);
+    Py_XDECREF(e);
+    Py_XDECREF(s);
+    return ask;
+}
+
+/* Network._solve(): 0, or -1 with an exception set */
+static int w_solve(const WCtx *w) {
+    PyObject *net = w->net, *mod = PyTuple_GET_ITEM(w->wctx_, 3);
+    PyObject *rates = NULL, *o_cap = NULL, *o_members = NULL, *o_core = NULL, *o_load = NULL, *o_cache = NULL;
+    PyObject *o_key = NULL, *hit = NULL, *path = NULL, *bound = NULL, *rate = NULL, *act = NULL, *got = NULL;
+    PyObject *fresh = NULL, *gone = NULL, *seeds = NULL, *o_rtol = NULL;
+    int rc = -1, python = 0;
+    long check, recount, shared, count, valid, incr, skip, spread, bounded, hitcore, incr_min;
+    if (!(rates = iget(net, r_s[R_RATES])) || r_long(net, r_s[R_CHECK], &check) < 0 ||
+        r_long(rates, r_s[R_RECOUNT], &recount) < 0 || r_long(rates, r_s[R_SHARED], &shared) < 0 ||
+        r_long(net, w_s[W_NACTIVE], &count) < 0 || !(o_cap = iget(rates, r_s[R_CAPACITY])))
+        goto out;
+    if (check || recount || !count || shared == 0 || o_cap != Py_None) {
+        python = 1;
+        goto out;
+    }
+    if (r_long(rates, r_s[R_BOUNDED], &bounded) < 0 || r_long(mod, r_s[R_HIT_CORE], &hitcore) < 0 ||
+        !(path = iget(net, w_s[W_PATH])) || !(bound = iget(net, w_s[W_BOUND])) ||
+        !(rate = iget(net, w_s[W_RATE])) || !(act = iget(net, w_s[W_IS_ACTIVE])))
+        goto out;
+    if (bounded == 0) { /* a cache hit, looked up in C */
+        if (!(o_cache = iget(rates, r_s[R_CACHE])) || !(o_key = iget(rates, r_s[R_KEY])))
+            goto out;
+        if (!PyDict_CheckExact(o_cache) || !hitcore) {
+            python = 1;
+            goto out;
+        }
+        hit = Py_XNewRef(PyDict_GetItemWithError(o_cache, o_key));
+        if (!hit && PyErr_Occurred())
+            goto out;
+        if (hit) {
+            if (!PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) != 3) {
+                python = 1;
+                goto out;
+            }
+            long n = PyLong_AsLong(PyTuple_GET_ITEM(hit, 2));
+            if (n == -1 && PyErr_Occurred())
+                goto out;
+            if (n == count) {
+                PyObject *argv[5] = {PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(hit, 1), act, path, Py_True};
+                if (!(got = py_hit_rates(NULL, argv, 5)))
+                    goto out;
+                if (got != Py_None) {
+                    PyObject *f = PyList_New(0), *g = f ? PyList_New(0) : NULL;
+                    int bad = !g || iset(rates, r_s[R_FRESH], f) < 0 || iset(rates, r_s[R_GONE], g) < 0 ||
+                              iset(rates, r_s[R_ALONE], Py_False) < 0 ||
+                              w_apply(w, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1)) < 0 ||
+                              add_attr(rates, r_s[R_HITS], 1) < 0 || iset(rates, r_s[R_VALID], Py_True) < 0 ||
+                              iset(rates, r_s[R_LOAD], Py_None) < 0;
+                    Py_XDECREF(f);
+                    Py_XDECREF(g);
+                    rc = bad ? -1 : 0;
+                    goto out;
+                }
+            }
+        }
+    }
+    /* the partial re-solve along full links, with the compiled sets and loads */
+    if (r_long(mod, r_s[R_INCR_MIN], &incr_min) < 0 || r_long(rates, r_s[R_VALID], &valid) < 0 ||
+        r_long(rates, r_s[R_INCREMENTAL], &incr) < 0 ||
+        r_long(rates, r_s[R_SKIP], &skip) < 0 || r_long(rates, r_s[R_SPREAD], &spread) < 0 ||
+        !(o_members = iget(rates, r_s[R_MEMBERS])) || !(o_core = iget(rates, r_s[R_CORE])) ||
+        !(o_load = iget(rates, r_s[R_LOAD])))
+        goto out;
+    if (!valid || !incr || count < incr_min || skip || o_core == Py_None || o_members != o_core ||
+        (spread && o_load == Py_None) || Py_TYPE(o_core) != &CoreType) {
+        python = 1;
+        goto out;
+    }
+    long cmax, share, floor_, scalar, skip_max, skip_next;
+    if (r_long(mod, r_s[R_CMAX], &cmax) < 0 || r_long(mod, r_s[R_SHARE], &share) < 0 ||
+        r_long(mod, r_s[R_FLOOR], &floor_) < 0 || r_long(mod, r_s[R_SCALAR], &scalar) < 0 ||
+        r_long(mod, r_s[R_SKIP_MAX], &skip_max) < 0 || !(o_rtol = iget(mod, r_s[R_RTOL])) ||
+        !(fresh = iget(rates, r_s[R_FRESH])) || !(gone = iget(rates, r_s[R_GONE])))
+        goto out;
+    {
+        PyObject *f = PyList_New(0), *g = f ? PyList_New(0) : NULL;
+        int bad = !g || iset(rates, r_s[R_FRESH], f) < 0 || iset(rates, r_s[R_GONE], g) < 0 ||
+                  iset(rates, r_s[R_ALONE], Py_False) < 0;
+        Py_XDECREF(f);
+        Py_XDECREF(g);
+        if (bad)
+            goto out;
+    }
+    long limit = count / 2 < cmax ? count / 2 : cmax; /* min(count // 2, _COMPONENT_MAX_CORE) */
+    PyObject *cacheable = bounded == 0 ? Py_True : Py_False;
+    if (!spread) { /* whole components (Rates._solve_component), the Python lines where they are too big */
+        IList new = {0};
+        if (read_fresh(fresh, &new) < 0) {
+            free(new.v);
+            goto out;
+        }
+        PyObject *nl = PyList_New(new.n);
+        for (Py_ssize_t i = 0; nl && i < new.n; i++) {
+            PyObject *x = PyLong_FromLong(new.v[i]);
+            if (!x)
+                Py_CLEAR(nl);
+            else
+                PyList_SET_ITEM(nl, i, x);
+        }
+        Py_ssize_t nn = new.n;
+        free(new.v);
+        PyObject *lim = nl ? PyLong_FromLong(limit) : NULL, *sc = lim ? PyLong_FromLong(scalar) : NULL;
+        PyObject *ask = NULL, *r = NULL;
+        if (sc && nn < limit) {
+            PyObject *argv[7] = {path, bound, nl, gone, lim, sc, o_rtol};
+            got = Core_solve_component((Core *)o_core, argv, 7);
+        }
+        int py_rest = sc && (nn >= limit || got == Py_None);
+        if (py_rest && (ask = w_ask(net, path, bound, rate))) {
+            if (nn >= limit) { /* _settled(None, ask, cacheable) */
+                PyObject *av[4] = {rates, Py_None, ask, cacheable};
+                r = PyObject_VectorcallMethod(r_s[R_SETTLED], av, 4, NULL);
+            } else { /* _spilled(count, ask, fresh, gone, limit, cacheable) */
+                PyObject *cnt = PyLong_FromLong(count);
+                if (cnt) {
+                    PyObject *av[7] = {rates, cnt, ask, fresh, gone, lim, cacheable};
+                    r = PyObject_VectorcallMethod(r_s[R_SPILLED], av, 7, NULL);
+                    Py_DECREF(cnt);
+                }
+            }
+        }
+        Py_XDECREF(nl);
+        Py_XDECREF(lim);
+        Py_XDECREF(sc);
+        Py_XDECREF(ask);
+        if (py_rest) {
+            Py_XDECREF(r);
+            rc = r ? 0 : -1;
+            goto out;
+        }
+        if (!got)
+            goto out;
+        if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
+            add_attr(rates, r_s[R_PARTIAL], 1) < 0)
+            goto out;
+        if (PyList_GET_SIZE(PyTuple_GET_ITEM(got, 0)) && w_apply(w, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1)) < 0)
+            goto out;
+        rc = 0;
+        goto out;
+    }
+    long part = floor_ + count / share;
+    limit = part < limit ? part : limit;
+    if (!(seeds = Core_unload((Core *)o_core, gone)))
+        goto out;
+    PyObject *lim = PyLong_FromLong(limit), *sc = lim ? PyLong_FromLong(scalar) : NULL;
+    if (!sc) {
+        Py_XDECREF(lim);
+        goto out;
+    }
+    PyObject *argv[8] = {path, bound, rate, fresh, seeds, lim, sc, o_rtol};
+    got = Core_solve_part((Core *)o_core, argv, 8);
+    Py_DECREF(lim);
+    Py_DECREF(sc);
+    if (!got || add_attr(rates, r_s[R_REGROWN], PyLong_AsLong(PyTuple_GET_ITEM(got, 0))) < 0)
+        goto out;
+    if (PyTuple_GET_ITEM(got, 1) == Py_None) { /* the part reached the limit: solve them all */
+        if (r_long(rates, r_s[R_SKIP_NEXT], &skip_next) < 0 || r_set(rates, r_s[R_SKIP], skip_next) < 0 ||
+            r_set(rates, r_s[R_SKIP_NEXT], 2 * skip_next < skip_max ? 2 * skip_next : skip_max) < 0)
+            goto out;
+        PyObject *ask = w_ask(net, path, bound, rate), *r = NULL;
+        if (ask) {
+            PyObject *av[3] = {rates, ask, cacheable};
+            r = PyObject_VectorcallMethod(r_s[R_SOLVE_ALL], av, 3, NULL);
+        }
+        Py_XDECREF(ask);
+        Py_XDECREF(r);
+        rc = r ? 0 : -1;
+        goto out;
+    }
+    if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
+        add_attr(rates, r_s[R_PARTIAL], 1) < 0)
+        goto out;
+    if (PyList_GET_SIZE(PyTuple_GET_ITEM(got, 1)) && w_apply(w, PyTuple_GET_ITEM(got, 1), PyTuple_GET_ITEM(got, 2)) < 0)
+        goto out;
+    rc = 0;
+out:
+    if (python && !PyErr_Occurred())
+        rc = w_call(net, w_s[W_SOLVE], NULL, NULL, NULL);
+    Py_XDECREF(rates);
+    Py_XDECREF(o_cap);
+    Py_XDECREF(o_members);
+    Py_XDECREF(o_core);
+    Py_XDECREF(o_load);
+    Py_XDECREF(o_cache);
+    Py_XDECREF(o_key);
+    Py_XDECREF(hit);
+    Py_XDECREF(path);
+    Py_XDECREF(bound);
+    Py_XDECREF(rate);
+    Py_XDECREF(act);
+    Py_XDECREF(got);
+    Py_XDECREF(fresh);
+    Py_XDECREF(gone);
+    Py_XDECREF(seeds);
+    Py_XDECREF(o_rtol);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ the rate bookkeeping of a wake-up
+ *
+ * Rates.added / Rates.removed for flows ``slots`` (their paths and bounds read off the network's arrays)
+ * where the bookkeeping is the compiled core's or is to be recounted: the multiset key moved by the
+ * paths' numbers (mod 2**64), the flows counted, the core's per-link sets entered or left (or dropped for
+ * a recount where the batch is a good part of the active flows), the started slots kept for the next
+ * computation, the ended flows' paths and rates kept as (pids, rates) arrays, the bounded flows counted.
+ * Anywhere else -- links left out anew, paths not hashed yet, Python sets or user counts -- nothing is
+ * changed and 0 returned: Network._added / _removed, the Python lines, do it. */
+
+enum { K_DOMINANCE, K_CHECKED, K_VERSION, K_VERSION_, K_PATH_HASH, K_COUNT_, K_RECOUNT_CORE, K_NUM_ARCS, K_N };
+static const char *k_names[K_N] = {"_dominance", "checked", "version", "_version", "_path_hash", "_count",
+                                   "_RECOUNT_CORE", "num_arcs"};
+static PyObject *k_s[K_N];
+
+static int k_strings(void) { return intern_all(k_s, k_names, K_N); }
+
+/* 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error */
+static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, int sign) {
+    PyObject *net = w->net, *mod = PyTuple_GET_ITEM(w->wctx_, 3);
+    PyObject *rates = NULL, *cluster = NULL, *paths = NULL, *dom = NULL, *hash_o = NULL, *members = NULL, *core = NULL;
+    PyObject *pids_o = NULL, *rates_o = NULL, *key_o = NULL, *list = NULL, *item = NULL, *r = NULL;
+    Arr path, bound, rate, hash;
+    Arr *all[4] = {&path, &bound, &rate, &hash};
+    arrs_init(all, 4);
+    Py_ssize_t *pids = NULL;
+    double *rts = NULL;
+    int rc = -1;
+    long pcount, recount, count, recount_core, narcs;
+    if (k_strings() < 0 || !(rates = iget(net, r_s[R_RATES])) || !(cluster = iget(net, w_s[W_CLUSTER])) ||
+        !(paths = iget(cluster, w_s[W_PATHS])) || r_long(paths, w_s[W_COUNT], &pcount) < 0 ||
+        !(dom = iget(rates, k_s[K_DOMINANCE])))
+        goto out;
+    if (sign > 0 && dom != Py_None) { /* links left out anew: the Python lines */
+        long checked, version, mine;
+        if (r_long(dom, k_s[K_CHECKED], &checked) < 0 || r_long(dom, k_s[K_VERSION], &version) < 0 ||
+            r_long(rates, k_s[K_VERSION_], &mine) < 0)
+            goto out;
+        if (pcount > checked || version != mine) {
+            rc = 0;
+            goto out;
+        }
+    }
+    if (!(hash_o = iget(rates, k_s[K_PATH_HASH])) || arr_get(hash_o, &hash, 'i') < 0)
+        goto out;
+    if (hash.n < pcount || hash.view.itemsize != 8) { /* (_hashes() grows the table) */
+        rc = 0;
+        goto out;
+    }
+    if (r_long(rates, r_s[R_RECOUNT], &recount) < 0 || r_long(rates, k_s[K_COUNT_], &count) < 0 ||
+        r_long(mod, k_s[K_RECOUNT_CORE], &recount_core) < 0 || r_long(cluster, k_s[K_NUM_ARCS], &narcs) < 0 ||
+        !(members = iget(rates, r_s[R_MEMBERS])) || !(core = iget(rates, r_s[R_CORE])))
+        goto out;
+    count += sign * n;
+    /* _use: recounted later; a big batch drops the sets; the core's sets entered or left */
+    int drop = !recount && members != Py_None && n > 8 && 4 * n > count && (members != core || recount_core * n > narcs);
+    int in_core = !recount && !drop && members != Py_None && members == core && Py_TYPE(core) == &CoreType;
+    if (!recount && !drop && !in_core) {
+        rc = 0;
+        goto out;
+    }
+    if (w_arr(net, W_PATH, &path, 'i', 0) < 0 || w_arr(net, W_BOUND, &bound, 'f', 0) < 0 ||
+        (sign < 0 && w_arr(net, W_RATE, &rate, 'f', 0) < 0))
+        goto out;
+    if (!(pids = malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t))) || !(rts = malloc((size_t)(n ? n : 1) * sizeof(double)))) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    uint64_t sum = 0;
+    long finite = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t s = slots[i];
+        if (!index_ok(s, path.n, "net_wake: slot out of range"))
+            goto out;
+        int64_t pid = arr_i(&path, s);
+        if (!index_ok(pid, hash.n, "net_wake: path out of range"))
+            goto out;
+        pids[i] = (Py_ssize_t)pid;
+        sum += (uint64_t)arr_i(&hash, pid);
+        finite += isfinite(arr_f(&bound, s)) != 0;
+        if (sign < 0)
+            rts[i] = arr_f(&rate, s);
+    }
+    arrs_release(all, 4);
+    if (!(key_o = iget(rates, r_s[R_KEY])))
+        goto out;
+    unsigned long long key = PyLong_AsUnsignedLongLong(key_o);
+    if (key == (unsigned long long)-1 && PyErr_Occurred())
+        goto out;
+    Py_CLEAR(key_o);
+    key = sign > 0 ? key + sum : key - sum;
+    if (!(key_o = PyLong_FromUnsignedLongLong(key)) || iset(rates, r_s[R_KEY], key_o) < 0)
+        goto out;
+    if (!(pids_o = w_slots(w, pids, n)))
+        goto out;
+    if (sign < 0) { /* self._gone.append((pids, rates.copy())) */
+        if (!(rates_o = w_array(w, 'f', rts, n)) || !(list = iget(rates, r_s[R_GONE])) ||
+            !(item = PyTuple_Pack(2, pids_o, rates_o)) || PyList_Append(list, item) < 0)
+            goto out;
+    }
+    if (r_set(rates, k_s[K_COUNT_], count) < 0)
+        goto out;
+    if (drop) {
+        if (iset(rates, r_s[R_MEMBERS], Py_None) < 0 || iset(rates, r_s[R_RECOUNT], Py_True) < 0)
+            goto out;
+    } else if (in_core) {
+        PyObject *argv[2] = {arr, pids_o};
+        if (!(r = sign > 0 ? Core_enter((Core *)core, argv, 2) : Core_leave((Core *)core, arr)))
+            goto out;
+        long d = PyLong_AsLong(r);
+        if ((d == -1 && PyErr_Occurred()) || add_attr(rates, r_s[R_SHARED], d) < 0)
+            goto out;
+    }
+    if (sign > 0) {
+        Py_XDECREF(list);
+        if (!(list = iget(rates, r_s[R_FRESH])) || PyList_Append(list, arr) < 0)
+            goto out;
+    }
+    if (add_attr(rates, r_s[R_BOUNDED], sign * finite) < 0)
+        goto out;
+    rc = 1;
+out:
+    arrs_release(all, 4);
+    free(pids);
+    free(rts);
+    Py_XDECREF(rates);
+    Py_XDECREF(cluster);
+    Py_XDECREF(paths);
+    Py_XDECREF(dom);
+    Py_XDECREF(hash_o);
+    Py_XDECREF(members);
+    Py_XDECREF(core);
+    Py_XDECREF(pids_o);
+    Py_XDECREF(rates_o);
+    Py_XDECREF(key_o);
+    Py_XDECREF(list);
+    Py_XDECREF(item);
+    Py_XDECREF(r);
+    return rc;
+}
+
+/* whether SimPy's queue holds nothing that comes before an entry (t, NORMAL, a new id): its head later,
+ * or at t with a priority below NORMAL's (-1 with an exception set) */
+static int w_queue_after(PyObject *ctx, double t) {
+    PyObject *env = PyTuple_GET_ITEM(ctx, CX_ENV), *queue = iget(env, s_queue);
+    if (!queue)
+        return -1;
+    double ht;
+    long long p, e, normal = PyLong_AsLongLong(PyTuple_GET_ITEM(ctx, CX_NORMAL));
+    int got = PyErr_Occurred() ? -1 : queue_head(queue, "net_run", &ht, &p, &e);
+    Py_DECREF(queue);
+    if (got <= 0)
+        return got < 0 ? -1 : 1;
+    return ht > t || (ht == t && p > normal);
+}
+
+/* Network._wake_py(now) with the next wake-up left to the caller where ``pump`` and it comes before
+ * anything in SimPy's queue and no process waits on what this one triggered: its event id drawn (as
+ * _schedule draws one), ``_wake_at`` set, and 1 returned with ``*next`` its time (``max(when, now)``, the
+ * clock SimPy's step would set); else 0 (the wake-up scheduled as _schedule_next schedules it), -1 on an
+ * error */
+static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) {
+    PyObject *net = w->net;
+    if (iset(net, s_wake_at, w_neg_inf) < 0 || w_flush(net) < 0)
+        return -1;
+    int changed = w_drain(w, now_o, now);
+    if (changed < 0)
+        return -1;
+    PyObject *pending = iget(net, w_s[W_PENDING]), *pending_at = NULL, *got = NULL;
+    PyObject *heap = NULL, *due_at = NULL, *act = NULL, *due = NULL, *at = NULL;
+    int rc = -1;
+    if (!pending || !PyList_CheckExact(pending) || !(pending_at = iget(net, w_s[W_PENDING_AT])) ||
+        !PyDict_CheckExact(pending_at)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "net_wake: the pending starts must be a list and a dict");
+        goto out;
+    }
+    while (PyList_GET_SIZE(pending) && fv(PyList_GET_ITEM(pending, 0)) <= now) {
+        PyObject *key = heap_pop(pending);
+        if (!key)
+            goto out;
+        PyObject *starting = dict_pop(pending_at, key);
+        Py_DECREF(key);
+        if (!starting) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_KeyError, "net_wake: a start time without its slots");
+            goto out;
+        }
+        int started = w_start(w, starting, now_o, now);
+        Py_DECREF(starting);
+        if (started < 0)
+            goto out;
+        changed = started || changed;
+    }
+    if (changed && w_solve(w) < 0)
+        goto out;
+    if (!(heap = iget(net, w_s[W_HEAP])) || !(due_at = iget(net, w_s[W_DUE_AT])) ||
+        !(act = iget(net, w_s[W_IS_ACTIVE])) || !(due = iget(net, w_s[W_DUE])))
+        goto out;
+    /* _schedule_next(now): wake_next's lines, the event left out where the caller runs the wake-up itself */
+    PyObject *argv[4] = {heap, due_at, act, due};
+    if (!(got = py_next_due(NULL, argv, 4)))
+        goto out;
+    double when = PyFloat_AsDouble(PyTuple_GET_ITEM(got, 0));
+    Py_ssize_t taken = PyLong_AsSsize_t(PyTuple_GET_ITEM(got, 1));
+    if (PyErr_Occurred() || w_add(net, W_DUE_ENTRIES, -taken) < 0)
+        goto out;
+    if (when < Py_HUGE_VAL && now > when) /* max(now, when) */
+        when = now;
+    if (PyList_GET_SIZE(pending)) { /* min(when, pending[0]) */
+        double first = fv(PyList_GET_ITEM(pending, 0));
+        if (first < when)
+            when = first;
+    }
+    if (!(at = PyFloat_FromDouble(when)))
+        goto out;
+    if (!(when < Py_HUGE_VAL)) {
+        rc = iset(net, s_wake_at, at) < 0 ? -1 : 0;
+        goto out;
+    }
+    double t = now > when ? now : when; /* (the queue's time: max(float(when), env._now)) */
+    if (pump) {
+        PyObject *held = iget(net, w_s[W_HELD]);
+        if (!held)
+            goto out;
+        int waiting = held != Py_None ? PyObject_IsTrue(held) : 0;
+        Py_DECREF(held);
+        int after = waiting ? 0 : w_queue_after(w->ctx, t);
+        if (waiting < 0 || after < 0)
+            goto out;
+        if (after) { /* next(env._eid), as _schedule draws it; the wake-up's time */
+            PyObject *eid = iget(PyTuple_GET_ITEM(w->ctx, CX_ENV), s_eid), *id = eid ? PyIter_Next(eid) : NULL;
+            Py_XDECREF(eid);
+            if (!id) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_RuntimeError, "_ratecore: the event ids ran out");
+                goto out;
+            }
+            Py_DECREF(id);
+            if (iset(net, s_wake_at, at) < 0)
+                goto out;
+            *next = t;
+            rc = 1;
+            goto out;
+        }
+    }
+    rc = schedule(w->ctx, at) < 0 ? -1 : 0;
+out:
+    Py_XDECREF(pending);
+    Py_XDECREF(pending_at);
+    Py_XDECREF(got);
+    Py_XDECREF(heap);
+    Py_XDECREF(due_at);
+    Py_XDECREF(act);
+    Py_XDECREF(due);
+    Py_XDECREF(at);
+    return rc;
+}
+
+/* the wake-up context of a call: NULL with an exception set where ``wctx`` is not one */
+static int w_open(PyObject *wctx, WCtx *w) {
+    if (!PyTuple_CheckExact(wctx) || PyTuple_GET_SIZE(wctx) != 6 || !PyTuple_CheckExact(PyTuple_GET_ITEM(wctx, 0)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(wctx, 0)) != CX_N) {
+        PyErr_SetString(PyExc_TypeError, "net_wake: not a wake-up context");
+        return -1;
+    }
+    if (lane_strings() < 0 || w_strings() < 0 || r_strings() < 0)
+        return -1;
+    w->ctx = PyTuple_GET_ITEM(wctx, 0);
+    w->empty = PyTuple_GET_ITEM(wctx, 1);
+    w->int64 = PyTuple_GET_ITEM(wctx, 2);
+    w->net = PyTuple_GET_ITEM(w->ctx, CX_NET);
+    w->wctx_ = wctx;
+    return 0;
+}
+
+/* net_wake(wctx, now): Network._wake_py(now) */
+static PyObject *py_net_wake(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "net_wake(wctx, now)"))
+        return NULL;
+    WCtx w;
+    double next;
+    if (w_open(args[0], &w) < 0)
+        return NULL;
+    double now = fv(args[1]);
+    if (PyErr_Occurred() || w_body(&w, args[1], now, 0, &next) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* net_run(wctx, now): Network._wake for a closed lane, and the wake-ups after it for as long as each
+ * would be the next step of SimPy's loop (Network._wake_run is the reference): each counted, its work
+ * done (w_body), the after-wake hooks called, the processes it triggered resumed (_resume_held); then,
+ * where w_body left the next wake-up to it -- no hook, nothing held, the environment SimPy's own step's
+ * (``wctx[5]``) and ``sim.network._PUMP`` on -- the clock set to its time and the next one run here, with
+ * no event of its own and no step of SimPy's, its event id drawn all the same (the events counted are
+ * the same). ``sim.network._WAKE_LOG``, where it is a list, gets Network._wake_record(now) after each
+ * (tests/test_wake_core.py). */
+static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "net_run(wctx, now)"))
+        return NULL;
+    WCtx w;
+    if (w_open(args[0], &w) < 0)
+        return NULL;
+    PyObject *net = w.net, *mod = PyTuple_GET_ITEM(args[0], 4), *env = PyTuple_GET_ITEM(w.ctx, CX_ENV);
+    PyObject *hooks = PyTuple_GET_ITEM(w.ctx, CX_AFTER), *now_o = Py_NewRef(args[1]);
+    PyObject *inf = NULL;
+    int env_ok = PyObject_IsTrue(PyTuple_GET_ITEM(args[0], 5));
+    if (env_ok < 0 || !(inf = PyFloat_FromDouble(Py_HUGE_VAL)))
+        goto fail;
+    for (;;) {
+        double now = fv(now_o), next = 0.0;
+        if (PyErr_Occurred())
+            goto fail;
+        /* _wake's first lines */
+        PyObject *held = PyList_New(0);
+        int bad = !held || w_add(net, W_WAKEUPS, 1) < 0 || iset(net, s_wake_at, inf) < 0 ||
+                  iset(net, s_wake_event, Py_None) < 0 || iset(net, w_s[W_HELD], held) < 0;
+        Py_XDECREF(held);
+        if (bad)
+            goto fail;
+        long pump_on;
+        if (r_long(mod, w_s[W_PUMP], &pump_on) < 0)
+            goto fail;
+        int pumped = w_body(&w, now_o, now, pump_on && env_ok && PyList_GET_SIZE(hooks) == 0, &next);
+        if (pumped < 0)
+            goto fail;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(hooks); i++) { /* for hook in self.after_wake: hook() */
+            PyObject *r = PyObject_CallNoArgs(PyList_GET_ITEM(hooks, i));
+            if (!r)
+                goto fail;
+            Py_DECREF(r);
+        }
+        /* held, self._held = self._held, None; if held: self._resume_held(held, now) */
+        if (!(held = iget(net, w_s[W_HELD])))
+            goto fail;
+        if (iset(net, w_s[W_HELD], Py_None) < 0) {
+            Py_DECREF(held);
+            goto fail;
+        }
+        int some = held != Py_None ? PyObject_IsTrue(held) : 0;
+        if (some > 0)
+            bad = w_call(net, w_s[W_RESUME_HELD], held, now_o, NULL) < 0;
+        Py_DECREF(held);
+        if (some < 0 || bad)
+            goto fail;
+        PyObject *log = iget(mod, w_s[W_WAKE_LOG]);
+        if (!log)
+            goto fail;
+        if (log != Py_None) { /* self._wake_record(now), the Python lines' (only while a test records) */
+            PyObject *argv[2] = {net, now_o};
+            PyObject *rec = PyObject_VectorcallMethod(w_s[W_WAKE_RECORD], argv, 2, NULL);
+            bad = !rec || PyList_Append(log, rec) < 0;
+            Py_XDECREF(rec);
+            Py_DECREF(log);
+            if (bad)
+                goto fail;
+        } else
+            Py_DECREF(log);
+        if (!pumped)
+            break;
+        Py_SETREF(now_o, PyFloat_FromDouble(next));
+        if (!now_o || iset(env, s_now, now_o) < 0)
+            goto fail;
+    }
+    Py_DECREF(now_o);
+    Py_DECREF(inf);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(now_o);
+    Py_XDECREF(inf);
+    return NULL;
+}
+
+/* Network._enqueue(start, slots): ``part`` pending until ``key`` (``t``), a new start time entered in the
+ * heap and woken for where it comes before the wake-up scheduled */
+static int w_enqueue(PyObject *net, PyObject *key, double t, PyObject *part) {
+    PyObject *pending = iget(net, w_s[W_PENDING]), *pending_at = iget(net, w_s[W_PENDING_AT]);
+    int rc = -1;
+    if (!pending || !pending_at || !PyList_CheckExact(pending) || !PyDict_CheckExact(pending_at)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "net_wake: the pending starts must be a list and a dict");
+        goto out;
+    }
+    PyObject *bucket = PyDict_GetItemWithError(pending_at, key);
+    if (bucket) {
+        rc = PyList_Append(bucket, part);
+        goto out;
+    }
+    if (PyErr_Occurred())
+        goto out;
+    PyObject *fresh = PyList_New(0);
+    if (!fresh)
+        goto out;
+    if (PyDict_SetItem(pending_at, key, fresh) < 0 || heap_push(pending, key) < 0) {
+        Py_DECREF(fresh);
+        goto out;
+    }
+    double at;
+    if (attr_f(net, s_wake_at, &at) < 0 || (t < at && w_call(net, w_s[W_SCHEDULE], key, NULL, NULL) < 0)) {
+        Py_DECREF(fresh);
+        goto out;
+    }
+    rc = PyList_Append(fresh, part);
+    Py_DECREF(fresh);
+out:
+    Py_XDECREF(pending);
+    Py_XDECREF(pending_at);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ a dataflow's completions (sim/dataflow.py)
+ *
+ * DfDone(ex, wctx) is DataflowExecutor._on_flows_done for an executor whose instants settle in one pass
+ * (``_fused``) on a network under the nominal message model: the messages of the completed flows settled
+ * (``settle``'s pass), the held count and the end moved on, the messages that can start launched as
+ * Network.launch_rows launches a batch (the free slots taken from the top of the stack, the per-slot arrays
+ * written by launch_rows' pass, the flows counted, their starts entered as _enqueue_all enters them: one
+ * bucket where they all start at once, else one per distinct start time, in time order, each the slots
+ * starting then in their order) and the executor's message per slot written, then ``done`` succeeded once
+ * every message is held (a lone message as launch_one launches it: the same slot, arrays and start). A lane
+ * still open, staged sends, too few free slots or a size below 0: DataflowExecutor._send, the Python lines. The network's net_wake calls it without making the slots an
+ * array (tests/test_wake_core.py and tests/test_engine_core.py hold it to the Python lines). */
+
+typedef struct {
+    PyObject_HEAD PyObject *ex, *wctx;
+} DfDone;
+
+static PyObject *d_s[32];
+enum { D_F_MSG, D_ST, D_HELD, D_END, D_TABLES, D_DEP, D_GATE, D_ARRIVED, D_STAMP, D_OUT, D_SEND, D_DONE, D_TRIGGERED,
+       D_LANE, D_FLOW, D_LATENCY, D_OVERHEAD, D_N };
+static const char *d_names[D_N] = {"f_msg", "st", "held", "end", "_tables", "dep_left", "gate_left", "arrived",
+                                   "_stamp", "_out", "_send", "done", "triggered", "_lane", "flow", "latency",
+                                   "overhead"};
+
+static int d_strings(void) { return intern_all(d_s, d_names, D_N); }
+
+static int DfDone_init(DfDone *d, PyObject *args, PyObject *kwds) {
+    PyObject *ex, *wctx;
+    if (!PyArg_ParseTuple(args, "OO!", &ex, &PyTuple_Type, &wctx))
+        return -1;
+    if (PyTuple_GET_SIZE(wctx) != 7) {
+        PyErr_SetString(PyExc_TypeError, "DfDone(ex, (wctx, pids, srcs, nbytes, owner, cluster, None))");
+        return -1;
+    }
+    Py_XSETREF(d->ex, Py_NewRef(ex));
+    Py_XSETREF(d->wctx, Py_NewRef(wctx));
+    return d_strings();
+}
+
+static int DfDone_traverse(DfDone *d, visitproc visit, void *arg) {
+    Py_VISIT(d->ex);
+    Py_VISIT(d->wctx);
+    return 0;
+}
+
+static int DfDone_clear(DfDone *d) {
+    Py_CLEAR(d->ex);
+    Py_CLEAR(d->wctx);
+    return 0;
+}
+
+static void DfDone_dealloc(DfDone *d) {
+    PyObject_GC_UnTrack(d);
+    DfDone_clear(d);
+    Py_TYPE(d)->tp_free((PyObject *)d);
+}
+
+/* Network.launch_rows(ms, pids, srcs, nbytes, owner) for ``k`` messages (launch_one for one: the same
+ * slot, arrays and start, a free slot's transfer group -1 already), then the executor's
+ * message per slot: 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error */
+static int df_launch(DfDone *d, const int64_t *ms, Py_ssize_t k, PyObject *now_o) {
+    PyObject *wctx = PyTuple_GET_ITEM(d->wctx, 0), *net = PyTuple_GET_ITEM(PyTuple_GET_ITEM(wctx, 0), CX_NET);
+    WCtx w = {PyTuple_GET_ITEM(wctx, 0), PyTuple_GET_ITEM(wctx, 1), PyTuple_GET_ITEM(wctx, 2), net};
+    PyObject *lane = NULL, *stage = NULL, *free_ = NULL, *fm = NULL, *arr = NULL, *owner_o = PyTuple_GET_ITEM(d->wctx, 4);
+    Arr pids, srcs, nbytes, lat, ovh, left, bytes, path, bound, owner, fmsg;
+    Arr *all[11] = {&pids, &srcs, &nbytes, &lat, &ovh, &left, &bytes, &path, &bound, &owner, &fmsg};
+    arrs_init(all, 11);
+    Py_ssize_t *slots = NULL, *order = NULL;
+    double *starts = NULL;
+    int rc = -1;
+    double now = fv(now_o);
+    long long owner_id = PyLong_AsLongLong(owner_o);
+    if (PyErr_Occurred() || !(lane = iget(net, d_s[D_LANE])) || !(stage = iget(net, w_s[W_STAGE])) ||
+        !(free_ = iget(net, w_s[W_FREE])) || !(fm = iget(d->ex, d_s[D_F_MSG])))
+        goto out;
+    int lane_open = PyObject_IsTrue(lane), staged = PyObject_IsTrue(stage);
+    if (lane_open < 0 || staged < 0)
+        goto out;
+    if (lane_open || staged || !PyList_CheckExact(free_) || PyList_GET_SIZE(free_) < k) {
+        rc = 0;
+        goto out;
+    }
+    /* the messages' paths, senders and sizes; the routes' latencies and the senders' overheads, read now */
+    PyObject *cluster = PyTuple_GET_ITEM(d->wctx, 5), *paths = iget(cluster, w_s[W_PATHS]);
+    PyObject *lat_o = paths ? iget(paths, d_s[D_LATENCY]) : NULL;
+    PyObject *ovh_o = lat_o ? iget(cluster, d_s[D_OVERHEAD]) : NULL;
+    int bad = !ovh_o || arr_get(PyTuple_GET_ITEM(d->wctx, 1), &pids, 'i') < 0 ||
+              arr_get(PyTuple_GET_ITEM(d->wctx, 2), &srcs, 'i') < 0 || arr_get(PyTuple_GET_ITEM(d->wctx, 3), &nbytes, 'f') < 0 ||
+              arr_get(lat_o, &lat, 'f') < 0 || arr_get(ovh_o, &ovh, 'f') < 0;
+    Py_XDECREF(paths);
+    Py_XDECREF(lat_o);
+    Py_XDECREF(ovh_o);
+    if (bad)
+        goto out;
+    if (w_arr(net, W_REMAINING, &left, 'f', 1) < 0 || w_arr(net, W_BYTES, &bytes, 'f', 1) < 0 ||
+        w_arr(net, W_PATH, &path, 'i', 1) < 0 || w_arr(net, W_BOUND, &bound, 'f', 1) < 0 ||
+        w_arr(net, W_OWNER, &owner, 'i', 1) < 0 || arr_open(fm, &fmsg, 'i', 1) < 0)
+        goto out;
+    Py_ssize_t n = left.n, nf = PyList_GET_SIZE(free_);
+    if (fmsg.n < n || path.view.itemsize != 8 || owner.view.itemsize != 8 || fmsg.view.itemsize != 8) {
+        rc = 0;
+        goto out;
+    }
+    slots = malloc((size_t)k * sizeof(Py_ssize_t));
+    order = malloc((size_t)k * sizeof(Py_ssize_t));
+    starts = malloc((size_t)k * sizeof(double));
+    if (!slots || !order || !starts) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) { /* (checked first: nothing written on an error or a bad size) */
+        Py_ssize_t s = PyLong_AsSsize_t(PyList_GET_ITEM(free_, nf - 1 - i));
+        int64_t m = ms[i];
+        int64_t pid = index_ok(m, nbytes.n, "DfDone: message out of range") && m < pids.n ? arr_i(&pids, m) : -1;
+        int64_t src = pid >= 0 && m < srcs.n ? arr_i(&srcs, m) : -1;
+        if ((s == -1 && PyErr_Occurred()) || !index_ok(s, n, "DfDone: slot out of range") ||
+            !index_ok(pid, lat.n, "DfDone: path out of range") || !index_ok(src, ovh.n, "DfDone: sender out of range"))
+            goto out;
+        if (!(arr_f(&nbytes, m) >= 0)) {
+            rc = 0; /* (the Python lines raise the error) */
+            goto out;
+        }
+        slots[i] = s;
+        starts[i] = now + (arr_f(&lat, pid) + arr_f(&ovh, src));
+    }
+    if (PyList_SetSlice(free_, nf - k, nf, NULL) < 0)
+        goto out;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        int64_t m = ms[i], s = slots[i];
+        double size = arr_f(&nbytes, m);
+        *arr_fp(&left, s) = size;
+        *arr_fp(&bytes, s) = size;
+        *arr_ip(&path, s) = arr_i(&pids, m);
+        *arr_fp(&bound, s) = INFINITY;
+        *arr_ip(&owner, s) = owner_id;
+        *arr_ip(&fmsg, s) = m;
+    }
+    arrs_release(all, 11);
+    if (w_add(net, W_FLOWS_, k) < 0)
+        goto out;
+    /* _enqueue_all(starts, slots) */
+    int same = 1;
+    for (Py_ssize_t i = 1; i < k; i++)
+        same &= starts[i] == starts[0];
+    Py_ssize_t done_n = 0;
+    double last = -Py_HUGE_VAL;
+    while (done_n < k) {
+        double t;
+        Py_ssize_t m = 0;
+        if (same) {
+            t = starts[0];
+            for (Py_ssize_t i = 0; i < k; i++)
+                order[m++] = slots[i];
+        } else { /* the next distinct start time after ``last``, its slots in order */
+            t = Py_HUGE_VAL;
+            for (Py_ssize_t i = 0; i < k; i++)
+                if (starts[i] > last && starts[i] < t)
+                    t = starts[i];
+            for (Py_ssize_t i = 0; i < k; i++)
+                if (starts[i] == t)
+                    order[m++] = slots[i];
+            last = t;
+        }
+        done_n += m;
+        PyObject *part = w_slots(&w, order, m), *key = part ? PyFloat_FromDouble(t) : NULL;
+        if (!key) {
+            Py_XDECREF(part);
+            goto out;
+        }
+        int rc2 = w_enqueue(net, key, t, part);
+        Py_DECREF(part);
+        Py_DECREF(key);
+        if (rc2 < 0)
+            goto out;
+        if (same)
+            break;
+    }
+    rc = 1;
+out:
+    arrs_release(all, 11);
+    free(slots);
+    free(order);
+    free(starts);
+    Py_XDECREF(lane);
+    Py_XDECREF(stage);
+    Py_XDECREF(free_);
+    Py_XDECREF(fm);
+    Py_XDECREF(arr);
+    return rc;
+}
+
+/* the executor's _on_flows_done for completed flows ``slots`` */
+static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *now_o) {
+    PyObject *ex = d->ex, *st = NULL, *tables = NULL, *fm = NULL, *ms_o = NULL, *out = NULL, *r = NULL;
+    PyObject *wctx = PyTuple_GET_ITEM(d->wctx, 0);
+    WCtx w = {PyTuple_GET_ITEM(wctx, 0), PyTuple_GET_ITEM(wctx, 1), PyTuple_GET_ITEM(wctx, 2), NULL};
+    Py_ssize_t *ms = malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    int rc = -1;
+    if (!ms) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Arr fmsg;
+    fmsg.held = 0;
+    if (!(fm = iget(ex, d_s[D_F_MSG])) || arr_get(fm, &fmsg, 'i') < 0)
+        goto out;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!index_ok(slots[i], fmsg.n, "DfDone: slot out of range"))
+            goto out;
+        ms[i] = (Py_ssize_t)arr_i(&fmsg, slots[i]);
+    }
+    arr_release(&fmsg);
+    if (!(ms_o = w_slots(&w, ms, n)) || !(st = iget(ex, d_s[D_ST])) ||
+        !(tables = iget(ex, d_s[D_TABLES])))
+        goto out;
+    PyObject *argv[7] = {tables, ms_o, NULL, NULL, NULL, NULL, NULL};
+    if (!(argv[2] = iget(st, d_s[D_DEP])) || !(argv[3] = iget(st, d_s[D_GATE])) ||
+        !(argv[4] = iget(st, d_s[D_ARRIVED])) || !(argv[5] = iget(ex, d_s[D_STAMP])) ||
+        !(argv[6] = iget(ex, d_s[D_OUT]))) {
+        for (int j = 2; j < 7; j++)
+            Py_XDECREF(argv[j]);
+        goto out;
+    }
+    r = py_settle(NULL, argv, 7);
+    out = Py_NewRef(argv[6]);
+    for (int j = 2; j < 7; j++)
+        Py_DECREF(argv[j]);
+    if (!r)
+        goto out;
+    Py_ssize_t started = PyLong_AsSsize_t(PyTuple_GET_ITEM(r, 0));
+    long long held = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 1));
+    if (PyErr_Occurred())
+        goto out;
+    if (held) {
+        if (add_attr(st, d_s[D_HELD], (long)held) < 0 || iset(st, d_s[D_END], now_o) < 0)
+            goto out;
+    }
+    if (started) { /* self._send(self._out[:started].copy()) */
+        Arr o;
+        if (arr_get(out, &o, 'i') < 0)
+            goto out;
+        int64_t *go = malloc((size_t)started * sizeof(int64_t));
+        if (!go) {
+            arr_release(&o);
+            PyErr_NoMemory();
+            goto out;
+        }
+        for (Py_ssize_t i = 0; i < started; i++)
+            go[i] = arr_i(&o, i);
+        arr_release(&o);
+        int got = df_launch(d, go, started, now_o);
+        if (got == 0) {
+            Py_ssize_t *gs = malloc((size_t)started * sizeof(Py_ssize_t));
+            PyObject *part = NULL;
+            if (gs) {
+                for (Py_ssize_t i = 0; i < started; i++)
+                    gs[i] = (Py_ssize_t)go[i];
+                part = w_slots(&w, gs, started);
+                free(gs);
+            } else
+                PyErr_NoMemory();
+            got = part && w_call(ex, d_s[D_SEND], part, NULL, NULL) == 0 ? 1 : -1;
+            Py_XDECREF(part);
+        }
+        free(go);
+        if (got < 0)
+            goto out;
+    }
+    /* if st.held == len(flow) and not self.done.triggered: self.done.succeed() */
+    {
+        PyObject *h = iget(st, d_s[D_HELD]), *flow = h ? iget(ex, d_s[D_FLOW]) : NULL;
+        Py_ssize_t total = flow ? PyObject_Length(flow) : -1, hv = h ? PyLong_AsSsize_t(h) : -1;
+        Py_XDECREF(h);
+        Py_XDECREF(flow);
+        if (PyErr_Occurred())
+            goto out;
+        if (hv == total) {
+            PyObject *ev = iget(ex, d_s[D_DONE]), *trig = ev ? iget(ev, d_s[D_TRIGGERED]) : NULL;
+            int t = trig ? PyObject_IsTrue(trig) : -1;
+            Py_XDECREF(trig);
+            int bad = t < 0 || (!t && w_call(ev, s_succeed, NULL, NULL, NULL) < 0);
+            Py_XDECREF(ev);
+            if (bad)
+                goto out;
+        }
+    }
+    rc = 0;
+out:
+    arr_release(&fmsg);
+    free(ms);
+    Py_XDECREF(st);
+    Py_XDECREF(tables);
+    Py_XDECREF(fm);
+    Py_XDECREF(ms_o);
+    Py_XDECREF(out);
+    Py_XDECREF(r);
+    return rc;
+}
+
+static PyTypeObject DfDoneType;
+
+static int df_done_call(PyObject *done, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, PyObject *now_o) {
+    if (Py_TYPE(done) == &DfDoneType)
+        return df_done((DfDone *)done, slots, n, now_o);
+    PyObject *r = PyObject_CallFunctionObjArgs(done, arr, now_o, NULL);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* DfDone(slots, now): the same from Python (Network._finish and its kind) */
+static PyObject *DfDone_call(DfDone *d, PyObject *args, PyObject *kwds) {
+    PyObject *slots_o, *now_o;
+    if (!PyArg_ParseTuple(args, "OO", &slots_o, &now_o))
+        return NULL;
+    if (lane_strings() < 0 || w_strings() < 0)
+        return NULL;
+    Arr a;
+    if (arr_get(slots_o, &a, 'i') < 0)
+        return NULL;
+    Py_ssize_t *slots = malloc((size_t)(a.n ? a.n : 1) * sizeof(Py_ssize_t));
+    if (!slots) {
+        arr_release(&a);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < a.n; i++)
+        slots[i] = (Py_ssize_t)arr_i(&a, i);
+    Py_ssize_t n = a.n;
+    arr_release(&a);
+    int rc = df_done(d, slots, n, now_o);
+    free(slots);
+    return rc < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+static PyTypeObject DfDoneType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore.DfDone",
+    .tp_basicsize = sizeof(DfDone),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "DfDone(ex, (wctx, pids, srcs, nbytes, owner, cluster, None)): DataflowExecutor._on_flows_done",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)DfDone_init,
+    .tp_dealloc = (destructor)DfDone_dealloc,
+    .tp_traverse = (traverseproc)DfDone_traverse,
+    .tp_clear = (inquiry)DfDone_clear,
+    .tp_call = (ternaryfunc)DfDone_call,
+};
+
 static PyMethodDef module_methods[] = {
     {"fsum", py_fsum, METH_O, "fsum(array): math.fsum's correctly rounded sum"},
     {"drain_due", (PyCFunction)(void (*)(void))py_drain_due, METH_FASTCALL,
@@ -4809,6 +6316,9 @@ static PyMethodDef module_methods[] = {
                      "instant"),
     FASTCALL(hit_rates, "hit_rates(keys, rates, active, path, masked) -> (slots, rates) or None: Rates.compute's "
                         "cache hit"),
+    FASTCALL(net_wake, "net_wake(wctx, now): Network._wake's lines for a closed lane (Network._wake_py)"),
+    FASTCALL(net_run, "net_run(wctx, now): Network._wake and the wake-ups after it that would be SimPy's next steps "
+                      "(Network._wake_run)"),
     FASTCALL(wake_next, "wake_next(ctx, heap, due_at, is_active, due, pending, now) -> entries taken off: "
                         "Network._schedule_next"),
     FASTCALL(lane_send, "lane_send(ctx, src, dst, nbytes, bound, hook) -> the private send's event, None where it is "
@@ -4825,7 +6335,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__ratecore(void) {
-    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&FastType) < 0)
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&FastType) < 0 || PyType_Ready(&DfDoneType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
@@ -4839,6 +6349,12 @@ PyMODINIT_FUNC PyInit__ratecore(void) {
     Py_INCREF(&FastType);
     if (PyModule_AddObject(m, "Fast", (PyObject *)&FastType) < 0) {
         Py_DECREF(&FastType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&DfDoneType);
+    if (PyModule_AddObject(m, "DfDone", (PyObject *)&DfDoneType) < 0) {
+        Py_DECREF(&DfDoneType);
         Py_DECREF(m);
         return NULL;
     }

@@ -49,6 +49,9 @@ HELD = 1
 #: which the 64-chunk double binary tree on 16,384 GPUs, 4,194,048 messages, just fits)
 MAX_MESSAGES = 1 << 22
 _SMALL = 16  # batches up to this size are handled in scalar operations (numpy's per-call cost dominates)
+#: completed flows heard through the compiled core's DfDone where it is built (DataflowExecutor._bind_core);
+#: tests turn it off to compare
+_DF_CORE = True
 _ID = np.int32  # message ids in the dependency tables (MAX_MESSAGES and the edges fit)
 MAX_EDGES = (1 << 31) - 1  # (the most a table's 32-bit pointers reach)
 
@@ -381,7 +384,19 @@ class DataflowExecutor:
         if not len(self.flow):
             return
         self._send(np.flatnonzero(self.st.dep_left == 0))
+        self._bind_core()
         yield self.done
+
+    def _bind_core(self) -> None:
+        """Hear of completed flows through the compiled core's ``DfDone`` (:meth:`_on_flows_done`'s fused
+        lines, and :meth:`_send`'s launch, in C) where the network's whole wake-up runs there and the
+        message model is the nominal one (tests/test_wake_core.py holds it to the Python lines)."""
+        net = self.net
+        if not (self._fused and _DF_CORE and net._whole_ctx is not None and not getattr(net._model, "_models", True)):
+            return
+        flow = self.flow
+        wctx = (net._whole_ctx, flow.pids(net), flow.src, flow.nbytes, self.owner, net.cluster, None)
+        net.set_owner(self.owner, _CORE.DfDone(self, wctx))
 
     # ------------------------------------------------------------------ one instant
     def _send(self, ms: np.ndarray) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,6 +36,7 @@ import numpy as np
 import simpy
 from simpy.events import NORMAL, Event
 
+from . import rates as _rates_module
 from ._arrays import floats
 from .cluster import Cluster
 from .errors import RunError
@@ -99,6 +101,14 @@ _LANE_CORE = True
 #: few single sends started (Network._start_few) and a nominal unbounded batch launched (Network.launch);
 #: tests turn it off to compare (tests/test_wake_core.py)
 _WAKE_CORE = True
+#: the whole wake-up (Network._wake_py) in the compiled core where it is built (net_wake), with _WAKE_CORE;
+#: tests turn it off to compare (tests/test_wake_core.py)
+_WHOLE_CORE = True
+#: with it, a wake-up that would be the event loop's next step runs right after the one before it, with no
+#: event of its own (sim._ratecore.net_run); tests turn it off to compare
+_PUMP = True
+#: a list to record every wake-up in (Network._wake_record), or None (tests/test_wake_core.py)
+_WAKE_LOG: list[tuple[float, float, int, int, int, int, int, int]] | None = None
 
 
 class _PyDue:
@@ -293,6 +303,14 @@ class Network:
             )
             self._lane_ctx = ctx if self._lane and _LANE_CORE else None
             self._wake_ctx = ctx if _WAKE_CORE else None
+        #: the whole wake-up's context for the compiled core's net_wake (None: Network._wake_py)
+        #: (SimPy's own step: no look at the clock between events, so a wake-up may run the next one itself)
+        plain = type(env).step is simpy.Environment.step
+        self._whole_ctx = (
+            (self._wake_ctx, np.empty, np.int64, _rates_module, sys.modules[__name__], plain)
+            if self._wake_ctx is not None and _WHOLE_CORE
+            else None
+        )
 
     # ------------------------------------------------------------------ public API
     def send(
@@ -929,6 +947,12 @@ class Network:
             self._wake()
 
     def _wake(self) -> None:
+        whole = self._whole_ctx
+        if whole is not None and _RESUME_IN_WAKE and not self._lane:
+            # the lines below, and every wake-up after it that would be SimPy's next step, in C
+            # (tests/test_wake_core.py holds them equal wake-up by wake-up)
+            _ops.net_run(whole, self.env._now)
+            return
         self.wakeups += 1
         now = self.env._now  # (env.now, without its property's call)
         self._wake_at = np.inf
@@ -938,24 +962,58 @@ class Network:
         if self._lane:
             self._wake_lane(now)
         else:
-            # nothing is scheduled while the wake-up runs (flows launched by its callbacks would each
-            # schedule a wake-up that the one _schedule_next makes at its end supersedes)
-            self._wake_at = -np.inf
-            self._flush()
-            changed = self._drain(now)
-            pending = self._pending
-            while pending and pending[0] <= now:
-                starting = self._pending_at.pop(heapq.heappop(pending))
-                changed = self._start(starting, now) or changed
-                # owners called back during _drain may have launched flows that start right now
-            if changed:
-                self._solve()
-            self._schedule_next(now)
+            self._wake_py(now)
             for hook in self.after_wake:
                 hook()
         held, self._held = self._held, None
         if held:
             self._resume_held(held, now)
+        if _WAKE_LOG is not None:
+            _WAKE_LOG.append(self._wake_record(now))
+
+    def _wake_record(self, now: float) -> tuple[float, float, int, int, int, int, int, int]:
+        """What a wake-up left (``_WAKE_LOG``'s record; net_run writes the same): its time, the next
+        wake-up, the flows draining, the due heap's entries, solves, cache hits, and the draining flows'
+        slots summed, unweighted and weighted by their paths."""
+        active = np.flatnonzero(self._is_active)
+        by_path = int((active * self._path[active]).sum())
+        rates = self.rates
+        return (
+            now,
+            self._wake_at,
+            self._nactive,
+            self._due_entries,
+            rates.solves,
+            rates.cache_hits,
+            int(active.sum()),
+            by_path,
+        )
+
+    def _wake_py(self, now: float) -> None:
+        """A wake-up's work once the lane is closed: drain, start, solve, and the next wake-up scheduled
+        (``sim._ratecore.net_wake`` does the same, and ``net_run`` for :meth:`_wake` as a whole, calling
+        back the methods below where a step is not the common one)."""
+        # nothing is scheduled while the wake-up runs (flows launched by its callbacks would each
+        # schedule a wake-up that the one _schedule_next makes at its end supersedes)
+        self._wake_at = -np.inf
+        self._flush()
+        changed = self._drain(now)
+        pending = self._pending
+        while pending and pending[0] <= now:
+            starting = self._pending_at.pop(heapq.heappop(pending))
+            changed = self._start(starting, now) or changed
+            # owners called back during _drain may have launched flows that start right now
+        if changed:
+            self._solve()
+        self._schedule_next(now)
+
+    def _added(self, slots: np.ndarray) -> None:
+        """:mod:`sim.rates` hears that flows ``slots`` started draining (``net_wake``'s call)."""
+        self.rates.added(slots, self._path[slots], self._bound[slots])
+
+    def _removed(self, slots: np.ndarray) -> None:
+        """:mod:`sim.rates` hears that flows ``slots`` ended (``net_wake``'s call)."""
+        self.rates.removed(slots, self._path[slots], self._bound[slots], self._rate[slots])
 
     def trigger(self, event: Event, value: Any) -> None:
         """Trigger ``event`` with ``value`` (:func:`settle`); during a wake-up, an event a process waits

@@ -99,6 +99,17 @@ _RECOUNT_CORE = 16
 #: to compare
 _HIT_CORE = True
 
+#: the network's side of a computation, as Rates.compute is given it: (active_slots, path, bound, rate,
+#: entries, apply)
+_Ask = tuple[
+    Callable[[], np.ndarray],
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    Callable[[], tuple[np.ndarray, np.ndarray]],
+    Callable[[Any, Any], None],
+]
+
 
 def _thresholds(capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per link direction, the load above which a solve overfills it (top) and from which it is full
@@ -484,6 +495,7 @@ class Rates:
             return
         self._alone_rates = False
         cacheable = self._bounded == 0
+        ask = (active_slots, path, bound, rate, entries, apply)
         if cacheable:
             hit = self._cache.get(self._key)
             if hit is not None and hit[2] == count:
@@ -504,35 +516,59 @@ class Rates:
         elif self._valid and self._incremental and count >= _INCREMENTAL_MIN:
             if self._members is None:
                 self._rebuild(active_slots(), path)
-            core = self._use_core
-            limit = min(count // 2, _COMPONENT_MAX_CORE if core else _COMPONENT_MAX)
+            limit = min(count // 2, _COMPONENT_MAX_CORE if self._use_core else _COMPONENT_MAX)
             solved = None
-            spread = self._spread
-            if not spread:
+            if not self._spread:
                 new = [slot for slots in fresh for slot in slots.tolist()]
                 if len(new) < limit:  # (a batch of half the active flows or more: solve them all)
                     solved = self._solve_component(path, bound, new, gone, limit)
-                    if solved is None:  # components that reach much of the fabric: spread along full
-                        spread = True  # links this time, and from now on once it keeps happening
-                        self._spills += 1
-                        self._spread = self._spills >= _SPREAD_AFTER
-            if spread:
-                if self._load is None:
-                    self._reload(active_slots(), *entries(), rate, gone)
-                if self._spread:  # a part costs more per flow than a solve of all does (see _PART_SHARE)
-                    limit = min(_PART_FLOOR + count // (_PART_SHARE_CORE if core else _PART_SHARE), limit)
-                solved = self._solve_part(path, bound, rate, fresh, self._unload(gone), limit)
-                if not self._spread:
-                    self._load = None  # whole components keep no loads
-            if solved is None:
-                self._skip, self._skip_next = self._skip_next, min(2 * self._skip_next, _SKIP_MAX)
+                    if solved is None:  # components that reach much of the fabric
+                        self._spilled(count, ask, fresh, gone, limit, cacheable)
+                        return
             else:
-                self._skip_next = 1
-                self.solves += 1
-                self.partial += 1
-                if solved[0]:
-                    apply(*solved)
-                return
+                solved = self._by_full_links(count, ask, fresh, gone, limit)
+            self._settled(solved, ask, cacheable)
+            return
+        self._solve_all(ask, cacheable)
+
+    def _spilled(self, count: int, ask: _Ask, fresh: list[np.ndarray], gone: list, limit: int, cacheable: bool) -> None:
+        """:meth:`compute` where whole components reached ``limit`` flows: the change spreads along full
+        links this time, and from now on once it keeps happening."""
+        self._spills += 1
+        self._spread = self._spills >= _SPREAD_AFTER
+        self._settled(self._by_full_links(count, ask, fresh, gone, limit), ask, cacheable)
+
+    def _by_full_links(
+        self, count: int, ask: _Ask, fresh: list[np.ndarray], gone: list, limit: int
+    ) -> tuple[list[int], list[float]] | None:
+        """The flows a change touches through full links re-solved (:meth:`_solve_part`), the loads
+        taken first where none are kept."""
+        active_slots, path, bound, rate, entries, _ = ask
+        if self._load is None:
+            self._reload(active_slots(), *entries(), rate, gone)
+        if self._spread:  # a part costs more per flow than a solve of all does (see _PART_SHARE)
+            limit = min(_PART_FLOOR + count // (_PART_SHARE_CORE if self._use_core else _PART_SHARE), limit)
+        solved = self._solve_part(path, bound, rate, fresh, self._unload(gone), limit)
+        if not self._spread:
+            self._load = None  # whole components keep no loads
+        return solved
+
+    def _settled(self, solved: tuple[list[int], list[float]] | None, ask: _Ask, cacheable: bool) -> None:
+        """A partial re-solve's rates applied, or, where it touched too much (None), a while of solves of
+        all the flows from this one on."""
+        if solved is None:
+            self._skip, self._skip_next = self._skip_next, min(2 * self._skip_next, _SKIP_MAX)
+            self._solve_all(ask, cacheable)
+            return
+        self._skip_next = 1
+        self.solves += 1
+        self.partial += 1
+        if solved[0]:
+            ask[5](*solved)
+
+    def _solve_all(self, ask: _Ask, cacheable: bool) -> None:
+        """:meth:`compute`'s last resort: max-min over every active flow (cached where no flow has a bound)."""
+        active_slots, path, bound, _, entries, apply = ask
         self.solves += 1
         active = active_slots()
         pids = path[active]

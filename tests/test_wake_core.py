@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import simpy
 
+import sim.dataflow as dataflow
 import sim.network as network
 import sim.rates as rates
 from sim import simulate
@@ -38,28 +39,26 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _run(monkeypatch: pytest.MonkeyPatch, core: bool, *args: Any, **kw: Any) -> tuple[Any, list[Any]]:
-    """The run, and every wake-up of every network it made: (its time, the next wake-up it left, the flows
-    draining, the due heap's entries, solves, cache hits)."""
+def _run(
+    monkeypatch: pytest.MonkeyPatch, core: bool, *args: Any, pump: bool = True, **kw: Any
+) -> tuple[Any, list[Any]]:
+    """The run, and every wake-up of every network it made (``sim.network._WAKE_LOG``, written by the Python
+    lines and by ``net_run`` alike): (its time, the next wake-up it left, the flows draining, the due heap's
+    entries, solves, cache hits)."""
     woken: list[Any] = []
-    wake = network.Network._wake
-
-    def recording(self: Any) -> None:
-        now = self.env.now
-        wake(self)
-        woken.append((now, self._wake_at, self._nactive, self._due_entries, self.rates.solves, self.rates.cache_hits))
-
     with monkeypatch.context() as m:
         m.setattr(network, "_WAKE_CORE", core)
         m.setattr(rates, "_HIT_CORE", core)
-        m.setattr(network.Network, "_wake", recording)
+        m.setattr(dataflow, "_DF_CORE", core)
+        m.setattr(network, "_PUMP", pump)
+        m.setattr(network, "_WAKE_LOG", woken)
         result = simulate(*args, **kw)
     return result, woken
 
 
-def _both(monkeypatch: pytest.MonkeyPatch, *args: Any, **kw: Any) -> tuple[Any, list[Any]]:
+def _both(monkeypatch: pytest.MonkeyPatch, *args: Any, pump: bool = True, **kw: Any) -> tuple[Any, list[Any]]:
     """The run with the core's wake-up lines and with the Python lines: the same in everything."""
-    fast, woken = _run(monkeypatch, True, *args, **kw)
+    fast, woken = _run(monkeypatch, True, *args, pump=pump, **kw)
     ref, ref_woken = _run(monkeypatch, False, *args, **kw)
     assert woken == ref_woken
     _same(fast, ref)
@@ -77,8 +76,9 @@ CONGESTED = [
 
 @pytest.mark.parametrize("graph, algorithm", UNIFORM + CONGESTED)
 @pytest.mark.parametrize("engine", ["message", "fast"])
-def test_the_core_gives_the_python_lines_results(monkeypatch, graph, algorithm, engine):
-    _both(monkeypatch, graph, "allreduce", algorithm, 2**22 + 7, engine=engine, gamma=1e-11)
+@pytest.mark.parametrize("gamma", [0.0, 1e-11])
+def test_the_core_gives_the_python_lines_results(monkeypatch, graph, algorithm, engine, gamma):
+    _both(monkeypatch, graph, "allreduce", algorithm, 2**22 + 7, engine=engine, gamma=gamma)
 
 
 def test_the_cache_hits_and_the_wake_ups_are_exercised(monkeypatch):
@@ -171,3 +171,137 @@ def test_wake_next_is_the_python_lines(monkeypatch, dues, stale, pending, now):
         return net._wake_at, queued, list(net._heap), dict(net._due_at), net._due_entries
 
     assert state(True) == state(False)
+
+
+# the whole wake-up in C (net_run / net_wake), the dataflow's completions in C (DfDone), the pump
+
+
+def _spied(monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], list[Any]]:
+    """Every call of :meth:`Network._wake` (the event loop's steps into the network), and the executors
+    whose completions the compiled core took over (DataflowExecutor._bind_core)."""
+    steps: list[Any] = []
+    bound: list[Any] = []
+    wake, bind = network.Network._wake, dataflow.DataflowExecutor._bind_core
+
+    def stepping(self: Any) -> None:
+        steps.append(self.env.now)
+        wake(self)
+
+    def binding(self: Any) -> None:
+        bind(self)
+        if isinstance(self.net._owners[self.owner], _CORE.DfDone):
+            bound.append(self)
+
+    monkeypatch.setattr(network.Network, "_wake", stepping)
+    monkeypatch.setattr(dataflow.DataflowExecutor, "_bind_core", binding)
+    return steps, bound
+
+
+DATAFLOW = [
+    (dgx(hosts=8, gpus_per_host=4, hosts_per_leaf=2, spines=1), "double-binary-tree:chunks=8"),
+    (dgx(hosts=4, gpus_per_host=8, hosts_per_leaf=1, spines=1), "double-binary-tree:chunks=16"),
+    (dgx(hosts=6, gpus_per_host=2), "double-binary-tree:chunks=5"),
+    (dgx(hosts=8, gpus_per_host=4, hosts_per_leaf=2, spines=1), "tree:chunks=8"),
+]
+
+
+@pytest.mark.parametrize("graph, algorithm", DATAFLOW)
+@pytest.mark.parametrize("size", [2**20 + 3, 2**24])
+def test_the_dataflow_core_gives_the_python_lines_results(monkeypatch, graph, algorithm, size):
+    """``fast:dataflow`` with no reduction time (the executor's fused instants): its completions heard by
+    the core's ``DfDone`` (settle, launch, the starts entered), the network's wake-ups in ``net_run`` -- the
+    same wake-ups, one by one, as the Python lines', and the same results."""
+    steps, bound = _spied(monkeypatch)
+    fast, woken = _both(monkeypatch, graph, "allreduce", algorithm, size, engine="fast", gamma=0.0)
+    assert fast.engine == "fast:dataflow"
+    assert len(bound) == 1  # (the core's run, not the Python lines')
+    assert len(woken) > 20
+
+
+@pytest.mark.parametrize("graph, algorithm", DATAFLOW[:2] + CONGESTED[:2])
+@pytest.mark.parametrize("engine", ["message", "fast"])
+def test_the_pump_runs_the_wake_ups_the_event_loop_would_step_to(monkeypatch, graph, algorithm, engine):
+    """With the pump, a wake-up that would be the event loop's next step runs right after the one before it
+    (no event, no step): the same wake-ups at the same times, the same events counted, as without it and as
+    the Python lines -- and the event loop steps into the network fewer times than it wakes."""
+    steps, _ = _spied(monkeypatch)
+    size = 2**22 + 7
+    pumped, woken = _run(monkeypatch, True, graph, "allreduce", algorithm, size, engine=engine, gamma=0.0)
+    stepped = len(steps)
+    steps.clear()
+    plain, plain_woken = _run(
+        monkeypatch, True, graph, "allreduce", algorithm, size, engine=engine, gamma=0.0, pump=False
+    )
+    assert len(steps) == len(plain_woken)  # (without the pump, a step per wake-up)
+    ref, ref_woken = _run(monkeypatch, False, graph, "allreduce", algorithm, size, engine=engine, gamma=0.0)
+    assert woken == plain_woken == ref_woken
+    for run in (pumped, plain):
+        _same(run, ref)
+        assert (repr(run.time_s), run.events) == (repr(ref.time_s), ref.events)
+    assert stepped <= len(woken)
+    if engine == "fast" and algorithm.startswith("double-binary-tree"):
+        assert stepped < len(woken) // 2
+
+
+@pytest.mark.parametrize("graph, algorithm", DATAFLOW[:1] + CONGESTED[:1])
+def test_under_a_deadline_every_wake_up_keeps_its_event(monkeypatch, graph, algorithm):
+    """A deadline's environment looks at the clock at every step: the pump then leaves every wake-up to the
+    event loop, and the results are the Python lines'."""
+    from sim.deadline import deadline
+
+    steps, _ = _spied(monkeypatch)
+    with deadline(600):
+        _, woken = _both(monkeypatch, graph, "allreduce", algorithm, 2**22, engine="fast", gamma=0.0)
+    assert len(steps) == 2 * len(woken)  # (both runs: each wake-up a step of its own)
+
+
+def test_arrays_are_read_as_they_are_now():
+    """The core remembers what a buffer request on an array gave (by the array's identity): arrays made and
+    dropped one after another (the same addresses reused) are read as they are, and an array remembered as
+    read-only is not written."""
+    rng = np.random.default_rng(5)
+    for trial in range(400):
+        n = int(rng.integers(1, 9))
+        table = rng.integers(0, 2**62, size=12, dtype=np.int64).astype(np.uint64)
+        pids = rng.integers(0, 12, size=n).astype(np.int64)
+        bounds = np.where(rng.random(n) < 0.5, np.inf, rng.random(n))
+        got = _CORE.hash_finite(table, pids, bounds)
+        want = (int(table[pids].sum(dtype=np.uint64)), int(np.isfinite(bounds).sum()))
+        assert got == want, trial
+        del table, pids, bounds
+    rate = np.ones(4)
+    rate.flags.writeable = False
+    assert _CORE.fsum(rate) == 4.0  # (read: remembered as read-only)
+    one = np.array([1], dtype=np.int64)
+    with pytest.raises((ValueError, BufferError)):
+        _CORE.finish_flows(one, np.zeros(4, np.int64), np.ones(4), np.zeros(2), rate, np.zeros(4, np.int64))
+    assert (rate == 1.0).all()
+
+
+def test_dfdone_from_python_is_the_executors_lines(monkeypatch):
+    """``DfDone`` called from Python (the network's Python lines call an owner with an array of slots): a
+    run whose every completion goes through the Python ``_finish`` and ``_finish_few`` gives the Python
+    lines' results."""
+    graph, algorithm = DATAFLOW[0]
+    ref, _ = _run(monkeypatch, False, graph, "allreduce", algorithm, 2**22, engine="fast", gamma=0.0)
+    with monkeypatch.context() as m:
+        m.setattr(network, "_WHOLE_CORE", False)  # (the wake-up in Python, the completions in DfDone)
+        m.setattr(dataflow.DataflowExecutor, "_bind_core", _bind_anyway)
+        m.setattr(dataflow.DataflowExecutor, "_on_flows_done", _never)
+        got = simulate(graph, "allreduce", algorithm, 2**22, engine="fast", gamma=0.0)
+    _same(got, ref)
+    assert (repr(got.time_s), got.events) == (repr(ref.time_s), ref.events)
+
+
+def _never(self: Any, slots: Any, now: float) -> None:
+    raise AssertionError("the executor's Python lines heard of completed flows")
+
+
+def _bind_anyway(self: Any) -> None:
+    """DataflowExecutor._bind_core without the whole wake-up in C: a context made for DfDone alone."""
+    net = self.net
+    whole = (net._wake_ctx, np.empty, np.int64, rates, network, False)
+    flow = self.flow
+    net.set_owner(
+        self.owner, _CORE.DfDone(self, (whole, flow.pids(net), flow.src, flow.nbytes, self.owner, net.cluster, None))
+    )
