@@ -161,7 +161,9 @@ def phase_blocks(
         row[:u] = bulk.up[s0, :u]
         row[u], row[u + 1] = t_arcs[0], d_arcs[0]
         row[u + 2 : u + 2 + v] = bulk.down[d0, :v][::-1]
-        key, count, arcs, arc_count = _chains(bulk, src_nodes, dst_nodes, up_t, down_t, n_across, m_across, u, u + 2, width)
+        key, count, arcs, arc_count = _chains(
+            bulk, src_nodes, dst_nodes, up_t, down_t, n_across, m_across, u, u + 2, width
+        )
         mid_key = np.concatenate([t_arcs * width + u, d_arcs * width + u + 1])
         mid_cnt = np.concatenate([t_cnt, d_cnt])
         key, count = _summed(np.concatenate([key, mid_key]), np.concatenate([count, mid_cnt]))
