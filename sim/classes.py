@@ -558,6 +558,14 @@ class FanExecutor:
             getattr(self.net, kind)(*args)
         yield self.env.timeout(end - self.env.now)
 
+    def unpathed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The bytes this run booked without paths (:meth:`sim.network.Network.account_arcs`: per link
+        direction, sent and received per rank), summed; None where it booked every message by path."""
+        booked = [args for kind, args in self._booked if kind == "account_arcs"]
+        if not booked or self.mode != "classes":
+            return None
+        return tuple(np.sum([args[i] for args in booked], axis=0) for i in range(3))  # type: ignore[return-value]
+
     # ------------------------------------------------------------------ routes and phases
     def routes(self, srcs: np.ndarray, dsts: np.ndarray, ids: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
         """Arcs of the routes ``srcs`` -> ``dsts`` (rows padded with -1), and their interned path ids
