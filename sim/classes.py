@@ -31,6 +31,12 @@ which with one shard per rank -- every NIC full, the fabric one component, the f
 mostly completing first -- is a tenth of the component on average (64 and 128 GPUs; 2,048 GPUs with
 S = hosts too).
 
+On a two-level fabric routed by destination (InfiniBand's D-mod-K: ``dgx:...,ecmp=destination``) a
+phase's classes are built from the fabric's structure -- the far pairs counted per source, destination,
+(leaf, spine) and (spine, leaf), the few near pairs listed (:mod:`sim.fanblocks`) -- without listing the
+p·S pairs; their members stay implicit, and where one such class has to list them (a split, a
+verification member by member) the run starts again with every phase built pair by pair.
+
 Only for an algorithm alone on the network (a class assumes nothing else shares its links) and without
 the data check (which needs every message's payload: ``--check`` runs the messages).
 """
@@ -469,8 +475,10 @@ class FanExecutor:
     times as the algorithm's SimPy process. ``run()`` is the process body.
 
     ``fallback`` (the algorithm's own process) runs instead when the classes fragment past
-    ``max_classes`` (default ``max(128, messages / 2)``); ``paths`` interns every route as a path even
-    for plans of more than 4 M messages (the training model books an all-reduce's bytes by path).
+    ``max_classes`` (default ``max(128, messages / 2)``); ``paths`` interns every route of a phase built
+    pair by pair as a path even for plans of more than 4 M messages. A phase built from the fabric's
+    structure (:mod:`sim.fanblocks`: a two-level fabric routed by destination) interns none: its bytes
+    are booked per arc and rank (:meth:`unpathed`).
 
     Attributes
     ----------

@@ -23,6 +23,11 @@ FABRICS = [
     "dgx:hosts=9,gpus_per_host=2,hosts_per_leaf=4,spines=2,ecmp=destination",
     "dgx:hosts=16,gpus_per_host=4,hosts_per_leaf=4,ecmp=destination",
     "dgx:hosts=32,gpus_per_host=2,hosts_per_leaf=8,spines=5,ecmp=destination",
+    # hosts on the leaves themselves: pairs under one leaf are near (through the leaf), and the pushes
+    # into a host's link split (the runs start again pair by pair)
+    "leaf-spine:leaves=3,hosts_per_leaf=3,spines=2,bandwidth=100Gbps,ecmp=destination",
+    "leaf-spine:leaves=4,hosts_per_leaf=2,spines=3,bandwidth=100Gbps,uplink_bandwidth=50Gbps,gpus_per_host=2,"
+    "intra_bandwidth=200Gbps,ecmp=destination",
 ]
 #: (spec, ranks: None for every GPU, else the GPUs less this many hosts' worth)
 SPECS = [
@@ -177,10 +182,11 @@ def test_a_split_starts_the_run_again_pair_by_pair():
     g.nodes["h1:gpu0"]["compute_scale"] = 3.0
     for u, v in (("h2:nic1", "leaf1.1"), ("spine0", "leaf0.2")):
         g.edges[u, v]["bandwidth"] *= 0.3
-    fast, t, *_ = _run(g, "ps", 2**22, True, gamma=1e-10)
+    fast, t, arcs, _, _, flows = _run(g, "ps", 2**22, True, gamma=1e-10)
     assert not fast.structured and fast.splits > 0
     m = simulate(g, "allreduce", "ps", 2**22, gamma=1e-10, engine="message")
     assert abs(t - m.time_s) <= 1e-9 * m.time_s
+    assert flows == m.flows and float(arcs.sum()) == pytest.approx(m.link_bytes, rel=1e-12)
 
 
 def test_a_straggling_server_pulls_alone_from_the_structure():
@@ -188,10 +194,12 @@ def test_a_straggling_server_pulls_alone_from_the_structure():
     from the structure, with the pairs' time."""
     g = dgx(hosts=4, gpus_per_host=4, hosts_per_leaf=2, ecmp="destination")
     g.nodes["h2:gpu1"]["compute_scale"] = 4.0
-    fast, t_fast, *_ = _run(g, "ps", 2**22, True, gamma=1e-10)
-    slow, t_slow, *_ = _run(g, "ps", 2**22, False, gamma=1e-10)
+    fast, t_fast, *bytes_fast = _run(g, "ps", 2**22, True, gamma=1e-10)
+    slow, t_slow, *bytes_slow = _run(g, "ps", 2**22, False, gamma=1e-10)
     assert fast.structured and fast.implicit >= 3
     assert repr(t_fast) == repr(t_slow)
+    for x, y in zip(bytes_fast[:3], bytes_slow[:3], strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize(
