@@ -23,6 +23,8 @@ FABRICS = [
     "dgx:hosts=9,gpus_per_host=2,hosts_per_leaf=4,spines=2,ecmp=destination",
     "dgx:hosts=16,gpus_per_host=4,hosts_per_leaf=4,ecmp=destination",
     "dgx:hosts=32,gpus_per_host=2,hosts_per_leaf=8,spines=5,ecmp=destination",
+    # NVLink as slow to cross as two leaf links: near pairs and pairs under one leaf start together
+    "dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=3,spines=2,nvlink_latency=1us,latency=1us,ecmp=destination",
     # hosts on the leaves themselves: pairs under one leaf are near (through the leaf), and the pushes
     # into a host's link split (the runs start again pair by pair)
     "leaf-spine:leaves=3,hosts_per_leaf=3,spines=2,bandwidth=100Gbps,ecmp=destination",
