@@ -102,6 +102,12 @@ CASES = [
         )
     ),
     Case("ps-colocated-1k", "dgx:hosts=128", "ps:shards=128", "1GiB", "auto", None, None),
+    # one shard per rank routed by destination (the 70B report's ps): p(p - 1) pushes and as many pulls,
+    # 33.5 M flows at 4k GPUs, 537 M at 16k
+    *(
+        Case(f"ps-rank-{k}k-ib", f"dgx:hosts={128 * k},ecmp=destination", "ps", "25MiB", "auto", None, None)
+        for k in (4, 8, 16)
+    ),
     # the scaling curve between (S = hosts): from 2k GPUs the leaves above the servers are full and
     # the pushes split into (server, spine) classes
     *(

@@ -31,6 +31,12 @@ which with one shard per rank -- every NIC full, the fabric one component, the f
 mostly completing first -- is a tenth of the component on average (64 and 128 GPUs; 2,048 GPUs with
 S = hosts too).
 
+On a two-level fabric routed by destination (InfiniBand's D-mod-K: ``dgx:...,ecmp=destination``) a
+phase's classes are built from the fabric's structure -- the far pairs counted per source, destination,
+(leaf, spine) and (spine, leaf), the few near pairs listed (:mod:`sim.fanblocks`) -- without listing the
+p·S pairs; their members stay implicit, and where one such class has to list them (a split, a
+verification member by member) the run starts again with every phase built pair by pair.
+
 Only for an algorithm alone on the network (a class assumes nothing else shares its links) and without
 the data check (which needs every message's payload: ``--check`` runs the messages).
 """
@@ -48,6 +54,7 @@ from . import maxmin as _maxmin
 from ._arrays import ranges
 from .bulkroute import bulk_router
 from .deadline import check as check_deadline
+from .fanblocks import phase_blocks
 from .maxmin import maxmin_rates
 from .rates import _CORE, _static_dominators, gather_arcs
 
@@ -64,6 +71,7 @@ _FLOWS_PER_CLASS = 2
 _WARM = 0.5  # the fraction of its capacity an arc's load reaches to be followed exactly (sim.classes._full)
 _COMPACT_MIN = 1 << 20  # crossings in the class table below which dead classes' are not dropped
 _NEAR = 1e-6  # rates this close below a completed class's are sorted for a gap first (FanExecutor._cut_below)
+_STRUCTURE = True  # phases built from the fabric's structure where it has one (sim.fanblocks)
 
 
 class Fragmented(Exception):
@@ -134,19 +142,64 @@ class _Phase:
 class _Class:
     """Equivalent flows: pairs ``members`` of ``phase``, all draining together; their numbers -- start,
     wire bytes left, rate, crossing counts per (arc, hop) -- are row ``id`` of the executor's class
-    table (:class:`_Table`), so a re-solve is numpy work over the table, not Python per class."""
+    table (:class:`_Table`), so a re-solve is numpy work over the table, not Python per class. A class
+    built from the fabric's structure (:mod:`sim.fanblocks`) holds only how many members it has
+    (:class:`_Counts`): asking for its members raises :class:`_Implicit`."""
 
-    __slots__ = ("cross", "id", "members", "phase")
+    __slots__ = ("_members", "cross", "id", "phase")
 
-    def __init__(self, phase: _Phase, members: np.ndarray, cid: int) -> None:
+    def __init__(self, phase: _Phase, members: np.ndarray | _Counts, cid: int) -> None:
         self.phase = phase
-        self.members = members
+        self._members = members
         self.id = cid
         self.cross: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (member, arc, hop), once asked for
 
     @property
+    def members(self) -> np.ndarray:
+        members = self._members
+        if isinstance(members, _Counts):
+            raise _Implicit(f"class {self.id}'s {members.size} members were never listed")
+        return members
+
+    @property
     def size(self) -> int:
-        return len(self.members)
+        return len(self._members)
+
+    def per_server(self, servers: int) -> np.ndarray:
+        """How many of the members each server (index) has: pushes only."""
+        members = self._members
+        if isinstance(members, _Counts):
+            return members.per_server
+        return np.bincount(self.phase.server(members), minlength=servers)
+
+
+class _Counts:
+    """The members of a class built from the fabric's structure: how many, and how many each server
+    has (pushes; None for pulls) -- never enumerated."""
+
+    __slots__ = ("per_server", "size")
+
+    def __init__(self, size: int, per_server: np.ndarray | None) -> None:
+        self.size = size
+        self.per_server = per_server
+
+    def __len__(self) -> int:
+        return self.size
+
+
+class _Implicit(Exception):
+    """A class built from the fabric's structure was asked for its members (a split, or a verification
+    member by member): the run starts again with every phase built pair by pair."""
+
+
+class _Counted:
+    """Crossing counts already summed (what :class:`_Entries` returns)."""
+
+    def __init__(self, arc: np.ndarray, hop: np.ndarray, count: np.ndarray, width: int) -> None:
+        self._result = (arc, hop, count, width)
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        return self._result
 
 
 class _Table:
@@ -182,7 +235,9 @@ class _Table:
         out[: len(arr)] = arr
         return out
 
-    def add(self, phase: _Phase, members: np.ndarray, start: float, remaining: float, entries: _Entries) -> _Class:
+    def add(
+        self, phase: _Phase, members: np.ndarray | _Counts, start: float, remaining: float, entries: _Entries | _Counted
+    ) -> _Class:
         """A new (not yet active) class of ``members`` with the crossings ``entries`` counted."""
         arc, hop, count, width = entries.result()
         ids = self.add_many([phase], [members], [start], [remaining], [width], [len(arc)], (arc, hop, count))
@@ -191,7 +246,7 @@ class _Table:
     def add_many(
         self,
         phases: list[_Phase],
-        members: list[np.ndarray],
+        members: list[np.ndarray] | list[_Counts],
         start: Any,
         remaining: Any,
         width: Any,
@@ -420,8 +475,10 @@ class FanExecutor:
     times as the algorithm's SimPy process. ``run()`` is the process body.
 
     ``fallback`` (the algorithm's own process) runs instead when the classes fragment past
-    ``max_classes`` (default ``max(128, messages / 2)``); ``paths`` interns every route as a path even
-    for plans of more than 4 M messages (the training model books an all-reduce's bytes by path).
+    ``max_classes`` (default ``max(128, messages / 2)``); ``paths`` interns every route of a phase built
+    pair by pair as a path even for plans of more than 4 M messages. A phase built from the fabric's
+    structure (:mod:`sim.fanblocks`: a two-level fabric routed by destination) interns none: its bytes
+    are booked per arc and rank (:meth:`unpathed`).
 
     Attributes
     ----------
@@ -485,6 +542,10 @@ class FanExecutor:
         # routes interned as paths (Network.path_bytes sees the bytes): asked for, or small enough
         self.intern = paths or 2 * s * self.per <= _INTERN_MAX or self.bulk is None
         self._dom = _static_dominators(cl)
+        #: phases built from the fabric's structure (:mod:`sim.fanblocks`), without listing their pairs;
+        #: False once such a class had to list its members (the run then started again pair by pair)
+        self.structured = _STRUCTURE and self.bulk is not None and self.bulk.dest_key is not None
+        self.implicit = 0  # phases so built
 
     @property
     def compactions(self) -> int:
@@ -504,6 +565,14 @@ class FanExecutor:
         for kind, args in self._booked:
             getattr(self.net, kind)(*args)
         yield self.env.timeout(end - self.env.now)
+
+    def unpathed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The bytes this run booked without paths (:meth:`sim.network.Network.account_arcs`: per link
+        direction, sent and received per rank), summed; None where it booked every message by path."""
+        booked = [args for kind, args in self._booked if kind == "account_arcs"]
+        if not booked or self.mode != "classes":
+            return None
+        return tuple(np.sum([args[i] for args in booked], axis=0) for i in range(3))  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ routes and phases
     def routes(self, srcs: np.ndarray, dsts: np.ndarray, ids: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
@@ -554,11 +623,23 @@ class FanExecutor:
             raise AssertionError("a route crosses an arc without the arc that dominates it")
         return np.where(hit, -1, rows)
 
+    def _delays(self, rows: np.ndarray, srcs: np.ndarray) -> np.ndarray:
+        """The start delays of messages from ``srcs`` along route ``rows`` (padded with -1): their
+        latencies summed row by row, plus the sender's overhead."""
+        cl = self.cluster
+        return np.where(rows >= 0, cl.latency[np.maximum(rows, 0)], 0.0).sum(axis=1) + cl.overhead[srcs]
+
     def _phase(self, servers: np.ndarray, t: float, push: bool) -> list[_Class]:
         """The classes of the pushes to (``push``) or the pulls from ``servers`` (indices), sent at
-        ``t``: messages with the same start delay and wire bytes, and their crossing counts."""
+        ``t``: messages with the same start delay and wire bytes, and their crossing counts -- from the
+        fabric's structure where it has one (:meth:`_phase_blocks`), else pair by pair."""
         plan, cl = self.plan, self.cluster
         phase = _Phase(self, servers, push)
+        if self.structured:
+            got = self._phase_blocks(phase, t)
+            if got is not None:
+                self.implicit += 1
+                return got
         groups: dict[tuple[float, float], tuple[list[np.ndarray], _Entries]] = {}
         arc_bytes = np.zeros(cl.num_arcs)
         sent = np.zeros(cl.size)
@@ -576,7 +657,7 @@ class FanExecutor:
                 arc_bytes += np.bincount(rows[valid], minlength=cl.num_arcs) * plan.nbytes
                 sent += np.bincount(srcs, minlength=cl.size) * plan.nbytes
                 received += np.bincount(dsts, minlength=cl.size) * plan.nbytes
-                delay = np.where(valid, cl.latency[np.maximum(rows, 0)], 0.0).sum(axis=1) + cl.overhead[srcs]
+                delay = self._delays(rows, srcs)
                 wire = nbytes
             crossed = self.trim(rows)
             # group by (delay, wire): each column on its own (np.unique over rows sorts far slower)
@@ -596,6 +677,68 @@ class FanExecutor:
             self._add(phase, np.concatenate(members), t + key[0], key[1], entries)
             for key, (members, entries) in sorted(groups.items())
         ]
+
+    def _phase_blocks(self, phase: _Phase, t: float) -> list[_Class] | None:
+        """:meth:`_phase` without listing the pairs (:mod:`sim.fanblocks`): the near pairs routed as
+        any pair, the far ones counted by shape; the same classes, crossings and bookings as the pairs
+        give, members not listed (:class:`_Counts`). None where the fabric lacks the structure."""
+        plan, cl = self.plan, self.cluster
+        s = len(plan.servers)
+        ends = self.ends[phase.servers]
+        ranks = np.arange(plan.ranks, dtype=np.int64)
+        srcs, dsts = (ranks, ends) if phase.push else (ends, ranks)
+        node = cl.rank_node
+        blocks = phase_blocks(self.bulk, self._dom, node[srcs], node[dsts], cl.overhead[srcs])
+        if blocks is None:
+            return None
+        width = self.bulk.width
+        a, b = srcs[blocks.near_src], dsts[blocks.near_dst]
+        rows = self.routes(a, b, ids=False)[0]
+        crossed = self.trim(rows)
+        valid = rows >= 0
+        nbytes = float(plan.nbytes)
+        # the bookings: every arc and rank by how many pairs cross or send or receive
+        arc_bytes = np.bincount(rows[valid], minlength=cl.num_arcs).astype(float)
+        sent = np.bincount(a, minlength=cl.size).astype(float)
+        received = np.bincount(b, minlength=cl.size).astype(float)
+        for shape in blocks.shapes:
+            arc_bytes += np.bincount(shape.arcs, weights=shape.arc_count, minlength=cl.num_arcs)
+            sent[srcs] += shape.per_src
+            received[dsts] += shape.per_dst
+        if int(sent.sum()) != len(phase):  # pragma: no cover - the counts are built to add up
+            raise AssertionError(f"{int(sent.sum())} pairs counted of a phase of {len(phase)}")
+        self._booked.append(("account_arcs", (arc_bytes * nbytes, sent * nbytes, received * nbytes, len(phase))))
+        # the classes: the near pairs grouped by start delay, each shape one delay
+        delay = self._delays(rows, a)
+        key = np.where(crossed >= 0, crossed * width + np.arange(width)[None, :], -1)
+        groups: dict[float, list[Any]] = {}
+        for d in np.unique(delay).tolist():
+            pick = delay == d
+            k = key[pick]
+            groups.setdefault(d, []).append((k[k >= 0], np.ones(int((k >= 0).sum()), dtype=np.int64), pick, None))
+        for shape in blocks.shapes:
+            first = int(np.argmax(shape.per_src > 0))
+            d = float(self._delays(shape.row[None, :], srcs[first : first + 1])[0])
+            groups.setdefault(d, []).append((shape.key, shape.count, None, shape))
+        out = []
+        for d in sorted(groups):
+            parts = groups[d]
+            keys, counts = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
+            total = np.bincount(counts.reshape(-1), weights=np.concatenate([p[1] for p in parts]), minlength=len(keys))
+            size = 0
+            per_server = np.zeros(s, dtype=np.int64) if phase.push else None
+            for _, _, pick, shape in parts:
+                if shape is None:
+                    size += int(pick.sum())
+                    if per_server is not None:
+                        per_server += np.bincount(phase.servers[blocks.near_dst[pick]], minlength=s)
+                else:
+                    size += shape.size
+                    if per_server is not None:
+                        per_server[phase.servers] += shape.per_dst
+            entries = _Counted(keys // width, keys % width, total, width)
+            out.append(self._tab.add(phase, _Counts(size, per_server), t + d, nbytes, entries))
+        return out
 
     # ------------------------------------------------------------------ rates
     def _promote(self, arcs: np.ndarray) -> bool:
@@ -1155,7 +1298,20 @@ class FanExecutor:
         np.add.at(self._hot_loads, arcs[hot], -count[hot] * tab.hbooked[done][row[hot]])
 
     def simulate(self, t0: float) -> float:
-        """Run the plan from ``t0``; returns the time the last pull arrives.
+        """Run the plan from ``t0``; returns the time the last pull arrives. Phases are built from the
+        fabric's structure where it has one; where a class so built has to list its members (it splits,
+        or its verification asks member by member), the run starts again pair by pair."""
+        if self.structured:
+            try:
+                return self._simulate(t0)
+            except _Implicit:
+                self.structured = False
+                self._booked = []
+                self.solves = self.splits = self.partial = self.above = self.bookings = 0
+        return self._simulate(t0)
+
+    def _simulate(self, t0: float) -> float:
+        """:meth:`simulate`, once.
 
         Only what changes is solved again: when classes complete, their components; when classes
         start, they and the components they meet. Only arcs that fill (kept arcs) enter the max-min
@@ -1228,7 +1384,7 @@ class FanExecutor:
                 end = max(end, float(t))
                 pushed = [c for c in map(tab.obj, done.tolist()) if c.phase.push]
                 if pushed:
-                    got = np.bincount(np.concatenate([c.phase.server(c.members) for c in pushed]), minlength=s)
+                    got = np.sum([c.per_server(s) for c in pushed], axis=0)
                     at = np.flatnonzero(got)
                     cost = got[at] * self.fold[at]
                     if self.plan.first_free:  # the first push a server receives is a copy

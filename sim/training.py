@@ -275,13 +275,16 @@ def simulate_iteration(
 @dataclass(frozen=True)
 class Isolated:
     """One all-reduce alone on an idle network: its duration, the bytes it delivered on every interned
-    path (``pids``, ``path_bytes``), its flows and the events it took to simulate."""
+    path (``pids``, ``path_bytes``), its flows and the events it took to simulate; ``arcs``: the bytes
+    of messages whose routes were never interned (flow classes built from the fabric's structure,
+    :mod:`sim.fanblocks`), per link direction, sent and received per rank."""
 
     duration_s: float
     pids: np.ndarray
     path_bytes: np.ndarray
     flows: int
     events: int
+    arcs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def isolated_allreduce(run: Run, size: float) -> Isolated:
@@ -293,6 +296,7 @@ def isolated_allreduce(run: Run, size: float) -> Isolated:
     program = run.algorithm.program(run.ranks, size, run.cluster)
     plan = None if program is not None else fan_plan(run.algorithm, run.ranks, size, run.cluster)
     job = Job(env, net, run.ranks, size, gamma=run.gamma)
+    fan: FanExecutor | None = None
     if program is not None:
         done = env.process(FastExecutor(net, program, run.gamma, run.cluster.compute_scale, alone=True).run())
     elif plan is not None:  # the parameter server, master-worker: flow classes (sim.classes)
@@ -309,7 +313,8 @@ def isolated_allreduce(run: Run, size: float) -> Isolated:
         )
     per_path = net.path_bytes()
     pids = np.flatnonzero(per_path)
-    return Isolated(float(env.now), pids, per_path[pids], net.flows, env.scheduled)
+    arcs = fan.unpathed() if fan is not None else None
+    return Isolated(float(env.now), pids, per_path[pids], net.flows, env.scheduled, arcs)
 
 
 def _every_bucket(
@@ -584,6 +589,8 @@ def _reused_buckets(run: Run, workload: Workload, net: Network) -> tuple[list[Bu
     for size, count in booked.items():  # (5,341 buckets of a 70B job: three bookings, not 5,341)
         solo = alone[size]
         net.account(solo.pids, solo.path_bytes * count, solo.flows * count)
+        if solo.arcs is not None:
+            net.account_arcs(*(part * count for part in solo.arcs), 0)
     return timings, events
 
 
