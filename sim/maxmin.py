@@ -82,6 +82,8 @@ def maxmin_rates(
     rate = np.zeros(nflows)
     if nflows == 0:
         return rate
+    if bound is not None and _CORE is not None and _unbounded(bound):
+        bound = None  # no flow bounded: the same rounds (an ``inf`` bound fixes no flow), in C
     if _CORE is not None and bound is None:
         flow = np.ascontiguousarray(entry_flow, dtype=np.int64)
         arc = np.ascontiguousarray(entry_arc, dtype=np.int64)
@@ -128,6 +130,11 @@ def maxmin_rates(
         local = local[keep]
         weight = None if weight is None else weight[keep]
         pos = (np.cumsum(stay) - 1)[pos[keep]]
+
+
+def _unbounded(bound: np.ndarray) -> bool:
+    """Whether no flow of ``bound`` has a finite upper bound."""
+    return bool((np.asarray(bound, dtype=float) == np.inf).all())
 
 
 def _prepared(
