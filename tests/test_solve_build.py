@@ -189,11 +189,13 @@ def test_the_trees_build_what_they_built(monkeypatch):
             m.setattr(dbt, "DataflowBuilder", _OldBuilder)
             want = dbt_dataflow(p, 2**20 + 1, chunks)
         _same_flow(got, want)
-        parents = [[nccl_dtree(p, r)[t][0] for r in range(p)] for t in range(2)]
-        ups = want.src[want.reduce > 0], want.dst[want.reduce > 0]
-        assert {(int(s), int(d)) for s, d in zip(*ups, strict=True)} == {
-            (r, u) for t in range(2) for r, u in enumerate(parents[t]) if u >= 0
-        }
+        for t in range(2):  # tree t's reductions (segments t·chunks ..): its children to their parents
+            up = (got.reduce > 0) & (got.seg_lo // chunks == t)
+            parents = [nccl_dtree(p, r)[t][0] for r in range(p)]
+            assert (
+                list(zip(got.src[up].tolist(), got.dst[up].tolist(), strict=True))
+                == [(r, u) for r, u in enumerate(parents) if u >= 0] * chunks
+            )
         got = tree_dataflow(p, 2**20 + 1, chunks, root=p // 2)
         with monkeypatch.context() as m:
             m.setattr(tree, "DataflowBuilder", _OldBuilder)
