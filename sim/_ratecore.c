@@ -2134,11 +2134,19 @@ static void settle_distinct(IList *ready, Arr *stamp) {
  * (pointers, waiting) of on_arrived, gate_on_arrived, on_held, gate_on_held. The messages that can
  * start are written to ``out`` in the order the Python loop concatenates them; returns how many, and
  * how many messages were held. */
+static PyObject *settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t ngiven);
+
 static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 7 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 8) {
         PyErr_SetString(PyExc_TypeError, "settle(tables (8 arrays), ms, dep_left, gate_left, arrived, stamp, out)");
         return NULL;
     }
+    return settle_with(args, NULL, 0);
+}
+
+/* py_settle's pass, its messages ``given`` (``ngiven`` of them) where not NULL (``args[1]`` then unread:
+ * DfDone's, with no array made for them), else the array ``args[1]`` */
+static PyObject *settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t ngiven) {
     Arr tab[8], ms, dep, gate, arrived, stamp, out;
     Arr *all[14] = {&tab[0], &tab[1], &tab[2], &tab[3], &tab[4], &tab[5], &tab[6], &tab[7],
                     &ms,     &dep,    &gate,   &arrived, &stamp, &out};
@@ -2148,7 +2156,15 @@ static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nar
     for (int k = 0; k < 8; k++)
         if (arr_get(PyTuple_GET_ITEM(args[0], k), &tab[k], 'i') < 0)
             goto done;
-    if (arrs_open(args, all + 8, "-iIIBII") < 0)
+    if (given) { /* (a plain C array, nothing held: arr_release leaves it) */
+        ms.p = (const char *)given;
+        ms.n = ngiven;
+        ms.stride = (Py_ssize_t)sizeof(int64_t);
+        ms.view.itemsize = (Py_ssize_t)sizeof(int64_t);
+        ms.kind = 'i';
+        ms.held = 0;
+    }
+    if (arrs_open(args, all + (given ? 9 : 8), given ? "--IIBII" : "-iIIBII") < 0)
         goto done;
     if (dep.view.itemsize != 8 || gate.view.itemsize != 8 || stamp.view.itemsize != 8 || out.view.itemsize != 8) {
         PyErr_SetString(PyExc_TypeError, "settle: counters, stamps and out must hold 64-bit integers");
@@ -5960,6 +5976,8 @@ out:
 
 typedef struct {
     PyObject_HEAD PyObject *ex, *wctx;
+    PyObject *flow;   /* the program whose length ``total`` is (held), or NULL */
+    Py_ssize_t total; /* len(flow), taken once per program (its __len__ is a Python frame) */
 } DfDone;
 
 static PyObject *d_s[32];
@@ -5981,18 +5999,22 @@ static int DfDone_init(DfDone *d, PyObject *args, PyObject *kwds) {
     }
     Py_XSETREF(d->ex, Py_NewRef(ex));
     Py_XSETREF(d->wctx, Py_NewRef(wctx));
+    Py_CLEAR(d->flow);
+    d->total = -1;
     return d_strings();
 }
 
 static int DfDone_traverse(DfDone *d, visitproc visit, void *arg) {
     Py_VISIT(d->ex);
     Py_VISIT(d->wctx);
+    Py_VISIT(d->flow);
     return 0;
 }
 
 static int DfDone_clear(DfDone *d) {
     Py_CLEAR(d->ex);
     Py_CLEAR(d->wctx);
+    Py_CLEAR(d->flow);
     return 0;
 }
 
@@ -6138,10 +6160,10 @@ out:
 
 /* the executor's _on_flows_done for completed flows ``slots`` */
 static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *now_o) {
-    PyObject *ex = d->ex, *st = NULL, *tables = NULL, *fm = NULL, *ms_o = NULL, *out = NULL, *r = NULL;
+    PyObject *ex = d->ex, *st = NULL, *tables = NULL, *fm = NULL, *out = NULL, *r = NULL;
     PyObject *wctx = PyTuple_GET_ITEM(d->wctx, 0);
     WCtx w = {PyTuple_GET_ITEM(wctx, 0), PyTuple_GET_ITEM(wctx, 1), PyTuple_GET_ITEM(wctx, 2), NULL};
-    Py_ssize_t *ms = malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    int64_t *ms = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
     int rc = -1;
     if (!ms) {
         PyErr_NoMemory();
@@ -6154,13 +6176,16 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     for (Py_ssize_t i = 0; i < n; i++) {
         if (!index_ok(slots[i], fmsg.n, "DfDone: slot out of range"))
             goto out;
-        ms[i] = (Py_ssize_t)arr_i(&fmsg, slots[i]);
+        ms[i] = arr_i(&fmsg, slots[i]);
     }
     arr_release(&fmsg);
-    if (!(ms_o = w_slots(&w, ms, n)) || !(st = iget(ex, d_s[D_ST])) ||
-        !(tables = iget(ex, d_s[D_TABLES])))
+    if (!(st = iget(ex, d_s[D_ST])) || !(tables = iget(ex, d_s[D_TABLES])))
         goto out;
-    PyObject *argv[7] = {tables, ms_o, NULL, NULL, NULL, NULL, NULL};
+    if (!PyTuple_Check(tables) || PyTuple_GET_SIZE(tables) != 8) {
+        PyErr_SetString(PyExc_TypeError, "DfDone: the executor's tables must be 8 arrays");
+        goto out;
+    }
+    PyObject *argv[7] = {tables, Py_None, NULL, NULL, NULL, NULL, NULL};
     if (!(argv[2] = iget(st, d_s[D_DEP])) || !(argv[3] = iget(st, d_s[D_GATE])) ||
         !(argv[4] = iget(st, d_s[D_ARRIVED])) || !(argv[5] = iget(ex, d_s[D_STAMP])) ||
         !(argv[6] = iget(ex, d_s[D_OUT]))) {
@@ -6168,7 +6193,7 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
             Py_XDECREF(argv[j]);
         goto out;
     }
-    r = py_settle(NULL, argv, 7);
+    r = settle_with(argv, ms, n); /* (the messages as they are: no array made for them) */
     out = Py_NewRef(argv[6]);
     for (int j = 2; j < 7; j++)
         Py_DECREF(argv[j]);
@@ -6216,7 +6241,13 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     /* if st.held == len(flow) and not self.done.triggered: self.done.succeed() */
     {
         PyObject *h = iget(st, d_s[D_HELD]), *flow = h ? iget(ex, d_s[D_FLOW]) : NULL;
-        Py_ssize_t total = flow ? PyObject_Length(flow) : -1, hv = h ? PyLong_AsSsize_t(h) : -1;
+        Py_ssize_t total = -1, hv = h ? PyLong_AsSsize_t(h) : -1;
+        if (flow && flow == d->flow && d->total >= 0)
+            total = d->total;
+        else if (flow && (total = PyObject_Length(flow)) >= 0) {
+            Py_XSETREF(d->flow, Py_NewRef(flow));
+            d->total = total;
+        }
         Py_XDECREF(h);
         Py_XDECREF(flow);
         if (PyErr_Occurred())
@@ -6238,7 +6269,6 @@ out:
     Py_XDECREF(st);
     Py_XDECREF(tables);
     Py_XDECREF(fm);
-    Py_XDECREF(ms_o);
     Py_XDECREF(out);
     Py_XDECREF(r);
     return rc;
