@@ -14,6 +14,7 @@ the cache hits.
 
 from __future__ import annotations
 
+import copy
 import random
 from typing import Any
 
@@ -305,3 +306,39 @@ def _bind_anyway(self: Any) -> None:
     net.set_owner(
         self.owner, _CORE.DfDone(self, (whole, flow.pids(net), flow.src, flow.nbytes, self.owner, net.cluster, None))
     )
+
+
+def test_dfdone_takes_the_length_of_the_program_the_executor_holds(monkeypatch):
+    """``DfDone`` takes the program's length once per program (no Python frame per completion): an executor
+    whose program is replaced mid-run (a copy: the same messages) has the new one's length taken, and the
+    run is the Python lines' run."""
+    graph, algorithm = DATAFLOW[0]
+    ref, _ = _run(monkeypatch, False, graph, "allreduce", algorithm, 2**22, engine="fast", gamma=0.0)
+    executors: list[Any] = []
+    lengths: list[int] = []
+    copies: list[Any] = []
+    bind, solve, length = dataflow.DataflowExecutor._bind_core, network.Network._solve, dataflow.Dataflow.__len__
+
+    def bound(self: Any) -> Any:
+        executors.append(self)
+        return bind(self)
+
+    def solving(self: Any) -> None:
+        if len(executors) == 1 and not copies:  # (once, after the first completions)
+            copies.append(copy.copy(executors[0].flow))
+            executors[0].flow = copies[0]
+        solve(self)
+
+    def counted(self: Any) -> int:
+        lengths.append(id(self))
+        return length(self)
+
+    with monkeypatch.context() as m:
+        m.setattr(dataflow.DataflowExecutor, "_bind_core", bound)
+        m.setattr(network.Network, "_solve", solving)
+        m.setattr(dataflow.Dataflow, "__len__", counted)
+        got = simulate(graph, "allreduce", algorithm, 2**22, engine="fast", gamma=0.0)
+    _same(got, ref)
+    assert (repr(got.time_s), got.events) == (repr(ref.time_s), ref.events)
+    assert copies and id(copies[0]) in lengths
+    assert len(lengths) < 20  # (taken once per program, not once per completion)
