@@ -521,37 +521,41 @@ done:
 }
 
 /* leave(slots) -> the change in shared links (Rates._use, sign -1, with the sets) */
+/* flow ``slot`` out of the per-link sets (never entered: nothing to do), ``shared`` counted down by the links
+ * it leaves with one member */
+static void core_leave_one(Core *c, int64_t slot, long *shared) {
+    if (slot < 0 || (size_t)slot >= c->nslots || c->spid[slot] < 0)
+        return; /* never entered: it has no links here */
+    int32_t len;
+    const int32_t *arcs = slot_arcs(c, (int32_t)slot, &len);
+    for (int32_t k = 0; k < len; k++) {
+        int32_t arc = arcs[k];
+        if (c->sin[slot]) {
+            int32_t p = c->spos[slot][k], n = --c->msize[arc];
+            int32_t last = c->mem[arc][n];
+            if (last != slot) { /* the last one takes its place */
+                c->mem[arc][p] = last;
+                int32_t ln;
+                const int32_t *la = slot_arcs(c, last, &ln);
+                for (int32_t j = 0; j < ln; j++)
+                    if (la[j] == arc) {
+                        c->spos[last][j] = p;
+                        break;
+                    }
+            }
+        }
+        *shared -= c->msize[arc] == 1;
+    }
+    c->sin[slot] = 0;
+}
+
 static PyObject *Core_leave(Core *c, PyObject *oslots) {
     Arr slots;
     if (arr_get(oslots, &slots, 'i') < 0)
         return NULL;
     long shared = 0;
-    for (Py_ssize_t i = 0; i < slots.n; i++) {
-        int64_t slot = arr_i(&slots, i);
-        if (slot < 0 || (size_t)slot >= c->nslots || c->spid[slot] < 0)
-            continue; /* never entered: it has no links here */
-        int32_t len;
-        const int32_t *arcs = slot_arcs(c, (int32_t)slot, &len);
-        for (int32_t k = 0; k < len; k++) {
-            int32_t arc = arcs[k];
-            if (c->sin[slot]) {
-                int32_t p = c->spos[slot][k], n = --c->msize[arc];
-                int32_t last = c->mem[arc][n];
-                if (last != slot) { /* the last one takes its place */
-                    c->mem[arc][p] = last;
-                    int32_t ln;
-                    const int32_t *la = slot_arcs(c, last, &ln);
-                    for (int32_t j = 0; j < ln; j++)
-                        if (la[j] == arc) {
-                            c->spos[last][j] = p;
-                            break;
-                        }
-                }
-            }
-            shared -= c->msize[arc] == 1;
-        }
-        c->sin[slot] = 0;
-    }
+    for (Py_ssize_t i = 0; i < slots.n; i++)
+        core_leave_one(c, arr_i(&slots, i), &shared);
     arr_release(&slots);
     return PyLong_FromLong(shared);
 }
@@ -5020,7 +5024,9 @@ static int df_done_call(PyObject *done, const Py_ssize_t *slots, Py_ssize_t n, P
  * one of them has the same owner (>= 0; a lone flow no transfer group): bytes booked slot by slot, rates
  * zeroed, the owner called back, owners reset and the slots freed in order. 1 where done so, 0 where the
  * Python lines must do it (nothing written), -1 on an error. */
-static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, PyObject *arr, PyObject *now_o) {
+static PyTypeObject DfDoneType;
+
+static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, PyObject **arrp, PyObject *now_o) {
     PyObject *net = w->net;
     Arr owner, gid, path, nbytes, rate, pb, length;
     Arr *all[5] = {&owner, &gid, &path, &nbytes, &rate};
@@ -5070,7 +5076,9 @@ static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, P
     }
     arrs_release(all, 5);
     arr_release(&pb);
-    if (df_done_call(cb, done, n, arr, now_o) < 0)
+    if (Py_TYPE(cb) != &DfDoneType && !*arrp && !(*arrp = w_slots(w, done, n))) /* (DfDone reads ``done``) */
+        goto done;
+    if (df_done_call(cb, done, n, *arrp, now_o) < 0)
         goto done;
     if (w_arr(net, W_OWNER, &owner, 'i', 1) < 0) /* (read again: the callback may have grown it) */
         goto done;
@@ -5138,15 +5146,18 @@ static int w_drain(const WCtx *w, PyObject *now_o, double now) {
     }
     for (Py_ssize_t i = 0; i < n; i++)
         done[i] = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
-    if (!(arr = w_slots(w, done, n)) || w_active(net, -n) < 0)
+    if (w_active(net, -n) < 0)
         goto out;
-    int kept = w_rates_change(w, done, n, arr, -1); /* (else Network._removed: the Python lines) */
-    if (kept < 0 || (!kept && w_call(net, w_s[W_REMOVED], arr, NULL, NULL) < 0))
+    /* (the slots as an array only where a Python line takes them) */
+    int kept = w_rates_change(w, done, n, NULL, -1); /* (else Network._removed: the Python lines) */
+    if (kept < 0 || (!kept && (!(arr = w_slots(w, done, n)) || w_call(net, w_s[W_REMOVED], arr, NULL, NULL) < 0)))
         goto out;
-    int owned = w_finish_owned(w, done, n, arr, now_o);
+    int owned = w_finish_owned(w, done, n, &arr, now_o);
     if (owned < 0)
         goto out;
     if (!owned) { /* (len(done) <= _SMALL: _finish_few(done, now, finished), else _finish(finished, now)) */
+        if (!arr && !(arr = w_slots(w, done, n)))
+            goto out;
         if (n <= 16 ? w_call(net, w_s[W_FINISH_FEW], list, now_o, arr) < 0 : w_call(net, w_s[W_FINISH], arr, now_o, NULL) < 0)
             goto out;
     }
@@ -5567,7 +5578,8 @@ static PyObject *k_s[K_N];
 
 static int k_strings(void) { return intern_all(k_s, k_names, K_N); }
 
-/* 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error */
+/* 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error; ``arr`` (``slots`` as an
+ * array) is read only where flows start (sign > 0): flows that end leave the core's sets from ``slots`` */
 static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, int sign) {
     PyObject *net = w->net, *mod = PyTuple_GET_ITEM(w->wctx_, 3);
     PyObject *rates = NULL, *cluster = NULL, *paths = NULL, *dom = NULL, *hash_o = NULL, *members = NULL, *core = NULL;
@@ -5656,11 +5668,15 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
         if (iset(rates, r_s[R_MEMBERS], Py_None) < 0 || iset(rates, r_s[R_RECOUNT], Py_True) < 0)
             goto out;
     } else if (in_core) {
-        PyObject *argv[2] = {arr, pids_o};
-        if (!(r = sign > 0 ? Core_enter((Core *)core, argv, 2) : Core_leave((Core *)core, arr)))
-            goto out;
-        long d = PyLong_AsLong(r);
-        if ((d == -1 && PyErr_Occurred()) || add_attr(rates, r_s[R_SHARED], d) < 0)
+        long d = 0;
+        if (sign > 0) {
+            PyObject *argv[2] = {arr, pids_o};
+            if (!(r = Core_enter((Core *)core, argv, 2)) || ((d = PyLong_AsLong(r)) == -1 && PyErr_Occurred()))
+                goto out;
+        } else /* Core.leave(arr), from the slots themselves (no array read) */
+            for (Py_ssize_t i = 0; i < n; i++)
+                core_leave_one((Core *)core, (int64_t)slots[i], &d);
+        if (add_attr(rates, r_s[R_SHARED], d) < 0)
             goto out;
     }
     if (sign > 0) {
@@ -6273,8 +6289,6 @@ out:
     Py_XDECREF(r);
     return rc;
 }
-
-static PyTypeObject DfDoneType;
 
 static int df_done_call(PyObject *done, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, PyObject *now_o) {
     if (Py_TYPE(done) == &DfDoneType)
