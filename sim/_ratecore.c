@@ -468,6 +468,41 @@ static PyObject *Core_clear(Core *c, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* flow ``slot`` on path ``pid`` into the per-link sets, ``shared`` counted up by the links it makes shared:
+ * 0, or -1 with an exception set */
+static int core_enter_one(Core *c, int64_t slot, int64_t pid, long *shared) {
+    if (slot < 0 || slot > INT32_MAX - 1) {
+        PyErr_SetString(PyExc_IndexError, "_ratecore: slot out of range");
+        return -1;
+    }
+    if (ensure_slots(c, slot + 1) < 0)
+        return -1;
+    const int32_t *arcs;
+    int32_t len;
+    if (path_arcs(c, pid, &arcs, &len) < 0)
+        return -1;
+    if (c->sin[slot]) { /* (the network starts a slot's flow once until it ends) */
+        PyErr_SetString(PyExc_ValueError, "_ratecore: slot entered twice");
+        return -1;
+    }
+    if (fit_i32(&c->spos[slot], &c->sposcap[slot], len) < 0)
+        return -1;
+    c->spid[slot] = pid;
+    c->sin[slot] = 1;
+    arcs = c->pool.v + c->poff[pid]; /* (the pool may have moved) */
+    for (int32_t k = 0; k < len; k++) {
+        int32_t arc = arcs[k];
+        int32_t n = c->msize[arc];
+        if (fit_i32(&c->mem[arc], &c->mcap[arc], n + 1) < 0)
+            return -1;
+        c->mem[arc][n] = (int32_t)slot;
+        c->spos[slot][k] = n;
+        c->msize[arc] = n + 1;
+        *shared += n + 1 == 2;
+    }
+    return 0;
+}
+
 /* enter(slots, pids) -> how many links the flows made shared (Rates._enter) */
 static PyObject *Core_enter(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "enter(slots, pids)"))
@@ -482,45 +517,15 @@ static PyObject *Core_enter(Core *c, PyObject *const *args, Py_ssize_t nargs) {
         PyErr_SetString(PyExc_ValueError, "_ratecore: slots and pids differ in length");
         goto done;
     }
-    for (Py_ssize_t i = 0; i < slots.n; i++) {
-        int64_t slot = arr_i(&slots, i), pid = arr_i(&pids, i);
-        if (slot < 0 || slot > INT32_MAX - 1) {
-            PyErr_SetString(PyExc_IndexError, "_ratecore: slot out of range");
+    for (Py_ssize_t i = 0; i < slots.n; i++)
+        if (core_enter_one(c, arr_i(&slots, i), arr_i(&pids, i), &shared) < 0)
             goto done;
-        }
-        if (ensure_slots(c, slot + 1) < 0)
-            goto done;
-        const int32_t *arcs;
-        int32_t len;
-        if (path_arcs(c, pid, &arcs, &len) < 0)
-            goto done;
-        if (c->sin[slot]) { /* (the network starts a slot's flow once until it ends) */
-            PyErr_SetString(PyExc_ValueError, "_ratecore: slot entered twice");
-            goto done;
-        }
-        if (fit_i32(&c->spos[slot], &c->sposcap[slot], len) < 0)
-            goto done;
-        c->spid[slot] = pid;
-        c->sin[slot] = 1;
-        arcs = c->pool.v + c->poff[pid]; /* (the pool may have moved) */
-        for (int32_t k = 0; k < len; k++) {
-            int32_t arc = arcs[k];
-            int32_t n = c->msize[arc];
-            if (fit_i32(&c->mem[arc], &c->mcap[arc], n + 1) < 0)
-                goto done;
-            c->mem[arc][n] = (int32_t)slot;
-            c->spos[slot][k] = n;
-            c->msize[arc] = n + 1;
-            shared += n + 1 == 2;
-        }
-    }
     res = PyLong_FromLong(shared);
 done:
     arr_release(&slots), arr_release(&pids);
     return res;
 }
 
-/* leave(slots) -> the change in shared links (Rates._use, sign -1, with the sets) */
 /* flow ``slot`` out of the per-link sets (never entered: nothing to do), ``shared`` counted down by the links
  * it leaves with one member */
 static void core_leave_one(Core *c, int64_t slot, long *shared) {
@@ -549,6 +554,7 @@ static void core_leave_one(Core *c, int64_t slot, long *shared) {
     c->sin[slot] = 0;
 }
 
+/* leave(slots) -> the change in shared links (Rates._use, sign -1, with the sets) */
 static PyObject *Core_leave(Core *c, PyObject *oslots) {
     Arr slots;
     if (arr_get(oslots, &slots, 'i') < 0)
@@ -5655,10 +5661,8 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     key = sign > 0 ? key + sum : key - sum;
     if (!(key_o = PyLong_FromUnsignedLongLong(key)) || iset(rates, r_s[R_KEY], key_o) < 0)
         goto out;
-    if (!(pids_o = w_slots(w, pids, n)))
-        goto out;
     if (sign < 0) { /* self._gone.append((pids, rates.copy())) */
-        if (!(rates_o = w_array(w, 'f', rts, n)) || !(list = iget(rates, r_s[R_GONE])) ||
+        if (!(pids_o = w_slots(w, pids, n)) || !(rates_o = w_array(w, 'f', rts, n)) || !(list = iget(rates, r_s[R_GONE])) ||
             !(item = PyTuple_Pack(2, pids_o, rates_o)) || PyList_Append(list, item) < 0)
             goto out;
     }
@@ -5669,12 +5673,12 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
             goto out;
     } else if (in_core) {
         long d = 0;
-        if (sign > 0) {
-            PyObject *argv[2] = {arr, pids_o};
-            if (!(r = Core_enter((Core *)core, argv, 2)) || ((d = PyLong_AsLong(r)) == -1 && PyErr_Occurred()))
-                goto out;
-        } else /* Core.leave(arr), from the slots themselves (no array read) */
-            for (Py_ssize_t i = 0; i < n; i++)
+        /* Core.enter(arr, pids) / Core.leave(arr), from the slots and paths themselves (no array made or read) */
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (sign > 0) {
+                if (core_enter_one((Core *)core, (int64_t)slots[i], (int64_t)pids[i], &d) < 0)
+                    goto out;
+            } else
                 core_leave_one((Core *)core, (int64_t)slots[i], &d);
         if (add_attr(rates, r_s[R_SHARED], d) < 0)
             goto out;
