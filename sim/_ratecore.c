@@ -4569,25 +4569,44 @@ static PyObject *Fast_after(Fast *f, PyObject *unused) { return fast_out(f, fast
 /* flows_done(slots, now): FastExecutor._on_flows_done -- the network's flows of this executor in ``slots``
  * have completed: one as _one_done, several as _done, their (src, dst, step) read from ex.f_src, f_dst,
  * f_step */
+static PyObject *fast_flows_done_at(Fast *f, const int64_t *sv, Py_ssize_t n, double now);
+
 static PyObject *Fast_flows_done(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "flows_done(slots, now)"))
         return NULL;
-    static const char *names[] = {"f_src", "f_dst", "f_step"};
-    LList slots = {0}, col[3] = {{0}};
+    LList slots = {0};
+    double now = PyFloat_AsDouble(args[1]);
+    if (PyErr_Occurred() || fast_values(args[0], &slots, NULL) < 0) {
+        free(slots.v);
+        return fast_out(f, NULL);
+    }
+    PyObject *r = fast_flows_done_at(f, slots.v, slots.n, now);
+    free(slots.v);
+    return r;
+}
+
+/* flows_done for the slots ``sv`` (``n`` of them) at ``now``: what the network's wake-up calls without making
+ * the slots an array (w_finish_owned) */
+static PyObject *fast_flows_done_at(Fast *f, const int64_t *sv, Py_ssize_t n, double now) {
+    static PyObject *names[3];
+    LList col[3] = {{0}};
     Arr a[3];
     int held = 0, ok = 0;
-    double now = PyFloat_AsDouble(args[1]);
-    if (PyErr_Occurred() || fast_values(args[0], &slots, NULL) < 0)
+    if (!names[0] && (!(names[0] = PyUnicode_InternFromString("f_src")) ||
+                      !(names[1] = PyUnicode_InternFromString("f_dst")) ||
+                      !(names[2] = PyUnicode_InternFromString("f_step")))) {
+        names[0] = NULL;
         goto done;
+    }
     for (; held < 3; held++) {
-        PyObject *o = PyObject_GetAttrString(f->ex, names[held]);
+        PyObject *o = PyObject_GetAttr(f->ex, names[held]);
         int bad = !o || arr_get(o, &a[held], 'i') < 0;
         Py_XDECREF(o);
         if (bad)
             goto done;
     }
-    for (Py_ssize_t i = 0; i < slots.n; i++) {
-        int64_t x = slots.v[i];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t x = sv[i];
         for (int j = 0; j < 3; j++) {
             if (x < 0 || x >= a[j].n) {
                 PyErr_SetString(PyExc_IndexError, "flows_done: slot out of range");
@@ -4601,12 +4620,11 @@ static PyObject *Fast_flows_done(Fast *f, PyObject *const *args, Py_ssize_t narg
             goto done;
         }
     }
-    ok = (slots.n == 1 ? fast_one_done(f, col[0].v[0], col[1].v[0], col[2].v[0], now)
-                       : fast_done(f, col[0].v, col[1].v, col[2].v, slots.n, now)) == 0;
+    ok = (n == 1 ? fast_one_done(f, col[0].v[0], col[1].v[0], col[2].v[0], now)
+                 : fast_done(f, col[0].v, col[1].v, col[2].v, n, now)) == 0;
 done:
     while (held > 0)
         arr_release(&a[--held]);
-    free(slots.v);
     for (int j = 0; j < 3; j++)
         free(col[j].v);
     return fast_out(f, ok ? Py_NewRef(Py_None) : NULL);
@@ -5031,6 +5049,7 @@ static int df_done_call(PyObject *done, const Py_ssize_t *slots, Py_ssize_t n, P
  * zeroed, the owner called back, owners reset and the slots freed in order. 1 where done so, 0 where the
  * Python lines must do it (nothing written), -1 on an error. */
 static PyTypeObject DfDoneType;
+static int is_fast_done(PyObject *done);
 
 static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, PyObject **arrp, PyObject *now_o) {
     PyObject *net = w->net;
@@ -5082,7 +5101,8 @@ static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, P
     }
     arrs_release(all, 5);
     arr_release(&pb);
-    if (Py_TYPE(cb) != &DfDoneType && !*arrp && !(*arrp = w_slots(w, done, n))) /* (DfDone reads ``done``) */
+    if (Py_TYPE(cb) != &DfDoneType && !is_fast_done(cb) && !*arrp && !(*arrp = w_slots(w, done, n))) /* (DfDone
+                                                                       and the Fast core read ``done``) */
         goto done;
     if (df_done_call(cb, done, n, *arrp, now_o) < 0)
         goto done;
@@ -6294,9 +6314,24 @@ out:
     return rc;
 }
 
+/* whether ``done`` is a Fast core's bound flows_done (FastExecutor's owner on the network) */
+static int is_fast_done(PyObject *done) {
+    return PyCFunction_CheckExact(done) &&
+           PyCFunction_GET_FUNCTION(done) == (PyCFunction)(void (*)(void))Fast_flows_done &&
+           PyCFunction_GET_SELF(done) && Py_TYPE(PyCFunction_GET_SELF(done)) == &FastType;
+}
+
 static int df_done_call(PyObject *done, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, PyObject *now_o) {
     if (Py_TYPE(done) == &DfDoneType)
         return df_done((DfDone *)done, slots, n, now_o);
+    if (is_fast_done(done) && sizeof(Py_ssize_t) == sizeof(int64_t)) { /* Fast.flows_done(arr, now), from the slots */
+        double now = PyFloat_AsDouble(now_o);
+        if (now == -1.0 && PyErr_Occurred())
+            return -1;
+        PyObject *r = fast_flows_done_at((Fast *)PyCFunction_GET_SELF(done), (const int64_t *)slots, n, now);
+        Py_XDECREF(r);
+        return r ? 0 : -1;
+    }
     PyObject *r = PyObject_CallFunctionObjArgs(done, arr, now_o, NULL);
     Py_XDECREF(r);
     return r ? 0 : -1;
