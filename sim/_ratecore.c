@@ -468,6 +468,41 @@ static PyObject *Core_clear(Core *c, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* flow ``slot`` on path ``pid`` into the per-link sets, ``shared`` counted up by the links it makes shared:
+ * 0, or -1 with an exception set */
+static int core_enter_one(Core *c, int64_t slot, int64_t pid, long *shared) {
+    if (slot < 0 || slot > INT32_MAX - 1) {
+        PyErr_SetString(PyExc_IndexError, "_ratecore: slot out of range");
+        return -1;
+    }
+    if (ensure_slots(c, slot + 1) < 0)
+        return -1;
+    const int32_t *arcs;
+    int32_t len;
+    if (path_arcs(c, pid, &arcs, &len) < 0)
+        return -1;
+    if (c->sin[slot]) { /* (the network starts a slot's flow once until it ends) */
+        PyErr_SetString(PyExc_ValueError, "_ratecore: slot entered twice");
+        return -1;
+    }
+    if (fit_i32(&c->spos[slot], &c->sposcap[slot], len) < 0)
+        return -1;
+    c->spid[slot] = pid;
+    c->sin[slot] = 1;
+    arcs = c->pool.v + c->poff[pid]; /* (the pool may have moved) */
+    for (int32_t k = 0; k < len; k++) {
+        int32_t arc = arcs[k];
+        int32_t n = c->msize[arc];
+        if (fit_i32(&c->mem[arc], &c->mcap[arc], n + 1) < 0)
+            return -1;
+        c->mem[arc][n] = (int32_t)slot;
+        c->spos[slot][k] = n;
+        c->msize[arc] = n + 1;
+        *shared += n + 1 == 2;
+    }
+    return 0;
+}
+
 /* enter(slots, pids) -> how many links the flows made shared (Rates._enter) */
 static PyObject *Core_enter(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "enter(slots, pids)"))
@@ -482,42 +517,41 @@ static PyObject *Core_enter(Core *c, PyObject *const *args, Py_ssize_t nargs) {
         PyErr_SetString(PyExc_ValueError, "_ratecore: slots and pids differ in length");
         goto done;
     }
-    for (Py_ssize_t i = 0; i < slots.n; i++) {
-        int64_t slot = arr_i(&slots, i), pid = arr_i(&pids, i);
-        if (slot < 0 || slot > INT32_MAX - 1) {
-            PyErr_SetString(PyExc_IndexError, "_ratecore: slot out of range");
+    for (Py_ssize_t i = 0; i < slots.n; i++)
+        if (core_enter_one(c, arr_i(&slots, i), arr_i(&pids, i), &shared) < 0)
             goto done;
-        }
-        if (ensure_slots(c, slot + 1) < 0)
-            goto done;
-        const int32_t *arcs;
-        int32_t len;
-        if (path_arcs(c, pid, &arcs, &len) < 0)
-            goto done;
-        if (c->sin[slot]) { /* (the network starts a slot's flow once until it ends) */
-            PyErr_SetString(PyExc_ValueError, "_ratecore: slot entered twice");
-            goto done;
-        }
-        if (fit_i32(&c->spos[slot], &c->sposcap[slot], len) < 0)
-            goto done;
-        c->spid[slot] = pid;
-        c->sin[slot] = 1;
-        arcs = c->pool.v + c->poff[pid]; /* (the pool may have moved) */
-        for (int32_t k = 0; k < len; k++) {
-            int32_t arc = arcs[k];
-            int32_t n = c->msize[arc];
-            if (fit_i32(&c->mem[arc], &c->mcap[arc], n + 1) < 0)
-                goto done;
-            c->mem[arc][n] = (int32_t)slot;
-            c->spos[slot][k] = n;
-            c->msize[arc] = n + 1;
-            shared += n + 1 == 2;
-        }
-    }
     res = PyLong_FromLong(shared);
 done:
     arr_release(&slots), arr_release(&pids);
     return res;
+}
+
+/* flow ``slot`` out of the per-link sets (never entered: nothing to do), ``shared`` counted down by the links
+ * it leaves with one member */
+static void core_leave_one(Core *c, int64_t slot, long *shared) {
+    if (slot < 0 || (size_t)slot >= c->nslots || c->spid[slot] < 0)
+        return; /* never entered: it has no links here */
+    int32_t len;
+    const int32_t *arcs = slot_arcs(c, (int32_t)slot, &len);
+    for (int32_t k = 0; k < len; k++) {
+        int32_t arc = arcs[k];
+        if (c->sin[slot]) {
+            int32_t p = c->spos[slot][k], n = --c->msize[arc];
+            int32_t last = c->mem[arc][n];
+            if (last != slot) { /* the last one takes its place */
+                c->mem[arc][p] = last;
+                int32_t ln;
+                const int32_t *la = slot_arcs(c, last, &ln);
+                for (int32_t j = 0; j < ln; j++)
+                    if (la[j] == arc) {
+                        c->spos[last][j] = p;
+                        break;
+                    }
+            }
+        }
+        *shared -= c->msize[arc] == 1;
+    }
+    c->sin[slot] = 0;
 }
 
 /* leave(slots) -> the change in shared links (Rates._use, sign -1, with the sets) */
@@ -526,32 +560,8 @@ static PyObject *Core_leave(Core *c, PyObject *oslots) {
     if (arr_get(oslots, &slots, 'i') < 0)
         return NULL;
     long shared = 0;
-    for (Py_ssize_t i = 0; i < slots.n; i++) {
-        int64_t slot = arr_i(&slots, i);
-        if (slot < 0 || (size_t)slot >= c->nslots || c->spid[slot] < 0)
-            continue; /* never entered: it has no links here */
-        int32_t len;
-        const int32_t *arcs = slot_arcs(c, (int32_t)slot, &len);
-        for (int32_t k = 0; k < len; k++) {
-            int32_t arc = arcs[k];
-            if (c->sin[slot]) {
-                int32_t p = c->spos[slot][k], n = --c->msize[arc];
-                int32_t last = c->mem[arc][n];
-                if (last != slot) { /* the last one takes its place */
-                    c->mem[arc][p] = last;
-                    int32_t ln;
-                    const int32_t *la = slot_arcs(c, last, &ln);
-                    for (int32_t j = 0; j < ln; j++)
-                        if (la[j] == arc) {
-                            c->spos[last][j] = p;
-                            break;
-                        }
-                }
-            }
-            shared -= c->msize[arc] == 1;
-        }
-        c->sin[slot] = 0;
-    }
+    for (Py_ssize_t i = 0; i < slots.n; i++)
+        core_leave_one(c, arr_i(&slots, i), &shared);
     arr_release(&slots);
     return PyLong_FromLong(shared);
 }
@@ -2134,11 +2144,19 @@ static void settle_distinct(IList *ready, Arr *stamp) {
  * (pointers, waiting) of on_arrived, gate_on_arrived, on_held, gate_on_held. The messages that can
  * start are written to ``out`` in the order the Python loop concatenates them; returns how many, and
  * how many messages were held. */
+static PyObject *settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t ngiven);
+
 static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 7 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 8) {
         PyErr_SetString(PyExc_TypeError, "settle(tables (8 arrays), ms, dep_left, gate_left, arrived, stamp, out)");
         return NULL;
     }
+    return settle_with(args, NULL, 0);
+}
+
+/* py_settle's pass, its messages ``given`` (``ngiven`` of them) where not NULL (``args[1]`` then unread:
+ * DfDone's, with no array made for them), else the array ``args[1]`` */
+static PyObject *settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t ngiven) {
     Arr tab[8], ms, dep, gate, arrived, stamp, out;
     Arr *all[14] = {&tab[0], &tab[1], &tab[2], &tab[3], &tab[4], &tab[5], &tab[6], &tab[7],
                     &ms,     &dep,    &gate,   &arrived, &stamp, &out};
@@ -2148,7 +2166,15 @@ static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nar
     for (int k = 0; k < 8; k++)
         if (arr_get(PyTuple_GET_ITEM(args[0], k), &tab[k], 'i') < 0)
             goto done;
-    if (arrs_open(args, all + 8, "-iIIBII") < 0)
+    if (given) { /* (a plain C array, nothing held: arr_release leaves it) */
+        ms.p = (const char *)given;
+        ms.n = ngiven;
+        ms.stride = (Py_ssize_t)sizeof(int64_t);
+        ms.view.itemsize = (Py_ssize_t)sizeof(int64_t);
+        ms.kind = 'i';
+        ms.held = 0;
+    }
+    if (arrs_open(args, all + (given ? 9 : 8), given ? "--IIBII" : "-iIIBII") < 0)
         goto done;
     if (dep.view.itemsize != 8 || gate.view.itemsize != 8 || stamp.view.itemsize != 8 || out.view.itemsize != 8) {
         PyErr_SetString(PyExc_TypeError, "settle: counters, stamps and out must hold 64-bit integers");
@@ -4543,25 +4569,44 @@ static PyObject *Fast_after(Fast *f, PyObject *unused) { return fast_out(f, fast
 /* flows_done(slots, now): FastExecutor._on_flows_done -- the network's flows of this executor in ``slots``
  * have completed: one as _one_done, several as _done, their (src, dst, step) read from ex.f_src, f_dst,
  * f_step */
+static PyObject *fast_flows_done_at(Fast *f, const int64_t *sv, Py_ssize_t n, double now);
+
 static PyObject *Fast_flows_done(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "flows_done(slots, now)"))
         return NULL;
-    static const char *names[] = {"f_src", "f_dst", "f_step"};
-    LList slots = {0}, col[3] = {{0}};
+    LList slots = {0};
+    double now = PyFloat_AsDouble(args[1]);
+    if (PyErr_Occurred() || fast_values(args[0], &slots, NULL) < 0) {
+        free(slots.v);
+        return fast_out(f, NULL);
+    }
+    PyObject *r = fast_flows_done_at(f, slots.v, slots.n, now);
+    free(slots.v);
+    return r;
+}
+
+/* flows_done for the slots ``sv`` (``n`` of them) at ``now``: what the network's wake-up calls without making
+ * the slots an array (w_finish_owned) */
+static PyObject *fast_flows_done_at(Fast *f, const int64_t *sv, Py_ssize_t n, double now) {
+    static PyObject *names[3];
+    LList col[3] = {{0}};
     Arr a[3];
     int held = 0, ok = 0;
-    double now = PyFloat_AsDouble(args[1]);
-    if (PyErr_Occurred() || fast_values(args[0], &slots, NULL) < 0)
+    if (!names[0] && (!(names[0] = PyUnicode_InternFromString("f_src")) ||
+                      !(names[1] = PyUnicode_InternFromString("f_dst")) ||
+                      !(names[2] = PyUnicode_InternFromString("f_step")))) {
+        names[0] = NULL;
         goto done;
+    }
     for (; held < 3; held++) {
-        PyObject *o = PyObject_GetAttrString(f->ex, names[held]);
+        PyObject *o = PyObject_GetAttr(f->ex, names[held]);
         int bad = !o || arr_get(o, &a[held], 'i') < 0;
         Py_XDECREF(o);
         if (bad)
             goto done;
     }
-    for (Py_ssize_t i = 0; i < slots.n; i++) {
-        int64_t x = slots.v[i];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t x = sv[i];
         for (int j = 0; j < 3; j++) {
             if (x < 0 || x >= a[j].n) {
                 PyErr_SetString(PyExc_IndexError, "flows_done: slot out of range");
@@ -4575,12 +4620,11 @@ static PyObject *Fast_flows_done(Fast *f, PyObject *const *args, Py_ssize_t narg
             goto done;
         }
     }
-    ok = (slots.n == 1 ? fast_one_done(f, col[0].v[0], col[1].v[0], col[2].v[0], now)
-                       : fast_done(f, col[0].v, col[1].v, col[2].v, slots.n, now)) == 0;
+    ok = (n == 1 ? fast_one_done(f, col[0].v[0], col[1].v[0], col[2].v[0], now)
+                 : fast_done(f, col[0].v, col[1].v, col[2].v, n, now)) == 0;
 done:
     while (held > 0)
         arr_release(&a[--held]);
-    free(slots.v);
     for (int j = 0; j < 3; j++)
         free(col[j].v);
     return fast_out(f, ok ? Py_NewRef(Py_None) : NULL);
@@ -5004,7 +5048,10 @@ static int df_done_call(PyObject *done, const Py_ssize_t *slots, Py_ssize_t n, P
  * one of them has the same owner (>= 0; a lone flow no transfer group): bytes booked slot by slot, rates
  * zeroed, the owner called back, owners reset and the slots freed in order. 1 where done so, 0 where the
  * Python lines must do it (nothing written), -1 on an error. */
-static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, PyObject *arr, PyObject *now_o) {
+static PyTypeObject DfDoneType;
+static int is_fast_done(PyObject *done);
+
+static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, PyObject **arrp, PyObject *now_o) {
     PyObject *net = w->net;
     Arr owner, gid, path, nbytes, rate, pb, length;
     Arr *all[5] = {&owner, &gid, &path, &nbytes, &rate};
@@ -5054,7 +5101,10 @@ static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, P
     }
     arrs_release(all, 5);
     arr_release(&pb);
-    if (df_done_call(cb, done, n, arr, now_o) < 0)
+    if (Py_TYPE(cb) != &DfDoneType && !is_fast_done(cb) && !*arrp && !(*arrp = w_slots(w, done, n))) /* (DfDone
+                                                                       and the Fast core read ``done``) */
+        goto done;
+    if (df_done_call(cb, done, n, *arrp, now_o) < 0)
         goto done;
     if (w_arr(net, W_OWNER, &owner, 'i', 1) < 0) /* (read again: the callback may have grown it) */
         goto done;
@@ -5122,15 +5172,18 @@ static int w_drain(const WCtx *w, PyObject *now_o, double now) {
     }
     for (Py_ssize_t i = 0; i < n; i++)
         done[i] = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
-    if (!(arr = w_slots(w, done, n)) || w_active(net, -n) < 0)
+    if (w_active(net, -n) < 0)
         goto out;
-    int kept = w_rates_change(w, done, n, arr, -1); /* (else Network._removed: the Python lines) */
-    if (kept < 0 || (!kept && w_call(net, w_s[W_REMOVED], arr, NULL, NULL) < 0))
+    /* (the slots as an array only where a Python line takes them) */
+    int kept = w_rates_change(w, done, n, NULL, -1); /* (else Network._removed: the Python lines) */
+    if (kept < 0 || (!kept && (!(arr = w_slots(w, done, n)) || w_call(net, w_s[W_REMOVED], arr, NULL, NULL) < 0)))
         goto out;
-    int owned = w_finish_owned(w, done, n, arr, now_o);
+    int owned = w_finish_owned(w, done, n, &arr, now_o);
     if (owned < 0)
         goto out;
     if (!owned) { /* (len(done) <= _SMALL: _finish_few(done, now, finished), else _finish(finished, now)) */
+        if (!arr && !(arr = w_slots(w, done, n)))
+            goto out;
         if (n <= 16 ? w_call(net, w_s[W_FINISH_FEW], list, now_o, arr) < 0 : w_call(net, w_s[W_FINISH], arr, now_o, NULL) < 0)
             goto out;
     }
@@ -5551,7 +5604,8 @@ static PyObject *k_s[K_N];
 
 static int k_strings(void) { return intern_all(k_s, k_names, K_N); }
 
-/* 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error */
+/* 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error; ``arr`` (``slots`` as an
+ * array) is read only where flows start (sign > 0): flows that end leave the core's sets from ``slots`` */
 static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, int sign) {
     PyObject *net = w->net, *mod = PyTuple_GET_ITEM(w->wctx_, 3);
     PyObject *rates = NULL, *cluster = NULL, *paths = NULL, *dom = NULL, *hash_o = NULL, *members = NULL, *core = NULL;
@@ -5627,10 +5681,8 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     key = sign > 0 ? key + sum : key - sum;
     if (!(key_o = PyLong_FromUnsignedLongLong(key)) || iset(rates, r_s[R_KEY], key_o) < 0)
         goto out;
-    if (!(pids_o = w_slots(w, pids, n)))
-        goto out;
     if (sign < 0) { /* self._gone.append((pids, rates.copy())) */
-        if (!(rates_o = w_array(w, 'f', rts, n)) || !(list = iget(rates, r_s[R_GONE])) ||
+        if (!(pids_o = w_slots(w, pids, n)) || !(rates_o = w_array(w, 'f', rts, n)) || !(list = iget(rates, r_s[R_GONE])) ||
             !(item = PyTuple_Pack(2, pids_o, rates_o)) || PyList_Append(list, item) < 0)
             goto out;
     }
@@ -5640,11 +5692,15 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
         if (iset(rates, r_s[R_MEMBERS], Py_None) < 0 || iset(rates, r_s[R_RECOUNT], Py_True) < 0)
             goto out;
     } else if (in_core) {
-        PyObject *argv[2] = {arr, pids_o};
-        if (!(r = sign > 0 ? Core_enter((Core *)core, argv, 2) : Core_leave((Core *)core, arr)))
-            goto out;
-        long d = PyLong_AsLong(r);
-        if ((d == -1 && PyErr_Occurred()) || add_attr(rates, r_s[R_SHARED], d) < 0)
+        long d = 0;
+        /* Core.enter(arr, pids) / Core.leave(arr), from the slots and paths themselves (no array made or read) */
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (sign > 0) {
+                if (core_enter_one((Core *)core, (int64_t)slots[i], (int64_t)pids[i], &d) < 0)
+                    goto out;
+            } else
+                core_leave_one((Core *)core, (int64_t)slots[i], &d);
+        if (add_attr(rates, r_s[R_SHARED], d) < 0)
             goto out;
     }
     if (sign > 0) {
@@ -5960,6 +6016,8 @@ out:
 
 typedef struct {
     PyObject_HEAD PyObject *ex, *wctx;
+    PyObject *flow;   /* the program whose length ``total`` is (held), or NULL */
+    Py_ssize_t total; /* len(flow), taken once per program (its __len__ is a Python frame) */
 } DfDone;
 
 static PyObject *d_s[32];
@@ -5981,18 +6039,22 @@ static int DfDone_init(DfDone *d, PyObject *args, PyObject *kwds) {
     }
     Py_XSETREF(d->ex, Py_NewRef(ex));
     Py_XSETREF(d->wctx, Py_NewRef(wctx));
+    Py_CLEAR(d->flow);
+    d->total = -1;
     return d_strings();
 }
 
 static int DfDone_traverse(DfDone *d, visitproc visit, void *arg) {
     Py_VISIT(d->ex);
     Py_VISIT(d->wctx);
+    Py_VISIT(d->flow);
     return 0;
 }
 
 static int DfDone_clear(DfDone *d) {
     Py_CLEAR(d->ex);
     Py_CLEAR(d->wctx);
+    Py_CLEAR(d->flow);
     return 0;
 }
 
@@ -6138,10 +6200,10 @@ out:
 
 /* the executor's _on_flows_done for completed flows ``slots`` */
 static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *now_o) {
-    PyObject *ex = d->ex, *st = NULL, *tables = NULL, *fm = NULL, *ms_o = NULL, *out = NULL, *r = NULL;
+    PyObject *ex = d->ex, *st = NULL, *tables = NULL, *fm = NULL, *out = NULL, *r = NULL;
     PyObject *wctx = PyTuple_GET_ITEM(d->wctx, 0);
     WCtx w = {PyTuple_GET_ITEM(wctx, 0), PyTuple_GET_ITEM(wctx, 1), PyTuple_GET_ITEM(wctx, 2), NULL};
-    Py_ssize_t *ms = malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    int64_t *ms = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
     int rc = -1;
     if (!ms) {
         PyErr_NoMemory();
@@ -6154,13 +6216,16 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     for (Py_ssize_t i = 0; i < n; i++) {
         if (!index_ok(slots[i], fmsg.n, "DfDone: slot out of range"))
             goto out;
-        ms[i] = (Py_ssize_t)arr_i(&fmsg, slots[i]);
+        ms[i] = arr_i(&fmsg, slots[i]);
     }
     arr_release(&fmsg);
-    if (!(ms_o = w_slots(&w, ms, n)) || !(st = iget(ex, d_s[D_ST])) ||
-        !(tables = iget(ex, d_s[D_TABLES])))
+    if (!(st = iget(ex, d_s[D_ST])) || !(tables = iget(ex, d_s[D_TABLES])))
         goto out;
-    PyObject *argv[7] = {tables, ms_o, NULL, NULL, NULL, NULL, NULL};
+    if (!PyTuple_Check(tables) || PyTuple_GET_SIZE(tables) != 8) {
+        PyErr_SetString(PyExc_TypeError, "DfDone: the executor's tables must be 8 arrays");
+        goto out;
+    }
+    PyObject *argv[7] = {tables, Py_None, NULL, NULL, NULL, NULL, NULL};
     if (!(argv[2] = iget(st, d_s[D_DEP])) || !(argv[3] = iget(st, d_s[D_GATE])) ||
         !(argv[4] = iget(st, d_s[D_ARRIVED])) || !(argv[5] = iget(ex, d_s[D_STAMP])) ||
         !(argv[6] = iget(ex, d_s[D_OUT]))) {
@@ -6168,7 +6233,7 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
             Py_XDECREF(argv[j]);
         goto out;
     }
-    r = py_settle(NULL, argv, 7);
+    r = settle_with(argv, ms, n); /* (the messages as they are: no array made for them) */
     out = Py_NewRef(argv[6]);
     for (int j = 2; j < 7; j++)
         Py_DECREF(argv[j]);
@@ -6216,7 +6281,13 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     /* if st.held == len(flow) and not self.done.triggered: self.done.succeed() */
     {
         PyObject *h = iget(st, d_s[D_HELD]), *flow = h ? iget(ex, d_s[D_FLOW]) : NULL;
-        Py_ssize_t total = flow ? PyObject_Length(flow) : -1, hv = h ? PyLong_AsSsize_t(h) : -1;
+        Py_ssize_t total = -1, hv = h ? PyLong_AsSsize_t(h) : -1;
+        if (flow && flow == d->flow && d->total >= 0)
+            total = d->total;
+        else if (flow && (total = PyObject_Length(flow)) >= 0) {
+            Py_XSETREF(d->flow, Py_NewRef(flow));
+            d->total = total;
+        }
         Py_XDECREF(h);
         Py_XDECREF(flow);
         if (PyErr_Occurred())
@@ -6238,17 +6309,29 @@ out:
     Py_XDECREF(st);
     Py_XDECREF(tables);
     Py_XDECREF(fm);
-    Py_XDECREF(ms_o);
     Py_XDECREF(out);
     Py_XDECREF(r);
     return rc;
 }
 
-static PyTypeObject DfDoneType;
+/* whether ``done`` is a Fast core's bound flows_done (FastExecutor's owner on the network) */
+static int is_fast_done(PyObject *done) {
+    return PyCFunction_CheckExact(done) &&
+           PyCFunction_GET_FUNCTION(done) == (PyCFunction)(void (*)(void))Fast_flows_done &&
+           PyCFunction_GET_SELF(done) && Py_TYPE(PyCFunction_GET_SELF(done)) == &FastType;
+}
 
 static int df_done_call(PyObject *done, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, PyObject *now_o) {
     if (Py_TYPE(done) == &DfDoneType)
         return df_done((DfDone *)done, slots, n, now_o);
+    if (is_fast_done(done) && sizeof(Py_ssize_t) == sizeof(int64_t)) { /* Fast.flows_done(arr, now), from the slots */
+        double now = PyFloat_AsDouble(now_o);
+        if (now == -1.0 && PyErr_Occurred())
+            return -1;
+        PyObject *r = fast_flows_done_at((Fast *)PyCFunction_GET_SELF(done), (const int64_t *)slots, n, now);
+        Py_XDECREF(r);
+        return r ? 0 : -1;
+    }
     PyObject *r = PyObject_CallFunctionObjArgs(done, arr, now_o, NULL);
     Py_XDECREF(r);
     return r ? 0 : -1;

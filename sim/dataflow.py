@@ -160,8 +160,12 @@ class DataflowBuilder:
     def __init__(self, endpoints: int) -> None:
         self.endpoints = endpoints
         self.count = 0
-        self._cols: list[list[np.ndarray]] = [[] for _ in range(8)]
-        #: edges by kind (ARRIVED, HELD): lists of (message, on) parts, in the order they were added
+        #: per call of :meth:`messages`, the columns that vary (src, dst, proc, seg) ...
+        self._cols: list[list[np.ndarray]] = [[] for _ in range(4)]
+        #: ... and those that do not (count, bytes, bytes reduced, reduce, width), spread out in :meth:`build`
+        self._each: list[tuple[int, float, float, bool, int]] = []
+        #: edges by kind (ARRIVED, HELD): lists of (message, on) parts, in the order they were added, -1s
+        #: (no edge) still in them: taken out in :meth:`build`
         self._deps: tuple[list[np.ndarray], ...] = ([], [], [], [])
         self._gates: tuple[list[np.ndarray], ...] = ([], [], [], [])
 
@@ -186,29 +190,26 @@ class DataflowBuilder:
             )
         ids = np.arange(self.count, self.count + n, dtype=np.int64)
         self.count += n
-        lo = np.broadcast_to(np.asarray(seg, dtype=np.int64), (n,))
         cols = (
             src,
             np.broadcast_to(np.asarray(dst, dtype=np.int64).ravel(), (n,)),
-            np.full(n, float(nbytes)),
-            np.full(n, float(nbytes) if reduce else 0.0),
             np.broadcast_to(np.asarray(proc, dtype=np.int64).ravel(), (n,)),
-            np.full(n, bool(reduce)),
-            lo,
-            lo + width,
+            np.broadcast_to(np.asarray(seg, dtype=np.int64), (n,)),
         )
         for store, col in zip(self._cols, cols, strict=True):
             store.append(col)
+        self._each.append((n, float(nbytes), float(nbytes) if reduce else 0.0, bool(reduce), int(width)))
         return ids
 
     @staticmethod
     def _edges(store: tuple[list[np.ndarray], ...], m: np.ndarray, on: np.ndarray, kind: int) -> None:
         if kind not in (ARRIVED, HELD):
             raise ValueError("dataflow: kinds must be ARRIVED or HELD")
-        m, on = np.broadcast_arrays(np.asarray(m, dtype=np.int64), np.asarray(on, dtype=np.int64))
-        keep = (m >= 0) & (on >= 0)  # -1 on either side: no edge (a missing parent, chunk -1)
-        store[2 * kind].append(m[keep].astype(_ID))
-        store[2 * kind + 1].append(on[keep].astype(_ID))
+        m, on = np.array(m, dtype=np.int64), np.array(on, dtype=np.int64)  # (copies: the caller's may change)
+        if m.shape != on.shape:
+            m, on = np.broadcast_arrays(m, on)
+        store[2 * kind].append(m.ravel())
+        store[2 * kind + 1].append(on.ravel())
 
     def after(self, m: np.ndarray, on: np.ndarray, kind: int) -> None:
         """Messages ``m`` start after messages ``on`` (elementwise, broadcast) reach ``kind``."""
@@ -222,20 +223,28 @@ class DataflowBuilder:
         def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
             return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
 
-        src, dst, size, red, proc, comb, lo, hi = (
-            cat(c, t)
-            for c, t in zip(
-                self._cols, (np.int64, np.int64, float, float, np.int64, bool, np.int64, np.int64), strict=True
-            )
+        src, dst, proc, lo = (cat(c, np.int64) for c in self._cols)
+        each = list(zip(*self._each, strict=True)) or [()] * 5
+        counts = np.array(each[0], dtype=np.int64)
+        size, red, comb, width = (
+            np.repeat(np.array(col, dtype=t), counts)
+            for col, t in zip(each[1:], (float, float, bool, np.int64), strict=True)
         )
+        hi = lo + width
         if len(src) and ((src < 0).any() or (dst < 0).any() or (src >= self.endpoints).any()):
             raise ValueError("dataflow: every endpoint must be in 0..endpoints-1")
 
         def edges(store: tuple[list[np.ndarray], ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             """(message, on, kind), the ARRIVED edges first, then the HELD ones (each in order added)."""
-            sizes = [sum(len(part) for part in store[k]) for k in (0, 2)]
+            ms, ons, sizes = [], [], []
+            for k in (0, 2):
+                m, on = cat(store[k], np.int64), cat(store[k + 1], np.int64)
+                keep = (m >= 0) & (on >= 0)  # -1 on either side: no edge (a missing parent, chunk -1)
+                ms.append(m[keep].astype(_ID))
+                ons.append(on[keep].astype(_ID))
+                sizes.append(len(ms[-1]))
             kind = np.repeat(np.array([ARRIVED, HELD], dtype=np.int8), sizes)
-            return cat(store[0] + store[2], _ID), cat(store[1] + store[3], _ID), kind
+            return np.concatenate(ms), np.concatenate(ons), kind
 
         deps, gates = edges(self._deps), edges(self._gates)
         return Dataflow(self.endpoints, src, dst, size, red, proc, comb, lo, hi, deps, gates)

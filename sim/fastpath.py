@@ -194,7 +194,7 @@ class FastExecutor:
             if len(ranks) == 1 or phases.min() == phases.max():
                 self._launch(self.steps[int(phases[0])], ranks)
             else:
-                for k in np.unique(phases).tolist():
+                for k in distinct(phases).tolist():
                     self._launch(self.steps[k], ranks[phases == k])
             idle = ranks[(self.send_left[ranks] == 0) & (self.recv_left[ranks] == 0)]
             ranks = self._complete(idle, now)
@@ -470,7 +470,7 @@ class FastExecutor:
             arrival = np.where(wire > 0, start + wire / rate, start)
         dst = step.dst[msgs]
         fstep = self.step[src]
-        for when in np.unique(arrival).tolist():
+        for when in distinct(arrival).tolist():
             at = arrival == when
             self._arrive_at(when, (src[at], dst[at], fstep[at], pids[at], nbytes[at]))
         self.private += len(msgs)
@@ -531,7 +531,7 @@ class FastExecutor:
         if self.gamma > 0:
             phases = self._phase_of(self.step[ranks])
             reduce = np.zeros(len(ranks))
-            for k in np.unique(phases).tolist():
+            for k in distinct(phases).tolist():
                 sel = phases == k
                 reduce[sel] = self.steps[k].reduce_at[ranks[sel]]
             finish = self.last[ranks] + self.gamma * self.scale[ranks] * reduce
@@ -542,7 +542,7 @@ class FastExecutor:
         if later.any():
             # still in this step while reducing: a message of the next step that arrives meanwhile
             # is early, and the step counter moves when the timer fires
-            for when in np.unique(finish[later]).tolist():
+            for when in distinct(finish[later]).tolist():
                 self._timer(when, ranks[later & (finish == when)])
         ready = ranks[now_ready]
         self.step[ready] += 1

@@ -33,6 +33,9 @@ _CORE: Any = chosen(built("_classcore"))
 __all__ = ["maxmin_rates", "maxmin_rates_full", "maxmin_rates_sequential"]
 
 _RTOL = 1e-12  # (sim/_classcore.c has it too)
+#: bounds that bound no flow (all ``inf``: :meth:`sim.rates.Rates._solve_all` passes every active flow's)
+#: solved as no bounds, in C; False: the numpy rounds with the bounds, the reference (tests)
+_UNBOUNDED_CORE = True
 
 
 def _prepare(entry_flow: np.ndarray, entry_arc: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -75,13 +78,16 @@ def maxmin_rates(
     Each round runs over the crossings of the flows not yet fixed only: most flows are fixed in the
     first rounds, and the chains of bottlenecks behind them (a parameter server's fan-ins, one shard
     per rank) then cost what is left. The rounds and their arithmetic are :func:`maxmin_rates_full`'s
-    (every round over every crossing), so the rates are the same to the bit. Without ``bound`` they run
+    (every round over every crossing), so the rates are the same to the bit. Without ``bound`` (or with
+    no finite one: an ``inf`` bound fixes no flow, as no bound does) they run
     in C where ``sim._classcore`` is built (the same operations in the same order: the same rates to
     the bit, tests/test_classcore.py); the numpy rounds below are the reference and the fallback.
     """
     rate = np.zeros(nflows)
     if nflows == 0:
         return rate
+    if bound is not None and _CORE is not None and _UNBOUNDED_CORE and _unbounded(bound):
+        bound = None  # no flow bounded: the same rounds (an ``inf`` bound fixes no flow), in C
     if _CORE is not None and bound is None:
         flow = np.ascontiguousarray(entry_flow, dtype=np.int64)
         arc = np.ascontiguousarray(entry_arc, dtype=np.int64)
@@ -128,6 +134,11 @@ def maxmin_rates(
         local = local[keep]
         weight = None if weight is None else weight[keep]
         pos = (np.cumsum(stay) - 1)[pos[keep]]
+
+
+def _unbounded(bound: np.ndarray) -> bool:
+    """Whether no flow of ``bound`` has a finite upper bound."""
+    return bool((np.asarray(bound, dtype=float) == np.inf).all())
 
 
 def _prepared(

@@ -37,7 +37,7 @@ import simpy
 from simpy.events import NORMAL, Event
 
 from . import rates as _rates_module
-from ._arrays import floats
+from ._arrays import distinct, floats
 from .cluster import Cluster
 from .errors import RunError
 from .rates import _CORE, Rates, gather_arcs
@@ -466,7 +466,7 @@ class Network:
         if len(starts) and (starts == first).all():
             self._enqueue(float(first), slots)
         else:
-            for start in np.unique(starts):
+            for start in distinct(starts):  # (np.unique's first call imports numpy.ma: milliseconds)
                 self._enqueue(float(start), slots[starts == start])
 
     def launch_rows(
@@ -1305,7 +1305,7 @@ class Network:
             owners = self._owner[slots]
         owned = owners >= 0
         if owned.any():
-            for owner in np.unique(owners[owned]).tolist():
+            for owner in distinct(owners[owned]).tolist():
                 self._owners[owner](slots[owners == owner], now)
             self._owner[slots] = -1
         gids = self._gid[slots]

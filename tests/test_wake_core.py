@@ -14,6 +14,7 @@ the cache hits.
 
 from __future__ import annotations
 
+import copy
 import random
 from typing import Any
 
@@ -305,3 +306,42 @@ def _bind_anyway(self: Any) -> None:
     net.set_owner(
         self.owner, _CORE.DfDone(self, (whole, flow.pids(net), flow.src, flow.nbytes, self.owner, net.cluster, None))
     )
+
+
+def test_dfdone_takes_the_length_of_the_program_the_executor_holds(monkeypatch):
+    """``DfDone`` takes the program's length once per program (no Python frame per completion), and anew
+    for another program: an executor whose program says it is one message longer from the run's first solve
+    on (the run cannot end while DfDone believes it) and is replaced after a few solves by a copy that says
+    its true length ends as the Python lines' run ends."""
+    graph, algorithm = DATAFLOW[0]
+    ref, _ = _run(monkeypatch, False, graph, "allreduce", algorithm, 2**22, engine="fast", gamma=0.0)
+    executors: list[Any] = []
+    lengths: list[int] = []
+    solves: list[int] = []
+    lying: set[int] = set()
+    bind, solve, length = dataflow.DataflowExecutor._bind_core, network.Network._solve, dataflow.Dataflow.__len__
+
+    def bound(self: Any) -> Any:
+        executors.append(self)
+        return bind(self)
+
+    def solving(self: Any) -> None:
+        solves.append(len(solves))
+        if len(solves) == 1:
+            lying.add(id(executors[0].flow))
+        elif len(solves) == 6:  # (after the first completions)
+            executors[0].flow = copy.copy(executors[0].flow)
+        solve(self)
+
+    def counted(self: Any) -> int:
+        lengths.append(id(self))
+        return length(self) + (id(self) in lying)
+
+    with monkeypatch.context() as m:
+        m.setattr(dataflow.DataflowExecutor, "_bind_core", bound)
+        m.setattr(network.Network, "_solve", solving)
+        m.setattr(dataflow.Dataflow, "__len__", counted)
+        got = simulate(graph, "allreduce", algorithm, 2**22, engine="fast", gamma=0.0)
+    _same(got, ref)
+    assert (repr(got.time_s), got.events) == (repr(ref.time_s), ref.events)
+    assert len(solves) > 6 and len(lengths) < 20  # (taken once per program, not once per completion)

@@ -82,8 +82,9 @@ def dbt_dataflow(p: int, nbytes: float, chunks: int) -> Dataflow:
     rules (:func:`sim.algorithms.tree.pipelined_tree`)."""
     b = DataflowBuilder(p)
     ranks = np.arange(p)
+    ups = np.array([(t0[0], t1[0]) for t0, t1 in (nccl_dtree(p, r) for r in range(p))], dtype=np.int64).T
     for t in range(2):  # tree t: actors t·p .. t·p + p-1 (the other tree's actors stay out of it)
-        up = np.array([nccl_dtree(p, r)[t][0] for r in range(p)], dtype=np.int64)
+        up = ups[t]
         parent = np.full(2 * p, -1, dtype=np.int64)
         parent[t * p + ranks] = np.where(up >= 0, up + t * p, -1)
         pipelined_tree(b, parent, np.tile(ranks, 2), np.arange(2 * p), chunks, nbytes / (2 * chunks), t * chunks)
