@@ -233,34 +233,40 @@ def gathering_steps(
     orders: np.ndarray, ranks: np.ndarray, chunk: float, endpoints: int, reduce: bool, wire: float = 1.0
 ) -> tuple[tuple[Step, int], ...]:
     """The p - 1 steps of ring all-gathers (``reduce`` False) or reduce-scatters over the rings
-    ``orders[c]`` (actors; ``ranks[c]`` their ranks), blocks of ``chunk`` bytes (``wire`` x on the wire).
-    Data-check segments ``r K + c`` (K = the number of rings): ring c's part of rank r's block.
+    ``orders[c]`` (actors; ``ranks[c]`` their ranks), blocks of ``chunk`` bytes (``wire`` x on the wire):
+    one step repeated p - 1 times. Data-check segments ``r K + c`` (K = the number of rings): ring c's
+    part of rank r's block.
 
     All-gather: in step s the actor at ring position i sends the block of the rank at position i - s (its
     own first), which the next stores. Reduce-scatter: it sends its partial sum of the block of the rank at
     position i - s - 1, which the next adds to its own, so that after p - 1 steps every actor holds its
-    own rank's block reduced. Which block a step carries depends on the ranks' places in each ring (NCCL's
-    ring reads them from ``ring->userRanks``), so every step is a step of its own."""
+    own rank's block reduced. The ring position whose block a message carries, (i - s - reduce) mod q, is
+    affine in the repetition s; the rank there is looked up in the step's segment table ``ranks``
+    (:class:`~sim.program.Step`: NCCL's ring reads it from ``ring->userRanks``), or, where every ring's
+    position j holds rank j (the rank-order ring), is that position itself."""
     orders = np.asarray(orders, dtype=np.int64)
+    ranks = np.asarray(ranks, dtype=np.int64)
     k, q = orders.shape
     src, dst = orders.ravel(), np.roll(orders, -1, axis=1).ravel()
-    lane = np.arange(k, dtype=np.int64)[:, None]
-    return tuple(
-        (
-            Step.make(
-                src,
-                dst,
-                chunk * wire,
-                chunk if reduce else 0.0,
-                endpoints=endpoints,
-                combine=reduce,
-                seg=(np.roll(ranks, s + reduce, axis=1) * k + lane).ravel(),
-                pairs_checked=s > 0,
-            ),
-            1,
-        )
-        for s in range(q - 1)
+    lane = np.repeat(np.arange(k, dtype=np.int64), q)
+    position = np.tile(np.arange(q, dtype=np.int64), k)
+    in_order = bool((ranks == np.arange(q)).all())
+    step = Step.make(
+        src,
+        dst,
+        chunk * wire,
+        chunk if reduce else 0.0,
+        endpoints=endpoints,
+        combine=reduce,
+        seg=position - int(reduce),
+        seg_stride=-1,
+        seg_mod=q,
+        seg_off=lane,
+        seg_scale=k,
+        seg_table=None if in_order else ranks,
+        seg_at=lane * q,
     )
+    return ((step, q - 1),)
 
 
 class RingChannelsOptions(Spec):
