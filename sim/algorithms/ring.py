@@ -271,6 +271,9 @@ def gathering_steps(
 
 class RingChannelsOptions(Spec):
     channels: PositiveInt = 1
+    #: the single ring's order (:func:`ring_order`); ``rank`` by default, as before. ``channels=K`` rings
+    #: are NCCL's, laid out as its all-reduce's whatever this says
+    order: Literal["auto", "rank", "rail"] = "rank"
 
 
 class _RingGathering(Algorithm):
@@ -279,8 +282,12 @@ class _RingGathering(Algorithm):
     them, each ring's p - 1 steps)."""
 
     Options = RingChannelsOptions
-    examples = ("ring:channels=3",)
+    examples = ("ring:channels=3", "ring:order=rail")
     options: RingChannelsOptions
+
+    def _order(self, p: int, cluster: Any) -> list[int]:
+        """The single ring's order of the ranks."""
+        return ring_order(cluster, p, self.options.order)
 
     def _channels(self, job: Job) -> Generator[Any, Any, None]:
         from ..nccl.layout import run_program
@@ -291,8 +298,8 @@ class _RingGathering(Algorithm):
     def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
         if p == 1:
             return None
-        if self.options.channels == 1:  # the ring over the ranks in rank order, as run() does
-            order = np.arange(p, dtype=np.int64)[None, :]
+        if self.options.channels == 1:  # the ring over the ranks in the option's order, as run() does
+            order = np.asarray(self._order(p, cluster), dtype=np.int64)[None, :]
             return StepProgram(p, gathering_steps(order, order, nbytes / p, p, self.collective == "reducescatter"))
         from ..nccl.rings import rings_gather_program
 
@@ -312,8 +319,8 @@ class RingAllGather(_RingGathering):
         if self.options.channels > 1:
             yield from self._channels(job)
             return
-        order, segments = list(range(p)), list(range(p))
-        yield spread(job, [ring_allgather(job, order, i, segments, job.nbytes / p, 0, first=0) for i in order])
+        order = self._order(p, job.net.cluster)  # position i starts with (and passes on) rank order[i]'s block
+        yield spread(job, [ring_allgather(job, order, i, order, job.nbytes / p, 0, first=0) for i in range(p)])
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         return (p - 1) * alpha + (p - 1) / p * n * beta
@@ -332,10 +339,11 @@ class RingReduceScatter(_RingGathering):
         if self.options.channels > 1:
             yield from self._channels(job)
             return
-        order = list(range(p))
-        # the ring leaves rank i with chunk i+1: name chunk k after block k-1 so that it holds block i
-        segments = [(k - 1) % p for k in range(p)]
-        yield spread(job, [ring_reduce_scatter(job, order, i, segments, job.nbytes / p, 0) for i in order])
+        order = self._order(p, job.net.cluster)
+        # the ring leaves position i with chunk i+1: name chunk k after the block of the rank at position
+        # k-1 so that it holds its own rank's block
+        segments = [order[(k - 1) % p] for k in range(p)]
+        yield spread(job, [ring_reduce_scatter(job, order, i, segments, job.nbytes / p, 0) for i in range(p)])
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         # with K channels every rank's K actors reduce their parts side by side (one SM each)
