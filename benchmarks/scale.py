@@ -108,6 +108,11 @@ CASES = [
         for tag, coll in (("ag", "allgather"), ("rs", "reducescatter"))
         for hosts, gpus, target in ((128, "1k", None), (512, "4k", None), (2048, "16k", 10))
     ),
+    # ... and in rail order (ring:order=rail, NCCL's rail-aligned ring): contention-free, the max-plus path
+    *(
+        Case(f"ring-rail-{tag}-16k", DGX16K, "ring:order=rail", "1GiB", "auto", 10, None, collective=coll)
+        for tag, coll in (("ag", "allgather"), ("rs", "reducescatter"))
+    ),
     # NCCL's rings for all-gather on DGX H100 hosts: the pick (Ring/Simple, 16 channels) and the 16 rings
     *(
         Case(
