@@ -287,7 +287,7 @@ def _together(steps: Sequence[Step], endpoints: int, who: str) -> Step:
     cat = {f: np.concatenate([getattr(st, f) for st in steps]) for f in ("src", "dst", "nbytes", "reduce", "combine")}
     seg = np.concatenate([st.seg for st in steps], axis=1)
     table = None
-    if any(st.table is not None for st in steps):  # the tables end to end, each message's ``at`` moved with its
+    if any(st.table is not None for st in steps):  # the tables end to end; each ``at`` moves with its table
         starts = np.cumsum([0] + [0 if st.table is None else len(st.table) for st in steps])
         shift = np.repeat(starts[:-1], [len(st) for st in steps])
         seg[6] = np.where(seg[6] >= 0, seg[6] + shift, -1)
