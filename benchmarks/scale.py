@@ -43,6 +43,7 @@ class Case:
     quick: bool = False
     ranks: int | None = None
     report: str | None = None  # a report spec: the case is `collsim report` on it
+    collective: str = "allreduce"
 
 
 DGX16K = "dgx:hosts=2048"
@@ -100,6 +101,32 @@ CASES = [
                 ranks=16384,
             ),
         )
+    ),
+    # all-gather and reduce-scatter (FSDP / ZeRO): the ring in rank order, one step repeated p - 1 times
+    *(
+        Case(f"ring-{tag}-{gpus}", f"dgx:hosts={hosts}", "ring", "1GiB", "auto", target, None, collective=coll)
+        for tag, coll in (("ag", "allgather"), ("rs", "reducescatter"))
+        for hosts, gpus, target in ((128, "1k", None), (512, "4k", None), (2048, "16k", 10))
+    ),
+    # ... and in rail order (ring:order=rail, NCCL's rail-aligned ring): contention-free, the max-plus path
+    *(
+        Case(f"ring-rail-{tag}-16k", DGX16K, "ring:order=rail", "1GiB", "auto", 10, None, collective=coll)
+        for tag, coll in (("ag", "allgather"), ("rs", "reducescatter"))
+    ),
+    # NCCL's rings for all-gather on DGX H100 hosts: the pick (Ring/Simple, 16 channels) and the 16 rings
+    *(
+        Case(
+            f"{name}-ag-h100-{gpus}",
+            f"hgx:preset=dgx-h100,hosts={hosts}",
+            a,
+            "1GiB",
+            "auto",
+            None,
+            None,
+            collective="allgather",
+        )
+        for name, a in (("nccl", "nccl"), ("ring16", "ring:channels=16"))
+        for hosts, gpus in ((16, "128"), (64, "512"), (256, "2k"))
     ),
     Case("ps-colocated-1k", "dgx:hosts=128", "ps:shards=128", "1GiB", "auto", None, None),
     # one shard per rank routed by destination (the 70B report's ps): p(p - 1) pushes and as many pulls,
@@ -183,13 +210,13 @@ def run_case(case: Case) -> dict[str, object]:
     cpu0 = time.process_time()
     cluster = Cluster(case.topology)
     built = time.perf_counter() - t0
-    r = simulate(cluster, "allreduce", case.algorithm, case.size, engine=case.engine, ranks=case.ranks)
+    r = simulate(cluster, case.collective, case.algorithm, case.size, engine=case.engine, ranks=case.ranks)
     wall = time.perf_counter() - t0
     cpu = time.process_time() - cpu0  # what the case cost on a loaded machine, other processes aside
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB
     return {
         "case": case.name,
-        "what": f"{case.algorithm} {case.size} on `{case.topology}`",
+        "what": f"{case.collective} {case.algorithm} {case.size} on `{case.topology}`",
         "gpus": r.ranks,
         "algorithm": r.algorithm,
         "engine": r.engine,

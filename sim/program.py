@@ -17,7 +17,10 @@ The same program runs two ways, which the tests hold to the same times:
   max-plus recurrence; see :mod:`sim.maxplus`).
 
 Segments of a repeated step move with the repetition ``k`` (a ring's chunk index turns every step): the
-message carries segments ``[lo, lo + width)`` with ``lo = off + scale * ((base + k * stride) % mod)``.
+message carries segments ``[lo, lo + width)`` with ``lo = off + scale * ((base + k * stride) % mod)``,
+or, for a message that looks its place up in the step's table (``at >= 0``: NCCL's rings, where the block
+a ring position carries is the rank at position ``i - k`` of that ring, no affine function of ``i - k``),
+``lo = off + scale * table[at + (base + k * stride) % mod]``.
 """
 
 from __future__ import annotations
@@ -58,11 +61,13 @@ class Step:
     reduce: np.ndarray
     endpoints: int
     combine: np.ndarray
-    seg: np.ndarray  # (6, n): off, scale, base, stride, mod, width
+    seg: np.ndarray  # (7, n): off, scale, base, stride, mod, width, at (-1: no table look-up)
     bound: np.ndarray | None = None  # per-message rate cap (wire bytes/s); None: no message has one
     _pids: dict[int, np.ndarray] = field(init=False, repr=False, default_factory=dict)
     #: (step, rows): this step's messages are rows of that step's, whose routes it borrows
     routes_of: tuple[Step, np.ndarray] | None = field(default=None, repr=False)
+    #: the segment table the messages with ``at >= 0`` read (None: no message reads one)
+    table: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def make(
@@ -80,6 +85,8 @@ class Step:
         seg_mod: IntArray = 1 << 62,
         seg_off: IntArray = 0,
         seg_scale: IntArray = 1,
+        seg_table: Sequence[int] | np.ndarray | None = None,
+        seg_at: IntArray = 0,
         bound: float | Sequence[float] | np.ndarray | None = None,
         pairs_checked: bool = False,
         owned: bool = False,
@@ -87,7 +94,9 @@ class Step:
         """Messages ``src[i] -> dst[i]`` of ``nbytes[i]``; the receiver reduces ``reduce[i]`` bytes and,
         for the data check, adds (``combine``, default: where ``reduce > 0``) or stores segments
         ``[lo, lo + seg_width)``, ``lo = seg_off + seg_scale * ((seg + k * seg_stride) % seg_mod)`` in
-        the step's ``k``-th repetition. ``bound`` caps messages' rates (wire bytes per second; ``inf``:
+        the step's ``k``-th repetition; with ``seg_table``, ``lo = seg_off + seg_scale * seg_table[seg_at +
+        (seg + k * seg_stride) % seg_mod]`` (a ring whose block at each step is a rank looked up by ring
+        position). ``bound`` caps messages' rates (wire bytes per second; ``inf``:
         none) -- a sender that cannot move data faster, whatever the links give it. ``pairs_checked``: the
         caller has made sure no (sender, receiver) pair repeats (a subset of a checked set). ``owned``: the
         arrays given are the caller's to give (made for this step, held nowhere else): kept, not copied."""
@@ -97,9 +106,13 @@ class Step:
         size = _column(nbytes, n, float, owned)
         red = _column(reduce, n, float, owned)
         comb = red > 0 if combine is None else _column(combine, n, bool, owned)
-        segs = np.empty((6, n), dtype=np.int64)  # each row written once (not a copy per row, then a stack)
-        for row, v in zip(segs, (seg_off, seg_scale, seg, seg_stride, seg_mod, seg_width), strict=True):
+        table = None if seg_table is None else np.asarray(seg_table, dtype=np.int64).ravel()
+        at = -1 if table is None else seg_at
+        segs = np.empty((7, n), dtype=np.int64)  # each row written once (not a copy per row, then a stack)
+        for row, v in zip(segs, (seg_off, seg_scale, seg, seg_stride, seg_mod, seg_width, at), strict=True):
             row[:] = np.broadcast_to(np.asarray(v, dtype=np.int64), (n,))
+        if table is not None and n and ((segs[6] < 0).any() or (segs[6] + segs[4] > len(table)).any()):
+            raise ValueError(f"step: seg_at + seg_mod must stay within the segment table ({len(table)} entries)")
         if n and ((src < 0).any() or (dst < 0).any() or (src >= endpoints).any() or (dst >= endpoints).any()):
             raise ValueError("step: every endpoint must be in 0..endpoints-1")
         if n and not pairs_checked and not all_distinct(src * endpoints + dst):
@@ -111,7 +124,7 @@ class Step:
                 raise ValueError("step: a rate bound must be > 0")
             if np.isinf(caps).all():
                 caps = None
-        return cls(src, dst, size, red, endpoints, comb, segs, caps)
+        return cls(src, dst, size, red, endpoints, comb, segs, caps, table=table)
 
     # per-rank views, computed when first used (a step merged into a bigger one never needs them)
     @functools.cached_property
@@ -182,7 +195,16 @@ class Step:
         seg = self.seg.copy()
         seg[2] += k * seg[3]
         return Step(
-            self.src, self.dst, self.nbytes, self.reduce, self.endpoints, self.combine, seg, self.bound, self._routes()
+            self.src,
+            self.dst,
+            self.nbytes,
+            self.reduce,
+            self.endpoints,
+            self.combine,
+            seg,
+            self.bound,
+            self._routes(),
+            self.table,
         )
 
     def _routes(self) -> tuple[Step, np.ndarray]:
@@ -191,8 +213,9 @@ class Step:
 
     def segments(self, m: int, k: int) -> slice:
         """The data-check segments message ``m`` carries in repetition ``k``."""
-        off, scale, base, stride, mod, width = self.seg[:, m].tolist()
-        lo = off + scale * ((base + k * stride) % mod)
+        off, scale, base, stride, mod, width, at = self.seg[:, m].tolist()
+        v = (base + k * stride) % mod
+        lo = off + scale * (v if at < 0 else int(self.table[at + v]))  # type: ignore[index]
         return slice(lo, lo + width)
 
 
@@ -263,10 +286,18 @@ def _together(steps: Sequence[Step], endpoints: int, who: str) -> Step:
     may still appear once."""
     cat = {f: np.concatenate([getattr(st, f) for st in steps]) for f in ("src", "dst", "nbytes", "reduce", "combine")}
     seg = np.concatenate([st.seg for st in steps], axis=1)
+    table = None
+    if any(st.table is not None for st in steps):  # the tables end to end; each ``at`` moves with its table
+        starts = np.cumsum([0] + [0 if st.table is None else len(st.table) for st in steps])
+        shift = np.repeat(starts[:-1], [len(st) for st in steps])
+        seg[6] = np.where(seg[6] >= 0, seg[6] + shift, -1)
+        table = np.concatenate([st.table for st in steps if st.table is not None])
     bound = None
     if any(st.bound is not None for st in steps):
         bound = np.concatenate([np.full(len(st), np.inf) if st.bound is None else st.bound for st in steps])
-    step = Step(cat["src"], cat["dst"], cat["nbytes"], cat["reduce"], endpoints, cat["combine"], seg, bound)
+    step = Step(
+        cat["src"], cat["dst"], cat["nbytes"], cat["reduce"], endpoints, cat["combine"], seg, bound, table=table
+    )
     if not all_distinct(step.src * endpoints + step.dst):
         raise ValueError(f"{who}: the programs share a (sender, receiver) pair in a step")
     return step

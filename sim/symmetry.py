@@ -293,8 +293,9 @@ def _quotient(
             step.reduce[keep],
             step.endpoints,
             step.combine[keep],
-            step.seg[:, keep],
+            step.seg[:, keep],  # (with each kept message's place in the step's segment table, kept whole)
             None if step.bound is None else step.bound[keep],
+            table=step.table,
         )
         sub.__dict__["reduce_at"] = step.reduce_at  # a fixed endpoint reduces what all the images bring
         if len(keep):

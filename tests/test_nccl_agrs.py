@@ -197,7 +197,7 @@ def test_nccl_simulates_the_ring_it_prints():
             c = algo.choice(16, 2**24, cluster)
             assert (c.algorithm, c.protocol) == ("ring", proto)
             program = algo.program(16, 2**24, cluster)
-            data = [s for s, _ in program.phases if (s.nbytes > 0).any()]
+            data = [s for s, times in program.phases if (s.nbytes > 0).any() for _ in range(times)]  # steps, repeated
             assert len(data) == 15 and all(s.nbytes == pytest.approx(2**24 / 128 * wire) for s in data)
     r = simulate(hgx(2, "dgx-h100"), "allgather", "nccl", 2**24, check=True)
     assert r.wrong == 0

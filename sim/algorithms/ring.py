@@ -233,38 +233,47 @@ def gathering_steps(
     orders: np.ndarray, ranks: np.ndarray, chunk: float, endpoints: int, reduce: bool, wire: float = 1.0
 ) -> tuple[tuple[Step, int], ...]:
     """The p - 1 steps of ring all-gathers (``reduce`` False) or reduce-scatters over the rings
-    ``orders[c]`` (actors; ``ranks[c]`` their ranks), blocks of ``chunk`` bytes (``wire`` x on the wire).
-    Data-check segments ``r K + c`` (K = the number of rings): ring c's part of rank r's block.
+    ``orders[c]`` (actors; ``ranks[c]`` their ranks), blocks of ``chunk`` bytes (``wire`` x on the wire):
+    one step repeated p - 1 times. Data-check segments ``r K + c`` (K = the number of rings): ring c's
+    part of rank r's block.
 
     All-gather: in step s the actor at ring position i sends the block of the rank at position i - s (its
     own first), which the next stores. Reduce-scatter: it sends its partial sum of the block of the rank at
     position i - s - 1, which the next adds to its own, so that after p - 1 steps every actor holds its
-    own rank's block reduced. Which block a step carries depends on the ranks' places in each ring (NCCL's
-    ring reads them from ``ring->userRanks``), so every step is a step of its own."""
+    own rank's block reduced. The ring position whose block a message carries, (i - s - reduce) mod q, is
+    affine in the repetition s; the rank there is looked up in the step's segment table ``ranks``
+    (:class:`~sim.program.Step`: NCCL's ring reads it from ``ring->userRanks``), or, where every ring's
+    position j holds rank j (the rank-order ring), is that position itself."""
     orders = np.asarray(orders, dtype=np.int64)
+    ranks = np.asarray(ranks, dtype=np.int64)
     k, q = orders.shape
     src, dst = orders.ravel(), np.roll(orders, -1, axis=1).ravel()
-    lane = np.arange(k, dtype=np.int64)[:, None]
-    return tuple(
-        (
-            Step.make(
-                src,
-                dst,
-                chunk * wire,
-                chunk if reduce else 0.0,
-                endpoints=endpoints,
-                combine=reduce,
-                seg=(np.roll(ranks, s + reduce, axis=1) * k + lane).ravel(),
-                pairs_checked=s > 0,
-            ),
-            1,
-        )
-        for s in range(q - 1)
+    lane = np.repeat(np.arange(k, dtype=np.int64), q)
+    position = np.tile(np.arange(q, dtype=np.int64), k)
+    in_order = bool((ranks == np.arange(q)).all())
+    step = Step.make(
+        src,
+        dst,
+        chunk * wire,
+        chunk if reduce else 0.0,
+        endpoints=endpoints,
+        combine=reduce,
+        seg=position - int(reduce),
+        seg_stride=-1,
+        seg_mod=q,
+        seg_off=lane,
+        seg_scale=k,
+        seg_table=None if in_order else ranks,
+        seg_at=lane * q,
     )
+    return ((step, q - 1),)
 
 
 class RingChannelsOptions(Spec):
     channels: PositiveInt = 1
+    #: the single ring's order (:func:`ring_order`); ``rank`` by default, as before. ``channels=K`` rings
+    #: are NCCL's, laid out as its all-reduce's whatever this says
+    order: Literal["auto", "rank", "rail"] = "rank"
 
 
 class _RingGathering(Algorithm):
@@ -273,8 +282,12 @@ class _RingGathering(Algorithm):
     them, each ring's p - 1 steps)."""
 
     Options = RingChannelsOptions
-    examples = ("ring:channels=3",)
+    examples = ("ring:channels=3", "ring:order=rail")
     options: RingChannelsOptions
+
+    def _order(self, p: int, cluster: Any) -> list[int]:
+        """The single ring's order of the ranks."""
+        return ring_order(cluster, p, self.options.order)
 
     def _channels(self, job: Job) -> Generator[Any, Any, None]:
         from ..nccl.layout import run_program
@@ -285,8 +298,8 @@ class _RingGathering(Algorithm):
     def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
         if p == 1:
             return None
-        if self.options.channels == 1:  # the ring over the ranks in rank order, as run() does
-            order = np.arange(p, dtype=np.int64)[None, :]
+        if self.options.channels == 1:  # the ring over the ranks in the option's order, as run() does
+            order = np.asarray(self._order(p, cluster), dtype=np.int64)[None, :]
             return StepProgram(p, gathering_steps(order, order, nbytes / p, p, self.collective == "reducescatter"))
         from ..nccl.rings import rings_gather_program
 
@@ -306,8 +319,8 @@ class RingAllGather(_RingGathering):
         if self.options.channels > 1:
             yield from self._channels(job)
             return
-        order, segments = list(range(p)), list(range(p))
-        yield spread(job, [ring_allgather(job, order, i, segments, job.nbytes / p, 0, first=0) for i in order])
+        order = self._order(p, job.net.cluster)  # position i starts with (and passes on) rank order[i]'s block
+        yield spread(job, [ring_allgather(job, order, i, order, job.nbytes / p, 0, first=0) for i in range(p)])
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         return (p - 1) * alpha + (p - 1) / p * n * beta
@@ -326,10 +339,11 @@ class RingReduceScatter(_RingGathering):
         if self.options.channels > 1:
             yield from self._channels(job)
             return
-        order = list(range(p))
-        # the ring leaves rank i with chunk i+1: name chunk k after block k-1 so that it holds block i
-        segments = [(k - 1) % p for k in range(p)]
-        yield spread(job, [ring_reduce_scatter(job, order, i, segments, job.nbytes / p, 0) for i in order])
+        order = self._order(p, job.net.cluster)
+        # the ring leaves position i with chunk i+1: name chunk k after the block of the rank at position
+        # k-1 so that it holds its own rank's block
+        segments = [order[(k - 1) % p] for k in range(p)]
+        yield spread(job, [ring_reduce_scatter(job, order, i, segments, job.nbytes / p, 0) for i in range(p)])
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         # with K channels every rank's K actors reduce their parts side by side (one SM each)
