@@ -40,10 +40,10 @@ SPECS = [
 ]
 
 
-def _hosts(topology):
-    """The hosts a fabric of FABRICS has, from its options (``hosts``, or ``leaves`` x ``hosts_per_leaf``)."""
-    opts = dict(kv.split("=") for kv in topology.split(":", 1)[1].split(","))
-    return int(opts["hosts"]) if "hosts" in opts else int(opts["leaves"]) * int(opts["hosts_per_leaf"])
+def _shape(topology):
+    """(GPUs, hosts) of a fabric, as the cluster built from it counts them."""
+    cluster = prepare(topology, "allreduce", "ring").cluster
+    return cluster.size, len({cluster.host_of(r) for r in range(cluster.size)})
 
 
 #: every fabric with every spec, but the dedicated servers' spreads a fabric has no hosts to spare for
@@ -51,16 +51,14 @@ CASES = [
     (topology, spec, spread)
     for topology in FABRICS
     for spec, spread in SPECS
-    if not (isinstance(spread, int) and _hosts(topology) <= spread)
+    if not (isinstance(spread, int) and _shape(topology)[1] <= spread)
 ]
 
 
 def _ranks(topology, spread):
     """Ranks that leave dedicated servers their hosts: every GPU but ``spread`` hosts' worth, or
     (``"one"``) one server per rank, the most ranks whose hosts leave as many hosts spare."""
-    cluster = prepare(topology, "allreduce", "ring").cluster
-    gpus = cluster.size
-    hosts = len({cluster.host_of(r) for r in range(gpus)})
+    gpus, hosts = _shape(topology)
     per_host = gpus // hosts
     if spread is None:
         return {}
