@@ -33,6 +33,9 @@ CASES = [
     ("dgx-h100", 2, "nccl"),
     ("dgx-h100", 2, "nccl:algo=ring,proto=ll128"),
     ("oci-bm-gpu4-8", 2, "nccl"),
+    ("aws-p4d", 2, "nccl"),  # EFA: Simple only, a NIC per PCIe switch of two GPUs
+    ("aws-p5", 2, "nccl"),
+    ("aws-p5en", 3, "nccl"),
 ]
 
 

@@ -126,6 +126,7 @@ class Nccl(Algorithm):
         sys = tuner.describe(cluster, p)
         algos = _select(self.options.algo, self.algo_names, self.universe)
         protos = _select(self.options.proto, _PROTOS, tuner.PROTOS)
+        tuner.platform_protocols(sys, protos)  # a protocol the NET plugin turns off: refused here, once
         if algos is not None:
             tuning = self.tuner_release()[0]
             graphs = tuner.search(sys, tuning)
