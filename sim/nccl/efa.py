@@ -86,8 +86,8 @@ def simple_only(platform: str, plugin: Version = NEWEST_PLUGIN) -> str:
 
     >>> simple_only("p4d", (1, 5, 0)), simple_only("p5"), simple_only("p5en")
     ('', '', '')
-    >>> simple_only("p4d")[:40]
-    "aws-ofi-nccl sets NCCL_PROTO=simple on p"
+    >>> simple_only("p4d")[:42]
+    'aws-ofi-nccl sets NCCL_PROTO=simple on p4d'
     """
     if plugin < (1, 6, 0):
         return ""

@@ -226,7 +226,7 @@ def describe(cluster: Any, p: int) -> System:
     ppn = max(hosts.values())
     a = g.graph
     net: dict[str, Any] = {}
-    if a.get("net") == "efa" and nodes > 1:  # AWS's plugin (sim.nccl.efa): what it tells NCCL across nodes
+    if a.get("net") == "efa":  # AWS's plugin (sim.nccl.efa), loaded at NCCL's init on one node too
         plugin = efa.parse_plugin(a["efa_plugin"])
         net = dict(
             net_latency=efa.reported_latency(a["efa_platform"], plugin),

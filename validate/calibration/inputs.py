@@ -449,10 +449,14 @@ def stated_efa(text: str) -> tuple[str | None, str | None] | None:
     (('p5', '1.7.3'), (None, '1.5.0'))
     >>> stated_efa("NET/OFI Selected provider is cxi, fabric is cxi (found 4 nics)\\nUsing network AWS Libfabric") is None
     True
-    >>> stated_efa("#% 8x H100, 8x 400 Gb/s InfiniBand") is None
-    True
+    >>> stated_efa("#% 8x H100, 8x 400 Gb/s InfiniBand") is None, stated_efa("# p5.48xlarge: 32x 100 Gbps EFA")
+    (True, ('p5', None))
     """
-    header = "\n".join(line for line in text.splitlines() if line.lstrip().startswith("#%"))
+    header = "\n".join(  # the header's comment lines ("#%" ones included), not its rank lines
+        line
+        for line in map(strip_label, text.splitlines())
+        if line.lstrip().startswith("#") and not RANK_LINE.match(line.strip())
+    )
     named = _EFA_INSTANCE_RE.search(header) or re.search(r"Running on (p4de?|p5e?n?)\.\d*xlarge platform", text)
     efa = _EFA_PLUGIN_LINE.search(text) or _EFA_PROVIDER.search(text) or named or re.search(r"\bEFA\b", header)
     if not efa or (_OTHER_PROVIDER.search(text) and not _EFA_PROVIDER.search(text)):
