@@ -153,6 +153,8 @@ def test_simple_only_where_the_plugin_sets_it():
 
     assert {c.protocol for c in agrs.candidates(sys_, 2**20)} == {"simple"}
     assert tuner.pick(_p4d(efa_plugin="1.5.0"), 2**20).protocol == "ll128"
+    one = tuner.describe(Cluster(hgx(1, "aws-p4d")), 8)  # the plugin loads at NCCL's init on one host too
+    assert one.simple_only and {c.protocol for c in tuner.candidates(one, 2**20)} == {"simple"}
     p5 = tuner.describe(Cluster(hgx(2, "aws-p5")), 16)
     assert not p5.simple_only and tuner.pick(p5, 2**20).protocol == "ll128"
     with pytest.raises(AlgorithmError, match="protocol ll128 cannot run here: aws-ofi-nccl sets NCCL_PROTO=simple"):
