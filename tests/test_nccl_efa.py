@@ -88,7 +88,11 @@ def test_the_plugin_reports_its_latency_and_protocol_by_release():
     ]
     assert [efa.reported_latency("p5en", v(x)) for x in ("1.7.0", "1.13.0", "1.14.2", "1.15.0")] == [150, 75, 75, 35]
     assert not efa.simple_only("p4d", v("1.5.0")) and "p4d" in efa.simple_only("p4d", v("1.6.0"))
-    assert efa.simple_only("p5", v("1.6.0")) and not efa.simple_only("p5", v("1.7.0"))
+    assert (
+        efa.simple_only("p5", v("1.6.0"))
+        and efa.simple_only("p5", v("1.7.2"))
+        and not efa.simple_only("p5", v("1.7.3"))
+    )
     assert efa.simple_only("p5en", v("1.12.0")) and not efa.simple_only("p5en", v("1.13.0"))
     assert "corrupt data" in efa.simple_only("p4d")
 

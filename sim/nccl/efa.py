@@ -22,9 +22,10 @@ Every figure names the plugin's source at its tag (``git show TAG:src/...`` of a
   p4de, p3dn and on every platform not in its table (p5 and p5en among them: ``!platform_data ||
   force_proto_simple``); from v1.7.0-aws where the EFA endpoint does not support
   ``FI_OPT_EFA_{SENDRECV,WRITE}_IN_ORDER_ALIGNED_128_BYTES`` ("whenever we know that the LL/LL128 protocols
-  are not safe, such as on P4d/P4e"; ``configure_nccl_proto``), which p5's RDMA write supports (aws-ofi-nccl
-  pull request 280) and p5en's does not report, until v1.13.0-aws skips the check on P5en with the RDMA
-  protocol ("Skipping NCCL_PROTO checks on P5en + RDMA", commit 7475f7ed).
+  are not safe, such as on P4d/P4e"; ``configure_nccl_proto``): p4d always; p5 until v1.7.3-aws skips the
+  check on P5 with the RDMA protocol (commit a21f4dfd, "Do not force NCCL_PROTO=simple on P5"; from
+  v1.11.0-aws EFA reports in-order writes there and the check passes, commit ece41f0c); p5en until
+  v1.13.0-aws skips it on P5en ("Skipping NCCL_PROTO checks on P5en + RDMA", commit 7475f7ed).
 
 Not modelled: the plugin's own NCCL tuner (loaded by default from v1.16.0, ``NCCL_TUNER_PLUGIN``: its
 region tables override NCCL's picks on p5 / p5en), and the NCCL settings it exports (``NCCL_BUFFSIZE``
@@ -95,7 +96,7 @@ def simple_only(platform: str, plugin: Version = NEWEST_PLUGIN) -> str:
     if plugin < (1, 7, 0):
         why = "its platform table forces it" if platform == "p4d" else "an instance type not in its table"
         return f"aws-ofi-nccl sets NCCL_PROTO=simple on {platform} ({v}: {why})"
-    if platform == "p4d" or (platform == "p5en" and plugin < (1, 13, 0)):
+    if platform == "p4d" or (platform == "p5" and plugin < (1, 7, 3)) or (platform == "p5en" and plugin < (1, 13, 0)):
         return (
             f"aws-ofi-nccl sets NCCL_PROTO=simple on {platform} ({v}: its EFA endpoint does not deliver 128-byte "
             "stores in order, so LL and LL128 could corrupt data)"
