@@ -41,7 +41,7 @@ from sim.simulate import simulate  # noqa: E402
 from sim.topology import hgx  # noqa: E402
 from sim.units import parse_size  # noqa: E402
 from validate.calibration.fit import fit_calibration  # noqa: E402
-from validate.calibration.inputs import RANK_LINE, read_samples, strip_label  # noqa: E402
+from validate.calibration.inputs import RANK_LINE, read_samples, stated_efa, strip_label  # noqa: E402
 
 #: GPU models as device lines and headers name them; the ones ``hgx`` builds, and the ones it cannot
 _GPU = re.compile(
@@ -135,6 +135,8 @@ class Log:
     note: str = ""  # how the stated hardware was read where it needed a choice (printed with the log)
     nccl: str = ""  # the NCCL release the log states ("" where it states none: the newest tuner decides)
     unmodelled: tuple[str, ...] = ()  # NCCL settings the log states that the model does not represent
+    #: (instance family, aws-ofi-nccl release) of a run over AWS EFA as the whole log states them, else None
+    efa: tuple[str | None, str | None] | None = None
 
     @property
     def tuner(self) -> str:
@@ -202,7 +204,8 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     note = note or ("" if m else "GPU not named: A100 assumed")
     stated = re.search(r"\bversion=([\w.]+)", samples[0].algorithm)  # the release the importer read
     release = stated.group(1) if stated else ""
-    return Log(path, n, nodes, gpu, text[:4000], ranks, note, release, tuple(source.unmodelled))
+    efa = stated_efa(text)
+    return Log(path, n, nodes, gpu, text[:4000], ranks, note, release, tuple(source.unmodelled), efa)
 
 
 def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = None) -> tuple[int | None, float | None]:
@@ -271,10 +274,43 @@ def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = N
     return None, None
 
 
+#: the AWS EFA preset of ``hgx`` for a log's instance family, and for its GPU where it names no instance
+_EFA_PRESETS = {"p4d": "aws-p4d", "p5": "aws-p5", "p5en": "aws-p5en"}
+_EFA_BY_GPU = {"a100": "p4d", "h100": "p5", "h200": "p5"}
+
+
+def efa_topology(log: Log, efa: tuple[str | None, str | None]) -> object:
+    """The ``aws-*`` preset of a log that ran over EFA (:func:`validate.calibration.inputs.stated_efa`): its
+    instance family, else the one of its GPU (A100 p4d, H100 p5, H200 p5e -- p5en where the header states
+    its 16 x 200 Gb/s), with the GPU and GPUs per node the log shows and the aws-ofi-nccl release it states
+    (else the newest read). The NICs are the instance's, whatever figure the header gives."""
+    platform, plugin = efa
+    if platform is None:
+        if log.gpu not in _EFA_BY_GPU:
+            raise LogError(
+                f"{log.path.name}: an EFA run of {log.gpu.upper()} GPUs, which no aws-* preset of hgx builds"
+            )
+        platform = _EFA_BY_GPU[log.gpu]
+        if log.gpu == "h200" and stated_nics(log.text, log.gpus_per_host, log.gpu) == (16, 200.0):
+            platform = "p5en"
+    preset = _EFA_PRESETS[platform]
+    kw: dict[str, object] = {"gpu": log.gpu, "gpus_per_host": log.gpus_per_host}
+    if plugin:
+        kw["efa_plugin"] = plugin
+    note = f"EFA: {preset}" + (f", aws-ofi-nccl {plugin}" if plugin else "")
+    log.note = note if not log.note or log.note.startswith("EFA") else f"{log.note}; {note}"
+    try:
+        return hgx(log.hosts, preset, **kw)
+    except CollsimError as exc:
+        raise LogError(f"{log.path.name}: the stated hardware does not build: {exc}") from None
+
+
 def topology(log: Log) -> object:
     """The hgx topology the log's stated hardware describes: the GPU, GPUs per node, the NICs (count and
     speed; more than two per GPU are folded into two per GPU of their summed speed), the CPU vendor where
-    the header names it."""
+    the header names it; a run over AWS EFA its ``aws-*`` preset (:func:`efa_topology`)."""
+    if log.efa is not None:
+        return efa_topology(log, log.efa)
     ppn = log.gpus_per_host
     nics, speed = stated_nics(log.text, ppn, log.gpu)
     if nics == -1 and speed:  # a node's total: one NIC per GPU of its share

@@ -33,6 +33,9 @@ CASES = [
     ("dgx-h100", 2, "nccl"),
     ("dgx-h100", 2, "nccl:algo=ring,proto=ll128"),
     ("oci-bm-gpu4-8", 2, "nccl"),
+    ("aws-p4d", 2, "nccl"),  # EFA: Simple only, a NIC per PCIe switch of two GPUs
+    ("aws-p5", 2, "nccl"),
+    ("aws-p5en", 3, "nccl"),
 ]
 
 
@@ -314,18 +317,23 @@ def test_log_reader_reads_the_hardware_other_clusters_state(tmp_path):
     )
     samples, _ = nccl_logs.read_samples(nccl_logs._source(srun))
     assert (srun.ranks, srun.hosts, samples[0].collective, samples[0].ranks) == (32, 4, "allreduce", 32)
-    # more NICs than two per GPU (AWS p5's 32 x 100 Gb/s EFA) fold into two per GPU of the summed speed
+    # more NICs than two per GPU fold into two per GPU of the summed speed
+    many = nccl_logs.parse_log(log("r-2node.txt", "# 8x H100: 32x 100 Gbps RoCE\n" + devices(16, 8, "H100 80GB HBM3")))
+    g = nccl_logs.topology(many)
+    assert (g.graph["nics_per_host"], g.graph["nic_bw"], "folded" in many.note) == (16, 25e9, True)
+    # ... but an EFA run (AWS p5's 32 x 100 Gb/s) is its instance's aws-* preset: the plugin groups a GPU's
+    # four NICs into one NCCL device of 400 Gb/s (docs/nccl.md, "AWS EFA")
     p5 = nccl_logs.parse_log(
         log("p5-2node.txt", "# p5.48xlarge: 32x 100 Gbps EFA\n" + devices(16, 8, "H100 80GB HBM3"))
     )
     g = nccl_logs.topology(p5)
-    assert (g.graph["nics_per_host"], g.graph["nic_bw"], "folded" in p5.note) == (16, 25e9, True)
-    # a node's total (EFA figures are per instance): one NIC per GPU of its share
+    assert (g.graph["nics_per_host"], g.graph["nic_bw"], g.graph["efa_platform"]) == (8, 50e9, "p5")
+    # a node's total stated for EFA (per instance) is the instance's NICs: p4d's 4 x 100 Gb/s
     p4d = nccl_logs.parse_log(
         log("p4d-2node.txt", "#% p4d.24xlarge, 400 Gbps EFA\n" + devices(16, 8, "A100-SXM4-40GB"))
     )
     g = nccl_logs.topology(p4d)
-    assert (g.graph["nics_per_host"], g.graph["nic_bw"]) == (8, 50e9 / 8)
+    assert (g.graph["nics_per_host"], g.graph["nic_bw"], g.graph["efa_platform"]) == (4, 12.5e9, "p4d")
     # IB generations by name, the CPU vendor where stated
     ndr = nccl_logs.parse_log(
         log("n-2node.txt", "# 8x ConnectX-7 NDR, AMD EPYC 9654\n" + devices(16, 8, "H100 80GB HBM3"))
@@ -418,7 +426,8 @@ def test_log_reader_reads_the_quirks_of_other_posts(tmp_path):
     for header, want in (
         ("#% 8*400G RoCE, Genoa", (8, 50e9, "amd")),
         ("#% 2x 200 Gb/s per GPU, Sapphire Rapids", (16, 25e9, "intel")),
-        ("#% 3,200 Gbps EFA", (8, 50e9, "intel")),
+        ("#% 3,200 Gbps total", (8, 50e9, "intel")),
+        ("#% 3,200 Gbps EFA", (8, 50e9, "amd")),  # an EFA run of H100s: aws-p5 (AMD EPYC; "AWS EFA")
     ):
         g = nccl_logs.topology(parse("h-2node.txt", [header] + ranks16))
         assert (g.graph["nics_per_host"], g.graph["nic_bw"], g.graph["cpu_vendor"]) == want, header

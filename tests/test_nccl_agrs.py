@@ -58,6 +58,8 @@ def test_nccl_examples_pass_the_oracle_on_a_star(collective, spec, p, nbytes, ga
         (2, "hgx-a100-200g", 8),
         (2, "oci-bm-gpu-h100-8", 16),
         (3, "dgx-h100", 8),
+        (2, "aws-p4d", 8),
+        (2, "aws-p5en", 8),
     ],
 )
 def test_k_rings_on_hgx_hosts_fast_path_equals_the_message_level(collective, hosts, preset, k):

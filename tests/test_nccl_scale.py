@@ -41,6 +41,8 @@ def _fast(graph, spec, size, gamma):
         ("oci-bm-gpu-h100-8", "nvls-tree", 2**28),
         ("dgx-h100/fat-tree", "nvls-tree", 2**28),
         ("dgx-h100", "nccl", 2**28),
+        ("aws-p4d", "nccl", 2**28),
+        ("aws-p5", "nccl", 2**28),
     ],
 )
 @pytest.mark.parametrize("gamma", [0.0, 1e-11])

@@ -126,6 +126,7 @@ class Nccl(Algorithm):
         sys = tuner.describe(cluster, p)
         algos = _select(self.options.algo, self.algo_names, self.universe)
         protos = _select(self.options.proto, _PROTOS, tuner.PROTOS)
+        tuner.platform_protocols(sys, protos)  # a protocol the NET plugin turns off: refused here, once
         if algos is not None:
             tuning = self.tuner_release()[0]
             graphs = tuner.search(sys, tuning)
@@ -176,9 +177,11 @@ class Nccl(Algorithm):
         estimate's network hops."""
         e = self.charged(p, nbytes, cluster, c)
         fitted = getattr(getattr(cluster, "link_model", None), "nccl_latency", {}).get(c.protocol)
+        # a NET plugin's latencyInter steers NCCL's choice and is not charged (the links carry the network's
+        # latency: sim.nccl.efa); 0 for NCCL's own InfiniBand transport
         if fitted is not None:  # a calibrated fixed cost in place of NCCL's estimate, its network hops kept
-            return fitted + e.net_latency_us * 1e-6
-        return e.latency_us * 1e-6
+            return fitted + (e.net_latency_us - e.plugin_latency_us) * 1e-6
+        return (e.latency_us - e.plugin_latency_us) * 1e-6
 
     def _build(self, p: int, nbytes: float, cluster: Any) -> tuple[StepProgram, int]:
         c = self.choice(p, nbytes, cluster)

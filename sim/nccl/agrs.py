@@ -44,6 +44,7 @@ and NCCL_COLLNET_ENABLE=1); the network is a host network (``NCCL_NET_DEVICE_HOS
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from ..errors import AlgorithmError
@@ -158,8 +159,9 @@ def _latency(sys: System, a: str, pi: int, graphs: dict[str, Graph], tuning: Tun
     g = graphs["tree" if a == "pat" else a]
     net_lat = tuning.hw_lat["net"]
     inter = net_lat["tree" if ppn == 1 and tuning.one_ppn_tree_net else a if a in net_lat else "tree"][pi]
+    inter = tuner.inter_latency(inter, sys, PROTOS[pi], tuning)  # and the NET plugin's latencyInter
     if a == "pat":  # interLat: NET Tree's with one GPU a node (every release that has PAT)
-        hops = int(math.log2(nodes)) * net_lat["tree"][pi] / 3.5
+        hops = int(math.log2(nodes)) * tuner.inter_latency(net_lat["tree"][pi], sys, PROTOS[pi], tuning) / 3.5
         return PAT_BASE_US + hops + n * PAT_PER_RANK_US, hops
     intra = tuning.hw_lat["nvlink" if g.nvlink else "pci"][a][pi]
     lat = tuning.base_lat[a][pi]
@@ -195,6 +197,8 @@ def candidates(
     graphs = tuner.search(sys, tuning)
     allowed = enabled(sys, graphs, tuning, release) if algos is None else algos
     ll128_off = tuner.ll128_default_off(sys, tuning)
+    protos = tuner.platform_protocols(sys, protos)
+    plain = replace(sys, net_latency=0.0)  # the latency less the NET plugin's latencyInter
     out = []
     for a in AGRS_ALGORITHMS:
         if a not in allowed:
@@ -210,9 +214,10 @@ def candidates(
             if bw <= 0:
                 continue
             lat, net = _latency(sys, a, pi, graphs, tuning)
+            plugin = lat - _latency(plain, a, pi, graphs, tuning)[0] if sys.net_latency else 0.0
             g = graphs["tree" if a == "pat" else a]
             ch = g.runtime_channels or g.channels  # (NVLS's: the release's NVLS channels, tuner.nvls_tuning)
-            out.append(Candidate(a, proto, lat, bw, lat + nbytes / (1000 * bw), ch, net, tuning.release))
+            out.append(Candidate(a, proto, lat, bw, lat + nbytes / (1000 * bw), ch, net, tuning.release, plugin))
     return out
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import AlgorithmError
+from . import efa
 from .versions import NEWEST, Tuning
 
 __all__ = [
@@ -161,6 +162,11 @@ class System:
     nvls: bool = False
     sharp: bool = False
     nvlink_links: int = 0  # a GPU's NVLink links (0: unknown); sm100's NVLink is links x the release's figure
+    #: the NET plugin's inter-node latency (µs, ``ncclNetProperties.latency``: search.cc copies it into every
+    #: graph's ``latencyInter``); 0 for NCCL's own InfiniBand transport (net_ib.cc: "Not set")
+    net_latency: float = 0.0
+    #: why the NET plugin sets NCCL_PROTO=simple on this system (a phrase), "" where it does not
+    simple_only: str = ""
 
     @property
     def ranks(self) -> int:
@@ -204,6 +210,9 @@ class Candidate:
     channels: int
     net_latency_us: float = 0.0  # the part of latency_us that is hops between nodes (NET per-hop latencies)
     tuner: str = ""  # the NCCL release whose tuner priced it (sim.nccl.versions; Nccl.choice describes it)
+    #: the part of latency_us that is the NET plugin's latencyInter (System.net_latency): a figure the plugin
+    #: sets to steer NCCL's choice, not charged as time (the simulated links carry the network's latency)
+    plugin_latency_us: float = 0.0
 
 
 def describe(cluster: Any, p: int) -> System:
@@ -216,6 +225,13 @@ def describe(cluster: Any, p: int) -> System:
     nodes = len(hosts)
     ppn = max(hosts.values())
     a = g.graph
+    net: dict[str, Any] = {}
+    if a.get("net") == "efa":  # AWS's plugin (sim.nccl.efa), loaded at NCCL's init on one node too
+        plugin = efa.parse_plugin(a["efa_plugin"])
+        net = dict(
+            net_latency=efa.reported_latency(a["efa_platform"], plugin),
+            simple_only=efa.simple_only(a["efa_platform"], plugin),
+        )
     if "nvlink_bw" in a:
         return System(
             nodes,
@@ -229,6 +245,7 @@ def describe(cluster: Any, p: int) -> System:
             bool(a["nvls"]),
             bool(a["sharp"]),
             int(a.get("nvlink_links", 0)),
+            **net,
         )
     nvlink = 0.0
     if ppn > 1:
@@ -445,6 +462,18 @@ def net_overhead(sys: System, proto: str, tuning: Tuning) -> float:
     return (2.0 if sys.cpu_vendor == "amd" else 1.0) * (3 if proto == "simple" else 1)
 
 
+def inter_latency(hw_net: float, sys: System, proto: str, tuning: Tuning) -> float:
+    """tuning.cc's ``interLat`` from the NET ``hwLat`` ``hw_net`` and the NET plugin's latency
+    (``graphs[a]->latencyInter``, :attr:`System.net_latency`) as ``tuning``'s release combines them: not
+    read before 2.12.7; 2.12.7-2.17.1 ``latencyInter ? latencyInter : hwLat[NET]``; from 2.18.1 ``hwLat[NET]
+    + latencyInter``, and ``latencyInter`` once more for Simple ("the flush extra latency")."""
+    if tuning.latency_inter == "none" or not sys.net_latency:
+        return hw_net
+    if tuning.latency_inter == "replace":
+        return sys.net_latency
+    return hw_net + sys.net_latency * (2 if proto == "simple" else 1)
+
+
 def ll128_default_off(sys: System, tuning: Tuning) -> bool:
     """Whether ``tuning``'s release leaves LL128 off by default on ``sys``'s GPUs (tuning.cc protoEnable: on
     only where tested)."""
@@ -499,7 +528,9 @@ def _tables(
             lat = tuning.base_lat[a][pi]
             intra_lat = ll_intra(tuning.hw_lat[intra_hw][a][pi], sys, proto, tuning)
             net_lat = tuning.hw_lat["net"]
-            inter_lat = net_lat["tree" if sys.ppn == 1 and tuning.one_ppn_tree_net else a][pi]
+            inter_lat = inter_latency(
+                net_lat["tree" if sys.ppn == 1 and tuning.one_ppn_tree_net else a][pi], sys, proto, tuning
+            )
             if a == "ring":
                 intra_lat = max(intra_lat, net_overhead(sys, proto, tuning))
                 # nInterSteps: 2 (nNodes - 1) since 2.23.4; 2 nNodes before
@@ -589,7 +620,9 @@ def candidates(
     by the tuner of ``tuning``'s release."""
     graphs = search(sys, tuning)
     allowed = enabled(sys, graphs, tuning) if algos is None else algos
+    protos = platform_protocols(sys, protos)
     tables = _tables(sys, graphs, tuning)
+    plain = _tables(replace(sys, net_latency=0.0), graphs, tuning) if sys.net_latency else tables
     log_size = int(math.log2(nbytes / 64)) if nbytes >= 64 else -1
     cc = _COMPCAP.get(sys.arch, 2)
     ll128_off = ll128_default_off(sys, tuning)
@@ -605,6 +638,7 @@ def candidates(
             if proto == "ll128" and ll128_off and protos is None:  # tuning.cc: LL128 on by default where tested
                 continue
             lat, bw, net = tables[(a, proto)]
+            plugin = lat - plain[(a, proto)][0]
             if bw <= 0:
                 continue
             if a == "tree" and 0 <= log_size < 23:
@@ -613,11 +647,23 @@ def candidates(
                 bw *= TREE_CORRECTION[pi][log_size]
             if a == "ring" and proto == "simple" and sys.nodes > 1 and _plateau(sys, nbytes, graphs[a], tuning):
                 plateau = tuning.plateau[cc]  # "plateau effect of ring"
-                lat, net = lat * plateau, net * plateau
+                lat, net, plugin = lat * plateau, net * plateau, plugin * plateau
             g = graphs[a]
             ch = g.runtime_channels if a not in ("nvls", "nvls-tree") else nvls_channels
-            out.append(Candidate(a, proto, lat, bw, lat + nbytes / (1000 * bw), ch, net, tuning.release))
+            out.append(Candidate(a, proto, lat, bw, lat + nbytes / (1000 * bw), ch, net, tuning.release, plugin))
     return out
+
+
+def platform_protocols(sys: System, protos: Names) -> Names:
+    """The protocols NCCL may use on ``sys`` of ``protos`` (None: any): Simple alone where the NET plugin sets
+    NCCL_PROTO=simple (:attr:`System.simple_only`, :mod:`sim.nccl.efa`). A restriction to protocols without
+    Simple there is an AlgorithmError saying why (the plugin leaves a user's NCCL_PROTO as it is, with a
+    warning that the endpoint may corrupt data: collsim does not simulate that)."""
+    if not sys.simple_only:
+        return protos
+    if protos is not None and "simple" not in protos:
+        raise AlgorithmError(f"nccl: protocol {'|'.join(sorted(protos))} cannot run here: {sys.simple_only}")
+    return {"simple"}
 
 
 def nvls_tuning(sys: System, tuning: Tuning = NEWEST) -> tuple[int, int | None]:

@@ -137,6 +137,10 @@ class Tuning:
     #: tuning.cc ncclTopoGetAlgoTime (from 2.29.2): NVLSTree's bandwidth x treeCorrectionFactor below 2^24 x
     #: 64 B on sm100 with an x86 CPU
     nvls_tree_correction: bool = True
+    #: tuning.cc interLat and a NET plugin's ``graphs[a]->latencyInter`` (search.cc, from the plugin's
+    #: ``ncclNetProperties.latency``): "none" not read (until 2.11); "replace" ``latencyInter ? latencyInter :
+    #: hwLat[NET]`` (2.12.7-2.17.1); "add" hwLat[NET] + latencyInter, + latencyInter again for Simple (2.18.1 on)
+    latency_inter: str = "add"
     notes: tuple[str, ...] = field(default=(), compare=False)  # what changed at ``first``, for docs and tests
 
     @property
@@ -418,7 +422,10 @@ V2_18_1 = replace(
     tree_pattern=False,
     dup_from_50=True,
     speed_inter={**V2_30_3.speed_inter, "sm90": (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 15.0, 12.0, *_TAIL)},
-    notes=("NVLS and NVLSTree in the tuner (NVLSTree's first release)",),
+    notes=(
+        "NVLS and NVLSTree in the tuner (NVLSTree's first release)",
+        "a NET plugin's latencyInter added to the NET hwLat (twice for Simple), no longer in its place",
+    ),
 )
 
 # v2.17.1 (tuning.cc, search.cc, connect.cc, nvls.cc of v2.17.1-1): 2.18.1's tables differ in
@@ -457,6 +464,7 @@ V2_17_1 = replace(
     ll128_archs=(0, 1, 2),
     collnet="2.14",
     collnet_arity_lat=0.5,
+    latency_inter="replace",
     notes=(
         "NVLS in the tuner, one node only (nvls.cc: off across nodes): busBw ring channels x bwIntra, x .75, "
         "latency baseLat 40 us",
@@ -512,13 +520,19 @@ V2_12_7 = replace(
     hw_lat={**V2_14_3.hw_lat, "net": _row((5.0, 8.5, 28), (2.7, 4.0, 28), 10.7, 10.7, 0, 0)},
     algorithms=("tree", "ring", "collnet-direct"),
     collnet="2.10",
-    notes=("ring NET Simple hwLat 9.6 -> 28 us", "ring network steps 2 (nNodes - 1) -> 2 nNodes (nInterSteps)"),
+    latency_inter="replace",
+    notes=(
+        "ring NET Simple hwLat 9.6 -> 28 us",
+        "ring network steps 2 (nNodes - 1) -> 2 nNodes (nInterSteps)",
+        "a NET plugin's latency (graph latencyInter) read, in place of the NET hwLat where it is not 0",
+    ),
 )
 V2_10_3 = replace(
     V2_12_7,
     first=(2, 10, 3),
     hw_lat=V2_14_3.hw_lat,
     ring_inter_steps_all=False,
+    latency_inter="none",
     notes=(
         "the oldest modelled: Tree, Ring and one CollNet; no Hopper index (sm90 takes Volta's rows), LL128 on "
         "sm70/sm80 only; busBw cap 235 on sm80; LL intra latency x1.8 across nodes; ring plateau x1.9 from "

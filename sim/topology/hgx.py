@@ -32,6 +32,7 @@ import networkx as nx
 from pydantic import PositiveInt, field_validator
 
 from ..errors import TopologyError
+from ..nccl.efa import NEWEST_PLUGIN, parse_plugin, plugin_text
 from ..schema import Bandwidth, Spec, Time
 from .builders import _check_size, _params, _spec, register_builder
 from .graph import ClusterBuilder
@@ -100,6 +101,62 @@ PRESETS: dict[str, dict[str, Any]] = {
 # with B200 GPUs (sources above)
 PRESETS["dgx-b200"] = {**PRESETS["dgx-h100"], "gpu": "b200"}
 
+#: AWS EFA instances (``net="efa"``: NCCL reaches EFA through AWS's NET plugin aws-ofi-nccl, not InfiniBand
+#: verbs; :data:`EFA_PLATFORMS` has what the plugin tells NCCL). Sources:
+#:
+#: * p4d.24xlarge / p4de.24xlarge: AWS EC2 accelerated-computing instance page (8x A100 SXM4 40 GB / 80 GB,
+#:   "400 Gbps" = 4x 100 Gbps EFA, "GPUDirect RDMA", Intel Xeon Scalable "Cascade Lake" 8275CL); the PCIe tree
+#:   is the plugin's static topology file that it hands NCCL (aws/aws-ofi-nccl topology/p4d-24xl-topo.xml,
+#:   p4de-24xl-topo.xml at 2daf7d3: "2 groups of PCIe hierarchy under each socket. Each group has 2 GPUs and 1
+#:   NIC behind a PCIe switch", links "8 GT/s" x16 -- PCIe Gen3 as NCCL reads the file, 12 GB/s --,
+#:   vendor GenuineIntel).
+#: * p5.48xlarge / p5e.48xlarge: the AWS instance page (8x H100 / H200 SXM, 3,200 Gbps = 32x 100 Gbps EFA,
+#:   3rd-generation AMD EPYC); the plugin's p5.48xl-topo.xml (v1.7.0-aws: "4 groups of PCIe hierarchy under
+#:   each socket. Each group has 1 GPUs and 4 NIC behind a PCIe switch", "32 GT/s" x16 = Gen5). The plugin's
+#:   RDMA protocol groups the NICs of a GPU into one NCCL device whose speed is the rails' sum
+#:   (src/nccl_ofi_rdma.cpp at 2daf7d3: ``props->port_speed *= max_group_size``; its tuner model,
+#:   src/tuner/nccl_ofi_model.cpp: P5/P5e ``num_rails = 4`` of 12.5 GB/s): one 400 Gb/s NIC per GPU as NCCL
+#:   sees it.
+#: * p5en.48xlarge: the AWS instance page (8x H200, 3,200 Gbps = 16x 200 Gbps EFAv3, 4th-generation Intel
+#:   Xeon "Sapphire Rapids", PCIe Gen5 between CPU and GPU); two NICs a GPU grouped into one device
+#:   (the plugin's tuner model: P5en ``num_rails = 2`` of 25 GB/s; src/nccl_ofi_net.cpp: 200 Gbps a link on
+#:   P5en); one GPU per PCIe switch as on p5 (no topology file of its own: a choice).
+#:
+#: ``nic_latency`` is the simulated EFA hop: half of the plugin's measured "2 nodes, 8B RDMA w/imm" latency
+#: a side (its tuner model, src/tuner/nccl_ofi_model.cpp at 2daf7d3, ``net_lat``: 20 us P5/P5e, 18 us
+#: P5en), so a NIC-to-NIC crossing costs that latency; p4d has no figure of its own there and takes P5's 20
+#: (a choice). EFA's SRD sprays a flow's packets over paths: ``ecmp=hash`` (per flow) is the nearest the
+#: routing has; no flow of NCCL's schedules crosses a spine up to 32 hosts either way.
+_AWS = dict(nvls=False, nics_per_gpu=1, gpus_per_pcie_switch=1, ecmp="hash", net="efa")
+PRESETS["aws-p4d"] = {
+    **_AWS,
+    "gpu": "a100",
+    "nic_per_pcie_switch": True,  # 4 NICs on 8 GPUs, one a PCIe switch
+    "nic_bandwidth": 12.5e9,
+    "pcie_gen": 3,
+    "gpus_per_pcie_switch": 2,
+    "cpu_vendor": "intel",
+    "nic_latency": 10e-6,
+    "efa_platform": "p4d",
+}
+PRESETS["aws-p5"] = {
+    **_AWS,
+    "gpu": "h100",
+    "nvls": True,
+    "nic_bandwidth": 50e9,
+    "pcie_gen": 5,
+    "cpu_vendor": "amd",
+    "nic_latency": 10e-6,
+    "efa_platform": "p5",
+}
+PRESETS["aws-p5en"] = {
+    **PRESETS["aws-p5"],
+    "gpu": "h200",
+    "cpu_vendor": "intel",
+    "nic_latency": 9e-6,
+    "efa_platform": "p5en",
+}
+
 #: NVLink as NCCL sees it, per direction per GPU: per-link bandwidth (topo.h SM*_NVLINK_BW) x links.
 #: H200 is an H100 with more memory (18 NVLink 4 links); the export parts H800 and A800 keep 8 NVLink links
 #: (NVIDIA's H800 / A800 product briefs: 400 GB/s bidirectional), so NCCL counts 8 x its per-link rate.
@@ -124,7 +181,9 @@ PCIE = {3: 12e9, 4: 24e9, 5: 48e9}
 
 class HgxParams(Spec):
     hosts: PositiveInt
-    preset: Literal["dgx-h100", "dgx-b200", "hgx-a100-200g", "oci-bm-gpu-h100-8", "oci-bm-gpu4-8"] = "dgx-h100"
+    preset: Literal[
+        "dgx-h100", "dgx-b200", "hgx-a100-200g", "oci-bm-gpu-h100-8", "oci-bm-gpu4-8", "aws-p4d", "aws-p5", "aws-p5en"
+    ] = "dgx-h100"
     gpus_per_host: PositiveInt = 8
     gpu: Literal["h100", "h200", "h800", "b200", "a100", "a800"] | None = None
     nvls: bool | None = None
@@ -142,6 +201,19 @@ class HgxParams(Spec):
     nvlink_latency: Time = 0.3e-6
     pcie_latency: Time = 0.1e-6
     latency: Time = 0.5e-6
+    #: the NIC-to-leaf links' latency (default: ``latency``; the EFA presets: half the plugin's 2-node figure)
+    nic_latency: Time | None = None
+    #: the NET transport NCCL uses: ``ib`` (InfiniBand verbs, RoCE too: net_ib.cc) or ``efa`` (AWS's plugin)
+    net: Literal["ib", "efa"] | None = None
+    #: the aws-ofi-nccl release with ``net=efa`` (default the newest read, :data:`sim.nccl.efa.NEWEST_PLUGIN`)
+    efa_plugin: str | None = None
+
+    @field_validator("efa_plugin")
+    @classmethod
+    def _plugin(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_plugin(value)  # ValueError: not a plugin release
+        return value
 
     @field_validator("nics_per_gpu", "pcie_gen", "gpus_per_pcie_switch", mode="before")
     @classmethod
@@ -170,6 +242,19 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
     nics = p.nics_per_host or g_per_host * fig["nics_per_gpu"]
     if p.nics_per_host and p.nics_per_host < g_per_host and p.gpus_per_pcie_switch is None:
         fig["gpus_per_pcie_switch"] = g_per_host // p.nics_per_host  # a NIC per PCIe switch, shared
+    elif not p.nics_per_host and fig.get("nic_per_pcie_switch"):  # aws-p4d: a NIC per PCIe switch
+        nics = max(1, g_per_host // fig["gpus_per_pcie_switch"])
+    net = p.net or fig.get("net", "ib")
+    platform = fig.get("efa_platform")
+    if net == "efa" and platform is None:
+        raise TopologyError(
+            "hgx: net=efa needs an AWS preset (aws-p4d, aws-p5, aws-p5en): what the EFA plugin tells NCCL depends on "
+            "the instance type"
+        )
+    if p.efa_plugin is not None and net != "efa":
+        raise TopologyError("hgx: efa_plugin is the aws-ofi-nccl release of net=efa; this topology's network is ib")
+    plugin = parse_plugin(p.efa_plugin) if p.efa_plugin else NEWEST_PLUGIN
+    nic_latency = p.nic_latency if p.nic_latency is not None else fig.get("nic_latency", p.latency)
     if p.nvls is None and arch not in NVLS_ARCHS:
         fig["nvls"] = False  # a preset's NVLS does not carry over to a GPU whose NVSwitch cannot reduce
     if fig["nvls"] and arch not in NVLS_ARCHS:
@@ -216,6 +301,8 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
         sharp=p.sharp,
         ecmp=fig["ecmp"],
     )
+    if net == "efa":  # what the plugin tells NCCL (sim.nccl.efa), read by sim.nccl.tuner.describe
+        graph.graph.update(net="efa", efa_platform=platform, efa_plugin=plugin_text(plugin))
     for s in range(spines):
         b.add_switch(f"spine{s}")
         graph.nodes[f"spine{s}"]["sharp"] = p.sharp
@@ -243,6 +330,6 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
                 graph.nodes[nic]["gpu"] = gpu
                 b.add_link(sw, nic, bandwidth=pcie, latency=0.0, weight=4.0)
                 leaf = f"leaf{n if rail else 0}.{h // p.hosts_per_leaf}"
-                b.add_link(nic, leaf, bandwidth=fig["nic_bandwidth"], latency=p.latency)
+                b.add_link(nic, leaf, bandwidth=fig["nic_bandwidth"], latency=nic_latency)
                 n += 1
     return b.build(routing="updown")

@@ -51,6 +51,7 @@ __all__ = [
     "parse_nccl_json",
     "parse_nccl_text",
     "read_samples",
+    "stated_efa",
 ]
 
 #: the probe tests of ``python -m validate.calibration.probes`` (see validate/calibration/probes.py)
@@ -412,6 +413,66 @@ _MPI_RANKS = re.compile(r"(?:mpirun|mpiexec)\b[^\n]*?\s(?:-n|-np|--np|--n)[\s=](
 _SRUN_TASKS = re.compile(r"\bsrun\b[^\n]*?\s(?:-n|--ntasks)[\s=](\d+)")
 _SRUN_NODES = re.compile(r"\bsrun\b[^\n]*?\s(?:-N|--nodes)[\s=](\d+)")
 _PER_NODE = re.compile(r"--ntasks-per-node[\s=](\d+)")
+
+
+#: what says a log ran over AWS EFA: NCCL's NET plugin for it (aws-ofi-nccl: ``NET/OFI`` lines, the network
+#: ``AWS Libfabric`` / ``Libfabric``), libfabric's EFA provider, or an EFA instance type named in the header
+_EFA_PLUGIN_LINE = re.compile(r"\bNET/OFI\b|\bNET/(?:AWS )?Libfabric\b|\bUsing network (?:AWS )?Libfabric\b")
+_EFA_PROVIDER = re.compile(r"\bFI_PROVIDER\s*[=:]\s*[\"']?efa\b|\bSelected [Pp]rovider is efa\b")
+#: libfabric over another provider (HPE Slingshot's ``cxi``, ``tcp``): the same plugin, not EFA
+_OTHER_PROVIDER = re.compile(r"\bSelected [Pp]rovider is (?!efa\b)(\w+)")
+#: AWS's EFA instance types (the GPU ones the ``aws-*`` presets of ``hgx`` build), most specific first
+_EFA_INSTANCE = (("p5en", "p5en"), ("p5e", "p5"), ("p5", "p5"), ("p4de", "p4d"), ("p4d", "p4d"))
+_EFA_INSTANCE_RE = re.compile(r"\b(p5en|p5e|p5|p4de|p4d)(?:\.\d*xlarge|\b)", re.I)
+#: the plugin's release as it prints it (``NET/OFI Initializing aws-ofi-nccl 1.14.0`` from 1.8.0, ``NET/OFI Using
+#: aws-ofi-nccl 1.5.0aws`` before) or a header / build states it (``aws-ofi-nccl 1.7.3-aws``,
+#: ``AWS_OFI_NCCL_VERSION=v1.8.1``)
+_EFA_PLUGIN_VERSION = re.compile(
+    r"\baws-ofi-nccl[ :=]+v?(\d+\.\d+(?:\.\d+)?)|\bAWS_OFI_NCCL_VERSION\s*[=:]\s*v?(\d+\.\d+(?:\.\d+)?)", re.I
+)
+#: ``NET/OFI Running on P4d platform, Setting NCCL_TOPO_FILE ...``: the wording of plugins 1.1.3-1.2.x (src/
+#: nccl_ofi_net.c at v1.1.3-aws to v1.2.0-aws; v1.3.0-aws prints the instance type in its place)
+_EFA_OLD_PLATFORM_LINE = re.compile(r"NET/OFI Running on P4d platform, Setting NCCL_TOPO_FILE")
+
+
+def stated_efa(text: str) -> tuple[str | None, str | None] | None:
+    """Whether a log ran over AWS EFA, and then (instance type, aws-ofi-nccl release) as far as it says:
+    the instance family ``p4d`` (p4d, p4de), ``p5`` (p5, p5e) or ``p5en`` from the plugin's ``Running on ...
+    platform`` line or the header, and the plugin's release from its ``NET/OFI Initializing aws-ofi-nccl``
+    (``Using aws-ofi-nccl``) line or the header; None where the log shows no EFA (libfabric over another
+    provider, such as Slingshot's ``cxi``, is not EFA). A plugin that prints only the 1.1.3-1.2.x wording
+    ``Running on P4d platform`` is taken as 1.1.3: a 1.2.x built for the NCCL of such a log (before 2.12)
+    reports no latency either (src/nccl_ofi_net.c: ``#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 12, 0)``).
+
+    >>> stated_efa("x:1:1 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.14.0\\nx:1:1 [0] NCCL INFO Using network AWS Libfabric")
+    (None, '1.14.0')
+    >>> stated_efa("#% 2x p4de.24xlarge, 4x 100 Gbps EFA"), stated_efa("mpirun -x FI_PROVIDER=efa ./all_reduce_perf")
+    (('p4d', None), (None, None))
+    >>> stated_efa("[0] NCCL INFO NET/OFI Running on P4d platform, Setting NCCL_TOPO_FILE environment variable to /x")
+    (None, '1.1.3')
+    >>> stated_efa("#% two p5.48xlarge (aws-ofi-nccl 1.7.3-aws)"), stated_efa("NET/OFI Using aws-ofi-nccl 1.5.0aws")
+    (('p5', '1.7.3'), (None, '1.5.0'))
+    >>> stated_efa("NET/OFI Selected provider is cxi, fabric is cxi (found 4 nics)\\nUsing network AWS Libfabric") is None
+    True
+    >>> stated_efa("#% 8x H100, 8x 400 Gb/s InfiniBand") is None, stated_efa("# p5.48xlarge: 32x 100 Gbps EFA")
+    (True, ('p5', None))
+    """
+    header = "\n".join(  # the header's comment lines ("#%" ones included), not its rank lines
+        line
+        for line in map(strip_label, text.splitlines())
+        if line.lstrip().startswith("#") and not RANK_LINE.match(line.strip())
+    )
+    named = _EFA_INSTANCE_RE.search(header) or re.search(r"Running on (p4de?|p5e?n?)\.\d*xlarge platform", text)
+    efa = _EFA_PLUGIN_LINE.search(text) or _EFA_PROVIDER.search(text) or named or re.search(r"\bEFA\b", header)
+    if not efa or (_OTHER_PROVIDER.search(text) and not _EFA_PROVIDER.search(text)):
+        return None
+    platform = dict(_EFA_INSTANCE)[named.group(1).lower()] if named else None
+    plugin = None
+    if m := _EFA_PLUGIN_VERSION.search(text):
+        plugin = m.group(1) or m.group(2)
+    elif _EFA_OLD_PLATFORM_LINE.search(text):
+        plugin = "1.1.3"
+    return platform, plugin
 
 
 def command_ranks(line: str) -> int:
