@@ -49,13 +49,16 @@ _MAX_TRANSLATION = 1024  # the largest order of a further shift (a ring's leaf g
 
 class _QuotientCluster:
     """The cluster as the quotient run sees it: its own path table (routes on the orbits'
-    representatives) and capacities (divided by the orbits' fixed counts); everything else is the
-    cluster's."""
+    representatives) and capacities (divided by the orbits' fixed counts), and its endpoints, the kept
+    ones numbered from 0 (``ids``: each one's endpoint in the cluster), with their overheads and speeds;
+    everything else is the cluster's."""
 
-    def __init__(self, base: Any, paths: _PathTable, capacity: np.ndarray) -> None:
+    def __init__(self, base: Any, paths: _PathTable, capacity: np.ndarray, ids: np.ndarray) -> None:
         self._base = base
         self.paths = paths
         self.capacity = capacity
+        self.overhead = base.overhead[ids]
+        self.compute_scale = base.compute_scale[ids]
         self.message_model = MessageModel(self)  # type: ignore[arg-type] - the nominal model (checked)
 
     def __getattr__(self, name: str) -> Any:
@@ -153,13 +156,13 @@ def quotient(program: StepProgram, cluster: Any, gamma: float) -> Quotient | Non
         if n % d == 0:
             first = (power, n // d, _pairs(net, pids, moved, whole, whole_moved))
             for gens in ([first, *extra], [first]) if extra else ([first],):
-                got = _quotient(program, cluster, gens)
+                got = _quotient(program, cluster, gens, gamma)
                 if got is not None:
                     return got
         power = sigma[power]  # type: ignore[index]
         moved = [image[m] for image, m in zip(images, moved, strict=True)]  # type: ignore[index]
         whole_moved = {key: whole[key][1][m] for key, m in whole_moved.items()}
-    return _quotient(program, cluster, extra) if extra else None
+    return _quotient(program, cluster, extra, gamma) if extra else None
 
 
 def _permutation(program: StepProgram, cluster: Any, gamma: float, perm: Any) -> np.ndarray | None:
@@ -296,12 +299,19 @@ def _image(step: Step, sigma: np.ndarray) -> np.ndarray | None:
 
 
 def _quotient(
-    program: StepProgram, cluster: Any, gens: list[tuple[np.ndarray, int, tuple[np.ndarray, np.ndarray] | None]]
+    program: StepProgram,
+    cluster: Any,
+    gens: list[tuple[np.ndarray, int, tuple[np.ndarray, np.ndarray] | None]],
+    gamma: float,
 ) -> Quotient | None:
     """:func:`quotient` under the group the commuting shifts ``gens`` generate -- (permutation, its order,
     the messages' routes and their images' routes under it, :func:`_pairs`) each. A kept message is one
     whose sender is kept (or, from an endpoint the group fixes, whose receiver is); it goes to its
-    receiver's orbit's representative (a ring's hop out of the kept leaf group comes back to its start)."""
+    receiver's orbit's representative (a ring's hop out of the kept leaf group comes back to its start).
+    The quotient's endpoints are the kept ones that send or receive, numbered from 0 in their order (the
+    executor's arrays, its early arrivals' window among them, are then as long as the quotient, not the
+    program) -- unless reductions take time and the speeds of the first endpoints are not theirs (a
+    caller hands the executor the cluster's speeds): then the numbering is the program's."""
     e = program.endpoints
     if any(pairs is None for _, _, pairs in gens):
         return None
@@ -338,6 +348,12 @@ def _quotient(
             ):
                 return None  # a kept endpoint would lose a message
         steps.append((step, keep, dst))
+    ids = distinct(np.concatenate([np.concatenate([s.src[keep], dst]) for s, keep, dst in steps if len(keep)]))
+    speed = cluster.compute_scale
+    if gamma > 0 and not np.array_equal(speed[ids], speed[: len(ids)]):
+        ids = np.arange(e)
+    number = np.full(e, -1, dtype=np.int64)
+    number[ids] = np.arange(len(ids))
     net = SimpleNamespace(cluster=cluster)
     # the quotient's routes: one per original route of a kept message, on the orbits' representatives
     kept_pids = distinct(np.concatenate([_kept_pids(s, net, keep) for s, keep, _ in steps if len(keep)]))
@@ -351,27 +367,27 @@ def _quotient(
     rows[flow, np.arange(len(flow)) - np.repeat(np.cumsum(lens) - lens, lens)] = arcs
     table = _PathTable()
     qids = table.add_many(rows, paths.latency[kept_pids], paths.src[kept_pids], paths.dst[kept_pids], capacity)
-    qcluster = _QuotientCluster(cluster, table, capacity)
+    qcluster = _QuotientCluster(cluster, table, capacity, ids)
     key = id(qcluster)
     phases = []
     for (step, keep, dst), (_, times) in zip(steps, program.phases, strict=True):
         sub = Step(
-            step.src[keep],
-            dst,
+            number[step.src[keep]],
+            number[dst],
             step.nbytes[keep],
             step.reduce[keep],
-            step.endpoints,
+            len(ids),
             step.combine[keep],
             step.seg[:, keep],  # (with each kept message's place in the step's segment table, kept whole)
             None if step.bound is None else step.bound[keep],
             table=step.table,
         )
-        sub.__dict__["reduce_at"] = step.reduce_at  # a fixed endpoint reduces what all the images bring
+        sub.__dict__["reduce_at"] = step.reduce_at[ids]  # a fixed endpoint reduces what all the images bring
         if len(keep):
             sub._pids[key] = qids[np.searchsorted(kept_pids, _kept_pids(step, net, keep))]
         phases.append((sub, times))
     images = [(got[1], n) for got, n in zip(links, orders, strict=True)]  # type: ignore[index]
-    return Quotient(StepProgram(e, tuple(phases)), qcluster, cluster, group, kept_pids, images)
+    return Quotient(StepProgram(len(ids), tuple(phases)), qcluster, cluster, group, kept_pids, images)
 
 
 def _group_orbits(perms: list[np.ndarray], orders: list[int]) -> tuple[np.ndarray, np.ndarray]:
