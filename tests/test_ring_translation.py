@@ -23,16 +23,7 @@ from sim.network import Network
 from sim.simulate import simulate
 from sim.symmetry import _group_orbits, quotient
 from sim.topology import hgx
-
-
-def _same(fast, message):
-    assert abs(fast.time_s - message.time_s) <= 1e-9 * message.time_s
-    assert fast.flows == message.flows
-    assert fast.link_bytes == pytest.approx(message.link_bytes, rel=1e-12)
-    assert fast.traffic_bytes == pytest.approx(message.traffic_bytes, rel=1e-12)
-    assert fast.max_sent_bytes == pytest.approx(message.max_sent_bytes, rel=1e-12)
-    assert fast.max_received_bytes == pytest.approx(message.max_received_bytes, rel=1e-12)
-    assert [u.bytes for u in fast.busiest_links] == pytest.approx([u.bytes for u in message.busiest_links], rel=1e-12)
+from tests.test_symmetry import _same
 
 
 def _program(graph, collective, spec, size, **kw):
