@@ -82,6 +82,7 @@ class Quotient:
     real_pid: np.ndarray  # the original route of each quotient route
     #: per generator: (original route -> the route of its image under it (-1: unused), its order)
     images: list[tuple[np.ndarray, int]]
+    ids: np.ndarray  # each endpoint of :attr:`program`: its endpoint in the original program
 
     def rebook(self, net: Any) -> None:
         """Give ``net`` (which ran :attr:`program` over :attr:`cluster`) the original cluster back, with
@@ -387,7 +388,7 @@ def _quotient(
             sub._pids[key] = qids[np.searchsorted(kept_pids, _kept_pids(step, net, keep))]
         phases.append((sub, times))
     images = [(got[1], n) for got, n in zip(links, orders, strict=True)]  # type: ignore[index]
-    return Quotient(StepProgram(len(ids), tuple(phases)), qcluster, cluster, group, kept_pids, images)
+    return Quotient(StepProgram(len(ids), tuple(phases)), qcluster, cluster, group, kept_pids, images, ids)
 
 
 def _group_orbits(perms: list[np.ndarray], orders: list[int]) -> tuple[np.ndarray, np.ndarray]:
