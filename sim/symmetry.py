@@ -342,10 +342,10 @@ def _quotient(
             src, dst = step.src[keep], low[step.dst[keep]]
             if len(keep) * group != len(step) or not all_distinct(src * e + dst):
                 return None  # an orbit not kept once, or two kept messages onto one pair
-            sent, got = np.bincount(src, minlength=e), np.bincount(dst, minlength=e)
-            if not (
-                np.array_equal(sent[kept_free], step.out_count[kept_free])
-                and np.array_equal(got[kept_free], step.in_count[kept_free])
+            # (every message a kept endpoint sends is kept; what it receives, counted here, not cached on
+            # the step: the program's steps would each keep two arrays as long as the endpoints)
+            if not np.array_equal(
+                np.bincount(dst, minlength=e)[kept_free], np.bincount(step.dst, minlength=e)[kept_free]
             ):
                 return None  # a kept endpoint would lose a message
         steps.append((step, keep, dst))
