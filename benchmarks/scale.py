@@ -186,6 +186,16 @@ CASES = [
         None,
         report="benchmarks/specs/llm-70b-dgx-ring-hierarchical-serial.yaml",
     ),
+    # NCCL's rings for all-gather / reduce-scatter at 16k GPUs (the pick on DGX H100: Ring/Simple, 16
+    # channels), reduced by the fabric's translation by a leaf group (sim/symmetry.py)
+    *(
+        Case(f"nccl-{tag}-h100-16k", H100_16K, "nccl", "1GiB", "auto", 10, 4096, collective=coll)
+        for tag, coll in (("ag", "allgather"), ("rs", "reducescatter"))
+    ),
+    *(
+        Case(f"ring16-{tag}-h100-16k", H100_16K, "ring:channels=16", "1GiB", "auto", 10, 4096, collective=coll)
+        for tag, coll in (("ag", "allgather"), ("rs", "reducescatter"))
+    ),
 ]
 
 #: (fast, message-level): the congested cases whose ratio the issue asks for (>= 10x, equal to 1e-9)

@@ -44,17 +44,21 @@ from .rates import gather_arcs
 __all__ = ["Quotient", "quotient"]
 
 _MAX_ORDER = 64  # the largest order of a shift that is looked at
+_MAX_TRANSLATION = 1024  # the largest order of a further shift (a ring's leaf groups: 64 at 16k GPUs)
 
 
 class _QuotientCluster:
     """The cluster as the quotient run sees it: its own path table (routes on the orbits'
-    representatives) and capacities (divided by the orbits' fixed counts); everything else is the
-    cluster's."""
+    representatives) and capacities (divided by the orbits' fixed counts), and its endpoints, the kept
+    ones numbered from 0 (``ids``: each one's endpoint in the cluster), with their overheads and speeds;
+    everything else is the cluster's."""
 
-    def __init__(self, base: Any, paths: _PathTable, capacity: np.ndarray) -> None:
+    def __init__(self, base: Any, paths: _PathTable, capacity: np.ndarray, ids: np.ndarray) -> None:
         self._base = base
         self.paths = paths
         self.capacity = capacity
+        self.overhead = base.overhead[ids]
+        self.compute_scale = base.compute_scale[ids]
         self.message_model = MessageModel(self)  # type: ignore[arg-type] - the nominal model (checked)
 
     def __getattr__(self, name: str) -> Any:
@@ -74,27 +78,35 @@ class Quotient:
     program: StepProgram
     cluster: Any
     base: Any
-    order: int
+    order: int  # the group's
     real_pid: np.ndarray  # the original route of each quotient route
-    image_pid: np.ndarray  # original route -> the route of its image under the shift (-1: unused)
+    #: per generator: (original route -> the route of its image under it (-1: unused), its order)
+    images: list[tuple[np.ndarray, int]]
+    ids: np.ndarray  # each endpoint of :attr:`program`: its endpoint in the original program
 
     def rebook(self, net: Any) -> None:
         """Give ``net`` (which ran :attr:`program` over :attr:`cluster`) the original cluster back, with
         the bytes of every image of every kept message booked on its own route, and all the flows."""
         quotient_bytes = net.path_bytes()
         full = np.zeros(self.base.paths.count)
-        pid = self.real_pid[: len(quotient_bytes)].copy()
-        for _ in range(self.order):
+        pids = [self.real_pid[: len(quotient_bytes)].copy()]
+        for image_pid, n in self.images:  # every element of the group: the generators' powers in turn
+            more = []
+            for pid in pids:
+                for _ in range(n):
+                    more.append(pid)
+                    pid = image_pid[pid]
+            pids = more
+        for pid in pids:
             np.add.at(full, pid, quotient_bytes)
-            pid = self.image_pid[pid]
         net.rebook(self.base, full, net.flows * self.order)
 
 
-def _order(perm: np.ndarray) -> int:
-    """The order of the permutation ``perm`` (0 when above :data:`_MAX_ORDER`)."""
+def _order(perm: np.ndarray, most: int = _MAX_ORDER) -> int:
+    """The order of the permutation ``perm`` (0 when above ``most``)."""
     ident = np.arange(len(perm))
     cur = perm.copy()
-    for k in range(1, _MAX_ORDER + 1):
+    for k in range(1, most + 1):
         if np.array_equal(cur, ident):
             return k
         cur = perm[cur]
@@ -119,39 +131,83 @@ def quotient(program: StepProgram, cluster: Any, gamma: float) -> Quotient | Non
     """The quotient run of ``program`` on ``cluster`` under its shift ``σ`` -- or, where ``σ`` is not
     a symmetry of the run, under the largest group of its powers ``σ^d`` that is (an ECMP fabric may
     send rail ``q`` and rail ``q + 1`` over different spines, while two channels on one rail share
-    every route) -- or None where there is none (see the module docstring)."""
-    sigma = getattr(program, "symmetry", None)
+    every route) -- together with the further shifts the builder states (a ring's translation by a leaf
+    group, :func:`_translations`) where they check out too; None where there is none (see the module
+    docstring)."""
+    stated = getattr(program, "symmetry", None)
     model = cluster.message_model
-    if sigma is None or model.shares or model.link_model.classes:
+    if stated is None or model.shares or model.link_model.classes:
         return None
+    sigma, *others = stated if isinstance(stated, tuple) else (stated,)
     e = program.endpoints
-    sigma = np.asarray(sigma, dtype=np.int64)
-    if len(sigma) != e or not np.array_equal(np.sort(sigma), np.arange(e)):
-        return None
-    n = _order(sigma)
-    if n < 2 or not np.array_equal(cluster.overhead[:e][sigma], cluster.overhead[:e]):
-        return None
-    if gamma > 0 and not np.array_equal(cluster.compute_scale[:e][sigma], cluster.compute_scale[:e]):
-        return None
-    images, borrowed, whole = _images(program, sigma)
-    if any(image is None for image in images):
-        return None
+    sigma = _permutation(program, cluster, gamma, sigma)
+    n = 0 if sigma is None else _order(sigma)
+    images, borrowed, whole = _images(program, sigma if n >= 2 else np.arange(e))  # type: ignore[arg-type]
+    if n < 2 or any(image is None for image in images):
+        n = 0  # no channel shift: the further shifts alone, if any
     net = SimpleNamespace(cluster=cluster)  # routes are interned as a network over the cluster finds them
     pids = [
         step.pids(net) if len(step) and key is None else np.zeros(0, dtype=np.int64)
         for (step, _), key in zip(program.phases, borrowed, strict=True)
     ]
+    extra = _translations(program, cluster, gamma, others, sigma if n else None, net, pids, e)
     power, moved = sigma, images
     whole_moved = {key: edge_image for key, (_, edge_image, _) in whole.items()}
     for d in range(1, n // 2 + 1):
         if n % d == 0:
-            got = _quotient(program, cluster, power, n // d, _pairs(net, pids, moved, whole, whole_moved))
-            if got is not None:
-                return got
-        power = sigma[power]
-        moved = [image[m] for image, m in zip(images, moved, strict=True)]
+            first = (power, n // d, _pairs(net, pids, moved, whole, whole_moved))
+            for gens in ([first, *extra], [first]) if extra else ([first],):
+                got = _quotient(program, cluster, gens, gamma)
+                if got is not None:
+                    return got
+        power = sigma[power]  # type: ignore[index]
+        moved = [image[m] for image, m in zip(images, moved, strict=True)]  # type: ignore[index]
         whole_moved = {key: whole[key][1][m] for key, m in whole_moved.items()}
-    return None
+    return _quotient(program, cluster, extra, gamma) if extra else None
+
+
+def _permutation(program: StepProgram, cluster: Any, gamma: float, perm: Any) -> np.ndarray | None:
+    """``perm`` as an array where it is a permutation of the endpoints that keeps the senders' overheads
+    and (where reductions take time) the endpoints' speeds, else None."""
+    e = program.endpoints
+    perm = np.asarray(perm, dtype=np.int64)
+    if len(perm) != e or not np.array_equal(np.sort(perm), np.arange(e)):
+        return None
+    if not np.array_equal(cluster.overhead[:e][perm], cluster.overhead[:e]):
+        return None
+    if gamma > 0 and not np.array_equal(cluster.compute_scale[:e][perm], cluster.compute_scale[:e]):
+        return None
+    return perm
+
+
+def _translations(
+    program: StepProgram,
+    cluster: Any,
+    gamma: float,
+    others: list[Any],
+    sigma: np.ndarray | None,
+    net: Any,
+    pids: list[np.ndarray],
+    e: int,
+) -> list[tuple[np.ndarray, int, tuple[np.ndarray, np.ndarray] | None]]:
+    """The further shifts a builder states beside ``σ`` (a ring's translation by one leaf group of hosts:
+    host ``h`` onto ``h + hosts_per_leaf``), each as (permutation, order, :func:`_pairs`), where each is a
+    permutation of order 2.. :data:`_MAX_TRANSLATION` that commutes with ``σ`` (None: no channel shift) and
+    with the others and maps every step onto itself; [] where one does not (the quotient then takes
+    ``σ``'s group alone)."""
+    out = []
+    for other in others:
+        tau = _permutation(program, cluster, gamma, other)
+        if tau is None or (sigma is not None and not np.array_equal(sigma[tau], tau[sigma])):
+            return []
+        if any(not np.array_equal(t[tau], tau[t]) for t, _, _ in out):
+            return []
+        n = _order(tau, _MAX_TRANSLATION)
+        images, _, whole = _images(program, tau)
+        if n < 2 or any(image is None for image in images):
+            return []
+        out.append((tau, n, _pairs(net, pids, images, whole, {key: w[1] for key, w in whole.items()})))
+    return out
 
 
 def _pairs(
@@ -244,34 +300,64 @@ def _image(step: Step, sigma: np.ndarray) -> np.ndarray | None:
 
 
 def _quotient(
-    program: StepProgram, cluster: Any, sigma: np.ndarray, n: int, pairs: tuple[np.ndarray, np.ndarray] | None
+    program: StepProgram,
+    cluster: Any,
+    gens: list[tuple[np.ndarray, int, tuple[np.ndarray, np.ndarray] | None]],
+    gamma: float,
 ) -> Quotient | None:
-    """:func:`quotient` under the shift ``sigma`` of order ``n`` (``pairs``: the messages' routes and
-    their images' routes under it, :func:`_pairs`)."""
+    """:func:`quotient` under the group the commuting shifts ``gens`` generate -- (permutation, its order,
+    the messages' routes and their images' routes under it, :func:`_pairs`) each. A kept message is one
+    whose sender is kept (or, from an endpoint the group fixes, whose receiver is); it goes to its
+    receiver's orbit's representative (a ring's hop out of the kept leaf group comes back to its start).
+    The quotient's endpoints are the kept ones that send or receive, numbered from 0 in their order (the
+    executor's arrays, its early arrivals' window among them, are then as long as the quotient, not the
+    program) -- unless reductions take time and the speeds of the first endpoints are not theirs (a
+    caller hands the executor the cluster's speeds): then the numbering is the program's."""
     e = program.endpoints
-    low, size = _orbit_min(sigma, n)
+    if any(pairs is None for _, _, pairs in gens):
+        return None
+    perms, orders = [g for g, _, _ in gens], [n for _, n, _ in gens]
+    group = int(np.prod(orders))
+    low, size = _group_orbits(perms, orders)
     fixed = size == 1
-    kept_end = (low == np.arange(e)) & ((size == n) | fixed)
-    if pairs is None:
+    free = size == group
+    kept_end = (low == np.arange(e)) & (free | fixed)
+    kept_free = np.flatnonzero(kept_end & free)
+    links = [_links(cluster, pairs, n) for _, n, pairs in gens]
+    if any(got is None for got in links):
         return None
-    links = _links(cluster, pairs, n)
-    if links is None:
-        return None
-    rep, capacity, image_pid = links
-    steps: list[tuple[Step, np.ndarray]] = []
+    taus = [got[0] for got in links]  # type: ignore[index]
+    if any(not np.array_equal(t[u], u[t]) for i, t in enumerate(taus) for u in taus[i + 1 :]):
+        return None  # link shifts that do not commute: no group of this order
+    rep, size_arc = _group_orbits(taus, orders)
+    capacity = cluster.capacity / (group // size_arc)
+    steps: list[tuple[Step, np.ndarray, np.ndarray]] = []
     for step, _times in program.phases:
-        keep = np.flatnonzero(kept_end[step.src] & kept_end[step.dst])
+        keep = dst = np.zeros(0, dtype=np.int64)
         if len(step):
             ends = np.concatenate([step.src, step.dst])
-            if not ((size[ends] == n) | fixed[ends]).all() or (fixed[step.src] & fixed[step.dst]).any():
+            if not (free[ends] | fixed[ends]).all() or (fixed[step.src] & fixed[step.dst]).any():
                 return None
-            touching = (kept_end[step.src] & ~fixed[step.src]) | (kept_end[step.dst] & ~fixed[step.dst])
-            if len(keep) * n != len(step) or touching.sum() != len(keep):
-                return None  # a kept endpoint would lose a message, or an orbit is not kept once
-        steps.append((step, keep))
+            keep = np.flatnonzero(np.where(fixed[step.src], kept_end[step.dst], kept_end[step.src]))
+            src, dst = step.src[keep], low[step.dst[keep]]
+            if len(keep) * group != len(step) or not all_distinct(src * e + dst):
+                return None  # an orbit not kept once, or two kept messages onto one pair
+            # (every message a kept endpoint sends is kept; what it receives, counted here, not cached on
+            # the step: the program's steps would each keep two arrays as long as the endpoints)
+            if not np.array_equal(
+                np.bincount(dst, minlength=e)[kept_free], np.bincount(step.dst, minlength=e)[kept_free]
+            ):
+                return None  # a kept endpoint would lose a message
+        steps.append((step, keep, dst))
+    ids = distinct(np.concatenate([np.concatenate([s.src[keep], dst]) for s, keep, dst in steps if len(keep)]))
+    speed = cluster.compute_scale
+    if gamma > 0 and not np.array_equal(speed[ids], speed[: len(ids)]):
+        ids = np.arange(e)
+    number = np.full(e, -1, dtype=np.int64)
+    number[ids] = np.arange(len(ids))
     net = SimpleNamespace(cluster=cluster)
     # the quotient's routes: one per original route of a kept message, on the orbits' representatives
-    kept_pids = distinct(np.concatenate([_kept_pids(s, net, keep) for s, keep in steps if len(keep)]))
+    kept_pids = distinct(np.concatenate([_kept_pids(s, net, keep) for s, keep, _ in steps if len(keep)]))
     paths = cluster.paths
     flow, arcs = gather_arcs(paths, kept_pids)
     arcs = rep[arcs]
@@ -282,26 +368,43 @@ def _quotient(
     rows[flow, np.arange(len(flow)) - np.repeat(np.cumsum(lens) - lens, lens)] = arcs
     table = _PathTable()
     qids = table.add_many(rows, paths.latency[kept_pids], paths.src[kept_pids], paths.dst[kept_pids], capacity)
-    qcluster = _QuotientCluster(cluster, table, capacity)
+    qcluster = _QuotientCluster(cluster, table, capacity, ids)
     key = id(qcluster)
     phases = []
-    for (step, keep), (_, times) in zip(steps, program.phases, strict=True):
+    for (step, keep, dst), (_, times) in zip(steps, program.phases, strict=True):
         sub = Step(
-            step.src[keep],
-            step.dst[keep],
+            number[step.src[keep]],
+            number[dst],
             step.nbytes[keep],
             step.reduce[keep],
-            step.endpoints,
+            len(ids),
             step.combine[keep],
             step.seg[:, keep],  # (with each kept message's place in the step's segment table, kept whole)
             None if step.bound is None else step.bound[keep],
             table=step.table,
         )
-        sub.__dict__["reduce_at"] = step.reduce_at  # a fixed endpoint reduces what all the images bring
+        sub.__dict__["reduce_at"] = step.reduce_at[ids]  # a fixed endpoint reduces what all the images bring
         if len(keep):
             sub._pids[key] = qids[np.searchsorted(kept_pids, _kept_pids(step, net, keep))]
         phases.append((sub, times))
-    return Quotient(StepProgram(e, tuple(phases)), qcluster, cluster, n, kept_pids, image_pid)
+    images = [(got[1], n) for got, n in zip(links, orders, strict=True)]  # type: ignore[index]
+    return Quotient(StepProgram(len(ids), tuple(phases)), qcluster, cluster, group, kept_pids, images, ids)
+
+
+def _group_orbits(perms: list[np.ndarray], orders: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(the smallest member of every element's orbit, the orbit's size) under the group the commuting
+    permutations ``perms`` of ``orders`` generate: the orbit under the first ones, moved by the next one's
+    powers -- ``k`` of them distinct, ``k`` the first power that lands back in the same orbit."""
+    low, size = _orbit_min(perms[0], orders[0])
+    for perm, n in zip(perms[1:], orders[1:], strict=True):
+        cur = np.arange(len(perm))
+        merged, first = low.copy(), np.zeros(len(perm), dtype=np.int64)
+        for k in range(1, n + 1):
+            cur = perm[cur]
+            np.minimum(merged, low[cur], out=merged)
+            first[(first == 0) & (low[cur] == low)] = k
+        low, size = merged, size * first
+    return low, size
 
 
 def _kept_pids(step: Step, net: Any, keep: np.ndarray) -> np.ndarray:
@@ -313,13 +416,11 @@ def _kept_pids(step: Step, net: Any, keep: np.ndarray) -> np.ndarray:
     return step.pids(net)[keep]
 
 
-def _links(
-    cluster: Any, pairs: tuple[np.ndarray, np.ndarray], n: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _links(cluster: Any, pairs: tuple[np.ndarray, np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray] | None:
     """From (route, image's route) pairs: the shift on link directions (each route's k-th link onto
     its image's k-th), checked to be a permutation of the links used that keeps capacities and
-    latencies; returns (each link's orbit representative, the capacities the quotient sees, route ->
-    image route) or None."""
+    latencies and whose ``n``-th power moves none; returns (that permutation of the link directions,
+    route -> image route) or None."""
     paths = cluster.paths
     image_pid = np.full(paths.count, -1, dtype=np.int64)
     image_pid[pairs[0]] = pairs[1]
@@ -351,6 +452,4 @@ def _links(
         cur = tau[cur]
     if not np.array_equal(cur, np.arange(m)):
         return None  # the shift's n-th power moves a link
-    rep, size = _orbit_min(tau, n)
-    capacity = cap / (n // size)
-    return rep, capacity, image_pid
+    return tau, image_pid

@@ -52,8 +52,9 @@ CASES = [
     # a NIC per two GPUs: only the shift by two GPUs keeps every route's shape
     (("dgx-h100", 2, {"nics_per_host": 4}), "nvls-tree", 2**24, 4),
     (("dgx-h100", 2, {"nics_per_host": 2, "gpus_per_host": 4}), "nccl", 3 * 2**23, 2),
-    # across spines: one rail's ring hops map onto the next rail's, link for link
-    (("dgx-h100", 8, {"hosts_per_leaf": 2, "gpus_per_host": 4}), "ring:channels=8", 2**24, 8),
+    # across spines: one rail's ring hops map onto the next rail's, link for link; and one leaf group's
+    # onto the next's (the rings' translation by 2 hosts, order 4: tests/test_ring_translation.py)
+    (("dgx-h100", 8, {"hosts_per_leaf": 2, "gpus_per_host": 4}), "ring:channels=8", 2**24, 32),
 ]
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "dtree_parent",
     "engine",
     "host_ranks",
+    "leaf_period",
     "nics_of",
     "run_program",
     "sharp_fabric",
@@ -204,6 +205,28 @@ def sharp_leaf(cluster: Any, rank: int, nic: int) -> str:
     if not fabric:
         raise AlgorithmError(f"in-network reduction across hosts: NIC {nic} is not linked to a switch")
     return fabric[0]
+
+
+def leaf_period(cluster: Any, groups: list[list[int]], multiple: int = 1) -> int:
+    """Hosts per leaf group where the hosts (``groups``: ranks by host, in order) hang in equal, consecutive
+    groups from their first NICs' leaf switches, rounded up to a ``multiple``; 0 where they do not, or
+    where that is all of them. The period a translation of a ring's positions by whole leaf groups would
+    have (:mod:`sim.symmetry` checks that it maps the fabric onto itself)."""
+    if len({len(g) for g in groups}) != 1:
+        return 0
+    try:
+        leaves = [sharp_leaf(cluster, grp[0], 0) for grp in groups]
+    except AlgorithmError:
+        return 0
+    h = len(leaves)
+    first = next((i for i, v in enumerate(leaves) if v != leaves[0]), h)  # the first group's hosts
+    period = first * multiple // math.gcd(first, multiple)
+    if h % period or period == h:
+        return 0
+    blocks = [leaves[i : i + first] for i in range(0, h, first)]
+    if any(len(set(b)) != 1 for b in blocks) or len({b[0] for b in blocks}) != len(blocks):
+        return 0
+    return period
 
 
 def sharp_switches(cluster: Any, rank: int, nic: int, spread: int) -> tuple[str, str | None]:

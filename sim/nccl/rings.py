@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..program import StepProgram
-from .layout import channel_endpoints, host_ranks
+from .layout import channel_endpoints, host_ranks, leaf_period
 from .pipeline import Streams, launchers, shift
 
 __all__ = ["channel_orders", "rings_gather_program", "rings_program"]
@@ -37,6 +37,21 @@ def channel_orders(cluster: Any, p: int, channels: int) -> list[list[int]]:
     return out
 
 
+def _symmetry(cluster: Any, p: int, orders: np.ndarray, starts: list[tuple[int, int]]) -> Any:
+    """The shifts that map the rings onto themselves: channel c + 1 is channel c with every GPU index of a
+    host moved up by one; and where the hosts hang from leaf switches in equal groups, every ring's
+    position i is position i + (a leaf group's positions) shifted (host h onto h + hosts per leaf: the
+    ring's hosts alternate up and down, so by an even number of hosts). :mod:`sim.symmetry` checks both."""
+    endpoints = cluster.endpoints
+    sigma = shift(endpoints, orders.ravel(), np.roll(orders, -1, axis=0).ravel(), starts)
+    groups = host_ranks(cluster, p, even=False)
+    period = leaf_period(cluster, groups, 2)
+    if not period:
+        return sigma
+    step = period * len(groups[0])  # the positions of `period` hosts in one ring
+    return sigma, shift(endpoints, orders.ravel(), np.roll(orders, -step, axis=1).ravel(), starts)
+
+
 def rings_program(
     cluster: Any, p: int, nbytes: float, channels: int, wire: float = 1.0, launch_s: float = 0.0
 ) -> StepProgram:
@@ -51,9 +66,7 @@ def rings_program(
     phases = ((rs, p - 1), (ag, p - 1))
     if starts:
         phases = Streams(endpoints, 1).program(starts).phases + phases
-    # channel c + 1 is channel c with every GPU index of a host moved up by one (sim.symmetry)
-    sigma = shift(endpoints, orders.ravel(), np.roll(orders, -1, axis=0).ravel(), starts)
-    return StepProgram(endpoints, phases, symmetry=sigma)
+    return StepProgram(endpoints, phases, symmetry=_symmetry(cluster, p, orders, starts))
 
 
 def rings_gather_program(
@@ -76,5 +89,4 @@ def rings_gather_program(
     phases = gathering_steps(orders, ranks, nbytes / (channels * p), endpoints, collective == "reducescatter", wire)
     if starts:
         phases = Streams(endpoints, 1).program(starts).phases + phases
-    sigma = shift(endpoints, orders.ravel(), np.roll(orders, -1, axis=0).ravel(), starts)
-    return StepProgram(endpoints, phases, symmetry=sigma)
+    return StepProgram(endpoints, phases, symmetry=_symmetry(cluster, p, orders, starts))
