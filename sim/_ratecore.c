@@ -11,6 +11,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -1479,6 +1480,10 @@ static int heap_args(PyObject *heap, PyObject *due_at) {
     return 0;
 }
 
+/* the heap held in C (Dues, below) in place of the list and the dict */
+static PyTypeObject DuesType;
+static inline int is_dues(PyObject *o) { return Py_TYPE(o) == &DuesType; }
+
 /* the due-time heap's functions' arguments: ``want`` of them, the heap and its dict first, the per-slot
  * draining flags (writable where asked) and due times last */
 static int due_open(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *usage, Arr *active,
@@ -1488,7 +1493,7 @@ static int due_open(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, co
         PyErr_SetString(PyExc_TypeError, usage);
         return -1;
     }
-    if (heap_args(args[0], args[1]) < 0 || arr_open(args[want - 2], active, 'b', writable) < 0)
+    if ((!is_dues(args[0]) && heap_args(args[0], args[1]) < 0) || arr_open(args[want - 2], active, 'b', writable) < 0)
         return -1;
     if (arr_get(args[want - 1], due, 'f') < 0) {
         arr_release(active);
@@ -1554,6 +1559,471 @@ static int pop_due(PyObject *heap, PyObject *due_at, double cut, double *when, P
     return 1;
 }
 
+/* ---- the due-time heap held in C (Dues). The same heap and dict as above -- distinct due times in heapq's
+ * layout, the slots due at each in a bucket -- as C arrays of doubles and slot ids: a bucket per distinct
+ * time (found through an open-addressing table keyed by the time's value, as a dict finds a float key),
+ * the heap an array of bucket ids sifted as heapq sifts (the same comparisons, so the same layout and the
+ * same pops), the buckets' creation order kept (a dict's order). sim/network.py holds one in place of its
+ * heap and dict once the private lane is closed (``_DUE_CORE``); drain_due, next_due, set_due and the
+ * wake-up take either. */
+
+typedef struct {
+    double when;
+    int64_t *s;
+    Py_ssize_t n, cap;
+    uint64_t seq;
+} DBucket;
+
+typedef struct {
+    PyObject_HEAD DBucket *bk;
+    Py_ssize_t bkcap;
+    Py_ssize_t *bkfree, nfree;
+    Py_ssize_t *heap, nh, hcap;       /* bucket ids, heapq's layout by their times */
+    Py_ssize_t *tab, tabcap, tabfill; /* -1 empty, -2 taken out, else a bucket id */
+    Py_ssize_t nlive;
+    uint64_t seq;
+} Dues;
+
+static int index_ok(int64_t i, Py_ssize_t n, const char *what);
+
+/* a double's hash for the tables keyed by time (-0.0 and 0.0: one key, as in a dict) */
+static inline size_t fb_hash(double w) {
+    uint64_t b;
+    w = w == 0 ? 0.0 : w; /* (-0.0 and 0.0: one key, as in a dict) */
+    memcpy(&b, &w, sizeof b);
+    b ^= b >> 33;
+    b *= 0xff51afd7ed558ccdULL;
+    b ^= b >> 33;
+    return (size_t)b;
+}
+
+/* ``x`` into the first free place of ``tab`` from w's hash on */
+static void fb_place(Py_ssize_t *tab, Py_ssize_t cap, double w, Py_ssize_t x, Py_ssize_t *fill) {
+    size_t mask = (size_t)cap - 1, i = fb_hash(w) & mask;
+    while (tab[i] >= 0)
+        i = (i + 1) & mask;
+    *fill += tab[i] == -1;
+    tab[i] = x;
+}
+
+/* the bucket kept under ``w`` in a table of bucket ids (-1 empty, -2 taken out) whose buckets' times are read
+ * at ``bk + id * stride`` (each bucket's first member), its place into *at: the id, or -1 */
+static Py_ssize_t tt_find(const Py_ssize_t *tab, Py_ssize_t cap, Py_ssize_t nlive, const char *bk, size_t stride,
+                          double w, Py_ssize_t *at) {
+    if (!nlive)
+        return -1;
+    size_t mask = (size_t)cap - 1;
+    for (size_t i = fb_hash(w) & mask;; i = (i + 1) & mask) {
+        Py_ssize_t x = tab[i];
+        if (x == -1)
+            return -1;
+        if (x >= 0 && *(const double *)(bk + (size_t)x * stride) == w) {
+            if (at)
+                *at = (Py_ssize_t)i;
+            return x;
+        }
+    }
+}
+
+/* such a table made anew where one more entry would fill it over half (the live ones at most a quarter of
+ * it): 0, or -1 with an exception set */
+static int tt_room(Py_ssize_t **tab, Py_ssize_t *cap_, Py_ssize_t *fill_, Py_ssize_t nlive, const char *bk,
+                   size_t stride) {
+    if ((*fill_ + 1) * 2 <= *cap_)
+        return 0;
+    Py_ssize_t cap = 64, fill = 0;
+    while (cap < (nlive + 1) * 4)
+        cap *= 2;
+    Py_ssize_t *t = malloc(sizeof(Py_ssize_t) * (size_t)cap);
+    if (!t) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < cap; i++)
+        t[i] = -1;
+    for (Py_ssize_t i = 0; i < *cap_; i++)
+        if ((*tab)[i] >= 0)
+            fb_place(t, cap, *(const double *)(bk + (size_t)(*tab)[i] * stride), (*tab)[i], &fill);
+    free(*tab);
+    *tab = t;
+    *cap_ = cap;
+    *fill_ = fill;
+    return 0;
+}
+
+
+static void dues_free(Dues *d) {
+    for (Py_ssize_t i = 0; i < d->bkcap; i++)
+        free(d->bk[i].s);
+    free(d->bk);
+    free(d->bkfree);
+    free(d->heap);
+    free(d->tab);
+    d->bk = NULL;
+    d->bkfree = d->heap = d->tab = NULL;
+    d->bkcap = d->nfree = d->nh = d->hcap = d->tabcap = d->tabfill = d->nlive = 0;
+}
+
+static void Dues_dealloc(Dues *d) {
+    dues_free(d);
+    Py_TYPE(d)->tp_free((PyObject *)d);
+}
+
+static inline double dw(const Dues *d, Py_ssize_t k) { return d->bk[d->heap[k]].when; }
+
+/* heapq's _siftdown on the bucket ids */
+static void dues_siftdown(Dues *d, Py_ssize_t start, Py_ssize_t pos) {
+    Py_ssize_t item = d->heap[pos];
+    double x = d->bk[item].when;
+    while (pos > start) {
+        Py_ssize_t parent = (pos - 1) >> 1;
+        if (!(x < dw(d, parent)))
+            break;
+        d->heap[pos] = d->heap[parent];
+        pos = parent;
+    }
+    d->heap[pos] = item;
+}
+
+/* heapq's _siftup */
+static void dues_siftup(Dues *d, Py_ssize_t pos) {
+    Py_ssize_t end = d->nh, start = pos, item = d->heap[pos], child = 2 * pos + 1;
+    while (child < end) {
+        Py_ssize_t right = child + 1;
+        if (right < end && !(dw(d, child) < dw(d, right)))
+            child = right;
+        d->heap[pos] = d->heap[child];
+        pos = child;
+        child = 2 * pos + 1;
+    }
+    d->heap[pos] = item;
+    dues_siftdown(d, start, pos);
+}
+
+/* the bucket of due time ``w`` (its place in the table into *at), or -1 */
+static inline Py_ssize_t dues_find(const Dues *d, double w, Py_ssize_t *at) {
+    return tt_find(d->tab, d->tabcap, d->nlive, (const char *)d->bk, sizeof(DBucket), w, at);
+}
+
+/* a new bucket for ``w`` (none kept yet), not in the heap: its id, or -1 with an exception set */
+static Py_ssize_t dues_new(Dues *d, double w) {
+    if (tt_room(&d->tab, &d->tabcap, &d->tabfill, d->nlive, (const char *)d->bk, sizeof(DBucket)) < 0)
+        return -1;
+    if (!d->nfree) {
+        Py_ssize_t cap = d->bkcap ? 2 * d->bkcap : 64;
+        DBucket *bk = realloc(d->bk, sizeof(DBucket) * (size_t)cap);
+        if (bk)
+            d->bk = bk;
+        Py_ssize_t *fr = bk ? realloc(d->bkfree, sizeof(Py_ssize_t) * (size_t)cap) : NULL;
+        Py_ssize_t *hp = fr ? realloc(d->heap, sizeof(Py_ssize_t) * (size_t)cap) : NULL;
+        if (fr)
+            d->bkfree = fr;
+        if (!hp) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        d->heap = hp;
+        d->hcap = cap;
+        for (Py_ssize_t i = cap - 1; i >= d->bkcap; i--) {
+            d->bk[i] = (DBucket){0};
+            d->bkfree[d->nfree++] = i;
+        }
+        d->bkcap = cap;
+    }
+    Py_ssize_t x = d->bkfree[--d->nfree];
+    d->bk[x].when = w;
+    d->bk[x].n = 0;
+    d->bk[x].seq = d->seq++;
+    fb_place(d->tab, d->tabcap, w, x, &d->tabfill);
+    d->nlive++;
+    return x;
+}
+
+static int grow_to(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size, Py_ssize_t first);
+
+static int dues_append(Dues *d, Py_ssize_t x, int64_t slot) {
+    DBucket *b = &d->bk[x];
+    if (grow_to((void **)&b->s, &b->cap, b->n + 1, sizeof(int64_t), 4) < 0)
+        return -1;
+    b->s[b->n++] = slot;
+    return 0;
+}
+
+/* heapq.heappush of bucket x (the heap has room: it holds at most every bucket) */
+static void dues_push(Dues *d, Py_ssize_t x) {
+    d->heap[d->nh++] = x;
+    dues_siftdown(d, 0, d->nh - 1);
+}
+
+/* heapq.heappop, and the bucket taken out of the table (its slots read until the next dues_new) */
+static Py_ssize_t dues_pop(Dues *d) {
+    Py_ssize_t top = d->heap[0], last = d->heap[--d->nh];
+    if (d->nh) {
+        d->heap[0] = last;
+        dues_siftup(d, 0);
+    }
+    Py_ssize_t at = -1;
+    if (dues_find(d, d->bk[top].when, &at) == top)
+        d->tab[at] = -2;
+    else /* (a NaN, never found by its value) */
+        for (Py_ssize_t i = 0; i < d->tabcap; i++)
+            if (d->tab[i] == top)
+                d->tab[i] = -2;
+    d->bkfree[d->nfree++] = top;
+    d->nlive--;
+    return top;
+}
+
+/* slot ``s`` due at ``w``: into the bucket of w, a new one pushed on the heap where none is kept
+ * (``bucket = due_at.get(when)``; ``due_at[when] = [slot]``, ``heappush``) */
+static int dues_add(Dues *d, double w, int64_t s) {
+    Py_ssize_t x = dues_find(d, w, NULL);
+    if (x < 0) {
+        if ((x = dues_new(d, w)) < 0)
+            return -1;
+        dues_push(d, x);
+    }
+    return dues_append(d, x, s);
+}
+
+/* drain_due's loop: the slots done (sorted, into *out, n into *nout; malloc'd) and the entries taken off */
+static int dues_drain(Dues *d, double cut, Arr *active, const Arr *due, Py_ssize_t **out, Py_ssize_t *nout,
+                      Py_ssize_t *taken) {
+    Py_ssize_t *done = NULL, ndone = 0, cap = 0, n = active->n < due->n ? active->n : due->n;
+    *taken = 0;
+    while (d->nh && dw(d, 0) <= cut) {
+        Py_ssize_t x = dues_pop(d);
+        const DBucket *b = &d->bk[x];
+        double w = b->when;
+        *taken += b->n;
+        for (Py_ssize_t i = 0; i < b->n; i++) {
+            int64_t s = b->s[i];
+            if (s < 0 || s >= n) {
+                PyErr_SetString(PyExc_IndexError, "_ratecore: slot out of range");
+                free(done);
+                return -1;
+            }
+            unsigned char *on = arr_bp(active, s);
+            if (*on && arr_f(due, s) == w) {
+                *on = 0; /* an entry pushed twice completes its flow once */
+                if (ndone == cap) {
+                    cap = cap ? 2 * cap : 16;
+                    Py_ssize_t *grown = realloc(done, (size_t)cap * sizeof(Py_ssize_t));
+                    if (!grown) {
+                        free(done);
+                        PyErr_NoMemory();
+                        return -1;
+                    }
+                    done = grown;
+                }
+                done[ndone++] = (Py_ssize_t)s;
+            }
+        }
+    }
+    if (ndone > 1)
+        qsort(done, (size_t)ndone, sizeof(Py_ssize_t), cmp_ssize);
+    *out = done;
+    *nout = ndone;
+    return 0;
+}
+
+/* next_due's loop: the earliest live due time (inf where none) into *when, and the entries taken off */
+static int dues_next(Dues *d, const Arr *active, const Arr *due, double *when, Py_ssize_t *taken) {
+    Py_ssize_t n = active->n < due->n ? active->n : due->n;
+    *taken = 0;
+    while (d->nh) {
+        const DBucket *b = &d->bk[d->heap[0]];
+        for (Py_ssize_t i = 0; i < b->n; i++) {
+            int64_t s = b->s[i];
+            if (s < 0 || s >= n) {
+                PyErr_SetString(PyExc_IndexError, "_ratecore: slot out of range");
+                return -1;
+            }
+            if (arr_b(active, s) && arr_f(due, s) == b->when) {
+                *when = b->when;
+                return 0;
+            }
+        }
+        *taken += b->n; /* every slot due then is stale */
+        dues_pop(d);
+    }
+    *when = Py_HUGE_VAL;
+    return 0;
+}
+
+static void dues_clear(Dues *d) {
+    d->nh = 0;
+    d->nfree = 0;
+    for (Py_ssize_t i = d->bkcap - 1; i >= 0; i--) {
+        d->bk[i].n = 0;
+        d->bkfree[d->nfree++] = i;
+    }
+    for (Py_ssize_t i = 0; i < d->tabcap; i++)
+        d->tab[i] = -1;
+    d->tabfill = d->nlive = 0;
+}
+
+/* the buckets in creation order (a dict's order): ids into *out (malloc'd), how many returned */
+static Py_ssize_t dues_order(const Dues *d, Py_ssize_t **out) {
+    Py_ssize_t *ids = malloc(sizeof(Py_ssize_t) * (size_t)(d->nh ? d->nh : 1));
+    if (!ids) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < d->nh; i++)
+        ids[i] = d->heap[i];
+    for (Py_ssize_t i = 1; i < d->nh; i++) { /* (insertion sort by seq: the heap is nearly in order) */
+        Py_ssize_t x = ids[i], j = i;
+        for (; j > 0 && d->bk[ids[j - 1]].seq > d->bk[x].seq; j--)
+            ids[j] = ids[j - 1];
+        ids[j] = x;
+    }
+    *out = ids;
+    return d->nh;
+}
+
+/* Dues(heap=None, due_at=None): empty, or holding the heap list and the dict of a Python due-time heap
+ * (the heap's order kept as it is, the dict's order as the buckets' creation order) */
+static int Dues_init(Dues *d, PyObject *args, PyObject *kwds) {
+    static char *kw[] = {"heap", "due_at", NULL};
+    PyObject *heap = Py_None, *due_at = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OO:Dues", kw, &heap, &due_at))
+        return -1;
+    dues_free(d);
+    if (heap == Py_None && due_at == Py_None)
+        return 0;
+    if (heap_args(heap, due_at) < 0)
+        return -1;
+    if (PyList_GET_SIZE(heap) != PyDict_GET_SIZE(due_at)) {
+        PyErr_SetString(PyExc_ValueError, "Dues: the heap must hold every due time of the dict once");
+        return -1;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *bucket;
+    while (PyDict_Next(due_at, &pos, &key, &bucket)) {
+        double w = PyFloat_AsDouble(key);
+        if ((w == -1.0 && PyErr_Occurred()) || !PyList_CheckExact(bucket)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "Dues: a due time's slots must be a list");
+            return -1;
+        }
+        if (dues_find(d, w, NULL) >= 0) {
+            PyErr_SetString(PyExc_ValueError, "Dues: a due time twice");
+            return -1;
+        }
+        Py_ssize_t x = dues_new(d, w);
+        if (x < 0)
+            return -1;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(bucket); i++) {
+            int64_t s = PyLong_AsLongLong(PyList_GET_ITEM(bucket, i));
+            if ((s == -1 && PyErr_Occurred()) || dues_append(d, x, s) < 0)
+                return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(heap); i++) {
+        double w = PyFloat_AsDouble(PyList_GET_ITEM(heap, i));
+        Py_ssize_t x = w == -1.0 && PyErr_Occurred() ? -1 : dues_find(d, w, NULL);
+        if (x < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "Dues: a heap's time without its slots");
+            return -1;
+        }
+        d->heap[d->nh++] = x;
+    }
+    return 0;
+}
+
+/* rebuild(due, active): Network._rebuild_due's dict and heap anew from the draining flows ``active`` (in
+ * order) due at ``due[active]`` (the buckets made in that order, the heap heapified from it) */
+/* the buckets of the draining flows ``act`` (in order) due at ``due[act]``, then heapified: how many */
+static PyObject *dues_fill(Dues *d, const Arr *due, const Arr *act) {
+    dues_clear(d);
+    for (Py_ssize_t i = 0; i < act->n; i++) {
+        int64_t s = arr_i(act, i);
+        if (!index_ok(s, due->n, "rebuild: slot out of range"))
+            return NULL;
+        double w = arr_f(due, s);
+        Py_ssize_t x = dues_find(d, w, NULL);
+        if (x < 0) {
+            if ((x = dues_new(d, w)) < 0)
+                return NULL;
+            d->heap[d->nh++] = x;
+        }
+        if (dues_append(d, x, s) < 0)
+            return NULL;
+    }
+    for (Py_ssize_t i = d->nh / 2 - 1; i >= 0; i--) /* heapq.heapify */
+        dues_siftup(d, i);
+    return PyLong_FromSsize_t(act->n);
+}
+
+static PyObject *Dues_rebuild(Dues *d, PyObject *const *args, Py_ssize_t nargs) {
+    Arr due = {.held = 0}, act = {.held = 0};
+    PyObject *out = NULL;
+    if (nargs_ok(nargs, 2, "rebuild(due, active)") && arr_get(args[0], &due, 'f') == 0 &&
+        arr_get(args[1], &act, 'i') == 0)
+        out = dues_fill(d, &due, &act);
+    arr_release(&due);
+    arr_release(&act);
+    return out;
+}
+
+/* buckets() -> {due time: [slots]}: the dict the Python lines keep, in its order */
+static PyObject *Dues_buckets(Dues *d, PyObject *unused) {
+    Py_ssize_t *ids = NULL, n = dues_order(d, &ids);
+    PyObject *out = n < 0 ? NULL : PyDict_New();
+    for (Py_ssize_t i = 0; out && i < n; i++) {
+        const DBucket *b = &d->bk[ids[i]];
+        PyObject *k = PyFloat_FromDouble(b->when), *l = k ? PyList_New(b->n) : NULL;
+        for (Py_ssize_t j = 0; l && j < b->n; j++) {
+            PyObject *v = PyLong_FromLongLong(b->s[j]);
+            if (!v)
+                Py_CLEAR(l);
+            else
+                PyList_SET_ITEM(l, j, v);
+        }
+        if (!l || PyDict_SetItem(out, k, l) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(k);
+        Py_XDECREF(l);
+    }
+    free(ids);
+    return out;
+}
+
+static Py_ssize_t Dues_len(Dues *d) { return d->nh; }
+
+/* dues[i]: the heap's i-th time (heapq's layout: dues[0] the earliest) */
+static PyObject *Dues_item(Dues *d, Py_ssize_t i) {
+    if (i < 0 || i >= d->nh) {
+        PyErr_SetString(PyExc_IndexError, "Dues index out of range");
+        return NULL;
+    }
+    return PyFloat_FromDouble(dw(d, i));
+}
+
+static PySequenceMethods Dues_seq = {.sq_length = (lenfunc)Dues_len, .sq_item = (ssizeargfunc)Dues_item};
+
+static PyMethodDef Dues_methods[] = {
+    {"rebuild", (PyCFunction)(void (*)(void))Dues_rebuild, METH_FASTCALL,
+     "rebuild(due, active) -> entries: the heap anew from the draining flows (Network._rebuild_due)"},
+    {"buckets", (PyCFunction)Dues_buckets, METH_NOARGS, "buckets() -> {due time: [slots]}, in the dict's order"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject DuesType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore.Dues",
+    .tp_basicsize = sizeof(Dues),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The network's due-time heap in C: Dues(heap=None, due_at=None); len(), [i] (heapq's layout), "
+              "buckets(), rebuild(due, active)",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Dues_init,
+    .tp_dealloc = (destructor)Dues_dealloc,
+    .tp_methods = Dues_methods,
+    .tp_as_sequence = &Dues_seq,
+};
+
 /* drain_due(heap, due_at, cut, is_active, due) -> (slots done, sorted; entries taken off): pop every due
  * time up to ``cut``; a slot of its bucket still draining and due then is done (and no longer active) */
 static PyObject *py_drain_due(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -1569,6 +2039,11 @@ static PyObject *py_drain_due(PyObject *self, PyObject *const *args, Py_ssize_t 
     double w;
     PyObject *bucket;
     int got;
+    if (is_dues(heap)) { /* (held in C) */
+        if (dues_drain((Dues *)heap, cut, &active, &due, &done, &ndone, &taken) < 0)
+            goto fail;
+        goto listed;
+    }
     while ((got = pop_due(heap, due_at, cut, &w, &bucket)) > 0) {
         Py_ssize_t m = PyList_GET_SIZE(bucket);
         taken += m;
@@ -1600,6 +2075,7 @@ static PyObject *py_drain_due(PyObject *self, PyObject *const *args, Py_ssize_t 
         goto fail;
     if (ndone > 1)
         qsort(done, (size_t)ndone, sizeof(Py_ssize_t), cmp_ssize);
+listed:;
     PyObject *list = PyList_New(ndone);
     if (!list)
         goto fail;
@@ -1626,6 +2102,12 @@ static PyObject *py_next_due(PyObject *self, PyObject *const *args, Py_ssize_t n
     PyObject *heap = args[0], *due_at = args[1];
     Py_ssize_t n = active.n < due.n ? active.n : due.n, taken = 0;
     PyObject *out = NULL;
+    if (is_dues(heap)) { /* (held in C) */
+        double when;
+        if (dues_next((Dues *)heap, &active, &due, &when, &taken) == 0)
+            out = Py_BuildValue("(dn)", when, taken);
+        return due_close(&active, &due, out);
+    }
     while (PyList_GET_SIZE(heap)) {
         PyObject *top = PyList_GET_ITEM(heap, 0);
         PyObject *bucket = bucket_of(due_at, top);
@@ -1667,7 +2149,8 @@ static PyObject *py_set_due(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     PyObject *slots = args[0], *rates = args[1], *heap = args[7], *due_at = args[8];
     double now = PyFloat_AsDouble(args[2]);
-    if ((now == -1.0 && PyErr_Occurred()) || heap_args(heap, due_at) < 0)
+    Dues *held = is_dues(heap) ? (Dues *)heap : NULL; /* (the heap held in C) */
+    if ((now == -1.0 && PyErr_Occurred()) || (!held && heap_args(heap, due_at) < 0))
         return NULL;
     if (!PyList_CheckExact(slots) || !PyList_CheckExact(rates) || PyList_GET_SIZE(slots) != PyList_GET_SIZE(rates)) {
         PyErr_SetString(PyExc_TypeError, "set_due: slots and rates must be lists of one length");
@@ -1701,6 +2184,12 @@ static PyObject *py_set_due(PyObject *self, PyObject *const *args, Py_ssize_t na
         AT(0, s) = new;
         double when = new > 0 ? now + remaining / new : Py_HUGE_VAL;
         AT(3, s) = when;
+        if (held) {
+            if (dues_add(held, when, s) < 0)
+                goto done;
+            added++;
+            continue;
+        }
         PyObject *key = PyFloat_FromDouble(when), *slot = PyLong_FromSsize_t(s);
         if (!key || !slot) {
             Py_XDECREF(key);
@@ -2302,6 +2791,135 @@ static PyObject *new_event(PyObject *type, PyObject *env) {
  * wake-up's objects are plain Python instances: the network, its rates, the executor, the environment),
  * sparing the type's lookup of every name; a name not in the dict (a class attribute, a property) goes
  * through PyObject_GetAttr / SetAttr as before. */
+/* ------------------------------------------------------------------ the network's state in C
+ *
+ * The attributes of a Network and of its Rates that the wake-up reads and writes every time (counters, the
+ * due heap, the per-slot arrays, the lists and dicts the core works on) held in C: the two classes derive
+ * from NetBase and RatesBase (sim/network.py, sim/rates.py; ``object`` where the core is not built), whose
+ * instances keep those attributes in a C array of object pointers -- member descriptors for Python, which
+ * reads and writes them as ever -- so that the core's attribute reads and writes (iget, iset, below) are a
+ * pointer's load and store, found by the interned name's address, not a dict's lookup by its hash and
+ * string. The values are the ones the Python lines hold, of the same types. */
+
+#define NET_NF 33
+static const char *net_fields[NET_NF] = {
+    "_t_last", "_heap",  "_due_at", "_is_active", "_due",   "_due_entries", "_nactive", "_active_arr", "_entries",
+    "_pending", "_pending_at", "_stage", "_remaining", "_path", "_bytes", "_rate", "_owner", "_gid", "_owners",
+    "_free",  "_path_bytes", "cluster", "_t_set", "_bound", "flows", "_held", "wakeups", "_wake_at", "_wake_event",
+    "rates",  "check", "_lane", "after_wake",
+};
+#define RATES_NF 31
+static const char *rates_fields[RATES_NF] = {
+    "_recount", "_shared", "_capacity", "_valid", "_incremental", "_skip", "_skip_next", "_members", "_core",
+    "_spread", "_load", "_bounded", "_key", "_cache", "_fresh", "_gone", "_alone_rates", "cache_hits", "solves",
+    "partial", "regrown", "_dominance", "_version", "_path_hash", "_count", "cluster", "isolated", "_kept",
+    "_users", "_spills", "_use_core",
+};
+
+typedef struct {
+    PyObject_HEAD PyObject *f[NET_NF];
+} NetBase;
+typedef struct {
+    PyObject_HEAD PyObject *f[RATES_NF];
+} RatesBase;
+
+/* a field's index by its interned name's address (open addressing; 128 places, the names under 64) */
+#define ST_CAP 128
+typedef struct {
+    PyObject *name[ST_CAP];
+    int idx[ST_CAP];
+} STab;
+static STab net_tab, rates_tab;
+static PyMemberDef net_members[NET_NF + 1], rates_members[RATES_NF + 1];
+static PyTypeObject NetBaseType, RatesBaseType;
+
+static inline size_t st_hash(PyObject *name) { return ((uintptr_t)name >> 4) & (ST_CAP - 1); }
+
+static int st_build(STab *tab, PyMemberDef *members, const char *const *names, int n, Py_ssize_t base) {
+    for (int k = 0; k < n; k++) {
+        PyObject *s = PyUnicode_InternFromString(names[k]);
+        if (!s)
+            return -1;
+        size_t h = st_hash(s);
+        while (tab->name[h])
+            h = (h + 1) & (ST_CAP - 1);
+        tab->name[h] = s; /* (kept: interned names live as long as the interpreter) */
+        tab->idx[h] = k;
+        members[k] = (PyMemberDef){(char *)names[k], T_OBJECT_EX, base + k * (Py_ssize_t)sizeof(PyObject *), 0, NULL};
+    }
+    members[n] = (PyMemberDef){NULL};
+    return 0;
+}
+
+/* where obj keeps the attribute ``name`` in C (a NetBase's or RatesBase's field), or NULL */
+static inline PyObject **sfield(PyObject *obj, PyObject *name) {
+    PyTypeObject *b = Py_TYPE(obj)->tp_base;
+    const STab *tab;
+    PyObject **f;
+    if (b == &NetBaseType) {
+        tab = &net_tab;
+        f = ((NetBase *)obj)->f;
+    } else if (b == &RatesBaseType) {
+        tab = &rates_tab;
+        f = ((RatesBase *)obj)->f;
+    } else
+        return NULL;
+    for (size_t h = st_hash(name);; h = (h + 1) & (ST_CAP - 1)) {
+        if (tab->name[h] == name)
+            return &f[tab->idx[h]];
+        if (!tab->name[h])
+            return NULL;
+    }
+}
+
+/* a NetBase's or RatesBase's fields: where they are, and how many (into *n) */
+static PyObject **st_fields(PyObject *o, int *n) {
+    int net = PyType_IsSubtype(Py_TYPE(o), &NetBaseType);
+    *n = net ? NET_NF : RATES_NF;
+    return net ? ((NetBase *)o)->f : ((RatesBase *)o)->f;
+}
+
+static int St_traverse(PyObject *o, visitproc visit, void *arg) {
+    int n;
+    PyObject **f = st_fields(o, &n);
+    for (int k = 0; k < n; k++)
+        Py_VISIT(f[k]);
+    return 0;
+}
+
+static int St_clear(PyObject *o) {
+    int n;
+    for (PyObject **f = st_fields(o, &n), **end = f + n; f < end; f++)
+        Py_CLEAR(*f);
+    return 0;
+}
+
+static void St_dealloc(PyObject *o) {
+    PyObject_GC_UnTrack(o);
+    St_clear(o);
+    Py_TYPE(o)->tp_free(o);
+}
+
+/* the two types: the same but for their fields */
+#define ST_TYPE(T, doc, members)                                                                            \
+    {                                                                                                     \
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore." #T, .tp_basicsize = sizeof(T),          \
+        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, .tp_doc = doc,         \
+        .tp_new = PyType_GenericNew, .tp_dealloc = St_dealloc, .tp_traverse = St_traverse,                \
+        .tp_clear = St_clear, .tp_members = members,                                                      \
+    }
+static PyTypeObject NetBaseType =
+    ST_TYPE(NetBase, "sim.network.Network's base: the attributes its wake-up works on, held in C", net_members);
+static PyTypeObject RatesBaseType = ST_TYPE(
+    RatesBase, "sim.rates.Rates's base: the attributes the wake-up's rate computation works on, held in C", rates_members);
+
+static int st_ready(void) {
+    if (st_build(&net_tab, net_members, net_fields, NET_NF, offsetof(NetBase, f)) < 0 ||
+        st_build(&rates_tab, rates_members, rates_fields, RATES_NF, offsetof(RatesBase, f)) < 0)
+        return -1;
+    return PyType_Ready(&NetBaseType) < 0 || PyType_Ready(&RatesBaseType) < 0 ? -1 : 0;
+}
+
 static inline PyObject **idict(PyObject *obj) {
     PyObject **dp = _PyObject_GetDictPtr(obj);
     return dp && *dp && PyDict_CheckExact(*dp) ? dp : NULL;
@@ -2309,7 +2927,10 @@ static inline PyObject **idict(PyObject *obj) {
 
 /* obj.name: a new reference, or NULL with an exception set */
 static PyObject *iget(PyObject *obj, PyObject *name) {
-    PyObject **dp = idict(obj);
+    PyObject **sf = sfield(obj, name);
+    if (sf && *sf)
+        return Py_NewRef(*sf);
+    PyObject **dp = sf ? NULL : idict(obj);
     if (dp) {
         PyObject *v = PyDict_GetItemWithError(*dp, name);
         if (v)
@@ -2322,6 +2943,11 @@ static PyObject *iget(PyObject *obj, PyObject *name) {
 
 /* obj.name = v (in the dict where the name is an instance attribute already) */
 static int iset(PyObject *obj, PyObject *name, PyObject *v) {
+    PyObject **sf = v ? sfield(obj, name) : NULL;
+    if (sf) {
+        Py_XSETREF(*sf, Py_NewRef(v));
+        return 0;
+    }
     PyObject **dp = idict(obj);
     if (dp) {
         int has = PyDict_Contains(*dp, name);
@@ -3612,62 +4238,16 @@ done:
  * Python line reads or writes it; a send while ex._arrivals holds any goes there. Taking an arrival looks
  * in both (fast_take): the two together are the Python lines' one dict. */
 
-static inline size_t fb_hash(double w) {
-    uint64_t b;
-    w = w == 0 ? 0.0 : w; /* (-0.0 and 0.0: one key, as in a dict) */
-    memcpy(&b, &w, sizeof b);
-    b ^= b >> 33;
-    b *= 0xff51afd7ed558ccdULL;
-    b ^= b >> 33;
-    return (size_t)b;
-}
 
 /* the slot of the bucket kept under ``w`` (its place in the table into *at), or -1 */
-static Py_ssize_t fb_find(Fast *f, double w, Py_ssize_t *at) {
-    if (!f->nlive)
-        return -1;
-    size_t mask = (size_t)f->tabcap - 1;
-    for (size_t i = fb_hash(w) & mask;; i = (i + 1) & mask) {
-        Py_ssize_t x = f->tab[i];
-        if (x == -1)
-            return -1;
-        if (x >= 0 && f->bk[x].when == w) {
-            if (at)
-                *at = (Py_ssize_t)i;
-            return x;
-        }
-    }
-}
-
-static void fb_place(Py_ssize_t *tab, Py_ssize_t cap, double w, Py_ssize_t x, Py_ssize_t *fill) {
-    size_t mask = (size_t)cap - 1, i = fb_hash(w) & mask;
-    while (tab[i] >= 0)
-        i = (i + 1) & mask;
-    *fill += tab[i] == -1;
-    tab[i] = x;
+static inline Py_ssize_t fb_find(Fast *f, double w, Py_ssize_t *at) {
+    return tt_find(f->tab, f->tabcap, f->nlive, (const char *)f->bk, sizeof(struct FBucket), w, at);
 }
 
 /* a new bucket under ``w`` (not kept yet): its slot, or -1 with an exception set */
 static Py_ssize_t fb_new(Fast *f, double w) {
-    if ((f->tabfill + 1) * 2 > f->tabcap) { /* the table anew, twice the live ones at most half full */
-        Py_ssize_t cap = 64;
-        while (cap < (f->nlive + 1) * 4)
-            cap *= 2;
-        Py_ssize_t *tab = malloc(sizeof(Py_ssize_t) * (size_t)cap), fill = 0;
-        if (!tab) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        for (Py_ssize_t i = 0; i < cap; i++)
-            tab[i] = -1;
-        for (Py_ssize_t i = 0; i < f->tabcap; i++)
-            if (f->tab[i] >= 0)
-                fb_place(tab, cap, f->bk[f->tab[i]].when, f->tab[i], &fill);
-        free(f->tab);
-        f->tab = tab;
-        f->tabcap = cap;
-        f->tabfill = fill;
-    }
+    if (tt_room(&f->tab, &f->tabcap, &f->tabfill, f->nlive, (const char *)f->bk, sizeof(struct FBucket)) < 0)
+        return -1;
     if (!f->nfree) {
         Py_ssize_t cap = f->bkcap ? 2 * f->bkcap : 64;
         struct FBucket *bk = realloc(f->bk, sizeof(struct FBucket) * (size_t)cap);
@@ -5146,32 +5726,57 @@ static int w_drain(const WCtx *w, PyObject *now_o, double now) {
     PyObject *got = NULL, *arr = NULL;
     Py_ssize_t *done = NULL;
     int rc = -1;
-    if (!heap || !PyList_CheckExact(heap))
+    PyObject *list = NULL;
+    Py_ssize_t taken = 0, n = 0;
+    if (!heap)
         goto out;
-    if (!PyList_GET_SIZE(heap) || fv(PyList_GET_ITEM(heap, 0)) > cut) {
-        rc = 0;
-        goto out;
+    if (is_dues(heap)) { /* (held in C: the slots done read off it, no list made) */
+        Dues *d = (Dues *)heap;
+        if (!d->nh || dw(d, 0) > cut) {
+            rc = 0;
+            goto out;
+        }
+        Arr a_act, a_due;
+        if (w_arr(net, W_IS_ACTIVE, &a_act, 'b', 1) < 0)
+            goto out;
+        if (w_arr(net, W_DUE, &a_due, 'f', 0) < 0) {
+            arr_release(&a_act);
+            goto out;
+        }
+        int bad = dues_drain(d, cut, &a_act, &a_due, &done, &n, &taken) < 0;
+        arr_release(&a_act);
+        arr_release(&a_due);
+        if (bad)
+            goto out;
+    } else {
+        if (!PyList_CheckExact(heap))
+            goto out;
+        if (!PyList_GET_SIZE(heap) || fv(PyList_GET_ITEM(heap, 0)) > cut) {
+            rc = 0;
+            goto out;
+        }
+        if (!(due_at = iget(net, w_s[W_DUE_AT])) || !(act = iget(net, w_s[W_IS_ACTIVE])) ||
+            !(due = iget(net, w_s[W_DUE])) || !(cut_o = PyFloat_FromDouble(cut)))
+            goto out;
+        PyObject *argv[5] = {heap, due_at, cut_o, act, due};
+        if (!(got = py_drain_due(NULL, argv, 5)))
+            goto out;
+        list = PyTuple_GET_ITEM(got, 0);
+        taken = PyLong_AsSsize_t(PyTuple_GET_ITEM(got, 1));
+        n = PyList_GET_SIZE(list);
+        if (n && !(done = malloc((size_t)n * sizeof(Py_ssize_t)))) {
+            PyErr_NoMemory();
+            goto out;
+        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            done[i] = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
     }
-    if (!(due_at = iget(net, w_s[W_DUE_AT])) || !(act = iget(net, w_s[W_IS_ACTIVE])) ||
-        !(due = iget(net, w_s[W_DUE])) || !(cut_o = PyFloat_FromDouble(cut)))
-        goto out;
-    PyObject *argv[5] = {heap, due_at, cut_o, act, due};
-    if (!(got = py_drain_due(NULL, argv, 5)))
-        goto out;
-    PyObject *list = PyTuple_GET_ITEM(got, 0);
-    Py_ssize_t taken = PyLong_AsSsize_t(PyTuple_GET_ITEM(got, 1)), n = PyList_GET_SIZE(list);
     if (w_add(net, W_DUE_ENTRIES, -taken) < 0)
         goto out;
     if (!n) {
         rc = 0;
         goto out;
     }
-    if (!(done = malloc((size_t)n * sizeof(Py_ssize_t)))) {
-        PyErr_NoMemory();
-        goto out;
-    }
-    for (Py_ssize_t i = 0; i < n; i++)
-        done[i] = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
     if (w_active(net, -n) < 0)
         goto out;
     /* (the slots as an array only where a Python line takes them) */
@@ -5184,7 +5789,20 @@ static int w_drain(const WCtx *w, PyObject *now_o, double now) {
     if (!owned) { /* (len(done) <= _SMALL: _finish_few(done, now, finished), else _finish(finished, now)) */
         if (!arr && !(arr = w_slots(w, done, n)))
             goto out;
-        if (n <= 16 ? w_call(net, w_s[W_FINISH_FEW], list, now_o, arr) < 0 : w_call(net, w_s[W_FINISH], arr, now_o, NULL) < 0)
+        if (n <= 16) {
+            PyObject *few = list ? Py_NewRef(list) : PyList_New(n);
+            for (Py_ssize_t i = 0; few && !list && i < n; i++) {
+                PyObject *v = PyLong_FromSsize_t(done[i]);
+                if (!v)
+                    Py_CLEAR(few);
+                else
+                    PyList_SET_ITEM(few, i, v);
+            }
+            int bad = !few || w_call(net, w_s[W_FINISH_FEW], few, now_o, arr) < 0;
+            Py_XDECREF(few);
+            if (bad)
+                goto out;
+        } else if (w_call(net, w_s[W_FINISH], arr, now_o, NULL) < 0)
             goto out;
     }
     rc = 1;
@@ -6418,28 +7036,24 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__ratecore(void) {
-    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&FastType) < 0 || PyType_Ready(&DfDoneType) < 0)
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&FastType) < 0 || PyType_Ready(&DfDoneType) < 0 ||
+        PyType_Ready(&DuesType) < 0 || st_ready() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;
-    Py_INCREF(&CoreType);
-    if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) {
-        Py_DECREF(&CoreType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&FastType);
-    if (PyModule_AddObject(m, "Fast", (PyObject *)&FastType) < 0) {
-        Py_DECREF(&FastType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&DfDoneType);
-    if (PyModule_AddObject(m, "DfDone", (PyObject *)&DfDoneType) < 0) {
-        Py_DECREF(&DfDoneType);
-        Py_DECREF(m);
-        return NULL;
+    struct {
+        const char *name;
+        PyTypeObject *type;
+    } types[] = {{"Core", &CoreType},       {"Fast", &FastType},           {"DfDone", &DfDoneType},
+                 {"Dues", &DuesType},       {"NetBase", &NetBaseType},     {"RatesBase", &RatesBaseType}};
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        Py_INCREF(types[k].type);
+        if (PyModule_AddObject(m, types[k].name, (PyObject *)types[k].type) < 0) {
+            Py_DECREF(types[k].type);
+            Py_DECREF(m);
+            return NULL;
+        }
     }
     return m;
 }
