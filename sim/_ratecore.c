@@ -5918,6 +5918,109 @@ out:
     return rc;
 }
 
+enum { K_DOMINANCE, K_CHECKED, K_VERSION, K_VERSION_, K_PATH_HASH, K_COUNT_, K_RECOUNT_CORE, K_NUM_ARCS, K_USERS, K_N };
+static const char *k_names[K_N] = {"_dominance", "checked", "version", "_version", "_path_hash", "_count",
+                                   "_RECOUNT_CORE", "num_arcs", "_users"};
+static PyObject *k_s[K_N];
+
+static int k_strings(void) { return intern_all(k_s, k_names, K_N); }
+
+/* ------------------------------------------------------------------ the rate bookkeeping's recounts in C
+ *
+ * What Rates.compute's Python lines do once a big batch has dropped the per-link sets (Rates._use: the user
+ * counts taken anew, ``_recount``), or the loads are to be taken again (``_load`` None), for the compiled
+ * core -- on the core's kept arcs of every path (Rates._arcs_of), the draining flows in slot order: */
+
+/* the draining flows' slots (``active`` set, in slot order) into *out (malloc'd), how many (-1 on an error) */
+static Py_ssize_t active_slots(const Arr *active, const Arr *path, Py_ssize_t **out) {
+    Py_ssize_t n = active->n < path->n ? active->n : path->n, m = 0;
+    Py_ssize_t *v = malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
+    if (!v) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t s = 0; s < n; s++)
+        if (arr_b(active, s))
+            v[m++] = s;
+    *out = v;
+    return m;
+}
+
+/* Rates._count_users: each kept link's users among the flows ``slots`` (into ``users``, narcs of them, zeroed
+ * first) and how many links have two or more (into *shared): 0, or -1 with an exception set */
+static int core_count(Core *c, const Py_ssize_t *slots, Py_ssize_t n, const Arr *path, int64_t *users, long *shared) {
+    memset(users, 0, sizeof(int64_t) * (size_t)c->narcs);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int32_t *arcs;
+        int32_t len;
+        if (path_arcs(c, arr_i(path, slots[i]), &arcs, &len) < 0)
+            return -1;
+        for (int32_t k = 0; k < len; k++)
+            users[arcs[k]]++;
+    }
+    long m = 0;
+    for (Py_ssize_t a = 0; a < c->narcs; a++)
+        m += users[a] >= 2;
+    *shared = m;
+    return 0;
+}
+
+/* Rates._rebuild for the core: the per-link sets anew, the flows ``slots`` entered in order (Core.clear,
+ * Core.enter; the links they make shared are not counted, as _rebuild does not count them) */
+static int core_rebuild(Core *c, const Py_ssize_t *slots, Py_ssize_t n, const Arr *path) {
+    long d = 0;
+    clear_members(c);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (core_enter_one(c, (int64_t)slots[i], arr_i(path, slots[i]), &d) < 0)
+            return -1;
+    return 0;
+}
+
+/* Rates._reload for the core: every kept link's load, the flows ``slots`` at their rates in order then the
+ * flows ended since (``gone``, a list of (pids, rates)) at theirs, the same sums in the same order as
+ * np.bincount and np.add.at make them (a link left out: 0), and the full set from them (Core.set_load) */
+static int core_reload(Core *c, const Py_ssize_t *slots, Py_ssize_t n, const Arr *path, const Arr *rate, PyObject *gone) {
+    for (Py_ssize_t a = 0; a < c->narcs; a++)
+        c->load[a] = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int32_t *arcs;
+        int32_t len;
+        if (!index_ok(slots[i], rate->n, "reload: slot out of range") || path_arcs(c, arr_i(path, slots[i]), &arcs, &len) < 0)
+            return -1;
+        double r = arr_f(rate, slots[i]);
+        for (int32_t k = 0; k < len; k++)
+            c->load[arcs[k]] += r;
+    }
+    Py_ssize_t ng;
+    PyObject *seq = as_seq(gone, "_ratecore: a list of (pids, rates)", &ng);
+    int rc = seq ? 0 : -1;
+    for (Py_ssize_t i = 0; i < ng && rc == 0; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        Arr pids = {.held = 0}, rates = {.held = 0};
+        rc = -1;
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2)
+            PyErr_SetString(PyExc_TypeError, "_ratecore: a list of (pids, rates)");
+        else if (arr_get(PyTuple_GET_ITEM(item, 0), &pids, 'i') == 0 && arr_get(PyTuple_GET_ITEM(item, 1), &rates, 'f') == 0) {
+            rc = rates.n == pids.n ? 0 : -1;
+            if (rc < 0)
+                PyErr_SetString(PyExc_ValueError, "_ratecore: pids and rates differ in length");
+        }
+        for (Py_ssize_t j = 0; rc == 0 && j < pids.n; j++) {
+            const int32_t *arcs;
+            int32_t len;
+            rc = path_arcs(c, arr_i(&pids, j), &arcs, &len);
+            for (int32_t k = 0; rc == 0 && k < len; k++)
+                c->load[arcs[k]] += arr_f(&rates, j);
+        }
+        arr_release(&pids);
+        arr_release(&rates);
+    }
+    Py_XDECREF(seq);
+    for (Py_ssize_t a = 0; rc == 0 && a < c->narcs; a++)
+        c->full[a] = c->load[a] >= c->brim[a];
+    return rc;
+}
+
 /* ------------------------------------------------------------------ the wake-up's rate computation
  *
  * Network._solve -> Rates.compute for its two common outcomes, on the Rates object's own attributes: a
@@ -6014,17 +6117,42 @@ static int w_solve(const WCtx *w) {
     PyObject *fresh = NULL, *gone = NULL, *seeds = NULL, *o_rtol = NULL;
     int rc = -1, python = 0;
     long check, recount, shared, count, valid, incr, skip, spread, bounded, hitcore, incr_min;
+    Arr a_act = {.held = 0}, a_path = {.held = 0}, a_rate = {.held = 0};
+    Py_ssize_t *slots = NULL, nslots = -1; /* the draining flows in slot order, taken where needed */
     if (!(rates = iget(net, r_s[R_RATES])) || r_long(net, r_s[R_CHECK], &check) < 0 ||
-        r_long(rates, r_s[R_RECOUNT], &recount) < 0 || r_long(rates, r_s[R_SHARED], &shared) < 0 ||
-        r_long(net, w_s[W_NACTIVE], &count) < 0 || !(o_cap = iget(rates, r_s[R_CAPACITY])))
+        r_long(rates, r_s[R_RECOUNT], &recount) < 0 || r_long(net, w_s[W_NACTIVE], &count) < 0 ||
+        !(o_cap = iget(rates, r_s[R_CAPACITY])) || !(o_core = iget(rates, r_s[R_CORE])))
         goto out;
-    if (check || recount || !count || shared == 0 || o_cap != Py_None) {
+    if (check || o_cap != Py_None || (recount && Py_TYPE(o_core) != &CoreType)) {
         python = 1;
         goto out;
     }
-    if (r_long(rates, r_s[R_BOUNDED], &bounded) < 0 || r_long(mod, r_s[R_HIT_CORE], &hitcore) < 0 ||
-        !(path = iget(net, w_s[W_PATH])) || !(bound = iget(net, w_s[W_BOUND])) ||
-        !(rate = iget(net, w_s[W_RATE])) || !(act = iget(net, w_s[W_IS_ACTIVE])))
+    if (!(path = iget(net, w_s[W_PATH])) || !(bound = iget(net, w_s[W_BOUND])) ||
+        !(rate = iget(net, w_s[W_RATE])) || !(act = iget(net, w_s[W_IS_ACTIVE])) || arr_get(act, &a_act, 'b') < 0 ||
+        arr_get(path, &a_path, 'i') < 0)
+        goto out;
+    if (recount) { /* the user counts from the draining flows (Rates._count_users) */
+        long nshared;
+        PyObject *users = NULL;
+        int64_t *u = malloc(sizeof(int64_t) * (size_t)(((Core *)o_core)->narcs + 1));
+        int bad = !u || k_strings() < 0 || (nslots = active_slots(&a_act, &a_path, &slots)) < 0 ||
+                  core_count((Core *)o_core, slots, nslots, &a_path, u, &nshared) < 0 ||
+                  !(users = w_array(w, 'i', u, ((Core *)o_core)->narcs)) || iset(rates, k_s[K_USERS], users) < 0 ||
+                  r_set(rates, r_s[R_SHARED], nshared) < 0 || iset(rates, r_s[R_RECOUNT], Py_False) < 0;
+        if (!u && !PyErr_Occurred())
+            PyErr_NoMemory();
+        free(u);
+        Py_XDECREF(users);
+        if (bad)
+            goto out;
+    }
+    if (r_long(rates, r_s[R_SHARED], &shared) < 0)
+        goto out;
+    if (!count || shared == 0) {
+        python = 1;
+        goto out;
+    }
+    if (r_long(rates, r_s[R_BOUNDED], &bounded) < 0 || r_long(mod, r_s[R_HIT_CORE], &hitcore) < 0)
         goto out;
     if (bounded == 0) { /* a cache hit, looked up in C */
         if (!(o_cache = iget(rates, r_s[R_CACHE])) || !(o_key = iget(rates, r_s[R_KEY])))
@@ -6067,13 +6195,17 @@ static int w_solve(const WCtx *w) {
     if (r_long(mod, r_s[R_INCR_MIN], &incr_min) < 0 || r_long(rates, r_s[R_VALID], &valid) < 0 ||
         r_long(rates, r_s[R_INCREMENTAL], &incr) < 0 ||
         r_long(rates, r_s[R_SKIP], &skip) < 0 || r_long(rates, r_s[R_SPREAD], &spread) < 0 ||
-        !(o_members = iget(rates, r_s[R_MEMBERS])) || !(o_core = iget(rates, r_s[R_CORE])) ||
-        !(o_load = iget(rates, r_s[R_LOAD])))
+        !(o_members = iget(rates, r_s[R_MEMBERS])) || !(o_load = iget(rates, r_s[R_LOAD])))
         goto out;
-    if (!valid || !incr || count < incr_min || skip || o_core == Py_None || o_members != o_core ||
-        (spread && o_load == Py_None) || Py_TYPE(o_core) != &CoreType) {
+    if (!valid || !incr || count < incr_min || skip || Py_TYPE(o_core) != &CoreType ||
+        (o_members != o_core && o_members != Py_None)) {
         python = 1;
         goto out;
+    }
+    if (o_members == Py_None) { /* the per-link sets anew (Rates._rebuild) */
+        if ((nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
+            core_rebuild((Core *)o_core, slots, nslots, &a_path) < 0 || iset(rates, r_s[R_MEMBERS], o_core) < 0)
+            goto out;
     }
     long cmax, share, floor_, scalar, skip_max, skip_next;
     if (r_long(mod, r_s[R_CMAX], &cmax) < 0 || r_long(mod, r_s[R_SHARE], &share) < 0 ||
@@ -6147,6 +6279,11 @@ static int w_solve(const WCtx *w) {
         rc = 0;
         goto out;
     }
+    if (o_load == Py_None) { /* the loads anew (Rates._reload) */
+        if ((nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) || arr_get(rate, &a_rate, 'f') < 0 ||
+            core_reload((Core *)o_core, slots, nslots, &a_path, &a_rate, gone) < 0 || iset(rates, r_s[R_LOAD], o_core) < 0)
+            goto out;
+    }
     long part = floor_ + count / share;
     limit = part < limit ? part : limit;
     if (!(seeds = Core_unload((Core *)o_core, gone)))
@@ -6183,6 +6320,10 @@ static int w_solve(const WCtx *w) {
         goto out;
     rc = 0;
 out:
+    arr_release(&a_act);
+    arr_release(&a_path);
+    arr_release(&a_rate);
+    free(slots);
     if (python && !PyErr_Occurred())
         rc = w_call(net, w_s[W_SOLVE], NULL, NULL, NULL);
     Py_XDECREF(rates);
@@ -6205,6 +6346,7 @@ out:
     return rc;
 }
 
+
 /* ------------------------------------------------------------------ the rate bookkeeping of a wake-up
  *
  * Rates.added / Rates.removed for flows ``slots`` (their paths and bounds read off the network's arrays)
@@ -6215,12 +6357,29 @@ out:
  * Anywhere else -- links left out anew, paths not hashed yet, Python sets or user counts -- nothing is
  * changed and 0 returned: Network._added / _removed, the Python lines, do it. */
 
-enum { K_DOMINANCE, K_CHECKED, K_VERSION, K_VERSION_, K_PATH_HASH, K_COUNT_, K_RECOUNT_CORE, K_NUM_ARCS, K_N };
-static const char *k_names[K_N] = {"_dominance", "checked", "version", "_version", "_path_hash", "_count",
-                                   "_RECOUNT_CORE", "num_arcs"};
-static PyObject *k_s[K_N];
 
-static int k_strings(void) { return intern_all(k_s, k_names, K_N); }
+/* Rates._use's counting of users (no per-link sets kept): each kept arc of the paths ``pids`` moved by
+ * ``sign`` in ``rates._users``, the links made shared (or no longer) into *shared */
+static int w_count_users(PyObject *rates, Core *c, const Py_ssize_t *pids, Py_ssize_t n, int sign, long *shared) {
+    Arr users = {.held = 0};
+    PyObject *o = iget(rates, k_s[K_USERS]);
+    int rc = o && arr_open(o, &users, 'i', 1) == 0 && users.view.itemsize == 8 && users.n >= c->narcs ? 0 : -1;
+    Py_XDECREF(o);
+    if (rc < 0 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "_ratecore: the user counts must be an int64 array, one per link");
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        const int32_t *arcs;
+        int32_t len;
+        rc = path_arcs(c, (int64_t)pids[i], &arcs, &len);
+        for (int32_t k = 0; rc == 0 && k < len; k++) {
+            int64_t *u = arr_ip(&users, arcs[k]), before = *u;
+            *u = before + sign;
+            *shared += (before + sign >= 2) - (before >= 2);
+        }
+    }
+    arr_release(&users);
+    return rc;
+}
 
 /* 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error; ``arr`` (``slots`` as an
  * array) is read only where flows start (sign > 0): flows that end leave the core's sets from ``slots`` */
@@ -6263,7 +6422,9 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     /* _use: recounted later; a big batch drops the sets; the core's sets entered or left */
     int drop = !recount && members != Py_None && n > 8 && 4 * n > count && (members != core || recount_core * n > narcs);
     int in_core = !recount && !drop && members != Py_None && members == core && Py_TYPE(core) == &CoreType;
-    if (!recount && !drop && !in_core) {
+    /* no sets kept: the user counts moved in place, on the core's kept arcs (Rates._use's counting) */
+    int counts = !recount && !drop && members == Py_None && Py_TYPE(core) == &CoreType;
+    if (!recount && !drop && !in_core && !counts) {
         rc = 0;
         goto out;
     }
@@ -6308,6 +6469,10 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
         goto out;
     if (drop) {
         if (iset(rates, r_s[R_MEMBERS], Py_None) < 0 || iset(rates, r_s[R_RECOUNT], Py_True) < 0)
+            goto out;
+    } else if (counts) {
+        long d = 0;
+        if (w_count_users(rates, (Core *)core, pids, n, sign, &d) < 0 || add_attr(rates, r_s[R_SHARED], d) < 0)
             goto out;
     } else if (in_core) {
         long d = 0;
