@@ -2139,6 +2139,23 @@ done:
     return due_close(&active, &due, out);
 }
 
+/* a new rate ``new`` for slot s from ``now`` on (_set_due's loop, one slot): where it changes, its bytes left
+ * brought up to date and its due time entered in ``d``, *added counted: 0, or -1 with an exception set */
+static int due_one(Dues *d, Py_ssize_t s, double new, double now, double *rate, double *left, double *t_set,
+                   double *due, Py_ssize_t *added) {
+    double old = *rate;
+    if (old == new)
+        return 0;
+    double remaining = *left - old * (now - *t_set);
+    *left = remaining;
+    *t_set = now;
+    *rate = new;
+    double when = new > 0 ? now + remaining / new : Py_HUGE_VAL;
+    *due = when;
+    ++*added;
+    return dues_add(d, when, (int64_t)s);
+}
+
 /* set_due(slots, rates, now, rate, left, t_set, due, heap, due_at) -> entries added: new rates from
  * ``now`` on (lists of ints and floats); a slot whose rate changes has its bytes left brought up to date
  * and its new due time entered */
@@ -2175,6 +2192,11 @@ static PyObject *py_set_due(PyObject *self, PyObject *const *args, Py_ssize_t na
         double new = PyFloat_AsDouble(PyList_GET_ITEM(rates, i));
         if (new == -1.0 && PyErr_Occurred())
             goto done;
+        if (held) {
+            if (due_one(held, s, new, now, &AT(0, s), &AT(1, s), &AT(2, s), &AT(3, s), &added) < 0)
+                goto done;
+            continue;
+        }
         double old = AT(0, s);
         if (old == new)
             continue;
@@ -2184,12 +2206,6 @@ static PyObject *py_set_due(PyObject *self, PyObject *const *args, Py_ssize_t na
         AT(0, s) = new;
         double when = new > 0 ? now + remaining / new : Py_HUGE_VAL;
         AT(3, s) = when;
-        if (held) {
-            if (dues_add(held, when, s) < 0)
-                goto done;
-            added++;
-            continue;
-        }
         PyObject *key = PyFloat_FromDouble(when), *slot = PyLong_FromSsize_t(s);
         if (!key || !slot) {
             Py_XDECREF(key);
@@ -6038,14 +6054,16 @@ enum {
     R_RATES, R_CHECK, R_RECOUNT, R_SHARED, R_CAPACITY, R_VALID, R_INCREMENTAL, R_SKIP, R_SKIP_NEXT, R_MEMBERS,
     R_CORE, R_SPREAD, R_LOAD, R_BOUNDED, R_KEY, R_CACHE, R_FRESH, R_GONE, R_ALONE, R_HITS, R_SOLVES, R_PARTIAL,
     R_REGROWN, R_SOLVE_ALL, R_ACTIVE_SLOTS, R_ENTRIES_NOW, R_SET_RATES, R_REBUILD_DUE, R_CMAX, R_SHARE, R_FLOOR,
-    R_SCALAR, R_RTOL, R_SKIP_MAX, R_HIT_CORE, R_INCR_MIN, R_SETTLED, R_SPILLED, R_N
+    R_SCALAR, R_RTOL, R_SKIP_MAX, R_HIT_CORE, R_INCR_MIN, R_SETTLED, R_SPILLED, R_MAXMIN, R_CACHE_ENTRIES, R_CAPACITY_,
+    R_START, R_ARCS, R_N
 };
 static const char *r_names[R_N] = {
     "rates", "check", "_recount", "_shared", "_capacity", "_valid", "_incremental", "_skip", "_skip_next",
     "_members", "_core", "_spread", "_load", "_bounded", "_key", "_cache", "_fresh", "_gone", "_alone_rates",
     "cache_hits", "solves", "partial", "regrown", "_solve_all", "_active_slots", "_entries_now", "_set_rates",
     "_rebuild_due", "_COMPONENT_MAX_CORE", "_PART_SHARE_CORE", "_PART_FLOOR", "_SCALAR_MAX", "_RTOL", "_SKIP_MAX",
-    "_HIT_CORE", "_INCREMENTAL_MIN", "_settled", "_spilled",
+    "_HIT_CORE", "_INCREMENTAL_MIN", "_settled", "_spilled", "maxmin_rates", "_CACHE_ENTRIES", "capacity", "start",
+    "arcs",
 };
 static PyObject *r_s[R_N];
 
@@ -6069,6 +6087,30 @@ static int r_set(PyObject *obj, PyObject *name, long value) {
     return rc;
 }
 
+/* ``added`` entries more in the due heap (_due_entries), which is rebuilt where its stale entries outnumber the
+ * live ones (Network._set_rates' end) */
+static int w_entries_added(const WCtx *w, Py_ssize_t added) {
+    PyObject *net = w->net;
+    long entries, nactive;
+    if (w_add(net, W_DUE_ENTRIES, added) < 0 || r_long(net, w_s[W_DUE_ENTRIES], &entries) < 0 ||
+        r_long(net, w_s[W_NACTIVE], &nactive) < 0)
+        return -1;
+    return entries > 4 * nactive + 1024 ? w_call(net, r_s[R_REBUILD_DUE], NULL, NULL, NULL) : 0;
+}
+
+/* a list of the ints ``iv`` or, where NULL, of the floats ``fv_`` (n of them): a new reference */
+static PyObject *w_list(const Py_ssize_t *iv, const double *fv_, Py_ssize_t n) {
+    PyObject *l = PyList_New(n);
+    for (Py_ssize_t i = 0; l && i < n; i++) {
+        PyObject *x = iv ? PyLong_FromSsize_t(iv[i]) : PyFloat_FromDouble(fv_[i]);
+        if (!x)
+            Py_CLEAR(l);
+        else
+            PyList_SET_ITEM(l, i, x);
+    }
+    return l;
+}
+
 /* Network._set_rates(slots, rates) for lists, as the compiled core hands them over */
 static int w_apply(const WCtx *w, PyObject *slots, PyObject *rates) {
     PyObject *net = w->net;
@@ -6083,17 +6125,50 @@ static int w_apply(const WCtx *w, PyObject *slots, PyObject *rates) {
     if (!(got = py_set_due(NULL, argv, 9)))
         goto out;
     Py_ssize_t added = PyLong_AsSsize_t(got);
-    long entries, nactive;
-    if ((added == -1 && PyErr_Occurred()) || w_add(net, W_DUE_ENTRIES, added) < 0 ||
-        r_long(net, w_s[W_DUE_ENTRIES], &entries) < 0 || r_long(net, w_s[W_NACTIVE], &nactive) < 0)
-        goto out;
-    if (entries > 4 * nactive + 1024 && w_call(net, r_s[R_REBUILD_DUE], NULL, NULL, NULL) < 0)
-        goto out;
-    rc = 0;
+    rc = added == -1 && PyErr_Occurred() ? -1 : w_entries_added(w, added);
 out:
     for (int k = 0; k < 7; k++)
         Py_XDECREF(o[k]);
     Py_XDECREF(got);
+    return rc;
+}
+
+/* w_apply for C arrays of slots and rates: the same loop in C where the due heap is held in C (Dues), else
+ * as lists */
+static int w_apply_c(const WCtx *w, const Py_ssize_t *slots, const double *rv, Py_ssize_t n) {
+    PyObject *net = w->net, *heap = iget(net, w_s[W_HEAP]), *now_o = heap ? iget(net, w_s[W_T_LAST]) : NULL;
+    int rc = -1;
+    if (!now_o)
+        goto out;
+    if (!is_dues(heap)) {
+        PyObject *sl = w_list(slots, NULL, n), *rl = sl ? w_list(NULL, rv, n) : NULL;
+        rc = rl ? w_apply(w, sl, rl) : -1;
+        Py_XDECREF(sl);
+        Py_XDECREF(rl);
+        goto out;
+    }
+    Arr a[4]; /* rate, left, t_set, due */
+    int names[4] = {W_RATE, W_REMAINING, W_T_SET, W_DUE}, opened = 0;
+    while (opened < 4 && w_arr(net, names[opened], &a[opened], 'f', 1) == 0)
+        opened++;
+    double now = fv(now_o);
+    Py_ssize_t added = 0;
+    rc = opened < 4 || (now == -1.0 && PyErr_Occurred()) ? -1 : 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        Py_ssize_t s = slots[i];
+        if (!index_ok(s, a[0].n < a[3].n ? a[0].n : a[3].n, "set_due: slot out of range")) {
+            rc = -1;
+            break;
+        }
+        rc = due_one((Dues *)heap, s, rv[i], now, arr_fp(&a[0], s), arr_fp(&a[1], s), arr_fp(&a[2], s), arr_fp(&a[3], s), &added);
+    }
+    for (int k = 0; k < opened; k++)
+        arr_release(&a[k]);
+    if (rc == 0)
+        rc = w_entries_added(w, added);
+out:
+    Py_XDECREF(heap);
+    Py_XDECREF(now_o);
     return rc;
 }
 
@@ -6107,6 +6182,124 @@ static PyObject *w_ask(PyObject *net, PyObject *path, PyObject *bound, PyObject 
     Py_XDECREF(e);
     Py_XDECREF(s);
     return ask;
+}
+
+
+/* Rates._solve_all for the compiled wake-up: max-min over every draining flow (``slots``, in slot order), by
+ * sim.rates.maxmin_rates called as the Python lines call it (the crossings flow by flow, every arc of every
+ * path, the cluster's capacities, the flows' bounds), the rates handed over as Network._set_rates hands
+ * them, ``_valid`` set, ``_load`` dropped and, where no flow is bounded, the cache entry made as the Python
+ * lines make it (the paths' distinct ids, the rate of each one's first flow, the flows counted; the oldest
+ * entry dropped at _CACHE_ENTRIES): 0, or -1 with an exception set */
+static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, Py_ssize_t n, const Arr *a_path,
+                       PyObject *bound, int cacheable) {
+    PyObject *mod = PyTuple_GET_ITEM(w->wctx_, 3);
+    PyObject *cluster = NULL, *paths = NULL, *o_start = NULL, *o_len = NULL, *o_arcs = NULL, *cap = NULL;
+    PyObject *flow_o = NULL, *arc_o = NULL, *bound_o = NULL, *n_o = NULL, *fn = NULL, *got = NULL;
+    PyObject *keys_o = NULL, *first_o = NULL, *entry = NULL, *cache = NULL, *key = NULL;
+    Arr start = {.held = 0}, len = {.held = 0}, arcs = {.held = 0}, bnd = {.held = 0}, out = {.held = 0};
+    Py_ssize_t *fl = NULL, *ar = NULL, *pid = NULL, ne = 0;
+    double *bv = NULL;
+    int rc = -1;
+    if (add_attr(rates, r_s[R_SOLVES], 1) < 0 || !(cluster = iget(rates, w_s[W_CLUSTER])) ||
+        !(paths = iget(cluster, w_s[W_PATHS])) || !(o_start = iget(paths, r_s[R_START])) ||
+        !(o_len = iget(paths, w_s[W_LENGTH])) || !(o_arcs = iget(paths, r_s[R_ARCS])) ||
+        !(cap = iget(cluster, r_s[R_CAPACITY_])) || arr_get(o_start, &start, 'i') < 0 ||
+        arr_get(o_len, &len, 'i') < 0 || arr_get(o_arcs, &arcs, 'i') < 0 || arr_get(bound, &bnd, 'f') < 0)
+        goto out;
+    if (!(pid = malloc(sizeof(Py_ssize_t) * (size_t)(n + 1))) || !(bv = malloc(sizeof(double) * (size_t)(n + 1)))) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) { /* pids = path[active]; bound[active]; the crossings counted */
+        Py_ssize_t s = slots[i];
+        pid[i] = (Py_ssize_t)arr_i(a_path, s);
+        if (!index_ok(pid[i], start.n < len.n ? start.n : len.n, "solve_all: path out of range") ||
+            !index_ok(s, bnd.n, "solve_all: slot out of range"))
+            goto out;
+        bv[i] = arr_f(&bnd, s);
+        ne += arr_i(&len, pid[i]);
+    }
+    if (!(fl = malloc(sizeof(Py_ssize_t) * (size_t)(ne + 1))) || !(ar = malloc(sizeof(Py_ssize_t) * (size_t)(ne + 1)))) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    for (Py_ssize_t i = 0, e = 0; i < n; i++) { /* gather_arcs(paths, pids): (flow index, arc), flow by flow */
+        int64_t a0 = arr_i(&start, pid[i]), m = arr_i(&len, pid[i]);
+        if (a0 < 0 || m < 0 || a0 + m > arcs.n) {
+            PyErr_SetString(PyExc_IndexError, "solve_all: a path beyond the arc table");
+            goto out;
+        }
+        for (int64_t k = 0; k < m; k++, e++) {
+            fl[e] = i;
+            ar[e] = (Py_ssize_t)arr_i(&arcs, a0 + k);
+        }
+    }
+    if (!(flow_o = w_array(w, 'i', fl, ne)) || !(arc_o = w_array(w, 'i', ar, ne)) || !(bound_o = w_array(w, 'f', bv, n)) ||
+        !(n_o = PyLong_FromSsize_t(n)) || !(fn = iget(mod, r_s[R_MAXMIN])))
+        goto out;
+    PyObject *argv[5] = {flow_o, arc_o, n_o, cap, bound_o};
+    if (!(got = PyObject_Vectorcall(fn, argv, 5, NULL)) || arr_get(got, &out, 'f') < 0)
+        goto out;
+    if (out.n != n) {
+        PyErr_SetString(PyExc_ValueError, "solve_all: one rate per flow");
+        goto out;
+    }
+    double *rv = (double *)out.view.buf; /* (a fresh contiguous float64 array: maxmin_rates') */
+    if (out.stride != (Py_ssize_t)sizeof(double) || w_apply_c(w, slots, rv, n) < 0 || iset(rates, r_s[R_VALID], Py_True) < 0 ||
+        iset(rates, r_s[R_LOAD], Py_None) < 0)
+        goto out;
+    if (cacheable) { /* np.unique(pids, return_index=True): sorted distinct paths, each one's first flow */
+        Py_ssize_t *order = fl, *uniq = ar, nk = 0; /* (the crossings' buffers reused: ne >= n, checked below) */
+        double *first = bv;
+        if (ne < n) {
+            PyErr_SetString(PyExc_ValueError, "solve_all: a draining flow crosses no link");
+            goto out;
+        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            order[i] = i;
+        for (Py_ssize_t i = 1; i < n; i++) { /* a stable insertion sort by path (nearly sorted already) */
+            Py_ssize_t x = order[i], j = i;
+            for (; j > 0 && pid[order[j - 1]] > pid[x]; j--)
+                order[j] = order[j - 1];
+            order[j] = x;
+        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (!i || pid[order[i]] != pid[order[i - 1]]) {
+                first[nk] = rv[order[i]];
+                uniq[nk++] = pid[order[i]];
+            }
+        long most;
+        if (!(keys_o = w_array(w, 'i', uniq, nk)) || !(first_o = w_array(w, 'f', first, nk)) ||
+            !(cache = iget(rates, r_s[R_CACHE])) || !(key = iget(rates, r_s[R_KEY])) ||
+            r_long(mod, r_s[R_CACHE_ENTRIES], &most) < 0 || !(entry = Py_BuildValue("(OOn)", keys_o, first_o, n)))
+            goto out;
+        if (!PyDict_CheckExact(cache)) {
+            PyErr_SetString(PyExc_TypeError, "solve_all: the cache must be a dict");
+            goto out;
+        }
+        if (PyDict_GET_SIZE(cache) >= most) { /* self._cache.pop(next(iter(self._cache))) */
+            Py_ssize_t pos = 0;
+            PyObject *oldest, *v;
+            if (PyDict_Next(cache, &pos, &oldest, &v)) {
+                Py_INCREF(oldest);
+                int bad = PyDict_DelItem(cache, oldest);
+                Py_DECREF(oldest);
+                if (bad < 0)
+                    goto out;
+            }
+        }
+        if (PyDict_SetItem(cache, key, entry) < 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    arr_release(&start), arr_release(&len), arr_release(&arcs), arr_release(&bnd), arr_release(&out);
+    free(fl), free(ar), free(pid), free(bv);
+    Py_XDECREF(cluster), Py_XDECREF(paths), Py_XDECREF(o_start), Py_XDECREF(o_len), Py_XDECREF(o_arcs);
+    Py_XDECREF(cap), Py_XDECREF(flow_o), Py_XDECREF(arc_o), Py_XDECREF(bound_o), Py_XDECREF(n_o), Py_XDECREF(fn);
+    Py_XDECREF(got), Py_XDECREF(keys_o), Py_XDECREF(first_o), Py_XDECREF(entry), Py_XDECREF(cache), Py_XDECREF(key);
+    return rc;
 }
 
 /* Network._solve(): 0, or -1 with an exception set */
@@ -6197,8 +6390,23 @@ static int w_solve(const WCtx *w) {
         r_long(rates, r_s[R_SKIP], &skip) < 0 || r_long(rates, r_s[R_SPREAD], &spread) < 0 ||
         !(o_members = iget(rates, r_s[R_MEMBERS])) || !(o_load = iget(rates, r_s[R_LOAD])))
         goto out;
-    if (!valid || !incr || count < incr_min || skip || Py_TYPE(o_core) != &CoreType ||
-        (o_members != o_core && o_members != Py_None)) {
+    if (!incr) {
+        python = 1;
+        goto out;
+    }
+    if (!valid || count < incr_min || skip) { /* a solve of all the flows (compute's last lines), in C */
+        PyObject *f = PyList_New(0), *g = f ? PyList_New(0) : NULL;
+        int bad = !g || iset(rates, r_s[R_FRESH], f) < 0 || iset(rates, r_s[R_GONE], g) < 0 ||
+                  iset(rates, r_s[R_ALONE], Py_False) < 0 ||
+                  (valid && count >= incr_min && r_set(rates, r_s[R_SKIP], skip - 1) < 0) || /* (a skip taken) */
+                  (nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
+                  w_solve_all(w, rates, slots, nslots, &a_path, bound, bounded == 0) < 0;
+        Py_XDECREF(f);
+        Py_XDECREF(g);
+        rc = bad ? -1 : 0;
+        goto out;
+    }
+    if (Py_TYPE(o_core) != &CoreType || (o_members != o_core && o_members != Py_None)) {
         python = 1;
         goto out;
     }
@@ -6303,14 +6511,10 @@ static int w_solve(const WCtx *w) {
         if (r_long(rates, r_s[R_SKIP_NEXT], &skip_next) < 0 || r_set(rates, r_s[R_SKIP], skip_next) < 0 ||
             r_set(rates, r_s[R_SKIP_NEXT], 2 * skip_next < skip_max ? 2 * skip_next : skip_max) < 0)
             goto out;
-        PyObject *ask = w_ask(net, path, bound, rate), *r = NULL;
-        if (ask) {
-            PyObject *av[3] = {rates, ask, cacheable};
-            r = PyObject_VectorcallMethod(r_s[R_SOLVE_ALL], av, 3, NULL);
-        }
-        Py_XDECREF(ask);
-        Py_XDECREF(r);
-        rc = r ? 0 : -1;
+        rc = (nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
+                     w_solve_all(w, rates, slots, nslots, &a_path, bound, bounded == 0) < 0
+                 ? -1
+                 : 0;
         goto out;
     }
     if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
