@@ -6302,6 +6302,17 @@ out:
     return rc;
 }
 
+/* Rates._settled(None, ...): the next _skip_next computations skip the search (it doubles, up to skip_max),
+ * and this one solves all the flows (w_solve_all) */
+static int w_settled_all(const WCtx *w, PyObject *rates, long skip_max, const Py_ssize_t *slots, Py_ssize_t n,
+                         const Arr *a_path, PyObject *bound, int cacheable) {
+    long next;
+    if (r_long(rates, r_s[R_SKIP_NEXT], &next) < 0 || r_set(rates, r_s[R_SKIP], next) < 0 ||
+        r_set(rates, r_s[R_SKIP_NEXT], 2 * next < skip_max ? 2 * next : skip_max) < 0)
+        return -1;
+    return w_solve_all(w, rates, slots, n, a_path, bound, cacheable);
+}
+
 /* Network._solve(): 0, or -1 with an exception set */
 static int w_solve(const WCtx *w) {
     PyObject *net = w->net, *mod = PyTuple_GET_ITEM(w->wctx_, 3);
@@ -6415,7 +6426,7 @@ static int w_solve(const WCtx *w) {
             core_rebuild((Core *)o_core, slots, nslots, &a_path) < 0 || iset(rates, r_s[R_MEMBERS], o_core) < 0)
             goto out;
     }
-    long cmax, share, floor_, scalar, skip_max, skip_next;
+    long cmax, share, floor_, scalar, skip_max;
     if (r_long(mod, r_s[R_CMAX], &cmax) < 0 || r_long(mod, r_s[R_SHARE], &share) < 0 ||
         r_long(mod, r_s[R_FLOOR], &floor_) < 0 || r_long(mod, r_s[R_SCALAR], &scalar) < 0 ||
         r_long(mod, r_s[R_SKIP_MAX], &skip_max) < 0 || !(o_rtol = iget(mod, r_s[R_RTOL])) ||
@@ -6454,18 +6465,13 @@ static int w_solve(const WCtx *w) {
             PyObject *argv[7] = {path, bound, nl, gone, lim, sc, o_rtol};
             got = Core_solve_component((Core *)o_core, argv, 7);
         }
-        int py_rest = sc && (nn >= limit || got == Py_None);
-        if (py_rest && (ask = w_ask(net, path, bound, rate))) {
-            if (nn >= limit) { /* _settled(None, ask, cacheable) */
-                PyObject *av[4] = {rates, Py_None, ask, cacheable};
-                r = PyObject_VectorcallMethod(r_s[R_SETTLED], av, 4, NULL);
-            } else { /* _spilled(count, ask, fresh, gone, limit, cacheable) */
-                PyObject *cnt = PyLong_FromLong(count);
-                if (cnt) {
-                    PyObject *av[7] = {rates, cnt, ask, fresh, gone, lim, cacheable};
-                    r = PyObject_VectorcallMethod(r_s[R_SPILLED], av, 7, NULL);
-                    Py_DECREF(cnt);
-                }
+        int py_rest = sc && nn < limit && got == Py_None;
+        if (py_rest && (ask = w_ask(net, path, bound, rate))) { /* _spilled(count, ask, fresh, gone, limit, cacheable) */
+            PyObject *cnt = PyLong_FromLong(count);
+            if (cnt) {
+                PyObject *av[7] = {rates, cnt, ask, fresh, gone, lim, cacheable};
+                r = PyObject_VectorcallMethod(r_s[R_SPILLED], av, 7, NULL);
+                Py_DECREF(cnt);
             }
         }
         Py_XDECREF(nl);
@@ -6475,6 +6481,13 @@ static int w_solve(const WCtx *w) {
         if (py_rest) {
             Py_XDECREF(r);
             rc = r ? 0 : -1;
+            goto out;
+        }
+        if (sc && nn >= limit) { /* _settled(None, ask, cacheable): a while of solves of all the flows, in C */
+            rc = (nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
+                         w_settled_all(w, rates, skip_max, slots, nslots, &a_path, bound, bounded == 0) < 0
+                     ? -1
+                     : 0;
             goto out;
         }
         if (!got)
@@ -6507,12 +6520,9 @@ static int w_solve(const WCtx *w) {
     Py_DECREF(sc);
     if (!got || add_attr(rates, r_s[R_REGROWN], PyLong_AsLong(PyTuple_GET_ITEM(got, 0))) < 0)
         goto out;
-    if (PyTuple_GET_ITEM(got, 1) == Py_None) { /* the part reached the limit: solve them all */
-        if (r_long(rates, r_s[R_SKIP_NEXT], &skip_next) < 0 || r_set(rates, r_s[R_SKIP], skip_next) < 0 ||
-            r_set(rates, r_s[R_SKIP_NEXT], 2 * skip_next < skip_max ? 2 * skip_next : skip_max) < 0)
-            goto out;
+    if (PyTuple_GET_ITEM(got, 1) == Py_None) { /* the part reached the limit: solve them all (_settled(None)) */
         rc = (nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
-                     w_solve_all(w, rates, slots, nslots, &a_path, bound, bounded == 0) < 0
+                     w_settled_all(w, rates, skip_max, slots, nslots, &a_path, bound, bounded == 0) < 0
                  ? -1
                  : 0;
         goto out;
