@@ -6250,25 +6250,30 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
         iset(rates, r_s[R_LOAD], Py_None) < 0)
         goto out;
     if (cacheable) { /* np.unique(pids, return_index=True): sorted distinct paths, each one's first flow */
-        Py_ssize_t *order = fl, *uniq = ar, nk = 0; /* (the crossings' buffers reused: ne >= n, checked below) */
+        Py_ssize_t *uniq = ar, nk = 0; /* (the crossings' buffers reused: ne >= n, checked below) */
         double *first = bv;
         if (ne < n) {
             PyErr_SetString(PyExc_ValueError, "solve_all: a draining flow crosses no link");
             goto out;
         }
+        Py_ssize_t top = 0; /* each path's first flow, by a table over the path ids (pids are >= 0: checked) */
         for (Py_ssize_t i = 0; i < n; i++)
-            order[i] = i;
-        for (Py_ssize_t i = 1; i < n; i++) { /* a stable insertion sort by path (nearly sorted already) */
-            Py_ssize_t x = order[i], j = i;
-            for (; j > 0 && pid[order[j - 1]] > pid[x]; j--)
-                order[j] = order[j - 1];
-            order[j] = x;
+            top = pid[i] >= top ? pid[i] + 1 : top;
+        Py_ssize_t *at = malloc(sizeof(Py_ssize_t) * (size_t)(top + 1));
+        if (!at) {
+            PyErr_NoMemory();
+            goto out;
         }
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (!i || pid[order[i]] != pid[order[i - 1]]) {
-                first[nk] = rv[order[i]];
-                uniq[nk++] = pid[order[i]];
+        for (Py_ssize_t k = 0; k < top; k++)
+            at[k] = -1;
+        for (Py_ssize_t i = n - 1; i >= 0; i--)
+            at[pid[i]] = i;
+        for (Py_ssize_t k = 0; k < top; k++)
+            if (at[k] >= 0) {
+                first[nk] = rv[at[k]];
+                uniq[nk++] = k;
             }
+        free(at);
         long most;
         if (!(keys_o = w_array(w, 'i', uniq, nk)) || !(first_o = w_array(w, 'f', first, nk)) ||
             !(cache = iget(rates, r_s[R_CACHE])) || !(key = iget(rates, r_s[R_KEY])) ||
@@ -6311,6 +6316,52 @@ static int w_settled_all(const WCtx *w, PyObject *rates, long skip_max, const Py
         r_set(rates, r_s[R_SKIP_NEXT], 2 * next < skip_max ? 2 * next : skip_max) < 0)
         return -1;
     return w_solve_all(w, rates, slots, n, a_path, bound, cacheable);
+}
+
+/* hit_rates(keys, rates, active, path, True) into C arrays: 1 with the draining flows (slot order) and each
+ * one's rate, the rate of its path in ``keys`` (sorted, distinct), 0 where a path is not among them (or there
+ * are no keys), -1 on an error */
+static int w_hit(PyObject *okeys, PyObject *orates, const Arr *act, const Arr *path, Py_ssize_t **slots, double **rv,
+                 Py_ssize_t *n) {
+    Arr keys = {.held = 0}, rates = {.held = 0};
+    int rc = -1;
+    if (arr_get(okeys, &keys, 'i') < 0 || arr_get(orates, &rates, 'f') < 0)
+        goto out;
+    if (rates.n != keys.n || act->n > path->n) {
+        PyErr_SetString(PyExc_ValueError, "hit_rates: keys and rates of one length, a path per slot");
+        goto out;
+    }
+    rc = 0;
+    *n = 0;
+    if (!keys.n)
+        goto out;
+    if (!(*slots = malloc(sizeof(Py_ssize_t) * (size_t)(act->n + 1))) || !(*rv = malloc(sizeof(double) * (size_t)(act->n + 1)))) {
+        PyErr_NoMemory();
+        rc = -1;
+        goto out;
+    }
+    for (Py_ssize_t s = 0; s < act->n; s++) {
+        if (!arr_b(act, s))
+            continue;
+        int64_t pid = arr_i(path, s);
+        Py_ssize_t lo = 0, hi = keys.n; /* np.searchsorted(keys, pid) */
+        while (lo < hi) {
+            Py_ssize_t mid = (lo + hi) / 2;
+            if (arr_i(&keys, mid) < pid)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == keys.n || arr_i(&keys, lo) != pid)
+            goto out; /* (rc 0: no hit) */
+        (*slots)[*n] = s;
+        (*rv)[(*n)++] = arr_f(&rates, lo);
+    }
+    rc = 1;
+out:
+    arr_release(&keys);
+    arr_release(&rates);
+    return rc;
 }
 
 /* Network._solve(): 0, or -1 with an exception set */
@@ -6376,20 +6427,26 @@ static int w_solve(const WCtx *w) {
             long n = PyLong_AsLong(PyTuple_GET_ITEM(hit, 2));
             if (n == -1 && PyErr_Occurred())
                 goto out;
-            if (n == count) {
-                PyObject *argv[5] = {PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(hit, 1), act, path, Py_True};
-                if (!(got = py_hit_rates(NULL, argv, 5)))
-                    goto out;
-                if (got != Py_None) {
+            if (n == count) { /* hit_rates over the draining mask, into C arrays */
+                Py_ssize_t *hs = NULL, nh = 0;
+                double *hr = NULL;
+                int found = w_hit(PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(hit, 1), &a_act, &a_path, &hs, &hr, &nh);
+                if (found > 0) {
                     PyObject *f = PyList_New(0), *g = f ? PyList_New(0) : NULL;
                     int bad = !g || iset(rates, r_s[R_FRESH], f) < 0 || iset(rates, r_s[R_GONE], g) < 0 ||
-                              iset(rates, r_s[R_ALONE], Py_False) < 0 ||
-                              w_apply(w, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1)) < 0 ||
+                              iset(rates, r_s[R_ALONE], Py_False) < 0 || w_apply_c(w, hs, hr, nh) < 0 ||
                               add_attr(rates, r_s[R_HITS], 1) < 0 || iset(rates, r_s[R_VALID], Py_True) < 0 ||
                               iset(rates, r_s[R_LOAD], Py_None) < 0;
                     Py_XDECREF(f);
                     Py_XDECREF(g);
-                    rc = bad ? -1 : 0;
+                    found = bad ? -1 : 1;
+                }
+                free(hs);
+                free(hr);
+                if (found < 0)
+                    goto out;
+                if (found) {
+                    rc = 0;
                     goto out;
                 }
             }
