@@ -2387,6 +2387,19 @@ done:
     return result;
 }
 
+/* where ``pid`` is in ``keys`` (sorted, distinct; np.searchsorted), or -1 where it is not */
+static inline Py_ssize_t key_at(const Arr *keys, int64_t pid) {
+    Py_ssize_t lo = 0, hi = keys->n;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (arr_i(keys, mid) < pid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < keys->n && arr_i(keys, lo) == pid ? lo : -1;
+}
+
 /* hit_rates(keys, rates, active, path, masked) -> (slots, rates) as lists, or None: Rates.compute's cache
  * hit -- the draining flows ``active`` (their slots, or with ``masked`` a mask over the slots: the ones set,
  * in slot order) each at the rate of its path in ``keys`` (sorted, distinct), or None where a path is not
@@ -2421,16 +2434,8 @@ static PyObject *py_hit_rates(PyObject *self, PyObject *const *args, Py_ssize_t 
             s = i;
         } else if (!index_ok(s = arr_i(&active, i), path.n, "hit_rates: slot out of range"))
             goto done;
-        int64_t pid = arr_i(&path, s);
-        Py_ssize_t lo = 0, hi = keys.n; /* np.searchsorted(keys, pid) */
-        while (lo < hi) {
-            Py_ssize_t mid = (lo + hi) / 2;
-            if (arr_i(&keys, mid) < pid)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo == keys.n || arr_i(&keys, lo) != pid) {
+        Py_ssize_t lo = key_at(&keys, arr_i(&path, s));
+        if (lo < 0) {
             result = Py_NewRef(Py_None);
             goto done;
         }
@@ -6343,16 +6348,8 @@ static int w_hit(PyObject *okeys, PyObject *orates, const Arr *act, const Arr *p
     for (Py_ssize_t s = 0; s < act->n; s++) {
         if (!arr_b(act, s))
             continue;
-        int64_t pid = arr_i(path, s);
-        Py_ssize_t lo = 0, hi = keys.n; /* np.searchsorted(keys, pid) */
-        while (lo < hi) {
-            Py_ssize_t mid = (lo + hi) / 2;
-            if (arr_i(&keys, mid) < pid)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo == keys.n || arr_i(&keys, lo) != pid)
+        Py_ssize_t lo = key_at(&keys, arr_i(path, s));
+        if (lo < 0)
             goto out; /* (rc 0: no hit) */
         (*slots)[*n] = s;
         (*rv)[(*n)++] = arr_f(&rates, lo);
