@@ -595,6 +595,128 @@ static PyObject *as_seq(PyObject *obj, const char *what, Py_ssize_t *n) {
     return seq;
 }
 
+/* ------------------------------------------------------------------ an ended batch's (pids, rates), in C
+ *
+ * Rates.removed keeps the paths and rates of the flows that ended as a tuple (pids, rates) of arrays in
+ * ``_gone``; the compiled wake-up keeps them as a Gone instead: the same numbers in C arrays, read as they
+ * are by the core (read_gone, core_reload), and by Python as the same two arrays (``pids, rates = item``:
+ * a sequence of two, each array made the first time it is read). */
+
+typedef struct {
+    PyObject_HEAD Py_ssize_t n;
+    int64_t *pid;
+    double *rate;
+    PyObject *arr[2];
+} Gone;
+
+static PyTypeObject GoneType;
+
+/* a Gone of the n paths ``pids`` and rates ``rts`` (copied): a new reference */
+static PyObject *gone_new(const Py_ssize_t *pids, const double *rts, Py_ssize_t n) {
+    Gone *g = PyObject_New(Gone, &GoneType);
+    if (!g)
+        return NULL;
+    g->n = n;
+    g->arr[0] = g->arr[1] = NULL;
+    g->pid = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    g->rate = g->pid ? malloc(sizeof(double) * (size_t)(n + 1)) : NULL;
+    if (!g->rate) {
+        Py_DECREF(g);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        g->pid[i] = (int64_t)pids[i];
+        g->rate[i] = rts[i];
+    }
+    return (PyObject *)g;
+}
+
+static void Gone_dealloc(Gone *g) {
+    free(g->pid);
+    free(g->rate);
+    Py_XDECREF(g->arr[0]);
+    Py_XDECREF(g->arr[1]);
+    PyObject_Free(g);
+}
+
+static Py_ssize_t Gone_len(Gone *g) { return 2; }
+
+/* g[0]: the paths (int64), g[1]: the rates (float64), as arrays */
+static PyObject *Gone_item(Gone *g, Py_ssize_t i) {
+    if (i < 0 || i > 1) {
+        PyErr_SetString(PyExc_IndexError, "Gone: (pids, rates)");
+        return NULL;
+    }
+    if (!g->arr[i]) {
+        static PyObject *empty, *int64;
+        if (!empty) {
+            PyObject *np = PyImport_ImportModule("numpy");
+            empty = np ? PyObject_GetAttrString(np, "empty") : NULL;
+            int64 = empty ? PyObject_GetAttrString(np, "int64") : NULL;
+            Py_XDECREF(np);
+            if (!int64) {
+                Py_CLEAR(empty);
+                return NULL;
+            }
+        }
+        PyObject *len = PyLong_FromSsize_t(g->n), *argv[2] = {len, int64};
+        PyObject *a = len ? PyObject_Vectorcall(empty, argv, i == 0 ? 2 : 1, NULL) : NULL;
+        Py_XDECREF(len);
+        Arr w = {.held = 0};
+        if (!a || arr_open(a, &w, i == 0 ? 'i' : 'f', 1) < 0 || w.view.itemsize != 8) {
+            arr_release(&w);
+            Py_XDECREF(a);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "Gone: 64-bit arrays expected");
+            return NULL;
+        }
+        for (Py_ssize_t k = 0; k < g->n; k++)
+            if (i == 0)
+                *arr_ip(&w, k) = g->pid[k];
+            else
+                *arr_fp(&w, k) = g->rate[k];
+        arr_release(&w);
+        g->arr[i] = a;
+    }
+    return Py_NewRef(g->arr[i]);
+}
+
+static PySequenceMethods Gone_seq = {.sq_length = (lenfunc)Gone_len, .sq_item = (ssizeargfunc)Gone_item};
+
+static PyTypeObject GoneType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore.Gone",
+    .tp_basicsize = sizeof(Gone),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The paths and rates of flows that ended together: (pids, rates), held in C",
+    .tp_dealloc = (destructor)Gone_dealloc,
+    .tp_as_sequence = &Gone_seq,
+};
+
+/* a (pids, rates) item of ``_gone`` opened: a Gone's C arrays as they are, a tuple's arrays through their
+ * buffers; 0, or -1 with an exception set (release both after) */
+static int gone_open(PyObject *item, Arr *pids, Arr *rates) {
+    pids->held = rates->held = 0;
+    if (Py_TYPE(item) == &GoneType) {
+        const Gone *g = (const Gone *)item;
+        *pids = (Arr){.p = (const char *)g->pid, .n = g->n, .stride = 8, .kind = 'i', .held = 0};
+        pids->view.itemsize = 8;
+        *rates = (Arr){.p = (const char *)g->rate, .n = g->n, .stride = 8, .kind = 'f', .held = 0};
+        rates->view.itemsize = 8;
+        return 0;
+    }
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+        PyErr_SetString(PyExc_TypeError, "_ratecore: a list of (pids, rates)");
+        return -1;
+    }
+    if (arr_get(PyTuple_GET_ITEM(item, 0), pids, 'i') < 0 || arr_get(PyTuple_GET_ITEM(item, 1), rates, 'f') < 0)
+        return -1;
+    if (rates->n != pids->n) {
+        PyErr_SetString(PyExc_ValueError, "_ratecore: pids and rates differ in length");
+        return -1;
+    }
+    return 0;
+}
+
 /* every slot of a list of slot arrays (the flows started since the last computation), appended */
 static int read_fresh(PyObject *fresh, IList *out) {
     Py_ssize_t n;
@@ -645,20 +767,8 @@ static int read_gone(Core *c, PyObject *gone, IList *seeds, int load) {
     PyObject *seq = as_seq(gone, "_ratecore: a list of (pids, rates)", &n);
     int rc = seq ? 0 : -1;
     for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
-            PyErr_SetString(PyExc_TypeError, "_ratecore: a list of (pids, rates)");
-            rc = -1;
-            break;
-        }
         Arr pids, rates;
-        pids.held = rates.held = 0;
-        if (arr_get(PyTuple_GET_ITEM(item, 0), &pids, 'i') < 0 || arr_get(PyTuple_GET_ITEM(item, 1), &rates, 'f') < 0)
-            rc = -1;
-        else if (rates.n != pids.n) {
-            PyErr_SetString(PyExc_ValueError, "_ratecore: pids and rates differ in length");
-            rc = -1;
-        }
+        rc = gone_open(PySequence_Fast_GET_ITEM(seq, i), &pids, &rates);
         for (Py_ssize_t j = 0; rc == 0 && j < pids.n; j++) {
             const int32_t *arcs;
             int32_t len;
@@ -6016,16 +6126,8 @@ static int core_reload(Core *c, const Py_ssize_t *slots, Py_ssize_t n, const Arr
     PyObject *seq = as_seq(gone, "_ratecore: a list of (pids, rates)", &ng);
     int rc = seq ? 0 : -1;
     for (Py_ssize_t i = 0; i < ng && rc == 0; i++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-        Arr pids = {.held = 0}, rates = {.held = 0};
-        rc = -1;
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2)
-            PyErr_SetString(PyExc_TypeError, "_ratecore: a list of (pids, rates)");
-        else if (arr_get(PyTuple_GET_ITEM(item, 0), &pids, 'i') == 0 && arr_get(PyTuple_GET_ITEM(item, 1), &rates, 'f') == 0) {
-            rc = rates.n == pids.n ? 0 : -1;
-            if (rc < 0)
-                PyErr_SetString(PyExc_ValueError, "_ratecore: pids and rates differ in length");
-        }
+        Arr pids, rates;
+        rc = gone_open(PySequence_Fast_GET_ITEM(seq, i), &pids, &rates);
         for (Py_ssize_t j = 0; rc == 0 && j < pids.n; j++) {
             const int32_t *arcs;
             int32_t len;
@@ -6728,9 +6830,8 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     key = sign > 0 ? key + sum : key - sum;
     if (!(key_o = PyLong_FromUnsignedLongLong(key)) || iset(rates, r_s[R_KEY], key_o) < 0)
         goto out;
-    if (sign < 0) { /* self._gone.append((pids, rates.copy())) */
-        if (!(pids_o = w_slots(w, pids, n)) || !(rates_o = w_array(w, 'f', rts, n)) || !(list = iget(rates, r_s[R_GONE])) ||
-            !(item = PyTuple_Pack(2, pids_o, rates_o)) || PyList_Append(list, item) < 0)
+    if (sign < 0) { /* self._gone.append((pids, rates.copy())), the two held in C (a Gone) */
+        if (!(list = iget(rates, r_s[R_GONE])) || !(item = gone_new(pids, rts, n)) || PyList_Append(list, item) < 0)
             goto out;
     }
     if (r_set(rates, k_s[K_COUNT_], count) < 0)
@@ -7470,7 +7571,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__ratecore(void) {
     if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&FastType) < 0 || PyType_Ready(&DfDoneType) < 0 ||
-        PyType_Ready(&DuesType) < 0 || st_ready() < 0)
+        PyType_Ready(&DuesType) < 0 || PyType_Ready(&GoneType) < 0 || st_ready() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
@@ -7479,7 +7580,8 @@ PyMODINIT_FUNC PyInit__ratecore(void) {
         const char *name;
         PyTypeObject *type;
     } types[] = {{"Core", &CoreType},       {"Fast", &FastType},           {"DfDone", &DfDoneType},
-                 {"Dues", &DuesType},       {"NetBase", &NetBaseType},     {"RatesBase", &RatesBaseType}};
+                 {"Dues", &DuesType},       {"NetBase", &NetBaseType},     {"RatesBase", &RatesBaseType},
+                 {"Gone", &GoneType}};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         Py_INCREF(types[k].type);
         if (PyModule_AddObject(m, types[k].name, (PyObject *)types[k].type) < 0) {
