@@ -761,7 +761,7 @@ static int read_ints(PyObject *list, IList *out) {
 
 /* The flows ended since the last computation: a list of (path ids, rates). With ``load``, they are
  * taken off the loads and their links in the full set become seeds (Rates._unload); without, every
- * arc of theirs is a seed (Rates._solve_component). */
+ * arc of theirs is a seed (Rates._solve_component); with ``load`` 2, they are taken onto the loads (core_reload). */
 static int read_gone(Core *c, PyObject *gone, IList *seeds, int load) {
     Py_ssize_t n;
     PyObject *seq = as_seq(gone, "_ratecore: a list of (pids, rates)", &n);
@@ -779,7 +779,9 @@ static int read_gone(Core *c, PyObject *gone, IList *seeds, int load) {
             double r = arr_f(&rates, j);
             for (int32_t k = 0; rc == 0 && k < len; k++) {
                 int32_t arc = arcs[k];
-                if (!load)
+                if (load == 2) /* (taken onto the loads again: core_reload) */
+                    c->load[arc] += r;
+                else if (!load)
                     rc = il_push(seeds, arc);
                 else if (c->msize[arc]) {
                     c->load[arc] -= r;
@@ -6122,23 +6124,7 @@ static int core_reload(Core *c, const Py_ssize_t *slots, Py_ssize_t n, const Arr
         for (int32_t k = 0; k < len; k++)
             c->load[arcs[k]] += r;
     }
-    Py_ssize_t ng;
-    PyObject *seq = as_seq(gone, "_ratecore: a list of (pids, rates)", &ng);
-    int rc = seq ? 0 : -1;
-    for (Py_ssize_t i = 0; i < ng && rc == 0; i++) {
-        Arr pids, rates;
-        rc = gone_open(PySequence_Fast_GET_ITEM(seq, i), &pids, &rates);
-        for (Py_ssize_t j = 0; rc == 0 && j < pids.n; j++) {
-            const int32_t *arcs;
-            int32_t len;
-            rc = path_arcs(c, arr_i(&pids, j), &arcs, &len);
-            for (int32_t k = 0; rc == 0 && k < len; k++)
-                c->load[arcs[k]] += arr_f(&rates, j);
-        }
-        arr_release(&pids);
-        arr_release(&rates);
-    }
-    Py_XDECREF(seq);
+    int rc = read_gone(c, gone, NULL, 2);
     for (Py_ssize_t a = 0; rc == 0 && a < c->narcs; a++)
         c->full[a] = c->load[a] >= c->brim[a];
     return rc;
