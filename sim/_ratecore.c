@@ -6433,15 +6433,30 @@ static int w_hit(PyObject *okeys, PyObject *orates, const Arr *act, const Arr *p
         rc = -1;
         goto out;
     }
+    int64_t top = arr_i(&keys, keys.n - 1); /* each key's place by a table over the path ids (np.searchsorted's) */
+    Py_ssize_t *at = top >= 0 && top < ((Py_ssize_t)1 << 26) ? malloc(sizeof(Py_ssize_t) * (size_t)(top + 1)) : NULL;
+    if (at) {
+        for (int64_t k = 0; k <= top; k++)
+            at[k] = -1;
+        for (Py_ssize_t i = 0; i < keys.n; i++) {
+            int64_t k = arr_i(&keys, i);
+            if (k >= 0 && at[k] < 0) /* (sorted and distinct: the first place of each) */
+                at[k] = i;
+        }
+    }
     for (Py_ssize_t s = 0; s < act->n; s++) {
         if (!arr_b(act, s))
             continue;
-        Py_ssize_t lo = key_at(&keys, arr_i(path, s));
-        if (lo < 0)
+        int64_t pid = arr_i(path, s);
+        Py_ssize_t lo = !at ? key_at(&keys, pid) : pid >= 0 && pid <= top ? at[pid] : -1;
+        if (lo < 0) {
+            free(at);
             goto out; /* (rc 0: no hit) */
+        }
         (*slots)[*n] = s;
         (*rv)[(*n)++] = arr_f(&rates, lo);
     }
+    free(at);
     rc = 1;
 out:
     arr_release(&keys);
