@@ -6035,7 +6035,15 @@ static int w_start(const WCtx *w, PyObject *starting, PyObject *now_o, double no
         *arr_fp(&due, s) = INFINITY;
     }
     arrs_release(all, 7);
-    if (w_active(net, m) < 0 || !(arr = w_slots(w, order, m)))
+    if (k == 1 && !PyLong_CheckExact(PyList_GET_ITEM(starting, 0))) { /* (one launched batch: its own array, as
+                                                                           _start's ``parts[0]`` is) */
+        Arr one;
+        if (arr_get(PyList_GET_ITEM(starting, 0), &one, 'i') == 0 && one.view.itemsize == 8 && one.n == m)
+            arr = Py_NewRef(PyList_GET_ITEM(starting, 0));
+        arr_release(&one);
+        PyErr_Clear();
+    }
+    if (w_active(net, m) < 0 || (!arr && !(arr = w_slots(w, order, m))))
         goto out;
     int kept = w_rates_change(w, order, m, arr, +1); /* (else Network._added: the Python lines) */
     if (kept < 0 || (!kept && w_call(net, w_s[W_ADDED], arr, NULL, NULL) < 0))
