@@ -683,11 +683,37 @@ static PyObject *Gone_item(Gone *g, Py_ssize_t i) {
 
 static PySequenceMethods Gone_seq = {.sq_length = (lenfunc)Gone_len, .sq_item = (ssizeargfunc)Gone_item};
 
+/* Gone(pids, rates): the two arrays' numbers held in C (tests make them so) */
+static PyObject *Gone_make(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *op, *orr;
+    if (!PyArg_ParseTuple(args, "OO:Gone", &op, &orr))
+        return NULL;
+    Arr pids = {.held = 0}, rates = {.held = 0};
+    PyObject *g = NULL;
+    if (arr_get(op, &pids, 'i') == 0 && arr_get(orr, &rates, 'f') == 0) {
+        Py_ssize_t n = pids.n < rates.n ? pids.n : rates.n, *pv = malloc(sizeof(Py_ssize_t) * (size_t)(n + 1));
+        double *rv = malloc(sizeof(double) * (size_t)(n + 1));
+        for (Py_ssize_t i = 0; pv && rv && i < n; i++) {
+            pv[i] = (Py_ssize_t)arr_i(&pids, i);
+            rv[i] = arr_f(&rates, i);
+        }
+        g = pids.n != rates.n ? (PyErr_SetString(PyExc_ValueError, "Gone: pids and rates differ in length"), NULL)
+            : pv && rv        ? gone_new(pv, rv, n)
+                              : PyErr_NoMemory();
+        free(pv);
+        free(rv);
+    }
+    arr_release(&pids);
+    arr_release(&rates);
+    return g;
+}
+
 static PyTypeObject GoneType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore.Gone",
     .tp_basicsize = sizeof(Gone),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "The paths and rates of flows that ended together: (pids, rates), held in C",
+    .tp_new = Gone_make,
     .tp_dealloc = (destructor)Gone_dealloc,
     .tp_as_sequence = &Gone_seq,
 };
