@@ -33,7 +33,7 @@ from sim.topology import dgx
 
 from .test_engine_core import _state
 from .test_message_engine import _same
-from .test_wake_core import DATAFLOW, _both, _run
+from .test_wake_core import DATAFLOW, _run
 
 C = rates._CORE
 pytestmark = pytest.mark.skipif(C is None, reason="the compiled core is not built (or COLLSIM_PURE=1)")
