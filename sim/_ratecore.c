@@ -710,12 +710,12 @@ static PyObject *Gone_make(PyTypeObject *type, PyObject *args, PyObject *kwds) {
 
 static PyTypeObject GoneType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore.Gone",
+    .tp_as_sequence = &Gone_seq, /* (pids, rates) */
+    .tp_new = Gone_make,
+    .tp_dealloc = (destructor)Gone_dealloc,
     .tp_basicsize = sizeof(Gone),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "The paths and rates of flows that ended together: (pids, rates), held in C",
-    .tp_new = Gone_make,
-    .tp_dealloc = (destructor)Gone_dealloc,
-    .tp_as_sequence = &Gone_seq,
 };
 
 /* a (pids, rates) item of ``_gone`` opened: a Gone's C arrays as they are, a tuple's arrays through their
