@@ -11,6 +11,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -594,6 +595,154 @@ static PyObject *as_seq(PyObject *obj, const char *what, Py_ssize_t *n) {
     return seq;
 }
 
+/* ------------------------------------------------------------------ an ended batch's (pids, rates), in C
+ *
+ * Rates.removed keeps the paths and rates of the flows that ended as a tuple (pids, rates) of arrays in
+ * ``_gone``; the compiled wake-up keeps them as a Gone instead: the same numbers in C arrays, read as they
+ * are by the core (read_gone, core_reload), and by Python as the same two arrays (``pids, rates = item``:
+ * a sequence of two, each array made the first time it is read). */
+
+typedef struct {
+    PyObject_HEAD Py_ssize_t n;
+    int64_t *pid;
+    double *rate;
+    PyObject *arr[2];
+} Gone;
+
+static PyTypeObject GoneType;
+
+/* a Gone of the n paths ``pids`` and rates ``rts`` (copied): a new reference */
+static PyObject *gone_new(const Py_ssize_t *pids, const double *rts, Py_ssize_t n) {
+    Gone *g = PyObject_New(Gone, &GoneType);
+    if (!g)
+        return NULL;
+    g->n = n;
+    g->arr[0] = g->arr[1] = NULL;
+    g->pid = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    g->rate = g->pid ? malloc(sizeof(double) * (size_t)(n + 1)) : NULL;
+    if (!g->rate) {
+        Py_DECREF(g);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        g->pid[i] = (int64_t)pids[i];
+        g->rate[i] = rts[i];
+    }
+    return (PyObject *)g;
+}
+
+static void Gone_dealloc(Gone *g) {
+    free(g->pid);
+    free(g->rate);
+    Py_XDECREF(g->arr[0]);
+    Py_XDECREF(g->arr[1]);
+    PyObject_Free(g);
+}
+
+static Py_ssize_t Gone_len(Gone *g) { return 2; }
+
+/* g[0]: the paths (int64), g[1]: the rates (float64), as arrays */
+static PyObject *Gone_item(Gone *g, Py_ssize_t i) {
+    if (i < 0 || i > 1) {
+        PyErr_SetString(PyExc_IndexError, "Gone: (pids, rates)");
+        return NULL;
+    }
+    if (!g->arr[i]) {
+        static PyObject *empty, *int64;
+        if (!empty) {
+            PyObject *np = PyImport_ImportModule("numpy");
+            empty = np ? PyObject_GetAttrString(np, "empty") : NULL;
+            int64 = empty ? PyObject_GetAttrString(np, "int64") : NULL;
+            Py_XDECREF(np);
+            if (!int64) {
+                Py_CLEAR(empty);
+                return NULL;
+            }
+        }
+        PyObject *len = PyLong_FromSsize_t(g->n), *argv[2] = {len, int64};
+        PyObject *a = len ? PyObject_Vectorcall(empty, argv, i == 0 ? 2 : 1, NULL) : NULL;
+        Py_XDECREF(len);
+        Arr w = {.held = 0};
+        if (!a || arr_open(a, &w, i == 0 ? 'i' : 'f', 1) < 0 || w.view.itemsize != 8) {
+            arr_release(&w);
+            Py_XDECREF(a);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "Gone: 64-bit arrays expected");
+            return NULL;
+        }
+        for (Py_ssize_t k = 0; k < g->n; k++)
+            if (i == 0)
+                *arr_ip(&w, k) = g->pid[k];
+            else
+                *arr_fp(&w, k) = g->rate[k];
+        arr_release(&w);
+        g->arr[i] = a;
+    }
+    return Py_NewRef(g->arr[i]);
+}
+
+static PySequenceMethods Gone_seq = {.sq_length = (lenfunc)Gone_len, .sq_item = (ssizeargfunc)Gone_item};
+
+/* Gone(pids, rates): the two arrays' numbers held in C (tests make them so) */
+static PyObject *Gone_make(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *op, *orr;
+    if (!PyArg_ParseTuple(args, "OO:Gone", &op, &orr))
+        return NULL;
+    Arr pids = {.held = 0}, rates = {.held = 0};
+    PyObject *g = NULL;
+    if (arr_get(op, &pids, 'i') == 0 && arr_get(orr, &rates, 'f') == 0) {
+        Py_ssize_t n = pids.n < rates.n ? pids.n : rates.n, *pv = malloc(sizeof(Py_ssize_t) * (size_t)(n + 1));
+        double *rv = malloc(sizeof(double) * (size_t)(n + 1));
+        for (Py_ssize_t i = 0; pv && rv && i < n; i++) {
+            pv[i] = (Py_ssize_t)arr_i(&pids, i);
+            rv[i] = arr_f(&rates, i);
+        }
+        g = pids.n != rates.n ? (PyErr_SetString(PyExc_ValueError, "Gone: pids and rates differ in length"), NULL)
+            : pv && rv        ? gone_new(pv, rv, n)
+                              : PyErr_NoMemory();
+        free(pv);
+        free(rv);
+    }
+    arr_release(&pids);
+    arr_release(&rates);
+    return g;
+}
+
+static PyTypeObject GoneType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore.Gone",
+    .tp_as_sequence = &Gone_seq, /* (pids, rates) */
+    .tp_new = Gone_make,
+    .tp_dealloc = (destructor)Gone_dealloc,
+    .tp_basicsize = sizeof(Gone),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The paths and rates of flows that ended together: (pids, rates), held in C",
+};
+
+/* a (pids, rates) item of ``_gone`` opened: a Gone's C arrays as they are, a tuple's arrays through their
+ * buffers; 0, or -1 with an exception set (release both after) */
+static int gone_open(PyObject *item, Arr *pids, Arr *rates) {
+    pids->held = rates->held = 0;
+    if (Py_TYPE(item) == &GoneType) {
+        const Gone *g = (const Gone *)item;
+        *pids = (Arr){.p = (const char *)g->pid, .n = g->n, .stride = 8, .kind = 'i', .held = 0};
+        pids->view.itemsize = 8;
+        *rates = (Arr){.p = (const char *)g->rate, .n = g->n, .stride = 8, .kind = 'f', .held = 0};
+        rates->view.itemsize = 8;
+        return 0;
+    }
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+        PyErr_SetString(PyExc_TypeError, "_ratecore: a list of (pids, rates)");
+        return -1;
+    }
+    if (arr_get(PyTuple_GET_ITEM(item, 0), pids, 'i') < 0 || arr_get(PyTuple_GET_ITEM(item, 1), rates, 'f') < 0)
+        return -1;
+    if (rates->n != pids->n) {
+        PyErr_SetString(PyExc_ValueError, "_ratecore: pids and rates differ in length");
+        return -1;
+    }
+    return 0;
+}
+
 /* every slot of a list of slot arrays (the flows started since the last computation), appended */
 static int read_fresh(PyObject *fresh, IList *out) {
     Py_ssize_t n;
@@ -638,26 +787,14 @@ static int read_ints(PyObject *list, IList *out) {
 
 /* The flows ended since the last computation: a list of (path ids, rates). With ``load``, they are
  * taken off the loads and their links in the full set become seeds (Rates._unload); without, every
- * arc of theirs is a seed (Rates._solve_component). */
+ * arc of theirs is a seed (Rates._solve_component); with ``load`` 2, they are taken onto the loads (core_reload). */
 static int read_gone(Core *c, PyObject *gone, IList *seeds, int load) {
     Py_ssize_t n;
     PyObject *seq = as_seq(gone, "_ratecore: a list of (pids, rates)", &n);
     int rc = seq ? 0 : -1;
     for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
-            PyErr_SetString(PyExc_TypeError, "_ratecore: a list of (pids, rates)");
-            rc = -1;
-            break;
-        }
         Arr pids, rates;
-        pids.held = rates.held = 0;
-        if (arr_get(PyTuple_GET_ITEM(item, 0), &pids, 'i') < 0 || arr_get(PyTuple_GET_ITEM(item, 1), &rates, 'f') < 0)
-            rc = -1;
-        else if (rates.n != pids.n) {
-            PyErr_SetString(PyExc_ValueError, "_ratecore: pids and rates differ in length");
-            rc = -1;
-        }
+        rc = gone_open(PySequence_Fast_GET_ITEM(seq, i), &pids, &rates);
         for (Py_ssize_t j = 0; rc == 0 && j < pids.n; j++) {
             const int32_t *arcs;
             int32_t len;
@@ -668,7 +805,9 @@ static int read_gone(Core *c, PyObject *gone, IList *seeds, int load) {
             double r = arr_f(&rates, j);
             for (int32_t k = 0; rc == 0 && k < len; k++) {
                 int32_t arc = arcs[k];
-                if (!load)
+                if (load == 2) /* (taken onto the loads again: core_reload) */
+                    c->load[arc] += r;
+                else if (!load)
                     rc = il_push(seeds, arc);
                 else if (c->msize[arc]) {
                     c->load[arc] -= r;
@@ -1479,6 +1618,10 @@ static int heap_args(PyObject *heap, PyObject *due_at) {
     return 0;
 }
 
+/* the heap held in C (Dues, below) in place of the list and the dict */
+static PyTypeObject DuesType;
+static inline int is_dues(PyObject *o) { return Py_TYPE(o) == &DuesType; }
+
 /* the due-time heap's functions' arguments: ``want`` of them, the heap and its dict first, the per-slot
  * draining flags (writable where asked) and due times last */
 static int due_open(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *usage, Arr *active,
@@ -1488,7 +1631,7 @@ static int due_open(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, co
         PyErr_SetString(PyExc_TypeError, usage);
         return -1;
     }
-    if (heap_args(args[0], args[1]) < 0 || arr_open(args[want - 2], active, 'b', writable) < 0)
+    if ((!is_dues(args[0]) && heap_args(args[0], args[1]) < 0) || arr_open(args[want - 2], active, 'b', writable) < 0)
         return -1;
     if (arr_get(args[want - 1], due, 'f') < 0) {
         arr_release(active);
@@ -1554,6 +1697,471 @@ static int pop_due(PyObject *heap, PyObject *due_at, double cut, double *when, P
     return 1;
 }
 
+/* ---- the due-time heap held in C (Dues). The same heap and dict as above -- distinct due times in heapq's
+ * layout, the slots due at each in a bucket -- as C arrays of doubles and slot ids: a bucket per distinct
+ * time (found through an open-addressing table keyed by the time's value, as a dict finds a float key),
+ * the heap an array of bucket ids sifted as heapq sifts (the same comparisons, so the same layout and the
+ * same pops), the buckets' creation order kept (a dict's order). sim/network.py holds one in place of its
+ * heap and dict once the private lane is closed (``_DUE_CORE``); drain_due, next_due, set_due and the
+ * wake-up take either. */
+
+typedef struct {
+    double when;
+    int64_t *s;
+    Py_ssize_t n, cap;
+    uint64_t seq;
+} DBucket;
+
+typedef struct {
+    PyObject_HEAD DBucket *bk;
+    Py_ssize_t bkcap;
+    Py_ssize_t *bkfree, nfree;
+    Py_ssize_t *heap, nh, hcap;       /* bucket ids, heapq's layout by their times */
+    Py_ssize_t *tab, tabcap, tabfill; /* -1 empty, -2 taken out, else a bucket id */
+    Py_ssize_t nlive;
+    uint64_t seq;
+} Dues;
+
+static int index_ok(int64_t i, Py_ssize_t n, const char *what);
+
+/* a double's hash for the tables keyed by time (-0.0 and 0.0: one key, as in a dict) */
+static inline size_t fb_hash(double w) {
+    uint64_t b;
+    w = w == 0 ? 0.0 : w; /* (-0.0 and 0.0: one key, as in a dict) */
+    memcpy(&b, &w, sizeof b);
+    b ^= b >> 33;
+    b *= 0xff51afd7ed558ccdULL;
+    b ^= b >> 33;
+    return (size_t)b;
+}
+
+/* ``x`` into the first free place of ``tab`` from w's hash on */
+static void fb_place(Py_ssize_t *tab, Py_ssize_t cap, double w, Py_ssize_t x, Py_ssize_t *fill) {
+    size_t mask = (size_t)cap - 1, i = fb_hash(w) & mask;
+    while (tab[i] >= 0)
+        i = (i + 1) & mask;
+    *fill += tab[i] == -1;
+    tab[i] = x;
+}
+
+/* the bucket kept under ``w`` in a table of bucket ids (-1 empty, -2 taken out) whose buckets' times are read
+ * at ``bk + id * stride`` (each bucket's first member), its place into *at: the id, or -1 */
+static Py_ssize_t tt_find(const Py_ssize_t *tab, Py_ssize_t cap, Py_ssize_t nlive, const char *bk, size_t stride,
+                          double w, Py_ssize_t *at) {
+    if (!nlive)
+        return -1;
+    size_t mask = (size_t)cap - 1;
+    for (size_t i = fb_hash(w) & mask;; i = (i + 1) & mask) {
+        Py_ssize_t x = tab[i];
+        if (x == -1)
+            return -1;
+        if (x >= 0 && *(const double *)(bk + (size_t)x * stride) == w) {
+            if (at)
+                *at = (Py_ssize_t)i;
+            return x;
+        }
+    }
+}
+
+/* such a table made anew where one more entry would fill it over half (the live ones at most a quarter of
+ * it): 0, or -1 with an exception set */
+static int tt_room(Py_ssize_t **tab, Py_ssize_t *cap_, Py_ssize_t *fill_, Py_ssize_t nlive, const char *bk,
+                   size_t stride) {
+    if ((*fill_ + 1) * 2 <= *cap_)
+        return 0;
+    Py_ssize_t cap = 64, fill = 0;
+    while (cap < (nlive + 1) * 4)
+        cap *= 2;
+    Py_ssize_t *t = malloc(sizeof(Py_ssize_t) * (size_t)cap);
+    if (!t) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < cap; i++)
+        t[i] = -1;
+    for (Py_ssize_t i = 0; i < *cap_; i++)
+        if ((*tab)[i] >= 0)
+            fb_place(t, cap, *(const double *)(bk + (size_t)(*tab)[i] * stride), (*tab)[i], &fill);
+    free(*tab);
+    *tab = t;
+    *cap_ = cap;
+    *fill_ = fill;
+    return 0;
+}
+
+
+static void dues_free(Dues *d) {
+    for (Py_ssize_t i = 0; i < d->bkcap; i++)
+        free(d->bk[i].s);
+    free(d->bk);
+    free(d->bkfree);
+    free(d->heap);
+    free(d->tab);
+    d->bk = NULL;
+    d->bkfree = d->heap = d->tab = NULL;
+    d->bkcap = d->nfree = d->nh = d->hcap = d->tabcap = d->tabfill = d->nlive = 0;
+}
+
+static void Dues_dealloc(Dues *d) {
+    dues_free(d);
+    Py_TYPE(d)->tp_free((PyObject *)d);
+}
+
+static inline double dw(const Dues *d, Py_ssize_t k) { return d->bk[d->heap[k]].when; }
+
+/* heapq's _siftdown on the bucket ids */
+static void dues_siftdown(Dues *d, Py_ssize_t start, Py_ssize_t pos) {
+    Py_ssize_t item = d->heap[pos];
+    double x = d->bk[item].when;
+    while (pos > start) {
+        Py_ssize_t parent = (pos - 1) >> 1;
+        if (!(x < dw(d, parent)))
+            break;
+        d->heap[pos] = d->heap[parent];
+        pos = parent;
+    }
+    d->heap[pos] = item;
+}
+
+/* heapq's _siftup */
+static void dues_siftup(Dues *d, Py_ssize_t pos) {
+    Py_ssize_t end = d->nh, start = pos, item = d->heap[pos], child = 2 * pos + 1;
+    while (child < end) {
+        Py_ssize_t right = child + 1;
+        if (right < end && !(dw(d, child) < dw(d, right)))
+            child = right;
+        d->heap[pos] = d->heap[child];
+        pos = child;
+        child = 2 * pos + 1;
+    }
+    d->heap[pos] = item;
+    dues_siftdown(d, start, pos);
+}
+
+/* the bucket of due time ``w`` (its place in the table into *at), or -1 */
+static inline Py_ssize_t dues_find(const Dues *d, double w, Py_ssize_t *at) {
+    return tt_find(d->tab, d->tabcap, d->nlive, (const char *)d->bk, sizeof(DBucket), w, at);
+}
+
+/* a new bucket for ``w`` (none kept yet), not in the heap: its id, or -1 with an exception set */
+static Py_ssize_t dues_new(Dues *d, double w) {
+    if (tt_room(&d->tab, &d->tabcap, &d->tabfill, d->nlive, (const char *)d->bk, sizeof(DBucket)) < 0)
+        return -1;
+    if (!d->nfree) {
+        Py_ssize_t cap = d->bkcap ? 2 * d->bkcap : 64;
+        DBucket *bk = realloc(d->bk, sizeof(DBucket) * (size_t)cap);
+        if (bk)
+            d->bk = bk;
+        Py_ssize_t *fr = bk ? realloc(d->bkfree, sizeof(Py_ssize_t) * (size_t)cap) : NULL;
+        Py_ssize_t *hp = fr ? realloc(d->heap, sizeof(Py_ssize_t) * (size_t)cap) : NULL;
+        if (fr)
+            d->bkfree = fr;
+        if (!hp) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        d->heap = hp;
+        d->hcap = cap;
+        for (Py_ssize_t i = cap - 1; i >= d->bkcap; i--) {
+            d->bk[i] = (DBucket){0};
+            d->bkfree[d->nfree++] = i;
+        }
+        d->bkcap = cap;
+    }
+    Py_ssize_t x = d->bkfree[--d->nfree];
+    d->bk[x].when = w;
+    d->bk[x].n = 0;
+    d->bk[x].seq = d->seq++;
+    fb_place(d->tab, d->tabcap, w, x, &d->tabfill);
+    d->nlive++;
+    return x;
+}
+
+static int grow_to(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size, Py_ssize_t first);
+
+static int dues_append(Dues *d, Py_ssize_t x, int64_t slot) {
+    DBucket *b = &d->bk[x];
+    if (grow_to((void **)&b->s, &b->cap, b->n + 1, sizeof(int64_t), 4) < 0)
+        return -1;
+    b->s[b->n++] = slot;
+    return 0;
+}
+
+/* heapq.heappush of bucket x (the heap has room: it holds at most every bucket) */
+static void dues_push(Dues *d, Py_ssize_t x) {
+    d->heap[d->nh++] = x;
+    dues_siftdown(d, 0, d->nh - 1);
+}
+
+/* heapq.heappop, and the bucket taken out of the table (its slots read until the next dues_new) */
+static Py_ssize_t dues_pop(Dues *d) {
+    Py_ssize_t top = d->heap[0], last = d->heap[--d->nh];
+    if (d->nh) {
+        d->heap[0] = last;
+        dues_siftup(d, 0);
+    }
+    Py_ssize_t at = -1;
+    if (dues_find(d, d->bk[top].when, &at) == top)
+        d->tab[at] = -2;
+    else /* (a NaN, never found by its value) */
+        for (Py_ssize_t i = 0; i < d->tabcap; i++)
+            if (d->tab[i] == top)
+                d->tab[i] = -2;
+    d->bkfree[d->nfree++] = top;
+    d->nlive--;
+    return top;
+}
+
+/* slot ``s`` due at ``w``: into the bucket of w, a new one pushed on the heap where none is kept
+ * (``bucket = due_at.get(when)``; ``due_at[when] = [slot]``, ``heappush``) */
+static int dues_add(Dues *d, double w, int64_t s) {
+    Py_ssize_t x = dues_find(d, w, NULL);
+    if (x < 0) {
+        if ((x = dues_new(d, w)) < 0)
+            return -1;
+        dues_push(d, x);
+    }
+    return dues_append(d, x, s);
+}
+
+/* drain_due's loop: the slots done (sorted, into *out, n into *nout; malloc'd) and the entries taken off */
+static int dues_drain(Dues *d, double cut, Arr *active, const Arr *due, Py_ssize_t **out, Py_ssize_t *nout,
+                      Py_ssize_t *taken) {
+    Py_ssize_t *done = NULL, ndone = 0, cap = 0, n = active->n < due->n ? active->n : due->n;
+    *taken = 0;
+    while (d->nh && dw(d, 0) <= cut) {
+        Py_ssize_t x = dues_pop(d);
+        const DBucket *b = &d->bk[x];
+        double w = b->when;
+        *taken += b->n;
+        for (Py_ssize_t i = 0; i < b->n; i++) {
+            int64_t s = b->s[i];
+            if (s < 0 || s >= n) {
+                PyErr_SetString(PyExc_IndexError, "_ratecore: slot out of range");
+                free(done);
+                return -1;
+            }
+            unsigned char *on = arr_bp(active, s);
+            if (*on && arr_f(due, s) == w) {
+                *on = 0; /* an entry pushed twice completes its flow once */
+                if (ndone == cap) {
+                    cap = cap ? 2 * cap : 16;
+                    Py_ssize_t *grown = realloc(done, (size_t)cap * sizeof(Py_ssize_t));
+                    if (!grown) {
+                        free(done);
+                        PyErr_NoMemory();
+                        return -1;
+                    }
+                    done = grown;
+                }
+                done[ndone++] = (Py_ssize_t)s;
+            }
+        }
+    }
+    if (ndone > 1)
+        qsort(done, (size_t)ndone, sizeof(Py_ssize_t), cmp_ssize);
+    *out = done;
+    *nout = ndone;
+    return 0;
+}
+
+/* next_due's loop: the earliest live due time (inf where none) into *when, and the entries taken off */
+static int dues_next(Dues *d, const Arr *active, const Arr *due, double *when, Py_ssize_t *taken) {
+    Py_ssize_t n = active->n < due->n ? active->n : due->n;
+    *taken = 0;
+    while (d->nh) {
+        const DBucket *b = &d->bk[d->heap[0]];
+        for (Py_ssize_t i = 0; i < b->n; i++) {
+            int64_t s = b->s[i];
+            if (s < 0 || s >= n) {
+                PyErr_SetString(PyExc_IndexError, "_ratecore: slot out of range");
+                return -1;
+            }
+            if (arr_b(active, s) && arr_f(due, s) == b->when) {
+                *when = b->when;
+                return 0;
+            }
+        }
+        *taken += b->n; /* every slot due then is stale */
+        dues_pop(d);
+    }
+    *when = Py_HUGE_VAL;
+    return 0;
+}
+
+static void dues_clear(Dues *d) {
+    d->nh = 0;
+    d->nfree = 0;
+    for (Py_ssize_t i = d->bkcap - 1; i >= 0; i--) {
+        d->bk[i].n = 0;
+        d->bkfree[d->nfree++] = i;
+    }
+    for (Py_ssize_t i = 0; i < d->tabcap; i++)
+        d->tab[i] = -1;
+    d->tabfill = d->nlive = 0;
+}
+
+/* the buckets in creation order (a dict's order): ids into *out (malloc'd), how many returned */
+static Py_ssize_t dues_order(const Dues *d, Py_ssize_t **out) {
+    Py_ssize_t *ids = malloc(sizeof(Py_ssize_t) * (size_t)(d->nh ? d->nh : 1));
+    if (!ids) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < d->nh; i++)
+        ids[i] = d->heap[i];
+    for (Py_ssize_t i = 1; i < d->nh; i++) { /* (insertion sort by seq: the heap is nearly in order) */
+        Py_ssize_t x = ids[i], j = i;
+        for (; j > 0 && d->bk[ids[j - 1]].seq > d->bk[x].seq; j--)
+            ids[j] = ids[j - 1];
+        ids[j] = x;
+    }
+    *out = ids;
+    return d->nh;
+}
+
+/* Dues(heap=None, due_at=None): empty, or holding the heap list and the dict of a Python due-time heap
+ * (the heap's order kept as it is, the dict's order as the buckets' creation order) */
+static int Dues_init(Dues *d, PyObject *args, PyObject *kwds) {
+    static char *kw[] = {"heap", "due_at", NULL};
+    PyObject *heap = Py_None, *due_at = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OO:Dues", kw, &heap, &due_at))
+        return -1;
+    dues_free(d);
+    if (heap == Py_None && due_at == Py_None)
+        return 0;
+    if (heap_args(heap, due_at) < 0)
+        return -1;
+    if (PyList_GET_SIZE(heap) != PyDict_GET_SIZE(due_at)) {
+        PyErr_SetString(PyExc_ValueError, "Dues: the heap must hold every due time of the dict once");
+        return -1;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *bucket;
+    while (PyDict_Next(due_at, &pos, &key, &bucket)) {
+        double w = PyFloat_AsDouble(key);
+        if ((w == -1.0 && PyErr_Occurred()) || !PyList_CheckExact(bucket)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "Dues: a due time's slots must be a list");
+            return -1;
+        }
+        if (dues_find(d, w, NULL) >= 0) {
+            PyErr_SetString(PyExc_ValueError, "Dues: a due time twice");
+            return -1;
+        }
+        Py_ssize_t x = dues_new(d, w);
+        if (x < 0)
+            return -1;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(bucket); i++) {
+            int64_t s = PyLong_AsLongLong(PyList_GET_ITEM(bucket, i));
+            if ((s == -1 && PyErr_Occurred()) || dues_append(d, x, s) < 0)
+                return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(heap); i++) {
+        double w = PyFloat_AsDouble(PyList_GET_ITEM(heap, i));
+        Py_ssize_t x = w == -1.0 && PyErr_Occurred() ? -1 : dues_find(d, w, NULL);
+        if (x < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "Dues: a heap's time without its slots");
+            return -1;
+        }
+        d->heap[d->nh++] = x;
+    }
+    return 0;
+}
+
+/* rebuild(due, active): Network._rebuild_due's dict and heap anew from the draining flows ``active`` (in
+ * order) due at ``due[active]`` (the buckets made in that order, the heap heapified from it) */
+/* the buckets of the draining flows ``act`` (in order) due at ``due[act]``, then heapified: how many */
+static PyObject *dues_fill(Dues *d, const Arr *due, const Arr *act) {
+    dues_clear(d);
+    for (Py_ssize_t i = 0; i < act->n; i++) {
+        int64_t s = arr_i(act, i);
+        if (!index_ok(s, due->n, "rebuild: slot out of range"))
+            return NULL;
+        double w = arr_f(due, s);
+        Py_ssize_t x = dues_find(d, w, NULL);
+        if (x < 0) {
+            if ((x = dues_new(d, w)) < 0)
+                return NULL;
+            d->heap[d->nh++] = x;
+        }
+        if (dues_append(d, x, s) < 0)
+            return NULL;
+    }
+    for (Py_ssize_t i = d->nh / 2 - 1; i >= 0; i--) /* heapq.heapify */
+        dues_siftup(d, i);
+    return PyLong_FromSsize_t(act->n);
+}
+
+static PyObject *Dues_rebuild(Dues *d, PyObject *const *args, Py_ssize_t nargs) {
+    Arr due = {.held = 0}, act = {.held = 0};
+    PyObject *out = NULL;
+    if (nargs_ok(nargs, 2, "rebuild(due, active)") && arr_get(args[0], &due, 'f') == 0 &&
+        arr_get(args[1], &act, 'i') == 0)
+        out = dues_fill(d, &due, &act);
+    arr_release(&due);
+    arr_release(&act);
+    return out;
+}
+
+/* buckets() -> {due time: [slots]}: the dict the Python lines keep, in its order */
+static PyObject *Dues_buckets(Dues *d, PyObject *unused) {
+    Py_ssize_t *ids = NULL, n = dues_order(d, &ids);
+    PyObject *out = n < 0 ? NULL : PyDict_New();
+    for (Py_ssize_t i = 0; out && i < n; i++) {
+        const DBucket *b = &d->bk[ids[i]];
+        PyObject *k = PyFloat_FromDouble(b->when), *l = k ? PyList_New(b->n) : NULL;
+        for (Py_ssize_t j = 0; l && j < b->n; j++) {
+            PyObject *v = PyLong_FromLongLong(b->s[j]);
+            if (!v)
+                Py_CLEAR(l);
+            else
+                PyList_SET_ITEM(l, j, v);
+        }
+        if (!l || PyDict_SetItem(out, k, l) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(k);
+        Py_XDECREF(l);
+    }
+    free(ids);
+    return out;
+}
+
+static Py_ssize_t Dues_len(Dues *d) { return d->nh; }
+
+/* dues[i]: the heap's i-th time (heapq's layout: dues[0] the earliest) */
+static PyObject *Dues_item(Dues *d, Py_ssize_t i) {
+    if (i < 0 || i >= d->nh) {
+        PyErr_SetString(PyExc_IndexError, "Dues index out of range");
+        return NULL;
+    }
+    return PyFloat_FromDouble(dw(d, i));
+}
+
+static PySequenceMethods Dues_seq = {.sq_length = (lenfunc)Dues_len, .sq_item = (ssizeargfunc)Dues_item};
+
+static PyMethodDef Dues_methods[] = {
+    {"rebuild", (PyCFunction)(void (*)(void))Dues_rebuild, METH_FASTCALL,
+     "rebuild(due, active) -> entries: the heap anew from the draining flows (Network._rebuild_due)"},
+    {"buckets", (PyCFunction)Dues_buckets, METH_NOARGS, "buckets() -> {due time: [slots]}, in the dict's order"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject DuesType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore.Dues",
+    .tp_basicsize = sizeof(Dues),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The network's due-time heap in C: Dues(heap=None, due_at=None); len(), [i] (heapq's layout), "
+              "buckets(), rebuild(due, active)",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Dues_init,
+    .tp_dealloc = (destructor)Dues_dealloc,
+    .tp_methods = Dues_methods,
+    .tp_as_sequence = &Dues_seq,
+};
+
 /* drain_due(heap, due_at, cut, is_active, due) -> (slots done, sorted; entries taken off): pop every due
  * time up to ``cut``; a slot of its bucket still draining and due then is done (and no longer active) */
 static PyObject *py_drain_due(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -1569,6 +2177,11 @@ static PyObject *py_drain_due(PyObject *self, PyObject *const *args, Py_ssize_t 
     double w;
     PyObject *bucket;
     int got;
+    if (is_dues(heap)) { /* (held in C) */
+        if (dues_drain((Dues *)heap, cut, &active, &due, &done, &ndone, &taken) < 0)
+            goto fail;
+        goto listed;
+    }
     while ((got = pop_due(heap, due_at, cut, &w, &bucket)) > 0) {
         Py_ssize_t m = PyList_GET_SIZE(bucket);
         taken += m;
@@ -1600,6 +2213,7 @@ static PyObject *py_drain_due(PyObject *self, PyObject *const *args, Py_ssize_t 
         goto fail;
     if (ndone > 1)
         qsort(done, (size_t)ndone, sizeof(Py_ssize_t), cmp_ssize);
+listed:;
     PyObject *list = PyList_New(ndone);
     if (!list)
         goto fail;
@@ -1626,6 +2240,12 @@ static PyObject *py_next_due(PyObject *self, PyObject *const *args, Py_ssize_t n
     PyObject *heap = args[0], *due_at = args[1];
     Py_ssize_t n = active.n < due.n ? active.n : due.n, taken = 0;
     PyObject *out = NULL;
+    if (is_dues(heap)) { /* (held in C) */
+        double when;
+        if (dues_next((Dues *)heap, &active, &due, &when, &taken) == 0)
+            out = Py_BuildValue("(dn)", when, taken);
+        return due_close(&active, &due, out);
+    }
     while (PyList_GET_SIZE(heap)) {
         PyObject *top = PyList_GET_ITEM(heap, 0);
         PyObject *bucket = bucket_of(due_at, top);
@@ -1657,6 +2277,23 @@ done:
     return due_close(&active, &due, out);
 }
 
+/* a new rate ``new`` for slot s from ``now`` on (_set_due's loop, one slot): where it changes, its bytes left
+ * brought up to date and its due time entered in ``d``, *added counted: 0, or -1 with an exception set */
+static int due_one(Dues *d, Py_ssize_t s, double new, double now, double *rate, double *left, double *t_set,
+                   double *due, Py_ssize_t *added) {
+    double old = *rate;
+    if (old == new)
+        return 0;
+    double remaining = *left - old * (now - *t_set);
+    *left = remaining;
+    *t_set = now;
+    *rate = new;
+    double when = new > 0 ? now + remaining / new : Py_HUGE_VAL;
+    *due = when;
+    ++*added;
+    return dues_add(d, when, (int64_t)s);
+}
+
 /* set_due(slots, rates, now, rate, left, t_set, due, heap, due_at) -> entries added: new rates from
  * ``now`` on (lists of ints and floats); a slot whose rate changes has its bytes left brought up to date
  * and its new due time entered */
@@ -1667,7 +2304,8 @@ static PyObject *py_set_due(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     PyObject *slots = args[0], *rates = args[1], *heap = args[7], *due_at = args[8];
     double now = PyFloat_AsDouble(args[2]);
-    if ((now == -1.0 && PyErr_Occurred()) || heap_args(heap, due_at) < 0)
+    Dues *held = is_dues(heap) ? (Dues *)heap : NULL; /* (the heap held in C) */
+    if ((now == -1.0 && PyErr_Occurred()) || (!held && heap_args(heap, due_at) < 0))
         return NULL;
     if (!PyList_CheckExact(slots) || !PyList_CheckExact(rates) || PyList_GET_SIZE(slots) != PyList_GET_SIZE(rates)) {
         PyErr_SetString(PyExc_TypeError, "set_due: slots and rates must be lists of one length");
@@ -1692,6 +2330,11 @@ static PyObject *py_set_due(PyObject *self, PyObject *const *args, Py_ssize_t na
         double new = PyFloat_AsDouble(PyList_GET_ITEM(rates, i));
         if (new == -1.0 && PyErr_Occurred())
             goto done;
+        if (held) {
+            if (due_one(held, s, new, now, &AT(0, s), &AT(1, s), &AT(2, s), &AT(3, s), &added) < 0)
+                goto done;
+            continue;
+        }
         double old = AT(0, s);
         if (old == new)
             continue;
@@ -1882,6 +2525,19 @@ done:
     return result;
 }
 
+/* where ``pid`` is in ``keys`` (sorted, distinct; np.searchsorted), or -1 where it is not */
+static inline Py_ssize_t key_at(const Arr *keys, int64_t pid) {
+    Py_ssize_t lo = 0, hi = keys->n;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (arr_i(keys, mid) < pid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < keys->n && arr_i(keys, lo) == pid ? lo : -1;
+}
+
 /* hit_rates(keys, rates, active, path, masked) -> (slots, rates) as lists, or None: Rates.compute's cache
  * hit -- the draining flows ``active`` (their slots, or with ``masked`` a mask over the slots: the ones set,
  * in slot order) each at the rate of its path in ``keys`` (sorted, distinct), or None where a path is not
@@ -1916,16 +2572,8 @@ static PyObject *py_hit_rates(PyObject *self, PyObject *const *args, Py_ssize_t 
             s = i;
         } else if (!index_ok(s = arr_i(&active, i), path.n, "hit_rates: slot out of range"))
             goto done;
-        int64_t pid = arr_i(&path, s);
-        Py_ssize_t lo = 0, hi = keys.n; /* np.searchsorted(keys, pid) */
-        while (lo < hi) {
-            Py_ssize_t mid = (lo + hi) / 2;
-            if (arr_i(&keys, mid) < pid)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo == keys.n || arr_i(&keys, lo) != pid) {
+        Py_ssize_t lo = key_at(&keys, arr_i(&path, s));
+        if (lo < 0) {
             result = Py_NewRef(Py_None);
             goto done;
         }
@@ -2302,6 +2950,135 @@ static PyObject *new_event(PyObject *type, PyObject *env) {
  * wake-up's objects are plain Python instances: the network, its rates, the executor, the environment),
  * sparing the type's lookup of every name; a name not in the dict (a class attribute, a property) goes
  * through PyObject_GetAttr / SetAttr as before. */
+/* ------------------------------------------------------------------ the network's state in C
+ *
+ * The attributes of a Network and of its Rates that the wake-up reads and writes every time (counters, the
+ * due heap, the per-slot arrays, the lists and dicts the core works on) held in C: the two classes derive
+ * from NetBase and RatesBase (sim/network.py, sim/rates.py; ``object`` where the core is not built), whose
+ * instances keep those attributes in a C array of object pointers -- member descriptors for Python, which
+ * reads and writes them as ever -- so that the core's attribute reads and writes (iget, iset, below) are a
+ * pointer's load and store, found by the interned name's address, not a dict's lookup by its hash and
+ * string. The values are the ones the Python lines hold, of the same types. */
+
+#define NET_NF 33
+static const char *net_fields[NET_NF] = {
+    "_t_last", "_heap",  "_due_at", "_is_active", "_due",   "_due_entries", "_nactive", "_active_arr", "_entries",
+    "_pending", "_pending_at", "_stage", "_remaining", "_path", "_bytes", "_rate", "_owner", "_gid", "_owners",
+    "_free",  "_path_bytes", "cluster", "_t_set", "_bound", "flows", "_held", "wakeups", "_wake_at", "_wake_event",
+    "rates",  "check", "_lane", "after_wake",
+};
+#define RATES_NF 31
+static const char *rates_fields[RATES_NF] = {
+    "_recount", "_shared", "_capacity", "_valid", "_incremental", "_skip", "_skip_next", "_members", "_core",
+    "_spread", "_load", "_bounded", "_key", "_cache", "_fresh", "_gone", "_alone_rates", "cache_hits", "solves",
+    "partial", "regrown", "_dominance", "_version", "_path_hash", "_count", "cluster", "isolated", "_kept",
+    "_users", "_spills", "_use_core",
+};
+
+typedef struct {
+    PyObject_HEAD PyObject *f[NET_NF];
+} NetBase;
+typedef struct {
+    PyObject_HEAD PyObject *f[RATES_NF];
+} RatesBase;
+
+/* a field's index by its interned name's address (open addressing; 128 places, the names under 64) */
+#define ST_CAP 128
+typedef struct {
+    PyObject *name[ST_CAP];
+    int idx[ST_CAP];
+} STab;
+static STab net_tab, rates_tab;
+static PyMemberDef net_members[NET_NF + 1], rates_members[RATES_NF + 1];
+static PyTypeObject NetBaseType, RatesBaseType;
+
+static inline size_t st_hash(PyObject *name) { return ((uintptr_t)name >> 4) & (ST_CAP - 1); }
+
+static int st_build(STab *tab, PyMemberDef *members, const char *const *names, int n, Py_ssize_t base) {
+    for (int k = 0; k < n; k++) {
+        PyObject *s = PyUnicode_InternFromString(names[k]);
+        if (!s)
+            return -1;
+        size_t h = st_hash(s);
+        while (tab->name[h])
+            h = (h + 1) & (ST_CAP - 1);
+        tab->name[h] = s; /* (kept: interned names live as long as the interpreter) */
+        tab->idx[h] = k;
+        members[k] = (PyMemberDef){(char *)names[k], T_OBJECT_EX, base + k * (Py_ssize_t)sizeof(PyObject *), 0, NULL};
+    }
+    members[n] = (PyMemberDef){NULL};
+    return 0;
+}
+
+/* where obj keeps the attribute ``name`` in C (a NetBase's or RatesBase's field), or NULL */
+static inline PyObject **sfield(PyObject *obj, PyObject *name) {
+    PyTypeObject *b = Py_TYPE(obj)->tp_base;
+    const STab *tab;
+    PyObject **f;
+    if (b == &NetBaseType) {
+        tab = &net_tab;
+        f = ((NetBase *)obj)->f;
+    } else if (b == &RatesBaseType) {
+        tab = &rates_tab;
+        f = ((RatesBase *)obj)->f;
+    } else
+        return NULL;
+    for (size_t h = st_hash(name);; h = (h + 1) & (ST_CAP - 1)) {
+        if (tab->name[h] == name)
+            return &f[tab->idx[h]];
+        if (!tab->name[h])
+            return NULL;
+    }
+}
+
+/* a NetBase's or RatesBase's fields: where they are, and how many (into *n) */
+static PyObject **st_fields(PyObject *o, int *n) {
+    int net = PyType_IsSubtype(Py_TYPE(o), &NetBaseType);
+    *n = net ? NET_NF : RATES_NF;
+    return net ? ((NetBase *)o)->f : ((RatesBase *)o)->f;
+}
+
+static int St_traverse(PyObject *o, visitproc visit, void *arg) {
+    int n;
+    PyObject **f = st_fields(o, &n);
+    for (int k = 0; k < n; k++)
+        Py_VISIT(f[k]);
+    return 0;
+}
+
+static int St_clear(PyObject *o) {
+    int n;
+    for (PyObject **f = st_fields(o, &n), **end = f + n; f < end; f++)
+        Py_CLEAR(*f);
+    return 0;
+}
+
+static void St_dealloc(PyObject *o) {
+    PyObject_GC_UnTrack(o);
+    St_clear(o);
+    Py_TYPE(o)->tp_free(o);
+}
+
+/* the two types: the same but for their fields */
+#define ST_TYPE(T, doc, members)                                                                            \
+    {                                                                                                     \
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore." #T, .tp_basicsize = sizeof(T),          \
+        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, .tp_doc = doc,         \
+        .tp_new = PyType_GenericNew, .tp_dealloc = St_dealloc, .tp_traverse = St_traverse,                \
+        .tp_clear = St_clear, .tp_members = members,                                                      \
+    }
+static PyTypeObject NetBaseType =
+    ST_TYPE(NetBase, "sim.network.Network's base: the attributes its wake-up works on, held in C", net_members);
+static PyTypeObject RatesBaseType = ST_TYPE(
+    RatesBase, "sim.rates.Rates's base: the attributes the wake-up's rate computation works on, held in C", rates_members);
+
+static int st_ready(void) {
+    if (st_build(&net_tab, net_members, net_fields, NET_NF, offsetof(NetBase, f)) < 0 ||
+        st_build(&rates_tab, rates_members, rates_fields, RATES_NF, offsetof(RatesBase, f)) < 0)
+        return -1;
+    return PyType_Ready(&NetBaseType) < 0 || PyType_Ready(&RatesBaseType) < 0 ? -1 : 0;
+}
+
 static inline PyObject **idict(PyObject *obj) {
     PyObject **dp = _PyObject_GetDictPtr(obj);
     return dp && *dp && PyDict_CheckExact(*dp) ? dp : NULL;
@@ -2309,7 +3086,10 @@ static inline PyObject **idict(PyObject *obj) {
 
 /* obj.name: a new reference, or NULL with an exception set */
 static PyObject *iget(PyObject *obj, PyObject *name) {
-    PyObject **dp = idict(obj);
+    PyObject **sf = sfield(obj, name);
+    if (sf && *sf)
+        return Py_NewRef(*sf);
+    PyObject **dp = sf ? NULL : idict(obj);
     if (dp) {
         PyObject *v = PyDict_GetItemWithError(*dp, name);
         if (v)
@@ -2322,6 +3102,11 @@ static PyObject *iget(PyObject *obj, PyObject *name) {
 
 /* obj.name = v (in the dict where the name is an instance attribute already) */
 static int iset(PyObject *obj, PyObject *name, PyObject *v) {
+    PyObject **sf = v ? sfield(obj, name) : NULL;
+    if (sf) {
+        Py_XSETREF(*sf, Py_NewRef(v));
+        return 0;
+    }
     PyObject **dp = idict(obj);
     if (dp) {
         int has = PyDict_Contains(*dp, name);
@@ -3612,62 +4397,16 @@ done:
  * Python line reads or writes it; a send while ex._arrivals holds any goes there. Taking an arrival looks
  * in both (fast_take): the two together are the Python lines' one dict. */
 
-static inline size_t fb_hash(double w) {
-    uint64_t b;
-    w = w == 0 ? 0.0 : w; /* (-0.0 and 0.0: one key, as in a dict) */
-    memcpy(&b, &w, sizeof b);
-    b ^= b >> 33;
-    b *= 0xff51afd7ed558ccdULL;
-    b ^= b >> 33;
-    return (size_t)b;
-}
 
 /* the slot of the bucket kept under ``w`` (its place in the table into *at), or -1 */
-static Py_ssize_t fb_find(Fast *f, double w, Py_ssize_t *at) {
-    if (!f->nlive)
-        return -1;
-    size_t mask = (size_t)f->tabcap - 1;
-    for (size_t i = fb_hash(w) & mask;; i = (i + 1) & mask) {
-        Py_ssize_t x = f->tab[i];
-        if (x == -1)
-            return -1;
-        if (x >= 0 && f->bk[x].when == w) {
-            if (at)
-                *at = (Py_ssize_t)i;
-            return x;
-        }
-    }
-}
-
-static void fb_place(Py_ssize_t *tab, Py_ssize_t cap, double w, Py_ssize_t x, Py_ssize_t *fill) {
-    size_t mask = (size_t)cap - 1, i = fb_hash(w) & mask;
-    while (tab[i] >= 0)
-        i = (i + 1) & mask;
-    *fill += tab[i] == -1;
-    tab[i] = x;
+static inline Py_ssize_t fb_find(Fast *f, double w, Py_ssize_t *at) {
+    return tt_find(f->tab, f->tabcap, f->nlive, (const char *)f->bk, sizeof(struct FBucket), w, at);
 }
 
 /* a new bucket under ``w`` (not kept yet): its slot, or -1 with an exception set */
 static Py_ssize_t fb_new(Fast *f, double w) {
-    if ((f->tabfill + 1) * 2 > f->tabcap) { /* the table anew, twice the live ones at most half full */
-        Py_ssize_t cap = 64;
-        while (cap < (f->nlive + 1) * 4)
-            cap *= 2;
-        Py_ssize_t *tab = malloc(sizeof(Py_ssize_t) * (size_t)cap), fill = 0;
-        if (!tab) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        for (Py_ssize_t i = 0; i < cap; i++)
-            tab[i] = -1;
-        for (Py_ssize_t i = 0; i < f->tabcap; i++)
-            if (f->tab[i] >= 0)
-                fb_place(tab, cap, f->bk[f->tab[i]].when, f->tab[i], &fill);
-        free(f->tab);
-        f->tab = tab;
-        f->tabcap = cap;
-        f->tabfill = fill;
-    }
+    if (tt_room(&f->tab, &f->tabcap, &f->tabfill, f->nlive, (const char *)f->bk, sizeof(struct FBucket)) < 0)
+        return -1;
     if (!f->nfree) {
         Py_ssize_t cap = f->bkcap ? 2 * f->bkcap : 64;
         struct FBucket *bk = realloc(f->bk, sizeof(struct FBucket) * (size_t)cap);
@@ -5146,32 +5885,57 @@ static int w_drain(const WCtx *w, PyObject *now_o, double now) {
     PyObject *got = NULL, *arr = NULL;
     Py_ssize_t *done = NULL;
     int rc = -1;
-    if (!heap || !PyList_CheckExact(heap))
+    PyObject *list = NULL;
+    Py_ssize_t taken = 0, n = 0;
+    if (!heap)
         goto out;
-    if (!PyList_GET_SIZE(heap) || fv(PyList_GET_ITEM(heap, 0)) > cut) {
-        rc = 0;
-        goto out;
+    if (is_dues(heap)) { /* (held in C: the slots done read off it, no list made) */
+        Dues *d = (Dues *)heap;
+        if (!d->nh || dw(d, 0) > cut) {
+            rc = 0;
+            goto out;
+        }
+        Arr a_act, a_due;
+        if (w_arr(net, W_IS_ACTIVE, &a_act, 'b', 1) < 0)
+            goto out;
+        if (w_arr(net, W_DUE, &a_due, 'f', 0) < 0) {
+            arr_release(&a_act);
+            goto out;
+        }
+        int bad = dues_drain(d, cut, &a_act, &a_due, &done, &n, &taken) < 0;
+        arr_release(&a_act);
+        arr_release(&a_due);
+        if (bad)
+            goto out;
+    } else {
+        if (!PyList_CheckExact(heap))
+            goto out;
+        if (!PyList_GET_SIZE(heap) || fv(PyList_GET_ITEM(heap, 0)) > cut) {
+            rc = 0;
+            goto out;
+        }
+        if (!(due_at = iget(net, w_s[W_DUE_AT])) || !(act = iget(net, w_s[W_IS_ACTIVE])) ||
+            !(due = iget(net, w_s[W_DUE])) || !(cut_o = PyFloat_FromDouble(cut)))
+            goto out;
+        PyObject *argv[5] = {heap, due_at, cut_o, act, due};
+        if (!(got = py_drain_due(NULL, argv, 5)))
+            goto out;
+        list = PyTuple_GET_ITEM(got, 0);
+        taken = PyLong_AsSsize_t(PyTuple_GET_ITEM(got, 1));
+        n = PyList_GET_SIZE(list);
+        if (n && !(done = malloc((size_t)n * sizeof(Py_ssize_t)))) {
+            PyErr_NoMemory();
+            goto out;
+        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            done[i] = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
     }
-    if (!(due_at = iget(net, w_s[W_DUE_AT])) || !(act = iget(net, w_s[W_IS_ACTIVE])) ||
-        !(due = iget(net, w_s[W_DUE])) || !(cut_o = PyFloat_FromDouble(cut)))
-        goto out;
-    PyObject *argv[5] = {heap, due_at, cut_o, act, due};
-    if (!(got = py_drain_due(NULL, argv, 5)))
-        goto out;
-    PyObject *list = PyTuple_GET_ITEM(got, 0);
-    Py_ssize_t taken = PyLong_AsSsize_t(PyTuple_GET_ITEM(got, 1)), n = PyList_GET_SIZE(list);
     if (w_add(net, W_DUE_ENTRIES, -taken) < 0)
         goto out;
     if (!n) {
         rc = 0;
         goto out;
     }
-    if (!(done = malloc((size_t)n * sizeof(Py_ssize_t)))) {
-        PyErr_NoMemory();
-        goto out;
-    }
-    for (Py_ssize_t i = 0; i < n; i++)
-        done[i] = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
     if (w_active(net, -n) < 0)
         goto out;
     /* (the slots as an array only where a Python line takes them) */
@@ -5184,7 +5948,20 @@ static int w_drain(const WCtx *w, PyObject *now_o, double now) {
     if (!owned) { /* (len(done) <= _SMALL: _finish_few(done, now, finished), else _finish(finished, now)) */
         if (!arr && !(arr = w_slots(w, done, n)))
             goto out;
-        if (n <= 16 ? w_call(net, w_s[W_FINISH_FEW], list, now_o, arr) < 0 : w_call(net, w_s[W_FINISH], arr, now_o, NULL) < 0)
+        if (n <= 16) {
+            PyObject *few = list ? Py_NewRef(list) : PyList_New(n);
+            for (Py_ssize_t i = 0; few && !list && i < n; i++) {
+                PyObject *v = PyLong_FromSsize_t(done[i]);
+                if (!v)
+                    Py_CLEAR(few);
+                else
+                    PyList_SET_ITEM(few, i, v);
+            }
+            int bad = !few || w_call(net, w_s[W_FINISH_FEW], few, now_o, arr) < 0;
+            Py_XDECREF(few);
+            if (bad)
+                goto out;
+        } else if (w_call(net, w_s[W_FINISH], arr, now_o, NULL) < 0)
             goto out;
     }
     rc = 1;
@@ -5284,7 +6061,15 @@ static int w_start(const WCtx *w, PyObject *starting, PyObject *now_o, double no
         *arr_fp(&due, s) = INFINITY;
     }
     arrs_release(all, 7);
-    if (w_active(net, m) < 0 || !(arr = w_slots(w, order, m)))
+    if (k == 1 && !PyLong_CheckExact(PyList_GET_ITEM(starting, 0))) { /* (one launched batch: its own array, as
+                                                                           _start's ``parts[0]`` is) */
+        Arr one;
+        if (arr_get(PyList_GET_ITEM(starting, 0), &one, 'i') == 0 && one.view.itemsize == 8 && one.n == m)
+            arr = Py_NewRef(PyList_GET_ITEM(starting, 0));
+        arr_release(&one);
+        PyErr_Clear();
+    }
+    if (w_active(net, m) < 0 || (!arr && !(arr = w_slots(w, order, m))))
         goto out;
     int kept = w_rates_change(w, order, m, arr, +1); /* (else Network._added: the Python lines) */
     if (kept < 0 || (!kept && w_call(net, w_s[W_ADDED], arr, NULL, NULL) < 0))
@@ -5297,6 +6082,85 @@ out:
     Py_XDECREF(paths);
     Py_XDECREF(lens);
     Py_XDECREF(arr);
+    return rc;
+}
+
+enum { K_DOMINANCE, K_CHECKED, K_VERSION, K_VERSION_, K_PATH_HASH, K_COUNT_, K_RECOUNT_CORE, K_NUM_ARCS, K_USERS, K_N };
+static const char *k_names[K_N] = {"_dominance", "checked", "version", "_version", "_path_hash", "_count",
+                                   "_RECOUNT_CORE", "num_arcs", "_users"};
+static PyObject *k_s[K_N];
+
+static int k_strings(void) { return intern_all(k_s, k_names, K_N); }
+
+/* ------------------------------------------------------------------ the rate bookkeeping's recounts in C
+ *
+ * What Rates.compute's Python lines do once a big batch has dropped the per-link sets (Rates._use: the user
+ * counts taken anew, ``_recount``), or the loads are to be taken again (``_load`` None), for the compiled
+ * core -- on the core's kept arcs of every path (Rates._arcs_of), the draining flows in slot order: */
+
+/* the draining flows' slots (``active`` set, in slot order) into *out (malloc'd), how many (-1 on an error) */
+static Py_ssize_t active_slots(const Arr *active, const Arr *path, Py_ssize_t **out) {
+    Py_ssize_t n = active->n < path->n ? active->n : path->n, m = 0;
+    Py_ssize_t *v = malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
+    if (!v) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t s = 0; s < n; s++)
+        if (arr_b(active, s))
+            v[m++] = s;
+    *out = v;
+    return m;
+}
+
+/* Rates._count_users: each kept link's users among the flows ``slots`` (into ``users``, narcs of them, zeroed
+ * first) and how many links have two or more (into *shared): 0, or -1 with an exception set */
+static int core_count(Core *c, const Py_ssize_t *slots, Py_ssize_t n, const Arr *path, int64_t *users, long *shared) {
+    memset(users, 0, sizeof(int64_t) * (size_t)c->narcs);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int32_t *arcs;
+        int32_t len;
+        if (path_arcs(c, arr_i(path, slots[i]), &arcs, &len) < 0)
+            return -1;
+        for (int32_t k = 0; k < len; k++)
+            users[arcs[k]]++;
+    }
+    long m = 0;
+    for (Py_ssize_t a = 0; a < c->narcs; a++)
+        m += users[a] >= 2;
+    *shared = m;
+    return 0;
+}
+
+/* Rates._rebuild for the core: the per-link sets anew, the flows ``slots`` entered in order (Core.clear,
+ * Core.enter; the links they make shared are not counted, as _rebuild does not count them) */
+static int core_rebuild(Core *c, const Py_ssize_t *slots, Py_ssize_t n, const Arr *path) {
+    long d = 0;
+    clear_members(c);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (core_enter_one(c, (int64_t)slots[i], arr_i(path, slots[i]), &d) < 0)
+            return -1;
+    return 0;
+}
+
+/* Rates._reload for the core: every kept link's load, the flows ``slots`` at their rates in order then the
+ * flows ended since (``gone``, a list of (pids, rates)) at theirs, the same sums in the same order as
+ * np.bincount and np.add.at make them (a link left out: 0), and the full set from them (Core.set_load) */
+static int core_reload(Core *c, const Py_ssize_t *slots, Py_ssize_t n, const Arr *path, const Arr *rate, PyObject *gone) {
+    for (Py_ssize_t a = 0; a < c->narcs; a++)
+        c->load[a] = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int32_t *arcs;
+        int32_t len;
+        if (!index_ok(slots[i], rate->n, "reload: slot out of range") || path_arcs(c, arr_i(path, slots[i]), &arcs, &len) < 0)
+            return -1;
+        double r = arr_f(rate, slots[i]);
+        for (int32_t k = 0; k < len; k++)
+            c->load[arcs[k]] += r;
+    }
+    int rc = read_gone(c, gone, NULL, 2);
+    for (Py_ssize_t a = 0; rc == 0 && a < c->narcs; a++)
+        c->full[a] = c->load[a] >= c->brim[a];
     return rc;
 }
 
@@ -5317,14 +6181,16 @@ enum {
     R_RATES, R_CHECK, R_RECOUNT, R_SHARED, R_CAPACITY, R_VALID, R_INCREMENTAL, R_SKIP, R_SKIP_NEXT, R_MEMBERS,
     R_CORE, R_SPREAD, R_LOAD, R_BOUNDED, R_KEY, R_CACHE, R_FRESH, R_GONE, R_ALONE, R_HITS, R_SOLVES, R_PARTIAL,
     R_REGROWN, R_SOLVE_ALL, R_ACTIVE_SLOTS, R_ENTRIES_NOW, R_SET_RATES, R_REBUILD_DUE, R_CMAX, R_SHARE, R_FLOOR,
-    R_SCALAR, R_RTOL, R_SKIP_MAX, R_HIT_CORE, R_INCR_MIN, R_SETTLED, R_SPILLED, R_N
+    R_SCALAR, R_RTOL, R_SKIP_MAX, R_HIT_CORE, R_INCR_MIN, R_SETTLED, R_SPILLED, R_MAXMIN, R_CACHE_ENTRIES, R_CAPACITY_,
+    R_START, R_ARCS, R_N
 };
 static const char *r_names[R_N] = {
     "rates", "check", "_recount", "_shared", "_capacity", "_valid", "_incremental", "_skip", "_skip_next",
     "_members", "_core", "_spread", "_load", "_bounded", "_key", "_cache", "_fresh", "_gone", "_alone_rates",
     "cache_hits", "solves", "partial", "regrown", "_solve_all", "_active_slots", "_entries_now", "_set_rates",
     "_rebuild_due", "_COMPONENT_MAX_CORE", "_PART_SHARE_CORE", "_PART_FLOOR", "_SCALAR_MAX", "_RTOL", "_SKIP_MAX",
-    "_HIT_CORE", "_INCREMENTAL_MIN", "_settled", "_spilled",
+    "_HIT_CORE", "_INCREMENTAL_MIN", "_settled", "_spilled", "maxmin_rates", "_CACHE_ENTRIES", "capacity", "start",
+    "arcs",
 };
 static PyObject *r_s[R_N];
 
@@ -5348,6 +6214,30 @@ static int r_set(PyObject *obj, PyObject *name, long value) {
     return rc;
 }
 
+/* ``added`` entries more in the due heap (_due_entries), which is rebuilt where its stale entries outnumber the
+ * live ones (Network._set_rates' end) */
+static int w_entries_added(const WCtx *w, Py_ssize_t added) {
+    PyObject *net = w->net;
+    long entries, nactive;
+    if (w_add(net, W_DUE_ENTRIES, added) < 0 || r_long(net, w_s[W_DUE_ENTRIES], &entries) < 0 ||
+        r_long(net, w_s[W_NACTIVE], &nactive) < 0)
+        return -1;
+    return entries > 4 * nactive + 1024 ? w_call(net, r_s[R_REBUILD_DUE], NULL, NULL, NULL) : 0;
+}
+
+/* a list of the ints ``iv`` or, where NULL, of the floats ``fv_`` (n of them): a new reference */
+static PyObject *w_list(const Py_ssize_t *iv, const double *fv_, Py_ssize_t n) {
+    PyObject *l = PyList_New(n);
+    for (Py_ssize_t i = 0; l && i < n; i++) {
+        PyObject *x = iv ? PyLong_FromSsize_t(iv[i]) : PyFloat_FromDouble(fv_[i]);
+        if (!x)
+            Py_CLEAR(l);
+        else
+            PyList_SET_ITEM(l, i, x);
+    }
+    return l;
+}
+
 /* Network._set_rates(slots, rates) for lists, as the compiled core hands them over */
 static int w_apply(const WCtx *w, PyObject *slots, PyObject *rates) {
     PyObject *net = w->net;
@@ -5362,17 +6252,50 @@ static int w_apply(const WCtx *w, PyObject *slots, PyObject *rates) {
     if (!(got = py_set_due(NULL, argv, 9)))
         goto out;
     Py_ssize_t added = PyLong_AsSsize_t(got);
-    long entries, nactive;
-    if ((added == -1 && PyErr_Occurred()) || w_add(net, W_DUE_ENTRIES, added) < 0 ||
-        r_long(net, w_s[W_DUE_ENTRIES], &entries) < 0 || r_long(net, w_s[W_NACTIVE], &nactive) < 0)
-        goto out;
-    if (entries > 4 * nactive + 1024 && w_call(net, r_s[R_REBUILD_DUE], NULL, NULL, NULL) < 0)
-        goto out;
-    rc = 0;
+    rc = added == -1 && PyErr_Occurred() ? -1 : w_entries_added(w, added);
 out:
     for (int k = 0; k < 7; k++)
         Py_XDECREF(o[k]);
     Py_XDECREF(got);
+    return rc;
+}
+
+/* w_apply for C arrays of slots and rates: the same loop in C where the due heap is held in C (Dues), else
+ * as lists */
+static int w_apply_c(const WCtx *w, const Py_ssize_t *slots, const double *rv, Py_ssize_t n) {
+    PyObject *net = w->net, *heap = iget(net, w_s[W_HEAP]), *now_o = heap ? iget(net, w_s[W_T_LAST]) : NULL;
+    int rc = -1;
+    if (!now_o)
+        goto out;
+    if (!is_dues(heap)) {
+        PyObject *sl = w_list(slots, NULL, n), *rl = sl ? w_list(NULL, rv, n) : NULL;
+        rc = rl ? w_apply(w, sl, rl) : -1;
+        Py_XDECREF(sl);
+        Py_XDECREF(rl);
+        goto out;
+    }
+    Arr a[4]; /* rate, left, t_set, due */
+    int names[4] = {W_RATE, W_REMAINING, W_T_SET, W_DUE}, opened = 0;
+    while (opened < 4 && w_arr(net, names[opened], &a[opened], 'f', 1) == 0)
+        opened++;
+    double now = fv(now_o);
+    Py_ssize_t added = 0;
+    rc = opened < 4 || (now == -1.0 && PyErr_Occurred()) ? -1 : 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        Py_ssize_t s = slots[i];
+        if (!index_ok(s, a[0].n < a[3].n ? a[0].n : a[3].n, "set_due: slot out of range")) {
+            rc = -1;
+            break;
+        }
+        rc = due_one((Dues *)heap, s, rv[i], now, arr_fp(&a[0], s), arr_fp(&a[1], s), arr_fp(&a[2], s), arr_fp(&a[3], s), &added);
+    }
+    for (int k = 0; k < opened; k++)
+        arr_release(&a[k]);
+    if (rc == 0)
+        rc = w_entries_added(w, added);
+out:
+    Py_XDECREF(heap);
+    Py_XDECREF(now_o);
     return rc;
 }
 
@@ -5388,6 +6311,193 @@ static PyObject *w_ask(PyObject *net, PyObject *path, PyObject *bound, PyObject 
     return ask;
 }
 
+
+/* Rates._solve_all for the compiled wake-up: max-min over every draining flow (``slots``, in slot order), by
+ * sim.rates.maxmin_rates called as the Python lines call it (the crossings flow by flow, every arc of every
+ * path, the cluster's capacities, the flows' bounds), the rates handed over as Network._set_rates hands
+ * them, ``_valid`` set, ``_load`` dropped and, where no flow is bounded, the cache entry made as the Python
+ * lines make it (the paths' distinct ids, the rate of each one's first flow, the flows counted; the oldest
+ * entry dropped at _CACHE_ENTRIES): 0, or -1 with an exception set */
+static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, Py_ssize_t n, const Arr *a_path,
+                       PyObject *bound, int cacheable) {
+    PyObject *mod = PyTuple_GET_ITEM(w->wctx_, 3);
+    PyObject *cluster = NULL, *paths = NULL, *o_start = NULL, *o_len = NULL, *o_arcs = NULL, *cap = NULL;
+    PyObject *flow_o = NULL, *arc_o = NULL, *bound_o = NULL, *n_o = NULL, *fn = NULL, *got = NULL;
+    PyObject *keys_o = NULL, *first_o = NULL, *entry = NULL, *cache = NULL, *key = NULL;
+    Arr start = {.held = 0}, len = {.held = 0}, arcs = {.held = 0}, bnd = {.held = 0}, out = {.held = 0};
+    Py_ssize_t *fl = NULL, *ar = NULL, *pid = NULL, ne = 0;
+    double *bv = NULL;
+    int rc = -1;
+    if (add_attr(rates, r_s[R_SOLVES], 1) < 0 || !(cluster = iget(rates, w_s[W_CLUSTER])) ||
+        !(paths = iget(cluster, w_s[W_PATHS])) || !(o_start = iget(paths, r_s[R_START])) ||
+        !(o_len = iget(paths, w_s[W_LENGTH])) || !(o_arcs = iget(paths, r_s[R_ARCS])) ||
+        !(cap = iget(cluster, r_s[R_CAPACITY_])) || arr_get(o_start, &start, 'i') < 0 ||
+        arr_get(o_len, &len, 'i') < 0 || arr_get(o_arcs, &arcs, 'i') < 0 || arr_get(bound, &bnd, 'f') < 0)
+        goto out;
+    if (!(pid = malloc(sizeof(Py_ssize_t) * (size_t)(n + 1))) || !(bv = malloc(sizeof(double) * (size_t)(n + 1)))) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) { /* pids = path[active]; bound[active]; the crossings counted */
+        Py_ssize_t s = slots[i];
+        pid[i] = (Py_ssize_t)arr_i(a_path, s);
+        if (!index_ok(pid[i], start.n < len.n ? start.n : len.n, "solve_all: path out of range") ||
+            !index_ok(s, bnd.n, "solve_all: slot out of range"))
+            goto out;
+        bv[i] = arr_f(&bnd, s);
+        ne += arr_i(&len, pid[i]);
+    }
+    if (!(fl = malloc(sizeof(Py_ssize_t) * (size_t)(ne + 1))) || !(ar = malloc(sizeof(Py_ssize_t) * (size_t)(ne + 1)))) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    for (Py_ssize_t i = 0, e = 0; i < n; i++) { /* gather_arcs(paths, pids): (flow index, arc), flow by flow */
+        int64_t a0 = arr_i(&start, pid[i]), m = arr_i(&len, pid[i]);
+        if (a0 < 0 || m < 0 || a0 + m > arcs.n) {
+            PyErr_SetString(PyExc_IndexError, "solve_all: a path beyond the arc table");
+            goto out;
+        }
+        for (int64_t k = 0; k < m; k++, e++) {
+            fl[e] = i;
+            ar[e] = (Py_ssize_t)arr_i(&arcs, a0 + k);
+        }
+    }
+    if (!(flow_o = w_array(w, 'i', fl, ne)) || !(arc_o = w_array(w, 'i', ar, ne)) || !(bound_o = w_array(w, 'f', bv, n)) ||
+        !(n_o = PyLong_FromSsize_t(n)) || !(fn = iget(mod, r_s[R_MAXMIN])))
+        goto out;
+    PyObject *argv[5] = {flow_o, arc_o, n_o, cap, bound_o};
+    if (!(got = PyObject_Vectorcall(fn, argv, 5, NULL)) || arr_get(got, &out, 'f') < 0)
+        goto out;
+    if (out.n != n) {
+        PyErr_SetString(PyExc_ValueError, "solve_all: one rate per flow");
+        goto out;
+    }
+    double *rv = (double *)out.view.buf; /* (a fresh contiguous float64 array: maxmin_rates') */
+    if (out.stride != (Py_ssize_t)sizeof(double) || w_apply_c(w, slots, rv, n) < 0 || iset(rates, r_s[R_VALID], Py_True) < 0 ||
+        iset(rates, r_s[R_LOAD], Py_None) < 0)
+        goto out;
+    if (cacheable) { /* np.unique(pids, return_index=True): sorted distinct paths, each one's first flow */
+        Py_ssize_t *uniq = ar, nk = 0; /* (the crossings' buffers reused: ne >= n, checked below) */
+        double *first = bv;
+        if (ne < n) {
+            PyErr_SetString(PyExc_ValueError, "solve_all: a draining flow crosses no link");
+            goto out;
+        }
+        Py_ssize_t top = 0; /* each path's first flow, by a table over the path ids (pids are >= 0: checked) */
+        for (Py_ssize_t i = 0; i < n; i++)
+            top = pid[i] >= top ? pid[i] + 1 : top;
+        Py_ssize_t *at = malloc(sizeof(Py_ssize_t) * (size_t)(top + 1));
+        if (!at) {
+            PyErr_NoMemory();
+            goto out;
+        }
+        for (Py_ssize_t k = 0; k < top; k++)
+            at[k] = -1;
+        for (Py_ssize_t i = n - 1; i >= 0; i--)
+            at[pid[i]] = i;
+        for (Py_ssize_t k = 0; k < top; k++)
+            if (at[k] >= 0) {
+                first[nk] = rv[at[k]];
+                uniq[nk++] = k;
+            }
+        free(at);
+        long most;
+        if (!(keys_o = w_array(w, 'i', uniq, nk)) || !(first_o = w_array(w, 'f', first, nk)) ||
+            !(cache = iget(rates, r_s[R_CACHE])) || !(key = iget(rates, r_s[R_KEY])) ||
+            r_long(mod, r_s[R_CACHE_ENTRIES], &most) < 0 || !(entry = Py_BuildValue("(OOn)", keys_o, first_o, n)))
+            goto out;
+        if (!PyDict_CheckExact(cache)) {
+            PyErr_SetString(PyExc_TypeError, "solve_all: the cache must be a dict");
+            goto out;
+        }
+        if (PyDict_GET_SIZE(cache) >= most) { /* self._cache.pop(next(iter(self._cache))) */
+            Py_ssize_t pos = 0;
+            PyObject *oldest, *v;
+            if (PyDict_Next(cache, &pos, &oldest, &v)) {
+                Py_INCREF(oldest);
+                int bad = PyDict_DelItem(cache, oldest);
+                Py_DECREF(oldest);
+                if (bad < 0)
+                    goto out;
+            }
+        }
+        if (PyDict_SetItem(cache, key, entry) < 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    arr_release(&start), arr_release(&len), arr_release(&arcs), arr_release(&bnd), arr_release(&out);
+    free(fl), free(ar), free(pid), free(bv);
+    Py_XDECREF(cluster), Py_XDECREF(paths), Py_XDECREF(o_start), Py_XDECREF(o_len), Py_XDECREF(o_arcs);
+    Py_XDECREF(cap), Py_XDECREF(flow_o), Py_XDECREF(arc_o), Py_XDECREF(bound_o), Py_XDECREF(n_o), Py_XDECREF(fn);
+    Py_XDECREF(got), Py_XDECREF(keys_o), Py_XDECREF(first_o), Py_XDECREF(entry), Py_XDECREF(cache), Py_XDECREF(key);
+    return rc;
+}
+
+/* Rates._settled(None, ...): the next _skip_next computations skip the search (it doubles, up to skip_max),
+ * and this one solves all the flows (w_solve_all) */
+static int w_settled_all(const WCtx *w, PyObject *rates, long skip_max, const Py_ssize_t *slots, Py_ssize_t n,
+                         const Arr *a_path, PyObject *bound, int cacheable) {
+    long next;
+    if (r_long(rates, r_s[R_SKIP_NEXT], &next) < 0 || r_set(rates, r_s[R_SKIP], next) < 0 ||
+        r_set(rates, r_s[R_SKIP_NEXT], 2 * next < skip_max ? 2 * next : skip_max) < 0)
+        return -1;
+    return w_solve_all(w, rates, slots, n, a_path, bound, cacheable);
+}
+
+/* hit_rates(keys, rates, active, path, True) into C arrays: 1 with the draining flows (slot order) and each
+ * one's rate, the rate of its path in ``keys`` (sorted, distinct), 0 where a path is not among them (or there
+ * are no keys), -1 on an error */
+static int w_hit(PyObject *okeys, PyObject *orates, const Arr *act, const Arr *path, Py_ssize_t **slots, double **rv,
+                 Py_ssize_t *n) {
+    Arr keys = {.held = 0}, rates = {.held = 0};
+    int rc = -1;
+    if (arr_get(okeys, &keys, 'i') < 0 || arr_get(orates, &rates, 'f') < 0)
+        goto out;
+    if (rates.n != keys.n || act->n > path->n) {
+        PyErr_SetString(PyExc_ValueError, "hit_rates: keys and rates of one length, a path per slot");
+        goto out;
+    }
+    rc = 0;
+    *n = 0;
+    if (!keys.n)
+        goto out;
+    if (!(*slots = malloc(sizeof(Py_ssize_t) * (size_t)(act->n + 1))) || !(*rv = malloc(sizeof(double) * (size_t)(act->n + 1)))) {
+        PyErr_NoMemory();
+        rc = -1;
+        goto out;
+    }
+    int64_t top = arr_i(&keys, keys.n - 1); /* each key's place by a table over the path ids (np.searchsorted's) */
+    Py_ssize_t *at = top >= 0 && top < ((Py_ssize_t)1 << 26) ? malloc(sizeof(Py_ssize_t) * (size_t)(top + 1)) : NULL;
+    if (at) {
+        for (int64_t k = 0; k <= top; k++)
+            at[k] = -1;
+        for (Py_ssize_t i = 0; i < keys.n; i++) {
+            int64_t k = arr_i(&keys, i);
+            if (k >= 0 && at[k] < 0) /* (sorted and distinct: the first place of each) */
+                at[k] = i;
+        }
+    }
+    for (Py_ssize_t s = 0; s < act->n; s++) {
+        if (!arr_b(act, s))
+            continue;
+        int64_t pid = arr_i(path, s);
+        Py_ssize_t lo = !at ? key_at(&keys, pid) : pid >= 0 && pid <= top ? at[pid] : -1;
+        if (lo < 0) {
+            free(at);
+            goto out; /* (rc 0: no hit) */
+        }
+        (*slots)[*n] = s;
+        (*rv)[(*n)++] = arr_f(&rates, lo);
+    }
+    free(at);
+    rc = 1;
+out:
+    arr_release(&keys);
+    arr_release(&rates);
+    return rc;
+}
+
 /* Network._solve(): 0, or -1 with an exception set */
 static int w_solve(const WCtx *w) {
     PyObject *net = w->net, *mod = PyTuple_GET_ITEM(w->wctx_, 3);
@@ -5396,17 +6506,42 @@ static int w_solve(const WCtx *w) {
     PyObject *fresh = NULL, *gone = NULL, *seeds = NULL, *o_rtol = NULL;
     int rc = -1, python = 0;
     long check, recount, shared, count, valid, incr, skip, spread, bounded, hitcore, incr_min;
+    Arr a_act = {.held = 0}, a_path = {.held = 0}, a_rate = {.held = 0};
+    Py_ssize_t *slots = NULL, nslots = -1; /* the draining flows in slot order, taken where needed */
     if (!(rates = iget(net, r_s[R_RATES])) || r_long(net, r_s[R_CHECK], &check) < 0 ||
-        r_long(rates, r_s[R_RECOUNT], &recount) < 0 || r_long(rates, r_s[R_SHARED], &shared) < 0 ||
-        r_long(net, w_s[W_NACTIVE], &count) < 0 || !(o_cap = iget(rates, r_s[R_CAPACITY])))
+        r_long(rates, r_s[R_RECOUNT], &recount) < 0 || r_long(net, w_s[W_NACTIVE], &count) < 0 ||
+        !(o_cap = iget(rates, r_s[R_CAPACITY])) || !(o_core = iget(rates, r_s[R_CORE])))
         goto out;
-    if (check || recount || !count || shared == 0 || o_cap != Py_None) {
+    if (check || o_cap != Py_None || (recount && Py_TYPE(o_core) != &CoreType)) {
         python = 1;
         goto out;
     }
-    if (r_long(rates, r_s[R_BOUNDED], &bounded) < 0 || r_long(mod, r_s[R_HIT_CORE], &hitcore) < 0 ||
-        !(path = iget(net, w_s[W_PATH])) || !(bound = iget(net, w_s[W_BOUND])) ||
-        !(rate = iget(net, w_s[W_RATE])) || !(act = iget(net, w_s[W_IS_ACTIVE])))
+    if (!(path = iget(net, w_s[W_PATH])) || !(bound = iget(net, w_s[W_BOUND])) ||
+        !(rate = iget(net, w_s[W_RATE])) || !(act = iget(net, w_s[W_IS_ACTIVE])) || arr_get(act, &a_act, 'b') < 0 ||
+        arr_get(path, &a_path, 'i') < 0)
+        goto out;
+    if (recount) { /* the user counts from the draining flows (Rates._count_users) */
+        long nshared;
+        PyObject *users = NULL;
+        int64_t *u = malloc(sizeof(int64_t) * (size_t)(((Core *)o_core)->narcs + 1));
+        int bad = !u || k_strings() < 0 || (nslots = active_slots(&a_act, &a_path, &slots)) < 0 ||
+                  core_count((Core *)o_core, slots, nslots, &a_path, u, &nshared) < 0 ||
+                  !(users = w_array(w, 'i', u, ((Core *)o_core)->narcs)) || iset(rates, k_s[K_USERS], users) < 0 ||
+                  r_set(rates, r_s[R_SHARED], nshared) < 0 || iset(rates, r_s[R_RECOUNT], Py_False) < 0;
+        if (!u && !PyErr_Occurred())
+            PyErr_NoMemory();
+        free(u);
+        Py_XDECREF(users);
+        if (bad)
+            goto out;
+    }
+    if (r_long(rates, r_s[R_SHARED], &shared) < 0)
+        goto out;
+    if (!count || shared == 0) {
+        python = 1;
+        goto out;
+    }
+    if (r_long(rates, r_s[R_BOUNDED], &bounded) < 0 || r_long(mod, r_s[R_HIT_CORE], &hitcore) < 0)
         goto out;
     if (bounded == 0) { /* a cache hit, looked up in C */
         if (!(o_cache = iget(rates, r_s[R_CACHE])) || !(o_key = iget(rates, r_s[R_KEY])))
@@ -5426,20 +6561,26 @@ static int w_solve(const WCtx *w) {
             long n = PyLong_AsLong(PyTuple_GET_ITEM(hit, 2));
             if (n == -1 && PyErr_Occurred())
                 goto out;
-            if (n == count) {
-                PyObject *argv[5] = {PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(hit, 1), act, path, Py_True};
-                if (!(got = py_hit_rates(NULL, argv, 5)))
-                    goto out;
-                if (got != Py_None) {
+            if (n == count) { /* hit_rates over the draining mask, into C arrays */
+                Py_ssize_t *hs = NULL, nh = 0;
+                double *hr = NULL;
+                int found = w_hit(PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(hit, 1), &a_act, &a_path, &hs, &hr, &nh);
+                if (found > 0) {
                     PyObject *f = PyList_New(0), *g = f ? PyList_New(0) : NULL;
                     int bad = !g || iset(rates, r_s[R_FRESH], f) < 0 || iset(rates, r_s[R_GONE], g) < 0 ||
-                              iset(rates, r_s[R_ALONE], Py_False) < 0 ||
-                              w_apply(w, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1)) < 0 ||
+                              iset(rates, r_s[R_ALONE], Py_False) < 0 || w_apply_c(w, hs, hr, nh) < 0 ||
                               add_attr(rates, r_s[R_HITS], 1) < 0 || iset(rates, r_s[R_VALID], Py_True) < 0 ||
                               iset(rates, r_s[R_LOAD], Py_None) < 0;
                     Py_XDECREF(f);
                     Py_XDECREF(g);
-                    rc = bad ? -1 : 0;
+                    found = bad ? -1 : 1;
+                }
+                free(hs);
+                free(hr);
+                if (found < 0)
+                    goto out;
+                if (found) {
+                    rc = 0;
                     goto out;
                 }
             }
@@ -5449,15 +6590,34 @@ static int w_solve(const WCtx *w) {
     if (r_long(mod, r_s[R_INCR_MIN], &incr_min) < 0 || r_long(rates, r_s[R_VALID], &valid) < 0 ||
         r_long(rates, r_s[R_INCREMENTAL], &incr) < 0 ||
         r_long(rates, r_s[R_SKIP], &skip) < 0 || r_long(rates, r_s[R_SPREAD], &spread) < 0 ||
-        !(o_members = iget(rates, r_s[R_MEMBERS])) || !(o_core = iget(rates, r_s[R_CORE])) ||
-        !(o_load = iget(rates, r_s[R_LOAD])))
+        !(o_members = iget(rates, r_s[R_MEMBERS])) || !(o_load = iget(rates, r_s[R_LOAD])))
         goto out;
-    if (!valid || !incr || count < incr_min || skip || o_core == Py_None || o_members != o_core ||
-        (spread && o_load == Py_None) || Py_TYPE(o_core) != &CoreType) {
+    if (!incr) {
         python = 1;
         goto out;
     }
-    long cmax, share, floor_, scalar, skip_max, skip_next;
+    if (!valid || count < incr_min || skip) { /* a solve of all the flows (compute's last lines), in C */
+        PyObject *f = PyList_New(0), *g = f ? PyList_New(0) : NULL;
+        int bad = !g || iset(rates, r_s[R_FRESH], f) < 0 || iset(rates, r_s[R_GONE], g) < 0 ||
+                  iset(rates, r_s[R_ALONE], Py_False) < 0 ||
+                  (valid && count >= incr_min && r_set(rates, r_s[R_SKIP], skip - 1) < 0) || /* (a skip taken) */
+                  (nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
+                  w_solve_all(w, rates, slots, nslots, &a_path, bound, bounded == 0) < 0;
+        Py_XDECREF(f);
+        Py_XDECREF(g);
+        rc = bad ? -1 : 0;
+        goto out;
+    }
+    if (Py_TYPE(o_core) != &CoreType || (o_members != o_core && o_members != Py_None)) {
+        python = 1;
+        goto out;
+    }
+    if (o_members == Py_None) { /* the per-link sets anew (Rates._rebuild) */
+        if ((nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
+            core_rebuild((Core *)o_core, slots, nslots, &a_path) < 0 || iset(rates, r_s[R_MEMBERS], o_core) < 0)
+            goto out;
+    }
+    long cmax, share, floor_, scalar, skip_max;
     if (r_long(mod, r_s[R_CMAX], &cmax) < 0 || r_long(mod, r_s[R_SHARE], &share) < 0 ||
         r_long(mod, r_s[R_FLOOR], &floor_) < 0 || r_long(mod, r_s[R_SCALAR], &scalar) < 0 ||
         r_long(mod, r_s[R_SKIP_MAX], &skip_max) < 0 || !(o_rtol = iget(mod, r_s[R_RTOL])) ||
@@ -5496,18 +6656,13 @@ static int w_solve(const WCtx *w) {
             PyObject *argv[7] = {path, bound, nl, gone, lim, sc, o_rtol};
             got = Core_solve_component((Core *)o_core, argv, 7);
         }
-        int py_rest = sc && (nn >= limit || got == Py_None);
-        if (py_rest && (ask = w_ask(net, path, bound, rate))) {
-            if (nn >= limit) { /* _settled(None, ask, cacheable) */
-                PyObject *av[4] = {rates, Py_None, ask, cacheable};
-                r = PyObject_VectorcallMethod(r_s[R_SETTLED], av, 4, NULL);
-            } else { /* _spilled(count, ask, fresh, gone, limit, cacheable) */
-                PyObject *cnt = PyLong_FromLong(count);
-                if (cnt) {
-                    PyObject *av[7] = {rates, cnt, ask, fresh, gone, lim, cacheable};
-                    r = PyObject_VectorcallMethod(r_s[R_SPILLED], av, 7, NULL);
-                    Py_DECREF(cnt);
-                }
+        int py_rest = sc && nn < limit && got == Py_None;
+        if (py_rest && (ask = w_ask(net, path, bound, rate))) { /* _spilled(count, ask, fresh, gone, limit, cacheable) */
+            PyObject *cnt = PyLong_FromLong(count);
+            if (cnt) {
+                PyObject *av[7] = {rates, cnt, ask, fresh, gone, lim, cacheable};
+                r = PyObject_VectorcallMethod(r_s[R_SPILLED], av, 7, NULL);
+                Py_DECREF(cnt);
             }
         }
         Py_XDECREF(nl);
@@ -5519,6 +6674,13 @@ static int w_solve(const WCtx *w) {
             rc = r ? 0 : -1;
             goto out;
         }
+        if (sc && nn >= limit) { /* _settled(None, ask, cacheable): a while of solves of all the flows, in C */
+            rc = (nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
+                         w_settled_all(w, rates, skip_max, slots, nslots, &a_path, bound, bounded == 0) < 0
+                     ? -1
+                     : 0;
+            goto out;
+        }
         if (!got)
             goto out;
         if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
@@ -5528,6 +6690,11 @@ static int w_solve(const WCtx *w) {
             goto out;
         rc = 0;
         goto out;
+    }
+    if (o_load == Py_None) { /* the loads anew (Rates._reload) */
+        if ((nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) || arr_get(rate, &a_rate, 'f') < 0 ||
+            core_reload((Core *)o_core, slots, nslots, &a_path, &a_rate, gone) < 0 || iset(rates, r_s[R_LOAD], o_core) < 0)
+            goto out;
     }
     long part = floor_ + count / share;
     limit = part < limit ? part : limit;
@@ -5544,18 +6711,11 @@ static int w_solve(const WCtx *w) {
     Py_DECREF(sc);
     if (!got || add_attr(rates, r_s[R_REGROWN], PyLong_AsLong(PyTuple_GET_ITEM(got, 0))) < 0)
         goto out;
-    if (PyTuple_GET_ITEM(got, 1) == Py_None) { /* the part reached the limit: solve them all */
-        if (r_long(rates, r_s[R_SKIP_NEXT], &skip_next) < 0 || r_set(rates, r_s[R_SKIP], skip_next) < 0 ||
-            r_set(rates, r_s[R_SKIP_NEXT], 2 * skip_next < skip_max ? 2 * skip_next : skip_max) < 0)
-            goto out;
-        PyObject *ask = w_ask(net, path, bound, rate), *r = NULL;
-        if (ask) {
-            PyObject *av[3] = {rates, ask, cacheable};
-            r = PyObject_VectorcallMethod(r_s[R_SOLVE_ALL], av, 3, NULL);
-        }
-        Py_XDECREF(ask);
-        Py_XDECREF(r);
-        rc = r ? 0 : -1;
+    if (PyTuple_GET_ITEM(got, 1) == Py_None) { /* the part reached the limit: solve them all (_settled(None)) */
+        rc = (nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
+                     w_settled_all(w, rates, skip_max, slots, nslots, &a_path, bound, bounded == 0) < 0
+                 ? -1
+                 : 0;
         goto out;
     }
     if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
@@ -5565,6 +6725,10 @@ static int w_solve(const WCtx *w) {
         goto out;
     rc = 0;
 out:
+    arr_release(&a_act);
+    arr_release(&a_path);
+    arr_release(&a_rate);
+    free(slots);
     if (python && !PyErr_Occurred())
         rc = w_call(net, w_s[W_SOLVE], NULL, NULL, NULL);
     Py_XDECREF(rates);
@@ -5587,6 +6751,7 @@ out:
     return rc;
 }
 
+
 /* ------------------------------------------------------------------ the rate bookkeeping of a wake-up
  *
  * Rates.added / Rates.removed for flows ``slots`` (their paths and bounds read off the network's arrays)
@@ -5597,12 +6762,29 @@ out:
  * Anywhere else -- links left out anew, paths not hashed yet, Python sets or user counts -- nothing is
  * changed and 0 returned: Network._added / _removed, the Python lines, do it. */
 
-enum { K_DOMINANCE, K_CHECKED, K_VERSION, K_VERSION_, K_PATH_HASH, K_COUNT_, K_RECOUNT_CORE, K_NUM_ARCS, K_N };
-static const char *k_names[K_N] = {"_dominance", "checked", "version", "_version", "_path_hash", "_count",
-                                   "_RECOUNT_CORE", "num_arcs"};
-static PyObject *k_s[K_N];
 
-static int k_strings(void) { return intern_all(k_s, k_names, K_N); }
+/* Rates._use's counting of users (no per-link sets kept): each kept arc of the paths ``pids`` moved by
+ * ``sign`` in ``rates._users``, the links made shared (or no longer) into *shared */
+static int w_count_users(PyObject *rates, Core *c, const Py_ssize_t *pids, Py_ssize_t n, int sign, long *shared) {
+    Arr users = {.held = 0};
+    PyObject *o = iget(rates, k_s[K_USERS]);
+    int rc = o && arr_open(o, &users, 'i', 1) == 0 && users.view.itemsize == 8 && users.n >= c->narcs ? 0 : -1;
+    Py_XDECREF(o);
+    if (rc < 0 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "_ratecore: the user counts must be an int64 array, one per link");
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        const int32_t *arcs;
+        int32_t len;
+        rc = path_arcs(c, (int64_t)pids[i], &arcs, &len);
+        for (int32_t k = 0; rc == 0 && k < len; k++) {
+            int64_t *u = arr_ip(&users, arcs[k]), before = *u;
+            *u = before + sign;
+            *shared += (before + sign >= 2) - (before >= 2);
+        }
+    }
+    arr_release(&users);
+    return rc;
+}
 
 /* 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error; ``arr`` (``slots`` as an
  * array) is read only where flows start (sign > 0): flows that end leave the core's sets from ``slots`` */
@@ -5645,7 +6827,9 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     /* _use: recounted later; a big batch drops the sets; the core's sets entered or left */
     int drop = !recount && members != Py_None && n > 8 && 4 * n > count && (members != core || recount_core * n > narcs);
     int in_core = !recount && !drop && members != Py_None && members == core && Py_TYPE(core) == &CoreType;
-    if (!recount && !drop && !in_core) {
+    /* no sets kept: the user counts moved in place, on the core's kept arcs (Rates._use's counting) */
+    int counts = !recount && !drop && members == Py_None && Py_TYPE(core) == &CoreType;
+    if (!recount && !drop && !in_core && !counts) {
         rc = 0;
         goto out;
     }
@@ -5681,15 +6865,18 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     key = sign > 0 ? key + sum : key - sum;
     if (!(key_o = PyLong_FromUnsignedLongLong(key)) || iset(rates, r_s[R_KEY], key_o) < 0)
         goto out;
-    if (sign < 0) { /* self._gone.append((pids, rates.copy())) */
-        if (!(pids_o = w_slots(w, pids, n)) || !(rates_o = w_array(w, 'f', rts, n)) || !(list = iget(rates, r_s[R_GONE])) ||
-            !(item = PyTuple_Pack(2, pids_o, rates_o)) || PyList_Append(list, item) < 0)
+    if (sign < 0) { /* self._gone.append((pids, rates.copy())), the two held in C (a Gone) */
+        if (!(list = iget(rates, r_s[R_GONE])) || !(item = gone_new(pids, rts, n)) || PyList_Append(list, item) < 0)
             goto out;
     }
     if (r_set(rates, k_s[K_COUNT_], count) < 0)
         goto out;
     if (drop) {
         if (iset(rates, r_s[R_MEMBERS], Py_None) < 0 || iset(rates, r_s[R_RECOUNT], Py_True) < 0)
+            goto out;
+    } else if (counts) {
+        long d = 0;
+        if (w_count_users(rates, (Core *)core, pids, n, sign, &d) < 0 || add_attr(rates, r_s[R_SHARED], d) < 0)
             goto out;
     } else if (in_core) {
         long d = 0;
@@ -6418,28 +7605,25 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__ratecore(void) {
-    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&FastType) < 0 || PyType_Ready(&DfDoneType) < 0)
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&FastType) < 0 || PyType_Ready(&DfDoneType) < 0 ||
+        PyType_Ready(&DuesType) < 0 || PyType_Ready(&GoneType) < 0 || st_ready() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;
-    Py_INCREF(&CoreType);
-    if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) {
-        Py_DECREF(&CoreType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&FastType);
-    if (PyModule_AddObject(m, "Fast", (PyObject *)&FastType) < 0) {
-        Py_DECREF(&FastType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&DfDoneType);
-    if (PyModule_AddObject(m, "DfDone", (PyObject *)&DfDoneType) < 0) {
-        Py_DECREF(&DfDoneType);
-        Py_DECREF(m);
-        return NULL;
+    struct {
+        const char *name;
+        PyTypeObject *type;
+    } types[] = {{"Core", &CoreType},       {"Fast", &FastType},           {"DfDone", &DfDoneType},
+                 {"Dues", &DuesType},       {"NetBase", &NetBaseType},     {"RatesBase", &RatesBaseType},
+                 {"Gone", &GoneType}};
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        Py_INCREF(types[k].type);
+        if (PyModule_AddObject(m, types[k].name, (PyObject *)types[k].type) < 0) {
+            Py_DECREF(types[k].type);
+            Py_DECREF(m);
+            return NULL;
+        }
     }
     return m;
 }

@@ -40,7 +40,7 @@ from . import rates as _rates_module
 from ._arrays import distinct, floats
 from .cluster import Cluster
 from .errors import RunError
-from .rates import _CORE, Rates, gather_arcs
+from .rates import _CORE, _NET_BASE, Rates, gather_arcs
 from .rates import SMALL_BATCH as _SMALL
 from .results import LinkUse
 
@@ -107,6 +107,9 @@ _WHOLE_CORE = True
 #: with it, a wake-up that would be the event loop's next step runs right after the one before it, with no
 #: event of its own (sim._ratecore.net_run); tests turn it off to compare
 _PUMP = True
+#: the due-time heap held in C (``sim._ratecore.Dues``) in place of the heap list and its dict once the private
+#: lane is closed, where the core is built; tests turn it off to compare (tests/test_net_state.py)
+_DUE_CORE = True
 #: a list to record every wake-up in (Network._wake_record), or None (tests/test_wake_core.py)
 _WAKE_LOG: list[tuple[float, float, int, int, int, int, int, int]] | None = None
 
@@ -203,7 +206,7 @@ class _Group:
         self.left = left
 
 
-class Network:
+class Network(_NET_BASE):
     """Flows on a :class:`Cluster`, simulated in ``env``.
 
     Parameters
@@ -257,8 +260,8 @@ class Network:
         # due times of the draining flows, a heap of distinct times, and the slots due at each (flows
         # that end together share one entry); a slot is stale there once its due time differs or it no
         # longer drains (dropped when its time reaches the top)
-        self._heap: list[float] = []
-        self._due_at: dict[float, list[int]] = {}
+        self._heap: Any = []  # (a list, or the Dues holding both: see _hold_dues)
+        self._due_at: Any = {}
         self._due_entries = 0  # slots held in _due_at, stale ones included (set when the lane closes)
         self._entries: tuple[np.ndarray, np.ndarray] | None = None
         self._pending: list[float] = []  # distinct start times (a heap)
@@ -305,6 +308,8 @@ class Network:
             self._wake_ctx = ctx if _WAKE_CORE else None
         #: the whole wake-up's context for the compiled core's net_wake (None: Network._wake_py)
         #: (SimPy's own step: no look at the clock between events, so a wake-up may run the next one itself)
+        if not self._lane:
+            self._hold_dues()
         plain = type(env).step is simpy.Environment.step
         self._whole_ctx = (
             (self._wake_ctx, np.empty, np.int64, _rates_module, sys.modules[__name__], plain)
@@ -870,6 +875,7 @@ class Network:
         lane.clear()
         self._lane_busy.clear()
         self._lane_starts.clear()
+        self._hold_dues()
         if started:
             slots = np.array(started, dtype=np.int64)
             self._nactive += len(started)
@@ -1229,9 +1235,19 @@ class Network:
             for when in times:
                 push(heap, when)
 
+    def _hold_dues(self) -> None:
+        """The due-time heap and its dict held in C from now on (one ``sim._ratecore.Dues`` as both, the same
+        times, slots and order), where the core is built and ``_DUE_CORE`` is on; the private lane, closed
+        for good by now, keeps its list and dict."""
+        if _DUE_CORE and _ops is not _PyDue and type(self._heap) is list:
+            self._heap = self._due_at = _ops.Dues(self._heap, self._due_at)
+
     def _rebuild_due(self) -> None:
         """The due-time heap from the draining flows' due times (no stale entries)."""
         active = self._active
+        if type(self._heap) is not list:  # (held in C: the same buckets and heap, made the same way)
+            self._due_entries = self._heap.rebuild(self._due, active)
+            return
         due_at: dict[float, list[int]] = {}
         for when, slot in zip(self._due[active].tolist(), active.tolist(), strict=True):
             bucket = due_at.get(when)

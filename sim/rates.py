@@ -65,6 +65,11 @@ __all__ = ["SMALL_BATCH", "Rates", "gather_arcs"]
 _ratecore: Any = built("_ratecore")  # the compiled core (sim/_ratecore.c), or None where not built
 #: the core the engine uses, or None: the Python path (sim._cores)
 _CORE: Any = chosen(_ratecore)
+#: the base of :class:`Rates` (and :class:`sim.network.Network`'s, ``_NET_BASE``): the attributes the compiled
+#: wake-up reads and writes every time held in C (``sim._ratecore.RatesBase``: the same values, read and written
+#: as attributes), or ``object`` where the core is not used (COLLSIM_PURE=1)
+_RATES_BASE: Any = object if _CORE is None else _CORE.RatesBase
+_NET_BASE: Any = object if _CORE is None else _CORE.NetBase
 
 _CACHE_ENTRIES = 256
 _INCREMENTAL_MIN = 8  # active flows below which a solve of all of them is as cheap as finding the part
@@ -241,7 +246,7 @@ def _dominance_of(cluster: Any) -> _Dominance:
 SMALL_BATCH = 16
 
 
-class Rates:
+class Rates(_RATES_BASE):
     """The rate computation of a :class:`~sim.network.Network` (see the module docstring).
 
     Attributes

@@ -12,13 +12,14 @@ from sim.simulate import simulate
 from sim.topology import hgx
 
 
-def _limits(seen: list[tuple[int, bool]]):
-    solve = rates.Rates._solve_part
+def _made(made: list[rates.Rates]):
+    """Rates.__init__, keeping every rate computation made (its ``partial``: the parts it re-solved, in
+    Python or in the compiled wake-up alike)."""
+    init = rates.Rates.__init__
 
-    def wrapped(self, path, bound, rate, fresh, seeds, limit):
-        solved = solve(self, path, bound, rate, fresh, seeds, limit)
-        seen.append((limit, solved is not None))
-        return solved
+    def wrapped(self, cluster):
+        init(self, cluster)
+        made.append(self)
 
     return wrapped
 
@@ -27,22 +28,20 @@ def _limits(seen: list[tuple[int, bool]]):
 def test_the_share_a_part_may_reach_changes_the_cost_not_the_times(preset, monkeypatch):
     graph, spec = hgx(4, preset, gpus_per_host=4), "nvls-tree"
     monkeypatch.setattr(rates, "_SPREAD", True)  # spread along full links from the first change
-    seen: list[tuple[int, bool]] = []
-    monkeypatch.setattr(rates.Rates, "_solve_part", _limits(seen))
-    times = {}
-    floor = rates._PART_FLOOR
-    for share in (1, rates._PART_SHARE, 10**9):  # 1: up to half the active flows; 10**9: never a part
+    made: list[rates.Rates] = []
+    monkeypatch.setattr(rates.Rates, "__init__", _made(made))
+    times, parts = {}, {}
+    floor, middle = rates._PART_FLOOR, rates._PART_SHARE
+    for share in (1, middle, 10**9):  # 1: up to half the active flows; 10**9: never a part
         monkeypatch.setattr(rates, "_PART_SHARE", share)
         monkeypatch.setattr(rates, "_PART_SHARE_CORE", share)  # (the compiled core's, where it is built)
         monkeypatch.setattr(rates, "_PART_FLOOR", 0 if share == 10**9 else floor)
-        seen.clear()
+        made.clear()
         r = simulate(graph, "allreduce", spec, 2**26, gamma=1e-11)
         times[share] = (r.time_s, r.events, r.flows)
-        parts = sum(done for _, done in seen)
-        if share == 10**9:
-            assert {limit for limit, _ in seen} == {0}
-        else:
-            assert parts > 0 and max(limit for limit, _ in seen) > 0
-    assert times[1] == times[rates._PART_SHARE] == times[10**9]
+        parts[share] = sum(m.partial for m in made)
+    # a larger share, more parts re-solved; a limit of 0 flows: only the parts with nothing to solve
+    assert parts[10**9] < parts[middle] <= parts[1]
+    assert times[1] == times[middle] == times[10**9]
     message = simulate(graph, "allreduce", spec, 2**26, gamma=1e-11, engine="message")
     assert times[1][0] == pytest.approx(message.time_s, rel=1e-9, abs=0)

@@ -49,6 +49,7 @@ def _run(
     woken: list[Any] = []
     with monkeypatch.context() as m:
         m.setattr(network, "_WAKE_CORE", core)
+        m.setattr(network, "_DUE_CORE", core)
         m.setattr(rates, "_HIT_CORE", core)
         m.setattr(dataflow, "_DF_CORE", core)
         m.setattr(network, "_PUMP", pump)
