@@ -147,7 +147,9 @@ CASES = [
     ),
     Case("ring-ls4to1-16k", LS16K, "ring", "1GiB", "auto", 60, None),
     Case("hd-ls4to1-16k", LS16K, "halving-doubling", "1GiB", "auto", 60, None),
-    Case("ring-rank-256-message", "dgx:hosts=32" + HASH, "ring:order=rank", "256MiB", "message", None, None, quick=True),
+    Case(
+        "ring-rank-256-message", "dgx:hosts=32" + HASH, "ring:order=rank", "256MiB", "message", None, None, quick=True
+    ),
     Case("ring-rank-256-fast", "dgx:hosts=32" + HASH, "ring:order=rank", "256MiB", "fast", None, None, quick=True),
     Case("hd-ls1k-message", LS1K, "halving-doubling", "256MiB", "message", None, None),
     Case("hd-ls1k-fast", LS1K, "halving-doubling", "256MiB", "fast", None, None),
