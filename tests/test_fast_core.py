@@ -301,19 +301,17 @@ def test_the_cores_arrivals_handed_over_as_the_python_lines_keep_them(monkeypatc
     assert any(len(bucket) == 1 and bucket[0][0] for s in snaps for _, bucket in s[2]) == (leaves is None)
 
 
+def _hashed_dgx() -> Any:
+    """Four DGX hosts of four GPUs, spines hashed: the rank-order ring's hops across the rails meet on
+    the spines by chance (routed by destination, dgx's default, they would not)."""
+    return dgx(hosts=4, gpus_per_host=4, ecmp="hash")
+
+
 def test_arrivals_taken_back_and_handed_over_unchanged(monkeypatch):
     """Buckets of every kind the Python lines make -- a lone message's ints, lists, arrays (a jump's),
     several batches under one key -- taken into the core (``take_back``, what its next send or arrival
     does after a hand-over) and handed over again (``export``) come back as they were, in their order."""
-    _, made, _ = _run(
-        monkeypatch,
-        True,
-        dgx(hosts=4, gpus_per_host=4, ecmp="hash"),
-        "allreduce",
-        "ring:order=rank",
-        2**20,
-        engine="fast",
-    )
+    _, made, _ = _run(monkeypatch, True, _hashed_dgx(), "allreduce", "ring:order=rank", 2**20, engine="fast")
     ex = made[-1]
     assert ex._core is not None and ex._core.held() == 0 and not ex._arrivals
     arrivals = {
@@ -363,15 +361,7 @@ def test_windows_widened_by_the_python_lines_in_the_middle_of_the_cores_work(mon
 def test_what_the_core_read_is_read_again_after_python_ran(monkeypatch):
     """The core reads an attribute once while no Python line runs: a value Python sets between two of
     its calls (here the last reference step ``_after`` saw) is the one the next call uses."""
-    _, made, _ = _run(
-        monkeypatch,
-        True,
-        dgx(hosts=4, gpus_per_host=4, ecmp="hash"),
-        "allreduce",
-        "ring:order=rank",
-        2**20,
-        engine="fast",
-    )
+    _, made, _ = _run(monkeypatch, True, _hashed_dgx(), "allreduce", "ring:order=rank", 2**20, engine="fast")
     ex = made[-1]
     assert ex._core is not None
     calls: list[int] = []
