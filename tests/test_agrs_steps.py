@@ -44,17 +44,26 @@ def _run_with_check(cluster: Cluster, collective: str, program: StepProgram, p: 
 
 @pytest.mark.parametrize("collective", GATHERING)
 @pytest.mark.parametrize(
-    "spec, k", [("ring", 1), ("ring:order=rail", 1), ("ring:channels=3", 3), ("ring:channels=16", 16), ("nccl", 8)]
+    "spec, k",
+    [
+        ("ring:order=rank", 1),
+        ("ring", 1),
+        ("ring:order=rail", 1),
+        ("ring:channels=3", 3),
+        ("ring:channels=16", 16),
+        ("nccl", 8),
+    ],
 )
 def test_the_ring_is_one_step_repeated_with_a_table_only_where_ranks_are_out_of_order(collective, spec, k):
     """On 2 x DGX H100 (16 ranks): one data step, p - 1 = 15 times, K rings x 16 actors' messages; the
     rank-order ring's blocks are its positions (no table), the rail-order ring and NCCL's rings look their
-    ranks up (a table of K x p entries: the step holds O(K p), not O(K p^2))."""
+    ranks up (a table of K x p entries: the step holds O(K p), not O(K p^2)); ``ring`` is the rail order
+    on hosts of several GPUs (``order=auto``, as for all-reduce)."""
     cluster = Cluster(hgx(2, "dgx-h100"))
     program = get_algorithm(collective, spec).program(16, 2**26, cluster)
     step, times = _data_phase(program)
     assert times == 15 and len(step) == 16 * k
-    assert (step.table is None) == (spec == "ring")
+    assert (step.table is None) == (spec == "ring:order=rank")
     if step.table is not None:
         assert len(step.table) == 16 * k
     assert (step.seg[3] == -1).all() and (step.seg[4] == 16).all()  # the position moves back one a step
@@ -89,6 +98,7 @@ def test_the_rank_order_rings_program_passes_the_data_check(collective, gamma, p
         ("hgx:preset=hgx-a100-200g,hosts=2", "ring:channels=3"),
         ("dgx:hosts=2", "ring"),
         ("dgx:hosts=3", "ring"),
+        ("dgx:hosts=3", "ring:order=rank"),
         ("dgx:hosts=3", "ring:order=rail"),
         ("dgx:hosts=2", "ring:channels=3"),
     ],
@@ -180,3 +190,19 @@ def test_the_symmetry_quotient_keeps_each_kept_message_s_table_entry():
     for m in range(len(sub)):
         w = rows[(int(sub.src[m]), int(sub.dst[m]))]
         assert [sub.segments(m, k) for k in range(15)] == [whole.segments(w, k) for k in range(15)]
+
+
+@pytest.mark.parametrize("collective", GATHERING)
+def test_the_gathering_ring_takes_the_all_reduce_rings_order(collective):
+    """``ring`` for all-gather / reduce-scatter orders its ranks as the all-reduce ring does (``auto``: the
+    rail order where hosts hold several ranks, rank order where each holds one), and says so."""
+    dgx3 = Cluster("dgx:hosts=3")
+    spec = get_algorithm(collective, "ring")
+    assert spec.options.order == get_algorithm("allreduce", "ring").options.order == "auto"
+    rail = simulate(dgx3, collective, "ring:order=rail", 3 * 2**24, engine="message")
+    rank = simulate(dgx3, collective, "ring:order=rank", 3 * 2**24, engine="message")
+    auto = simulate(dgx3, collective, "ring", 3 * 2**24, engine="message")
+    assert auto.time_s == rail.time_s and auto.time_s != rank.time_s
+    star4 = Cluster(star(4, "100Gbps", "1us"))
+    a, r = (simulate(star4, collective, s, 2**22, engine="message").time_s for s in ("ring", "ring:order=rank"))
+    assert a == r

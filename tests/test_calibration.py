@@ -15,6 +15,7 @@ from sim.cluster import Cluster
 from sim.errors import CalibrationError
 from tests.calib_fixtures import hockney, nccl_json, nccl_rows, nccl_text, probe_lines, validate_lines, write_lines
 from validate.calibration import Calibration, fit_calibration, load_calibration, read_samples, save_calibration
+from validate.calibration.compare import predict
 
 DATA = Path(__file__).parent / "data"
 STAR = "star:hosts=4,bandwidth=1Gbps"
@@ -99,6 +100,23 @@ def test_validate_json_lines_recover_alpha_beta(tmp_path):
     assert entry.latency == pytest.approx(300e-6, rel=0.02)
     assert entry.efficiency == pytest.approx(0.95, rel=0.005)
     assert cal.sources[0].kind == "validate" and cal.sources[0].run_ids == ["validate-synthetic"]
+
+
+@pytest.mark.parametrize("collective", ["allreduce", "allgather", "reducescatter"])
+def test_validates_ring_is_compared_as_the_rank_order_ring_it_ran(tmp_path, collective):
+    """validate's ring runs its ranks in rank order (validate/algorithms/ring.py); the simulator's ``ring``
+    takes the rail order on hosts of several GPUs. A measured ``ring`` is predicted as ``ring:order=rank``
+    and keeps its label; a library's builtin keeps the schedule it stands for."""
+    lines = validate_lines(collective, "ring", 16, [2**20, 2**24], 300e-6, 1 / B)
+    samples, _ = read_samples(write_lines(tmp_path / "ring.jsonl", lines))
+    assert {(s.algorithm, s.label) for s in samples} == {("ring:order=rank", "ring")}
+    rank = simulate("dgx:hosts=2", collective, "ring:order=rank", 2**24, engine="message").time_s
+    rail = simulate("dgx:hosts=2", collective, "ring", 2**24, engine="message").time_s
+    assert abs(rank / rail - 1) > 1e-3
+    (row,) = [r for r in predict(samples, "dgx:hosts=2", Calibration(topology="dgx:hosts=2")) if r.size_bytes == 2**24]
+    assert row.nominal_s == pytest.approx(rank, rel=1e-9) and row.algorithm == "ring"
+    builtin = validate_lines("allreduce", "builtin", 4, [2**20], 300e-6, 1 / B)
+    assert {s.algorithm for s in read_samples(write_lines(tmp_path / "b.jsonl", builtin))[0]} == {"ring"}
 
 
 def test_one_size_calibrates_bandwidth_only(tmp_path):

@@ -271,9 +271,9 @@ def gathering_steps(
 
 class RingChannelsOptions(Spec):
     channels: PositiveInt = 1
-    #: the single ring's order (:func:`ring_order`); ``rank`` by default, as before. ``channels=K`` rings
+    #: the single ring's order (:func:`ring_order`); ``auto`` by default, as the all-reduce ring's. ``channels=K`` rings
     #: are NCCL's, laid out as its all-reduce's whatever this says
-    order: Literal["auto", "rank", "rail"] = "rank"
+    order: Literal["auto", "rank", "rail"] = "auto"
 
 
 class _RingGathering(Algorithm):

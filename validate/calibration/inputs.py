@@ -264,7 +264,12 @@ def _validate_sample(rec: dict[str, Any], where: str) -> Sample:
     elif algorithm == "builtin":
         algorithm = builtin_algorithm(collective, "gloo")
     try:
-        algorithm = get_algorithm(collective, algorithm).spec
+        algo = get_algorithm(collective, algorithm)
+        if algo.name == "ring" and label == algorithm and "order" in type(algo.options).model_fields:
+            # validate's ring runs the ranks in rank order (validate/algorithms/ring.py), whatever order
+            # the simulator's ring takes by default (``auto``: the rail order on hosts of several GPUs)
+            algo = get_algorithm(collective, algo.spec + ("," if ":" in algo.spec else ":") + "order=rank")
+        algorithm = algo.spec
     except CollsimError as exc:
         raise CalibrationError(f"{where}: algorithm: {exc}") from None
     wrong = rec.get("wrong")
