@@ -42,14 +42,24 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 CASES: dict[str, tuple[str, str, str, str]] = {
     # name: (topology, algorithm, size, what)
-    "ring-rank-64": ("dgx:hosts=8", "ring:order=rank", "64MiB", "ring in rank order across DGX rails (congested)"),
+    "ring-rank-64": (
+        "dgx:hosts=8,ecmp=hash",
+        "ring:order=rank",
+        "64MiB",
+        "ring in rank order across DGX rails, hashed (congested)",
+    ),
     "hd-leafspine-64": (
         "leaf-spine:leaves=4,hosts_per_leaf=16,spines=1,bandwidth=100Gbps,uplink_bandwidth=200Gbps,latency=1us",
         "halving-doubling",
         "64MiB",
         "halving-doubling, 64 hosts, 8:1 oversubscribed uplinks",
     ),
-    "ring-rank-256": ("dgx:hosts=32", "ring:order=rank", "64MiB", "ring in rank order across DGX rails (congested)"),
+    "ring-rank-256": (
+        "dgx:hosts=32,ecmp=hash",
+        "ring:order=rank",
+        "64MiB",
+        "ring in rank order across DGX rails, hashed (congested)",
+    ),
     "hd-leafspine-256": (
         "leaf-spine:leaves=8,hosts_per_leaf=32,spines=2,bandwidth=100Gbps,uplink_bandwidth=200Gbps,latency=1us",
         "halving-doubling",

@@ -93,8 +93,14 @@ def _run(monkeypatch, pure: bool, fn):
     ("topology", "spec", "size", "kw"),
     [
         ("dgx:hosts=4", "ps", 25 * 2**20, {}),  # the report's ps: one shard per rank, 32 GPUs
-        ("dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=3,spines=2", "ps", 2**20, {"gamma": 1e-11}),
-        ("dgx:hosts=12,gpus_per_host=2,hosts_per_leaf=4,spines=2", "ps:placement=dedicated", 2**22, {"ranks": 8}),
+        ("dgx:hosts=4,ecmp=hash", "ps", 25 * 2**20, {}),  # ... hashed: pushes meet on spines by chance
+        ("dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=3,spines=2,ecmp=hash", "ps", 2**20, {"gamma": 1e-11}),
+        (
+            "dgx:hosts=12,gpus_per_host=2,hosts_per_leaf=4,spines=2,ecmp=hash",
+            "ps:placement=dedicated",
+            2**22,
+            {"ranks": 8},
+        ),
         ("dgx:hosts=4", "master-worker", 2**24, {}),
         (
             "leaf-spine:leaves=3,hosts_per_leaf=4,spines=1,bandwidth=100Gbps,uplink_bandwidth=200Gbps",

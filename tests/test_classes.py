@@ -31,7 +31,8 @@ TOPOLOGIES = {
     "star": (star(6, "100Gbps", "1us"), 1),
     "star-multi-gpu": (star(3, "100Gbps", "2us", gpus_per_host=4, intra_bandwidth="300GB/s", intra_latency="1us"), 4),
     "leaf-spine-2to1": (leaf_spine(3, 4, 1, "100Gbps", "200Gbps", "1us"), 1),
-    "dgx": (dgx(hosts=3, gpus_per_host=4), 4),
+    "dgx": (dgx(hosts=3, gpus_per_host=4), 4),  # routed by destination (the default)
+    "dgx-hash": (dgx(hosts=3, gpus_per_host=4, ecmp="hash"), 4),
     "torus": (torus("3x3", "50Gbps", "1us"), 1),
 }
 SPECS = ["ps", "ps:shards=3", "ps:shards=2,placement=dedicated", "ps:placement=dedicated", "master-worker"]
@@ -79,7 +80,7 @@ def test_same_times_with_stragglers_and_slow_links(spec, seed, gamma, size):
     base = [
         (star(7, "100Gbps", "1us"), 1),
         (leaf_spine(2, 3, 1, "100Gbps", "100Gbps", "1us"), 1),
-        (dgx(hosts=3, gpus_per_host=3), 3),
+        (dgx(hosts=3, gpus_per_host=3, ecmp="hash"), 3),
         (interleaved_racks(), 1),
     ]
     graph, per_host = base[seed % len(base)]
@@ -132,7 +133,7 @@ def test_loads_followed_exactly_or_bounded_give_the_same_times(monkeypatch, warm
     and only the arcs ever kept (2) all give the message level's times, and the bound spares most
     bookings."""
     monkeypatch.setattr(classes, "_WARM", warm)
-    topology = "dgx:hosts=16,gpus_per_host=2,hosts_per_leaf=4,spines=4"
+    topology = "dgx:hosts=16,gpus_per_host=2,hosts_per_leaf=4,spines=4,ecmp=hash"
     ex, t = executor(topology, "ps:shards=12", 3 * 2**20 + 7, gamma=1e-11)
     m = simulate(topology, "allreduce", "ps:shards=12", 3 * 2**20 + 7, gamma=1e-11, engine="message")
     assert abs(t - m.time_s) <= 1e-9 * m.time_s
@@ -142,9 +143,9 @@ def test_loads_followed_exactly_or_bounded_give_the_same_times(monkeypatch, warm
 def test_unequal_members_are_split():
     """ECMP spreads a DGX's cross-rail pushes unevenly over the spines (some uplinks saturate): the
     verification catches classes whose members are not equivalent and splits them; times stay exact."""
-    ex, t = executor("dgx:hosts=4,gpus_per_host=4", "ps", 2**24)
+    ex, t = executor("dgx:hosts=4,gpus_per_host=4,ecmp=hash", "ps", 2**24)
     assert ex.splits > 0
-    m = simulate("dgx:hosts=4,gpus_per_host=4", "allreduce", "ps", 2**24, engine="message")
+    m = simulate("dgx:hosts=4,gpus_per_host=4,ecmp=hash", "allreduce", "ps", 2**24, engine="message")
     assert abs(t - m.time_s) <= 1e-9 * m.time_s
 
 
@@ -156,8 +157,11 @@ def test_destination_routing_keeps_the_pushes_equal():
     assert ex.splits == 0 and ex.solves <= 16
     m = simulate(topology, "allreduce", "ps", 2**24, engine="message")
     assert abs(t - m.time_s) <= 1e-9 * m.time_s
-    hashed, _ = executor("dgx:hosts=8,gpus_per_host=4,hosts_per_leaf=4", "ps", 2**24)
+    hashed, _ = executor("dgx:hosts=8,gpus_per_host=4,hosts_per_leaf=4,ecmp=hash", "ps", 2**24)
     assert hashed.splits > 0 and hashed.solves > 4 * ex.solves
+    # dgx's default (a DGX SuperPOD's InfiniBand) is this routing: the same classes, the same time
+    default, td = executor("dgx:hosts=8,gpus_per_host=4,hosts_per_leaf=4", "ps", 2**24)
+    assert (default.splits, default.solves, td) == (ex.splits, ex.solves, t)
 
 
 def test_a_straggling_server_pulls_late():
@@ -219,9 +223,10 @@ def test_training_iterations_reuse_the_class_run():
 @pytest.mark.parametrize(
     "spec",
     [
-        "dgx:hosts=3,hosts_per_leaf=2,spines=2",
-        "dgx:hosts=6,hosts_per_leaf=2,spines=3,gpus_per_host=4",
-        "dgx:hosts=2",
+        "dgx:hosts=3,hosts_per_leaf=2,spines=2,ecmp=hash",
+        "dgx:hosts=6,hosts_per_leaf=2,spines=3,gpus_per_host=4,ecmp=hash",
+        "dgx:hosts=2,ecmp=hash",
+        "dgx:hosts=6,hosts_per_leaf=2,spines=3,gpus_per_host=4",  # the default: by destination
         "leaf-spine:leaves=4,hosts_per_leaf=3,spines=2,bandwidth=100Gbps,uplink_bandwidth=100Gbps",
         "star:hosts=5,bandwidth=1GB/s",
     ],
@@ -263,7 +268,7 @@ def test_uninterned_routes_book_the_same_bytes(monkeypatch):
 def test_fragmented_classes_fall_back_to_the_messages(monkeypatch):
     """Where the classes split nearly into single messages the algorithm's own process runs instead,
     on the same network, with the same result as asking for the message level."""
-    topo = "dgx:hosts=4,gpus_per_host=4"
+    topo = "dgx:hosts=4,gpus_per_host=4,ecmp=hash"
     ref = simulate(topo, "allreduce", "ps", 2**22, engine="message")
     monkeypatch.setattr(classes, "_MIN_CLASSES", 2)
     monkeypatch.setattr(classes, "_FLOWS_PER_CLASS", 10**9)
@@ -275,19 +280,24 @@ def test_fragmented_classes_fall_back_to_the_messages(monkeypatch):
 def test_large_classes_are_verified_and_split_by_chunks(monkeypatch):
     """Classes beyond a chunk of members are checked and cut chunk by chunk: the same times."""
     monkeypatch.setattr(classes, "_CHUNK", 7)
-    ex, t = executor("dgx:hosts=4,gpus_per_host=4", "ps", 2**24)
+    ex, t = executor("dgx:hosts=4,gpus_per_host=4,ecmp=hash", "ps", 2**24)
     assert ex.splits > 0
-    m = simulate("dgx:hosts=4,gpus_per_host=4", "allreduce", "ps", 2**24, engine="message")
+    m = simulate("dgx:hosts=4,gpus_per_host=4,ecmp=hash", "allreduce", "ps", 2**24, engine="message")
     assert abs(t - m.time_s) <= 1e-9 * m.time_s
 
 
 #: fabrics whose leaves above the servers take as much as the servers' NICs: ECMP's uneven hash fills
 #: some spine downlinks, and the pushes split into (server, spine) classes ending at many instants
+#: (hashed: ``dgx`` routes by destination by default, where they would not meet by chance)
 FRAGMENTING = [
-    ("dgx:hosts=16,gpus_per_host=2,hosts_per_leaf=4", "ps:shards=16", {}),
-    ("dgx:hosts=8,gpus_per_host=4,hosts_per_leaf=2", "ps:shards=8", {}),
-    ("dgx:hosts=16,gpus_per_host=2,hosts_per_leaf=4,spines=4", "ps:shards=8,placement=dedicated", {"ranks": 16}),
-    ("dgx:hosts=4,gpus_per_host=2,hosts_per_leaf=2", "ps", {}),
+    ("dgx:hosts=16,gpus_per_host=2,hosts_per_leaf=4,ecmp=hash", "ps:shards=16", {}),
+    ("dgx:hosts=8,gpus_per_host=4,hosts_per_leaf=2,ecmp=hash", "ps:shards=8", {}),
+    (
+        "dgx:hosts=16,gpus_per_host=2,hosts_per_leaf=4,spines=4,ecmp=hash",
+        "ps:shards=8,placement=dedicated",
+        {"ranks": 16},
+    ),
+    ("dgx:hosts=4,gpus_per_host=2,hosts_per_leaf=2,ecmp=hash", "ps", {}),
 ]
 
 
@@ -317,7 +327,7 @@ def test_random_congested_fabrics_keep_the_message_times(seed, hosts, per_leaf, 
     and stragglers: the component-wise class run gives the message level's times."""
     rng = np.random.default_rng(seed)
     gpus = 2
-    graph = dgx(hosts=hosts, gpus_per_host=gpus, hosts_per_leaf=per_leaf, spines=spines)
+    graph = dgx(hosts=hosts, gpus_per_host=gpus, hosts_per_leaf=per_leaf, spines=spines, ecmp="hash")
     graph = perturb(graph, seed, stragglers=1, slow_links=2)
     if rng.random() < 0.5:
         shards = int(rng.integers(1, hosts * gpus + 1))
@@ -333,9 +343,13 @@ def test_random_congested_fabrics_keep_the_message_times(seed, hosts, per_leaf, 
 
 #: many classes on few links: two or three spines above leaves of four to eight hosts
 FEW_LINKS = [
-    ("dgx:hosts=12,gpus_per_host=2,hosts_per_leaf=6,spines=3", "ps:shards=12", {}),
-    ("dgx:hosts=12,gpus_per_host=2,hosts_per_leaf=4,spines=2", "ps", {}),
-    ("dgx:hosts=16,gpus_per_host=2,hosts_per_leaf=8,spines=2", "ps:shards=6,placement=dedicated", {"ranks": 20}),
+    ("dgx:hosts=12,gpus_per_host=2,hosts_per_leaf=6,spines=3,ecmp=hash", "ps:shards=12", {}),
+    ("dgx:hosts=12,gpus_per_host=2,hosts_per_leaf=4,spines=2,ecmp=hash", "ps", {}),
+    (
+        "dgx:hosts=16,gpus_per_host=2,hosts_per_leaf=8,spines=2,ecmp=hash",
+        "ps:shards=6,placement=dedicated",
+        {"ranks": 20},
+    ),
 ]
 
 
@@ -394,9 +408,9 @@ def test_class_maxmin_is_maxmin_rates_to_the_bit(seed, chain):
 #: one shard per rank, co-located and dedicated, on rail fabrics whose NICs and spine links all fill:
 #: every class joins one component and each max-min solve runs chains of bottlenecks
 ONE_PER_RANK = [
-    ("dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=3,spines=2", "ps", {}, 2**20),
-    ("dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=3,spines=2", "ps", {}, 3 * 2**24 + 1),
-    ("dgx:hosts=12,gpus_per_host=2,hosts_per_leaf=4,spines=2", "ps:placement=dedicated", {"ranks": 8}, 2**22),
+    ("dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=3,spines=2,ecmp=hash", "ps", {}, 2**20),
+    ("dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=3,spines=2,ecmp=hash", "ps", {}, 3 * 2**24 + 1),
+    ("dgx:hosts=12,gpus_per_host=2,hosts_per_leaf=4,spines=2,ecmp=hash", "ps:placement=dedicated", {"ranks": 8}, 2**22),
 ]
 
 
@@ -433,7 +447,7 @@ def test_arcs_kept_anew_re_solve_only_the_components_they_join(monkeypatch, topo
 def test_routes_interned_in_bulk_are_the_routers_paths():
     """The routes a plan interns in bulk (``Cluster.intern_routes``, kept as sorted keys, not a dict entry
     per pair) are found again by ``path_id`` and ``path_ids``: the same ids, the router's arcs."""
-    ex, _ = executor("dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=2,spines=2", "ps", 2**20)
+    ex, _ = executor("dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=2,spines=2,ecmp=hash", "ps", 2**20)
     cl = ex.cluster
     assert ex.intern and len(cl._bulk_keys) > 0 and len(cl._pid) < len(cl._bulk_keys)
     srcs, dsts = np.divmod(np.arange(cl.size * cl.size), cl.size)

@@ -71,6 +71,11 @@ def test_topology_show(capsys):
     assert "by a hash of source and destination" in out  # how equal routes are picked
     code, out, _ = run(capsys, "topology", "show", "dgx:hosts=4,ecmp=destination")
     assert code == 0 and "routing:    shortest up-down paths; equal ones by the destination host" in out
+    # dgx's default is InfiniBand's routing (a DGX SuperPOD); ecmp=hash asks for Ethernet's
+    code, default, _ = run(capsys, "topology", "show", "dgx:hosts=4")
+    assert code == 0 and default == out
+    code, out, _ = run(capsys, "topology", "show", "dgx:hosts=4,ecmp=hash")
+    assert code == 0 and "by a hash of source and destination" in out and "ecmp=hash" in out
 
 
 @pytest.mark.parametrize(

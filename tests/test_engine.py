@@ -384,7 +384,8 @@ def test_path_ids_in_bulk_are_the_routers_routes():
     pairs one by one gives; a fabric the bulk router does not know (a torus) routes them one by one."""
     rng = np.random.default_rng(3)
     for spec in (
-        "dgx:hosts=96",
+        "dgx:hosts=96,ecmp=hash",
+        "dgx:hosts=96",  # the default: by destination
         "leaf-spine:leaves=8,hosts_per_leaf=96,spines=3,bandwidth=100Gbps",
         "torus:dims=8x8x8,bandwidth=100Gbps",
     ):
@@ -455,7 +456,7 @@ def test_links_left_out_of_the_bookkeeping_change_no_rate(seed, monkeypatch):
 @pytest.mark.parametrize(
     ("topology", "algorithm"),
     [
-        ("dgx:hosts=8,gpus_per_host=4,hosts_per_leaf=2", "double-binary-tree:chunks=8"),
+        ("dgx:hosts=8,gpus_per_host=4,hosts_per_leaf=2,ecmp=hash", "double-binary-tree:chunks=8"),
         ("leaf-spine:leaves=4,hosts_per_leaf=8,spines=2,bandwidth=100Gbps,uplink_bandwidth=100Gbps", "tree:chunks=6"),
     ],
 )

@@ -357,7 +357,7 @@ def test_flows_end_when_they_did_with_the_python_loops(topology, monkeypatch):
 )
 def test_fast_paths_give_the_same_times_with_the_python_loops(topology, algorithm, monkeypatch):
     if topology == "perturbed":  # stragglers and slow links: flows end at many instants
-        topology = perturb(dgx(hosts=4, gpus_per_host=4, hosts_per_leaf=2), seed=2)
+        topology = perturb(dgx(hosts=4, gpus_per_host=4, hosts_per_leaf=2, ecmp="hash"), seed=2)
 
     def run():
         r = simulate(topology, "allreduce", algorithm, "4MiB")
@@ -381,9 +381,10 @@ def test_collsim_pure_turns_the_engines_loops_off_too():
 @pytest.mark.parametrize(
     "spec, nics",
     [
-        ("dgx:hosts=24,hosts_per_leaf=8", False),
+        ("dgx:hosts=24,hosts_per_leaf=8,ecmp=hash", False),
         ("dgx:hosts=24,hosts_per_leaf=8,ecmp=destination", False),
-        ("dgx:hosts=9,gpus_per_host=1,hosts_per_leaf=4", False),
+        ("dgx:hosts=9,gpus_per_host=1,hosts_per_leaf=4,ecmp=hash", False),
+        ("dgx:hosts=9,gpus_per_host=1,hosts_per_leaf=4", False),  # the default: by destination
         ("hgx:preset=dgx-h100,hosts=40,hosts_per_leaf=8", True),
         ("hgx:preset=dgx-h100,hosts=24,hosts_per_leaf=8,ecmp=hash", True),
         ("leaf-spine:leaves=4,hosts_per_leaf=4,spines=3,bandwidth=1Gbps,gpus_per_host=2,intra_bandwidth=10Gbps", False),
@@ -424,7 +425,7 @@ def test_the_cores_trim_is_the_classes():
 
     from .test_classes import executor
 
-    ex, _ = executor("dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=2,spines=2", "ps:shards=4", 2**20)
+    ex, _ = executor("dgx:hosts=6,gpus_per_host=2,hosts_per_leaf=2,spines=2,ecmp=hash", "ps:shards=4", 2**20)
     cl = ex.cluster
     srcs, dsts = np.divmod(np.arange(cl.size * cl.size), cl.size)
     rows = ex.routes(srcs[srcs != dsts], dsts[srcs != dsts], ids=False)[0]

@@ -215,12 +215,24 @@ def test_a_straggling_server_pulls_alone_from_the_structure():
 
 
 @pytest.mark.parametrize(
-    "topology", ["dgx:hosts=4,hosts_per_leaf=2", "leaf-spine:leaves=3,hosts_per_leaf=2,spines=2,bandwidth=100Gbps"]
+    "topology",
+    ["dgx:hosts=4,hosts_per_leaf=2,ecmp=hash", "leaf-spine:leaves=3,hosts_per_leaf=2,spines=2,bandwidth=100Gbps"],
 )
 def test_no_structure_where_routes_hash(topology):
     """Hashed ECMP gives every pair its own spine: no phase is built from the structure."""
     ex, *_ = _run(topology, "ps", 2**20, True)
     assert ex.implicit == 0
+
+
+def test_the_default_dgx_is_built_from_the_structure():
+    """``dgx`` routes by destination by default (a DGX SuperPOD's InfiniBand): its phases are built from
+    the structure, with the classes, bytes and time of ``ecmp=destination`` said outright."""
+    plain = _run("dgx:hosts=4,hosts_per_leaf=2", "ps", 2**20, True)
+    said = _run("dgx:hosts=4,hosts_per_leaf=2,ecmp=destination", "ps", 2**20, True)
+    assert plain[0].implicit > 0 and plain[0].implicit == said[0].implicit
+    assert plain[1] == said[1] and plain[5] == said[5]
+    for x, y in zip(plain[2:5], said[2:5], strict=True):
+        assert np.array_equal(x, y)
 
 
 def test_an_iteration_books_the_structures_bytes():

@@ -88,7 +88,7 @@ def _both(monkeypatch: pytest.MonkeyPatch, *args: Any, **kw: Any) -> tuple[Any, 
 
 
 UNIFORM = [
-    (dgx(hosts=4, gpus_per_host=4), "ring:order=rank"),
+    (dgx(hosts=4, gpus_per_host=4, ecmp="hash"), "ring:order=rank"),
     (dgx(hosts=2, gpus_per_host=8), "ring"),
     (star(6, "100Gbps", "1us"), "ring"),
     (dgx(hosts=4, gpus_per_host=4), "halving-doubling"),
@@ -113,7 +113,7 @@ def test_the_core_gives_the_python_lines_results(monkeypatch, graph, algorithm, 
 def test_a_steady_state_jumped_over_with_the_cores_arrivals_in_flight(monkeypatch):
     """A long rank-order ring: the executor jumps over whole periods while private messages that the core
     scheduled (batches of lists) are in flight."""
-    graph = dgx(hosts=8, gpus_per_host=4, hosts_per_leaf=2, spines=2)
+    graph = dgx(hosts=8, gpus_per_host=4, hosts_per_leaf=2, spines=2, ecmp="hash")
     fast, made, _ = _both(monkeypatch, graph, "allreduce", "ring:order=rank", 2**22 + 7, engine="fast", gamma=1e-11)
     assert fast.engine == "fast:events"
     assert made[-1]._core is not None and made[-1].private > 0 and made[-1].extrapolated_steps > 0
@@ -265,7 +265,9 @@ def test_the_cores_arrivals_handed_over_as_the_python_lines_keep_them(monkeypatc
     bounds and kinds -- are the Python lines' own, and so are the count the detection's digest uses, the
     network's flows and the executor's private count (which the core adds up until Python runs). Handed
     over at every instant the reference rank moves on as well, the run is still the Python lines' own."""
-    graph = dgx(hosts=hosts, gpus_per_host=4, **({"hosts_per_leaf": leaves, "spines": 2} if leaves else {}))
+    graph = dgx(
+        hosts=hosts, gpus_per_host=4, ecmp="hash", **({"hosts_per_leaf": leaves, "spines": 2} if leaves else {})
+    )
     seen: dict[bool, list[Any]] = {True: [], False: []}
     runs: dict[bool, Any] = {}
     snapshot, after = fastpath.FastExecutor._snapshot, fastpath.FastExecutor._after
@@ -299,13 +301,17 @@ def test_the_cores_arrivals_handed_over_as_the_python_lines_keep_them(monkeypatc
     assert any(len(bucket) == 1 and bucket[0][0] for s in snaps for _, bucket in s[2]) == (leaves is None)
 
 
+def _hashed_dgx() -> Any:
+    """Four DGX hosts of four GPUs, spines hashed: the rank-order ring's hops across the rails meet on
+    the spines by chance (routed by destination, dgx's default, they would not)."""
+    return dgx(hosts=4, gpus_per_host=4, ecmp="hash")
+
+
 def test_arrivals_taken_back_and_handed_over_unchanged(monkeypatch):
     """Buckets of every kind the Python lines make -- a lone message's ints, lists, arrays (a jump's),
     several batches under one key -- taken into the core (``take_back``, what its next send or arrival
     does after a hand-over) and handed over again (``export``) come back as they were, in their order."""
-    _, made, _ = _run(
-        monkeypatch, True, dgx(hosts=4, gpus_per_host=4), "allreduce", "ring:order=rank", 2**20, engine="fast"
-    )
+    _, made, _ = _run(monkeypatch, True, _hashed_dgx(), "allreduce", "ring:order=rank", 2**20, engine="fast")
     ex = made[-1]
     assert ex._core is not None and ex._core.held() == 0 and not ex._arrivals
     arrivals = {
@@ -355,9 +361,7 @@ def test_windows_widened_by_the_python_lines_in_the_middle_of_the_cores_work(mon
 def test_what_the_core_read_is_read_again_after_python_ran(monkeypatch):
     """The core reads an attribute once while no Python line runs: a value Python sets between two of
     its calls (here the last reference step ``_after`` saw) is the one the next call uses."""
-    _, made, _ = _run(
-        monkeypatch, True, dgx(hosts=4, gpus_per_host=4), "allreduce", "ring:order=rank", 2**20, engine="fast"
-    )
+    _, made, _ = _run(monkeypatch, True, _hashed_dgx(), "allreduce", "ring:order=rank", 2**20, engine="fast")
     ex = made[-1]
     assert ex._core is not None
     calls: list[int] = []

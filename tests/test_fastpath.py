@@ -244,8 +244,9 @@ def test_overlay_refuses_sequences_that_share_a_pair():
 CROWDED = {
     # 8:1 oversubscribed: 16 hosts per leaf share one spine uplink of two hosts' bandwidth
     "leaf-spine-8to1": leaf_spine(4, 16, 1, "100Gbps", "200Gbps", "1us"),
-    # a rank-order ring across DGX rails: every host's last GPU sends to the next host's first one
-    "dgx-rails": dgx(hosts=8, gpus_per_host=4, hosts_per_leaf=2, spines=2),
+    # a rank-order ring across DGX rails: every host's last GPU sends to the next host's first one, over
+    # spines picked by hashed ECMP (routed by destination, dgx's default, no two of them would meet)
+    "dgx-rails": dgx(hosts=8, gpus_per_host=4, hosts_per_leaf=2, spines=2, ecmp="hash"),
 }
 
 
@@ -347,7 +348,7 @@ def test_private_messages_arrive_without_becoming_flows(hosts, spines, perturbed
     bytes as the message level -- with the steady state jumped over while private messages are in
     flight, and with stragglers and slowed links."""
     made = _recording_executors(monkeypatch)
-    graph = dgx(hosts=hosts, gpus_per_host=4, hosts_per_leaf=2, spines=spines)
+    graph = dgx(hosts=hosts, gpus_per_host=4, hosts_per_leaf=2, spines=spines, ecmp="hash")
     if perturbed:
         graph = perturb(graph, hosts, stragglers=3, slow_links=6)
     a, b = both(graph, "allreduce", "ring:order=rank", 2**22 + 7, gamma=1e-11)
@@ -370,7 +371,10 @@ def test_messages_whose_receiver_hears_several_senders_are_not_private(monkeypat
 
 @pytest.mark.parametrize(
     ("spec", "name"),
-    [("hgx:preset=dgx-h100,hosts=4", "ring:channels=16"), ("dgx:hosts=8,hosts_per_leaf=2", "halving-doubling")],
+    [
+        ("hgx:preset=dgx-h100,hosts=4", "ring:channels=16"),
+        ("dgx:hosts=8,hosts_per_leaf=2,ecmp=hash", "halving-doubling"),
+    ],
 )
 def test_few_arrivals_counted_in_python_equal_the_numpy_count(spec, name, monkeypatch):
     """A few messages arriving together are counted in plain Python (_few_done): the same run, bit for

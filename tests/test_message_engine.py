@@ -28,11 +28,11 @@ from sim.cluster import Cluster
 LEAF_SPINE = "leaf-spine:leaves=4,hosts_per_leaf=4,spines=2,bandwidth=100Gbps,uplink_bandwidth=50Gbps,latency=1us"
 CASES = [
     ("dgx:hosts=4,gpus_per_host=4", "allreduce", "ring"),
-    ("dgx:hosts=4,gpus_per_host=4", "allreduce", "ring:order=rank"),
+    ("dgx:hosts=4,gpus_per_host=4,ecmp=hash", "allreduce", "ring:order=rank"),  # flows meet by chance
     ("dgx:hosts=4,gpus_per_host=4", "allreduce", "halving-doubling"),
     ("dgx:hosts=4,gpus_per_host=4", "allreduce", "hierarchical"),
     ("dgx:hosts=4,gpus_per_host=4", "allreduce", "double-binary-tree:chunks=5"),
-    ("dgx:hosts=4,gpus_per_host=4", "allreduce", "ps:shards=5"),
+    ("dgx:hosts=4,gpus_per_host=4,ecmp=hash", "allreduce", "ps:shards=5"),
     (LEAF_SPINE, "allreduce", "recursive-doubling"),
     (LEAF_SPINE, "allreduce", "tree:chunks=4"),
     (LEAF_SPINE, "allreduce", "master-worker"),

@@ -49,7 +49,9 @@ def _lane_closed(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     [
         (DGX, "ring", True),  # rail-aligned: no link direction ever carries two flows
         ("star:hosts=6,bandwidth=1GB/s,latency=1us", "ring", True),
-        (DGX, "ring:order=rank", False),  # across the rails: flows meet, the lane closes mid-run
+        # across the rails, spines hashed: flows meet, the lane closes mid-run (routed by destination,
+        # dgx's default, the hosts' flows take a spine each and never meet)
+        (f"{DGX},ecmp=hash", "ring:order=rank", False),
         (DGX, "halving-doubling", True),
         (LEAF_SPINE, "tree:chunks=4", False),
         (LEAF_SPINE, "ps", False),

@@ -330,7 +330,7 @@ from tests.random_cases import case
 out = []
 for spec, algo in [("leaf-spine:leaves=4,hosts_per_leaf=3,spines=3,bandwidth=1GB/s,latency=1us", "ps"),
                    ("torus:dims=3x4,bandwidth=1GB/s,latency=1us", "halving-doubling"),
-                   ("dgx:hosts=4,hosts_per_leaf=2", "ring:order=rank")]:
+                   ("dgx:hosts=4,hosts_per_leaf=2,ecmp=hash", "ring:order=rank")]:
     r = simulate(spec, "allreduce", algo, "3MiB").to_dict()
     r.pop("wall_s")
     out.append(r)

@@ -24,7 +24,8 @@ from .test_engine import run_flows
 core = pytest.mark.skipif(rates._ratecore is None, reason="sim._ratecore is not built (no C compiler)")
 
 OVERSUBSCRIBED = "leaf-spine:leaves=8,hosts_per_leaf=8,spines=2,bandwidth=100Gbps,uplink_bandwidth=100Gbps"
-DGX = "dgx:hosts=8,gpus_per_host=4,hosts_per_leaf=2"
+#: hashed ECMP (dgx routes by destination by default): flows meet on the spines by chance
+DGX = "dgx:hosts=8,gpus_per_host=4,hosts_per_leaf=2,ecmp=hash"
 set_rates = Network._set_rates
 
 

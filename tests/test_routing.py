@@ -27,9 +27,10 @@ def routes(graph, mode):
         star(3, "100Gbps", gpus_per_host=3, intra_bandwidth="300GB/s"),
         leaf_spine(3, 2, 3, "100Gbps", "200Gbps", "1us"),
         leaf_spine(2, 2, 2, "100Gbps", gpus_per_host=2, intra_bandwidth="300GB/s"),
+        dgx(hosts=3, gpus_per_host=4, hosts_per_leaf=2, spines=3, ecmp="hash"),
         dgx(hosts=3, gpus_per_host=4, hosts_per_leaf=2, spines=3),
     ],
-    ids=["star", "star-multi-gpu", "leaf-spine", "leaf-spine-multi-gpu", "dgx"],
+    ids=["star", "star-multi-gpu", "leaf-spine", "leaf-spine-multi-gpu", "dgx-hash", "dgx"],
 )
 def test_updown_equals_dijkstra(graph):
     a, cl = routes(graph, "updown")
@@ -78,7 +79,8 @@ def test_torus_routes_through_hosts():
 @pytest.mark.parametrize(
     "spec",
     [
-        "dgx:hosts=5,gpus_per_host=4,hosts_per_leaf=2,spines=3",
+        "dgx:hosts=5,gpus_per_host=4,hosts_per_leaf=2,spines=3,ecmp=hash",
+        "dgx:hosts=5,gpus_per_host=4,hosts_per_leaf=2,spines=3",  # the default: by destination
         "leaf-spine:leaves=3,hosts_per_leaf=3,spines=2,bandwidth=100Gbps",
         "star:hosts=3,bandwidth=100Gbps,gpus_per_host=3,intra_bandwidth=300GB/s",
         "torus:dims=3x3,bandwidth=1GB/s",  # no bulk router: pair by pair
@@ -156,23 +158,29 @@ def test_destination_routing_takes_one_spine_per_destination_host_on_every_rail(
 
 
 @pytest.mark.parametrize(
-    "spec, per",
+    "spec, per, default",
     [
-        ("dgx:hosts=8,gpus_per_host=2,hosts_per_leaf=4", 2),
-        ("leaf-spine:leaves=2,hosts_per_leaf=4,spines=4,bandwidth=100Gbps", 1),
+        ("dgx:hosts=8,gpus_per_host=2,hosts_per_leaf=4", 2, "destination"),
+        ("leaf-spine:leaves=2,hosts_per_leaf=4,spines=4,bandwidth=100Gbps", 1, "hash"),
     ],
     ids=["dgx", "leaf-spine"],
 )
-def test_dgx_and_leaf_spine_route_by_destination_when_asked(spec, per):
+def test_dgx_and_leaf_spine_route_by_destination_when_asked(spec, per, default):
     """``ecmp=destination`` on the dgx and leaf-spine builders: every flow to a host crosses one spine,
-    the hosts under a leaf take the spines one each; the default (``hash``) spreads one destination's
-    flows over several spines, as before."""
+    the hosts under a leaf take the spines one each; ``hash`` spreads one destination's flows over
+    several spines. ``dgx`` (a DGX SuperPOD: InfiniBand) routes by destination by default, ``leaf-spine``
+    (any fabric, Ethernet's ECMP alike) hashes."""
     cl = Cluster(f"{spec},ecmp=destination")
     assert cl.graph.graph["ecmp"] == "destination" and cl.router.dest_key is not None
     _one_spine_per_destination(cl, per)
-    hashed = Cluster(spec)
+    hashed = Cluster(f"{spec},ecmp=hash")
     assert hashed.graph.graph["ecmp"] == "hash" and hashed.router.dest_key is None
     assert len({_spine_of(hashed, s * per, 0) for s in range(4, 8)}) > 1
+    plain = Cluster(spec)
+    assert plain.graph.graph["ecmp"] == default and (plain.router.dest_key is None) == (default == "hash")
+    routed = cl if default == "destination" else hashed
+    pairs = [(s, d) for s in range(0, plain.size, 3) for d in range(plain.size) if s != d]
+    assert [_spine_of(plain, s, d) for s, d in pairs] == [_spine_of(routed, s, d) for s, d in pairs]
 
 
 def _searched_ancestors(router, dst):

@@ -209,12 +209,15 @@ def test_stragglers_from_yaml(tmp_path):
 @pytest.mark.parametrize(
     "spec",
     [
-        "dgx:hosts=2",
-        "dgx:hosts=5,gpus_per_host=4,hosts_per_leaf=2,spines=3",
-        "dgx:hosts=3,gpus_per_host=1,hosts_per_leaf=2",
-        "dgx:hosts=70,hosts_per_leaf=16,uplink_bandwidth=100Gbps,overhead=1us,pcie_bandwidth=32GB/s",
+        "dgx:hosts=2,ecmp=hash",
+        "dgx:hosts=5,gpus_per_host=4,hosts_per_leaf=2,spines=3,ecmp=hash",
+        "dgx:hosts=3,gpus_per_host=1,hosts_per_leaf=2,ecmp=hash",
+        "dgx:hosts=70,hosts_per_leaf=16,uplink_bandwidth=100Gbps,overhead=1us,pcie_bandwidth=32GB/s,ecmp=hash",
         "dgx:hosts=9,gpus_per_host=4,hosts_per_leaf=4,ecmp=destination",
         "dgx:hosts=5,gpus_per_host=1,hosts_per_leaf=2,ecmp=destination",
+        # the default: routed by destination, as a DGX SuperPOD's InfiniBand routes
+        "dgx:hosts=2",
+        "dgx:hosts=70,hosts_per_leaf=16,uplink_bandwidth=100Gbps,overhead=1us,pcie_bandwidth=32GB/s",
     ],
 )
 def test_dgx_built_as_arrays_is_the_graph(spec):
@@ -229,7 +232,7 @@ def test_dgx_built_as_arrays_is_the_graph(spec):
     for name in ("_out_v", "_out_arc", "_in_u", "_in_ptr", "_level", "_up_v", "_up_arc", "_above_u", "_above_arc"):
         assert getattr(fast.router, name) == getattr(ref.router, name), name
     assert np.array_equal(fast.router._endpoint_only, ref.router._endpoint_only)
-    assert (fast.router.dest_key is None) == (ref.router.dest_key is None) == ("ecmp" not in spec)
+    assert (fast.router.dest_key is None) == (ref.router.dest_key is None) == ("ecmp=hash" in spec)
     if fast.router.dest_key is not None:
         assert np.array_equal(fast.router.dest_key, ref.router.dest_key)
         pairs = [(s, d) for s in range(0, fast.size, 3) for d in range(fast.size - 1, -1, -2)]
@@ -257,13 +260,14 @@ def test_dgx_arrays_refuse_what_the_graph_refuses():
         assert str(array_error.value) == str(graph_error.value)
 
 
+@pytest.mark.parametrize("routed", [",ecmp=hash", ""], ids=["hash", "default"])
 @pytest.mark.parametrize("algorithm", ["ring", "hierarchical", "double-binary-tree:chunks=4", "halving-doubling"])
-def test_dgx_arrays_simulate_as_the_graph(algorithm):
+def test_dgx_arrays_simulate_as_the_graph(algorithm, routed):
     """End to end: a collective on the array-built cluster takes the graph-built one's times, bytes
-    and busiest links, on both engines."""
+    and busiest links, on both engines; hashed and on the default fabric (routed by destination)."""
     from sim.simulate import simulate
 
-    spec = "dgx:hosts=5,gpus_per_host=4,hosts_per_leaf=2,spines=3"
+    spec = "dgx:hosts=5,gpus_per_host=4,hosts_per_leaf=2,spines=3" + routed
     for engine in ("message", "auto"):
         fast = simulate(Cluster(spec), "allreduce", algorithm, 2**24, engine=engine)
         ref = simulate(Cluster(load_graph(spec)), "allreduce", algorithm, 2**24, engine=engine)

@@ -59,7 +59,7 @@ class DgxParams(Spec):
     spines: PositiveInt | None = None
     uplink_bandwidth: Bandwidth | None = None
     overhead: Time = 0.0
-    ecmp: Literal["hash", "destination"] = "hash"
+    ecmp: Literal["hash", "destination"] = "destination"
 
 
 class TorusParams(_HostParams):
@@ -247,15 +247,17 @@ def dgx(
     connects to a leaf of rail ``i`` (``leaf{i}.{group}``, ``hosts_per_leaf`` hosts per leaf); every leaf
     connects to every spine at ``uplink_bandwidth`` (default ``nic_bandwidth``; ``spines`` defaults to
     ``min(hosts, hosts_per_leaf)``, which makes the fabric non-blocking). Defaults are a DGX H100: 8 GPUs,
-    900 GB/s NVLink, 400 Gb/s ConnectX-7 NICs. A flow between leaves picks its spine by ``ecmp``: ``hash``
-    (the default: a hash of source and destination per flow, as Ethernet ECMP does; two flows may meet
-    on one spine while another idles) or ``destination`` (as InfiniBand's subnet manager routes a
-    fat-tree, D-mod-K: every flow to one host through the same spine, a leaf's hosts spread over the
-    spines one each).
+    900 GB/s NVLink, 400 Gb/s ConnectX-7 NICs. A flow between leaves picks its spine by ``ecmp``:
+    ``destination`` (the default, as a DGX SuperPOD's InfiniBand subnet manager routes a fat-tree,
+    D-mod-K: every flow to one host through the same spine, a leaf's hosts spread over the spines one
+    each) or ``hash`` (a hash of source and destination per flow, as Ethernet ECMP does; two flows may
+    meet on one spine while another idles).
 
     >>> g = dgx(2)
     >>> len(g.graph["ranks"]), g.edges["h0:gpu0", "h0"]["bandwidth"], g.edges["h0:nic0", "leaf0.0"]["bandwidth"]
     (16, 450000000000.0, 50000000000.0)
+    >>> g.graph["ecmp"], dgx(2, ecmp="hash").graph["spec"]
+    ('destination', 'dgx:hosts=2,ecmp=hash')
     """
     p = _params(DgxParams, "dgx", dict(locals()))
     spines = p.spines or min(p.hosts, p.hosts_per_leaf)
