@@ -42,7 +42,9 @@ from .spec import ReportSpec
 __all__ = ["MODEL_VERSION", "Point", "report_points", "run_point", "workload_of"]
 
 #: part of every cache key: a new simulator or report model recomputes instead of reusing old points
-MODEL_VERSION = f"collsim-{sim.__version__}/report-1"
+#: (report-2: `dgx` routes by destination by default, where it hashed; its spec's params are unchanged,
+#: so the tag is what keeps points simulated on the hashed fabric from being reused for it)
+MODEL_VERSION = f"collsim-{sim.__version__}/report-2"
 
 
 @dataclass(frozen=True)

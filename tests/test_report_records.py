@@ -84,6 +84,23 @@ def test_a_sweep_resumes_from_a_cache_written_before_the_records_were_typed(tmp_
     assert (tmp_path / PointCache.FILENAME).read_text() == "".join(lines)  # nothing appended
 
 
+def test_points_an_earlier_model_simulated_are_not_reused(tmp_path):
+    """A cache key carries the report model's tag (``reports.points.MODEL_VERSION``), raised where the same
+    spec comes to mean another cluster (``dgx``'s default routing, report-2): the old cache's lines, under
+    their own keys, are recomputed, not taken for today's."""
+    shutil.copy(OLD_CACHE, tmp_path / PointCache.FILENAME)
+    with extra_algorithms():
+        points = report_points(old_spec())
+        calls = []
+
+        def counting(point):
+            calls.append(point)
+            return run_point(point)
+
+        run_sweep(points, PointCache(tmp_path), SerialExecutor(), progress=False, func=counting)
+    assert len(calls) == len(points) == 4
+
+
 def test_a_fresh_record_equals_itself_read_back_from_its_cache_line(tmp_path):
     with extra_algorithms():
         points = report_points(old_spec())
