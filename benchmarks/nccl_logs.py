@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sim.algorithms import get_algorithm  # noqa: E402
 from sim.cluster import Cluster  # noqa: E402
 from sim.errors import CalibrationError, CollsimError  # noqa: E402
+from sim.nccl.efa import PRESETS as EFA_PRESETS  # noqa: E402
 from sim.nccl.versions import parse_version, tuning_for  # noqa: E402
 from sim.simulate import simulate  # noqa: E402
 from sim.topology import hgx  # noqa: E402
@@ -274,8 +275,7 @@ def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = N
     return None, None
 
 
-#: the AWS EFA preset of ``hgx`` for a log's instance family, and for its GPU where it names no instance
-_EFA_PRESETS = {"p4d": "aws-p4d", "p5": "aws-p5", "p5en": "aws-p5en"}
+#: a log's EFA instance family where it names no instance, by its GPU (``sim.nccl.efa.PRESETS`` the presets)
 _EFA_BY_GPU = {"a100": "p4d", "h100": "p5", "h200": "p5"}
 
 
@@ -293,7 +293,7 @@ def efa_topology(log: Log, efa: tuple[str | None, str | None]) -> object:
         platform = _EFA_BY_GPU[log.gpu]
         if log.gpu == "h200" and stated_nics(log.text, log.gpus_per_host, log.gpu) == (16, 200.0):
             platform = "p5en"
-    preset = _EFA_PRESETS[platform]
+    preset = EFA_PRESETS[platform]
     kw: dict[str, object] = {"gpu": log.gpu, "gpus_per_host": log.gpus_per_host}
     if plugin:
         kw["efa_plugin"] = plugin

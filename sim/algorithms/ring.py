@@ -57,7 +57,6 @@ __all__ = [
     "RingAllGather",
     "RingAllReduce",
     "RingBroadcast",
-    "RingChannelsOptions",
     "RingReduce",
     "RingReduceScatter",
     "gathering_steps",
@@ -269,21 +268,16 @@ def gathering_steps(
     return ((step, q - 1),)
 
 
-class RingChannelsOptions(Spec):
-    channels: PositiveInt = 1
-    #: the single ring's order (:func:`ring_order`); ``auto`` by default, as the all-reduce ring's. ``channels=K`` rings
-    #: are NCCL's, laid out as its all-reduce's whatever this says
-    order: Literal["auto", "rank", "rail"] = "auto"
-
-
 class _RingGathering(Algorithm):
     """All-gather and reduce-scatter around a ring; with ``channels=K`` NCCL's K rings
     (:func:`sim.nccl.rings.rings_gather_program`: laid out as the all-reduce's, the buffer split among
     them, each ring's p - 1 steps)."""
 
-    Options = RingChannelsOptions
+    # all-reduce's options: ``order`` is the single ring's; ``channels=K`` rings are NCCL's, laid out as its
+    # all-reduce's whatever ``order`` says
+    Options = RingOptions
     examples = ("ring:channels=3", "ring:order=rail")
-    options: RingChannelsOptions
+    options: RingOptions
 
     def _order(self, p: int, cluster: Any) -> list[int]:
         """The single ring's order of the ranks."""

@@ -36,12 +36,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["NEWEST_PLUGIN", "PLATFORMS", "parse_plugin", "plugin_text", "reported_latency", "simple_only"]
+__all__ = ["FAMILIES", "NEWEST_PLUGIN", "PRESETS", "parse_plugin", "plugin_text", "reported_latency", "simple_only"]
 
 Version = tuple[int, int, int]
-#: the instance types the ``aws-*`` presets of ``hgx`` stand for (p4d covers p4de, p5 covers p5e: the same
-#: rows of the plugin's table, but that p5e is in it only from v1.11.0)
-PLATFORMS = ("p4d", "p5", "p5en")
+#: AWS's EFA GPU instance types -> the family (platform) whose row of the plugin's table they take: p4de is
+#: p4d's, p5e p5's (the same rows, but that p5e is in the table only from v1.11.0)
+FAMILIES = {"p4d": "p4d", "p4de": "p4d", "p5": "p5", "p5e": "p5", "p5en": "p5en"}
+#: each family's ``hgx`` preset (:mod:`sim.topology.hgx`)
+PRESETS = {"p4d": "aws-p4d", "p5": "aws-p5", "p5en": "aws-p5en"}
 #: the newest plugin release read (tag v1.21.1 of aws/aws-ofi-nccl), what a topology gets by default
 NEWEST_PLUGIN: Version = (1, 21, 1)
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:-?aws|-\w+)?$")

@@ -102,7 +102,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 PRESETS["dgx-b200"] = {**PRESETS["dgx-h100"], "gpu": "b200"}
 
 #: AWS EFA instances (``net="efa"``: NCCL reaches EFA through AWS's NET plugin aws-ofi-nccl, not InfiniBand
-#: verbs; :data:`EFA_PLATFORMS` has what the plugin tells NCCL). Sources:
+#: verbs; :mod:`sim.nccl.efa` has what the plugin tells NCCL). Sources:
 #:
 #: * p4d.24xlarge / p4de.24xlarge: AWS EC2 accelerated-computing instance page (8x A100 SXM4 40 GB / 80 GB,
 #:   "400 Gbps" = 4x 100 Gbps EFA, "GPUDirect RDMA", Intel Xeon Scalable "Cascade Lake" 8275CL); the PCIe tree

@@ -37,6 +37,7 @@ from sim import files
 from sim.algorithms.nccl import NCCL_ALGO_NAMES
 from sim.collectives import get_collective
 from sim.errors import CalibrationError, CollsimError
+from sim.nccl.efa import FAMILIES as EFA_FAMILIES
 from sim.nccl.tuner import ALGORITHMS, NCCL_NAMES, PROTOS
 
 from .file import Source, loads_strict
@@ -421,8 +422,7 @@ _EFA_PLUGIN_LINE = re.compile(r"\bNET/OFI\b|\bNET/(?:AWS )?Libfabric\b|\bUsing n
 _EFA_PROVIDER = re.compile(r"\bFI_PROVIDER\s*[=:]\s*[\"']?efa\b|\bSelected [Pp]rovider is efa\b")
 #: libfabric over another provider (HPE Slingshot's ``cxi``, ``tcp``): the same plugin, not EFA
 _OTHER_PROVIDER = re.compile(r"\bSelected [Pp]rovider is (?!efa\b)(\w+)")
-#: AWS's EFA instance types (the GPU ones the ``aws-*`` presets of ``hgx`` build), most specific first
-_EFA_INSTANCE = (("p5en", "p5en"), ("p5e", "p5"), ("p5", "p5"), ("p4de", "p4d"), ("p4d", "p4d"))
+#: AWS's EFA instance types (the GPU ones the ``aws-*`` presets of ``hgx`` build: sim.nccl.efa.FAMILIES)
 _EFA_INSTANCE_RE = re.compile(r"\b(p5en|p5e|p5|p4de|p4d)(?:\.\d*xlarge|\b)", re.I)
 #: the plugin's release as it prints it (``NET/OFI Initializing aws-ofi-nccl 1.14.0`` from 1.8.0, ``NET/OFI Using
 #: aws-ofi-nccl 1.5.0aws`` before) or a header / build states it (``aws-ofi-nccl 1.7.3-aws``,
@@ -466,7 +466,7 @@ def stated_efa(text: str) -> tuple[str | None, str | None] | None:
     efa = _EFA_PLUGIN_LINE.search(text) or _EFA_PROVIDER.search(text) or named or re.search(r"\bEFA\b", header)
     if not efa or (_OTHER_PROVIDER.search(text) and not _EFA_PROVIDER.search(text)):
         return None
-    platform = dict(_EFA_INSTANCE)[named.group(1).lower()] if named else None
+    platform = EFA_FAMILIES[named.group(1).lower()] if named else None
     plugin = None
     if m := _EFA_PLUGIN_VERSION.search(text):
         plugin = m.group(1) or m.group(2)
