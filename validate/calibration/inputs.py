@@ -423,7 +423,10 @@ _EFA_PROVIDER = re.compile(r"\bFI_PROVIDER\s*[=:]\s*[\"']?efa\b|\bSelected [Pp]r
 #: libfabric over another provider (HPE Slingshot's ``cxi``, ``tcp``): the same plugin, not EFA
 _OTHER_PROVIDER = re.compile(r"\bSelected [Pp]rovider is (?!efa\b)(\w+)")
 #: AWS's EFA instance types (the GPU ones the ``aws-*`` presets of ``hgx`` build: sim.nccl.efa.FAMILIES)
-_EFA_INSTANCE_RE = re.compile(r"\b(p5en|p5e|p5|p4de|p4d)(?:\.\d*xlarge|\b)", re.I)
+_EFA_INSTANCES = "|".join(sorted(EFA_FAMILIES, key=len, reverse=True))  # longest first: p5en before p5
+_EFA_INSTANCE_RE = re.compile(rf"\b({_EFA_INSTANCES})(?:\.\d*xlarge|\b)", re.I)
+#: the plugin's own line naming the instance type it runs on (v1.3.0-aws on)
+_EFA_RUNNING_ON = re.compile(rf"Running on ({_EFA_INSTANCES})\.\d*xlarge platform")
 #: the plugin's release as it prints it (``NET/OFI Initializing aws-ofi-nccl 1.14.0`` from 1.8.0, ``NET/OFI Using
 #: aws-ofi-nccl 1.5.0aws`` before) or a header / build states it (``aws-ofi-nccl 1.7.3-aws``,
 #: ``AWS_OFI_NCCL_VERSION=v1.8.1``)
@@ -462,7 +465,7 @@ def stated_efa(text: str) -> tuple[str | None, str | None] | None:
         for line in map(strip_label, text.splitlines())
         if line.lstrip().startswith("#") and not RANK_LINE.match(line.strip())
     )
-    named = _EFA_INSTANCE_RE.search(header) or re.search(r"Running on (p4de?|p5e?n?)\.\d*xlarge platform", text)
+    named = _EFA_INSTANCE_RE.search(header) or _EFA_RUNNING_ON.search(text)
     efa = _EFA_PLUGIN_LINE.search(text) or _EFA_PROVIDER.search(text) or named or re.search(r"\bEFA\b", header)
     if not efa or (_OTHER_PROVIDER.search(text) and not _EFA_PROVIDER.search(text)):
         return None
