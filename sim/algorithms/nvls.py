@@ -156,8 +156,9 @@ def nvls_program(
     # the GPUs' side of the pipeline: on one host an actor on each GPU (its channels' copy warps) whose
     # every message first pays the iteration's hand-off; across hosts the ranks themselves
     gpus = groups
-    if h == 1:
-        gpus = [cluster.add_endpoints(flat, [None] * g, ("nvls", "copy"), overhead=STEP_LATENCY)]
+    if h == 1:  # (the GPU's own per-message overhead, a straggler's say, comes on top)
+        over = cluster.overhead
+        gpus = [[cluster.add_endpoint(r, key=("nvls", "copy"), overhead=over[r] + STEP_LATENCY) for r in flat]]
     ends = [channel_endpoints(cluster, flat, ("nvls", t), t) for t in range(2)]
     heads = [[ends[t][i * g : (i + 1) * g] for i in range(h)] for t in range(2)]
     actors = [r for grp in gpus for r in grp] + [a for t in heads for grp in t for a in grp]
