@@ -72,7 +72,6 @@ def test_iterations_fast_equals_message_with_stragglers_and_slow_links(seed):
     assert_same(a, b)
 
 
-
 def test_a_stragglers_overhead_adds_to_its_hand_off():
     """Every iteration of the straggler's copy actor pays its GPU's per-message overhead on top of the
     hand-off, and the others wait for it at the switch: each of the 4 iterations is that much longer (its
