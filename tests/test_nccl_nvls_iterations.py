@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim.algorithms.nvls import STEP_LATENCY, nvls_iterations
+from sim.algorithms.nvls import STEP_LATENCY, hand_off_s, nvls_iterations
 from sim.cluster import Cluster
 from sim.nccl import tuner
 from sim.nccl.versions import NEWEST
@@ -37,10 +37,13 @@ def test_every_iteration_pays_the_simple_hand_off():
     grows by 32 iterations, each the NVLink link's latency, the hand-off and the bytes through a GPU's
     NVLink at the NVLS efficiency -- not by the bytes alone."""
     assert STEP_LATENCY == pytest.approx(3.4e-6)
+    # NCCL's 3.4 us for a Simple step over a ring hop GPU -> NVSwitch -> GPU, less that hop's 2 x 0.3 us
+    assert hand_off_s(Cluster(hgx(1)), [0, 1]) == pytest.approx(2.8e-6)
+    assert hand_off_s(Cluster(hgx(1, nvlink_latency=2e-6)), [0, 1]) == 0.0
     a = simulate("hgx:hosts=1", "allreduce", "nvls", 2**28).time_s
     b = simulate("hgx:hosts=1", "allreduce", "nvls", 2**29).time_s
     moving = (1 + 1 / 8) * 2**23 / (370.8e9 * 0.85)
-    assert b - a == pytest.approx(32 * (0.3e-6 + STEP_LATENCY + moving), rel=1e-3)
+    assert b - a == pytest.approx(32 * (0.3e-6 + 2.8e-6 + moving), rel=1e-3)
 
 
 @pytest.mark.parametrize(

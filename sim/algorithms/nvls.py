@@ -25,8 +25,9 @@ after a system-scope fence (``prims_simple.h``: ProtoSimple<1, 1>, one step per 
 So a slice is one iteration of all the channels (:func:`nvls_iterations`: C channels x the chunk per
 head), and each iteration of a GPU's channels pays the hand-off of one Simple step over NVLink before its
 data moves (:data:`STEP_LATENCY`, NCCL's own figure for it: ``tuning.cc`` hwLatencies NVLink Ring Simple
-3.4 us). The GPU's side of it is an actor of its own on the GPU (its copy warps), whose messages carry
-that cost as their per-message overhead.
+3.4 us, less the NVLink latency the simulated step pays anyway: :func:`hand_off_s`). The GPU's side of it
+is an actor of its own on the GPU (its copy warps), whose messages carry that cost as their per-message
+overhead.
 
 Closed form inside one host with per-GPU link (α, β), k iterations and the step's hand-off a (the
 pipeline: k + 3 steps, each moving (1 + 1/G)·n/k through the busiest link direction)::
@@ -64,7 +65,15 @@ from ..runtime import Job
 from .base import Algorithm
 from .registry import register
 
-__all__ = ["STEP_LATENCY", "Nvls", "head_slices", "nvls_gather_program", "nvls_iterations", "nvls_program"]
+__all__ = [
+    "STEP_LATENCY",
+    "Nvls",
+    "hand_off_s",
+    "head_slices",
+    "nvls_gather_program",
+    "nvls_iterations",
+    "nvls_program",
+]
 
 EFFICIENCY = NEWEST.nvls_efficiency[2]  # Hopper (tuning.cc nvlsEfficiency, 2.28.3 on)
 
@@ -102,6 +111,15 @@ def nvls_slices(
     return head_slices(
         nbytes / heads, nvls_chunk(nbytes, hosts, channels * heads, tree, start, cap4, tuning.nvls_chunk_first)
     )
+
+
+def hand_off_s(cluster: Any, gpus: list[int]) -> float:
+    """Seconds an iteration of NCCL's one-node NVLS kernel waits on its hand-off beyond what the simulated
+    step pays anyway: :data:`STEP_LATENCY`, NCCL's latency of a whole Simple step over NVLink (a ring hop
+    GPU -> NVSwitch -> GPU), less the latency of that hop's links in the topology, which the step's messages
+    pay (hgx: 2 x 0.3 us, so 2.8 us); never below 0."""
+    a, b = gpus[0], gpus[1]
+    return max(0.0, STEP_LATENCY - (cluster.alpha_beta(a, b)[0] - cluster.overhead[a]))
 
 
 def nvls_iterations(nbytes: float, heads: int, tuning: Tuning = NEWEST, sys: System | None = None) -> int:
@@ -157,8 +175,8 @@ def nvls_program(
     # every message first pays the iteration's hand-off; across hosts the ranks themselves
     gpus = groups
     if h == 1:  # (the GPU's own per-message overhead, a straggler's say, comes on top)
-        over = cluster.overhead
-        gpus = [[cluster.add_endpoint(r, key=("nvls", "copy"), overhead=over[r] + STEP_LATENCY) for r in flat]]
+        over, hand_off = cluster.overhead, hand_off_s(cluster, flat)
+        gpus = [[cluster.add_endpoint(r, key=("nvls", "copy"), overhead=over[r] + hand_off) for r in flat]]
     ends = [channel_endpoints(cluster, flat, ("nvls", t), t) for t in range(2)]
     heads = [[ends[t][i * g : (i + 1) * g] for i in range(h)] for t in range(2)]
     actors = [r for grp in gpus for r in grp] + [a for t in heads for grp in t for a in grp]
@@ -241,7 +259,7 @@ class _NvlsBase(Algorithm):
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         k = nvls_iterations(n, p)
-        return (k + 3) * (alpha + STEP_LATENCY + (1 + 1 / p) * (n / k) * beta / EFFICIENCY)
+        return (k + 3) * (alpha + max(0.0, STEP_LATENCY - 2 * alpha) + (1 + 1 / p) * (n / k) * beta / EFFICIENCY)
 
 
 @register
