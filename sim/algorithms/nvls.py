@@ -17,10 +17,22 @@ pipelined over slices of ``NCCL_STEPS`` chunks per head, the chunk NCCL picks fo
 (``enqueue.cc``, at most ``NCCL_NVLS_CHUNKSIZE``; :mod:`sim.nccl.pipeline`). Wire bytes on NVLink
 are divided by NCCL's NVLS efficiency (0.85 on Hopper, 0.74 on Blackwell: ``tuning.cc:nvlsEfficiency``).
 
-Closed form inside one host with per-GPU link (α, β) and k slices (the pipeline: k + 3 steps, each
-moving (1 + 1/G)·n/k through the busiest link direction)::
+Inside one host the pipeline steps as NCCL's one-node kernel does (``device/all_reduce.h``, ``oneNode``):
+every channel loops over iterations of one chunk per head (``loopCount = nHeads * chunkSize``), and its
+three warp groups -- scatter (the GPU's chunks into the NVLS buffer), reduce (the head's multimem
+load-reduce and multicast store) and gather (the result out) -- hand each iteration on with one flag
+after a system-scope fence (``prims_simple.h``: ProtoSimple<1, 1>, one step per chunk; ``postPeer``).
+So a slice is one iteration of all the channels (:func:`nvls_iterations`: C channels x the chunk per
+head), and each iteration of a GPU's channels pays the hand-off of one Simple step over NVLink before its
+data moves (:data:`STEP_LATENCY`, NCCL's own figure for it: ``tuning.cc`` hwLatencies NVLink Ring Simple
+3.4 us, less the NVLink latency the simulated step pays anyway: :func:`hand_off_s`). The GPU's side of it
+is an actor of its own on the GPU (its copy warps), whose messages carry that cost as their per-message
+overhead.
 
-    T = (k + 3)·(α + (1 + 1/G)·(n/k)·β / e)      (approximately; stated as a bound)
+Closed form inside one host with per-GPU link (α, β), k iterations and the step's hand-off a (the
+pipeline: k + 3 steps, each moving (1 + 1/G)·n/k through the busiest link direction)::
+
+    T = (k + 3)·(α + a + (1 + 1/G)·(n/k)·β / e)      (approximately; stated as a bound)
 """
 
 from __future__ import annotations
@@ -53,7 +65,15 @@ from ..runtime import Job
 from .base import Algorithm
 from .registry import register
 
-__all__ = ["Nvls", "head_slices", "nvls_gather_program", "nvls_program"]
+__all__ = [
+    "STEP_LATENCY",
+    "Nvls",
+    "hand_off_s",
+    "head_slices",
+    "nvls_gather_program",
+    "nvls_iterations",
+    "nvls_program",
+]
 
 EFFICIENCY = NEWEST.nvls_efficiency[2]  # Hopper (tuning.cc nvlsEfficiency, 2.28.3 on)
 
@@ -63,6 +83,12 @@ def efficiency(sys: System) -> float:
     Blackwell), the hardware's and kernel's throughput the simulation keeps for every release."""
     return NEWEST.nvls_efficiency[3] if sys.arch == "sm100" else EFFICIENCY
 
+
+#: seconds one iteration of NCCL's one-node NVLS kernel waits on its hand-off (flag after a system-scope
+#: fence, ``prims_simple.h: postPeer``; the peers' flags polled through the switch, ``loadStepValue``):
+#: NCCL's per-step latency of its Simple protocol over NVLink (``tuning.cc`` hwLatencies, NVLink, Ring,
+#: Simple: 3.4 us in every modelled release), which its NVLS estimate has no term for (NVLS: 25 us once)
+STEP_LATENCY = NEWEST.hw_lat["nvlink"]["ring"][2] * 1e-6
 
 #: the fewest pipeline slices a head's share is cut into (``device/common.h``: NCCL_STEPS 8 over
 #: ALLREDUCE_SLICESTEPS 2 -- the slices one connection keeps in flight)
@@ -85,6 +111,27 @@ def nvls_slices(
     return head_slices(
         nbytes / heads, nvls_chunk(nbytes, hosts, channels * heads, tree, start, cap4, tuning.nvls_chunk_first)
     )
+
+
+def hand_off_s(cluster: Any, gpus: list[int]) -> float:
+    """Seconds an iteration of NCCL's one-node NVLS kernel waits on its hand-off beyond what the simulated
+    step pays anyway: :data:`STEP_LATENCY`, NCCL's latency of a whole Simple step over NVLink (a ring hop
+    GPU -> NVSwitch -> GPU), less the latency of that hop's links in the topology, which the step's messages
+    pay (hgx: 2 x 0.3 us, so 2.8 us); never below 0."""
+    a, b = gpus[0], gpus[1]
+    return max(0.0, STEP_LATENCY - (cluster.alpha_beta(a, b)[0] - cluster.overhead[a]))
+
+
+def nvls_iterations(nbytes: float, heads: int, tuning: Tuning = NEWEST, sys: System | None = None) -> int:
+    """Iterations of NCCL's one-node NVLS all-reduce kernel per channel (``device/all_reduce.h``,
+    ``oneNode``: ``loopCount = nHeads * chunkSize``): the buffer over channels x heads x the chunk NCCL
+    picks for the size (:func:`~sim.nccl.protocols.nvls_chunk`, ``tuning``'s release, the runtime NVLS
+    channels of ``sys``'s GPUs: :func:`~sim.nccl.tuner.nvls_tuning`; without ``sys`` Hopper's 16). Every
+    channel steps through them together (the buffer is split evenly among them), so one step of the
+    simulated pipeline is one iteration of all of them."""
+    channels = nvls_tuning(sys, tuning)[0] if sys is not None else NVLS_CHANNELS_HOPPER
+    chunk = nvls_chunk(nbytes, 1, channels * heads, False, first=tuning.nvls_chunk_first)
+    return max(1, math.ceil(nbytes / (heads * channels * chunk) - 1e-9))
 
 
 def head_slices(share: float, chunk: float) -> int:
@@ -115,7 +162,8 @@ def nvls_program(
     sharp = sharp and h > 1
     q_parts = 2 * g  # head q's part, halved between the two trees
     sys = describe(cluster, p)
-    k = nvls_slices(nbytes, h, g, not sharp, tuning, sys)
+    # one host: NCCL's iterations, each paying its hand-off (module docstring); across hosts the slices
+    k = nvls_iterations(nbytes, g, tuning, sys) if h == 1 else nvls_slices(nbytes, h, g, not sharp, tuning, sys)
     slice_b = nbytes / k
     part_b = slice_b / q_parts
     nvl = 1.0 / efficiency(sys)
@@ -123,9 +171,15 @@ def nvls_program(
     mc = [engine(cluster, grp[0], "multicast") for grp in groups]
     # heads[t][host][q]: the actor of head q's half t
     flat = [r for grp in groups for r in grp]
+    # the GPUs' side of the pipeline: on one host an actor on each GPU (its channels' copy warps) whose
+    # every message first pays the iteration's hand-off; across hosts the ranks themselves
+    gpus = groups
+    if h == 1:  # (the GPU's own per-message overhead, a straggler's say, comes on top)
+        over, hand_off = cluster.overhead, hand_off_s(cluster, flat)
+        gpus = [[cluster.add_endpoint(r, key=("nvls", "copy"), overhead=over[r] + hand_off) for r in flat]]
     ends = [channel_endpoints(cluster, flat, ("nvls", t), t) for t in range(2)]
     heads = [[ends[t][i * g : (i + 1) * g] for i in range(h)] for t in range(2)]
-    actors = [r for grp in groups for r in grp] + [a for t in heads for grp in t for a in grp]
+    actors = [r for grp in gpus for r in grp] + [a for t in heads for grp in t for a in grp]
     starts = launchers(cluster, actors, launch_s) if launch_s > 0 else []
     forests = {  # built before the streams: the switches' engines are endpoints too
         (t, q): _forest(cluster, groups, [heads[t][host][q] for host in range(h)], q, t, sharp)
@@ -135,7 +189,7 @@ def nvls_program(
     s = Streams(cluster.endpoints, k)
     whole = dict(off=0, scale=q_parts, width=q_parts)
     # (one call for what a call per host added, in the same order: the streams keep their order)
-    s.add([r for grp in groups for r in grp], np.repeat(red, g), slice_b * nvl, lag=0, reduce=True, **whole)
+    s.add([r for grp in gpus for r in grp], np.repeat(red, g), slice_b * nvl, lag=0, reduce=True, **whole)
     # engine -> heads (lag 1); the heads' tree; heads -> multicast engine; engine -> everyone
     final = np.zeros((2, h), dtype=np.int64)  # step at which head (t, host) holds the result
     for t in range(2):
@@ -161,7 +215,7 @@ def nvls_program(
             s.add(
                 heads[t][host], mc[host], part_b * nvl, lag=lag, reduce=False, off=2 * np.arange(g) + t, scale=q_parts
             )
-        s.add([mc[host]] * g, groups[host], slice_b * nvl, lag=last + 1, reduce=False, **whole)
+        s.add([mc[host]] * g, gpus[host], slice_b * nvl, lag=last + 1, reduce=False, **whole)
     if h > 1 and not sharp:  # a head's channel moves a slice in no less than slice_b / cap (perChMaxNVLSTreeBws)
         per_slice = slice_b / nvls_tree_cap(sys)
         # the cap is NCCL's end-to-end figure; a step pays its messages' latencies on top of the budget
@@ -170,7 +224,7 @@ def nvls_program(
         s.cap([a for t in heads for grp in t for a in grp], 1.0 / max(per_slice - latency, per_slice / 2))
     program = s.program(starts)
     if not sharp:  # head q + 1 is head q with every GPU index of a host moved up by one (sim.symmetry)
-        mine = np.array([list(grp) for grp in groups] + [grp for t in heads for grp in t], dtype=np.int64)
+        mine = np.array([list(grp) for grp in gpus] + [grp for t in heads for grp in t], dtype=np.int64)
         sigma = shift(program.endpoints, mine.ravel(), np.roll(mine, -1, axis=1).ravel(), starts)
         program = StepProgram(program.endpoints, program.phases, symmetry=sigma)
     return program, k * q_parts
@@ -204,8 +258,8 @@ class _NvlsBase(Algorithm):
         yield from run_program(job, program, segments)
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
-        k = nvls_slices(n, 1, p)
-        return (k + 3) * (alpha + (1 + 1 / p) * (n / k) * beta / EFFICIENCY)
+        k = nvls_iterations(n, p)
+        return (k + 3) * (alpha + max(0.0, STEP_LATENCY - 2 * alpha) + (1 + 1 / p) * (n / k) * beta / EFFICIENCY)
 
 
 @register
