@@ -43,8 +43,10 @@ __all__ = ["MODEL_VERSION", "Point", "report_points", "run_point", "workload_of"
 
 #: part of every cache key: a new simulator or report model recomputes instead of reusing old points
 #: (report-2: `dgx` routes by destination by default, where it hashed; its spec's params are unchanged,
-#: so the tag is what keeps points simulated on the hashed fabric from being reused for it)
-MODEL_VERSION = f"collsim-{sim.__version__}/report-2"
+#: so the tag is what keeps points simulated on the hashed fabric from being reused for it; report-3: NCCL's NVLS
+#: on one host steps NCCL's iterations, each paying its hand-off, so `nccl` / `nvls` points on one NVLS host
+#: changed under an unchanged collsim version)
+MODEL_VERSION = f"collsim-{sim.__version__}/report-3"
 
 
 @dataclass(frozen=True)
