@@ -145,30 +145,59 @@ def pipelined_tree(
     sib_of = kids[order][np.repeat(ptr[up_of], counts) + offsets]
     # children w of a non-root parent: (w, parent) pairs where the parent sends up too
     inner = kids[parent[up_of] >= 0]
-    k = chunks
+    k, nk = chunks, len(kids)
+    check_deadline()  # a long pipeline is built at once; --timeout may stop it before
+    # every chunk's messages in one call each (ids chunk after chunk, as one call per chunk numbers them)
     up = np.full((k, n), -1, dtype=np.int64)
     down = np.full((k, n), -1, dtype=np.int64)
-    for c in range(k):
-        up[c, kids] = b.messages(endpoint[kids], endpoint[up_of], chunk, reduce=True, proc=proc[up_of], seg=seg_off + c)
-    for c in range(k):
-        down[c, kids] = b.messages(
-            endpoint[up_of], endpoint[kids], chunk, reduce=False, proc=proc[kids], seg=seg_off + c
-        )
+    segs = np.repeat(seg_off + np.arange(k, dtype=np.int64), nk)
+    up[:, kids] = b.messages(
+        np.tile(endpoint[kids], k),
+        np.tile(endpoint[up_of], k),
+        chunk,
+        reduce=True,
+        proc=np.tile(proc[up_of], k),
+        seg=segs,
+    ).reshape(k, nk)
+    down[:, kids] = b.messages(
+        np.tile(endpoint[up_of], k),
+        np.tile(endpoint[kids], k),
+        chunk,
+        reduce=False,
+        proc=np.tile(proc[kids], k),
+        seg=segs,
+    ).reshape(k, nk)
     last = up[k - 1]
-    for c in range(k):
-        check_deadline()  # a long pipeline is built chunk by chunk; --timeout may stop it
-        prev = up[c - 1] if c else np.full(n, -1, dtype=np.int64)
-        b.after(up[c, parent[inner]], up[c, inner], HELD)
-        b.after(up[c, kids], prev[kids], ARRIVED)
-        b.gate(up[c, sib], prev[sib_of], HELD)
-        if c >= 2:
-            b.gate(up[c, kids], up[c - 2, up_of], ARRIVED)
-        b.after(down[c, kids], down[c, up_of], HELD)
-        if c:
-            b.after(down[c, sib], down[c - 1, sib_of], ARRIVED)
-        else:
-            b.after(down[0, sib], last[sib_of], HELD)
-            b.after(down[0, kids], last[up_of], ARRIVED)
+    none = np.full(len(sib), -1, dtype=np.int64)
+    # each kind's edges in the order a loop over the chunks adds them (chunk 0's row, then one row per
+    # chunk c >= 1; -1: no edge, dropped by the builder). Starts, ARRIVED: U[c, v] after U[c-1, v]; D[c, w]
+    # after D[c-1, w'] for every sibling w' of w (chunk 0: D[0, v] after U[K-1, parent(v)])
+    b.after(
+        np.concatenate([up[0, kids], down[0, kids], np.hstack([up[1:, kids], down[1:, sib]]).ravel()]),
+        np.concatenate(
+            [np.full(nk, -1, dtype=np.int64), last[up_of], np.hstack([up[:-1, kids], down[:-1, sib_of]]).ravel()]
+        ),
+        ARRIVED,
+    )
+    # starts, HELD: U[c, parent(w)] after U[c, w]; D[c, v] after D[c, parent(v)] (chunk 0 also: D[0, w] after
+    # U[K-1, w'] for every sibling w')
+    b.after(
+        np.concatenate(
+            [
+                up[0, parent[inner]],
+                down[0, kids],
+                down[0, sib],
+                np.hstack([up[1:, parent[inner]], down[1:, kids]]).ravel(),
+            ]
+        ),
+        np.concatenate(
+            [up[0, inner], down[0, up_of], last[sib_of], np.hstack([up[1:, inner], down[1:, up_of]]).ravel()]
+        ),
+        HELD,
+    )
+    # gates: U[c, w] reduced after U[c-1, w'] of every sibling w' is held and U[c-2, parent(w)] has arrived
+    b.gate(up[:, sib].ravel(), np.vstack([none[None, :], up[:-1, sib_of]]).ravel(), HELD)
+    b.gate(up[2:, kids].ravel(), up[:-2, up_of].ravel(), ARRIVED)
 
 
 def tree_dataflow(p: int, nbytes: float, chunks: int, root: int = 0) -> Dataflow:
