@@ -16,33 +16,15 @@ import numpy as np
 import pytest
 
 from sim.algorithms.double_binary_tree import dbt_dataflow, dtree_parents, nccl_dtree
-from sim.algorithms.tree import pipelined_tree, tree_dataflow
+from sim.algorithms.tree import pipelined_tree, tree_dataflow, tree_pairs
 from sim.dataflow import ARRIVED, HELD, Dataflow, DataflowBuilder
 
 
-def _loop_pipelined_tree(
-    b: DataflowBuilder,
-    parent: np.ndarray,
-    endpoint: np.ndarray,
-    proc: np.ndarray,
-    chunks: int,
-    chunk: float,
-    seg_off: int = 0,
-) -> None:
+def _loop_pipelined_tree(b: Any, parent: Any, endpoint: Any, proc: Any, k: int, chunk: float, seg_off: int = 0) -> None:
     """``pipelined_tree`` as it was: chunk by chunk (the reference)."""
     parent = np.asarray(parent, dtype=np.int64)
     n = len(parent)
-    kids = np.flatnonzero(parent >= 0)
-    up_of = parent[kids]
-    order = np.argsort(up_of, kind="stable")
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(up_of, minlength=n), out=ptr[1:])
-    counts = ptr[up_of + 1] - ptr[up_of]
-    sib = np.repeat(kids, counts)
-    offsets = np.arange(len(sib)) - np.repeat(np.cumsum(counts) - counts, counts)
-    sib_of = kids[order][np.repeat(ptr[up_of], counts) + offsets]
-    inner = kids[parent[up_of] >= 0]
-    k = chunks
+    kids, up_of, sib, sib_of, inner = tree_pairs(parent)  # (unchanged: taken from the loop's lines)
     up = np.full((k, n), -1, dtype=np.int64)
     down = np.full((k, n), -1, dtype=np.int64)
     for c in range(k):

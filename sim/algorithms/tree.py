@@ -108,6 +108,23 @@ def tree_allreduce(
         yield job.env.all_of(down)
 
 
+def tree_pairs(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A forest's (``parent[v]``, -1 at a root) pairs: the children ``kids`` and their parents ``up_of``;
+    the sibling pairs (``sib[i]``, ``sib_of[i]``), every child w' of w's parent for each child w, w itself
+    included; and ``inner``, the children whose parent has a parent too."""
+    n = len(parent)
+    kids = np.flatnonzero(parent >= 0)
+    up_of = parent[kids]
+    order = np.argsort(up_of, kind="stable")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(up_of, minlength=n), out=ptr[1:])
+    counts = ptr[up_of + 1] - ptr[up_of]
+    sib = np.repeat(kids, counts)
+    offsets = np.arange(len(sib)) - np.repeat(np.cumsum(counts) - counts, counts)
+    sib_of = kids[order][np.repeat(ptr[up_of], counts) + offsets]
+    return kids, up_of, sib, sib_of, kids[parent[up_of] >= 0]
+
+
 def pipelined_tree(
     b: DataflowBuilder,
     parent: np.ndarray,
@@ -133,40 +150,28 @@ def pipelined_tree(
     """
     parent = np.asarray(parent, dtype=np.int64)
     n = len(parent)
-    kids = np.flatnonzero(parent >= 0)
-    up_of = parent[kids]
-    # sibling pairs (w, w'): every child w' of w's parent, w itself included
-    order = np.argsort(up_of, kind="stable")
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(up_of, minlength=n), out=ptr[1:])
-    counts = ptr[up_of + 1] - ptr[up_of]
-    sib = np.repeat(kids, counts)
-    offsets = np.arange(len(sib)) - np.repeat(np.cumsum(counts) - counts, counts)
-    sib_of = kids[order][np.repeat(ptr[up_of], counts) + offsets]
-    # children w of a non-root parent: (w, parent) pairs where the parent sends up too
-    inner = kids[parent[up_of] >= 0]
+    kids, up_of, sib, sib_of, inner = tree_pairs(parent)
     k, nk = chunks, len(kids)
     check_deadline()  # a long pipeline is built at once; --timeout may stop it before
     # every chunk's messages in one call each (ids chunk after chunk, as one call per chunk numbers them)
     up = np.full((k, n), -1, dtype=np.int64)
     down = np.full((k, n), -1, dtype=np.int64)
     segs = np.repeat(seg_off + np.arange(k, dtype=np.int64), nk)
-    up[:, kids] = b.messages(
-        np.tile(endpoint[kids], k),
-        np.tile(endpoint[up_of], k),
-        chunk,
-        reduce=True,
-        proc=np.tile(proc[up_of], k),
-        seg=segs,
-    ).reshape(k, nk)
-    down[:, kids] = b.messages(
-        np.tile(endpoint[up_of], k),
-        np.tile(endpoint[kids], k),
-        chunk,
-        reduce=False,
-        proc=np.tile(proc[kids], k),
-        seg=segs,
-    ).reshape(k, nk)
+
+    def chunked(src: np.ndarray, dst: np.ndarray, reduce: bool, at: np.ndarray) -> np.ndarray:
+        """Every chunk's messages src -> dst (the chunks' ids as rows), reduced or stored on ``proc[at]``."""
+        sent = b.messages(
+            np.tile(endpoint[src], k),
+            np.tile(endpoint[dst], k),
+            chunk,
+            reduce=reduce,
+            proc=np.tile(proc[at], k),
+            seg=segs,
+        )
+        return sent.reshape(k, nk)
+
+    up[:, kids] = chunked(kids, up_of, True, up_of)
+    down[:, kids] = chunked(up_of, kids, False, kids)
     last = up[k - 1]
     none = np.full(len(sib), -1, dtype=np.int64)
     # each kind's edges in the order a loop over the chunks adds them (chunk 0's row, then one row per
