@@ -127,3 +127,18 @@ def test_the_trees_parents_are_nccls(p):
     ref = [[nccl_dtree(p, r)[t][0] for r in range(p)] for t in range(2)]
     got = dtree_parents(p)
     assert got.dtype == np.int64 and got.tolist() == ref
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_pairs_are_np_uniques(seed):
+    """The messages' distinct (src, dst) pairs and where each message's is among them: by the table over
+    every pair (few endpoints) and by the sort (many), both ``np.unique``'s values and inverse."""
+    from sim.dataflow import _pairs
+
+    rng = np.random.default_rng(seed)
+    endpoints = int(rng.choice([1, 2, 5, 64, 512, 5000]))
+    n = int(rng.integers(0, 3000))
+    keys = rng.integers(0, endpoints, n) * endpoints + rng.integers(0, endpoints, n)
+    pairs, where = _pairs(keys, endpoints)
+    ref, inverse = np.unique(keys, return_inverse=True)
+    assert pairs.tolist() == ref.tolist() and where.tolist() == inverse.ravel().tolist()
