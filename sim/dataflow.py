@@ -228,13 +228,25 @@ class DataflowBuilder:
         store[2 * kind].append(m.ravel())
         store[2 * kind + 1].append(on.ravel())
 
-    def after(self, m: np.ndarray, on: np.ndarray, kind: int) -> None:
-        """Messages ``m`` start after messages ``on`` (elementwise, broadcast) reach ``kind``."""
-        self._edges(self._deps, m, on, kind)
+    @staticmethod
+    def _take(store: tuple[list[np.ndarray], ...], m: np.ndarray, on: np.ndarray, kind: int) -> None:
+        """:meth:`_edges` for arrays handed over: 1-d integer arrays of one length kept as they are."""
+        if kind not in (ARRIVED, HELD):
+            raise ValueError("dataflow: kinds must be ARRIVED or HELD")
+        if m.ndim != 1 or m.shape != on.shape or m.dtype.kind != "i" or on.dtype.kind != "i":
+            raise ValueError("dataflow: edges handed over must be 1-d integer arrays of one length")
+        store[2 * kind].append(m)
+        store[2 * kind + 1].append(on)
 
-    def gate(self, m: np.ndarray, on: np.ndarray, kind: int) -> None:
-        """Messages ``m`` are reduced only after messages ``on`` reach ``kind``."""
-        self._edges(self._gates, m, on, kind)
+    def after(self, m: np.ndarray, on: np.ndarray, kind: int, *, copy: bool = True) -> None:
+        """Messages ``m`` start after messages ``on`` (elementwise, broadcast) reach ``kind``. ``copy=False``:
+        ``m`` and ``on`` (1-d integer arrays of one length) are handed over, kept as they are (the caller
+        does not change them afterwards)."""
+        (self._edges if copy else self._take)(self._deps, m, on, kind)
+
+    def gate(self, m: np.ndarray, on: np.ndarray, kind: int, *, copy: bool = True) -> None:
+        """Messages ``m`` are reduced only after messages ``on`` reach ``kind`` (``copy``: as in :meth:`after`)."""
+        (self._edges if copy else self._take)(self._gates, m, on, kind)
 
     def build(self) -> Dataflow:
         def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:

@@ -142,3 +142,18 @@ def test_the_pairs_are_np_uniques(seed):
     pairs, where = _pairs(keys, endpoints)
     ref, inverse = np.unique(keys, return_inverse=True)
     assert pairs.tolist() == ref.tolist() and where.tolist() == inverse.ravel().tolist()
+
+
+def test_edges_handed_over_are_kept_as_they_are():
+    """``copy=False``: the builder keeps the arrays it is handed (no copy), and refuses what it could not
+    keep as edges (2-d, of two lengths, not integers)."""
+    b = DataflowBuilder(2)
+    ids = b.messages([0, 1, 0], [1, 0, 1], 8.0, reduce=False, proc=[0, 0, 0], seg=0)
+    m, on = ids[1:].astype(np.int32), ids[:2].astype(np.int32)
+    b.after(m, on, HELD, copy=False)
+    assert b._deps[2 * HELD][0] is m and b._deps[2 * HELD + 1][0] is on
+    for bad in (np.zeros((1, 2), dtype=np.int32), np.zeros(3, dtype=np.int32), np.zeros(2)):
+        with pytest.raises(ValueError):
+            b.gate(m, bad, ARRIVED, copy=False)
+    flow = b.build()
+    assert flow.deps[0].tolist() == [1, 2] and flow.deps[1].tolist() == [0, 1]

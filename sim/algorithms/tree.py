@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dataflow import ARRIVED, HELD, MAX_MESSAGES, Dataflow, DataflowBuilder
+from ..dataflow import _ID, ARRIVED, HELD, MAX_MESSAGES, Dataflow, DataflowBuilder
 from ..deadline import check as check_deadline
 from ..program import Step, StepProgram
 from ..runtime import Job
@@ -153,9 +153,10 @@ def pipelined_tree(
     kids, up_of, sib, sib_of, inner = tree_pairs(parent)
     k, nk = chunks, len(kids)
     check_deadline()  # a long pipeline is built at once; --timeout may stop it before
-    # every chunk's messages in one call each (ids chunk after chunk, as one call per chunk numbers them)
-    up = np.full((k, n), -1, dtype=np.int64)
-    down = np.full((k, n), -1, dtype=np.int64)
+    # every chunk's messages in one call each (ids chunk after chunk, as one call per chunk numbers them),
+    # held in 32 bits (a dataflow's ids fit: MAX_MESSAGES)
+    up = np.full((k, n), -1, dtype=_ID)
+    down = np.full((k, n), -1, dtype=_ID)
     segs = np.repeat(seg_off + np.arange(k, dtype=np.int64), nk)
 
     def chunked(src: np.ndarray, dst: np.ndarray, reduce: bool, at: np.ndarray) -> np.ndarray:
@@ -173,36 +174,46 @@ def pipelined_tree(
     up[:, kids] = chunked(kids, up_of, True, up_of)
     down[:, kids] = chunked(up_of, kids, False, kids)
     last = up[k - 1]
-    none = np.full(len(sib), -1, dtype=np.int64)
-    # each kind's edges in the order a loop over the chunks adds them (chunk 0's row, then one row per
-    # chunk c >= 1; -1: no edge, dropped by the builder). Starts, ARRIVED: U[c, v] after U[c-1, v]; D[c, w]
+    # each kind's edges in the order a loop over the chunks adds them: chunk 0's row (``first``), then one
+    # row per later chunk (``rest``: the parts side by side); -1 (no edge) dropped by the builder, the
+    # edges of chunk 0 on a chunk -1 (none) left out here. Starts, ARRIVED: U[c, v] after U[c-1, v]; D[c, w]
     # after D[c-1, w'] for every sibling w' of w (chunk 0: D[0, v] after U[K-1, parent(v)])
     b.after(
-        np.concatenate([up[0, kids], down[0, kids], np.hstack([up[1:, kids], down[1:, sib]]).ravel()]),
-        np.concatenate(
-            [np.full(nk, -1, dtype=np.int64), last[up_of], np.hstack([up[:-1, kids], down[:-1, sib_of]]).ravel()]
-        ),
+        _rows([down[0, kids]], [up[1:, kids], down[1:, sib]]),
+        _rows([last[up_of]], [up[:-1, kids], down[:-1, sib_of]]),
         ARRIVED,
+        copy=False,
     )
     # starts, HELD: U[c, parent(w)] after U[c, w]; D[c, v] after D[c, parent(v)] (chunk 0 also: D[0, w] after
     # U[K-1, w'] for every sibling w')
     b.after(
-        np.concatenate(
-            [
-                up[0, parent[inner]],
-                down[0, kids],
-                down[0, sib],
-                np.hstack([up[1:, parent[inner]], down[1:, kids]]).ravel(),
-            ]
-        ),
-        np.concatenate(
-            [up[0, inner], down[0, up_of], last[sib_of], np.hstack([up[1:, inner], down[1:, up_of]]).ravel()]
-        ),
+        _rows([up[0, parent[inner]], down[0, kids], down[0, sib]], [up[1:, parent[inner]], down[1:, kids]]),
+        _rows([up[0, inner], down[0, up_of], last[sib_of]], [up[1:, inner], down[1:, up_of]]),
         HELD,
+        copy=False,
     )
     # gates: U[c, w] reduced after U[c-1, w'] of every sibling w' is held and U[c-2, parent(w)] has arrived
-    b.gate(up[:, sib].ravel(), np.vstack([none[None, :], up[:-1, sib_of]]).ravel(), HELD)
-    b.gate(up[2:, kids].ravel(), up[:-2, up_of].ravel(), ARRIVED)
+    b.gate(_rows([], [up[1:, sib]]), _rows([], [up[:-1, sib_of]]), HELD, copy=False)
+    b.gate(_rows([], [up[2:, kids]]), _rows([], [up[:-2, up_of]]), ARRIVED, copy=False)
+
+
+def _rows(first: list[np.ndarray], rest: list[np.ndarray]) -> np.ndarray:
+    """The 1-d arrays ``first`` one after the other, then the rows of the 2-d arrays ``rest`` (as many rows
+    each) side by side, row after row: one array, written in place (no copy of the parts put together)."""
+    head = sum(len(a) for a in first)
+    rows = rest[0].shape[0] if rest else 0
+    width = sum(a.shape[1] for a in rest)
+    out = np.empty(head + rows * width, dtype=_ID)
+    at = 0
+    for a in first:
+        out[at : at + len(a)] = a
+        at += len(a)
+    body = out[head:].reshape(rows, width)
+    at = 0
+    for a in rest:
+        body[:, at : at + a.shape[1]] = a
+        at += a.shape[1]
+    return out
 
 
 def tree_dataflow(p: int, nbytes: float, chunks: int, root: int = 0) -> Dataflow:
