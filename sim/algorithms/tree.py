@@ -175,26 +175,27 @@ def pipelined_tree(
     down[:, kids] = chunked(up_of, kids, False, kids)
     last = up[k - 1]
     # each kind's edges in the order a loop over the chunks adds them: chunk 0's row (``first``), then one
-    # row per later chunk (``rest``: the parts side by side); -1 (no edge) dropped by the builder, the
-    # edges of chunk 0 on a chunk -1 (none) left out here. Starts, ARRIVED: U[c, v] after U[c-1, v]; D[c, w]
-    # after D[c-1, w'] for every sibling w' of w (chunk 0: D[0, v] after U[K-1, parent(v)])
+    # row per later chunk (``rest``: the parts side by side); the edges on no message (a chunk -1, a root's
+    # own U or D: the loop's -1s, which the builder drops) left out here. Starts, ARRIVED: U[c, v] after
+    # U[c-1, v]; D[c, w] after D[c-1, w'] for every sibling w' of w (chunk 0: D[0, v] after U[K-1, parent(v)])
+    up_in = parent[inner]  # (``inner``: the children whose parent is no root, in the children's order)
     b.after(
-        _rows([down[0, kids]], [up[1:, kids], down[1:, sib]]),
-        _rows([last[up_of]], [up[:-1, kids], down[:-1, sib_of]]),
+        _rows([down[0, inner]], [up[1:, kids], down[1:, sib]]),
+        _rows([last[up_in]], [up[:-1, kids], down[:-1, sib_of]]),
         ARRIVED,
         copy=False,
     )
     # starts, HELD: U[c, parent(w)] after U[c, w]; D[c, v] after D[c, parent(v)] (chunk 0 also: D[0, w] after
     # U[K-1, w'] for every sibling w')
     b.after(
-        _rows([up[0, parent[inner]], down[0, kids], down[0, sib]], [up[1:, parent[inner]], down[1:, kids]]),
-        _rows([up[0, inner], down[0, up_of], last[sib_of]], [up[1:, inner], down[1:, up_of]]),
+        _rows([up[0, up_in], down[0, inner], down[0, sib]], [up[1:, up_in], down[1:, inner]]),
+        _rows([up[0, inner], down[0, up_in], last[sib_of]], [up[1:, inner], down[1:, up_in]]),
         HELD,
         copy=False,
     )
     # gates: U[c, w] reduced after U[c-1, w'] of every sibling w' is held and U[c-2, parent(w)] has arrived
     b.gate(_rows([], [up[1:, sib]]), _rows([], [up[:-1, sib_of]]), HELD, copy=False)
-    b.gate(_rows([], [up[2:, kids]]), _rows([], [up[:-2, up_of]]), ARRIVED, copy=False)
+    b.gate(_rows([], [up[2:, inner]]), _rows([], [up[:-2, up_in]]), ARRIVED, copy=False)
 
 
 def _rows(first: list[np.ndarray], rest: list[np.ndarray]) -> np.ndarray:
