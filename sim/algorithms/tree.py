@@ -153,14 +153,13 @@ def pipelined_tree(
     kids, up_of, sib, sib_of, inner = tree_pairs(parent)
     k, nk = chunks, len(kids)
     check_deadline()  # a long pipeline is built at once; --timeout may stop it before
-    # every chunk's messages in one call each (ids chunk after chunk, as one call per chunk numbers them),
-    # held in 32 bits (a dataflow's ids fit: MAX_MESSAGES)
-    up = np.full((k, n), -1, dtype=_ID)
-    down = np.full((k, n), -1, dtype=_ID)
+    # every chunk's messages in one call each: their ids run chunk after chunk, the children in order within
+    # a chunk (as one call per chunk numbers them), so U[c, v] is the first U's id + c * nk + v's place among
+    # the children, and likewise D
     segs = np.repeat(seg_off + np.arange(k, dtype=np.int64), nk)
 
-    def chunked(src: np.ndarray, dst: np.ndarray, reduce: bool, at: np.ndarray) -> np.ndarray:
-        """Every chunk's messages src -> dst (the chunks' ids as rows), reduced or stored on ``proc[at]``."""
+    def chunked(src: np.ndarray, dst: np.ndarray, reduce: bool, at: np.ndarray) -> int:
+        """Every chunk's messages src -> dst, reduced or stored on ``proc[at]``: the first one's id."""
         sent = b.messages(
             np.tile(endpoint[src], k),
             np.tile(endpoint[dst], k),
@@ -169,51 +168,62 @@ def pipelined_tree(
             proc=np.tile(proc[at], k),
             seg=segs,
         )
-        return sent.reshape(k, nk)
+        return int(sent[0]) if len(sent) else 0
 
-    up[:, kids] = chunked(kids, up_of, True, up_of)
-    down[:, kids] = chunked(up_of, kids, False, kids)
-    last = up[k - 1]
+    place = np.full(n, -1, dtype=_ID)
+    place[kids] = np.arange(nk, dtype=_ID)
+    first_up, first_down = chunked(kids, up_of, True, up_of), chunked(up_of, kids, False, kids)
+
+    def up(c: int, nodes: np.ndarray) -> tuple[int, np.ndarray]:  # U[c, nodes] (children only), as _rows takes it
+        return first_up + c * nk, place[nodes]
+
+    def down(c: int, nodes: np.ndarray) -> tuple[int, np.ndarray]:  # D[c, nodes]
+        return first_down + c * nk, place[nodes]
+
     # each kind's edges in the order a loop over the chunks adds them: chunk 0's row (``first``), then one
-    # row per later chunk (``rest``: the parts side by side); the edges on no message (a chunk -1, a root's
-    # own U or D: the loop's -1s, which the builder drops) left out here. Starts, ARRIVED: U[c, v] after
-    # U[c-1, v]; D[c, w] after D[c-1, w'] for every sibling w' of w (chunk 0: D[0, v] after U[K-1, parent(v)])
-    up_in = parent[inner]  # (``inner``: the children whose parent is no root, in the children's order)
+    # row per later chunk (``rest``, from the chunk given on: the parts side by side); the edges on no
+    # message (a chunk -1, a root's own U or D: the loop's -1s, which the builder drops) left out here.
+    # Starts, ARRIVED: U[c, v] after U[c-1, v]; D[c, w] after D[c-1, w'] for every sibling w' of w (chunk 0:
+    # D[0, v] after U[K-1, parent(v)])
+    up_in, last = parent[inner], k - 1  # (``inner``: the children whose parent is no root, in their order)
+    rows = k - 1
     b.after(
-        _rows([down[0, inner]], [up[1:, kids], down[1:, sib]]),
-        _rows([last[up_in]], [up[:-1, kids], down[:-1, sib_of]]),
+        _rows([down(0, inner)], [up(1, kids), down(1, sib)], rows, nk),
+        _rows([up(last, up_in)], [up(0, kids), down(0, sib_of)], rows, nk),
         ARRIVED,
         copy=False,
     )
     # starts, HELD: U[c, parent(w)] after U[c, w]; D[c, v] after D[c, parent(v)] (chunk 0 also: D[0, w] after
     # U[K-1, w'] for every sibling w')
     b.after(
-        _rows([up[0, up_in], down[0, inner], down[0, sib]], [up[1:, up_in], down[1:, inner]]),
-        _rows([up[0, inner], down[0, up_in], last[sib_of]], [up[1:, inner], down[1:, up_in]]),
+        _rows([up(0, up_in), down(0, inner), down(0, sib)], [up(1, up_in), down(1, inner)], rows, nk),
+        _rows([up(0, inner), down(0, up_in), up(last, sib_of)], [up(1, inner), down(1, up_in)], rows, nk),
         HELD,
         copy=False,
     )
     # gates: U[c, w] reduced after U[c-1, w'] of every sibling w' is held and U[c-2, parent(w)] has arrived
-    b.gate(_rows([], [up[1:, sib]]), _rows([], [up[:-1, sib_of]]), HELD, copy=False)
-    b.gate(_rows([], [up[2:, inner]]), _rows([], [up[:-2, up_in]]), ARRIVED, copy=False)
+    b.gate(_rows([], [up(1, sib)], rows, nk), _rows([], [up(0, sib_of)], rows, nk), HELD, copy=False)
+    rows = max(k - 2, 0)
+    b.gate(_rows([], [up(2, inner)], rows, nk), _rows([], [up(0, up_in)], rows, nk), ARRIVED, copy=False)
 
 
-def _rows(first: list[np.ndarray], rest: list[np.ndarray]) -> np.ndarray:
-    """The 1-d arrays ``first`` one after the other, then the rows of the 2-d arrays ``rest`` (as many rows
-    each) side by side, row after row: one array, written in place (no copy of the parts put together)."""
-    head = sum(len(a) for a in first)
-    rows = rest[0].shape[0] if rest else 0
-    width = sum(a.shape[1] for a in rest)
+def _rows(first: list[tuple[int, np.ndarray]], rest: list[tuple[int, np.ndarray]], rows: int, step: int) -> np.ndarray:
+    """Message ids written into one array: for each ``(base, places)`` of ``first``, ``base + places``, one
+    after the other; then ``rows`` rows, row r holding ``base + r * step + places`` for each part of
+    ``rest`` side by side (no array made per part but the places)."""
+    head = sum(len(places) for _, places in first)
+    width = sum(len(places) for _, places in rest)
     out = np.empty(head + rows * width, dtype=_ID)
     at = 0
-    for a in first:
-        out[at : at + len(a)] = a
-        at += len(a)
+    for base, places in first:
+        np.add(places, base, out=out[at : at + len(places)], dtype=_ID)
+        at += len(places)
     body = out[head:].reshape(rows, width)
+    offsets = (np.arange(rows, dtype=_ID) * step)[:, None]
     at = 0
-    for a in rest:
-        body[:, at : at + a.shape[1]] = a
-        at += a.shape[1]
+    for base, places in rest:
+        np.add(offsets, places[None, :] + _ID(base), out=body[:, at : at + len(places)], dtype=_ID)
+        at += len(places)
     return out
 
 
