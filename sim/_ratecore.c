@@ -3781,7 +3781,11 @@ static PyObject *py_run_callbacks(PyObject *self, PyObject *const *args, Py_ssiz
  * window that must widen (_early_many), the end (_finished_one), steady states (_after). ``phases`` holds
  * per phase (out_count, in_count, reduce_at or None, ptr, order, dst, pids, nbytes, private or None, delay,
  * wire, rate, src): ``delay``, ``wire`` and ``rate`` (None where no message of the phase is private) are
- * the message model's start delay, wire bytes and the narrowest capacity (or bound) of its messages. */
+ * the message model's start delay, wire bytes and the narrowest capacity (or bound) of its messages.
+ * ``launch`` (None: the Python lines) is (the network's _whole_ctx, its cluster, the executor's owner id,
+ * per phase whether its messages carry a bound): the flows of a phase without bounds are then launched
+ * here (fast_launch_c: _launch_flows and _launch_flow_one's lines, Network.launch_rows' and launch_one's
+ * through net_launch) where the network takes them as those would, the Python lines called otherwise. */
 
 enum {
     FP_OUT, FP_IN, FP_RED, FP_PTR, FP_ORDER, FP_DST, FP_PID, FP_NB, FP_PRIV, FP_DELAY, FP_WIRE, FP_RATE, FP_SRC, FP_N
@@ -3849,11 +3853,12 @@ typedef struct {
     Arr *ph; /* nphase * FP_N, unheld where None */
     int64_t total, ref;
     double gamma;
+    PyObject *launch; /* (whole_ctx, cluster, owner, bounded per phase) or NULL: see fast_launch_c */
 } Fast;
 
 static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_private, *s_seen0,
     *s_timer_one, *s_finished_one, *s_after, *s_path_bytes, *s_net_account_one, *s_net_account, *s_launch_flows,
-    *s_launch_flow_one, *s_early_many;
+    *s_launch_flow_one, *s_early_many, *s_f_src, *s_f_dst, *s_f_step;
 
 static int fast_strings(void) {
     if (s_arrivals)
@@ -3869,6 +3874,9 @@ static int fast_strings(void) {
     INTERN(s_seen0, "_seen0");
     INTERN(s_launch_flows, "_launch_flows");
     INTERN(s_launch_flow_one, "_launch_flow_one");
+    INTERN(s_f_src, "f_src");
+    INTERN(s_f_dst, "f_dst");
+    INTERN(s_f_step, "f_step");
     INTERN(s_early_many, "_early_many");
     INTERN(s_net_account, "account");
     INTERN(s_timer_one, "_timer_one");
@@ -3882,7 +3890,7 @@ static int fast_strings(void) {
 }
 
 /* the objects a Fast holds (for the garbage collector: the executor holds its Fast) */
-#define FAST_OBJECTS(X) X(ex) X(env) X(event_type) X(push) X(normal) X(partial) X(phases_o) X(net)
+#define FAST_OBJECTS(X) X(ex) X(env) X(event_type) X(push) X(normal) X(partial) X(phases_o) X(net) X(launch)
 
 static int Fast_traverse(Fast *f, visitproc visit, void *arg) {
 #define VISIT(m) Py_VISIT(f->m);
@@ -3939,14 +3947,14 @@ static void Fast_dealloc(Fast *f) {
 }
 
 static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
-    PyObject *ex, *env, *event_type, *push, *normal, *partial, *bounds, *phases;
+    PyObject *ex, *env, *event_type, *push, *normal, *partial, *bounds, *phases, *launch = Py_None;
     int own_queue = 0;
     if (kwds && PyDict_GET_SIZE(kwds)) {
         PyErr_SetString(PyExc_TypeError, "Fast() takes positional arguments only");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "OOOOOOOO!|p", &ex, &env, &event_type, &push, &normal, &partial, &bounds, &PyTuple_Type,
-                          &phases, &own_queue) ||
+    if (!PyArg_ParseTuple(args, "OOOOOOOO!|pO", &ex, &env, &event_type, &push, &normal, &partial, &bounds, &PyTuple_Type,
+                          &phases, &own_queue, &launch) ||
         fast_strings() < 0)
         return -1;
     Fast_clear(f);
@@ -3958,6 +3966,15 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     f->partial = Py_NewRef(partial);
     f->phases_o = Py_NewRef(phases);
     f->own_queue = own_queue;
+    if (launch != Py_None) {
+        if (!PyTuple_Check(launch) || PyTuple_GET_SIZE(launch) != 4 || !PyTuple_Check(PyTuple_GET_ITEM(launch, 0)) ||
+            PyTuple_GET_SIZE(PyTuple_GET_ITEM(launch, 0)) < 3 || !PyTuple_Check(PyTuple_GET_ITEM(launch, 3)) ||
+            !PyLong_Check(PyTuple_GET_ITEM(launch, 2))) {
+            PyErr_SetString(PyExc_TypeError, "Fast: launch must be (whole_ctx, cluster, owner, bounded per phase)");
+            return -1;
+        }
+        f->launch = Py_NewRef(launch);
+    }
     f->gen = 1;
     memset(f->fa_gen, 0, sizeof f->fa_gen);
     Arr *own[] = {&f->step, &f->began, &f->last, &f->send_left, &f->recv_left, &f->scale};
@@ -3979,7 +3996,8 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     if (arr_get(bounds, &b, 'i') < 0)
         return -1;
     f->nphase = b.n - 1;
-    if (f->nphase < 0 || PyTuple_GET_SIZE(phases) != f->nphase) {
+    if (f->nphase < 0 || PyTuple_GET_SIZE(phases) != f->nphase ||
+        (f->launch && PyTuple_GET_SIZE(PyTuple_GET_ITEM(f->launch, 3)) != f->nphase)) {
         arr_release(&b);
         PyErr_SetString(PyExc_ValueError, "Fast: one entry of phases per phase, bounds one longer");
         return -1;
@@ -4749,19 +4767,88 @@ done:
     return rc;
 }
 
+static int net_launch(PyObject *whole, PyObject *cluster, const int64_t *ms, Py_ssize_t k, Arr *pids, Arr *srcs,
+                      Arr *nbytes, long long owner_id, double now, Py_ssize_t room, Py_ssize_t *slots);
+
+/* _launch_flows(k, msgs) (_launch_flow_one(k, m) for one) in C, for a phase without bounds: the flows
+ * launched by net_launch at the environment's clock, then the executor's per-slot sender, receiver and
+ * sender's step (f_src, f_dst, f_step) written. 1 where done, 0 where the Python lines must do it (nothing
+ * changed: no launch context, a bounded phase, or net_launch's own cases -- the per-slot arrays shorter
+ * than the network's slots among them, which _grow_flows grows), -1 on an error */
+static int fast_launch_c(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n) {
+    if (!f->launch || PyTuple_GET_ITEM(PyTuple_GET_ITEM(f->launch, 3), k) != Py_False)
+        return 0;
+    if (fast_flush(f) < 0) /* (the network's flows as they are, before net_launch adds to them) */
+        return -1;
+    PyObject *fo[3] = {NULL, NULL, NULL}, *now_o = NULL;
+    PyObject **names[3] = {&s_f_src, &s_f_dst, &s_f_step};
+    Arr fa[3];
+    Arr *all[3] = {&fa[0], &fa[1], &fa[2]};
+    arrs_init(all, 3);
+    Py_ssize_t *slots = NULL;
+    int rc = -1;
+    Py_ssize_t room = PY_SSIZE_T_MAX;
+    for (int j = 0; j < 3; j++) {
+        if (!(fo[j] = PyObject_GetAttr(f->ex, *names[j])) || arr_open(fo[j], &fa[j], 'i', 1) < 0)
+            goto out;
+        if (fa[j].view.itemsize != 8) {
+            rc = 0;
+            goto out;
+        }
+        room = fa[j].n < room ? fa[j].n : room;
+    }
+    if (!(now_o = PyObject_GetAttr(f->env, s_now)))
+        goto out;
+    double now = PyFloat_AsDouble(now_o);
+    if (now == -1.0 && PyErr_Occurred())
+        goto out;
+    if (!(slots = malloc((size_t)n * sizeof(Py_ssize_t)))) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    Arr *src = fph(f, k, FP_SRC), *dst = fph(f, k, FP_DST);
+    rc = net_launch(PyTuple_GET_ITEM(f->launch, 0), PyTuple_GET_ITEM(f->launch, 1), msgs, n, fph(f, k, FP_PID), src,
+                    fph(f, k, FP_NB), PyLong_AsLongLong(PyTuple_GET_ITEM(f->launch, 2)), now, room, slots);
+    f->gen++; /* (the network's _schedule may have run) */
+    if (rc == 1)
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t m = msgs[i], r = arr_i(src, m), s = slots[i];
+            *arr_ip(&fa[0], s) = r;
+            *arr_ip(&fa[1], s) = arr_i(dst, m);
+            *arr_ip(&fa[2], s) = arr_i(&f->step, r);
+        }
+out:
+    arrs_release(all, 3);
+    for (int j = 0; j < 3; j++)
+        Py_XDECREF(fo[j]);
+    Py_XDECREF(now_o);
+    free(slots);
+    return rc;
+}
+
+/* the flows of ``msgs`` of phase k launched: in C (fast_launch_c), else by the executor's Python lines
+ * (_launch_flow_one for a lone message, ``one``; _launch_flows otherwise) */
+static int fast_flows(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, int one) {
+    int rc = fast_launch_c(f, k, msgs, n);
+    if (rc)
+        return rc < 0 ? -1 : 0;
+    if (one)
+        return fast_call(f, s_launch_flow_one, "(nL)", k, (long long)msgs[0]);
+    PyObject *l = ll_list(msgs, n);
+    return l ? fast_call(f, s_launch_flows, "(nN)", k, l) : -1;
+}
+
 /* _send(step, msgs) for phase k: a lone message as _send_one, several split into the private ones (sent
- * first) and the rest, launched as flows by the executor's Python lines */
+ * first) and the rest, launched as flows (fast_flows) */
 static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, double now) {
     Arr *priv = fph(f, k, FP_PRIV);
     if (n == 1) {
         if (priv->held && arr_b(priv, msgs[0]))
             return fast_send_private(f, k, msgs[0], arr_i(fph(f, k, FP_SRC), msgs[0]), now);
-        return fast_call(f, s_launch_flow_one, "(nL)", k, (long long)msgs[0]);
+        return fast_flows(f, k, msgs, 1, 1);
     }
-    if (!priv->held) {
-        PyObject *l = ll_list(msgs, n);
-        return l ? fast_call(f, s_launch_flows, "(nN)", k, l) : -1;
-    }
+    if (!priv->held)
+        return fast_flows(f, k, msgs, n, 0);
     int64_t *mine = malloc(sizeof(int64_t) * (size_t)n * 2);
     if (!mine) {
         PyErr_NoMemory();
@@ -4780,10 +4867,8 @@ static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, d
         rc = fast_send_private(f, k, mine[0], arr_i(fph(f, k, FP_SRC), mine[0]), now);
     else if (a > 1)
         rc = fast_send_private_many(f, k, mine, a, now);
-    if (rc == 0 && b) {
-        PyObject *l = ll_list(rest, b);
-        rc = l ? fast_call(f, s_launch_flows, "(nN)", k, l) : -1;
-    }
+    if (rc == 0 && b)
+        rc = fast_flows(f, k, rest, b, 0);
     free(mine);
     return rc;
 }
@@ -7251,23 +7336,25 @@ static void DfDone_dealloc(DfDone *d) {
     Py_TYPE(d)->tp_free((PyObject *)d);
 }
 
-/* Network.launch_rows(ms, pids, srcs, nbytes, owner) for ``k`` messages (launch_one for one: the same
- * slot, arrays and start, a free slot's transfer group -1 already), then the executor's
- * message per slot: 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error */
-static int df_launch(DfDone *d, const int64_t *ms, Py_ssize_t k, PyObject *now_o) {
-    PyObject *wctx = PyTuple_GET_ITEM(d->wctx, 0), *net = PyTuple_GET_ITEM(PyTuple_GET_ITEM(wctx, 0), CX_NET);
-    WCtx w = {PyTuple_GET_ITEM(wctx, 0), PyTuple_GET_ITEM(wctx, 1), PyTuple_GET_ITEM(wctx, 2), net};
-    PyObject *lane = NULL, *stage = NULL, *free_ = NULL, *fm = NULL, *arr = NULL, *owner_o = PyTuple_GET_ITEM(d->wctx, 4);
-    Arr pids, srcs, nbytes, lat, ovh, left, bytes, path, bound, owner, fmsg;
-    Arr *all[11] = {&pids, &srcs, &nbytes, &lat, &ovh, &left, &bytes, &path, &bound, &owner, &fmsg};
-    arrs_init(all, 11);
-    Py_ssize_t *slots = NULL, *order = NULL;
+/* Network.launch_rows(ms, pids, srcs, nbytes, owner) for ``k`` messages (launch_one for one: the same slot,
+ * arrays and start, a free slot's transfer group -1 already) on the network of ``whole`` (its _whole_ctx)
+ * over ``cluster``, at ``now``: the messages' paths, senders and sizes read from ``pids``, ``srcs`` and
+ * ``nbytes`` (by message), the slots taken written to ``slots``. 1 where done, 0 where the Python lines must
+ * do it (nothing changed: a lane still open, staged sends, too few free slots, a size below 0, or more
+ * slots than the caller's per-slot arrays hold, ``room``), -1 on an error. */
+static int net_launch(PyObject *whole, PyObject *cluster, const int64_t *ms, Py_ssize_t k, Arr *pids, Arr *srcs,
+                      Arr *nbytes, long long owner_id, double now, Py_ssize_t room, Py_ssize_t *slots) {
+    PyObject *net = PyTuple_GET_ITEM(PyTuple_GET_ITEM(whole, 0), CX_NET);
+    WCtx w = {PyTuple_GET_ITEM(whole, 0), PyTuple_GET_ITEM(whole, 1), PyTuple_GET_ITEM(whole, 2), net};
+    PyObject *lane = NULL, *stage = NULL, *free_ = NULL;
+    Arr lat, ovh, left, bytes, path, bound, owner;
+    Arr *all[7] = {&lat, &ovh, &left, &bytes, &path, &bound, &owner};
+    arrs_init(all, 7);
+    Py_ssize_t *order = NULL;
     double *starts = NULL;
     int rc = -1;
-    double now = fv(now_o);
-    long long owner_id = PyLong_AsLongLong(owner_o);
-    if (PyErr_Occurred() || !(lane = iget(net, d_s[D_LANE])) || !(stage = iget(net, w_s[W_STAGE])) ||
-        !(free_ = iget(net, w_s[W_FREE])) || !(fm = iget(d->ex, d_s[D_F_MSG])))
+    if (d_strings() < 0 || w_strings() < 0 || !(lane = iget(net, d_s[D_LANE])) || !(stage = iget(net, w_s[W_STAGE])) ||
+        !(free_ = iget(net, w_s[W_FREE])))
         goto out;
     int lane_open = PyObject_IsTrue(lane), staged = PyObject_IsTrue(stage);
     if (lane_open < 0 || staged < 0)
@@ -7276,13 +7363,11 @@ static int df_launch(DfDone *d, const int64_t *ms, Py_ssize_t k, PyObject *now_o
         rc = 0;
         goto out;
     }
-    /* the messages' paths, senders and sizes; the routes' latencies and the senders' overheads, read now */
-    PyObject *cluster = PyTuple_GET_ITEM(d->wctx, 5), *paths = iget(cluster, w_s[W_PATHS]);
+    /* the routes' latencies and the senders' overheads, read now */
+    PyObject *paths = iget(cluster, w_s[W_PATHS]);
     PyObject *lat_o = paths ? iget(paths, d_s[D_LATENCY]) : NULL;
     PyObject *ovh_o = lat_o ? iget(cluster, d_s[D_OVERHEAD]) : NULL;
-    int bad = !ovh_o || arr_get(PyTuple_GET_ITEM(d->wctx, 1), &pids, 'i') < 0 ||
-              arr_get(PyTuple_GET_ITEM(d->wctx, 2), &srcs, 'i') < 0 || arr_get(PyTuple_GET_ITEM(d->wctx, 3), &nbytes, 'f') < 0 ||
-              arr_get(lat_o, &lat, 'f') < 0 || arr_get(ovh_o, &ovh, 'f') < 0;
+    int bad = !ovh_o || arr_get(lat_o, &lat, 'f') < 0 || arr_get(ovh_o, &ovh, 'f') < 0;
     Py_XDECREF(paths);
     Py_XDECREF(lat_o);
     Py_XDECREF(ovh_o);
@@ -7290,29 +7375,28 @@ static int df_launch(DfDone *d, const int64_t *ms, Py_ssize_t k, PyObject *now_o
         goto out;
     if (w_arr(net, W_REMAINING, &left, 'f', 1) < 0 || w_arr(net, W_BYTES, &bytes, 'f', 1) < 0 ||
         w_arr(net, W_PATH, &path, 'i', 1) < 0 || w_arr(net, W_BOUND, &bound, 'f', 1) < 0 ||
-        w_arr(net, W_OWNER, &owner, 'i', 1) < 0 || arr_open(fm, &fmsg, 'i', 1) < 0)
+        w_arr(net, W_OWNER, &owner, 'i', 1) < 0)
         goto out;
     Py_ssize_t n = left.n, nf = PyList_GET_SIZE(free_);
-    if (fmsg.n < n || path.view.itemsize != 8 || owner.view.itemsize != 8 || fmsg.view.itemsize != 8) {
+    if (room < n || path.view.itemsize != 8 || owner.view.itemsize != 8) {
         rc = 0;
         goto out;
     }
-    slots = malloc((size_t)k * sizeof(Py_ssize_t));
     order = malloc((size_t)k * sizeof(Py_ssize_t));
     starts = malloc((size_t)k * sizeof(double));
-    if (!slots || !order || !starts) {
+    if (!order || !starts) {
         PyErr_NoMemory();
         goto out;
     }
     for (Py_ssize_t i = 0; i < k; i++) { /* (checked first: nothing written on an error or a bad size) */
         Py_ssize_t s = PyLong_AsSsize_t(PyList_GET_ITEM(free_, nf - 1 - i));
         int64_t m = ms[i];
-        int64_t pid = index_ok(m, nbytes.n, "DfDone: message out of range") && m < pids.n ? arr_i(&pids, m) : -1;
-        int64_t src = pid >= 0 && m < srcs.n ? arr_i(&srcs, m) : -1;
-        if ((s == -1 && PyErr_Occurred()) || !index_ok(s, n, "DfDone: slot out of range") ||
-            !index_ok(pid, lat.n, "DfDone: path out of range") || !index_ok(src, ovh.n, "DfDone: sender out of range"))
+        int64_t pid = index_ok(m, nbytes->n, "launch: message out of range") && m < pids->n ? arr_i(pids, m) : -1;
+        int64_t src = pid >= 0 && m < srcs->n ? arr_i(srcs, m) : -1;
+        if ((s == -1 && PyErr_Occurred()) || !index_ok(s, n, "launch: slot out of range") ||
+            !index_ok(pid, lat.n, "launch: path out of range") || !index_ok(src, ovh.n, "launch: sender out of range"))
             goto out;
-        if (!(arr_f(&nbytes, m) >= 0)) {
+        if (!(arr_f(nbytes, m) >= 0)) {
             rc = 0; /* (the Python lines raise the error) */
             goto out;
         }
@@ -7323,15 +7407,14 @@ static int df_launch(DfDone *d, const int64_t *ms, Py_ssize_t k, PyObject *now_o
         goto out;
     for (Py_ssize_t i = 0; i < k; i++) {
         int64_t m = ms[i], s = slots[i];
-        double size = arr_f(&nbytes, m);
+        double size = arr_f(nbytes, m);
         *arr_fp(&left, s) = size;
         *arr_fp(&bytes, s) = size;
-        *arr_ip(&path, s) = arr_i(&pids, m);
+        *arr_ip(&path, s) = arr_i(pids, m);
         *arr_fp(&bound, s) = INFINITY;
         *arr_ip(&owner, s) = owner_id;
-        *arr_ip(&fmsg, s) = m;
     }
-    arrs_release(all, 11);
+    arrs_release(all, 7);
     if (w_add(net, W_FLOWS_, k) < 0)
         goto out;
     /* _enqueue_all(starts, slots) */
@@ -7373,15 +7456,48 @@ static int df_launch(DfDone *d, const int64_t *ms, Py_ssize_t k, PyObject *now_o
     }
     rc = 1;
 out:
-    arrs_release(all, 11);
-    free(slots);
+    arrs_release(all, 7);
     free(order);
     free(starts);
     Py_XDECREF(lane);
     Py_XDECREF(stage);
     Py_XDECREF(free_);
+    return rc;
+}
+
+/* net_launch for ``k`` of the dataflow's messages, then the executor's message per slot (f_msg): 1 where done,
+ * 0 where the Python lines must do it (nothing changed), -1 on an error */
+static int df_launch(DfDone *d, const int64_t *ms, Py_ssize_t k, PyObject *now_o) {
+    PyObject *fm = NULL;
+    Arr pids, srcs, nbytes, fmsg;
+    Arr *all[4] = {&pids, &srcs, &nbytes, &fmsg};
+    arrs_init(all, 4);
+    Py_ssize_t *slots = NULL;
+    int rc = -1;
+    double now = fv(now_o);
+    long long owner_id = PyLong_AsLongLong(PyTuple_GET_ITEM(d->wctx, 4));
+    if (PyErr_Occurred() || !(fm = iget(d->ex, d_s[D_F_MSG])))
+        goto out;
+    if (arr_get(PyTuple_GET_ITEM(d->wctx, 1), &pids, 'i') < 0 || arr_get(PyTuple_GET_ITEM(d->wctx, 2), &srcs, 'i') < 0 ||
+        arr_get(PyTuple_GET_ITEM(d->wctx, 3), &nbytes, 'f') < 0 || arr_open(fm, &fmsg, 'i', 1) < 0)
+        goto out;
+    if (fmsg.view.itemsize != 8) {
+        rc = 0;
+        goto out;
+    }
+    if (!(slots = malloc((size_t)(k ? k : 1) * sizeof(Py_ssize_t)))) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    rc = net_launch(PyTuple_GET_ITEM(d->wctx, 0), PyTuple_GET_ITEM(d->wctx, 5), ms, k, &pids, &srcs, &nbytes, owner_id,
+                    now, fmsg.n, slots);
+    if (rc == 1)
+        for (Py_ssize_t i = 0; i < k; i++)
+            *arr_ip(&fmsg, slots[i]) = ms[i];
+out:
+    arrs_release(all, 4);
+    free(slots);
     Py_XDECREF(fm);
-    Py_XDECREF(arr);
     return rc;
 }
 

@@ -50,6 +50,9 @@ _FINISHED = -(1 << 62)  # a finished endpoint's step in a snapshot (no live endp
 #: the per-message lines (_arrived, _one_done, _begin_one) in the compiled core where it is built (see
 #: FastExecutor._bind_core); tests turn it off to compare
 _FAST_CORE = True
+#: the flows of a phase without bounds launched by the compiled core too (``launch``, see _bind_core), where
+#: the network's whole wake-up runs there; off: the core calls _launch_flows / _launch_flow_one
+_FAST_LAUNCH = True
 
 
 class FastExecutor:
@@ -319,8 +322,11 @@ class FastExecutor:
             )
         bounds = np.asarray(self.bounds, dtype=np.int64)
         own_queue = type(self.env).step is simpy.Environment.step  # (a step that looks at a deadline: one per event)
+        launch = None  # _launch_flows' and _launch_flow_one's lines in C (Network.launch_rows' and launch_one's)
+        if _FAST_LAUNCH and net._whole_ctx is not None and not getattr(net._model, "_models", True):
+            launch = (net._whole_ctx, net.cluster, self.owner, tuple(step.bound is not None for step in self.steps))
         core = _CORE.Fast(
-            self, self.env, Event, heapq.heappush, NORMAL, functools.partial, bounds, tuple(phases), own_queue
+            self, self.env, Event, heapq.heappush, NORMAL, functools.partial, bounds, tuple(phases), own_queue, launch
         )
         self._core = core
         self._arrived = core.arrived  # type: ignore[method-assign]

@@ -8,7 +8,9 @@ step, the next step's ranks begun, private messages sent and their arrivals sche
 Python lines. Every case here runs with ``sim.fastpath._FAST_CORE`` on and off -- uniform, congested,
 straggler and slow-link fabrics, reductions, rate bounds, a steady state jumped over, random clusters --
 and must agree in every result (the simulated time's repr included), in the events scheduled and in the
-executor's counts.
+executor's counts. The spies on the network's ``launch`` and ``launch_one`` see the core's launches through the
+Python lines (``sim.fastpath._FAST_LAUNCH`` off); the core's own launch of the flows (``fast_launch_c``) is
+held to those lines wake-up by wake-up below (``test_the_cores_launch_is_the_python_lines``).
 """
 
 from __future__ import annotations
@@ -37,15 +39,10 @@ def _run(monkeypatch: pytest.MonkeyPatch, core: bool, *args: Any, **kw: Any) -> 
     wake-ups and launches, in order (each with the clock then)."""
     made: list[Any] = []
     called: list[Any] = []
-    init = fastpath.FastExecutor.__init__
-
-    def recording(self: Any, *a: Any, **k: Any) -> None:
-        init(self, *a, **k)
-        made.append(self)
-
     with monkeypatch.context() as m:
+        m.setattr(fastpath.FastExecutor, "__init__", _recording(made))
         m.setattr(fastpath, "_FAST_CORE", core)
-        m.setattr(fastpath.FastExecutor, "__init__", recording)
+        m.setattr(fastpath, "_FAST_LAUNCH", False)  # (the launches through the spied Python lines)
         for name in ("_early_one", "_early_many", "_timer_one", "_finished_one", "_launch_flows", "_launch_flow_one"):
             method = getattr(fastpath.FastExecutor, name)
             m.setattr(fastpath.FastExecutor, name, _spy(method, name, called))
@@ -53,6 +50,17 @@ def _run(monkeypatch: pytest.MonkeyPatch, core: bool, *args: Any, **kw: Any) -> 
             m.setattr(network.Network, name, _spy(getattr(network.Network, name), name, called))
         result = simulate(*args, **kw)
     return result, made, called
+
+
+def _recording(made: list[Any]) -> Any:
+    """FastExecutor.__init__, each executor made appended to ``made``."""
+    init = fastpath.FastExecutor.__init__
+
+    def recording(self: Any, *a: Any, **k: Any) -> None:
+        init(self, *a, **k)
+        made.append(self)
+
+    return recording
 
 
 def _spy(method: Any, name: str, called: list[Any]) -> Any:
@@ -234,6 +242,7 @@ def _executor_run(
     cluster = Cluster(graph)
     net = Network(env, cluster)
     launches: list[Any] = []
+    m.setattr(fastpath, "_FAST_LAUNCH", False)  # (the launches through the spied Python lines)
     for name in ("launch", "launch_one"):
         method = getattr(network.Network, name)
 
@@ -371,3 +380,124 @@ def test_what_the_core_read_is_read_again_after_python_ran(monkeypatch):
     ex._seen0 = -5
     ex._core.after()
     assert calls == [-5]
+
+
+# ---------------------------------------------------------------------- the core's launch of flows
+
+
+def _launched(
+    monkeypatch: pytest.MonkeyPatch, on: bool, *args: Any, **kw: Any
+) -> tuple[Any, list[Any], list[Any], Any]:
+    """The run with the core's launch of flows on or off (the core's per-message lines on either way): the
+    result, every wake-up (``sim.network._WAKE_LOG``), the executors' state at the end (their per-slot
+    messages, their network's slot arrays, free stack and flows) and the Python launch lines called."""
+    made: list[Any] = []
+    called: list[Any] = []
+    log: list[Any] = []
+    with monkeypatch.context() as m:
+        m.setattr(fastpath, "_FAST_LAUNCH", on)
+        m.setattr(network, "_WAKE_LOG", log)
+        m.setattr(fastpath.FastExecutor, "__init__", _recording(made))
+        for name in ("_launch_flows", "_launch_flow_one"):
+            m.setattr(fastpath.FastExecutor, name, _spy(getattr(fastpath.FastExecutor, name), name, called))
+        result = simulate(*args, **kw)
+    state = [
+        (
+            [getattr(e, a).tolist() for a in ("f_src", "f_dst", "f_step")],
+            [getattr(e.net, a).tolist() for a in ("_remaining", "_bytes", "_path", "_bound", "_owner", "_gid")],
+            list(e.net._free),
+            e.net.flows,
+            e.net.wakeups,
+            (e.private, e.extrapolated_steps, e.finished, e.end_time),
+        )
+        for e in made
+    ]
+    return result, log, state, called
+
+
+def _launch_both(monkeypatch: pytest.MonkeyPatch, *args: Any, **kw: Any) -> list[Any]:
+    """The core's launch and the Python lines' give the same run, wake-up by wake-up, and leave the same
+    state; returns the Python launch lines the core's run still called."""
+    fast, log, state, called = _launched(monkeypatch, True, *args, **kw)
+    ref, ref_log, ref_state, ref_called = _launched(monkeypatch, False, *args, **kw)
+    _same(fast, ref)
+    assert (repr(fast.time_s), fast.events, fast.engine) == (repr(ref.time_s), ref.events, ref.engine)
+    assert log == ref_log
+    assert state == ref_state
+    assert len(called) <= len(ref_called)
+    return called, ref_called
+
+
+@pytest.mark.parametrize("graph, algorithm", UNIFORM + CONGESTED)
+@pytest.mark.parametrize("gamma", [0.0, 1e-11])
+def test_the_cores_launch_is_the_python_lines(monkeypatch, graph, algorithm, gamma):
+    """The flows of a phase without bounds launched in C (fast_launch_c) as the Python lines launch them:
+    the same slots, per-slot arrays, start times (buckets) and wake-ups; the Python lines called only for the
+    first launch (the network's private lane still open)."""
+    called, ref_called = _launch_both(monkeypatch, graph, "allreduce", algorithm, 2**22 + 7, engine="fast", gamma=gamma)
+    assert len(called) <= 1  # (the first launch, which closes the network's private lane: the Python lines)
+    assert len(called) == len(ref_called) == 0 or len(called) < len(ref_called)
+
+
+def test_the_cores_launch_on_a_congested_rank_ring_launches_flows(monkeypatch):
+    """The rank-order ring on a hashed fabric (ring-rank-256's kind) launches flows of one and of several
+    messages, all in C but the first."""
+    graph = dgx(hosts=16, gpus_per_host=4, ecmp="hash")
+    called, ref_called = _launch_both(monkeypatch, graph, "allreduce", "ring:order=rank", 2**22 + 7, engine="fast")
+    assert {"_launch_flows", "_launch_flow_one"} <= {c[0] for c in ref_called}
+    assert len(called) <= 1 < len(ref_called)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("algorithm", ["ring:order=rank", "ring", "halving-doubling", "tree:chunks=3"])
+def test_the_cores_launch_with_stragglers_and_slow_links(monkeypatch, seed, algorithm):
+    _launch_both(monkeypatch, straggler_graph(seed), "allreduce", algorithm, float(2**20 + 17 * seed), gamma=1e-11)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_cores_launch_on_random_cases(monkeypatch, seed):
+    c = case(seed)
+    _launch_both(monkeypatch, c.graph, c.collective, c.algorithm, c.size, ranks=c.ranks, gamma=c.gamma, engine="auto")
+
+
+@pytest.mark.parametrize("algorithm", ["nccl-tree", "nvls-tree", "nccl"])
+def test_the_cores_launch_of_phase_groups_at_once(monkeypatch, algorithm):
+    _launch_both(monkeypatch, hgx(4, "dgx-h100", gpus_per_host=4), "allreduce", algorithm, 3 * 2**22 + 5)
+
+
+def test_the_cores_launch_leaves_bounded_phases_to_the_python_lines(monkeypatch):
+    """A phase whose messages carry a rate bound: its flows go through the Python lines (the core's launch
+    writes no bound), and the run is theirs."""
+    from sim.program import Step, StepProgram
+
+    graph = leaf_spine(2, 3, 1, "100Gbps", "100Gbps", "1us")
+    bound = np.full(2, 3e9)
+    steps = [
+        Step.make([0, 1], [3, 4], 2.0**20, endpoints=6),
+        Step.make([0, 1], [3, 4], 2.0**20, endpoints=6, bound=bound),
+    ]
+    program = StepProgram(6, tuple((step, 2) for step in steps))
+    runs = []
+    for on in (True, False):
+        with monkeypatch.context() as m:
+            m.setattr(fastpath, "_FAST_LAUNCH", on)
+            called: list[Any] = []
+            for name in ("_launch_flows", "_launch_flow_one"):
+                m.setattr(fastpath.FastExecutor, name, _spy(getattr(fastpath.FastExecutor, name), name, called))
+            end, _, ex = _executor_run_plain(graph, program)
+            runs.append((repr(end), ex.net.flows, ex.f_src.tolist(), ex.net._bound.tolist(), len(called)))
+    (end, flows, f_src, bounds, n), ref = runs
+    assert (end, flows, f_src, bounds) == ref[:4]
+    assert 0 < n < ref[4]  # the bounded phase's launches in Python, the other's in C
+    assert 3e9 in bounds  # (the last flows', the bounded phase's, left in their slots)
+
+
+def _executor_run_plain(graph: Any, program: Any) -> tuple[float, None, Any]:
+    from sim.cluster import Cluster
+    from sim.network import Network
+
+    env = simpy.Environment()
+    net = Network(env, Cluster(graph))
+    ex = fastpath.FastExecutor(net, program, 0.0, np.ones(program.endpoints), alone=True)
+    env.run(env.process(ex.run()))
+    return env.now, None, ex

@@ -119,6 +119,8 @@ class _OldBuilder(DataflowBuilder):
         store[2 * kind].append(m[keep].astype(_ID))
         store[2 * kind + 1].append(on[keep].astype(_ID))
 
+    _take = _edges  # (the edges handed over, as the lines took any)
+
     def build(self) -> Dataflow:
         def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
             return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)

@@ -41,7 +41,7 @@ from .common import ceil_log2
 from .registry import register
 from .tree import TreeOptions, pipelined_tree, tree_time
 
-__all__ = ["DoubleBinaryTree", "dbt_dataflow", "nccl_btree", "nccl_dtree"]
+__all__ = ["DoubleBinaryTree", "btree_parents", "dbt_dataflow", "dtree_parents", "nccl_btree", "nccl_dtree"]
 
 
 def nccl_btree(p: int, rank: int) -> tuple[int, list[int]]:
@@ -75,6 +75,30 @@ def nccl_dtree(p: int, rank: int) -> tuple[tuple[int, list[int]], tuple[int, lis
     return first, second
 
 
+def btree_parents(p: int, ranks: np.ndarray) -> np.ndarray:
+    """:func:`nccl_btree`'s parent of every rank of ``ranks`` (in 0..p-1; -1 for rank 0), in array
+    operations: a rank's lowest set bit flipped up a level, or only cleared where that leaves 0..p-1."""
+    ranks = np.asarray(ranks, dtype=np.int64)
+    bit = ranks & -ranks
+    up = (ranks ^ bit) | (bit << 1)
+    up = np.where(up >= p, ranks ^ bit, up)
+    return np.where(ranks == 0, -1, up)
+
+
+def dtree_parents(p: int) -> np.ndarray:
+    """:func:`nccl_dtree`'s parents, ``[tree][rank]``: tree 1 tree 0 mirrored (even p) or shifted by one
+    rank (odd p)."""
+    ranks = np.arange(p, dtype=np.int64)
+    first = btree_parents(p, ranks)
+    if p % 2:
+        up = btree_parents(p, (ranks - 1) % p)
+        second = np.where(up == -1, -1, (up + 1) % p)
+    else:
+        up = btree_parents(p, p - 1 - ranks)
+        second = np.where(up == -1, -1, p - 1 - up)
+    return np.stack([first, second])
+
+
 def dbt_dataflow(p: int, nbytes: float, chunks: int) -> Dataflow:
     """Both trees as one dataflow: tree t's node on rank r is actor t·p + r with a processor of its own
     (NCCL runs each tree on its own channel, an SM of its own), reducing half t of the buffer in
@@ -82,7 +106,7 @@ def dbt_dataflow(p: int, nbytes: float, chunks: int) -> Dataflow:
     rules (:func:`sim.algorithms.tree.pipelined_tree`)."""
     b = DataflowBuilder(p)
     ranks = np.arange(p)
-    ups = np.array([(t0[0], t1[0]) for t0, t1 in (nccl_dtree(p, r) for r in range(p))], dtype=np.int64).T
+    ups = dtree_parents(p)
     for t in range(2):  # tree t: actors t·p .. t·p + p-1 (the other tree's actors stay out of it)
         up = ups[t]
         parent = np.full(2 * p, -1, dtype=np.int64)

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dataflow import ARRIVED, HELD, MAX_MESSAGES, Dataflow, DataflowBuilder
+from ..dataflow import _ID, ARRIVED, HELD, MAX_MESSAGES, Dataflow, DataflowBuilder
 from ..deadline import check as check_deadline
 from ..program import Step, StepProgram
 from ..runtime import Job
@@ -108,6 +108,23 @@ def tree_allreduce(
         yield job.env.all_of(down)
 
 
+def tree_pairs(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A forest's (``parent[v]``, -1 at a root) pairs: the children ``kids`` and their parents ``up_of``;
+    the sibling pairs (``sib[i]``, ``sib_of[i]``), every child w' of w's parent for each child w, w itself
+    included; and ``inner``, the children whose parent has a parent too."""
+    n = len(parent)
+    kids = np.flatnonzero(parent >= 0)
+    up_of = parent[kids]
+    order = np.argsort(up_of, kind="stable")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(up_of, minlength=n), out=ptr[1:])
+    counts = ptr[up_of + 1] - ptr[up_of]
+    sib = np.repeat(kids, counts)
+    offsets = np.arange(len(sib)) - np.repeat(np.cumsum(counts) - counts, counts)
+    sib_of = kids[order][np.repeat(ptr[up_of], counts) + offsets]
+    return kids, up_of, sib, sib_of, kids[parent[up_of] >= 0]
+
+
 def pipelined_tree(
     b: DataflowBuilder,
     parent: np.ndarray,
@@ -133,42 +150,81 @@ def pipelined_tree(
     """
     parent = np.asarray(parent, dtype=np.int64)
     n = len(parent)
-    kids = np.flatnonzero(parent >= 0)
-    up_of = parent[kids]
-    # sibling pairs (w, w'): every child w' of w's parent, w itself included
-    order = np.argsort(up_of, kind="stable")
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(up_of, minlength=n), out=ptr[1:])
-    counts = ptr[up_of + 1] - ptr[up_of]
-    sib = np.repeat(kids, counts)
-    offsets = np.arange(len(sib)) - np.repeat(np.cumsum(counts) - counts, counts)
-    sib_of = kids[order][np.repeat(ptr[up_of], counts) + offsets]
-    # children w of a non-root parent: (w, parent) pairs where the parent sends up too
-    inner = kids[parent[up_of] >= 0]
-    k = chunks
-    up = np.full((k, n), -1, dtype=np.int64)
-    down = np.full((k, n), -1, dtype=np.int64)
-    for c in range(k):
-        up[c, kids] = b.messages(endpoint[kids], endpoint[up_of], chunk, reduce=True, proc=proc[up_of], seg=seg_off + c)
-    for c in range(k):
-        down[c, kids] = b.messages(
-            endpoint[up_of], endpoint[kids], chunk, reduce=False, proc=proc[kids], seg=seg_off + c
+    kids, up_of, sib, sib_of, inner = tree_pairs(parent)
+    k, nk = chunks, len(kids)
+    check_deadline()  # a long pipeline is built at once; --timeout may stop it before
+    # every chunk's messages in one call each: their ids run chunk after chunk, the children in order within
+    # a chunk (as one call per chunk numbers them), so U[c, v] is the first U's id + c * nk + v's place among
+    # the children, and likewise D
+    segs = np.repeat(seg_off + np.arange(k, dtype=np.int64), nk)
+
+    def chunked(src: np.ndarray, dst: np.ndarray, reduce: bool, at: np.ndarray) -> int:
+        """Every chunk's messages src -> dst, reduced or stored on ``proc[at]``: the first one's id."""
+        sent = b.messages(
+            np.tile(endpoint[src], k),
+            np.tile(endpoint[dst], k),
+            chunk,
+            reduce=reduce,
+            proc=np.tile(proc[at], k),
+            seg=segs,
         )
-    last = up[k - 1]
-    for c in range(k):
-        check_deadline()  # a long pipeline is built chunk by chunk; --timeout may stop it
-        prev = up[c - 1] if c else np.full(n, -1, dtype=np.int64)
-        b.after(up[c, parent[inner]], up[c, inner], HELD)
-        b.after(up[c, kids], prev[kids], ARRIVED)
-        b.gate(up[c, sib], prev[sib_of], HELD)
-        if c >= 2:
-            b.gate(up[c, kids], up[c - 2, up_of], ARRIVED)
-        b.after(down[c, kids], down[c, up_of], HELD)
-        if c:
-            b.after(down[c, sib], down[c - 1, sib_of], ARRIVED)
-        else:
-            b.after(down[0, sib], last[sib_of], HELD)
-            b.after(down[0, kids], last[up_of], ARRIVED)
+        return int(sent[0]) if len(sent) else 0
+
+    place = np.full(n, -1, dtype=_ID)
+    place[kids] = np.arange(nk, dtype=_ID)
+    first_up, first_down = chunked(kids, up_of, True, up_of), chunked(up_of, kids, False, kids)
+
+    def up(c: int, nodes: np.ndarray) -> tuple[int, np.ndarray]:  # U[c, nodes] (children only), as _rows takes it
+        return first_up + c * nk, place[nodes]
+
+    def down(c: int, nodes: np.ndarray) -> tuple[int, np.ndarray]:  # D[c, nodes]
+        return first_down + c * nk, place[nodes]
+
+    # each kind's edges in the order a loop over the chunks adds them: chunk 0's row (``first``), then one
+    # row per later chunk (``rest``, from the chunk given on: the parts side by side); the edges on no
+    # message (a chunk -1, a root's own U or D: the loop's -1s, which the builder drops) left out here.
+    # Starts, ARRIVED: U[c, v] after U[c-1, v]; D[c, w] after D[c-1, w'] for every sibling w' of w (chunk 0:
+    # D[0, v] after U[K-1, parent(v)])
+    up_in, last = parent[inner], k - 1  # (``inner``: the children whose parent is no root, in their order)
+    rows = k - 1
+    b.after(
+        _rows([down(0, inner)], [up(1, kids), down(1, sib)], rows, nk),
+        _rows([up(last, up_in)], [up(0, kids), down(0, sib_of)], rows, nk),
+        ARRIVED,
+        copy=False,
+    )
+    # starts, HELD: U[c, parent(w)] after U[c, w]; D[c, v] after D[c, parent(v)] (chunk 0 also: D[0, w] after
+    # U[K-1, w'] for every sibling w')
+    b.after(
+        _rows([up(0, up_in), down(0, inner), down(0, sib)], [up(1, up_in), down(1, inner)], rows, nk),
+        _rows([up(0, inner), down(0, up_in), up(last, sib_of)], [up(1, inner), down(1, up_in)], rows, nk),
+        HELD,
+        copy=False,
+    )
+    # gates: U[c, w] reduced after U[c-1, w'] of every sibling w' is held and U[c-2, parent(w)] has arrived
+    b.gate(_rows([], [up(1, sib)], rows, nk), _rows([], [up(0, sib_of)], rows, nk), HELD, copy=False)
+    rows = max(k - 2, 0)
+    b.gate(_rows([], [up(2, inner)], rows, nk), _rows([], [up(0, up_in)], rows, nk), ARRIVED, copy=False)
+
+
+def _rows(first: list[tuple[int, np.ndarray]], rest: list[tuple[int, np.ndarray]], rows: int, step: int) -> np.ndarray:
+    """Message ids written into one array: for each ``(base, places)`` of ``first``, ``base + places``, one
+    after the other; then ``rows`` rows, row r holding ``base + r * step + places`` for each part of
+    ``rest`` side by side (no array made per part but the places)."""
+    head = sum(len(places) for _, places in first)
+    width = sum(len(places) for _, places in rest)
+    out = np.empty(head + rows * width, dtype=_ID)
+    at = 0
+    for base, places in first:
+        np.add(places, base, out=out[at : at + len(places)], dtype=_ID)
+        at += len(places)
+    body = out[head:].reshape(rows, width)
+    offsets = (np.arange(rows, dtype=_ID) * step)[:, None]
+    at = 0
+    for base, places in rest:
+        np.add(offsets, places[None, :] + _ID(base), out=body[:, at : at + len(places)], dtype=_ID)
+        at += len(places)
+    return out
 
 
 def tree_dataflow(p: int, nbytes: float, chunks: int, root: int = 0) -> Dataflow:
