@@ -5697,6 +5697,233 @@ done:
     return result;
 }
 
+/* updown_routes(srcs, dsts, order, out_ptr, out_v, out_arc, endpoint_only, level, up_ptr, up_v, up_arc,
+ *               above_ptr, above_u, above_arc, arc_w, dest_key, unit, out, status): Router.route of an up-down router
+ * (sim/routing.py) for many pairs at once, pair ``order[i]`` after pair ``order[i - 1]`` (the pairs of one
+ * destination together: its ancestors and their distances are found once, in dense scratch arrays, instead
+ * of the router's per-destination dictionaries): with ``unit`` (every link one hop) the short cut first (a
+ * direct link, else ECMP among the common neighbours that routes may pass through), else the shortest
+ * climb to an ancestor of the destination and the shortest descent, candidates in head order, picked by the
+ * destination's key (``dest_key``; None: ecmp_hash of (source, destination, hop)) modulo their number, the
+ * same tolerances as the Python lines. Each route is written to its row of ``out`` (int64, rows of equal
+ * width filled with -1 by the caller), ``status`` per pair: 0 routed, 1 no route, 2 stalled, 3 longer than
+ * a row (the Python lines route those, and raise). Returns how many pairs it routed. */
+static double ud_dist(int64_t u, int64_t gen, const int64_t *stamp, const double *dist, int64_t *mstamp, double *memo,
+                      const Arr *up_ptr, const Arr *up_v, const Arr *up_arc, const Arr *arc_w) {
+    if (stamp[u] == gen)
+        return dist[u];
+    if (mstamp[u] == gen)
+        return memo[u];
+    double best = INFINITY;
+    for (int64_t k = arr_i(up_ptr, u), hi = arr_i(up_ptr, u + 1); k < hi; k++) {
+        double x = arr_f(arc_w, arr_i(up_arc, k)) +
+                   ud_dist(arr_i(up_v, k), gen, stamp, dist, mstamp, memo, up_ptr, up_v, up_arc, arc_w);
+        if (x < best)
+            best = x;
+    }
+    mstamp[u] = gen;
+    memo[u] = best;
+    return best;
+}
+
+static inline int64_t ud_pick(int keyed, const Arr *key, int64_t a, int64_t b, int64_t hop, int64_t c) {
+    if (c <= 1)
+        return 0;
+    if (keyed) {
+        int64_t r = arr_i(key, b) % c;
+        return r < 0 ? r + c : r;
+    }
+    return (int64_t)(ecmp_mix((uint64_t)a, (uint64_t)b, (uint64_t)hop) % (uint64_t)c);
+}
+
+static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 19,
+                  "updown_routes(srcs, dsts, order, out_ptr, out_v, out_arc, endpoint_only, level, up_ptr, up_v, "
+                  "up_arc, above_ptr, above_u, above_arc, arc_w, dest_key, unit, out, status)"))
+        return NULL;
+    Arr srcs, dsts, order, out_ptr, out_v, out_arc, eonly, level, up_ptr, up_v, up_arc, above_ptr, above_u, above_arc, arc_w,
+        key,
+        out, status;
+    Arr *all[18] = {&srcs,  &dsts,   &order,  &out_ptr,   &out_v,   &out_arc, &eonly, &level, &up_ptr,
+                    &up_v,  &up_arc, &above_ptr, &above_u, &above_arc, &arc_w, &key,     &out,   &status};
+    arrs_init(all, 18);
+    PyObject *result = NULL;
+    int64_t *stamp = NULL, *mstamp = NULL, *anc = NULL, *cand_v = NULL, *cand_a = NULL;
+    double *dist = NULL, *memo = NULL;
+    int keyed = args[15] != Py_None;
+    int unit = PyObject_IsTrue(args[16]);
+    if (unit < 0)
+        goto done;
+    if (arrs_open(args, all, "iiiiiibiiiiiiifo-II") < 0)
+        goto done;
+    Py_ssize_t n = eonly.n, len = srcs.n;
+    if (dsts.n != len || order.n != len || status.n != len || n <= 0 || out_ptr.n != n + 1 || level.n != n ||
+        up_ptr.n != n + 1 || above_ptr.n != n + 1 || (keyed && key.n != n) || (len && out.n % len) ||
+        out.view.itemsize != 8 || out.stride != 8 || status.view.itemsize != 8) {
+        PyErr_SetString(PyExc_ValueError, "updown_routes: inconsistent table sizes");
+        goto done;
+    }
+    if (len == 0) {
+        result = PyLong_FromSsize_t(0);
+        goto done;
+    }
+    Py_ssize_t width = out.n / len, narcs = arc_w.n, nout = out_v.n;
+    int64_t maxlevel = 0;
+    for (Py_ssize_t v = 0; v < n; v++)
+        if (arr_i(&level, v) > maxlevel)
+            maxlevel = arr_i(&level, v);
+    stamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
+    mstamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
+    anc = PyMem_Malloc((size_t)n * sizeof(int64_t));
+    dist = PyMem_Malloc((size_t)n * sizeof(double));
+    memo = PyMem_Malloc((size_t)n * sizeof(double));
+    cand_v = PyMem_Malloc((size_t)(nout + 1) * sizeof(int64_t));
+    cand_a = PyMem_Malloc((size_t)(nout + 1) * sizeof(int64_t));
+    if (!stamp || !mstamp || !anc || !dist || !memo || !cand_v || !cand_a) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *o = (int64_t *)out.view.buf;
+    Py_ssize_t routed = 0;
+    int64_t gen = 0, cur = -1;
+    for (Py_ssize_t j = 0; j < len; j++) {
+        int64_t i = arr_i(&order, j);
+        if (i < 0 || i >= len) {
+            PyErr_SetString(PyExc_IndexError, "updown_routes: order out of range");
+            goto done;
+        }
+        int64_t a = arr_i(&srcs, i), b = arr_i(&dsts, i);
+        if (a < 0 || a >= n || b < 0 || b >= n) {
+            PyErr_SetString(PyExc_IndexError, "updown_routes: node out of range");
+            goto done;
+        }
+        int64_t *row = o + i * width, *st = arr_ip(&status, i);
+        *st = 0;
+        if (a == b) {
+            routed++;
+            continue;
+        }
+        if (unit) { /* Router._short */
+            int64_t lo = arr_i(&out_ptr, a), hi = arr_i(&out_ptr, a + 1), direct = -1, nc = 0;
+            for (int64_t k = lo; k < hi && direct < 0; k++)
+                if (arr_i(&out_v, k) == b)
+                    direct = arr_i(&out_arc, k);
+            if (direct >= 0) {
+                row[0] = direct;
+                routed++;
+                continue;
+            }
+            for (int64_t k = lo; k < hi; k++) {
+                int64_t v = arr_i(&out_v, k);
+                if (arr_b(&eonly, v) || (k + 1 < hi && arr_i(&out_v, k + 1) == v))
+                    continue; /* (of parallel arcs to one neighbour, the last: the router's dictionary keeps it) */
+                for (int64_t q = arr_i(&out_ptr, v), qe = arr_i(&out_ptr, v + 1); q < qe; q++)
+                    if (arr_i(&out_v, q) == b) {
+                        cand_v[nc] = arr_i(&out_arc, k);
+                        cand_a[nc++] = arr_i(&out_arc, q);
+                        break;
+                    }
+            }
+            if (nc) {
+                if (width < 2) {
+                    *st = 3;
+                    continue;
+                }
+                int64_t c = ud_pick(keyed, &key, a, b, 0, nc);
+                row[0] = cand_v[c];
+                row[1] = cand_a[c];
+                routed++;
+                continue;
+            }
+        }
+        if (b != cur) { /* the destination's ancestors (Router._ancestors), a level at a time upwards */
+            cur = b;
+            gen++;
+            int64_t na = 0, lb = arr_i(&level, b);
+            stamp[b] = gen;
+            dist[b] = 0.0;
+            anc[na++] = b;
+            for (int64_t lv = lb; lv <= maxlevel && lb >= 0; lv++)
+                for (int64_t t = 0; t < na; t++) {
+                    int64_t v = anc[t];
+                    if (arr_i(&level, v) != lv)
+                        continue;
+                    for (int64_t k = arr_i(&above_ptr, v), hi = arr_i(&above_ptr, v + 1); k < hi; k++) {
+                        int64_t u = arr_i(&above_u, k), arc = arr_i(&above_arc, k);
+                        if (u < 0 || u >= n || arc < 0 || arc >= narcs || arr_i(&level, u) <= lv) {
+                            PyErr_SetString(PyExc_ValueError, "updown_routes: an arc above a node that does not climb");
+                            goto done;
+                        }
+                        double nd = dist[v] + arr_f(&arc_w, arc);
+                        if (stamp[u] != gen) {
+                            stamp[u] = gen;
+                            dist[u] = nd;
+                            anc[na++] = u;
+                        } else if (nd < dist[u])
+                            dist[u] = nd;
+                    }
+                }
+        }
+        double here = ud_dist(a, gen, stamp, dist, mstamp, memo, &up_ptr, &up_v, &up_arc, &arc_w);
+        if (!isfinite(here)) {
+            *st = 1;
+            continue;
+        }
+        int64_t node = a, hop = 0;
+        while (node != b) {
+            double tol = 1e-9 * (here > 1.0 ? here : 1.0);
+            int64_t nc = 0;
+            if (stamp[node] == gen) { /* an ancestor: down the shortest descending arcs (head order) */
+                int64_t ln = arr_i(&level, node);
+                double dn = dist[node];
+                double dtol = 1e-9 * (dn > 1.0 ? dn : 1.0);
+                for (int64_t k = arr_i(&out_ptr, node), hi = arr_i(&out_ptr, node + 1); k < hi; k++) {
+                    int64_t v = arr_i(&out_v, k), arc = arr_i(&out_arc, k);
+                    if (arr_i(&level, v) < ln && stamp[v] == gen && fabs(dist[v] + arr_f(&arc_w, arc) - dn) <= dtol) {
+                        cand_v[nc] = v;
+                        cand_a[nc++] = arc;
+                    }
+                }
+            } else { /* climb: the up-arcs on a shortest way */
+                for (int64_t k = arr_i(&up_ptr, node), hi = arr_i(&up_ptr, node + 1); k < hi; k++) {
+                    int64_t v = arr_i(&up_v, k), arc = arr_i(&up_arc, k);
+                    double x = ud_dist(v, gen, stamp, dist, mstamp, memo, &up_ptr, &up_v, &up_arc, &arc_w);
+                    if (fabs(x + arr_f(&arc_w, arc) - here) <= tol) {
+                        cand_v[nc] = v;
+                        cand_a[nc++] = arc;
+                    }
+                }
+            }
+            if (!nc) {
+                *st = 2;
+                break;
+            }
+            if (hop >= width) {
+                *st = 3;
+                break;
+            }
+            int64_t c = ud_pick(keyed, &key, a, b, hop, nc);
+            row[hop] = cand_a[c];
+            here -= arr_f(&arc_w, cand_a[c]);
+            node = cand_v[c];
+            hop++;
+        }
+        if (*st == 0)
+            routed++;
+    }
+    result = PyLong_FromSsize_t(routed);
+done:
+    PyMem_Free(stamp);
+    PyMem_Free(mstamp);
+    PyMem_Free(anc);
+    PyMem_Free(dist);
+    PyMem_Free(memo);
+    PyMem_Free(cand_v);
+    PyMem_Free(cand_a);
+    arrs_release(all, 18);
+    return result;
+}
+
 /* trim_rows(rows, dom, out): FanExecutor.trim -- ``rows`` (int64, ``width`` columns, raveled) copied to ``out``
  * with -1 at every arc whose dominator (``dom``, -1: none) is beside it in its row; an arc with a dominator
  * that is not beside it is an error (ValueError). Returns how many arcs it took out. */
@@ -7697,6 +7924,9 @@ static PyMethodDef module_methods[] = {
     FASTCALL(group, "group(owner, values, ptr, out): values grouped by owner (a stable counting sort)"),
     FASTCALL(far_routes, "far_routes(srcs, dsts, near, in_ptr, in_u, origin, up, up_len, leaf, leaf_index, top_arcs, "
                          "spine_down, down, dest_key, ntop, out, handled) -> pairs routed: the far pairs' routes"),
+    FASTCALL(updown_routes, "updown_routes(srcs, dsts, order, out_ptr, out_v, out_arc, endpoint_only, level, up_ptr, "
+                            "up_v, up_arc, above_ptr, above_u, above_arc, arc_w, dest_key, unit, out, status) -> pairs "
+                            "routed: Router.route of many pairs"),
     FASTCALL(trim_rows, "trim_rows(rows, dom, width, out) -> arcs taken out: routes without dominated arcs"),
     FASTCALL(settle, "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's "
                      "instant"),

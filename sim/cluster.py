@@ -559,6 +559,8 @@ class Cluster:
         bulk from the via (or the source) on (:mod:`sim.bulkroute`); the few distinct ways from a GPU to
         its NIC by the router."""
         bulk = self._via_bulk() if len(s) >= _BULK_MIN else None
+        if bulk is None and self.router.mode == "updown":
+            return self._legs_routes(s, v, d, us, ud)
         if bulk is None:
             routes = []
             for i, (a, b, c) in enumerate(zip(s.tolist(), v.tolist(), d.tolist(), strict=True)):
@@ -582,12 +584,34 @@ class Cluster:
             ways = self._bulk_routes(bulk, s[at], v[at], us[at], ud[at])
             head = np.full((len(s), ways.shape[1]), -1, dtype=np.int64)
             head[has] = ways[where.ravel()]
-        out = np.full((len(s), head.shape[1] + tail.shape[1]), -1, dtype=np.int64)
-        out[:, : head.shape[1]] = head
-        valid = tail >= 0
-        cols = (head >= 0).sum(axis=1)[:, None] + np.arange(tail.shape[1])[None, :]
-        out[np.nonzero(valid)[0], cols[valid]] = tail[valid]
-        return out
+        return _joined(head, tail)
+
+    def _legs_routes(self, s: np.ndarray, v: np.ndarray, d: np.ndarray, us: np.ndarray, ud: np.ndarray) -> np.ndarray:
+        """:meth:`_triple_routes` by the router's bulk routes (:meth:`sim.routing.Router.routes`): the way
+        to the via (or the destination) and, where there is a via, on from it, each leg of every triple at
+        once; the legs it leaves out by :meth:`_node_route` (which raises, naming the pair, where there is
+        no route)."""
+        has = v >= 0
+        ends = np.where(has, v, d)
+        starts = np.concatenate([s, v[has]])
+        stops = np.concatenate([ends, d[has]])
+        rows, left = self.router.routes(starts, stops)
+        for i in np.flatnonzero(left).tolist():
+            j = i if i < len(s) else int(np.flatnonzero(has)[i - len(s)])
+            try:
+                arcs = self._node_route(int(starts[i]), int(stops[i]))
+            except RoutingError:
+                self._routed(int(us[j]), int(ud[j]))  # raises, naming the pair
+                raise
+            if len(arcs) > rows.shape[1]:
+                rows = np.concatenate([rows, np.full((len(rows), len(arcs) - rows.shape[1]), -1, dtype=np.int64)], 1)
+            rows[i, : len(arcs)] = arcs
+        head = rows[: len(s)]
+        if not has.any():
+            return head
+        tail = np.full_like(head, -1)
+        tail[has] = rows[len(s) :]
+        return _joined(head, tail)
 
     def _latencies(self, rows: np.ndarray) -> np.ndarray:
         """Each route's latency, from rows of arcs padded with -1."""
@@ -751,6 +775,16 @@ def _host_keys(graph: nx.DiGraph, nodes: list[str]) -> np.ndarray:
     for i, v in enumerate(nodes):
         keys[i] = ordinal.setdefault(graph.nodes[v].get("host") or v, len(ordinal))
     return keys
+
+
+def _joined(head: np.ndarray, tail: np.ndarray) -> np.ndarray:
+    """Rows of routes (padded with -1) ``head[i]`` then ``tail[i]``."""
+    out = np.full((len(head), head.shape[1] + tail.shape[1]), -1, dtype=np.int64)
+    out[:, : head.shape[1]] = head
+    valid = tail >= 0
+    cols = (head >= 0).sum(axis=1)[:, None] + np.arange(tail.shape[1])[None, :]
+    out[np.nonzero(valid)[0], cols[valid]] = tail[valid]
+    return out
 
 
 def _padded(routes: list[list[int]]) -> np.ndarray:

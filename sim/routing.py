@@ -25,11 +25,17 @@ from collections import OrderedDict
 
 import numpy as np
 
+from ._cores import built, chosen
 from .errors import RoutingError
 
 __all__ = ["Router", "ecmp_hash"]
 
 _MASK = (1 << 64) - 1
+#: the compiled core's ``updown_routes`` (sim/_ratecore.c), or None: :meth:`Router.routes` routes pair by pair
+_CORE: object = chosen(built("_ratecore"))
+#: whether :meth:`Router.routes` routes an up-down router's pairs in bulk (the compiled core); False: every pair
+#: by :meth:`Router.route`, the reference the bulk routes are held to (tests/test_routing_bulk.py)
+_BULK = True
 
 
 def ecmp_hash(src: int, dst: int, hop: int) -> int:
@@ -124,7 +130,11 @@ class Router:
             self._above_u = arc_u[ordd].tolist()
             self._above_arc = ordd.tolist()
             self._above_w = weight[ordd].tolist()
-            self._above_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_v[ordd], minlength=n)))).tolist()
+            above_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_v[ordd], minlength=n))))
+            self._above_ptr = above_ptr.tolist()
+            self.arrays.update(above_ptr=above_ptr, above_u=arc_u[ordd], above_arc=ordd)
+        self._arc_w_array = np.ascontiguousarray(weight, dtype=float)
+        self._endpoint_only_array = np.ascontiguousarray(endpoint_only, dtype=bool)
 
     # ------------------------------------------------------------------ levels (up-down)
     def _levels(self, is_gpu: np.ndarray) -> np.ndarray:
@@ -357,6 +367,58 @@ class Router:
             node, hop = out_v[k], hop + 1
             here = float(dist[node])  # type: ignore[index]
         return arcs
+
+    def routes(self, srcs: np.ndarray, dsts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`route` of every pair ``srcs[i] -> dsts[i]`` (nodes), as rows of arcs padded with -1 (one
+        column at least), and a mask of the pairs left out (rows of -1): those :meth:`route` raises for (no
+        route, stalled), and every pair where the routes are not found in bulk -- route those with
+        :meth:`route`. An up-down router with the compiled core finds them in bulk (``updown_routes``, the
+        pairs of one destination together: no Python per pair, no per-destination dictionaries); else (or
+        with ``_BULK`` off) pair by pair with :meth:`route`, none left out but the failing ones."""
+        srcs = np.ascontiguousarray(srcs, dtype=np.int64)
+        dsts = np.ascontiguousarray(dsts, dtype=np.int64)
+        if _BULK and _CORE is not None and self.mode == "updown" and len(srcs):
+            a = self.arrays
+            width = max(2, 2 * int(a["level"].max()) + 2)  # a climb and a descent, a level a hop at least
+            rows = np.full((len(srcs), width), -1, dtype=np.int64)
+            status = np.zeros(len(srcs), dtype=np.int64)
+            _CORE.updown_routes(  # type: ignore[attr-defined]
+                srcs,
+                dsts,
+                np.argsort(dsts, kind="stable"),
+                a["out_ptr"],
+                a["out_v"],
+                a["out_arc"],
+                self._endpoint_only_array,
+                a["level"],
+                a["up_ptr"],
+                a["up_v"],
+                a["up_arc"],
+                a["above_ptr"],
+                a["above_u"],
+                a["above_arc"],
+                self._arc_w_array,
+                None if self.dest_key is None else np.ascontiguousarray(self.dest_key, dtype=np.int64),
+                self._unit,
+                rows.reshape(-1),
+                status,
+            )
+            left = status != 0
+            rows[left] = -1
+            return rows, left
+        routes: list[list[int]] = []
+        left = np.zeros(len(srcs), dtype=bool)
+        for i, (s, d) in enumerate(zip(srcs.tolist(), dsts.tolist(), strict=True)):
+            try:
+                routes.append(self.route(s, d))
+            except RoutingError:
+                routes.append([])
+                left[i] = True
+        width = max((len(r) for r in routes), default=0) or 1
+        rows = np.full((len(routes), width), -1, dtype=np.int64)
+        for i, arcs in enumerate(routes):
+            rows[i, : len(arcs)] = arcs
+        return rows, left
 
     def _route_updown(self, src: int, dst: int) -> list[int]:
         """Climb (up-arcs whose climbing distance matches) until an ancestor of ``dst``, then descend
