@@ -559,19 +559,8 @@ class Cluster:
         bulk from the via (or the source) on (:mod:`sim.bulkroute`); the few distinct ways from a GPU to
         its NIC by the router."""
         bulk = self._via_bulk() if len(s) >= _BULK_MIN else None
-        if bulk is None and self.router.mode == "updown":
-            return self._legs_routes(s, v, d, us, ud)
         if bulk is None:
-            routes = []
-            for i, (a, b, c) in enumerate(zip(s.tolist(), v.tolist(), d.tolist(), strict=True)):
-                if not i & 4095:
-                    check_deadline()
-                try:
-                    routes.append(self._route_via(a, b, c))
-                except RoutingError:
-                    self._routed(int(us[i]), int(ud[i]))  # raises, naming the pair
-                    raise
-            return _padded(routes)
+            return self._legs_routes(s, v, d, us, ud)
         check_deadline()
         has = v >= 0
         start = np.where(has, v, s)
@@ -587,25 +576,35 @@ class Cluster:
         return _joined(head, tail)
 
     def _legs_routes(self, s: np.ndarray, v: np.ndarray, d: np.ndarray, us: np.ndarray, ud: np.ndarray) -> np.ndarray:
-        """:meth:`_triple_routes` by the router's bulk routes (:meth:`sim.routing.Router.routes`): the way
-        to the via (or the destination) and, where there is a via, on from it, each leg of every triple at
-        once; the legs it leaves out by :meth:`_node_route` (which raises, naming the pair, where there is
-        no route)."""
+        """:meth:`_triple_routes` by the router's routes of many pairs (:meth:`sim.routing.Router.routes`:
+        an up-down router's in one compiled pass): the way to the via (or the destination) and, where there
+        is a via, on from it -- each distinct leg once (NCCL's channels on one GPU leave by the same ways);
+        the legs it leaves out by :meth:`_node_route` (which raises, naming the pair, where there is no
+        route)."""
         has = v >= 0
-        ends = np.where(has, v, d)
+        n = len(self.nodes)
         starts = np.concatenate([s, v[has]])
-        stops = np.concatenate([ends, d[has]])
-        rows, left = self.router.routes(starts, stops)
-        for i in np.flatnonzero(left).tolist():
-            j = i if i < len(s) else int(np.flatnonzero(has)[i - len(s)])
-            try:
-                arcs = self._node_route(int(starts[i]), int(stops[i]))
-            except RoutingError:
-                self._routed(int(us[j]), int(ud[j]))  # raises, naming the pair
-                raise
-            if len(arcs) > rows.shape[1]:
-                rows = np.concatenate([rows, np.full((len(rows), len(arcs) - rows.shape[1]), -1, dtype=np.int64)], 1)
-            rows[i, : len(arcs)] = arcs
+        stops = np.concatenate([np.where(has, v, d), d[has]])
+        legs, first, where = np.unique(starts * n + stops, return_index=True, return_inverse=True)
+        a, b = starts[first], stops[first]
+        step = len(legs) if self.router.bulk else 4096  # (pair by pair: --timeout looked at between blocks)
+        parts = []
+        for lo in range(0, len(legs), step):
+            check_deadline()
+            rows, left = self.router.routes(a[lo : lo + step], b[lo : lo + step])
+            for i in np.flatnonzero(left).tolist():
+                j = int(np.flatnonzero(where.ravel() == lo + i)[0])
+                j = j if j < len(s) else int(np.flatnonzero(has)[j - len(s)])
+                try:
+                    arcs = self._node_route(int(a[lo + i]), int(b[lo + i]))
+                except RoutingError:
+                    self._routed(int(us[j]), int(ud[j]))  # raises, naming the pair
+                    raise
+                rows = _widened(rows, len(arcs))
+                rows[i, : len(arcs)] = arcs
+            parts.append(rows)
+        width = max((p.shape[1] for p in parts), default=1)
+        rows = np.concatenate([_widened(p, width) for p in parts])[where.ravel()] if parts else np.full((0, 1), -1)
         head = rows[: len(s)]
         if not has.any():
             return head
@@ -627,8 +626,7 @@ class Cluster:
             except RoutingError:
                 self._routed(int(us[i]), int(ud[i]))  # raises, naming the pair
                 raise
-            if len(arcs) > rows.shape[1]:
-                rows = np.concatenate([rows, np.full((len(rows), len(arcs) - rows.shape[1]), -1, dtype=np.int64)], 1)
+            rows = _widened(rows, len(arcs))
             rows[i] = -1
             rows[i, : len(arcs)] = arcs
         return rows
@@ -787,10 +785,8 @@ def _joined(head: np.ndarray, tail: np.ndarray) -> np.ndarray:
     return out
 
 
-def _padded(routes: list[list[int]]) -> np.ndarray:
-    """Routes as rows of arcs padded with -1 (one column at least)."""
-    width = max((len(r) for r in routes), default=0) or 1
-    rows = np.full((len(routes), width), -1, dtype=np.int64)
-    for i, arcs in enumerate(routes):
-        rows[i, : len(arcs)] = arcs
-    return rows
+def _widened(rows: np.ndarray, width: int) -> np.ndarray:
+    """``rows`` (routes padded with -1) with ``width`` columns at least."""
+    if width <= rows.shape[1]:
+        return rows
+    return np.concatenate([rows, np.full((len(rows), width - rows.shape[1]), -1, dtype=np.int64)], 1)

@@ -368,6 +368,11 @@ class Router:
             here = float(dist[node])  # type: ignore[index]
         return arcs
 
+    @property
+    def bulk(self) -> bool:
+        """Whether :meth:`routes` finds routes in bulk (else pair by pair, with :meth:`route`)."""
+        return _BULK and _CORE is not None and self.mode == "updown"
+
     def routes(self, srcs: np.ndarray, dsts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`route` of every pair ``srcs[i] -> dsts[i]`` (nodes), as rows of arcs padded with -1 (one
         column at least), and a mask of the pairs left out (rows of -1): those :meth:`route` raises for (no
@@ -377,7 +382,7 @@ class Router:
         with ``_BULK`` off) pair by pair with :meth:`route`, none left out but the failing ones."""
         srcs = np.ascontiguousarray(srcs, dtype=np.int64)
         dsts = np.ascontiguousarray(dsts, dtype=np.int64)
-        if _BULK and _CORE is not None and self.mode == "updown" and len(srcs):
+        if self.bulk and len(srcs):
             a = self.arrays
             width = max(2, 2 * int(a["level"].max()) + 2)  # a climb and a descent, a level a hop at least
             rows = np.full((len(srcs), width), -1, dtype=np.int64)

@@ -159,5 +159,11 @@ def test_stragglers_and_slow_links(monkeypatch, seed, algorithm):
 
 @pytest.mark.parametrize("seed", range(12))
 def test_random_cases(monkeypatch, seed):
+    """Random clusters (shortest paths by Dijkstra: :meth:`Router.routes` pair by pair) against the
+    message level, which routes each pair with :meth:`Router.route` as it first sends on it."""
     c = case(seed)
-    _both(monkeypatch, c.graph, c.collective, c.algorithm, c.size, ranks=c.ranks, gamma=c.gamma, engine="auto")
+    kw = {"ranks": c.ranks, "gamma": c.gamma}
+    fast, _, _ = _both(monkeypatch, c.graph, c.collective, c.algorithm, c.size, engine="auto", **kw)
+    message = simulate(c.graph, c.collective, c.algorithm, c.size, engine="message", **kw)
+    assert fast.time_s == pytest.approx(message.time_s, rel=1e-9)
+    assert fast.link_bytes == pytest.approx(message.link_bytes, rel=1e-9)
