@@ -5698,16 +5698,63 @@ done:
 }
 
 /* updown_routes(srcs, dsts, order, out_ptr, out_v, out_arc, endpoint_only, level, up_ptr, up_v, up_arc,
- *               above_ptr, above_u, above_arc, arc_w, dest_key, unit, out, status): Router.route of an up-down router
- * (sim/routing.py) for many pairs at once, pair ``order[i]`` after pair ``order[i - 1]`` (the pairs of one
- * destination together: its ancestors and their distances are found once, in dense scratch arrays, instead
- * of the router's per-destination dictionaries): with ``unit`` (every link one hop) the short cut first (a
- * direct link, else ECMP among the common neighbours that routes may pass through), else the shortest
- * climb to an ancestor of the destination and the shortest descent, candidates in head order, picked by the
- * destination's key (``dest_key``; None: ecmp_hash of (source, destination, hop)) modulo their number, the
- * same tolerances as the Python lines. Each route is written to its row of ``out`` (int64, rows of equal
- * width filled with -1 by the caller), ``status`` per pair: 0 routed, 1 no route, 2 stalled, 3 longer than
- * a row (the Python lines route those, and raise). Returns how many pairs it routed. */
+ *               above_ptr, above_u, above_arc, arc_w, dest_key, top, unit, out, status): Router.route of an
+ * up-down router (sim/routing.py) for many pairs at once, pair ``order[i]`` after pair ``order[i - 1]``
+ * (the pairs of one destination together: its ancestors and their distances are found once, in scratch
+ * arrays stamped per destination, instead of the router's per-destination dictionaries; ``top``: the
+ * highest level). With ``unit`` (every link one hop) the short cut first (a direct link, else ECMP among
+ * the common neighbours that routes may pass through), else the shortest climb to an ancestor of the
+ * destination and the shortest descent; candidates in head order, picked by the destination's key
+ * (``dest_key``; None: ecmp_hash of (source, destination, hop)) modulo their number; the Python lines'
+ * tolerances. Each route is written to its row of ``out`` (int64, rows of equal width filled with -1 by
+ * the caller), ``status`` per pair: 0 routed, 1 no route, 2 stalled, 3 longer than a row (the Python lines
+ * route those, and raise). Returns how many pairs it routed. */
+/* updown_routes's scratch, kept from call to call: a destination's entries are those stamped with its
+ * number (``gen``, never reused), so that nothing is cleared and a call costs its pairs' routes, not the
+ * fabric's size (path_ids asks for a few new pairs at a time on a fabric of 100,000 nodes) */
+static struct {
+    Py_ssize_t n, ncand;
+    int64_t gen;
+    int64_t *stamp, *mstamp, *anc, *cand_v, *cand_a;
+    double *dist, *memo;
+} ud_scratch;
+
+static int ud_reserve(Py_ssize_t n, Py_ssize_t ncand) {
+    if (n > ud_scratch.n) {
+        PyMem_Free(ud_scratch.stamp), PyMem_Free(ud_scratch.mstamp), PyMem_Free(ud_scratch.anc);
+        PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo);
+        ud_scratch.stamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
+        ud_scratch.mstamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
+        ud_scratch.anc = PyMem_Malloc((size_t)n * sizeof(int64_t));
+        ud_scratch.dist = PyMem_Malloc((size_t)n * sizeof(double));
+        ud_scratch.memo = PyMem_Malloc((size_t)n * sizeof(double));
+        ud_scratch.n = n;
+        if (!ud_scratch.stamp || !ud_scratch.mstamp || !ud_scratch.anc || !ud_scratch.dist || !ud_scratch.memo) {
+            PyMem_Free(ud_scratch.stamp), PyMem_Free(ud_scratch.mstamp), PyMem_Free(ud_scratch.anc);
+            PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo);
+            ud_scratch.stamp = ud_scratch.mstamp = ud_scratch.anc = NULL;
+            ud_scratch.dist = ud_scratch.memo = NULL;
+            ud_scratch.n = 0;
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    if (ncand > ud_scratch.ncand) {
+        PyMem_Free(ud_scratch.cand_v), PyMem_Free(ud_scratch.cand_a);
+        ud_scratch.cand_v = PyMem_Malloc((size_t)ncand * sizeof(int64_t));
+        ud_scratch.cand_a = PyMem_Malloc((size_t)ncand * sizeof(int64_t));
+        ud_scratch.ncand = ncand;
+        if (!ud_scratch.cand_v || !ud_scratch.cand_a) {
+            PyMem_Free(ud_scratch.cand_v), PyMem_Free(ud_scratch.cand_a);
+            ud_scratch.cand_v = ud_scratch.cand_a = NULL;
+            ud_scratch.ncand = 0;
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static double ud_dist(int64_t u, int64_t gen, const int64_t *stamp, const double *dist, int64_t *mstamp, double *memo,
                       const Arr *up_ptr, const Arr *up_v, const Arr *up_arc, const Arr *arc_w) {
     if (stamp[u] == gen)
@@ -5737,9 +5784,9 @@ static inline int64_t ud_pick(int keyed, const Arr *key, int64_t a, int64_t b, i
 }
 
 static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!nargs_ok(nargs, 19,
+    if (!nargs_ok(nargs, 20,
                   "updown_routes(srcs, dsts, order, out_ptr, out_v, out_arc, endpoint_only, level, up_ptr, up_v, "
-                  "up_arc, above_ptr, above_u, above_arc, arc_w, dest_key, unit, out, status)"))
+                  "up_arc, above_ptr, above_u, above_arc, arc_w, dest_key, top, unit, out, status)"))
         return NULL;
     Arr srcs, dsts, order, out_ptr, out_v, out_arc, eonly, level, up_ptr, up_v, up_arc, above_ptr, above_u, above_arc, arc_w,
         key,
@@ -5748,13 +5795,13 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                     &up_v,  &up_arc, &above_ptr, &above_u, &above_arc, &arc_w, &key,     &out,   &status};
     arrs_init(all, 18);
     PyObject *result = NULL;
-    int64_t *stamp = NULL, *mstamp = NULL, *anc = NULL, *cand_v = NULL, *cand_a = NULL;
+    int64_t *stamp = NULL, *mstamp = NULL, *anc = NULL, *cand_v = NULL, *cand_a = NULL, gen = 0;
     double *dist = NULL, *memo = NULL;
     int keyed = args[15] != Py_None;
-    int unit = PyObject_IsTrue(args[16]);
+    int unit = PyObject_IsTrue(args[17]);
     if (unit < 0)
         goto done;
-    if (arrs_open(args, all, "iiiiiibiiiiiiifo-II") < 0)
+    if (arrs_open(args, all, "iiiiiibiiiiiiifo--II") < 0)
         goto done;
     Py_ssize_t n = eonly.n, len = srcs.n;
     if (dsts.n != len || order.n != len || status.n != len || n <= 0 || out_ptr.n != n + 1 || level.n != n ||
@@ -5768,24 +5815,16 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
         goto done;
     }
     Py_ssize_t width = out.n / len, narcs = arc_w.n, nout = out_v.n;
-    int64_t maxlevel = 0;
-    for (Py_ssize_t v = 0; v < n; v++)
-        if (arr_i(&level, v) > maxlevel)
-            maxlevel = arr_i(&level, v);
-    stamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
-    mstamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
-    anc = PyMem_Malloc((size_t)n * sizeof(int64_t));
-    dist = PyMem_Malloc((size_t)n * sizeof(double));
-    memo = PyMem_Malloc((size_t)n * sizeof(double));
-    cand_v = PyMem_Malloc((size_t)(nout + 1) * sizeof(int64_t));
-    cand_a = PyMem_Malloc((size_t)(nout + 1) * sizeof(int64_t));
-    if (!stamp || !mstamp || !anc || !dist || !memo || !cand_v || !cand_a) {
-        PyErr_NoMemory();
+    int64_t maxlevel = PyLong_AsLongLong(args[16]);
+    if (maxlevel == -1 && PyErr_Occurred())
         goto done;
-    }
+    if (ud_reserve(n, nout + 1) < 0)
+        goto done;
+    stamp = ud_scratch.stamp, mstamp = ud_scratch.mstamp, anc = ud_scratch.anc, dist = ud_scratch.dist;
+    memo = ud_scratch.memo, cand_v = ud_scratch.cand_v, cand_a = ud_scratch.cand_a;
     int64_t *o = (int64_t *)out.view.buf;
     Py_ssize_t routed = 0;
-    int64_t gen = 0, cur = -1;
+    int64_t cur = -1;
     for (Py_ssize_t j = 0; j < len; j++) {
         int64_t i = arr_i(&order, j);
         if (i < 0 || i >= len) {
@@ -5838,7 +5877,7 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
         }
         if (b != cur) { /* the destination's ancestors (Router._ancestors), a level at a time upwards */
             cur = b;
-            gen++;
+            gen = ++ud_scratch.gen;
             int64_t na = 0, lb = arr_i(&level, b);
             stamp[b] = gen;
             dist[b] = 0.0;
@@ -5913,13 +5952,6 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
     }
     result = PyLong_FromSsize_t(routed);
 done:
-    PyMem_Free(stamp);
-    PyMem_Free(mstamp);
-    PyMem_Free(anc);
-    PyMem_Free(dist);
-    PyMem_Free(memo);
-    PyMem_Free(cand_v);
-    PyMem_Free(cand_a);
     arrs_release(all, 18);
     return result;
 }
@@ -7925,8 +7957,8 @@ static PyMethodDef module_methods[] = {
     FASTCALL(far_routes, "far_routes(srcs, dsts, near, in_ptr, in_u, origin, up, up_len, leaf, leaf_index, top_arcs, "
                          "spine_down, down, dest_key, ntop, out, handled) -> pairs routed: the far pairs' routes"),
     FASTCALL(updown_routes, "updown_routes(srcs, dsts, order, out_ptr, out_v, out_arc, endpoint_only, level, up_ptr, "
-                            "up_v, up_arc, above_ptr, above_u, above_arc, arc_w, dest_key, unit, out, status) -> pairs "
-                            "routed: Router.route of many pairs"),
+                            "up_v, up_arc, above_ptr, above_u, above_arc, arc_w, dest_key, top, unit, out, status) -> "
+                            "pairs routed: Router.route of many pairs"),
     FASTCALL(trim_rows, "trim_rows(rows, dom, width, out) -> arcs taken out: routes without dominated arcs"),
     FASTCALL(settle, "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's "
                      "instant"),

@@ -134,6 +134,8 @@ class Router:
             self._above_ptr = above_ptr.tolist()
             self.arrays.update(above_ptr=above_ptr, above_u=arc_u[ordd], above_arc=ordd)
         self._arc_w_array = np.ascontiguousarray(weight, dtype=float)
+        self._dest_key_array = None if dest_key is None else np.ascontiguousarray(dest_key, dtype=np.int64)
+        self._top = int(self.arrays["level"].max()) if mode == "updown" else 0  # the highest level
         self._endpoint_only_array = np.ascontiguousarray(endpoint_only, dtype=bool)
 
     # ------------------------------------------------------------------ levels (up-down)
@@ -384,7 +386,7 @@ class Router:
         dsts = np.ascontiguousarray(dsts, dtype=np.int64)
         if self.bulk and len(srcs):
             a = self.arrays
-            width = max(2, 2 * int(a["level"].max()) + 2)  # a climb and a descent, a level a hop at least
+            width = max(2, 2 * self._top + 2)  # a climb and a descent, a level a hop at least
             rows = np.full((len(srcs), width), -1, dtype=np.int64)
             status = np.zeros(len(srcs), dtype=np.int64)
             _CORE.updown_routes(  # type: ignore[attr-defined]
@@ -403,7 +405,8 @@ class Router:
                 a["above_u"],
                 a["above_arc"],
                 self._arc_w_array,
-                None if self.dest_key is None else np.ascontiguousarray(self.dest_key, dtype=np.int64),
+                self._dest_key_array,
+                self._top,
                 self._unit,
                 rows.reshape(-1),
                 status,
