@@ -5755,6 +5755,14 @@ static int ud_reserve(Py_ssize_t n, Py_ssize_t ncand) {
     return 0;
 }
 
+/* room for ``k`` candidates in the scratch, its arrays into ``*v`` and ``*a`` */
+static inline int ud_cands(int64_t k, int64_t **v, int64_t **a) {
+    if (k + 1 > ud_scratch.ncand && ud_reserve(ud_scratch.n, (Py_ssize_t)(2 * k + 2)) < 0)
+        return -1;
+    *v = ud_scratch.cand_v, *a = ud_scratch.cand_a;
+    return 0;
+}
+
 static double ud_dist(int64_t u, int64_t gen, const int64_t *stamp, const double *dist, int64_t *mstamp, double *memo,
                       const Arr *up_ptr, const Arr *up_v, const Arr *up_arc, const Arr *arc_w) {
     if (stamp[u] == gen)
@@ -5814,11 +5822,11 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
         result = PyLong_FromSsize_t(0);
         goto done;
     }
-    Py_ssize_t width = out.n / len, narcs = arc_w.n, nout = out_v.n;
+    Py_ssize_t width = out.n / len, narcs = arc_w.n;
     int64_t maxlevel = PyLong_AsLongLong(args[16]);
     if (maxlevel == -1 && PyErr_Occurred())
         goto done;
-    if (ud_reserve(n, nout + 1) < 0)
+    if (ud_reserve(n, 2) < 0) /* (the candidates' room grows to the largest degree met) */
         goto done;
     stamp = ud_scratch.stamp, mstamp = ud_scratch.mstamp, anc = ud_scratch.anc, dist = ud_scratch.dist;
     memo = ud_scratch.memo, cand_v = ud_scratch.cand_v, cand_a = ud_scratch.cand_a;
@@ -5844,6 +5852,8 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
         }
         if (unit) { /* Router._short */
             int64_t lo = arr_i(&out_ptr, a), hi = arr_i(&out_ptr, a + 1), direct = -1, nc = 0;
+            if (ud_cands(hi - lo, &cand_v, &cand_a) < 0)
+                goto done;
             for (int64_t k = lo; k < hi && direct < 0; k++)
                 if (arr_i(&out_v, k) == b)
                     direct = arr_i(&out_arc, k);
@@ -5914,6 +5924,8 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
             int64_t nc = 0;
             if (stamp[node] == gen) { /* an ancestor: down the shortest descending arcs (head order) */
                 int64_t ln = arr_i(&level, node);
+                if (ud_cands(arr_i(&out_ptr, node + 1) - arr_i(&out_ptr, node), &cand_v, &cand_a) < 0)
+                    goto done;
                 double dn = dist[node];
                 double dtol = 1e-9 * (dn > 1.0 ? dn : 1.0);
                 for (int64_t k = arr_i(&out_ptr, node), hi = arr_i(&out_ptr, node + 1); k < hi; k++) {
@@ -5924,6 +5936,8 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                     }
                 }
             } else { /* climb: the up-arcs on a shortest way */
+                if (ud_cands(arr_i(&up_ptr, node + 1) - arr_i(&up_ptr, node), &cand_v, &cand_a) < 0)
+                    goto done;
                 for (int64_t k = arr_i(&up_ptr, node), hi = arr_i(&up_ptr, node + 1); k < hi; k++) {
                     int64_t v = arr_i(&up_v, k), arc = arr_i(&up_arc, k);
                     double x = ud_dist(v, gen, stamp, dist, mstamp, memo, &up_ptr, &up_v, &up_arc, &arc_w);

@@ -578,33 +578,42 @@ class Cluster:
     def _legs_routes(self, s: np.ndarray, v: np.ndarray, d: np.ndarray, us: np.ndarray, ud: np.ndarray) -> np.ndarray:
         """:meth:`_triple_routes` by the router's routes of many pairs (:meth:`sim.routing.Router.routes`:
         an up-down router's in one compiled pass): the way to the via (or the destination) and, where there
-        is a via, on from it -- each distinct leg once (NCCL's channels on one GPU leave by the same ways);
-        the legs it leaves out by :meth:`_node_route` (which raises, naming the pair, where there is no
-        route)."""
+        is a via, on from it -- each distinct leg once (NCCL's channels on one GPU leave by the same ways).
+        The legs it leaves out go to :meth:`_node_route` in the order the triples list them (a triple's
+        way to the via first), which raises for the first one without a route, naming its pair, as routing
+        triple by triple did."""
         has = v >= 0
         n = len(self.nodes)
         starts = np.concatenate([s, v[has]])
         stops = np.concatenate([np.where(has, v, d), d[has]])
         legs, first, where = np.unique(starts * n + stops, return_index=True, return_inverse=True)
+        where = where.ravel()
         a, b = starts[first], stops[first]
         step = len(legs) if self.router.bulk else 4096  # (pair by pair: --timeout looked at between blocks)
-        parts = []
+        parts, lefts = [], []
         for lo in range(0, len(legs), step):
             check_deadline()
             rows, left = self.router.routes(a[lo : lo + step], b[lo : lo + step])
-            for i in np.flatnonzero(left).tolist():
-                j = int(np.flatnonzero(where.ravel() == lo + i)[0])
-                j = j if j < len(s) else int(np.flatnonzero(has)[j - len(s)])
+            parts.append(rows)
+            lefts.append(left)
+        width = max((p.shape[1] for p in parts), default=1)
+        rows = np.concatenate([_widened(p, width) for p in parts]) if parts else np.full((0, 1), -1, dtype=np.int64)
+        left = np.flatnonzero(np.concatenate(lefts)) if lefts else np.zeros(0, dtype=np.int64)
+        if len(left):
+            # each leg's first place among the triples': its triple, the way to the via before the way on
+            triple = np.concatenate([np.arange(len(s)), np.flatnonzero(has)])
+            place = np.full(len(legs), np.iinfo(np.int64).max)
+            np.minimum.at(place, where, 2 * triple + (np.arange(len(starts)) >= len(s)))
+            for k in left[np.argsort(place[left], kind="stable")].tolist():
                 try:
-                    arcs = self._node_route(int(a[lo + i]), int(b[lo + i]))
+                    arcs = self._node_route(int(a[k]), int(b[k]))
                 except RoutingError:
-                    self._routed(int(us[j]), int(ud[j]))  # raises, naming the pair
+                    t = int(place[k]) // 2
+                    self._routed(int(us[t]), int(ud[t]))  # raises, naming the pair
                     raise
                 rows = _widened(rows, len(arcs))
-                rows[i, : len(arcs)] = arcs
-            parts.append(rows)
-        width = max((p.shape[1] for p in parts), default=1)
-        rows = np.concatenate([_widened(p, width) for p in parts])[where.ravel()] if parts else np.full((0, 1), -1)
+                rows[k, : len(arcs)] = arcs
+        rows = rows[where]
         head = rows[: len(s)]
         if not has.any():
             return head
