@@ -22,6 +22,7 @@ from sim import simulate
 from sim.cluster import Cluster
 from sim.errors import RoutingError
 from sim.topology import dgx
+from sim.topology.graph import ClusterBuilder
 
 from .random_cases import case
 from .test_fastpath import perturb
@@ -79,6 +80,34 @@ def test_bulk_routes_are_the_routers(spec):
     srcs = np.concatenate([a.ravel(), rng.integers(0, len(cl.nodes), 1500)])
     dsts = np.concatenate([b.ravel(), rng.integers(0, len(cl.nodes), 1500)])
     assert _check(cl.router, srcs, dsts) >= len(node) ** 2
+
+
+def _weighted_tree(seed: int) -> Any:
+    """Single-GPU hosts under one to three of four leaves each, and leaves under two tops, by links of
+    weights 1 to 3: ancestors with ways down of different lengths (and of equal ones), climbs likewise."""
+    rng = np.random.default_rng(seed)
+    b = ClusterBuilder(f"weighted-tree-{seed}")
+    leaves = [f"leaf{i}" for i in range(4)]
+    for s in [*leaves, "top0", "top1"]:
+        b.add_switch(s)
+    for leaf in leaves:
+        for top in ("top0", "top1"):
+            b.add_link(leaf, top, bandwidth=1e9, weight=float(rng.choice([1.0, 1.0, 2.0])))
+    for h in range(8):
+        (gpu,) = b.add_host(f"h{h}", gpus=1)
+        for leaf in rng.choice(leaves, size=int(rng.integers(1, 4)), replace=False):
+            b.add_link(gpu, str(leaf), bandwidth=1e9, weight=float(rng.choice([1.0, 2.0, 3.0])))
+    return b.build(routing="updown")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_weighted_trees(seed):
+    """Every pair of nodes of a weighted up-down fabric (the shortest ways down picked among longer ones)."""
+    cl = Cluster(_weighted_tree(seed))
+    assert cl.router.mode == "updown" and not cl.router._unit
+    n = len(cl.nodes)
+    a, b = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    _check(cl.router, a.ravel(), b.ravel())
 
 
 @given(
