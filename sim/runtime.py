@@ -228,6 +228,10 @@ class Job:
             event = _CORE.lane_send(ctx, src, dst, nbytes, bound, hook)
             if event is not None and event is not NotImplemented:
                 return event  # type: ignore[no-any-return]
+        elif self.net._send_ctx is not None:  # (Network.send's engine lines, in C)
+            event = _CORE.eng_send(self.net._send_ctx, src, dst, nbytes, bound, hook)
+            if event is not NotImplemented:
+                return event  # type: ignore[no-any-return]
         return self.net.send(src, dst, nbytes, bound=bound, on_arrival=hook)
 
     def _deliver(self, key: tuple[int, int, int], payload: Any) -> None:
