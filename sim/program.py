@@ -329,6 +329,9 @@ def _plain_rank(job: Any, program: StepProgram, r: int) -> Generator[Any, Any, N
     scalars, no payloads, and an event that comes processed not yielded (SimPy's process would go on at
     once: :meth:`simpy.events.Process._resume` loops over a processed event without a step)."""
     send, recv = job.send, job.recv
+    # Job.send's and Job.recv's lines inline where the compiled core takes them (eng_send on the closed
+    # lane, job_recv): the same calls without their Python frames
+    net, core, jctx, deliver = job.net, runtime_core(), job._ctx, job._hook
     compute = job.gamma > 0
     s = 0
     for step, times in program.phases:
@@ -337,9 +340,19 @@ def _plain_rank(job: Any, program: StepProgram, r: int) -> Generator[Any, Any, N
             s += times
             continue
         for _ in range(times):
-            sent = [send(r, dst, nbytes, None, s, bound) for dst, nbytes, bound in sends]
+            sctx = net._send_ctx if net._lane_ctx is None else None
+            if sctx is None:
+                sent = [send(r, dst, nbytes, None, s, bound) for dst, nbytes, bound in sends]
+            else:
+                sent = []
+                for dst, nbytes, bound in sends:
+                    hook = (deliver, (r, dst, s), None)
+                    event = core.eng_send(sctx, r, dst, nbytes, bound, hook)
+                    if event is NotImplemented:
+                        event = net.send(r, dst, nbytes, bound=bound, on_arrival=hook)
+                    sent.append(event)
             for src in srcs:
-                event = recv(r, src, s)
+                event = recv(r, src, s) if jctx is None else core.job_recv(jctx, (src, r, s))
                 if event.callbacks is not None:
                     yield event
             for event in sent:
@@ -348,6 +361,13 @@ def _plain_rank(job: Any, program: StepProgram, r: int) -> Generator[Any, Any, N
             if reduce > 0 and compute:
                 yield job.compute(r, reduce * job.gamma)
             s += 1
+
+
+def runtime_core() -> Any:
+    """The compiled core as :mod:`sim.runtime` calls it (``sim.network._ops``)."""
+    from . import runtime  # noqa: PLC0415 - (sim.runtime imports the network; this module does not)
+
+    return runtime._CORE
 
 
 def run_messages(job: Any, program: StepProgram) -> Generator[Any, Any, None]:
