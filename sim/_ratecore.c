@@ -3664,6 +3664,14 @@ static PyObject *dict_pop(PyObject *dict, PyObject *key) {
     return v;
 }
 
+/* Network.trigger(event, value) with ``net``'s ``_held`` as it is now */
+static int trigger_held(PyObject *net, PyObject *event, PyObject *value) {
+    PyObject *held = iget(net, s_held);
+    int rc = held ? trigger_event(event, value, held) : -1;
+    Py_XDECREF(held);
+    return rc;
+}
+
 /* job_recv(jctx, key) -> Job.recv's event for the next message of ``key`` = (src, dst, tag) */
 static PyObject *py_job_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "job_recv(jctx, key)"))
@@ -3710,9 +3718,7 @@ static PyObject *py_job_deliver(PyObject *self, PyObject *const *args, Py_ssize_
         Py_DECREF(queue);
         if (!event)
             return NULL;
-        PyObject *held = PyObject_GetAttr(PyTuple_GET_ITEM(ctx, JX_NET), s_held);
-        int rc = held ? trigger_event(event, payload, held) : -1;
-        Py_XDECREF(held);
+        int rc = trigger_held(PyTuple_GET_ITEM(ctx, JX_NET), event, payload);
         Py_DECREF(event);
         if (rc < 0)
             return NULL;
@@ -3782,22 +3788,13 @@ static PyObject *s_free_, *s_stage, *s_event_, *s_pending, *s_pending_at, *s_clu
     *s_overhead_, *s_lane_;
 
 static int eng_strings(void) {
-    if (s_lane_)
-        return lane_strings();
-#define INTERN(v, text)                                                                                            \
-    if (!(v = PyUnicode_InternFromString(text)))                                                                   \
-        return -1;
-    INTERN(s_free_, "_free");
-    INTERN(s_stage, "_stage");
-    INTERN(s_event_, "_event");
-    INTERN(s_pending, "_pending");
-    INTERN(s_pending_at, "_pending_at");
-    INTERN(s_cluster_, "cluster");
-    INTERN(s_pid_, "_pid");
-    INTERN(s_latency_, "_latency");
-    INTERN(s_overhead_, "_overhead");
-    INTERN(s_lane_, "_lane");
-#undef INTERN
+    static PyObject **const names[] = {&s_free_,       &s_stage,    &s_event_, &s_pending,  &s_pending_at,
+                                       &s_cluster_,    &s_pid_,     &s_latency_, &s_overhead_, &s_lane_};
+    static const char *const texts[] = {"_free", "_stage", "_event", "_pending", "_pending_at",
+                                        "cluster", "_pid", "_latency", "_overhead", "_lane"};
+    for (size_t k = 0; !s_lane_ && k < sizeof names / sizeof names[0]; k++)
+        if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k])))
+            return -1;
     return lane_strings();
 }
 
@@ -3823,7 +3820,7 @@ static PyObject *py_eng_send(PyObject *self, PyObject *const *args, Py_ssize_t n
         Py_RETURN_NOTIMPLEMENTED;
     PyObject *lane = NULL, *free_ = NULL, *cluster = NULL, *pids = NULL, *key = NULL, *lat = NULL, *ovh = NULL;
     PyObject *now_o = NULL, *event = NULL, *slot = NULL, *stage = NULL, *item = NULL, *events = NULL;
-    PyObject *start_o = NULL, *pending_at = NULL, *pending = NULL, *wake_o = NULL, *result = NULL;
+    PyObject *start_o = NULL, *pending_at = NULL, *pending = NULL, *result = NULL;
     if (!(lane = iget(net, s_lane_)))
         goto done;
     if (lane != Py_False || !(free_ = iget(net, s_free_)) || !PyList_CheckExact(free_) || !PyList_GET_SIZE(free_)) {
@@ -3889,23 +3886,10 @@ static PyObject *py_eng_send(PyObject *self, PyObject *const *args, Py_ssize_t n
 done:
     if (!result && !PyErr_Occurred())
         PyErr_SetString(PyExc_TypeError, "eng_send: the network's state is not of the expected types");
-    Py_XDECREF(lane);
-    Py_XDECREF(free_);
-    Py_XDECREF(cluster);
-    Py_XDECREF(pids);
-    Py_XDECREF(key);
-    Py_XDECREF(lat);
-    Py_XDECREF(ovh);
-    Py_XDECREF(now_o);
-    Py_XDECREF(event);
-    Py_XDECREF(slot);
-    Py_XDECREF(stage);
-    Py_XDECREF(item);
-    Py_XDECREF(events);
-    Py_XDECREF(start_o);
-    Py_XDECREF(pending_at);
-    Py_XDECREF(pending);
-    Py_XDECREF(wake_o);
+    PyObject *held[] = {lane, free_, cluster, pids, key, lat, ovh, now_o, event, slot, stage, item, events, start_o,
+                        pending_at, pending};
+    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
+        Py_XDECREF(held[i]);
     return result;
 }
 
@@ -3960,9 +3944,7 @@ static PyObject *py_sent_many(PyObject *self, PyObject *const *args, Py_ssize_t 
             }
             Py_DECREF(r);
         }
-        PyObject *held = iget(net, s_held);
-        int rc = held ? trigger_event(event, now, held) : -1;
-        Py_XDECREF(held);
+        int rc = trigger_held(net, event, now);
         Py_DECREF(sent);
         if (rc < 0)
             return NULL;
