@@ -331,7 +331,10 @@ def _plain_rank(job: Any, program: StepProgram, r: int) -> Generator[Any, Any, N
     send, recv = job.send, job.recv
     # Job.send's and Job.recv's lines inline where the compiled core takes them (eng_send on the closed
     # lane, job_recv): the same calls without their Python frames
-    net, core, jctx, deliver = job.net, runtime_core(), job._ctx, job._hook
+    # (not where Job.send / Job.recv are another's: a test's recording stand-in)
+    core, own = runtime_core()
+    inline = (type(job).send, type(job).recv) == own
+    net, jctx, deliver = job.net, job._ctx if inline else None, job._hook
     compute = job.gamma > 0
     s = 0
     for step, times in program.phases:
@@ -340,9 +343,12 @@ def _plain_rank(job: Any, program: StepProgram, r: int) -> Generator[Any, Any, N
             s += times
             continue
         for _ in range(times):
-            sctx = net._send_ctx if net._lane_ctx is None else None
-            if sctx is None:
-                sent = [send(r, dst, nbytes, None, s, bound) for dst, nbytes, bound in sends]
+            sctx = net._send_ctx if net._lane_ctx is None and inline else None
+            if sctx is None:  # (bound by keyword, as run_messages' own rank passes it)
+                sent = [
+                    send(r, dst, nbytes, None, s) if bound is None else send(r, dst, nbytes, None, s, bound=bound)
+                    for dst, nbytes, bound in sends
+                ]
             else:
                 sent = []
                 for dst, nbytes, bound in sends:
@@ -363,11 +369,12 @@ def _plain_rank(job: Any, program: StepProgram, r: int) -> Generator[Any, Any, N
             s += 1
 
 
-def runtime_core() -> Any:
-    """The compiled core as :mod:`sim.runtime` calls it (``sim.network._ops``)."""
+def runtime_core() -> tuple[Any, tuple[Any, Any]]:
+    """The compiled core as :mod:`sim.runtime` calls it (``sim.network._ops``), and Job.send and Job.recv
+    as the module defines them."""
     from . import runtime  # noqa: PLC0415 - (sim.runtime imports the network; this module does not)
 
-    return runtime._CORE
+    return runtime._CORE, runtime._JOB_LINES
 
 
 def run_messages(job: Any, program: StepProgram) -> Generator[Any, Any, None]:
