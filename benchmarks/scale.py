@@ -168,6 +168,12 @@ CASES = [
             ("ps128", "ps:shards=128"),
         )
     ),
+    # every message a flow at 1,024 GPUs: NCCL's schedules (issue 13's algorithms: channel endpoints, NVSwitch
+    # engines, caps and lags) on DGX H100
+    *(
+        Case(f"{name}-1k-message", "hgx:preset=dgx-h100,hosts=128", name, "1GiB", "message", 10, None)
+        for name in ("nccl", "nccl-tree", "nvls-tree")
+    ),
     Case("tree-1k-fast", "dgx:hosts=128" + HASH, "tree", "1GiB", "fast", None, None),
     Case("dbt64-512-message", "dgx:hosts=64" + HASH, "double-binary-tree:chunks=64", "1GiB", "message", None, None),
     Case("dbt64-512-fast", "dgx:hosts=64" + HASH, "double-binary-tree:chunks=64", "1GiB", "fast", None, None),

@@ -3664,6 +3664,14 @@ static PyObject *dict_pop(PyObject *dict, PyObject *key) {
     return v;
 }
 
+/* Network.trigger(event, value) with ``net``'s ``_held`` as it is now */
+static int trigger_held(PyObject *net, PyObject *event, PyObject *value) {
+    PyObject *held = iget(net, s_held);
+    int rc = held ? trigger_event(event, value, held) : -1;
+    Py_XDECREF(held);
+    return rc;
+}
+
 /* job_recv(jctx, key) -> Job.recv's event for the next message of ``key`` = (src, dst, tag) */
 static PyObject *py_job_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "job_recv(jctx, key)"))
@@ -3710,9 +3718,7 @@ static PyObject *py_job_deliver(PyObject *self, PyObject *const *args, Py_ssize_
         Py_DECREF(queue);
         if (!event)
             return NULL;
-        PyObject *held = PyObject_GetAttr(PyTuple_GET_ITEM(ctx, JX_NET), s_held);
-        int rc = held ? trigger_event(event, payload, held) : -1;
-        Py_XDECREF(held);
+        int rc = trigger_held(PyTuple_GET_ITEM(ctx, JX_NET), event, payload);
         Py_DECREF(event);
         if (rc < 0)
             return NULL;
@@ -3763,6 +3769,184 @@ static PyObject *py_run_callbacks(PyObject *self, PyObject *const *args, Py_ssiz
         Py_DECREF(it);
         Py_DECREF(event);
         if (PyErr_Occurred())
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ single sends on the closed lane
+ *
+ * Network.send's lines once the private lane is closed (the engine's flows: NCCL's schedules, whose
+ * channels meet on the NICs at once), for the nominal message model, and the single sends' arrivals of
+ * Network._finish / _finish_few (Network._sent each): the same operations on the same Python objects in
+ * the same order (Network._send_py and Network._sent stay the reference and the fallback:
+ * COLLSIM_PURE=1, or sim.network._SEND_CORE off; tests/test_msg_nccl.py holds them equal). ``ectx =
+ * (ctx, model, inf)``: the lane's context tuple (Network.__init__'s, for its net, env, Event, NORMAL,
+ * push and the wake-up's schedule), the network's nominal message model, and ``np.inf``. */
+
+static PyObject *s_free_, *s_stage, *s_event_, *s_pending, *s_pending_at, *s_cluster_, *s_pid_, *s_latency_,
+    *s_overhead_, *s_lane_;
+
+static int eng_strings(void) {
+    static PyObject **const names[] = {&s_free_,       &s_stage,    &s_event_, &s_pending,  &s_pending_at,
+                                       &s_cluster_,    &s_pid_,     &s_latency_, &s_overhead_, &s_lane_};
+    static const char *const texts[] = {"_free", "_stage", "_event", "_pending", "_pending_at",
+                                        "cluster", "_pid", "_latency", "_overhead", "_lane"};
+    for (size_t k = 0; !s_lane_ && k < sizeof names / sizeof names[0]; k++)
+        if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k])))
+            return -1;
+    return lane_strings();
+}
+
+/* eng_send(ectx, src, dst, nbytes, bound, hook) -> Network.send's event on the closed lane, or
+ * NotImplemented where the Python lines must do it: the lane open, a pair not routed yet, a size or bound
+ * that is not a float, a size below 0, no free slot, a sender beyond the model's overheads, a clock that is
+ * not a float */
+static PyObject *py_eng_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 6, "eng_send(ectx, src, dst, nbytes, bound, hook)"))
+        return NULL;
+    PyObject *ectx = args[0], *src = args[1], *nbytes = args[3], *bound = args[4], *hook = args[5];
+    if (!PyTuple_CheckExact(ectx) || PyTuple_GET_SIZE(ectx) != 3 || lane_ctx(PyTuple_GET_ITEM(ectx, 0)) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "eng_send: not a send context");
+        return NULL;
+    }
+    if (eng_strings() < 0)
+        return NULL;
+    PyObject *ctx = PyTuple_GET_ITEM(ectx, 0), *model = PyTuple_GET_ITEM(ectx, 1);
+    PyObject *net = PyTuple_GET_ITEM(ctx, CX_NET), *env = PyTuple_GET_ITEM(ctx, CX_ENV);
+    if (!PyFloat_CheckExact(nbytes) || !(PyFloat_AS_DOUBLE(nbytes) >= 0) ||
+        (bound != Py_None && !PyFloat_CheckExact(bound)) || !PyLong_CheckExact(src))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *lane = NULL, *free_ = NULL, *cluster = NULL, *pids = NULL, *key = NULL, *lat = NULL, *ovh = NULL;
+    PyObject *now_o = NULL, *event = NULL, *slot = NULL, *stage = NULL, *item = NULL, *events = NULL;
+    PyObject *start_o = NULL, *pending_at = NULL, *pending = NULL, *result = NULL;
+    if (!(lane = iget(net, s_lane_)))
+        goto done;
+    if (lane != Py_False || !(free_ = iget(net, s_free_)) || !PyList_CheckExact(free_) || !PyList_GET_SIZE(free_)) {
+        if (!PyErr_Occurred())
+            result = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    if (!(cluster = iget(net, s_cluster_)) || !(pids = iget(cluster, s_pid_)) || !PyDict_CheckExact(pids) ||
+        !(key = PyTuple_Pack(2, args[1], args[2])))
+        goto done;
+    PyObject *pid = PyDict_GetItemWithError(pids, key); /* (borrowed: the dict keeps it) */
+    if (!pid) {
+        if (!PyErr_Occurred())
+            result = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    Py_INCREF(pid);
+    Py_SETREF(key, pid); /* (key now holds the pid's reference) */
+    Py_ssize_t p = PyLong_AsSsize_t(pid), s = PyLong_AsSsize_t(src);
+    if ((p == -1 || s == -1) && PyErr_Occurred())
+        goto done;
+    if (!(lat = iget(model, s_latency_)) || !(ovh = iget(model, s_overhead_)) || !(now_o = iget(env, s_now)))
+        goto done;
+    if (!PyList_CheckExact(lat) || !PyList_CheckExact(ovh) || p < 0 || p >= PyList_GET_SIZE(lat) || s < 0 ||
+        s >= PyList_GET_SIZE(ovh) || !PyFloat_CheckExact(now_o) || !PyFloat_CheckExact(PyList_GET_ITEM(lat, p)) ||
+        !PyFloat_CheckExact(PyList_GET_ITEM(ovh, s))) {
+        result = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    /* delay = latency[pid] + overhead[src]; start = env._now + delay (msgmodel._nominal_one, then send) */
+    double delay = PyFloat_AS_DOUBLE(PyList_GET_ITEM(lat, p)) + PyFloat_AS_DOUBLE(PyList_GET_ITEM(ovh, s));
+    double start = PyFloat_AS_DOUBLE(now_o) + delay;
+    if (!(event = new_event(PyTuple_GET_ITEM(ctx, CX_EVENT), env)))
+        goto done;
+    Py_ssize_t nfree = PyList_GET_SIZE(free_);
+    slot = Py_NewRef(PyList_GET_ITEM(free_, nfree - 1));
+    if (PyList_SetSlice(free_, nfree - 1, nfree, NULL) < 0 || !(stage = iget(net, s_stage)) ||
+        !PyList_CheckExact(stage))
+        goto done;
+    /* self._stage.append((slot, nbytes, wire, pid, np.inf if bound is None else bound)) */
+    if (!(item = PyTuple_Pack(5, slot, nbytes, nbytes, key, bound == Py_None ? PyTuple_GET_ITEM(ectx, 2) : bound)) ||
+        PyList_Append(stage, item) < 0)
+        goto done;
+    Py_CLEAR(item);
+    /* self._event[slot] = (event, on_arrival) */
+    if (!(events = iget(net, s_event_)) || !PyDict_CheckExact(events) || !(item = PyTuple_Pack(2, event, hook)) ||
+        PyDict_SetItem(events, slot, item) < 0 || add_attr(net, s_flows, 1) < 0)
+        goto done;
+    if (!(start_o = PyFloat_FromDouble(start)) || !(pending_at = iget(net, s_pending_at)) ||
+        !PyDict_CheckExact(pending_at) || !(pending = iget(net, s_pending)) || !PyList_CheckExact(pending))
+        goto done;
+    int fresh = append_to(pending_at, start_o, slot);
+    if (fresh < 0)
+        goto done;
+    if (fresh) {
+        double wake_at;
+        if (heap_push(pending, start_o) < 0 || attr_f(net, s_wake_at, &wake_at) < 0)
+            goto done;
+        if (start < wake_at && schedule(ctx, start_o) < 0)
+            goto done;
+    }
+    result = Py_NewRef(event);
+done:
+    if (!result && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "eng_send: the network's state is not of the expected types");
+    PyObject *held[] = {lane, free_, cluster, pids, key, lat, ovh, now_o, event, slot, stage, item, events, start_o,
+                        pending_at, pending};
+    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
+        Py_XDECREF(held[i]);
+    return result;
+}
+
+/* sent_many(net, events, slots, now, missing_ok): Network._sent for each slot in turn -- its record
+ * ``(event, hook)`` popped off ``events`` (with ``missing_ok``, a slot without one skipped: a transfer
+ * group's), ``hook[0](hook[1], hook[2])`` where there is a hook, then Network.trigger(event, now) with
+ * the network's ``_held`` as it is then */
+static PyObject *py_sent_many(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 5, "sent_many(net, events, slots, now, missing_ok)"))
+        return NULL;
+    PyObject *net = args[0], *events = args[1], *slots = args[2], *now = args[3];
+    int missing_ok = PyObject_IsTrue(args[4]);
+    if (missing_ok < 0)
+        return NULL;
+    if (!PyDict_CheckExact(events) || !PyList_CheckExact(slots)) {
+        PyErr_SetString(PyExc_TypeError, "sent_many: events must be a dict, slots a list");
+        return NULL;
+    }
+    if (lane_strings() < 0 || (!s_held && !(s_held = PyUnicode_InternFromString("_held"))))
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(slots); i++) {
+        PyObject *slot = Py_NewRef(PyList_GET_ITEM(slots, i));
+        PyObject *sent = dict_pop(events, slot);
+        if (!sent) {
+            if (PyErr_Occurred() || !missing_ok) {
+                if (!PyErr_Occurred())
+                    PyErr_SetObject(PyExc_KeyError, slot);
+                Py_DECREF(slot);
+                return NULL;
+            }
+            Py_DECREF(slot);
+            continue;
+        }
+        Py_DECREF(slot);
+        if (!PyTuple_CheckExact(sent) || PyTuple_GET_SIZE(sent) != 2) {
+            Py_DECREF(sent);
+            PyErr_SetString(PyExc_TypeError, "sent_many: a send's record must be (event, hook)");
+            return NULL;
+        }
+        PyObject *event = PyTuple_GET_ITEM(sent, 0), *hook = PyTuple_GET_ITEM(sent, 1);
+        if (hook != Py_None) {
+            if (!PyTuple_Check(hook) || PyTuple_GET_SIZE(hook) != 3) {
+                Py_DECREF(sent);
+                PyErr_SetString(PyExc_TypeError, "sent_many: a hook must be (func, a, b)");
+                return NULL;
+            }
+            PyObject *r = PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(hook, 0), PyTuple_GET_ITEM(hook, 1),
+                                                       PyTuple_GET_ITEM(hook, 2), NULL);
+            if (!r) {
+                Py_DECREF(sent);
+                return NULL;
+            }
+            Py_DECREF(r);
+        }
+        int rc = trigger_held(net, event, now);
+        Py_DECREF(sent);
+        if (rc < 0)
             return NULL;
     }
     Py_RETURN_NONE;
@@ -7989,6 +8173,9 @@ static PyMethodDef module_methods[] = {
     FASTCALL(lane_wake, "lane_wake(ctx, now, path_bytes, held): Network._wake_lane"),
     FASTCALL(job_recv, "job_recv(jctx, key) -> Job.recv's event"),
     FASTCALL(job_deliver, "job_deliver(jctx, key, payload): Job._deliver"),
+    FASTCALL(eng_send, "eng_send(ectx, src, dst, nbytes, bound, hook) -> Network.send's event on the closed lane, "
+                       "NotImplemented where Python must do it"),
+    FASTCALL(sent_many, "sent_many(net, events, slots, now, missing_ok): Network._sent for each slot"),
     {NULL, NULL, 0, NULL},
 };
 

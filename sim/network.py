@@ -80,6 +80,9 @@ def settle(event: Event, value: Any) -> None:
         event.callbacks = None  # type: ignore[assignment]
 
 
+_SETTLE = settle  # (the compiled core's sent_many settles events as this does; a test's stand-in goes the Python way)
+
+
 def _succeeded(event: Event, value: Any) -> None:
     """Mark ``event`` triggered with ``value``, as ``Event.succeed`` does, without scheduling it (SimPy's
     Event internals; see :func:`settle`)."""
@@ -104,6 +107,9 @@ _WAKE_CORE = True
 #: the whole wake-up (Network._wake_py) in the compiled core where it is built (net_wake), with _WAKE_CORE;
 #: tests turn it off to compare (tests/test_wake_core.py)
 _WHOLE_CORE = True
+#: single sends on the closed lane (Network.send's engine lines) and their arrivals (Network._sent) in the
+#: compiled core where it is built, for the nominal message model; tests turn it off to compare
+_SEND_CORE = True
 #: with it, a wake-up that would be the event loop's next step runs right after the one before it, with no
 #: event of its own (sim._ratecore.net_run); tests turn it off to compare
 _PUMP = True
@@ -287,6 +293,9 @@ class Network(_NET_BASE):
         self._lane_ctx: tuple[Any, ...] | None = None
         #: the same tuple for the compiled core's wake_next (None: the Python path; see _schedule_next)
         self._wake_ctx: tuple[Any, ...] | None = None
+        #: (that tuple, the nominal message model, inf) for the compiled core's eng_send and sent_many: a
+        #: single send once the lane is closed, and single sends' arrivals (None: the Python lines)
+        self._send_ctx: tuple[Any, ...] | None = None
         if _ops is not _PyDue and ((self._lane and _LANE_CORE) or _WAKE_CORE):
             ctx = (
                 self,
@@ -306,6 +315,8 @@ class Network(_NET_BASE):
             )
             self._lane_ctx = ctx if self._lane and _LANE_CORE else None
             self._wake_ctx = ctx if _WAKE_CORE else None
+            if _SEND_CORE and not getattr(self._model, "_models", True):
+                self._send_ctx = (ctx, self._model, np.inf)
         #: the whole wake-up's context for the compiled core's net_wake (None: Network._wake_py)
         #: (SimPy's own step: no look at the clock between events, so a wake-up may run the next one itself)
         if not self._lane:
@@ -338,6 +349,10 @@ class Network(_NET_BASE):
         if ctx is not None:  # the private lane's lines below, in C (tests/test_lane_core.py holds them equal)
             event = _ops.lane_send(ctx, src, dst, nbytes, bound, on_arrival)
             if event is not None and event is not NotImplemented:
+                return event
+        elif self._send_ctx is not None:  # the engine's lines below, in C (tests/test_msg_nccl.py holds them equal)
+            event = _ops.eng_send(self._send_ctx, src, dst, nbytes, bound, on_arrival)
+            if event is not NotImplemented:
                 return event
         if not nbytes >= 0:
             raise RunError(f"send {src}->{dst}: size must be >= 0 bytes, got {nbytes}")
@@ -1334,8 +1349,11 @@ class Network(_NET_BASE):
         singles = ~(owned | grouped)
         if singles.any():
             events = self._event
-            for slot in slots[singles].tolist():
-                self._sent(events.pop(slot), now)
+            if self._send_ctx is not None and settle is _SETTLE:  # (the loop below, in C)
+                _ops.sent_many(self, events, slots[singles].tolist(), now, False)
+            else:
+                for slot in slots[singles].tolist():
+                    self._sent(events.pop(slot), now)
         self._release(slots)
 
     def _group_done(self, gid: int, count: int, now: float) -> None:
@@ -1376,11 +1394,14 @@ class Network(_NET_BASE):
         for gid in sorted(grouped):
             self._group_done(gid, grouped[gid], now)
         events = self._event
-        for slot in slots:
-            sent = events.pop(slot, None)
-            if sent is None:
-                continue  # a transfer group's
-            self._sent(sent, now)
+        if self._send_ctx is not None and settle is _SETTLE:  # (the loop below, in C)
+            _ops.sent_many(self, events, slots if type(slots) is list else list(slots), now, True)
+        else:
+            for slot in slots:
+                sent = events.pop(slot, None)
+                if sent is None:
+                    continue  # a transfer group's
+                self._sent(sent, now)
         self._free.extend(slots)
 
     def _finish_one(self, slots: np.ndarray, now: float) -> None:

@@ -26,6 +26,7 @@ a ring position carries is the rank at position ``i - k`` of that ring, no affin
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,6 +171,19 @@ class Step:
             self._pids[key] = got = network.cluster.path_ids(self.src, self.dst)
         return got
 
+    @functools.cached_property
+    def _plain_lists(self) -> tuple[list[int], list[int], list[float], list[float | None], list[float]]:
+        bound = [None] * len(self.src) if self.bound is None else self.bound.tolist()
+        return self.src.tolist(), self.dst.tolist(), self.nbytes.tolist(), bound, self.reduce_at.tolist()
+
+    def plain(self, rank: int) -> tuple[list[tuple[int, float, float | None]], list[int], float]:
+        """Rank ``rank``'s part of the step as :func:`run_messages` reads it, in Python numbers: its
+        sends ``(dst, nbytes, bound)`` (bound None where the step has none), its receives' senders,
+        and the bytes it reduces."""
+        src, dst, nbytes, bound, reduce = self._plain_lists
+        sends = [(dst[m], nbytes[m], bound[m]) for m in self.sends_of(rank).tolist()]
+        return sends, [src[m] for m in self.recvs_of(rank).tolist()], reduce[rank]
+
     def sent_by(self, senders: np.ndarray) -> np.ndarray:
         """Indices of the messages whose sender is in ``senders`` (distinct endpoints)."""
         if len(senders) == self.endpoints:
@@ -303,11 +317,75 @@ def _together(steps: Sequence[Step], endpoints: int, who: str) -> Step:
     return step
 
 
+#: without the data check, each rank runs :func:`_plain_rank` (the same sends, receives and waits, with
+#: no payloads); tests turn it off to hold it to the lines of :func:`run_messages`
+_PLAIN_RANKS = os.environ.get("COLLSIM_PURE", "") in ("", "0")
+
+
+def _plain_rank(job: Any, program: StepProgram, r: int) -> Generator[Any, Any, None]:
+    """Rank ``r``'s process of :func:`run_messages` without the data check (``job.data`` a
+    :class:`~sim.runtime.NoData`): the same calls of ``job.send`` / ``job.recv`` / ``job.compute`` in the
+    same order, with the step's numbers read off Python lists (:meth:`Step.plain`) rather than numpy
+    scalars, no payloads, and an event that comes processed not yielded (SimPy's process would go on at
+    once: :meth:`simpy.events.Process._resume` loops over a processed event without a step)."""
+    send, recv = job.send, job.recv
+    # Job.send's and Job.recv's lines inline where the compiled core takes them (eng_send on the closed
+    # lane, job_recv): the same calls without their Python frames
+    # (not where Job.send / Job.recv are another's: a test's recording stand-in)
+    core, own = runtime_core()
+    inline = (type(job).send, type(job).recv) == own
+    net, jctx, deliver = job.net, job._ctx if inline else None, job._hook
+    compute = job.gamma > 0
+    s = 0
+    for step, times in program.phases:
+        sends, srcs, reduce = step.plain(r)
+        if not sends and not srcs:
+            s += times
+            continue
+        for _ in range(times):
+            sctx = net._send_ctx if net._lane_ctx is None and inline else None
+            if sctx is None:  # (bound by keyword, as run_messages' own rank passes it)
+                sent = [
+                    send(r, dst, nbytes, None, s) if bound is None else send(r, dst, nbytes, None, s, bound=bound)
+                    for dst, nbytes, bound in sends
+                ]
+            else:
+                sent = []
+                for dst, nbytes, bound in sends:
+                    hook = (deliver, (r, dst, s), None)
+                    event = core.eng_send(sctx, r, dst, nbytes, bound, hook)
+                    if event is NotImplemented:
+                        event = net.send(r, dst, nbytes, bound=bound, on_arrival=hook)
+                    sent.append(event)
+            for src in srcs:
+                event = recv(r, src, s) if jctx is None else core.job_recv(jctx, (src, r, s))
+                if event.callbacks is not None:
+                    yield event
+            for event in sent:
+                if event.callbacks is not None:
+                    yield event
+            if reduce > 0 and compute:
+                yield job.compute(r, reduce * job.gamma)
+            s += 1
+
+
+def runtime_core() -> tuple[Any, tuple[Any, Any]]:
+    """The compiled core as :mod:`sim.runtime` calls it (``sim.network._ops``), and Job.send and Job.recv
+    as the module defines them."""
+    from . import runtime  # noqa: PLC0415 - (sim.runtime imports the network; this module does not)
+
+    return runtime._CORE, runtime._JOB_LINES
+
+
 def run_messages(job: Any, program: StepProgram) -> Generator[Any, Any, None]:
     """Run ``program`` message-level: a SimPy process per rank, a flow per message, payloads for the
     data check (``job.data``), reductions on each rank's processor."""
     env = job.env
     data = job.data
+    if _PLAIN_RANKS and type(data).__name__ == "NoData":
+        procs = [env.process(_plain_rank(job, program, r)) for r in range(program.endpoints)]
+        yield env.all_of(procs)
+        return
 
     def rank(r: int) -> Generator[Any, Any, None]:
         s = 0
