@@ -377,12 +377,19 @@ def runtime_core() -> tuple[Any, tuple[Any, Any]]:
     return runtime._CORE, runtime._JOB_LINES
 
 
+def _without_data(data: Any) -> bool:
+    """Whether a job runs without the data check (its data a :class:`~sim.runtime.NoData`)."""
+    from .runtime import NoData  # noqa: PLC0415 - (as in runtime_core)
+
+    return isinstance(data, NoData)
+
+
 def run_messages(job: Any, program: StepProgram) -> Generator[Any, Any, None]:
     """Run ``program`` message-level: a SimPy process per rank, a flow per message, payloads for the
     data check (``job.data``), reductions on each rank's processor."""
     env = job.env
     data = job.data
-    if _PLAIN_RANKS and type(data).__name__ == "NoData":
+    if _PLAIN_RANKS and _without_data(data):
         procs = [env.process(_plain_rank(job, program, r)) for r in range(program.endpoints)]
         yield env.all_of(procs)
         return
