@@ -5784,6 +5784,19 @@ static inline uint64_t ecmp_mix(uint64_t s, uint64_t d, uint64_t h) {
     return x ^ (x >> 31);
 }
 
+/* The spine (of ``c``) a flow a -> b takes over ``hop`` hops up: the destination's key modulo c where the
+ * fabric routes by destination (``keyed``), else ecmp_hash(a, b, hop) modulo c -- sim.routing's
+ * Router._pick, shared by far_routes and updown_routes. */
+static inline int64_t spine_pick(int keyed, const Arr *key, int64_t a, int64_t b, int64_t hop, int64_t c) {
+    if (c <= 1)
+        return 0;
+    if (keyed) {
+        int64_t r = arr_i(key, b) % c;
+        return r < 0 ? r + c : r;
+    }
+    return (int64_t)(ecmp_mix((uint64_t)a, (uint64_t)b, (uint64_t)hop) % (uint64_t)c);
+}
+
 /* whether ``u`` is an in-neighbour of ``v`` (the CSR in_ptr / in_u); -1 where v has too many to look through */
 static inline int links_to(const Arr *in_ptr, const Arr *in_u, int64_t u, int64_t v) {
     int64_t lo = arr_i(in_ptr, v), hi = arr_i(in_ptr, v + 1);
@@ -5861,7 +5874,7 @@ static PyObject *py_far_routes(PyObject *self, PyObject *const *args, Py_ssize_t
         for (int64_t k = 0; k < la; k++)
             row[pos++] = arr_i(&up, a * w + k);
         if (across) {
-            int64_t j = keyed ? arr_i(&key, b) % ntop : (int64_t)(ecmp_mix((uint64_t)a, (uint64_t)b, (uint64_t)la) % (uint64_t)ntop);
+            int64_t j = spine_pick(keyed, &key, a, b, la, ntop);
             int64_t fa = arr_i(&leaf_index, a), fb = arr_i(&leaf_index, b);
             if (fa < 0 || fa >= nleaves || fb < 0 || fb >= nleaves || j < 0) {
                 PyErr_SetString(PyExc_IndexError, "far_routes: leaf out of range");
@@ -5965,15 +5978,6 @@ static double ud_dist(int64_t u, int64_t gen, const int64_t *stamp, const double
     return best;
 }
 
-static inline int64_t ud_pick(int keyed, const Arr *key, int64_t a, int64_t b, int64_t hop, int64_t c) {
-    if (c <= 1)
-        return 0;
-    if (keyed) {
-        int64_t r = arr_i(key, b) % c;
-        return r < 0 ? r + c : r;
-    }
-    return (int64_t)(ecmp_mix((uint64_t)a, (uint64_t)b, (uint64_t)hop) % (uint64_t)c);
-}
 
 static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 20,
@@ -6062,7 +6066,7 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                     *st = 3;
                     continue;
                 }
-                int64_t c = ud_pick(keyed, &key, a, b, 0, nc);
+                int64_t c = spine_pick(keyed, &key, a, b, 0, nc);
                 row[0] = cand_v[c];
                 row[1] = cand_a[c];
                 routed++;
@@ -6139,7 +6143,7 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                 *st = 3;
                 break;
             }
-            int64_t c = ud_pick(keyed, &key, a, b, hop, nc);
+            int64_t c = spine_pick(keyed, &key, a, b, hop, nc);
             row[hop] = cand_a[c];
             here -= arr_f(&arc_w, cand_a[c]);
             node = cand_v[c];
