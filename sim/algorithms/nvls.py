@@ -68,6 +68,7 @@ from .registry import register
 __all__ = [
     "STEP_LATENCY",
     "Nvls",
+    "hand_off",
     "hand_off_s",
     "head_slices",
     "nvls_gather_program",
@@ -119,7 +120,12 @@ def hand_off_s(cluster: Any, gpus: list[int]) -> float:
     GPU -> NVSwitch -> GPU), less the latency of that hop's links in the topology, which the step's messages
     pay (hgx: 2 x 0.3 us, so 2.8 us); never below 0."""
     a, b = gpus[0], gpus[1]
-    return max(0.0, STEP_LATENCY - (cluster.alpha_beta(a, b)[0] - cluster.overhead[a]))
+    return hand_off(cluster.alpha_beta(a, b)[0] - cluster.overhead[a])
+
+
+def hand_off(hop_latency: float) -> float:
+    """:data:`STEP_LATENCY` less the ``hop_latency`` (s) a simulated step already pays, never below 0."""
+    return max(0.0, STEP_LATENCY - hop_latency)
 
 
 def nvls_iterations(nbytes: float, heads: int, tuning: Tuning = NEWEST, sys: System | None = None) -> int:
@@ -259,7 +265,7 @@ class _NvlsBase(Algorithm):
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         k = nvls_iterations(n, p)
-        return (k + 3) * (alpha + max(0.0, STEP_LATENCY - 2 * alpha) + (1 + 1 / p) * (n / k) * beta / EFFICIENCY)
+        return (k + 3) * (alpha + hand_off(2 * alpha) + (1 + 1 / p) * (n / k) * beta / EFFICIENCY)
 
 
 @register
