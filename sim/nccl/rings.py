@@ -20,7 +20,7 @@ from ..program import StepProgram
 from .layout import channel_endpoints, host_ranks, leaf_period
 from .pipeline import Streams, cap_rate, launchers, shift
 
-__all__ = ["channel_orders", "rings_gather_program", "rings_program"]
+__all__ = ["capped_ring_s", "channel_orders", "ring_bound", "rings_gather_program", "rings_program"]
 
 
 def channel_orders(cluster: Any, p: int, channels: int) -> list[list[int]]:
@@ -58,14 +58,26 @@ def ring_bound(cluster: Any, orders: np.ndarray, chunk: float, wire: float, bus_
     of the ring (``bus_cap``: busBw, bytes/s of data, all channels together; ``inf``: none): the K rings
     together move their ``chunk``-byte blocks of a step at most at ``bus_cap``, so a step lasts no less than
     K·chunk / bus_cap, less the latency its messages pay (:func:`~sim.nccl.pipeline.cap_rate`, as the NVLS
-    and tree caps are applied: ring 0's hop inside a host and its hop between hosts). None where no cap."""
+    and tree caps are applied: the longest of ring 0's hops, its first inside a host and every one between
+    hosts). Where the cap binds, a step then lasts K·chunk / bus_cap exactly, and the all-reduce NCCL's
+    fixed cost + 2(p-1)/p · n / bus_cap (all-gather, reduce-scatter: (p-1)/p · n / bus_cap). None where no
+    cap."""
     if math.isinf(bus_cap):
         return None
-    ring = orders[0]
-    g = len(host_ranks(cluster, len(ring), even=False)[0])
-    hops = {(int(ring[0]), int(ring[1 % len(ring)])), (int(ring[g - 1]), int(ring[g % len(ring)]))}
+    ring = [int(a) for a in orders[0]]
+    p = len(ring)
+    g = len(host_ranks(cluster, p, even=False)[0])
+    hops = {(ring[0], ring[1 % p])} | {(ring[i - 1], ring[i % p]) for i in range(g, p + 1, g)}
     latency = max(cluster.alpha_beta(a, b)[0] for a, b in hops)
     return chunk * wire * cap_rate(len(orders) * chunk / bus_cap, latency)
+
+
+def capped_ring_s(p: int, nbytes: float, bus_cap: float, collective: str = "allreduce") -> float:
+    """The closed form of the rings where the per-channel cap ``bus_cap`` (busBw, bytes/s) binds
+    (:func:`ring_bound`): every step lasts K·chunk / bus_cap, so the data take 2(p-1)/p · n / bus_cap for
+    the all-reduce and (p-1)/p · n / bus_cap for all-gather and reduce-scatter, after NCCL's fixed cost."""
+    steps = 2 * (p - 1) if collective == "allreduce" else p - 1
+    return steps / p * nbytes / bus_cap
 
 
 def rings_program(
