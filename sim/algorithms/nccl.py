@@ -19,9 +19,10 @@ the choice as ``NCCL_ALGO`` / ``NCCL_PROTO`` do (``|`` separates several; ``^`` 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import field_validator
 
@@ -62,6 +63,11 @@ class NcclOptions(Spec):
     algo: str = "auto"
     proto: str = "auto"
     version: str = NEWEST.last
+    #: which of NCCL's per-channel caps besides NVLS-tree's (always applied) the simulated schedule applies:
+    #: the ring's LL128 one (``ring``), the tree's (``tree``: perChMaxTreeBws and, with LL128,
+    #: perChMaxTreeLL128Bws), both (``all``) or neither (``none``, the default: docs/nccl.md, "Per-channel caps
+    #: of the ring and the tree", has why)
+    caps: Literal["none", "ring", "tree", "all"] = "none"
 
     @field_validator("algo")
     @classmethod
@@ -86,6 +92,15 @@ def _select(value: str, names: dict[str, str], universe: tuple[str, ...]) -> set
     exclude = value.startswith("^")
     chosen = {names[x.strip()] for x in value.lstrip("^").split("|")}
     return set(universe) - chosen if exclude else chosen
+
+
+def _ring_cap(cluster: Any, p: int, c: tuner.Candidate, tuning: Tuning, caps: str) -> float:
+    """The busBw (bytes/s) NCCL's per-channel cap allows the ring pick ``c`` where the ``caps`` option
+    applies the ring's (LL128: perChMaxRingLL128Bws times the ring's channels, of ``tuning``'s release:
+    :func:`~sim.nccl.tuner.ring_ll128_cap`); ``inf`` for the other protocols, or with the cap off."""
+    if c.protocol != "ll128" or caps not in ("ring", "all"):
+        return math.inf
+    return tuner.ring_ll128_cap(tuner.describe(cluster, p), tuning)
 
 
 def _ring_channels(cluster: Any, p: int, c: tuner.Candidate) -> tuple[int, float]:
@@ -186,16 +201,19 @@ class Nccl(Algorithm):
     def _build(self, p: int, nbytes: float, cluster: Any) -> tuple[StepProgram, int]:
         c = self.choice(p, nbytes, cluster)
         launch = self.fixed_cost(p, nbytes, cluster, c)
+        tuning = self.tuner_release()[0]
         if c.algorithm == "ring":
             k, wire = _ring_channels(cluster, p, c)
-            return rings_program(cluster, p, nbytes, k, wire, launch), k * p
+            cap = _ring_cap(cluster, p, c, tuning, self.options.caps)
+            return rings_program(cluster, p, nbytes, k, wire, launch, cap), k * p
         if c.algorithm == "tree":
-            return tree_program(cluster, p, nbytes, 0, c.protocol, launch)
+            capped = tuning if self.options.caps in ("tree", "all") else None
+            return tree_program(cluster, p, nbytes, 0, c.protocol, launch, tuning=capped)
         if c.algorithm == "collnet-chain":
             return tree_program(cluster, p, nbytes, 0, c.protocol, launch, sharp=True)
         if c.algorithm == "collnet-direct":
             return collnet_direct_program(cluster, p, nbytes, launch)
-        return nvls_program(cluster, p, nbytes, launch, c.algorithm == "nvls", self.tuner_release()[0])
+        return nvls_program(cluster, p, nbytes, launch, c.algorithm == "nvls", tuning)
 
     def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
         if p == 1:
@@ -280,7 +298,8 @@ class _NcclGathering(Nccl):
             )
         k, wire = _ring_channels(cluster, p, c)
         launch = self.fixed_cost(p, nbytes, cluster, c)
-        return rings_gather_program(cluster, p, nbytes, k, self.collective, wire, launch), k * p
+        cap = _ring_cap(cluster, p, c, self.tuner_release()[0], self.options.caps)
+        return rings_gather_program(cluster, p, nbytes, k, self.collective, wire, launch, cap), k * p
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         reduce = gamma if self.collective == "reducescatter" else 0.0

@@ -37,8 +37,9 @@ from ..nccl.layout import (
     sharp_forest,
     slices,
 )
-from ..nccl.pipeline import Streams, launchers, shift
+from ..nccl.pipeline import Streams, cap_rate, launchers, shift
 from ..nccl.protocols import collnet_chunk, get_protocol, tree_ll128_chunk
+from ..nccl.versions import NEWEST, Tuning
 from ..program import StepProgram
 from ..runtime import Job
 from ..schema import Spec
@@ -51,6 +52,8 @@ __all__ = ["NcclTree", "tree_program"]
 class NcclTreeOptions(Spec):
     channels: NonNegativeInt = 0
     proto: Literal["ll", "ll128", "simple"] = "simple"
+    #: NCCL's per-channel caps of the tree (perChMaxTreeBws, perChMaxTreeLL128Bws; the newest release's)
+    caps: bool = False
 
 
 def rails(cluster: Any, groups: list[list[int]]) -> list[tuple[int, int]]:
@@ -67,11 +70,20 @@ def default_channels(cluster: Any, p: int) -> int:
 
 
 def tree_program(
-    cluster: Any, p: int, nbytes: float, channels: int, proto: str, launch_s: float = 0.0, sharp: bool = False
+    cluster: Any,
+    p: int,
+    nbytes: float,
+    channels: int,
+    proto: str,
+    launch_s: float = 0.0,
+    sharp: bool = False,
+    tuning: Tuning | None = None,
 ) -> tuple[StepProgram, int]:
     """The pipelined chain + double-binary-tree all-reduce as a step program (see the module docstring),
-    and the data-check segments it uses. With ``sharp``, CollNet Chain (:mod:`~sim.algorithms.collnet_chain`):
-    the heads' NICs' switches reduce between the hosts in place of the trees, in CollNet Chain's chunks."""
+    and the data-check segments it uses; with ``tuning``, its actors capped as that release caps the tree's
+    channels (:func:`~sim.nccl.tuner.tree_cap`; None: no cap). With ``sharp``, CollNet Chain
+    (:mod:`~sim.algorithms.collnet_chain`): the heads' NICs' switches reduce between the hosts in place of
+    the trees, in CollNet Chain's chunks (no per-channel cap)."""
     groups = host_ranks(cluster, p)
     h, g = len(groups), len(groups[0])
     rail = rails(cluster, groups)
@@ -134,6 +146,12 @@ def tree_program(
     off = [chan[v] for v in kids]
     s.add(src, dst, wire, lag=up_lag[kids], reduce=True, off=off, scale=k_ch)
     s.add(dst, src, wire, lag=down_lag[kids], reduce=False, off=off, scale=k_ch)
+    if tuning is not None and not sharp:  # the channels move slice j in no less than (n / k) / cap: NCCL's caps
+        per_slice = nbytes / k / tuner.tree_cap(tuner.describe(cluster, p), proto, tuning)
+        # channel 0's chain hop (head -> next GPU) and its head's tree hop: the latencies a step pays
+        hops = [(actors[v], actors[parent[v]]) for v in (1, next((v for v in kids if v % g == 0), None)) if v in kids]
+        latency = max(cluster.alpha_beta(a, b)[0] for a, b in hops)
+        s.cap(actors, cap_rate(per_slice, latency))
     program = s.program(starts)
     # channel c's image: the channel of the same tree whose head is the next GPU, on the same NIC index
     # (its chain is c's with every GPU index moved up by one; sim.symmetry checks the rest)
@@ -167,14 +185,15 @@ class NcclTree(Algorithm):
     def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
         if p == 1:
             return None
-        return tree_program(cluster, p, nbytes, self.options.channels, self.options.proto)[0]
+        return self._program(cluster, p, nbytes)[0]
+
+    def _program(self, cluster: Any, p: int, nbytes: float) -> tuple[StepProgram, int]:
+        o = self.options
+        return tree_program(cluster, p, nbytes, o.channels, o.proto, tuning=NEWEST if o.caps else None)
 
     def run(self, job: Job) -> Generator[Any, Any, None]:
         if job.p > 1:
-            program, segments = tree_program(
-                job.net.cluster, job.p, job.nbytes, self.options.channels, self.options.proto
-            )
-            yield from run_program(job, program, segments)
+            yield from run_program(job, *self._program(job.net.cluster, job.p, job.nbytes))
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         k_ch = max(1, self.options.channels or 2)

@@ -203,16 +203,26 @@ def rings_steps(
     seg_off: int | np.ndarray = 0,
     seg_scale: int = 1,
     seg_width: int = 1,
+    bound: float | None = None,
 ) -> tuple[Step, Step]:
     """:func:`ring_steps` for many disjoint rings at once: ``orders[g]`` is ring g's order, and
-    ``seg_off`` may differ per ring (an array of one value per ring)."""
+    ``seg_off`` may differ per ring (an array of one value per ring); ``bound`` caps every message's rate
+    (wire bytes/s: NCCL's per-channel cap, :func:`sim.nccl.rings.ring_bound`)."""
     orders = np.asarray(orders, dtype=np.int64)
     rings, q = orders.shape
     src = orders.ravel()
     dst = np.roll(orders, -1, axis=1).ravel()
     pos = np.tile(np.arange(q), rings)
     off = np.repeat(np.broadcast_to(np.asarray(seg_off, dtype=np.int64), (rings,)), q)
-    common = dict(endpoints=endpoints, seg_stride=-1, seg_mod=q, seg_off=off, seg_scale=seg_scale, seg_width=seg_width)
+    common = dict(
+        endpoints=endpoints,
+        seg_stride=-1,
+        seg_mod=q,
+        seg_off=off,
+        seg_scale=seg_scale,
+        seg_width=seg_width,
+        bound=bound,
+    )
     return (
         Step.make(src, dst, chunk, chunk, seg=pos, **common),
         Step.make(src, dst, chunk, 0.0, seg=pos + 1, **common),
@@ -229,7 +239,13 @@ def ring_program(
 
 
 def gathering_steps(
-    orders: np.ndarray, ranks: np.ndarray, chunk: float, endpoints: int, reduce: bool, wire: float = 1.0
+    orders: np.ndarray,
+    ranks: np.ndarray,
+    chunk: float,
+    endpoints: int,
+    reduce: bool,
+    wire: float = 1.0,
+    bound: float | None = None,
 ) -> tuple[tuple[Step, int], ...]:
     """The p - 1 steps of ring all-gathers (``reduce`` False) or reduce-scatters over the rings
     ``orders[c]`` (actors; ``ranks[c]`` their ranks), blocks of ``chunk`` bytes (``wire`` x on the wire):
@@ -242,7 +258,8 @@ def gathering_steps(
     own rank's block reduced. The ring position whose block a message carries, (i - s - reduce) mod q, is
     affine in the repetition s; the rank there is looked up in the step's segment table ``ranks``
     (:class:`~sim.program.Step`: NCCL's ring reads it from ``ring->userRanks``), or, where every ring's
-    position j holds rank j (the rank-order ring), is that position itself."""
+    position j holds rank j (the rank-order ring), is that position itself. ``bound`` caps every message's
+    rate (wire bytes/s: NCCL's per-channel cap, :func:`sim.nccl.rings.ring_bound`)."""
     orders = np.asarray(orders, dtype=np.int64)
     ranks = np.asarray(ranks, dtype=np.int64)
     k, q = orders.shape
@@ -264,6 +281,7 @@ def gathering_steps(
         seg_scale=k,
         seg_table=None if in_order else ranks,
         seg_at=lane * q,
+        bound=bound,
     )
     return ((step, q - 1),)
 

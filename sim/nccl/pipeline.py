@@ -23,7 +23,7 @@ import numpy as np
 from .._arrays import all_distinct, distinct
 from ..program import Step, StepProgram
 
-__all__ = ["EndpointData", "Streams", "launchers", "shift"]
+__all__ = ["EndpointData", "Streams", "cap_rate", "launchers", "shift"]
 
 
 def _column(values: Any, n: int) -> np.ndarray:
@@ -35,6 +35,14 @@ def _column(values: Any, n: int) -> np.ndarray:
     if got.ndim == 0:
         return np.full(n, got, dtype=np.int64)
     return np.broadcast_to(got, (n,))
+
+
+def cap_rate(per_slice: float, latency: float) -> float:
+    """Slices per second of an actor that NCCL's per-channel cap lets move a slice in no less than
+    ``per_slice`` seconds. The cap is NCCL's end-to-end figure, and a simulated step pays its messages'
+    ``latency`` on top of their bytes, so the budget is the time left after it -- but never less than half
+    of ``per_slice`` (a latency about the size of the slice's time leaves the cap to the links)."""
+    return 1.0 / max(per_slice - latency, per_slice / 2)
 
 
 class Streams:

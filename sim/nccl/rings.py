@@ -11,15 +11,16 @@ several NICs gives its ``i``-th channel the ``i``-th NIC.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from ..program import StepProgram
 from .layout import channel_endpoints, host_ranks, leaf_period
-from .pipeline import Streams, launchers, shift
+from .pipeline import Streams, cap_rate, launchers, shift
 
-__all__ = ["channel_orders", "rings_gather_program", "rings_program"]
+__all__ = ["capped_ring_s", "channel_orders", "ring_bound", "rings_gather_program", "rings_program"]
 
 
 def channel_orders(cluster: Any, p: int, channels: int) -> list[list[int]]:
@@ -52,17 +53,47 @@ def _symmetry(cluster: Any, p: int, orders: np.ndarray, starts: list[tuple[int, 
     return sigma, shift(endpoints, orders.ravel(), np.roll(orders, -step, axis=1).ravel(), starts)
 
 
+def ring_bound(cluster: Any, orders: np.ndarray, chunk: float, wire: float, bus_cap: float) -> float | None:
+    """The rate bound (wire bytes/s) of every message of the rings ``orders`` under NCCL's per-channel cap
+    of the ring (``bus_cap``: busBw, bytes/s of data, all channels together; ``inf``: none): the K rings
+    together move their ``chunk``-byte blocks of a step at most at ``bus_cap``, so a step lasts no less than
+    K·chunk / bus_cap, less the latency its messages pay (:func:`~sim.nccl.pipeline.cap_rate`, as the NVLS
+    and tree caps are applied: the longest of ring 0's hops, its first inside a host and every one between
+    hosts). Where the cap binds, a step then lasts K·chunk / bus_cap exactly, and the all-reduce NCCL's
+    fixed cost + 2(p-1)/p · n / bus_cap (all-gather, reduce-scatter: (p-1)/p · n / bus_cap). None where no
+    cap."""
+    if math.isinf(bus_cap):
+        return None
+    ring = [int(a) for a in orders[0]]
+    p = len(ring)
+    g = len(host_ranks(cluster, p, even=False)[0])
+    hops = {(ring[0], ring[1 % p])} | {(ring[i - 1], ring[i % p]) for i in range(g, p + 1, g)}
+    latency = max(cluster.alpha_beta(a, b)[0] for a, b in hops)
+    return chunk * wire * cap_rate(len(orders) * chunk / bus_cap, latency)
+
+
+def capped_ring_s(p: int, nbytes: float, bus_cap: float, collective: str = "allreduce") -> float:
+    """The closed form of the rings where the per-channel cap ``bus_cap`` (busBw, bytes/s) binds
+    (:func:`ring_bound`): every step lasts K·chunk / bus_cap, so the data take 2(p-1)/p · n / bus_cap for
+    the all-reduce and (p-1)/p · n / bus_cap for all-gather and reduce-scatter, after NCCL's fixed cost."""
+    steps = 2 * (p - 1) if collective == "allreduce" else p - 1
+    return steps / p * nbytes / bus_cap
+
+
 def rings_program(
-    cluster: Any, p: int, nbytes: float, channels: int, wire: float = 1.0, launch_s: float = 0.0
+    cluster: Any, p: int, nbytes: float, channels: int, wire: float = 1.0, launch_s: float = 0.0, cap: float = math.inf
 ) -> StepProgram:
     """K-channel ring all-reduce: every channel a reduce-scatter then an all-gather over its ring, in
-    chunks of n/(K·p) (``wire`` bytes on the wire per byte of data); data-check segments ``c·p + i``."""
+    chunks of n/(K·p) (``wire`` bytes on the wire per byte of data), the channels' busBw capped at
+    ``cap`` (:func:`ring_bound`); data-check segments ``c·p + i``."""
     from ..algorithms.ring import rings_steps
 
     orders = np.asarray(channel_orders(cluster, p, channels), dtype=np.int64)
     starts = launchers(cluster, orders.ravel(), launch_s) if launch_s > 0 else []
     endpoints = cluster.endpoints
-    rs, ag = rings_steps(orders, nbytes / (channels * p) * wire, endpoints, seg_off=np.arange(channels) * p)
+    chunk = nbytes / (channels * p)
+    bound = ring_bound(cluster, orders, chunk, wire, cap)
+    rs, ag = rings_steps(orders, chunk * wire, endpoints, seg_off=np.arange(channels) * p, bound=bound)
     phases = ((rs, p - 1), (ag, p - 1))
     if starts:
         phases = Streams(endpoints, 1).program(starts).phases + phases
@@ -70,13 +101,21 @@ def rings_program(
 
 
 def rings_gather_program(
-    cluster: Any, p: int, nbytes: float, channels: int, collective: str, wire: float = 1.0, launch_s: float = 0.0
+    cluster: Any,
+    p: int,
+    nbytes: float,
+    channels: int,
+    collective: str,
+    wire: float = 1.0,
+    launch_s: float = 0.0,
+    bus_cap: float = math.inf,
 ) -> StepProgram:
     """K-channel ring all-gather or reduce-scatter (``collective``) of ``nbytes`` in all (nccl-tests'
     size): every channel's ring over the same actors as :func:`rings_program`'s, its p - 1 steps each
     moving one block of n/(K·p) bytes (``wire`` bytes on the wire per byte of data) to the next actor.
     Data-check segments ``r·K + c``: channel c's part of rank r's block
-    (:func:`sim.algorithms.ring.gathering_steps`)."""
+    (:func:`sim.algorithms.ring.gathering_steps`). The channels' busBw is capped at ``bus_cap``
+    (:func:`ring_bound`)."""
     from ..algorithms.ring import gathering_steps
 
     if collective not in ("allgather", "reducescatter"):
@@ -86,7 +125,9 @@ def rings_gather_program(
     ranks = np.where(orders < size, orders, endpoint_rank[np.maximum(orders - size, 0)])
     starts = launchers(cluster, orders.ravel(), launch_s) if launch_s > 0 else []
     endpoints = cluster.endpoints
-    phases = gathering_steps(orders, ranks, nbytes / (channels * p), endpoints, collective == "reducescatter", wire)
+    chunk = nbytes / (channels * p)
+    bound = ring_bound(cluster, orders, chunk, wire, bus_cap)
+    phases = gathering_steps(orders, ranks, chunk, endpoints, collective == "reducescatter", wire, bound)
     if starts:
         phases = Streams(endpoints, 1).program(starts).phases + phases
     return StepProgram(endpoints, phases, symmetry=_symmetry(cluster, p, orders, starts))

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..errors import AlgorithmError
 from . import efa
+from .protocols import get_protocol
 from .versions import NEWEST, Tuning
 
 __all__ = [
@@ -574,6 +575,30 @@ def nvls_tree_cap(sys: System) -> float:
         return math.inf
     n = sys.ranks
     return min(32, sys.ppn) * cap * 1e9 * n / (2 * (n - 1))
+
+
+def ring_ll128_cap(sys: System, tuning: Tuning = NEWEST) -> float:
+    """The busBw (bytes/s of data) NCCL's per-channel cap allows the ring with LL128, for every collective:
+    ``perChMaxRingLL128Bws`` (busBw per channel, an SM-throughput figure: what a channel's thread block
+    moves) times the ring graph's channels, of ``tuning``'s release (tuning.cc, ncclTopoTuneModel:
+    ``min(busBw*.92, nChannels*perChMaxRingLL128Bw)``). The ring's other protocols have no per-channel cap."""
+    cc, _, i2 = _indices(sys, tuning)
+    return search(sys, tuning)["ring"].channels * tuning.per_ch_max_ring_ll128[cc][i2] * 1e9
+
+
+def tree_cap(sys: System, proto: str, tuning: Tuning = NEWEST) -> float:
+    """The all-reduce bandwidth (algBw, bytes/s of data) NCCL's per-channel caps allow the tree with
+    ``proto``, of ``tuning``'s release (tuning.cc, ncclTopoTuneModel): ``perChMaxTreeBws`` times the tree
+    graph's channels bounds the busBw before the protocol (``min(busBw*.92, nChannels*perChMaxTreeBw)``),
+    so the data moves at most the protocol's payload fraction of it (LL128's 120/128, as NCCL multiplies;
+    LL's 1/2, where NCCL's LL factor is 1/3.8 of the whole); LL128 then at most ``perChMaxTreeLL128Bws``
+    times the channels. algBw is half the busBw (``ratio *= .5``). NCCL's x0.85 for pattern TREE scales
+    every tree bandwidth, capped or not, and is not a cap."""
+    cc, _, i2 = _indices(sys, tuning)
+    per = tuning.per_ch_max_tree[cc][i2] * get_protocol(proto).payload
+    if proto == "ll128":
+        per = min(per, tuning.per_ch_max_tree_ll128[cc][i2])
+    return 0.5 * search(sys, tuning)["tree"].channels * per * 1e9
 
 
 def disabled(sys: System, graphs: dict[str, Graph], algorithm: str, tuning: Tuning = NEWEST) -> str | None:
