@@ -16,7 +16,12 @@ from hypothesis import strategies as st
 import sim.algorithms.ps as ps
 import sim.classes as classes
 import sim.runtime
-from sim.simulate import simulate
+from sim import network
+from sim.algorithms import get_algorithm
+from sim.cluster import Cluster
+from sim.network import Network
+from sim.runtime import Job
+from sim.simulate import new_environment, simulate
 from sim.topology import dgx
 from sim.training import Workload, simulate_iteration
 
@@ -30,11 +35,17 @@ def _result(r: Any) -> tuple[Any, ...]:
 
 
 def _both(monkeypatch: pytest.MonkeyPatch, run: Any) -> tuple[Any, Any]:
-    """``run()`` with the processes (``_COUNTED`` off), then counted."""
-    monkeypatch.setattr(ps, "_COUNTED", False)
-    slow = run()
-    monkeypatch.setattr(ps, "_COUNTED", True)
-    return slow, run()
+    """``run()`` with the processes (``_COUNTED`` off), then counted; every wake-up of the networks the
+    two made the same (``sim.network._WAKE_LOG``: its instant, the next one, the flows draining, their
+    slots summed and weighted by their routes -- the sends posted in the same order)."""
+    out, logs = [], []
+    for counted in (False, True):
+        logs.append([])
+        monkeypatch.setattr(network, "_WAKE_LOG", logs[-1])
+        monkeypatch.setattr(ps, "_COUNTED", counted)
+        out.append(run())
+    assert logs[0] == logs[1]
+    return out[0], out[1]
 
 
 def _counted_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -132,6 +143,31 @@ def test_random_small_cases_against_the_processes(hosts, gpus, ecmp, shards, ded
     finally:
         ps._COUNTED = old
     assert out[0] == out[1]
+
+
+def test_jobs_sharing_the_network_see_the_same_steps(monkeypatch):
+    """Three all-reduces at once on one network (two parameter servers and a master-worker, its process
+    the processes' fan-in and fan-out): the master and the lone server end their pushes at the same
+    instant, and which of them sends first, and which job ends first, hangs on the steps between an
+    arrival and the sends -- the counted run takes as many as the processes (a step less or more
+    reorders the sends, and the network's slots with them)."""
+    cluster = Cluster("star:hosts=4,bandwidth=100Gbps,latency=1us")
+
+    def run() -> list[tuple[str, str]]:
+        env = new_environment()
+        net = Network(env, cluster)
+        ends: list[tuple[str, str]] = []
+
+        def body(spec: str) -> Any:
+            yield from get_algorithm("allreduce", spec).run(Job(env, net, cluster.size, 2**20))
+            ends.append((spec, repr(env.now)))
+
+        env.run(until=env.all_of([env.process(body(s)) for s in ("ps:shards=1", "master-worker", "ps:shards=2")]))
+        return ends
+
+    slow, fast = _both(monkeypatch, run)
+    assert fast == slow
+    assert [spec for spec, _ in fast] == ["ps:shards=2", "master-worker", "ps:shards=1"]
 
 
 def test_the_classes_fall_back_to_the_counted_messages(monkeypatch):
