@@ -7,6 +7,9 @@ processes, which prove every contribution arrives exactly once."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -245,3 +248,21 @@ def test_one_rank_keeps_the_processes(monkeypatch):
     runs = _counted_runs(monkeypatch)
     r = simulate("dgx:hosts=1,gpus_per_host=1", "allreduce", "ps", "1MiB", engine="message")
     assert r.time_s == 0.0 and not runs
+
+
+def test_the_python_lines_of_the_engine_too():
+    """``COLLSIM_PURE=1`` (no compiled core, ``Network.send`` for every message) keeps the processes by
+    default; counted there, the same time."""
+    code = (
+        "import sim.algorithms.ps as ps\n"
+        "from sim.simulate import simulate\n"
+        "assert not ps._COUNTED\n"
+        "for ps._COUNTED in (False, True):\n"
+        "    r = simulate('dgx:hosts=3,gpus_per_host=2,hosts_per_leaf=2,ecmp=hash', 'allreduce', 'ps', '3MiB', "
+        "engine='message')\n"
+        "    print(repr(r.time_s), r.events)\n"
+    )
+    env = dict(os.environ, COLLSIM_PURE="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    (slow, slow_events), (fast, fast_events) = (line.split() for line in out.stdout.splitlines())
+    assert fast == slow and int(fast_events) < int(slow_events)
