@@ -168,6 +168,9 @@ CASES = [
             ("ps128", "ps:shards=128"),
         )
     ),
+    # the parameter server with one shard per rank (``ps``'s default, the 70B report's) on ``dgx``'s default
+    # fabric (routed by destination): p(p - 1) pushes and as many pulls, 2.1 M flows
+    Case("ps-rank-1k-message", "dgx:hosts=128", "ps", "1GiB", "message", 10, None),
     # every message a flow at 1,024 GPUs: NCCL's schedules (issue 13's algorithms: channel endpoints, NVSwitch
     # engines, caps and lags) on DGX H100
     *(

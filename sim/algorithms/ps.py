@@ -26,21 +26,28 @@ Both are exact on a star for every p: every flow of a phase starts together and 
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import os
+from collections.abc import Callable, Generator
 from typing import Any, Literal, Optional
 
 import numpy as np
 from pydantic import PositiveInt
+from simpy.events import Event
 
 from ..classes import FanPlan
 from ..errors import AlgorithmError
-from ..runtime import Job
+from ..runtime import _CORE, _JOB_LINES, Job, NoData
 from ..schema import Spec
 from .base import Algorithm
 from .common import fan_in, fan_out, receive_into, spread
 from .registry import register
 
 __all__ = ["ParameterServer", "server_hosts"]
+
+#: without the data check and with free reductions (gamma = 0), :meth:`ParameterServer.run` counts the
+#: arrivals of the pushes and pulls in their arrival hooks (:class:`_Counted`) rather than running a
+#: process per server and per pull; tests turn it off to hold it to the processes' times
+_COUNTED = os.environ.get("COLLSIM_PURE", "") in ("", "0")
 
 
 class PSOptions(Spec):
@@ -122,6 +129,9 @@ class ParameterServer(Algorithm):
         by, to = by[by != to], to[by != to]
         job.net.intern(by, to)
         job.net.intern(to, by)
+        if _COUNTED and _countable(job, servers, shard):
+            yield from _Counted(job, servers, shard).run()
+            return
         for k, server in enumerate(servers):
             workers = [w for w in range(p) if w != server]
             procs.append(self._serve(job, k, server, workers, shard))
@@ -156,3 +166,126 @@ class ParameterServer(Algorithm):
         if p == 1:
             return 0.0
         return 2 * alpha + 2 * (p - 1) * (n / s) * beta + (p - 1) * (n / s) * gamma
+
+
+def _countable(job: Job, servers: list[int], shard: float) -> bool:
+    """Whether :class:`_Counted` runs ``job``: no data check, no reduction cost, ``Job.send`` / ``Job.recv``
+    the module's own (not a test's recording stand-in), a shard of some bytes (no flow that could arrive
+    as it is sent) and every server with a worker."""
+    return (
+        isinstance(job.data, NoData)
+        and not job.gamma > 0
+        and (type(job).send, type(job).recv) == _JOB_LINES
+        and shard > 0
+        and all(job.p > 1 or server >= job.p for server in servers)
+    )
+
+
+class _Counted:
+    """:meth:`ParameterServer.run` without the data check and with free reductions: the same sends at the
+    same instants in the same order, and the same events at every instant where a send or the end could
+    hang on them, with no process per pull and no receive per message.
+
+    The processes' run, step by step, which this one follows:
+
+    * a server's process waits on ``any_of`` its pushes not in yet; the first push to arrive while it waits
+      triggers its receive (an event held to the end of the network's wake-up, or scheduled), whose step
+      triggers the ``any_of``, whose step resumes the server: it takes every push in by then (reducing is
+      free) and waits again, or, when all are in, sends the pulls. Here a push's arrival counts it in, the
+      first one while the server waits triggers an event in the receive's place, and two steps on (the
+      receive's, the ``any_of``'s) the server takes what is in and sends the pulls when all are;
+    * the last pull of a server to arrive triggers its send event, whose step completes the server's
+      ``all_of``, whose step ends its process, whose step completes the ``all_of`` of every process once it
+      is the last server's, whose step resumes :meth:`ParameterServer.run`. Here the last pull triggers an
+      event in the send event's place, three steps on the server is done, and the step of the last one's
+      ``done`` resumes the run. (A pull's receive ran in a process of its own, which sent nothing: its
+      steps are gone.)
+
+    tests/test_ps_msg.py holds every time to the processes' (``_COUNTED`` off), bit for bit.
+    """
+
+    def __init__(self, job: Job, servers: list[int], shard: float) -> None:
+        self.job, self.net, self.env = job, job.net, job.env
+        self.servers, self.shard = servers, shard
+        self.workers = [[w for w in range(job.p) if w != server] for server in servers]
+        self.pushes = [len(workers) for workers in self.workers]  # not taken in yet, per server
+        self.arrived = [0] * len(servers)  # arrived, not taken in yet
+        self.armed = [False] * len(servers)  # an arrival has triggered the receive's stand-in
+        self.pulls = [len(workers) for workers in self.workers]  # in flight, per server
+        self.serving = len(servers)
+        self.done = Event(self.env)
+
+    def run(self) -> Generator[Any, Any, None]:
+        pushed = self._pushed
+        for k, server in enumerate(self.servers):
+            self._send(server, self.workers[k], True, (pushed, k, None))
+        yield self.done
+
+    def _send(self, at: int, peers: list[int], push: bool, hook: tuple[Callable[..., None], int, None]) -> None:
+        """``Job.send`` of ``shard`` bytes from each of ``peers`` to ``at`` (``push``), or from ``at`` to
+        each of them, in order, with ``hook`` for the arrival: ``Job.send``'s lines (the private lane's in
+        the compiled core while it is open, then the engine's, else ``Network.send``), the engine's loop
+        without a Python call a message."""
+        net, shard = self.net, self.shard
+        i, n = 0, len(peers)
+        while i < n and net._lane_ctx is not None:  # (the lane closes for good once flows meet)
+            src, dst = (peers[i], at) if push else (at, peers[i])
+            event = _CORE.lane_send(net._lane_ctx, src, dst, shard, None, hook)
+            if event is None or event is NotImplemented:
+                net.send(src, dst, shard, on_arrival=hook)
+            i += 1
+        ctx, rest = net._send_ctx, peers[i:] if i else peers
+        if ctx is None:
+            for peer in rest:
+                src, dst = (peer, at) if push else (at, peer)
+                net.send(src, dst, shard, on_arrival=hook)
+            return
+        send = _CORE.eng_send
+        if push:
+            for src in rest:
+                if send(ctx, src, at, shard, None, hook) is NotImplemented:
+                    net.send(src, at, shard, on_arrival=hook)
+        else:
+            for dst in rest:
+                if send(ctx, at, dst, shard, None, hook) is NotImplemented:
+                    net.send(at, dst, shard, on_arrival=hook)
+
+    def _later(self, k: int, steps: int, then: Callable[[int], None]) -> None:
+        """An event triggered now as a message's arrival triggers the event a process waits on
+        (``Network.trigger``); ``then(k)`` in the step ``steps`` steps after its own."""
+        event = Event(self.env)
+        event.callbacks.append(self._step)  # type: ignore[union-attr]
+        self.net.trigger(event, (k, steps, then))
+
+    def _step(self, event: Event) -> None:
+        k, steps, then = event._value
+        if not steps:
+            then(k)
+            return
+        nxt = Event(self.env)
+        nxt.callbacks.append(self._step)  # type: ignore[union-attr]
+        nxt.succeed((k, steps - 1, then))
+
+    def _pushed(self, k: int, _payload: Any) -> None:
+        self.arrived[k] += 1
+        if not self.armed[k]:  # the server waits: the receive's step, then the any_of's
+            self.armed[k] = True
+            self._later(k, 1, self._take)
+
+    def _take(self, k: int) -> None:
+        """Server ``k`` resumed: it takes the pushes in; with all of them, it sends the pulls."""
+        self.pushes[k] -= self.arrived[k]
+        self.arrived[k] = 0
+        self.armed[k] = False
+        if not self.pushes[k]:
+            self._send(self.servers[k], self.workers[k], False, (self._pulled, k, None))
+
+    def _pulled(self, k: int, _payload: Any) -> None:
+        self.pulls[k] -= 1
+        if not self.pulls[k]:  # the send event's step, the all_of's, the process's
+            self._later(k, 2, self._served)
+
+    def _served(self, _k: int) -> None:
+        self.serving -= 1
+        if not self.serving:  # the all_of of every process, whose step resumes the run
+            self.done.succeed()
