@@ -3672,6 +3672,28 @@ static int trigger_held(PyObject *net, PyObject *event, PyObject *value) {
     return rc;
 }
 
+/* the payload of the next message of ``key`` taken out of the job's mailbox (a new reference; *hit = 1), or
+ * NULL with *hit = 0 where none has arrived, NULL with an exception set on an error */
+static PyObject *job_take(PyObject *ctx, PyObject *key, int *hit) {
+    PyObject *mail = PyTuple_GET_ITEM(ctx, JX_MAIL);
+    PyObject *got = dict_pop(mail, key);
+    *hit = got != NULL;
+    if (!got)
+        return NULL;
+    PyObject *payload = first_of(mail, key, got);
+    Py_DECREF(got);
+    return payload;
+}
+
+/* a receive of ``key`` posted where no message has arrived for it: a new event, queued in the job's
+ * waiting receives (a new reference, or NULL with an exception set) */
+static PyObject *job_wait(PyObject *ctx, PyObject *key) {
+    PyObject *event = new_event(PyTuple_GET_ITEM(ctx, JX_EVENT), PyTuple_GET_ITEM(ctx, JX_ENV));
+    if (event && append_to(PyTuple_GET_ITEM(ctx, JX_WAITING), key, event) < 0)
+        Py_CLEAR(event);
+    return event;
+}
+
 /* job_recv(jctx, key) -> Job.recv's event for the next message of ``key`` = (src, dst, tag) */
 static PyObject *py_job_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "job_recv(jctx, key)"))
@@ -3679,29 +3701,18 @@ static PyObject *py_job_recv(PyObject *self, PyObject *const *args, Py_ssize_t n
     PyObject *ctx = args[0], *key = args[1];
     if (job_ctx(ctx) < 0)
         return NULL;
-    PyObject *event = new_event(PyTuple_GET_ITEM(ctx, JX_EVENT), PyTuple_GET_ITEM(ctx, JX_ENV));
-    if (!event)
+    int hit;
+    PyObject *payload = job_take(ctx, key, &hit);
+    if (!hit)
+        return PyErr_Occurred() ? NULL : job_wait(ctx, key);
+    if (!payload)
         return NULL;
-    PyObject *mail = PyTuple_GET_ITEM(ctx, JX_MAIL);
-    PyObject *got = dict_pop(mail, key);
-    if (got) {
-        PyObject *payload = first_of(mail, key, got);
-        Py_DECREF(got);
-        if (!payload)
-            goto fail;
-        /* settle, inline: nobody waits on a new event */
-        int rc = mark_ok(event, payload) < 0 || PyObject_SetAttr(event, s_callbacks, Py_None) < 0;
-        Py_DECREF(payload);
-        if (rc)
-            goto fail;
-        return event;
-    }
-    if (PyErr_Occurred() || append_to(PyTuple_GET_ITEM(ctx, JX_WAITING), key, event) < 0)
-        goto fail;
+    PyObject *event = new_event(PyTuple_GET_ITEM(ctx, JX_EVENT), PyTuple_GET_ITEM(ctx, JX_ENV));
+    /* settle, inline: nobody waits on a new event */
+    if (event && (mark_ok(event, payload) < 0 || PyObject_SetAttr(event, s_callbacks, Py_None) < 0))
+        Py_CLEAR(event);
+    Py_DECREF(payload);
     return event;
-fail:
-    Py_DECREF(event);
-    return NULL;
 }
 
 /* job_deliver(jctx, key, payload): Job._deliver, a message's arrival */
@@ -3951,6 +3962,373 @@ static PyObject *py_sent_many(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     Py_RETURN_NONE;
 }
+
+/* ------------------------------------------------------------------ the plain ranks' loop (sim/program.py)
+ *
+ * Crank(r, plan, shared): rank ``r`` of run_messages without the data check, as sim.program._plain_rank runs
+ * it in a SimPy process -- the same sends (eng_send on the closed lane, else Network.send; Job.send while the
+ * private lane is open), the same receives (job_recv), the same waits in the same order (the step's receives,
+ * then its sends, then its reduction where gamma > 0), the same step numbers -- with no generator and no
+ * Process: the object is itself the callback an event it waits on runs (where Process._resume would have
+ * run), and goes on with its step there. ``plan``: per phase (times, sends ((dst, nbytes, bound), ...),
+ * receives' senders (src, ...), bytes reduced); ``shared`` = (job, net, jctx, deliver, env, done, compute):
+ * the job, its network, Job._ctx, Job._hook, the environment, the event that stands for the rank's process
+ * (triggered and scheduled when the rank ends, as Process._resume does) and whether a step's reduction
+ * waits on Job.compute (gamma > 0). _plain_rank stays the reference and the fallback (sim.program._CRANKS
+ * off, COLLSIM_PURE=1; tests/test_crank.py holds them equal). */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *plan, *job, *net, *jctx, *deliver, *env, *done, *r;
+    int compute;
+    Py_ssize_t phase, rep, step, wi, nwait;
+    int computed, started;
+    PyObject **waits;
+    Py_ssize_t wcap;
+} Crank;
+
+static PyObject *s_lane_ctx_, *s_send_ctx_, *s_send_m, *s_compute_m, *s_schedule_m, *s_bound_kw, *s_on_arrival_kw,
+    *s_defused, *s_gamma_;
+
+static int crank_strings(void) {
+    static PyObject **const names[] = {&s_lane_ctx_, &s_send_ctx_, &s_send_m,       &s_compute_m,
+                                       &s_schedule_m, &s_bound_kw, &s_on_arrival_kw, &s_defused, &s_gamma_};
+    static const char *const texts[] = {"_lane_ctx", "_send_ctx", "send", "compute",
+                                        "schedule",  "bound",     "on_arrival", "_defused", "gamma"};
+    for (size_t k = 0; !s_gamma_ && k < sizeof names / sizeof names[0]; k++)
+        if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k])))
+            return -1;
+    return eng_strings();
+}
+
+static void crank_drop_waits(Crank *c) {
+    for (Py_ssize_t i = c->wi; i < c->nwait; i++)
+        Py_CLEAR(c->waits[i]);
+    c->wi = c->nwait = 0;
+}
+
+static int Crank_traverse(Crank *c, visitproc visit, void *arg) {
+    Py_VISIT(c->plan);
+    Py_VISIT(c->job);
+    Py_VISIT(c->net);
+    Py_VISIT(c->jctx);
+    Py_VISIT(c->deliver);
+    Py_VISIT(c->env);
+    Py_VISIT(c->done);
+    for (Py_ssize_t i = c->wi; i < c->nwait; i++)
+        Py_VISIT(c->waits[i]);
+    return 0;
+}
+
+static int Crank_clear(Crank *c) {
+    crank_drop_waits(c);
+    Py_CLEAR(c->plan);
+    Py_CLEAR(c->job);
+    Py_CLEAR(c->net);
+    Py_CLEAR(c->jctx);
+    Py_CLEAR(c->deliver);
+    Py_CLEAR(c->env);
+    Py_CLEAR(c->done);
+    Py_CLEAR(c->r);
+    return 0;
+}
+
+static void Crank_dealloc(Crank *c) {
+    PyObject_GC_UnTrack(c);
+    Crank_clear(c);
+    PyMem_Free(c->waits);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
+    PyObject *r, *plan, *shared;
+    if (kwds && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Crank(r, plan, shared) takes no keywords");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "O!O!O!:Crank", &PyLong_Type, &r, &PyTuple_Type, &plan, &PyTuple_Type, &shared))
+        return -1;
+    if (PyTuple_GET_SIZE(shared) != 7) {
+        PyErr_SetString(PyExc_TypeError, "Crank: shared must be (job, net, jctx, deliver, env, done, compute)");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(plan); i++) {
+        PyObject *ph = PyTuple_GET_ITEM(plan, i);
+        if (!PyTuple_CheckExact(ph) || PyTuple_GET_SIZE(ph) != 4 || !PyLong_CheckExact(PyTuple_GET_ITEM(ph, 0)) ||
+            !PyTuple_CheckExact(PyTuple_GET_ITEM(ph, 1)) || !PyTuple_CheckExact(PyTuple_GET_ITEM(ph, 2)) ||
+            !PyFloat_CheckExact(PyTuple_GET_ITEM(ph, 3))) {
+            PyErr_SetString(PyExc_TypeError, "Crank: a phase must be (times, sends, srcs, reduce)");
+            return -1;
+        }
+        PyObject *sends = PyTuple_GET_ITEM(ph, 1);
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(sends); j++) {
+            PyObject *m = PyTuple_GET_ITEM(sends, j);
+            if (!PyTuple_CheckExact(m) || PyTuple_GET_SIZE(m) != 3) {
+                PyErr_SetString(PyExc_TypeError, "Crank: a send must be (dst, nbytes, bound)");
+                return -1;
+            }
+        }
+    }
+    int compute = PyObject_IsTrue(PyTuple_GET_ITEM(shared, 6));
+    if (compute < 0 || crank_strings() < 0 || job_ctx(PyTuple_GET_ITEM(shared, 2)) < 0)
+        return -1;
+    Crank_clear(c);
+    c->r = Py_NewRef(r);
+    c->plan = Py_NewRef(plan);
+    PyObject **slots[] = {&c->job, &c->net, &c->jctx, &c->deliver, &c->env, &c->done};
+    for (int i = 0; i < 6; i++)
+        *slots[i] = Py_NewRef(PyTuple_GET_ITEM(shared, i));
+    c->compute = compute;
+    c->phase = c->rep = c->step = 0;
+    c->computed = c->started = 0;
+    return 0;
+}
+
+static int crank_push(Crank *c, PyObject *event) { /* (steals event) */
+    if (c->nwait == c->wcap) {
+        Py_ssize_t cap = c->wcap ? 2 * c->wcap : 8;
+        PyObject **w = PyMem_Realloc(c->waits, cap * sizeof *w);
+        if (!w) {
+            Py_DECREF(event);
+            PyErr_NoMemory();
+            return -1;
+        }
+        c->waits = w;
+        c->wcap = cap;
+    }
+    c->waits[c->nwait++] = event;
+    return 0;
+}
+
+/* one send of the step, as _plain_rank makes it (``sctx``: the network's _send_ctx where the lane is closed,
+ * else NULL), a new reference to its event */
+static PyObject *crank_send(Crank *c, PyObject *sctx, PyObject *msg, PyObject *s) {
+    PyObject *dst = PyTuple_GET_ITEM(msg, 0), *nbytes = PyTuple_GET_ITEM(msg, 1), *bound = PyTuple_GET_ITEM(msg, 2);
+    if (!sctx) { /* job.send(r, dst, nbytes, None, s) or with bound=bound */
+        PyObject *meth = PyObject_GetAttr(c->job, s_send_m);
+        if (!meth)
+            return NULL;
+        PyObject *a[] = {c->r, dst, nbytes, Py_None, s, bound};
+        PyObject *kw = NULL, *ev;
+        if (bound != Py_None) {
+            if (!(kw = PyTuple_Pack(1, s_bound_kw))) {
+                Py_DECREF(meth);
+                return NULL;
+            }
+            ev = PyObject_Vectorcall(meth, a, 5, kw);
+        } else
+            ev = PyObject_Vectorcall(meth, a, 5, NULL);
+        Py_XDECREF(kw);
+        Py_DECREF(meth);
+        return ev;
+    }
+    PyObject *key = PyTuple_Pack(3, c->r, dst, s);
+    PyObject *hook = key ? PyTuple_Pack(3, c->deliver, key, Py_None) : NULL;
+    Py_XDECREF(key);
+    if (!hook)
+        return NULL;
+    PyObject *a[] = {sctx, c->r, dst, nbytes, bound, hook};
+    PyObject *ev = py_eng_send(NULL, a, 6);
+    if (ev == Py_NotImplemented) { /* net.send(r, dst, nbytes, bound=bound, on_arrival=hook) */
+        Py_DECREF(ev);
+        PyObject *meth = PyObject_GetAttr(c->net, s_send_m);
+        PyObject *kw = meth ? PyTuple_Pack(2, s_bound_kw, s_on_arrival_kw) : NULL;
+        PyObject *b[] = {c->r, dst, nbytes, bound, hook};
+        ev = kw ? PyObject_Vectorcall(meth, b, 3, kw) : NULL;
+        Py_XDECREF(kw);
+        Py_XDECREF(meth);
+    }
+    Py_DECREF(hook);
+    return ev;
+}
+
+/* post the sends and receives of the current step, the waits in _plain_rank's order */
+static int crank_post(Crank *c, PyObject *ph) {
+    PyObject *sends = PyTuple_GET_ITEM(ph, 1), *srcs = PyTuple_GET_ITEM(ph, 2);
+    Py_ssize_t ns = PyTuple_GET_SIZE(sends), nr = PyTuple_GET_SIZE(srcs);
+    PyObject *s = PyLong_FromSsize_t(c->step);
+    if (!s)
+        return -1;
+    PyObject *lane = iget(c->net, s_lane_ctx_), *sctx = NULL;
+    if (!lane)
+        goto fail;
+    if (lane == Py_None && !(sctx = iget(c->net, s_send_ctx_)))
+        goto fail;
+    Py_DECREF(lane);
+    lane = NULL;
+    if (sctx == Py_None)
+        Py_CLEAR(sctx);
+    PyObject *stack[64], **sent = ns <= 64 ? stack : PyMem_Malloc(ns * sizeof *sent);
+    if (!sent) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    Py_ssize_t made = 0;
+    for (; made < ns; made++)
+        if (!(sent[made] = crank_send(c, sctx, PyTuple_GET_ITEM(sends, made), s)))
+            break;
+    int ok = made == ns;
+    for (Py_ssize_t j = 0; ok && j < nr; j++) {
+        /* job_recv's lines, with no event where the message is in the mailbox already (one that would
+         * come processed: _plain_rank goes on at once) */
+        PyObject *key = PyTuple_Pack(3, PyTuple_GET_ITEM(srcs, j), c->r, s);
+        int hit = 0;
+        PyObject *payload = key ? job_take(c->jctx, key, &hit) : NULL;
+        if (hit)
+            ok = payload != NULL;
+        else if (key && !PyErr_Occurred()) {
+            PyObject *ev = job_wait(c->jctx, key);
+            ok = ev && crank_push(c, ev) == 0;
+        } else
+            ok = 0;
+        Py_XDECREF(payload);
+        Py_XDECREF(key);
+    }
+    for (Py_ssize_t j = 0; j < made; j++) {
+        if (ok)
+            ok = crank_push(c, sent[j]) == 0;
+        else
+            Py_DECREF(sent[j]);
+    }
+    if (sent != stack)
+        PyMem_Free(sent);
+    Py_XDECREF(sctx);
+    Py_DECREF(s);
+    return ok ? 0 : -1;
+fail:
+    Py_XDECREF(lane);
+    Py_XDECREF(sctx);
+    Py_DECREF(s);
+    return -1;
+}
+
+/* the rank's process ends: done._ok = True, done._value = None (or the failure), env.schedule(done) */
+static int crank_end(Crank *c, int ok, PyObject *value) {
+    if (PyObject_SetAttr(c->done, s_ok, ok ? Py_True : Py_False) < 0 || PyObject_SetAttr(c->done, s_value, value) < 0)
+        return -1;
+    PyObject *r = PyObject_CallMethodOneArg(c->env, s_schedule_m, c->done);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* wait on ``event`` where it is not processed yet (1: waiting, 0: go on at once, -1: error); steals it */
+static int crank_wait(Crank *c, PyObject *event) {
+    PyObject *cbs = PyObject_GetAttr(event, s_callbacks);
+    int rc = -1;
+    if (cbs) {
+        rc = 0;
+        if (cbs != Py_None)
+            rc = PyList_Append(cbs, (PyObject *)c) < 0 ? -1 : 1;
+        Py_DECREF(cbs);
+    }
+    Py_DECREF(event);
+    return rc;
+}
+
+/* Crank(event): the event the rank waited on is processed; the rank goes on (Process._resume) */
+static PyObject *Crank_call(Crank *c, PyObject *args, PyObject *kwds) {
+    PyObject *event;
+    if (!PyArg_ParseTuple(args, "O:Crank", &event) || !c->plan)
+        return NULL;
+    PyObject *okv = PyObject_GetAttr(event, s_ok);
+    if (!okv)
+        return NULL;
+    int ok = PyObject_IsTrue(okv);
+    Py_DECREF(okv);
+    if (ok < 0)
+        return NULL;
+    if (!ok) { /* the process would fail with the event's exception */
+        PyObject *exc = PyObject_GetAttr(event, s_value);
+        if (!exc || PyObject_SetAttr(event, s_defused, Py_True) < 0) {
+            Py_XDECREF(exc);
+            return NULL;
+        }
+        crank_drop_waits(c);
+        int rc = crank_end(c, 0, exc);
+        Py_DECREF(exc);
+        Py_CLEAR(c->plan);
+        if (rc < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *plan = c->plan;
+    Py_ssize_t nph = PyTuple_GET_SIZE(plan);
+    for (;;) {
+        if (c->started) {
+            while (c->wi < c->nwait) {
+                PyObject *ev = c->waits[c->wi];
+                c->waits[c->wi++] = NULL;
+                int w = crank_wait(c, ev);
+                if (w < 0)
+                    return NULL;
+                if (w)
+                    Py_RETURN_NONE;
+            }
+            c->wi = c->nwait = 0;
+            PyObject *ph = PyTuple_GET_ITEM(plan, c->phase);
+            double reduce = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(ph, 3));
+            if (reduce > 0 && c->compute && !c->computed) { /* yield job.compute(r, reduce * job.gamma) */
+                c->computed = 1;
+                double gamma;
+                if (attr_f(c->job, s_gamma_, &gamma) < 0)
+                    return NULL;
+                PyObject *sec = PyFloat_FromDouble(reduce * gamma);
+                PyObject *meth = sec ? PyObject_GetAttr(c->job, s_compute_m) : NULL;
+                PyObject *a[] = {c->r, sec};
+                PyObject *ev = meth ? PyObject_Vectorcall(meth, a, 2, NULL) : NULL;
+                Py_XDECREF(meth);
+                Py_XDECREF(sec);
+                if (!ev)
+                    return NULL;
+                int w = crank_wait(c, ev);
+                if (w < 0)
+                    return NULL;
+                if (w)
+                    Py_RETURN_NONE;
+            }
+            c->computed = 0;
+            c->step++;
+            if (++c->rep == PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0))) {
+                c->rep = 0;
+                c->phase++;
+            }
+        }
+        c->started = 1;
+        /* the next step with something to do (a phase without sends or receives: its steps counted) */
+        for (; c->phase < nph; c->phase++) {
+            PyObject *ph = PyTuple_GET_ITEM(plan, c->phase);
+            if (PyTuple_GET_SIZE(PyTuple_GET_ITEM(ph, 1)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(ph, 2))) {
+                if (PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0)) > c->rep)
+                    break;
+                c->step += PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0)) - c->rep;
+            } else
+                c->step += PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0));
+            c->rep = 0;
+        }
+        if (c->phase == nph) {
+            int rc = crank_end(c, 1, Py_None);
+            Py_CLEAR(c->plan);
+            if (rc < 0)
+                return NULL;
+            Py_RETURN_NONE;
+        }
+        if (crank_post(c, PyTuple_GET_ITEM(plan, c->phase)) < 0)
+            return NULL;
+    }
+}
+
+static PyTypeObject CrankType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore.Crank",
+    .tp_basicsize = sizeof(Crank),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Crank(r, plan, shared): a plain rank's loop, called with each event it waited on (see _ratecore.c)",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Crank_init,
+    .tp_dealloc = (destructor)Crank_dealloc,
+    .tp_traverse = (traverseproc)Crank_traverse,
+    .tp_clear = (inquiry)Crank_clear,
+    .tp_call = (ternaryfunc)Crank_call,
+};
 
 /* ------------------------------------------------------------------ the fast path's event loop (sim/fastpath.py)
  *
@@ -8189,7 +8567,8 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__ratecore(void) {
     if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&FastType) < 0 || PyType_Ready(&DfDoneType) < 0 ||
-        PyType_Ready(&DuesType) < 0 || PyType_Ready(&GoneType) < 0 || st_ready() < 0)
+        PyType_Ready(&DuesType) < 0 || PyType_Ready(&GoneType) < 0 || PyType_Ready(&CrankType) < 0 ||
+        st_ready() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
@@ -8199,7 +8578,7 @@ PyMODINIT_FUNC PyInit__ratecore(void) {
         PyTypeObject *type;
     } types[] = {{"Core", &CoreType},       {"Fast", &FastType},           {"DfDone", &DfDoneType},
                  {"Dues", &DuesType},       {"NetBase", &NetBaseType},     {"RatesBase", &RatesBaseType},
-                 {"Gone", &GoneType}};
+                 {"Gone", &GoneType},       {"Crank", &CrankType}};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         Py_INCREF(types[k].type);
         if (PyModule_AddObject(m, types[k].name, (PyObject *)types[k].type) < 0) {
