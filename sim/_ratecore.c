@@ -3977,6 +3977,13 @@ static PyObject *py_sent_many(PyObject *self, PyObject *const *args, Py_ssize_t 
  * waits on Job.compute (gamma > 0). _plain_rank stays the reference and the fallback (sim.program._CRANKS
  * off, COLLSIM_PURE=1; tests/test_crank.py holds them equal). */
 
+/* a rank's inbox entry: messages of (src, step) arrived and not received yet, or the receive posted for
+ * them (its event) that no message has matched yet; key -1: empty */
+struct CBox {
+    int64_t key, count;
+    PyObject *ev;
+};
+
 typedef struct {
     PyObject_HEAD
     PyObject *plan, *job, *net, *jctx, *deliver, *env, *done, *r;
@@ -3985,7 +3992,76 @@ typedef struct {
     int computed, started;
     PyObject **waits;
     Py_ssize_t wcap;
+    /* the inbox (open addressing, linear probing, deleted by shifting back), its live entries */
+    struct CBox *box;
+    Py_ssize_t boxcap, boxn, held, posted;
 } Crank;
+
+static inline size_t cbox_hash(int64_t key, Py_ssize_t cap) {
+    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 32) & (size_t)(cap - 1);
+}
+
+/* the entry of ``key`` (made where ``make`` and it is not there: NULL where not there, or out of memory
+ * with an exception set) */
+static struct CBox *cbox_find(Crank *c, int64_t key, int make) {
+    if (c->boxcap) {
+        for (size_t i = cbox_hash(key, c->boxcap);; i = (i + 1) & (size_t)(c->boxcap - 1)) {
+            if (c->box[i].key == key)
+                return &c->box[i];
+            if (c->box[i].key < 0)
+                break;
+        }
+    }
+    if (!make)
+        return NULL;
+    if (2 * (c->boxn + 1) > c->boxcap) {
+        Py_ssize_t cap = c->boxcap ? 2 * c->boxcap : 16;
+        struct CBox *box = PyMem_Malloc(cap * sizeof *box);
+        if (!box) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < cap; i++)
+            box[i].key = -1;
+        for (Py_ssize_t j = 0; j < c->boxcap; j++) {
+            if (c->box[j].key < 0)
+                continue;
+            size_t i = cbox_hash(c->box[j].key, cap);
+            while (box[i].key >= 0)
+                i = (i + 1) & (size_t)(cap - 1);
+            box[i] = c->box[j];
+        }
+        PyMem_Free(c->box);
+        c->box = box;
+        c->boxcap = cap;
+    }
+    size_t i = cbox_hash(key, c->boxcap);
+    while (c->box[i].key >= 0)
+        i = (i + 1) & (size_t)(c->boxcap - 1);
+    c->box[i] = (struct CBox){key, 0, NULL};
+    c->boxn++;
+    return &c->box[i];
+}
+
+/* the entry at ``e`` emptied (its event already taken), the ones after it shifted back */
+static void cbox_drop(Crank *c, struct CBox *e) {
+    size_t mask = (size_t)(c->boxcap - 1), i = (size_t)(e - c->box), j = i;
+    c->box[i].key = -1;
+    c->boxn--;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (c->box[j].key < 0)
+            return;
+        size_t home = cbox_hash(c->box[j].key, c->boxcap);
+        /* j's entry may move to i where its home is not in (i, j] (cyclically) */
+        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+            c->box[i] = c->box[j];
+            c->box[j].key = -1;
+            i = j;
+        }
+    }
+}
 
 static PyObject *s_lane_ctx_, *s_send_ctx_, *s_send_m, *s_compute_m, *s_schedule_m, *s_bound_kw, *s_on_arrival_kw,
     *s_defused, *s_gamma_;
@@ -4007,6 +4083,15 @@ static void crank_drop_waits(Crank *c) {
     c->wi = c->nwait = 0;
 }
 
+static void crank_drop_box(Crank *c) {
+    for (Py_ssize_t i = 0; i < c->boxcap; i++)
+        if (c->box[i].key >= 0)
+            Py_CLEAR(c->box[i].ev);
+    PyMem_Free(c->box);
+    c->box = NULL;
+    c->boxcap = c->boxn = c->held = c->posted = 0;
+}
+
 static int Crank_traverse(Crank *c, visitproc visit, void *arg) {
     Py_VISIT(c->plan);
     Py_VISIT(c->job);
@@ -4017,11 +4102,15 @@ static int Crank_traverse(Crank *c, visitproc visit, void *arg) {
     Py_VISIT(c->done);
     for (Py_ssize_t i = c->wi; i < c->nwait; i++)
         Py_VISIT(c->waits[i]);
+    for (Py_ssize_t i = 0; i < c->boxcap; i++)
+        if (c->box[i].key >= 0)
+            Py_VISIT(c->box[i].ev);
     return 0;
 }
 
 static int Crank_clear(Crank *c) {
     crank_drop_waits(c);
+    crank_drop_box(c);
     Py_CLEAR(c->plan);
     Py_CLEAR(c->job);
     Py_CLEAR(c->net);
@@ -4048,8 +4137,8 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
     }
     if (!PyArg_ParseTuple(args, "O!O!O!:Crank", &PyLong_Type, &r, &PyTuple_Type, &plan, &PyTuple_Type, &shared))
         return -1;
-    if (PyTuple_GET_SIZE(shared) != 7) {
-        PyErr_SetString(PyExc_TypeError, "Crank: shared must be (job, net, jctx, deliver, env, done, compute)");
+    if (PyTuple_GET_SIZE(shared) != 7 || !PyList_CheckExact(PyTuple_GET_ITEM(shared, 3))) {
+        PyErr_SetString(PyExc_TypeError, "Crank: shared must be (job, net, jctx, inboxes, env, done, compute)");
         return -1;
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(plan); i++) {
@@ -4100,36 +4189,23 @@ static int crank_push(Crank *c, PyObject *event) { /* (steals event) */
     return 0;
 }
 
-/* one send of the step, as _plain_rank makes it (``sctx``: the network's _send_ctx where the lane is closed,
- * else NULL), a new reference to its event */
-static PyObject *crank_send(Crank *c, PyObject *sctx, PyObject *msg, PyObject *s) {
+/* one send of the step: Job.send's lines (lane_send where the private lane is open, eng_send where it is
+ * closed, else Network.send), whose arrival hook is the receiver's inbox (Crank.deliver) rather than the
+ * job's mailboxes; a new reference to its event. ``sctx``: the network's _send_ctx, ``lane``: its
+ * _lane_ctx (None where closed) */
+static PyObject *crank_send(Crank *c, PyObject *lane, PyObject *sctx, PyObject *msg, PyObject *hookf,
+                            PyObject *s) {
     PyObject *dst = PyTuple_GET_ITEM(msg, 0), *nbytes = PyTuple_GET_ITEM(msg, 1), *bound = PyTuple_GET_ITEM(msg, 2);
-    if (!sctx) { /* job.send(r, dst, nbytes, None, s) or with bound=bound */
-        PyObject *meth = PyObject_GetAttr(c->job, s_send_m);
-        if (!meth)
-            return NULL;
-        PyObject *a[] = {c->r, dst, nbytes, Py_None, s, bound};
-        PyObject *kw = NULL, *ev;
-        if (bound != Py_None) {
-            if (!(kw = PyTuple_Pack(1, s_bound_kw))) {
-                Py_DECREF(meth);
-                return NULL;
-            }
-            ev = PyObject_Vectorcall(meth, a, 5, kw);
-        } else
-            ev = PyObject_Vectorcall(meth, a, 5, NULL);
-        Py_XDECREF(kw);
-        Py_DECREF(meth);
-        return ev;
-    }
-    PyObject *key = PyTuple_Pack(3, c->r, dst, s);
-    PyObject *hook = key ? PyTuple_Pack(3, c->deliver, key, Py_None) : NULL;
-    Py_XDECREF(key);
+    int64_t key = (PyLong_AsLongLong(c->r) << 32) | (int64_t)c->step;
+    PyObject *ko = PyLong_FromLongLong(key);
+    PyObject *hook = ko ? PyTuple_Pack(3, hookf, ko, Py_None) : NULL;
+    Py_XDECREF(ko);
     if (!hook)
         return NULL;
-    PyObject *a[] = {sctx, c->r, dst, nbytes, bound, hook};
-    PyObject *ev = py_eng_send(NULL, a, 6);
-    if (ev == Py_NotImplemented) { /* net.send(r, dst, nbytes, bound=bound, on_arrival=hook) */
+    PyObject *a[] = {lane != Py_None ? lane : sctx, c->r, dst, nbytes, bound, hook};
+    PyObject *ev = lane != Py_None ? py_lane_send(NULL, a, 6) : sctx != Py_None ? py_eng_send(NULL, a, 6)
+                                                                                   : Py_NewRef(Py_NotImplemented);
+    if (ev == Py_NotImplemented || ev == Py_None) { /* net.send(r, dst, nbytes, bound=bound, on_arrival=hook) */
         Py_DECREF(ev);
         PyObject *meth = PyObject_GetAttr(c->net, s_send_m);
         PyObject *kw = meth ? PyTuple_Pack(2, s_bound_kw, s_on_arrival_kw) : NULL;
@@ -4142,47 +4218,60 @@ static PyObject *crank_send(Crank *c, PyObject *sctx, PyObject *msg, PyObject *s
     return ev;
 }
 
-/* post the sends and receives of the current step, the waits in _plain_rank's order */
-static int crank_post(Crank *c, PyObject *ph) {
+/* post the sends and receives of the current step, the waits in _plain_rank's order (``ranks``: the
+ * inboxes' deliver methods, by rank) */
+static int crank_post(Crank *c, PyObject *ph, PyObject *ranks) {
     PyObject *sends = PyTuple_GET_ITEM(ph, 1), *srcs = PyTuple_GET_ITEM(ph, 2);
     Py_ssize_t ns = PyTuple_GET_SIZE(sends), nr = PyTuple_GET_SIZE(srcs);
     PyObject *s = PyLong_FromSsize_t(c->step);
     if (!s)
         return -1;
-    PyObject *lane = iget(c->net, s_lane_ctx_), *sctx = NULL;
-    if (!lane)
-        goto fail;
-    if (lane == Py_None && !(sctx = iget(c->net, s_send_ctx_)))
-        goto fail;
-    Py_DECREF(lane);
-    lane = NULL;
-    if (sctx == Py_None)
-        Py_CLEAR(sctx);
+    PyObject *lane = iget(c->net, s_lane_ctx_), *sctx = lane ? iget(c->net, s_send_ctx_) : NULL;
     PyObject *stack[64], **sent = ns <= 64 ? stack : PyMem_Malloc(ns * sizeof *sent);
-    if (!sent) {
-        PyErr_NoMemory();
-        goto fail;
-    }
     Py_ssize_t made = 0;
-    for (; made < ns; made++)
-        if (!(sent[made] = crank_send(c, sctx, PyTuple_GET_ITEM(sends, made), s)))
-            break;
-    int ok = made == ns;
-    for (Py_ssize_t j = 0; ok && j < nr; j++) {
-        /* job_recv's lines, with no event where the message is in the mailbox already (one that would
-         * come processed: _plain_rank goes on at once) */
-        PyObject *key = PyTuple_Pack(3, PyTuple_GET_ITEM(srcs, j), c->r, s);
-        int hit = 0;
-        PyObject *payload = key ? job_take(c->jctx, key, &hit) : NULL;
-        if (hit)
-            ok = payload != NULL;
-        else if (key && !PyErr_Occurred()) {
-            PyObject *ev = job_wait(c->jctx, key);
-            ok = ev && crank_push(c, ev) == 0;
-        } else
+    int ok = sctx && sent;
+    if (!sent)
+        PyErr_NoMemory();
+    for (; ok && made < ns; made++) {
+        PyObject *msg = PyTuple_GET_ITEM(sends, made);
+        Py_ssize_t d = PyLong_AsSsize_t(PyTuple_GET_ITEM(msg, 0));
+        if (d < 0 || d >= PyList_GET_SIZE(ranks)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_IndexError, "Crank: a send to a rank beyond the program's");
             ok = 0;
-        Py_XDECREF(payload);
-        Py_XDECREF(key);
+            break;
+        }
+        if (!(sent[made] = crank_send(c, lane, sctx, msg, PyList_GET_ITEM(ranks, d), s)))
+            ok = 0;
+    }
+    if (!ok && made > 0 && !sent[made - 1])
+        made--;
+    /* the receives: a message in the inbox already is taken (its receive would come processed: _plain_rank
+     * goes on at once), else the receive waits in the inbox */
+    for (Py_ssize_t j = 0; ok && j < nr; j++) {
+        int64_t key = (PyLong_AsLongLong(PyTuple_GET_ITEM(srcs, j)) << 32) | (int64_t)c->step;
+        struct CBox *e = cbox_find(c, key, 1);
+        if (!e) {
+            ok = 0;
+            break;
+        }
+        if (e->count > 0) {
+            c->held--;
+            if (--e->count == 0 && !e->ev)
+                cbox_drop(c, e);
+            continue;
+        }
+        PyObject *ev = new_event(PyTuple_GET_ITEM(c->jctx, JX_EVENT), c->env);
+        if (!ev || e->ev) { /* (a pair appears once per step: one receive per key) */
+            if (ev)
+                PyErr_SetString(PyExc_RuntimeError, "Crank: two receives of one message");
+            Py_XDECREF(ev);
+            ok = 0;
+            break;
+        }
+        e->ev = Py_NewRef(ev);
+        c->posted++;
+        ok = crank_push(c, ev) == 0;
     }
     for (Py_ssize_t j = 0; j < made; j++) {
         if (ok)
@@ -4190,17 +4279,44 @@ static int crank_post(Crank *c, PyObject *ph) {
         else
             Py_DECREF(sent[j]);
     }
-    if (sent != stack)
+    if (sent && sent != stack)
         PyMem_Free(sent);
-    Py_XDECREF(sctx);
-    Py_DECREF(s);
-    return ok ? 0 : -1;
-fail:
     Py_XDECREF(lane);
     Py_XDECREF(sctx);
     Py_DECREF(s);
-    return -1;
+    return ok ? 0 : -1;
 }
+
+/* Crank.deliver(key, payload): a message's arrival at this rank (Job._deliver on the rank's inbox): the
+ * receive posted for it triggered (Network.trigger, held to the end of a wake-up), else the message kept */
+static PyObject *Crank_deliver(Crank *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "deliver(key, payload)"))
+        return NULL;
+    int64_t key = PyLong_AsLongLong(args[0]);
+    if (key == -1 && PyErr_Occurred())
+        return NULL;
+    struct CBox *e = cbox_find(c, key, 1);
+    if (!e)
+        return NULL;
+    if (!e->ev) {
+        e->count++;
+        c->held++;
+        Py_RETURN_NONE;
+    }
+    PyObject *ev = e->ev;
+    e->ev = NULL;
+    c->posted--;
+    if (e->count == 0)
+        cbox_drop(c, e);
+    int rc = trigger_held(c->net, ev, args[1]);
+    Py_DECREF(ev);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Crank.pending() -> (receives posted that no message matched, messages arrived that nobody received) */
+static PyObject *Crank_pending(Crank *c, PyObject *unused) { return Py_BuildValue("nn", c->posted, c->held); }
 
 /* the rank's process ends: done._ok = True, done._value = None (or the failure), env.schedule(done) */
 static int crank_end(Crank *c, int ok, PyObject *value) {
@@ -4312,10 +4428,17 @@ static PyObject *Crank_call(Crank *c, PyObject *args, PyObject *kwds) {
                 return NULL;
             Py_RETURN_NONE;
         }
-        if (crank_post(c, PyTuple_GET_ITEM(plan, c->phase)) < 0)
+        if (crank_post(c, PyTuple_GET_ITEM(plan, c->phase), c->deliver) < 0)
             return NULL;
     }
 }
+
+static PyMethodDef Crank_methods[] = {
+    {"deliver", (PyCFunction)(void (*)(void))Crank_deliver, METH_FASTCALL,
+     "deliver(key, payload): a message of key (src << 32 | step) arrives at this rank"},
+    {"pending", (PyCFunction)Crank_pending, METH_NOARGS, "pending() -> (receives waiting, messages unreceived)"},
+    {NULL, NULL, 0, NULL},
+};
 
 static PyTypeObject CrankType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore.Crank",
@@ -4328,6 +4451,7 @@ static PyTypeObject CrankType = {
     .tp_traverse = (traverseproc)Crank_traverse,
     .tp_clear = (inquiry)Crank_clear,
     .tp_call = (ternaryfunc)Crank_call,
+    .tp_methods = Crank_methods,
 };
 
 /* ------------------------------------------------------------------ the fast path's event loop (sim/fastpath.py)

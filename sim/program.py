@@ -379,7 +379,9 @@ def _compiled_ranks(job: Any, program: StepProgram) -> list[Any] | None:
     by an event scheduled as SimPy's ``Initialize`` is (urgent, in rank order) and ending with an event
     that stands for its process (triggered and scheduled as ``Process._resume`` does): those events, or
     None where :func:`_plain_rank`'s processes must run (no compiled core, Job.send / Job.recv another's,
-    the job's receives not compiled)."""
+    the job's receives not compiled). A rank's messages arrive in its own inbox (``Crank.deliver``: the
+    receive waiting for a message, else the messages not received yet, by sender and step) rather than in
+    the job's mailboxes; the job counts what the inboxes hold (:meth:`~sim.runtime.Job.pending_receives`)."""
     core, own = runtime_core()
     crank = getattr(core, "Crank", None)
     if not _CRANKS or crank is None or (type(job).send, type(job).recv) != own or job._ctx is None:
@@ -387,20 +389,24 @@ def _compiled_ranks(job: Any, program: StepProgram) -> list[Any] | None:
     from simpy.events import URGENT, Event  # noqa: PLC0415 - (SimPy's event internals, as sim.network's)
 
     env = job.env
-    dones = []
+    dones, inboxes = [], []
+    ranks = []
     for r in range(program.endpoints):
         plan = []
         for step, times in program.phases:
             sends, srcs, reduce = step.plain(r)
             plan.append((int(times), tuple(sends), tuple(srcs), float(reduce)))
         done = Event(env)
-        rank = crank(r, tuple(plan), (job, job.net, job._ctx, job._hook, env, done, job.gamma > 0))
+        rank = crank(r, tuple(plan), (job, job.net, job._ctx, inboxes, env, done, job.gamma > 0))
+        ranks.append(rank)
         start = Event(env)  # (simpy.events.Initialize's lines)
         start.callbacks = [rank]
         start._ok = True  # type: ignore[attr-defined]
         start._value = None  # type: ignore[attr-defined]
         env.schedule(start, URGENT)
         dones.append(done)
+    inboxes.extend(rank.deliver for rank in ranks)  # (each rank's messages arrive in its own inbox)
+    job._inboxes.extend(ranks)
     return dones
 
 
