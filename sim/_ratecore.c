@@ -3813,9 +3813,16 @@ static int eng_strings(void) {
  * NotImplemented where the Python lines must do it: the lane open, a pair not routed yet, a size or bound
  * that is not a float, a size below 0, no free slot, a sender beyond the model's overheads, a clock that is
  * not a float */
+static PyObject *eng_send_with(PyObject *const *args, PyObject *given);
+
 static PyObject *py_eng_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 6, "eng_send(ectx, src, dst, nbytes, bound, hook)"))
         return NULL;
+    return eng_send_with(args, NULL);
+}
+
+/* eng_send's lines, with ``given`` (where not NULL) for the send's event rather than a new one */
+static PyObject *eng_send_with(PyObject *const *args, PyObject *given) {
     PyObject *ectx = args[0], *src = args[1], *nbytes = args[3], *bound = args[4], *hook = args[5];
     if (!PyTuple_CheckExact(ectx) || PyTuple_GET_SIZE(ectx) != 3 || lane_ctx(PyTuple_GET_ITEM(ectx, 0)) < 0) {
         if (!PyErr_Occurred())
@@ -3864,7 +3871,7 @@ static PyObject *py_eng_send(PyObject *self, PyObject *const *args, Py_ssize_t n
     /* delay = latency[pid] + overhead[src]; start = env._now + delay (msgmodel._nominal_one, then send) */
     double delay = PyFloat_AS_DOUBLE(PyList_GET_ITEM(lat, p)) + PyFloat_AS_DOUBLE(PyList_GET_ITEM(ovh, s));
     double start = PyFloat_AS_DOUBLE(now_o) + delay;
-    if (!(event = new_event(PyTuple_GET_ITEM(ctx, CX_EVENT), env)))
+    if (!(event = given ? Py_NewRef(given) : new_event(PyTuple_GET_ITEM(ctx, CX_EVENT), env)))
         goto done;
     Py_ssize_t nfree = PyList_GET_SIZE(free_);
     slot = Py_NewRef(PyList_GET_ITEM(free_, nfree - 1));
@@ -3966,61 +3973,80 @@ static PyObject *py_sent_many(PyObject *self, PyObject *const *args, Py_ssize_t 
 /* ------------------------------------------------------------------ the plain ranks' loop (sim/program.py)
  *
  * Crank(r, plan, shared): rank ``r`` of run_messages without the data check, as sim.program._plain_rank runs
- * it in a SimPy process -- the same sends (eng_send on the closed lane, else Network.send; Job.send while the
- * private lane is open), the same receives (job_recv), the same waits in the same order (the step's receives,
- * then its sends, then its reduction where gamma > 0), the same step numbers -- with no generator and no
- * Process: the object is itself the callback an event it waits on runs (where Process._resume would have
- * run), and goes on with its step there. ``plan``: per phase (times, sends ((dst, nbytes, bound), ...),
- * receives' senders (src, ...), bytes reduced); ``shared`` = (job, net, jctx, deliver, env, done, compute):
- * the job, its network, Job._ctx, Job._hook, the environment, the event that stands for the rank's process
- * (triggered and scheduled when the rank ends, as Process._resume does) and whether a step's reduction
- * waits on Job.compute (gamma > 0). _plain_rank stays the reference and the fallback (sim.program._CRANKS
- * off, COLLSIM_PURE=1; tests/test_crank.py holds them equal). */
+ * it in a SimPy process, with no generator, no Process and no event per message. ``plan``: per phase (times,
+ * sends ((dst, nbytes, bound), ...), receives' senders (src, ...), bytes reduced); ``shared`` = (job, net,
+ * ranks, env, done, compute, dummy): the job, its network, the list of every rank's Crank, the environment,
+ * the event that stands for the rank's process (triggered and scheduled when the rank ends, as
+ * Process._resume does), whether a step's reduction waits on Job.compute (gamma > 0), and an event already
+ * processed that stands for each send's own on the closed lane.
+ *
+ * The rank makes the sends of _plain_rank (Job.send's lines: lane_send, eng_send, Network.send) and waits as
+ * it waits -- on the step's receives in order, then on its sends in order, then on its reduction -- but an
+ * event is made only where the rank would wait on one that has not fired: when the message (or the send's
+ * arrival) it waits on comes, the arrival hook makes an event whose callback is the rank and triggers it as
+ * Network.trigger would have triggered the receive's (or the send's) own -- held to the end of the wake-up,
+ * or scheduled -- and the rank goes on when that event is processed, where the process would have. A
+ * message or a send's arrival that nobody waits on is counted (a receive's own event would have been
+ * processed on the spot). The messages arrive in the receiver's inbox (by sender and step) rather than the
+ * job's mailboxes; Job.pending_receives / pending_messages count them (Crank.pending). _plain_rank stays the
+ * reference and the fallback (sim.program._CRANKS off, COLLSIM_PURE=1; tests/test_crank.py holds them equal:
+ * the same results, the same count of events scheduled). */
 
-/* a rank's inbox entry: messages of (src, step) arrived and not received yet, or the receive posted for
- * them (its event) that no message has matched yet; key -1: empty */
+/* what a rank waits on: nothing (it runs), the receive or send it is at (no event yet), an event made for
+ * it and triggered, a send's own event (a private or Python send), its reduction */
+enum { CW_NONE, CW_RECV, CW_SEND, CW_FIRED_RECV, CW_FIRED_SEND, CW_EVENT_SEND, CW_COMPUTE, CW_ENDED };
+
+/* an inbox entry: messages of (src << 32 | step) arrived and not taken yet; key -1: empty */
 struct CBox {
     int64_t key, count;
-    PyObject *ev;
 };
 
 typedef struct {
     PyObject_HEAD
-    PyObject *plan, *job, *net, *jctx, *deliver, *env, *done, *r;
-    int compute;
-    Py_ssize_t phase, rep, step, wi, nwait;
+    PyObject *plan, *job, *net, *ranks, *env, *done, *dummy, *r, *hooks;
+    int compute, wait;
+    int64_t rank;
+    Py_ssize_t phase, rep, step, ri, si, ns;
     int computed, started;
-    PyObject **waits;
-    Py_ssize_t wcap;
-    /* the inbox (open addressing, linear probing, deleted by shifting back), its live entries */
-    struct CBox *box;
-    Py_ssize_t boxcap, boxn, held, posted;
+    PyObject **sev; /* per send of the step: its own event (NULL: the dummy's, the arrival counted) */
+    unsigned char *arrived;
+    Py_ssize_t scap;
+    struct CBox *box; /* open addressing, linear probing, deleted by shifting back */
+    Py_ssize_t boxcap, boxn, held;
 } Crank;
+
+static PyTypeObject CrankType;
 
 static inline size_t cbox_hash(int64_t key, Py_ssize_t cap) {
     uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
     return (size_t)(h >> 32) & (size_t)(cap - 1);
 }
 
-/* the entry of ``key`` (made where ``make`` and it is not there: NULL where not there, or out of memory
- * with an exception set) */
-static struct CBox *cbox_find(Crank *c, int64_t key, int make) {
-    if (c->boxcap) {
+static struct CBox *cbox_find(Crank *c, int64_t key) {
+    if (c->boxcap)
         for (size_t i = cbox_hash(key, c->boxcap);; i = (i + 1) & (size_t)(c->boxcap - 1)) {
             if (c->box[i].key == key)
                 return &c->box[i];
             if (c->box[i].key < 0)
                 break;
         }
+    return NULL;
+}
+
+/* one more message of ``key`` kept (-1: out of memory, an exception set) */
+static int cbox_add(Crank *c, int64_t key) {
+    struct CBox *e = cbox_find(c, key);
+    if (e) {
+        e->count++;
+        c->held++;
+        return 0;
     }
-    if (!make)
-        return NULL;
     if (2 * (c->boxn + 1) > c->boxcap) {
         Py_ssize_t cap = c->boxcap ? 2 * c->boxcap : 16;
         struct CBox *box = PyMem_Malloc(cap * sizeof *box);
         if (!box) {
             PyErr_NoMemory();
-            return NULL;
+            return -1;
         }
         for (Py_ssize_t i = 0; i < cap; i++)
             box[i].key = -1;
@@ -4039,22 +4065,28 @@ static struct CBox *cbox_find(Crank *c, int64_t key, int make) {
     size_t i = cbox_hash(key, c->boxcap);
     while (c->box[i].key >= 0)
         i = (i + 1) & (size_t)(c->boxcap - 1);
-    c->box[i] = (struct CBox){key, 0, NULL};
+    c->box[i] = (struct CBox){key, 1};
     c->boxn++;
-    return &c->box[i];
+    c->held++;
+    return 0;
 }
 
-/* the entry at ``e`` emptied (its event already taken), the ones after it shifted back */
-static void cbox_drop(Crank *c, struct CBox *e) {
+/* a message of ``key`` taken where one is kept (1), else 0 */
+static int cbox_take(Crank *c, int64_t key) {
+    struct CBox *e = cbox_find(c, key);
+    if (!e)
+        return 0;
+    c->held--;
+    if (--e->count)
+        return 1;
     size_t mask = (size_t)(c->boxcap - 1), i = (size_t)(e - c->box), j = i;
     c->box[i].key = -1;
     c->boxn--;
-    for (;;) {
+    for (;;) { /* the entries after it shifted back where their home allows */
         j = (j + 1) & mask;
         if (c->box[j].key < 0)
-            return;
+            return 1;
         size_t home = cbox_hash(c->box[j].key, c->boxcap);
-        /* j's entry may move to i where its home is not in (i, j] (cyclically) */
         if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
             c->box[i] = c->box[j];
             c->box[j].key = -1;
@@ -4064,68 +4096,48 @@ static void cbox_drop(Crank *c, struct CBox *e) {
 }
 
 static PyObject *s_lane_ctx_, *s_send_ctx_, *s_send_m, *s_compute_m, *s_schedule_m, *s_bound_kw, *s_on_arrival_kw,
-    *s_defused, *s_gamma_;
+    *s_defused, *s_gamma_, *s_sent_m;
 
 static int crank_strings(void) {
-    static PyObject **const names[] = {&s_lane_ctx_, &s_send_ctx_, &s_send_m,       &s_compute_m,
-                                       &s_schedule_m, &s_bound_kw, &s_on_arrival_kw, &s_defused, &s_gamma_};
-    static const char *const texts[] = {"_lane_ctx", "_send_ctx", "send", "compute",
-                                        "schedule",  "bound",     "on_arrival", "_defused", "gamma"};
-    for (size_t k = 0; !s_gamma_ && k < sizeof names / sizeof names[0]; k++)
+    static PyObject **const names[] = {&s_lane_ctx_,     &s_send_ctx_, &s_send_m, &s_compute_m, &s_schedule_m,
+                                       &s_bound_kw,      &s_on_arrival_kw, &s_defused, &s_gamma_, &s_sent_m};
+    static const char *const texts[] = {"_lane_ctx", "_send_ctx", "send",    "compute", "schedule",
+                                        "bound",     "on_arrival", "_defused", "gamma",  "sent"};
+    for (size_t k = 0; !s_sent_m && k < sizeof names / sizeof names[0]; k++)
         if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k])))
             return -1;
     return eng_strings();
 }
 
-static void crank_drop_waits(Crank *c) {
-    for (Py_ssize_t i = c->wi; i < c->nwait; i++)
-        Py_CLEAR(c->waits[i]);
-    c->wi = c->nwait = 0;
-}
-
-static void crank_drop_box(Crank *c) {
-    for (Py_ssize_t i = 0; i < c->boxcap; i++)
-        if (c->box[i].key >= 0)
-            Py_CLEAR(c->box[i].ev);
-    PyMem_Free(c->box);
-    c->box = NULL;
-    c->boxcap = c->boxn = c->held = c->posted = 0;
+static void crank_drop_step(Crank *c) {
+    for (Py_ssize_t j = 0; j < c->ns; j++)
+        Py_CLEAR(c->sev[j]);
+    c->ns = 0;
 }
 
 static int Crank_traverse(Crank *c, visitproc visit, void *arg) {
-    Py_VISIT(c->plan);
-    Py_VISIT(c->job);
-    Py_VISIT(c->net);
-    Py_VISIT(c->jctx);
-    Py_VISIT(c->deliver);
-    Py_VISIT(c->env);
-    Py_VISIT(c->done);
-    for (Py_ssize_t i = c->wi; i < c->nwait; i++)
-        Py_VISIT(c->waits[i]);
-    for (Py_ssize_t i = 0; i < c->boxcap; i++)
-        if (c->box[i].key >= 0)
-            Py_VISIT(c->box[i].ev);
+    PyObject *all[] = {c->plan, c->job, c->net, c->ranks, c->env, c->done, c->dummy, c->hooks};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        Py_VISIT(all[i]);
+    for (Py_ssize_t j = 0; j < c->ns; j++)
+        Py_VISIT(c->sev[j]);
     return 0;
 }
 
 static int Crank_clear(Crank *c) {
-    crank_drop_waits(c);
-    crank_drop_box(c);
-    Py_CLEAR(c->plan);
-    Py_CLEAR(c->job);
-    Py_CLEAR(c->net);
-    Py_CLEAR(c->jctx);
-    Py_CLEAR(c->deliver);
-    Py_CLEAR(c->env);
-    Py_CLEAR(c->done);
-    Py_CLEAR(c->r);
+    crank_drop_step(c);
+    PyObject **all[] = {&c->plan, &c->job, &c->net, &c->ranks, &c->env, &c->done, &c->dummy, &c->r, &c->hooks};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        Py_CLEAR(*all[i]);
     return 0;
 }
 
 static void Crank_dealloc(Crank *c) {
     PyObject_GC_UnTrack(c);
     Crank_clear(c);
-    PyMem_Free(c->waits);
+    PyMem_Free(c->sev);
+    PyMem_Free(c->arrived);
+    PyMem_Free(c->box);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
@@ -4137,10 +4149,11 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
     }
     if (!PyArg_ParseTuple(args, "O!O!O!:Crank", &PyLong_Type, &r, &PyTuple_Type, &plan, &PyTuple_Type, &shared))
         return -1;
-    if (PyTuple_GET_SIZE(shared) != 7 || !PyList_CheckExact(PyTuple_GET_ITEM(shared, 3))) {
-        PyErr_SetString(PyExc_TypeError, "Crank: shared must be (job, net, jctx, inboxes, env, done, compute)");
+    if (PyTuple_GET_SIZE(shared) != 7 || !PyList_CheckExact(PyTuple_GET_ITEM(shared, 2))) {
+        PyErr_SetString(PyExc_TypeError, "Crank: shared must be (job, net, ranks, env, done, compute, dummy)");
         return -1;
     }
+    Py_ssize_t most = 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(plan); i++) {
         PyObject *ph = PyTuple_GET_ITEM(plan, i);
         if (!PyTuple_CheckExact(ph) || PyTuple_GET_SIZE(ph) != 4 || !PyLong_CheckExact(PyTuple_GET_ITEM(ph, 0)) ||
@@ -4149,62 +4162,146 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
             PyErr_SetString(PyExc_TypeError, "Crank: a phase must be (times, sends, srcs, reduce)");
             return -1;
         }
-        PyObject *sends = PyTuple_GET_ITEM(ph, 1);
+        PyObject *sends = PyTuple_GET_ITEM(ph, 1), *srcs = PyTuple_GET_ITEM(ph, 2);
         for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(sends); j++) {
             PyObject *m = PyTuple_GET_ITEM(sends, j);
-            if (!PyTuple_CheckExact(m) || PyTuple_GET_SIZE(m) != 3) {
+            if (!PyTuple_CheckExact(m) || PyTuple_GET_SIZE(m) != 3 || !PyLong_CheckExact(PyTuple_GET_ITEM(m, 0))) {
                 PyErr_SetString(PyExc_TypeError, "Crank: a send must be (dst, nbytes, bound)");
                 return -1;
             }
         }
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(srcs); j++)
+            if (!PyLong_CheckExact(PyTuple_GET_ITEM(srcs, j))) {
+                PyErr_SetString(PyExc_TypeError, "Crank: a sender must be an int");
+                return -1;
+            }
+        if (PyTuple_GET_SIZE(sends) > most)
+            most = PyTuple_GET_SIZE(sends);
     }
-    int compute = PyObject_IsTrue(PyTuple_GET_ITEM(shared, 6));
-    if (compute < 0 || crank_strings() < 0 || job_ctx(PyTuple_GET_ITEM(shared, 2)) < 0)
+    int compute = PyObject_IsTrue(PyTuple_GET_ITEM(shared, 5));
+    if (compute < 0 || crank_strings() < 0)
         return -1;
+    int64_t rank = PyLong_AsLongLong(r);
+    if (rank == -1 && PyErr_Occurred())
+        return -1;
+    if (rank < 0 || rank >= ((int64_t)1 << 31)) {
+        PyErr_SetString(PyExc_ValueError, "Crank: a rank must be in 0..2**31-1");
+        return -1;
+    }
     Crank_clear(c);
+    PyMem_Free(c->sev);
+    PyMem_Free(c->arrived);
+    PyMem_Free(c->box);
+    c->box = NULL;
+    c->boxcap = c->boxn = c->held = 0;
+    c->sev = PyMem_Calloc(most ? most : 1, sizeof *c->sev);
+    c->arrived = PyMem_Calloc(most ? most : 1, 1);
+    c->scap = most;
+    if (!c->sev || !c->arrived) {
+        PyErr_NoMemory();
+        return -1;
+    }
     c->r = Py_NewRef(r);
+    c->rank = rank;
     c->plan = Py_NewRef(plan);
-    PyObject **slots[] = {&c->job, &c->net, &c->jctx, &c->deliver, &c->env, &c->done};
-    for (int i = 0; i < 6; i++)
+    PyObject **slots[] = {&c->job, &c->net, &c->ranks, &c->env, &c->done};
+    for (int i = 0; i < 5; i++)
         *slots[i] = Py_NewRef(PyTuple_GET_ITEM(shared, i));
+    c->dummy = Py_NewRef(PyTuple_GET_ITEM(shared, 6));
     c->compute = compute;
-    c->phase = c->rep = c->step = 0;
+    c->phase = c->rep = c->step = c->ri = c->si = c->ns = 0;
     c->computed = c->started = 0;
+    c->wait = CW_NONE;
+    /* each send's arrival hook: (self.sent, j, None), made once */
+    PyObject *sent = PyObject_GetAttr((PyObject *)c, s_sent_m);
+    if (!sent || !(c->hooks = PyTuple_New(most))) {
+        Py_XDECREF(sent);
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < most; j++) {
+        PyObject *jo = PyLong_FromSsize_t(j), *hook = jo ? PyTuple_Pack(3, sent, jo, Py_None) : NULL;
+        Py_XDECREF(jo);
+        if (!hook) {
+            Py_DECREF(sent);
+            return -1;
+        }
+        PyTuple_SET_ITEM(c->hooks, j, hook);
+    }
+    Py_DECREF(sent);
     return 0;
 }
 
-static int crank_push(Crank *c, PyObject *event) { /* (steals event) */
-    if (c->nwait == c->wcap) {
-        Py_ssize_t cap = c->wcap ? 2 * c->wcap : 8;
-        PyObject **w = PyMem_Realloc(c->waits, cap * sizeof *w);
-        if (!w) {
-            Py_DECREF(event);
-            PyErr_NoMemory();
-            return -1;
-        }
-        c->waits = w;
-        c->wcap = cap;
+/* a new event (of the dummy's class) whose callback is the rank, triggered with ``value`` as
+ * Network.trigger triggers an event a process waits on (held to the end of the wake-up, or scheduled); the
+ * rank now waits on it as ``wait`` */
+static int crank_fire(Crank *c, int wait, PyObject *value) {
+    PyObject *ev = new_event((PyObject *)Py_TYPE(c->dummy), c->env);
+    if (!ev)
+        return -1;
+    PyObject *cbs = PyObject_GetAttr(ev, s_callbacks);
+    int rc = cbs && PyList_CheckExact(cbs) ? PyList_Append(cbs, (PyObject *)c) : -1;
+    Py_XDECREF(cbs);
+    if (rc == 0)
+        rc = trigger_held(c->net, ev, value);
+    Py_DECREF(ev);
+    if (rc == 0)
+        c->wait = wait;
+    else if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "Crank: an event's callbacks must be a list");
+    return rc;
+}
+
+static inline int64_t crank_key(int64_t src, Py_ssize_t step) { return (src << 32) | (int64_t)step; }
+
+/* the arrival of a message ``src`` -> this rank of step ``step``: it fires the rank where the rank waits on
+ * it (the receive's event, triggered), else it is kept */
+static int crank_arrive(Crank *c, int64_t src, Py_ssize_t step) {
+    if (c->wait == CW_RECV && c->step == step) {
+        PyObject *ph = PyTuple_GET_ITEM(c->plan, c->phase);
+        if (PyLong_AsLongLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(ph, 2), c->ri)) == src)
+            return crank_fire(c, CW_FIRED_RECV, Py_None);
     }
-    c->waits[c->nwait++] = event;
-    return 0;
+    return cbox_add(c, crank_key(src, step));
+}
+
+/* Crank.sent(j, value): the arrival of the step's ``j``-th send (its hook, run before its event is
+ * triggered): the message to the receiver's inbox, then the send counted, the rank fired where it waits on
+ * this send with no event of the send's own */
+static PyObject *Crank_sent(Crank *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "sent(j, value)"))
+        return NULL;
+    Py_ssize_t j = PyLong_AsSsize_t(args[0]);
+    if (j == -1 && PyErr_Occurred())
+        return NULL;
+    if (!c->plan || j < 0 || j >= c->ns) {
+        PyErr_SetString(PyExc_IndexError, "Crank.sent: no such send in the rank's step");
+        return NULL;
+    }
+    PyObject *ph = PyTuple_GET_ITEM(c->plan, c->phase);
+    Py_ssize_t d = PyLong_AsSsize_t(PyTuple_GET_ITEM(PyTuple_GET_ITEM(PyTuple_GET_ITEM(ph, 1), j), 0));
+    if (d < 0 || d >= PyList_GET_SIZE(c->ranks) || Py_TYPE(PyList_GET_ITEM(c->ranks, d)) != &CrankType) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_IndexError, "Crank.sent: the receiver is not a rank of the program");
+        return NULL;
+    }
+    if (crank_arrive((Crank *)PyList_GET_ITEM(c->ranks, d), c->rank, c->step) < 0)
+        return NULL;
+    c->arrived[j] = 1;
+    if (!c->sev[j] && c->wait == CW_SEND && c->si == j && crank_fire(c, CW_FIRED_SEND, args[1]) < 0)
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 /* one send of the step: Job.send's lines (lane_send where the private lane is open, eng_send where it is
- * closed, else Network.send), whose arrival hook is the receiver's inbox (Crank.deliver) rather than the
- * job's mailboxes; a new reference to its event. ``sctx``: the network's _send_ctx, ``lane``: its
- * _lane_ctx (None where closed) */
-static PyObject *crank_send(Crank *c, PyObject *lane, PyObject *sctx, PyObject *msg, PyObject *hookf,
-                            PyObject *s) {
+ * closed -- with the dummy for its event --, else Network.send) with the rank's hook; a new reference to
+ * its event, or NULL with an exception set */
+static PyObject *crank_send(Crank *c, PyObject *lane, PyObject *sctx, PyObject *msg, Py_ssize_t j) {
+    PyObject *hook = PyTuple_GET_ITEM(c->hooks, j);
     PyObject *dst = PyTuple_GET_ITEM(msg, 0), *nbytes = PyTuple_GET_ITEM(msg, 1), *bound = PyTuple_GET_ITEM(msg, 2);
-    int64_t key = (PyLong_AsLongLong(c->r) << 32) | (int64_t)c->step;
-    PyObject *ko = PyLong_FromLongLong(key);
-    PyObject *hook = ko ? PyTuple_Pack(3, hookf, ko, Py_None) : NULL;
-    Py_XDECREF(ko);
-    if (!hook)
-        return NULL;
     PyObject *a[] = {lane != Py_None ? lane : sctx, c->r, dst, nbytes, bound, hook};
-    PyObject *ev = lane != Py_None ? py_lane_send(NULL, a, 6) : sctx != Py_None ? py_eng_send(NULL, a, 6)
-                                                                                   : Py_NewRef(Py_NotImplemented);
+    PyObject *ev = lane != Py_None ? py_lane_send(NULL, a, 6)
+                   : sctx != Py_None ? eng_send_with(a, c->dummy)
+                                     : Py_NewRef(Py_NotImplemented);
     if (ev == Py_NotImplemented || ev == Py_None) { /* net.send(r, dst, nbytes, bound=bound, on_arrival=hook) */
         Py_DECREF(ev);
         PyObject *meth = PyObject_GetAttr(c->net, s_send_m);
@@ -4214,112 +4311,38 @@ static PyObject *crank_send(Crank *c, PyObject *lane, PyObject *sctx, PyObject *
         Py_XDECREF(kw);
         Py_XDECREF(meth);
     }
-    Py_DECREF(hook);
     return ev;
 }
 
-/* post the sends and receives of the current step, the waits in _plain_rank's order (``ranks``: the
- * inboxes' deliver methods, by rank) */
-static int crank_post(Crank *c, PyObject *ph, PyObject *ranks) {
-    PyObject *sends = PyTuple_GET_ITEM(ph, 1), *srcs = PyTuple_GET_ITEM(ph, 2);
-    Py_ssize_t ns = PyTuple_GET_SIZE(sends), nr = PyTuple_GET_SIZE(srcs);
-    PyObject *s = PyLong_FromSsize_t(c->step);
-    if (!s)
-        return -1;
+/* post the sends of the current step (the receives are taken as the rank waits on them) */
+static int crank_post(Crank *c, PyObject *ph) {
+    PyObject *sends = PyTuple_GET_ITEM(ph, 1);
+    Py_ssize_t ns = PyTuple_GET_SIZE(sends);
     PyObject *lane = iget(c->net, s_lane_ctx_), *sctx = lane ? iget(c->net, s_send_ctx_) : NULL;
-    PyObject *stack[64], **sent = ns <= 64 ? stack : PyMem_Malloc(ns * sizeof *sent);
-    Py_ssize_t made = 0;
-    int ok = sctx && sent;
-    if (!sent)
-        PyErr_NoMemory();
-    for (; ok && made < ns; made++) {
-        PyObject *msg = PyTuple_GET_ITEM(sends, made);
-        Py_ssize_t d = PyLong_AsSsize_t(PyTuple_GET_ITEM(msg, 0));
-        if (d < 0 || d >= PyList_GET_SIZE(ranks)) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_IndexError, "Crank: a send to a rank beyond the program's");
+    int ok = sctx != NULL;
+    c->ri = c->si = 0;
+    for (Py_ssize_t j = 0; ok && j < ns; j++) {
+        c->arrived[j] = 0;
+        c->ns = j + 1; /* (the hook may run only once the send is in the step) */
+        PyObject *ev = crank_send(c, lane, sctx, PyTuple_GET_ITEM(sends, j), j);
+        if (!ev) {
             ok = 0;
             break;
         }
-        if (!(sent[made] = crank_send(c, lane, sctx, msg, PyList_GET_ITEM(ranks, d), s)))
-            ok = 0;
-    }
-    if (!ok && made > 0 && !sent[made - 1])
-        made--;
-    /* the receives: a message in the inbox already is taken (its receive would come processed: _plain_rank
-     * goes on at once), else the receive waits in the inbox */
-    for (Py_ssize_t j = 0; ok && j < nr; j++) {
-        int64_t key = (PyLong_AsLongLong(PyTuple_GET_ITEM(srcs, j)) << 32) | (int64_t)c->step;
-        struct CBox *e = cbox_find(c, key, 1);
-        if (!e) {
-            ok = 0;
-            break;
-        }
-        if (e->count > 0) {
-            c->held--;
-            if (--e->count == 0 && !e->ev)
-                cbox_drop(c, e);
-            continue;
-        }
-        PyObject *ev = new_event(PyTuple_GET_ITEM(c->jctx, JX_EVENT), c->env);
-        if (!ev || e->ev) { /* (a pair appears once per step: one receive per key) */
-            if (ev)
-                PyErr_SetString(PyExc_RuntimeError, "Crank: two receives of one message");
-            Py_XDECREF(ev);
-            ok = 0;
-            break;
-        }
-        e->ev = Py_NewRef(ev);
-        c->posted++;
-        ok = crank_push(c, ev) == 0;
-    }
-    for (Py_ssize_t j = 0; j < made; j++) {
-        if (ok)
-            ok = crank_push(c, sent[j]) == 0;
+        if (ev == c->dummy)
+            Py_DECREF(ev);
         else
-            Py_DECREF(sent[j]);
+            c->sev[j] = ev;
     }
-    if (sent && sent != stack)
-        PyMem_Free(sent);
     Py_XDECREF(lane);
     Py_XDECREF(sctx);
-    Py_DECREF(s);
     return ok ? 0 : -1;
 }
 
-/* Crank.deliver(key, payload): a message's arrival at this rank (Job._deliver on the rank's inbox): the
- * receive posted for it triggered (Network.trigger, held to the end of a wake-up), else the message kept */
-static PyObject *Crank_deliver(Crank *c, PyObject *const *args, Py_ssize_t nargs) {
-    if (!nargs_ok(nargs, 2, "deliver(key, payload)"))
-        return NULL;
-    int64_t key = PyLong_AsLongLong(args[0]);
-    if (key == -1 && PyErr_Occurred())
-        return NULL;
-    struct CBox *e = cbox_find(c, key, 1);
-    if (!e)
-        return NULL;
-    if (!e->ev) {
-        e->count++;
-        c->held++;
-        Py_RETURN_NONE;
-    }
-    PyObject *ev = e->ev;
-    e->ev = NULL;
-    c->posted--;
-    if (e->count == 0)
-        cbox_drop(c, e);
-    int rc = trigger_held(c->net, ev, args[1]);
-    Py_DECREF(ev);
-    if (rc < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
-/* Crank.pending() -> (receives posted that no message matched, messages arrived that nobody received) */
-static PyObject *Crank_pending(Crank *c, PyObject *unused) { return Py_BuildValue("nn", c->posted, c->held); }
-
-/* the rank's process ends: done._ok = True, done._value = None (or the failure), env.schedule(done) */
+/* the rank's process ends: done._ok, done._value = ok, value; env.schedule(done) */
 static int crank_end(Crank *c, int ok, PyObject *value) {
+    c->wait = CW_ENDED;
+    crank_drop_step(c);
     if (PyObject_SetAttr(c->done, s_ok, ok ? Py_True : Py_False) < 0 || PyObject_SetAttr(c->done, s_value, value) < 0)
         return -1;
     PyObject *r = PyObject_CallMethodOneArg(c->env, s_schedule_m, c->done);
@@ -4327,67 +4350,50 @@ static int crank_end(Crank *c, int ok, PyObject *value) {
     return r ? 0 : -1;
 }
 
-/* wait on ``event`` where it is not processed yet (1: waiting, 0: go on at once, -1: error); steals it */
-static int crank_wait(Crank *c, PyObject *event) {
+/* wait on ``event`` where it is not processed yet (1: waiting, 0: go on at once, -1: an error) */
+static int crank_wait(Crank *c, PyObject *event, int wait) {
     PyObject *cbs = PyObject_GetAttr(event, s_callbacks);
-    int rc = -1;
-    if (cbs) {
-        rc = 0;
-        if (cbs != Py_None)
-            rc = PyList_Append(cbs, (PyObject *)c) < 0 ? -1 : 1;
-        Py_DECREF(cbs);
+    if (!cbs)
+        return -1;
+    int rc = 0;
+    if (cbs != Py_None) {
+        rc = PyList_Append(cbs, (PyObject *)c) < 0 ? -1 : 1;
+        if (rc == 1)
+            c->wait = wait;
     }
-    Py_DECREF(event);
+    Py_DECREF(cbs);
     return rc;
 }
 
-/* Crank(event): the event the rank waited on is processed; the rank goes on (Process._resume) */
-static PyObject *Crank_call(Crank *c, PyObject *args, PyObject *kwds) {
-    PyObject *event;
-    if (!PyArg_ParseTuple(args, "O:Crank", &event) || !c->plan)
-        return NULL;
-    PyObject *okv = PyObject_GetAttr(event, s_ok);
-    if (!okv)
-        return NULL;
-    int ok = PyObject_IsTrue(okv);
-    Py_DECREF(okv);
-    if (ok < 0)
-        return NULL;
-    if (!ok) { /* the process would fail with the event's exception */
-        PyObject *exc = PyObject_GetAttr(event, s_value);
-        if (!exc || PyObject_SetAttr(event, s_defused, Py_True) < 0) {
-            Py_XDECREF(exc);
-            return NULL;
-        }
-        crank_drop_waits(c);
-        int rc = crank_end(c, 0, exc);
-        Py_DECREF(exc);
-        Py_CLEAR(c->plan);
-        if (rc < 0)
-            return NULL;
-        Py_RETURN_NONE;
-    }
+/* the rank runs until it waits (0) or ends; -1 on an error */
+static int crank_run(Crank *c) {
     PyObject *plan = c->plan;
     Py_ssize_t nph = PyTuple_GET_SIZE(plan);
     for (;;) {
         if (c->started) {
-            while (c->wi < c->nwait) {
-                PyObject *ev = c->waits[c->wi];
-                c->waits[c->wi++] = NULL;
-                int w = crank_wait(c, ev);
-                if (w < 0)
-                    return NULL;
-                if (w)
-                    Py_RETURN_NONE;
+            PyObject *ph = PyTuple_GET_ITEM(plan, c->phase), *srcs = PyTuple_GET_ITEM(ph, 2);
+            for (; c->ri < PyTuple_GET_SIZE(srcs); c->ri++) /* the receives, in order */
+                if (!cbox_take(c, crank_key(PyLong_AsLongLong(PyTuple_GET_ITEM(srcs, c->ri)), c->step))) {
+                    c->wait = CW_RECV;
+                    return 0;
+                }
+            for (; c->si < c->ns; c->si++) { /* then the sends */
+                if (c->sev[c->si]) {
+                    int w = crank_wait(c, c->sev[c->si], CW_EVENT_SEND);
+                    if (w)
+                        return w < 0 ? -1 : 0;
+                } else if (!c->arrived[c->si]) {
+                    c->wait = CW_SEND;
+                    return 0;
+                }
             }
-            c->wi = c->nwait = 0;
-            PyObject *ph = PyTuple_GET_ITEM(plan, c->phase);
+            crank_drop_step(c);
             double reduce = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(ph, 3));
             if (reduce > 0 && c->compute && !c->computed) { /* yield job.compute(r, reduce * job.gamma) */
                 c->computed = 1;
                 double gamma;
                 if (attr_f(c->job, s_gamma_, &gamma) < 0)
-                    return NULL;
+                    return -1;
                 PyObject *sec = PyFloat_FromDouble(reduce * gamma);
                 PyObject *meth = sec ? PyObject_GetAttr(c->job, s_compute_m) : NULL;
                 PyObject *a[] = {c->r, sec};
@@ -4395,12 +4401,11 @@ static PyObject *Crank_call(Crank *c, PyObject *args, PyObject *kwds) {
                 Py_XDECREF(meth);
                 Py_XDECREF(sec);
                 if (!ev)
-                    return NULL;
-                int w = crank_wait(c, ev);
-                if (w < 0)
-                    return NULL;
+                    return -1;
+                int w = crank_wait(c, ev, CW_COMPUTE);
+                Py_DECREF(ev);
                 if (w)
-                    Py_RETURN_NONE;
+                    return w < 0 ? -1 : 0;
             }
             c->computed = 0;
             c->step++;
@@ -4413,29 +4418,86 @@ static PyObject *Crank_call(Crank *c, PyObject *args, PyObject *kwds) {
         /* the next step with something to do (a phase without sends or receives: its steps counted) */
         for (; c->phase < nph; c->phase++) {
             PyObject *ph = PyTuple_GET_ITEM(plan, c->phase);
-            if (PyTuple_GET_SIZE(PyTuple_GET_ITEM(ph, 1)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(ph, 2))) {
-                if (PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0)) > c->rep)
-                    break;
-                c->step += PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0)) - c->rep;
-            } else
-                c->step += PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0));
+            Py_ssize_t times = PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0));
+            if ((PyTuple_GET_SIZE(PyTuple_GET_ITEM(ph, 1)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(ph, 2))) &&
+                times > c->rep)
+                break;
+            c->step += times - c->rep;
             c->rep = 0;
         }
-        if (c->phase == nph) {
-            int rc = crank_end(c, 1, Py_None);
-            Py_CLEAR(c->plan);
-            if (rc < 0)
-                return NULL;
-            Py_RETURN_NONE;
-        }
-        if (crank_post(c, PyTuple_GET_ITEM(plan, c->phase), c->deliver) < 0)
-            return NULL;
+        if (c->phase == nph)
+            return crank_end(c, 1, Py_None);
+        if (crank_post(c, PyTuple_GET_ITEM(plan, c->phase)) < 0)
+            return -1;
     }
 }
 
+/* Crank(event): the event the rank waits on is processed; the rank goes on (Process._resume) */
+static PyObject *Crank_call(Crank *c, PyObject *args, PyObject *kwds) {
+    PyObject *event;
+    if (!PyArg_ParseTuple(args, "O:Crank", &event))
+        return NULL;
+    if (!c->plan || c->wait == CW_ENDED) {
+        PyErr_SetString(PyExc_RuntimeError, "Crank: the rank has ended");
+        return NULL;
+    }
+    PyObject *okv = PyObject_GetAttr(event, s_ok);
+    int ok = okv ? PyObject_IsTrue(okv) : -1;
+    Py_XDECREF(okv);
+    if (ok < 0)
+        return NULL;
+    if (!ok) { /* the process would fail with the event's exception */
+        PyObject *exc = PyObject_GetAttr(event, s_value);
+        int rc = exc && PyObject_SetAttr(event, s_defused, Py_True) == 0 ? crank_end(c, 0, exc) : -1;
+        Py_XDECREF(exc);
+        if (rc < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    switch (c->wait) { /* what the rank waited on is done */
+    case CW_FIRED_RECV:
+        c->ri++;
+        break;
+    case CW_FIRED_SEND:
+    case CW_EVENT_SEND:
+        c->si++;
+        break;
+    case CW_NONE:
+        if (!c->started)
+            break;
+        /* fall through */
+    case CW_COMPUTE:
+        break;
+    default:
+        PyErr_SetString(PyExc_RuntimeError, "Crank: resumed while it waits on no event");
+        return NULL;
+    }
+    c->wait = CW_NONE;
+    if (crank_run(c) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Crank.pending() -> (receives posted that no message matched, messages arrived that nobody received), as
+ * the job's mailboxes would count them (the step's receives are posted at its start) */
+static PyObject *Crank_pending(Crank *c, PyObject *unused) {
+    Py_ssize_t posted = 0, held = c->held;
+    if (c->plan && c->started && c->wait != CW_ENDED) {
+        PyObject *srcs = PyTuple_GET_ITEM(PyTuple_GET_ITEM(c->plan, c->phase), 2);
+        for (Py_ssize_t j = c->ri; j < PyTuple_GET_SIZE(srcs); j++) {
+            struct CBox *e = cbox_find(c, crank_key(PyLong_AsLongLong(PyTuple_GET_ITEM(srcs, j)), c->step));
+            if (e && e->count > 0)
+                held--;
+            else
+                posted++;
+        }
+    }
+    return Py_BuildValue("nn", posted, held);
+}
+
 static PyMethodDef Crank_methods[] = {
-    {"deliver", (PyCFunction)(void (*)(void))Crank_deliver, METH_FASTCALL,
-     "deliver(key, payload): a message of key (src << 32 | step) arrives at this rank"},
+    {"sent", (PyCFunction)(void (*)(void))Crank_sent, METH_FASTCALL,
+     "sent(j, value): the arrival of the step's j-th send (its hook)"},
     {"pending", (PyCFunction)Crank_pending, METH_NOARGS, "pending() -> (receives waiting, messages unreceived)"},
     {NULL, NULL, 0, NULL},
 };

@@ -379,9 +379,10 @@ def _compiled_ranks(job: Any, program: StepProgram) -> list[Any] | None:
     by an event scheduled as SimPy's ``Initialize`` is (urgent, in rank order) and ending with an event
     that stands for its process (triggered and scheduled as ``Process._resume`` does): those events, or
     None where :func:`_plain_rank`'s processes must run (no compiled core, Job.send / Job.recv another's,
-    the job's receives not compiled). A rank's messages arrive in its own inbox (``Crank.deliver``: the
-    receive waiting for a message, else the messages not received yet, by sender and step) rather than in
-    the job's mailboxes; the job counts what the inboxes hold (:meth:`~sim.runtime.Job.pending_receives`)."""
+    the job's receives not compiled). A rank's messages arrive in its own inbox (by sender and step) rather
+    than in the job's mailboxes; the job counts what the inboxes hold (:meth:`~sim.runtime.Job.pending_receives`).
+    An event is made only where a rank waits on a receive or a send that has not come (see the core's
+    notes above ``Crank``)."""
     core, own = runtime_core()
     crank = getattr(core, "Crank", None)
     if not _CRANKS or crank is None or (type(job).send, type(job).recv) != own or job._ctx is None:
@@ -389,15 +390,19 @@ def _compiled_ranks(job: Any, program: StepProgram) -> list[Any] | None:
     from simpy.events import URGENT, Event  # noqa: PLC0415 - (SimPy's event internals, as sim.network's)
 
     env = job.env
-    dones, inboxes = [], []
-    ranks = []
+    ranks: list[Any] = []
+    dummy = Event(env)  # (each compiled send's own event: processed, nobody waits on it)
+    dummy._ok = True  # type: ignore[attr-defined]
+    dummy._value = None  # type: ignore[attr-defined]
+    dummy.callbacks = None  # type: ignore[assignment]
+    dones = []
     for r in range(program.endpoints):
         plan = []
         for step, times in program.phases:
             sends, srcs, reduce = step.plain(r)
             plan.append((int(times), tuple(sends), tuple(srcs), float(reduce)))
         done = Event(env)
-        rank = crank(r, tuple(plan), (job, job.net, job._ctx, inboxes, env, done, job.gamma > 0))
+        rank = crank(r, tuple(plan), (job, job.net, ranks, env, done, job.gamma > 0, dummy))
         ranks.append(rank)
         start = Event(env)  # (simpy.events.Initialize's lines)
         start.callbacks = [rank]
@@ -405,8 +410,7 @@ def _compiled_ranks(job: Any, program: StepProgram) -> list[Any] | None:
         start._value = None  # type: ignore[attr-defined]
         env.schedule(start, URGENT)
         dones.append(done)
-    inboxes.extend(rank.deliver for rank in ranks)  # (each rank's messages arrive in its own inbox)
-    job._inboxes.extend(ranks)
+    job._inboxes.extend(ranks)  # (the messages that arrive in the ranks' inboxes, not the job's mailboxes)
     return dones
 
 
