@@ -4010,7 +4010,8 @@ typedef struct {
     int computed, started;
     PyObject **sev; /* per send of the step: its own event (NULL: the dummy's, the arrival counted) */
     unsigned char *arrived;
-    Py_ssize_t scap;
+    int64_t *dst, *src; /* the step's receivers (per send) and senders (per receive) */
+    Py_ssize_t scap, nr;
     struct CBox *box; /* open addressing, linear probing, deleted by shifting back */
     Py_ssize_t boxcap, boxn, held;
 } Crank;
@@ -4137,6 +4138,8 @@ static void Crank_dealloc(Crank *c) {
     Crank_clear(c);
     PyMem_Free(c->sev);
     PyMem_Free(c->arrived);
+    PyMem_Free(c->dst);
+    PyMem_Free(c->src);
     PyMem_Free(c->box);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
@@ -4153,7 +4156,7 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_TypeError, "Crank: shared must be (job, net, ranks, env, done, compute, dummy)");
         return -1;
     }
-    Py_ssize_t most = 0;
+    Py_ssize_t most = 0, most_in = 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(plan); i++) {
         PyObject *ph = PyTuple_GET_ITEM(plan, i);
         if (!PyTuple_CheckExact(ph) || PyTuple_GET_SIZE(ph) != 4 || !PyLong_CheckExact(PyTuple_GET_ITEM(ph, 0)) ||
@@ -4177,6 +4180,8 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
             }
         if (PyTuple_GET_SIZE(sends) > most)
             most = PyTuple_GET_SIZE(sends);
+        if (PyTuple_GET_SIZE(srcs) > most_in)
+            most_in = PyTuple_GET_SIZE(srcs);
     }
     int compute = PyObject_IsTrue(PyTuple_GET_ITEM(shared, 5));
     if (compute < 0 || crank_strings() < 0)
@@ -4191,13 +4196,18 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
     Crank_clear(c);
     PyMem_Free(c->sev);
     PyMem_Free(c->arrived);
+    PyMem_Free(c->dst);
+    PyMem_Free(c->src);
     PyMem_Free(c->box);
     c->box = NULL;
     c->boxcap = c->boxn = c->held = 0;
     c->sev = PyMem_Calloc(most ? most : 1, sizeof *c->sev);
     c->arrived = PyMem_Calloc(most ? most : 1, 1);
+    c->dst = PyMem_Calloc(most ? most : 1, sizeof *c->dst);
+    c->src = PyMem_Calloc(most_in ? most_in : 1, sizeof *c->src);
     c->scap = most;
-    if (!c->sev || !c->arrived) {
+    c->nr = 0;
+    if (!c->sev || !c->arrived || !c->dst || !c->src) {
         PyErr_NoMemory();
         return -1;
     }
@@ -4256,11 +4266,8 @@ static inline int64_t crank_key(int64_t src, Py_ssize_t step) { return (src << 3
 /* the arrival of a message ``src`` -> this rank of step ``step``: it fires the rank where the rank waits on
  * it (the receive's event, triggered), else it is kept */
 static int crank_arrive(Crank *c, int64_t src, Py_ssize_t step) {
-    if (c->wait == CW_RECV && c->step == step) {
-        PyObject *ph = PyTuple_GET_ITEM(c->plan, c->phase);
-        if (PyLong_AsLongLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(ph, 2), c->ri)) == src)
-            return crank_fire(c, CW_FIRED_RECV, Py_None);
-    }
+    if (c->wait == CW_RECV && c->step == step && c->src[c->ri] == src)
+        return crank_fire(c, CW_FIRED_RECV, Py_None);
     return cbox_add(c, crank_key(src, step));
 }
 
@@ -4277,11 +4284,9 @@ static PyObject *Crank_sent(Crank *c, PyObject *const *args, Py_ssize_t nargs) {
         PyErr_SetString(PyExc_IndexError, "Crank.sent: no such send in the rank's step");
         return NULL;
     }
-    PyObject *ph = PyTuple_GET_ITEM(c->plan, c->phase);
-    Py_ssize_t d = PyLong_AsSsize_t(PyTuple_GET_ITEM(PyTuple_GET_ITEM(PyTuple_GET_ITEM(ph, 1), j), 0));
+    int64_t d = c->dst[j];
     if (d < 0 || d >= PyList_GET_SIZE(c->ranks) || Py_TYPE(PyList_GET_ITEM(c->ranks, d)) != &CrankType) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_IndexError, "Crank.sent: the receiver is not a rank of the program");
+        PyErr_SetString(PyExc_IndexError, "Crank.sent: the receiver is not a rank of the program");
         return NULL;
     }
     if (crank_arrive((Crank *)PyList_GET_ITEM(c->ranks, d), c->rank, c->step) < 0)
@@ -4316,8 +4321,15 @@ static PyObject *crank_send(Crank *c, PyObject *lane, PyObject *sctx, PyObject *
 
 /* post the sends of the current step (the receives are taken as the rank waits on them) */
 static int crank_post(Crank *c, PyObject *ph) {
-    PyObject *sends = PyTuple_GET_ITEM(ph, 1);
+    PyObject *sends = PyTuple_GET_ITEM(ph, 1), *srcs = PyTuple_GET_ITEM(ph, 2);
     Py_ssize_t ns = PyTuple_GET_SIZE(sends);
+    c->nr = PyTuple_GET_SIZE(srcs);
+    for (Py_ssize_t k = 0; k < c->nr; k++)
+        c->src[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(srcs, k));
+    for (Py_ssize_t j = 0; j < ns; j++)
+        c->dst[j] = PyLong_AsLongLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(sends, j), 0));
+    if (PyErr_Occurred())
+        return -1;
     PyObject *lane = iget(c->net, s_lane_ctx_), *sctx = lane ? iget(c->net, s_send_ctx_) : NULL;
     int ok = sctx != NULL;
     c->ri = c->si = 0;
@@ -4371,9 +4383,9 @@ static int crank_run(Crank *c) {
     Py_ssize_t nph = PyTuple_GET_SIZE(plan);
     for (;;) {
         if (c->started) {
-            PyObject *ph = PyTuple_GET_ITEM(plan, c->phase), *srcs = PyTuple_GET_ITEM(ph, 2);
-            for (; c->ri < PyTuple_GET_SIZE(srcs); c->ri++) /* the receives, in order */
-                if (!cbox_take(c, crank_key(PyLong_AsLongLong(PyTuple_GET_ITEM(srcs, c->ri)), c->step))) {
+            PyObject *ph = PyTuple_GET_ITEM(plan, c->phase);
+            for (; c->ri < c->nr; c->ri++) /* the receives, in order */
+                if (!cbox_take(c, crank_key(c->src[c->ri], c->step))) {
                     c->wait = CW_RECV;
                     return 0;
                 }
@@ -4483,9 +4495,8 @@ static PyObject *Crank_call(Crank *c, PyObject *args, PyObject *kwds) {
 static PyObject *Crank_pending(Crank *c, PyObject *unused) {
     Py_ssize_t posted = 0, held = c->held;
     if (c->plan && c->started && c->wait != CW_ENDED) {
-        PyObject *srcs = PyTuple_GET_ITEM(PyTuple_GET_ITEM(c->plan, c->phase), 2);
-        for (Py_ssize_t j = c->ri; j < PyTuple_GET_SIZE(srcs); j++) {
-            struct CBox *e = cbox_find(c, crank_key(PyLong_AsLongLong(PyTuple_GET_ITEM(srcs, j)), c->step));
+        for (Py_ssize_t j = c->ri; j < c->nr; j++) {
+            struct CBox *e = cbox_find(c, crank_key(c->src[j], c->step));
             if (e && e->count > 0)
                 held--;
             else
