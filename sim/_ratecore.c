@@ -4107,6 +4107,8 @@ static int crank_strings(void) {
     for (size_t k = 0; !s_sent_m && k < sizeof names / sizeof names[0]; k++)
         if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k])))
             return -1;
+    if (!s_held && !(s_held = PyUnicode_InternFromString("_held"))) /* (trigger_held's) */
+        return -1;
     return eng_strings();
 }
 

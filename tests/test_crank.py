@@ -183,3 +183,39 @@ def test_bad_plans_are_refused():
         crank(0, ((1, ((1, 2.0),), (), 0.0),), (job,) * 7)
     with pytest.raises(TypeError):
         crank("0", (), (job,) * 7)
+
+
+def _cut_run(graph: Any, cut: float) -> tuple[int, int, float]:
+    """Run a program of uneven steps (a ring shift and a fan-in, repeated) until ``cut`` s: what the job
+    counts as receives waiting and messages not received then."""
+    import simpy
+
+    from sim.network import Network
+    from sim.program import Step, StepProgram, run_messages
+
+    cluster = Cluster(graph)
+    p = cluster.size
+    env = simpy.Environment()
+    net = Network(env, cluster)
+    job = Job(env, net, p, 2**20)
+    ranks = list(range(p))
+    shift = Step.make(ranks, [(r + 1) % p for r in ranks], [1e5 * (1 + r) for r in ranks], endpoints=p)
+    fan = Step.make(ranks[1:], [0] * (p - 1), 3e5, endpoints=p)
+    prog = StepProgram(p, ((shift, 3), (fan, 2), (shift, 1)))
+    env.process(run_messages(job, prog))
+    env.run(until=cut)
+    return job.pending_receives(), job.pending_messages(), env.now
+
+
+@pytest.mark.parametrize("cut", [2e-6, 1e-5, 3e-5, 6e-5, 1e-4, 1.0])
+def test_the_inboxes_count_what_the_mailboxes_would(monkeypatch, cut):
+    """Cut mid-run: the receives waiting and the messages not received yet, as the job's own mailboxes
+    count them with the plain ranks' processes."""
+    graph = perturb(dgx(hosts=2, gpus_per_host=4), 3)
+    seen = _count_ranks(monkeypatch)
+    quick = _cut_run(graph, cut)
+    assert seen["crank"] > 0
+    with monkeypatch.context() as m:
+        m.setattr(program, "_CRANKS", False)
+        ref = _cut_run(graph, cut)
+    assert quick == ref
