@@ -108,7 +108,7 @@ def test_congested_stragglers_and_slow_links(monkeypatch, seed, algorithm):
 RAN = {"ran": 0, "refused": 0}
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     hosts=st.integers(1, 4),
     gpus=st.sampled_from([2, 4, 8]),
