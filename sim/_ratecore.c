@@ -3798,14 +3798,21 @@ static PyObject *py_run_callbacks(PyObject *self, PyObject *const *args, Py_ssiz
 static PyObject *s_free_, *s_stage, *s_event_, *s_pending, *s_pending_at, *s_cluster_, *s_pid_, *s_latency_,
     *s_overhead_, *s_lane_;
 
+/* each ``*names[k]`` the interned ``texts[k]`` where it is not yet (-1: an exception set) */
+static int intern_all(PyObject **const *names, const char *const *texts, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k])))
+            return -1;
+    return 0;
+}
+
 static int eng_strings(void) {
     static PyObject **const names[] = {&s_free_,       &s_stage,    &s_event_, &s_pending,  &s_pending_at,
                                        &s_cluster_,    &s_pid_,     &s_latency_, &s_overhead_, &s_lane_};
     static const char *const texts[] = {"_free", "_stage", "_event", "_pending", "_pending_at",
                                         "cluster", "_pid", "_latency", "_overhead", "_lane"};
-    for (size_t k = 0; !s_lane_ && k < sizeof names / sizeof names[0]; k++)
-        if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k])))
-            return -1;
+    if (!s_lane_ && intern_all(names, texts, sizeof names / sizeof names[0]) < 0)
+        return -1;
     return lane_strings();
 }
 
@@ -3970,6 +3977,17 @@ static PyObject *py_sent_many(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_RETURN_NONE;
 }
 
+/* a type of the core whose objects the garbage collector follows: PREFIX_init, _dealloc, _traverse, _clear and
+ * _methods, and any other slots after */
+#define GC_TYPE(name_, struct_, doc_, prefix, ...)                                                                 \
+    {                                                                                                              \
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = name_, .tp_basicsize = sizeof(struct_),                          \
+        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, .tp_doc = doc_, .tp_new = PyType_GenericNew,          \
+        .tp_init = (initproc)prefix##_init, .tp_dealloc = (destructor)prefix##_dealloc,                            \
+        .tp_traverse = (traverseproc)prefix##_traverse, .tp_clear = (inquiry)prefix##_clear,                       \
+        .tp_methods = prefix##_methods, __VA_ARGS__                                                                \
+    }
+
 /* ------------------------------------------------------------------ the plain ranks' loop (sim/program.py)
  *
  * Crank(r, plan, shared): rank ``r`` of run_messages without the data check, as sim.program._plain_rank runs
@@ -4104,9 +4122,8 @@ static int crank_strings(void) {
                                        &s_bound_kw,      &s_on_arrival_kw, &s_defused, &s_gamma_, &s_sent_m};
     static const char *const texts[] = {"_lane_ctx", "_send_ctx", "send",    "compute", "schedule",
                                         "bound",     "on_arrival", "_defused", "gamma",  "sent"};
-    for (size_t k = 0; !s_sent_m && k < sizeof names / sizeof names[0]; k++)
-        if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k])))
-            return -1;
+    if (!s_sent_m && intern_all(names, texts, sizeof names / sizeof names[0]) < 0)
+        return -1;
     if (!s_held && !(s_held = PyUnicode_InternFromString("_held"))) /* (trigger_held's) */
         return -1;
     return eng_strings();
@@ -4515,19 +4532,10 @@ static PyMethodDef Crank_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject CrankType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore.Crank",
-    .tp_basicsize = sizeof(Crank),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Crank(r, plan, shared): a plain rank's loop, called with each event it waited on (see _ratecore.c)",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)Crank_init,
-    .tp_dealloc = (destructor)Crank_dealloc,
-    .tp_traverse = (traverseproc)Crank_traverse,
-    .tp_clear = (inquiry)Crank_clear,
-    .tp_call = (ternaryfunc)Crank_call,
-    .tp_methods = Crank_methods,
-};
+static PyTypeObject CrankType =
+    GC_TYPE("sim._ratecore.Crank", Crank,
+            "Crank(r, plan, shared): a plain rank's loop, called with each event it waited on (see _ratecore.c)", Crank,
+            .tp_call = (ternaryfunc)Crank_call);
 
 /* ------------------------------------------------------------------ the fast path's event loop (sim/fastpath.py)
  *
@@ -6334,18 +6342,9 @@ static PyMethodDef Fast_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject FastType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore.Fast",
-    .tp_basicsize = sizeof(Fast),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "FastExecutor's per-message lines: Fast(ex, env, event_type, push, normal, partial, bounds, phases)",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)Fast_init,
-    .tp_dealloc = (destructor)Fast_dealloc,
-    .tp_traverse = (traverseproc)Fast_traverse,
-    .tp_clear = (inquiry)Fast_clear,
-    .tp_methods = Fast_methods,
-};
+static PyTypeObject FastType =
+    GC_TYPE("sim._ratecore.Fast", Fast,
+            "FastExecutor's per-message lines: Fast(ex, env, event_type, push, normal, partial, bounds, phases)", Fast);
 
 #define FASTCALL(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 

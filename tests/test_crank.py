@@ -23,9 +23,10 @@ import sim.program as program
 from sim import simulate
 from sim.cluster import Cluster
 from sim.runtime import Job
-from sim.topology import dgx, hgx, leaf_spine
+from sim.topology import dgx, hgx
 
 from .random_cases import case
+from .test_fast_core import straggler_graph
 from .test_fastpath import assert_same, perturb
 from .test_message_engine import _same
 
@@ -88,15 +89,6 @@ def test_reductions_wait_on_the_processor(monkeypatch, spec):
     """gamma > 0: each step's reduction is a wait on Job.compute, stragglers' processors slower."""
     g = perturb(hgx(2, "dgx-h100", gpus_per_host=4), 5, stragglers=3)
     _both(monkeypatch, Cluster(g), "allreduce", spec, 3e6 + 7, gamma=2e-11)
-
-
-def straggler_graph(seed: int) -> Any:
-    bases = [
-        dgx(hosts=4, gpus_per_host=4, hosts_per_leaf=2, spines=1),
-        dgx(hosts=2, gpus_per_host=4),
-        leaf_spine(2, 3, 1, "100Gbps", "100Gbps", "1us"),
-    ]
-    return perturb(bases[seed % len(bases)], seed, stragglers=3, slow_links=4)
 
 
 @pytest.mark.parametrize("seed", range(4))
