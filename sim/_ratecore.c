@@ -3798,21 +3798,14 @@ static PyObject *py_run_callbacks(PyObject *self, PyObject *const *args, Py_ssiz
 static PyObject *s_free_, *s_stage, *s_event_, *s_pending, *s_pending_at, *s_cluster_, *s_pid_, *s_latency_,
     *s_overhead_, *s_lane_;
 
-/* each ``*names[k]`` the interned ``texts[k]`` where it is not yet (-1: an exception set) */
-static int intern_all(PyObject **const *names, const char *const *texts, size_t n) {
-    for (size_t k = 0; k < n; k++)
-        if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k])))
-            return -1;
-    return 0;
-}
-
 static int eng_strings(void) {
     static PyObject **const names[] = {&s_free_,       &s_stage,    &s_event_, &s_pending,  &s_pending_at,
                                        &s_cluster_,    &s_pid_,     &s_latency_, &s_overhead_, &s_lane_};
     static const char *const texts[] = {"_free", "_stage", "_event", "_pending", "_pending_at",
                                         "cluster", "_pid", "_latency", "_overhead", "_lane"};
-    if (!s_lane_ && intern_all(names, texts, sizeof names / sizeof names[0]) < 0)
-        return -1;
+    for (size_t k = 0; !s_lane_ && k < sizeof names / sizeof names[0]; k++)
+        if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k])))
+            return -1;
     return lane_strings();
 }
 
@@ -4114,15 +4107,16 @@ static int cbox_take(Crank *c, int64_t key) {
     }
 }
 
-static PyObject *s_lane_ctx_, *s_send_ctx_, *s_send_m, *s_compute_m, *s_schedule_m, *s_bound_kw, *s_on_arrival_kw,
-    *s_defused, *s_gamma_, *s_sent_m;
+/* the names the ranks read and call, interned once */
+enum { CS_LANE_CTX, CS_SEND_CTX, CS_SEND, CS_COMPUTE, CS_SCHEDULE, CS_BOUND, CS_ON_ARRIVAL, CS_DEFUSED, CS_GAMMA,
+       CS_SENT, CS_N };
+static const char *const cs_names[CS_N] = {"_lane_ctx", "_send_ctx", "send",     "compute", "schedule",
+                                           "bound",     "on_arrival", "_defused", "gamma",   "sent"};
+static PyObject *cs[CS_N];
+static int intern_all(PyObject **s, const char *const *names, int n);
 
 static int crank_strings(void) {
-    static PyObject **const names[] = {&s_lane_ctx_,     &s_send_ctx_, &s_send_m, &s_compute_m, &s_schedule_m,
-                                       &s_bound_kw,      &s_on_arrival_kw, &s_defused, &s_gamma_, &s_sent_m};
-    static const char *const texts[] = {"_lane_ctx", "_send_ctx", "send",    "compute", "schedule",
-                                        "bound",     "on_arrival", "_defused", "gamma",  "sent"};
-    if (!s_sent_m && intern_all(names, texts, sizeof names / sizeof names[0]) < 0)
+    if (intern_all(cs, cs_names, CS_N) < 0)
         return -1;
     if (!s_held && !(s_held = PyUnicode_InternFromString("_held"))) /* (trigger_held's) */
         return -1;
@@ -4152,14 +4146,20 @@ static int Crank_clear(Crank *c) {
     return 0;
 }
 
+/* the rank's objects dropped and its arrays freed */
+static void crank_free(Crank *c) {
+    Crank_clear(c);
+    void **all[] = {(void **)&c->sev, (void **)&c->arrived, (void **)&c->dst, (void **)&c->src, (void **)&c->box};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        PyMem_Free(*all[i]);
+        *all[i] = NULL;
+    }
+    c->boxcap = c->boxn = c->held = 0;
+}
+
 static void Crank_dealloc(Crank *c) {
     PyObject_GC_UnTrack(c);
-    Crank_clear(c);
-    PyMem_Free(c->sev);
-    PyMem_Free(c->arrived);
-    PyMem_Free(c->dst);
-    PyMem_Free(c->src);
-    PyMem_Free(c->box);
+    crank_free(c);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
@@ -4212,14 +4212,7 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_ValueError, "Crank: a rank must be in 0..2**31-1");
         return -1;
     }
-    Crank_clear(c);
-    PyMem_Free(c->sev);
-    PyMem_Free(c->arrived);
-    PyMem_Free(c->dst);
-    PyMem_Free(c->src);
-    PyMem_Free(c->box);
-    c->box = NULL;
-    c->boxcap = c->boxn = c->held = 0;
+    crank_free(c);
     c->sev = PyMem_Calloc(most ? most : 1, sizeof *c->sev);
     c->arrived = PyMem_Calloc(most ? most : 1, 1);
     c->dst = PyMem_Calloc(most ? most : 1, sizeof *c->dst);
@@ -4242,7 +4235,7 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
     c->computed = c->started = 0;
     c->wait = CW_NONE;
     /* each send's arrival hook: (self.sent, j, None), made once */
-    PyObject *sent = PyObject_GetAttr((PyObject *)c, s_sent_m);
+    PyObject *sent = PyObject_GetAttr((PyObject *)c, cs[CS_SENT]);
     if (!sent || !(c->hooks = PyTuple_New(most))) {
         Py_XDECREF(sent);
         return -1;
@@ -4328,8 +4321,8 @@ static PyObject *crank_send(Crank *c, PyObject *lane, PyObject *sctx, PyObject *
                                      : Py_NewRef(Py_NotImplemented);
     if (ev == Py_NotImplemented || ev == Py_None) { /* net.send(r, dst, nbytes, bound=bound, on_arrival=hook) */
         Py_DECREF(ev);
-        PyObject *meth = PyObject_GetAttr(c->net, s_send_m);
-        PyObject *kw = meth ? PyTuple_Pack(2, s_bound_kw, s_on_arrival_kw) : NULL;
+        PyObject *meth = PyObject_GetAttr(c->net, cs[CS_SEND]);
+        PyObject *kw = meth ? PyTuple_Pack(2, cs[CS_BOUND], cs[CS_ON_ARRIVAL]) : NULL;
         PyObject *b[] = {c->r, dst, nbytes, bound, hook};
         ev = kw ? PyObject_Vectorcall(meth, b, 3, kw) : NULL;
         Py_XDECREF(kw);
@@ -4349,7 +4342,7 @@ static int crank_post(Crank *c, PyObject *ph) {
         c->dst[j] = PyLong_AsLongLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(sends, j), 0));
     if (PyErr_Occurred())
         return -1;
-    PyObject *lane = iget(c->net, s_lane_ctx_), *sctx = lane ? iget(c->net, s_send_ctx_) : NULL;
+    PyObject *lane = iget(c->net, cs[CS_LANE_CTX]), *sctx = lane ? iget(c->net, cs[CS_SEND_CTX]) : NULL;
     int ok = sctx != NULL;
     c->ri = c->si = 0;
     for (Py_ssize_t j = 0; ok && j < ns; j++) {
@@ -4376,7 +4369,7 @@ static int crank_end(Crank *c, int ok, PyObject *value) {
     crank_drop_step(c);
     if (PyObject_SetAttr(c->done, s_ok, ok ? Py_True : Py_False) < 0 || PyObject_SetAttr(c->done, s_value, value) < 0)
         return -1;
-    PyObject *r = PyObject_CallMethodOneArg(c->env, s_schedule_m, c->done);
+    PyObject *r = PyObject_CallMethodOneArg(c->env, cs[CS_SCHEDULE], c->done);
     Py_XDECREF(r);
     return r ? 0 : -1;
 }
@@ -4423,10 +4416,10 @@ static int crank_run(Crank *c) {
             if (reduce > 0 && c->compute && !c->computed) { /* yield job.compute(r, reduce * job.gamma) */
                 c->computed = 1;
                 double gamma;
-                if (attr_f(c->job, s_gamma_, &gamma) < 0)
+                if (attr_f(c->job, cs[CS_GAMMA], &gamma) < 0)
                     return -1;
                 PyObject *sec = PyFloat_FromDouble(reduce * gamma);
-                PyObject *meth = sec ? PyObject_GetAttr(c->job, s_compute_m) : NULL;
+                PyObject *meth = sec ? PyObject_GetAttr(c->job, cs[CS_COMPUTE]) : NULL;
                 PyObject *a[] = {c->r, sec};
                 PyObject *ev = meth ? PyObject_Vectorcall(meth, a, 2, NULL) : NULL;
                 Py_XDECREF(meth);
@@ -4479,7 +4472,7 @@ static PyObject *Crank_call(Crank *c, PyObject *args, PyObject *kwds) {
         return NULL;
     if (!ok) { /* the process would fail with the event's exception */
         PyObject *exc = PyObject_GetAttr(event, s_value);
-        int rc = exc && PyObject_SetAttr(event, s_defused, Py_True) == 0 ? crank_end(c, 0, exc) : -1;
+        int rc = exc && PyObject_SetAttr(event, cs[CS_DEFUSED], Py_True) == 0 ? crank_end(c, 0, exc) : -1;
         Py_XDECREF(exc);
         if (rc < 0)
             return NULL;
