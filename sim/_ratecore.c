@@ -4348,6 +4348,14 @@ static int crank_post(Crank *c, PyObject *ph) {
     for (Py_ssize_t j = 0; ok && j < ns; j++) {
         c->arrived[j] = 0;
         c->ns = j + 1; /* (the hook may run only once the send is in the step) */
+        if (j && lane != Py_None) { /* (a send may have closed the lane: Job.send reads it every send) */
+            Py_SETREF(lane, iget(c->net, cs[CS_LANE_CTX]));
+            Py_SETREF(sctx, lane ? iget(c->net, cs[CS_SEND_CTX]) : NULL);
+            if (!lane || !sctx) {
+                ok = 0;
+                break;
+            }
+        }
         PyObject *ev = crank_send(c, lane, sctx, PyTuple_GET_ITEM(sends, j), j);
         if (!ev) {
             ok = 0;
