@@ -3672,6 +3672,28 @@ static int trigger_held(PyObject *net, PyObject *event, PyObject *value) {
     return rc;
 }
 
+/* the payload of the next message of ``key`` taken out of the job's mailbox (a new reference; *hit = 1), or
+ * NULL with *hit = 0 where none has arrived, NULL with an exception set on an error */
+static PyObject *job_take(PyObject *ctx, PyObject *key, int *hit) {
+    PyObject *mail = PyTuple_GET_ITEM(ctx, JX_MAIL);
+    PyObject *got = dict_pop(mail, key);
+    *hit = got != NULL;
+    if (!got)
+        return NULL;
+    PyObject *payload = first_of(mail, key, got);
+    Py_DECREF(got);
+    return payload;
+}
+
+/* a receive of ``key`` posted where no message has arrived for it: a new event, queued in the job's
+ * waiting receives (a new reference, or NULL with an exception set) */
+static PyObject *job_wait(PyObject *ctx, PyObject *key) {
+    PyObject *event = new_event(PyTuple_GET_ITEM(ctx, JX_EVENT), PyTuple_GET_ITEM(ctx, JX_ENV));
+    if (event && append_to(PyTuple_GET_ITEM(ctx, JX_WAITING), key, event) < 0)
+        Py_CLEAR(event);
+    return event;
+}
+
 /* job_recv(jctx, key) -> Job.recv's event for the next message of ``key`` = (src, dst, tag) */
 static PyObject *py_job_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "job_recv(jctx, key)"))
@@ -3679,29 +3701,18 @@ static PyObject *py_job_recv(PyObject *self, PyObject *const *args, Py_ssize_t n
     PyObject *ctx = args[0], *key = args[1];
     if (job_ctx(ctx) < 0)
         return NULL;
-    PyObject *event = new_event(PyTuple_GET_ITEM(ctx, JX_EVENT), PyTuple_GET_ITEM(ctx, JX_ENV));
-    if (!event)
+    int hit;
+    PyObject *payload = job_take(ctx, key, &hit);
+    if (!hit)
+        return PyErr_Occurred() ? NULL : job_wait(ctx, key);
+    if (!payload)
         return NULL;
-    PyObject *mail = PyTuple_GET_ITEM(ctx, JX_MAIL);
-    PyObject *got = dict_pop(mail, key);
-    if (got) {
-        PyObject *payload = first_of(mail, key, got);
-        Py_DECREF(got);
-        if (!payload)
-            goto fail;
-        /* settle, inline: nobody waits on a new event */
-        int rc = mark_ok(event, payload) < 0 || PyObject_SetAttr(event, s_callbacks, Py_None) < 0;
-        Py_DECREF(payload);
-        if (rc)
-            goto fail;
-        return event;
-    }
-    if (PyErr_Occurred() || append_to(PyTuple_GET_ITEM(ctx, JX_WAITING), key, event) < 0)
-        goto fail;
+    PyObject *event = new_event(PyTuple_GET_ITEM(ctx, JX_EVENT), PyTuple_GET_ITEM(ctx, JX_ENV));
+    /* settle, inline: nobody waits on a new event */
+    if (event && (mark_ok(event, payload) < 0 || PyObject_SetAttr(event, s_callbacks, Py_None) < 0))
+        Py_CLEAR(event);
+    Py_DECREF(payload);
     return event;
-fail:
-    Py_DECREF(event);
-    return NULL;
 }
 
 /* job_deliver(jctx, key, payload): Job._deliver, a message's arrival */
@@ -3802,9 +3813,16 @@ static int eng_strings(void) {
  * NotImplemented where the Python lines must do it: the lane open, a pair not routed yet, a size or bound
  * that is not a float, a size below 0, no free slot, a sender beyond the model's overheads, a clock that is
  * not a float */
+static PyObject *eng_send_with(PyObject *const *args, PyObject *given);
+
 static PyObject *py_eng_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 6, "eng_send(ectx, src, dst, nbytes, bound, hook)"))
         return NULL;
+    return eng_send_with(args, NULL);
+}
+
+/* eng_send's lines, with ``given`` (where not NULL) for the send's event rather than a new one */
+static PyObject *eng_send_with(PyObject *const *args, PyObject *given) {
     PyObject *ectx = args[0], *src = args[1], *nbytes = args[3], *bound = args[4], *hook = args[5];
     if (!PyTuple_CheckExact(ectx) || PyTuple_GET_SIZE(ectx) != 3 || lane_ctx(PyTuple_GET_ITEM(ectx, 0)) < 0) {
         if (!PyErr_Occurred())
@@ -3853,7 +3871,7 @@ static PyObject *py_eng_send(PyObject *self, PyObject *const *args, Py_ssize_t n
     /* delay = latency[pid] + overhead[src]; start = env._now + delay (msgmodel._nominal_one, then send) */
     double delay = PyFloat_AS_DOUBLE(PyList_GET_ITEM(lat, p)) + PyFloat_AS_DOUBLE(PyList_GET_ITEM(ovh, s));
     double start = PyFloat_AS_DOUBLE(now_o) + delay;
-    if (!(event = new_event(PyTuple_GET_ITEM(ctx, CX_EVENT), env)))
+    if (!(event = given ? Py_NewRef(given) : new_event(PyTuple_GET_ITEM(ctx, CX_EVENT), env)))
         goto done;
     Py_ssize_t nfree = PyList_GET_SIZE(free_);
     slot = Py_NewRef(PyList_GET_ITEM(free_, nfree - 1));
@@ -3951,6 +3969,574 @@ static PyObject *py_sent_many(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     Py_RETURN_NONE;
 }
+
+/* a type of the core whose objects the garbage collector follows: PREFIX_init, _dealloc, _traverse, _clear and
+ * _methods, and any other slots after */
+#define GC_TYPE(name_, struct_, doc_, prefix, ...)                                                                 \
+    {                                                                                                              \
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = name_, .tp_basicsize = sizeof(struct_),                          \
+        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, .tp_doc = doc_, .tp_new = PyType_GenericNew,          \
+        .tp_init = (initproc)prefix##_init, .tp_dealloc = (destructor)prefix##_dealloc,                            \
+        .tp_traverse = (traverseproc)prefix##_traverse, .tp_clear = (inquiry)prefix##_clear,                       \
+        .tp_methods = prefix##_methods, __VA_ARGS__                                                                \
+    }
+
+/* ------------------------------------------------------------------ the plain ranks' loop (sim/program.py)
+ *
+ * Crank(r, plan, shared): rank ``r`` of run_messages without the data check, as sim.program._plain_rank runs
+ * it in a SimPy process, with no generator, no Process and no event per message. ``plan``: per phase (times,
+ * sends ((dst, nbytes, bound), ...), receives' senders (src, ...), bytes reduced); ``shared`` = (job, net,
+ * ranks, env, done, compute, dummy): the job, its network, the list of every rank's Crank, the environment,
+ * the event that stands for the rank's process (triggered and scheduled when the rank ends, as
+ * Process._resume does), whether a step's reduction waits on Job.compute (gamma > 0), and an event already
+ * processed that stands for each send's own on the closed lane.
+ *
+ * The rank makes the sends of _plain_rank (Job.send's lines: lane_send, eng_send, Network.send) and waits as
+ * it waits -- on the step's receives in order, then on its sends in order, then on its reduction -- but an
+ * event is made only where the rank would wait on one that has not fired: when the message (or the send's
+ * arrival) it waits on comes, the arrival hook makes an event whose callback is the rank and triggers it as
+ * Network.trigger would have triggered the receive's (or the send's) own -- held to the end of the wake-up,
+ * or scheduled -- and the rank goes on when that event is processed, where the process would have. A
+ * message or a send's arrival that nobody waits on is counted (a receive's own event would have been
+ * processed on the spot). The messages arrive in the receiver's inbox (by sender and step) rather than the
+ * job's mailboxes; Job.pending_receives / pending_messages count them (Crank.pending). _plain_rank stays the
+ * reference and the fallback (sim.program._CRANKS off, COLLSIM_PURE=1; tests/test_crank.py holds them equal:
+ * the same results, the same count of events scheduled). */
+
+/* what a rank waits on: nothing (it runs), the receive or send it is at (no event yet), an event made for
+ * it and triggered, a send's own event (a private or Python send), its reduction */
+enum { CW_NONE, CW_RECV, CW_SEND, CW_FIRED_RECV, CW_FIRED_SEND, CW_EVENT_SEND, CW_COMPUTE, CW_ENDED };
+
+/* an inbox entry: messages of (src << 32 | step) arrived and not taken yet; key -1: empty */
+struct CBox {
+    int64_t key, count;
+};
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *plan, *job, *net, *ranks, *env, *done, *dummy, *r, *hooks;
+    int compute, wait;
+    int64_t rank;
+    Py_ssize_t phase, rep, step, ri, si, ns;
+    int computed, started;
+    PyObject **sev; /* per send of the step: its own event (NULL: the dummy's, the arrival counted) */
+    unsigned char *arrived;
+    int64_t *dst, *src; /* the step's receivers (per send) and senders (per receive) */
+    Py_ssize_t scap, nr;
+    struct CBox *box; /* open addressing, linear probing, deleted by shifting back */
+    Py_ssize_t boxcap, boxn, held;
+} Crank;
+
+static PyTypeObject CrankType;
+
+static inline size_t cbox_hash(int64_t key, Py_ssize_t cap) {
+    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 32) & (size_t)(cap - 1);
+}
+
+static struct CBox *cbox_find(Crank *c, int64_t key) {
+    if (c->boxcap)
+        for (size_t i = cbox_hash(key, c->boxcap);; i = (i + 1) & (size_t)(c->boxcap - 1)) {
+            if (c->box[i].key == key)
+                return &c->box[i];
+            if (c->box[i].key < 0)
+                break;
+        }
+    return NULL;
+}
+
+/* one more message of ``key`` kept (-1: out of memory, an exception set) */
+static int cbox_add(Crank *c, int64_t key) {
+    struct CBox *e = cbox_find(c, key);
+    if (e) {
+        e->count++;
+        c->held++;
+        return 0;
+    }
+    if (2 * (c->boxn + 1) > c->boxcap) {
+        Py_ssize_t cap = c->boxcap ? 2 * c->boxcap : 16;
+        struct CBox *box = PyMem_Malloc(cap * sizeof *box);
+        if (!box) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < cap; i++)
+            box[i].key = -1;
+        for (Py_ssize_t j = 0; j < c->boxcap; j++) {
+            if (c->box[j].key < 0)
+                continue;
+            size_t i = cbox_hash(c->box[j].key, cap);
+            while (box[i].key >= 0)
+                i = (i + 1) & (size_t)(cap - 1);
+            box[i] = c->box[j];
+        }
+        PyMem_Free(c->box);
+        c->box = box;
+        c->boxcap = cap;
+    }
+    size_t i = cbox_hash(key, c->boxcap);
+    while (c->box[i].key >= 0)
+        i = (i + 1) & (size_t)(c->boxcap - 1);
+    c->box[i] = (struct CBox){key, 1};
+    c->boxn++;
+    c->held++;
+    return 0;
+}
+
+/* a message of ``key`` taken where one is kept (1), else 0 */
+static int cbox_take(Crank *c, int64_t key) {
+    struct CBox *e = cbox_find(c, key);
+    if (!e)
+        return 0;
+    c->held--;
+    if (--e->count)
+        return 1;
+    size_t mask = (size_t)(c->boxcap - 1), i = (size_t)(e - c->box), j = i;
+    c->box[i].key = -1;
+    c->boxn--;
+    for (;;) { /* the entries after it shifted back where their home allows */
+        j = (j + 1) & mask;
+        if (c->box[j].key < 0)
+            return 1;
+        size_t home = cbox_hash(c->box[j].key, c->boxcap);
+        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+            c->box[i] = c->box[j];
+            c->box[j].key = -1;
+            i = j;
+        }
+    }
+}
+
+/* the names the ranks read and call, interned once */
+enum { CS_LANE_CTX, CS_SEND_CTX, CS_SEND, CS_COMPUTE, CS_SCHEDULE, CS_BOUND, CS_ON_ARRIVAL, CS_DEFUSED, CS_GAMMA,
+       CS_SENT, CS_N };
+static const char *const cs_names[CS_N] = {"_lane_ctx", "_send_ctx", "send",     "compute", "schedule",
+                                           "bound",     "on_arrival", "_defused", "gamma",   "sent"};
+static PyObject *cs[CS_N];
+static int intern_all(PyObject **s, const char *const *names, int n);
+
+static int crank_strings(void) {
+    if (intern_all(cs, cs_names, CS_N) < 0)
+        return -1;
+    if (!s_held && !(s_held = PyUnicode_InternFromString("_held"))) /* (trigger_held's) */
+        return -1;
+    return eng_strings();
+}
+
+static void crank_drop_step(Crank *c) {
+    for (Py_ssize_t j = 0; j < c->ns; j++)
+        Py_CLEAR(c->sev[j]);
+    c->ns = 0;
+}
+
+static int Crank_traverse(Crank *c, visitproc visit, void *arg) {
+    PyObject *all[] = {c->plan, c->job, c->net, c->ranks, c->env, c->done, c->dummy, c->hooks};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        Py_VISIT(all[i]);
+    for (Py_ssize_t j = 0; j < c->ns; j++)
+        Py_VISIT(c->sev[j]);
+    return 0;
+}
+
+static int Crank_clear(Crank *c) {
+    crank_drop_step(c);
+    PyObject **all[] = {&c->plan, &c->job, &c->net, &c->ranks, &c->env, &c->done, &c->dummy, &c->r, &c->hooks};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        Py_CLEAR(*all[i]);
+    return 0;
+}
+
+/* the rank's objects dropped and its arrays freed */
+static void crank_free(Crank *c) {
+    Crank_clear(c);
+    void **all[] = {(void **)&c->sev, (void **)&c->arrived, (void **)&c->dst, (void **)&c->src, (void **)&c->box};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        PyMem_Free(*all[i]);
+        *all[i] = NULL;
+    }
+    c->boxcap = c->boxn = c->held = 0;
+}
+
+static void Crank_dealloc(Crank *c) {
+    PyObject_GC_UnTrack(c);
+    crank_free(c);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
+    PyObject *r, *plan, *shared;
+    if (kwds && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Crank(r, plan, shared) takes no keywords");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "O!O!O!:Crank", &PyLong_Type, &r, &PyTuple_Type, &plan, &PyTuple_Type, &shared))
+        return -1;
+    if (PyTuple_GET_SIZE(shared) != 7 || !PyList_CheckExact(PyTuple_GET_ITEM(shared, 2))) {
+        PyErr_SetString(PyExc_TypeError, "Crank: shared must be (job, net, ranks, env, done, compute, dummy)");
+        return -1;
+    }
+    Py_ssize_t most = 0, most_in = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(plan); i++) {
+        PyObject *ph = PyTuple_GET_ITEM(plan, i);
+        if (!PyTuple_CheckExact(ph) || PyTuple_GET_SIZE(ph) != 4 || !PyLong_CheckExact(PyTuple_GET_ITEM(ph, 0)) ||
+            !PyTuple_CheckExact(PyTuple_GET_ITEM(ph, 1)) || !PyTuple_CheckExact(PyTuple_GET_ITEM(ph, 2)) ||
+            !PyFloat_CheckExact(PyTuple_GET_ITEM(ph, 3))) {
+            PyErr_SetString(PyExc_TypeError, "Crank: a phase must be (times, sends, srcs, reduce)");
+            return -1;
+        }
+        PyObject *sends = PyTuple_GET_ITEM(ph, 1), *srcs = PyTuple_GET_ITEM(ph, 2);
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(sends); j++) {
+            PyObject *m = PyTuple_GET_ITEM(sends, j);
+            if (!PyTuple_CheckExact(m) || PyTuple_GET_SIZE(m) != 3 || !PyLong_CheckExact(PyTuple_GET_ITEM(m, 0))) {
+                PyErr_SetString(PyExc_TypeError, "Crank: a send must be (dst, nbytes, bound)");
+                return -1;
+            }
+        }
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(srcs); j++)
+            if (!PyLong_CheckExact(PyTuple_GET_ITEM(srcs, j))) {
+                PyErr_SetString(PyExc_TypeError, "Crank: a sender must be an int");
+                return -1;
+            }
+        if (PyTuple_GET_SIZE(sends) > most)
+            most = PyTuple_GET_SIZE(sends);
+        if (PyTuple_GET_SIZE(srcs) > most_in)
+            most_in = PyTuple_GET_SIZE(srcs);
+    }
+    int compute = PyObject_IsTrue(PyTuple_GET_ITEM(shared, 5));
+    if (compute < 0 || crank_strings() < 0)
+        return -1;
+    int64_t rank = PyLong_AsLongLong(r);
+    if (rank == -1 && PyErr_Occurred())
+        return -1;
+    if (rank < 0 || rank >= ((int64_t)1 << 31)) {
+        PyErr_SetString(PyExc_ValueError, "Crank: a rank must be in 0..2**31-1");
+        return -1;
+    }
+    crank_free(c);
+    c->sev = PyMem_Calloc(most ? most : 1, sizeof *c->sev);
+    c->arrived = PyMem_Calloc(most ? most : 1, 1);
+    c->dst = PyMem_Calloc(most ? most : 1, sizeof *c->dst);
+    c->src = PyMem_Calloc(most_in ? most_in : 1, sizeof *c->src);
+    c->scap = most;
+    c->nr = 0;
+    if (!c->sev || !c->arrived || !c->dst || !c->src) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    c->r = Py_NewRef(r);
+    c->rank = rank;
+    c->plan = Py_NewRef(plan);
+    PyObject **slots[] = {&c->job, &c->net, &c->ranks, &c->env, &c->done};
+    for (int i = 0; i < 5; i++)
+        *slots[i] = Py_NewRef(PyTuple_GET_ITEM(shared, i));
+    c->dummy = Py_NewRef(PyTuple_GET_ITEM(shared, 6));
+    c->compute = compute;
+    c->phase = c->rep = c->step = c->ri = c->si = c->ns = 0;
+    c->computed = c->started = 0;
+    c->wait = CW_NONE;
+    /* each send's arrival hook: (self.sent, j, None), made once */
+    PyObject *sent = PyObject_GetAttr((PyObject *)c, cs[CS_SENT]);
+    if (!sent || !(c->hooks = PyTuple_New(most))) {
+        Py_XDECREF(sent);
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < most; j++) {
+        PyObject *jo = PyLong_FromSsize_t(j), *hook = jo ? PyTuple_Pack(3, sent, jo, Py_None) : NULL;
+        Py_XDECREF(jo);
+        if (!hook) {
+            Py_DECREF(sent);
+            return -1;
+        }
+        PyTuple_SET_ITEM(c->hooks, j, hook);
+    }
+    Py_DECREF(sent);
+    return 0;
+}
+
+/* a new event (of the dummy's class) whose callback is the rank, triggered with ``value`` as
+ * Network.trigger triggers an event a process waits on (held to the end of the wake-up, or scheduled); the
+ * rank now waits on it as ``wait`` */
+static int crank_fire(Crank *c, int wait, PyObject *value) {
+    PyObject *ev = new_event((PyObject *)Py_TYPE(c->dummy), c->env);
+    if (!ev)
+        return -1;
+    PyObject *cbs = PyObject_GetAttr(ev, s_callbacks);
+    int rc = cbs && PyList_CheckExact(cbs) ? PyList_Append(cbs, (PyObject *)c) : -1;
+    Py_XDECREF(cbs);
+    if (rc == 0)
+        rc = trigger_held(c->net, ev, value);
+    Py_DECREF(ev);
+    if (rc == 0)
+        c->wait = wait;
+    else if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "Crank: an event's callbacks must be a list");
+    return rc;
+}
+
+static inline int64_t crank_key(int64_t src, Py_ssize_t step) { return (src << 32) | (int64_t)step; }
+
+/* the arrival of a message ``src`` -> this rank of step ``step``: it fires the rank where the rank waits on
+ * it (the receive's event, triggered), else it is kept */
+static int crank_arrive(Crank *c, int64_t src, Py_ssize_t step) {
+    if (c->wait == CW_RECV && c->step == step && c->src[c->ri] == src)
+        return crank_fire(c, CW_FIRED_RECV, Py_None);
+    return cbox_add(c, crank_key(src, step));
+}
+
+/* Crank.sent(j, value): the arrival of the step's ``j``-th send (its hook, run before its event is
+ * triggered): the message to the receiver's inbox, then the send counted, the rank fired where it waits on
+ * this send with no event of the send's own */
+static PyObject *Crank_sent(Crank *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "sent(j, value)"))
+        return NULL;
+    Py_ssize_t j = PyLong_AsSsize_t(args[0]);
+    if (j == -1 && PyErr_Occurred())
+        return NULL;
+    if (!c->plan || j < 0 || j >= c->ns) {
+        PyErr_SetString(PyExc_IndexError, "Crank.sent: no such send in the rank's step");
+        return NULL;
+    }
+    int64_t d = c->dst[j];
+    if (d < 0 || d >= PyList_GET_SIZE(c->ranks) || Py_TYPE(PyList_GET_ITEM(c->ranks, d)) != &CrankType) {
+        PyErr_SetString(PyExc_IndexError, "Crank.sent: the receiver is not a rank of the program");
+        return NULL;
+    }
+    if (crank_arrive((Crank *)PyList_GET_ITEM(c->ranks, d), c->rank, c->step) < 0)
+        return NULL;
+    c->arrived[j] = 1;
+    if (!c->sev[j] && c->wait == CW_SEND && c->si == j && crank_fire(c, CW_FIRED_SEND, args[1]) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* one send of the step: Job.send's lines (lane_send where the private lane is open, eng_send where it is
+ * closed -- with the dummy for its event --, else Network.send) with the rank's hook; a new reference to
+ * its event, or NULL with an exception set */
+static PyObject *crank_send(Crank *c, PyObject *lane, PyObject *sctx, PyObject *msg, Py_ssize_t j) {
+    PyObject *hook = PyTuple_GET_ITEM(c->hooks, j);
+    PyObject *dst = PyTuple_GET_ITEM(msg, 0), *nbytes = PyTuple_GET_ITEM(msg, 1), *bound = PyTuple_GET_ITEM(msg, 2);
+    PyObject *a[] = {lane != Py_None ? lane : sctx, c->r, dst, nbytes, bound, hook};
+    PyObject *ev = lane != Py_None ? py_lane_send(NULL, a, 6)
+                   : sctx != Py_None ? eng_send_with(a, c->dummy)
+                                     : Py_NewRef(Py_NotImplemented);
+    if (ev == Py_NotImplemented || ev == Py_None) { /* net.send(r, dst, nbytes, bound=bound, on_arrival=hook) */
+        Py_DECREF(ev);
+        PyObject *meth = PyObject_GetAttr(c->net, cs[CS_SEND]);
+        PyObject *kw = meth ? PyTuple_Pack(2, cs[CS_BOUND], cs[CS_ON_ARRIVAL]) : NULL;
+        PyObject *b[] = {c->r, dst, nbytes, bound, hook};
+        ev = kw ? PyObject_Vectorcall(meth, b, 3, kw) : NULL;
+        Py_XDECREF(kw);
+        Py_XDECREF(meth);
+    }
+    return ev;
+}
+
+/* post the sends of the current step (the receives are taken as the rank waits on them) */
+static int crank_post(Crank *c, PyObject *ph) {
+    PyObject *sends = PyTuple_GET_ITEM(ph, 1), *srcs = PyTuple_GET_ITEM(ph, 2);
+    Py_ssize_t ns = PyTuple_GET_SIZE(sends);
+    c->nr = PyTuple_GET_SIZE(srcs);
+    for (Py_ssize_t k = 0; k < c->nr; k++)
+        c->src[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(srcs, k));
+    for (Py_ssize_t j = 0; j < ns; j++)
+        c->dst[j] = PyLong_AsLongLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(sends, j), 0));
+    if (PyErr_Occurred())
+        return -1;
+    PyObject *lane = iget(c->net, cs[CS_LANE_CTX]), *sctx = lane ? iget(c->net, cs[CS_SEND_CTX]) : NULL;
+    int ok = sctx != NULL;
+    c->ri = c->si = 0;
+    for (Py_ssize_t j = 0; ok && j < ns; j++) {
+        c->arrived[j] = 0;
+        c->ns = j + 1; /* (the hook may run only once the send is in the step) */
+        if (j && lane != Py_None) { /* (a send may have closed the lane: Job.send reads it every send) */
+            Py_SETREF(lane, iget(c->net, cs[CS_LANE_CTX]));
+            Py_SETREF(sctx, lane ? iget(c->net, cs[CS_SEND_CTX]) : NULL);
+            if (!lane || !sctx) {
+                ok = 0;
+                break;
+            }
+        }
+        PyObject *ev = crank_send(c, lane, sctx, PyTuple_GET_ITEM(sends, j), j);
+        if (!ev) {
+            ok = 0;
+            break;
+        }
+        if (ev == c->dummy)
+            Py_DECREF(ev);
+        else
+            c->sev[j] = ev;
+    }
+    Py_XDECREF(lane);
+    Py_XDECREF(sctx);
+    return ok ? 0 : -1;
+}
+
+/* the rank's process ends: done._ok, done._value = ok, value; env.schedule(done) */
+static int crank_end(Crank *c, int ok, PyObject *value) {
+    c->wait = CW_ENDED;
+    crank_drop_step(c);
+    if (PyObject_SetAttr(c->done, s_ok, ok ? Py_True : Py_False) < 0 || PyObject_SetAttr(c->done, s_value, value) < 0)
+        return -1;
+    PyObject *r = PyObject_CallMethodOneArg(c->env, cs[CS_SCHEDULE], c->done);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* wait on ``event`` where it is not processed yet (1: waiting, 0: go on at once, -1: an error) */
+static int crank_wait(Crank *c, PyObject *event, int wait) {
+    PyObject *cbs = PyObject_GetAttr(event, s_callbacks);
+    if (!cbs)
+        return -1;
+    int rc = 0;
+    if (cbs != Py_None) {
+        rc = PyList_Append(cbs, (PyObject *)c) < 0 ? -1 : 1;
+        if (rc == 1)
+            c->wait = wait;
+    }
+    Py_DECREF(cbs);
+    return rc;
+}
+
+/* the rank runs until it waits (0) or ends; -1 on an error */
+static int crank_run(Crank *c) {
+    PyObject *plan = c->plan;
+    Py_ssize_t nph = PyTuple_GET_SIZE(plan);
+    for (;;) {
+        if (c->started) {
+            PyObject *ph = PyTuple_GET_ITEM(plan, c->phase);
+            for (; c->ri < c->nr; c->ri++) /* the receives, in order */
+                if (!cbox_take(c, crank_key(c->src[c->ri], c->step))) {
+                    c->wait = CW_RECV;
+                    return 0;
+                }
+            for (; c->si < c->ns; c->si++) { /* then the sends */
+                if (c->sev[c->si]) {
+                    int w = crank_wait(c, c->sev[c->si], CW_EVENT_SEND);
+                    if (w)
+                        return w < 0 ? -1 : 0;
+                } else if (!c->arrived[c->si]) {
+                    c->wait = CW_SEND;
+                    return 0;
+                }
+            }
+            crank_drop_step(c);
+            double reduce = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(ph, 3));
+            if (reduce > 0 && c->compute && !c->computed) { /* yield job.compute(r, reduce * job.gamma) */
+                c->computed = 1;
+                double gamma;
+                if (attr_f(c->job, cs[CS_GAMMA], &gamma) < 0)
+                    return -1;
+                PyObject *sec = PyFloat_FromDouble(reduce * gamma);
+                PyObject *meth = sec ? PyObject_GetAttr(c->job, cs[CS_COMPUTE]) : NULL;
+                PyObject *a[] = {c->r, sec};
+                PyObject *ev = meth ? PyObject_Vectorcall(meth, a, 2, NULL) : NULL;
+                Py_XDECREF(meth);
+                Py_XDECREF(sec);
+                if (!ev)
+                    return -1;
+                int w = crank_wait(c, ev, CW_COMPUTE);
+                Py_DECREF(ev);
+                if (w)
+                    return w < 0 ? -1 : 0;
+            }
+            c->computed = 0;
+            c->step++;
+            if (++c->rep == PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0))) {
+                c->rep = 0;
+                c->phase++;
+            }
+        }
+        c->started = 1;
+        /* the next step with something to do (a phase without sends or receives: its steps counted) */
+        for (; c->phase < nph; c->phase++) {
+            PyObject *ph = PyTuple_GET_ITEM(plan, c->phase);
+            Py_ssize_t times = PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0));
+            if ((PyTuple_GET_SIZE(PyTuple_GET_ITEM(ph, 1)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(ph, 2))) &&
+                times > c->rep)
+                break;
+            c->step += times - c->rep;
+            c->rep = 0;
+        }
+        if (c->phase == nph)
+            return crank_end(c, 1, Py_None);
+        if (crank_post(c, PyTuple_GET_ITEM(plan, c->phase)) < 0)
+            return -1;
+    }
+}
+
+/* Crank(event): the event the rank waits on is processed; the rank goes on (Process._resume) */
+static PyObject *Crank_call(Crank *c, PyObject *args, PyObject *kwds) {
+    PyObject *event;
+    if (!PyArg_ParseTuple(args, "O:Crank", &event))
+        return NULL;
+    if (!c->plan || c->wait == CW_ENDED) {
+        PyErr_SetString(PyExc_RuntimeError, "Crank: the rank has ended");
+        return NULL;
+    }
+    PyObject *okv = PyObject_GetAttr(event, s_ok);
+    int ok = okv ? PyObject_IsTrue(okv) : -1;
+    Py_XDECREF(okv);
+    if (ok < 0)
+        return NULL;
+    if (!ok) { /* the process would fail with the event's exception */
+        PyObject *exc = PyObject_GetAttr(event, s_value);
+        int rc = exc && PyObject_SetAttr(event, cs[CS_DEFUSED], Py_True) == 0 ? crank_end(c, 0, exc) : -1;
+        Py_XDECREF(exc);
+        if (rc < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    switch (c->wait) { /* what the rank waited on is done */
+    case CW_FIRED_RECV:
+        c->ri++;
+        break;
+    case CW_FIRED_SEND:
+    case CW_EVENT_SEND:
+        c->si++;
+        break;
+    case CW_NONE:
+        if (!c->started)
+            break;
+        /* fall through */
+    case CW_COMPUTE:
+        break;
+    default:
+        PyErr_SetString(PyExc_RuntimeError, "Crank: resumed while it waits on no event");
+        return NULL;
+    }
+    c->wait = CW_NONE;
+    if (crank_run(c) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Crank.pending() -> (receives posted that no message matched, messages arrived that nobody received), as
+ * the job's mailboxes would count them (the step's receives are posted at its start) */
+static PyObject *Crank_pending(Crank *c, PyObject *unused) {
+    Py_ssize_t posted = 0, held = c->held;
+    if (c->plan && c->started && c->wait != CW_ENDED) {
+        for (Py_ssize_t j = c->ri; j < c->nr; j++) {
+            struct CBox *e = cbox_find(c, crank_key(c->src[j], c->step));
+            if (e && e->count > 0)
+                held--;
+            else
+                posted++;
+        }
+    }
+    return Py_BuildValue("nn", posted, held);
+}
+
+static PyMethodDef Crank_methods[] = {
+    {"sent", (PyCFunction)(void (*)(void))Crank_sent, METH_FASTCALL,
+     "sent(j, value): the arrival of the step's j-th send (its hook)"},
+    {"pending", (PyCFunction)Crank_pending, METH_NOARGS, "pending() -> (receives waiting, messages unreceived)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject CrankType =
+    GC_TYPE("sim._ratecore.Crank", Crank,
+            "Crank(r, plan, shared): a plain rank's loop, called with each event it waited on (see _ratecore.c)", Crank,
+            .tp_call = (ternaryfunc)Crank_call);
 
 /* ------------------------------------------------------------------ the fast path's event loop (sim/fastpath.py)
  *
@@ -5757,18 +6343,9 @@ static PyMethodDef Fast_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject FastType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sim._ratecore.Fast",
-    .tp_basicsize = sizeof(Fast),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "FastExecutor's per-message lines: Fast(ex, env, event_type, push, normal, partial, bounds, phases)",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)Fast_init,
-    .tp_dealloc = (destructor)Fast_dealloc,
-    .tp_traverse = (traverseproc)Fast_traverse,
-    .tp_clear = (inquiry)Fast_clear,
-    .tp_methods = Fast_methods,
-};
+static PyTypeObject FastType =
+    GC_TYPE("sim._ratecore.Fast", Fast,
+            "FastExecutor's per-message lines: Fast(ex, env, event_type, push, normal, partial, bounds, phases)", Fast);
 
 #define FASTCALL(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
@@ -8189,7 +8766,8 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__ratecore(void) {
     if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&FastType) < 0 || PyType_Ready(&DfDoneType) < 0 ||
-        PyType_Ready(&DuesType) < 0 || PyType_Ready(&GoneType) < 0 || st_ready() < 0)
+        PyType_Ready(&DuesType) < 0 || PyType_Ready(&GoneType) < 0 || PyType_Ready(&CrankType) < 0 ||
+        st_ready() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
@@ -8199,7 +8777,7 @@ PyMODINIT_FUNC PyInit__ratecore(void) {
         PyTypeObject *type;
     } types[] = {{"Core", &CoreType},       {"Fast", &FastType},           {"DfDone", &DfDoneType},
                  {"Dues", &DuesType},       {"NetBase", &NetBaseType},     {"RatesBase", &RatesBaseType},
-                 {"Gone", &GoneType}};
+                 {"Gone", &GoneType},       {"Crank", &CrankType}};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         Py_INCREF(types[k].type);
         if (PyModule_AddObject(m, types[k].name, (PyObject *)types[k].type) < 0) {

@@ -369,6 +369,51 @@ def _plain_rank(job: Any, program: StepProgram, r: int) -> Generator[Any, Any, N
             s += 1
 
 
+#: the plain ranks as compiled loops (``sim._ratecore.Crank``: no generator, no SimPy process) where the core is
+#: built and the job's receives are its compiled lines; tests turn it off to hold it to :func:`_plain_rank`
+_CRANKS = _PLAIN_RANKS
+
+
+def _compiled_ranks(job: Any, program: StepProgram) -> list[Any] | None:
+    """The ranks of :func:`run_messages` without the data check as ``sim._ratecore.Crank`` loops, each started
+    by an event scheduled as SimPy's ``Initialize`` is (urgent, in rank order) and ending with an event
+    that stands for its process (triggered and scheduled as ``Process._resume`` does): those events, or
+    None where :func:`_plain_rank`'s processes must run (no compiled core, Job.send / Job.recv another's,
+    the job's receives not compiled). A rank's messages arrive in its own inbox (by sender and step) rather
+    than in the job's mailboxes; the job counts what the inboxes hold (:meth:`~sim.runtime.Job.pending_receives`).
+    An event is made only where a rank waits on a receive or a send that has not come (see the core's
+    notes above ``Crank``)."""
+    core, own = runtime_core()
+    crank = getattr(core, "Crank", None)
+    if not _CRANKS or crank is None or (type(job).send, type(job).recv) != own or job._ctx is None:
+        return None
+    from simpy.events import URGENT, Event  # noqa: PLC0415 - (SimPy's event internals, as sim.network's)
+
+    env = job.env
+    ranks: list[Any] = []
+    dummy = Event(env)  # (each compiled send's own event: processed, nobody waits on it)
+    dummy._ok = True  # type: ignore[attr-defined]
+    dummy._value = None  # type: ignore[attr-defined]
+    dummy.callbacks = None  # type: ignore[assignment]
+    dones = []
+    for r in range(program.endpoints):
+        plan = []
+        for step, times in program.phases:
+            sends, srcs, reduce = step.plain(r)
+            plan.append((int(times), tuple(sends), tuple(srcs), float(reduce)))
+        done = Event(env)
+        rank = crank(r, tuple(plan), (job, job.net, ranks, env, done, job.gamma > 0, dummy))
+        ranks.append(rank)
+        start = Event(env)  # (simpy.events.Initialize's lines)
+        start.callbacks = [rank]
+        start._ok = True  # type: ignore[attr-defined]
+        start._value = None  # type: ignore[attr-defined]
+        env.schedule(start, URGENT)
+        dones.append(done)
+    job._inboxes.extend(ranks)  # (the messages that arrive in the ranks' inboxes, not the job's mailboxes)
+    return dones
+
+
 def runtime_core() -> tuple[Any, tuple[Any, Any]]:
     """The compiled core as :mod:`sim.runtime` calls it (``sim.network._ops``), and Job.send and Job.recv
     as the module defines them."""
@@ -390,7 +435,9 @@ def run_messages(job: Any, program: StepProgram) -> Generator[Any, Any, None]:
     env = job.env
     data = job.data
     if _PLAIN_RANKS and _without_data(data):
-        procs = [env.process(_plain_rank(job, program, r)) for r in range(program.endpoints)]
+        procs = _compiled_ranks(job, program)
+        if procs is None:
+            procs = [env.process(_plain_rank(job, program, r)) for r in range(program.endpoints)]
         yield env.all_of(procs)
         return
 

@@ -206,6 +206,8 @@ class Job:
         self._mail: dict[tuple[int, int, int], list[Any]] = {}
         self._waiting: dict[tuple[int, int, int], list[simpy.Event]] = {}
         self._hook: Any = self._deliver  # (one bound method for every message's arrival hook)
+        #: the compiled plain ranks' inboxes (sim.program._compiled_ranks), counted with the mailboxes
+        self._inboxes: list[Any] = []
         #: the mailboxes' objects for the compiled core's job_recv / job_deliver (None: the Python path)
         self._ctx: tuple[Any, ...] | None = None
         if network._LANE_CORE and network._ops is not network._PyDue and settle is _SETTLE:  # (not a test's)
@@ -298,11 +300,11 @@ class Job:
 
     def pending_receives(self) -> int:
         """Receives posted that no message has matched (a deadlock leaves some)."""
-        return sum(len(q) for q in self._waiting.values())
+        return sum(len(q) for q in self._waiting.values()) + sum(box.pending()[0] for box in self._inboxes)
 
     def pending_messages(self) -> int:
         """Messages delivered that nobody received (a correct algorithm leaves none)."""
-        return sum(len(q) for q in self._mail.values())
+        return sum(len(q) for q in self._mail.values()) + sum(box.pending()[1] for box in self._inboxes)
 
 
 #: Job.send and Job.recv as defined here: sim.program's plain ranks call their compiled lines inline only
