@@ -20,7 +20,7 @@ every count equal to one -- a contribution lost reads 0, one added twice reads 2
 from __future__ import annotations
 
 import functools
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import Any
 
 import numpy as np
@@ -235,6 +235,36 @@ class Job:
             if event is not NotImplemented:
                 return event  # type: ignore[no-any-return]
         return self.net.send(src, dst, nbytes, bound=bound, on_arrival=hook)
+
+    def post(self, at: int, peers: Sequence[int], inbound: bool, nbytes: float, hook: tuple[Any, ...]) -> None:
+        """:meth:`send`'s lines for many messages nobody waits on: ``nbytes`` from each of ``peers`` to ``at``
+        (``inbound``), or from ``at`` to each of them, in order, each with the arrival ``hook`` (the
+        network's ``on_arrival``) and no event returned -- the private lane in C while it is open (it
+        closes for good once flows meet), then the engine's single send in C, else :meth:`Network.send`,
+        without a Python call a message."""
+        net = self.net
+        i, n = 0, len(peers)
+        while i < n and net._lane_ctx is not None:
+            src, dst = (peers[i], at) if inbound else (at, peers[i])
+            event = _CORE.lane_send(net._lane_ctx, src, dst, nbytes, None, hook)
+            if event is None or event is NotImplemented:
+                net.send(src, dst, nbytes, on_arrival=hook)
+            i += 1
+        ctx, rest = net._send_ctx, peers[i:] if i else peers
+        if ctx is None:
+            for peer in rest:
+                src, dst = (peer, at) if inbound else (at, peer)
+                net.send(src, dst, nbytes, on_arrival=hook)
+            return
+        send = _CORE.eng_send
+        if inbound:
+            for src in rest:
+                if send(ctx, src, at, nbytes, None, hook) is NotImplemented:
+                    net.send(src, at, nbytes, on_arrival=hook)
+        else:
+            for dst in rest:
+                if send(ctx, at, dst, nbytes, None, hook) is NotImplemented:
+                    net.send(at, dst, nbytes, on_arrival=hook)
 
     def _deliver(self, key: tuple[int, int, int], payload: Any) -> None:
         """A message's arrival: its payload to the first receive posted for it, or to the mailbox

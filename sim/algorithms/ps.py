@@ -36,7 +36,7 @@ from simpy.events import Event
 
 from ..classes import FanPlan
 from ..errors import AlgorithmError
-from ..runtime import _CORE, _JOB_LINES, Job, NoData
+from ..runtime import _JOB_LINES, Job, NoData
 from ..schema import Spec
 from .base import Algorithm
 from .common import fan_in, fan_out, receive_into, spread
@@ -218,37 +218,8 @@ class _Counted:
     def run(self) -> Generator[Any, Any, None]:
         pushed = self._pushed
         for k, server in enumerate(self.servers):
-            self._send(server, self.workers[k], True, (pushed, k, None))
+            self.job.post(server, self.workers[k], True, self.shard, (pushed, k, None))
         yield self.done
-
-    def _send(self, at: int, peers: list[int], push: bool, hook: tuple[Callable[..., None], int, None]) -> None:
-        """``Job.send`` of ``shard`` bytes from each of ``peers`` to ``at`` (``push``), or from ``at`` to
-        each of them, in order, with ``hook`` for the arrival: ``Job.send``'s lines (the private lane's in
-        the compiled core while it is open, then the engine's, else ``Network.send``), the engine's loop
-        without a Python call a message."""
-        net, shard = self.net, self.shard
-        i, n = 0, len(peers)
-        while i < n and net._lane_ctx is not None:  # (the lane closes for good once flows meet)
-            src, dst = (peers[i], at) if push else (at, peers[i])
-            event = _CORE.lane_send(net._lane_ctx, src, dst, shard, None, hook)
-            if event is None or event is NotImplemented:
-                net.send(src, dst, shard, on_arrival=hook)
-            i += 1
-        ctx, rest = net._send_ctx, peers[i:] if i else peers
-        if ctx is None:
-            for peer in rest:
-                src, dst = (peer, at) if push else (at, peer)
-                net.send(src, dst, shard, on_arrival=hook)
-            return
-        send = _CORE.eng_send
-        if push:
-            for src in rest:
-                if send(ctx, src, at, shard, None, hook) is NotImplemented:
-                    net.send(src, at, shard, on_arrival=hook)
-        else:
-            for dst in rest:
-                if send(ctx, at, dst, shard, None, hook) is NotImplemented:
-                    net.send(at, dst, shard, on_arrival=hook)
 
     def _later(self, k: int, steps: int, then: Callable[[int], None]) -> None:
         """An event triggered now as a message's arrival triggers the event a process waits on
@@ -278,7 +249,7 @@ class _Counted:
         self.arrived[k] = 0
         self.armed[k] = False
         if not self.pushes[k]:
-            self._send(self.servers[k], self.workers[k], False, (self._pulled, k, None))
+            self.job.post(self.servers[k], self.workers[k], False, self.shard, (self._pulled, k, None))
 
     def _pulled(self, k: int, _payload: Any) -> None:
         self.pulls[k] -= 1
