@@ -327,14 +327,10 @@ def _plain_rank(job: Any, program: StepProgram, r: int) -> Generator[Any, Any, N
     :class:`~sim.runtime.NoData`): the same calls of ``job.send`` / ``job.recv`` / ``job.compute`` in the
     same order, with the step's numbers read off Python lists (:meth:`Step.plain`) rather than numpy
     scalars, no payloads, and an event that comes processed not yielded (SimPy's process would go on at
-    once: :meth:`simpy.events.Process._resume` loops over a processed event without a step)."""
+    once: :meth:`simpy.events.Process._resume` loops over a processed event without a step). Where the
+    compiled core is built, :func:`_compiled_ranks` runs these steps in C (``sim._ratecore.Crank``); this is
+    their reference and the path without the core."""
     send, recv = job.send, job.recv
-    # Job.send's and Job.recv's lines inline where the compiled core takes them (eng_send on the closed
-    # lane, job_recv): the same calls without their Python frames
-    # (not where Job.send / Job.recv are another's: a test's recording stand-in)
-    core, own = runtime_core()
-    inline = (type(job).send, type(job).recv) == own
-    net, jctx, deliver = job.net, job._ctx if inline else None, job._hook
     compute = job.gamma > 0
     s = 0
     for step, times in program.phases:
@@ -343,22 +339,13 @@ def _plain_rank(job: Any, program: StepProgram, r: int) -> Generator[Any, Any, N
             s += times
             continue
         for _ in range(times):
-            sctx = net._send_ctx if net._lane_ctx is None and inline else None
-            if sctx is None:  # (bound by keyword, as run_messages' own rank passes it)
-                sent = [
-                    send(r, dst, nbytes, None, s) if bound is None else send(r, dst, nbytes, None, s, bound=bound)
-                    for dst, nbytes, bound in sends
-                ]
-            else:
-                sent = []
-                for dst, nbytes, bound in sends:
-                    hook = (deliver, (r, dst, s), None)
-                    event = core.eng_send(sctx, r, dst, nbytes, bound, hook)
-                    if event is NotImplemented:
-                        event = net.send(r, dst, nbytes, bound=bound, on_arrival=hook)
-                    sent.append(event)
+            # (bound by keyword, as run_messages' own rank passes it)
+            sent = [
+                send(r, dst, nbytes, None, s) if bound is None else send(r, dst, nbytes, None, s, bound=bound)
+                for dst, nbytes, bound in sends
+            ]
             for src in srcs:
-                event = recv(r, src, s) if jctx is None else core.job_recv(jctx, (src, r, s))
+                event = recv(r, src, s)
                 if event.callbacks is not None:
                     yield event
             for event in sent:
