@@ -324,6 +324,52 @@ def test_in_place_times_with_wrong_results_are_not_taken(tmp_path):
     assert samples[0].in_place_s == pytest.approx(80.8e-6) and samples[1].in_place_s == 0.0
 
 
+def _nccl_tests_2_19(text: str, *, per_iter: bool, timestamps: bool, cputime: bool, header: bool) -> str:
+    """``text`` (nccl_text's layout) as nccl-tests 2.19 prints it with ``-I 1`` (after each side's ``time algbw
+    busbw #wrong`` the per-iteration ``i_min i_max i_p99 i_cv%``), ``-S 1`` (a timestamp ending every row),
+    ``-C 1`` (``cputime`` columns) and without its header lines (a post of the table alone)."""
+    out = []
+    for line in text.splitlines():
+        fields = line.split()
+        if line.startswith("#") and fields[1:3] == ["size", "count"]:
+            if per_iter:
+                side = "time algbw busbw #wrong i_min i_max i_p99 i_cv%"
+                fields = ["#", *fields[1:6], side, side]
+            line = " ".join(fields).replace("time", "cputime" if cputime else "time")
+            line += " timestamp" if timestamps else ""
+        elif fields and fields[0].isdigit() and len(fields) == 13:
+            if per_iter:  # i_min below the time, i_max far above: columns no algbw agrees with
+                out_t, in_t = float(fields[5]), float(fields[9])
+                stats = [f"{out_t * 0.97:.2f}", f"{out_t * 3:.2f}", f"{out_t * 2:.2f}", "3.10"]
+                fields = (
+                    fields[:9]
+                    + stats
+                    + fields[9:]
+                    + [f"{in_t * 0.96:.2f}", f"{in_t * 3:.2f}", f"{in_t * 2:.2f}", "4.20"]
+                )
+            line = "  ".join(fields + (["2026-07-09", "16:03:21"] if timestamps else []))
+        if header or not line.startswith("#"):
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("per_iter", [True, False])
+@pytest.mark.parametrize(
+    "timestamps, cputime, header", [(False, False, True), (True, True, True), (True, False, False)]
+)
+def test_reads_the_columns_of_nccl_tests_2_19(tmp_path, per_iter, timestamps, cputime, header):
+    """nccl-tests 2.19's ``-I`` puts four per-iteration columns after each side's #wrong, so the in-place time
+    is 8 columns on, not 4 (it was lost: the faster of the two not taken); ``-S`` ends rows with a date and a
+    time, ``-C`` names the columns ``cputime``. Every layout gives the samples of today's layout."""
+    rows = [(2**20, 80e-6), (2**24, 300e-6), (2**28, 3000e-6)]
+    clean = nccl_text("all_reduce_perf", "allreduce", 16, rows)
+    want, _ = parse_nccl_text(clean, "clean")
+    text = _nccl_tests_2_19(clean, per_iter=per_iter, timestamps=timestamps, cputime=cputime, header=header)
+    got, source = parse_nccl_text(text, "new", ranks=None if header else 16)
+    assert [(s.size, s.time_s, s.in_place_s) for s in got] == [(s.size, s.time_s, s.in_place_s) for s in want]
+    assert all(s.in_place_s == pytest.approx(s.time_s * 1.01, rel=1e-3) for s in got) and source.records == 3
+
+
 def test_settings_the_model_does_not_represent_are_named(tmp_path):
     """A log that sets NCCL's channel count or QPs (NCCL_MIN_CTAS=24 NCCL_IB_QPS_PER_CONNECTION=2 lifted a
     published 8-node ring from 320 to 391 GB/s busbw) is read and fitted, and the calibration warns that

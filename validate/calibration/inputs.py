@@ -582,15 +582,26 @@ def _float(text: str) -> float:
         return math.nan
 
 
-def _header_time_column(stripped: str) -> int | None:
-    """The time column a column-header line names (``#  size  count  type  redop  root  time ...``)."""
+#: the in-place time's offset from the out-of-place time's column: ``time algbw busbw #wrong`` per side, and
+#: since nccl-tests 2.19 with ``-I`` (per-iteration timing) ``i_min i_max i_p99 i_cv%`` after each side's four
+_IN_PLACE_OFFSETS = (4, 8)
+
+
+def _header_time_column(stripped: str) -> tuple[int, int] | None:
+    """The time column a column-header line names (``#  size  count  type  redop  root  time ...``; ``cputime``
+    with ``-C``) and the in-place time's offset from it (4; 8 where ``-I`` adds per-iteration columns)."""
     names = stripped.lstrip("#").split()
-    if len(names) > 3 and names[:2] == ["size", "count"] and "time" in names:
-        return names.index("time")
+    if len(names) > 3 and names[:2] == ["size", "count"]:
+        times = [i for i, name in enumerate(names) if name in ("time", "cputime")]
+        if times:
+            offset = times[1] - times[0] if len(times) > 1 and times[1] - times[0] in _IN_PLACE_OFFSETS else 4
+            return times[0], offset
     return None
 
 
-def _result_row(line: str, time_at: int, headed: bool) -> tuple[int, str, str, str, str, str | None, str | None] | None:
+def _result_row(
+    line: str, time_at: int, headed: bool, in_place_at: int = 4
+) -> tuple[int, str, str, str, str, str | None, str | None] | None:
     """A result row's size, its out-of-place time, algbw, busbw and #wrong (or error) texts, its
     in-place time text (None where the row has none whose algbw agrees with it) and its redop (None in
     the oldest layout, which prints none), or None.
@@ -598,7 +609,8 @@ def _result_row(line: str, time_at: int, headed: bool) -> tuple[int, str, str, s
     The time column is ``time_at`` (a column-header line's where ``headed``, else today's layout) where
     the row's algbw agrees with size / time there (algbw is printed to 0.01 GB/s), else the first of the
     layouts nccl-tests has printed whose algbw does: an old log without its header lines is read right,
-    never shifted by a column. Where none agrees, a header's column is read as printed."""
+    never shifted by a column. Where none agrees, a header's column is read as printed. The in-place time is
+    ``in_place_at`` columns on (a header's), else the first of :data:`_IN_PLACE_OFFSETS` whose algbw agrees."""
     if not _ROW.match(line):
         return None
     fields = line.split()
@@ -621,7 +633,9 @@ def _result_row(line: str, time_at: int, headed: bool) -> tuple[int, str, str, s
         k = time_at if (headed and len(fields) >= time_at + 4) or agrees(time_at, strict=False) else None
     if k is None:
         return None
-    in_place = fields[k + 4] if agrees(k + 4, strict=False) and not _wrong_results(fields[k + 7]) else None
+    offsets = [in_place_at] + [d for d in _IN_PLACE_OFFSETS if d != in_place_at and not headed]
+    d = next((d for d in offsets if agrees(k + d, strict=False)), None)
+    in_place = fields[k + d] if d is not None and not _wrong_results(fields[k + d + 3]) else None
     return size, fields[k], fields[k + 1], fields[k + 2], fields[k + 3], in_place, fields[3] if k >= 4 else None
 
 
@@ -669,7 +683,7 @@ def parse_nccl_text(
     mpi_ranks = 0
     srun_nodes = 0  # srun -N without a task count: one task per node, nThread x nGpus GPUs each
     gpus = 0
-    time_at, headed = _TIME_COLUMNS[0], False  # until a column-header line says otherwise
+    time_at, headed, in_place_at = _TIME_COLUMNS[0], False, 4  # until a column-header line says otherwise
     listed: set[tuple[int, str]] = set()  # (rank, host): a log of several runs repeats its rank lines
     rows: list[tuple[str, int, float, float]] = []  # (where, size, out-of-place s, in-place s or 0)
     redops: Counter[str | None] = Counter()  # the rows' redop column: all-reduce's is an operation, not "none"
@@ -705,8 +719,8 @@ def parse_nccl_text(
                 ran.setdefault((func, nbytes), Counter())[(algo_ran, proto_ran)] += 1
             continue
         if stripped.startswith("#"):
-            if (column := _header_time_column(stripped)) is not None:
-                time_at, headed = column, True
+            if (columns := _header_time_column(stripped)) is not None:
+                (time_at, in_place_at), headed = columns, True
             if m := _STARTING.search(stripped):
                 program = m.group(1)
             if m := _NGPUS.search(stripped):
@@ -714,7 +728,7 @@ def parse_nccl_text(
             if stripped.startswith("#%") or not stripped.startswith("#  "):
                 scan(stripped)
             continue
-        row = _result_row(line, time_at, headed)
+        row = _result_row(line, time_at, headed, in_place_at)
         if row is None:
             scan(stripped)  # the command line, environment, NCCL INFO lines ...
             continue
