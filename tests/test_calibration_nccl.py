@@ -16,10 +16,10 @@ from sim.cluster import Cluster
 from sim.errors import CalibrationError, ConfigError
 from sim.linkmodel import LinkModel, Segment
 from sim.simulate import simulate
-from tests.calib_fixtures import nccl_text
+from tests.calib_fixtures import nccl_json, nccl_text
 from validate.calibration import fit_calibration, load_calibration, read_samples, save_calibration
 from validate.calibration.compare import check_separate
-from validate.calibration.inputs import parse_nccl_text
+from validate.calibration.inputs import parse_nccl_json, parse_nccl_text
 
 ONE = "hgx:hosts=1,preset=dgx-h100"
 TWO = "hgx:hosts=2,preset=dgx-h100"
@@ -368,6 +368,34 @@ def test_reads_the_columns_of_nccl_tests_2_19(tmp_path, per_iter, timestamps, cp
     got, source = parse_nccl_text(text, "new", ranks=None if header else 16)
     assert [(s.size, s.time_s, s.in_place_s) for s in got] == [(s.size, s.time_s, s.in_place_s) for s in want]
     assert all(s.in_place_s == pytest.approx(s.time_s * 1.01, rel=1e-3) for s in got) and source.records == 3
+
+
+@pytest.mark.parametrize(
+    "env, code, spec",
+    [
+        ([], 22803, "nccl:version=2.28.3"),
+        (["NCCL_ALGO=Ring", "NCCL_PROTO=Simple"], 22602, "nccl:algo=ring,proto=simple,version=2.26.2"),
+        (["NCCL_NVLS_ENABLE=0", "NCCL_MIN_CTAS=24"], 22105, "nccl:algo=^nvls|nvls-tree,version=2.21.5"),
+        (["NCCL_ALGO=Tree"], 0, "nccl:algo=tree"),
+    ],
+)
+def test_nccl_tests_json_runs_the_schedule_and_release_it_states(tmp_path, env, code, spec):
+    """nccl-tests' ``-J`` document carries the run's environment (``env``: KEY=VALUE strings) and the NCCL
+    release (``nccl_version``, NCCL_VERSION_CODE): the samples go through the schedule NCCL ran and the
+    tuner of that release, as the printed log's header and command line give them."""
+    doc = nccl_json("all_reduce_perf", 16, [(2**20, 80e-6), (2**24, 300e-6)])
+    doc["env"] = ["PATH=/usr/bin", *env]
+    doc["nccl_version"] = code
+    samples, source = parse_nccl_json(doc, "run.json")
+    assert {s.algorithm for s in samples} == {spec}
+    assert source.unmodelled == (["NCCL_MIN_CTAS=24"] if "NCCL_MIN_CTAS=24" in env else [])
+    text = nccl_text("all_reduce_perf", "allreduce", 16, [(2**20, 80e-6), (2**24, 300e-6)])
+    text = text.replace("nccl-library=22803", f"nccl-library={code}" if code else "")
+    same, _ = parse_nccl_text(" ".join(env) + "\n" + text, "run.txt")  # the same run, printed
+    assert {s.algorithm for s in same} == {spec}
+    bare = {s.algorithm for s in parse_nccl_json({**doc, "env": []}, "bare.json")[0]}
+    doc["env"] = "NCCL_ALGO=Ring"  # not a list: taken as no environment, never a traceback
+    assert {s.algorithm for s in parse_nccl_json(doc, "odd.json")[0]} == bare
 
 
 def test_settings_the_model_does_not_represent_are_named(tmp_path):

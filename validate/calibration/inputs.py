@@ -511,12 +511,20 @@ def stated_nccl_version(line: str) -> tuple[int, str] | None:
     if m := _NCCL_VERSION_LINE.search(line):
         return 0, m.group(1)
     if m := _NCCL_LIBRARY.search(line):
-        code = int(m.group(1))  # NCCL_VERSION_CODE: X * 10000 + Y * 100 + Z since 2.9, X * 1000 + Y * 100 + Z before
-        major, rest = (code // 10000, code % 10000) if code >= 10000 else (code // 1000, code % 1000)
-        return 1, f"{major}.{rest // 100}.{rest % 100}"
+        return 1, nccl_release(int(m.group(1)))
     if line.startswith("#%") and (m := _NCCL_VERSION_STATED.search(line)):
         return 2, m.group(1)
     return None
+
+
+def nccl_release(code: int) -> str:
+    """NCCL's ``NCCL_VERSION_CODE`` as a release: X * 10000 + Y * 100 + Z since 2.9, X * 1000 + Y * 100 + Z before.
+
+    >>> nccl_release(22809), nccl_release(2804)
+    ('2.28.9', '2.8.4')
+    """
+    major, rest = (code // 10000, code % 10000) if code >= 10000 else (code // 1000, code % 1000)
+    return f"{major}.{rest // 100}.{rest % 100}"
 
 
 def _collective_of(program: str | None, where: str, hint: str | None) -> str:
@@ -776,15 +784,8 @@ def parse_nccl_text(
         raise CalibrationError(
             f"{path}: cannot tell the number of ranks (no '#  Rank' lines, no mpirun -n); give FILE:ranks=N{hint}"
         )
-    algo = nccl_algo_option(algorithm, f"{path}: algorithm") if algorithm else None
-    if algo is None and "ALGO" in env:
-        algo = nccl_algo_option(env["ALGO"], f"{path}: NCCL_ALGO")
-    if env.get("NVLS_ENABLE") == "0" and (algo is None or algo.startswith("^")):  # no NVLS nor NVLSTree
-        algo = "^" + "|".join(dict.fromkeys([*filter(None, (algo or "").lstrip("^").split("|")), "nvls", "nvls-tree"]))
-    proto = None
-    if "PROTO" in env:
-        proto = "|".join(x.strip().lower() for x in re.split(r"[,|]", env["PROTO"]) if x.strip())
     version = _modelled_version(min(versions)[1]) if versions else None
+    algo, proto = _restrictions(algorithm, env, path)
     spec = nccl_schedule_spec(coll, algo, proto, version)
     run_id = f"nccl-tests-{digest.hexdigest()[:16]}"
     picked = {size: nccl_schedule_spec(coll, *pick, version) for size, pick in _picks_ran(ran).items()}
@@ -804,6 +805,20 @@ def parse_nccl_text(
         detail=detail,
         unmodelled=unmodelled_settings(env),
     )
+
+
+def _restrictions(algorithm: str | None, env: dict[str, str], path: str) -> tuple[str | None, str | None]:
+    """The ``nccl`` algorithm's ``algo`` and ``proto`` options for a run: ``algorithm`` (the user's hint) or
+    the NCCL_ALGO it set, NVLS and NVLSTree out where it set NCCL_NVLS_ENABLE=0, its NCCL_PROTO."""
+    algo = nccl_algo_option(algorithm, f"{path}: algorithm") if algorithm else None
+    if algo is None and "ALGO" in env:
+        algo = nccl_algo_option(env["ALGO"], f"{path}: NCCL_ALGO")
+    if env.get("NVLS_ENABLE") == "0" and (algo is None or algo.startswith("^")):  # no NVLS nor NVLSTree
+        algo = "^" + "|".join(dict.fromkeys([*filter(None, (algo or "").lstrip("^").split("|")), "nvls", "nvls-tree"]))
+    proto = None
+    if "PROTO" in env:
+        proto = "|".join(x.strip().lower() for x in re.split(r"[,|]", env["PROTO"]) if x.strip())
+    return algo, proto
 
 
 def _picks_ran(ran: dict[tuple[str | None, int], Counter[tuple[str, str]]]) -> dict[int, tuple[str, str]]:
@@ -963,8 +978,15 @@ def parse_nccl_json(
             value = config.get(key, 1)
             per *= value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 16 else 1
         p = (len(devices) if isinstance(devices, list) and devices else 1) * per
-    algo = nccl_algo_option(algorithm, f"{path}: algorithm") if algorithm else None
-    spec = nccl_schedule_spec(coll, algo)
+    env: dict[str, str] = {}  # what the run's environment (``env``: KEY=VALUE strings) and command line set
+    listed = data.get("env") if isinstance(data.get("env"), list) else []
+    for text in [*listed, " ".join(a for a in args if isinstance(a, str)) if isinstance(args, list) else ""]:
+        if isinstance(text, str):
+            _scan_command(text, env)
+    code = data.get("nccl_version")
+    known = isinstance(code, int) and not isinstance(code, bool) and code > 0
+    version = _modelled_version(nccl_release(code)) if known else None
+    spec = nccl_schedule_spec(coll, *_restrictions(algorithm, env, path), version)
     samples = []
     for i, row in enumerate(data["results"]):
         where = f"{path}: results[{i}]"
@@ -1000,7 +1022,14 @@ def parse_nccl_json(
         raise CalibrationError(f"{path}: the results list is empty")
     detail = f"{os.path.basename(program or coll)}, {p} ranks, {spec}"
     runs = [run_id] if run_id else []
-    return samples, Source(kind="nccl-tests-json", path=str(path), run_ids=runs, records=len(samples), detail=detail)
+    return samples, Source(
+        kind="nccl-tests-json",
+        path=str(path),
+        run_ids=runs,
+        records=len(samples),
+        detail=detail,
+        unmodelled=unmodelled_settings(env),
+    )
 
 
 # -- the front door -------------------------------------------------------------------------------
