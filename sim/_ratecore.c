@@ -3813,16 +3813,19 @@ static int eng_strings(void) {
  * NotImplemented where the Python lines must do it: the lane open, a pair not routed yet, a size or bound
  * that is not a float, a size below 0, no free slot, a sender beyond the model's overheads, a clock that is
  * not a float */
-static PyObject *eng_send_with(PyObject *const *args, PyObject *given);
+static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject **pidc, PyObject *rec);
 
 static PyObject *py_eng_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 6, "eng_send(ectx, src, dst, nbytes, bound, hook)"))
         return NULL;
-    return eng_send_with(args, NULL);
+    return eng_send_with(args, NULL, NULL, NULL);
 }
 
-/* eng_send's lines, with ``given`` (where not NULL) for the send's event rather than a new one */
-static PyObject *eng_send_with(PyObject *const *args, PyObject *given) {
+/* eng_send's lines, with ``given`` (where not NULL) for the send's event rather than a new one; ``pidc``
+ * (where not NULL) the pair's route as found before (*pidc, a reference the caller owns: NULL until found,
+ * then set here), and ``rec`` (where not NULL) the send's record ``(given, hook)`` made before (the
+ * compiled ranks': sim.network._MSG_CORE) */
+static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject **pidc, PyObject *rec) {
     PyObject *ectx = args[0], *src = args[1], *nbytes = args[3], *bound = args[4], *hook = args[5];
     if (!PyTuple_CheckExact(ectx) || PyTuple_GET_SIZE(ectx) != 3 || lane_ctx(PyTuple_GET_ITEM(ectx, 0)) < 0) {
         if (!PyErr_Occurred())
@@ -3846,17 +3849,24 @@ static PyObject *eng_send_with(PyObject *const *args, PyObject *given) {
             result = Py_NewRef(Py_NotImplemented);
         goto done;
     }
-    if (!(cluster = iget(net, s_cluster_)) || !(pids = iget(cluster, s_pid_)) || !PyDict_CheckExact(pids) ||
-        !(key = PyTuple_Pack(2, args[1], args[2])))
-        goto done;
-    PyObject *pid = PyDict_GetItemWithError(pids, key); /* (borrowed: the dict keeps it) */
-    if (!pid) {
-        if (!PyErr_Occurred())
-            result = Py_NewRef(Py_NotImplemented);
-        goto done;
+    PyObject *pid = pidc ? *pidc : NULL; /* (a pair's route, once in the cluster's dict, stays) */
+    if (pid)
+        key = Py_NewRef(pid);
+    else {
+        if (!(cluster = iget(net, s_cluster_)) || !(pids = iget(cluster, s_pid_)) || !PyDict_CheckExact(pids) ||
+            !(key = PyTuple_Pack(2, args[1], args[2])))
+            goto done;
+        pid = PyDict_GetItemWithError(pids, key); /* (borrowed: the dict keeps it) */
+        if (!pid) {
+            if (!PyErr_Occurred())
+                result = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        Py_INCREF(pid);
+        Py_SETREF(key, pid); /* (key now holds the pid's reference) */
+        if (pidc && PyLong_CheckExact(pid))
+            *pidc = Py_NewRef(pid);
     }
-    Py_INCREF(pid);
-    Py_SETREF(key, pid); /* (key now holds the pid's reference) */
     Py_ssize_t p = PyLong_AsSsize_t(pid), s = PyLong_AsSsize_t(src);
     if ((p == -1 || s == -1) && PyErr_Occurred())
         goto done;
@@ -3884,8 +3894,9 @@ static PyObject *eng_send_with(PyObject *const *args, PyObject *given) {
         goto done;
     Py_CLEAR(item);
     /* self._event[slot] = (event, on_arrival) */
-    if (!(events = iget(net, s_event_)) || !PyDict_CheckExact(events) || !(item = PyTuple_Pack(2, event, hook)) ||
-        PyDict_SetItem(events, slot, item) < 0 || add_attr(net, s_flows, 1) < 0)
+    if (!(events = iget(net, s_event_)) || !PyDict_CheckExact(events) ||
+        !(item = rec ? Py_NewRef(rec) : PyTuple_Pack(2, event, hook)) || PyDict_SetItem(events, slot, item) < 0 ||
+        add_attr(net, s_flows, 1) < 0)
         goto done;
     if (!(start_o = PyFloat_FromDouble(start)) || !(pending_at = iget(net, s_pending_at)) ||
         !PyDict_CheckExact(pending_at) || !(pending = iget(net, s_pending)) || !PyList_CheckExact(pending))
@@ -4015,6 +4026,9 @@ struct CBox {
 typedef struct {
     PyObject_HEAD
     PyObject *plan, *job, *net, *ranks, *env, *done, *dummy, *r, *hooks;
+    PyObject *recs;   /* per send index: the record (dummy, hook) eng_send keeps (NULL: made per send) */
+    PyObject **pidc;  /* per send of every phase (phase by phase): its pair's route once found, or NULL */
+    Py_ssize_t *phoff, npid; /* where each phase's sends begin in pidc; their count */
     int compute, wait;
     int64_t rank;
     Py_ssize_t phase, rep, step, ri, si, ns;
@@ -4130,7 +4144,7 @@ static void crank_drop_step(Crank *c) {
 }
 
 static int Crank_traverse(Crank *c, visitproc visit, void *arg) {
-    PyObject *all[] = {c->plan, c->job, c->net, c->ranks, c->env, c->done, c->dummy, c->hooks};
+    PyObject *all[] = {c->plan, c->job, c->net, c->ranks, c->env, c->done, c->dummy, c->hooks, c->recs};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         Py_VISIT(all[i]);
     for (Py_ssize_t j = 0; j < c->ns; j++)
@@ -4140,21 +4154,26 @@ static int Crank_traverse(Crank *c, visitproc visit, void *arg) {
 
 static int Crank_clear(Crank *c) {
     crank_drop_step(c);
-    PyObject **all[] = {&c->plan, &c->job, &c->net, &c->ranks, &c->env, &c->done, &c->dummy, &c->r, &c->hooks};
+    PyObject **all[] = {&c->plan, &c->job, &c->net, &c->ranks, &c->env, &c->done, &c->dummy, &c->r, &c->hooks,
+                        &c->recs};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         Py_CLEAR(*all[i]);
+    for (Py_ssize_t k = 0; c->pidc && k < c->npid; k++) /* (ints: no cycle through them) */
+        Py_CLEAR(c->pidc[k]);
     return 0;
 }
 
 /* the rank's objects dropped and its arrays freed */
 static void crank_free(Crank *c) {
     Crank_clear(c);
-    void **all[] = {(void **)&c->sev, (void **)&c->arrived, (void **)&c->dst, (void **)&c->src, (void **)&c->box};
+    void **all[] = {(void **)&c->sev,  (void **)&c->arrived, (void **)&c->dst,
+                    (void **)&c->src,  (void **)&c->box,     (void **)&c->pidc,
+                    (void **)&c->phoff};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         PyMem_Free(*all[i]);
         *all[i] = NULL;
     }
-    c->boxcap = c->boxn = c->held = 0;
+    c->boxcap = c->boxn = c->held = c->npid = 0;
 }
 
 static void Crank_dealloc(Crank *c) {
@@ -4171,11 +4190,12 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
     }
     if (!PyArg_ParseTuple(args, "O!O!O!:Crank", &PyLong_Type, &r, &PyTuple_Type, &plan, &PyTuple_Type, &shared))
         return -1;
-    if (PyTuple_GET_SIZE(shared) != 7 || !PyList_CheckExact(PyTuple_GET_ITEM(shared, 2))) {
-        PyErr_SetString(PyExc_TypeError, "Crank: shared must be (job, net, ranks, env, done, compute, dummy)");
+    if ((PyTuple_GET_SIZE(shared) != 7 && PyTuple_GET_SIZE(shared) != 8) ||
+        !PyList_CheckExact(PyTuple_GET_ITEM(shared, 2))) {
+        PyErr_SetString(PyExc_TypeError, "Crank: shared must be (job, net, ranks, env, done, compute, dummy[, fast])");
         return -1;
     }
-    Py_ssize_t most = 0, most_in = 0;
+    Py_ssize_t most = 0, most_in = 0, total = 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(plan); i++) {
         PyObject *ph = PyTuple_GET_ITEM(plan, i);
         if (!PyTuple_CheckExact(ph) || PyTuple_GET_SIZE(ph) != 4 || !PyLong_CheckExact(PyTuple_GET_ITEM(ph, 0)) ||
@@ -4197,13 +4217,15 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
                 PyErr_SetString(PyExc_TypeError, "Crank: a sender must be an int");
                 return -1;
             }
+        total += PyTuple_GET_SIZE(sends);
         if (PyTuple_GET_SIZE(sends) > most)
             most = PyTuple_GET_SIZE(sends);
         if (PyTuple_GET_SIZE(srcs) > most_in)
             most_in = PyTuple_GET_SIZE(srcs);
     }
     int compute = PyObject_IsTrue(PyTuple_GET_ITEM(shared, 5));
-    if (compute < 0 || crank_strings() < 0)
+    int fast = PyTuple_GET_SIZE(shared) == 8 ? PyObject_IsTrue(PyTuple_GET_ITEM(shared, 7)) : 0;
+    if (compute < 0 || fast < 0 || crank_strings() < 0)
         return -1;
     int64_t rank = PyLong_AsLongLong(r);
     if (rank == -1 && PyErr_Occurred())
@@ -4222,6 +4244,19 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
     if (!c->sev || !c->arrived || !c->dst || !c->src) {
         PyErr_NoMemory();
         return -1;
+    }
+    if (fast) { /* the routes found by send, the records made once (sim.network._MSG_CORE) */
+        c->pidc = PyMem_Calloc(total ? total : 1, sizeof *c->pidc);
+        c->phoff = PyMem_Calloc(PyTuple_GET_SIZE(plan) + 1, sizeof *c->phoff);
+        if (!c->pidc || !c->phoff) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        c->npid = total;
+        for (Py_ssize_t i = 0, at = 0; i < PyTuple_GET_SIZE(plan); i++) {
+            c->phoff[i] = at;
+            at += PyTuple_GET_SIZE(PyTuple_GET_ITEM(PyTuple_GET_ITEM(plan, i), 1));
+        }
     }
     c->r = Py_NewRef(r);
     c->rank = rank;
@@ -4250,6 +4285,16 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
         PyTuple_SET_ITEM(c->hooks, j, hook);
     }
     Py_DECREF(sent);
+    if (fast) {
+        if (!(c->recs = PyTuple_New(most)))
+            return -1;
+        for (Py_ssize_t j = 0; j < most; j++) {
+            PyObject *rec = PyTuple_Pack(2, c->dummy, PyTuple_GET_ITEM(c->hooks, j));
+            if (!rec)
+                return -1;
+            PyTuple_SET_ITEM(c->recs, j, rec);
+        }
+    }
     return 0;
 }
 
@@ -4316,8 +4361,10 @@ static PyObject *crank_send(Crank *c, PyObject *lane, PyObject *sctx, PyObject *
     PyObject *hook = PyTuple_GET_ITEM(c->hooks, j);
     PyObject *dst = PyTuple_GET_ITEM(msg, 0), *nbytes = PyTuple_GET_ITEM(msg, 1), *bound = PyTuple_GET_ITEM(msg, 2);
     PyObject *a[] = {lane != Py_None ? lane : sctx, c->r, dst, nbytes, bound, hook};
+    PyObject **pidc = c->pidc ? &c->pidc[c->phoff[c->phase] + j] : NULL;
+    PyObject *rec = c->recs ? PyTuple_GET_ITEM(c->recs, j) : NULL;
     PyObject *ev = lane != Py_None ? py_lane_send(NULL, a, 6)
-                   : sctx != Py_None ? eng_send_with(a, c->dummy)
+                   : sctx != Py_None ? eng_send_with(a, c->dummy, pidc, rec)
                                      : Py_NewRef(Py_NotImplemented);
     if (ev == Py_NotImplemented || ev == Py_None) { /* net.send(r, dst, nbytes, bound=bound, on_arrival=hook) */
         Py_DECREF(ev);

@@ -376,6 +376,9 @@ def _compiled_ranks(job: Any, program: StepProgram) -> list[Any] | None:
         return None
     from simpy.events import URGENT, Event  # noqa: PLC0415 - (SimPy's event internals, as sim.network's)
 
+    from . import network  # noqa: PLC0415 - (as in runtime_core)
+
+    msg_core = network._MSG_CORE  # (the ranks' routes and send records kept: read at the start of the run)
     env = job.env
     ranks: list[Any] = []
     dummy = Event(env)  # (each compiled send's own event: processed, nobody waits on it)
@@ -389,7 +392,7 @@ def _compiled_ranks(job: Any, program: StepProgram) -> list[Any] | None:
             sends, srcs, reduce = step.plain(r)
             plan.append((int(times), tuple(sends), tuple(srcs), float(reduce)))
         done = Event(env)
-        rank = crank(r, tuple(plan), (job, job.net, ranks, env, done, job.gamma > 0, dummy))
+        rank = crank(r, tuple(plan), (job, job.net, ranks, env, done, job.gamma > 0, dummy, msg_core))
         ranks.append(rank)
         start = Event(env)  # (simpy.events.Initialize's lines)
         start.callbacks = [rank]
