@@ -3922,6 +3922,59 @@ done:
     return result;
 }
 
+static int sent_strings(void) {
+    return lane_strings() < 0 || (!s_held && !(s_held = PyUnicode_InternFromString("_held"))) ? -1 : 0;
+}
+
+typedef struct Crank Crank;
+static PyTypeObject CrankType;
+static PyObject *Crank_sent(Crank *c, PyObject *const *args, Py_ssize_t nargs);
+
+/* Network._sent for ``slot``: its record ``(event, hook)`` popped off ``events`` (with ``missing_ok``, a slot
+ * without one skipped), ``hook[0](hook[1], hook[2])`` where there is a hook -- a rank's ``Crank.sent``
+ * called as C where ``direct`` (sim.network._MSG_CORE) --, then Network.trigger(event, now) with the
+ * network's ``_held`` as it is then; 0, or -1 with an exception set */
+static int sent_one(PyObject *net, PyObject *events, PyObject *slot, PyObject *now, int missing_ok, int direct) {
+    PyObject *sent = dict_pop(events, slot);
+    if (!sent) {
+        if (PyErr_Occurred() || !missing_ok) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, slot);
+            return -1;
+        }
+        return 0;
+    }
+    if (!PyTuple_CheckExact(sent) || PyTuple_GET_SIZE(sent) != 2) {
+        Py_DECREF(sent);
+        PyErr_SetString(PyExc_TypeError, "sent_many: a send's record must be (event, hook)");
+        return -1;
+    }
+    PyObject *event = PyTuple_GET_ITEM(sent, 0), *hook = PyTuple_GET_ITEM(sent, 1);
+    if (hook != Py_None) {
+        if (!PyTuple_Check(hook) || PyTuple_GET_SIZE(hook) != 3) {
+            Py_DECREF(sent);
+            PyErr_SetString(PyExc_TypeError, "sent_many: a hook must be (func, a, b)");
+            return -1;
+        }
+        PyObject *f = PyTuple_GET_ITEM(hook, 0), *r;
+        if (direct && PyCFunction_Check(f) && PyCFunction_GET_FUNCTION(f) == (PyCFunction)(void (*)(void))Crank_sent &&
+            PyCFunction_GET_SELF(f) && Py_TYPE(PyCFunction_GET_SELF(f)) == &CrankType)
+            r = Crank_sent((Crank *)PyCFunction_GET_SELF(f), &PyTuple_GET_ITEM(hook, 1), 2);
+        else if (direct)
+            r = PyObject_Vectorcall(f, &PyTuple_GET_ITEM(hook, 1), 2, NULL);
+        else
+            r = PyObject_CallFunctionObjArgs(f, PyTuple_GET_ITEM(hook, 1), PyTuple_GET_ITEM(hook, 2), NULL);
+        if (!r) {
+            Py_DECREF(sent);
+            return -1;
+        }
+        Py_DECREF(r);
+    }
+    int rc = trigger_held(net, event, now);
+    Py_DECREF(sent);
+    return rc;
+}
+
 /* sent_many(net, events, slots, now, missing_ok): Network._sent for each slot in turn -- its record
  * ``(event, hook)`` popped off ``events`` (with ``missing_ok``, a slot without one skipped: a transfer
  * group's), ``hook[0](hook[1], hook[2])`` where there is a hook, then Network.trigger(event, now) with
@@ -3937,47 +3990,11 @@ static PyObject *py_sent_many(PyObject *self, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_TypeError, "sent_many: events must be a dict, slots a list");
         return NULL;
     }
-    if (lane_strings() < 0 || (!s_held && !(s_held = PyUnicode_InternFromString("_held"))))
+    if (sent_strings() < 0)
         return NULL;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(slots); i++) {
-        PyObject *slot = Py_NewRef(PyList_GET_ITEM(slots, i));
-        PyObject *sent = dict_pop(events, slot);
-        if (!sent) {
-            if (PyErr_Occurred() || !missing_ok) {
-                if (!PyErr_Occurred())
-                    PyErr_SetObject(PyExc_KeyError, slot);
-                Py_DECREF(slot);
-                return NULL;
-            }
-            Py_DECREF(slot);
-            continue;
-        }
-        Py_DECREF(slot);
-        if (!PyTuple_CheckExact(sent) || PyTuple_GET_SIZE(sent) != 2) {
-            Py_DECREF(sent);
-            PyErr_SetString(PyExc_TypeError, "sent_many: a send's record must be (event, hook)");
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(slots); i++)
+        if (sent_one(net, events, PyList_GET_ITEM(slots, i), now, missing_ok, 0) < 0)
             return NULL;
-        }
-        PyObject *event = PyTuple_GET_ITEM(sent, 0), *hook = PyTuple_GET_ITEM(sent, 1);
-        if (hook != Py_None) {
-            if (!PyTuple_Check(hook) || PyTuple_GET_SIZE(hook) != 3) {
-                Py_DECREF(sent);
-                PyErr_SetString(PyExc_TypeError, "sent_many: a hook must be (func, a, b)");
-                return NULL;
-            }
-            PyObject *r = PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(hook, 0), PyTuple_GET_ITEM(hook, 1),
-                                                       PyTuple_GET_ITEM(hook, 2), NULL);
-            if (!r) {
-                Py_DECREF(sent);
-                return NULL;
-            }
-            Py_DECREF(r);
-        }
-        int rc = trigger_held(net, event, now);
-        Py_DECREF(sent);
-        if (rc < 0)
-            return NULL;
-    }
     Py_RETURN_NONE;
 }
 
@@ -4023,7 +4040,7 @@ struct CBox {
     int64_t key, count;
 };
 
-typedef struct {
+struct Crank {
     PyObject_HEAD
     PyObject *plan, *job, *net, *ranks, *env, *done, *dummy, *r, *hooks;
     PyObject *recs;   /* per send index: the record (dummy, hook) eng_send keeps (NULL: made per send) */
@@ -4039,7 +4056,7 @@ typedef struct {
     Py_ssize_t scap, nr;
     struct CBox *box; /* open addressing, linear probing, deleted by shifting back */
     Py_ssize_t boxcap, boxn, held;
-} Crank;
+};
 
 static PyTypeObject CrankType;
 
@@ -6846,14 +6863,15 @@ enum {
     W_PENDING_AT, W_STAGE, W_REMAINING, W_PATH, W_BYTES, W_RATE, W_OWNER, W_GID, W_OWNERS, W_FREE, W_PATH_BYTES,
     W_CLUSTER, W_PATHS, W_COUNT, W_LENGTH, W_FLUSH, W_REMOVED, W_ADDED, W_SOLVE, W_FINISH, W_FINISH_FEW, W_START,
     W_PATH_BYTES_FOR, W_T_SET, W_BOUND, W_FLOWS_, W_SCHEDULE, W_HELD, W_WAKEUPS, W_PUMP, W_RESUME_HELD, W_WAKE_LOG,
-    W_WAKE_RECORD, W_N
+    W_WAKE_RECORD, W_MSG_CORE, W_SETTLE, W_SETTLE_, W_SEND_CTX, W_EVENT, W_N
 };
 static const char *w_names[W_N] = {
     "_t_last", "_heap", "_due_at", "_is_active", "_due", "_due_entries", "_nactive", "_active_arr", "_entries",
     "_pending", "_pending_at", "_stage", "_remaining", "_path", "_bytes", "_rate", "_owner", "_gid", "_owners",
     "_free", "_path_bytes", "cluster", "paths", "count", "length", "_flush", "_removed", "_added", "_solve",
     "_finish", "_finish_few", "_start", "_path_bytes_for", "_t_set", "_bound", "flows", "_schedule", "_held",
-    "wakeups", "_PUMP", "_resume_held", "_WAKE_LOG", "_wake_record",
+    "wakeups", "_PUMP", "_resume_held", "_WAKE_LOG", "_wake_record", "_MSG_CORE", "settle", "_SETTLE",
+    "_send_ctx", "_event",
 };
 static PyObject *w_s[W_N];
 static PyObject *w_neg_inf;
@@ -6932,14 +6950,70 @@ static int w_arr(PyObject *obj, int name, Arr *a, int kind, int writable) {
 /* obj.name += by (an int attribute) */
 static int w_add(PyObject *obj, int name, Py_ssize_t by) { return add_attr(obj, w_s[name], (long)by); }
 
-/* self._flush() where sends are staged */
-static int w_flush(PyObject *net) {
-    PyObject *stage = iget(net, w_s[W_STAGE]);
+static int r_long(PyObject *obj, PyObject *name, long *out);
+
+/* whether sim.network._MSG_CORE is on (1), off (0), or -1 with an exception set */
+static int w_msg_core(const WCtx *w) {
+    long on;
+    return r_long(PyTuple_GET_ITEM(w->wctx_, 4), w_s[W_MSG_CORE], &on) < 0 ? -1 : on != 0;
+}
+
+/* Network._flush's lines for a stage of (slot, nbytes, wire, pid, bound) -- ints and floats -- written into
+ * the per-slot arrays in order (the last of a slot staged twice wins, as numpy's assignment): 1 where done
+ * (the stage cleared), 0 where the Python lines must do it (nothing written), -1 on an error */
+static int w_flush_c(const WCtx *w, PyObject *stage) {
+    Py_ssize_t n = PyList_GET_SIZE(stage);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyList_GET_ITEM(stage, i);
+        if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 5 || !PyLong_CheckExact(PyTuple_GET_ITEM(t, 0)) ||
+            !PyFloat_CheckExact(PyTuple_GET_ITEM(t, 1)) || !PyFloat_CheckExact(PyTuple_GET_ITEM(t, 2)) ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(t, 3)) || !PyFloat_CheckExact(PyTuple_GET_ITEM(t, 4)))
+            return 0;
+    }
+    Arr left, nbytes, path, bound;
+    Arr *all[4] = {&left, &nbytes, &path, &bound};
+    arrs_init(all, 4);
+    int rc = -1;
+    if (w_arr(w->net, W_REMAINING, &left, 'f', 1) < 0 || w_arr(w->net, W_BYTES, &nbytes, 'f', 1) < 0 ||
+        w_arr(w->net, W_PATH, &path, 'i', 1) < 0 || w_arr(w->net, W_BOUND, &bound, 'f', 1) < 0)
+        goto out;
+    if (path.view.itemsize != 8) {
+        rc = 0;
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyList_GET_ITEM(stage, i);
+        Py_ssize_t slot = PyLong_AsSsize_t(PyTuple_GET_ITEM(t, 0));
+        int64_t pid = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 3));
+        if (PyErr_Occurred() || !index_ok(slot, left.n, "net_wake: slot out of range") ||
+            !index_ok(slot, nbytes.n, "net_wake: slot out of range") || !index_ok(slot, path.n, "net_wake: slot out of range") ||
+            !index_ok(slot, bound.n, "net_wake: slot out of range"))
+            goto out;
+        *arr_fp(&left, slot) = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(t, 2));
+        *arr_fp(&nbytes, slot) = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(t, 1));
+        *arr_ip(&path, slot) = pid;
+        *arr_fp(&bound, slot) = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(t, 4));
+    }
+    rc = PyList_SetSlice(stage, 0, n, NULL) < 0 ? -1 : 1;
+out:
+    arrs_release(all, 4);
+    return rc;
+}
+
+/* self._flush() where sends are staged (its lines in C where sim.network._MSG_CORE is on) */
+static int w_flush(const WCtx *w) {
+    PyObject *net = w->net, *stage = iget(net, w_s[W_STAGE]);
     if (!stage)
         return -1;
-    int staged = PyObject_IsTrue(stage);
+    int staged = PyObject_IsTrue(stage), done = 0;
+    if (staged > 0 && PyList_CheckExact(stage)) {
+        int on = w_msg_core(w);
+        done = on > 0 ? w_flush_c(w, stage) : on;
+    }
     Py_DECREF(stage);
-    return staged < 0 ? -1 : staged ? w_call(net, w_s[W_FLUSH], NULL, NULL, NULL) : 0;
+    if (staged < 0 || done < 0)
+        return -1;
+    return staged && !done ? w_call(net, w_s[W_FLUSH], NULL, NULL, NULL) : 0;
 }
 
 /* the attributes a change of the draining flows drops: _active_arr and _entries None, _nactive += by */
@@ -7046,6 +7120,94 @@ done:
 static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, int sign);
 
 /* Network._drain(now): 1 where flows completed, 0 where none did, -1 on an error */
+/* Network._finish / _finish_few for ``done`` where sim.network._MSG_CORE is on, the single sends' arrivals
+ * are the core's (``_send_ctx`` set, ``settle`` the module's own) and every one of them is a single send (no
+ * owner, no transfer group): bytes booked slot by slot, rates zeroed, each send's arrival (sent_one: its
+ * hook, then its event triggered) and the slots freed, in order -- what either does for them. 1 where done
+ * so, 0 where the Python lines must do it (nothing written), -1 on an error. */
+static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, PyObject *now_o) {
+    PyObject *net = w->net, *mod = PyTuple_GET_ITEM(w->wctx_, 4);
+    int on = w_msg_core(w);
+    if (on <= 0)
+        return on;
+    PyObject *sctx = iget(net, w_s[W_SEND_CTX]), *settle = sctx ? iget(mod, w_s[W_SETTLE]) : NULL;
+    PyObject *own = settle ? iget(mod, w_s[W_SETTLE_]) : NULL;
+    int ok = own && sctx != Py_None && settle == own;
+    Py_XDECREF(sctx);
+    Py_XDECREF(settle);
+    Py_XDECREF(own);
+    if (!ok)
+        return PyErr_Occurred() ? -1 : 0;
+    Arr owner, gid, path, nbytes, rate, pb;
+    Arr *all[6] = {&owner, &gid, &path, &nbytes, &rate, &pb};
+    arrs_init(all, 6);
+    int rc = -1;
+    PyObject *cluster = NULL, *paths = NULL, *count = NULL, *events = NULL, *free_ = NULL, **objs = NULL;
+    if (w_arr(net, W_OWNER, &owner, 'i', 0) < 0 || w_arr(net, W_GID, &gid, 'i', 0) < 0)
+        goto out;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!index_ok(done[i], owner.n, "net_wake: slot out of range") ||
+            !index_ok(done[i], gid.n, "net_wake: slot out of range"))
+            goto out;
+        else if (arr_i(&owner, done[i]) >= 0 || arr_i(&gid, done[i]) >= 0) {
+            rc = 0;
+            goto out;
+        }
+    /* self._path_bytes_for(self.cluster.paths.count) */
+    if (!(cluster = iget(net, w_s[W_CLUSTER])) || !(paths = iget(cluster, w_s[W_PATHS])) ||
+        !(count = iget(paths, w_s[W_COUNT])))
+        goto out;
+    Py_ssize_t need = PyLong_AsSsize_t(count);
+    if ((need == -1 && PyErr_Occurred()) || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
+        goto out;
+    if (pb.n < need) { /* (grown, as _path_bytes_for grows it) */
+        arr_release(&pb);
+        if (w_call(net, w_s[W_PATH_BYTES_FOR], count, NULL, NULL) < 0 || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
+            goto out;
+    }
+    if (w_arr(net, W_PATH, &path, 'i', 0) < 0 || w_arr(net, W_BYTES, &nbytes, 'f', 0) < 0 ||
+        w_arr(net, W_RATE, &rate, 'f', 1) < 0)
+        goto out;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t s = done[i], pid = arr_i(&path, s);
+        if (!index_ok(s, nbytes.n, "net_wake: slot out of range") || !index_ok(s, rate.n, "net_wake: slot out of range") ||
+            !index_ok(pid, pb.n, "net_wake: path out of range"))
+            goto out;
+        *arr_fp(&pb, pid) += arr_f(&nbytes, s);
+        *arr_fp(&rate, s) = 0.0;
+    }
+    arrs_release(all, 6);
+    if (!(events = iget(net, w_s[W_EVENT])) || !PyDict_CheckExact(events) || sent_strings() < 0 ||
+        !(objs = PyMem_Calloc(n, sizeof *objs))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "net_wake: the sends' records must be a dict");
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) /* (_finish_few's for a few, _finish's for more) */
+        if (!(objs[i] = PyLong_FromSsize_t(done[i])) || sent_one(net, events, objs[i], now_o, n <= 16, 1) < 0)
+            goto out;
+    if (!(free_ = iget(net, w_s[W_FREE])) || !PyList_CheckExact(free_)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "net_wake: the free slots must be a list");
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyList_Append(free_, objs[i]) < 0)
+            goto out;
+    rc = 1;
+out:
+    arrs_release(all, 6);
+    for (Py_ssize_t i = 0; objs && i < n; i++)
+        Py_XDECREF(objs[i]);
+    PyMem_Free(objs);
+    Py_XDECREF(cluster);
+    Py_XDECREF(paths);
+    Py_XDECREF(count);
+    Py_XDECREF(events);
+    Py_XDECREF(free_);
+    return rc;
+}
+
 static int w_drain(const WCtx *w, PyObject *now_o, double now) {
     PyObject *net = w->net;
     if (iset(net, w_s[W_T_LAST], now_o) < 0)
@@ -7113,6 +7275,8 @@ static int w_drain(const WCtx *w, PyObject *now_o, double now) {
     if (kept < 0 || (!kept && (!(arr = w_slots(w, done, n)) || w_call(net, w_s[W_REMOVED], arr, NULL, NULL) < 0)))
         goto out;
     int owned = w_finish_owned(w, done, n, &arr, now_o);
+    if (!owned)
+        owned = w_finish_singles(w, done, n, now_o);
     if (owned < 0)
         goto out;
     if (!owned) { /* (len(done) <= _SMALL: _finish_few(done, now, finished), else _finish(finished, now)) */
@@ -7150,7 +7314,7 @@ out:
 /* Network._start(starting, now): 1 where flows started, 0 where none did, -1 on an error */
 static int w_start(const WCtx *w, PyObject *starting, PyObject *now_o, double now) {
     PyObject *net = w->net;
-    if (w_flush(net) < 0)
+    if (w_flush(w) < 0)
         return -1;
     if (!PyList_CheckExact(starting)) {
         PyErr_SetString(PyExc_TypeError, "net_wake: a start's slots must be a list");
@@ -8110,7 +8274,7 @@ static int w_queue_after(PyObject *ctx, double t) {
  * error */
 static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) {
     PyObject *net = w->net;
-    if (iset(net, s_wake_at, w_neg_inf) < 0 || w_flush(net) < 0)
+    if (iset(net, s_wake_at, w_neg_inf) < 0 || w_flush(w) < 0)
         return -1;
     int changed = w_drain(w, now_o, now);
     if (changed < 0)
