@@ -7034,15 +7034,53 @@ static int df_done_call(PyObject *done, const Py_ssize_t *slots, Py_ssize_t n, P
 static PyTypeObject DfDoneType;
 static int is_fast_done(PyObject *done);
 
+/* the bytes of flows ``done`` booked on their paths (self._path_bytes_for(self.cluster.paths.count) first)
+ * and their rates zeroed, slot by slot: 0, or -1 with an exception set */
+static int w_book(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n) {
+    PyObject *net = w->net, *cluster = NULL, *paths = NULL, *count = NULL;
+    Arr path, nbytes, rate, pb;
+    Arr *all[4] = {&path, &nbytes, &rate, &pb};
+    arrs_init(all, 4);
+    int rc = -1;
+    if (!(cluster = iget(net, w_s[W_CLUSTER])) || !(paths = iget(cluster, w_s[W_PATHS])) ||
+        !(count = iget(paths, w_s[W_COUNT])))
+        goto out;
+    Py_ssize_t need = PyLong_AsSsize_t(count);
+    if ((need == -1 && PyErr_Occurred()) || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
+        goto out;
+    if (pb.n < need) { /* (grown, as _path_bytes_for grows it) */
+        arr_release(&pb);
+        if (w_call(net, w_s[W_PATH_BYTES_FOR], count, NULL, NULL) < 0 || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
+            goto out;
+    }
+    if (w_arr(net, W_PATH, &path, 'i', 0) < 0 || w_arr(net, W_BYTES, &nbytes, 'f', 0) < 0 ||
+        w_arr(net, W_RATE, &rate, 'f', 1) < 0)
+        goto out;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t s = done[i], pid = arr_i(&path, s);
+        if (!index_ok(s, nbytes.n, "net_wake: slot out of range") || !index_ok(s, rate.n, "net_wake: slot out of range") ||
+            !index_ok(pid, pb.n, "net_wake: path out of range"))
+            goto out;
+        *arr_fp(&pb, pid) += arr_f(&nbytes, s);
+        *arr_fp(&rate, s) = 0.0;
+    }
+    rc = 0;
+out:
+    arrs_release(all, 4);
+    PyObject *held[] = {cluster, paths, count};
+    for (size_t k = 0; k < sizeof held / sizeof held[0]; k++)
+        Py_XDECREF(held[k]);
+    return rc;
+}
+
 static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, PyObject **arrp, PyObject *now_o) {
     PyObject *net = w->net;
-    Arr owner, gid, path, nbytes, rate, pb, length;
-    Arr *all[5] = {&owner, &gid, &path, &nbytes, &rate};
-    arrs_init(all, 5);
-    pb.held = length.held = 0;
+    Arr owner, gid;
+    Arr *all[2] = {&owner, &gid};
+    arrs_init(all, 2);
     int rc = -1;
     int64_t first = -1;
-    PyObject *owners = NULL, *cb = NULL, *cluster = NULL, *paths = NULL, *count = NULL;
+    PyObject *owners = NULL, *cb = NULL;
     if (w_arr(net, W_OWNER, &owner, 'i', 1) < 0 || w_arr(net, W_GID, &gid, 'i', 0) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -7060,30 +7098,9 @@ static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, P
         goto done;
     }
     cb = Py_NewRef(PyList_GET_ITEM(owners, first));
-    /* self._path_bytes_for(self.cluster.paths.count) */
-    if (!(cluster = iget(net, w_s[W_CLUSTER])) || !(paths = iget(cluster, w_s[W_PATHS])) ||
-        !(count = iget(paths, w_s[W_COUNT])))
+    arrs_release(all, 2);
+    if (w_book(w, done, n) < 0)
         goto done;
-    Py_ssize_t need = PyLong_AsSsize_t(count);
-    if ((need == -1 && PyErr_Occurred()) || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
-        goto done;
-    if (pb.n < need) { /* (grown, as _path_bytes_for grows it) */
-        arr_release(&pb);
-        if (w_call(net, w_s[W_PATH_BYTES_FOR], count, NULL, NULL) < 0 || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
-            goto done;
-    }
-    if (w_arr(net, W_PATH, &path, 'i', 0) < 0 || w_arr(net, W_BYTES, &nbytes, 'f', 0) < 0 ||
-        w_arr(net, W_RATE, &rate, 'f', 1) < 0)
-        goto done;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t s = done[i], pid = arr_i(&path, s);
-        if (!index_ok(pid, pb.n, "net_wake: path out of range"))
-            goto done;
-        *arr_fp(&pb, pid) += arr_f(&nbytes, s);
-        *arr_fp(&rate, s) = 0.0;
-    }
-    arrs_release(all, 5);
-    arr_release(&pb);
     if (Py_TYPE(cb) != &DfDoneType && !is_fast_done(cb) && !*arrp && !(*arrp = w_slots(w, done, n))) /* (DfDone
                                                                        and the Fast core read ``done``) */
         goto done;
@@ -7106,14 +7123,9 @@ static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, P
     Py_DECREF(free_);
     rc = bad ? -1 : 1;
 done:
-    arrs_release(all, 5);
-    arr_release(&pb);
-    arr_release(&length);
+    arrs_release(all, 2);
     Py_XDECREF(owners);
     Py_XDECREF(cb);
-    Py_XDECREF(cluster);
-    Py_XDECREF(paths);
-    Py_XDECREF(count);
     return rc;
 }
 
@@ -7138,11 +7150,11 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
     Py_XDECREF(own);
     if (!ok)
         return PyErr_Occurred() ? -1 : 0;
-    Arr owner, gid, path, nbytes, rate, pb;
-    Arr *all[6] = {&owner, &gid, &path, &nbytes, &rate, &pb};
-    arrs_init(all, 6);
+    Arr owner, gid;
+    Arr *all[2] = {&owner, &gid};
+    arrs_init(all, 2);
     int rc = -1;
-    PyObject *cluster = NULL, *paths = NULL, *count = NULL, *events = NULL, *free_ = NULL, **objs = NULL;
+    PyObject *events = NULL, *free_ = NULL, **objs = NULL;
     if (w_arr(net, W_OWNER, &owner, 'i', 0) < 0 || w_arr(net, W_GID, &gid, 'i', 0) < 0)
         goto out;
     for (Py_ssize_t i = 0; i < n; i++)
@@ -7153,30 +7165,9 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
             rc = 0;
             goto out;
         }
-    /* self._path_bytes_for(self.cluster.paths.count) */
-    if (!(cluster = iget(net, w_s[W_CLUSTER])) || !(paths = iget(cluster, w_s[W_PATHS])) ||
-        !(count = iget(paths, w_s[W_COUNT])))
+    arrs_release(all, 2);
+    if (w_book(w, done, n) < 0)
         goto out;
-    Py_ssize_t need = PyLong_AsSsize_t(count);
-    if ((need == -1 && PyErr_Occurred()) || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
-        goto out;
-    if (pb.n < need) { /* (grown, as _path_bytes_for grows it) */
-        arr_release(&pb);
-        if (w_call(net, w_s[W_PATH_BYTES_FOR], count, NULL, NULL) < 0 || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
-            goto out;
-    }
-    if (w_arr(net, W_PATH, &path, 'i', 0) < 0 || w_arr(net, W_BYTES, &nbytes, 'f', 0) < 0 ||
-        w_arr(net, W_RATE, &rate, 'f', 1) < 0)
-        goto out;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t s = done[i], pid = arr_i(&path, s);
-        if (!index_ok(s, nbytes.n, "net_wake: slot out of range") || !index_ok(s, rate.n, "net_wake: slot out of range") ||
-            !index_ok(pid, pb.n, "net_wake: path out of range"))
-            goto out;
-        *arr_fp(&pb, pid) += arr_f(&nbytes, s);
-        *arr_fp(&rate, s) = 0.0;
-    }
-    arrs_release(all, 6);
     if (!(events = iget(net, w_s[W_EVENT])) || !PyDict_CheckExact(events) || sent_strings() < 0 ||
         !(objs = PyMem_Calloc(n, sizeof *objs))) {
         if (!PyErr_Occurred())
@@ -7196,13 +7187,10 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
             goto out;
     rc = 1;
 out:
-    arrs_release(all, 6);
+    arrs_release(all, 2);
     for (Py_ssize_t i = 0; objs && i < n; i++)
         Py_XDECREF(objs[i]);
     PyMem_Free(objs);
-    Py_XDECREF(cluster);
-    Py_XDECREF(paths);
-    Py_XDECREF(count);
     Py_XDECREF(events);
     Py_XDECREF(free_);
     return rc;
