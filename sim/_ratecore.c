@@ -2960,12 +2960,12 @@ static PyObject *new_event(PyObject *type, PyObject *env) {
  * pointer's load and store, found by the interned name's address, not a dict's lookup by its hash and
  * string. The values are the ones the Python lines hold, of the same types. */
 
-#define NET_NF 33
+#define NET_NF 36
 static const char *net_fields[NET_NF] = {
     "_t_last", "_heap",  "_due_at", "_is_active", "_due",   "_due_entries", "_nactive", "_active_arr", "_entries",
     "_pending", "_pending_at", "_stage", "_remaining", "_path", "_bytes", "_rate", "_owner", "_gid", "_owners",
     "_free",  "_path_bytes", "cluster", "_t_set", "_bound", "flows", "_held", "wakeups", "_wake_at", "_wake_event",
-    "rates",  "check", "_lane", "after_wake",
+    "rates",  "check", "_lane", "after_wake", "_event", "_send_ctx", "_lane_ctx",
 };
 #define RATES_NF 31
 static const char *rates_fields[RATES_NF] = {
@@ -4056,6 +4056,7 @@ struct Crank {
     Py_ssize_t scap, nr;
     struct CBox *box; /* open addressing, linear probing, deleted by shifting back */
     Py_ssize_t boxcap, boxn, held;
+    vectorcallfunc vcall; /* (Crank_vcall: called with the event as any callback, without an argument tuple) */
 };
 
 static PyTypeObject CrankType;
@@ -4199,6 +4200,8 @@ static void Crank_dealloc(Crank *c) {
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
+static PyObject *Crank_vcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
 static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
     PyObject *r, *plan, *shared;
     if (kwds && PyDict_GET_SIZE(kwds)) {
@@ -4283,6 +4286,7 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
         *slots[i] = Py_NewRef(PyTuple_GET_ITEM(shared, i));
     c->dummy = Py_NewRef(PyTuple_GET_ITEM(shared, 6));
     c->compute = compute;
+    c->vcall = Crank_vcall;
     c->phase = c->rep = c->step = c->ri = c->si = c->ns = 0;
     c->computed = c->started = 0;
     c->wait = CW_NONE;
@@ -4528,11 +4532,26 @@ static int crank_run(Crank *c) {
     }
 }
 
+static PyObject *crank_resume(Crank *c, PyObject *event);
+
 /* Crank(event): the event the rank waits on is processed; the rank goes on (Process._resume) */
 static PyObject *Crank_call(Crank *c, PyObject *args, PyObject *kwds) {
     PyObject *event;
     if (!PyArg_ParseTuple(args, "O:Crank", &event))
         return NULL;
+    return crank_resume(c, event);
+}
+
+/* Crank(event) as a vectorcall (one positional argument, no keywords) */
+static PyObject *Crank_vcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    if (PyVectorcall_NARGS(nargsf) != 1 || (kwnames && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "Crank(event) takes one argument");
+        return NULL;
+    }
+    return crank_resume((Crank *)self, args[0]);
+}
+
+static PyObject *crank_resume(Crank *c, PyObject *event) {
     if (!c->plan || c->wait == CW_ENDED) {
         PyErr_SetString(PyExc_RuntimeError, "Crank: the rank has ended");
         return NULL;
@@ -4600,7 +4619,7 @@ static PyMethodDef Crank_methods[] = {
 static PyTypeObject CrankType =
     GC_TYPE("sim._ratecore.Crank", Crank,
             "Crank(r, plan, shared): a plain rank's loop, called with each event it waited on (see _ratecore.c)", Crank,
-            .tp_call = (ternaryfunc)Crank_call);
+            .tp_call = (ternaryfunc)Crank_call, .tp_vectorcall_offset = offsetof(Crank, vcall));
 
 /* ------------------------------------------------------------------ the fast path's event loop (sim/fastpath.py)
  *
@@ -8965,7 +8984,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__ratecore(void) {
     if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&FastType) < 0 || PyType_Ready(&DfDoneType) < 0 ||
-        PyType_Ready(&DuesType) < 0 || PyType_Ready(&GoneType) < 0 || PyType_Ready(&CrankType) < 0 ||
+        PyType_Ready(&DuesType) < 0 || PyType_Ready(&GoneType) < 0 || (CrankType.tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL, PyType_Ready(&CrankType) < 0) ||
         st_ready() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
