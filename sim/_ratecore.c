@@ -3809,6 +3809,46 @@ static int eng_strings(void) {
     return lane_strings();
 }
 
+static PyObject *s_remaining_, *s_bytes_, *s_path_, *s_bound_;
+
+/* a single send's numbers written into the network's per-slot arrays (Network._flush's lines for one staged
+ * send: wire bytes -- the nominal model's, the size -- size, path, bound): 1, or 0 where they must be staged
+ * (an array not of the expected kind or too short: nothing written), -1 with an exception set */
+static int eng_write(PyObject *net, Py_ssize_t slot, double nbytes, Py_ssize_t pid, double bound) {
+    static PyObject **const names[] = {&s_remaining_, &s_bytes_, &s_path_, &s_bound_};
+    static const char *const texts[] = {"_remaining", "_bytes", "_path", "_bound"};
+    for (size_t k = 0; !s_bound_ && k < 4; k++)
+        if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k])))
+            return -1;
+    Arr a[4];
+    int n = 0, rc = 0;
+    if (slot < 0 && PyErr_Occurred())
+        return -1;
+    for (; n < 4; n++) {
+        PyObject *o = iget(net, *names[n]);
+        a[n].held = 0;
+        int bad = !o || arr_open(o, &a[n], n == 2 ? 'i' : 'f', 1) < 0;
+        Py_XDECREF(o);
+        if (bad) {
+            PyErr_Clear();
+            goto out;
+        }
+        if (slot < 0 || slot >= a[n].n || (n == 2 && a[n].view.itemsize != 8)) {
+            n++;
+            goto out;
+        }
+    }
+    *arr_fp(&a[0], slot) = nbytes;
+    *arr_fp(&a[1], slot) = nbytes;
+    *arr_ip(&a[2], slot) = pid;
+    *arr_fp(&a[3], slot) = bound;
+    rc = 1;
+out:
+    for (int k = 0; k < n; k++)
+        arr_release(&a[k]);
+    return rc;
+}
+
 /* eng_send(ectx, src, dst, nbytes, bound, hook) -> Network.send's event on the closed lane, or
  * NotImplemented where the Python lines must do it: the lane open, a pair not routed yet, a size or bound
  * that is not a float, a size below 0, no free slot, a sender beyond the model's overheads, a clock that is
@@ -3888,15 +3928,24 @@ static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject 
     if (PyList_SetSlice(free_, nfree - 1, nfree, NULL) < 0 || !(stage = iget(net, s_stage)) ||
         !PyList_CheckExact(stage))
         goto done;
-    /* self._stage.append((slot, nbytes, wire, pid, np.inf if bound is None else bound)) */
-    if (!(item = PyTuple_Pack(5, slot, nbytes, nbytes, key, bound == Py_None ? PyTuple_GET_ITEM(ectx, 2) : bound)) ||
-        PyList_Append(stage, item) < 0)
+    /* self._stage.append((slot, nbytes, wire, pid, np.inf if bound is None else bound)); with ``rec`` (the
+     * compiled ranks' sends), what Network._flush would write written into the per-slot arrays at once */
+    PyObject *limit = bound == Py_None ? PyTuple_GET_ITEM(ectx, 2) : bound;
+    int written = rec ? eng_write(net, PyLong_AsSsize_t(slot), PyFloat_AS_DOUBLE(nbytes), p, PyFloat_AS_DOUBLE(limit))
+                      : 0;
+    if (written < 0)
+        goto done;
+    if (!written && (!(item = PyTuple_Pack(5, slot, nbytes, nbytes, key, limit)) || PyList_Append(stage, item) < 0))
         goto done;
     Py_CLEAR(item);
     /* self._event[slot] = (event, on_arrival) */
-    if (!(events = iget(net, s_event_)) || !PyDict_CheckExact(events) ||
-        !(item = rec ? Py_NewRef(rec) : PyTuple_Pack(2, event, hook)) || PyDict_SetItem(events, slot, item) < 0 ||
-        add_attr(net, s_flows, 1) < 0)
+    Py_ssize_t at = PyLong_AsSsize_t(slot);
+    if (!(events = iget(net, s_event_)) || !PyList_CheckExact(events) || at < 0 || at >= PyList_GET_SIZE(events) ||
+        !(item = rec ? Py_NewRef(rec) : PyTuple_Pack(2, event, hook)))
+        goto done;
+    PyList_SetItem(events, at, item); /* (steals item) */
+    item = NULL;
+    if (add_attr(net, s_flows, 1) < 0)
         goto done;
     if (!(start_o = PyFloat_FromDouble(start)) || !(pending_at = iget(net, s_pending_at)) ||
         !PyDict_CheckExact(pending_at) || !(pending = iget(net, s_pending)) || !PyList_CheckExact(pending))
@@ -3935,7 +3984,18 @@ static PyObject *Crank_sent(Crank *c, PyObject *const *args, Py_ssize_t nargs);
  * called as C where ``direct`` (sim.network._MSG_CORE) --, then Network.trigger(event, now) with the
  * network's ``_held`` as it is then; 0, or -1 with an exception set */
 static int sent_one(PyObject *net, PyObject *events, PyObject *slot, PyObject *now, int missing_ok, int direct) {
-    PyObject *sent = dict_pop(events, slot);
+    Py_ssize_t at = PyLong_AsSsize_t(slot);
+    if (at == -1 && PyErr_Occurred())
+        return -1;
+    if (at < 0 || at >= PyList_GET_SIZE(events)) {
+        PyErr_SetString(PyExc_IndexError, "sent_many: slot out of range");
+        return -1;
+    }
+    PyObject *sent = PyList_GET_ITEM(events, at); /* (taken: its reference now ours, None left in its place) */
+    if (sent == Py_None)
+        sent = NULL;
+    else
+        PyList_SET_ITEM(events, at, Py_NewRef(Py_None));
     if (!sent) {
         if (PyErr_Occurred() || !missing_ok) {
             if (!PyErr_Occurred())
@@ -3976,7 +4036,7 @@ static int sent_one(PyObject *net, PyObject *events, PyObject *slot, PyObject *n
 }
 
 /* sent_many(net, events, slots, now, missing_ok): Network._sent for each slot in turn -- its record
- * ``(event, hook)`` popped off ``events`` (with ``missing_ok``, a slot without one skipped: a transfer
+ * ``(event, hook)`` taken off the list ``events`` (None left in its place) (with ``missing_ok``, a slot without one skipped: a transfer
  * group's), ``hook[0](hook[1], hook[2])`` where there is a hook, then Network.trigger(event, now) with
  * the network's ``_held`` as it is then */
 static PyObject *py_sent_many(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -3986,8 +4046,8 @@ static PyObject *py_sent_many(PyObject *self, PyObject *const *args, Py_ssize_t 
     int missing_ok = PyObject_IsTrue(args[4]);
     if (missing_ok < 0)
         return NULL;
-    if (!PyDict_CheckExact(events) || !PyList_CheckExact(slots)) {
-        PyErr_SetString(PyExc_TypeError, "sent_many: events must be a dict, slots a list");
+    if (!PyList_CheckExact(events) || !PyList_CheckExact(slots)) {
+        PyErr_SetString(PyExc_TypeError, "sent_many: events and slots must be lists");
         return NULL;
     }
     if (sent_strings() < 0)
@@ -7187,10 +7247,10 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
     arrs_release(all, 2);
     if (w_book(w, done, n) < 0)
         goto out;
-    if (!(events = iget(net, w_s[W_EVENT])) || !PyDict_CheckExact(events) || sent_strings() < 0 ||
+    if (!(events = iget(net, w_s[W_EVENT])) || !PyList_CheckExact(events) || sent_strings() < 0 ||
         !(objs = PyMem_Calloc(n, sizeof *objs))) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "net_wake: the sends' records must be a dict");
+            PyErr_SetString(PyExc_TypeError, "net_wake: the sends' records must be a list");
         goto out;
     }
     for (Py_ssize_t i = 0; i < n; i++) /* (_finish_few's for a few, _finish's for more) */
