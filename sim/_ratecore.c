@@ -3853,19 +3853,22 @@ out:
  * NotImplemented where the Python lines must do it: the lane open, a pair not routed yet, a size or bound
  * that is not a float, a size below 0, no free slot, a sender beyond the model's overheads, a clock that is
  * not a float */
-static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject **pidc, PyObject *rec);
+static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject **pidc, double *delayc,
+                               PyObject *rec);
 
 static PyObject *py_eng_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 6, "eng_send(ectx, src, dst, nbytes, bound, hook)"))
         return NULL;
-    return eng_send_with(args, NULL, NULL, NULL);
+    return eng_send_with(args, NULL, NULL, NULL, NULL);
 }
 
 /* eng_send's lines, with ``given`` (where not NULL) for the send's event rather than a new one; ``pidc``
  * (where not NULL) the pair's route as found before (*pidc, a reference the caller owns: NULL until found,
- * then set here), and ``rec`` (where not NULL) the send's record ``(given, hook)`` made before (the
- * compiled ranks': sim.network._MSG_CORE) */
-static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject **pidc, PyObject *rec) {
+ * then set here) with ``*delayc`` its start delay (latency[pid] + overhead[src], the nominal model's: NaN
+ * until found, then set here), and ``rec`` (where not NULL) the send's record ``(given, hook)`` made before
+ * (the compiled ranks': sim.network._MSG_CORE) */
+static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject **pidc, double *delayc,
+                               PyObject *rec) {
     PyObject *ectx = args[0], *src = args[1], *nbytes = args[3], *bound = args[4], *hook = args[5];
     if (!PyTuple_CheckExact(ectx) || PyTuple_GET_SIZE(ectx) != 3 || lane_ctx(PyTuple_GET_ITEM(ectx, 0)) < 0) {
         if (!PyErr_Occurred())
@@ -3910,17 +3913,29 @@ static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject 
     Py_ssize_t p = PyLong_AsSsize_t(pid), s = PyLong_AsSsize_t(src);
     if ((p == -1 || s == -1) && PyErr_Occurred())
         goto done;
-    if (!(lat = iget(model, s_latency_)) || !(ovh = iget(model, s_overhead_)) || !(now_o = iget(env, s_now)))
+    double delay = delayc && pid == *pidc ? *delayc : NAN;
+    if (!(now_o = iget(env, s_now)))
         goto done;
-    if (!PyList_CheckExact(lat) || !PyList_CheckExact(ovh) || p < 0 || p >= PyList_GET_SIZE(lat) || s < 0 ||
-        s >= PyList_GET_SIZE(ovh) || !PyFloat_CheckExact(now_o) || !PyFloat_CheckExact(PyList_GET_ITEM(lat, p)) ||
-        !PyFloat_CheckExact(PyList_GET_ITEM(ovh, s))) {
+    if (delay != delay) {
+        if (!(lat = iget(model, s_latency_)) || !(ovh = iget(model, s_overhead_)))
+            goto done;
+        if (!PyList_CheckExact(lat) || !PyList_CheckExact(ovh) || p < 0 || p >= PyList_GET_SIZE(lat) || s < 0 ||
+            s >= PyList_GET_SIZE(ovh) || !PyFloat_CheckExact(PyList_GET_ITEM(lat, p)) ||
+            !PyFloat_CheckExact(PyList_GET_ITEM(ovh, s))) {
+            result = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        /* delay = latency[pid] + overhead[src] (msgmodel._nominal_one: a route's latency, once interned, and
+         * an endpoint's overhead stay what they are) */
+        delay = PyFloat_AS_DOUBLE(PyList_GET_ITEM(lat, p)) + PyFloat_AS_DOUBLE(PyList_GET_ITEM(ovh, s));
+        if (delayc && *pidc == pid)
+            *delayc = delay;
+    }
+    if (!PyFloat_CheckExact(now_o)) {
         result = Py_NewRef(Py_NotImplemented);
         goto done;
     }
-    /* delay = latency[pid] + overhead[src]; start = env._now + delay (msgmodel._nominal_one, then send) */
-    double delay = PyFloat_AS_DOUBLE(PyList_GET_ITEM(lat, p)) + PyFloat_AS_DOUBLE(PyList_GET_ITEM(ovh, s));
-    double start = PyFloat_AS_DOUBLE(now_o) + delay;
+    double start = PyFloat_AS_DOUBLE(now_o) + delay; /* start = env._now + delay (then send's) */
     if (!(event = given ? Py_NewRef(given) : new_event(PyTuple_GET_ITEM(ctx, CX_EVENT), env)))
         goto done;
     Py_ssize_t nfree = PyList_GET_SIZE(free_);
@@ -3978,6 +3993,7 @@ static int sent_strings(void) {
 typedef struct Crank Crank;
 static PyTypeObject CrankType;
 static PyObject *Crank_sent(Crank *c, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *crank_dummy(Crank *c);
 
 /* Network._sent for ``slot``: its record ``(event, hook)`` popped off ``events`` (with ``missing_ok``, a slot
  * without one skipped), ``hook[0](hook[1], hook[2])`` where there is a hook -- a rank's ``Crank.sent``
@@ -4018,9 +4034,16 @@ static int sent_one(PyObject *net, PyObject *events, PyObject *slot, PyObject *n
         }
         PyObject *f = PyTuple_GET_ITEM(hook, 0), *r;
         if (direct && PyCFunction_Check(f) && PyCFunction_GET_FUNCTION(f) == (PyCFunction)(void (*)(void))Crank_sent &&
-            PyCFunction_GET_SELF(f) && Py_TYPE(PyCFunction_GET_SELF(f)) == &CrankType)
+            PyCFunction_GET_SELF(f) && Py_TYPE(PyCFunction_GET_SELF(f)) == &CrankType) {
             r = Crank_sent((Crank *)PyCFunction_GET_SELF(f), &PyTuple_GET_ITEM(hook, 1), 2);
-        else if (direct)
+            if (r && event == crank_dummy((Crank *)PyCFunction_GET_SELF(f))) {
+                /* the rank's stand-in, processed for good: its trigger would only set its value (read by
+                 * no one), so it is left as it is */
+                Py_DECREF(r);
+                Py_DECREF(sent);
+                return 0;
+            }
+        } else if (direct)
             r = PyObject_Vectorcall(f, &PyTuple_GET_ITEM(hook, 1), 2, NULL);
         else
             r = PyObject_CallFunctionObjArgs(f, PyTuple_GET_ITEM(hook, 1), PyTuple_GET_ITEM(hook, 2), NULL);
@@ -4105,6 +4128,7 @@ struct Crank {
     PyObject *plan, *job, *net, *ranks, *env, *done, *dummy, *r, *hooks;
     PyObject *recs;   /* per send index: the record (dummy, hook) eng_send keeps (NULL: made per send) */
     PyObject **pidc;  /* per send of every phase (phase by phase): its pair's route once found, or NULL */
+    double *dlyc;     /* ... and its start delay once found, or NaN */
     Py_ssize_t *phoff, npid; /* where each phase's sends begin in pidc; their count */
     int compute, wait;
     int64_t rank;
@@ -4246,7 +4270,7 @@ static void crank_free(Crank *c) {
     Crank_clear(c);
     void **all[] = {(void **)&c->sev,  (void **)&c->arrived, (void **)&c->dst,
                     (void **)&c->src,  (void **)&c->box,     (void **)&c->pidc,
-                    (void **)&c->phoff};
+                    (void **)&c->phoff, (void **)&c->dlyc};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         PyMem_Free(*all[i]);
         *all[i] = NULL;
@@ -4328,10 +4352,13 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
     if (fast) { /* the routes found by send, the records made once (sim.network._MSG_CORE) */
         c->pidc = PyMem_Calloc(total ? total : 1, sizeof *c->pidc);
         c->phoff = PyMem_Calloc(PyTuple_GET_SIZE(plan) + 1, sizeof *c->phoff);
-        if (!c->pidc || !c->phoff) {
+        c->dlyc = PyMem_Calloc(total ? total : 1, sizeof *c->dlyc);
+        if (!c->pidc || !c->phoff || !c->dlyc) {
             PyErr_NoMemory();
             return -1;
         }
+        for (Py_ssize_t k = 0; k < total; k++)
+            c->dlyc[k] = NAN;
         c->npid = total;
         for (Py_ssize_t i = 0, at = 0; i < PyTuple_GET_SIZE(plan); i++) {
             c->phoff[i] = at;
@@ -4399,6 +4426,9 @@ static int crank_fire(Crank *c, int wait, PyObject *value) {
     return rc;
 }
 
+/* the rank's stand-in for its compiled sends' own events (processed, nobody waits on it) */
+static PyObject *crank_dummy(Crank *c) { return c->dummy; }
+
 static inline int64_t crank_key(int64_t src, Py_ssize_t step) { return (src << 32) | (int64_t)step; }
 
 /* the arrival of a message ``src`` -> this rank of step ``step``: it fires the rank where the rank waits on
@@ -4442,10 +4472,12 @@ static PyObject *crank_send(Crank *c, PyObject *lane, PyObject *sctx, PyObject *
     PyObject *hook = PyTuple_GET_ITEM(c->hooks, j);
     PyObject *dst = PyTuple_GET_ITEM(msg, 0), *nbytes = PyTuple_GET_ITEM(msg, 1), *bound = PyTuple_GET_ITEM(msg, 2);
     PyObject *a[] = {lane != Py_None ? lane : sctx, c->r, dst, nbytes, bound, hook};
-    PyObject **pidc = c->pidc ? &c->pidc[c->phoff[c->phase] + j] : NULL;
+    Py_ssize_t k = c->pidc ? c->phoff[c->phase] + j : 0;
+    PyObject **pidc = c->pidc ? &c->pidc[k] : NULL;
+    double *delayc = c->pidc ? &c->dlyc[k] : NULL;
     PyObject *rec = c->recs ? PyTuple_GET_ITEM(c->recs, j) : NULL;
     PyObject *ev = lane != Py_None ? py_lane_send(NULL, a, 6)
-                   : sctx != Py_None ? eng_send_with(a, c->dummy, pidc, rec)
+                   : sctx != Py_None ? eng_send_with(a, c->dummy, pidc, delayc, rec)
                                      : Py_NewRef(Py_NotImplemented);
     if (ev == Py_NotImplemented || ev == Py_None) { /* net.send(r, dst, nbytes, bound=bound, on_arrival=hook) */
         Py_DECREF(ev);
