@@ -2960,12 +2960,12 @@ static PyObject *new_event(PyObject *type, PyObject *env) {
  * pointer's load and store, found by the interned name's address, not a dict's lookup by its hash and
  * string. The values are the ones the Python lines hold, of the same types. */
 
-#define NET_NF 33
+#define NET_NF 36
 static const char *net_fields[NET_NF] = {
     "_t_last", "_heap",  "_due_at", "_is_active", "_due",   "_due_entries", "_nactive", "_active_arr", "_entries",
     "_pending", "_pending_at", "_stage", "_remaining", "_path", "_bytes", "_rate", "_owner", "_gid", "_owners",
     "_free",  "_path_bytes", "cluster", "_t_set", "_bound", "flows", "_held", "wakeups", "_wake_at", "_wake_event",
-    "rates",  "check", "_lane", "after_wake",
+    "rates",  "check", "_lane", "after_wake", "_event", "_send_ctx", "_lane_ctx",
 };
 #define RATES_NF 31
 static const char *rates_fields[RATES_NF] = {
@@ -3809,20 +3809,66 @@ static int eng_strings(void) {
     return lane_strings();
 }
 
+static PyObject *s_remaining_, *s_bytes_, *s_path_, *s_bound_;
+
+/* a single send's numbers written into the network's per-slot arrays (Network._flush's lines for one staged
+ * send: wire bytes -- the nominal model's, the size -- size, path, bound): 1, or 0 where they must be staged
+ * (an array not of the expected kind or too short: nothing written), -1 with an exception set */
+static int eng_write(PyObject *net, Py_ssize_t slot, double nbytes, Py_ssize_t pid, double bound) {
+    static PyObject **const names[] = {&s_remaining_, &s_bytes_, &s_path_, &s_bound_};
+    static const char *const texts[] = {"_remaining", "_bytes", "_path", "_bound"};
+    for (size_t k = 0; !s_bound_ && k < 4; k++)
+        if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k])))
+            return -1;
+    Arr a[4];
+    int n = 0, rc = 0;
+    if (slot < 0 && PyErr_Occurred())
+        return -1;
+    for (; n < 4; n++) {
+        PyObject *o = iget(net, *names[n]);
+        a[n].held = 0;
+        int bad = !o || arr_open(o, &a[n], n == 2 ? 'i' : 'f', 1) < 0;
+        Py_XDECREF(o);
+        if (bad) {
+            PyErr_Clear();
+            goto out;
+        }
+        if (slot < 0 || slot >= a[n].n || (n == 2 && a[n].view.itemsize != 8)) {
+            n++;
+            goto out;
+        }
+    }
+    *arr_fp(&a[0], slot) = nbytes;
+    *arr_fp(&a[1], slot) = nbytes;
+    *arr_ip(&a[2], slot) = pid;
+    *arr_fp(&a[3], slot) = bound;
+    rc = 1;
+out:
+    for (int k = 0; k < n; k++)
+        arr_release(&a[k]);
+    return rc;
+}
+
 /* eng_send(ectx, src, dst, nbytes, bound, hook) -> Network.send's event on the closed lane, or
  * NotImplemented where the Python lines must do it: the lane open, a pair not routed yet, a size or bound
  * that is not a float, a size below 0, no free slot, a sender beyond the model's overheads, a clock that is
  * not a float */
-static PyObject *eng_send_with(PyObject *const *args, PyObject *given);
+static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject **pidc, double *delayc,
+                               PyObject *rec);
 
 static PyObject *py_eng_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 6, "eng_send(ectx, src, dst, nbytes, bound, hook)"))
         return NULL;
-    return eng_send_with(args, NULL);
+    return eng_send_with(args, NULL, NULL, NULL, NULL);
 }
 
-/* eng_send's lines, with ``given`` (where not NULL) for the send's event rather than a new one */
-static PyObject *eng_send_with(PyObject *const *args, PyObject *given) {
+/* eng_send's lines, with ``given`` (where not NULL) for the send's event rather than a new one; ``pidc``
+ * (where not NULL) the pair's route as found before (*pidc, a reference the caller owns: NULL until found,
+ * then set here) with ``*delayc`` its start delay (latency[pid] + overhead[src], the nominal model's: NaN
+ * until found, then set here), and ``rec`` (where not NULL) the send's record ``(given, hook)`` made before
+ * (the compiled ranks': sim.network._MSG_CORE) */
+static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject **pidc, double *delayc,
+                               PyObject *rec) {
     PyObject *ectx = args[0], *src = args[1], *nbytes = args[3], *bound = args[4], *hook = args[5];
     if (!PyTuple_CheckExact(ectx) || PyTuple_GET_SIZE(ectx) != 3 || lane_ctx(PyTuple_GET_ITEM(ectx, 0)) < 0) {
         if (!PyErr_Occurred())
@@ -3846,31 +3892,50 @@ static PyObject *eng_send_with(PyObject *const *args, PyObject *given) {
             result = Py_NewRef(Py_NotImplemented);
         goto done;
     }
-    if (!(cluster = iget(net, s_cluster_)) || !(pids = iget(cluster, s_pid_)) || !PyDict_CheckExact(pids) ||
-        !(key = PyTuple_Pack(2, args[1], args[2])))
-        goto done;
-    PyObject *pid = PyDict_GetItemWithError(pids, key); /* (borrowed: the dict keeps it) */
-    if (!pid) {
-        if (!PyErr_Occurred())
-            result = Py_NewRef(Py_NotImplemented);
-        goto done;
+    PyObject *pid = pidc ? *pidc : NULL; /* (a pair's route, once in the cluster's dict, stays) */
+    if (pid)
+        key = Py_NewRef(pid);
+    else {
+        if (!(cluster = iget(net, s_cluster_)) || !(pids = iget(cluster, s_pid_)) || !PyDict_CheckExact(pids) ||
+            !(key = PyTuple_Pack(2, args[1], args[2])))
+            goto done;
+        pid = PyDict_GetItemWithError(pids, key); /* (borrowed: the dict keeps it) */
+        if (!pid) {
+            if (!PyErr_Occurred())
+                result = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        Py_INCREF(pid);
+        Py_SETREF(key, pid); /* (key now holds the pid's reference) */
+        if (pidc && PyLong_CheckExact(pid))
+            *pidc = Py_NewRef(pid);
     }
-    Py_INCREF(pid);
-    Py_SETREF(key, pid); /* (key now holds the pid's reference) */
     Py_ssize_t p = PyLong_AsSsize_t(pid), s = PyLong_AsSsize_t(src);
     if ((p == -1 || s == -1) && PyErr_Occurred())
         goto done;
-    if (!(lat = iget(model, s_latency_)) || !(ovh = iget(model, s_overhead_)) || !(now_o = iget(env, s_now)))
+    double delay = delayc && pid == *pidc ? *delayc : NAN;
+    if (!(now_o = iget(env, s_now)))
         goto done;
-    if (!PyList_CheckExact(lat) || !PyList_CheckExact(ovh) || p < 0 || p >= PyList_GET_SIZE(lat) || s < 0 ||
-        s >= PyList_GET_SIZE(ovh) || !PyFloat_CheckExact(now_o) || !PyFloat_CheckExact(PyList_GET_ITEM(lat, p)) ||
-        !PyFloat_CheckExact(PyList_GET_ITEM(ovh, s))) {
+    if (delay != delay) {
+        if (!(lat = iget(model, s_latency_)) || !(ovh = iget(model, s_overhead_)))
+            goto done;
+        if (!PyList_CheckExact(lat) || !PyList_CheckExact(ovh) || p < 0 || p >= PyList_GET_SIZE(lat) || s < 0 ||
+            s >= PyList_GET_SIZE(ovh) || !PyFloat_CheckExact(PyList_GET_ITEM(lat, p)) ||
+            !PyFloat_CheckExact(PyList_GET_ITEM(ovh, s))) {
+            result = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        /* delay = latency[pid] + overhead[src] (msgmodel._nominal_one: a route's latency, once interned, and
+         * an endpoint's overhead stay what they are) */
+        delay = PyFloat_AS_DOUBLE(PyList_GET_ITEM(lat, p)) + PyFloat_AS_DOUBLE(PyList_GET_ITEM(ovh, s));
+        if (delayc && *pidc == pid)
+            *delayc = delay;
+    }
+    if (!PyFloat_CheckExact(now_o)) {
         result = Py_NewRef(Py_NotImplemented);
         goto done;
     }
-    /* delay = latency[pid] + overhead[src]; start = env._now + delay (msgmodel._nominal_one, then send) */
-    double delay = PyFloat_AS_DOUBLE(PyList_GET_ITEM(lat, p)) + PyFloat_AS_DOUBLE(PyList_GET_ITEM(ovh, s));
-    double start = PyFloat_AS_DOUBLE(now_o) + delay;
+    double start = PyFloat_AS_DOUBLE(now_o) + delay; /* start = env._now + delay (then send's) */
     if (!(event = given ? Py_NewRef(given) : new_event(PyTuple_GET_ITEM(ctx, CX_EVENT), env)))
         goto done;
     Py_ssize_t nfree = PyList_GET_SIZE(free_);
@@ -3878,14 +3943,24 @@ static PyObject *eng_send_with(PyObject *const *args, PyObject *given) {
     if (PyList_SetSlice(free_, nfree - 1, nfree, NULL) < 0 || !(stage = iget(net, s_stage)) ||
         !PyList_CheckExact(stage))
         goto done;
-    /* self._stage.append((slot, nbytes, wire, pid, np.inf if bound is None else bound)) */
-    if (!(item = PyTuple_Pack(5, slot, nbytes, nbytes, key, bound == Py_None ? PyTuple_GET_ITEM(ectx, 2) : bound)) ||
-        PyList_Append(stage, item) < 0)
+    /* self._stage.append((slot, nbytes, wire, pid, np.inf if bound is None else bound)); with ``rec`` (the
+     * compiled ranks' sends), what Network._flush would write written into the per-slot arrays at once */
+    PyObject *limit = bound == Py_None ? PyTuple_GET_ITEM(ectx, 2) : bound;
+    int written = rec ? eng_write(net, PyLong_AsSsize_t(slot), PyFloat_AS_DOUBLE(nbytes), p, PyFloat_AS_DOUBLE(limit))
+                      : 0;
+    if (written < 0)
+        goto done;
+    if (!written && (!(item = PyTuple_Pack(5, slot, nbytes, nbytes, key, limit)) || PyList_Append(stage, item) < 0))
         goto done;
     Py_CLEAR(item);
     /* self._event[slot] = (event, on_arrival) */
-    if (!(events = iget(net, s_event_)) || !PyDict_CheckExact(events) || !(item = PyTuple_Pack(2, event, hook)) ||
-        PyDict_SetItem(events, slot, item) < 0 || add_attr(net, s_flows, 1) < 0)
+    Py_ssize_t at = PyLong_AsSsize_t(slot);
+    if (!(events = iget(net, s_event_)) || !PyList_CheckExact(events) || at < 0 || at >= PyList_GET_SIZE(events) ||
+        !(item = rec ? Py_NewRef(rec) : PyTuple_Pack(2, event, hook)))
+        goto done;
+    PyList_SetItem(events, at, item); /* (steals item) */
+    item = NULL;
+    if (add_attr(net, s_flows, 1) < 0)
         goto done;
     if (!(start_o = PyFloat_FromDouble(start)) || !(pending_at = iget(net, s_pending_at)) ||
         !PyDict_CheckExact(pending_at) || !(pending = iget(net, s_pending)) || !PyList_CheckExact(pending))
@@ -3911,8 +3986,80 @@ done:
     return result;
 }
 
+static int sent_strings(void) {
+    return lane_strings() < 0 || (!s_held && !(s_held = PyUnicode_InternFromString("_held"))) ? -1 : 0;
+}
+
+typedef struct Crank Crank;
+static PyTypeObject CrankType;
+static PyObject *Crank_sent(Crank *c, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *crank_dummy(Crank *c);
+
+/* Network._sent for ``slot``: its record ``(event, hook)`` popped off ``events`` (with ``missing_ok``, a slot
+ * without one skipped), ``hook[0](hook[1], hook[2])`` where there is a hook -- a rank's ``Crank.sent``
+ * called as C where ``direct`` (sim.network._MSG_CORE) --, then Network.trigger(event, now) with the
+ * network's ``_held`` as it is then; 0, or -1 with an exception set */
+static int sent_one(PyObject *net, PyObject *events, PyObject *slot, PyObject *now, int missing_ok, int direct) {
+    Py_ssize_t at = PyLong_AsSsize_t(slot);
+    if (at == -1 && PyErr_Occurred())
+        return -1;
+    if (at < 0 || at >= PyList_GET_SIZE(events)) {
+        PyErr_SetString(PyExc_IndexError, "sent_many: slot out of range");
+        return -1;
+    }
+    PyObject *sent = PyList_GET_ITEM(events, at); /* (taken: its reference now ours, None left in its place) */
+    if (sent == Py_None)
+        sent = NULL;
+    else
+        PyList_SET_ITEM(events, at, Py_NewRef(Py_None));
+    if (!sent) {
+        if (PyErr_Occurred() || !missing_ok) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, slot);
+            return -1;
+        }
+        return 0;
+    }
+    if (!PyTuple_CheckExact(sent) || PyTuple_GET_SIZE(sent) != 2) {
+        Py_DECREF(sent);
+        PyErr_SetString(PyExc_TypeError, "sent_many: a send's record must be (event, hook)");
+        return -1;
+    }
+    PyObject *event = PyTuple_GET_ITEM(sent, 0), *hook = PyTuple_GET_ITEM(sent, 1);
+    if (hook != Py_None) {
+        if (!PyTuple_Check(hook) || PyTuple_GET_SIZE(hook) != 3) {
+            Py_DECREF(sent);
+            PyErr_SetString(PyExc_TypeError, "sent_many: a hook must be (func, a, b)");
+            return -1;
+        }
+        PyObject *f = PyTuple_GET_ITEM(hook, 0), *r;
+        if (direct && PyCFunction_Check(f) && PyCFunction_GET_FUNCTION(f) == (PyCFunction)(void (*)(void))Crank_sent &&
+            PyCFunction_GET_SELF(f) && Py_TYPE(PyCFunction_GET_SELF(f)) == &CrankType) {
+            r = Crank_sent((Crank *)PyCFunction_GET_SELF(f), &PyTuple_GET_ITEM(hook, 1), 2);
+            if (r && event == crank_dummy((Crank *)PyCFunction_GET_SELF(f))) {
+                /* the rank's stand-in, processed for good: its trigger would only set its value (read by
+                 * no one), so it is left as it is */
+                Py_DECREF(r);
+                Py_DECREF(sent);
+                return 0;
+            }
+        } else if (direct)
+            r = PyObject_Vectorcall(f, &PyTuple_GET_ITEM(hook, 1), 2, NULL);
+        else
+            r = PyObject_CallFunctionObjArgs(f, PyTuple_GET_ITEM(hook, 1), PyTuple_GET_ITEM(hook, 2), NULL);
+        if (!r) {
+            Py_DECREF(sent);
+            return -1;
+        }
+        Py_DECREF(r);
+    }
+    int rc = trigger_held(net, event, now);
+    Py_DECREF(sent);
+    return rc;
+}
+
 /* sent_many(net, events, slots, now, missing_ok): Network._sent for each slot in turn -- its record
- * ``(event, hook)`` popped off ``events`` (with ``missing_ok``, a slot without one skipped: a transfer
+ * ``(event, hook)`` taken off the list ``events`` (None left in its place) (with ``missing_ok``, a slot without one skipped: a transfer
  * group's), ``hook[0](hook[1], hook[2])`` where there is a hook, then Network.trigger(event, now) with
  * the network's ``_held`` as it is then */
 static PyObject *py_sent_many(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -3922,51 +4069,15 @@ static PyObject *py_sent_many(PyObject *self, PyObject *const *args, Py_ssize_t 
     int missing_ok = PyObject_IsTrue(args[4]);
     if (missing_ok < 0)
         return NULL;
-    if (!PyDict_CheckExact(events) || !PyList_CheckExact(slots)) {
-        PyErr_SetString(PyExc_TypeError, "sent_many: events must be a dict, slots a list");
+    if (!PyList_CheckExact(events) || !PyList_CheckExact(slots)) {
+        PyErr_SetString(PyExc_TypeError, "sent_many: events and slots must be lists");
         return NULL;
     }
-    if (lane_strings() < 0 || (!s_held && !(s_held = PyUnicode_InternFromString("_held"))))
+    if (sent_strings() < 0)
         return NULL;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(slots); i++) {
-        PyObject *slot = Py_NewRef(PyList_GET_ITEM(slots, i));
-        PyObject *sent = dict_pop(events, slot);
-        if (!sent) {
-            if (PyErr_Occurred() || !missing_ok) {
-                if (!PyErr_Occurred())
-                    PyErr_SetObject(PyExc_KeyError, slot);
-                Py_DECREF(slot);
-                return NULL;
-            }
-            Py_DECREF(slot);
-            continue;
-        }
-        Py_DECREF(slot);
-        if (!PyTuple_CheckExact(sent) || PyTuple_GET_SIZE(sent) != 2) {
-            Py_DECREF(sent);
-            PyErr_SetString(PyExc_TypeError, "sent_many: a send's record must be (event, hook)");
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(slots); i++)
+        if (sent_one(net, events, PyList_GET_ITEM(slots, i), now, missing_ok, 0) < 0)
             return NULL;
-        }
-        PyObject *event = PyTuple_GET_ITEM(sent, 0), *hook = PyTuple_GET_ITEM(sent, 1);
-        if (hook != Py_None) {
-            if (!PyTuple_Check(hook) || PyTuple_GET_SIZE(hook) != 3) {
-                Py_DECREF(sent);
-                PyErr_SetString(PyExc_TypeError, "sent_many: a hook must be (func, a, b)");
-                return NULL;
-            }
-            PyObject *r = PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(hook, 0), PyTuple_GET_ITEM(hook, 1),
-                                                       PyTuple_GET_ITEM(hook, 2), NULL);
-            if (!r) {
-                Py_DECREF(sent);
-                return NULL;
-            }
-            Py_DECREF(r);
-        }
-        int rc = trigger_held(net, event, now);
-        Py_DECREF(sent);
-        if (rc < 0)
-            return NULL;
-    }
     Py_RETURN_NONE;
 }
 
@@ -4012,9 +4123,13 @@ struct CBox {
     int64_t key, count;
 };
 
-typedef struct {
+struct Crank {
     PyObject_HEAD
     PyObject *plan, *job, *net, *ranks, *env, *done, *dummy, *r, *hooks;
+    PyObject *recs;   /* per send index: the record (dummy, hook) eng_send keeps (NULL: made per send) */
+    PyObject **pidc;  /* per send of every phase (phase by phase): its pair's route once found, or NULL */
+    double *dlyc;     /* ... and its start delay once found, or NaN */
+    Py_ssize_t *phoff, npid; /* where each phase's sends begin in pidc; their count */
     int compute, wait;
     int64_t rank;
     Py_ssize_t phase, rep, step, ri, si, ns;
@@ -4025,7 +4140,8 @@ typedef struct {
     Py_ssize_t scap, nr;
     struct CBox *box; /* open addressing, linear probing, deleted by shifting back */
     Py_ssize_t boxcap, boxn, held;
-} Crank;
+    vectorcallfunc vcall; /* (Crank_vcall: called with the event as any callback, without an argument tuple) */
+};
 
 static PyTypeObject CrankType;
 
@@ -4130,7 +4246,7 @@ static void crank_drop_step(Crank *c) {
 }
 
 static int Crank_traverse(Crank *c, visitproc visit, void *arg) {
-    PyObject *all[] = {c->plan, c->job, c->net, c->ranks, c->env, c->done, c->dummy, c->hooks};
+    PyObject *all[] = {c->plan, c->job, c->net, c->ranks, c->env, c->done, c->dummy, c->hooks, c->recs};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         Py_VISIT(all[i]);
     for (Py_ssize_t j = 0; j < c->ns; j++)
@@ -4140,21 +4256,26 @@ static int Crank_traverse(Crank *c, visitproc visit, void *arg) {
 
 static int Crank_clear(Crank *c) {
     crank_drop_step(c);
-    PyObject **all[] = {&c->plan, &c->job, &c->net, &c->ranks, &c->env, &c->done, &c->dummy, &c->r, &c->hooks};
+    PyObject **all[] = {&c->plan, &c->job, &c->net, &c->ranks, &c->env, &c->done, &c->dummy, &c->r, &c->hooks,
+                        &c->recs};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         Py_CLEAR(*all[i]);
+    for (Py_ssize_t k = 0; c->pidc && k < c->npid; k++) /* (ints: no cycle through them) */
+        Py_CLEAR(c->pidc[k]);
     return 0;
 }
 
 /* the rank's objects dropped and its arrays freed */
 static void crank_free(Crank *c) {
     Crank_clear(c);
-    void **all[] = {(void **)&c->sev, (void **)&c->arrived, (void **)&c->dst, (void **)&c->src, (void **)&c->box};
+    void **all[] = {(void **)&c->sev,  (void **)&c->arrived, (void **)&c->dst,
+                    (void **)&c->src,  (void **)&c->box,     (void **)&c->pidc,
+                    (void **)&c->phoff, (void **)&c->dlyc};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         PyMem_Free(*all[i]);
         *all[i] = NULL;
     }
-    c->boxcap = c->boxn = c->held = 0;
+    c->boxcap = c->boxn = c->held = c->npid = 0;
 }
 
 static void Crank_dealloc(Crank *c) {
@@ -4162,6 +4283,8 @@ static void Crank_dealloc(Crank *c) {
     crank_free(c);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
+
+static PyObject *Crank_vcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
 static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
     PyObject *r, *plan, *shared;
@@ -4171,11 +4294,12 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
     }
     if (!PyArg_ParseTuple(args, "O!O!O!:Crank", &PyLong_Type, &r, &PyTuple_Type, &plan, &PyTuple_Type, &shared))
         return -1;
-    if (PyTuple_GET_SIZE(shared) != 7 || !PyList_CheckExact(PyTuple_GET_ITEM(shared, 2))) {
-        PyErr_SetString(PyExc_TypeError, "Crank: shared must be (job, net, ranks, env, done, compute, dummy)");
+    if ((PyTuple_GET_SIZE(shared) != 7 && PyTuple_GET_SIZE(shared) != 8) ||
+        !PyList_CheckExact(PyTuple_GET_ITEM(shared, 2))) {
+        PyErr_SetString(PyExc_TypeError, "Crank: shared must be (job, net, ranks, env, done, compute, dummy[, fast])");
         return -1;
     }
-    Py_ssize_t most = 0, most_in = 0;
+    Py_ssize_t most = 0, most_in = 0, total = 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(plan); i++) {
         PyObject *ph = PyTuple_GET_ITEM(plan, i);
         if (!PyTuple_CheckExact(ph) || PyTuple_GET_SIZE(ph) != 4 || !PyLong_CheckExact(PyTuple_GET_ITEM(ph, 0)) ||
@@ -4197,13 +4321,15 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
                 PyErr_SetString(PyExc_TypeError, "Crank: a sender must be an int");
                 return -1;
             }
+        total += PyTuple_GET_SIZE(sends);
         if (PyTuple_GET_SIZE(sends) > most)
             most = PyTuple_GET_SIZE(sends);
         if (PyTuple_GET_SIZE(srcs) > most_in)
             most_in = PyTuple_GET_SIZE(srcs);
     }
     int compute = PyObject_IsTrue(PyTuple_GET_ITEM(shared, 5));
-    if (compute < 0 || crank_strings() < 0)
+    int fast = PyTuple_GET_SIZE(shared) == 8 ? PyObject_IsTrue(PyTuple_GET_ITEM(shared, 7)) : 0;
+    if (compute < 0 || fast < 0 || crank_strings() < 0)
         return -1;
     int64_t rank = PyLong_AsLongLong(r);
     if (rank == -1 && PyErr_Occurred())
@@ -4223,6 +4349,22 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
         PyErr_NoMemory();
         return -1;
     }
+    if (fast) { /* the routes found by send, the records made once (sim.network._MSG_CORE) */
+        c->pidc = PyMem_Calloc(total ? total : 1, sizeof *c->pidc);
+        c->phoff = PyMem_Calloc(PyTuple_GET_SIZE(plan) + 1, sizeof *c->phoff);
+        c->dlyc = PyMem_Calloc(total ? total : 1, sizeof *c->dlyc);
+        if (!c->pidc || !c->phoff || !c->dlyc) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t k = 0; k < total; k++)
+            c->dlyc[k] = NAN;
+        c->npid = total;
+        for (Py_ssize_t i = 0, at = 0; i < PyTuple_GET_SIZE(plan); i++) {
+            c->phoff[i] = at;
+            at += PyTuple_GET_SIZE(PyTuple_GET_ITEM(PyTuple_GET_ITEM(plan, i), 1));
+        }
+    }
     c->r = Py_NewRef(r);
     c->rank = rank;
     c->plan = Py_NewRef(plan);
@@ -4231,6 +4373,7 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
         *slots[i] = Py_NewRef(PyTuple_GET_ITEM(shared, i));
     c->dummy = Py_NewRef(PyTuple_GET_ITEM(shared, 6));
     c->compute = compute;
+    c->vcall = Crank_vcall;
     c->phase = c->rep = c->step = c->ri = c->si = c->ns = 0;
     c->computed = c->started = 0;
     c->wait = CW_NONE;
@@ -4250,6 +4393,16 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
         PyTuple_SET_ITEM(c->hooks, j, hook);
     }
     Py_DECREF(sent);
+    if (fast) {
+        if (!(c->recs = PyTuple_New(most)))
+            return -1;
+        for (Py_ssize_t j = 0; j < most; j++) {
+            PyObject *rec = PyTuple_Pack(2, c->dummy, PyTuple_GET_ITEM(c->hooks, j));
+            if (!rec)
+                return -1;
+            PyTuple_SET_ITEM(c->recs, j, rec);
+        }
+    }
     return 0;
 }
 
@@ -4272,6 +4425,9 @@ static int crank_fire(Crank *c, int wait, PyObject *value) {
         PyErr_SetString(PyExc_TypeError, "Crank: an event's callbacks must be a list");
     return rc;
 }
+
+/* the rank's stand-in for its compiled sends' own events (processed, nobody waits on it) */
+static PyObject *crank_dummy(Crank *c) { return c->dummy; }
 
 static inline int64_t crank_key(int64_t src, Py_ssize_t step) { return (src << 32) | (int64_t)step; }
 
@@ -4316,8 +4472,12 @@ static PyObject *crank_send(Crank *c, PyObject *lane, PyObject *sctx, PyObject *
     PyObject *hook = PyTuple_GET_ITEM(c->hooks, j);
     PyObject *dst = PyTuple_GET_ITEM(msg, 0), *nbytes = PyTuple_GET_ITEM(msg, 1), *bound = PyTuple_GET_ITEM(msg, 2);
     PyObject *a[] = {lane != Py_None ? lane : sctx, c->r, dst, nbytes, bound, hook};
+    Py_ssize_t k = c->pidc ? c->phoff[c->phase] + j : 0;
+    PyObject **pidc = c->pidc ? &c->pidc[k] : NULL;
+    double *delayc = c->pidc ? &c->dlyc[k] : NULL;
+    PyObject *rec = c->recs ? PyTuple_GET_ITEM(c->recs, j) : NULL;
     PyObject *ev = lane != Py_None ? py_lane_send(NULL, a, 6)
-                   : sctx != Py_None ? eng_send_with(a, c->dummy)
+                   : sctx != Py_None ? eng_send_with(a, c->dummy, pidc, delayc, rec)
                                      : Py_NewRef(Py_NotImplemented);
     if (ev == Py_NotImplemented || ev == Py_None) { /* net.send(r, dst, nbytes, bound=bound, on_arrival=hook) */
         Py_DECREF(ev);
@@ -4464,11 +4624,26 @@ static int crank_run(Crank *c) {
     }
 }
 
+static PyObject *crank_resume(Crank *c, PyObject *event);
+
 /* Crank(event): the event the rank waits on is processed; the rank goes on (Process._resume) */
 static PyObject *Crank_call(Crank *c, PyObject *args, PyObject *kwds) {
     PyObject *event;
     if (!PyArg_ParseTuple(args, "O:Crank", &event))
         return NULL;
+    return crank_resume(c, event);
+}
+
+/* Crank(event) as a vectorcall (one positional argument, no keywords) */
+static PyObject *Crank_vcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    if (PyVectorcall_NARGS(nargsf) != 1 || (kwnames && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "Crank(event) takes one argument");
+        return NULL;
+    }
+    return crank_resume((Crank *)self, args[0]);
+}
+
+static PyObject *crank_resume(Crank *c, PyObject *event) {
     if (!c->plan || c->wait == CW_ENDED) {
         PyErr_SetString(PyExc_RuntimeError, "Crank: the rank has ended");
         return NULL;
@@ -4536,7 +4711,7 @@ static PyMethodDef Crank_methods[] = {
 static PyTypeObject CrankType =
     GC_TYPE("sim._ratecore.Crank", Crank,
             "Crank(r, plan, shared): a plain rank's loop, called with each event it waited on (see _ratecore.c)", Crank,
-            .tp_call = (ternaryfunc)Crank_call);
+            .tp_call = (ternaryfunc)Crank_call, .tp_vectorcall_offset = offsetof(Crank, vcall));
 
 /* ------------------------------------------------------------------ the fast path's event loop (sim/fastpath.py)
  *
@@ -6799,14 +6974,15 @@ enum {
     W_PENDING_AT, W_STAGE, W_REMAINING, W_PATH, W_BYTES, W_RATE, W_OWNER, W_GID, W_OWNERS, W_FREE, W_PATH_BYTES,
     W_CLUSTER, W_PATHS, W_COUNT, W_LENGTH, W_FLUSH, W_REMOVED, W_ADDED, W_SOLVE, W_FINISH, W_FINISH_FEW, W_START,
     W_PATH_BYTES_FOR, W_T_SET, W_BOUND, W_FLOWS_, W_SCHEDULE, W_HELD, W_WAKEUPS, W_PUMP, W_RESUME_HELD, W_WAKE_LOG,
-    W_WAKE_RECORD, W_N
+    W_WAKE_RECORD, W_MSG_CORE, W_SETTLE, W_SETTLE_, W_SEND_CTX, W_EVENT, W_N
 };
 static const char *w_names[W_N] = {
     "_t_last", "_heap", "_due_at", "_is_active", "_due", "_due_entries", "_nactive", "_active_arr", "_entries",
     "_pending", "_pending_at", "_stage", "_remaining", "_path", "_bytes", "_rate", "_owner", "_gid", "_owners",
     "_free", "_path_bytes", "cluster", "paths", "count", "length", "_flush", "_removed", "_added", "_solve",
     "_finish", "_finish_few", "_start", "_path_bytes_for", "_t_set", "_bound", "flows", "_schedule", "_held",
-    "wakeups", "_PUMP", "_resume_held", "_WAKE_LOG", "_wake_record",
+    "wakeups", "_PUMP", "_resume_held", "_WAKE_LOG", "_wake_record", "_MSG_CORE", "settle", "_SETTLE",
+    "_send_ctx", "_event",
 };
 static PyObject *w_s[W_N];
 static PyObject *w_neg_inf;
@@ -6885,14 +7061,70 @@ static int w_arr(PyObject *obj, int name, Arr *a, int kind, int writable) {
 /* obj.name += by (an int attribute) */
 static int w_add(PyObject *obj, int name, Py_ssize_t by) { return add_attr(obj, w_s[name], (long)by); }
 
-/* self._flush() where sends are staged */
-static int w_flush(PyObject *net) {
-    PyObject *stage = iget(net, w_s[W_STAGE]);
+static int r_long(PyObject *obj, PyObject *name, long *out);
+
+/* whether sim.network._MSG_CORE is on (1), off (0), or -1 with an exception set */
+static int w_msg_core(const WCtx *w) {
+    long on;
+    return r_long(PyTuple_GET_ITEM(w->wctx_, 4), w_s[W_MSG_CORE], &on) < 0 ? -1 : on != 0;
+}
+
+/* Network._flush's lines for a stage of (slot, nbytes, wire, pid, bound) -- ints and floats -- written into
+ * the per-slot arrays in order (the last of a slot staged twice wins, as numpy's assignment): 1 where done
+ * (the stage cleared), 0 where the Python lines must do it (nothing written), -1 on an error */
+static int w_flush_c(const WCtx *w, PyObject *stage) {
+    Py_ssize_t n = PyList_GET_SIZE(stage);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyList_GET_ITEM(stage, i);
+        if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 5 || !PyLong_CheckExact(PyTuple_GET_ITEM(t, 0)) ||
+            !PyFloat_CheckExact(PyTuple_GET_ITEM(t, 1)) || !PyFloat_CheckExact(PyTuple_GET_ITEM(t, 2)) ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(t, 3)) || !PyFloat_CheckExact(PyTuple_GET_ITEM(t, 4)))
+            return 0;
+    }
+    Arr left, nbytes, path, bound;
+    Arr *all[4] = {&left, &nbytes, &path, &bound};
+    arrs_init(all, 4);
+    int rc = -1;
+    if (w_arr(w->net, W_REMAINING, &left, 'f', 1) < 0 || w_arr(w->net, W_BYTES, &nbytes, 'f', 1) < 0 ||
+        w_arr(w->net, W_PATH, &path, 'i', 1) < 0 || w_arr(w->net, W_BOUND, &bound, 'f', 1) < 0)
+        goto out;
+    if (path.view.itemsize != 8) {
+        rc = 0;
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyList_GET_ITEM(stage, i);
+        Py_ssize_t slot = PyLong_AsSsize_t(PyTuple_GET_ITEM(t, 0));
+        int64_t pid = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 3));
+        if (PyErr_Occurred() || !index_ok(slot, left.n, "net_wake: slot out of range") ||
+            !index_ok(slot, nbytes.n, "net_wake: slot out of range") || !index_ok(slot, path.n, "net_wake: slot out of range") ||
+            !index_ok(slot, bound.n, "net_wake: slot out of range"))
+            goto out;
+        *arr_fp(&left, slot) = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(t, 2));
+        *arr_fp(&nbytes, slot) = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(t, 1));
+        *arr_ip(&path, slot) = pid;
+        *arr_fp(&bound, slot) = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(t, 4));
+    }
+    rc = PyList_SetSlice(stage, 0, n, NULL) < 0 ? -1 : 1;
+out:
+    arrs_release(all, 4);
+    return rc;
+}
+
+/* self._flush() where sends are staged (its lines in C where sim.network._MSG_CORE is on) */
+static int w_flush(const WCtx *w) {
+    PyObject *net = w->net, *stage = iget(net, w_s[W_STAGE]);
     if (!stage)
         return -1;
-    int staged = PyObject_IsTrue(stage);
+    int staged = PyObject_IsTrue(stage), done = 0;
+    if (staged > 0 && PyList_CheckExact(stage)) {
+        int on = w_msg_core(w);
+        done = on > 0 ? w_flush_c(w, stage) : on;
+    }
     Py_DECREF(stage);
-    return staged < 0 ? -1 : staged ? w_call(net, w_s[W_FLUSH], NULL, NULL, NULL) : 0;
+    if (staged < 0 || done < 0)
+        return -1;
+    return staged && !done ? w_call(net, w_s[W_FLUSH], NULL, NULL, NULL) : 0;
 }
 
 /* the attributes a change of the draining flows drops: _active_arr and _entries None, _nactive += by */
@@ -6913,15 +7145,53 @@ static int df_done_call(PyObject *done, const Py_ssize_t *slots, Py_ssize_t n, P
 static PyTypeObject DfDoneType;
 static int is_fast_done(PyObject *done);
 
+/* the bytes of flows ``done`` booked on their paths (self._path_bytes_for(self.cluster.paths.count) first)
+ * and their rates zeroed, slot by slot: 0, or -1 with an exception set */
+static int w_book(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n) {
+    PyObject *net = w->net, *cluster = NULL, *paths = NULL, *count = NULL;
+    Arr path, nbytes, rate, pb;
+    Arr *all[4] = {&path, &nbytes, &rate, &pb};
+    arrs_init(all, 4);
+    int rc = -1;
+    if (!(cluster = iget(net, w_s[W_CLUSTER])) || !(paths = iget(cluster, w_s[W_PATHS])) ||
+        !(count = iget(paths, w_s[W_COUNT])))
+        goto out;
+    Py_ssize_t need = PyLong_AsSsize_t(count);
+    if ((need == -1 && PyErr_Occurred()) || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
+        goto out;
+    if (pb.n < need) { /* (grown, as _path_bytes_for grows it) */
+        arr_release(&pb);
+        if (w_call(net, w_s[W_PATH_BYTES_FOR], count, NULL, NULL) < 0 || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
+            goto out;
+    }
+    if (w_arr(net, W_PATH, &path, 'i', 0) < 0 || w_arr(net, W_BYTES, &nbytes, 'f', 0) < 0 ||
+        w_arr(net, W_RATE, &rate, 'f', 1) < 0)
+        goto out;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t s = done[i], pid = arr_i(&path, s);
+        if (!index_ok(s, nbytes.n, "net_wake: slot out of range") || !index_ok(s, rate.n, "net_wake: slot out of range") ||
+            !index_ok(pid, pb.n, "net_wake: path out of range"))
+            goto out;
+        *arr_fp(&pb, pid) += arr_f(&nbytes, s);
+        *arr_fp(&rate, s) = 0.0;
+    }
+    rc = 0;
+out:
+    arrs_release(all, 4);
+    PyObject *held[] = {cluster, paths, count};
+    for (size_t k = 0; k < sizeof held / sizeof held[0]; k++)
+        Py_XDECREF(held[k]);
+    return rc;
+}
+
 static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, PyObject **arrp, PyObject *now_o) {
     PyObject *net = w->net;
-    Arr owner, gid, path, nbytes, rate, pb, length;
-    Arr *all[5] = {&owner, &gid, &path, &nbytes, &rate};
-    arrs_init(all, 5);
-    pb.held = length.held = 0;
+    Arr owner, gid;
+    Arr *all[2] = {&owner, &gid};
+    arrs_init(all, 2);
     int rc = -1;
     int64_t first = -1;
-    PyObject *owners = NULL, *cb = NULL, *cluster = NULL, *paths = NULL, *count = NULL;
+    PyObject *owners = NULL, *cb = NULL;
     if (w_arr(net, W_OWNER, &owner, 'i', 1) < 0 || w_arr(net, W_GID, &gid, 'i', 0) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -6939,30 +7209,9 @@ static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, P
         goto done;
     }
     cb = Py_NewRef(PyList_GET_ITEM(owners, first));
-    /* self._path_bytes_for(self.cluster.paths.count) */
-    if (!(cluster = iget(net, w_s[W_CLUSTER])) || !(paths = iget(cluster, w_s[W_PATHS])) ||
-        !(count = iget(paths, w_s[W_COUNT])))
+    arrs_release(all, 2);
+    if (w_book(w, done, n) < 0)
         goto done;
-    Py_ssize_t need = PyLong_AsSsize_t(count);
-    if ((need == -1 && PyErr_Occurred()) || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
-        goto done;
-    if (pb.n < need) { /* (grown, as _path_bytes_for grows it) */
-        arr_release(&pb);
-        if (w_call(net, w_s[W_PATH_BYTES_FOR], count, NULL, NULL) < 0 || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
-            goto done;
-    }
-    if (w_arr(net, W_PATH, &path, 'i', 0) < 0 || w_arr(net, W_BYTES, &nbytes, 'f', 0) < 0 ||
-        w_arr(net, W_RATE, &rate, 'f', 1) < 0)
-        goto done;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t s = done[i], pid = arr_i(&path, s);
-        if (!index_ok(pid, pb.n, "net_wake: path out of range"))
-            goto done;
-        *arr_fp(&pb, pid) += arr_f(&nbytes, s);
-        *arr_fp(&rate, s) = 0.0;
-    }
-    arrs_release(all, 5);
-    arr_release(&pb);
     if (Py_TYPE(cb) != &DfDoneType && !is_fast_done(cb) && !*arrp && !(*arrp = w_slots(w, done, n))) /* (DfDone
                                                                        and the Fast core read ``done``) */
         goto done;
@@ -6985,20 +7234,79 @@ static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, P
     Py_DECREF(free_);
     rc = bad ? -1 : 1;
 done:
-    arrs_release(all, 5);
-    arr_release(&pb);
-    arr_release(&length);
+    arrs_release(all, 2);
     Py_XDECREF(owners);
     Py_XDECREF(cb);
-    Py_XDECREF(cluster);
-    Py_XDECREF(paths);
-    Py_XDECREF(count);
     return rc;
 }
 
 static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, int sign);
 
 /* Network._drain(now): 1 where flows completed, 0 where none did, -1 on an error */
+/* Network._finish / _finish_few for ``done`` where sim.network._MSG_CORE is on, the single sends' arrivals
+ * are the core's (``_send_ctx`` set, ``settle`` the module's own) and every one of them is a single send (no
+ * owner, no transfer group): bytes booked slot by slot, rates zeroed, each send's arrival (sent_one: its
+ * hook, then its event triggered) and the slots freed, in order -- what either does for them. 1 where done
+ * so, 0 where the Python lines must do it (nothing written), -1 on an error. */
+static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, PyObject *now_o) {
+    PyObject *net = w->net, *mod = PyTuple_GET_ITEM(w->wctx_, 4);
+    int on = w_msg_core(w);
+    if (on <= 0)
+        return on;
+    PyObject *sctx = iget(net, w_s[W_SEND_CTX]), *settle = sctx ? iget(mod, w_s[W_SETTLE]) : NULL;
+    PyObject *own = settle ? iget(mod, w_s[W_SETTLE_]) : NULL;
+    int ok = own && sctx != Py_None && settle == own;
+    Py_XDECREF(sctx);
+    Py_XDECREF(settle);
+    Py_XDECREF(own);
+    if (!ok)
+        return PyErr_Occurred() ? -1 : 0;
+    Arr owner, gid;
+    Arr *all[2] = {&owner, &gid};
+    arrs_init(all, 2);
+    int rc = -1;
+    PyObject *events = NULL, *free_ = NULL, **objs = NULL;
+    if (w_arr(net, W_OWNER, &owner, 'i', 0) < 0 || w_arr(net, W_GID, &gid, 'i', 0) < 0)
+        goto out;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!index_ok(done[i], owner.n, "net_wake: slot out of range") ||
+            !index_ok(done[i], gid.n, "net_wake: slot out of range"))
+            goto out;
+        else if (arr_i(&owner, done[i]) >= 0 || arr_i(&gid, done[i]) >= 0) {
+            rc = 0;
+            goto out;
+        }
+    arrs_release(all, 2);
+    if (w_book(w, done, n) < 0)
+        goto out;
+    if (!(events = iget(net, w_s[W_EVENT])) || !PyList_CheckExact(events) || sent_strings() < 0 ||
+        !(objs = PyMem_Calloc(n, sizeof *objs))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "net_wake: the sends' records must be a list");
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) /* (_finish_few's for a few, _finish's for more) */
+        if (!(objs[i] = PyLong_FromSsize_t(done[i])) || sent_one(net, events, objs[i], now_o, n <= 16, 1) < 0)
+            goto out;
+    if (!(free_ = iget(net, w_s[W_FREE])) || !PyList_CheckExact(free_)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "net_wake: the free slots must be a list");
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyList_Append(free_, objs[i]) < 0)
+            goto out;
+    rc = 1;
+out:
+    arrs_release(all, 2);
+    for (Py_ssize_t i = 0; objs && i < n; i++)
+        Py_XDECREF(objs[i]);
+    PyMem_Free(objs);
+    Py_XDECREF(events);
+    Py_XDECREF(free_);
+    return rc;
+}
+
 static int w_drain(const WCtx *w, PyObject *now_o, double now) {
     PyObject *net = w->net;
     if (iset(net, w_s[W_T_LAST], now_o) < 0)
@@ -7066,6 +7374,8 @@ static int w_drain(const WCtx *w, PyObject *now_o, double now) {
     if (kept < 0 || (!kept && (!(arr = w_slots(w, done, n)) || w_call(net, w_s[W_REMOVED], arr, NULL, NULL) < 0)))
         goto out;
     int owned = w_finish_owned(w, done, n, &arr, now_o);
+    if (!owned)
+        owned = w_finish_singles(w, done, n, now_o);
     if (owned < 0)
         goto out;
     if (!owned) { /* (len(done) <= _SMALL: _finish_few(done, now, finished), else _finish(finished, now)) */
@@ -7103,7 +7413,7 @@ out:
 /* Network._start(starting, now): 1 where flows started, 0 where none did, -1 on an error */
 static int w_start(const WCtx *w, PyObject *starting, PyObject *now_o, double now) {
     PyObject *net = w->net;
-    if (w_flush(net) < 0)
+    if (w_flush(w) < 0)
         return -1;
     if (!PyList_CheckExact(starting)) {
         PyErr_SetString(PyExc_TypeError, "net_wake: a start's slots must be a list");
@@ -8063,7 +8373,7 @@ static int w_queue_after(PyObject *ctx, double t) {
  * error */
 static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) {
     PyObject *net = w->net;
-    if (iset(net, s_wake_at, w_neg_inf) < 0 || w_flush(net) < 0)
+    if (iset(net, s_wake_at, w_neg_inf) < 0 || w_flush(w) < 0)
         return -1;
     int changed = w_drain(w, now_o, now);
     if (changed < 0)
@@ -8766,7 +9076,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__ratecore(void) {
     if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&FastType) < 0 || PyType_Ready(&DfDoneType) < 0 ||
-        PyType_Ready(&DuesType) < 0 || PyType_Ready(&GoneType) < 0 || PyType_Ready(&CrankType) < 0 ||
+        PyType_Ready(&DuesType) < 0 || PyType_Ready(&GoneType) < 0 || (CrankType.tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL, PyType_Ready(&CrankType) < 0) ||
         st_ready() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);

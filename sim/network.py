@@ -83,6 +83,15 @@ def settle(event: Event, value: Any) -> None:
 _SETTLE = settle  # (the compiled core's sent_many settles events as this does; a test's stand-in goes the Python way)
 
 
+def _take(events: list[Any], slot: int) -> Any:
+    """A single send's record (event, hook) taken off ``events`` (Network._event) at ``slot``."""
+    sent = events[slot]
+    if sent is None:
+        raise KeyError(slot)
+    events[slot] = None
+    return sent
+
+
 def _succeeded(event: Event, value: Any) -> None:
     """Mark ``event`` triggered with ``value``, as ``Event.succeed`` does, without scheduling it (SimPy's
     Event internals; see :func:`settle`)."""
@@ -116,6 +125,12 @@ _PUMP = True
 #: the due-time heap held in C (``sim._ratecore.Dues``) in place of the heap list and its dict once the private
 #: lane is closed, where the core is built; tests turn it off to compare (tests/test_net_state.py)
 _DUE_CORE = True
+#: per message without Python where the core is built: the compiled ranks' routes, start delays and send records
+#: found once per send and every rank's plan made at once (sim._ratecore.Crank, Step.plain_ranks), the staged
+#: sends written into the per-slot arrays (Network._flush's lines) and, with _SEND_CORE, the arrivals of single
+#: sends of no owner and no transfer group (Network._finish / _finish_few's lines) in net_run; tests turn it off
+#: to compare (tests/test_eng_send.py)
+_MSG_CORE = True
 #: a list to record every wake-up in (Network._wake_record), or None (tests/test_wake_core.py)
 _WAKE_LOG: list[tuple[float, float, int, int, int, int, int, int]] | None = None
 
@@ -251,8 +266,8 @@ class Network(_NET_BASE):
         self._bound = np.full(size, np.inf)
         self._gid = np.full(size, -1, dtype=np.int64)  # transfer group, -1 for none
         self._owner = np.full(size, -1, dtype=np.int64)  # completion owner, -1 for none
-        #: single sends' events and arrival hooks, by slot
-        self._event: dict[int, tuple[Event, tuple[Callable[..., None], Any, Any] | None]] = {}
+        #: single sends' events and arrival hooks, by slot (None: no single send there)
+        self._event: list[tuple[Event, tuple[Callable[..., None], Any, Any] | None] | None] = [None] * size
         self._free: list[int] = list(range(size - 1, -1, -1))  # free slots, a stack: top is the last
         self._groups: list[_Group | None] = []
         self._free_gids: list[int] = []
@@ -734,6 +749,7 @@ class Network(_NET_BASE):
             "_is_active",
         ):
             setattr(self, name, np.resize(getattr(self, name), size))
+        self._event.extend([None] * (size - old))
         self._bound[old:] = np.inf
         self._rate[old:] = 0.0  # np.resize repeats the old contents
         self._due[old:] = np.inf
@@ -1353,7 +1369,7 @@ class Network(_NET_BASE):
                 _ops.sent_many(self, events, slots[singles].tolist(), now, False)
             else:
                 for slot in slots[singles].tolist():
-                    self._sent(events.pop(slot), now)
+                    self._sent(_take(events, slot), now)
         self._release(slots)
 
     def _group_done(self, gid: int, count: int, now: float) -> None:
@@ -1398,9 +1414,10 @@ class Network(_NET_BASE):
             _ops.sent_many(self, events, slots if type(slots) is list else list(slots), now, True)
         else:
             for slot in slots:
-                sent = events.pop(slot, None)
+                sent = events[slot]
                 if sent is None:
                     continue  # a transfer group's
+                events[slot] = None
                 self._sent(sent, now)
         self._free.extend(slots)
 
@@ -1419,5 +1436,5 @@ class Network(_NET_BASE):
             self._group_done(gid, 1, now)
             self._gid[slot] = -1
         if owner < 0 and gid < 0:
-            self._sent(self._event.pop(slot), now)
+            self._sent(_take(self._event, slot), now)
         self._free.append(slot)

@@ -184,6 +184,19 @@ class Step:
         sends = [(dst[m], nbytes[m], bound[m]) for m in self.sends_of(rank).tolist()]
         return sends, [src[m] for m in self.recvs_of(rank).tolist()], reduce[rank]
 
+    def plain_ranks(
+        self,
+    ) -> tuple[list[tuple[tuple[int, float, float | None], ...]], list[tuple[int, ...]], list[float]]:
+        """:meth:`plain` for every rank at once, as tuples: per rank its sends, its receives' senders, and the
+        bytes it reduces (the same numbers, in the same order; slices of lists rather than of arrays)."""
+        src, dst, nbytes, bound, reduce = self._plain_lists
+        msgs = list(zip(dst, nbytes, bound, strict=True))
+        order, ptr = self._order.tolist(), self._ptr.tolist()
+        in_order, in_ptr = self._in_order.tolist(), self._in_ptr.tolist()
+        sends = [tuple(map(msgs.__getitem__, order[ptr[r] : ptr[r + 1]])) for r in range(self.endpoints)]
+        srcs = [tuple(map(src.__getitem__, in_order[in_ptr[r] : in_ptr[r + 1]])) for r in range(self.endpoints)]
+        return sends, srcs, reduce
+
     def sent_by(self, senders: np.ndarray) -> np.ndarray:
         """Indices of the messages whose sender is in ``senders`` (distinct endpoints)."""
         if len(senders) == self.endpoints:
@@ -376,6 +389,9 @@ def _compiled_ranks(job: Any, program: StepProgram) -> list[Any] | None:
         return None
     from simpy.events import URGENT, Event  # noqa: PLC0415 - (SimPy's event internals, as sim.network's)
 
+    from . import network  # noqa: PLC0415 - (as in runtime_core)
+
+    msg_core = network._MSG_CORE  # (the ranks' routes and send records kept: read at the start of the run)
     env = job.env
     ranks: list[Any] = []
     dummy = Event(env)  # (each compiled send's own event: processed, nobody waits on it)
@@ -383,13 +399,20 @@ def _compiled_ranks(job: Any, program: StepProgram) -> list[Any] | None:
     dummy._value = None  # type: ignore[attr-defined]
     dummy.callbacks = None  # type: ignore[assignment]
     dones = []
+    if msg_core:  # (every rank's part of a step at once: Step.plain_ranks)
+        parts = {id(step): step for step, _ in program.phases}
+        parts = {key: step.plain_ranks() for key, step in parts.items()}  # (a step repeated in phases: once)
+        phases = [(int(times), parts[id(step)]) for step, times in program.phases]
     for r in range(program.endpoints):
-        plan = []
-        for step, times in program.phases:
-            sends, srcs, reduce = step.plain(r)
-            plan.append((int(times), tuple(sends), tuple(srcs), float(reduce)))
+        if msg_core:
+            plan = [(times, sends[r], srcs[r], float(reduce[r])) for times, (sends, srcs, reduce) in phases]
+        else:
+            plan = []
+            for step, times in program.phases:
+                sends, srcs, reduce = step.plain(r)
+                plan.append((int(times), tuple(sends), tuple(srcs), float(reduce)))
         done = Event(env)
-        rank = crank(r, tuple(plan), (job, job.net, ranks, env, done, job.gamma > 0, dummy))
+        rank = crank(r, tuple(plan), (job, job.net, ranks, env, done, job.gamma > 0, dummy, msg_core))
         ranks.append(rank)
         start = Event(env)  # (simpy.events.Initialize's lines)
         start.callbacks = [rank]
