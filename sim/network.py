@@ -126,10 +126,9 @@ _PUMP = True
 #: lane is closed, where the core is built; tests turn it off to compare (tests/test_net_state.py)
 _DUE_CORE = True
 #: per message without Python where the core is built: the compiled ranks' routes, start delays and send records
-#: found once per send and every rank's plan made at once (sim._ratecore.Crank, Step.plain_ranks), the staged
-#: sends written into the per-slot arrays (Network._flush's lines) and, with _SEND_CORE, the arrivals of single
-#: sends of no owner and no transfer group (Network._finish / _finish_few's lines) in net_run; tests turn it off
-#: to compare (tests/test_eng_send.py)
+#: found once per send (sim._ratecore.Crank), the staged sends written into the per-slot arrays (Network._flush's
+#: lines) and, with _SEND_CORE, the arrivals of single sends of no owner and no transfer group (Network._finish /
+#: _finish_few's lines) in net_run; tests turn it off to compare (tests/test_eng_send.py)
 _MSG_CORE = True
 #: a list to record every wake-up in (Network._wake_record), or None (tests/test_wake_core.py)
 _WAKE_LOG: list[tuple[float, float, int, int, int, int, int, int]] | None = None

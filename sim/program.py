@@ -399,18 +399,11 @@ def _compiled_ranks(job: Any, program: StepProgram) -> list[Any] | None:
     dummy._value = None  # type: ignore[attr-defined]
     dummy.callbacks = None  # type: ignore[assignment]
     dones = []
-    if msg_core:  # (every rank's part of a step at once: Step.plain_ranks)
-        parts = {id(step): step for step, _ in program.phases}
-        parts = {key: step.plain_ranks() for key, step in parts.items()}  # (a step repeated in phases: once)
-        phases = [(int(times), parts[id(step)]) for step, times in program.phases]
+    parts = {id(step): step for step, _ in program.phases}  # every rank's part of a step at once
+    parts = {key: step.plain_ranks() for key, step in parts.items()}  # (a step repeated in phases: once)
+    phases = [(int(times), parts[id(step)]) for step, times in program.phases]
     for r in range(program.endpoints):
-        if msg_core:
-            plan = [(times, sends[r], srcs[r], float(reduce[r])) for times, (sends, srcs, reduce) in phases]
-        else:
-            plan = []
-            for step, times in program.phases:
-                sends, srcs, reduce = step.plain(r)
-                plan.append((int(times), tuple(sends), tuple(srcs), float(reduce)))
+        plan = [(times, sends[r], srcs[r], float(reduce[r])) for times, (sends, srcs, reduce) in phases]
         done = Event(env)
         rank = crank(r, tuple(plan), (job, job.net, ranks, env, done, job.gamma > 0, dummy, msg_core))
         ranks.append(rank)
