@@ -23,10 +23,14 @@ for r in $(seq "$ROUNDS"); do
     for c in "$@"; do
         for side in base head; do
             dir=$BASE; [ "$side" = head ] && dir=$HEAD_DIR
-            (cd "$dir" && timeout 300 $PY benchmarks/scale.py --child "$c" | tail -n 1) | $PY -c "
+            line=$(cd "$dir" && timeout 300 $PY benchmarks/scale.py --child "$c" 2>&1 | tail -n 1)
+            $PY -c "
 import json, sys
-d = json.loads(sys.stdin.read())
-print('$side', 'round $r', d['case'], f\"{d['cpu_s']:.2f}\", repr(d['time_s']), d['events'], d['flows'])"
+try:
+    d = json.loads(sys.argv[1])
+    print('$side', 'round $r', d['case'], f\"{d['cpu_s']:.2f}\", repr(d['time_s']), d['events'], d['flows'])
+except (ValueError, KeyError):
+    sys.exit('$side round $r $c: ' + (sys.argv[1] or 'no output (timed out?)'))" "$line" || exit 1
         done
     done
 done

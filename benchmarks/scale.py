@@ -358,6 +358,9 @@ def main() -> None:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     cases = {c.name: c for c in CASES}
+    unknown = [n for n in [args.child, *(args.case or [])] if n and n not in cases]
+    if unknown:
+        parser.exit(2, f"scale.py: unknown case {unknown[0]!r} (cases: {', '.join(cases)})\n")
     if args.child:
         print(json.dumps(run_case(cases[args.child])))
         return
