@@ -4097,10 +4097,11 @@ static PyObject *py_sent_many(PyObject *self, PyObject *const *args, Py_ssize_t 
  * Crank(r, plan, shared): rank ``r`` of run_messages without the data check, as sim.program._plain_rank runs
  * it in a SimPy process, with no generator, no Process and no event per message. ``plan``: per phase (times,
  * sends ((dst, nbytes, bound), ...), receives' senders (src, ...), bytes reduced); ``shared`` = (job, net,
- * ranks, env, done, compute, dummy): the job, its network, the list of every rank's Crank, the environment,
+ * ranks, env, done, compute, dummy, msg_core): the job, its network, the list of every rank's Crank, the environment,
  * the event that stands for the rank's process (triggered and scheduled when the rank ends, as
- * Process._resume does), whether a step's reduction waits on Job.compute (gamma > 0), and an event already
- * processed that stands for each send's own on the closed lane.
+ * Process._resume does), whether a step's reduction waits on Job.compute (gamma > 0), an event already
+ * processed that stands for each send's own on the closed lane, and sim.network._MSG_CORE (routes, start delays
+ * and send records kept per send).
  *
  * The rank makes the sends of _plain_rank (Job.send's lines: lane_send, eng_send, Network.send) and waits as
  * it waits -- on the step's receives in order, then on its sends in order, then on its reduction -- but an
@@ -4627,13 +4628,6 @@ static int crank_run(Crank *c) {
 static PyObject *crank_resume(Crank *c, PyObject *event);
 
 /* Crank(event): the event the rank waits on is processed; the rank goes on (Process._resume) */
-static PyObject *Crank_call(Crank *c, PyObject *args, PyObject *kwds) {
-    PyObject *event;
-    if (!PyArg_ParseTuple(args, "O:Crank", &event))
-        return NULL;
-    return crank_resume(c, event);
-}
-
 /* Crank(event) as a vectorcall (one positional argument, no keywords) */
 static PyObject *Crank_vcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     if (PyVectorcall_NARGS(nargsf) != 1 || (kwnames && PyTuple_GET_SIZE(kwnames))) {
@@ -4711,7 +4705,7 @@ static PyMethodDef Crank_methods[] = {
 static PyTypeObject CrankType =
     GC_TYPE("sim._ratecore.Crank", Crank,
             "Crank(r, plan, shared): a plain rank's loop, called with each event it waited on (see _ratecore.c)", Crank,
-            .tp_call = (ternaryfunc)Crank_call, .tp_vectorcall_offset = offsetof(Crank, vcall));
+            .tp_call = PyVectorcall_Call, .tp_vectorcall_offset = offsetof(Crank, vcall));
 
 /* ------------------------------------------------------------------ the fast path's event loop (sim/fastpath.py)
  *
