@@ -243,28 +243,18 @@ class Job:
         closes for good once flows meet), then the engine's single send in C, else :meth:`Network.send`,
         without a Python call a message."""
         net = self.net
-        i, n = 0, len(peers)
+        pairs = [(peer, at) for peer in peers] if inbound else [(at, peer) for peer in peers]
+        i, n = 0, len(pairs)
         while i < n and net._lane_ctx is not None:
-            src, dst = (peers[i], at) if inbound else (at, peers[i])
-            event = _CORE.lane_send(net._lane_ctx, src, dst, nbytes, None, hook)
+            event = _CORE.lane_send(net._lane_ctx, *pairs[i], nbytes, None, hook)
             if event is None or event is NotImplemented:
-                net.send(src, dst, nbytes, on_arrival=hook)
+                net.send(*pairs[i], nbytes, on_arrival=hook)
             i += 1
-        ctx, rest = net._send_ctx, peers[i:] if i else peers
-        if ctx is None:
-            for peer in rest:
-                src, dst = (peer, at) if inbound else (at, peer)
+        ctx = net._send_ctx
+        send = _CORE.eng_send if ctx is not None else None
+        for src, dst in pairs[i:] if i else pairs:
+            if ctx is None or send(ctx, src, dst, nbytes, None, hook) is NotImplemented:
                 net.send(src, dst, nbytes, on_arrival=hook)
-            return
-        send = _CORE.eng_send
-        if inbound:
-            for src in rest:
-                if send(ctx, src, at, nbytes, None, hook) is NotImplemented:
-                    net.send(src, at, nbytes, on_arrival=hook)
-        else:
-            for dst in rest:
-                if send(ctx, at, dst, nbytes, None, hook) is NotImplemented:
-                    net.send(at, dst, nbytes, on_arrival=hook)
 
     def _deliver(self, key: tuple[int, int, int], payload: Any) -> None:
         """A message's arrival: its payload to the first receive posted for it, or to the mailbox
