@@ -81,18 +81,24 @@ def capped_ring_s(p: int, nbytes: float, bus_cap: float, collective: str = "allr
 
 
 def rings_program(
-    cluster: Any, p: int, nbytes: float, channels: int, wire: float = 1.0, launch_s: float = 0.0, cap: float = math.inf
+    cluster: Any,
+    p: int,
+    nbytes: float,
+    channels: int,
+    wire: float = 1.0,
+    launch_s: float = 0.0,
+    bus_cap: float = math.inf,
 ) -> StepProgram:
     """K-channel ring all-reduce: every channel a reduce-scatter then an all-gather over its ring, in
     chunks of n/(K·p) (``wire`` bytes on the wire per byte of data), the channels' busBw capped at
-    ``cap`` (:func:`ring_bound`); data-check segments ``c·p + i``."""
+    ``bus_cap`` (:func:`ring_bound`); data-check segments ``c·p + i``."""
     from ..algorithms.ring import rings_steps
 
     orders = np.asarray(channel_orders(cluster, p, channels), dtype=np.int64)
     starts = launchers(cluster, orders.ravel(), launch_s) if launch_s > 0 else []
     endpoints = cluster.endpoints
     chunk = nbytes / (channels * p)
-    bound = ring_bound(cluster, orders, chunk, wire, cap)
+    bound = ring_bound(cluster, orders, chunk, wire, bus_cap)
     rs, ag = rings_steps(orders, chunk * wire, endpoints, seg_off=np.arange(channels) * p, bound=bound)
     phases = ((rs, p - 1), (ag, p - 1))
     if starts:
