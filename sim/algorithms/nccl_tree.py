@@ -37,7 +37,7 @@ from ..nccl.layout import (
     sharp_forest,
     slices,
 )
-from ..nccl.pipeline import Streams, cap_rate, launchers, shift
+from ..nccl.pipeline import Streams, hops_cap_rate, launchers, shift
 from ..nccl.protocols import collnet_chunk, get_protocol, tree_ll128_chunk
 from ..nccl.versions import NEWEST, Tuning
 from ..program import StepProgram
@@ -150,8 +150,7 @@ def tree_program(
         per_slice = nbytes / k / tuner.tree_cap(tuner.describe(cluster, p), proto, tuning)
         # channel 0's chain hop (head -> next GPU) and its head's tree hop: the latencies a step pays
         hops = [(actors[v], actors[parent[v]]) for v in (1, next((v for v in kids if v % g == 0), None)) if v in kids]
-        latency = max(cluster.alpha_beta(a, b)[0] for a, b in hops)
-        s.cap(actors, cap_rate(per_slice, latency))
+        s.cap(actors, hops_cap_rate(cluster, per_slice, hops))
     program = s.program(starts)
     # channel c's image: the channel of the same tree whose head is the next GPU, on the same NIC index
     # (its chain is c's with every GPU index moved up by one; sim.symmetry checks the rest)

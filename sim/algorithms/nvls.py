@@ -56,7 +56,7 @@ from ..nccl.layout import (
     sharp_forest,
     slices,
 )
-from ..nccl.pipeline import Streams, cap_rate, launchers, shift
+from ..nccl.pipeline import Streams, hops_cap_rate, launchers, shift
 from ..nccl.protocols import nvls_chunk
 from ..nccl.tuner import NVLS_CHANNELS_HOPPER, System, describe, nvls_tree_cap, nvls_tuning
 from ..nccl.versions import NEWEST, Tuning
@@ -226,8 +226,7 @@ def nvls_program(
         per_slice = slice_b / nvls_tree_cap(sys)
         # the cap is NCCL's end-to-end figure; a step pays its messages' latencies on top of the budget
         hops = [(red[0], heads[0][0][0]), (heads[0][0][0], heads[0][1][0]), (heads[0][0][0], mc[0])]
-        latency = max(cluster.alpha_beta(a, b)[0] for a, b in hops)
-        s.cap([a for t in heads for grp in t for a in grp], cap_rate(per_slice, latency))
+        s.cap([a for t in heads for grp in t for a in grp], hops_cap_rate(cluster, per_slice, hops))
     program = s.program(starts)
     if not sharp:  # head q + 1 is head q with every GPU index of a host moved up by one (sim.symmetry)
         mine = np.array([list(grp) for grp in gpus] + [grp for t in heads for grp in t], dtype=np.int64)

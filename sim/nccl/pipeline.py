@@ -15,7 +15,7 @@ disjoint segments), an engine has a buffer of its own that starts empty.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ import numpy as np
 from .._arrays import all_distinct, distinct
 from ..program import Step, StepProgram
 
-__all__ = ["EndpointData", "Streams", "cap_rate", "launchers", "shift"]
+__all__ = ["EndpointData", "Streams", "cap_rate", "hops_cap_rate", "launchers", "shift"]
 
 
 def _column(values: Any, n: int) -> np.ndarray:
@@ -43,6 +43,12 @@ def cap_rate(per_slice: float, latency: float) -> float:
     ``latency`` on top of their bytes, so the budget is the time left after it -- but never less than half
     of ``per_slice`` (a latency about the size of the slice's time leaves the cap to the links)."""
     return 1.0 / max(per_slice - latency, per_slice / 2)
+
+
+def hops_cap_rate(cluster: Any, per_slice: float, hops: Iterable[tuple[int, int]]) -> float:
+    """:func:`cap_rate` with the latency a step pays: the longest of its messages' ``hops`` (endpoint pairs)
+    on ``cluster``."""
+    return cap_rate(per_slice, max(cluster.alpha_beta(a, b)[0] for a, b in hops))
 
 
 class Streams:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..program import StepProgram
 from .layout import channel_endpoints, host_ranks, leaf_period
-from .pipeline import Streams, cap_rate, launchers, shift
+from .pipeline import Streams, hops_cap_rate, launchers, shift
 
 __all__ = ["capped_ring_s", "channel_orders", "ring_bound", "rings_gather_program", "rings_program"]
 
@@ -68,8 +68,7 @@ def ring_bound(cluster: Any, orders: np.ndarray, chunk: float, wire: float, bus_
     p = len(ring)
     g = len(host_ranks(cluster, p, even=False)[0])
     hops = {(ring[0], ring[1 % p])} | {(ring[i - 1], ring[i % p]) for i in range(g, p + 1, g)}
-    latency = max(cluster.alpha_beta(a, b)[0] for a, b in hops)
-    return chunk * wire * cap_rate(len(orders) * chunk / bus_cap, latency)
+    return chunk * wire * hops_cap_rate(cluster, len(orders) * chunk / bus_cap, hops)
 
 
 def capped_ring_s(p: int, nbytes: float, bus_cap: float, collective: str = "allreduce") -> float:
