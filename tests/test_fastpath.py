@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sim.algorithms import ring
 from sim.algorithms.base import Algorithm
 from sim.algorithms.registry import _REGISTRY
 from sim.errors import ConfigError
@@ -20,6 +21,14 @@ FAST = sorted(
     if (cls.program is not Algorithm.program or cls.dataflow is not Algorithm.dataflow)  # dataflows: test_dataflow.py
     and getattr(cls, "star_oracle", True)  # NVLS: tests/test_nccl.py
 )
+
+
+@pytest.fixture(autouse=True)
+def _ring_generators(monkeypatch):
+    """The single ring's message level as its rank generators (``sim.algorithms.ring._FROM_PROGRAM`` off):
+    this file holds them to the step program; tests/test_ring_messages.py holds the program's message
+    level to them."""
+    monkeypatch.setattr(ring, "_FROM_PROGRAM", False)
 
 
 def both(graph, collective, spec, size, **kw):
