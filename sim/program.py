@@ -26,7 +26,6 @@ a ring position carries is the rank at position ``i - k`` of that ring, no affin
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ._arrays import all_distinct
+from ._cores import PURE
 
 __all__ = ["Step", "StepProgram", "concat", "merge", "overlay", "run_messages"]
 
@@ -332,7 +332,7 @@ def _together(steps: Sequence[Step], endpoints: int, who: str) -> Step:
 
 #: without the data check, each rank runs :func:`_plain_rank` (the same sends, receives and waits, with
 #: no payloads); tests turn it off to hold it to the lines of :func:`run_messages`
-_PLAIN_RANKS = os.environ.get("COLLSIM_PURE", "") in ("", "0")
+_PLAIN_RANKS = not PURE
 
 
 def _plain_rank(job: Any, program: StepProgram, r: int) -> Generator[Any, Any, None]:

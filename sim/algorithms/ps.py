@@ -26,7 +26,6 @@ Both are exact on a star for every p: every flow of a phase starts together and 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Generator
 from typing import Any, Literal, Optional
 
@@ -34,6 +33,7 @@ import numpy as np
 from pydantic import PositiveInt
 from simpy.events import Event
 
+from .._cores import PURE
 from ..classes import FanPlan
 from ..errors import AlgorithmError
 from ..runtime import _JOB_LINES, Job, NoData
@@ -47,7 +47,7 @@ __all__ = ["ParameterServer", "server_hosts"]
 #: without the data check and with free reductions (gamma = 0), :meth:`ParameterServer.run` counts the
 #: arrivals of the pushes and pulls in their arrival hooks (:class:`_Counted`) rather than running a
 #: process per server and per pull; tests turn it off to hold it to the processes' times
-_COUNTED = os.environ.get("COLLSIM_PURE", "") in ("", "0")
+_COUNTED = not PURE
 
 
 class PSOptions(Spec):
