@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from sim.cluster import Cluster
+from sim.errors import ConfigError
 from sim.nccl import tuner
 from sim.nccl.pipeline import cap_rate
 from sim.nccl.versions import parse_version, tuning_for
@@ -111,6 +112,22 @@ def test_nccl_tree_caps_option_is_the_newest_release_s():
     plain = simulate(cluster, "allreduce", "nccl-tree:proto=ll128", 2**33)
     assert a.algbw_GBps <= tuner.tree_cap(sys_, "ll128") / 1e9 < plain.algbw_GBps
     assert b.algbw_GBps <= tuner.tree_cap(sys_, "ll128") / 1e9
+
+
+def test_nccl_tree_caps_follow_the_version_option():
+    """``nccl-tree:caps=true,version=V`` caps the tree as ``nccl:algo=tree,caps=tree,version=V`` does: each
+    release's own cap (2.18.1's LL128 cap is looser than 2.30.7's, the default); a release that is not
+    NCCL's is refused as the option is read."""
+    cluster, sys_ = _system(4)
+    for version, tuning in (("2.18.1", V2_18_1), ("2.30.7", V2_30_7)):
+        r = simulate(cluster, "allreduce", f"nccl-tree:proto=ll128,caps=true,version={version}", 2**33)
+        cap = tuner.tree_cap(sys_, "ll128", tuning) / 1e9
+        assert 0.9 * cap < r.algbw_GBps <= cap
+    default = simulate(cluster, "allreduce", "nccl-tree:proto=ll128,caps=true", 2**33)
+    newest = simulate(cluster, "allreduce", "nccl-tree:proto=ll128,caps=true,version=2.30.7", 2**33)
+    assert default.time_s == newest.time_s
+    with pytest.raises(ConfigError, match="not a release of NCCL"):
+        simulate(cluster, "allreduce", "nccl-tree:caps=true,version=2.99", 2**33)
 
 
 CAPPED = [

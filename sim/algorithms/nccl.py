@@ -31,7 +31,7 @@ from ..nccl import agrs, tuner
 from ..nccl.layout import host_ranks, run_program
 from ..nccl.protocols import get_protocol
 from ..nccl.rings import rings_gather_program, rings_program
-from ..nccl.versions import NEWEST, Tuning, parse_version, tuning_for
+from ..nccl.versions import NEWEST, Release, Tuning, parse_version, tuning_for
 from ..program import StepProgram
 from ..runtime import Job
 from ..schema import Spec
@@ -62,7 +62,7 @@ def _parse(value: str, names: dict[str, str], what: str) -> str:
 class NcclOptions(Spec):
     algo: str = "auto"
     proto: str = "auto"
-    version: str = NEWEST.last
+    version: Release = NEWEST.last
     #: which of NCCL's per-channel caps besides NVLS-tree's (always applied) the simulated schedule applies:
     #: the ring's LL128 one (``ring``), the tree's (``tree``: perChMaxTreeBws and, with LL128,
     #: perChMaxTreeLL128Bws), both (``all``) or neither (``none``, the default: docs/nccl.md, "Per-channel caps
@@ -78,12 +78,6 @@ class NcclOptions(Spec):
     @classmethod
     def _proto(cls, value: str) -> str:
         return _parse(value, _PROTOS, "protocol")
-
-    @field_validator("version")
-    @classmethod
-    def _version(cls, value: str) -> str:
-        parse_version(value)  # ValueError: not an NCCL release
-        return value.strip()
 
 
 def _select(value: str, names: dict[str, str], universe: tuple[str, ...]) -> set[str] | None:

@@ -39,7 +39,7 @@ from ..nccl.layout import (
 )
 from ..nccl.pipeline import Streams, hops_cap_rate, launchers, shift
 from ..nccl.protocols import collnet_chunk, get_protocol, tree_ll128_chunk
-from ..nccl.versions import NEWEST, Tuning
+from ..nccl.versions import NEWEST, Release, Tuning, parse_version, tuning_for
 from ..program import StepProgram
 from ..runtime import Job
 from ..schema import Spec
@@ -52,8 +52,9 @@ __all__ = ["NcclTree", "tree_program"]
 class NcclTreeOptions(Spec):
     channels: NonNegativeInt = 0
     proto: Literal["ll", "ll128", "simple"] = "simple"
-    #: NCCL's per-channel caps of the tree (perChMaxTreeBws, perChMaxTreeLL128Bws; the newest release's)
+    #: NCCL's per-channel caps of the tree (perChMaxTreeBws, perChMaxTreeLL128Bws), of the release ``version``
     caps: bool = False
+    version: Release = NEWEST.last
 
 
 def rails(cluster: Any, groups: list[list[int]]) -> list[tuple[int, int]]:
@@ -188,7 +189,8 @@ class NcclTree(Algorithm):
 
     def _program(self, cluster: Any, p: int, nbytes: float) -> tuple[StepProgram, int]:
         o = self.options
-        return tree_program(cluster, p, nbytes, o.channels, o.proto, tuning=NEWEST if o.caps else None)
+        tuning = tuning_for(parse_version(o.version))[0] if o.caps else None
+        return tree_program(cluster, p, nbytes, o.channels, o.proto, tuning=tuning)
 
     def run(self, job: Job) -> Generator[Any, Any, None]:
         if job.p > 1:

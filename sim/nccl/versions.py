@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 __all__ = ["BLACKWELL_STEPS", "NEWEST", "RELEASES", "TUNINGS", "Tuning", "parse_version", "tuning_for"]
 
@@ -590,6 +593,16 @@ def parse_version(text: str) -> Version:
         f"NCCL version {text.strip()!r} is not a release of NCCL (releases {_text(RELEASES[0])} to "
         f"{_text(RELEASES[-1])})"
     )
+
+
+def checked_release(text: str) -> str:
+    """``text`` stripped, where it names an NCCL release (:func:`parse_version`; else its ValueError)."""
+    parse_version(text)
+    return text.strip()
+
+
+#: an option naming an NCCL release (``version=2.26.2`` or ``2.26``), checked as it is read
+Release = Annotated[str, AfterValidator(checked_release)]
 
 
 def tuning_for(version: Version) -> tuple[Tuning, str]:
