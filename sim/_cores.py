@@ -46,6 +46,7 @@ SWITCHES: tuple[str, ...] = (
     "sim.program._CRANKS",
     "sim.algorithms.ring._FROM_PROGRAM",
     "sim.algorithms.ps._COUNTED",
+    "sim.runtime._POST_CORE",
     # the fast paths (sim/fastpath.py, sim/dataflow.py, sim/classes.py)
     "sim.fastpath._FAST_CORE",
     "sim.fastpath._FAST_LAUNCH",

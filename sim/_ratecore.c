@@ -3986,6 +3986,42 @@ done:
     return result;
 }
 
+/* eng_post(ectx, srcs, dsts, pids, nbytes, hook) -> how many of the sends ``srcs[i] -> dsts[i]`` (lists of ints,
+ * ``pids[i]`` the pair's route as interned: Network.intern) eng_send made, in order, each with no bound, the same
+ * ``nbytes`` and ``hook``: Job.post's loop over eng_send, each pair's route given rather than looked up in the
+ * cluster's dict of pairs. It stops at the first send eng_send leaves to the Python lines (NotImplemented) and
+ * returns its index; the caller sends it (Network.send) and posts the rest again. */
+static PyObject *py_eng_post(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 6, "eng_post(ectx, srcs, dsts, pids, nbytes, hook)"))
+        return NULL;
+    PyObject *srcs = args[1], *dsts = args[2], *pids = args[3];
+    if (!PyList_CheckExact(srcs) || !PyList_CheckExact(dsts) || !PyList_CheckExact(pids) ||
+        PyList_GET_SIZE(dsts) != PyList_GET_SIZE(srcs) || PyList_GET_SIZE(pids) != PyList_GET_SIZE(srcs)) {
+        PyErr_SetString(PyExc_TypeError, "eng_post: srcs, dsts and pids must be lists of one length");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(srcs), i = 0;
+    for (; i < n; i++) {
+        PyObject *argv[6] = {args[0], PyList_GET_ITEM(srcs, i), PyList_GET_ITEM(dsts, i), args[4], Py_None, args[5]};
+        PyObject *pid = PyList_GET_ITEM(pids, i);
+        if (!PyLong_CheckExact(pid)) {
+            PyErr_SetString(PyExc_TypeError, "eng_post: a route id that is not an int");
+            return NULL;
+        }
+        Py_INCREF(pid); /* (eng_send_with's found route: a reference held for it) */
+        double delay = NAN;
+        PyObject *event = eng_send_with(argv, NULL, &pid, &delay, NULL);
+        Py_DECREF(pid);
+        if (!event)
+            return NULL;
+        int left = event == Py_NotImplemented;
+        Py_DECREF(event);
+        if (left)
+            break;
+    }
+    return PyLong_FromSsize_t(i);
+}
+
 static int sent_strings(void) {
     return lane_strings() < 0 || (!s_held && !(s_held = PyUnicode_InternFromString("_held"))) ? -1 : 0;
 }
@@ -9058,6 +9094,8 @@ static PyMethodDef module_methods[] = {
     FASTCALL(lane_wake, "lane_wake(ctx, now, path_bytes, held): Network._wake_lane"),
     FASTCALL(job_recv, "job_recv(jctx, key) -> Job.recv's event"),
     FASTCALL(job_deliver, "job_deliver(jctx, key, payload): Job._deliver"),
+    FASTCALL(eng_post, "eng_post(ectx, srcs, dsts, pids, nbytes, hook) -> how many of the sends eng_send made, in order "
+                       "(Job.post's loop, the routes given)"),
     FASTCALL(eng_send, "eng_send(ectx, src, dst, nbytes, bound, hook) -> Network.send's event on the closed lane, "
                        "NotImplemented where Python must do it"),
     FASTCALL(sent_many, "sent_many(net, events, slots, now, missing_ok): Network._sent for each slot"),

@@ -432,17 +432,19 @@ class Network(_NET_BASE):
         self._gid[slots] = gid
         return event
 
-    def intern(self, srcs: Sequence[int] | np.ndarray, dsts: Sequence[int] | np.ndarray) -> None:
+    def intern(self, srcs: Sequence[int] | np.ndarray, dsts: Sequence[int] | np.ndarray) -> np.ndarray:
         """Intern the routes of many pairs at once (:meth:`Cluster.path_ids`: on two-level fabrics in
         bulk), so that :meth:`send` finds them as it finds a route it has used; new routes are numbered
-        in the order their pairs first appear, as sending in that order would number them."""
+        in the order their pairs first appear, as sending in that order would number them. Returns the
+        pairs' route ids (what :meth:`sim.runtime.Job.post` can be given)."""
         srcs = np.asarray(srcs, dtype=np.int64)
         dsts = np.asarray(dsts, dtype=np.int64)
         if not len(srcs):
-            return
+            return np.zeros(0, dtype=np.int64)
         cl = self.cluster
         pids = cl.path_ids(srcs, dsts)
         cl._pid.update(zip(zip(srcs.tolist(), dsts.tolist(), strict=True), pids.tolist(), strict=True))
+        return pids
 
     def add_owner(self, callback: Callable[[np.ndarray, float], None]) -> int:
         """Register ``callback(slots, now)``, called with the slots of an owner's flows as they

@@ -35,6 +35,9 @@ __all__ = ["DataCheck", "Job", "NoData"]
 
 _SETTLE = settle  # job_recv and job_deliver settle events as this does
 _CORE: Any = network._ops  # the compiled core where it is built (one lookup a message less)
+#: Job.post's engine sends with the routes it is given (``sim._ratecore.eng_post``: a loop in C, no pair looked
+#: up in the cluster's dict of routes); tests turn it off to compare (tests/test_ps_msg.py)
+_POST_CORE = True
 
 Segment = int | slice | np.ndarray | list[int]
 
@@ -236,12 +239,21 @@ class Job:
                 return event  # type: ignore[no-any-return]
         return self.net.send(src, dst, nbytes, bound=bound, on_arrival=hook)
 
-    def post(self, at: int, peers: Sequence[int], inbound: bool, nbytes: float, hook: tuple[Any, ...]) -> None:
+    def post(
+        self,
+        at: int,
+        peers: Sequence[int],
+        inbound: bool,
+        nbytes: float,
+        hook: tuple[Any, ...],
+        pids: Sequence[int] | None = None,
+    ) -> None:
         """:meth:`send`'s lines for many messages nobody waits on: ``nbytes`` from each of ``peers`` to ``at``
         (``inbound``), or from ``at`` to each of them, in order, each with the arrival ``hook`` (the
         network's ``on_arrival``) and no event returned -- the private lane in C while it is open (it
         closes for good once flows meet), then the engine's single send in C, else :meth:`Network.send`,
-        without a Python call a message."""
+        without a Python call a message. ``pids``: the pairs' routes as :meth:`Network.intern` gave them
+        (one per peer), which the engine's sends then take as given (``eng_post``) rather than look up."""
         net = self.net
         pairs = [(peer, at) for peer in peers] if inbound else [(at, peer) for peer in peers]
         i, n = 0, len(pairs)
@@ -251,6 +263,15 @@ class Job:
                 net.send(*pairs[i], nbytes, on_arrival=hook)
             i += 1
         ctx = net._send_ctx
+        if ctx is not None and pids is not None and _POST_CORE:
+            srcs, dsts = ([p for p, _ in pairs], [q for _, q in pairs]) if i < n else ([], [])
+            route = pids if isinstance(pids, list) else list(pids)
+            while i < n:  # (eng_post stops where a send is the Python lines': that one by Network.send)
+                i += _CORE.eng_post(ctx, srcs[i:], dsts[i:], route[i:], nbytes, hook)
+                if i < n:
+                    net.send(*pairs[i], nbytes, on_arrival=hook)
+                    i += 1
+            return
         send = _CORE.eng_send if ctx is not None else None
         for src, dst in pairs[i:] if i else pairs:
             if ctx is None or send(ctx, src, dst, nbytes, None, hook) is NotImplemented:

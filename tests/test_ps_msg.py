@@ -266,3 +266,44 @@ def test_the_python_lines_of_the_engine_too():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     (slow, slow_events), (fast, fast_events) = (line.split() for line in out.stdout.splitlines())
     assert fast == slow and int(fast_events) < int(slow_events)
+
+
+@pytest.mark.parametrize(("topology", "algorithm", "kw"), CASES)
+def test_posts_with_their_routes_given(topology, algorithm, kw, monkeypatch):
+    """Job.post's sends with the routes Network.intern gave (``sim._ratecore.eng_post``, ``sim.runtime._POST_CORE``)
+    against its loop of single sends, each route looked up: the same results and wake-ups, bit for bit, and
+    the same events."""
+    g = _topology(topology)
+    out, logs = [], []
+    for on in (False, True):
+        logs.append([])
+        monkeypatch.setattr(network, "_WAKE_LOG", logs[-1])
+        monkeypatch.setattr(sim.runtime, "_POST_CORE", on)
+        out.append(simulate(g, "allreduce", algorithm, "3MiB", engine="message", **kw))
+    assert logs[0] == logs[1]
+    assert _result(out[0]) == _result(out[1])
+    assert out[0].events == out[1].events
+
+
+@pytest.mark.skipif(not hasattr(network._ops, "eng_post"), reason="the compiled core is not built (or COLLSIM_PURE=1)")
+def test_eng_post_stops_where_the_python_lines_must_send(monkeypatch):
+    """``eng_post`` returns how many it sent; where the free slots run out (``eng_send``'s NotImplemented) Job.post
+    sends that one by Network.send (which grows the arrays) and posts the rest: every message arrives once."""
+    env = new_environment()
+    net = Network(env, Cluster("dgx:hosts=2"))
+    job = Job(env, net, 16, 1e6)
+    pairs = [(w, 0) for w in range(1, 16)]
+    pids = net.intern([s for s, _ in pairs], [d for _, d in pairs]).tolist()
+    net._end_lane()  # (the lane closed: the engine's single sends)
+    assert net._send_ctx is not None
+    got = []
+    sends = []
+    real = net.send
+    monkeypatch.setattr(net, "send", lambda *a, **k: sends.append(a) or real(*a, **k))
+    del net._free[2:]  # two free slots: the third post falls to Network.send
+    job.post(0, list(range(1, 16)), True, 1e6, (lambda key, _p: got.append(key), 7, None), pids)
+    env.run()
+    assert sorted(got) == [7] * 15
+    assert sends and sends[0][:2] == pairs[2]
+    with pytest.raises(TypeError, match="lists of one length"):
+        network._ops.eng_post(net._send_ctx, [1], [0, 2], [pids[0]], 1.0, None)

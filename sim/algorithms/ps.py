@@ -127,10 +127,10 @@ class ParameterServer(Algorithm):
         to = np.repeat(np.asarray(servers, dtype=np.int64), p)
         by = np.tile(np.arange(p, dtype=np.int64), len(servers))
         by, to = by[by != to], to[by != to]
-        job.net.intern(by, to)
-        job.net.intern(to, by)
+        push = job.net.intern(by, to)
+        pull = job.net.intern(to, by)
         if _COUNTED and _countable(job, servers, shard):
-            yield from _Counted(job, servers, shard).run()
+            yield from _Counted(job, servers, shard, (push.tolist(), pull.tolist())).run()
             return
         for k, server in enumerate(servers):
             workers = [w for w in range(p) if w != server]
@@ -204,10 +204,14 @@ class _Counted:
     tests/test_ps_msg.py holds every time to the processes' (``_COUNTED`` off), bit for bit.
     """
 
-    def __init__(self, job: Job, servers: list[int], shard: float) -> None:
+    def __init__(self, job: Job, servers: list[int], shard: float, routes: tuple[list[int], list[int]]) -> None:
         self.job, self.net, self.env = job, job.net, job.env
         self.servers, self.shard = servers, shard
         self.workers = [[w for w in range(job.p) if w != server] for server in servers]
+        # the routes of the pushes and of the pulls (Network.intern's, server by server, workers in order)
+        ends = np.cumsum([0] + [len(workers) for workers in self.workers]).tolist()
+        self.push_routes = [routes[0][a:b] for a, b in zip(ends[:-1], ends[1:], strict=True)]
+        self.pull_routes = [routes[1][a:b] for a, b in zip(ends[:-1], ends[1:], strict=True)]
         self.pushes = [len(workers) for workers in self.workers]  # not taken in yet, per server
         self.arrived = [0] * len(servers)  # arrived, not taken in yet
         self.armed = [False] * len(servers)  # an arrival has triggered the receive's stand-in
@@ -218,7 +222,7 @@ class _Counted:
     def run(self) -> Generator[Any, Any, None]:
         pushed = self._pushed
         for k, server in enumerate(self.servers):
-            self.job.post(server, self.workers[k], True, self.shard, (pushed, k, None))
+            self.job.post(server, self.workers[k], True, self.shard, (pushed, k, None), self.push_routes[k])
         yield self.done
 
     def _later(self, k: int, steps: int, then: Callable[[int], None]) -> None:
@@ -249,7 +253,9 @@ class _Counted:
         self.arrived[k] = 0
         self.armed[k] = False
         if not self.pushes[k]:
-            self.job.post(self.servers[k], self.workers[k], False, self.shard, (self._pulled, k, None))
+            self.job.post(
+                self.servers[k], self.workers[k], False, self.shard, (self._pulled, k, None), self.pull_routes[k]
+            )
 
     def _pulled(self, k: int, _payload: Any) -> None:
         self.pulls[k] -= 1
