@@ -6968,7 +6968,7 @@ enum {
     W_PENDING_AT, W_STAGE, W_REMAINING, W_PATH, W_BYTES, W_RATE, W_OWNER, W_GID, W_OWNERS, W_FREE, W_PATH_BYTES,
     W_CLUSTER, W_PATHS, W_COUNT, W_LENGTH, W_FLUSH, W_REMOVED, W_ADDED, W_SOLVE, W_FINISH, W_FINISH_FEW, W_START,
     W_PATH_BYTES_FOR, W_T_SET, W_BOUND, W_FLOWS_, W_SCHEDULE, W_HELD, W_WAKEUPS, W_PUMP, W_RESUME_HELD, W_WAKE_LOG,
-    W_WAKE_RECORD, W_MSG_CORE, W_SETTLE, W_SETTLE_, W_SEND_CTX, W_EVENT, W_N
+    W_WAKE_RECORD, W_MSG_CORE, W_SETTLE, W_SETTLE_, W_SEND_CTX, W_EVENT, W_LANE_CORE, W_NETWORK, W_N
 };
 static const char *w_names[W_N] = {
     "_t_last", "_heap", "_due_at", "_is_active", "_due", "_due_entries", "_nactive", "_active_arr", "_entries",
@@ -6976,7 +6976,7 @@ static const char *w_names[W_N] = {
     "_free", "_path_bytes", "cluster", "paths", "count", "length", "_flush", "_removed", "_added", "_solve",
     "_finish", "_finish_few", "_start", "_path_bytes_for", "_t_set", "_bound", "flows", "_schedule", "_held",
     "wakeups", "_PUMP", "_resume_held", "_WAKE_LOG", "_wake_record", "_MSG_CORE", "settle", "_SETTLE",
-    "_send_ctx", "_event",
+    "_send_ctx", "_event", "_LANE_CORE", "Network",
 };
 static PyObject *w_s[W_N];
 static PyObject *w_neg_inf;
@@ -6999,8 +6999,23 @@ static int w_strings(void) {
     return (w_neg_inf = PyFloat_FromDouble(-Py_HUGE_VAL)) ? 0 : -1;
 }
 
+/* the modules' switches and limits a wake-up reads (sim.network's, wctx[4], and sim.rates', wctx[3]), each
+ * read at its first use in a net_run / net_wake call and held to the call's end: tests flip them between
+ * runs, nothing flips them during one (the Python lines read them every time; tests/test_wake_core.py) */
+enum {
+    WV_MSG_CORE, WV_PUMP, WV_LANE_CORE, /* sim.network's */
+    WV_HIT_CORE, WV_INCR_MIN, WV_CMAX, WV_SHARE, WV_FLOOR, WV_SCALAR, WV_SKIP_MAX, WV_RECOUNT_CORE, /* sim.rates' */
+    WV_SETTLE_OWN, /* whether sim.network.settle is sim.network._SETTLE (w_finish_singles) */
+    WV_N
+};
+typedef struct {
+    unsigned have; /* (a bit per value read) */
+    long v[WV_N];
+} WVals;
+
 typedef struct {
     PyObject *ctx, *empty, *int64, *net, *wctx_;
+    WVals *vals; /* NULL: read every time */
 } WCtx;
 
 /* obj.name(*args) -> 0, or -1 with an exception set (the result dropped) */
@@ -7056,11 +7071,12 @@ static int w_arr(PyObject *obj, int name, Arr *a, int kind, int writable) {
 static int w_add(PyObject *obj, int name, Py_ssize_t by) { return add_attr(obj, w_s[name], (long)by); }
 
 static int r_long(PyObject *obj, PyObject *name, long *out);
+static int w_val(const WCtx *w, int k, long *out);
 
 /* whether sim.network._MSG_CORE is on (1), off (0), or -1 with an exception set */
 static int w_msg_core(const WCtx *w) {
     long on;
-    return r_long(PyTuple_GET_ITEM(w->wctx_, 4), w_s[W_MSG_CORE], &on) < 0 ? -1 : on != 0;
+    return w_val(w, WV_MSG_CORE, &on) < 0 ? -1 : on != 0;
 }
 
 /* Network._flush's lines for a stage of (slot, nbytes, wire, pid, bound) -- ints and floats -- written into
@@ -7247,12 +7263,24 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
     int on = w_msg_core(w);
     if (on <= 0)
         return on;
-    PyObject *sctx = iget(net, w_s[W_SEND_CTX]), *settle = sctx ? iget(mod, w_s[W_SETTLE]) : NULL;
-    PyObject *own = settle ? iget(mod, w_s[W_SETTLE_]) : NULL;
-    int ok = own && sctx != Py_None && settle == own;
+    PyObject *sctx = iget(net, w_s[W_SEND_CTX]);
+    int ok = sctx && sctx != Py_None;
     Py_XDECREF(sctx);
-    Py_XDECREF(settle);
-    Py_XDECREF(own);
+    WVals *c = w->vals;
+    if (ok && c && (c->have >> WV_SETTLE_OWN & 1u)) /* (``settle`` the module's own: held as the switches are) */
+        ok = (int)c->v[WV_SETTLE_OWN];
+    else if (ok) {
+        PyObject *settle = iget(mod, w_s[W_SETTLE]), *own = settle ? iget(mod, w_s[W_SETTLE_]) : NULL;
+        ok = own && settle == own;
+        Py_XDECREF(settle);
+        Py_XDECREF(own);
+        if (ok || !PyErr_Occurred()) {
+            if (c) {
+                c->v[WV_SETTLE_OWN] = ok;
+                c->have |= 1u << WV_SETTLE_OWN;
+            }
+        }
+    }
     if (!ok)
         return PyErr_Occurred() ? -1 : 0;
     Arr owner, gid;
@@ -7623,6 +7651,29 @@ static PyObject *r_s[R_N];
 
 static int r_strings(void) { return intern_all(r_s, r_names, R_N); }
 
+/* a module's switch or limit ``k`` (WV_*) as a C long: held in w->vals once read (0, or -1 with an exception
+ * set) */
+static int w_val(const WCtx *w, int k, long *out) {
+    WVals *c = w->vals;
+    if (c && (c->have >> k & 1u)) {
+        *out = c->v[k];
+        return 0;
+    }
+    static const int names[WV_RECOUNT_CORE] = {W_MSG_CORE, W_PUMP,  W_LANE_CORE, R_HIT_CORE, R_INCR_MIN,
+                                               R_CMAX,     R_SHARE, R_FLOOR,     R_SCALAR,   R_SKIP_MAX};
+    if (r_strings() < 0 || k_strings() < 0)
+        return -1;
+    PyObject *name = k == WV_RECOUNT_CORE ? k_s[K_RECOUNT_CORE] : k <= WV_LANE_CORE ? w_s[names[k]] : r_s[names[k]];
+    if (r_long(PyTuple_GET_ITEM(w->wctx_, k <= WV_LANE_CORE ? 4 : 3), name, out) < 0)
+        return -1;
+    if (c) {
+        c->v[k] = *out;
+        c->have |= 1u << k;
+    }
+    return 0;
+}
+
+
 /* obj.name as a C long (an int or a bool), or -1 with an exception set */
 static int r_long(PyObject *obj, PyObject *name, long *out) {
     PyObject *v = iget(obj, name);
@@ -7968,7 +8019,7 @@ static int w_solve(const WCtx *w) {
         python = 1;
         goto out;
     }
-    if (r_long(rates, r_s[R_BOUNDED], &bounded) < 0 || r_long(mod, r_s[R_HIT_CORE], &hitcore) < 0)
+    if (r_long(rates, r_s[R_BOUNDED], &bounded) < 0 || w_val(w, WV_HIT_CORE, &hitcore) < 0)
         goto out;
     if (bounded == 0) { /* a cache hit, looked up in C */
         if (!(o_cache = iget(rates, r_s[R_CACHE])) || !(o_key = iget(rates, r_s[R_KEY])))
@@ -8014,7 +8065,7 @@ static int w_solve(const WCtx *w) {
         }
     }
     /* the partial re-solve along full links, with the compiled sets and loads */
-    if (r_long(mod, r_s[R_INCR_MIN], &incr_min) < 0 || r_long(rates, r_s[R_VALID], &valid) < 0 ||
+    if (w_val(w, WV_INCR_MIN, &incr_min) < 0 || r_long(rates, r_s[R_VALID], &valid) < 0 ||
         r_long(rates, r_s[R_INCREMENTAL], &incr) < 0 ||
         r_long(rates, r_s[R_SKIP], &skip) < 0 || r_long(rates, r_s[R_SPREAD], &spread) < 0 ||
         !(o_members = iget(rates, r_s[R_MEMBERS])) || !(o_load = iget(rates, r_s[R_LOAD])))
@@ -8045,9 +8096,9 @@ static int w_solve(const WCtx *w) {
             goto out;
     }
     long cmax, share, floor_, scalar, skip_max;
-    if (r_long(mod, r_s[R_CMAX], &cmax) < 0 || r_long(mod, r_s[R_SHARE], &share) < 0 ||
-        r_long(mod, r_s[R_FLOOR], &floor_) < 0 || r_long(mod, r_s[R_SCALAR], &scalar) < 0 ||
-        r_long(mod, r_s[R_SKIP_MAX], &skip_max) < 0 || !(o_rtol = iget(mod, r_s[R_RTOL])) ||
+    if (w_val(w, WV_CMAX, &cmax) < 0 || w_val(w, WV_SHARE, &share) < 0 ||
+        w_val(w, WV_FLOOR, &floor_) < 0 || w_val(w, WV_SCALAR, &scalar) < 0 ||
+        w_val(w, WV_SKIP_MAX, &skip_max) < 0 || !(o_rtol = iget(mod, r_s[R_RTOL])) ||
         !(fresh = iget(rates, r_s[R_FRESH])) || !(gone = iget(rates, r_s[R_GONE])))
         goto out;
     {
@@ -8216,7 +8267,7 @@ static int w_count_users(PyObject *rates, Core *c, const Py_ssize_t *pids, Py_ss
 /* 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error; ``arr`` (``slots`` as an
  * array) is read only where flows start (sign > 0): flows that end leave the core's sets from ``slots`` */
 static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, int sign) {
-    PyObject *net = w->net, *mod = PyTuple_GET_ITEM(w->wctx_, 3);
+    PyObject *net = w->net;
     PyObject *rates = NULL, *cluster = NULL, *paths = NULL, *dom = NULL, *hash_o = NULL, *members = NULL, *core = NULL;
     PyObject *pids_o = NULL, *rates_o = NULL, *key_o = NULL, *list = NULL, *item = NULL, *r = NULL;
     Arr path, bound, rate, hash;
@@ -8247,7 +8298,7 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
         goto out;
     }
     if (r_long(rates, r_s[R_RECOUNT], &recount) < 0 || r_long(rates, k_s[K_COUNT_], &count) < 0 ||
-        r_long(mod, k_s[K_RECOUNT_CORE], &recount_core) < 0 || r_long(cluster, k_s[K_NUM_ARCS], &narcs) < 0 ||
+        w_val(w, WV_RECOUNT_CORE, &recount_core) < 0 || r_long(cluster, k_s[K_NUM_ARCS], &narcs) < 0 ||
         !(members = iget(rates, r_s[R_MEMBERS])) || !(core = iget(rates, r_s[R_CORE])))
         goto out;
     count += sign * n;
@@ -8477,6 +8528,7 @@ static int w_open(PyObject *wctx, WCtx *w) {
     w->int64 = PyTuple_GET_ITEM(wctx, 2);
     w->net = PyTuple_GET_ITEM(w->ctx, CX_NET);
     w->wctx_ = wctx;
+    w->vals = NULL;
     return 0;
 }
 
@@ -8485,48 +8537,94 @@ static PyObject *py_net_wake(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (!nargs_ok(nargs, 2, "net_wake(wctx, now)"))
         return NULL;
     WCtx w;
+    WVals vals = {0};
     double next;
     if (w_open(args[0], &w) < 0)
         return NULL;
+    w.vals = &vals;
     double now = fv(args[1]);
     if (PyErr_Occurred() || w_body(&w, args[1], now, 0, &next) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
+/* whether Network._resume_held(held, now) may run as C (1): sim.network._LANE_CORE on, the network's
+ * _resume_held Network's own (no subclass's, no instance's), and nothing in SimPy's queue due by ``now`` (then
+ * the method's last lines: run_callbacks(held)); 0 where the method itself must run, -1 on an error */
+static int w_resume_c(const WCtx *w, PyObject *env, double now, int *own) {
+    long lane_core;
+    if (w_val(w, WV_LANE_CORE, &lane_core) < 0)
+        return -1;
+    if (!lane_core)
+        return 0;
+    if (*own < 0) { /* (looked up once per call) */
+        PyObject *net = w->net, *cls = iget(PyTuple_GET_ITEM(w->wctx_, 4), w_s[W_NETWORK]);
+        if (!cls)
+            return -1;
+        PyObject *ref = PyType_Check(cls) ? _PyType_Lookup((PyTypeObject *)cls, w_s[W_RESUME_HELD]) : NULL;
+        PyObject **dp = idict(net);
+        int shadowed = dp && PyDict_GetItemWithError(*dp, w_s[W_RESUME_HELD]) != NULL;
+        Py_DECREF(cls);
+        if (PyErr_Occurred())
+            return -1;
+        *own = ref && !shadowed && _PyType_Lookup(Py_TYPE(net), w_s[W_RESUME_HELD]) == ref;
+    }
+    if (!*own)
+        return 0;
+    PyObject *queue = iget(env, s_queue);
+    if (!queue)
+        return -1;
+    int c = 0;
+    if (PyList_CheckExact(queue)) { /* if queue and queue[0][0] <= now: the method (it schedules them) */
+        c = 1;
+        if (PyList_GET_SIZE(queue)) {
+            PyObject *head = PyList_GET_ITEM(queue, 0);
+            c = PyTuple_CheckExact(head) && PyTuple_GET_SIZE(head) && PyFloat_CheckExact(PyTuple_GET_ITEM(head, 0)) &&
+                !(PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(head, 0)) <= now);
+        }
+    }
+    Py_DECREF(queue);
+    return c;
+}
+
 /* net_run(wctx, now): Network._wake for a closed lane, and the wake-ups after it for as long as each
  * would be the next step of SimPy's loop (Network._wake_run is the reference): each counted, its work
- * done (w_body), the after-wake hooks called, the processes it triggered resumed (_resume_held); then,
+ * done (w_body), the after-wake hooks called, the processes it triggered resumed (_resume_held: its lines
+ * in C where w_resume_c says so); then,
  * where w_body left the next wake-up to it -- no hook, nothing held, the environment SimPy's own step's
  * (``wctx[5]``) and ``sim.network._PUMP`` on -- the clock set to its time and the next one run here, with
  * no event of its own and no step of SimPy's, its event id drawn all the same (the events counted are
  * the same). ``sim.network._WAKE_LOG``, where it is a list, gets Network._wake_record(now) after each
- * (tests/test_wake_core.py). */
+ * (tests/test_wake_core.py). The modules' switches (_PUMP, _WAKE_LOG, _MSG_CORE, _LANE_CORE, sim.rates'
+ * limits: WVals) are read once per call; the held list is reused from one wake-up to the next where no one
+ * else holds it (a fresh empty list each time, as _wake's ``self._held = []``, for all anyone can tell). */
 static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "net_run(wctx, now)"))
         return NULL;
     WCtx w;
+    WVals vals = {0};
     if (w_open(args[0], &w) < 0)
         return NULL;
+    w.vals = &vals;
     PyObject *net = w.net, *mod = PyTuple_GET_ITEM(args[0], 4), *env = PyTuple_GET_ITEM(w.ctx, CX_ENV);
     PyObject *hooks = PyTuple_GET_ITEM(w.ctx, CX_AFTER), *now_o = Py_NewRef(args[1]);
-    PyObject *inf = NULL;
-    int env_ok = PyObject_IsTrue(PyTuple_GET_ITEM(args[0], 5));
-    if (env_ok < 0 || !(inf = PyFloat_FromDouble(Py_HUGE_VAL)))
+    PyObject *inf = NULL, *log = NULL, *spare = NULL;
+    int env_ok = PyObject_IsTrue(PyTuple_GET_ITEM(args[0], 5)), own = -1;
+    long pump_on;
+    if (env_ok < 0 || !(inf = PyFloat_FromDouble(Py_HUGE_VAL)) || w_val(&w, WV_PUMP, &pump_on) < 0 ||
+        !(log = iget(mod, w_s[W_WAKE_LOG])))
         goto fail;
     for (;;) {
         double now = fv(now_o), next = 0.0;
         if (PyErr_Occurred())
             goto fail;
         /* _wake's first lines */
-        PyObject *held = PyList_New(0);
+        PyObject *held = spare ? spare : PyList_New(0);
+        spare = NULL;
         int bad = !held || w_add(net, W_WAKEUPS, 1) < 0 || iset(net, s_wake_at, inf) < 0 ||
                   iset(net, s_wake_event, Py_None) < 0 || iset(net, w_s[W_HELD], held) < 0;
         Py_XDECREF(held);
         if (bad)
-            goto fail;
-        long pump_on;
-        if (r_long(mod, w_s[W_PUMP], &pump_on) < 0)
             goto fail;
         int pumped = w_body(&w, now_o, now, pump_on && env_ok && PyList_GET_SIZE(hooks) == 0, &next);
         if (pumped < 0)
@@ -8545,34 +8643,44 @@ static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t na
             goto fail;
         }
         int some = held != Py_None ? PyObject_IsTrue(held) : 0;
-        if (some > 0)
-            bad = w_call(net, w_s[W_RESUME_HELD], held, now_o, NULL) < 0;
-        Py_DECREF(held);
+        if (some > 0) {
+            int c = PyList_CheckExact(held) ? w_resume_c(&w, env, now, &own) : 0;
+            if (c > 0) { /* run_callbacks(held) */
+                PyObject *r = py_run_callbacks(NULL, &held, 1);
+                bad = !r;
+                Py_XDECREF(r);
+            } else
+                bad = c < 0 || w_call(net, w_s[W_RESUME_HELD], held, now_o, NULL) < 0;
+        }
+        if (!bad && some >= 0 && PyList_CheckExact(held) && Py_REFCNT(held) == 1 && /* (no one else holds it) */
+            PyList_SetSlice(held, 0, PyList_GET_SIZE(held), NULL) == 0)
+            spare = held;
+        else
+            Py_DECREF(held);
         if (some < 0 || bad)
-            goto fail;
-        PyObject *log = iget(mod, w_s[W_WAKE_LOG]);
-        if (!log)
             goto fail;
         if (log != Py_None) { /* self._wake_record(now), the Python lines' (only while a test records) */
             PyObject *argv[2] = {net, now_o};
             PyObject *rec = PyObject_VectorcallMethod(w_s[W_WAKE_RECORD], argv, 2, NULL);
             bad = !rec || PyList_Append(log, rec) < 0;
             Py_XDECREF(rec);
-            Py_DECREF(log);
             if (bad)
                 goto fail;
-        } else
-            Py_DECREF(log);
+        }
         if (!pumped)
             break;
         Py_SETREF(now_o, PyFloat_FromDouble(next));
         if (!now_o || iset(env, s_now, now_o) < 0)
             goto fail;
     }
+    Py_XDECREF(spare);
+    Py_DECREF(log);
     Py_DECREF(now_o);
     Py_DECREF(inf);
     Py_RETURN_NONE;
 fail:
+    Py_XDECREF(spare);
+    Py_XDECREF(log);
     Py_XDECREF(now_o);
     Py_XDECREF(inf);
     return NULL;
