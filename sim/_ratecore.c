@@ -3123,6 +3123,18 @@ static int add_attr(PyObject *obj, PyObject *name, long by) {
     PyObject *v = iget(obj, name);
     if (!v)
         return -1;
+    if (PyLong_CheckExact(v)) { /* (an int: the sum in C, where it fits; the same int) */
+        int over;
+        long x = PyLong_AsLongAndOverflow(v, &over);
+        if (!over && !(x == -1 && PyErr_Occurred()) && (by > 0 ? x <= LONG_MAX - by : x >= LONG_MIN - by)) {
+            Py_DECREF(v);
+            PyObject *sum = PyLong_FromLong(x + by);
+            int rc = sum ? iset(obj, name, sum) : -1;
+            Py_XDECREF(sum);
+            return rc;
+        }
+        PyErr_Clear();
+    }
     PyObject *d = PyLong_FromLong(by);
     PyObject *sum = d ? PyNumber_InPlaceAdd(v, d) : NULL;
     Py_DECREF(v);
@@ -3254,16 +3266,16 @@ static PyObject *due_wake(PyObject *ctx, PyObject *due_o, double now) {
 /* Network._schedule(when): a wake-up at ``when`` exactly, an event triggered and queued as a timeout is */
 static int schedule(PyObject *ctx, PyObject *when) {
     PyObject *net = PyTuple_GET_ITEM(ctx, CX_NET), *env = PyTuple_GET_ITEM(ctx, CX_ENV);
-    if (PyObject_SetAttr(net, s_wake_at, when) < 0)
+    if (iset(net, s_wake_at, when) < 0)
         return -1;
     PyObject *event = new_event(PyTuple_GET_ITEM(ctx, CX_EVENT), env), *cbs = NULL, *cb = NULL, *now = NULL;
     PyObject *queue = NULL, *eid = NULL, *id = NULL, *item = NULL, *r = NULL;
     int rc = -1;
-    if (!event || mark_ok(event, Py_None) < 0 || !(cbs = PyObject_GetAttr(event, s_callbacks)) ||
-        !(cb = PyObject_GetAttr(net, s_on_timeout)) || PyList_Append(cbs, cb) < 0 || !(now = PyObject_GetAttr(env, s_now)))
+    if (!event || mark_ok(event, Py_None) < 0 || !(cbs = iget(event, s_callbacks)) ||
+        !(cb = PyObject_GetAttr(net, s_on_timeout)) || PyList_Append(cbs, cb) < 0 || !(now = iget(env, s_now)))
         goto done;
     double w = fv(when), t = fv(now);
-    if (PyErr_Occurred() || !(queue = PyObject_GetAttr(env, s_queue)) || !(eid = PyObject_GetAttr(env, s_eid)))
+    if (PyErr_Occurred() || !(queue = iget(env, s_queue)) || !(eid = iget(env, s_eid)))
         goto done;
     if (!(id = PyIter_Next(eid))) {
         if (!PyErr_Occurred())
@@ -3271,10 +3283,12 @@ static int schedule(PyObject *ctx, PyObject *when) {
         goto done;
     }
     /* (max(float(when), env._now), NORMAL, next(env._eid), event) */
-    if (!(item = PyTuple_Pack(4, t > w ? now : when, PyTuple_GET_ITEM(ctx, CX_NORMAL), id, event)) ||
-        !(r = PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(ctx, CX_PUSH), queue, item, NULL)))
+    if (!(item = PyTuple_Pack(4, t > w ? now : when, PyTuple_GET_ITEM(ctx, CX_NORMAL), id, event)))
         goto done;
-    rc = PyObject_SetAttr(net, s_wake_event, event);
+    PyObject *pargs[2] = {queue, item};
+    if (!(r = PyObject_Vectorcall(PyTuple_GET_ITEM(ctx, CX_PUSH), pargs, 2, NULL)))
+        goto done;
+    rc = iset(net, s_wake_event, event);
 done:
     Py_XDECREF(event);
     Py_XDECREF(cbs);
@@ -6999,23 +7013,28 @@ static int w_strings(void) {
     return (w_neg_inf = PyFloat_FromDouble(-Py_HUGE_VAL)) ? 0 : -1;
 }
 
-/* the modules' switches and limits a wake-up reads (sim.network's, wctx[4], and sim.rates', wctx[3]), each
- * read at its first use in a net_run / net_wake call and held to the call's end: tests flip them between
- * runs, nothing flips them during one (the Python lines read them every time; tests/test_wake_core.py) */
+/* the modules' switches and limits a wake-up reads (sim.network's, wctx[4], and sim.rates', wctx[3]) held in
+ * C once read, for as long as neither module's dict changes (its version tag, which CPython moves on every
+ * change of a dict: a switch flipped, any global rebound, is seen at the next read, as the Python lines,
+ * which read them every time, see it; tests/test_wake_core.py). Where the tag is not to be had (not a
+ * module, CPython 3.14 on), they are read every time. */
 enum {
     WV_MSG_CORE, WV_PUMP, WV_LANE_CORE, /* sim.network's */
     WV_HIT_CORE, WV_INCR_MIN, WV_CMAX, WV_SHARE, WV_FLOOR, WV_SCALAR, WV_SKIP_MAX, WV_RECOUNT_CORE, /* sim.rates' */
     WV_SETTLE_OWN, /* whether sim.network.settle is sim.network._SETTLE (w_finish_singles) */
+    WV_WAKE_LOG,   /* sim.network._WAKE_LOG (an object: ``log``, borrowed from the dict, which holds it) */
     WV_N
 };
-typedef struct {
-    unsigned have; /* (a bit per value read) */
+static struct {
+    PyObject *d3, *d4; /* the modules' dicts (compared by address only; their tags are unique to them) */
+    uint64_t t3, t4;   /* their version tags when the values were read */
+    unsigned have;     /* a bit per value held */
     long v[WV_N];
-} WVals;
+    PyObject *log;
+} w_vals;
 
 typedef struct {
     PyObject *ctx, *empty, *int64, *net, *wctx_;
-    WVals *vals; /* NULL: read every time */
 } WCtx;
 
 /* obj.name(*args) -> 0, or -1 with an exception set (the result dropped) */
@@ -7072,6 +7091,58 @@ static int w_add(PyObject *obj, int name, Py_ssize_t by) { return add_attr(obj, 
 
 static int r_long(PyObject *obj, PyObject *name, long *out);
 static int w_val(const WCtx *w, int k, long *out);
+
+/* the version tag of dict ``d`` (CPython's ma_version_tag: moved on every change) */
+#if PY_VERSION_HEX < 0x030E0000
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static inline uint64_t dict_tag(PyObject *d) { return ((PyDictObject *)d)->ma_version_tag; }
+#pragma GCC diagnostic pop
+#define W_VALS_HELD 1
+#else
+#define W_VALS_HELD 0
+#endif
+
+/* whether w_vals may hold the modules' values for ``w`` (1; dropped first where either dict changed since
+ * they were read) or not (0: read every time) */
+static int w_vals_ok(const WCtx *w) {
+    if (!W_VALS_HELD || !w->wctx_)
+        return 0;
+    PyObject *m3 = PyTuple_GET_ITEM(w->wctx_, 3), *m4 = PyTuple_GET_ITEM(w->wctx_, 4);
+    if (!PyModule_CheckExact(m3) || !PyModule_CheckExact(m4))
+        return 0;
+    PyObject *d3 = PyModule_GetDict(m3), *d4 = PyModule_GetDict(m4);
+    if (!d3 || !d4 || !PyDict_CheckExact(d3) || !PyDict_CheckExact(d4))
+        return 0;
+#if W_VALS_HELD
+    uint64_t t3 = dict_tag(d3), t4 = dict_tag(d4);
+    if (d3 != w_vals.d3 || d4 != w_vals.d4 || t3 != w_vals.t3 || t4 != w_vals.t4) {
+        w_vals.d3 = d3;
+        w_vals.d4 = d4;
+        w_vals.t3 = t3;
+        w_vals.t4 = t4;
+        w_vals.have = 0;
+        w_vals.log = NULL;
+    }
+#endif
+    return 1;
+}
+
+/* sim.network._WAKE_LOG: a borrowed reference, or NULL with an exception set */
+static PyObject *w_wake_log(const WCtx *w) {
+    int held = w_vals_ok(w);
+    if (held && (w_vals.have >> WV_WAKE_LOG & 1u))
+        return w_vals.log;
+    PyObject *log = iget(PyTuple_GET_ITEM(w->wctx_, 4), w_s[W_WAKE_LOG]);
+    if (!log)
+        return NULL;
+    Py_DECREF(log); /* (the module's dict holds it while its tag stands; the caller uses it at once otherwise) */
+    if (held) {
+        w_vals.log = log;
+        w_vals.have |= 1u << WV_WAKE_LOG;
+    }
+    return log;
+}
 
 /* whether sim.network._MSG_CORE is on (1), off (0), or -1 with an exception set */
 static int w_msg_core(const WCtx *w) {
@@ -7266,19 +7337,17 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
     PyObject *sctx = iget(net, w_s[W_SEND_CTX]);
     int ok = sctx && sctx != Py_None;
     Py_XDECREF(sctx);
-    WVals *c = w->vals;
-    if (ok && c && (c->have >> WV_SETTLE_OWN & 1u)) /* (``settle`` the module's own: held as the switches are) */
-        ok = (int)c->v[WV_SETTLE_OWN];
+    int held = ok ? w_vals_ok(w) : 0;
+    if (held && (w_vals.have >> WV_SETTLE_OWN & 1u)) /* (``settle`` the module's own: held as the switches are) */
+        ok = (int)w_vals.v[WV_SETTLE_OWN];
     else if (ok) {
         PyObject *settle = iget(mod, w_s[W_SETTLE]), *own = settle ? iget(mod, w_s[W_SETTLE_]) : NULL;
         ok = own && settle == own;
         Py_XDECREF(settle);
         Py_XDECREF(own);
-        if (ok || !PyErr_Occurred()) {
-            if (c) {
-                c->v[WV_SETTLE_OWN] = ok;
-                c->have |= 1u << WV_SETTLE_OWN;
-            }
+        if (held && !PyErr_Occurred()) {
+            w_vals.v[WV_SETTLE_OWN] = ok;
+            w_vals.have |= 1u << WV_SETTLE_OWN;
         }
     }
     if (!ok)
@@ -7651,12 +7720,12 @@ static PyObject *r_s[R_N];
 
 static int r_strings(void) { return intern_all(r_s, r_names, R_N); }
 
-/* a module's switch or limit ``k`` (WV_*) as a C long: held in w->vals once read (0, or -1 with an exception
+/* a module's switch or limit ``k`` (WV_*) as a C long: held in w_vals once read (0, or -1 with an exception
  * set) */
 static int w_val(const WCtx *w, int k, long *out) {
-    WVals *c = w->vals;
-    if (c && (c->have >> k & 1u)) {
-        *out = c->v[k];
+    int held = w_vals_ok(w);
+    if (held && (w_vals.have >> k & 1u)) {
+        *out = w_vals.v[k];
         return 0;
     }
     static const int names[WV_RECOUNT_CORE] = {W_MSG_CORE, W_PUMP,  W_LANE_CORE, R_HIT_CORE, R_INCR_MIN,
@@ -7666,9 +7735,9 @@ static int w_val(const WCtx *w, int k, long *out) {
     PyObject *name = k == WV_RECOUNT_CORE ? k_s[K_RECOUNT_CORE] : k <= WV_LANE_CORE ? w_s[names[k]] : r_s[names[k]];
     if (r_long(PyTuple_GET_ITEM(w->wctx_, k <= WV_LANE_CORE ? 4 : 3), name, out) < 0)
         return -1;
-    if (c) {
-        c->v[k] = *out;
-        c->have |= 1u << k;
+    if (held) {
+        w_vals.v[k] = *out;
+        w_vals.have |= 1u << k;
     }
     return 0;
 }
@@ -8528,7 +8597,6 @@ static int w_open(PyObject *wctx, WCtx *w) {
     w->int64 = PyTuple_GET_ITEM(wctx, 2);
     w->net = PyTuple_GET_ITEM(w->ctx, CX_NET);
     w->wctx_ = wctx;
-    w->vals = NULL;
     return 0;
 }
 
@@ -8537,11 +8605,9 @@ static PyObject *py_net_wake(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (!nargs_ok(nargs, 2, "net_wake(wctx, now)"))
         return NULL;
     WCtx w;
-    WVals vals = {0};
     double next;
     if (w_open(args[0], &w) < 0)
         return NULL;
-    w.vals = &vals;
     double now = fv(args[1]);
     if (PyErr_Occurred() || w_body(&w, args[1], now, 0, &next) < 0)
         return NULL;
@@ -8596,23 +8662,20 @@ static int w_resume_c(const WCtx *w, PyObject *env, double now, int *own) {
  * no event of its own and no step of SimPy's, its event id drawn all the same (the events counted are
  * the same). ``sim.network._WAKE_LOG``, where it is a list, gets Network._wake_record(now) after each
  * (tests/test_wake_core.py). The modules' switches (_PUMP, _WAKE_LOG, _MSG_CORE, _LANE_CORE, sim.rates'
- * limits: WVals) are read once per call; the held list is reused from one wake-up to the next where no one
- * else holds it (a fresh empty list each time, as _wake's ``self._held = []``, for all anyone can tell). */
+ * limits) are held in C while the modules' dicts stand (w_vals); the held list is reused from one wake-up to
+ * the next where no one else holds it (an empty list each time, as _wake's ``self._held = []``, for all
+ * anyone can tell). */
 static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "net_run(wctx, now)"))
         return NULL;
     WCtx w;
-    WVals vals = {0};
     if (w_open(args[0], &w) < 0)
         return NULL;
-    w.vals = &vals;
-    PyObject *net = w.net, *mod = PyTuple_GET_ITEM(args[0], 4), *env = PyTuple_GET_ITEM(w.ctx, CX_ENV);
+    PyObject *net = w.net, *env = PyTuple_GET_ITEM(w.ctx, CX_ENV);
     PyObject *hooks = PyTuple_GET_ITEM(w.ctx, CX_AFTER), *now_o = Py_NewRef(args[1]);
-    PyObject *inf = NULL, *log = NULL, *spare = NULL;
+    PyObject *inf = NULL, *spare = NULL;
     int env_ok = PyObject_IsTrue(PyTuple_GET_ITEM(args[0], 5)), own = -1;
-    long pump_on;
-    if (env_ok < 0 || !(inf = PyFloat_FromDouble(Py_HUGE_VAL)) || w_val(&w, WV_PUMP, &pump_on) < 0 ||
-        !(log = iget(mod, w_s[W_WAKE_LOG])))
+    if (env_ok < 0 || !(inf = PyFloat_FromDouble(Py_HUGE_VAL)))
         goto fail;
     for (;;) {
         double now = fv(now_o), next = 0.0;
@@ -8625,6 +8688,9 @@ static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t na
                   iset(net, s_wake_event, Py_None) < 0 || iset(net, w_s[W_HELD], held) < 0;
         Py_XDECREF(held);
         if (bad)
+            goto fail;
+        long pump_on;
+        if (w_val(&w, WV_PUMP, &pump_on) < 0)
             goto fail;
         int pumped = w_body(&w, now_o, now, pump_on && env_ok && PyList_GET_SIZE(hooks) == 0, &next);
         if (pumped < 0)
@@ -8659,11 +8725,16 @@ static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t na
             Py_DECREF(held);
         if (some < 0 || bad)
             goto fail;
+        PyObject *log = w_wake_log(&w);
+        if (!log)
+            goto fail;
         if (log != Py_None) { /* self._wake_record(now), the Python lines' (only while a test records) */
+            Py_INCREF(log);
             PyObject *argv[2] = {net, now_o};
             PyObject *rec = PyObject_VectorcallMethod(w_s[W_WAKE_RECORD], argv, 2, NULL);
             bad = !rec || PyList_Append(log, rec) < 0;
             Py_XDECREF(rec);
+            Py_DECREF(log);
             if (bad)
                 goto fail;
         }
@@ -8674,13 +8745,11 @@ static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t na
             goto fail;
     }
     Py_XDECREF(spare);
-    Py_DECREF(log);
     Py_DECREF(now_o);
     Py_DECREF(inf);
     Py_RETURN_NONE;
 fail:
     Py_XDECREF(spare);
-    Py_XDECREF(log);
     Py_XDECREF(now_o);
     Py_XDECREF(inf);
     return NULL;
