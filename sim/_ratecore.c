@@ -6982,7 +6982,7 @@ enum {
     W_PENDING_AT, W_STAGE, W_REMAINING, W_PATH, W_BYTES, W_RATE, W_OWNER, W_GID, W_OWNERS, W_FREE, W_PATH_BYTES,
     W_CLUSTER, W_PATHS, W_COUNT, W_LENGTH, W_FLUSH, W_REMOVED, W_ADDED, W_SOLVE, W_FINISH, W_FINISH_FEW, W_START,
     W_PATH_BYTES_FOR, W_T_SET, W_BOUND, W_FLOWS_, W_SCHEDULE, W_HELD, W_WAKEUPS, W_PUMP, W_RESUME_HELD, W_WAKE_LOG,
-    W_WAKE_RECORD, W_MSG_CORE, W_SETTLE, W_SETTLE_, W_SEND_CTX, W_EVENT, W_LANE_CORE, W_NETWORK, W_N
+    W_WAKE_RECORD, W_MSG_CORE, W_SETTLE, W_SETTLE_, W_SEND_CTX, W_EVENT, W_LANE_CORE, W_RESUME_HELD_, W_N
 };
 static const char *w_names[W_N] = {
     "_t_last", "_heap", "_due_at", "_is_active", "_due", "_due_entries", "_nactive", "_active_arr", "_entries",
@@ -6990,7 +6990,7 @@ static const char *w_names[W_N] = {
     "_free", "_path_bytes", "cluster", "paths", "count", "length", "_flush", "_removed", "_added", "_solve",
     "_finish", "_finish_few", "_start", "_path_bytes_for", "_t_set", "_bound", "flows", "_schedule", "_held",
     "wakeups", "_PUMP", "_resume_held", "_WAKE_LOG", "_wake_record", "_MSG_CORE", "settle", "_SETTLE",
-    "_send_ctx", "_event", "_LANE_CORE", "Network",
+    "_send_ctx", "_event", "_LANE_CORE", "_RESUME_HELD",
 };
 static PyObject *w_s[W_N];
 static PyObject *w_neg_inf;
@@ -7022,7 +7022,8 @@ enum {
     WV_MSG_CORE, WV_PUMP, WV_LANE_CORE, /* sim.network's */
     WV_HIT_CORE, WV_INCR_MIN, WV_CMAX, WV_SHARE, WV_FLOOR, WV_SCALAR, WV_SKIP_MAX, WV_RECOUNT_CORE, /* sim.rates' */
     WV_SETTLE_OWN, /* whether sim.network.settle is sim.network._SETTLE (w_finish_singles) */
-    WV_WAKE_LOG,   /* sim.network._WAKE_LOG (an object: ``log``, borrowed from the dict, which holds it) */
+    WV_WAKE_LOG,   /* sim.network._WAKE_LOG (an object in ``obj``, borrowed from the dict, which holds it) */
+    WV_RESUME_HELD, /* sim.network._RESUME_HELD, Network._resume_held as defined there (the same) */
     WV_N
 };
 static struct {
@@ -7030,7 +7031,7 @@ static struct {
     uint64_t t3, t4;   /* their version tags when the values were read */
     unsigned have;     /* a bit per value held */
     long v[WV_N];
-    PyObject *log;
+    PyObject *obj[WV_N];
 } w_vals;
 
 typedef struct {
@@ -7122,26 +7123,23 @@ static int w_vals_ok(const WCtx *w) {
         w_vals.t3 = t3;
         w_vals.t4 = t4;
         w_vals.have = 0;
-        w_vals.log = NULL;
     }
 #endif
     return 1;
 }
 
-/* sim.network._WAKE_LOG: a borrowed reference, or NULL with an exception set */
-static PyObject *w_wake_log(const WCtx *w) {
+/* sim.network's ``_WAKE_LOG`` (k WV_WAKE_LOG) or ``_RESUME_HELD`` (WV_RESUME_HELD): a new reference, or NULL
+ * with an exception set */
+static PyObject *w_obj(const WCtx *w, int k) {
     int held = w_vals_ok(w);
-    if (held && (w_vals.have >> WV_WAKE_LOG & 1u))
-        return w_vals.log;
-    PyObject *log = iget(PyTuple_GET_ITEM(w->wctx_, 4), w_s[W_WAKE_LOG]);
-    if (!log)
-        return NULL;
-    Py_DECREF(log); /* (the module's dict holds it while its tag stands; the caller uses it at once otherwise) */
-    if (held) {
-        w_vals.log = log;
-        w_vals.have |= 1u << WV_WAKE_LOG;
+    if (held && (w_vals.have >> k & 1u))
+        return Py_NewRef(w_vals.obj[k]);
+    PyObject *o = iget(PyTuple_GET_ITEM(w->wctx_, 4), w_s[k == WV_WAKE_LOG ? W_WAKE_LOG : W_RESUME_HELD_]);
+    if (o && held) { /* (borrowed: the module's dict holds it while its tag stands) */
+        w_vals.obj[k] = o;
+        w_vals.have |= 1u << k;
     }
-    return log;
+    return o;
 }
 
 /* whether sim.network._MSG_CORE is on (1), off (0), or -1 with an exception set */
@@ -8615,8 +8613,9 @@ static PyObject *py_net_wake(PyObject *self, PyObject *const *args, Py_ssize_t n
 }
 
 /* whether Network._resume_held(held, now) may run as C (1): sim.network._LANE_CORE on, the network's
- * _resume_held Network's own (no subclass's, no instance's), and nothing in SimPy's queue due by ``now`` (then
- * the method's last lines: run_callbacks(held)); 0 where the method itself must run, -1 on an error */
+ * _resume_held the one sim.network defines (``_RESUME_HELD``: no subclass's, no instance's, none patched in),
+ * and nothing in SimPy's queue due by ``now`` (then the method's last lines: run_callbacks(held)); 0 where the
+ * method itself must run, -1 on an error */
 static int w_resume_c(const WCtx *w, PyObject *env, double now, int *own) {
     long lane_core;
     if (w_val(w, WV_LANE_CORE, &lane_core) < 0)
@@ -8624,16 +8623,15 @@ static int w_resume_c(const WCtx *w, PyObject *env, double now, int *own) {
     if (!lane_core)
         return 0;
     if (*own < 0) { /* (looked up once per call) */
-        PyObject *net = w->net, *cls = iget(PyTuple_GET_ITEM(w->wctx_, 4), w_s[W_NETWORK]);
-        if (!cls)
+        PyObject *net = w->net, *ref = w_obj(w, WV_RESUME_HELD);
+        if (!ref)
             return -1;
-        PyObject *ref = PyType_Check(cls) ? _PyType_Lookup((PyTypeObject *)cls, w_s[W_RESUME_HELD]) : NULL;
         PyObject **dp = idict(net);
         int shadowed = dp && PyDict_GetItemWithError(*dp, w_s[W_RESUME_HELD]) != NULL;
-        Py_DECREF(cls);
+        *own = !shadowed && !PyErr_Occurred() && _PyType_Lookup(Py_TYPE(net), w_s[W_RESUME_HELD]) == ref;
+        Py_DECREF(ref);
         if (PyErr_Occurred())
             return -1;
-        *own = ref && !shadowed && _PyType_Lookup(Py_TYPE(net), w_s[W_RESUME_HELD]) == ref;
     }
     if (!*own)
         return 0;
@@ -8725,11 +8723,10 @@ static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t na
             Py_DECREF(held);
         if (some < 0 || bad)
             goto fail;
-        PyObject *log = w_wake_log(&w);
+        PyObject *log = w_obj(&w, WV_WAKE_LOG);
         if (!log)
             goto fail;
         if (log != Py_None) { /* self._wake_record(now), the Python lines' (only while a test records) */
-            Py_INCREF(log);
             PyObject *argv[2] = {net, now_o};
             PyObject *rec = PyObject_VectorcallMethod(w_s[W_WAKE_RECORD], argv, 2, NULL);
             bad = !rec || PyList_Append(log, rec) < 0;
@@ -8737,7 +8734,8 @@ static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t na
             Py_DECREF(log);
             if (bad)
                 goto fail;
-        }
+        } else
+            Py_DECREF(log);
         if (!pumped)
             break;
         Py_SETREF(now_o, PyFloat_FromDouble(next));
