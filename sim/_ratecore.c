@@ -7027,7 +7027,8 @@ enum {
     WV_N
 };
 static struct {
-    PyObject *d3, *d4; /* the modules' dicts (compared by address only; their tags are unique to them) */
+    PyObject *m3, *m4; /* the modules (held: their dicts live as long) */
+    PyObject *d3, *d4; /* their dicts */
     uint64_t t3, t4;   /* their version tags when the values were read */
     unsigned have;     /* a bit per value held */
     long v[WV_N];
@@ -7104,11 +7105,8 @@ static inline uint64_t dict_tag(PyObject *d) { return ((PyDictObject *)d)->ma_ve
 #define W_VALS_HELD 0
 #endif
 
-/* whether w_vals may hold the modules' values for ``w`` (1; dropped first where either dict changed since
- * they were read) or not (0: read every time) */
-static int w_vals_ok(const WCtx *w) {
-    if (!W_VALS_HELD || !w->wctx_)
-        return 0;
+/* w_vals_ok's other case: the modules not the ones held, or a dict changed */
+static int w_vals_renew(const WCtx *w) {
     PyObject *m3 = PyTuple_GET_ITEM(w->wctx_, 3), *m4 = PyTuple_GET_ITEM(w->wctx_, 4);
     if (!PyModule_CheckExact(m3) || !PyModule_CheckExact(m4))
         return 0;
@@ -7116,16 +7114,35 @@ static int w_vals_ok(const WCtx *w) {
     if (!d3 || !d4 || !PyDict_CheckExact(d3) || !PyDict_CheckExact(d4))
         return 0;
 #if W_VALS_HELD
-    uint64_t t3 = dict_tag(d3), t4 = dict_tag(d4);
-    if (d3 != w_vals.d3 || d4 != w_vals.d4 || t3 != w_vals.t3 || t4 != w_vals.t4) {
-        w_vals.d3 = d3;
-        w_vals.d4 = d4;
-        w_vals.t3 = t3;
-        w_vals.t4 = t4;
-        w_vals.have = 0;
-    }
-#endif
+    Py_INCREF(m3);
+    Py_INCREF(m4);
+    Py_XSETREF(w_vals.m3, m3);
+    Py_XSETREF(w_vals.m4, m4);
+    w_vals.d3 = d3;
+    w_vals.d4 = d4;
+    w_vals.t3 = dict_tag(d3);
+    w_vals.t4 = dict_tag(d4);
+    w_vals.have = 0;
     return 1;
+#else
+    (void)d3;
+    (void)d4;
+    return 0;
+#endif
+}
+
+/* whether w_vals may hold the modules' values for ``w`` (1; dropped first where either dict changed since
+ * they were read) or not (0: read every time) */
+static inline int w_vals_ok(const WCtx *w) {
+#if W_VALS_HELD
+    if (w->wctx_ && PyTuple_GET_ITEM(w->wctx_, 3) == w_vals.m3 && PyTuple_GET_ITEM(w->wctx_, 4) == w_vals.m4 &&
+        dict_tag(w_vals.d3) == w_vals.t3 && dict_tag(w_vals.d4) == w_vals.t4)
+        return 1;
+    return w->wctx_ ? w_vals_renew(w) : 0;
+#else
+    (void)w;
+    return 0;
+#endif
 }
 
 /* sim.network's ``_WAKE_LOG`` (k WV_WAKE_LOG) or ``_RESUME_HELD`` (WV_RESUME_HELD): a new reference, or NULL
@@ -8522,12 +8539,27 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
         !(act = iget(net, w_s[W_IS_ACTIVE])) || !(due = iget(net, w_s[W_DUE])))
         goto out;
     /* _schedule_next(now): wake_next's lines, the event left out where the caller runs the wake-up itself */
-    PyObject *argv[4] = {heap, due_at, act, due};
-    if (!(got = py_next_due(NULL, argv, 4)))
-        goto out;
-    double when = PyFloat_AsDouble(PyTuple_GET_ITEM(got, 0));
-    Py_ssize_t taken = PyLong_AsSsize_t(PyTuple_GET_ITEM(got, 1));
-    if (PyErr_Occurred() || w_add(net, W_DUE_ENTRIES, -taken) < 0)
+    double when;
+    Py_ssize_t taken = 0;
+    if (is_dues(heap)) { /* (next_due's lines for a heap held in C, with no tuple made) */
+        Arr a_act, a_due;
+        PyObject *argv[4] = {heap, due_at, act, due};
+        if (due_open(argv, 4, 4, "next_due(heap, due_at, is_active, due)", &a_act, &a_due, 0) < 0)
+            goto out;
+        int bad = dues_next((Dues *)heap, &a_act, &a_due, &when, &taken) < 0;
+        due_close(&a_act, &a_due, NULL);
+        if (bad)
+            goto out;
+    } else {
+        PyObject *argv[4] = {heap, due_at, act, due};
+        if (!(got = py_next_due(NULL, argv, 4)))
+            goto out;
+        when = PyFloat_AsDouble(PyTuple_GET_ITEM(got, 0));
+        taken = PyLong_AsSsize_t(PyTuple_GET_ITEM(got, 1));
+        if (PyErr_Occurred())
+            goto out;
+    }
+    if (w_add(net, W_DUE_ENTRIES, -taken) < 0)
         goto out;
     if (when < Py_HUGE_VAL && now > when) /* max(now, when) */
         when = now;
