@@ -8648,24 +8648,22 @@ static PyObject *py_net_wake(PyObject *self, PyObject *const *args, Py_ssize_t n
  * _resume_held the one sim.network defines (``_RESUME_HELD``: no subclass's, no instance's, none patched in),
  * and nothing in SimPy's queue due by ``now`` (then the method's last lines: run_callbacks(held)); 0 where the
  * method itself must run, -1 on an error */
-static int w_resume_c(const WCtx *w, PyObject *env, double now, int *own) {
+static int w_resume_c(const WCtx *w, PyObject *env, double now) {
     long lane_core;
     if (w_val(w, WV_LANE_CORE, &lane_core) < 0)
         return -1;
     if (!lane_core)
         return 0;
-    if (*own < 0) { /* (looked up once per call) */
-        PyObject *net = w->net, *ref = w_obj(w, WV_RESUME_HELD);
-        if (!ref)
-            return -1;
-        PyObject **dp = idict(net);
-        int shadowed = dp && PyDict_GetItemWithError(*dp, w_s[W_RESUME_HELD]) != NULL;
-        *own = !shadowed && !PyErr_Occurred() && _PyType_Lookup(Py_TYPE(net), w_s[W_RESUME_HELD]) == ref;
-        Py_DECREF(ref);
-        if (PyErr_Occurred())
-            return -1;
-    }
-    if (!*own)
+    PyObject *net = w->net, *ref = w_obj(w, WV_RESUME_HELD); /* (looked at every time: a patch is seen at once) */
+    if (!ref)
+        return -1;
+    PyObject **dp = idict(net);
+    int shadowed = dp && PyDict_GetItemWithError(*dp, w_s[W_RESUME_HELD]) != NULL;
+    int own = !shadowed && !PyErr_Occurred() && _PyType_Lookup(Py_TYPE(net), w_s[W_RESUME_HELD]) == ref;
+    Py_DECREF(ref);
+    if (PyErr_Occurred())
+        return -1;
+    if (!own)
         return 0;
     PyObject *queue = iget(env, s_queue);
     if (!queue)
@@ -8704,7 +8702,7 @@ static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t na
     PyObject *net = w.net, *env = PyTuple_GET_ITEM(w.ctx, CX_ENV);
     PyObject *hooks = PyTuple_GET_ITEM(w.ctx, CX_AFTER), *now_o = Py_NewRef(args[1]);
     PyObject *inf = NULL, *spare = NULL;
-    int env_ok = PyObject_IsTrue(PyTuple_GET_ITEM(args[0], 5)), own = -1;
+    int env_ok = PyObject_IsTrue(PyTuple_GET_ITEM(args[0], 5));
     if (env_ok < 0 || !(inf = PyFloat_FromDouble(Py_HUGE_VAL)))
         goto fail;
     for (;;) {
@@ -8740,7 +8738,7 @@ static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t na
         }
         int some = held != Py_None ? PyObject_IsTrue(held) : 0;
         if (some > 0) {
-            int c = PyList_CheckExact(held) ? w_resume_c(&w, env, now, &own) : 0;
+            int c = PyList_CheckExact(held) ? w_resume_c(&w, env, now) : 0;
             if (c > 0) { /* run_callbacks(held) */
                 PyObject *r = py_run_callbacks(NULL, &held, 1);
                 bad = !r;

@@ -466,3 +466,30 @@ def test_held_lists_kept_by_a_hook_stay_as_they_were(monkeypatch, core):
         test_held_lists_kept_by_a_hook_stay_as_they_were.shape = shape  # type: ignore[attr-defined]
     else:
         assert shape == test_held_lists_kept_by_a_hook_stay_as_they_were.shape  # type: ignore[attr-defined]
+
+
+def test_a_resume_held_patched_in_during_a_run_is_called_from_the_next_wake_up_on(monkeypatch):
+    """``Network._resume_held`` patched between two wake-ups of one ``net_run`` call: every wake-up after it that
+    holds events calls it -- the same wake-ups as with it patched from the start."""
+    resume = network.Network._resume_held
+    at: list[int] = []
+
+    def spying(self: Any, held: list[Any], now: float) -> None:
+        at.append(len(network._WAKE_LOG))  # (the wake-ups logged before this one)
+        resume(self, held, now)
+
+    with monkeypatch.context() as m:
+        m.setattr(network.Network, "_resume_held", spying)
+        _flipping(m, 10**9, lambda: None)
+        whole = simulate(*RING, engine="message")
+    every = list(at)
+    for flip in range(30, 38):  # (a patch made after each of several wake-ups)
+        at.clear()
+        with monkeypatch.context() as m:
+            _flipping(m, flip, lambda: setattr(network.Network, "_resume_held", spying))
+            try:
+                late = simulate(*RING, engine="message")
+            finally:
+                network.Network._resume_held = resume
+        assert at == [k for k in every if k >= flip] and len(at) > 50
+        assert (repr(late.time_s), late.events) == (repr(whole.time_s), whole.events)
