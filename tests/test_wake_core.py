@@ -442,30 +442,27 @@ def test_a_resume_held_patched_in_is_called(monkeypatch):
     assert (repr(one.time_s), one.events) == (repr(ref.time_s), ref.events)
 
 
-@pytest.mark.parametrize("core", [True, False])
-def test_held_lists_kept_by_a_hook_stay_as_they_were(monkeypatch, core):
+def test_held_lists_kept_by_a_hook_stay_as_they_were(monkeypatch):
     """An after-wake hook that keeps every wake-up's held list: each is a list of its own, holding the events
     that wake-up held (net_run reuses a held list only where no one else holds it) -- the same lists as the
     Python lines'."""
-    kept: list[Any] = []
-    init = network.Network.__init__
+    shapes = []
+    for core in (True, False):
+        kept: list[Any] = []
+        init = network.Network.__init__
 
-    def hooked(self: Any, *a: Any, **kw: Any) -> None:
-        init(self, *a, **kw)
-        self.after_wake.append(lambda: kept.append(self._held))
+        def hooked(self: Any, *a: Any, **kw: Any) -> None:
+            init(self, *a, **kw)
+            self.after_wake.append(lambda: kept.append(self._held))
 
-    with monkeypatch.context() as m:
-        m.setattr(network, "_WAKE_CORE", core)
-        m.setattr(network.Network, "__init__", hooked)
-        simulate(*RING, engine="message")
-    lists = [h for h in kept if h is not None]
-    assert len({id(h) for h in lists}) == len(lists) > 100
-    shape = [len(h) for h in lists]
-    assert sum(shape) > 0
-    if core:
-        test_held_lists_kept_by_a_hook_stay_as_they_were.shape = shape  # type: ignore[attr-defined]
-    else:
-        assert shape == test_held_lists_kept_by_a_hook_stay_as_they_were.shape  # type: ignore[attr-defined]
+        with monkeypatch.context() as m:
+            m.setattr(network, "_WAKE_CORE", core)
+            m.setattr(network.Network, "__init__", hooked)
+            simulate(*RING, engine="message")
+        lists = [h for h in kept if h is not None]
+        assert len({id(h) for h in lists}) == len(lists) > 100
+        shapes.append([len(h) for h in lists])
+    assert shapes[0] == shapes[1] and sum(shapes[0]) > 0
 
 
 def test_a_resume_held_patched_in_during_a_run_is_called_from_the_next_wake_up_on(monkeypatch):
