@@ -3123,6 +3123,18 @@ static int add_attr(PyObject *obj, PyObject *name, long by) {
     PyObject *v = iget(obj, name);
     if (!v)
         return -1;
+    if (PyLong_CheckExact(v)) { /* (an int: the sum in C, where it fits; the same int) */
+        int over;
+        long x = PyLong_AsLongAndOverflow(v, &over);
+        if (!over && !(x == -1 && PyErr_Occurred()) && (by > 0 ? x <= LONG_MAX - by : x >= LONG_MIN - by)) {
+            Py_DECREF(v);
+            PyObject *sum = PyLong_FromLong(x + by);
+            int rc = sum ? iset(obj, name, sum) : -1;
+            Py_XDECREF(sum);
+            return rc;
+        }
+        PyErr_Clear();
+    }
     PyObject *d = PyLong_FromLong(by);
     PyObject *sum = d ? PyNumber_InPlaceAdd(v, d) : NULL;
     Py_DECREF(v);
@@ -3254,16 +3266,16 @@ static PyObject *due_wake(PyObject *ctx, PyObject *due_o, double now) {
 /* Network._schedule(when): a wake-up at ``when`` exactly, an event triggered and queued as a timeout is */
 static int schedule(PyObject *ctx, PyObject *when) {
     PyObject *net = PyTuple_GET_ITEM(ctx, CX_NET), *env = PyTuple_GET_ITEM(ctx, CX_ENV);
-    if (PyObject_SetAttr(net, s_wake_at, when) < 0)
+    if (iset(net, s_wake_at, when) < 0)
         return -1;
     PyObject *event = new_event(PyTuple_GET_ITEM(ctx, CX_EVENT), env), *cbs = NULL, *cb = NULL, *now = NULL;
     PyObject *queue = NULL, *eid = NULL, *id = NULL, *item = NULL, *r = NULL;
     int rc = -1;
-    if (!event || mark_ok(event, Py_None) < 0 || !(cbs = PyObject_GetAttr(event, s_callbacks)) ||
-        !(cb = PyObject_GetAttr(net, s_on_timeout)) || PyList_Append(cbs, cb) < 0 || !(now = PyObject_GetAttr(env, s_now)))
+    if (!event || mark_ok(event, Py_None) < 0 || !(cbs = iget(event, s_callbacks)) ||
+        !(cb = PyObject_GetAttr(net, s_on_timeout)) || PyList_Append(cbs, cb) < 0 || !(now = iget(env, s_now)))
         goto done;
     double w = fv(when), t = fv(now);
-    if (PyErr_Occurred() || !(queue = PyObject_GetAttr(env, s_queue)) || !(eid = PyObject_GetAttr(env, s_eid)))
+    if (PyErr_Occurred() || !(queue = iget(env, s_queue)) || !(eid = iget(env, s_eid)))
         goto done;
     if (!(id = PyIter_Next(eid))) {
         if (!PyErr_Occurred())
@@ -3271,10 +3283,12 @@ static int schedule(PyObject *ctx, PyObject *when) {
         goto done;
     }
     /* (max(float(when), env._now), NORMAL, next(env._eid), event) */
-    if (!(item = PyTuple_Pack(4, t > w ? now : when, PyTuple_GET_ITEM(ctx, CX_NORMAL), id, event)) ||
-        !(r = PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(ctx, CX_PUSH), queue, item, NULL)))
+    if (!(item = PyTuple_Pack(4, t > w ? now : when, PyTuple_GET_ITEM(ctx, CX_NORMAL), id, event)))
         goto done;
-    rc = PyObject_SetAttr(net, s_wake_event, event);
+    PyObject *pargs[2] = {queue, item};
+    if (!(r = PyObject_Vectorcall(PyTuple_GET_ITEM(ctx, CX_PUSH), pargs, 2, NULL)))
+        goto done;
+    rc = iset(net, s_wake_event, event);
 done:
     Py_XDECREF(event);
     Py_XDECREF(cbs);
@@ -7004,7 +7018,7 @@ enum {
     W_PENDING_AT, W_STAGE, W_REMAINING, W_PATH, W_BYTES, W_RATE, W_OWNER, W_GID, W_OWNERS, W_FREE, W_PATH_BYTES,
     W_CLUSTER, W_PATHS, W_COUNT, W_LENGTH, W_FLUSH, W_REMOVED, W_ADDED, W_SOLVE, W_FINISH, W_FINISH_FEW, W_START,
     W_PATH_BYTES_FOR, W_T_SET, W_BOUND, W_FLOWS_, W_SCHEDULE, W_HELD, W_WAKEUPS, W_PUMP, W_RESUME_HELD, W_WAKE_LOG,
-    W_WAKE_RECORD, W_MSG_CORE, W_SETTLE, W_SETTLE_, W_SEND_CTX, W_EVENT, W_N
+    W_WAKE_RECORD, W_MSG_CORE, W_SETTLE, W_SETTLE_, W_SEND_CTX, W_EVENT, W_LANE_CORE, W_RESUME_HELD_, W_N
 };
 static const char *w_names[W_N] = {
     "_t_last", "_heap", "_due_at", "_is_active", "_due", "_due_entries", "_nactive", "_active_arr", "_entries",
@@ -7012,7 +7026,7 @@ static const char *w_names[W_N] = {
     "_free", "_path_bytes", "cluster", "paths", "count", "length", "_flush", "_removed", "_added", "_solve",
     "_finish", "_finish_few", "_start", "_path_bytes_for", "_t_set", "_bound", "flows", "_schedule", "_held",
     "wakeups", "_PUMP", "_resume_held", "_WAKE_LOG", "_wake_record", "_MSG_CORE", "settle", "_SETTLE",
-    "_send_ctx", "_event",
+    "_send_ctx", "_event", "_LANE_CORE", "_RESUME_HELD",
 };
 static PyObject *w_s[W_N];
 static PyObject *w_neg_inf;
@@ -7034,6 +7048,28 @@ static int w_strings(void) {
         return -1;
     return (w_neg_inf = PyFloat_FromDouble(-Py_HUGE_VAL)) ? 0 : -1;
 }
+
+/* the modules' switches and limits a wake-up reads (sim.network's, wctx[4], and sim.rates', wctx[3]) held in
+ * C once read, for as long as neither module's dict changes (its version tag, which CPython moves on every
+ * change of a dict: a switch flipped, any global rebound, is seen at the next read, as the Python lines,
+ * which read them every time, see it; tests/test_wake_core.py). Where the tag is not to be had (not a
+ * module, CPython 3.14 on), they are read every time. */
+enum {
+    WV_MSG_CORE, WV_PUMP, WV_LANE_CORE, /* sim.network's */
+    WV_HIT_CORE, WV_INCR_MIN, WV_CMAX, WV_SHARE, WV_FLOOR, WV_SCALAR, WV_SKIP_MAX, WV_RECOUNT_CORE, /* sim.rates' */
+    WV_SETTLE_OWN, /* whether sim.network.settle is sim.network._SETTLE (w_finish_singles) */
+    WV_WAKE_LOG,   /* sim.network._WAKE_LOG (an object in ``obj``, borrowed from the dict, which holds it) */
+    WV_RESUME_HELD, /* sim.network._RESUME_HELD, Network._resume_held as defined there (the same) */
+    WV_N
+};
+static struct {
+    PyObject *m3, *m4; /* the modules (held: their dicts live as long) */
+    PyObject *d3, *d4; /* their dicts */
+    uint64_t t3, t4;   /* their version tags when the values were read */
+    unsigned have;     /* a bit per value held */
+    long v[WV_N];
+    PyObject *obj[WV_N];
+} w_vals;
 
 typedef struct {
     PyObject *ctx, *empty, *int64, *net, *wctx_;
@@ -7092,11 +7128,77 @@ static int w_arr(PyObject *obj, int name, Arr *a, int kind, int writable) {
 static int w_add(PyObject *obj, int name, Py_ssize_t by) { return add_attr(obj, w_s[name], (long)by); }
 
 static int r_long(PyObject *obj, PyObject *name, long *out);
+static int w_val(const WCtx *w, int k, long *out);
+
+/* the version tag of dict ``d`` (CPython's ma_version_tag: moved on every change) */
+#if PY_VERSION_HEX < 0x030E0000
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static inline uint64_t dict_tag(PyObject *d) { return ((PyDictObject *)d)->ma_version_tag; }
+#pragma GCC diagnostic pop
+#define W_VALS_HELD 1
+#else
+#define W_VALS_HELD 0
+#endif
+
+/* w_vals_ok's other case: the modules not the ones held, or a dict changed */
+static int w_vals_renew(const WCtx *w) {
+    PyObject *m3 = PyTuple_GET_ITEM(w->wctx_, 3), *m4 = PyTuple_GET_ITEM(w->wctx_, 4);
+    if (!PyModule_CheckExact(m3) || !PyModule_CheckExact(m4))
+        return 0;
+    PyObject *d3 = PyModule_GetDict(m3), *d4 = PyModule_GetDict(m4);
+    if (!d3 || !d4 || !PyDict_CheckExact(d3) || !PyDict_CheckExact(d4))
+        return 0;
+#if W_VALS_HELD
+    Py_INCREF(m3);
+    Py_INCREF(m4);
+    Py_XSETREF(w_vals.m3, m3);
+    Py_XSETREF(w_vals.m4, m4);
+    w_vals.d3 = d3;
+    w_vals.d4 = d4;
+    w_vals.t3 = dict_tag(d3);
+    w_vals.t4 = dict_tag(d4);
+    w_vals.have = 0;
+    return 1;
+#else
+    (void)d3;
+    (void)d4;
+    return 0;
+#endif
+}
+
+/* whether w_vals may hold the modules' values for ``w`` (1; dropped first where either dict changed since
+ * they were read) or not (0: read every time) */
+static inline int w_vals_ok(const WCtx *w) {
+#if W_VALS_HELD
+    if (w->wctx_ && PyTuple_GET_ITEM(w->wctx_, 3) == w_vals.m3 && PyTuple_GET_ITEM(w->wctx_, 4) == w_vals.m4 &&
+        dict_tag(w_vals.d3) == w_vals.t3 && dict_tag(w_vals.d4) == w_vals.t4)
+        return 1;
+    return w->wctx_ ? w_vals_renew(w) : 0;
+#else
+    (void)w;
+    return 0;
+#endif
+}
+
+/* sim.network's ``_WAKE_LOG`` (k WV_WAKE_LOG) or ``_RESUME_HELD`` (WV_RESUME_HELD): a new reference, or NULL
+ * with an exception set */
+static PyObject *w_obj(const WCtx *w, int k) {
+    int held = w_vals_ok(w);
+    if (held && (w_vals.have >> k & 1u))
+        return Py_NewRef(w_vals.obj[k]);
+    PyObject *o = iget(PyTuple_GET_ITEM(w->wctx_, 4), w_s[k == WV_WAKE_LOG ? W_WAKE_LOG : W_RESUME_HELD_]);
+    if (o && held) { /* (borrowed: the module's dict holds it while its tag stands) */
+        w_vals.obj[k] = o;
+        w_vals.have |= 1u << k;
+    }
+    return o;
+}
 
 /* whether sim.network._MSG_CORE is on (1), off (0), or -1 with an exception set */
 static int w_msg_core(const WCtx *w) {
     long on;
-    return r_long(PyTuple_GET_ITEM(w->wctx_, 4), w_s[W_MSG_CORE], &on) < 0 ? -1 : on != 0;
+    return w_val(w, WV_MSG_CORE, &on) < 0 ? -1 : on != 0;
 }
 
 /* Network._flush's lines for a stage of (slot, nbytes, wire, pid, bound) -- ints and floats -- written into
@@ -7283,12 +7385,22 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
     int on = w_msg_core(w);
     if (on <= 0)
         return on;
-    PyObject *sctx = iget(net, w_s[W_SEND_CTX]), *settle = sctx ? iget(mod, w_s[W_SETTLE]) : NULL;
-    PyObject *own = settle ? iget(mod, w_s[W_SETTLE_]) : NULL;
-    int ok = own && sctx != Py_None && settle == own;
+    PyObject *sctx = iget(net, w_s[W_SEND_CTX]);
+    int ok = sctx && sctx != Py_None;
     Py_XDECREF(sctx);
-    Py_XDECREF(settle);
-    Py_XDECREF(own);
+    int held = ok ? w_vals_ok(w) : 0;
+    if (held && (w_vals.have >> WV_SETTLE_OWN & 1u)) /* (``settle`` the module's own: held as the switches are) */
+        ok = (int)w_vals.v[WV_SETTLE_OWN];
+    else if (ok) {
+        PyObject *settle = iget(mod, w_s[W_SETTLE]), *own = settle ? iget(mod, w_s[W_SETTLE_]) : NULL;
+        ok = own && settle == own;
+        Py_XDECREF(settle);
+        Py_XDECREF(own);
+        if (held && !PyErr_Occurred()) {
+            w_vals.v[WV_SETTLE_OWN] = ok;
+            w_vals.have |= 1u << WV_SETTLE_OWN;
+        }
+    }
     if (!ok)
         return PyErr_Occurred() ? -1 : 0;
     Arr owner, gid;
@@ -7659,6 +7771,29 @@ static PyObject *r_s[R_N];
 
 static int r_strings(void) { return intern_all(r_s, r_names, R_N); }
 
+/* a module's switch or limit ``k`` (WV_*) as a C long: held in w_vals once read (0, or -1 with an exception
+ * set) */
+static int w_val(const WCtx *w, int k, long *out) {
+    int held = w_vals_ok(w);
+    if (held && (w_vals.have >> k & 1u)) {
+        *out = w_vals.v[k];
+        return 0;
+    }
+    static const int names[WV_RECOUNT_CORE] = {W_MSG_CORE, W_PUMP,  W_LANE_CORE, R_HIT_CORE, R_INCR_MIN,
+                                               R_CMAX,     R_SHARE, R_FLOOR,     R_SCALAR,   R_SKIP_MAX};
+    if (r_strings() < 0 || k_strings() < 0)
+        return -1;
+    PyObject *name = k == WV_RECOUNT_CORE ? k_s[K_RECOUNT_CORE] : k <= WV_LANE_CORE ? w_s[names[k]] : r_s[names[k]];
+    if (r_long(PyTuple_GET_ITEM(w->wctx_, k <= WV_LANE_CORE ? 4 : 3), name, out) < 0)
+        return -1;
+    if (held) {
+        w_vals.v[k] = *out;
+        w_vals.have |= 1u << k;
+    }
+    return 0;
+}
+
+
 /* obj.name as a C long (an int or a bool), or -1 with an exception set */
 static int r_long(PyObject *obj, PyObject *name, long *out) {
     PyObject *v = iget(obj, name);
@@ -8004,7 +8139,7 @@ static int w_solve(const WCtx *w) {
         python = 1;
         goto out;
     }
-    if (r_long(rates, r_s[R_BOUNDED], &bounded) < 0 || r_long(mod, r_s[R_HIT_CORE], &hitcore) < 0)
+    if (r_long(rates, r_s[R_BOUNDED], &bounded) < 0 || w_val(w, WV_HIT_CORE, &hitcore) < 0)
         goto out;
     if (bounded == 0) { /* a cache hit, looked up in C */
         if (!(o_cache = iget(rates, r_s[R_CACHE])) || !(o_key = iget(rates, r_s[R_KEY])))
@@ -8050,7 +8185,7 @@ static int w_solve(const WCtx *w) {
         }
     }
     /* the partial re-solve along full links, with the compiled sets and loads */
-    if (r_long(mod, r_s[R_INCR_MIN], &incr_min) < 0 || r_long(rates, r_s[R_VALID], &valid) < 0 ||
+    if (w_val(w, WV_INCR_MIN, &incr_min) < 0 || r_long(rates, r_s[R_VALID], &valid) < 0 ||
         r_long(rates, r_s[R_INCREMENTAL], &incr) < 0 ||
         r_long(rates, r_s[R_SKIP], &skip) < 0 || r_long(rates, r_s[R_SPREAD], &spread) < 0 ||
         !(o_members = iget(rates, r_s[R_MEMBERS])) || !(o_load = iget(rates, r_s[R_LOAD])))
@@ -8081,9 +8216,9 @@ static int w_solve(const WCtx *w) {
             goto out;
     }
     long cmax, share, floor_, scalar, skip_max;
-    if (r_long(mod, r_s[R_CMAX], &cmax) < 0 || r_long(mod, r_s[R_SHARE], &share) < 0 ||
-        r_long(mod, r_s[R_FLOOR], &floor_) < 0 || r_long(mod, r_s[R_SCALAR], &scalar) < 0 ||
-        r_long(mod, r_s[R_SKIP_MAX], &skip_max) < 0 || !(o_rtol = iget(mod, r_s[R_RTOL])) ||
+    if (w_val(w, WV_CMAX, &cmax) < 0 || w_val(w, WV_SHARE, &share) < 0 ||
+        w_val(w, WV_FLOOR, &floor_) < 0 || w_val(w, WV_SCALAR, &scalar) < 0 ||
+        w_val(w, WV_SKIP_MAX, &skip_max) < 0 || !(o_rtol = iget(mod, r_s[R_RTOL])) ||
         !(fresh = iget(rates, r_s[R_FRESH])) || !(gone = iget(rates, r_s[R_GONE])))
         goto out;
     {
@@ -8252,7 +8387,7 @@ static int w_count_users(PyObject *rates, Core *c, const Py_ssize_t *pids, Py_ss
 /* 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error; ``arr`` (``slots`` as an
  * array) is read only where flows start (sign > 0): flows that end leave the core's sets from ``slots`` */
 static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, int sign) {
-    PyObject *net = w->net, *mod = PyTuple_GET_ITEM(w->wctx_, 3);
+    PyObject *net = w->net;
     PyObject *rates = NULL, *cluster = NULL, *paths = NULL, *dom = NULL, *hash_o = NULL, *members = NULL, *core = NULL;
     PyObject *pids_o = NULL, *rates_o = NULL, *key_o = NULL, *list = NULL, *item = NULL, *r = NULL;
     Arr path, bound, rate, hash;
@@ -8283,7 +8418,7 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
         goto out;
     }
     if (r_long(rates, r_s[R_RECOUNT], &recount) < 0 || r_long(rates, k_s[K_COUNT_], &count) < 0 ||
-        r_long(mod, k_s[K_RECOUNT_CORE], &recount_core) < 0 || r_long(cluster, k_s[K_NUM_ARCS], &narcs) < 0 ||
+        w_val(w, WV_RECOUNT_CORE, &recount_core) < 0 || r_long(cluster, k_s[K_NUM_ARCS], &narcs) < 0 ||
         !(members = iget(rates, r_s[R_MEMBERS])) || !(core = iget(rates, r_s[R_CORE])))
         goto out;
     count += sign * n;
@@ -8440,12 +8575,27 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
         !(act = iget(net, w_s[W_IS_ACTIVE])) || !(due = iget(net, w_s[W_DUE])))
         goto out;
     /* _schedule_next(now): wake_next's lines, the event left out where the caller runs the wake-up itself */
-    PyObject *argv[4] = {heap, due_at, act, due};
-    if (!(got = py_next_due(NULL, argv, 4)))
-        goto out;
-    double when = PyFloat_AsDouble(PyTuple_GET_ITEM(got, 0));
-    Py_ssize_t taken = PyLong_AsSsize_t(PyTuple_GET_ITEM(got, 1));
-    if (PyErr_Occurred() || w_add(net, W_DUE_ENTRIES, -taken) < 0)
+    double when;
+    Py_ssize_t taken = 0;
+    if (is_dues(heap)) { /* (next_due's lines for a heap held in C, with no tuple made) */
+        Arr a_act, a_due;
+        PyObject *argv[4] = {heap, due_at, act, due};
+        if (due_open(argv, 4, 4, "next_due(heap, due_at, is_active, due)", &a_act, &a_due, 0) < 0)
+            goto out;
+        int bad = dues_next((Dues *)heap, &a_act, &a_due, &when, &taken) < 0;
+        due_close(&a_act, &a_due, NULL);
+        if (bad)
+            goto out;
+    } else {
+        PyObject *argv[4] = {heap, due_at, act, due};
+        if (!(got = py_next_due(NULL, argv, 4)))
+            goto out;
+        when = PyFloat_AsDouble(PyTuple_GET_ITEM(got, 0));
+        taken = PyLong_AsSsize_t(PyTuple_GET_ITEM(got, 1));
+        if (PyErr_Occurred())
+            goto out;
+    }
+    if (w_add(net, W_DUE_ENTRIES, -taken) < 0)
         goto out;
     if (when < Py_HUGE_VAL && now > when) /* max(now, when) */
         when = now;
@@ -8530,23 +8680,64 @@ static PyObject *py_net_wake(PyObject *self, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
+/* whether Network._resume_held(held, now) may run as C (1): sim.network._LANE_CORE on, the network's
+ * _resume_held the one sim.network defines (``_RESUME_HELD``: no subclass's, no instance's, none patched in),
+ * and nothing in SimPy's queue due by ``now`` (then the method's last lines: run_callbacks(held)); 0 where the
+ * method itself must run, -1 on an error */
+static int w_resume_c(const WCtx *w, PyObject *env, double now) {
+    long lane_core;
+    if (w_val(w, WV_LANE_CORE, &lane_core) < 0)
+        return -1;
+    if (!lane_core)
+        return 0;
+    PyObject *net = w->net, *ref = w_obj(w, WV_RESUME_HELD); /* (looked at every time: a patch is seen at once) */
+    if (!ref)
+        return -1;
+    PyObject **dp = idict(net);
+    int shadowed = dp && PyDict_GetItemWithError(*dp, w_s[W_RESUME_HELD]) != NULL;
+    int own = !shadowed && !PyErr_Occurred() && _PyType_Lookup(Py_TYPE(net), w_s[W_RESUME_HELD]) == ref;
+    Py_DECREF(ref);
+    if (PyErr_Occurred())
+        return -1;
+    if (!own)
+        return 0;
+    PyObject *queue = iget(env, s_queue);
+    if (!queue)
+        return -1;
+    int c = 0;
+    if (PyList_CheckExact(queue)) { /* if queue and queue[0][0] <= now: the method (it schedules them) */
+        c = 1;
+        if (PyList_GET_SIZE(queue)) {
+            PyObject *head = PyList_GET_ITEM(queue, 0);
+            c = PyTuple_CheckExact(head) && PyTuple_GET_SIZE(head) && PyFloat_CheckExact(PyTuple_GET_ITEM(head, 0)) &&
+                !(PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(head, 0)) <= now);
+        }
+    }
+    Py_DECREF(queue);
+    return c;
+}
+
 /* net_run(wctx, now): Network._wake for a closed lane, and the wake-ups after it for as long as each
  * would be the next step of SimPy's loop (Network._wake_run is the reference): each counted, its work
- * done (w_body), the after-wake hooks called, the processes it triggered resumed (_resume_held); then,
+ * done (w_body), the after-wake hooks called, the processes it triggered resumed (_resume_held: its lines
+ * in C where w_resume_c says so); then,
  * where w_body left the next wake-up to it -- no hook, nothing held, the environment SimPy's own step's
  * (``wctx[5]``) and ``sim.network._PUMP`` on -- the clock set to its time and the next one run here, with
  * no event of its own and no step of SimPy's, its event id drawn all the same (the events counted are
  * the same). ``sim.network._WAKE_LOG``, where it is a list, gets Network._wake_record(now) after each
- * (tests/test_wake_core.py). */
+ * (tests/test_wake_core.py). The modules' switches (_PUMP, _WAKE_LOG, _MSG_CORE, _LANE_CORE, sim.rates'
+ * limits) are held in C while the modules' dicts stand (w_vals); the held list is reused from one wake-up to
+ * the next where no one else holds it (an empty list each time, as _wake's ``self._held = []``, for all
+ * anyone can tell). */
 static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "net_run(wctx, now)"))
         return NULL;
     WCtx w;
     if (w_open(args[0], &w) < 0)
         return NULL;
-    PyObject *net = w.net, *mod = PyTuple_GET_ITEM(args[0], 4), *env = PyTuple_GET_ITEM(w.ctx, CX_ENV);
+    PyObject *net = w.net, *env = PyTuple_GET_ITEM(w.ctx, CX_ENV);
     PyObject *hooks = PyTuple_GET_ITEM(w.ctx, CX_AFTER), *now_o = Py_NewRef(args[1]);
-    PyObject *inf = NULL;
+    PyObject *inf = NULL, *spare = NULL;
     int env_ok = PyObject_IsTrue(PyTuple_GET_ITEM(args[0], 5));
     if (env_ok < 0 || !(inf = PyFloat_FromDouble(Py_HUGE_VAL)))
         goto fail;
@@ -8555,14 +8746,15 @@ static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (PyErr_Occurred())
             goto fail;
         /* _wake's first lines */
-        PyObject *held = PyList_New(0);
+        PyObject *held = spare ? spare : PyList_New(0);
+        spare = NULL;
         int bad = !held || w_add(net, W_WAKEUPS, 1) < 0 || iset(net, s_wake_at, inf) < 0 ||
                   iset(net, s_wake_event, Py_None) < 0 || iset(net, w_s[W_HELD], held) < 0;
         Py_XDECREF(held);
         if (bad)
             goto fail;
         long pump_on;
-        if (r_long(mod, w_s[W_PUMP], &pump_on) < 0)
+        if (w_val(&w, WV_PUMP, &pump_on) < 0)
             goto fail;
         int pumped = w_body(&w, now_o, now, pump_on && env_ok && PyList_GET_SIZE(hooks) == 0, &next);
         if (pumped < 0)
@@ -8581,12 +8773,23 @@ static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t na
             goto fail;
         }
         int some = held != Py_None ? PyObject_IsTrue(held) : 0;
-        if (some > 0)
-            bad = w_call(net, w_s[W_RESUME_HELD], held, now_o, NULL) < 0;
-        Py_DECREF(held);
+        if (some > 0) {
+            int c = PyList_CheckExact(held) ? w_resume_c(&w, env, now) : 0;
+            if (c > 0) { /* run_callbacks(held) */
+                PyObject *r = py_run_callbacks(NULL, &held, 1);
+                bad = !r;
+                Py_XDECREF(r);
+            } else
+                bad = c < 0 || w_call(net, w_s[W_RESUME_HELD], held, now_o, NULL) < 0;
+        }
+        if (!bad && some >= 0 && PyList_CheckExact(held) && Py_REFCNT(held) == 1 && /* (no one else holds it) */
+            PyList_SetSlice(held, 0, PyList_GET_SIZE(held), NULL) == 0)
+            spare = held;
+        else
+            Py_DECREF(held);
         if (some < 0 || bad)
             goto fail;
-        PyObject *log = iget(mod, w_s[W_WAKE_LOG]);
+        PyObject *log = w_obj(&w, WV_WAKE_LOG);
         if (!log)
             goto fail;
         if (log != Py_None) { /* self._wake_record(now), the Python lines' (only while a test records) */
@@ -8605,10 +8808,12 @@ static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (!now_o || iset(env, s_now, now_o) < 0)
             goto fail;
     }
+    Py_XDECREF(spare);
     Py_DECREF(now_o);
     Py_DECREF(inf);
     Py_RETURN_NONE;
 fail:
+    Py_XDECREF(spare);
     Py_XDECREF(now_o);
     Py_XDECREF(inf);
     return NULL;

@@ -1439,3 +1439,8 @@ class Network(_NET_BASE):
         if owner < 0 and gid < 0:
             self._sent(_take(self._event, slot), now)
         self._free.append(slot)
+
+
+#: Network._resume_held as defined above: ``net_run`` runs its lines in C (``run_callbacks``) only while a
+#: network's ``_resume_held`` is this one (a subclass's, an instance's or one patched in runs as Python)
+_RESUME_HELD = Network._resume_held

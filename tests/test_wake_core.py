@@ -346,3 +346,147 @@ def test_dfdone_takes_the_length_of_the_program_the_executor_holds(monkeypatch):
     _same(got, ref)
     assert (repr(got.time_s), got.events) == (repr(ref.time_s), ref.events)
     assert len(solves) > 6 and len(lengths) < 20  # (taken once per program, not once per completion)
+
+
+# ---- what net_run holds in C from one wake-up to the next (the modules' switches, the held list) must follow
+# what the Python lines read every time
+
+RING = (dgx(hosts=8, gpus_per_host=4, hosts_per_leaf=2, spines=1), "allreduce", "ring:order=rank", 2**22 + 7)
+
+
+def _flipping(monkeypatch: pytest.MonkeyPatch, at: int, flip: Any) -> list[Any]:
+    """A wake-up log (``_WAKE_LOG``, set here) whose ``at``-th record -- made inside ``net_run``, between two
+    wake-ups it runs, or by the Python lines -- calls ``flip`` (``Network._wake_record`` wrapped: both call it)."""
+    log: list[Any] = []
+    record = network.Network._wake_record
+
+    def flipping(self: Any, now: float) -> Any:
+        if len(log) + 1 == at:
+            flip()
+        return record(self, now)
+
+    monkeypatch.setattr(network.Network, "_wake_record", flipping)
+    monkeypatch.setattr(network, "_WAKE_LOG", log)
+    return log
+
+
+@pytest.mark.parametrize("core", [True, False])
+def test_a_wake_log_unset_during_a_run_stops_at_once(monkeypatch, core):
+    """``_WAKE_LOG`` set to None as its 25th record is made: no record after it, in the core's run
+    (which holds the switch while sim.network's globals stand) as in the Python lines' (which read it every
+    wake-up)."""
+    with monkeypatch.context() as m:
+        m.setattr(network, "_WAKE_CORE", core)
+        log = _flipping(m, 25, lambda: setattr(network, "_WAKE_LOG", None))
+        simulate(*RING, engine="message")
+    assert len(log) == 25
+
+
+def test_a_switch_flipped_during_a_run_is_seen_at_the_next_wake_up(monkeypatch):
+    """``_MSG_CORE`` turned off between two wake-ups of one ``net_run`` call: the arrivals after it are the
+    Python lines' (``Network._finish_few`` / ``_finish`` called, none before it); ``sim.rates``' limits
+    changed then too (``_INCREMENTAL_MIN``, ``_HIT_CORE``) -- and the results are the same as with none
+    flipped (both lines give the same results)."""
+    calls: list[int] = []
+    few, many = network.Network._finish_few, network.Network._finish
+    monkeypatch.setattr(network.Network, "_finish_few", lambda self, *a: (calls.append(len(log)), few(self, *a))[1])
+    monkeypatch.setattr(network.Network, "_finish", lambda self, *a: (calls.append(len(log)), many(self, *a))[1])
+
+    def flip() -> None:
+        network._MSG_CORE = False
+        rates._INCREMENTAL_MIN = 10**9
+        rates._HIT_CORE = False
+
+    ref = simulate(*RING, engine="message")
+    assert calls == []  # (every arrival in C)
+    with monkeypatch.context() as m:
+        m.setattr(network, "_MSG_CORE", True)
+        m.setattr(rates, "_INCREMENTAL_MIN", rates._INCREMENTAL_MIN)
+        m.setattr(rates, "_HIT_CORE", True)
+        log = _flipping(m, 40, flip)
+        flipped = simulate(*RING, engine="message")
+    assert calls and min(calls) >= 40  # (the first wake-up after the flip on)
+    _same(flipped, ref)
+    assert (repr(flipped.time_s), flipped.events) == (repr(ref.time_s), ref.events)
+
+
+def test_a_resume_held_patched_in_is_called(monkeypatch):
+    """``Network._resume_held`` patched on the class, or on one network: ``net_run`` calls it (its lines in C
+    are only for the method sim.network defines) -- with the same results."""
+    ref = simulate(*RING, engine="message")
+    seen: list[int] = []
+    resume = network.Network._resume_held
+
+    def spying(self: Any, held: list[Any], now: float) -> None:
+        seen.append(len(held))
+        resume(self, held, now)
+
+    with monkeypatch.context() as m:
+        m.setattr(network.Network, "_resume_held", spying)
+        patched = simulate(*RING, engine="message")
+    assert len(seen) > 100 and min(seen) > 0
+    _same(patched, ref)
+    assert (repr(patched.time_s), patched.events) == (repr(ref.time_s), ref.events)
+
+    mine: list[int] = []
+    init = network.Network.__init__
+
+    def own(self: Any, *a: Any, **kw: Any) -> None:
+        init(self, *a, **kw)
+        self._resume_held = lambda held, now: (mine.append(len(held)), resume(self, held, now))[1]
+
+    with monkeypatch.context() as m:
+        m.setattr(network.Network, "__init__", own)
+        one = simulate(*RING, engine="message")
+    assert mine == seen
+    assert (repr(one.time_s), one.events) == (repr(ref.time_s), ref.events)
+
+
+def test_held_lists_kept_by_a_hook_stay_as_they_were(monkeypatch):
+    """An after-wake hook that keeps every wake-up's held list: each is a list of its own, holding the events
+    that wake-up held (net_run reuses a held list only where no one else holds it) -- the same lists as the
+    Python lines'."""
+    shapes = []
+    for core in (True, False):
+        kept: list[Any] = []
+        init = network.Network.__init__
+
+        def hooked(self: Any, *a: Any, **kw: Any) -> None:
+            init(self, *a, **kw)
+            self.after_wake.append(lambda: kept.append(self._held))
+
+        with monkeypatch.context() as m:
+            m.setattr(network, "_WAKE_CORE", core)
+            m.setattr(network.Network, "__init__", hooked)
+            simulate(*RING, engine="message")
+        lists = [h for h in kept if h is not None]
+        assert len({id(h) for h in lists}) == len(lists) > 100
+        shapes.append([len(h) for h in lists])
+    assert shapes[0] == shapes[1] and sum(shapes[0]) > 0
+
+
+def test_a_resume_held_patched_in_during_a_run_is_called_from_the_next_wake_up_on(monkeypatch):
+    """``Network._resume_held`` patched between two wake-ups of one ``net_run`` call: every wake-up after it that
+    holds events calls it -- the same wake-ups as with it patched from the start."""
+    resume = network.Network._resume_held
+    at: list[int] = []
+
+    def spying(self: Any, held: list[Any], now: float) -> None:
+        at.append(len(network._WAKE_LOG))  # (the wake-ups logged before this one)
+        resume(self, held, now)
+
+    with monkeypatch.context() as m:
+        m.setattr(network.Network, "_resume_held", spying)
+        _flipping(m, 10**9, lambda: None)
+        whole = simulate(*RING, engine="message")
+    every = list(at)
+    for flip in range(30, 38):  # (a patch made after each of several wake-ups)
+        at.clear()
+        with monkeypatch.context() as m:
+            _flipping(m, flip, lambda: setattr(network.Network, "_resume_held", spying))
+            try:
+                late = simulate(*RING, engine="message")
+            finally:
+                network.Network._resume_held = resume
+        assert at == [k for k in every if k >= flip] and len(at) > 50
+        assert (repr(late.time_s), late.events) == (repr(whole.time_s), whole.events)
