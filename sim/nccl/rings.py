@@ -94,15 +94,30 @@ def rings_program(
     from ..algorithms.ring import rings_steps
 
     orders = np.asarray(channel_orders(cluster, p, channels), dtype=np.int64)
+    starts, chunk, bound = _laid_out(cluster, orders, nbytes, wire, launch_s, bus_cap)
+    rs, ag = rings_steps(orders, chunk * wire, cluster.endpoints, seg_off=np.arange(channels) * p, bound=bound)
+    return _launched(cluster, p, orders, starts, ((rs, p - 1), (ag, p - 1)))
+
+
+def _laid_out(
+    cluster: Any, orders: np.ndarray, nbytes: float, wire: float, launch_s: float, bus_cap: float
+) -> tuple[list[tuple[int, int]], float, float | None]:
+    """What the rings ``orders`` of :func:`rings_program` and :func:`rings_gather_program` share: their actors'
+    launches (``launch_s``: NCCL's fixed cost, paid by each launcher before its first step; the launchers are
+    added to the cluster's endpoints, so read ``cluster.endpoints`` after this), their chunk of n/(K·p) bytes
+    and their messages' rate bound (:func:`ring_bound`)."""
     starts = launchers(cluster, orders.ravel(), launch_s) if launch_s > 0 else []
-    endpoints = cluster.endpoints
-    chunk = nbytes / (channels * p)
-    bound = ring_bound(cluster, orders, chunk, wire, bus_cap)
-    rs, ag = rings_steps(orders, chunk * wire, endpoints, seg_off=np.arange(channels) * p, bound=bound)
-    phases = ((rs, p - 1), (ag, p - 1))
+    chunk = nbytes / orders.size
+    return starts, chunk, ring_bound(cluster, orders, chunk, wire, bus_cap)
+
+
+def _launched(
+    cluster: Any, p: int, orders: np.ndarray, starts: list[tuple[int, int]], phases: tuple[Any, ...]
+) -> StepProgram:
+    """The rings' ``phases`` after their launches ``starts``, with the fabric's symmetry the rings have."""
     if starts:
-        phases = Streams(endpoints, 1).program(starts).phases + phases
-    return StepProgram(endpoints, phases, symmetry=_symmetry(cluster, p, orders, starts))
+        phases = Streams(cluster.endpoints, 1).program(starts).phases + tuple(phases)
+    return StepProgram(cluster.endpoints, tuple(phases), symmetry=_symmetry(cluster, p, orders, starts))
 
 
 def rings_gather_program(
@@ -128,11 +143,6 @@ def rings_gather_program(
     orders = np.asarray(channel_orders(cluster, p, channels), dtype=np.int64)
     size, endpoint_rank = cluster.size, np.asarray(cluster.endpoint_rank, dtype=np.int64)
     ranks = np.where(orders < size, orders, endpoint_rank[np.maximum(orders - size, 0)])
-    starts = launchers(cluster, orders.ravel(), launch_s) if launch_s > 0 else []
-    endpoints = cluster.endpoints
-    chunk = nbytes / (channels * p)
-    bound = ring_bound(cluster, orders, chunk, wire, bus_cap)
-    phases = gathering_steps(orders, ranks, chunk, endpoints, collective == "reducescatter", wire, bound)
-    if starts:
-        phases = Streams(endpoints, 1).program(starts).phases + phases
-    return StepProgram(endpoints, phases, symmetry=_symmetry(cluster, p, orders, starts))
+    starts, chunk, bound = _laid_out(cluster, orders, nbytes, wire, launch_s, bus_cap)
+    phases = gathering_steps(orders, ranks, chunk, cluster.endpoints, collective == "reducescatter", wire, bound)
+    return _launched(cluster, p, orders, starts, phases)
