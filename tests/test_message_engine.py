@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from simpy.events import Event
 
@@ -54,7 +55,12 @@ def _reference(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(network, "_SMALL", 0)
     monkeypatch.setattr(network, "_RESUME_IN_WAKE", False)
     monkeypatch.setattr(network, "_PRIVATE", False)
-    monkeypatch.setattr(network.Network, "intern", lambda self, srcs, dsts: None)
+    monkeypatch.setattr(network.Network, "intern", _intern_one_by_one)
+
+
+def _intern_one_by_one(net: network.Network, srcs: Any, dsts: Any) -> np.ndarray:
+    """Network.intern without its bulk lookup: every pair's route found as a send finds it, in pair order."""
+    return np.array([net.cluster.path_id(int(s), int(d)) for s, d in zip(srcs, dsts, strict=True)], dtype=np.int64)
 
 
 def _run(topology: str, collective: str, algorithm: str, **kw: Any) -> Any:

@@ -130,9 +130,7 @@ class ParameterServer(Algorithm):
         push = job.net.intern(by, to)
         pull = job.net.intern(to, by)
         if _COUNTED and _countable(job, servers, shard):
-            # (None where Network.intern is stood in for by one that returns nothing: a test's reference)
-            routes = None if push is None or pull is None else (push.tolist(), pull.tolist())
-            yield from _Counted(job, servers, shard, routes).run()
+            yield from _Counted(job, servers, shard, (push.tolist(), pull.tolist())).run()
             return
         for k, server in enumerate(servers):
             workers = [w for w in range(p) if w != server]
@@ -206,17 +204,15 @@ class _Counted:
     tests/test_ps_msg.py holds every time to the processes' (``_COUNTED`` off), bit for bit.
     """
 
-    def __init__(self, job: Job, servers: list[int], shard: float, routes: tuple[list[int], list[int]] | None) -> None:
+    def __init__(self, job: Job, servers: list[int], shard: float, routes: tuple[list[int], list[int]]) -> None:
         self.job, self.net, self.env = job, job.net, job.env
         self.servers, self.shard = servers, shard
         self.workers = [[w for w in range(job.p) if w != server] for server in servers]
-        # the routes of the pushes and of the pulls (Network.intern's, server by server, workers in order; None:
-        # looked up send by send)
+        # the routes of the pushes and of the pulls (Network.intern's, server by server, workers in order)
         ends = np.cumsum([0] + [len(workers) for workers in self.workers]).tolist()
         blocks = list(zip(ends[:-1], ends[1:], strict=True))
-        unrouted: list[None] = [None] * len(servers)
-        self.push_routes = unrouted if routes is None else [routes[0][a:b] for a, b in blocks]
-        self.pull_routes = unrouted if routes is None else [routes[1][a:b] for a, b in blocks]
+        self.push_routes = [routes[0][a:b] for a, b in blocks]
+        self.pull_routes = [routes[1][a:b] for a, b in blocks]
         self.pushes = [len(workers) for workers in self.workers]  # not taken in yet, per server
         self.arrived = [0] * len(servers)  # arrived, not taken in yet
         self.armed = [False] * len(servers)  # an arrival has triggered the receive's stand-in

@@ -321,11 +321,27 @@ class _RingGathering(Algorithm):
         """The single ring's order of the ranks."""
         return ring_order(cluster, p, self.options.order)
 
-    def _channels(self, job: Job) -> Generator[Any, Any, None]:
-        from ..nccl.layout import run_program
+    def run(self, job: Job) -> Generator[Any, Any, None]:
+        """NCCL's K rings (``channels=K``), else the single ring: its step program where its message level
+        runs it (:func:`_by_program`), else its rank generators (:meth:`_ranks`)."""
+        p = job.p
+        if p == 1:
+            return
+        if self.options.channels > 1:
+            from ..nccl.layout import run_program
 
-        k = self.options.channels
-        yield from run_program(job, self.program(job.p, job.nbytes, job.net.cluster), k * job.p)
+            k = self.options.channels
+            yield from run_program(job, self.program(p, job.nbytes, job.net.cluster), k * p)
+            return
+        program = _by_program(self, job)
+        if program is not None:
+            yield from run_messages(job, program)
+            return
+        yield spread(job, self._ranks(job, self._order(p, job.net.cluster)))
+
+    def _ranks(self, job: Job, order: list[int]) -> list[Generator[Any, Any, None]]:
+        """The single ring's rank generators, position i holding rank ``order[i]``."""
+        raise NotImplementedError
 
     def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
         if p == 1:
@@ -344,19 +360,9 @@ class RingAllGather(_RingGathering):
     collective = "allgather"
     summary = "p-1 steps around a ring, one block per step (channels=K: NCCL's K rings, the buffer split)"
 
-    def run(self, job: Job) -> Generator[Any, Any, None]:
-        p = job.p
-        if p == 1:
-            return
-        if self.options.channels > 1:
-            yield from self._channels(job)
-            return
-        program = _by_program(self, job)
-        if program is not None:
-            yield from run_messages(job, program)
-            return
-        order = self._order(p, job.net.cluster)  # position i starts with (and passes on) rank order[i]'s block
-        yield spread(job, [ring_allgather(job, order, i, order, job.nbytes / p, 0, first=0) for i in range(p)])
+    def _ranks(self, job: Job, order: list[int]) -> list[Generator[Any, Any, None]]:
+        # position i starts with (and passes on) rank order[i]'s block
+        return [ring_allgather(job, order, i, order, job.nbytes / job.p, 0, first=0) for i in range(job.p)]
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         return (p - 1) * alpha + (p - 1) / p * n * beta
@@ -368,22 +374,12 @@ class RingReduceScatter(_RingGathering):
     collective = "reducescatter"
     summary = "p-1 steps around a ring, one block and its reduction per step (channels=K: NCCL's K rings)"
 
-    def run(self, job: Job) -> Generator[Any, Any, None]:
+    def _ranks(self, job: Job, order: list[int]) -> list[Generator[Any, Any, None]]:
         p = job.p
-        if p == 1:
-            return
-        if self.options.channels > 1:
-            yield from self._channels(job)
-            return
-        program = _by_program(self, job)
-        if program is not None:
-            yield from run_messages(job, program)
-            return
-        order = self._order(p, job.net.cluster)
         # the ring leaves position i with chunk i+1: name chunk k after the block of the rank at position
         # k-1 so that it holds its own rank's block
         segments = [order[(k - 1) % p] for k in range(p)]
-        yield spread(job, [ring_reduce_scatter(job, order, i, segments, job.nbytes / p, 0) for i in range(p)])
+        return [ring_reduce_scatter(job, order, i, segments, job.nbytes / p, 0) for i in range(p)]
 
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         # with K channels every rank's K actors reduce their parts side by side (one SM each)
