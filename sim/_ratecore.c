@@ -17,6 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* a hint that the memory at ``p`` is wanted soon (nothing read, nothing written) */
+#if defined(__GNUC__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
 /* ------------------------------------------------------------------ arrays read through buffers */
 
 typedef struct {
@@ -4340,6 +4347,12 @@ struct Crank {
     Py_ssize_t *phoff, npid; /* where each phase's sends begin in pidc; their count */
     int64_t *pdst, *psrc;    /* every phase's receivers (per send) and senders (per receive), phase by phase */
     Py_ssize_t *pdoff, *psoff; /* where each phase's begin in them (NULL: read from the plan per step) */
+    struct CPhase {
+        double reduce;     /* the phase's bytes reduced (its plan's float) */
+        Py_ssize_t times;  /* its steps */
+        int work;          /* whether it has sends or receives */
+    } *cph;                /* per phase, read once (NULL: from the plan per step) */
+    Py_ssize_t nph;        /* the plan's phases */
     int compute, wait;
     int64_t rank;
     Py_ssize_t phase, rep, step, ri, si, ns;
@@ -4481,7 +4494,7 @@ static void crank_free(Crank *c) {
     void **all[] = {(void **)&c->sev,  (void **)&c->arrived, (void **)&c->dst,
                     (void **)&c->src,  (void **)&c->box,     (void **)&c->pidc,
                     (void **)&c->phoff, (void **)&c->dlyc, (void **)&c->pdst, (void **)&c->psrc,
-                    (void **)&c->pdoff, (void **)&c->psoff};
+                    (void **)&c->pdoff, (void **)&c->psoff, (void **)&c->cph};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         PyMem_Free(*all[i]);
         *all[i] = NULL;
@@ -4497,8 +4510,9 @@ static void Crank_dealloc(Crank *c) {
 
 static PyObject *Crank_vcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
-/* the plan's receivers and senders as numbers, once (c->pdst, psrc and their offsets; left NULL where one is
- * not an int64: crank_post then reads them per step as before) */
+/* the plan's numbers read once: its receivers and senders (c->pdst, psrc and their offsets) and its phases'
+ * (c->cph); the offsets and c->cph left NULL where one is not a C number: crank_post and crank_run then read
+ * them per step as before */
 static int crank_ends(Crank *c, PyObject *plan, Py_ssize_t total) {
     Py_ssize_t nph = PyTuple_GET_SIZE(plan), nin = 0;
     for (Py_ssize_t i = 0; i < nph; i++)
@@ -4507,7 +4521,8 @@ static int crank_ends(Crank *c, PyObject *plan, Py_ssize_t total) {
     c->psrc = PyMem_Malloc((nin ? nin : 1) * sizeof *c->psrc);
     c->pdoff = PyMem_Malloc((nph + 1) * sizeof *c->pdoff);
     c->psoff = PyMem_Malloc((nph + 1) * sizeof *c->psoff);
-    if (!c->pdst || !c->psrc || !c->pdoff || !c->psoff) {
+    c->cph = PyMem_Malloc((nph ? nph : 1) * sizeof *c->cph);
+    if (!c->pdst || !c->psrc || !c->pdoff || !c->psoff || !c->cph) {
         PyErr_NoMemory();
         return -1;
     }
@@ -4516,15 +4531,20 @@ static int crank_ends(Crank *c, PyObject *plan, Py_ssize_t total) {
         if (i == nph)
             break;
         PyObject *ph = PyTuple_GET_ITEM(plan, i), *sends = PyTuple_GET_ITEM(ph, 1), *srcs = PyTuple_GET_ITEM(ph, 2);
+        c->cph[i].reduce = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(ph, 3));
+        c->cph[i].times = PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0));
+        c->cph[i].work = PyTuple_GET_SIZE(sends) || PyTuple_GET_SIZE(srcs);
         for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(sends); j++)
             c->pdst[d++] = PyLong_AsLongLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(sends, j), 0));
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(srcs); k++)
             c->psrc[r++] = PyLong_AsLongLong(PyTuple_GET_ITEM(srcs, k));
     }
-    if (PyErr_Occurred()) { /* (one beyond int64: crank_post's own reads raise it, as before) */
+    if (PyErr_Occurred()) { /* (one beyond C's numbers: crank_post's and crank_run's own reads meet it, as before) */
         PyErr_Clear();
         PyMem_Free(c->pdoff);
+        PyMem_Free(c->cph);
         c->pdoff = NULL;
+        c->cph = NULL;
     }
     return 0;
 }
@@ -4613,6 +4633,7 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
     c->r = Py_NewRef(r);
     c->rank = rank;
     c->plan = Py_NewRef(plan);
+    c->nph = PyTuple_GET_SIZE(plan);
     PyObject **slots[] = {&c->job, &c->net, &c->ranks, &c->env, &c->done};
     for (int i = 0; i < 5; i++)
         *slots[i] = Py_NewRef(PyTuple_GET_ITEM(shared, i));
@@ -4757,6 +4778,12 @@ static int crank_post(Crank *c, PyObject *ph) {
     int ok = sctx != NULL;
     PyObject *nowc[2] = {NULL, NULL}; /* (the clock as the step's first send reads it: no send steps it) */
     c->ri = c->si = 0;
+    for (Py_ssize_t j = 0; j < ns; j++) { /* (the step's sends' objects asked for together) */
+        PREFETCH(PyTuple_GET_ITEM(sends, j));
+        PREFETCH(PyTuple_GET_ITEM(c->hooks, j));
+        if (c->recs)
+            PREFETCH(PyTuple_GET_ITEM(c->recs, j));
+    }
     for (Py_ssize_t j = 0; ok && j < ns; j++) {
         c->arrived[j] = 0;
         c->ns = j + 1; /* (the hook may run only once the send is in the step) */
@@ -4811,13 +4838,16 @@ static int crank_wait(Crank *c, PyObject *event, int wait) {
     return rc;
 }
 
+/* the rank's phase in its plan */
+static inline PyObject *crank_ph(const Crank *c) { return PyTuple_GET_ITEM(c->plan, c->phase); }
+
 /* the rank runs until it waits (0) or ends; -1 on an error */
 static int crank_run(Crank *c) {
     PyObject *plan = c->plan;
-    Py_ssize_t nph = PyTuple_GET_SIZE(plan);
+    const struct CPhase *cp = c->cph; /* (the phases' numbers: read once, else from the plan) */
+    Py_ssize_t nph = c->nph;
     for (;;) {
         if (c->started) {
-            PyObject *ph = PyTuple_GET_ITEM(plan, c->phase);
             for (; c->ri < c->nr; c->ri++) /* the receives, in order */
                 if (!cbox_take(c, crank_key(c->src[c->ri], c->step))) {
                     c->wait = CW_RECV;
@@ -4834,7 +4864,7 @@ static int crank_run(Crank *c) {
                 }
             }
             crank_drop_step(c);
-            double reduce = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(ph, 3));
+            double reduce = cp ? cp[c->phase].reduce : PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(crank_ph(c), 3));
             if (reduce > 0 && c->compute && !c->computed) { /* yield job.compute(r, reduce * job.gamma) */
                 c->computed = 1;
                 double gamma;
@@ -4855,7 +4885,7 @@ static int crank_run(Crank *c) {
             }
             c->computed = 0;
             c->step++;
-            if (++c->rep == PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0))) {
+            if (++c->rep == (cp ? cp[c->phase].times : PyLong_AsSsize_t(PyTuple_GET_ITEM(crank_ph(c), 0)))) {
                 c->rep = 0;
                 c->phase++;
             }
@@ -4863,10 +4893,11 @@ static int crank_run(Crank *c) {
         c->started = 1;
         /* the next step with something to do (a phase without sends or receives: its steps counted) */
         for (; c->phase < nph; c->phase++) {
-            PyObject *ph = PyTuple_GET_ITEM(plan, c->phase);
-            Py_ssize_t times = PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0));
-            if ((PyTuple_GET_SIZE(PyTuple_GET_ITEM(ph, 1)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(ph, 2))) &&
-                times > c->rep)
+            PyObject *ph = cp ? NULL : PyTuple_GET_ITEM(plan, c->phase);
+            Py_ssize_t times = cp ? cp[c->phase].times : PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0));
+            int work = cp ? cp[c->phase].work
+                          : PyTuple_GET_SIZE(PyTuple_GET_ITEM(ph, 1)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(ph, 2));
+            if (work && times > c->rep)
                 break;
             c->step += times - c->rep;
             c->rep = 0;
@@ -7574,12 +7605,6 @@ done:
     Py_XDECREF(cb);
     return rc;
 }
-
-#if defined(__GNUC__)
-#define PREFETCH(p) __builtin_prefetch(p)
-#else
-#define PREFETCH(p) ((void)(p))
-#endif
 
 /* The sends' arrivals ahead of the one sent_one takes next, their memory asked for early (a hint: nothing read
  * is used, nothing written): each send's record, its hook, the hook's function, the rank it is bound to, that
