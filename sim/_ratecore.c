@@ -17,6 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* a hint that the memory at ``p`` is wanted soon (nothing read, nothing written) */
+#if defined(__GNUC__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
 /* ------------------------------------------------------------------ arrays read through buffers */
 
 typedef struct {
@@ -891,8 +898,16 @@ static int component(Core *c, const IList *new, const IList *seeds, Py_ssize_t l
         found += c->more.n;
         if (found >= limit)
             return 1;
-        if (c->more.n > 1)
+        if (c->more.n > 16)
             qsort(c->more.v, (size_t)c->more.n, sizeof(int32_t), cmp_i32);
+        else /* (a few: by insertion -- the same sorted ints) */
+            for (Py_ssize_t j = 1; j < c->more.n; j++) {
+                int32_t x = c->more.v[j];
+                Py_ssize_t k = j;
+                for (; k > 0 && c->more.v[k - 1] > x; k--)
+                    c->more.v[k] = c->more.v[k - 1];
+                c->more.v[k] = x;
+            }
         for (Py_ssize_t j = 0; j < c->more.n; j++) {
             int32_t slot = c->more.v[j];
             c->slot_mark[slot] = st;
@@ -1671,6 +1686,45 @@ static int cmp_ssize(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
+/* qsort(a, n, ..., cmp_ssize) for numbers none of them below 0 (slots): the same sorted numbers, by insertion
+ * for a few, else by their bytes, least significant first, as many as the largest has (qsort where a buffer
+ * cannot be had) */
+static void sort_slots(Py_ssize_t *a, Py_ssize_t n) {
+    if (n <= 32) {
+        for (Py_ssize_t j = 1; j < n; j++) {
+            Py_ssize_t x = a[j], k = j;
+            for (; k > 0 && a[k - 1] > x; k--)
+                a[k] = a[k - 1];
+            a[k] = x;
+        }
+        return;
+    }
+    size_t top = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        top |= (size_t)a[i];
+    Py_ssize_t *tmp = malloc((size_t)n * sizeof *tmp);
+    if (!tmp) {
+        qsort(a, (size_t)n, sizeof *a, cmp_ssize);
+        return;
+    }
+    Py_ssize_t *from = a, *to = tmp;
+    for (unsigned shift = 0; shift < 8 * sizeof(size_t) && (top >> shift); shift += 8) {
+        Py_ssize_t count[257] = {0};
+        for (Py_ssize_t i = 0; i < n; i++)
+            count[(((size_t)from[i] >> shift) & 255) + 1]++;
+        for (int b = 0; b < 256; b++)
+            count[b + 1] += count[b];
+        for (Py_ssize_t i = 0; i < n; i++)
+            to[count[((size_t)from[i] >> shift) & 255]++] = from[i];
+        Py_ssize_t *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != a)
+        memcpy(a, from, (size_t)n * sizeof *a);
+    free(tmp);
+}
+
 /* the earliest due time of the heap, if it is <= cut, popped with its bucket taken out of due_at: 1 with
  * ``*when`` the time (a float) and ``*bucket`` its slots (new references), 0 where none is due by then, -1
  * with an exception set */
@@ -1959,7 +2013,7 @@ static int dues_drain(Dues *d, double cut, Arr *active, const Arr *due, Py_ssize
         }
     }
     if (ndone > 1)
-        qsort(done, (size_t)ndone, sizeof(Py_ssize_t), cmp_ssize);
+        sort_slots(done, ndone); /* (the slots: none below 0) */
     *out = done;
     *nout = ndone;
     return 0;
@@ -2924,7 +2978,12 @@ static PyObject *s_env, *empty_args;
 
 /* Event(env) as simpy.events.Event.__init__ makes it (``env``, then an empty ``callbacks``), without the
  * Python call; tests/test_lane_core.py holds its attributes to Event(env)'s */
-static PyObject *new_event(PyObject *type, PyObject *env) {
+static PyObject *new_event_cb(PyObject *type, PyObject *env, PyObject *cb);
+
+static PyObject *new_event(PyObject *type, PyObject *env) { return new_event_cb(type, env, NULL); }
+
+/* new_event with ``cb`` (where not NULL) in its callbacks: the event ``callbacks.append(cb)`` would leave */
+static PyObject *new_event_cb(PyObject *type, PyObject *env, PyObject *cb) {
     if (!PyType_Check(type)) {
         PyErr_SetString(PyExc_TypeError, "_ratecore: the event type must be a class");
         return NULL;
@@ -2936,7 +2995,9 @@ static PyObject *new_event(PyObject *type, PyObject *env) {
     PyObject *event = ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, empty_args, NULL);
     if (!event)
         return NULL;
-    PyObject *cbs = PyList_New(0);
+    PyObject *cbs = PyList_New(cb ? 1 : 0);
+    if (cbs && cb)
+        PyList_SET_ITEM(cbs, 0, Py_NewRef(cb));
     if (!cbs || PyObject_SetAttr(event, s_env, env) < 0 || PyObject_SetAttr(event, s_callbacks, cbs) < 0) {
         Py_XDECREF(cbs);
         Py_DECREF(event);
@@ -2967,6 +3028,12 @@ static const char *net_fields[NET_NF] = {
     "_free",  "_path_bytes", "cluster", "_t_set", "_bound", "flows", "_held", "wakeups", "_wake_at", "_wake_event",
     "rates",  "check", "_lane", "after_wake", "_event", "_send_ctx", "_lane_ctx",
 };
+/* the fields' places, in net_fields' order */
+enum { NF_T_LAST, NF_HEAP, NF_DUE_AT, NF_IS_ACTIVE, NF_DUE, NF_DUE_ENTRIES, NF_NACTIVE, NF_ACTIVE_ARR, NF_ENTRIES,
+       NF_PENDING, NF_PENDING_AT, NF_STAGE, NF_REMAINING, NF_PATH, NF_BYTES, NF_RATE, NF_OWNER, NF_GID, NF_OWNERS,
+       NF_FREE, NF_PATH_BYTES, NF_CLUSTER, NF_T_SET, NF_BOUND, NF_FLOWS, NF_HELD, NF_WAKEUPS, NF_WAKE_AT,
+       NF_WAKE_EVENT, NF_RATES, NF_CHECK, NF_LANE, NF_AFTER_WAKE, NF_EVENT, NF_SEND_CTX, NF_LANE_CTX, NF_N };
+
 #define RATES_NF 31
 static const char *rates_fields[RATES_NF] = {
     "_recount", "_shared", "_capacity", "_valid", "_incremental", "_skip", "_skip_next", "_members", "_core",
@@ -3073,6 +3140,10 @@ static PyTypeObject RatesBaseType = ST_TYPE(
     RatesBase, "sim.rates.Rates's base: the attributes the wake-up's rate computation works on, held in C", rates_members);
 
 static int st_ready(void) {
+    if (NF_N != NET_NF) {
+        PyErr_SetString(PyExc_SystemError, "_ratecore: the network's fields and their places differ");
+        return -1;
+    }
     if (st_build(&net_tab, net_members, net_fields, NET_NF, offsetof(NetBase, f)) < 0 ||
         st_build(&rates_tab, rates_members, rates_fields, RATES_NF, offsetof(RatesBase, f)) < 0)
         return -1;
@@ -3100,6 +3171,13 @@ static PyObject *iget(PyObject *obj, PyObject *name) {
     return PyObject_GetAttr(obj, name);
 }
 
+/* iget(net, name) for the network's field ``k`` (NF_...: ``name``'s place), found without the name's lookup */
+static inline PyObject *nget(PyObject *net, int k, PyObject *name) {
+    if (Py_TYPE(net)->tp_base == &NetBaseType && ((NetBase *)net)->f[k])
+        return Py_NewRef(((NetBase *)net)->f[k]);
+    return iget(net, name);
+}
+
 /* obj.name = v (in the dict where the name is an instance attribute already) */
 static int iset(PyObject *obj, PyObject *name, PyObject *v) {
     PyObject **sf = v ? sfield(obj, name) : NULL;
@@ -3119,7 +3197,28 @@ static int iset(PyObject *obj, PyObject *name, PyObject *v) {
 }
 
 /* obj.name += by */
+/* *sf += by for a field held in C (``sf`` from sfield, or NULL): 1 where done (iget's and iset's lines without
+ * the calls), 0 where add_attr's other lines must do it, -1 with an exception set */
+static inline int add_field(PyObject **sf, long by) {
+    if (!sf || !*sf || !PyLong_CheckExact(*sf))
+        return 0;
+    int over;
+    long x = PyLong_AsLongAndOverflow(*sf, &over);
+    if (!over && !(x == -1 && PyErr_Occurred()) && (by > 0 ? x <= LONG_MAX - by : x >= LONG_MIN - by)) {
+        PyObject *sum = PyLong_FromLong(x + by);
+        if (!sum)
+            return -1;
+        Py_SETREF(*sf, sum);
+        return 1;
+    }
+    PyErr_Clear();
+    return 0;
+}
+
 static int add_attr(PyObject *obj, PyObject *name, long by) {
+    int done = add_field(sfield(obj, name), by);
+    if (done)
+        return done < 0 ? -1 : 0;
     PyObject *v = iget(obj, name);
     if (!v)
         return -1;
@@ -3206,10 +3305,8 @@ static int trigger_event(PyObject *event, PyObject *value, PyObject *held) {
     return mark_ok(event, value) < 0 ? -1 : PyList_Append(held, event);
 }
 
-/* dict.setdefault(key, []).append(item) with dict's lists: 1 where the list is new, 0 where it was there,
- * -1 with an exception set */
-static int append_to(PyObject *dict, PyObject *key, PyObject *item) {
-    PyObject *list = PyDict_GetItemWithError(dict, key);
+/* append_to's lines once ``list`` = dict.get(key) is looked up (NULL: not there, or an exception set) */
+static int append_found(PyObject *dict, PyObject *key, PyObject *list, PyObject *item) {
     if (list) {
         if (!PyList_CheckExact(list)) {
             PyErr_SetString(PyExc_TypeError, "_ratecore: a bucket must be a list");
@@ -3227,6 +3324,17 @@ static int append_to(PyObject *dict, PyObject *key, PyObject *item) {
     int rc = PyDict_SetItem(dict, key, fresh);
     Py_DECREF(fresh);
     return rc < 0 ? -1 : 1;
+}
+
+/* dict.setdefault(key, []).append(item) with dict's lists: 1 where the list is new, 0 where it was there,
+ * -1 with an exception set */
+static int append_to(PyObject *dict, PyObject *key, PyObject *item) {
+    return append_found(dict, key, PyDict_GetItemWithError(dict, key), item);
+}
+
+/* append_to with the key's hash known */
+static int append_to_hashed(PyObject *dict, PyObject *key, Py_hash_t hash, PyObject *item) {
+    return append_found(dict, key, _PyDict_GetItem_KnownHash(dict, key, hash), item);
 }
 
 /* Network._due_wake(due, now): the earliest private start from ``now`` on whose wake-up would complete
@@ -3680,7 +3788,7 @@ static PyObject *dict_pop(PyObject *dict, PyObject *key) {
 
 /* Network.trigger(event, value) with ``net``'s ``_held`` as it is now */
 static int trigger_held(PyObject *net, PyObject *event, PyObject *value) {
-    PyObject *held = iget(net, s_held);
+    PyObject *held = nget(net, NF_HELD, s_held);
     int rc = held ? trigger_event(event, value, held) : -1;
     Py_XDECREF(held);
     return rc;
@@ -3754,6 +3862,10 @@ static PyObject *py_job_deliver(PyObject *self, PyObject *const *args, Py_ssize_
     Py_RETURN_NONE;
 }
 
+typedef struct Crank Crank;
+static PyTypeObject CrankType;
+static PyObject *crank_resume(Crank *c, PyObject *event);
+
 /* run_callbacks(events): for each event in turn, ``callbacks, event.callbacks = event.callbacks, None``
  * and each callback called with the event (Network._resume_held's loop; SimPy's Environment.step does
  * the same) */
@@ -3774,24 +3886,29 @@ static PyObject *py_run_callbacks(PyObject *self, PyObject *const *args, Py_ssiz
             Py_DECREF(event);
             return NULL;
         }
-        PyObject *it = PyObject_GetIter(cbs);
-        Py_DECREF(cbs);
-        if (!it) {
+        /* a list by index, its length read each time (its iterator's lines), anything else by its iterator */
+        PyObject *it = PyList_CheckExact(cbs) ? NULL : PyObject_GetIter(cbs), *cb;
+        if (it || PyErr_Occurred())
+            Py_CLEAR(cbs);
+        if (!it && !cbs) {
             Py_DECREF(event);
             return NULL;
         }
-        PyObject *cb;
-        while ((cb = PyIter_Next(it))) {
-            PyObject *r = PyObject_CallOneArg(cb, event);
+        Py_ssize_t j = 0;
+        while ((cb = it ? PyIter_Next(it) : j < PyList_GET_SIZE(cbs) ? Py_NewRef(PyList_GET_ITEM(cbs, j++)) : NULL)) {
+            PyObject *r = Py_TYPE(cb) == &CrankType ? crank_resume((Crank *)cb, event) /* (its vectorcall's) */
+                                                    : PyObject_CallOneArg(cb, event);
             Py_DECREF(cb);
             if (!r) {
-                Py_DECREF(it);
+                Py_XDECREF(it);
+                Py_XDECREF(cbs);
                 Py_DECREF(event);
                 return NULL;
             }
             Py_DECREF(r);
         }
-        Py_DECREF(it);
+        Py_XDECREF(cbs);
+        Py_XDECREF(it);
         Py_DECREF(event);
         if (PyErr_Occurred())
             return NULL;
@@ -3831,36 +3948,51 @@ static PyObject *s_remaining_, *s_bytes_, *s_path_, *s_bound_;
 static int eng_write(PyObject *net, Py_ssize_t slot, double nbytes, Py_ssize_t pid, double bound) {
     static PyObject **const names[] = {&s_remaining_, &s_bytes_, &s_path_, &s_bound_};
     static const char *const texts[] = {"_remaining", "_bytes", "_path", "_bound"};
+    static const int places[] = {NF_REMAINING, NF_BYTES, NF_PATH, NF_BOUND};
+    /* the four arrays as last opened, each held by a strong reference (so that its address names it while
+     * it is remembered: numpy arrays keep their data where it is while they live, as bcache assumes) */
+    static struct {
+        PyObject *obj;
+        char *p;
+        Py_ssize_t n, stride;
+    } ew[4];
     for (size_t k = 0; !s_bound_ && k < 4; k++)
         if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k])))
             return -1;
-    Arr a[4];
-    int n = 0, rc = 0;
     if (slot < 0 && PyErr_Occurred())
         return -1;
-    for (; n < 4; n++) {
-        PyObject *o = iget(net, *names[n]);
-        a[n].held = 0;
-        int bad = !o || arr_open(o, &a[n], n == 2 ? 'i' : 'f', 1) < 0;
-        Py_XDECREF(o);
-        if (bad) {
+    char *at[4];
+    for (int n = 0; n < 4; n++) {
+        PyObject *o = nget(net, places[n], *names[n]);
+        if (!o) {
             PyErr_Clear();
-            goto out;
+            return 0;
         }
-        if (slot < 0 || slot >= a[n].n || (n == 2 && a[n].view.itemsize != 8)) {
-            n++;
-            goto out;
+        if (o != ew[n].obj) {
+            Arr a;
+            a.held = 0;
+            int bad = arr_open(o, &a, n == 2 ? 'i' : 'f', 1) < 0 || (n == 2 && a.view.itemsize != 8);
+            if (!bad) {
+                Py_XSETREF(ew[n].obj, Py_NewRef(o));
+                ew[n].p = (char *)a.p, ew[n].n = a.n, ew[n].stride = a.stride;
+            }
+            arr_release(&a);
+            if (bad) {
+                Py_DECREF(o);
+                PyErr_Clear();
+                return 0;
+            }
         }
+        Py_DECREF(o); /* (ew[n].obj holds it) */
+        if (slot < 0 || slot >= ew[n].n)
+            return 0;
+        at[n] = ew[n].p + slot * ew[n].stride;
     }
-    *arr_fp(&a[0], slot) = nbytes;
-    *arr_fp(&a[1], slot) = nbytes;
-    *arr_ip(&a[2], slot) = pid;
-    *arr_fp(&a[3], slot) = bound;
-    rc = 1;
-out:
-    for (int k = 0; k < n; k++)
-        arr_release(&a[k]);
-    return rc;
+    *(double *)at[0] = nbytes;
+    *(double *)at[1] = nbytes;
+    *(int64_t *)at[2] = pid;
+    *(double *)at[3] = bound;
+    return 1;
 }
 
 /* eng_send(ectx, src, dst, nbytes, bound, hook) -> Network.send's event on the closed lane, or
@@ -3868,21 +4000,23 @@ out:
  * that is not a float, a size below 0, no free slot, a sender beyond the model's overheads, a clock that is
  * not a float */
 static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject **pidc, double *delayc,
-                               PyObject *rec);
+                               PyObject *rec, PyObject **nowc);
 
 static PyObject *py_eng_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 6, "eng_send(ectx, src, dst, nbytes, bound, hook)"))
         return NULL;
-    return eng_send_with(args, NULL, NULL, NULL, NULL);
+    return eng_send_with(args, NULL, NULL, NULL, NULL, NULL);
 }
 
 /* eng_send's lines, with ``given`` (where not NULL) for the send's event rather than a new one; ``pidc``
  * (where not NULL) the pair's route as found before (*pidc, a reference the caller owns: NULL until found,
  * then set here) with ``*delayc`` its start delay (latency[pid] + overhead[src], the nominal model's: NaN
  * until found, then set here), and ``rec`` (where not NULL) the send's record ``(given, hook)`` made before
- * (the compiled ranks': sim.network._MSG_CORE) */
+ * (the compiled ranks': sim.network._MSG_CORE); ``nowc`` (where not NULL) the clock as read before by a caller
+ * that sends several at one instant: ``(env, env._now)``, two references the caller owns (NULL until read,
+ * then set here; the clock moves only as the environment steps, and no send steps it) */
 static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject **pidc, double *delayc,
-                               PyObject *rec) {
+                               PyObject *rec, PyObject **nowc) {
     PyObject *ectx = args[0], *src = args[1], *nbytes = args[3], *bound = args[4], *hook = args[5];
     if (!PyTuple_CheckExact(ectx) || PyTuple_GET_SIZE(ectx) != 3 || lane_ctx(PyTuple_GET_ITEM(ectx, 0)) < 0) {
         if (!PyErr_Occurred())
@@ -3899,9 +4033,10 @@ static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject 
     PyObject *lane = NULL, *free_ = NULL, *cluster = NULL, *pids = NULL, *key = NULL, *lat = NULL, *ovh = NULL;
     PyObject *now_o = NULL, *event = NULL, *slot = NULL, *stage = NULL, *item = NULL, *events = NULL;
     PyObject *start_o = NULL, *pending_at = NULL, *pending = NULL, *result = NULL;
-    if (!(lane = iget(net, s_lane_)))
+    if (!(lane = nget(net, NF_LANE, s_lane_)))
         goto done;
-    if (lane != Py_False || !(free_ = iget(net, s_free_)) || !PyList_CheckExact(free_) || !PyList_GET_SIZE(free_)) {
+    if (lane != Py_False || !(free_ = nget(net, NF_FREE, s_free_)) || !PyList_CheckExact(free_) ||
+        !PyList_GET_SIZE(free_)) {
         if (!PyErr_Occurred())
             result = Py_NewRef(Py_NotImplemented);
         goto done;
@@ -3928,8 +4063,16 @@ static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject 
     if ((p == -1 || s == -1) && PyErr_Occurred())
         goto done;
     double delay = delayc && pid == *pidc ? *delayc : NAN;
-    if (!(now_o = iget(env, s_now)))
-        goto done;
+    if (nowc && nowc[0] == env)
+        now_o = Py_NewRef(nowc[1]);
+    else {
+        if (!(now_o = iget(env, s_now)))
+            goto done;
+        if (nowc) {
+            Py_XSETREF(nowc[0], Py_NewRef(env));
+            Py_XSETREF(nowc[1], Py_NewRef(now_o));
+        }
+    }
     if (delay != delay) {
         if (!(lat = iget(model, s_latency_)) || !(ovh = iget(model, s_overhead_)))
             goto done;
@@ -3952,10 +4095,11 @@ static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject 
     double start = PyFloat_AS_DOUBLE(now_o) + delay; /* start = env._now + delay (then send's) */
     if (!(event = given ? Py_NewRef(given) : new_event(PyTuple_GET_ITEM(ctx, CX_EVENT), env)))
         goto done;
+    /* slot = self._free.pop(): the last item's reference taken, the list one shorter */
     Py_ssize_t nfree = PyList_GET_SIZE(free_);
-    slot = Py_NewRef(PyList_GET_ITEM(free_, nfree - 1));
-    if (PyList_SetSlice(free_, nfree - 1, nfree, NULL) < 0 || !(stage = iget(net, s_stage)) ||
-        !PyList_CheckExact(stage))
+    slot = PyList_GET_ITEM(free_, nfree - 1);
+    Py_SET_SIZE(free_, nfree - 1);
+    if (!(stage = nget(net, NF_STAGE, s_stage)) || !PyList_CheckExact(stage))
         goto done;
     /* self._stage.append((slot, nbytes, wire, pid, np.inf if bound is None else bound)); with ``rec`` (the
      * compiled ranks' sends), what Network._flush would write written into the per-slot arrays at once */
@@ -3969,17 +4113,37 @@ static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject 
     Py_CLEAR(item);
     /* self._event[slot] = (event, on_arrival) */
     Py_ssize_t at = PyLong_AsSsize_t(slot);
-    if (!(events = iget(net, s_event_)) || !PyList_CheckExact(events) || at < 0 || at >= PyList_GET_SIZE(events) ||
-        !(item = rec ? Py_NewRef(rec) : PyTuple_Pack(2, event, hook)))
+    if (!(events = nget(net, NF_EVENT, s_event_)) || !PyList_CheckExact(events) || at < 0 ||
+        at >= PyList_GET_SIZE(events) || !(item = rec ? Py_NewRef(rec) : PyTuple_Pack(2, event, hook)))
         goto done;
     PyList_SetItem(events, at, item); /* (steals item) */
     item = NULL;
-    if (add_attr(net, s_flows, 1) < 0)
+    int added = add_field(Py_TYPE(net)->tp_base == &NetBaseType ? &((NetBase *)net)->f[NF_FLOWS] : NULL, 1);
+    if (added < 0 || (!added && add_attr(net, s_flows, 1) < 0))
         goto done;
-    if (!(start_o = PyFloat_FromDouble(start)) || !(pending_at = iget(net, s_pending_at)) ||
-        !PyDict_CheckExact(pending_at) || !(pending = iget(net, s_pending)) || !PyList_CheckExact(pending))
+    /* self._pending_at.setdefault(start, []).append(slot): the start time's float the last one made where it
+     * is the same number (then the same object, found by identity, its hash known) */
+    static struct {
+        PyObject *key; /* (a float, held) */
+        Py_hash_t hash;
+    } pk[16];
+    uint64_t bits;
+    memcpy(&bits, &start, sizeof bits);
+    size_t at_k = (size_t)((bits * 0x9E3779B97F4A7C15ull) >> 60);
+    double was = pk[at_k].key ? PyFloat_AS_DOUBLE(pk[at_k].key) : NAN;
+    if (start == start && memcmp(&was, &start, sizeof start) == 0)
+        start_o = Py_NewRef(pk[at_k].key);
+    else {
+        Py_hash_t h;
+        if (!(start_o = PyFloat_FromDouble(start)) || (h = PyObject_Hash(start_o)) == -1)
+            goto done;
+        Py_XSETREF(pk[at_k].key, Py_NewRef(start_o));
+        pk[at_k].hash = h;
+    }
+    if (!(pending_at = nget(net, NF_PENDING_AT, s_pending_at)) || !PyDict_CheckExact(pending_at) ||
+        !(pending = nget(net, NF_PENDING, s_pending)) || !PyList_CheckExact(pending))
         goto done;
-    int fresh = append_to(pending_at, start_o, slot);
+    int fresh = append_to_hashed(pending_at, start_o, pk[at_k].hash, slot);
     if (fresh < 0)
         goto done;
     if (fresh) {
@@ -3993,10 +4157,9 @@ static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject 
 done:
     if (!result && !PyErr_Occurred())
         PyErr_SetString(PyExc_TypeError, "eng_send: the network's state is not of the expected types");
-    PyObject *held[] = {lane, free_, cluster, pids, key, lat, ovh, now_o, event, slot, stage, item, events, start_o,
-                        pending_at, pending};
-    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
-        Py_XDECREF(held[i]);
+    Py_XDECREF(lane), Py_XDECREF(free_), Py_XDECREF(cluster), Py_XDECREF(pids), Py_XDECREF(key), Py_XDECREF(lat);
+    Py_XDECREF(ovh), Py_XDECREF(now_o), Py_XDECREF(event), Py_XDECREF(slot), Py_XDECREF(stage), Py_XDECREF(item);
+    Py_XDECREF(events), Py_XDECREF(start_o), Py_XDECREF(pending_at), Py_XDECREF(pending);
     return result;
 }
 
@@ -4015,6 +4178,7 @@ static PyObject *py_eng_post(PyObject *self, PyObject *const *args, Py_ssize_t n
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(srcs), i = 0;
+    PyObject *nowc[2] = {NULL, NULL};
     for (; i < n; i++) {
         PyObject *argv[6] = {args[0], PyList_GET_ITEM(srcs, i), PyList_GET_ITEM(dsts, i), args[4], Py_None, args[5]};
         PyObject *pid = PyList_GET_ITEM(pids, i);
@@ -4024,24 +4188,24 @@ static PyObject *py_eng_post(PyObject *self, PyObject *const *args, Py_ssize_t n
         }
         Py_INCREF(pid); /* (eng_send_with's found route: a reference held for it) */
         double delay = NAN;
-        PyObject *event = eng_send_with(argv, NULL, &pid, &delay, NULL);
+        PyObject *event = eng_send_with(argv, NULL, &pid, &delay, NULL, nowc);
         Py_DECREF(pid);
         if (!event)
-            return NULL;
+            break;
         int left = event == Py_NotImplemented;
         Py_DECREF(event);
         if (left)
             break;
     }
-    return PyLong_FromSsize_t(i);
+    Py_XDECREF(nowc[0]);
+    Py_XDECREF(nowc[1]);
+    return PyErr_Occurred() ? NULL : PyLong_FromSsize_t(i);
 }
 
 static int sent_strings(void) {
     return lane_strings() < 0 || (!s_held && !(s_held = PyUnicode_InternFromString("_held"))) ? -1 : 0;
 }
 
-typedef struct Crank Crank;
-static PyTypeObject CrankType;
 static PyObject *Crank_sent(Crank *c, PyObject *const *args, Py_ssize_t nargs);
 static PyObject *crank_dummy(Crank *c);
 
@@ -4181,6 +4345,14 @@ struct Crank {
     PyObject **pidc;  /* per send of every phase (phase by phase): its pair's route once found, or NULL */
     double *dlyc;     /* ... and its start delay once found, or NaN */
     Py_ssize_t *phoff, npid; /* where each phase's sends begin in pidc; their count */
+    int64_t *pdst, *psrc;    /* every phase's receivers (per send) and senders (per receive), phase by phase */
+    Py_ssize_t *pdoff, *psoff; /* where each phase's begin in them (NULL: read from the plan per step) */
+    struct CPhase {
+        double reduce;     /* the phase's bytes reduced (its plan's float) */
+        Py_ssize_t times;  /* its steps */
+        int work;          /* whether it has sends or receives */
+    } *cph;                /* per phase, read once (NULL: from the plan per step) */
+    Py_ssize_t nph;        /* the plan's phases */
     int compute, wait;
     int64_t rank;
     Py_ssize_t phase, rep, step, ri, si, ns;
@@ -4321,7 +4493,8 @@ static void crank_free(Crank *c) {
     Crank_clear(c);
     void **all[] = {(void **)&c->sev,  (void **)&c->arrived, (void **)&c->dst,
                     (void **)&c->src,  (void **)&c->box,     (void **)&c->pidc,
-                    (void **)&c->phoff, (void **)&c->dlyc};
+                    (void **)&c->phoff, (void **)&c->dlyc, (void **)&c->pdst, (void **)&c->psrc,
+                    (void **)&c->pdoff, (void **)&c->psoff, (void **)&c->cph};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         PyMem_Free(*all[i]);
         *all[i] = NULL;
@@ -4336,6 +4509,45 @@ static void Crank_dealloc(Crank *c) {
 }
 
 static PyObject *Crank_vcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
+/* the plan's numbers read once: its receivers and senders (c->pdst, psrc and their offsets) and its phases'
+ * (c->cph); the offsets and c->cph left NULL where one is not a C number: crank_post and crank_run then read
+ * them per step as before */
+static int crank_ends(Crank *c, PyObject *plan, Py_ssize_t total) {
+    Py_ssize_t nph = PyTuple_GET_SIZE(plan), nin = 0;
+    for (Py_ssize_t i = 0; i < nph; i++)
+        nin += PyTuple_GET_SIZE(PyTuple_GET_ITEM(PyTuple_GET_ITEM(plan, i), 2));
+    c->pdst = PyMem_Malloc((total ? total : 1) * sizeof *c->pdst);
+    c->psrc = PyMem_Malloc((nin ? nin : 1) * sizeof *c->psrc);
+    c->pdoff = PyMem_Malloc((nph + 1) * sizeof *c->pdoff);
+    c->psoff = PyMem_Malloc((nph + 1) * sizeof *c->psoff);
+    c->cph = PyMem_Malloc((nph ? nph : 1) * sizeof *c->cph);
+    if (!c->pdst || !c->psrc || !c->pdoff || !c->psoff || !c->cph) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0, d = 0, r = 0; i <= nph; i++) {
+        c->pdoff[i] = d, c->psoff[i] = r;
+        if (i == nph)
+            break;
+        PyObject *ph = PyTuple_GET_ITEM(plan, i), *sends = PyTuple_GET_ITEM(ph, 1), *srcs = PyTuple_GET_ITEM(ph, 2);
+        c->cph[i].reduce = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(ph, 3));
+        c->cph[i].times = PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0));
+        c->cph[i].work = PyTuple_GET_SIZE(sends) || PyTuple_GET_SIZE(srcs);
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(sends); j++)
+            c->pdst[d++] = PyLong_AsLongLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(sends, j), 0));
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(srcs); k++)
+            c->psrc[r++] = PyLong_AsLongLong(PyTuple_GET_ITEM(srcs, k));
+    }
+    if (PyErr_Occurred()) { /* (one beyond C's numbers: crank_post's and crank_run's own reads meet it, as before) */
+        PyErr_Clear();
+        PyMem_Free(c->pdoff);
+        PyMem_Free(c->cph);
+        c->pdoff = NULL;
+        c->cph = NULL;
+    }
+    return 0;
+}
 
 static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
     PyObject *r, *plan, *shared;
@@ -4400,6 +4612,8 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
         PyErr_NoMemory();
         return -1;
     }
+    if (crank_ends(c, plan, total) < 0)
+        return -1;
     if (fast) { /* the routes found by send, the records made once (sim.network._MSG_CORE) */
         c->pidc = PyMem_Calloc(total ? total : 1, sizeof *c->pidc);
         c->phoff = PyMem_Calloc(PyTuple_GET_SIZE(plan) + 1, sizeof *c->phoff);
@@ -4419,6 +4633,7 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
     c->r = Py_NewRef(r);
     c->rank = rank;
     c->plan = Py_NewRef(plan);
+    c->nph = PyTuple_GET_SIZE(plan);
     PyObject **slots[] = {&c->job, &c->net, &c->ranks, &c->env, &c->done};
     for (int i = 0; i < 5; i++)
         *slots[i] = Py_NewRef(PyTuple_GET_ITEM(shared, i));
@@ -4461,19 +4676,18 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
  * Network.trigger triggers an event a process waits on (held to the end of the wake-up, or scheduled); the
  * rank now waits on it as ``wait`` */
 static int crank_fire(Crank *c, int wait, PyObject *value) {
-    PyObject *ev = new_event((PyObject *)Py_TYPE(c->dummy), c->env);
+    PyObject *ev = new_event_cb((PyObject *)Py_TYPE(c->dummy), c->env, (PyObject *)c);
     if (!ev)
         return -1;
-    PyObject *cbs = PyObject_GetAttr(ev, s_callbacks);
-    int rc = cbs && PyList_CheckExact(cbs) ? PyList_Append(cbs, (PyObject *)c) : -1;
-    Py_XDECREF(cbs);
-    if (rc == 0)
-        rc = trigger_held(c->net, ev, value);
+    /* trigger_held's lines for an event a process waits on (its callbacks [c]) */
+    PyObject *held = nget(c->net, NF_HELD, s_held);
+    int rc = !held ? -1
+             : held == Py_None ? settle_event(ev, value, 1)
+                               : (mark_ok(ev, value) < 0 ? -1 : PyList_Append(held, ev));
+    Py_XDECREF(held);
     Py_DECREF(ev);
     if (rc == 0)
         c->wait = wait;
-    else if (!PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "Crank: an event's callbacks must be a list");
     return rc;
 }
 
@@ -4519,7 +4733,8 @@ static PyObject *Crank_sent(Crank *c, PyObject *const *args, Py_ssize_t nargs) {
 /* one send of the step: Job.send's lines (lane_send where the private lane is open, eng_send where it is
  * closed -- with the dummy for its event --, else Network.send) with the rank's hook; a new reference to
  * its event, or NULL with an exception set */
-static PyObject *crank_send(Crank *c, PyObject *lane, PyObject *sctx, PyObject *msg, Py_ssize_t j) {
+static PyObject *crank_send(Crank *c, PyObject *lane, PyObject *sctx, PyObject *msg, Py_ssize_t j,
+                            PyObject **nowc) {
     PyObject *hook = PyTuple_GET_ITEM(c->hooks, j);
     PyObject *dst = PyTuple_GET_ITEM(msg, 0), *nbytes = PyTuple_GET_ITEM(msg, 1), *bound = PyTuple_GET_ITEM(msg, 2);
     PyObject *a[] = {lane != Py_None ? lane : sctx, c->r, dst, nbytes, bound, hook};
@@ -4528,7 +4743,7 @@ static PyObject *crank_send(Crank *c, PyObject *lane, PyObject *sctx, PyObject *
     double *delayc = c->pidc ? &c->dlyc[k] : NULL;
     PyObject *rec = c->recs ? PyTuple_GET_ITEM(c->recs, j) : NULL;
     PyObject *ev = lane != Py_None ? py_lane_send(NULL, a, 6)
-                   : sctx != Py_None ? eng_send_with(a, c->dummy, pidc, delayc, rec)
+                   : sctx != Py_None ? eng_send_with(a, c->dummy, pidc, delayc, rec, nowc)
                                      : Py_NewRef(Py_NotImplemented);
     if (ev == Py_NotImplemented || ev == Py_None) { /* net.send(r, dst, nbytes, bound=bound, on_arrival=hook) */
         Py_DECREF(ev);
@@ -4547,27 +4762,40 @@ static int crank_post(Crank *c, PyObject *ph) {
     PyObject *sends = PyTuple_GET_ITEM(ph, 1), *srcs = PyTuple_GET_ITEM(ph, 2);
     Py_ssize_t ns = PyTuple_GET_SIZE(sends);
     c->nr = PyTuple_GET_SIZE(srcs);
-    for (Py_ssize_t k = 0; k < c->nr; k++)
-        c->src[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(srcs, k));
-    for (Py_ssize_t j = 0; j < ns; j++)
-        c->dst[j] = PyLong_AsLongLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(sends, j), 0));
-    if (PyErr_Occurred())
-        return -1;
-    PyObject *lane = iget(c->net, cs[CS_LANE_CTX]), *sctx = lane ? iget(c->net, cs[CS_SEND_CTX]) : NULL;
+    if (c->pdoff) { /* (read once: crank_ends) */
+        memcpy(c->src, c->psrc + c->psoff[c->phase], (size_t)c->nr * sizeof *c->src);
+        memcpy(c->dst, c->pdst + c->pdoff[c->phase], (size_t)ns * sizeof *c->dst);
+    } else {
+        for (Py_ssize_t k = 0; k < c->nr; k++)
+            c->src[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(srcs, k));
+        for (Py_ssize_t j = 0; j < ns; j++)
+            c->dst[j] = PyLong_AsLongLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(sends, j), 0));
+        if (PyErr_Occurred())
+            return -1;
+    }
+    PyObject *lane = nget(c->net, NF_LANE_CTX, cs[CS_LANE_CTX]);
+    PyObject *sctx = lane ? nget(c->net, NF_SEND_CTX, cs[CS_SEND_CTX]) : NULL;
     int ok = sctx != NULL;
+    PyObject *nowc[2] = {NULL, NULL}; /* (the clock as the step's first send reads it: no send steps it) */
     c->ri = c->si = 0;
+    for (Py_ssize_t j = 0; j < ns; j++) { /* (the step's sends' objects asked for together) */
+        PREFETCH(PyTuple_GET_ITEM(sends, j));
+        PREFETCH(PyTuple_GET_ITEM(c->hooks, j));
+        if (c->recs)
+            PREFETCH(PyTuple_GET_ITEM(c->recs, j));
+    }
     for (Py_ssize_t j = 0; ok && j < ns; j++) {
         c->arrived[j] = 0;
         c->ns = j + 1; /* (the hook may run only once the send is in the step) */
         if (j && lane != Py_None) { /* (a send may have closed the lane: Job.send reads it every send) */
-            Py_SETREF(lane, iget(c->net, cs[CS_LANE_CTX]));
-            Py_SETREF(sctx, lane ? iget(c->net, cs[CS_SEND_CTX]) : NULL);
+            Py_SETREF(lane, nget(c->net, NF_LANE_CTX, cs[CS_LANE_CTX]));
+            Py_SETREF(sctx, lane ? nget(c->net, NF_SEND_CTX, cs[CS_SEND_CTX]) : NULL);
             if (!lane || !sctx) {
                 ok = 0;
                 break;
             }
         }
-        PyObject *ev = crank_send(c, lane, sctx, PyTuple_GET_ITEM(sends, j), j);
+        PyObject *ev = crank_send(c, lane, sctx, PyTuple_GET_ITEM(sends, j), j, nowc);
         if (!ev) {
             ok = 0;
             break;
@@ -4579,6 +4807,8 @@ static int crank_post(Crank *c, PyObject *ph) {
     }
     Py_XDECREF(lane);
     Py_XDECREF(sctx);
+    Py_XDECREF(nowc[0]);
+    Py_XDECREF(nowc[1]);
     return ok ? 0 : -1;
 }
 
@@ -4608,13 +4838,16 @@ static int crank_wait(Crank *c, PyObject *event, int wait) {
     return rc;
 }
 
+/* the rank's phase in its plan */
+static inline PyObject *crank_ph(const Crank *c) { return PyTuple_GET_ITEM(c->plan, c->phase); }
+
 /* the rank runs until it waits (0) or ends; -1 on an error */
 static int crank_run(Crank *c) {
     PyObject *plan = c->plan;
-    Py_ssize_t nph = PyTuple_GET_SIZE(plan);
+    const struct CPhase *cp = c->cph; /* (the phases' numbers: read once, else from the plan) */
+    Py_ssize_t nph = c->nph;
     for (;;) {
         if (c->started) {
-            PyObject *ph = PyTuple_GET_ITEM(plan, c->phase);
             for (; c->ri < c->nr; c->ri++) /* the receives, in order */
                 if (!cbox_take(c, crank_key(c->src[c->ri], c->step))) {
                     c->wait = CW_RECV;
@@ -4631,7 +4864,7 @@ static int crank_run(Crank *c) {
                 }
             }
             crank_drop_step(c);
-            double reduce = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(ph, 3));
+            double reduce = cp ? cp[c->phase].reduce : PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(crank_ph(c), 3));
             if (reduce > 0 && c->compute && !c->computed) { /* yield job.compute(r, reduce * job.gamma) */
                 c->computed = 1;
                 double gamma;
@@ -4652,7 +4885,7 @@ static int crank_run(Crank *c) {
             }
             c->computed = 0;
             c->step++;
-            if (++c->rep == PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0))) {
+            if (++c->rep == (cp ? cp[c->phase].times : PyLong_AsSsize_t(PyTuple_GET_ITEM(crank_ph(c), 0)))) {
                 c->rep = 0;
                 c->phase++;
             }
@@ -4660,10 +4893,11 @@ static int crank_run(Crank *c) {
         c->started = 1;
         /* the next step with something to do (a phase without sends or receives: its steps counted) */
         for (; c->phase < nph; c->phase++) {
-            PyObject *ph = PyTuple_GET_ITEM(plan, c->phase);
-            Py_ssize_t times = PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0));
-            if ((PyTuple_GET_SIZE(PyTuple_GET_ITEM(ph, 1)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(ph, 2))) &&
-                times > c->rep)
+            PyObject *ph = cp ? NULL : PyTuple_GET_ITEM(plan, c->phase);
+            Py_ssize_t times = cp ? cp[c->phase].times : PyLong_AsSsize_t(PyTuple_GET_ITEM(ph, 0));
+            int work = cp ? cp[c->phase].work
+                          : PyTuple_GET_SIZE(PyTuple_GET_ITEM(ph, 1)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(ph, 2));
+            if (work && times > c->rep)
                 break;
             c->step += times - c->rep;
             c->rep = 0;
@@ -7372,6 +7606,60 @@ done:
     return rc;
 }
 
+/* The sends' arrivals ahead of the one sent_one takes next, their memory asked for early (a hint: nothing read
+ * is used, nothing written): each send's record, its hook, the hook's function, the rank it is bound to, that
+ * rank's receivers and the receiving rank, a stage further down the chain the nearer the send is -- each
+ * stage walking the chain from the list as it is then (every link held by the one before it), so that the
+ * arrivals' many scattered objects come in together rather than one after another. */
+static void sent_ahead(PyObject *events, const Py_ssize_t *done, Py_ssize_t i, Py_ssize_t n) {
+    static const Py_ssize_t ahead[] = {16, 12, 8, 5, 3, 1}; /* (the stages' distances, farthest first) */
+    for (int st = 0; st < 6; st++) {
+        Py_ssize_t k = i + ahead[st];
+        if (k >= n || done[k] < 0 || done[k] >= PyList_GET_SIZE(events))
+            continue;
+        PyObject *rec = PyList_GET_ITEM(events, done[k]), *hook, *f, *r;
+        if (st == 0) {
+            PREFETCH(rec);
+            continue;
+        }
+        if (!PyTuple_CheckExact(rec) || PyTuple_GET_SIZE(rec) != 2)
+            continue;
+        if (hook = PyTuple_GET_ITEM(rec, 1), st == 1) {
+            PREFETCH(hook);
+            continue;
+        }
+        if (!PyTuple_CheckExact(hook) || PyTuple_GET_SIZE(hook) != 3)
+            continue;
+        if (f = PyTuple_GET_ITEM(hook, 0), st == 2) {
+            PREFETCH(f);
+            continue;
+        }
+        if (!PyCFunction_Check(f) || PyCFunction_GET_FUNCTION(f) != (PyCFunction)(void (*)(void))Crank_sent ||
+            !(r = PyCFunction_GET_SELF(f)))
+            continue;
+        if (st == 3) {
+            PREFETCH(r);
+            continue;
+        }
+        Crank *c = (Crank *)r;
+        PyObject *jo = PyTuple_GET_ITEM(hook, 1);
+        if (Py_TYPE(r) != &CrankType || !c->dst || !PyLong_CheckExact(jo))
+            continue;
+        Py_ssize_t j = PyLong_AsSsize_t(jo);
+        if (j < 0 || j >= c->scap) {
+            PyErr_Clear();
+            continue;
+        }
+        if (st == 4) {
+            PREFETCH(&c->dst[j]);
+            continue;
+        }
+        int64_t d = c->dst[j];
+        if (c->ranks && PyList_CheckExact(c->ranks) && d >= 0 && d < PyList_GET_SIZE(c->ranks))
+            PREFETCH(PyList_GET_ITEM(c->ranks, d));
+    }
+}
+
 static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, int sign);
 
 /* Network._drain(now): 1 where flows completed, 0 where none did, -1 on an error */
@@ -7427,9 +7715,11 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
             PyErr_SetString(PyExc_TypeError, "net_wake: the sends' records must be a list");
         goto out;
     }
-    for (Py_ssize_t i = 0; i < n; i++) /* (_finish_few's for a few, _finish's for more) */
+    for (Py_ssize_t i = 0; i < n; i++) { /* (_finish_few's for a few, _finish's for more) */
+        sent_ahead(events, done, i, n);
         if (!(objs[i] = PyLong_FromSsize_t(done[i])) || sent_one(net, events, objs[i], now_o, n <= 16, 1) < 0)
             goto out;
+    }
     if (!(free_ = iget(net, w_s[W_FREE])) || !PyList_CheckExact(free_)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "net_wake: the free slots must be a list");
