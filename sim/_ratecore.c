@@ -3332,9 +3332,15 @@ static int append_to(PyObject *dict, PyObject *key, PyObject *item) {
     return append_found(dict, key, PyDict_GetItemWithError(dict, key), item);
 }
 
-/* append_to with the key's hash known */
+/* append_to with the key's hash known (CPython's private _PyDict_GetItem_KnownHash, still declared in 3.11-3.13;
+ * from 3.14 on, the public lookup, which hashes the key again) */
 static int append_to_hashed(PyObject *dict, PyObject *key, Py_hash_t hash, PyObject *item) {
+#if PY_VERSION_HEX < 0x030E0000
     return append_found(dict, key, _PyDict_GetItem_KnownHash(dict, key, hash), item);
+#else
+    (void)hash;
+    return append_found(dict, key, PyDict_GetItemWithError(dict, key), item);
+#endif
 }
 
 /* Network._due_wake(due, now): the earliest private start from ``now`` on whose wake-up would complete
