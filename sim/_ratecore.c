@@ -3296,10 +3296,15 @@ static int settle_event(PyObject *event, PyObject *value, int waited) {
 
 /* Network.trigger(event, value) with the network's ``held`` (a list during a wake-up, else None): an event
  * a process waits on is held to the end of the wake-up, any other settled */
+static int trigger_known(PyObject *event, PyObject *value, PyObject *held, int waited);
+
 static int trigger_event(PyObject *event, PyObject *value, PyObject *held) {
     int waited = waited_on(event);
-    if (waited < 0)
-        return -1;
+    return waited < 0 ? -1 : trigger_known(event, value, held, waited);
+}
+
+/* trigger_event's lines where whether a process waits on ``event`` is known (``waited``: waited_on's) */
+static int trigger_known(PyObject *event, PyObject *value, PyObject *held, int waited) {
     if (held == Py_None || !waited)
         return settle_event(event, value, waited);
     return mark_ok(event, value) < 0 ? -1 : PyList_Append(held, event);
@@ -4687,9 +4692,7 @@ static int crank_fire(Crank *c, int wait, PyObject *value) {
         return -1;
     /* trigger_held's lines for an event a process waits on (its callbacks [c]) */
     PyObject *held = nget(c->net, NF_HELD, s_held);
-    int rc = !held ? -1
-             : held == Py_None ? settle_event(ev, value, 1)
-                               : (mark_ok(ev, value) < 0 ? -1 : PyList_Append(held, ev));
+    int rc = held ? trigger_known(ev, value, held, 1) : -1;
     Py_XDECREF(held);
     Py_DECREF(ev);
     if (rc == 0)
