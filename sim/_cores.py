@@ -26,6 +26,8 @@ PURE = os.environ.get("COLLSIM_PURE", "") not in ("", "0")
 
 #: every engine switch, ``module.NAME``: on (True) takes the shortcut, off runs the reference lines
 SWITCHES: tuple[str, ...] = (
+    # SimPy's event loop in the compiled core (sim/simulate.py)
+    "sim.simulate._RUN_CORE",
     # the network: the private lane, the wake-up and the sends in the compiled core (sim/network.py)
     "sim.network._RESUME_IN_WAKE",
     "sim.network._PRIVATE",

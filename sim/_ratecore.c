@@ -9559,6 +9559,207 @@ static PyTypeObject DfDoneType = {
     .tp_call = (ternaryfunc)DfDone_call,
 };
 
+/* ------------------------------------------------------------------ SimPy's event loop
+ *
+ * env_steps(env, ctx): ``while True: env.step()`` -- simpy.Environment.run's loop -- with
+ * simpy.Environment.step's lines (SimPy 4.1) in C: the same operations on the same objects in the same order
+ * (the next entry popped off ``env._queue`` by heapq.heappop, ``env._now`` set, the event's callbacks taken
+ * and set to None, each called with the event; on StopSimulation the callbacks not yet called put back and
+ * the event scheduled again at priority -1, as step does). Two kinds of callback are called without Python:
+ * a compiled rank (crank_resume, as run_callbacks does) and the network's wake-up, Network._on_timeout bound
+ * to a Network whose _wake is Network._wake -- ``if event is net._wake_event: net._wake()``, and of _wake its
+ * first branch, net_run, where the Python lines would take it (the whole wake-up's context set,
+ * sim.network._RESUME_IN_WAKE on, no private lane); anything else is called. It ends with the exception a
+ * step raised (EmptySchedule where the queue is empty), or returns the event a step would crash the
+ * environment with (not ok and not defused), which the caller raises as step does
+ * (sim.simulate.CountingEnvironment.run). ``ctx = (heapq.heappop, EmptySchedule, StopSimulation,
+ * Network._on_timeout, Network._wake, sim.network's dict)``. */
+
+static PyObject *s_queue_, *s_schedule_, *s_defused_, *s_whole_ctx_, *s_resume_in_wake_, *s_wake_m_;
+
+static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* the wake-up's callback (Network._on_timeout's lines and _wake's first branch) -> 0, or -1 with an exception */
+static int env_wake(PyObject *net, PyObject *event, PyObject *env, PyObject *wake, PyObject *mdict) {
+    PyObject *current = iget(net, s_wake_event);
+    if (!current)
+        return -1;
+    Py_DECREF(current); /* (only its identity is compared) */
+    if (current != event) /* superseded by an earlier wake-up (or suspended) */
+        return 0;
+    PyObject *whole = iget(net, s_whole_ctx_);
+    if (!whole)
+        return -1;
+    int take = whole != Py_None;
+    if (take) { /* and _RESUME_IN_WAKE and not self._lane */
+        PyObject *on = PyDict_GetItemWithError(mdict, s_resume_in_wake_);
+        take = on ? PyObject_IsTrue(on) : (PyErr_Occurred() ? -1 : 0);
+    }
+    if (take > 0) {
+        PyObject *lane = iget(net, s_lane_);
+        take = lane ? !PyObject_IsTrue(lane) : -1;
+        Py_XDECREF(lane);
+        if (take == 1 && PyErr_Occurred()) /* (PyObject_IsTrue failed: -1 read as true) */
+            take = -1;
+    }
+    PyObject *r = NULL;
+    if (take > 0) {
+        PyObject *now = iget(env, s_now);
+        if (now) {
+            PyObject *argv[2] = {whole, now};
+            r = py_net_run(NULL, argv, 2);
+            Py_DECREF(now);
+        }
+    } else if (take == 0)
+        r = PyObject_CallOneArg(wake, net);
+    Py_DECREF(whole);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+static PyObject *py_env_steps(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "env_steps(env, ctx)"))
+        return NULL;
+    PyObject *env = args[0], *ctx = args[1];
+    if (!PyTuple_CheckExact(ctx) || PyTuple_GET_SIZE(ctx) != 6 || !PyDict_CheckExact(PyTuple_GET_ITEM(ctx, 5))) {
+        PyErr_SetString(PyExc_TypeError, "env_steps: ctx must be (heappop, EmptySchedule, StopSimulation, "
+                                         "Network._on_timeout, Network._wake, sim.network's dict)");
+        return NULL;
+    }
+    if (lane_strings() < 0 || eng_strings() < 0)
+        return NULL;
+    if (!s_queue_) {
+        if (!(s_queue_ = PyUnicode_InternFromString("_queue")) ||
+            !(s_schedule_ = PyUnicode_InternFromString("schedule")) ||
+            !(s_defused_ = PyUnicode_InternFromString("_defused")) ||
+            !(s_whole_ctx_ = PyUnicode_InternFromString("_whole_ctx")) ||
+            !(s_resume_in_wake_ = PyUnicode_InternFromString("_RESUME_IN_WAKE")) ||
+            !(s_wake_m_ = PyUnicode_InternFromString("_wake"))) {
+            Py_CLEAR(s_queue_);
+            return NULL;
+        }
+    }
+    PyObject *heappop = PyTuple_GET_ITEM(ctx, 0), *empty = PyTuple_GET_ITEM(ctx, 1),
+             *stop = PyTuple_GET_ITEM(ctx, 2), *on_timeout = PyTuple_GET_ITEM(ctx, 3),
+             *wake = PyTuple_GET_ITEM(ctx, 4), *mdict = PyTuple_GET_ITEM(ctx, 5);
+    for (;;) {
+        /* self._now, _, _, event = heappop(self._queue) (EmptySchedule where it is empty) */
+        PyObject *queue = iget(env, s_queue_);
+        if (!queue)
+            return NULL;
+        if (PyList_CheckExact(queue) && PyList_GET_SIZE(queue) == 0) {
+            Py_DECREF(queue);
+            PyErr_SetNone(empty);
+            return NULL;
+        }
+        PyObject *item = PyObject_CallOneArg(heappop, queue);
+        Py_DECREF(queue);
+        if (!item) {
+            if (PyErr_ExceptionMatches(PyExc_IndexError)) {
+                PyErr_Clear();
+                PyErr_SetNone(empty);
+            }
+            return NULL;
+        }
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 4) {
+            Py_DECREF(item);
+            PyErr_SetString(PyExc_TypeError, "env_steps: a queue entry that is not (time, priority, id, event)");
+            return NULL;
+        }
+        PyObject *event = Py_NewRef(PyTuple_GET_ITEM(item, 3));
+        int bad = iset(env, s_now, PyTuple_GET_ITEM(item, 0)) < 0;
+        Py_DECREF(item);
+        /* callbacks, event.callbacks = event.callbacks, None */
+        PyObject *cbs = bad ? NULL : iget(event, s_callbacks);
+        if (!cbs || iset(event, s_callbacks, Py_None) < 0) {
+            Py_XDECREF(cbs);
+            Py_DECREF(event);
+            return NULL;
+        }
+        /* for callback in callbacks: callback(event) -- a list by index, its length read each time (its
+         * iterator's lines), anything else by its iterator */
+        PyObject *it = PyList_CheckExact(cbs) ? NULL : PyObject_GetIter(cbs), *cb;
+        if (!it && PyErr_Occurred()) {
+            Py_DECREF(cbs);
+            Py_DECREF(event);
+            return NULL;
+        }
+        Py_ssize_t j = 0;
+        while ((cb = it ? PyIter_Next(it) : j < PyList_GET_SIZE(cbs) ? Py_NewRef(PyList_GET_ITEM(cbs, j++)) : NULL)) {
+            PyObject *r = NULL;
+            int done = 0;
+            if (Py_TYPE(cb) == &CrankType)
+                r = crank_resume((Crank *)cb, event);
+            else if (PyMethod_Check(cb) && PyMethod_GET_FUNCTION(cb) == on_timeout &&
+                     _PyType_Lookup(Py_TYPE(PyMethod_GET_SELF(cb)), s_wake_m_) == wake) {
+                done = env_wake(PyMethod_GET_SELF(cb), event, env, wake, mdict) == 0;
+                r = done ? Py_NewRef(Py_None) : NULL;
+            } else
+                r = PyObject_CallOneArg(cb, event);
+            if (!r) {
+                if (PyErr_ExceptionMatches(stop)) {
+                    /* event.callbacks = callbacks[callbacks.index(callback) + 1:];
+                     * self.schedule(event, EventPriority(-1)); raise */
+                    PyObject *type, *value, *tb;
+                    PyErr_Fetch(&type, &value, &tb);
+                    Py_ssize_t k = PySequence_Index(cbs, cb);
+                    PyObject *rest = k < 0 ? NULL : PySequence_GetSlice(cbs, k + 1, PY_SSIZE_T_MAX);
+                    PyObject *prio = rest ? PyLong_FromLong(-1) : NULL;
+                    PyObject *s = NULL;
+                    if (prio && iset(event, s_callbacks, rest) == 0) {
+                        PyObject *argv[3] = {env, event, prio};
+                        s = PyObject_VectorcallMethod(s_schedule_, argv, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+                    }
+                    Py_XDECREF(rest);
+                    Py_XDECREF(prio);
+                    if (s) {
+                        Py_DECREF(s);
+                        PyErr_Restore(type, value, tb);
+                    } else {
+                        Py_XDECREF(type);
+                        Py_XDECREF(value);
+                        Py_XDECREF(tb);
+                    }
+                }
+                Py_DECREF(cb);
+                Py_XDECREF(it);
+                Py_DECREF(cbs);
+                Py_DECREF(event);
+                return NULL;
+            }
+            Py_DECREF(r);
+            Py_DECREF(cb);
+        }
+        Py_XDECREF(it);
+        Py_DECREF(cbs);
+        if (PyErr_Occurred()) {
+            Py_DECREF(event);
+            return NULL;
+        }
+        /* if not event._ok and not hasattr(event, '_defused'): the caller crashes the environment */
+        PyObject *ok = iget(event, s_ok);
+        int is_ok = ok ? PyObject_IsTrue(ok) : -1;
+        Py_XDECREF(ok);
+        if (is_ok < 0) {
+            Py_DECREF(event);
+            return NULL;
+        }
+        if (!is_ok) {
+            PyObject *d = PyObject_GetAttr(event, s_defused_); /* (hasattr: only an AttributeError is "no") */
+            if (d)
+                Py_DECREF(d);
+            else if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                PyErr_Clear();
+                return event;
+            } else {
+                Py_DECREF(event);
+                return NULL;
+            }
+        }
+        Py_DECREF(event);
+    }
+}
+
 static PyMethodDef module_methods[] = {
     {"fsum", py_fsum, METH_O, "fsum(array): math.fsum's correctly rounded sum"},
     {"drain_due", (PyCFunction)(void (*)(void))py_drain_due, METH_FASTCALL,
@@ -9603,6 +9804,8 @@ static PyMethodDef module_methods[] = {
     FASTCALL(eng_send, "eng_send(ectx, src, dst, nbytes, bound, hook) -> Network.send's event on the closed lane, "
                        "NotImplemented where Python must do it"),
     FASTCALL(sent_many, "sent_many(net, events, slots, now, missing_ok): Network._sent for each slot"),
+    FASTCALL(env_steps, "env_steps(env, ctx): simpy.Environment.run's loop of Environment.step (SimPy 4.1), to the "
+                        "exception a step raises or the event it would crash the environment with"),
     {NULL, NULL, 0, NULL},
 };
 

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import os
 import time
@@ -15,8 +16,11 @@ from typing import Any
 
 import networkx as nx
 import simpy
+from simpy.core import EmptySchedule, StopSimulation
+from simpy.events import Event
 
 from . import deadline as _deadline
+from . import network as _network
 from ._gc import paused_gc
 from .algorithms import Algorithm
 from .classes import FanExecutor, fan_plan
@@ -45,8 +49,48 @@ __all__ = [
 ]
 
 
+#: SimPy's event loop (Environment.run's ``while True: self.step()``) in the compiled core where it is built
+#: (``sim._ratecore.env_steps``: Environment.step's lines, and the wake-up's and the compiled ranks' callbacks called
+#: without Python); tests turn it off to compare
+_RUN_CORE = True
+
+
 class CountingEnvironment(simpy.Environment):
-    """A SimPy environment that can say how many events it has scheduled (the simulator's own cost)."""
+    """A SimPy environment that can say how many events it has scheduled (the simulator's own cost), and
+    runs SimPy's own steps in the compiled core where it is built (:data:`_RUN_CORE`)."""
+
+    def run(self, until: Any = None) -> Any:
+        """:meth:`simpy.Environment.run` -- to an event (or to the end of the events) with its steps in the
+        compiled core, where it is built and this environment's step is SimPy's own (a number, or a step of
+        its own: SimPy's loop)."""
+        steps = getattr(_network._ops, "env_steps", None)
+        if (
+            steps is None
+            or not _RUN_CORE
+            or type(self).step is not simpy.Environment.step
+            or (until is not None and not isinstance(until, Event))
+        ):
+            return super().run(until)
+        # simpy.Environment.run's lines for an event (or None), its loop in C
+        if until is not None:
+            if until.callbacks is None:  # already processed
+                return until.value
+            until.callbacks.append(StopSimulation.callback)
+        ctx = (heapq.heappop, EmptySchedule, StopSimulation, Network._on_timeout, Network._wake, vars(_network))
+        try:
+            while True:
+                failed = steps(self, ctx)  # returns only with an event that failed and was not defused
+                # (Environment.step's crash: a copy of the failure with a new traceback)
+                exc = type(failed._value)(*failed._value.args)
+                exc.__cause__ = failed._value
+                raise exc
+        except StopSimulation as exc:
+            return exc.args[0]  # == until.value
+        except EmptySchedule:
+            if until is not None:
+                assert not until.triggered
+                raise RuntimeError(f'No scheduled events left but "until" event was not triggered: {until}') from None
+        return None
 
     @property
     def scheduled(self) -> int:
