@@ -9643,6 +9643,9 @@ static PyObject *py_env_steps(PyObject *self, PyObject *const *args, Py_ssize_t 
              *stop = PyTuple_GET_ITEM(ctx, 2), *on_timeout = PyTuple_GET_ITEM(ctx, 3),
              *wake = PyTuple_GET_ITEM(ctx, 4), *mdict = PyTuple_GET_ITEM(ctx, 5);
     for (;;) {
+        /* a signal (Ctrl-C) handled between steps, where SimPy's loop of Python lines would handle it */
+        if (PyErr_CheckSignals() < 0)
+            return NULL;
         /* self._now, _, _, event = heappop(self._queue) (EmptySchedule where it is empty) */
         PyObject *queue = iget(env, s_queue_);
         if (!queue)
