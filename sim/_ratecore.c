@@ -9573,7 +9573,9 @@ static PyTypeObject DfDoneType = {
  * step raised (EmptySchedule where the queue is empty), or returns the event a step would crash the
  * environment with (not ok and not defused), which the caller raises as step does
  * (sim.simulate.CountingEnvironment.run). ``ctx = (heapq.heappop, EmptySchedule, StopSimulation,
- * Network._on_timeout, Network._wake, sim.network's dict)``. */
+ * Network._on_timeout, Network._wake, sim.network's dict, limit)``, ``limit`` None or, for a TimedEnvironment,
+ * ``(time.time, deadline, expired)``: before each step ``if time.time() > deadline: expired()``, which raises
+ * SimulationTimeout (TimedEnvironment.step's look). */
 
 static PyObject *s_queue_, *s_schedule_, *s_defused_, *s_whole_ctx_, *s_resume_in_wake_, *s_wake_m_;
 
@@ -9621,9 +9623,12 @@ static PyObject *py_env_steps(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (!nargs_ok(nargs, 2, "env_steps(env, ctx)"))
         return NULL;
     PyObject *env = args[0], *ctx = args[1];
-    if (!PyTuple_CheckExact(ctx) || PyTuple_GET_SIZE(ctx) != 6 || !PyDict_CheckExact(PyTuple_GET_ITEM(ctx, 5))) {
+    PyObject *limit = PyTuple_CheckExact(ctx) && PyTuple_GET_SIZE(ctx) == 7 ? PyTuple_GET_ITEM(ctx, 6) : NULL;
+    if (!limit || !PyDict_CheckExact(PyTuple_GET_ITEM(ctx, 5)) ||
+        (limit != Py_None && (!PyTuple_CheckExact(limit) || PyTuple_GET_SIZE(limit) != 3))) {
         PyErr_SetString(PyExc_TypeError, "env_steps: ctx must be (heappop, EmptySchedule, StopSimulation, "
-                                         "Network._on_timeout, Network._wake, sim.network's dict)");
+                                         "Network._on_timeout, Network._wake, sim.network's dict, None or (clock, "
+                                         "deadline, expired))");
         return NULL;
     }
     if (lane_strings() < 0 || eng_strings() < 0)
@@ -9646,6 +9651,20 @@ static PyObject *py_env_steps(PyObject *self, PyObject *const *args, Py_ssize_t 
         /* a signal (Ctrl-C) handled between steps, where SimPy's loop of Python lines would handle it */
         if (PyErr_CheckSignals() < 0)
             return NULL;
+        if (limit != Py_None) { /* TimedEnvironment.step's look: if clock() > deadline: expired() (it raises) */
+            PyObject *t = PyObject_CallNoArgs(PyTuple_GET_ITEM(limit, 0));
+            int past = t ? PyObject_RichCompareBool(t, PyTuple_GET_ITEM(limit, 1), Py_GT) : -1;
+            Py_XDECREF(t);
+            if (past > 0) {
+                PyObject *r = PyObject_CallNoArgs(PyTuple_GET_ITEM(limit, 2));
+                if (r) { /* (it returned: the step goes on, as it would after a look that raised nothing) */
+                    Py_DECREF(r);
+                    past = 0;
+                }
+            }
+            if (past < 0 || (past > 0 && PyErr_Occurred()))
+                return NULL;
+        }
         /* self._now, _, _, event = heappop(self._queue) (EmptySchedule where it is empty) */
         PyObject *queue = iget(env, s_queue_);
         if (!queue)

@@ -61,13 +61,14 @@ class CountingEnvironment(simpy.Environment):
 
     def run(self, until: Any = None) -> Any:
         """:meth:`simpy.Environment.run` -- to an event (or to the end of the events) with its steps in the
-        compiled core, where it is built and this environment's step is SimPy's own (a number, or a step of
-        its own: SimPy's loop)."""
+        compiled core, where it is built and this environment's step is SimPy's own or
+        :class:`TimedEnvironment`'s (a number, or another step: SimPy's loop)."""
         steps = getattr(_network._ops, "env_steps", None)
+        step = type(self).step
         if (
             steps is None
             or not _RUN_CORE
-            or type(self).step is not simpy.Environment.step
+            or (step is not simpy.Environment.step and step is not TimedEnvironment.step)
             or (until is not None and not isinstance(until, Event))
         ):
             return super().run(until)
@@ -76,7 +77,8 @@ class CountingEnvironment(simpy.Environment):
             if until.callbacks is None:  # already processed
                 return until.value
             until.callbacks.append(StopSimulation.callback)
-        ctx = (heapq.heappop, EmptySchedule, StopSimulation, Network._on_timeout, Network._wake, vars(_network))
+        limit = (time.time, self._at, self._expired) if isinstance(self, TimedEnvironment) else None
+        ctx = (heapq.heappop, EmptySchedule, StopSimulation, Network._on_timeout, Network._wake, vars(_network), limit)
         try:
             while True:
                 failed = steps(self, ctx)  # returns only with an event that failed and was not defused
@@ -115,9 +117,12 @@ class TimedEnvironment(CountingEnvironment):
         self._at = bound.at
         self._bound = bound
 
+    def _expired(self) -> None:
+        raise _deadline.SimulationTimeout(self._bound.message())
+
     def step(self) -> None:
         if time.time() > self._at:
-            raise _deadline.SimulationTimeout(self._bound.message())
+            self._expired()
         super().step()
 
 

@@ -19,7 +19,7 @@ import pytest
 import simpy
 
 from sim.network import _ops
-from sim.simulate import CountingEnvironment, simulate
+from sim.simulate import CountingEnvironment, TimedEnvironment, simulate
 
 simulate_module = importlib.import_module("sim.simulate")  # (the package's `simulate` is the function)
 
@@ -201,3 +201,24 @@ def test_ctrl_c_interrupts_a_run_in_the_compiled_loop():
     finally:
         proc.kill()
     assert out.strip() == "interrupted"
+
+
+@needs_core
+def test_a_deadline_is_looked_at_before_every_step_in_the_compiled_loop(monkeypatch):
+    """TimedEnvironment (a deadline in force) runs in the compiled loop too, its look at the clock before every
+    step included: far off, the run is SimPy's; passed, it ends with SimulationTimeout before the next step."""
+    from sim.deadline import Deadline, SimulationTimeout
+
+    calls = []
+    real = _ops.env_steps
+    monkeypatch.setattr(_ops, "env_steps", lambda *a: calls.append(1) or real(*a), raising=False)
+    far = Deadline(seconds=3600.0, at=time.time() + 3600.0)
+    assert run(lambda: TimedEnvironment(far), "event") == run(simpy.Environment, "event")
+    assert calls == [1]
+    past = Deadline(seconds=1.0, at=time.time() - 1.0)
+    env = TimedEnvironment(past)
+    log = []
+    done = program(env, log)
+    with pytest.raises(SimulationTimeout, match="did not finish within --timeout 1 s"):
+        env.run(until=done)
+    assert log == [] and env.now == 0 and calls == [1, 1]
