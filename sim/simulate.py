@@ -53,6 +53,8 @@ __all__ = [
 #: (``sim._ratecore.env_steps``: Environment.step's lines, and the wake-up's and the compiled ranks' callbacks called
 #: without Python); tests turn it off to compare
 _RUN_CORE = True
+#: the network's wake-up as defined (a subclass's or a patched ``_wake`` / ``_on_timeout`` is called, not taken for it)
+_ON_TIMEOUT, _WAKE = Network._on_timeout, Network._wake
 
 
 class CountingEnvironment(simpy.Environment):
@@ -78,7 +80,7 @@ class CountingEnvironment(simpy.Environment):
                 return until.value
             until.callbacks.append(StopSimulation.callback)
         limit = (time.time, self._at, self._expired) if isinstance(self, TimedEnvironment) else None
-        ctx = (heapq.heappop, EmptySchedule, StopSimulation, Network._on_timeout, Network._wake, vars(_network), limit)
+        ctx = (heapq.heappop, EmptySchedule, StopSimulation, _ON_TIMEOUT, _WAKE, vars(_network), limit)
         try:
             while True:
                 failed = steps(self, ctx)  # returns only with an event that failed and was not defused
