@@ -40,8 +40,15 @@ static void arr_release(Arr *a);
 static inline int kind_ok(int kind, char c, Py_ssize_t size) {
     if (kind == 'f')
         return c == 'd' && size == 8;
-    if (kind == 'i')
-        return strchr("bhilqnBHILQN", c) != NULL && (size == 4 || size == 8);
+    if (kind == 'i') {
+        switch (c) {
+        case 'b': case 'h': case 'i': case 'l': case 'q': case 'n':
+        case 'B': case 'H': case 'I': case 'L': case 'Q': case 'N':
+            return size == 4 || size == 8;
+        default:
+            return 0;
+        }
+    }
     return (c == '?' || c == 'B' || c == 'b') && size == 1;
 }
 
@@ -66,10 +73,19 @@ static inline BufEntry *bc_entry(PyObject *obj) {
     return &bcache[((x >> 4) ^ (x >> 12)) % BC_N];
 }
 
+/* what the weak reference ``ref`` refers to (borrowed; None where it died) */
+static inline PyObject *bc_target(PyObject *ref) {
+#if PY_VERSION_HEX < 0x030E0000
+    return ((PyWeakReference *)ref)->wr_object;
+#else
+    return PyWeakref_GetObject(ref);
+#endif
+}
+
 static int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
     a->held = 0;
     BufEntry *e = bc_entry(obj);
-    if (e->obj == obj && e->ref && PyWeakref_GetObject(e->ref) == obj && (!writable || !e->readonly) &&
+    if (e->obj == obj && e->ref && bc_target(e->ref) == obj && (!writable || !e->readonly) &&
         kind_ok(kind, e->fmt, e->itemsize)) {
         Py_INCREF(obj);
         a->view.obj = obj;
@@ -105,7 +121,7 @@ static int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
     a->n = a->view.shape[0];
     a->stride = a->view.strides[0];
     a->kind = kind;
-    if (e->obj != obj || !e->ref || PyWeakref_GetObject(e->ref) != obj) { /* remembered, where it can be */
+    if (e->obj != obj || !e->ref || bc_target(e->ref) != obj) { /* remembered, where it can be */
         PyObject *ref = PyWeakref_NewRef(obj, NULL);
         if (!ref) {
             PyErr_Clear();
@@ -3155,6 +3171,27 @@ static inline PyObject **idict(PyObject *obj) {
     return dp && *dp && PyDict_CheckExact(*dp) ? dp : NULL;
 }
 
+/* What a name's lookup in an instance's dict found, remembered by the dict's identity and its version tag
+ * (CPython's ma_version_tag: moved on every change of the dict, and never the same for two dicts -- a new dict
+ * gets a new one), so that the wake-up's reads of the same attributes of the same plain instances (the
+ * cluster's paths, the environment's clock and queue) skip the lookup while the dict stands. The value is
+ * borrowed: the dict holds it while its tag stands. Where the tag is not to be had, or instance attributes
+ * may be stored around it (CPython 3.13 on: inline values shared with a dict), every read looks up. */
+#if PY_VERSION_HEX < 0x030D0000
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static inline uint64_t idict_tag(PyObject *d) { return ((PyDictObject *)d)->ma_version_tag; }
+#pragma GCC diagnostic pop
+#define IG_MEMO 1
+#define IG_N 256
+static struct {
+    PyObject *dict, *name, *value;
+    uint64_t tag;
+} ig_memo[IG_N];
+#else
+#define IG_MEMO 0
+#endif
+
 /* obj.name: a new reference, or NULL with an exception set */
 static PyObject *iget(PyObject *obj, PyObject *name) {
     PyObject **sf = sfield(obj, name);
@@ -3162,9 +3199,21 @@ static PyObject *iget(PyObject *obj, PyObject *name) {
         return Py_NewRef(*sf);
     PyObject **dp = sf ? NULL : idict(obj);
     if (dp) {
-        PyObject *v = PyDict_GetItemWithError(*dp, name);
-        if (v)
+        PyObject *d = *dp;
+#if IG_MEMO
+        uintptr_t x = (uintptr_t)d ^ ((uintptr_t)name >> 3);
+        size_t at = ((x >> 4) ^ (x >> 12)) % IG_N;
+        uint64_t tag = idict_tag(d);
+        if (ig_memo[at].dict == d && ig_memo[at].name == name && ig_memo[at].tag == tag)
+            return Py_NewRef(ig_memo[at].value);
+#endif
+        PyObject *v = PyDict_GetItemWithError(d, name);
+        if (v) {
+#if IG_MEMO
+            ig_memo[at].dict = d, ig_memo[at].name = name, ig_memo[at].value = v, ig_memo[at].tag = tag;
+#endif
             return Py_NewRef(v);
+        }
         if (PyErr_Occurred())
             return NULL;
     }
@@ -3387,11 +3436,11 @@ static int schedule(PyObject *ctx, PyObject *when) {
     PyObject *net = PyTuple_GET_ITEM(ctx, CX_NET), *env = PyTuple_GET_ITEM(ctx, CX_ENV);
     if (iset(net, s_wake_at, when) < 0)
         return -1;
-    PyObject *event = new_event(PyTuple_GET_ITEM(ctx, CX_EVENT), env), *cbs = NULL, *cb = NULL, *now = NULL;
-    PyObject *queue = NULL, *eid = NULL, *id = NULL, *item = NULL, *r = NULL;
+    /* (the event made with net._on_timeout in its callbacks: what Event(env), then callbacks.append, leave) */
+    PyObject *cb = PyObject_GetAttr(net, s_on_timeout), *event = cb ? new_event_cb(PyTuple_GET_ITEM(ctx, CX_EVENT), env, cb) : NULL;
+    PyObject *now = NULL, *queue = NULL, *eid = NULL, *id = NULL, *item = NULL, *r = NULL;
     int rc = -1;
-    if (!event || mark_ok(event, Py_None) < 0 || !(cbs = iget(event, s_callbacks)) ||
-        !(cb = PyObject_GetAttr(net, s_on_timeout)) || PyList_Append(cbs, cb) < 0 || !(now = iget(env, s_now)))
+    if (!event || mark_ok(event, Py_None) < 0 || !(now = iget(env, s_now)))
         goto done;
     double w = fv(when), t = fv(now);
     if (PyErr_Occurred() || !(queue = iget(env, s_queue)) || !(eid = iget(env, s_eid)))
@@ -3410,7 +3459,6 @@ static int schedule(PyObject *ctx, PyObject *when) {
     rc = iset(net, s_wake_event, event);
 done:
     Py_XDECREF(event);
-    Py_XDECREF(cbs);
     Py_XDECREF(cb);
     Py_XDECREF(now);
     Py_XDECREF(queue);
@@ -7331,19 +7379,38 @@ static int w_call(PyObject *obj, PyObject *name, PyObject *a, PyObject *b, PyObj
 
 /* numpy.empty(n, numpy.int64) holding the Py_ssize_t ``v`` (kind 'i'), or numpy.empty(n) holding the doubles
  * ``v`` (kind 'f'): a new reference */
+/* (the small arrays w_array made last, one per kind and length, held here: one that no one else holds any
+ * more -- its reference count one, no view, no export, no list holding it -- is filled anew rather than a new
+ * one made, as numpy.empty would give an array of the same dtype and length that no one else holds) */
+#define WA_SPARE 16
+static PyObject *wa_spare[2][WA_SPARE + 1];
+
 static PyObject *w_array(const WCtx *w, int kind, const void *v, Py_ssize_t n) {
-    PyObject *len = PyLong_FromSsize_t(n);
-    if (!len)
-        return NULL;
-    PyObject *argv[2] = {len, w->int64};
-    PyObject *arr = PyObject_Vectorcall(w->empty, argv, kind == 'i' ? 2 : 1, NULL);
-    Py_DECREF(len);
-    if (!arr)
-        return NULL;
+    PyObject **spare = n >= 0 && n <= WA_SPARE ? &wa_spare[kind == 'i'][n] : NULL, *arr = NULL;
     Arr a;
-    if (arr_open(arr, &a, kind, 1) < 0) {
-        Py_DECREF(arr);
-        return NULL;
+    if (spare && *spare && Py_REFCNT(*spare) == 1) {
+        if (arr_open(*spare, &a, kind, 1) < 0)
+            PyErr_Clear();
+        else if (a.n == n && a.view.itemsize == 8)
+            arr = Py_NewRef(*spare);
+        else
+            arr_release(&a);
+    }
+    if (!arr) {
+        PyObject *len = PyLong_FromSsize_t(n);
+        if (!len)
+            return NULL;
+        PyObject *argv[2] = {len, w->int64};
+        arr = PyObject_Vectorcall(w->empty, argv, kind == 'i' ? 2 : 1, NULL);
+        Py_DECREF(len);
+        if (!arr)
+            return NULL;
+        if (arr_open(arr, &a, kind, 1) < 0) {
+            Py_DECREF(arr);
+            return NULL;
+        }
+        if (spare)
+            Py_XSETREF(*spare, Py_NewRef(arr));
     }
     for (Py_ssize_t i = 0; i < n; i++)
         if (kind == 'i')
