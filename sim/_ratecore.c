@@ -82,25 +82,8 @@ static inline PyObject *bc_target(PyObject *ref) {
 #endif
 }
 
-static int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
-    a->held = 0;
-    BufEntry *e = bc_entry(obj);
-    if (e->obj == obj && e->ref && bc_target(e->ref) == obj && (!writable || !e->readonly) &&
-        kind_ok(kind, e->fmt, e->itemsize)) {
-        Py_INCREF(obj);
-        a->view.obj = obj;
-        a->view.buf = (void *)e->p;
-        a->view.itemsize = e->itemsize;
-        a->view.ndim = 1;
-        a->view.format = NULL;
-        a->view.readonly = e->readonly;
-        a->p = e->p;
-        a->n = e->n;
-        a->stride = e->stride;
-        a->kind = kind;
-        a->held = 2;
-        return 0;
-    }
+/* arr_open's lines where the array is not remembered (``e``: its place in bcache) */
+static int arr_open_miss(PyObject *obj, Arr *a, int kind, int writable, BufEntry *e) {
     if (PyObject_GetBuffer(obj, &a->view, PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
         return -1;
     a->held = 1;
@@ -133,6 +116,28 @@ static int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
     e->p = a->p, e->n = a->n, e->stride = a->stride, e->itemsize = size, e->fmt = c;
     e->readonly = a->view.readonly;
     return 0;
+}
+
+static inline int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
+    a->held = 0;
+    BufEntry *e = bc_entry(obj);
+    if (e->obj == obj && e->ref && bc_target(e->ref) == obj && (!writable || !e->readonly) &&
+        kind_ok(kind, e->fmt, e->itemsize)) {
+        Py_INCREF(obj);
+        a->view.obj = obj;
+        a->view.buf = (void *)e->p;
+        a->view.itemsize = e->itemsize;
+        a->view.ndim = 1;
+        a->view.format = NULL;
+        a->view.readonly = e->readonly;
+        a->p = e->p;
+        a->n = e->n;
+        a->stride = e->stride;
+        a->kind = kind;
+        a->held = 2;
+        return 0;
+    }
+    return arr_open_miss(obj, a, kind, writable, e);
 }
 
 static int arr_get(PyObject *obj, Arr *a, int kind) { return arr_open(obj, a, kind, 0); }
@@ -954,12 +959,19 @@ typedef struct {
     double rtol;
 } Inputs;
 
+static inline PyObject *iget(PyObject *obj, PyObject *name);
+
 static int alone_rate(Core *c, Inputs *in, int32_t slot, double *out) {
-    if (!in->have_bottleneck) {
-        PyObject *paths = PyObject_GetAttrString(c->cluster, "paths");
+    if (!in->have_bottleneck) { /* (cluster.paths.bottleneck, the names interned once) */
+        static PyObject *s_paths_, *s_bottleneck_;
+        if (!s_paths_ && !(s_paths_ = PyUnicode_InternFromString("paths")))
+            return -1;
+        if (!s_bottleneck_ && !(s_bottleneck_ = PyUnicode_InternFromString("bottleneck")))
+            return -1;
+        PyObject *paths = iget(c->cluster, s_paths_);
         if (!paths)
             return -1;
-        in->obottleneck = PyObject_GetAttrString(paths, "bottleneck");
+        in->obottleneck = iget(paths, s_bottleneck_);
         Py_DECREF(paths);
         if (!in->obottleneck || arr_get(in->obottleneck, &in->bottleneck, 'f') < 0)
             return -1;
@@ -3065,27 +3077,48 @@ typedef struct {
     PyObject_HEAD PyObject *f[RATES_NF];
 } RatesBase;
 
-/* a field's index by its interned name's address (open addressing; 128 places, the names under 64) */
+/* a field's index by its interned name's address (open addressing; 128 places, the names under 64), the
+ * address's hash a product's top bits with a multiplier chosen at the start for the fewest probes over the
+ * table's own names (their addresses are known by then: the names are interned and kept) */
 #define ST_CAP 128
 typedef struct {
     PyObject *name[ST_CAP];
     int idx[ST_CAP];
+    uint64_t mul;
 } STab;
 static STab net_tab, rates_tab;
 static PyMemberDef net_members[NET_NF + 1], rates_members[RATES_NF + 1];
 static PyTypeObject NetBaseType, RatesBaseType;
 
-static inline size_t st_hash(PyObject *name) { return ((uintptr_t)name >> 4) & (ST_CAP - 1); }
+static inline size_t st_hash(const STab *tab, PyObject *name) { return (size_t)(((uint64_t)(uintptr_t)name * tab->mul) >> 57); }
 
 static int st_build(STab *tab, PyMemberDef *members, const char *const *names, int n, Py_ssize_t base) {
-    for (int k = 0; k < n; k++) {
-        PyObject *s = PyUnicode_InternFromString(names[k]);
-        if (!s)
+    PyObject *s[ST_CAP / 2];
+    for (int k = 0; k < n; k++)
+        if (!(s[k] = PyUnicode_InternFromString(names[k]))) /* (kept: interned names live as long as the interpreter) */
             return -1;
-        size_t h = st_hash(s);
+    uint64_t x = 0x9E3779B97F4A7C15ull, best = 0;
+    long fewest = -1;
+    for (int tries = 0; tries < 4096 && fewest != n; tries++) { /* (the multipliers of a fixed sequence: odd) */
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        tab->mul = x | 1;
+        unsigned char used[ST_CAP] = {0};
+        long probes = 0;
+        for (int k = 0; k < n; k++) {
+            size_t h = st_hash(tab, s[k]);
+            for (probes++; used[h]; probes++)
+                h = (h + 1) & (ST_CAP - 1);
+            used[h] = 1;
+        }
+        if (fewest < 0 || probes < fewest)
+            fewest = probes, best = tab->mul;
+    }
+    tab->mul = best;
+    for (int k = 0; k < n; k++) {
+        size_t h = st_hash(tab, s[k]);
         while (tab->name[h])
             h = (h + 1) & (ST_CAP - 1);
-        tab->name[h] = s; /* (kept: interned names live as long as the interpreter) */
+        tab->name[h] = s[k];
         tab->idx[h] = k;
         members[k] = (PyMemberDef){(char *)names[k], T_OBJECT_EX, base + k * (Py_ssize_t)sizeof(PyObject *), 0, NULL};
     }
@@ -3106,7 +3139,7 @@ static inline PyObject **sfield(PyObject *obj, PyObject *name) {
         f = ((RatesBase *)obj)->f;
     } else
         return NULL;
-    for (size_t h = st_hash(name);; h = (h + 1) & (ST_CAP - 1)) {
+    for (size_t h = st_hash(tab, name);; h = (h + 1) & (ST_CAP - 1)) {
         if (tab->name[h] == name)
             return &f[tab->idx[h]];
         if (!tab->name[h])
@@ -3192,11 +3225,8 @@ static struct {
 #define IG_MEMO 0
 #endif
 
-/* obj.name: a new reference, or NULL with an exception set */
-static PyObject *iget(PyObject *obj, PyObject *name) {
-    PyObject **sf = sfield(obj, name);
-    if (sf && *sf)
-        return Py_NewRef(*sf);
+/* iget's lines after a field held in C (``sf``: sfield's) that is not set, or none */
+static PyObject *iget_rest(PyObject *obj, PyObject *name, PyObject **sf) {
     PyObject **dp = sf ? NULL : idict(obj);
     if (dp) {
         PyObject *d = *dp;
@@ -3220,6 +3250,14 @@ static PyObject *iget(PyObject *obj, PyObject *name) {
     return PyObject_GetAttr(obj, name);
 }
 
+/* obj.name: a new reference, or NULL with an exception set (a field held in C read in line) */
+static inline PyObject *iget(PyObject *obj, PyObject *name) {
+    PyObject **sf = sfield(obj, name);
+    if (sf && *sf)
+        return Py_NewRef(*sf);
+    return iget_rest(obj, name, sf);
+}
+
 /* iget(net, name) for the network's field ``k`` (NF_...: ``name``'s place), found without the name's lookup */
 static inline PyObject *nget(PyObject *net, int k, PyObject *name) {
     if (Py_TYPE(net)->tp_base == &NetBaseType && ((NetBase *)net)->f[k])
@@ -3227,13 +3265,8 @@ static inline PyObject *nget(PyObject *net, int k, PyObject *name) {
     return iget(net, name);
 }
 
-/* obj.name = v (in the dict where the name is an instance attribute already) */
-static int iset(PyObject *obj, PyObject *name, PyObject *v) {
-    PyObject **sf = v ? sfield(obj, name) : NULL;
-    if (sf) {
-        Py_XSETREF(*sf, Py_NewRef(v));
-        return 0;
-    }
+/* iset's lines for an attribute not held in C */
+static int iset_rest(PyObject *obj, PyObject *name, PyObject *v) {
     PyObject **dp = idict(obj);
     if (dp) {
         int has = PyDict_Contains(*dp, name);
@@ -3245,12 +3278,24 @@ static int iset(PyObject *obj, PyObject *name, PyObject *v) {
     return PyObject_SetAttr(obj, name, v);
 }
 
+/* obj.name = v (in the dict where the name is an instance attribute already; a field held in C in line) */
+static inline int iset(PyObject *obj, PyObject *name, PyObject *v) {
+    PyObject **sf = v ? sfield(obj, name) : NULL;
+    if (sf) {
+        Py_XSETREF(*sf, Py_NewRef(v));
+        return 0;
+    }
+    return iset_rest(obj, name, v);
+}
+
 /* obj.name += by */
 /* *sf += by for a field held in C (``sf`` from sfield, or NULL): 1 where done (iget's and iset's lines without
  * the calls), 0 where add_attr's other lines must do it, -1 with an exception set */
 static inline int add_field(PyObject **sf, long by) {
     if (!sf || !*sf || !PyLong_CheckExact(*sf))
         return 0;
+    if (!by) /* (an int plus nothing: the same value, kept) */
+        return 1;
     int over;
     long x = PyLong_AsLongAndOverflow(*sf, &over);
     if (!over && !(x == -1 && PyErr_Occurred()) && (by > 0 ? x <= LONG_MAX - by : x >= LONG_MIN - by)) {
@@ -7437,8 +7482,8 @@ static int w_arr(PyObject *obj, int name, Arr *a, int kind, int writable) {
 /* obj.name += by (an int attribute) */
 static int w_add(PyObject *obj, int name, Py_ssize_t by) { return add_attr(obj, w_s[name], (long)by); }
 
-static int r_long(PyObject *obj, PyObject *name, long *out);
-static int w_val(const WCtx *w, int k, long *out);
+static inline int r_long(PyObject *obj, PyObject *name, long *out);
+static inline int w_val(const WCtx *w, int k, long *out);
 
 /* the version tag of dict ``d`` (CPython's ma_version_tag: moved on every change) */
 #if PY_VERSION_HEX < 0x030E0000
@@ -8139,12 +8184,19 @@ static int r_strings(void) { return intern_all(r_s, r_names, R_N); }
 
 /* a module's switch or limit ``k`` (WV_*) as a C long: held in w_vals once read (0, or -1 with an exception
  * set) */
-static int w_val(const WCtx *w, int k, long *out) {
+static int w_val_read(const WCtx *w, int k, long *out, int held);
+
+static inline int w_val(const WCtx *w, int k, long *out) {
     int held = w_vals_ok(w);
     if (held && (w_vals.have >> k & 1u)) {
         *out = w_vals.v[k];
         return 0;
     }
+    return w_val_read(w, k, out, held);
+}
+
+/* w_val's lines where the value is not held (``held``: whether it may be, once read) */
+static int w_val_read(const WCtx *w, int k, long *out, int held) {
     static const int names[WV_RECOUNT_CORE] = {W_MSG_CORE, W_PUMP,  W_LANE_CORE, R_HIT_CORE, R_INCR_MIN,
                                                R_CMAX,     R_SHARE, R_FLOOR,     R_SCALAR,   R_SKIP_MAX};
     if (r_strings() < 0 || k_strings() < 0)
@@ -8161,7 +8213,7 @@ static int w_val(const WCtx *w, int k, long *out) {
 
 
 /* obj.name as a C long (an int or a bool), or -1 with an exception set */
-static int r_long(PyObject *obj, PyObject *name, long *out) {
+static inline int r_long(PyObject *obj, PyObject *name, long *out) {
     PyObject *v = iget(obj, name);
     if (!v)
         return -1;
@@ -8750,6 +8802,14 @@ static int w_count_users(PyObject *rates, Core *c, const Py_ssize_t *pids, Py_ss
     return rc;
 }
 
+/* the last multiset key w_rates_change made and its value (held: an int is the same value while it lives), so
+ * that the next change reads it without the int's conversion where it is still the key */
+static struct {
+    PyObject *obj;
+    unsigned long long v;
+} w_key;
+#define W_FEW 16
+
 /* 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error; ``arr`` (``slots`` as an
  * array) is read only where flows start (sign > 0): flows that end leave the core's sets from ``slots`` */
 static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, int sign) {
@@ -8759,8 +8819,8 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     Arr path, bound, rate, hash;
     Arr *all[4] = {&path, &bound, &rate, &hash};
     arrs_init(all, 4);
-    Py_ssize_t *pids = NULL;
-    double *rts = NULL;
+    Py_ssize_t *pids = NULL, pids_few[W_FEW];
+    double *rts = NULL, rts_few[W_FEW];
     int rc = -1;
     long pcount, recount, count, recount_core, narcs;
     if (k_strings() < 0 || !(rates = iget(net, r_s[R_RATES])) || !(cluster = iget(net, w_s[W_CLUSTER])) ||
@@ -8800,7 +8860,9 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     if (w_arr(net, W_PATH, &path, 'i', 0) < 0 || w_arr(net, W_BOUND, &bound, 'f', 0) < 0 ||
         (sign < 0 && w_arr(net, W_RATE, &rate, 'f', 0) < 0))
         goto out;
-    if (!(pids = malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t))) || !(rts = malloc((size_t)(n ? n : 1) * sizeof(double)))) {
+    if (n <= W_FEW) /* (a few: on the stack) */
+        pids = pids_few, rts = rts_few;
+    else if (!(pids = malloc((size_t)n * sizeof(Py_ssize_t))) || !(rts = malloc((size_t)n * sizeof(double)))) {
         PyErr_NoMemory();
         goto out;
     }
@@ -8822,13 +8884,15 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     arrs_release(all, 4);
     if (!(key_o = iget(rates, r_s[R_KEY])))
         goto out;
-    unsigned long long key = PyLong_AsUnsignedLongLong(key_o);
+    unsigned long long key = key_o == w_key.obj ? w_key.v : PyLong_AsUnsignedLongLong(key_o);
     if (key == (unsigned long long)-1 && PyErr_Occurred())
         goto out;
     Py_CLEAR(key_o);
     key = sign > 0 ? key + sum : key - sum;
     if (!(key_o = PyLong_FromUnsignedLongLong(key)) || iset(rates, r_s[R_KEY], key_o) < 0)
         goto out;
+    Py_XSETREF(w_key.obj, Py_NewRef(key_o));
+    w_key.v = key;
     if (sign < 0) { /* self._gone.append((pids, rates.copy())), the two held in C (a Gone) */
         if (!(list = iget(rates, r_s[R_GONE])) || !(item = gone_new(pids, rts, n)) || PyList_Append(list, item) < 0)
             goto out;
@@ -8864,8 +8928,10 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     rc = 1;
 out:
     arrs_release(all, 4);
-    free(pids);
-    free(rts);
+    if (pids != pids_few)
+        free(pids);
+    if (rts != rts_few)
+        free(rts);
     Py_XDECREF(rates);
     Py_XDECREF(cluster);
     Py_XDECREF(paths);
