@@ -7816,7 +7816,7 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
     Arr *all[2] = {&owner, &gid};
     arrs_init(all, 2);
     int rc = -1;
-    PyObject *events = NULL, *free_ = NULL, **objs = NULL;
+    PyObject *events = NULL, *free_ = NULL, **objs = NULL, *objs_few[16] = {NULL};
     if (w_arr(net, W_OWNER, &owner, 'i', 0) < 0 || w_arr(net, W_GID, &gid, 'i', 0) < 0)
         goto out;
     for (Py_ssize_t i = 0; i < n; i++)
@@ -7831,7 +7831,7 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
     if (w_book(w, done, n) < 0)
         goto out;
     if (!(events = iget(net, w_s[W_EVENT])) || !PyList_CheckExact(events) || sent_strings() < 0 ||
-        !(objs = PyMem_Calloc(n, sizeof *objs))) {
+        !(objs = n <= 16 ? objs_few : PyMem_Calloc(n, sizeof *objs))) { /* (a few: on the stack) */
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "net_wake: the sends' records must be a list");
         goto out;
@@ -7854,7 +7854,8 @@ out:
     arrs_release(all, 2);
     for (Py_ssize_t i = 0; objs && i < n; i++)
         Py_XDECREF(objs[i]);
-    PyMem_Free(objs);
+    if (objs != objs_few)
+        PyMem_Free(objs);
     Py_XDECREF(events);
     Py_XDECREF(free_);
     return rc;
@@ -8514,6 +8515,33 @@ out:
     return rc;
 }
 
+/* The lists a computation takes over (rates._fresh and rates._gone, ``fresh, self._fresh = self._fresh, []``):
+ * the old ones, once read, kept emptied where no one else holds them (their reference count one) and given
+ * as the next computation's new empty lists, as PyList_New(0) would give a list no one else holds. */
+static PyObject *w_spare_list[2];
+
+/* an empty list no one else holds (``which``: 0 for _fresh, 1 for _gone): a new reference */
+static PyObject *w_new_list(int which) {
+    PyObject *l = w_spare_list[which];
+    if (!l)
+        return PyList_New(0);
+    w_spare_list[which] = NULL;
+    return l;
+}
+
+/* the reference ``l`` dropped, the list emptied and kept for w_new_list where ``ok`` (no error pending) and no one
+ * else holds it */
+static void w_keep_list(int which, PyObject *l, int ok) {
+    if (l && ok && !w_spare_list[which] && PyList_CheckExact(l) && Py_REFCNT(l) == 1 && !PyErr_Occurred()) {
+        if (PyList_SetSlice(l, 0, PyList_GET_SIZE(l), NULL) == 0 && Py_REFCNT(l) == 1 && !PyList_GET_SIZE(l)) {
+            w_spare_list[which] = l;
+            return;
+        }
+        PyErr_Clear();
+    }
+    Py_XDECREF(l);
+}
+
 /* Network._solve(): 0, or -1 with an exception set */
 static int w_solve(const WCtx *w) {
     PyObject *net = w->net, *mod = PyTuple_GET_ITEM(w->wctx_, 3);
@@ -8640,7 +8668,7 @@ static int w_solve(const WCtx *w) {
         !(fresh = iget(rates, r_s[R_FRESH])) || !(gone = iget(rates, r_s[R_GONE])))
         goto out;
     {
-        PyObject *f = PyList_New(0), *g = f ? PyList_New(0) : NULL;
+        PyObject *f = w_new_list(0), *g = f ? w_new_list(1) : NULL;
         int bad = !g || iset(rates, r_s[R_FRESH], f) < 0 || iset(rates, r_s[R_GONE], g) < 0 ||
                   iset(rates, r_s[R_ALONE], Py_False) < 0;
         Py_XDECREF(f);
@@ -8760,8 +8788,8 @@ out:
     Py_XDECREF(rate);
     Py_XDECREF(act);
     Py_XDECREF(got);
-    Py_XDECREF(fresh);
-    Py_XDECREF(gone);
+    w_keep_list(0, fresh, rc == 0);
+    w_keep_list(1, gone, rc == 0);
     Py_XDECREF(seeds);
     Py_XDECREF(o_rtol);
     return rc;
