@@ -40,8 +40,15 @@ static void arr_release(Arr *a);
 static inline int kind_ok(int kind, char c, Py_ssize_t size) {
     if (kind == 'f')
         return c == 'd' && size == 8;
-    if (kind == 'i')
-        return strchr("bhilqnBHILQN", c) != NULL && (size == 4 || size == 8);
+    if (kind == 'i') {
+        switch (c) {
+        case 'b': case 'h': case 'i': case 'l': case 'q': case 'n':
+        case 'B': case 'H': case 'I': case 'L': case 'Q': case 'N':
+            return size == 4 || size == 8;
+        default:
+            return 0;
+        }
+    }
     return (c == '?' || c == 'B' || c == 'b') && size == 1;
 }
 
@@ -66,25 +73,17 @@ static inline BufEntry *bc_entry(PyObject *obj) {
     return &bcache[((x >> 4) ^ (x >> 12)) % BC_N];
 }
 
-static int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
-    a->held = 0;
-    BufEntry *e = bc_entry(obj);
-    if (e->obj == obj && e->ref && PyWeakref_GetObject(e->ref) == obj && (!writable || !e->readonly) &&
-        kind_ok(kind, e->fmt, e->itemsize)) {
-        Py_INCREF(obj);
-        a->view.obj = obj;
-        a->view.buf = (void *)e->p;
-        a->view.itemsize = e->itemsize;
-        a->view.ndim = 1;
-        a->view.format = NULL;
-        a->view.readonly = e->readonly;
-        a->p = e->p;
-        a->n = e->n;
-        a->stride = e->stride;
-        a->kind = kind;
-        a->held = 2;
-        return 0;
-    }
+/* what the weak reference ``ref`` refers to (borrowed; None where it died) */
+static inline PyObject *bc_target(PyObject *ref) {
+#if PY_VERSION_HEX < 0x030E0000
+    return ((PyWeakReference *)ref)->wr_object;
+#else
+    return PyWeakref_GetObject(ref);
+#endif
+}
+
+/* arr_open's lines where the array is not remembered (``e``: its place in bcache) */
+static int arr_open_miss(PyObject *obj, Arr *a, int kind, int writable, BufEntry *e) {
     if (PyObject_GetBuffer(obj, &a->view, PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
         return -1;
     a->held = 1;
@@ -105,7 +104,7 @@ static int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
     a->n = a->view.shape[0];
     a->stride = a->view.strides[0];
     a->kind = kind;
-    if (e->obj != obj || !e->ref || PyWeakref_GetObject(e->ref) != obj) { /* remembered, where it can be */
+    if (e->obj != obj || !e->ref || bc_target(e->ref) != obj) { /* remembered, where it can be */
         PyObject *ref = PyWeakref_NewRef(obj, NULL);
         if (!ref) {
             PyErr_Clear();
@@ -117,6 +116,28 @@ static int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
     e->p = a->p, e->n = a->n, e->stride = a->stride, e->itemsize = size, e->fmt = c;
     e->readonly = a->view.readonly;
     return 0;
+}
+
+static inline int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
+    a->held = 0;
+    BufEntry *e = bc_entry(obj);
+    if (e->obj == obj && e->ref && bc_target(e->ref) == obj && (!writable || !e->readonly) &&
+        kind_ok(kind, e->fmt, e->itemsize)) {
+        Py_INCREF(obj);
+        a->view.obj = obj;
+        a->view.buf = (void *)e->p;
+        a->view.itemsize = e->itemsize;
+        a->view.ndim = 1;
+        a->view.format = NULL;
+        a->view.readonly = e->readonly;
+        a->p = e->p;
+        a->n = e->n;
+        a->stride = e->stride;
+        a->kind = kind;
+        a->held = 2;
+        return 0;
+    }
+    return arr_open_miss(obj, a, kind, writable, e);
 }
 
 static int arr_get(PyObject *obj, Arr *a, int kind) { return arr_open(obj, a, kind, 0); }
@@ -938,12 +959,19 @@ typedef struct {
     double rtol;
 } Inputs;
 
+static inline PyObject *iget(PyObject *obj, PyObject *name);
+
 static int alone_rate(Core *c, Inputs *in, int32_t slot, double *out) {
-    if (!in->have_bottleneck) {
-        PyObject *paths = PyObject_GetAttrString(c->cluster, "paths");
+    if (!in->have_bottleneck) { /* (cluster.paths.bottleneck, the names interned once) */
+        static PyObject *s_paths_, *s_bottleneck_;
+        if (!s_paths_ && !(s_paths_ = PyUnicode_InternFromString("paths")))
+            return -1;
+        if (!s_bottleneck_ && !(s_bottleneck_ = PyUnicode_InternFromString("bottleneck")))
+            return -1;
+        PyObject *paths = iget(c->cluster, s_paths_);
         if (!paths)
             return -1;
-        in->obottleneck = PyObject_GetAttrString(paths, "bottleneck");
+        in->obottleneck = iget(paths, s_bottleneck_);
         Py_DECREF(paths);
         if (!in->obottleneck || arr_get(in->obottleneck, &in->bottleneck, 'f') < 0)
             return -1;
@@ -3049,27 +3077,48 @@ typedef struct {
     PyObject_HEAD PyObject *f[RATES_NF];
 } RatesBase;
 
-/* a field's index by its interned name's address (open addressing; 128 places, the names under 64) */
+/* a field's index by its interned name's address (open addressing; 128 places, the names under 64), the
+ * address's hash a product's top bits with a multiplier chosen at the start for the fewest probes over the
+ * table's own names (their addresses are known by then: the names are interned and kept) */
 #define ST_CAP 128
 typedef struct {
     PyObject *name[ST_CAP];
     int idx[ST_CAP];
+    uint64_t mul;
 } STab;
 static STab net_tab, rates_tab;
 static PyMemberDef net_members[NET_NF + 1], rates_members[RATES_NF + 1];
 static PyTypeObject NetBaseType, RatesBaseType;
 
-static inline size_t st_hash(PyObject *name) { return ((uintptr_t)name >> 4) & (ST_CAP - 1); }
+static inline size_t st_hash(const STab *tab, PyObject *name) { return (size_t)(((uint64_t)(uintptr_t)name * tab->mul) >> 57); }
 
 static int st_build(STab *tab, PyMemberDef *members, const char *const *names, int n, Py_ssize_t base) {
-    for (int k = 0; k < n; k++) {
-        PyObject *s = PyUnicode_InternFromString(names[k]);
-        if (!s)
+    PyObject *s[ST_CAP / 2];
+    for (int k = 0; k < n; k++)
+        if (!(s[k] = PyUnicode_InternFromString(names[k]))) /* (kept: interned names live as long as the interpreter) */
             return -1;
-        size_t h = st_hash(s);
+    uint64_t x = 0x9E3779B97F4A7C15ull, best = 0;
+    long fewest = -1;
+    for (int tries = 0; tries < 4096 && fewest != n; tries++) { /* (the multipliers of a fixed sequence: odd) */
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        tab->mul = x | 1;
+        unsigned char used[ST_CAP] = {0};
+        long probes = 0;
+        for (int k = 0; k < n; k++) {
+            size_t h = st_hash(tab, s[k]);
+            for (probes++; used[h]; probes++)
+                h = (h + 1) & (ST_CAP - 1);
+            used[h] = 1;
+        }
+        if (fewest < 0 || probes < fewest)
+            fewest = probes, best = tab->mul;
+    }
+    tab->mul = best;
+    for (int k = 0; k < n; k++) {
+        size_t h = st_hash(tab, s[k]);
         while (tab->name[h])
             h = (h + 1) & (ST_CAP - 1);
-        tab->name[h] = s; /* (kept: interned names live as long as the interpreter) */
+        tab->name[h] = s[k];
         tab->idx[h] = k;
         members[k] = (PyMemberDef){(char *)names[k], T_OBJECT_EX, base + k * (Py_ssize_t)sizeof(PyObject *), 0, NULL};
     }
@@ -3090,7 +3139,7 @@ static inline PyObject **sfield(PyObject *obj, PyObject *name) {
         f = ((RatesBase *)obj)->f;
     } else
         return NULL;
-    for (size_t h = st_hash(name);; h = (h + 1) & (ST_CAP - 1)) {
+    for (size_t h = st_hash(tab, name);; h = (h + 1) & (ST_CAP - 1)) {
         if (tab->name[h] == name)
             return &f[tab->idx[h]];
         if (!tab->name[h])
@@ -3155,20 +3204,58 @@ static inline PyObject **idict(PyObject *obj) {
     return dp && *dp && PyDict_CheckExact(*dp) ? dp : NULL;
 }
 
-/* obj.name: a new reference, or NULL with an exception set */
-static PyObject *iget(PyObject *obj, PyObject *name) {
-    PyObject **sf = sfield(obj, name);
-    if (sf && *sf)
-        return Py_NewRef(*sf);
+/* What a name's lookup in an instance's dict found, remembered by the dict's identity and its version tag
+ * (CPython's ma_version_tag: moved on every change of the dict, and never the same for two dicts -- a new dict
+ * gets a new one), so that the wake-up's reads of the same attributes of the same plain instances (the
+ * cluster's paths, the environment's clock and queue) skip the lookup while the dict stands. The value is
+ * borrowed: the dict holds it while its tag stands. Where the tag is not to be had, or instance attributes
+ * may be stored around it (CPython 3.13 on: inline values shared with a dict), every read looks up. */
+#if PY_VERSION_HEX < 0x030D0000
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static inline uint64_t idict_tag(PyObject *d) { return ((PyDictObject *)d)->ma_version_tag; }
+#pragma GCC diagnostic pop
+#define IG_MEMO 1
+#define IG_N 256
+static struct {
+    PyObject *dict, *name, *value;
+    uint64_t tag;
+} ig_memo[IG_N];
+#else
+#define IG_MEMO 0
+#endif
+
+/* iget's lines after a field held in C (``sf``: sfield's) that is not set, or none */
+static PyObject *iget_rest(PyObject *obj, PyObject *name, PyObject **sf) {
     PyObject **dp = sf ? NULL : idict(obj);
     if (dp) {
-        PyObject *v = PyDict_GetItemWithError(*dp, name);
-        if (v)
+        PyObject *d = *dp;
+#if IG_MEMO
+        uintptr_t x = (uintptr_t)d ^ ((uintptr_t)name >> 3);
+        size_t at = ((x >> 4) ^ (x >> 12)) % IG_N;
+        uint64_t tag = idict_tag(d);
+        if (ig_memo[at].dict == d && ig_memo[at].name == name && ig_memo[at].tag == tag)
+            return Py_NewRef(ig_memo[at].value);
+#endif
+        PyObject *v = PyDict_GetItemWithError(d, name);
+        if (v) {
+#if IG_MEMO
+            ig_memo[at].dict = d, ig_memo[at].name = name, ig_memo[at].value = v, ig_memo[at].tag = tag;
+#endif
             return Py_NewRef(v);
+        }
         if (PyErr_Occurred())
             return NULL;
     }
     return PyObject_GetAttr(obj, name);
+}
+
+/* obj.name: a new reference, or NULL with an exception set (a field held in C read in line) */
+static inline PyObject *iget(PyObject *obj, PyObject *name) {
+    PyObject **sf = sfield(obj, name);
+    if (sf && *sf)
+        return Py_NewRef(*sf);
+    return iget_rest(obj, name, sf);
 }
 
 /* iget(net, name) for the network's field ``k`` (NF_...: ``name``'s place), found without the name's lookup */
@@ -3178,13 +3265,8 @@ static inline PyObject *nget(PyObject *net, int k, PyObject *name) {
     return iget(net, name);
 }
 
-/* obj.name = v (in the dict where the name is an instance attribute already) */
-static int iset(PyObject *obj, PyObject *name, PyObject *v) {
-    PyObject **sf = v ? sfield(obj, name) : NULL;
-    if (sf) {
-        Py_XSETREF(*sf, Py_NewRef(v));
-        return 0;
-    }
+/* iset's lines for an attribute not held in C */
+static int iset_rest(PyObject *obj, PyObject *name, PyObject *v) {
     PyObject **dp = idict(obj);
     if (dp) {
         int has = PyDict_Contains(*dp, name);
@@ -3196,12 +3278,24 @@ static int iset(PyObject *obj, PyObject *name, PyObject *v) {
     return PyObject_SetAttr(obj, name, v);
 }
 
+/* obj.name = v (in the dict where the name is an instance attribute already; a field held in C in line) */
+static inline int iset(PyObject *obj, PyObject *name, PyObject *v) {
+    PyObject **sf = v ? sfield(obj, name) : NULL;
+    if (sf) {
+        Py_XSETREF(*sf, Py_NewRef(v));
+        return 0;
+    }
+    return iset_rest(obj, name, v);
+}
+
 /* obj.name += by */
 /* *sf += by for a field held in C (``sf`` from sfield, or NULL): 1 where done (iget's and iset's lines without
  * the calls), 0 where add_attr's other lines must do it, -1 with an exception set */
 static inline int add_field(PyObject **sf, long by) {
     if (!sf || !*sf || !PyLong_CheckExact(*sf))
         return 0;
+    if (!by) /* (an int plus nothing: the same value, kept) */
+        return 1;
     int over;
     long x = PyLong_AsLongAndOverflow(*sf, &over);
     if (!over && !(x == -1 && PyErr_Occurred()) && (by > 0 ? x <= LONG_MAX - by : x >= LONG_MIN - by)) {
@@ -3387,11 +3481,11 @@ static int schedule(PyObject *ctx, PyObject *when) {
     PyObject *net = PyTuple_GET_ITEM(ctx, CX_NET), *env = PyTuple_GET_ITEM(ctx, CX_ENV);
     if (iset(net, s_wake_at, when) < 0)
         return -1;
-    PyObject *event = new_event(PyTuple_GET_ITEM(ctx, CX_EVENT), env), *cbs = NULL, *cb = NULL, *now = NULL;
-    PyObject *queue = NULL, *eid = NULL, *id = NULL, *item = NULL, *r = NULL;
+    /* (the event made with net._on_timeout in its callbacks: what Event(env), then callbacks.append, leave) */
+    PyObject *cb = PyObject_GetAttr(net, s_on_timeout), *event = cb ? new_event_cb(PyTuple_GET_ITEM(ctx, CX_EVENT), env, cb) : NULL;
+    PyObject *now = NULL, *queue = NULL, *eid = NULL, *id = NULL, *item = NULL, *r = NULL;
     int rc = -1;
-    if (!event || mark_ok(event, Py_None) < 0 || !(cbs = iget(event, s_callbacks)) ||
-        !(cb = PyObject_GetAttr(net, s_on_timeout)) || PyList_Append(cbs, cb) < 0 || !(now = iget(env, s_now)))
+    if (!event || mark_ok(event, Py_None) < 0 || !(now = iget(env, s_now)))
         goto done;
     double w = fv(when), t = fv(now);
     if (PyErr_Occurred() || !(queue = iget(env, s_queue)) || !(eid = iget(env, s_eid)))
@@ -3410,7 +3504,6 @@ static int schedule(PyObject *ctx, PyObject *when) {
     rc = iset(net, s_wake_event, event);
 done:
     Py_XDECREF(event);
-    Py_XDECREF(cbs);
     Py_XDECREF(cb);
     Py_XDECREF(now);
     Py_XDECREF(queue);
@@ -7331,19 +7424,38 @@ static int w_call(PyObject *obj, PyObject *name, PyObject *a, PyObject *b, PyObj
 
 /* numpy.empty(n, numpy.int64) holding the Py_ssize_t ``v`` (kind 'i'), or numpy.empty(n) holding the doubles
  * ``v`` (kind 'f'): a new reference */
+/* (the small arrays w_array made last, one per kind and length, held here: one that no one else holds any
+ * more -- its reference count one, no view, no export, no list holding it -- is filled anew rather than a new
+ * one made, as numpy.empty would give an array of the same dtype and length that no one else holds) */
+#define WA_SPARE 16
+static PyObject *wa_spare[2][WA_SPARE + 1];
+
 static PyObject *w_array(const WCtx *w, int kind, const void *v, Py_ssize_t n) {
-    PyObject *len = PyLong_FromSsize_t(n);
-    if (!len)
-        return NULL;
-    PyObject *argv[2] = {len, w->int64};
-    PyObject *arr = PyObject_Vectorcall(w->empty, argv, kind == 'i' ? 2 : 1, NULL);
-    Py_DECREF(len);
-    if (!arr)
-        return NULL;
+    PyObject **spare = n >= 0 && n <= WA_SPARE ? &wa_spare[kind == 'i'][n] : NULL, *arr = NULL;
     Arr a;
-    if (arr_open(arr, &a, kind, 1) < 0) {
-        Py_DECREF(arr);
-        return NULL;
+    if (spare && *spare && Py_REFCNT(*spare) == 1) {
+        if (arr_open(*spare, &a, kind, 1) < 0)
+            PyErr_Clear();
+        else if (a.n == n && a.view.itemsize == 8)
+            arr = Py_NewRef(*spare);
+        else
+            arr_release(&a);
+    }
+    if (!arr) {
+        PyObject *len = PyLong_FromSsize_t(n);
+        if (!len)
+            return NULL;
+        PyObject *argv[2] = {len, w->int64};
+        arr = PyObject_Vectorcall(w->empty, argv, kind == 'i' ? 2 : 1, NULL);
+        Py_DECREF(len);
+        if (!arr)
+            return NULL;
+        if (arr_open(arr, &a, kind, 1) < 0) {
+            Py_DECREF(arr);
+            return NULL;
+        }
+        if (spare)
+            Py_XSETREF(*spare, Py_NewRef(arr));
     }
     for (Py_ssize_t i = 0; i < n; i++)
         if (kind == 'i')
@@ -7370,8 +7482,8 @@ static int w_arr(PyObject *obj, int name, Arr *a, int kind, int writable) {
 /* obj.name += by (an int attribute) */
 static int w_add(PyObject *obj, int name, Py_ssize_t by) { return add_attr(obj, w_s[name], (long)by); }
 
-static int r_long(PyObject *obj, PyObject *name, long *out);
-static int w_val(const WCtx *w, int k, long *out);
+static inline int r_long(PyObject *obj, PyObject *name, long *out);
+static inline int w_val(const WCtx *w, int k, long *out);
 
 /* the version tag of dict ``d`` (CPython's ma_version_tag: moved on every change) */
 #if PY_VERSION_HEX < 0x030E0000
@@ -7704,7 +7816,7 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
     Arr *all[2] = {&owner, &gid};
     arrs_init(all, 2);
     int rc = -1;
-    PyObject *events = NULL, *free_ = NULL, **objs = NULL;
+    PyObject *events = NULL, *free_ = NULL, **objs = NULL, *objs_few[16] = {NULL};
     if (w_arr(net, W_OWNER, &owner, 'i', 0) < 0 || w_arr(net, W_GID, &gid, 'i', 0) < 0)
         goto out;
     for (Py_ssize_t i = 0; i < n; i++)
@@ -7719,7 +7831,7 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
     if (w_book(w, done, n) < 0)
         goto out;
     if (!(events = iget(net, w_s[W_EVENT])) || !PyList_CheckExact(events) || sent_strings() < 0 ||
-        !(objs = PyMem_Calloc(n, sizeof *objs))) {
+        !(objs = n <= 16 ? objs_few : PyMem_Calloc(n, sizeof *objs))) { /* (a few: on the stack) */
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "net_wake: the sends' records must be a list");
         goto out;
@@ -7742,7 +7854,8 @@ out:
     arrs_release(all, 2);
     for (Py_ssize_t i = 0; objs && i < n; i++)
         Py_XDECREF(objs[i]);
-    PyMem_Free(objs);
+    if (objs != objs_few)
+        PyMem_Free(objs);
     Py_XDECREF(events);
     Py_XDECREF(free_);
     return rc;
@@ -8072,12 +8185,19 @@ static int r_strings(void) { return intern_all(r_s, r_names, R_N); }
 
 /* a module's switch or limit ``k`` (WV_*) as a C long: held in w_vals once read (0, or -1 with an exception
  * set) */
-static int w_val(const WCtx *w, int k, long *out) {
+static int w_val_read(const WCtx *w, int k, long *out, int held);
+
+static inline int w_val(const WCtx *w, int k, long *out) {
     int held = w_vals_ok(w);
     if (held && (w_vals.have >> k & 1u)) {
         *out = w_vals.v[k];
         return 0;
     }
+    return w_val_read(w, k, out, held);
+}
+
+/* w_val's lines where the value is not held (``held``: whether it may be, once read) */
+static int w_val_read(const WCtx *w, int k, long *out, int held) {
     static const int names[WV_RECOUNT_CORE] = {W_MSG_CORE, W_PUMP,  W_LANE_CORE, R_HIT_CORE, R_INCR_MIN,
                                                R_CMAX,     R_SHARE, R_FLOOR,     R_SCALAR,   R_SKIP_MAX};
     if (r_strings() < 0 || k_strings() < 0)
@@ -8094,7 +8214,7 @@ static int w_val(const WCtx *w, int k, long *out) {
 
 
 /* obj.name as a C long (an int or a bool), or -1 with an exception set */
-static int r_long(PyObject *obj, PyObject *name, long *out) {
+static inline int r_long(PyObject *obj, PyObject *name, long *out) {
     PyObject *v = iget(obj, name);
     if (!v)
         return -1;
@@ -8395,6 +8515,33 @@ out:
     return rc;
 }
 
+/* The lists a computation takes over (rates._fresh and rates._gone, ``fresh, self._fresh = self._fresh, []``):
+ * the old ones, once read, kept emptied where no one else holds them (their reference count one) and given
+ * as the next computation's new empty lists, as PyList_New(0) would give a list no one else holds. */
+static PyObject *w_spare_list[2];
+
+/* an empty list no one else holds (``which``: 0 for _fresh, 1 for _gone): a new reference */
+static PyObject *w_new_list(int which) {
+    PyObject *l = w_spare_list[which];
+    if (!l)
+        return PyList_New(0);
+    w_spare_list[which] = NULL;
+    return l;
+}
+
+/* the reference ``l`` dropped, the list emptied and kept for w_new_list where ``ok`` (no error pending) and no one
+ * else holds it */
+static void w_keep_list(int which, PyObject *l, int ok) {
+    if (l && ok && !w_spare_list[which] && PyList_CheckExact(l) && Py_REFCNT(l) == 1 && !PyErr_Occurred()) {
+        if (PyList_SetSlice(l, 0, PyList_GET_SIZE(l), NULL) == 0 && Py_REFCNT(l) == 1 && !PyList_GET_SIZE(l)) {
+            w_spare_list[which] = l;
+            return;
+        }
+        PyErr_Clear();
+    }
+    Py_XDECREF(l);
+}
+
 /* Network._solve(): 0, or -1 with an exception set */
 static int w_solve(const WCtx *w) {
     PyObject *net = w->net, *mod = PyTuple_GET_ITEM(w->wctx_, 3);
@@ -8521,7 +8668,7 @@ static int w_solve(const WCtx *w) {
         !(fresh = iget(rates, r_s[R_FRESH])) || !(gone = iget(rates, r_s[R_GONE])))
         goto out;
     {
-        PyObject *f = PyList_New(0), *g = f ? PyList_New(0) : NULL;
+        PyObject *f = w_new_list(0), *g = f ? w_new_list(1) : NULL;
         int bad = !g || iset(rates, r_s[R_FRESH], f) < 0 || iset(rates, r_s[R_GONE], g) < 0 ||
                   iset(rates, r_s[R_ALONE], Py_False) < 0;
         Py_XDECREF(f);
@@ -8641,8 +8788,8 @@ out:
     Py_XDECREF(rate);
     Py_XDECREF(act);
     Py_XDECREF(got);
-    Py_XDECREF(fresh);
-    Py_XDECREF(gone);
+    w_keep_list(0, fresh, rc == 0);
+    w_keep_list(1, gone, rc == 0);
     Py_XDECREF(seeds);
     Py_XDECREF(o_rtol);
     return rc;
@@ -8683,6 +8830,14 @@ static int w_count_users(PyObject *rates, Core *c, const Py_ssize_t *pids, Py_ss
     return rc;
 }
 
+/* the last multiset key w_rates_change made and its value (held: an int is the same value while it lives), so
+ * that the next change reads it without the int's conversion where it is still the key */
+static struct {
+    PyObject *obj;
+    unsigned long long v;
+} w_key;
+#define W_FEW 16
+
 /* 1 where done, 0 where the Python lines must do it (nothing changed), -1 on an error; ``arr`` (``slots`` as an
  * array) is read only where flows start (sign > 0): flows that end leave the core's sets from ``slots`` */
 static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, PyObject *arr, int sign) {
@@ -8692,8 +8847,8 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     Arr path, bound, rate, hash;
     Arr *all[4] = {&path, &bound, &rate, &hash};
     arrs_init(all, 4);
-    Py_ssize_t *pids = NULL;
-    double *rts = NULL;
+    Py_ssize_t *pids = NULL, pids_few[W_FEW];
+    double *rts = NULL, rts_few[W_FEW];
     int rc = -1;
     long pcount, recount, count, recount_core, narcs;
     if (k_strings() < 0 || !(rates = iget(net, r_s[R_RATES])) || !(cluster = iget(net, w_s[W_CLUSTER])) ||
@@ -8733,7 +8888,9 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     if (w_arr(net, W_PATH, &path, 'i', 0) < 0 || w_arr(net, W_BOUND, &bound, 'f', 0) < 0 ||
         (sign < 0 && w_arr(net, W_RATE, &rate, 'f', 0) < 0))
         goto out;
-    if (!(pids = malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t))) || !(rts = malloc((size_t)(n ? n : 1) * sizeof(double)))) {
+    if (n <= W_FEW) /* (a few: on the stack) */
+        pids = pids_few, rts = rts_few;
+    else if (!(pids = malloc((size_t)n * sizeof(Py_ssize_t))) || !(rts = malloc((size_t)n * sizeof(double)))) {
         PyErr_NoMemory();
         goto out;
     }
@@ -8755,13 +8912,15 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     arrs_release(all, 4);
     if (!(key_o = iget(rates, r_s[R_KEY])))
         goto out;
-    unsigned long long key = PyLong_AsUnsignedLongLong(key_o);
+    unsigned long long key = key_o == w_key.obj ? w_key.v : PyLong_AsUnsignedLongLong(key_o);
     if (key == (unsigned long long)-1 && PyErr_Occurred())
         goto out;
     Py_CLEAR(key_o);
     key = sign > 0 ? key + sum : key - sum;
     if (!(key_o = PyLong_FromUnsignedLongLong(key)) || iset(rates, r_s[R_KEY], key_o) < 0)
         goto out;
+    Py_XSETREF(w_key.obj, Py_NewRef(key_o));
+    w_key.v = key;
     if (sign < 0) { /* self._gone.append((pids, rates.copy())), the two held in C (a Gone) */
         if (!(list = iget(rates, r_s[R_GONE])) || !(item = gone_new(pids, rts, n)) || PyList_Append(list, item) < 0)
             goto out;
@@ -8797,8 +8956,10 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     rc = 1;
 out:
     arrs_release(all, 4);
-    free(pids);
-    free(rts);
+    if (pids != pids_few)
+        free(pids);
+    if (rts != rts_few)
+        free(rts);
     Py_XDECREF(rates);
     Py_XDECREF(cluster);
     Py_XDECREF(paths);
