@@ -182,6 +182,11 @@ class LocalExecutor:
             manager = getattr(pool, "_executor_manager_thread", None)
             if manager is not None:
                 manager.join(timeout=5)
+                if manager.is_alive():  # still closing (a loaded machine): the exit hook must not write to its
+                    # pipe as it closes it -- the interpreter's shutdown joins the thread all the same
+                    from concurrent.futures import process as _process
+
+                    getattr(_process, "_threads_wakeups", {}).pop(manager, None)
 
 
 class DaskExecutor:
