@@ -82,12 +82,11 @@ class CountingEnvironment(simpy.Environment):
         limit = (time.time, self._at, self._expired) if isinstance(self, TimedEnvironment) else None
         ctx = (heapq.heappop, EmptySchedule, StopSimulation, _ON_TIMEOUT, _WAKE, vars(_network), limit)
         try:
-            while True:
-                failed = steps(self, ctx)  # returns only with an event that failed and was not defused
-                # (Environment.step's crash: a copy of the failure with a new traceback)
-                exc = type(failed._value)(*failed._value.args)
-                exc.__cause__ = failed._value
-                raise exc
+            failed = steps(self, ctx)  # returns only with an event that failed and was not defused
+            # (Environment.step's crash: a copy of the failure with a new traceback)
+            exc = type(failed._value)(*failed._value.args)
+            exc.__cause__ = failed._value
+            raise exc
         except StopSimulation as exc:
             return exc.args[0]  # == until.value
         except EmptySchedule:
