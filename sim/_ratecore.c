@@ -9760,10 +9760,9 @@ static int env_wake(PyObject *net, PyObject *event, PyObject *env, PyObject *wak
     }
     if (take > 0) {
         PyObject *lane = iget(net, s_lane_);
-        take = lane ? !PyObject_IsTrue(lane) : -1;
+        int open = lane ? PyObject_IsTrue(lane) : -1;
         Py_XDECREF(lane);
-        if (take == 1 && PyErr_Occurred()) /* (PyObject_IsTrue failed: -1 read as true) */
-            take = -1;
+        take = open < 0 ? -1 : !open;
     }
     PyObject *r = NULL;
     if (take > 0) {
