@@ -3970,9 +3970,79 @@ typedef struct Crank Crank;
 static PyTypeObject CrankType;
 static PyObject *crank_resume(Crank *c, PyObject *event);
 
-/* run_callbacks(events): for each event in turn, ``callbacks, event.callbacks = event.callbacks, None``
- * and each callback called with the event (Network._resume_held's loop; SimPy's Environment.step does
- * the same) */
+static PyObject *s_queue_, *s_schedule_, *s_defused_, *s_whole_ctx_, *s_resume_in_wake_, *s_wake_m_;
+
+/* What env_steps calls without Python besides a compiled rank: the network's wake-up (see env_steps, below) */
+typedef struct {
+    PyObject *env, *on_timeout, *wake, *mdict, *stop;
+} EnvWake;
+
+static int env_wake(PyObject *net, PyObject *event, const EnvWake *wk);
+
+/* ``callbacks, event.callbacks = event.callbacks, None; for callback in callbacks: callback(event)`` -- SimPy's
+ * Environment.step lines: a list by index, its length read each time (its iterator's lines), anything else by its
+ * iterator; a compiled rank resumed in C (its vectorcall's), and with ``wk`` (env_steps) the network's wake-up
+ * too. 0, or -1 with the exception set -- where ``wk`` is given and the exception is its StopSimulation, after
+ * step's lines for it: ``event.callbacks = callbacks[callbacks.index(callback) + 1:]`` and the event scheduled
+ * again at priority -1. */
+static int event_callbacks(PyObject *event, const EnvWake *wk) {
+    PyObject *cbs = iget(event, s_callbacks);
+    if (!cbs || iset(event, s_callbacks, Py_None) < 0) {
+        Py_XDECREF(cbs);
+        return -1;
+    }
+    PyObject *it = PyList_CheckExact(cbs) ? NULL : PyObject_GetIter(cbs), *cb;
+    if (!it && PyErr_Occurred()) {
+        Py_DECREF(cbs);
+        return -1;
+    }
+    Py_ssize_t j = 0;
+    while ((cb = it ? PyIter_Next(it) : j < PyList_GET_SIZE(cbs) ? Py_NewRef(PyList_GET_ITEM(cbs, j++)) : NULL)) {
+        PyObject *r;
+        if (Py_TYPE(cb) == &CrankType)
+            r = crank_resume((Crank *)cb, event);
+        else if (wk && PyMethod_Check(cb) && PyMethod_GET_FUNCTION(cb) == wk->on_timeout &&
+                 _PyType_Lookup(Py_TYPE(PyMethod_GET_SELF(cb)), s_wake_m_) == wk->wake)
+            r = env_wake(PyMethod_GET_SELF(cb), event, wk) == 0 ? Py_NewRef(Py_None) : NULL;
+        else
+            r = PyObject_CallOneArg(cb, event);
+        if (!r) {
+            if (wk && PyErr_ExceptionMatches(wk->stop)) {
+                PyObject *type, *value, *tb;
+                PyErr_Fetch(&type, &value, &tb);
+                Py_ssize_t k = PySequence_Index(cbs, cb);
+                PyObject *rest = k < 0 ? NULL : PySequence_GetSlice(cbs, k + 1, PY_SSIZE_T_MAX);
+                PyObject *prio = rest ? PyLong_FromLong(-1) : NULL, *sched = NULL;
+                if (prio && iset(event, s_callbacks, rest) == 0) {
+                    PyObject *argv[3] = {wk->env, event, prio};
+                    sched = PyObject_VectorcallMethod(s_schedule_, argv, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+                }
+                Py_XDECREF(rest);
+                Py_XDECREF(prio);
+                if (sched) {
+                    Py_DECREF(sched);
+                    PyErr_Restore(type, value, tb);
+                } else {
+                    Py_XDECREF(type);
+                    Py_XDECREF(value);
+                    Py_XDECREF(tb);
+                }
+            }
+            Py_DECREF(cb);
+            Py_XDECREF(it);
+            Py_DECREF(cbs);
+            return -1;
+        }
+        Py_DECREF(r);
+        Py_DECREF(cb);
+    }
+    Py_XDECREF(it);
+    Py_DECREF(cbs);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* run_callbacks(events): for each event in turn, its callbacks run (event_callbacks; Network._resume_held's
+ * loop; SimPy's Environment.step does the same) */
 static PyObject *py_run_callbacks(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 1 || !PyList_CheckExact(args[0])) {
         PyErr_SetString(PyExc_TypeError, "run_callbacks(events: list)");
@@ -3982,39 +4052,10 @@ static PyObject *py_run_callbacks(PyObject *self, PyObject *const *args, Py_ssiz
         return NULL;
     PyObject *events = args[0];
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
-        PyObject *event = PyList_GET_ITEM(events, i);
-        Py_INCREF(event);
-        PyObject *cbs = PyObject_GetAttr(event, s_callbacks);
-        if (!cbs || PyObject_SetAttr(event, s_callbacks, Py_None) < 0) {
-            Py_XDECREF(cbs);
-            Py_DECREF(event);
-            return NULL;
-        }
-        /* a list by index, its length read each time (its iterator's lines), anything else by its iterator */
-        PyObject *it = PyList_CheckExact(cbs) ? NULL : PyObject_GetIter(cbs), *cb;
-        if (it || PyErr_Occurred())
-            Py_CLEAR(cbs);
-        if (!it && !cbs) {
-            Py_DECREF(event);
-            return NULL;
-        }
-        Py_ssize_t j = 0;
-        while ((cb = it ? PyIter_Next(it) : j < PyList_GET_SIZE(cbs) ? Py_NewRef(PyList_GET_ITEM(cbs, j++)) : NULL)) {
-            PyObject *r = Py_TYPE(cb) == &CrankType ? crank_resume((Crank *)cb, event) /* (its vectorcall's) */
-                                                    : PyObject_CallOneArg(cb, event);
-            Py_DECREF(cb);
-            if (!r) {
-                Py_XDECREF(it);
-                Py_XDECREF(cbs);
-                Py_DECREF(event);
-                return NULL;
-            }
-            Py_DECREF(r);
-        }
-        Py_XDECREF(cbs);
-        Py_XDECREF(it);
+        PyObject *event = Py_NewRef(PyList_GET_ITEM(events, i));
+        int rc = event_callbacks(event, NULL);
         Py_DECREF(event);
-        if (PyErr_Occurred())
+        if (rc < 0)
             return NULL;
     }
     Py_RETURN_NONE;
@@ -9738,12 +9779,12 @@ static PyTypeObject DfDoneType = {
  * ``(time.time, deadline, expired)``: before each step ``if time.time() > deadline: expired()``, which raises
  * SimulationTimeout (TimedEnvironment.step's look). */
 
-static PyObject *s_queue_, *s_schedule_, *s_defused_, *s_whole_ctx_, *s_resume_in_wake_, *s_wake_m_;
 
 static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* the wake-up's callback (Network._on_timeout's lines and _wake's first branch) -> 0, or -1 with an exception */
-static int env_wake(PyObject *net, PyObject *event, PyObject *env, PyObject *wake, PyObject *mdict) {
+static int env_wake(PyObject *net, PyObject *event, const EnvWake *wk) {
+    PyObject *env = wk->env, *wake = wk->wake, *mdict = wk->mdict;
     PyObject *current = iget(net, s_wake_event);
     if (!current)
         return -1;
@@ -9804,9 +9845,9 @@ static PyObject *py_env_steps(PyObject *self, PyObject *const *args, Py_ssize_t 
             return NULL;
         }
     }
-    PyObject *heappop = PyTuple_GET_ITEM(ctx, 0), *empty = PyTuple_GET_ITEM(ctx, 1),
-             *stop = PyTuple_GET_ITEM(ctx, 2), *on_timeout = PyTuple_GET_ITEM(ctx, 3),
-             *wake = PyTuple_GET_ITEM(ctx, 4), *mdict = PyTuple_GET_ITEM(ctx, 5);
+    PyObject *heappop = PyTuple_GET_ITEM(ctx, 0), *empty = PyTuple_GET_ITEM(ctx, 1);
+    const EnvWake wk = {env, PyTuple_GET_ITEM(ctx, 3), PyTuple_GET_ITEM(ctx, 4), PyTuple_GET_ITEM(ctx, 5),
+                        PyTuple_GET_ITEM(ctx, 2)};
     for (;;) {
         /* a signal (Ctrl-C) handled between steps, where SimPy's loop of Python lines would handle it */
         if (PyErr_CheckSignals() < 0)
@@ -9851,70 +9892,7 @@ static PyObject *py_env_steps(PyObject *self, PyObject *const *args, Py_ssize_t 
         PyObject *event = Py_NewRef(PyTuple_GET_ITEM(item, 3));
         int bad = iset(env, s_now, PyTuple_GET_ITEM(item, 0)) < 0;
         Py_DECREF(item);
-        /* callbacks, event.callbacks = event.callbacks, None */
-        PyObject *cbs = bad ? NULL : iget(event, s_callbacks);
-        if (!cbs || iset(event, s_callbacks, Py_None) < 0) {
-            Py_XDECREF(cbs);
-            Py_DECREF(event);
-            return NULL;
-        }
-        /* for callback in callbacks: callback(event) -- a list by index, its length read each time (its
-         * iterator's lines), anything else by its iterator */
-        PyObject *it = PyList_CheckExact(cbs) ? NULL : PyObject_GetIter(cbs), *cb;
-        if (!it && PyErr_Occurred()) {
-            Py_DECREF(cbs);
-            Py_DECREF(event);
-            return NULL;
-        }
-        Py_ssize_t j = 0;
-        while ((cb = it ? PyIter_Next(it) : j < PyList_GET_SIZE(cbs) ? Py_NewRef(PyList_GET_ITEM(cbs, j++)) : NULL)) {
-            PyObject *r = NULL;
-            int done = 0;
-            if (Py_TYPE(cb) == &CrankType)
-                r = crank_resume((Crank *)cb, event);
-            else if (PyMethod_Check(cb) && PyMethod_GET_FUNCTION(cb) == on_timeout &&
-                     _PyType_Lookup(Py_TYPE(PyMethod_GET_SELF(cb)), s_wake_m_) == wake) {
-                done = env_wake(PyMethod_GET_SELF(cb), event, env, wake, mdict) == 0;
-                r = done ? Py_NewRef(Py_None) : NULL;
-            } else
-                r = PyObject_CallOneArg(cb, event);
-            if (!r) {
-                if (PyErr_ExceptionMatches(stop)) {
-                    /* event.callbacks = callbacks[callbacks.index(callback) + 1:];
-                     * self.schedule(event, EventPriority(-1)); raise */
-                    PyObject *type, *value, *tb;
-                    PyErr_Fetch(&type, &value, &tb);
-                    Py_ssize_t k = PySequence_Index(cbs, cb);
-                    PyObject *rest = k < 0 ? NULL : PySequence_GetSlice(cbs, k + 1, PY_SSIZE_T_MAX);
-                    PyObject *prio = rest ? PyLong_FromLong(-1) : NULL;
-                    PyObject *s = NULL;
-                    if (prio && iset(event, s_callbacks, rest) == 0) {
-                        PyObject *argv[3] = {env, event, prio};
-                        s = PyObject_VectorcallMethod(s_schedule_, argv, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-                    }
-                    Py_XDECREF(rest);
-                    Py_XDECREF(prio);
-                    if (s) {
-                        Py_DECREF(s);
-                        PyErr_Restore(type, value, tb);
-                    } else {
-                        Py_XDECREF(type);
-                        Py_XDECREF(value);
-                        Py_XDECREF(tb);
-                    }
-                }
-                Py_DECREF(cb);
-                Py_XDECREF(it);
-                Py_DECREF(cbs);
-                Py_DECREF(event);
-                return NULL;
-            }
-            Py_DECREF(r);
-            Py_DECREF(cb);
-        }
-        Py_XDECREF(it);
-        Py_DECREF(cbs);
-        if (PyErr_Occurred()) {
+        if (bad || event_callbacks(event, &wk) < 0) {
             Py_DECREF(event);
             return NULL;
         }
