@@ -3986,8 +3986,9 @@ static int env_wake(PyObject *net, PyObject *event, const EnvWake *wk);
  * step's lines for it: ``event.callbacks = callbacks[callbacks.index(callback) + 1:]`` and the event scheduled
  * again at priority -1. */
 static int event_callbacks(PyObject *event, const EnvWake *wk) {
-    PyObject *cbs = iget(event, s_callbacks);
-    if (!cbs || iset(event, s_callbacks, Py_None) < 0) {
+    /* (the generic attribute lines, not iget/iset: asking an event for its dict would make CPython build one) */
+    PyObject *cbs = PyObject_GetAttr(event, s_callbacks);
+    if (!cbs || PyObject_SetAttr(event, s_callbacks, Py_None) < 0) {
         Py_XDECREF(cbs);
         return -1;
     }
@@ -4013,7 +4014,7 @@ static int event_callbacks(PyObject *event, const EnvWake *wk) {
                 Py_ssize_t k = PySequence_Index(cbs, cb);
                 PyObject *rest = k < 0 ? NULL : PySequence_GetSlice(cbs, k + 1, PY_SSIZE_T_MAX);
                 PyObject *prio = rest ? PyLong_FromLong(-1) : NULL, *sched = NULL;
-                if (prio && iset(event, s_callbacks, rest) == 0) {
+                if (prio && PyObject_SetAttr(event, s_callbacks, rest) == 0) {
                     PyObject *argv[3] = {wk->env, event, prio};
                     sched = PyObject_VectorcallMethod(s_schedule_, argv, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
                 }
@@ -9897,7 +9898,7 @@ static PyObject *py_env_steps(PyObject *self, PyObject *const *args, Py_ssize_t 
             return NULL;
         }
         /* if not event._ok and not hasattr(event, '_defused'): the caller crashes the environment */
-        PyObject *ok = iget(event, s_ok);
+        PyObject *ok = PyObject_GetAttr(event, s_ok);
         int is_ok = ok ? PyObject_IsTrue(ok) : -1;
         Py_XDECREF(ok);
         if (is_ok < 0) {
