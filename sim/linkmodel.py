@@ -13,6 +13,9 @@ A topology gives every link a bandwidth and a latency, and every GPU a per-messa
   schedules (``nccl``) charge before any data moves, in place of NCCL's own latency estimate
   (``tuning.cc``) less its hops between nodes: NCCL's per-hop NET latencies are added for the nodes the
   schedule spans, and the links' latencies are paid at every pipeline step as before;
+* ``nccl_version``: the NCCL release whose schedules a calibration was fitted through -- the tuner the
+  ``nccl`` schedules use where the algorithm names no ``version`` (:func:`sim.prepare`), so that a log's
+  fit predicts through the release that ran it;
 * sharing factors: ``duplex`` scales a link direction's capacity by the number of flows on its reverse
   direction, ``flows`` by the number of flows on it (TCP's measured departures from max-min).
 
@@ -84,6 +87,10 @@ class LinkModel:
     duplex, flows : mapping of int -> float
         Capacity factor by the number of flows on the reverse direction (duplex) or on the direction
         itself (flows); a count between keys takes the factor of the key below it.
+    nccl_latency : mapping of str -> float
+        Per NCCL protocol, the fixed cost of the ``nccl`` schedules (seconds).
+    nccl_version : str, optional
+        The NCCL release (``2.26.2``) the ``nccl`` schedules' tuner defaults to; None: the newest modelled.
     source : str
         Where the model came from, for headers and reports ("nominal", a calibration file's name).
     """
@@ -93,6 +100,7 @@ class LinkModel:
     duplex: Mapping[int, float] = field(default_factory=dict)
     flows: Mapping[int, float] = field(default_factory=dict)
     nccl_latency: Mapping[str, float] = field(default_factory=dict)
+    nccl_version: str | None = None
     source: str = "nominal"
 
     def __post_init__(self) -> None:
@@ -127,11 +135,25 @@ class LinkModel:
                 raise ConfigError(
                     f"link_model.nccl_latency[{proto!r}]: must be between 0 and {MAX_NCCL_LATENCY:g} s, got {seconds!r}"
                 )
+        if self.nccl_version is not None:
+            from .nccl.versions import parse_version
+
+            try:
+                parse_version(self.nccl_version)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"link_model.nccl_version: {exc}") from None
 
     @property
     def is_nominal(self) -> bool:
         """Whether the model changes nothing (the topology's own figures, γ unset)."""
-        return not self.classes and self.gamma is None and not self.duplex and not self.flows and not self.nccl_latency
+        return (
+            not self.classes
+            and self.gamma is None
+            and not self.duplex
+            and not self.flows
+            and not self.nccl_latency
+            and self.nccl_version is None
+        )
 
     @property
     def size_dependent(self) -> bool:
@@ -155,6 +177,7 @@ class LinkModel:
             "duplex": dict(self.duplex),
             "flows": dict(self.flows),
             "nccl_latency": dict(self.nccl_latency),
+            "nccl_version": self.nccl_version,
         }
 
 

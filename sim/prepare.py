@@ -80,6 +80,17 @@ def resolve_cluster(topology: Topology, link_model: LinkModel | None = None) -> 
     return Cluster(topology, link_model=link_model)
 
 
+def nccl_release_of(algo: Algorithm, link_model: LinkModel) -> Algorithm:
+    """``algo`` with the NCCL release of ``link_model`` (a calibration fitted through NCCL's schedules:
+    :attr:`~sim.linkmodel.LinkModel.nccl_version`) where it has a ``version`` option it was not given;
+    else ``algo`` itself."""
+    release = link_model.nccl_version
+    options = algo.options
+    if release is None or "version" not in type(options).model_fields or "version" in options.model_fields_set:
+        return algo
+    return type(algo)(type(options).model_validate({**options.model_dump(exclude_unset=True), "version": release}))
+
+
 def prepare(
     topology: Topology,
     collective: str = "allreduce",
@@ -143,6 +154,7 @@ def prepare(
     if not (isinstance(gamma, int | float) and math.isfinite(gamma) and 0 <= gamma <= MAX_GAMMA):
         raise ConfigError(f"gamma: must be between 0 and {MAX_GAMMA:g} s/byte, got {gamma}", param="gamma")
     algo = get_algorithm(coll.name, default_algorithm(coll.name) if algorithm is None else algorithm)
+    algo = nccl_release_of(algo, cluster.link_model)
     algo.check(p, cluster)
     if engine not in ENGINES:
         raise ConfigError(f"engine: unknown engine {engine!r} (valid: {', '.join(ENGINES)})", param="engine")

@@ -15,6 +15,7 @@ from sim.algorithms import get_algorithm
 from sim.cluster import Cluster
 from sim.errors import CalibrationError, ConfigError
 from sim.linkmodel import LinkModel, Segment
+from sim.prepare import prepare
 from sim.simulate import simulate
 from tests.calib_fixtures import nccl_json, nccl_text
 from validate.calibration import fit_calibration, load_calibration, read_samples, save_calibration
@@ -172,6 +173,38 @@ def test_link_model_nccl_latency_is_checked_and_applied():
     base = simulate(ONE, "allreduce", "nccl:proto=simple", 2**20).time_s
     later = simulate(ONE, "allreduce", "nccl:proto=simple", 2**20, link_model=LinkModel(nccl_latency={"simple": 1e-3}))
     assert later.time_s > base + 9e-4
+
+
+def test_a_fit_predicts_through_the_nccl_release_its_log_ran(tmp_path):
+    """The release a log states is the calibration's (``nccl_version``), and the ``nccl`` schedules under it
+    take that release's tuner unless the spec names one: on 2 DGX H100 at 1 MiB, 2.26.2 picks otherwise
+    than the newest modelled release."""
+    path = tmp_path / "one.txt"
+    path.write_text(nccl_text("all_reduce_perf", "allreduce", 8, synthetic(ONE, 8, intra(0.8, simple=30e-6))))
+    text = path.read_text().replace("nccl-library=22803", "nccl-library=22602")
+    path.write_text(text)
+    samples, source = read_samples(path)
+    assert {s.algorithm for s in samples} == {"nccl:version=2.26.2"}
+    cal = fit_calibration(samples, ONE, [source])
+    assert cal.nccl_version == "2.26.2"
+    back = load_calibration(save_calibration(cal, tmp_path / "c.yaml"))
+    model = back.link_model()
+    assert back.nccl_version == "2.26.2" and model.nccl_version == "2.26.2" and not model.is_nominal
+    run = prepare(TWO, "allreduce", "nccl", link_model=model)
+    assert run.algorithm.spec == "nccl:version=2.26.2"
+    assert prepare(TWO, "allreduce", "nccl:version=2.30.7", link_model=model).algorithm.options.version == "2.30.7"
+    assert (
+        prepare(TWO, "allreduce", "nccl:algo=tree", link_model=model).algorithm.spec == "nccl:algo=tree,version=2.26.2"
+    )
+    assert prepare(TWO, "allreduce", "ring", link_model=model).algorithm.spec == "ring"  # (no release to take)
+    n = 2**20
+    under = simulate(TWO, "allreduce", "nccl", n, link_model=model).time_s
+    assert under == simulate(TWO, "allreduce", "nccl:version=2.26.2", n, link_model=model).time_s
+    assert under != simulate(TWO, "allreduce", "nccl:version=2.30.7", n, link_model=model).time_s
+    old = {k: v for k, v in back.model_dump(mode="json").items() if k != "nccl_version"}  # a file from before
+    assert type(back).model_validate(old).link_model().nccl_version is None
+    with pytest.raises(ConfigError, match="nccl_version: NCCL version '1.0' is not a release"):
+        LinkModel(nccl_version="1.0")
 
 
 def test_validate_forces_nccl_only_for_builtin_on_nccl():

@@ -47,6 +47,7 @@ from sim.errors import CalibrationError, ConfigError, one_line
 from sim.linkclass import LINK_CLASSES
 from sim.linkmodel import MAX_EFFICIENCY, MAX_NCCL_LATENCY, LinkModel
 from sim.linkmodel import Segment as ModelSegment
+from sim.nccl.versions import Release
 from sim.schema import Bandwidth, Spec, Time, check_kind, validate_spec
 from sim.topology.load import read_yaml
 
@@ -165,6 +166,9 @@ class Calibration(Spec):
     duplex: dict[int, Efficiency] = Field(default_factory=dict)
     flows: dict[int, Efficiency] = Field(default_factory=dict)
     nccl_latency: dict[Literal["ll", "ll128", "simple"], NcclLatency] = Field(default_factory=dict)
+    #: the NCCL release whose schedules the nccl-tests times were fitted through (the one the log states):
+    #: the ``nccl`` schedules' default tuner under this calibration
+    nccl_version: Release | None = None
     calibrated: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
@@ -233,6 +237,7 @@ class Calibration(Spec):
             duplex=dict(self.duplex) if "duplex" in self.calibrated else {},
             flows=dict(self.flows) if "flows" in self.calibrated else {},
             nccl_latency=dict(self.nccl_latency) if "nccl_latency" in self.calibrated else {},
+            nccl_version=self.nccl_version,
             source=source or f"calibration of {self.topology}",
         )
 

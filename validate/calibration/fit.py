@@ -40,7 +40,7 @@ from sim.linkclass import LINK_CLASSES, classes_of
 
 from .file import MAX_EFFICIENCY, Calibration, ClassCalibration, FitQuality, Residual, Segment, Source
 from .inputs import Sample
-from .nccl_fit import fit_nccl, is_nccl_schedule, runs_nccl_schedules
+from .nccl_fit import fit_nccl, is_nccl_schedule, runs_nccl_schedules, stated_release
 
 __all__ = ["Point", "SegmentFit", "fit_calibration", "fit_segments"]
 
@@ -440,6 +440,7 @@ def fit_calibration(
     scheduled = [s for s in collectives if is_nccl_schedule(s)] if runs_nccl_schedules(cluster) else []
     collectives = [s for s in collectives if s not in scheduled]
     nccl_latency: dict[str, float] = {}
+    nccl_version: str | None = None
     if scheduled:
         got = fit_nccl(scheduled, cluster)
         for name, entry in got.entries.items():
@@ -451,6 +452,15 @@ def fit_calibration(
         if got.nccl_latency:
             nccl_latency = got.nccl_latency
             calibrated.append("nccl_latency")
+        releases = {stated_release(s.algorithm) for s in scheduled}
+        if len(releases) == 1:  # one log, or logs of one release (None: none stated, the newest modelled)
+            nccl_version = releases.pop()
+        else:
+            named = ", ".join(sorted(r if r else "one not stated" for r in releases))
+            notes.append(
+                f"nccl-tests: logs of NCCL releases {named} fitted together; nccl schedules under this "
+                "calibration use the newest modelled release's tuner unless nccl:version=... says otherwise"
+            )
         notes += got.notes
         warnings += got.warnings
         for src in sources:
@@ -484,6 +494,7 @@ def fit_calibration(
         duplex=duplex,
         flows=flows,
         nccl_latency=nccl_latency,
+        nccl_version=nccl_version,
         calibrated=calibrated,
         notes=notes,
         warnings=warnings,

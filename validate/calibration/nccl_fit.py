@@ -40,7 +40,7 @@ from sim.simulate import simulate
 from .file import ClassCalibration, FitQuality, Residual
 from .inputs import Sample
 
-__all__ = ["FIT_MIN_BYTES", "NcclFit", "fit_nccl", "is_nccl_schedule", "runs_nccl_schedules"]
+__all__ = ["FIT_MIN_BYTES", "NcclFit", "fit_nccl", "is_nccl_schedule", "runs_nccl_schedules", "stated_release"]
 
 #: sizes from here up are fitted (all sizes when a log has none this large): the sizes the model is judged on
 FIT_MIN_BYTES = 2**20
@@ -68,6 +68,21 @@ _RIDGE = 1e-6
 def is_nccl_schedule(sample: Sample) -> bool:
     """Whether ``sample`` is predicted by NCCL's own schedules (``nccl`` or ``nccl:...``)."""
     return sample.algorithm == "nccl" or sample.algorithm.startswith("nccl:")
+
+
+def stated_release(spec: str) -> str | None:
+    """The NCCL release an ``nccl`` schedule's spec names (``nccl:algo=ring,version=2.26.2`` -> ``2.26.2``),
+    None where it names none.
+
+    >>> stated_release("nccl:algo=ring,version=2.26.2"), stated_release("nccl"), stated_release("nccl:version=2.21")
+    ('2.26.2', None, '2.21')
+    """
+    _, _, options = spec.partition(":")
+    for item in options.split(","):
+        key, _, value = item.partition("=")
+        if key.strip() == "version" and value.strip():
+            return value.strip()
+    return None
 
 
 def runs_nccl_schedules(cluster: Cluster) -> bool:

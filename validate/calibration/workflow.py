@@ -213,6 +213,11 @@ def calibration_report(cal: Calibration) -> list[str]:
         lines.append(
             "# nccl fixed cost per protocol: " + ", ".join(f"{k} {_fmt_time(v)}" for k, v in cal.nccl_latency.items())
         )
+    if cal.nccl_version:
+        lines.append(
+            f"# nccl schedules under this calibration: the tuner of NCCL {cal.nccl_version}, the release the log "
+            "ran (nccl:version=... picks another)"
+        )
     lines += [f"# note: {n}" for n in cal.notes]
     lines += [f"# WARNING: {w}" for w in cal.warnings]
     return lines
@@ -224,7 +229,8 @@ def calibration_line(path: str | os.PathLike[str], calibration: Calibration, top
     hosts and predicting many is allowed, but the reader should know)."""
     fitted = "" if topology in (None, calibration.topology) else f"fitted on {calibration.topology}; "
     applied = ", ".join(calibration.calibrated)
-    return f"# calibration: {path} ({fitted}calibrated: {applied}; everything else nominal)"
+    release = f"; nccl schedules as NCCL {calibration.nccl_version}" if calibration.nccl_version else ""
+    return f"# calibration: {path} ({fitted}calibrated: {applied}; everything else nominal{release})"
 
 
 # -- compare ------------------------------------------------------------------------------------
