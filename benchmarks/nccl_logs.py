@@ -14,7 +14,8 @@ Three tables:
 
 * **nominal** -- hardware figures only;
 * **in-sample** -- calibrated on the log itself (``collsim validate calibrate --from LOG``: efficiencies
-  <= 1 per link group, a fixed cost per protocol), with the efficiency the fit wanted before clamping;
+  <= 1 per link group, a correction of NCCL's fixed cost per protocol), with the efficiency the fit wanted
+  before clamping;
 * **out-of-sample** -- calibrated on the largest smaller run of the same hardware (1 node -> 2 nodes, 2 -> 4; the
   same hardware: the same file name before ``-<N>node``), the cross-host links at the NIC's stated rate
   where the smaller run is one node.

@@ -13,6 +13,10 @@ A topology gives every link a bandwidth and a latency, and every GPU a per-messa
   schedules (``nccl``) charge before any data moves, in place of NCCL's own latency estimate
   (``tuning.cc``) less its hops between nodes: NCCL's per-hop NET latencies are added for the nodes the
   schedule spans, and the links' latencies are paid at every pipeline step as before;
+* ``nccl_offset``: per NCCL protocol, seconds added to NCCL's own latency estimate less its hops between
+  nodes (what a calibration fits: NCCL's per-algorithm, per-step structure kept, the machine's difference
+  added; the sum is never below 0) -- the alternative to ``nccl_latency``, which replaces that part
+  outright (a file may give one of the two);
 * ``nccl_version``: the NCCL release whose schedules a calibration was fitted through -- the tuner the
   ``nccl`` schedules use where the algorithm names no ``version`` (:func:`sim.prepare`), so that a log's
   fit predicts through the release that ran it;
@@ -89,6 +93,8 @@ class LinkModel:
         itself (flows); a count between keys takes the factor of the key below it.
     nccl_latency : mapping of str -> float
         Per NCCL protocol, the fixed cost of the ``nccl`` schedules (seconds).
+    nccl_offset : mapping of str -> float
+        Per NCCL protocol, seconds added to NCCL's estimate less its hops (may be negative).
     nccl_version : str, optional
         The NCCL release (``2.26.2``) the ``nccl`` schedules' tuner defaults to; None: the newest modelled.
     source : str
@@ -100,6 +106,7 @@ class LinkModel:
     duplex: Mapping[int, float] = field(default_factory=dict)
     flows: Mapping[int, float] = field(default_factory=dict)
     nccl_latency: Mapping[str, float] = field(default_factory=dict)
+    nccl_offset: Mapping[str, float] = field(default_factory=dict)
     nccl_version: str | None = None
     source: str = "nominal"
 
@@ -135,6 +142,19 @@ class LinkModel:
                 raise ConfigError(
                     f"link_model.nccl_latency[{proto!r}]: must be between 0 and {MAX_NCCL_LATENCY:g} s, got {seconds!r}"
                 )
+        for proto, seconds in self.nccl_offset.items():
+            if proto not in NCCL_PROTOCOLS:
+                raise ConfigError(
+                    f"link_model.nccl_offset: unknown protocol {proto!r} (valid: {', '.join(NCCL_PROTOCOLS)})"
+                )
+            ok = isinstance(seconds, int | float) and math.isfinite(seconds) and abs(seconds) <= MAX_NCCL_LATENCY
+            if not ok:
+                raise ConfigError(
+                    f"link_model.nccl_offset[{proto!r}]: must be between -{MAX_NCCL_LATENCY:g} and "
+                    f"{MAX_NCCL_LATENCY:g} s, got {seconds!r}"
+                )
+        if self.nccl_offset and self.nccl_latency:
+            raise ConfigError("link_model: give nccl_latency or nccl_offset, not both")
         if self.nccl_version is not None:
             from .nccl.versions import parse_version
 
@@ -152,6 +172,7 @@ class LinkModel:
             and not self.duplex
             and not self.flows
             and not self.nccl_latency
+            and not self.nccl_offset
             and self.nccl_version is None
         )
 
@@ -177,6 +198,7 @@ class LinkModel:
             "duplex": dict(self.duplex),
             "flows": dict(self.flows),
             "nccl_latency": dict(self.nccl_latency),
+            "nccl_offset": dict(self.nccl_offset),
             "nccl_version": self.nccl_version,
         }
 

@@ -8,8 +8,9 @@ network -- :mod:`sim.nccl.rings` (``ring:channels=K``), :mod:`~sim.algorithms.nc
 :mod:`~sim.algorithms.collnet_chain` -- with the protocol's bytes on the wire
 (LL 2x, LL128 16/15x) and, before any data moves, NCCL's own latency estimate for that choice
 (base + per-hop latencies, ``tuning.cc``; the newest modelled release's, whichever release picked:
-:meth:`Nccl.charged`) as the collective's fixed cost -- or, under a link model with
-``nccl_latency`` (a calibration), that fixed cost per protocol plus NCCL's per-hop NET latencies. ``algo`` and ``proto`` restrict
+:meth:`Nccl.charged`) as the collective's fixed cost -- under a calibration's link model corrected per
+protocol (``nccl_offset``: added to the estimate less its NET hops; or ``nccl_latency``: in place of
+it). ``algo`` and ``proto`` restrict
 the choice as ``NCCL_ALGO`` / ``NCCL_PROTO`` do (``|`` separates several; ``^`` in front excludes).
 ``version`` picks the NCCL release whose tuner decides (``2.26.2``, or ``2.26`` for its last release;
 :mod:`sim.nccl.versions`; default the newest modelled, 2.30.7).
@@ -182,14 +183,20 @@ class Nccl(Algorithm):
 
     def fixed_cost(self, p: int, nbytes: float, cluster: Any, c: tuner.Candidate) -> float:
         """Seconds paid before any data of the choice ``c`` moves: the :meth:`charged` estimate's latency --
-        or, under a link model with ``nccl_latency`` (a calibration), that fixed cost per protocol plus the
-        estimate's network hops."""
+        or, under a link model with ``nccl_offset`` (a calibration), the estimate less its network hops
+        plus that correction per protocol (at least 0), then the hops; with ``nccl_latency``, that fixed
+        cost per protocol in place of the estimate less its hops."""
         e = self.charged(p, nbytes, cluster, c)
-        fitted = getattr(getattr(cluster, "link_model", None), "nccl_latency", {}).get(c.protocol)
+        model = getattr(cluster, "link_model", None)
+        fitted = getattr(model, "nccl_latency", {}).get(c.protocol)
+        offset = getattr(model, "nccl_offset", {}).get(c.protocol)
         # a NET plugin's latencyInter steers NCCL's choice and is not charged (the links carry the network's
         # latency: sim.nccl.efa); 0 for NCCL's own InfiniBand transport
+        hops = (e.net_latency_us - e.plugin_latency_us) * 1e-6
         if fitted is not None:  # a calibrated fixed cost in place of NCCL's estimate, its network hops kept
-            return fitted + (e.net_latency_us - e.plugin_latency_us) * 1e-6
+            return fitted + hops
+        if offset is not None:  # NCCL's estimate less its hops, corrected by the calibration (never below 0)
+            return hops + max(0.0, (e.latency_us - e.net_latency_us) * 1e-6 + offset)
         return (e.latency_us - e.plugin_latency_us) * 1e-6
 
     def _build(self, p: int, nbytes: float, cluster: Any) -> tuple[StepProgram, int]:

@@ -76,6 +76,7 @@ Efficiency = Annotated[float, Field(gt=0, le=MAX_EFFICIENCY, allow_inf_nan=False
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 NcclLatency = Annotated[float, Field(ge=0, le=MAX_NCCL_LATENCY, allow_inf_nan=False)]
+NcclOffset = Annotated[float, Field(ge=-MAX_NCCL_LATENCY, le=MAX_NCCL_LATENCY, allow_inf_nan=False)]
 
 
 class Segment(Spec):
@@ -165,7 +166,10 @@ class Calibration(Spec):
     gamma_fit: FitQuality | None = None
     duplex: dict[int, Efficiency] = Field(default_factory=dict)
     flows: dict[int, Efficiency] = Field(default_factory=dict)
+    #: per NCCL protocol the fixed cost in place of NCCL's estimate less its hops (files before nccl_offset)
     nccl_latency: dict[Literal["ll", "ll128", "simple"], NcclLatency] = Field(default_factory=dict)
+    #: per NCCL protocol the seconds added to NCCL's estimate less its hops (what the fit writes)
+    nccl_offset: dict[Literal["ll", "ll128", "simple"], NcclOffset] = Field(default_factory=dict)
     #: the NCCL release whose schedules the nccl-tests times were fitted through (the one the log states):
     #: the ``nccl`` schedules' default tuner under this calibration
     nccl_version: Release | None = None
@@ -188,7 +192,7 @@ class Calibration(Spec):
             if name in seen:
                 raise ValueError(f"calibrated[{i}]: {name!r} is listed twice")
             seen.add(name)
-            if name in ("gamma", "duplex", "flows", "nccl_latency"):
+            if name in ("gamma", "duplex", "flows", "nccl_latency", "nccl_offset"):
                 if getattr(self, name) is None or getattr(self, name) == {}:
                     raise ValueError(f"calibrated[{i}]: {name!r} is listed but {name} has no value")
                 continue
@@ -196,7 +200,7 @@ class Calibration(Spec):
             if cls not in LINK_CLASSES or param not in _PARAMS:
                 valid = ", ".join(f"CLASS.{p}" for p in _PARAMS)
                 raise ValueError(
-                    f"calibrated[{i}]: {name!r} is not a parameter (valid: gamma, duplex, flows, nccl_latency, {valid}; "
+                    f"calibrated[{i}]: {name!r} is not a parameter (valid: gamma, duplex, flows, nccl_latency, nccl_offset, {valid}; "
                     f"classes: {', '.join(LINK_CLASSES)})"
                 )
             entry = self.classes.get(cls)  # type: ignore[call-overload]
@@ -237,6 +241,7 @@ class Calibration(Spec):
             duplex=dict(self.duplex) if "duplex" in self.calibrated else {},
             flows=dict(self.flows) if "flows" in self.calibrated else {},
             nccl_latency=dict(self.nccl_latency) if "nccl_latency" in self.calibrated else {},
+            nccl_offset=dict(self.nccl_offset) if "nccl_offset" in self.calibrated else {},
             nccl_version=self.nccl_version,
             source=source or f"calibration of {self.topology}",
         )
@@ -258,7 +263,7 @@ def nominal_parameters(cal: Calibration, classes: list[str] | None = None) -> li
         out.append("a link direction's rate does not depend on traffic in the other direction")
     if "flows" not in cal.calibrated:
         out.append("flows share a link direction max-min fair at its full rate, however many")
-    if "nccl_latency" not in cal.calibrated:
+    if "nccl_latency" not in cal.calibrated and "nccl_offset" not in cal.calibrated:
         out.append("NCCL's base latencies (tuning.cc) for the nccl schedules")
     return out
 

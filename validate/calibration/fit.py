@@ -439,7 +439,7 @@ def fit_calibration(
     warnings: list[str] = []
     scheduled = [s for s in collectives if is_nccl_schedule(s)] if runs_nccl_schedules(cluster) else []
     collectives = [s for s in collectives if s not in scheduled]
-    nccl_latency: dict[str, float] = {}
+    nccl_offset: dict[str, float] = {}
     nccl_version: str | None = None
     if scheduled:
         got = fit_nccl(scheduled, cluster)
@@ -449,9 +449,9 @@ def fit_calibration(
                 continue
             entries[name] = entry
             calibrated.append(f"{name}.efficiency")
-        if got.nccl_latency:
-            nccl_latency = got.nccl_latency
-            calibrated.append("nccl_latency")
+        if got.nccl_offset:
+            nccl_offset = got.nccl_offset
+            calibrated.append("nccl_offset")
         releases = {stated_release(s.algorithm) for s in scheduled}
         if len(releases) == 1:  # one log, or logs of one release (None: none stated, the newest modelled)
             nccl_version = releases.pop()
@@ -493,7 +493,7 @@ def fit_calibration(
         gamma_fit=gamma_fit,
         duplex=duplex,
         flows=flows,
-        nccl_latency=nccl_latency,
+        nccl_offset=nccl_offset,
         nccl_version=nccl_version,
         calibrated=calibrated,
         notes=notes,

@@ -7,10 +7,12 @@ every size through that schedule on the topology and solves for
 
 * per link **group** an efficiency, a fraction of line rate (``<= 1``): ``intra-host`` (NVLink) and the
   cross-host classes together (``same-switch``, ``cross-switch``, ``direct``: the NIC and the fabric);
-* per NCCL **protocol** the fixed cost the schedule charges before data moves (the link model's
-  ``nccl_latency``, in place of NCCL's latency estimate less its hops between nodes); per hop, NCCL's
-  NET latencies for the nodes spanned and the links' own latencies at every pipeline step -- so a
-  1-node fit carries to 2 nodes.
+* per NCCL **protocol** a correction of the fixed cost the schedule charges before data moves (the
+  link model's ``nccl_offset``: seconds added to NCCL's latency estimate less its hops between nodes,
+  the sum never below 0), so that NCCL's own structure -- its base latency per algorithm, its per-step
+  latencies that grow with the ranks, its NET latency per hop between the nodes spanned -- carries to
+  other schedules and sizes of cluster, with the links' own latencies at every pipeline step: a 1-node
+  fit carries to 2 nodes, a 2-node NVLS-tree fit to a 4-node ring.
 
 The time is piecewise linear in ``w = 1 / efficiency`` and linear in the base latencies, so the fit
 linearizes around the current point (one simulation per group for the slopes), solves the bounded
@@ -98,7 +100,7 @@ class NcclFit:
 
     entries: dict[str, ClassCalibration]
     calibrated: list[str]
-    nccl_latency: dict[str, float]
+    nccl_offset: dict[str, float]
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     wanted: dict[str, float] = field(default_factory=dict)
@@ -164,12 +166,12 @@ def _start(
     chosen: list[Sample],
     groups: dict[str, tuple[str, ...]],
     picks: list[tuple[str, str]],
-    launch: np.ndarray,
+    floor: np.ndarray,
     measured: np.ndarray,
     protos: list[str],
 ) -> tuple[dict[str, float], list[str]]:
-    """The coarse grid: every combination of :data:`GRID` per group on a few sizes, the fixed costs
-    solved at each; returns the best point and the groups the log exercises. (The time is flat in a
+    """The coarse grid: every combination of :data:`GRID` per group on a few sizes, the fixed costs'
+    corrections (at least ``floor``) solved at each; returns the best point and the groups the log exercises. (The time is flat in a
     group's ``w`` until that group becomes the bottleneck, so slopes at line rate alone cannot find
     a slow NIC behind a fast NVLink schedule.)"""
     idx = sorted({round(i * (len(chosen) - 1) / max(1, _COARSE_SIZES - 1)) for i in range(_COARSE_SIZES)})
@@ -178,15 +180,13 @@ def _start(
     base = sim(dict.fromkeys(groups, 1.0))
     active = [g for g in groups if np.max(np.abs(sim({**dict.fromkeys(groups, 1.0), g: GRID[-1]}) / base - 1)) > 1e-4]
     cols = _latency_columns([picks[i] for i in idx], protos)
-    fixed = np.array([0.0 if picks[i][1] in protos else launch[i] for i in idx])
     weight = 1.0 / measured[idx]
     best, best_rss = dict.fromkeys(groups, 1.0), math.inf
     for combo in itertools.product(GRID, repeat=len(active)):
         w = {**dict.fromkeys(groups, 1.0), **dict(zip(active, combo, strict=True))}
-        t = sim(w) - launch[idx] + fixed
         a = cols * weight[:, None]
-        y = (measured[idx] - t) * weight
-        b = _bounded_lstsq(a, y, np.zeros(len(protos))) if protos else np.zeros(0)
+        y = (measured[idx] - sim(w)) * weight
+        b = _bounded_lstsq(a, y, floor) if protos else np.zeros(0)
         rss = float(((a @ b - y) ** 2).sum())
         if rss < best_rss:
             best, best_rss = w, rss
@@ -218,21 +218,22 @@ def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = 
         except CollsimError as exc:
             raise CalibrationError(f"{s.origin}: {exc}") from None
         picks.append((c.algorithm, c.protocol))
-        launches.append((e.latency_us - e.net_latency_us) * 1e-6)  # the part nccl_latency replaces
+        launches.append((e.latency_us - e.net_latency_us) * 1e-6)  # the part nccl_offset corrects
     nominal_base = np.array(launches)
     sizes_of = {pr: {s.size for s, (_, q) in zip(chosen, picks, strict=True) if q == pr} for pr in PROTOS}
     protos = [pr for pr in PROTOS if len(sizes_of[pr]) >= 2]  # a protocol seen at one size keeps NCCL's latency
-    grid_best, active = _start(cluster, chosen, groups, picks, nominal_base, measured, protos)
+    # a correction takes no fitted schedule's fixed cost below 0
+    floor = np.array([-min(nominal_base[i] for i, (_, q) in enumerate(picks) if q == pr) for pr in protos])
+    grid_best, active = _start(cluster, chosen, groups, picks, floor, measured, protos)
     names = active + protos
-    lower = np.array([1.0] * len(active) + [0.0] * len(protos))
+    lower = np.concatenate([np.ones(len(active)), floor])
     weight = 1.0 / measured
 
     def bases_at(w: dict[str, float]) -> np.ndarray:
-        """``w`` and the fixed costs that fit best with it (the time is linear in them)."""
+        """``w`` and the corrections that fit best with it (the time is linear in them)."""
         cols = _latency_columns(picks, protos) * weight[:, None]
-        kept = np.array([0.0 if q in protos else nominal_base[i] for i, (_, q) in enumerate(picks)])
-        y = (measured - (sim(w) - nominal_base + kept)) * weight
-        b = _bounded_lstsq(cols, y, np.zeros(len(protos))) if protos else np.zeros(0)
+        y = (measured - sim(w)) * weight
+        b = _bounded_lstsq(cols, y, floor) if protos else np.zeros(0)
         return np.concatenate([[w[g] for g in active], b])
 
     def refine(w: dict[str, float]) -> tuple[dict[str, float], np.ndarray, np.ndarray, float]:
@@ -252,10 +253,7 @@ def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = 
                 cols.append((t1 - t0) / (w[g] * (_PROBE - 1)))
             for pr in protos:
                 cols.append(np.array([1.0 if q == pr else 0.0 for _, q in picks]))
-            const = t0 - sum(cols[i] * w[g] for i, g in enumerate(active)) - nominal_base
-            const = const + np.array(
-                [nominal_base[i] if picks[i][1] not in protos else 0.0 for i in range(len(chosen))]
-            )
+            const = t0 - sum(cols[i] * w[g] for i, g in enumerate(active))
             a = np.column_stack(cols) * weight[:, None] if cols else np.zeros((len(chosen), 0))
             y = (measured - const) * weight
             # a little ridge towards line rate: a group a log barely measures stays at 1
@@ -283,8 +281,8 @@ def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = 
         return w, x, unconstrained, clamp_cost
 
     def rms(w: dict[str, float], x: np.ndarray) -> float:
-        fixed = {pr: x[len(active) + j] for j, pr in enumerate(protos)}
-        t = sim(w) - nominal_base + np.array([fixed.get(q, nominal_base[i]) for i, (_, q) in enumerate(picks)])
+        shift = {pr: x[len(active) + j] for j, pr in enumerate(protos)}
+        t = sim(w) + np.array([shift.get(q, 0.0) for _, q in picks])
         return float(np.sqrt((((t - measured) / measured) ** 2).mean()))
 
     # from line rate and from the grid's best: the better fit wins; within PREFER of each other, the one
@@ -296,7 +294,7 @@ def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = 
     near = [f for f in fits if f[0] <= best_rms + PREFER]
     _, (w, x, unconstrained, clamp_cost) = min(near, key=lambda f: sum(f[1][0][g] - 1 for g in active))
     bases = {pr: float(min(x[len(active) + j], 1.0)) for j, pr in enumerate(protos)}
-    fitted = sim(w) - nominal_base + np.array([bases.get(q, nominal_base[i]) for i, (_, q) in enumerate(picks)])
+    fitted = sim(w) + np.array([bases.get(q, 0.0) for _, q in picks])
     rel = (fitted - measured) / measured
     quality = FitQuality(
         points=len(chosen),
@@ -331,12 +329,12 @@ def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = 
             )
             out.calibrated.append(f"{cls}.efficiency")
     if bases:
-        out.calibrated.append("nccl_latency")
+        out.calibrated.append("nccl_offset")
     sizes = sorted({s.size for s in chosen})
     out.notes.append(
         f"nccl-tests: fitted through NCCL's schedules ({schedule}) at {len(sizes)} size(s) from {sizes[0]} B; "
-        f"efficiencies are fractions of line rate; fixed cost per protocol: "
-        + (", ".join(f"{pr} {b * 1e6:.1f} us" for pr, b in bases.items()) or "NCCL's own (too few sizes per protocol)")
+        f"efficiencies are fractions of line rate; NCCL's latency estimate corrected per protocol by "
+        + (", ".join(f"{pr} {b * 1e6:+.1f} us" for pr, b in bases.items()) or "nothing (too few sizes per protocol)")
     )
     for g in groups:
         if g not in active:

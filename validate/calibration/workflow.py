@@ -213,6 +213,11 @@ def calibration_report(cal: Calibration) -> list[str]:
         lines.append(
             "# nccl fixed cost per protocol: " + ", ".join(f"{k} {_fmt_time(v)}" for k, v in cal.nccl_latency.items())
         )
+    if cal.nccl_offset:
+        lines.append(
+            "# nccl fixed cost: NCCL's latency estimate less its hops between nodes, corrected per protocol by "
+            + ", ".join(f"{k} {v * 1e6:+.1f} us" for k, v in cal.nccl_offset.items())
+        )
     if cal.nccl_version:
         lines.append(
             f"# nccl schedules under this calibration: the tuner of NCCL {cal.nccl_version}, the release the log "
