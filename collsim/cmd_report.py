@@ -15,7 +15,7 @@ from sim.deadline import SimulationTimeout
 from sim.lifetime import announce, interrupt_on_signals
 
 from .app import app, fail
-from .timeout import TimeoutOpt, bounded
+from .timeout import TimeoutOpt, bounded, timeout_seconds
 
 __all__ = ["report_cmd"]
 
@@ -52,6 +52,15 @@ def report_cmd(
         bool, typer.Option("--progress/--no-progress", envvar="COLLSIM_PROGRESS", help="Show a progress bar.")
     ] = True,
     timeout: TimeoutOpt = None,
+    point_limit: Annotated[
+        Optional[str],
+        typer.Option(
+            "--point-limit",
+            envvar="COLLSIM_POINT_LIMIT",
+            help="Give up on a point after this long (wall clock), e.g. 30s: it is listed as failed and the "
+            "report goes on (default: the spec's point_limit, else none).",
+        ),
+    ] = None,
 ) -> None:
     """Simulate a training job at every cluster size with every algorithm, and write index.html, report.md,
     results.csv and results.json into --out. Finished points are kept in --out/points.jsonl: a rerun after
@@ -65,6 +74,7 @@ def report_cmd(
         if importlib.util.find_spec(module) is None:
             fail(f"collsim report needs {module}: pip install 'collsim[report]'")
 
+    limit = timeout_seconds(point_limit, "--point-limit")
     started = time.perf_counter()
     run = make_executor(executor, jobs=jobs, address=address)
     loaded, path = load_spec(spec)
@@ -73,7 +83,7 @@ def report_cmd(
     command = f"collsim report {shlex.quote(spec)} --out {shlex.quote(str(out))}"
     try:
         with bounded(timeout), interrupt_on_signals():
-            outcome = build_report(loaded, out, executor=run, progress=progress, command=command)
+            outcome = build_report(loaded, out, executor=run, progress=progress, command=command, point_limit=limit)
     except SimulationTimeout as exc:
         saved = len(PointCache(out).load())
         fail(

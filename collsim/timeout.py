@@ -29,17 +29,18 @@ TimeoutOpt = Annotated[
 ]
 
 
-def timeout_seconds(text: str | None) -> float | None:
-    """Seconds from ``--timeout`` (None when not given); refuses values that are not > 0.
+def timeout_seconds(text: str | None, option: str = "--timeout") -> float | None:
+    """Seconds from ``--timeout`` (or the ``option`` named; None when not given); refuses values that are
+    not > 0.
 
     >>> timeout_seconds("2min"), timeout_seconds(None)
     (120.0, None)
     """
     if text is None or not str(text).strip():
         return None
-    seconds = parse_time(text, "--timeout")
+    seconds = parse_time(text, option)
     if not seconds > 0:
-        raise ConfigError(f"--timeout: must be > 0 seconds, got {text!r}")
+        raise ConfigError(f"{option}: must be > 0 seconds, got {text!r}")
     return seconds
 
 

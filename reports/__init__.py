@@ -60,11 +60,13 @@ def build_report(
     address: str | None = None,
     progress: bool = True,
     command: str = "collsim report",
+    point_limit: float | None = None,
 ) -> ReportOutcome:
     """Simulate every point of ``spec`` not yet cached in ``out`` and write the report there.
 
     ``executor`` is ``local`` (``jobs`` processes, default all cores), ``serial``, ``dask`` (with
-    ``address``) or an executor object.
+    ``address``) or an executor object. ``point_limit`` (seconds; default the spec's ``point_limit``)
+    bounds each point: one still running then is recorded as failed, and the report goes on.
     """
     if not isinstance(spec, ReportSpec):
         spec, _path = load_spec(spec)
@@ -76,7 +78,8 @@ def build_report(
     reused = len({p.key for p in points if p.key in cached})
     # a deadline in force here (--timeout) travels to every worker as an absolute time
     bound = current_deadline()
-    func = run_point if bound is None else functools.partial(run_point, bound=bound)
+    limit = spec.point_limit if point_limit is None else point_limit
+    func = run_point if bound is None and limit is None else functools.partial(run_point, bound=bound, limit=limit)
     records = run_sweep(points, cache, run, progress=progress, func=func)
     data = analyze(spec, points, records)
     data = replace(data, summary=tuple(summarize(data, spec.tolerance)))

@@ -150,7 +150,7 @@ def _cluster(ref: ClusterRef, spare: int) -> Cluster:
     return cluster
 
 
-def run_point(point: Point, bound: Deadline | None = None) -> PointRecord:
+def run_point(point: Point, bound: Deadline | None = None, limit: float | None = None) -> PointRecord:
     """Run one point.
 
     Parameters
@@ -160,6 +160,9 @@ def run_point(point: Point, bound: Deadline | None = None) -> PointRecord:
         The report's deadline (``--timeout``; an absolute time, so it means the same in every worker):
         past it the point raises :class:`~sim.deadline.SimulationTimeout` rather than being recorded as
         failed, and the whole report stops.
+    limit : float, optional
+        Seconds of wall clock this point may take (the spec's ``point_limit``, ``--point-limit``): a point
+        still running then comes back ``failed``, the reason naming the limit, and the report goes on.
 
     Returns
     -------
@@ -169,7 +172,17 @@ def run_point(point: Point, bound: Deadline | None = None) -> PointRecord:
         simulation raised another :class:`~sim.errors.CollsimError`.
     """
     with deadline_at(bound):
-        return _run_point(point)
+        if limit is None:
+            return _run_point(point)
+        started = time.perf_counter()
+        own = Deadline(time.time() + limit, limit, "point_limit")
+        try:
+            with deadline_at(own):
+                return _run_point(point)
+        except SimulationTimeout as exc:
+            if bound is not None and bound.expired():
+                raise  # the report's own deadline: the whole report stops
+            return point.record("failed", reason=str(exc), wall_s=time.perf_counter() - started)
 
 
 def _run_point(point: Point) -> PointRecord:

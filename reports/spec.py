@@ -290,6 +290,16 @@ class ReportSpec(Spec):
     gamma: float = Field(default=0.0, ge=0, le=MAX_GAMMA)
     calibration: str | None = None  # a calibration file (validate.calibration), applied to every cluster
     tolerance: float = Field(default=0.05, gt=0, lt=1)
+    #: seconds of wall clock one point may take; a point still running then is recorded as failed with
+    #: the reason (not cached: a rerun tries it again) and the report goes on. None: no limit
+    point_limit: Time | None = None
+
+    @field_validator("point_limit")
+    @classmethod
+    def _limit(cls, value: float | None) -> float | None:
+        if value is not None and not value > 0:
+            raise ValueError(f"must be > 0 seconds, got {value:g}")
+        return value
 
     @field_validator("algorithms")
     @classmethod

@@ -44,12 +44,14 @@ class Deadline:
 
     at: float
     seconds: float
+    #: the option that set it, for the message (a report's point limit names its own)
+    what: str = "--timeout"
 
     def expired(self) -> bool:
         return time.time() > self.at
 
     def message(self) -> str:
-        return f"the simulation did not finish within --timeout {self.seconds:g} s (wall clock)"
+        return f"the simulation did not finish within {self.what} {self.seconds:g} s (wall clock)"
 
 
 _CURRENT: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("collsim_deadline", default=None)

@@ -92,6 +92,8 @@ def test_environment_variables_stand_in_for_options(tmp_path, capsys, monkeypatc
         ({}, ["--executor", "dask"], "--executor dask needs --address"),
         ({}, ["--executor", "mpi"], "unknown executor 'mpi'"),
         ({}, ["--jobs", "0"], "--jobs"),
+        ({"point_limit": 0}, [], "spec.yaml: point_limit: must be > 0 seconds"),
+        ({}, ["--point-limit", "0s"], "--point-limit: must be > 0 seconds"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, changes, args, message):
@@ -153,3 +155,52 @@ def test_a_rerun_removes_temporaries_a_killed_write_left(tmp_path):
     keep.write_text("whole")
     _remove_stale_temporaries(tmp_path)
     assert not any(p.exists() for p in stale) and keep.read_text() == "whole"
+
+
+def _stuck_on(algorithm: str, monkeypatch) -> None:
+    """Points of ``algorithm`` run until a deadline stops them (as a hashed parameter server does)."""
+    import reports.points as points
+    from sim.deadline import check
+
+    real = points._run_point
+
+    def stuck(point):
+        if point.algorithm != algorithm:
+            return real(point)
+        give_up = time.time() + 10
+        while time.time() < give_up:
+            time.sleep(0.005)
+            check()
+        raise AssertionError("no deadline stopped the point")
+
+    monkeypatch.setattr(points, "_run_point", stuck)
+
+
+def test_a_point_past_the_point_limit_fails_and_the_report_goes_on(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "out"
+    with extra_algorithms():
+        spec = str(write_spec(tmp_path, algorithms=["ring", "test-flat"], sweep={"message_sizes": []}))
+        _stuck_on("test-flat", monkeypatch)
+        args = ("report", spec, "--out", str(out), "--executor", "serial", "--no-progress")
+        code, stdout, err = run(capsys, *args, "--point-limit", "50ms")
+        assert code == 1 and "4 points simulated, 0 reused" in err and "2 failed" in err, err
+        assert stdout.strip() == f"report: {(out / 'index.html').resolve()}"
+        md = (out / "report.md").read_text()
+        assert md.count("the simulation did not finish within point_limit 0.05 s (wall clock)") >= 2
+        monkeypatch.undo()
+        code, _, err = run(capsys, *args)  # the failed points were not kept: a rerun computes them
+    assert code == 0 and "2 points simulated, 2 reused" in err and "0 failed" in err, err
+
+
+def test_the_point_limit_gives_way_to_the_reports_deadline(monkeypatch):
+    import reports.points as points
+    from reports.points import run_point
+    from reports.spec import parse_spec
+    from sim.deadline import Deadline, SimulationTimeout
+
+    _stuck_on("ring", monkeypatch)
+    point = points.report_points(parse_spec(tiny_spec(algorithms=["ring"])))[0]
+    rec = run_point(point, bound=Deadline(time.time() + 60, 60), limit=0.02)
+    assert rec.status == "failed" and rec.reason.endswith("within point_limit 0.02 s (wall clock)")
+    with pytest.raises(SimulationTimeout, match="--timeout 0.02 s"):
+        run_point(point, bound=Deadline(time.time() + 0.02, 0.02), limit=60)
