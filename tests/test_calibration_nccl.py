@@ -217,6 +217,9 @@ def test_a_fit_predicts_through_the_nccl_release_its_log_ran(tmp_path):
     old["calibrated"] = ["intra-host.efficiency", "nccl_latency"]  # a file from before: a fixed cost in place
     older = type(back).model_validate({**old, "nccl_latency": {"simple": 2e-5}}).link_model()
     assert older.nccl_version is None and older.nccl_latency == {"simple": 2e-5} and not older.nccl_offset
+    both = {**old, "nccl_latency": {"simple": 2e-5}, "calibrated": [*old["calibrated"], "nccl_offset"]}
+    with pytest.raises(ValueError, match="list nccl_latency or nccl_offset, not both"):
+        type(back).model_validate({**both, "nccl_offset": {"simple": -1e-6}})
     with pytest.raises(ConfigError, match="nccl_version: NCCL version '1.0' is not a release"):
         LinkModel(nccl_version="1.0")
 

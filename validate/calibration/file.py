@@ -187,6 +187,10 @@ class Calibration(Spec):
 
     @model_validator(mode="after")
     def _listed_exist(self) -> Calibration:
+        if "nccl_latency" in self.calibrated and "nccl_offset" in self.calibrated:
+            raise ValueError(
+                "calibrated: list nccl_latency or nccl_offset, not both (one replaces NCCL's fixed cost, the other corrects it)"
+            )
         seen: set[str] = set()
         for i, name in enumerate(self.calibrated):
             if name in seen:
