@@ -27,7 +27,7 @@ from .cluster import Cluster
 from .collectives import get_collective
 from .errors import AlgorithmError, ConfigError
 from .linkmodel import LinkModel
-from .prepare import resolve_cluster
+from .prepare import nccl_release_of, resolve_cluster
 from .results import SimResult
 from .simulate import simulate
 from .units import check_size
@@ -75,8 +75,13 @@ def compare(
     coll = get_collective(collective).name
     ran: list[Comparison] = []
     skipped: list[Comparison] = []
+    seen: set[str] = set()
     for spec in algorithms or candidates(coll):
         algo = get_algorithm(coll, spec)
+        runs = nccl_release_of(algo, cluster.link_model).spec  # (a calibration's NCCL release, where it has one)
+        if runs in seen:  # another spec that runs the same (``nccl`` and ``nccl:version=R`` under R's calibration)
+            continue
+        seen.add(runs)
         try:
             result = simulate(cluster, coll, algo, size, ranks=p, gamma=gamma)
         except AlgorithmError as exc:

@@ -13,6 +13,7 @@ import pytest
 from collsim.cli import main
 from sim.algorithms import get_algorithm
 from sim.cluster import Cluster
+from sim.compare import compare
 from sim.errors import CalibrationError, ConfigError
 from sim.linkmodel import LinkModel, Segment
 from sim.prepare import prepare
@@ -209,6 +210,10 @@ def test_a_fit_predicts_through_the_nccl_release_its_log_ran(tmp_path):
         prepare(TWO, "allreduce", "nccl:algo=tree", link_model=model).algorithm.spec == "nccl:algo=tree,version=2.26.2"
     )
     assert prepare(TWO, "allreduce", "ring", link_model=model).algorithm.spec == "ring"  # (no release to take)
+    rows = [
+        r.algorithm for r in compare(TWO, 2**20, algorithms=["nccl", "nccl:version=2.26.2", "ring"], link_model=model)
+    ]
+    assert sorted(rows) == ["nccl", "ring"]  # the same run once, under the name asked first
     n = 2**20
     under = simulate(TWO, "allreduce", "nccl", n, link_model=model).time_s
     assert under == simulate(TWO, "allreduce", "nccl:version=2.26.2", n, link_model=model).time_s
