@@ -5211,6 +5211,10 @@ typedef struct {
     long long seq;
     /* ex.private and net.flows added up here and handed over before any Python line runs (fast_flush) */
     long pend_private, pend_flows;
+    /* the clock Fast_pump moved on (``clock``, where ``clock_set``), written into env._now before any Python
+     * line runs (fast_flush) or the core returns (fast_out): no C line of the core's reads it but fast_now */
+    double clock;
+    int clock_set;
     /* attributes read once while no Python line runs (fast_attr): borrowed, valid while their gen is
      * ``gen``, which every call into Python (fast_flush) and every return to it (fast_out) moves on */
     PyObject *fa[FA_N];
@@ -5460,8 +5464,13 @@ static PyObject *fast_attr(Fast *f, int k) {
     return v;
 }
 
-/* the environment's clock (env._now, read as the wake-up reads it: iget), or -1 with an exception set */
+/* the environment's clock (the one Fast_pump set, else env._now, read as the wake-up reads it: iget), or -1
+ * with an exception set */
 static int fast_now(Fast *f, double *out) {
+    if (f->clock_set) {
+        *out = f->clock;
+        return 0;
+    }
     PyObject *v = iget(f->env, s_now);
     if (!v)
         return -1;
@@ -5749,10 +5758,9 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
             break;
         }
         struct FEntry x = fe_pop(f);
-        PyObject *t = PyFloat_FromDouble(x.t), *r = NULL;
-        if (t && iset(f->env, s_now, t) == 0)
-            r = fast_take(f, x.when, NULL, &x.t); /* (the clock just set to x.t) */
-        Py_XDECREF(t);
+        f->clock = x.t; /* (env._now = x.t, written before Python runs: see fast_flush) */
+        f->clock_set = 1;
+        PyObject *r = fast_take(f, x.when, NULL, &x.t);
         ok = r != NULL;
         Py_XDECREF(r);
     }
@@ -5998,6 +6006,14 @@ static PyObject *Fast_held(Fast *f, PyObject *unused) { return PyLong_FromSsize_
 /* ex.private and net.flows as the Python lines have them */
 static int fast_flush(Fast *f) {
     f->gen++; /* (Python runs next) */
+    if (f->clock_set) {
+        f->clock_set = 0;
+        PyObject *t = PyFloat_FromDouble(f->clock);
+        int bad = !t || iset(f->env, s_now, t) < 0;
+        Py_XDECREF(t);
+        if (bad)
+            return -1;
+    }
     long p = f->pend_private, n = f->pend_flows;
     f->pend_private = f->pend_flows = 0;
     return (p && add_attr(f->ex, s_private, p) < 0) || (n && add_attr(f->net, s_flows, n) < 0) ? -1 : 0;
@@ -6006,7 +6022,7 @@ static int fast_flush(Fast *f) {
 /* ``r`` (NULL with an exception set) returned from a method, the counts handed over first */
 static PyObject *fast_out(Fast *f, PyObject *r) {
     f->gen++; /* (back to Python) */
-    if (!f->pend_private && !f->pend_flows)
+    if (!f->pend_private && !f->pend_flows && !f->clock_set)
         return r;
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
