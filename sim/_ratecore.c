@@ -5456,7 +5456,7 @@ static PyObject *fast_attr(Fast *f, int k) {
         return Py_NewRef(f->fa[k]);
     PyObject **names[FA_N] = {&s_queue, &s_eid, &s_arrivals, &s_seen0, &s_path_bytes, &s_early_count, &s_early_last};
     PyObject *owner = k <= FA_EID ? f->env : k == FA_PB ? f->net : f->ex;
-    PyObject *v = PyObject_GetAttr(owner, *names[k]);
+    PyObject *v = k == FA_PB ? nget(owner, NF_PATH_BYTES, *names[k]) : iget(owner, *names[k]); /* (plain instances) */
     if (v) {
         f->fa[k] = v;
         f->fa_gen[k] = f->gen;
@@ -6250,7 +6250,7 @@ static int fast_launch_c(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t 
     int rc = -1;
     Py_ssize_t room = PY_SSIZE_T_MAX;
     for (int j = 0; j < 3; j++) {
-        if (!(fo[j] = PyObject_GetAttr(f->ex, *names[j])) || arr_open(fo[j], &fa[j], 'i', 1) < 0)
+        if (!(fo[j] = iget(f->ex, *names[j])) || arr_open(fo[j], &fa[j], 'i', 1) < 0)
             goto out;
         if (fa[j].view.itemsize != 8) {
             rc = 0;
@@ -6258,7 +6258,7 @@ static int fast_launch_c(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t 
         }
         room = fa[j].n < room ? fa[j].n : room;
     }
-    if (!(now_o = PyObject_GetAttr(f->env, s_now)))
+    if (!(now_o = iget(f->env, s_now)))
         goto out;
     double now = PyFloat_AsDouble(now_o);
     if (now == -1.0 && PyErr_Occurred())
@@ -6928,7 +6928,7 @@ static PyObject *fast_flows_done_at(Fast *f, const int64_t *sv, Py_ssize_t n, do
         goto done;
     }
     for (; held < 3; held++) {
-        PyObject *o = PyObject_GetAttr(f->ex, names[held]);
+        PyObject *o = iget(f->ex, names[held]);
         int bad = !o || arr_get(o, &a[held], 'i') < 0;
         Py_XDECREF(o);
         if (bad)
