@@ -5227,6 +5227,7 @@ typedef struct {
     PyObject *launch; /* (whole_ctx, cluster, owner, bounded per phase) or NULL: see fast_launch_c */
     PyObject *pump; /* the bound method pump, made once (the callback of every event fast_pump_event makes) */
     long long max_period; /* sim.fastpath._MAX_PERIOD (read when made), or -1: see fast_after */
+    long long normal_v;   /* ``normal`` (SimPy's NORMAL priority) as a number */
 } Fast;
 
 static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_private, *s_seen0,
@@ -5348,6 +5349,8 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     f->partial = Py_NewRef(partial);
     f->phases_o = Py_NewRef(phases);
     f->own_queue = own_queue;
+    if ((f->normal_v = PyLong_AsLongLong(normal)) == -1 && PyErr_Occurred())
+        return -1;
     if (launch != Py_None) {
         if (!PyTuple_Check(launch) || PyTuple_GET_SIZE(launch) != 4 || !PyTuple_Check(PyTuple_GET_ITEM(launch, 0)) ||
             PyTuple_GET_SIZE(PyTuple_GET_ITEM(launch, 0)) < 3 || !PyTuple_Check(PyTuple_GET_ITEM(launch, 3)) ||
@@ -5433,7 +5436,8 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
         return -1;
     /* _after's constant (where sim.fastpath is not to be had, _after is called every time, as before) */
     f->max_period = -1;
-    PyObject *mod = PyImport_ImportModule("sim.fastpath"), *mp = mod ? PyObject_GetAttrString(mod, "_MAX_PERIOD") : NULL;
+    PyObject *mod = PyImport_ImportModule("sim.fastpath");
+    PyObject *mp = mod ? PyObject_GetAttrString(mod, "_MAX_PERIOD") : NULL;
     if (mp && PyLong_CheckExact(mp))
         f->max_period = PyLong_AsLongLong(mp);
     Py_XDECREF(mod);
@@ -5694,7 +5698,7 @@ static int fast_pump_event(Fast *f) {
     if (!event || mark_ok(event, Py_None) < 0 || !(queue = fast_attr(f, FA_QUEUE)) ||
         !(t = PyFloat_FromDouble(f->heap[0].t)) ||
         !(id = PyLong_FromLongLong(f->heap[0].eid)) || !(item = PyTuple_Pack(4, t, f->normal, id, event)) ||
-        !(r = PyObject_CallFunctionObjArgs(f->push, queue, item, NULL)))
+        !(r = PyObject_Vectorcall(f->push, (PyObject *[]){queue, item}, 2, NULL)))
         goto done;
     f->heap[0].pumped = 1;
     rc = 0;
@@ -5734,8 +5738,8 @@ static int fast_queue_first(Fast *f, const struct FEntry *x) {
     if (!queue)
         return -1;
     double t;
-    long long p, e, normal = PyLong_AsLongLong(f->normal);
-    int got = PyErr_Occurred() ? -1 : queue_head(queue, "Fast", &t, &p, &e);
+    long long p, e, normal = f->normal_v;
+    int got = queue_head(queue, "Fast", &t, &p, &e);
     Py_DECREF(queue);
     if (got <= 0)
         return got;
@@ -6845,10 +6849,10 @@ static PyObject *Fast_begin_one(Fast *f, PyObject *const *args, Py_ssize_t nargs
     return fast_out(f, ok ? Py_NewRef(Py_None) : NULL);
 }
 
-/* _after's lines up to its first look at the state, for a reference step s0 it has not seen: 1 where they
- * end there -- a state that keeps changing, looked at less often (``self._misses > 64 and s0 % 64 >
- * _MAX_PERIOD``): ``_seen0 = s0`` unless the run is over (``s0 >= self.total or self.done.triggered``) --
- * done here; 0 where _after must be called; -1 with an exception set */
+/* _after's lines up to its first look at the state, for a reference step s0 it has not seen and a run not
+ * over: 1 where they end there -- a state that keeps changing, looked at less often (``self._misses > 64 and
+ * s0 % 64 > _MAX_PERIOD``): ``_seen0 = s0`` unless ``self.done.triggered`` -- done here; 0 where _after must
+ * be called (as for ``s0 >= self.total``: it returns at once); -1 with an exception set */
 static int fast_after_skip(Fast *f, int64_t s0) {
     if (f->max_period < 0 || s0 >= f->total)
         return 0;
@@ -6918,7 +6922,8 @@ static PyObject *Fast_flows_done(Fast *f, PyObject *const *args, Py_ssize_t narg
  * the slots an array (w_finish_owned) */
 static PyObject *fast_flows_done_at(Fast *f, const int64_t *sv, Py_ssize_t n, double now) {
     static PyObject *names[3];
-    LList col[3] = {{0}};
+    int64_t room[3][LL_ROOM];
+    LList col[3] = {{room[0], 0, LL_ROOM, 0}, {room[1], 0, LL_ROOM, 0}, {room[2], 0, LL_ROOM, 0}};
     Arr a[3];
     int held = 0, ok = 0;
     if (!names[0] && (!(names[0] = PyUnicode_InternFromString("f_src")) ||
@@ -6955,7 +6960,7 @@ done:
     while (held > 0)
         arr_release(&a[--held]);
     for (int j = 0; j < 3; j++)
-        free(col[j].v);
+        ll_free(&col[j]);
     return fast_out(f, ok ? Py_NewRef(Py_None) : NULL);
 }
 

@@ -287,7 +287,9 @@ def test_the_cores_arrivals_handed_over_as_the_python_lines_keep_them(monkeypatc
             return snapshot(self, s0)
 
         def counting(self: Any, _core: bool = core) -> None:
-            if int(self.step[self.ref]) != self._seen0:  # (the core calls _after only then)
+            s0 = int(self.step[self.ref])
+            # (the core calls _after only then, and not where it looks less often: that skip the core makes)
+            if s0 != self._seen0 and not (self._misses > 64 and s0 < self.total and s0 % 64 > fastpath._MAX_PERIOD):
                 held = self._core.held() if self._core is not None else 0
                 count = sum(np.size(b[0]) for bucket in self._arrivals.values() for b in bucket)
                 flows, private = self.net.flows, self.private
