@@ -5154,6 +5154,11 @@ static PyTypeObject CrankType =
  * here (fast_launch_c: _launch_flows and _launch_flow_one's lines, Network.launch_rows' and launch_one's
  * through net_launch) where the network takes them as those would, the Python lines called otherwise. */
 
+/* iget and iset for the core's reads and writes, out of line: one copy each here, so that the wake-up's own
+ * lines keep theirs in line (as the compiler inlines them where these are not) */
+static __attribute__((noinline)) PyObject *fast_get(PyObject *obj, PyObject *name) { return iget(obj, name); }
+static __attribute__((noinline)) int fast_set(PyObject *obj, PyObject *name, PyObject *v) { return iset(obj, name, v); }
+
 enum {
     FP_OUT, FP_IN, FP_RED, FP_PTR, FP_ORDER, FP_DST, FP_PID, FP_NB, FP_PRIV, FP_DELAY, FP_WIRE, FP_RATE, FP_SRC, FP_N
 };
@@ -5460,7 +5465,8 @@ static PyObject *fast_attr(Fast *f, int k) {
         return Py_NewRef(f->fa[k]);
     PyObject **names[FA_N] = {&s_queue, &s_eid, &s_arrivals, &s_seen0, &s_path_bytes, &s_early_count, &s_early_last};
     PyObject *owner = k <= FA_EID ? f->env : k == FA_PB ? f->net : f->ex;
-    PyObject *v = k == FA_PB ? nget(owner, NF_PATH_BYTES, *names[k]) : iget(owner, *names[k]); /* (plain instances) */
+    /* (plain instances: read as the wake-up reads them) */
+    PyObject *v = k == FA_PB ? nget(owner, NF_PATH_BYTES, *names[k]) : fast_get(owner, *names[k]);
     if (v) {
         f->fa[k] = v;
         f->fa_gen[k] = f->gen;
@@ -5475,7 +5481,7 @@ static int fast_now(Fast *f, double *out) {
         *out = f->clock;
         return 0;
     }
-    PyObject *v = iget(f->env, s_now);
+    PyObject *v = fast_get(f->env, s_now);
     if (!v)
         return -1;
     *out = fv(v);
@@ -6013,7 +6019,7 @@ static int fast_flush(Fast *f) {
     if (f->clock_set) {
         f->clock_set = 0;
         PyObject *t = PyFloat_FromDouble(f->clock);
-        int bad = !t || iset(f->env, s_now, t) < 0;
+        int bad = !t || fast_set(f->env, s_now, t) < 0;
         Py_XDECREF(t);
         if (bad)
             return -1;
@@ -6254,7 +6260,7 @@ static int fast_launch_c(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t 
     int rc = -1;
     Py_ssize_t room = PY_SSIZE_T_MAX;
     for (int j = 0; j < 3; j++) {
-        if (!(fo[j] = iget(f->ex, *names[j])) || arr_open(fo[j], &fa[j], 'i', 1) < 0)
+        if (!(fo[j] = fast_get(f->ex, *names[j])) || arr_open(fo[j], &fa[j], 'i', 1) < 0)
             goto out;
         if (fa[j].view.itemsize != 8) {
             rc = 0;
@@ -6262,7 +6268,7 @@ static int fast_launch_c(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t 
         }
         room = fa[j].n < room ? fa[j].n : room;
     }
-    if (!(now_o = iget(f->env, s_now)))
+    if (!(now_o = fast_get(f->env, s_now)))
         goto out;
     double now = PyFloat_AsDouble(now_o);
     if (now == -1.0 && PyErr_Occurred())
@@ -6627,8 +6633,8 @@ static int fast_account_done(Fast *f, LList *col, double now) {
         }
     int rc = -1;
     PyObject *net = Py_NewRef(f->net), *cl = NULL, *paths = NULL, *count = NULL;
-    if (!(cl = nget(net, NF_CLUSTER, s_cluster_f)) || !(paths = iget(cl, s_paths_f)) ||
-        !(count = iget(paths, s_count_f)))
+    if (!(cl = nget(net, NF_CLUSTER, s_cluster_f)) || !(paths = fast_get(cl, s_paths_f)) ||
+        !(count = fast_get(paths, s_count_f)))
         goto done;
     Py_ssize_t need = PyLong_AsSsize_t(count);
     Arr *a;
@@ -6856,7 +6862,7 @@ static PyObject *Fast_begin_one(Fast *f, PyObject *const *args, Py_ssize_t nargs
 static int fast_after_skip(Fast *f, int64_t s0) {
     if (f->max_period < 0 || s0 >= f->total)
         return 0;
-    PyObject *m = iget(f->ex, s_misses);
+    PyObject *m = fast_get(f->ex, s_misses);
     if (!m)
         return -1;
     int over = 1, is_int = PyLong_CheckExact(m);
@@ -6866,14 +6872,14 @@ static int fast_after_skip(Fast *f, int64_t s0) {
         PyErr_Clear(); /* (anything but a plain int: _after's own lines) */
         return 0;
     }
-    PyObject *done = iget(f->ex, s_done_f), *trig = done ? PyObject_GetAttr(done, s_triggered) : NULL;
+    PyObject *done = fast_get(f->ex, s_done_f), *trig = done ? PyObject_GetAttr(done, s_triggered) : NULL;
     int t = trig ? PyObject_IsTrue(trig) : -1;
     Py_XDECREF(done);
     Py_XDECREF(trig);
     if (t)
         return t < 0 ? -1 : 1;
     PyObject *v = PyLong_FromLongLong(s0);
-    int rc = v ? iset(f->ex, s_seen0, v) : -1;
+    int rc = v ? fast_set(f->ex, s_seen0, v) : -1;
     Py_XDECREF(v);
     f->fa_gen[FA_SEEN0] = 0; /* (the value read before is no longer the executor's) */
     return rc < 0 ? -1 : 1;
@@ -6933,7 +6939,7 @@ static PyObject *fast_flows_done_at(Fast *f, const int64_t *sv, Py_ssize_t n, do
         goto done;
     }
     for (; held < 3; held++) {
-        PyObject *o = iget(f->ex, names[held]);
+        PyObject *o = fast_get(f->ex, names[held]);
         int bad = !o || arr_get(o, &a[held], 'i') < 0;
         Py_XDECREF(o);
         if (bad)
