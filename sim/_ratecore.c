@@ -5154,6 +5154,11 @@ static PyTypeObject CrankType =
  * here (fast_launch_c: _launch_flows and _launch_flow_one's lines, Network.launch_rows' and launch_one's
  * through net_launch) where the network takes them as those would, the Python lines called otherwise. */
 
+/* iget and iset for the core's reads and writes, out of line: one copy each here, so that the wake-up's own
+ * lines keep theirs in line (as the compiler inlines them where these are not) */
+static __attribute__((noinline)) PyObject *fast_get(PyObject *obj, PyObject *name) { return iget(obj, name); }
+static __attribute__((noinline)) int fast_set(PyObject *obj, PyObject *name, PyObject *v) { return iset(obj, name, v); }
+
 enum {
     FP_OUT, FP_IN, FP_RED, FP_PTR, FP_ORDER, FP_DST, FP_PID, FP_NB, FP_PRIV, FP_DELAY, FP_WIRE, FP_RATE, FP_SRC, FP_N
 };
@@ -5211,6 +5216,10 @@ typedef struct {
     long long seq;
     /* ex.private and net.flows added up here and handed over before any Python line runs (fast_flush) */
     long pend_private, pend_flows;
+    /* the clock Fast_pump moved on (``clock``, where ``clock_set``), written into env._now before any Python
+     * line runs (fast_flush) or the core returns (fast_out): no C line of the core's reads it but fast_now */
+    double clock;
+    int clock_set;
     /* attributes read once while no Python line runs (fast_attr): borrowed, valid while their gen is
      * ``gen``, which every call into Python (fast_flush) and every return to it (fast_out) moves on */
     PyObject *fa[FA_N];
@@ -5221,11 +5230,15 @@ typedef struct {
     int64_t total, ref;
     double gamma;
     PyObject *launch; /* (whole_ctx, cluster, owner, bounded per phase) or NULL: see fast_launch_c */
+    PyObject *pump; /* the bound method pump, made once (the callback of every event fast_pump_event makes) */
+    long long max_period; /* sim.fastpath._MAX_PERIOD (read when made), or -1: see fast_after */
+    long long normal_v;   /* ``normal`` (SimPy's NORMAL priority) as a number */
 } Fast;
 
 static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_private, *s_seen0,
     *s_timer_one, *s_finished_one, *s_after, *s_path_bytes, *s_net_account_one, *s_net_account, *s_launch_flows,
-    *s_launch_flow_one, *s_early_many, *s_f_src, *s_f_dst, *s_f_step;
+    *s_launch_flow_one, *s_early_many, *s_f_src, *s_f_dst, *s_f_step, *s_cluster_f, *s_paths_f, *s_count_f,
+    *s_misses, *s_done_f, *s_triggered, *s_pump_f, *s_fire_f;
 
 static int fast_strings(void) {
     if (s_arrivals)
@@ -5251,13 +5264,21 @@ static int fast_strings(void) {
     INTERN(s_after, "_after");
     INTERN(s_path_bytes, "_path_bytes");
     INTERN(s_net_account_one, "account_one");
+    INTERN(s_cluster_f, "cluster");
+    INTERN(s_paths_f, "paths");
+    INTERN(s_count_f, "count");
+    INTERN(s_misses, "_misses");
+    INTERN(s_done_f, "done");
+    INTERN(s_triggered, "triggered");
+    INTERN(s_pump_f, "pump");
+    INTERN(s_fire_f, "fire");
     INTERN(s_arrivals, "_arrivals");
 #undef INTERN
     return 0;
 }
 
 /* the objects a Fast holds (for the garbage collector: the executor holds its Fast) */
-#define FAST_OBJECTS(X) X(ex) X(env) X(event_type) X(push) X(normal) X(partial) X(phases_o) X(net) X(launch)
+#define FAST_OBJECTS(X) X(ex) X(env) X(event_type) X(push) X(normal) X(partial) X(phases_o) X(net) X(launch) X(pump)
 
 static int Fast_traverse(Fast *f, visitproc visit, void *arg) {
 #define VISIT(m) Py_VISIT(f->m);
@@ -5333,6 +5354,8 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     f->partial = Py_NewRef(partial);
     f->phases_o = Py_NewRef(phases);
     f->own_queue = own_queue;
+    if ((f->normal_v = PyLong_AsLongLong(normal)) == -1 && PyErr_Occurred())
+        return -1;
     if (launch != Py_None) {
         if (!PyTuple_Check(launch) || PyTuple_GET_SIZE(launch) != 4 || !PyTuple_Check(PyTuple_GET_ITEM(launch, 0)) ||
             PyTuple_GET_SIZE(PyTuple_GET_ITEM(launch, 0)) < 3 || !PyTuple_Check(PyTuple_GET_ITEM(launch, 3)) ||
@@ -5414,7 +5437,21 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     f->ref = r ? PyLong_AsLongLong(r) : -1;
     Py_XDECREF(g);
     Py_XDECREF(r);
-    return PyErr_Occurred() ? -1 : 0;
+    if (PyErr_Occurred())
+        return -1;
+    /* _after's constant (where sim.fastpath is not to be had, _after is called every time, as before) */
+    f->max_period = -1;
+    PyObject *mod = PyImport_ImportModule("sim.fastpath");
+    PyObject *mp = mod ? PyObject_GetAttrString(mod, "_MAX_PERIOD") : NULL;
+    if (mp && PyLong_CheckExact(mp))
+        f->max_period = PyLong_AsLongLong(mp);
+    Py_XDECREF(mod);
+    Py_XDECREF(mp);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        f->max_period = -1;
+    }
+    return 0;
 }
 
 static inline Arr *fph(Fast *f, Py_ssize_t k, int j) { return &f->ph[k * FP_N + j]; }
@@ -5428,12 +5465,28 @@ static PyObject *fast_attr(Fast *f, int k) {
         return Py_NewRef(f->fa[k]);
     PyObject **names[FA_N] = {&s_queue, &s_eid, &s_arrivals, &s_seen0, &s_path_bytes, &s_early_count, &s_early_last};
     PyObject *owner = k <= FA_EID ? f->env : k == FA_PB ? f->net : f->ex;
-    PyObject *v = PyObject_GetAttr(owner, *names[k]);
+    /* (plain instances: read as the wake-up reads them) */
+    PyObject *v = k == FA_PB ? nget(owner, NF_PATH_BYTES, *names[k]) : fast_get(owner, *names[k]);
     if (v) {
         f->fa[k] = v;
         f->fa_gen[k] = f->gen;
     }
     return v;
+}
+
+/* the environment's clock (the one Fast_pump set, else env._now, read as the wake-up reads it: iget), or -1
+ * with an exception set */
+static int fast_now(Fast *f, double *out) {
+    if (f->clock_set) {
+        *out = f->clock;
+        return 0;
+    }
+    PyObject *v = fast_get(f->env, s_now);
+    if (!v)
+        return -1;
+    *out = fv(v);
+    Py_DECREF(v);
+    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
 }
 
 /* bisect.bisect_right(bounds, s) - 1 */
@@ -5643,21 +5696,20 @@ static struct FEntry fe_pop(Fast *f) {
 static int fast_pump_event(Fast *f) {
     if (f->heap[0].pumped)
         return 0;
-    PyObject *event = new_event(f->event_type, f->env), *cbs = NULL, *cb = NULL, *queue = NULL, *t = NULL;
+    if (!f->pump && !(f->pump = PyObject_GetAttr((PyObject *)f, s_pump_f)))
+        return -1;
+    PyObject *event = new_event_cb(f->event_type, f->env, f->pump), *queue = NULL, *t = NULL;
     PyObject *id = NULL, *item = NULL, *r = NULL;
     int rc = -1;
-    if (!event || mark_ok(event, Py_None) < 0 || !(cbs = PyObject_GetAttr(event, s_callbacks)) ||
-        !(cb = PyObject_GetAttrString((PyObject *)f, "pump")) || PyList_Append(cbs, cb) < 0 ||
-        !(queue = fast_attr(f, FA_QUEUE)) || !(t = PyFloat_FromDouble(f->heap[0].t)) ||
+    if (!event || mark_ok(event, Py_None) < 0 || !(queue = fast_attr(f, FA_QUEUE)) ||
+        !(t = PyFloat_FromDouble(f->heap[0].t)) ||
         !(id = PyLong_FromLongLong(f->heap[0].eid)) || !(item = PyTuple_Pack(4, t, f->normal, id, event)) ||
-        !(r = PyObject_CallFunctionObjArgs(f->push, queue, item, NULL)))
+        !(r = PyObject_Vectorcall(f->push, (PyObject *[]){queue, item}, 2, NULL)))
         goto done;
     f->heap[0].pumped = 1;
     rc = 0;
 done:
     Py_XDECREF(event);
-    Py_XDECREF(cbs);
-    Py_XDECREF(cb);
     Py_XDECREF(queue);
     Py_XDECREF(t);
     Py_XDECREF(id);
@@ -5692,8 +5744,8 @@ static int fast_queue_first(Fast *f, const struct FEntry *x) {
     if (!queue)
         return -1;
     double t;
-    long long p, e, normal = PyLong_AsLongLong(f->normal);
-    int got = PyErr_Occurred() ? -1 : queue_head(queue, "Fast", &t, &p, &e);
+    long long p, e, normal = f->normal_v;
+    int got = queue_head(queue, "Fast", &t, &p, &e);
     Py_DECREF(queue);
     if (got <= 0)
         return got;
@@ -5716,10 +5768,9 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
             break;
         }
         struct FEntry x = fe_pop(f);
-        PyObject *t = PyFloat_FromDouble(x.t), *r = NULL;
-        if (t && PyObject_SetAttr(f->env, s_now, t) == 0)
-            r = fast_take(f, x.when, NULL, &x.t); /* (the clock just set to x.t) */
-        Py_XDECREF(t);
+        f->clock = x.t; /* (env._now = x.t, written before Python runs: see fast_flush) */
+        f->clock_set = 1;
+        PyObject *r = fast_take(f, x.when, NULL, &x.t);
         ok = r != NULL;
         Py_XDECREF(r);
     }
@@ -5733,7 +5784,7 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
  * env.timeout(when - now) queues it */
 static int fast_call_at(Fast *f, PyObject *when_o, double when) {
     double now;
-    if (attr_f(f->env, s_now, &now) < 0)
+    if (fast_now(f, &now) < 0)
         return -1;
     if (when - now < 0) {
         PyErr_Format(PyExc_ValueError, "Negative delay %f", when - now);
@@ -5746,7 +5797,7 @@ static int fast_call_at(Fast *f, PyObject *when_o, double when) {
     int rc = -1;
     if (!event || mark_ok(event, Py_None) < 0 || !(cbs = PyObject_GetAttr(event, s_callbacks)))
         goto done;
-    fire = PyObject_GetAttrString((PyObject *)f, "fire");
+    fire = PyObject_GetAttr((PyObject *)f, s_fire_f);
     if (!fire || !(cb = PyObject_CallFunctionObjArgs(f->partial, fire, when_o, NULL)) || PyList_Append(cbs, cb) < 0)
         goto done;
     if (!(queue = PyObject_GetAttr(f->env, s_queue)) || !(eid = PyObject_GetAttr(f->env, s_eid)))
@@ -5965,6 +6016,14 @@ static PyObject *Fast_held(Fast *f, PyObject *unused) { return PyLong_FromSsize_
 /* ex.private and net.flows as the Python lines have them */
 static int fast_flush(Fast *f) {
     f->gen++; /* (Python runs next) */
+    if (f->clock_set) {
+        f->clock_set = 0;
+        PyObject *t = PyFloat_FromDouble(f->clock);
+        int bad = !t || fast_set(f->env, s_now, t) < 0;
+        Py_XDECREF(t);
+        if (bad)
+            return -1;
+    }
     long p = f->pend_private, n = f->pend_flows;
     f->pend_private = f->pend_flows = 0;
     return (p && add_attr(f->ex, s_private, p) < 0) || (n && add_attr(f->net, s_flows, n) < 0) ? -1 : 0;
@@ -5973,7 +6032,7 @@ static int fast_flush(Fast *f) {
 /* ``r`` (NULL with an exception set) returned from a method, the counts handed over first */
 static PyObject *fast_out(Fast *f, PyObject *r) {
     f->gen++; /* (back to Python) */
-    if (!f->pend_private && !f->pend_flows)
+    if (!f->pend_private && !f->pend_flows && !f->clock_set)
         return r;
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
@@ -6003,6 +6062,9 @@ static int fast_send_private(Fast *f, Py_ssize_t k, int64_t m, int64_t r, double
 
 static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, double now);
 
+/* the room on the stack for a step's few messages (more: malloc) */
+#define FAST_ROOM 32
+
 /* _begin_one(r, now) */
 static int fast_begin_one(Fast *f, int64_t r, double now) {
     for (;;) {
@@ -6026,8 +6088,8 @@ static int fast_begin_one(Fast *f, int64_t r, double now) {
         *arr_ip(&f->recv_left, r) = recvs;
         if (sends) { /* _send(step, step.sends_of(r)) */
             Arr *ptr = fph(f, k, FP_PTR), *order = fph(f, k, FP_ORDER);
-            int64_t lo = arr_i(ptr, r), hi = arr_i(ptr, r + 1);
-            int64_t *msgs = malloc(sizeof(int64_t) * (size_t)(hi > lo ? hi - lo : 1));
+            int64_t lo = arr_i(ptr, r), hi = arr_i(ptr, r + 1), room[FAST_ROOM];
+            int64_t *msgs = hi - lo <= FAST_ROOM ? room : malloc(sizeof(int64_t) * (size_t)(hi - lo));
             if (!msgs) {
                 PyErr_NoMemory();
                 return -1;
@@ -6035,7 +6097,8 @@ static int fast_begin_one(Fast *f, int64_t r, double now) {
             for (int64_t j = lo; j < hi; j++)
                 msgs[j - lo] = arr_i(order, j);
             int rc = hi > lo ? fast_send(f, k, msgs, hi - lo, now) : 0;
-            free(msgs);
+            if (msgs != room)
+                free(msgs);
             if (rc < 0)
                 return -1;
         }
@@ -6049,29 +6112,64 @@ static int fast_begin_one(Fast *f, int64_t r, double now) {
 
 /* ---- several messages or ranks at once: _done, _complete, _begin, _launch, _send, _send_private */
 
+static int cmp_i64(const void *x, const void *y) {
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* a list of int64 that grows: in heap memory (``heap``) once it outgrows the room it starts with -- none
+ * ({0}), or a caller's array (LL_LOCAL: the few values a step's lists mostly hold, without malloc and free) */
 typedef struct {
     int64_t *v;
     Py_ssize_t n, cap;
+    int heap;
 } LList;
 
-static int ll_push(LList *l, int64_t x) {
-    if (l->n == l->cap) {
-        Py_ssize_t cap = l->cap ? 2 * l->cap : 16;
-        int64_t *v = realloc(l->v, (size_t)cap * sizeof(int64_t));
-        if (!v) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        l->v = v;
-        l->cap = cap;
+#define LL_ROOM 32
+#define LL_LOCAL(name)                                                                                             \
+    int64_t name##_room[LL_ROOM];                                                                                  \
+    LList name = {name##_room, 0, LL_ROOM, 0}
+
+static int ll_grow(LList *l) {
+    Py_ssize_t cap = l->cap ? 2 * l->cap : 16;
+    int64_t *v = l->heap ? realloc(l->v, (size_t)cap * sizeof(int64_t)) : malloc((size_t)cap * sizeof(int64_t));
+    if (!v) {
+        PyErr_NoMemory();
+        return -1;
     }
+    if (!l->heap && l->n)
+        memcpy(v, l->v, (size_t)l->n * sizeof(int64_t));
+    l->v = v;
+    l->cap = cap;
+    l->heap = 1;
+    return 0;
+}
+
+static inline int ll_push(LList *l, int64_t x) {
+    if (l->n == l->cap && ll_grow(l) < 0)
+        return -1;
     l->v[l->n++] = x;
     return 0;
 }
 
-static int cmp_i64(const void *x, const void *y) {
-    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-    return (a > b) - (a < b);
+static inline void ll_free(LList *l) {
+    if (l->heap)
+        free(l->v);
+}
+
+/* v[0..n) in ascending order (insertion for the few a step's lists mostly hold) */
+static void sort_i64(int64_t *v, Py_ssize_t n) {
+    if (n > 32) {
+        qsort(v, (size_t)n, sizeof(int64_t), cmp_i64);
+        return;
+    }
+    for (Py_ssize_t i = 1; i < n; i++) {
+        int64_t x = v[i];
+        Py_ssize_t j = i;
+        for (; j > 0 && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
 }
 
 static PyObject *ll_list(const int64_t *v, Py_ssize_t n) {
@@ -6092,8 +6190,12 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
 /* _send_private(step, msgs) for several messages of phase k, all private: one batch of lists (src, dst,
  * step, path, bytes) per distinct arrival time, in ascending order */
 static int fast_send_private_many(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, double now) {
-    double *when = malloc(sizeof(double) * (size_t)n), *uniq = malloc(sizeof(double) * (size_t)n);
-    struct FMsg *batch = malloc(sizeof(struct FMsg) * (size_t)n);
+    double when_room[FAST_ROOM], uniq_room[FAST_ROOM];
+    struct FMsg batch_room[FAST_ROOM];
+    int few = n <= FAST_ROOM;
+    double *when = few ? when_room : malloc(sizeof(double) * (size_t)n);
+    double *uniq = few ? uniq_room : malloc(sizeof(double) * (size_t)n);
+    struct FMsg *batch = few ? batch_room : malloc(sizeof(struct FMsg) * (size_t)n);
     int rc = -1;
     if (!when || !uniq || !batch) {
         PyErr_NoMemory();
@@ -6128,9 +6230,11 @@ static int fast_send_private_many(Fast *f, Py_ssize_t k, const int64_t *msgs, Py
     f->pend_private += (long)n;
     rc = 0;
 done:
-    free(when);
-    free(uniq);
-    free(batch);
+    if (!few) {
+        free(when);
+        free(uniq);
+        free(batch);
+    }
     return rc;
 }
 
@@ -6156,7 +6260,7 @@ static int fast_launch_c(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t 
     int rc = -1;
     Py_ssize_t room = PY_SSIZE_T_MAX;
     for (int j = 0; j < 3; j++) {
-        if (!(fo[j] = PyObject_GetAttr(f->ex, *names[j])) || arr_open(fo[j], &fa[j], 'i', 1) < 0)
+        if (!(fo[j] = fast_get(f->ex, *names[j])) || arr_open(fo[j], &fa[j], 'i', 1) < 0)
             goto out;
         if (fa[j].view.itemsize != 8) {
             rc = 0;
@@ -6164,7 +6268,7 @@ static int fast_launch_c(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t 
         }
         room = fa[j].n < room ? fa[j].n : room;
     }
-    if (!(now_o = PyObject_GetAttr(f->env, s_now)))
+    if (!(now_o = fast_get(f->env, s_now)))
         goto out;
     double now = PyFloat_AsDouble(now_o);
     if (now == -1.0 && PyErr_Occurred())
@@ -6216,7 +6320,7 @@ static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, d
     }
     if (!priv->held)
         return fast_flows(f, k, msgs, n, 0);
-    int64_t *mine = malloc(sizeof(int64_t) * (size_t)n * 2);
+    int64_t room[2 * FAST_ROOM], *mine = n <= FAST_ROOM ? room : malloc(sizeof(int64_t) * (size_t)n * 2);
     if (!mine) {
         PyErr_NoMemory();
         return -1;
@@ -6236,7 +6340,8 @@ static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, d
         rc = fast_send_private_many(f, k, mine, a, now);
     if (rc == 0 && b)
         rc = fast_flows(f, k, rest, b, 0);
-    free(mine);
+    if (mine != room)
+        free(mine);
     return rc;
 }
 
@@ -6255,7 +6360,7 @@ static int fast_launch(Fast *f, Py_ssize_t k, const int64_t *group, Py_ssize_t g
         total = nmsg;
     if (!total)
         return 0;
-    int64_t *msgs = malloc(sizeof(int64_t) * (size_t)total);
+    int64_t room[FAST_ROOM], *msgs = total <= FAST_ROOM ? room : malloc(sizeof(int64_t) * (size_t)total);
     if (!msgs) {
         PyErr_NoMemory();
         return -1;
@@ -6269,7 +6374,8 @@ static int fast_launch(Fast *f, Py_ssize_t k, const int64_t *group, Py_ssize_t g
             for (int64_t j = arr_i(ptr, group[i]); j < arr_i(ptr, group[i] + 1); j++)
                 msgs[n++] = arr_i(order, j);
     int rc = fast_send(f, k, msgs, n, now);
-    free(msgs);
+    if (msgs != room)
+        free(msgs);
     return rc;
 }
 
@@ -6290,8 +6396,10 @@ static int fast_complete(Fast *f, const int64_t *ranks, Py_ssize_t n, double now
 static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now) {
     if (n0 == 1)
         return fast_begin_one(f, ranks0[0], now);
-    LList cur = {0}, next = {0}, group = {0};
-    Py_ssize_t *phase = NULL;
+    LL_LOCAL(cur);
+    LL_LOCAL(next);
+    LL_LOCAL(group);
+    Py_ssize_t phase_room[LL_ROOM], *phase = NULL;
     int rc = -1;
     for (Py_ssize_t i = 0; i < n0; i++)
         if (ll_push(&cur, ranks0[i]) < 0)
@@ -6312,8 +6420,9 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
         if (fast_early_arrays(f, &ec, &el) < 0)
             goto done;
         int64_t window = ec->view.shape[1];
-        free(phase);
-        phase = malloc(sizeof(Py_ssize_t) * (size_t)live);
+        if (phase != phase_room)
+            free(phase);
+        phase = live <= LL_ROOM ? phase_room : malloc(sizeof(Py_ssize_t) * (size_t)live);
         if (!phase) {
             PyErr_NoMemory();
             goto done;
@@ -6359,10 +6468,11 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
     }
     rc = 0;
 done:
-    free(phase);
-    free(cur.v);
-    free(next.v);
-    free(group.v);
+    if (phase != phase_room)
+        free(phase);
+    ll_free(&cur);
+    ll_free(&next);
+    ll_free(&group);
     return rc;
 }
 
@@ -6397,7 +6507,11 @@ static int fast_early(Fast *f, const int64_t *dst, const int64_t *fstep, Py_ssiz
 
 /* _done(src, dst, fstep, now) for n messages (n != 1 or not a lone private one) */
 static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int64_t *fstep, Py_ssize_t n, double now) {
-    LList touched = {0}, early_d = {0}, early_s = {0}, ready = {0}, go = {0};
+    LL_LOCAL(touched);
+    LL_LOCAL(early_d);
+    LL_LOCAL(early_s);
+    LL_LOCAL(ready);
+    LL_LOCAL(go);
     int rc = -1;
     for (Py_ssize_t i = 0; i < n; i++) {
         *arr_ip(&f->send_left, src[i]) -= 1;
@@ -6420,8 +6534,7 @@ static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int6
             *arr_fp(&f->last, dst[i]) = now;
         }
     }
-    if (touched.n)
-        qsort(touched.v, (size_t)touched.n, sizeof(int64_t), cmp_i64);
+    sort_i64(touched.v, touched.n);
     for (Py_ssize_t i = 0; i < touched.n; i++) {
         int64_t r = touched.v[i];
         if ((i && r == touched.v[i - 1]) || arr_i(&f->send_left, r) != 0 || arr_i(&f->recv_left, r) != 0)
@@ -6433,11 +6546,11 @@ static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int6
         goto done;
     rc = 0;
 done:
-    free(touched.v);
-    free(early_d.v);
-    free(early_s.v);
-    free(ready.v);
-    free(go.v);
+    ll_free(&touched);
+    ll_free(&early_d);
+    ll_free(&early_s);
+    ll_free(&ready);
+    ll_free(&go);
     return rc;
 }
 
@@ -6520,8 +6633,8 @@ static int fast_account_done(Fast *f, LList *col, double now) {
         }
     int rc = -1;
     PyObject *net = Py_NewRef(f->net), *cl = NULL, *paths = NULL, *count = NULL;
-    if (!(cl = PyObject_GetAttrString(net, "cluster")) || !(paths = PyObject_GetAttrString(cl, "paths")) ||
-        !(count = PyObject_GetAttrString(paths, "count")))
+    if (!(cl = nget(net, NF_CLUSTER, s_cluster_f)) || !(paths = fast_get(cl, s_paths_f)) ||
+        !(count = fast_get(paths, s_count_f)))
         goto done;
     Py_ssize_t need = PyLong_AsSsize_t(count);
     Arr *a;
@@ -6742,15 +6855,50 @@ static PyObject *Fast_begin_one(Fast *f, PyObject *const *args, Py_ssize_t nargs
     return fast_out(f, ok ? Py_NewRef(Py_None) : NULL);
 }
 
-/* self._after(), its first test (the reference's step unchanged: nothing to do) made here */
+/* _after's lines up to its first look at the state, for a reference step s0 it has not seen and a run not
+ * over: 1 where they end there -- a state that keeps changing, looked at less often (``self._misses > 64 and
+ * s0 % 64 > _MAX_PERIOD``): ``_seen0 = s0`` unless ``self.done.triggered`` -- done here; 0 where _after must
+ * be called (as for ``s0 >= self.total``: it returns at once); -1 with an exception set */
+static int fast_after_skip(Fast *f, int64_t s0) {
+    if (f->max_period < 0 || s0 >= f->total)
+        return 0;
+    PyObject *m = fast_get(f->ex, s_misses);
+    if (!m)
+        return -1;
+    int over = 1, is_int = PyLong_CheckExact(m);
+    long long misses = is_int ? PyLong_AsLongLongAndOverflow(m, &over) : 0;
+    Py_DECREF(m);
+    if (!is_int || over || PyErr_Occurred() || misses <= 64 || ((s0 % 64) + 64) % 64 <= f->max_period) {
+        PyErr_Clear(); /* (anything but a plain int: _after's own lines) */
+        return 0;
+    }
+    PyObject *done = fast_get(f->ex, s_done_f), *trig = done ? PyObject_GetAttr(done, s_triggered) : NULL;
+    int t = trig ? PyObject_IsTrue(trig) : -1;
+    Py_XDECREF(done);
+    Py_XDECREF(trig);
+    if (t)
+        return t < 0 ? -1 : 1;
+    PyObject *v = PyLong_FromLongLong(s0);
+    int rc = v ? fast_set(f->ex, s_seen0, v) : -1;
+    Py_XDECREF(v);
+    f->fa_gen[FA_SEEN0] = 0; /* (the value read before is no longer the executor's) */
+    return rc < 0 ? -1 : 1;
+}
+
+/* self._after(), its first tests made here: the reference's step unchanged, nothing to do; a state that
+ * keeps changing, looked at less often (fast_after_skip) */
 static PyObject *fast_after(Fast *f) {
     PyObject *seen = fast_attr(f, FA_SEEN0);
     long long s0 = seen ? PyLong_AsLongLong(seen) : -1;
     Py_XDECREF(seen);
     if (PyErr_Occurred())
         return NULL;
-    if (s0 != arr_i(&f->step, f->ref) && fast_call(f, s_after, "()") < 0)
-        return NULL;
+    int64_t now0 = arr_i(&f->step, f->ref);
+    if (s0 != now0) {
+        int skip = fast_after_skip(f, now0);
+        if (skip < 0 || (!skip && fast_call(f, s_after, "()") < 0))
+            return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -6780,7 +6928,8 @@ static PyObject *Fast_flows_done(Fast *f, PyObject *const *args, Py_ssize_t narg
  * the slots an array (w_finish_owned) */
 static PyObject *fast_flows_done_at(Fast *f, const int64_t *sv, Py_ssize_t n, double now) {
     static PyObject *names[3];
-    LList col[3] = {{0}};
+    int64_t room[3][LL_ROOM];
+    LList col[3] = {{room[0], 0, LL_ROOM, 0}, {room[1], 0, LL_ROOM, 0}, {room[2], 0, LL_ROOM, 0}};
     Arr a[3];
     int held = 0, ok = 0;
     if (!names[0] && (!(names[0] = PyUnicode_InternFromString("f_src")) ||
@@ -6790,7 +6939,7 @@ static PyObject *fast_flows_done_at(Fast *f, const int64_t *sv, Py_ssize_t n, do
         goto done;
     }
     for (; held < 3; held++) {
-        PyObject *o = PyObject_GetAttr(f->ex, names[held]);
+        PyObject *o = fast_get(f->ex, names[held]);
         int bad = !o || arr_get(o, &a[held], 'i') < 0;
         Py_XDECREF(o);
         if (bad)
@@ -6817,7 +6966,7 @@ done:
     while (held > 0)
         arr_release(&a[--held]);
     for (int j = 0; j < 3; j++)
-        free(col[j].v);
+        ll_free(&col[j]);
     return fast_out(f, ok ? Py_NewRef(Py_None) : NULL);
 }
 
@@ -6854,7 +7003,7 @@ static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *no
     }
     Py_DECREF(arrivals);
     double now = now_at ? *now_at : 0.0;
-    int rc = now_at ? 0 : attr_f(f->env, s_now, &now);
+    int rc = now_at ? 0 : fast_now(f, &now);
     if (rc < 0) {
     } else if (bucket) {
         PyObject *first = PyList_CheckExact(bucket) && PyList_GET_SIZE(bucket) == 1 ? PyList_GET_ITEM(bucket, 0) : NULL;
@@ -6882,7 +7031,10 @@ static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *no
             fb_drop(f, at);
             rc = fast_lone(f, m.src, m.dst, m.step, m.pid, m.nb, now);
         } else {
-            LList col[5] = {{0}};
+            int64_t room[5][LL_ROOM];
+            LList col[5];
+            for (int j = 0; j < 5; j++)
+                col[j] = (LList){room[j], 0, LL_ROOM, 0};
             for (Py_ssize_t i = 0; rc == 0 && i < b->n; i++) {
                 const struct FMsg *m = &b->m[i];
                 int64_t bits;
@@ -6896,7 +7048,7 @@ static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *no
             if (rc == 0)
                 rc = fast_account_done(f, col, now);
             for (int j = 0; j < 5; j++)
-                free(col[j].v);
+                ll_free(&col[j]);
         }
     }
     if (rc < 0)

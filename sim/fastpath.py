@@ -736,17 +736,19 @@ class FastExecutor:
         w_path, w_left, _ = net.flow_state(waiting)
         w_order = np.lexsort((self.f_src[waiting], w_path, self.f_step[waiting], w_start))
         waiting, w_start, w_path, w_left = waiting[w_order], w_start[w_order], w_path[w_order], w_left[w_order]
-        offsets = (self.step[:, None] + np.arange(self.window)[None, :]) % self.window
-        rows = np.arange(self.program.endpoints)[:, None]
-        early_count = self.early_count[rows, offsets]
-        early_last = self.early_last[rows, offsets] - t0
+        # each endpoint's window from its own step on: row r's columns (step[r] + j) % window, j < window --
+        # a run of columns of the row written twice over (whole rows copied, not element by element)
+        start = self.step % self.window
+        early_count = _rotated(self.early_count, start)
+        early_last = _rotated(self.early_last, start) - t0
         p_when, p_src, p_step, p_path = self._in_flight_private()
         p_order = np.lexsort((p_when, p_path, p_step, p_src))
         p_when, p_src, p_step, p_path = p_when[p_order], p_src[p_order], p_step[p_order], p_path[p_order]
         in_flight = np.concatenate([self.f_step[active], self.f_step[waiting], p_step])
         s_hi = max(int(self.step[live].max(initial=s0)), int(in_flight.max()) if len(in_flight) else 0)
         if early_count.any():
-            s_hi = max(s_hi, int((self.step[:, None] + np.arange(self.window)[None, :])[early_count > 0].max()))
+            rows, cols = np.nonzero(early_count)
+            s_hi = max(s_hi, int((self.step[rows] + cols).max()))
         ints = np.concatenate(
             [
                 np.where(live, self.step - s0, _FINISHED),
@@ -826,6 +828,14 @@ class FastExecutor:
         self.extrapolated_steps += steps
         self._seen0 = int(self.step[self.ref])
         self._history.clear()
+
+
+def _rotated(a: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """``a[r, (start[r] + j) % n]`` for every row r and j < n (n the rows' length, 0 <= start < n): each
+    row's n columns from its start on, round the end."""
+    n = a.shape[1]
+    twice = np.concatenate([a, a[:, : n - 1]], axis=1)
+    return np.lib.stride_tricks.sliding_window_view(twice, n, axis=1)[np.arange(len(a)), start]
 
 
 def _plus(fstep: Any, steps: int) -> Any:
