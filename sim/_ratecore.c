@@ -3063,6 +3063,21 @@ static PyObject *new_event_cb(PyObject *type, PyObject *env, PyObject *cb);
 
 static PyObject *new_event(PyObject *type, PyObject *env) { return new_event_cb(type, env, NULL); }
 
+/* what Event.__init__ sets, in its order: event.env = env, event.callbacks = [] (with ``cb`` in it where not
+ * NULL); ``event`` (a reference taken) returned, or NULL with an exception set */
+static PyObject *ev_init(PyObject *event, PyObject *env, PyObject *cb) {
+    PyObject *cbs = PyList_New(cb ? 1 : 0);
+    if (cbs && cb)
+        PyList_SET_ITEM(cbs, 0, Py_NewRef(cb));
+    if (!cbs || gset(event, s_env, env) < 0 || gset(event, s_callbacks, cbs) < 0) {
+        Py_XDECREF(cbs);
+        Py_DECREF(event);
+        return NULL;
+    }
+    Py_DECREF(cbs);
+    return event;
+}
+
 /* new_event with ``cb`` (where not NULL) in its callbacks: the event ``callbacks.append(cb)`` would leave */
 static PyObject *new_event_cb(PyObject *type, PyObject *env, PyObject *cb) {
     if (!PyType_Check(type)) {
@@ -3074,18 +3089,7 @@ static PyObject *new_event_cb(PyObject *type, PyObject *env, PyObject *cb) {
     if (!s_env && !(s_env = PyUnicode_InternFromString("env")))
         return NULL;
     PyObject *event = ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, empty_args, NULL);
-    if (!event)
-        return NULL;
-    PyObject *cbs = PyList_New(cb ? 1 : 0);
-    if (cbs && cb)
-        PyList_SET_ITEM(cbs, 0, Py_NewRef(cb));
-    if (!cbs || gset(event, s_env, env) < 0 || gset(event, s_callbacks, cbs) < 0) {
-        Py_XDECREF(cbs);
-        Py_DECREF(event);
-        return NULL;
-    }
-    Py_DECREF(cbs);
-    return event;
+    return event ? ev_init(event, env, cb) : NULL;
 }
 
 /* Spare SimPy events. An event processed and ok whose one callback was a compiled rank or the network's wake-up
@@ -3102,7 +3106,7 @@ static int ev_nspare, ev_in_steps;
 
 static void ev_keep(PyObject *ev) {
     PyTypeObject *tp = Py_TYPE(ev);
-    if (ev_nspare < EV_SPARE && !tp->tp_finalize && !tp->tp_del)
+    if (ev_in_steps && ev_nspare < EV_SPARE && !tp->tp_finalize && !tp->tp_del) /* (inside env_steps only) */
         ev_spare[ev_nspare++] = Py_NewRef(ev);
 }
 
@@ -3158,16 +3162,7 @@ static PyObject *ev_make(PyObject *type, PyObject *env, PyObject *cb, int marked
             Py_DECREF(ev);
             continue;
         }
-        PyObject *cbs = PyList_New(cb ? 1 : 0);
-        if (cbs && cb)
-            PyList_SET_ITEM(cbs, 0, Py_NewRef(cb));
-        if (!cbs || gset(ev, s_env, env) < 0 || gset(ev, s_callbacks, cbs) < 0) {
-            Py_XDECREF(cbs);
-            Py_DECREF(ev);
-            return NULL;
-        }
-        Py_DECREF(cbs);
-        return ev;
+        return ev_init(ev, env, cb);
     }
     return new_event_cb(type, env, cb);
 }
@@ -8741,20 +8736,44 @@ static void w_keep_list(int which, PyObject *l, int ok) {
     Py_XDECREF(l);
 }
 
+/* whether net.name is ``ref`` (a reference taken), its type's and not shadowed by the instance's dict: 1 or 0, or
+ * -1 with an exception set */
+static int w_own_method(PyObject *net, PyObject *name, PyObject *ref) {
+    PyObject **dp = idict(net);
+    int shadowed = dp && PyDict_GetItemWithError(*dp, name) != NULL;
+    int own = !shadowed && !PyErr_Occurred() && _PyType_Lookup(Py_TYPE(net), name) == ref;
+    Py_DECREF(ref);
+    return PyErr_Occurred() ? -1 : own;
+}
+
 /* whether the network's _solve is the one sim.network defines (``_SOLVE``: no subclass's, no instance's, none
  * patched in; looked at each time): 1 or 0, or -1 with an exception set */
 static int w_own_solve(const WCtx *w) {
     static PyObject *s_solve_ref_;
     if (!s_solve_ref_ && !(s_solve_ref_ = PyUnicode_InternFromString("_SOLVE")))
         return -1;
-    PyObject *net = w->net, *ref = iget(PyTuple_GET_ITEM(w->wctx_, 4), s_solve_ref_);
-    if (!ref)
+    PyObject *ref = iget(PyTuple_GET_ITEM(w->wctx_, 4), s_solve_ref_);
+    return ref ? w_own_method(w->net, w_s[W_SOLVE], ref) : -1;
+}
+
+/* the slots and rates a core's solve left (c->order and rbuf; ``pick``: the places of those taken, NULL for all)
+ * copied into new arrays (*ps, *pr, *n of them; none where n is 0), before anything else may solve: 0, or -1 with
+ * an exception set (what lists() would hand over, as C arrays) */
+static int part_take(const Core *c, const IList *pick, Py_ssize_t **ps, double **pr, Py_ssize_t *n) {
+    *n = pick ? pick->n : c->order.n;
+    if (!*n)
+        return 0;
+    *ps = malloc(sizeof(Py_ssize_t) * (size_t)*n);
+    *pr = malloc(sizeof(double) * (size_t)*n);
+    if (!*ps || !*pr) {
+        PyErr_NoMemory();
         return -1;
-    PyObject **dp = idict(net);
-    int shadowed = dp && PyDict_GetItemWithError(*dp, w_s[W_SOLVE]) != NULL;
-    int own = !shadowed && !PyErr_Occurred() && _PyType_Lookup(Py_TYPE(net), w_s[W_SOLVE]) == ref;
-    Py_DECREF(ref);
-    return PyErr_Occurred() ? -1 : own;
+    }
+    for (Py_ssize_t j = 0; j < *n; j++) {
+        Py_ssize_t i = pick ? pick->v[j] : j;
+        (*ps)[j] = c->order.v[i], (*pr)[j] = rbuf[i];
+    }
+    return 0;
 }
 
 /* Rates.compute where nothing is to be solved (``count`` 0) or no link is shared (the capacity model
@@ -8993,16 +9012,8 @@ static int w_solve(const WCtx *w) {
         if (sc && nn < limit) { /* Core.solve_component's lines, the new slots and the part's rates as C arrays */
             PyObject *argv[7] = {path, bound, NULL, gone, lim, sc, o_rtol};
             solved = core_component((Core *)o_core, argv, &new, 0);
-            if (solved == 0 && (np = ((Core *)o_core)->order.n)) { /* (taken before anything else may solve) */
-                ps = malloc(sizeof(Py_ssize_t) * (size_t)np);
-                pr = malloc(sizeof(double) * (size_t)np);
-                if (!ps || !pr) {
-                    PyErr_NoMemory();
-                    solved = -1;
-                } else
-                    for (Py_ssize_t i = 0; i < np; i++)
-                        ps[i] = ((Core *)o_core)->order.v[i], pr[i] = rbuf[i];
-            }
+            if (solved == 0 && part_take((Core *)o_core, NULL, &ps, &pr, &np) < 0)
+                solved = -1;
         }
         free(new.v);
         int py_rest = sc && nn < limit && solved == 1;
@@ -9060,16 +9071,8 @@ static int w_solve(const WCtx *w) {
             Py_XDECREF(lim);
             Py_XDECREF(sc);
         }
-        if (solved == 0 && (nm = moved.n)) { /* (taken before anything else may solve) */
-            ps = malloc(sizeof(Py_ssize_t) * (size_t)nm);
-            pr = malloc(sizeof(double) * (size_t)nm);
-            if (!ps || !pr) {
-                PyErr_NoMemory();
-                solved = -1;
-            } else
-                for (Py_ssize_t j = 0; j < nm; j++)
-                    ps[j] = ((Core *)o_core)->order.v[moved.v[j]], pr[j] = rbuf[moved.v[j]];
-        }
+        if (solved == 0 && part_take((Core *)o_core, &moved, &ps, &pr, &nm) < 0)
+            solved = -1;
         free(sd.v);
         free(moved.v);
         if (solved < 0 || add_attr(rates, r_s[R_REGROWN], regrown) < 0)
@@ -9469,14 +9472,9 @@ static int w_resume_c(const WCtx *w, PyObject *env, double now) {
         return -1;
     if (!lane_core)
         return 0;
-    PyObject *net = w->net, *ref = w_obj(w, WV_RESUME_HELD); /* (looked at every time: a patch is seen at once) */
-    if (!ref)
-        return -1;
-    PyObject **dp = idict(net);
-    int shadowed = dp && PyDict_GetItemWithError(*dp, w_s[W_RESUME_HELD]) != NULL;
-    int own = !shadowed && !PyErr_Occurred() && _PyType_Lookup(Py_TYPE(net), w_s[W_RESUME_HELD]) == ref;
-    Py_DECREF(ref);
-    if (PyErr_Occurred())
+    PyObject *ref = w_obj(w, WV_RESUME_HELD); /* (looked at every time: a patch is seen at once) */
+    int own = ref ? w_own_method(w->net, w_s[W_RESUME_HELD], ref) : -1;
+    if (own < 0)
         return -1;
     if (!own)
         return 0;
