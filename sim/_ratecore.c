@@ -82,6 +82,20 @@ static inline PyObject *bc_target(PyObject *ref) {
 #endif
 }
 
+/* whether ``e`` remembers ``obj`` (alive) */
+static inline int bc_holds(const BufEntry *e, PyObject *obj) { return e->obj == obj && e->ref && bc_target(e->ref) == obj; }
+
+/* An array's place is one of two (its entry and the one beside it, bc_entry(obj) ^ 1; a new one goes first, the
+ * live one there moved second): two arrays the wake-up opens in turn whose places meet do not push each other
+ * out. bc_find: the entry that holds obj, else its first place. */
+static inline BufEntry *bc_find(PyObject *obj) {
+    BufEntry *e = bc_entry(obj);
+    if (bc_holds(e, obj))
+        return e;
+    BufEntry *o = &bcache[(size_t)(e - bcache) ^ 1];
+    return bc_holds(o, obj) ? o : e;
+}
+
 /* arr_open's lines where the array is not remembered (``e``: its place in bcache) */
 static int arr_open_miss(PyObject *obj, Arr *a, int kind, int writable, BufEntry *e) {
     if (PyObject_GetBuffer(obj, &a->view, PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
@@ -104,11 +118,17 @@ static int arr_open_miss(PyObject *obj, Arr *a, int kind, int writable, BufEntry
     a->n = a->view.shape[0];
     a->stride = a->view.strides[0];
     a->kind = kind;
-    if (e->obj != obj || !e->ref || bc_target(e->ref) != obj) { /* remembered, where it can be */
+    if (!bc_holds(e, obj)) { /* remembered, where it can be: first, the live one there moved second */
         PyObject *ref = PyWeakref_NewRef(obj, NULL);
         if (!ref) {
             PyErr_Clear();
             return 0;
+        }
+        if (e->ref && bc_target(e->ref) == e->obj) {
+            BufEntry *o = &bcache[(size_t)(e - bcache) ^ 1];
+            Py_XDECREF(o->ref);
+            *o = *e;
+            e->ref = NULL;
         }
         Py_XSETREF(e->ref, ref);
         e->obj = obj;
@@ -120,8 +140,8 @@ static int arr_open_miss(PyObject *obj, Arr *a, int kind, int writable, BufEntry
 
 static inline int arr_open(PyObject *obj, Arr *a, int kind, int writable) {
     a->held = 0;
-    BufEntry *e = bc_entry(obj);
-    if (e->obj == obj && e->ref && bc_target(e->ref) == obj && (!writable || !e->readonly) &&
+    BufEntry *e = bc_find(obj);
+    if (bc_holds(e, obj) && (!writable || !e->readonly) &&
         kind_ok(kind, e->fmt, e->itemsize)) {
         Py_INCREF(obj);
         a->view.obj = obj;
@@ -1432,21 +1452,22 @@ static PyObject *Core_unload(Core *c, PyObject *gone) {
     return res;
 }
 
-/* solve_part(path, bound, rate, fresh, seeds, limit, scalar_max, rtol) -> (regrown, slots, rates), or
- * (regrown, None, None) when the part reaches ``limit`` flows (Rates._solve_part) */
-static PyObject *Core_solve_part(Core *c, PyObject *const *args, Py_ssize_t nargs) {
-    if (!nargs_ok(nargs, 8, "solve_part(path, bound, rate, fresh, seeds, limit, scalar_max, rtol)"))
-        return NULL;
+/* solve_part's lines, the seeds in ``seeds`` (with ``ints``: read from args[4] into it first, as solve_part reads
+ * them; added to as the part regrows): 0 with the part's slots in c->order, the moved ones' places in it in
+ * ``moved`` and the rates in rbuf, 1 where the part reaches ``args``' limit, 2 where there was nothing to solve
+ * (no rate moved), -1 with an exception set; the regrowths counted in *regrown; ``args`` as solve_part's */
+static int core_part(Core *c, PyObject *const *args, IList *seeds, int ints, IList *moved, long *regrown) {
     Arr path, bound, rate;
     path.held = bound.held = rate.held = 0;
     Inputs in;
     Py_ssize_t limit;
-    IList new = {0}, seeds = {0}, over = {0}, moved = {0};
-    PyObject *res = NULL;
-    long regrown = 0;
+    IList new = {0}, over = {0};
+    int res = -1;
+    *regrown = 0;
+    moved->n = 0;
     if (parse_inputs(args, &in, &path, &bound, &limit, 5) < 0 || arr_get(args[2], &rate, 'f') < 0)
         goto done;
-    if (read_fresh(args[3], &new) < 0 || read_ints(args[4], &seeds) < 0)
+    if (read_fresh(args[3], &new) < 0 || (ints && read_ints(args[4], seeds) < 0))
         goto done;
     for (Py_ssize_t i = 0; i < new.n; i++) { /* links a new flow could overfill at its rate alone */
         int32_t slot = new.v[i], len;
@@ -1459,55 +1480,96 @@ static PyObject *Core_solve_part(Core *c, PyObject *const *args, Py_ssize_t narg
         for (int32_t k = 0; k < len; k++) {
             int32_t arc = arcs[k];
             if (c->full[arc]) {
-                if (il_push(&seeds, arc) < 0)
+                if (il_push(seeds, arc) < 0)
                     goto done;
             } else if (c->msize[arc] > 1) {
                 if (alone < 0 && alone_rate(c, &in, slot, &alone) < 0)
                     goto done;
                 if (c->load[arc] + alone > c->top[arc]) {
                     c->full[arc] = 1;
-                    if (il_push(&seeds, arc) < 0)
+                    if (il_push(seeds, arc) < 0)
                         goto done;
                 }
             }
         }
     }
-    if (!new.n && !seeds.n) {
-        res = Py_BuildValue("(lNN)", 0L, PyList_New(0), PyList_New(0));
+    if (!new.n && !seeds->n) { /* (nothing to solve: no slot, no rate) */
+        res = 2;
         goto done;
     }
     for (;;) {
-        int got = component(c, &new, &seeds, limit, 1);
+        int got = component(c, &new, seeds, limit, 1);
         if (got < 0)
             goto done;
         if (got > 0) {
-            res = Py_BuildValue("(lOO)", regrown, Py_None, Py_None);
+            res = 1;
             goto done;
         }
         if (fit_rates(c->order.n) < 0 || relaxed(c, &in, &c->order, rbuf) < 0)
             goto done;
-        got = commit(c, &rate, rbuf, &over, &moved);
+        got = commit(c, &rate, rbuf, &over, moved);
         if (got < 0)
             goto done;
         if (!got) {
-            PyObject *pair = lists(&c->order, &moved, rbuf);
-            if (pair) {
-                res = Py_BuildValue("(lOO)", regrown, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1));
-                Py_DECREF(pair);
-            }
+            res = 0;
             goto done;
         }
-        regrown++;
-        if (il_reserve(&seeds, seeds.n + over.n) < 0)
+        ++*regrown;
+        if (il_reserve(seeds, seeds->n + over.n) < 0)
             goto done;
-        memcpy(seeds.v + seeds.n, over.v, (size_t)over.n * sizeof(int32_t));
-        seeds.n += over.n;
+        memcpy(seeds->v + seeds->n, over.v, (size_t)over.n * sizeof(int32_t));
+        seeds->n += over.n;
     }
 done:
     release_inputs(&in);
     arr_release(&path), arr_release(&bound), arr_release(&rate);
-    free(new.v), free(seeds.v), free(over.v), free(moved.v);
+    free(new.v), free(over.v);
     return res;
+}
+
+/* solve_part(path, bound, rate, fresh, seeds, limit, scalar_max, rtol) -> (regrown, slots, rates), or
+ * (regrown, None, None) when the part reaches ``limit`` flows (Rates._solve_part) */
+static PyObject *Core_solve_part(Core *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 8, "solve_part(path, bound, rate, fresh, seeds, limit, scalar_max, rtol)"))
+        return NULL;
+    IList seeds = {0}, moved = {0};
+    long regrown;
+    PyObject *res = NULL;
+    int got = core_part(c, args, &seeds, 1, &moved, &regrown);
+    if (got == 2)
+        res = Py_BuildValue("(lNN)", 0L, PyList_New(0), PyList_New(0));
+    else if (got == 1)
+        res = Py_BuildValue("(lOO)", regrown, Py_None, Py_None);
+    else if (got == 0) {
+        PyObject *pair = lists(&c->order, &moved, rbuf);
+        if (pair) {
+            res = Py_BuildValue("(lOO)", regrown, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1));
+            Py_DECREF(pair);
+        }
+    }
+    free(seeds.v), free(moved.v);
+    return res;
+}
+
+/* solve_component's lines, the new flows' slots in ``new`` (with ``ints``: read from args[2] into it first, as
+ * solve_component reads them): 0 with the part's slots in c->order and their rates in rbuf, 1 where the
+ * components reach ``args``' limit, -1 with an exception set; ``args`` as solve_component's */
+static int core_component(Core *c, PyObject *const *args, IList *new, int ints) {
+    Arr path, bound;
+    path.held = bound.held = 0;
+    Inputs in;
+    Py_ssize_t limit;
+    IList seeds = {0};
+    int got = -1;
+    if (parse_inputs(args, &in, &path, &bound, &limit, 4) == 0 && (!ints || read_ints(args[2], new) == 0) &&
+        read_gone(c, args[3], &seeds, 0) == 0 &&
+        (got = component(c, new, &seeds, limit, 0)) == 0 &&
+        (fit_rates(c->order.n) < 0 || relaxed(c, &in, &c->order, rbuf) < 0))
+        got = -1;
+    release_inputs(&in);
+    arr_release(&path), arr_release(&bound);
+    free(seeds.v);
+    return got;
 }
 
 /* solve_component(path, bound, new, gone, limit, scalar_max, rtol) -> (slots, rates) or None: the whole
@@ -1515,31 +1577,10 @@ done:
 static PyObject *Core_solve_component(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 7, "solve_component(path, bound, new, gone, limit, scalar_max, rtol)"))
         return NULL;
-    Arr path, bound;
-    path.held = bound.held = 0;
-    Inputs in;
-    Py_ssize_t limit;
-    IList new = {0}, seeds = {0};
-    PyObject *res = NULL;
-    if (parse_inputs(args, &in, &path, &bound, &limit, 4) < 0)
-        goto done;
-    if (read_ints(args[2], &new) < 0 || read_gone(c, args[3], &seeds, 0) < 0)
-        goto done;
-    int got = component(c, &new, &seeds, limit, 0);
-    if (got < 0)
-        goto done;
-    if (got > 0) {
-        res = Py_NewRef(Py_None);
-        goto done;
-    }
-    if (fit_rates(c->order.n) < 0 || relaxed(c, &in, &c->order, rbuf) < 0)
-        goto done;
-    res = lists(&c->order, NULL, rbuf);
-done:
-    release_inputs(&in);
-    arr_release(&path), arr_release(&bound);
-    free(new.v), free(seeds.v);
-    return res;
+    IList new = {0};
+    int got = core_component(c, args, &new, 1);
+    free(new.v);
+    return got < 0 ? NULL : got ? Py_NewRef(Py_None) : lists(&c->order, NULL, rbuf);
 }
 
 static PyMethodDef Core_methods[] = {
@@ -3004,11 +3045,38 @@ static int lane_strings(void) {
 
 static PyObject *s_env, *empty_args;
 
+/* PyObject_SetAttr / GetAttr for an interned str name, the type's slot called at once where it is the generic
+ * one (PyObject_SetAttr's and GetAttr's own lines for such a name: nothing else) */
+static inline int gset(PyObject *obj, PyObject *name, PyObject *v) {
+    setattrofunc f = Py_TYPE(obj)->tp_setattro;
+    return f == PyObject_GenericSetAttr ? PyObject_GenericSetAttr(obj, name, v) : PyObject_SetAttr(obj, name, v);
+}
+
+static inline PyObject *gget(PyObject *obj, PyObject *name) {
+    getattrofunc f = Py_TYPE(obj)->tp_getattro;
+    return f == PyObject_GenericGetAttr ? PyObject_GenericGetAttr(obj, name) : PyObject_GetAttr(obj, name);
+}
+
 /* Event(env) as simpy.events.Event.__init__ makes it (``env``, then an empty ``callbacks``), without the
  * Python call; tests/test_lane_core.py holds its attributes to Event(env)'s */
 static PyObject *new_event_cb(PyObject *type, PyObject *env, PyObject *cb);
 
 static PyObject *new_event(PyObject *type, PyObject *env) { return new_event_cb(type, env, NULL); }
+
+/* what Event.__init__ sets, in its order: event.env = env, event.callbacks = [] (with ``cb`` in it where not
+ * NULL); ``event`` (a reference taken) returned, or NULL with an exception set */
+static PyObject *ev_init(PyObject *event, PyObject *env, PyObject *cb) {
+    PyObject *cbs = PyList_New(cb ? 1 : 0);
+    if (cbs && cb)
+        PyList_SET_ITEM(cbs, 0, Py_NewRef(cb));
+    if (!cbs || gset(event, s_env, env) < 0 || gset(event, s_callbacks, cbs) < 0) {
+        Py_XDECREF(cbs);
+        Py_DECREF(event);
+        return NULL;
+    }
+    Py_DECREF(cbs);
+    return event;
+}
 
 /* new_event with ``cb`` (where not NULL) in its callbacks: the event ``callbacks.append(cb)`` would leave */
 static PyObject *new_event_cb(PyObject *type, PyObject *env, PyObject *cb) {
@@ -3021,18 +3089,82 @@ static PyObject *new_event_cb(PyObject *type, PyObject *env, PyObject *cb) {
     if (!s_env && !(s_env = PyUnicode_InternFromString("env")))
         return NULL;
     PyObject *event = ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, empty_args, NULL);
-    if (!event)
-        return NULL;
-    PyObject *cbs = PyList_New(cb ? 1 : 0);
-    if (cbs && cb)
-        PyList_SET_ITEM(cbs, 0, Py_NewRef(cb));
-    if (!cbs || PyObject_SetAttr(event, s_env, env) < 0 || PyObject_SetAttr(event, s_callbacks, cbs) < 0) {
-        Py_XDECREF(cbs);
-        Py_DECREF(event);
-        return NULL;
+    return event ? ev_init(event, env, cb) : NULL;
+}
+
+/* Spare SimPy events. An event processed and ok whose one callback was a compiled rank or the network's wake-up
+ * (event_callbacks says so) is kept aside, a few of them, where it is of no type with a finalizer; the message
+ * level's next event (ev_make: a rank's, the wake-up's) takes one of the type it makes where the spare list is its
+ * only holder (no one else holds it, no weak reference to it) and the caller marks it ok at once, and sets what
+ * Event(env) and callbacks.append(cb) set on a new one, in their order (env, then callbacks: a new list), the
+ * caller then _ok and _value (mark_ok): the same attributes with the same values in the same order as a new
+ * event's once marked, without the allocation and the release. Dropped at the end of env_steps (of a net_run
+ * called outside it) and where one is not taken. */
+#define EV_SPARE 8
+static PyObject *ev_spare[EV_SPARE];
+static int ev_nspare, ev_in_steps;
+
+static void ev_keep(PyObject *ev) {
+    PyTypeObject *tp = Py_TYPE(ev);
+    if (ev_in_steps && ev_nspare < EV_SPARE && !tp->tp_finalize && !tp->tp_del) /* (inside env_steps only) */
+        ev_spare[ev_nspare++] = Py_NewRef(ev);
+}
+
+/* the network's bound _on_timeout as schedule last made it (its function and the network held in it) */
+static PyObject *ev_bound;
+
+/* the spare events and the bound method dropped (an exception pending kept) */
+static void ev_flush(void) {
+    if (!ev_nspare && !ev_bound)
+        return;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    while (ev_nspare)
+        Py_DECREF(ev_spare[--ev_nspare]);
+    Py_CLEAR(ev_bound);
+    PyErr_Restore(type, value, tb);
+}
+
+/* obj.name where it is a method of obj's type's: the bound method made last for the same function and obj
+ * where obj's type still gives that function for the name (a plain function: a bound method of it and obj
+ * is what the attribute's lookup makes) and obj's dict has no such name; else the lookup (its bound method kept
+ * only inside env_steps, which drops it as it ends: ev_flush). A new reference. */
+static PyObject *ev_method(PyObject *obj, PyObject *name) {
+    PyObject *f = ev_bound ? _PyType_Lookup(Py_TYPE(obj), name) : NULL;
+    if (f && PyFunction_Check(f) && PyMethod_GET_FUNCTION(ev_bound) == f && PyMethod_GET_SELF(ev_bound) == obj &&
+        Py_TYPE(obj)->tp_getattro == PyObject_GenericGetAttr) {
+        PyObject **dp = _PyObject_GetDictPtr(obj);
+        PyObject *d = dp ? *dp : NULL;
+        int has = d ? PyDict_Contains(d, name) : 0;
+        if (has < 0)
+            return NULL;
+        if (!has)
+            return Py_NewRef(ev_bound);
     }
-    Py_DECREF(cbs);
-    return event;
+    PyObject *m = gget(obj, name);
+    if (m && ev_in_steps && PyMethod_Check(m) && PyFunction_Check(PyMethod_GET_FUNCTION(m)) && PyMethod_GET_SELF(m) == obj)
+        Py_XSETREF(ev_bound, Py_NewRef(m));
+    return m;
+}
+
+/* whether no weak reference to ``o`` is alive (its type's list of them, where it has one, empty) */
+static inline int ev_no_weakrefs(PyObject *o) {
+    Py_ssize_t off = Py_TYPE(o)->tp_weaklistoffset;
+    return !off || !*(PyObject **)((char *)o + off);
+}
+
+/* new_event_cb(type, env, cb), a spare event taken where there is one for it and ``marked``: the caller sets its
+ * _ok and _value at once (mark_ok; a spare one has them already, from before, where a new one has none) */
+static PyObject *ev_make(PyObject *type, PyObject *env, PyObject *cb, int marked) {
+    while (marked && ev_nspare && s_env) { /* (s_env: made by new_event_cb) */
+        PyObject *ev = ev_spare[--ev_nspare];
+        if ((PyObject *)Py_TYPE(ev) != type || Py_REFCNT(ev) != 1 || !ev_no_weakrefs(ev)) {
+            Py_DECREF(ev);
+            continue;
+        }
+        return ev_init(ev, env, cb);
+    }
+    return new_event_cb(type, env, cb);
 }
 
 /* Instance attributes read and written in the instance's dict (numpy's and SimPy's objects aside, the
@@ -3364,7 +3496,7 @@ static int lane_ctx(PyObject *ctx) {
 
 /* event._ok = True; event._value = value */
 static int mark_ok(PyObject *event, PyObject *value) {
-    return PyObject_SetAttr(event, s_ok, Py_True) < 0 || PyObject_SetAttr(event, s_value, value) < 0 ? -1 : 0;
+    return gset(event, s_ok, Py_True) < 0 || gset(event, s_value, value) < 0 ? -1 : 0;
 }
 
 /* whether a process waits on event (its callbacks a non-empty list), or -1 with an exception set */
@@ -3482,7 +3614,7 @@ static int schedule(PyObject *ctx, PyObject *when) {
     if (iset(net, s_wake_at, when) < 0)
         return -1;
     /* (the event made with net._on_timeout in its callbacks: what Event(env), then callbacks.append, leave) */
-    PyObject *cb = PyObject_GetAttr(net, s_on_timeout), *event = cb ? new_event_cb(PyTuple_GET_ITEM(ctx, CX_EVENT), env, cb) : NULL;
+    PyObject *cb = ev_method(net, s_on_timeout), *event = cb ? ev_make(PyTuple_GET_ITEM(ctx, CX_EVENT), env, cb, 1) : NULL;
     PyObject *now = NULL, *queue = NULL, *eid = NULL, *id = NULL, *item = NULL, *r = NULL;
     int rc = -1;
     if (!event || mark_ok(event, Py_None) < 0 || !(now = iget(env, s_now)))
@@ -3979,16 +4111,22 @@ typedef struct {
 
 static int env_wake(PyObject *net, PyObject *event, const EnvWake *wk);
 
+static int crank_saw_ok; /* (whether the event crank_resume last resumed a rank with was ok) */
+
 /* ``callbacks, event.callbacks = event.callbacks, None; for callback in callbacks: callback(event)`` -- SimPy's
  * Environment.step lines: a list by index, its length read each time (its iterator's lines), anything else by its
  * iterator; a compiled rank resumed in C (its vectorcall's), and with ``wk`` (env_steps) the network's wake-up
  * too. 0, or -1 with the exception set -- where ``wk`` is given and the exception is its StopSimulation, after
  * step's lines for it: ``event.callbacks = callbacks[callbacks.index(callback) + 1:]`` and the event scheduled
- * again at priority -1. */
-static int event_callbacks(PyObject *event, const EnvWake *wk) {
+ * again at priority -1. *mine (where ``mine`` is not NULL) is set to whether the event's callbacks were one, a
+ * compiled rank resumed with the event ok or the network's wake-up run in C (then a spare event: ev_keep). */
+static int event_callbacks(PyObject *event, const EnvWake *wk, int *mine) {
+    int one = 0; /* (the one callback was a rank's, ok, or the wake-up's) */
+    if (mine)
+        *mine = 0;
     /* (the generic attribute lines, not iget/iset: asking an event for its dict would make CPython build one) */
-    PyObject *cbs = PyObject_GetAttr(event, s_callbacks);
-    if (!cbs || PyObject_SetAttr(event, s_callbacks, Py_None) < 0) {
+    PyObject *cbs = gget(event, s_callbacks);
+    if (!cbs || gset(event, s_callbacks, Py_None) < 0) {
         Py_XDECREF(cbs);
         return -1;
     }
@@ -4000,13 +4138,17 @@ static int event_callbacks(PyObject *event, const EnvWake *wk) {
     Py_ssize_t j = 0;
     while ((cb = it ? PyIter_Next(it) : j < PyList_GET_SIZE(cbs) ? Py_NewRef(PyList_GET_ITEM(cbs, j++)) : NULL)) {
         PyObject *r;
-        if (Py_TYPE(cb) == &CrankType)
+        if (Py_TYPE(cb) == &CrankType) {
             r = crank_resume((Crank *)cb, event);
-        else if (wk && PyMethod_Check(cb) && PyMethod_GET_FUNCTION(cb) == wk->on_timeout &&
-                 _PyType_Lookup(Py_TYPE(PyMethod_GET_SELF(cb)), s_wake_m_) == wk->wake)
+            one = j == 1 && crank_saw_ok;
+        } else if (wk && PyMethod_Check(cb) && PyMethod_GET_FUNCTION(cb) == wk->on_timeout &&
+                   _PyType_Lookup(Py_TYPE(PyMethod_GET_SELF(cb)), s_wake_m_) == wk->wake) {
             r = env_wake(PyMethod_GET_SELF(cb), event, wk) == 0 ? Py_NewRef(Py_None) : NULL;
-        else
+            one = j == 1;
+        } else {
             r = PyObject_CallOneArg(cb, event);
+            one = 0;
+        }
         if (!r) {
             if (wk && PyErr_ExceptionMatches(wk->stop)) {
                 PyObject *type, *value, *tb;
@@ -4037,6 +4179,8 @@ static int event_callbacks(PyObject *event, const EnvWake *wk) {
         Py_DECREF(r);
         Py_DECREF(cb);
     }
+    if (mine) /* (one callback, by index, the list one long at the end) */
+        *mine = one && !it && PyList_GET_SIZE(cbs) == 1;
     Py_XDECREF(it);
     Py_DECREF(cbs);
     return PyErr_Occurred() ? -1 : 0;
@@ -4054,7 +4198,9 @@ static PyObject *py_run_callbacks(PyObject *self, PyObject *const *args, Py_ssiz
     PyObject *events = args[0];
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
         PyObject *event = Py_NewRef(PyList_GET_ITEM(events, i));
-        int rc = event_callbacks(event, NULL);
+        int mine, rc = event_callbacks(event, NULL, &mine);
+        if (rc == 0 && mine)
+            ev_keep(event);
         Py_DECREF(event);
         if (rc < 0)
             return NULL;
@@ -4294,7 +4440,12 @@ static PyObject *eng_send_with(PyObject *const *args, PyObject *given, PyObject 
         goto done;
     if (fresh) {
         double wake_at;
-        if (heap_push(pending, start_o) < 0 || attr_f(net, s_wake_at, &wake_at) < 0)
+        PyObject *w_at = NULL; /* (net._wake_at: a field of the network's) */
+        if (heap_push(pending, start_o) < 0 || !(w_at = nget(net, NF_WAKE_AT, s_wake_at)))
+            goto done;
+        wake_at = fv(w_at);
+        Py_DECREF(w_at);
+        if (wake_at == -1.0 && PyErr_Occurred())
             goto done;
         if (start < wake_at && schedule(ctx, start_o) < 0)
             goto done;
@@ -4822,14 +4973,14 @@ static int Crank_init(Crank *c, PyObject *args, PyObject *kwds) {
  * Network.trigger triggers an event a process waits on (held to the end of the wake-up, or scheduled); the
  * rank now waits on it as ``wait`` */
 static int crank_fire(Crank *c, int wait, PyObject *value) {
-    PyObject *ev = new_event_cb((PyObject *)Py_TYPE(c->dummy), c->env, (PyObject *)c);
-    if (!ev)
-        return -1;
-    /* trigger_held's lines for an event a process waits on (its callbacks [c]) */
+    /* trigger_held's lines for an event a process waits on (its callbacks [c]): marked ok at once where held */
     PyObject *held = nget(c->net, NF_HELD, s_held);
-    int rc = held ? trigger_known(ev, value, held, 1) : -1;
-    Py_XDECREF(held);
-    Py_DECREF(ev);
+    if (!held)
+        return -1;
+    PyObject *ev = ev_make((PyObject *)Py_TYPE(c->dummy), c->env, (PyObject *)c, held != Py_None);
+    int rc = ev ? trigger_known(ev, value, held, 1) : -1;
+    Py_DECREF(held);
+    Py_XDECREF(ev);
     if (rc == 0)
         c->wait = wait;
     return rc;
@@ -5070,9 +5221,10 @@ static PyObject *crank_resume(Crank *c, PyObject *event) {
         PyErr_SetString(PyExc_RuntimeError, "Crank: the rank has ended");
         return NULL;
     }
-    PyObject *okv = PyObject_GetAttr(event, s_ok);
+    PyObject *okv = gget(event, s_ok);
     int ok = okv ? PyObject_IsTrue(okv) : -1;
     Py_XDECREF(okv);
+    crank_saw_ok = ok > 0;
     if (ok < 0)
         return NULL;
     if (!ok) { /* the process would fail with the event's exception */
@@ -8736,6 +8888,128 @@ static void w_keep_list(int which, PyObject *l, int ok) {
     Py_XDECREF(l);
 }
 
+/* whether net.name is ``ref`` (a reference taken), its type's and not shadowed by the instance's dict: 1 or 0, or
+ * -1 with an exception set */
+static int w_own_method(PyObject *net, PyObject *name, PyObject *ref) {
+    PyObject **dp = idict(net);
+    int shadowed = dp && PyDict_GetItemWithError(*dp, name) != NULL;
+    int own = !shadowed && !PyErr_Occurred() && _PyType_Lookup(Py_TYPE(net), name) == ref;
+    Py_DECREF(ref);
+    return PyErr_Occurred() ? -1 : own;
+}
+
+/* whether the network's _solve is the one sim.network defines (``_SOLVE``: no subclass's, no instance's, none
+ * patched in; looked at each time): 1 or 0, or -1 with an exception set */
+static int w_own_solve(const WCtx *w) {
+    static PyObject *s_solve_ref_;
+    if (!s_solve_ref_ && !(s_solve_ref_ = PyUnicode_InternFromString("_SOLVE")))
+        return -1;
+    PyObject *ref = iget(PyTuple_GET_ITEM(w->wctx_, 4), s_solve_ref_);
+    return ref ? w_own_method(w->net, w_s[W_SOLVE], ref) : -1;
+}
+
+/* the slots and rates a core's solve left (c->order and rbuf; ``pick``: the places of those taken, NULL for all)
+ * copied into new arrays (*ps, *pr, *n of them; none where n is 0), before anything else may solve: 0, or -1 with
+ * an exception set (what lists() would hand over, as C arrays) */
+static int part_take(const Core *c, const IList *pick, Py_ssize_t **ps, double **pr, Py_ssize_t *n) {
+    *n = pick ? pick->n : c->order.n;
+    if (!*n)
+        return 0;
+    *ps = malloc(sizeof(Py_ssize_t) * (size_t)*n);
+    *pr = malloc(sizeof(double) * (size_t)*n);
+    if (!*ps || !*pr) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < *n; j++) {
+        Py_ssize_t i = pick ? pick->v[j] : j;
+        (*ps)[j] = c->order.v[i], (*pr)[j] = rbuf[i];
+    }
+    return 0;
+}
+
+/* Rates.compute where nothing is to be solved (``count`` 0) or no link is shared (the capacity model
+ * nominal): ``_fresh`` and ``_gone`` taken, and where flows drain, the rates of every flow (the last
+ * computation left some at a shared rate: ``_alone_rates`` false) or of the new ones (``fresh``, in its
+ * order) set to ``np.minimum(cluster.paths.bottleneck[path[new]], bound[new])``, handed over as
+ * Network._set_rates hands them (w_apply_c), then ``_alone_rates``, ``_valid`` set, ``_load`` dropped,
+ * ``isolated`` counted: 0, or -1 with an exception set */
+static int w_isolated(const WCtx *w, PyObject *rates, long count, const Arr *a_act, const Arr *a_path, PyObject *bound) {
+    static PyObject *s_isolated_, *s_paths_, *s_bottleneck_;
+    if ((!s_isolated_ && !(s_isolated_ = PyUnicode_InternFromString("isolated"))) ||
+        (!s_paths_ && !(s_paths_ = PyUnicode_InternFromString("paths"))) ||
+        (!s_bottleneck_ && !(s_bottleneck_ = PyUnicode_InternFromString("bottleneck"))))
+        return -1;
+    PyObject *fresh = iget(rates, r_s[R_FRESH]), *f = NULL, *g = NULL, *cluster = NULL, *paths = NULL, *bn = NULL;
+    Arr a_bn = {.held = 0}, a_bound = {.held = 0};
+    IList fl = {0};
+    Py_ssize_t *slots = NULL, n = 0;
+    double *rv = NULL;
+    long alone = 1;
+    int rc = -1;
+    if (!fresh || !(f = PyList_New(0)) || !(g = PyList_New(0)) || iset(rates, r_s[R_FRESH], f) < 0 ||
+        iset(rates, r_s[R_GONE], g) < 0)
+        goto out;
+    if (!count) {
+        rc = 0;
+        goto out;
+    }
+    if (r_long(rates, r_s[R_ALONE], &alone) < 0)
+        goto out;
+    if (!alone) { /* new = active_slots() */
+        if ((n = active_slots(a_act, a_path, &slots)) < 0)
+            goto out;
+    } else { /* new = np.concatenate(fresh) */
+        if (read_fresh(fresh, &fl) < 0)
+            goto out;
+        n = fl.n;
+        if (!(slots = malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1)))) {
+            PyErr_NoMemory();
+            goto out;
+        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            slots[i] = fl.v[i];
+    }
+    if (n) {
+        if (!(cluster = iget(rates, w_s[W_CLUSTER])) || !(paths = iget(cluster, s_paths_)) ||
+            !(bn = iget(paths, s_bottleneck_)) || arr_get(bn, &a_bn, 'f') < 0 || arr_get(bound, &a_bound, 'f') < 0)
+            goto out;
+        if (!(rv = malloc(sizeof(double) * (size_t)n))) {
+            PyErr_NoMemory();
+            goto out;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t s = slots[i];
+            if (!index_ok(s, a_path->n < a_bound.n ? a_path->n : a_bound.n, "net_wake: slot out of range"))
+                goto out;
+            int64_t pid = arr_i(a_path, s);
+            if (!index_ok(pid, a_bn.n, "net_wake: path out of range"))
+                goto out;
+            double a = arr_f(&a_bn, pid), b = arr_f(&a_bound, s);
+            rv[i] = (a < b || isnan(a)) ? a : b; /* (numpy's minimum) */
+        }
+        if (w_apply_c(w, slots, rv, n) < 0)
+            goto out;
+    }
+    rc = iset(rates, r_s[R_ALONE], Py_True) < 0 || iset(rates, r_s[R_VALID], Py_True) < 0 ||
+                 iset(rates, r_s[R_LOAD], Py_None) < 0 || add_attr(rates, s_isolated_, 1) < 0
+             ? -1
+             : 0;
+out:
+    arr_release(&a_bn);
+    arr_release(&a_bound);
+    free(fl.v);
+    free(slots);
+    free(rv);
+    Py_XDECREF(fresh);
+    Py_XDECREF(f);
+    Py_XDECREF(g);
+    Py_XDECREF(cluster);
+    Py_XDECREF(paths);
+    Py_XDECREF(bn);
+    return rc;
+}
+
 /* Network._solve(): 0, or -1 with an exception set */
 static int w_solve(const WCtx *w) {
     PyObject *net = w->net, *mod = PyTuple_GET_ITEM(w->wctx_, 3);
@@ -8775,8 +9049,12 @@ static int w_solve(const WCtx *w) {
     }
     if (r_long(rates, r_s[R_SHARED], &shared) < 0)
         goto out;
-    if (!count || shared == 0) {
-        python = 1;
+    if (!count || shared == 0) { /* (capacity None: nothing to solve, or every flow alone) */
+        int own = w_own_solve(w);
+        if (own > 0)
+            rc = w_isolated(w, rates, count, &a_act, &a_path, bound);
+        else
+            python = own == 0;
         goto out;
     }
     if (r_long(rates, r_s[R_BOUNDED], &bounded) < 0 || w_val(w, WV_HIT_CORE, &hitcore) < 0)
@@ -8878,23 +9156,19 @@ static int w_solve(const WCtx *w) {
             free(new.v);
             goto out;
         }
-        PyObject *nl = PyList_New(new.n);
-        for (Py_ssize_t i = 0; nl && i < new.n; i++) {
-            PyObject *x = PyLong_FromLong(new.v[i]);
-            if (!x)
-                Py_CLEAR(nl);
-            else
-                PyList_SET_ITEM(nl, i, x);
-        }
-        Py_ssize_t nn = new.n;
-        free(new.v);
-        PyObject *lim = nl ? PyLong_FromLong(limit) : NULL, *sc = lim ? PyLong_FromLong(scalar) : NULL;
+        Py_ssize_t nn = new.n, np = 0, *ps = NULL;
+        double *pr = NULL;
+        PyObject *lim = PyLong_FromLong(limit), *sc = lim ? PyLong_FromLong(scalar) : NULL;
         PyObject *ask = NULL, *r = NULL;
-        if (sc && nn < limit) {
-            PyObject *argv[7] = {path, bound, nl, gone, lim, sc, o_rtol};
-            got = Core_solve_component((Core *)o_core, argv, 7);
+        int solved = -1; /* (core_component's: 0 the part solved, 1 too big for it) */
+        if (sc && nn < limit) { /* Core.solve_component's lines, the new slots and the part's rates as C arrays */
+            PyObject *argv[7] = {path, bound, NULL, gone, lim, sc, o_rtol};
+            solved = core_component((Core *)o_core, argv, &new, 0);
+            if (solved == 0 && part_take((Core *)o_core, NULL, &ps, &pr, &np) < 0)
+                solved = -1;
         }
-        int py_rest = sc && nn < limit && got == Py_None;
+        free(new.v);
+        int py_rest = sc && nn < limit && solved == 1;
         if (py_rest && (ask = w_ask(net, path, bound, rate))) { /* _spilled(count, ask, fresh, gone, limit, cacheable) */
             PyObject *cnt = PyLong_FromLong(count);
             if (cnt) {
@@ -8903,7 +9177,6 @@ static int w_solve(const WCtx *w) {
                 Py_DECREF(cnt);
             }
         }
-        Py_XDECREF(nl);
         Py_XDECREF(lim);
         Py_XDECREF(sc);
         Py_XDECREF(ask);
@@ -8919,14 +9192,13 @@ static int w_solve(const WCtx *w) {
                      : 0;
             goto out;
         }
-        if (!got)
-            goto out;
-        if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
-            add_attr(rates, r_s[R_PARTIAL], 1) < 0)
-            goto out;
-        if (PyList_GET_SIZE(PyTuple_GET_ITEM(got, 0)) && w_apply(w, PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1)) < 0)
-            goto out;
-        rc = 0;
+        /* (the lists solve_component would give handed over as Network._set_rates takes them: w_apply_c) */
+        rc = solved != 0 || r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
+                     add_attr(rates, r_s[R_PARTIAL], 1) < 0 || (np && w_apply_c(w, ps, pr, np) < 0)
+                 ? -1
+                 : 0;
+        free(ps);
+        free(pr);
         goto out;
     }
     if (o_load == Py_None) { /* the loads anew (Rates._reload) */
@@ -8936,32 +9208,40 @@ static int w_solve(const WCtx *w) {
     }
     long part = floor_ + count / share;
     limit = part < limit ? part : limit;
-    if (!(seeds = Core_unload((Core *)o_core, gone)))
-        goto out;
-    PyObject *lim = PyLong_FromLong(limit), *sc = lim ? PyLong_FromLong(scalar) : NULL;
-    if (!sc) {
-        Py_XDECREF(lim);
-        goto out;
+    { /* Core.unload(gone), then Core.solve_part's lines: the seeds, the moved slots and their rates as C arrays */
+        IList sd = {0}, moved = {0};
+        long regrown = 0;
+        int solved = -1; /* (core_part's: 0 solved, 1 the part reached the limit, 2 nothing to solve) */
+        Py_ssize_t nm = 0, *ps = NULL;
+        double *pr = NULL;
+        if (read_gone((Core *)o_core, gone, &sd, 1) == 0) {
+            PyObject *lim = PyLong_FromLong(limit), *sc = lim ? PyLong_FromLong(scalar) : NULL;
+            if (sc) {
+                PyObject *argv[8] = {path, bound, rate, fresh, NULL, lim, sc, o_rtol};
+                solved = core_part((Core *)o_core, argv, &sd, 0, &moved, &regrown);
+            }
+            Py_XDECREF(lim);
+            Py_XDECREF(sc);
+        }
+        if (solved == 0 && part_take((Core *)o_core, &moved, &ps, &pr, &nm) < 0)
+            solved = -1;
+        free(sd.v);
+        free(moved.v);
+        if (solved < 0 || add_attr(rates, r_s[R_REGROWN], regrown) < 0)
+            rc = -1;
+        else if (solved == 1) /* the part reached the limit: solve them all (_settled(None)) */
+            rc = (nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
+                         w_settled_all(w, rates, skip_max, slots, nslots, &a_path, bound, bounded == 0) < 0
+                     ? -1
+                     : 0;
+        else
+            rc = r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
+                         add_attr(rates, r_s[R_PARTIAL], 1) < 0 || (nm && w_apply_c(w, ps, pr, nm) < 0)
+                     ? -1
+                     : 0;
+        free(ps);
+        free(pr);
     }
-    PyObject *argv[8] = {path, bound, rate, fresh, seeds, lim, sc, o_rtol};
-    got = Core_solve_part((Core *)o_core, argv, 8);
-    Py_DECREF(lim);
-    Py_DECREF(sc);
-    if (!got || add_attr(rates, r_s[R_REGROWN], PyLong_AsLong(PyTuple_GET_ITEM(got, 0))) < 0)
-        goto out;
-    if (PyTuple_GET_ITEM(got, 1) == Py_None) { /* the part reached the limit: solve them all (_settled(None)) */
-        rc = (nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
-                     w_settled_all(w, rates, skip_max, slots, nslots, &a_path, bound, bounded == 0) < 0
-                 ? -1
-                 : 0;
-        goto out;
-    }
-    if (r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
-        add_attr(rates, r_s[R_PARTIAL], 1) < 0)
-        goto out;
-    if (PyList_GET_SIZE(PyTuple_GET_ITEM(got, 1)) && w_apply(w, PyTuple_GET_ITEM(got, 1), PyTuple_GET_ITEM(got, 2)) < 0)
-        goto out;
-    rc = 0;
 out:
     arr_release(&a_act);
     arr_release(&a_path);
@@ -9344,14 +9624,9 @@ static int w_resume_c(const WCtx *w, PyObject *env, double now) {
         return -1;
     if (!lane_core)
         return 0;
-    PyObject *net = w->net, *ref = w_obj(w, WV_RESUME_HELD); /* (looked at every time: a patch is seen at once) */
-    if (!ref)
-        return -1;
-    PyObject **dp = idict(net);
-    int shadowed = dp && PyDict_GetItemWithError(*dp, w_s[W_RESUME_HELD]) != NULL;
-    int own = !shadowed && !PyErr_Occurred() && _PyType_Lookup(Py_TYPE(net), w_s[W_RESUME_HELD]) == ref;
-    Py_DECREF(ref);
-    if (PyErr_Occurred())
+    PyObject *ref = w_obj(w, WV_RESUME_HELD); /* (looked at every time: a patch is seen at once) */
+    int own = ref ? w_own_method(w->net, w_s[W_RESUME_HELD], ref) : -1;
+    if (own < 0)
         return -1;
     if (!own)
         return 0;
@@ -9383,7 +9658,16 @@ static int w_resume_c(const WCtx *w, PyObject *env, double now) {
  * limits) are held in C while the modules' dicts stand (w_vals); the held list is reused from one wake-up to
  * the next where no one else holds it (an empty list each time, as _wake's ``self._held = []``, for all
  * anyone can tell). */
+static PyObject *net_run_body(PyObject *const *args, Py_ssize_t nargs);
+
 static PyObject *py_net_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *r = net_run_body(args, nargs);
+    if (!ev_in_steps) /* (the spare events kept for env_steps' run only) */
+        ev_flush();
+    return r;
+}
+
+static PyObject *net_run_body(PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "net_run(wctx, now)"))
         return NULL;
     WCtx w;
@@ -9973,7 +10257,7 @@ static int env_wake(PyObject *net, PyObject *event, const EnvWake *wk) {
     return r ? 0 : -1;
 }
 
-static PyObject *py_env_steps(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *env_steps_run(PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "env_steps(env, ctx)"))
         return NULL;
     PyObject *env = args[0], *ctx = args[1];
@@ -10043,14 +10327,14 @@ static PyObject *py_env_steps(PyObject *self, PyObject *const *args, Py_ssize_t 
             return NULL;
         }
         PyObject *event = Py_NewRef(PyTuple_GET_ITEM(item, 3));
-        int bad = iset(env, s_now, PyTuple_GET_ITEM(item, 0)) < 0;
+        int mine = 0, bad = gset(env, s_now, PyTuple_GET_ITEM(item, 0)) < 0;
         Py_DECREF(item);
-        if (bad || event_callbacks(event, &wk) < 0) {
+        if (bad || event_callbacks(event, &wk, &mine) < 0) {
             Py_DECREF(event);
             return NULL;
         }
         /* if not event._ok and not hasattr(event, '_defused'): the caller crashes the environment */
-        PyObject *ok = PyObject_GetAttr(event, s_ok);
+        PyObject *ok = gget(event, s_ok);
         int is_ok = ok ? PyObject_IsTrue(ok) : -1;
         Py_XDECREF(ok);
         if (is_ok < 0) {
@@ -10068,9 +10352,18 @@ static PyObject *py_env_steps(PyObject *self, PyObject *const *args, Py_ssize_t 
                 Py_DECREF(event);
                 return NULL;
             }
-        }
+        } else if (mine)
+            ev_keep(event);
         Py_DECREF(event);
     }
+}
+
+static PyObject *py_env_steps(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    ev_in_steps++;
+    PyObject *r = env_steps_run(args, nargs);
+    if (!--ev_in_steps)
+        ev_flush();
+    return r;
 }
 
 static PyMethodDef module_methods[] = {

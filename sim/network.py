@@ -1444,3 +1444,6 @@ class Network(_NET_BASE):
 #: Network._resume_held as defined above: ``net_run`` runs its lines in C (``run_callbacks``) only while a
 #: network's ``_resume_held`` is this one (a subclass's, an instance's or one patched in runs as Python)
 _RESUME_HELD = Network._resume_held
+#: Network._solve as defined above: ``net_run`` takes Rates.compute's lines for no shared link in C only while a
+#: network's ``_solve`` is this one (a subclass's, an instance's or one patched in is called, as before)
+_SOLVE = Network._solve

@@ -465,6 +465,39 @@ def test_held_lists_kept_by_a_hook_stay_as_they_were(monkeypatch):
     assert shapes[0] == shapes[1] and sum(shapes[0]) > 0
 
 
+def test_the_events_the_core_makes_are_as_new_ones(monkeypatch):
+    """The events the compiled core makes on the message level -- a rank's, held to the end of its wake-up, and the
+    wake-up's own, queued -- have what a new SimPy event marked ok has, as the Python lines make them: ``env``,
+    ``callbacks``, ``_ok``, ``_value`` in that order, with the same values, whether the core made one anew or took a
+    spare one (sim/_ratecore.c, ev_make); an after-wake hook looks at every wake-up's."""
+    looks = []
+    for core in (True, False):
+        seen: list[Any] = []
+        init = network.Network.__init__
+
+        def hooked(self: Any, *a: Any, **kw: Any) -> None:
+            init(self, *a, **kw)
+
+            def look() -> None:
+                for e in self._held or []:
+                    seen.append((list(vars(e)), e.env is self.env, [type(c).__name__ for c in e.callbacks], e._ok))
+                    seen.append(e._value if e._value is None else type(e._value).__name__)
+                w = self._wake_event
+                if w is not None:
+                    cbs = [getattr(c, "__func__", c) is network.Network._on_timeout for c in w.callbacks]
+                    seen.append((list(vars(w)), w.env is self.env, cbs, w._ok, w._value, type(w).__name__))
+
+            self.after_wake.append(look)
+
+        with monkeypatch.context() as m:
+            m.setattr(network, "_WAKE_CORE", core)
+            m.setattr(network.Network, "__init__", hooked)
+            simulate(*RING, engine="message")
+        looks.append(seen)
+    assert looks[0] == looks[1] and len(looks[0]) > 200
+    assert {tuple(x[0]) for x in looks[0] if isinstance(x, tuple)} == {("env", "callbacks", "_ok", "_value")}
+
+
 def test_a_resume_held_patched_in_during_a_run_is_called_from_the_next_wake_up_on(monkeypatch):
     """``Network._resume_held`` patched between two wake-ups of one ``net_run`` call: every wake-up after it that
     holds events calls it -- the same wake-ups as with it patched from the start."""
