@@ -442,6 +442,21 @@ def test_a_resume_held_patched_in_is_called(monkeypatch):
     assert (repr(one.time_s), one.events) == (repr(ref.time_s), ref.events)
 
 
+def _ring_looked_at(monkeypatch, core: bool, look: Any) -> None:
+    """The message-level ring (``RING``) with the wake-up in C or not (``core``), ``look(net)`` called as every
+    network's after-wake hook."""
+    init = network.Network.__init__
+
+    def hooked(self: Any, *a: Any, **kw: Any) -> None:
+        init(self, *a, **kw)
+        self.after_wake.append(lambda: look(self))
+
+    with monkeypatch.context() as m:
+        m.setattr(network, "_WAKE_CORE", core)
+        m.setattr(network.Network, "__init__", hooked)
+        simulate(*RING, engine="message")
+
+
 def test_held_lists_kept_by_a_hook_stay_as_they_were(monkeypatch):
     """An after-wake hook that keeps every wake-up's held list: each is a list of its own, holding the events
     that wake-up held (net_run reuses a held list only where no one else holds it) -- the same lists as the
@@ -449,16 +464,7 @@ def test_held_lists_kept_by_a_hook_stay_as_they_were(monkeypatch):
     shapes = []
     for core in (True, False):
         kept: list[Any] = []
-        init = network.Network.__init__
-
-        def hooked(self: Any, *a: Any, **kw: Any) -> None:
-            init(self, *a, **kw)
-            self.after_wake.append(lambda: kept.append(self._held))
-
-        with monkeypatch.context() as m:
-            m.setattr(network, "_WAKE_CORE", core)
-            m.setattr(network.Network, "__init__", hooked)
-            simulate(*RING, engine="message")
+        _ring_looked_at(monkeypatch, core, lambda net: kept.append(net._held))
         lists = [h for h in kept if h is not None]
         assert len({id(h) for h in lists}) == len(lists) > 100
         shapes.append([len(h) for h in lists])
@@ -473,26 +479,17 @@ def test_the_events_the_core_makes_are_as_new_ones(monkeypatch):
     looks = []
     for core in (True, False):
         seen: list[Any] = []
-        init = network.Network.__init__
 
-        def hooked(self: Any, *a: Any, **kw: Any) -> None:
-            init(self, *a, **kw)
+        def look(net: Any) -> None:
+            for e in net._held or []:
+                seen.append((list(vars(e)), e.env is net.env, [type(c).__name__ for c in e.callbacks], e._ok))
+                seen.append(e._value if e._value is None else type(e._value).__name__)
+            w = net._wake_event
+            if w is not None:
+                cbs = [getattr(c, "__func__", c) is network.Network._on_timeout for c in w.callbacks]
+                seen.append((list(vars(w)), w.env is net.env, cbs, w._ok, w._value, type(w).__name__))
 
-            def look() -> None:
-                for e in self._held or []:
-                    seen.append((list(vars(e)), e.env is self.env, [type(c).__name__ for c in e.callbacks], e._ok))
-                    seen.append(e._value if e._value is None else type(e._value).__name__)
-                w = self._wake_event
-                if w is not None:
-                    cbs = [getattr(c, "__func__", c) is network.Network._on_timeout for c in w.callbacks]
-                    seen.append((list(vars(w)), w.env is self.env, cbs, w._ok, w._value, type(w).__name__))
-
-            self.after_wake.append(look)
-
-        with monkeypatch.context() as m:
-            m.setattr(network, "_WAKE_CORE", core)
-            m.setattr(network.Network, "__init__", hooked)
-            simulate(*RING, engine="message")
+        _ring_looked_at(monkeypatch, core, look)
         looks.append(seen)
     assert looks[0] == looks[1] and len(looks[0]) > 200
     assert {tuple(x[0]) for x in looks[0] if isinstance(x, tuple)} == {("env", "callbacks", "_ok", "_value")}
