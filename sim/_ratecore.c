@@ -981,18 +981,20 @@ typedef struct {
 
 static inline PyObject *iget(PyObject *obj, PyObject *name);
 
+/* cluster.paths.bottleneck (the path table's narrowest capacities; the names interned once): a new reference */
+static PyObject *paths_bottleneck(PyObject *cluster) {
+    static PyObject *s_paths_, *s_bottleneck_;
+    if ((!s_paths_ && !(s_paths_ = PyUnicode_InternFromString("paths"))) ||
+        (!s_bottleneck_ && !(s_bottleneck_ = PyUnicode_InternFromString("bottleneck"))))
+        return NULL;
+    PyObject *paths = iget(cluster, s_paths_), *bn = paths ? iget(paths, s_bottleneck_) : NULL;
+    Py_XDECREF(paths);
+    return bn;
+}
+
 static int alone_rate(Core *c, Inputs *in, int32_t slot, double *out) {
-    if (!in->have_bottleneck) { /* (cluster.paths.bottleneck, the names interned once) */
-        static PyObject *s_paths_, *s_bottleneck_;
-        if (!s_paths_ && !(s_paths_ = PyUnicode_InternFromString("paths")))
-            return -1;
-        if (!s_bottleneck_ && !(s_bottleneck_ = PyUnicode_InternFromString("bottleneck")))
-            return -1;
-        PyObject *paths = iget(c->cluster, s_paths_);
-        if (!paths)
-            return -1;
-        in->obottleneck = iget(paths, s_bottleneck_);
-        Py_DECREF(paths);
+    if (!in->have_bottleneck) {
+        in->obottleneck = paths_bottleneck(c->cluster);
         if (!in->obottleneck || arr_get(in->obottleneck, &in->bottleneck, 'f') < 0)
             return -1;
         in->have_bottleneck = 1;
@@ -8935,12 +8937,10 @@ static int part_take(const Core *c, const IList *pick, Py_ssize_t **ps, double *
  * Network._set_rates hands them (w_apply_c), then ``_alone_rates``, ``_valid`` set, ``_load`` dropped,
  * ``isolated`` counted: 0, or -1 with an exception set */
 static int w_isolated(const WCtx *w, PyObject *rates, long count, const Arr *a_act, const Arr *a_path, PyObject *bound) {
-    static PyObject *s_isolated_, *s_paths_, *s_bottleneck_;
-    if ((!s_isolated_ && !(s_isolated_ = PyUnicode_InternFromString("isolated"))) ||
-        (!s_paths_ && !(s_paths_ = PyUnicode_InternFromString("paths"))) ||
-        (!s_bottleneck_ && !(s_bottleneck_ = PyUnicode_InternFromString("bottleneck"))))
+    static PyObject *s_isolated_;
+    if (!s_isolated_ && !(s_isolated_ = PyUnicode_InternFromString("isolated")))
         return -1;
-    PyObject *fresh = iget(rates, r_s[R_FRESH]), *f = NULL, *g = NULL, *cluster = NULL, *paths = NULL, *bn = NULL;
+    PyObject *fresh = iget(rates, r_s[R_FRESH]), *f = NULL, *g = NULL, *cluster = NULL, *bn = NULL;
     Arr a_bn = {.held = 0}, a_bound = {.held = 0};
     IList fl = {0};
     Py_ssize_t *slots = NULL, n = 0;
@@ -8971,8 +8971,8 @@ static int w_isolated(const WCtx *w, PyObject *rates, long count, const Arr *a_a
             slots[i] = fl.v[i];
     }
     if (n) {
-        if (!(cluster = iget(rates, w_s[W_CLUSTER])) || !(paths = iget(cluster, s_paths_)) ||
-            !(bn = iget(paths, s_bottleneck_)) || arr_get(bn, &a_bn, 'f') < 0 || arr_get(bound, &a_bound, 'f') < 0)
+        if (!(cluster = iget(rates, w_s[W_CLUSTER])) || !(bn = paths_bottleneck(cluster)) ||
+            arr_get(bn, &a_bn, 'f') < 0 || arr_get(bound, &a_bound, 'f') < 0)
             goto out;
         if (!(rv = malloc(sizeof(double) * (size_t)n))) {
             PyErr_NoMemory();
@@ -9005,7 +9005,6 @@ out:
     Py_XDECREF(f);
     Py_XDECREF(g);
     Py_XDECREF(cluster);
-    Py_XDECREF(paths);
     Py_XDECREF(bn);
     return rc;
 }
