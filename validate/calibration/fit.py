@@ -452,7 +452,7 @@ def fit_calibration(
         if got.nccl_offset:
             nccl_offset = got.nccl_offset
             calibrated.append("nccl_offset")
-        releases = {stated_release(s.algorithm) for s in scheduled}
+        releases = {stated_release(s) for s in scheduled}
         if len(releases) == 1:  # one log, or logs of one release (None: none stated, the newest modelled)
             nccl_version = releases.pop()
         else:

@@ -72,19 +72,14 @@ def is_nccl_schedule(sample: Sample) -> bool:
     return sample.algorithm == "nccl" or sample.algorithm.startswith("nccl:")
 
 
-def stated_release(spec: str) -> str | None:
-    """The NCCL release an ``nccl`` schedule's spec names (``nccl:algo=ring,version=2.26.2`` -> ``2.26.2``),
-    None where it names none.
-
-    >>> stated_release("nccl:algo=ring,version=2.26.2"), stated_release("nccl"), stated_release("nccl:version=2.21")
-    ('2.26.2', None, '2.21')
-    """
-    _, _, options = spec.partition(":")
-    for item in options.split(","):
-        key, _, value = item.partition("=")
-        if key.strip() == "version" and value.strip():
-            return value.strip()
-    return None
+def stated_release(sample: Sample) -> str | None:
+    """The NCCL release ``sample``'s schedule names (``nccl:algo=ring,version=2.26.2`` -> ``2.26.2``), None where
+    it names none -- read by the algorithm's own option parser."""
+    try:
+        options = get_algorithm(sample.collective, sample.algorithm).options
+    except CollsimError as exc:
+        raise CalibrationError(f"{sample.origin}: {exc}") from None
+    return options.version if "version" in options.model_fields_set else None  # type: ignore[attr-defined]
 
 
 def runs_nccl_schedules(cluster: Cluster) -> bool:
