@@ -4,7 +4,8 @@
 #      NCCL's default pick and with NCCL_ALGO / NCCL_PROTO forced, one rank per visible GPU; and one of
 #      collsim's send/recv schedules on NCCL. Each run's JSON lines record the NCCL algorithm and protocol.
 #   2. the test suite with CUDA visible (the machine's own torch, CUDA and NCCL), on 12 workers
-#      (pytest-xdist, which the GPU machines' image has; it is not one of collsim's dependencies).
+#      (pytest-xdist, which the GPU machines' image has; it is not one of collsim's dependencies), the tests
+#      marked torch (real ranks, some judging measured times) on 2.
 # Usage: bash benchmarks/gpu_check.sh [OUTDIR]   (OUTDIR defaults to $OUT, else out/gpu-check);
 #        PARTS="nccl" or PARTS="tests" runs one part only.
 # Wheels for packages the machine lacks may lie in .whl/: they are installed into the interpreter's own
@@ -59,11 +60,17 @@ fi
 # 2. The test suite with CUDA visible. The browser test needs Chromium, which this offline machine lacks;
 #    netlab's tests run one at a time (they create namespaces and bridges).
 [[ " $PARTS " == *" tests "* ]] || exit 0
-echo "== pytest (not netlab), CUDA visible"
-timeout 330 $PY -m pytest -q -p no:cacheprovider -n 12 -m "not benchmark and not netlab" \
-    --deselect tests/test_report_browser.py -o addopts="--doctest-modules --doctest-glob='*.md' --strict-markers" \
-    > "$OUTDIR/pytest.txt" 2>&1
+ADDOPTS="--doctest-modules --doctest-glob='*.md' --strict-markers"
+echo "== pytest (not netlab, not torch), CUDA visible, 12 workers"
+timeout 300 $PY -m pytest -q -p no:cacheprovider -n 12 -m "not benchmark and not netlab and not torch" \
+    --deselect tests/test_report_browser.py -o addopts="$ADDOPTS" > "$OUTDIR/pytest.txt" 2>&1
 echo "pytest rc=$?"; tail -n 15 "$OUTDIR/pytest.txt"
+# the torch tests start real ranks and some judge measured times (a calibration, then a comparison against it):
+# on 12 busy workers a 16-core machine moved one such median error to 850% (2026-11-28), so they run on 2
+echo "== pytest -m torch, 2 workers"
+timeout 200 $PY -m pytest -q -p no:cacheprovider -n 2 -m "torch and not benchmark and not netlab" \
+    -o addopts="$ADDOPTS" > "$OUTDIR/pytest-torch.txt" 2>&1
+echo "pytest torch rc=$?"; tail -n 8 "$OUTDIR/pytest-torch.txt"
 echo "== pytest -m netlab"
-timeout 150 $PY -m pytest -q -p no:cacheprovider -m netlab -o addopts="--doctest-modules --doctest-glob='*.md' --strict-markers" > "$OUTDIR/pytest-netlab.txt" 2>&1
+timeout 150 $PY -m pytest -q -p no:cacheprovider -m netlab -o addopts="$ADDOPTS" > "$OUTDIR/pytest-netlab.txt" 2>&1
 echo "pytest netlab rc=$?"; tail -n 8 "$OUTDIR/pytest-netlab.txt"

@@ -1053,7 +1053,7 @@ static int scratch_fit(Py_ssize_t nflows, Py_ssize_t nent, Py_ssize_t narcs) {
  * each with its own arithmetic. */
 static int relaxed(Core *c, Inputs *in, const IList *part, double *out) {
     Py_ssize_t n = part->n;
-    if (n == 0)
+    if (n <= 0) /* (<=: tells the compiler n > 0 below, where n sizes a memset) */
         return 0;
     if (n == 1)
         return alone_rate(c, in, part->v[0], out);
