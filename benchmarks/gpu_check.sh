@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The checks that need a GPU, in one call (docs/validate.md, "On a GPU machine"):
 #   1. validate's NCCL path: `collsim validate run --backend nccl`, NCCL's own all-reduce (`builtin`) with
-#      NCCL's default pick and with NCCL_ALGO / NCCL_PROTO forced, one rank per visible GPU; and one of
+#      NCCL's default pick, with NCCL_ALGO / NCCL_PROTO forced, and with its picks read from its TUNING log
+#      (--nccl-picks 1), one rank per visible GPU; and one of
 #      collsim's send/recv schedules on NCCL. Each run's JSON lines record the NCCL algorithm and protocol.
 #   2. the test suite with CUDA visible (the machine's own torch, CUDA and NCCL), on 12 workers
 #      (pytest-xdist, which the GPU machines' image has; it is not one of collsim's dependencies), the tests
@@ -41,6 +42,7 @@ run nccl-default -a builtin
 run nccl-ring-simple -a builtin --nccl-algo Ring --nccl-proto Simple
 run nccl-ring-ll -a builtin --nccl-algo Ring --nccl-proto LL
 run nccl-tree-ll128 -a builtin --nccl-algo Tree --nccl-proto LL128
+run nccl-picks -a builtin --nccl-picks 1   # NCCL's own pick per size from its TUNING log (one rank: none logged)
 run ring-sendrecv -a ring -c 1
 echo "== refused: --nccl-algo with a send/recv schedule (expect one line, exit 2)"
 $PY -m collsim validate run --ranks 1 --backend nccl -a ring --nccl-algo Ring --sizes 1M 2>&1 | tail -n 2; echo "rc=${PIPESTATUS[0]}"
@@ -53,7 +55,8 @@ for f in sorted(pathlib.Path(sys.argv[1]).glob("*.jsonl")):
         big = rows[-1]
         print(f"{f.stem}: {len(rows)} sizes, backend={env['backend']} device={env['device']} nccl={env['nccl']} "
               f"nccl_algo={env['nccl_algo']} nccl_proto={env['nccl_proto']}; {big['size_bytes']} B in "
-              f"{big['time_s'] * 1e6:.1f} us (algbw {big['algbw_GBps']:.1f} GB/s), 8 B in {rows[0]['time_s'] * 1e6:.2f} us")
+              f"{big['time_s'] * 1e6:.1f} us (algbw {big['algbw_GBps']:.1f} GB/s), 8 B in {rows[0]['time_s'] * 1e6:.2f} us"
+              f"; nccl_pick {big.get('nccl_pick')}")
 EOF
 fi
 

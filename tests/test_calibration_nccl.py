@@ -243,6 +243,13 @@ def test_validate_forces_nccl_only_for_builtin_on_nccl():
             parse_options(argv, environ={})
 
 
+def _read_as(tmp_path, records: list[dict]) -> list[tuple[str, str]]:
+    """(simulated algorithm, label) of each validate record, as calibration and compare read them."""
+    path = tmp_path / "v.jsonl"
+    path.write_text("".join(json.dumps(rec) + "\n" for rec in records))
+    return [(s.algorithm, s.label) for s in read_samples(path)[0]]
+
+
 def test_validate_records_with_nccl_forced_are_read_per_nccl_algorithm(tmp_path):
     base = {"collective": "allreduce", "algorithm": "builtin", "backend": "nccl", "ranks": 16, "run_id": "r1"}
     lines = [
@@ -252,14 +259,106 @@ def test_validate_records_with_nccl_forced_are_read_per_nccl_algorithm(tmp_path)
         {**base, "size_bytes": 2**20, "time_s": 1e-4, "environment": {"nccl": "2.21.5", "nccl_algo": "Ring"}},
         {**base, "size_bytes": 2**20, "time_s": 1e-4, "environment": {"nccl": "2.99.1"}},
     ]
-    path = tmp_path / "v.jsonl"
-    path.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
-    samples, _ = read_samples(path)
-    assert [(s.algorithm, s.label) for s in samples] == [
+    assert _read_as(tmp_path, lines) == [
         ("nccl:algo=ring", "builtin:nccl_algo=Ring"),
         ("nccl", "builtin"),
         ("nccl:algo=ring,version=2.21.5", "builtin:nccl_algo=Ring"),
         ("nccl", "builtin"),
+    ]
+
+
+def test_validate_records_nccl_picks_from_its_tuning_log(tmp_path):
+    """``--nccl-picks 1``: rank 0 reads NCCL's TUNING lines size by size (validate/nccl_picks.py), the record
+    carries the pick, and calibrate / compare simulate an all-reduce record through it."""
+    from validate.nccl_picks import PickLog, debug_environ
+    from validate.options import parse_options
+    from validate.results import Measurement, measurement
+
+    assert parse_options(["-a", "builtin", "--nccl-picks", "1"], environ={}).nccl_picks
+    assert parse_options(["-a", "builtin"], environ={"COLLSIM_NCCL_PICKS": "1"}).nccl_picks
+    assert not parse_options(["-a", "builtin"], environ={}).nccl_picks
+    for argv, message in [
+        (
+            ["-a", "ring", "--nccl-picks", "1"],
+            "records what NCCL's own collectives ran; use it with --algorithm builtin",
+        ),
+        (["-a", "builtin", "--backend", "gloo", "--nccl-picks", "1"], "only the nccl backend writes"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            parse_options(argv, environ={})
+    env = debug_environ(tmp_path, {"NCCL_DEBUG": "trace", "NCCL_DEBUG_SUBSYS": "INIT,NET"})
+    assert env == {
+        "NCCL_DEBUG": "TRACE",
+        "NCCL_DEBUG_SUBSYS": "INIT,NET,TUNING",
+        "NCCL_DEBUG_FILE": f"{tmp_path}/nccl.%h.%p",
+    }
+    assert debug_environ(tmp_path, {"NCCL_DEBUG_SUBSYS": "^TUNING,INIT"})["NCCL_DEBUG_SUBSYS"] == "^INIT"
+    assert debug_environ(tmp_path, {"NCCL_DEBUG_SUBSYS": "ALL"})["NCCL_DEBUG_SUBSYS"] == "ALL"
+
+    new = "h:9:9 [0] NCCL INFO {}: {} Bytes -> Algo {} proto {} channel{{Lo..Hi}}={{0..15}}\n"
+    log = PickLog(tmp_path)
+    assert log.take("allreduce", {2**20}) is None  # no file yet
+    first = tmp_path / "nccl.h.9"
+    first.write_text(
+        new.format("AllReduce", 2**20, "NVLS_TREE", "SIMPLE") * 24
+        + new.format("AllReduce", 8, "RING", "LL")  # another call (a barrier's) at another size: not counted
+        + new.format("AllGather", 2**20, "RING", "SIMPLE")  # another collective: not counted
+        + "h:9:9 [0] NCCL INFO Init COMPLETE\n"
+        + new.format("AllReduce", 2**20, "RING", "LL128")[:30]  # a line still being written
+    )
+    assert log.take("allreduce", {2**20}) == {
+        "algorithm": "nvls-tree",
+        "protocol": "simple",
+        "nccl": "NVLSTree/Simple",
+        "calls": 24,
+        "of": 24,
+    }
+    with first.open("a") as f:  # the cut line ends; the next size's calls follow, in NCCL 2.20-2.23's form
+        f.write(
+            new.format("AllReduce", 2**20, "RING", "LL128")[30:]
+            + "h:9:9 [0] NCCL INFO 4194304 Bytes -> Algo 0 proto 1 time 61.2\n" * 3
+        )
+    (tmp_path / "nccl.h.10").write_text("")  # another process's (empty) log
+    assert log.take("allreduce", {2**20}) == {
+        "algorithm": "ring",
+        "protocol": "ll128",
+        "nccl": "Ring/LL128",
+        "calls": 1,
+        "of": 1,
+    }
+    assert log.take("allreduce", {4194304}) is None  # already read
+    with first.open("a") as f:
+        f.write("h:9:9 [0] NCCL INFO 4194304 Bytes -> Algo 0 proto 1 time 61.2\n" * 3)
+    assert log.take("allreduce", {4194304})["nccl"] == "Tree/LL128"
+
+    pick = {"algorithm": "tree", "protocol": "ll128", "nccl": "Tree/LL128", "calls": 20, "of": 20}
+    m = measurement(
+        collective="allreduce",
+        algorithm="builtin",
+        backend="nccl",
+        ranks=16,
+        size_bytes=2**22,
+        count=2**20,
+        dtype="float",
+        root=0,
+        times_s=[1e-4, 1e-4, 1.1e-4],
+        wrong=0,
+        warmup=5,
+        run_id="r9",
+        environment={"nccl": "2.26.2", "nccl_algo": "default", "nccl_proto": "default"},
+        nccl_pick=pick,
+    )
+    assert Measurement.from_dict(json.loads(m.to_json())) == m
+    records = [
+        m.to_dict(),
+        {**m.to_dict(), "size_bytes": 2**23, "nccl_pick": {**pick, "algorithm": "nvls", "protocol": "ll128"}},
+        {**m.to_dict(), "size_bytes": 2**24, "nccl_pick": None},
+    ]
+    # the pick where NCCL runs it as the simulator does; NVLS with LL128 (NCCL runs NVLS in Simple): the tuner
+    assert _read_as(tmp_path, records) == [
+        ("nccl:algo=tree,proto=ll128,version=2.26.2", "builtin"),
+        ("nccl:version=2.26.2", "builtin"),
+        ("nccl:version=2.26.2", "builtin"),
     ]
 
 

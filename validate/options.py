@@ -50,6 +50,7 @@ class RunnerOptions:
     gpus_per_host: int | None = None
     nccl_algo: str | None = None
     nccl_proto: str | None = None
+    nccl_picks: bool = False
 
 
 @dataclass(frozen=True)
@@ -280,6 +281,15 @@ OPTIONS: tuple[_Option, ...] = (
         "NCCL_PROTO for the ranks (builtin with the nccl backend): LL, LL128, Simple",
         "PROTO",
     ),
+    _Option(
+        ("--nccl-picks",),
+        "nccl_picks",
+        "COLLSIM_NCCL_PICKS",
+        _check,
+        "1: record the algorithm and protocol NCCL ran per size, from its TUNING log on rank 0 (builtin with "
+        "the nccl backend; a log line per call; default 0)",
+        "0|1",
+    ),
 )
 
 
@@ -366,17 +376,22 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str] | None = None)
 
 
 def check_nccl_forcing(opts: RunnerOptions, backend: str | None) -> None:
-    """``--nccl-algo`` / ``--nccl-proto`` force NCCL's own collectives: they need ``--algorithm builtin``
-    and the nccl backend (``backend`` None: not known yet; the rank checks again once it is)."""
+    """``--nccl-algo`` / ``--nccl-proto`` force NCCL's own collectives and ``--nccl-picks`` records what
+    they ran: they need ``--algorithm builtin`` and the nccl backend (``backend`` None: not known yet; the
+    rank checks again once it is)."""
     flag = "--nccl-algo" if opts.nccl_algo else "--nccl-proto" if opts.nccl_proto else None
+    what = "sets NCCL_ALGO/NCCL_PROTO, which only the nccl backend reads", "forces NCCL's own collectives"
+    if flag is None and opts.nccl_picks:
+        flag, what = (
+            "--nccl-picks",
+            ("reads NCCL's TUNING log, which only the nccl backend writes", "records what NCCL's own collectives ran"),
+        )
     if flag is None:
         return
     if backend is not None and backend != "nccl":
-        raise ConfigError(f"{flag}: sets NCCL_ALGO/NCCL_PROTO, which only the nccl backend reads (backend: {backend})")
+        raise ConfigError(f"{flag}: {what[0]} (backend: {backend})")
     if opts.algorithm.split(":")[0] != "builtin":
-        raise ConfigError(
-            f"{flag}: forces NCCL's own collectives; use it with --algorithm builtin (got {opts.algorithm!r})"
-        )
+        raise ConfigError(f"{flag}: {what[1]}; use it with --algorithm builtin (got {opts.algorithm!r})")
 
 
 def nccl_environ(opts: RunnerOptions) -> dict[str, str]:

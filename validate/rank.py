@@ -12,15 +12,19 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import shutil
 import socket
 import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from sim.errors import CollsimError, ConfigError, RunError, one_line
 
 from .env import STATUS_VAR, RankEnv, rank_env
 from .faults import FAULT_VAR, parse_fault
+from .nccl_picks import PickLog, debug_environ
 from .options import RunnerOptions, check_nccl_forcing, nccl_environ, parse_options
 from .status import CONNECTING, DONE, FAILED, IDLE, OWN_ERROR, STARTING, WRONG_RESULTS, NullSlot, RankSlot
 
@@ -197,16 +201,10 @@ def join(
 
 def run_rank(opts: RunnerOptions, env: RankEnv, slot: RankSlot | NullSlot) -> int:
     """Measure every size; returns the exit status (0, or 1 when results were wrong)."""
-    import torch.distributed as dist
-
     from .algorithms import get_algorithm
-    from .bench import SizeRun, measure
-    from .comm import TorchComm
     from .data import torch_dtype
     from .layout import layout
-    from .results import append_jsonl, measurement, table_row
 
-    fault = parse_fault(os.environ.get(FAULT_VAR))
     p = env.world_size
     algo = get_algorithm(opts.collective, opts.algorithm)
     g = gpus_per_host(opts, p)
@@ -216,6 +214,35 @@ def run_rank(opts: RunnerOptions, env: RankEnv, slot: RankSlot | NullSlot) -> in
     layouts = [layout(opts.collective, size, p, opts.dtype) for size in opts.sizes]
     torch_dtype(opts.dtype)
     os.environ.update(nccl_environ(opts))  # before NCCL starts in this process
+    picks = None  # rank 0 with --nccl-picks: NCCL's TUNING log, read size by size
+    if opts.nccl_picks and env.rank == 0:
+        picks = PickLog(Path(tempfile.mkdtemp(prefix="collsim-nccl-log-")))
+        os.environ.update(debug_environ(picks.folder))
+    try:
+        return _measure_all(opts, env, slot, algo, g, layouts, picks)
+    finally:
+        if picks is not None:
+            shutil.rmtree(picks.folder, ignore_errors=True)
+
+
+def _measure_all(
+    opts: RunnerOptions,
+    env: RankEnv,
+    slot: RankSlot | NullSlot,
+    algo: Any,
+    g: int,
+    layouts: list[Any],
+    picks: PickLog | None,
+) -> int:
+    """Join the group, then measure every size of ``layouts`` (:func:`run_rank`)."""
+    import torch.distributed as dist
+
+    from .bench import SizeRun, measure
+    from .comm import TorchComm
+    from .results import append_jsonl, measurement, table_row
+
+    fault = parse_fault(os.environ.get(FAULT_VAR))
+    p = env.world_size
     backend, device, seen = join(env, opts.backend, opts.device, opts.timeout, slot)
     check_nccl_forcing(opts, backend)
     record = environment_record(env, opts, backend, device, seen, g) if env.rank == 0 else {}
@@ -252,9 +279,12 @@ def run_rank(opts: RunnerOptions, env: RankEnv, slot: RankSlot | NullSlot) -> in
             warmup=opts.warmup,
             run_id=run_id,
             environment=record,
+            nccl_pick=picks.take(lay.collective, {lay.size_bytes, lay.size_bytes // p}) if picks else None,
         )
         results.append(m)
         print(table_row(m), flush=True)
+        if picks is not None:
+            print(_pick_line(m.nccl_pick, p), flush=True)
         if opts.json:
             append_jsonl(opts.json, m)
     bad = sum(m.wrong or 0 for m in results)
@@ -267,6 +297,20 @@ def run_rank(opts: RunnerOptions, env: RankEnv, slot: RankSlot | NullSlot) -> in
     if bad:
         print(f"validate: error: {bad} wrong element(s) in {opts.collective} ({algo.spec})", file=sys.stderr)
     return 1 if bad else 0
+
+
+def _pick_line(pick: Mapping[str, Any] | None, ranks: int) -> str:
+    """The comment line under a size's row that says what NCCL ran (``--nccl-picks 1``).
+
+    >>> _pick_line({"nccl": "NVLSTree/Simple", "calls": 25, "of": 26}, 16)
+    '#   NCCL ran: NVLSTree/Simple (25 of 26 calls)'
+    >>> _pick_line(None, 1)
+    '#   NCCL ran: not logged (one rank: NCCL copies locally without its tuner)'
+    """
+    if pick is not None:
+        return f"#   NCCL ran: {pick['nccl']} ({pick['calls']} of {pick['of']} calls)"
+    why = "one rank: NCCL copies locally without its tuner" if ranks == 1 else "no TUNING line for this size"
+    return f"#   NCCL ran: not logged ({why})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -52,6 +52,9 @@ class Measurement:
     run_id: str = ""
     source: str = "validate"
     environment: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    #: what NCCL ran for this size, from its TUNING log (``--nccl-picks 1``; validate/nccl_picks.py): the
+    #: algorithm and protocol as the simulator names them, NCCL's names, and how many of the calls said so
+    nccl_pick: Mapping[str, Any] | None = None
 
     @property
     def time_median_s(self) -> float:
@@ -99,6 +102,7 @@ def measurement(
     warmup: int,
     run_id: str = "",
     environment: Mapping[str, Any] | None = None,
+    nccl_pick: Mapping[str, Any] | None = None,
 ) -> Measurement:
     """A :class:`Measurement` from the per-iteration times (each the slowest rank's)."""
     if not times_s:
@@ -127,6 +131,7 @@ def measurement(
         times_s=tuple(times_s),
         run_id=run_id,
         environment=dict(environment or {}),
+        nccl_pick=dict(nccl_pick) if nccl_pick else None,
     )
 
 

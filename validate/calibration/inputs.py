@@ -263,6 +263,8 @@ def _validate_sample(rec: dict[str, Any], where: str) -> Sample:
         algorithm = nccl_schedule_spec(collective, algo, proto, version)
         if forced:  # compare and calibrate keep runs under different NCCL_ALGO / NCCL_PROTO apart
             label = "builtin:" + ",".join(f"{k}={v}" for k, v in forced.items())
+        elif (ran := _recorded_pick(rec.get("nccl_pick"), collective)) is not None:
+            algorithm = nccl_schedule_spec(collective, *ran, version)  # what NCCL ran (``--nccl-picks 1``)
     elif algorithm == "builtin":
         algorithm = builtin_algorithm(collective, "gloo")
     try:
@@ -830,7 +832,24 @@ def _picks_ran(ran: dict[tuple[str | None, int], Counter[tuple[str, str]]]) -> d
         if name in (None, "AllReduce"):
             out.setdefault(size, Counter()).update(counts)
     picks = {size: counts.most_common(1)[0][0] for size, counts in out.items()}
-    return {size: (a, q) for size, (a, q) in picks.items() if a in ("tree", "ring") or q == "simple"}
+    return {size: pick for size, pick in picks.items() if _pick_modelled(*pick)}
+
+
+def _pick_modelled(algo: str, proto: str) -> bool:
+    """Whether the simulator runs NCCL's pick as NCCL does: NVLS and CollNet run Simple only."""
+    return algo in ("tree", "ring") or proto == "simple"
+
+
+def _recorded_pick(pick: Any, collective: str) -> tuple[str, str] | None:
+    """The (algorithm, protocol) a validate record says NCCL ran (its ``nccl_pick``), by the rule
+    :func:`_picks_ran` applies to a log's TUNING lines; None where there is none, or for a collective other
+    than all-reduce (the others run one schedule)."""
+    if collective != "allreduce" or not isinstance(pick, dict):
+        return None
+    algo, proto = pick.get("algorithm"), pick.get("protocol")
+    if algo not in NCCL_NAMES or proto not in PROTOS or not _pick_modelled(algo, proto):
+        return None
+    return algo, proto
 
 
 def _modelled_version(text: str) -> str | None:
