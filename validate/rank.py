@@ -279,7 +279,9 @@ def _measure_all(
             warmup=opts.warmup,
             run_id=run_id,
             environment=record,
-            nccl_pick=picks.take(lay.collective, {lay.size_bytes, lay.size_bytes // p}) if picks else None,
+            nccl_pick=picks.take(lay.collective, {lay.size_bytes, lay.block * lay.elt})
+            if picks
+            else None,  # (a rank's part)
         )
         results.append(m)
         print(table_row(m), flush=True)
