@@ -78,6 +78,51 @@ static void close_all(Buf *b, int nb) {
 static inline double np_max0(double x) { return x >= 0.0 || x != x ? x : 0.0; } /* np.maximum(x, 0.0) */
 static inline double np_min(double a, double b) { return a <= b || a != a ? a : b; } /* np.minimum(a, b) */
 
+static int cmp_i64(const void *x, const void *y) {
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Numbers for the arcs crossed, kept between calls: ``id[a]`` is arc a's where ``mark[a] == stamp``. */
+static struct {
+    uint32_t *mark;
+    int64_t *id;
+    size_t cap;
+    uint32_t stamp;
+} local;
+
+/* Number the arcs ``arc[0..ne-1]`` cross (below ``narcs``) as first crossed: ``used`` lists them by number,
+ * ``*nused`` says how many, ``local.id`` gives each its number. -1 where memory ran out. */
+static int number_crossed(const int64_t *arc, Py_ssize_t ne, Py_ssize_t narcs, int64_t *used, Py_ssize_t *nused) {
+    if ((size_t)narcs > local.cap) {
+        uint32_t *mark = calloc((size_t)narcs, sizeof(uint32_t));
+        int64_t *id = malloc((size_t)narcs * sizeof(int64_t));
+        if (!mark || !id) {
+            free(mark);
+            free(id);
+            return -1;
+        }
+        free(local.mark);
+        free(local.id);
+        local.mark = mark, local.id = id, local.cap = (size_t)narcs, local.stamp = 0;
+    }
+    if (++local.stamp == 0) { /* wrapped: every mark is stale again */
+        memset(local.mark, 0, local.cap * sizeof(uint32_t));
+        local.stamp = 1;
+    }
+    Py_ssize_t n = 0;
+    for (Py_ssize_t e = 0; e < ne; e++) {
+        int64_t a = arc[e];
+        if (local.mark[a] != local.stamp) {
+            local.mark[a] = local.stamp;
+            local.id[a] = n;
+            used[n++] = a;
+        }
+    }
+    *nused = n;
+    return 0;
+}
+
 /* maxmin(flow, arc, capacity, weight, out) -> True, or False where the Python path must answer (the
  * crossings not sorted by flow, a flow with none, an arc out of range): ``flow``/``arc`` int64 (one
  * entry per crossing), ``capacity`` float64 per arc, ``weight`` float64 per crossing or None (1 each),
@@ -91,7 +136,7 @@ static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nar
     bf.held = ba.held = bc.held = bw.held = bo.held = 0;
     PyObject *result = NULL;
     double *remaining = NULL, *count = NULL, *share = NULL, *acc_used = NULL, *acc_w = NULL, *tight = NULL;
-    int64_t *la = NULL, *lo = NULL, *ids = NULL, *slack = NULL;
+    int64_t *la = NULL, *lo = NULL, *ids = NULL, *slack = NULL, *used = NULL;
     double *lw = NULL;
     unsigned char *newly = NULL;
     if (buf_open(args[0], &bf, 'q', 0) < 0 || buf_open(args[1], &ba, 'q', 0) < 0 ||
@@ -122,6 +167,16 @@ static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nar
         result = Py_False;
         goto done;
     }
+    /* few crossings for many arcs (a few flows on a whole cluster's graph): the rounds below run over the
+     * arcs crossed only, numbered as first crossed -- each arc's arithmetic is its own, in crossing order,
+     * whatever its number, so the rates are the same to the bit */
+    if ((size_t)narcs > 4 * (size_t)ne) {
+        used = malloc((size_t)ne * sizeof(int64_t));
+        if (!used || number_crossed(arc, ne, narcs, used, &narcs) < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
     size_t A = (size_t)narcs + 1, F = (size_t)nflows + 1, E = (size_t)ne + 1;
     remaining = malloc(A * sizeof(double));
     count = malloc(A * sizeof(double));
@@ -141,11 +196,11 @@ static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nar
         goto done;
     }
     for (Py_ssize_t a = 0; a < narcs; a++) {
-        remaining[a] = cap[a];
+        remaining[a] = cap[used ? used[a] : a];
         count[a] = 0.0;
     }
     for (Py_ssize_t e = 0; e < ne; e++) { /* np.bincount(local, weights=weight) */
-        la[e] = arc[e];
+        la[e] = used ? local.id[arc[e]] : arc[e];
         lw[e] = wt ? wt[e] : 1.0;
         count[la[e]] += lw[e];
     }
@@ -250,6 +305,7 @@ done:
     free(newly);
     free(la);
     free(lw);
+    free(used);
     if (result)
         Py_INCREF(result);
     return result;
@@ -325,10 +381,6 @@ done:
     return result;
 }
 
-static int cmp_i64(const void *x, const void *y) {
-    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-    return (a > b) - (a < b);
-}
 
 /* counted(part, parts, arcs, hop, width, arcs_n, out_part, out_arc, out_hop, out_cnt) -> K: the distinct
  * (part, arc, hop) of the crossings in order -- np.unique of the keys (part * arcs_n + arc) * width +
