@@ -64,16 +64,16 @@ fi
 #    netlab's tests run one at a time (they create namespaces and bridges).
 [[ " $PARTS " == *" tests "* ]] || exit 0
 ADDOPTS="--doctest-modules --doctest-glob='*.md' --strict-markers"
-echo "== pytest (not netlab, not torch), CUDA visible, 12 workers"
-timeout 300 $PY -m pytest -q -p no:cacheprovider -n 12 -m "not benchmark and not netlab and not torch" \
-    --deselect tests/test_report_browser.py -o addopts="$ADDOPTS" > "$OUTDIR/pytest.txt" 2>&1
-echo "pytest rc=$?"; tail -n 15 "$OUTDIR/pytest.txt"
 # the torch tests start real ranks and some judge measured times (a calibration, then a comparison against it):
-# on 12 busy workers a 16-core machine moved one such median error to 850% (2026-11-28), so they run on 2
+# on 12 busy workers a 16-core machine moved one such median error to 850% (2026-11-28), so they run first, on 2
 echo "== pytest -m torch, 2 workers"
 timeout 200 $PY -m pytest -q -p no:cacheprovider -n 2 -m "torch and not benchmark and not netlab" \
     -o addopts="$ADDOPTS" > "$OUTDIR/pytest-torch.txt" 2>&1
 echo "pytest torch rc=$?"; tail -n 8 "$OUTDIR/pytest-torch.txt"
+echo "== pytest (not netlab, not torch), CUDA visible, 12 workers"
+timeout 300 $PY -m pytest -q -p no:cacheprovider -n 12 -m "not benchmark and not netlab and not torch" \
+    --deselect tests/test_report_browser.py -o addopts="$ADDOPTS" > "$OUTDIR/pytest.txt" 2>&1
+echo "pytest rc=$?"; tail -n 15 "$OUTDIR/pytest.txt"
 echo "== pytest -m netlab"
 timeout 150 $PY -m pytest -q -p no:cacheprovider -m netlab -o addopts="$ADDOPTS" > "$OUTDIR/pytest-netlab.txt" 2>&1
 echo "pytest netlab rc=$?"; tail -n 8 "$OUTDIR/pytest-netlab.txt"
