@@ -7471,7 +7471,7 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                     &up_v,  &up_arc, &above_ptr, &above_u, &above_arc, &arc_w, &key,     &out,   &status};
     arrs_init(all, 18);
     PyObject *result = NULL;
-    int64_t *stamp = NULL, *mstamp = NULL, *anc = NULL, *cand_v = NULL, *cand_a = NULL, gen = 0;
+    int64_t *stamp = NULL, *mstamp = NULL, *anc = NULL, *cand_v = NULL, *cand_a = NULL, *lhead = NULL, gen = 0;
     double *dist = NULL, *memo = NULL;
     int keyed = args[15] != Py_None;
     int unit = PyObject_IsTrue(args[17]);
@@ -7496,6 +7496,13 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
         goto done;
     if (ud_reserve(n, 2) < 0) /* (the candidates' room grows to the largest degree met) */
         goto done;
+    if (maxlevel >= 0) { /* the first of each level's ancestors */
+        lhead = PyMem_Malloc((size_t)(maxlevel + 1) * sizeof(int64_t));
+        if (!lhead) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
     stamp = ud_scratch.stamp, mstamp = ud_scratch.mstamp, anc = ud_scratch.anc, dist = ud_scratch.dist;
     memo = ud_scratch.memo, cand_v = ud_scratch.cand_v, cand_a = ud_scratch.cand_a;
     int64_t *o = (int64_t *)out.view.buf;
@@ -7556,18 +7563,24 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
         if (b != cur) { /* the destination's ancestors (Router._ancestors), a level at a time upwards */
             cur = b;
             gen = ++ud_scratch.gen;
-            int64_t na = 0, lb = arr_i(&level, b);
+            int64_t lb = arr_i(&level, b);
             stamp[b] = gen;
             dist[b] = 0.0;
-            anc[na++] = b;
+            /* a level's ancestors are final once every level below has passed on its distances (an arc above
+             * climbs): each is visited once, from a list per level (``anc`` links a level's nodes: ``lhead``
+             * its first, -1 ending it); the distances are the same whatever the order, the least of the same
+             * sums */
+            if (lb >= 0 && lb <= maxlevel) {
+                for (int64_t lv = lb; lv <= maxlevel; lv++)
+                    lhead[lv] = -1;
+                lhead[lb] = b;
+                anc[b] = -1;
+            }
             for (int64_t lv = lb; lv <= maxlevel && lb >= 0; lv++)
-                for (int64_t t = 0; t < na; t++) {
-                    int64_t v = anc[t];
-                    if (arr_i(&level, v) != lv)
-                        continue;
+                for (int64_t v = lhead[lv]; v >= 0; v = anc[v]) {
                     for (int64_t k = arr_i(&above_ptr, v), hi = arr_i(&above_ptr, v + 1); k < hi; k++) {
-                        int64_t u = arr_i(&above_u, k), arc = arr_i(&above_arc, k);
-                        if (u < 0 || u >= n || arc < 0 || arc >= narcs || arr_i(&level, u) <= lv) {
+                        int64_t u = arr_i(&above_u, k), arc = arr_i(&above_arc, k), lu;
+                        if (u < 0 || u >= n || arc < 0 || arc >= narcs || (lu = arr_i(&level, u)) <= lv) {
                             PyErr_SetString(PyExc_ValueError, "updown_routes: an arc above a node that does not climb");
                             goto done;
                         }
@@ -7575,7 +7588,10 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                         if (stamp[u] != gen) {
                             stamp[u] = gen;
                             dist[u] = nd;
-                            anc[na++] = u;
+                            if (lu <= maxlevel) { /* (above the top: no arc above it, nothing to pass on) */
+                                anc[u] = lhead[lu];
+                                lhead[lu] = u;
+                            }
                         } else if (nd < dist[u])
                             dist[u] = nd;
                     }
@@ -7634,6 +7650,7 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
     }
     result = PyLong_FromSsize_t(routed);
 done:
+    PyMem_Free(lhead);
     arrs_release(all, 18);
     return result;
 }
