@@ -265,6 +265,8 @@ def _measure_all(
         times, wrong = measure(ctx, algo, lay, index)
         if env.rank != 0:
             continue
+        # NCCL logs a call's bytes: the whole buffer's, or a rank's part of a gathering collective's
+        pick = picks.take(lay.collective, {lay.size_bytes, lay.block * lay.elt}) if picks else None
         m = measurement(
             collective=lay.collective,
             algorithm=algo.spec,
@@ -279,9 +281,7 @@ def _measure_all(
             warmup=opts.warmup,
             run_id=run_id,
             environment=record,
-            nccl_pick=picks.take(lay.collective, {lay.size_bytes, lay.block * lay.elt})
-            if picks
-            else None,  # (a rank's part)
+            nccl_pick=pick,
         )
         results.append(m)
         print(table_row(m), flush=True)
