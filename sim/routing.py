@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import heapq
 from collections import OrderedDict
+from typing import Any
 
 import numpy as np
 
@@ -91,7 +92,6 @@ class Router:
         self.mode = mode
         #: per node, the key destination-based routing picks by (None: ECMP hash of source and destination)
         self.dest_key = dest_key
-        self._dest_key = None if dest_key is None else dest_key.tolist()
         self._n = n
         self._endpoint_only = endpoint_only
         # out-adjacency sorted by (tail, head): the order ECMP candidates are listed in
@@ -100,43 +100,66 @@ class Router:
         #: the tables below as numpy arrays too, for code that works on many nodes at once (levels,
         #: :mod:`sim.bulkroute`)
         self.arrays: dict[str, np.ndarray] = {"out_ptr": out_ptr, "out_v": arc_v[order], "out_arc": order}
-        self._out_v = arc_v[order].tolist()
-        self._out_arc = order.tolist()
-        self._out_w = weight[order].tolist()
-        self._out_ptr = out_ptr.tolist()
-        self._arc_w = weight.tolist()
         self._unit = bool((weight == 1.0).all())  # hop counts: breadth-first search and short cuts
-        inorder, inptr = _csr(arc_v, n)
-        self._in_u = arc_u[inorder].tolist()
-        self._in_w = weight[inorder].tolist()
-        self._in_ptr = inptr.tolist()
         self._cache: OrderedDict[int, object] = OrderedDict()
         self._cache_entries = (
             cache_entries if mode == "updown" else max(4, min(cache_entries, (256 << 20) // (8 * n + 1)))
         )
         if mode == "updown":
             level = self._levels(is_gpu)
-            self._level = level.tolist()
             climbs = level[arc_v] > level[arc_u]
             up = order[climbs[order]]  # up-arcs grouped by tail, heads ascending
-            self._up_v = arc_v[up].tolist()
-            self._up_arc = up.tolist()
-            self._up_w = weight[up].tolist()
             up_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_u[up], minlength=n))))
-            self._up_ptr = up_ptr.tolist()
             self.arrays.update(level=level, up_ptr=up_ptr, up_v=arc_v[up], up_arc=up)
             descends = np.flatnonzero(level[arc_u] > level[arc_v])  # arcs y->x that descend into x
             ordd = descends[np.lexsort((arc_u[descends], arc_v[descends]))]
-            self._above_u = arc_u[ordd].tolist()
-            self._above_arc = ordd.tolist()
-            self._above_w = weight[ordd].tolist()
             above_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_v[ordd], minlength=n))))
-            self._above_ptr = above_ptr.tolist()
             self.arrays.update(above_ptr=above_ptr, above_u=arc_u[ordd], above_arc=ordd)
+        self._graph = (arc_u, arc_v, weight)  # for the Python lists, made when first asked for
         self._arc_w_array = np.ascontiguousarray(weight, dtype=float)
         self._dest_key_array = None if dest_key is None else np.ascontiguousarray(dest_key, dtype=np.int64)
         self._top = int(self.arrays["level"].max()) if mode == "updown" else 0  # the highest level
         self._endpoint_only_array = np.ascontiguousarray(endpoint_only, dtype=bool)
+
+    #: the tables as Python lists, which the Python lines route with (:meth:`_lists` makes them)
+    _LISTS = frozenset(
+        "_dest_key _out_v _out_arc _out_w _out_ptr _arc_w _in_u _in_w _in_ptr _level _up_v _up_arc _up_w _up_ptr "
+        "_above_u _above_arc _above_w _above_ptr".split()
+    )
+
+    def __getattr__(self, name: str) -> Any:  # (only for attributes not set yet)
+        if name in Router._LISTS and "_graph" in self.__dict__:
+            self._lists()
+            return object.__getattribute__(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _lists(self) -> None:
+        """The tables as Python lists, made once, when the Python lines first route: the compiled routes
+        (``sim._ratecore``) read the numpy arrays, and a cluster routed only by them never needs these."""
+        arc_u, arc_v, weight = self._graph
+        a = self.arrays
+        order = a["out_arc"]
+        self._dest_key = None if self.dest_key is None else self.dest_key.tolist()
+        self._out_v = a["out_v"].tolist()
+        self._out_arc = order.tolist()
+        self._out_w = weight[order].tolist()
+        self._out_ptr = a["out_ptr"].tolist()
+        self._arc_w = weight.tolist()
+        inorder, inptr = _csr(arc_v, self._n)
+        self._in_u = arc_u[inorder].tolist()
+        self._in_w = weight[inorder].tolist()
+        self._in_ptr = inptr.tolist()
+        if self.mode == "updown":
+            up, ordd = a["up_arc"], a["above_arc"]
+            self._level = a["level"].tolist()
+            self._up_v = a["up_v"].tolist()
+            self._up_arc = up.tolist()
+            self._up_w = weight[up].tolist()
+            self._up_ptr = a["up_ptr"].tolist()
+            self._above_u = a["above_u"].tolist()
+            self._above_arc = ordd.tolist()
+            self._above_w = weight[ordd].tolist()
+            self._above_ptr = a["above_ptr"].tolist()
 
     # ------------------------------------------------------------------ levels (up-down)
     def _levels(self, is_gpu: np.ndarray) -> np.ndarray:
