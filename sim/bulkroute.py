@@ -67,7 +67,7 @@ class BulkRouter:
         #: hop-count routing: near pairs take the router's short cut; else (weighted links) the cheapest
         #: way up to a common neighbour and down, where it is the only one and no longer way can match it
         self.unit = bool(r._unit)
-        self.weight = np.asarray(r._arc_w, dtype=float)
+        self.weight = r._arc_w_array
         self.level = r.arrays["level"]
         self._keys = cluster.arc_u.astype(np.int64) * n + cluster.arc_v
         self._sorted = np.argsort(self._keys)

@@ -359,6 +359,16 @@ class Router:
         """Arc ids of the route from node ``src`` to node ``dst`` (empty when they are the same)."""
         if src == dst:
             return []
+        if self.bulk:  # the compiled lines, as for many pairs (the same route); those they leave: below
+            rows, left = self.routes(np.array([src]), np.array([dst]))
+            if not left[0]:
+                return [arc for arc in rows[0].tolist() if arc >= 0]
+        return self._route_lines(src, dst)
+
+    def _route_lines(self, src: int, dst: int) -> list[int]:
+        """:meth:`route` by the Python lines (the reference the compiled ones are held to)."""
+        if src == dst:
+            return []
         if self._unit:
             short = self._short(src, dst)
             if short is not None:

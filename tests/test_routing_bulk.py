@@ -53,8 +53,9 @@ def _cluster(spec: str) -> Cluster:
 
 
 def _reference(router: routing.Router, src: int, dst: int) -> list[int] | None:
+    """The router's route by its Python lines (None: refused)."""
     try:
-        return routing.Router.route(router, src, dst)
+        return routing.Router._route_lines(router, src, dst)
     except RoutingError:
         return None
 
