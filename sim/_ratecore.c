@@ -5387,12 +5387,13 @@ typedef struct {
     PyObject *pump; /* the bound method pump, made once (the callback of every event fast_pump_event makes) */
     long long max_period; /* sim.fastpath._MAX_PERIOD (read when made), or -1: see fast_after */
     long long normal_v;   /* ``normal`` (SimPy's NORMAL priority) as a number */
+    long long owner_id;   /* ex.owner: the network's owner id of the executor's flows (see Fast_digest) */
 } Fast;
 
 static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_private, *s_seen0,
     *s_timer_one, *s_finished_one, *s_after, *s_path_bytes, *s_net_account_one, *s_net_account, *s_launch_flows,
     *s_launch_flow_one, *s_early_many, *s_f_src, *s_f_dst, *s_f_step, *s_cluster_f, *s_paths_f, *s_count_f,
-    *s_misses, *s_done_f, *s_triggered, *s_pump_f, *s_fire_f;
+    *s_misses, *s_done_f, *s_triggered, *s_pump_f, *s_fire_f, *s_active_f, *s_owner_f, *s_pending_at_f;
 
 static int fast_strings(void) {
     if (s_arrivals)
@@ -5426,6 +5427,9 @@ static int fast_strings(void) {
     INTERN(s_triggered, "triggered");
     INTERN(s_pump_f, "pump");
     INTERN(s_fire_f, "fire");
+    INTERN(s_active_f, "_active");
+    INTERN(s_owner_f, "_owner");
+    INTERN(s_pending_at_f, "_pending_at");
     INTERN(s_arrivals, "_arrivals");
 #undef INTERN
     return 0;
@@ -5585,6 +5589,11 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     f->extrapolate = x ? PyObject_IsTrue(x) : -1;
     Py_XDECREF(x);
     if (f->extrapolate < 0)
+        return -1;
+    PyObject *o = PyObject_GetAttrString(ex, "owner");
+    f->owner_id = o ? PyLong_AsLongLong(o) : -1;
+    Py_XDECREF(o);
+    if (PyErr_Occurred())
         return -1;
     PyObject *g = PyObject_GetAttrString(ex, "gamma"), *r = g ? PyObject_GetAttrString(ex, "ref") : NULL;
     f->gamma = g ? PyFloat_AsDouble(g) : -1.0;
@@ -7059,6 +7068,132 @@ static PyObject *fast_after(Fast *f) {
 /* after(): FastExecutor._after, as the network calls it after each wake-up */
 static PyObject *Fast_after(Fast *f, PyObject *unused) { return fast_out(f, fast_after(f)); }
 
+/* how many of the executor's flows (owner f->owner_id) the slots ``slots`` (a 1-d int array) hold, the
+ * network's per-slot owners ``own``: 0, or -1 where they are not such arrays (no exception left set) */
+static int fast_owned(Fast *f, PyObject *slots, const Arr *own, Py_ssize_t *count) {
+    Arr a;
+    if (arr_get(slots, &a, 'i') < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < a.n; i++) {
+        int64_t x = arr_i(&a, i);
+        if (x < 0 || x >= own->n) {
+            rc = -1;
+            break;
+        }
+        *count += arr_i(own, x) == f->owner_id;
+    }
+    arr_release(&a);
+    return rc;
+}
+
+/* the executor's flows in flight (net.in_flight(owner)'s lengths: the draining ones, the ones still paying
+ * latency) and its private messages in flight (a count: ex._arrivals' batches, np.size of their first
+ * column, and what the core holds): 0, or -1 where anything is not as the Python lines make it (no
+ * exception left set: the caller hands back to those lines) */
+static int fast_in_flight(Fast *f, Py_ssize_t *active, Py_ssize_t *waiting, Py_ssize_t *private) {
+    *active = *waiting = 0;
+    *private = f->held;
+    PyObject *act = PyObject_GetAttr(f->net, s_active_f); /* (the property: as in_flight reads it) */
+    PyObject *own = act ? nget(f->net, NF_OWNER, s_owner_f) : NULL;
+    PyObject *pend = own ? nget(f->net, NF_PENDING_AT, s_pending_at_f) : NULL;
+    PyObject *arrivals = pend ? fast_get(f->ex, s_arrivals) : NULL;
+    Arr o;
+    int rc = -1, held = 0;
+    if (!arrivals || !PyDict_CheckExact(pend) || !PyDict_CheckExact(arrivals) || arr_get(own, &o, 'i') < 0)
+        goto done;
+    held = 1;
+    if (fast_owned(f, act, &o, active) < 0)
+        goto done;
+    PyObject *key, *bucket;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(pend, &pos, &key, &bucket)) {
+        if (!PyList_CheckExact(bucket))
+            goto done;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(bucket); i++) {
+            PyObject *s = PyList_GET_ITEM(bucket, i);
+            if (!PyLong_Check(s) && fast_owned(f, s, &o, waiting) < 0) /* (an int: not counted, as in_flight) */
+                goto done;
+        }
+    }
+    pos = 0;
+    while (PyDict_Next(arrivals, &pos, &key, &bucket)) {
+        if (!PyList_CheckExact(bucket))
+            goto done;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(bucket); i++) {
+            PyObject *batch = PyList_GET_ITEM(bucket, i), *col;
+            if (!PyTuple_CheckExact(batch) || PyTuple_GET_SIZE(batch) < 1)
+                goto done;
+            col = PyTuple_GET_ITEM(batch, 0);
+            if (PyLong_Check(col))
+                *private += 1;
+            else if (PyList_CheckExact(col))
+                *private += PyList_GET_SIZE(col);
+            else {
+                Arr c;
+                if (arr_get(col, &c, 'i') < 0)
+                    goto done;
+                *private += c.n;
+                arr_release(&c);
+            }
+        }
+    }
+    rc = 0;
+done:
+    if (held)
+        arr_release(&o);
+    PyErr_Clear();
+    Py_XDECREF(act);
+    Py_XDECREF(own);
+    Py_XDECREF(pend);
+    Py_XDECREF(arrivals);
+    return rc;
+}
+
+/* digest(s0, finished): _after's digest of the state at reference step s0 -- hash((relative.tobytes(),
+ * send_left.tobytes(), recv_left.tobytes(), shape)), relative = np.where(step < total, step - s0,
+ * finished), shape = (flows draining, flows paying latency, private messages in flight) -- the same value
+ * (Python's hash of the same objects), without the arrays; None where the Python lines must make it */
+static PyObject *Fast_digest(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "digest(s0, finished)"))
+        return NULL;
+    long long s0 = PyLong_AsLongLong(args[0]), fin = s0 == -1 && PyErr_Occurred() ? 0 : PyLong_AsLongLong(args[1]);
+    if (PyErr_Occurred())
+        return NULL;
+    f->gen++; /* (from Python) */
+    Py_ssize_t na, nw, np_;
+    if (fast_in_flight(f, &na, &nw, &np_) < 0)
+        Py_RETURN_NONE;
+    Py_ssize_t e = f->step.n;
+    if (f->send_left.n != e || f->recv_left.n != e)
+        Py_RETURN_NONE;
+    PyObject *cols[3] = {NULL, NULL, NULL}, *shape = NULL, *key = NULL, *out = NULL;
+    for (int j = 0; j < 3; j++) {
+        if (!(cols[j] = PyBytes_FromStringAndSize(NULL, e * (Py_ssize_t)sizeof(int64_t))))
+            goto done;
+        int64_t *v = (int64_t *)PyBytes_AS_STRING(cols[j]);
+        const Arr *a = j == 0 ? &f->step : j == 1 ? &f->send_left : &f->recv_left;
+        for (Py_ssize_t i = 0; i < e; i++) {
+            int64_t x = arr_i(a, i);
+            v[i] = j ? x : x < f->total ? (int64_t)((uint64_t)x - (uint64_t)s0) : (int64_t)fin;
+        }
+    }
+    if (!(shape = Py_BuildValue("(nnn)", na, nw, np_)) || !(key = PyTuple_Pack(4, cols[0], cols[1], cols[2], shape)))
+        goto done;
+    Py_hash_t h = PyObject_Hash(key);
+    if (h != -1 || !PyErr_Occurred())
+        out = PyLong_FromSsize_t(h);
+done:
+    for (int j = 0; j < 3; j++)
+        Py_XDECREF(cols[j]);
+    Py_XDECREF(shape);
+    Py_XDECREF(key);
+    f->gen++; /* (back to Python) */
+    return out;
+}
+
 /* flows_done(slots, now): FastExecutor._on_flows_done -- the network's flows of this executor in ``slots``
  * have completed: one as _one_done, several as _done, their (src, dst, step) read from ex.f_src, f_dst,
  * f_step */
@@ -7231,6 +7366,8 @@ static PyMethodDef Fast_methods[] = {
     {"take_back", (PyCFunction)Fast_take_back, METH_NOARGS,
      "take_back(): the executor's _arrivals taken into the core, as its next send or arrival takes them"},
     {"after", (PyCFunction)Fast_after, METH_NOARGS, "after(): FastExecutor._after, its first test made here"},
+    {"digest", (PyCFunction)(void (*)(void))Fast_digest, METH_FASTCALL,
+     "digest(s0, finished): FastExecutor._after's digest of the state (None: the Python lines make it)"},
     {"flows_done", (PyCFunction)(void (*)(void))Fast_flows_done, METH_FASTCALL,
      "flows_done(slots, now): FastExecutor._on_flows_done"},
     {"held", (PyCFunction)Fast_held, METH_NOARGS, "held(): how many private messages the core holds in flight"},
