@@ -5368,8 +5368,10 @@ typedef struct {
     struct FBucket *bk;
     Py_ssize_t nbk, bkcap, *bkfree, nfree, *tab, tabcap, tabfill, nlive, held;
     long long seq;
-    /* ex.private and net.flows added up here and handed over before any Python line runs (fast_flush) */
-    long pend_private, pend_flows;
+    /* net.flows added up here and handed over before any Python line runs (fast_flush); the private
+     * messages the core sent, counted here only (ex.private adds them: Fast.private) */
+    long pend_flows;
+    long long sent_private;
     /* the clock Fast_pump moved on (``clock``, where ``clock_set``), written into env._now before any Python
      * line runs (fast_flush) or the core returns (fast_out): no C line of the core's reads it but fast_now */
     double clock;
@@ -5390,7 +5392,7 @@ typedef struct {
     long long owner_id;   /* ex.owner: the network's owner id of the executor's flows (see Fast_digest) */
 } Fast;
 
-static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_private, *s_seen0,
+static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_seen0,
     *s_timer_one, *s_finished_one, *s_after, *s_path_bytes, *s_net_account_one, *s_net_account, *s_launch_flows,
     *s_launch_flow_one, *s_early_many, *s_f_src, *s_f_dst, *s_f_step, *s_cluster_f, *s_paths_f, *s_count_f,
     *s_misses, *s_done_f, *s_triggered, *s_pump_f, *s_fire_f, *s_active_f, *s_owner_f, *s_pending_at_f;
@@ -5405,7 +5407,6 @@ static int fast_strings(void) {
         return -1;
     INTERN(s_early_count, "early_count");
     INTERN(s_early_last, "early_last");
-    INTERN(s_private, "private");
     INTERN(s_seen0, "_seen0");
     INTERN(s_launch_flows, "_launch_flows");
     INTERN(s_launch_flow_one, "_launch_flow_one");
@@ -5473,7 +5474,8 @@ static void fast_release(Fast *f) {
     f->bk = NULL;
     f->bkfree = f->tab = NULL;
     f->nbk = f->bkcap = f->nfree = f->tabcap = f->tabfill = f->nlive = f->held = 0;
-    f->pend_private = f->pend_flows = 0;
+    f->pend_flows = 0;
+    f->sent_private = 0;
     f->heap = NULL;
     f->hn = f->hcap = 0;
 }
@@ -5623,10 +5625,18 @@ static inline Arr *fph(Fast *f, Py_ssize_t k, int j) { return &f->ph[k * FP_N + 
  * read once while no Python line runs: nothing else rebinds them (the environment's queue and event
  * ids, the executor's arrivals, early arrays and last reference step, the network's bytes per path),
  * and the owner holds the value meanwhile */
-static PyObject *fast_attr(Fast *f, int k) {
+static PyObject *fast_attr_read(Fast *f, int k);
+
+static inline PyObject *fast_attr(Fast *f, int k) {
     if (f->fa_gen[k] == f->gen)
         return Py_NewRef(f->fa[k]);
-    PyObject **names[FA_N] = {&s_queue, &s_eid, &s_arrivals, &s_seen0, &s_path_bytes, &s_early_count, &s_early_last};
+    return fast_attr_read(f, k);
+}
+
+/* fast_attr's read, where the value read before is no longer current */
+static PyObject *fast_attr_read(Fast *f, int k) {
+    static PyObject **const names[FA_N] = {&s_queue, &s_eid, &s_arrivals, &s_seen0, &s_path_bytes, &s_early_count,
+                                           &s_early_last};
     PyObject *owner = k <= FA_EID ? f->env : k == FA_PB ? f->net : f->ex;
     /* (plain instances: read as the wake-up reads them) */
     PyObject *v = k == FA_PB ? nget(owner, NF_PATH_BYTES, *names[k]) : fast_get(owner, *names[k]);
@@ -5787,6 +5797,18 @@ static int fast_complete_one(Fast *f, int64_t r, double now) {
  * own event would have been, and SimPy's loop is spared a step for most. (Only where the environment's
  * step is SimPy's own: a step that looks at a deadline keeps an event per arrival.) */
 
+/* PyLong_AsLongLong(o) into *out (an exact int of one digit read in line): 0, or -1 with an exception set */
+static inline int as_ll(PyObject *o, long long *out) {
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyLong_CheckExact(o) && Py_SIZE(o) >= -1 && Py_SIZE(o) <= 1) {
+        *out = Py_SIZE(o) * (long long)((PyLongObject *)o)->ob_digit[0];
+        return 0;
+    }
+#endif
+    *out = PyLong_AsLongLong(o);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
 static inline int fe_less(const struct FEntry *a, const struct FEntry *b) {
     return a->t < b->t || (a->t == b->t && a->eid < b->eid);
 }
@@ -5820,9 +5842,10 @@ static int fast_queue(Fast *f, double when, double t) {
             PyErr_SetString(PyExc_RuntimeError, "_ratecore: the event ids ran out");
         return -1;
     }
-    long long e = PyLong_AsLongLong(id);
+    long long e;
+    int bad = as_ll(id, &e);
     Py_DECREF(id);
-    if (e == -1 && PyErr_Occurred())
+    if (bad < 0)
         return -1;
     if (grow_to((void **)&f->heap, &f->hcap, f->hn + 1, sizeof(struct FEntry), 64) < 0)
         return -1;
@@ -5895,10 +5918,12 @@ static int queue_head(PyObject *queue, const char *who, double *t, long long *p,
         PyErr_Format(PyExc_TypeError, "%s: a queue entry must be (time, priority, id, event)", who);
         return -1;
     }
-    *t = PyFloat_AsDouble(PyTuple_GET_ITEM(head, 0));
-    *p = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 1));
-    *e = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 2));
-    return PyErr_Occurred() ? -1 : 1;
+    PyObject *t0 = PyTuple_GET_ITEM(head, 0);
+    *t = PyFloat_CheckExact(t0) ? PyFloat_AS_DOUBLE(t0) : PyFloat_AsDouble(t0);
+    if ((*t == -1.0 && PyErr_Occurred()) || as_ll(PyTuple_GET_ITEM(head, 1), p) < 0 ||
+        as_ll(PyTuple_GET_ITEM(head, 2), e) < 0)
+        return -1;
+    return 1;
 }
 
 /* whether the head of SimPy's queue comes before the arrival ``x`` (-1 with an exception set) */
@@ -6176,7 +6201,10 @@ static PyObject *Fast_take_back(Fast *f, PyObject *unused) {
 /* held(): how many private messages the core holds in flight */
 static PyObject *Fast_held(Fast *f, PyObject *unused) { return PyLong_FromSsize_t(f->held); }
 
-/* ex.private and net.flows as the Python lines have them */
+/* private(): how many private messages the core has sent (FastExecutor.private adds them to its own) */
+static PyObject *Fast_private(Fast *f, PyObject *unused) { return PyLong_FromLongLong(f->sent_private); }
+
+/* net.flows as the Python lines have it, and the clock */
 static int fast_flush(Fast *f) {
     f->gen++; /* (Python runs next) */
     if (f->clock_set) {
@@ -6187,15 +6215,15 @@ static int fast_flush(Fast *f) {
         if (bad)
             return -1;
     }
-    long p = f->pend_private, n = f->pend_flows;
-    f->pend_private = f->pend_flows = 0;
-    return (p && add_attr(f->ex, s_private, p) < 0) || (n && add_attr(f->net, s_flows, n) < 0) ? -1 : 0;
+    long n = f->pend_flows;
+    f->pend_flows = 0;
+    return n && add_attr(f->net, s_flows, n) < 0 ? -1 : 0;
 }
 
 /* ``r`` (NULL with an exception set) returned from a method, the counts handed over first */
 static PyObject *fast_out(Fast *f, PyObject *r) {
     f->gen++; /* (back to Python) */
-    if (!f->pend_private && !f->pend_flows && !f->clock_set)
+    if (!f->pend_flows && !f->clock_set)
         return r;
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
@@ -6211,7 +6239,7 @@ static PyObject *fast_out(Fast *f, PyObject *r) {
 }
 
 /* _send_private for one message m of phase k (sender r) at now: _arrive_at(arrival, (r, dst, step, pid,
- * bytes)) and ex.private += 1 */
+ * bytes)), counted as private (ex.private) */
 static int fast_send_private(Fast *f, Py_ssize_t k, int64_t m, int64_t r, double now) {
     double start = now + arr_f(fph(f, k, FP_DELAY), m), wire = arr_f(fph(f, k, FP_WIRE), m);
     double when = wire > 0 ? start + wire / arr_f(fph(f, k, FP_RATE), m) : start;
@@ -6219,7 +6247,7 @@ static int fast_send_private(Fast *f, Py_ssize_t k, int64_t m, int64_t r, double
                      arr_f(fph(f, k, FP_NB), m), FM_ONE};
     if (fast_arrive_at(f, when, &x, 1, 1) < 0)
         return -1;
-    f->pend_private += 1;
+    f->sent_private += 1;
     return 0;
 }
 
@@ -6390,7 +6418,7 @@ static int fast_send_private_many(Fast *f, Py_ssize_t k, const int64_t *msgs, Py
         if (fast_arrive_at(f, uniq[u], batch, c, 0) < 0)
             goto done;
     }
-    f->pend_private += (long)n;
+    f->sent_private += n;
     rc = 0;
 done:
     if (!few) {
@@ -7371,6 +7399,7 @@ static PyMethodDef Fast_methods[] = {
     {"flows_done", (PyCFunction)(void (*)(void))Fast_flows_done, METH_FASTCALL,
      "flows_done(slots, now): FastExecutor._on_flows_done"},
     {"held", (PyCFunction)Fast_held, METH_NOARGS, "held(): how many private messages the core holds in flight"},
+    {"private", (PyCFunction)Fast_private, METH_NOARGS, "private(): how many private messages the core has sent"},
     {"fire", (PyCFunction)(void (*)(void))Fast_fire, METH_FASTCALL, "fire(when, event): arrived(when)"},
     {"pump", (PyCFunction)Fast_pump, METH_O,
      "pump(event): the arrivals of the core's own queue due before SimPy's next event"},

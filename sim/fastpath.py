@@ -130,10 +130,16 @@ class FastExecutor:
         self._private_of: dict[int, np.ndarray] = {}
         #: private messages in flight, by arrival time: [(src, dst, step, path, bytes), ...]
         self._arrivals: dict[float, list[tuple[Any, ...]]] = {}
-        self.private = 0  # messages that took the private path
+        self._private = 0  # messages that took the private path here (see private)
         self._core: Any = None  # sim._ratecore.Fast where the compiled core runs the per-message lines
         if alone:
             net.after_wake.append(self._after)
+
+    @property
+    def private(self) -> int:
+        """How many messages took the private path: the Python lines' and the compiled core's (which
+        counts its own, so that no attribute is written per message)."""
+        return self._private if self._core is None else self._private + self._core.private()
 
     # ------------------------------------------------------------------ driving
     def run(self) -> Generator[Any, Any, None]:
@@ -300,8 +306,8 @@ class FastExecutor:
         The network's completions of this executor's flows (:meth:`_on_flows_done`) and its call after
         each wake-up (:meth:`_after`'s first test) go to the core directly. With its own queue the core
         also keeps the private messages in flight itself, handing them over into :attr:`_arrivals`
-        before the lines here read or write it (:meth:`_all_arrivals`), and adds up :attr:`private` and
-        the network's ``flows`` until a Python line runs."""
+        before the lines here read or write it (:meth:`_all_arrivals`), adds up the network's ``flows``
+        until a Python line runs, and counts its private messages itself (:attr:`private`)."""
         if _CORE is None or not _FAST_CORE:
             return
         net = self.net
@@ -462,7 +468,7 @@ class FastExecutor:
             self._arrive_at(
                 start1 + wire1 / rate1 if wire1 > 0 else start1, (r, int(step.dst[m]), int(self.step[r]), pid, nb)
             )
-            self.private += 1
+            self._private += 1
             return
         pids = step.pids(net)[msgs]
         src = step.src[msgs]
@@ -479,7 +485,7 @@ class FastExecutor:
         for when in distinct(arrival).tolist():
             at = arrival == when
             self._arrive_at(when, (src[at], dst[at], fstep[at], pids[at], nbytes[at]))
-        self.private += len(msgs)
+        self._private += len(msgs)
 
     def _arrive_at(self, when: float, batch: tuple[Any, ...]) -> None:
         """``batch`` = (src, dst, step, path, bytes) arrives at ``when``: arrays, or ints (one message)."""
