@@ -7180,6 +7180,50 @@ done:
     return rc;
 }
 
+/* early_window(t0, count, times): FastExecutor._early_window's arrays written into ``count`` and ``times``
+ * (2-d, the early arrays' shape: int64, float64) -- row r's columns (step[r] + j) % window, j < window, of
+ * early_count and of early_last less t0 (-1 where that is not finite) -- in one pass; returns the furthest
+ * step an early message is counted for (step[r] + j where the count is not 0), or None */
+static PyObject *Fast_early_window(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 3, "early_window(t0, count, times)"))
+        return NULL;
+    double t0 = PyFloat_AsDouble(args[0]);
+    if (t0 == -1.0 && PyErr_Occurred())
+        return NULL;
+    f->gen++; /* (from Python) */
+    Arr2 *ec, *el, oc = {0}, ol = {0};
+    PyObject *out = NULL;
+    if (fast_early_arrays(f, &ec, &el) < 0 || arr2_open(args[1], &oc, "lq") < 0 || arr2_open(args[2], &ol, "d") < 0)
+        goto done;
+    Py_ssize_t e = ec->view.shape[0], w = ec->view.shape[1];
+    if (e != f->step.n || el->view.shape[0] != e || el->view.shape[1] != w || oc.view.shape[0] != e ||
+        oc.view.shape[1] != w || ol.view.shape[0] != e || ol.view.shape[1] != w || w <= 0) {
+        PyErr_SetString(PyExc_ValueError, "early_window: the arrays' shapes differ");
+        goto done;
+    }
+    int any = 0;
+    long long top = 0;
+    for (Py_ssize_t r = 0; r < e; r++) {
+        int64_t s = arr_i(&f->step, r), start = ((s % w) + w) % w;
+        for (Py_ssize_t j = 0; j < w; j++) {
+            int64_t c = (start + j) % w, n = *(int64_t *)arr2_at(ec, r, c);
+            double x = *(double *)arr2_at(el, r, c) - t0;
+            *(int64_t *)arr2_at(&oc, r, j) = n;
+            *(double *)arr2_at(&ol, r, j) = isfinite(x) ? x : -1.0;
+            if (n && (!any || s + j > top)) {
+                top = s + j;
+                any = 1;
+            }
+        }
+    }
+    out = any ? PyLong_FromLongLong(top) : Py_NewRef(Py_None);
+done:
+    arr2_release(&oc);
+    arr2_release(&ol);
+    f->gen++; /* (back to Python) */
+    return out;
+}
+
 /* digest(s0, finished): _after's digest of the state at reference step s0 -- hash((relative.tobytes(),
  * send_left.tobytes(), recv_left.tobytes(), shape)), relative = np.where(step < total, step - s0,
  * finished), shape = (flows draining, flows paying latency, private messages in flight) -- the same value
@@ -7394,6 +7438,8 @@ static PyMethodDef Fast_methods[] = {
     {"take_back", (PyCFunction)Fast_take_back, METH_NOARGS,
      "take_back(): the executor's _arrivals taken into the core, as its next send or arrival takes them"},
     {"after", (PyCFunction)Fast_after, METH_NOARGS, "after(): FastExecutor._after, its first test made here"},
+    {"early_window", (PyCFunction)(void (*)(void))Fast_early_window, METH_FASTCALL,
+     "early_window(t0, count, times): FastExecutor._early_window's arrays, written into count and times"},
     {"digest", (PyCFunction)(void (*)(void))Fast_digest, METH_FASTCALL,
      "digest(s0, finished): FastExecutor._after's digest of the state (None: the Python lines make it)"},
     {"flows_done", (PyCFunction)(void (*)(void))Fast_flows_done, METH_FASTCALL,

@@ -745,19 +745,14 @@ class FastExecutor:
         w_path, w_left, _ = net.flow_state(waiting)
         w_order = np.lexsort((self.f_src[waiting], w_path, self.f_step[waiting], w_start))
         waiting, w_start, w_path, w_left = waiting[w_order], w_start[w_order], w_path[w_order], w_left[w_order]
-        # each endpoint's window from its own step on: row r's columns (step[r] + j) % window, j < window --
-        # a run of columns of the row written twice over (whole rows copied, not element by element)
-        start = self.step % self.window
-        early_count = _rotated(self.early_count, start)
-        early_last = _rotated(self.early_last, start) - t0
+        early_count, early_times, early_top = self._early_window(t0)
         p_when, p_src, p_step, p_path = self._in_flight_private()
         p_order = np.lexsort((p_when, p_path, p_step, p_src))
         p_when, p_src, p_step, p_path = p_when[p_order], p_src[p_order], p_step[p_order], p_path[p_order]
         in_flight = np.concatenate([self.f_step[active], self.f_step[waiting], p_step])
         s_hi = max(int(self.step[live].max(initial=s0)), int(in_flight.max()) if len(in_flight) else 0)
-        if early_count.any():
-            rows, cols = np.nonzero(early_count)
-            s_hi = max(s_hi, int((self.step[rows] + cols).max()))
+        if early_top is not None:
+            s_hi = max(s_hi, early_top)
         ints = np.concatenate(
             [
                 np.where(live, self.step - s0, _FINISHED),
@@ -780,7 +775,7 @@ class FastExecutor:
                 np.where(live, self.began - t0, 0.0),
                 np.where(live, self.last - t0, 0.0),
                 np.nan_to_num(self.timer_at - t0, nan=-1.0),
-                np.where(np.isfinite(early_last), early_last, -1.0).ravel(),
+                early_times.ravel(),
                 w_start - t0,
                 p_when - t0,
                 [net.updated_at - t0],
@@ -799,6 +794,24 @@ class FastExecutor:
             path_bytes=net.path_bytes(),
             flows=net.flows,
         )
+
+    def _early_window(self, t0: float) -> tuple[np.ndarray, np.ndarray, int | None]:
+        """The early arrays as a snapshot holds them: each endpoint's window from its own step on (row r's
+        columns (step[r] + j) % window, j < window), the counts, and the last arrival times less ``t0``
+        (-1 where none); and the furthest step an early message is counted for (None: none is)."""
+        if self._core is not None:  # (the same values, in one pass over the arrays: Fast.early_window)
+            count = np.empty(self.early_count.shape, dtype=np.int64)
+            times = np.empty(self.early_last.shape)
+            return count, times, self._core.early_window(t0, count, times)
+        # a run of columns of each row written twice over (whole rows copied, not element by element)
+        start = self.step % self.window
+        count = _rotated(self.early_count, start)
+        last = _rotated(self.early_last, start) - t0
+        top = None
+        if count.any():
+            rows, cols = np.nonzero(count)
+            top = int((self.step[rows] + cols).max())
+        return count, np.where(np.isfinite(last), last, -1.0), top
 
     def _jump(self, steps: int, shift: float, path_bytes: np.ndarray, flows: int) -> None:
         """Skip ``steps`` steps lasting ``shift`` seconds in all: every step counter moves on by
