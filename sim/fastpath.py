@@ -669,8 +669,12 @@ class FastExecutor:
         future = self.step[:, None] + np.arange(old)[None, :]
         count = np.zeros((self.program.endpoints, new), dtype=np.int64)
         last = np.full((self.program.endpoints, new), -np.inf)
-        count[ranks, future % new] = self.early_count[ranks, future % old]
-        last[ranks, future % new] = self.early_last[ranks, future % old]
+        # count[ranks, future % new] = early_count[ranks, future % old] (and last's), by flat positions: numpy's
+        # 1-d gather and scatter, not its broadcast fancy indexing of two index arrays
+        to = (ranks * new + future % new).ravel()
+        at = (ranks * old + future % old).ravel()
+        count.ravel()[to] = self.early_count.ravel()[at]
+        last.ravel()[to] = self.early_last.ravel()[at]
         self.early_count, self.early_last, self.window = count, last, new
 
     # ------------------------------------------------------------------ steady states
