@@ -7180,46 +7180,56 @@ done:
     return rc;
 }
 
-/* early_window(t0, count, times): FastExecutor._early_window's arrays written into ``count`` and ``times``
- * (2-d, the early arrays' shape: int64, float64) -- row r's columns (step[r] + j) % window, j < window, of
- * early_count and of early_last less t0 (-1 where that is not finite) -- in one pass; returns the furthest
- * step an early message is counted for (step[r] + j where the count is not 0), or None */
-static PyObject *Fast_early_window(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
-    if (!nargs_ok(nargs, 3, "early_window(t0, count, times)"))
-        return NULL;
-    double t0 = PyFloat_AsDouble(args[0]);
+/* early_window(t0) -> (positions, counts, times, top): FastExecutor._early_window in one pass over the early
+ * arrays -- each endpoint's window from its own step on (row r's columns (step[r] + j) % window, j < window),
+ * its entries with a count: their flat positions r * window + j in order, their counts and their last
+ * arrival times less t0 (-1 where that is not finite), as the bytes of int64, int64 and float64 arrays; and
+ * the furthest step counted for (step[r] + j), or None */
+static PyObject *Fast_early_window(Fast *f, PyObject *t0_o) {
+    double t0 = PyFloat_AsDouble(t0_o);
     if (t0 == -1.0 && PyErr_Occurred())
         return NULL;
     f->gen++; /* (from Python) */
-    Arr2 *ec, *el, oc = {0}, ol = {0};
-    PyObject *out = NULL;
-    if (fast_early_arrays(f, &ec, &el) < 0 || arr2_open(args[1], &oc, "lq") < 0 || arr2_open(args[2], &ol, "d") < 0)
+    Arr2 *ec, *el;
+    PyObject *out = NULL, *cols[3] = {NULL, NULL, NULL}, *top_o = NULL;
+    if (fast_early_arrays(f, &ec, &el) < 0)
         goto done;
-    Py_ssize_t e = ec->view.shape[0], w = ec->view.shape[1];
-    if (e != f->step.n || el->view.shape[0] != e || el->view.shape[1] != w || oc.view.shape[0] != e ||
-        oc.view.shape[1] != w || ol.view.shape[0] != e || ol.view.shape[1] != w || w <= 0) {
-        PyErr_SetString(PyExc_ValueError, "early_window: the arrays' shapes differ");
+    Py_ssize_t e = ec->view.shape[0], w = ec->view.shape[1], n = 0;
+    if (e != f->step.n || el->view.shape[0] != e || el->view.shape[1] != w || w <= 0) {
+        PyErr_SetString(PyExc_ValueError, "early_window: the early arrays' shapes differ");
         goto done;
     }
-    int any = 0;
+    for (Py_ssize_t r = 0; r < e; r++)
+        for (Py_ssize_t c = 0; c < w; c++)
+            n += *(int64_t *)arr2_at(ec, r, c) != 0;
+    for (int k = 0; k < 3; k++)
+        if (!(cols[k] = PyBytes_FromStringAndSize(NULL, n * 8)))
+            goto done;
+    int64_t *pos = (int64_t *)PyBytes_AS_STRING(cols[0]), *cnt = (int64_t *)PyBytes_AS_STRING(cols[1]);
+    double *tm = (double *)PyBytes_AS_STRING(cols[2]);
     long long top = 0;
-    for (Py_ssize_t r = 0; r < e; r++) {
+    Py_ssize_t i = 0;
+    for (Py_ssize_t r = 0; r < e && i < n; r++) {
         int64_t s = arr_i(&f->step, r), start = ((s % w) + w) % w;
-        for (Py_ssize_t j = 0; j < w; j++) {
-            int64_t c = (start + j) % w, n = *(int64_t *)arr2_at(ec, r, c);
-            double x = *(double *)arr2_at(el, r, c) - t0;
-            *(int64_t *)arr2_at(&oc, r, j) = n;
-            *(double *)arr2_at(&ol, r, j) = isfinite(x) ? x : -1.0;
-            if (n && (!any || s + j > top)) {
+        for (Py_ssize_t j = 0, c = start; j < w; j++, c = c + 1 == w ? 0 : c + 1) {
+            int64_t x = *(int64_t *)arr2_at(ec, r, c);
+            if (!x)
+                continue;
+            double t = *(double *)arr2_at(el, r, c) - t0;
+            pos[i] = (int64_t)r * w + j;
+            cnt[i] = x;
+            tm[i] = isfinite(t) ? t : -1.0;
+            if (!i++ || s + j > top)
                 top = s + j;
-                any = 1;
-            }
         }
     }
-    out = any ? PyLong_FromLongLong(top) : Py_NewRef(Py_None);
+    top_o = n ? PyLong_FromLongLong(top) : Py_NewRef(Py_None);
+    if (top_o)
+        out = PyTuple_Pack(4, cols[0], cols[1], cols[2], top_o);
 done:
-    arr2_release(&oc);
-    arr2_release(&ol);
+    for (int k = 0; k < 3; k++)
+        Py_XDECREF(cols[k]);
+    Py_XDECREF(top_o);
     f->gen++; /* (back to Python) */
     return out;
 }
@@ -7438,8 +7448,8 @@ static PyMethodDef Fast_methods[] = {
     {"take_back", (PyCFunction)Fast_take_back, METH_NOARGS,
      "take_back(): the executor's _arrivals taken into the core, as its next send or arrival takes them"},
     {"after", (PyCFunction)Fast_after, METH_NOARGS, "after(): FastExecutor._after, its first test made here"},
-    {"early_window", (PyCFunction)(void (*)(void))Fast_early_window, METH_FASTCALL,
-     "early_window(t0, count, times): FastExecutor._early_window's arrays, written into count and times"},
+    {"early_window", (PyCFunction)Fast_early_window, METH_O,
+     "early_window(t0) -> (positions, counts, times, top): FastExecutor._early_window's arrays as bytes"},
     {"digest", (PyCFunction)(void (*)(void))Fast_digest, METH_FASTCALL,
      "digest(s0, finished): FastExecutor._after's digest of the state (None: the Python lines make it)"},
     {"flows_done", (PyCFunction)(void (*)(void))Fast_flows_done, METH_FASTCALL,

@@ -749,7 +749,7 @@ class FastExecutor:
         w_path, w_left, _ = net.flow_state(waiting)
         w_order = np.lexsort((self.f_src[waiting], w_path, self.f_step[waiting], w_start))
         waiting, w_start, w_path, w_left = waiting[w_order], w_start[w_order], w_path[w_order], w_left[w_order]
-        early_count, early_times, early_top = self._early_window(t0)
+        early_pos, early_count, early_times, early_top = self._early_window(t0)
         p_when, p_src, p_step, p_path = self._in_flight_private()
         p_order = np.lexsort((p_when, p_path, p_step, p_src))
         p_when, p_src, p_step, p_path = p_when[p_order], p_src[p_order], p_step[p_order], p_path[p_order]
@@ -762,7 +762,9 @@ class FastExecutor:
                 np.where(live, self.step - s0, _FINISHED),
                 self.send_left,
                 self.recv_left,
-                early_count.ravel(),
+                [self.window],
+                early_pos,
+                early_count,
                 self.f_src[active],
                 self.f_step[active] - s0,
                 a_path,
@@ -779,7 +781,7 @@ class FastExecutor:
                 np.where(live, self.began - t0, 0.0),
                 np.where(live, self.last - t0, 0.0),
                 np.nan_to_num(self.timer_at - t0, nan=-1.0),
-                early_times.ravel(),
+                early_times,
                 w_start - t0,
                 p_when - t0,
                 [net.updated_at - t0],
@@ -799,23 +801,23 @@ class FastExecutor:
             flows=net.flows,
         )
 
-    def _early_window(self, t0: float) -> tuple[np.ndarray, np.ndarray, int | None]:
+    def _early_window(self, t0: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None]:
         """The early arrays as a snapshot holds them: each endpoint's window from its own step on (row r's
-        columns (step[r] + j) % window, j < window), the counts, and the last arrival times less ``t0``
-        (-1 where none); and the furthest step an early message is counted for (None: none is)."""
+        columns (step[r] + j) % window, j < window), its entries with a count -- their flat positions
+        r * window + j in order, their counts, their last arrival times less ``t0`` (-1 where not finite)
+        -- and the furthest step an early message is counted for (None: none is). (The entries without a
+        count are left out: a count and a last arrival are set together and cleared together, so there
+        the last arrival is always -inf, -1 less ``t0``, the same in every snapshot.)"""
         if self._core is not None:  # (the same values, in one pass over the arrays: Fast.early_window)
-            count = np.empty(self.early_count.shape, dtype=np.int64)
-            times = np.empty(self.early_last.shape)
-            return count, times, self._core.early_window(t0, count, times)
+            pos, count, times, top = self._core.early_window(t0)
+            return np.frombuffer(pos, np.int64), np.frombuffer(count, np.int64), np.frombuffer(times), top
         # a run of columns of each row written twice over (whole rows copied, not element by element)
         start = self.step % self.window
         count = _rotated(self.early_count, start)
-        last = _rotated(self.early_last, start) - t0
-        top = None
-        if count.any():
-            rows, cols = np.nonzero(count)
-            top = int((self.step[rows] + cols).max())
-        return count, np.where(np.isfinite(last), last, -1.0), top
+        rows, cols = np.nonzero(count)
+        last = _rotated(self.early_last, start)[rows, cols] - t0
+        top = int((self.step[rows] + cols).max()) if len(rows) else None
+        return rows * self.window + cols, count[rows, cols], np.where(np.isfinite(last), last, -1.0), top
 
     def _jump(self, steps: int, shift: float, path_bytes: np.ndarray, flows: int) -> None:
         """Skip ``steps`` steps lasting ``shift`` seconds in all: every step counter moves on by
