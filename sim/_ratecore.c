@@ -4103,6 +4103,8 @@ static PyObject *py_job_deliver(PyObject *self, PyObject *const *args, Py_ssize_
 typedef struct Crank Crank;
 static PyTypeObject CrankType;
 static PyObject *crank_resume(Crank *c, PyObject *event);
+static PyTypeObject FastType;
+static PyObject *fast_pump_cb(PyObject *f, PyObject *event);
 
 static PyObject *s_queue_, *s_schedule_, *s_defused_, *s_whole_ctx_, *s_resume_in_wake_, *s_wake_m_;
 
@@ -4121,7 +4123,8 @@ static int crank_saw_ok; /* (whether the event crank_resume last resumed a rank 
  * too. 0, or -1 with the exception set -- where ``wk`` is given and the exception is its StopSimulation, after
  * step's lines for it: ``event.callbacks = callbacks[callbacks.index(callback) + 1:]`` and the event scheduled
  * again at priority -1. *mine (where ``mine`` is not NULL) is set to whether the event's callbacks were one, a
- * compiled rank resumed with the event ok or the network's wake-up run in C (then a spare event: ev_keep). */
+ * compiled rank resumed with the event ok, the network's wake-up run in C or a fast path core's pump (called
+ * here as its method would be; then a spare event: ev_keep). */
 static int event_callbacks(PyObject *event, const EnvWake *wk, int *mine) {
     int one = 0; /* (the one callback was a rank's, ok, or the wake-up's) */
     if (mine)
@@ -4146,6 +4149,10 @@ static int event_callbacks(PyObject *event, const EnvWake *wk, int *mine) {
         } else if (wk && PyMethod_Check(cb) && PyMethod_GET_FUNCTION(cb) == wk->on_timeout &&
                    _PyType_Lookup(Py_TYPE(PyMethod_GET_SELF(cb)), s_wake_m_) == wk->wake) {
             r = env_wake(PyMethod_GET_SELF(cb), event, wk) == 0 ? Py_NewRef(Py_None) : NULL;
+            one = j == 1;
+        } else if (PyCFunction_Check(cb) && PyCFunction_GET_SELF(cb) && Py_TYPE(PyCFunction_GET_SELF(cb)) == &FastType &&
+                   PyCFunction_GET_FUNCTION(cb) == (PyCFunction)fast_pump_cb) {
+            r = fast_pump_cb(PyCFunction_GET_SELF(cb), event);
             one = j == 1;
         } else {
             r = PyObject_CallOneArg(cb, event);
@@ -5324,7 +5331,7 @@ typedef struct {
 } Arr2;
 
 /* the attributes the core reads on every arrival (see fast_attr) */
-enum { FA_QUEUE, FA_EID, FA_ARRIVALS, FA_SEEN0, FA_PB, FA_EC, FA_EL, FA_N };
+enum { FA_QUEUE, FA_EID, FA_ARRIVALS, FA_SEEN0, FA_PB, FA_EC, FA_EL, FA_FSRC, FA_FDST, FA_FSTEP, FA_N };
 
 /* a private message held in the core (see fast_arrive_at): its batch's columns, and whether it starts a
  * batch (FM_LIST: one of lists; FM_ONE: a lone message's ints) or goes on with the one before (FM_MORE) */
@@ -5621,6 +5628,9 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
 
 static inline Arr *fph(Fast *f, Py_ssize_t k, int j) { return &f->ph[k * FP_N + j]; }
 
+/* arr_i for the executor's own int arrays (step, send_left, recv_left), int64 as Fast_init checks */
+static inline int64_t fa_i(const Arr *a, Py_ssize_t i) { return *(const int64_t *)(a->p + i * a->stride); }
+
 /* getattr(owner, name) for one of the FA_ attributes (a new reference, or NULL with an exception set),
  * read once while no Python line runs: nothing else rebinds them (the environment's queue and event
  * ids, the executor's arrivals, early arrays and last reference step, the network's bytes per path),
@@ -5635,8 +5645,8 @@ static inline PyObject *fast_attr(Fast *f, int k) {
 
 /* fast_attr's read, where the value read before is no longer current */
 static PyObject *fast_attr_read(Fast *f, int k) {
-    static PyObject **const names[FA_N] = {&s_queue, &s_eid, &s_arrivals, &s_seen0, &s_path_bytes, &s_early_count,
-                                           &s_early_last};
+    static PyObject **const names[FA_N] = {&s_queue,       &s_eid,        &s_arrivals, &s_seen0, &s_path_bytes,
+                                           &s_early_count, &s_early_last, &s_f_src,    &s_f_dst, &s_f_step};
     PyObject *owner = k <= FA_EID ? f->env : k == FA_PB ? f->net : f->ex;
     /* (plain instances: read as the wake-up reads them) */
     PyObject *v = k == FA_PB ? nget(owner, NF_PATH_BYTES, *names[k]) : fast_get(owner, *names[k]);
@@ -5776,7 +5786,7 @@ done:
 static int fast_complete_one(Fast *f, int64_t r, double now) {
     double finish = arr_f(&f->last, r);
     if (f->gamma > 0) {
-        Arr *red = fph(f, fast_phase(f, arr_i(&f->step, r)), FP_RED);
+        Arr *red = fph(f, fast_phase(f, fa_i(&f->step, r)), FP_RED);
         finish += f->gamma * arr_f(&f->scale, r) * (red->held ? arr_f(red, r) : 0.0);
     }
     if (finish > now)
@@ -5884,7 +5894,7 @@ static int fast_pump_event(Fast *f) {
         return 0;
     if (!f->pump && !(f->pump = PyObject_GetAttr((PyObject *)f, s_pump_f)))
         return -1;
-    PyObject *event = new_event_cb(f->event_type, f->env, f->pump), *queue = NULL, *t = NULL;
+    PyObject *event = ev_make(f->event_type, f->env, f->pump, 1), *queue = NULL, *t = NULL; /* (marked at once) */
     PyObject *id = NULL, *item = NULL, *r = NULL;
     int rc = -1;
     if (!event || mark_ok(event, Py_None) < 0 || !(queue = fast_attr(f, FA_QUEUE)) ||
@@ -5943,7 +5953,8 @@ static int fast_queue_first(Fast *f, const struct FEntry *x) {
 static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at);
 static PyObject *fast_out(Fast *f, PyObject *r);
 
-/* pump(event): the callback of an event standing for an arrival (see above) */
+/* pump(event): the callback of an event standing for an arrival (see above; event_callbacks calls it as
+ * the method would be called) */
 static PyObject *Fast_pump(Fast *f, PyObject *event) {
     if (f->draining)
         Py_RETURN_NONE;
@@ -5967,6 +5978,8 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
         ok = 0;
     return fast_out(f, ok ? Py_NewRef(Py_None) : NULL);
 }
+
+static PyObject *fast_pump_cb(PyObject *f, PyObject *event) { return Fast_pump((Fast *)f, event); }
 
 /* call_at(env, when, fire) with fire = partial(fast_fire, f, when): an event triggered and queued as
  * env.timeout(when - now) queues it */
@@ -6243,7 +6256,7 @@ static PyObject *fast_out(Fast *f, PyObject *r) {
 static int fast_send_private(Fast *f, Py_ssize_t k, int64_t m, int64_t r, double now) {
     double start = now + arr_f(fph(f, k, FP_DELAY), m), wire = arr_f(fph(f, k, FP_WIRE), m);
     double when = wire > 0 ? start + wire / arr_f(fph(f, k, FP_RATE), m) : start;
-    struct FMsg x = {r, arr_i(fph(f, k, FP_DST), m), arr_i(&f->step, r), arr_i(fph(f, k, FP_PID), m),
+    struct FMsg x = {r, arr_i(fph(f, k, FP_DST), m), fa_i(&f->step, r), arr_i(fph(f, k, FP_PID), m),
                      arr_f(fph(f, k, FP_NB), m), FM_ONE};
     if (fast_arrive_at(f, when, &x, 1, 1) < 0)
         return -1;
@@ -6259,7 +6272,7 @@ static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, d
 /* _begin_one(r, now) */
 static int fast_begin_one(Fast *f, int64_t r, double now) {
     for (;;) {
-        int64_t s = arr_i(&f->step, r);
+        int64_t s = fa_i(&f->step, r);
         if (s >= f->total)
             return fast_call(f, s_finished_one, "(d)", now);
         Arr2 *ec, *el;
@@ -6413,7 +6426,7 @@ static int fast_send_private_many(Fast *f, Py_ssize_t k, const int64_t *msgs, Py
             if (when[i] != uniq[u])
                 continue;
             int64_t m = msgs[i], r = arr_i(src, m);
-            batch[c++] = (struct FMsg){r, arr_i(dst, m), arr_i(&f->step, r), arr_i(pid, m), arr_f(nb, m), FM_MORE};
+            batch[c++] = (struct FMsg){r, arr_i(dst, m), fa_i(&f->step, r), arr_i(pid, m), arr_f(nb, m), FM_MORE};
         }
         if (fast_arrive_at(f, uniq[u], batch, c, 0) < 0)
             goto done;
@@ -6443,7 +6456,6 @@ static int fast_launch_c(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t 
     if (fast_flush(f) < 0) /* (the network's flows as they are, before net_launch adds to them) */
         return -1;
     PyObject *fo[3] = {NULL, NULL, NULL}, *now_o = NULL;
-    PyObject **names[3] = {&s_f_src, &s_f_dst, &s_f_step};
     Arr fa[3];
     Arr *all[3] = {&fa[0], &fa[1], &fa[2]};
     arrs_init(all, 3);
@@ -6451,7 +6463,7 @@ static int fast_launch_c(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t 
     int rc = -1;
     Py_ssize_t room = PY_SSIZE_T_MAX;
     for (int j = 0; j < 3; j++) {
-        if (!(fo[j] = fast_get(f->ex, *names[j])) || arr_open(fo[j], &fa[j], 'i', 1) < 0)
+        if (!(fo[j] = fast_attr(f, FA_FSRC + j)) || arr_open(fo[j], &fa[j], 'i', 1) < 0)
             goto out;
         if (fa[j].view.itemsize != 8) {
             rc = 0;
@@ -6477,7 +6489,7 @@ static int fast_launch_c(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t 
             int64_t m = msgs[i], r = arr_i(src, m), s = slots[i];
             *arr_ip(&fa[0], s) = r;
             *arr_ip(&fa[1], s) = arr_i(dst, m);
-            *arr_ip(&fa[2], s) = arr_i(&f->step, r);
+            *arr_ip(&fa[2], s) = fa_i(&f->step, r);
         }
 out:
     arrs_release(all, 3);
@@ -6598,7 +6610,7 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
     while (cur.n) {
         Py_ssize_t live = 0;
         for (Py_ssize_t i = 0; i < cur.n; i++) {
-            if (arr_i(&f->step, cur.v[i]) >= f->total) {
+            if (fa_i(&f->step, cur.v[i]) >= f->total) {
                 if (fast_call(f, s_finished_one, "(d)", now) < 0)
                     goto done;
             } else
@@ -6620,7 +6632,7 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
         }
         Py_ssize_t lo = f->nphase, hi = -1;
         for (Py_ssize_t i = 0; i < live; i++) {
-            int64_t r = cur.v[i], s = arr_i(&f->step, r), slot = s % window;
+            int64_t r = cur.v[i], s = fa_i(&f->step, r), slot = s % window;
             *arr_fp(&f->began, r) = now;
             *arr_ip(&f->send_left, r) = 0;
             int64_t *ecp = (int64_t *)arr2_at(ec, r, slot);
@@ -6644,7 +6656,7 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
         group.n = 0;
         for (Py_ssize_t i = 0; i < live; i++) {
             int64_t r = cur.v[i];
-            if (arr_i(&f->send_left, r) == 0 && arr_i(&f->recv_left, r) == 0 && ll_push(&group, r) < 0)
+            if (fa_i(&f->send_left, r) == 0 && fa_i(&f->recv_left, r) == 0 && ll_push(&group, r) < 0)
                 goto done;
         }
         if (fast_complete(f, group.v, group.n, now, &next) < 0)
@@ -6677,7 +6689,7 @@ static int fast_early(Fast *f, const int64_t *dst, const int64_t *fstep, Py_ssiz
     int64_t window = ec->view.shape[1];
     int wide = 0;
     for (Py_ssize_t i = 0; i < n; i++)
-        wide |= fstep[i] - arr_i(&f->step, dst[i]) >= window || fstep[i] < 0;
+        wide |= fstep[i] - fa_i(&f->step, dst[i]) >= window || fstep[i] < 0;
     if (!wide)
         for (Py_ssize_t i = 0; i < n; i++) {
             int64_t slot = fstep[i] % window;
@@ -6711,7 +6723,7 @@ static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int6
             goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (arr_i(&f->step, dst[i]) == fstep[i]) {
+        if (fa_i(&f->step, dst[i]) == fstep[i]) {
             if (ll_push(&touched, dst[i]) < 0)
                 goto done;
         } else if (ll_push(&early_d, dst[i]) < 0 || ll_push(&early_s, fstep[i]) < 0)
@@ -6720,7 +6732,7 @@ static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int6
     if (early_d.n && fast_early(f, early_d.v, early_s.v, early_d.n, now) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (arr_i(&f->step, dst[i]) == fstep[i]) { /* (the early ones left their receivers' steps as they were) */
+        if (fa_i(&f->step, dst[i]) == fstep[i]) { /* (the early ones left their receivers' steps as they were) */
             *arr_ip(&f->recv_left, dst[i]) -= 1;
             *arr_fp(&f->last, dst[i]) = now;
         }
@@ -6728,7 +6740,7 @@ static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int6
     sort_i64(touched.v, touched.n);
     for (Py_ssize_t i = 0; i < touched.n; i++) {
         int64_t r = touched.v[i];
-        if ((i && r == touched.v[i - 1]) || arr_i(&f->send_left, r) != 0 || arr_i(&f->recv_left, r) != 0)
+        if ((i && r == touched.v[i - 1]) || fa_i(&f->send_left, r) != 0 || fa_i(&f->recv_left, r) != 0)
             continue;
         if (ll_push(&ready, r) < 0)
             goto done;
@@ -6751,7 +6763,7 @@ static int fast_one_done(Fast *f, int64_t src, int64_t dst, int64_t fstep, doubl
     *arr_fp(&f->last, src) = now;
     int64_t touched[2] = {src, dst};
     int n = 1;
-    if (arr_i(&f->step, dst) == fstep) {
+    if (fa_i(&f->step, dst) == fstep) {
         *arr_ip(&f->recv_left, dst) -= 1;
         *arr_fp(&f->last, dst) = now;
         if (dst != src)
@@ -6760,7 +6772,7 @@ static int fast_one_done(Fast *f, int64_t src, int64_t dst, int64_t fstep, doubl
         return -1;
     for (int i = 0; i < n; i++) {
         int64_t r = touched[i];
-        if (arr_i(&f->send_left, r) == 0 && arr_i(&f->recv_left, r) == 0) {
+        if (fa_i(&f->send_left, r) == 0 && fa_i(&f->recv_left, r) == 0) {
             int c = fast_complete_one(f, r, now);
             if (c < 0 || (c && fast_begin_one(f, r, now) < 0))
                 return -1;
@@ -7080,11 +7092,12 @@ static int fast_after_skip(Fast *f, int64_t s0) {
  * keeps changing, looked at less often (fast_after_skip) */
 static PyObject *fast_after(Fast *f) {
     PyObject *seen = fast_attr(f, FA_SEEN0);
-    long long s0 = seen ? PyLong_AsLongLong(seen) : -1;
+    long long s0 = -1;
+    int bad = !seen || as_ll(seen, &s0) < 0;
     Py_XDECREF(seen);
-    if (PyErr_Occurred())
+    if (bad)
         return NULL;
-    int64_t now0 = arr_i(&f->step, f->ref);
+    int64_t now0 = fa_i(&f->step, f->ref);
     if (s0 != now0) {
         int skip = fast_after_skip(f, now0);
         if (skip < 0 || (!skip && fast_call(f, s_after, "()") < 0))
@@ -7210,7 +7223,7 @@ static PyObject *Fast_early_window(Fast *f, PyObject *t0_o) {
     long long top = 0;
     Py_ssize_t i = 0;
     for (Py_ssize_t r = 0; r < e && i < n; r++) {
-        int64_t s = arr_i(&f->step, r), start = ((s % w) + w) % w;
+        int64_t s = fa_i(&f->step, r), start = ((s % w) + w) % w;
         for (Py_ssize_t j = 0, c = start; j < w; j++, c = c + 1 == w ? 0 : c + 1) {
             int64_t x = *(int64_t *)arr2_at(ec, r, c);
             if (!x)
@@ -7298,19 +7311,12 @@ static PyObject *Fast_flows_done(Fast *f, PyObject *const *args, Py_ssize_t narg
 /* flows_done for the slots ``sv`` (``n`` of them) at ``now``: what the network's wake-up calls without making
  * the slots an array (w_finish_owned) */
 static PyObject *fast_flows_done_at(Fast *f, const int64_t *sv, Py_ssize_t n, double now) {
-    static PyObject *names[3];
     int64_t room[3][LL_ROOM];
     LList col[3] = {{room[0], 0, LL_ROOM, 0}, {room[1], 0, LL_ROOM, 0}, {room[2], 0, LL_ROOM, 0}};
     Arr a[3];
     int held = 0, ok = 0;
-    if (!names[0] && (!(names[0] = PyUnicode_InternFromString("f_src")) ||
-                      !(names[1] = PyUnicode_InternFromString("f_dst")) ||
-                      !(names[2] = PyUnicode_InternFromString("f_step")))) {
-        names[0] = NULL;
-        goto done;
-    }
     for (; held < 3; held++) {
-        PyObject *o = fast_get(f->ex, names[held]);
+        PyObject *o = fast_attr(f, FA_FSRC + held);
         int bad = !o || arr_get(o, &a[held], 'i') < 0;
         Py_XDECREF(o);
         if (bad)
@@ -7457,7 +7463,7 @@ static PyMethodDef Fast_methods[] = {
     {"held", (PyCFunction)Fast_held, METH_NOARGS, "held(): how many private messages the core holds in flight"},
     {"private", (PyCFunction)Fast_private, METH_NOARGS, "private(): how many private messages the core has sent"},
     {"fire", (PyCFunction)(void (*)(void))Fast_fire, METH_FASTCALL, "fire(when, event): arrived(when)"},
-    {"pump", (PyCFunction)Fast_pump, METH_O,
+    {"pump", (PyCFunction)fast_pump_cb, METH_O,
      "pump(event): the arrivals of the core's own queue due before SimPy's next event"},
     {"one_done", (PyCFunction)(void (*)(void))Fast_one_done, METH_FASTCALL,
      "one_done(src, dst, fstep, now): FastExecutor._one_done"},
