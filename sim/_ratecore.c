@@ -5501,6 +5501,8 @@ static void Fast_dealloc(Fast *f) {
     Py_TYPE(f)->tp_free((PyObject *)f);
 }
 
+static void count_check(void);
+
 static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     PyObject *ex, *env, *event_type, *push, *normal, *partial, *bounds, *phases, *launch = Py_None;
     int own_queue = 0;
@@ -5534,6 +5536,7 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     }
     f->gen = 1;
     memset(f->fa_gen, 0, sizeof f->fa_gen);
+    count_check();
     Arr *own[] = {&f->step, &f->began, &f->last, &f->send_left, &f->recv_left, &f->scale};
     arrs_init(own, 6);
     static const char *names[] = {"step", "began", "last", "send_left", "recv_left", "scale"};
@@ -5843,20 +5846,58 @@ static int grow_to(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size, Py_s
     return 0;
 }
 
+/* itertools.count's fields (Modules/itertoolsmodule.c, CPython 3.11 to 3.13): a count of step 1 whose next value
+ * is a Py_ssize_t below PY_SSIZE_T_MAX has it in ``cnt`` (``long_cnt`` NULL), and next() returns it and adds 1.
+ * The event ids (the environment's counter) are drawn so where a count made for the check (count_check) has
+ * these fields; count_type stays NULL otherwise (and on a build without the GIL), and next() draws them. */
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t cnt;
+    PyObject *long_cnt, *long_step;
+} CountLayout;
+static PyTypeObject *count_type;
+
+static void count_check(void) {
+#ifndef Py_GIL_DISABLED
+    static int checked;
+    if (checked)
+        return;
+    checked = 1;
+    PyObject *mod = PyImport_ImportModule("itertools");
+    PyObject *c = mod ? PyObject_CallMethod(mod, "count", "n", (Py_ssize_t)123456789) : NULL, *v = NULL;
+    CountLayout *x = (CountLayout *)c;
+    if (c && Py_TYPE(c)->tp_basicsize >= (Py_ssize_t)sizeof(CountLayout) && x->cnt == 123456789 && !x->long_cnt &&
+        (v = PyIter_Next(c)) && PyLong_AsSsize_t(v) == 123456789 && x->cnt == 123456790)
+        count_type = (PyTypeObject *)Py_NewRef(Py_TYPE(c));
+    PyErr_Clear();
+    Py_XDECREF(v);
+    Py_XDECREF(c);
+    Py_XDECREF(mod);
+#endif
+}
+
 /* an arrival at ``t`` (its bucket key ``when``) into the queue, with a fresh event id */
 static int fast_queue(Fast *f, double when, double t) {
-    PyObject *eid = fast_attr(f, FA_EID), *id = eid ? PyIter_Next(eid) : NULL;
-    Py_XDECREF(eid);
-    if (!id) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_RuntimeError, "_ratecore: the event ids ran out");
+    PyObject *eid = fast_attr(f, FA_EID);
+    if (!eid)
         return -1;
-    }
     long long e;
-    int bad = as_ll(id, &e);
-    Py_DECREF(id);
-    if (bad < 0)
-        return -1;
+    if (Py_TYPE(eid) == count_type && ((CountLayout *)eid)->cnt != PY_SSIZE_T_MAX && !((CountLayout *)eid)->long_cnt) {
+        e = ((CountLayout *)eid)->cnt++; /* (count_next's lines for a count of step 1, without the int it makes) */
+        Py_DECREF(eid);
+    } else {
+        PyObject *id = PyIter_Next(eid);
+        Py_DECREF(eid);
+        if (!id) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "_ratecore: the event ids ran out");
+            return -1;
+        }
+        int bad = as_ll(id, &e);
+        Py_DECREF(id);
+        if (bad < 0)
+            return -1;
+    }
     if (grow_to((void **)&f->heap, &f->hcap, f->hn + 1, sizeof(struct FEntry), 64) < 0)
         return -1;
     struct FEntry x = {t, e, when, 0};
@@ -7212,9 +7253,12 @@ static PyObject *Fast_early_window(Fast *f, PyObject *t0_o) {
         PyErr_SetString(PyExc_ValueError, "early_window: the early arrays' shapes differ");
         goto done;
     }
-    for (Py_ssize_t r = 0; r < e; r++)
+    Py_ssize_t cs0 = ec->view.strides[0], cs1 = ec->view.strides[1], ls0 = el->view.strides[0],
+               ls1 = el->view.strides[1];
+    const char *cb = ec->view.buf, *lb = el->view.buf;
+    for (Py_ssize_t r = 0; r < e; r++) /* (the entries with a count: few) */
         for (Py_ssize_t c = 0; c < w; c++)
-            n += *(int64_t *)arr2_at(ec, r, c) != 0;
+            n += *(const int64_t *)(cb + r * cs0 + c * cs1) != 0;
     for (int k = 0; k < 3; k++)
         if (!(cols[k] = PyBytes_FromStringAndSize(NULL, n * 8)))
             goto done;
@@ -7223,12 +7267,13 @@ static PyObject *Fast_early_window(Fast *f, PyObject *t0_o) {
     long long top = 0;
     Py_ssize_t i = 0;
     for (Py_ssize_t r = 0; r < e && i < n; r++) {
+        const char *crow = cb + r * cs0, *lrow = lb + r * ls0;
         int64_t s = fa_i(&f->step, r), start = ((s % w) + w) % w;
-        for (Py_ssize_t j = 0, c = start; j < w; j++, c = c + 1 == w ? 0 : c + 1) {
-            int64_t x = *(int64_t *)arr2_at(ec, r, c);
+        for (Py_ssize_t j = 0, c = start; j < w; j++, c = c + 1 == w ? 0 : c + 1) { /* (c = (start + j) % w) */
+            int64_t x = *(const int64_t *)(crow + c * cs1);
             if (!x)
                 continue;
-            double t = *(double *)arr2_at(el, r, c) - t0;
+            double t = *(const double *)(lrow + c * ls1) - t0;
             pos[i] = (int64_t)r * w + j;
             cnt[i] = x;
             tm[i] = isfinite(t) ? t : -1.0;
