@@ -5593,6 +5593,10 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
                 continue;
             if (arr_get(a, &f->ph[k * FP_N + j], kind) < 0)
                 return -1;
+            if (kind == 'i' && f->ph[k * FP_N + j].view.itemsize != 8) {
+                PyErr_SetString(PyExc_TypeError, "Fast: the phases' int arrays must be int64");
+                return -1;
+            }
         }
     }
     if (!(f->net = PyObject_GetAttrString(ex, "net")))
@@ -5631,7 +5635,7 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
 
 static inline Arr *fph(Fast *f, Py_ssize_t k, int j) { return &f->ph[k * FP_N + j]; }
 
-/* arr_i for the executor's own int arrays (step, send_left, recv_left), int64 as Fast_init checks */
+/* arr_i for the executor's own int arrays (step, send_left, recv_left) and its phases', int64 as Fast_init checks */
 static inline int64_t fa_i(const Arr *a, Py_ssize_t i) { return *(const int64_t *)(a->p + i * a->stride); }
 
 /* getattr(owner, name) for one of the FA_ attributes (a new reference, or NULL with an exception set),
@@ -6297,7 +6301,7 @@ static PyObject *fast_out(Fast *f, PyObject *r) {
 static int fast_send_private(Fast *f, Py_ssize_t k, int64_t m, int64_t r, double now) {
     double start = now + arr_f(fph(f, k, FP_DELAY), m), wire = arr_f(fph(f, k, FP_WIRE), m);
     double when = wire > 0 ? start + wire / arr_f(fph(f, k, FP_RATE), m) : start;
-    struct FMsg x = {r, arr_i(fph(f, k, FP_DST), m), fa_i(&f->step, r), arr_i(fph(f, k, FP_PID), m),
+    struct FMsg x = {r, fa_i(fph(f, k, FP_DST), m), fa_i(&f->step, r), fa_i(fph(f, k, FP_PID), m),
                      arr_f(fph(f, k, FP_NB), m), FM_ONE};
     if (fast_arrive_at(f, when, &x, 1, 1) < 0)
         return -1;
@@ -6326,21 +6330,21 @@ static int fast_begin_one(Fast *f, int64_t r, double now) {
         double early = *elp;
         *arr_fp(&f->last, r) = now >= early ? now : early;
         Py_ssize_t k = fast_phase(f, s);
-        int64_t sends = arr_i(fph(f, k, FP_OUT), r), recvs = arr_i(fph(f, k, FP_IN), r) - *ecp;
+        int64_t sends = fa_i(fph(f, k, FP_OUT), r), recvs = fa_i(fph(f, k, FP_IN), r) - *ecp;
         *ecp = 0;
         *elp = -INFINITY;
         *arr_ip(&f->send_left, r) = sends;
         *arr_ip(&f->recv_left, r) = recvs;
         if (sends) { /* _send(step, step.sends_of(r)) */
             Arr *ptr = fph(f, k, FP_PTR), *order = fph(f, k, FP_ORDER);
-            int64_t lo = arr_i(ptr, r), hi = arr_i(ptr, r + 1), room[FAST_ROOM];
+            int64_t lo = fa_i(ptr, r), hi = fa_i(ptr, r + 1), room[FAST_ROOM];
             int64_t *msgs = hi - lo <= FAST_ROOM ? room : malloc(sizeof(int64_t) * (size_t)(hi - lo));
             if (!msgs) {
                 PyErr_NoMemory();
                 return -1;
             }
             for (int64_t j = lo; j < hi; j++)
-                msgs[j - lo] = arr_i(order, j);
+                msgs[j - lo] = fa_i(order, j);
             int rc = hi > lo ? fast_send(f, k, msgs, hi - lo, now) : 0;
             if (msgs != room)
                 free(msgs);
@@ -6466,8 +6470,8 @@ static int fast_send_private_many(Fast *f, Py_ssize_t k, const int64_t *msgs, Py
         for (Py_ssize_t i = 0; i < n; i++) {
             if (when[i] != uniq[u])
                 continue;
-            int64_t m = msgs[i], r = arr_i(src, m);
-            batch[c++] = (struct FMsg){r, arr_i(dst, m), fa_i(&f->step, r), arr_i(pid, m), arr_f(nb, m), FM_MORE};
+            int64_t m = msgs[i], r = fa_i(src, m);
+            batch[c++] = (struct FMsg){r, fa_i(dst, m), fa_i(&f->step, r), fa_i(pid, m), arr_f(nb, m), FM_MORE};
         }
         if (fast_arrive_at(f, uniq[u], batch, c, 0) < 0)
             goto done;
@@ -6527,9 +6531,9 @@ static int fast_launch_c(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t 
     f->gen++; /* (the network's _schedule may have run) */
     if (rc == 1)
         for (Py_ssize_t i = 0; i < n; i++) {
-            int64_t m = msgs[i], r = arr_i(src, m), s = slots[i];
+            int64_t m = msgs[i], r = fa_i(src, m), s = slots[i];
             *arr_ip(&fa[0], s) = r;
-            *arr_ip(&fa[1], s) = arr_i(dst, m);
+            *arr_ip(&fa[1], s) = fa_i(dst, m);
             *arr_ip(&fa[2], s) = fa_i(&f->step, r);
         }
 out:
@@ -6559,7 +6563,7 @@ static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, d
     Arr *priv = fph(f, k, FP_PRIV);
     if (n == 1) {
         if (priv->held && arr_b(priv, msgs[0]))
-            return fast_send_private(f, k, msgs[0], arr_i(fph(f, k, FP_SRC), msgs[0]), now);
+            return fast_send_private(f, k, msgs[0], fa_i(fph(f, k, FP_SRC), msgs[0]), now);
         return fast_flows(f, k, msgs, 1, 1);
     }
     if (!priv->held)
@@ -6579,7 +6583,7 @@ static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, d
     }
     int rc = 0;
     if (a == 1)
-        rc = fast_send_private(f, k, mine[0], arr_i(fph(f, k, FP_SRC), mine[0]), now);
+        rc = fast_send_private(f, k, mine[0], fa_i(fph(f, k, FP_SRC), mine[0]), now);
     else if (a > 1)
         rc = fast_send_private_many(f, k, mine, a, now);
     if (rc == 0 && b)
@@ -6595,11 +6599,11 @@ static int fast_launch(Fast *f, Py_ssize_t k, const int64_t *group, Py_ssize_t g
     Py_ssize_t total = 0;
     for (Py_ssize_t i = 0; i < g; i++) {
         int64_t r = group[i];
-        *arr_ip(&f->send_left, r) += arr_i(out, r);
-        *arr_ip(&f->recv_left, r) += arr_i(in, r);
-        total += arr_i(ptr, r + 1) - arr_i(ptr, r);
+        *arr_ip(&f->send_left, r) += fa_i(out, r);
+        *arr_ip(&f->recv_left, r) += fa_i(in, r);
+        total += fa_i(ptr, r + 1) - fa_i(ptr, r);
     }
-    Py_ssize_t endpoints = ptr->n - 1, nmsg = arr_i(ptr, endpoints);
+    Py_ssize_t endpoints = ptr->n - 1, nmsg = fa_i(ptr, endpoints);
     if (g > 1 && g == endpoints)
         total = nmsg;
     if (!total)
@@ -6615,8 +6619,8 @@ static int fast_launch(Fast *f, Py_ssize_t k, const int64_t *group, Py_ssize_t g
             msgs[n] = n;
     else
         for (Py_ssize_t i = 0; i < g; i++)
-            for (int64_t j = arr_i(ptr, group[i]); j < arr_i(ptr, group[i] + 1); j++)
-                msgs[n++] = arr_i(order, j);
+            for (int64_t j = fa_i(ptr, group[i]); j < fa_i(ptr, group[i] + 1); j++)
+                msgs[n++] = fa_i(order, j);
     int rc = fast_send(f, k, msgs, n, now);
     if (msgs != room)
         free(msgs);

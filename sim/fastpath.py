@@ -322,10 +322,12 @@ class FastExecutor:
                 if step.bound is not None:
                     rate = np.minimum(rate, step.bound)
             reduce_at = step.reduce_at if self.gamma > 0 else None
-            phases.append(
-                (step.out_count, step.in_count, reduce_at, step._ptr, step._order, step.dst, pids, step.nbytes)
-                + (private, delay, wire, rate, step.src)
+            # (the int arrays as int64, which the core reads without a width test: the same values)
+            out, inc, ptr, order, dst, pids, src = (
+                np.asarray(a, dtype=np.int64)
+                for a in (step.out_count, step.in_count, step._ptr, step._order, step.dst, pids, step.src)
             )
+            phases.append((out, inc, reduce_at, ptr, order, dst, pids, step.nbytes) + (private, delay, wire, rate, src))
         bounds = np.asarray(self.bounds, dtype=np.int64)
         own_queue = type(self.env).step is simpy.Environment.step  # (a step that looks at a deadline: one per event)
         launch = None  # _launch_flows' and _launch_flow_one's lines in C (Network.launch_rows' and launch_one's)
