@@ -5388,7 +5388,7 @@ typedef struct {
     PyObject *fa[FA_N];
     unsigned long fa_gen[FA_N], gen;
     int64_t *bounds;
-    Py_ssize_t nphase;
+    Py_ssize_t nphase, last_phase; /* (last_phase: fast_phase's last answer below nphase) */
     Arr *ph; /* nphase * FP_N, unheld where None */
     int64_t total, ref;
     double gamma;
@@ -5396,6 +5396,7 @@ typedef struct {
     PyObject *pump; /* the bound method pump, made once (the callback of every event fast_pump_event makes) */
     long long max_period; /* sim.fastpath._MAX_PERIOD (read when made), or -1: see fast_after */
     long long normal_v;   /* ``normal`` (SimPy's NORMAL priority) as a number */
+    int push_c;           /* ``push`` is heapq.heappush: its lines in C (queue_push) */
     long long owner_id;   /* ex.owner: the network's owner id of the executor's flows (see Fast_digest) */
 } Fast;
 
@@ -5519,6 +5520,11 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     f->env = Py_NewRef(env);
     f->event_type = Py_NewRef(event_type);
     f->push = Py_NewRef(push);
+    PyObject *heapq = PyImport_ImportModule("heapq"), *hp = heapq ? PyObject_GetAttrString(heapq, "heappush") : NULL;
+    f->push_c = hp == push;
+    Py_XDECREF(hp);
+    Py_XDECREF(heapq);
+    PyErr_Clear();
     f->normal = Py_NewRef(normal);
     f->partial = Py_NewRef(partial);
     f->phases_o = Py_NewRef(phases);
@@ -5556,6 +5562,7 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     if (arr_get(bounds, &b, 'i') < 0)
         return -1;
     f->nphase = b.n - 1;
+    f->last_phase = 0;
     if (f->nphase < 0 || PyTuple_GET_SIZE(phases) != f->nphase ||
         (f->launch && PyTuple_GET_SIZE(PyTuple_GET_ITEM(f->launch, 3)) != f->nphase)) {
         arr_release(&b);
@@ -5681,6 +5688,9 @@ static int fast_now(Fast *f, double *out) {
 
 /* bisect.bisect_right(bounds, s) - 1 */
 static Py_ssize_t fast_phase(Fast *f, int64_t s) {
+    Py_ssize_t k = f->last_phase; /* (the phase found last, where s is in it: the answer) */
+    if (k < f->nphase && f->bounds[k] <= s && s < f->bounds[k + 1])
+        return k;
     Py_ssize_t lo = 0, hi = f->nphase + 1;
     while (lo < hi) {
         Py_ssize_t mid = (lo + hi) / 2;
@@ -5689,6 +5699,8 @@ static Py_ssize_t fast_phase(Fast *f, int64_t s) {
         else
             lo = mid + 1;
     }
+    if (lo - 1 >= 0 && lo - 1 < f->nphase)
+        f->last_phase = lo - 1;
     return lo - 1;
 }
 
@@ -5764,6 +5776,12 @@ static int fast_path_bytes(Fast *f, Arr **a) {
 /* the executor's early arrays (early_count, early_last), held open while they are the same objects
  * (_widen and _jump put new ones in their place) */
 static int fast_early_arrays(Fast *f, Arr2 **ec, Arr2 **el) {
+    if (f->fa_gen[FA_EC] == f->gen && f->fa_gen[FA_EL] == f->gen && f->fa[FA_EC] == f->ec_obj &&
+        f->fa[FA_EL] == f->el_obj) { /* (read in this gen, and open) */
+        *ec = &f->ec;
+        *el = &f->el;
+        return 0;
+    }
     PyObject *c = fast_attr(f, FA_EC), *l = c ? fast_attr(f, FA_EL) : NULL;
     int rc = -1;
     if (!l)
@@ -5933,6 +5951,60 @@ static struct FEntry fe_pop(Fast *f) {
     return top;
 }
 
+/* a < b for two queue entries (time, priority, id, event), as the tuples compare: 1, 0, or -1 with an exception
+ * set -- in C where both are such tuples of a float time (not NaN) and int priorities and ids that tell them
+ * apart (the times and the priorities equal), else by the tuples' own comparison */
+static int entry_less(PyObject *a, PyObject *b) {
+    if (PyTuple_CheckExact(a) && PyTuple_CheckExact(b) && PyTuple_GET_SIZE(a) >= 3 && PyTuple_GET_SIZE(b) >= 3) {
+        PyObject *ta = PyTuple_GET_ITEM(a, 0), *tb = PyTuple_GET_ITEM(b, 0);
+        if (PyFloat_CheckExact(ta) && PyFloat_CheckExact(tb)) {
+            double x = PyFloat_AS_DOUBLE(ta), y = PyFloat_AS_DOUBLE(tb);
+            if (x < y || x > y)
+                return x < y;
+            long long pa, pb, ea, eb;
+            if (x == y && PyLong_CheckExact(PyTuple_GET_ITEM(a, 1)) && PyLong_CheckExact(PyTuple_GET_ITEM(b, 1)) &&
+                PyLong_CheckExact(PyTuple_GET_ITEM(a, 2)) && PyLong_CheckExact(PyTuple_GET_ITEM(b, 2)) &&
+                as_ll(PyTuple_GET_ITEM(a, 1), &pa) == 0 && as_ll(PyTuple_GET_ITEM(b, 1), &pb) == 0 &&
+                as_ll(PyTuple_GET_ITEM(a, 2), &ea) == 0 && as_ll(PyTuple_GET_ITEM(b, 2), &eb) == 0 &&
+                (pa != pb || ea != eb))
+                return pa != pb ? pa < pb : ea < eb;
+            PyErr_Clear(); /* (an int too large: the tuples' comparison) */
+        }
+    }
+    return PyObject_RichCompareBool(a, b, Py_LT);
+}
+
+/* heapq.heappush(queue, item) (its lines: the item appended, then moved up past every parent it is less than),
+ * the comparisons by entry_less: 0, or -1 with an exception set */
+static int queue_push(PyObject *queue, PyObject *item) {
+    if (!PyList_CheckExact(queue)) {
+        PyErr_SetString(PyExc_TypeError, "Fast: the environment's queue must be a list");
+        return -1;
+    }
+    if (PyList_Append(queue, item) < 0)
+        return -1;
+    Py_ssize_t pos = PyList_GET_SIZE(queue) - 1, size = pos + 1;
+    while (pos > 0) {
+        Py_ssize_t up = (pos - 1) >> 1;
+        PyObject *parent = Py_NewRef(PyList_GET_ITEM(queue, up));
+        int lt = entry_less(item, parent);
+        Py_DECREF(parent);
+        if (lt < 0)
+            return -1;
+        if (size != PyList_GET_SIZE(queue)) {
+            PyErr_SetString(PyExc_RuntimeError, "list changed size during iteration");
+            return -1;
+        }
+        if (!lt)
+            break;
+        PyObject **v = ((PyListObject *)queue)->ob_item, *x = v[up];
+        v[up] = v[pos];
+        v[pos] = x;
+        pos = up;
+    }
+    return 0;
+}
+
 /* the SimPy event standing for the queue's first arrival, where none does yet */
 static int fast_pump_event(Fast *f) {
     if (f->heap[0].pumped)
@@ -5944,8 +6016,9 @@ static int fast_pump_event(Fast *f) {
     int rc = -1;
     if (!event || mark_ok(event, Py_None) < 0 || !(queue = fast_attr(f, FA_QUEUE)) ||
         !(t = PyFloat_FromDouble(f->heap[0].t)) ||
-        !(id = PyLong_FromLongLong(f->heap[0].eid)) || !(item = PyTuple_Pack(4, t, f->normal, id, event)) ||
-        !(r = PyObject_Vectorcall(f->push, (PyObject *[]){queue, item}, 2, NULL)))
+        !(id = PyLong_FromLongLong(f->heap[0].eid)) || !(item = PyTuple_Pack(4, t, f->normal, id, event)))
+        goto done;
+    if (f->push_c ? queue_push(queue, item) < 0 : !(r = PyObject_Vectorcall(f->push, (PyObject *[]){queue, item}, 2, NULL)))
         goto done;
     f->heap[0].pumped = 1;
     rc = 0;
