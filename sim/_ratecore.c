@@ -4103,6 +4103,8 @@ static PyObject *py_job_deliver(PyObject *self, PyObject *const *args, Py_ssize_
 typedef struct Crank Crank;
 static PyTypeObject CrankType;
 static PyObject *crank_resume(Crank *c, PyObject *event);
+static PyTypeObject FastType;
+static PyObject *fast_pump_cb(PyObject *f, PyObject *event);
 
 static PyObject *s_queue_, *s_schedule_, *s_defused_, *s_whole_ctx_, *s_resume_in_wake_, *s_wake_m_;
 
@@ -4121,7 +4123,8 @@ static int crank_saw_ok; /* (whether the event crank_resume last resumed a rank 
  * too. 0, or -1 with the exception set -- where ``wk`` is given and the exception is its StopSimulation, after
  * step's lines for it: ``event.callbacks = callbacks[callbacks.index(callback) + 1:]`` and the event scheduled
  * again at priority -1. *mine (where ``mine`` is not NULL) is set to whether the event's callbacks were one, a
- * compiled rank resumed with the event ok or the network's wake-up run in C (then a spare event: ev_keep). */
+ * compiled rank resumed with the event ok, the network's wake-up run in C or a fast path core's pump (called
+ * here as its method would be; then a spare event: ev_keep). */
 static int event_callbacks(PyObject *event, const EnvWake *wk, int *mine) {
     int one = 0; /* (the one callback was a rank's, ok, or the wake-up's) */
     if (mine)
@@ -4146,6 +4149,10 @@ static int event_callbacks(PyObject *event, const EnvWake *wk, int *mine) {
         } else if (wk && PyMethod_Check(cb) && PyMethod_GET_FUNCTION(cb) == wk->on_timeout &&
                    _PyType_Lookup(Py_TYPE(PyMethod_GET_SELF(cb)), s_wake_m_) == wk->wake) {
             r = env_wake(PyMethod_GET_SELF(cb), event, wk) == 0 ? Py_NewRef(Py_None) : NULL;
+            one = j == 1;
+        } else if (PyCFunction_Check(cb) && PyCFunction_GET_SELF(cb) && Py_TYPE(PyCFunction_GET_SELF(cb)) == &FastType &&
+                   PyCFunction_GET_FUNCTION(cb) == (PyCFunction)fast_pump_cb) {
+            r = fast_pump_cb(PyCFunction_GET_SELF(cb), event);
             one = j == 1;
         } else {
             r = PyObject_CallOneArg(cb, event);
@@ -5324,7 +5331,7 @@ typedef struct {
 } Arr2;
 
 /* the attributes the core reads on every arrival (see fast_attr) */
-enum { FA_QUEUE, FA_EID, FA_ARRIVALS, FA_SEEN0, FA_PB, FA_EC, FA_EL, FA_N };
+enum { FA_QUEUE, FA_EID, FA_ARRIVALS, FA_SEEN0, FA_PB, FA_EC, FA_EL, FA_FSRC, FA_FDST, FA_FSTEP, FA_N };
 
 /* a private message held in the core (see fast_arrive_at): its batch's columns, and whether it starts a
  * batch (FM_LIST: one of lists; FM_ONE: a lone message's ints) or goes on with the one before (FM_MORE) */
@@ -5368,8 +5375,10 @@ typedef struct {
     struct FBucket *bk;
     Py_ssize_t nbk, bkcap, *bkfree, nfree, *tab, tabcap, tabfill, nlive, held;
     long long seq;
-    /* ex.private and net.flows added up here and handed over before any Python line runs (fast_flush) */
-    long pend_private, pend_flows;
+    /* net.flows added up here and handed over before any Python line runs (fast_flush); the private
+     * messages the core sent, counted here only (ex.private adds them: Fast.private) */
+    long pend_flows;
+    long long sent_private;
     /* the clock Fast_pump moved on (``clock``, where ``clock_set``), written into env._now before any Python
      * line runs (fast_flush) or the core returns (fast_out): no C line of the core's reads it but fast_now */
     double clock;
@@ -5379,7 +5388,7 @@ typedef struct {
     PyObject *fa[FA_N];
     unsigned long fa_gen[FA_N], gen;
     int64_t *bounds;
-    Py_ssize_t nphase;
+    Py_ssize_t nphase, last_phase; /* (last_phase: fast_phase's last answer below nphase) */
     Arr *ph; /* nphase * FP_N, unheld where None */
     int64_t total, ref;
     double gamma;
@@ -5387,12 +5396,14 @@ typedef struct {
     PyObject *pump; /* the bound method pump, made once (the callback of every event fast_pump_event makes) */
     long long max_period; /* sim.fastpath._MAX_PERIOD (read when made), or -1: see fast_after */
     long long normal_v;   /* ``normal`` (SimPy's NORMAL priority) as a number */
+    int push_c;           /* ``push`` is heapq.heappush: its lines in C (queue_push) */
+    long long owner_id;   /* ex.owner: the network's owner id of the executor's flows (see Fast_digest) */
 } Fast;
 
-static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_private, *s_seen0,
+static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_seen0,
     *s_timer_one, *s_finished_one, *s_after, *s_path_bytes, *s_net_account_one, *s_net_account, *s_launch_flows,
     *s_launch_flow_one, *s_early_many, *s_f_src, *s_f_dst, *s_f_step, *s_cluster_f, *s_paths_f, *s_count_f,
-    *s_misses, *s_done_f, *s_triggered, *s_pump_f, *s_fire_f;
+    *s_misses, *s_done_f, *s_triggered, *s_pump_f, *s_fire_f, *s_active_f, *s_owner_f, *s_pending_at_f;
 
 static int fast_strings(void) {
     if (s_arrivals)
@@ -5404,7 +5415,6 @@ static int fast_strings(void) {
         return -1;
     INTERN(s_early_count, "early_count");
     INTERN(s_early_last, "early_last");
-    INTERN(s_private, "private");
     INTERN(s_seen0, "_seen0");
     INTERN(s_launch_flows, "_launch_flows");
     INTERN(s_launch_flow_one, "_launch_flow_one");
@@ -5426,6 +5436,9 @@ static int fast_strings(void) {
     INTERN(s_triggered, "triggered");
     INTERN(s_pump_f, "pump");
     INTERN(s_fire_f, "fire");
+    INTERN(s_active_f, "_active");
+    INTERN(s_owner_f, "_owner");
+    INTERN(s_pending_at_f, "_pending_at");
     INTERN(s_arrivals, "_arrivals");
 #undef INTERN
     return 0;
@@ -5469,7 +5482,8 @@ static void fast_release(Fast *f) {
     f->bk = NULL;
     f->bkfree = f->tab = NULL;
     f->nbk = f->bkcap = f->nfree = f->tabcap = f->tabfill = f->nlive = f->held = 0;
-    f->pend_private = f->pend_flows = 0;
+    f->pend_flows = 0;
+    f->sent_private = 0;
     f->heap = NULL;
     f->hn = f->hcap = 0;
 }
@@ -5488,6 +5502,8 @@ static void Fast_dealloc(Fast *f) {
     Py_TYPE(f)->tp_free((PyObject *)f);
 }
 
+static void count_check(void);
+
 static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     PyObject *ex, *env, *event_type, *push, *normal, *partial, *bounds, *phases, *launch = Py_None;
     int own_queue = 0;
@@ -5504,6 +5520,11 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     f->env = Py_NewRef(env);
     f->event_type = Py_NewRef(event_type);
     f->push = Py_NewRef(push);
+    PyObject *heapq = PyImport_ImportModule("heapq"), *hp = heapq ? PyObject_GetAttrString(heapq, "heappush") : NULL;
+    f->push_c = hp == push;
+    Py_XDECREF(hp);
+    Py_XDECREF(heapq);
+    PyErr_Clear();
     f->normal = Py_NewRef(normal);
     f->partial = Py_NewRef(partial);
     f->phases_o = Py_NewRef(phases);
@@ -5521,6 +5542,7 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     }
     f->gen = 1;
     memset(f->fa_gen, 0, sizeof f->fa_gen);
+    count_check();
     Arr *own[] = {&f->step, &f->began, &f->last, &f->send_left, &f->recv_left, &f->scale};
     arrs_init(own, 6);
     static const char *names[] = {"step", "began", "last", "send_left", "recv_left", "scale"};
@@ -5540,6 +5562,7 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     if (arr_get(bounds, &b, 'i') < 0)
         return -1;
     f->nphase = b.n - 1;
+    f->last_phase = 0;
     if (f->nphase < 0 || PyTuple_GET_SIZE(phases) != f->nphase ||
         (f->launch && PyTuple_GET_SIZE(PyTuple_GET_ITEM(f->launch, 3)) != f->nphase)) {
         arr_release(&b);
@@ -5577,6 +5600,10 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
                 continue;
             if (arr_get(a, &f->ph[k * FP_N + j], kind) < 0)
                 return -1;
+            if (kind == 'i' && f->ph[k * FP_N + j].view.itemsize != 8) {
+                PyErr_SetString(PyExc_TypeError, "Fast: the phases' int arrays must be int64");
+                return -1;
+            }
         }
     }
     if (!(f->net = PyObject_GetAttrString(ex, "net")))
@@ -5585,6 +5612,11 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     f->extrapolate = x ? PyObject_IsTrue(x) : -1;
     Py_XDECREF(x);
     if (f->extrapolate < 0)
+        return -1;
+    PyObject *o = PyObject_GetAttrString(ex, "owner");
+    f->owner_id = o ? PyLong_AsLongLong(o) : -1;
+    Py_XDECREF(o);
+    if (PyErr_Occurred())
         return -1;
     PyObject *g = PyObject_GetAttrString(ex, "gamma"), *r = g ? PyObject_GetAttrString(ex, "ref") : NULL;
     f->gamma = g ? PyFloat_AsDouble(g) : -1.0;
@@ -5610,14 +5642,25 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
 
 static inline Arr *fph(Fast *f, Py_ssize_t k, int j) { return &f->ph[k * FP_N + j]; }
 
+/* arr_i for the executor's own int arrays (step, send_left, recv_left) and its phases', int64 as Fast_init checks */
+static inline int64_t fa_i(const Arr *a, Py_ssize_t i) { return *(const int64_t *)(a->p + i * a->stride); }
+
 /* getattr(owner, name) for one of the FA_ attributes (a new reference, or NULL with an exception set),
  * read once while no Python line runs: nothing else rebinds them (the environment's queue and event
  * ids, the executor's arrivals, early arrays and last reference step, the network's bytes per path),
  * and the owner holds the value meanwhile */
-static PyObject *fast_attr(Fast *f, int k) {
+static PyObject *fast_attr_read(Fast *f, int k);
+
+static inline PyObject *fast_attr(Fast *f, int k) {
     if (f->fa_gen[k] == f->gen)
         return Py_NewRef(f->fa[k]);
-    PyObject **names[FA_N] = {&s_queue, &s_eid, &s_arrivals, &s_seen0, &s_path_bytes, &s_early_count, &s_early_last};
+    return fast_attr_read(f, k);
+}
+
+/* fast_attr's read, where the value read before is no longer current */
+static PyObject *fast_attr_read(Fast *f, int k) {
+    static PyObject **const names[FA_N] = {&s_queue,       &s_eid,        &s_arrivals, &s_seen0, &s_path_bytes,
+                                           &s_early_count, &s_early_last, &s_f_src,    &s_f_dst, &s_f_step};
     PyObject *owner = k <= FA_EID ? f->env : k == FA_PB ? f->net : f->ex;
     /* (plain instances: read as the wake-up reads them) */
     PyObject *v = k == FA_PB ? nget(owner, NF_PATH_BYTES, *names[k]) : fast_get(owner, *names[k]);
@@ -5645,6 +5688,9 @@ static int fast_now(Fast *f, double *out) {
 
 /* bisect.bisect_right(bounds, s) - 1 */
 static Py_ssize_t fast_phase(Fast *f, int64_t s) {
+    Py_ssize_t k = f->last_phase; /* (the phase found last, where s is in it: the answer) */
+    if (k < f->nphase && f->bounds[k] <= s && s < f->bounds[k + 1])
+        return k;
     Py_ssize_t lo = 0, hi = f->nphase + 1;
     while (lo < hi) {
         Py_ssize_t mid = (lo + hi) / 2;
@@ -5653,6 +5699,8 @@ static Py_ssize_t fast_phase(Fast *f, int64_t s) {
         else
             lo = mid + 1;
     }
+    if (lo - 1 >= 0 && lo - 1 < f->nphase)
+        f->last_phase = lo - 1;
     return lo - 1;
 }
 
@@ -5728,6 +5776,12 @@ static int fast_path_bytes(Fast *f, Arr **a) {
 /* the executor's early arrays (early_count, early_last), held open while they are the same objects
  * (_widen and _jump put new ones in their place) */
 static int fast_early_arrays(Fast *f, Arr2 **ec, Arr2 **el) {
+    if (f->fa_gen[FA_EC] == f->gen && f->fa_gen[FA_EL] == f->gen && f->fa[FA_EC] == f->ec_obj &&
+        f->fa[FA_EL] == f->el_obj) { /* (read in this gen, and open) */
+        *ec = &f->ec;
+        *el = &f->el;
+        return 0;
+    }
     PyObject *c = fast_attr(f, FA_EC), *l = c ? fast_attr(f, FA_EL) : NULL;
     int rc = -1;
     if (!l)
@@ -5757,7 +5811,7 @@ done:
 static int fast_complete_one(Fast *f, int64_t r, double now) {
     double finish = arr_f(&f->last, r);
     if (f->gamma > 0) {
-        Arr *red = fph(f, fast_phase(f, arr_i(&f->step, r)), FP_RED);
+        Arr *red = fph(f, fast_phase(f, fa_i(&f->step, r)), FP_RED);
         finish += f->gamma * arr_f(&f->scale, r) * (red->held ? arr_f(red, r) : 0.0);
     }
     if (finish > now)
@@ -5777,6 +5831,18 @@ static int fast_complete_one(Fast *f, int64_t r, double now) {
  * is the next step either way. So every arrival is processed at the same point of the same order as its
  * own event would have been, and SimPy's loop is spared a step for most. (Only where the environment's
  * step is SimPy's own: a step that looks at a deadline keeps an event per arrival.) */
+
+/* PyLong_AsLongLong(o) into *out (an exact int of one digit read in line): 0, or -1 with an exception set */
+static inline int as_ll(PyObject *o, long long *out) {
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyLong_CheckExact(o) && Py_SIZE(o) >= -1 && Py_SIZE(o) <= 1) {
+        *out = Py_SIZE(o) * (long long)((PyLongObject *)o)->ob_digit[0];
+        return 0;
+    }
+#endif
+    *out = PyLong_AsLongLong(o);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
 
 static inline int fe_less(const struct FEntry *a, const struct FEntry *b) {
     return a->t < b->t || (a->t == b->t && a->eid < b->eid);
@@ -5802,19 +5868,58 @@ static int grow_to(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size, Py_s
     return 0;
 }
 
+/* itertools.count's fields (Modules/itertoolsmodule.c, CPython 3.11 to 3.13): a count of step 1 whose next value
+ * is a Py_ssize_t below PY_SSIZE_T_MAX has it in ``cnt`` (``long_cnt`` NULL), and next() returns it and adds 1.
+ * The event ids (the environment's counter) are drawn so where a count made for the check (count_check) has
+ * these fields; count_type stays NULL otherwise (and on a build without the GIL), and next() draws them. */
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t cnt;
+    PyObject *long_cnt, *long_step;
+} CountLayout;
+static PyTypeObject *count_type;
+
+static void count_check(void) {
+#ifndef Py_GIL_DISABLED
+    static int checked;
+    if (checked)
+        return;
+    checked = 1;
+    PyObject *mod = PyImport_ImportModule("itertools");
+    PyObject *c = mod ? PyObject_CallMethod(mod, "count", "n", (Py_ssize_t)123456789) : NULL, *v = NULL;
+    CountLayout *x = (CountLayout *)c;
+    if (c && Py_TYPE(c)->tp_basicsize >= (Py_ssize_t)sizeof(CountLayout) && x->cnt == 123456789 && !x->long_cnt &&
+        (v = PyIter_Next(c)) && PyLong_AsSsize_t(v) == 123456789 && x->cnt == 123456790)
+        count_type = (PyTypeObject *)Py_NewRef(Py_TYPE(c));
+    PyErr_Clear();
+    Py_XDECREF(v);
+    Py_XDECREF(c);
+    Py_XDECREF(mod);
+#endif
+}
+
 /* an arrival at ``t`` (its bucket key ``when``) into the queue, with a fresh event id */
 static int fast_queue(Fast *f, double when, double t) {
-    PyObject *eid = fast_attr(f, FA_EID), *id = eid ? PyIter_Next(eid) : NULL;
-    Py_XDECREF(eid);
-    if (!id) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_RuntimeError, "_ratecore: the event ids ran out");
+    PyObject *eid = fast_attr(f, FA_EID);
+    if (!eid)
         return -1;
+    long long e;
+    if (Py_TYPE(eid) == count_type && ((CountLayout *)eid)->cnt != PY_SSIZE_T_MAX && !((CountLayout *)eid)->long_cnt) {
+        e = ((CountLayout *)eid)->cnt++; /* (count_next's lines for a count of step 1, without the int it makes) */
+        Py_DECREF(eid);
+    } else {
+        PyObject *id = PyIter_Next(eid);
+        Py_DECREF(eid);
+        if (!id) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "_ratecore: the event ids ran out");
+            return -1;
+        }
+        int bad = as_ll(id, &e);
+        Py_DECREF(id);
+        if (bad < 0)
+            return -1;
     }
-    long long e = PyLong_AsLongLong(id);
-    Py_DECREF(id);
-    if (e == -1 && PyErr_Occurred())
-        return -1;
     if (grow_to((void **)&f->heap, &f->hcap, f->hn + 1, sizeof(struct FEntry), 64) < 0)
         return -1;
     struct FEntry x = {t, e, when, 0};
@@ -5846,19 +5951,74 @@ static struct FEntry fe_pop(Fast *f) {
     return top;
 }
 
+/* a < b for two queue entries (time, priority, id, event), as the tuples compare: 1, 0, or -1 with an exception
+ * set -- in C where both are such tuples of a float time (not NaN) and int priorities and ids that tell them
+ * apart (the times and the priorities equal), else by the tuples' own comparison */
+static int entry_less(PyObject *a, PyObject *b) {
+    if (PyTuple_CheckExact(a) && PyTuple_CheckExact(b) && PyTuple_GET_SIZE(a) >= 3 && PyTuple_GET_SIZE(b) >= 3) {
+        PyObject *ta = PyTuple_GET_ITEM(a, 0), *tb = PyTuple_GET_ITEM(b, 0);
+        if (PyFloat_CheckExact(ta) && PyFloat_CheckExact(tb)) {
+            double x = PyFloat_AS_DOUBLE(ta), y = PyFloat_AS_DOUBLE(tb);
+            if (x < y || x > y)
+                return x < y;
+            long long pa, pb, ea, eb;
+            if (x == y && PyLong_CheckExact(PyTuple_GET_ITEM(a, 1)) && PyLong_CheckExact(PyTuple_GET_ITEM(b, 1)) &&
+                PyLong_CheckExact(PyTuple_GET_ITEM(a, 2)) && PyLong_CheckExact(PyTuple_GET_ITEM(b, 2)) &&
+                as_ll(PyTuple_GET_ITEM(a, 1), &pa) == 0 && as_ll(PyTuple_GET_ITEM(b, 1), &pb) == 0 &&
+                as_ll(PyTuple_GET_ITEM(a, 2), &ea) == 0 && as_ll(PyTuple_GET_ITEM(b, 2), &eb) == 0 &&
+                (pa != pb || ea != eb))
+                return pa != pb ? pa < pb : ea < eb;
+            PyErr_Clear(); /* (an int too large: the tuples' comparison) */
+        }
+    }
+    return PyObject_RichCompareBool(a, b, Py_LT);
+}
+
+/* heapq.heappush(queue, item) (its lines: the item appended, then moved up past every parent it is less than),
+ * the comparisons by entry_less: 0, or -1 with an exception set */
+static int queue_push(PyObject *queue, PyObject *item) {
+    if (!PyList_CheckExact(queue)) {
+        PyErr_SetString(PyExc_TypeError, "Fast: the environment's queue must be a list");
+        return -1;
+    }
+    if (PyList_Append(queue, item) < 0)
+        return -1;
+    Py_ssize_t pos = PyList_GET_SIZE(queue) - 1, size = pos + 1;
+    while (pos > 0) {
+        Py_ssize_t up = (pos - 1) >> 1;
+        PyObject *parent = Py_NewRef(PyList_GET_ITEM(queue, up));
+        int lt = entry_less(item, parent);
+        Py_DECREF(parent);
+        if (lt < 0)
+            return -1;
+        if (size != PyList_GET_SIZE(queue)) {
+            PyErr_SetString(PyExc_RuntimeError, "list changed size during iteration");
+            return -1;
+        }
+        if (!lt)
+            break;
+        PyObject **v = ((PyListObject *)queue)->ob_item, *x = v[up];
+        v[up] = v[pos];
+        v[pos] = x;
+        pos = up;
+    }
+    return 0;
+}
+
 /* the SimPy event standing for the queue's first arrival, where none does yet */
 static int fast_pump_event(Fast *f) {
     if (f->heap[0].pumped)
         return 0;
     if (!f->pump && !(f->pump = PyObject_GetAttr((PyObject *)f, s_pump_f)))
         return -1;
-    PyObject *event = new_event_cb(f->event_type, f->env, f->pump), *queue = NULL, *t = NULL;
+    PyObject *event = ev_make(f->event_type, f->env, f->pump, 1), *queue = NULL, *t = NULL; /* (marked at once) */
     PyObject *id = NULL, *item = NULL, *r = NULL;
     int rc = -1;
     if (!event || mark_ok(event, Py_None) < 0 || !(queue = fast_attr(f, FA_QUEUE)) ||
         !(t = PyFloat_FromDouble(f->heap[0].t)) ||
-        !(id = PyLong_FromLongLong(f->heap[0].eid)) || !(item = PyTuple_Pack(4, t, f->normal, id, event)) ||
-        !(r = PyObject_Vectorcall(f->push, (PyObject *[]){queue, item}, 2, NULL)))
+        !(id = PyLong_FromLongLong(f->heap[0].eid)) || !(item = PyTuple_Pack(4, t, f->normal, id, event)))
+        goto done;
+    if (f->push_c ? queue_push(queue, item) < 0 : !(r = PyObject_Vectorcall(f->push, (PyObject *[]){queue, item}, 2, NULL)))
         goto done;
     f->heap[0].pumped = 1;
     rc = 0;
@@ -5886,10 +6046,12 @@ static int queue_head(PyObject *queue, const char *who, double *t, long long *p,
         PyErr_Format(PyExc_TypeError, "%s: a queue entry must be (time, priority, id, event)", who);
         return -1;
     }
-    *t = PyFloat_AsDouble(PyTuple_GET_ITEM(head, 0));
-    *p = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 1));
-    *e = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 2));
-    return PyErr_Occurred() ? -1 : 1;
+    PyObject *t0 = PyTuple_GET_ITEM(head, 0);
+    *t = PyFloat_CheckExact(t0) ? PyFloat_AS_DOUBLE(t0) : PyFloat_AsDouble(t0);
+    if ((*t == -1.0 && PyErr_Occurred()) || as_ll(PyTuple_GET_ITEM(head, 1), p) < 0 ||
+        as_ll(PyTuple_GET_ITEM(head, 2), e) < 0)
+        return -1;
+    return 1;
 }
 
 /* whether the head of SimPy's queue comes before the arrival ``x`` (-1 with an exception set) */
@@ -5909,7 +6071,8 @@ static int fast_queue_first(Fast *f, const struct FEntry *x) {
 static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at);
 static PyObject *fast_out(Fast *f, PyObject *r);
 
-/* pump(event): the callback of an event standing for an arrival (see above) */
+/* pump(event): the callback of an event standing for an arrival (see above; event_callbacks calls it as
+ * the method would be called) */
 static PyObject *Fast_pump(Fast *f, PyObject *event) {
     if (f->draining)
         Py_RETURN_NONE;
@@ -5933,6 +6096,8 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
         ok = 0;
     return fast_out(f, ok ? Py_NewRef(Py_None) : NULL);
 }
+
+static PyObject *fast_pump_cb(PyObject *f, PyObject *event) { return Fast_pump((Fast *)f, event); }
 
 /* call_at(env, when, fire) with fire = partial(fast_fire, f, when): an event triggered and queued as
  * env.timeout(when - now) queues it */
@@ -6167,7 +6332,10 @@ static PyObject *Fast_take_back(Fast *f, PyObject *unused) {
 /* held(): how many private messages the core holds in flight */
 static PyObject *Fast_held(Fast *f, PyObject *unused) { return PyLong_FromSsize_t(f->held); }
 
-/* ex.private and net.flows as the Python lines have them */
+/* private(): how many private messages the core has sent (FastExecutor.private adds them to its own) */
+static PyObject *Fast_private(Fast *f, PyObject *unused) { return PyLong_FromLongLong(f->sent_private); }
+
+/* net.flows as the Python lines have it, and the clock */
 static int fast_flush(Fast *f) {
     f->gen++; /* (Python runs next) */
     if (f->clock_set) {
@@ -6178,15 +6346,15 @@ static int fast_flush(Fast *f) {
         if (bad)
             return -1;
     }
-    long p = f->pend_private, n = f->pend_flows;
-    f->pend_private = f->pend_flows = 0;
-    return (p && add_attr(f->ex, s_private, p) < 0) || (n && add_attr(f->net, s_flows, n) < 0) ? -1 : 0;
+    long n = f->pend_flows;
+    f->pend_flows = 0;
+    return n && add_attr(f->net, s_flows, n) < 0 ? -1 : 0;
 }
 
 /* ``r`` (NULL with an exception set) returned from a method, the counts handed over first */
 static PyObject *fast_out(Fast *f, PyObject *r) {
     f->gen++; /* (back to Python) */
-    if (!f->pend_private && !f->pend_flows && !f->clock_set)
+    if (!f->pend_flows && !f->clock_set)
         return r;
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
@@ -6202,15 +6370,15 @@ static PyObject *fast_out(Fast *f, PyObject *r) {
 }
 
 /* _send_private for one message m of phase k (sender r) at now: _arrive_at(arrival, (r, dst, step, pid,
- * bytes)) and ex.private += 1 */
+ * bytes)), counted as private (ex.private) */
 static int fast_send_private(Fast *f, Py_ssize_t k, int64_t m, int64_t r, double now) {
     double start = now + arr_f(fph(f, k, FP_DELAY), m), wire = arr_f(fph(f, k, FP_WIRE), m);
     double when = wire > 0 ? start + wire / arr_f(fph(f, k, FP_RATE), m) : start;
-    struct FMsg x = {r, arr_i(fph(f, k, FP_DST), m), arr_i(&f->step, r), arr_i(fph(f, k, FP_PID), m),
+    struct FMsg x = {r, fa_i(fph(f, k, FP_DST), m), fa_i(&f->step, r), fa_i(fph(f, k, FP_PID), m),
                      arr_f(fph(f, k, FP_NB), m), FM_ONE};
     if (fast_arrive_at(f, when, &x, 1, 1) < 0)
         return -1;
-    f->pend_private += 1;
+    f->sent_private += 1;
     return 0;
 }
 
@@ -6222,7 +6390,7 @@ static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, d
 /* _begin_one(r, now) */
 static int fast_begin_one(Fast *f, int64_t r, double now) {
     for (;;) {
-        int64_t s = arr_i(&f->step, r);
+        int64_t s = fa_i(&f->step, r);
         if (s >= f->total)
             return fast_call(f, s_finished_one, "(d)", now);
         Arr2 *ec, *el;
@@ -6235,21 +6403,21 @@ static int fast_begin_one(Fast *f, int64_t r, double now) {
         double early = *elp;
         *arr_fp(&f->last, r) = now >= early ? now : early;
         Py_ssize_t k = fast_phase(f, s);
-        int64_t sends = arr_i(fph(f, k, FP_OUT), r), recvs = arr_i(fph(f, k, FP_IN), r) - *ecp;
+        int64_t sends = fa_i(fph(f, k, FP_OUT), r), recvs = fa_i(fph(f, k, FP_IN), r) - *ecp;
         *ecp = 0;
         *elp = -INFINITY;
         *arr_ip(&f->send_left, r) = sends;
         *arr_ip(&f->recv_left, r) = recvs;
         if (sends) { /* _send(step, step.sends_of(r)) */
             Arr *ptr = fph(f, k, FP_PTR), *order = fph(f, k, FP_ORDER);
-            int64_t lo = arr_i(ptr, r), hi = arr_i(ptr, r + 1), room[FAST_ROOM];
+            int64_t lo = fa_i(ptr, r), hi = fa_i(ptr, r + 1), room[FAST_ROOM];
             int64_t *msgs = hi - lo <= FAST_ROOM ? room : malloc(sizeof(int64_t) * (size_t)(hi - lo));
             if (!msgs) {
                 PyErr_NoMemory();
                 return -1;
             }
             for (int64_t j = lo; j < hi; j++)
-                msgs[j - lo] = arr_i(order, j);
+                msgs[j - lo] = fa_i(order, j);
             int rc = hi > lo ? fast_send(f, k, msgs, hi - lo, now) : 0;
             if (msgs != room)
                 free(msgs);
@@ -6375,13 +6543,13 @@ static int fast_send_private_many(Fast *f, Py_ssize_t k, const int64_t *msgs, Py
         for (Py_ssize_t i = 0; i < n; i++) {
             if (when[i] != uniq[u])
                 continue;
-            int64_t m = msgs[i], r = arr_i(src, m);
-            batch[c++] = (struct FMsg){r, arr_i(dst, m), arr_i(&f->step, r), arr_i(pid, m), arr_f(nb, m), FM_MORE};
+            int64_t m = msgs[i], r = fa_i(src, m);
+            batch[c++] = (struct FMsg){r, fa_i(dst, m), fa_i(&f->step, r), fa_i(pid, m), arr_f(nb, m), FM_MORE};
         }
         if (fast_arrive_at(f, uniq[u], batch, c, 0) < 0)
             goto done;
     }
-    f->pend_private += (long)n;
+    f->sent_private += n;
     rc = 0;
 done:
     if (!few) {
@@ -6406,7 +6574,6 @@ static int fast_launch_c(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t 
     if (fast_flush(f) < 0) /* (the network's flows as they are, before net_launch adds to them) */
         return -1;
     PyObject *fo[3] = {NULL, NULL, NULL}, *now_o = NULL;
-    PyObject **names[3] = {&s_f_src, &s_f_dst, &s_f_step};
     Arr fa[3];
     Arr *all[3] = {&fa[0], &fa[1], &fa[2]};
     arrs_init(all, 3);
@@ -6414,7 +6581,7 @@ static int fast_launch_c(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t 
     int rc = -1;
     Py_ssize_t room = PY_SSIZE_T_MAX;
     for (int j = 0; j < 3; j++) {
-        if (!(fo[j] = fast_get(f->ex, *names[j])) || arr_open(fo[j], &fa[j], 'i', 1) < 0)
+        if (!(fo[j] = fast_attr(f, FA_FSRC + j)) || arr_open(fo[j], &fa[j], 'i', 1) < 0)
             goto out;
         if (fa[j].view.itemsize != 8) {
             rc = 0;
@@ -6437,10 +6604,10 @@ static int fast_launch_c(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t 
     f->gen++; /* (the network's _schedule may have run) */
     if (rc == 1)
         for (Py_ssize_t i = 0; i < n; i++) {
-            int64_t m = msgs[i], r = arr_i(src, m), s = slots[i];
+            int64_t m = msgs[i], r = fa_i(src, m), s = slots[i];
             *arr_ip(&fa[0], s) = r;
-            *arr_ip(&fa[1], s) = arr_i(dst, m);
-            *arr_ip(&fa[2], s) = arr_i(&f->step, r);
+            *arr_ip(&fa[1], s) = fa_i(dst, m);
+            *arr_ip(&fa[2], s) = fa_i(&f->step, r);
         }
 out:
     arrs_release(all, 3);
@@ -6469,7 +6636,7 @@ static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, d
     Arr *priv = fph(f, k, FP_PRIV);
     if (n == 1) {
         if (priv->held && arr_b(priv, msgs[0]))
-            return fast_send_private(f, k, msgs[0], arr_i(fph(f, k, FP_SRC), msgs[0]), now);
+            return fast_send_private(f, k, msgs[0], fa_i(fph(f, k, FP_SRC), msgs[0]), now);
         return fast_flows(f, k, msgs, 1, 1);
     }
     if (!priv->held)
@@ -6489,7 +6656,7 @@ static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, d
     }
     int rc = 0;
     if (a == 1)
-        rc = fast_send_private(f, k, mine[0], arr_i(fph(f, k, FP_SRC), mine[0]), now);
+        rc = fast_send_private(f, k, mine[0], fa_i(fph(f, k, FP_SRC), mine[0]), now);
     else if (a > 1)
         rc = fast_send_private_many(f, k, mine, a, now);
     if (rc == 0 && b)
@@ -6505,11 +6672,11 @@ static int fast_launch(Fast *f, Py_ssize_t k, const int64_t *group, Py_ssize_t g
     Py_ssize_t total = 0;
     for (Py_ssize_t i = 0; i < g; i++) {
         int64_t r = group[i];
-        *arr_ip(&f->send_left, r) += arr_i(out, r);
-        *arr_ip(&f->recv_left, r) += arr_i(in, r);
-        total += arr_i(ptr, r + 1) - arr_i(ptr, r);
+        *arr_ip(&f->send_left, r) += fa_i(out, r);
+        *arr_ip(&f->recv_left, r) += fa_i(in, r);
+        total += fa_i(ptr, r + 1) - fa_i(ptr, r);
     }
-    Py_ssize_t endpoints = ptr->n - 1, nmsg = arr_i(ptr, endpoints);
+    Py_ssize_t endpoints = ptr->n - 1, nmsg = fa_i(ptr, endpoints);
     if (g > 1 && g == endpoints)
         total = nmsg;
     if (!total)
@@ -6525,8 +6692,8 @@ static int fast_launch(Fast *f, Py_ssize_t k, const int64_t *group, Py_ssize_t g
             msgs[n] = n;
     else
         for (Py_ssize_t i = 0; i < g; i++)
-            for (int64_t j = arr_i(ptr, group[i]); j < arr_i(ptr, group[i] + 1); j++)
-                msgs[n++] = arr_i(order, j);
+            for (int64_t j = fa_i(ptr, group[i]); j < fa_i(ptr, group[i] + 1); j++)
+                msgs[n++] = fa_i(order, j);
     int rc = fast_send(f, k, msgs, n, now);
     if (msgs != room)
         free(msgs);
@@ -6561,7 +6728,7 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
     while (cur.n) {
         Py_ssize_t live = 0;
         for (Py_ssize_t i = 0; i < cur.n; i++) {
-            if (arr_i(&f->step, cur.v[i]) >= f->total) {
+            if (fa_i(&f->step, cur.v[i]) >= f->total) {
                 if (fast_call(f, s_finished_one, "(d)", now) < 0)
                     goto done;
             } else
@@ -6583,7 +6750,7 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
         }
         Py_ssize_t lo = f->nphase, hi = -1;
         for (Py_ssize_t i = 0; i < live; i++) {
-            int64_t r = cur.v[i], s = arr_i(&f->step, r), slot = s % window;
+            int64_t r = cur.v[i], s = fa_i(&f->step, r), slot = s % window;
             *arr_fp(&f->began, r) = now;
             *arr_ip(&f->send_left, r) = 0;
             int64_t *ecp = (int64_t *)arr2_at(ec, r, slot);
@@ -6607,7 +6774,7 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
         group.n = 0;
         for (Py_ssize_t i = 0; i < live; i++) {
             int64_t r = cur.v[i];
-            if (arr_i(&f->send_left, r) == 0 && arr_i(&f->recv_left, r) == 0 && ll_push(&group, r) < 0)
+            if (fa_i(&f->send_left, r) == 0 && fa_i(&f->recv_left, r) == 0 && ll_push(&group, r) < 0)
                 goto done;
         }
         if (fast_complete(f, group.v, group.n, now, &next) < 0)
@@ -6640,7 +6807,7 @@ static int fast_early(Fast *f, const int64_t *dst, const int64_t *fstep, Py_ssiz
     int64_t window = ec->view.shape[1];
     int wide = 0;
     for (Py_ssize_t i = 0; i < n; i++)
-        wide |= fstep[i] - arr_i(&f->step, dst[i]) >= window || fstep[i] < 0;
+        wide |= fstep[i] - fa_i(&f->step, dst[i]) >= window || fstep[i] < 0;
     if (!wide)
         for (Py_ssize_t i = 0; i < n; i++) {
             int64_t slot = fstep[i] % window;
@@ -6674,7 +6841,7 @@ static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int6
             goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (arr_i(&f->step, dst[i]) == fstep[i]) {
+        if (fa_i(&f->step, dst[i]) == fstep[i]) {
             if (ll_push(&touched, dst[i]) < 0)
                 goto done;
         } else if (ll_push(&early_d, dst[i]) < 0 || ll_push(&early_s, fstep[i]) < 0)
@@ -6683,7 +6850,7 @@ static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int6
     if (early_d.n && fast_early(f, early_d.v, early_s.v, early_d.n, now) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (arr_i(&f->step, dst[i]) == fstep[i]) { /* (the early ones left their receivers' steps as they were) */
+        if (fa_i(&f->step, dst[i]) == fstep[i]) { /* (the early ones left their receivers' steps as they were) */
             *arr_ip(&f->recv_left, dst[i]) -= 1;
             *arr_fp(&f->last, dst[i]) = now;
         }
@@ -6691,7 +6858,7 @@ static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int6
     sort_i64(touched.v, touched.n);
     for (Py_ssize_t i = 0; i < touched.n; i++) {
         int64_t r = touched.v[i];
-        if ((i && r == touched.v[i - 1]) || arr_i(&f->send_left, r) != 0 || arr_i(&f->recv_left, r) != 0)
+        if ((i && r == touched.v[i - 1]) || fa_i(&f->send_left, r) != 0 || fa_i(&f->recv_left, r) != 0)
             continue;
         if (ll_push(&ready, r) < 0)
             goto done;
@@ -6714,7 +6881,7 @@ static int fast_one_done(Fast *f, int64_t src, int64_t dst, int64_t fstep, doubl
     *arr_fp(&f->last, src) = now;
     int64_t touched[2] = {src, dst};
     int n = 1;
-    if (arr_i(&f->step, dst) == fstep) {
+    if (fa_i(&f->step, dst) == fstep) {
         *arr_ip(&f->recv_left, dst) -= 1;
         *arr_fp(&f->last, dst) = now;
         if (dst != src)
@@ -6723,7 +6890,7 @@ static int fast_one_done(Fast *f, int64_t src, int64_t dst, int64_t fstep, doubl
         return -1;
     for (int i = 0; i < n; i++) {
         int64_t r = touched[i];
-        if (arr_i(&f->send_left, r) == 0 && arr_i(&f->recv_left, r) == 0) {
+        if (fa_i(&f->send_left, r) == 0 && fa_i(&f->recv_left, r) == 0) {
             int c = fast_complete_one(f, r, now);
             if (c < 0 || (c && fast_begin_one(f, r, now) < 0))
                 return -1;
@@ -7043,11 +7210,12 @@ static int fast_after_skip(Fast *f, int64_t s0) {
  * keeps changing, looked at less often (fast_after_skip) */
 static PyObject *fast_after(Fast *f) {
     PyObject *seen = fast_attr(f, FA_SEEN0);
-    long long s0 = seen ? PyLong_AsLongLong(seen) : -1;
+    long long s0 = -1;
+    int bad = !seen || as_ll(seen, &s0) < 0;
     Py_XDECREF(seen);
-    if (PyErr_Occurred())
+    if (bad)
         return NULL;
-    int64_t now0 = arr_i(&f->step, f->ref);
+    int64_t now0 = fa_i(&f->step, f->ref);
     if (s0 != now0) {
         int skip = fast_after_skip(f, now0);
         if (skip < 0 || (!skip && fast_call(f, s_after, "()") < 0))
@@ -7058,6 +7226,190 @@ static PyObject *fast_after(Fast *f) {
 
 /* after(): FastExecutor._after, as the network calls it after each wake-up */
 static PyObject *Fast_after(Fast *f, PyObject *unused) { return fast_out(f, fast_after(f)); }
+
+/* how many of the executor's flows (owner f->owner_id) the slots ``slots`` (a 1-d int array) hold, the
+ * network's per-slot owners ``own``: 0, or -1 where they are not such arrays (no exception left set) */
+static int fast_owned(Fast *f, PyObject *slots, const Arr *own, Py_ssize_t *count) {
+    Arr a;
+    if (arr_get(slots, &a, 'i') < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < a.n; i++) {
+        int64_t x = arr_i(&a, i);
+        if (x < 0 || x >= own->n) {
+            rc = -1;
+            break;
+        }
+        *count += arr_i(own, x) == f->owner_id;
+    }
+    arr_release(&a);
+    return rc;
+}
+
+/* the executor's flows in flight (net.in_flight(owner)'s lengths: the draining ones, the ones still paying
+ * latency) and its private messages in flight (a count: ex._arrivals' batches, np.size of their first
+ * column, and what the core holds): 0, or -1 where anything is not as the Python lines make it (no
+ * exception left set: the caller hands back to those lines) */
+static int fast_in_flight(Fast *f, Py_ssize_t *active, Py_ssize_t *waiting, Py_ssize_t *private) {
+    *active = *waiting = 0;
+    *private = f->held;
+    PyObject *act = PyObject_GetAttr(f->net, s_active_f); /* (the property: as in_flight reads it) */
+    PyObject *own = act ? nget(f->net, NF_OWNER, s_owner_f) : NULL;
+    PyObject *pend = own ? nget(f->net, NF_PENDING_AT, s_pending_at_f) : NULL;
+    PyObject *arrivals = pend ? fast_get(f->ex, s_arrivals) : NULL;
+    Arr o;
+    int rc = -1, held = 0;
+    if (!arrivals || !PyDict_CheckExact(pend) || !PyDict_CheckExact(arrivals) || arr_get(own, &o, 'i') < 0)
+        goto done;
+    held = 1;
+    if (fast_owned(f, act, &o, active) < 0)
+        goto done;
+    PyObject *key, *bucket;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(pend, &pos, &key, &bucket)) {
+        if (!PyList_CheckExact(bucket))
+            goto done;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(bucket); i++) {
+            PyObject *s = PyList_GET_ITEM(bucket, i);
+            if (!PyLong_Check(s) && fast_owned(f, s, &o, waiting) < 0) /* (an int: not counted, as in_flight) */
+                goto done;
+        }
+    }
+    pos = 0;
+    while (PyDict_Next(arrivals, &pos, &key, &bucket)) {
+        if (!PyList_CheckExact(bucket))
+            goto done;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(bucket); i++) {
+            PyObject *batch = PyList_GET_ITEM(bucket, i), *col;
+            if (!PyTuple_CheckExact(batch) || PyTuple_GET_SIZE(batch) < 1)
+                goto done;
+            col = PyTuple_GET_ITEM(batch, 0);
+            if (PyLong_Check(col))
+                *private += 1;
+            else if (PyList_CheckExact(col))
+                *private += PyList_GET_SIZE(col);
+            else {
+                Arr c;
+                if (arr_get(col, &c, 'i') < 0)
+                    goto done;
+                *private += c.n;
+                arr_release(&c);
+            }
+        }
+    }
+    rc = 0;
+done:
+    if (held)
+        arr_release(&o);
+    PyErr_Clear();
+    Py_XDECREF(act);
+    Py_XDECREF(own);
+    Py_XDECREF(pend);
+    Py_XDECREF(arrivals);
+    return rc;
+}
+
+/* early_window(t0) -> (positions, counts, times, top): FastExecutor._early_window in one pass over the early
+ * arrays -- each endpoint's window from its own step on (row r's columns (step[r] + j) % window, j < window),
+ * its entries with a count: their flat positions r * window + j in order, their counts and their last
+ * arrival times less t0 (-1 where that is not finite), as the bytes of int64, int64 and float64 arrays; and
+ * the furthest step counted for (step[r] + j), or None */
+static PyObject *Fast_early_window(Fast *f, PyObject *t0_o) {
+    double t0 = PyFloat_AsDouble(t0_o);
+    if (t0 == -1.0 && PyErr_Occurred())
+        return NULL;
+    f->gen++; /* (from Python) */
+    Arr2 *ec, *el;
+    PyObject *out = NULL, *cols[3] = {NULL, NULL, NULL}, *top_o = NULL;
+    if (fast_early_arrays(f, &ec, &el) < 0)
+        goto done;
+    Py_ssize_t e = ec->view.shape[0], w = ec->view.shape[1], n = 0;
+    if (e != f->step.n || el->view.shape[0] != e || el->view.shape[1] != w || w <= 0) {
+        PyErr_SetString(PyExc_ValueError, "early_window: the early arrays' shapes differ");
+        goto done;
+    }
+    Py_ssize_t cs0 = ec->view.strides[0], cs1 = ec->view.strides[1], ls0 = el->view.strides[0],
+               ls1 = el->view.strides[1];
+    const char *cb = ec->view.buf, *lb = el->view.buf;
+    for (Py_ssize_t r = 0; r < e; r++) /* (the entries with a count: few) */
+        for (Py_ssize_t c = 0; c < w; c++)
+            n += *(const int64_t *)(cb + r * cs0 + c * cs1) != 0;
+    for (int k = 0; k < 3; k++)
+        if (!(cols[k] = PyBytes_FromStringAndSize(NULL, n * 8)))
+            goto done;
+    int64_t *pos = (int64_t *)PyBytes_AS_STRING(cols[0]), *cnt = (int64_t *)PyBytes_AS_STRING(cols[1]);
+    double *tm = (double *)PyBytes_AS_STRING(cols[2]);
+    long long top = 0;
+    Py_ssize_t i = 0;
+    for (Py_ssize_t r = 0; r < e && i < n; r++) {
+        const char *crow = cb + r * cs0, *lrow = lb + r * ls0;
+        int64_t s = fa_i(&f->step, r), start = ((s % w) + w) % w;
+        for (Py_ssize_t j = 0, c = start; j < w; j++, c = c + 1 == w ? 0 : c + 1) { /* (c = (start + j) % w) */
+            int64_t x = *(const int64_t *)(crow + c * cs1);
+            if (!x)
+                continue;
+            double t = *(const double *)(lrow + c * ls1) - t0;
+            pos[i] = (int64_t)r * w + j;
+            cnt[i] = x;
+            tm[i] = isfinite(t) ? t : -1.0;
+            if (!i++ || s + j > top)
+                top = s + j;
+        }
+    }
+    top_o = n ? PyLong_FromLongLong(top) : Py_NewRef(Py_None);
+    if (top_o)
+        out = PyTuple_Pack(4, cols[0], cols[1], cols[2], top_o);
+done:
+    for (int k = 0; k < 3; k++)
+        Py_XDECREF(cols[k]);
+    Py_XDECREF(top_o);
+    f->gen++; /* (back to Python) */
+    return out;
+}
+
+/* digest(s0, finished): _after's digest of the state at reference step s0 -- hash((relative.tobytes(),
+ * send_left.tobytes(), recv_left.tobytes(), shape)), relative = np.where(step < total, step - s0,
+ * finished), shape = (flows draining, flows paying latency, private messages in flight) -- the same value
+ * (Python's hash of the same objects), without the arrays; None where the Python lines must make it */
+static PyObject *Fast_digest(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 2, "digest(s0, finished)"))
+        return NULL;
+    long long s0 = PyLong_AsLongLong(args[0]), fin = s0 == -1 && PyErr_Occurred() ? 0 : PyLong_AsLongLong(args[1]);
+    if (PyErr_Occurred())
+        return NULL;
+    f->gen++; /* (from Python) */
+    Py_ssize_t na, nw, np_;
+    if (fast_in_flight(f, &na, &nw, &np_) < 0)
+        Py_RETURN_NONE;
+    Py_ssize_t e = f->step.n;
+    if (f->send_left.n != e || f->recv_left.n != e)
+        Py_RETURN_NONE;
+    PyObject *cols[3] = {NULL, NULL, NULL}, *shape = NULL, *key = NULL, *out = NULL;
+    for (int j = 0; j < 3; j++) {
+        if (!(cols[j] = PyBytes_FromStringAndSize(NULL, e * (Py_ssize_t)sizeof(int64_t))))
+            goto done;
+        int64_t *v = (int64_t *)PyBytes_AS_STRING(cols[j]);
+        const Arr *a = j == 0 ? &f->step : j == 1 ? &f->send_left : &f->recv_left;
+        for (Py_ssize_t i = 0; i < e; i++) {
+            int64_t x = arr_i(a, i);
+            v[i] = j ? x : x < f->total ? (int64_t)((uint64_t)x - (uint64_t)s0) : (int64_t)fin;
+        }
+    }
+    if (!(shape = Py_BuildValue("(nnn)", na, nw, np_)) || !(key = PyTuple_Pack(4, cols[0], cols[1], cols[2], shape)))
+        goto done;
+    Py_hash_t h = PyObject_Hash(key);
+    if (h != -1 || !PyErr_Occurred())
+        out = PyLong_FromSsize_t(h);
+done:
+    for (int j = 0; j < 3; j++)
+        Py_XDECREF(cols[j]);
+    Py_XDECREF(shape);
+    Py_XDECREF(key);
+    f->gen++; /* (back to Python) */
+    return out;
+}
 
 /* flows_done(slots, now): FastExecutor._on_flows_done -- the network's flows of this executor in ``slots``
  * have completed: one as _one_done, several as _done, their (src, dst, step) read from ex.f_src, f_dst,
@@ -7081,19 +7433,12 @@ static PyObject *Fast_flows_done(Fast *f, PyObject *const *args, Py_ssize_t narg
 /* flows_done for the slots ``sv`` (``n`` of them) at ``now``: what the network's wake-up calls without making
  * the slots an array (w_finish_owned) */
 static PyObject *fast_flows_done_at(Fast *f, const int64_t *sv, Py_ssize_t n, double now) {
-    static PyObject *names[3];
     int64_t room[3][LL_ROOM];
     LList col[3] = {{room[0], 0, LL_ROOM, 0}, {room[1], 0, LL_ROOM, 0}, {room[2], 0, LL_ROOM, 0}};
     Arr a[3];
     int held = 0, ok = 0;
-    if (!names[0] && (!(names[0] = PyUnicode_InternFromString("f_src")) ||
-                      !(names[1] = PyUnicode_InternFromString("f_dst")) ||
-                      !(names[2] = PyUnicode_InternFromString("f_step")))) {
-        names[0] = NULL;
-        goto done;
-    }
     for (; held < 3; held++) {
-        PyObject *o = fast_get(f->ex, names[held]);
+        PyObject *o = fast_attr(f, FA_FSRC + held);
         int bad = !o || arr_get(o, &a[held], 'i') < 0;
         Py_XDECREF(o);
         if (bad)
@@ -7231,11 +7576,16 @@ static PyMethodDef Fast_methods[] = {
     {"take_back", (PyCFunction)Fast_take_back, METH_NOARGS,
      "take_back(): the executor's _arrivals taken into the core, as its next send or arrival takes them"},
     {"after", (PyCFunction)Fast_after, METH_NOARGS, "after(): FastExecutor._after, its first test made here"},
+    {"early_window", (PyCFunction)Fast_early_window, METH_O,
+     "early_window(t0) -> (positions, counts, times, top): FastExecutor._early_window's arrays as bytes"},
+    {"digest", (PyCFunction)(void (*)(void))Fast_digest, METH_FASTCALL,
+     "digest(s0, finished): FastExecutor._after's digest of the state (None: the Python lines make it)"},
     {"flows_done", (PyCFunction)(void (*)(void))Fast_flows_done, METH_FASTCALL,
      "flows_done(slots, now): FastExecutor._on_flows_done"},
     {"held", (PyCFunction)Fast_held, METH_NOARGS, "held(): how many private messages the core holds in flight"},
+    {"private", (PyCFunction)Fast_private, METH_NOARGS, "private(): how many private messages the core has sent"},
     {"fire", (PyCFunction)(void (*)(void))Fast_fire, METH_FASTCALL, "fire(when, event): arrived(when)"},
-    {"pump", (PyCFunction)Fast_pump, METH_O,
+    {"pump", (PyCFunction)fast_pump_cb, METH_O,
      "pump(event): the arrivals of the core's own queue due before SimPy's next event"},
     {"one_done", (PyCFunction)(void (*)(void))Fast_one_done, METH_FASTCALL,
      "one_done(src, dst, fstep, now): FastExecutor._one_done"},

@@ -130,10 +130,16 @@ class FastExecutor:
         self._private_of: dict[int, np.ndarray] = {}
         #: private messages in flight, by arrival time: [(src, dst, step, path, bytes), ...]
         self._arrivals: dict[float, list[tuple[Any, ...]]] = {}
-        self.private = 0  # messages that took the private path
+        self._private = 0  # messages that took the private path here (see private)
         self._core: Any = None  # sim._ratecore.Fast where the compiled core runs the per-message lines
         if alone:
             net.after_wake.append(self._after)
+
+    @property
+    def private(self) -> int:
+        """How many messages took the private path: the Python lines' and the compiled core's (which
+        counts its own, so that no attribute is written per message)."""
+        return self._private if self._core is None else self._private + self._core.private()
 
     # ------------------------------------------------------------------ driving
     def run(self) -> Generator[Any, Any, None]:
@@ -300,8 +306,8 @@ class FastExecutor:
         The network's completions of this executor's flows (:meth:`_on_flows_done`) and its call after
         each wake-up (:meth:`_after`'s first test) go to the core directly. With its own queue the core
         also keeps the private messages in flight itself, handing them over into :attr:`_arrivals`
-        before the lines here read or write it (:meth:`_all_arrivals`), and adds up :attr:`private` and
-        the network's ``flows`` until a Python line runs."""
+        before the lines here read or write it (:meth:`_all_arrivals`), adds up the network's ``flows``
+        until a Python line runs, and counts its private messages itself (:attr:`private`)."""
         if _CORE is None or not _FAST_CORE:
             return
         net = self.net
@@ -316,10 +322,12 @@ class FastExecutor:
                 if step.bound is not None:
                     rate = np.minimum(rate, step.bound)
             reduce_at = step.reduce_at if self.gamma > 0 else None
-            phases.append(
-                (step.out_count, step.in_count, reduce_at, step._ptr, step._order, step.dst, pids, step.nbytes)
-                + (private, delay, wire, rate, step.src)
+            # (the int arrays as int64, which the core reads without a width test: the same values)
+            out, inc, ptr, order, dst, pids, src = (
+                np.asarray(a, dtype=np.int64)
+                for a in (step.out_count, step.in_count, step._ptr, step._order, step.dst, pids, step.src)
             )
+            phases.append((out, inc, reduce_at, ptr, order, dst, pids, step.nbytes) + (private, delay, wire, rate, src))
         bounds = np.asarray(self.bounds, dtype=np.int64)
         own_queue = type(self.env).step is simpy.Environment.step  # (a step that looks at a deadline: one per event)
         launch = None  # _launch_flows' and _launch_flow_one's lines in C (Network.launch_rows' and launch_one's)
@@ -462,7 +470,7 @@ class FastExecutor:
             self._arrive_at(
                 start1 + wire1 / rate1 if wire1 > 0 else start1, (r, int(step.dst[m]), int(self.step[r]), pid, nb)
             )
-            self.private += 1
+            self._private += 1
             return
         pids = step.pids(net)[msgs]
         src = step.src[msgs]
@@ -479,7 +487,7 @@ class FastExecutor:
         for when in distinct(arrival).tolist():
             at = arrival == when
             self._arrive_at(when, (src[at], dst[at], fstep[at], pids[at], nbytes[at]))
-        self.private += len(msgs)
+        self._private += len(msgs)
 
     def _arrive_at(self, when: float, batch: tuple[Any, ...]) -> None:
         """``batch`` = (src, dst, step, path, bytes) arrives at ``when``: arrays, or ints (one message)."""
@@ -663,8 +671,12 @@ class FastExecutor:
         future = self.step[:, None] + np.arange(old)[None, :]
         count = np.zeros((self.program.endpoints, new), dtype=np.int64)
         last = np.full((self.program.endpoints, new), -np.inf)
-        count[ranks, future % new] = self.early_count[ranks, future % old]
-        last[ranks, future % new] = self.early_last[ranks, future % old]
+        # count[ranks, future % new] = early_count[ranks, future % old] (and last's), by flat positions: numpy's
+        # 1-d gather and scatter, not its broadcast fancy indexing of two index arrays
+        to = (ranks * new + future % new).ravel()
+        at = (ranks * old + future % old).ravel()
+        count.ravel()[to] = self.early_count.ravel()[at]
+        last.ravel()[to] = self.early_last.ravel()[at]
         self.early_count, self.early_last, self.window = count, last, new
 
     # ------------------------------------------------------------------ steady states
@@ -680,15 +692,18 @@ class FastExecutor:
             return  # a state that keeps changing: look less often (runs of consecutive steps, to see periods)
         # every snapshot the state could match has the same endpoints' steps relative to the reference,
         # the same counts left and as many flows and private messages in flight (its shape): a digest of
-        # them, cheap, rules most states out before a snapshot
-        live = self.step < self.total
-        relative = np.where(live, self.step - s0, _FINISHED)
-        active, waiting = self.net.in_flight(self.owner)
-        private = sum(np.size(batch[0]) for bucket in self._arrivals.values() for batch in bucket)
-        if self._core is not None:
-            private += self._core.held()  # (what the core holds: a count, none handed over)
-        shape = (len(active), len(waiting), private)
-        digest = hash((relative.tobytes(), self.send_left.tobytes(), self.recv_left.tobytes(), shape))
+        # them, cheap, rules most states out before a snapshot (the compiled core makes the same value from
+        # the arrays in place, without numpy's temporaries: Fast.digest)
+        digest = None if self._core is None else self._core.digest(s0, _FINISHED)
+        if digest is None:
+            live = self.step < self.total
+            relative = np.where(live, self.step - s0, _FINISHED)
+            active, waiting = self.net.in_flight(self.owner)
+            private = sum(np.size(batch[0]) for bucket in self._arrivals.values() for batch in bucket)
+            if self._core is not None:
+                private += self._core.held()  # (what the core holds: a count, none handed over)
+            shape = (len(active), len(waiting), private)
+            digest = hash((relative.tobytes(), self.send_left.tobytes(), self.recv_left.tobytes(), shape))
         history = self._history
         seen = [snap for s, d, snap in history if d == digest and 1 <= s0 - s <= _MAX_PERIOD]
         snap = self._snapshot(s0) if seen else None
@@ -736,25 +751,22 @@ class FastExecutor:
         w_path, w_left, _ = net.flow_state(waiting)
         w_order = np.lexsort((self.f_src[waiting], w_path, self.f_step[waiting], w_start))
         waiting, w_start, w_path, w_left = waiting[w_order], w_start[w_order], w_path[w_order], w_left[w_order]
-        # each endpoint's window from its own step on: row r's columns (step[r] + j) % window, j < window --
-        # a run of columns of the row written twice over (whole rows copied, not element by element)
-        start = self.step % self.window
-        early_count = _rotated(self.early_count, start)
-        early_last = _rotated(self.early_last, start) - t0
+        early_pos, early_count, early_times, early_top = self._early_window(t0)
         p_when, p_src, p_step, p_path = self._in_flight_private()
         p_order = np.lexsort((p_when, p_path, p_step, p_src))
         p_when, p_src, p_step, p_path = p_when[p_order], p_src[p_order], p_step[p_order], p_path[p_order]
         in_flight = np.concatenate([self.f_step[active], self.f_step[waiting], p_step])
         s_hi = max(int(self.step[live].max(initial=s0)), int(in_flight.max()) if len(in_flight) else 0)
-        if early_count.any():
-            rows, cols = np.nonzero(early_count)
-            s_hi = max(s_hi, int((self.step[rows] + cols).max()))
+        if early_top is not None:
+            s_hi = max(s_hi, early_top)
         ints = np.concatenate(
             [
                 np.where(live, self.step - s0, _FINISHED),
                 self.send_left,
                 self.recv_left,
-                early_count.ravel(),
+                [self.window],
+                early_pos,
+                early_count,
                 self.f_src[active],
                 self.f_step[active] - s0,
                 a_path,
@@ -771,7 +783,7 @@ class FastExecutor:
                 np.where(live, self.began - t0, 0.0),
                 np.where(live, self.last - t0, 0.0),
                 np.nan_to_num(self.timer_at - t0, nan=-1.0),
-                np.where(np.isfinite(early_last), early_last, -1.0).ravel(),
+                early_times,
                 w_start - t0,
                 p_when - t0,
                 [net.updated_at - t0],
@@ -790,6 +802,24 @@ class FastExecutor:
             path_bytes=net.path_bytes(),
             flows=net.flows,
         )
+
+    def _early_window(self, t0: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None]:
+        """The early arrays as a snapshot holds them: each endpoint's window from its own step on (row r's
+        columns (step[r] + j) % window, j < window), its entries with a count -- their flat positions
+        r * window + j in order, their counts, their last arrival times less ``t0`` (-1 where not finite)
+        -- and the furthest step an early message is counted for (None: none is). (The entries without a
+        count are left out: a count and a last arrival are set together and cleared together, so there
+        the last arrival is always -inf, -1 less ``t0``, the same in every snapshot.)"""
+        if self._core is not None:  # (the same values, in one pass over the arrays: Fast.early_window)
+            pos, count, times, top = self._core.early_window(t0)
+            return np.frombuffer(pos, np.int64), np.frombuffer(count, np.int64), np.frombuffer(times), top
+        # a run of columns of each row written twice over (whole rows copied, not element by element)
+        start = self.step % self.window
+        count = _rotated(self.early_count, start)
+        rows, cols = np.nonzero(count)
+        last = _rotated(self.early_last, start)[rows, cols] - t0
+        top = int((self.step[rows] + cols).max()) if len(rows) else None
+        return rows * self.window + cols, count[rows, cols], np.where(np.isfinite(last), last, -1.0), top
 
     def _jump(self, steps: int, shift: float, path_bytes: np.ndarray, flows: int) -> None:
         """Skip ``steps`` steps lasting ``shift`` seconds in all: every step counter moves on by

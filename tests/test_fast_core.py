@@ -411,6 +411,67 @@ def test_a_state_that_keeps_changing_looked_at_less_often_by_the_core(monkeypatc
     assert 0 < calls[True] < 130 < calls[False]  # (the reference's 126 steps: most skipped past 64 misses)
 
 
+@pytest.mark.parametrize("gamma", [0.0, 1e-11])
+def test_the_cores_early_windows_and_digests_are_the_python_lines(monkeypatch, gamma):
+    """What the core makes for the steady-state detection -- a snapshot's early windows (``Fast.early_window``:
+    the entries with a count, their positions, counts and last arrivals less t0, the furthest step counted
+    for) and the digest of the state (``Fast.digest``) -- is at every call what the Python lines make."""
+    graph = dgx(hosts=4, gpus_per_host=4, ecmp="hash")
+    windows: list[bool] = []
+    digests: list[bool] = []
+    early_window = fastpath.FastExecutor._early_window
+
+    def both(self: Any, t0: float) -> Any:
+        got = early_window(self, t0)
+        core, self._core = self._core, None
+        try:
+            ref = early_window(self, t0)
+        finally:
+            self._core = core
+        same = all(a.dtype == b.dtype and a.tobytes() == b.tobytes() for a, b in zip(got[:3], ref[:3], strict=True))
+        windows.append(core is not None and same and got[3] == ref[3])
+        return got
+
+    class Spy:
+        """The core, its digest compared with the Python lines' (the rest handed through)."""
+
+        def __init__(self, core: Any, ex: Any) -> None:
+            self.core, self.ex = core, ex
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.core, name)
+
+        def digest(self, s0: int, finished: int) -> Any:
+            ex = self.ex
+            live = ex.step < ex.total
+            relative = np.where(live, ex.step - s0, finished)
+            active, waiting = ex.net.in_flight(ex.owner)
+            private = sum(np.size(b[0]) for bucket in ex._arrivals.values() for b in bucket) + self.core.held()
+            shape = (len(active), len(waiting), private)
+            ref = hash((relative.tobytes(), ex.send_left.tobytes(), ex.recv_left.tobytes(), shape))
+            got = self.core.digest(s0, finished)
+            digests.append(got == ref)
+            return got
+
+    after = fastpath.FastExecutor._after
+
+    def spied(self: Any) -> None:
+        core = self._core
+        if core is not None and not isinstance(core, Spy):
+            self._core = Spy(core, self)
+        try:
+            after(self)
+        finally:
+            if isinstance(self._core, Spy):
+                self._core = self._core.core
+
+    monkeypatch.setattr(fastpath.FastExecutor, "_early_window", both)
+    monkeypatch.setattr(fastpath.FastExecutor, "_after", spied)
+    simulate(graph, "allreduce", "ring:order=rank", 2**22 + 7, engine="fast", gamma=gamma)
+    assert len(windows) > 2 and all(windows)
+    assert len(digests) > 2 and all(digests)
+
+
 # ---------------------------------------------------------------------- the core's launch of flows
 
 
