@@ -980,6 +980,17 @@ static int cmp_i32(const void *x, const void *y) {
 
 SORT_NONNEG(sort_i32, int32_t, uint32_t, cmp_i32, 48)
 
+/* relaxed's count of a part's link ``arc`` (two users or more): arc_cnt, the first time (arc_mark2 not ``st``)
+ * set to 1 and the link put on ``seen`` */
+static inline void count_link(Core *c, int32_t arc, uint32_t st, int32_t *seen, Py_ssize_t *nseen) {
+    if (c->arc_mark2[arc] != st) {
+        c->arc_mark2[arc] = st;
+        seen[(*nseen)++] = arc;
+        c->arc_cnt[arc] = 1;
+    } else
+        c->arc_cnt[arc]++;
+}
+
 /* a slot's arcs (full ones only where ``by_full``) onto c->todo, but those already searched (arc_mark ``st``:
  * the search would pass them over when it took them, and a mark stays); and its links of two users or more
  * counted, as relaxed's first lines count them (the slots come here in c->order's order): arcs_seen (room for
@@ -993,14 +1004,8 @@ static inline int push_arcs(Core *c, int32_t slot, int by_full, uint32_t st) {
     Py_ssize_t m = c->todo.n, nseen = c->arcs_seen.n;
     for (int32_t k = 0; k < len; k++) {
         int32_t arc = arcs[k];
-        if (c->msize[arc] > 1) {
-            if (c->arc_mark2[arc] != st) {
-                c->arc_mark2[arc] = st;
-                seen[nseen++] = arc;
-                c->arc_cnt[arc] = 1;
-            } else
-                c->arc_cnt[arc]++;
-        }
+        if (c->msize[arc] > 1)
+            count_link(c, arc, st, seen, &nseen);
         if ((!by_full || c->full[arc]) && c->arc_mark[arc] != st)
             todo[m++] = arc;
     }
@@ -1183,14 +1188,8 @@ static int relaxed(Core *c, Inputs *in, const IList *part, double *out) {
             const int32_t *arcs = slot_arcs(c, part->v[i], &len);
             for (int32_t k = 0; k < len; k++) {
                 int32_t arc = arcs[k];
-                if (msize[arc] <= 1)
-                    continue;
-                if (c->arc_mark2[arc] != st) {
-                    c->arc_mark2[arc] = st;
-                    seen[nseen++] = arc;
-                    c->arc_cnt[arc] = 1;
-                } else
-                    c->arc_cnt[arc]++;
+                if (msize[arc] > 1)
+                    count_link(c, arc, st, seen, &nseen);
             }
         }
         c->arcs_seen.n = nseen;
