@@ -250,7 +250,7 @@ typedef struct {
     int32_t **spos;
     int32_t *sposcap;
     /* the kept arcs of every path seen: pool[poff[pid] .. + plen[pid]] (poff -1: not taken yet) */
-    size_t npaths;
+    size_t npaths, pscan; /* (pscan: the path ids below it tried by path_arcs' sweep) */
     int64_t *poff;
     int32_t *plen;
     IList pool;
@@ -260,6 +260,9 @@ typedef struct {
     int32_t *slot_idx, *arc_cnt, *arc_loc;
     double *arc_delta;
     IList todo, more, order, arcs_seen, touched;
+    /* the stamp with which component counted c->order's links (relaxed's first lines: arcs_seen, arc_cnt by
+     * arc_mark2), 0 where it did not; good while c->stamp is still it */
+    uint32_t counted;
 } Core;
 
 static void core_free_arrays(Core *c) {
@@ -310,6 +313,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
         goto done;
     }
     core_free_arrays(c);
+    c->pscan = 0;
     Py_ssize_t m = cap.n, k = m ? m : 1;
     c->narcs = m;
     c->cap = malloc(k * sizeof(double)), c->top = malloc(k * sizeof(double)), c->brim = malloc(k * sizeof(double));
@@ -360,28 +364,83 @@ static int ensure_slots(Core *c, int64_t top) {
     return 0;
 }
 
-/* The kept arcs of path ``pid`` (Rates._arcs_of), taken from the cluster's path table once. */
+static inline PyObject *iget(PyObject *obj, PyObject *name);
+
+/* path ``pid``'s kept arcs from the path table's arrays into the pool (poff/plen set; c->npaths above pid):
+ * 0, or -1 where it does not fit them (an exception set only where ``strict``, the pool as it was) */
+static int path_take(Core *c, int64_t pid, const Arr *start, const Arr *length, const Arr *all, const Arr *kept,
+                     int strict) {
+    if (pid >= start->n || pid >= length->n) {
+        if (strict)
+            PyErr_SetString(PyExc_IndexError, "_ratecore: path id beyond the path table");
+        return -1;
+    }
+    int64_t s = arr_i(start, pid), n = arr_i(length, pid);
+    if (s < 0 || n < 0 || s + n > all->n) {
+        if (strict)
+            PyErr_SetString(PyExc_IndexError, "_ratecore: path beyond the arc table");
+        return -1;
+    }
+    Py_ssize_t at = c->pool.n;
+    if (il_reserve(&c->pool, at + n) < 0) {
+        if (!strict)
+            PyErr_Clear();
+        return -1;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t arc = arr_i(all, s + i);
+        if (arc < 0 || arc >= c->narcs) {
+            if (strict)
+                PyErr_SetString(PyExc_IndexError, "_ratecore: arc out of range");
+            c->pool.n = at;
+            return -1;
+        }
+        if (kept->held && !arr_b(kept, arc))
+            continue;
+        c->pool.v[c->pool.n++] = (int32_t)arc;
+    }
+    c->poff[pid] = at;
+    c->plen[pid] = (int32_t)(c->pool.n - at);
+    return 0;
+}
+
+/* c->poff and c->plen over at least ``top`` path ids (the new ones not taken) */
+static int paths_fit(Core *c, size_t top) {
+    if (top <= c->npaths)
+        return 0;
+    size_t have = c->npaths;
+    if (grow_bytes((void **)&c->poff, &have, top, sizeof(int64_t), 0xff) < 0) return -1;
+    size_t cap = have;
+    have = c->npaths;
+    if (grow_bytes((void **)&c->plen, &have, cap, sizeof(int32_t), 0) < 0) return -1;
+    c->npaths = cap;
+    return 0;
+}
+
+/* The kept arcs of path ``pid`` (Rates._arcs_of), taken from the cluster's path table once: on a miss, with
+ * the table's arrays open, every path the table holds (``count``) from the last one so taken on is taken too
+ * (a path's arcs never change once added: the table only grows), so that a run's many new paths cost one
+ * read of the table rather than one each; one that does not fit the table is left for its own miss, which
+ * says why. */
 static int path_arcs(Core *c, int64_t pid, const int32_t **arcs, int32_t *len) {
     if (pid < 0) {
         PyErr_SetString(PyExc_IndexError, "_ratecore: negative path id");
         return -1;
     }
-    if ((size_t)pid >= c->npaths) {
-        size_t have = c->npaths;
-        if (grow_bytes((void **)&c->poff, &have, (size_t)pid + 1, sizeof(int64_t), 0xff) < 0) return -1;
-        size_t cap = have;
-        have = c->npaths;
-        if (grow_bytes((void **)&c->plen, &have, cap, sizeof(int32_t), 0) < 0) return -1;
-        c->npaths = cap;
-    }
+    if (paths_fit(c, (size_t)pid + 1) < 0)
+        return -1;
     if (c->poff[pid] < 0) {
-        PyObject *paths = PyObject_GetAttrString(c->cluster, "paths");
+        static PyObject *names[5];
+        static const char *const text[5] = {"paths", "start", "length", "arcs", "count"};
+        for (int k = 0; k < 5; k++)
+            if (!names[k] && !(names[k] = PyUnicode_InternFromString(text[k])))
+                return -1;
+        PyObject *paths = iget(c->cluster, names[0]);
         if (!paths)
             return -1;
-        PyObject *ostart = PyObject_GetAttrString(paths, "start");
-        PyObject *olength = PyObject_GetAttrString(paths, "length");
-        PyObject *oarcs = PyObject_GetAttrString(paths, "arcs");
-        Py_DECREF(paths);
+        PyObject *ostart = iget(paths, names[1]);
+        PyObject *olength = ostart ? iget(paths, names[2]) : NULL;
+        PyObject *oarcs = olength ? iget(paths, names[3]) : NULL;
         Arr start, length, all, kept;
         start.held = length.held = all.held = kept.held = 0;
         int rc = -1;
@@ -391,34 +450,28 @@ static int path_arcs(Core *c, int64_t pid, const int32_t **arcs, int32_t *len) {
             goto out;
         if (c->kept != Py_None && arr_get(c->kept, &kept, 'b') < 0)
             goto out;
-        if (pid >= start.n || pid >= length.n) {
-            PyErr_SetString(PyExc_IndexError, "_ratecore: path id beyond the path table");
+        if (path_take(c, pid, &start, &length, &all, &kept, 1) < 0)
             goto out;
-        }
-        int64_t s = arr_i(&start, pid), n = arr_i(&length, pid);
-        if (s < 0 || n < 0 || s + n > all.n) {
-            PyErr_SetString(PyExc_IndexError, "_ratecore: path beyond the arc table");
-            goto out;
-        }
-        Py_ssize_t at = c->pool.n;
-        if (il_reserve(&c->pool, at + n) < 0)
-            goto out;
-        for (int64_t i = 0; i < n; i++) {
-            int64_t arc = arr_i(&all, s + i);
-            if (arc < 0 || arc >= c->narcs) {
-                PyErr_SetString(PyExc_IndexError, "_ratecore: arc out of range");
-                goto out;
-            }
-            if (kept.held && !arr_b(&kept, arc))
-                continue;
-            c->pool.v[c->pool.n++] = (int32_t)arc;
-        }
-        c->poff[pid] = at;
-        c->plen[pid] = (int32_t)(c->pool.n - at);
         rc = 0;
+        /* the rest of the table, from the last path so taken on (anything amiss: left to the misses) */
+        PyObject *ocount = iget(paths, names[4]);
+        Py_ssize_t top = ocount && PyLong_CheckExact(ocount) ? PyLong_AsSsize_t(ocount) : -1;
+        Py_XDECREF(ocount);
+        if (top > start.n)
+            top = start.n;
+        if (top > length.n)
+            top = length.n;
+        if (top > (Py_ssize_t)c->pscan && paths_fit(c, (size_t)top) == 0) {
+            for (Py_ssize_t q = (Py_ssize_t)c->pscan; q < top; q++)
+                if (c->poff[q] < 0)
+                    (void)path_take(c, q, &start, &length, &all, &kept, 0);
+            c->pscan = (size_t)top;
+        }
+        PyErr_Clear();
     out:
         arr_release(&start), arr_release(&length), arr_release(&all), arr_release(&kept);
         Py_XDECREF(ostart), Py_XDECREF(olength), Py_XDECREF(oarcs);
+        Py_DECREF(paths);
         if (rc < 0)
             return -1;
     }
@@ -494,6 +547,7 @@ static void arrs_release(Arr **all, int n) {
 }
 
 static void clear_members(Core *c) {
+    c->counted = 0;
     memset(c->msize, 0, (size_t)c->narcs * sizeof(int32_t));
     if (c->nslots)
         memset(c->sin, 0, c->nslots);
@@ -505,6 +559,7 @@ static PyObject *Core_reset(Core *c, PyObject *kept) {
     if (c->npaths)
         memset(c->poff, 0xff, c->npaths * sizeof(int64_t));
     c->pool.n = 0;
+    c->pscan = 0;
     if (c->nslots)
         memset(c->spid, 0xff, c->nslots * sizeof(int64_t));
     Py_INCREF(kept);
@@ -538,6 +593,7 @@ static int core_enter_one(Core *c, int64_t slot, int64_t pid, long *shared) {
         return -1;
     c->spid[slot] = pid;
     c->sin[slot] = 1;
+    c->counted = 0; /* (the sets change: component's counts stale) */
     arcs = c->pool.v + c->poff[pid]; /* (the pool may have moved) */
     for (int32_t k = 0; k < len; k++) {
         int32_t arc = arcs[k];
@@ -580,6 +636,7 @@ done:
 static void core_leave_one(Core *c, int64_t slot, long *shared) {
     if (slot < 0 || (size_t)slot >= c->nslots || c->spid[slot] < 0)
         return; /* never entered: it has no links here */
+    c->counted = 0; /* (the sets change: component's counts stale) */
     int32_t len;
     const int32_t *arcs = slot_arcs(c, (int32_t)slot, &len);
     for (int32_t k = 0; k < len; k++) {
@@ -880,14 +937,80 @@ static int cmp_i32(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
-static inline int push_arcs(Core *c, int32_t slot, int by_full) {
+/* SORT_NONNEG(name, T, UT, cmp, few): ``static void name(T *a, Py_ssize_t n)``, qsort(a, n, ..., cmp) for numbers
+ * none of them below 0 (slots): the same sorted numbers, by insertion for ``few`` or fewer, else by their bytes,
+ * least significant first, as many as the largest has (``UT``: T unsigned; qsort where a buffer cannot be had) */
+#define SORT_NONNEG(name, T, UT, cmp, few)                                                                   \
+    static void name(T *a, Py_ssize_t n) {                                                                  \
+        if (n <= (few)) {                                                                                   \
+            for (Py_ssize_t j = 1; j < n; j++) {                                                            \
+                T x = a[j];                                                                                 \
+                Py_ssize_t k = j;                                                                           \
+                for (; k > 0 && a[k - 1] > x; k--)                                                          \
+                    a[k] = a[k - 1];                                                                        \
+                a[k] = x;                                                                                   \
+            }                                                                                               \
+            return;                                                                                         \
+        }                                                                                                   \
+        UT top = 0;                                                                                         \
+        for (Py_ssize_t i = 0; i < n; i++)                                                                  \
+            top |= (UT)a[i];                                                                                \
+        T *tmp = malloc((size_t)n * sizeof *tmp);                                                           \
+        if (!tmp) {                                                                                         \
+            qsort(a, (size_t)n, sizeof *a, cmp);                                                            \
+            return;                                                                                         \
+        }                                                                                                   \
+        T *from = a, *to = tmp;                                                                             \
+        for (unsigned shift = 0; shift < 8 * sizeof(UT) && (top >> shift); shift += 8) {                    \
+            Py_ssize_t count[257] = {0};                                                                    \
+            for (Py_ssize_t i = 0; i < n; i++)                                                              \
+                count[(((UT)from[i] >> shift) & 255) + 1]++;                                                \
+            for (int b = 0; b < 256; b++)                                                                   \
+                count[b + 1] += count[b];                                                                   \
+            for (Py_ssize_t i = 0; i < n; i++)                                                              \
+                to[count[((UT)from[i] >> shift) & 255]++] = from[i];                                        \
+            T *t = from;                                                                                    \
+            from = to;                                                                                      \
+            to = t;                                                                                         \
+        }                                                                                                   \
+        if (from != a)                                                                                      \
+            memcpy(a, from, (size_t)n * sizeof *a);                                                         \
+        free(tmp);                                                                                          \
+    }
+
+SORT_NONNEG(sort_i32, int32_t, uint32_t, cmp_i32, 48)
+
+/* relaxed's count of a part's link ``arc`` (two users or more): arc_cnt, the first time (arc_mark2 not ``st``)
+ * set to 1 and the link put on ``seen`` */
+static inline void count_link(Core *c, int32_t arc, uint32_t st, int32_t *seen, Py_ssize_t *nseen) {
+    if (c->arc_mark2[arc] != st) {
+        c->arc_mark2[arc] = st;
+        seen[(*nseen)++] = arc;
+        c->arc_cnt[arc] = 1;
+    } else
+        c->arc_cnt[arc]++;
+}
+
+/* a slot's arcs (full ones only where ``by_full``) onto c->todo, but those already searched (arc_mark ``st``:
+ * the search would pass them over when it took them, and a mark stays); and its links of two users or more
+ * counted, as relaxed's first lines count them (the slots come here in c->order's order): arcs_seen (room for
+ * every link made beforehand), arc_cnt, by arc_mark2 ``st`` */
+static inline int push_arcs(Core *c, int32_t slot, int by_full, uint32_t st) {
     int32_t len;
     const int32_t *arcs = slot_arcs(c, slot, &len);
     if (il_reserve(&c->todo, c->todo.n + len) < 0)
         return -1;
-    for (int32_t k = 0; k < len; k++)
-        if (!by_full || c->full[arcs[k]])
-            c->todo.v[c->todo.n++] = arcs[k];
+    int32_t *todo = c->todo.v, *seen = c->arcs_seen.v;
+    Py_ssize_t m = c->todo.n, nseen = c->arcs_seen.n;
+    for (int32_t k = 0; k < len; k++) {
+        int32_t arc = arcs[k];
+        if (c->msize[arc] > 1)
+            count_link(c, arc, st, seen, &nseen);
+        if ((!by_full || c->full[arc]) && c->arc_mark[arc] != st)
+            todo[m++] = arc;
+    }
+    c->todo.n = m;
+    c->arcs_seen.n = nseen;
     return 0;
 }
 
@@ -896,9 +1019,13 @@ static inline int push_arcs(Core *c, int32_t slot, int by_full) {
  * reach ``limit`` flows, -1 on error. */
 static int component(Core *c, const IList *new, const IList *seeds, Py_ssize_t limit, int by_full) {
     c->order.n = 0;
+    c->counted = 0;
     if (new->n >= limit)
         return 1;
     uint32_t st = next_stamp(c);
+    c->arcs_seen.n = 0;
+    if (il_reserve(&c->arcs_seen, c->narcs) < 0) /* (each link once at most: push_arcs asks for no room) */
+        return -1;
     for (Py_ssize_t i = 0; i < new->n; i++) {
         int32_t slot = new->v[i];
         if ((size_t)slot >= c->nslots || c->spid[slot] < 0) {
@@ -916,7 +1043,7 @@ static int component(Core *c, const IList *new, const IList *seeds, Py_ssize_t l
     memcpy(c->todo.v, seeds->v, (size_t)seeds->n * sizeof(int32_t));
     c->todo.n = seeds->n;
     for (Py_ssize_t i = 0; i < new->n; i++)
-        if (push_arcs(c, new->v[i], by_full) < 0)
+        if (push_arcs(c, new->v[i], by_full, st) < 0)
             return -1;
     Py_ssize_t found = c->order.n;
     while (c->todo.n) {
@@ -928,47 +1055,36 @@ static int component(Core *c, const IList *new, const IList *seeds, Py_ssize_t l
         if (!n)
             continue;
         c->more.n = 0;
+        if (il_reserve(&c->more, n) < 0)
+            return -1;
         const int32_t *users = c->mem[arc];
+        int32_t *more = c->more.v;
+        Py_ssize_t m = 0;
         for (int32_t j = 0; j < n; j++) {
             int32_t slot = users[j];
-            if (c->slot_mark[slot] != st && il_push(&c->more, slot) < 0)
-                return -1;
+            if (c->slot_mark[slot] != st)
+                more[m++] = slot;
         }
-        if (!c->more.n)
+        if (!m)
             continue;
+        c->more.n = m;
         found += c->more.n;
         if (found >= limit)
             return 1;
-        if (c->more.n > 16)
-            qsort(c->more.v, (size_t)c->more.n, sizeof(int32_t), cmp_i32);
-        else /* (a few: by insertion -- the same sorted ints) */
-            for (Py_ssize_t j = 1; j < c->more.n; j++) {
-                int32_t x = c->more.v[j];
-                Py_ssize_t k = j;
-                for (; k > 0 && c->more.v[k - 1] > x; k--)
-                    c->more.v[k] = c->more.v[k - 1];
-                c->more.v[k] = x;
-            }
+        sort_i32(c->more.v, c->more.n);
         for (Py_ssize_t j = 0; j < c->more.n; j++) {
             int32_t slot = c->more.v[j];
             c->slot_mark[slot] = st;
             c->slot_idx[slot] = (int32_t)c->order.n;
-            if (il_push(&c->order, slot) < 0 || push_arcs(c, slot, by_full) < 0)
+            if (il_push(&c->order, slot) < 0 || push_arcs(c, slot, by_full, st) < 0)
                 return -1;
         }
     }
+    c->counted = st;
     return 0;
 }
 
 /* ------------------------------------------------------------------ the relaxed solve */
-
-/* 1 when ``arc`` is marked (arc_mark2) with stamp ``st`` for the first time, and put on ``list``; else 0 */
-static inline int touch(Core *c, int32_t arc, uint32_t st, IList *list) {
-    if (c->arc_mark2[arc] == st)
-        return 0;
-    c->arc_mark2[arc] = st;
-    return il_push(list, arc) < 0 ? -1 : 1;
-}
 
 typedef struct {
     const Arr *path, *bound;
@@ -978,8 +1094,6 @@ typedef struct {
     Py_ssize_t scalar_max;
     double rtol;
 } Inputs;
-
-static inline PyObject *iget(PyObject *obj, PyObject *name);
 
 /* cluster.paths.bottleneck (the path table's narrowest capacities; the names interned once): a new reference */
 static PyObject *paths_bottleneck(PyObject *cluster) {
@@ -1057,20 +1171,28 @@ static int relaxed(Core *c, Inputs *in, const IList *part, double *out) {
         return 0;
     if (n == 1)
         return alone_rate(c, in, part->v[0], out);
-    /* the part's links: how many of its flows cross each (arc_cnt, by stamp arc_mark2), numbered locally */
-    uint32_t st = next_stamp(c);
-    c->arcs_seen.n = 0;
+    /* the part's links: how many of its flows cross each (arc_cnt, by stamp arc_mark2), numbered locally --
+     * counted by component where the part is the one it just found (push_arcs, the same lines) */
+    /* (a link with one user at most is no inner one: left out here, and its arc_loc not read below) */
     Py_ssize_t nent = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t len;
-        const int32_t *arcs = slot_arcs(c, part->v[i], &len);
-        for (int32_t k = 0; k < len; k++) {
-            int32_t arc = arcs[k];
-            int first = touch(c, arc, st, &c->arcs_seen);
-            if (first < 0)
-                return -1;
-            c->arc_cnt[arc] = first ? 1 : c->arc_cnt[arc] + 1;
+    const int32_t *msize = c->msize;
+    if (!(part == &c->order && c->counted && c->counted == c->stamp)) {
+        uint32_t st = next_stamp(c);
+        c->arcs_seen.n = 0;
+        if (il_reserve(&c->arcs_seen, c->narcs) < 0) /* (each link once at most: no room asked for below) */
+            return -1;
+        Py_ssize_t nseen = 0;
+        int32_t *seen = c->arcs_seen.v;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t len;
+            const int32_t *arcs = slot_arcs(c, part->v[i], &len);
+            for (int32_t k = 0; k < len; k++) {
+                int32_t arc = arcs[k];
+                if (msize[arc] > 1)
+                    count_link(c, arc, st, seen, &nseen);
+            }
         }
+        c->arcs_seen.n = nseen;
     }
     Py_ssize_t ninner = 0;
     for (Py_ssize_t j = 0; j < c->arcs_seen.n; j++) {
@@ -1094,13 +1216,23 @@ static int relaxed(Core *c, Inputs *in, const IList *part, double *out) {
         const int32_t *arcs = slot_arcs(c, slot, &len);
         double b = arr_f(in->bound, slot);
         s->start[i] = (int32_t)e;
-        for (int32_t k = 0; k < len; k++) {
-            int32_t arc = arcs[k], loc = c->arc_loc[arc];
-            if (loc >= 0)
-                s->ent[e++] = loc;
-            else if (scalar ? cap[arc] < b : !(b <= cap[arc] || b != b))
-                b = cap[arc]; /* _maxmin_scalar: if cap < bound; np.minimum: the smaller, nan kept */
-        }
+        /* _maxmin_scalar: if cap < bound; np.minimum: the smaller, nan kept */
+        if (scalar)
+            for (int32_t k = 0; k < len; k++) {
+                int32_t arc = arcs[k], loc = msize[arc] > 1 ? c->arc_loc[arc] : -1;
+                if (loc >= 0)
+                    s->ent[e++] = loc;
+                else if (cap[arc] < b)
+                    b = cap[arc];
+            }
+        else
+            for (int32_t k = 0; k < len; k++) {
+                int32_t arc = arcs[k], loc = msize[arc] > 1 ? c->arc_loc[arc] : -1;
+                if (loc >= 0)
+                    s->ent[e++] = loc;
+                else if (!(b <= cap[arc] || b != b))
+                    b = cap[arc];
+            }
         s->bounds[i] = b;
     }
     s->start[n] = (int32_t)e;
@@ -1191,14 +1323,12 @@ static int relaxed(Core *c, Inputs *in, const IList *part, double *out) {
             s->settled[a] = s->cnt[a] > 0;
         }
         for (Py_ssize_t q = 0; q < nlive; q++) {
-            int32_t i = s->live[q];
-            double t = INFINITY;
-            int first = 1;
-            for (int32_t j = s->start[i]; j < s->start[i + 1]; j++) {
+            int32_t i = s->live[q], j = s->start[i], end = s->start[i + 1]; /* (a live flow: one inner link or more) */
+            double t = s->share[s->ent[j]];
+            for (j++; j < end; j++) {
                 double x = s->share[s->ent[j]];
-                if (first || x < t || x != x) /* np.minimum.reduceat: nan propagates */
-                    t = (t != t) ? t : x;
-                first = 0;
+                if (!(x >= t) && t == t) /* np.minimum.reduceat: the smaller, nan propagates */
+                    t = x;
             }
             double b = s->bounds[i];
             if (b < t || b != b) /* np.minimum(tightest, bound) */
@@ -1213,8 +1343,12 @@ static int relaxed(Core *c, Inputs *in, const IList *part, double *out) {
         for (Py_ssize_t q = 0; q < nlive; q++) {
             int32_t i = s->live[q];
             int on = s->bounds[i] <= s->tight[q] * grow;
-            for (int32_t j = s->start[i]; !on && j < s->start[i + 1]; j++)
-                on = s->settled[s->ent[j]];
+            if (!on)
+                for (int32_t j = s->start[i], end = s->start[i + 1]; j < end; j++)
+                    if (s->settled[s->ent[j]]) {
+                        on = 1;
+                        break;
+                    }
             s->newly[q] = (unsigned char)on;
             got += on;
         }
@@ -1319,24 +1453,30 @@ static int commit(Core *c, const Arr *rate, const double *rates, IList *over, IL
     uint32_t st = next_stamp(c);
     c->touched.n = 0;
     moved->n = 0;
+    if (il_reserve(&c->touched, c->narcs) < 0 || il_reserve(moved, part->n) < 0) /* (no room asked for below) */
+        return -1;
+    Py_ssize_t ntouched = 0, nmoved = 0;
     for (Py_ssize_t i = 0; i < part->n; i++) {
         int32_t slot = part->v[i];
         double now = rates[i], was = arr_f(rate, slot);
         if (now == was)
             continue;
-        if (il_push(moved, (int32_t)i) < 0)
-            return -1;
+        moved->v[nmoved++] = (int32_t)i;
         double d = now - was;
         int32_t len;
         const int32_t *arcs = slot_arcs(c, slot, &len);
         for (int32_t k = 0; k < len; k++) {
             int32_t arc = arcs[k];
-            int first = touch(c, arc, st, &c->touched);
-            if (first < 0)
-                return -1;
-            c->arc_delta[arc] = (first ? 0.0 : c->arc_delta[arc]) + d; /* (Python: delta.get(arc, 0.0) + d) */
+            if (c->arc_mark2[arc] != st) { /* (Python: delta.get(arc, 0.0) + d) */
+                c->arc_mark2[arc] = st;
+                c->touched.v[ntouched++] = arc;
+                c->arc_delta[arc] = 0.0 + d;
+            } else
+                c->arc_delta[arc] += d;
         }
     }
+    c->touched.n = ntouched;
+    moved->n = nmoved;
     over->n = 0;
     for (Py_ssize_t j = 0; j < c->touched.n; j++) {
         int32_t arc = c->touched.v[j];
@@ -1757,44 +1897,7 @@ static int cmp_ssize(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
-/* qsort(a, n, ..., cmp_ssize) for numbers none of them below 0 (slots): the same sorted numbers, by insertion
- * for a few, else by their bytes, least significant first, as many as the largest has (qsort where a buffer
- * cannot be had) */
-static void sort_slots(Py_ssize_t *a, Py_ssize_t n) {
-    if (n <= 32) {
-        for (Py_ssize_t j = 1; j < n; j++) {
-            Py_ssize_t x = a[j], k = j;
-            for (; k > 0 && a[k - 1] > x; k--)
-                a[k] = a[k - 1];
-            a[k] = x;
-        }
-        return;
-    }
-    size_t top = 0;
-    for (Py_ssize_t i = 0; i < n; i++)
-        top |= (size_t)a[i];
-    Py_ssize_t *tmp = malloc((size_t)n * sizeof *tmp);
-    if (!tmp) {
-        qsort(a, (size_t)n, sizeof *a, cmp_ssize);
-        return;
-    }
-    Py_ssize_t *from = a, *to = tmp;
-    for (unsigned shift = 0; shift < 8 * sizeof(size_t) && (top >> shift); shift += 8) {
-        Py_ssize_t count[257] = {0};
-        for (Py_ssize_t i = 0; i < n; i++)
-            count[(((size_t)from[i] >> shift) & 255) + 1]++;
-        for (int b = 0; b < 256; b++)
-            count[b + 1] += count[b];
-        for (Py_ssize_t i = 0; i < n; i++)
-            to[count[((size_t)from[i] >> shift) & 255]++] = from[i];
-        Py_ssize_t *t = from;
-        from = to;
-        to = t;
-    }
-    if (from != a)
-        memcpy(a, from, (size_t)n * sizeof *a);
-    free(tmp);
-}
+SORT_NONNEG(sort_slots, Py_ssize_t, size_t, cmp_ssize, 32) /* (the due slots) */
 
 /* the earliest due time of the heap, if it is <= cut, popped with its bucket taken out of due_at: 1 with
  * ``*when`` the time (a float) and ``*bucket`` its slots (new references), 0 where none is due by then, -1
@@ -8787,9 +8890,12 @@ out:
     return rc;
 }
 
-enum { K_DOMINANCE, K_CHECKED, K_VERSION, K_VERSION_, K_PATH_HASH, K_COUNT_, K_RECOUNT_CORE, K_NUM_ARCS, K_USERS, K_N };
+enum {
+    K_DOMINANCE, K_CHECKED, K_VERSION, K_VERSION_, K_PATH_HASH, K_COUNT_, K_RECOUNT_CORE, K_NUM_ARCS, K_USERS,
+    K_TABLE, K_DOM, K_HASHES, K_N
+};
 static const char *k_names[K_N] = {"_dominance", "checked", "version", "_version", "_path_hash", "_count",
-                                   "_RECOUNT_CORE", "num_arcs", "_users"};
+                                   "_RECOUNT_CORE", "num_arcs", "_users", "table", "dom", "_hashes"};
 static PyObject *k_s[K_N];
 
 static int k_strings(void) { return intern_all(k_s, k_names, K_N); }
@@ -9670,6 +9776,48 @@ static int w_count_users(PyObject *rates, Core *c, const Py_ssize_t *pids, Py_ss
     return rc;
 }
 
+/* sim.rates._Dominance.verify(), where ``dom`` (a _Dominance) has checked the paths of ``paths`` below ``first`` and
+ * the table holds ``count``: 1 where none of the new ones crosses a left-out link without the link that leaves it
+ * out beside it (``checked`` set to ``count``, all that verify then changes), 0 where one does or anything is not
+ * as expected (nothing changed: the Python lines verify), -1 on an error. (A left-out link is one with a
+ * dominator, dom >= 0; verify's kept.all() shortcut is the case of none.) */
+static int w_verify(PyObject *dom, PyObject *paths, long first, long count) {
+    PyObject *table = iget(dom, k_s[K_TABLE]), *o_dom = NULL, *o_start = NULL, *o_len = NULL, *o_arcs = NULL;
+    Arr d = {.held = 0}, start = {.held = 0}, len = {.held = 0}, arcs = {.held = 0};
+    int rc = -1;
+    if (!table)
+        goto out;
+    rc = 0;
+    if (table != paths || first < 0)
+        goto out;
+    rc = -1;
+    if (!(o_dom = iget(dom, k_s[K_DOM])) || !(o_start = iget(paths, r_s[R_START])) ||
+        !(o_len = iget(paths, w_s[W_LENGTH])) || !(o_arcs = iget(paths, r_s[R_ARCS])) || arr_get(o_dom, &d, 'i') < 0 ||
+        arr_get(o_start, &start, 'i') < 0 || arr_get(o_len, &len, 'i') < 0 || arr_get(o_arcs, &arcs, 'i') < 0)
+        goto out;
+    rc = 0;
+    if (count > start.n || count > len.n)
+        goto out;
+    for (long pid = first; pid < count; pid++) {
+        int64_t a0 = arr_i(&start, pid), n = arr_i(&len, pid);
+        if (a0 < 0 || n < 0 || a0 + n > arcs.n)
+            goto out;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t arc = arr_i(&arcs, a0 + i);
+            if (arc < 0 || arc >= d.n)
+                goto out;
+            int64_t by = arr_i(&d, arc);
+            if (by >= 0 && !((i > 0 && arr_i(&arcs, a0 + i - 1) == by) || (i + 1 < n && arr_i(&arcs, a0 + i + 1) == by)))
+                goto out; /* (a link to bring back) */
+        }
+    }
+    rc = r_set(dom, k_s[K_CHECKED], count) < 0 ? -1 : 1;
+out:
+    arr_release(&d), arr_release(&start), arr_release(&len), arr_release(&arcs);
+    Py_XDECREF(table), Py_XDECREF(o_dom), Py_XDECREF(o_start), Py_XDECREF(o_len), Py_XDECREF(o_arcs);
+    return rc;
+}
+
 /* the last multiset key w_rates_change made and its value (held: an int is the same value while it lives), so
  * that the next change reads it without the int's conversion where it is still the key */
 static struct {
@@ -9700,14 +9848,28 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
         if (r_long(dom, k_s[K_CHECKED], &checked) < 0 || r_long(dom, k_s[K_VERSION], &version) < 0 ||
             r_long(rates, k_s[K_VERSION_], &mine) < 0)
             goto out;
-        if (pcount > checked || version != mine) {
+        if (version != mine) {
             rc = 0;
             goto out;
+        }
+        if (pcount > checked) { /* dominance.verify() on the new paths, in C where they bring no link back */
+            int ok = w_verify(dom, paths, checked, pcount);
+            if (ok <= 0) {
+                rc = ok;
+                goto out;
+            }
         }
     }
     if (!(hash_o = iget(rates, k_s[K_PATH_HASH])) || arr_get(hash_o, &hash, 'i') < 0)
         goto out;
-    if (hash.n < pcount || hash.view.itemsize != 8) { /* (_hashes() grows the table) */
+    if (hash.n < pcount && hash.view.itemsize == 8) { /* rates._hashes() grows the table: called, read again */
+        arr_release(&hash);
+        Py_CLEAR(hash_o);
+        if (!(hash_o = PyObject_CallMethodNoArgs(rates, k_s[K_HASHES])) ||
+            arr_get(hash_o, &hash, 'i') < 0)
+            goto out;
+    }
+    if (hash.n < pcount || hash.view.itemsize != 8) {
         rc = 0;
         goto out;
     }

@@ -450,15 +450,18 @@ class Rates(_RATES_BASE):
         return self._hashes()[pids]
 
     def _hashes(self) -> np.ndarray:
-        """:meth:`_hash_of`'s table, one number per path interned so far."""
+        """:meth:`_hash_of`'s table, a number for every path interned so far (and for the ids that come next:
+        grown to twice its length at least, the new numbers made and added at the end, so that paths
+        interned a few at a time cost a growth now and then, not one each; the numbers do not depend on it)."""
         need = self.cluster.paths.count
-        if len(self._path_hash) < need:
-            ids = np.arange(need, dtype=np.uint64)
+        have = len(self._path_hash)
+        if have < need:
+            ids = np.arange(have, max(need, 2 * have), dtype=np.uint64)
             x = (ids + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
             x ^= x >> np.uint64(31)
             x *= np.uint64(0xBF58476D1CE4E5B9)
             x ^= x >> np.uint64(29)
-            self._path_hash = x
+            self._path_hash = np.concatenate((self._path_hash, x)) if have else x
         return self._path_hash
 
     # ------------------------------------------------------------------ computing

@@ -322,6 +322,28 @@ def test_the_cores_sums_are_the_rates(seed):
         assert finite == r._finite(bounds)
 
 
+def test_the_path_numbers_do_not_depend_on_how_the_table_grew():
+    """Rates._hashes grows its table as paths are interned, a few at a time or many (message by message, a
+    path or two per start): every path's number is the closed form's, taken at once."""
+    from sim.cluster import Cluster
+
+    def closed(n):
+        x = (np.arange(n, dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+        x ^= x >> np.uint64(31)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        return x ^ (x >> np.uint64(29))
+
+    rng = np.random.default_rng(5)
+    cluster = Cluster(DGX)
+    r = rates.Rates(cluster)
+    for size in (1, 1, 2, 3, 1, 40, 1, 200):
+        cluster.path_ids(rng.integers(0, cluster.size, size), rng.integers(0, cluster.size, size))
+        got = r._hashes()
+        n = cluster.paths.count
+        assert got.dtype == np.uint64 and len(got) >= n
+        assert got[:n].tolist() == closed(n).tolist()
+
+
 def _both(monkeypatch, run):
     """``run()`` with the core's loops, then with the Python ones."""
     got = [run()]
