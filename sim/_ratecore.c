@@ -6582,20 +6582,7 @@ static inline void ll_free(LList *l) {
         free(l->v);
 }
 
-/* v[0..n) in ascending order (insertion for the few a step's lists mostly hold) */
-static void sort_i64(int64_t *v, Py_ssize_t n) {
-    if (n > 32) {
-        qsort(v, (size_t)n, sizeof(int64_t), cmp_i64);
-        return;
-    }
-    for (Py_ssize_t i = 1; i < n; i++) {
-        int64_t x = v[i];
-        Py_ssize_t j = i;
-        for (; j > 0 && v[j - 1] > x; j--)
-            v[j] = v[j - 1];
-        v[j] = x;
-    }
-}
+SORT_NONNEG(sort_i64, int64_t, uint64_t, cmp_i64, 32) /* (ranks: none below 0; a step's lists mostly few) */
 
 static PyObject *ll_list(const int64_t *v, Py_ssize_t n) {
     PyObject *out = PyList_New(n);
