@@ -379,19 +379,21 @@ def check_nccl_forcing(opts: RunnerOptions, backend: str | None) -> None:
     """``--nccl-algo`` / ``--nccl-proto`` force NCCL's own collectives and ``--nccl-picks`` records what
     they ran: they need ``--algorithm builtin`` and the nccl backend (``backend`` None: not known yet; the
     rank checks again once it is)."""
-    flag = "--nccl-algo" if opts.nccl_algo else "--nccl-proto" if opts.nccl_proto else None
-    what = "sets NCCL_ALGO/NCCL_PROTO, which only the nccl backend reads", "forces NCCL's own collectives"
-    if flag is None and opts.nccl_picks:
-        flag, what = (
-            "--nccl-picks",
-            ("reads NCCL's TUNING log, which only the nccl backend writes", "records what NCCL's own collectives ran"),
+    if opts.nccl_algo or opts.nccl_proto:
+        flag = "--nccl-algo" if opts.nccl_algo else "--nccl-proto"
+        reads, does = "sets NCCL_ALGO/NCCL_PROTO, which only the nccl backend reads", "forces NCCL's own collectives"
+    elif opts.nccl_picks:
+        flag = "--nccl-picks"
+        reads, does = (
+            "reads NCCL's TUNING log, which only the nccl backend writes",
+            "records what NCCL's own collectives ran",
         )
-    if flag is None:
+    else:
         return
     if backend is not None and backend != "nccl":
-        raise ConfigError(f"{flag}: {what[0]} (backend: {backend})")
+        raise ConfigError(f"{flag}: {reads} (backend: {backend})")
     if opts.algorithm.split(":")[0] != "builtin":
-        raise ConfigError(f"{flag}: {what[1]}; use it with --algorithm builtin (got {opts.algorithm!r})")
+        raise ConfigError(f"{flag}: {does}; use it with --algorithm builtin (got {opts.algorithm!r})")
 
 
 def nccl_environ(opts: RunnerOptions) -> dict[str, str]:
