@@ -44,6 +44,8 @@ run nccl-ring-ll -a builtin --nccl-algo Ring --nccl-proto LL
 run nccl-tree-ll128 -a builtin --nccl-algo Tree --nccl-proto LL128
 run nccl-picks -a builtin --nccl-picks 1   # NCCL's own pick per size from its TUNING log (one rank: none logged)
 run ring-sendrecv -a ring -c 1
+echo "== NCCL's debug variables set as --nccl-picks sets them (benchmarks/nccl_debug_env.py)"
+OUT=$OUTDIR timeout 90 $PY benchmarks/nccl_debug_env.py 2>&1 | tail -n 25
 echo "== refused: --nccl-algo with a send/recv schedule (expect one line, exit 2)"
 $PY -m collsim validate run --ranks 1 --backend nccl -a ring --nccl-algo Ring --sizes 1M 2>&1 | tail -n 2; echo "rc=${PIPESTATUS[0]}"
 $PY - "$OUTDIR" <<'EOF'
