@@ -7880,21 +7880,57 @@ static inline int ud_cands(int64_t k, int64_t **v, int64_t **a) {
     return 0;
 }
 
-static double ud_dist(int64_t u, int64_t gen, const int64_t *stamp, const double *dist, int64_t *mstamp, double *memo,
-                      const Arr *up_ptr, const Arr *up_v, const Arr *up_arc, const Arr *arc_w) {
-    if (stamp[u] == gen)
-        return dist[u];
-    if (mstamp[u] == gen)
-        return memo[u];
+/* the tables updown_routes walks, as plain arrays (ud_flat) */
+typedef struct {
+    const int64_t *out_ptr, *out_v, *out_arc, *level, *up_ptr, *up_v, *up_arc, *above_ptr, *above_u, *above_arc;
+    const double *arc_w;
+    const unsigned char *eonly;
+    /* the scratch (ud_scratch's) and the destination's stamp */
+    const int64_t *stamp;
+    const double *dist;
+    int64_t *mstamp;
+    double *memo;
+    int64_t gen;
+} UdTabs;
+
+/* an int64, float64 or bool table as a plain array: its buffer where the items are contiguous, else a copy
+ * made into *own (the caller frees it); NULL with an exception set where memory runs out */
+static const void *ud_flat(const Arr *a, void **own) {
+    size_t size = a->kind == 'b' ? 1 : 8;
+    if (a->view.itemsize == (Py_ssize_t)size && a->stride == (Py_ssize_t)size)
+        return a->p;
+    char *c = PyMem_Malloc((size_t)(a->n ? a->n : 1) * size);
+    if (!c) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < a->n; i++) {
+        if (a->kind == 'b')
+            c[i] = (char)arr_b(a, i);
+        else if (a->kind == 'f')
+            ((double *)c)[i] = arr_f(a, i);
+        else
+            ((int64_t *)c)[i] = arr_i(a, i);
+    }
+    *own = c;
+    return c;
+}
+
+/* the shortest climb from ``u`` to an ancestor of the destination and down to it (memoized per destination) */
+static double ud_dist(const UdTabs *t, int64_t u) {
+    if (t->stamp[u] == t->gen)
+        return t->dist[u];
+    if (t->mstamp[u] == t->gen)
+        return t->memo[u];
     double best = INFINITY;
-    for (int64_t k = arr_i(up_ptr, u), hi = arr_i(up_ptr, u + 1); k < hi; k++) {
-        double x = arr_f(arc_w, arr_i(up_arc, k)) +
-                   ud_dist(arr_i(up_v, k), gen, stamp, dist, mstamp, memo, up_ptr, up_v, up_arc, arc_w);
+    for (int64_t k = t->up_ptr[u], hi = t->up_ptr[u + 1]; k < hi; k++) {
+        int64_t v = t->up_v[k]; /* (an ancestor's distance read here: no call for it) */
+        double x = t->arc_w[t->up_arc[k]] + (t->stamp[v] == t->gen ? t->dist[v] : ud_dist(t, v));
         if (x < best)
             best = x;
     }
-    mstamp[u] = gen;
-    memo[u] = best;
+    t->mstamp[u] = t->gen;
+    t->memo[u] = best;
     return best;
 }
 
@@ -7912,7 +7948,11 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
     arrs_init(all, 18);
     PyObject *result = NULL;
     int64_t *stamp = NULL, *mstamp = NULL, *anc = NULL, *cand_v = NULL, *cand_a = NULL, *lhead = NULL, gen = 0;
-    double *dist = NULL, *memo = NULL;
+    double *dist = NULL;
+    /* the tables as plain arrays (copies where they are not: ``own``, freed at the end) */
+    enum { UT_N = 12 };
+    void *own[UT_N] = {NULL};
+    UdTabs t = {0};
     int keyed = args[15] != Py_None;
     int unit = PyObject_IsTrue(args[17]);
     if (unit < 0)
@@ -7930,7 +7970,22 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
         result = PyLong_FromSsize_t(0);
         goto done;
     }
-    Py_ssize_t width = out.n / len, narcs = arc_w.n;
+    {
+        const Arr *tabs[UT_N] = {&out_ptr, &out_v,     &out_arc, &level,     &up_ptr, &up_v,
+                                 &up_arc,  &above_ptr, &above_u, &above_arc, &arc_w,  &eonly};
+        const void **to[UT_N] = {(const void **)&t.out_ptr, (const void **)&t.out_v,     (const void **)&t.out_arc,
+                                 (const void **)&t.level,   (const void **)&t.up_ptr,    (const void **)&t.up_v,
+                                 (const void **)&t.up_arc,  (const void **)&t.above_ptr, (const void **)&t.above_u,
+                                 (const void **)&t.above_arc, (const void **)&t.arc_w,  (const void **)&t.eonly};
+        for (int k = 0; k < UT_N; k++)
+            if (!(*to[k] = ud_flat(tabs[k], &own[k])))
+                goto done;
+    }
+    Py_ssize_t width = out.n / len, narcs = arc_w.n, nout = out_v.n, nup = up_v.n;
+    if (out_arc.n != nout || up_arc.n != nup) {
+        PyErr_SetString(PyExc_ValueError, "updown_routes: inconsistent table sizes");
+        goto done;
+    }
     int64_t maxlevel = PyLong_AsLongLong(args[16]);
     if (maxlevel == -1 && PyErr_Occurred())
         goto done;
@@ -7944,7 +7999,11 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
         }
     }
     stamp = ud_scratch.stamp, mstamp = ud_scratch.mstamp, anc = ud_scratch.anc, dist = ud_scratch.dist;
-    memo = ud_scratch.memo, cand_v = ud_scratch.cand_v, cand_a = ud_scratch.cand_a;
+    cand_v = ud_scratch.cand_v, cand_a = ud_scratch.cand_a;
+    t.stamp = stamp, t.dist = dist, t.mstamp = mstamp, t.memo = ud_scratch.memo;
+    const int64_t *optr = t.out_ptr, *ov = t.out_v, *oarc = t.out_arc, *lvl = t.level, *uptr = t.up_ptr,
+                  *uv = t.up_v, *uarc = t.up_arc;
+    const double *w = t.arc_w;
     int64_t *o = (int64_t *)out.view.buf;
     Py_ssize_t routed = 0;
     int64_t cur = -1;
@@ -7966,25 +8025,25 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
             continue;
         }
         if (unit) { /* Router._short */
-            int64_t lo = arr_i(&out_ptr, a), hi = arr_i(&out_ptr, a + 1), direct = -1, nc = 0;
+            int64_t lo = optr[a], hi = optr[a + 1], direct = -1, nc = 0;
             if (ud_cands(hi - lo, &cand_v, &cand_a) < 0)
                 goto done;
             for (int64_t k = lo; k < hi && direct < 0; k++)
-                if (arr_i(&out_v, k) == b)
-                    direct = arr_i(&out_arc, k);
+                if (ov[k] == b)
+                    direct = oarc[k];
             if (direct >= 0) {
                 row[0] = direct;
                 routed++;
                 continue;
             }
             for (int64_t k = lo; k < hi; k++) {
-                int64_t v = arr_i(&out_v, k);
-                if (arr_b(&eonly, v) || (k + 1 < hi && arr_i(&out_v, k + 1) == v))
+                int64_t v = ov[k];
+                if (t.eonly[v] || (k + 1 < hi && ov[k + 1] == v))
                     continue; /* (of parallel arcs to one neighbour, the last: the router's dictionary keeps it) */
-                for (int64_t q = arr_i(&out_ptr, v), qe = arr_i(&out_ptr, v + 1); q < qe; q++)
-                    if (arr_i(&out_v, q) == b) {
-                        cand_v[nc] = arr_i(&out_arc, k);
-                        cand_a[nc++] = arr_i(&out_arc, q);
+                for (int64_t q = optr[v], qe = optr[v + 1]; q < qe; q++)
+                    if (ov[q] == b) {
+                        cand_v[nc] = oarc[k];
+                        cand_a[nc++] = oarc[q];
                         break;
                     }
             }
@@ -8002,8 +8061,8 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
         }
         if (b != cur) { /* the destination's ancestors (Router._ancestors), a level at a time upwards */
             cur = b;
-            gen = ++ud_scratch.gen;
-            int64_t lb = arr_i(&level, b);
+            gen = t.gen = ++ud_scratch.gen;
+            int64_t lb = lvl[b];
             stamp[b] = gen;
             dist[b] = 0.0;
             /* a level's ancestors are final once every level below has passed on its distances (an arc above
@@ -8018,13 +8077,13 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
             }
             for (int64_t lv = lb; lv <= maxlevel && lb >= 0; lv++)
                 for (int64_t v = lhead[lv]; v >= 0; v = anc[v]) {
-                    for (int64_t k = arr_i(&above_ptr, v), hi = arr_i(&above_ptr, v + 1); k < hi; k++) {
-                        int64_t u = arr_i(&above_u, k), arc = arr_i(&above_arc, k), lu;
-                        if (u < 0 || u >= n || arc < 0 || arc >= narcs || (lu = arr_i(&level, u)) <= lv) {
+                    for (int64_t k = t.above_ptr[v], hi = t.above_ptr[v + 1]; k < hi; k++) {
+                        int64_t u = t.above_u[k], arc = t.above_arc[k], lu;
+                        if (u < 0 || u >= n || arc < 0 || arc >= narcs || (lu = lvl[u]) <= lv) {
                             PyErr_SetString(PyExc_ValueError, "updown_routes: an arc above a node that does not climb");
                             goto done;
                         }
-                        double nd = dist[v] + arr_f(&arc_w, arc);
+                        double nd = dist[v] + w[arc];
                         if (stamp[u] != gen) {
                             stamp[u] = gen;
                             dist[u] = nd;
@@ -8037,7 +8096,7 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                     }
                 }
         }
-        double here = ud_dist(a, gen, stamp, dist, mstamp, memo, &up_ptr, &up_v, &up_arc, &arc_w);
+        double here = ud_dist(&t, a);
         if (!isfinite(here)) {
             *st = 1;
             continue;
@@ -8047,25 +8106,25 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
             double tol = 1e-9 * (here > 1.0 ? here : 1.0);
             int64_t nc = 0;
             if (stamp[node] == gen) { /* an ancestor: down the shortest descending arcs (head order) */
-                int64_t ln = arr_i(&level, node);
-                if (ud_cands(arr_i(&out_ptr, node + 1) - arr_i(&out_ptr, node), &cand_v, &cand_a) < 0)
+                int64_t ln = lvl[node];
+                if (ud_cands(optr[node + 1] - optr[node], &cand_v, &cand_a) < 0)
                     goto done;
                 double dn = dist[node];
                 double dtol = 1e-9 * (dn > 1.0 ? dn : 1.0);
-                for (int64_t k = arr_i(&out_ptr, node), hi = arr_i(&out_ptr, node + 1); k < hi; k++) {
-                    int64_t v = arr_i(&out_v, k), arc = arr_i(&out_arc, k);
-                    if (arr_i(&level, v) < ln && stamp[v] == gen && fabs(dist[v] + arr_f(&arc_w, arc) - dn) <= dtol) {
+                for (int64_t k = optr[node], hi = optr[node + 1]; k < hi; k++) {
+                    int64_t v = ov[k], arc = oarc[k];
+                    if (lvl[v] < ln && stamp[v] == gen && fabs(dist[v] + w[arc] - dn) <= dtol) {
                         cand_v[nc] = v;
                         cand_a[nc++] = arc;
                     }
                 }
             } else { /* climb: the up-arcs on a shortest way */
-                if (ud_cands(arr_i(&up_ptr, node + 1) - arr_i(&up_ptr, node), &cand_v, &cand_a) < 0)
+                if (ud_cands(uptr[node + 1] - uptr[node], &cand_v, &cand_a) < 0)
                     goto done;
-                for (int64_t k = arr_i(&up_ptr, node), hi = arr_i(&up_ptr, node + 1); k < hi; k++) {
-                    int64_t v = arr_i(&up_v, k), arc = arr_i(&up_arc, k);
-                    double x = ud_dist(v, gen, stamp, dist, mstamp, memo, &up_ptr, &up_v, &up_arc, &arc_w);
-                    if (fabs(x + arr_f(&arc_w, arc) - here) <= tol) {
+                for (int64_t k = uptr[node], hi = uptr[node + 1]; k < hi; k++) {
+                    int64_t v = uv[k], arc = uarc[k];
+                    double x = stamp[v] == gen ? dist[v] : ud_dist(&t, v);
+                    if (fabs(x + w[arc] - here) <= tol) {
                         cand_v[nc] = v;
                         cand_a[nc++] = arc;
                     }
@@ -8081,7 +8140,7 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
             }
             int64_t c = spine_pick(keyed, &key, a, b, hop, nc);
             row[hop] = cand_a[c];
-            here -= arr_f(&arc_w, cand_a[c]);
+            here -= w[cand_a[c]];
             node = cand_v[c];
             hop++;
         }
@@ -8090,6 +8149,8 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
     }
     result = PyLong_FromSsize_t(routed);
 done:
+    for (int k = 0; k < UT_N; k++)
+        PyMem_Free(own[k]);
     PyMem_Free(lhead);
     arrs_release(all, 18);
     return result;
