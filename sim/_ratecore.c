@@ -7829,27 +7829,36 @@ done:
 /* updown_routes's scratch, kept from call to call: a destination's entries are those stamped with its
  * number (``gen``, never reused), so that nothing is cleared and a call costs its pairs' routes, not the
  * fabric's size (path_ids asks for a few new pairs at a time on a fabric of 100,000 nodes) */
+/* a descending arc into an ancestor ``v`` of the destination from the ancestor above it, listed under that one
+ * (``khead``: its first; ``next``: the one after, -1 ending the list) */
+typedef struct {
+    int64_t v, arc, next;
+} UdKid;
+
 static struct {
-    Py_ssize_t n, ncand;
+    Py_ssize_t n, ncand, nkids;
     int64_t gen;
-    int64_t *stamp, *mstamp, *anc, *cand_v, *cand_a;
+    int64_t *stamp, *mstamp, *anc, *cand_v, *cand_a, *khead;
     double *dist, *memo;
+    UdKid *kids;
 } ud_scratch;
 
 static int ud_reserve(Py_ssize_t n, Py_ssize_t ncand) {
     if (n > ud_scratch.n) {
         PyMem_Free(ud_scratch.stamp), PyMem_Free(ud_scratch.mstamp), PyMem_Free(ud_scratch.anc);
-        PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo);
+        PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo), PyMem_Free(ud_scratch.khead);
         ud_scratch.stamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
         ud_scratch.mstamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
         ud_scratch.anc = PyMem_Malloc((size_t)n * sizeof(int64_t));
+        ud_scratch.khead = PyMem_Malloc((size_t)n * sizeof(int64_t));
         ud_scratch.dist = PyMem_Malloc((size_t)n * sizeof(double));
         ud_scratch.memo = PyMem_Malloc((size_t)n * sizeof(double));
         ud_scratch.n = n;
-        if (!ud_scratch.stamp || !ud_scratch.mstamp || !ud_scratch.anc || !ud_scratch.dist || !ud_scratch.memo) {
+        if (!ud_scratch.stamp || !ud_scratch.mstamp || !ud_scratch.anc || !ud_scratch.dist || !ud_scratch.memo ||
+            !ud_scratch.khead) {
             PyMem_Free(ud_scratch.stamp), PyMem_Free(ud_scratch.mstamp), PyMem_Free(ud_scratch.anc);
-            PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo);
-            ud_scratch.stamp = ud_scratch.mstamp = ud_scratch.anc = NULL;
+            PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo), PyMem_Free(ud_scratch.khead);
+            ud_scratch.stamp = ud_scratch.mstamp = ud_scratch.anc = ud_scratch.khead = NULL;
             ud_scratch.dist = ud_scratch.memo = NULL;
             ud_scratch.n = 0;
             PyErr_NoMemory();
@@ -7877,6 +7886,21 @@ static inline int ud_cands(int64_t k, int64_t **v, int64_t **a) {
     if (k + 1 > ud_scratch.ncand && ud_reserve(ud_scratch.n, (Py_ssize_t)(2 * k + 2)) < 0)
         return -1;
     *v = ud_scratch.cand_v, *a = ud_scratch.cand_a;
+    return 0;
+}
+
+/* room for one more kid in the scratch (its array into ``*kids``; ``nk`` listed so far) */
+static inline int ud_kid_room(Py_ssize_t nk, UdKid **kids) {
+    if (nk < ud_scratch.nkids)
+        return 0;
+    Py_ssize_t cap = ud_scratch.nkids ? 2 * ud_scratch.nkids : 64;
+    UdKid *k = PyMem_Realloc(ud_scratch.kids, (size_t)cap * sizeof(UdKid));
+    if (!k) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    ud_scratch.kids = *kids = k;
+    ud_scratch.nkids = cap;
     return 0;
 }
 
@@ -7948,6 +7972,9 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
     arrs_init(all, 18);
     PyObject *result = NULL;
     int64_t *stamp = NULL, *mstamp = NULL, *anc = NULL, *cand_v = NULL, *cand_a = NULL, *lhead = NULL, gen = 0;
+    int64_t *khead = NULL;
+    UdKid *kids = NULL;
+    Py_ssize_t nk = 0;
     double *dist = NULL;
     /* the tables as plain arrays (copies where they are not: ``own``, freed at the end) */
     enum { UT_N = 12 };
@@ -7999,7 +8026,7 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
         }
     }
     stamp = ud_scratch.stamp, mstamp = ud_scratch.mstamp, anc = ud_scratch.anc, dist = ud_scratch.dist;
-    cand_v = ud_scratch.cand_v, cand_a = ud_scratch.cand_a;
+    cand_v = ud_scratch.cand_v, cand_a = ud_scratch.cand_a, khead = ud_scratch.khead, kids = ud_scratch.kids;
     t.stamp = stamp, t.dist = dist, t.mstamp = mstamp, t.memo = ud_scratch.memo;
     const int64_t *optr = t.out_ptr, *ov = t.out_v, *oarc = t.out_arc, *lvl = t.level, *uptr = t.up_ptr,
                   *uv = t.up_v, *uarc = t.up_arc;
@@ -8065,6 +8092,8 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
             int64_t lb = lvl[b];
             stamp[b] = gen;
             dist[b] = 0.0;
+            khead[b] = -1;
+            nk = 0;
             /* a level's ancestors are final once every level below has passed on its distances (an arc above
              * climbs): each is visited once, from a list per level (``anc`` links a level's nodes: ``lhead``
              * its first, -1 ending it); the distances are the same whatever the order, the least of the same
@@ -8087,12 +8116,17 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                         if (stamp[u] != gen) {
                             stamp[u] = gen;
                             dist[u] = nd;
+                            khead[u] = -1;
                             if (lu <= maxlevel) { /* (above the top: no arc above it, nothing to pass on) */
                                 anc[u] = lhead[lu];
                                 lhead[lu] = u;
                             }
                         } else if (nd < dist[u])
                             dist[u] = nd;
+                        if (ud_kid_room(nk, &kids) < 0) /* (the descent's arcs, listed under ``u``) */
+                            goto done;
+                        kids[nk] = (UdKid){v, arc, khead[u]};
+                        khead[u] = nk++;
                     }
                 }
         }
@@ -8111,7 +8145,21 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                     goto done;
                 double dn = dist[node];
                 double dtol = 1e-9 * (dn > 1.0 ? dn : 1.0);
-                for (int64_t k = optr[node], hi = optr[node + 1]; k < hi; k++) {
+                /* the arcs down to ancestors are those listed under the node (the same arcs as its out-arcs to
+                 * ancestors below it): where one of them is on a shortest way, it is the only candidate, in
+                 * whatever order; where several are, the out-arcs give them in head order */
+                int64_t one = -1, many = 0;
+                for (int64_t e = khead[node]; e >= 0 && !many; e = kids[e].next)
+                    if (fabs(dist[kids[e].v] + w[kids[e].arc] - dn) <= dtol) {
+                        many = one >= 0;
+                        one = e;
+                    }
+                if (one >= 0 && !many) {
+                    cand_v[0] = kids[one].v;
+                    cand_a[0] = kids[one].arc;
+                    nc = 1;
+                }
+                for (int64_t k = optr[node], hi = optr[node + 1]; k < hi && many; k++) {
                     int64_t v = ov[k], arc = oarc[k];
                     if (lvl[v] < ln && stamp[v] == gen && fabs(dist[v] + w[arc] - dn) <= dtol) {
                         cand_v[nc] = v;
