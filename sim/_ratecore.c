@@ -2983,11 +2983,6 @@ static int settle_release(const Arr *ptr, const Arr *targets, const IList *ms, A
     return 0;
 }
 
-static int cmp_i32_asc(const void *x, const void *y) {
-    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
-    return (a > b) - (a < b);
-}
-
 /* ``ready`` without repeats, as DataflowExecutor._reduce takes them when no reduction takes time: up to
  * 16 sorted (``sorted(set(...))``), more in place keeping the last of each (``_distinct``, its stamps
  * written the same) */
@@ -2995,7 +2990,13 @@ static void settle_distinct(IList *ready, Arr *stamp) {
     Py_ssize_t n = ready->n;
     int32_t *v = ready->v;
     if (n <= 16) {
-        qsort(v, (size_t)n, sizeof(int32_t), cmp_i32_asc);
+        for (Py_ssize_t i = 1; i < n; i++) { /* (sorted in place: few, so by insertion, without qsort's calls) */
+            int32_t x = v[i];
+            Py_ssize_t j = i;
+            for (; j > 0 && v[j - 1] > x; j--)
+                v[j] = v[j - 1];
+            v[j] = x;
+        }
         Py_ssize_t k = 0;
         for (Py_ssize_t i = 0; i < n; i++)
             if (k == 0 || v[k - 1] != v[i])
@@ -3020,25 +3021,32 @@ static void settle_distinct(IList *ready, Arr *stamp) {
  * (pointers, waiting) of on_arrived, gate_on_arrived, on_held, gate_on_held. The messages that can
  * start are written to ``out`` in the order the Python loop concatenates them; returns how many, and
  * how many messages were held. */
-static PyObject *settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t ngiven);
+static int settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t ngiven, Py_ssize_t *started,
+                       long long *held_out);
 
 static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 7 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 8) {
         PyErr_SetString(PyExc_TypeError, "settle(tables (8 arrays), ms, dep_left, gate_left, arrived, stamp, out)");
         return NULL;
     }
-    return settle_with(args, NULL, 0);
+    Py_ssize_t started;
+    long long held;
+    return settle_with(args, NULL, 0, &started, &held) < 0 ? NULL : Py_BuildValue("(nL)", started, held);
 }
 
 /* py_settle's pass, its messages ``given`` (``ngiven`` of them) where not NULL (``args[1]`` then unread:
- * DfDone's, with no array made for them), else the array ``args[1]`` */
-static PyObject *settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t ngiven) {
+ * DfDone's, with no array made for them), else the array ``args[1]``: 0 with (started, held) in
+ * ``*started`` and ``*held_out`` (DfDone's, without a tuple made for them), or -1 with an exception set */
+static int settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t ngiven, Py_ssize_t *started,
+                       long long *held_out) {
     Arr tab[8], ms, dep, gate, arrived, stamp, out;
     Arr *all[14] = {&tab[0], &tab[1], &tab[2], &tab[3], &tab[4], &tab[5], &tab[6], &tab[7],
                     &ms,     &dep,    &gate,   &arrived, &stamp, &out};
     arrs_init(all, 14);
-    IList cur = {0}, ready = {0}, gated = {0}, starts = {0};
-    PyObject *result = NULL;
+    /* the lists, kept from call to call (no Python line runs in between: nothing reenters), emptied */
+    static IList cur, ready, gated, starts;
+    cur.n = ready.n = gated.n = starts.n = 0;
+    int result = -1;
     for (int k = 0; k < 8; k++)
         if (arr_get(PyTuple_GET_ITEM(args[0], k), &tab[k], 'i') < 0)
             goto done;
@@ -3099,13 +3107,11 @@ static PyObject *settle_with(PyObject *const *args, const int64_t *given, Py_ssi
     }
     for (Py_ssize_t i = 0; i < starts.n; i++)
         *arr_ip(&out, i) = starts.v[i];
-    result = Py_BuildValue("(nL)", starts.n, held);
+    *started = starts.n;
+    *held_out = held;
+    result = 0;
 done:
     arrs_release(all, 14);
-    free(cur.v);
-    free(ready.v);
-    free(gated.v);
-    free(starts.v);
     return result;
 }
 
@@ -10431,10 +10437,18 @@ out:
  * still open, staged sends, too few free slots or a size below 0: DataflowExecutor._send, the Python lines. The network's net_wake calls it without making the slots an
  * array (tests/test_wake_core.py and tests/test_engine_core.py hold it to the Python lines). */
 
+/* what df_reads reads: ex.f_msg, ex.st, ex._tables, st.dep_left, st.gate_left, st.arrived, ex._stamp, ex._out */
+enum { DR_FMSG, DR_ST, DR_TABLES, DR_DEP, DR_GATE, DR_ARRIVED, DR_STAMP, DR_OUT, DR_N };
+
 typedef struct {
     PyObject_HEAD PyObject *ex, *wctx;
     PyObject *flow;   /* the program whose length ``total`` is (held), or NULL */
     Py_ssize_t total; /* len(flow), taken once per program (its __len__ is a Python frame) */
+    /* df_reads' values as found in ex's and st's instance dicts (borrowed: the dicts hold them), kept while
+     * those dicts stand unchanged (``exd``, ``std``: the dicts, NULL: nothing kept; ``ext``, ``stt``: their
+     * version tags then) */
+    PyObject *exd, *std, *got[DR_N];
+    uint64_t ext, stt;
 } DfDone;
 
 static PyObject *d_s[32];
@@ -10458,6 +10472,7 @@ static int DfDone_init(DfDone *d, PyObject *args, PyObject *kwds) {
     Py_XSETREF(d->wctx, Py_NewRef(wctx));
     Py_CLEAR(d->flow);
     d->total = -1;
+    d->exd = d->std = NULL;
     return d_strings();
 }
 
@@ -10469,6 +10484,7 @@ static int DfDone_traverse(DfDone *d, visitproc visit, void *arg) {
 }
 
 static int DfDone_clear(DfDone *d) {
+    d->exd = d->std = NULL;
     Py_CLEAR(d->ex);
     Py_CLEAR(d->wctx);
     Py_CLEAR(d->flow);
@@ -10646,12 +10662,85 @@ out:
     return rc;
 }
 
+/* the room on the stack for a completion's few messages (more: malloc) */
+#define DF_ROOM 32
+
+/* df_reads' values (DR_...) into ``v`` (new references): by name (iget), or -- where ex's instance dict and
+ * st's are the ones they were found in last time, both unchanged since (their version tags, as iget_rest's
+ * memo keeps them), and every one was found in them -- those kept then. 0, or -1 with an exception set */
+static int df_reads(DfDone *d, PyObject **v) {
+    static const int of_st[DR_N] = {0, 0, 0, 1, 1, 1, 0, 0}, name[DR_N] = {D_F_MSG, D_ST, D_TABLES, D_DEP, D_GATE,
+                                                                             D_ARRIVED, D_STAMP, D_OUT};
+#if IG_MEMO
+    PyObject **xp = d->exd ? idict(d->ex) : NULL; /* (ex's dict first: while it stands, it holds st) */
+    if (xp && *xp == d->exd && idict_tag(*xp) == d->ext) {
+        PyObject **sp = idict(d->got[DR_ST]);
+        if (sp && *sp == d->std && idict_tag(*sp) == d->stt) {
+            for (int k = 0; k < DR_N; k++)
+                v[k] = Py_NewRef(d->got[k]);
+            return 0;
+        }
+    }
+    d->exd = d->std = NULL;
+#endif
+    for (int k = 0; k < DR_N; k++)
+        v[k] = NULL;
+    for (int k = 0; k < DR_N; k++)
+        if (!(v[k] = iget(of_st[k] ? v[DR_ST] : d->ex, d_s[name[k]]))) {
+            for (int j = 0; j < k; j++)
+                Py_DECREF(v[j]);
+            return -1;
+        }
+#if IG_MEMO
+    PyObject **xd = idict(d->ex), **sd = idict(v[DR_ST]);
+    int kept = xd && sd;
+    for (int k = 0; kept && k < DR_N; k++) /* (each the very object its dict holds under its name) */
+        kept = PyDict_GetItemWithError(of_st[k] ? *sd : *xd, d_s[name[k]]) == v[k];
+    if (PyErr_Occurred())
+        PyErr_Clear(); /* (nothing kept) */
+    else if (kept) {
+        d->exd = *xd, d->ext = idict_tag(*xd), d->std = *sd, d->stt = idict_tag(*sd);
+        for (int k = 0; k < DR_N; k++)
+            d->got[k] = v[k];
+    }
+#endif
+    return 0;
+}
+
+/* st.held += by; st.end = now: add_attr's and iset's lines, done in st's instance dict at once where both are
+ * there (``held`` an int that the sum fits) and the class has neither name (iset_rest's test) -- else by
+ * add_attr and iset themselves. 1 where done in the dict and the value replaced was a plain int or float (no
+ * line but the two stores ran), 0 where done otherwise, -1 with an exception set */
+static int df_held(PyObject *st, long by, PyObject *now_o) {
+    PyObject **dp = idict(st);
+    if (dp && !_PyType_Lookup(Py_TYPE(st), d_s[D_HELD]) && !_PyType_Lookup(Py_TYPE(st), d_s[D_END])) {
+        PyObject *d = *dp, *h = PyDict_GetItemWithError(d, d_s[D_HELD]);
+        PyObject *e = h && PyLong_CheckExact(h) ? PyDict_GetItemWithError(d, d_s[D_END]) : NULL;
+        if (PyErr_Occurred())
+            return -1;
+        if (e) {
+            int plain = PyFloat_CheckExact(e) || PyLong_CheckExact(e);
+            int over;
+            long x = PyLong_AsLongAndOverflow(h, &over);
+            if (!over && !(x == -1 && PyErr_Occurred()) && (by > 0 ? x <= LONG_MAX - by : x >= LONG_MIN - by)) {
+                PyObject *sum = PyLong_FromLong(x + by);
+                int rc = sum ? PyDict_SetItem(d, d_s[D_HELD], sum) : -1;
+                Py_XDECREF(sum);
+                return rc < 0 || PyDict_SetItem(d, d_s[D_END], now_o) < 0 ? -1 : plain;
+            }
+            PyErr_Clear();
+        }
+    }
+    return add_attr(st, d_s[D_HELD], by) < 0 || iset(st, d_s[D_END], now_o) < 0 ? -1 : 0;
+}
+
 /* the executor's _on_flows_done for completed flows ``slots`` */
 static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *now_o) {
-    PyObject *ex = d->ex, *st = NULL, *tables = NULL, *fm = NULL, *out = NULL, *r = NULL;
+    PyObject *ex = d->ex, *st = NULL, *tables = NULL, *fm = NULL, *out = NULL;
     PyObject *wctx = PyTuple_GET_ITEM(d->wctx, 0);
     WCtx w = {PyTuple_GET_ITEM(wctx, 0), PyTuple_GET_ITEM(wctx, 1), PyTuple_GET_ITEM(wctx, 2), NULL};
-    int64_t *ms = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    int64_t ms_room[DF_ROOM], go_room[DF_ROOM]; /* (the few messages of most completions: no malloc) */
+    int64_t *ms = n <= DF_ROOM ? ms_room : malloc((size_t)n * sizeof(int64_t));
     int rc = -1;
     if (!ms) {
         PyErr_NoMemory();
@@ -10659,47 +10748,51 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     }
     Arr fmsg;
     fmsg.held = 0;
-    if (!(fm = iget(ex, d_s[D_F_MSG])) || arr_get(fm, &fmsg, 'i') < 0)
+    PyObject *got[DR_N];
+    if (df_reads(d, got) < 0)
         goto out;
+    fm = got[DR_FMSG], st = got[DR_ST], tables = got[DR_TABLES];
+    PyObject *argv[7] = {tables, Py_None, got[DR_DEP], got[DR_GATE], got[DR_ARRIVED], got[DR_STAMP], got[DR_OUT]};
+    if (arr_get(fm, &fmsg, 'i') < 0)
+        goto args_out;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (!index_ok(slots[i], fmsg.n, "DfDone: slot out of range"))
-            goto out;
+            goto args_out;
         ms[i] = arr_i(&fmsg, slots[i]);
     }
     arr_release(&fmsg);
-    if (!(st = iget(ex, d_s[D_ST])) || !(tables = iget(ex, d_s[D_TABLES])))
-        goto out;
     if (!PyTuple_Check(tables) || PyTuple_GET_SIZE(tables) != 8) {
         PyErr_SetString(PyExc_TypeError, "DfDone: the executor's tables must be 8 arrays");
-        goto out;
-    }
-    PyObject *argv[7] = {tables, Py_None, NULL, NULL, NULL, NULL, NULL};
-    if (!(argv[2] = iget(st, d_s[D_DEP])) || !(argv[3] = iget(st, d_s[D_GATE])) ||
-        !(argv[4] = iget(st, d_s[D_ARRIVED])) || !(argv[5] = iget(ex, d_s[D_STAMP])) ||
-        !(argv[6] = iget(ex, d_s[D_OUT]))) {
+    args_out:
         for (int j = 2; j < 7; j++)
-            Py_XDECREF(argv[j]);
+            Py_DECREF(argv[j]);
         goto out;
     }
-    r = settle_with(argv, ms, n); /* (the messages as they are: no array made for them) */
+    Py_ssize_t started;
+    long long held;
+    int settled = settle_with(argv, ms, n, &started, &held); /* (the messages as they are: no array made for them) */
     out = Py_NewRef(argv[6]);
     for (int j = 2; j < 7; j++)
         Py_DECREF(argv[j]);
-    if (!r)
-        goto out;
-    Py_ssize_t started = PyLong_AsSsize_t(PyTuple_GET_ITEM(r, 0));
-    long long held = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 1));
-    if (PyErr_Occurred())
+    if (settled < 0)
         goto out;
     if (held) {
-        if (add_attr(st, d_s[D_HELD], (long)held) < 0 || iset(st, d_s[D_END], now_o) < 0)
+#if IG_MEMO
+        PyObject **sp = d->std ? idict(st) : NULL;
+#endif
+        int how = df_held(st, (long)held, now_o);
+        if (how < 0)
             goto out;
+#if IG_MEMO
+        if (sp && *sp == d->std) /* (st's dict changed by these two stores alone: what was kept stands) */
+            d->stt = how ? idict_tag(*sp) : 0, d->std = how ? d->std : NULL;
+#endif
     }
     if (started) { /* self._send(self._out[:started].copy()) */
         Arr o;
         if (arr_get(out, &o, 'i') < 0)
             goto out;
-        int64_t *go = malloc((size_t)started * sizeof(int64_t));
+        int64_t *go = started <= DF_ROOM ? go_room : malloc((size_t)started * sizeof(int64_t));
         if (!go) {
             arr_release(&o);
             PyErr_NoMemory();
@@ -10722,7 +10815,8 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
             got = part && w_call(ex, d_s[D_SEND], part, NULL, NULL) == 0 ? 1 : -1;
             Py_XDECREF(part);
         }
-        free(go);
+        if (go != go_room)
+            free(go);
         if (got < 0)
             goto out;
     }
@@ -10753,12 +10847,12 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     rc = 0;
 out:
     arr_release(&fmsg);
-    free(ms);
+    if (ms != ms_room)
+        free(ms);
     Py_XDECREF(st);
     Py_XDECREF(tables);
     Py_XDECREF(fm);
     Py_XDECREF(out);
-    Py_XDECREF(r);
     return rc;
 }
 
