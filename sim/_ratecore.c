@@ -2983,11 +2983,6 @@ static int settle_release(const Arr *ptr, const Arr *targets, const IList *ms, A
     return 0;
 }
 
-static int cmp_i32_asc(const void *x, const void *y) {
-    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
-    return (a > b) - (a < b);
-}
-
 /* ``ready`` without repeats, as DataflowExecutor._reduce takes them when no reduction takes time: up to
  * 16 sorted (``sorted(set(...))``), more in place keeping the last of each (``_distinct``, its stamps
  * written the same) */
@@ -2995,7 +2990,13 @@ static void settle_distinct(IList *ready, Arr *stamp) {
     Py_ssize_t n = ready->n;
     int32_t *v = ready->v;
     if (n <= 16) {
-        qsort(v, (size_t)n, sizeof(int32_t), cmp_i32_asc);
+        for (Py_ssize_t i = 1; i < n; i++) { /* (sorted in place: few, so by insertion, without qsort's calls) */
+            int32_t x = v[i];
+            Py_ssize_t j = i;
+            for (; j > 0 && v[j - 1] > x; j--)
+                v[j] = v[j - 1];
+            v[j] = x;
+        }
         Py_ssize_t k = 0;
         for (Py_ssize_t i = 0; i < n; i++)
             if (k == 0 || v[k - 1] != v[i])
@@ -3020,25 +3021,32 @@ static void settle_distinct(IList *ready, Arr *stamp) {
  * (pointers, waiting) of on_arrived, gate_on_arrived, on_held, gate_on_held. The messages that can
  * start are written to ``out`` in the order the Python loop concatenates them; returns how many, and
  * how many messages were held. */
-static PyObject *settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t ngiven);
+static int settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t ngiven, Py_ssize_t *started,
+                       long long *held_out);
 
 static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 7 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 8) {
         PyErr_SetString(PyExc_TypeError, "settle(tables (8 arrays), ms, dep_left, gate_left, arrived, stamp, out)");
         return NULL;
     }
-    return settle_with(args, NULL, 0);
+    Py_ssize_t started;
+    long long held;
+    return settle_with(args, NULL, 0, &started, &held) < 0 ? NULL : Py_BuildValue("(nL)", started, held);
 }
 
 /* py_settle's pass, its messages ``given`` (``ngiven`` of them) where not NULL (``args[1]`` then unread:
- * DfDone's, with no array made for them), else the array ``args[1]`` */
-static PyObject *settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t ngiven) {
+ * DfDone's, with no array made for them), else the array ``args[1]``: 0 with (started, held) in
+ * ``*started`` and ``*held_out`` (DfDone's, without a tuple made for them), or -1 with an exception set */
+static int settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t ngiven, Py_ssize_t *started,
+                       long long *held_out) {
     Arr tab[8], ms, dep, gate, arrived, stamp, out;
     Arr *all[14] = {&tab[0], &tab[1], &tab[2], &tab[3], &tab[4], &tab[5], &tab[6], &tab[7],
                     &ms,     &dep,    &gate,   &arrived, &stamp, &out};
     arrs_init(all, 14);
-    IList cur = {0}, ready = {0}, gated = {0}, starts = {0};
-    PyObject *result = NULL;
+    /* the lists, kept from call to call (no Python line runs in between: nothing reenters), emptied */
+    static IList cur, ready, gated, starts;
+    cur.n = ready.n = gated.n = starts.n = 0;
+    int result = -1;
     for (int k = 0; k < 8; k++)
         if (arr_get(PyTuple_GET_ITEM(args[0], k), &tab[k], 'i') < 0)
             goto done;
@@ -3099,13 +3107,11 @@ static PyObject *settle_with(PyObject *const *args, const int64_t *given, Py_ssi
     }
     for (Py_ssize_t i = 0; i < starts.n; i++)
         *arr_ip(&out, i) = starts.v[i];
-    result = Py_BuildValue("(nL)", starts.n, held);
+    *started = starts.n;
+    *held_out = held;
+    result = 0;
 done:
     arrs_release(all, 14);
-    free(cur.v);
-    free(ready.v);
-    free(gated.v);
-    free(starts.v);
     return result;
 }
 
@@ -7829,27 +7835,36 @@ done:
 /* updown_routes's scratch, kept from call to call: a destination's entries are those stamped with its
  * number (``gen``, never reused), so that nothing is cleared and a call costs its pairs' routes, not the
  * fabric's size (path_ids asks for a few new pairs at a time on a fabric of 100,000 nodes) */
+/* a descending arc into an ancestor ``v`` of the destination from the ancestor above it, listed under that one
+ * (``khead``: its first; ``next``: the one after, -1 ending the list) */
+typedef struct {
+    int64_t v, arc, next;
+} UdKid;
+
 static struct {
-    Py_ssize_t n, ncand;
+    Py_ssize_t n, ncand, nkids;
     int64_t gen;
-    int64_t *stamp, *mstamp, *anc, *cand_v, *cand_a;
+    int64_t *stamp, *mstamp, *anc, *cand_v, *cand_a, *khead;
     double *dist, *memo;
+    UdKid *kids;
 } ud_scratch;
 
 static int ud_reserve(Py_ssize_t n, Py_ssize_t ncand) {
     if (n > ud_scratch.n) {
         PyMem_Free(ud_scratch.stamp), PyMem_Free(ud_scratch.mstamp), PyMem_Free(ud_scratch.anc);
-        PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo);
+        PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo), PyMem_Free(ud_scratch.khead);
         ud_scratch.stamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
         ud_scratch.mstamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
         ud_scratch.anc = PyMem_Malloc((size_t)n * sizeof(int64_t));
+        ud_scratch.khead = PyMem_Malloc((size_t)n * sizeof(int64_t));
         ud_scratch.dist = PyMem_Malloc((size_t)n * sizeof(double));
         ud_scratch.memo = PyMem_Malloc((size_t)n * sizeof(double));
         ud_scratch.n = n;
-        if (!ud_scratch.stamp || !ud_scratch.mstamp || !ud_scratch.anc || !ud_scratch.dist || !ud_scratch.memo) {
+        if (!ud_scratch.stamp || !ud_scratch.mstamp || !ud_scratch.anc || !ud_scratch.dist || !ud_scratch.memo ||
+            !ud_scratch.khead) {
             PyMem_Free(ud_scratch.stamp), PyMem_Free(ud_scratch.mstamp), PyMem_Free(ud_scratch.anc);
-            PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo);
-            ud_scratch.stamp = ud_scratch.mstamp = ud_scratch.anc = NULL;
+            PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo), PyMem_Free(ud_scratch.khead);
+            ud_scratch.stamp = ud_scratch.mstamp = ud_scratch.anc = ud_scratch.khead = NULL;
             ud_scratch.dist = ud_scratch.memo = NULL;
             ud_scratch.n = 0;
             PyErr_NoMemory();
@@ -7880,21 +7895,72 @@ static inline int ud_cands(int64_t k, int64_t **v, int64_t **a) {
     return 0;
 }
 
-static double ud_dist(int64_t u, int64_t gen, const int64_t *stamp, const double *dist, int64_t *mstamp, double *memo,
-                      const Arr *up_ptr, const Arr *up_v, const Arr *up_arc, const Arr *arc_w) {
-    if (stamp[u] == gen)
-        return dist[u];
-    if (mstamp[u] == gen)
-        return memo[u];
+/* room for one more kid in the scratch (its array into ``*kids``; ``nk`` listed so far) */
+static inline int ud_kid_room(Py_ssize_t nk, UdKid **kids) {
+    if (nk < ud_scratch.nkids)
+        return 0;
+    Py_ssize_t cap = ud_scratch.nkids ? 2 * ud_scratch.nkids : 64;
+    UdKid *k = PyMem_Realloc(ud_scratch.kids, (size_t)cap * sizeof(UdKid));
+    if (!k) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    ud_scratch.kids = *kids = k;
+    ud_scratch.nkids = cap;
+    return 0;
+}
+
+/* the tables updown_routes walks, as plain arrays (ud_flat) */
+typedef struct {
+    const int64_t *out_ptr, *out_v, *out_arc, *level, *up_ptr, *up_v, *up_arc, *above_ptr, *above_u, *above_arc;
+    const double *arc_w;
+    const unsigned char *eonly;
+    /* the scratch (ud_scratch's) and the destination's stamp */
+    const int64_t *stamp;
+    const double *dist;
+    int64_t *mstamp;
+    double *memo;
+    int64_t gen;
+} UdTabs;
+
+/* an int64, float64 or bool table as a plain array: its buffer where the items are contiguous, else a copy
+ * made into *own (the caller frees it); NULL with an exception set where memory runs out */
+static const void *ud_flat(const Arr *a, void **own) {
+    size_t size = a->kind == 'b' ? 1 : 8;
+    if (a->view.itemsize == (Py_ssize_t)size && a->stride == (Py_ssize_t)size)
+        return a->p;
+    char *c = PyMem_Malloc((size_t)(a->n ? a->n : 1) * size);
+    if (!c) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < a->n; i++) {
+        if (a->kind == 'b')
+            c[i] = (char)arr_b(a, i);
+        else if (a->kind == 'f')
+            ((double *)c)[i] = arr_f(a, i);
+        else
+            ((int64_t *)c)[i] = arr_i(a, i);
+    }
+    *own = c;
+    return c;
+}
+
+/* the shortest climb from ``u`` to an ancestor of the destination and down to it (memoized per destination) */
+static double ud_dist(const UdTabs *t, int64_t u) {
+    if (t->stamp[u] == t->gen)
+        return t->dist[u];
+    if (t->mstamp[u] == t->gen)
+        return t->memo[u];
     double best = INFINITY;
-    for (int64_t k = arr_i(up_ptr, u), hi = arr_i(up_ptr, u + 1); k < hi; k++) {
-        double x = arr_f(arc_w, arr_i(up_arc, k)) +
-                   ud_dist(arr_i(up_v, k), gen, stamp, dist, mstamp, memo, up_ptr, up_v, up_arc, arc_w);
+    for (int64_t k = t->up_ptr[u], hi = t->up_ptr[u + 1]; k < hi; k++) {
+        int64_t v = t->up_v[k]; /* (an ancestor's distance read here: no call for it) */
+        double x = t->arc_w[t->up_arc[k]] + (t->stamp[v] == t->gen ? t->dist[v] : ud_dist(t, v));
         if (x < best)
             best = x;
     }
-    mstamp[u] = gen;
-    memo[u] = best;
+    t->mstamp[u] = t->gen;
+    t->memo[u] = best;
     return best;
 }
 
@@ -7912,7 +7978,14 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
     arrs_init(all, 18);
     PyObject *result = NULL;
     int64_t *stamp = NULL, *mstamp = NULL, *anc = NULL, *cand_v = NULL, *cand_a = NULL, *lhead = NULL, gen = 0;
-    double *dist = NULL, *memo = NULL;
+    int64_t *khead = NULL;
+    UdKid *kids = NULL;
+    Py_ssize_t nk = 0;
+    double *dist = NULL;
+    /* the tables as plain arrays (copies where they are not: ``own``, freed at the end) */
+    enum { UT_N = 12 };
+    void *own[UT_N] = {NULL};
+    UdTabs t = {0};
     int keyed = args[15] != Py_None;
     int unit = PyObject_IsTrue(args[17]);
     if (unit < 0)
@@ -7930,7 +8003,22 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
         result = PyLong_FromSsize_t(0);
         goto done;
     }
-    Py_ssize_t width = out.n / len, narcs = arc_w.n;
+    {
+        const Arr *tabs[UT_N] = {&out_ptr, &out_v,     &out_arc, &level,     &up_ptr, &up_v,
+                                 &up_arc,  &above_ptr, &above_u, &above_arc, &arc_w,  &eonly};
+        const void **to[UT_N] = {(const void **)&t.out_ptr, (const void **)&t.out_v,     (const void **)&t.out_arc,
+                                 (const void **)&t.level,   (const void **)&t.up_ptr,    (const void **)&t.up_v,
+                                 (const void **)&t.up_arc,  (const void **)&t.above_ptr, (const void **)&t.above_u,
+                                 (const void **)&t.above_arc, (const void **)&t.arc_w,  (const void **)&t.eonly};
+        for (int k = 0; k < UT_N; k++)
+            if (!(*to[k] = ud_flat(tabs[k], &own[k])))
+                goto done;
+    }
+    Py_ssize_t width = out.n / len, narcs = arc_w.n, nout = out_v.n, nup = up_v.n;
+    if (out_arc.n != nout || up_arc.n != nup) {
+        PyErr_SetString(PyExc_ValueError, "updown_routes: inconsistent table sizes");
+        goto done;
+    }
     int64_t maxlevel = PyLong_AsLongLong(args[16]);
     if (maxlevel == -1 && PyErr_Occurred())
         goto done;
@@ -7944,7 +8032,11 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
         }
     }
     stamp = ud_scratch.stamp, mstamp = ud_scratch.mstamp, anc = ud_scratch.anc, dist = ud_scratch.dist;
-    memo = ud_scratch.memo, cand_v = ud_scratch.cand_v, cand_a = ud_scratch.cand_a;
+    cand_v = ud_scratch.cand_v, cand_a = ud_scratch.cand_a, khead = ud_scratch.khead, kids = ud_scratch.kids;
+    t.stamp = stamp, t.dist = dist, t.mstamp = mstamp, t.memo = ud_scratch.memo;
+    const int64_t *optr = t.out_ptr, *ov = t.out_v, *oarc = t.out_arc, *lvl = t.level, *uptr = t.up_ptr,
+                  *uv = t.up_v, *uarc = t.up_arc;
+    const double *w = t.arc_w;
     int64_t *o = (int64_t *)out.view.buf;
     Py_ssize_t routed = 0;
     int64_t cur = -1;
@@ -7966,25 +8058,25 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
             continue;
         }
         if (unit) { /* Router._short */
-            int64_t lo = arr_i(&out_ptr, a), hi = arr_i(&out_ptr, a + 1), direct = -1, nc = 0;
+            int64_t lo = optr[a], hi = optr[a + 1], direct = -1, nc = 0;
             if (ud_cands(hi - lo, &cand_v, &cand_a) < 0)
                 goto done;
             for (int64_t k = lo; k < hi && direct < 0; k++)
-                if (arr_i(&out_v, k) == b)
-                    direct = arr_i(&out_arc, k);
+                if (ov[k] == b)
+                    direct = oarc[k];
             if (direct >= 0) {
                 row[0] = direct;
                 routed++;
                 continue;
             }
             for (int64_t k = lo; k < hi; k++) {
-                int64_t v = arr_i(&out_v, k);
-                if (arr_b(&eonly, v) || (k + 1 < hi && arr_i(&out_v, k + 1) == v))
+                int64_t v = ov[k];
+                if (t.eonly[v] || (k + 1 < hi && ov[k + 1] == v))
                     continue; /* (of parallel arcs to one neighbour, the last: the router's dictionary keeps it) */
-                for (int64_t q = arr_i(&out_ptr, v), qe = arr_i(&out_ptr, v + 1); q < qe; q++)
-                    if (arr_i(&out_v, q) == b) {
-                        cand_v[nc] = arr_i(&out_arc, k);
-                        cand_a[nc++] = arr_i(&out_arc, q);
+                for (int64_t q = optr[v], qe = optr[v + 1]; q < qe; q++)
+                    if (ov[q] == b) {
+                        cand_v[nc] = oarc[k];
+                        cand_a[nc++] = oarc[q];
                         break;
                     }
             }
@@ -8002,10 +8094,12 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
         }
         if (b != cur) { /* the destination's ancestors (Router._ancestors), a level at a time upwards */
             cur = b;
-            gen = ++ud_scratch.gen;
-            int64_t lb = arr_i(&level, b);
+            gen = t.gen = ++ud_scratch.gen;
+            int64_t lb = lvl[b];
             stamp[b] = gen;
             dist[b] = 0.0;
+            khead[b] = -1;
+            nk = 0;
             /* a level's ancestors are final once every level below has passed on its distances (an arc above
              * climbs): each is visited once, from a list per level (``anc`` links a level's nodes: ``lhead``
              * its first, -1 ending it); the distances are the same whatever the order, the least of the same
@@ -8018,26 +8112,31 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
             }
             for (int64_t lv = lb; lv <= maxlevel && lb >= 0; lv++)
                 for (int64_t v = lhead[lv]; v >= 0; v = anc[v]) {
-                    for (int64_t k = arr_i(&above_ptr, v), hi = arr_i(&above_ptr, v + 1); k < hi; k++) {
-                        int64_t u = arr_i(&above_u, k), arc = arr_i(&above_arc, k), lu;
-                        if (u < 0 || u >= n || arc < 0 || arc >= narcs || (lu = arr_i(&level, u)) <= lv) {
+                    for (int64_t k = t.above_ptr[v], hi = t.above_ptr[v + 1]; k < hi; k++) {
+                        int64_t u = t.above_u[k], arc = t.above_arc[k], lu;
+                        if (u < 0 || u >= n || arc < 0 || arc >= narcs || (lu = lvl[u]) <= lv) {
                             PyErr_SetString(PyExc_ValueError, "updown_routes: an arc above a node that does not climb");
                             goto done;
                         }
-                        double nd = dist[v] + arr_f(&arc_w, arc);
+                        double nd = dist[v] + w[arc];
                         if (stamp[u] != gen) {
                             stamp[u] = gen;
                             dist[u] = nd;
+                            khead[u] = -1;
                             if (lu <= maxlevel) { /* (above the top: no arc above it, nothing to pass on) */
                                 anc[u] = lhead[lu];
                                 lhead[lu] = u;
                             }
                         } else if (nd < dist[u])
                             dist[u] = nd;
+                        if (ud_kid_room(nk, &kids) < 0) /* (the descent's arcs, listed under ``u``) */
+                            goto done;
+                        kids[nk] = (UdKid){v, arc, khead[u]};
+                        khead[u] = nk++;
                     }
                 }
         }
-        double here = ud_dist(a, gen, stamp, dist, mstamp, memo, &up_ptr, &up_v, &up_arc, &arc_w);
+        double here = ud_dist(&t, a);
         if (!isfinite(here)) {
             *st = 1;
             continue;
@@ -8047,25 +8146,39 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
             double tol = 1e-9 * (here > 1.0 ? here : 1.0);
             int64_t nc = 0;
             if (stamp[node] == gen) { /* an ancestor: down the shortest descending arcs (head order) */
-                int64_t ln = arr_i(&level, node);
-                if (ud_cands(arr_i(&out_ptr, node + 1) - arr_i(&out_ptr, node), &cand_v, &cand_a) < 0)
+                int64_t ln = lvl[node];
+                if (ud_cands(optr[node + 1] - optr[node], &cand_v, &cand_a) < 0)
                     goto done;
                 double dn = dist[node];
                 double dtol = 1e-9 * (dn > 1.0 ? dn : 1.0);
-                for (int64_t k = arr_i(&out_ptr, node), hi = arr_i(&out_ptr, node + 1); k < hi; k++) {
-                    int64_t v = arr_i(&out_v, k), arc = arr_i(&out_arc, k);
-                    if (arr_i(&level, v) < ln && stamp[v] == gen && fabs(dist[v] + arr_f(&arc_w, arc) - dn) <= dtol) {
+                /* the arcs down to ancestors are those listed under the node (the same arcs as its out-arcs to
+                 * ancestors below it): where one of them is on a shortest way, it is the only candidate, in
+                 * whatever order; where several are, the out-arcs give them in head order */
+                int64_t one = -1, many = 0;
+                for (int64_t e = khead[node]; e >= 0 && !many; e = kids[e].next)
+                    if (fabs(dist[kids[e].v] + w[kids[e].arc] - dn) <= dtol) {
+                        many = one >= 0;
+                        one = e;
+                    }
+                if (one >= 0 && !many) {
+                    cand_v[0] = kids[one].v;
+                    cand_a[0] = kids[one].arc;
+                    nc = 1;
+                }
+                for (int64_t k = optr[node], hi = optr[node + 1]; k < hi && many; k++) {
+                    int64_t v = ov[k], arc = oarc[k];
+                    if (lvl[v] < ln && stamp[v] == gen && fabs(dist[v] + w[arc] - dn) <= dtol) {
                         cand_v[nc] = v;
                         cand_a[nc++] = arc;
                     }
                 }
             } else { /* climb: the up-arcs on a shortest way */
-                if (ud_cands(arr_i(&up_ptr, node + 1) - arr_i(&up_ptr, node), &cand_v, &cand_a) < 0)
+                if (ud_cands(uptr[node + 1] - uptr[node], &cand_v, &cand_a) < 0)
                     goto done;
-                for (int64_t k = arr_i(&up_ptr, node), hi = arr_i(&up_ptr, node + 1); k < hi; k++) {
-                    int64_t v = arr_i(&up_v, k), arc = arr_i(&up_arc, k);
-                    double x = ud_dist(v, gen, stamp, dist, mstamp, memo, &up_ptr, &up_v, &up_arc, &arc_w);
-                    if (fabs(x + arr_f(&arc_w, arc) - here) <= tol) {
+                for (int64_t k = uptr[node], hi = uptr[node + 1]; k < hi; k++) {
+                    int64_t v = uv[k], arc = uarc[k];
+                    double x = stamp[v] == gen ? dist[v] : ud_dist(&t, v);
+                    if (fabs(x + w[arc] - here) <= tol) {
                         cand_v[nc] = v;
                         cand_a[nc++] = arc;
                     }
@@ -8081,7 +8194,7 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
             }
             int64_t c = spine_pick(keyed, &key, a, b, hop, nc);
             row[hop] = cand_a[c];
-            here -= arr_f(&arc_w, cand_a[c]);
+            here -= w[cand_a[c]];
             node = cand_v[c];
             hop++;
         }
@@ -8090,6 +8203,8 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
     }
     result = PyLong_FromSsize_t(routed);
 done:
+    for (int k = 0; k < UT_N; k++)
+        PyMem_Free(own[k]);
     PyMem_Free(lhead);
     arrs_release(all, 18);
     return result;
@@ -10322,10 +10437,18 @@ out:
  * still open, staged sends, too few free slots or a size below 0: DataflowExecutor._send, the Python lines. The network's net_wake calls it without making the slots an
  * array (tests/test_wake_core.py and tests/test_engine_core.py hold it to the Python lines). */
 
+/* what df_reads reads: ex.f_msg, ex.st, ex._tables, st.dep_left, st.gate_left, st.arrived, ex._stamp, ex._out */
+enum { DR_FMSG, DR_ST, DR_TABLES, DR_DEP, DR_GATE, DR_ARRIVED, DR_STAMP, DR_OUT, DR_N };
+
 typedef struct {
     PyObject_HEAD PyObject *ex, *wctx;
     PyObject *flow;   /* the program whose length ``total`` is (held), or NULL */
     Py_ssize_t total; /* len(flow), taken once per program (its __len__ is a Python frame) */
+    /* df_reads' values as found in ex's and st's instance dicts (borrowed: the dicts hold them), kept while
+     * those dicts stand unchanged (``exd``, ``std``: the dicts, NULL: nothing kept; ``ext``, ``stt``: their
+     * version tags then) */
+    PyObject *exd, *std, *got[DR_N];
+    uint64_t ext, stt;
 } DfDone;
 
 static PyObject *d_s[32];
@@ -10349,6 +10472,7 @@ static int DfDone_init(DfDone *d, PyObject *args, PyObject *kwds) {
     Py_XSETREF(d->wctx, Py_NewRef(wctx));
     Py_CLEAR(d->flow);
     d->total = -1;
+    d->exd = d->std = NULL;
     return d_strings();
 }
 
@@ -10360,6 +10484,7 @@ static int DfDone_traverse(DfDone *d, visitproc visit, void *arg) {
 }
 
 static int DfDone_clear(DfDone *d) {
+    d->exd = d->std = NULL;
     Py_CLEAR(d->ex);
     Py_CLEAR(d->wctx);
     Py_CLEAR(d->flow);
@@ -10537,12 +10662,85 @@ out:
     return rc;
 }
 
+/* the room on the stack for a completion's few messages (more: malloc) */
+#define DF_ROOM 32
+
+/* df_reads' values (DR_...) into ``v`` (new references): by name (iget), or -- where ex's instance dict and
+ * st's are the ones they were found in last time, both unchanged since (their version tags, as iget_rest's
+ * memo keeps them), and every one was found in them -- those kept then. 0, or -1 with an exception set */
+static int df_reads(DfDone *d, PyObject **v) {
+    static const int of_st[DR_N] = {0, 0, 0, 1, 1, 1, 0, 0}, name[DR_N] = {D_F_MSG, D_ST, D_TABLES, D_DEP, D_GATE,
+                                                                             D_ARRIVED, D_STAMP, D_OUT};
+#if IG_MEMO
+    PyObject **xp = d->exd ? idict(d->ex) : NULL; /* (ex's dict first: while it stands, it holds st) */
+    if (xp && *xp == d->exd && idict_tag(*xp) == d->ext) {
+        PyObject **sp = idict(d->got[DR_ST]);
+        if (sp && *sp == d->std && idict_tag(*sp) == d->stt) {
+            for (int k = 0; k < DR_N; k++)
+                v[k] = Py_NewRef(d->got[k]);
+            return 0;
+        }
+    }
+    d->exd = d->std = NULL;
+#endif
+    for (int k = 0; k < DR_N; k++)
+        v[k] = NULL;
+    for (int k = 0; k < DR_N; k++)
+        if (!(v[k] = iget(of_st[k] ? v[DR_ST] : d->ex, d_s[name[k]]))) {
+            for (int j = 0; j < k; j++)
+                Py_DECREF(v[j]);
+            return -1;
+        }
+#if IG_MEMO
+    PyObject **xd = idict(d->ex), **sd = idict(v[DR_ST]);
+    int kept = xd && sd;
+    for (int k = 0; kept && k < DR_N; k++) /* (each the very object its dict holds under its name) */
+        kept = PyDict_GetItemWithError(of_st[k] ? *sd : *xd, d_s[name[k]]) == v[k];
+    if (PyErr_Occurred())
+        PyErr_Clear(); /* (nothing kept) */
+    else if (kept) {
+        d->exd = *xd, d->ext = idict_tag(*xd), d->std = *sd, d->stt = idict_tag(*sd);
+        for (int k = 0; k < DR_N; k++)
+            d->got[k] = v[k];
+    }
+#endif
+    return 0;
+}
+
+/* st.held += by; st.end = now: add_attr's and iset's lines, done in st's instance dict at once where both are
+ * there (``held`` an int that the sum fits) and the class has neither name (iset_rest's test) -- else by
+ * add_attr and iset themselves. 1 where done in the dict and the value replaced was a plain int or float (no
+ * line but the two stores ran), 0 where done otherwise, -1 with an exception set */
+static int df_held(PyObject *st, long by, PyObject *now_o) {
+    PyObject **dp = idict(st);
+    if (dp && !_PyType_Lookup(Py_TYPE(st), d_s[D_HELD]) && !_PyType_Lookup(Py_TYPE(st), d_s[D_END])) {
+        PyObject *d = *dp, *h = PyDict_GetItemWithError(d, d_s[D_HELD]);
+        PyObject *e = h && PyLong_CheckExact(h) ? PyDict_GetItemWithError(d, d_s[D_END]) : NULL;
+        if (PyErr_Occurred())
+            return -1;
+        if (e) {
+            int plain = PyFloat_CheckExact(e) || PyLong_CheckExact(e);
+            int over;
+            long x = PyLong_AsLongAndOverflow(h, &over);
+            if (!over && !(x == -1 && PyErr_Occurred()) && (by > 0 ? x <= LONG_MAX - by : x >= LONG_MIN - by)) {
+                PyObject *sum = PyLong_FromLong(x + by);
+                int rc = sum ? PyDict_SetItem(d, d_s[D_HELD], sum) : -1;
+                Py_XDECREF(sum);
+                return rc < 0 || PyDict_SetItem(d, d_s[D_END], now_o) < 0 ? -1 : plain;
+            }
+            PyErr_Clear();
+        }
+    }
+    return add_attr(st, d_s[D_HELD], by) < 0 || iset(st, d_s[D_END], now_o) < 0 ? -1 : 0;
+}
+
 /* the executor's _on_flows_done for completed flows ``slots`` */
 static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *now_o) {
-    PyObject *ex = d->ex, *st = NULL, *tables = NULL, *fm = NULL, *out = NULL, *r = NULL;
+    PyObject *ex = d->ex, *st = NULL, *tables = NULL, *fm = NULL, *out = NULL;
     PyObject *wctx = PyTuple_GET_ITEM(d->wctx, 0);
     WCtx w = {PyTuple_GET_ITEM(wctx, 0), PyTuple_GET_ITEM(wctx, 1), PyTuple_GET_ITEM(wctx, 2), NULL};
-    int64_t *ms = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    int64_t ms_room[DF_ROOM], go_room[DF_ROOM]; /* (the few messages of most completions: no malloc) */
+    int64_t *ms = n <= DF_ROOM ? ms_room : malloc((size_t)n * sizeof(int64_t));
     int rc = -1;
     if (!ms) {
         PyErr_NoMemory();
@@ -10550,47 +10748,51 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     }
     Arr fmsg;
     fmsg.held = 0;
-    if (!(fm = iget(ex, d_s[D_F_MSG])) || arr_get(fm, &fmsg, 'i') < 0)
+    PyObject *got[DR_N];
+    if (df_reads(d, got) < 0)
         goto out;
+    fm = got[DR_FMSG], st = got[DR_ST], tables = got[DR_TABLES];
+    PyObject *argv[7] = {tables, Py_None, got[DR_DEP], got[DR_GATE], got[DR_ARRIVED], got[DR_STAMP], got[DR_OUT]};
+    if (arr_get(fm, &fmsg, 'i') < 0)
+        goto args_out;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (!index_ok(slots[i], fmsg.n, "DfDone: slot out of range"))
-            goto out;
+            goto args_out;
         ms[i] = arr_i(&fmsg, slots[i]);
     }
     arr_release(&fmsg);
-    if (!(st = iget(ex, d_s[D_ST])) || !(tables = iget(ex, d_s[D_TABLES])))
-        goto out;
     if (!PyTuple_Check(tables) || PyTuple_GET_SIZE(tables) != 8) {
         PyErr_SetString(PyExc_TypeError, "DfDone: the executor's tables must be 8 arrays");
-        goto out;
-    }
-    PyObject *argv[7] = {tables, Py_None, NULL, NULL, NULL, NULL, NULL};
-    if (!(argv[2] = iget(st, d_s[D_DEP])) || !(argv[3] = iget(st, d_s[D_GATE])) ||
-        !(argv[4] = iget(st, d_s[D_ARRIVED])) || !(argv[5] = iget(ex, d_s[D_STAMP])) ||
-        !(argv[6] = iget(ex, d_s[D_OUT]))) {
+    args_out:
         for (int j = 2; j < 7; j++)
-            Py_XDECREF(argv[j]);
+            Py_DECREF(argv[j]);
         goto out;
     }
-    r = settle_with(argv, ms, n); /* (the messages as they are: no array made for them) */
+    Py_ssize_t started;
+    long long held;
+    int settled = settle_with(argv, ms, n, &started, &held); /* (the messages as they are: no array made for them) */
     out = Py_NewRef(argv[6]);
     for (int j = 2; j < 7; j++)
         Py_DECREF(argv[j]);
-    if (!r)
-        goto out;
-    Py_ssize_t started = PyLong_AsSsize_t(PyTuple_GET_ITEM(r, 0));
-    long long held = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 1));
-    if (PyErr_Occurred())
+    if (settled < 0)
         goto out;
     if (held) {
-        if (add_attr(st, d_s[D_HELD], (long)held) < 0 || iset(st, d_s[D_END], now_o) < 0)
+#if IG_MEMO
+        PyObject **sp = d->std ? idict(st) : NULL;
+#endif
+        int how = df_held(st, (long)held, now_o);
+        if (how < 0)
             goto out;
+#if IG_MEMO
+        if (sp && *sp == d->std) /* (st's dict changed by these two stores alone: what was kept stands) */
+            d->stt = how ? idict_tag(*sp) : 0, d->std = how ? d->std : NULL;
+#endif
     }
     if (started) { /* self._send(self._out[:started].copy()) */
         Arr o;
         if (arr_get(out, &o, 'i') < 0)
             goto out;
-        int64_t *go = malloc((size_t)started * sizeof(int64_t));
+        int64_t *go = started <= DF_ROOM ? go_room : malloc((size_t)started * sizeof(int64_t));
         if (!go) {
             arr_release(&o);
             PyErr_NoMemory();
@@ -10613,7 +10815,8 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
             got = part && w_call(ex, d_s[D_SEND], part, NULL, NULL) == 0 ? 1 : -1;
             Py_XDECREF(part);
         }
-        free(go);
+        if (go != go_room)
+            free(go);
         if (got < 0)
             goto out;
     }
@@ -10644,12 +10847,12 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     rc = 0;
 out:
     arr_release(&fmsg);
-    free(ms);
+    if (ms != ms_room)
+        free(ms);
     Py_XDECREF(st);
     Py_XDECREF(tables);
     Py_XDECREF(fm);
     Py_XDECREF(out);
-    Py_XDECREF(r);
     return rc;
 }
 
