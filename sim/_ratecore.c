@@ -8182,18 +8182,24 @@ static int intern_all(PyObject **s, const char *const *names, int n) {
     return 0;
 }
 
-/* ``names[k]``'s place among a NetBase's fields (``nf[k]``) and a RatesBase's (``rf[k]``), -1 where it is none
- * of them: what sfield finds by the interned name's address, found once by the text (the same names) */
-static void st_places(const char *const *names, int n, signed char *nf, signed char *rf) {
+/* whether ``nf[k]`` and ``rf[k]`` are ``names[k]``'s places among a NetBase's fields and a RatesBase's (-1 where
+ * it is none of them): what sfield finds by the interned name's address, held to the text (the same names);
+ * 0, or -1 with SystemError set */
+static int st_check(const char *const *names, int n, const signed char *nf, const signed char *rf) {
     for (int k = 0; k < n; k++) {
-        nf[k] = rf[k] = -1;
+        int a = -1, b = -1;
         for (int j = 0; j < NET_NF; j++)
             if (!strcmp(names[k], net_fields[j]))
-                nf[k] = (signed char)j;
+                a = j;
         for (int j = 0; j < RATES_NF; j++)
             if (!strcmp(names[k], rates_fields[j]))
-                rf[k] = (signed char)j;
+                b = j;
+        if (a != nf[k] || b != rf[k]) {
+            PyErr_Format(PyExc_SystemError, "_ratecore: the field places of %s differ from its name's", names[k]);
+            return -1;
+        }
     }
+    return 0;
 }
 
 /* sfield(obj, name) for a name of a table whose places st_places found (``nf``, ``rf``: the name's), without
@@ -8232,7 +8238,16 @@ static inline int add_attr_at(PyObject *obj, PyObject *s, int nf, int rf, long b
     return add_attr(obj, s, by);
 }
 
-static signed char w_nf[W_N], w_rf[W_N];
+/* (each name's places, in w_names' order: constants, so that a read of a field by a name known where it is
+ * written is the field's load; st_check holds them to the names at the start) */
+static const signed char w_nf[W_N] = {
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, 22, 23, 24, -1, 25, 26, -1, -1, -1, -1, -1, -1, -1, 34, 33, -1, -1,
+};
+static const signed char w_rf[W_N] = {
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 25, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+};
 
 /* obj.<w_names[k]> (iget), obj.<w_names[k]> = v (iset) */
 static inline PyObject *wget(PyObject *obj, int k) { return iget_at(obj, w_s[k], w_nf[k], w_rf[k]); }
@@ -8243,7 +8258,8 @@ static int w_strings(void) {
         return 0;
     if (intern_all(w_s, w_names, W_N) < 0)
         return -1;
-    st_places(w_names, W_N, w_nf, w_rf);
+    if (st_check(w_names, W_N, w_nf, w_rf) < 0)
+        return -1;
     return (w_neg_inf = PyFloat_FromDouble(-Py_HUGE_VAL)) ? 0 : -1;
 }
 
@@ -8998,14 +9014,21 @@ static const char *k_names[K_N] = {"_dominance", "checked", "version", "_version
                                    "_RECOUNT_CORE", "num_arcs", "_users", "table", "dom", "_hashes"};
 static PyObject *k_s[K_N];
 
-static signed char k_nf[K_N], k_rf[K_N];
+/* (as w_nf, w_rf) */
+static const signed char k_nf[K_N] = {
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+};
+static const signed char k_rf[K_N] = {
+    21, -1, -1, 22, 23, 24, -1, -1, 28, -1, -1, -1,
+};
 
 static int k_strings(void) {
-    if (k_s[0])
+    static int checked;
+    if (checked)
         return 0;
-    if (intern_all(k_s, k_names, K_N) < 0)
+    if (intern_all(k_s, k_names, K_N) < 0 || st_check(k_names, K_N, k_nf, k_rf) < 0)
         return -1;
-    st_places(k_names, K_N, k_nf, k_rf);
+    checked = 1;
     return 0;
 }
 
@@ -9111,14 +9134,23 @@ static const char *r_names[R_N] = {
 };
 static PyObject *r_s[R_N];
 
-static signed char r_nf[R_N], r_rf[R_N];
+/* (as w_nf, w_rf) */
+static const signed char r_nf[R_N] = {
+    29, 30, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+};
+static const signed char r_rf[R_N] = {
+    -1, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+};
 
 static int r_strings(void) {
-    if (r_s[0])
+    static int checked;
+    if (checked)
         return 0;
-    if (intern_all(r_s, r_names, R_N) < 0)
+    if (intern_all(r_s, r_names, R_N) < 0 || st_check(r_names, R_N, r_nf, r_rf) < 0)
         return -1;
-    st_places(r_names, R_N, r_nf, r_rf);
+    checked = 1;
     return 0;
 }
 
