@@ -8202,9 +8202,16 @@ static int st_check(const char *const *names, int n, const signed char *nf, cons
     return 0;
 }
 
+/* inlined where it is called (a field read by a name known there: its load), where the compiler allows */
+#if defined(__GNUC__)
+#define AT_INLINE static inline __attribute__((always_inline))
+#else
+#define AT_INLINE static inline
+#endif
+
 /* sfield(obj, name) for a name of a table whose places st_places found (``nf``, ``rf``: the name's), without
  * the name's lookup */
-static inline PyObject **sfield_at(PyObject *obj, int nf, int rf) {
+AT_INLINE PyObject **sfield_at(PyObject *obj, int nf, int rf) {
     PyTypeObject *b = Py_TYPE(obj)->tp_base;
     if (b == &NetBaseType)
         return nf >= 0 ? &((NetBase *)obj)->f[nf] : NULL;
@@ -8215,14 +8222,14 @@ static inline PyObject **sfield_at(PyObject *obj, int nf, int rf) {
 
 /* iget / iset / add_attr for an interned name ``s`` whose places are ``nf`` and ``rf`` (the same lines, the
  * field found by its place) */
-static inline PyObject *iget_at(PyObject *obj, PyObject *s, int nf, int rf) {
+AT_INLINE PyObject *iget_at(PyObject *obj, PyObject *s, int nf, int rf) {
     PyObject **sf = sfield_at(obj, nf, rf);
     if (sf && *sf)
         return Py_NewRef(*sf);
     return iget_rest(obj, s, sf);
 }
 
-static inline int iset_at(PyObject *obj, PyObject *s, int nf, int rf, PyObject *v) {
+AT_INLINE int iset_at(PyObject *obj, PyObject *s, int nf, int rf, PyObject *v) {
     PyObject **sf = v ? sfield_at(obj, nf, rf) : NULL;
     if (sf) {
         Py_XSETREF(*sf, Py_NewRef(v));
@@ -8231,7 +8238,7 @@ static inline int iset_at(PyObject *obj, PyObject *s, int nf, int rf, PyObject *
     return iset_rest(obj, s, v);
 }
 
-static inline int add_attr_at(PyObject *obj, PyObject *s, int nf, int rf, long by) {
+AT_INLINE int add_attr_at(PyObject *obj, PyObject *s, int nf, int rf, long by) {
     int done = add_field(sfield_at(obj, nf, rf), by);
     if (done)
         return done < 0 ? -1 : 0;
@@ -8415,7 +8422,7 @@ static int w_add(PyObject *obj, int name, Py_ssize_t by) {
 }
 
 static inline int r_long(PyObject *obj, PyObject *name, long *out);
-static inline int r_long_at(PyObject *obj, PyObject *name, int nf, int rf, long *out);
+AT_INLINE int r_long_at(PyObject *obj, PyObject *name, int nf, int rf, long *out);
 static int r_set_at(PyObject *obj, PyObject *name, int nf, int rf, long value);
 static inline int w_val(const WCtx *w, int k, long *out);
 
@@ -9195,7 +9202,7 @@ static inline int r_long(PyObject *obj, PyObject *name, long *out) {
 }
 
 /* obj.name as a C long (r_long), obj.name = value (an int), for a name whose places st_places found */
-static inline int r_long_at(PyObject *obj, PyObject *name, int nf, int rf, long *out) {
+AT_INLINE int r_long_at(PyObject *obj, PyObject *name, int nf, int rf, long *out) {
     PyObject *v = iget_at(obj, name, nf, rf);
     if (!v)
         return -1;
