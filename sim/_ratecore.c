@@ -9516,15 +9516,25 @@ static PyObject *w_new_list(int which) {
     return l;
 }
 
+/* del l[:] for a list no one else holds (its reference count one): its items dropped, the last first (as
+ * list_ass_slice drops them), its storage kept for the items appended next (an empty list all the same) */
+static void w_list_empty(PyObject *l) {
+    Py_ssize_t n = PyList_GET_SIZE(l);
+    PyObject **items = ((PyListObject *)l)->ob_item;
+    Py_SET_SIZE(l, 0);
+    while (n > 0) /* (no one else holds the list: nothing can append to it meanwhile) */
+        Py_DECREF(items[--n]);
+}
+
 /* the reference ``l`` dropped, the list emptied and kept for w_new_list where ``ok`` (no error pending) and no one
  * else holds it */
 static void w_keep_list(int which, PyObject *l, int ok) {
     if (l && ok && !w_spare_list[which] && PyList_CheckExact(l) && Py_REFCNT(l) == 1 && !PyErr_Occurred()) {
-        if (PyList_SetSlice(l, 0, PyList_GET_SIZE(l), NULL) == 0 && Py_REFCNT(l) == 1 && !PyList_GET_SIZE(l)) {
+        w_list_empty(l);
+        if (Py_REFCNT(l) == 1 && !PyList_GET_SIZE(l)) {
             w_spare_list[which] = l;
             return;
         }
-        PyErr_Clear();
     }
     Py_XDECREF(l);
 }
@@ -10414,10 +10424,13 @@ static PyObject *net_run_body(PyObject *const *args, Py_ssize_t nargs) {
             } else
                 bad = c < 0 || w_call(net, w_s[W_RESUME_HELD], held, now_o, NULL) < 0;
         }
-        if (!bad && some >= 0 && PyList_CheckExact(held) && Py_REFCNT(held) == 1 && /* (no one else holds it) */
-            PyList_SetSlice(held, 0, PyList_GET_SIZE(held), NULL) == 0)
-            spare = held;
-        else
+        if (!bad && some >= 0 && PyList_CheckExact(held) && Py_REFCNT(held) == 1) { /* (no one else holds it) */
+            w_list_empty(held);
+            if (Py_REFCNT(held) == 1 && !PyList_GET_SIZE(held))
+                spare = held;
+            else
+                Py_DECREF(held);
+        } else
             Py_DECREF(held);
         if (some < 0 || bad)
             goto fail;
