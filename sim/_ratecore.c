@@ -8424,7 +8424,7 @@ static int w_add(PyObject *obj, int name, Py_ssize_t by) {
 static inline int r_long(PyObject *obj, PyObject *name, long *out);
 AT_INLINE int r_long_at(PyObject *obj, PyObject *name, int nf, int rf, long *out);
 static int r_set_at(PyObject *obj, PyObject *name, int nf, int rf, long value);
-static inline int w_val(const WCtx *w, int k, long *out);
+AT_INLINE int w_val(const WCtx *w, int k, long *out);
 
 /* the version tag of dict ``d`` (CPython's ma_version_tag: moved on every change) */
 #if PY_VERSION_HEX < 0x030E0000
@@ -9165,7 +9165,7 @@ static int r_strings(void) {
  * set) */
 static int w_val_read(const WCtx *w, int k, long *out, int held);
 
-static inline int w_val(const WCtx *w, int k, long *out) {
+AT_INLINE int w_val(const WCtx *w, int k, long *out) {
     int held = w_vals_ok(w);
     if (held && (w_vals.have >> k & 1u)) {
         *out = w_vals.v[k];
