@@ -10174,6 +10174,24 @@ static int w_queue_after(PyObject *ctx, double t) {
  * _schedule draws one), ``_wake_at`` set, and 1 returned with ``*next`` its time (``max(when, now)``, the
  * clock SimPy's step would set); else 0 (the wake-up scheduled as _schedule_next schedules it), -1 on an
  * error */
+/* dict_pop(dict, key) with the key hashed once (a start time's float: its hash is not kept), through CPython's
+ * pop (the lookup and the deletion by the one hash): a new reference, or NULL (an exception set where one
+ * happened) */
+static PyObject *w_dict_pop(PyObject *dict, PyObject *key) {
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *v = NULL;
+    return PyDict_Pop(dict, key, &v) < 0 ? NULL : v;
+#else
+    static PyObject *missing; /* (an object of its own: no dict holds it) */
+    if (!missing && !(missing = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type)))
+        return NULL;
+    PyObject *v = _PyDict_Pop(dict, key, missing);
+    if (v == missing)
+        Py_CLEAR(v);
+    return v;
+#endif
+}
+
 static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) {
     PyObject *net = w->net;
     if (iset(net, s_wake_at, w_neg_inf) < 0 || w_flush(w) < 0)
@@ -10194,7 +10212,7 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
         PyObject *key = heap_pop(pending);
         if (!key)
             goto out;
-        PyObject *starting = dict_pop(pending_at, key);
+        PyObject *starting = w_dict_pop(pending_at, key);
         Py_DECREF(key);
         if (!starting) {
             if (!PyErr_Occurred())
