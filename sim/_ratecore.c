@@ -8245,6 +8245,12 @@ AT_INLINE int add_attr_at(PyObject *obj, PyObject *s, int nf, int rf, long by) {
     return add_attr(obj, s, by);
 }
 
+/* a name of w_names (W_AT), r_names (R_AT) or k_names (K_AT) as the *_at functions take it: the interned name and
+ * its places */
+#define W_AT(k) w_s[k], w_nf[k], w_rf[k]
+#define R_AT(k) r_s[k], r_nf[k], r_rf[k]
+#define K_AT(k) k_s[k], k_nf[k], k_rf[k]
+
 /* (each name's places, in w_names' order: constants, so that a read of a field by a name known where it is
  * written is the field's load; st_check holds them to the names at the start) */
 static const signed char w_nf[W_N] = {
@@ -8257,8 +8263,8 @@ static const signed char w_rf[W_N] = {
 };
 
 /* obj.<w_names[k]> (iget), obj.<w_names[k]> = v (iset) */
-static inline PyObject *wget(PyObject *obj, int k) { return iget_at(obj, w_s[k], w_nf[k], w_rf[k]); }
-static inline int wset(PyObject *obj, int k, PyObject *v) { return iset_at(obj, w_s[k], w_nf[k], w_rf[k], v); }
+static inline PyObject *wget(PyObject *obj, int k) { return iget_at(obj, W_AT(k)); }
+static inline int wset(PyObject *obj, int k, PyObject *v) { return iset_at(obj, W_AT(k), v); }
 
 static int w_strings(void) {
     if (w_neg_inf)
@@ -8418,7 +8424,7 @@ static int w_arr_rest(PyObject *obj, int name, int nf, Arr *a, int kind, int wri
 
 /* obj.name += by (an int attribute) */
 static int w_add(PyObject *obj, int name, Py_ssize_t by) {
-    return add_attr_at(obj, w_s[name], w_nf[name], w_rf[name], (long)by);
+    return add_attr_at(obj, W_AT(name), (long)by);
 }
 
 static inline int r_long(PyObject *obj, PyObject *name, long *out);
@@ -8541,7 +8547,7 @@ out:
 
 /* self._flush() where sends are staged (its lines in C where sim.network._MSG_CORE is on) */
 static int w_flush(const WCtx *w) {
-    PyObject *net = w->net, *stage = iget_at(net, w_s[W_STAGE], w_nf[W_STAGE], w_rf[W_STAGE]);
+    PyObject *net = w->net, *stage = iget_at(net, W_AT(W_STAGE));
     if (!stage)
         return -1;
     int staged = PyObject_IsTrue(stage), done = 0;
@@ -8557,8 +8563,8 @@ static int w_flush(const WCtx *w) {
 
 /* the attributes a change of the draining flows drops: _active_arr and _entries None, _nactive += by */
 static int w_active(PyObject *net, Py_ssize_t by) {
-    return w_add(net, W_NACTIVE, by) < 0 || iset_at(net, w_s[W_ACTIVE_ARR], w_nf[W_ACTIVE_ARR], w_rf[W_ACTIVE_ARR], Py_None) < 0 ||
-                   iset_at(net, w_s[W_ENTRIES], w_nf[W_ENTRIES], w_rf[W_ENTRIES], Py_None) < 0
+    return w_add(net, W_NACTIVE, by) < 0 || iset_at(net, W_AT(W_ACTIVE_ARR), Py_None) < 0 ||
+                   iset_at(net, W_AT(W_ENTRIES), Py_None) < 0
                ? -1
                : 0;
 }
@@ -8581,8 +8587,8 @@ static int w_book(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n) {
     Arr *all[4] = {&path, &nbytes, &rate, &pb};
     arrs_init(all, 4);
     int rc = -1;
-    if (!(cluster = iget_at(net, w_s[W_CLUSTER], w_nf[W_CLUSTER], w_rf[W_CLUSTER])) || !(paths = iget_at(cluster, w_s[W_PATHS], w_nf[W_PATHS], w_rf[W_PATHS])) ||
-        !(count = iget_at(paths, w_s[W_COUNT], w_nf[W_COUNT], w_rf[W_COUNT])))
+    if (!(cluster = iget_at(net, W_AT(W_CLUSTER))) || !(paths = iget_at(cluster, W_AT(W_PATHS))) ||
+        !(count = iget_at(paths, W_AT(W_COUNT))))
         goto out;
     Py_ssize_t need = PyLong_AsSsize_t(count);
     if ((need == -1 && PyErr_Occurred()) || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
@@ -8630,7 +8636,7 @@ static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, P
         }
         first = o;
     }
-    if (!(owners = iget_at(net, w_s[W_OWNERS], w_nf[W_OWNERS], w_rf[W_OWNERS])) || !PyList_CheckExact(owners))
+    if (!(owners = iget_at(net, W_AT(W_OWNERS))) || !PyList_CheckExact(owners))
         goto done;
     if (first >= PyList_GET_SIZE(owners)) {
         rc = 0;
@@ -8650,7 +8656,7 @@ static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, P
     for (Py_ssize_t i = 0; i < n; i++)
         *arr_ip(&owner, done[i]) = -1;
     arr_release(&owner);
-    PyObject *free_ = iget_at(net, w_s[W_FREE], w_nf[W_FREE], w_rf[W_FREE]);
+    PyObject *free_ = iget_at(net, W_AT(W_FREE));
     if (!free_)
         goto done;
     int bad = !PyList_CheckExact(free_);
@@ -8735,14 +8741,14 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
     int on = w_msg_core(w);
     if (on <= 0)
         return on;
-    PyObject *sctx = iget_at(net, w_s[W_SEND_CTX], w_nf[W_SEND_CTX], w_rf[W_SEND_CTX]);
+    PyObject *sctx = iget_at(net, W_AT(W_SEND_CTX));
     int ok = sctx && sctx != Py_None;
     Py_XDECREF(sctx);
     int held = ok ? w_vals_ok(w) : 0;
     if (held && (w_vals.have >> WV_SETTLE_OWN & 1u)) /* (``settle`` the module's own: held as the switches are) */
         ok = (int)w_vals.v[WV_SETTLE_OWN];
     else if (ok) {
-        PyObject *settle = iget_at(mod, w_s[W_SETTLE], w_nf[W_SETTLE], w_rf[W_SETTLE]), *own = settle ? iget_at(mod, w_s[W_SETTLE_], w_nf[W_SETTLE_], w_rf[W_SETTLE_]) : NULL;
+        PyObject *settle = iget_at(mod, W_AT(W_SETTLE)), *own = settle ? iget_at(mod, W_AT(W_SETTLE_)) : NULL;
         ok = own && settle == own;
         Py_XDECREF(settle);
         Py_XDECREF(own);
@@ -8771,7 +8777,7 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
     arrs_release(all, 2);
     if (w_book(w, done, n) < 0)
         goto out;
-    if (!(events = iget_at(net, w_s[W_EVENT], w_nf[W_EVENT], w_rf[W_EVENT])) || !PyList_CheckExact(events) || sent_strings() < 0 ||
+    if (!(events = iget_at(net, W_AT(W_EVENT))) || !PyList_CheckExact(events) || sent_strings() < 0 ||
         !(objs = n <= 16 ? objs_few : PyMem_Calloc(n, sizeof *objs))) { /* (a few: on the stack) */
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "net_wake: the sends' records must be a list");
@@ -8782,7 +8788,7 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
         if (!(objs[i] = PyLong_FromSsize_t(done[i])) || sent_one(net, events, objs[i], now_o, n <= 16, 1) < 0)
             goto out;
     }
-    if (!(free_ = iget_at(net, w_s[W_FREE], w_nf[W_FREE], w_rf[W_FREE])) || !PyList_CheckExact(free_)) {
+    if (!(free_ = iget_at(net, W_AT(W_FREE))) || !PyList_CheckExact(free_)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "net_wake: the free slots must be a list");
         goto out;
@@ -8804,10 +8810,10 @@ out:
 
 static int w_drain(const WCtx *w, PyObject *now_o, double now) {
     PyObject *net = w->net;
-    if (iset_at(net, w_s[W_T_LAST], w_nf[W_T_LAST], w_rf[W_T_LAST], now_o) < 0)
+    if (iset_at(net, W_AT(W_T_LAST), now_o) < 0)
         return -1;
     double cut = now * fv(PyTuple_GET_ITEM(w->ctx, CX_K)) + 1e-300;
-    PyObject *heap = iget_at(net, w_s[W_HEAP], w_nf[W_HEAP], w_rf[W_HEAP]), *due_at = NULL, *act = NULL, *due = NULL, *cut_o = NULL;
+    PyObject *heap = iget_at(net, W_AT(W_HEAP)), *due_at = NULL, *act = NULL, *due = NULL, *cut_o = NULL;
     PyObject *got = NULL, *arr = NULL;
     Py_ssize_t *done = NULL;
     int rc = -1;
@@ -8840,8 +8846,8 @@ static int w_drain(const WCtx *w, PyObject *now_o, double now) {
             rc = 0;
             goto out;
         }
-        if (!(due_at = iget_at(net, w_s[W_DUE_AT], w_nf[W_DUE_AT], w_rf[W_DUE_AT])) || !(act = iget_at(net, w_s[W_IS_ACTIVE], w_nf[W_IS_ACTIVE], w_rf[W_IS_ACTIVE])) ||
-            !(due = iget_at(net, w_s[W_DUE], w_nf[W_DUE], w_rf[W_DUE])) || !(cut_o = PyFloat_FromDouble(cut)))
+        if (!(due_at = iget_at(net, W_AT(W_DUE_AT))) || !(act = iget_at(net, W_AT(W_IS_ACTIVE))) ||
+            !(due = iget_at(net, W_AT(W_DUE))) || !(cut_o = PyFloat_FromDouble(cut)))
             goto out;
         PyObject *argv[5] = {heap, due_at, cut_o, act, due};
         if (!(got = py_drain_due(NULL, argv, 5)))
@@ -8957,8 +8963,8 @@ static int w_start(const WCtx *w, PyObject *starting, PyObject *now_o, double no
         }
     if (PyErr_Occurred())
         goto out;
-    if (!(cluster = iget_at(net, w_s[W_CLUSTER], w_nf[W_CLUSTER], w_rf[W_CLUSTER])) || !(paths = iget_at(cluster, w_s[W_PATHS], w_nf[W_PATHS], w_rf[W_PATHS])) ||
-        !(lens = iget_at(paths, w_s[W_LENGTH], w_nf[W_LENGTH], w_rf[W_LENGTH])) || arr_get(lens, &length, 'i') < 0 ||
+    if (!(cluster = iget_at(net, W_AT(W_CLUSTER))) || !(paths = iget_at(cluster, W_AT(W_PATHS))) ||
+        !(lens = iget_at(paths, W_AT(W_LENGTH))) || arr_get(lens, &length, 'i') < 0 ||
         w_arr(net, W_REMAINING, &left, 'f', 0) < 0 || w_arr(net, W_PATH, &path, 'i', 0) < 0)
         goto out;
     int instant = m == 0;
@@ -9223,8 +9229,8 @@ static int r_set_at(PyObject *obj, PyObject *name, int nf, int rf, long value) {
 static int w_entries_added(const WCtx *w, Py_ssize_t added) {
     PyObject *net = w->net;
     long entries, nactive;
-    if (w_add(net, W_DUE_ENTRIES, added) < 0 || r_long_at(net, w_s[W_DUE_ENTRIES], w_nf[W_DUE_ENTRIES], w_rf[W_DUE_ENTRIES], &entries) < 0 ||
-        r_long_at(net, w_s[W_NACTIVE], w_nf[W_NACTIVE], w_rf[W_NACTIVE], &nactive) < 0)
+    if (w_add(net, W_DUE_ENTRIES, added) < 0 || r_long_at(net, W_AT(W_DUE_ENTRIES), &entries) < 0 ||
+        r_long_at(net, W_AT(W_NACTIVE), &nactive) < 0)
         return -1;
     return entries > 4 * nactive + 1024 ? w_call(net, r_s[R_REBUILD_DUE], NULL, NULL, NULL) : 0;
 }
@@ -9267,7 +9273,7 @@ out:
 /* w_apply for C arrays of slots and rates: the same loop in C where the due heap is held in C (Dues), else
  * as lists */
 static int w_apply_c(const WCtx *w, const Py_ssize_t *slots, const double *rv, Py_ssize_t n) {
-    PyObject *net = w->net, *heap = iget_at(net, w_s[W_HEAP], w_nf[W_HEAP], w_rf[W_HEAP]), *now_o = heap ? iget_at(net, w_s[W_T_LAST], w_nf[W_T_LAST], w_rf[W_T_LAST]) : NULL;
+    PyObject *net = w->net, *heap = iget_at(net, W_AT(W_HEAP)), *now_o = heap ? iget_at(net, W_AT(W_T_LAST)) : NULL;
     int rc = -1;
     if (!now_o)
         goto out;
@@ -9306,8 +9312,8 @@ out:
 /* (net._active_slots, path, bound, rate, net._entries_now, net._set_rates): what Network._solve gives
  * Rates.compute, as its helpers take it (a new reference) */
 static PyObject *w_ask(PyObject *net, PyObject *path, PyObject *bound, PyObject *rate) {
-    PyObject *a = iget_at(net, r_s[R_ACTIVE_SLOTS], r_nf[R_ACTIVE_SLOTS], r_rf[R_ACTIVE_SLOTS]), *e = a ? iget_at(net, r_s[R_ENTRIES_NOW], r_nf[R_ENTRIES_NOW], r_rf[R_ENTRIES_NOW]) : NULL;
-    PyObject *s = e ? iget_at(net, r_s[R_SET_RATES], r_nf[R_SET_RATES], r_rf[R_SET_RATES]) : NULL;
+    PyObject *a = iget_at(net, R_AT(R_ACTIVE_SLOTS)), *e = a ? iget_at(net, R_AT(R_ENTRIES_NOW)) : NULL;
+    PyObject *s = e ? iget_at(net, R_AT(R_SET_RATES)) : NULL;
     PyObject *ask = s ? PyTuple_Pack(6, a, path, bound, rate, e, s) : NULL;
     Py_XDECREF(a);
     Py_XDECREF(e);
@@ -9332,10 +9338,10 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
     Py_ssize_t *fl = NULL, *ar = NULL, *pid = NULL, ne = 0;
     double *bv = NULL;
     int rc = -1;
-    if (add_attr_at(rates, r_s[R_SOLVES], r_nf[R_SOLVES], r_rf[R_SOLVES], 1) < 0 || !(cluster = iget_at(rates, w_s[W_CLUSTER], w_nf[W_CLUSTER], w_rf[W_CLUSTER])) ||
-        !(paths = iget_at(cluster, w_s[W_PATHS], w_nf[W_PATHS], w_rf[W_PATHS])) || !(o_start = iget_at(paths, r_s[R_START], r_nf[R_START], r_rf[R_START])) ||
-        !(o_len = iget_at(paths, w_s[W_LENGTH], w_nf[W_LENGTH], w_rf[W_LENGTH])) || !(o_arcs = iget_at(paths, r_s[R_ARCS], r_nf[R_ARCS], r_rf[R_ARCS])) ||
-        !(cap = iget_at(cluster, r_s[R_CAPACITY_], r_nf[R_CAPACITY_], r_rf[R_CAPACITY_])) || arr_get(o_start, &start, 'i') < 0 ||
+    if (add_attr_at(rates, R_AT(R_SOLVES), 1) < 0 || !(cluster = iget_at(rates, W_AT(W_CLUSTER))) ||
+        !(paths = iget_at(cluster, W_AT(W_PATHS))) || !(o_start = iget_at(paths, R_AT(R_START))) ||
+        !(o_len = iget_at(paths, W_AT(W_LENGTH))) || !(o_arcs = iget_at(paths, R_AT(R_ARCS))) ||
+        !(cap = iget_at(cluster, R_AT(R_CAPACITY_))) || arr_get(o_start, &start, 'i') < 0 ||
         arr_get(o_len, &len, 'i') < 0 || arr_get(o_arcs, &arcs, 'i') < 0 || arr_get(bound, &bnd, 'f') < 0)
         goto out;
     if (!(pid = malloc(sizeof(Py_ssize_t) * (size_t)(n + 1))) || !(bv = malloc(sizeof(double) * (size_t)(n + 1)))) {
@@ -9367,7 +9373,7 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
         }
     }
     if (!(flow_o = w_array(w, 'i', fl, ne)) || !(arc_o = w_array(w, 'i', ar, ne)) || !(bound_o = w_array(w, 'f', bv, n)) ||
-        !(n_o = PyLong_FromSsize_t(n)) || !(fn = iget_at(mod, r_s[R_MAXMIN], r_nf[R_MAXMIN], r_rf[R_MAXMIN])))
+        !(n_o = PyLong_FromSsize_t(n)) || !(fn = iget_at(mod, R_AT(R_MAXMIN))))
         goto out;
     PyObject *argv[5] = {flow_o, arc_o, n_o, cap, bound_o};
     if (!(got = PyObject_Vectorcall(fn, argv, 5, NULL)) || arr_get(got, &out, 'f') < 0)
@@ -9377,8 +9383,8 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
         goto out;
     }
     double *rv = (double *)out.view.buf; /* (a fresh contiguous float64 array: maxmin_rates') */
-    if (out.stride != (Py_ssize_t)sizeof(double) || w_apply_c(w, slots, rv, n) < 0 || iset_at(rates, r_s[R_VALID], r_nf[R_VALID], r_rf[R_VALID], Py_True) < 0 ||
-        iset_at(rates, r_s[R_LOAD], r_nf[R_LOAD], r_rf[R_LOAD], Py_None) < 0)
+    if (out.stride != (Py_ssize_t)sizeof(double) || w_apply_c(w, slots, rv, n) < 0 || iset_at(rates, R_AT(R_VALID), Py_True) < 0 ||
+        iset_at(rates, R_AT(R_LOAD), Py_None) < 0)
         goto out;
     if (cacheable) { /* np.unique(pids, return_index=True): sorted distinct paths, each one's first flow */
         Py_ssize_t *uniq = ar, nk = 0; /* (the crossings' buffers reused: ne >= n, checked below) */
@@ -9407,8 +9413,8 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
         free(at);
         long most;
         if (!(keys_o = w_array(w, 'i', uniq, nk)) || !(first_o = w_array(w, 'f', first, nk)) ||
-            !(cache = iget_at(rates, r_s[R_CACHE], r_nf[R_CACHE], r_rf[R_CACHE])) || !(key = iget_at(rates, r_s[R_KEY], r_nf[R_KEY], r_rf[R_KEY])) ||
-            r_long_at(mod, r_s[R_CACHE_ENTRIES], r_nf[R_CACHE_ENTRIES], r_rf[R_CACHE_ENTRIES], &most) < 0 || !(entry = Py_BuildValue("(OOn)", keys_o, first_o, n)))
+            !(cache = iget_at(rates, R_AT(R_CACHE))) || !(key = iget_at(rates, R_AT(R_KEY))) ||
+            r_long_at(mod, R_AT(R_CACHE_ENTRIES), &most) < 0 || !(entry = Py_BuildValue("(OOn)", keys_o, first_o, n)))
             goto out;
         if (!PyDict_CheckExact(cache)) {
             PyErr_SetString(PyExc_TypeError, "solve_all: the cache must be a dict");
@@ -9443,8 +9449,8 @@ out:
 static int w_settled_all(const WCtx *w, PyObject *rates, long skip_max, const Py_ssize_t *slots, Py_ssize_t n,
                          const Arr *a_path, PyObject *bound, int cacheable) {
     long next;
-    if (r_long_at(rates, r_s[R_SKIP_NEXT], r_nf[R_SKIP_NEXT], r_rf[R_SKIP_NEXT], &next) < 0 || r_set_at(rates, r_s[R_SKIP], r_nf[R_SKIP], r_rf[R_SKIP], next) < 0 ||
-        r_set_at(rates, r_s[R_SKIP_NEXT], r_nf[R_SKIP_NEXT], r_rf[R_SKIP_NEXT], 2 * next < skip_max ? 2 * next : skip_max) < 0)
+    if (r_long_at(rates, R_AT(R_SKIP_NEXT), &next) < 0 || r_set_at(rates, R_AT(R_SKIP), next) < 0 ||
+        r_set_at(rates, R_AT(R_SKIP_NEXT), 2 * next < skip_max ? 2 * next : skip_max) < 0)
         return -1;
     return w_solve_all(w, rates, slots, n, a_path, bound, cacheable);
 }
@@ -9589,21 +9595,21 @@ static int w_isolated(const WCtx *w, PyObject *rates, long count, const Arr *a_a
     static PyObject *s_isolated_;
     if (!s_isolated_ && !(s_isolated_ = PyUnicode_InternFromString("isolated")))
         return -1;
-    PyObject *fresh = iget_at(rates, r_s[R_FRESH], r_nf[R_FRESH], r_rf[R_FRESH]), *f = NULL, *g = NULL, *cluster = NULL, *bn = NULL;
+    PyObject *fresh = iget_at(rates, R_AT(R_FRESH)), *f = NULL, *g = NULL, *cluster = NULL, *bn = NULL;
     Arr a_bn = {.held = 0}, a_bound = {.held = 0};
     IList fl = {0};
     Py_ssize_t *slots = NULL, n = 0;
     double *rv = NULL;
     long alone = 1;
     int rc = -1;
-    if (!fresh || !(f = PyList_New(0)) || !(g = PyList_New(0)) || iset_at(rates, r_s[R_FRESH], r_nf[R_FRESH], r_rf[R_FRESH], f) < 0 ||
-        iset_at(rates, r_s[R_GONE], r_nf[R_GONE], r_rf[R_GONE], g) < 0)
+    if (!fresh || !(f = PyList_New(0)) || !(g = PyList_New(0)) || iset_at(rates, R_AT(R_FRESH), f) < 0 ||
+        iset_at(rates, R_AT(R_GONE), g) < 0)
         goto out;
     if (!count) {
         rc = 0;
         goto out;
     }
-    if (r_long_at(rates, r_s[R_ALONE], r_nf[R_ALONE], r_rf[R_ALONE], &alone) < 0)
+    if (r_long_at(rates, R_AT(R_ALONE), &alone) < 0)
         goto out;
     if (!alone) { /* new = active_slots() */
         if ((n = active_slots(a_act, a_path, &slots)) < 0)
@@ -9620,7 +9626,7 @@ static int w_isolated(const WCtx *w, PyObject *rates, long count, const Arr *a_a
             slots[i] = fl.v[i];
     }
     if (n) {
-        if (!(cluster = iget_at(rates, w_s[W_CLUSTER], w_nf[W_CLUSTER], w_rf[W_CLUSTER])) || !(bn = paths_bottleneck(cluster)) ||
+        if (!(cluster = iget_at(rates, W_AT(W_CLUSTER))) || !(bn = paths_bottleneck(cluster)) ||
             arr_get(bn, &a_bn, 'f') < 0 || arr_get(bound, &a_bound, 'f') < 0)
             goto out;
         if (!(rv = malloc(sizeof(double) * (size_t)n))) {
@@ -9640,8 +9646,8 @@ static int w_isolated(const WCtx *w, PyObject *rates, long count, const Arr *a_a
         if (w_apply_c(w, slots, rv, n) < 0)
             goto out;
     }
-    rc = iset_at(rates, r_s[R_ALONE], r_nf[R_ALONE], r_rf[R_ALONE], Py_True) < 0 || iset_at(rates, r_s[R_VALID], r_nf[R_VALID], r_rf[R_VALID], Py_True) < 0 ||
-                 iset_at(rates, r_s[R_LOAD], r_nf[R_LOAD], r_rf[R_LOAD], Py_None) < 0 || add_attr(rates, s_isolated_, 1) < 0
+    rc = iset_at(rates, R_AT(R_ALONE), Py_True) < 0 || iset_at(rates, R_AT(R_VALID), Py_True) < 0 ||
+                 iset_at(rates, R_AT(R_LOAD), Py_None) < 0 || add_attr(rates, s_isolated_, 1) < 0
              ? -1
              : 0;
 out:
@@ -9668,16 +9674,16 @@ static int w_solve(const WCtx *w) {
     long check, recount, shared, count, valid, incr, skip, spread, bounded, hitcore, incr_min;
     Arr a_act = {.held = 0}, a_path = {.held = 0}, a_rate = {.held = 0};
     Py_ssize_t *slots = NULL, nslots = -1; /* the draining flows in slot order, taken where needed */
-    if (!(rates = iget_at(net, r_s[R_RATES], r_nf[R_RATES], r_rf[R_RATES])) || r_long_at(net, r_s[R_CHECK], r_nf[R_CHECK], r_rf[R_CHECK], &check) < 0 ||
-        r_long_at(rates, r_s[R_RECOUNT], r_nf[R_RECOUNT], r_rf[R_RECOUNT], &recount) < 0 || r_long_at(net, w_s[W_NACTIVE], w_nf[W_NACTIVE], w_rf[W_NACTIVE], &count) < 0 ||
-        !(o_cap = iget_at(rates, r_s[R_CAPACITY], r_nf[R_CAPACITY], r_rf[R_CAPACITY])) || !(o_core = iget_at(rates, r_s[R_CORE], r_nf[R_CORE], r_rf[R_CORE])))
+    if (!(rates = iget_at(net, R_AT(R_RATES))) || r_long_at(net, R_AT(R_CHECK), &check) < 0 ||
+        r_long_at(rates, R_AT(R_RECOUNT), &recount) < 0 || r_long_at(net, W_AT(W_NACTIVE), &count) < 0 ||
+        !(o_cap = iget_at(rates, R_AT(R_CAPACITY))) || !(o_core = iget_at(rates, R_AT(R_CORE))))
         goto out;
     if (check || o_cap != Py_None || (recount && Py_TYPE(o_core) != &CoreType)) {
         python = 1;
         goto out;
     }
-    if (!(path = iget_at(net, w_s[W_PATH], w_nf[W_PATH], w_rf[W_PATH])) || !(bound = iget_at(net, w_s[W_BOUND], w_nf[W_BOUND], w_rf[W_BOUND])) ||
-        !(rate = iget_at(net, w_s[W_RATE], w_nf[W_RATE], w_rf[W_RATE])) || !(act = iget_at(net, w_s[W_IS_ACTIVE], w_nf[W_IS_ACTIVE], w_rf[W_IS_ACTIVE])) || arr_get(act, &a_act, 'b') < 0 ||
+    if (!(path = iget_at(net, W_AT(W_PATH))) || !(bound = iget_at(net, W_AT(W_BOUND))) ||
+        !(rate = iget_at(net, W_AT(W_RATE))) || !(act = iget_at(net, W_AT(W_IS_ACTIVE))) || arr_get(act, &a_act, 'b') < 0 ||
         arr_get(path, &a_path, 'i') < 0)
         goto out;
     if (recount) { /* the user counts from the draining flows (Rates._count_users) */
@@ -9686,8 +9692,8 @@ static int w_solve(const WCtx *w) {
         int64_t *u = malloc(sizeof(int64_t) * (size_t)(((Core *)o_core)->narcs + 1));
         int bad = !u || k_strings() < 0 || (nslots = active_slots(&a_act, &a_path, &slots)) < 0 ||
                   core_count((Core *)o_core, slots, nslots, &a_path, u, &nshared) < 0 ||
-                  !(users = w_array(w, 'i', u, ((Core *)o_core)->narcs)) || iset_at(rates, k_s[K_USERS], k_nf[K_USERS], k_rf[K_USERS], users) < 0 ||
-                  r_set_at(rates, r_s[R_SHARED], r_nf[R_SHARED], r_rf[R_SHARED], nshared) < 0 || iset_at(rates, r_s[R_RECOUNT], r_nf[R_RECOUNT], r_rf[R_RECOUNT], Py_False) < 0;
+                  !(users = w_array(w, 'i', u, ((Core *)o_core)->narcs)) || iset_at(rates, K_AT(K_USERS), users) < 0 ||
+                  r_set_at(rates, R_AT(R_SHARED), nshared) < 0 || iset_at(rates, R_AT(R_RECOUNT), Py_False) < 0;
         if (!u && !PyErr_Occurred())
             PyErr_NoMemory();
         free(u);
@@ -9695,7 +9701,7 @@ static int w_solve(const WCtx *w) {
         if (bad)
             goto out;
     }
-    if (r_long_at(rates, r_s[R_SHARED], r_nf[R_SHARED], r_rf[R_SHARED], &shared) < 0)
+    if (r_long_at(rates, R_AT(R_SHARED), &shared) < 0)
         goto out;
     if (!count || shared == 0) { /* (capacity None: nothing to solve, or every flow alone) */
         int own = w_own_solve(w);
@@ -9705,10 +9711,10 @@ static int w_solve(const WCtx *w) {
             python = own == 0;
         goto out;
     }
-    if (r_long_at(rates, r_s[R_BOUNDED], r_nf[R_BOUNDED], r_rf[R_BOUNDED], &bounded) < 0 || w_val(w, WV_HIT_CORE, &hitcore) < 0)
+    if (r_long_at(rates, R_AT(R_BOUNDED), &bounded) < 0 || w_val(w, WV_HIT_CORE, &hitcore) < 0)
         goto out;
     if (bounded == 0) { /* a cache hit, looked up in C */
-        if (!(o_cache = iget_at(rates, r_s[R_CACHE], r_nf[R_CACHE], r_rf[R_CACHE])) || !(o_key = iget_at(rates, r_s[R_KEY], r_nf[R_KEY], r_rf[R_KEY])))
+        if (!(o_cache = iget_at(rates, R_AT(R_CACHE))) || !(o_key = iget_at(rates, R_AT(R_KEY))))
             goto out;
         if (!PyDict_CheckExact(o_cache) || !hitcore) {
             python = 1;
@@ -9731,10 +9737,10 @@ static int w_solve(const WCtx *w) {
                 int found = w_hit(PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(hit, 1), &a_act, &a_path, &hs, &hr, &nh);
                 if (found > 0) {
                     PyObject *f = PyList_New(0), *g = f ? PyList_New(0) : NULL;
-                    int bad = !g || iset_at(rates, r_s[R_FRESH], r_nf[R_FRESH], r_rf[R_FRESH], f) < 0 || iset_at(rates, r_s[R_GONE], r_nf[R_GONE], r_rf[R_GONE], g) < 0 ||
-                              iset_at(rates, r_s[R_ALONE], r_nf[R_ALONE], r_rf[R_ALONE], Py_False) < 0 || w_apply_c(w, hs, hr, nh) < 0 ||
-                              add_attr_at(rates, r_s[R_HITS], r_nf[R_HITS], r_rf[R_HITS], 1) < 0 || iset_at(rates, r_s[R_VALID], r_nf[R_VALID], r_rf[R_VALID], Py_True) < 0 ||
-                              iset_at(rates, r_s[R_LOAD], r_nf[R_LOAD], r_rf[R_LOAD], Py_None) < 0;
+                    int bad = !g || iset_at(rates, R_AT(R_FRESH), f) < 0 || iset_at(rates, R_AT(R_GONE), g) < 0 ||
+                              iset_at(rates, R_AT(R_ALONE), Py_False) < 0 || w_apply_c(w, hs, hr, nh) < 0 ||
+                              add_attr_at(rates, R_AT(R_HITS), 1) < 0 || iset_at(rates, R_AT(R_VALID), Py_True) < 0 ||
+                              iset_at(rates, R_AT(R_LOAD), Py_None) < 0;
                     Py_XDECREF(f);
                     Py_XDECREF(g);
                     found = bad ? -1 : 1;
@@ -9751,10 +9757,10 @@ static int w_solve(const WCtx *w) {
         }
     }
     /* the partial re-solve along full links, with the compiled sets and loads */
-    if (w_val(w, WV_INCR_MIN, &incr_min) < 0 || r_long_at(rates, r_s[R_VALID], r_nf[R_VALID], r_rf[R_VALID], &valid) < 0 ||
-        r_long_at(rates, r_s[R_INCREMENTAL], r_nf[R_INCREMENTAL], r_rf[R_INCREMENTAL], &incr) < 0 ||
-        r_long_at(rates, r_s[R_SKIP], r_nf[R_SKIP], r_rf[R_SKIP], &skip) < 0 || r_long_at(rates, r_s[R_SPREAD], r_nf[R_SPREAD], r_rf[R_SPREAD], &spread) < 0 ||
-        !(o_members = iget_at(rates, r_s[R_MEMBERS], r_nf[R_MEMBERS], r_rf[R_MEMBERS])) || !(o_load = iget_at(rates, r_s[R_LOAD], r_nf[R_LOAD], r_rf[R_LOAD])))
+    if (w_val(w, WV_INCR_MIN, &incr_min) < 0 || r_long_at(rates, R_AT(R_VALID), &valid) < 0 ||
+        r_long_at(rates, R_AT(R_INCREMENTAL), &incr) < 0 ||
+        r_long_at(rates, R_AT(R_SKIP), &skip) < 0 || r_long_at(rates, R_AT(R_SPREAD), &spread) < 0 ||
+        !(o_members = iget_at(rates, R_AT(R_MEMBERS))) || !(o_load = iget_at(rates, R_AT(R_LOAD))))
         goto out;
     if (!incr) {
         python = 1;
@@ -9762,9 +9768,9 @@ static int w_solve(const WCtx *w) {
     }
     if (!valid || count < incr_min || skip) { /* a solve of all the flows (compute's last lines), in C */
         PyObject *f = PyList_New(0), *g = f ? PyList_New(0) : NULL;
-        int bad = !g || iset_at(rates, r_s[R_FRESH], r_nf[R_FRESH], r_rf[R_FRESH], f) < 0 || iset_at(rates, r_s[R_GONE], r_nf[R_GONE], r_rf[R_GONE], g) < 0 ||
-                  iset_at(rates, r_s[R_ALONE], r_nf[R_ALONE], r_rf[R_ALONE], Py_False) < 0 ||
-                  (valid && count >= incr_min && r_set_at(rates, r_s[R_SKIP], r_nf[R_SKIP], r_rf[R_SKIP], skip - 1) < 0) || /* (a skip taken) */
+        int bad = !g || iset_at(rates, R_AT(R_FRESH), f) < 0 || iset_at(rates, R_AT(R_GONE), g) < 0 ||
+                  iset_at(rates, R_AT(R_ALONE), Py_False) < 0 ||
+                  (valid && count >= incr_min && r_set_at(rates, R_AT(R_SKIP), skip - 1) < 0) || /* (a skip taken) */
                   (nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
                   w_solve_all(w, rates, slots, nslots, &a_path, bound, bounded == 0) < 0;
         Py_XDECREF(f);
@@ -9778,19 +9784,19 @@ static int w_solve(const WCtx *w) {
     }
     if (o_members == Py_None) { /* the per-link sets anew (Rates._rebuild) */
         if ((nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
-            core_rebuild((Core *)o_core, slots, nslots, &a_path) < 0 || iset_at(rates, r_s[R_MEMBERS], r_nf[R_MEMBERS], r_rf[R_MEMBERS], o_core) < 0)
+            core_rebuild((Core *)o_core, slots, nslots, &a_path) < 0 || iset_at(rates, R_AT(R_MEMBERS), o_core) < 0)
             goto out;
     }
     long cmax, share, floor_, scalar, skip_max;
     if (w_val(w, WV_CMAX, &cmax) < 0 || w_val(w, WV_SHARE, &share) < 0 ||
         w_val(w, WV_FLOOR, &floor_) < 0 || w_val(w, WV_SCALAR, &scalar) < 0 ||
-        w_val(w, WV_SKIP_MAX, &skip_max) < 0 || !(o_rtol = iget_at(mod, r_s[R_RTOL], r_nf[R_RTOL], r_rf[R_RTOL])) ||
-        !(fresh = iget_at(rates, r_s[R_FRESH], r_nf[R_FRESH], r_rf[R_FRESH])) || !(gone = iget_at(rates, r_s[R_GONE], r_nf[R_GONE], r_rf[R_GONE])))
+        w_val(w, WV_SKIP_MAX, &skip_max) < 0 || !(o_rtol = iget_at(mod, R_AT(R_RTOL))) ||
+        !(fresh = iget_at(rates, R_AT(R_FRESH))) || !(gone = iget_at(rates, R_AT(R_GONE))))
         goto out;
     {
         PyObject *f = w_new_list(0), *g = f ? w_new_list(1) : NULL;
-        int bad = !g || iset_at(rates, r_s[R_FRESH], r_nf[R_FRESH], r_rf[R_FRESH], f) < 0 || iset_at(rates, r_s[R_GONE], r_nf[R_GONE], r_rf[R_GONE], g) < 0 ||
-                  iset_at(rates, r_s[R_ALONE], r_nf[R_ALONE], r_rf[R_ALONE], Py_False) < 0;
+        int bad = !g || iset_at(rates, R_AT(R_FRESH), f) < 0 || iset_at(rates, R_AT(R_GONE), g) < 0 ||
+                  iset_at(rates, R_AT(R_ALONE), Py_False) < 0;
         Py_XDECREF(f);
         Py_XDECREF(g);
         if (bad)
@@ -9841,8 +9847,8 @@ static int w_solve(const WCtx *w) {
             goto out;
         }
         /* (the lists solve_component would give handed over as Network._set_rates takes them: w_apply_c) */
-        rc = solved != 0 || r_set_at(rates, r_s[R_SKIP_NEXT], r_nf[R_SKIP_NEXT], r_rf[R_SKIP_NEXT], 1) < 0 || add_attr_at(rates, r_s[R_SOLVES], r_nf[R_SOLVES], r_rf[R_SOLVES], 1) < 0 ||
-                     add_attr_at(rates, r_s[R_PARTIAL], r_nf[R_PARTIAL], r_rf[R_PARTIAL], 1) < 0 || (np && w_apply_c(w, ps, pr, np) < 0)
+        rc = solved != 0 || r_set_at(rates, R_AT(R_SKIP_NEXT), 1) < 0 || add_attr_at(rates, R_AT(R_SOLVES), 1) < 0 ||
+                     add_attr_at(rates, R_AT(R_PARTIAL), 1) < 0 || (np && w_apply_c(w, ps, pr, np) < 0)
                  ? -1
                  : 0;
         free(ps);
@@ -9851,7 +9857,7 @@ static int w_solve(const WCtx *w) {
     }
     if (o_load == Py_None) { /* the loads anew (Rates._reload) */
         if ((nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) || arr_get(rate, &a_rate, 'f') < 0 ||
-            core_reload((Core *)o_core, slots, nslots, &a_path, &a_rate, gone) < 0 || iset_at(rates, r_s[R_LOAD], r_nf[R_LOAD], r_rf[R_LOAD], o_core) < 0)
+            core_reload((Core *)o_core, slots, nslots, &a_path, &a_rate, gone) < 0 || iset_at(rates, R_AT(R_LOAD), o_core) < 0)
             goto out;
     }
     long part = floor_ + count / share;
@@ -9875,7 +9881,7 @@ static int w_solve(const WCtx *w) {
             solved = -1;
         free(sd.v);
         free(moved.v);
-        if (solved < 0 || add_attr_at(rates, r_s[R_REGROWN], r_nf[R_REGROWN], r_rf[R_REGROWN], regrown) < 0)
+        if (solved < 0 || add_attr_at(rates, R_AT(R_REGROWN), regrown) < 0)
             rc = -1;
         else if (solved == 1) /* the part reached the limit: solve them all (_settled(None)) */
             rc = (nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
@@ -9883,8 +9889,8 @@ static int w_solve(const WCtx *w) {
                      ? -1
                      : 0;
         else
-            rc = r_set_at(rates, r_s[R_SKIP_NEXT], r_nf[R_SKIP_NEXT], r_rf[R_SKIP_NEXT], 1) < 0 || add_attr_at(rates, r_s[R_SOLVES], r_nf[R_SOLVES], r_rf[R_SOLVES], 1) < 0 ||
-                         add_attr_at(rates, r_s[R_PARTIAL], r_nf[R_PARTIAL], r_rf[R_PARTIAL], 1) < 0 || (nm && w_apply_c(w, ps, pr, nm) < 0)
+            rc = r_set_at(rates, R_AT(R_SKIP_NEXT), 1) < 0 || add_attr_at(rates, R_AT(R_SOLVES), 1) < 0 ||
+                         add_attr_at(rates, R_AT(R_PARTIAL), 1) < 0 || (nm && w_apply_c(w, ps, pr, nm) < 0)
                      ? -1
                      : 0;
         free(ps);
@@ -9933,7 +9939,7 @@ out:
  * ``sign`` in ``rates._users``, the links made shared (or no longer) into *shared */
 static int w_count_users(PyObject *rates, Core *c, const Py_ssize_t *pids, Py_ssize_t n, int sign, long *shared) {
     Arr users = {.held = 0};
-    PyObject *o = iget_at(rates, k_s[K_USERS], k_nf[K_USERS], k_rf[K_USERS]);
+    PyObject *o = iget_at(rates, K_AT(K_USERS));
     int rc = o && arr_open(o, &users, 'i', 1) == 0 && users.view.itemsize == 8 && users.n >= c->narcs ? 0 : -1;
     Py_XDECREF(o);
     if (rc < 0 && !PyErr_Occurred())
@@ -9958,7 +9964,7 @@ static int w_count_users(PyObject *rates, Core *c, const Py_ssize_t *pids, Py_ss
  * as expected (nothing changed: the Python lines verify), -1 on an error. (A left-out link is one with a
  * dominator, dom >= 0; verify's kept.all() shortcut is the case of none.) */
 static int w_verify(PyObject *dom, PyObject *paths, long first, long count) {
-    PyObject *table = iget_at(dom, k_s[K_TABLE], k_nf[K_TABLE], k_rf[K_TABLE]), *o_dom = NULL, *o_start = NULL, *o_len = NULL, *o_arcs = NULL;
+    PyObject *table = iget_at(dom, K_AT(K_TABLE)), *o_dom = NULL, *o_start = NULL, *o_len = NULL, *o_arcs = NULL;
     Arr d = {.held = 0}, start = {.held = 0}, len = {.held = 0}, arcs = {.held = 0};
     int rc = -1;
     if (!table)
@@ -9967,8 +9973,8 @@ static int w_verify(PyObject *dom, PyObject *paths, long first, long count) {
     if (table != paths || first < 0)
         goto out;
     rc = -1;
-    if (!(o_dom = iget_at(dom, k_s[K_DOM], k_nf[K_DOM], k_rf[K_DOM])) || !(o_start = iget_at(paths, r_s[R_START], r_nf[R_START], r_rf[R_START])) ||
-        !(o_len = iget_at(paths, w_s[W_LENGTH], w_nf[W_LENGTH], w_rf[W_LENGTH])) || !(o_arcs = iget_at(paths, r_s[R_ARCS], r_nf[R_ARCS], r_rf[R_ARCS])) || arr_get(o_dom, &d, 'i') < 0 ||
+    if (!(o_dom = iget_at(dom, K_AT(K_DOM))) || !(o_start = iget_at(paths, R_AT(R_START))) ||
+        !(o_len = iget_at(paths, W_AT(W_LENGTH))) || !(o_arcs = iget_at(paths, R_AT(R_ARCS))) || arr_get(o_dom, &d, 'i') < 0 ||
         arr_get(o_start, &start, 'i') < 0 || arr_get(o_len, &len, 'i') < 0 || arr_get(o_arcs, &arcs, 'i') < 0)
         goto out;
     rc = 0;
@@ -9987,7 +9993,7 @@ static int w_verify(PyObject *dom, PyObject *paths, long first, long count) {
                 goto out; /* (a link to bring back) */
         }
     }
-    rc = r_set_at(dom, k_s[K_CHECKED], k_nf[K_CHECKED], k_rf[K_CHECKED], count) < 0 ? -1 : 1;
+    rc = r_set_at(dom, K_AT(K_CHECKED), count) < 0 ? -1 : 1;
 out:
     arr_release(&d), arr_release(&start), arr_release(&len), arr_release(&arcs);
     Py_XDECREF(table), Py_XDECREF(o_dom), Py_XDECREF(o_start), Py_XDECREF(o_len), Py_XDECREF(o_arcs);
@@ -10015,14 +10021,14 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     double *rts = NULL, rts_few[W_FEW];
     int rc = -1;
     long pcount, recount, count, recount_core, narcs;
-    if (k_strings() < 0 || !(rates = iget_at(net, r_s[R_RATES], r_nf[R_RATES], r_rf[R_RATES])) || !(cluster = iget_at(net, w_s[W_CLUSTER], w_nf[W_CLUSTER], w_rf[W_CLUSTER])) ||
-        !(paths = iget_at(cluster, w_s[W_PATHS], w_nf[W_PATHS], w_rf[W_PATHS])) || r_long_at(paths, w_s[W_COUNT], w_nf[W_COUNT], w_rf[W_COUNT], &pcount) < 0 ||
-        !(dom = iget_at(rates, k_s[K_DOMINANCE], k_nf[K_DOMINANCE], k_rf[K_DOMINANCE])))
+    if (k_strings() < 0 || !(rates = iget_at(net, R_AT(R_RATES))) || !(cluster = iget_at(net, W_AT(W_CLUSTER))) ||
+        !(paths = iget_at(cluster, W_AT(W_PATHS))) || r_long_at(paths, W_AT(W_COUNT), &pcount) < 0 ||
+        !(dom = iget_at(rates, K_AT(K_DOMINANCE))))
         goto out;
     if (sign > 0 && dom != Py_None) { /* links left out anew: the Python lines */
         long checked, version, mine;
-        if (r_long_at(dom, k_s[K_CHECKED], k_nf[K_CHECKED], k_rf[K_CHECKED], &checked) < 0 || r_long_at(dom, k_s[K_VERSION], k_nf[K_VERSION], k_rf[K_VERSION], &version) < 0 ||
-            r_long_at(rates, k_s[K_VERSION_], k_nf[K_VERSION_], k_rf[K_VERSION_], &mine) < 0)
+        if (r_long_at(dom, K_AT(K_CHECKED), &checked) < 0 || r_long_at(dom, K_AT(K_VERSION), &version) < 0 ||
+            r_long_at(rates, K_AT(K_VERSION_), &mine) < 0)
             goto out;
         if (version != mine) {
             rc = 0;
@@ -10036,7 +10042,7 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
             }
         }
     }
-    if (!(hash_o = iget_at(rates, k_s[K_PATH_HASH], k_nf[K_PATH_HASH], k_rf[K_PATH_HASH])) || arr_get(hash_o, &hash, 'i') < 0)
+    if (!(hash_o = iget_at(rates, K_AT(K_PATH_HASH))) || arr_get(hash_o, &hash, 'i') < 0)
         goto out;
     if (hash.n < pcount && hash.view.itemsize == 8) { /* rates._hashes() grows the table: called, read again */
         arr_release(&hash);
@@ -10049,9 +10055,9 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
         rc = 0;
         goto out;
     }
-    if (r_long_at(rates, r_s[R_RECOUNT], r_nf[R_RECOUNT], r_rf[R_RECOUNT], &recount) < 0 || r_long_at(rates, k_s[K_COUNT_], k_nf[K_COUNT_], k_rf[K_COUNT_], &count) < 0 ||
-        w_val(w, WV_RECOUNT_CORE, &recount_core) < 0 || r_long_at(cluster, k_s[K_NUM_ARCS], k_nf[K_NUM_ARCS], k_rf[K_NUM_ARCS], &narcs) < 0 ||
-        !(members = iget_at(rates, r_s[R_MEMBERS], r_nf[R_MEMBERS], r_rf[R_MEMBERS])) || !(core = iget_at(rates, r_s[R_CORE], r_nf[R_CORE], r_rf[R_CORE])))
+    if (r_long_at(rates, R_AT(R_RECOUNT), &recount) < 0 || r_long_at(rates, K_AT(K_COUNT_), &count) < 0 ||
+        w_val(w, WV_RECOUNT_CORE, &recount_core) < 0 || r_long_at(cluster, K_AT(K_NUM_ARCS), &narcs) < 0 ||
+        !(members = iget_at(rates, R_AT(R_MEMBERS))) || !(core = iget_at(rates, R_AT(R_CORE))))
         goto out;
     count += sign * n;
     /* _use: recounted later; a big batch drops the sets; the core's sets entered or left */
@@ -10088,29 +10094,29 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
             rts[i] = arr_f(&rate, s);
     }
     arrs_release(all, 4);
-    if (!(key_o = iget_at(rates, r_s[R_KEY], r_nf[R_KEY], r_rf[R_KEY])))
+    if (!(key_o = iget_at(rates, R_AT(R_KEY))))
         goto out;
     unsigned long long key = key_o == w_key.obj ? w_key.v : PyLong_AsUnsignedLongLong(key_o);
     if (key == (unsigned long long)-1 && PyErr_Occurred())
         goto out;
     Py_CLEAR(key_o);
     key = sign > 0 ? key + sum : key - sum;
-    if (!(key_o = PyLong_FromUnsignedLongLong(key)) || iset_at(rates, r_s[R_KEY], r_nf[R_KEY], r_rf[R_KEY], key_o) < 0)
+    if (!(key_o = PyLong_FromUnsignedLongLong(key)) || iset_at(rates, R_AT(R_KEY), key_o) < 0)
         goto out;
     Py_XSETREF(w_key.obj, Py_NewRef(key_o));
     w_key.v = key;
     if (sign < 0) { /* self._gone.append((pids, rates.copy())), the two held in C (a Gone) */
-        if (!(list = iget_at(rates, r_s[R_GONE], r_nf[R_GONE], r_rf[R_GONE])) || !(item = gone_new(pids, rts, n)) || PyList_Append(list, item) < 0)
+        if (!(list = iget_at(rates, R_AT(R_GONE))) || !(item = gone_new(pids, rts, n)) || PyList_Append(list, item) < 0)
             goto out;
     }
-    if (r_set_at(rates, k_s[K_COUNT_], k_nf[K_COUNT_], k_rf[K_COUNT_], count) < 0)
+    if (r_set_at(rates, K_AT(K_COUNT_), count) < 0)
         goto out;
     if (drop) {
-        if (iset_at(rates, r_s[R_MEMBERS], r_nf[R_MEMBERS], r_rf[R_MEMBERS], Py_None) < 0 || iset_at(rates, r_s[R_RECOUNT], r_nf[R_RECOUNT], r_rf[R_RECOUNT], Py_True) < 0)
+        if (iset_at(rates, R_AT(R_MEMBERS), Py_None) < 0 || iset_at(rates, R_AT(R_RECOUNT), Py_True) < 0)
             goto out;
     } else if (counts) {
         long d = 0;
-        if (w_count_users(rates, (Core *)core, pids, n, sign, &d) < 0 || add_attr_at(rates, r_s[R_SHARED], r_nf[R_SHARED], r_rf[R_SHARED], d) < 0)
+        if (w_count_users(rates, (Core *)core, pids, n, sign, &d) < 0 || add_attr_at(rates, R_AT(R_SHARED), d) < 0)
             goto out;
     } else if (in_core) {
         long d = 0;
@@ -10121,15 +10127,15 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
                     goto out;
             } else
                 core_leave_one((Core *)core, (int64_t)slots[i], &d);
-        if (add_attr_at(rates, r_s[R_SHARED], r_nf[R_SHARED], r_rf[R_SHARED], d) < 0)
+        if (add_attr_at(rates, R_AT(R_SHARED), d) < 0)
             goto out;
     }
     if (sign > 0) {
         Py_XDECREF(list);
-        if (!(list = iget_at(rates, r_s[R_FRESH], r_nf[R_FRESH], r_rf[R_FRESH])) || PyList_Append(list, arr) < 0)
+        if (!(list = iget_at(rates, R_AT(R_FRESH))) || PyList_Append(list, arr) < 0)
             goto out;
     }
-    if (add_attr_at(rates, r_s[R_BOUNDED], r_nf[R_BOUNDED], r_rf[R_BOUNDED], sign * finite) < 0)
+    if (add_attr_at(rates, R_AT(R_BOUNDED), sign * finite) < 0)
         goto out;
     rc = 1;
 out:
@@ -10199,10 +10205,10 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
     int changed = w_drain(w, now_o, now);
     if (changed < 0)
         return -1;
-    PyObject *pending = iget_at(net, w_s[W_PENDING], w_nf[W_PENDING], w_rf[W_PENDING]), *pending_at = NULL, *got = NULL;
+    PyObject *pending = iget_at(net, W_AT(W_PENDING)), *pending_at = NULL, *got = NULL;
     PyObject *heap = NULL, *due_at = NULL, *act = NULL, *due = NULL, *at = NULL;
     int rc = -1;
-    if (!pending || !PyList_CheckExact(pending) || !(pending_at = iget_at(net, w_s[W_PENDING_AT], w_nf[W_PENDING_AT], w_rf[W_PENDING_AT])) ||
+    if (!pending || !PyList_CheckExact(pending) || !(pending_at = iget_at(net, W_AT(W_PENDING_AT))) ||
         !PyDict_CheckExact(pending_at)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "net_wake: the pending starts must be a list and a dict");
@@ -10227,8 +10233,8 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
     }
     if (changed && w_solve(w) < 0)
         goto out;
-    if (!(heap = iget_at(net, w_s[W_HEAP], w_nf[W_HEAP], w_rf[W_HEAP])) || !(due_at = iget_at(net, w_s[W_DUE_AT], w_nf[W_DUE_AT], w_rf[W_DUE_AT])) ||
-        !(act = iget_at(net, w_s[W_IS_ACTIVE], w_nf[W_IS_ACTIVE], w_rf[W_IS_ACTIVE])) || !(due = iget_at(net, w_s[W_DUE], w_nf[W_DUE], w_rf[W_DUE])))
+    if (!(heap = iget_at(net, W_AT(W_HEAP))) || !(due_at = iget_at(net, W_AT(W_DUE_AT))) ||
+        !(act = iget_at(net, W_AT(W_IS_ACTIVE))) || !(due = iget_at(net, W_AT(W_DUE))))
         goto out;
     /* _schedule_next(now): wake_next's lines, the event left out where the caller runs the wake-up itself */
     double when;
@@ -10268,7 +10274,7 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
     }
     double t = now > when ? now : when; /* (the queue's time: max(float(when), env._now)) */
     if (pump) {
-        PyObject *held = iget_at(net, w_s[W_HELD], w_nf[W_HELD], w_rf[W_HELD]);
+        PyObject *held = iget_at(net, W_AT(W_HELD));
         if (!held)
             goto out;
         int waiting = held != Py_None ? PyObject_IsTrue(held) : 0;
@@ -10409,7 +10415,7 @@ static PyObject *net_run_body(PyObject *const *args, Py_ssize_t nargs) {
         PyObject *held = spare ? spare : PyList_New(0);
         spare = NULL;
         int bad = !held || w_add(net, W_WAKEUPS, 1) < 0 || iset(net, s_wake_at, inf) < 0 ||
-                  iset(net, s_wake_event, Py_None) < 0 || iset_at(net, w_s[W_HELD], w_nf[W_HELD], w_rf[W_HELD], held) < 0;
+                  iset(net, s_wake_event, Py_None) < 0 || iset_at(net, W_AT(W_HELD), held) < 0;
         Py_XDECREF(held);
         if (bad)
             goto fail;
@@ -10426,9 +10432,9 @@ static PyObject *net_run_body(PyObject *const *args, Py_ssize_t nargs) {
             Py_DECREF(r);
         }
         /* held, self._held = self._held, None; if held: self._resume_held(held, now) */
-        if (!(held = iget_at(net, w_s[W_HELD], w_nf[W_HELD], w_rf[W_HELD])))
+        if (!(held = iget_at(net, W_AT(W_HELD))))
             goto fail;
-        if (iset_at(net, w_s[W_HELD], w_nf[W_HELD], w_rf[W_HELD], Py_None) < 0) {
+        if (iset_at(net, W_AT(W_HELD), Py_None) < 0) {
             Py_DECREF(held);
             goto fail;
         }
@@ -10485,7 +10491,7 @@ fail:
 /* Network._enqueue(start, slots): ``part`` pending until ``key`` (``t``), a new start time entered in the
  * heap and woken for where it comes before the wake-up scheduled */
 static int w_enqueue(PyObject *net, PyObject *key, double t, PyObject *part) {
-    PyObject *pending = iget_at(net, w_s[W_PENDING], w_nf[W_PENDING], w_rf[W_PENDING]), *pending_at = iget_at(net, w_s[W_PENDING_AT], w_nf[W_PENDING_AT], w_rf[W_PENDING_AT]);
+    PyObject *pending = iget_at(net, W_AT(W_PENDING)), *pending_at = iget_at(net, W_AT(W_PENDING_AT));
     int rc = -1;
     if (!pending || !pending_at || !PyList_CheckExact(pending) || !PyDict_CheckExact(pending_at)) {
         if (!PyErr_Occurred())
