@@ -8209,6 +8209,18 @@ static int st_check(const char *const *names, int n, const signed char *nf, cons
 #define AT_INLINE static inline
 #endif
 
+/* a table's names interned into ``s`` and their places checked (st_check), once (``*ready`` set then): 0, or -1 with
+ * an exception set */
+static int st_names(int *ready, PyObject **s, const char *const *names, int n, const signed char *nf,
+                    const signed char *rf) {
+    if (*ready)
+        return 0;
+    if (intern_all(s, names, n) < 0 || st_check(names, n, nf, rf) < 0)
+        return -1;
+    *ready = 1;
+    return 0;
+}
+
 /* sfield(obj, name) for a name of a table whose places st_places found (``nf``, ``rf``: the name's), without
  * the name's lookup */
 AT_INLINE PyObject **sfield_at(PyObject *obj, int nf, int rf) {
@@ -9036,13 +9048,8 @@ static const signed char k_rf[K_N] = {
 };
 
 static int k_strings(void) {
-    static int checked;
-    if (checked)
-        return 0;
-    if (intern_all(k_s, k_names, K_N) < 0 || st_check(k_names, K_N, k_nf, k_rf) < 0)
-        return -1;
-    checked = 1;
-    return 0;
+    static int ready;
+    return st_names(&ready, k_s, k_names, K_N, k_nf, k_rf);
 }
 
 /* ------------------------------------------------------------------ the rate bookkeeping's recounts in C
@@ -9158,13 +9165,8 @@ static const signed char r_rf[R_N] = {
 };
 
 static int r_strings(void) {
-    static int checked;
-    if (checked)
-        return 0;
-    if (intern_all(r_s, r_names, R_N) < 0 || st_check(r_names, R_N, r_nf, r_rf) < 0)
-        return -1;
-    checked = 1;
-    return 0;
+    static int ready;
+    return st_names(&ready, r_s, r_names, R_N, r_nf, r_rf);
 }
 
 /* a module's switch or limit ``k`` (WV_*) as a C long: held in w_vals once read (0, or -1 with an exception
