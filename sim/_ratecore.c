@@ -9049,7 +9049,7 @@ static const signed char k_rf[K_N] = {
 
 static int k_strings(void) {
     static int ready;
-    return st_names(&ready, k_s, k_names, K_N, k_nf, k_rf);
+    return ready ? 0 : st_names(&ready, k_s, k_names, K_N, k_nf, k_rf);
 }
 
 /* ------------------------------------------------------------------ the rate bookkeeping's recounts in C
@@ -9166,7 +9166,7 @@ static const signed char r_rf[R_N] = {
 
 static int r_strings(void) {
     static int ready;
-    return st_names(&ready, r_s, r_names, R_N, r_nf, r_rf);
+    return ready ? 0 : st_names(&ready, r_s, r_names, R_N, r_nf, r_rf);
 }
 
 /* a module's switch or limit ``k`` (WV_*) as a C long: held in w_vals once read (0, or -1 with an exception
