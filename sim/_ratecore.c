@@ -8297,10 +8297,108 @@ static int intern_all(PyObject **s, const char *const *names, int n) {
     return 0;
 }
 
+/* whether ``nf[k]`` and ``rf[k]`` are ``names[k]``'s places among a NetBase's fields and a RatesBase's (-1 where
+ * it is none of them): what sfield finds by the interned name's address, held to the text (the same names);
+ * 0, or -1 with SystemError set */
+static int st_check(const char *const *names, int n, const signed char *nf, const signed char *rf) {
+    for (int k = 0; k < n; k++) {
+        int a = -1, b = -1;
+        for (int j = 0; j < NET_NF; j++)
+            if (!strcmp(names[k], net_fields[j]))
+                a = j;
+        for (int j = 0; j < RATES_NF; j++)
+            if (!strcmp(names[k], rates_fields[j]))
+                b = j;
+        if (a != nf[k] || b != rf[k]) {
+            PyErr_Format(PyExc_SystemError, "_ratecore: the field places of %s differ from its name's", names[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* inlined where it is called (a field read by a name known there: its load), where the compiler allows */
+#if defined(__GNUC__)
+#define AT_INLINE static inline __attribute__((always_inline))
+#else
+#define AT_INLINE static inline
+#endif
+
+/* a table's names interned into ``s`` and their places checked (st_check), once (``*ready`` set then): 0, or -1 with
+ * an exception set */
+static int st_names(int *ready, PyObject **s, const char *const *names, int n, const signed char *nf,
+                    const signed char *rf) {
+    if (*ready)
+        return 0;
+    if (intern_all(s, names, n) < 0 || st_check(names, n, nf, rf) < 0)
+        return -1;
+    *ready = 1;
+    return 0;
+}
+
+/* sfield(obj, name) for a name of a table whose places st_places found (``nf``, ``rf``: the name's), without
+ * the name's lookup */
+AT_INLINE PyObject **sfield_at(PyObject *obj, int nf, int rf) {
+    PyTypeObject *b = Py_TYPE(obj)->tp_base;
+    if (b == &NetBaseType)
+        return nf >= 0 ? &((NetBase *)obj)->f[nf] : NULL;
+    if (b == &RatesBaseType)
+        return rf >= 0 ? &((RatesBase *)obj)->f[rf] : NULL;
+    return NULL;
+}
+
+/* iget / iset / add_attr for an interned name ``s`` whose places are ``nf`` and ``rf`` (the same lines, the
+ * field found by its place) */
+AT_INLINE PyObject *iget_at(PyObject *obj, PyObject *s, int nf, int rf) {
+    PyObject **sf = sfield_at(obj, nf, rf);
+    if (sf && *sf)
+        return Py_NewRef(*sf);
+    return iget_rest(obj, s, sf);
+}
+
+AT_INLINE int iset_at(PyObject *obj, PyObject *s, int nf, int rf, PyObject *v) {
+    PyObject **sf = v ? sfield_at(obj, nf, rf) : NULL;
+    if (sf) {
+        Py_XSETREF(*sf, Py_NewRef(v));
+        return 0;
+    }
+    return iset_rest(obj, s, v);
+}
+
+AT_INLINE int add_attr_at(PyObject *obj, PyObject *s, int nf, int rf, long by) {
+    int done = add_field(sfield_at(obj, nf, rf), by);
+    if (done)
+        return done < 0 ? -1 : 0;
+    return add_attr(obj, s, by);
+}
+
+/* a name of w_names (W_AT), r_names (R_AT) or k_names (K_AT) as the *_at functions take it: the interned name and
+ * its places */
+#define W_AT(k) w_s[k], w_nf[k], w_rf[k]
+#define R_AT(k) r_s[k], r_nf[k], r_rf[k]
+#define K_AT(k) k_s[k], k_nf[k], k_rf[k]
+
+/* (each name's places, in w_names' order: constants, so that a read of a field by a name known where it is
+ * written is the field's load; st_check holds them to the names at the start) */
+static const signed char w_nf[W_N] = {
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, 22, 23, 24, -1, 25, 26, -1, -1, -1, -1, -1, -1, -1, 34, 33, -1, -1,
+};
+static const signed char w_rf[W_N] = {
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 25, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+};
+
+/* obj.<w_names[k]> (iget), obj.<w_names[k]> = v (iset) */
+static inline PyObject *wget(PyObject *obj, int k) { return iget_at(obj, W_AT(k)); }
+static inline int wset(PyObject *obj, int k, PyObject *v) { return iset_at(obj, W_AT(k), v); }
+
 static int w_strings(void) {
     if (w_neg_inf)
         return 0;
     if (intern_all(w_s, w_names, W_N) < 0)
+        return -1;
+    if (st_check(w_names, W_N, w_nf, w_rf) < 0)
         return -1;
     return (w_neg_inf = PyFloat_FromDouble(-Py_HUGE_VAL)) ? 0 : -1;
 }
@@ -8388,22 +8486,78 @@ static PyObject *w_array(const WCtx *w, int kind, const void *v, Py_ssize_t n) {
 
 static inline PyObject *w_slots(const WCtx *w, const Py_ssize_t *v, Py_ssize_t n) { return w_array(w, 'i', v, n); }
 
+/* A network's per-slot arrays (its NetBase fields) as w_arr opened them last, each held by a strong reference,
+ * so that its address names it while it is remembered (numpy arrays keep their data where it is while they
+ * live, as bcache and eng_write assume): the field read, the array found the one remembered, the buffer's
+ * numbers taken from here -- arr_open's lines for a remembered array (its strong reference for as long as it is
+ * open, its checks of kind and writability), without bcache's lookup. */
+static struct {
+    PyObject *obj;
+    const char *p;
+    Py_ssize_t n, stride, itemsize;
+    unsigned kinds; /* (a bit per kind it may be opened as: kind_ok's, w_kind) */
+    int readonly;
+} wa_held[NET_NF];
+
+static inline unsigned w_kind(int kind) { return kind == 'f' ? 1u : kind == 'i' ? 2u : 4u; }
+
+static int w_arr_rest(PyObject *obj, int name, int nf, Arr *a, int kind, int writable);
+
 /* obj.name as an array opened (written where asked) */
-static int w_arr(PyObject *obj, int name, Arr *a, int kind, int writable) {
+static inline int w_arr(PyObject *obj, int name, Arr *a, int kind, int writable) {
+    int nf = Py_TYPE(obj)->tp_base == &NetBaseType ? w_nf[name] : -1;
+    if (nf >= 0) {
+        PyObject *o = ((NetBase *)obj)->f[nf];
+        if (o && o == wa_held[nf].obj && (!writable || !wa_held[nf].readonly) && (wa_held[nf].kinds & w_kind(kind))) {
+            a->view.obj = Py_NewRef(o);
+            a->view.buf = (void *)wa_held[nf].p;
+            a->view.itemsize = wa_held[nf].itemsize;
+            a->view.ndim = 1;
+            a->view.format = NULL;
+            a->view.readonly = wa_held[nf].readonly;
+            a->p = wa_held[nf].p;
+            a->n = wa_held[nf].n;
+            a->stride = wa_held[nf].stride;
+            a->kind = kind;
+            a->held = 2;
+            return 0;
+        }
+    }
+    return w_arr_rest(obj, name, nf, a, kind, writable);
+}
+
+/* w_arr's lines where the array is not the one remembered: the field read and the array opened */
+static int w_arr_rest(PyObject *obj, int name, int nf, Arr *a, int kind, int writable) {
     a->held = 0;
-    PyObject *o = iget(obj, w_s[name]);
+    PyObject *o = wget(obj, name);
     if (!o)
         return -1;
     int rc = arr_open(o, a, kind, writable);
+    if (rc == 0 && nf >= 0 && o == ((NetBase *)obj)->f[nf]) { /* (remembered as bcache remembers it) */
+        BufEntry *e = bc_find(o);
+        if (bc_holds(e, o)) {
+            Py_XSETREF(wa_held[nf].obj, Py_NewRef(o));
+            wa_held[nf].p = e->p, wa_held[nf].n = e->n, wa_held[nf].stride = e->stride;
+            wa_held[nf].itemsize = e->itemsize, wa_held[nf].readonly = e->readonly;
+            wa_held[nf].kinds = 0;
+            for (int k = 0; k < 3; k++)
+                if (kind_ok("fib"[k], e->fmt, e->itemsize))
+                    wa_held[nf].kinds |= w_kind("fib"[k]);
+        }
+    }
     Py_DECREF(o);
     return rc;
 }
 
 /* obj.name += by (an int attribute) */
-static int w_add(PyObject *obj, int name, Py_ssize_t by) { return add_attr(obj, w_s[name], (long)by); }
+static int w_add(PyObject *obj, int name, Py_ssize_t by) {
+    return add_attr_at(obj, W_AT(name), (long)by);
+}
 
 static inline int r_long(PyObject *obj, PyObject *name, long *out);
-static inline int w_val(const WCtx *w, int k, long *out);
+AT_INLINE int r_long_at(PyObject *obj, PyObject *name, int nf, int rf, long *out);
+static int r_set_at(PyObject *obj, PyObject *name, int nf, int rf, long value);
+AT_INLINE int w_val(const WCtx *w, int k, long *out);
 
 /* the version tag of dict ``d`` (CPython's ma_version_tag: moved on every change) */
 #if PY_VERSION_HEX < 0x030E0000
@@ -8520,7 +8674,7 @@ out:
 
 /* self._flush() where sends are staged (its lines in C where sim.network._MSG_CORE is on) */
 static int w_flush(const WCtx *w) {
-    PyObject *net = w->net, *stage = iget(net, w_s[W_STAGE]);
+    PyObject *net = w->net, *stage = iget_at(net, W_AT(W_STAGE));
     if (!stage)
         return -1;
     int staged = PyObject_IsTrue(stage), done = 0;
@@ -8536,8 +8690,8 @@ static int w_flush(const WCtx *w) {
 
 /* the attributes a change of the draining flows drops: _active_arr and _entries None, _nactive += by */
 static int w_active(PyObject *net, Py_ssize_t by) {
-    return w_add(net, W_NACTIVE, by) < 0 || iset(net, w_s[W_ACTIVE_ARR], Py_None) < 0 ||
-                   iset(net, w_s[W_ENTRIES], Py_None) < 0
+    return w_add(net, W_NACTIVE, by) < 0 || iset_at(net, W_AT(W_ACTIVE_ARR), Py_None) < 0 ||
+                   iset_at(net, W_AT(W_ENTRIES), Py_None) < 0
                ? -1
                : 0;
 }
@@ -8560,8 +8714,8 @@ static int w_book(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n) {
     Arr *all[4] = {&path, &nbytes, &rate, &pb};
     arrs_init(all, 4);
     int rc = -1;
-    if (!(cluster = iget(net, w_s[W_CLUSTER])) || !(paths = iget(cluster, w_s[W_PATHS])) ||
-        !(count = iget(paths, w_s[W_COUNT])))
+    if (!(cluster = iget_at(net, W_AT(W_CLUSTER))) || !(paths = iget_at(cluster, W_AT(W_PATHS))) ||
+        !(count = iget_at(paths, W_AT(W_COUNT))))
         goto out;
     Py_ssize_t need = PyLong_AsSsize_t(count);
     if ((need == -1 && PyErr_Occurred()) || w_arr(net, W_PATH_BYTES, &pb, 'f', 1) < 0)
@@ -8609,7 +8763,7 @@ static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, P
         }
         first = o;
     }
-    if (!(owners = iget(net, w_s[W_OWNERS])) || !PyList_CheckExact(owners))
+    if (!(owners = iget_at(net, W_AT(W_OWNERS))) || !PyList_CheckExact(owners))
         goto done;
     if (first >= PyList_GET_SIZE(owners)) {
         rc = 0;
@@ -8629,7 +8783,7 @@ static int w_finish_owned(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n, P
     for (Py_ssize_t i = 0; i < n; i++)
         *arr_ip(&owner, done[i]) = -1;
     arr_release(&owner);
-    PyObject *free_ = iget(net, w_s[W_FREE]);
+    PyObject *free_ = iget_at(net, W_AT(W_FREE));
     if (!free_)
         goto done;
     int bad = !PyList_CheckExact(free_);
@@ -8714,14 +8868,14 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
     int on = w_msg_core(w);
     if (on <= 0)
         return on;
-    PyObject *sctx = iget(net, w_s[W_SEND_CTX]);
+    PyObject *sctx = iget_at(net, W_AT(W_SEND_CTX));
     int ok = sctx && sctx != Py_None;
     Py_XDECREF(sctx);
     int held = ok ? w_vals_ok(w) : 0;
     if (held && (w_vals.have >> WV_SETTLE_OWN & 1u)) /* (``settle`` the module's own: held as the switches are) */
         ok = (int)w_vals.v[WV_SETTLE_OWN];
     else if (ok) {
-        PyObject *settle = iget(mod, w_s[W_SETTLE]), *own = settle ? iget(mod, w_s[W_SETTLE_]) : NULL;
+        PyObject *settle = iget_at(mod, W_AT(W_SETTLE)), *own = settle ? iget_at(mod, W_AT(W_SETTLE_)) : NULL;
         ok = own && settle == own;
         Py_XDECREF(settle);
         Py_XDECREF(own);
@@ -8750,7 +8904,7 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
     arrs_release(all, 2);
     if (w_book(w, done, n) < 0)
         goto out;
-    if (!(events = iget(net, w_s[W_EVENT])) || !PyList_CheckExact(events) || sent_strings() < 0 ||
+    if (!(events = iget_at(net, W_AT(W_EVENT))) || !PyList_CheckExact(events) || sent_strings() < 0 ||
         !(objs = n <= 16 ? objs_few : PyMem_Calloc(n, sizeof *objs))) { /* (a few: on the stack) */
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "net_wake: the sends' records must be a list");
@@ -8761,7 +8915,7 @@ static int w_finish_singles(const WCtx *w, const Py_ssize_t *done, Py_ssize_t n,
         if (!(objs[i] = PyLong_FromSsize_t(done[i])) || sent_one(net, events, objs[i], now_o, n <= 16, 1) < 0)
             goto out;
     }
-    if (!(free_ = iget(net, w_s[W_FREE])) || !PyList_CheckExact(free_)) {
+    if (!(free_ = iget_at(net, W_AT(W_FREE))) || !PyList_CheckExact(free_)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "net_wake: the free slots must be a list");
         goto out;
@@ -8783,10 +8937,10 @@ out:
 
 static int w_drain(const WCtx *w, PyObject *now_o, double now) {
     PyObject *net = w->net;
-    if (iset(net, w_s[W_T_LAST], now_o) < 0)
+    if (iset_at(net, W_AT(W_T_LAST), now_o) < 0)
         return -1;
     double cut = now * fv(PyTuple_GET_ITEM(w->ctx, CX_K)) + 1e-300;
-    PyObject *heap = iget(net, w_s[W_HEAP]), *due_at = NULL, *act = NULL, *due = NULL, *cut_o = NULL;
+    PyObject *heap = iget_at(net, W_AT(W_HEAP)), *due_at = NULL, *act = NULL, *due = NULL, *cut_o = NULL;
     PyObject *got = NULL, *arr = NULL;
     Py_ssize_t *done = NULL;
     int rc = -1;
@@ -8819,8 +8973,8 @@ static int w_drain(const WCtx *w, PyObject *now_o, double now) {
             rc = 0;
             goto out;
         }
-        if (!(due_at = iget(net, w_s[W_DUE_AT])) || !(act = iget(net, w_s[W_IS_ACTIVE])) ||
-            !(due = iget(net, w_s[W_DUE])) || !(cut_o = PyFloat_FromDouble(cut)))
+        if (!(due_at = iget_at(net, W_AT(W_DUE_AT))) || !(act = iget_at(net, W_AT(W_IS_ACTIVE))) ||
+            !(due = iget_at(net, W_AT(W_DUE))) || !(cut_o = PyFloat_FromDouble(cut)))
             goto out;
         PyObject *argv[5] = {heap, due_at, cut_o, act, due};
         if (!(got = py_drain_due(NULL, argv, 5)))
@@ -8936,8 +9090,8 @@ static int w_start(const WCtx *w, PyObject *starting, PyObject *now_o, double no
         }
     if (PyErr_Occurred())
         goto out;
-    if (!(cluster = iget(net, w_s[W_CLUSTER])) || !(paths = iget(cluster, w_s[W_PATHS])) ||
-        !(lens = iget(paths, w_s[W_LENGTH])) || arr_get(lens, &length, 'i') < 0 ||
+    if (!(cluster = iget_at(net, W_AT(W_CLUSTER))) || !(paths = iget_at(cluster, W_AT(W_PATHS))) ||
+        !(lens = iget_at(paths, W_AT(W_LENGTH))) || arr_get(lens, &length, 'i') < 0 ||
         w_arr(net, W_REMAINING, &left, 'f', 0) < 0 || w_arr(net, W_PATH, &path, 'i', 0) < 0)
         goto out;
     int instant = m == 0;
@@ -9000,7 +9154,18 @@ static const char *k_names[K_N] = {"_dominance", "checked", "version", "_version
                                    "_RECOUNT_CORE", "num_arcs", "_users", "table", "dom", "_hashes"};
 static PyObject *k_s[K_N];
 
-static int k_strings(void) { return intern_all(k_s, k_names, K_N); }
+/* (as w_nf, w_rf) */
+static const signed char k_nf[K_N] = {
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+};
+static const signed char k_rf[K_N] = {
+    21, -1, -1, 22, 23, 24, -1, -1, 28, -1, -1, -1,
+};
+
+static int k_strings(void) {
+    static int ready;
+    return ready ? 0 : st_names(&ready, k_s, k_names, K_N, k_nf, k_rf);
+}
 
 /* ------------------------------------------------------------------ the rate bookkeeping's recounts in C
  *
@@ -9104,13 +9269,26 @@ static const char *r_names[R_N] = {
 };
 static PyObject *r_s[R_N];
 
-static int r_strings(void) { return intern_all(r_s, r_names, R_N); }
+/* (as w_nf, w_rf) */
+static const signed char r_nf[R_N] = {
+    29, 30, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+};
+static const signed char r_rf[R_N] = {
+    -1, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+};
+
+static int r_strings(void) {
+    static int ready;
+    return ready ? 0 : st_names(&ready, r_s, r_names, R_N, r_nf, r_rf);
+}
 
 /* a module's switch or limit ``k`` (WV_*) as a C long: held in w_vals once read (0, or -1 with an exception
  * set) */
 static int w_val_read(const WCtx *w, int k, long *out, int held);
 
-static inline int w_val(const WCtx *w, int k, long *out) {
+AT_INLINE int w_val(const WCtx *w, int k, long *out) {
     int held = w_vals_ok(w);
     if (held && (w_vals.have >> k & 1u)) {
         *out = w_vals.v[k];
@@ -9146,10 +9324,19 @@ static inline int r_long(PyObject *obj, PyObject *name, long *out) {
     return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
-/* obj.name = value (an int) */
-static int r_set(PyObject *obj, PyObject *name, long value) {
+/* obj.name as a C long (r_long), obj.name = value (an int), for a name whose places st_places found */
+AT_INLINE int r_long_at(PyObject *obj, PyObject *name, int nf, int rf, long *out) {
+    PyObject *v = iget_at(obj, name, nf, rf);
+    if (!v)
+        return -1;
+    *out = PyLong_AsLong(v);
+    Py_DECREF(v);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int r_set_at(PyObject *obj, PyObject *name, int nf, int rf, long value) {
     PyObject *v = PyLong_FromLong(value);
-    int rc = v ? iset(obj, name, v) : -1;
+    int rc = v ? iset_at(obj, name, nf, rf, v) : -1;
     Py_XDECREF(v);
     return rc;
 }
@@ -9159,8 +9346,8 @@ static int r_set(PyObject *obj, PyObject *name, long value) {
 static int w_entries_added(const WCtx *w, Py_ssize_t added) {
     PyObject *net = w->net;
     long entries, nactive;
-    if (w_add(net, W_DUE_ENTRIES, added) < 0 || r_long(net, w_s[W_DUE_ENTRIES], &entries) < 0 ||
-        r_long(net, w_s[W_NACTIVE], &nactive) < 0)
+    if (w_add(net, W_DUE_ENTRIES, added) < 0 || r_long_at(net, W_AT(W_DUE_ENTRIES), &entries) < 0 ||
+        r_long_at(net, W_AT(W_NACTIVE), &nactive) < 0)
         return -1;
     return entries > 4 * nactive + 1024 ? w_call(net, r_s[R_REBUILD_DUE], NULL, NULL, NULL) : 0;
 }
@@ -9203,7 +9390,7 @@ out:
 /* w_apply for C arrays of slots and rates: the same loop in C where the due heap is held in C (Dues), else
  * as lists */
 static int w_apply_c(const WCtx *w, const Py_ssize_t *slots, const double *rv, Py_ssize_t n) {
-    PyObject *net = w->net, *heap = iget(net, w_s[W_HEAP]), *now_o = heap ? iget(net, w_s[W_T_LAST]) : NULL;
+    PyObject *net = w->net, *heap = iget_at(net, W_AT(W_HEAP)), *now_o = heap ? iget_at(net, W_AT(W_T_LAST)) : NULL;
     int rc = -1;
     if (!now_o)
         goto out;
@@ -9242,8 +9429,8 @@ out:
 /* (net._active_slots, path, bound, rate, net._entries_now, net._set_rates): what Network._solve gives
  * Rates.compute, as its helpers take it (a new reference) */
 static PyObject *w_ask(PyObject *net, PyObject *path, PyObject *bound, PyObject *rate) {
-    PyObject *a = iget(net, r_s[R_ACTIVE_SLOTS]), *e = a ? iget(net, r_s[R_ENTRIES_NOW]) : NULL;
-    PyObject *s = e ? iget(net, r_s[R_SET_RATES]) : NULL;
+    PyObject *a = iget_at(net, R_AT(R_ACTIVE_SLOTS)), *e = a ? iget_at(net, R_AT(R_ENTRIES_NOW)) : NULL;
+    PyObject *s = e ? iget_at(net, R_AT(R_SET_RATES)) : NULL;
     PyObject *ask = s ? PyTuple_Pack(6, a, path, bound, rate, e, s) : NULL;
     Py_XDECREF(a);
     Py_XDECREF(e);
@@ -9268,10 +9455,10 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
     Py_ssize_t *fl = NULL, *ar = NULL, *pid = NULL, ne = 0;
     double *bv = NULL;
     int rc = -1;
-    if (add_attr(rates, r_s[R_SOLVES], 1) < 0 || !(cluster = iget(rates, w_s[W_CLUSTER])) ||
-        !(paths = iget(cluster, w_s[W_PATHS])) || !(o_start = iget(paths, r_s[R_START])) ||
-        !(o_len = iget(paths, w_s[W_LENGTH])) || !(o_arcs = iget(paths, r_s[R_ARCS])) ||
-        !(cap = iget(cluster, r_s[R_CAPACITY_])) || arr_get(o_start, &start, 'i') < 0 ||
+    if (add_attr_at(rates, R_AT(R_SOLVES), 1) < 0 || !(cluster = iget_at(rates, W_AT(W_CLUSTER))) ||
+        !(paths = iget_at(cluster, W_AT(W_PATHS))) || !(o_start = iget_at(paths, R_AT(R_START))) ||
+        !(o_len = iget_at(paths, W_AT(W_LENGTH))) || !(o_arcs = iget_at(paths, R_AT(R_ARCS))) ||
+        !(cap = iget_at(cluster, R_AT(R_CAPACITY_))) || arr_get(o_start, &start, 'i') < 0 ||
         arr_get(o_len, &len, 'i') < 0 || arr_get(o_arcs, &arcs, 'i') < 0 || arr_get(bound, &bnd, 'f') < 0)
         goto out;
     if (!(pid = malloc(sizeof(Py_ssize_t) * (size_t)(n + 1))) || !(bv = malloc(sizeof(double) * (size_t)(n + 1)))) {
@@ -9303,7 +9490,7 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
         }
     }
     if (!(flow_o = w_array(w, 'i', fl, ne)) || !(arc_o = w_array(w, 'i', ar, ne)) || !(bound_o = w_array(w, 'f', bv, n)) ||
-        !(n_o = PyLong_FromSsize_t(n)) || !(fn = iget(mod, r_s[R_MAXMIN])))
+        !(n_o = PyLong_FromSsize_t(n)) || !(fn = iget_at(mod, R_AT(R_MAXMIN))))
         goto out;
     PyObject *argv[5] = {flow_o, arc_o, n_o, cap, bound_o};
     if (!(got = PyObject_Vectorcall(fn, argv, 5, NULL)) || arr_get(got, &out, 'f') < 0)
@@ -9313,8 +9500,8 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
         goto out;
     }
     double *rv = (double *)out.view.buf; /* (a fresh contiguous float64 array: maxmin_rates') */
-    if (out.stride != (Py_ssize_t)sizeof(double) || w_apply_c(w, slots, rv, n) < 0 || iset(rates, r_s[R_VALID], Py_True) < 0 ||
-        iset(rates, r_s[R_LOAD], Py_None) < 0)
+    if (out.stride != (Py_ssize_t)sizeof(double) || w_apply_c(w, slots, rv, n) < 0 || iset_at(rates, R_AT(R_VALID), Py_True) < 0 ||
+        iset_at(rates, R_AT(R_LOAD), Py_None) < 0)
         goto out;
     if (cacheable) { /* np.unique(pids, return_index=True): sorted distinct paths, each one's first flow */
         Py_ssize_t *uniq = ar, nk = 0; /* (the crossings' buffers reused: ne >= n, checked below) */
@@ -9343,8 +9530,8 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
         free(at);
         long most;
         if (!(keys_o = w_array(w, 'i', uniq, nk)) || !(first_o = w_array(w, 'f', first, nk)) ||
-            !(cache = iget(rates, r_s[R_CACHE])) || !(key = iget(rates, r_s[R_KEY])) ||
-            r_long(mod, r_s[R_CACHE_ENTRIES], &most) < 0 || !(entry = Py_BuildValue("(OOn)", keys_o, first_o, n)))
+            !(cache = iget_at(rates, R_AT(R_CACHE))) || !(key = iget_at(rates, R_AT(R_KEY))) ||
+            r_long_at(mod, R_AT(R_CACHE_ENTRIES), &most) < 0 || !(entry = Py_BuildValue("(OOn)", keys_o, first_o, n)))
             goto out;
         if (!PyDict_CheckExact(cache)) {
             PyErr_SetString(PyExc_TypeError, "solve_all: the cache must be a dict");
@@ -9379,8 +9566,8 @@ out:
 static int w_settled_all(const WCtx *w, PyObject *rates, long skip_max, const Py_ssize_t *slots, Py_ssize_t n,
                          const Arr *a_path, PyObject *bound, int cacheable) {
     long next;
-    if (r_long(rates, r_s[R_SKIP_NEXT], &next) < 0 || r_set(rates, r_s[R_SKIP], next) < 0 ||
-        r_set(rates, r_s[R_SKIP_NEXT], 2 * next < skip_max ? 2 * next : skip_max) < 0)
+    if (r_long_at(rates, R_AT(R_SKIP_NEXT), &next) < 0 || r_set_at(rates, R_AT(R_SKIP), next) < 0 ||
+        r_set_at(rates, R_AT(R_SKIP_NEXT), 2 * next < skip_max ? 2 * next : skip_max) < 0)
         return -1;
     return w_solve_all(w, rates, slots, n, a_path, bound, cacheable);
 }
@@ -9452,15 +9639,25 @@ static PyObject *w_new_list(int which) {
     return l;
 }
 
+/* del l[:] for a list no one else holds (its reference count one): its items dropped, the last first (as
+ * list_ass_slice drops them), its storage kept for the items appended next (an empty list all the same) */
+static void w_list_empty(PyObject *l) {
+    Py_ssize_t n = PyList_GET_SIZE(l);
+    PyObject **items = ((PyListObject *)l)->ob_item;
+    Py_SET_SIZE(l, 0);
+    while (n > 0) /* (no one else holds the list: nothing can append to it meanwhile) */
+        Py_DECREF(items[--n]);
+}
+
 /* the reference ``l`` dropped, the list emptied and kept for w_new_list where ``ok`` (no error pending) and no one
  * else holds it */
 static void w_keep_list(int which, PyObject *l, int ok) {
     if (l && ok && !w_spare_list[which] && PyList_CheckExact(l) && Py_REFCNT(l) == 1 && !PyErr_Occurred()) {
-        if (PyList_SetSlice(l, 0, PyList_GET_SIZE(l), NULL) == 0 && Py_REFCNT(l) == 1 && !PyList_GET_SIZE(l)) {
+        w_list_empty(l);
+        if (Py_REFCNT(l) == 1 && !PyList_GET_SIZE(l)) {
             w_spare_list[which] = l;
             return;
         }
-        PyErr_Clear();
     }
     Py_XDECREF(l);
 }
@@ -9515,21 +9712,21 @@ static int w_isolated(const WCtx *w, PyObject *rates, long count, const Arr *a_a
     static PyObject *s_isolated_;
     if (!s_isolated_ && !(s_isolated_ = PyUnicode_InternFromString("isolated")))
         return -1;
-    PyObject *fresh = iget(rates, r_s[R_FRESH]), *f = NULL, *g = NULL, *cluster = NULL, *bn = NULL;
+    PyObject *fresh = iget_at(rates, R_AT(R_FRESH)), *f = NULL, *g = NULL, *cluster = NULL, *bn = NULL;
     Arr a_bn = {.held = 0}, a_bound = {.held = 0};
     IList fl = {0};
     Py_ssize_t *slots = NULL, n = 0;
     double *rv = NULL;
     long alone = 1;
     int rc = -1;
-    if (!fresh || !(f = PyList_New(0)) || !(g = PyList_New(0)) || iset(rates, r_s[R_FRESH], f) < 0 ||
-        iset(rates, r_s[R_GONE], g) < 0)
+    if (!fresh || !(f = PyList_New(0)) || !(g = PyList_New(0)) || iset_at(rates, R_AT(R_FRESH), f) < 0 ||
+        iset_at(rates, R_AT(R_GONE), g) < 0)
         goto out;
     if (!count) {
         rc = 0;
         goto out;
     }
-    if (r_long(rates, r_s[R_ALONE], &alone) < 0)
+    if (r_long_at(rates, R_AT(R_ALONE), &alone) < 0)
         goto out;
     if (!alone) { /* new = active_slots() */
         if ((n = active_slots(a_act, a_path, &slots)) < 0)
@@ -9546,7 +9743,7 @@ static int w_isolated(const WCtx *w, PyObject *rates, long count, const Arr *a_a
             slots[i] = fl.v[i];
     }
     if (n) {
-        if (!(cluster = iget(rates, w_s[W_CLUSTER])) || !(bn = paths_bottleneck(cluster)) ||
+        if (!(cluster = iget_at(rates, W_AT(W_CLUSTER))) || !(bn = paths_bottleneck(cluster)) ||
             arr_get(bn, &a_bn, 'f') < 0 || arr_get(bound, &a_bound, 'f') < 0)
             goto out;
         if (!(rv = malloc(sizeof(double) * (size_t)n))) {
@@ -9566,8 +9763,8 @@ static int w_isolated(const WCtx *w, PyObject *rates, long count, const Arr *a_a
         if (w_apply_c(w, slots, rv, n) < 0)
             goto out;
     }
-    rc = iset(rates, r_s[R_ALONE], Py_True) < 0 || iset(rates, r_s[R_VALID], Py_True) < 0 ||
-                 iset(rates, r_s[R_LOAD], Py_None) < 0 || add_attr(rates, s_isolated_, 1) < 0
+    rc = iset_at(rates, R_AT(R_ALONE), Py_True) < 0 || iset_at(rates, R_AT(R_VALID), Py_True) < 0 ||
+                 iset_at(rates, R_AT(R_LOAD), Py_None) < 0 || add_attr(rates, s_isolated_, 1) < 0
              ? -1
              : 0;
 out:
@@ -9594,16 +9791,16 @@ static int w_solve(const WCtx *w) {
     long check, recount, shared, count, valid, incr, skip, spread, bounded, hitcore, incr_min;
     Arr a_act = {.held = 0}, a_path = {.held = 0}, a_rate = {.held = 0};
     Py_ssize_t *slots = NULL, nslots = -1; /* the draining flows in slot order, taken where needed */
-    if (!(rates = iget(net, r_s[R_RATES])) || r_long(net, r_s[R_CHECK], &check) < 0 ||
-        r_long(rates, r_s[R_RECOUNT], &recount) < 0 || r_long(net, w_s[W_NACTIVE], &count) < 0 ||
-        !(o_cap = iget(rates, r_s[R_CAPACITY])) || !(o_core = iget(rates, r_s[R_CORE])))
+    if (!(rates = iget_at(net, R_AT(R_RATES))) || r_long_at(net, R_AT(R_CHECK), &check) < 0 ||
+        r_long_at(rates, R_AT(R_RECOUNT), &recount) < 0 || r_long_at(net, W_AT(W_NACTIVE), &count) < 0 ||
+        !(o_cap = iget_at(rates, R_AT(R_CAPACITY))) || !(o_core = iget_at(rates, R_AT(R_CORE))))
         goto out;
     if (check || o_cap != Py_None || (recount && Py_TYPE(o_core) != &CoreType)) {
         python = 1;
         goto out;
     }
-    if (!(path = iget(net, w_s[W_PATH])) || !(bound = iget(net, w_s[W_BOUND])) ||
-        !(rate = iget(net, w_s[W_RATE])) || !(act = iget(net, w_s[W_IS_ACTIVE])) || arr_get(act, &a_act, 'b') < 0 ||
+    if (!(path = iget_at(net, W_AT(W_PATH))) || !(bound = iget_at(net, W_AT(W_BOUND))) ||
+        !(rate = iget_at(net, W_AT(W_RATE))) || !(act = iget_at(net, W_AT(W_IS_ACTIVE))) || arr_get(act, &a_act, 'b') < 0 ||
         arr_get(path, &a_path, 'i') < 0)
         goto out;
     if (recount) { /* the user counts from the draining flows (Rates._count_users) */
@@ -9612,8 +9809,8 @@ static int w_solve(const WCtx *w) {
         int64_t *u = malloc(sizeof(int64_t) * (size_t)(((Core *)o_core)->narcs + 1));
         int bad = !u || k_strings() < 0 || (nslots = active_slots(&a_act, &a_path, &slots)) < 0 ||
                   core_count((Core *)o_core, slots, nslots, &a_path, u, &nshared) < 0 ||
-                  !(users = w_array(w, 'i', u, ((Core *)o_core)->narcs)) || iset(rates, k_s[K_USERS], users) < 0 ||
-                  r_set(rates, r_s[R_SHARED], nshared) < 0 || iset(rates, r_s[R_RECOUNT], Py_False) < 0;
+                  !(users = w_array(w, 'i', u, ((Core *)o_core)->narcs)) || iset_at(rates, K_AT(K_USERS), users) < 0 ||
+                  r_set_at(rates, R_AT(R_SHARED), nshared) < 0 || iset_at(rates, R_AT(R_RECOUNT), Py_False) < 0;
         if (!u && !PyErr_Occurred())
             PyErr_NoMemory();
         free(u);
@@ -9621,7 +9818,7 @@ static int w_solve(const WCtx *w) {
         if (bad)
             goto out;
     }
-    if (r_long(rates, r_s[R_SHARED], &shared) < 0)
+    if (r_long_at(rates, R_AT(R_SHARED), &shared) < 0)
         goto out;
     if (!count || shared == 0) { /* (capacity None: nothing to solve, or every flow alone) */
         int own = w_own_solve(w);
@@ -9631,10 +9828,10 @@ static int w_solve(const WCtx *w) {
             python = own == 0;
         goto out;
     }
-    if (r_long(rates, r_s[R_BOUNDED], &bounded) < 0 || w_val(w, WV_HIT_CORE, &hitcore) < 0)
+    if (r_long_at(rates, R_AT(R_BOUNDED), &bounded) < 0 || w_val(w, WV_HIT_CORE, &hitcore) < 0)
         goto out;
     if (bounded == 0) { /* a cache hit, looked up in C */
-        if (!(o_cache = iget(rates, r_s[R_CACHE])) || !(o_key = iget(rates, r_s[R_KEY])))
+        if (!(o_cache = iget_at(rates, R_AT(R_CACHE))) || !(o_key = iget_at(rates, R_AT(R_KEY))))
             goto out;
         if (!PyDict_CheckExact(o_cache) || !hitcore) {
             python = 1;
@@ -9657,10 +9854,10 @@ static int w_solve(const WCtx *w) {
                 int found = w_hit(PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(hit, 1), &a_act, &a_path, &hs, &hr, &nh);
                 if (found > 0) {
                     PyObject *f = PyList_New(0), *g = f ? PyList_New(0) : NULL;
-                    int bad = !g || iset(rates, r_s[R_FRESH], f) < 0 || iset(rates, r_s[R_GONE], g) < 0 ||
-                              iset(rates, r_s[R_ALONE], Py_False) < 0 || w_apply_c(w, hs, hr, nh) < 0 ||
-                              add_attr(rates, r_s[R_HITS], 1) < 0 || iset(rates, r_s[R_VALID], Py_True) < 0 ||
-                              iset(rates, r_s[R_LOAD], Py_None) < 0;
+                    int bad = !g || iset_at(rates, R_AT(R_FRESH), f) < 0 || iset_at(rates, R_AT(R_GONE), g) < 0 ||
+                              iset_at(rates, R_AT(R_ALONE), Py_False) < 0 || w_apply_c(w, hs, hr, nh) < 0 ||
+                              add_attr_at(rates, R_AT(R_HITS), 1) < 0 || iset_at(rates, R_AT(R_VALID), Py_True) < 0 ||
+                              iset_at(rates, R_AT(R_LOAD), Py_None) < 0;
                     Py_XDECREF(f);
                     Py_XDECREF(g);
                     found = bad ? -1 : 1;
@@ -9677,10 +9874,10 @@ static int w_solve(const WCtx *w) {
         }
     }
     /* the partial re-solve along full links, with the compiled sets and loads */
-    if (w_val(w, WV_INCR_MIN, &incr_min) < 0 || r_long(rates, r_s[R_VALID], &valid) < 0 ||
-        r_long(rates, r_s[R_INCREMENTAL], &incr) < 0 ||
-        r_long(rates, r_s[R_SKIP], &skip) < 0 || r_long(rates, r_s[R_SPREAD], &spread) < 0 ||
-        !(o_members = iget(rates, r_s[R_MEMBERS])) || !(o_load = iget(rates, r_s[R_LOAD])))
+    if (w_val(w, WV_INCR_MIN, &incr_min) < 0 || r_long_at(rates, R_AT(R_VALID), &valid) < 0 ||
+        r_long_at(rates, R_AT(R_INCREMENTAL), &incr) < 0 ||
+        r_long_at(rates, R_AT(R_SKIP), &skip) < 0 || r_long_at(rates, R_AT(R_SPREAD), &spread) < 0 ||
+        !(o_members = iget_at(rates, R_AT(R_MEMBERS))) || !(o_load = iget_at(rates, R_AT(R_LOAD))))
         goto out;
     if (!incr) {
         python = 1;
@@ -9688,9 +9885,9 @@ static int w_solve(const WCtx *w) {
     }
     if (!valid || count < incr_min || skip) { /* a solve of all the flows (compute's last lines), in C */
         PyObject *f = PyList_New(0), *g = f ? PyList_New(0) : NULL;
-        int bad = !g || iset(rates, r_s[R_FRESH], f) < 0 || iset(rates, r_s[R_GONE], g) < 0 ||
-                  iset(rates, r_s[R_ALONE], Py_False) < 0 ||
-                  (valid && count >= incr_min && r_set(rates, r_s[R_SKIP], skip - 1) < 0) || /* (a skip taken) */
+        int bad = !g || iset_at(rates, R_AT(R_FRESH), f) < 0 || iset_at(rates, R_AT(R_GONE), g) < 0 ||
+                  iset_at(rates, R_AT(R_ALONE), Py_False) < 0 ||
+                  (valid && count >= incr_min && r_set_at(rates, R_AT(R_SKIP), skip - 1) < 0) || /* (a skip taken) */
                   (nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
                   w_solve_all(w, rates, slots, nslots, &a_path, bound, bounded == 0) < 0;
         Py_XDECREF(f);
@@ -9704,19 +9901,19 @@ static int w_solve(const WCtx *w) {
     }
     if (o_members == Py_None) { /* the per-link sets anew (Rates._rebuild) */
         if ((nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
-            core_rebuild((Core *)o_core, slots, nslots, &a_path) < 0 || iset(rates, r_s[R_MEMBERS], o_core) < 0)
+            core_rebuild((Core *)o_core, slots, nslots, &a_path) < 0 || iset_at(rates, R_AT(R_MEMBERS), o_core) < 0)
             goto out;
     }
     long cmax, share, floor_, scalar, skip_max;
     if (w_val(w, WV_CMAX, &cmax) < 0 || w_val(w, WV_SHARE, &share) < 0 ||
         w_val(w, WV_FLOOR, &floor_) < 0 || w_val(w, WV_SCALAR, &scalar) < 0 ||
-        w_val(w, WV_SKIP_MAX, &skip_max) < 0 || !(o_rtol = iget(mod, r_s[R_RTOL])) ||
-        !(fresh = iget(rates, r_s[R_FRESH])) || !(gone = iget(rates, r_s[R_GONE])))
+        w_val(w, WV_SKIP_MAX, &skip_max) < 0 || !(o_rtol = iget_at(mod, R_AT(R_RTOL))) ||
+        !(fresh = iget_at(rates, R_AT(R_FRESH))) || !(gone = iget_at(rates, R_AT(R_GONE))))
         goto out;
     {
         PyObject *f = w_new_list(0), *g = f ? w_new_list(1) : NULL;
-        int bad = !g || iset(rates, r_s[R_FRESH], f) < 0 || iset(rates, r_s[R_GONE], g) < 0 ||
-                  iset(rates, r_s[R_ALONE], Py_False) < 0;
+        int bad = !g || iset_at(rates, R_AT(R_FRESH), f) < 0 || iset_at(rates, R_AT(R_GONE), g) < 0 ||
+                  iset_at(rates, R_AT(R_ALONE), Py_False) < 0;
         Py_XDECREF(f);
         Py_XDECREF(g);
         if (bad)
@@ -9767,8 +9964,8 @@ static int w_solve(const WCtx *w) {
             goto out;
         }
         /* (the lists solve_component would give handed over as Network._set_rates takes them: w_apply_c) */
-        rc = solved != 0 || r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
-                     add_attr(rates, r_s[R_PARTIAL], 1) < 0 || (np && w_apply_c(w, ps, pr, np) < 0)
+        rc = solved != 0 || r_set_at(rates, R_AT(R_SKIP_NEXT), 1) < 0 || add_attr_at(rates, R_AT(R_SOLVES), 1) < 0 ||
+                     add_attr_at(rates, R_AT(R_PARTIAL), 1) < 0 || (np && w_apply_c(w, ps, pr, np) < 0)
                  ? -1
                  : 0;
         free(ps);
@@ -9777,7 +9974,7 @@ static int w_solve(const WCtx *w) {
     }
     if (o_load == Py_None) { /* the loads anew (Rates._reload) */
         if ((nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) || arr_get(rate, &a_rate, 'f') < 0 ||
-            core_reload((Core *)o_core, slots, nslots, &a_path, &a_rate, gone) < 0 || iset(rates, r_s[R_LOAD], o_core) < 0)
+            core_reload((Core *)o_core, slots, nslots, &a_path, &a_rate, gone) < 0 || iset_at(rates, R_AT(R_LOAD), o_core) < 0)
             goto out;
     }
     long part = floor_ + count / share;
@@ -9801,7 +9998,7 @@ static int w_solve(const WCtx *w) {
             solved = -1;
         free(sd.v);
         free(moved.v);
-        if (solved < 0 || add_attr(rates, r_s[R_REGROWN], regrown) < 0)
+        if (solved < 0 || add_attr_at(rates, R_AT(R_REGROWN), regrown) < 0)
             rc = -1;
         else if (solved == 1) /* the part reached the limit: solve them all (_settled(None)) */
             rc = (nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
@@ -9809,8 +10006,8 @@ static int w_solve(const WCtx *w) {
                      ? -1
                      : 0;
         else
-            rc = r_set(rates, r_s[R_SKIP_NEXT], 1) < 0 || add_attr(rates, r_s[R_SOLVES], 1) < 0 ||
-                         add_attr(rates, r_s[R_PARTIAL], 1) < 0 || (nm && w_apply_c(w, ps, pr, nm) < 0)
+            rc = r_set_at(rates, R_AT(R_SKIP_NEXT), 1) < 0 || add_attr_at(rates, R_AT(R_SOLVES), 1) < 0 ||
+                         add_attr_at(rates, R_AT(R_PARTIAL), 1) < 0 || (nm && w_apply_c(w, ps, pr, nm) < 0)
                      ? -1
                      : 0;
         free(ps);
@@ -9859,7 +10056,7 @@ out:
  * ``sign`` in ``rates._users``, the links made shared (or no longer) into *shared */
 static int w_count_users(PyObject *rates, Core *c, const Py_ssize_t *pids, Py_ssize_t n, int sign, long *shared) {
     Arr users = {.held = 0};
-    PyObject *o = iget(rates, k_s[K_USERS]);
+    PyObject *o = iget_at(rates, K_AT(K_USERS));
     int rc = o && arr_open(o, &users, 'i', 1) == 0 && users.view.itemsize == 8 && users.n >= c->narcs ? 0 : -1;
     Py_XDECREF(o);
     if (rc < 0 && !PyErr_Occurred())
@@ -9884,7 +10081,7 @@ static int w_count_users(PyObject *rates, Core *c, const Py_ssize_t *pids, Py_ss
  * as expected (nothing changed: the Python lines verify), -1 on an error. (A left-out link is one with a
  * dominator, dom >= 0; verify's kept.all() shortcut is the case of none.) */
 static int w_verify(PyObject *dom, PyObject *paths, long first, long count) {
-    PyObject *table = iget(dom, k_s[K_TABLE]), *o_dom = NULL, *o_start = NULL, *o_len = NULL, *o_arcs = NULL;
+    PyObject *table = iget_at(dom, K_AT(K_TABLE)), *o_dom = NULL, *o_start = NULL, *o_len = NULL, *o_arcs = NULL;
     Arr d = {.held = 0}, start = {.held = 0}, len = {.held = 0}, arcs = {.held = 0};
     int rc = -1;
     if (!table)
@@ -9893,8 +10090,8 @@ static int w_verify(PyObject *dom, PyObject *paths, long first, long count) {
     if (table != paths || first < 0)
         goto out;
     rc = -1;
-    if (!(o_dom = iget(dom, k_s[K_DOM])) || !(o_start = iget(paths, r_s[R_START])) ||
-        !(o_len = iget(paths, w_s[W_LENGTH])) || !(o_arcs = iget(paths, r_s[R_ARCS])) || arr_get(o_dom, &d, 'i') < 0 ||
+    if (!(o_dom = iget_at(dom, K_AT(K_DOM))) || !(o_start = iget_at(paths, R_AT(R_START))) ||
+        !(o_len = iget_at(paths, W_AT(W_LENGTH))) || !(o_arcs = iget_at(paths, R_AT(R_ARCS))) || arr_get(o_dom, &d, 'i') < 0 ||
         arr_get(o_start, &start, 'i') < 0 || arr_get(o_len, &len, 'i') < 0 || arr_get(o_arcs, &arcs, 'i') < 0)
         goto out;
     rc = 0;
@@ -9913,7 +10110,7 @@ static int w_verify(PyObject *dom, PyObject *paths, long first, long count) {
                 goto out; /* (a link to bring back) */
         }
     }
-    rc = r_set(dom, k_s[K_CHECKED], count) < 0 ? -1 : 1;
+    rc = r_set_at(dom, K_AT(K_CHECKED), count) < 0 ? -1 : 1;
 out:
     arr_release(&d), arr_release(&start), arr_release(&len), arr_release(&arcs);
     Py_XDECREF(table), Py_XDECREF(o_dom), Py_XDECREF(o_start), Py_XDECREF(o_len), Py_XDECREF(o_arcs);
@@ -9941,14 +10138,14 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
     double *rts = NULL, rts_few[W_FEW];
     int rc = -1;
     long pcount, recount, count, recount_core, narcs;
-    if (k_strings() < 0 || !(rates = iget(net, r_s[R_RATES])) || !(cluster = iget(net, w_s[W_CLUSTER])) ||
-        !(paths = iget(cluster, w_s[W_PATHS])) || r_long(paths, w_s[W_COUNT], &pcount) < 0 ||
-        !(dom = iget(rates, k_s[K_DOMINANCE])))
+    if (k_strings() < 0 || !(rates = iget_at(net, R_AT(R_RATES))) || !(cluster = iget_at(net, W_AT(W_CLUSTER))) ||
+        !(paths = iget_at(cluster, W_AT(W_PATHS))) || r_long_at(paths, W_AT(W_COUNT), &pcount) < 0 ||
+        !(dom = iget_at(rates, K_AT(K_DOMINANCE))))
         goto out;
     if (sign > 0 && dom != Py_None) { /* links left out anew: the Python lines */
         long checked, version, mine;
-        if (r_long(dom, k_s[K_CHECKED], &checked) < 0 || r_long(dom, k_s[K_VERSION], &version) < 0 ||
-            r_long(rates, k_s[K_VERSION_], &mine) < 0)
+        if (r_long_at(dom, K_AT(K_CHECKED), &checked) < 0 || r_long_at(dom, K_AT(K_VERSION), &version) < 0 ||
+            r_long_at(rates, K_AT(K_VERSION_), &mine) < 0)
             goto out;
         if (version != mine) {
             rc = 0;
@@ -9962,7 +10159,7 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
             }
         }
     }
-    if (!(hash_o = iget(rates, k_s[K_PATH_HASH])) || arr_get(hash_o, &hash, 'i') < 0)
+    if (!(hash_o = iget_at(rates, K_AT(K_PATH_HASH))) || arr_get(hash_o, &hash, 'i') < 0)
         goto out;
     if (hash.n < pcount && hash.view.itemsize == 8) { /* rates._hashes() grows the table: called, read again */
         arr_release(&hash);
@@ -9975,9 +10172,9 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
         rc = 0;
         goto out;
     }
-    if (r_long(rates, r_s[R_RECOUNT], &recount) < 0 || r_long(rates, k_s[K_COUNT_], &count) < 0 ||
-        w_val(w, WV_RECOUNT_CORE, &recount_core) < 0 || r_long(cluster, k_s[K_NUM_ARCS], &narcs) < 0 ||
-        !(members = iget(rates, r_s[R_MEMBERS])) || !(core = iget(rates, r_s[R_CORE])))
+    if (r_long_at(rates, R_AT(R_RECOUNT), &recount) < 0 || r_long_at(rates, K_AT(K_COUNT_), &count) < 0 ||
+        w_val(w, WV_RECOUNT_CORE, &recount_core) < 0 || r_long_at(cluster, K_AT(K_NUM_ARCS), &narcs) < 0 ||
+        !(members = iget_at(rates, R_AT(R_MEMBERS))) || !(core = iget_at(rates, R_AT(R_CORE))))
         goto out;
     count += sign * n;
     /* _use: recounted later; a big batch drops the sets; the core's sets entered or left */
@@ -10014,29 +10211,29 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
             rts[i] = arr_f(&rate, s);
     }
     arrs_release(all, 4);
-    if (!(key_o = iget(rates, r_s[R_KEY])))
+    if (!(key_o = iget_at(rates, R_AT(R_KEY))))
         goto out;
     unsigned long long key = key_o == w_key.obj ? w_key.v : PyLong_AsUnsignedLongLong(key_o);
     if (key == (unsigned long long)-1 && PyErr_Occurred())
         goto out;
     Py_CLEAR(key_o);
     key = sign > 0 ? key + sum : key - sum;
-    if (!(key_o = PyLong_FromUnsignedLongLong(key)) || iset(rates, r_s[R_KEY], key_o) < 0)
+    if (!(key_o = PyLong_FromUnsignedLongLong(key)) || iset_at(rates, R_AT(R_KEY), key_o) < 0)
         goto out;
     Py_XSETREF(w_key.obj, Py_NewRef(key_o));
     w_key.v = key;
     if (sign < 0) { /* self._gone.append((pids, rates.copy())), the two held in C (a Gone) */
-        if (!(list = iget(rates, r_s[R_GONE])) || !(item = gone_new(pids, rts, n)) || PyList_Append(list, item) < 0)
+        if (!(list = iget_at(rates, R_AT(R_GONE))) || !(item = gone_new(pids, rts, n)) || PyList_Append(list, item) < 0)
             goto out;
     }
-    if (r_set(rates, k_s[K_COUNT_], count) < 0)
+    if (r_set_at(rates, K_AT(K_COUNT_), count) < 0)
         goto out;
     if (drop) {
-        if (iset(rates, r_s[R_MEMBERS], Py_None) < 0 || iset(rates, r_s[R_RECOUNT], Py_True) < 0)
+        if (iset_at(rates, R_AT(R_MEMBERS), Py_None) < 0 || iset_at(rates, R_AT(R_RECOUNT), Py_True) < 0)
             goto out;
     } else if (counts) {
         long d = 0;
-        if (w_count_users(rates, (Core *)core, pids, n, sign, &d) < 0 || add_attr(rates, r_s[R_SHARED], d) < 0)
+        if (w_count_users(rates, (Core *)core, pids, n, sign, &d) < 0 || add_attr_at(rates, R_AT(R_SHARED), d) < 0)
             goto out;
     } else if (in_core) {
         long d = 0;
@@ -10047,15 +10244,15 @@ static int w_rates_change(const WCtx *w, const Py_ssize_t *slots, Py_ssize_t n, 
                     goto out;
             } else
                 core_leave_one((Core *)core, (int64_t)slots[i], &d);
-        if (add_attr(rates, r_s[R_SHARED], d) < 0)
+        if (add_attr_at(rates, R_AT(R_SHARED), d) < 0)
             goto out;
     }
     if (sign > 0) {
         Py_XDECREF(list);
-        if (!(list = iget(rates, r_s[R_FRESH])) || PyList_Append(list, arr) < 0)
+        if (!(list = iget_at(rates, R_AT(R_FRESH))) || PyList_Append(list, arr) < 0)
             goto out;
     }
-    if (add_attr(rates, r_s[R_BOUNDED], sign * finite) < 0)
+    if (add_attr_at(rates, R_AT(R_BOUNDED), sign * finite) < 0)
         goto out;
     rc = 1;
 out:
@@ -10100,6 +10297,24 @@ static int w_queue_after(PyObject *ctx, double t) {
  * _schedule draws one), ``_wake_at`` set, and 1 returned with ``*next`` its time (``max(when, now)``, the
  * clock SimPy's step would set); else 0 (the wake-up scheduled as _schedule_next schedules it), -1 on an
  * error */
+/* dict_pop(dict, key) with the key hashed once (a start time's float: its hash is not kept), through CPython's
+ * pop (the lookup and the deletion by the one hash): a new reference, or NULL (an exception set where one
+ * happened) */
+static PyObject *w_dict_pop(PyObject *dict, PyObject *key) {
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *v = NULL;
+    return PyDict_Pop(dict, key, &v) < 0 ? NULL : v;
+#else
+    static PyObject *missing; /* (an object of its own: no dict holds it) */
+    if (!missing && !(missing = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type)))
+        return NULL;
+    PyObject *v = _PyDict_Pop(dict, key, missing);
+    if (v == missing)
+        Py_CLEAR(v);
+    return v;
+#endif
+}
+
 static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) {
     PyObject *net = w->net;
     if (iset(net, s_wake_at, w_neg_inf) < 0 || w_flush(w) < 0)
@@ -10107,10 +10322,10 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
     int changed = w_drain(w, now_o, now);
     if (changed < 0)
         return -1;
-    PyObject *pending = iget(net, w_s[W_PENDING]), *pending_at = NULL, *got = NULL;
+    PyObject *pending = iget_at(net, W_AT(W_PENDING)), *pending_at = NULL, *got = NULL;
     PyObject *heap = NULL, *due_at = NULL, *act = NULL, *due = NULL, *at = NULL;
     int rc = -1;
-    if (!pending || !PyList_CheckExact(pending) || !(pending_at = iget(net, w_s[W_PENDING_AT])) ||
+    if (!pending || !PyList_CheckExact(pending) || !(pending_at = iget_at(net, W_AT(W_PENDING_AT))) ||
         !PyDict_CheckExact(pending_at)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "net_wake: the pending starts must be a list and a dict");
@@ -10120,7 +10335,7 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
         PyObject *key = heap_pop(pending);
         if (!key)
             goto out;
-        PyObject *starting = dict_pop(pending_at, key);
+        PyObject *starting = w_dict_pop(pending_at, key);
         Py_DECREF(key);
         if (!starting) {
             if (!PyErr_Occurred())
@@ -10135,8 +10350,8 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
     }
     if (changed && w_solve(w) < 0)
         goto out;
-    if (!(heap = iget(net, w_s[W_HEAP])) || !(due_at = iget(net, w_s[W_DUE_AT])) ||
-        !(act = iget(net, w_s[W_IS_ACTIVE])) || !(due = iget(net, w_s[W_DUE])))
+    if (!(heap = iget_at(net, W_AT(W_HEAP))) || !(due_at = iget_at(net, W_AT(W_DUE_AT))) ||
+        !(act = iget_at(net, W_AT(W_IS_ACTIVE))) || !(due = iget_at(net, W_AT(W_DUE))))
         goto out;
     /* _schedule_next(now): wake_next's lines, the event left out where the caller runs the wake-up itself */
     double when;
@@ -10176,7 +10391,7 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
     }
     double t = now > when ? now : when; /* (the queue's time: max(float(when), env._now)) */
     if (pump) {
-        PyObject *held = iget(net, w_s[W_HELD]);
+        PyObject *held = iget_at(net, W_AT(W_HELD));
         if (!held)
             goto out;
         int waiting = held != Py_None ? PyObject_IsTrue(held) : 0;
@@ -10317,7 +10532,7 @@ static PyObject *net_run_body(PyObject *const *args, Py_ssize_t nargs) {
         PyObject *held = spare ? spare : PyList_New(0);
         spare = NULL;
         int bad = !held || w_add(net, W_WAKEUPS, 1) < 0 || iset(net, s_wake_at, inf) < 0 ||
-                  iset(net, s_wake_event, Py_None) < 0 || iset(net, w_s[W_HELD], held) < 0;
+                  iset(net, s_wake_event, Py_None) < 0 || iset_at(net, W_AT(W_HELD), held) < 0;
         Py_XDECREF(held);
         if (bad)
             goto fail;
@@ -10334,9 +10549,9 @@ static PyObject *net_run_body(PyObject *const *args, Py_ssize_t nargs) {
             Py_DECREF(r);
         }
         /* held, self._held = self._held, None; if held: self._resume_held(held, now) */
-        if (!(held = iget(net, w_s[W_HELD])))
+        if (!(held = iget_at(net, W_AT(W_HELD))))
             goto fail;
-        if (iset(net, w_s[W_HELD], Py_None) < 0) {
+        if (iset_at(net, W_AT(W_HELD), Py_None) < 0) {
             Py_DECREF(held);
             goto fail;
         }
@@ -10350,10 +10565,13 @@ static PyObject *net_run_body(PyObject *const *args, Py_ssize_t nargs) {
             } else
                 bad = c < 0 || w_call(net, w_s[W_RESUME_HELD], held, now_o, NULL) < 0;
         }
-        if (!bad && some >= 0 && PyList_CheckExact(held) && Py_REFCNT(held) == 1 && /* (no one else holds it) */
-            PyList_SetSlice(held, 0, PyList_GET_SIZE(held), NULL) == 0)
-            spare = held;
-        else
+        if (!bad && some >= 0 && PyList_CheckExact(held) && Py_REFCNT(held) == 1) { /* (no one else holds it) */
+            w_list_empty(held);
+            if (Py_REFCNT(held) == 1 && !PyList_GET_SIZE(held))
+                spare = held;
+            else
+                Py_DECREF(held);
+        } else
             Py_DECREF(held);
         if (some < 0 || bad)
             goto fail;
@@ -10390,7 +10608,7 @@ fail:
 /* Network._enqueue(start, slots): ``part`` pending until ``key`` (``t``), a new start time entered in the
  * heap and woken for where it comes before the wake-up scheduled */
 static int w_enqueue(PyObject *net, PyObject *key, double t, PyObject *part) {
-    PyObject *pending = iget(net, w_s[W_PENDING]), *pending_at = iget(net, w_s[W_PENDING_AT]);
+    PyObject *pending = iget_at(net, W_AT(W_PENDING)), *pending_at = iget_at(net, W_AT(W_PENDING_AT));
     int rc = -1;
     if (!pending || !pending_at || !PyList_CheckExact(pending) || !PyDict_CheckExact(pending_at)) {
         if (!PyErr_Occurred())
