@@ -130,7 +130,7 @@ static int maxmin_core(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, c
                        const double *wt, double *rate, Py_ssize_t nflows) {
     int result = -1;
     double *remaining = NULL, *count = NULL, *share = NULL, *acc_used = NULL, *acc_w = NULL, *tight = NULL;
-    int64_t *la = NULL, *lo = NULL, *ids = NULL, *slack = NULL, *used = NULL;
+    int64_t *la = NULL, *lo = NULL, *hi = NULL, *ids = NULL, *slack = NULL, *used = NULL;
     double *lw = NULL;
     unsigned char *newly = NULL;
     for (Py_ssize_t f = 0; f < nflows; f++)
@@ -164,11 +164,12 @@ static int maxmin_core(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, c
     slack = malloc(A * sizeof(int64_t));
     tight = malloc(F * sizeof(double));
     lo = malloc((F + 1) * sizeof(int64_t));
+    hi = malloc((F + 1) * sizeof(int64_t));
     ids = malloc(F * sizeof(int64_t));
     newly = malloc(F);
     la = malloc(E * sizeof(int64_t));
     lw = malloc(E * sizeof(double));
-    if (!remaining || !count || !share || !acc_used || !acc_w || !slack || !tight || !lo || !ids || !newly || !la ||
+    if (!remaining || !count || !share || !acc_used || !acc_w || !slack || !tight || !lo || !hi || !ids || !newly || !la ||
         !lw) {
         PyErr_NoMemory();
         goto done;
@@ -182,16 +183,16 @@ static int maxmin_core(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, c
         lw[e] = wt ? wt[e] : 1.0;
         count[la[e]] += lw[e];
     }
-    /* the live flows (ids) and their live crossings' arcs and weights: la/lw[lo[i] .. lo[i+1]-1] for live
-     * flow i */
-    Py_ssize_t nlive = nflows, nent = ne;
+    /* the live flows (ids) and their crossings' arcs and weights: la/lw[lo[i] .. hi[i]-1] for live flow i
+     * (the rounds keep the live flows in order, not copying their crossings) */
+    Py_ssize_t nlive = nflows;
     {
         Py_ssize_t i = 0;
         lo[0] = 0;
         for (Py_ssize_t e = 1; e < ne; e++)
             if (flow[e] != flow[e - 1])
-                lo[++i] = e;
-        lo[nflows] = ne;
+                hi[i] = e, lo[++i] = e;
+        hi[nflows - 1] = ne;
         for (Py_ssize_t f = 0; f < nflows; f++)
             ids[f] = f;
     }
@@ -205,18 +206,18 @@ static int maxmin_core(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, c
         }
         for (Py_ssize_t i = 0; i < nlive; i++) {
             double t = share[la[lo[i]]];
-            for (int64_t j = lo[i] + 1; j < lo[i + 1]; j++)
+            for (int64_t j = lo[i] + 1; j < hi[i]; j++)
                 t = np_min(t, share[la[j]]);
             tight[i] = t;
             double limit = t * factor;
-            for (int64_t j = lo[i]; j < lo[i + 1]; j++)
+            for (int64_t j = lo[i]; j < hi[i]; j++)
                 if (share[la[j]] > limit)
                     slack[la[j]]++;
         }
         Py_ssize_t fixed = 0;
         for (Py_ssize_t i = 0; i < nlive; i++) {
             unsigned char hit = 0;
-            for (int64_t j = lo[i]; j < lo[i + 1] && !hit; j++) {
+            for (int64_t j = lo[i]; j < hi[i] && !hit; j++) {
                 int64_t a = la[j];
                 hit = slack[a] == 0 && count[a] > 0;
             }
@@ -232,7 +233,7 @@ static int maxmin_core(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, c
                 continue;
             double given = np_max0(tight[i]);
             rate[ids[i]] = given;
-            for (int64_t j = lo[i]; j < lo[i + 1]; j++) { /* crossing order: np.bincount's */
+            for (int64_t j = lo[i]; j < hi[i]; j++) { /* crossing order: np.bincount's */
                 acc_used[la[j]] += wt ? given * lw[j] : given; /* (numpy: no product without weights) */
                 acc_w[la[j]] += lw[j];
             }
@@ -243,27 +244,16 @@ static int maxmin_core(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, c
         }
         if (fixed == nlive)
             break;
-        /* keep the unfixed flows and their crossings, in order */
-        Py_ssize_t k = 0, m = 0;
-        int64_t start = 0;
+        /* keep the unfixed flows, in order */
+        Py_ssize_t k = 0;
         for (Py_ssize_t i = 0; i < nlive; i++) {
             if (newly[i])
                 continue;
-            int64_t a = lo[i], b = lo[i + 1];
-            ids[k] = ids[i];
-            lo[k] = start;
-            for (int64_t j = a; j < b; j++, m++) {
-                la[m] = la[j];
-                lw[m] = lw[j];
-            }
-            start = m;
+            ids[k] = ids[i], lo[k] = lo[i], hi[k] = hi[i];
             k++;
         }
-        lo[k] = m;
         nlive = k;
-        nent = m;
     }
-    (void)nent;
     result = 1;
 done:
     free(remaining);
@@ -274,6 +264,7 @@ done:
     free(slack);
     free(tight);
     free(lo);
+    free(hi);
     free(ids);
     free(newly);
     free(la);
@@ -566,69 +557,74 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     for (int k = REM; k <= BOOKED && fine; k++)
         if (k != KARC && k != KHOP && k != KCNT)
             fine = b[k].view.shape[0] == nrows;
-    for (Py_ssize_t i = 0; fine && i < R; i++)
-        fine = region[i] >= 0 && region[i] < nrows;
     if (!fine) {
         PyErr_SetString(PyExc_ValueError, "settle_above: arrays out of shape");
         goto done;
     }
-    /* FanExecutor._cut_below(rate[region], floor) */
-    double *below = scratch(0, (size_t)R + 1, sizeof(double));
-    if (!below) {
+    /* one pass over the region: its rates (``rr``, in order), its component, and FanExecutor._cut_below's
+     * candidates -- the rates below the floor within _NEAR of it (``below``), and the highest under those */
+    double *below = scratch(0, (size_t)R + 1, sizeof(double)), *rr = scratch(21, (size_t)R + 1, sizeof(double));
+    int64_t *order = scratch(1, (size_t)R, sizeof(int64_t)); /* members: solved, then slow */
+    int64_t *empty = scratch(2, (size_t)R, sizeof(int64_t)), *slow = scratch(22, (size_t)R, sizeof(int64_t));
+    if (!below || !rr || !order || !empty || !slow) {
         PyErr_NoMemory();
         goto done;
     }
     Py_ssize_t nbelow = 0, ntop = 0;
     const double near = floor * (1.0 - 1e-6); /* 1 - sim.classes._NEAR */
     double under = -INFINITY;
-    int any_under = 0;
+    int any_under = 0, one = 1;
+    int64_t comp0 = region[0] >= 0 && region[0] < nrows ? comp[region[0]] : 0;
     for (Py_ssize_t i = 0; i < R; i++) {
-        double r = rate[region[i]];
+        int64_t c = region[i];
+        if (c < 0 || c >= nrows) {
+            PyErr_SetString(PyExc_ValueError, "settle_above: a class out of range");
+            goto done;
+        }
+        one &= comp[c] == comp0;
+        double r = rate[c];
+        rr[i] = r;
         if (r < floor) {
             nbelow++;
             if (r >= near)
                 below[ntop++] = r;
-            else if (!any_under || r > under || r != r) /* (no NaN is below the floor) */
+            else if (!any_under || r > under) /* (no NaN is below the floor) */
                 under = r, any_under = 1;
         }
     }
+    if (!one) /* not one component: the Python lines number them anew */
+        goto fallback;
     double cut = -INFINITY;
     if (nbelow) {
         qsort(below, (size_t)ntop, sizeof(double), cmp_desc);
         Py_ssize_t n = ntop;
         if (ntop < nbelow)
             below[n++] = under;
-        if (!first_gap(below, n, floor, &cut) && ntop < nbelow) {
+        if (!first_gap(below, n, floor, &cut) && ntop < nbelow) { /* the rates crowd down: all of them */
             Py_ssize_t m = 0;
             for (Py_ssize_t i = 0; i < R; i++)
-                if (rate[region[i]] < floor)
-                    below[m++] = rate[region[i]];
+                if (rr[i] < floor)
+                    below[m++] = rr[i];
             qsort(below, (size_t)m, sizeof(double), cmp_desc);
             first_gap(below, m, floor, &cut);
         }
     }
     if (!(cut > -INFINITY)) /* no gap: the whole component is solved (the Python lines) */
         goto fallback;
-    /* _solve_above: the classes above the cut (``solve``, in order: live ones with crossings, empty ones
-     * without) and the slow ones; their component */
-    int64_t *order = scratch(1, (size_t)R, sizeof(int64_t)); /* members: solved, then slow */
-    int64_t *empty = scratch(2, (size_t)R, sizeof(int64_t));
-    if (!order || !empty) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    Py_ssize_t ns = 0, nlive = 0, nempty = 0;
+    /* _solve_above: the classes above the cut (in order: ``order``, the live ones with crossings ``out_l``,
+     * the empty ones without) and the slow ones */
+    Py_ssize_t ns = 0, nlive = 0, nempty = 0, nslow = 0;
     for (Py_ssize_t i = 0; i < R; i++) {
         int64_t c = region[i];
-        if (comp[c] != comp[region[0]])
-            goto fallback;
-        if (!(rate[c] <= cut)) {
-            order[ns++] = c;
-            if (hi[c] - lo[c] > 0)
-                out_l[nlive++] = c;
-            else
-                empty[nempty++] = c;
+        if (rr[i] <= cut) {
+            slow[nslow++] = c;
+            continue;
         }
+        order[ns++] = c;
+        if (hi[c] - lo[c] > 0)
+            out_l[nlive++] = c;
+        else
+            empty[nempty++] = c;
     }
     if (!nlive)
         goto fallback;
@@ -777,10 +773,8 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         if (!quick[i] || !(got[i] > cut)) /* (a class solved at or below the cut: never seen) */
             goto fallback;
     /* the path holds: write it. Tab.advance(solved, t) (the slow classes' rates stand) */
-    Py_ssize_t nm = ns;
-    for (Py_ssize_t i = 0; i < R; i++)
-        if (rate[region[i]] <= cut)
-            order[nm++] = region[i];
+    memcpy(order + ns, slow, (size_t)nslow * sizeof(int64_t));
+    Py_ssize_t nm = ns + nslow;
     double *old = scratch(20, (size_t)ns + 1, sizeof(double));
     if (!old) {
         PyErr_NoMemory();
