@@ -464,8 +464,8 @@ done:
 
 /* Scratch kept between calls of settle_above, grown as needed. */
 static struct {
-    void *p[24];
-    size_t cap[24];
+    void *p[28];
+    size_t cap[28];
     uint32_t *mark; /* per arc: ``stamp`` where crossed in this call */
     int64_t *num;   /* ... its number among the arcs crossed */
     double *hot;    /* ... its load followed exactly, as the solve leaves it */
@@ -636,7 +636,8 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
             goto fallback;
         nhot += k_hi[c] - k_lo[c];
     }
-    int64_t *hrow = scratch(3, (size_t)nhot + 1, sizeof(int64_t)), *hidx = scratch(4, (size_t)nhot + 1, sizeof(int64_t));
+    int64_t *hrow = scratch(3, (size_t)nhot + 1, sizeof(int64_t)), *harc = scratch(4, (size_t)nhot + 1, sizeof(int64_t));
+    double *hcnt = scratch(23, (size_t)nhot + 1, sizeof(double)), *upv = scratch(24, (size_t)nlive + 1, sizeof(double));
     int64_t *cls = scratch(5, (size_t)nhot + 1, sizeof(int64_t)), *kidx = scratch(6, (size_t)nhot + 1, sizeof(int64_t));
     int64_t *loc = scratch(7, (size_t)nhot + 1, sizeof(int64_t)), *hop = scratch(8, (size_t)nhot + 1, sizeof(int64_t));
     double *cnt = scratch(9, (size_t)nhot + 1, sizeof(double));
@@ -652,7 +653,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         free(sc.mark), free(sc.num), free(sc.hot);
         sc.mark = mark, sc.num = num, sc.hot = hl, sc.arcs = (size_t)narcs, sc.stamp = 0;
     }
-    if (!hrow || !hidx || !cls || !kidx || !loc || !hop || !cnt) {
+    if (!hrow || !harc || !hcnt || !upv || !cls || !kidx || !loc || !hop || !cnt) {
         PyErr_NoMemory();
         goto done;
     }
@@ -667,7 +668,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
                 goto fallback;
             if (!hot[a])
                 continue;
-            hrow[nh] = i, hidx[nh++] = k;
+            hrow[nh] = i, harc[nh] = a, hcnt[nh++] = k_cnt[k];
             if (keep[a])
                 cls[ne] = i, kidx[ne++] = k;
         }
@@ -727,16 +728,16 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         goto fallback;
     /* _full: the followed loads as the rises leave them (np.add.at, in crossing order), an arc not kept
      * that they fill (kept anew by the Python lines), the largest rise since the last booking */
-    for (Py_ssize_t h = 0; h < nh; h++)
-        sc.hot[k_arc[hidx[h]]] = hot_loads[k_arc[hidx[h]]];
-    for (Py_ssize_t h = 0; h < nh; h++) {
-        int64_t k = hidx[h], i = hrow[h];
+    for (Py_ssize_t i = 0; i < nlive; i++) {
         double r = got[i];
-        double up = isfinite(r) ? r - hbooked[out_l[i]] : 0.0;
-        sc.hot[k_arc[k]] += k_cnt[k] * up;
+        upv[i] = isfinite(r) ? r - hbooked[out_l[i]] : 0.0;
     }
+    for (Py_ssize_t h = 0; h < nh; h++)
+        sc.hot[harc[h]] = hot_loads[harc[h]];
+    for (Py_ssize_t h = 0; h < nh; h++)
+        sc.hot[harc[h]] += hcnt[h] * upv[hrow[h]];
     for (Py_ssize_t h = 0; h < nh; h++) {
-        int64_t a = k_arc[hidx[h]];
+        int64_t a = harc[h];
         if (!keep[a] && sc.hot[a] >= cap[a] * (1.0 - 1e-9))
             goto fallback;
     }
@@ -794,7 +795,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     for (Py_ssize_t i = 0; i < nlive; i++)
         rate[out_l[i]] = got[i];
     for (Py_ssize_t h = 0; h < nh; h++)
-        hot_loads[k_arc[hidx[h]]] = sc.hot[k_arc[hidx[h]]];
+        hot_loads[harc[h]] = sc.hot[harc[h]];
     for (Py_ssize_t i = 0; i < nlive; i++)
         hbooked[out_l[i]] = isfinite(got[i]) ? got[i] : 0.0;
     /* completion times where the rate changed; the component's first completion (np.min: NaN wins) */
