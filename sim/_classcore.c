@@ -11,6 +11,13 @@
  *   a flow is fixed (at max(tight_f, 0)) when it crosses a settled link
  *   remaining -= (the fixed crossings' rate x weight, summed per link in crossing order: np.bincount),
  *   then max(remaining, 0); count -= (their weights, summed the same way)
+ *
+ * Beside it, the flow classes' own lines (sim/classes.py, each one's Python lines the reference): the
+ * verification's numbers (necks), a split's counts (counted), and the settle of a component that lost
+ * classes down the path it nearly always takes (settle_above: the cut, the solve above it, the loads
+ * followed, the verification and the completion times in one call -- where the path leaves that one it
+ * changes nothing and the Python lines run), with the completions' scan (due_at), the finish (finish),
+ * the kept crossings (kept_rows) and _full's loads (full_loads).
  * Plain C99 and the CPython API; arrays are read through the buffer protocol. Compiled without fused
  * multiply-adds (setup.py). */
 
@@ -1042,7 +1049,8 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_classcore", "sim.maxmin.maxmin_rates in C (see sim/_classcore.c).", -1, module_methods,
+    PyModuleDef_HEAD_INIT, "_classcore", "sim.maxmin.maxmin_rates and the flow classes' lines in C (see sim/_classcore.c).",
+    -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit__classcore(void) { return PyModule_Create(&module); }

@@ -29,7 +29,10 @@ And a completion that changes nothing else re-solves only the classes of its com
 the completed classes' rate: the slower ones keep their rates (exactly: :meth:`FanExecutor._solve_above`),
 which with one shard per rank -- every NIC full, the fabric one component, the fastest classes
 mostly completing first -- is a tenth of the component on average (64 and 128 GPUs; 2,048 GPUs with
-S = hosts too).
+S = hosts too). Such a settle -- the cut, the one solve above it, the loads followed, the verification and
+the completion times -- runs in C where ``sim._classcore`` is built (:meth:`FanExecutor._settle_core`), down
+the path it takes nearly always (no arc kept anew, nothing booked, every class verified by its quick test);
+where it leaves that path it changes nothing and the Python lines, the reference, run.
 
 On a two-level fabric routed by destination (InfiniBand's D-mod-K: ``dgx:...,ecmp=destination``) a
 phase's classes are built from the fabric's structure -- the far pairs counted per source, destination,
