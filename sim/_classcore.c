@@ -11,6 +11,13 @@
  *   a flow is fixed (at max(tight_f, 0)) when it crosses a settled link
  *   remaining -= (the fixed crossings' rate x weight, summed per link in crossing order: np.bincount),
  *   then max(remaining, 0); count -= (their weights, summed the same way)
+ *
+ * Beside it, the flow classes' own lines (sim/classes.py, each one's Python lines the reference): the
+ * verification's numbers (necks), a split's counts (counted), and the settle of a component that lost
+ * classes down the path it nearly always takes (settle_above: the cut, the solve above it, the loads
+ * followed, the verification and the completion times in one call -- where the path leaves that one it
+ * changes nothing and the Python lines run), with the completions' scan (due_at), the finish (finish),
+ * the kept crossings (kept_rows) and _full's loads (full_loads).
  * Plain C99 and the CPython API; arrays are read through the buffer protocol. Compiled without fused
  * multiply-adds (setup.py). */
 
@@ -123,50 +130,28 @@ static int number_crossed(const int64_t *arc, Py_ssize_t ne, Py_ssize_t narcs, i
     return 0;
 }
 
-/* maxmin(flow, arc, capacity, weight, out) -> True, or False where the Python path must answer (the
- * crossings not sorted by flow, a flow with none, an arc out of range): ``flow``/``arc`` int64 (one
- * entry per crossing), ``capacity`` float64 per arc, ``weight`` float64 per crossing or None (1 each),
- * ``out`` float64 per flow (written). */
-static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "maxmin(flow, arc, capacity, weight, out)");
-        return NULL;
-    }
-    Buf bf, ba, bc, bw, bo;
-    bf.held = ba.held = bc.held = bw.held = bo.held = 0;
-    PyObject *result = NULL;
+/* The max-min rounds: ``flow``/``arc`` (``ne`` crossings, sorted by flow), ``cap`` (``narcs`` arcs), ``wt`` per
+ * crossing or NULL (1 each), ``rate`` (``nflows``, written). 1: solved; 0: the Python path must answer (the
+ * crossings not sorted by flow, a flow with none, an arc out of range); -1 with an error set. */
+static int maxmin_core(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, const double *cap, Py_ssize_t narcs,
+                       const double *wt, double *rate, Py_ssize_t nflows) {
+    int result = -1;
     double *remaining = NULL, *count = NULL, *share = NULL, *acc_used = NULL, *acc_w = NULL, *tight = NULL;
-    int64_t *la = NULL, *lo = NULL, *ids = NULL, *slack = NULL, *used = NULL;
+    int64_t *la = NULL, *lo = NULL, *hi = NULL, *ids = NULL, *slack = NULL, *used = NULL;
     double *lw = NULL;
     unsigned char *newly = NULL;
-    if (buf_open(args[0], &bf, 'q', 0) < 0 || buf_open(args[1], &ba, 'q', 0) < 0 ||
-        buf_open(args[2], &bc, 'd', 0) < 0 || (args[3] != Py_None && buf_open(args[3], &bw, 'd', 0) < 0) ||
-        buf_open(args[4], &bo, 'd', 1) < 0)
-        goto done;
-    const int64_t *flow = bf.view.buf, *arc = ba.view.buf;
-    const double *cap = bc.view.buf, *wt = bw.held ? (const double *)bw.view.buf : NULL;
-    double *rate = bo.view.buf;
-    Py_ssize_t ne = bf.view.shape[0], narcs = bc.view.shape[0], nflows = bo.view.shape[0];
-    if (ba.view.shape[0] != ne || (wt && bw.view.shape[0] != ne)) {
-        PyErr_SetString(PyExc_ValueError, "maxmin: flow, arc and weight differ in length");
-        goto done;
-    }
     for (Py_ssize_t f = 0; f < nflows; f++)
         rate[f] = 0.0;
-    if (nflows == 0) {
-        result = Py_True;
-        goto done;
-    }
+    if (nflows == 0)
+        return 1;
     /* sorted by flow, every flow 0..nflows-1 present, every arc in range: else the Python path */
     int fine = ne > 0 && flow[0] == 0 && flow[ne - 1] == nflows - 1;
     for (Py_ssize_t e = 0; fine && e < ne; e++) {
         if (arc[e] < 0 || arc[e] >= narcs || (e && flow[e] != flow[e - 1] && flow[e] != flow[e - 1] + 1))
             fine = 0;
     }
-    if (!fine) {
-        result = Py_False;
-        goto done;
-    }
+    if (!fine)
+        return 0;
     /* few crossings for many arcs (a few flows on a whole cluster's graph): the rounds below run over the
      * arcs crossed only, numbered as first crossed -- each arc's arithmetic is its own, in crossing order,
      * whatever its number, so the rates are the same to the bit */
@@ -186,11 +171,12 @@ static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nar
     slack = malloc(A * sizeof(int64_t));
     tight = malloc(F * sizeof(double));
     lo = malloc((F + 1) * sizeof(int64_t));
+    hi = malloc((F + 1) * sizeof(int64_t));
     ids = malloc(F * sizeof(int64_t));
     newly = malloc(F);
     la = malloc(E * sizeof(int64_t));
     lw = malloc(E * sizeof(double));
-    if (!remaining || !count || !share || !acc_used || !acc_w || !slack || !tight || !lo || !ids || !newly || !la ||
+    if (!remaining || !count || !share || !acc_used || !acc_w || !slack || !tight || !lo || !hi || !ids || !newly || !la ||
         !lw) {
         PyErr_NoMemory();
         goto done;
@@ -204,16 +190,16 @@ static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nar
         lw[e] = wt ? wt[e] : 1.0;
         count[la[e]] += lw[e];
     }
-    /* the live flows (ids) and their live crossings' arcs and weights: la/lw[lo[i] .. lo[i+1]-1] for live
-     * flow i */
-    Py_ssize_t nlive = nflows, nent = ne;
+    /* the live flows (ids) and their crossings' arcs and weights: la/lw[lo[i] .. hi[i]-1] for live flow i
+     * (the rounds keep the live flows in order, not copying their crossings) */
+    Py_ssize_t nlive = nflows;
     {
         Py_ssize_t i = 0;
         lo[0] = 0;
         for (Py_ssize_t e = 1; e < ne; e++)
             if (flow[e] != flow[e - 1])
-                lo[++i] = e;
-        lo[nflows] = ne;
+                hi[i] = e, lo[++i] = e;
+        hi[nflows - 1] = ne;
         for (Py_ssize_t f = 0; f < nflows; f++)
             ids[f] = f;
     }
@@ -227,18 +213,18 @@ static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nar
         }
         for (Py_ssize_t i = 0; i < nlive; i++) {
             double t = share[la[lo[i]]];
-            for (int64_t j = lo[i] + 1; j < lo[i + 1]; j++)
+            for (int64_t j = lo[i] + 1; j < hi[i]; j++)
                 t = np_min(t, share[la[j]]);
             tight[i] = t;
             double limit = t * factor;
-            for (int64_t j = lo[i]; j < lo[i + 1]; j++)
+            for (int64_t j = lo[i]; j < hi[i]; j++)
                 if (share[la[j]] > limit)
                     slack[la[j]]++;
         }
         Py_ssize_t fixed = 0;
         for (Py_ssize_t i = 0; i < nlive; i++) {
             unsigned char hit = 0;
-            for (int64_t j = lo[i]; j < lo[i + 1] && !hit; j++) {
+            for (int64_t j = lo[i]; j < hi[i] && !hit; j++) {
                 int64_t a = la[j];
                 hit = slack[a] == 0 && count[a] > 0;
             }
@@ -254,7 +240,7 @@ static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nar
                 continue;
             double given = np_max0(tight[i]);
             rate[ids[i]] = given;
-            for (int64_t j = lo[i]; j < lo[i + 1]; j++) { /* crossing order: np.bincount's */
+            for (int64_t j = lo[i]; j < hi[i]; j++) { /* crossing order: np.bincount's */
                 acc_used[la[j]] += wt ? given * lw[j] : given; /* (numpy: no product without weights) */
                 acc_w[la[j]] += lw[j];
             }
@@ -265,34 +251,18 @@ static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nar
         }
         if (fixed == nlive)
             break;
-        /* keep the unfixed flows and their crossings, in order */
-        Py_ssize_t k = 0, m = 0;
-        int64_t start = 0;
+        /* keep the unfixed flows, in order */
+        Py_ssize_t k = 0;
         for (Py_ssize_t i = 0; i < nlive; i++) {
             if (newly[i])
                 continue;
-            int64_t a = lo[i], b = lo[i + 1];
-            ids[k] = ids[i];
-            lo[k] = start;
-            for (int64_t j = a; j < b; j++, m++) {
-                la[m] = la[j];
-                lw[m] = lw[j];
-            }
-            start = m;
+            ids[k] = ids[i], lo[k] = lo[i], hi[k] = hi[i];
             k++;
         }
-        lo[k] = m;
         nlive = k;
-        nent = m;
     }
-    (void)nent;
-    result = Py_True;
+    result = 1;
 done:
-    buf_close(&bf);
-    buf_close(&ba);
-    buf_close(&bc);
-    buf_close(&bw);
-    buf_close(&bo);
     free(remaining);
     free(count);
     free(share);
@@ -301,54 +271,62 @@ done:
     free(slack);
     free(tight);
     free(lo);
+    free(hi);
     free(ids);
     free(newly);
     free(la);
     free(lw);
     free(used);
-    if (result)
-        Py_INCREF(result);
     return result;
 }
 
-/* necks(cls, local, count, hop, rate, taken, capacity, size, width, full, neck, quick): the numbers of
- * FanExecutor._unverified in its order -- per arc crossed (``local`` numbers them, ``taken``/``capacity``
- * per arc) its load, taken + the crossings' count x rate summed in crossing order (np.bincount), and
- * whether it is full (load >= capacity x (1 - 1e-9)); per crossing whether it is a bottleneck (its arc
- * full, its class's rate >= the arc's fastest x (1 - 1e-9)); per class (``cls``: crossings sorted by
- * class) whether its bottleneck crossings at one hop position count ``size`` members or more. Writes
- * ``full`` (per arc), ``neck`` (per crossing) and ``quick`` (per class), all bool. */
-static PyObject *py_necks(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    Buf b[11];
+/* maxmin(flow, arc, capacity, weight, out) -> True, or False where the Python path must answer (the
+ * crossings not sorted by flow, a flow with none, an arc out of range): ``flow``/``arc`` int64 (one
+ * entry per crossing), ``capacity`` float64 per arc, ``weight`` float64 per crossing or None (1 each),
+ * ``out`` float64 per flow (written). */
+static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "maxmin(flow, arc, capacity, weight, out)");
+        return NULL;
+    }
+    Buf bf, ba, bc, bw, bo;
+    bf.held = ba.held = bc.held = bw.held = bo.held = 0;
     PyObject *result = NULL;
-    double *load = NULL, *fastest = NULL, *cover = NULL;
-    static const int at[11] = {0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11}; /* (8: width) */
-    if (open_all(args, nargs, 12, "necks(cls, local, count, hop, rate, taken, capacity, size, width, full, neck, quick)",
-                 b, 11, "qqdqdddq???", at, 8) < 0)
+    if (buf_open(args[0], &bf, 'q', 0) < 0 || buf_open(args[1], &ba, 'q', 0) < 0 ||
+        buf_open(args[2], &bc, 'd', 0) < 0 || (args[3] != Py_None && buf_open(args[3], &bw, 'd', 0) < 0) ||
+        buf_open(args[4], &bo, 'd', 1) < 0)
         goto done;
-    Py_ssize_t width = PyLong_AsSsize_t(args[8]);
-    if (width == -1 && PyErr_Occurred())
-        goto done;
-    const int64_t *cls = b[0].view.buf, *local = b[1].view.buf, *hop = b[3].view.buf, *size = b[7].view.buf;
-    const double *count = b[2].view.buf, *rate = b[4].view.buf, *taken = b[5].view.buf, *cap = b[6].view.buf;
-    unsigned char *full = b[8].view.buf, *neck = b[9].view.buf, *quick = b[10].view.buf;
-    Py_ssize_t ne = b[0].view.shape[0], narcs = b[5].view.shape[0], nlive = b[7].view.shape[0];
-    int fine = width > 0 && b[1].view.shape[0] == ne && b[2].view.shape[0] == ne && b[3].view.shape[0] == ne &&
-               b[9].view.shape[0] == ne && b[6].view.shape[0] == narcs && b[8].view.shape[0] == narcs &&
-               b[4].view.shape[0] == nlive && b[10].view.shape[0] == nlive;
-    for (Py_ssize_t e = 0; fine && e < ne; e++)
-        fine = cls[e] >= 0 && cls[e] < nlive && local[e] >= 0 && local[e] < narcs && hop[e] >= 0 && hop[e] < width &&
-               (e == 0 || cls[e] >= cls[e - 1]);
-    if (!fine) {
-        PyErr_SetString(PyExc_ValueError, "necks: arrays out of shape, or crossings not sorted by class");
+    Py_ssize_t ne = bf.view.shape[0];
+    if (ba.view.shape[0] != ne || (bw.held && bw.view.shape[0] != ne)) {
+        PyErr_SetString(PyExc_ValueError, "maxmin: flow, arc and weight differ in length");
         goto done;
     }
-    load = calloc((size_t)narcs + 1, sizeof(double));
-    fastest = calloc((size_t)narcs + 1, sizeof(double));
-    cover = calloc((size_t)width + 1, sizeof(double));
+    int got = maxmin_core(bf.view.buf, ba.view.buf, ne, bc.view.buf, bc.view.shape[0],
+                          bw.held ? (const double *)bw.view.buf : NULL, bo.view.buf, bo.view.shape[0]);
+    result = got < 0 ? NULL : got ? Py_True : Py_False;
+done:
+    buf_close(&bf);
+    buf_close(&ba);
+    buf_close(&bc);
+    buf_close(&bw);
+    buf_close(&bo);
+    Py_XINCREF(result);
+    return result;
+}
+
+/* The numbers of py_necks (below) on arrays checked already: -1 where memory ran out (no error set). */
+static int necks_core(const int64_t *cls, const int64_t *local, const double *count, const int64_t *hop,
+                      const double *rate, const double *taken, const double *cap, const int64_t *size,
+                      Py_ssize_t width, Py_ssize_t ne, Py_ssize_t narcs, Py_ssize_t nlive, unsigned char *full,
+                      unsigned char *neck, unsigned char *quick) {
+    double *load = calloc((size_t)narcs + 1, sizeof(double));
+    double *fastest = calloc((size_t)narcs + 1, sizeof(double));
+    double *cover = calloc((size_t)width + 1, sizeof(double));
     if (!load || !fastest || !cover) {
-        PyErr_NoMemory();
-        goto done;
+        free(load);
+        free(fastest);
+        free(cover);
+        return -1;
     }
     for (Py_ssize_t e = 0; e < ne; e++) {
         double r = rate[cls[e]];
@@ -371,12 +349,49 @@ static PyObject *py_necks(PyObject *self, PyObject *const *args, Py_ssize_t narg
             any = cover[h] >= (double)size[c];
         quick[c] = any;
     }
-    result = Py_None;
-done:
-    close_all(b, 11);
     free(load);
     free(fastest);
     free(cover);
+    return 0;
+}
+
+/* necks(cls, local, count, hop, rate, taken, capacity, size, width, full, neck, quick): the numbers of
+ * FanExecutor._unverified in its order -- per arc crossed (``local`` numbers them, ``taken``/``capacity``
+ * per arc) its load, taken + the crossings' count x rate summed in crossing order (np.bincount), and
+ * whether it is full (load >= capacity x (1 - 1e-9)); per crossing whether it is a bottleneck (its arc
+ * full, its class's rate >= the arc's fastest x (1 - 1e-9)); per class (``cls``: crossings sorted by
+ * class) whether its bottleneck crossings at one hop position count ``size`` members or more. Writes
+ * ``full`` (per arc), ``neck`` (per crossing) and ``quick`` (per class), all bool. */
+static PyObject *py_necks(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Buf b[11];
+    PyObject *result = NULL;
+    static const int at[11] = {0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11}; /* (8: width) */
+    if (open_all(args, nargs, 12, "necks(cls, local, count, hop, rate, taken, capacity, size, width, full, neck, quick)",
+                 b, 11, "qqdqdddq???", at, 8) < 0)
+        goto done;
+    Py_ssize_t width = PyLong_AsSsize_t(args[8]);
+    if (width == -1 && PyErr_Occurred())
+        goto done;
+    const int64_t *cls = b[0].view.buf, *local = b[1].view.buf, *hop = b[3].view.buf;
+    Py_ssize_t ne = b[0].view.shape[0], narcs = b[5].view.shape[0], nlive = b[7].view.shape[0];
+    int fine = width > 0 && b[1].view.shape[0] == ne && b[2].view.shape[0] == ne && b[3].view.shape[0] == ne &&
+               b[9].view.shape[0] == ne && b[6].view.shape[0] == narcs && b[8].view.shape[0] == narcs &&
+               b[4].view.shape[0] == nlive && b[10].view.shape[0] == nlive;
+    for (Py_ssize_t e = 0; fine && e < ne; e++)
+        fine = cls[e] >= 0 && cls[e] < nlive && local[e] >= 0 && local[e] < narcs && hop[e] >= 0 && hop[e] < width &&
+               (e == 0 || cls[e] >= cls[e - 1]);
+    if (!fine) {
+        PyErr_SetString(PyExc_ValueError, "necks: arrays out of shape, or crossings not sorted by class");
+        goto done;
+    }
+    if (necks_core(cls, local, b[2].view.buf, hop, b[4].view.buf, b[5].view.buf, b[6].view.buf, b[7].view.buf, width,
+                   ne, narcs, nlive, b[8].view.buf, b[9].view.buf, b[10].view.buf) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = Py_None;
+done:
+    close_all(b, 11);
     Py_XINCREF(result);
     return result;
 }
@@ -454,6 +469,565 @@ done:
     return result;
 }
 
+/* Scratch kept between calls of settle_above, grown as needed. */
+static struct {
+    void *p[28];
+    size_t cap[28];
+    uint32_t *mark; /* per arc: ``stamp`` where crossed in this call */
+    int64_t *num;   /* ... its number among the arcs crossed */
+    double *hot;    /* ... its load followed exactly, as the solve leaves it */
+    size_t arcs;
+    uint32_t stamp;
+} sc;
+
+/* scratch slot ``k`` holding ``n`` items of ``size`` bytes; NULL where memory ran out */
+static void *scratch(int k, size_t n, size_t size) {
+    if (n * size > sc.cap[k]) {
+        size_t want = n * size * 2 + 64;
+        void *p = malloc(want);
+        if (!p)
+            return NULL;
+        free(sc.p[k]);
+        sc.p[k] = p, sc.cap[k] = want;
+    }
+    return sc.p[k];
+}
+
+static int cmp_desc(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a < b) - (a > b);
+}
+
+/* FanExecutor._cut_below's first_gap: the first of ``desc`` (descending) below the one before it (``floor``
+ * for the first) by more than _TOL relative; 0 where there is none */
+static int first_gap(const double *desc, Py_ssize_t n, double floor, double *cut) {
+    double prev = floor;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (desc[i] < prev * (1.0 - 1e-9)) {
+            *cut = desc[i];
+            return 1;
+        }
+        prev = desc[i];
+    }
+    return 0;
+}
+
+/* settle_above(region, t, floor, rate, rem, since, due, comp, lo, hi, k_lo, k_hi, k_ver, version, k_arc, k_hop,
+ * k_cnt, width, size, hbooked, booked, keep, hot, hot_loads, capacity, rise, room, out_members, out_live):
+ * FanExecutor._settle of ``region`` (one component that lost classes at ``t``, the least rate of those
+ * ``floor``, nothing else changed) down the path it takes nearly always -- _cut_below finds a gap, and
+ * _solve_above's one solve keeps no arc anew, books nothing (the largest rise since the last booking, ``rise``,
+ * stays below ``room``) and verifies every class by its quick test -- with the same operations in the same
+ * order (the classes' rates, loads and completion times to the bit). Returns None, having changed nothing,
+ * where the path leaves that one (the Python lines then run it); else (live, members, rise, first, comp):
+ * ``out_live[:live]`` the classes solved with crossings, ``out_members[:members]`` the component's classes
+ * in their new order, the largest rise since the last booking, the component's first completion, its
+ * number. */
+static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    enum { REGION, RATE, REM, SINCE, DUE, COMP, LO, HI, KLO, KHI, KVER, KARC, KHOP, KCNT, WIDTH, SIZE, HBOOKED,
+           BOOKED, KEEP, HOT, HOTLOADS, CAP, OUTM, OUTL, NB };
+    static const int at[NB] = {0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 27, 28};
+    static const char fmts[NB + 1] = "qddddqqqqqqqqdqqdd??ddqq";
+    Buf b[NB];
+    PyObject *result = NULL;
+    for (int k = 0; k < NB; k++)
+        b[k].held = 0;
+    if (nargs != 29) {
+        PyErr_SetString(PyExc_TypeError, "settle_above: 29 arguments");
+        return NULL;
+    }
+    for (int k = 0; k < NB; k++) {
+        int w = k == RATE || k == REM || k == SINCE || k == DUE || k == HBOOKED || k == HOTLOADS || k == OUTM ||
+                k == OUTL;
+        if (buf_open(args[at[k]], &b[k], fmts[k], w) < 0)
+            goto done;
+    }
+    double t = PyFloat_AsDouble(args[1]), floor = PyFloat_AsDouble(args[2]);
+    double rise0 = PyFloat_AsDouble(args[25]), room = PyFloat_AsDouble(args[26]);
+    long long version = PyLong_AsLongLong(args[13]);
+    if (PyErr_Occurred())
+        goto done;
+    const int64_t *region = b[REGION].view.buf, *comp = b[COMP].view.buf, *lo = b[LO].view.buf,
+                  *hi = b[HI].view.buf, *k_lo = b[KLO].view.buf, *k_hi = b[KHI].view.buf,
+                  *k_ver = b[KVER].view.buf, *k_arc = b[KARC].view.buf, *k_hop = b[KHOP].view.buf,
+                  *width = b[WIDTH].view.buf, *size = b[SIZE].view.buf;
+    double *rate = b[RATE].view.buf, *rem = b[REM].view.buf, *since = b[SINCE].view.buf, *due = b[DUE].view.buf,
+           *hbooked = b[HBOOKED].view.buf, *hot_loads = b[HOTLOADS].view.buf;
+    const double *k_cnt = b[KCNT].view.buf, *booked = b[BOOKED].view.buf, *cap = b[CAP].view.buf;
+    const unsigned char *keep = b[KEEP].view.buf, *hot = b[HOT].view.buf;
+    int64_t *out_m = b[OUTM].view.buf, *out_l = b[OUTL].view.buf;
+    Py_ssize_t R = b[REGION].view.shape[0], nrows = b[RATE].view.shape[0], nk = b[KARC].view.shape[0];
+    Py_ssize_t narcs = b[CAP].view.shape[0];
+    int fine = R > 0 && b[OUTM].view.shape[0] >= R && b[OUTL].view.shape[0] >= R && b[KEEP].view.shape[0] == narcs &&
+               b[HOT].view.shape[0] == narcs && b[HOTLOADS].view.shape[0] == narcs && b[KHOP].view.shape[0] == nk &&
+               b[KCNT].view.shape[0] == nk;
+    for (int k = REM; k <= BOOKED && fine; k++)
+        if (k != KARC && k != KHOP && k != KCNT)
+            fine = b[k].view.shape[0] == nrows;
+    if (!fine) {
+        PyErr_SetString(PyExc_ValueError, "settle_above: arrays out of shape");
+        goto done;
+    }
+    /* one pass over the region: its rates (``rr``, in order), its component, and FanExecutor._cut_below's
+     * candidates -- the rates below the floor within _NEAR of it (``below``), and the highest under those */
+    double *below = scratch(0, (size_t)R + 1, sizeof(double)), *rr = scratch(21, (size_t)R + 1, sizeof(double));
+    int64_t *order = scratch(1, (size_t)R, sizeof(int64_t)); /* members: solved, then slow */
+    int64_t *empty = scratch(2, (size_t)R, sizeof(int64_t)), *slow = scratch(22, (size_t)R, sizeof(int64_t));
+    if (!below || !rr || !order || !empty || !slow) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t nbelow = 0, ntop = 0;
+    const double near = floor * (1.0 - 1e-6); /* 1 - sim.classes._NEAR */
+    double under = -INFINITY;
+    int any_under = 0, one = 1;
+    int64_t comp0 = region[0] >= 0 && region[0] < nrows ? comp[region[0]] : 0;
+    for (Py_ssize_t i = 0; i < R; i++) {
+        int64_t c = region[i];
+        if (c < 0 || c >= nrows) {
+            PyErr_SetString(PyExc_ValueError, "settle_above: a class out of range");
+            goto done;
+        }
+        one &= comp[c] == comp0;
+        double r = rate[c];
+        rr[i] = r;
+        if (r < floor) {
+            nbelow++;
+            if (r >= near)
+                below[ntop++] = r;
+            else if (!any_under || r > under) /* (no NaN is below the floor) */
+                under = r, any_under = 1;
+        }
+    }
+    if (!one) /* not one component: the Python lines number them anew */
+        goto fallback;
+    double cut = -INFINITY;
+    if (nbelow) {
+        qsort(below, (size_t)ntop, sizeof(double), cmp_desc);
+        Py_ssize_t n = ntop;
+        if (ntop < nbelow)
+            below[n++] = under;
+        if (!first_gap(below, n, floor, &cut) && ntop < nbelow) { /* the rates crowd down: all of them */
+            Py_ssize_t m = 0;
+            for (Py_ssize_t i = 0; i < R; i++)
+                if (rr[i] < floor)
+                    below[m++] = rr[i];
+            qsort(below, (size_t)m, sizeof(double), cmp_desc);
+            first_gap(below, m, floor, &cut);
+        }
+    }
+    if (!(cut > -INFINITY)) /* no gap: the whole component is solved (the Python lines) */
+        goto fallback;
+    /* _solve_above: the classes above the cut (in order: ``order``, the live ones with crossings ``out_l``,
+     * the empty ones without) and the slow ones */
+    Py_ssize_t ns = 0, nlive = 0, nempty = 0, nslow = 0;
+    for (Py_ssize_t i = 0; i < R; i++) {
+        int64_t c = region[i];
+        if (rr[i] <= cut) {
+            slow[nslow++] = c;
+            continue;
+        }
+        order[ns++] = c;
+        if (hi[c] - lo[c] > 0)
+            out_l[nlive++] = c;
+        else
+            empty[nempty++] = c;
+    }
+    if (!nlive)
+        goto fallback;
+    /* _Table.kept(live, hot, hot, version): their copied crossings of the followed arcs; the kept ones */
+    Py_ssize_t nhot = 0;
+    for (Py_ssize_t i = 0; i < nlive; i++) {
+        int64_t c = out_l[i];
+        if (k_ver[c] != version || k_lo[c] < 0 || k_hi[c] > nk || k_lo[c] > k_hi[c])
+            goto fallback;
+        nhot += k_hi[c] - k_lo[c];
+    }
+    int64_t *hrow = scratch(3, (size_t)nhot + 1, sizeof(int64_t)), *harc = scratch(4, (size_t)nhot + 1, sizeof(int64_t));
+    double *hcnt = scratch(23, (size_t)nhot + 1, sizeof(double)), *upv = scratch(24, (size_t)nlive + 1, sizeof(double));
+    int64_t *cls = scratch(5, (size_t)nhot + 1, sizeof(int64_t)), *kidx = scratch(6, (size_t)nhot + 1, sizeof(int64_t));
+    int64_t *loc = scratch(7, (size_t)nhot + 1, sizeof(int64_t)), *hop = scratch(8, (size_t)nhot + 1, sizeof(int64_t));
+    double *cnt = scratch(9, (size_t)nhot + 1, sizeof(double));
+    if ((size_t)narcs > sc.arcs) {
+        uint32_t *mark = calloc((size_t)narcs, sizeof(uint32_t));
+        int64_t *num = malloc((size_t)narcs * sizeof(int64_t));
+        double *hl = malloc((size_t)narcs * sizeof(double));
+        if (!mark || !num || !hl) {
+            free(mark), free(num), free(hl);
+            PyErr_NoMemory();
+            goto done;
+        }
+        free(sc.mark), free(sc.num), free(sc.hot);
+        sc.mark = mark, sc.num = num, sc.hot = hl, sc.arcs = (size_t)narcs, sc.stamp = 0;
+    }
+    if (!hrow || !harc || !hcnt || !upv || !cls || !kidx || !loc || !hop || !cnt) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t nh = 0, ne = 0;
+    int64_t wmax = 0;
+    for (Py_ssize_t i = 0; i < nlive; i++) {
+        int64_t c = out_l[i];
+        Py_ssize_t had = ne;
+        for (int64_t k = k_lo[c]; k < k_hi[c]; k++) {
+            int64_t a = k_arc[k];
+            if (a < 0 || a >= narcs)
+                goto fallback;
+            if (!hot[a])
+                continue;
+            hrow[nh] = i, harc[nh] = a, hcnt[nh++] = k_cnt[k];
+            if (keep[a])
+                cls[ne] = i, kidx[ne++] = k;
+        }
+        if (ne == had) /* bare: nothing kept on its routes yet (the Python lines keep its tightest arcs) */
+            goto fallback;
+        if (width[c] > wmax)
+            wmax = width[c];
+    }
+    /* _numbered: the arcs crossed in increasing order, each crossing's index among them */
+    if (++sc.stamp == 0) {
+        memset(sc.mark, 0, sc.arcs * sizeof(uint32_t));
+        sc.stamp = 1;
+    }
+    int64_t *where = scratch(10, (size_t)ne + 1, sizeof(int64_t));
+    if (!where) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t nw = 0;
+    for (Py_ssize_t e = 0; e < ne; e++) {
+        int64_t a = k_arc[kidx[e]];
+        if (sc.mark[a] != sc.stamp)
+            sc.mark[a] = sc.stamp, where[nw++] = a;
+    }
+    qsort(where, (size_t)nw, sizeof(int64_t), cmp_i64);
+    for (Py_ssize_t w = 0; w < nw; w++)
+        sc.num[where[w]] = w;
+    for (Py_ssize_t e = 0; e < ne; e++) {
+        int64_t k = kidx[e];
+        loc[e] = sc.num[k_arc[k]];
+        hop[e] = k_hop[k];
+        cnt[e] = k_cnt[k];
+        if (hop[e] < 0 || hop[e] >= wmax)
+            goto fallback;
+    }
+    /* taken: the arcs' loads less the region's (np.bincount in crossing order), and the capacities left */
+    double *mine = scratch(11, (size_t)nw + 1, sizeof(double)), *taken = scratch(12, (size_t)nw + 1, sizeof(double));
+    double *left = scratch(13, (size_t)nw + 1, sizeof(double)), *capw = scratch(14, (size_t)nw + 1, sizeof(double));
+    double *got = scratch(15, (size_t)nlive + 1, sizeof(double));
+    if (!mine || !taken || !left || !capw || !got) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t w = 0; w < nw; w++)
+        mine[w] = 0.0;
+    for (Py_ssize_t e = 0; e < ne; e++)
+        mine[loc[e]] += cnt[e] * hbooked[out_l[cls[e]]];
+    for (Py_ssize_t w = 0; w < nw; w++) {
+        taken[w] = np_max0(hot_loads[where[w]] - mine[w]);
+        capw[w] = cap[where[w]];
+        left[w] = np_max0(capw[w] - taken[w]);
+    }
+    int solved = maxmin_core(cls, loc, ne, left, nw, cnt, got, nlive);
+    if (solved < 0)
+        goto done;
+    if (!solved)
+        goto fallback;
+    /* _full: the followed loads as the rises leave them (np.add.at, in crossing order), an arc not kept
+     * that they fill (kept anew by the Python lines), the largest rise since the last booking */
+    for (Py_ssize_t i = 0; i < nlive; i++) {
+        double r = got[i];
+        upv[i] = isfinite(r) ? r - hbooked[out_l[i]] : 0.0;
+    }
+    for (Py_ssize_t h = 0; h < nh; h++)
+        sc.hot[harc[h]] = hot_loads[harc[h]];
+    for (Py_ssize_t h = 0; h < nh; h++)
+        sc.hot[harc[h]] += hcnt[h] * upv[hrow[h]];
+    for (Py_ssize_t h = 0; h < nh; h++) {
+        int64_t a = harc[h];
+        if (!keep[a] && sc.hot[a] >= cap[a] * (1.0 - 1e-9))
+            goto fallback;
+    }
+    double rise = 0.0;
+    for (Py_ssize_t i = 0; i < nlive; i++) {
+        double r = got[i];
+        double up = isfinite(r) ? r - booked[out_l[i]] : 0.0;
+        if (up != up)
+            goto fallback;
+        if (up > rise)
+            rise = up;
+    }
+    if (!(rise <= rise0))
+        rise0 = rise;
+    if (rise0 >= room) /* every class booked again (the Python lines) */
+        goto fallback;
+    /* _unverified: every class verified by its quick test, else the Python lines check member by member */
+    unsigned char *full = scratch(16, (size_t)nw + 1, 1);
+    unsigned char *neck = scratch(17, (size_t)ne + 1, 1);
+    unsigned char *quick = scratch(18, (size_t)nlive + 1, 1);
+    int64_t *sizes = scratch(19, (size_t)nlive + 1, sizeof(int64_t));
+    if (!full || !neck || !quick || !sizes) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nlive; i++)
+        sizes[i] = size[out_l[i]];
+    if (necks_core(cls, loc, cnt, hop, got, taken, capw, sizes, (Py_ssize_t)wmax, ne, nw, nlive, full, neck, quick) <
+        0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nlive; i++)
+        if (!quick[i] || !(got[i] > cut)) /* (a class solved at or below the cut: never seen) */
+            goto fallback;
+    /* the path holds: write it. Tab.advance(solved, t) (the slow classes' rates stand) */
+    memcpy(order + ns, slow, (size_t)nslow * sizeof(int64_t));
+    Py_ssize_t nm = ns + nslow;
+    double *old = scratch(20, (size_t)ns + 1, sizeof(double));
+    if (!old) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < ns; i++) {
+        int64_t c = order[i];
+        old[i] = rate[c];
+        if (!(old[i] > cut)) /* (NaN: not advanced, as the numpy lines leave it) */
+            continue;
+        if (t > since[c])
+            rem[c] = isinf(rate[c]) ? 0.0 : rem[c] - rate[c] * (t - since[c]);
+        since[c] = t;
+    }
+    for (Py_ssize_t i = 0; i < nempty; i++)
+        rate[empty[i]] = INFINITY;
+    for (Py_ssize_t i = 0; i < nlive; i++)
+        rate[out_l[i]] = got[i];
+    for (Py_ssize_t h = 0; h < nh; h++)
+        hot_loads[harc[h]] = sc.hot[harc[h]];
+    for (Py_ssize_t i = 0; i < nlive; i++)
+        hbooked[out_l[i]] = isfinite(got[i]) ? got[i] : 0.0;
+    /* completion times where the rate changed; the component's first completion (np.min: NaN wins) */
+    for (Py_ssize_t i = 0; i < ns; i++) {
+        int64_t c = order[i];
+        double r = rate[c];
+        if (r != old[i])
+            due[c] = isinf(r) ? t : t + rem[c] / r;
+    }
+    double first = INFINITY;
+    for (Py_ssize_t i = 0; i < nm; i++) {
+        double d = due[order[i]];
+        if (d != d) {
+            first = d;
+            break;
+        }
+        if (d < first)
+            first = d;
+    }
+    memcpy(out_m, order, (size_t)nm * sizeof(int64_t));
+    result = Py_BuildValue("nnddL", nlive, nm, rise0, first, (long long)comp[region[0]]);
+    goto done;
+fallback:
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (int k = 0; k < NB; k++)
+        buf_close(&b[k]);
+    return result;
+}
+
+/* due_at(members, alive, due, t, near, out) -> k: ``members[alive[members]]`` and of those the ones with
+ * ``due - t <= near`` (FanExecutor._simulate: the classes that complete at ``t``) in ``out[:k]``; with ``near``
+ * NaN, only the alive ones (FanExecutor._members_of) */
+static PyObject *py_due_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Buf b[4];
+    PyObject *result = NULL;
+    static const int at[4] = {0, 1, 2, 5};
+    if (open_all(args, nargs, 6, "due_at(members, alive, due, t, near, out)", b, 4, "q?dq", at, 3) < 0)
+        goto done;
+    double t = PyFloat_AsDouble(args[3]), near = PyFloat_AsDouble(args[4]);
+    if (PyErr_Occurred())
+        goto done;
+    const int64_t *members = b[0].view.buf;
+    const unsigned char *alive = b[1].view.buf;
+    const double *due = b[2].view.buf;
+    int64_t *out = b[3].view.buf;
+    Py_ssize_t n = b[0].view.shape[0], rows = b[1].view.shape[0];
+    int fine = b[2].view.shape[0] == rows && b[3].view.shape[0] >= n;
+    for (Py_ssize_t i = 0; fine && i < n; i++)
+        fine = members[i] >= 0 && members[i] < rows;
+    if (!fine) {
+        PyErr_SetString(PyExc_ValueError, "due_at: arrays out of shape");
+        goto done;
+    }
+    Py_ssize_t k = 0;
+    int all = near != near;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t c = members[i];
+        if (alive[c] && (all || due[c] - t <= near))
+            out[k++] = c;
+    }
+    result = PyLong_FromSsize_t(k);
+done:
+    close_all(b, 4);
+    return result;
+}
+
+/* finish(done, lo, hi, e_arc, e_cnt, booked, hbooked, hot, loads, crossers, hot_loads): FanExecutor._finish's
+ * loads -- the crossings of the classes ``done``, class by class, taken off every arc's load at the booked
+ * rate, its crossing members, and the followed arcs' loads at the rate (np.add.at, in that order) */
+static PyObject *py_finish(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Buf b[11];
+    PyObject *result = NULL;
+    static const int at[11] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    if (open_all(args, nargs, 11, "finish(done, lo, hi, e_arc, e_cnt, booked, hbooked, hot, loads, crossers, hot_loads)",
+                 b, 11, "qqqqddd?ddd", at, 8) < 0)
+        goto done;
+    const int64_t *ids = b[0].view.buf, *lo = b[1].view.buf, *hi = b[2].view.buf, *e_arc = b[3].view.buf;
+    const double *e_cnt = b[4].view.buf, *booked = b[5].view.buf, *hbooked = b[6].view.buf;
+    const unsigned char *hot = b[7].view.buf;
+    double *loads = b[8].view.buf, *crossers = b[9].view.buf, *hot_loads = b[10].view.buf;
+    Py_ssize_t n = b[0].view.shape[0], rows = b[1].view.shape[0], ne = b[3].view.shape[0];
+    Py_ssize_t narcs = b[7].view.shape[0];
+    int fine = b[2].view.shape[0] == rows && b[4].view.shape[0] == ne && b[5].view.shape[0] == rows &&
+               b[6].view.shape[0] == rows && b[8].view.shape[0] == narcs && b[9].view.shape[0] == narcs &&
+               b[10].view.shape[0] == narcs;
+    for (Py_ssize_t i = 0; fine && i < n; i++) {
+        int64_t c = ids[i];
+        fine = c >= 0 && c < rows && lo[c] >= 0 && hi[c] <= ne;
+        for (int64_t e = fine ? lo[c] : 0; fine && e < hi[c]; e++)
+            fine = e_arc[e] >= 0 && e_arc[e] < narcs;
+    }
+    if (!fine) {
+        PyErr_SetString(PyExc_ValueError, "finish: arrays out of shape");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t c = ids[i];
+        for (int64_t e = lo[c]; e < hi[c]; e++) {
+            int64_t a = e_arc[e];
+            double minus = -e_cnt[e];
+            loads[a] += minus * booked[c];
+            crossers[a] += minus;
+            if (hot[a])
+                hot_loads[a] += minus * hbooked[c];
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    close_all(b, 11);
+    return result;
+}
+
+/* kept_rows(ids, k_lo, k_hi, k_arc, hot, keep, row, idx, on) -> n: _Table.kept(ids, hot, hot, version) for
+ * classes whose copies are of that version -- (row within ``ids``, index into the k_* columns) of every copied
+ * crossing of an arc ``hot``, class by class, in ``row[:n]``/``idx[:n]``, and whether its arc is kept in
+ * ``on[:n]``; -n where the outputs are shorter than n (nothing usable written) */
+static PyObject *py_kept_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Buf b[9];
+    PyObject *result = NULL;
+    static const int at[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+    if (open_all(args, nargs, 9, "kept_rows(ids, k_lo, k_hi, k_arc, hot, keep, row, idx, on)", b, 9, "qqqq??qq?", at,
+                 6) < 0)
+        goto done;
+    const int64_t *ids = b[0].view.buf, *k_lo = b[1].view.buf, *k_hi = b[2].view.buf, *k_arc = b[3].view.buf;
+    const unsigned char *hot = b[4].view.buf, *keep = b[5].view.buf;
+    int64_t *row = b[6].view.buf, *idx = b[7].view.buf;
+    unsigned char *on = b[8].view.buf;
+    Py_ssize_t n = b[0].view.shape[0], rows = b[1].view.shape[0], nk = b[3].view.shape[0], narcs = b[4].view.shape[0];
+    Py_ssize_t room = b[6].view.shape[0];
+    int fine = b[2].view.shape[0] == rows && b[5].view.shape[0] == narcs && b[7].view.shape[0] == room &&
+               b[8].view.shape[0] == room;
+    for (Py_ssize_t i = 0; fine && i < n; i++) {
+        int64_t c = ids[i];
+        fine = c >= 0 && c < rows && k_lo[c] >= 0 && k_hi[c] <= nk;
+        for (int64_t k = fine ? k_lo[c] : 0; fine && k < k_hi[c]; k++)
+            fine = k_arc[k] >= 0 && k_arc[k] < narcs;
+    }
+    if (!fine) {
+        PyErr_SetString(PyExc_ValueError, "kept_rows: arrays out of shape");
+        goto done;
+    }
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t c = ids[i];
+        for (int64_t k = k_lo[c]; k < k_hi[c]; k++) {
+            int64_t a = k_arc[k];
+            if (!hot[a])
+                continue;
+            if (m < room)
+                row[m] = i, idx[m] = k, on[m] = keep[a];
+            m++;
+        }
+    }
+    result = PyLong_FromSsize_t(m <= room ? m : -m);
+done:
+    close_all(b, 9);
+    return result;
+}
+
+/* full_loads(live, rate, hbooked, booked, row, idx, k_arc, k_cnt, hot_loads, keep, capacity, out) -> (n, rise):
+ * FanExecutor._full's lines before the booking -- the followed arcs' loads moved by the rises of the classes
+ * ``live`` (np.add.at in crossing order: ``row``/``idx`` as kept_rows gives them), their rates booked
+ * (``hbooked``), the arcs crossed not kept that are full now (with repeats, in crossing order) in ``out[:n]``,
+ * and the largest rise of a rate over its booked one (np.max with 0: NaN wins) */
+static PyObject *py_full_loads(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Buf b[12];
+    PyObject *result = NULL;
+    static const int at[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    if (open_all(args, nargs, 12, "full_loads(live, rate, hbooked, booked, row, idx, k_arc, k_cnt, hot_loads, keep, capacity, out)",
+                 b, 12, "qdddqqqdd?dq", at, 8) < 0)
+        goto done;
+    const int64_t *live = b[0].view.buf, *row = b[4].view.buf, *idx = b[5].view.buf, *k_arc = b[6].view.buf;
+    const double *rate = b[1].view.buf, *booked = b[3].view.buf, *k_cnt = b[7].view.buf, *cap = b[10].view.buf;
+    double *hbooked = b[2].view.buf, *hot_loads = b[8].view.buf;
+    const unsigned char *keep = b[9].view.buf;
+    int64_t *out = b[11].view.buf;
+    Py_ssize_t n = b[0].view.shape[0], rows = b[1].view.shape[0], nh = b[4].view.shape[0], nk = b[6].view.shape[0];
+    Py_ssize_t narcs = b[8].view.shape[0];
+    int fine = b[2].view.shape[0] == rows && b[3].view.shape[0] == rows && b[5].view.shape[0] == nh &&
+               b[7].view.shape[0] == nk && b[9].view.shape[0] == narcs && b[10].view.shape[0] == narcs &&
+               b[11].view.shape[0] >= nh;
+    for (Py_ssize_t i = 0; fine && i < n; i++)
+        fine = live[i] >= 0 && live[i] < rows;
+    for (Py_ssize_t h = 0; fine && h < nh; h++)
+        fine = row[h] >= 0 && row[h] < n && idx[h] >= 0 && idx[h] < nk && k_arc[idx[h]] >= 0 && k_arc[idx[h]] < narcs;
+    if (!fine) {
+        PyErr_SetString(PyExc_ValueError, "full_loads: arrays out of shape");
+        goto done;
+    }
+    for (Py_ssize_t h = 0; h < nh; h++) {
+        int64_t c = live[row[h]], k = idx[h];
+        double r = rate[c];
+        double up = isfinite(r) ? r - hbooked[c] : 0.0;
+        hot_loads[k_arc[k]] += k_cnt[k] * up;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double r = rate[live[i]];
+        hbooked[live[i]] = isfinite(r) ? r : 0.0;
+    }
+    Py_ssize_t m = 0;
+    for (Py_ssize_t h = 0; h < nh; h++) {
+        int64_t a = k_arc[idx[h]];
+        if (!keep[a] && hot_loads[a] >= cap[a] * (1.0 - 1e-9))
+            out[m++] = a;
+    }
+    double rise = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double r = rate[live[i]];
+        double up = isfinite(r) ? r - booked[live[i]] : 0.0;
+        if (up != up) {
+            rise = up;
+            break;
+        }
+        if (up > rise)
+            rise = up;
+    }
+    result = Py_BuildValue("nd", m, rise);
+done:
+    close_all(b, 12);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
     {"maxmin", (PyCFunction)(void (*)(void))py_maxmin, METH_FASTCALL,
      "maxmin(flow, arc, capacity, weight, out) -> True (out: the max-min rates), False: ask sim.maxmin"},
@@ -461,11 +1035,22 @@ static PyMethodDef module_methods[] = {
      "necks(cls, local, count, hop, rate, taken, capacity, size, width, full, neck, quick): FanExecutor._unverified's numbers"},
     {"counted", (PyCFunction)(void (*)(void))py_counted, METH_FASTCALL,
      "counted(part, parts, arcs, hop, width, arcs_n, out_part, out_arc, out_hop, out_cnt) -> K: sim.classes._counted"},
+    {"settle_above", (PyCFunction)(void (*)(void))py_settle_above, METH_FASTCALL,
+     "settle_above(region, t, floor, ...) -> None or (live, members, rise, first, comp): FanExecutor._settle's usual path"},
+    {"due_at", (PyCFunction)(void (*)(void))py_due_at, METH_FASTCALL,
+     "due_at(members, alive, due, t, near, out) -> k: the alive members due by t + near (all alive ones: near NaN)"},
+    {"finish", (PyCFunction)(void (*)(void))py_finish, METH_FASTCALL,
+     "finish(done, lo, hi, e_arc, e_cnt, booked, hbooked, hot, loads, crossers, hot_loads): FanExecutor._finish's loads"},
+    {"kept_rows", (PyCFunction)(void (*)(void))py_kept_rows, METH_FASTCALL,
+     "kept_rows(ids, k_lo, k_hi, k_arc, hot, keep, row, idx, on) -> n: _Table.kept's rows for copies up to date"},
+    {"full_loads", (PyCFunction)(void (*)(void))py_full_loads, METH_FASTCALL,
+     "full_loads(live, rate, hbooked, booked, row, idx, k_arc, k_cnt, hot_loads, keep, capacity, out) -> (n, rise)"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_classcore", "sim.maxmin.maxmin_rates in C (see sim/_classcore.c).", -1, module_methods,
+    PyModuleDef_HEAD_INIT, "_classcore", "sim.maxmin.maxmin_rates and the flow classes' lines in C (see sim/_classcore.c).",
+    -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit__classcore(void) { return PyModule_Create(&module); }

@@ -54,6 +54,7 @@ SWITCHES: tuple[str, ...] = (
     "sim.fastpath._FAST_LAUNCH",
     "sim.dataflow._DF_CORE",
     "sim.classes._STRUCTURE",
+    "sim.classes._SETTLE_CORE",
 )
 
 

@@ -29,7 +29,10 @@ And a completion that changes nothing else re-solves only the classes of its com
 the completed classes' rate: the slower ones keep their rates (exactly: :meth:`FanExecutor._solve_above`),
 which with one shard per rank -- every NIC full, the fabric one component, the fastest classes
 mostly completing first -- is a tenth of the component on average (64 and 128 GPUs; 2,048 GPUs with
-S = hosts too).
+S = hosts too). Such a settle -- the cut, the one solve above it, the loads followed, the verification and
+the completion times -- runs in C where ``sim._classcore`` is built (:meth:`FanExecutor._settle_core`), down
+the path it takes nearly always (no arc kept anew, nothing booked, every class verified by its quick test);
+where it leaves that path it changes nothing and the Python lines, the reference, run.
 
 On a two-level fabric routed by destination (InfiniBand's D-mod-K: ``dgx:...,ecmp=destination``) a
 phase's classes are built from the fabric's structure -- the far pairs counted per source, destination,
@@ -72,6 +75,9 @@ _WARM = 0.5  # the fraction of its capacity an arc's load reaches to be followed
 _COMPACT_MIN = 1 << 20  # crossings in the class table below which dead classes' are not dropped
 _NEAR = 1e-6  # rates this close below a completed class's are sorted for a gap first (FanExecutor._cut_below)
 _STRUCTURE = True  # phases built from the fabric's structure where it has one (sim.fanblocks)
+# a settle of one component that lost classes in C where sim._classcore is built, down the path it nearly
+# always takes (FanExecutor._settle_core); the Python lines where it leaves that path
+_SETTLE_CORE = True
 
 
 class Fragmented(Exception):
@@ -226,6 +232,8 @@ class _Table:
             setattr(self, name, np.zeros(256, dtype=float if name.endswith("cnt") else np.int64))
         self.kn = 0
         self.compactions = 0
+        self._rows = np.empty((2, 0), dtype=np.int64)  # kept_rows' outputs (sim/_classcore.c)
+        self._on = np.empty(0, dtype=bool)
 
     @staticmethod
     def _grown(arr: np.ndarray, need: int, fill: Any) -> np.ndarray:
@@ -330,6 +338,16 @@ class _Table:
             self.k_lo[stale] = self.k_hi[stale] - counts
             self.k_ver[stale] = version
             self.kn = k + len(sel)
+        core = getattr(_maxmin._CORE, "kept_rows", None)
+        if core is not None:  # in C: the same rows (distinct classes copied at most kn)
+            if self._rows.shape[1] < self.kn:
+                self._rows = np.empty((2, 2 * self.kn), dtype=np.int64)
+                self._on = np.empty(2 * self.kn, dtype=bool)
+            row, idx = self._rows
+            ids = np.ascontiguousarray(ids, np.int64)
+            n = core(ids, self.k_lo, self.k_hi, self.k_arc, keep, keep, row, idx, self._on)
+            if n >= 0:  # (else a class asked for twice: the numpy lines)
+                return row[:n].copy(), idx[:n].copy()
         lens = self.k_hi[ids] - self.k_lo[ids]
         row, idx = np.repeat(np.arange(len(ids)), lens), ranges(self.k_lo[ids], lens)
         on = keep[self.k_arc[idx]]
@@ -773,9 +791,17 @@ class FanExecutor:
         touch compared exactly. A re-solve costs its classes' crossings of the arcs that fill, not
         their routes (a push crosses its sender's NIC and leaf uplink too)."""
         tab, cap = self._tab, self.cluster.capacity
+        row, idx = hot
+        core = getattr(_maxmin._CORE, "full_loads", None)
+        if core is not None:  # in C: the same loads, bookings, arcs and rise
+            out = np.empty(len(idx), dtype=np.int64)
+            n, rise = core(solved, tab.rate, tab.hbooked, tab.booked, row, idx, tab.k_arc, tab.k_cnt, self._hot_loads,
+                           self._keep, cap, out)  # fmt: skip
+            self._unbooked.append(solved)
+            self._rise = max(self._rise, rise)
+            return self._full_booked(out[:n])
         rate = tab.rate[solved]
         finite = np.isfinite(rate)
-        row, idx = hot
         arcs = tab.k_arc[idx]
         rise = np.where(finite, rate - tab.hbooked[solved], 0.0)
         np.add.at(self._hot_loads, arcs, tab.k_cnt[idx] * rise[row])
@@ -784,6 +810,12 @@ class FanExecutor:
         self._unbooked.append(solved)
         rise = np.where(finite, rate - tab.booked[solved], 0.0)
         self._rise = max(self._rise, float(rise.max(initial=0.0)))
+        return self._full_booked(full)
+
+    def _full_booked(self, full: np.ndarray) -> np.ndarray:
+        """:meth:`_full`'s ``full`` arcs, with those the classes fill once booked again where the largest rise
+        since the last booking reaches the least room."""
+        cap = self.cluster.capacity
         if self._rise >= self._room:
             arcs = self._book_all()
             # every load exact now (arcs it makes followed included)
@@ -1117,8 +1149,18 @@ class FanExecutor:
         found = [self._comps[c] for c in comps.tolist() if c in self._comps]
         if not found:
             return np.zeros(0, dtype=np.int64)
-        members = np.concatenate(found)
-        return members[self._tab.alive[members]]
+        return self._alive(found[0] if len(found) == 1 else np.concatenate(found))
+
+    def _alive(self, members: np.ndarray, t: float = np.nan, near: float = np.nan) -> np.ndarray:
+        """The active classes of ``members`` (ids), in order; those due by ``t + near`` where ``near`` is given.
+        In C where ``sim._classcore`` is built (``due_at``)."""
+        tab = self._tab
+        core = getattr(_maxmin._CORE, "due_at", None)
+        if core is not None:
+            out = np.empty(len(members), dtype=np.int64)
+            return out[: core(members, tab.alive, tab.due, t, near, out)]
+        members = members[tab.alive[members]]
+        return members if np.isnan(near) else members[tab.due[members] - t <= near]
 
     def _index(self, solved: np.ndarray) -> None:
         """Index the components of ``solved`` (just numbered, their completion times set): their
@@ -1166,6 +1208,8 @@ class FanExecutor:
         ``floor``: where ``region`` is one component that lost classes and nothing else changed, the
         least rate of the classes that left it; the classes below a gap under it keep their rates and
         only the others are solved again (:meth:`_solve_above`)."""
+        if floor is not None and _SETTLE_CORE and self._settle_core(region, t, floor):
+            return
         tab = self._tab
         cut = -np.inf if floor is None else self._cut_below(tab.rate[region], floor)
         tab.advance(region[tab.rate[region] > cut], t)  # (the slow classes' rates stand)
@@ -1210,6 +1254,66 @@ class FanExecutor:
             first = float(tab.due[members].min(initial=np.inf))
             if first < np.inf:
                 heapq.heappush(self._due, (first, int(tab.comp[members[0]])))
+
+    def _settle_core(self, region: np.ndarray, t: float, floor: float) -> bool:
+        """:meth:`_settle` of ``region`` with ``floor`` in C (``settle_above`` in sim/_classcore.c), down the
+        path it takes nearly always: :meth:`_cut_below` finds a gap, and :meth:`_solve_above`'s one solve
+        keeps no arc anew, books nothing and verifies every class by its quick test -- the same operations
+        in the same order, so the same rates, loads and completion times to the bit. Whether it did:
+        where the path leaves that one (or the core is not built), it changed nothing and the Python
+        lines run."""
+        settle = getattr(_maxmin._CORE, "settle_above", None)
+        if settle is None or not len(region) or type(self)._cut_below is not _CUT_BELOW:
+            return False  # (the C lines cut as _cut_below does: not where it is replaced, as tests do)
+        check_deadline()
+        tab = self._tab
+        n = len(region)
+        if len(self._out) < n:
+            self._out = np.zeros(2 * n, dtype=np.int64)
+            self._out_live = np.zeros(2 * n, dtype=np.int64)
+        got = settle(
+            np.ascontiguousarray(region, dtype=np.int64),
+            float(t),
+            float(floor),
+            tab.rate,
+            tab.rem,
+            tab.since,
+            tab.due,
+            tab.comp,
+            tab.lo,
+            tab.hi,
+            tab.k_lo,
+            tab.k_hi,
+            tab.k_ver,
+            self._hot_version,
+            tab.k_arc,
+            tab.k_hop,
+            tab.k_cnt,
+            tab.width,
+            tab.size,
+            tab.hbooked,
+            tab.booked,
+            self._keep,
+            self._hot,
+            self._hot_loads,
+            self.cluster.capacity,
+            float(self._rise),
+            float(self._room),
+            self._out,
+            self._out_live,
+        )
+        if got is None:
+            return False
+        nlive, nmembers, self._rise, first, comp = got
+        self.partial += n < self._nactive
+        self.above += 1
+        self.solves += 1
+        self._kept_new = []
+        self._unbooked.append(self._out_live[:nlive].copy())
+        self._comps[comp] = self._out[:nmembers].copy()
+        if first < np.inf:
+            heapq.heappush(self._due, (first, comp))
+        return True
 
     @staticmethod
     def _cut_below(rates: np.ndarray, floor: float) -> float:
@@ -1290,6 +1394,11 @@ class FanExecutor:
         tab = self._tab
         tab.alive[done] = False
         self._nactive -= len(done)
+        core = getattr(_maxmin._CORE, "finish", None)
+        if core is not None:
+            loads = (self._loads, self._crossers, self._hot_loads)
+            core(done, tab.lo, tab.hi, tab.e_arc, tab.e_cnt, tab.booked, tab.hbooked, self._hot, *loads)
+            return
         row, idx = tab.entries(done)
         arcs, count = tab.e_arc[idx], tab.e_cnt[idx]
         np.add.at(self._loads, arcs, -count * tab.booked[done][row])
@@ -1342,6 +1451,7 @@ class FanExecutor:
         self._comps: dict[int, np.ndarray] = {}  # every live component's classes (some completed since)
         self._due: list[tuple[float, int]] = []  # a heap of (first completion, component) by component
         self._before = np.zeros(0)
+        self._out = self._out_live = np.zeros(0, dtype=np.int64)  # what _settle_core writes
         received = np.zeros(s, dtype=np.int64)
         ready = np.full(s, t0)  # each server's processor is free from then on
         waiting = [c.id for c in self._phase(np.arange(s), t0, push=True)]  # not yet draining
@@ -1366,8 +1476,7 @@ class FanExecutor:
             while heap and heap[0][0] - t <= near:
                 members = comps.get(heapq.heappop(heap)[1])
                 if members is not None:
-                    members = members[tab.alive[members]]
-                    done_in.append(members[tab.due[members] - t <= near])
+                    done_in.append(self._alive(members, t, near))
             # (a component solved above a completion keeps its number: its older entries may be due too)
             done = np.unique(np.concatenate(done_in)) if done_in else np.zeros(0, dtype=np.int64)
             starting = pending[tab.start[pending] <= t]
@@ -1402,3 +1511,7 @@ class FanExecutor:
                     pending = np.concatenate([pending, [c.id for c in fresh]]).astype(np.int64)
                     end = max(end, float(when))
         return end
+
+
+#: the cut that settle_above (sim/_classcore.c) makes, as FanExecutor._settle_core checks
+_CUT_BELOW = FanExecutor._cut_below
