@@ -38,7 +38,10 @@ def main(argv: list[str]) -> int:
         print(f"rank {rank}: GLOO_SOCKET_IFNAME={env['GLOO_SOCKET_IFNAME']} not in {interfaces}", file=sys.stderr)
         return 3
     if opts.marker:
-        (Path(opts.marker) / f"rank{rank}").write_text(str(os.getpid()))
+        # written whole, then named: a test that reads the folder never sees a half-written file
+        tmp = Path(opts.marker) / f".rank{rank}.tmp"
+        tmp.write_text(str(os.getpid()))
+        os.replace(tmp, Path(opts.marker) / f"rank{rank}")
     time.sleep(opts.sleep)
     record: dict[str, object] = {"rank": rank, "world_size": world, "env": env, "interfaces": interfaces, "rest": rest}
     record["hostname"] = socket.gethostname()

@@ -344,8 +344,8 @@ def test_netlab_ranks_die_with_a_killed_launcher_and_a_rerun_takes_only_its_reco
     proc = subprocess.Popen([*run, "--sleep", "300", "--marker", str(marker)], env=env, cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
-        _wait_for(lambda: len(list(marker.iterdir())) == 4 or proc.poll() is not None, 60)
-        assert len(list(marker.iterdir())) == 4
+        _wait_for(lambda: len(list(marker.glob("rank*"))) == 4 or proc.poll() is not None, 60)
+        assert len(list(marker.glob("rank*"))) == 4
         proc.kill()  # kill -9 of the launcher: no handler runs
         proc.wait(timeout=30)
     finally:
