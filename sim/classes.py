@@ -1263,8 +1263,8 @@ class FanExecutor:
         where the path leaves that one (or the core is not built), it changed nothing and the Python
         lines run."""
         settle = getattr(_maxmin._CORE, "settle_above", None)
-        if settle is None or not len(region) or type(self)._cut_below is not _CUT_BELOW:
-            return False  # (the C lines cut as _cut_below does: not where it is replaced, as tests do)
+        if settle is None or not len(region):
+            return False
         check_deadline()
         tab = self._tab
         n = len(region)
@@ -1318,7 +1318,9 @@ class FanExecutor:
     @staticmethod
     def _cut_below(rates: np.ndarray, floor: float) -> float:
         """The highest of ``rates`` below ``floor`` that the next higher one (or ``floor``) exceeds by
-        more than ``_TOL`` (relative); -inf where there is none."""
+        more than ``_TOL`` (relative); -inf where there is none. ``settle_above`` (sim/_classcore.c) cuts the
+        same way: a change here is a change there, or ``_SETTLE_CORE`` off (as tests/test_ps16k_above.py does
+        where it replaces this)."""
         below = rates[rates < floor]
         if not len(below):
             return -np.inf
@@ -1511,7 +1513,3 @@ class FanExecutor:
                     pending = np.concatenate([pending, [c.id for c in fresh]]).astype(np.int64)
                     end = max(end, float(when))
         return end
-
-
-#: the cut that settle_above (sim/_classcore.c) makes, as FanExecutor._settle_core checks
-_CUT_BELOW = FanExecutor._cut_below

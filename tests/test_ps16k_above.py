@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import sim.classes as classes
 from sim.classes import FanExecutor
 from sim.simulate import simulate
 from sim.topology import dgx
@@ -17,8 +18,10 @@ from .test_fastpath import perturb
 
 
 def whole(monkeypatch):
-    """Every completion solves its whole component again (no cut: nothing stands)."""
+    """Every completion solves its whole component again (no cut: nothing stands). The C settle cuts as
+    ``_cut_below`` does, so it is turned off with it."""
     monkeypatch.setattr(FanExecutor, "_cut_below", staticmethod(lambda rates, floor: -np.inf))
+    monkeypatch.setattr(classes, "_SETTLE_CORE", False)
 
 
 def test_the_cut_is_under_a_gap_wider_than_the_tolerance():
