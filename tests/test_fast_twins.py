@@ -17,6 +17,8 @@ CASES = [
     ("dgx:hosts=8,hosts_per_leaf=2,ecmp=hash", "halving-doubling"),
     ("dgx:hosts=4,gpus_per_host=4,hosts_per_leaf=2,spines=1", "ring:order=rank"),
     ("dgx:hosts=4,gpus_per_host=4,hosts_per_leaf=2,spines=1", "recursive-doubling"),
+    ("dgx:hosts=4,gpus_per_host=4,hosts_per_leaf=2,spines=1", "nccl-tree"),  # (a sender's messages of one step)
+    ("hgx:preset=dgx-h100,hosts=2", "nccl"),
 ]
 
 
@@ -139,3 +141,35 @@ def test_the_same_results_without_twins(spec, name, monkeypatch):
     with_twins = _run(spec, name)
     monkeypatch.setattr(fp, "share_routes", lambda steps: None)
     assert _run(spec, name) == with_twins
+
+
+def test_two_messages_of_one_sender_in_one_step_are_not_private():
+    """Rank 0 sends to ranks 1 and 2 in one step (both cross its own link to the switch, which no other rank
+    sends over) and rank 3 to rank 1 in the next: the two share a link, so neither is private; the third is.
+    The same masks as the plain Python meaning, whichever way the steps are counted."""
+    import simpy
+
+    from sim.network import Network
+    from sim.program import Step, StepProgram
+
+    cluster = Cluster("star:hosts=4,bandwidth=100Gbps")
+    env = simpy.Environment()
+    net = Network(env, cluster)
+    program = StepProgram(
+        4,
+        (
+            (Step.make([0, 0], [1, 2], 2.0**20, endpoints=4), 1),
+            (Step.make([3], [0], 2.0**20, endpoints=4), 1),
+        ),
+    )
+    ex = fp.FastExecutor(net, program, 0.0, np.ones(4))
+    for span in (4, 0):
+        fp._COUNT_SPAN, kept = span, fp._COUNT_SPAN
+        try:
+            masks = ex._private_masks()
+        finally:
+            fp._COUNT_SPAN = kept
+        want = _masks_step_by_step(ex)
+        assert masks.keys() == want.keys() and all(np.array_equal(masks[k], want[k]) for k in want)
+        first, second = (step for step, _ in program.phases)
+        assert id(first) not in masks and masks[id(second)].tolist() == [True]
