@@ -9257,7 +9257,7 @@ enum {
     R_CORE, R_SPREAD, R_LOAD, R_BOUNDED, R_KEY, R_CACHE, R_FRESH, R_GONE, R_ALONE, R_HITS, R_SOLVES, R_PARTIAL,
     R_REGROWN, R_SOLVE_ALL, R_ACTIVE_SLOTS, R_ENTRIES_NOW, R_SET_RATES, R_REBUILD_DUE, R_CMAX, R_SHARE, R_FLOOR,
     R_SCALAR, R_RTOL, R_SKIP_MAX, R_HIT_CORE, R_INCR_MIN, R_SETTLED, R_SPILLED, R_MAXMIN, R_CACHE_ENTRIES, R_CAPACITY_,
-    R_START, R_ARCS, R_N
+    R_START, R_ARCS, R_SPILLS, R_SPREAD_AFTER, R_N
 };
 static const char *r_names[R_N] = {
     "rates", "check", "_recount", "_shared", "_capacity", "_valid", "_incremental", "_skip", "_skip_next",
@@ -9265,18 +9265,18 @@ static const char *r_names[R_N] = {
     "cache_hits", "solves", "partial", "regrown", "_solve_all", "_active_slots", "_entries_now", "_set_rates",
     "_rebuild_due", "_COMPONENT_MAX_CORE", "_PART_SHARE_CORE", "_PART_FLOOR", "_SCALAR_MAX", "_RTOL", "_SKIP_MAX",
     "_HIT_CORE", "_INCREMENTAL_MIN", "_settled", "_spilled", "maxmin_rates", "_CACHE_ENTRIES", "capacity", "start",
-    "arcs",
+    "arcs", "_spills", "_SPREAD_AFTER",
 };
 static PyObject *r_s[R_N];
 
 /* (as w_nf, w_rf) */
 static const signed char r_nf[R_N] = {
     29, 30, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
 };
 static const signed char r_rf[R_N] = {
     -1, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, -1, -1, -1, -1, -1, -1,
-    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 29, -1,
 };
 
 static int r_strings(void) {
@@ -9425,19 +9425,6 @@ out:
     Py_XDECREF(now_o);
     return rc;
 }
-
-/* (net._active_slots, path, bound, rate, net._entries_now, net._set_rates): what Network._solve gives
- * Rates.compute, as its helpers take it (a new reference) */
-static PyObject *w_ask(PyObject *net, PyObject *path, PyObject *bound, PyObject *rate) {
-    PyObject *a = iget_at(net, R_AT(R_ACTIVE_SLOTS)), *e = a ? iget_at(net, R_AT(R_ENTRIES_NOW)) : NULL;
-    PyObject *s = e ? iget_at(net, R_AT(R_SET_RATES)) : NULL;
-    PyObject *ask = s ? PyTuple_Pack(6, a, path, bound, rate, e, s) : NULL;
-    Py_XDECREF(a);
-    Py_XDECREF(e);
-    Py_XDECREF(s);
-    return ask;
-}
-
 
 /* Rates._solve_all for the compiled wake-up: max-min over every draining flow (``slots``, in slot order), by
  * sim.rates.maxmin_rates called as the Python lines call it (the crossings flow by flow, every arc of every
@@ -9787,7 +9774,7 @@ static int w_solve(const WCtx *w) {
     PyObject *rates = NULL, *o_cap = NULL, *o_members = NULL, *o_core = NULL, *o_load = NULL, *o_cache = NULL;
     PyObject *o_key = NULL, *hit = NULL, *path = NULL, *bound = NULL, *rate = NULL, *act = NULL, *got = NULL;
     PyObject *fresh = NULL, *gone = NULL, *seeds = NULL, *o_rtol = NULL;
-    int rc = -1, python = 0;
+    int rc = -1, python = 0, spilled = 0;
     long check, recount, shared, count, valid, incr, skip, spread, bounded, hitcore, incr_min;
     Arr a_act = {.held = 0}, a_path = {.held = 0}, a_rate = {.held = 0};
     Py_ssize_t *slots = NULL, nslots = -1; /* the draining flows in slot order, taken where needed */
@@ -9920,8 +9907,7 @@ static int w_solve(const WCtx *w) {
             goto out;
     }
     long limit = count / 2 < cmax ? count / 2 : cmax; /* min(count // 2, _COMPONENT_MAX_CORE) */
-    PyObject *cacheable = bounded == 0 ? Py_True : Py_False;
-    if (!spread) { /* whole components (Rates._solve_component), the Python lines where they are too big */
+    if (!spread) { /* whole components (Rates._solve_component); where they are too big, Rates._spilled (below) */
         IList new = {0};
         if (read_fresh(fresh, &new) < 0) {
             free(new.v);
@@ -9930,7 +9916,6 @@ static int w_solve(const WCtx *w) {
         Py_ssize_t nn = new.n, np = 0, *ps = NULL;
         double *pr = NULL;
         PyObject *lim = PyLong_FromLong(limit), *sc = lim ? PyLong_FromLong(scalar) : NULL;
-        PyObject *ask = NULL, *r = NULL;
         int solved = -1; /* (core_component's: 0 the part solved, 1 too big for it) */
         if (sc && nn < limit) { /* Core.solve_component's lines, the new slots and the part's rates as C arrays */
             PyObject *argv[7] = {path, bound, NULL, gone, lim, sc, o_rtol};
@@ -9940,21 +9925,20 @@ static int w_solve(const WCtx *w) {
         }
         free(new.v);
         int py_rest = sc && nn < limit && solved == 1;
-        if (py_rest && (ask = w_ask(net, path, bound, rate))) { /* _spilled(count, ask, fresh, gone, limit, cacheable) */
-            PyObject *cnt = PyLong_FromLong(count);
-            if (cnt) {
-                PyObject *av[7] = {rates, cnt, ask, fresh, gone, lim, cacheable};
-                r = PyObject_VectorcallMethod(r_s[R_SPILLED], av, 7, NULL);
-                Py_DECREF(cnt);
-            }
-        }
         Py_XDECREF(lim);
         Py_XDECREF(sc);
-        Py_XDECREF(ask);
-        if (py_rest) {
-            Py_XDECREF(r);
-            rc = r ? 0 : -1;
-            goto out;
+        if (py_rest) { /* Rates._spilled: the spills counted, spread from the _SPREAD_AFTER-th on; then _by_full_links
+                        * and _settled, the lines below (the loads dropped after the solve where not spread) */
+            PyObject *o_after = iget_at(mod, R_AT(R_SPREAD_AFTER));
+            long after = o_after ? PyLong_AsLong(o_after) : -1, spills = 0;
+            Py_XDECREF(o_after);
+            if ((after == -1 && PyErr_Occurred()) || add_attr_at(rates, R_AT(R_SPILLS), 1) < 0 ||
+                r_long_at(rates, R_AT(R_SPILLS), &spills) < 0 ||
+                iset_at(rates, R_AT(R_SPREAD), spills >= after ? Py_True : Py_False) < 0)
+                goto out;
+            spread = spills >= after;
+            spilled = 1;
+            goto by_full_links;
         }
         if (sc && nn >= limit) { /* _settled(None, ask, cacheable): a while of solves of all the flows, in C */
             rc = (nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
@@ -9972,13 +9956,16 @@ static int w_solve(const WCtx *w) {
         free(pr);
         goto out;
     }
+by_full_links:
     if (o_load == Py_None) { /* the loads anew (Rates._reload) */
         if ((nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) || arr_get(rate, &a_rate, 'f') < 0 ||
             core_reload((Core *)o_core, slots, nslots, &a_path, &a_rate, gone) < 0 || iset_at(rates, R_AT(R_LOAD), o_core) < 0)
             goto out;
     }
-    long part = floor_ + count / share;
-    limit = part < limit ? part : limit;
+    if (spread) { /* min(_PART_FLOOR + count // _PART_SHARE_CORE, limit) */
+        long part = floor_ + count / share;
+        limit = part < limit ? part : limit;
+    }
     { /* Core.unload(gone), then Core.solve_part's lines: the seeds, the moved slots and their rates as C arrays */
         IList sd = {0}, moved = {0};
         long regrown = 0;
@@ -9998,7 +9985,8 @@ static int w_solve(const WCtx *w) {
             solved = -1;
         free(sd.v);
         free(moved.v);
-        if (solved < 0 || add_attr_at(rates, R_AT(R_REGROWN), regrown) < 0)
+        if (solved < 0 || add_attr_at(rates, R_AT(R_REGROWN), regrown) < 0 ||
+            (spilled && !spread && iset_at(rates, R_AT(R_LOAD), Py_None) < 0)) /* (whole components keep no loads) */
             rc = -1;
         else if (solved == 1) /* the part reached the limit: solve them all (_settled(None)) */
             rc = (nslots < 0 && (nslots = active_slots(&a_act, &a_path, &slots)) < 0) ||
@@ -10606,8 +10594,9 @@ fail:
 }
 
 /* Network._enqueue(start, slots): ``part`` pending until ``key`` (``t``), a new start time entered in the
- * heap and woken for where it comes before the wake-up scheduled */
-static int w_enqueue(PyObject *net, PyObject *key, double t, PyObject *part) {
+ * heap and woken for where it comes before the wake-up scheduled (Network._schedule's lines in C: schedule,
+ * with the lane's ``ctx`` the wake-up schedules by) */
+static int w_enqueue(PyObject *ctx, PyObject *net, PyObject *key, double t, PyObject *part) {
     PyObject *pending = iget_at(net, W_AT(W_PENDING)), *pending_at = iget_at(net, W_AT(W_PENDING_AT));
     int rc = -1;
     if (!pending || !pending_at || !PyList_CheckExact(pending) || !PyDict_CheckExact(pending_at)) {
@@ -10630,7 +10619,7 @@ static int w_enqueue(PyObject *net, PyObject *key, double t, PyObject *part) {
         goto out;
     }
     double at;
-    if (attr_f(net, s_wake_at, &at) < 0 || (t < at && w_call(net, w_s[W_SCHEDULE], key, NULL, NULL) < 0)) {
+    if (attr_f(net, s_wake_at, &at) < 0 || (t < at && schedule(ctx, key) < 0)) {
         Py_DECREF(fresh);
         goto out;
     }
@@ -10825,7 +10814,7 @@ static int net_launch(PyObject *whole, PyObject *cluster, const int64_t *ms, Py_
             Py_XDECREF(part);
             goto out;
         }
-        int rc2 = w_enqueue(net, key, t, part);
+        int rc2 = w_enqueue(w.ctx, net, key, t, part);
         Py_DECREF(part);
         Py_DECREF(key);
         if (rc2 < 0)

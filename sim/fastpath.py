@@ -39,13 +39,16 @@ from simpy.events import NORMAL, Event
 from ._arrays import distinct
 from .maxplus import contention_free, run_maxplus
 from .network import Network, batch_at, call_at
-from .program import Step, StepProgram
+from .program import Step, StepProgram, share_routes
 from .rates import _CORE, gather_arcs
 
 __all__ = ["FastExecutor", "Step", "StepProgram", "run_program"]
 
 _MAX_PERIOD = 8  # steady states that repeat every 1..8 steps are recognised
 _FEW = 8  # messages arriving together up to this many are counted in plain Python (_few_done)
+#: _private_masks counts each step's messages per link direction (an array as long as the links, per distinct step)
+#: where that is at most this many entries per crossing, else sorts the crossings once
+_COUNT_SPAN = 4
 _FINISHED = -(1 << 62)  # a finished endpoint's step in a snapshot (no live endpoint's relative step)
 #: the per-message lines (_arrived, _one_done, _begin_one) in the compiled core where it is built (see
 #: FastExecutor._bind_core); tests turn it off to compare
@@ -146,6 +149,7 @@ class FastExecutor:
         """The SimPy process body: start every rank at step 0 and wait for the last one."""
         if self.total == 0:
             return
+        share_routes([step for step, _ in self.program.phases])
         if self.alone and contention_free(self.program, self.net):
             self.mode = "maxplus"
             end = run_maxplus(self.net, self.program, self.gamma, self.scale, self.env.now)
@@ -428,30 +432,48 @@ class FastExecutor:
         net = self.net
         paths = net.cluster.paths
         steps = [step for step, _ in self.program.phases]
+        # a step with a twin (sim.program.share_routes: the same messages' ends, so the same routes) crosses
+        # its twin's links in its twin's order: the same mask, and nothing its twin does not find
+        mine = {id(step) for step in steps}
+        lead: dict[int, Step] = {}
+        for step in steps:
+            first = step
+            while first.twin is not None and id(first.twin) in mine:
+                first = first.twin
+            lead[id(step)] = first
         entries = []
-        for k, step in enumerate(steps):
-            if len(step):
+        for step in steps:
+            if len(step) and lead[id(step)] is step:
                 flow, arcs = gather_arcs(paths, step.pids(net))
-                entries.append((k, flow, arcs, step.src[flow]))
+                entries.append((step, flow, arcs, step.src[flow]))
         if not entries:
             return {}
         arcs = np.concatenate([e[2] for e in entries])
         src = np.concatenate([e[3] for e in entries])
-        phase = np.concatenate([np.full(len(e[2]), e[0], dtype=np.int64) for e in entries])
-        bad = np.zeros(net.cluster.num_arcs, dtype=bool)
-        pair, count = np.unique(arcs * len(steps) + phase, return_counts=True)
-        bad[pair[count > 1] // len(steps)] = True  # two messages of one step
-        first = np.full(net.cluster.num_arcs, -1, dtype=np.int64)
+        num_arcs = net.cluster.num_arcs
+        bad = np.zeros(num_arcs, dtype=bool)
+        if num_arcs * len(entries) <= _COUNT_SPAN * len(arcs):  # two messages of one step: counted step by step
+            for _, _, flow_arcs, _ in entries:
+                bad |= np.bincount(flow_arcs, minlength=num_arcs) > 1
+        else:  # (many steps over a wide fabric: one sort)
+            phase = np.repeat(np.arange(len(entries)), [len(e[2]) for e in entries])
+            pair, count = np.unique(arcs * len(entries) + phase, return_counts=True)
+            bad[pair[count > 1] // len(entries)] = True
+        first = np.full(num_arcs, -1, dtype=np.int64)
         first[arcs] = src
         bad[arcs[first[arcs] != src]] = True  # two senders
-        masks: dict[int, np.ndarray] = {}
-        for k, flow, flow_arcs, _ in entries:
-            step = steps[k]
+        of_step: dict[int, np.ndarray] = {}
+        for step, flow, flow_arcs, _ in entries:
             shared = np.zeros(len(step), dtype=bool)
             shared[flow[bad[flow_arcs]]] = True
             mask = ~shared & (paths.length[step.pids(net)] > 0)
             if mask.any():
-                masks[id(step)] = mask
+                of_step[id(step)] = mask
+        masks: dict[int, np.ndarray] = {}
+        for step in steps:
+            got = of_step.get(id(lead[id(step)]))
+            if got is not None:
+                masks[id(step)] = got
         return masks
 
     def _send_private(self, step: Step, msgs: np.ndarray) -> None:

@@ -35,7 +35,7 @@ import numpy as np
 from ._arrays import all_distinct
 from ._cores import PURE
 
-__all__ = ["Step", "StepProgram", "concat", "merge", "overlay", "run_messages"]
+__all__ = ["Step", "StepProgram", "concat", "merge", "overlay", "run_messages", "share_routes"]
 
 IntArray = Sequence[int] | np.ndarray | int
 
@@ -69,6 +69,9 @@ class Step:
     routes_of: tuple[Step, np.ndarray] | None = field(default=None, repr=False)
     #: the segment table the messages with ``at >= 0`` read (None: no message reads one)
     table: np.ndarray | None = field(default=None, repr=False)
+    #: an earlier step with the same senders and receivers in the same order, whose routes this one takes
+    #: (:func:`share_routes`)
+    twin: Step | None = field(init=False, repr=False, default=None)
 
     @classmethod
     def make(
@@ -163,6 +166,8 @@ class Step:
         """Interned routes of the messages on ``network``'s cluster (computed once per cluster)."""
         key = id(network.cluster)
         got = self._pids.get(key)
+        if got is None and self.twin is not None:
+            self._pids[key] = got = self.twin.pids(network)
         if got is None and self.routes_of is not None:
             whole, rows = self.routes_of
             got = whole.pids(network)[rows]
@@ -265,6 +270,22 @@ class StepProgram:
     @property
     def messages(self) -> int:
         return sum(len(step) * times for step, times in self.phases)
+
+
+def share_routes(steps: Sequence[Step]) -> None:
+    """Steps whose senders and receivers are another's, message for message (a program's later phase often
+    repeats an earlier one's pairs: halving-doubling's all-gather its reduce-scatter's), routed once: each
+    takes the first such step as its :attr:`~Step.twin`, whose path ids it reads (the same ids: a pair's
+    route is interned once per cluster, and the twin's pairs are its own in the same order)."""
+    first: dict[tuple[bytes, bytes], Step] = {}
+    for step in steps:
+        if not len(step):
+            continue
+        lead = first.setdefault((step.src.tobytes(), step.dst.tobytes()), step)
+        while lead.twin is not None:  # (a step with no twin of its own: never a loop)
+            lead = lead.twin
+        if lead is not step and step.twin is None:
+            step.twin = lead
 
 
 def concat(*programs: StepProgram) -> StepProgram:
