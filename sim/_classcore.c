@@ -130,11 +130,20 @@ static int number_crossed(const int64_t *arc, Py_ssize_t ne, Py_ssize_t narcs, i
     return 0;
 }
 
+/* np.minimum(a, b) and np.maximum(x, 0.0) to the bit, signed zeros too: numpy's loops give the second operand
+ * where the two compare equal (np.minimum(0.0, -0.0) is -0.0, np.maximum(-0.0, 0.0) is 0.0) and a NaN where
+ * either is one (the first where both are). np_min and np_max0 above give the first on a tie: the same but for
+ * a zero's sign, which a bound or a capacity of -0.0 shows. */
+static inline double np_minimum(double a, double b) { return a < b || a != a ? a : b; }
+static inline double np_maximum0(double x) { return x > 0.0 || x != x ? x : 0.0; }
+
 /* The max-min rounds: ``flow``/``arc`` (``ne`` crossings, sorted by flow), ``cap`` (``narcs`` arcs), ``wt`` per
- * crossing or NULL (1 each), ``rate`` (``nflows``, written). 1: solved; 0: the Python path must answer (the
- * crossings not sorted by flow, a flow with none, an arc out of range); -1 with an error set. */
+ * crossing or NULL (1 each), ``rate`` (``nflows``, written), ``bound`` per flow or NULL (none). 1: solved; 0: the
+ * Python path must answer (the crossings not sorted by flow, a flow with none, an arc out of range); -1 with an
+ * error set. With ``bound``, as the numpy rounds with ``flow_bound``: a flow's tightest constraint is
+ * np.minimum(its links' least share, its bound), and it is fixed also where its bound <= tightest * (1 + rtol). */
 static int maxmin_core(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, const double *cap, Py_ssize_t narcs,
-                       const double *wt, double *rate, Py_ssize_t nflows) {
+                       const double *wt, double *rate, Py_ssize_t nflows, const double *bound) {
     int result = -1;
     double *remaining = NULL, *count = NULL, *share = NULL, *acc_used = NULL, *acc_w = NULL, *tight = NULL;
     int64_t *la = NULL, *lo = NULL, *hi = NULL, *ids = NULL, *slack = NULL, *used = NULL;
@@ -214,7 +223,9 @@ static int maxmin_core(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, c
         for (Py_ssize_t i = 0; i < nlive; i++) {
             double t = share[la[lo[i]]];
             for (int64_t j = lo[i] + 1; j < hi[i]; j++)
-                t = np_min(t, share[la[j]]);
+                t = np_minimum(t, share[la[j]]);
+            if (bound) /* tightest = np.minimum(tightest, flow_bound[ids]) */
+                t = np_minimum(t, bound[ids[i]]);
             tight[i] = t;
             double limit = t * factor;
             for (int64_t j = lo[i]; j < hi[i]; j++)
@@ -228,6 +239,8 @@ static int maxmin_core(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, c
                 int64_t a = la[j];
                 hit = slack[a] == 0 && count[a] > 0;
             }
+            if (bound && !hit) /* newly |= flow_bound[ids] <= tightest * (1 + rtol) */
+                hit = bound[ids[i]] <= tight[i] * factor;
             newly[i] = hit;
             fixed += hit;
         }
@@ -238,7 +251,7 @@ static int maxmin_core(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, c
         for (Py_ssize_t i = 0; i < nlive; i++) {
             if (!newly[i])
                 continue;
-            double given = np_max0(tight[i]);
+            double given = np_maximum0(tight[i]);
             rate[ids[i]] = given;
             for (int64_t j = lo[i]; j < hi[i]; j++) { /* crossing order: np.bincount's */
                 acc_used[la[j]] += wt ? given * lw[j] : given; /* (numpy: no product without weights) */
@@ -246,7 +259,7 @@ static int maxmin_core(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, c
             }
         }
         for (Py_ssize_t a = 0; a < narcs; a++) {
-            remaining[a] = np_max0(remaining[a] - acc_used[a]);
+            remaining[a] = np_maximum0(remaining[a] - acc_used[a]);
             count[a] -= acc_w[a];
         }
         if (fixed == nlive)
@@ -280,29 +293,34 @@ done:
     return result;
 }
 
-/* maxmin(flow, arc, capacity, weight, out) -> True, or False where the Python path must answer (the
- * crossings not sorted by flow, a flow with none, an arc out of range): ``flow``/``arc`` int64 (one
- * entry per crossing), ``capacity`` float64 per arc, ``weight`` float64 per crossing or None (1 each),
- * ``out`` float64 per flow (written). */
+/* maxmin(flow, arc, capacity, weight, out[, bound]) -> True, or False where the Python path must answer (the
+ * crossings not sorted by flow, a flow with none, an arc out of range, fewer bounds than flows): ``flow``/``arc``
+ * int64 (one entry per crossing), ``capacity`` float64 per arc, ``weight`` float64 per crossing or None (1 each),
+ * ``out`` float64 per flow (written), ``bound`` float64 per flow or None (no bound; ``inf``: none either). */
 static PyObject *py_maxmin(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "maxmin(flow, arc, capacity, weight, out)");
+    if (nargs != 5 && nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "maxmin(flow, arc, capacity, weight, out[, bound])");
         return NULL;
     }
-    Buf bf, ba, bc, bw, bo;
-    bf.held = ba.held = bc.held = bw.held = bo.held = 0;
+    Buf bf, ba, bc, bw, bo, bb;
+    bf.held = ba.held = bc.held = bw.held = bo.held = bb.held = 0;
     PyObject *result = NULL;
     if (buf_open(args[0], &bf, 'q', 0) < 0 || buf_open(args[1], &ba, 'q', 0) < 0 ||
         buf_open(args[2], &bc, 'd', 0) < 0 || (args[3] != Py_None && buf_open(args[3], &bw, 'd', 0) < 0) ||
-        buf_open(args[4], &bo, 'd', 1) < 0)
+        buf_open(args[4], &bo, 'd', 1) < 0 || (nargs == 6 && args[5] != Py_None && buf_open(args[5], &bb, 'd', 0) < 0))
         goto done;
     Py_ssize_t ne = bf.view.shape[0];
     if (ba.view.shape[0] != ne || (bw.held && bw.view.shape[0] != ne)) {
         PyErr_SetString(PyExc_ValueError, "maxmin: flow, arc and weight differ in length");
         goto done;
     }
+    if (bb.held && bb.view.shape[0] < bo.view.shape[0]) { /* (numpy: flow_bound[ids] raises) */
+        result = Py_False;
+        goto done;
+    }
     int got = maxmin_core(bf.view.buf, ba.view.buf, ne, bc.view.buf, bc.view.shape[0],
-                          bw.held ? (const double *)bw.view.buf : NULL, bo.view.buf, bo.view.shape[0]);
+                          bw.held ? (const double *)bw.view.buf : NULL, bo.view.buf, bo.view.shape[0],
+                          bb.held ? (const double *)bb.view.buf : NULL);
     result = got < 0 ? NULL : got ? Py_True : Py_False;
 done:
     buf_close(&bf);
@@ -310,6 +328,7 @@ done:
     buf_close(&bc);
     buf_close(&bw);
     buf_close(&bo);
+    buf_close(&bb);
     Py_XINCREF(result);
     return result;
 }
@@ -728,7 +747,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         capw[w] = cap[where[w]];
         left[w] = np_max0(capw[w] - taken[w]);
     }
-    int solved = maxmin_core(cls, loc, ne, left, nw, cnt, got, nlive);
+    int solved = maxmin_core(cls, loc, ne, left, nw, cnt, got, nlive, NULL);
     if (solved < 0)
         goto done;
     if (!solved)
@@ -1030,7 +1049,7 @@ done:
 
 static PyMethodDef module_methods[] = {
     {"maxmin", (PyCFunction)(void (*)(void))py_maxmin, METH_FASTCALL,
-     "maxmin(flow, arc, capacity, weight, out) -> True (out: the max-min rates), False: ask sim.maxmin"},
+     "maxmin(flow, arc, capacity, weight, out[, bound]) -> True (out: the max-min rates), False: ask sim.maxmin"},
     {"necks", (PyCFunction)(void (*)(void))py_necks, METH_FASTCALL,
      "necks(cls, local, count, hop, rate, taken, capacity, size, width, full, neck, quick): FanExecutor._unverified's numbers"},
     {"counted", (PyCFunction)(void (*)(void))py_counted, METH_FASTCALL,

@@ -41,6 +41,7 @@ SWITCHES: tuple[str, ...] = (
     # the rates (sim/rates.py, sim/maxmin.py)
     "sim.rates._HIT_CORE",
     "sim.maxmin._UNBOUNDED_CORE",
+    "sim.maxmin._BOUNDED_CORE",
     # routes in bulk (sim/routing.py)
     "sim.routing._BULK",
     # the message level's ranks (sim/program.py, sim/algorithms/)

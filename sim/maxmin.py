@@ -36,6 +36,9 @@ _RTOL = 1e-12  # (sim/_classcore.c has it too)
 #: bounds that bound no flow (all ``inf``: :meth:`sim.rates.Rates._solve_all` passes every active flow's)
 #: solved as no bounds, in C; False: the numpy rounds with the bounds, the reference (tests)
 _UNBOUNDED_CORE = True
+#: solves with a finite bound in C too (the same rounds with the bounds); False: the numpy rounds, the
+#: reference (tests)
+_BOUNDED_CORE = True
 
 
 def _prepare(entry_flow: np.ndarray, entry_arc: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -78,21 +81,25 @@ def maxmin_rates(
     Each round runs over the crossings of the flows not yet fixed only: most flows are fixed in the
     first rounds, and the chains of bottlenecks behind them (a parameter server's fan-ins, one shard
     per rank) then cost what is left. The rounds and their arithmetic are :func:`maxmin_rates_full`'s
-    (every round over every crossing), so the rates are the same to the bit. Without ``bound`` (or with
-    no finite one: an ``inf`` bound fixes no flow, as no bound does) they run
-    in C where ``sim._classcore`` is built (the same operations in the same order: the same rates to
-    the bit, tests/test_classcore.py); the numpy rounds below are the reference and the fallback.
+    (every round over every crossing), so the rates are the same to the bit. They run in C where
+    ``sim._classcore`` is built (the same operations in the same order: the same rates to the bit,
+    tests/test_classcore.py), with the bounds where one is finite and as no bounds where none is (an
+    ``inf`` bound fixes no flow, as no bound does); the numpy rounds below are the reference and the
+    fallback.
     """
     rate = np.zeros(nflows)
     if nflows == 0:
         return rate
     if bound is not None and _CORE is not None and _UNBOUNDED_CORE and _unbounded(bound):
         bound = None  # no flow bounded: the same rounds (an ``inf`` bound fixes no flow), in C
-    if _CORE is not None and bound is None:
+    if _CORE is not None and (bound is None or _BOUNDED_CORE):
         flow = np.ascontiguousarray(entry_flow, dtype=np.int64)
         arc = np.ascontiguousarray(entry_arc, dtype=np.int64)
         w = None if weight is None else np.ascontiguousarray(weight, dtype=float)
-        if _CORE.maxmin(flow, arc, np.ascontiguousarray(capacity, dtype=float), w, rate):
+        b = None if bound is None else np.ascontiguousarray(bound, dtype=float)
+        if (b is None or b.ndim == 1) and _CORE.maxmin(
+            flow, arc, np.ascontiguousarray(capacity, dtype=float), w, rate, b
+        ):
             return rate
     flow, local, remaining, narcs, weight = _prepared(entry_flow, entry_arc, nflows, capacity, weight)
     count = np.bincount(local, weights=weight, minlength=narcs).astype(float)

@@ -50,12 +50,8 @@ def _problem(seed: int, chain: int, ties: bool) -> tuple[np.ndarray, np.ndarray,
 @settings(max_examples=300, deadline=None)
 def test_the_c_rounds_are_the_numpy_rounds_to_the_bit(seed, chain, ties, wide):
     cls, arc, n, capacity, weight = _problem(seed, chain, ties)
-    if wide:  # the same arcs among many more that no class crosses (the C rounds then number the crossed ones)
-        rng = np.random.default_rng(seed + 1)
-        spot = rng.choice(8 * len(arc) + len(capacity), size=len(capacity), replace=False)
-        wider = rng.uniform(0.0, 5.0, 8 * len(arc) + len(capacity))
-        wider[spot] = capacity
-        arc, capacity = spot[arc], wider
+    if wide:
+        arc, capacity = _widened(seed, arc, capacity)
     for w in (weight, None):
         want = _numpy(maxmin_rates, cls, arc, n, capacity, weight=w)
         got = np.zeros(n)
@@ -63,6 +59,15 @@ def test_the_c_rounds_are_the_numpy_rounds_to_the_bit(seed, chain, ties, wide):
         assert np.array_equal(got, want), got - want
         assert np.array_equal(want, maxmin_rates_full(cls, arc, n, capacity, weight=w))
         assert np.array_equal(maxmin_rates(cls, arc, n, capacity, weight=w), want)
+
+
+def _widened(seed: int, arc: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The same arcs among many more that no class crosses (the C rounds then number the crossed ones)."""
+    rng = np.random.default_rng(seed + 1)
+    spot = rng.choice(8 * len(arc) + len(capacity), size=len(capacity), replace=False)
+    wider = rng.uniform(0.0, 5.0, 8 * len(arc) + len(capacity))
+    wider[spot] = capacity
+    return spot[arc], wider
 
 
 def _numpy(fn, *args, **kw):
@@ -88,6 +93,156 @@ def test_what_the_c_rounds_leave_to_numpy():
     assert core.maxmin(np.array([0, 1]), np.array([0, 5]), capacity, None, out) is False
     with pytest.raises(TypeError):
         core.maxmin(np.array([0.0, 1.0]), np.array([0, 0]), capacity, None, out)
+
+
+def _bounds(seed: int, n: int, rates: np.ndarray, capacity: np.ndarray, odd: bool) -> np.ndarray:
+    """Per-flow bounds for a problem whose unbounded rates are ``rates``: below, at and just around them
+    (within the rounds' tolerance and beyond it), above, ties among flows, a link's capacity, zero and
+    ``inf`` -- and, where ``odd``, NaN and negative ones."""
+    rng = np.random.default_rng(seed + 2)
+    r = np.where(np.isfinite(rates), rates, 1.0)
+    kinds = [
+        np.full(n, np.inf),
+        r * 0.5,
+        r,
+        r * (1 + 1e-13),
+        r * (1 - 1e-13),
+        r * (1 + 1e-11),
+        r * 2.0,
+        np.full(n, float(rng.choice(r))),
+        np.full(n, float(rng.choice(capacity))),
+        np.zeros(n),
+        np.full(n, float(rng.uniform(0.0, 2.0 * r.max() + 1.0))),
+    ]
+    if odd:
+        kinds.append(np.full(n, -0.0))
+    pick = rng.integers(0, len(kinds), n)
+    bound = np.choose(pick, kinds)
+    if rng.random() < 0.3:  # most flows unbounded, as a message level's slice caps leave them
+        bound[rng.random(n) < 0.8] = np.inf
+    if odd and rng.random() < 0.3:  # one NaN (np.minimum's: it wins)
+        bound[rng.integers(0, n)] = np.nan
+    if odd and rng.random() < 0.2:  # one negative (below its own tolerance: the rounds stall)
+        bound[rng.integers(0, n)] = -1.0
+    return bound
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    chain=st.integers(0, 20),
+    ties=st.booleans(),
+    wide=st.booleans(),
+    odd=st.booleans(),
+)
+@settings(max_examples=300, deadline=None)
+def test_the_c_rounds_with_bounds_are_the_numpy_rounds_to_the_bit(seed, chain, ties, wide, odd):
+    """Per-flow bounds below, at, around and above the flows' shares, tied, zero, ``inf`` (and NaN, -0.0
+    and negative), with weights and without, zero-capacity links among the ties (of either sign): the C
+    rounds give the numpy rounds' rates to the bit, signed zeros and NaNs too, and maxmin_rates sends the
+    solve to them."""
+    cls, arc, n, capacity, weight = _problem(seed, chain, ties)
+    if wide:
+        arc, capacity = _widened(seed, arc, capacity)
+    if odd:  # zero capacities of either sign (np.minimum / np.maximum give the second operand on a tie)
+        capacity = np.where(capacity == 0.0, -0.0, capacity)
+    for w in (weight, None):
+        free = _numpy(maxmin_rates, cls, arc, n, capacity, weight=w)
+        got = np.full(n, -7.0)
+        assert core.maxmin(cls, arc, capacity, w, got) is True
+        assert _bits(got) == _bits(free)
+        bound = _bounds(seed, n, free, capacity, odd)
+        try:
+            want = _numpy(maxmin_rates, cls, arc, n, capacity, bound, weight=w)
+        except AssertionError:  # a NaN or negative bound can stall the rounds: C stalls where numpy does
+            assert odd
+            with pytest.raises(AssertionError, match="no progress"):
+                core.maxmin(cls, arc, capacity, w, np.zeros(n), bound)
+            continue
+        got = np.full(n, -7.0)
+        assert core.maxmin(cls, arc, capacity, w, got, bound) is True
+        assert _bits(got) == _bits(want), got - want
+        if not odd:
+            assert np.array_equal(want, maxmin_rates_full(cls, arc, n, capacity, bound, weight=w))
+            assert (want <= bound).all()
+        calls: list = []
+        saved, maxmin._CORE = maxmin._CORE, _Counting(calls)
+        try:
+            routed = maxmin_rates(cls, arc, n, capacity, bound, weight=w)
+        finally:
+            maxmin._CORE = saved
+        assert _bits(routed) == _bits(want)
+        assert len(calls) == 1 and (calls[0][5] is None) == bool((bound == np.inf).all())
+        bounded = _numpy_bounded(maxmin_rates, cls, arc, n, capacity, bound, weight=w)
+        assert _bits(bounded) == _bits(want)
+
+
+def _bits(x: np.ndarray) -> list[int]:
+    """The float64s' bit patterns (-0.0 apart from 0.0, each NaN's payload)."""
+    return np.ascontiguousarray(x, dtype=float).view(np.uint64).tolist()
+
+
+def _numpy_bounded(fn, *args, **kw):
+    """``fn`` with the C rounds on for solves without a finite bound and off for the others
+    (``sim.maxmin._BOUNDED_CORE``)."""
+    saved, maxmin._BOUNDED_CORE = maxmin._BOUNDED_CORE, False
+    try:
+        return fn(*args, **kw)
+    finally:
+        maxmin._BOUNDED_CORE = saved
+
+
+class _Counting:
+    """``sim._classcore`` with its ``maxmin`` calls counted."""
+
+    def __init__(self, calls: list) -> None:
+        self.calls = calls
+
+    def maxmin(self, *args):
+        self.calls.append(args)
+        return core.maxmin(*args)
+
+
+def test_bounds_the_c_rounds_leave_to_numpy():
+    """Fewer bounds than flows, crossings not sorted by flow, a bound array of two dimensions: the C
+    rounds decline (or are not asked), and maxmin_rates answers or refuses as the numpy rounds do; more
+    bounds than flows: the first ones, as numpy reads them."""
+    capacity = np.array([10.0, 2.0])
+    flow, arc = np.array([0, 1, 1]), np.array([0, 0, 1])
+    out = np.zeros(2)
+    assert core.maxmin(flow, arc, capacity, None, out, np.array([1.0])) is False
+    for fn in (maxmin_rates, lambda *a: _numpy(maxmin_rates, *a)):
+        with pytest.raises(IndexError):
+            fn(flow, arc, 2, capacity, np.array([1.0]))
+    longer = np.array([3.0, np.inf, 0.5])
+    assert core.maxmin(flow, arc, capacity, None, out, longer) is True
+    assert out.tolist() == [3.0, 2.0]
+    assert np.array_equal(
+        maxmin_rates(flow, arc, 2, capacity, longer), _numpy(maxmin_rates, flow, arc, 2, capacity, longer)
+    )
+    unsorted = (np.array([1, 0, 1]), np.array([1, 0, 0]))
+    assert core.maxmin(*unsorted, capacity, None, out, np.array([4.0, 1.0])) is False
+    assert maxmin_rates(*unsorted, 2, capacity, np.array([4.0, 1.0])).tolist() == [4.0, 1.0]
+    assert maxmin_rates(*unsorted, 2, capacity, [4.0, 1.0]).tolist() == [4.0, 1.0]  # a list, as numpy takes it
+    with pytest.raises(TypeError):
+        core.maxmin(flow, arc, capacity, None, out, np.array([1, 2]))
+    assert core.maxmin(flow, arc, capacity, None, out, None) is True
+    assert out.tolist() == [8.0, 2.0]
+
+
+def test_a_bound_that_binds_in_a_later_round():
+    """A bound that binds only once a first bottleneck has fixed other flows (so the bounded flow is
+    fixed in the second round, by its bound), and bounds at a link's share exactly (fixed by the bound
+    and by the link at once): C and numpy alike."""
+    # link 0 (capacity 1) carries flow 0; link 1 (capacity 10) carries flows 0, 1, 2; flow 2 bounded at 5
+    flow, arc = np.array([0, 0, 1, 2]), np.array([0, 1, 1, 1])
+    capacity = np.array([1.0, 10.0])
+    for bound in ([np.inf, np.inf, 5.0], [np.inf, np.inf, 4.5], [1.0, np.inf, 3.0], [0.0, 0.0, 0.0]):
+        b = np.array(bound)
+        want = _numpy(maxmin_rates, flow, arc, 3, capacity, b)
+        got = np.zeros(3)
+        assert core.maxmin(flow, arc, capacity, None, got, b) is True
+        assert np.array_equal(got, want) and np.array_equal(want, maxmin_rates_full(flow, arc, 3, capacity, b))
+    assert maxmin_rates(flow, arc, 3, capacity, np.array([np.inf, np.inf, 4.5])).tolist() == [1.0, 4.5, 4.5]
 
 
 def _run(monkeypatch, pure: bool, fn):

@@ -29,8 +29,9 @@ core = pytest.importorskip("sim._classcore")
 @given(seed=st.integers(0, 2**32 - 1), chain=st.integers(0, 12), ties=st.booleans(), bounded=st.integers(0, 3))
 @settings(max_examples=200, deadline=None)
 def test_inf_bounds_are_solved_in_c_as_the_numpy_rounds_solve_them(seed, chain, ties, bounded):
-    """Bounds of ``inf`` everywhere: the C rounds, the rates of the numpy rounds with those bounds to the
-    bit; any finite bound: the numpy rounds, as before."""
+    """Bounds of ``inf`` everywhere: the C rounds without bounds, the rates of the numpy rounds with those
+    bounds to the bit; any finite bound: the C rounds with the bounds (``sim.maxmin._BOUNDED_CORE``), the
+    same rates again."""
     flow, arc, n, capacity, _ = _problem(seed, chain, ties)
     rng = np.random.default_rng(seed)
     bound = np.full(n, np.inf)
@@ -42,9 +43,10 @@ def test_inf_bounds_are_solved_in_c_as_the_numpy_rounds_solve_them(seed, chain, 
         got = maxmin_rates(flow, arc, n, capacity, bound)
     with pytest.MonkeyPatch.context() as m:
         m.setattr(maxmin, "_UNBOUNDED_CORE", False)
+        m.setattr(maxmin, "_BOUNDED_CORE", False)
         want = maxmin_rates(flow, arc, n, capacity, bound)
     assert np.array_equal(got, want), got - want
-    assert len(calls) == (0 if bounded else 1)
+    assert len(calls) == 1 and (calls[0][5] is None) == (not bounded)
 
 
 class _Counting:
@@ -77,6 +79,7 @@ def test_the_runs_solve_in_c_and_give_the_numpy_rounds_results(monkeypatch, grap
         got = simulate(graph, "allreduce", algorithm, 2**22 + 5, engine=engine)
     with monkeypatch.context() as m:
         m.setattr(maxmin, "_UNBOUNDED_CORE", False)
+        m.setattr(maxmin, "_BOUNDED_CORE", False)
         want = simulate(graph, "allreduce", algorithm, 2**22 + 5, engine=engine)
     _same(got, want)
     assert repr(got.time_s) == repr(want.time_s)
