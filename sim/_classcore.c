@@ -512,55 +512,78 @@ static int first_gap(const double *desc, Py_ssize_t n, double floor, double *cut
     return 0;
 }
 
+/* union-find over the classes solved (settle_above's components): the root of ``i``, paths halved */
+static int64_t uf_root(int64_t *parent, int64_t i) {
+    while (parent[i] != i)
+        i = parent[i] = parent[parent[i]];
+    return i;
+}
+
 /* settle_above(region, t, floor, rate, rem, since, due, comp, lo, hi, k_lo, k_hi, k_ver, version, k_arc, k_hop,
- * k_cnt, width, size, hbooked, booked, keep, hot, hot_loads, capacity, rise, room, out_members, out_live):
+ * k_cnt, width, size, hbooked, booked, keep, hot, hot_loads, capacity, rise, room, out_members, out_live,
+ * before, nactive, arc_comp, next_comp, out_arcs, joined):
  * FanExecutor._settle of ``region`` (one component that lost classes at ``t``, the least rate of those
- * ``floor``, nothing else changed) down the path it takes nearly always -- _cut_below finds a gap, and
- * _solve_above's one solve keeps no arc anew, books nothing (the largest rise since the last booking, ``rise``,
- * stays below ``room``) and verifies every class by its quick test -- with the same operations in the same
- * order (the classes' rates, loads and completion times to the bit). Returns None, having changed nothing,
- * where the path leaves that one (the Python lines then run it); else (live, members, rise, first, comp):
- * ``out_live[:live]`` the classes solved with crossings, ``out_members[:members]`` the component's classes
- * in their new order, the largest rise since the last booking, the component's first completion, its
- * number. */
+ * ``floor``, nothing else changed; ``joined``: or such joined, after arcs were kept anew, to the components
+ * those arcs meet) down the paths it takes nearly always, with the same operations in the same order (the
+ * classes' rates, loads, completion times and components to the bit). The one solve -- of the classes above
+ * the cut (_cut_below, _solve_above), or of the whole component where there is no gap or no class above it
+ * (_solve) -- keeps no arc anew, books nothing (the largest rise since the last booking, ``rise``, stays below
+ * ``room``), splits nothing (every class verified by its quick test). Returns None, having changed nothing,
+ * where the path leaves those (the Python lines then run it); else (how, live, n, rise, first, comp, slack,
+ * through): ``out_live[:live]`` the classes solved with crossings, ``rise`` the largest rise since the last
+ * booking, and by ``how``:
+ *   0: solved above the cut: ``out_members[:n]`` the component's classes in their new order, ``first`` its
+ *      first completion, ``comp`` its number (where ``joined``: ``next_comp``, the classes and the kept
+ *      arcs they cross renumbered to it);
+ *   1: above the cut, an arc not kept filled: the solve committed as _solve leaves it when it returns None
+ *      (the classes advanced, their rates, the followed loads; where not ``joined``, ``before[region]`` the
+ *      rates before), ``out_arcs[:n]`` the arcs to keep (distinct): the Python lines keep them, join and go on;
+ *   2: the whole component solved (not ``joined``): its classes and the kept arcs they cross numbered into
+ *      components from ``next_comp`` as _components numbers them, ``comp`` the next free number, ``slack``
+ *      the arcs left out (where the region is every active class: ``nactive``), ``through``: 1 where
+ *      _solve_above found no class above the cut first. */
 static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     enum { REGION, RATE, REM, SINCE, DUE, COMP, LO, HI, KLO, KHI, KVER, KARC, KHOP, KCNT, WIDTH, SIZE, HBOOKED,
-           BOOKED, KEEP, HOT, HOTLOADS, CAP, OUTM, OUTL, NB };
-    static const int at[NB] = {0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 27, 28};
-    static const char fmts[NB + 1] = "qddddqqqqqqqqdqqdd??ddqq";
+           BOOKED, KEEP, HOT, HOTLOADS, CAP, OUTM, OUTL, BEFORE, ARCCOMP, OUTA, NB };
+    static const int at[NB] = {0,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 14, 15, 16,
+                               17, 18, 19, 20, 21, 22, 23, 24, 27, 28, 29, 31, 33};
+    static const char fmts[NB + 1] = "qddddqqqqqqqqdqqdd??ddqqdqq";
     Buf b[NB];
     PyObject *result = NULL;
     for (int k = 0; k < NB; k++)
         b[k].held = 0;
-    if (nargs != 29) {
-        PyErr_SetString(PyExc_TypeError, "settle_above: 29 arguments");
+    if (nargs != 35) {
+        PyErr_SetString(PyExc_TypeError, "settle_above: 35 arguments");
         return NULL;
     }
     for (int k = 0; k < NB; k++) {
-        int w = k == RATE || k == REM || k == SINCE || k == DUE || k == HBOOKED || k == HOTLOADS || k == OUTM ||
-                k == OUTL;
+        int w = k == RATE || k == REM || k == SINCE || k == DUE || k == COMP || k == HBOOKED || k == KEEP ||
+                k == HOTLOADS || k == OUTM || k == OUTL || k == BEFORE || k == ARCCOMP || k == OUTA;
         if (buf_open(args[at[k]], &b[k], fmts[k], w) < 0)
             goto done;
     }
     double t = PyFloat_AsDouble(args[1]), floor = PyFloat_AsDouble(args[2]);
     double rise0 = PyFloat_AsDouble(args[25]), room = PyFloat_AsDouble(args[26]);
-    long long version = PyLong_AsLongLong(args[13]);
-    if (PyErr_Occurred())
+    long long version = PyLong_AsLongLong(args[13]), next_comp = PyLong_AsLongLong(args[32]);
+    Py_ssize_t nactive = PyLong_AsSsize_t(args[30]);
+    int joined = PyObject_IsTrue(args[34]);
+    if (PyErr_Occurred() || joined < 0)
         goto done;
-    const int64_t *region = b[REGION].view.buf, *comp = b[COMP].view.buf, *lo = b[LO].view.buf,
-                  *hi = b[HI].view.buf, *k_lo = b[KLO].view.buf, *k_hi = b[KHI].view.buf,
-                  *k_ver = b[KVER].view.buf, *k_arc = b[KARC].view.buf, *k_hop = b[KHOP].view.buf,
-                  *width = b[WIDTH].view.buf, *size = b[SIZE].view.buf;
+    const int64_t *region = b[REGION].view.buf, *lo = b[LO].view.buf, *hi = b[HI].view.buf, *k_lo = b[KLO].view.buf,
+                  *k_hi = b[KHI].view.buf, *k_ver = b[KVER].view.buf, *k_arc = b[KARC].view.buf,
+                  *k_hop = b[KHOP].view.buf, *width = b[WIDTH].view.buf, *size = b[SIZE].view.buf;
     double *rate = b[RATE].view.buf, *rem = b[REM].view.buf, *since = b[SINCE].view.buf, *due = b[DUE].view.buf,
-           *hbooked = b[HBOOKED].view.buf, *hot_loads = b[HOTLOADS].view.buf;
+           *hbooked = b[HBOOKED].view.buf, *hot_loads = b[HOTLOADS].view.buf, *before = b[BEFORE].view.buf;
     const double *k_cnt = b[KCNT].view.buf, *booked = b[BOOKED].view.buf, *cap = b[CAP].view.buf;
-    const unsigned char *keep = b[KEEP].view.buf, *hot = b[HOT].view.buf;
-    int64_t *out_m = b[OUTM].view.buf, *out_l = b[OUTL].view.buf;
+    unsigned char *keep = b[KEEP].view.buf;
+    const unsigned char *hot = b[HOT].view.buf;
+    int64_t *comp = b[COMP].view.buf, *out_m = b[OUTM].view.buf, *out_l = b[OUTL].view.buf,
+            *arc_comp = b[ARCCOMP].view.buf, *out_a = b[OUTA].view.buf;
     Py_ssize_t R = b[REGION].view.shape[0], nrows = b[RATE].view.shape[0], nk = b[KARC].view.shape[0];
-    Py_ssize_t narcs = b[CAP].view.shape[0];
+    Py_ssize_t narcs = b[CAP].view.shape[0], nbefore = b[BEFORE].view.shape[0], nouta = b[OUTA].view.shape[0];
     int fine = R > 0 && b[OUTM].view.shape[0] >= R && b[OUTL].view.shape[0] >= R && b[KEEP].view.shape[0] == narcs &&
                b[HOT].view.shape[0] == narcs && b[HOTLOADS].view.shape[0] == narcs && b[KHOP].view.shape[0] == nk &&
-               b[KCNT].view.shape[0] == nk;
+               b[KCNT].view.shape[0] == nk && b[ARCCOMP].view.shape[0] == narcs;
     for (int k = REM; k <= BOOKED && fine; k++)
         if (k != KARC && k != KHOP && k != KCNT)
             fine = b[k].view.shape[0] == nrows;
@@ -580,7 +603,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     Py_ssize_t nbelow = 0, ntop = 0;
     const double near = floor * (1.0 - 1e-6); /* 1 - sim.classes._NEAR */
     double under = -INFINITY;
-    int any_under = 0, one = 1;
+    int any_under = 0, one = 1, odd = 0;
     int64_t comp0 = region[0] >= 0 && region[0] < nrows ? comp[region[0]] : 0;
     for (Py_ssize_t i = 0; i < R; i++) {
         int64_t c = region[i];
@@ -591,6 +614,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         one &= comp[c] == comp0;
         double r = rate[c];
         rr[i] = r;
+        odd |= !(r > -INFINITY) || c >= nbefore; /* NaN (or -inf): advanced otherwise by the whole solve */
         if (r < floor) {
             nbelow++;
             if (r >= near)
@@ -599,7 +623,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
                 under = r, any_under = 1;
         }
     }
-    if (!one) /* not one component: the Python lines number them anew */
+    if (!one && !joined) /* not one component: the Python lines number them anew */
         goto fallback;
     double cut = -INFINITY;
     if (nbelow) {
@@ -616,32 +640,52 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
             first_gap(below, m, floor, &cut);
         }
     }
-    if (!(cut > -INFINITY)) /* no gap: the whole component is solved (the Python lines) */
-        goto fallback;
     /* _solve_above: the classes above the cut (in order: ``order``, the live ones with crossings ``out_l``,
-     * the empty ones without) and the slow ones */
+     * the empty ones without) and the slow ones; no gap, or no class above it (``through``): the whole
+     * component, every class solved (_solve; the Python lines where joined) */
+    int whole = !(cut > -INFINITY), through = 0;
     Py_ssize_t ns = 0, nlive = 0, nempty = 0, nslow = 0;
-    for (Py_ssize_t i = 0; i < R; i++) {
-        int64_t c = region[i];
-        if (rr[i] <= cut) {
-            slow[nslow++] = c;
-            continue;
+    for (int pass = 0; pass < 2; pass++) {
+        double ce = whole ? -INFINITY : cut;
+        ns = nlive = nempty = nslow = 0;
+        for (Py_ssize_t i = 0; i < R; i++) {
+            int64_t c = region[i];
+            if (rr[i] <= ce) {
+                slow[nslow++] = c;
+                continue;
+            }
+            order[ns++] = c;
+            if (hi[c] - lo[c] > 0)
+                out_l[nlive++] = c;
+            else
+                empty[nempty++] = c;
         }
-        order[ns++] = c;
-        if (hi[c] - lo[c] > 0)
-            out_l[nlive++] = c;
-        else
-            empty[nempty++] = c;
+        if (ns || whole)
+            break;
+        whole = through = 1;
     }
+    if (whole && (joined || odd))
+        goto fallback;
+    if (whole)
+        cut = -INFINITY;
     if (!nlive)
         goto fallback;
-    /* _Table.kept(live, hot, hot, version): their copied crossings of the followed arcs; the kept ones */
+    /* _Table.kept(live, hot, hot, version): their copied crossings of the followed arcs; the kept ones (where
+     * joined, every member's: their kept arcs take the new number) */
     Py_ssize_t nhot = 0;
     for (Py_ssize_t i = 0; i < nlive; i++) {
         int64_t c = out_l[i];
         if (k_ver[c] != version || k_lo[c] < 0 || k_hi[c] > nk || k_lo[c] > k_hi[c])
             goto fallback;
         nhot += k_hi[c] - k_lo[c];
+    }
+    for (Py_ssize_t i = 0; joined && i < R; i++) {
+        int64_t c = region[i];
+        if (k_ver[c] != version || k_lo[c] < 0 || k_hi[c] > nk || k_lo[c] > k_hi[c])
+            goto fallback;
+        for (int64_t k = k_lo[c]; k < k_hi[c]; k++)
+            if (k_arc[k] < 0 || k_arc[k] >= narcs)
+                goto fallback;
     }
     int64_t *hrow = scratch(3, (size_t)nhot + 1, sizeof(int64_t)), *harc = scratch(4, (size_t)nhot + 1, sizeof(int64_t));
     double *hcnt = scratch(23, (size_t)nhot + 1, sizeof(double)), *upv = scratch(24, (size_t)nlive + 1, sizeof(double));
@@ -711,7 +755,8 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         if (hop[e] < 0 || hop[e] >= wmax)
             goto fallback;
     }
-    /* taken: the arcs' loads less the region's (np.bincount in crossing order), and the capacities left */
+    /* taken: the arcs' loads less the region's (np.bincount in crossing order; none where the whole
+     * component is solved), and the capacities left */
     double *mine = scratch(11, (size_t)nw + 1, sizeof(double)), *taken = scratch(12, (size_t)nw + 1, sizeof(double));
     double *left = scratch(13, (size_t)nw + 1, sizeof(double)), *capw = scratch(14, (size_t)nw + 1, sizeof(double));
     double *got = scratch(15, (size_t)nlive + 1, sizeof(double));
@@ -721,10 +766,11 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     }
     for (Py_ssize_t w = 0; w < nw; w++)
         mine[w] = 0.0;
-    for (Py_ssize_t e = 0; e < ne; e++)
-        mine[loc[e]] += cnt[e] * hbooked[out_l[cls[e]]];
+    if (!whole)
+        for (Py_ssize_t e = 0; e < ne; e++)
+            mine[loc[e]] += cnt[e] * hbooked[out_l[cls[e]]];
     for (Py_ssize_t w = 0; w < nw; w++) {
-        taken[w] = np_max0(hot_loads[where[w]] - mine[w]);
+        taken[w] = whole ? 0.0 : np_max0(hot_loads[where[w]] - mine[w]);
         capw[w] = cap[where[w]];
         left[w] = np_max0(capw[w] - taken[w]);
     }
@@ -733,8 +779,8 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         goto done;
     if (!solved)
         goto fallback;
-    /* _full: the followed loads as the rises leave them (np.add.at, in crossing order), an arc not kept
-     * that they fill (kept anew by the Python lines), the largest rise since the last booking */
+    /* _full: the followed loads as the rises leave them (np.add.at, in crossing order), the arcs not kept
+     * that they fill (to keep anew: ``out_arcs``, distinct), the largest rise since the last booking */
     for (Py_ssize_t i = 0; i < nlive; i++) {
         double r = got[i];
         upv[i] = isfinite(r) ? r - hbooked[out_l[i]] : 0.0;
@@ -743,10 +789,18 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         sc.hot[harc[h]] = hot_loads[harc[h]];
     for (Py_ssize_t h = 0; h < nh; h++)
         sc.hot[harc[h]] += hcnt[h] * upv[hrow[h]];
+    if (++sc.stamp == 0) {
+        memset(sc.mark, 0, sc.arcs * sizeof(uint32_t));
+        sc.stamp = 1;
+    }
+    Py_ssize_t nfull = 0;
     for (Py_ssize_t h = 0; h < nh; h++) {
         int64_t a = harc[h];
-        if (!keep[a] && sc.hot[a] >= cap[a] * (1.0 - 1e-9))
-            goto fallback;
+        if (!keep[a] && sc.hot[a] >= cap[a] * (1.0 - 1e-9) && sc.mark[a] != sc.stamp) {
+            if (whole || nfull >= nouta) /* (the whole component: the Python lines keep and join) */
+                goto fallback;
+            sc.mark[a] = sc.stamp, out_a[nfull++] = a;
+        }
     }
     double rise = 0.0;
     for (Py_ssize_t i = 0; i < nlive; i++) {
@@ -761,25 +815,33 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         rise0 = rise;
     if (rise0 >= room) /* every class booked again (the Python lines) */
         goto fallback;
-    /* _unverified: every class verified by its quick test, else the Python lines check member by member */
-    unsigned char *full = scratch(16, (size_t)nw + 1, 1);
-    unsigned char *neck = scratch(17, (size_t)ne + 1, 1);
-    unsigned char *quick = scratch(18, (size_t)nlive + 1, 1);
-    int64_t *sizes = scratch(19, (size_t)nlive + 1, sizeof(int64_t));
-    if (!full || !neck || !quick || !sizes) {
-        PyErr_NoMemory();
-        goto done;
+    int how = whole ? 2 : nfull ? 1 : 0;
+    Py_ssize_t nslack = 0;
+    if (how != 1) {
+        /* _unverified: every class verified by its quick test, else the Python lines check member by member */
+        unsigned char *full = scratch(16, (size_t)nw + 1, 1);
+        unsigned char *neck = scratch(17, (size_t)ne + 1, 1);
+        unsigned char *quick = scratch(18, (size_t)nlive + 1, 1);
+        int64_t *sizes = scratch(19, (size_t)nlive + 1, sizeof(int64_t));
+        if (!full || !neck || !quick || !sizes) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < nlive; i++)
+            sizes[i] = size[out_l[i]];
+        if (necks_core(cls, loc, cnt, hop, got, taken, capw, sizes, (Py_ssize_t)wmax, ne, nw, nlive, full, neck,
+                       quick) < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < nlive; i++)
+            if (!quick[i] || !(got[i] > cut)) /* (a class solved at or below the cut: never seen) */
+                goto fallback;
+        if (whole && R == nactive) /* everything solved: the kept arcs it leaves slack are left out */
+            for (Py_ssize_t w = 0; w < nw; w++)
+                if (!full[w])
+                    keep[where[w]] = 0, nslack++;
     }
-    for (Py_ssize_t i = 0; i < nlive; i++)
-        sizes[i] = size[out_l[i]];
-    if (necks_core(cls, loc, cnt, hop, got, taken, capw, sizes, (Py_ssize_t)wmax, ne, nw, nlive, full, neck, quick) <
-        0) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < nlive; i++)
-        if (!quick[i] || !(got[i] > cut)) /* (a class solved at or below the cut: never seen) */
-            goto fallback;
     /* the path holds: write it. Tab.advance(solved, t) (the slow classes' rates stand) */
     memcpy(order + ns, slow, (size_t)nslow * sizeof(int64_t));
     Py_ssize_t nm = ns + nslow;
@@ -805,13 +867,68 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         hot_loads[harc[h]] = sc.hot[harc[h]];
     for (Py_ssize_t i = 0; i < nlive; i++)
         hbooked[out_l[i]] = isfinite(got[i]) ? got[i] : 0.0;
-    /* completion times where the rate changed; the component's first completion (np.min: NaN wins) */
+    if (how == 1) { /* _solve returns None: the rates before stand in ``before`` for the completion times */
+        for (Py_ssize_t i = 0; !joined && i < R; i++)
+            before[region[i]] = rr[i];
+        result = Py_BuildValue("innddLni", how, nlive, nfull, rise0, NAN, 0LL, (Py_ssize_t)0, 0);
+        goto done;
+    }
+    /* completion times where the rate changed (from its rate before the settle: ``before`` where joined) */
     for (Py_ssize_t i = 0; i < ns; i++) {
         int64_t c = order[i];
-        double r = rate[c];
-        if (r != old[i])
+        double r = rate[c], was = joined ? before[c] : old[i];
+        if (r != was)
             due[c] = isinf(r) ? t : t + rem[c] / r;
     }
+    if (how == 2) {
+        /* _components: the empty classes one each, then the live ones joined by the kept arcs they cross,
+         * numbered by their first class; each kept arc crossed under its component's number */
+        int64_t *parent = scratch(25, (size_t)nlive + 1, sizeof(int64_t));
+        int64_t *lab = scratch(26, (size_t)nw + 1, sizeof(int64_t)), *rank = scratch(27, (size_t)nlive + 1, sizeof(int64_t));
+        if (!parent || !lab || !rank) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < nempty; i++)
+            comp[empty[i]] = next_comp + i;
+        long long base = next_comp + nempty, k = 0;
+        for (Py_ssize_t i = 0; i < nlive; i++)
+            parent[i] = i, rank[i] = -1;
+        for (Py_ssize_t w = 0; w < nw; w++)
+            lab[w] = -1;
+        for (Py_ssize_t e = 0; e < ne; e++) {
+            if (!keep[where[loc[e]]])
+                continue;
+            if (lab[loc[e]] < 0) {
+                lab[loc[e]] = cls[e];
+                continue;
+            }
+            int64_t x = uf_root(parent, lab[loc[e]]), y = uf_root(parent, cls[e]);
+            if (x != y)
+                parent[x > y ? x : y] = x < y ? x : y;
+        }
+        for (Py_ssize_t i = 0; i < nlive; i++) {
+            int64_t r = uf_root(parent, i);
+            if (rank[r] < 0)
+                rank[r] = k++;
+            comp[out_l[i]] = base + rank[r];
+        }
+        for (Py_ssize_t w = 0; w < nw; w++)
+            if (lab[w] >= 0)
+                arc_comp[where[w]] = base + rank[uf_root(parent, lab[w])];
+        result = Py_BuildValue("innddLni", how, nlive, nm, rise0, NAN, base + k, nslack, through);
+        goto done;
+    }
+    /* one component: the first completion of its classes (np.min: NaN wins); where joined, its new number */
+    long long number = joined ? next_comp : (long long)comp[region[0]];
+    if (joined)
+        for (Py_ssize_t i = 0; i < nm; i++) {
+            int64_t c = order[i];
+            comp[c] = number;
+            for (int64_t k = k_lo[c]; k < k_hi[c]; k++)
+                if (keep[k_arc[k]])
+                    arc_comp[k_arc[k]] = number;
+        }
     double first = INFINITY;
     for (Py_ssize_t i = 0; i < nm; i++) {
         double d = due[order[i]];
@@ -823,7 +940,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
             first = d;
     }
     memcpy(out_m, order, (size_t)nm * sizeof(int64_t));
-    result = Py_BuildValue("nnddL", nlive, nm, rise0, first, (long long)comp[region[0]]);
+    result = Py_BuildValue("innddLni", how, nlive, nm, rise0, first, number, (Py_ssize_t)0, 0);
     goto done;
 fallback:
     result = Py_None;
@@ -1036,7 +1153,7 @@ static PyMethodDef module_methods[] = {
     {"counted", (PyCFunction)(void (*)(void))py_counted, METH_FASTCALL,
      "counted(part, parts, arcs, hop, width, arcs_n, out_part, out_arc, out_hop, out_cnt) -> K: sim.classes._counted"},
     {"settle_above", (PyCFunction)(void (*)(void))py_settle_above, METH_FASTCALL,
-     "settle_above(region, t, floor, ...) -> None or (live, members, rise, first, comp): FanExecutor._settle's usual path"},
+     "settle_above(region, t, floor, ...) -> None or (how, live, n, rise, first, comp, slack, through): FanExecutor._settle's usual paths"},
     {"due_at", (PyCFunction)(void (*)(void))py_due_at, METH_FASTCALL,
      "due_at(members, alive, due, t, near, out) -> k: the alive members due by t + near (all alive ones: near NaN)"},
     {"finish", (PyCFunction)(void (*)(void))py_finish, METH_FASTCALL,

@@ -78,6 +78,7 @@ _STRUCTURE = True  # phases built from the fabric's structure where it has one (
 # a settle of one component that lost classes in C where sim._classcore is built, down the path it nearly
 # always takes (FanExecutor._settle_core); the Python lines where it leaves that path
 _SETTLE_CORE = True
+_NOT, _DONE, _ANEW = 0, 1, 2  # what FanExecutor._settle_core did: nothing, the settle, its first solve (arcs kept anew)
 
 
 class Fragmented(Exception):
@@ -1208,24 +1209,39 @@ class FanExecutor:
         ``floor``: where ``region`` is one component that lost classes and nothing else changed, the
         least rate of the classes that left it; the classes below a gap under it keep their rates and
         only the others are solved again (:meth:`_solve_above`)."""
-        if floor is not None and _SETTLE_CORE and self._settle_core(region, t, floor):
-            return
         tab = self._tab
-        cut = -np.inf if floor is None else self._cut_below(tab.rate[region], floor)
-        tab.advance(region[tab.rate[region] > cut], t)  # (the slow classes' rates stand)
-        self.partial += len(region) < self._nactive
         if len(self._before) < tab.n:  # rates before the solve by id (NaN: not in the region)
             self._before = np.full(2 * tab.n, np.nan)
         before, asked = self._before, region
-        before[asked] = tab.rate[asked]
-        self._kept_new = []
-        joined = False
+        core = floor is not None and _SETTLE_CORE
+        how = self._settle_core(region, t, floor) if core else _NOT
+        if how == _DONE:
+            return
+        joined = anew = how == _ANEW  # (the first solve done in C: ``before`` holds the rates before it)
+        cut = -np.inf
+        if not anew:
+            cut = -np.inf if floor is None else self._cut_below(tab.rate[region], floor)
+            tab.advance(region[tab.rate[region] > cut], t)  # (the slow classes' rates stand)
+            self.partial += len(region) < self._nactive
+            before[asked] = tab.rate[asked]
+            self._kept_new = []
         while True:
+            if anew:  # arcs kept anew: components may join
+                region, cut = self._join(region, t, floor)
+                joined = True
+                how = self._settle_core(region, t, floor, joined) if core else _NOT
+                if how == _DONE:
+                    before[asked] = np.nan
+                    return
+                if how == _ANEW:
+                    continue
+            anew = True
             if cut > -np.inf:
                 got = self._solve_above(region, cut, joined)
-                if got is not None and not len(got[0]):  # (a class solved fell below the cut)
+                if got is not None and not len(got[0]):  # (no class above the cut: the region whole)
                     region, cut = got[1], -np.inf
                     tab.advance(region, t)
+                    anew = False
                     continue
                 solved, members = got if got is not None else (None, None)
             else:
@@ -1236,10 +1252,6 @@ class FanExecutor:
                     self._components(solved)
             if solved is not None:
                 break
-            region = self._joined(region)  # arcs kept anew: components may join
-            tab.advance(region, t)
-            joined = True
-            cut = -np.inf if floor is None else self._cut_below(tab.rate[region], floor)
         old = np.full(len(solved), np.nan)
         known = solved < len(before)  # split parts are new: their rates are set anew
         old[known] = before[solved[known]]
@@ -1255,22 +1267,33 @@ class FanExecutor:
             if first < np.inf:
                 heapq.heappush(self._due, (first, int(tab.comp[members[0]])))
 
-    def _settle_core(self, region: np.ndarray, t: float, floor: float) -> bool:
+    def _join(self, region: np.ndarray, t: float, floor: float | None) -> tuple[np.ndarray, float]:
+        """Once arcs were kept anew while solving ``region``: the classes to solve again (:meth:`_joined`),
+        advanced to ``t``, and the cut under ``floor`` among them."""
+        region = self._joined(region)
+        self._tab.advance(region, t)
+        return region, -np.inf if floor is None else self._cut_below(self._tab.rate[region], floor)
+
+    def _settle_core(self, region: np.ndarray, t: float, floor: float, joined: bool = False) -> int:
         """:meth:`_settle` of ``region`` with ``floor`` in C (``settle_above`` in sim/_classcore.c), down the
-        path it takes nearly always: :meth:`_cut_below` finds a gap, and :meth:`_solve_above`'s one solve
-        keeps no arc anew, books nothing and verifies every class by its quick test -- the same operations
-        in the same order, so the same rates, loads and completion times to the bit. Whether it did:
-        where the path leaves that one (or the core is not built), it changed nothing and the Python
-        lines run."""
+        paths it takes nearly always: the one solve -- above the cut :meth:`_cut_below` finds (:meth:`_solve_above`),
+        or of the whole component where it finds none or no class above it -- books nothing and verifies
+        every class by its quick test -- the same operations in the same order, so the same rates, loads,
+        completion times and components to the bit. ``joined``: ``region`` was joined (:meth:`_join`) after
+        arcs were kept anew. Returns ``_DONE``; ``_ANEW`` where the solve above the cut filled an arc not
+        kept: C left the state as :meth:`_solve` leaves it when it returns None, and the arcs are kept here
+        (the caller joins and goes on); ``_NOT`` where the path leaves those (or the core is not built): it
+        changed nothing and the Python lines run."""
         settle = getattr(_maxmin._CORE, "settle_above", None)
         if settle is None or not len(region):
-            return False
+            return _NOT
         check_deadline()
         tab = self._tab
         n = len(region)
         if len(self._out) < n:
             self._out = np.zeros(2 * n, dtype=np.int64)
             self._out_live = np.zeros(2 * n, dtype=np.int64)
+        was = np.unique(tab.comp[region]).tolist() if joined else [int(tab.comp[region[0]])]  # renumbered below
         got = settle(
             np.ascontiguousarray(region, dtype=np.int64),
             float(t),
@@ -1301,19 +1324,37 @@ class FanExecutor:
             float(self._room),
             self._out,
             self._out_live,
+            self._before,
+            self._nactive,
+            self._arc_comp,
+            self._next_comp,
+            self._out_arcs,
+            joined,
         )
         if got is None:
-            return False
-        nlive, nmembers, self._rise, first, comp = got
-        self.partial += n < self._nactive
-        self.above += 1
-        self.solves += 1
-        self._kept_new = []
+            return _NOT
+        how, nlive, k, self._rise, first, comp, slack, through = got
+        if not joined:
+            self.partial += n < self._nactive
+            self._kept_new = []
+        self.above += how != 2 or through
+        self.solves += 1 + through
         self._unbooked.append(self._out_live[:nlive].copy())
-        self._comps[comp] = self._out[:nmembers].copy()
+        if how == 1:
+            self._promote(self._out_arcs[:k].copy())
+            return _ANEW
+        if how == 2 or joined:  # numbered anew from _next_comp (how 2: up to ``comp``)
+            for c in was:
+                self._comps.pop(c, None)
+            self._next_comp = comp if how == 2 else comp + 1
+        if how == 2:
+            self._kept_version += slack > 0
+            self._index(region)
+            return _DONE
+        self._comps[comp] = self._out[:k].copy()
         if first < np.inf:
             heapq.heappush(self._due, (first, comp))
-        return True
+        return _DONE
 
     @staticmethod
     def _cut_below(rates: np.ndarray, floor: float) -> float:
@@ -1454,6 +1495,7 @@ class FanExecutor:
         self._due: list[tuple[float, int]] = []  # a heap of (first completion, component) by component
         self._before = np.zeros(0)
         self._out = self._out_live = np.zeros(0, dtype=np.int64)  # what _settle_core writes
+        self._out_arcs = np.zeros(cl.num_arcs, dtype=np.int64)
         received = np.zeros(s, dtype=np.int64)
         ready = np.full(s, t0)  # each server's processor is free from then on
         waiting = [c.id for c in self._phase(np.arange(s), t0, push=True)]  # not yet draining
