@@ -478,6 +478,9 @@ static struct {
     double *hot;    /* ... its load followed exactly, as the solve leaves it */
     size_t arcs;
     uint32_t stamp;
+    uint32_t *cmark; /* per component number: ``cstamp`` where seen in this call */
+    size_t ncomps;
+    uint32_t cstamp;
 } sc;
 
 /* scratch slot ``k`` holding ``n`` items of ``size`` bytes; NULL where memory ran out */
@@ -591,39 +594,47 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         PyErr_SetString(PyExc_ValueError, "settle_above: arrays out of shape");
         goto done;
     }
-    /* one pass over the region: its rates (``rr``, in order), its component, and FanExecutor._cut_below's
-     * candidates -- the rates below the floor within _NEAR of it (``below``), and the highest under those */
-    double *below = scratch(0, (size_t)R + 1, sizeof(double)), *rr = scratch(21, (size_t)R + 1, sizeof(double));
-    int64_t *order = scratch(1, (size_t)R, sizeof(int64_t)); /* members: solved, then slow */
-    int64_t *empty = scratch(2, (size_t)R, sizeof(int64_t)), *slow = scratch(22, (size_t)R, sizeof(int64_t));
-    if (!below || !rr || !order || !empty || !slow) {
+    /* one pass over the region: its component, FanExecutor._cut_below's candidates -- the rates below the
+     * floor within _NEAR of it (``below``), and the highest under those -- and the classes that may be above
+     * the cut (``above``, by index: every rate not below the floor's neighbourhood; the cut is at most the
+     * highest rate under it unless the rates crowd down to it) */
+    double *below = scratch(0, (size_t)R + 1, sizeof(double));
+    int64_t *order = scratch(1, (size_t)R, sizeof(int64_t)); /* the classes solved, in order */
+    int64_t *empty = scratch(2, (size_t)R, sizeof(int64_t)), *above = scratch(22, (size_t)R, sizeof(int64_t));
+    if (!below || !order || !empty || !above) {
         PyErr_NoMemory();
         goto done;
     }
-    Py_ssize_t nbelow = 0, ntop = 0;
+    Py_ssize_t nbelow = 0, ntop = 0, nabove = 0;
     const double near = floor * (1.0 - 1e-6); /* 1 - sim.classes._NEAR */
     double under = -INFINITY;
-    int any_under = 0, one = 1, odd = 0;
+    int one = 1, crowd = 0, beyond = 0;
+    const uint64_t rows = (uint64_t)(nbefore < nrows ? nbefore : nrows);
     int64_t comp0 = region[0] >= 0 && region[0] < nrows ? comp[region[0]] : 0;
     for (Py_ssize_t i = 0; i < R; i++) {
         int64_t c = region[i];
-        if (c < 0 || c >= nrows) {
-            PyErr_SetString(PyExc_ValueError, "settle_above: a class out of range");
-            goto done;
+        if ((uint64_t)c >= rows) {
+            if (c < 0 || c >= nrows) {
+                PyErr_SetString(PyExc_ValueError, "settle_above: a class out of range");
+                goto done;
+            }
+            beyond = 1; /* (``before`` too short: the Python lines grow it) */
+            continue;
         }
-        one &= comp[c] == comp0;
+        if (comp[c] != comp0)
+            one = 0;
         double r = rate[c];
-        rr[i] = r;
-        odd |= !(r > -INFINITY) || c >= nbefore; /* NaN (or -inf): advanced otherwise by the whole solve */
-        if (r < floor) {
-            nbelow++;
-            if (r >= near)
-                below[ntop++] = r;
-            else if (!any_under || r > under) /* (no NaN is below the floor) */
-                under = r, any_under = 1;
+        if (!(r < floor)) { /* (NaN too) */
+            above[nabove++] = i;
+            continue;
         }
+        nbelow++;
+        if (r >= near)
+            below[ntop++] = r, above[nabove++] = i;
+        else if (r > under) /* (np.max: -inf where every one is) */
+            under = r;
     }
-    if (!one && !joined) /* not one component: the Python lines number them anew */
+    if ((!one && !joined) || beyond) /* not one component: the Python lines number them anew */
         goto fallback;
     double cut = -INFINITY;
     if (nbelow) {
@@ -634,40 +645,40 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         if (!first_gap(below, n, floor, &cut) && ntop < nbelow) { /* the rates crowd down: all of them */
             Py_ssize_t m = 0;
             for (Py_ssize_t i = 0; i < R; i++)
-                if (rr[i] < floor)
-                    below[m++] = rr[i];
+                if (rate[region[i]] < floor)
+                    below[m++] = rate[region[i]];
             qsort(below, (size_t)m, sizeof(double), cmp_desc);
-            first_gap(below, m, floor, &cut);
+            crowd = first_gap(below, m, floor, &cut);
         }
     }
-    /* _solve_above: the classes above the cut (in order: ``order``, the live ones with crossings ``out_l``,
-     * the empty ones without) and the slow ones; no gap, or no class above it (``through``): the whole
-     * component, every class solved (_solve; the Python lines where joined) */
+    /* _solve_above: the classes above the cut (``above``, by index in order; ``order``, the live ones with
+     * crossings ``out_l``, the empty ones without); the others are slow. No gap, or no class above it
+     * (``through``): the whole component, every class solved (_solve; the Python lines where joined) */
     int whole = !(cut > -INFINITY), through = 0;
     Py_ssize_t ns = 0, nlive = 0, nempty = 0, nslow = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        double ce = whole ? -INFINITY : cut;
-        ns = nlive = nempty = nslow = 0;
-        for (Py_ssize_t i = 0; i < R; i++) {
-            int64_t c = region[i];
-            if (rr[i] <= ce) {
-                slow[nslow++] = c;
-                continue;
-            }
-            order[ns++] = c;
-            if (hi[c] - lo[c] > 0)
-                out_l[nlive++] = c;
-            else
-                empty[nempty++] = c;
+    if (!whole) {
+        for (Py_ssize_t j = 0; j < (crowd ? R : nabove); j++) {
+            Py_ssize_t i = crowd ? j : above[j];
+            if (!(rate[region[i]] <= cut))
+                above[ns++] = i;
         }
-        if (ns || whole)
-            break;
-        whole = through = 1;
+        whole = through = !ns;
     }
-    if (whole && (joined || odd))
+    if (whole && joined)
         goto fallback;
     if (whole)
-        cut = -INFINITY;
+        cut = -INFINITY, ns = R;
+    nslow = R - ns;
+    for (Py_ssize_t j = 0; j < ns; j++) {
+        int64_t c = region[whole ? j : above[j]];
+        if (whole && !(rate[c] > -INFINITY)) /* NaN or -inf: the whole solve would advance it otherwise */
+            goto fallback;
+        order[j] = c;
+        if (hi[c] - lo[c] > 0)
+            out_l[nlive++] = c;
+        else
+            empty[nempty++] = c;
+    }
     if (!nlive)
         goto fallback;
     /* _Table.kept(live, hot, hot, version): their copied crossings of the followed arcs; the kept ones (where
@@ -843,13 +854,14 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
                     keep[where[w]] = 0, nslack++;
     }
     /* the path holds: write it. Tab.advance(solved, t) (the slow classes' rates stand) */
-    memcpy(order + ns, slow, (size_t)nslow * sizeof(int64_t));
-    Py_ssize_t nm = ns + nslow;
     double *old = scratch(20, (size_t)ns + 1, sizeof(double));
     if (!old) {
         PyErr_NoMemory();
         goto done;
     }
+    if (how == 1) /* _solve returns None: the rates before stand in ``before`` for the completion times */
+        for (Py_ssize_t i = 0; !joined && i < R; i++)
+            before[region[i]] = rate[region[i]];
     for (Py_ssize_t i = 0; i < ns; i++) {
         int64_t c = order[i];
         old[i] = rate[c];
@@ -867,10 +879,8 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         hot_loads[harc[h]] = sc.hot[harc[h]];
     for (Py_ssize_t i = 0; i < nlive; i++)
         hbooked[out_l[i]] = isfinite(got[i]) ? got[i] : 0.0;
-    if (how == 1) { /* _solve returns None: the rates before stand in ``before`` for the completion times */
-        for (Py_ssize_t i = 0; !joined && i < R; i++)
-            before[region[i]] = rr[i];
-        result = Py_BuildValue("innddLni", how, nlive, nfull, rise0, NAN, 0LL, (Py_ssize_t)0, 0);
+    if (how == 1) {
+        result = Py_BuildValue("innddLniO", how, nlive, nfull, rise0, NAN, 0LL, (Py_ssize_t)0, 0, Py_None);
         goto done;
     }
     /* completion times where the rate changed (from its rate before the settle: ``before`` where joined) */
@@ -916,31 +926,72 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         for (Py_ssize_t w = 0; w < nw; w++)
             if (lab[w] >= 0)
                 arc_comp[where[w]] = base + rank[uf_root(parent, lab[w])];
-        result = Py_BuildValue("innddLni", how, nlive, nm, rise0, NAN, base + k, nslack, through);
+        result = Py_BuildValue("innddLniO", how, nlive, R, rise0, NAN, base + k, nslack, through, Py_None);
         goto done;
     }
-    /* one component: the first completion of its classes (np.min: NaN wins); where joined, its new number */
+    /* one component: the classes solved, then the slow ones in order; the first completion of its classes
+     * (np.min: NaN wins); where joined, its new number */
+    double first = INFINITY;
+    int nan = 0;
+    for (Py_ssize_t i = 0; i < ns; i++) {
+        int64_t c = out_m[i] = order[i];
+        double d = due[c];
+        nan |= d != d;
+        first = d < first ? d : first;
+    }
+    for (Py_ssize_t i = 0, j = 0, k = ns; i < R; i++) {
+        if (j < ns && above[j] == i) {
+            j++;
+            continue;
+        }
+        int64_t c = out_m[k++] = region[i];
+        double d = due[c];
+        nan |= d != d;
+        first = d < first ? d : first;
+    }
+    if (nan)
+        first = NAN;
+    Py_ssize_t nm = ns + nslow;
     long long number = joined ? next_comp : (long long)comp[region[0]];
-    if (joined)
+    PyObject *was = Py_None; /* where joined: the components renumbered (once each) */
+    Py_INCREF(was);
+    if (joined) {
+        Py_DECREF(was);
+        if (!(was = PyList_New(0)))
+            goto done;
+        if ((size_t)next_comp > sc.ncomps) {
+            uint32_t *cm = calloc((size_t)next_comp * 2 + 16, sizeof(uint32_t));
+            if (!cm) {
+                Py_DECREF(was);
+                PyErr_NoMemory();
+                goto done;
+            }
+            free(sc.cmark);
+            sc.cmark = cm, sc.ncomps = (size_t)next_comp * 2 + 16, sc.cstamp = 0;
+        }
+        if (++sc.cstamp == 0) {
+            memset(sc.cmark, 0, sc.ncomps * sizeof(uint32_t));
+            sc.cstamp = 1;
+        }
         for (Py_ssize_t i = 0; i < nm; i++) {
-            int64_t c = order[i];
+            int64_t c = out_m[i], x = comp[c];
+            if (x >= 0 && x < next_comp && sc.cmark[x] != sc.cstamp) {
+                sc.cmark[x] = sc.cstamp;
+                PyObject *v = PyLong_FromLongLong(x);
+                if (!v || PyList_Append(was, v) < 0) {
+                    Py_XDECREF(v);
+                    Py_DECREF(was);
+                    goto done;
+                }
+                Py_DECREF(v);
+            }
             comp[c] = number;
             for (int64_t k = k_lo[c]; k < k_hi[c]; k++)
                 if (keep[k_arc[k]])
                     arc_comp[k_arc[k]] = number;
         }
-    double first = INFINITY;
-    for (Py_ssize_t i = 0; i < nm; i++) {
-        double d = due[order[i]];
-        if (d != d) {
-            first = d;
-            break;
-        }
-        if (d < first)
-            first = d;
     }
-    memcpy(out_m, order, (size_t)nm * sizeof(int64_t));
-    result = Py_BuildValue("innddLni", how, nlive, nm, rise0, first, number, (Py_ssize_t)0, 0);
+    result = Py_BuildValue("innddLniN", how, nlive, nm, rise0, first, number, (Py_ssize_t)0, 0, was);
     goto done;
 fallback:
     result = Py_None;

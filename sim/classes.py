@@ -1290,10 +1290,10 @@ class FanExecutor:
         check_deadline()
         tab = self._tab
         n = len(region)
-        if len(self._out) < n:
-            self._out = np.zeros(2 * n, dtype=np.int64)
+        if len(self._out_live) < n:
             self._out_live = np.zeros(2 * n, dtype=np.int64)
-        was = np.unique(tab.comp[region]).tolist() if joined else [int(tab.comp[region[0]])]  # renumbered below
+        members = np.empty(n, dtype=np.int64)  # (kept as the component's classes)
+        comp0 = int(tab.comp[region[0]])  # (how 2: renumbered below)
         got = settle(
             np.ascontiguousarray(region, dtype=np.int64),
             float(t),
@@ -1322,7 +1322,7 @@ class FanExecutor:
             self.cluster.capacity,
             float(self._rise),
             float(self._room),
-            self._out,
+            members,
             self._out_live,
             self._before,
             self._nactive,
@@ -1333,7 +1333,7 @@ class FanExecutor:
         )
         if got is None:
             return _NOT
-        how, nlive, k, self._rise, first, comp, slack, through = got
+        how, nlive, k, self._rise, first, comp, slack, through, was = got
         if not joined:
             self.partial += n < self._nactive
             self._kept_new = []
@@ -1343,15 +1343,15 @@ class FanExecutor:
         if how == 1:
             self._promote(self._out_arcs[:k].copy())
             return _ANEW
-        if how == 2 or joined:  # numbered anew from _next_comp (how 2: up to ``comp``)
-            for c in was:
+        if how == 2 or joined:  # numbered anew from _next_comp (how 2: up to ``comp``; joined: ``was`` renumbered)
+            for c in was if joined else [comp0]:
                 self._comps.pop(c, None)
             self._next_comp = comp if how == 2 else comp + 1
         if how == 2:
             self._kept_version += slack > 0
             self._index(region)
             return _DONE
-        self._comps[comp] = self._out[:k].copy()
+        self._comps[comp] = members
         if first < np.inf:
             heapq.heappush(self._due, (first, comp))
         return _DONE
@@ -1494,7 +1494,7 @@ class FanExecutor:
         self._comps: dict[int, np.ndarray] = {}  # every live component's classes (some completed since)
         self._due: list[tuple[float, int]] = []  # a heap of (first completion, component) by component
         self._before = np.zeros(0)
-        self._out = self._out_live = np.zeros(0, dtype=np.int64)  # what _settle_core writes
+        self._out_live = np.zeros(0, dtype=np.int64)  # what _settle_core writes
         self._out_arcs = np.zeros(cl.num_arcs, dtype=np.int64)
         received = np.zeros(s, dtype=np.int64)
         ready = np.full(s, t0)  # each server's processor is free from then on

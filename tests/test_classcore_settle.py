@@ -48,8 +48,9 @@ def _same(got, want):
 class _Counting:
     """``sim._classcore`` with its settles counted: whether each took the usual path (in C)."""
 
-    def __init__(self, taken: list[bool]) -> None:
+    def __init__(self, taken: list[bool], paths: list | None = None) -> None:
         self.taken = taken
+        self.paths = [] if paths is None else paths
 
     def __getattr__(self, name):
         return getattr(core, name)
@@ -57,6 +58,7 @@ class _Counting:
     def settle_above(self, *args):
         got = core.settle_above(*args)
         self.taken.append(got is not None)
+        self.paths.append(None if got is None else (got[0], bool(args[-1]), got[7]))
         return got
 
 
@@ -74,14 +76,20 @@ def test_the_c_settle_is_the_python_settle(monkeypatch, case):
 
 
 def test_the_c_settle_takes_most_settles(monkeypatch):
-    """One shard per rank on 64 GPUs, hashed: most completions settle in C, and the run is the Python
+    """One shard per rank on 64 GPUs, hashed: nearly every completion settles in C -- above the cut, the
+    whole component (no gap, or no class above it), the solve that fills an arc not kept (committed; the
+    Python lines keep it and join) and the joined region, each many times -- and the run is the Python
     lines'."""
     case = ("dgx:hosts=8,ecmp=hash", "ps", {}, 25 * 2**20)
     taken: list[bool] = []
+    paths: list = []
     with monkeypatch.context() as m:
-        m.setattr(maxmin, "_CORE", _Counting(taken))
+        m.setattr(maxmin, "_CORE", _Counting(taken, paths))
         got = _run(case)
-    assert sum(taken) > 0.7 * len(taken) > 1000
+    assert sum(taken) > 0.95 * len(taken) > 1000
+    seen = {p: paths.count(p) for p in set(paths)}
+    for path in [(0, False, 0), (0, True, 0), (1, False, 0), (2, False, 0), (2, False, 1)]:
+        assert seen.get(path, 0) > 10, (path, seen)
     with monkeypatch.context() as m:
         m.setattr(classes, "_SETTLE_CORE", False)
         _same(_run(case), got)
