@@ -1039,6 +1039,46 @@ done:
     return result;
 }
 
+/* due_split(members, alive, due, t, near, out) -> (k, m): due_at's ``out[:k]`` (the alive members due by ``t +
+ * near``, in order) and beside them, in ``out[n:n + m]`` (``n`` members), the other alive ones in order (the
+ * component's classes once those due complete: FanExecutor._simulate) -- one pass */
+static PyObject *py_due_split(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Buf b[4];
+    PyObject *result = NULL;
+    static const int at[4] = {0, 1, 2, 5};
+    if (open_all(args, nargs, 6, "due_split(members, alive, due, t, near, out)", b, 4, "q?dq", at, 3) < 0)
+        goto done;
+    double t = PyFloat_AsDouble(args[3]), near = PyFloat_AsDouble(args[4]);
+    if (PyErr_Occurred())
+        goto done;
+    const int64_t *members = b[0].view.buf;
+    const unsigned char *alive = b[1].view.buf;
+    const double *due = b[2].view.buf;
+    int64_t *out = b[3].view.buf;
+    Py_ssize_t n = b[0].view.shape[0], rows = b[1].view.shape[0];
+    int fine = b[2].view.shape[0] == rows && b[3].view.shape[0] >= 2 * n;
+    for (Py_ssize_t i = 0; fine && i < n; i++)
+        fine = members[i] >= 0 && members[i] < rows;
+    if (!fine) {
+        PyErr_SetString(PyExc_ValueError, "due_split: arrays out of shape");
+        goto done;
+    }
+    Py_ssize_t k = 0, m = n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t c = members[i];
+        if (!alive[c])
+            continue;
+        if (due[c] - t <= near)
+            out[k++] = c;
+        else
+            out[m++] = c;
+    }
+    result = Py_BuildValue("nn", k, m - n);
+done:
+    close_all(b, 4);
+    return result;
+}
+
 /* finish(done, lo, hi, e_arc, e_cnt, booked, hbooked, hot, loads, crossers, hot_loads): FanExecutor._finish's
  * loads -- the crossings of the classes ``done``, class by class, taken off every arc's load at the booked
  * rate, its crossing members, and the followed arcs' loads at the rate (np.add.at, in that order) */
@@ -1207,6 +1247,8 @@ static PyMethodDef module_methods[] = {
      "settle_above(region, t, floor, ...) -> None or (how, live, n, rise, first, comp, slack, through): FanExecutor._settle's usual paths"},
     {"due_at", (PyCFunction)(void (*)(void))py_due_at, METH_FASTCALL,
      "due_at(members, alive, due, t, near, out) -> k: the alive members due by t + near (all alive ones: near NaN)"},
+    {"due_split", (PyCFunction)(void (*)(void))py_due_split, METH_FASTCALL,
+     "due_split(members, alive, due, t, near, out) -> (k, m): due_at's out[:k], the other alive members in out[n:n + m]"},
     {"finish", (PyCFunction)(void (*)(void))py_finish, METH_FASTCALL,
      "finish(done, lo, hi, e_arc, e_cnt, booked, hbooked, hot, loads, crossers, hot_loads): FanExecutor._finish's loads"},
     {"kept_rows", (PyCFunction)(void (*)(void))py_kept_rows, METH_FASTCALL,

@@ -1163,6 +1163,20 @@ class FanExecutor:
         members = members[tab.alive[members]]
         return members if np.isnan(near) else members[tab.due[members] - t <= near]
 
+    def _due_split(self, members: np.ndarray, t: float, near: float) -> tuple[np.ndarray, np.ndarray]:
+        """The active classes of ``members`` due by ``t + near`` and the other active ones, each in order
+        (:meth:`_alive`, both at once). In C where ``sim._classcore`` is built (``due_split``)."""
+        tab = self._tab
+        core = getattr(_maxmin._CORE, "due_split", None)
+        if core is not None:
+            n = len(members)
+            out = np.empty(2 * n, dtype=np.int64)
+            k, m = core(members, tab.alive, tab.due, t, near, out)
+            return out[:k], out[n : n + m]
+        members = members[tab.alive[members]]
+        due = tab.due[members] - t <= near
+        return members[due], members[~due]
+
     def _index(self, solved: np.ndarray) -> None:
         """Index the components of ``solved`` (just numbered, their completion times set): their
         classes, and their first completions on the heap."""
@@ -1516,20 +1530,30 @@ class FanExecutor:
                 heapq.heappop(heap)
             t = min(tab.start[pending].min(initial=np.inf), heap[0][0] if heap else np.inf)
             near = _TIME_RTOL * t + 1e-300
-            done_in: list[np.ndarray] = []
+            due: list[int] = []  # the components with classes due (once each)
             while heap and heap[0][0] - t <= near:
-                members = comps.get(heapq.heappop(heap)[1])
-                if members is not None:
-                    done_in.append(self._alive(members, t, near))
+                c = heapq.heappop(heap)[1]
+                if c in comps and c not in due:
+                    due.append(c)
             # (a component solved above a completion keeps its number: its older entries may be due too)
-            done = np.unique(np.concatenate(done_in)) if done_in else np.zeros(0, dtype=np.int64)
+            rest = None  # one component due: its other active classes
+            if len(due) == 1:
+                done, rest = self._due_split(comps[due[0]], t, near)
+                done = np.sort(done)  # (np.unique: a component lists each class once)
+            elif due:
+                done = np.unique(np.concatenate([self._alive(comps[c], t, near) for c in due]))
+            else:
+                done = np.zeros(0, dtype=np.int64)
             starting = pending[tab.start[pending] <= t]
             pending = pending[tab.start[pending] > t]
             touched = np.unique(tab.comp[done])
             # one component lost classes and nothing else changed: those slower than all of them stand
             floor = float(tab.rate[done].min()) if len(touched) == 1 and not len(starting) else None
             self._finish(done)
-            region = self._members_of(touched)
+            if rest is not None and len(touched) == 1 and touched[0] == due[0]:
+                region = rest  # (_members_of: its classes still active)
+            else:
+                region = self._members_of(touched)
             if len(starting):
                 region = np.union1d(region, self._start(starting))
             pulls = np.zeros(0, dtype=np.int64)

@@ -119,6 +119,11 @@ def test_the_c_lines_beside_the_settle_are_numpys(seed):
     np.testing.assert_array_equal(out[:k], alive_m[due[alive_m] - t <= near])
     k = core.due_at(members, alive, due, t, np.nan, out)
     np.testing.assert_array_equal(out[:k], alive_m)
+    # due_split: those due and the other alive ones, in order, in one pass
+    both = np.empty(2 * len(members), dtype=np.int64)
+    k, m = core.due_split(members, alive, due, t, near, both)
+    np.testing.assert_array_equal(both[:k], alive_m[due[alive_m] - t <= near])
+    np.testing.assert_array_equal(both[len(members) : len(members) + m], alive_m[~(due[alive_m] - t <= near)])
     # finish: the loads, crossers and followed loads less the classes done (np.add.at, in order)
     done = np.unique(members[: len(members) // 2 + 1])
     booked, hbooked = rng.random(n) * 1e9, rng.random(n) * 1e9
@@ -175,6 +180,8 @@ def test_the_c_lines_refuse_arrays_out_of_shape():
     arc, cnt = np.array([0, 1, 5]), np.ones(3)
     with pytest.raises(ValueError, match="out of shape"):
         core.due_at(np.array([0, 7]), np.ones(2, bool), np.zeros(2), 0.0, 0.0, np.empty(2, np.int64))
+    with pytest.raises(ValueError, match="out of shape"):  # room for both lists: 2 x members
+        core.due_split(np.array([0, 1]), np.ones(2, bool), np.zeros(2), 0.0, 0.0, np.empty(3, np.int64))
     with pytest.raises(ValueError, match="out of shape"):  # arc 5 of 2
         z = np.zeros(2)
         core.finish(np.array([1]), lo, hi, arc, cnt, z, z, np.ones(2, bool), z.copy(), z.copy(), z.copy())
