@@ -1005,11 +1005,13 @@ done:
 /* due_at(members, alive, due, t, near, out) -> k: ``members[alive[members]]`` and of those the ones with
  * ``due - t <= near`` (FanExecutor._simulate: the classes that complete at ``t``) in ``out[:k]``; with ``near``
  * NaN, only the alive ones (FanExecutor._members_of) */
-static PyObject *py_due_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *due_scan(PyObject *const *args, Py_ssize_t nargs, int split) {
     Buf b[4];
     PyObject *result = NULL;
     static const int at[4] = {0, 1, 2, 5};
-    if (open_all(args, nargs, 6, "due_at(members, alive, due, t, near, out)", b, 4, "q?dq", at, 3) < 0)
+    const char *usage = split ? "due_split(members, alive, due, t, near, out)"
+                              : "due_at(members, alive, due, t, near, out)";
+    if (open_all(args, nargs, 6, usage, b, 4, "q?dq", at, 3) < 0)
         goto done;
     double t = PyFloat_AsDouble(args[3]), near = PyFloat_AsDouble(args[4]);
     if (PyErr_Occurred())
@@ -1019,64 +1021,37 @@ static PyObject *py_due_at(PyObject *self, PyObject *const *args, Py_ssize_t nar
     const double *due = b[2].view.buf;
     int64_t *out = b[3].view.buf;
     Py_ssize_t n = b[0].view.shape[0], rows = b[1].view.shape[0];
-    int fine = b[2].view.shape[0] == rows && b[3].view.shape[0] >= n;
+    int fine = b[2].view.shape[0] == rows && b[3].view.shape[0] >= (split ? 2 * n : n);
     for (Py_ssize_t i = 0; fine && i < n; i++)
         fine = members[i] >= 0 && members[i] < rows;
     if (!fine) {
-        PyErr_SetString(PyExc_ValueError, "due_at: arrays out of shape");
+        PyErr_Format(PyExc_ValueError, "%s: arrays out of shape", split ? "due_split" : "due_at");
         goto done;
     }
-    Py_ssize_t k = 0;
+    Py_ssize_t k = 0, m = n;
     int all = near != near;
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t c = members[i];
-        if (alive[c] && (all || due[c] - t <= near))
+        if (!alive[c])
+            continue;
+        if (all || due[c] - t <= near)
             out[k++] = c;
+        else if (split)
+            out[m++] = c;
     }
-    result = PyLong_FromSsize_t(k);
+    result = split ? Py_BuildValue("nn", k, m - n) : PyLong_FromSsize_t(k);
 done:
     close_all(b, 4);
     return result;
 }
 
+static PyObject *py_due_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return due_scan(args, nargs, 0); }
+
 /* due_split(members, alive, due, t, near, out) -> (k, m): due_at's ``out[:k]`` (the alive members due by ``t +
  * near``, in order) and beside them, in ``out[n:n + m]`` (``n`` members), the other alive ones in order (the
  * component's classes once those due complete: FanExecutor._simulate) -- one pass */
 static PyObject *py_due_split(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    Buf b[4];
-    PyObject *result = NULL;
-    static const int at[4] = {0, 1, 2, 5};
-    if (open_all(args, nargs, 6, "due_split(members, alive, due, t, near, out)", b, 4, "q?dq", at, 3) < 0)
-        goto done;
-    double t = PyFloat_AsDouble(args[3]), near = PyFloat_AsDouble(args[4]);
-    if (PyErr_Occurred())
-        goto done;
-    const int64_t *members = b[0].view.buf;
-    const unsigned char *alive = b[1].view.buf;
-    const double *due = b[2].view.buf;
-    int64_t *out = b[3].view.buf;
-    Py_ssize_t n = b[0].view.shape[0], rows = b[1].view.shape[0];
-    int fine = b[2].view.shape[0] == rows && b[3].view.shape[0] >= 2 * n;
-    for (Py_ssize_t i = 0; fine && i < n; i++)
-        fine = members[i] >= 0 && members[i] < rows;
-    if (!fine) {
-        PyErr_SetString(PyExc_ValueError, "due_split: arrays out of shape");
-        goto done;
-    }
-    Py_ssize_t k = 0, m = n;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t c = members[i];
-        if (!alive[c])
-            continue;
-        if (due[c] - t <= near)
-            out[k++] = c;
-        else
-            out[m++] = c;
-    }
-    result = Py_BuildValue("nn", k, m - n);
-done:
-    close_all(b, 4);
-    return result;
+    return due_scan(args, nargs, 1);
 }
 
 /* finish(done, lo, hi, e_arc, e_cnt, booked, hbooked, hot, loads, crossers, hot_loads): FanExecutor._finish's
