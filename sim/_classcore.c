@@ -527,17 +527,17 @@ static int64_t uf_root(int64_t *parent, int64_t i) {
  * before, nactive, arc_comp, next_comp, out_arcs, joined):
  * FanExecutor._settle of ``region`` (one component that lost classes at ``t``, the least rate of those
  * ``floor``, nothing else changed; ``joined``: or such joined, after arcs were kept anew, to the components
- * those arcs meet) down the paths it takes nearly always, with the same operations in the same order (the
+ * those arcs meet -- then advanced to ``t`` first, whatever follows) down the paths it takes nearly always, with the same operations in the same order (the
  * classes' rates, loads, completion times and components to the bit). The one solve -- of the classes above
  * the cut (_cut_below, _solve_above), or of the whole component where there is no gap or no class above it
  * (_solve) -- keeps no arc anew, books nothing (the largest rise since the last booking, ``rise``, stays below
  * ``room``), splits nothing (every class verified by its quick test). Returns None, having changed nothing,
  * where the path leaves those (the Python lines then run it); else (how, live, n, rise, first, comp, slack,
- * through): ``out_live[:live]`` the classes solved with crossings, ``rise`` the largest rise since the last
+ * through, was): ``out_live[:live]`` the classes solved with crossings, ``rise`` the largest rise since the last
  * booking, and by ``how``:
  *   0: solved above the cut: ``out_members[:n]`` the component's classes in their new order, ``first`` its
  *      first completion, ``comp`` its number (where ``joined``: ``next_comp``, the classes and the kept
- *      arcs they cross renumbered to it);
+ *      arcs they cross renumbered to it, ``was`` the list of the numbers they had, each once; else None);
  *   1: above the cut, an arc not kept filled: the solve committed as _solve leaves it when it returns None
  *      (the classes advanced, their rates, the followed loads; where not ``joined``, ``before[region]`` the
  *      rates before), ``out_arcs[:n]`` the arcs to keep (distinct): the Python lines keep them, join and go on;
@@ -634,6 +634,13 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         else if (r > under) /* (np.max: -inf where every one is) */
             under = r;
     }
+    if (joined) /* Tab.advance(region, t), whatever follows (FanExecutor._settle leaves it to this call) */
+        for (Py_ssize_t i = 0; i < R; i++) {
+            int64_t c = region[i];
+            if (t > since[c])
+                rem[c] = isinf(rate[c]) ? 0.0 : rem[c] - rate[c] * (t - since[c]);
+            since[c] = t;
+        }
     if ((!one && !joined) || beyond) /* not one component: the Python lines number them anew */
         goto fallback;
     double cut = -INFINITY;
@@ -1219,7 +1226,7 @@ static PyMethodDef module_methods[] = {
     {"counted", (PyCFunction)(void (*)(void))py_counted, METH_FASTCALL,
      "counted(part, parts, arcs, hop, width, arcs_n, out_part, out_arc, out_hop, out_cnt) -> K: sim.classes._counted"},
     {"settle_above", (PyCFunction)(void (*)(void))py_settle_above, METH_FASTCALL,
-     "settle_above(region, t, floor, ...) -> None or (how, live, n, rise, first, comp, slack, through): FanExecutor._settle's usual paths"},
+     "settle_above(region, t, floor, ...) -> None or (how, live, n, rise, first, comp, slack, through, was): FanExecutor._settle's usual paths"},
     {"due_at", (PyCFunction)(void (*)(void))py_due_at, METH_FASTCALL,
      "due_at(members, alive, due, t, near, out) -> k: the alive members due by t + near (all alive ones: near NaN)"},
     {"due_split", (PyCFunction)(void (*)(void))py_due_split, METH_FASTCALL,

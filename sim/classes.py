@@ -1241,14 +1241,17 @@ class FanExecutor:
             self._kept_new = []
         while True:
             if anew:  # arcs kept anew: components may join
-                region, cut = self._join(region, t, floor)
+                region = self._joined(region)
                 joined = True
-                how = self._settle_core(region, t, floor, joined) if core else _NOT
+                how = self._settle_core(region, t, floor, joined) if core else _NOT  # (it advances them to t)
                 if how == _DONE:
                     before[asked] = np.nan
                     return
                 if how == _ANEW:
                     continue
+                if not core:
+                    tab.advance(region, t)
+                cut = -np.inf if floor is None else self._cut_below(tab.rate[region], floor)
             anew = True
             if cut > -np.inf:
                 got = self._solve_above(region, cut, joined)
@@ -1281,25 +1284,20 @@ class FanExecutor:
             if first < np.inf:
                 heapq.heappush(self._due, (first, int(tab.comp[members[0]])))
 
-    def _join(self, region: np.ndarray, t: float, floor: float | None) -> tuple[np.ndarray, float]:
-        """Once arcs were kept anew while solving ``region``: the classes to solve again (:meth:`_joined`),
-        advanced to ``t``, and the cut under ``floor`` among them."""
-        region = self._joined(region)
-        self._tab.advance(region, t)
-        return region, -np.inf if floor is None else self._cut_below(self._tab.rate[region], floor)
-
     def _settle_core(self, region: np.ndarray, t: float, floor: float, joined: bool = False) -> int:
         """:meth:`_settle` of ``region`` with ``floor`` in C (``settle_above`` in sim/_classcore.c), down the
         paths it takes nearly always: the one solve -- above the cut :meth:`_cut_below` finds (:meth:`_solve_above`),
         or of the whole component where it finds none or no class above it -- books nothing and verifies
         every class by its quick test -- the same operations in the same order, so the same rates, loads,
-        completion times and components to the bit. ``joined``: ``region`` was joined (:meth:`_join`) after
-        arcs were kept anew. Returns ``_DONE``; ``_ANEW`` where the solve above the cut filled an arc not
+        completion times and components to the bit. ``joined``: ``region`` was joined (:meth:`_joined`) after
+        arcs were kept anew; it advances them to ``t`` first, whatever it returns. Returns ``_DONE``; ``_ANEW`` where the solve above the cut filled an arc not
         kept: C left the state as :meth:`_solve` leaves it when it returns None, and the arcs are kept here
         (the caller joins and goes on); ``_NOT`` where the path leaves those (or the core is not built): it
         changed nothing and the Python lines run."""
         settle = getattr(_maxmin._CORE, "settle_above", None)
         if settle is None or not len(region):
+            if joined:
+                self._tab.advance(region, t)
             return _NOT
         check_deadline()
         tab = self._tab
@@ -1546,7 +1544,8 @@ class FanExecutor:
                 done = np.zeros(0, dtype=np.int64)
             starting = pending[tab.start[pending] <= t]
             pending = pending[tab.start[pending] > t]
-            touched = np.unique(tab.comp[done])
+            touched = tab.comp[done]
+            touched = touched[:1] if (touched == touched[:1]).all() else np.unique(touched)  # (np.unique)
             # one component lost classes and nothing else changed: those slower than all of them stand
             floor = float(tab.rate[done].min()) if len(touched) == 1 and not len(starting) else None
             self._finish(done)
