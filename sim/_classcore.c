@@ -542,7 +542,8 @@ static int64_t uf_root(int64_t *parent, int64_t i) {
  *      (the classes advanced, their rates, the followed loads; where not ``joined``, ``before[region]`` the
  *      rates before), ``out_arcs[:n]`` the arcs to keep (distinct): the Python lines keep them, join and go on;
  *   2: the whole component solved (not ``joined``): its classes and the kept arcs they cross numbered into
- *      components from ``next_comp`` as _components numbers them, ``comp`` the next free number, ``slack``
+ *      ``n`` components from ``next_comp`` as _components numbers them (where one: ``first`` its first
+ *      completion), ``comp`` the next free number, ``slack``
  *      the arcs left out (where the region is every active class: ``nactive``), ``through``: 1 where
  *      _solve_above found no class above the cut first. */
 static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -933,7 +934,20 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         for (Py_ssize_t w = 0; w < nw; w++)
             if (lab[w] >= 0)
                 arc_comp[where[w]] = base + rank[uf_root(parent, lab[w])];
-        result = Py_BuildValue("innddLniO", how, nlive, R, rise0, NAN, base + k, nslack, through, Py_None);
+        double first = NAN; /* one component: its first completion (np.minimum.reduceat: NaN wins) */
+        if (k == 1 && !nempty) {
+            first = INFINITY;
+            int nan = 0;
+            for (Py_ssize_t i = 0; i < R; i++) {
+                double d = due[region[i]];
+                nan |= d != d;
+                first = d < first ? d : first;
+            }
+            if (nan)
+                first = NAN;
+        }
+        result = Py_BuildValue("innddLniO", how, nlive, (Py_ssize_t)(k + nempty), rise0, first, base + k, nslack, through,
+                               Py_None);
         goto done;
     }
     /* one component: the classes solved, then the slow ones in order; the first completion of its classes

@@ -1361,7 +1361,12 @@ class FanExecutor:
             self._next_comp = comp if how == 2 else comp + 1
         if how == 2:
             self._kept_version += slack > 0
-            self._index(region)
+            if k > 1:
+                self._index(region)
+            else:  # one component (_index's lines for it)
+                self._comps[comp - 1] = region
+                if first < np.inf:
+                    heapq.heappush(self._due, (first, comp - 1))
             return _DONE
         self._comps[comp] = members
         if first < np.inf:
