@@ -1075,6 +1075,41 @@ static PyObject *py_due_split(PyObject *self, PyObject *const *args, Py_ssize_t 
     return due_scan(args, nargs, 1);
 }
 
+/* crossing(ids, lo, hi, e_arc, mark, out) -> k: the classes of ``ids`` (in order) with a crossing of an arc
+ * ``mark`` marks, in ``out[:k]`` (FanExecutor._joined: those that cross an arc kept anew) */
+static PyObject *py_crossing(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Buf b[6];
+    PyObject *result = NULL;
+    static const int at[6] = {0, 1, 2, 3, 4, 5};
+    if (open_all(args, nargs, 6, "crossing(ids, lo, hi, e_arc, mark, out)", b, 6, "qqqq?q", at, 5) < 0)
+        goto done;
+    const int64_t *ids = b[0].view.buf, *lo = b[1].view.buf, *hi = b[2].view.buf, *e_arc = b[3].view.buf;
+    const unsigned char *mark = b[4].view.buf;
+    int64_t *out = b[5].view.buf;
+    Py_ssize_t n = b[0].view.shape[0], rows = b[1].view.shape[0], ne = b[3].view.shape[0], narcs = b[4].view.shape[0];
+    int fine = b[2].view.shape[0] == rows && b[5].view.shape[0] >= n;
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; fine && i < n; i++) { /* each class up to its first crossing of a marked arc */
+        int64_t c = ids[i];
+        fine = c >= 0 && c < rows && lo[c] >= 0 && hi[c] <= ne;
+        int64_t e = fine ? lo[c] : 0, end = fine ? hi[c] : 0;
+        while (e < end && (uint64_t)e_arc[e] < (uint64_t)narcs && !mark[e_arc[e]])
+            e++;
+        if (e < end) {
+            fine = (uint64_t)e_arc[e] < (uint64_t)narcs;
+            out[k++] = c;
+        }
+    }
+    if (!fine) {
+        PyErr_SetString(PyExc_ValueError, "crossing: arrays out of shape");
+        goto done;
+    }
+    result = PyLong_FromSsize_t(k);
+done:
+    close_all(b, 6);
+    return result;
+}
+
 /* finish(done, lo, hi, e_arc, e_cnt, booked, hbooked, hot, loads, crossers, hot_loads): FanExecutor._finish's
  * loads -- the crossings of the classes ``done``, class by class, taken off every arc's load at the booked
  * rate, its crossing members, and the followed arcs' loads at the rate (np.add.at, in that order) */
@@ -1245,6 +1280,8 @@ static PyMethodDef module_methods[] = {
      "due_at(members, alive, due, t, near, out) -> k: the alive members due by t + near (all alive ones: near NaN)"},
     {"due_split", (PyCFunction)(void (*)(void))py_due_split, METH_FASTCALL,
      "due_split(members, alive, due, t, near, out) -> (k, m): due_at's out[:k], the other alive members in out[n:n + m]"},
+    {"crossing", (PyCFunction)(void (*)(void))py_crossing, METH_FASTCALL,
+     "crossing(ids, lo, hi, e_arc, mark, out) -> k: the classes of ids crossing an arc marked, in out[:k]"},
     {"finish", (PyCFunction)(void (*)(void))py_finish, METH_FASTCALL,
      "finish(done, lo, hi, e_arc, e_cnt, booked, hbooked, hot, loads, crossers, hot_loads): FanExecutor._finish's loads"},
     {"kept_rows", (PyCFunction)(void (*)(void))py_kept_rows, METH_FASTCALL,

@@ -1210,8 +1210,13 @@ class FanExecutor:
             return active
         mark = np.zeros(len(self._keep), dtype=bool)
         mark[new] = True
-        row, idx = tab.entries(active)
-        crossers = active[np.unique(row[mark[tab.e_arc[idx]]])]
+        core = getattr(_maxmin._CORE, "crossing", None)
+        if core is not None:  # in C: the same classes, in order
+            crossers = np.empty(len(active), dtype=np.int64)
+            crossers = crossers[: core(active, tab.lo, tab.hi, tab.e_arc, mark, crossers)]
+        else:
+            row, idx = tab.entries(active)
+            crossers = active[np.unique(row[mark[tab.e_arc[idx]]])]
         seed = np.concatenate([region[tab.alive[region]], active[comp < 0], crossers])
         comps = np.unique(tab.comp[seed])
         return np.union1d(seed, self._members_of(comps[comps >= 0]))

@@ -153,6 +153,10 @@ def test_the_c_lines_beside_the_settle_are_numpys(seed):
     np.testing.assert_array_equal(kidx[:m], i[sel])
     np.testing.assert_array_equal(on[:m], keep[arc[i[sel]]])
     assert core.kept_rows(ids.astype(np.int64), lo, hi, arc, hot, keep, row[:0], kidx[:0], on[:0]) == -m
+    # crossing: the classes crossing a marked arc, in order (FanExecutor._joined's numpy lines)
+    crossers = np.empty(len(ids) + 1, np.int64)
+    k = core.crossing(ids.astype(np.int64), lo, hi, arc, keep, crossers)
+    np.testing.assert_array_equal(crossers[:k], ids[np.unique(r[keep[arc[i]]])] if len(ids) else ids)
     # full_loads: FanExecutor._full's lines before the booking
     live = ids.astype(np.int64)
     rate = np.where(rng.random(n) < 0.1, np.inf, rng.random(n) * 2e9)
