@@ -1517,7 +1517,7 @@ class FanExecutor:
         self._due: list[tuple[float, int]] = []  # a heap of (first completion, component) by component
         self._before = np.zeros(0)
         self._out_live = np.zeros(0, dtype=np.int64)  # what _settle_core writes
-        self._out_arcs = np.zeros(cl.num_arcs, dtype=np.int64)
+        self._out_arcs = np.empty(cl.num_arcs, dtype=np.int64)  # (written by settle_above before read)
         received = np.zeros(s, dtype=np.int64)
         ready = np.full(s, t0)  # each server's processor is free from then on
         waiting = [c.id for c in self._phase(np.arange(s), t0, push=True)]  # not yet draining
