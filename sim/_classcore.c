@@ -497,6 +497,9 @@ static struct {
     double *hot;    /* ... its load followed exactly, as the solve leaves it */
     size_t arcs;
     uint32_t stamp;
+    uint32_t *cmark; /* per component number: ``cstamp`` where seen in this call */
+    size_t ncomps;
+    uint32_t cstamp;
 } sc;
 
 /* scratch slot ``k`` holding ``n`` items of ``size`` bytes; NULL where memory ran out */
@@ -531,55 +534,79 @@ static int first_gap(const double *desc, Py_ssize_t n, double floor, double *cut
     return 0;
 }
 
+/* union-find over the classes solved (settle_above's components): the root of ``i``, paths halved */
+static int64_t uf_root(int64_t *parent, int64_t i) {
+    while (parent[i] != i)
+        i = parent[i] = parent[parent[i]];
+    return i;
+}
+
 /* settle_above(region, t, floor, rate, rem, since, due, comp, lo, hi, k_lo, k_hi, k_ver, version, k_arc, k_hop,
- * k_cnt, width, size, hbooked, booked, keep, hot, hot_loads, capacity, rise, room, out_members, out_live):
+ * k_cnt, width, size, hbooked, booked, keep, hot, hot_loads, capacity, rise, room, out_members, out_live,
+ * before, nactive, arc_comp, next_comp, out_arcs, joined):
  * FanExecutor._settle of ``region`` (one component that lost classes at ``t``, the least rate of those
- * ``floor``, nothing else changed) down the path it takes nearly always -- _cut_below finds a gap, and
- * _solve_above's one solve keeps no arc anew, books nothing (the largest rise since the last booking, ``rise``,
- * stays below ``room``) and verifies every class by its quick test -- with the same operations in the same
- * order (the classes' rates, loads and completion times to the bit). Returns None, having changed nothing,
- * where the path leaves that one (the Python lines then run it); else (live, members, rise, first, comp):
- * ``out_live[:live]`` the classes solved with crossings, ``out_members[:members]`` the component's classes
- * in their new order, the largest rise since the last booking, the component's first completion, its
- * number. */
+ * ``floor``, nothing else changed; ``joined``: or such joined, after arcs were kept anew, to the components
+ * those arcs meet -- then advanced to ``t`` first, whatever follows) down the paths it takes nearly always, with the same operations in the same order (the
+ * classes' rates, loads, completion times and components to the bit). The one solve -- of the classes above
+ * the cut (_cut_below, _solve_above), or of the whole component where there is no gap or no class above it
+ * (_solve) -- keeps no arc anew, books nothing (the largest rise since the last booking, ``rise``, stays below
+ * ``room``), splits nothing (every class verified by its quick test). Returns None, having changed nothing,
+ * where the path leaves those (the Python lines then run it); else (how, live, n, rise, first, comp, slack,
+ * through, was): ``out_live[:live]`` the classes solved with crossings, ``rise`` the largest rise since the last
+ * booking, and by ``how``:
+ *   0: solved above the cut: ``out_members[:n]`` the component's classes in their new order, ``first`` its
+ *      first completion, ``comp`` its number (where ``joined``: ``next_comp``, the classes and the kept
+ *      arcs they cross renumbered to it, ``was`` the list of the numbers they had, each once; else None);
+ *   1: above the cut, an arc not kept filled: the solve committed as _solve leaves it when it returns None
+ *      (the classes advanced, their rates, the followed loads; where not ``joined``, ``before[region]`` the
+ *      rates before), ``out_arcs[:n]`` the arcs to keep (distinct): the Python lines keep them, join and go on;
+ *   2: the whole component solved (not ``joined``): its classes and the kept arcs they cross numbered into
+ *      ``n`` components from ``next_comp`` as _components numbers them (where one: ``first`` its first
+ *      completion), ``comp`` the next free number, ``slack``
+ *      the arcs left out (where the region is every active class: ``nactive``), ``through``: 1 where
+ *      _solve_above found no class above the cut first. */
 static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     enum { REGION, RATE, REM, SINCE, DUE, COMP, LO, HI, KLO, KHI, KVER, KARC, KHOP, KCNT, WIDTH, SIZE, HBOOKED,
-           BOOKED, KEEP, HOT, HOTLOADS, CAP, OUTM, OUTL, NB };
-    static const int at[NB] = {0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 27, 28};
-    static const char fmts[NB + 1] = "qddddqqqqqqqqdqqdd??ddqq";
+           BOOKED, KEEP, HOT, HOTLOADS, CAP, OUTM, OUTL, BEFORE, ARCCOMP, OUTA, NB };
+    static const int at[NB] = {0,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 14, 15, 16,
+                               17, 18, 19, 20, 21, 22, 23, 24, 27, 28, 29, 31, 33};
+    static const char fmts[NB + 1] = "qddddqqqqqqqqdqqdd??ddqqdqq";
     Buf b[NB];
     PyObject *result = NULL;
     for (int k = 0; k < NB; k++)
         b[k].held = 0;
-    if (nargs != 29) {
-        PyErr_SetString(PyExc_TypeError, "settle_above: 29 arguments");
+    if (nargs != 35) {
+        PyErr_SetString(PyExc_TypeError, "settle_above: 35 arguments");
         return NULL;
     }
     for (int k = 0; k < NB; k++) {
-        int w = k == RATE || k == REM || k == SINCE || k == DUE || k == HBOOKED || k == HOTLOADS || k == OUTM ||
-                k == OUTL;
+        int w = k == RATE || k == REM || k == SINCE || k == DUE || k == COMP || k == HBOOKED || k == KEEP ||
+                k == HOTLOADS || k == OUTM || k == OUTL || k == BEFORE || k == ARCCOMP || k == OUTA;
         if (buf_open(args[at[k]], &b[k], fmts[k], w) < 0)
             goto done;
     }
     double t = PyFloat_AsDouble(args[1]), floor = PyFloat_AsDouble(args[2]);
     double rise0 = PyFloat_AsDouble(args[25]), room = PyFloat_AsDouble(args[26]);
-    long long version = PyLong_AsLongLong(args[13]);
-    if (PyErr_Occurred())
+    long long version = PyLong_AsLongLong(args[13]), next_comp = PyLong_AsLongLong(args[32]);
+    Py_ssize_t nactive = PyLong_AsSsize_t(args[30]);
+    int joined = PyObject_IsTrue(args[34]);
+    if (PyErr_Occurred() || joined < 0)
         goto done;
-    const int64_t *region = b[REGION].view.buf, *comp = b[COMP].view.buf, *lo = b[LO].view.buf,
-                  *hi = b[HI].view.buf, *k_lo = b[KLO].view.buf, *k_hi = b[KHI].view.buf,
-                  *k_ver = b[KVER].view.buf, *k_arc = b[KARC].view.buf, *k_hop = b[KHOP].view.buf,
-                  *width = b[WIDTH].view.buf, *size = b[SIZE].view.buf;
+    const int64_t *region = b[REGION].view.buf, *lo = b[LO].view.buf, *hi = b[HI].view.buf, *k_lo = b[KLO].view.buf,
+                  *k_hi = b[KHI].view.buf, *k_ver = b[KVER].view.buf, *k_arc = b[KARC].view.buf,
+                  *k_hop = b[KHOP].view.buf, *width = b[WIDTH].view.buf, *size = b[SIZE].view.buf;
     double *rate = b[RATE].view.buf, *rem = b[REM].view.buf, *since = b[SINCE].view.buf, *due = b[DUE].view.buf,
-           *hbooked = b[HBOOKED].view.buf, *hot_loads = b[HOTLOADS].view.buf;
+           *hbooked = b[HBOOKED].view.buf, *hot_loads = b[HOTLOADS].view.buf, *before = b[BEFORE].view.buf;
     const double *k_cnt = b[KCNT].view.buf, *booked = b[BOOKED].view.buf, *cap = b[CAP].view.buf;
-    const unsigned char *keep = b[KEEP].view.buf, *hot = b[HOT].view.buf;
-    int64_t *out_m = b[OUTM].view.buf, *out_l = b[OUTL].view.buf;
+    unsigned char *keep = b[KEEP].view.buf;
+    const unsigned char *hot = b[HOT].view.buf;
+    int64_t *comp = b[COMP].view.buf, *out_m = b[OUTM].view.buf, *out_l = b[OUTL].view.buf,
+            *arc_comp = b[ARCCOMP].view.buf, *out_a = b[OUTA].view.buf;
     Py_ssize_t R = b[REGION].view.shape[0], nrows = b[RATE].view.shape[0], nk = b[KARC].view.shape[0];
-    Py_ssize_t narcs = b[CAP].view.shape[0];
+    Py_ssize_t narcs = b[CAP].view.shape[0], nbefore = b[BEFORE].view.shape[0], nouta = b[OUTA].view.shape[0];
     int fine = R > 0 && b[OUTM].view.shape[0] >= R && b[OUTL].view.shape[0] >= R && b[KEEP].view.shape[0] == narcs &&
                b[HOT].view.shape[0] == narcs && b[HOTLOADS].view.shape[0] == narcs && b[KHOP].view.shape[0] == nk &&
-               b[KCNT].view.shape[0] == nk;
+               b[KCNT].view.shape[0] == nk && b[ARCCOMP].view.shape[0] == narcs;
     for (int k = REM; k <= BOOKED && fine; k++)
         if (k != KARC && k != KHOP && k != KCNT)
             fine = b[k].view.shape[0] == nrows;
@@ -587,38 +614,54 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         PyErr_SetString(PyExc_ValueError, "settle_above: arrays out of shape");
         goto done;
     }
-    /* one pass over the region: its rates (``rr``, in order), its component, and FanExecutor._cut_below's
-     * candidates -- the rates below the floor within _NEAR of it (``below``), and the highest under those */
-    double *below = scratch(0, (size_t)R + 1, sizeof(double)), *rr = scratch(21, (size_t)R + 1, sizeof(double));
-    int64_t *order = scratch(1, (size_t)R, sizeof(int64_t)); /* members: solved, then slow */
-    int64_t *empty = scratch(2, (size_t)R, sizeof(int64_t)), *slow = scratch(22, (size_t)R, sizeof(int64_t));
-    if (!below || !rr || !order || !empty || !slow) {
+    /* one pass over the region: its component, FanExecutor._cut_below's candidates -- the rates below the
+     * floor within _NEAR of it (``below``), and the highest under those -- and the classes that may be above
+     * the cut (``above``, by index: every rate not below the floor's neighbourhood; the cut is at most the
+     * highest rate under it unless the rates crowd down to it) */
+    double *below = scratch(0, (size_t)R + 1, sizeof(double));
+    int64_t *order = scratch(1, (size_t)R, sizeof(int64_t)); /* the classes solved, in order */
+    int64_t *empty = scratch(2, (size_t)R, sizeof(int64_t)), *above = scratch(22, (size_t)R, sizeof(int64_t));
+    if (!below || !order || !empty || !above) {
         PyErr_NoMemory();
         goto done;
     }
-    Py_ssize_t nbelow = 0, ntop = 0;
+    Py_ssize_t nbelow = 0, ntop = 0, nabove = 0;
     const double near = floor * (1.0 - 1e-6); /* 1 - sim.classes._NEAR */
     double under = -INFINITY;
-    int any_under = 0, one = 1;
+    int one = 1, crowd = 0, beyond = 0;
+    const uint64_t rows = (uint64_t)(nbefore < nrows ? nbefore : nrows);
     int64_t comp0 = region[0] >= 0 && region[0] < nrows ? comp[region[0]] : 0;
     for (Py_ssize_t i = 0; i < R; i++) {
         int64_t c = region[i];
-        if (c < 0 || c >= nrows) {
-            PyErr_SetString(PyExc_ValueError, "settle_above: a class out of range");
-            goto done;
+        if ((uint64_t)c >= rows) {
+            if (c < 0 || c >= nrows) {
+                PyErr_SetString(PyExc_ValueError, "settle_above: a class out of range");
+                goto done;
+            }
+            beyond = 1; /* (``before`` too short: the Python lines grow it) */
+            continue;
         }
-        one &= comp[c] == comp0;
+        if (comp[c] != comp0)
+            one = 0;
         double r = rate[c];
-        rr[i] = r;
-        if (r < floor) {
-            nbelow++;
-            if (r >= near)
-                below[ntop++] = r;
-            else if (!any_under || r > under) /* (no NaN is below the floor) */
-                under = r, any_under = 1;
+        if (!(r < floor)) { /* (NaN too) */
+            above[nabove++] = i;
+            continue;
         }
+        nbelow++;
+        if (r >= near)
+            below[ntop++] = r, above[nabove++] = i;
+        else if (r > under) /* (np.max: -inf where every one is) */
+            under = r;
     }
-    if (!one) /* not one component: the Python lines number them anew */
+    if (joined) /* Tab.advance(region, t), whatever follows (FanExecutor._settle leaves it to this call) */
+        for (Py_ssize_t i = 0; i < R; i++) {
+            int64_t c = region[i];
+            if (t > since[c])
+                rem[c] = isinf(rate[c]) ? 0.0 : rem[c] - rate[c] * (t - since[c]);
+            since[c] = t;
+        }
+    if ((!one && !joined) || beyond) /* not one component: the Python lines number them anew */
         goto fallback;
     double cut = -INFINITY;
     if (nbelow) {
@@ -629,24 +672,35 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         if (!first_gap(below, n, floor, &cut) && ntop < nbelow) { /* the rates crowd down: all of them */
             Py_ssize_t m = 0;
             for (Py_ssize_t i = 0; i < R; i++)
-                if (rr[i] < floor)
-                    below[m++] = rr[i];
+                if (rate[region[i]] < floor)
+                    below[m++] = rate[region[i]];
             qsort(below, (size_t)m, sizeof(double), cmp_desc);
-            first_gap(below, m, floor, &cut);
+            crowd = first_gap(below, m, floor, &cut);
         }
     }
-    if (!(cut > -INFINITY)) /* no gap: the whole component is solved (the Python lines) */
-        goto fallback;
-    /* _solve_above: the classes above the cut (in order: ``order``, the live ones with crossings ``out_l``,
-     * the empty ones without) and the slow ones */
+    /* _solve_above: the classes above the cut (``above``, by index in order; ``order``, the live ones with
+     * crossings ``out_l``, the empty ones without); the others are slow. No gap, or no class above it
+     * (``through``): the whole component, every class solved (_solve; the Python lines where joined) */
+    int whole = !(cut > -INFINITY), through = 0;
     Py_ssize_t ns = 0, nlive = 0, nempty = 0, nslow = 0;
-    for (Py_ssize_t i = 0; i < R; i++) {
-        int64_t c = region[i];
-        if (rr[i] <= cut) {
-            slow[nslow++] = c;
-            continue;
+    if (!whole) {
+        for (Py_ssize_t j = 0; j < (crowd ? R : nabove); j++) {
+            Py_ssize_t i = crowd ? j : above[j];
+            if (!(rate[region[i]] <= cut))
+                above[ns++] = i;
         }
-        order[ns++] = c;
+        whole = through = !ns;
+    }
+    if (whole && joined)
+        goto fallback;
+    if (whole)
+        cut = -INFINITY, ns = R;
+    nslow = R - ns;
+    for (Py_ssize_t j = 0; j < ns; j++) {
+        int64_t c = region[whole ? j : above[j]];
+        if (whole && !(rate[c] > -INFINITY)) /* NaN or -inf: the whole solve would advance it otherwise */
+            goto fallback;
+        order[j] = c;
         if (hi[c] - lo[c] > 0)
             out_l[nlive++] = c;
         else
@@ -654,13 +708,22 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     }
     if (!nlive)
         goto fallback;
-    /* _Table.kept(live, hot, hot, version): their copied crossings of the followed arcs; the kept ones */
+    /* _Table.kept(live, hot, hot, version): their copied crossings of the followed arcs; the kept ones (where
+     * joined, every member's: their kept arcs take the new number) */
     Py_ssize_t nhot = 0;
     for (Py_ssize_t i = 0; i < nlive; i++) {
         int64_t c = out_l[i];
         if (k_ver[c] != version || k_lo[c] < 0 || k_hi[c] > nk || k_lo[c] > k_hi[c])
             goto fallback;
         nhot += k_hi[c] - k_lo[c];
+    }
+    for (Py_ssize_t i = 0; joined && i < R; i++) {
+        int64_t c = region[i];
+        if (k_ver[c] != version || k_lo[c] < 0 || k_hi[c] > nk || k_lo[c] > k_hi[c])
+            goto fallback;
+        for (int64_t k = k_lo[c]; k < k_hi[c]; k++)
+            if (k_arc[k] < 0 || k_arc[k] >= narcs)
+                goto fallback;
     }
     int64_t *hrow = scratch(3, (size_t)nhot + 1, sizeof(int64_t)), *harc = scratch(4, (size_t)nhot + 1, sizeof(int64_t));
     double *hcnt = scratch(23, (size_t)nhot + 1, sizeof(double)), *upv = scratch(24, (size_t)nlive + 1, sizeof(double));
@@ -730,7 +793,8 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         if (hop[e] < 0 || hop[e] >= wmax)
             goto fallback;
     }
-    /* taken: the arcs' loads less the region's (np.bincount in crossing order), and the capacities left */
+    /* taken: the arcs' loads less the region's (np.bincount in crossing order; none where the whole
+     * component is solved), and the capacities left */
     double *mine = scratch(11, (size_t)nw + 1, sizeof(double)), *taken = scratch(12, (size_t)nw + 1, sizeof(double));
     double *left = scratch(13, (size_t)nw + 1, sizeof(double)), *capw = scratch(14, (size_t)nw + 1, sizeof(double));
     double *got = scratch(15, (size_t)nlive + 1, sizeof(double));
@@ -740,10 +804,11 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     }
     for (Py_ssize_t w = 0; w < nw; w++)
         mine[w] = 0.0;
-    for (Py_ssize_t e = 0; e < ne; e++)
-        mine[loc[e]] += cnt[e] * hbooked[out_l[cls[e]]];
+    if (!whole)
+        for (Py_ssize_t e = 0; e < ne; e++)
+            mine[loc[e]] += cnt[e] * hbooked[out_l[cls[e]]];
     for (Py_ssize_t w = 0; w < nw; w++) {
-        taken[w] = np_max0(hot_loads[where[w]] - mine[w]);
+        taken[w] = whole ? 0.0 : np_max0(hot_loads[where[w]] - mine[w]);
         capw[w] = cap[where[w]];
         left[w] = np_max0(capw[w] - taken[w]);
     }
@@ -752,8 +817,8 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         goto done;
     if (!solved)
         goto fallback;
-    /* _full: the followed loads as the rises leave them (np.add.at, in crossing order), an arc not kept
-     * that they fill (kept anew by the Python lines), the largest rise since the last booking */
+    /* _full: the followed loads as the rises leave them (np.add.at, in crossing order), the arcs not kept
+     * that they fill (to keep anew: ``out_arcs``, distinct), the largest rise since the last booking */
     for (Py_ssize_t i = 0; i < nlive; i++) {
         double r = got[i];
         upv[i] = isfinite(r) ? r - hbooked[out_l[i]] : 0.0;
@@ -762,10 +827,18 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         sc.hot[harc[h]] = hot_loads[harc[h]];
     for (Py_ssize_t h = 0; h < nh; h++)
         sc.hot[harc[h]] += hcnt[h] * upv[hrow[h]];
+    if (++sc.stamp == 0) {
+        memset(sc.mark, 0, sc.arcs * sizeof(uint32_t));
+        sc.stamp = 1;
+    }
+    Py_ssize_t nfull = 0;
     for (Py_ssize_t h = 0; h < nh; h++) {
         int64_t a = harc[h];
-        if (!keep[a] && sc.hot[a] >= cap[a] * (1.0 - 1e-9))
-            goto fallback;
+        if (!keep[a] && sc.hot[a] >= cap[a] * (1.0 - 1e-9) && sc.mark[a] != sc.stamp) {
+            if (whole || nfull >= nouta) /* (the whole component: the Python lines keep and join) */
+                goto fallback;
+            sc.mark[a] = sc.stamp, out_a[nfull++] = a;
+        }
     }
     double rise = 0.0;
     for (Py_ssize_t i = 0; i < nlive; i++) {
@@ -780,33 +853,42 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         rise0 = rise;
     if (rise0 >= room) /* every class booked again (the Python lines) */
         goto fallback;
-    /* _unverified: every class verified by its quick test, else the Python lines check member by member */
-    unsigned char *full = scratch(16, (size_t)nw + 1, 1);
-    unsigned char *neck = scratch(17, (size_t)ne + 1, 1);
-    unsigned char *quick = scratch(18, (size_t)nlive + 1, 1);
-    int64_t *sizes = scratch(19, (size_t)nlive + 1, sizeof(int64_t));
-    if (!full || !neck || !quick || !sizes) {
-        PyErr_NoMemory();
-        goto done;
+    int how = whole ? 2 : nfull ? 1 : 0;
+    Py_ssize_t nslack = 0;
+    if (how != 1) {
+        /* _unverified: every class verified by its quick test, else the Python lines check member by member */
+        unsigned char *full = scratch(16, (size_t)nw + 1, 1);
+        unsigned char *neck = scratch(17, (size_t)ne + 1, 1);
+        unsigned char *quick = scratch(18, (size_t)nlive + 1, 1);
+        int64_t *sizes = scratch(19, (size_t)nlive + 1, sizeof(int64_t));
+        if (!full || !neck || !quick || !sizes) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < nlive; i++)
+            sizes[i] = size[out_l[i]];
+        if (necks_core(cls, loc, cnt, hop, got, taken, capw, sizes, (Py_ssize_t)wmax, ne, nw, nlive, full, neck,
+                       quick) < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < nlive; i++)
+            if (!quick[i] || !(got[i] > cut)) /* (a class solved at or below the cut: never seen) */
+                goto fallback;
+        if (whole && R == nactive) /* everything solved: the kept arcs it leaves slack are left out */
+            for (Py_ssize_t w = 0; w < nw; w++)
+                if (!full[w])
+                    keep[where[w]] = 0, nslack++;
     }
-    for (Py_ssize_t i = 0; i < nlive; i++)
-        sizes[i] = size[out_l[i]];
-    if (necks_core(cls, loc, cnt, hop, got, taken, capw, sizes, (Py_ssize_t)wmax, ne, nw, nlive, full, neck, quick) <
-        0) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < nlive; i++)
-        if (!quick[i] || !(got[i] > cut)) /* (a class solved at or below the cut: never seen) */
-            goto fallback;
     /* the path holds: write it. Tab.advance(solved, t) (the slow classes' rates stand) */
-    memcpy(order + ns, slow, (size_t)nslow * sizeof(int64_t));
-    Py_ssize_t nm = ns + nslow;
     double *old = scratch(20, (size_t)ns + 1, sizeof(double));
     if (!old) {
         PyErr_NoMemory();
         goto done;
     }
+    if (how == 1) /* _solve returns None: the rates before stand in ``before`` for the completion times */
+        for (Py_ssize_t i = 0; !joined && i < R; i++)
+            before[region[i]] = rate[region[i]];
     for (Py_ssize_t i = 0; i < ns; i++) {
         int64_t c = order[i];
         old[i] = rate[c];
@@ -824,25 +906,132 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         hot_loads[harc[h]] = sc.hot[harc[h]];
     for (Py_ssize_t i = 0; i < nlive; i++)
         hbooked[out_l[i]] = isfinite(got[i]) ? got[i] : 0.0;
-    /* completion times where the rate changed; the component's first completion (np.min: NaN wins) */
+    if (how == 1) {
+        result = Py_BuildValue("innddLniO", how, nlive, nfull, rise0, NAN, 0LL, (Py_ssize_t)0, 0, Py_None);
+        goto done;
+    }
+    /* completion times where the rate changed (from its rate before the settle: ``before`` where joined) */
     for (Py_ssize_t i = 0; i < ns; i++) {
         int64_t c = order[i];
-        double r = rate[c];
-        if (r != old[i])
+        double r = rate[c], was = joined ? before[c] : old[i];
+        if (r != was)
             due[c] = isinf(r) ? t : t + rem[c] / r;
     }
-    double first = INFINITY;
-    for (Py_ssize_t i = 0; i < nm; i++) {
-        double d = due[order[i]];
-        if (d != d) {
-            first = d;
-            break;
+    if (how == 2) {
+        /* _components: the empty classes one each, then the live ones joined by the kept arcs they cross,
+         * numbered by their first class; each kept arc crossed under its component's number */
+        int64_t *parent = scratch(25, (size_t)nlive + 1, sizeof(int64_t));
+        int64_t *lab = scratch(26, (size_t)nw + 1, sizeof(int64_t)), *rank = scratch(27, (size_t)nlive + 1, sizeof(int64_t));
+        if (!parent || !lab || !rank) {
+            PyErr_NoMemory();
+            goto done;
         }
-        if (d < first)
-            first = d;
+        for (Py_ssize_t i = 0; i < nempty; i++)
+            comp[empty[i]] = next_comp + i;
+        long long base = next_comp + nempty, k = 0;
+        for (Py_ssize_t i = 0; i < nlive; i++)
+            parent[i] = i, rank[i] = -1;
+        for (Py_ssize_t w = 0; w < nw; w++)
+            lab[w] = -1;
+        for (Py_ssize_t e = 0; e < ne; e++) {
+            if (!keep[where[loc[e]]])
+                continue;
+            if (lab[loc[e]] < 0) {
+                lab[loc[e]] = cls[e];
+                continue;
+            }
+            int64_t x = uf_root(parent, lab[loc[e]]), y = uf_root(parent, cls[e]);
+            if (x != y)
+                parent[x > y ? x : y] = x < y ? x : y;
+        }
+        for (Py_ssize_t i = 0; i < nlive; i++) {
+            int64_t r = uf_root(parent, i);
+            if (rank[r] < 0)
+                rank[r] = k++;
+            comp[out_l[i]] = base + rank[r];
+        }
+        for (Py_ssize_t w = 0; w < nw; w++)
+            if (lab[w] >= 0)
+                arc_comp[where[w]] = base + rank[uf_root(parent, lab[w])];
+        double first = NAN; /* one component: its first completion (np.minimum.reduceat: NaN wins) */
+        if (k == 1 && !nempty) {
+            first = INFINITY;
+            int nan = 0;
+            for (Py_ssize_t i = 0; i < R; i++) {
+                double d = due[region[i]];
+                nan |= d != d;
+                first = d < first ? d : first;
+            }
+            if (nan)
+                first = NAN;
+        }
+        result = Py_BuildValue("innddLniO", how, nlive, (Py_ssize_t)(k + nempty), rise0, first, base + k, nslack, through,
+                               Py_None);
+        goto done;
     }
-    memcpy(out_m, order, (size_t)nm * sizeof(int64_t));
-    result = Py_BuildValue("nnddL", nlive, nm, rise0, first, (long long)comp[region[0]]);
+    /* one component: the classes solved, then the slow ones in order; the first completion of its classes
+     * (np.min: NaN wins); where joined, its new number */
+    double first = INFINITY;
+    int nan = 0;
+    for (Py_ssize_t i = 0; i < ns; i++) {
+        int64_t c = out_m[i] = order[i];
+        double d = due[c];
+        nan |= d != d;
+        first = d < first ? d : first;
+    }
+    for (Py_ssize_t i = 0, j = 0, k = ns; i < R; i++) {
+        if (j < ns && above[j] == i) {
+            j++;
+            continue;
+        }
+        int64_t c = out_m[k++] = region[i];
+        double d = due[c];
+        nan |= d != d;
+        first = d < first ? d : first;
+    }
+    if (nan)
+        first = NAN;
+    Py_ssize_t nm = ns + nslow;
+    long long number = joined ? next_comp : (long long)comp[region[0]];
+    PyObject *was = Py_None; /* where joined: the components renumbered (once each) */
+    Py_INCREF(was);
+    if (joined) {
+        Py_DECREF(was);
+        if (!(was = PyList_New(0)))
+            goto done;
+        if ((size_t)next_comp > sc.ncomps) {
+            uint32_t *cm = calloc((size_t)next_comp * 2 + 16, sizeof(uint32_t));
+            if (!cm) {
+                Py_DECREF(was);
+                PyErr_NoMemory();
+                goto done;
+            }
+            free(sc.cmark);
+            sc.cmark = cm, sc.ncomps = (size_t)next_comp * 2 + 16, sc.cstamp = 0;
+        }
+        if (++sc.cstamp == 0) {
+            memset(sc.cmark, 0, sc.ncomps * sizeof(uint32_t));
+            sc.cstamp = 1;
+        }
+        for (Py_ssize_t i = 0; i < nm; i++) {
+            int64_t c = out_m[i], x = comp[c];
+            if (x >= 0 && x < next_comp && sc.cmark[x] != sc.cstamp) {
+                sc.cmark[x] = sc.cstamp;
+                PyObject *v = PyLong_FromLongLong(x);
+                if (!v || PyList_Append(was, v) < 0) {
+                    Py_XDECREF(v);
+                    Py_DECREF(was);
+                    goto done;
+                }
+                Py_DECREF(v);
+            }
+            comp[c] = number;
+            for (int64_t k = k_lo[c]; k < k_hi[c]; k++)
+                if (keep[k_arc[k]])
+                    arc_comp[k_arc[k]] = number;
+        }
+    }
+    result = Py_BuildValue("innddLniN", how, nlive, nm, rise0, first, number, (Py_ssize_t)0, 0, was);
     goto done;
 fallback:
     result = Py_None;
@@ -856,11 +1045,13 @@ done:
 /* due_at(members, alive, due, t, near, out) -> k: ``members[alive[members]]`` and of those the ones with
  * ``due - t <= near`` (FanExecutor._simulate: the classes that complete at ``t``) in ``out[:k]``; with ``near``
  * NaN, only the alive ones (FanExecutor._members_of) */
-static PyObject *py_due_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *due_scan(PyObject *const *args, Py_ssize_t nargs, int split) {
     Buf b[4];
     PyObject *result = NULL;
     static const int at[4] = {0, 1, 2, 5};
-    if (open_all(args, nargs, 6, "due_at(members, alive, due, t, near, out)", b, 4, "q?dq", at, 3) < 0)
+    const char *usage = split ? "due_split(members, alive, due, t, near, out)"
+                              : "due_at(members, alive, due, t, near, out)";
+    if (open_all(args, nargs, 6, usage, b, 4, "q?dq", at, 3) < 0)
         goto done;
     double t = PyFloat_AsDouble(args[3]), near = PyFloat_AsDouble(args[4]);
     if (PyErr_Occurred())
@@ -870,23 +1061,71 @@ static PyObject *py_due_at(PyObject *self, PyObject *const *args, Py_ssize_t nar
     const double *due = b[2].view.buf;
     int64_t *out = b[3].view.buf;
     Py_ssize_t n = b[0].view.shape[0], rows = b[1].view.shape[0];
-    int fine = b[2].view.shape[0] == rows && b[3].view.shape[0] >= n;
+    int fine = b[2].view.shape[0] == rows && b[3].view.shape[0] >= (split ? 2 * n : n);
     for (Py_ssize_t i = 0; fine && i < n; i++)
         fine = members[i] >= 0 && members[i] < rows;
     if (!fine) {
-        PyErr_SetString(PyExc_ValueError, "due_at: arrays out of shape");
+        PyErr_Format(PyExc_ValueError, "%s: arrays out of shape", split ? "due_split" : "due_at");
         goto done;
     }
-    Py_ssize_t k = 0;
+    Py_ssize_t k = 0, m = n;
     int all = near != near;
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t c = members[i];
-        if (alive[c] && (all || due[c] - t <= near))
+        if (!alive[c])
+            continue;
+        if (all || due[c] - t <= near)
             out[k++] = c;
+        else if (split)
+            out[m++] = c;
+    }
+    result = split ? Py_BuildValue("nn", k, m - n) : PyLong_FromSsize_t(k);
+done:
+    close_all(b, 4);
+    return result;
+}
+
+static PyObject *py_due_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return due_scan(args, nargs, 0); }
+
+/* due_split(members, alive, due, t, near, out) -> (k, m): due_at's ``out[:k]`` (the alive members due by ``t +
+ * near``, in order) and beside them, in ``out[n:n + m]`` (``n`` members), the other alive ones in order (the
+ * component's classes once those due complete: FanExecutor._simulate) -- one pass */
+static PyObject *py_due_split(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    return due_scan(args, nargs, 1);
+}
+
+/* crossing(ids, lo, hi, e_arc, mark, out) -> k: the classes of ``ids`` (in order) with a crossing of an arc
+ * ``mark`` marks, in ``out[:k]`` (FanExecutor._joined: those that cross an arc kept anew) */
+static PyObject *py_crossing(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Buf b[6];
+    PyObject *result = NULL;
+    static const int at[6] = {0, 1, 2, 3, 4, 5};
+    if (open_all(args, nargs, 6, "crossing(ids, lo, hi, e_arc, mark, out)", b, 6, "qqqq?q", at, 5) < 0)
+        goto done;
+    const int64_t *ids = b[0].view.buf, *lo = b[1].view.buf, *hi = b[2].view.buf, *e_arc = b[3].view.buf;
+    const unsigned char *mark = b[4].view.buf;
+    int64_t *out = b[5].view.buf;
+    Py_ssize_t n = b[0].view.shape[0], rows = b[1].view.shape[0], ne = b[3].view.shape[0], narcs = b[4].view.shape[0];
+    int fine = b[2].view.shape[0] == rows && b[5].view.shape[0] >= n;
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; fine && i < n; i++) { /* each class up to its first crossing of a marked arc */
+        int64_t c = ids[i];
+        fine = c >= 0 && c < rows && lo[c] >= 0 && hi[c] <= ne;
+        int64_t e = fine ? lo[c] : 0, end = fine ? hi[c] : 0;
+        while (e < end && (uint64_t)e_arc[e] < (uint64_t)narcs && !mark[e_arc[e]])
+            e++;
+        if (e < end) {
+            fine = (uint64_t)e_arc[e] < (uint64_t)narcs;
+            out[k++] = c;
+        }
+    }
+    if (!fine) {
+        PyErr_SetString(PyExc_ValueError, "crossing: arrays out of shape");
+        goto done;
     }
     result = PyLong_FromSsize_t(k);
 done:
-    close_all(b, 4);
+    close_all(b, 6);
     return result;
 }
 
@@ -1055,9 +1294,13 @@ static PyMethodDef module_methods[] = {
     {"counted", (PyCFunction)(void (*)(void))py_counted, METH_FASTCALL,
      "counted(part, parts, arcs, hop, width, arcs_n, out_part, out_arc, out_hop, out_cnt) -> K: sim.classes._counted"},
     {"settle_above", (PyCFunction)(void (*)(void))py_settle_above, METH_FASTCALL,
-     "settle_above(region, t, floor, ...) -> None or (live, members, rise, first, comp): FanExecutor._settle's usual path"},
+     "settle_above(region, t, floor, ...) -> None or (how, live, n, rise, first, comp, slack, through, was): FanExecutor._settle's usual paths"},
     {"due_at", (PyCFunction)(void (*)(void))py_due_at, METH_FASTCALL,
      "due_at(members, alive, due, t, near, out) -> k: the alive members due by t + near (all alive ones: near NaN)"},
+    {"due_split", (PyCFunction)(void (*)(void))py_due_split, METH_FASTCALL,
+     "due_split(members, alive, due, t, near, out) -> (k, m): due_at's out[:k], the other alive members in out[n:n + m]"},
+    {"crossing", (PyCFunction)(void (*)(void))py_crossing, METH_FASTCALL,
+     "crossing(ids, lo, hi, e_arc, mark, out) -> k: the classes of ids crossing an arc marked, in out[:k]"},
     {"finish", (PyCFunction)(void (*)(void))py_finish, METH_FASTCALL,
      "finish(done, lo, hi, e_arc, e_cnt, booked, hbooked, hot, loads, crossers, hot_loads): FanExecutor._finish's loads"},
     {"kept_rows", (PyCFunction)(void (*)(void))py_kept_rows, METH_FASTCALL,

@@ -78,6 +78,7 @@ _STRUCTURE = True  # phases built from the fabric's structure where it has one (
 # a settle of one component that lost classes in C where sim._classcore is built, down the path it nearly
 # always takes (FanExecutor._settle_core); the Python lines where it leaves that path
 _SETTLE_CORE = True
+_NOT, _DONE, _ANEW = 0, 1, 2  # what FanExecutor._settle_core did: nothing, the settle, its first solve (arcs kept anew)
 
 
 class Fragmented(Exception):
@@ -1162,6 +1163,20 @@ class FanExecutor:
         members = members[tab.alive[members]]
         return members if np.isnan(near) else members[tab.due[members] - t <= near]
 
+    def _due_split(self, members: np.ndarray, t: float, near: float) -> tuple[np.ndarray, np.ndarray]:
+        """The active classes of ``members`` due by ``t + near`` and the other active ones, each in order
+        (:meth:`_alive`, both at once). In C where ``sim._classcore`` is built (``due_split``)."""
+        tab = self._tab
+        core = getattr(_maxmin._CORE, "due_split", None)
+        if core is not None:
+            n = len(members)
+            out = np.empty(2 * n, dtype=np.int64)
+            k, m = core(members, tab.alive, tab.due, t, near, out)
+            return out[:k], out[n : n + m]
+        members = members[tab.alive[members]]
+        due = tab.due[members] - t <= near
+        return members[due], members[~due]
+
     def _index(self, solved: np.ndarray) -> None:
         """Index the components of ``solved`` (just numbered, their completion times set): their
         classes, and their first completions on the heap."""
@@ -1195,8 +1210,13 @@ class FanExecutor:
             return active
         mark = np.zeros(len(self._keep), dtype=bool)
         mark[new] = True
-        row, idx = tab.entries(active)
-        crossers = active[np.unique(row[mark[tab.e_arc[idx]]])]
+        core = getattr(_maxmin._CORE, "crossing", None)
+        if core is not None:  # in C: the same classes, in order
+            crossers = np.empty(len(active), dtype=np.int64)
+            crossers = crossers[: core(active, tab.lo, tab.hi, tab.e_arc, mark, crossers)]
+        else:
+            row, idx = tab.entries(active)
+            crossers = active[np.unique(row[mark[tab.e_arc[idx]]])]
         seed = np.concatenate([region[tab.alive[region]], active[comp < 0], crossers])
         comps = np.unique(tab.comp[seed])
         return np.union1d(seed, self._members_of(comps[comps >= 0]))
@@ -1208,24 +1228,42 @@ class FanExecutor:
         ``floor``: where ``region`` is one component that lost classes and nothing else changed, the
         least rate of the classes that left it; the classes below a gap under it keep their rates and
         only the others are solved again (:meth:`_solve_above`)."""
-        if floor is not None and _SETTLE_CORE and self._settle_core(region, t, floor):
-            return
         tab = self._tab
-        cut = -np.inf if floor is None else self._cut_below(tab.rate[region], floor)
-        tab.advance(region[tab.rate[region] > cut], t)  # (the slow classes' rates stand)
-        self.partial += len(region) < self._nactive
         if len(self._before) < tab.n:  # rates before the solve by id (NaN: not in the region)
             self._before = np.full(2 * tab.n, np.nan)
         before, asked = self._before, region
-        before[asked] = tab.rate[asked]
-        self._kept_new = []
-        joined = False
+        core = floor is not None and _SETTLE_CORE
+        how = self._settle_core(region, t, floor) if core else _NOT
+        if how == _DONE:
+            return
+        joined = anew = how == _ANEW  # (the first solve done in C: ``before`` holds the rates before it)
+        cut = -np.inf
+        if not anew:
+            cut = -np.inf if floor is None else self._cut_below(tab.rate[region], floor)
+            tab.advance(region[tab.rate[region] > cut], t)  # (the slow classes' rates stand)
+            self.partial += len(region) < self._nactive
+            before[asked] = tab.rate[asked]
+            self._kept_new = []
         while True:
+            if anew:  # arcs kept anew: components may join
+                region = self._joined(region)
+                joined = True
+                how = self._settle_core(region, t, floor, joined) if core else _NOT  # (it advances them to t)
+                if how == _DONE:
+                    before[asked] = np.nan
+                    return
+                if how == _ANEW:
+                    continue
+                if not core:
+                    tab.advance(region, t)
+                cut = -np.inf if floor is None else self._cut_below(tab.rate[region], floor)
+            anew = True
             if cut > -np.inf:
                 got = self._solve_above(region, cut, joined)
-                if got is not None and not len(got[0]):  # (a class solved fell below the cut)
+                if got is not None and not len(got[0]):  # (no class above the cut: the region whole)
                     region, cut = got[1], -np.inf
                     tab.advance(region, t)
+                    anew = False
                     continue
                 solved, members = got if got is not None else (None, None)
             else:
@@ -1236,10 +1274,6 @@ class FanExecutor:
                     self._components(solved)
             if solved is not None:
                 break
-            region = self._joined(region)  # arcs kept anew: components may join
-            tab.advance(region, t)
-            joined = True
-            cut = -np.inf if floor is None else self._cut_below(tab.rate[region], floor)
         old = np.full(len(solved), np.nan)
         known = solved < len(before)  # split parts are new: their rates are set anew
         old[known] = before[solved[known]]
@@ -1255,22 +1289,28 @@ class FanExecutor:
             if first < np.inf:
                 heapq.heappush(self._due, (first, int(tab.comp[members[0]])))
 
-    def _settle_core(self, region: np.ndarray, t: float, floor: float) -> bool:
+    def _settle_core(self, region: np.ndarray, t: float, floor: float, joined: bool = False) -> int:
         """:meth:`_settle` of ``region`` with ``floor`` in C (``settle_above`` in sim/_classcore.c), down the
-        path it takes nearly always: :meth:`_cut_below` finds a gap, and :meth:`_solve_above`'s one solve
-        keeps no arc anew, books nothing and verifies every class by its quick test -- the same operations
-        in the same order, so the same rates, loads and completion times to the bit. Whether it did:
-        where the path leaves that one (or the core is not built), it changed nothing and the Python
-        lines run."""
+        paths it takes nearly always: the one solve -- above the cut :meth:`_cut_below` finds (:meth:`_solve_above`),
+        or of the whole component where it finds none or no class above it -- books nothing and verifies
+        every class by its quick test -- the same operations in the same order, so the same rates, loads,
+        completion times and components to the bit. ``joined``: ``region`` was joined (:meth:`_joined`) after
+        arcs were kept anew; it advances them to ``t`` first, whatever it returns. Returns ``_DONE``; ``_ANEW`` where the solve above the cut filled an arc not
+        kept: C left the state as :meth:`_solve` leaves it when it returns None, and the arcs are kept here
+        (the caller joins and goes on); ``_NOT`` where the path leaves those (or the core is not built): it
+        changed nothing and the Python lines run."""
         settle = getattr(_maxmin._CORE, "settle_above", None)
         if settle is None or not len(region):
-            return False
+            if joined:
+                self._tab.advance(region, t)
+            return _NOT
         check_deadline()
         tab = self._tab
         n = len(region)
-        if len(self._out) < n:
-            self._out = np.zeros(2 * n, dtype=np.int64)
+        if len(self._out_live) < n:
             self._out_live = np.zeros(2 * n, dtype=np.int64)
+        members = np.empty(n, dtype=np.int64)  # (kept as the component's classes)
+        comp0 = int(tab.comp[region[0]])  # (how 2: renumbered below)
         got = settle(
             np.ascontiguousarray(region, dtype=np.int64),
             float(t),
@@ -1299,21 +1339,44 @@ class FanExecutor:
             self.cluster.capacity,
             float(self._rise),
             float(self._room),
-            self._out,
+            members,
             self._out_live,
+            self._before,
+            self._nactive,
+            self._arc_comp,
+            self._next_comp,
+            self._out_arcs,
+            joined,
         )
         if got is None:
-            return False
-        nlive, nmembers, self._rise, first, comp = got
-        self.partial += n < self._nactive
-        self.above += 1
-        self.solves += 1
-        self._kept_new = []
+            return _NOT
+        how, nlive, k, self._rise, first, comp, slack, through, was = got
+        if not joined:
+            self.partial += n < self._nactive
+            self._kept_new = []
+        self.above += how != 2 or through
+        self.solves += 1 + through
         self._unbooked.append(self._out_live[:nlive].copy())
-        self._comps[comp] = self._out[:nmembers].copy()
+        if how == 1:
+            self._promote(self._out_arcs[:k].copy())
+            return _ANEW
+        if how == 2 or joined:  # numbered anew from _next_comp (how 2: up to ``comp``; joined: ``was`` renumbered)
+            for c in was if joined else [comp0]:
+                self._comps.pop(c, None)
+            self._next_comp = comp if how == 2 else comp + 1
+        if how == 2:
+            self._kept_version += slack > 0
+            if k > 1:
+                self._index(region)
+            else:  # one component (_index's lines for it)
+                self._comps[comp - 1] = region
+                if first < np.inf:
+                    heapq.heappush(self._due, (first, comp - 1))
+            return _DONE
+        self._comps[comp] = members
         if first < np.inf:
             heapq.heappush(self._due, (first, comp))
-        return True
+        return _DONE
 
     @staticmethod
     def _cut_below(rates: np.ndarray, floor: float) -> float:
@@ -1453,7 +1516,8 @@ class FanExecutor:
         self._comps: dict[int, np.ndarray] = {}  # every live component's classes (some completed since)
         self._due: list[tuple[float, int]] = []  # a heap of (first completion, component) by component
         self._before = np.zeros(0)
-        self._out = self._out_live = np.zeros(0, dtype=np.int64)  # what _settle_core writes
+        self._out_live = np.zeros(0, dtype=np.int64)  # what _settle_core writes
+        self._out_arcs = np.empty(cl.num_arcs, dtype=np.int64)  # (written by settle_above before read)
         received = np.zeros(s, dtype=np.int64)
         ready = np.full(s, t0)  # each server's processor is free from then on
         waiting = [c.id for c in self._phase(np.arange(s), t0, push=True)]  # not yet draining
@@ -1474,20 +1538,31 @@ class FanExecutor:
                 heapq.heappop(heap)
             t = min(tab.start[pending].min(initial=np.inf), heap[0][0] if heap else np.inf)
             near = _TIME_RTOL * t + 1e-300
-            done_in: list[np.ndarray] = []
+            due: list[int] = []  # the components with classes due (once each)
             while heap and heap[0][0] - t <= near:
-                members = comps.get(heapq.heappop(heap)[1])
-                if members is not None:
-                    done_in.append(self._alive(members, t, near))
+                c = heapq.heappop(heap)[1]
+                if c in comps and c not in due:
+                    due.append(c)
             # (a component solved above a completion keeps its number: its older entries may be due too)
-            done = np.unique(np.concatenate(done_in)) if done_in else np.zeros(0, dtype=np.int64)
+            rest = None  # one component due: its other active classes
+            if len(due) == 1:
+                done, rest = self._due_split(comps[due[0]], t, near)
+                done = np.sort(done)  # (np.unique: a component lists each class once)
+            elif due:
+                done = np.unique(np.concatenate([self._alive(comps[c], t, near) for c in due]))
+            else:
+                done = np.zeros(0, dtype=np.int64)
             starting = pending[tab.start[pending] <= t]
             pending = pending[tab.start[pending] > t]
-            touched = np.unique(tab.comp[done])
+            touched = tab.comp[done]
+            touched = touched[:1] if (touched == touched[:1]).all() else np.unique(touched)  # (np.unique)
             # one component lost classes and nothing else changed: those slower than all of them stand
             floor = float(tab.rate[done].min()) if len(touched) == 1 and not len(starting) else None
             self._finish(done)
-            region = self._members_of(touched)
+            if rest is not None and len(touched) == 1 and touched[0] == due[0]:
+                region = rest  # (_members_of: its classes still active)
+            else:
+                region = self._members_of(touched)
             if len(starting):
                 region = np.union1d(region, self._start(starting))
             pulls = np.zeros(0, dtype=np.int64)

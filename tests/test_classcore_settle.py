@@ -48,8 +48,9 @@ def _same(got, want):
 class _Counting:
     """``sim._classcore`` with its settles counted: whether each took the usual path (in C)."""
 
-    def __init__(self, taken: list[bool]) -> None:
+    def __init__(self, taken: list[bool], paths: list | None = None) -> None:
         self.taken = taken
+        self.paths = [] if paths is None else paths
 
     def __getattr__(self, name):
         return getattr(core, name)
@@ -57,6 +58,7 @@ class _Counting:
     def settle_above(self, *args):
         got = core.settle_above(*args)
         self.taken.append(got is not None)
+        self.paths.append(None if got is None else (got[0], bool(args[-1]), got[7]))
         return got
 
 
@@ -74,14 +76,20 @@ def test_the_c_settle_is_the_python_settle(monkeypatch, case):
 
 
 def test_the_c_settle_takes_most_settles(monkeypatch):
-    """One shard per rank on 64 GPUs, hashed: most completions settle in C, and the run is the Python
+    """One shard per rank on 64 GPUs, hashed: nearly every completion settles in C -- above the cut, the
+    whole component (no gap, or no class above it), the solve that fills an arc not kept (committed; the
+    Python lines keep it and join) and the joined region, each many times -- and the run is the Python
     lines'."""
     case = ("dgx:hosts=8,ecmp=hash", "ps", {}, 25 * 2**20)
     taken: list[bool] = []
+    paths: list = []
     with monkeypatch.context() as m:
-        m.setattr(maxmin, "_CORE", _Counting(taken))
+        m.setattr(maxmin, "_CORE", _Counting(taken, paths))
         got = _run(case)
-    assert sum(taken) > 0.7 * len(taken) > 1000
+    assert sum(taken) > 0.95 * len(taken) > 1000
+    seen = {p: paths.count(p) for p in set(paths)}
+    for path in [(0, False, 0), (0, True, 0), (1, False, 0), (2, False, 0), (2, False, 1)]:
+        assert seen.get(path, 0) > 10, (path, seen)
     with monkeypatch.context() as m:
         m.setattr(classes, "_SETTLE_CORE", False)
         _same(_run(case), got)
@@ -111,6 +119,11 @@ def test_the_c_lines_beside_the_settle_are_numpys(seed):
     np.testing.assert_array_equal(out[:k], alive_m[due[alive_m] - t <= near])
     k = core.due_at(members, alive, due, t, np.nan, out)
     np.testing.assert_array_equal(out[:k], alive_m)
+    # due_split: those due and the other alive ones, in order, in one pass
+    both = np.empty(2 * len(members), dtype=np.int64)
+    k, m = core.due_split(members, alive, due, t, near, both)
+    np.testing.assert_array_equal(both[:k], alive_m[due[alive_m] - t <= near])
+    np.testing.assert_array_equal(both[len(members) : len(members) + m], alive_m[~(due[alive_m] - t <= near)])
     # finish: the loads, crossers and followed loads less the classes done (np.add.at, in order)
     done = np.unique(members[: len(members) // 2 + 1])
     booked, hbooked = rng.random(n) * 1e9, rng.random(n) * 1e9
@@ -140,6 +153,10 @@ def test_the_c_lines_beside_the_settle_are_numpys(seed):
     np.testing.assert_array_equal(kidx[:m], i[sel])
     np.testing.assert_array_equal(on[:m], keep[arc[i[sel]]])
     assert core.kept_rows(ids.astype(np.int64), lo, hi, arc, hot, keep, row[:0], kidx[:0], on[:0]) == -m
+    # crossing: the classes crossing a marked arc, in order (FanExecutor._joined's numpy lines)
+    crossers = np.empty(len(ids) + 1, np.int64)
+    k = core.crossing(ids.astype(np.int64), lo, hi, arc, keep, crossers)
+    np.testing.assert_array_equal(crossers[:k], ids[np.unique(r[keep[arc[i]]])] if len(ids) else ids)
     # full_loads: FanExecutor._full's lines before the booking
     live = ids.astype(np.int64)
     rate = np.where(rng.random(n) < 0.1, np.inf, rng.random(n) * 2e9)
@@ -167,8 +184,10 @@ def test_the_c_lines_refuse_arrays_out_of_shape():
     arc, cnt = np.array([0, 1, 5]), np.ones(3)
     with pytest.raises(ValueError, match="out of shape"):
         core.due_at(np.array([0, 7]), np.ones(2, bool), np.zeros(2), 0.0, 0.0, np.empty(2, np.int64))
+    with pytest.raises(ValueError, match="out of shape"):  # room for both lists: 2 x members
+        core.due_split(np.array([0, 1]), np.ones(2, bool), np.zeros(2), 0.0, 0.0, np.empty(3, np.int64))
     with pytest.raises(ValueError, match="out of shape"):  # arc 5 of 2
         z = np.zeros(2)
         core.finish(np.array([1]), lo, hi, arc, cnt, z, z, np.ones(2, bool), z.copy(), z.copy(), z.copy())
-    with pytest.raises(TypeError, match="29 arguments"):
+    with pytest.raises(TypeError, match="35 arguments"):
         core.settle_above(np.array([0]))
