@@ -3453,11 +3453,16 @@ static inline PyObject **idict(PyObject *obj) {
  * cluster's paths, the environment's clock and queue) skip the lookup while the dict stands. The value is
  * borrowed: the dict holds it while its tag stands. Where the tag is not to be had, or instance attributes
  * may be stored around it (CPython 3.13 on: inline values shared with a dict), every read looks up. */
-#if PY_VERSION_HEX < 0x030D0000
+/* the version tag of dict ``d`` (CPython's ma_version_tag: moved on every change; gone in 3.14); each user
+ * states its own guard: the instance dicts' memos before 3.13 (IG_MEMO, DfDone), the modules' before 3.14
+ * (W_VALS_HELD) */
+#if PY_VERSION_HEX < 0x030E0000
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-static inline uint64_t idict_tag(PyObject *d) { return ((PyDictObject *)d)->ma_version_tag; }
+static inline uint64_t dict_tag(PyObject *d) { return ((PyDictObject *)d)->ma_version_tag; }
 #pragma GCC diagnostic pop
+#endif
+#if PY_VERSION_HEX < 0x030D0000
 #define IG_MEMO 1
 #define IG_N 256
 static struct {
@@ -3476,7 +3481,7 @@ static PyObject *iget_rest(PyObject *obj, PyObject *name, PyObject **sf) {
 #if IG_MEMO
         uintptr_t x = (uintptr_t)d ^ ((uintptr_t)name >> 3);
         size_t at = ((x >> 4) ^ (x >> 12)) % IG_N;
-        uint64_t tag = idict_tag(d);
+        uint64_t tag = dict_tag(d);
         if (ig_memo[at].dict == d && ig_memo[at].name == name && ig_memo[at].tag == tag)
             return Py_NewRef(ig_memo[at].value);
 #endif
@@ -8559,12 +8564,8 @@ AT_INLINE int r_long_at(PyObject *obj, PyObject *name, int nf, int rf, long *out
 static int r_set_at(PyObject *obj, PyObject *name, int nf, int rf, long value);
 AT_INLINE int w_val(const WCtx *w, int k, long *out);
 
-/* the version tag of dict ``d`` (CPython's ma_version_tag: moved on every change) */
+/* the modules' dicts held by their version tags (dict_tag, above) where CPython has them */
 #if PY_VERSION_HEX < 0x030E0000
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-static inline uint64_t dict_tag(PyObject *d) { return ((PyDictObject *)d)->ma_version_tag; }
-#pragma GCC diagnostic pop
 #define W_VALS_HELD 1
 #else
 #define W_VALS_HELD 0
@@ -10880,9 +10881,9 @@ static int df_reads(DfDone *d, PyObject **v) {
                                                                              D_ARRIVED, D_STAMP, D_OUT};
 #if IG_MEMO
     PyObject **xp = d->exd ? idict(d->ex) : NULL; /* (ex's dict first: while it stands, it holds st) */
-    if (xp && *xp == d->exd && idict_tag(*xp) == d->ext) {
+    if (xp && *xp == d->exd && dict_tag(*xp) == d->ext) {
         PyObject **sp = idict(d->got[DR_ST]);
-        if (sp && *sp == d->std && idict_tag(*sp) == d->stt) {
+        if (sp && *sp == d->std && dict_tag(*sp) == d->stt) {
             for (int k = 0; k < DR_N; k++)
                 v[k] = Py_NewRef(d->got[k]);
             return 0;
@@ -10906,7 +10907,7 @@ static int df_reads(DfDone *d, PyObject **v) {
     if (PyErr_Occurred())
         PyErr_Clear(); /* (nothing kept) */
     else if (kept) {
-        d->exd = *xd, d->ext = idict_tag(*xd), d->std = *sd, d->stt = idict_tag(*sd);
+        d->exd = *xd, d->ext = dict_tag(*xd), d->std = *sd, d->stt = dict_tag(*sd);
         for (int k = 0; k < DR_N; k++)
             d->got[k] = v[k];
     }
@@ -10992,7 +10993,7 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
             goto out;
 #if IG_MEMO
         if (sp && *sp == d->std) /* (st's dict changed by these two stores alone: what was kept stands) */
-            d->stt = how ? idict_tag(*sp) : 0, d->std = how ? d->std : NULL;
+            d->stt = how ? dict_tag(*sp) : 0, d->std = how ? d->std : NULL;
 #endif
     }
     if (started) { /* self._send(self._out[:started].copy()) */
