@@ -146,7 +146,9 @@ def _uniform_alpha_beta(cluster: Cluster, p: int) -> tuple[float, float] | None:
     if model.size_dependent:
         return None
     first = model.alpha_beta(0, 1, 1.0)
-    for d in range(1, p):
+    # the last rank first: on a fabric of racks or hosts its pairs are the first to differ from (0, 1)'s,
+    # so a cluster without one α-β pair is told after a pair or two, not after a rack's worth routed one by one
+    for d in (p - 1, *range(1, p - 1)):
         if model.alpha_beta(0, d, 1.0) != first or model.alpha_beta(d, 0, 1.0) != first:
             return None
     if len(set(cluster.overhead[:p].tolist())) != 1:
