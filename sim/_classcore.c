@@ -82,8 +82,6 @@ static void close_all(Buf *b, int nb) {
         buf_close(&b[k]);
 }
 
-static inline double np_max0(double x) { return x >= 0.0 || x != x ? x : 0.0; } /* np.maximum(x, 0.0) */
-static inline double np_min(double a, double b) { return a <= b || a != a ? a : b; } /* np.minimum(a, b) */
 
 static int cmp_i64(const void *x, const void *y) {
     int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
@@ -132,8 +130,7 @@ static int number_crossed(const int64_t *arc, Py_ssize_t ne, Py_ssize_t narcs, i
 
 /* np.minimum(a, b) and np.maximum(x, 0.0) to the bit, signed zeros too: numpy's loops give the second operand
  * where the two compare equal (np.minimum(0.0, -0.0) is -0.0, np.maximum(-0.0, 0.0) is 0.0) and a NaN where
- * either is one (the first where both are). np_min and np_max0 above give the first on a tie: the same but for
- * a zero's sign, which a bound or a capacity of -0.0 shows. */
+ * either is one (the first where both are). */
 static inline double np_minimum(double a, double b) { return a < b || a != a ? a : b; }
 static inline double np_maximum0(double x) { return x > 0.0 || x != x ? x : 0.0; }
 
@@ -808,9 +805,9 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         for (Py_ssize_t e = 0; e < ne; e++)
             mine[loc[e]] += cnt[e] * hbooked[out_l[cls[e]]];
     for (Py_ssize_t w = 0; w < nw; w++) {
-        taken[w] = whole ? 0.0 : np_max0(hot_loads[where[w]] - mine[w]);
+        taken[w] = whole ? 0.0 : np_maximum0(hot_loads[where[w]] - mine[w]);
         capw[w] = cap[where[w]];
-        left[w] = np_max0(capw[w] - taken[w]);
+        left[w] = np_maximum0(capw[w] - taken[w]);
     }
     int solved = maxmin_core(cls, loc, ne, left, nw, cnt, got, nlive, NULL);
     if (solved < 0)
