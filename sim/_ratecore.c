@@ -8278,16 +8278,16 @@ enum {
     W_T_LAST, W_HEAP, W_DUE_AT, W_IS_ACTIVE, W_DUE, W_DUE_ENTRIES, W_NACTIVE, W_ACTIVE_ARR, W_ENTRIES, W_PENDING,
     W_PENDING_AT, W_STAGE, W_REMAINING, W_PATH, W_BYTES, W_RATE, W_OWNER, W_GID, W_OWNERS, W_FREE, W_PATH_BYTES,
     W_CLUSTER, W_PATHS, W_COUNT, W_LENGTH, W_FLUSH, W_REMOVED, W_ADDED, W_SOLVE, W_FINISH, W_FINISH_FEW, W_START,
-    W_PATH_BYTES_FOR, W_T_SET, W_BOUND, W_FLOWS_, W_SCHEDULE, W_HELD, W_WAKEUPS, W_PUMP, W_RESUME_HELD, W_WAKE_LOG,
+    W_PATH_BYTES_FOR, W_T_SET, W_BOUND, W_FLOWS_, W_HELD, W_WAKEUPS, W_PUMP, W_RESUME_HELD, W_WAKE_LOG,
     W_WAKE_RECORD, W_MSG_CORE, W_SETTLE, W_SETTLE_, W_SEND_CTX, W_EVENT, W_LANE_CORE, W_RESUME_HELD_, W_N
 };
 static const char *w_names[W_N] = {
     "_t_last", "_heap", "_due_at", "_is_active", "_due", "_due_entries", "_nactive", "_active_arr", "_entries",
     "_pending", "_pending_at", "_stage", "_remaining", "_path", "_bytes", "_rate", "_owner", "_gid", "_owners",
     "_free", "_path_bytes", "cluster", "paths", "count", "length", "_flush", "_removed", "_added", "_solve",
-    "_finish", "_finish_few", "_start", "_path_bytes_for", "_t_set", "_bound", "flows", "_schedule", "_held",
-    "wakeups", "_PUMP", "_resume_held", "_WAKE_LOG", "_wake_record", "_MSG_CORE", "settle", "_SETTLE",
-    "_send_ctx", "_event", "_LANE_CORE", "_RESUME_HELD",
+    "_finish", "_finish_few", "_start", "_path_bytes_for", "_t_set", "_bound", "flows", "_held", "wakeups", "_PUMP",
+    "_resume_held", "_WAKE_LOG", "_wake_record", "_MSG_CORE", "settle", "_SETTLE", "_send_ctx", "_event",
+    "_LANE_CORE", "_RESUME_HELD",
 };
 static PyObject *w_s[W_N];
 static PyObject *w_neg_inf;
@@ -8386,12 +8386,12 @@ AT_INLINE int add_attr_at(PyObject *obj, PyObject *s, int nf, int rf, long by) {
 /* (each name's places, in w_names' order: constants, so that a read of a field by a name known where it is
  * written is the field's load; st_check holds them to the names at the start) */
 static const signed char w_nf[W_N] = {
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, -1, -1, -1, -1, -1, -1, -1,
-    -1, -1, -1, -1, 22, 23, 24, -1, 25, 26, -1, -1, -1, -1, -1, -1, -1, 34, 33, -1, -1,
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, 22, 23, 24, 25, 26, -1, -1, -1, -1, -1, -1, -1, 34, 33, -1, -1,
 };
 static const signed char w_rf[W_N] = {
-    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 25, -1, -1, -1, -1,
-    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 25, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
 };
 
 /* obj.<w_names[k]> (iget), obj.<w_names[k]> = v (iset) */
@@ -9256,28 +9256,26 @@ static int core_reload(Core *c, const Py_ssize_t *slots, Py_ssize_t n, const Arr
 enum {
     R_RATES, R_CHECK, R_RECOUNT, R_SHARED, R_CAPACITY, R_VALID, R_INCREMENTAL, R_SKIP, R_SKIP_NEXT, R_MEMBERS,
     R_CORE, R_SPREAD, R_LOAD, R_BOUNDED, R_KEY, R_CACHE, R_FRESH, R_GONE, R_ALONE, R_HITS, R_SOLVES, R_PARTIAL,
-    R_REGROWN, R_SOLVE_ALL, R_ACTIVE_SLOTS, R_ENTRIES_NOW, R_SET_RATES, R_REBUILD_DUE, R_CMAX, R_SHARE, R_FLOOR,
-    R_SCALAR, R_RTOL, R_SKIP_MAX, R_HIT_CORE, R_INCR_MIN, R_SETTLED, R_SPILLED, R_MAXMIN, R_CACHE_ENTRIES, R_CAPACITY_,
-    R_START, R_ARCS, R_SPILLS, R_SPREAD_AFTER, R_N
+    R_REGROWN, R_SOLVE_ALL, R_REBUILD_DUE, R_CMAX, R_SHARE, R_FLOOR, R_SCALAR, R_RTOL, R_SKIP_MAX, R_HIT_CORE,
+    R_INCR_MIN, R_SETTLED, R_MAXMIN, R_CACHE_ENTRIES, R_CAPACITY_, R_START, R_ARCS, R_SPILLS, R_SPREAD_AFTER, R_N
 };
 static const char *r_names[R_N] = {
     "rates", "check", "_recount", "_shared", "_capacity", "_valid", "_incremental", "_skip", "_skip_next",
     "_members", "_core", "_spread", "_load", "_bounded", "_key", "_cache", "_fresh", "_gone", "_alone_rates",
-    "cache_hits", "solves", "partial", "regrown", "_solve_all", "_active_slots", "_entries_now", "_set_rates",
-    "_rebuild_due", "_COMPONENT_MAX_CORE", "_PART_SHARE_CORE", "_PART_FLOOR", "_SCALAR_MAX", "_RTOL", "_SKIP_MAX",
-    "_HIT_CORE", "_INCREMENTAL_MIN", "_settled", "_spilled", "maxmin_rates", "_CACHE_ENTRIES", "capacity", "start",
-    "arcs", "_spills", "_SPREAD_AFTER",
+    "cache_hits", "solves", "partial", "regrown", "_solve_all", "_rebuild_due", "_COMPONENT_MAX_CORE",
+    "_PART_SHARE_CORE", "_PART_FLOOR", "_SCALAR_MAX", "_RTOL", "_SKIP_MAX", "_HIT_CORE", "_INCREMENTAL_MIN",
+    "_settled", "maxmin_rates", "_CACHE_ENTRIES", "capacity", "start", "arcs", "_spills", "_SPREAD_AFTER",
 };
 static PyObject *r_s[R_N];
 
 /* (as w_nf, w_rf) */
 static const signed char r_nf[R_N] = {
-    29, 30, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    29, 30, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
 };
 static const signed char r_rf[R_N] = {
-    -1, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, -1, -1, -1, -1, -1, -1,
-    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 29, -1,
+    -1, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, 29, -1,
 };
 
 static int r_strings(void) {
