@@ -84,6 +84,25 @@ def test_faster_than_line_rate_is_clamped_with_a_warning(tmp_path):
     assert all(e.efficiency <= 1.0 for e in cal.classes.values())
 
 
+def test_a_link_the_log_cannot_see_is_named_as_such_not_as_faster_than_line_rate(tmp_path):
+    """The shape of an underperforming network (the development set's node005 2-node run): the NICs bound
+    every size, 1.35-2.95x the nominal times. Unconstrained, the fit gives NVLink no time at all; that is a
+    log that cannot see NVLink, and the warning says so instead of "faster than line rate" (it wanted
+    "inf" of the NVLink rate before)."""
+    sizes = [2**k for k in range(23, 34)]
+    slower = [1.6, 1.35, 1.7, 2.0, 2.15, 2.4, 2.95, 2.95, 2.95, 2.95, 2.95]
+    rows = [(n, t * x) for (n, t), x in zip(synthetic(TWO, 16, LinkModel(), sizes=sizes), slower, strict=True)]
+    path = tmp_path / "slow-nics.txt"
+    path.write_text(nccl_text("all_reduce_perf", "allreduce", 16, rows))
+    samples, source = read_samples(path)
+    cal = fit_calibration(samples, TWO, [source])
+    assert cal.classes["intra-host"].efficiency == pytest.approx(1.0)
+    assert cal.classes["cross-switch"].efficiency == pytest.approx(0.34, abs=0.02)
+    assert len(cal.warnings) == 1 and "faster than" not in cal.warnings[0] and "inf" not in cal.warnings[0]
+    assert cal.warnings[0].startswith("intra-host: the log does not separate it from cross-host")
+    assert "underperforming network" in cal.warnings[0]
+
+
 def test_one_node_and_the_nics_stated_rate_predict_two_nodes(tmp_path):
     truth = intra(0.85)
     path = tmp_path / "one.txt"

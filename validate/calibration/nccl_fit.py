@@ -18,7 +18,9 @@ The time is piecewise linear in ``w = 1 / efficiency`` and linear in the base la
 linearizes around the current point (one simulation per group for the slopes), solves the bounded
 least squares in relative error (``w >= 1``, latency ``>= 0``; every bound combination is tried), steps
 only as far along that solution as lowers the rms relative error, and repeats a few times. A group whose unconstrained fit wants more than line rate is clamped at 1 and
-named in a warning: the log ran faster than the schedule can, so the schedule likely is not what ran.
+named in a warning: the log ran faster than the schedule can, so the schedule likely is not what ran. A
+group the unconstrained fit gives no time at all (another group bounds every size) is one the log cannot
+see: it stays at line rate, and the warning says that instead.
 """
 
 from __future__ import annotations
@@ -306,7 +308,17 @@ def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = 
     for i, g in enumerate(active):
         wanted = 1.0 / unconstrained[i] if unconstrained[i] > 0 else math.inf
         out.wanted[g] = wanted
-        if wanted > OVER_LINE_RATE and clamp_cost > CLAMP_COST:
+        if math.isinf(wanted) and clamp_cost > CLAMP_COST:
+            # a slope of zero or below: the other groups' fit explains the times better with this group
+            # taking no time at all -- not "faster than line rate", but a log that cannot see it
+            others = [o for o in active if o != g]
+            out.warnings.append(
+                f"{g}: the log does not separate it from {' and '.join(others) or 'the fixed costs'} "
+                f"(unconstrained, the fit gives the {'/'.join(groups[g])} links no time at all); kept at line "
+                "rate. Likely cause: another link is far below its stated rate and bounds every size (an "
+                "underperforming network), or the schedule does not match what ran (give FILE:algorithm=...)"
+            )
+        elif wanted > OVER_LINE_RATE and clamp_cost > CLAMP_COST:
             out.warnings.append(
                 f"{g}: the log ran faster than {schedule} can at line rate (the fit wants {wanted:.2f} of the "
                 f"{'/'.join(groups[g])} rate); clamped at 1. Likely cause: the schedule does not match what ran "
