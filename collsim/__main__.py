@@ -1,3 +1,3 @@
-from collsim.cli import entry
+from collsim import entry
 
 entry()

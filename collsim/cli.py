@@ -19,6 +19,7 @@ try:  # typer >= 0.26 vendors click; older releases use click itself
 except ImportError:  # pragma: no cover
     import click.exceptions as _click  # type: ignore[no-redef]
 
+from collsim import HELD_SIGNALS
 from sim import lifetime
 from sim.errors import CollsimError, one_line
 
@@ -42,10 +43,13 @@ def _register() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the console script)."""
-    _register()
     lifetime.reset()
     try:
         with lifetime.interrupt_on_signals((signal.SIGINT, signal.SIGTERM, signal.SIGHUP)):
+            _register()  # the subcommands' imports (validate, pydantic, ...)
+            # what the console script held during the imports (collsim.entry) arrives now, at our handlers;
+            # before any child process is started (a child inherits the mask)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_SIGNALS)
             result = app(args=argv, prog_name="collsim", standalone_mode=False)
     except _click.NoArgsIsHelpError:
         return 0
@@ -88,8 +92,10 @@ def _interrupted() -> int:
 
 
 def entry() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+    """The console script's entry point (:func:`collsim.entry`, which imports this module inside it)."""
+    from collsim import entry as package_entry
+
+    package_entry()
 
 
 if __name__ == "__main__":
