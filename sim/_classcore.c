@@ -572,8 +572,8 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     PyObject *result = NULL;
     for (int k = 0; k < NB; k++)
         b[k].held = 0;
-    if (nargs != 35) {
-        PyErr_SetString(PyExc_TypeError, "settle_above: 35 arguments");
+    if (nargs != 36) {
+        PyErr_SetString(PyExc_TypeError, "settle_above: 36 arguments");
         return NULL;
     }
     for (int k = 0; k < NB; k++) {
@@ -586,7 +586,19 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     double rise0 = PyFloat_AsDouble(args[25]), room = PyFloat_AsDouble(args[26]);
     long long version = PyLong_AsLongLong(args[13]), next_comp = PyLong_AsLongLong(args[32]);
     Py_ssize_t nactive = PyLong_AsSsize_t(args[30]);
-    int joined = PyObject_IsTrue(args[34]);
+    int joined = PyObject_IsTrue(args[35]);
+    /* the tail kept from the last settle (``tail``: (q, tmax, tfirst, tnan), or None): ``region[q:]`` are the
+     * component's slow classes of that settle, unchanged since, none due; their largest rate, first
+     * completion (NaN left out) and whether one is NaN */
+    Py_ssize_t tq = -1;
+    double tmax = NAN, tfirst = NAN;
+    int tnan = 0;
+    if (args[34] != Py_None) {
+        long long q_ = 0;
+        if (!PyArg_ParseTuple(args[34], "Lddi", &q_, &tmax, &tfirst, &tnan))
+            goto done;
+        tq = (Py_ssize_t)q_;
+    }
     if (PyErr_Occurred() || joined < 0)
         goto done;
     const int64_t *region = b[REGION].view.buf, *lo = b[LO].view.buf, *hi = b[HI].view.buf, *k_lo = b[KLO].view.buf,
@@ -628,7 +640,10 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     int one = 1, crowd = 0, beyond = 0;
     const uint64_t rows = (uint64_t)(nbefore < nrows ? nbefore : nrows);
     int64_t comp0 = region[0] >= 0 && region[0] < nrows ? comp[region[0]] : 0;
-    for (Py_ssize_t i = 0; i < R; i++) {
+    /* the tail: its classes are slow whatever the cut (every rate in it below the floor's neighbourhood,
+     * under it) -- unless the rates crowd down (then every class is read, below) */
+    Py_ssize_t q = !joined && tq >= 0 && tq < R && tmax < near ? tq : R;
+    for (Py_ssize_t i = 0; i < q; i++) {
         int64_t c = region[i];
         if ((uint64_t)c >= rows) {
             if (c < 0 || c >= nrows) {
@@ -650,6 +665,11 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
             below[ntop++] = r, above[nabove++] = i;
         else if (r > under) /* (np.max: -inf where every one is) */
             under = r;
+    }
+    if (q < R) { /* the tail's rates: below the floor, under its neighbourhood (np.max: the largest) */
+        nbelow += R - q;
+        if (tmax > under)
+            under = tmax;
     }
     if (joined) /* Tab.advance(region, t), whatever follows (FanExecutor._settle leaves it to this call) */
         for (Py_ssize_t i = 0; i < R; i++) {
@@ -673,6 +693,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
                     below[m++] = rate[region[i]];
             qsort(below, (size_t)m, sizeof(double), cmp_desc);
             crowd = first_gap(below, m, floor, &cut);
+            q = R; /* (the cut may fall in the tail: every class read below) */
         }
     }
     /* _solve_above: the classes above the cut (``above``, by index in order; ``order``, the live ones with
@@ -832,7 +853,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     for (Py_ssize_t h = 0; h < nh; h++) {
         int64_t a = harc[h];
         if (!keep[a] && sc.hot[a] >= cap[a] * (1.0 - 1e-9) && sc.mark[a] != sc.stamp) {
-            if (whole || nfull >= nouta) /* (the whole component: the Python lines keep and join) */
+            if (nfull >= nouta)
                 goto fallback;
             sc.mark[a] = sc.stamp, out_a[nfull++] = a;
         }
@@ -850,7 +871,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         rise0 = rise;
     if (rise0 >= room) /* every class booked again (the Python lines) */
         goto fallback;
-    int how = whole ? 2 : nfull ? 1 : 0;
+    int how = nfull ? (whole ? 3 : 1) : whole ? 2 : 0;
     Py_ssize_t nslack = 0;
     if (how != 1) {
         /* _unverified: every class verified by its quick test, else the Python lines check member by member */
@@ -883,7 +904,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         PyErr_NoMemory();
         goto done;
     }
-    if (how == 1) /* _solve returns None: the rates before stand in ``before`` for the completion times */
+    if (how == 1 || how == 3) /* _solve returns None: the rates before stand in ``before`` for the completion times */
         for (Py_ssize_t i = 0; !joined && i < R; i++)
             before[region[i]] = rate[region[i]];
     for (Py_ssize_t i = 0; i < ns; i++) {
@@ -903,8 +924,9 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         hot_loads[harc[h]] = sc.hot[harc[h]];
     for (Py_ssize_t i = 0; i < nlive; i++)
         hbooked[out_l[i]] = isfinite(got[i]) ? got[i] : 0.0;
-    if (how == 1) {
-        result = Py_BuildValue("innddLniO", how, nlive, nfull, rise0, NAN, 0LL, (Py_ssize_t)0, 0, Py_None);
+    if (how == 1 || how == 3) {
+        result = Py_BuildValue("innddLniOO", how, nlive, nfull, rise0, NAN, 0LL, (Py_ssize_t)0, through, Py_None,
+                               Py_None);
         goto done;
     }
     /* completion times where the rate changed (from its rate before the settle: ``before`` where joined) */
@@ -962,8 +984,8 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
             if (nan)
                 first = NAN;
         }
-        result = Py_BuildValue("innddLniO", how, nlive, (Py_ssize_t)(k + nempty), rise0, first, base + k, nslack, through,
-                               Py_None);
+        result = Py_BuildValue("innddLniOO", how, nlive, (Py_ssize_t)(k + nempty), rise0, first, base + k, nslack,
+                               through, Py_None, Py_None);
         goto done;
     }
     /* one component: the classes solved, then the slow ones in order; the first completion of its classes
@@ -976,16 +998,29 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         nan |= d != d;
         first = d < first ? d : first;
     }
-    for (Py_ssize_t i = 0, j = 0, k = ns; i < R; i++) {
+    /* the slow ones: the next settle's tail (their largest rate, first completion, whether one is NaN) */
+    double smax = -INFINITY, sfirst = INFINITY;
+    int snan = 0;
+    Py_ssize_t k = ns;
+    for (Py_ssize_t i = 0, j = 0; i < q; i++) {
         if (j < ns && above[j] == i) {
             j++;
             continue;
         }
         int64_t c = out_m[k++] = region[i];
-        double d = due[c];
-        nan |= d != d;
-        first = d < first ? d : first;
+        double d = due[c], r = rate[c];
+        snan |= d != d;
+        sfirst = d < sfirst ? d : sfirst;
+        smax = r > smax ? r : smax;
     }
+    if (q < R) { /* the tail as it was: copied, its numbers kept */
+        memcpy(out_m + k, region + q, (size_t)(R - q) * sizeof(int64_t));
+        snan |= tnan;
+        sfirst = tfirst < sfirst ? tfirst : sfirst;
+        smax = tmax > smax ? tmax : smax;
+    }
+    nan |= snan;
+    first = sfirst < first ? sfirst : first;
     if (nan)
         first = NAN;
     Py_ssize_t nm = ns + nslow;
@@ -1028,7 +1063,8 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
                     arc_comp[k_arc[k]] = number;
         }
     }
-    result = Py_BuildValue("innddLniN", how, nlive, nm, rise0, first, number, (Py_ssize_t)0, 0, was);
+    result = Py_BuildValue("innddLniN(nddi)", how, nlive, nm, rise0, first, number, (Py_ssize_t)0, 0, was, ns, smax,
+                           sfirst, snan);
     goto done;
 fallback:
     result = Py_None;

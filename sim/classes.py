@@ -1177,6 +1177,27 @@ class FanExecutor:
         due = tab.due[members] - t <= near
         return members[due], members[~due]
 
+    def _due_split_comp(self, c: int, t: float, near: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_due_split` of component ``c``'s classes. Where its last settle was in C above the cut
+        (:meth:`_settle_core`) and nothing touched it since, its slow classes then (``_tails``: the end of its
+        classes, their rates and completion times unchanged) are none of them due while their first
+        completion is not: only the classes before them are scanned, and the next settle in C is told
+        (``_tail_given``) that the classes it settles end with them."""
+        members = self._comps[c]
+        tail = self._tails.pop(c, None)
+        core = getattr(_maxmin._CORE, "due_split", None)
+        if tail is None or tail[0] is not members or core is None or tail[3] - t <= near:
+            return self._due_split(members, t, near)
+        tab, p, n = self._tab, tail[1], len(members)
+        out = np.empty(p + n, dtype=np.int64)
+        k, m = core(members[:p], tab.alive, tab.due, t, near, out)
+        if not k:  # (nothing due: an older entry of the heap; the tail stands)
+            self._tails[c] = tail
+        rest = out[p : p + m + n - p]
+        rest[m:] = members[p:]
+        self._tail_given = (rest, (m, *tail[2:]))
+        return out[:k], rest
+
     def _index(self, solved: np.ndarray) -> None:
         """Index the components of ``solved`` (just numbered, their completion times set): their
         classes, and their first completions on the heap."""
@@ -1311,6 +1332,8 @@ class FanExecutor:
             self._out_live = np.zeros(2 * n, dtype=np.int64)
         members = np.empty(n, dtype=np.int64)  # (kept as the component's classes)
         comp0 = int(tab.comp[region[0]])  # (how 2: renumbered below)
+        given, self._tail_given = self._tail_given, None
+        tail = given[1] if given is not None and given[0] is region and not joined else None
         got = settle(
             np.ascontiguousarray(region, dtype=np.int64),
             float(t),
@@ -1346,18 +1369,19 @@ class FanExecutor:
             self._arc_comp,
             self._next_comp,
             self._out_arcs,
+            tail,
             joined,
         )
         if got is None:
             return _NOT
-        how, nlive, k, self._rise, first, comp, slack, through, was = got
+        how, nlive, k, self._rise, first, comp, slack, through, was, kept = got
         if not joined:
             self.partial += n < self._nactive
             self._kept_new = []
-        self.above += how != 2 or through
+        self.above += how < 2 or through
         self.solves += 1 + through
         self._unbooked.append(self._out_live[:nlive].copy())
-        if how == 1:
+        if how == 1 or how == 3:  # (3: the whole component solved, no class above the cut or no gap)
             self._promote(self._out_arcs[:k].copy())
             return _ANEW
         if how == 2 or joined:  # numbered anew from _next_comp (how 2: up to ``comp``; joined: ``was`` renumbered)
@@ -1374,6 +1398,7 @@ class FanExecutor:
                     heapq.heappush(self._due, (first, comp - 1))
             return _DONE
         self._comps[comp] = members
+        self._tails[comp] = (members, *kept)  # (its slow classes: members[kept[0]:])
         if first < np.inf:
             heapq.heappush(self._due, (first, comp))
         return _DONE
@@ -1518,6 +1543,8 @@ class FanExecutor:
         self._before = np.zeros(0)
         self._out_live = np.zeros(0, dtype=np.int64)  # what _settle_core writes
         self._out_arcs = np.empty(cl.num_arcs, dtype=np.int64)  # (written by settle_above before read)
+        self._tails: dict[int, tuple] = {}  # by component: its classes, where its slow ones start, ... (_due_split_comp)
+        self._tail_given: tuple | None = None  # (the region, its tail) for the next _settle_core
         received = np.zeros(s, dtype=np.int64)
         ready = np.full(s, t0)  # each server's processor is free from then on
         waiting = [c.id for c in self._phase(np.arange(s), t0, push=True)]  # not yet draining
@@ -1546,10 +1573,12 @@ class FanExecutor:
             # (a component solved above a completion keeps its number: its older entries may be due too)
             rest = None  # one component due: its other active classes
             if len(due) == 1:
-                done, rest = self._due_split(comps[due[0]], t, near)
+                done, rest = self._due_split_comp(due[0], t, near)
                 done = np.sort(done)  # (np.unique: a component lists each class once)
             elif due:
                 done = np.unique(np.concatenate([self._alive(comps[c], t, near) for c in due]))
+                for c in due:  # (their classes complete outside _due_split_comp)
+                    self._tails.pop(c, None)
             else:
                 done = np.zeros(0, dtype=np.int64)
             starting = pending[tab.start[pending] <= t]

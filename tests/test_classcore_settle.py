@@ -189,5 +189,5 @@ def test_the_c_lines_refuse_arrays_out_of_shape():
     with pytest.raises(ValueError, match="out of shape"):  # arc 5 of 2
         z = np.zeros(2)
         core.finish(np.array([1]), lo, hi, arc, cnt, z, z, np.ones(2, bool), z.copy(), z.copy(), z.copy())
-    with pytest.raises(TypeError, match="35 arguments"):
+    with pytest.raises(TypeError, match="36 arguments"):
         core.settle_above(np.array([0]))
