@@ -1013,14 +1013,13 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         sfirst = d < sfirst ? d : sfirst;
         smax = r > smax ? r : smax;
     }
-    if (q < R) { /* the tail as it was: copied, its numbers kept */
-        memcpy(out_m + k, region + q, (size_t)(R - q) * sizeof(int64_t));
-        snan |= tnan;
-        sfirst = tfirst < sfirst ? tfirst : sfirst;
-        smax = tmax > smax ? tmax : smax;
-    }
     nan |= snan;
     first = sfirst < first ? sfirst : first;
+    if (q < R) { /* the tail as it was: copied, in its places */
+        memcpy(out_m + k, region + q, (size_t)(R - q) * sizeof(int64_t));
+        nan |= tnan;
+        first = tfirst < first ? tfirst : first;
+    }
     if (nan)
         first = NAN;
     Py_ssize_t nm = ns + nslow;
@@ -1063,8 +1062,8 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
                     arc_comp[k_arc[k]] = number;
         }
     }
-    result = Py_BuildValue("innddLniN(nddi)", how, nlive, nm, rise0, first, number, (Py_ssize_t)0, 0, was, ns, smax,
-                           sfirst, snan);
+    result = Py_BuildValue("innddLniN(nnddi)", how, nlive, nm, rise0, first, number, (Py_ssize_t)0, 0, was, ns, q,
+                           smax, sfirst, snan);
     goto done;
 fallback:
     result = Py_None;
@@ -1125,6 +1124,142 @@ static PyObject *py_due_at(PyObject *self, PyObject *const *args, Py_ssize_t nar
  * component's classes once those due complete: FanExecutor._simulate) -- one pass */
 static PyObject *py_due_split(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     return due_scan(args, nargs, 1);
+}
+
+/* due_split_tail(members, p, head, segs, alive, due, rate, t, near, most, out, segs_out) -> (k, m, ns, q, top, first,
+ * nan):
+ * due_split of a component's classes ``members`` whose end, from ``p`` on, is its tail in segments (FanExecutor.
+ * _due_split_comp): ``head`` (a tuple, or None) and ``segs`` (rows of 5, flat) its segments (start, end, largest rate, first completion with NaN left out, whether
+ * one is NaN), contiguous from ``p``, of classes alive whose rates and completion times stood since. The classes before
+ * the tail and each segment with a class due (first completion - t <= near) are read; the others are copied.
+ * ``out[:k]`` the classes due, in order, ``out[n:n + m]`` the others, in order (``n`` members); the tail of
+ * those from ``q`` on, in ``segs_out[:ns]`` (positions among them; a segment read anew has its numbers anew,
+ * one left empty is dropped; the two adjacent ones fewest together joined while more than ``most``), ``top``
+ * its largest rate, ``first`` its first completion (NaN left out), ``nan`` whether one is NaN. */
+static PyObject *py_due_split_tail(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    enum { MEM, SEGS, ALIVE, DUE, RATE, OUT, SOUT, NB };
+    static const int at[NB] = {0, 3, 4, 5, 6, 10, 11};
+    static const char fmts[NB + 1] = "qd?ddqd";
+    Buf b[NB];
+    PyObject *result = NULL;
+    for (int k = 0; k < NB; k++)
+        b[k].held = 0;
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError,
+                        "due_split_tail(members, p, head, segs, alive, due, rate, t, near, most, out, segs_out)");
+        return NULL;
+    }
+    for (int k = 0; k < NB; k++)
+        if (buf_open(args[at[k]], &b[k], fmts[k], k == OUT || k == SOUT) < 0)
+            goto done;
+    Py_ssize_t p = PyLong_AsSsize_t(args[1]), most = PyLong_AsSsize_t(args[9]);
+    double t = PyFloat_AsDouble(args[7]), near = PyFloat_AsDouble(args[8]);
+    double hd[5] = {0.0, 0.0, 0.0, 0.0, 0.0};
+    int H = args[2] != Py_None;
+    if (H && !PyArg_ParseTuple(args[2], "ddddd", hd, hd + 1, hd + 2, hd + 3, hd + 4))
+        goto done;
+    if (PyErr_Occurred())
+        goto done;
+    const int64_t *members = b[MEM].view.buf;
+    const double *given = b[SEGS].view.buf, *due = b[DUE].view.buf, *rate = b[RATE].view.buf;
+    const unsigned char *alive = b[ALIVE].view.buf;
+    int64_t *out = b[OUT].view.buf;
+    double *sout = b[SOUT].view.buf;
+    Py_ssize_t n = b[MEM].view.shape[0], rows = b[ALIVE].view.shape[0];
+    Py_ssize_t S = b[SEGS].view.shape[0] % 5 ? -1 : b[SEGS].view.shape[0] / 5 + H;
+    double *segs = scratch(21, 5 * (size_t)(S > 0 ? S : 1), sizeof(double)); /* the head, then the others */
+    if (!segs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (S > 0) {
+        memcpy(segs, hd, (size_t)H * 5 * sizeof(double));
+        memcpy(segs + 5 * H, given, (size_t)(S - H) * 5 * sizeof(double));
+    }
+    int fine = S >= 0 && b[SOUT].view.shape[0] >= 5 * S &&
+               b[DUE].view.shape[0] == rows && b[RATE].view.shape[0] == rows && b[OUT].view.shape[0] >= 2 * n &&
+               p >= 0 && p <= n && most >= 1;
+    for (Py_ssize_t s = 0, at_ = p; fine && s < S; s++) { /* contiguous from p, within the members */
+        fine = segs[5 * s] == (double)at_ && segs[5 * s + 1] > segs[5 * s] && segs[5 * s + 1] <= (double)n;
+        at_ = (Py_ssize_t)segs[5 * s + 1];
+    }
+    if (!fine) {
+        PyErr_SetString(PyExc_ValueError, "due_split_tail: arrays out of shape");
+        goto done;
+    }
+    Py_ssize_t k = 0, m = n;
+    for (Py_ssize_t i = 0; i < p; i++) {
+        int64_t c = members[i];
+        if ((uint64_t)c >= (uint64_t)rows)
+            goto range;
+        if (!alive[c])
+            continue;
+        if (due[c] - t <= near)
+            out[k++] = c;
+        else
+            out[m++] = c;
+    }
+    Py_ssize_t q = m - n, ns = 0;
+    double top = -INFINITY, first = INFINITY;
+    int nan = 0;
+    for (Py_ssize_t s = 0; s < S; s++) {
+        Py_ssize_t a = (Py_ssize_t)segs[5 * s], e = (Py_ssize_t)segs[5 * s + 1], from = m;
+        double smax = segs[5 * s + 2], sfirst = segs[5 * s + 3];
+        int snan = segs[5 * s + 4] != 0.0;
+        if (sfirst - t <= near) { /* a class of it due: read, its numbers anew */
+            smax = -INFINITY, sfirst = INFINITY, snan = 0;
+            for (Py_ssize_t i = a; i < e; i++) {
+                int64_t c = members[i];
+                if ((uint64_t)c >= (uint64_t)rows)
+                    goto range;
+                if (!alive[c])
+                    continue;
+                double d = due[c], r = rate[c];
+                if (d - t <= near) {
+                    out[k++] = c;
+                    continue;
+                }
+                out[m++] = c;
+                snan |= d != d;
+                sfirst = d < sfirst ? d : sfirst;
+                smax = r > smax ? r : smax;
+            }
+            if (m == from)
+                continue;
+        } else {
+            memcpy(out + m, members + a, (size_t)(e - a) * sizeof(int64_t));
+            m += e - a;
+        }
+        double *row = sout + 5 * ns++;
+        row[0] = (double)(from - n), row[1] = (double)(m - n), row[2] = smax, row[3] = sfirst, row[4] = snan;
+    }
+    while (ns > most) { /* the two adjacent segments fewest together joined */
+        Py_ssize_t j = 0;
+        for (Py_ssize_t s = 1; s + 1 < ns; s++)
+            if (sout[5 * (s + 1) + 1] - sout[5 * s] < sout[5 * (j + 1) + 1] - sout[5 * j])
+                j = s;
+        double *x = sout + 5 * j, *y = x + 5;
+        x[1] = y[1];
+        x[2] = y[2] > x[2] ? y[2] : x[2];
+        x[3] = y[3] < x[3] ? y[3] : x[3];
+        x[4] = x[4] != 0.0 || y[4] != 0.0;
+        memmove(y, y + 5, (size_t)(ns - j - 2) * 5 * sizeof(double));
+        ns--;
+    }
+    for (Py_ssize_t s = 0; s < ns; s++) {
+        double *row = sout + 5 * s;
+        top = row[2] > top ? row[2] : top;
+        first = row[3] < first ? row[3] : first;
+        nan |= row[4] != 0.0;
+    }
+    result = Py_BuildValue("nnnnddi", k, m - n, ns, q, top, first, nan);
+    goto done;
+range: /* (the classes copied are not read: only those read are checked) */
+    PyErr_SetString(PyExc_ValueError, "due_split_tail: a class out of range");
+done:
+    for (int k = 0; k < NB; k++)
+        buf_close(&b[k]);
+    return result;
 }
 
 /* crossing(ids, lo, hi, e_arc, mark, out) -> k: the classes of ``ids`` (in order) with a crossing of an arc
@@ -1332,6 +1467,9 @@ static PyMethodDef module_methods[] = {
      "due_at(members, alive, due, t, near, out) -> k: the alive members due by t + near (all alive ones: near NaN)"},
     {"due_split", (PyCFunction)(void (*)(void))py_due_split, METH_FASTCALL,
      "due_split(members, alive, due, t, near, out) -> (k, m): due_at's out[:k], the other alive members in out[n:n + m]"},
+    {"due_split_tail", (PyCFunction)(void (*)(void))py_due_split_tail, METH_FASTCALL,
+     "due_split_tail(members, p, segs, alive, due, rate, t, near, most, out, segs_out) -> (k, m, ns, q, top, first, nan): "
+     "due_split of a component whose classes end with its tail (FanExecutor._due_split_comp)"},
     {"crossing", (PyCFunction)(void (*)(void))py_crossing, METH_FASTCALL,
      "crossing(ids, lo, hi, e_arc, mark, out) -> k: the classes of ids crossing an arc marked, in out[:k]"},
     {"finish", (PyCFunction)(void (*)(void))py_finish, METH_FASTCALL,

@@ -78,6 +78,8 @@ _STRUCTURE = True  # phases built from the fabric's structure where it has one (
 # a settle of one component that lost classes in C where sim._classcore is built, down the path it nearly
 # always takes (FanExecutor._settle_core); the Python lines where it leaves that path
 _SETTLE_CORE = True
+_SEGMENTS = 8  # the most segments a component's tail is kept in (FanExecutor._due_split_comp)
+_NO_SEGMENTS = np.zeros(0)
 _NOT, _DONE, _ANEW = 0, 1, 2  # what FanExecutor._settle_core did: nothing, the settle, its first solve (arcs kept anew)
 
 
@@ -1179,23 +1181,26 @@ class FanExecutor:
 
     def _due_split_comp(self, c: int, t: float, near: float) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`_due_split` of component ``c``'s classes. Where its last settle was in C above the cut
-        (:meth:`_settle_core`) and nothing touched it since, its slow classes then (``_tails``: the end of its
-        classes, their rates and completion times unchanged) are none of them due while their first
-        completion is not: only the classes before them are scanned, and the next settle in C is told
-        (``_tail_given``) that the classes it settles end with them."""
+        (:meth:`_settle_core`) and nothing touched it since, its classes end with the slow ones of its last
+        settles (``_tails``), in segments -- the slow ones of one settle each, or several such joined --
+        whose rates and completion times stand, each with its largest rate and first completion: only
+        the classes before them, and the segments with a class due, are read (``due_split_tail`` in C);
+        the next settle in C is told (``_tail_given``) that the classes it settles end with them."""
         members = self._comps[c]
         tail = self._tails.pop(c, None)
-        core = getattr(_maxmin._CORE, "due_split", None)
-        if tail is None or tail[0] is not members or core is None or tail[3] - t <= near:
+        core = getattr(_maxmin._CORE, "due_split_tail", None)
+        if tail is None or tail[0] is not members or core is None:
             return self._due_split(members, t, near)
-        tab, p, n = self._tab, tail[1], len(members)
-        out = np.empty(p + n, dtype=np.int64)
-        k, m = core(members[:p], tab.alive, tab.due, t, near, out)
+        tab, n, head, segs = self._tab, len(members), tail[2], tail[3]
+        out = np.empty(2 * n, dtype=np.int64)
+        segs_out = np.empty(len(segs) + 5)
+        got = core(members, tail[1], head, segs, tab.alive, tab.due, tab.rate, t, near, _SEGMENTS - 1, out, segs_out)
+        k, m, ns, q, *stats = got
         if not k:  # (nothing due: an older entry of the heap; the tail stands)
             self._tails[c] = tail
-        rest = out[p : p + m + n - p]
-        rest[m:] = members[p:]
-        self._tail_given = (rest, (m, *tail[2:]))
+        rest = out[n : n + m]
+        if ns:
+            self._tail_given = (rest, (q, *stats), segs_out[: 5 * ns])
         return out[:k], rest
 
     def _index(self, solved: np.ndarray) -> None:
@@ -1333,7 +1338,9 @@ class FanExecutor:
         members = np.empty(n, dtype=np.int64)  # (kept as the component's classes)
         comp0 = int(tab.comp[region[0]])  # (how 2: renumbered below)
         given, self._tail_given = self._tail_given, None
-        tail = given[1] if given is not None and given[0] is region and not joined else None
+        if given is not None and (given[0] is not region or joined):
+            given = None
+        tail = None if given is None else given[1]
         got = settle(
             np.ascontiguousarray(region, dtype=np.int64),
             float(t),
@@ -1398,7 +1405,11 @@ class FanExecutor:
                     heapq.heappush(self._due, (first, comp - 1))
             return _DONE
         self._comps[comp] = members
-        self._tails[comp] = (members, *kept)  # (its slow classes: members[kept[0]:])
+        ns, q = kept[0], kept[1]  # the slow classes before the tail given (or all): the tail's first segment
+        head = kept if ns < q else None
+        segs = given[2] if q < n else _NO_SEGMENTS  # the tail given, in its places (at most _SEGMENTS - 1)
+        if head is not None or len(segs):
+            self._tails[comp] = (members, ns, head, segs)
         if first < np.inf:
             heapq.heappush(self._due, (first, comp))
         return _DONE
