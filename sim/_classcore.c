@@ -540,7 +540,7 @@ static int64_t uf_root(int64_t *parent, int64_t i) {
 
 /* settle_above(region, t, floor, rate, rem, since, due, comp, lo, hi, k_lo, k_hi, k_ver, version, k_arc, k_hop,
  * k_cnt, width, size, hbooked, booked, keep, hot, hot_loads, capacity, rise, room, out_members, out_live,
- * before, nactive, arc_comp, next_comp, out_arcs, joined):
+ * before, nactive, arc_comp, next_comp, out_arcs, tail, joined):
  * FanExecutor._settle of ``region`` (one component that lost classes at ``t``, the least rate of those
  * ``floor``, nothing else changed; ``joined``: or such joined, after arcs were kept anew, to the components
  * those arcs meet -- then advanced to ``t`` first, whatever follows) down the paths it takes nearly always, with the same operations in the same order (the
@@ -549,14 +549,22 @@ static int64_t uf_root(int64_t *parent, int64_t i) {
  * (_solve) -- keeps no arc anew, books nothing (the largest rise since the last booking, ``rise``, stays below
  * ``room``), splits nothing (every class verified by its quick test). Returns None, having changed nothing,
  * where the path leaves those (the Python lines then run it); else (how, live, n, rise, first, comp, slack,
- * through, was): ``out_live[:live]`` the classes solved with crossings, ``rise`` the largest rise since the last
+ * through, was, kept). ``tail`` (not ``joined``; else None): (q, top, first, nan) where ``region[q:]`` is the
+ * component's tail (FanExecutor._due_split_comp) -- slow classes of its last settles, their rates and completion
+ * times unchanged since, none due -- ``top`` their largest rate, ``first`` their first completion (NaN left out),
+ * ``nan`` whether one is NaN: where ``top`` is below the floor's neighbourhood they are slow whatever the cut (unless
+ * the rates crowd down to the floor: then every class is read) and only ``region[:q]`` is read, the tail copied
+ * in its places. ``out_live[:live]`` the classes solved with crossings, ``rise`` the largest rise since the last
  * booking, and by ``how``:
  *   0: solved above the cut: ``out_members[:n]`` the component's classes in their new order, ``first`` its
  *      first completion, ``comp`` its number (where ``joined``: ``next_comp``, the classes and the kept
  *      arcs they cross renumbered to it, ``was`` the list of the numbers they had, each once; else None);
+ *      ``kept``: (ns, q, top, first, nan), the slow classes read (``out_members[ns:q]``, ``q`` the tail given or
+ *      ``n``: the tail's first segment) and their largest rate, first completion (NaN left out) and NaN;
  *   1: above the cut, an arc not kept filled: the solve committed as _solve leaves it when it returns None
  *      (the classes advanced, their rates, the followed loads; where not ``joined``, ``before[region]`` the
  *      rates before), ``out_arcs[:n]`` the arcs to keep (distinct): the Python lines keep them, join and go on;
+ *   3: the same where the whole component was solved (no gap, or no class above it: ``through``);
  *   2: the whole component solved (not ``joined``): its classes and the kept arcs they cross numbered into
  *      ``n`` components from ``next_comp`` as _components numbers them (where one: ``first`` its first
  *      completion), ``comp`` the next free number, ``slack``
@@ -1462,7 +1470,7 @@ static PyMethodDef module_methods[] = {
     {"counted", (PyCFunction)(void (*)(void))py_counted, METH_FASTCALL,
      "counted(part, parts, arcs, hop, width, arcs_n, out_part, out_arc, out_hop, out_cnt) -> K: sim.classes._counted"},
     {"settle_above", (PyCFunction)(void (*)(void))py_settle_above, METH_FASTCALL,
-     "settle_above(region, t, floor, ...) -> None or (how, live, n, rise, first, comp, slack, through, was): FanExecutor._settle's usual paths"},
+     "settle_above(region, t, floor, ..., tail, joined) -> None or (how, live, n, rise, first, comp, slack, through, was, kept): FanExecutor._settle's usual paths"},
     {"due_at", (PyCFunction)(void (*)(void))py_due_at, METH_FASTCALL,
      "due_at(members, alive, due, t, near, out) -> k: the alive members due by t + near (all alive ones: near NaN)"},
     {"due_split", (PyCFunction)(void (*)(void))py_due_split, METH_FASTCALL,

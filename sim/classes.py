@@ -1322,9 +1322,11 @@ class FanExecutor:
         every class by its quick test -- the same operations in the same order, so the same rates, loads,
         completion times and components to the bit. ``joined``: ``region`` was joined (:meth:`_joined`) after
         arcs were kept anew; it advances them to ``t`` first, whatever it returns. Returns ``_DONE``; ``_ANEW`` where the solve above the cut filled an arc not
-        kept: C left the state as :meth:`_solve` leaves it when it returns None, and the arcs are kept here
-        (the caller joins and goes on); ``_NOT`` where the path leaves those (or the core is not built): it
-        changed nothing and the Python lines run."""
+        kept (or the whole component's: how 3): C left the state as :meth:`_solve` leaves it when it returns None,
+        and the arcs are kept here (the caller joins and goes on); ``_NOT`` where the path leaves those (or the
+        core is not built): it changed nothing and the Python lines run. Where ``region`` is what
+        :meth:`_due_split_comp` left of a component with a tail (``_tail_given``), C reads only the classes before
+        the tail; a settle above the cut keeps the component's new tail (its slow classes) in ``_tails``."""
         settle = getattr(_maxmin._CORE, "settle_above", None)
         if settle is None or not len(region):
             if joined:
@@ -1554,7 +1556,7 @@ class FanExecutor:
         self._before = np.zeros(0)
         self._out_live = np.zeros(0, dtype=np.int64)  # what _settle_core writes
         self._out_arcs = np.empty(cl.num_arcs, dtype=np.int64)  # (written by settle_above before read)
-        self._tails: dict[int, tuple] = {}  # by component: its classes, where its slow ones start, ... (_due_split_comp)
+        self._tails: dict[int, tuple] = {}  # by component: its classes, its tail (_due_split_comp)
         self._tail_given: tuple | None = None  # (the region, its tail) for the next _settle_core
         received = np.zeros(s, dtype=np.int64)
         ready = np.full(s, t0)  # each server's processor is free from then on
