@@ -1137,9 +1137,10 @@ static PyObject *py_due_split(PyObject *self, PyObject *const *args, Py_ssize_t 
 /* due_split_tail(members, p, head, segs, alive, due, rate, t, near, most, out, segs_out) -> (k, m, ns, q, top, first,
  * nan):
  * due_split of a component's classes ``members`` whose end, from ``p`` on, is its tail in segments (FanExecutor.
- * _due_split_comp): ``head`` (a tuple, or None) and ``segs`` (rows of 5, flat) its segments (start, end, largest rate, first completion with NaN left out, whether
- * one is NaN), contiguous from ``p``, of classes alive whose rates and completion times stood since. The classes before
- * the tail and each segment with a class due (first completion - t <= near) are read; the others are copied.
+ * _due_split_comp): ``head`` (a tuple, or None) and ``segs`` (rows of 5, flat) its segments (start, end, largest
+ * rate, first completion with NaN left out, whether one is NaN), contiguous from ``p``, of classes alive whose
+ * rates and completion times stood since. The classes before the tail and each segment with a class due (first
+ * completion - t <= near) are read; the others are copied.
  * ``out[:k]`` the classes due, in order, ``out[n:n + m]`` the others, in order (``n`` members); the tail of
  * those from ``q`` on, in ``segs_out[:ns]`` (positions among them; a segment read anew has its numbers anew,
  * one left empty is dropped; the two adjacent ones fewest together joined while more than ``most``), ``top``
@@ -1150,16 +1151,9 @@ static PyObject *py_due_split_tail(PyObject *self, PyObject *const *args, Py_ssi
     static const char fmts[NB + 1] = "qd?ddqd";
     Buf b[NB];
     PyObject *result = NULL;
-    for (int k = 0; k < NB; k++)
-        b[k].held = 0;
-    if (nargs != 12) {
-        PyErr_SetString(PyExc_TypeError,
-                        "due_split_tail(members, p, head, segs, alive, due, rate, t, near, most, out, segs_out)");
-        return NULL;
-    }
-    for (int k = 0; k < NB; k++)
-        if (buf_open(args[at[k]], &b[k], fmts[k], k == OUT || k == SOUT) < 0)
-            goto done;
+    if (open_all(args, nargs, 12, "due_split_tail(members, p, head, segs, alive, due, rate, t, near, most, out, segs_out)",
+                 b, NB, fmts, at, OUT) < 0)
+        goto done;
     Py_ssize_t p = PyLong_AsSsize_t(args[1]), most = PyLong_AsSsize_t(args[9]);
     double t = PyFloat_AsDouble(args[7]), near = PyFloat_AsDouble(args[8]);
     double hd[5] = {0.0, 0.0, 0.0, 0.0, 0.0};
@@ -1265,8 +1259,7 @@ static PyObject *py_due_split_tail(PyObject *self, PyObject *const *args, Py_ssi
 range: /* (the classes copied are not read: only those read are checked) */
     PyErr_SetString(PyExc_ValueError, "due_split_tail: a class out of range");
 done:
-    for (int k = 0; k < NB; k++)
-        buf_close(&b[k]);
+    close_all(b, NB);
     return result;
 }
 

@@ -273,3 +273,7 @@ def test_the_c_lines_refuse_arrays_out_of_shape():
         core.finish(np.array([1]), lo, hi, arc, cnt, z, z, np.ones(2, bool), z.copy(), z.copy(), z.copy())
     with pytest.raises(TypeError, match="36 arguments"):
         core.settle_above(np.array([0]))
+    members, flags, z = np.array([0, 1, 2]), np.ones(3, bool), np.zeros(3)
+    with pytest.raises(ValueError, match="out of shape"):  # the segments must run on from p
+        segs = np.array([2.0, 3.0, 0.0, 1.0, 0.0])
+        core.due_split_tail(members, 1, None, segs, flags, z, z, 0.0, 0.0, 1, np.empty(6, np.int64), np.empty(5))
