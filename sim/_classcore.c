@@ -487,8 +487,8 @@ done:
 
 /* Scratch kept between calls of settle_above, grown as needed. */
 static struct {
-    void *p[28];
-    size_t cap[28];
+    void *p[29];
+    size_t cap[29];
     uint32_t *mark; /* per arc: ``stamp`` where crossed in this call */
     int64_t *num;   /* ... its number among the arcs crossed */
     double *hot;    /* ... its load followed exactly, as the solve leaves it */
@@ -1001,8 +1001,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     double first = INFINITY;
     int nan = 0;
     for (Py_ssize_t i = 0; i < ns; i++) {
-        int64_t c = out_m[i] = order[i];
-        double d = due[c];
+        double d = due[order[i]];
         nan |= d != d;
         first = d < first ? d : first;
     }
@@ -1010,21 +1009,29 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     double smax = -INFINITY, sfirst = INFINITY;
     int snan = 0;
     Py_ssize_t k = ns;
+    int64_t *slow = scratch(28, (size_t)q + 1, sizeof(int64_t)); /* (``out_members`` may be ``region``) */
+    if (!slow) {
+        PyErr_NoMemory();
+        goto done;
+    }
     for (Py_ssize_t i = 0, j = 0; i < q; i++) {
         if (j < ns && above[j] == i) {
             j++;
             continue;
         }
-        int64_t c = out_m[k++] = region[i];
+        int64_t c = slow[k++ - ns] = region[i];
         double d = due[c], r = rate[c];
         snan |= d != d;
         sfirst = d < sfirst ? d : sfirst;
         smax = r > smax ? r : smax;
     }
+    memcpy(out_m, order, (size_t)ns * sizeof(int64_t)); /* (``region`` read: it may be written now) */
+    memcpy(out_m + ns, slow, (size_t)(k - ns) * sizeof(int64_t));
     nan |= snan;
     first = sfirst < first ? sfirst : first;
-    if (q < R) { /* the tail as it was: copied, in its places */
-        memcpy(out_m + k, region + q, (size_t)(R - q) * sizeof(int64_t));
+    if (q < R) { /* the tail as it was: in its places (copied where ``out_members`` is not ``region``) */
+        if (out_m != region)
+            memcpy(out_m + k, region + q, (size_t)(R - q) * sizeof(int64_t));
         nan |= tnan;
         first = tfirst < first ? tfirst : first;
     }

@@ -1337,12 +1337,14 @@ class FanExecutor:
         n = len(region)
         if len(self._out_live) < n:
             self._out_live = np.zeros(2 * n, dtype=np.int64)
-        members = np.empty(n, dtype=np.int64)  # (kept as the component's classes)
         comp0 = int(tab.comp[region[0]])  # (how 2: renumbered below)
         given, self._tail_given = self._tail_given, None
         if given is not None and (given[0] is not region or joined):
             given = None
         tail = None if given is None else given[1]
+        # (kept as the component's classes; where it has a tail, written over ``region`` -- _due_split_comp's
+        # array, read nowhere after -- so that the tail stays in its places)
+        members = np.empty(n, dtype=np.int64) if given is None else region
         got = settle(
             np.ascontiguousarray(region, dtype=np.int64),
             float(t),
