@@ -487,8 +487,8 @@ done:
 
 /* Scratch kept between calls of settle_above, grown as needed. */
 static struct {
-    void *p[28];
-    size_t cap[28];
+    void *p[29];
+    size_t cap[29];
     uint32_t *mark; /* per arc: ``stamp`` where crossed in this call */
     int64_t *num;   /* ... its number among the arcs crossed */
     double *hot;    /* ... its load followed exactly, as the solve leaves it */
@@ -540,7 +540,7 @@ static int64_t uf_root(int64_t *parent, int64_t i) {
 
 /* settle_above(region, t, floor, rate, rem, since, due, comp, lo, hi, k_lo, k_hi, k_ver, version, k_arc, k_hop,
  * k_cnt, width, size, hbooked, booked, keep, hot, hot_loads, capacity, rise, room, out_members, out_live,
- * before, nactive, arc_comp, next_comp, out_arcs, joined):
+ * before, nactive, arc_comp, next_comp, out_arcs, tail, joined):
  * FanExecutor._settle of ``region`` (one component that lost classes at ``t``, the least rate of those
  * ``floor``, nothing else changed; ``joined``: or such joined, after arcs were kept anew, to the components
  * those arcs meet -- then advanced to ``t`` first, whatever follows) down the paths it takes nearly always, with the same operations in the same order (the
@@ -549,14 +549,22 @@ static int64_t uf_root(int64_t *parent, int64_t i) {
  * (_solve) -- keeps no arc anew, books nothing (the largest rise since the last booking, ``rise``, stays below
  * ``room``), splits nothing (every class verified by its quick test). Returns None, having changed nothing,
  * where the path leaves those (the Python lines then run it); else (how, live, n, rise, first, comp, slack,
- * through, was): ``out_live[:live]`` the classes solved with crossings, ``rise`` the largest rise since the last
+ * through, was, kept). ``tail`` (not ``joined``; else None): (q, top, first, nan) where ``region[q:]`` is the
+ * component's tail (FanExecutor._due_split_comp) -- slow classes of its last settles, their rates and completion
+ * times unchanged since, none due -- ``top`` their largest rate, ``first`` their first completion (NaN left out),
+ * ``nan`` whether one is NaN: where ``top`` is below the floor's neighbourhood they are slow whatever the cut (unless
+ * the rates crowd down to the floor: then every class is read) and only ``region[:q]`` is read, the tail copied
+ * in its places. ``out_live[:live]`` the classes solved with crossings, ``rise`` the largest rise since the last
  * booking, and by ``how``:
  *   0: solved above the cut: ``out_members[:n]`` the component's classes in their new order, ``first`` its
  *      first completion, ``comp`` its number (where ``joined``: ``next_comp``, the classes and the kept
  *      arcs they cross renumbered to it, ``was`` the list of the numbers they had, each once; else None);
+ *      ``kept``: (ns, q, top, first, nan), the slow classes read (``out_members[ns:q]``, ``q`` the tail given or
+ *      ``n``: the tail's first segment) and their largest rate, first completion (NaN left out) and NaN;
  *   1: above the cut, an arc not kept filled: the solve committed as _solve leaves it when it returns None
  *      (the classes advanced, their rates, the followed loads; where not ``joined``, ``before[region]`` the
  *      rates before), ``out_arcs[:n]`` the arcs to keep (distinct): the Python lines keep them, join and go on;
+ *   3: the same where the whole component was solved (no gap, or no class above it: ``through``);
  *   2: the whole component solved (not ``joined``): its classes and the kept arcs they cross numbered into
  *      ``n`` components from ``next_comp`` as _components numbers them (where one: ``first`` its first
  *      completion), ``comp`` the next free number, ``slack``
@@ -572,8 +580,8 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     PyObject *result = NULL;
     for (int k = 0; k < NB; k++)
         b[k].held = 0;
-    if (nargs != 35) {
-        PyErr_SetString(PyExc_TypeError, "settle_above: 35 arguments");
+    if (nargs != 36) {
+        PyErr_SetString(PyExc_TypeError, "settle_above: 36 arguments");
         return NULL;
     }
     for (int k = 0; k < NB; k++) {
@@ -586,7 +594,19 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     double rise0 = PyFloat_AsDouble(args[25]), room = PyFloat_AsDouble(args[26]);
     long long version = PyLong_AsLongLong(args[13]), next_comp = PyLong_AsLongLong(args[32]);
     Py_ssize_t nactive = PyLong_AsSsize_t(args[30]);
-    int joined = PyObject_IsTrue(args[34]);
+    int joined = PyObject_IsTrue(args[35]);
+    /* the tail kept from the last settle (``tail``: (q, tmax, tfirst, tnan), or None): ``region[q:]`` are the
+     * component's slow classes of that settle, unchanged since, none due; their largest rate, first
+     * completion (NaN left out) and whether one is NaN */
+    Py_ssize_t tq = -1;
+    double tmax = NAN, tfirst = NAN;
+    int tnan = 0;
+    if (args[34] != Py_None) {
+        long long q_ = 0;
+        if (!PyArg_ParseTuple(args[34], "Lddi", &q_, &tmax, &tfirst, &tnan))
+            goto done;
+        tq = (Py_ssize_t)q_;
+    }
     if (PyErr_Occurred() || joined < 0)
         goto done;
     const int64_t *region = b[REGION].view.buf, *lo = b[LO].view.buf, *hi = b[HI].view.buf, *k_lo = b[KLO].view.buf,
@@ -628,7 +648,10 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     int one = 1, crowd = 0, beyond = 0;
     const uint64_t rows = (uint64_t)(nbefore < nrows ? nbefore : nrows);
     int64_t comp0 = region[0] >= 0 && region[0] < nrows ? comp[region[0]] : 0;
-    for (Py_ssize_t i = 0; i < R; i++) {
+    /* the tail: its classes are slow whatever the cut (every rate in it below the floor's neighbourhood,
+     * under it) -- unless the rates crowd down (then every class is read, below) */
+    Py_ssize_t q = !joined && tq >= 0 && tq < R && tmax < near ? tq : R;
+    for (Py_ssize_t i = 0; i < q; i++) {
         int64_t c = region[i];
         if ((uint64_t)c >= rows) {
             if (c < 0 || c >= nrows) {
@@ -650,6 +673,11 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
             below[ntop++] = r, above[nabove++] = i;
         else if (r > under) /* (np.max: -inf where every one is) */
             under = r;
+    }
+    if (q < R) { /* the tail's rates: below the floor, under its neighbourhood (np.max: the largest) */
+        nbelow += R - q;
+        if (tmax > under)
+            under = tmax;
     }
     if (joined) /* Tab.advance(region, t), whatever follows (FanExecutor._settle leaves it to this call) */
         for (Py_ssize_t i = 0; i < R; i++) {
@@ -673,6 +701,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
                     below[m++] = rate[region[i]];
             qsort(below, (size_t)m, sizeof(double), cmp_desc);
             crowd = first_gap(below, m, floor, &cut);
+            q = R; /* (the cut may fall in the tail: every class read below) */
         }
     }
     /* _solve_above: the classes above the cut (``above``, by index in order; ``order``, the live ones with
@@ -832,7 +861,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     for (Py_ssize_t h = 0; h < nh; h++) {
         int64_t a = harc[h];
         if (!keep[a] && sc.hot[a] >= cap[a] * (1.0 - 1e-9) && sc.mark[a] != sc.stamp) {
-            if (whole || nfull >= nouta) /* (the whole component: the Python lines keep and join) */
+            if (nfull >= nouta)
                 goto fallback;
             sc.mark[a] = sc.stamp, out_a[nfull++] = a;
         }
@@ -850,7 +879,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         rise0 = rise;
     if (rise0 >= room) /* every class booked again (the Python lines) */
         goto fallback;
-    int how = whole ? 2 : nfull ? 1 : 0;
+    int how = nfull ? (whole ? 3 : 1) : whole ? 2 : 0;
     Py_ssize_t nslack = 0;
     if (how != 1) {
         /* _unverified: every class verified by its quick test, else the Python lines check member by member */
@@ -883,7 +912,7 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         PyErr_NoMemory();
         goto done;
     }
-    if (how == 1) /* _solve returns None: the rates before stand in ``before`` for the completion times */
+    if (how == 1 || how == 3) /* _solve returns None: the rates before stand in ``before`` for the completion times */
         for (Py_ssize_t i = 0; !joined && i < R; i++)
             before[region[i]] = rate[region[i]];
     for (Py_ssize_t i = 0; i < ns; i++) {
@@ -903,8 +932,9 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
         hot_loads[harc[h]] = sc.hot[harc[h]];
     for (Py_ssize_t i = 0; i < nlive; i++)
         hbooked[out_l[i]] = isfinite(got[i]) ? got[i] : 0.0;
-    if (how == 1) {
-        result = Py_BuildValue("innddLniO", how, nlive, nfull, rise0, NAN, 0LL, (Py_ssize_t)0, 0, Py_None);
+    if (how == 1 || how == 3) {
+        result = Py_BuildValue("innddLniOO", how, nlive, nfull, rise0, NAN, 0LL, (Py_ssize_t)0, through, Py_None,
+                               Py_None);
         goto done;
     }
     /* completion times where the rate changed (from its rate before the settle: ``before`` where joined) */
@@ -962,8 +992,8 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
             if (nan)
                 first = NAN;
         }
-        result = Py_BuildValue("innddLniO", how, nlive, (Py_ssize_t)(k + nempty), rise0, first, base + k, nslack, through,
-                               Py_None);
+        result = Py_BuildValue("innddLniOO", how, nlive, (Py_ssize_t)(k + nempty), rise0, first, base + k, nslack,
+                               through, Py_None, Py_None);
         goto done;
     }
     /* one component: the classes solved, then the slow ones in order; the first completion of its classes
@@ -971,20 +1001,39 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
     double first = INFINITY;
     int nan = 0;
     for (Py_ssize_t i = 0; i < ns; i++) {
-        int64_t c = out_m[i] = order[i];
-        double d = due[c];
+        double d = due[order[i]];
         nan |= d != d;
         first = d < first ? d : first;
     }
-    for (Py_ssize_t i = 0, j = 0, k = ns; i < R; i++) {
+    /* the slow ones: the next settle's tail (their largest rate, first completion, whether one is NaN) */
+    double smax = -INFINITY, sfirst = INFINITY;
+    int snan = 0;
+    Py_ssize_t k = ns;
+    int64_t *slow = scratch(28, (size_t)q + 1, sizeof(int64_t)); /* (``out_members`` may be ``region``) */
+    if (!slow) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0, j = 0; i < q; i++) {
         if (j < ns && above[j] == i) {
             j++;
             continue;
         }
-        int64_t c = out_m[k++] = region[i];
-        double d = due[c];
-        nan |= d != d;
-        first = d < first ? d : first;
+        int64_t c = slow[k++ - ns] = region[i];
+        double d = due[c], r = rate[c];
+        snan |= d != d;
+        sfirst = d < sfirst ? d : sfirst;
+        smax = r > smax ? r : smax;
+    }
+    memcpy(out_m, order, (size_t)ns * sizeof(int64_t)); /* (``region`` read: it may be written now) */
+    memcpy(out_m + ns, slow, (size_t)(k - ns) * sizeof(int64_t));
+    nan |= snan;
+    first = sfirst < first ? sfirst : first;
+    if (q < R) { /* the tail as it was: in its places (copied where ``out_members`` is not ``region``) */
+        if (out_m != region)
+            memcpy(out_m + k, region + q, (size_t)(R - q) * sizeof(int64_t));
+        nan |= tnan;
+        first = tfirst < first ? tfirst : first;
     }
     if (nan)
         first = NAN;
@@ -1028,7 +1077,8 @@ static PyObject *py_settle_above(PyObject *self, PyObject *const *args, Py_ssize
                     arc_comp[k_arc[k]] = number;
         }
     }
-    result = Py_BuildValue("innddLniN", how, nlive, nm, rise0, first, number, (Py_ssize_t)0, 0, was);
+    result = Py_BuildValue("innddLniN(nnddi)", how, nlive, nm, rise0, first, number, (Py_ssize_t)0, 0, was, ns, q,
+                           smax, sfirst, snan);
     goto done;
 fallback:
     result = Py_None;
@@ -1089,6 +1139,135 @@ static PyObject *py_due_at(PyObject *self, PyObject *const *args, Py_ssize_t nar
  * component's classes once those due complete: FanExecutor._simulate) -- one pass */
 static PyObject *py_due_split(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     return due_scan(args, nargs, 1);
+}
+
+/* due_split_tail(members, p, head, segs, alive, due, rate, t, near, most, out, segs_out) -> (k, m, ns, q, top, first,
+ * nan):
+ * due_split of a component's classes ``members`` whose end, from ``p`` on, is its tail in segments (FanExecutor.
+ * _due_split_comp): ``head`` (a tuple, or None) and ``segs`` (rows of 5, flat) its segments (start, end, largest
+ * rate, first completion with NaN left out, whether one is NaN), contiguous from ``p``, of classes alive whose
+ * rates and completion times stood since. The classes before the tail and each segment with a class due (first
+ * completion - t <= near) are read; the others are copied.
+ * ``out[:k]`` the classes due, in order, ``out[n:n + m]`` the others, in order (``n`` members); the tail of
+ * those from ``q`` on, in ``segs_out[:ns]`` (positions among them; a segment read anew has its numbers anew,
+ * one left empty is dropped; the two adjacent ones fewest together joined while more than ``most``), ``top``
+ * its largest rate, ``first`` its first completion (NaN left out), ``nan`` whether one is NaN. */
+static PyObject *py_due_split_tail(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    enum { MEM, SEGS, ALIVE, DUE, RATE, OUT, SOUT, NB };
+    static const int at[NB] = {0, 3, 4, 5, 6, 10, 11};
+    static const char fmts[NB + 1] = "qd?ddqd";
+    Buf b[NB];
+    PyObject *result = NULL;
+    if (open_all(args, nargs, 12, "due_split_tail(members, p, head, segs, alive, due, rate, t, near, most, out, segs_out)",
+                 b, NB, fmts, at, OUT) < 0)
+        goto done;
+    Py_ssize_t p = PyLong_AsSsize_t(args[1]), most = PyLong_AsSsize_t(args[9]);
+    double t = PyFloat_AsDouble(args[7]), near = PyFloat_AsDouble(args[8]);
+    double hd[5] = {0.0, 0.0, 0.0, 0.0, 0.0};
+    int H = args[2] != Py_None;
+    if (H && !PyArg_ParseTuple(args[2], "ddddd", hd, hd + 1, hd + 2, hd + 3, hd + 4))
+        goto done;
+    if (PyErr_Occurred())
+        goto done;
+    const int64_t *members = b[MEM].view.buf;
+    const double *given = b[SEGS].view.buf, *due = b[DUE].view.buf, *rate = b[RATE].view.buf;
+    const unsigned char *alive = b[ALIVE].view.buf;
+    int64_t *out = b[OUT].view.buf;
+    double *sout = b[SOUT].view.buf;
+    Py_ssize_t n = b[MEM].view.shape[0], rows = b[ALIVE].view.shape[0];
+    Py_ssize_t S = b[SEGS].view.shape[0] % 5 ? -1 : b[SEGS].view.shape[0] / 5 + H;
+    double *segs = scratch(21, 5 * (size_t)(S > 0 ? S : 1), sizeof(double)); /* the head, then the others */
+    if (!segs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (S > 0) {
+        memcpy(segs, hd, (size_t)H * 5 * sizeof(double));
+        memcpy(segs + 5 * H, given, (size_t)(S - H) * 5 * sizeof(double));
+    }
+    int fine = S >= 0 && b[SOUT].view.shape[0] >= 5 * S &&
+               b[DUE].view.shape[0] == rows && b[RATE].view.shape[0] == rows && b[OUT].view.shape[0] >= 2 * n &&
+               p >= 0 && p <= n && most >= 1;
+    for (Py_ssize_t s = 0, at_ = p; fine && s < S; s++) { /* contiguous from p, within the members */
+        fine = segs[5 * s] == (double)at_ && segs[5 * s + 1] > segs[5 * s] && segs[5 * s + 1] <= (double)n;
+        at_ = (Py_ssize_t)segs[5 * s + 1];
+    }
+    if (!fine) {
+        PyErr_SetString(PyExc_ValueError, "due_split_tail: arrays out of shape");
+        goto done;
+    }
+    Py_ssize_t k = 0, m = n;
+    for (Py_ssize_t i = 0; i < p; i++) {
+        int64_t c = members[i];
+        if ((uint64_t)c >= (uint64_t)rows)
+            goto range;
+        if (!alive[c])
+            continue;
+        if (due[c] - t <= near)
+            out[k++] = c;
+        else
+            out[m++] = c;
+    }
+    Py_ssize_t q = m - n, ns = 0;
+    double top = -INFINITY, first = INFINITY;
+    int nan = 0;
+    for (Py_ssize_t s = 0; s < S; s++) {
+        Py_ssize_t a = (Py_ssize_t)segs[5 * s], e = (Py_ssize_t)segs[5 * s + 1], from = m;
+        double smax = segs[5 * s + 2], sfirst = segs[5 * s + 3];
+        int snan = segs[5 * s + 4] != 0.0;
+        if (sfirst - t <= near) { /* a class of it due: read, its numbers anew */
+            smax = -INFINITY, sfirst = INFINITY, snan = 0;
+            for (Py_ssize_t i = a; i < e; i++) {
+                int64_t c = members[i];
+                if ((uint64_t)c >= (uint64_t)rows)
+                    goto range;
+                if (!alive[c])
+                    continue;
+                double d = due[c], r = rate[c];
+                if (d - t <= near) {
+                    out[k++] = c;
+                    continue;
+                }
+                out[m++] = c;
+                snan |= d != d;
+                sfirst = d < sfirst ? d : sfirst;
+                smax = r > smax ? r : smax;
+            }
+            if (m == from)
+                continue;
+        } else {
+            memcpy(out + m, members + a, (size_t)(e - a) * sizeof(int64_t));
+            m += e - a;
+        }
+        double *row = sout + 5 * ns++;
+        row[0] = (double)(from - n), row[1] = (double)(m - n), row[2] = smax, row[3] = sfirst, row[4] = snan;
+    }
+    while (ns > most) { /* the two adjacent segments fewest together joined */
+        Py_ssize_t j = 0;
+        for (Py_ssize_t s = 1; s + 1 < ns; s++)
+            if (sout[5 * (s + 1) + 1] - sout[5 * s] < sout[5 * (j + 1) + 1] - sout[5 * j])
+                j = s;
+        double *x = sout + 5 * j, *y = x + 5;
+        x[1] = y[1];
+        x[2] = y[2] > x[2] ? y[2] : x[2];
+        x[3] = y[3] < x[3] ? y[3] : x[3];
+        x[4] = x[4] != 0.0 || y[4] != 0.0;
+        memmove(y, y + 5, (size_t)(ns - j - 2) * 5 * sizeof(double));
+        ns--;
+    }
+    for (Py_ssize_t s = 0; s < ns; s++) {
+        double *row = sout + 5 * s;
+        top = row[2] > top ? row[2] : top;
+        first = row[3] < first ? row[3] : first;
+        nan |= row[4] != 0.0;
+    }
+    result = Py_BuildValue("nnnnddi", k, m - n, ns, q, top, first, nan);
+    goto done;
+range: /* (the classes copied are not read: only those read are checked) */
+    PyErr_SetString(PyExc_ValueError, "due_split_tail: a class out of range");
+done:
+    close_all(b, NB);
+    return result;
 }
 
 /* crossing(ids, lo, hi, e_arc, mark, out) -> k: the classes of ``ids`` (in order) with a crossing of an arc
@@ -1291,11 +1470,14 @@ static PyMethodDef module_methods[] = {
     {"counted", (PyCFunction)(void (*)(void))py_counted, METH_FASTCALL,
      "counted(part, parts, arcs, hop, width, arcs_n, out_part, out_arc, out_hop, out_cnt) -> K: sim.classes._counted"},
     {"settle_above", (PyCFunction)(void (*)(void))py_settle_above, METH_FASTCALL,
-     "settle_above(region, t, floor, ...) -> None or (how, live, n, rise, first, comp, slack, through, was): FanExecutor._settle's usual paths"},
+     "settle_above(region, t, floor, ..., tail, joined) -> None or (how, live, n, rise, first, comp, slack, through, was, kept): FanExecutor._settle's usual paths"},
     {"due_at", (PyCFunction)(void (*)(void))py_due_at, METH_FASTCALL,
      "due_at(members, alive, due, t, near, out) -> k: the alive members due by t + near (all alive ones: near NaN)"},
     {"due_split", (PyCFunction)(void (*)(void))py_due_split, METH_FASTCALL,
      "due_split(members, alive, due, t, near, out) -> (k, m): due_at's out[:k], the other alive members in out[n:n + m]"},
+    {"due_split_tail", (PyCFunction)(void (*)(void))py_due_split_tail, METH_FASTCALL,
+     "due_split_tail(members, p, segs, alive, due, rate, t, near, most, out, segs_out) -> (k, m, ns, q, top, first, nan): "
+     "due_split of a component whose classes end with its tail (FanExecutor._due_split_comp)"},
     {"crossing", (PyCFunction)(void (*)(void))py_crossing, METH_FASTCALL,
      "crossing(ids, lo, hi, e_arc, mark, out) -> k: the classes of ids crossing an arc marked, in out[:k]"},
     {"finish", (PyCFunction)(void (*)(void))py_finish, METH_FASTCALL,

@@ -78,6 +78,8 @@ _STRUCTURE = True  # phases built from the fabric's structure where it has one (
 # a settle of one component that lost classes in C where sim._classcore is built, down the path it nearly
 # always takes (FanExecutor._settle_core); the Python lines where it leaves that path
 _SETTLE_CORE = True
+_SEGMENTS = 8  # the most segments a component's tail is kept in (FanExecutor._due_split_comp)
+_NO_SEGMENTS = np.zeros(0)
 _NOT, _DONE, _ANEW = 0, 1, 2  # what FanExecutor._settle_core did: nothing, the settle, its first solve (arcs kept anew)
 
 
@@ -1177,6 +1179,30 @@ class FanExecutor:
         due = tab.due[members] - t <= near
         return members[due], members[~due]
 
+    def _due_split_comp(self, c: int, t: float, near: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_due_split` of component ``c``'s classes. Where its last settle was in C above the cut
+        (:meth:`_settle_core`) and nothing touched it since, its classes end with the slow ones of its last
+        settles (``_tails``), in segments -- the slow ones of one settle each, or several such joined --
+        whose rates and completion times stand, each with its largest rate and first completion: only
+        the classes before them, and the segments with a class due, are read (``due_split_tail`` in C);
+        the next settle in C is told (``_tail_given``) that the classes it settles end with them."""
+        members = self._comps[c]
+        tail = self._tails.pop(c, None)
+        core = getattr(_maxmin._CORE, "due_split_tail", None)
+        if tail is None or tail[0] is not members or core is None:
+            return self._due_split(members, t, near)
+        tab, n, head, segs = self._tab, len(members), tail[2], tail[3]
+        out = np.empty(2 * n, dtype=np.int64)
+        segs_out = np.empty(len(segs) + 5)
+        got = core(members, tail[1], head, segs, tab.alive, tab.due, tab.rate, t, near, _SEGMENTS - 1, out, segs_out)
+        k, m, ns, q, *stats = got
+        if not k:  # (nothing due: an older entry of the heap; the tail stands)
+            self._tails[c] = tail
+        rest = out[n : n + m]
+        if ns:
+            self._tail_given = (rest, (q, *stats), segs_out[: 5 * ns])
+        return out[:k], rest
+
     def _index(self, solved: np.ndarray) -> None:
         """Index the components of ``solved`` (just numbered, their completion times set): their
         classes, and their first completions on the heap."""
@@ -1296,9 +1322,11 @@ class FanExecutor:
         every class by its quick test -- the same operations in the same order, so the same rates, loads,
         completion times and components to the bit. ``joined``: ``region`` was joined (:meth:`_joined`) after
         arcs were kept anew; it advances them to ``t`` first, whatever it returns. Returns ``_DONE``; ``_ANEW`` where the solve above the cut filled an arc not
-        kept: C left the state as :meth:`_solve` leaves it when it returns None, and the arcs are kept here
-        (the caller joins and goes on); ``_NOT`` where the path leaves those (or the core is not built): it
-        changed nothing and the Python lines run."""
+        kept (or the whole component's: how 3): C left the state as :meth:`_solve` leaves it when it returns None,
+        and the arcs are kept here (the caller joins and goes on); ``_NOT`` where the path leaves those (or the
+        core is not built): it changed nothing and the Python lines run. Where ``region`` is what
+        :meth:`_due_split_comp` left of a component with a tail (``_tail_given``), C reads only the classes before
+        the tail; a settle above the cut keeps the component's new tail (its slow classes) in ``_tails``."""
         settle = getattr(_maxmin._CORE, "settle_above", None)
         if settle is None or not len(region):
             if joined:
@@ -1309,8 +1337,14 @@ class FanExecutor:
         n = len(region)
         if len(self._out_live) < n:
             self._out_live = np.zeros(2 * n, dtype=np.int64)
-        members = np.empty(n, dtype=np.int64)  # (kept as the component's classes)
         comp0 = int(tab.comp[region[0]])  # (how 2: renumbered below)
+        given, self._tail_given = self._tail_given, None
+        if given is not None and (given[0] is not region or joined):
+            given = None
+        tail = None if given is None else given[1]
+        # (kept as the component's classes; where it has a tail, written over ``region`` -- _due_split_comp's
+        # array, read nowhere after -- so that the tail stays in its places)
+        members = np.empty(n, dtype=np.int64) if given is None else region
         got = settle(
             np.ascontiguousarray(region, dtype=np.int64),
             float(t),
@@ -1346,18 +1380,19 @@ class FanExecutor:
             self._arc_comp,
             self._next_comp,
             self._out_arcs,
+            tail,
             joined,
         )
         if got is None:
             return _NOT
-        how, nlive, k, self._rise, first, comp, slack, through, was = got
+        how, nlive, k, self._rise, first, comp, slack, through, was, kept = got
         if not joined:
             self.partial += n < self._nactive
             self._kept_new = []
-        self.above += how != 2 or through
+        self.above += how < 2 or through
         self.solves += 1 + through
         self._unbooked.append(self._out_live[:nlive].copy())
-        if how == 1:
+        if how == 1 or how == 3:  # (3: the whole component solved, no class above the cut or no gap)
             self._promote(self._out_arcs[:k].copy())
             return _ANEW
         if how == 2 or joined:  # numbered anew from _next_comp (how 2: up to ``comp``; joined: ``was`` renumbered)
@@ -1374,6 +1409,11 @@ class FanExecutor:
                     heapq.heappush(self._due, (first, comp - 1))
             return _DONE
         self._comps[comp] = members
+        ns, q = kept[0], kept[1]  # the slow classes before the tail given (or all): the tail's first segment
+        head = kept if ns < q else None
+        segs = given[2] if q < n else _NO_SEGMENTS  # the tail given, in its places (at most _SEGMENTS - 1)
+        if head is not None or len(segs):
+            self._tails[comp] = (members, ns, head, segs)
         if first < np.inf:
             heapq.heappush(self._due, (first, comp))
         return _DONE
@@ -1518,6 +1558,8 @@ class FanExecutor:
         self._before = np.zeros(0)
         self._out_live = np.zeros(0, dtype=np.int64)  # what _settle_core writes
         self._out_arcs = np.empty(cl.num_arcs, dtype=np.int64)  # (written by settle_above before read)
+        self._tails: dict[int, tuple] = {}  # by component: its classes, its tail (_due_split_comp)
+        self._tail_given: tuple | None = None  # (the region, its tail) for the next _settle_core
         received = np.zeros(s, dtype=np.int64)
         ready = np.full(s, t0)  # each server's processor is free from then on
         waiting = [c.id for c in self._phase(np.arange(s), t0, push=True)]  # not yet draining
@@ -1546,10 +1588,12 @@ class FanExecutor:
             # (a component solved above a completion keeps its number: its older entries may be due too)
             rest = None  # one component due: its other active classes
             if len(due) == 1:
-                done, rest = self._due_split(comps[due[0]], t, near)
+                done, rest = self._due_split_comp(due[0], t, near)
                 done = np.sort(done)  # (np.unique: a component lists each class once)
             elif due:
                 done = np.unique(np.concatenate([self._alive(comps[c], t, near) for c in due]))
+                for c in due:  # (their classes complete outside _due_split_comp)
+                    self._tails.pop(c, None)
             else:
                 done = np.zeros(0, dtype=np.int64)
             starting = pending[tab.start[pending] <= t]

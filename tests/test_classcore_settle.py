@@ -51,6 +51,7 @@ class _Counting:
     def __init__(self, taken: list[bool], paths: list | None = None) -> None:
         self.taken = taken
         self.paths = [] if paths is None else paths
+        self.tails = 0  # settles told that the classes end with a tail (FanExecutor._due_split_comp)
 
     def __getattr__(self, name):
         return getattr(core, name)
@@ -59,6 +60,7 @@ class _Counting:
         got = core.settle_above(*args)
         self.taken.append(got is not None)
         self.paths.append(None if got is None else (got[0], bool(args[-1]), got[7]))
+        self.tails += args[-2] is not None
         return got
 
 
@@ -83,16 +85,96 @@ def test_the_c_settle_takes_most_settles(monkeypatch):
     case = ("dgx:hosts=8,ecmp=hash", "ps", {}, 25 * 2**20)
     taken: list[bool] = []
     paths: list = []
+    counting = _Counting(taken, paths)
     with monkeypatch.context() as m:
-        m.setattr(maxmin, "_CORE", _Counting(taken, paths))
+        m.setattr(maxmin, "_CORE", counting)
         got = _run(case)
     assert sum(taken) > 0.95 * len(taken) > 1000
+    assert counting.tails > 0.5 * len(taken)  # most settles read only the classes before the component's tail
     seen = {p: paths.count(p) for p in set(paths)}
     for path in [(0, False, 0), (0, True, 0), (1, False, 0), (2, False, 0), (2, False, 1)]:
         assert seen.get(path, 0) > 10, (path, seen)
     with monkeypatch.context() as m:
         m.setattr(classes, "_SETTLE_CORE", False)
         _same(_run(case), got)
+
+
+def test_the_whole_solve_that_fills_an_arc_is_committed_in_c(monkeypatch):
+    """A whole component solved in C that fills an arc not kept (how 3) is committed as the Python lines
+    leave it, and the run is theirs."""
+    paths: list = []
+    with monkeypatch.context() as m:
+        m.setattr(maxmin, "_CORE", _Counting([], paths))
+        got = _run(CASES[1])
+    assert paths.count((3, False, 0)) > 2, paths
+    with monkeypatch.context() as m:
+        m.setattr(classes, "_SETTLE_CORE", False)
+        _same(_run(CASES[1]), got)
+
+
+def _due_split_tail_numpy(members, p, segs, alive, due, rate, t, near, most):
+    """due_split_tail's numbers by numpy: the classes due and the others, in order; the tail's segments of
+    those (read anew where a class of it was due, dropped where left empty, the two adjacent fewest together
+    joined while more than ``most``), their largest rate, first completion (NaN left out) and NaN."""
+    am = members[alive[members]]
+    is_due = due[am] - t <= near
+    done, rest = am[is_due], am[~is_due]
+    q = int(np.count_nonzero(~is_due[: int(np.count_nonzero(alive[members[:p]]))]))
+    out, at = [], q
+    for a, b, smax, sfirst, snan in segs:
+        seg = members[int(a) : int(b)]
+        if sfirst - t <= near:
+            seg = seg[alive[seg] & ~(due[seg] - t <= near)]
+            if not len(seg):
+                continue
+            d = due[seg]
+            smax, snan = rate[seg].max(), np.isnan(d).any()
+            sfirst = np.inf if np.isnan(d).all() else np.nanmin(d)
+        out.append([at, at + len(seg), smax, sfirst, float(snan)])
+        at += len(seg)
+    while len(out) > most:
+        sizes = [out[i + 1][1] - out[i][0] for i in range(len(out) - 1)]
+        j = int(np.argmin(sizes))
+        x, y = out[j], out[j + 1]
+        out[j : j + 2] = [[x[0], y[1], max(x[2], y[2]), min(x[3], y[3]), float(bool(x[4]) or bool(y[4]))]]
+    return done, rest, q, out
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_due_split_tail_is_numpys(seed):
+    rng = np.random.default_rng(seed)
+    rows = int(rng.integers(5, 80))
+    members = rng.permutation(rows)[: int(rng.integers(1, rows + 1))]
+    n = len(members)
+    p = int(rng.integers(0, n + 1))
+    alive = rng.random(rows) < 0.9
+    alive[members[p:]] = True  # the tail's classes are alive
+    due = np.where(rng.random(rows) < 0.1, np.inf, rng.choice([1.0, 1.0 + 1e-13, 2.0, 3.0, np.nan], rows))
+    rate = rng.random(rows) * 1e9
+    cuts = np.unique(np.concatenate(([p, n], rng.integers(p, n + 1, int(rng.integers(0, 6))))))
+    segs = []
+    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+        if a == b:
+            continue
+        d = due[members[a:b]]
+        first = np.inf if np.isnan(d).all() else np.nanmin(d)
+        segs.append([a, b, rate[members[a:b]].max(), first, float(np.isnan(d).any())])
+    t, near, most = 1.0, 1e-12 + 1e-300, int(rng.integers(1, 4))
+    for head in [None, tuple(segs[0])] if segs else [None]:
+        given = np.array(segs[1:] if head is not None else segs, dtype=float).reshape(-1)
+        out = np.empty(2 * n, dtype=np.int64)
+        segs_out = np.empty(len(given) + 5)
+        k, m, ns, q, top, first, nan = core.due_split_tail(
+            members, p, head, given, alive, due, rate, t, near, most, out, segs_out
+        )
+        done, rest, want_q, want = _due_split_tail_numpy(members, p, segs, alive, due, rate, t, near, most)
+        np.testing.assert_array_equal(out[:k], done)
+        np.testing.assert_array_equal(out[n : n + m], rest)
+        assert q == want_q and ns == len(want)
+        np.testing.assert_array_equal(segs_out[: 5 * ns].reshape(-1, 5), np.array(want).reshape(-1, 5))
+        w = np.array(want).reshape(-1, 5)
+        assert top == w[:, 2].max(initial=-np.inf) and first == w[:, 3].min(initial=np.inf)
+        assert nan == bool(w[:, 4].any())
 
 
 def _table(rng, n, arcs):
@@ -189,5 +271,9 @@ def test_the_c_lines_refuse_arrays_out_of_shape():
     with pytest.raises(ValueError, match="out of shape"):  # arc 5 of 2
         z = np.zeros(2)
         core.finish(np.array([1]), lo, hi, arc, cnt, z, z, np.ones(2, bool), z.copy(), z.copy(), z.copy())
-    with pytest.raises(TypeError, match="35 arguments"):
+    with pytest.raises(TypeError, match="36 arguments"):
         core.settle_above(np.array([0]))
+    members, flags, z = np.array([0, 1, 2]), np.ones(3, bool), np.zeros(3)
+    with pytest.raises(ValueError, match="out of shape"):  # the segments must run on from p
+        segs = np.array([2.0, 3.0, 0.0, 1.0, 0.0])
+        core.due_split_tail(members, 1, None, segs, flags, z, z, 0.0, 0.0, 1, np.empty(6, np.int64), np.empty(5))
