@@ -174,7 +174,7 @@ import sys
 from sim import simulate
 print("started", flush=True)
 try:
-    simulate("dgx:hosts=64,ecmp=hash", "allreduce", "ring:order=rank", "1GiB", engine="message")
+    simulate("dgx:hosts=128,ecmp=hash", "allreduce", "ring:order=rank", "1GiB", engine="message")
     print("finished", flush=True)
 except KeyboardInterrupt:
     print("interrupted", flush=True)
@@ -184,7 +184,8 @@ except KeyboardInterrupt:
 @needs_core
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_ctrl_c_interrupts_a_run_in_the_compiled_loop():
-    """A SIGINT during a long message-level run (824k events, seconds) ends it with KeyboardInterrupt, as it
+    """A SIGINT during a long message-level run (2.6 M events, ~9 CPU s: long enough that a loaded machine's
+    delay of the signal cannot outlast it, as 824k events once did) ends it with KeyboardInterrupt, as it
     ends SimPy's loop of Python lines: the compiled loop looks for signals between steps."""
     proc = subprocess.Popen(
         [sys.executable, "-c", SIGINT_SCRIPT],
