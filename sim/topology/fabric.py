@@ -106,31 +106,42 @@ def dgx_fabric(p: DgxParams) -> Fabric | None:
         gpu = first[:, None]
         nic = first[:, None] + 1
     leaf = spines + rails[None, :] * groups + (hosts // hpl)[:, None]  # each NIC's leaf
-    parts: list[tuple[np.ndarray, ...]] = []
-
-    def arcs(tail: Any, head: Any, seq: Any, bandwidth: float, latency: float) -> None:
-        tail, head, seq = (np.asarray(x, dtype=np.int64).ravel() for x in np.broadcast_arrays(tail, head, seq))
-        parts.append((tail, head, seq, np.full(len(tail), float(bandwidth)), np.full(len(tail), float(latency))))
-
+    # the arcs in the graph's order, tail by tail, each tail's in the order its links were added (no sort)
     s_idx, l_idx = np.arange(spines), np.arange(leaves)
-    arcs(s_idx[:, None], spines + l_idx[None, :], l_idx[None, :], up, p.latency)  # spine -> leaves
-    arcs(spines + l_idx[:, None], s_idx[None, :], s_idx[None, :], up, p.latency)  # leaf -> spines
-    arcs(leaf, nic, spines + (hosts % hpl)[:, None], p.nic_bandwidth, p.latency)  # leaf -> its hosts' NICs
+    # a spine's to every leaf
+    tails, heads = [np.repeat(s_idx, leaves)], [np.tile(spines + l_idx, spines)]
+    caps, lats = [np.full(spines * leaves, float(up))], [np.full(spines * leaves, float(p.latency))]
+    # a leaf's (rail r, group k) to every spine, then to the NICs of rail r of its hosts k * hpl, ...
+    count = spines + np.minimum(hpl, h_count - (l_idx % groups) * hpl)
+    on = np.repeat(l_idx, count)
+    j = np.arange(len(on)) - np.repeat(np.cumsum(count) - count, count)  # the arc's place among its leaf's
+    to_spine = j < spines
+    host = np.where(to_spine, 0, (on % groups) * hpl + j - spines)
+    tails.append(spines + on)
+    heads.append(np.where(to_spine, j, nic[host, on // groups]))
+    caps.append(np.where(to_spine, float(up), float(p.nic_bandwidth)))
+    lats.append(np.full(len(on), float(p.latency)))
+    # host by host, counted from its first node: its NVSwitch's to its GPUs; each GPU's to the NVSwitch and
+    # to its NIC; each NIC's to its GPU and to its leaf (-1 below: the leaf). One GPU: the GPU's to its NIC;
+    # the NIC's to the GPU and to its leaf
+    pcie, nic_bw = float(p.pcie_bandwidth), float(p.nic_bandwidth)
     if g > 1:
-        arcs(first[:, None], gpu, rails[None, :], nv, nv_lat)  # NVSwitch -> GPUs
-        arcs(gpu, first[:, None], 0, nv, nv_lat)  # GPU -> NVSwitch
-        arcs(gpu, nic, 1, p.pcie_bandwidth, 0.0)
+        r = np.arange(1, g + 1)
+        t_tail = np.concatenate([np.zeros(g, dtype=np.int64), np.repeat(r, 2), np.repeat(g + r, 2)])
+        t_head = np.concatenate([r, np.stack([0 * r, g + r], 1).ravel(), np.stack([r, -1 + 0 * r], 1).ravel()])
+        t_cap = [float(nv)] * g + [float(nv), pcie] * g + [pcie, nic_bw] * g
+        t_lat = [float(nv_lat)] * g + [float(nv_lat), 0.0] * g + [0.0, float(p.latency)] * g
     else:
-        arcs(gpu, nic, 0, p.pcie_bandwidth, 0.0)
-    arcs(nic, gpu, 0, p.pcie_bandwidth, 0.0)
-    arcs(nic, leaf, 1, p.nic_bandwidth, p.latency)
-    tail, head, seq, capacity, latency = (np.concatenate(col) for col in zip(*parts, strict=True))
+        t_tail, t_head = np.array([0, 1, 1]), np.array([1, 0, -1])
+        t_cap, t_lat = [pcie, pcie, nic_bw], [0.0, 0.0, float(p.latency)]
+    host_heads = first[:, None] + t_head[None, :]
+    host_heads[:, t_head < 0] = leaf
+    tails.append((first[:, None] + t_tail[None, :]).ravel())
+    heads.append(host_heads.ravel())
+    caps.append(np.tile(np.array(t_cap), h_count))
+    lats.append(np.tile(np.array(t_lat), h_count))
+    tail, head, capacity, latency = (np.concatenate(col) for col in (tails, heads, caps, lats))
     check_deadline()  # --timeout counts the build too
-    # the graph lists arcs tail by tail, each in the order it was added: by the key tail * width + seq, one
-    # stable sort of runs mostly in order already (np.lexsort((seq, tail)) sorted seq whole, then tail)
-    width = int(seq.max()) + 1
-    order = np.argsort(tail * width + seq, kind="stable")
-    check_deadline()
     n = base + h_count * per_host
     names = [f"spine{s}" for s in range(spines)]
     names += [f"leaf{r}.{k}" for r in range(g) for k in range(groups)]
@@ -145,7 +156,7 @@ def dgx_fabric(p: DgxParams) -> Fabric | None:
     dest_key = None
     if p.ecmp == "destination":  # switches their own ordinal, then one per host (sim.cluster._host_keys)
         dest_key = np.concatenate([np.arange(base), base + np.repeat(hosts, per_host)])
-    arcs = (tail[order], head[order], capacity[order], latency[order])
+    arcs = (tail, head, capacity, latency)
     return _fabric("dgx", p, f"dgx-{h_count}x{g}", names, is_gpu, arcs, gpu.ravel(), host_names, dest_key)
 
 
