@@ -118,3 +118,25 @@ def test_heap_parents_are_heap_tree_s(p):
     for root in range(p):
         parent, _ = heap_tree(p, root)
         assert heap_parents(p, root).tolist() == [-1 if u is None else u for u in parent]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "dgx:hosts=9,gpus_per_host=4,hosts_per_leaf=4",
+        "torus:dims=4x4,bandwidth=1Gbps",
+        "hgx:hosts=6,preset=hgx-a100-200g,fabric=fat-tree,hosts_per_leaf=2",
+        "two-rack-2to1",
+        LS + MULTI,
+    ],
+)
+def test_router_tables_in_lexsort_order(spec):
+    """The router's out-adjacency by (tail, head) and its arcs down by (head, tail): np.lexsort's orders
+    (one stable sort of a combined key gives them)."""
+    c = Cluster(spec)
+    r, u, v = c.router, c.arc_u, c.arc_v
+    assert np.array_equal(r.arrays["out_arc"], np.lexsort((v, u)))
+    if r.mode == "updown":
+        level = r.arrays["level"]
+        down = np.flatnonzero(level[u] > level[v])
+        assert np.array_equal(r.arrays["above_arc"], down[np.lexsort((u[down], v[down]))])
