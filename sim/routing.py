@@ -94,8 +94,9 @@ class Router:
         self.dest_key = dest_key
         self._n = n
         self._endpoint_only = endpoint_only
-        # out-adjacency sorted by (tail, head): the order ECMP candidates are listed in
-        order = np.lexsort((arc_v, arc_u))
+        # out-adjacency sorted by (tail, head): the order ECMP candidates are listed in (one stable sort of the
+        # key tail * n + head, np.lexsort((arc_v, arc_u))'s order: a fabric's arcs come nearly sorted so)
+        order = np.argsort(arc_u.astype(np.int64) * n + arc_v, kind="stable")
         out_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_u, minlength=n))))
         #: the tables below as numpy arrays too, for code that works on many nodes at once (levels,
         #: :mod:`sim.bulkroute`)
@@ -112,7 +113,7 @@ class Router:
             up_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_u[up], minlength=n))))
             self.arrays.update(level=level, up_ptr=up_ptr, up_v=arc_v[up], up_arc=up)
             descends = np.flatnonzero(level[arc_u] > level[arc_v])  # arcs y->x that descend into x
-            ordd = descends[np.lexsort((arc_u[descends], arc_v[descends]))]
+            ordd = descends[np.argsort(arc_v[descends].astype(np.int64) * n + arc_u[descends], kind="stable")]
             above_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_v[ordd], minlength=n))))
             self.arrays.update(above_ptr=above_ptr, above_u=arc_u[ordd], above_arc=ordd)
         self._graph = (arc_u, arc_v, weight)  # for the Python lists, made when first asked for

@@ -53,6 +53,7 @@ from .registry import register
 __all__ = [
     "BinaryTree",
     "TreeOptions",
+    "heap_parents",
     "heap_tree",
     "pipelined_tree",
     "tree_allreduce",
@@ -227,12 +228,19 @@ def _rows(first: list[tuple[int, np.ndarray]], rest: list[tuple[int, np.ndarray]
     return out
 
 
+def heap_parents(p: int, root: int = 0) -> np.ndarray:
+    """:func:`heap_tree`'s parents as an array (-1 at the root), without a loop over the ranks."""
+    i = np.arange(1, p, dtype=np.int64)
+    parent = np.full(p, -1, dtype=np.int64)
+    parent[(i + root) % p] = ((i - 1) // 2 + root) % p
+    return parent
+
+
 def tree_dataflow(p: int, nbytes: float, chunks: int, root: int = 0) -> Dataflow:
     """The binary tree all-reduce (:class:`BinaryTree`) as a dataflow."""
-    parent, _ = heap_tree(p, root)
     ranks = np.arange(p)
     b = DataflowBuilder(p)
-    pipelined_tree(b, np.array([-1 if u is None else u for u in parent]), ranks, ranks, chunks, nbytes / chunks)
+    pipelined_tree(b, heap_parents(p, root), ranks, ranks, chunks, nbytes / chunks)
     return b.build()
 
 

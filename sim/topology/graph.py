@@ -60,17 +60,18 @@ def available_memory() -> int | None:
     """Bytes this process may still allocate: the least of the machine's available memory, the cgroup's
     limit less its use, and the address-space limit less what is mapped (None when none is known)."""
     bounds: list[int] = []
+    # (read as bytes: a text file's first ascii decoder costs an import, ~0.15 ms of every fresh process's build)
     try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
+        with open("/proc/meminfo", "rb") as fh:
             for line in fh:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(b"MemAvailable:"):
                     bounds.append(int(line.split()[1]) * 1024)
     except (OSError, ValueError, IndexError):
         pass
     try:
-        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as fh:
+        with open("/sys/fs/cgroup/memory.max", "rb") as fh:
             limit = fh.read().strip()
-        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as fh:
+        with open("/sys/fs/cgroup/memory.current", "rb") as fh:
             used = int(fh.read().strip())
         if limit.isdigit():
             bounds.append(int(limit) - used)
@@ -81,7 +82,7 @@ def available_memory() -> int | None:
 
         soft, _ = resource.getrlimit(resource.RLIMIT_AS)
         if soft != resource.RLIM_INFINITY:
-            with open("/proc/self/statm", encoding="ascii") as fh:
+            with open("/proc/self/statm", "rb") as fh:
                 mapped = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
             bounds.append(soft - mapped)
     except (OSError, ValueError, ImportError, IndexError):
