@@ -561,10 +561,12 @@ class Network(_NET_BASE):
             self._active_arr = np.flatnonzero(self._is_active)
         return self._active_arr
 
-    def busiest(self, span: float, top: int = 5) -> tuple[LinkUse, ...]:
+    def busiest(self, span: float, top: int = 5, arc_bytes: np.ndarray | None = None) -> tuple[LinkUse, ...]:
         """The ``top`` link directions by bytes carried / capacity (the time they were busy), with their
-        utilization over ``span`` seconds; directions that carried nothing are left out."""
-        arc_bytes = self.arc_bytes
+        utilization over ``span`` seconds; directions that carried nothing are left out. ``arc_bytes``:
+        :attr:`arc_bytes` where the caller has it already (it is summed over every route)."""
+        if arc_bytes is None:
+            arc_bytes = self.arc_bytes
         with np.errstate(divide="ignore", invalid="ignore"):
             drain = arc_bytes / self.cluster.capacity
         order = np.argsort(-drain, kind="stable")[:top].tolist()

@@ -294,7 +294,7 @@ def execute(run: Run, size: float) -> SimResult:
 
     algbw = size / elapsed / 1e9 if elapsed > 0 else float("inf")
     arc_bytes = net.arc_bytes
-    busiest = net.busiest(elapsed)
+    busiest = net.busiest(elapsed, arc_bytes=arc_bytes)
     sent, received = net.rank_bytes()
     return SimResult(
         topology=cluster.name,

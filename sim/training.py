@@ -613,7 +613,8 @@ def _simulate_iteration(run: Run, workload: Workload, top_links: int, *, reuse: 
     comm_end = max(max(t.end_s for t in done), backward_end)
     iteration = comm_end + workload.optimizer_s
     exposed = comm_end - backward_end
-    busiest = net.busiest(iteration, top_links)
+    arc_bytes = net.arc_bytes
+    busiest = net.busiest(iteration, top_links, arc_bytes=arc_bytes)
     sent, received = net.rank_bytes()
     traffic = sent + received
     return IterationResult(
@@ -634,7 +635,7 @@ def _simulate_iteration(run: Run, workload: Workload, top_links: int, *, reuse: 
         samples_per_s=float(p * workload.samples_per_gpu / iteration) if iteration > 0 else math.inf,
         bytes_sent=float(sent.sum()),
         max_rank_bytes=float(traffic.max()),
-        link_bytes=float(net.arc_bytes.sum()),
+        link_bytes=float(arc_bytes.sum()),
         max_link_utilization=busiest[0].utilization if busiest else 0.0,
         busiest_link=busiest[0].link if busiest else "",
         busiest_links=busiest,
