@@ -112,11 +112,18 @@ def test_leaf_spine_arrays_simulate_as_the_graph(algorithm, routed, hosts):
 
 
 @pytest.mark.parametrize("p", [1, 2, 3, 4, 7, 8, 13, 64, 100])
-def test_heap_parents_are_heap_tree_s(p):
+def test_heap_parents_and_heap_tree_are_the_binary_heap(p):
+    """Both are the heap counted from the root, held to the textbook loop (the one heap_tree was)."""
     from sim.algorithms.tree import heap_parents, heap_tree
 
     for root in range(p):
-        parent, _ = heap_tree(p, root)
+        parent: list[int | None] = [None] * p
+        children: list[list[int]] = [[] for _ in range(p)]
+        for i in range(1, p):
+            me, up = (i + root) % p, ((i - 1) // 2 + root) % p
+            parent[me] = up
+            children[up].append(me)
+        assert heap_tree(p, root) == (parent, children)
         assert heap_parents(p, root).tolist() == [-1 if u is None else u for u in parent]
 
 

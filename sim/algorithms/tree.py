@@ -68,13 +68,13 @@ class TreeOptions(Spec):
 
 
 def heap_tree(p: int, root: int = 0) -> tuple[list[int | None], list[list[int]]]:
-    """Parent and children of every rank in the binary heap counted from ``root``."""
-    parent: list[int | None] = [None] * p
+    """Parent and children of every rank in the binary heap counted from ``root`` (:func:`heap_parents`)."""
+    ups = heap_parents(p, root).tolist()
+    parent: list[int | None] = [None if up < 0 else up for up in ups]
     children: list[list[int]] = [[] for _ in range(p)]
-    for i in range(1, p):
-        me, up = (i + root) % p, ((i - 1) // 2 + root) % p
-        parent[me] = up
-        children[up].append(me)
+    for i in range(1, p):  # (each parent's children in heap order)
+        me = (i + root) % p
+        children[ups[me]].append(me)
     return parent, children
 
 
@@ -229,7 +229,8 @@ def _rows(first: list[tuple[int, np.ndarray]], rest: list[tuple[int, np.ndarray]
 
 
 def heap_parents(p: int, root: int = 0) -> np.ndarray:
-    """:func:`heap_tree`'s parents as an array (-1 at the root), without a loop over the ranks."""
+    """Every rank's parent in the binary heap counted from ``root`` (-1 at the root), without a loop over the
+    ranks: rank ``(i + root) % p`` hangs below ``((i - 1) // 2 + root) % p``."""
     i = np.arange(1, p, dtype=np.int64)
     parent = np.full(p, -1, dtype=np.int64)
     parent[(i + root) % p] = ((i - 1) // 2 + root) % p
