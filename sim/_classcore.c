@@ -1089,6 +1089,28 @@ done:
     return result;
 }
 
+/* The alive classes of ``members[a:e]``, in order: those with ``due - t <= near`` (every one where ``all``) on at
+ * ``out[*k]``, the others (where ``split``) on at ``out[*m]`` -- due_scan's pass and due_split_tail's before the
+ * tail. -1 where a class is out of range (``rows``). */
+static int scan_due(const int64_t *members, Py_ssize_t a, Py_ssize_t e, Py_ssize_t rows, const unsigned char *alive,
+                    const double *due, double t, double near, int all, int split, int64_t *out, Py_ssize_t *k,
+                    Py_ssize_t *m) {
+    Py_ssize_t kk = *k, mm = *m;
+    for (Py_ssize_t i = a; i < e; i++) {
+        int64_t c = members[i];
+        if ((uint64_t)c >= (uint64_t)rows)
+            return -1;
+        if (!alive[c])
+            continue;
+        if (all || due[c] - t <= near)
+            out[kk++] = c;
+        else if (split)
+            out[mm++] = c;
+    }
+    *k = kk, *m = mm;
+    return 0;
+}
+
 /* due_at(members, alive, due, t, near, out) -> k: ``members[alive[members]]`` and of those the ones with
  * ``due - t <= near`` (FanExecutor._simulate: the classes that complete at ``t``) in ``out[:k]``; with ``near``
  * NaN, only the alive ones (FanExecutor._members_of) */
@@ -1108,23 +1130,11 @@ static PyObject *due_scan(PyObject *const *args, Py_ssize_t nargs, int split) {
     const double *due = b[2].view.buf;
     int64_t *out = b[3].view.buf;
     Py_ssize_t n = b[0].view.shape[0], rows = b[1].view.shape[0];
-    int fine = b[2].view.shape[0] == rows && b[3].view.shape[0] >= (split ? 2 * n : n);
-    for (Py_ssize_t i = 0; fine && i < n; i++)
-        fine = members[i] >= 0 && members[i] < rows;
-    if (!fine) {
+    Py_ssize_t k = 0, m = n;
+    if (b[2].view.shape[0] != rows || b[3].view.shape[0] < (split ? 2 * n : n) ||
+        scan_due(members, 0, n, rows, alive, due, t, near, near != near, split, out, &k, &m) < 0) {
         PyErr_Format(PyExc_ValueError, "%s: arrays out of shape", split ? "due_split" : "due_at");
         goto done;
-    }
-    Py_ssize_t k = 0, m = n;
-    int all = near != near;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t c = members[i];
-        if (!alive[c])
-            continue;
-        if (all || due[c] - t <= near)
-            out[k++] = c;
-        else if (split)
-            out[m++] = c;
     }
     result = split ? Py_BuildValue("nn", k, m - n) : PyLong_FromSsize_t(k);
 done:
@@ -1197,17 +1207,8 @@ static PyObject *py_due_split_tail(PyObject *self, PyObject *const *args, Py_ssi
         goto done;
     }
     Py_ssize_t k = 0, m = n;
-    for (Py_ssize_t i = 0; i < p; i++) {
-        int64_t c = members[i];
-        if ((uint64_t)c >= (uint64_t)rows)
-            goto range;
-        if (!alive[c])
-            continue;
-        if (due[c] - t <= near)
-            out[k++] = c;
-        else
-            out[m++] = c;
-    }
+    if (scan_due(members, 0, p, rows, alive, due, t, near, 0, 1, out, &k, &m) < 0)
+        goto range;
     Py_ssize_t q = m - n, ns = 0;
     double top = -INFINITY, first = INFINITY;
     int nan = 0;
