@@ -10302,6 +10302,26 @@ static PyObject *w_dict_pop(PyObject *dict, PyObject *key) {
 #endif
 }
 
+/* Network._schedule_next's guard where no wake-up is to come: -1 with sim.errors.Stalled set where flows are still
+ * draining (one whose rate is 0, or a completion never scheduled: a defect of collsim, not of the input), else 0 */
+static int w_stalled(PyObject *net, double now) {
+    long nactive = 0;
+    if (r_long_at(net, W_AT(W_NACTIVE), &nactive) < 0)
+        return -1;
+    if (nactive <= 0)
+        return 0;
+    PyObject *mod = PyImport_ImportModule("sim.network"), *exc = NULL;
+    if (mod) {
+        exc = PyObject_CallMethod(mod, "_stalled", "dl", now, nactive);
+        Py_DECREF(mod);
+    }
+    if (exc) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+    return -1;
+}
+
 static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) {
     PyObject *net = w->net;
     if (iset(net, s_wake_at, w_neg_inf) < 0 || w_flush(w) < 0)
@@ -10373,7 +10393,7 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
     if (!(at = PyFloat_FromDouble(when)))
         goto out;
     if (!(when < Py_HUGE_VAL)) {
-        rc = iset(net, s_wake_at, at) < 0 ? -1 : 0;
+        rc = iset(net, s_wake_at, at) < 0 || w_stalled(net, now) < 0 ? -1 : 0;
         goto out;
     }
     double t = now > when ? now : when; /* (the queue's time: max(float(when), env._now)) */

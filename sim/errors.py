@@ -13,6 +13,7 @@ __all__ = [
     "ConfigError",
     "RoutingError",
     "RunError",
+    "Stalled",
     "TopologyError",
     "one_line",
 ]
@@ -56,6 +57,21 @@ class CalibrationError(CollsimError):
 
 class RunError(CollsimError):
     """A simulation or a real run failed while it ran."""
+
+
+class Stalled(RunError):
+    """An event loop of collsim's engines made no progress: a defect of collsim, not of the input.
+
+    >>> print(Stalled("the classes engine", 0.5, 3, "classes"))
+    the classes engine made no progress at simulated t=0.5 s: 3 classes active, none completes or starts -- a defect of collsim, not of the input; please report it
+    """
+
+    def __init__(self, engine: str, t: float, active: int, what: str) -> None:
+        super().__init__(
+            f"{engine} made no progress at simulated t={float(t)!r} s: {active} {what} active, none completes or starts"
+            " -- a defect of collsim, not of the input; please report it"
+        )
+        self.t, self.active = t, active
 
 
 #: every character Python's str.splitlines() breaks at, with the escape that shows it instead

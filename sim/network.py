@@ -39,7 +39,7 @@ from simpy.events import NORMAL, Event
 from . import rates as _rates_module
 from ._arrays import distinct, floats
 from .cluster import Cluster
-from .errors import RunError
+from .errors import RunError, Stalled
 from .rates import _CORE, _NET_BASE, Rates, gather_arcs
 from .rates import SMALL_BATCH as _SMALL
 from .results import LinkUse
@@ -1321,6 +1321,8 @@ class Network(_NET_BASE):
             self._due_entries -= _ops.wake_next(
                 ctx, self._heap, self._due_at, self._is_active, self._due, self._pending, now
             )
+            if self._wake_at == np.inf and self._nactive:  # (below)
+                raise _stalled(now, self._nactive)
             return
         when, taken = _ops.next_due(self._heap, self._due_at, self._is_active, self._due)
         self._due_entries -= taken
@@ -1332,6 +1334,8 @@ class Network(_NET_BASE):
             self._schedule(when)
         else:
             self._wake_at = np.inf
+            if self._nactive:
+                raise _stalled(now, self._nactive)
 
     def _finish(self, slots: np.ndarray, now: float) -> None:
         self._path_bytes_for(self.cluster.paths.count)
@@ -1441,6 +1445,12 @@ class Network(_NET_BASE):
         if owner < 0 and gid < 0:
             self._sent(_take(self._event, slot), now)
         self._free.append(slot)
+
+
+def _stalled(now: float, flows: int) -> Stalled:
+    """The error where a wake-up leaves ``flows`` draining and none due ever (a rate of 0, or a completion that
+    was never scheduled): SimPy's queue would empty with them unfinished (``w_stalled`` in sim/_ratecore.c)."""
+    return Stalled("the network's wake-up (sim.network.Network)", now, flows, "flows")
 
 
 #: Network._resume_held as defined above: ``net_run`` runs its lines in C (``run_callbacks``) only while a
