@@ -81,10 +81,11 @@ _STRUCTURE = True  # phases built from the fabric's structure where it has one (
 _SETTLE_CORE = True
 _SEGMENTS = 8  # the most segments a component's tail is kept in (FanExecutor._due_split_comp)
 _NO_SEGMENTS = np.zeros(0)
-# iterations in a row of FanExecutor._simulate that complete and start no class before it stops (Stalled): such an
-# iteration only pops older entries of the heap, so a correct run has at most as many in a row as the heap
-# holds; the most measured (tests and scale cases, docs/reliability.md) is MEASURED
-_STALLED = 10_000
+# FanExecutor._simulate stops (Stalled) after this many iterations in a row that complete and start no class,
+# beyond the entries its heap holds after the first of them: such an iteration pops at least one entry and
+# pushes none, so a correct run has at most that many in a row (docs/reliability.md: "An engine that makes no
+# progress")
+_STALLED = 1000
 _NOT, _DONE, _ANEW = 0, 1, 2  # what FanExecutor._settle_core did: nothing, the settle, its first solve (arcs kept anew)
 
 
@@ -1574,7 +1575,7 @@ class FanExecutor:
         waiting += [c.id for c in self._phase(idle, t0, push=False)] if len(idle) else []
         pending = np.array(waiting, dtype=np.int64)
         compacted = tab.ne
-        stalled = 0  # iterations in a row that completed and started no class
+        stalled = allowed = 0  # iterations in a row that completed and started no class, and the most allowed
         while len(pending) or self._nactive:
             check_deadline()
             if tab.ne > 4 * max(compacted, _COMPACT_MIN):  # mostly crossings of split or completed classes
@@ -1606,9 +1607,11 @@ class FanExecutor:
             pending = pending[tab.start[pending] > t]
             if len(done) or len(starting):
                 stalled = 0
-            else:  # (only the heap's older entries were popped: it shrank, nothing is settled)
+            else:  # (only older entries of the heap were popped: none is pushed until a class completes or starts)
                 stalled += 1
-                if stalled > _STALLED:
+                if stalled == 1:
+                    allowed = len(heap) + _STALLED
+                elif stalled > allowed:
                     raise Stalled("the classes engine (sim.classes.FanExecutor)", t, self._nactive, "flow classes")
             touched = tab.comp[done]
             touched = touched[:1] if (touched == touched[:1]).all() else np.unique(touched)  # (np.unique)
