@@ -100,6 +100,7 @@ def _succeeded(event: Event, value: Any) -> None:
 
 
 _TIME_RTOL = 1e-12  # flows due within this fraction of "now" complete together
+_IDLE_WAKES = 1000  # Network._wake_py's wake-ups in a row at one instant that drain and start nothing (Stalled)
 #: processes resumed by a wake-up's arrivals run at the end of the wake-up itself when no other event
 #: is due at that instant (see Network._resume_held); tests turn it off to compare
 _RESUME_IN_WAKE = True
@@ -341,6 +342,10 @@ class Network(_NET_BASE):
             if self._wake_ctx is not None and _WHOLE_CORE
             else None
         )
+        self._idle = (
+            np.nan,
+            0,
+        )  # Network._wake_py's wake-ups in a row that drained and started nothing: when, how many
 
     # ------------------------------------------------------------------ public API
     def send(
@@ -1039,13 +1044,29 @@ class Network(_NET_BASE):
         self._flush()
         changed = self._drain(now)
         pending = self._pending
+        idle = not changed and not (pending and pending[0] <= now)
         while pending and pending[0] <= now:
             starting = self._pending_at.pop(heapq.heappop(pending))
             changed = self._start(starting, now) or changed
             # owners called back during _drain may have launched flows that start right now
         if changed:
             self._solve()
+        if idle or self._idle[1]:
+            self._idled(now, idle)
         self._schedule_next(now)
+
+    def _idled(self, now: float, idle: bool) -> None:
+        """Count the wake-ups in a row at ``now`` that drained and started nothing (``idle``; the count is reset by
+        one that did): a wake-up is scheduled for a flow due or a start, and drains or starts it, so a correct
+        run has hardly any; more than ``_IDLE_WAKES`` is a wake-up that comes round at one instant forever."""
+        if not idle:
+            self._idle = (np.nan, 0)
+            return
+        at, count = self._idle
+        count = count + 1 if at == now else 1
+        self._idle = (now, count)
+        if count > _IDLE_WAKES:
+            raise _stalled(now, self._nactive)
 
     def _added(self, slots: np.ndarray) -> None:
         """:mod:`sim.rates` hears that flows ``slots`` started draining (``net_wake``'s call)."""

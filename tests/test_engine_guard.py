@@ -4,7 +4,8 @@ Each guard is tripped by a deliberate break of the engine it guards: the classes
 (``FanExecutor._due_split_comp`` and ``_alive`` losing a class that is due, with the compiled cores and with the
 Python lines), and the network's rates (one draining flow's rate set to 0 after a solve: SimPy's queue would
 empty with it unfinished) through each of its wake-ups -- in C whole (``net_run``), the Python wake-up with the
-compiled next wake-up (``wake_next``), and the Python lines. The runs are bounded by the guards' iteration
+compiled next wake-up (``wake_next``), and the Python lines; and the Python wake-up's drain completing nothing (a
+wake-up that comes round at one instant forever). The runs are bounded by the guards' iteration
 counts (the classes engine's bound is lowered), never by the wall clock.
 """
 
@@ -119,6 +120,36 @@ def test_the_network_stops_where_a_flow_never_completes(monkeypatch, engine, wak
         "flows active, none completes or starts -- a defect of collsim, not of the input; please report it"
     )
     assert err.value.t > 0 and err.value.active >= 1
+
+
+@pytest.mark.parametrize("wake", ["wake_next", "python"])
+def test_a_wake_up_that_comes_round_at_one_instant_stops(monkeypatch, wake):
+    """The Python wake-up (``Network._wake_py``) whose drain completes nothing: the flow due stays due, the next
+    wake-up is at the same instant, forever -- it stops after ``_IDLE_WAKES`` of them in a row."""
+    if wake == "wake_next":
+        if network._ops is network._PyDue:
+            pytest.skip("sim._ratecore is not built")
+        monkeypatch.setattr(network, "_WHOLE_CORE", False)
+    else:
+        monkeypatch.setattr(network, "_ops", network._PyDue)
+    monkeypatch.setattr(network, "_IDLE_WAKES", 20)
+    drain = network.Network._drain
+    calls = [0]
+
+    def broken(self, now):
+        calls[0] += 1
+        if calls[0] <= 3:
+            return drain(self, now)
+        self._t_last = now
+        return False  # from the fourth wake-up on, nothing drains
+
+    monkeypatch.setattr(network.Network, "_drain", broken)
+    with pytest.raises(RunError) as err:
+        simulate(CONGESTED, "allreduce", "halving-doubling", 2**20)
+    assert isinstance(err.value, Stalled) and "\n" not in str(err.value)
+    assert str(err.value).startswith("the network's wake-up (sim.network.Network) made no progress at simulated t=")
+    assert err.value.active >= 1
+    assert calls[0] < 100  # 20 idle wake-ups in a row at one instant, after the few that drained
 
 
 def test_the_cli_prints_one_line_and_exits_2(monkeypatch, capsys):
