@@ -1612,7 +1612,7 @@ class FanExecutor:
                 if stalled == 1:
                     allowed = len(heap) + _STALLED
                 elif stalled > allowed:
-                    raise Stalled("the classes engine (sim.classes.FanExecutor)", t, self._nactive, "flow classes")
+                    raise Stalled.at("the classes engine (sim.classes.FanExecutor)", t, self._nactive, "flow classes")
             touched = tab.comp[done]
             touched = touched[:1] if (touched == touched[:1]).all() else np.unique(touched)  # (np.unique)
             # one component lost classes and nothing else changed: those slower than all of them stand

@@ -342,10 +342,8 @@ class Network(_NET_BASE):
             if self._wake_ctx is not None and _WHOLE_CORE
             else None
         )
-        self._idle = (
-            np.nan,
-            0,
-        )  # Network._wake_py's wake-ups in a row that drained and started nothing: when, how many
+        # Network._wake_py's wake-ups in a row at one instant that drained and started nothing: when, how many
+        self._idle = (np.nan, 0)
 
     # ------------------------------------------------------------------ public API
     def send(
@@ -1342,7 +1340,7 @@ class Network(_NET_BASE):
             self._due_entries -= _ops.wake_next(
                 ctx, self._heap, self._due_at, self._is_active, self._due, self._pending, now
             )
-            if self._wake_at == np.inf and self._nactive:  # (below)
+            if self._wake_at == np.inf and self._nactive:  # none to come with flows draining (as below)
                 raise _stalled(now, self._nactive)
             return
         when, taken = _ops.next_due(self._heap, self._due_at, self._is_active, self._due)
@@ -1471,7 +1469,7 @@ class Network(_NET_BASE):
 def _stalled(now: float, flows: int) -> Stalled:
     """The error where a wake-up leaves ``flows`` draining and none due ever (a rate of 0, or a completion that
     was never scheduled): SimPy's queue would empty with them unfinished (``w_stalled`` in sim/_ratecore.c)."""
-    return Stalled("the network's wake-up (sim.network.Network)", now, flows, "flows")
+    return Stalled.at("the network's wake-up (sim.network.Network)", now, flows, "flows")
 
 
 #: Network._resume_held as defined above: ``net_run`` runs its lines in C (``run_callbacks``) only while a
