@@ -5,7 +5,8 @@ Each guard is tripped by a deliberate break of the engine it guards: the classes
 Python lines), and the network's rates (one draining flow's rate set to 0 after a solve: SimPy's queue would
 empty with it unfinished) through each of its wake-ups -- in C whole (``net_run``), the Python wake-up with the
 compiled next wake-up (``wake_next``), and the Python lines; and the Python wake-up's drain completing nothing (a
-wake-up that comes round at one instant forever). The runs are bounded by the guards' iteration
+wake-up that comes round at one instant forever), in Python and in C (``stall_drains``, sim/_ratecore.c's one switch
+for tests). The runs are bounded by the guards' iteration
 counts (the classes engine's bound is lowered), never by the wall clock.
 """
 
@@ -150,6 +151,24 @@ def test_a_wake_up_that_comes_round_at_one_instant_stops(monkeypatch, wake):
     assert str(err.value).startswith("the network's wake-up (sim.network.Network) made no progress at simulated t=")
     assert err.value.active >= 1
     assert calls[0] < 100  # 20 idle wake-ups in a row at one instant, after the few that drained
+
+
+def test_the_compiled_wake_up_that_comes_round_at_one_instant_stops():
+    """The same in C (``net_run``'s ``w_body``), its drain broken by the test-only switch ``stall_drains``: it stops
+    after 1,000 idle wake-ups in a row at one instant (``w_idled``)."""
+    stall = getattr(network._ops, "stall_drains", None)
+    if stall is None:
+        pytest.skip("sim._ratecore is not built")
+    stall(3)  # from the fourth drain on, the compiled wake-up's drains complete nothing
+    try:
+        with pytest.raises(RunError) as err:
+            simulate(CONGESTED, "allreduce", "halving-doubling", 2**20)
+    finally:
+        stall(-1)
+    assert isinstance(err.value, Stalled) and "\n" not in str(err.value)
+    assert str(err.value).startswith("the network's wake-up (sim.network.Network) made no progress at simulated t=")
+    assert err.value.active >= 1
+    assert simulate(CONGESTED, "allreduce", "halving-doubling", 2**20).time_s > 0  # the switch is off again
 
 
 def test_the_cli_prints_one_line_and_exits_2(monkeypatch, capsys):
