@@ -342,8 +342,6 @@ class Network(_NET_BASE):
             if self._wake_ctx is not None and _WHOLE_CORE
             else None
         )
-        # Network._wake_py's wake-ups in a row at one instant that drained and started nothing: when, how many
-        self._idle = (np.nan, 0)
 
     # ------------------------------------------------------------------ public API
     def send(
@@ -1052,6 +1050,10 @@ class Network(_NET_BASE):
         if idle or self._idle[1]:
             self._idled(now, idle)
         self._schedule_next(now)
+
+    #: Network._wake_py's wake-ups in a row at one instant that drained and started nothing: when, how many (the
+    #: class's until the first: nothing more is made per network)
+    _idle: tuple[float, int] = (np.nan, 0)
 
     def _idled(self, now: float, idle: bool) -> None:
         """Count the wake-ups in a row at ``now`` that drained and started nothing (``idle``; the count is reset by

@@ -2,12 +2,11 @@
 
 Each guard is tripped by a deliberate break of the engine it guards: the classes engine's completions
 (``FanExecutor._due_split_comp`` and ``_alive`` losing a class that is due, with the compiled cores and with the
-Python lines), and the network's rates (one draining flow's rate set to 0 after a solve: SimPy's queue would
-empty with it unfinished) through each of its wake-ups -- in C whole (``net_run``), the Python wake-up with the
-compiled next wake-up (``wake_next``), and the Python lines; and the Python wake-up's drain completing nothing (a
-wake-up that comes round at one instant forever), in Python and in C (``stall_drains``, sim/_ratecore.c's one switch
-for tests). The runs are bounded by the guards' iteration
-counts (the classes engine's bound is lowered), never by the wall clock.
+Python lines); the network's rates (one draining flow's rate set to 0 after a solve: SimPy's queue would empty
+with it unfinished) through each of its wake-ups -- in C whole (``net_run``), the Python wake-up with the compiled
+next wake-up (``wake_next``), and the Python lines; and the wake-up's drain completing nothing (a wake-up that
+comes round at one instant forever), in Python and in C (``stall_drains``, sim/_ratecore.c's one switch for
+tests). The runs are bounded by the guards' iteration counts (the Python ones lowered here), never by the clock.
 """
 
 from __future__ import annotations
