@@ -8936,10 +8936,26 @@ out:
     return rc;
 }
 
+/* For tests only (tests/test_engine_guard.py, through stall_drains): the drains left before w_drain completes
+ * nothing, a break of the engine that trips w_body's guard on idle wake-ups; -1, the default: off */
+static long w_drains_left = -1;
+
+static PyObject *py_stall_drains(PyObject *self, PyObject *arg) {
+    long k = PyLong_AsLong(arg);
+    if (k == -1 && PyErr_Occurred())
+        return NULL;
+    w_drains_left = k;
+    Py_RETURN_NONE;
+}
+
 static int w_drain(const WCtx *w, PyObject *now_o, double now) {
     PyObject *net = w->net;
     if (iset_at(net, W_AT(W_T_LAST), now_o) < 0)
         return -1;
+    if (w_drains_left >= 0 && !w_drains_left--) { /* (tests: broken on purpose) */
+        w_drains_left = 0;
+        return 0;
+    }
     double cut = now * fv(PyTuple_GET_ITEM(w->ctx, CX_K)) + 1e-300;
     PyObject *heap = iget_at(net, W_AT(W_HEAP)), *due_at = NULL, *act = NULL, *due = NULL, *cut_o = NULL;
     PyObject *got = NULL, *arr = NULL;
@@ -10302,6 +10318,50 @@ static PyObject *w_dict_pop(PyObject *dict, PyObject *key) {
 #endif
 }
 
+/* Network._schedule_next's guard where no wake-up is to come: -1 with sim.errors.Stalled set where flows are still
+ * draining (one whose rate is 0, or a completion never scheduled: a defect of collsim, not of the input), else 0 */
+static int w_stalled(PyObject *net, double now, int always) {
+    long nactive = 0;
+    if (r_long_at(net, W_AT(W_NACTIVE), &nactive) < 0)
+        return -1;
+    if (nactive <= 0 && !always)
+        return 0;
+    PyObject *mod = PyImport_ImportModule("sim.network"), *exc = NULL;
+    if (mod) {
+        exc = PyObject_CallMethod(mod, "_stalled", "dl", now, nactive);
+        Py_DECREF(mod);
+    }
+    if (exc) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+    return -1;
+}
+
+/* Network._idled's count in C: the wake-ups in a row at one instant that drained and started nothing (``idle``;
+ * one that did resets it), of the network ``net`` (compared, not held); more than sim.network._IDLE_WAKES' 1000:
+ * -1 with sim.errors.Stalled set (a wake-up that comes round at one instant forever) */
+static struct {
+    PyObject *net;
+    double at;
+    long n;
+} w_idle;
+
+static int w_idled(PyObject *net, double now, int idle) {
+    if (!idle) {
+        w_idle.n = 0;
+        return 0;
+    }
+    if (w_idle.n && w_idle.net == net && w_idle.at == now)
+        w_idle.n++;
+    else
+        w_idle.net = net, w_idle.at = now, w_idle.n = 1;
+    if (w_idle.n <= 1000)
+        return 0;
+    w_idle.n = 0;
+    return w_stalled(net, now, 1);
+}
+
 static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) {
     PyObject *net = w->net;
     if (iset(net, s_wake_at, w_neg_inf) < 0 || w_flush(w) < 0)
@@ -10318,6 +10378,9 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
             PyErr_SetString(PyExc_TypeError, "net_wake: the pending starts must be a list and a dict");
         goto out;
     }
+    int idle = !changed && !(PyList_GET_SIZE(pending) && fv(PyList_GET_ITEM(pending, 0)) <= now);
+    if ((idle || w_idle.n) && w_idled(net, now, idle) < 0)
+        goto out;
     while (PyList_GET_SIZE(pending) && fv(PyList_GET_ITEM(pending, 0)) <= now) {
         PyObject *key = heap_pop(pending);
         if (!key)
@@ -10373,7 +10436,7 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
     if (!(at = PyFloat_FromDouble(when)))
         goto out;
     if (!(when < Py_HUGE_VAL)) {
-        rc = iset(net, s_wake_at, at) < 0 ? -1 : 0;
+        rc = iset(net, s_wake_at, at) < 0 || w_stalled(net, now, 0) < 0 ? -1 : 0;
         goto out;
     }
     double t = now > when ? now : when; /* (the queue's time: max(float(when), env._now)) */
@@ -11336,6 +11399,8 @@ static PyMethodDef module_methods[] = {
     FASTCALL(sent_many, "sent_many(net, events, slots, now, missing_ok): Network._sent for each slot"),
     FASTCALL(env_steps, "env_steps(env, ctx): simpy.Environment.run's loop of Environment.step (SimPy 4.1), to the "
                         "exception a step raises or the event it would crash the environment with"),
+    {"stall_drains", py_stall_drains, METH_O,
+     "stall_drains(k): for tests only -- after k more drains, the compiled wake-up's drains complete nothing (-1: off)"},
     {NULL, NULL, 0, NULL},
 };
 

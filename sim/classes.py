@@ -57,6 +57,7 @@ from . import maxmin as _maxmin
 from ._arrays import ranges
 from .bulkroute import bulk_router
 from .deadline import check as check_deadline
+from .errors import Stalled
 from .fanblocks import phase_blocks
 from .maxmin import maxmin_rates
 from .rates import _CORE, _static_dominators, gather_arcs
@@ -80,6 +81,11 @@ _STRUCTURE = True  # phases built from the fabric's structure where it has one (
 _SETTLE_CORE = True
 _SEGMENTS = 8  # the most segments a component's tail is kept in (FanExecutor._due_split_comp)
 _NO_SEGMENTS = np.zeros(0)
+# FanExecutor._simulate stops (Stalled) after this many iterations in a row that complete and start no class,
+# beyond the entries its heap holds after the first of them: such an iteration pops at least one entry and
+# pushes none, so a correct run has at most that many in a row (docs/reliability.md: "An engine that makes no
+# progress")
+_STALLED = 1000
 _NOT, _DONE, _ANEW = 0, 1, 2  # what FanExecutor._settle_core did: nothing, the settle, its first solve (arcs kept anew)
 
 
@@ -1569,6 +1575,7 @@ class FanExecutor:
         waiting += [c.id for c in self._phase(idle, t0, push=False)] if len(idle) else []
         pending = np.array(waiting, dtype=np.int64)
         compacted = tab.ne
+        stalled = allowed = 0  # iterations in a row that completed and started no class, and the most allowed
         while len(pending) or self._nactive:
             check_deadline()
             if tab.ne > 4 * max(compacted, _COMPACT_MIN):  # mostly crossings of split or completed classes
@@ -1598,6 +1605,14 @@ class FanExecutor:
                 done = np.zeros(0, dtype=np.int64)
             starting = pending[tab.start[pending] <= t]
             pending = pending[tab.start[pending] > t]
+            if len(done) or len(starting):
+                stalled = 0
+            else:  # (only older entries of the heap were popped: none is pushed until a class completes or starts)
+                stalled += 1
+                if stalled == 1:
+                    allowed = len(heap) + _STALLED
+                elif stalled > allowed:
+                    raise Stalled.at("the classes engine (sim.classes.FanExecutor)", t, self._nactive, "flow classes")
             touched = tab.comp[done]
             touched = touched[:1] if (touched == touched[:1]).all() else np.unique(touched)  # (np.unique)
             # one component lost classes and nothing else changed: those slower than all of them stand

@@ -13,6 +13,7 @@ __all__ = [
     "ConfigError",
     "RoutingError",
     "RunError",
+    "Stalled",
     "TopologyError",
     "one_line",
 ]
@@ -56,6 +57,31 @@ class CalibrationError(CollsimError):
 
 class RunError(CollsimError):
     """A simulation or a real run failed while it ran."""
+
+
+class Stalled(RunError):
+    """An event loop of collsim's engines made no progress: a defect of collsim, not of the input (made by
+    :meth:`at`; its one argument is the message, as every RunError's, so that a copy is made the usual way).
+
+    >>> err = Stalled.at("the classes engine", 0.5, 3, "classes")
+    >>> print(err)
+    the classes engine made no progress at simulated t=0.5 s: 3 classes active, none completes or starts -- a defect of collsim, not of the input; please report it
+    >>> err.t, err.active, str(type(err)(*err.args)) == str(err)
+    (0.5, 3, True)
+    """
+
+    t: float = float("nan")  # the simulated instant
+    active: int = 0  # the classes or flows left
+
+    @classmethod
+    def at(cls, engine: str, t: float, active: int, what: str) -> Stalled:
+        """The error of ``engine`` stuck at simulated ``t`` with ``active`` ``what`` (classes, flows) left."""
+        err = cls(
+            f"{engine} made no progress at simulated t={float(t)!r} s: {active} {what} active, none completes or starts"
+            " -- a defect of collsim, not of the input; please report it"
+        )
+        err.t, err.active = float(t), active
+        return err
 
 
 #: every character Python's str.splitlines() breaks at, with the escape that shows it instead

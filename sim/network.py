@@ -39,7 +39,7 @@ from simpy.events import NORMAL, Event
 from . import rates as _rates_module
 from ._arrays import distinct, floats
 from .cluster import Cluster
-from .errors import RunError
+from .errors import RunError, Stalled
 from .rates import _CORE, _NET_BASE, Rates, gather_arcs
 from .rates import SMALL_BATCH as _SMALL
 from .results import LinkUse
@@ -100,6 +100,7 @@ def _succeeded(event: Event, value: Any) -> None:
 
 
 _TIME_RTOL = 1e-12  # flows due within this fraction of "now" complete together
+_IDLE_WAKES = 1000  # Network._wake_py's wake-ups in a row at one instant that drain and start nothing (Stalled)
 #: processes resumed by a wake-up's arrivals run at the end of the wake-up itself when no other event
 #: is due at that instant (see Network._resume_held); tests turn it off to compare
 _RESUME_IN_WAKE = True
@@ -1039,13 +1040,33 @@ class Network(_NET_BASE):
         self._flush()
         changed = self._drain(now)
         pending = self._pending
+        idle = not changed and not (pending and pending[0] <= now)
         while pending and pending[0] <= now:
             starting = self._pending_at.pop(heapq.heappop(pending))
             changed = self._start(starting, now) or changed
             # owners called back during _drain may have launched flows that start right now
         if changed:
             self._solve()
+        if idle or self._idle[1]:
+            self._idled(now, idle)
         self._schedule_next(now)
+
+    #: Network._wake_py's wake-ups in a row at one instant that drained and started nothing: when, how many (the
+    #: class's until the first: nothing more is made per network)
+    _idle: tuple[float, int] = (np.nan, 0)
+
+    def _idled(self, now: float, idle: bool) -> None:
+        """Count the wake-ups in a row at ``now`` that drained and started nothing (``idle``; the count is reset by
+        one that did): a wake-up is scheduled for a flow due or a start, and drains or starts it, so a correct
+        run has hardly any; more than ``_IDLE_WAKES`` is a wake-up that comes round at one instant forever."""
+        if not idle:
+            self._idle = (np.nan, 0)
+            return
+        at, count = self._idle
+        count = count + 1 if at == now else 1
+        self._idle = (now, count)
+        if count > _IDLE_WAKES:
+            raise _stalled(now, self._nactive)
 
     def _added(self, slots: np.ndarray) -> None:
         """:mod:`sim.rates` hears that flows ``slots`` started draining (``net_wake``'s call)."""
@@ -1321,6 +1342,8 @@ class Network(_NET_BASE):
             self._due_entries -= _ops.wake_next(
                 ctx, self._heap, self._due_at, self._is_active, self._due, self._pending, now
             )
+            if self._wake_at == np.inf and self._nactive:  # none to come with flows draining (as below)
+                raise _stalled(now, self._nactive)
             return
         when, taken = _ops.next_due(self._heap, self._due_at, self._is_active, self._due)
         self._due_entries -= taken
@@ -1332,6 +1355,8 @@ class Network(_NET_BASE):
             self._schedule(when)
         else:
             self._wake_at = np.inf
+            if self._nactive:
+                raise _stalled(now, self._nactive)
 
     def _finish(self, slots: np.ndarray, now: float) -> None:
         self._path_bytes_for(self.cluster.paths.count)
@@ -1441,6 +1466,12 @@ class Network(_NET_BASE):
         if owner < 0 and gid < 0:
             self._sent(_take(self._event, slot), now)
         self._free.append(slot)
+
+
+def _stalled(now: float, flows: int) -> Stalled:
+    """The error where a wake-up leaves ``flows`` draining and none due ever (a rate of 0, or a completion that
+    was never scheduled): SimPy's queue would empty with them unfinished (``w_stalled`` in sim/_ratecore.c)."""
+    return Stalled.at("the network's wake-up (sim.network.Network)", now, flows, "flows")
 
 
 #: Network._resume_held as defined above: ``net_run`` runs its lines in C (``run_callbacks``) only while a
