@@ -459,6 +459,88 @@ def _counted(
     return key // (len(crossed) * width), crossed[key // width % len(crossed)], key % width, table[key].astype(float)
 
 
+def _parts(
+    sizes: np.ndarray,
+    counts: np.ndarray,
+    which: np.ndarray,
+    arcs: np.ndarray,
+    hop: np.ndarray,
+    members: np.ndarray,
+    saturated: np.ndarray,
+    arc_hash: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    """:meth:`FanExecutor._cut`'s split of classes: class ``i`` has ``sizes[i]`` members (``members``,
+    class after class) and ``counts[i]`` crossings (``which``: the member's index within its class, ``arcs``,
+    ``hop``; class after class). A member's signature is the sum of ``arc_hash`` (uint64) over the
+    saturated arcs it crosses; each class's members with one signature form a part, the parts in the
+    order of their signatures, class after class. Returns how many parts each class has, each part's
+    first member (and the end) in ``members`` reordered part after part (their order kept within a part),
+    the number of (arc, hop) cells each part crosses, those cells' (arc, hop, count) part after part
+    (:func:`_counted`), each part's first crossing (and the end) and the crossings part after part, their
+    order kept: (the member's place in its part, arc, hop). In C where ``sim._classcore`` is built (``cut``)."""
+    core = _maxmin._CORE
+    n, m, e = len(sizes), len(members), len(arcs)
+    if core is not None and e < 2**31 - 1 and all(x.dtype == np.int64 for x in (which, arcs, hop, members)):
+        per = np.empty(n, dtype=np.int64)
+        cuts, edges = np.empty((2, m + 1), dtype=np.int64)
+        out, lens = np.empty((2, m), dtype=np.int64)
+        cells, listed = np.empty((2, e), dtype=np.int64), np.empty((3, e), dtype=np.int64)
+        count = np.empty(e)
+        p, k = core.cut(
+            sizes,
+            counts,
+            which,
+            arcs,
+            hop,
+            members,
+            saturated,
+            arc_hash.view(np.int64),
+            len(saturated),
+            per,
+            cuts,
+            out,
+            lens,
+            cells[0],
+            cells[1],
+            count,
+            edges,
+            listed[0],
+            listed[1],
+            listed[2],
+        )
+        return per, cuts[: p + 1], out, lens[:p], (cells[0, :k], cells[1, :k], count[:k]), edges[: p + 1], tuple(listed)
+    first = np.cumsum(sizes) - sizes  # each class's first member, numbered over all of them
+    which = which + np.repeat(first, counts)
+    sig = np.zeros(m, dtype=np.uint64)
+    on = saturated[arcs]
+    np.add.at(sig, which[on], arc_hash[arcs[on]])
+    owner = np.repeat(np.arange(n), sizes)
+    order = np.lexsort((sig, owner))  # members by class, then signature (stable: member order kept)
+    new = np.ones(m, dtype=bool)
+    new[1:] = (owner[order][1:] != owner[order][:-1]) | (sig[order][1:] != sig[order][:-1])
+    cuts = np.append(np.flatnonzero(new), m)
+    part = np.empty(m, dtype=np.int64)
+    part[order] = np.cumsum(new) - 1
+    per = np.bincount(owner[order][new], minlength=n)
+    where = np.empty(m, dtype=np.int64)  # each member's position within its part
+    where[order] = np.arange(m) - np.repeat(cuts[:-1], np.diff(cuts))
+    pw = part[which]
+    width = int(hop.max(initial=0)) + 1
+    e_part, e_arc, e_hop, e_cnt = _counted(pw, len(cuts) - 1, arcs, hop, width, len(saturated))
+    grouped = np.argsort(pw, kind="stable")
+    edges = np.searchsorted(pw[grouped], np.arange(len(cuts)))
+    lens = np.bincount(e_part, minlength=len(cuts) - 1)
+    return (
+        per,
+        cuts,
+        members[order],
+        lens,
+        (e_arc, e_hop, e_cnt),
+        edges,
+        (where[which[grouped]], arcs[grouped], hop[grouped]),
+    )
+
+
 def _necks(
     cls: np.ndarray,
     local: np.ndarray,
@@ -1067,52 +1149,32 @@ class FanExecutor:
     def _cut(self, cs: list[_Class], saturated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The classes ``cs`` (of up to a chunk of members each) cut all at once: each one's members
         grouped by which saturated arcs they cross (a sum of per-arc hashes), the parts' crossings
-        counted from their parents' (no route is computed again). Returns the parts' ids, class by
-        class, and how many parts each class has."""
+        counted from their parents' (no route is computed again: :func:`_parts`). Returns the parts'
+        ids, class by class, and how many parts each class has."""
         tab = self._tab
         cross = [self._crossings(c) for c in cs]
-        sizes = np.array([c.size for c in cs], dtype=np.int64)
-        counts = np.array([len(x[0]) for x in cross], dtype=np.int64)
-        first = np.cumsum(sizes) - sizes  # each class's first member, numbered over all of them
-        which = np.concatenate([x[0] for x in cross]) + np.repeat(first, counts)
-        arcs = np.concatenate([x[1] for x in cross])
-        hop = np.concatenate([x[2] for x in cross])
-        sig = np.zeros(int(sizes.sum()), dtype=np.uint64)
-        on = saturated[arcs]
-        np.add.at(sig, which[on], self._arc_hash[arcs[on]])
-        owner = np.repeat(np.arange(len(cs)), sizes)
-        order = np.lexsort((sig, owner))  # members by class, then signature (stable: member order kept)
-        new = np.ones(len(order), dtype=bool)
-        new[1:] = (owner[order][1:] != owner[order][:-1]) | (sig[order][1:] != sig[order][:-1])
-        cuts = np.append(np.flatnonzero(new), len(order))
-        part = np.empty(len(order), dtype=np.int64)
-        part[order] = np.cumsum(new) - 1
-        per = np.bincount(owner[order][new], minlength=len(cs))
+        per, cuts, members, lens, entries, edges, listed = _parts(
+            np.array([c.size for c in cs], dtype=np.int64),
+            np.array([len(x[0]) for x in cross], dtype=np.int64),
+            *(np.concatenate([x[k] for x in cross]) for k in range(3)),
+            np.concatenate([c.members for c in cs]),
+            saturated,
+            self._arc_hash,
+        )
         if (per < 2).any():  # pragma: no cover - then every member crosses the same bottlenecks
             raise AssertionError("flow class failed verification but its members are alike")
-        where = np.empty(len(order), dtype=np.int64)  # each member's position within its part
-        where[order] = np.arange(len(order)) - np.repeat(cuts[:-1], np.diff(cuts))
-        # the parts' crossings: counts per (part, arc, hop), and each part's (member, arc, hop) list
-        pw = part[which]
-        width = int(hop.max(initial=0)) + 1
-        e_part, e_arc, e_hop, e_cnt = _counted(pw, len(cuts) - 1, arcs, hop, width, self.cluster.num_arcs)
-        grouped = np.argsort(pw, kind="stable")
-        edges = np.searchsorted(pw[grouped], np.arange(len(cuts)))
-        lens = np.bincount(e_part, minlength=len(cuts) - 1)
-        parent = np.array([c.id for c in cs], dtype=np.int64)[owner[order][new]]
-        members = np.concatenate([c.members for c in cs])[order]
+        parent = np.repeat(np.array([c.id for c in cs], dtype=np.int64), per)
         ids = tab.add_many(
-            [tab.obj(c).phase for c in parent.tolist()],
+            [c.phase for c, k in zip(cs, per.tolist(), strict=True) for _ in range(k)],
             [members[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)],
             tab.start[parent],
             tab.rem[parent],
             tab.width[parent],
             lens,
-            (e_arc, e_hop, e_cnt),
+            entries,
         )
-        for k, cid in enumerate(ids.tolist()):
-            sel = grouped[edges[k] : edges[k + 1]]
-            tab.obj(cid).cross = (where[which[sel]], arcs[sel], hop[sel])
+        for cid, a, b in zip(ids.tolist(), edges[:-1].tolist(), edges[1:].tolist(), strict=True):
+            tab.obj(cid).cross = tuple(x[a:b].copy() for x in listed)
         return ids, per
 
     # ------------------------------------------------------------------ components and the event loop
