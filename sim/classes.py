@@ -108,6 +108,9 @@ def fan_plan(algorithm: Any, p: int, nbytes: float, cluster: Any, root: int = 0)
 
 
 _CHUNK = 1 << 20  # pairs routed at a time
+#: a split's counted and listed crossings go to memory kept for them up to this many int64 (6 per crossing;
+#: a larger split allocates its own, rather than keep as much for the rest of the run)
+_CUT_ROOM = 6 << 18
 _INTERN_MAX = 1 << 22  # messages of a plan up to which their routes are interned as paths
 
 
@@ -468,6 +471,7 @@ def _parts(
     members: np.ndarray,
     saturated: np.ndarray,
     arc_hash: np.ndarray,
+    room: np.ndarray | None = None,
 ) -> tuple[np.ndarray, ...]:
     """:meth:`FanExecutor._cut`'s split of classes: class ``i`` has ``sizes[i]`` members (``members``,
     class after class) and ``counts[i]`` crossings (``which``: the member's index within its class, ``arcs``,
@@ -477,15 +481,19 @@ def _parts(
     first member (and the end) in ``members`` reordered part after part (their order kept within a part),
     the number of (arc, hop) cells each part crosses, those cells' (arc, hop, count) part after part
     (:func:`_counted`), each part's first crossing (and the end) and the crossings part after part, their
-    order kept: (the member's place in its part, arc, hop). In C where ``sim._classcore`` is built (``cut``)."""
+    order kept: rows (the member's place in its part, arc, hop). In C where ``sim._classcore`` is built (``cut``):
+    the counted and listed crossings then in ``room`` (int64, where it has room for six per crossing), to be
+    copied out before the next call."""
     core = _maxmin._CORE
     n, m, e = len(sizes), len(members), len(arcs)
     if core is not None and e < 2**31 - 1 and all(x.dtype == np.int64 for x in (which, arcs, hop, members)):
         per = np.empty(n, dtype=np.int64)
         cuts, edges = np.empty((2, m + 1), dtype=np.int64)
         out, lens = np.empty((2, m), dtype=np.int64)
-        cells, listed = np.empty((2, e), dtype=np.int64), np.empty((3, e), dtype=np.int64)
-        count = np.empty(e)
+        if room is None or len(room) < 6 * e:
+            room = np.empty(6 * e, dtype=np.int64)
+        cells, listed = room[: 2 * e].reshape(2, e), room[3 * e : 6 * e].reshape(3, e)
+        count = room[2 * e : 3 * e].view(np.float64)
         p, k = core.cut(
             sizes,
             counts,
@@ -508,7 +516,7 @@ def _parts(
             listed[1],
             listed[2],
         )
-        return per, cuts[: p + 1], out, lens[:p], (cells[0, :k], cells[1, :k], count[:k]), edges[: p + 1], tuple(listed)
+        return per, cuts[: p + 1], out, lens[:p], (cells[0, :k], cells[1, :k], count[:k]), edges[: p + 1], listed
     first = np.cumsum(sizes) - sizes  # each class's first member, numbered over all of them
     which = which + np.repeat(first, counts)
     sig = np.zeros(m, dtype=np.uint64)
@@ -537,7 +545,7 @@ def _parts(
         lens,
         (e_arc, e_hop, e_cnt),
         edges,
-        (where[which[grouped]], arcs[grouped], hop[grouped]),
+        np.stack((where[which[grouped]], arcs[grouped], hop[grouped])),
     )
 
 
@@ -640,6 +648,7 @@ class FanExecutor:
         self.bookings = 0
         self._tab = _Table()
         self._arc_hash = np.zeros(0, dtype=np.uint64)
+        self._cut_room = np.empty(0, dtype=np.int64)  # _parts' outputs copied out (a split's crossings)
         self.nominal = not cl.link_model.classes
         self.bulk = bulk_router(cl) if self.nominal and (servers < cl.size).all() else None
         # routes interned as paths (Network.path_bytes sees the bytes): asked for, or small enough
@@ -1153,13 +1162,18 @@ class FanExecutor:
         ids, class by class, and how many parts each class has."""
         tab = self._tab
         cross = [self._crossings(c) for c in cs]
+        counts = np.array([len(x[0]) for x in cross], dtype=np.int64)
+        need = 6 * int(counts.sum())
+        if len(self._cut_room) < need <= _CUT_ROOM:  # (the rare larger splits: arrays of their own)
+            self._cut_room = np.empty(min(2 * need, _CUT_ROOM), dtype=np.int64)
         per, cuts, members, lens, entries, edges, listed = _parts(
             np.array([c.size for c in cs], dtype=np.int64),
-            np.array([len(x[0]) for x in cross], dtype=np.int64),
+            counts,
             *(np.concatenate([x[k] for x in cross]) for k in range(3)),
             np.concatenate([c.members for c in cs]),
             saturated,
             self._arc_hash,
+            self._cut_room,
         )
         if (per < 2).any():  # pragma: no cover - then every member crosses the same bottlenecks
             raise AssertionError("flow class failed verification but its members are alike")
@@ -1174,7 +1188,8 @@ class FanExecutor:
             entries,
         )
         for cid, a, b in zip(ids.tolist(), edges[:-1].tolist(), edges[1:].tolist(), strict=True):
-            tab.obj(cid).cross = tuple(x[a:b].copy() for x in listed)
+            block = listed[:, a:b].copy()  # (the split's arrays are used again: each part's own copy)
+            tab.obj(cid).cross = (block[0], block[1], block[2])
         return ids, per
 
     # ------------------------------------------------------------------ components and the event loop

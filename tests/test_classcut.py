@@ -31,7 +31,7 @@ def _numpy_parts(*args):
 def _assert_same(got, want):
     """Two results of :func:`sim.classes._parts`, array by array, dtypes too."""
     got_arrays, want_arrays = ([a for x in r for a in (x if isinstance(x, tuple) else (x,))] for r in (got, want))
-    assert len(got_arrays) == len(want_arrays) == 11
+    assert len(got_arrays) == len(want_arrays) == 9
     for g, w in zip(got_arrays, want_arrays, strict=True):
         assert g.dtype == w.dtype, (g.dtype, w.dtype)
         np.testing.assert_array_equal(g, w)
