@@ -488,8 +488,8 @@ def _parts(
     n, m, e = len(sizes), len(members), len(arcs)
     if core is not None and e < 2**31 - 1 and all(x.dtype == np.int64 for x in (which, arcs, hop, members)):
         per = np.empty(n, dtype=np.int64)
-        cuts, edges = np.empty((2, m + 1), dtype=np.int64)
-        out, lens = np.empty((2, m), dtype=np.int64)
+        cuts, edges, lens = np.empty((3, m + 1), dtype=np.int64)
+        out = np.empty(m, dtype=np.int64)  # (the parts' members are views of it: an array of its own)
         if room is None or len(room) < 6 * e:
             room = np.empty(6 * e, dtype=np.int64)
         cells, listed = room[: 2 * e].reshape(2, e), room[3 * e : 6 * e].reshape(3, e)
