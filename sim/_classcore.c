@@ -497,8 +497,8 @@ static void sort_keys(int64_t *a, Py_ssize_t n, int64_t top, int64_t *tmp) {
  * bucket's number of cells into lens, where not NULL); returns how many. ``cell``: cell_table's zeroed counts,
  * left zeroed; ``touched``: scratch twice as long as the longest bucket. */
 static Py_ssize_t count_cells(Py_ssize_t parts, const int64_t *first, const int64_t *order, const int64_t *arc,
-                              const int64_t *hop, int64_t width, int64_t ncells, int32_t *cell, int64_t *touched, int64_t *o_part,
-                              int64_t *lens, int64_t *o_arc, int64_t *o_hop, double *o_cnt) {
+                              const int64_t *hop, int64_t width, int64_t ncells, int32_t *cell, int64_t *touched,
+                              int64_t *o_part, int64_t *lens, int64_t *o_arc, int64_t *o_hop, double *o_cnt) {
     Py_ssize_t K = 0;
     for (Py_ssize_t q = 0; q < parts; q++) {
         Py_ssize_t t = 0;
@@ -565,8 +565,8 @@ static PyObject *py_counted(PyObject *self, PyObject *const *args, Py_ssize_t na
         first[q] += first[q - 1];
     for (Py_ssize_t e = 0; e < n; e++)
         order[first[part[e] + 1]++] = e;
-    result = PyLong_FromSsize_t(count_cells(parts, first, order, arc, hop, width, arcs_n * width, cell, touched, b[3].view.buf, NULL,
-                                            b[4].view.buf, b[5].view.buf, b[6].view.buf));
+    result = PyLong_FromSsize_t(count_cells(parts, first, order, arc, hop, width, arcs_n * width, cell, touched,
+                                            b[3].view.buf, NULL, b[4].view.buf, b[5].view.buf, b[6].view.buf));
 done:
     close_all(b, 7);
     free(first);
@@ -713,14 +713,7 @@ static PyObject *py_cut(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
            b[11].view.shape[0] >= M && b[15].view.shape[0] > M;
     for (int k = 12; k < 19; k++)
         fine = fine && (k == 15 || b[k].view.shape[0] >= N);
-    int64_t width = 1;
-    for (Py_ssize_t i = 0, e = 0; fine && i < n; i++)
-        for (int64_t j = 0; fine && j < count[i]; j++, e++) {
-            fine = which[e] >= 0 && which[e] < size[i] && arc[e] >= 0 && arc[e] < arcs_n && hop[e] >= 0 &&
-                   hop[e] < PY_SSIZE_T_MAX / 8;
-            width = fine && hop[e] >= width ? hop[e] + 1 : width;
-        }
-    if (!fine || (arcs_n && width > PY_SSIZE_T_MAX / 8 / arcs_n)) {
+    if (!fine) {
         PyErr_SetString(PyExc_ValueError, "cut: arrays out of shape or values out of range");
         goto done;
     }
@@ -732,16 +725,33 @@ static PyObject *py_cut(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     sr = scratch(34, (size_t)most + 1, sizeof(SigRank));
     at = scratch(35, (size_t)most + 1, sizeof(int64_t));
     touched = scratch(36, 2 * ((size_t)N + 1), sizeof(int64_t));
-    cell = cell_table((size_t)(arcs_n * width));
-    if (!sig || !part || !where || !distinct || !slot || !sr || !at || !touched || !cell) {
+    if (!sig || !part || !where || !distinct || !slot || !sr || !at || !touched) {
         PyErr_NoMemory();
         goto done;
     }
     memset(sig, 0, (size_t)M * sizeof(uint64_t));
-    for (Py_ssize_t i = 0, e = 0, m0 = 0; i < n; m0 += size[i++]) /* the signatures */
-        for (int64_t j = 0; j < count[i]; j++, e++)
-            if (saturated[arc[e]])
-                sig[m0 + which[e]] += hash[arc[e]];
+    int64_t width = 1;
+    for (Py_ssize_t i = 0, e = 0, m0 = 0; fine && i < n; m0 += size[i++]) /* the signatures, the crossings checked */
+        for (int64_t j = 0; j < count[i]; j++, e++) {
+            int64_t w = which[e], a = arc[e], h = hop[e];
+            if ((uint64_t)w >= (uint64_t)size[i] || (uint64_t)a >= (uint64_t)arcs_n ||
+                (uint64_t)h >= PY_SSIZE_T_MAX / 8) {
+                fine = 0;
+                break;
+            }
+            width = h >= width ? h + 1 : width;
+            if (saturated[a])
+                sig[m0 + w] += hash[a];
+        }
+    if (!fine || (arcs_n && width > PY_SSIZE_T_MAX / 8 / arcs_n)) {
+        PyErr_SetString(PyExc_ValueError, "cut: arrays out of shape or values out of range");
+        goto done;
+    }
+    cell = cell_table((size_t)(arcs_n * width));
+    if (!cell) {
+        PyErr_NoMemory();
+        goto done;
+    }
     Py_ssize_t P = 0;
     for (Py_ssize_t i = 0, m0 = 0; i < n; m0 += size[i++]) { /* the parts */
         Py_ssize_t got = cut_groups(sig, members, m0, size[i], P, part, where, out, cuts, distinct, slot, sr, at);
@@ -767,7 +777,8 @@ static PyObject *py_cut(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t p = P; p > 0; p--)
         edges[p] = edges[p - 1];
     edges[0] = 0;
-    Py_ssize_t K = count_cells(P, edges, NULL, x_arc, x_hop, width, arcs_n * width, cell, touched, NULL, lens, e_arc, e_hop, e_cnt);
+    Py_ssize_t K =
+        count_cells(P, edges, NULL, x_arc, x_hop, width, arcs_n * width, cell, touched, NULL, lens, e_arc, e_hop, e_cnt);
     result = Py_BuildValue("nn", P, K);
 done:
     close_all(b, 19);
