@@ -413,82 +413,10 @@ done:
 }
 
 
-/* counted(part, parts, arcs, hop, width, arcs_n, out_part, out_arc, out_hop, out_cnt) -> K: the distinct
- * (part, arc, hop) of the crossings in order -- np.unique of the keys (part * arcs_n + arc) * width +
- * hop -- and how many crossings each has, in the outputs' first K places (each as long as the
- * crossings). Crossings bucketed by part, then each part's (arc, hop) cells counted in a table of
- * every cell and the cells it touched sorted. */
-static PyObject *py_counted(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    Buf b[7];
-    PyObject *result = NULL;
-    int64_t *first = NULL, *order = NULL, *touched = NULL;
-    int32_t *cell = NULL;
-    static const int at[7] = {0, 2, 3, 6, 7, 8, 9}; /* (1, 4, 5: parts, width, arcs_n) */
-    if (open_all(args, nargs, 10, "counted(part, parts, arcs, hop, width, arcs_n, out_part, out_arc, out_hop, out_cnt)", b,
-                 7, "qqqqqqd", at, 3) < 0)
-        goto done;
-    Py_ssize_t parts = PyLong_AsSsize_t(args[1]), width = PyLong_AsSsize_t(args[4]), arcs_n = PyLong_AsSsize_t(args[5]);
-    if (PyErr_Occurred())
-        goto done;
-    const int64_t *part = b[0].view.buf, *arc = b[1].view.buf, *hop = b[2].view.buf;
-    int64_t *o_part = b[3].view.buf, *o_arc = b[4].view.buf, *o_hop = b[5].view.buf;
-    double *o_cnt = b[6].view.buf;
-    Py_ssize_t n = b[0].view.shape[0];
-    int fine = parts >= 0 && width > 0 && arcs_n >= 0 && b[1].view.shape[0] == n && b[2].view.shape[0] == n;
-    for (int k = 3; k < 7; k++)
-        fine = fine && b[k].view.shape[0] >= n;
-    for (Py_ssize_t e = 0; fine && e < n; e++)
-        fine = part[e] >= 0 && part[e] < parts && arc[e] >= 0 && arc[e] < arcs_n && hop[e] >= 0 && hop[e] < width;
-    if (!fine || (arcs_n && width > PY_SSIZE_T_MAX / 8 / arcs_n)) {
-        PyErr_SetString(PyExc_ValueError, "counted: arrays out of shape or values out of range");
-        goto done;
-    }
-    first = calloc((size_t)parts + 2, sizeof(int64_t));
-    order = malloc(((size_t)n + 1) * sizeof(int64_t));
-    touched = malloc(((size_t)n + 1) * sizeof(int64_t));
-    cell = calloc((size_t)(arcs_n * width) + 1, sizeof(int32_t));
-    if (!first || !order || !touched || !cell) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t e = 0; e < n; e++) /* bucket the crossings by part */
-        first[part[e] + 2]++;
-    for (Py_ssize_t q = 2; q < parts + 2; q++)
-        first[q] += first[q - 1];
-    for (Py_ssize_t e = 0; e < n; e++)
-        order[first[part[e] + 1]++] = e;
-    Py_ssize_t K = 0;
-    for (Py_ssize_t q = 0; q < parts; q++) { /* part q's crossings: order[first[q] .. first[q + 1] - 1] */
-        Py_ssize_t t = 0;
-        for (int64_t j = first[q]; j < first[q + 1]; j++) {
-            int64_t key = arc[order[j]] * width + hop[order[j]];
-            if (cell[key]++ == 0)
-                touched[t++] = key;
-        }
-        qsort(touched, (size_t)t, sizeof(int64_t), cmp_i64);
-        for (Py_ssize_t i = 0; i < t; i++, K++) {
-            int64_t key = touched[i];
-            o_part[K] = q;
-            o_arc[K] = key / width;
-            o_hop[K] = key % width;
-            o_cnt[K] = (double)cell[key];
-            cell[key] = 0;
-        }
-    }
-    result = PyLong_FromSsize_t(K);
-done:
-    close_all(b, 7);
-    free(first);
-    free(order);
-    free(touched);
-    free(cell);
-    return result;
-}
-
-/* Scratch kept between calls of settle_above, grown as needed. */
+/* Scratch kept between calls, grown as needed: slots 0-28 settle_above's, 29-36 cut's. */
 static struct {
-    void *p[29];
-    size_t cap[29];
+    void *p[37];
+    size_t cap[37];
     uint32_t *mark; /* per arc: ``stamp`` where crossed in this call */
     int64_t *num;   /* ... its number among the arcs crossed */
     double *hot;    /* ... its load followed exactly, as the solve leaves it */
@@ -510,6 +438,351 @@ static void *scratch(int k, size_t n, size_t size) {
         sc.p[k] = p, sc.cap[k] = want;
     }
     return sc.p[k];
+}
+
+/* A table of every (arc, hop) cell's count, kept zeroed between calls (count_cells clears what it touched),
+ * grown as needed. */
+static struct {
+    int32_t *cell;
+    size_t cap;
+} cells;
+
+/* cells.cell for ``n`` cells, zeroed; NULL where memory ran out */
+static int32_t *cell_table(size_t n) {
+    if (n + 1 > cells.cap) {
+        int32_t *cell = calloc(n + 1, sizeof(int32_t));
+        if (!cell)
+            return NULL;
+        free(cells.cell);
+        cells.cell = cell, cells.cap = n + 1;
+    }
+    return cells.cell;
+}
+
+/* ``a[0..n-1]`` (each at least 0 and below ``top``) sorted in place: by insertion where they are few, else by
+ * their bytes, least significant first, through ``tmp`` (room for n) */
+static void sort_keys(int64_t *a, Py_ssize_t n, int64_t top, int64_t *tmp) {
+    if (n <= 32) {
+        for (Py_ssize_t i = 1; i < n; i++) {
+            int64_t x = a[i];
+            Py_ssize_t j = i;
+            while (j > 0 && a[j - 1] > x) {
+                a[j] = a[j - 1];
+                j--;
+            }
+            a[j] = x;
+        }
+        return;
+    }
+    int64_t *src = a, *dst = tmp;
+    for (int shift = 0; shift < 63 && (top - 1) >> shift; shift += 8) {
+        Py_ssize_t at[257];
+        memset(at, 0, sizeof at);
+        for (Py_ssize_t i = 0; i < n; i++)
+            at[((src[i] >> shift) & 255) + 1]++;
+        for (int d = 1; d < 257; d++)
+            at[d] += at[d - 1];
+        for (Py_ssize_t i = 0; i < n; i++)
+            dst[at[(src[i] >> shift) & 255]++] = src[i];
+        int64_t *swap = src;
+        src = dst, dst = swap;
+    }
+    if (src != a)
+        memcpy(a, src, (size_t)n * sizeof(int64_t));
+}
+
+/* The distinct (arc, hop) cells of each bucket's crossings, sorted, and how many crossings each has: bucket q's
+ * crossings are arc[j], hop[j] for j = order[i] (i itself where ``order`` is NULL), first[q] <= i < first[q + 1].
+ * Writes the cells bucket after bucket into o_arc, o_hop, o_cnt (and each one's bucket into o_part, or each
+ * bucket's number of cells into lens, where not NULL); returns how many. ``cell``: cell_table's zeroed counts,
+ * left zeroed; ``touched``: scratch twice as long as the longest bucket. */
+static Py_ssize_t count_cells(Py_ssize_t parts, const int64_t *first, const int64_t *order, const int64_t *arc,
+                              const int64_t *hop, int64_t width, int64_t ncells, int32_t *cell, int64_t *touched,
+                              int64_t *o_part, int64_t *lens, int64_t *o_arc, int64_t *o_hop, double *o_cnt) {
+    Py_ssize_t K = 0;
+    for (Py_ssize_t q = 0; q < parts; q++) {
+        Py_ssize_t t = 0;
+        for (int64_t i = first[q]; i < first[q + 1]; i++) {
+            int64_t j = order ? order[i] : i, key = arc[j] * width + hop[j];
+            if (cell[key]++ == 0)
+                touched[t++] = key;
+        }
+        sort_keys(touched, t, ncells, touched + t);
+        if (lens)
+            lens[q] = t;
+        for (Py_ssize_t i = 0; i < t; i++, K++) {
+            int64_t key = touched[i];
+            if (o_part)
+                o_part[K] = q;
+            o_arc[K] = key / width;
+            o_hop[K] = key % width;
+            o_cnt[K] = (double)cell[key];
+            cell[key] = 0;
+        }
+    }
+    return K;
+}
+
+/* counted(part, parts, arcs, hop, width, arcs_n, out_part, out_arc, out_hop, out_cnt) -> K: the distinct
+ * (part, arc, hop) of the crossings in order -- np.unique of the keys (part * arcs_n + arc) * width +
+ * hop -- and how many crossings each has, in the outputs' first K places (each as long as the
+ * crossings). Crossings bucketed by part, then each part's (arc, hop) cells counted in a table of
+ * every cell and the cells it touched sorted. */
+static PyObject *py_counted(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Buf b[7];
+    PyObject *result = NULL;
+    int64_t *first = NULL, *order = NULL, *touched = NULL;
+    int32_t *cell = NULL;
+    static const int at[7] = {0, 2, 3, 6, 7, 8, 9}; /* (1, 4, 5: parts, width, arcs_n) */
+    if (open_all(args, nargs, 10, "counted(part, parts, arcs, hop, width, arcs_n, out_part, out_arc, out_hop, out_cnt)", b,
+                 7, "qqqqqqd", at, 3) < 0)
+        goto done;
+    Py_ssize_t parts = PyLong_AsSsize_t(args[1]), width = PyLong_AsSsize_t(args[4]), arcs_n = PyLong_AsSsize_t(args[5]);
+    if (PyErr_Occurred())
+        goto done;
+    const int64_t *part = b[0].view.buf, *arc = b[1].view.buf, *hop = b[2].view.buf;
+    Py_ssize_t n = b[0].view.shape[0];
+    int fine = parts >= 0 && width > 0 && arcs_n >= 0 && b[1].view.shape[0] == n && b[2].view.shape[0] == n;
+    for (int k = 3; k < 7; k++)
+        fine = fine && b[k].view.shape[0] >= n;
+    for (Py_ssize_t e = 0; fine && e < n; e++)
+        fine = part[e] >= 0 && part[e] < parts && arc[e] >= 0 && arc[e] < arcs_n && hop[e] >= 0 && hop[e] < width;
+    if (!fine || (arcs_n && width > PY_SSIZE_T_MAX / 8 / arcs_n)) {
+        PyErr_SetString(PyExc_ValueError, "counted: arrays out of shape or values out of range");
+        goto done;
+    }
+    first = calloc((size_t)parts + 2, sizeof(int64_t));
+    order = malloc(((size_t)n + 1) * sizeof(int64_t));
+    touched = malloc(2 * ((size_t)n + 1) * sizeof(int64_t));
+    cell = cell_table((size_t)(arcs_n * width));
+    if (!first || !order || !touched || !cell) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t e = 0; e < n; e++) /* bucket the crossings by part */
+        first[part[e] + 2]++;
+    for (Py_ssize_t q = 2; q < parts + 2; q++)
+        first[q] += first[q - 1];
+    for (Py_ssize_t e = 0; e < n; e++)
+        order[first[part[e] + 1]++] = e;
+    result = PyLong_FromSsize_t(count_cells(parts, first, order, arc, hop, width, arcs_n * width, cell, touched,
+                                            b[3].view.buf, NULL, b[4].view.buf, b[5].view.buf, b[6].view.buf));
+done:
+    close_all(b, 7);
+    free(first);
+    free(order);
+    free(touched);
+    return result;
+}
+
+/* An open-addressed table of the signatures met in one class (cut_groups), kept between calls: slot s holds
+ * key[s] with value val[s] (-1: empty; the slots filled are emptied again before the next class). */
+static struct {
+    uint64_t *key;
+    int64_t *val;
+    size_t cap; /* a power of two */
+    int bits;
+} sigs;
+
+static inline size_t sig_slot(uint64_t s) { return (size_t)((s * 0x9E3779B97F4A7C15ULL) >> (64 - sigs.bits)); }
+
+/* sigs grown to hold ``n`` signatures at most half full, the ``nd`` held now (distinct[d] in slot[d]) moved;
+ * -1 where memory ran out */
+static int sigs_grow(size_t n, const uint64_t *distinct, int64_t *slot, Py_ssize_t nd) {
+    if (2 * n <= sigs.cap)
+        return 0;
+    size_t cap = sigs.cap ? sigs.cap : 64;
+    int bits = sigs.cap ? sigs.bits : 6;
+    while (cap < 2 * n)
+        cap *= 2, bits++;
+    uint64_t *key = malloc(cap * sizeof(uint64_t));
+    int64_t *val = malloc(cap * sizeof(int64_t));
+    if (!key || !val) {
+        free(key);
+        free(val);
+        return -1;
+    }
+    for (size_t s = 0; s < cap; s++)
+        val[s] = -1;
+    free(sigs.key);
+    free(sigs.val);
+    sigs.key = key, sigs.val = val, sigs.cap = cap, sigs.bits = bits;
+    for (Py_ssize_t d = 0; d < nd; d++) {
+        size_t s = sig_slot(distinct[d]);
+        while (val[s] >= 0)
+            s = (s + 1) & (cap - 1);
+        key[s] = distinct[d], val[s] = d, slot[d] = (int64_t)s;
+    }
+    return 0;
+}
+
+typedef struct {
+    uint64_t sig;
+    int64_t d;
+} SigRank;
+
+static int cmp_sig(const void *x, const void *y) {
+    uint64_t a = ((const SigRank *)x)->sig, b = ((const SigRank *)y)->sig;
+    return (a > b) - (a < b);
+}
+
+/* One class's members m0 .. m0 + size - 1 grouped by signature (sig[m]): the parts numbered from ``p0`` in the
+ * order of their signatures, each member's part in part[m] and place within it in where[m], the members
+ * written part after part from ``m0`` on in out, each part's first place in cuts. Returns how many parts, -1
+ * where memory ran out. Scratch as long as the class: distinct, slot, sr, at. */
+static Py_ssize_t cut_groups(const uint64_t *sig, const int64_t *members, Py_ssize_t m0, Py_ssize_t size, int64_t p0,
+                             int64_t *part, int64_t *where, int64_t *out, int64_t *cuts, uint64_t *distinct, int64_t *slot,
+                             SigRank *sr, int64_t *at) {
+    Py_ssize_t nd = 0;
+    for (Py_ssize_t m = m0; m < m0 + size; m++) { /* each member's signature numbered as first met */
+        if (sigs_grow((size_t)nd + 1, distinct, slot, nd) < 0)
+            return -1;
+        size_t s = sig_slot(sig[m]);
+        while (sigs.val[s] >= 0 && sigs.key[s] != sig[m])
+            s = (s + 1) & (sigs.cap - 1);
+        if (sigs.val[s] < 0) {
+            sigs.key[s] = sig[m], sigs.val[s] = nd, slot[nd] = (int64_t)s, distinct[nd++] = sig[m];
+        }
+        part[m] = sigs.val[s];
+    }
+    for (Py_ssize_t d = 0; d < nd; d++) {
+        sigs.val[slot[d]] = -1;
+        sr[d].sig = distinct[d], sr[d].d = d;
+    }
+    qsort(sr, (size_t)nd, sizeof(SigRank), cmp_sig); /* the parts in the order of their signatures */
+    for (Py_ssize_t r = 0; r < nd; r++)
+        slot[sr[r].d] = r, at[r] = 0;
+    for (Py_ssize_t m = m0; m < m0 + size; m++)
+        at[slot[part[m]]]++;
+    for (Py_ssize_t r = 0, first = m0; r < nd; r++) {
+        cuts[p0 + r] = first;
+        first += at[r];
+        at[r] = cuts[p0 + r];
+    }
+    for (Py_ssize_t m = m0; m < m0 + size; m++) { /* members in their order within each part */
+        int64_t r = slot[part[m]];
+        out[at[r]] = members[m];
+        where[m] = at[r]++ - cuts[p0 + r];
+        part[m] = p0 + r;
+    }
+    return nd;
+}
+
+/* cut(sizes, counts, which, arcs, hop, members, saturated, arc_hash, arcs_n, per, cuts, out_members, lens, e_arc,
+ * e_hop, e_cnt, edges, x_member, x_arc, x_hop) -> (P, K): sim.classes._parts (its numpy lines the reference),
+ * FanExecutor._cut's split of n classes: class i has sizes[i] members (members, class after class) and counts[i]
+ * crossings (which: the member's index within its class, arcs, hop; class after class). Each member's signature
+ * is the sum of arc_hash over the saturated arcs it crosses (modulo 2**64); each class's members with one
+ * signature form a part, the parts in the order of the signatures, class after class: per[i] parts for class i,
+ * part p's members out_members[cuts[p] .. cuts[p + 1] - 1] in their order. The parts' crossings: counted by
+ * (arc, hop) -- part p's lens[p] cells in e_arc, e_hop, e_cnt, sorted, part after part (K in all) -- and listed,
+ * part p's in edges[p] .. edges[p + 1] - 1 of x_member (the member's place in its part), x_arc, x_hop, in their
+ * order. Outputs as long as: per n, cuts and edges M + 1, out_members and lens M, the others N. */
+static PyObject *py_cut(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Buf b[19];
+    PyObject *result = NULL;
+    uint64_t *sig = NULL, *distinct = NULL;
+    int64_t *part = NULL, *where = NULL, *slot = NULL, *at = NULL, *touched = NULL;
+    SigRank *sr = NULL;
+    int32_t *cell = NULL;
+    static const int at_[19] = {0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+    if (open_all(args, nargs, 20,
+                 "cut(sizes, counts, which, arcs, hop, members, saturated, arc_hash, arcs_n, per, cuts, out_members, lens, "
+                 "e_arc, e_hop, e_cnt, edges, x_member, x_arc, x_hop)",
+                 b, 19, "qqqqqq?qqqqqqqdqqqq", at_, 8) < 0)
+        goto done;
+    Py_ssize_t arcs_n = PyLong_AsSsize_t(args[8]);
+    if (PyErr_Occurred())
+        goto done;
+    const int64_t *size = b[0].view.buf, *count = b[1].view.buf, *which = b[2].view.buf, *arc = b[3].view.buf,
+                  *hop = b[4].view.buf, *members = b[5].view.buf;
+    const unsigned char *saturated = b[6].view.buf;
+    const uint64_t *hash = b[7].view.buf;
+    int64_t *per = b[8].view.buf, *cuts = b[9].view.buf, *out = b[10].view.buf, *lens = b[11].view.buf;
+    int64_t *e_arc = b[12].view.buf, *e_hop = b[13].view.buf, *edges = b[15].view.buf;
+    int64_t *x_member = b[16].view.buf, *x_arc = b[17].view.buf, *x_hop = b[18].view.buf;
+    double *e_cnt = b[14].view.buf;
+    Py_ssize_t n = b[0].view.shape[0], M = 0, N = 0, most = 0;
+    int fine = arcs_n >= 0 && b[1].view.shape[0] == n && b[6].view.shape[0] == arcs_n && b[7].view.shape[0] >= arcs_n;
+    for (Py_ssize_t i = 0; fine && i < n; i++) {
+        fine = size[i] >= 0 && count[i] >= 0;
+        M += size[i], N += count[i], most = size[i] > most ? size[i] : most;
+    }
+    fine = fine && b[2].view.shape[0] == N && b[3].view.shape[0] == N && b[4].view.shape[0] == N &&
+           b[5].view.shape[0] == M && b[8].view.shape[0] >= n && b[9].view.shape[0] > M && b[10].view.shape[0] >= M &&
+           b[11].view.shape[0] >= M && b[15].view.shape[0] > M;
+    for (int k = 12; k < 19; k++)
+        fine = fine && (k == 15 || b[k].view.shape[0] >= N);
+    if (!fine) {
+        PyErr_SetString(PyExc_ValueError, "cut: arrays out of shape or values out of range");
+        goto done;
+    }
+    sig = scratch(29, (size_t)M + 1, sizeof(uint64_t));
+    part = scratch(30, (size_t)M + 1, sizeof(int64_t));
+    where = scratch(31, (size_t)M + 1, sizeof(int64_t));
+    distinct = scratch(32, (size_t)most + 1, sizeof(uint64_t));
+    slot = scratch(33, (size_t)most + 1, sizeof(int64_t));
+    sr = scratch(34, (size_t)most + 1, sizeof(SigRank));
+    at = scratch(35, (size_t)most + 1, sizeof(int64_t));
+    touched = scratch(36, 2 * ((size_t)N + 1), sizeof(int64_t));
+    if (!sig || !part || !where || !distinct || !slot || !sr || !at || !touched) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memset(sig, 0, (size_t)M * sizeof(uint64_t));
+    int64_t width = 1;
+    for (Py_ssize_t i = 0, e = 0, m0 = 0; fine && i < n; m0 += size[i++]) /* the signatures, the crossings checked */
+        for (int64_t j = 0; j < count[i]; j++, e++) {
+            int64_t w = which[e], a = arc[e], h = hop[e];
+            if ((uint64_t)w >= (uint64_t)size[i] || (uint64_t)a >= (uint64_t)arcs_n ||
+                (uint64_t)h >= PY_SSIZE_T_MAX / 8) {
+                fine = 0;
+                break;
+            }
+            width = h >= width ? h + 1 : width;
+            if (saturated[a])
+                sig[m0 + w] += hash[a];
+        }
+    if (!fine || (arcs_n && width > PY_SSIZE_T_MAX / 8 / arcs_n)) {
+        PyErr_SetString(PyExc_ValueError, "cut: arrays out of shape or values out of range");
+        goto done;
+    }
+    cell = cell_table((size_t)(arcs_n * width));
+    if (!cell) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t P = 0;
+    for (Py_ssize_t i = 0, m0 = 0; i < n; m0 += size[i++]) { /* the parts */
+        Py_ssize_t got = cut_groups(sig, members, m0, size[i], P, part, where, out, cuts, distinct, slot, sr, at);
+        if (got < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        per[i] = got;
+        P += got;
+    }
+    cuts[P] = M;
+    memset(edges, 0, ((size_t)P + 1) * sizeof(int64_t)); /* the crossings bucketed by part, in their order */
+    for (Py_ssize_t i = 0, e = 0, m0 = 0; i < n; m0 += size[i++])
+        for (int64_t j = 0; j < count[i]; j++, e++)
+            edges[part[m0 + which[e]] + 1]++;
+    for (Py_ssize_t p = 0; p < P; p++)
+        edges[p + 1] += edges[p];
+    for (Py_ssize_t i = 0, e = 0, m0 = 0; i < n; m0 += size[i++])
+        for (int64_t j = 0; j < count[i]; j++, e++) {
+            int64_t m = m0 + which[e], k = edges[part[m]]++;
+            x_member[k] = where[m], x_arc[k] = arc[e], x_hop[k] = hop[e];
+        }
+    for (Py_ssize_t p = P; p > 0; p--)
+        edges[p] = edges[p - 1];
+    edges[0] = 0;
+    Py_ssize_t K =
+        count_cells(P, edges, NULL, x_arc, x_hop, width, arcs_n * width, cell, touched, NULL, lens, e_arc, e_hop, e_cnt);
+    result = Py_BuildValue("nn", P, K);
+done:
+    close_all(b, 19);
+    return result;
 }
 
 static int cmp_desc(const void *x, const void *y) {
@@ -1470,6 +1743,9 @@ static PyMethodDef module_methods[] = {
      "necks(cls, local, count, hop, rate, taken, capacity, size, width, full, neck, quick): FanExecutor._unverified's numbers"},
     {"counted", (PyCFunction)(void (*)(void))py_counted, METH_FASTCALL,
      "counted(part, parts, arcs, hop, width, arcs_n, out_part, out_arc, out_hop, out_cnt) -> K: sim.classes._counted"},
+    {"cut", (PyCFunction)(void (*)(void))py_cut, METH_FASTCALL,
+     "cut(sizes, counts, which, arcs, hop, members, saturated, arc_hash, arcs_n, per, cuts, out_members, lens, e_arc, "
+     "e_hop, e_cnt, edges, x_member, x_arc, x_hop) -> (P, K): sim.classes._parts"},
     {"settle_above", (PyCFunction)(void (*)(void))py_settle_above, METH_FASTCALL,
      "settle_above(region, t, floor, ..., tail, joined) -> None or (how, live, n, rise, first, comp, slack, through, was, kept): FanExecutor._settle's usual paths"},
     {"due_at", (PyCFunction)(void (*)(void))py_due_at, METH_FASTCALL,

@@ -114,6 +114,9 @@ def fan_plan(algorithm: Any, p: int, nbytes: float, cluster: Any, root: int = 0)
 
 
 _CHUNK = 1 << 20  # pairs routed at a time
+#: a split's counted and listed crossings go to memory kept for them up to this many int64 (6 per crossing;
+#: a larger split allocates its own, rather than keep as much for the rest of the run)
+_CUT_ROOM = 6 << 18
 _INTERN_MAX = 1 << 22  # messages of a plan up to which their routes are interned as paths
 
 
@@ -465,6 +468,93 @@ def _counted(
     return key // (len(crossed) * width), crossed[key // width % len(crossed)], key % width, table[key].astype(float)
 
 
+def _parts(
+    sizes: np.ndarray,
+    counts: np.ndarray,
+    which: np.ndarray,
+    arcs: np.ndarray,
+    hop: np.ndarray,
+    members: np.ndarray,
+    saturated: np.ndarray,
+    arc_hash: np.ndarray,
+    room: np.ndarray | None = None,
+) -> tuple[np.ndarray, ...]:
+    """:meth:`FanExecutor._cut`'s split of classes: class ``i`` has ``sizes[i]`` members (``members``,
+    class after class) and ``counts[i]`` crossings (``which``: the member's index within its class, ``arcs``,
+    ``hop``; class after class). A member's signature is the sum of ``arc_hash`` (uint64) over the
+    saturated arcs it crosses; each class's members with one signature form a part, the parts in the
+    order of their signatures, class after class. Returns how many parts each class has, each part's
+    first member (and the end) in ``members`` reordered part after part (their order kept within a part),
+    the number of (arc, hop) cells each part crosses, those cells' (arc, hop, count) part after part
+    (:func:`_counted`), each part's first crossing (and the end) and the crossings part after part, their
+    order kept: rows (the member's place in its part, arc, hop). In C where ``sim._classcore`` is built (``cut``):
+    the counted and listed crossings then in ``room`` (int64, where it has room for six per crossing), to be
+    copied out before the next call."""
+    core = _maxmin._CORE
+    n, m, e = len(sizes), len(members), len(arcs)
+    if core is not None and e < 2**31 - 1 and all(x.dtype == np.int64 for x in (which, arcs, hop, members)):
+        per = np.empty(n, dtype=np.int64)
+        cuts, edges, lens = np.empty((3, m + 1), dtype=np.int64)
+        out = np.empty(m, dtype=np.int64)  # (the parts' members are views of it: an array of its own)
+        if room is None or len(room) < 6 * e:
+            room = np.empty(6 * e, dtype=np.int64)
+        cells, listed = room[: 2 * e].reshape(2, e), room[3 * e : 6 * e].reshape(3, e)
+        count = room[2 * e : 3 * e].view(np.float64)
+        p, k = core.cut(
+            sizes,
+            counts,
+            which,
+            arcs,
+            hop,
+            members,
+            saturated,
+            arc_hash.view(np.int64),
+            len(saturated),
+            per,
+            cuts,
+            out,
+            lens,
+            cells[0],
+            cells[1],
+            count,
+            edges,
+            listed[0],
+            listed[1],
+            listed[2],
+        )
+        return per, cuts[: p + 1], out, lens[:p], (cells[0, :k], cells[1, :k], count[:k]), edges[: p + 1], listed
+    first = np.cumsum(sizes) - sizes  # each class's first member, numbered over all of them
+    which = which + np.repeat(first, counts)
+    sig = np.zeros(m, dtype=np.uint64)
+    on = saturated[arcs]
+    np.add.at(sig, which[on], arc_hash[arcs[on]])
+    owner = np.repeat(np.arange(n), sizes)
+    order = np.lexsort((sig, owner))  # members by class, then signature (stable: member order kept)
+    new = np.ones(m, dtype=bool)
+    new[1:] = (owner[order][1:] != owner[order][:-1]) | (sig[order][1:] != sig[order][:-1])
+    cuts = np.append(np.flatnonzero(new), m)
+    part = np.empty(m, dtype=np.int64)
+    part[order] = np.cumsum(new) - 1
+    per = np.bincount(owner[order][new], minlength=n)
+    where = np.empty(m, dtype=np.int64)  # each member's position within its part
+    where[order] = np.arange(m) - np.repeat(cuts[:-1], np.diff(cuts))
+    pw = part[which]
+    width = int(hop.max(initial=0)) + 1
+    e_part, e_arc, e_hop, e_cnt = _counted(pw, len(cuts) - 1, arcs, hop, width, len(saturated))
+    grouped = np.argsort(pw, kind="stable")
+    edges = np.searchsorted(pw[grouped], np.arange(len(cuts)))
+    lens = np.bincount(e_part, minlength=len(cuts) - 1)
+    return (
+        per,
+        cuts,
+        members[order],
+        lens,
+        (e_arc, e_hop, e_cnt),
+        edges,
+        np.stack((where[which[grouped]], arcs[grouped], hop[grouped])),
+    )
+
+
 def _necks(
     cls: np.ndarray,
     local: np.ndarray,
@@ -564,6 +654,7 @@ class FanExecutor:
         self.bookings = 0
         self._tab = _Table()
         self._arc_hash = np.zeros(0, dtype=np.uint64)
+        self._cut_room = np.empty(0, dtype=np.int64)  # _parts' outputs copied out (a split's crossings)
         self.nominal = not cl.link_model.classes
         self.bulk = bulk_router(cl) if self.nominal and (servers < cl.size).all() else None
         # routes interned as paths (Network.path_bytes sees the bytes): asked for, or small enough
@@ -1073,52 +1164,38 @@ class FanExecutor:
     def _cut(self, cs: list[_Class], saturated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The classes ``cs`` (of up to a chunk of members each) cut all at once: each one's members
         grouped by which saturated arcs they cross (a sum of per-arc hashes), the parts' crossings
-        counted from their parents' (no route is computed again). Returns the parts' ids, class by
-        class, and how many parts each class has."""
+        counted from their parents' (no route is computed again: :func:`_parts`). Returns the parts'
+        ids, class by class, and how many parts each class has."""
         tab = self._tab
         cross = [self._crossings(c) for c in cs]
-        sizes = np.array([c.size for c in cs], dtype=np.int64)
         counts = np.array([len(x[0]) for x in cross], dtype=np.int64)
-        first = np.cumsum(sizes) - sizes  # each class's first member, numbered over all of them
-        which = np.concatenate([x[0] for x in cross]) + np.repeat(first, counts)
-        arcs = np.concatenate([x[1] for x in cross])
-        hop = np.concatenate([x[2] for x in cross])
-        sig = np.zeros(int(sizes.sum()), dtype=np.uint64)
-        on = saturated[arcs]
-        np.add.at(sig, which[on], self._arc_hash[arcs[on]])
-        owner = np.repeat(np.arange(len(cs)), sizes)
-        order = np.lexsort((sig, owner))  # members by class, then signature (stable: member order kept)
-        new = np.ones(len(order), dtype=bool)
-        new[1:] = (owner[order][1:] != owner[order][:-1]) | (sig[order][1:] != sig[order][:-1])
-        cuts = np.append(np.flatnonzero(new), len(order))
-        part = np.empty(len(order), dtype=np.int64)
-        part[order] = np.cumsum(new) - 1
-        per = np.bincount(owner[order][new], minlength=len(cs))
+        need = 6 * int(counts.sum())
+        if len(self._cut_room) < need <= _CUT_ROOM:  # (the rare larger splits: arrays of their own)
+            self._cut_room = np.empty(min(2 * need, _CUT_ROOM), dtype=np.int64)
+        per, cuts, members, lens, entries, edges, listed = _parts(
+            np.array([c.size for c in cs], dtype=np.int64),
+            counts,
+            *(np.concatenate([x[k] for x in cross]) for k in range(3)),
+            np.concatenate([c.members for c in cs]),
+            saturated,
+            self._arc_hash,
+            self._cut_room,
+        )
         if (per < 2).any():  # pragma: no cover - then every member crosses the same bottlenecks
             raise AssertionError("flow class failed verification but its members are alike")
-        where = np.empty(len(order), dtype=np.int64)  # each member's position within its part
-        where[order] = np.arange(len(order)) - np.repeat(cuts[:-1], np.diff(cuts))
-        # the parts' crossings: counts per (part, arc, hop), and each part's (member, arc, hop) list
-        pw = part[which]
-        width = int(hop.max(initial=0)) + 1
-        e_part, e_arc, e_hop, e_cnt = _counted(pw, len(cuts) - 1, arcs, hop, width, self.cluster.num_arcs)
-        grouped = np.argsort(pw, kind="stable")
-        edges = np.searchsorted(pw[grouped], np.arange(len(cuts)))
-        lens = np.bincount(e_part, minlength=len(cuts) - 1)
-        parent = np.array([c.id for c in cs], dtype=np.int64)[owner[order][new]]
-        members = np.concatenate([c.members for c in cs])[order]
+        parent = np.repeat(np.array([c.id for c in cs], dtype=np.int64), per)
         ids = tab.add_many(
-            [tab.obj(c).phase for c in parent.tolist()],
+            [c.phase for c, k in zip(cs, per.tolist(), strict=True) for _ in range(k)],
             [members[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)],
             tab.start[parent],
             tab.rem[parent],
             tab.width[parent],
             lens,
-            (e_arc, e_hop, e_cnt),
+            entries,
         )
-        for k, cid in enumerate(ids.tolist()):
-            sel = grouped[edges[k] : edges[k + 1]]
-            tab.obj(cid).cross = (where[which[sel]], arcs[sel], hop[sel])
+        for cid, a, b in zip(ids.tolist(), edges[:-1].tolist(), edges[1:].tolist(), strict=True):
+            block = listed[:, a:b].copy()  # (the split's arrays are used again: each part's own copy)
+            tab.obj(cid).cross = (block[0], block[1], block[2])
         return ids, per
 
     # ------------------------------------------------------------------ components and the event loop
