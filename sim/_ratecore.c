@@ -2613,6 +2613,55 @@ done:
  * DataflowExecutor._release in C -- for each of ``ms`` in order, each of its targets
  * ``targets[ptr[m]:ptr[m + 1]]`` in order counts one off ``counter``; one that reaches zero joins the
  * list then (at its last occurrence, the order numpy's form gives) */
+/* row_arcs(rows, width, capacity, length, flat, bottleneck) -> arcs written: routes given as rows of
+ * ``width`` arcs padded with -1 (``rows`` flat, row after row): per row its arcs' count, its arcs one
+ * row after another into ``flat`` (room for rows.size), and the least capacity among them (inf for none;
+ * a NaN capacity gives NaN, as numpy's min) -- _PathTable.add_many's numpy lines, without a pass per
+ * column (tests/test_tree1k.py holds them equal) */
+static PyObject *py_row_arcs(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 6, "row_arcs(rows, width, capacity, length, flat, bottleneck)"))
+        return NULL;
+    Arr rows, cap, len, flat, low;
+    Arr *all[5] = {&rows, &cap, &len, &flat, &low};
+    arrs_init(all, 5);
+    PyObject *result = NULL;
+    Py_ssize_t width = PyLong_AsSsize_t(args[1]);
+    if (width == -1 && PyErr_Occurred())
+        goto done;
+    if (arrs_open(args, all, "i-fIIF") < 0)
+        goto done;
+    if (width <= 0 || rows.n % width || len.n != rows.n / width || low.n != len.n || flat.n < rows.n ||
+        len.view.itemsize != 8 || flat.view.itemsize != 8) {
+        PyErr_SetString(PyExc_ValueError, "row_arcs: inconsistent sizes");
+        goto done;
+    }
+    Py_ssize_t used = 0;
+    for (Py_ssize_t r = 0, e = 0; r < len.n; r++) {
+        double m = INFINITY;
+        int64_t k = 0;
+        for (Py_ssize_t j = 0; j < width; j++, e++) {
+            int64_t a = arr_i(&rows, e);
+            if (a < 0)
+                continue;
+            if (a >= cap.n) {
+                PyErr_SetString(PyExc_IndexError, "row_arcs: arc out of range");
+                goto done;
+            }
+            double c = arr_f(&cap, a);
+            if (!isnan(m) && (c < m || isnan(c)))
+                m = c;
+            *arr_ip(&flat, used++) = a;
+            k++;
+        }
+        *arr_ip(&len, r) = k;
+        *arr_fp(&low, r) = m;
+    }
+    result = PyLong_FromSsize_t(used);
+done:
+    arrs_release(all, 5);
+    return result;
+}
+
 static PyObject *py_release(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "release(ptr, targets, ms, counter)");
@@ -9431,6 +9480,47 @@ out:
  * them, ``_valid`` set, ``_load`` dropped and, where no flow is bounded, the cache entry made as the Python
  * lines make it (the paths' distinct ids, the rate of each one's first flow, the flows counted; the oldest
  * entry dropped at _CACHE_ENTRIES): 0, or -1 with an exception set */
+/* the crossed arcs of a solve numbered locally, in the order first crossed (``ar`` rewritten, ``used[k]``: local arc
+ * k's own number): maxmin's rounds then run over the arcs crossed, not over the whole fabric's -- each arc's
+ * arithmetic is its own, in crossing order, whatever its number, so the rates are the same to the bit (as
+ * _classcore's maxmin does itself where the arcs outnumber the crossings four times). Its marks are kept from
+ * call to call (a stamp a call): a solve costs its crossings, not the fabric's size. -1 where memory runs out. */
+static struct {
+    uint32_t *mark;
+    int64_t *id;
+    Py_ssize_t cap;
+    uint32_t stamp;
+} solve_local;
+
+static Py_ssize_t number_arcs(Py_ssize_t *ar, Py_ssize_t ne, Py_ssize_t narcs, Py_ssize_t *used) {
+    if (narcs > solve_local.cap) {
+        uint32_t *mark = calloc((size_t)narcs, sizeof(uint32_t));
+        int64_t *id = malloc((size_t)narcs * sizeof(int64_t));
+        if (!mark || !id) {
+            free(mark), free(id);
+            PyErr_NoMemory();
+            return -1;
+        }
+        free(solve_local.mark), free(solve_local.id);
+        solve_local.mark = mark, solve_local.id = id, solve_local.cap = narcs, solve_local.stamp = 0;
+    }
+    if (++solve_local.stamp == 0) { /* wrapped: every mark is stale again */
+        memset(solve_local.mark, 0, (size_t)solve_local.cap * sizeof(uint32_t));
+        solve_local.stamp = 1;
+    }
+    Py_ssize_t n = 0;
+    for (Py_ssize_t e = 0; e < ne; e++) {
+        Py_ssize_t a = ar[e];
+        if (solve_local.mark[a] != solve_local.stamp) {
+            solve_local.mark[a] = solve_local.stamp;
+            solve_local.id[a] = n;
+            used[n++] = a;
+        }
+        ar[e] = (Py_ssize_t)solve_local.id[a];
+    }
+    return n;
+}
+
 static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, Py_ssize_t n, const Arr *a_path,
                        PyObject *bound, int cacheable) {
     PyObject *mod = PyTuple_GET_ITEM(w->wctx_, 3);
@@ -9438,8 +9528,10 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
     PyObject *flow_o = NULL, *arc_o = NULL, *bound_o = NULL, *n_o = NULL, *fn = NULL, *got = NULL;
     PyObject *keys_o = NULL, *first_o = NULL, *entry = NULL, *cache = NULL, *key = NULL;
     Arr start = {.held = 0}, len = {.held = 0}, arcs = {.held = 0}, bnd = {.held = 0}, out = {.held = 0};
-    Py_ssize_t *fl = NULL, *ar = NULL, *pid = NULL, ne = 0;
-    double *bv = NULL;
+    Arr capa = {.held = 0};
+    Py_ssize_t *fl = NULL, *ar = NULL, *pid = NULL, *used = NULL, ne = 0;
+    double *bv = NULL, *capv = NULL;
+    PyObject *cap_o = NULL;
     int rc = -1;
     if (add_attr_at(rates, R_AT(R_SOLVES), 1) < 0 || !(cluster = iget_at(rates, W_AT(W_CLUSTER))) ||
         !(paths = iget_at(cluster, W_AT(W_PATHS))) || !(o_start = iget_at(paths, R_AT(R_START))) ||
@@ -9475,10 +9567,24 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
             ar[e] = (Py_ssize_t)arr_i(&arcs, a0 + k);
         }
     }
-    if (!(flow_o = w_array(w, 'i', fl, ne)) || !(arc_o = w_array(w, 'i', ar, ne)) || !(bound_o = w_array(w, 'f', bv, n)) ||
-        !(n_o = PyLong_FromSsize_t(n)) || !(fn = iget_at(mod, R_AT(R_MAXMIN))))
+    if (arr_get(cap, &capa, 'f') < 0)
         goto out;
-    PyObject *argv[5] = {flow_o, arc_o, n_o, cap, bound_o};
+    for (Py_ssize_t e = 0; e < ne; e++)
+        if (!index_ok(ar[e], capa.n, "solve_all: arc out of range"))
+            goto out;
+    if (!(used = malloc(sizeof(Py_ssize_t) * (size_t)(ne + 1))) || !(capv = malloc(sizeof(double) * (size_t)(ne + 1)))) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    Py_ssize_t nused = number_arcs(ar, ne, capa.n, used);
+    if (nused < 0)
+        goto out;
+    for (Py_ssize_t k = 0; k < nused; k++)
+        capv[k] = arr_f(&capa, used[k]);
+    if (!(flow_o = w_array(w, 'i', fl, ne)) || !(arc_o = w_array(w, 'i', ar, ne)) || !(bound_o = w_array(w, 'f', bv, n)) ||
+        !(cap_o = w_array(w, 'f', capv, nused)) || !(n_o = PyLong_FromSsize_t(n)) || !(fn = iget_at(mod, R_AT(R_MAXMIN))))
+        goto out;
+    PyObject *argv[5] = {flow_o, arc_o, n_o, cap_o, bound_o};
     if (!(got = PyObject_Vectorcall(fn, argv, 5, NULL)) || arr_get(got, &out, 'f') < 0)
         goto out;
     if (out.n != n) {
@@ -9540,7 +9646,9 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
     rc = 0;
 out:
     arr_release(&start), arr_release(&len), arr_release(&arcs), arr_release(&bnd), arr_release(&out);
-    free(fl), free(ar), free(pid), free(bv);
+    arr_release(&capa);
+    free(fl), free(ar), free(pid), free(bv), free(used), free(capv);
+    Py_XDECREF(cap_o);
     Py_XDECREF(cluster), Py_XDECREF(paths), Py_XDECREF(o_start), Py_XDECREF(o_len), Py_XDECREF(o_arcs);
     Py_XDECREF(cap), Py_XDECREF(flow_o), Py_XDECREF(arc_o), Py_XDECREF(bound_o), Py_XDECREF(n_o), Py_XDECREF(fn);
     Py_XDECREF(got), Py_XDECREF(keys_o), Py_XDECREF(first_o), Py_XDECREF(entry), Py_XDECREF(cache), Py_XDECREF(key);
@@ -11298,6 +11406,7 @@ static PyMethodDef module_methods[] = {
      "next_due(heap, due_at, is_active, due) -> (earliest live due time or inf, entries taken off)"},
     {"set_due", (PyCFunction)(void (*)(void))py_set_due, METH_FASTCALL,
      "set_due(slots, rates, now, rate, left, t_set, due, heap, due_at) -> entries added"},
+    FASTCALL(row_arcs, "row_arcs(rows, width, capacity, length, flat, bottleneck) -> arcs written"),
     {"release", (PyCFunction)(void (*)(void))py_release, METH_FASTCALL,
      "release(ptr, targets, ms, counter) -> the targets counted down to zero"},
     FASTCALL(start_flows, "start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now) -> whether "

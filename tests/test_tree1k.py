@@ -1,0 +1,115 @@
+"""The congested fast path's fixed costs on tree-1k (docs/performance.md, "tree1k"): the compiled
+``row_arcs`` behind ``_PathTable.add_many``, ``_static_dominators`` without a sort of the whole fabric, and
+the solves of every flow over the arcs they cross -- each held to the plain lines it stands for."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim import cluster as cluster_mod
+from sim import rates as rates_mod
+from sim.cluster import Cluster
+from sim.simulate import simulate
+
+_CORE = cluster_mod._CORE
+
+
+def _numpy_row_arcs(arcs: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    valid = arcs >= 0
+    return valid.sum(axis=1), arcs[valid], np.where(valid, capacity[np.maximum(arcs, 0)], np.inf).min(axis=1)
+
+
+@pytest.mark.skipif(_CORE is None, reason="the compiled core is not built")
+@pytest.mark.parametrize("seed", range(6))
+def test_row_arcs_equal_numpy(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n, width, narcs = int(rng.integers(1, 300)), int(rng.integers(1, 12)), int(rng.integers(1, 500))
+    arcs = rng.integers(0, narcs, size=(n, width))
+    arcs[rng.random((n, width)) < 0.4] = -1  # padding, also between arcs and whole rows of it
+    capacity = rng.choice([1e9, 2.5e10, 5e10, np.inf], size=narcs)
+    if seed % 2:
+        capacity[rng.integers(0, narcs)] = np.nan  # numpy's min gives NaN for a row that crosses it
+    got = cluster_mod._row_arcs(arcs, capacity)
+    want = _numpy_row_arcs(arcs, capacity)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
+def _dominators_reference(cl: Cluster) -> np.ndarray:
+    """_static_dominators by plain loops: around a node that is no rank's, with exactly two arcs out and two
+    in, an arc into it is dominated by the arc out to its other neighbour (and an arc out by the arc in from its
+    other neighbour) where that one is narrower (capacity, then arc id), the narrower of two candidates kept."""
+    u, v, cap = cl.arc_u.tolist(), cl.arc_v.tolist(), cl.capacity.tolist()
+    m = len(u)
+    outs: dict[int, list[int]] = {}
+    ins: dict[int, list[int]] = {}
+    for a in range(m):
+        outs.setdefault(u[a], []).append(a)
+        ins.setdefault(v[a], []).append(a)
+    ranks = set(np.asarray(cl.rank_node).tolist())
+    through = {w for w in outs if len(outs[w]) == 2 and len(ins.get(w, [])) == 2 and w not in ranks}
+
+    def narrower(c: int, a: int) -> bool:
+        return cap[c] < cap[a] or (cap[c] == cap[a] and c < a)
+
+    dom = [-1] * m
+    for a in range(m):
+        w = v[a]
+        if w in through:
+            o1, o2 = outs[w]
+            back1, back2 = v[o1] == u[a], v[o2] == u[a]
+            nxt = o2 if back1 else o1
+            if back1 != back2 and narrower(nxt, a):
+                dom[a] = nxt
+    for a in range(m):
+        w = u[a]
+        if w in through:
+            i1, i2 = ins[w]
+            from1, from2 = u[i1] == v[a], u[i2] == v[a]
+            prv = i2 if from1 else i1
+            if from1 != from2 and narrower(prv, a) and (dom[a] < 0 or narrower(prv, dom[a])):
+                dom[a] = prv
+    return np.array(dom, dtype=np.int64)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "dgx:hosts=4",
+        "dgx:hosts=8,ecmp=hash",
+        "leaf-spine:leaves=4,spines=2,hosts_per_leaf=4,bandwidth=100Gbps,gpus_per_host=2,intra_bandwidth=900Gbps",
+        "leaf-spine:leaves=4,spines=2,hosts_per_leaf=4,bandwidth=100Gbps,uplink_bandwidth=400Gbps",
+        "star:hosts=6,bandwidth=100Gbps",
+    ],
+)
+def test_static_dominators_equal_reference(spec: str) -> None:
+    cl = Cluster(spec)
+    np.testing.assert_array_equal(rates_mod._static_dominators(cl), _dominators_reference(cl))
+
+
+def test_static_dominators_found_on_dgx() -> None:
+    """(The reference is not vacuous: on DGX hosts the NICs are through nodes and their links dominate.)"""
+    dom = rates_mod._static_dominators(Cluster("dgx:hosts=4"))
+    assert (dom >= 0).sum() > 0
+
+
+_LS = "leaf-spine:leaves=8,hosts_per_leaf=16,spines=2,bandwidth=100Gbps,uplink_bandwidth=400Gbps,latency=1us"
+
+
+@pytest.mark.parametrize(
+    ("spec", "algorithm", "size", "want"),
+    [
+        ("dgx:hosts=16,ecmp=hash", "tree", "64MiB", (0.022622717546666664, 129, 567, 254)),
+        (_LS, "tree:chunks=8", "16MiB", (0.016141709784023107, 844, 2551, 2032)),
+        (_LS, "halving-doubling", "16MiB", (0.006943351903850689, 704, 1062, 1792)),
+    ],
+)
+def test_congested_results_unchanged(spec: str, algorithm: str, size: str, want: tuple) -> None:
+    """The solves of every flow over the arcs they cross only: the times, event and flow counts of main
+    3837090 to the bit, on both engines (time, fast events, message events, flows)."""
+    fast = simulate(Cluster(spec), "allreduce", algorithm, size, engine="fast")
+    message = simulate(Cluster(spec), "allreduce", algorithm, size, engine="message")
+    assert (fast.time_s, fast.events, message.events, fast.flows) == want
+    assert (message.time_s, message.flows) == (want[0], want[3])
