@@ -362,6 +362,8 @@ class Rates(_RATES_BASE):
         self._load = None  # loads and full links taken again over the links now kept
         if self._core is not None:
             self._core.reset(self._kept)
+        elif self._use_core:  # made now, not at the first search: the recount and solves that come first
+            self._new_core()  # then run in the compiled wake-up too (net_wake's Network._solve)
 
     def _hash_sum(self, pids: np.ndarray) -> int:
         """The paths' numbers summed (a flow at a time in scalar operations: numpy's per-call cost
@@ -621,9 +623,7 @@ class Rates(_RATES_BASE):
         """The per-link sets of active flows, from scratch."""
         if self._use_core:
             if self._core is None:
-                capacity = self.cluster.capacity
-                self._core = _CORE.Core(self.cluster, capacity, *_thresholds(capacity))
-                self._core.reset(self._kept)
+                self._new_core()
             self._core.clear()
             self._core.enter(active, path[active])
             self._members = self._core
@@ -631,6 +631,12 @@ class Rates(_RATES_BASE):
         members: list[set[int] | None] = [None] * self.cluster.num_arcs
         self._enter(members, active, path[active])  # the shared links are counted already
         self._members = members
+
+    def _new_core(self) -> None:
+        """The compiled per-link sets and loads (``Core``), over the links kept."""
+        capacity = self.cluster.capacity
+        self._core = _CORE.Core(self.cluster, capacity, *_thresholds(capacity))
+        self._core.reset(self._kept)
 
     def _enter(self, members: list[set[int] | None], slots: np.ndarray, pids: np.ndarray) -> int:
         """Put flows ``slots`` (on paths ``pids``) into the per-link sets ``members``; returns how many

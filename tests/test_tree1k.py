@@ -113,3 +113,16 @@ def test_congested_results_unchanged(spec: str, algorithm: str, size: str, want:
     message = simulate(Cluster(spec), "allreduce", algorithm, size, engine="message")
     assert (fast.time_s, fast.events, message.events, fast.flows) == want
     assert (message.time_s, message.flows) == (want[0], want[3])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_top_stable_equal_argsort(seed: int) -> None:
+    """busiest's top links: the stable sort's first ``top``, ties (many links carry the same bytes) and all."""
+    from sim.network import _top_stable
+
+    rng = np.random.default_rng(seed)
+    values = rng.choice([0.0, 1.0, 2.5, 3.0, np.inf], size=int(rng.integers(1, 60)))
+    if seed == 7:
+        values[0] = np.nan  # (the whole sort then: NaN goes last)
+    for top in (0, 1, 3, 5, len(values), len(values) + 2):
+        assert _top_stable(values, top) == np.argsort(-values, kind="stable")[:top].tolist()
