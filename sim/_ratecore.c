@@ -10212,6 +10212,19 @@ out:
     return rc;
 }
 
+/* verify_paths(dominance, paths, first, count) -> True where paths first..count-1 of ``paths`` (the dominance's
+ * table) bring no link back (its ``checked`` then set to ``count``), else False (the Python lines of
+ * _Dominance.verify do it): w_verify, for the verify a Python ``Rates.added`` asks for */
+static PyObject *py_verify_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 4, "verify_paths(dominance, paths, first, count)") || k_strings() < 0)
+        return NULL;
+    long first = PyLong_AsLong(args[2]), count = first == -1 && PyErr_Occurred() ? -1 : PyLong_AsLong(args[3]);
+    if (count == -1 && PyErr_Occurred())
+        return NULL;
+    int ok = w_verify(args[0], args[1], first, count);
+    return ok < 0 ? NULL : PyBool_FromLong(ok);
+}
+
 /* the last multiset key w_rates_change made and its value (held: an int is the same value while it lives), so
  * that the next change reads it without the int's conversion where it is still the key */
 static struct {
@@ -11406,6 +11419,8 @@ static PyMethodDef module_methods[] = {
      "next_due(heap, due_at, is_active, due) -> (earliest live due time or inf, entries taken off)"},
     {"set_due", (PyCFunction)(void (*)(void))py_set_due, METH_FASTCALL,
      "set_due(slots, rates, now, rate, left, t_set, due, heap, due_at) -> entries added"},
+    FASTCALL(verify_paths, "verify_paths(dominance, paths, first, count) -> whether they bring no link back (then "
+                           "checked)"),
     FASTCALL(row_arcs, "row_arcs(rows, width, capacity, length, flat, bottleneck) -> arcs written"),
     {"release", (PyCFunction)(void (*)(void))py_release, METH_FASTCALL,
      "release(ptr, targets, ms, counter) -> the targets counted down to zero"},

@@ -126,3 +126,30 @@ def test_top_stable_equal_argsort(seed: int) -> None:
         values[0] = np.nan  # (the whole sort then: NaN goes last)
     for top in (0, 1, 3, 5, len(values), len(values) + 2):
         assert _top_stable(values, top) == np.argsort(-values, kind="stable")[:top].tolist()
+
+
+@pytest.mark.parametrize("bring_back", [False, True])
+def test_verify_in_c_equal_python(monkeypatch: pytest.MonkeyPatch, bring_back: bool) -> None:
+    """_Dominance.verify of many new paths: the compiled check (where they bring no link back) and the numpy
+    lines leave the same links out, checked to the same path."""
+
+    def run(compiled: bool) -> tuple[list[int], int, int]:
+        monkeypatch.setattr(rates_mod, "_CORE", rates_mod._CORE if compiled else None)
+        cl = Cluster("dgx:hosts=4")
+        dom = rates_mod._Dominance(cl)
+        ranks = np.arange(cl.size)
+        cl.path_ids(np.repeat(ranks, 3), np.concatenate([np.roll(ranks, k) for k in (1, 9, 17)]))
+        if bring_back:  # a path that crosses a left-out link alone (its dominator not beside it)
+            arc = int(np.flatnonzero(dom.dom >= 0)[0])
+            cl.paths.add_many(
+                np.array([[arc] * 6]), np.zeros(1), np.zeros(1, np.int64), np.ones(1, np.int64), cl.capacity
+            )
+        dom.verify()
+        return dom.dom.tolist(), dom.checked, dom.version
+
+    monkeypatch.setattr(rates_mod, "_CORE", rates_mod._CORE)
+    if rates_mod._CORE is None:
+        pytest.skip("the compiled core is not built")
+    compiled, plain = run(True), run(False)
+    assert compiled == plain
+    assert plain[2] == (1 if bring_back else 0)
