@@ -126,7 +126,7 @@ class _PathTable:
         if need > len(self.arcs):
             self.arcs = np.resize(self.arcs, max(need, 2 * len(self.arcs)))
         self.arcs[self._used : need] = flat
-        ids = np.arange(first, first + n)
+        ids = slice(first, first + n)  # (the new ids run on: slices, not an index array per column)
         self.start[ids] = self._used + np.cumsum(length) - length
         self.length[ids] = length
         self.latency[ids] = latency
@@ -136,7 +136,7 @@ class _PathTable:
         self.latency_list.extend(np.asarray(latency, dtype=float).tolist())
         self._used = need
         self.count += n
-        return ids
+        return np.arange(first, first + n)
 
     def arcs_of(self, pid: int) -> np.ndarray:
         s = self.start[pid]
