@@ -9481,44 +9481,23 @@ out:
  * lines make it (the paths' distinct ids, the rate of each one's first flow, the flows counted; the oldest
  * entry dropped at _CACHE_ENTRIES): 0, or -1 with an exception set */
 /* the crossed arcs of a solve numbered locally, in the order first crossed (``ar`` rewritten, ``used[k]``: local arc
- * k's own number): maxmin's rounds then run over the arcs crossed, not over the whole fabric's -- each arc's
- * arithmetic is its own, in crossing order, whatever its number, so the rates are the same to the bit (as
- * _classcore's maxmin does itself where the arcs outnumber the crossings four times). Its marks are kept from
- * call to call (a stamp a call): a solve costs its crossings, not the fabric's size. -1 where memory runs out. */
-static struct {
-    uint32_t *mark;
-    int64_t *id;
-    Py_ssize_t cap;
-    uint32_t stamp;
-} solve_local;
-
-static Py_ssize_t number_arcs(Py_ssize_t *ar, Py_ssize_t ne, Py_ssize_t narcs, Py_ssize_t *used) {
-    if (narcs > solve_local.cap) {
-        uint32_t *mark = calloc((size_t)narcs, sizeof(uint32_t));
-        int64_t *id = malloc((size_t)narcs * sizeof(int64_t));
-        if (!mark || !id) {
-            free(mark), free(id);
-            PyErr_NoMemory();
-            return -1;
-        }
-        free(solve_local.mark), free(solve_local.id);
-        solve_local.mark = mark, solve_local.id = id, solve_local.cap = narcs, solve_local.stamp = 0;
-    }
-    if (++solve_local.stamp == 0) { /* wrapped: every mark is stale again */
-        memset(solve_local.mark, 0, (size_t)solve_local.cap * sizeof(uint32_t));
-        solve_local.stamp = 1;
-    }
-    Py_ssize_t n = 0;
+ * k's own number), by the rates' Core's marks (a fresh stamp; the local numbers in its arc_loc): maxmin's rounds
+ * then run over the arcs crossed, not over the whole fabric's -- each arc's arithmetic is its own, in crossing
+ * order, whatever its number, so the rates are the same to the bit (as _classcore's maxmin does itself where the
+ * arcs outnumber the crossings four times). Returns how many. */
+static Py_ssize_t core_number_arcs(Core *c, Py_ssize_t *ar, Py_ssize_t ne, Py_ssize_t *used) {
+    uint32_t st = next_stamp(c);
+    Py_ssize_t k = 0;
     for (Py_ssize_t e = 0; e < ne; e++) {
         Py_ssize_t a = ar[e];
-        if (solve_local.mark[a] != solve_local.stamp) {
-            solve_local.mark[a] = solve_local.stamp;
-            solve_local.id[a] = n;
-            used[n++] = a;
+        if (c->arc_mark[a] != st) {
+            c->arc_mark[a] = st;
+            c->arc_loc[a] = (int32_t)k;
+            used[k++] = a;
         }
-        ar[e] = (Py_ssize_t)solve_local.id[a];
+        ar[e] = c->arc_loc[a];
     }
-    return n;
+    return k;
 }
 
 static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, Py_ssize_t n, const Arr *a_path,
@@ -9531,7 +9510,7 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
     Arr capa = {.held = 0};
     Py_ssize_t *fl = NULL, *ar = NULL, *pid = NULL, *used = NULL, ne = 0;
     double *bv = NULL, *capv = NULL;
-    PyObject *cap_o = NULL;
+    PyObject *cap_o = NULL, *o_core = NULL;
     int rc = -1;
     if (add_attr_at(rates, R_AT(R_SOLVES), 1) < 0 || !(cluster = iget_at(rates, W_AT(W_CLUSTER))) ||
         !(paths = iget_at(cluster, W_AT(W_PATHS))) || !(o_start = iget_at(paths, R_AT(R_START))) ||
@@ -9567,24 +9546,26 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
             ar[e] = (Py_ssize_t)arr_i(&arcs, a0 + k);
         }
     }
-    if (arr_get(cap, &capa, 'f') < 0)
+    if (!(o_core = iget_at(rates, R_AT(R_CORE))) || arr_get(cap, &capa, 'f') < 0)
         goto out;
     for (Py_ssize_t e = 0; e < ne; e++)
         if (!index_ok(ar[e], capa.n, "solve_all: arc out of range"))
             goto out;
-    if (!(used = malloc(sizeof(Py_ssize_t) * (size_t)(ne + 1))) || !(capv = malloc(sizeof(double) * (size_t)(ne + 1)))) {
-        PyErr_NoMemory();
-        goto out;
+    if (Py_TYPE(o_core) == &CoreType && ((Core *)o_core)->narcs == capa.n) { /* (no Core: the whole fabric's arcs) */
+        if (!(used = malloc(sizeof(Py_ssize_t) * (size_t)(ne + 1))) || !(capv = malloc(sizeof(double) * (size_t)(ne + 1)))) {
+            PyErr_NoMemory();
+            goto out;
+        }
+        Py_ssize_t nused = core_number_arcs((Core *)o_core, ar, ne, used);
+        for (Py_ssize_t k = 0; k < nused; k++)
+            capv[k] = arr_f(&capa, used[k]);
+        if (!(cap_o = w_array(w, 'f', capv, nused)))
+            goto out;
     }
-    Py_ssize_t nused = number_arcs(ar, ne, capa.n, used);
-    if (nused < 0)
-        goto out;
-    for (Py_ssize_t k = 0; k < nused; k++)
-        capv[k] = arr_f(&capa, used[k]);
     if (!(flow_o = w_array(w, 'i', fl, ne)) || !(arc_o = w_array(w, 'i', ar, ne)) || !(bound_o = w_array(w, 'f', bv, n)) ||
-        !(cap_o = w_array(w, 'f', capv, nused)) || !(n_o = PyLong_FromSsize_t(n)) || !(fn = iget_at(mod, R_AT(R_MAXMIN))))
+        !(n_o = PyLong_FromSsize_t(n)) || !(fn = iget_at(mod, R_AT(R_MAXMIN))))
         goto out;
-    PyObject *argv[5] = {flow_o, arc_o, n_o, cap_o, bound_o};
+    PyObject *argv[5] = {flow_o, arc_o, n_o, cap_o ? cap_o : cap, bound_o};
     if (!(got = PyObject_Vectorcall(fn, argv, 5, NULL)) || arr_get(got, &out, 'f') < 0)
         goto out;
     if (out.n != n) {
@@ -9648,7 +9629,7 @@ out:
     arr_release(&start), arr_release(&len), arr_release(&arcs), arr_release(&bnd), arr_release(&out);
     arr_release(&capa);
     free(fl), free(ar), free(pid), free(bv), free(used), free(capv);
-    Py_XDECREF(cap_o);
+    Py_XDECREF(cap_o), Py_XDECREF(o_core);
     Py_XDECREF(cluster), Py_XDECREF(paths), Py_XDECREF(o_start), Py_XDECREF(o_len), Py_XDECREF(o_arcs);
     Py_XDECREF(cap), Py_XDECREF(flow_o), Py_XDECREF(arc_o), Py_XDECREF(bound_o), Py_XDECREF(n_o), Py_XDECREF(fn);
     Py_XDECREF(got), Py_XDECREF(keys_o), Py_XDECREF(first_o), Py_XDECREF(entry), Py_XDECREF(cache), Py_XDECREF(key);

@@ -55,22 +55,16 @@ def _dominators_reference(cl: Cluster) -> np.ndarray:
         return cap[c] < cap[a] or (cap[c] == cap[a] and c < a)
 
     dom = [-1] * m
-    for a in range(m):
-        w = v[a]
-        if w in through:
-            o1, o2 = outs[w]
-            back1, back2 = v[o1] == u[a], v[o2] == u[a]
-            nxt = o2 if back1 else o1
-            if back1 != back2 and narrower(nxt, a):
-                dom[a] = nxt
-    for a in range(m):
-        w = u[a]
-        if w in through:
-            i1, i2 = ins[w]
-            from1, from2 = u[i1] == v[a], u[i2] == v[a]
-            prv = i2 if from1 else i1
-            if from1 != from2 and narrower(prv, a) and (dom[a] < 0 or narrower(prv, dom[a])):
-                dom[a] = prv
+    # into a through node (the other one of its two arcs out goes on), then out of one (the other arc in)
+    for near, other, table in ((v, u, outs), (u, v, ins)):
+        for a in range(m):
+            w = near[a]
+            if w in through:
+                x1, x2 = table[w]  # (their far ends are near[x]: an arc out's head, an arc in's tail)
+                back1, back2 = near[x1] == other[a], near[x2] == other[a]
+                pick = x2 if back1 else x1
+                if back1 != back2 and narrower(pick, a) and (dom[a] < 0 or narrower(pick, dom[a])):
+                    dom[a] = pick
     return np.array(dom, dtype=np.int64)
 
 
