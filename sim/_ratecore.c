@@ -2609,10 +2609,6 @@ done:
     return out;
 }
 
-/* release(ptr, targets, ms, counter) -> the targets counted down to zero: sim/dataflow.py's
- * DataflowExecutor._release in C -- for each of ``ms`` in order, each of its targets
- * ``targets[ptr[m]:ptr[m + 1]]`` in order counts one off ``counter``; one that reaches zero joins the
- * list then (at its last occurrence, the order numpy's form gives) */
 /* row_arcs(rows, width, capacity, length, flat, bottleneck) -> arcs written: routes given as rows of
  * ``width`` arcs padded with -1 (``rows`` flat, row after row): per row its arcs' count, its arcs one
  * row after another into ``flat`` (room for rows.size), and the least capacity among them (inf for none;
@@ -2662,6 +2658,10 @@ done:
     return result;
 }
 
+/* release(ptr, targets, ms, counter) -> the targets counted down to zero: sim/dataflow.py's
+ * DataflowExecutor._release in C -- for each of ``ms`` in order, each of its targets
+ * ``targets[ptr[m]:ptr[m + 1]]`` in order counts one off ``counter``; one that reaches zero joins the
+ * list then (at its last occurrence, the order numpy's form gives) */
 static PyObject *py_release(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "release(ptr, targets, ms, counter)");
@@ -9474,12 +9474,6 @@ out:
     return rc;
 }
 
-/* Rates._solve_all for the compiled wake-up: max-min over every draining flow (``slots``, in slot order), by
- * sim.rates.maxmin_rates called as the Python lines call it (the crossings flow by flow, every arc of every
- * path, the cluster's capacities, the flows' bounds), the rates handed over as Network._set_rates hands
- * them, ``_valid`` set, ``_load`` dropped and, where no flow is bounded, the cache entry made as the Python
- * lines make it (the paths' distinct ids, the rate of each one's first flow, the flows counted; the oldest
- * entry dropped at _CACHE_ENTRIES): 0, or -1 with an exception set */
 /* the crossed arcs of a solve numbered locally, in the order first crossed (``ar`` rewritten, ``used[k]``: local arc
  * k's own number), by the rates' Core's marks (a fresh stamp; the local numbers in its arc_loc): maxmin's rounds
  * then run over the arcs crossed, not over the whole fabric's -- each arc's arithmetic is its own, in crossing
@@ -9500,6 +9494,13 @@ static Py_ssize_t core_number_arcs(Core *c, Py_ssize_t *ar, Py_ssize_t ne, Py_ss
     return k;
 }
 
+/* Rates._solve_all for the compiled wake-up: max-min over every draining flow (``slots``, in slot order), by
+ * sim.rates.maxmin_rates called as the Python lines call it (the crossings flow by flow, every arc of every
+ * path, the cluster's capacities, the flows' bounds; the arcs numbered locally where the rates have their Core:
+ * core_number_arcs, the same rates), the rates handed over as Network._set_rates hands
+ * them, ``_valid`` set, ``_load`` dropped and, where no flow is bounded, the cache entry made as the Python
+ * lines make it (the paths' distinct ids, the rate of each one's first flow, the flows counted; the oldest
+ * entry dropped at _CACHE_ENTRIES): 0, or -1 with an exception set */
 static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, Py_ssize_t n, const Arr *a_path,
                        PyObject *bound, int cacheable) {
     PyObject *mod = PyTuple_GET_ITEM(w->wctx_, 3);
