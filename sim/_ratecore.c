@@ -2609,6 +2609,55 @@ done:
     return out;
 }
 
+/* row_arcs(rows, width, capacity, length, flat, bottleneck) -> arcs written: routes given as rows of
+ * ``width`` arcs padded with -1 (``rows`` flat, row after row): per row its arcs' count, its arcs one
+ * row after another into ``flat`` (room for rows.size), and the least capacity among them (inf for none;
+ * a NaN capacity gives NaN, as numpy's min) -- _PathTable.add_many's numpy lines, without a pass per
+ * column (tests/test_tree1k.py holds them equal) */
+static PyObject *py_row_arcs(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 6, "row_arcs(rows, width, capacity, length, flat, bottleneck)"))
+        return NULL;
+    Arr rows, cap, len, flat, low;
+    Arr *all[5] = {&rows, &cap, &len, &flat, &low};
+    arrs_init(all, 5);
+    PyObject *result = NULL;
+    Py_ssize_t width = PyLong_AsSsize_t(args[1]);
+    if (width == -1 && PyErr_Occurred())
+        goto done;
+    if (arrs_open(args, all, "i-fIIF") < 0)
+        goto done;
+    if (width <= 0 || rows.n % width || len.n != rows.n / width || low.n != len.n || flat.n < rows.n ||
+        len.view.itemsize != 8 || flat.view.itemsize != 8) {
+        PyErr_SetString(PyExc_ValueError, "row_arcs: inconsistent sizes");
+        goto done;
+    }
+    Py_ssize_t used = 0;
+    for (Py_ssize_t r = 0, e = 0; r < len.n; r++) {
+        double m = INFINITY;
+        int64_t k = 0;
+        for (Py_ssize_t j = 0; j < width; j++, e++) {
+            int64_t a = arr_i(&rows, e);
+            if (a < 0)
+                continue;
+            if (a >= cap.n) {
+                PyErr_SetString(PyExc_IndexError, "row_arcs: arc out of range");
+                goto done;
+            }
+            double c = arr_f(&cap, a);
+            if (!isnan(m) && (c < m || isnan(c)))
+                m = c;
+            *arr_ip(&flat, used++) = a;
+            k++;
+        }
+        *arr_ip(&len, r) = k;
+        *arr_fp(&low, r) = m;
+    }
+    result = PyLong_FromSsize_t(used);
+done:
+    arrs_release(all, 5);
+    return result;
+}
+
 /* release(ptr, targets, ms, counter) -> the targets counted down to zero: sim/dataflow.py's
  * DataflowExecutor._release in C -- for each of ``ms`` in order, each of its targets
  * ``targets[ptr[m]:ptr[m + 1]]`` in order counts one off ``counter``; one that reaches zero joins the
@@ -9441,9 +9490,30 @@ out:
     return rc;
 }
 
+/* the crossed arcs of a solve numbered locally, in the order first crossed (``ar`` rewritten, ``used[k]``: local arc
+ * k's own number), by the rates' Core's marks (a fresh stamp; the local numbers in its arc_loc): maxmin's rounds
+ * then run over the arcs crossed, not over the whole fabric's -- each arc's arithmetic is its own, in crossing
+ * order, whatever its number, so the rates are the same to the bit (as _classcore's maxmin does itself where the
+ * arcs outnumber the crossings four times). Returns how many. */
+static Py_ssize_t core_number_arcs(Core *c, Py_ssize_t *ar, Py_ssize_t ne, Py_ssize_t *used) {
+    uint32_t st = next_stamp(c);
+    Py_ssize_t k = 0;
+    for (Py_ssize_t e = 0; e < ne; e++) {
+        Py_ssize_t a = ar[e];
+        if (c->arc_mark[a] != st) {
+            c->arc_mark[a] = st;
+            c->arc_loc[a] = (int32_t)k;
+            used[k++] = a;
+        }
+        ar[e] = c->arc_loc[a];
+    }
+    return k;
+}
+
 /* Rates._solve_all for the compiled wake-up: max-min over every draining flow (``slots``, in slot order), by
  * sim.rates.maxmin_rates called as the Python lines call it (the crossings flow by flow, every arc of every
- * path, the cluster's capacities, the flows' bounds), the rates handed over as Network._set_rates hands
+ * path, the cluster's capacities, the flows' bounds; the arcs numbered locally where the rates have their Core:
+ * core_number_arcs, the same rates), the rates handed over as Network._set_rates hands
  * them, ``_valid`` set, ``_load`` dropped and, where no flow is bounded, the cache entry made as the Python
  * lines make it (the paths' distinct ids, the rate of each one's first flow, the flows counted; the oldest
  * entry dropped at _CACHE_ENTRIES): 0, or -1 with an exception set */
@@ -9454,8 +9524,10 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
     PyObject *flow_o = NULL, *arc_o = NULL, *bound_o = NULL, *n_o = NULL, *fn = NULL, *got = NULL;
     PyObject *keys_o = NULL, *first_o = NULL, *entry = NULL, *cache = NULL, *key = NULL;
     Arr start = {.held = 0}, len = {.held = 0}, arcs = {.held = 0}, bnd = {.held = 0}, out = {.held = 0};
-    Py_ssize_t *fl = NULL, *ar = NULL, *pid = NULL, ne = 0;
-    double *bv = NULL;
+    Arr capa = {.held = 0};
+    Py_ssize_t *fl = NULL, *ar = NULL, *pid = NULL, *used = NULL, ne = 0;
+    double *bv = NULL, *capv = NULL;
+    PyObject *cap_o = NULL, *o_core = NULL;
     int rc = -1;
     if (add_attr_at(rates, R_AT(R_SOLVES), 1) < 0 || !(cluster = iget_at(rates, W_AT(W_CLUSTER))) ||
         !(paths = iget_at(cluster, W_AT(W_PATHS))) || !(o_start = iget_at(paths, R_AT(R_START))) ||
@@ -9491,10 +9563,26 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
             ar[e] = (Py_ssize_t)arr_i(&arcs, a0 + k);
         }
     }
+    if (!(o_core = iget_at(rates, R_AT(R_CORE))) || arr_get(cap, &capa, 'f') < 0)
+        goto out;
+    for (Py_ssize_t e = 0; e < ne; e++)
+        if (!index_ok(ar[e], capa.n, "solve_all: arc out of range"))
+            goto out;
+    if (Py_TYPE(o_core) == &CoreType && ((Core *)o_core)->narcs == capa.n) { /* (no Core: the whole fabric's arcs) */
+        if (!(used = malloc(sizeof(Py_ssize_t) * (size_t)(ne + 1))) || !(capv = malloc(sizeof(double) * (size_t)(ne + 1)))) {
+            PyErr_NoMemory();
+            goto out;
+        }
+        Py_ssize_t nused = core_number_arcs((Core *)o_core, ar, ne, used);
+        for (Py_ssize_t k = 0; k < nused; k++)
+            capv[k] = arr_f(&capa, used[k]);
+        if (!(cap_o = w_array(w, 'f', capv, nused)))
+            goto out;
+    }
     if (!(flow_o = w_array(w, 'i', fl, ne)) || !(arc_o = w_array(w, 'i', ar, ne)) || !(bound_o = w_array(w, 'f', bv, n)) ||
         !(n_o = PyLong_FromSsize_t(n)) || !(fn = iget_at(mod, R_AT(R_MAXMIN))))
         goto out;
-    PyObject *argv[5] = {flow_o, arc_o, n_o, cap, bound_o};
+    PyObject *argv[5] = {flow_o, arc_o, n_o, cap_o ? cap_o : cap, bound_o};
     if (!(got = PyObject_Vectorcall(fn, argv, 5, NULL)) || arr_get(got, &out, 'f') < 0)
         goto out;
     if (out.n != n) {
@@ -9556,7 +9644,9 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
     rc = 0;
 out:
     arr_release(&start), arr_release(&len), arr_release(&arcs), arr_release(&bnd), arr_release(&out);
-    free(fl), free(ar), free(pid), free(bv);
+    arr_release(&capa);
+    free(fl), free(ar), free(pid), free(bv), free(used), free(capv);
+    Py_XDECREF(cap_o), Py_XDECREF(o_core);
     Py_XDECREF(cluster), Py_XDECREF(paths), Py_XDECREF(o_start), Py_XDECREF(o_len), Py_XDECREF(o_arcs);
     Py_XDECREF(cap), Py_XDECREF(flow_o), Py_XDECREF(arc_o), Py_XDECREF(bound_o), Py_XDECREF(n_o), Py_XDECREF(fn);
     Py_XDECREF(got), Py_XDECREF(keys_o), Py_XDECREF(first_o), Py_XDECREF(entry), Py_XDECREF(cache), Py_XDECREF(key);
@@ -10118,6 +10208,19 @@ out:
     arr_release(&d), arr_release(&start), arr_release(&len), arr_release(&arcs);
     Py_XDECREF(table), Py_XDECREF(o_dom), Py_XDECREF(o_start), Py_XDECREF(o_len), Py_XDECREF(o_arcs);
     return rc;
+}
+
+/* verify_paths(dominance, paths, first, count) -> True where paths first..count-1 of ``paths`` (the dominance's
+ * table) bring no link back (its ``checked`` then set to ``count``), else False (the Python lines of
+ * _Dominance.verify do it): w_verify, for the verify a Python ``Rates.added`` asks for */
+static PyObject *py_verify_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 4, "verify_paths(dominance, paths, first, count)") || k_strings() < 0)
+        return NULL;
+    long first = PyLong_AsLong(args[2]), count = first == -1 && PyErr_Occurred() ? -1 : PyLong_AsLong(args[3]);
+    if (count == -1 && PyErr_Occurred())
+        return NULL;
+    int ok = w_verify(args[0], args[1], first, count);
+    return ok < 0 ? NULL : PyBool_FromLong(ok);
 }
 
 /* the last multiset key w_rates_change made and its value (held: an int is the same value while it lives), so
@@ -11361,6 +11464,9 @@ static PyMethodDef module_methods[] = {
      "next_due(heap, due_at, is_active, due) -> (earliest live due time or inf, entries taken off)"},
     {"set_due", (PyCFunction)(void (*)(void))py_set_due, METH_FASTCALL,
      "set_due(slots, rates, now, rate, left, t_set, due, heap, due_at) -> entries added"},
+    FASTCALL(verify_paths, "verify_paths(dominance, paths, first, count) -> whether they bring no link back (then "
+                           "checked)"),
+    FASTCALL(row_arcs, "row_arcs(rows, width, capacity, length, flat, bottleneck) -> arcs written"),
     {"release", (PyCFunction)(void (*)(void))py_release, METH_FASTCALL,
      "release(ptr, targets, ms, counter) -> the targets counted down to zero"},
     FASTCALL(start_flows, "start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now) -> whether "

@@ -13,6 +13,7 @@ import networkx as nx
 import numpy as np
 
 from ._arrays import ranges
+from ._cores import built, chosen
 from ._gc import paused_gc
 from .deadline import check as check_deadline
 from .errors import ConfigError, RoutingError
@@ -27,6 +28,23 @@ __all__ = ["Cluster", "hockney"]
 
 #: new rank pairs from which :meth:`Cluster.path_ids` routes in bulk (below, pair by pair is as quick)
 _BULK_MIN = 2048
+#: the compiled core (``row_arcs``), or None: numpy
+_CORE: Any = chosen(built("_ratecore"))
+
+
+def _row_arcs(arcs: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of routes as rows of arcs padded with -1: each row's arc count, the arcs row after row, and each
+    row's least capacity (inf for none) -- in one compiled pass where the core is built."""
+    if _CORE is not None and arcs.ndim == 2 and arcs.shape[1] and capacity.dtype == np.float64:
+        n, width = arcs.shape
+        length, bottleneck = np.empty(n, dtype=np.int64), np.empty(n)
+        flat = np.empty(n * width, dtype=np.int64)
+        used = _CORE.row_arcs(
+            np.ascontiguousarray(arcs, dtype=np.int64).reshape(-1), width, capacity, length, flat, bottleneck
+        )
+        return length, flat[:used], bottleneck
+    valid = arcs >= 0
+    return valid.sum(axis=1), arcs[valid], np.where(valid, capacity[np.maximum(arcs, 0)], np.inf).min(axis=1)
 
 
 class _PathTable:
@@ -81,9 +99,7 @@ class _PathTable:
         """:meth:`add` for many paths at once: ``arcs`` one row per path, padded with -1; returns the ids.
         With ``inverse``, path ``i``'s arcs and latency are row ``inverse[i]`` of ``arcs`` and ``latency``
         (many paths on few distinct routes: each route's arcs read once)."""
-        valid = arcs >= 0
-        length, flat = valid.sum(axis=1), arcs[valid]
-        bottleneck = np.where(valid, capacity[np.maximum(arcs, 0)], np.inf).min(axis=1)
+        length, flat, bottleneck = _row_arcs(arcs, capacity)
         if inverse is None:
             return self._append(flat, length, latency, src, dst, bottleneck)
         first_arc = np.cumsum(length) - length
@@ -110,7 +126,7 @@ class _PathTable:
         if need > len(self.arcs):
             self.arcs = np.resize(self.arcs, max(need, 2 * len(self.arcs)))
         self.arcs[self._used : need] = flat
-        ids = np.arange(first, first + n)
+        ids = slice(first, first + n)  # (the new ids run on: slices, not an index array per column)
         self.start[ids] = self._used + np.cumsum(length) - length
         self.length[ids] = length
         self.latency[ids] = latency
@@ -120,7 +136,7 @@ class _PathTable:
         self.latency_list.extend(np.asarray(latency, dtype=float).tolist())
         self._used = need
         self.count += n
-        return ids
+        return np.arange(first, first + n)
 
     def arcs_of(self, pid: int) -> np.ndarray:
         s = self.start[pid]

@@ -227,6 +227,16 @@ class _Group:
         self.left = left
 
 
+def _top_stable(values: np.ndarray, top: int) -> list[int]:
+    """``np.argsort(-values, kind="stable")[:top]``: the ``top`` largest first, ties in index order -- the
+    entries at least the ``top``-th largest put in order, not the whole array (a fabric's arcs)."""
+    if 0 < top < len(values) and not np.isnan(values).any():
+        kth = np.partition(values, len(values) - top)[len(values) - top]
+        at = np.flatnonzero(values >= kth)
+        return at[np.argsort(-values[at], kind="stable")][:top].tolist()
+    return np.argsort(-values, kind="stable")[:top].tolist()
+
+
 class Network(_NET_BASE):
     """Flows on a :class:`Cluster`, simulated in ``env``.
 
@@ -570,7 +580,7 @@ class Network(_NET_BASE):
             arc_bytes = self.arc_bytes
         with np.errstate(divide="ignore", invalid="ignore"):
             drain = arc_bytes / self.cluster.capacity
-        order = np.argsort(-drain, kind="stable")[:top].tolist()
+        order = _top_stable(drain, top)
         cl = self.cluster
         return tuple(
             LinkUse(cl.arc_name(a), float(arc_bytes[a]), float(drain[a] / span) if span > 0 else 0.0)

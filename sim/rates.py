@@ -157,6 +157,8 @@ class _Dominance:
         if paths is not self.table:  # a new table: verify it from its first path
             self.table, self.checked = paths, 0
         count = paths.count
+        if count - self.checked > 4 and _CORE is not None and _CORE.verify_paths(self, paths, self.checked, count):
+            return  # (the lines below where they bring no link back, in C: tests/test_tree1k.py)
         first, self.checked = self.checked, count
         if count <= first or self.kept.all():
             return
@@ -206,24 +208,29 @@ def _static_dominators(cluster: Any) -> np.ndarray:
     if not through.any():
         return dom
 
-    def two(ends: np.ndarray, deg: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        order = np.argsort(ends, kind="stable")
-        ptr = np.concatenate(([0], np.cumsum(deg)))
-        return order[ptr[nodes]], order[ptr[nodes] + 1]
+    def two(ends: np.ndarray, sel: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # the two arcs of ``sel`` (every through node's two at that end, ids ascending) at each of ``nodes``,
+        # the lower id first: only those arcs sorted, not the whole fabric's (a fifth of them on DGX hosts)
+        order = sel[np.argsort(ends[sel], kind="stable")]
+        first, second = order[0::2], order[1::2]
+        at = np.empty(n, dtype=np.int64)
+        at[ends[first]] = np.arange(len(first))  # (each node once)
+        at = at[nodes]
+        return first[at], second[at]
 
     def narrower(c: np.ndarray, a: np.ndarray) -> np.ndarray:
-        return (cap[c] < cap[a]) | ((cap[c] == cap[a]) & (c < a))
+        cc, ca = cap[c], cap[a]
+        return (cc < ca) | ((cc == ca) & (c < a))
 
     # into a through node w from x: the flows leave w to its other neighbour
-    into = np.flatnonzero(through[v])
-    o1, o2 = two(u, outdeg, v[into])
+    into, out = np.flatnonzero(through[v]), np.flatnonzero(through[u])
+    o1, o2 = two(u, out, v[into])
     back1, back2 = v[o1] == u[into], v[o2] == u[into]
     nxt = np.where(back1, o2, o1)
     ok = (back1 != back2) & narrower(nxt, into)
     dom[into[ok]] = nxt[ok]
     # out of a through node w to y: the flows came into w from its other neighbour
-    out = np.flatnonzero(through[u])
-    i1, i2 = two(v, indeg, u[out])
+    i1, i2 = two(v, into, u[out])
     from1, from2 = u[i1] == v[out], u[i2] == v[out]
     prv = np.where(from1, i2, i1)
     ok = (from1 != from2) & narrower(prv, out)
@@ -357,6 +364,8 @@ class Rates(_RATES_BASE):
         self._load = None  # loads and full links taken again over the links now kept
         if self._core is not None:
             self._core.reset(self._kept)
+        elif self._use_core:  # made now, not at the first search: the recount and solves that come first
+            self._new_core()  # then run in the compiled wake-up too (net_wake's Network._solve)
 
     def _hash_sum(self, pids: np.ndarray) -> int:
         """The paths' numbers summed (a flow at a time in scalar operations: numpy's per-call cost
@@ -616,9 +625,7 @@ class Rates(_RATES_BASE):
         """The per-link sets of active flows, from scratch."""
         if self._use_core:
             if self._core is None:
-                capacity = self.cluster.capacity
-                self._core = _CORE.Core(self.cluster, capacity, *_thresholds(capacity))
-                self._core.reset(self._kept)
+                self._new_core()
             self._core.clear()
             self._core.enter(active, path[active])
             self._members = self._core
@@ -626,6 +633,12 @@ class Rates(_RATES_BASE):
         members: list[set[int] | None] = [None] * self.cluster.num_arcs
         self._enter(members, active, path[active])  # the shared links are counted already
         self._members = members
+
+    def _new_core(self) -> None:
+        """The compiled per-link sets and loads (``Core``), over the links kept."""
+        capacity = self.cluster.capacity
+        self._core = _CORE.Core(self.cluster, capacity, *_thresholds(capacity))
+        self._core.reset(self._kept)
 
     def _enter(self, members: list[set[int] | None], slots: np.ndarray, pids: np.ndarray) -> int:
         """Put flows ``slots`` (on paths ``pids``) into the per-link sets ``members``; returns how many
