@@ -103,6 +103,10 @@ _RECOUNT_CORE = 16
 #: a cache hit's rates looked up in the compiled core where it is built (Rates.compute); tests turn it off
 #: to compare
 _HIT_CORE = True
+#: the compiled per-link sets (``Core``) made as soon as the dominated links are first handled, so that the
+#: first recount and solves run in the compiled wake-up (off: made at the first search, the solves before it
+#: through Network._solve -- tests/test_engine_guard.py breaks those)
+_CORE_EARLY = True
 
 #: the network's side of a computation, as Rates.compute is given it: (active_slots, path, bound, rate,
 #: entries, apply)
@@ -364,8 +368,8 @@ class Rates(_RATES_BASE):
         self._load = None  # loads and full links taken again over the links now kept
         if self._core is not None:
             self._core.reset(self._kept)
-        elif self._use_core:  # made now, not at the first search: the recount and solves that come first
-            self._new_core()  # then run in the compiled wake-up too (net_wake's Network._solve)
+        elif self._use_core and _CORE_EARLY:  # made now, not at the first search: the recount and solves that
+            self._new_core()  # come first then run in the compiled wake-up too (net_wake's Network._solve)
 
     def _hash_sum(self, pids: np.ndarray) -> int:
         """The paths' numbers summed (a flow at a time in scalar operations: numpy's per-call cost

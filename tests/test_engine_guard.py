@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from collsim.cli import main
-from sim import RunError, classes, maxmin, network, simulate
+from sim import RunError, classes, maxmin, network, rates, simulate
 from sim.errors import Stalled
 
 PS = "dgx:hosts=2,gpus_per_host=4,ecmp=hash"  # a hashed parameter server: the classes engine
@@ -85,7 +85,10 @@ def test_the_classes_engine_passes_unbroken(monkeypatch):
 
 
 def _rate_zero(monkeypatch) -> list[int]:
-    """Break the network: after every solve, the first draining flow's rate is 0 (it never completes)."""
+    """Break the network: after every solve, the first draining flow's rate is 0 (it never completes). The solves
+    the compiled wake-up takes whole never see the break, so the compiled per-link sets are made late
+    (``_CORE_EARLY``): the first solves then go through ``Network._solve``."""
+    monkeypatch.setattr(rates, "_CORE_EARLY", False)
     solve = network.Network._solve
     zeroed: list[int] = []
 
