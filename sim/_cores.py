@@ -40,6 +40,7 @@ SWITCHES: tuple[str, ...] = (
     "sim.network._MSG_CORE",
     # the rates (sim/rates.py, sim/maxmin.py)
     "sim.rates._HIT_CORE",
+    "sim.rates._CORE_EARLY",
     "sim.maxmin._UNBOUNDED_CORE",
     "sim.maxmin._BOUNDED_CORE",
     # routes in bulk (sim/routing.py)
