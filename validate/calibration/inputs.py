@@ -529,13 +529,17 @@ def nccl_release(code: int) -> str:
     return f"{major}.{rest // 100}.{rest % 100}"
 
 
+#: nccl-tests built with MPI=1 names its binaries ``*_perf_mpi`` (its "Collective test starting" line too)
+_NCCL_BINARY_MPI = re.compile(r"(?<=_perf)_mpi$")
+
+
 def _collective_of(program: str | None, where: str, hint: str | None) -> str:
     if hint:
         try:
             return get_collective(hint).name
         except CollsimError as exc:
             raise CalibrationError(f"{where}: {exc}") from None
-    name = os.path.basename(program or "")
+    name = _NCCL_BINARY_MPI.sub("", os.path.basename(program or ""))  # all_reduce_perf_mpi: all_reduce_perf
     if name in _NCCL_BINARIES:
         return _NCCL_BINARIES[name]
     if name in _NCCL_BINARIES.values():
@@ -688,6 +692,7 @@ def parse_nccl_text(
     """
     lines = enumerate(text.splitlines(), 1) if isinstance(text, str) else text
     program: str | None = None
+    programs: set[str] = set()  # every "Collective test starting" line's: a file may hold several tests
     named: str | None = None
     env: dict[str, str] = {}
     mpi_ranks = 0
@@ -733,6 +738,7 @@ def parse_nccl_text(
                 (time_at, in_place_at), headed = columns, True
             if m := _STARTING.search(stripped):
                 program = m.group(1)
+                programs.add(_NCCL_BINARY_MPI.sub("", os.path.basename(program)))
             if m := _NGPUS.search(stripped):
                 gpus = int(m.group(1)) * int(m.group(2))
             if stripped.startswith("#%") or not stripped.startswith("#  "):
@@ -759,6 +765,7 @@ def parse_nccl_text(
         raise CalibrationError(
             f"{path}: not an nccl-tests log (no result rows: lines of size, count, type, redop, root, time ...)"
         )
+    _one_collective(programs, redops, path)
     printed.sort()
     top = [(a, b) for size, a, b in printed if algbw_reliable(size, printed)]
     stated = _collective_of(program or named, path, collective) if collective or program or named else None
@@ -807,6 +814,22 @@ def parse_nccl_text(
         detail=detail,
         unmodelled=unmodelled_settings(env),
     )
+
+
+def _one_collective(programs: set[str], redops: Counter[str | None], path: str) -> None:
+    """Refuse a file that holds the tables of more than one collective (a post of an all_gather_perf run and
+    an all_reduce_perf run, each under its own command): two tests' "Collective test starting" lines, or
+    rows without a reduction (redop ``none``: all-gather's, broadcast's ...) beside rows with one."""
+    if len(programs) > 1:
+        raise CalibrationError(
+            f"{path}: holds the tables of {len(programs)} tests ({', '.join(sorted(programs))}); give each its own file"
+        )
+    ops = sorted(str(op) for op in redops if op not in (None, "none"))
+    if ops and "none" in redops:
+        raise CalibrationError(
+            f"{path}: holds the tables of more than one collective (rows with redop 'none' and rows with "
+            f"{', '.join(repr(op) for op in ops)}); give each table its own file"
+        )
 
 
 def _restrictions(algorithm: str | None, env: dict[str, str], path: str) -> tuple[str | None, str | None]:
