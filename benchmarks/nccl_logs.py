@@ -147,6 +147,7 @@ class Log:
     unmodelled: tuple[str, ...] = ()  # NCCL settings the log states that the model does not represent
     #: (instance family, aws-ofi-nccl release) of a run over AWS EFA as the whole log states them, else None
     efa: tuple[str | None, str | None] | None = None
+    collective: str = "allreduce"  # the collective of the log's table (all-reduce, all-gather, reduce-scatter)
 
     @property
     def tuner(self) -> str:
@@ -227,7 +228,8 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     stated = re.search(r"\bversion=([\w.]+)", samples[0].algorithm)  # the release the importer read
     release = stated.group(1) if stated else ""
     efa = stated_efa(text)
-    return Log(path, n, nodes, gpu, text[:4000], ranks, note, release, tuple(source.unmodelled), efa)
+    coll = samples[0].collective
+    return Log(path, n, nodes, gpu, text[:4000], ranks, note, release, tuple(source.unmodelled), efa, coll)
 
 
 def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = None) -> tuple[int | None, float | None]:
@@ -424,18 +426,18 @@ def hardware(path: Path) -> tuple[str, int]:
 
 def smaller_runs(logs: list[Log]) -> dict[Path, Log]:
     """For every log, the run it is predicted from out of sample: of the logs of the same hardware (the same
-    file name before ``-<N>node``), the first of the largest node count below its own."""
-    by_key: dict[tuple[str, int], Log] = {}
+    file name before ``-<N>node``) and collective, the first of the largest node count below its own."""
+    by_key: dict[tuple[str, str, int], Log] = {}
     for log in logs:
         key, nodes = hardware(log.path)
         if nodes:
-            by_key.setdefault((key, nodes), log)
+            by_key.setdefault((key, log.collective, nodes), log)
     source: dict[Path, Log] = {}
     for log in logs:
         key, nodes = hardware(log.path)
-        below = [n for k, n in by_key if k == key and n < nodes]
+        below = [n for k, c, n in by_key if (k, c) == (key, log.collective) and n < nodes]
         if below:
-            source[log.path] = by_key[(key, max(below))]
+            source[log.path] = by_key[(key, log.collective, max(below))]
     return source
 
 

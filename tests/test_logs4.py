@@ -132,3 +132,21 @@ def test_a_stated_gpu_to_nic_ratio_gives_the_nics(tmp_path):
     log = nccl_logs.parse_log(_log(tmp_path, "a100-4node.txt", text + ALLREDUCE_ROWS.replace("330.", "290.")))
     g = nccl_logs.topology(log)
     assert (log.hosts, log.gpus_per_host, g.graph["nics_per_host"], g.graph["nic_bw"]) == (4, 2, 1, 200e9 / 8)
+
+
+def test_out_of_sample_comes_from_a_smaller_run_of_the_same_collective(tmp_path):
+    """Voltage Park posts a 1-node all-gather and all-reduce and a 4-node all-gather and all-reduce: the 4-node
+    all-reduce was predicted from the 1-node all-gather's calibration (the first 1-node file by name)."""
+    runs = []
+    for nodes, binary, rows in ((1, "all_gather_perf", ALLGATHER_ROWS), (1, "all_reduce_perf", ALLREDUCE_ROWS)) + (
+        (4, "all_gather_perf", ALLGATHER_ROWS),
+        (4, "all_reduce_perf", ALLREDUCE_ROWS),
+    ):
+        name = f"h100-vp-{nodes}node{'-allgather' if 'gather' in binary else ''}.txt"
+        text = HEADER.format(binary=binary, ranks=_ranks(8 * nodes, 8, "NVIDIA H100 80GB HBM3")) + rows
+        runs.append(nccl_logs.parse_log(_log(tmp_path, name, text)))
+    source = nccl_logs.smaller_runs(sorted(runs, key=lambda log: log.path.name))
+    assert {k.name: v.path.name for k, v in source.items()} == {
+        "h100-vp-4node.txt": "h100-vp-1node.txt",
+        "h100-vp-4node-allgather.txt": "h100-vp-1node-allgather.txt",
+    }
