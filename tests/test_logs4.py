@@ -150,3 +150,33 @@ def test_out_of_sample_comes_from_a_smaller_run_of_the_same_collective(tmp_path)
         "h100-vp-4node.txt": "h100-vp-1node.txt",
         "h100-vp-4node-allgather.txt": "h100-vp-1node-allgather.txt",
     }
+
+
+#: dstack's GCP page (A3 Mega / A3 High tabs): no rank lines, the page's rendering dropped nccl-tests' '#' marks, the
+#: ranks only in ``-n ${DSTACK_GPUS_NUM}``, and on A3 High the test run by GPUDirect-TCPX's ``run-allgather.sh``
+DSTACK = """\
+    {command}
+    nccl-tests provisioning completed (running)
+    nThread 1 nGpus 1 minBytes 8388608 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 200 agg iters: 1 validation: 0 graph: 0
+
+                                                                 out-of-place                       in-place
+          size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+           (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+      2147483648      33554432     float    none      -1    10863  197.69  185.34    N/A    10837  198.17  185.78    N/A
+      4294967296      67108864     float    none      -1    21481  199.94  187.45    N/A    21466  200.08  187.58    N/A
+      8589934592     134217728     float    none      -1    42713  201.11  188.54    N/A    42701  201.16  188.59    N/A
+    Out of bounds values : 0 OK
+"""
+
+
+def test_an_all_gather_without_rank_lines_gets_its_ranks_from_its_factor(tmp_path):
+    """An all-gather whose ranks no line states was refused ("cannot tell the number of ranks"): its busbw /
+    algbw = (n-1)/n gives them as all-reduce's 2(n-1)/n does (15/16 here); and GPUDirect-TCPX's
+    ``run-allgather.sh`` names the test as gIB's ``run_nccl_tests.sh -t all_gather`` does."""
+    mega = "${MPIRUN} -n ${DSTACK_GPUS_NUM} -N ${DSTACK_GPUS_PER_NODE} ./all_gather_perf -b 8M -e 8G -f 2 -g 1 -c 0;"
+    samples, source = read_samples(_log(tmp_path, "mega.txt", DSTACK.format(command=mega)))
+    assert {s.collective for s in samples} == {"allgather"} and {s.ranks for s in samples} == {16}
+    high = "NCCL_GPUDIRECTTCPX_FORCE_ACK=0 /scripts/run-allgather.sh 8 eth1,eth2,eth3,eth4 8M 8GB 2"
+    samples, source = read_samples(_log(tmp_path, "high.txt", DSTACK.format(command=high)))
+    assert {s.collective for s in samples} == {"allgather"} and {s.ranks for s in samples} == {16}
+    assert source.detail.startswith("all_gather_perf, 16 ranks")

@@ -412,6 +412,9 @@ _NCCL_VERSION_STATED = re.compile(r"\bNCCL\s+v?(\d+\.\d+\.\d+)\b")
 _GIB_TEST = re.compile(
     r"\brun_nccl_tests\.sh\b[^\n]*?\s-t\s+(all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce|sendrecv)\b"
 )
+#: GPUDirect-TCPX's image names its scripts by the test they run: ``/scripts/run-allgather.sh 8 eth1,... 8M 8GB 2``
+_TCPX_SCRIPT = re.compile(r"\brun-(allgather|allreduce|reducescatter)\.sh\b")
+_TCPX_TESTS = {"allgather": "all_gather", "allreduce": "all_reduce", "reducescatter": "reduce_scatter"}
 _MPI_RANKS = re.compile(r"(?:mpirun|mpiexec)\b[^\n]*?\s(?:-n|-np|--np|--n)[\s=](\d+)")
 _SRUN_TASKS = re.compile(r"\bsrun\b[^\n]*?\s(?:-n|--ntasks)[\s=](\d+)")
 _SRUN_NODES = re.compile(r"\bsrun\b[^\n]*?\s(?:-N|--nodes)[\s=](\d+)")
@@ -715,6 +718,8 @@ def parse_nccl_text(
             named = m.group(1)
         if named is None and (m := _GIB_TEST.search(stripped)):
             named = f"{m.group(1)}_perf"
+        if named is None and (m := _TCPX_SCRIPT.search(stripped)):
+            named = f"{_TCPX_TESTS[m.group(1)]}_perf"
         mpi_ranks = mpi_ranks or command_ranks(stripped)
         if not srun_nodes and (m := _SRUN_NODES.search(stripped)):
             srun_nodes = int(m.group(1))
@@ -774,8 +779,9 @@ def parse_nccl_text(
     unreduced = stated is None and set(redops) == {"none"}
     # the launcher's processes drive nThread x nGpus GPUs each (``mpirun -np 2 ... -g 8``: 16 ranks)
     launched = (mpi_ranks or srun_nodes) * max(gpus, 1)
-    allreduce = stated in (None, "allreduce") and not unreduced
-    p = ranks or _rank_count([len(listed), launched, gpus if gpus > 1 else 0], top, allreduce)
+    # busbw / algbw of the collective the log states (all-reduce's where it states none and has a reduction)
+    bus = _BUS_FACTOR.get(stated or ("" if unreduced else "allreduce"))
+    p = ranks or _rank_count([len(listed), launched, gpus if gpus > 1 else 0], top, bus)
     guess_coll, guess_ranks = (None, None) if unreduced else _ratio_collective([b / a for a, b in top], p or None)
     if stated is None and guess_coll is None:
         why = " (its redop is 'none': not an all-reduce's table)" if unreduced else ""
@@ -900,24 +906,31 @@ def _fits(top: list[tuple[float, float]], factor: float) -> bool:
     return abs(ratio - factor) <= slack + 1e-4
 
 
-def _rank_count(candidates: list[int], top: list[tuple[float, float]], allreduce: bool) -> int:
+#: nccl-tests' busbw / algbw on n ranks, c (n-1)/n: c of the collectives whose factor tells n (src/*.cu GetBw)
+_BUS_FACTOR = {"allreduce": 2, "allgather": 1, "reducescatter": 1, "alltoall": 1}
+
+
+def _rank_count(candidates: list[int], top: list[tuple[float, float]], bus: int | None) -> int:
     """The ranks of a log: the first of ``candidates`` (the rank lines', the launch command's, one process's
-    GPUs) that all-reduce's busbw / algbw = 2(n-1)/n agrees with, where the log is an all-reduce's and
-    prints that factor -- a post may show only some of its rank lines, or a command of another run --, else
-    the one n the factor alone gives, else the first candidate.
+    GPUs) that its collective's busbw / algbw = ``bus`` (n-1)/n agrees with (all-reduce's 2(n-1)/n, all-gather's
+    and reduce-scatter's (n-1)/n; None where the log's collective does not print such a factor) -- a post may
+    show only some of its rank lines, or a command of another run --, else the one n the factor alone gives,
+    else the first candidate.
 
     >>> rows = [(55.48, 110.84), (169.24, 338.16), (183.83, 367.29)]  # 1024 ranks, 100 rank lines posted
-    >>> _rank_count([100, 1024], rows, True), _rank_count([15], [(180.71, 338.82)], True), _rank_count([100], rows, True)
+    >>> _rank_count([100, 1024], rows, 2), _rank_count([15], [(180.71, 338.82)], 2), _rank_count([100], rows, 2)
     (1024, 16, 100)
+    >>> _rank_count([], [(201.11, 188.54), (200.08, 187.58)], 1)  # an all-gather of 16 ranks, none listed
+    16
     """
     found = [n for n in candidates if n]
-    if allreduce and top:
-        fit = [n for n in found if _fits(top, 2 * (n - 1) / n)]
+    if bus and top:
+        fit = [n for n in found if _fits(top, bus * (n - 1) / n)]
         if fit:
             return fit[0]
         ratio = statistics.median(b / a for a, b in top)
-        n = round(2 / (2 - ratio)) if 1 <= ratio < 2 else 0
-        if n >= 2 and [k for k in (n - 1, n, n + 1) if k > 1 and _fits(top, 2 * (k - 1) / k)] == [n]:
+        n = round(bus / (bus - ratio)) if bus / 2 <= ratio < bus else 0
+        if n >= 2 and [k for k in (n - 1, n, n + 1) if k > 1 and _fits(top, bus * (k - 1) / k)] == [n]:
             return n
     return found[0] if found else 0
 
