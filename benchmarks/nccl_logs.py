@@ -69,7 +69,13 @@ _PERF_BINARY = re.compile(
 #: a device line's GPU index on its host (``... on node1 device  7 [0000:da:00] ...``)
 _DEVICE = re.compile(r"\bdevice\s+(\d+)\s+\[")
 #: an RCCL (AMD) run of rccl-tests, which prints the same table
-_RCCL = re.compile(r"\bRCCL version\b|\brccl-tests\b|\blibrccl\b|\bROCm version\b")
+_RCCL = re.compile(r"\bRCCL version\b|\brccl-tests\b|\blibrccl\b|\bROCm version\b", re.I)
+#: an AMD GPU by name (``AMD Instinct MI250X``, rocminfo's ``gfx90a``): where no NVIDIA model is named, a log of one
+_AMD_GPU = re.compile(r"\bAMD Instinct(?: MI\w+)?|\bInstinct MI\d\w*|\bgfx9[0-4][0-9a-f]\b")
+#: a device line that names no model (``NVIDIA Graphics Device``: a board the driver does not know by name)
+_UNNAMED_DEVICE = re.compile(r"^(?:NVIDIA\s+)?(?:Graphics\s+)?Device\b|^\s*$", re.I)
+#: the collectives whose NCCL schedules collsim builds (sim/nccl): the others run a textbook schedule
+_NCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter")
 _PCIE_CARD = re.compile(r"PCIe|PCIE|\bNVL\b")
 #: InfiniBand generations by name, Gb/s per port
 _IB = {"xdr": 800, "ndr": 400, "ndr200": 200, "hdr": 200, "hdr100": 100, "edr": 100}
@@ -85,6 +91,8 @@ _COUNT_IB = re.compile(r"(?<![\w.])(\d+)" + _TIMES + _WORDS + r"(XDR|NDR200|NDR|
 #: a count in words, in the header's ``#%`` lines: ``eight 400 Gb/s ConnectX-7``, ``one 100 Gbps NIC``
 _WORD_COUNTS = {"one": 1, "two": 2, "four": 4, "eight": 8, "sixteen": 16, "thirty-two": 32}
 _WORD_SPEED = re.compile(r"\b(" + "|".join(_WORD_COUNTS) + r")\s+" + _WORDS + r"(\d+(?:\.\d+)?)" + _UNIT, re.I)
+#: GPUs to NICs in the header's ``#%`` lines, without a speed: ``GPU:NIC = 2:1`` (two GPUs share a NIC), ``NIC:GPU = 1:1``
+_GPU_NIC_RATIO = re.compile(r"\b(GPU|NIC)s?\s*:\s*(?:GPU|NIC)s?\s*(?:=|is|of)?\s*(\d+)\s*:\s*(\d+)\b", re.I)
 #: a count for every GPU: ``2x 200 Gb/s per GPU``
 _PER_GPU = re.compile(r"\s*(?:(?:NICs?|HCAs?|EFA|adapters?|ports?|links?)\s+)?(?:per|for each|each|/)\s*GPU\b", re.I)
 
@@ -139,6 +147,7 @@ class Log:
     unmodelled: tuple[str, ...] = ()  # NCCL settings the log states that the model does not represent
     #: (instance family, aws-ofi-nccl release) of a run over AWS EFA as the whole log states them, else None
     efa: tuple[str | None, str | None] | None = None
+    collective: str = "allreduce"  # the collective of the log's table (all-reduce, all-gather, reduce-scatter)
 
     @property
     def tuner(self) -> str:
@@ -177,6 +186,11 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     except CalibrationError as exc:
         raise LogError(str(exc)) from None
     n = samples[0].ranks
+    if samples[0].collective not in _NCCL_COLLECTIVES:
+        raise LogError(
+            f"{path.name}: a {samples[0].collective} table ({source.detail.split(',')[0]}); the NCCL model "
+            "predicts all-reduce, all-gather and reduce-scatter"
+        )
     per_host = Counter(host for _, host in found)
     per_host = Counter({host: max(k, seen[host]) for host, k in per_host.items()})
     note = ""
@@ -190,7 +204,14 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
             note = f"{len(per_host)} host name(s) for {n} ranks: taken as {nodes} nodes"
     devices = list(found.values())
     m = _GPU.search(" ".join(devices)) or _GPU.search(text[:3000])  # the device lines, else what the header states
+    if not m and (amd := _AMD_GPU.search(" ".join(devices)) or _AMD_GPU.search(text)):
+        raise LogError(f"{path.name}: a run on AMD GPUs ({amd.group(0)!r}); collsim models NCCL on NVIDIA GPUs")
     if devices and not m:
+        if not _UNNAMED_DEVICE.search(devices[0]):
+            raise LogError(
+                f"{path.name}: the device lines name {devices[0]!r}, a GPU hgx does not build "
+                f"(it builds {', '.join(_HGX_GPUS)})"
+            )
         named = f"name {devices[0]!r}" if devices[0] else "name no device"
         raise LogError(f"{path.name}: the device lines {named}, no GPU model collsim knows; state it in a '#%' line")
     gpu = m.group(1).lower() if m else "a100"
@@ -207,7 +228,8 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     stated = re.search(r"\bversion=([\w.]+)", samples[0].algorithm)  # the release the importer read
     release = stated.group(1) if stated else ""
     efa = stated_efa(text)
-    return Log(path, n, nodes, gpu, text[:4000], ranks, note, release, tuple(source.unmodelled), efa)
+    coll = samples[0].collective
+    return Log(path, n, nodes, gpu, text[:4000], ranks, note, release, tuple(source.unmodelled), efa, coll)
 
 
 def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = None) -> tuple[int | None, float | None]:
@@ -239,8 +261,26 @@ def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = N
     ((8, 200.0), (4, 100.0))
     >>> stated_nics("#% one of BM.GPU.H100.8, BM.GPU.A100-v2.8, BM.GPU4.8", gpu="a100")
     (16, 100.0)
+
+    A ratio of GPUs to NICs gives the count where no figure does (a host's GPUs of the run, rounded up):
+
+    >>> stated_nics("#% ConnectX-6 (HDR), GPU:NIC = 2:1", 2), stated_nics("#% NIC:GPU = 1:2, NDR", 8)
+    ((1, 200.0), (4, 400.0))
     """
     header = "\n".join(line for line in text.splitlines() if line.startswith("#%"))
+    count, speed = _stated_figures(text, header, gpus_per_host, gpu)
+    ratio = _GPU_NIC_RATIO.search(header)
+    if count is None and ratio and gpus_per_host:  # ``GPU:NIC = 2:1``: the speed stated apart, the count from it
+        gpus, nics = (int(ratio.group(2)), int(ratio.group(3)))[:: 1 if ratio.group(1).upper() == "GPU" else -1]
+        if gpus and nics:
+            count = max(1, -(-gpus_per_host * nics // gpus))
+    return count, speed
+
+
+def _stated_figures(
+    text: str, header: str, gpus_per_host: int | None, gpu: str | None
+) -> tuple[int | None, float | None]:
+    """:func:`stated_nics` but for a GPU:NIC ratio: the figures a header states, the shape's where it names one."""
     found: list[tuple[int, int, float, int]] = []  # (position, count, Gb/s, where the figure ends)
     for m in _COUNT_SPEED.finditer(text):
         if not _GPU.search(m.group(2)):
@@ -386,18 +426,18 @@ def hardware(path: Path) -> tuple[str, int]:
 
 def smaller_runs(logs: list[Log]) -> dict[Path, Log]:
     """For every log, the run it is predicted from out of sample: of the logs of the same hardware (the same
-    file name before ``-<N>node``), the first of the largest node count below its own."""
-    by_key: dict[tuple[str, int], Log] = {}
+    file name before ``-<N>node``) and collective, the first of the largest node count below its own."""
+    by_key: dict[tuple[str, str, int], Log] = {}
     for log in logs:
         key, nodes = hardware(log.path)
         if nodes:
-            by_key.setdefault((key, nodes), log)
+            by_key.setdefault((key, log.collective, nodes), log)
     source: dict[Path, Log] = {}
     for log in logs:
         key, nodes = hardware(log.path)
-        below = [n for k, n in by_key if k == key and n < nodes]
+        below = [n for k, c, n in by_key if (k, c) == (key, log.collective) and n < nodes]
         if below:
-            source[log.path] = by_key[(key, max(below))]
+            source[log.path] = by_key[(key, log.collective, max(below))]
     return source
 
 

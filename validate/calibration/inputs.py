@@ -412,6 +412,9 @@ _NCCL_VERSION_STATED = re.compile(r"\bNCCL\s+v?(\d+\.\d+\.\d+)\b")
 _GIB_TEST = re.compile(
     r"\brun_nccl_tests\.sh\b[^\n]*?\s-t\s+(all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce|sendrecv)\b"
 )
+#: GPUDirect-TCPX's image names its scripts by the test they run: ``/scripts/run-allgather.sh 8 eth1,... 8M 8GB 2``
+_TCPX_SCRIPT = re.compile(r"\brun-(allgather|allreduce|reducescatter)\.sh\b")
+_TCPX_TESTS = {"allgather": "all_gather", "allreduce": "all_reduce", "reducescatter": "reduce_scatter"}
 _MPI_RANKS = re.compile(r"(?:mpirun|mpiexec)\b[^\n]*?\s(?:-n|-np|--np|--n)[\s=](\d+)")
 _SRUN_TASKS = re.compile(r"\bsrun\b[^\n]*?\s(?:-n|--ntasks)[\s=](\d+)")
 _SRUN_NODES = re.compile(r"\bsrun\b[^\n]*?\s(?:-N|--nodes)[\s=](\d+)")
@@ -529,13 +532,17 @@ def nccl_release(code: int) -> str:
     return f"{major}.{rest // 100}.{rest % 100}"
 
 
+#: nccl-tests built with MPI=1 names its binaries ``*_perf_mpi`` (its "Collective test starting" line too)
+_NCCL_BINARY_MPI = re.compile(r"(?<=_perf)_mpi$")
+
+
 def _collective_of(program: str | None, where: str, hint: str | None) -> str:
     if hint:
         try:
             return get_collective(hint).name
         except CollsimError as exc:
             raise CalibrationError(f"{where}: {exc}") from None
-    name = os.path.basename(program or "")
+    name = _NCCL_BINARY_MPI.sub("", os.path.basename(program or ""))  # all_reduce_perf_mpi: all_reduce_perf
     if name in _NCCL_BINARIES:
         return _NCCL_BINARIES[name]
     if name in _NCCL_BINARIES.values():
@@ -688,6 +695,7 @@ def parse_nccl_text(
     """
     lines = enumerate(text.splitlines(), 1) if isinstance(text, str) else text
     program: str | None = None
+    programs: set[str] = set()  # every "Collective test starting" line's: a file may hold several tests
     named: str | None = None
     env: dict[str, str] = {}
     mpi_ranks = 0
@@ -710,6 +718,8 @@ def parse_nccl_text(
             named = m.group(1)
         if named is None and (m := _GIB_TEST.search(stripped)):
             named = f"{m.group(1)}_perf"
+        if named is None and (m := _TCPX_SCRIPT.search(stripped)):
+            named = f"{_TCPX_TESTS[m.group(1)]}_perf"
         mpi_ranks = mpi_ranks or command_ranks(stripped)
         if not srun_nodes and (m := _SRUN_NODES.search(stripped)):
             srun_nodes = int(m.group(1))
@@ -733,6 +743,7 @@ def parse_nccl_text(
                 (time_at, in_place_at), headed = columns, True
             if m := _STARTING.search(stripped):
                 program = m.group(1)
+                programs.add(_NCCL_BINARY_MPI.sub("", os.path.basename(program)))
             if m := _NGPUS.search(stripped):
                 gpus = int(m.group(1)) * int(m.group(2))
             if stripped.startswith("#%") or not stripped.startswith("#  "):
@@ -759,6 +770,7 @@ def parse_nccl_text(
         raise CalibrationError(
             f"{path}: not an nccl-tests log (no result rows: lines of size, count, type, redop, root, time ...)"
         )
+    _one_collective(programs, redops, path)
     printed.sort()
     top = [(a, b) for size, a, b in printed if algbw_reliable(size, printed)]
     stated = _collective_of(program or named, path, collective) if collective or program or named else None
@@ -767,8 +779,9 @@ def parse_nccl_text(
     unreduced = stated is None and set(redops) == {"none"}
     # the launcher's processes drive nThread x nGpus GPUs each (``mpirun -np 2 ... -g 8``: 16 ranks)
     launched = (mpi_ranks or srun_nodes) * max(gpus, 1)
-    allreduce = stated in (None, "allreduce") and not unreduced
-    p = ranks or _rank_count([len(listed), launched, gpus if gpus > 1 else 0], top, allreduce)
+    # busbw / algbw of the collective the log states (all-reduce's where it states none and has a reduction)
+    bus = _BUS_FACTOR.get(stated or ("" if unreduced else "allreduce"))
+    p = ranks or _rank_count([len(listed), launched, gpus if gpus > 1 else 0], top, bus)
     guess_coll, guess_ranks = (None, None) if unreduced else _ratio_collective([b / a for a, b in top], p or None)
     if stated is None and guess_coll is None:
         why = " (its redop is 'none': not an all-reduce's table)" if unreduced else ""
@@ -807,6 +820,22 @@ def parse_nccl_text(
         detail=detail,
         unmodelled=unmodelled_settings(env),
     )
+
+
+def _one_collective(programs: set[str], redops: Counter[str | None], path: str) -> None:
+    """Refuse a file that holds the tables of more than one collective (a post of an all_gather_perf run and
+    an all_reduce_perf run, each under its own command): two tests' "Collective test starting" lines, or
+    rows without a reduction (redop ``none``: all-gather's, broadcast's ...) beside rows with one."""
+    if len(programs) > 1:
+        raise CalibrationError(
+            f"{path}: holds the tables of {len(programs)} tests ({', '.join(sorted(programs))}); give each its own file"
+        )
+    ops = sorted(str(op) for op in redops if op not in (None, "none"))
+    if ops and "none" in redops:
+        raise CalibrationError(
+            f"{path}: holds the tables of more than one collective (rows with redop 'none' and rows with "
+            f"{', '.join(repr(op) for op in ops)}); give each table its own file"
+        )
 
 
 def _restrictions(algorithm: str | None, env: dict[str, str], path: str) -> tuple[str | None, str | None]:
@@ -877,24 +906,31 @@ def _fits(top: list[tuple[float, float]], factor: float) -> bool:
     return abs(ratio - factor) <= slack + 1e-4
 
 
-def _rank_count(candidates: list[int], top: list[tuple[float, float]], allreduce: bool) -> int:
+#: nccl-tests' busbw / algbw on n ranks, c (n-1)/n: c of the collectives whose factor tells n (src/*.cu GetBw)
+_BUS_FACTOR = {"allreduce": 2, "allgather": 1, "reducescatter": 1, "alltoall": 1}
+
+
+def _rank_count(candidates: list[int], top: list[tuple[float, float]], bus: int | None) -> int:
     """The ranks of a log: the first of ``candidates`` (the rank lines', the launch command's, one process's
-    GPUs) that all-reduce's busbw / algbw = 2(n-1)/n agrees with, where the log is an all-reduce's and
-    prints that factor -- a post may show only some of its rank lines, or a command of another run --, else
-    the one n the factor alone gives, else the first candidate.
+    GPUs) that its collective's busbw / algbw = ``bus`` (n-1)/n agrees with (all-reduce's 2(n-1)/n, all-gather's
+    and reduce-scatter's (n-1)/n; None where the log's collective does not print such a factor) -- a post may
+    show only some of its rank lines, or a command of another run --, else the one n the factor alone gives,
+    else the first candidate.
 
     >>> rows = [(55.48, 110.84), (169.24, 338.16), (183.83, 367.29)]  # 1024 ranks, 100 rank lines posted
-    >>> _rank_count([100, 1024], rows, True), _rank_count([15], [(180.71, 338.82)], True), _rank_count([100], rows, True)
+    >>> _rank_count([100, 1024], rows, 2), _rank_count([15], [(180.71, 338.82)], 2), _rank_count([100], rows, 2)
     (1024, 16, 100)
+    >>> _rank_count([], [(201.11, 188.54), (200.08, 187.58)], 1)  # an all-gather of 16 ranks, none listed
+    16
     """
     found = [n for n in candidates if n]
-    if allreduce and top:
-        fit = [n for n in found if _fits(top, 2 * (n - 1) / n)]
+    if bus and top:
+        fit = [n for n in found if _fits(top, bus * (n - 1) / n)]
         if fit:
             return fit[0]
         ratio = statistics.median(b / a for a, b in top)
-        n = round(2 / (2 - ratio)) if 1 <= ratio < 2 else 0
-        if n >= 2 and [k for k in (n - 1, n, n + 1) if k > 1 and _fits(top, 2 * (k - 1) / k)] == [n]:
+        n = round(bus / (bus - ratio)) if bus / 2 <= ratio < bus else 0
+        if n >= 2 and [k for k in (n - 1, n, n + 1) if k > 1 and _fits(top, bus * (k - 1) / k)] == [n]:
             return n
     return found[0] if found else 0
 
