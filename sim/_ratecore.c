@@ -1238,14 +1238,12 @@ static int relaxed(Core *c, Inputs *in, const IList *part, double *out) {
     s->start[n] = (int32_t)e;
     for (Py_ssize_t j = 0, loc = 0; j < c->arcs_seen.n; j++) {
         int32_t arc = c->arcs_seen.v[j];
-        if (c->arc_loc[arc] >= 0) {
+        if (c->arc_loc[arc] >= 0) { /* (its users: the part's flows that cross it, counted above: arc_cnt) */
             s->left[loc] = cap[arc];
-            s->cnt[loc] = 0;
+            s->cnt[loc] = c->arc_cnt[arc];
             loc++;
         }
     }
-    for (Py_ssize_t j = 0; j < e; j++)
-        s->cnt[s->ent[j]]++;
     double grow = 1 + in->rtol;
     if (scalar) {
         /* _maxmin_scalar: the smallest share or bound is the level; the flows bounded at it and the flows
