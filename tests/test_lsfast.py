@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import sim.rates as rates
 from sim.cluster import Cluster, _PathTable
 
+from . import test_ratecore
 from .test_ratecore import _flows, _run
 
 core = pytest.mark.skipif(rates._ratecore is None, reason="sim._ratecore is not built (no C compiler)")
@@ -25,46 +26,30 @@ core = pytest.mark.skipif(rates._ratecore is None, reason="sim._ratecore is not 
 #: 4:1 oversubscribed: 8 hosts of 100 Gb/s under each leaf, two 100 Gb/s uplinks
 LS4TO1 = "leaf-spine:leaves=4,hosts_per_leaf=8,spines=2,bandwidth=100Gbps,uplink_bandwidth=100Gbps"
 DGX = "dgx:hosts=8,gpus_per_host=4,hosts_per_leaf=2,ecmp=hash"
-_CLUSTERS: dict[str, Cluster] = {}
-
-
-def _cluster(topology: str) -> Cluster:
-    if topology not in _CLUSTERS:
-        _CLUSTERS[topology] = Cluster(topology)
-    return _CLUSTERS[topology]
 
 
 @core
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     topology=st.sampled_from([LS4TO1, DGX]),
     seed=st.integers(0, 10**6),
-    n=st.integers(40, 300),
     spread=st.booleans(),
     scalar_max=st.sampled_from([0, 4, rates._SCALAR_MAX]),
 )
-def test_the_cores_relaxed_solve_is_the_python_paths_to_the_bit(topology, seed, n, spread, scalar_max, monkeypatch):
-    """Random congested flow sets (odd seeds with rate bounds): every computation's slots and rates, bit for bit,
-    with parts solved by numpy's rule (``scalar_max`` 0: all of them), the scalar one, or both."""
-    cluster = _cluster(topology)
-    flows = _flows(cluster, seed, n)
-    monkeypatch.setattr(rates, "_SPREAD", spread)
-    monkeypatch.setattr(rates, "_SCALAR_MAX", scalar_max)
-    got = {}
-    for name, module in (("core", rates._ratecore), ("python", None)):
-        monkeypatch.setattr(rates, "_CORE", module)
-        got[name] = _run(cluster, flows, monkeypatch)
-    (ends, applied, net), (ends_py, applied_py, net_py) = got["core"], got["python"]
-    assert net.rates._core is not None and net_py.rates._core is None
-    assert net.rates.partial == net_py.rates.partial and net.rates.solves == net_py.rates.solves
-    assert applied == applied_py
-    assert ends == ends_py
+def test_the_cores_relaxed_solve_is_the_python_paths_to_the_bit(topology, seed, spread, scalar_max, monkeypatch):
+    """tests/test_ratecore.py's oracle on hypothesis-drawn congested flow sets (odd seeds with rate bounds): every
+    computation's slots and rates, bit for bit, with parts solved by numpy's rule (``scalar_max`` 0: all of them),
+    the scalar one, or both."""
+    with monkeypatch.context() as patch:
+        test_ratecore.test_the_core_gives_the_python_paths_rates_at_every_computation(
+            topology, seed, spread, scalar_max, patch
+        )
 
 
 @core
 def test_the_random_sets_reach_parts_solved_by_numpys_rule_in_the_core(monkeypatch):
     """Not vacuous: a fixed example of the sets above solves parts of several rounds in the core."""
-    cluster = _cluster(LS4TO1)
+    cluster = Cluster(LS4TO1)
     monkeypatch.setattr(rates, "_SPREAD", True)
     monkeypatch.setattr(rates, "_SCALAR_MAX", 0)
     monkeypatch.setattr(rates, "_CORE", rates._ratecore)
