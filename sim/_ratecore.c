@@ -1238,14 +1238,12 @@ static int relaxed(Core *c, Inputs *in, const IList *part, double *out) {
     s->start[n] = (int32_t)e;
     for (Py_ssize_t j = 0, loc = 0; j < c->arcs_seen.n; j++) {
         int32_t arc = c->arcs_seen.v[j];
-        if (c->arc_loc[arc] >= 0) {
+        if (c->arc_loc[arc] >= 0) { /* (its users: the part's flows that cross it, counted above: arc_cnt) */
             s->left[loc] = cap[arc];
-            s->cnt[loc] = 0;
+            s->cnt[loc] = c->arc_cnt[arc];
             loc++;
         }
     }
-    for (Py_ssize_t j = 0; j < e; j++)
-        s->cnt[s->ent[j]]++;
     double grow = 1 + in->rtol;
     if (scalar) {
         /* _maxmin_scalar: the smallest share or bound is the level; the flows bounded at it and the flows
@@ -1339,47 +1337,36 @@ static int relaxed(Core *c, Inputs *in, const IList *part, double *out) {
                 if (s->share[s->ent[j]] > lim)
                     s->settled[s->ent[j]] = 0;
         }
-        Py_ssize_t got = 0;
-        for (Py_ssize_t q = 0; q < nlive; q++) {
-            int32_t i = s->live[q];
-            int on = s->bounds[i] <= s->tight[q] * grow;
-            if (!on)
-                for (int32_t j = s->start[i], end = s->start[i + 1]; j < end; j++)
-                    if (s->settled[s->ent[j]]) {
-                        on = 1;
-                        break;
-                    }
-            s->newly[q] = (unsigned char)on;
-            got += on;
-        }
-        if (!got) {
-            PyErr_SetString(PyExc_AssertionError, "max-min filling made no progress");
-            return -1;
-        }
+        /* the flows fixed this round (a bound within the tolerance of their tightest constraint, or a settled
+         * link) taken off their links in flow order as they are found, the others kept live in order */
         for (Py_ssize_t a = 0; a < ninner; a++)
             s->acc[a] = 0.0;
+        Py_ssize_t keep = 0;
         for (Py_ssize_t q = 0; q < nlive; q++) {
-            if (!s->newly[q])
-                continue;
-            int32_t i = s->live[q];
+            int32_t i = s->live[q], start = s->start[i], end = s->start[i + 1];
             double t = s->tight[q];
+            int on = s->bounds[i] <= t * grow;
+            for (int32_t j = start; !on && j < end; j++)
+                on = s->settled[s->ent[j]];
+            if (!on) {
+                s->live[keep++] = i;
+                continue;
+            }
             double given = (t >= 0.0 || t != t) ? t : 0.0; /* np.maximum(tightest, 0.0) */
             out[i] = given;
-            for (int32_t j = s->start[i]; j < s->start[i + 1]; j++) {
+            for (int32_t j = start; j < end; j++) {
                 s->acc[s->ent[j]] += given;
                 s->cnt[s->ent[j]]--;
             }
+        }
+        if (keep == nlive) {
+            PyErr_SetString(PyExc_AssertionError, "max-min filling made no progress");
+            return -1;
         }
         for (Py_ssize_t a = 0; a < ninner; a++) {
             double r = s->left[a] - s->acc[a];
             s->left[a] = (r >= 0.0 || r != r) ? r : 0.0; /* np.maximum(remaining, 0.0) */
         }
-        if (got == nlive)
-            break;
-        Py_ssize_t keep = 0;
-        for (Py_ssize_t q = 0; q < nlive; q++)
-            if (!s->newly[q])
-                s->live[keep++] = s->live[q];
         nlive = keep;
     }
     return 0;
