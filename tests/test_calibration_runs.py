@@ -40,9 +40,10 @@ def test_local_calibrate_then_compare(tmp_path):
     assert doc["summary"]["all"]["points"] == 4 and doc["meta"]["measured_on"] == "local"
     assert {r["algorithm"] for r in doc["rows"]} == {"ring", "builtin"}
     # loopback on a shared 2-core machine: the point is that the loop runs end to end, so the bound only
-    # catches a prediction off by an order of magnitude (a busy machine during the probes or the runs
-    # alone moves the median error past 100%: 108-163% seen with a benchmark on the other core)
-    assert doc["summary"]["all"]["median_abs"] < 4.0
+    # catches a prediction off by an order of magnitude, |p - m| / m >= 9 (a busy machine during the probes
+    # or the runs alone moves the median error past 100%: 108-163% seen with a benchmark on the other core,
+    # 441% with three test processes on the two cores)
+    assert doc["summary"]["all"]["median_abs"] < 9.0
     refused = collsim("validate", "calibrate", "-t", "netlab-star4", "--local", "-o", str(tmp_path / "x.yaml"))
     assert refused.returncode == 2 and "all its GPUs on one host" in refused.stderr
     assert not (tmp_path / "x.yaml").exists()
