@@ -5,7 +5,7 @@ largest relative difference of any bucket's start or end, and the CPU seconds of
 
     .venv/bin/python benchmarks/training_exact.py
 
-docs/performance.md quotes a run of this script.
+docs/performance-log.md quotes a run of this script.
 """
 
 from __future__ import annotations

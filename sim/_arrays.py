@@ -2,7 +2,7 @@
 
 NumPy 2.4's ``np.unique(a)`` without ``return_*`` arguments goes through a hash table that is two
 orders of magnitude slower than sorting on large arrays of distinct integers (1 M ranks: 2.2 s against
-0.01 s on the 2-core machine of docs/performance.md); the fast path asks such questions about every
+0.01 s on the 2-core machine of docs/performance-log.md); the fast path asks such questions about every
 step of programs over a million ranks.
 """
 

@@ -1,4 +1,4 @@
-"""The congested fast path's re-solves on leaf-spines (docs/performance.md, "lsfast"): the compiled relaxed solve
+"""The congested fast path's re-solves on leaf-spines (docs/performance-log.md, "lsfast"): the compiled relaxed solve
 (sim/_ratecore.c) takes a link's users from the part's count and fixes a round's flows in one pass; the path table
 grows its columns without ``np.resize``. The rates stay the Python path's to the bit on random congested flow sets,
 the path table's contents do not depend on how it grew, and the issue's leaf-spine cases keep their results."""

@@ -1,4 +1,4 @@
-"""The second round of the dataflow's wake-up (docs/performance.md, "The dataflow's wake-up, second round"):
+"""The second round of the dataflow's wake-up (docs/performance-log.md, "The dataflow's wake-up, second round"):
 full solves whose bounds bound no flow run in C (``sim.maxmin._UNBOUNDED_CORE``), and the dataflow
 builder spreads its per-call constants and drops missing edges once, in ``build``. Each is held to the
 lines it replaced: the numpy rounds with the bounds, and the builder as it was (:class:`_OldBuilder`)."""

@@ -1,4 +1,4 @@
-"""The congested fast path's fixed costs on tree-1k (docs/performance.md, "tree1k"): the compiled
+"""The congested fast path's fixed costs on tree-1k (docs/performance-log.md, "tree1k"): the compiled
 ``row_arcs`` behind ``_PathTable.add_many``, ``_static_dominators`` without a sort of the whole fabric, and
 the solves of every flow over the arcs they cross -- each held to the plain lines it stands for."""
 

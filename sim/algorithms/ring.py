@@ -113,7 +113,7 @@ def ring_allgather(
 
 #: the single ring without the data check runs message-level as its step program's ranks
 #: (:func:`~sim.program.run_messages`: compiled loops where the core is built; 1.3-1.7x less CPU at 512-1,024
-#: GPUs, docs/performance.md); the rank generators above stay its reference, and run with the data check.
+#: GPUs, docs/performance-log.md); the rank generators above stay its reference, and run with the data check.
 #: Tests turn it off to hold the generators to the fast path, and on and off to hold the two message levels
 #: to the same results
 _FROM_PROGRAM = True
