@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import sim.rates as rates
@@ -36,14 +36,13 @@ DGX = "dgx:hosts=8,gpus_per_host=4,hosts_per_leaf=2,ecmp=hash"
     spread=st.booleans(),
     scalar_max=st.sampled_from([0, 4, rates._SCALAR_MAX]),
 )
+@example(topology=DGX, seed=1500, spread=False, scalar_max=0)  # re-solves no part (found on the 16-core machine)
 def test_the_cores_relaxed_solve_is_the_python_paths_to_the_bit(topology, seed, spread, scalar_max, monkeypatch):
     """tests/test_ratecore.py's oracle on hypothesis-drawn congested flow sets (odd seeds with rate bounds): every
     computation's slots and rates, bit for bit, with parts solved by numpy's rule (``scalar_max`` 0: all of them),
     the scalar one, or both."""
-    with monkeypatch.context() as patch:
-        test_ratecore.test_the_core_gives_the_python_paths_rates_at_every_computation(
-            topology, seed, spread, scalar_max, patch
-        )
+    with monkeypatch.context() as patch:  # (a drawn set may re-solve no part: seed 1500 on DGX, spread off)
+        test_ratecore.core_against_python(topology, seed, spread, scalar_max, patch)
 
 
 @core
