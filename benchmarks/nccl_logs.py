@@ -77,6 +77,8 @@ _UNNAMED_DEVICE = re.compile(r"^(?:NVIDIA\s+)?(?:Graphics\s+)?Device\b|^\s*$", r
 #: the collectives whose NCCL schedules collsim builds (sim/nccl): the others run a textbook schedule
 _NCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter")
 _PCIE_CARD = re.compile(r"PCIe|PCIE|\bNVL\b")
+#: multi-node NVLink (a GB200 / GB300 NVL72 rack's NVLink domain across trays): the setting, or NCCL's comm line
+_MNNVL = re.compile(r"\bNCCL_MNNVL_ENABLE=1\b|\bMNNVL 1\b")
 #: InfiniBand generations by name, Gb/s per port
 _IB = {"xdr": 800, "ndr": 400, "ndr200": 200, "hdr": 200, "hdr100": 100, "edr": 100}
 _UNIT = r"\s*G(?:b/s|bps|bit/s|bits?|bE\b|b\b|\b)"  # 400 Gb/s, 400Gbps, 400G, 400GbE
@@ -219,6 +221,16 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
         why = f": {_NOT_BUILT[gpu]}" if gpu in _NOT_BUILT else ""
         raise LogError(
             f"{path.name}: {m.group(1) if m else gpu} GPUs are not modelled (hgx builds {', '.join(_HGX_GPUS)}){why}"
+        )
+    if len(models := dict.fromkeys(d.strip() for d in devices)) > 1:
+        raise LogError(
+            f"{path.name}: the device lines name {len(models)} GPU models ({', '.join(map(repr, models))}); "
+            "hgx builds hosts of one model"
+        )
+    if mnnvl := _MNNVL.search(text):
+        raise LogError(
+            f"{path.name}: a multi-node NVLink run ({mnnvl.group(0)!r}): a GB200 / GB300 NVL72 rack's NVLink "
+            "domain across trays, which hgx does not build"
         )
     if _PCIE_CARD.search(" ".join(devices[:1])):
         raise LogError(

@@ -766,6 +766,11 @@ def parse_nccl_text(
             printed.append((size, algbw, busbw))
         if len(rows) > MAX_SAMPLES:
             raise CalibrationError(f"{path}: more than {MAX_SAMPLES} rows; calibrate from fewer")
+    if not rows and (gpus or listed):  # its header or device lines printed, then no table: it stopped first
+        raise CalibrationError(
+            f"{path}: an nccl-tests log without result rows (the test printed its header"
+            f"{' and device lines' if listed else ''} but no size: it failed or timed out before the first)"
+        )
     if not rows:
         raise CalibrationError(
             f"{path}: not an nccl-tests log (no result rows: lines of size, count, type, redop, root, time ...)"
