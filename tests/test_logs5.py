@@ -96,3 +96,18 @@ def test_hosts_of_two_gpu_models_are_refused(tmp_path):
         nccl_logs.parse_log(_log(tmp_path, "mixed-2node.txt", text))
     one = text.replace("NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3")
     assert nccl_logs.parse_log(_log(tmp_path, "h100-2node.txt", one)).gpu == "h100"
+
+
+def test_a_summary_table_with_a_column_before_size_is_refused_by_name(tmp_path):
+    """NVIDIA/nccl#527 posts one 1 GiB row per p4dn instance count under a header whose first column is
+    "p4dn": no row reads as nccl-tests' (size first), and it was refused as "not an nccl-tests log"; the
+    refusal now names the extra column (rows of several runs are not one log's)."""
+    text = """\
+ p4dn        size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  error
+              (B)    (elements)                       (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+
+   1   1073741824     268435456     float     sum   8142.6  131.87  230.77  2e-07   8141.2  131.89  230.81  2e-07
+   2   1073741824     268435456     float     sum    35215   30.49   57.17  4e-07    35198   30.51   57.20  4e-07
+"""
+    with pytest.raises(CalibrationError, match=r"a table with a column 'p4dn' before size \(a post's own summary"):
+        read_samples(str(_log(tmp_path, "p4dn.txt", text)))

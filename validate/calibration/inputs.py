@@ -604,6 +604,10 @@ def _float(text: str) -> float:
 _IN_PLACE_OFFSETS = (4, 8)
 
 
+#: a column-header line with a column of the poster's before nccl-tests' first (``p4dn  size  count  type ...``)
+_LEADING_COLUMN = re.compile(r"^([^#\s]\S*)\s+size\s+count\s+type\b")
+
+
 def _header_time_column(stripped: str) -> tuple[int, int] | None:
     """The time column a column-header line names (``#  size  count  type  redop  root  time ...``; ``cputime``
     with ``-C``) and the in-place time's offset from it (4; 8 where ``-I`` adds per-iteration columns)."""
@@ -706,6 +710,7 @@ def parse_nccl_text(
     rows: list[tuple[str, int, float, float]] = []  # (where, size, out-of-place s, in-place s or 0)
     redops: Counter[str | None] = Counter()  # the rows' redop column: all-reduce's is an operation, not "none"
     printed: list[tuple[int, float, float]] = []  # (size, algbw, busbw)
+    leading: str | None = None  # a column the poster put before size (a summary table of several runs)
     versions: list[tuple[int, str]] = []  # (rank, NCCL release) as the log states it
     ran: dict[tuple[str | None, int], Counter[tuple[str, str]]] = {}  # NCCL's TUNING lines: what each call ran
     digest = hashlib.sha256()
@@ -751,6 +756,8 @@ def parse_nccl_text(
             continue
         row = _result_row(line, time_at, headed, in_place_at)
         if row is None:
+            if leading is None and (m := _LEADING_COLUMN.match(stripped)):
+                leading = m.group(1)
             scan(stripped)  # the command line, environment, NCCL INFO lines ...
             continue
         where = f"{path}:{n}"
@@ -766,6 +773,11 @@ def parse_nccl_text(
             printed.append((size, algbw, busbw))
         if len(rows) > MAX_SAMPLES:
             raise CalibrationError(f"{path}: more than {MAX_SAMPLES} rows; calibrate from fewer")
+    if not rows and leading:
+        raise CalibrationError(
+            f"{path}: a table with a column {leading!r} before size (a post's own summary, one row per run?); "
+            "nccl-tests prints size first: give each run's own log"
+        )
     if not rows and (gpus or listed):  # its header or device lines printed, then no table: it stopped first
         raise CalibrationError(
             f"{path}: an nccl-tests log without result rows (the test printed its header"
