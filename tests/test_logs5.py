@@ -111,3 +111,25 @@ def test_a_summary_table_with_a_column_before_size_is_refused_by_name(tmp_path):
 """
     with pytest.raises(CalibrationError, match=r"a table with a column 'p4dn' before size \(a post's own summary"):
         read_samples(str(_log(tmp_path, "p4dn.txt", text)))
+
+
+def test_a_log_of_more_hosts_than_the_topology_spreads_its_ranks_on_is_refused(tmp_path):
+    """The GB10 and the AWS g7e posts ran 2 ranks on 2 hosts (one GPU each); `calibrate --from` on an 8-GPU
+    host topology put both ranks on one host and fitted the network's 184 Gbit/s to NVLink (intra-host 0.062).
+    The rank lines' hosts must be as many as the topology's hosts under the ranks."""
+    from validate.calibration import fit_calibration
+
+    text = """\
+# Collective test starting: all_gather_perf
+# nThread 1 nGpus 1 minBytes 17179869184 maxBytes 17179869184 step: 2(factor) warmup iters: 1 iters: 20
+#  Rank  0 Group  0 Pid  37755 on promaxgb10-4c75 device  0 [000f:01:00] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid  30808 on promaxgb10-4c99 device  0 [000f:01:00] NVIDIA H100 80GB HBM3
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+ 17179869184    2147483648     float    none      -1   374425   45.88   22.94       0   373792   45.96   22.98       0
+"""
+    samples, source = read_samples(str(_log(tmp_path, "two-hosts.txt", text)))
+    assert samples[0].hosts == 2
+    with pytest.raises(CalibrationError, match=r"ran its 2 ranks on 2 hosts, but the topology puts them on 1 host"):
+        fit_calibration(samples, "hgx:hosts=2,preset=dgx-h100", [source])
+    cal = fit_calibration(samples, "hgx:hosts=2,preset=dgx-h100,gpus_per_host=1", [source])
+    assert "same-switch" in cal.classes and "intra-host" not in cal.classes

@@ -122,6 +122,8 @@ class Sample:
     #: nccl-tests' in-place time of the same size, where the log prints one (0: none); a second measurement
     #: of the same collective, which the NCCL fit takes where it is the faster (:attr:`best_s`)
     in_place_s: float = 0.0
+    #: the hosts an nccl-tests log's rank lines name (0: not known); a topology must spread ``ranks`` as widely
+    hosts: int = 0
 
     @property
     def best_s(self) -> float:
@@ -822,8 +824,9 @@ def parse_nccl_text(
     run_id = f"nccl-tests-{digest.hexdigest()[:16]}"
     picked = {size: nccl_schedule_spec(coll, *pick, version) for size, pick in _picks_ran(ran).items()}
     picked = picked if coll == "allreduce" else {}  # (the other collectives run one schedule: no picks)
+    hosts = len({host for _, host in listed if host})
     samples = [
-        _nccl_sample(coll, size, t, p, where, picked.get(size, spec), run_id, in_place)
+        _nccl_sample(coll, size, t, p, where, picked.get(size, spec), run_id, in_place, hosts)
         for where, size, t, in_place in rows
     ]
     detail = f"{os.path.basename(program or named or coll)}, {p} ranks, {spec}"
@@ -1010,6 +1013,7 @@ def _nccl_sample(
     spec: str | None = None,
     run_id: str = "",
     in_place_s: float = 0.0,
+    hosts: int = 0,
 ) -> Sample:
     if size <= 0:
         raise CalibrationError(f"{where}: size must be > 0 bytes")
@@ -1023,6 +1027,7 @@ def _nccl_sample(
         run_id=run_id,
         origin=where,
         in_place_s=in_place_s if math.isfinite(in_place_s) and in_place_s > 0 else 0.0,
+        hosts=hosts,
     )
 
 
