@@ -133,3 +133,15 @@ def test_a_log_of_more_hosts_than_the_topology_spreads_its_ranks_on_is_refused(t
         fit_calibration(samples, "hgx:hosts=2,preset=dgx-h100", [source])
     cal = fit_calibration(samples, "hgx:hosts=2,preset=dgx-h100,gpus_per_host=1", [source])
     assert "same-switch" in cal.classes and "intra-host" not in cal.classes
+
+
+def test_a_busbw_in_gigabytes_is_not_read_as_the_nics_speed():
+    """The OCI Horovod header names BM.GPU4.8 (16 x 100 Gb/s RoCE) and quotes the post's row "222.88 GB/s";
+    the bare-speed pattern (case-insensitive) read the busbw's GB/s as the NICs' Gb/s, so the shape's NICs
+    were never reached: 8 x 200 Gb/s were built and the 2-node run was predicted 16.4% slow (5.6% now)."""
+    header = "#% 2x BM.GPU4.8 (8x NVIDIA A100-SXM4-40GB), 16 RDMA ports a node; the row (90330 us, 222.88 GB/s)"
+    assert nccl_logs.stated_nics(header, 8, "a100") == (16, 100.0)
+    assert nccl_logs.stated_nics("#% eight 400 GB/s links") == (None, None)  # gigabytes, in any case
+    assert nccl_logs.stated_nics("#% eight 400 Gb/s ConnectX-7") == (8, 400.0)
+    assert nccl_logs.stated_nics("#% 400Gbps InfiniBand") == (None, 400.0)
+    assert nccl_logs.stated_nics("#% 3.2 Tbps") == (-1, 3200.0)
