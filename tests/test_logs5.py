@@ -145,3 +145,26 @@ def test_a_busbw_in_gigabytes_is_not_read_as_the_nics_speed():
     assert nccl_logs.stated_nics("#% eight 400 Gb/s ConnectX-7") == (8, 400.0)
     assert nccl_logs.stated_nics("#% 400Gbps InfiniBand") == (None, 400.0)
     assert nccl_logs.stated_nics("#% 3.2 Tbps") == (-1, 3200.0)
+
+
+def test_nccl_2_24s_per_function_algorithm_lists_are_read(tmp_path):
+    """A Chinese cluster note ran NCCL_ALGO=allreduce:Tree (NCCL 2.24+'s per-function syntax, after plain
+    NCCL_ALGO=Tree broke its all-gather); the importer read "allreduce" as an algorithm and refused the log.
+    A value maps functions to lists: the run's own collective's list applies, else the unprefixed one."""
+    rows = """\
+#  Rank  0 Group  0 Pid  1 on n1 device  0 [0x0f] NVIDIA H100 80GB HBM3
+#  Rank  8 Group  0 Pid  9 on n2 device  0 [0x0f] NVIDIA H100 80GB HBM3
+#  Rank 15 Group  0 Pid 16 on n2 device  7 [0x0f] NVIDIA H100 80GB HBM3
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+  1073741824     268435456     float     sum      -1   4484.9  239.41  448.90      0   4470.2  240.20  450.37      0
+"""
+    cases = {
+        "NCCL_ALGO=allreduce:Tree": "nccl:algo=tree",
+        "NCCL_ALGO='ring;allreduce:tree,ring' NCCL_PROTO=allgather:LL": "nccl:algo=tree|ring",
+        "NCCL_ALGO=allgather:ring;allreduce:^NVLS,NVLSTree": "nccl:algo=^nvls|nvls-tree",
+        "NCCL_ALGO=allgather:Ring": "nccl",
+    }
+    for setting, spec in cases.items():
+        text = f"mpirun -np 16 -x {setting} ./build/all_reduce_perf -b 1G -e 1G -g 1\n" + rows
+        samples, _ = read_samples(str(_log(tmp_path, "algo.txt", text)))
+        assert samples[0].algorithm == spec, setting

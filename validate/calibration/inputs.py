@@ -404,7 +404,11 @@ _UNMODELLED = (
     "IB_ADAPTIVE_ROUTING CTA_POLICY"
 ).split()
 _UNMODELLED_ENV = re.compile(rf"\bNCCL_({'|'.join(_UNMODELLED)})\s*[=:]\s*[\"']?([A-Za-z0-9_.]+)")
-_NCCL_ENV = re.compile(r"\bNCCL_(ALGO|PROTO|NVLS_ENABLE)\s*[=:]\s*[\"']?([\^A-Za-z0-9_,|]+)")
+#: (NCCL 2.24+ maps functions to lists: ``allreduce:tree``, ``ring;allgather:ring``; only the first can lack a prefix)
+_NCCL_ENV = re.compile(
+    r"\bNCCL_(ALGO|PROTO|NVLS_ENABLE)\s*[=:]\s*[\"']?"
+    r"((?:[A-Za-z]+:[\^A-Za-z0-9_,|]+|[\^A-Za-z0-9_,|]+)(?:;[A-Za-z]+:[\^A-Za-z0-9_,|]+)*)"
+)
 #: the NCCL release a log states: NCCL's own line (``NCCL version 2.26.2+cuda12.8``, printed by rank 0 and
 #: in NCCL_DEBUG=INFO output), nccl-tests' header (``nccl-library=22602``), a ``#%`` line (``NCCL 2.26.5``)
 _NCCL_VERSION_LINE = re.compile(r"\bNCCL version\s+v?(\d+\.\d+\.\d+)")
@@ -819,7 +823,7 @@ def parse_nccl_text(
             f"{path}: cannot tell the number of ranks (no '#  Rank' lines, no mpirun -n); give FILE:ranks=N{hint}"
         )
     version = _modelled_version(min(versions)[1]) if versions else None
-    algo, proto = _restrictions(algorithm, env, path)
+    algo, proto = _restrictions(algorithm, env, path, coll)
     spec = nccl_schedule_spec(coll, algo, proto, version)
     run_id = f"nccl-tests-{digest.hexdigest()[:16]}"
     picked = {size: nccl_schedule_spec(coll, *pick, version) for size, pick in _picks_ran(ran).items()}
@@ -858,17 +862,40 @@ def _one_collective(programs: set[str], redops: Counter[str | None], path: str) 
         )
 
 
-def _restrictions(algorithm: str | None, env: dict[str, str], path: str) -> tuple[str | None, str | None]:
-    """The ``nccl`` algorithm's ``algo`` and ``proto`` options for a run: ``algorithm`` (the user's hint) or
-    the NCCL_ALGO it set, NVLS and NVLSTree out where it set NCCL_NVLS_ENABLE=0, its NCCL_PROTO."""
+def for_collective(value: str, collective: str) -> str | None:
+    """The list of an NCCL_ALGO / NCCL_PROTO value that applies to ``collective``: from NCCL 2.24 a value maps
+    functions to lists (``ring;allreduce:tree,ring;broadcast:ring``: the first list, the only one that may lack
+    a prefix, for every function; a function's own list in its place); None where no list applies.
+
+    >>> for_collective("Ring", "allreduce"), for_collective("allreduce:Tree", "allreduce")
+    ('Ring', 'Tree')
+    >>> for_collective("allreduce:Tree", "allgather"), for_collective("ring;allreduce:^nvls", "allgather")
+    (None, 'ring')
+    """
+    default = own = None
+    for part in value.split(";"):
+        prefix, colon, elems = part.partition(":")
+        if not colon and default is None:
+            default = part.strip() or None
+        elif colon and prefix.strip().lower().replace("_", "") == collective:
+            own = elems.strip()
+    return own if own is not None else default
+
+
+def _restrictions(
+    algorithm: str | None, env: dict[str, str], path: str, collective: str = "allreduce"
+) -> tuple[str | None, str | None]:
+    """The ``nccl`` algorithm's ``algo`` and ``proto`` options for a run of ``collective``: ``algorithm`` (the
+    user's hint) or the NCCL_ALGO it set (the list for ``collective``), NVLS and NVLSTree out where it set
+    NCCL_NVLS_ENABLE=0, its NCCL_PROTO."""
     algo = nccl_algo_option(algorithm, f"{path}: algorithm") if algorithm else None
-    if algo is None and "ALGO" in env:
-        algo = nccl_algo_option(env["ALGO"], f"{path}: NCCL_ALGO")
+    if algo is None and "ALGO" in env and (listed := for_collective(env["ALGO"], collective)):
+        algo = nccl_algo_option(listed, f"{path}: NCCL_ALGO")
     if env.get("NVLS_ENABLE") == "0" and (algo is None or algo.startswith("^")):  # no NVLS nor NVLSTree
         algo = "^" + "|".join(dict.fromkeys([*filter(None, (algo or "").lstrip("^").split("|")), "nvls", "nvls-tree"]))
     proto = None
-    if "PROTO" in env:
-        proto = "|".join(x.strip().lower() for x in re.split(r"[,|]", env["PROTO"]) if x.strip())
+    if "PROTO" in env and (listed := for_collective(env["PROTO"], collective)):
+        proto = "|".join(x.strip().lower() for x in re.split(r"[,|]", listed) if x.strip())
     return algo, proto
 
 
@@ -1063,7 +1090,7 @@ def parse_nccl_json(
     code = data.get("nccl_version")
     known = isinstance(code, int) and not isinstance(code, bool) and code > 0
     version = _modelled_version(nccl_release(code)) if known else None
-    spec = nccl_schedule_spec(coll, *_restrictions(algorithm, env, path), version)
+    spec = nccl_schedule_spec(coll, *_restrictions(algorithm, env, path, coll), version)
     samples = []
     for i, row in enumerate(data["results"]):
         where = f"{path}: results[{i}]"
