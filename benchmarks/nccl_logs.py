@@ -77,9 +77,12 @@ _UNNAMED_DEVICE = re.compile(r"^(?:NVIDIA\s+)?(?:Graphics\s+)?Device\b|^\s*$", r
 #: the collectives whose NCCL schedules collsim builds (sim/nccl): the others run a textbook schedule
 _NCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter")
 _PCIE_CARD = re.compile(r"PCIe|PCIE|\bNVL\b")
+#: multi-node NVLink (a GB200 / GB300 NVL72 rack's NVLink domain across trays): the setting, or NCCL's comm line
+_MNNVL = re.compile(r"\bNCCL_MNNVL_ENABLE=1\b|\bMNNVL 1\b")
 #: InfiniBand generations by name, Gb/s per port
 _IB = {"xdr": 800, "ndr": 400, "ndr200": 200, "hdr": 200, "hdr100": 100, "edr": 100}
-_UNIT = r"\s*G(?:b/s|bps|bit/s|bits?|bE\b|b\b|\b)"  # 400 Gb/s, 400Gbps, 400G, 400GbE
+#: 400 Gb/s, 400Gbps, 400G, 400GbE; never GB/s or GBps (gigabytes: a busbw the header quotes), whatever the case flag
+_UNIT = r"\s*G(?:(?-i:b)/s|(?-i:b)ps|bit/s|bits?|(?-i:b)E\b|(?-i:b)\b|\b)"
 _TIMES = r"\s*[x×*]\s*"  # 8x, 8 ×, 8*
 _WORDS = r"((?:[A-Za-z][\w-]*\s+){0,3}?)"  # up to three words between a count and a speed
 #: ``8x 400 Gb/s``, ``8x CX-7 IB 400Gbps``, ``16 x 100 Gbps``, ``8*400G``, ``8x 200GbE``
@@ -101,7 +104,8 @@ _PER_GPU = re.compile(r"\s*(?:(?:NICs?|HCAs?|EFA|adapters?|ports?|links?)\s+)?(?
 #: in Tb/s (``3.2 Tbps``), EFA's (per instance), one said to be the total, or more than a port carries
 #: (``1,600 Gbps``, ``3200 Gbps``: no port is faster than XDR's 800)
 _BARE = re.compile(
-    r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(T|G)(?:b/s|bps|bit/s|bE\b)(?:\s+[\w-]+){0,2}", re.I
+    r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(T|G)(?:(?-i:b)/s|(?-i:b)ps|bit/s|(?-i:b)E\b)(?:\s+[\w-]+){0,2}",
+    re.I,
 )
 _BARE_IB = re.compile(r"\b(XDR|NDR200|NDR|HDR100|HDR|EDR)\b")
 #: the GPU networks of instance shapes and systems by name, as their makers state them, for a header that
@@ -219,6 +223,16 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
         why = f": {_NOT_BUILT[gpu]}" if gpu in _NOT_BUILT else ""
         raise LogError(
             f"{path.name}: {m.group(1) if m else gpu} GPUs are not modelled (hgx builds {', '.join(_HGX_GPUS)}){why}"
+        )
+    if len(models := dict.fromkeys(d.strip() for d in devices)) > 1:
+        raise LogError(
+            f"{path.name}: the device lines name {len(models)} GPU models ({', '.join(map(repr, models))}); "
+            "hgx builds hosts of one model"
+        )
+    if mnnvl := _MNNVL.search(text):
+        raise LogError(
+            f"{path.name}: a multi-node NVLink run ({mnnvl.group(0)!r}): a GB200 / GB300 NVL72 rack's NVLink "
+            "domain across trays, which hgx does not build"
         )
     if _PCIE_CARD.search(" ".join(devices[:1])):
         raise LogError(

@@ -122,6 +122,8 @@ class Sample:
     #: nccl-tests' in-place time of the same size, where the log prints one (0: none); a second measurement
     #: of the same collective, which the NCCL fit takes where it is the faster (:attr:`best_s`)
     in_place_s: float = 0.0
+    #: the hosts an nccl-tests log's rank lines name (0: not known); a topology must spread ``ranks`` as widely
+    hosts: int = 0
 
     @property
     def best_s(self) -> float:
@@ -402,7 +404,11 @@ _UNMODELLED = (
     "IB_ADAPTIVE_ROUTING CTA_POLICY"
 ).split()
 _UNMODELLED_ENV = re.compile(rf"\bNCCL_({'|'.join(_UNMODELLED)})\s*[=:]\s*[\"']?([A-Za-z0-9_.]+)")
-_NCCL_ENV = re.compile(r"\bNCCL_(ALGO|PROTO|NVLS_ENABLE)\s*[=:]\s*[\"']?([\^A-Za-z0-9_,|]+)")
+#: (NCCL 2.24+ maps functions to lists: ``allreduce:tree``, ``ring;allgather:ring``; only the first can lack a prefix)
+_NCCL_ENV = re.compile(
+    r"\bNCCL_(ALGO|PROTO|NVLS_ENABLE)\s*[=:]\s*[\"']?"
+    r"((?:[A-Za-z]+:[\^A-Za-z0-9_,|]+|[\^A-Za-z0-9_,|]+)(?:;[A-Za-z]+:[\^A-Za-z0-9_,|]+)*)"
+)
 #: the NCCL release a log states: NCCL's own line (``NCCL version 2.26.2+cuda12.8``, printed by rank 0 and
 #: in NCCL_DEBUG=INFO output), nccl-tests' header (``nccl-library=22602``), a ``#%`` line (``NCCL 2.26.5``)
 _NCCL_VERSION_LINE = re.compile(r"\bNCCL version\s+v?(\d+\.\d+\.\d+)")
@@ -604,6 +610,10 @@ def _float(text: str) -> float:
 _IN_PLACE_OFFSETS = (4, 8)
 
 
+#: a column-header line with a column of the poster's before nccl-tests' first (``p4dn  size  count  type ...``)
+_LEADING_COLUMN = re.compile(r"^([^#\s]\S*)\s+size\s+count\s+type\b")
+
+
 def _header_time_column(stripped: str) -> tuple[int, int] | None:
     """The time column a column-header line names (``#  size  count  type  redop  root  time ...``; ``cputime``
     with ``-C``) and the in-place time's offset from it (4; 8 where ``-I`` adds per-iteration columns)."""
@@ -706,6 +716,7 @@ def parse_nccl_text(
     rows: list[tuple[str, int, float, float]] = []  # (where, size, out-of-place s, in-place s or 0)
     redops: Counter[str | None] = Counter()  # the rows' redop column: all-reduce's is an operation, not "none"
     printed: list[tuple[int, float, float]] = []  # (size, algbw, busbw)
+    leading: str | None = None  # a column the poster put before size (a summary table of several runs)
     versions: list[tuple[int, str]] = []  # (rank, NCCL release) as the log states it
     ran: dict[tuple[str | None, int], Counter[tuple[str, str]]] = {}  # NCCL's TUNING lines: what each call ran
     digest = hashlib.sha256()
@@ -751,6 +762,8 @@ def parse_nccl_text(
             continue
         row = _result_row(line, time_at, headed, in_place_at)
         if row is None:
+            if leading is None and (m := _LEADING_COLUMN.match(stripped)):
+                leading = m.group(1)
             scan(stripped)  # the command line, environment, NCCL INFO lines ...
             continue
         where = f"{path}:{n}"
@@ -766,6 +779,16 @@ def parse_nccl_text(
             printed.append((size, algbw, busbw))
         if len(rows) > MAX_SAMPLES:
             raise CalibrationError(f"{path}: more than {MAX_SAMPLES} rows; calibrate from fewer")
+    if not rows and leading:
+        raise CalibrationError(
+            f"{path}: a table with a column {leading!r} before size (a post's own summary, one row per run?); "
+            "nccl-tests prints size first: give each run's own log"
+        )
+    if not rows and (gpus or listed):  # its header or device lines printed, then no table: it stopped first
+        raise CalibrationError(
+            f"{path}: an nccl-tests log without result rows (the test printed its header"
+            f"{' and device lines' if listed else ''} but no size: it failed or timed out before the first)"
+        )
     if not rows:
         raise CalibrationError(
             f"{path}: not an nccl-tests log (no result rows: lines of size, count, type, redop, root, time ...)"
@@ -800,13 +823,14 @@ def parse_nccl_text(
             f"{path}: cannot tell the number of ranks (no '#  Rank' lines, no mpirun -n); give FILE:ranks=N{hint}"
         )
     version = _modelled_version(min(versions)[1]) if versions else None
-    algo, proto = _restrictions(algorithm, env, path)
+    algo, proto = _restrictions(algorithm, env, path, coll)
     spec = nccl_schedule_spec(coll, algo, proto, version)
     run_id = f"nccl-tests-{digest.hexdigest()[:16]}"
     picked = {size: nccl_schedule_spec(coll, *pick, version) for size, pick in _picks_ran(ran).items()}
     picked = picked if coll == "allreduce" else {}  # (the other collectives run one schedule: no picks)
+    hosts = len({host for _, host in listed if host})
     samples = [
-        _nccl_sample(coll, size, t, p, where, picked.get(size, spec), run_id, in_place)
+        _nccl_sample(coll, size, t, p, where, picked.get(size, spec), run_id, in_place, hosts)
         for where, size, t, in_place in rows
     ]
     detail = f"{os.path.basename(program or named or coll)}, {p} ranks, {spec}"
@@ -838,17 +862,40 @@ def _one_collective(programs: set[str], redops: Counter[str | None], path: str) 
         )
 
 
-def _restrictions(algorithm: str | None, env: dict[str, str], path: str) -> tuple[str | None, str | None]:
-    """The ``nccl`` algorithm's ``algo`` and ``proto`` options for a run: ``algorithm`` (the user's hint) or
-    the NCCL_ALGO it set, NVLS and NVLSTree out where it set NCCL_NVLS_ENABLE=0, its NCCL_PROTO."""
+def for_collective(value: str, collective: str) -> str | None:
+    """The list of an NCCL_ALGO / NCCL_PROTO value that applies to ``collective``: from NCCL 2.24 a value maps
+    functions to lists (``ring;allreduce:tree,ring;broadcast:ring``: the first list, the only one that may lack
+    a prefix, for every function; a function's own list in its place); None where no list applies.
+
+    >>> for_collective("Ring", "allreduce"), for_collective("allreduce:Tree", "allreduce")
+    ('Ring', 'Tree')
+    >>> for_collective("allreduce:Tree", "allgather"), for_collective("ring;allreduce:^nvls", "allgather")
+    (None, 'ring')
+    """
+    default = own = None
+    for part in value.split(";"):
+        prefix, colon, elems = part.partition(":")
+        if not colon and default is None:
+            default = part.strip() or None
+        elif colon and prefix.strip().lower().replace("_", "") == collective:
+            own = elems.strip()
+    return own if own is not None else default
+
+
+def _restrictions(
+    algorithm: str | None, env: dict[str, str], path: str, collective: str = "allreduce"
+) -> tuple[str | None, str | None]:
+    """The ``nccl`` algorithm's ``algo`` and ``proto`` options for a run of ``collective``: ``algorithm`` (the
+    user's hint) or the NCCL_ALGO it set (the list for ``collective``), NVLS and NVLSTree out where it set
+    NCCL_NVLS_ENABLE=0, its NCCL_PROTO."""
     algo = nccl_algo_option(algorithm, f"{path}: algorithm") if algorithm else None
-    if algo is None and "ALGO" in env:
-        algo = nccl_algo_option(env["ALGO"], f"{path}: NCCL_ALGO")
+    if algo is None and "ALGO" in env and (listed := for_collective(env["ALGO"], collective)):
+        algo = nccl_algo_option(listed, f"{path}: NCCL_ALGO")
     if env.get("NVLS_ENABLE") == "0" and (algo is None or algo.startswith("^")):  # no NVLS nor NVLSTree
         algo = "^" + "|".join(dict.fromkeys([*filter(None, (algo or "").lstrip("^").split("|")), "nvls", "nvls-tree"]))
     proto = None
-    if "PROTO" in env:
-        proto = "|".join(x.strip().lower() for x in re.split(r"[,|]", env["PROTO"]) if x.strip())
+    if "PROTO" in env and (listed := for_collective(env["PROTO"], collective)):
+        proto = "|".join(x.strip().lower() for x in re.split(r"[,|]", listed) if x.strip())
     return algo, proto
 
 
@@ -993,6 +1040,7 @@ def _nccl_sample(
     spec: str | None = None,
     run_id: str = "",
     in_place_s: float = 0.0,
+    hosts: int = 0,
 ) -> Sample:
     if size <= 0:
         raise CalibrationError(f"{where}: size must be > 0 bytes")
@@ -1006,6 +1054,7 @@ def _nccl_sample(
         run_id=run_id,
         origin=where,
         in_place_s=in_place_s if math.isfinite(in_place_s) and in_place_s > 0 else 0.0,
+        hosts=hosts,
     )
 
 
@@ -1041,7 +1090,7 @@ def parse_nccl_json(
     code = data.get("nccl_version")
     known = isinstance(code, int) and not isinstance(code, bool) and code > 0
     version = _modelled_version(nccl_release(code)) if known else None
-    spec = nccl_schedule_spec(coll, *_restrictions(algorithm, env, path), version)
+    spec = nccl_schedule_spec(coll, *_restrictions(algorithm, env, path, coll), version)
     samples = []
     for i, row in enumerate(data["results"]):
         where = f"{path}: results[{i}]"

@@ -190,6 +190,25 @@ def _start(
     return best, active
 
 
+def _check_hosts(samples: Sequence[Sample], cluster: Cluster) -> None:
+    """Refuse a log whose rank lines name more hosts than the topology puts its ranks on (a 2-node run of
+    one GPU a node on an 8-GPU host): what crossed the network would be fitted to NVLink."""
+    runs = {(s.ranks, s.hosts): s.origin for s in samples if s.hosts > 1}
+    for (ranks, hosts), origin in runs.items():
+        placed = len({cluster.host_of(r) for r in range(ranks)})
+        if placed < hosts:
+            per = (
+                f" of {ranks // hosts} GPU(s) (hgx:hosts={hosts},gpus_per_host={ranks // hosts})"
+                if ranks % hosts == 0
+                else ""
+            )
+            raise CalibrationError(
+                f"{origin}: the log ran its {ranks} ranks on {hosts} hosts, but the topology puts them on "
+                f"{placed} host(s): what crossed the network would be fitted to the links inside a host; give a "
+                f"topology of {hosts} hosts{per}"
+            )
+
+
 def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = FIT_MIN_BYTES) -> NcclFit:
     """Fit efficiencies (<= 1) per link group and base latencies per protocol to ``samples`` (all run
     by NCCL's schedules) on ``cluster`` (see the module docstring)."""
@@ -198,6 +217,7 @@ def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = 
             raise CalibrationError(f"{s.origin}: {s.ranks} ranks, but the topology has {cluster.size} GPUs")
         if s.ranks < 2:
             raise CalibrationError(f"{s.origin}: one rank moves no data; nothing to calibrate")
+    _check_hosts(samples, cluster)
     chosen = _spread([s for s in samples if s.size >= min_bytes] or list(samples))
     p = max(s.ranks for s in chosen)
     present = set(classes_of(cluster, p))
