@@ -224,9 +224,13 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
         raise LogError(
             f"{path.name}: {m.group(1) if m else gpu} GPUs are not modelled (hgx builds {', '.join(_HGX_GPUS)}){why}"
         )
-    if len(models := dict.fromkeys(d.strip() for d in devices)) > 1:
+    models: dict[str, str] = {}  # GPU model -> the first device line naming it (names of one model vary by driver)
+    for device in devices:
+        if named := _GPU.search(device):
+            models.setdefault(named.group(1).lower(), device.strip())
+    if len(models) > 1:
         raise LogError(
-            f"{path.name}: the device lines name {len(models)} GPU models ({', '.join(map(repr, models))}); "
+            f"{path.name}: the device lines name {len(models)} GPU models ({', '.join(map(repr, models.values()))}); "
             "hgx builds hosts of one model"
         )
     if mnnvl := _MNNVL.search(text):

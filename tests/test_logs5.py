@@ -96,6 +96,9 @@ def test_hosts_of_two_gpu_models_are_refused(tmp_path):
         nccl_logs.parse_log(_log(tmp_path, "mixed-2node.txt", text))
     one = text.replace("NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3")
     assert nccl_logs.parse_log(_log(tmp_path, "h100-2node.txt", one)).gpu == "h100"
+    # one model named two ways (another driver's name on the second host, a device line cut short): one model
+    other = text.replace("NVIDIA A100-SXM4-80GB", "H100 80GB")
+    assert nccl_logs.parse_log(_log(tmp_path, "h100-names-2node.txt", other)).gpu == "h100"
 
 
 def test_a_summary_table_with_a_column_before_size_is_refused_by_name(tmp_path):
