@@ -43,7 +43,7 @@ from sim.simulate import simulate  # noqa: E402
 from sim.topology import hgx  # noqa: E402
 from sim.units import parse_size  # noqa: E402
 from validate.calibration.fit import fit_calibration  # noqa: E402
-from validate.calibration.inputs import RANK_LINE, read_samples, stated_efa, strip_label  # noqa: E402
+from validate.calibration.inputs import RANK_LINE, rank_host, read_samples, stated_efa, strip_label  # noqa: E402
 
 #: GPU models as device lines and headers name them; the ones ``hgx`` builds, and the ones it cannot
 _GPU = re.compile(
@@ -182,9 +182,9 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     seen: Counter[str] = Counter()  # host -> GPUs its rank lines show: as many as lines, or its highest index + 1
     for line in lines:
         if m := RANK_LINE.match(line.strip()):
-            found.setdefault((int(m.group(1)), m.group(2) or ""), m.group(3))
+            found.setdefault((int(m.group(1)), host := rank_host(m)), m.group(3))
             if d := _DEVICE.search(line):  # a post that lists ranks 0, 7, 8, 15 shows device 7 on each host
-                seen[m.group(2) or ""] = max(seen[m.group(2) or ""], int(d.group(1)) + 1)
+                seen[host] = max(seen[host], int(d.group(1)) + 1)
     try:
         samples, source = read_samples(f"{path}:ranks={ranks}" if ranks else str(path))
     except CalibrationError as exc:
@@ -199,7 +199,11 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     per_host = Counter({host: max(k, seen[host]) for host, k in per_host.items()})
     note = ""
     if found and "" not in per_host and max(per_host.values()) <= 8:
-        nodes = -(-n // max(per_host.values()))
+        per = max(per_host.values())
+        if len(found) < n and per < 8:  # rank lines cut short ("..."): the host listed may have more GPUs
+            per = 8 if n % 8 == 0 else min(d for d in range(per, n + 1) if n % d == 0)
+            note = f"{len(found)} of {n} rank lines: taken as {per} GPUs per host"
+        nodes = -(-n // per)
     else:  # the file name's -<N>node, else 8 GPUs per node (an HGX board's; containers may all be "localhost")
         m = re.search(r"-(\d+)node", path.name)
         nodes = int(m.group(1)) if m and n % int(m.group(1)) == 0 else 1

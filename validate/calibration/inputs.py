@@ -368,11 +368,27 @@ def tuning_pick(line: str) -> tuple[str | None, int, str | None, str | None] | N
 _TIME_COLUMNS = (5, 4, 3)
 _NGPUS = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
 #: a device line, ``#  Rank  3 Group  0 Pid 123 on node1 device  3 [0000:1b:00] NVIDIA H100 80GB HBM3``: (rank,
-#: host, device name); older nccl-tests print no ``Group``, a container may print no host name, and a page
-#: rendered as markdown may have lost the ``#``
+#: host, device name, and a host a post wrote after the device: ``(node 1)``); older nccl-tests print no
+#: ``Group``, a container may print no host name, a page rendered as markdown may have lost the ``#``, and
+#: posts abridge them (``Pid 221599 device  0 ...`` without ``on``, no ``Pid``, ``Pid ...``): :func:`rank_host`
 RANK_LINE = re.compile(
-    r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?:(\S+)\s+)?device\s+\d+\s+\[[^\]]*\]\s*(.*?)\s*$"
+    r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\S+\s+)?(?:on\s+(?:(\S+)\s+)?)?device\s+\d+\s+"
+    r"\[[^\]]*\]\s*(.*?)\s*(?:\((node\s*\d+)\))?$"
 )
+
+
+def rank_host(m: re.Match[str]) -> str:
+    """The host a :data:`RANK_LINE` match names ("" where it names none).
+
+    >>> rank_host(RANK_LINE.match("#  Rank  8 Group  0 device  0 [0000:8f:00] NVIDIA B200 (node 1)"))
+    'node 1'
+    >>> m = RANK_LINE.match("#  Rank  1 Group  0 Pid 221599 device  1 [0000:90:00] NVIDIA B200")
+    >>> rank_host(m), m.group(3)
+    ('', 'NVIDIA B200')
+    """
+    return m.group(2) or m.group(4) or ""
+
+
 _STARTING = re.compile(r"Collective test starting:\s*(\S+)")
 #: a launcher's label in front of every line: ``srun --label`` (`` 0: ``), Open MPI's ``--tag-output``
 #: (``[1,0]<stdout>:``), MPICH / Intel MPI's ``-prepend-rank`` (``[0] ``)
@@ -612,6 +628,12 @@ _IN_PLACE_OFFSETS = (4, 8)
 
 #: a column-header line with a column of the poster's before nccl-tests' first (``p4dn  size  count  type ...``)
 _LEADING_COLUMN = re.compile(r"^([^#\s]\S*)\s+size\s+count\s+type\b")
+#: a row whose size is written with a unit (``#   8M   20  float  sum ...``): a post's illustration or summary;
+#: nccl-tests prints bytes
+_UNIT_ROW = re.compile(r"^#?\s*(\d+(?:\.\d+)?[KMGT](?:i?B)?)\s+\d+\s+[A-Za-z]\w*\s+\w+")
+#: nccl-tests' report of a failed call, which cuts the row it happened in
+#: (``2097152  32768  float  none  -1 node0: Test CUDA failure common.cu:389 'an illegal memory access ...'``)
+_TEST_FAILURE = re.compile(r"\bTest (?:CUDA |NCCL )?failure\b.*")
 
 
 def _header_time_column(stripped: str) -> tuple[int, int] | None:
@@ -629,7 +651,8 @@ def _header_time_column(stripped: str) -> tuple[int, int] | None:
 def _result_row(
     line: str, time_at: int, headed: bool, in_place_at: int = 4
 ) -> tuple[int, str, str, str, str, str | None, str | None] | None:
-    """A result row's size, its out-of-place time, algbw, busbw and #wrong (or error) texts, its
+    """A result row's size, its out-of-place time, algbw, busbw and #wrong (or error; "" where a post cut the
+    columns after busbw) texts, its
     in-place time text (None where the row has none whose algbw agrees with it) and its redop (None in
     the oldest layout, which prints none), or None.
 
@@ -643,8 +666,11 @@ def _result_row(
     fields = line.split()
     size = int(fields[0])
 
+    def column(k: int) -> str:  # a post may cut the columns after busbw (no #wrong, no in-place side)
+        return fields[k] if k < len(fields) else ""
+
     def agrees(k: int, strict: bool) -> bool:
-        if len(fields) < k + 4:
+        if len(fields) < k + 3:
             return False
         t, algbw = _float(fields[k]), _float(fields[k + 1])
         if not (t > 0 and algbw >= 0 and math.isfinite(_float(fields[k + 2]))):
@@ -662,8 +688,8 @@ def _result_row(
         return None
     offsets = [in_place_at] + [d for d in _IN_PLACE_OFFSETS if d != in_place_at and not headed]
     d = next((d for d in offsets if agrees(k + d, strict=False)), None)
-    in_place = fields[k + d] if d is not None and not _wrong_results(fields[k + d + 3]) else None
-    return size, fields[k], fields[k + 1], fields[k + 2], fields[k + 3], in_place, fields[3] if k >= 4 else None
+    in_place = fields[k + d] if d is not None and not _wrong_results(column(k + d + 3)) else None
+    return size, fields[k], fields[k + 1], fields[k + 2], column(k + 3), in_place, fields[3] if k >= 4 else None
 
 
 def _wrong_results(wrong: str) -> bool:
@@ -717,6 +743,8 @@ def parse_nccl_text(
     redops: Counter[str | None] = Counter()  # the rows' redop column: all-reduce's is an operation, not "none"
     printed: list[tuple[int, float, float]] = []  # (size, algbw, busbw)
     leading: str | None = None  # a column the poster put before size (a summary table of several runs)
+    unit: str | None = None  # a size written with a unit (8M) in a row-like line: not nccl-tests' own rows
+    failed: tuple[int, str] | None = None  # (size, report) of the row a failed call cut
     versions: list[tuple[int, str]] = []  # (rank, NCCL release) as the log states it
     ran: dict[tuple[str | None, int], Counter[tuple[str, str]]] = {}  # NCCL's TUNING lines: what each call ran
     digest = hashlib.sha256()
@@ -742,7 +770,7 @@ def parse_nccl_text(
         if stated := stated_nccl_version(stripped):
             versions.append(stated)
         if m := RANK_LINE.match(stripped):
-            listed.add((int(m.group(1)), m.group(2) or ""))
+            listed.add((int(m.group(1)), rank_host(m)))
             continue
         if (tuned := tuning_pick(stripped)) is not None:
             func, nbytes, algo_ran, proto_ran = tuned
@@ -759,16 +787,23 @@ def parse_nccl_text(
                 gpus = int(m.group(1)) * int(m.group(2))
             if stripped.startswith("#%") or not stripped.startswith("#  "):
                 scan(stripped)
+            if unit is None and (m := _UNIT_ROW.match(stripped)):
+                unit = m.group(1)
             continue
         row = _result_row(line, time_at, headed, in_place_at)
         if row is None:
             if leading is None and (m := _LEADING_COLUMN.match(stripped)):
                 leading = m.group(1)
+            if unit is None and (m := _UNIT_ROW.match(stripped)):
+                unit = m.group(1)
             scan(stripped)  # the command line, environment, NCCL INFO lines ...
             continue
         where = f"{path}:{n}"
         size, time_text, algbw_text, busbw_text, wrong, in_place, redop = row
         if size == 0:  # nccl-tests' row of 0 bytes (minBytes below one element): nothing moves
+            continue
+        if m := _TEST_FAILURE.search(line):  # the call failed: the test stops in a row it did not finish
+            failed = failed or (size, m.group(0).strip())
             continue
         redops[redop] += 1
         if _wrong_results(wrong):
@@ -783,6 +818,15 @@ def parse_nccl_text(
         raise CalibrationError(
             f"{path}: a table with a column {leading!r} before size (a post's own summary, one row per run?); "
             "nccl-tests prints size first: give each run's own log"
+        )
+    if not rows and failed:
+        raise CalibrationError(
+            f"{path}: the test failed in its first row ({failed[0]} B: {failed[1]!r}); no size was measured"
+        )
+    if not rows and unit:
+        raise CalibrationError(
+            f"{path}: rows that give their size as {unit!r} (an illustration or a post's summary of the output: "
+            "nccl-tests prints sizes in bytes); give the log as nccl-tests printed it"
         )
     if not rows and (gpus or listed):  # its header or device lines printed, then no table: it stopped first
         raise CalibrationError(
