@@ -201,8 +201,11 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     if found and "" not in per_host and max(per_host.values()) <= 8:
         per = max(per_host.values())
         if len(found) < n and per < 8:  # rank lines cut short ("..."): the host listed may have more GPUs
-            per = 8 if n % 8 == 0 else min(d for d in range(per, n + 1) if n % d == 0)
-            note = f"{len(found)} of {n} rank lines: taken as {per} GPUs per host"
+            # (an HGX board's 8 where the ranks allow, never fewer hosts than the lines name)
+            fits = [d for d in range(8, per - 1, -1) if n % d == 0 and n // d >= len(per_host)]
+            if fits and fits[0] != per:
+                per = fits[0]
+                note = f"{len(found)} of {n} rank lines: taken as {per} GPUs per host"
         nodes = -(-n // per)
     else:  # the file name's -<N>node, else 8 GPUs per node (an HGX board's; containers may all be "localhost")
         m = re.search(r"-(\d+)node", path.name)

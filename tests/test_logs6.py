@@ -137,6 +137,19 @@ def test_rank_lines_cut_short_do_not_make_hosts_of_the_gpus_they_show(tmp_path):
     log = nccl_logs.parse_log(_log(tmp_path, "coreweave.txt", text))
     assert (log.ranks, log.hosts, log.gpus_per_host) == (32, 4, 8)
     assert log.note == "5 of 32 rank lines: taken as 8 GPUs per host"
+    # cut short on hosts of 4 GPUs (ranks 0, 3, 4, 7 of 16 on two hosts named): never fewer hosts than named
+    four = "".join(
+        f"#  Rank {r} Group  0 Pid 1 on node{r // 4} device  {r % 4} [0x07] NVIDIA A100-SXM4-80GB\n"
+        for r in (0, 3, 4, 7)
+    )
+    rows16 = "  4194304  1048576  float  sum  -1  400.1  10.48  19.65  0  400.0  10.49  19.67  0\n"
+    log = nccl_logs.parse_log(_log(tmp_path, "a100-16.txt", "# nThread 1 nGpus 1\n" + four + "...\n" + rows16))
+    assert (log.ranks, log.hosts, log.gpus_per_host) == (16, 2, 8)
+    three = "".join(  # ranks 0, 4, 8 on three hosts named, device 0 each: 4 hosts of 4, not 2 of 8
+        f"#  Rank {r} Group  0 Pid 1 on node{r // 4} device  0 [0x07] NVIDIA A100-SXM4-80GB\n" for r in (0, 4, 8)
+    )
+    log = nccl_logs.parse_log(_log(tmp_path, "a100-16t.txt", "# nThread 1 nGpus 1\n" + three + "...\n" + rows16))
+    assert (log.ranks, log.hosts, log.gpus_per_host) == (16, 4, 4)
     # every rank listed: the hosts are what the lines show (NVIDIA/nccl-tests#311: 4 hosts of 2 GPUs)
     full = "".join(
         f"#  Rank {r} Group  0 Pid 1 on gpu{r // 2} device  {r % 2} [0x07] NVIDIA A100-SXM4-80GB\n" for r in range(8)
