@@ -636,7 +636,11 @@ _UNIT_ROW = re.compile(r"^#?\s*(\d+(?:\.\d+)?[KMGT](?:i?B)?)\s+\d+\s+[A-Za-z]\w*
 _TEST_FAILURE = re.compile(r"\bTest (?:CUDA |NCCL )?failure\b.*")
 
 
-def _header_time_column(stripped: str) -> tuple[int, int] | None:
+#: nccl-tests' closing summary line ("# Avg bus bandwidth    : 11.2291")
+_AVG_BUSBW = re.compile(r"#\s*Avg bus bandwidth\s*:\s*[\d.]+")
+
+
+def header_time_column(stripped: str) -> tuple[int, int] | None:
     """The time column a column-header line names (``#  size  count  type  redop  root  time ...``; ``cputime``
     with ``-C``) and the in-place time's offset from it (4; 8 where ``-I`` adds per-iteration columns)."""
     names = stripped.lstrip("#").split()
@@ -745,6 +749,7 @@ def parse_nccl_text(
     leading: str | None = None  # a column the poster put before size (a summary table of several runs)
     unit: str | None = None  # a size written with a unit (8M) in a row-like line: not nccl-tests' own rows
     failed: tuple[int, str] | None = None  # (size, report) of the row a failed call cut
+    summary: str | None = None  # the "# Avg bus bandwidth : X" line nccl-tests prints after its last row
     versions: list[tuple[int, str]] = []  # (rank, NCCL release) as the log states it
     ran: dict[tuple[str | None, int], Counter[tuple[str, str]]] = {}  # NCCL's TUNING lines: what each call ran
     digest = hashlib.sha256()
@@ -778,7 +783,7 @@ def parse_nccl_text(
                 ran.setdefault((func, nbytes), Counter())[(algo_ran, proto_ran)] += 1
             continue
         if stripped.startswith("#"):
-            if (columns := _header_time_column(stripped)) is not None:
+            if (columns := header_time_column(stripped)) is not None:
                 (time_at, in_place_at), headed = columns, True
             if m := _STARTING.search(stripped):
                 program = m.group(1)
@@ -789,6 +794,8 @@ def parse_nccl_text(
                 scan(stripped)
             if unit is None and (m := _UNIT_ROW.match(stripped)):
                 unit = m.group(1)
+            if m := _AVG_BUSBW.match(stripped):
+                summary = summary or " ".join(m.group(0).lstrip("#").split())
             continue
         row = _result_row(line, time_at, headed, in_place_at)
         if row is None:
@@ -828,6 +835,11 @@ def parse_nccl_text(
             f"{path}: rows that give their size as {unit!r} (an illustration or a post's summary of the output: "
             "nccl-tests prints sizes in bytes); give the log as nccl-tests printed it"
         )
+    if not rows and summary:  # the test ended (its closing summary is there): the post left its rows out
+        raise CalibrationError(
+            f"{path}: an nccl-tests log whose result rows were left out (the test completed: {summary!r} is "
+            "there, but no size's row); give the rows as nccl-tests printed them"
+        )
     if not rows and (gpus or listed):  # its header or device lines printed, then no table: it stopped first
         raise CalibrationError(
             f"{path}: an nccl-tests log without result rows (the test printed its header"
@@ -859,6 +871,7 @@ def parse_nccl_text(
     coll = stated or guess_coll
     if coll == "allreduce" and p and top:
         _check_allreduce_factor(top, p, path)
+        _check_one_run(printed, p, path)
     if not p:
         hint = (
             f" (its busbw / algbw factor suggests ranks={guess_ranks})" if guess_ranks and coll == "allreduce" else ""
@@ -1040,6 +1053,24 @@ def _check_allreduce_factor(top: list[tuple[float, float]], p: int, path: str) -
             raise CalibrationError(
                 f"{path}: the table's busbw / algbw is {ratio:.4f}, not all-reduce's 2(n-1)/n = "
                 f"{2 * (p - 1) / p:.4f} on {p} ranks: it is {which} table; calibrate from the all_reduce_perf run"
+            )
+
+
+def _check_one_run(printed: list[tuple[int, float, float]], p: int, path: str) -> None:
+    """Refuse all-reduce rows whose busbw / algbw says another rank count than the log's ``p`` (rows of
+    several runs in one post: a 16-rank run's 8 GiB row over a 4-rank run's 1 GiB one); rows below 1 GB/s
+    print too few digits to tell."""
+    factor = 2 * (p - 1) / p
+    for size, a, b in printed:
+        slack = b / a * (0.005 / a + 0.005 / b)
+        if a >= 1.0 and abs(b / a - factor) > 2 * slack + 0.01:
+            other = round(2 / (2 - b / a)) if b / a < 2 else 0
+            says = (
+                f" ({other} ranks)" if other >= 2 and abs(2 * (other - 1) / other - b / a) <= 2 * slack + 0.005 else ""
+            )
+            raise CalibrationError(
+                f"{path}: rows of more than one run: busbw / algbw is {factor:.3f} ({p} ranks) but {b / a:.3f} at "
+                f"{size} B{says}; give one run's rows"
             )
 
 
