@@ -64,7 +64,10 @@ def test_rows_of_two_runs_are_refused(tmp_path):
     """The same guide put a 4-rank run's 1 GiB row (busbw / algbw 1.497) under the 16-rank run's 8 GiB one; the
     largest row alone set the ranks (16) and the 4-rank row was predicted as a 16-rank one."""
     other = "  1073741824  268435456  float  sum  -1  50047.0  21.45  32.11  0  50156.6  21.41  32.11  0\n"
-    with pytest.raises(CalibrationError, match=r"rows of more than one run: busbw / algbw is 1.875 \(16 ranks\) but "):
+    with pytest.raises(
+        CalibrationError,
+        match=r"one run: busbw / algbw is 1.497 at 1073741824 B \(4 ranks\) but 1.874 at 4294967296 B \(16 ranks",
+    ):
         read_samples(str(_log(tmp_path, "two-runs.txt", ROWS_16 + other)))
     samples, _ = read_samples(str(_log(tmp_path, "one-run.txt", ROWS_16)))  # one run's rows: read as before
     assert [(s.size, s.ranks) for s in samples] == [(4294967296, 16), (8589934592, 16)]

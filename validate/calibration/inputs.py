@@ -871,7 +871,7 @@ def parse_nccl_text(
     coll = stated or guess_coll
     if coll == "allreduce" and p and top:
         _check_allreduce_factor(top, p, path)
-        _check_one_run(printed, p, path)
+        _check_one_run(printed, path)
     if not p:
         hint = (
             f" (its busbw / algbw factor suggests ranks={guess_ranks})" if guess_ranks and coll == "allreduce" else ""
@@ -1056,22 +1056,23 @@ def _check_allreduce_factor(top: list[tuple[float, float]], p: int, path: str) -
             )
 
 
-def _check_one_run(printed: list[tuple[int, float, float]], p: int, path: str) -> None:
-    """Refuse all-reduce rows whose busbw / algbw says another rank count than the log's ``p`` (rows of
-    several runs in one post: a 16-rank run's 8 GiB row over a 4-rank run's 1 GiB one); rows below 1 GB/s
-    print too few digits to tell."""
-    factor = 2 * (p - 1) / p
-    for size, a, b in printed:
-        slack = b / a * (0.005 / a + 0.005 / b)
-        if a >= 1.0 and abs(b / a - factor) > 2 * slack + 0.01:
-            other = round(2 / (2 - b / a)) if b / a < 2 else 0
-            says = (
-                f" ({other} ranks)" if other >= 2 and abs(2 * (other - 1) / other - b / a) <= 2 * slack + 0.005 else ""
-            )
-            raise CalibrationError(
-                f"{path}: rows of more than one run: busbw / algbw is {factor:.3f} ({p} ranks) but {b / a:.3f} at "
-                f"{size} B{says}; give one run's rows"
-            )
+def _check_one_run(printed: list[tuple[int, float, float]], path: str) -> None:
+    """Refuse all-reduce rows whose busbw / algbw give two rank counts (rows of several runs in one post: a
+    4-rank run's 1 GiB row, 1.497, under a 16-rank run's 8 GiB one, 1.874): nccl-tests prints busbw = algbw x
+    2(n-1)/n for a run. Rows below 1 GB/s print too few digits to tell, and a row whose factor is no rank
+    count's (an edited or mistyped number) says nothing of another run."""
+    counts: dict[int, tuple[int, float]] = {}  # ranks -> (the first size whose factor gives them, that factor)
+    for size, a, b in sorted(printed):
+        ratio, slack = b / a, b / a * (0.005 / a + 0.005 / b)
+        n = round(2 / (2 - ratio)) if a >= 1.0 and ratio < 2 else 0
+        if n >= 2 and abs(2 * (n - 1) / n - ratio) <= 2 * slack + 0.005:
+            counts.setdefault(n, (size, ratio))
+    if len(counts) > 1:
+        (n1, (z1, r1)), (n2, (z2, r2)) = sorted(counts.items(), key=lambda kv: kv[1])[:2]
+        raise CalibrationError(
+            f"{path}: rows of more than one run: busbw / algbw is {r1:.3f} at {z1} B ({n1} ranks) but {r2:.3f} "
+            f"at {z2} B ({n2} ranks); give one run's rows"
+        )
 
 
 def _scan_command(text: str, env: dict[str, str]) -> None:
