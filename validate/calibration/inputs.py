@@ -1057,22 +1057,31 @@ def _check_allreduce_factor(top: list[tuple[float, float]], p: int, path: str) -
 
 
 def _check_one_run(printed: list[tuple[int, float, float]], path: str) -> None:
-    """Refuse all-reduce rows whose busbw / algbw give two rank counts (rows of several runs in one post: a
-    4-rank run's 1 GiB row, 1.497, under a 16-rank run's 8 GiB one, 1.874): nccl-tests prints busbw = algbw x
-    2(n-1)/n for a run. Rows below 1 GB/s print too few digits to tell, and a row whose factor is no rank
-    count's (an edited or mistyped number) says nothing of another run."""
-    counts: dict[int, tuple[int, float]] = {}  # ranks -> (the first size whose factor gives them, that factor)
+    """Refuse all-reduce rows whose busbw / algbw give rank counts no one run has (rows of several runs in
+    one post: a 4-rank run's 1 GiB row, 1.497, under a 16-rank run's 8 GiB one, 1.874): nccl-tests prints
+    busbw = algbw x 2(n-1)/n for a run. Each row allows the n its printed digits cannot tell apart (31 or 32
+    at a few GB/s); rows below 1 GB/s, and a row no n fits (an edited or mistyped number), say nothing."""
+    spans: list[tuple[int, float, int, int]] = []  # (size, factor, fewest ranks, most ranks) a row allows
     for size, a, b in sorted(printed):
-        ratio, slack = b / a, b / a * (0.005 / a + 0.005 / b)
-        n = round(2 / (2 - ratio)) if a >= 1.0 and ratio < 2 else 0
-        if n >= 2 and abs(2 * (n - 1) / n - ratio) <= 2 * slack + 0.005:
-            counts.setdefault(n, (size, ratio))
-    if len(counts) > 1:
-        (n1, (z1, r1)), (n2, (z2, r2)) = sorted(counts.items(), key=lambda kv: kv[1])[:2]
-        raise CalibrationError(
-            f"{path}: rows of more than one run: busbw / algbw is {r1:.3f} at {z1} B ({n1} ranks) but {r2:.3f} "
-            f"at {z2} B ({n2} ranks); give one run's rows"
-        )
+        ratio, tol = b / a, 2 * b / a * (0.005 / a + 0.005 / b) + 0.005
+        if a < 1.0 or not 1 <= ratio - tol or ratio + tol >= 2:
+            continue
+        fewest, most = math.ceil(2 / (2 - (ratio - tol))), math.floor(2 / (2 - (ratio + tol)))
+        if fewest <= most:
+            spans.append((size, ratio, fewest, most))
+    if spans:
+        low = min(spans, key=lambda r: (r[3], r[0]))  # the row allowing the fewest ranks at most
+        high = max(spans, key=lambda r: (r[2], -r[0]))  # the row needing the most ranks at least
+        if high[2] > low[3]:
+            (z1, r1, f1, m1), (z2, r2, f2, m2) = sorted([low, high])
+
+            def said(f: int, m: int) -> str:
+                return f"{f} ranks" if f == m else f"{f}-{m} ranks"
+
+            raise CalibrationError(
+                f"{path}: rows of more than one run: busbw / algbw is {r1:.3f} at {z1} B ({said(f1, m1)}) but "
+                f"{r2:.3f} at {z2} B ({said(f2, m2)}); give one run's rows"
+            )
 
 
 def _scan_command(text: str, env: dict[str, str]) -> None:
