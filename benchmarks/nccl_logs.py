@@ -83,6 +83,8 @@ _AMD_GPU = re.compile(r"\bAMD Instinct(?: MI\w+)?|\bInstinct MI\d\w*|\bgfx9[0-4]
 _UNNAMED_DEVICE = re.compile(r"^(?:NVIDIA\s+)?(?:Graphics\s+)?Device\b|^\s*$", re.I)
 #: the collectives whose NCCL schedules collsim builds (sim/nccl): the others run a textbook schedule
 _NCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter")
+#: the GPUs of the HGX / DGX node a header's NIC count is stated for
+_HGX_GPUS_PER_NODE = 8
 _PCIE_CARD = re.compile(r"PCIe|PCIE|\bNVL\b")
 #: what follows a GPU's name where it is a PCIe card ("H200 NVL", "H100 PCIe", "A100-PCIE-40GB")
 _PCIE_SUFFIX = re.compile(r"[\s-]*(?:NVL\b|PCIe\b|PCIE\b)")
@@ -400,6 +402,10 @@ def topology(log: Log) -> object:
         nics, speed = ppn, speed / ppn
         log.note = f"{nics} NICs of {speed:g} Gb/s (the node's stated total, one per GPU)"
     nvswitch = log.gpu in _NVLS_GPUS
+    if nics and nics > 2 * ppn and nics % _HGX_GPUS_PER_NODE == 0 and ppn < _HGX_GPUS_PER_NODE and speed:
+        # a node's NICs (a DGX's eight) for a run on some of its GPUs: those GPUs' share, not all folded onto them
+        nics = nics * ppn // _HGX_GPUS_PER_NODE
+        log.note = f"{nics} NICs of {speed:g} Gb/s (the {ppn} GPUs' share of the node's stated NICs)"
     if nics and nics > 2 * ppn and speed:  # e.g. 32 x 100 Gb/s EFA on 8 GPUs: two per GPU at 200 Gb/s
         speed, nics = speed * nics / (2 * ppn), 2 * ppn
         log.note = f"{nics} NICs of {speed:g} Gb/s (folded: hgx lays out at most two per GPU)"

@@ -84,3 +84,29 @@ def test_a_pcie_card_named_only_by_the_header_is_refused(tmp_path, card, named):
         nccl_logs.parse_log(_log(tmp_path, "pcie-2node.txt", text))
     log = nccl_logs.parse_log(_log(tmp_path, "sxm-2node.txt", text.replace(card, "H200 with NVLink")))
     assert log.gpu == "h200"
+
+
+def test_a_dgx_run_on_some_of_its_gpus_gets_their_share_of_its_nics(tmp_path):
+    """Two DGX H100 (8 NICs of 400 Gb/s each) ran 2 GPUs of each (`-n 2 -g 2`): the DGX's eight NICs were
+    folded onto the 2 GPUs, 4 NICs of 800 Gb/s (1.6 Tb/s a GPU); those GPUs have one 400 Gb/s NIC each."""
+    ranks = "".join(
+        f"#  Rank {2 * h + d:2d} Group  0 Pid {h + 1} on dgx-0{h} device  {d} [0x1b] NVIDIA H100 80GB HBM3\n"
+        for h in range(2)
+        for d in range(2)
+    )
+    rows = "  8589934592  2147483648  float  sum  -1  87072  98.65  147.98  0  87098  98.62  147.94  0\n"
+    head = "#% hardware as stated: 2 DGX H100 hosts, 2 GPUs of each\n# nThread 1 nGpus 2\n"
+    log = nccl_logs.parse_log(_log(tmp_path, "dgx-2node.txt", head + ranks + rows))
+    g = nccl_logs.topology(log)
+    assert (log.hosts, log.gpus_per_host, g.graph["nics_per_host"], g.graph["nic_bw"]) == (2, 2, 2, 400e9 / 8)
+    assert "share of the node's stated NICs" in log.note
+    # a run on all eight GPUs keeps the node's eight NICs
+    full = "".join(
+        f"#  Rank {8 * h + d:2d} Group  0 Pid {h + 1} on dgx-0{h} device  {d} [0x1b] NVIDIA H100 80GB HBM3\n"
+        for h in range(2)
+        for d in range(8)
+    )
+    rows16 = "  8589934592  2147483648  float  sum  -1  34409  249.65  468.09  0  34955  245.74  460.77  0\n"
+    log = nccl_logs.parse_log(_log(tmp_path, "dgx8-2node.txt", head + full + rows16))
+    g = nccl_logs.topology(log)
+    assert (g.graph["nics_per_host"], g.graph["nic_bw"]) == (8, 400e9 / 8)
