@@ -110,3 +110,23 @@ def test_a_dgx_run_on_some_of_its_gpus_gets_their_share_of_its_nics(tmp_path):
     log = nccl_logs.parse_log(_log(tmp_path, "dgx8-2node.txt", head + full + rows16))
     g = nccl_logs.topology(log)
     assert (g.graph["nics_per_host"], g.graph["nic_bw"]) == (8, 400e9 / 8)
+
+
+def test_rank_lines_that_put_one_rank_on_two_hosts_are_refused(tmp_path):
+    """NVIDIA/nccl-tests#306: nccl-tests built without MPI=1 under `mpirun --host A:1,B:1 ... -g 8` runs a test
+    per host; the output lists ranks 0-7 on node3, then 0-7 on node2, and two tables of the same sizes. It was
+    read as one 8-rank run on 2 hosts (calibrate --from) and as 24 sizes of one 1-node run (nccl_logs.py)."""
+    ranks = "".join(
+        f"#  Rank  {d} Group  0 Pid {pid} on      {host} device  {d} [0x0f] NVIDIA H100 80GB HBM3\n"
+        for host, pid in (("node3", 1528921), ("node2", 2171626))
+        for d in range(8)
+    )
+    rows = "   1073741824     268435456     float     sum      -1   5252.0  204.44  357.78      0   5260.7  204.11  357.19      0\n"
+    text = "# nThread 1 nGpus 8 minBytes 1048576 maxBytes 2147483648\n" + ranks + rows
+    with pytest.raises(
+        CalibrationError, match=r"rank 0 is listed on 2 hosts \(node2, node3\): each process ran its own"
+    ):
+        read_samples(str(_log(tmp_path, "split.txt", text)))
+    # one run's rank lines repeated (a log of several runs on the same hosts) are read as before
+    samples, _ = read_samples(str(_log(tmp_path, "again.txt", text.replace("node2", "node3") + rows)))
+    assert (samples[0].ranks, samples[0].hosts) == (8, 1)
