@@ -886,6 +886,7 @@ def parse_nccl_text(
     picked = {size: nccl_schedule_spec(coll, *pick, version) for size, pick in _picks_ran(ran).items()}
     picked = picked if coll == "allreduce" else {}  # (the other collectives run one schedule: no picks)
     hosts = len({host for _, host in listed if host})
+    _check_one_launch(listed, path)
     samples = [
         _nccl_sample(coll, size, t, p, where, picked.get(size, spec), run_id, in_place, hosts)
         for where, size, t, in_place in rows
@@ -1053,6 +1054,22 @@ def _check_allreduce_factor(top: list[tuple[float, float]], p: int, path: str) -
             raise CalibrationError(
                 f"{path}: the table's busbw / algbw is {ratio:.4f}, not all-reduce's 2(n-1)/n = "
                 f"{2 * (p - 1) / p:.4f} on {p} ranks: it is {which} table; calibrate from the all_reduce_perf run"
+            )
+
+
+def _check_one_launch(listed: set[tuple[int, str]], path: str) -> None:
+    """Refuse rank lines that put one rank on two hosts: each process ran a test of its own (nccl-tests built
+    without ``MPI=1`` under mpirun, NVIDIA/nccl-tests#306), so no table is one run across those hosts."""
+    where: dict[int, set[str]] = {}
+    for rank, host in listed:
+        if host:
+            where.setdefault(rank, set()).add(host)
+    for rank, hosts in sorted(where.items()):
+        if len(hosts) > 1:
+            named = ", ".join(sorted(hosts)[:3]) + (", ..." if len(hosts) > 3 else "")
+            raise CalibrationError(
+                f"{path}: rank {rank} is listed on {len(hosts)} hosts ({named}): each process ran its own test "
+                "(nccl-tests built without MPI=1 under mpirun?); give one run's log"
             )
 
 
