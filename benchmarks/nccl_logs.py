@@ -43,7 +43,14 @@ from sim.simulate import simulate  # noqa: E402
 from sim.topology import hgx  # noqa: E402
 from sim.units import parse_size  # noqa: E402
 from validate.calibration.fit import fit_calibration  # noqa: E402
-from validate.calibration.inputs import RANK_LINE, rank_host, read_samples, stated_efa, strip_label  # noqa: E402
+from validate.calibration.inputs import (  # noqa: E402
+    RANK_LINE,
+    header_time_column,
+    rank_host,
+    read_samples,
+    stated_efa,
+    strip_label,
+)
 
 #: GPU models as device lines and headers name them; the ones ``hgx`` builds, and the ones it cannot
 _GPU = re.compile(
@@ -76,7 +83,11 @@ _AMD_GPU = re.compile(r"\bAMD Instinct(?: MI\w+)?|\bInstinct MI\d\w*|\bgfx9[0-4]
 _UNNAMED_DEVICE = re.compile(r"^(?:NVIDIA\s+)?(?:Graphics\s+)?Device\b|^\s*$", re.I)
 #: the collectives whose NCCL schedules collsim builds (sim/nccl): the others run a textbook schedule
 _NCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter")
+#: the GPUs of the HGX / DGX node a header's NIC count is stated for
+_HGX_GPUS_PER_NODE = 8
 _PCIE_CARD = re.compile(r"PCIe|PCIE|\bNVL\b")
+#: what follows a GPU's name where it is a PCIe card ("H200 NVL", "H100 PCIe", "A100-PCIE-40GB")
+_PCIE_SUFFIX = re.compile(r"[\s-]*(?:NVL\b|PCIe\b|PCIE\b)")
 #: multi-node NVLink (a GB200 / GB300 NVL72 rack's NVLink domain across trays): the setting, or NCCL's comm line
 _MNNVL = re.compile(r"\bNCCL_MNNVL_ENABLE=1\b|\bMNNVL 1\b")
 #: InfiniBand generations by name, Gb/s per port
@@ -172,9 +183,12 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     without an NVSwitch, ...) or device lines naming no model are refused with that name."""
     text = path.read_text(errors="replace")
     lines = [strip_label(line) for line in text.splitlines()]
-    if not any("nThread" in ln or "out-of-place" in ln for ln in lines) and not _PERF_BINARY.search(text):
+    if not any(
+        "nThread" in ln or "out-of-place" in ln or header_time_column(ln.strip()) for ln in lines
+    ) and not _PERF_BINARY.search(text):  # a post may keep only the column header (``#  size  count  type ...``)
         raise LogError(
-            f"{path.name}: not an nccl-tests log (no 'nThread' header, 'out-of-place' columns or *_perf command)"
+            f"{path.name}: not an nccl-tests log (no 'nThread' header, 'out-of-place' or 'size count type ...' "
+            "columns or *_perf command)"
         )
     if m := _RCCL.search(text):
         raise LogError(f"{path.name}: an RCCL run on AMD GPUs ({m.group(0)!r}); collsim models NCCL on NVIDIA GPUs")
@@ -248,6 +262,11 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     if _PCIE_CARD.search(" ".join(devices[:1])):
         raise LogError(
             f"{path.name}: {devices[0].strip()} is a PCIe card without an NVSwitch, which hgx does not build"
+        )
+    if m and not devices and (card := _PCIE_SUFFIX.match(text, m.end())):  # the header's "H200 NVL", "A100 PCIe"
+        raise LogError(
+            f"{path.name}: {m.group(1)}{card.group(0)} (as the header states it) is a PCIe card without an NVSwitch, "
+            "which hgx does not build"
         )
     note = note or ("" if m else "GPU not named: A100 assumed")
     stated = re.search(r"\bversion=([\w.]+)", samples[0].algorithm)  # the release the importer read
@@ -383,6 +402,10 @@ def topology(log: Log) -> object:
         nics, speed = ppn, speed / ppn
         log.note = f"{nics} NICs of {speed:g} Gb/s (the node's stated total, one per GPU)"
     nvswitch = log.gpu in _NVLS_GPUS
+    if nics and nics > 2 * ppn and nics % _HGX_GPUS_PER_NODE == 0 and ppn < _HGX_GPUS_PER_NODE and speed:
+        # a node's NICs (a DGX's eight) for a run on some of its GPUs: those GPUs' share, not all folded onto them
+        nics = nics * ppn // _HGX_GPUS_PER_NODE
+        log.note = f"{nics} NICs of {speed:g} Gb/s (the {ppn} GPUs' share of the node's stated NICs)"
     if nics and nics > 2 * ppn and speed:  # e.g. 32 x 100 Gb/s EFA on 8 GPUs: two per GPU at 200 Gb/s
         speed, nics = speed * nics / (2 * ppn), 2 * ppn
         log.note = f"{nics} NICs of {speed:g} Gb/s (folded: hgx lays out at most two per GPU)"

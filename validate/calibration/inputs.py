@@ -636,7 +636,11 @@ _UNIT_ROW = re.compile(r"^#?\s*(\d+(?:\.\d+)?[KMGT](?:i?B)?)\s+\d+\s+[A-Za-z]\w*
 _TEST_FAILURE = re.compile(r"\bTest (?:CUDA |NCCL )?failure\b.*")
 
 
-def _header_time_column(stripped: str) -> tuple[int, int] | None:
+#: nccl-tests' closing summary line ("# Avg bus bandwidth    : 11.2291")
+_AVG_BUSBW = re.compile(r"#\s*Avg bus bandwidth\s*:\s*[\d.]+")
+
+
+def header_time_column(stripped: str) -> tuple[int, int] | None:
     """The time column a column-header line names (``#  size  count  type  redop  root  time ...``; ``cputime``
     with ``-C``) and the in-place time's offset from it (4; 8 where ``-I`` adds per-iteration columns)."""
     names = stripped.lstrip("#").split()
@@ -745,6 +749,7 @@ def parse_nccl_text(
     leading: str | None = None  # a column the poster put before size (a summary table of several runs)
     unit: str | None = None  # a size written with a unit (8M) in a row-like line: not nccl-tests' own rows
     failed: tuple[int, str] | None = None  # (size, report) of the row a failed call cut
+    summary: str | None = None  # the "# Avg bus bandwidth : X" line nccl-tests prints after its last row
     versions: list[tuple[int, str]] = []  # (rank, NCCL release) as the log states it
     ran: dict[tuple[str | None, int], Counter[tuple[str, str]]] = {}  # NCCL's TUNING lines: what each call ran
     digest = hashlib.sha256()
@@ -778,7 +783,7 @@ def parse_nccl_text(
                 ran.setdefault((func, nbytes), Counter())[(algo_ran, proto_ran)] += 1
             continue
         if stripped.startswith("#"):
-            if (columns := _header_time_column(stripped)) is not None:
+            if (columns := header_time_column(stripped)) is not None:
                 (time_at, in_place_at), headed = columns, True
             if m := _STARTING.search(stripped):
                 program = m.group(1)
@@ -789,6 +794,8 @@ def parse_nccl_text(
                 scan(stripped)
             if unit is None and (m := _UNIT_ROW.match(stripped)):
                 unit = m.group(1)
+            if m := _AVG_BUSBW.match(stripped):
+                summary = summary or " ".join(m.group(0).lstrip("#").split())
             continue
         row = _result_row(line, time_at, headed, in_place_at)
         if row is None:
@@ -828,6 +835,11 @@ def parse_nccl_text(
             f"{path}: rows that give their size as {unit!r} (an illustration or a post's summary of the output: "
             "nccl-tests prints sizes in bytes); give the log as nccl-tests printed it"
         )
+    if not rows and summary:  # the test ended (its closing summary is there): the post left its rows out
+        raise CalibrationError(
+            f"{path}: an nccl-tests log whose result rows were left out (the test completed: {summary!r} is "
+            "there, but no size's row); give the rows as nccl-tests printed them"
+        )
     if not rows and (gpus or listed):  # its header or device lines printed, then no table: it stopped first
         raise CalibrationError(
             f"{path}: an nccl-tests log without result rows (the test printed its header"
@@ -859,6 +871,7 @@ def parse_nccl_text(
     coll = stated or guess_coll
     if coll == "allreduce" and p and top:
         _check_allreduce_factor(top, p, path)
+        _check_one_run(printed, path)
     if not p:
         hint = (
             f" (its busbw / algbw factor suggests ranks={guess_ranks})" if guess_ranks and coll == "allreduce" else ""
@@ -873,6 +886,7 @@ def parse_nccl_text(
     picked = {size: nccl_schedule_spec(coll, *pick, version) for size, pick in _picks_ran(ran).items()}
     picked = picked if coll == "allreduce" else {}  # (the other collectives run one schedule: no picks)
     hosts = len({host for _, host in listed if host})
+    _check_one_launch(listed, path)
     samples = [
         _nccl_sample(coll, size, t, p, where, picked.get(size, spec), run_id, in_place, hosts)
         for where, size, t, in_place in rows
@@ -1040,6 +1054,50 @@ def _check_allreduce_factor(top: list[tuple[float, float]], p: int, path: str) -
             raise CalibrationError(
                 f"{path}: the table's busbw / algbw is {ratio:.4f}, not all-reduce's 2(n-1)/n = "
                 f"{2 * (p - 1) / p:.4f} on {p} ranks: it is {which} table; calibrate from the all_reduce_perf run"
+            )
+
+
+def _check_one_launch(listed: set[tuple[int, str]], path: str) -> None:
+    """Refuse rank lines that put one rank on two hosts: each process ran a test of its own (nccl-tests built
+    without ``MPI=1`` under mpirun, NVIDIA/nccl-tests#306), so no table is one run across those hosts."""
+    where: dict[int, set[str]] = {}
+    for rank, host in listed:
+        if host:
+            where.setdefault(rank, set()).add(host)
+    for rank, hosts in sorted(where.items()):
+        if len(hosts) > 1:
+            named = ", ".join(sorted(hosts)[:3]) + (", ..." if len(hosts) > 3 else "")
+            raise CalibrationError(
+                f"{path}: rank {rank} is listed on {len(hosts)} hosts ({named}): each process ran its own test "
+                "(nccl-tests built without MPI=1 under mpirun?); give one run's log"
+            )
+
+
+def _check_one_run(printed: list[tuple[int, float, float]], path: str) -> None:
+    """Refuse all-reduce rows whose busbw / algbw give rank counts no one run has (rows of several runs in
+    one post: a 4-rank run's 1 GiB row, 1.497, under a 16-rank run's 8 GiB one, 1.874): nccl-tests prints
+    busbw = algbw x 2(n-1)/n for a run. Each row allows the n its printed digits cannot tell apart (31 or 32
+    at a few GB/s); rows below 1 GB/s, and a row no n fits (an edited or mistyped number), say nothing."""
+    spans: list[tuple[int, float, int, int]] = []  # (size, factor, fewest ranks, most ranks) a row allows
+    for size, a, b in sorted(printed):
+        ratio, tol = b / a, 2 * b / a * (0.005 / a + 0.005 / b) + 0.005
+        if a < 1.0 or not 1 <= ratio - tol or ratio + tol >= 2:
+            continue
+        fewest, most = math.ceil(2 / (2 - (ratio - tol))), math.floor(2 / (2 - (ratio + tol)))
+        if fewest <= most:
+            spans.append((size, ratio, fewest, most))
+    if spans:
+        low = min(spans, key=lambda r: (r[3], r[0]))  # the row allowing the fewest ranks at most
+        high = max(spans, key=lambda r: (r[2], -r[0]))  # the row needing the most ranks at least
+        if high[2] > low[3]:
+            (z1, r1, f1, m1), (z2, r2, f2, m2) = sorted([low, high])
+
+            def said(f: int, m: int) -> str:
+                return f"{f} ranks" if f == m else f"{f}-{m} ranks"
+
+            raise CalibrationError(
+                f"{path}: rows of more than one run: busbw / algbw is {r1:.3f} at {z1} B ({said(f1, m1)}) but "
+                f"{r2:.3f} at {z2} B ({said(f2, m2)}); give one run's rows"
             )
 
 
