@@ -83,7 +83,8 @@ _AMD_GPU = re.compile(r"\bAMD Instinct(?: MI\w+)?|\bInstinct MI\d\w*|\bgfx9[0-4]
 _UNNAMED_DEVICE = re.compile(r"^(?:NVIDIA\s+)?(?:Graphics\s+)?Device\b|^\s*$", re.I)
 #: the collectives whose NCCL schedules collsim builds (sim/nccl): the others run a textbook schedule
 _NCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter")
-#: the GPUs of the HGX / DGX node a header's NIC count is stated for
+#: the GPUs of an HGX / DGX board: a header's NIC count is stated for them, and a host whose rank lines show
+#: fewer (cut short, or none at all) is taken as one
 _HGX_GPUS_PER_NODE = 8
 _PCIE_CARD = re.compile(r"PCIe|PCIE|\bNVL\b")
 #: what follows a GPU's name where it is a PCIe card ("H200 NVL", "H100 PCIe", "A100-PCIE-40GB")
@@ -212,11 +213,13 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     per_host = Counter(host for _, host in found)
     per_host = Counter({host: max(k, seen[host]) for host, k in per_host.items()})
     note = ""
-    if found and "" not in per_host and max(per_host.values()) <= 8:
+    if found and "" not in per_host and max(per_host.values()) <= _HGX_GPUS_PER_NODE:
         per = max(per_host.values())
-        if len(found) < n and per < 8:  # rank lines cut short ("..."): the host listed may have more GPUs
+        if (
+            len(found) < n and per < _HGX_GPUS_PER_NODE
+        ):  # rank lines cut short ("..."): the host listed may have more GPUs
             # (an HGX board's 8 where the ranks allow, never fewer hosts than the lines name)
-            fits = [d for d in range(8, per - 1, -1) if n % d == 0 and n // d >= len(per_host)]
+            fits = [d for d in range(_HGX_GPUS_PER_NODE, per - 1, -1) if n % d == 0 and n // d >= len(per_host)]
             if fits and fits[0] != per:
                 per = fits[0]
                 note = f"{len(found)} of {n} rank lines: taken as {per} GPUs per host"
@@ -224,7 +227,7 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     else:  # the file name's -<N>node, else 8 GPUs per node (an HGX board's; containers may all be "localhost")
         m = re.search(r"-(\d+)node", path.name)
         nodes = int(m.group(1)) if m and n % int(m.group(1)) == 0 else 1
-        nodes = max(nodes, -(-n // 8))
+        nodes = max(nodes, -(-n // _HGX_GPUS_PER_NODE))
         if found:
             note = f"{len(per_host)} host name(s) for {n} ranks: taken as {nodes} nodes"
     devices = list(found.values())

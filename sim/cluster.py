@@ -73,11 +73,7 @@ class _PathTable:
 
     def add(self, arcs: list[int], latency: float, src: int, dst: int, bottleneck: float = np.inf) -> int:
         pid = self.count
-        if pid == len(self.start):
-            self._grow(len(self.start) * 2)
-        need = self._used + len(arcs)
-        if need > len(self.arcs):
-            self.arcs = _grown(self.arcs, max(need, 2 * len(self.arcs)))
+        need = self._reserve(1, len(arcs))
         self.arcs[self._used : need] = arcs
         self.start[pid] = self._used
         self.length[pid] = len(arcs)
@@ -121,11 +117,7 @@ class _PathTable:
         """Paths of ``length[i]`` arcs each, their arcs ``flat`` one after another; returns the ids."""
         n = len(length)
         first = self.count
-        if first + n > len(self.start):
-            self._grow(max(first + n, 2 * len(self.start)))
-        need = self._used + len(flat)
-        if need > len(self.arcs):
-            self.arcs = _grown(self.arcs, max(need, 2 * len(self.arcs)))
+        need = self._reserve(n, len(flat))
         self.arcs[self._used : need] = flat
         ids = slice(first, first + n)  # (the new ids run on: slices, not an index array per column)
         self.start[ids] = self._used + np.cumsum(length) - length
@@ -139,10 +131,17 @@ class _PathTable:
         self.count += n
         return np.arange(first, first + n)
 
-    def _grow(self, size: int) -> None:
-        """Room for ``size`` paths in the per-path columns (those interned kept)."""
-        for name in ("start", "length", "latency", "src", "dst", "bottleneck"):
-            setattr(self, name, _grown(getattr(self, name), size))
+    def _reserve(self, paths: int, arcs: int) -> int:
+        """Room for ``paths`` more paths of ``arcs`` arcs in all (each column at least doubled when it grows);
+        returns where the arcs will end."""
+        if self.count + paths > len(self.start):
+            size = max(self.count + paths, 2 * len(self.start))
+            for name in ("start", "length", "latency", "src", "dst", "bottleneck"):
+                setattr(self, name, _grown(getattr(self, name), size))
+        need = self._used + arcs
+        if need > len(self.arcs):
+            self.arcs = _grown(self.arcs, max(need, 2 * len(self.arcs)))
+        return need
 
     def arcs_of(self, pid: int) -> np.ndarray:
         s = self.start[pid]

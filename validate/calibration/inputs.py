@@ -710,7 +710,7 @@ def _ratio_collective(ratios: list[float], p: int | None) -> tuple[str | None, i
     if p:
         return ("allreduce" if abs(r - 2 * (p - 1) / p) < 0.01 else None), p
     if 1.02 < r < 2:
-        n = round(2 / (2 - r))
+        n = round(_ranks_at(r))
         if n >= 2 and abs(2 * (n - 1) / n - r) < 0.01:
             return "allreduce", n
     return None, None
@@ -1003,11 +1003,22 @@ def algbw_reliable(size: int, printed: list[tuple[int, float, float]]) -> bool:
     return size >= printed[len(printed) // 2][0]
 
 
+def _slack(a: float, b: float) -> float:
+    """How far busbw / algbw can be from its true value in a row printing algbw ``a`` and busbw ``b`` to two
+    decimals (each rounded by up to 0.005)."""
+    return b / a * (0.005 / a + 0.005 / b)
+
+
+def _ranks_at(ratio: float, bus: float = 2) -> float:
+    """The n of busbw / algbw = ``bus`` (n-1)/n (all-reduce's 2(n-1)/n by default), not rounded."""
+    return bus / (bus - ratio)
+
+
 def _fits(top: list[tuple[float, float]], factor: float) -> bool:
     """Whether the (algbw, busbw) rows print busbw / algbw = ``factor``, to the precision of their two
     decimals (a row at 50 GB/s tells 2(n-1)/n of 1024 ranks from 256's; one at 0.5 GB/s, 16 from 8 only)."""
     ratio = statistics.median(b / a for a, b in top)
-    slack = statistics.median(b / a * (0.005 / a + 0.005 / b) for a, b in top)
+    slack = statistics.median(_slack(a, b) for a, b in top)
     return abs(ratio - factor) <= slack + 1e-4
 
 
@@ -1034,7 +1045,7 @@ def _rank_count(candidates: list[int], top: list[tuple[float, float]], bus: int 
         if fit:
             return fit[0]
         ratio = statistics.median(b / a for a, b in top)
-        n = round(bus / (bus - ratio)) if bus / 2 <= ratio < bus else 0
+        n = round(_ranks_at(ratio, bus)) if bus / 2 <= ratio < bus else 0
         if n >= 2 and [k for k in (n - 1, n, n + 1) if k > 1 and _fits(top, bus * (k - 1) / k)] == [n]:
             return n
     return found[0] if found else 0
@@ -1080,10 +1091,10 @@ def _check_one_run(printed: list[tuple[int, float, float]], path: str) -> None:
     at a few GB/s); rows below 1 GB/s, and a row no n fits (an edited or mistyped number), say nothing."""
     spans: list[tuple[int, float, int, int]] = []  # (size, factor, fewest ranks, most ranks) a row allows
     for size, a, b in sorted(printed):
-        ratio, tol = b / a, 2 * b / a * (0.005 / a + 0.005 / b) + 0.005
+        ratio, tol = b / a, 2 * _slack(a, b) + 0.005
         if a < 1.0 or not 1 <= ratio - tol or ratio + tol >= 2:
             continue
-        fewest, most = math.ceil(2 / (2 - (ratio - tol))), math.floor(2 / (2 - (ratio + tol)))
+        fewest, most = math.ceil(_ranks_at(ratio - tol)), math.floor(_ranks_at(ratio + tol))
         if fewest <= most:
             spans.append((size, ratio, fewest, most))
     if spans:
