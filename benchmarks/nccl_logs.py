@@ -54,7 +54,9 @@ from validate.calibration.inputs import (  # noqa: E402
 
 #: GPU models as device lines and headers name them; the ones ``hgx`` builds, and the ones it cannot
 _GPU = re.compile(
-    r"(?:(?<=\dx)|(?<![A-Za-z0-9]))(GB[23]00|B[123]00|GH200|H200|H100|H800|H20|A100|A800|A40|A30|A10G?|V100|L40S?|L4)(?![0-9])",
+    r"(?:(?<=\dx)|(?<![A-Za-z0-9]))(GB[23]00|B[123]00|GH200|H200|H100|H800|H20|A100|A800|A40|A30|A10G?|V100|L40S?|L4"
+    # older boards, by their names only as written (``Tesla P40``): ``p4d`` / ``t4`` are other things in lower case
+    r"|(?-i:P100|P40|T4|K80|K40|M60|M40)(?![A-Za-z]))(?![0-9])",
     re.I,
 )
 _HGX_GPUS = ("h100", "h200", "h800", "b200", "a100", "a800")
@@ -230,6 +232,8 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
         nodes = max(nodes, -(-n // _HGX_GPUS_PER_NODE))
         if found:
             note = f"{len(per_host)} host name(s) for {n} ranks: taken as {nodes} nodes"
+        elif listed := launch_hosts(text, n):  # no rank lines: the hosts the launch command lists
+            nodes = listed
     devices = list(found.values())
     m = _GPU.search(" ".join(devices)) or _GPU.search(text[:3000])  # the device lines, else what the header states
     if not m and (amd := _AMD_GPU.search(" ".join(devices)) or _AMD_GPU.search(text)):
@@ -277,6 +281,29 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     efa = stated_efa(text)
     coll = samples[0].collective
     return Log(path, n, nodes, gpu, text[:4000], ranks, note, release, tuple(source.unmodelled), efa, coll)
+
+
+#: the host list of an MPI launch (``mpirun -H 10.0.0.1:8,10.0.0.2:8``, ``--host a:1,b:1``)
+_HOST_LIST = re.compile(r"\b(?:mpirun|mpiexec)\b[^\n]*?\s(?:-H|--host|-host)[\s=]+(\S+)")
+
+
+def launch_hosts(text: str, ranks: int) -> int:
+    """The hosts an MPI launch command of ``text`` lists where its slots, the same on each, account for
+    ``ranks`` (each process driving ranks / slots GPUs: ``-g``), else 0.
+
+    >>> launch_hosts("mpirun -H 10.244.1.10:1,10.244.2.21:1 -x A=1 ./all_reduce_perf -g 1", 2)
+    2
+    >>> launch_hosts("mpirun -np 16 -H a:8,b:8 ./all_reduce_perf", 16), launch_hosts("mpirun -H a:8,b:4 x", 12)
+    (2, 0)
+    """
+    for m in _HOST_LIST.finditer(text):
+        slots: Counter[str] = Counter()
+        for item in m.group(1).strip("'\"").split(","):
+            name, _, count = item.partition(":")
+            slots[name] += int(count) if count.isdigit() else 1
+        if len(slots) > 1 and len(set(slots.values())) == 1 and ranks % sum(slots.values()) == 0:
+            return len(slots)
+    return 0
 
 
 def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = None) -> tuple[int | None, float | None]:
@@ -386,7 +413,10 @@ def efa_topology(log: Log, efa: tuple[str | None, str | None]) -> object:
     if plugin:
         kw["efa_plugin"] = plugin
     note = f"EFA: {preset}" + (f", aws-ofi-nccl {plugin}" if plugin else "")
-    log.note = note if not log.note or log.note.startswith("EFA") else f"{log.note}; {note}"
+    # (each prediction builds the topology again: the note is added once)
+    log.note = (
+        note if not log.note or log.note.startswith("EFA") else log.note if note in log.note else f"{log.note}; {note}"
+    )
     try:
         return hgx(log.hosts, preset, **kw)
     except CollsimError as exc:
