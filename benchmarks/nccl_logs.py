@@ -105,6 +105,10 @@ _COUNT_SPEED = re.compile(r"(?<![\w.])(\d+)" + _TIMES + _WORDS + r"(\d+(?:\.\d+)
 _SPEED_COUNT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)" + _UNIT + _TIMES + r"(\d+)\b")
 #: ``8x NDR``, ``8x ConnectX-6 HDR``, ``4x HDR200``, ``8x NDR400``
 _COUNT_IB = re.compile(r"(?<![\w.])(\d+)" + _TIMES + _WORDS + r"(XDR|NDR200|NDR|HDR100|HDR|EDR)(\d{3})?\b", re.I)
+#: a count of ConnectX adapters by model, no speed stated (``4x NVIDIA/Mellanox ConnectX-7 NICs``): the model's
+#: port speed, as NVIDIA's product briefs state it (ConnectX-5 100, -6 200, -7 400, -8 800 Gb/s)
+_COUNT_CX = re.compile(r"(?<![\w.])(\d+)" + _TIMES + r"((?:[A-Za-z][\w/-]*\s+){0,2}?)(?:ConnectX|CX)-?([5-8])\b", re.I)
+_CX_SPEED = {"5": 100.0, "6": 200.0, "7": 400.0, "8": 800.0}
 #: a count in words, in the header's ``#%`` lines: ``eight 400 Gb/s ConnectX-7``, ``one 100 Gbps NIC``
 _WORD_COUNTS = {"one": 1, "two": 2, "four": 4, "eight": 8, "sixteen": 16, "thirty-two": 32}
 _WORD_SPEED = re.compile(r"\b(" + "|".join(_WORD_COUNTS) + r")\s+" + _WORDS + r"(\d+(?:\.\d+)?)" + _UNIT, re.I)
@@ -209,7 +213,8 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     n = samples[0].ranks
     if samples[0].collective not in _NCCL_COLLECTIVES:
         raise LogError(
-            f"{path.name}: a {samples[0].collective} table ({source.detail.split(',')[0]}); the NCCL model "
+            f"{path.name}: {'an' if samples[0].collective[0] in 'aeiou' else 'a'} {samples[0].collective} table "
+            f"({source.detail.split(',')[0]}); the NCCL model "
             "predicts all-reduce, all-gather and reduce-scatter"
         )
     per_host = Counter(host for _, host in found)
@@ -326,6 +331,8 @@ def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = N
     ((1, 100.0), (16, 200.0))
     >>> stated_nics("#% 2 nodes x 8 GPUs, 400G IB"), stated_nics("#% 8x A100 SXM4 40G GPU, HDR")
     ((None, 400.0), (None, 200.0))
+    >>> stated_nics("#% 8x NVIDIA H200 GPUs, 4x NVIDIA/Mellanox ConnectX-7 NICs"), stated_nics("#% 2x CX-6 NICs")
+    ((4, 400.0), (2, 200.0))
 
     A header that names an instance shape or a DGX and no figure gets the shape's stated network:
 
@@ -384,6 +391,9 @@ def _stated_figures(
         return None, float(m.group(1))
     if m := _BARE_IB.search(header):
         return None, float(_IB[m.group(1).lower()])
+    for m in _COUNT_CX.finditer(text):
+        if not _GPU.search(m.group(2)):
+            return int(m.group(1)), _CX_SPEED[m.group(3)]
     for shape, nics, gpus in _SHAPES:
         if shape.search(header) and (gpu is None or gpu in gpus):
             return nics

@@ -115,3 +115,32 @@ def test_an_efa_runs_note_is_printed_once(tmp_path):
     for _ in range(3):
         nccl_logs.topology(log)
     assert log.note == "GPU not named: A100 assumed; EFA: aws-p4d, aws-ofi-nccl 1.10.0"
+
+
+def test_a_count_of_connectx_nics_without_a_speed_gets_the_models_port_speed(tmp_path):
+    """nccl-tests issue 380 states `8x NVIDIA H200 GPUs, 4x NVIDIA/Mellanox ConnectX-7 NICs` and no speed: the
+    count was not read and the H200 preset's 8 x 400 Gb/s predicted its bare-metal run 30% fast (8.9% with the
+    4 NICs at ConnectX-7's 400 Gb/s)."""
+    rows = """\
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+  1073741824     268435456     float     sum      -1  6669.78  160.99  301.85       0  6678.26  160.78  301.47       0
+  3221225472     805306368     float     sum      -1  19102.3  168.63  316.18       0  19138.5  168.31  315.58       0
+"""
+    header = "#% hardware as stated: two servers, each 8x NVIDIA H200 GPUs and 4x NVIDIA/Mellanox ConnectX-7 NICs\n"
+    log = nccl_logs.parse_log(_log(tmp_path, "h200-2node.txt", header + rows))
+    assert (log.gpu, log.hosts, nccl_logs.stated_nics(log.text, log.gpus_per_host, log.gpu)) == ("h200", 2, (4, 400.0))
+
+
+def test_an_alltoall_table_is_refused_with_its_article(tmp_path):
+    """A supercomputer guide's `mpirun ./alltoall_perf ... -g 2` post was refused as "a alltoall table"."""
+    text = """\
+mpirun ./alltoall_perf -b 2 -e 128M -f 2 -g 2
+#  Rank  0 Group  0 Pid 3020421 on     igt002 device  0 [0x15] Tesla V100-SXM2-16GB
+#  Rank  1 Group  0 Pid 3020421 on     igt002 device  1 [0x16] Tesla V100-SXM2-16GB
+#  Rank  2 Group  0 Pid 1788088 on     igt007 device  0 [0x15] Tesla V100-SXM2-16GB
+#  Rank  3 Group  0 Pid 1788088 on     igt007 device  1 [0x16] Tesla V100-SXM2-16GB
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+   134217728       8388608     float    none      -1    17761    7.56    5.67      0    17276    7.77    5.83    N/A
+"""
+    with pytest.raises(nccl_logs.LogError, match=r": an alltoall table \(alltoall_perf\)"):
+        nccl_logs.parse_log(_log(tmp_path, "v100-2node.txt", text))
