@@ -37,6 +37,14 @@ def _log(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
+def _read_then_refused(path: Path, read: tuple[str, int], refusal: str) -> None:
+    """The importer reads ``path`` as ``read`` (collective, ranks); nccl_logs.py refuses it with ``refusal``."""
+    samples, _ = read_samples(str(path))
+    assert {(s.collective, s.ranks) for s in samples} == {read}
+    with pytest.raises(nccl_logs.LogError, match=refusal):
+        nccl_logs.parse_log(path)
+
+
 @pytest.mark.parametrize("script", ["/scripts/allgather.sh nccl-host-1 nccl-host-2", "/scripts/run-allgather.sh 8"])
 def test_the_cluster_toolkits_allgather_script_names_the_collective(tmp_path, script):
     """Google's cluster-toolkit runs `kubectl exec nccl-test-host-1 -c nccl-test -- /scripts/allgather.sh ...`
@@ -57,11 +65,7 @@ sbatch 1.nccl-tests.sbatch   # srun ... /opt/nccl-tests/build/scatter_perf -b 8 
 0:   1073741824      16777216     float    none       0    12828   83.70   78.47      0    12809   83.82   78.59      0
 0:   2147483648      33554432     float    none       0    25421   84.48   79.20      0    25283   84.94   79.63      0
 """
-    path = _log(tmp_path, "scatter-2node.txt", text)
-    samples, _ = read_samples(str(path))
-    assert {(s.collective, s.ranks) for s in samples} == {("scatter", 16)}
-    with pytest.raises(nccl_logs.LogError, match=r"a scatter table \(scatter_perf\); the NCCL model predicts"):
-        nccl_logs.parse_log(path)
+    _read_then_refused(_log(tmp_path, "scatter-2node.txt", text), ("scatter", 16), r"a scatter table \(scatter_perf\);")
 
 
 def test_the_last_rank_line_alone_tells_the_ranks(tmp_path):
@@ -74,11 +78,7 @@ def test_the_last_rank_line_alone_tells_the_ranks(tmp_path):
   8589934592    2147483648     float     sum      -1    45004  190.87  381.48      0    44930  191.19  382.11      0
  17179869184    4294967296     float     sum      -1    84625  203.01  405.74      0    84828  202.53  404.77      0
 """
-    path = _log(tmp_path, "gb200-20rack.txt", text)
-    samples, _ = read_samples(str(path))
-    assert {(s.collective, s.ranks) for s in samples} == {("allreduce", 1440)}
-    with pytest.raises(nccl_logs.LogError, match=r"GB200 GPUs are not modelled"):
-        nccl_logs.parse_log(path)
+    _read_then_refused(_log(tmp_path, "gb200-20rack.txt", text), ("allreduce", 1440), r"GB200 GPUs are not modelled")
 
 
 def test_a_gpu_the_header_names_by_its_old_name_is_refused(tmp_path):
