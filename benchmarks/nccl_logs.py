@@ -54,7 +54,9 @@ from validate.calibration.inputs import (  # noqa: E402
 
 #: GPU models as device lines and headers name them; the ones ``hgx`` builds, and the ones it cannot
 _GPU = re.compile(
-    r"(?:(?<=\dx)|(?<![A-Za-z0-9]))(GB[23]00|B[123]00|GH200|H200|H100|H800|H20|A100|A800|A40|A30|A10G?|V100|L40S?|L4)(?![0-9])",
+    r"(?:(?<=\dx)|(?<![A-Za-z0-9]))(GB[23]00|B[123]00|GH200|H200|H100|H800|H20|A100|A800|A40|A30|A10G?|V100|L40S?|L4"
+    # older boards, by their names only as written (``Tesla P40``): ``p4d`` / ``t4`` are other things in lower case
+    r"|(?-i:P100|P40|T4|K80|K40|M60|M40)(?![A-Za-z]))(?![0-9])",
     re.I,
 )
 _HGX_GPUS = ("h100", "h200", "h800", "b200", "a100", "a800")
@@ -103,6 +105,10 @@ _COUNT_SPEED = re.compile(r"(?<![\w.])(\d+)" + _TIMES + _WORDS + r"(\d+(?:\.\d+)
 _SPEED_COUNT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)" + _UNIT + _TIMES + r"(\d+)\b")
 #: ``8x NDR``, ``8x ConnectX-6 HDR``, ``4x HDR200``, ``8x NDR400``
 _COUNT_IB = re.compile(r"(?<![\w.])(\d+)" + _TIMES + _WORDS + r"(XDR|NDR200|NDR|HDR100|HDR|EDR)(\d{3})?\b", re.I)
+#: a count of ConnectX adapters by model, no speed stated (``4x NVIDIA/Mellanox ConnectX-7 NICs``): the model's
+#: port speed, as NVIDIA's product briefs state it (ConnectX-5 100, -6 200, -7 400, -8 800 Gb/s)
+_COUNT_CX = re.compile(r"(?<![\w.])(\d+)" + _TIMES + r"((?:[A-Za-z][\w/-]*\s+){0,2}?)(?:ConnectX|CX)-?([5-8])\b", re.I)
+_CX_SPEED = {"5": 100.0, "6": 200.0, "7": 400.0, "8": 800.0}
 #: a count in words, in the header's ``#%`` lines: ``eight 400 Gb/s ConnectX-7``, ``one 100 Gbps NIC``
 _WORD_COUNTS = {"one": 1, "two": 2, "four": 4, "eight": 8, "sixteen": 16, "thirty-two": 32}
 _WORD_SPEED = re.compile(r"\b(" + "|".join(_WORD_COUNTS) + r")\s+" + _WORDS + r"(\d+(?:\.\d+)?)" + _UNIT, re.I)
@@ -207,7 +213,8 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     n = samples[0].ranks
     if samples[0].collective not in _NCCL_COLLECTIVES:
         raise LogError(
-            f"{path.name}: a {samples[0].collective} table ({source.detail.split(',')[0]}); the NCCL model "
+            f"{path.name}: {'an' if samples[0].collective[0] in 'aeiou' else 'a'} {samples[0].collective} table "
+            f"({source.detail.split(',')[0]}); the NCCL model "
             "predicts all-reduce, all-gather and reduce-scatter"
         )
     per_host = Counter(host for _, host in found)
@@ -230,6 +237,8 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
         nodes = max(nodes, -(-n // _HGX_GPUS_PER_NODE))
         if found:
             note = f"{len(per_host)} host name(s) for {n} ranks: taken as {nodes} nodes"
+        elif listed := launch_hosts(text, n):  # no rank lines: the hosts the launch command lists
+            nodes = listed
     devices = list(found.values())
     m = _GPU.search(" ".join(devices)) or _GPU.search(text[:3000])  # the device lines, else what the header states
     if not m and (amd := _AMD_GPU.search(" ".join(devices)) or _AMD_GPU.search(text)):
@@ -279,6 +288,29 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     return Log(path, n, nodes, gpu, text[:4000], ranks, note, release, tuple(source.unmodelled), efa, coll)
 
 
+#: the host list of an MPI launch (``mpirun -H 10.0.0.1:8,10.0.0.2:8``, ``--host a:1,b:1``)
+_HOST_LIST = re.compile(r"\b(?:mpirun|mpiexec)\b[^\n]*?\s(?:-H|--host|-host)[\s=]+(\S+)")
+
+
+def launch_hosts(text: str, ranks: int) -> int:
+    """The hosts an MPI launch command of ``text`` lists where its slots, the same on each, account for
+    ``ranks`` (each process driving ranks / slots GPUs: ``-g``), else 0.
+
+    >>> launch_hosts("mpirun -H 10.244.1.10:1,10.244.2.21:1 -x A=1 ./all_reduce_perf -g 1", 2)
+    2
+    >>> launch_hosts("mpirun -np 16 -H a:8,b:8 ./all_reduce_perf", 16), launch_hosts("mpirun -H a:8,b:4 x", 12)
+    (2, 0)
+    """
+    for m in _HOST_LIST.finditer(text):
+        slots: Counter[str] = Counter()
+        for item in m.group(1).strip("'\"").split(","):
+            name, _, count = item.partition(":")
+            slots[name] += int(count) if count.isdigit() else 1
+        if len(slots) > 1 and len(set(slots.values())) == 1 and ranks % sum(slots.values()) == 0:
+            return len(slots)
+    return 0
+
+
 def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = None) -> tuple[int | None, float | None]:
     """(NICs per node, Gb/s each) as a log's header states them, or None where it does not; a count of -1
     says the speed is the node's total (``3.2 Tbps``, ``400 Gbps EFA``, ``1,600 Gbps``); a count said per
@@ -299,6 +331,8 @@ def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = N
     ((1, 100.0), (16, 200.0))
     >>> stated_nics("#% 2 nodes x 8 GPUs, 400G IB"), stated_nics("#% 8x A100 SXM4 40G GPU, HDR")
     ((None, 400.0), (None, 200.0))
+    >>> stated_nics("#% 8x NVIDIA H200 GPUs, 4x NVIDIA/Mellanox ConnectX-7 NICs"), stated_nics("#% 2x CX-6 NICs")
+    ((4, 400.0), (2, 200.0))
 
     A header that names an instance shape or a DGX and no figure gets the shape's stated network:
 
@@ -357,6 +391,9 @@ def _stated_figures(
         return None, float(m.group(1))
     if m := _BARE_IB.search(header):
         return None, float(_IB[m.group(1).lower()])
+    for m in _COUNT_CX.finditer(text):
+        if not _GPU.search(m.group(2)):
+            return int(m.group(1)), _CX_SPEED[m.group(3)]
     for shape, nics, gpus in _SHAPES:
         if shape.search(header) and (gpu is None or gpu in gpus):
             return nics
@@ -386,7 +423,10 @@ def efa_topology(log: Log, efa: tuple[str | None, str | None]) -> object:
     if plugin:
         kw["efa_plugin"] = plugin
     note = f"EFA: {preset}" + (f", aws-ofi-nccl {plugin}" if plugin else "")
-    log.note = note if not log.note or log.note.startswith("EFA") else f"{log.note}; {note}"
+    # (each prediction builds the topology again: the note is added once)
+    log.note = (
+        note if not log.note or log.note.startswith("EFA") else log.note if note in log.note else f"{log.note}; {note}"
+    )
     try:
         return hgx(log.hosts, preset, **kw)
     except CollsimError as exc:

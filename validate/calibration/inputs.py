@@ -434,8 +434,9 @@ _NCCL_VERSION_STATED = re.compile(r"\bNCCL\s+v?(\d+\.\d+\.\d+)\b")
 _GIB_TEST = re.compile(
     r"\brun_nccl_tests\.sh\b[^\n]*?\s-t\s+(all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce|sendrecv)\b"
 )
-#: GPUDirect-TCPX's image names its scripts by the test they run: ``/scripts/run-allgather.sh 8 eth1,... 8M 8GB 2``
-_TCPX_SCRIPT = re.compile(r"\brun-(allgather|allreduce|reducescatter)\.sh\b")
+#: GPUDirect-TCPX's image names its scripts by the test they run: ``/scripts/run-allgather.sh 8 eth1,... 8M 8GB 2``,
+#: and Google's cluster-toolkit wraps them as ``/scripts/allgather.sh nccl-host-1 nccl-host-2``
+_TCPX_SCRIPT = re.compile(r"(?<![\w-])(?:run-)?(allgather|allreduce|reducescatter)\.sh\b")
 _TCPX_TESTS = {"allgather": "all_gather", "allreduce": "all_reduce", "reducescatter": "reduce_scatter"}
 _MPI_RANKS = re.compile(r"(?:mpirun|mpiexec)\b[^\n]*?\s(?:-n|-np|--np|--n)[\s=](\d+)")
 _SRUN_TASKS = re.compile(r"\bsrun\b[^\n]*?\s(?:-n|--ntasks)[\s=](\d+)")
@@ -860,7 +861,9 @@ def parse_nccl_text(
     launched = (mpi_ranks or srun_nodes) * max(gpus, 1)
     # busbw / algbw of the collective the log states (all-reduce's where it states none and has a reduction)
     bus = _BUS_FACTOR.get(stated or ("" if unreduced else "allreduce"))
-    p = ranks or _rank_count([len(listed), launched, gpus if gpus > 1 else 0], top, bus)
+    # the highest rank listed tells at least as many ranks (a post may keep only its last rank line)
+    highest = max((rank for rank, _ in listed), default=-1) + 1
+    p = ranks or _rank_count([len(listed), highest, launched, gpus if gpus > 1 else 0], top, bus)
     guess_coll, guess_ranks = (None, None) if unreduced else _ratio_collective([b / a for a, b in top], p or None)
     if stated is None and guess_coll is None:
         why = " (its redop is 'none': not an all-reduce's table)" if unreduced else ""
@@ -1023,7 +1026,7 @@ def _fits(top: list[tuple[float, float]], factor: float) -> bool:
 
 
 #: nccl-tests' busbw / algbw on n ranks, c (n-1)/n: c of the collectives whose factor tells n (src/*.cu GetBw)
-_BUS_FACTOR = {"allreduce": 2, "allgather": 1, "reducescatter": 1, "alltoall": 1}
+_BUS_FACTOR = {"allreduce": 2, "allgather": 1, "reducescatter": 1, "alltoall": 1, "scatter": 1, "gather": 1}
 
 
 def _rank_count(candidates: list[int], top: list[tuple[float, float]], bus: int | None) -> int:
