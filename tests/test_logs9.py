@@ -89,6 +89,7 @@ def test_an_alltoall_table_under_an_allreduce_command_is_named_by_its_redop(tmp_
         ("mpirun -np 2 -H a:1,b:1 ./build/broadcast_perf -b 1G -e 2G -f 2 -t 2 -g 4", 16),
         ("srun -N 2 ./build/broadcast_perf -b 1G -e 2G -f 2 -g 4", 8),
         ("mpirun -np 16 ./build/broadcast_perf -b 1G -e 2G -f 2 -g 1", 16),
+        ("mpirun -np 2 ./build/broadcast_perf -g 8 -b 1G -e 2G", 16),
     ],
 )
 def test_the_launch_lines_gpus_per_process_count_without_the_nthread_line(tmp_path, launch, ranks):
@@ -101,3 +102,34 @@ def test_the_launch_lines_gpus_per_process_count_without_the_nthread_line(tmp_pa
 """
     samples, _ = read_samples(str(_log(tmp_path, "bcast.txt", launch + "\n" + HEADER + rows)))
     assert {(s.collective, s.ranks) for s in samples} == {("broadcast", ranks)}
+
+
+#: an all-reduce of 8 ranks (busbw / algbw 1.75) without rank lines, as an HPE Slingshot cluster's README posts it
+ROWS_8 = (
+    HEADER
+    + """\
+  4294967296    1073741824     float     sum      -1    47553   90.32  158.06      0    47551   90.32  158.07      0
+  8589934592    2147483648     float     sum      -1    94752   90.66  158.65      0    94730   90.68  158.69      0
+"""
+)
+
+
+@pytest.mark.parametrize(
+    ("launch", "hosts"),
+    [
+        (
+            "env NCCL_ALGO=Tree srun --mpi=pmi2 -n 8 --ntasks-per-node=4 singularity run x.sif ./build/all_reduce_perf",
+            2,
+        ),
+        ("mpirun -np 8 \\\n   -npernode 4 \\\n   /opt/nccl-tests/build/all_reduce_perf -b 8 -e 8G -g 1", 2),
+        ("mpirun -np 2 --map-by ppr:1:node ./all_reduce_perf -b 8 -e 8G -g 4", 2),
+        ("mpirun -np 8 ./all_reduce_perf -b 8 -e 8G -g 1", 1),
+    ],
+)
+def test_the_launch_lines_processes_per_node_give_the_hosts(tmp_path, launch, hosts):
+    """An HPE Cray README runs `srun -n 8 --ntasks-per-node=4 ... all_reduce_perf` ("two nodes using four GPUs
+    per node") and posts the table without device lines: its 8 ranks were put on one host (8 GPUs a node
+    assumed); the processes per node of the launch (srun's --ntasks-per-node, Open MPI's -npernode / ppr:K:node,
+    times each process's GPUs) now give the hosts."""
+    log = nccl_logs.parse_log(_log(tmp_path, "run.txt", launch + "\n" + ROWS_8))
+    assert (log.ranks, log.hosts) == (8, hosts)

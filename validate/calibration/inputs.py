@@ -443,8 +443,8 @@ _SRUN_TASKS = re.compile(r"\bsrun\b[^\n]*?\s(?:-n|--ntasks)[\s=](\d+)")
 _SRUN_NODES = re.compile(r"\bsrun\b[^\n]*?\s(?:-N|--nodes)[\s=](\d+)")
 _PER_NODE = re.compile(r"--ntasks-per-node[\s=](\d+)")
 #: the GPUs (``-g`` / ``--ngpus``) and threads (``-t`` / ``--nthreads``) each process of a launch line's test drives
-_PERF_GPUS = re.compile(r"_perf\S*\s[^\n]*?\s(?:-g|--ngpus)[\s=](\d+)\b")
-_PERF_THREADS = re.compile(r"_perf\S*\s[^\n]*?\s(?:-t|--nthreads)[\s=](\d+)\b")
+TEST_GPUS = re.compile(r"_perf\S*\s(?:[^\n]*?\s)?(?:-g|--ngpus)[\s=](\d+)\b")
+_TEST_THREADS = re.compile(r"_perf\S*\s(?:[^\n]*?\s)?(?:-t|--nthreads)[\s=](\d+)\b")
 
 
 #: what says a log ran over AWS EFA: NCCL's NET plugin for it (aws-ofi-nccl: ``NET/OFI`` lines, the network
@@ -770,8 +770,8 @@ def parse_nccl_text(
         if named is None and (m := _TCPX_SCRIPT.search(stripped)):
             named = f"{_TCPX_TESTS[m.group(1)]}_perf"
         launch = command_ranks(stripped) or _SRUN_NODES.search(stripped)
-        if launch and not (mpi_ranks or srun_nodes) and (g := _PERF_GPUS.search(stripped)):
-            launch_gpus = int(g.group(1)) * (int(t.group(1)) if (t := _PERF_THREADS.search(stripped)) else 1)
+        if launch and not (mpi_ranks or srun_nodes) and (g := TEST_GPUS.search(stripped)):
+            launch_gpus = int(g.group(1)) * (int(t.group(1)) if (t := _TEST_THREADS.search(stripped)) else 1)
         mpi_ranks = mpi_ranks or command_ranks(stripped)
         if not srun_nodes and (m := _SRUN_NODES.search(stripped)):
             srun_nodes = int(m.group(1))
