@@ -45,6 +45,7 @@ from sim.units import parse_size  # noqa: E402
 from validate.calibration.fit import fit_calibration  # noqa: E402
 from validate.calibration.inputs import (  # noqa: E402
     RANK_LINE,
+    TEST_GPUS,
     header_time_column,
     rank_host,
     read_samples,
@@ -292,13 +293,27 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
 _HOST_LIST = re.compile(r"\b(?:mpirun|mpiexec)\b[^\n]*?\s(?:-H|--host|-host)[\s=]+(\S+)")
 
 
+#: processes per node as a launch line states them: Slurm's ``--ntasks-per-node=K`` (srun, ``#SBATCH``), Open
+#: MPI's ``-npernode K`` / ``-N K`` (per node there; srun's ``-N`` counts nodes) / ``--map-by ppr:K:node``
+_PER_NODE_SLURM = re.compile(r"(?:\bsrun\b|#SBATCH)[^\n]*?--ntasks-per-node[\s=](\d+)\b")
+_PER_NODE_MPI = re.compile(r"\b(?:mpirun|mpiexec)\b[^\n]*?(?:\s--?npernode[\s=]|\s-N\s+|\sppr:(?=\d+:node))(\d+)\b")
+#: the GPUs each process drives: nccl-tests' header (nThread x nGpus), else the test's own ``-t`` / ``-g``
+_HEADER_GPUS = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
+
+
 def launch_hosts(text: str, ranks: int) -> int:
     """The hosts an MPI launch command of ``text`` lists where its slots, the same on each, account for
-    ``ranks`` (each process driving ranks / slots GPUs: ``-g``), else 0.
+    ``ranks`` (each process driving ranks / slots GPUs: ``-g``), else the nodes its processes per node
+    (``srun --ntasks-per-node``, ``mpirun -npernode``) make of ``ranks`` (each driving the GPUs nccl-tests'
+    header, else the test's ``-g``, gives), else 0.
 
     >>> launch_hosts("mpirun -H 10.244.1.10:1,10.244.2.21:1 -x A=1 ./all_reduce_perf -g 1", 2)
     2
     >>> launch_hosts("mpirun -np 16 -H a:8,b:8 ./all_reduce_perf", 16), launch_hosts("mpirun -H a:8,b:4 x", 12)
+    (2, 0)
+    >>> launch_hosts("srun --mpi=pmi2 -n 8 --ntasks-per-node=4 ./build/all_reduce_perf -b 1M -e 8G", 8)
+    2
+    >>> launch_hosts("mpirun -np 4 -npernode 2 ./all_reduce_perf -g 4", 16), launch_hosts("srun -N 2 x", 16)
     (2, 0)
     """
     for m in _HOST_LIST.finditer(text):
@@ -308,6 +323,16 @@ def launch_hosts(text: str, ranks: int) -> int:
             slots[name] += int(count) if count.isdigit() else 1
         if len(slots) > 1 and len(set(slots.values())) == 1 and ranks % sum(slots.values()) == 0:
             return len(slots)
+    joined = re.sub(r"\\[ \t]*\n", " ", text)  # a command continued over lines (``\``)
+    per_node = _PER_NODE_SLURM.search(joined) or _PER_NODE_MPI.search(joined)
+    if per_node and int(per_node.group(1)):
+        if header := _HEADER_GPUS.search(text):
+            gpus = int(header.group(1)) * int(header.group(2))
+        else:
+            gpus = int(g.group(1)) if (g := TEST_GPUS.search(joined)) else 1
+        node = int(per_node.group(1)) * max(gpus, 1)
+        if ranks % node == 0:
+            return ranks // node
     return 0
 
 

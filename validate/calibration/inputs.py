@@ -442,6 +442,9 @@ _MPI_RANKS = re.compile(r"(?:mpirun|mpiexec)\b[^\n]*?\s(?:-n|-np|--np|--n)[\s=](
 _SRUN_TASKS = re.compile(r"\bsrun\b[^\n]*?\s(?:-n|--ntasks)[\s=](\d+)")
 _SRUN_NODES = re.compile(r"\bsrun\b[^\n]*?\s(?:-N|--nodes)[\s=](\d+)")
 _PER_NODE = re.compile(r"--ntasks-per-node[\s=](\d+)")
+#: the GPUs (``-g`` / ``--ngpus``) and threads (``-t`` / ``--nthreads``) each process of a launch line's test drives
+TEST_GPUS = re.compile(r"_perf\S*\s(?:[^\n]*?\s)?(?:-g|--ngpus)[\s=](\d+)\b")
+_TEST_THREADS = re.compile(r"_perf\S*\s(?:[^\n]*?\s)?(?:-t|--nthreads)[\s=](\d+)\b")
 
 
 #: what says a log ran over AWS EFA: NCCL's NET plugin for it (aws-ofi-nccl: ``NET/OFI`` lines, the network
@@ -742,6 +745,7 @@ def parse_nccl_text(
     mpi_ranks = 0
     srun_nodes = 0  # srun -N without a task count: one task per node, nThread x nGpus GPUs each
     gpus = 0
+    launch_gpus = 0  # nThread x nGpus as the launch line's own -t / -g say (a post without the nThread header)
     time_at, headed, in_place_at = _TIME_COLUMNS[0], False, 4  # until a column-header line says otherwise
     listed: set[tuple[int, str]] = set()  # (rank, host): a log of several runs repeats its rank lines
     rows: list[tuple[str, int, float, float]] = []  # (where, size, out-of-place s, in-place s or 0)
@@ -757,7 +761,7 @@ def parse_nccl_text(
 
     def scan(stripped: str) -> None:
         """What a command line or header line says: NCCL_* settings, the binary, the rank count."""
-        nonlocal named, mpi_ranks, srun_nodes
+        nonlocal named, mpi_ranks, srun_nodes, launch_gpus
         _scan_command(stripped, env)
         if named is None and (m := _BINARY.search(stripped)):
             named = m.group(1)
@@ -765,6 +769,9 @@ def parse_nccl_text(
             named = f"{m.group(1)}_perf"
         if named is None and (m := _TCPX_SCRIPT.search(stripped)):
             named = f"{_TCPX_TESTS[m.group(1)]}_perf"
+        launch = command_ranks(stripped) or _SRUN_NODES.search(stripped)
+        if launch and not (mpi_ranks or srun_nodes) and (g := TEST_GPUS.search(stripped)):
+            launch_gpus = int(g.group(1)) * (int(t.group(1)) if (t := _TEST_THREADS.search(stripped)) else 1)
         mpi_ranks = mpi_ranks or command_ranks(stripped)
         if not srun_nodes and (m := _SRUN_NODES.search(stripped)):
             srun_nodes = int(m.group(1))
@@ -857,8 +864,9 @@ def parse_nccl_text(
     # a table without a reduction (redop "none": all_gather_perf's, broadcast_perf's, alltoall_perf's ...) is
     # not all-reduce's, whatever its busbw / algbw: its factor says nothing of the ranks then
     unreduced = stated is None and set(redops) == {"none"}
-    # the launcher's processes drive nThread x nGpus GPUs each (``mpirun -np 2 ... -g 8``: 16 ranks)
-    launched = (mpi_ranks or srun_nodes) * max(gpus, 1)
+    # the launcher's processes drive nThread x nGpus GPUs each (``mpirun -np 2 ... -g 8``: 16 ranks; the header's
+    # nThread line, else the launch line's own -t / -g)
+    launched = (mpi_ranks or srun_nodes) * max(gpus or launch_gpus, 1)
     # busbw / algbw of the collective the log states (all-reduce's where it states none and has a reduction)
     bus = _BUS_FACTOR.get(stated or ("" if unreduced else "allreduce"))
     # the highest rank listed tells at least as many ranks (a post may keep only its last rank line)
@@ -873,7 +881,8 @@ def parse_nccl_text(
         )
     coll = stated or guess_coll
     if coll == "allreduce" and p and top:
-        _check_allreduce_factor(top, p, path)
+        _check_allreduce_factor(top, p, path, unreduced=set(redops) == {"none"})
+    if coll == "allreduce" and top:  # (without a rank count too: a post of a 1-node and a 2-node run's tables)
         _check_one_run(printed, path)
     if not p:
         hint = (
@@ -1054,20 +1063,24 @@ def _rank_count(candidates: list[int], top: list[tuple[float, float]], bus: int 
     return found[0] if found else 0
 
 
-def _check_allreduce_factor(top: list[tuple[float, float]], p: int, path: str) -> None:
+def _check_allreduce_factor(top: list[tuple[float, float]], p: int, path: str, *, unreduced: bool = False) -> None:
     """Refuse a table the log calls all-reduce's whose busbw / algbw is another collective's: (n-1)/n
-    (all_gather_perf, reduce_scatter_perf, alltoall_perf) or 1 (broadcast_perf, reduce_perf, sendrecv_perf)."""
+    (all_gather_perf, reduce_scatter_perf, alltoall_perf) or 1 (broadcast_perf, reduce_perf, sendrecv_perf);
+    rows of redop ``none`` (``unreduced``) are not reduce_scatter_perf's."""
     if _fits(top, 2 * (p - 1) / p):
         return
-    for factor, which in (
-        ((p - 1) / p, "all_gather_perf's, reduce_scatter_perf's or alltoall_perf's"),
-        (1.0, "broadcast_perf's, reduce_perf's or sendrecv_perf's"),
-    ):
+    gather = (
+        "all_gather_perf's or alltoall_perf's"
+        if unreduced
+        else "all_gather_perf's, reduce_scatter_perf's or alltoall_perf's"
+    )
+    for factor, which in (((p - 1) / p, gather), (1.0, "broadcast_perf's, reduce_perf's or sendrecv_perf's")):
         if _fits(top, factor):
             ratio = statistics.median(b / a for a, b in top)
             raise CalibrationError(
                 f"{path}: the table's busbw / algbw is {ratio:.4f}, not all-reduce's 2(n-1)/n = "
-                f"{2 * (p - 1) / p:.4f} on {p} ranks: it is {which} table; calibrate from the all_reduce_perf run"
+                f"{2 * (p - 1) / p:.4f} on {p} ranks: it is {which} table{' (its redop is none)' if unreduced else ''}; "
+                "calibrate from the all_reduce_perf run"
             )
 
 
