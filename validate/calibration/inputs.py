@@ -396,6 +396,14 @@ _LABEL = re.compile(r"^\s*(?:\d+:|\[\d+,\d+\]<std(?:out|err)>:|\[\d+\](?=\s))\s?
 #: a job runner's label in front of those: SkyPilot's (Ray's) ``(head, rank=0, pid=3808) ``,
 #: ``(worker1, rank=1, pid=2769, ip=10.0.0.2) ``
 _RUNNER_LABEL = re.compile(r"^\s*\([\w.-]+(?:, rank=\d+)?, pid=\d+(?:, ip=[\w.:-]+)?\)\s?")
+#: what else a post puts in front of every line: a time stamp (``2024-05-01T12:00:00.123Z``, ``[2024-05-01
+#: 12:00:00]``, ``[12:00:00]``), a host's name where pdsh / clush / ``kubectl logs --prefix`` gather the output
+#: (``node01: ``, before nccl-tests' own ``#`` lines and rows only: ``NCCL_MIN_NCHANNELS: 32`` is a setting),
+#: Markdown's quote (``> ``); they stack (``> node01: [1,0]<stdout>:``)
+_POST_LABEL = re.compile(
+    r"^\s*(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?|\[\d\d:\d\d:\d\d(?:[.,]\d+)?\])"
+    r":?\s|^\s*(?!NCCL_)[A-Za-z][\w.-]*:\s+(?=[#\d[>])|^\s*>(?:\s|$)"
+)
 
 
 def strip_label(line: str) -> str:
@@ -406,8 +414,15 @@ def strip_label(line: str) -> str:
     ('#  Rank  3 Group', '#   Rank  0 Pid', '# nThread 1')
     >>> strip_label("(head, rank=0, pid=3808) [1,0]<stdout>:# nThread 1"), strip_label("(worker1, rank=1, pid=2) x")
     ('# nThread 1', 'x')
+    >>> strip_label("> node01: 2024-05-01T12:00:00Z  0: # nThread 1"), strip_label("NCCL_MIN_NCHANNELS: 32")
+    ('# nThread 1', 'NCCL_MIN_NCHANNELS: 32')
     """
-    return _LABEL.sub("", _RUNNER_LABEL.sub("", line, count=1), count=1)
+    for _ in range(4):  # (a few labels deep at most)
+        bare = _LABEL.sub("", _RUNNER_LABEL.sub("", _POST_LABEL.sub("", line, count=1), count=1), count=1)
+        if bare == line:
+            break
+        line = bare
+    return line
 
 
 #: a binary's name as it appears in a command line: ``all_reduce_perf``, ``./build/all_reduce_perf_mpi``
