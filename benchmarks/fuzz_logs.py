@@ -221,6 +221,41 @@ def mutate(text: str, rng: random.Random, steps: int | None = None) -> tuple[str
     return "\n".join(lines) + "\n", names
 
 
+#: mutations after which a log must read exactly as before (the samples and the hardware): a whole post's framing
+SAME = {"prefix", "indent", "crlf", "tabs", "fence", "quote"}
+#: mutations after which a log that still reads must read the same collective on the same ranks
+SAME_RANKS = SAME | {"duplicate", "swap", "second_table", "info", "busbw_na"}
+
+
+def reading(path: Path) -> tuple[object, object]:
+    """What the reader makes of a log, to compare: (the samples' figures, the hardware), each an error's class
+    where it refuses."""
+    try:
+        samples = [
+            (s.size, s.time_s, s.ranks, s.collective, s.algorithm, s.in_place_s, s.hosts)
+            for s in read_samples(str(path))[0]
+        ]
+    except CollsimError as exc:
+        samples = type(exc).__name__
+    try:
+        log = nccl_logs.parse_log(path)
+        hw: object = (log.ranks, log.hosts, log.gpu, log.nccl, log.unmodelled, log.efa, log.collective, log.note)
+    except (CollsimError, nccl_logs.LogError) as exc:
+        hw = type(exc).__name__
+    return samples, hw
+
+
+def misread(clean: tuple[object, object], got: tuple[object, object], how: list[str]) -> str | None:
+    """How a mutant's reading breaks the invariant its mutations keep (None where it keeps it)."""
+    if set(how) <= SAME and got != clean:
+        return f"reads differently: {str(got)[:120]} (clean: {str(clean)[:120]})"
+    if set(how) <= SAME_RANKS and isinstance(got[0], list) and isinstance(clean[0], list) and got[0] and clean[0]:
+        (_, _, p, c, *_), (_, _, p0, c0, *_) = got[0][0], clean[0][0]
+        if (p, c) != (p0, c0):
+            return f"{c} on {p} ranks, the clean log {c0} on {p0}"
+    return None
+
+
 def one_line(exc: BaseException) -> str | None:
     """Why ``exc`` is not an acceptable refusal (None where it is one clear line)."""
     if not isinstance(exc, (CollsimError, nccl_logs.LogError)):
@@ -293,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     seeds = {p.name: p.read_text() for p in sorted(Path(args.folder).glob("*.txt")) if p.name != "README.txt"}
     rng = random.Random(args.seed)
+    clean = {name: reading(Path(args.folder) / name) for name in seeds}
     classes: Counter[str] = Counter()
     shown: dict[str, list[str]] = {}
     failed = 0
@@ -309,9 +345,11 @@ def main(argv: list[str] | None = None) -> int:
                 problems.append(("time", f"{dt:.1f} s"))
             if rng.random() < args.cli and (why := run_cli(path, folder)):
                 problems.append(("cli", why))
+            if set(how) <= SAME_RANKS and not problems and (why := misread(clean[name], reading(path), how)):
+                problems.append(("oracle", f"{'+'.join(how)}: {why}"))
             failed += bool(problems)
             for stage, problem in problems:
-                key = f"{stage}: {re.sub(r'[(].*', '', problem)[:60]} @ {problem.rsplit(' at ', 1)[-1]}"
+                key = f"{stage}: {re.sub(r'[(:].*', '', problem)[:60]} @ {problem.rsplit(' at ', 1)[-1][:40]}"
                 classes[key] += 1
                 if len(shown.setdefault(key, [])) < args.show:
                     shown[key].append(f"  #{k} {name} {'+'.join(how)}: {problem[:300]}")
