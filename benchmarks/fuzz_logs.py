@@ -295,25 +295,53 @@ def _where(exc: BaseException) -> str:
     return f"{Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else "?"
 
 
-def run_cli(path: Path, folder: Path) -> str | None:
-    """``collsim validate calibrate --from`` the mutant onto the topology its clean log builds: exit 0, or exit 2
-    with one ``collsim: error:`` line and no output file."""
+#: the topology the CLI stage calibrates and compares on (the development set's 2-node H100 logs' hardware)
+CLI_TOPOLOGY = "hgx:hosts=2,preset=dgx-h100"
+
+
+def _cli(args: list[str]) -> tuple[int, list[str]]:
+    """``collsim ARGS`` in process: (exit status, stderr lines)."""
     import contextlib
     import io
 
     from collsim.cli import main
 
-    out = folder / "cal.yaml"
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["validate", "calibrate", "-t", "hgx:hosts=2,preset=dgx-h100", "--from", str(path), "-o", str(out)])
-    lines = err.getvalue().strip().splitlines()
-    if code == 2 and (len(lines) != 1 or not lines[0].startswith("collsim: error: ") or out.exists()):
-        return f"exit 2 with {len(lines)} stderr lines: {err.getvalue()[-200:]!r}"
-    if code not in (0, 2):
-        return f"exit {code}"
-    out.unlink(missing_ok=True)
+        code = main(args)
+    return code, err.getvalue().strip().splitlines()
+
+
+def run_cli(path: Path, folder: Path, calibration: Path) -> str | None:
+    """``collsim validate calibrate --from`` the mutant and ``collsim validate compare --measured`` it on
+    :data:`CLI_TOPOLOGY`: exit 0, or exit 2 with one ``collsim: error:`` line and no output file."""
+    out, cmp = folder / "cal.yaml", folder / "cmp"
+    for what, args, made in (
+        ("calibrate", ["validate", "calibrate", "-t", CLI_TOPOLOGY, "--from", str(path), "-o", str(out)], out),
+        (
+            "compare",
+            ["validate", "compare", "-t", CLI_TOPOLOGY, "--calibration", str(calibration), "--measured", str(path)]
+            + ["--out", str(cmp), "--no-plot"],
+            cmp / "compare.json",
+        ),
+    ):
+        code, lines = _cli(args)
+        if code not in (0, 2):
+            return f"{what}: exit {code}"
+        if code == 2 and (len(lines) != 1 or not lines[0].startswith("collsim: error: ") or made.exists()):
+            return f"{what}: exit 2 with {len(lines)} stderr lines: {' | '.join(lines)[-240:]!r}"
+        made.unlink(missing_ok=True)
     return None
+
+
+def calibration_for_cli(folder: Path, seeds: Path) -> Path:
+    """A calibration of :data:`CLI_TOPOLOGY` from the development set's 2-node ring log (compare needs one)."""
+    cal = folder / "fuzz-cal.yaml"
+    log = seeds / "h100-ndr-node005-2node-ring.txt"
+    code, lines = _cli(["validate", "calibrate", "-t", CLI_TOPOLOGY, "--from", str(log), "-o", str(cal)])
+    if code:
+        raise SystemExit(f"fuzz_logs: cannot calibrate {log} for the CLI stage: {lines[-1:]}")
+    return cal
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -334,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        calibration = calibration_for_cli(folder, Path(args.folder)) if args.cli else Path()
         for k in range(args.count):
             name = rng.choice(sorted(seeds))
             text, how = mutate(seeds[name], rng)
@@ -343,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
             problems = run_one(path, rng.random() < args.predict)
             if (dt := time.perf_counter() - t0) > args.slow:
                 problems.append(("time", f"{dt:.1f} s"))
-            if rng.random() < args.cli and (why := run_cli(path, folder)):
+            if rng.random() < args.cli and (why := run_cli(path, folder, calibration)):
                 problems.append(("cli", why))
             if set(how) <= SAME_RANKS and not problems and (why := misread(clean[name], reading(path), how)):
                 problems.append(("oracle", f"{'+'.join(how)}: {why}"))

@@ -402,7 +402,7 @@ _RUNNER_LABEL = re.compile(r"^\s*\([\w.-]+(?:, rank=\d+)?, pid=\d+(?:, ip=[\w.:-
 #: Markdown's quote (``> ``); they stack (``> node01: [1,0]<stdout>:``)
 _POST_LABEL = re.compile(
     r"^\s*(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?|\[\d\d:\d\d:\d\d(?:[.,]\d+)?\])"
-    r":?\s|^\s*(?!NCCL_)[A-Za-z][\w.-]*:\s+(?=[#\d[>])|^\s*>(?:\s|$)"
+    r":?\s|^\s*(?!NCCL_)[A-Za-z][\w.-]*:\s+(?=[#\d[>]|[A-Za-z][\w.-]*:\s)|^\s*>(?:\s|$)"
 )
 
 
