@@ -210,6 +210,11 @@ def test_a_mangled_row_between_rows_is_refused_naming_its_line(tmp_path, row, ju
     line = 1 + text.splitlines().index(next(ln for ln in text.splitlines() if junk in ln))
     with pytest.raises(CalibrationError, match=rf"p\.txt:{line}: a result row that does not read"):
         read_samples(_write(tmp_path, "p.txt", text))
+    # the second half of a row that NCCL INFO lines cut (nccl-tests prints it apart) names no type: left out
+    tail = ONE_NODE.replace(
+        "   268435456", "node01:1:2 [0] NCCL INFO Connected all trees\n    1139.2  235.63  412.35  0", 1
+    )
+    assert len(read_samples(_write(tmp_path, "t.txt", tail))[0]) == 3
     # the post's last row cut mid-line (the post ends there) is left out, as before
     head = ONE_NODE[: ONE_NODE.index("   268435456      67108864") + len("   268435456      671")]
     assert [s.size for s in read_samples(_write(tmp_path, "c.txt", head + "\n"))[0]] == [134217728]
