@@ -246,9 +246,17 @@ def reading(path: Path) -> tuple[object, object]:
 
 
 def misread(clean: tuple[object, object], got: tuple[object, object], how: list[str]) -> str | None:
-    """How a mutant's reading breaks the invariant its mutations keep (None where it keeps it)."""
+    """How a mutant's reading breaks the invariant its mutations keep (None where it keeps it): a framing reads
+    as the post; a line duplicated, lines swapped ... keep the collective and its ranks; one number or column
+    changed reads no (size, time) the post does not have, and leaves no row out but the last (a post cut there)."""
     if set(how) <= SAME and got != clean:
         return f"reads differently: {str(got)[:120]} (clean: {str(clean)[:120]})"
+    if how in (["number"], ["columns"]) and isinstance(got[0], list) and isinstance(clean[0], list):
+        pairs = [s[:2] for s in clean[0]]
+        if wrong := [s[:2] for s in got[0] if s[:2] not in pairs]:
+            return f"reads a row wrong: (size, s) {wrong[0]}"
+        if left := [p for p in pairs[:-1] if p not in [s[:2] for s in got[0]]]:
+            return f"leaves a row out: (size, s) {left[0]}"
     if set(how) <= SAME_RANKS and isinstance(got[0], list) and isinstance(clean[0], list) and got[0] and clean[0]:
         (_, _, p, c, *_), (_, _, p0, c0, *_) = got[0][0], clean[0][0]
         if (p, c) != (p0, c0):
@@ -374,11 +382,17 @@ def main(argv: list[str] | None = None) -> int:
                 problems.append(("time", f"{dt:.1f} s"))
             if rng.random() < args.cli and (why := run_cli(path, folder, calibration)):
                 problems.append(("cli", why))
-            if set(how) <= SAME_RANKS and not problems and (why := misread(clean[name], reading(path), how)):
+            if (
+                (set(how) <= SAME_RANKS or how in (["number"], ["columns"]))
+                and not problems
+                and (why := misread(clean[name], reading(path), how))
+            ):
                 problems.append(("oracle", f"{'+'.join(how)}: {why}"))
             failed += bool(problems)
             for stage, problem in problems:
-                key = f"{stage}: {re.sub(r'[(:].*', '', problem)[:60]} @ {problem.rsplit(' at ', 1)[-1][:40]}"
+                what = problem.split(": ", 1)[1] if stage == "oracle" else problem
+                key = f"{stage}: {re.sub(r'[(:].*', '', what)[:60]} @ {problem.rsplit(' at ', 1)[-1][:40]}"
+                key = key.split(" @ ")[0] if stage == "oracle" else key
                 classes[key] += 1
                 if len(shown.setdefault(key, [])) < args.show:
                     shown[key].append(f"  #{k} {name} {'+'.join(how)}: {problem[:300]}")
