@@ -201,10 +201,12 @@ def test_host_time_stamp_and_quote_labels_are_stripped(tmp_path, label):
 @pytest.mark.parametrize(
     ("row", "junk"),
     [("   268435456      67108864", "   nan      67108864"), ("   268435456      67108864", "   268435456      -1")]
-    + [("67108864     float", "67108864     0"), ("   268435456      67108864", "   1,024      67108864")],
+    + [("67108864     float", "67108864     0"), ("   268435456      67108864", "   1,024      67108864")]
+    + [("   268435456      67108864", "  x   268435456      67108864")],
 )
 def test_a_mangled_row_between_rows_is_refused_naming_its_line(tmp_path, row, junk):
-    """A size or count of ``nan``, ``-1``, ``1,024``, a type gone: main dropped the row without a word and
+    """A size or count of ``nan``, ``-1``, ``1,024``, a type gone, a word before the size: main dropped the row
+    without a word and
     calibrated from the rest; a row that reads follows it, so it is no row cut at the post's end."""
     text = ONE_NODE.replace(row, junk, 1)
     line = 1 + text.splitlines().index(next(ln for ln in text.splitlines() if junk in ln))

@@ -719,16 +719,19 @@ def _algbw_agrees(size: int, time_us: float, algbw: float, strict: bool = False)
 
 #: a line shaped like a result row but for a field a post mangled (``nan`` or ``1,024`` for a size, a count or a
 #: type gone): a number (or ``nan``, ``inf``, ``N/A``) first, a type or redop name (a word) among the next four
-#: fields, and at least six fields, four of the first nine numbers. (The second half of a row that NCCL INFO lines
-#: cut, ``579.3  0.00  0.00  0  137.0 ...``, names no type: nccl-tests prints it apart, and it is left out.)
+#: fields, and at least six fields, four of the first nine numbers; or a row with a word put before its size.
+#: (The second half of a row that NCCL INFO lines cut, ``579.3  0.00  0.00  0  137.0 ...``, names no type:
+#: nccl-tests prints it apart, and it is left out.)
 _NEAR_ROW = re.compile(r"^[-+]?(?:\d[\d,.]*(?:e[-+]?\d+)?|nan|inf|N/A)\s", re.I)
 
 
 def _near_row(stripped: str) -> bool:
     """Whether a line that is no result row looks like one a post mangled (:data:`_NEAR_ROW`)."""
+    fields = stripped.split()
+    if len(fields) >= 7 and _ROW.match(" ".join(fields[1:])):  # a word before a row's size
+        return True
     if not _NEAR_ROW.match(stripped):
         return False
-    fields = stripped.split()
     numbers = sum(not math.isnan(_float(f.replace(",", ""))) for f in fields[:9])
     return len(fields) >= 6 and numbers >= 4 and any(f[:1].isalpha() for f in fields[1:5])
 
