@@ -206,8 +206,7 @@ def test_host_time_stamp_and_quote_labels_are_stripped(tmp_path, label):
 )
 def test_a_mangled_row_between_rows_is_refused_naming_its_line(tmp_path, row, junk):
     """A size or count of ``nan``, ``-1``, ``1,024``, a type gone, a word before the size: main dropped the row
-    without a word and
-    calibrated from the rest; a row that reads follows it, so it is no row cut at the post's end."""
+    without a word and calibrated from the rest; a row that reads follows it, so it is no row cut at the post's end."""
     text = ONE_NODE.replace(row, junk, 1)
     line = 1 + text.splitlines().index(next(ln for ln in text.splitlines() if junk in ln))
     with pytest.raises(CalibrationError, match=rf"p\.txt:{line}: a result row that does not read"):
