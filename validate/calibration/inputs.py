@@ -396,6 +396,14 @@ _LABEL = re.compile(r"^\s*(?:\d+:|\[\d+,\d+\]<std(?:out|err)>:|\[\d+\](?=\s))\s?
 #: a job runner's label in front of those: SkyPilot's (Ray's) ``(head, rank=0, pid=3808) ``,
 #: ``(worker1, rank=1, pid=2769, ip=10.0.0.2) ``
 _RUNNER_LABEL = re.compile(r"^\s*\([\w.-]+(?:, rank=\d+)?, pid=\d+(?:, ip=[\w.:-]+)?\)\s?")
+#: what else a post puts in front of every line: a time stamp (``2024-05-01T12:00:00.123Z``, ``[2024-05-01
+#: 12:00:00]``, ``[12:00:00]``), a host's name where pdsh / clush / ``kubectl logs --prefix`` gather the output
+#: (``node01: ``, before nccl-tests' own ``#`` lines and rows only: ``NCCL_MIN_NCHANNELS: 32`` is a setting),
+#: Markdown's quote (``> ``); they stack (``> node01: [1,0]<stdout>:``)
+_POST_LABEL = re.compile(
+    r"^\s*(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?|\[\d\d:\d\d:\d\d(?:[.,]\d+)?\])"
+    r":?\s|^\s*(?!NCCL_)[A-Za-z][\w.-]*:\s+(?=[#\d[>]|[A-Za-z][\w.-]*:\s)|^\s*>(?:\s|$)"
+)
 
 
 def strip_label(line: str) -> str:
@@ -406,8 +414,15 @@ def strip_label(line: str) -> str:
     ('#  Rank  3 Group', '#   Rank  0 Pid', '# nThread 1')
     >>> strip_label("(head, rank=0, pid=3808) [1,0]<stdout>:# nThread 1"), strip_label("(worker1, rank=1, pid=2) x")
     ('# nThread 1', 'x')
+    >>> strip_label("> node01: 2024-05-01T12:00:00Z  0: # nThread 1"), strip_label("NCCL_MIN_NCHANNELS: 32")
+    ('# nThread 1', 'NCCL_MIN_NCHANNELS: 32')
     """
-    return _LABEL.sub("", _RUNNER_LABEL.sub("", line, count=1), count=1)
+    for _ in range(4):  # (a few labels deep at most)
+        bare = _LABEL.sub("", _RUNNER_LABEL.sub("", _POST_LABEL.sub("", line, count=1), count=1), count=1)
+        if bare == line:
+            break
+        line = bare
+    return line
 
 
 #: a binary's name as it appears in a command line: ``all_reduce_perf``, ``./build/all_reduce_perf_mpi``
@@ -683,10 +698,7 @@ def _result_row(
         t, algbw = _float(fields[k]), _float(fields[k + 1])
         if not (t > 0 and algbw >= 0 and math.isfinite(_float(fields[k + 2]))):
             return False
-        expected = size / (t * 1e3)
-        if expected < 0.006 and algbw < 0.006:
-            return not strict  # both print as 0.00: the row cannot tell
-        return abs(expected - algbw) <= 0.006 + 0.01 * expected
+        return _algbw_agrees(size, t, algbw, strict)
 
     order = [time_at] + [k for k in _TIME_COLUMNS if k != time_at]
     k = next((k for k in order if agrees(k, strict=True)), None)
@@ -698,6 +710,42 @@ def _result_row(
     d = next((d for d in offsets if agrees(k + d, strict=False)), None)
     in_place = fields[k + d] if d is not None and not _wrong_results(column(k + d + 3)) else None
     return size, fields[k], fields[k + 1], fields[k + 2], column(k + 3), in_place, fields[3] if k >= 4 else None
+
+
+def _algbw_agrees(size: int, time_us: float, algbw: float, strict: bool = False) -> bool:
+    """Whether a row's algbw (GB/s, printed to 0.01) is its size / time; where both print as 0.00 the row cannot
+    tell (True unless ``strict``)."""
+    expected = size / (time_us * 1e3)
+    if expected < 0.006 and algbw < 0.006:
+        return not strict
+    return abs(expected - algbw) <= 0.006 + 0.01 * expected
+
+
+#: a line shaped like a result row but for a field a post mangled (``nan`` or ``1,024`` for a size, a count or a
+#: type gone): a number (or ``nan``, ``inf``, ``N/A``) first, a type or redop name (a word) among the next four
+#: fields, and at least six fields, four of the first nine numbers; or a row with a word put before its size.
+#: (The second half of a row that NCCL INFO lines cut, ``579.3  0.00  0.00  0  137.0 ...``, names no type:
+#: nccl-tests prints it apart, and it is left out.)
+_NEAR_ROW = re.compile(r"^[-+]?(?:\d[\d,.]*(?:e[-+]?\d+)?|nan|inf|N/A)\s", re.I)
+
+
+def _near_row(stripped: str) -> bool:
+    """Whether a line that is no result row looks like one a post mangled (:data:`_NEAR_ROW`)."""
+    fields = stripped.split()
+    if len(fields) >= 7 and _ROW.match(" ".join(fields[1:])):  # a word before a row's size
+        return True
+    if not _NEAR_ROW.match(stripped):
+        return False
+    numbers = sum(not math.isnan(_float(f.replace(",", ""))) for f in fields[:9])
+    return len(fields) >= 6 and numbers >= 4 and any(f[:1].isalpha() for f in fields[1:5])
+
+
+def _mangled_row(where: str, size: int, time_us: float, algbw: str) -> CalibrationError:
+    """The error for a row whose algbw is not its size / time where the table's other rows' are."""
+    return CalibrationError(
+        f"{where}: {size} B in {time_us:g} us is {size / (time_us * 1e3):.3g} GB/s, but the row prints algbw {algbw} "
+        "(where the table's other rows agree): a mangled row; give the rows as nccl-tests printed them"
+    )
 
 
 def _wrong_results(wrong: str) -> bool:
@@ -755,6 +803,8 @@ def parse_nccl_text(
     unit: str | None = None  # a size written with a unit (8M) in a row-like line: not nccl-tests' own rows
     failed: tuple[int, str] | None = None  # (size, report) of the row a failed call cut
     summary: str | None = None  # the "# Avg bus bandwidth : X" line nccl-tests prints after its last row
+    mangled: tuple[str, str] | None = None  # (where, text) of a row-like line that does not read, until a row follows
+    disagree: list[tuple[str, int, float, str]] = []  # rows whose algbw is not size / time: (where, size, us, algbw)
     versions: list[tuple[int, str]] = []  # (rank, NCCL release) as the log states it
     ran: dict[tuple[str | None, int], Counter[tuple[str, str]]] = {}  # NCCL's TUNING lines: what each call ran
     digest = hashlib.sha256()
@@ -811,24 +861,39 @@ def parse_nccl_text(
                 leading = m.group(1)
             if unit is None and (m := _UNIT_ROW.match(stripped)):
                 unit = m.group(1)
+            if mangled is None and _near_row(stripped):
+                mangled = (f"{path}:{n}", stripped)
             scan(stripped)  # the command line, environment, NCCL INFO lines ...
             continue
         where = f"{path}:{n}"
+        if mangled is not None:  # a row follows it: a row of the table a post mangled, not a row cut at its end
+            raise CalibrationError(
+                f"{mangled[0]}: a result row that does not read ({mangled[1][:80]!r}: a field mangled or missing); "
+                "give the rows as nccl-tests printed them"
+            )
         size, time_text, algbw_text, busbw_text, wrong, in_place, redop = row
-        if size == 0:  # nccl-tests' row of 0 bytes (minBytes below one element): nothing moves
+        if size == 0 and _float(algbw_text) == 0:  # nccl-tests' row of 0 bytes (minBytes below one element)
             continue
         if m := _TEST_FAILURE.search(line):  # the call failed: the test stops in a row it did not finish
             failed = failed or (size, m.group(0).strip())
             continue
         redops[redop] += 1
+        time_us, algbw, busbw = _time_us(time_text, where), _float(algbw_text), _float(busbw_text)
+        if algbw >= 0 and not _algbw_agrees(size, time_us, algbw):
+            disagree.append((where, size, time_us, algbw_text))
+            if len(disagree) <= len(rows):  # rows above agree: this one was mangled (a field lost shifts #wrong too)
+                raise _mangled_row(*disagree[-1])
         if _wrong_results(wrong):
+            if not wrong.isdigit():  # nccl-tests counts wrong elements: a fraction is another column, shifted
+                raise CalibrationError(f"{where}: #wrong is {wrong}, not a count: a column lost or shifted in the row")
             raise CalibrationError(f"{where}: #wrong is {wrong}; a run with wrong results is not a measurement")
-        rows.append((where, size, _time_us(time_text, where) * 1e-6, _float(in_place) * 1e-6 if in_place else 0.0))
-        algbw, busbw = _float(algbw_text), _float(busbw_text)
+        rows.append((where, size, time_us * 1e-6, _float(in_place) * 1e-6 if in_place else 0.0))
         if algbw > 0 and busbw > 0:
             printed.append((size, algbw, busbw))
         if len(rows) > MAX_SAMPLES:
             raise CalibrationError(f"{path}: more than {MAX_SAMPLES} rows; calibrate from fewer")
+    if disagree and len(disagree) < len(rows):  # a table whose rows agree but for some: those were mangled
+        raise _mangled_row(*disagree[0])
     if not rows and leading:
         raise CalibrationError(
             f"{path}: a table with a column {leading!r} before size (a post's own summary, one row per run?); "
