@@ -8251,6 +8251,122 @@ done:
     return result;
 }
 
+/* a stable counting sort of ``idx[0..len)`` by ``key[idx[i]]`` (every key in [0, n)) into ``out``; ``cnt``:
+ * room for n + 1 counts, left holding each key's first place (``cnt[key]``, the ``ptr`` of a CSR table) */
+static void rt_count_sort(const int64_t *idx, Py_ssize_t len, const int64_t *key, Py_ssize_t n, int64_t *cnt,
+                          int64_t *out) {
+    memset(cnt, 0, (size_t)(n + 1) * sizeof(int64_t));
+    for (Py_ssize_t i = 0; i < len; i++)
+        cnt[key[idx[i]] + 1]++;
+    for (Py_ssize_t v = 0; v < n; v++)
+        cnt[v + 1] += cnt[v];
+    for (Py_ssize_t i = 0; i < len; i++)
+        out[cnt[key[idx[i]]]++] = idx[i];
+    for (Py_ssize_t v = n; v > 0; v--) /* (back to each key's first place) */
+        cnt[v] = cnt[v - 1];
+    cnt[0] = 0;
+}
+
+/* router_tables(arc_u, arc_v, is_gpu, out_ptr, out_v, out_arc, level, up_ptr, up_v, up_arc, above_ptr, above_u,
+ * above_arc) -> (up-arcs, arcs above): sim.routing.Router's tables (int64 arrays, contiguous; ``is_gpu`` a
+ * bool array, None for the out-arcs alone). The out-arcs in the order of a stable sort by (tail, head) -- two
+ * stable counting sorts, by head then by tail, np.argsort(tail * n + head, kind="stable")'s order; the levels
+ * by a breadth-first search over the out-arcs from every GPU (hops from the nearest; -1: none reaches it); the
+ * up-arcs (head a level above the tail) in the out-arcs' order, counted by tail; the arcs that descend, in
+ * a stable sort by (head, tail), counted by head. ``up_v``, ``up_arc``, ``above_u``, ``above_arc`` hold as many
+ * as the arcs; their first entries (as many as returned) are the tables'. */
+static PyObject *py_router_tables(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 13,
+                  "router_tables(arc_u, arc_v, is_gpu, out_ptr, out_v, out_arc, level, up_ptr, up_v, up_arc, "
+                  "above_ptr, above_u, above_arc)"))
+        return NULL;
+    enum { RT_N = 13 };
+    Arr a[RT_N];
+    Arr *all[RT_N];
+    for (int k = 0; k < RT_N; k++)
+        all[k] = &a[k];
+    arrs_init(all, RT_N);
+    PyObject *result = NULL;
+    int64_t *cnt = NULL, *tmp = NULL;
+    int levels = args[2] != Py_None;
+    if (arrs_open(args, all, levels ? "iibIIIIIIIIII" : "iioIIIooooooo") < 0)
+        goto done;
+    Arr *gpu = levels ? &a[2] : NULL;
+    Py_ssize_t m = a[0].n, n = a[3].n - 1;
+    int ok = a[1].n == m && n >= 0 && a[4].n == m && a[5].n == m;
+    for (int k = 0; k < RT_N && ok; k++)
+        if (k != 2 && (levels || k < 6) && (a[k].view.itemsize != 8 || a[k].stride != 8))
+            ok = 0;
+    if (ok && levels)
+        ok = gpu->n == n && gpu->view.itemsize == 1 && gpu->stride == 1 && a[6].n == n && a[7].n == n + 1 &&
+             a[8].n == m && a[9].n == m && a[10].n == n + 1 && a[11].n == m && a[12].n == m;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "router_tables: inconsistent table sizes");
+        goto done;
+    }
+    const int64_t *u = (const int64_t *)a[0].p, *v = (const int64_t *)a[1].p;
+    for (Py_ssize_t i = 0; i < m; i++)
+        if (u[i] < 0 || u[i] >= n || v[i] < 0 || v[i] >= n) {
+            PyErr_SetString(PyExc_IndexError, "router_tables: node out of range");
+            goto done;
+        }
+    cnt = PyMem_Malloc((size_t)(n + 1) * sizeof(int64_t));
+    tmp = PyMem_Malloc((size_t)(2 * m + n + 1) * sizeof(int64_t));
+    if (!cnt || !tmp) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *idx = tmp + m, *queue = tmp + 2 * m;
+    int64_t *optr = (int64_t *)a[3].p, *ov = (int64_t *)a[4].p, *oarc = (int64_t *)a[5].p;
+    for (Py_ssize_t i = 0; i < m; i++)
+        idx[i] = i;
+    rt_count_sort(idx, m, v, n, cnt, tmp);
+    rt_count_sort(tmp, m, u, n, optr, oarc);
+    for (Py_ssize_t k = 0; k < m; k++)
+        ov[k] = v[oarc[k]];
+    optr[n] = m;
+    Py_ssize_t nup = 0, nabove = 0;
+    if (levels) {
+        int64_t *lvl = (int64_t *)a[6].p, *uptr = (int64_t *)a[7].p, *uv = (int64_t *)a[8].p, *uarc = (int64_t *)a[9].p;
+        int64_t *aptr = (int64_t *)a[10].p, *au = (int64_t *)a[11].p, *aarc = (int64_t *)a[12].p;
+        Py_ssize_t qn = 0;
+        for (Py_ssize_t x = 0; x < n; x++) {
+            lvl[x] = gpu->p[x] ? 0 : -1;
+            if (gpu->p[x])
+                queue[qn++] = x;
+        }
+        for (Py_ssize_t q = 0; q < qn; q++) /* (breadth first: each node's level the hops from the nearest GPU) */
+            for (int64_t x = queue[q], k = optr[x]; k < optr[x + 1]; k++)
+                if (lvl[ov[k]] < 0) {
+                    lvl[ov[k]] = lvl[x] + 1;
+                    queue[qn++] = ov[k];
+                }
+        uptr[0] = 0;
+        for (Py_ssize_t x = 0; x < n; x++) {
+            for (int64_t k = optr[x]; k < optr[x + 1]; k++)
+                if (lvl[ov[k]] > lvl[x]) {
+                    uv[nup] = ov[k];
+                    uarc[nup++] = oarc[k];
+                }
+            uptr[x + 1] = nup;
+        }
+        for (Py_ssize_t i = 0; i < m; i++)
+            if (lvl[u[i]] > lvl[v[i]])
+                idx[nabove++] = i;
+        rt_count_sort(idx, nabove, u, n, cnt, tmp);
+        rt_count_sort(tmp, nabove, v, n, aptr, aarc);
+        aptr[n] = nabove;
+        for (Py_ssize_t k = 0; k < nabove; k++)
+            au[k] = u[aarc[k]];
+    }
+    result = Py_BuildValue("nn", nup, nabove);
+done:
+    PyMem_Free(cnt);
+    PyMem_Free(tmp);
+    arrs_release(all, RT_N);
+    return result;
+}
+
 /* trim_rows(rows, dom, out): FanExecutor.trim -- ``rows`` (int64, ``width`` columns, raveled) copied to ``out``
  * with -1 at every arc whose dominator (``dom``, -1: none) is beside it in its row; an arc with a dominator
  * that is not beside it is an error (ValueError). Returns how many arcs it took out. */
@@ -11469,6 +11585,8 @@ static PyMethodDef module_methods[] = {
     FASTCALL(updown_routes, "updown_routes(srcs, dsts, order, out_ptr, out_v, out_arc, endpoint_only, level, up_ptr, "
                             "up_v, up_arc, above_ptr, above_u, above_arc, arc_w, dest_key, top, unit, out, status) -> "
                             "pairs routed: Router.route of many pairs"),
+    FASTCALL(router_tables, "router_tables(arc_u, arc_v, is_gpu, out_ptr, out_v, out_arc, level, up_ptr, up_v, "
+                            "up_arc, above_ptr, above_u, above_arc) -> (up-arcs, arcs above): Router's tables"),
     FASTCALL(trim_rows, "trim_rows(rows, dom, width, out) -> arcs taken out: routes without dominated arcs"),
     FASTCALL(settle, "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's "
                      "instant"),

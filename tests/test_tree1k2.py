@@ -1,0 +1,69 @@
+"""The congested fast path's fixed costs on tree-1k, second round (docs/performance-log.md, "tree1k2"): the
+router's tables by the compiled core's ``router_tables`` -- held to the numpy lines they stand for."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim import routing as routing_mod
+from sim.cluster import Cluster
+from sim.topology.graph import GPU
+
+_CORE = routing_mod._CORE
+pytestmark = pytest.mark.skipif(_CORE is None, reason="the compiled core is not built")
+
+
+def _same_tables(arc_u: np.ndarray, arc_v: np.ndarray, n: int, is_gpu: np.ndarray | None) -> None:
+    got = routing_mod._tables(_CORE, arc_u, arc_v, n, is_gpu)
+    router = routing_mod.Router.__new__(routing_mod.Router)
+    router._n = n
+    want = router._numpy_tables(arc_u, arc_v, n, is_gpu)
+    assert got.keys() == want.keys()
+    for key, w in want.items():
+        assert got[key].dtype == w.dtype, key
+        np.testing.assert_array_equal(got[key], w, err_msg=key)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "dgx:hosts=128,ecmp=hash",
+        "dgx:hosts=3",
+        "leaf-spine:leaves=4,spines=2,hosts_per_leaf=4,bandwidth=100Gbps",
+        "star:hosts=5,bandwidth=100Gbps",
+        "hgx:preset=dgx-h100,hosts=4",
+        "torus:dims=3x4,bandwidth=100Gbps",
+        "two-rack-2to1",
+    ],
+)
+def test_router_tables_equal_numpy_on_fabrics(spec: str) -> None:
+    """Every table of a fabric's router, up-down (with the levels) or not, as numpy makes it."""
+    cl = Cluster(spec)
+    gpu = np.array([cl.graph.nodes[v].get("kind") == GPU for v in cl.nodes])
+    for is_gpu in (None, gpu):
+        _same_tables(cl.arc_u, cl.arc_v, len(cl.nodes), is_gpu)
+    assert cl.router.arrays.keys() == (
+        {"out_ptr", "out_v", "out_arc"} | ({"level", "up_ptr", "up_v", "up_arc", "above_ptr", "above_u", "above_arc"})
+        if cl.router.mode == "updown"
+        else {"out_ptr", "out_v", "out_arc"}
+    )
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_router_tables_equal_numpy_on_random_arcs(seed: int) -> None:
+    """Arcs in any order, parallel arcs, loops, nodes no GPU reaches (level -1), arcs between equal levels."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    m = int(rng.integers(0, 4 * n + 1))
+    arc_u, arc_v = rng.integers(0, n, size=m), rng.integers(0, n, size=m)
+    if m > 4:
+        arc_u[1], arc_v[1] = arc_u[0], arc_v[0]  # a parallel arc
+    is_gpu = rng.random(n) < 0.2
+    _same_tables(arc_u, arc_v, n, is_gpu)
+    _same_tables(arc_u, arc_v, n, None)
+
+
+def test_router_tables_refuse_nodes_out_of_range() -> None:
+    with pytest.raises(IndexError, match="router_tables: node out of range"):
+        routing_mod._tables(_CORE, np.array([0, 3]), np.array([1, 0]), 3, np.array([True, False, False]))
