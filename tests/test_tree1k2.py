@@ -67,3 +67,39 @@ def test_router_tables_equal_numpy_on_random_arcs(seed: int) -> None:
 def test_router_tables_refuse_nodes_out_of_range() -> None:
     with pytest.raises(IndexError, match="router_tables: node out of range"):
         routing_mod._tables(_CORE, np.array([0, 3]), np.array([1, 0]), 3, np.array([True, False, False]))
+
+
+@pytest.mark.parametrize(
+    ("topology", "algorithm", "engine"),
+    [
+        ("dgx:hosts=16,ecmp=hash", "tree", "fast"),
+        ("dgx:hosts=16,ecmp=hash", "ring", "message"),
+        (
+            "leaf-spine:leaves=4,spines=2,hosts_per_leaf=4,bandwidth=100Gbps,uplink_bandwidth=50Gbps",
+            "halving-doubling",
+            "fast",
+        ),
+    ],
+)
+def test_arc_bytes_equal_add_at(topology: str, algorithm: str, engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Network.arc_bytes (the paths' arcs read as one slice, summed by np.bincount) against np.add.at over
+    every path's arcs gathered path by path, to the bit."""
+    from sim.network import Network
+    from sim.rates import gather_arcs
+    from sim.simulate import simulate
+
+    seen: list[Network] = []
+    busiest = Network.busiest
+    monkeypatch.setattr(Network, "busiest", lambda self, *a, **k: seen.append(self) or busiest(self, *a, **k))
+    simulate(Cluster(topology), "allreduce", algorithm, "3MB", engine=engine)
+    (net,) = seen
+    paths = net.cluster.paths
+    n = min(paths.count, len(net._path_bytes))
+    assert n > 1
+    want = np.zeros(net.cluster.num_arcs)
+    np.add.at(want, gather_arcs(paths, np.arange(n))[1], np.repeat(net._path_bytes[:n], paths.length[:n]))
+    if net._unpathed is not None:
+        want += net._unpathed[0]
+    got = net.arc_bytes
+    assert got.tobytes() == want.tobytes()
+    assert (got > 0).any()
