@@ -12,7 +12,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from ._arrays import ranges
+from ._arrays import all_distinct, ranges
 from ._cores import built, chosen
 from ._gc import paused_gc
 from .deadline import check as check_deadline
@@ -568,6 +568,12 @@ class Cluster:
         node = self.rank_node
         s, d = node[us].astype(np.int64), node[ud].astype(np.int64)
         v = self._vias(us, s, d)
+        if not self._via and self._ranks_apart() and int(max(us.max(), ud.max())) < self.size:
+            # no vias, every rank on its own node: the distinct pairs are distinct triples, routed as they come
+            rows = self._triple_routes(s, v, d, us, ud, distinct=True)
+            ids = self.paths.add_many(rows, self._latencies(rows), self._owners(us), self._owners(ud), self.capacity)
+            self._bulk_add(us, ud, ids)
+            return ids
         n = len(self.nodes)
         _, first, inverse = np.unique((s * (n + 1) + v + 1) * n + d, return_index=True, return_inverse=True)
         rows = self._triple_routes(s[first], v[first], d[first], us[first], ud[first])
@@ -583,14 +589,23 @@ class Cluster:
         self._bulk_keys = keys[sort]
         self._bulk_ids = np.concatenate([self._bulk_ids, ids])[sort]
 
-    def _triple_routes(self, s: np.ndarray, v: np.ndarray, d: np.ndarray, us: np.ndarray, ud: np.ndarray) -> np.ndarray:
+    def _ranks_apart(self) -> bool:
+        """Whether no two ranks share a node."""
+        got = self.__dict__.get("_ranks_apart_")
+        if got is None:
+            got = self.__dict__["_ranks_apart_"] = bool(all_distinct(self.rank_node[: self.size]))
+        return got
+
+    def _triple_routes(
+        self, s: np.ndarray, v: np.ndarray, d: np.ndarray, us: np.ndarray, ud: np.ndarray, distinct: bool = False
+    ) -> np.ndarray:
         """The routes (rows of arcs padded with -1) of distinct triples (node ``s``, via ``v``, node ``d``)
         of messages ``us -> ud``: :meth:`_route_via`'s. Many of them on a two-level fabric are routed in
         bulk from the via (or the source) on (:mod:`sim.bulkroute`); the few distinct ways from a GPU to
-        its NIC by the router."""
+        its NIC by the router. ``distinct``: the triples come in any order, none with a via (else sorted)."""
         bulk = self._via_bulk() if len(s) >= _BULK_MIN else None
         if bulk is None:
-            return self._legs_routes(s, v, d, us, ud)
+            return self._legs_routes(s, v, d, us, ud, distinct)
         check_deadline()
         has = v >= 0
         start = np.where(has, v, s)
@@ -605,20 +620,27 @@ class Cluster:
             head[has] = ways[where.ravel()]
         return _joined(head, tail)
 
-    def _legs_routes(self, s: np.ndarray, v: np.ndarray, d: np.ndarray, us: np.ndarray, ud: np.ndarray) -> np.ndarray:
+    def _legs_routes(
+        self, s: np.ndarray, v: np.ndarray, d: np.ndarray, us: np.ndarray, ud: np.ndarray, distinct: bool = False
+    ) -> np.ndarray:
         """:meth:`_triple_routes` by the router's routes of many pairs (:meth:`sim.routing.Router.routes`:
         an up-down router's in one compiled pass): the way to the via (or the destination) and, where there
         is a via, on from it -- each distinct leg once (NCCL's channels on one GPU leave by the same ways).
         The legs it leaves out go to :meth:`_node_route` in the order the triples list them (a triple's
         way to the via first), which raises for the first one without a route, naming its pair, as routing
-        triple by triple did."""
+        triple by triple did. ``distinct`` (:meth:`_triple_routes`): no via, each leg a triple's own, in
+        any order -- the legs left out go in the order of their triples sorted, as :meth:`_route_many` sorts them."""
         has = v >= 0
         n = len(self.nodes)
-        starts = np.concatenate([s, v[has]])
-        stops = np.concatenate([np.where(has, v, d), d[has]])
-        legs, first, where = np.unique(starts * n + stops, return_index=True, return_inverse=True)
-        where = where.ravel()
-        a, b = starts[first], stops[first]
+        if distinct:
+            a, b = s, d
+            legs = where = np.arange(len(s))
+        else:
+            starts = np.concatenate([s, v[has]])
+            stops = np.concatenate([np.where(has, v, d), d[has]])
+            legs, first, where = np.unique(starts * n + stops, return_index=True, return_inverse=True)
+            where = where.ravel()
+            a, b = starts[first], stops[first]
         step = len(legs) if self.router.bulk else 4096  # (pair by pair: --timeout looked at between blocks)
         parts, lefts = [], []
         for lo in range(0, len(legs), step):
@@ -631,18 +653,24 @@ class Cluster:
         left = np.flatnonzero(np.concatenate(lefts)) if lefts else np.zeros(0, dtype=np.int64)
         if len(left):
             # each leg's first place among the triples': its triple, the way to the via before the way on
-            triple = np.concatenate([np.arange(len(s)), np.flatnonzero(has)])
-            place = np.full(len(legs), np.iinfo(np.int64).max)
-            np.minimum.at(place, where, 2 * triple + (np.arange(len(starts)) >= len(s)))
+            if distinct:  # (the triples' places once sorted: no via, so a leg's (s, d) orders them)
+                place = np.empty(len(legs), dtype=np.int64)
+                place[np.argsort(s * n + d, kind="stable")] = 2 * np.arange(len(legs))
+            else:
+                triple = np.concatenate([np.arange(len(s)), np.flatnonzero(has)])
+                place = np.full(len(legs), np.iinfo(np.int64).max)
+                np.minimum.at(place, where, 2 * triple + (np.arange(len(starts)) >= len(s)))
             for k in left[np.argsort(place[left], kind="stable")].tolist():
                 try:
                     arcs = self._node_route(int(a[k]), int(b[k]))
                 except RoutingError:
-                    t = int(place[k]) // 2
+                    t = k if distinct else int(place[k]) // 2
                     self._routed(int(us[t]), int(ud[t]))  # raises, naming the pair
                     raise
                 rows = _widened(rows, len(arcs))
                 rows[k, : len(arcs)] = arcs
+        if distinct:
+            return rows
         rows = rows[where]
         head = rows[: len(s)]
         if not has.any():
