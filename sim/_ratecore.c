@@ -9613,6 +9613,61 @@ static Py_ssize_t core_number_arcs(Core *c, Py_ssize_t *ar, Py_ssize_t ne, Py_ss
     return k;
 }
 
+/* sim._classcore's maxmin_core (its ``_maxmin_core`` capsule) */
+typedef int (*MaxminCore)(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, const double *cap, Py_ssize_t narcs,
+                          const double *wt, double *rate, Py_ssize_t nflows, const double *bound);
+
+/* where sim.maxmin.maxmin_rates(flow, arc, n, capacity, bound) would answer by its compiled rounds at once: ``fn``
+ * is that function, its module's _CORE the _classcore module; then the rounds (maxmin_core) and in *bounded
+ * whether they take the bounds ``bv`` -- not where every bound is inf and _UNBOUNDED_CORE is set (as no bound), and
+ * only where _BOUNDED_CORE is set otherwise (else the numpy rounds: NULL, call ``fn``). NULL also where anything
+ * is amiss (no error left set): ``fn`` answers then. */
+static MaxminCore mm_direct(PyObject *fn, const double *bv, Py_ssize_t n, int *bounded) {
+    static PyObject *mm = NULL, *cc = NULL, *s_fn = NULL, *s_core = NULL, *s_unb = NULL, *s_bnd = NULL;
+    static MaxminCore core = NULL;
+    if (!core) {
+        if (sizeof(Py_ssize_t) != sizeof(int64_t))
+            return NULL;
+        if (!mm && !(mm = PyImport_ImportModule("sim.maxmin")))
+            goto fail;
+        if (!cc && !(cc = PyImport_ImportModule("sim._classcore")))
+            goto fail;
+        if (!s_fn && (!(s_fn = PyUnicode_InternFromString("maxmin_rates")) ||
+                      !(s_core = PyUnicode_InternFromString("_CORE")) ||
+                      !(s_unb = PyUnicode_InternFromString("_UNBOUNDED_CORE")) ||
+                      !(s_bnd = PyUnicode_InternFromString("_BOUNDED_CORE"))))
+            goto fail;
+        if (!(core = (MaxminCore)PyCapsule_Import("sim._classcore._maxmin_core", 0)))
+            goto fail;
+    }
+    PyObject *f = PyObject_GetAttr(mm, s_fn), *c = f ? PyObject_GetAttr(mm, s_core) : NULL;
+    Py_XDECREF(f);
+    Py_XDECREF(c);
+    if (!c || f != fn || c != cc)
+        goto fail;
+    int unb = 1;
+    for (Py_ssize_t i = 0; i < n && unb; i++)
+        unb = bv[i] == INFINITY;
+    PyObject *flag = PyObject_GetAttr(mm, unb ? s_unb : s_bnd);
+    int on = flag ? PyObject_IsTrue(flag) : -1;
+    Py_XDECREF(flag);
+    if (on < 0)
+        goto fail;
+    if (!on && unb) { /* the bounds passed as they are, where _BOUNDED_CORE says */
+        flag = PyObject_GetAttr(mm, s_bnd);
+        on = flag ? PyObject_IsTrue(flag) : -1;
+        Py_XDECREF(flag);
+        if (on < 0)
+            goto fail;
+        unb = 0;
+    }
+    *bounded = !unb;
+    return on ? core : NULL;
+fail:
+    PyErr_Clear();
+    return NULL;
+}
+
 /* Rates._solve_all for the compiled wake-up: max-min over every draining flow (``slots``, in slot order), by
  * sim.rates.maxmin_rates called as the Python lines call it (the crossings flow by flow, every arc of every
  * path, the cluster's capacities, the flows' bounds; the arcs numbered locally where the rates have their Core:
@@ -9628,8 +9683,8 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
     PyObject *keys_o = NULL, *first_o = NULL, *entry = NULL, *cache = NULL, *key = NULL;
     Arr start = {.held = 0}, len = {.held = 0}, arcs = {.held = 0}, bnd = {.held = 0}, out = {.held = 0};
     Arr capa = {.held = 0};
-    Py_ssize_t *fl = NULL, *ar = NULL, *pid = NULL, *used = NULL, ne = 0;
-    double *bv = NULL, *capv = NULL;
+    Py_ssize_t *fl = NULL, *ar = NULL, *pid = NULL, *used = NULL, ne = 0, nused_ = 0;
+    double *bv = NULL, *capv = NULL, *mine = NULL;
     PyObject *cap_o = NULL, *o_core = NULL;
     int rc = -1;
     if (add_attr_at(rates, R_AT(R_SOLVES), 1) < 0 || !(cluster = iget_at(rates, W_AT(W_CLUSTER))) ||
@@ -9676,24 +9731,45 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
             PyErr_NoMemory();
             goto out;
         }
-        Py_ssize_t nused = core_number_arcs((Core *)o_core, ar, ne, used);
-        for (Py_ssize_t k = 0; k < nused; k++)
+        nused_ = core_number_arcs((Core *)o_core, ar, ne, used);
+        for (Py_ssize_t k = 0; k < nused_; k++)
             capv[k] = arr_f(&capa, used[k]);
-        if (!(cap_o = w_array(w, 'f', capv, nused)))
+    }
+    if (!(fn = iget_at(mod, R_AT(R_MAXMIN))))
+        goto out;
+    double *rv = NULL;
+    int bounded = 0, solved = 0;
+    MaxminCore direct = capv ? mm_direct(fn, bv, n, &bounded) : NULL;
+    if (direct) { /* maxmin_rates' compiled rounds on these crossings, as it would call them */
+        if (!(mine = malloc(sizeof(double) * (size_t)(n + 1)))) {
+            PyErr_NoMemory();
             goto out;
+        }
+        if ((solved = direct((const int64_t *)fl, (const int64_t *)ar, ne, capv, nused_,
+                             NULL, mine, n, bounded ? bv : NULL)) < 0)
+            goto out;
+        rv = mine;
     }
-    if (!(flow_o = w_array(w, 'i', fl, ne)) || !(arc_o = w_array(w, 'i', ar, ne)) || !(bound_o = w_array(w, 'f', bv, n)) ||
-        !(n_o = PyLong_FromSsize_t(n)) || !(fn = iget_at(mod, R_AT(R_MAXMIN))))
-        goto out;
-    PyObject *argv[5] = {flow_o, arc_o, n_o, cap_o ? cap_o : cap, bound_o};
-    if (!(got = PyObject_Vectorcall(fn, argv, 5, NULL)) || arr_get(got, &out, 'f') < 0)
-        goto out;
-    if (out.n != n) {
-        PyErr_SetString(PyExc_ValueError, "solve_all: one rate per flow");
-        goto out;
+    if (!solved) {
+        if (!(flow_o = w_array(w, 'i', fl, ne)) || !(arc_o = w_array(w, 'i', ar, ne)) ||
+            !(bound_o = w_array(w, 'f', bv, n)) || !(n_o = PyLong_FromSsize_t(n)))
+            goto out;
+        if (!cap_o && capv && !(cap_o = w_array(w, 'f', capv, nused_)))
+            goto out;
+        PyObject *argv[5] = {flow_o, arc_o, n_o, cap_o ? cap_o : cap, bound_o};
+        if (!(got = PyObject_Vectorcall(fn, argv, 5, NULL)) || arr_get(got, &out, 'f') < 0)
+            goto out;
+        if (out.n != n) {
+            PyErr_SetString(PyExc_ValueError, "solve_all: one rate per flow");
+            goto out;
+        }
+        if (out.stride != (Py_ssize_t)sizeof(double)) {
+            PyErr_SetString(PyExc_ValueError, "solve_all: the rates must be contiguous");
+            goto out;
+        }
+        rv = (double *)out.view.buf; /* (a fresh contiguous float64 array: maxmin_rates') */
     }
-    double *rv = (double *)out.view.buf; /* (a fresh contiguous float64 array: maxmin_rates') */
-    if (out.stride != (Py_ssize_t)sizeof(double) || w_apply_c(w, slots, rv, n) < 0 || iset_at(rates, R_AT(R_VALID), Py_True) < 0 ||
+    if (w_apply_c(w, slots, rv, n) < 0 || iset_at(rates, R_AT(R_VALID), Py_True) < 0 ||
         iset_at(rates, R_AT(R_LOAD), Py_None) < 0)
         goto out;
     if (cacheable) { /* np.unique(pids, return_index=True): sorted distinct paths, each one's first flow */
@@ -9748,7 +9824,7 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
 out:
     arr_release(&start), arr_release(&len), arr_release(&arcs), arr_release(&bnd), arr_release(&out);
     arr_release(&capa);
-    free(fl), free(ar), free(pid), free(bv), free(used), free(capv);
+    free(fl), free(ar), free(pid), free(bv), free(used), free(capv), free(mine);
     Py_XDECREF(cap_o), Py_XDECREF(o_core);
     Py_XDECREF(cluster), Py_XDECREF(paths), Py_XDECREF(o_start), Py_XDECREF(o_len), Py_XDECREF(o_arcs);
     Py_XDECREF(cap), Py_XDECREF(flow_o), Py_XDECREF(arc_o), Py_XDECREF(bound_o), Py_XDECREF(n_o), Py_XDECREF(fn);

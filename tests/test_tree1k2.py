@@ -150,3 +150,68 @@ def test_route_many_distinct_pairs_as_sorted(spec: str, leave_out: bool, monkeyp
     got, want = fast.path_ids(src[keep], dst[keep]), sorted_.path_ids(src[keep], dst[keep])
     assert got.tolist() == want.tolist()
     assert _table(fast) == _table(sorted_)
+
+
+def _record(r: object) -> tuple[object, ...]:
+    return (repr(r.time_s), r.events, r.flows, repr(r.link_bytes), repr(r.busiest_links))  # type: ignore[attr-defined]
+
+
+_SOLVED = [
+    ("dgx:hosts=16,ecmp=hash", "tree", "fast"),
+    ("dgx:hosts=16,ecmp=hash", "tree", "message"),
+    (
+        "leaf-spine:leaves=4,spines=2,hosts_per_leaf=4,bandwidth=100Gbps,uplink_bandwidth=50Gbps",
+        "halving-doubling",
+        "fast",
+    ),
+]
+
+
+@pytest.mark.parametrize(("topology", "algorithm", "engine"), _SOLVED)
+def test_solve_all_calls_the_rounds_as_maxmin_rates_would(
+    topology: str, algorithm: str, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compiled wake-up's solve of every flow calls _classcore's rounds itself (its capsule) where
+    sim.maxmin.maxmin_rates would call them: the same results, to the bit, as through maxmin_rates (its
+    _CORE another object: the call goes through Python), and with the bounds where _UNBOUNDED_CORE is off;
+    maxmin_rates is not called for those solves."""
+    from sim import maxmin
+    from sim import rates as rates_mod
+    from sim.simulate import simulate
+
+    def run() -> tuple[object, ...]:
+        return _record(simulate(Cluster(topology), "allreduce", algorithm, "3MB", engine=engine))
+
+    direct = run()
+    calls: list[object] = []
+    counted = maxmin.maxmin_rates
+
+    def counting(*args: object, **kw: object) -> np.ndarray:
+        calls.append(args)
+        return counted(*args, **kw)
+
+    with monkeypatch.context() as m:  # the same function in both modules: the solves of every flow in C
+        m.setattr(maxmin, "maxmin_rates", counting)
+        m.setattr(rates_mod, "maxmin_rates", counting)
+        assert run() == direct
+    in_c = len(calls)
+    calls.clear()
+    with monkeypatch.context() as m:  # only the rates' name: every solve through it
+        m.setattr(rates_mod, "maxmin_rates", counting)
+        assert run() == direct
+    assert len(calls) > in_c
+    rounds = maxmin._CORE.maxmin
+
+    class Proxy:  # _classcore's rounds behind another object: called through maxmin_rates
+        maxmin = staticmethod(rounds)
+
+    with monkeypatch.context() as m:
+        m.setattr(maxmin, "_CORE", Proxy())
+        assert run() == direct
+    with monkeypatch.context() as m:
+        m.setattr(maxmin, "_UNBOUNDED_CORE", False)
+        assert run() == direct
+    with monkeypatch.context() as m:
+        m.setattr(maxmin, "_UNBOUNDED_CORE", False)
+        m.setattr(maxmin, "_BOUNDED_CORE", False)
+        assert run() == direct
