@@ -531,7 +531,7 @@ class Cluster:
         key = (src, dst)
         pid = self._pid.get(key)
         if pid is None and len(self._bulk_keys):
-            got = int(self._known(np.array([src]), np.array([dst]))[0])
+            got = self._known_one(src, dst)
             if got >= 0:
                 self._pid[key] = pid = got
         if pid is None:
@@ -770,6 +770,16 @@ class Cluster:
             pids[new] = ids
             self._bulk_add(srcs[new], dsts[new], ids)  # (sorted keys: found again without a loop per pair)
         return pids
+
+    def _known_one(self, src: int, dst: int) -> int:
+        """:meth:`_known` of one pair not in ``_pid``: its id among the pairs interned in bulk, or -1 (one
+        search of the sorted keys, no arrays made)."""
+        if not (0 <= src < 1 << 31 and 0 <= dst < 1 << 32):  # (keys beyond what an int64 holds as is)
+            return int(self._known(np.array([src]), np.array([dst]))[0])
+        key = src << 32 | dst  # (_pair_keys')
+        keys = self._bulk_keys
+        at = int(keys.searchsorted(key))
+        return int(self._bulk_ids[at]) if at < len(keys) and int(keys[at]) == key else -1
 
     def _known(self, srcs: np.ndarray, dsts: np.ndarray) -> np.ndarray:
         """Path ids of the pairs already interned; -1 for the others."""

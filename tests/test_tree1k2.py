@@ -215,3 +215,21 @@ def test_solve_all_calls_the_rounds_as_maxmin_rates_would(
         m.setattr(maxmin, "_UNBOUNDED_CORE", False)
         m.setattr(maxmin, "_BOUNDED_CORE", False)
         assert run() == direct
+
+
+def test_known_one_is_known() -> None:
+    """A pair's id among those interned in bulk, searched alone: :meth:`Cluster._known`'s, found or not
+    (-1), at the ends of the sorted keys and beyond what a key holds as is."""
+    cl = Cluster("dgx:hosts=4")
+    p = cl.size
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, p, 40), rng.integers(0, p, 40)
+    keep = src != dst
+    cl.path_ids(src[keep], dst[keep])
+    pairs = [(s, d) for s in range(p) for d in range(p)] + [(0, 0), (p + 3, 1), (1 << 31, 2), (2, 1 << 32)]
+    hits = 0
+    for s, d in pairs:
+        want = int(cl._known(np.array([s]), np.array([d]))[0])
+        assert cl._known_one(s, d) == want, (s, d)
+        hits += want >= 0
+    assert 0 < hits < len(pairs)
