@@ -8367,6 +8367,97 @@ done:
     return result;
 }
 
+/* static_dominators(arc_u, arc_v, capacity, rank_node, out) -> whether it answered: sim.rates._static_dominators
+ * in one pass over the arcs -- around a node that is no rank's with exactly two arcs out and two in (a "through"
+ * node), an arc into it is dominated by its arc out to the other neighbour, and an arc out of it by its arc in
+ * from the other neighbour, where that one is narrower (capacity, then arc id; the narrower of two candidates
+ * kept, the one into a node first); each node's two arcs at an end in id order, as the numpy lines pair them.
+ * ``out`` (int64, one per arc) gets the dominator or -1. False (``out`` untouched) where a rank's node is beyond
+ * every arc's: the numpy lines answer (and raise) then. */
+static PyObject *py_static_dominators(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 5, "static_dominators(arc_u, arc_v, capacity, rank_node, out)"))
+        return NULL;
+    Arr u, v, cap, rank, out;
+    Arr *all[5] = {&u, &v, &cap, &rank, &out};
+    arrs_init(all, 5);
+    PyObject *result = NULL;
+    int64_t *deg = NULL;
+    if (arrs_open(args, all, "iifiI") < 0)
+        goto done;
+    Py_ssize_t m = u.n;
+    if (v.n != m || cap.n != m || out.n != m) {
+        PyErr_SetString(PyExc_ValueError, "static_dominators: inconsistent sizes");
+        goto done;
+    }
+    int64_t n = 0;
+    for (Py_ssize_t a = 0; a < m; a++) {
+        int64_t x = arr_i(&u, a), y = arr_i(&v, a);
+        if (x < 0 || y < 0) {
+            PyErr_SetString(PyExc_IndexError, "static_dominators: node out of range");
+            goto done;
+        }
+        n = x >= n ? x + 1 : n;
+        n = y >= n ? y + 1 : n;
+    }
+    for (Py_ssize_t i = 0; i < rank.n; i++)
+        if (arr_i(&rank, i) < -n || arr_i(&rank, i) >= n) { /* (numpy's through[rank_node] raises) */
+            result = Py_False;
+            Py_INCREF(result);
+            goto done;
+        }
+    /* per node: arcs out and in counted, the first two of each (ids ascending), and whether it is a rank's */
+    deg = PyMem_Malloc(sizeof(int64_t) * (size_t)(6 * n + 1));
+    if (!deg) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *nout = deg, *nin = deg + n, *o1 = deg + 2 * n, *o2 = deg + 3 * n, *i1 = deg + 4 * n, *i2 = deg + 5 * n;
+    for (int64_t x = 0; x < 2 * n; x++)
+        deg[x] = 0;
+    for (Py_ssize_t a = 0; a < m; a++) {
+        int64_t x = arr_i(&u, a), y = arr_i(&v, a);
+        if (nout[x] < 2)
+            (nout[x] ? o2 : o1)[x] = a;
+        if (nin[y] < 2)
+            (nin[y] ? i2 : i1)[y] = a;
+        nout[x]++, nin[y]++;
+    }
+    for (Py_ssize_t i = 0; i < rank.n; i++) { /* a rank's node is no through node (its counts spoiled) */
+        int64_t r = arr_i(&rank, i);
+        nout[r < 0 ? r + n : r] = -1;
+    }
+#define THROUGH(x) (nout[x] == 2 && nin[x] == 2)
+#define NARROWER(c, a) (arr_f(&cap, c) < arr_f(&cap, a) || (arr_f(&cap, c) == arr_f(&cap, a) && (c) < (a)))
+    for (Py_ssize_t a = 0; a < m; a++)
+        *arr_ip(&out, a) = -1;
+    for (Py_ssize_t a = 0; a < m; a++) { /* into a through node w from x: the flows leave w to its other neighbour */
+        int64_t w = arr_i(&v, a), x = arr_i(&u, a);
+        if (!THROUGH(w))
+            continue;
+        int back1 = arr_i(&v, o1[w]) == x, back2 = arr_i(&v, o2[w]) == x;
+        int64_t nxt = back1 ? o2[w] : o1[w];
+        if (back1 != back2 && NARROWER(nxt, a))
+            *arr_ip(&out, a) = nxt;
+    }
+    for (Py_ssize_t a = 0; a < m; a++) { /* out of a through node w to y: the flows came in from its other neighbour */
+        int64_t w = arr_i(&u, a), y = arr_i(&v, a);
+        if (!THROUGH(w))
+            continue;
+        int from1 = arr_i(&u, i1[w]) == y, from2 = arr_i(&u, i2[w]) == y;
+        int64_t prv = from1 ? i2[w] : i1[w], held = *arr_ip(&out, a);
+        if (from1 != from2 && NARROWER(prv, a) && (held < 0 || NARROWER(prv, held)))
+            *arr_ip(&out, a) = prv;
+    }
+#undef THROUGH
+#undef NARROWER
+    result = Py_True;
+    Py_INCREF(result);
+done:
+    PyMem_Free(deg);
+    arrs_release(all, 5);
+    return result;
+}
+
 /* trim_rows(rows, dom, out): FanExecutor.trim -- ``rows`` (int64, ``width`` columns, raveled) copied to ``out``
  * with -1 at every arc whose dominator (``dom``, -1: none) is beside it in its row; an arc with a dominator
  * that is not beside it is an error (ValueError). Returns how many arcs it took out. */
@@ -11663,6 +11754,8 @@ static PyMethodDef module_methods[] = {
                             "pairs routed: Router.route of many pairs"),
     FASTCALL(router_tables, "router_tables(arc_u, arc_v, is_gpu, out_ptr, out_v, out_arc, level, up_ptr, up_v, "
                             "up_arc, above_ptr, above_u, above_arc) -> (up-arcs, arcs above): Router's tables"),
+    FASTCALL(static_dominators, "static_dominators(arc_u, arc_v, capacity, rank_node, out) -> whether it answered: "
+                                "sim.rates._static_dominators"),
     FASTCALL(trim_rows, "trim_rows(rows, dom, width, out) -> arcs taken out: routes without dominated arcs"),
     FASTCALL(settle, "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's "
                      "instant"),

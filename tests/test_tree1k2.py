@@ -233,3 +233,55 @@ def test_known_one_is_known() -> None:
         assert cl._known_one(s, d) == want, (s, d)
         hits += want >= 0
     assert 0 < hits < len(pairs)
+
+
+def _dominators_both(cluster: object, monkeypatch: pytest.MonkeyPatch) -> tuple[np.ndarray, np.ndarray]:
+    from sim import rates as rates_mod
+
+    got = rates_mod._static_dominators(cluster)
+    with monkeypatch.context() as m:
+        m.setattr(rates_mod, "_CORE", None)
+        want = rates_mod._static_dominators(cluster)
+    return got, want
+
+
+@pytest.mark.parametrize(
+    "spec", ["dgx:hosts=4", "dgx:hosts=16,ecmp=hash", "leaf-spine:leaves=4,spines=2,hosts_per_leaf=4,bandwidth=100Gbps"]
+)
+def test_static_dominators_in_c_on_fabrics(spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    got, want = _dominators_both(Cluster(spec), monkeypatch)
+    np.testing.assert_array_equal(got, want)
+
+
+def _random_arcs(seed: int) -> object:
+    """Chains of nodes with two neighbours, parallel and one-way arcs, loops, ties and NaN in the capacities,
+    ranks anywhere (negative indices too)."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 30))
+    edges = rng.integers(0, n, size=(int(rng.integers(1, 3 * n)), 2))
+    chain = np.arange(n)  # a path through every node: many with two neighbours
+    edges = np.concatenate([edges[: int(rng.integers(0, len(edges) + 1))], np.stack([chain[:-1], chain[1:]], 1)])
+    both = rng.random(len(edges)) < 0.9  # most links both ways
+    u = np.concatenate([edges[:, 0], edges[both, 1]])
+    v = np.concatenate([edges[:, 1], edges[both, 0]])
+    perm = rng.permutation(len(u))
+    cap = rng.choice([1.0, 2.0, 2.0, 4.0], size=len(u))
+    if seed % 3 == 0:
+        cap[rng.integers(0, len(u))] = np.nan
+    ranks = rng.choice(np.arange(-n, n), size=int(rng.integers(0, 4)), replace=False)
+    return SimpleNamespace(arc_u=u[perm], arc_v=v[perm], capacity=cap, rank_node=ranks)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_static_dominators_in_c_on_random_arcs(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one pass gives the numpy lines' dominators on :func:`_random_arcs`."""
+    got, want = _dominators_both(_random_arcs(seed), monkeypatch)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_static_dominators_random_arcs_found_some(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(The random cases are not vacuous: most of them have dominated arcs.)"""
+    found = [int((_dominators_both(_random_arcs(seed), monkeypatch)[1] >= 0).sum()) for seed in range(12)]
+    assert sum(f > 0 for f in found) >= 6, found
