@@ -727,9 +727,14 @@ class Cluster:
         if not len(srcs):
             return np.zeros(0, dtype=np.int64)
         width = max(self.endpoints, int(srcs.max()) + 1, int(dsts.max()) + 1)
-        _, first, where = np.unique(srcs * width + dsts, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")  # distinct pairs in order of first appearance
-        us, ud = srcs[first[order]], dsts[first[order]]
+        keys = srcs * width + dsts
+        if (keys[1:] > keys[:-1]).all():  # distinct and in order already (a dataflow's pairs): as they are
+            where = None
+            us, ud = srcs, dsts
+        else:
+            _, first, where = np.unique(keys, return_index=True, return_inverse=True)
+            order = np.argsort(first, kind="stable")  # distinct pairs in order of first appearance
+            us, ud = srcs[first[order]], dsts[first[order]]
         pids = self._known(us, ud)
         new = np.flatnonzero(pids < 0)
         bulk = None
@@ -753,6 +758,8 @@ class Cluster:
             self._bulk_add(us[new], ud[new], ids)
         elif len(new):
             pids[new] = self._route_many(us[new], ud[new])
+        if where is None:
+            return pids
         by_key = np.empty_like(pids)
         by_key[order] = pids
         return by_key[where.ravel()]

@@ -285,3 +285,27 @@ def test_static_dominators_random_arcs_found_some(monkeypatch: pytest.MonkeyPatc
     """(The random cases are not vacuous: most of them have dominated arcs.)"""
     found = [int((_dominators_both(_random_arcs(seed), monkeypatch)[1] >= 0).sum()) for seed in range(12)]
     assert sum(f > 0 for f in found) >= 6, found
+
+
+@pytest.mark.parametrize(
+    "spec", ["dgx:hosts=5,gpus_per_host=4,hosts_per_leaf=2,spines=3,ecmp=hash", "torus:dims=3x3,bandwidth=1GB/s"]
+)
+def test_path_ids_of_sorted_distinct_pairs(spec: str) -> None:
+    """Pairs already distinct and in order (a dataflow's): taken as they are, the ids path_id gives, some
+    interned before; a repeat or a pair out of order still goes through np.unique."""
+    one, many = Cluster(spec), Cluster(spec)
+    p = one.size
+    src, dst = np.divmod(np.arange(p * p), p)
+    keep = (src != dst) & (np.arange(p * p) % 3 != 0)
+    src, dst = src[keep], dst[keep]
+    many.path_id(int(src[7]), int(dst[7]))
+    one.path_id(int(src[7]), int(dst[7]))
+    want = [one.path_id(s, d) for s, d in zip(src.tolist(), dst.tolist(), strict=True)]
+    assert many.path_ids(src, dst).tolist() == want
+    assert _table(many) == _table(one)
+    again = np.array([3, 1, 3])
+    assert many.path_ids(src[again], dst[again]).tolist() == [want[3], want[1], want[3]]
+    fresh = Cluster(spec)
+    twice = np.array([1, 3, 3, 4])  # in order, one pair twice, none interned yet
+    got = fresh.path_ids(src[twice], dst[twice]).tolist()
+    assert got[1] == got[2] and len(set(got)) == 3 == fresh.paths.count
