@@ -681,7 +681,8 @@ class Cluster:
 
     def _latencies(self, rows: np.ndarray) -> np.ndarray:
         """Each route's latency, from rows of arcs padded with -1."""
-        return np.where(rows >= 0, self.latency[np.maximum(rows, 0)], 0.0).sum(axis=1)
+        # (the padding's -1 read as the last arc by take's wrap, then 0.0: a gather without an index array made)
+        return np.where(rows >= 0, self.latency.take(rows, mode="wrap"), 0.0).sum(axis=1)
 
     def _bulk_routes(self, bulk: Any, a: np.ndarray, b: np.ndarray, us: np.ndarray, ud: np.ndarray) -> np.ndarray:
         """Routes between nodes ``a[i]`` and ``b[i]`` (of messages ``us[i] -> ud[i]``) from ``bulk``, the
