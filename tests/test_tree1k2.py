@@ -11,7 +11,7 @@ from sim.cluster import Cluster
 from sim.topology.graph import GPU
 
 _CORE = routing_mod._CORE
-pytestmark = pytest.mark.skipif(_CORE is None, reason="the compiled core is not built")
+_needs_core = pytest.mark.skipif(_CORE is None, reason="the compiled core is not built")
 
 
 def _same_tables(arc_u: np.ndarray, arc_v: np.ndarray, n: int, is_gpu: np.ndarray | None) -> None:
@@ -25,6 +25,7 @@ def _same_tables(arc_u: np.ndarray, arc_v: np.ndarray, n: int, is_gpu: np.ndarra
         np.testing.assert_array_equal(got[key], w, err_msg=key)
 
 
+@_needs_core
 @pytest.mark.parametrize(
     "spec",
     [
@@ -50,6 +51,7 @@ def test_router_tables_equal_numpy_on_fabrics(spec: str) -> None:
     )
 
 
+@_needs_core
 @pytest.mark.parametrize("seed", range(8))
 def test_router_tables_equal_numpy_on_random_arcs(seed: int) -> None:
     """Arcs in any order, parallel arcs, loops, nodes no GPU reaches (level -1), arcs between equal levels."""
@@ -64,6 +66,7 @@ def test_router_tables_equal_numpy_on_random_arcs(seed: int) -> None:
     _same_tables(arc_u, arc_v, n, None)
 
 
+@_needs_core
 def test_router_tables_refuse_nodes_out_of_range() -> None:
     with pytest.raises(IndexError, match="router_tables: node out of range"):
         routing_mod._tables(_CORE, np.array([0, 3]), np.array([1, 0]), 3, np.array([True, False, False]))
@@ -167,6 +170,7 @@ _SOLVED = [
 ]
 
 
+@_needs_core
 @pytest.mark.parametrize(("topology", "algorithm", "engine"), _SOLVED)
 def test_solve_all_calls_the_rounds_as_maxmin_rates_would(
     topology: str, algorithm: str, engine: str, monkeypatch: pytest.MonkeyPatch
