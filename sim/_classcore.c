@@ -1771,4 +1771,15 @@ static struct PyModuleDef module = {
     -1, module_methods,
 };
 
-PyMODINIT_FUNC PyInit__classcore(void) { return PyModule_Create(&module); }
+/* the module, with ``_maxmin_core``: a capsule holding maxmin_core, which sim/_ratecore.c's solve of every flow calls
+ * where sim.maxmin.maxmin_rates would (the same rounds without numpy arrays made for the call) */
+PyMODINIT_FUNC PyInit__classcore(void) {
+    PyObject *m = PyModule_Create(&module);
+    PyObject *cap = m ? PyCapsule_New((void *)maxmin_core, "sim._classcore._maxmin_core", NULL) : NULL;
+    if (!cap || PyModule_AddObject(m, "_maxmin_core", cap) < 0) {
+        Py_XDECREF(cap);
+        Py_XDECREF(m);
+        return NULL;
+    }
+    return m;
+}

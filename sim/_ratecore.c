@@ -8251,6 +8251,213 @@ done:
     return result;
 }
 
+/* a stable counting sort of ``idx[0..len)`` by ``key[idx[i]]`` (every key in [0, n)) into ``out``; ``cnt``:
+ * room for n + 1 counts, left holding each key's first place (``cnt[key]``, the ``ptr`` of a CSR table) */
+static void rt_count_sort(const int64_t *idx, Py_ssize_t len, const int64_t *key, Py_ssize_t n, int64_t *cnt,
+                          int64_t *out) {
+    memset(cnt, 0, (size_t)(n + 1) * sizeof(int64_t));
+    for (Py_ssize_t i = 0; i < len; i++)
+        cnt[key[idx[i]] + 1]++;
+    for (Py_ssize_t v = 0; v < n; v++)
+        cnt[v + 1] += cnt[v];
+    for (Py_ssize_t i = 0; i < len; i++)
+        out[cnt[key[idx[i]]]++] = idx[i];
+    for (Py_ssize_t v = n; v > 0; v--) /* (back to each key's first place) */
+        cnt[v] = cnt[v - 1];
+    cnt[0] = 0;
+}
+
+/* router_tables(arc_u, arc_v, is_gpu, out_ptr, out_v, out_arc, level, up_ptr, up_v, up_arc, above_ptr, above_u,
+ * above_arc) -> (up-arcs, arcs above): sim.routing.Router's tables (int64 arrays, contiguous; ``is_gpu`` a
+ * bool array, None for the out-arcs alone). The out-arcs in the order of a stable sort by (tail, head) -- two
+ * stable counting sorts, by head then by tail, np.argsort(tail * n + head, kind="stable")'s order; the levels
+ * by a breadth-first search over the out-arcs from every GPU (hops from the nearest; -1: none reaches it); the
+ * up-arcs (head a level above the tail) in the out-arcs' order, counted by tail; the arcs that descend, in
+ * a stable sort by (head, tail), counted by head. ``up_v``, ``up_arc``, ``above_u``, ``above_arc`` hold as many
+ * as the arcs; their first entries (as many as returned) are the tables'. */
+static PyObject *py_router_tables(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 13,
+                  "router_tables(arc_u, arc_v, is_gpu, out_ptr, out_v, out_arc, level, up_ptr, up_v, up_arc, "
+                  "above_ptr, above_u, above_arc)"))
+        return NULL;
+    enum { RT_N = 13 };
+    Arr a[RT_N];
+    Arr *all[RT_N];
+    for (int k = 0; k < RT_N; k++)
+        all[k] = &a[k];
+    arrs_init(all, RT_N);
+    PyObject *result = NULL;
+    int64_t *cnt = NULL, *tmp = NULL;
+    int levels = args[2] != Py_None;
+    if (arrs_open(args, all, levels ? "iibIIIIIIIIII" : "iioIIIooooooo") < 0)
+        goto done;
+    Arr *gpu = levels ? &a[2] : NULL;
+    Py_ssize_t m = a[0].n, n = a[3].n - 1;
+    int ok = a[1].n == m && n >= 0 && a[4].n == m && a[5].n == m;
+    for (int k = 0; k < RT_N && ok; k++)
+        if (k != 2 && (levels || k < 6) && (a[k].view.itemsize != 8 || a[k].stride != 8))
+            ok = 0;
+    if (ok && levels)
+        ok = gpu->n == n && gpu->view.itemsize == 1 && gpu->stride == 1 && a[6].n == n && a[7].n == n + 1 &&
+             a[8].n == m && a[9].n == m && a[10].n == n + 1 && a[11].n == m && a[12].n == m;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "router_tables: inconsistent table sizes");
+        goto done;
+    }
+    const int64_t *u = (const int64_t *)a[0].p, *v = (const int64_t *)a[1].p;
+    for (Py_ssize_t i = 0; i < m; i++)
+        if (u[i] < 0 || u[i] >= n || v[i] < 0 || v[i] >= n) {
+            PyErr_SetString(PyExc_IndexError, "router_tables: node out of range");
+            goto done;
+        }
+    cnt = PyMem_Malloc((size_t)(n + 1) * sizeof(int64_t));
+    tmp = PyMem_Malloc((size_t)(2 * m + n + 1) * sizeof(int64_t));
+    if (!cnt || !tmp) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *idx = tmp + m, *queue = tmp + 2 * m;
+    int64_t *optr = (int64_t *)a[3].p, *ov = (int64_t *)a[4].p, *oarc = (int64_t *)a[5].p;
+    for (Py_ssize_t i = 0; i < m; i++)
+        idx[i] = i;
+    rt_count_sort(idx, m, v, n, cnt, tmp);
+    rt_count_sort(tmp, m, u, n, optr, oarc);
+    for (Py_ssize_t k = 0; k < m; k++)
+        ov[k] = v[oarc[k]];
+    optr[n] = m;
+    Py_ssize_t nup = 0, nabove = 0;
+    if (levels) {
+        int64_t *lvl = (int64_t *)a[6].p, *uptr = (int64_t *)a[7].p, *uv = (int64_t *)a[8].p, *uarc = (int64_t *)a[9].p;
+        int64_t *aptr = (int64_t *)a[10].p, *au = (int64_t *)a[11].p, *aarc = (int64_t *)a[12].p;
+        Py_ssize_t qn = 0;
+        for (Py_ssize_t x = 0; x < n; x++) {
+            lvl[x] = gpu->p[x] ? 0 : -1;
+            if (gpu->p[x])
+                queue[qn++] = x;
+        }
+        for (Py_ssize_t q = 0; q < qn; q++) /* (breadth first: each node's level the hops from the nearest GPU) */
+            for (int64_t x = queue[q], k = optr[x]; k < optr[x + 1]; k++)
+                if (lvl[ov[k]] < 0) {
+                    lvl[ov[k]] = lvl[x] + 1;
+                    queue[qn++] = ov[k];
+                }
+        uptr[0] = 0;
+        for (Py_ssize_t x = 0; x < n; x++) {
+            for (int64_t k = optr[x]; k < optr[x + 1]; k++)
+                if (lvl[ov[k]] > lvl[x]) {
+                    uv[nup] = ov[k];
+                    uarc[nup++] = oarc[k];
+                }
+            uptr[x + 1] = nup;
+        }
+        for (Py_ssize_t i = 0; i < m; i++)
+            if (lvl[u[i]] > lvl[v[i]])
+                idx[nabove++] = i;
+        rt_count_sort(idx, nabove, u, n, cnt, tmp);
+        rt_count_sort(tmp, nabove, v, n, aptr, aarc);
+        aptr[n] = nabove;
+        for (Py_ssize_t k = 0; k < nabove; k++)
+            au[k] = u[aarc[k]];
+    }
+    result = Py_BuildValue("nn", nup, nabove);
+done:
+    PyMem_Free(cnt);
+    PyMem_Free(tmp);
+    arrs_release(all, RT_N);
+    return result;
+}
+
+/* static_dominators(arc_u, arc_v, capacity, rank_node, out) -> whether it answered: sim.rates._static_dominators
+ * in one pass over the arcs -- around a node that is no rank's with exactly two arcs out and two in (a "through"
+ * node), an arc into it is dominated by its arc out to the other neighbour, and an arc out of it by its arc in
+ * from the other neighbour, where that one is narrower (capacity, then arc id; the narrower of two candidates
+ * kept, the one into a node first); each node's two arcs at an end in id order, as the numpy lines pair them.
+ * ``out`` (int64, one per arc) gets the dominator or -1. False (``out`` untouched) where a rank's node is beyond
+ * every arc's: the numpy lines answer (and raise) then. */
+static PyObject *py_static_dominators(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 5, "static_dominators(arc_u, arc_v, capacity, rank_node, out)"))
+        return NULL;
+    Arr u, v, cap, rank, out;
+    Arr *all[5] = {&u, &v, &cap, &rank, &out};
+    arrs_init(all, 5);
+    PyObject *result = NULL;
+    int64_t *deg = NULL;
+    if (arrs_open(args, all, "iifiI") < 0)
+        goto done;
+    Py_ssize_t m = u.n;
+    if (v.n != m || cap.n != m || out.n != m) {
+        PyErr_SetString(PyExc_ValueError, "static_dominators: inconsistent sizes");
+        goto done;
+    }
+    int64_t n = 0;
+    for (Py_ssize_t a = 0; a < m; a++) {
+        int64_t x = arr_i(&u, a), y = arr_i(&v, a);
+        if (x < 0 || y < 0) {
+            PyErr_SetString(PyExc_IndexError, "static_dominators: node out of range");
+            goto done;
+        }
+        n = x >= n ? x + 1 : n;
+        n = y >= n ? y + 1 : n;
+    }
+    for (Py_ssize_t i = 0; i < rank.n; i++)
+        if (arr_i(&rank, i) < -n || arr_i(&rank, i) >= n) { /* (numpy's through[rank_node] raises) */
+            result = Py_False;
+            Py_INCREF(result);
+            goto done;
+        }
+    /* per node: arcs out and in counted, the first two of each (ids ascending), and whether it is a rank's */
+    deg = PyMem_Malloc(sizeof(int64_t) * (size_t)(6 * n + 1));
+    if (!deg) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *nout = deg, *nin = deg + n, *o1 = deg + 2 * n, *o2 = deg + 3 * n, *i1 = deg + 4 * n, *i2 = deg + 5 * n;
+    for (int64_t x = 0; x < 2 * n; x++)
+        deg[x] = 0;
+    for (Py_ssize_t a = 0; a < m; a++) {
+        int64_t x = arr_i(&u, a), y = arr_i(&v, a);
+        if (nout[x] < 2)
+            (nout[x] ? o2 : o1)[x] = a;
+        if (nin[y] < 2)
+            (nin[y] ? i2 : i1)[y] = a;
+        nout[x]++, nin[y]++;
+    }
+    for (Py_ssize_t i = 0; i < rank.n; i++) { /* a rank's node is no through node (its counts spoiled) */
+        int64_t r = arr_i(&rank, i);
+        nout[r < 0 ? r + n : r] = -1;
+    }
+#define THROUGH(x) (nout[x] == 2 && nin[x] == 2)
+#define NARROWER(c, a) (arr_f(&cap, c) < arr_f(&cap, a) || (arr_f(&cap, c) == arr_f(&cap, a) && (c) < (a)))
+    for (Py_ssize_t a = 0; a < m; a++)
+        *arr_ip(&out, a) = -1;
+    for (Py_ssize_t a = 0; a < m; a++) { /* into a through node w from x: the flows leave w to its other neighbour */
+        int64_t w = arr_i(&v, a), x = arr_i(&u, a);
+        if (!THROUGH(w))
+            continue;
+        int back1 = arr_i(&v, o1[w]) == x, back2 = arr_i(&v, o2[w]) == x;
+        int64_t nxt = back1 ? o2[w] : o1[w];
+        if (back1 != back2 && NARROWER(nxt, a))
+            *arr_ip(&out, a) = nxt;
+    }
+    for (Py_ssize_t a = 0; a < m; a++) { /* out of a through node w to y: the flows came in from its other neighbour */
+        int64_t w = arr_i(&u, a), y = arr_i(&v, a);
+        if (!THROUGH(w))
+            continue;
+        int from1 = arr_i(&u, i1[w]) == y, from2 = arr_i(&u, i2[w]) == y;
+        int64_t prv = from1 ? i2[w] : i1[w], held = *arr_ip(&out, a);
+        if (from1 != from2 && NARROWER(prv, a) && (held < 0 || NARROWER(prv, held)))
+            *arr_ip(&out, a) = prv;
+    }
+#undef THROUGH
+#undef NARROWER
+    result = Py_True;
+    Py_INCREF(result);
+done:
+    PyMem_Free(deg);
+    arrs_release(all, 5);
+    return result;
+}
+
 /* trim_rows(rows, dom, out): FanExecutor.trim -- ``rows`` (int64, ``width`` columns, raveled) copied to ``out``
  * with -1 at every arc whose dominator (``dom``, -1: none) is beside it in its row; an arc with a dominator
  * that is not beside it is an error (ValueError). Returns how many arcs it took out. */
@@ -9497,6 +9704,61 @@ static Py_ssize_t core_number_arcs(Core *c, Py_ssize_t *ar, Py_ssize_t ne, Py_ss
     return k;
 }
 
+/* sim._classcore's maxmin_core (its ``_maxmin_core`` capsule) */
+typedef int (*MaxminCore)(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, const double *cap, Py_ssize_t narcs,
+                          const double *wt, double *rate, Py_ssize_t nflows, const double *bound);
+
+/* where sim.maxmin.maxmin_rates(flow, arc, n, capacity, bound) would answer by its compiled rounds at once: ``fn``
+ * is that function, its module's _CORE the _classcore module; then the rounds (maxmin_core) and in *bounded
+ * whether they take the bounds ``bv`` -- not where every bound is inf and _UNBOUNDED_CORE is set (as no bound), and
+ * only where _BOUNDED_CORE is set otherwise (else the numpy rounds: NULL, call ``fn``). NULL also where anything
+ * is amiss (no error left set): ``fn`` answers then. */
+static MaxminCore mm_direct(PyObject *fn, const double *bv, Py_ssize_t n, int *bounded) {
+    static PyObject *mm = NULL, *cc = NULL, *s_fn = NULL, *s_core = NULL, *s_unb = NULL, *s_bnd = NULL;
+    static MaxminCore core = NULL;
+    if (!core) {
+        if (sizeof(Py_ssize_t) != sizeof(int64_t))
+            return NULL;
+        if (!mm && !(mm = PyImport_ImportModule("sim.maxmin")))
+            goto fail;
+        if (!cc && !(cc = PyImport_ImportModule("sim._classcore")))
+            goto fail;
+        if (!s_fn && (!(s_fn = PyUnicode_InternFromString("maxmin_rates")) ||
+                      !(s_core = PyUnicode_InternFromString("_CORE")) ||
+                      !(s_unb = PyUnicode_InternFromString("_UNBOUNDED_CORE")) ||
+                      !(s_bnd = PyUnicode_InternFromString("_BOUNDED_CORE"))))
+            goto fail;
+        if (!(core = (MaxminCore)PyCapsule_Import("sim._classcore._maxmin_core", 0)))
+            goto fail;
+    }
+    PyObject *f = PyObject_GetAttr(mm, s_fn), *c = f ? PyObject_GetAttr(mm, s_core) : NULL;
+    Py_XDECREF(f);
+    Py_XDECREF(c);
+    if (!c || f != fn || c != cc)
+        goto fail;
+    int unb = 1;
+    for (Py_ssize_t i = 0; i < n && unb; i++)
+        unb = bv[i] == INFINITY;
+    PyObject *flag = PyObject_GetAttr(mm, unb ? s_unb : s_bnd);
+    int on = flag ? PyObject_IsTrue(flag) : -1;
+    Py_XDECREF(flag);
+    if (on < 0)
+        goto fail;
+    if (!on && unb) { /* the bounds passed as they are, where _BOUNDED_CORE says */
+        flag = PyObject_GetAttr(mm, s_bnd);
+        on = flag ? PyObject_IsTrue(flag) : -1;
+        Py_XDECREF(flag);
+        if (on < 0)
+            goto fail;
+        unb = 0;
+    }
+    *bounded = !unb;
+    return on ? core : NULL;
+fail:
+    PyErr_Clear();
+    return NULL;
+}
+
 /* Rates._solve_all for the compiled wake-up: max-min over every draining flow (``slots``, in slot order), by
  * sim.rates.maxmin_rates called as the Python lines call it (the crossings flow by flow, every arc of every
  * path, the cluster's capacities, the flows' bounds; the arcs numbered locally where the rates have their Core:
@@ -9512,8 +9774,8 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
     PyObject *keys_o = NULL, *first_o = NULL, *entry = NULL, *cache = NULL, *key = NULL;
     Arr start = {.held = 0}, len = {.held = 0}, arcs = {.held = 0}, bnd = {.held = 0}, out = {.held = 0};
     Arr capa = {.held = 0};
-    Py_ssize_t *fl = NULL, *ar = NULL, *pid = NULL, *used = NULL, ne = 0;
-    double *bv = NULL, *capv = NULL;
+    Py_ssize_t *fl = NULL, *ar = NULL, *pid = NULL, *used = NULL, ne = 0, nused_ = 0;
+    double *bv = NULL, *capv = NULL, *mine = NULL;
     PyObject *cap_o = NULL, *o_core = NULL;
     int rc = -1;
     if (add_attr_at(rates, R_AT(R_SOLVES), 1) < 0 || !(cluster = iget_at(rates, W_AT(W_CLUSTER))) ||
@@ -9560,24 +9822,45 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
             PyErr_NoMemory();
             goto out;
         }
-        Py_ssize_t nused = core_number_arcs((Core *)o_core, ar, ne, used);
-        for (Py_ssize_t k = 0; k < nused; k++)
+        nused_ = core_number_arcs((Core *)o_core, ar, ne, used);
+        for (Py_ssize_t k = 0; k < nused_; k++)
             capv[k] = arr_f(&capa, used[k]);
-        if (!(cap_o = w_array(w, 'f', capv, nused)))
+    }
+    if (!(fn = iget_at(mod, R_AT(R_MAXMIN))))
+        goto out;
+    double *rv = NULL;
+    int bounded = 0, solved = 0;
+    MaxminCore direct = capv ? mm_direct(fn, bv, n, &bounded) : NULL;
+    if (direct) { /* maxmin_rates' compiled rounds on these crossings, as it would call them */
+        if (!(mine = malloc(sizeof(double) * (size_t)(n + 1)))) {
+            PyErr_NoMemory();
             goto out;
+        }
+        if ((solved = direct((const int64_t *)fl, (const int64_t *)ar, ne, capv, nused_,
+                             NULL, mine, n, bounded ? bv : NULL)) < 0)
+            goto out;
+        rv = mine;
     }
-    if (!(flow_o = w_array(w, 'i', fl, ne)) || !(arc_o = w_array(w, 'i', ar, ne)) || !(bound_o = w_array(w, 'f', bv, n)) ||
-        !(n_o = PyLong_FromSsize_t(n)) || !(fn = iget_at(mod, R_AT(R_MAXMIN))))
-        goto out;
-    PyObject *argv[5] = {flow_o, arc_o, n_o, cap_o ? cap_o : cap, bound_o};
-    if (!(got = PyObject_Vectorcall(fn, argv, 5, NULL)) || arr_get(got, &out, 'f') < 0)
-        goto out;
-    if (out.n != n) {
-        PyErr_SetString(PyExc_ValueError, "solve_all: one rate per flow");
-        goto out;
+    if (!solved) {
+        if (!(flow_o = w_array(w, 'i', fl, ne)) || !(arc_o = w_array(w, 'i', ar, ne)) ||
+            !(bound_o = w_array(w, 'f', bv, n)) || !(n_o = PyLong_FromSsize_t(n)))
+            goto out;
+        if (!cap_o && capv && !(cap_o = w_array(w, 'f', capv, nused_)))
+            goto out;
+        PyObject *argv[5] = {flow_o, arc_o, n_o, cap_o ? cap_o : cap, bound_o};
+        if (!(got = PyObject_Vectorcall(fn, argv, 5, NULL)) || arr_get(got, &out, 'f') < 0)
+            goto out;
+        if (out.n != n) {
+            PyErr_SetString(PyExc_ValueError, "solve_all: one rate per flow");
+            goto out;
+        }
+        if (out.stride != (Py_ssize_t)sizeof(double)) {
+            PyErr_SetString(PyExc_ValueError, "solve_all: the rates must be contiguous");
+            goto out;
+        }
+        rv = (double *)out.view.buf; /* (a fresh contiguous float64 array: maxmin_rates') */
     }
-    double *rv = (double *)out.view.buf; /* (a fresh contiguous float64 array: maxmin_rates') */
-    if (out.stride != (Py_ssize_t)sizeof(double) || w_apply_c(w, slots, rv, n) < 0 || iset_at(rates, R_AT(R_VALID), Py_True) < 0 ||
+    if (w_apply_c(w, slots, rv, n) < 0 || iset_at(rates, R_AT(R_VALID), Py_True) < 0 ||
         iset_at(rates, R_AT(R_LOAD), Py_None) < 0)
         goto out;
     if (cacheable) { /* np.unique(pids, return_index=True): sorted distinct paths, each one's first flow */
@@ -9632,7 +9915,7 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
 out:
     arr_release(&start), arr_release(&len), arr_release(&arcs), arr_release(&bnd), arr_release(&out);
     arr_release(&capa);
-    free(fl), free(ar), free(pid), free(bv), free(used), free(capv);
+    free(fl), free(ar), free(pid), free(bv), free(used), free(capv), free(mine);
     Py_XDECREF(cap_o), Py_XDECREF(o_core);
     Py_XDECREF(cluster), Py_XDECREF(paths), Py_XDECREF(o_start), Py_XDECREF(o_len), Py_XDECREF(o_arcs);
     Py_XDECREF(cap), Py_XDECREF(flow_o), Py_XDECREF(arc_o), Py_XDECREF(bound_o), Py_XDECREF(n_o), Py_XDECREF(fn);
@@ -11469,6 +11752,10 @@ static PyMethodDef module_methods[] = {
     FASTCALL(updown_routes, "updown_routes(srcs, dsts, order, out_ptr, out_v, out_arc, endpoint_only, level, up_ptr, "
                             "up_v, up_arc, above_ptr, above_u, above_arc, arc_w, dest_key, top, unit, out, status) -> "
                             "pairs routed: Router.route of many pairs"),
+    FASTCALL(router_tables, "router_tables(arc_u, arc_v, is_gpu, out_ptr, out_v, out_arc, level, up_ptr, up_v, "
+                            "up_arc, above_ptr, above_u, above_arc) -> (up-arcs, arcs above): Router's tables"),
+    FASTCALL(static_dominators, "static_dominators(arc_u, arc_v, capacity, rank_node, out) -> whether it answered: "
+                                "sim.rates._static_dominators"),
     FASTCALL(trim_rows, "trim_rows(rows, dom, width, out) -> arcs taken out: routes without dominated arcs"),
     FASTCALL(settle, "settle(tables, ms, dep_left, gate_left, arrived, stamp, out) -> (started, held): a dataflow's "
                      "instant"),

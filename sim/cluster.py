@@ -12,7 +12,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from ._arrays import ranges
+from ._arrays import all_distinct, ranges
 from ._cores import built, chosen
 from ._gc import paused_gc
 from .deadline import check as check_deadline
@@ -531,7 +531,7 @@ class Cluster:
         key = (src, dst)
         pid = self._pid.get(key)
         if pid is None and len(self._bulk_keys):
-            got = int(self._known(np.array([src]), np.array([dst]))[0])
+            got = self._known_one(src, dst)
             if got >= 0:
                 self._pid[key] = pid = got
         if pid is None:
@@ -568,6 +568,12 @@ class Cluster:
         node = self.rank_node
         s, d = node[us].astype(np.int64), node[ud].astype(np.int64)
         v = self._vias(us, s, d)
+        if not self._via and self._ranks_apart() and int(max(us.max(), ud.max())) < self.size:
+            # no vias, every rank on its own node: the distinct pairs are distinct triples, routed as they come
+            rows = self._triple_routes(s, v, d, us, ud, distinct=True)
+            ids = self.paths.add_many(rows, self._latencies(rows), self._owners(us), self._owners(ud), self.capacity)
+            self._bulk_add(us, ud, ids)
+            return ids
         n = len(self.nodes)
         _, first, inverse = np.unique((s * (n + 1) + v + 1) * n + d, return_index=True, return_inverse=True)
         rows = self._triple_routes(s[first], v[first], d[first], us[first], ud[first])
@@ -583,14 +589,23 @@ class Cluster:
         self._bulk_keys = keys[sort]
         self._bulk_ids = np.concatenate([self._bulk_ids, ids])[sort]
 
-    def _triple_routes(self, s: np.ndarray, v: np.ndarray, d: np.ndarray, us: np.ndarray, ud: np.ndarray) -> np.ndarray:
+    def _ranks_apart(self) -> bool:
+        """Whether no two ranks share a node."""
+        got = self.__dict__.get("_ranks_apart_")
+        if got is None:
+            got = self.__dict__["_ranks_apart_"] = bool(all_distinct(self.rank_node[: self.size]))
+        return got
+
+    def _triple_routes(
+        self, s: np.ndarray, v: np.ndarray, d: np.ndarray, us: np.ndarray, ud: np.ndarray, distinct: bool = False
+    ) -> np.ndarray:
         """The routes (rows of arcs padded with -1) of distinct triples (node ``s``, via ``v``, node ``d``)
         of messages ``us -> ud``: :meth:`_route_via`'s. Many of them on a two-level fabric are routed in
         bulk from the via (or the source) on (:mod:`sim.bulkroute`); the few distinct ways from a GPU to
-        its NIC by the router."""
+        its NIC by the router. ``distinct``: the triples come in any order, none with a via (else sorted)."""
         bulk = self._via_bulk() if len(s) >= _BULK_MIN else None
         if bulk is None:
-            return self._legs_routes(s, v, d, us, ud)
+            return self._legs_routes(s, v, d, us, ud, distinct)
         check_deadline()
         has = v >= 0
         start = np.where(has, v, s)
@@ -605,20 +620,27 @@ class Cluster:
             head[has] = ways[where.ravel()]
         return _joined(head, tail)
 
-    def _legs_routes(self, s: np.ndarray, v: np.ndarray, d: np.ndarray, us: np.ndarray, ud: np.ndarray) -> np.ndarray:
+    def _legs_routes(
+        self, s: np.ndarray, v: np.ndarray, d: np.ndarray, us: np.ndarray, ud: np.ndarray, distinct: bool = False
+    ) -> np.ndarray:
         """:meth:`_triple_routes` by the router's routes of many pairs (:meth:`sim.routing.Router.routes`:
         an up-down router's in one compiled pass): the way to the via (or the destination) and, where there
         is a via, on from it -- each distinct leg once (NCCL's channels on one GPU leave by the same ways).
         The legs it leaves out go to :meth:`_node_route` in the order the triples list them (a triple's
         way to the via first), which raises for the first one without a route, naming its pair, as routing
-        triple by triple did."""
+        triple by triple did. ``distinct`` (:meth:`_triple_routes`): no via, each leg a triple's own, in
+        any order -- the legs left out go in the order of their triples sorted, as :meth:`_route_many` sorts them."""
         has = v >= 0
         n = len(self.nodes)
-        starts = np.concatenate([s, v[has]])
-        stops = np.concatenate([np.where(has, v, d), d[has]])
-        legs, first, where = np.unique(starts * n + stops, return_index=True, return_inverse=True)
-        where = where.ravel()
-        a, b = starts[first], stops[first]
+        if distinct:
+            a, b = s, d
+            legs = where = np.arange(len(s))
+        else:
+            starts = np.concatenate([s, v[has]])
+            stops = np.concatenate([np.where(has, v, d), d[has]])
+            legs, first, where = np.unique(starts * n + stops, return_index=True, return_inverse=True)
+            where = where.ravel()
+            a, b = starts[first], stops[first]
         step = len(legs) if self.router.bulk else 4096  # (pair by pair: --timeout looked at between blocks)
         parts, lefts = [], []
         for lo in range(0, len(legs), step):
@@ -631,18 +653,24 @@ class Cluster:
         left = np.flatnonzero(np.concatenate(lefts)) if lefts else np.zeros(0, dtype=np.int64)
         if len(left):
             # each leg's first place among the triples': its triple, the way to the via before the way on
-            triple = np.concatenate([np.arange(len(s)), np.flatnonzero(has)])
-            place = np.full(len(legs), np.iinfo(np.int64).max)
-            np.minimum.at(place, where, 2 * triple + (np.arange(len(starts)) >= len(s)))
+            if distinct:  # (the triples' places once sorted: no via, so a leg's (s, d) orders them)
+                place = np.empty(len(legs), dtype=np.int64)
+                place[np.argsort(s * n + d, kind="stable")] = 2 * np.arange(len(legs))
+            else:
+                triple = np.concatenate([np.arange(len(s)), np.flatnonzero(has)])
+                place = np.full(len(legs), np.iinfo(np.int64).max)
+                np.minimum.at(place, where, 2 * triple + (np.arange(len(starts)) >= len(s)))
             for k in left[np.argsort(place[left], kind="stable")].tolist():
                 try:
                     arcs = self._node_route(int(a[k]), int(b[k]))
                 except RoutingError:
-                    t = int(place[k]) // 2
+                    t = k if distinct else int(place[k]) // 2
                     self._routed(int(us[t]), int(ud[t]))  # raises, naming the pair
                     raise
                 rows = _widened(rows, len(arcs))
                 rows[k, : len(arcs)] = arcs
+        if distinct:
+            return rows
         rows = rows[where]
         head = rows[: len(s)]
         if not has.any():
@@ -653,7 +681,8 @@ class Cluster:
 
     def _latencies(self, rows: np.ndarray) -> np.ndarray:
         """Each route's latency, from rows of arcs padded with -1."""
-        return np.where(rows >= 0, self.latency[np.maximum(rows, 0)], 0.0).sum(axis=1)
+        # (the padding's -1 read as the last arc by take's wrap, then 0.0: a gather without an index array made)
+        return np.where(rows >= 0, self.latency.take(rows, mode="wrap"), 0.0).sum(axis=1)
 
     def _bulk_routes(self, bulk: Any, a: np.ndarray, b: np.ndarray, us: np.ndarray, ud: np.ndarray) -> np.ndarray:
         """Routes between nodes ``a[i]`` and ``b[i]`` (of messages ``us[i] -> ud[i]``) from ``bulk``, the
@@ -699,9 +728,14 @@ class Cluster:
         if not len(srcs):
             return np.zeros(0, dtype=np.int64)
         width = max(self.endpoints, int(srcs.max()) + 1, int(dsts.max()) + 1)
-        _, first, where = np.unique(srcs * width + dsts, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")  # distinct pairs in order of first appearance
-        us, ud = srcs[first[order]], dsts[first[order]]
+        keys = srcs * width + dsts
+        if (keys[1:] > keys[:-1]).all():  # distinct and in order already (a dataflow's pairs): as they are
+            where = None
+            us, ud = srcs, dsts
+        else:
+            _, first, where = np.unique(keys, return_index=True, return_inverse=True)
+            order = np.argsort(first, kind="stable")  # distinct pairs in order of first appearance
+            us, ud = srcs[first[order]], dsts[first[order]]
         pids = self._known(us, ud)
         new = np.flatnonzero(pids < 0)
         bulk = None
@@ -725,6 +759,8 @@ class Cluster:
             self._bulk_add(us[new], ud[new], ids)
         elif len(new):
             pids[new] = self._route_many(us[new], ud[new])
+        if where is None:
+            return pids
         by_key = np.empty_like(pids)
         by_key[order] = pids
         return by_key[where.ravel()]
@@ -742,6 +778,16 @@ class Cluster:
             pids[new] = ids
             self._bulk_add(srcs[new], dsts[new], ids)  # (sorted keys: found again without a loop per pair)
         return pids
+
+    def _known_one(self, src: int, dst: int) -> int:
+        """:meth:`_known` of one pair not in ``_pid``: its id among the pairs interned in bulk, or -1 (one
+        search of the sorted keys, no arrays made)."""
+        if not (0 <= src < 1 << 31 and 0 <= dst < 1 << 32):  # (keys beyond what an int64 holds as is)
+            return int(self._known(np.array([src]), np.array([dst]))[0])
+        key = src << 32 | dst  # (_pair_keys')
+        keys = self._bulk_keys
+        at = int(keys.searchsorted(key))
+        return int(self._bulk_ids[at]) if at < len(keys) and int(keys[at]) == key else -1
 
     def _known(self, srcs: np.ndarray, dsts: np.ndarray) -> np.ndarray:
         """Path ids of the pairs already interned; -1 for the others."""

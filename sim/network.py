@@ -597,7 +597,10 @@ class Network(_NET_BASE):
         if n:
             lens = paths.length[:n]
             reps = np.repeat(self._path_bytes[:n], lens)
-            np.add.at(out, gather_arcs(paths, np.arange(n))[1], reps)
+            # the first n paths' arcs lie one after another from the table's start (paths are only ever
+            # appended); each arc's bytes summed in that order, as np.add.at sums them
+            end = int(paths.start[n - 1] + lens[n - 1])
+            out = np.bincount(paths.arcs[:end], weights=reps, minlength=len(out))
         if self._unpathed is not None:
             out += self._unpathed[0]
         return out

@@ -205,6 +205,14 @@ def _static_dominators(cluster: Any) -> np.ndarray:
     dom = np.full(m, -1, dtype=np.int64)
     if not m:
         return dom
+    if _CORE is not None and _CORE.static_dominators(  # the lines below in one pass (tests/test_tree1k2.py)
+        np.ascontiguousarray(u, dtype=np.int64),
+        np.ascontiguousarray(v, dtype=np.int64),
+        np.ascontiguousarray(cap, dtype=float),
+        np.ascontiguousarray(cluster.rank_node, dtype=np.int64),
+        dom,
+    ):
+        return dom
     n = int(max(u.max(), v.max())) + 1
     outdeg, indeg = np.bincount(u, minlength=n), np.bincount(v, minlength=n)
     through = (outdeg == 2) & (indeg == 2)

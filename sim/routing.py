@@ -49,6 +49,46 @@ def ecmp_hash(src: int, dst: int, hop: int) -> int:
     return x ^ (x >> 31)
 
 
+def _tables(
+    core: Any, arc_u: np.ndarray, arc_v: np.ndarray, n: int, is_gpu: np.ndarray | None
+) -> dict[str, np.ndarray]:
+    """:meth:`Router._numpy_tables` by the compiled core's ``router_tables``: the same tables, one pass
+    each (counting sorts, a breadth-first search) instead of numpy's sorts and gathers over every arc."""
+    m = len(arc_u)
+    u = np.ascontiguousarray(arc_u, dtype=np.int64)
+    v = np.ascontiguousarray(arc_v, dtype=np.int64)
+    out = {"out_ptr": np.empty(n + 1, dtype=np.int64), "out_v": np.empty(m, dtype=np.int64)}
+    out["out_arc"] = np.empty(m, dtype=np.int64)
+    if is_gpu is None:
+        core.router_tables(u, v, None, out["out_ptr"], out["out_v"], out["out_arc"], *[None] * 7)
+        return out
+    level, up_ptr, above_ptr = (
+        np.empty(n, dtype=np.int64),
+        np.empty(n + 1, dtype=np.int64),
+        np.empty_like(out["out_ptr"]),
+    )
+    up_v, up_arc, above_u, above_arc = (np.empty(m, dtype=np.int64) for _ in range(4))
+    gpu = np.ascontiguousarray(is_gpu, dtype=bool)
+    nup, nabove = core.router_tables(
+        u,
+        v,
+        gpu,
+        out["out_ptr"],
+        out["out_v"],
+        out["out_arc"],
+        level,
+        up_ptr,
+        up_v,
+        up_arc,
+        above_ptr,
+        above_u,
+        above_arc,
+    )
+    out.update(level=level, up_ptr=up_ptr, up_v=up_v[:nup], up_arc=up_arc[:nup])
+    out.update(above_ptr=above_ptr, above_u=above_u[:nabove], above_arc=above_arc[:nabove])
+    return out
+
+
 def _csr(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Order of items grouped by key (stable) and the offsets of each key's group."""
     order = np.argsort(keys, kind="stable")
@@ -96,26 +136,18 @@ class Router:
         self._endpoint_only = endpoint_only
         # out-adjacency sorted by (tail, head): the order ECMP candidates are listed in (one stable sort of the
         # key tail * n + head, np.lexsort((arc_v, arc_u))'s order: a fabric's arcs come nearly sorted so)
-        order = np.argsort(arc_u.astype(np.int64) * n + arc_v, kind="stable")
-        out_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_u, minlength=n))))
         #: the tables below as numpy arrays too, for code that works on many nodes at once (levels,
         #: :mod:`sim.bulkroute`)
-        self.arrays: dict[str, np.ndarray] = {"out_ptr": out_ptr, "out_v": arc_v[order], "out_arc": order}
+        self.arrays: dict[str, np.ndarray] = (
+            _tables(_CORE, arc_u, arc_v, n, is_gpu if mode == "updown" else None)
+            if _CORE is not None
+            else self._numpy_tables(arc_u, arc_v, n, is_gpu if mode == "updown" else None)
+        )
         self._unit = bool((weight == 1.0).all())  # hop counts: breadth-first search and short cuts
         self._cache: OrderedDict[int, object] = OrderedDict()
         self._cache_entries = (
             cache_entries if mode == "updown" else max(4, min(cache_entries, (256 << 20) // (8 * n + 1)))
         )
-        if mode == "updown":
-            level = self._levels(is_gpu)
-            climbs = level[arc_v] > level[arc_u]
-            up = order[climbs[order]]  # up-arcs grouped by tail, heads ascending
-            up_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_u[up], minlength=n))))
-            self.arrays.update(level=level, up_ptr=up_ptr, up_v=arc_v[up], up_arc=up)
-            descends = np.flatnonzero(level[arc_u] > level[arc_v])  # arcs y->x that descend into x
-            ordd = descends[np.argsort(arc_v[descends].astype(np.int64) * n + arc_u[descends], kind="stable")]
-            above_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_v[ordd], minlength=n))))
-            self.arrays.update(above_ptr=above_ptr, above_u=arc_u[ordd], above_arc=ordd)
         self._graph = (arc_u, arc_v, weight)  # for the Python lists, made when first asked for
         self._arc_w_array = np.ascontiguousarray(weight, dtype=float)
         self._dest_key_array = None if dest_key is None else np.ascontiguousarray(dest_key, dtype=np.int64)
@@ -161,6 +193,28 @@ class Router:
             self._above_arc = ordd.tolist()
             self._above_w = weight[ordd].tolist()
             self._above_ptr = a["above_ptr"].tolist()
+
+    def _numpy_tables(
+        self, arc_u: np.ndarray, arc_v: np.ndarray, n: int, is_gpu: np.ndarray | None
+    ) -> dict[str, np.ndarray]:
+        """The out-arcs sorted by (tail, head) and, given the GPUs (up-down), the levels, the up-arcs and the
+        arcs above each node, in numpy (the compiled core's ``router_tables`` makes the same, :func:`_tables`)."""
+        order = np.argsort(arc_u.astype(np.int64) * n + arc_v, kind="stable")
+        out_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_u, minlength=n))))
+        arrays = {"out_ptr": out_ptr, "out_v": arc_v[order], "out_arc": order}
+        if is_gpu is None:
+            return arrays
+        self.arrays = arrays  # (for _levels)
+        level = self._levels(is_gpu)
+        climbs = level[arc_v] > level[arc_u]
+        up = order[climbs[order]]  # up-arcs grouped by tail, heads ascending
+        up_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_u[up], minlength=n))))
+        arrays.update(level=level, up_ptr=up_ptr, up_v=arc_v[up], up_arc=up)
+        descends = np.flatnonzero(level[arc_u] > level[arc_v])  # arcs y->x that descend into x
+        ordd = descends[np.argsort(arc_v[descends].astype(np.int64) * n + arc_u[descends], kind="stable")]
+        above_ptr = np.concatenate(([0], np.cumsum(np.bincount(arc_v[ordd], minlength=n))))
+        arrays.update(above_ptr=above_ptr, above_u=arc_u[ordd], above_arc=ordd)
+        return arrays
 
     # ------------------------------------------------------------------ levels (up-down)
     def _levels(self, is_gpu: np.ndarray) -> np.ndarray:
