@@ -65,6 +65,9 @@ MODEL_FLOOR = 0.01
 MAX_LINE_BYTES = 1 << 20
 #: more samples than this in one input is refused (a calibration needs tens)
 MAX_SAMPLES = 200_000
+# a size a log measures twice, from REPEAT_MIN_BYTES, at times REPEAT_SPREAD apart: two runs of different settings
+REPEAT_MIN_BYTES = 1 << 20
+REPEAT_SPREAD = 2.0
 #: the JSON file nccl-tests writes is refused beyond this size
 MAX_JSON_BYTES = 256 * 2**20
 
@@ -390,6 +393,8 @@ def rank_host(m: re.Match[str]) -> str:
 
 
 _STARTING = re.compile(r"Collective test starting:\s*(\S+)")
+#: what rccl-tests (AMD's port of nccl-tests) prints and nccl-tests does not: its version line, RCCL's, ROCm's
+_RCCL_LINE = re.compile(r"\brccl-tests: Version\b|\bRCCL version\b|\bLibrccl path\b|\bROCm version\b", re.I)
 #: a launcher's label in front of every line: ``srun --label`` (`` 0: ``), Open MPI's ``--tag-output``
 #: (``[1,0]<stdout>:``), MPICH / Intel MPI's ``-prepend-rank`` (``[0] ``)
 _LABEL = re.compile(r"^\s*(?:\d+:|\[\d+,\d+\]<std(?:out|err)>:|\[\d+\](?=\s))\s?")
@@ -830,6 +835,11 @@ def parse_nccl_text(
         digest.update(line.rstrip("\r\n").encode("utf-8", "replace") + b"\n")
         line = strip_label(line)
         stripped = line.strip()
+        if not stripped.startswith("#%") and (m := _RCCL_LINE.search(stripped)):
+            raise CalibrationError(
+                f"{path}:{n}: an RCCL run on AMD GPUs ({m.group(0)!r}): collsim models NCCL on NVIDIA GPUs, and "
+                "a calibration from it would fit NVIDIA links to AMD measurements"
+            )
         if stated := stated_nccl_version(stripped):
             versions.append(stated)
         if m := RANK_LINE.match(stripped):
@@ -964,6 +974,7 @@ def parse_nccl_text(
     picked = picked if coll == "allreduce" else {}  # (the other collectives run one schedule: no picks)
     hosts = len({host for _, host in listed if host})
     _check_one_launch(listed, path)
+    _check_repeats(rows, path)  # (after the checks that name a cause: one run's rows may still disagree)
     samples = [
         _nccl_sample(coll, size, t, p, where, picked.get(size, spec), run_id, in_place, hosts)
         for where, size, t, in_place in rows
@@ -1162,6 +1173,25 @@ def _check_one_launch(listed: set[tuple[int, str]], path: str) -> None:
             raise CalibrationError(
                 f"{path}: rank {rank} is listed on {len(hosts)} hosts ({named}): each process ran its own test "
                 "(nccl-tests built without MPI=1 under mpirun?); give one run's log"
+            )
+
+
+def _check_repeats(rows: list[tuple[str, int, float, float]], path: str) -> None:
+    """Refuse a size measured twice, from 1 MiB, at times a factor REPEAT_SPREAD or more apart: rows of two
+    runs of the same ranks but not of one setting (a post's "host profile" and "default profile" tables,
+    120.7 ms and 350.3 ms at 4 GiB), which no one prediction can match. Repeats that agree (a run's
+    ``-N`` cycles, a test run twice) are kept as samples of the same point."""
+    times: dict[int, list[tuple[float, str]]] = {}
+    for where, size, t, _ in rows:
+        if size >= REPEAT_MIN_BYTES:
+            times.setdefault(size, []).append((t, where))
+    for size, seen in sorted(times.items()):
+        (fast, at_fast), (slow, at_slow) = min(seen), max(seen)
+        if fast > 0 and slow >= REPEAT_SPREAD * fast:
+            raise CalibrationError(
+                f"{path}: rows of more than one run: {size} B is measured {fast * 1e6:.1f} us (line "
+                f"{at_fast.rsplit(':', 1)[-1]}) and {slow * 1e6:.1f} us (line {at_slow.rsplit(':', 1)[-1]}), "
+                f"{slow / fast:.1f}x apart (not one setting); give one run's rows"
             )
 
 
