@@ -89,11 +89,35 @@ DOCUMENTED = _documented()
 def test_the_docs_show_commands():
     names = {where.split(":")[0] for where, _, _ in DOCUMENTED}
     assert "README.md" in names and len(DOCUMENTED) >= 40
+    assert len(RANK_ARGVS) >= 6
 
 
 @pytest.mark.parametrize("where, argv, sudo", DOCUMENTED, ids=[d[0] for d in DOCUMENTED])
 def test_documented_command_parses(where, argv, sudo):
     _parse(argv)  # No such option / command, missing argument, bad choice: raises
+
+
+def _rank_argvs() -> list[tuple[str, list[str]]]:
+    """The rank options of every documented `... -m validate ARGS` and `collsim netlab run SPEC -- ARGS`."""
+    found = []
+    for path in DOCS:
+        for line, text in _commands(path):
+            words = shlex.split(text, comments=True)
+            if "validate" in words and words[words.index("validate") - 1] == "-m":
+                found.append((f"{path.relative_to(ROOT)}:{line}", words[words.index("validate") + 1 :]))
+            elif "netlab" in words and "run" in words and "--" in words:
+                found.append((f"{path.relative_to(ROOT)}:{line}", words[words.index("--") + 1 :]))
+    return found
+
+
+RANK_ARGVS = _rank_argvs()
+
+
+@pytest.mark.parametrize("where, argv", RANK_ARGVS, ids=[r[0] for r in RANK_ARGVS])
+def test_documented_rank_options_parse(where, argv):
+    from validate.options import build_parser
+
+    build_parser().parse_args(argv)  # argparse exits 2 on an unknown option
 
 
 def _quick_start() -> list[tuple[str, list[str], str | None]]:
