@@ -77,7 +77,8 @@ def _parse(argv: list[str]):
     cmd = _tree()
     ctx = cmd.make_context("collsim", list(argv))
     while hasattr(cmd, "resolve_command"):
-        name, sub, rest = cmd.resolve_command(ctx, ctx._protected_args + ctx.args)
+        protected = getattr(ctx, "_protected_args", None)  # click >= 8.2 (typer's own copy); before: protected_args
+        name, sub, rest = cmd.resolve_command(ctx, (ctx.protected_args if protected is None else protected) + ctx.args)
         ctx = sub.make_context(name, rest, parent=ctx)
         cmd = sub
     return ctx
