@@ -17,6 +17,11 @@ PARTS=${PARTS:-nccl tests}
 mkdir -p "$OUTDIR"
 PY=${PY:-python3}
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+GPUS=$($PY -c "import torch; print(torch.cuda.device_count())" 2>/dev/null)
+if ! [[ "$GPUS" =~ ^[1-9][0-9]*$ ]]; then
+    echo "gpu_check: no CUDA GPU visible here (torch.cuda.device_count(): ${GPUS:-torch not importable}); run it on a GPU machine" >&2
+    exit 2
+fi
 if compgen -G ".whl/*.whl" >/dev/null; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl || exit 1
 fi
@@ -27,7 +32,6 @@ $PY setup.py -q build_ext --inplace > "$OUTDIR/build.txt" 2>&1
 $PY -c "import sim._ratecore, sim._classcore; print('compiled cores: built')" 2>&1 | tail -n 1 | tee -a "$OUTDIR/gpu.txt"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUTDIR/gpu.txt"
 $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version(), 'gpus', torch.cuda.device_count())" | tee -a "$OUTDIR/gpu.txt"
-GPUS=$($PY -c "import torch; print(torch.cuda.device_count())")
 
 # 1. NCCL through validate (one rank per GPU; with one GPU NCCL's all-reduce is its one-rank copy).
 run() {  # NAME ARGS...

@@ -326,8 +326,11 @@ def main() -> int:
         return 0
     sg = import_simgrid()
     if sg is None:
-        print("SimGrid's Python module is not installed (apt-get install python3-simgrid, or pip install simgrid)")
-        return 0
+        print(
+            "vs_simgrid: SimGrid's Python module is not installed (apt-get install python3-simgrid, or pip install simgrid)",
+            file=sys.stderr,
+        )
+        return 2
     print(f"# SimGrid {sg.simgrid_version if isinstance(sg.simgrid_version, str) else sg.simgrid_version}")
     names = args.case or [f"flows-{s}" for s in FLOW_SEEDS] + list(CASES)
     print("| case | what | collsim engine | collsim s | SimGrid s | speed-up | simulated time | relative difference |")

@@ -62,9 +62,9 @@ def test_simgrid_agrees_on_random_congested_flows():
         text=True,
         timeout=1800,
     )
-    assert out.returncode == 0, out.stderr
-    if "not installed" in out.stdout:
+    if out.returncode == 2 and "not installed" in out.stderr:
         pytest.skip("SimGrid is not installed")
+    assert out.returncode == 0, out.stderr
     rows = [line.split("|") for line in out.stdout.splitlines() if line.startswith(("| flows-0", "| hd-leafspine-64"))]
     assert len(rows) == 2, out.stdout
     for row in rows:
