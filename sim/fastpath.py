@@ -689,16 +689,15 @@ class FastExecutor:
         """Double the window of steps an early message may lead its receiver by."""
         old = self.window
         new = old * 2
-        ranks = np.arange(self.program.endpoints)[:, None]
-        future = self.step[:, None] + np.arange(old)[None, :]
-        count = np.zeros((self.program.endpoints, new), dtype=np.int64)
-        last = np.full((self.program.endpoints, new), -np.inf)
-        # count[ranks, future % new] = early_count[ranks, future % old] (and last's), by flat positions: numpy's
-        # 1-d gather and scatter, not its broadcast fancy indexing of two index arrays
-        to = (ranks * new + future % new).ravel()
-        at = (ranks * old + future % old).ravel()
-        count.ravel()[to] = self.early_count.ravel()[at]
-        last.ravel()[to] = self.early_last.ravel()[at]
+        # row r's new column k holds step (step[r] + j) with k = (step[r] + j) % new, j < old: its old column
+        # k % old (old divides new), so the old columns twice over where (k - step[r]) % new < old -- d = k -
+        # step[r] % new in [0, old), or below old - new -- and empty elsewhere: whole rows by vector operations,
+        # not a gather and scatter by element (nor a remainder per element)
+        d = np.arange(new)[None, :] - (self.step % new)[:, None]
+        inside = ((d >= 0) & (d < old)) | (d < old - new)
+        count = np.tile(self.early_count, 2)
+        count *= inside
+        last = np.where(inside, np.tile(self.early_last, 2), -np.inf)
         self.early_count, self.early_last, self.window = count, last, new
 
     # ------------------------------------------------------------------ steady states
