@@ -546,18 +546,30 @@ class FastExecutor:
         self._done(src, dst, fstep, now)
 
     def _in_flight_private(self) -> tuple[np.ndarray, ...]:
-        """(arrival, src, step, path) of the private messages in flight."""
-        whens, srcs, steps, pids = [], [], [], []
+        """(arrival, src, step, path) of the private messages in flight, in the buckets' order (their values
+        gathered into lists, a message of Python ints as it is, a batch's columns by their lists: one array of
+        each at the end, not four small arrays per message)."""
+        whens: list[float] = []
+        srcs: list[int] = []
+        steps: list[int] = []
+        pids: list[int] = []
         for when, bucket in self._all_arrivals().items():
             for src, _dst, fstep, pid, _nbytes in bucket:
-                whens.append(np.full(np.size(src), when))
-                srcs.append(np.atleast_1d(src))
-                steps.append(np.atleast_1d(fstep))
-                pids.append(np.atleast_1d(pid))
+                if type(src) is int and type(fstep) is int and type(pid) is int:
+                    whens.append(when)
+                    srcs.append(src)
+                    steps.append(fstep)
+                    pids.append(pid)
+                    continue
+                whens.extend([when] * np.size(src))
+                srcs.extend(np.atleast_1d(src).tolist())
+                steps.extend(np.atleast_1d(fstep).tolist())
+                pids.extend(np.atleast_1d(pid).tolist())
         if not whens:
             empty = np.zeros(0, dtype=np.int64)
             return np.zeros(0), empty, empty, empty
-        return np.concatenate(whens), np.concatenate(srcs), np.concatenate(steps), np.concatenate(pids)
+        ints = (np.array(column, dtype=np.int64) for column in (srcs, steps, pids))
+        return (np.array(whens, dtype=np.float64), *ints)
 
     def _complete(self, ranks: np.ndarray, now: float) -> np.ndarray:
         """``ranks`` have all their sends and receives of the current step: reduce, then either return

@@ -3,6 +3,8 @@ whole-row doubling held to the element-wise gather and scatter it replaced."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -41,3 +43,52 @@ def test_widen_matches_the_element_wise_doubling(seed: int, old: int) -> None:
     for got, want in ((ex.early_count, want_count), (ex.early_last, want_last)):
         assert got.dtype == want.dtype and got.shape == want.shape and got.flags.c_contiguous
         np.testing.assert_array_equal(got, want)
+
+
+def _private_by_message(arrivals: dict[float, list[tuple[Any, ...]]]) -> tuple[np.ndarray, ...]:
+    """FastExecutor._in_flight_private as it was: four small arrays per message, concatenated."""
+    whens, srcs, steps, pids = [], [], [], []
+    for when, bucket in arrivals.items():
+        for src, _dst, fstep, pid, _nbytes in bucket:
+            whens.append(np.full(np.size(src), when))
+            srcs.append(np.atleast_1d(src))
+            steps.append(np.atleast_1d(fstep))
+            pids.append(np.atleast_1d(pid))
+    if not whens:
+        empty = np.zeros(0, dtype=np.int64)
+        return np.zeros(0), empty, empty, empty
+    return np.concatenate(whens), np.concatenate(srcs), np.concatenate(steps), np.concatenate(pids)
+
+
+def _message(rng: np.random.Generator) -> tuple[Any, ...]:
+    kind = int(rng.integers(0, 4))
+    n = int(rng.integers(1, 5))
+    cols = [rng.integers(0, 1000, size=n) for _ in range(5)]
+    if kind == 0:  # one message of Python ints
+        return tuple(int(c[0]) for c in cols)
+    if kind == 1:  # numpy scalars
+        return tuple(c[0] for c in cols)
+    if kind == 2:  # the compiled core's batches: lists
+        return tuple(c.tolist() for c in cols)
+    return tuple(cols)  # arrays
+
+
+@pytest.mark.parametrize("seed", [*range(8), None])
+def test_in_flight_private_matches_the_per_message_arrays(seed: int | None) -> None:
+    rng = np.random.default_rng(seed)
+    arrivals = (
+        {}
+        if seed is None
+        else {
+            float(rng.random()) * 1e-3: [_message(rng) for _ in range(int(rng.integers(1, 6)))]
+            for _ in range(int(rng.integers(0, 12)))
+        }
+    )
+    ex = FastExecutor.__new__(FastExecutor)
+    ex._core = None
+    ex._arrivals = arrivals
+    got, want = ex._in_flight_private(), _private_by_message(arrivals)
+    assert len(got) == len(want) == 4
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
