@@ -7385,6 +7385,30 @@ static int fast_owned(Fast *f, PyObject *slots, const Arr *own, Py_ssize_t *coun
     return rc;
 }
 
+/* fast_owned's count over the slots of the Network's draining flows (np.flatnonzero(net._is_active), what its
+ * _active property makes where its _active_arr is None), read from _is_active in place: 0, or -1 (no exception
+ * left set) */
+static int fast_active_owned(Fast *f, const Arr *own, Py_ssize_t *count) {
+    PyObject *isa = ((NetBase *)f->net)->f[NF_IS_ACTIVE];
+    Arr a;
+    if (!isa || arr_get(isa, &a, 'b') < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    int rc = 0;
+    for (Py_ssize_t x = 0; x < a.n; x++) {
+        if (!arr_b(&a, x))
+            continue;
+        if (x >= own->n) {
+            rc = -1;
+            break;
+        }
+        *count += arr_i(own, x) == f->owner_id;
+    }
+    arr_release(&a);
+    return rc;
+}
+
 /* the executor's flows in flight (net.in_flight(owner)'s lengths: the draining ones, the ones still paying
  * latency) and its private messages in flight (a count: ex._arrivals' batches, np.size of their first
  * column, and what the core holds): 0, or -1 where anything is not as the Python lines make it (no
@@ -7392,7 +7416,12 @@ static int fast_owned(Fast *f, PyObject *slots, const Arr *own, Py_ssize_t *coun
 static int fast_in_flight(Fast *f, Py_ssize_t *active, Py_ssize_t *waiting, Py_ssize_t *private) {
     *active = *waiting = 0;
     *private = f->held;
-    PyObject *act = PyObject_GetAttr(f->net, s_active_f); /* (the property: as in_flight reads it) */
+    /* the _active property as in_flight reads it, where it has its slots already or the network is a subclass's;
+     * else (a Network, its _active_arr None) its draining flows counted from _is_active in place, without
+     * flatnonzero's array (fast_active_owned) */
+    PyObject *act = Py_TYPE(f->net)->tp_base == &NetBaseType && ((NetBase *)f->net)->f[NF_ACTIVE_ARR] == Py_None
+                        ? Py_NewRef(Py_None)
+                        : PyObject_GetAttr(f->net, s_active_f);
     PyObject *own = act ? nget(f->net, NF_OWNER, s_owner_f) : NULL;
     PyObject *pend = own ? nget(f->net, NF_PENDING_AT, s_pending_at_f) : NULL;
     PyObject *arrivals = pend ? fast_get(f->ex, s_arrivals) : NULL;
@@ -7401,7 +7430,7 @@ static int fast_in_flight(Fast *f, Py_ssize_t *active, Py_ssize_t *waiting, Py_s
     if (!arrivals || !PyDict_CheckExact(pend) || !PyDict_CheckExact(arrivals) || arr_get(own, &o, 'i') < 0)
         goto done;
     held = 1;
-    if (fast_owned(f, act, &o, active) < 0)
+    if ((act == Py_None ? fast_active_owned(f, &o, active) : fast_owned(f, act, &o, active)) < 0)
         goto done;
     PyObject *key, *bucket;
     Py_ssize_t pos = 0;

@@ -8,7 +8,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+import sim.fastpath as fastpath
+from sim import simulate
 from sim.fastpath import FastExecutor
+from sim.rates import _CORE
+from sim.topology import dgx
 
 
 def _widen_by_element(step: np.ndarray, count: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -92,3 +96,56 @@ def test_in_flight_private_matches_the_per_message_arrays(seed: int | None) -> N
     for g, w in zip(got, want, strict=True):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.skipif(_CORE is None, reason="the compiled core is not built")
+@pytest.mark.parametrize("gamma", [0.0, 1e-11])
+def test_the_cores_digest_counts_the_draining_flows_in_place(monkeypatch: pytest.MonkeyPatch, gamma: float) -> None:
+    """Fast.digest where the network's ``_active_arr`` is None counts the executor's draining flows from
+    ``_is_active`` in place (no flatnonzero, the property not read): the same digest as the Python lines'
+    (made after it, so that the core's call sees the network as the run left it)."""
+    digests: list[tuple[bool, bool]] = []
+
+    class Spy:
+        def __init__(self, core: Any, ex: Any) -> None:
+            self.core, self.ex = core, ex
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.core, name)
+
+        def digest(self, s0: int, finished: int) -> Any:
+            ex = self.ex
+            in_place = ex.net._active_arr is None
+            got = self.core.digest(s0, finished)
+            assert (ex.net._active_arr is None) == in_place  # (the property not read: nothing cached)
+            relative = np.where(ex.step < ex.total, ex.step - s0, finished)
+            active, waiting = ex.net.in_flight(ex.owner)
+            private = sum(np.size(b[0]) for bucket in ex._arrivals.values() for b in bucket) + self.core.held()
+            shape = (len(active), len(waiting), private)
+            ref = hash((relative.tobytes(), ex.send_left.tobytes(), ex.recv_left.tobytes(), shape))
+            digests.append((in_place and len(active) > 0, len(active), got == ref))
+            return got
+
+    after = fastpath.FastExecutor._after
+
+    def spied(self: Any) -> None:
+        core = self._core
+        if core is not None and not isinstance(core, Spy):
+            self._core = Spy(core, self)
+        try:
+            after(self)
+        finally:
+            if isinstance(self._core, Spy):
+                self._core = self._core.core
+
+    monkeypatch.setattr(fastpath.FastExecutor, "_after", spied)
+    simulate(
+        dgx(hosts=4, gpus_per_host=8, ecmp="hash"),
+        "allreduce",
+        "ring:order=rank",
+        2**22 + 7,
+        engine="fast",
+        gamma=gamma,
+    )
+    assert sum(in_place for in_place, _, _ in digests) > 2  # (draining flows counted in place)
+    assert all(same for _, _, same in digests)
