@@ -7489,6 +7489,7 @@ static PyObject *Fast_early_window(Fast *f, PyObject *t0_o) {
     f->gen++; /* (from Python) */
     Arr2 *ec, *el;
     PyObject *out = NULL, *cols[3] = {NULL, NULL, NULL}, *top_o = NULL;
+    unsigned char *some = NULL;
     if (fast_early_arrays(f, &ec, &el) < 0)
         goto done;
     Py_ssize_t e = ec->view.shape[0], w = ec->view.shape[1], n = 0;
@@ -7499,9 +7500,24 @@ static PyObject *Fast_early_window(Fast *f, PyObject *t0_o) {
     Py_ssize_t cs0 = ec->view.strides[0], cs1 = ec->view.strides[1], ls0 = el->view.strides[0],
                ls1 = el->view.strides[1];
     const char *cb = ec->view.buf, *lb = el->view.buf;
-    for (Py_ssize_t r = 0; r < e; r++) /* (the entries with a count: few) */
-        for (Py_ssize_t c = 0; c < w; c++)
-            n += *(const int64_t *)(cb + r * cs0 + c * cs1) != 0;
+    some = malloc((size_t)e + 1); /* (the rows with an entry: few, the only ones read again) */
+    if (!some) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t r = 0; r < e; r++) { /* (the entries with a count: few) */
+        const char *crow = cb + r * cs0;
+        Py_ssize_t m = 0;
+        if (cs1 == (Py_ssize_t)sizeof(int64_t)) { /* (a row's counts side by side: the usual layout) */
+            const int64_t *x = (const int64_t *)crow;
+            for (Py_ssize_t c = 0; c < w; c++)
+                m += x[c] != 0;
+        } else
+            for (Py_ssize_t c = 0; c < w; c++)
+                m += *(const int64_t *)(crow + c * cs1) != 0;
+        some[r] = m != 0;
+        n += m;
+    }
     for (int k = 0; k < 3; k++)
         if (!(cols[k] = PyBytes_FromStringAndSize(NULL, n * 8)))
             goto done;
@@ -7510,9 +7526,12 @@ static PyObject *Fast_early_window(Fast *f, PyObject *t0_o) {
     long long top = 0;
     Py_ssize_t i = 0;
     for (Py_ssize_t r = 0; r < e && i < n; r++) {
+        if (!some[r])
+            continue;
         const char *crow = cb + r * cs0, *lrow = lb + r * ls0;
         int64_t s = fa_i(&f->step, r), start = ((s % w) + w) % w;
-        for (Py_ssize_t j = 0, c = start; j < w; j++, c = c + 1 == w ? 0 : c + 1) { /* (c = (start + j) % w) */
+        for (Py_ssize_t j = 0; j < w; j++) { /* (c = (start + j) % w: from start to the end, then from 0) */
+            Py_ssize_t c = j < w - start ? start + j : start + j - w;
             int64_t x = *(const int64_t *)(crow + c * cs1);
             if (!x)
                 continue;
@@ -7528,6 +7547,7 @@ static PyObject *Fast_early_window(Fast *f, PyObject *t0_o) {
     if (top_o)
         out = PyTuple_Pack(4, cols[0], cols[1], cols[2], top_o);
 done:
+    free(some);
     for (int k = 0; k < 3; k++)
         Py_XDECREF(cols[k]);
     Py_XDECREF(top_o);
