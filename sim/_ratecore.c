@@ -7385,6 +7385,30 @@ static int fast_owned(Fast *f, PyObject *slots, const Arr *own, Py_ssize_t *coun
     return rc;
 }
 
+/* fast_owned's count over the slots of the Network's draining flows (np.flatnonzero(net._is_active), what its
+ * _active property makes where its _active_arr is None), read from _is_active in place: 0, or -1 (no exception
+ * left set) */
+static int fast_active_owned(Fast *f, const Arr *own, Py_ssize_t *count) {
+    PyObject *isa = ((NetBase *)f->net)->f[NF_IS_ACTIVE];
+    Arr a;
+    if (!isa || arr_get(isa, &a, 'b') < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    int rc = 0;
+    for (Py_ssize_t x = 0; x < a.n; x++) {
+        if (!arr_b(&a, x))
+            continue;
+        if (x >= own->n) {
+            rc = -1;
+            break;
+        }
+        *count += arr_i(own, x) == f->owner_id;
+    }
+    arr_release(&a);
+    return rc;
+}
+
 /* the executor's flows in flight (net.in_flight(owner)'s lengths: the draining ones, the ones still paying
  * latency) and its private messages in flight (a count: ex._arrivals' batches, np.size of their first
  * column, and what the core holds): 0, or -1 where anything is not as the Python lines make it (no
@@ -7392,7 +7416,12 @@ static int fast_owned(Fast *f, PyObject *slots, const Arr *own, Py_ssize_t *coun
 static int fast_in_flight(Fast *f, Py_ssize_t *active, Py_ssize_t *waiting, Py_ssize_t *private) {
     *active = *waiting = 0;
     *private = f->held;
-    PyObject *act = PyObject_GetAttr(f->net, s_active_f); /* (the property: as in_flight reads it) */
+    /* the _active property as in_flight reads it, where it has its slots already or the network is a subclass's;
+     * else (a Network, its _active_arr None) its draining flows counted from _is_active in place, without
+     * flatnonzero's array (fast_active_owned) */
+    PyObject *act = Py_TYPE(f->net)->tp_base == &NetBaseType && ((NetBase *)f->net)->f[NF_ACTIVE_ARR] == Py_None
+                        ? Py_NewRef(Py_None)
+                        : PyObject_GetAttr(f->net, s_active_f);
     PyObject *own = act ? nget(f->net, NF_OWNER, s_owner_f) : NULL;
     PyObject *pend = own ? nget(f->net, NF_PENDING_AT, s_pending_at_f) : NULL;
     PyObject *arrivals = pend ? fast_get(f->ex, s_arrivals) : NULL;
@@ -7401,7 +7430,7 @@ static int fast_in_flight(Fast *f, Py_ssize_t *active, Py_ssize_t *waiting, Py_s
     if (!arrivals || !PyDict_CheckExact(pend) || !PyDict_CheckExact(arrivals) || arr_get(own, &o, 'i') < 0)
         goto done;
     held = 1;
-    if (fast_owned(f, act, &o, active) < 0)
+    if ((act == Py_None ? fast_active_owned(f, &o, active) : fast_owned(f, act, &o, active)) < 0)
         goto done;
     PyObject *key, *bucket;
     Py_ssize_t pos = 0;
@@ -7460,6 +7489,7 @@ static PyObject *Fast_early_window(Fast *f, PyObject *t0_o) {
     f->gen++; /* (from Python) */
     Arr2 *ec, *el;
     PyObject *out = NULL, *cols[3] = {NULL, NULL, NULL}, *top_o = NULL;
+    unsigned char *some = NULL;
     if (fast_early_arrays(f, &ec, &el) < 0)
         goto done;
     Py_ssize_t e = ec->view.shape[0], w = ec->view.shape[1], n = 0;
@@ -7470,9 +7500,24 @@ static PyObject *Fast_early_window(Fast *f, PyObject *t0_o) {
     Py_ssize_t cs0 = ec->view.strides[0], cs1 = ec->view.strides[1], ls0 = el->view.strides[0],
                ls1 = el->view.strides[1];
     const char *cb = ec->view.buf, *lb = el->view.buf;
-    for (Py_ssize_t r = 0; r < e; r++) /* (the entries with a count: few) */
-        for (Py_ssize_t c = 0; c < w; c++)
-            n += *(const int64_t *)(cb + r * cs0 + c * cs1) != 0;
+    some = malloc((size_t)e + 1); /* (the rows with an entry: few, the only ones read again) */
+    if (!some) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t r = 0; r < e; r++) { /* (the entries with a count: few) */
+        const char *crow = cb + r * cs0;
+        Py_ssize_t m = 0;
+        if (cs1 == (Py_ssize_t)sizeof(int64_t)) { /* (a row's counts side by side: the usual layout) */
+            const int64_t *x = (const int64_t *)crow;
+            for (Py_ssize_t c = 0; c < w; c++)
+                m += x[c] != 0;
+        } else
+            for (Py_ssize_t c = 0; c < w; c++)
+                m += *(const int64_t *)(crow + c * cs1) != 0;
+        some[r] = m != 0;
+        n += m;
+    }
     for (int k = 0; k < 3; k++)
         if (!(cols[k] = PyBytes_FromStringAndSize(NULL, n * 8)))
             goto done;
@@ -7481,9 +7526,12 @@ static PyObject *Fast_early_window(Fast *f, PyObject *t0_o) {
     long long top = 0;
     Py_ssize_t i = 0;
     for (Py_ssize_t r = 0; r < e && i < n; r++) {
+        if (!some[r])
+            continue;
         const char *crow = cb + r * cs0, *lrow = lb + r * ls0;
         int64_t s = fa_i(&f->step, r), start = ((s % w) + w) % w;
-        for (Py_ssize_t j = 0, c = start; j < w; j++, c = c + 1 == w ? 0 : c + 1) { /* (c = (start + j) % w) */
+        for (Py_ssize_t j = 0; j < w; j++) { /* (c = (start + j) % w: from start to the end, then from 0) */
+            Py_ssize_t c = j < w - start ? start + j : start + j - w;
             int64_t x = *(const int64_t *)(crow + c * cs1);
             if (!x)
                 continue;
@@ -7499,6 +7547,7 @@ static PyObject *Fast_early_window(Fast *f, PyObject *t0_o) {
     if (top_o)
         out = PyTuple_Pack(4, cols[0], cols[1], cols[2], top_o);
 done:
+    free(some);
     for (int k = 0; k < 3; k++)
         Py_XDECREF(cols[k]);
     Py_XDECREF(top_o);

@@ -546,18 +546,30 @@ class FastExecutor:
         self._done(src, dst, fstep, now)
 
     def _in_flight_private(self) -> tuple[np.ndarray, ...]:
-        """(arrival, src, step, path) of the private messages in flight."""
-        whens, srcs, steps, pids = [], [], [], []
+        """(arrival, src, step, path) of the private messages in flight, in the buckets' order (their values
+        gathered into lists, a message of Python ints as it is, a batch's columns by their lists: one array of
+        each at the end, not four small arrays per message)."""
+        whens: list[float] = []
+        srcs: list[int] = []
+        steps: list[int] = []
+        pids: list[int] = []
         for when, bucket in self._all_arrivals().items():
             for src, _dst, fstep, pid, _nbytes in bucket:
-                whens.append(np.full(np.size(src), when))
-                srcs.append(np.atleast_1d(src))
-                steps.append(np.atleast_1d(fstep))
-                pids.append(np.atleast_1d(pid))
+                if type(src) is int and type(fstep) is int and type(pid) is int:
+                    whens.append(when)
+                    srcs.append(src)
+                    steps.append(fstep)
+                    pids.append(pid)
+                    continue
+                whens.extend([when] * np.size(src))
+                srcs.extend(np.atleast_1d(src).tolist())
+                steps.extend(np.atleast_1d(fstep).tolist())
+                pids.extend(np.atleast_1d(pid).tolist())
         if not whens:
             empty = np.zeros(0, dtype=np.int64)
             return np.zeros(0), empty, empty, empty
-        return np.concatenate(whens), np.concatenate(srcs), np.concatenate(steps), np.concatenate(pids)
+        ints = (np.array(column, dtype=np.int64) for column in (srcs, steps, pids))
+        return (np.array(whens, dtype=np.float64), *ints)
 
     def _complete(self, ranks: np.ndarray, now: float) -> np.ndarray:
         """``ranks`` have all their sends and receives of the current step: reduce, then either return
@@ -689,16 +701,15 @@ class FastExecutor:
         """Double the window of steps an early message may lead its receiver by."""
         old = self.window
         new = old * 2
-        ranks = np.arange(self.program.endpoints)[:, None]
-        future = self.step[:, None] + np.arange(old)[None, :]
-        count = np.zeros((self.program.endpoints, new), dtype=np.int64)
-        last = np.full((self.program.endpoints, new), -np.inf)
-        # count[ranks, future % new] = early_count[ranks, future % old] (and last's), by flat positions: numpy's
-        # 1-d gather and scatter, not its broadcast fancy indexing of two index arrays
-        to = (ranks * new + future % new).ravel()
-        at = (ranks * old + future % old).ravel()
-        count.ravel()[to] = self.early_count.ravel()[at]
-        last.ravel()[to] = self.early_last.ravel()[at]
+        # row r's new column k holds step (step[r] + j) with k = (step[r] + j) % new, j < old: its old column
+        # k % old (old divides new), so the old columns twice over where (k - step[r]) % new < old -- d = k -
+        # step[r] % new in [0, old), or below old - new -- and empty elsewhere: whole rows by vector operations,
+        # not a gather and scatter by element (nor a remainder per element)
+        d = np.arange(new)[None, :] - (self.step % new)[:, None]
+        inside = ((d >= 0) & (d < old)) | (d < old - new)
+        count = np.tile(self.early_count, 2)
+        count *= inside
+        last = np.where(inside, np.tile(self.early_last, 2), -np.inf)
         self.early_count, self.early_last, self.window = count, last, new
 
     # ------------------------------------------------------------------ steady states
