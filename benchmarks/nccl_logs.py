@@ -41,6 +41,7 @@ from sim.nccl.efa import PRESETS as EFA_PRESETS  # noqa: E402
 from sim.nccl.versions import parse_version, tuning_for  # noqa: E402
 from sim.simulate import simulate  # noqa: E402
 from sim.topology import hgx  # noqa: E402
+from sim.topology.hgx import PRESETS as HGX_PRESETS  # noqa: E402
 from sim.units import parse_size  # noqa: E402
 from validate.calibration.fit import fit_calibration  # noqa: E402
 from validate.calibration.inputs import (  # noqa: E402
@@ -484,6 +485,8 @@ def topology(log: Log) -> object:
     kw: dict[str, object] = {"gpu": log.gpu, "gpus_per_host": ppn}
     if nics and nics not in (ppn, 2 * ppn):  # fewer NICs than GPUs: one per PCIe switch
         kw["nics_per_host"] = nics
+    elif ppn % HGX_PRESETS[preset]["gpus_per_pcie_switch"]:  # a run on one GPU of a host whose GPUs pair up
+        kw["gpus_per_pcie_switch"] = 1
     if speed:
         kw["nic_bandwidth"] = speed * 1e9 / 8
     header = "\n".join(line for line in log.text.splitlines() if line.startswith("#%"))
