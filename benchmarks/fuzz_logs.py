@@ -354,7 +354,12 @@ def calibration_for_cli(folder: Path, seeds: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("folder", nargs="?", default=str(Path(__file__).resolve().parents[2] / "shared/data/nccl-tests"))
+    ap.add_argument(
+        "folder",
+        nargs="?",
+        default=str(Path(__file__).resolve().parents[1] / "tests" / "data"),
+        help="a folder of nccl-tests logs (*.txt) to mutate (default: the repository's tests/data excerpt)",
+    )
     ap.add_argument("--count", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--predict", type=float, default=0.0, help="fraction of mutants also predicted (slow)")
@@ -363,6 +368,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--show", type=int, default=3)
     args = ap.parse_args(argv)
     seeds = {p.name: p.read_text() for p in sorted(Path(args.folder).glob("*.txt")) if p.name != "README.txt"}
+    if not seeds:
+        print(f"fuzz_logs: no .txt logs in {args.folder}: give a folder of nccl-tests logs", file=sys.stderr)
+        return 2
     rng = random.Random(args.seed)
     clean = {name: reading(Path(args.folder) / name) for name in seeds}
     classes: Counter[str] = Counter()

@@ -105,7 +105,7 @@ def model_notes(data: ReportData) -> list[str]:
     """What the numbers assume, in plain words."""
     return [
         "Flow-level network model: every message is a flow on its routed path; flows share each link direction "
-        "by max-min fairness; a message pays its path latency, then drains at its rate (../shared model.md).",
+        "by max-min fairness; a message pays its path latency, then drains at its rate (docs/model.md).",
         f"Link parameters are {data.parameters}: "
         + (
             "bandwidth and latency as the topology states them, with no calibration against measurements."

@@ -3,7 +3,7 @@ max-min fairness, on a SimPy :class:`simpy.Environment`.
 
 A flow of ``n`` bytes sent at ``t0`` first waits its path latency plus the sender's per-message overhead,
 then drains at its current rate; it completes when its last byte is drained (the cut-through fluid model
-of ../shared/docs/model.md). Rates are recomputed whenever a flow starts draining or completes; every
+of docs/model.md). Rates are recomputed whenever a flow starts draining or completes; every
 change that happens at the same simulated instant is folded into one recomputation.
 
 Use it from a SimPy process::

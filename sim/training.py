@@ -1,6 +1,6 @@
 """One data-parallel training iteration the way PyTorch DDP runs it, on the simulated network.
 
-The model (../shared/docs/model.md, "What the real libraries do")::
+The model (docs/model.md, "What the real libraries do")::
 
     t = 0          forward pass                      (forward_s)
     t = F          backward pass starts; it produces gradient bytes at a constant rate over
