@@ -146,3 +146,34 @@ def test_calibrate_reads_the_hosts_of_a_launch_line_without_rank_lines(tmp_path)
     hosts.write_text(PPN.replace("mpiexec -n 16 -ppn 8", "mpirun -np 16 -H a:8,b:8"))
     samples, _ = read_samples(str(hosts))
     assert {s.hosts for s in samples} == {2}
+
+
+#: a runbook's launch script of an rccl-tests run on MI355X nodes and its abridged output: no line of
+#: rccl-tests' own header (its version line, RCCL's), only the launch line's binary and library
+RCCL_LAUNCH = """\
+/root/ompi/install/bin/mpirun \\
+  --allow-run-as-root -np 16 -map-by slot --bind-to numa --hostfile /root/hostfile \\
+  -x NCCL_IB_HCA=$HCA -x NCCL_SOCKET_IFNAME=enp81s0f1 \\
+  -x LD_PRELOAD=/root/rccl/build/release/librccl.so.1.0 \\
+  /root/rccl-tests/build/all_reduce_perf -b 8 -e 16g -f 2 -g 1 -n 20
+#       size    count  type  redop  root    time   algbw   busbw #wrong
+   134217728 33554432 float    sum    -1  1275.7  105.21  197.26      0
+   536870912 134217728 float   sum    -1  5029.3  106.75  200.15      0
+  1073741824 268435456 float   sum    -1   10045  106.89  200.42      0
+# Avg bus bandwidth    : 60.3716
+"""
+
+
+def test_calibrate_refuses_an_rccl_run_its_launch_line_names(tmp_path):
+    """`calibrate --from` fitted an hgx topology to an MI355X run whose post abridged the output to its rows: only
+    the launch line (``rccl-tests/build/all_reduce_perf``, ``LD_PRELOAD=...librccl.so``) says it was RCCL. It is
+    refused in one line, as a log with rccl-tests' own header lines is (the benchmark skipped it already)."""
+    path = tmp_path / "rccl.txt"
+    path.write_text(RCCL_LAUNCH)
+    with pytest.raises(CalibrationError, match=r"rccl\.txt:4: an RCCL run on AMD GPUs \('librccl\.so'\)"):
+        read_samples(str(path))
+    path.write_text(RCCL_LAUNCH.replace("  -x LD_PRELOAD=/root/rccl/build/release/librccl.so.1.0 \\\n", ""))
+    with pytest.raises(CalibrationError, match=r"an RCCL run on AMD GPUs \('rccl-tests/build/all_reduce_perf'\)"):
+        read_samples(str(path))
+    path.write_text(RCCL_LAUNCH.replace("rccl", "nccl"))  # the same post of nccl-tests reads
+    assert len(read_samples(str(path))[0]) == 3

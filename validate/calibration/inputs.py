@@ -397,8 +397,14 @@ def rank_host(m: re.Match[str]) -> str:
 
 
 _STARTING = re.compile(r"Collective test starting:\s*(\S+)")
-#: what rccl-tests (AMD's port of nccl-tests) prints and nccl-tests does not: its version line, RCCL's, ROCm's
-_RCCL_LINE = re.compile(r"\brccl-tests: Version\b|\bRCCL version\b|\bLibrccl path\b|\bROCm version\b", re.I)
+#: what rccl-tests (AMD's port of nccl-tests) prints and nccl-tests does not: its version line, RCCL's, ROCm's;
+#: or a launch line that runs an rccl-tests binary (``/opt/rccl-tests/build/all_reduce_perf``) or loads RCCL's
+#: library (``LD_PRELOAD=/root/rccl/build/release/librccl.so.1.0``): a post that abridges the output to its rows
+_RCCL_LINE = re.compile(
+    r"\brccl-tests: Version\b|\bRCCL version\b|\bLibrccl path\b|\bROCm version\b"
+    r"|\brccl-tests/(?:[\w.-]+/)*\w+_perf\b|\blibrccl[\w-]*\.so\b",
+    re.I,
+)
 #: a launcher's label in front of every line: ``srun --label`` (`` 0: ``), Open MPI's ``--tag-output``
 #: (``[1,0]<stdout>:``), MPICH / Intel MPI's ``-prepend-rank`` (``[0] ``)
 _LABEL = re.compile(r"^\s*(?:\d+:|\[\d+,\d+\]<std(?:out|err)>:|\[\d+\](?=\s))\s?")
