@@ -177,3 +177,33 @@ def test_calibrate_refuses_an_rccl_run_its_launch_line_names(tmp_path):
         read_samples(str(path))
     path.write_text(RCCL_LAUNCH.replace("rccl", "nccl"))  # the same post of nccl-tests reads
     assert len(read_samples(str(path))[0]) == 3
+
+
+#: an issue's first post as the issues corpus serves it: rows only (no header, column line, rank line or
+#: command), each carrying MPICH's ``[0]`` label at its start and in its middle too
+MIDLINE_LABELS = """\
+[0]      1048576        262144     float     sum      -1[0]    1626.5    0.64    1.24      0[0]    2302.3    0.46    0.87      0
+[0]      4194304       1048576     float     sum      -1[0]     622.6    6.74   12.91      0[0]     625.8    6.70   12.85      0
+[0]      8388608       2097152     float     sum      -1[0]     992.6    8.45   16.20      0[0]     986.0    8.51   16.31      0
+[0]     16777216       4194304     float     sum      -1[0]    1334.9   12.57   24.09      0[0]    1336.5   12.55   24.06      0
+[0]     33554432       8388608     float     sum      -1[0]    2180.1   15.39   29.50      0[0]    2285.2   14.68   28.14      0
+"""
+
+
+def test_a_post_of_rows_only_is_read_as_the_importer_reads_it(tmp_path):
+    """The benchmark refused a post that kept only its rows as 'not an nccl-tests log' before reading them; the
+    importer reads the rows (labels mid-row too), here 24 ranks by busbw / algbw, and says what is missing
+    where something is (the issue's whole excerpt: 24 by the factor, but not told from 23 or 25 at two
+    decimals: 'give FILE:ranks=N (... suggests ranks=24)')."""
+    path = tmp_path / "h100-midline-3node.txt"
+    path.write_text(MIDLINE_LABELS)
+    log = nccl_logs.parse_log(path)
+    assert (log.ranks, log.hosts, log.gpu) == (24, 3, "a100")
+    samples, _ = read_samples(str(path))
+    assert [(s.size, round(s.time_s * 1e6, 1), round(s.in_place_s * 1e6, 1)) for s in samples][:2] == [
+        (1048576, 1626.5, 2302.3),
+        (4194304, 622.6, 625.8),
+    ]
+    (tmp_path / "readme.txt").write_text("hello\n")
+    with pytest.raises(nccl_logs.LogError, match=r"not an nccl-tests log \(no result rows"):
+        nccl_logs.parse_log(tmp_path / "readme.txt")
