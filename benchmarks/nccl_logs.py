@@ -45,22 +45,18 @@ from sim.topology.hgx import PRESETS as HGX_PRESETS  # noqa: E402
 from sim.units import parse_size  # noqa: E402
 from validate.calibration.fit import fit_calibration  # noqa: E402
 from validate.calibration.inputs import (  # noqa: E402
+    GPU_MODEL,
     RANK_LINE,
-    TEST_GPUS,
-    header_time_column,
+    UNNAMED_DEVICE,
+    launch_hosts,
     rank_host,
     read_samples,
     stated_efa,
     strip_label,
 )
 
-#: GPU models as device lines and headers name them; the ones ``hgx`` builds, and the ones it cannot
-_GPU = re.compile(
-    r"(?:(?<=\dx)|(?<![A-Za-z0-9]))(GB[23]00|B[123]00|GH200|H200|H100|H800|H20|A100|A800|A40|A30|A10G?|V100|L40S?|L4"
-    # older boards, by their names only as written (``Tesla P40``): ``p4d`` / ``t4`` are other things in lower case
-    r"|(?-i:P100|P40|T4|K80|K40|M60|M40)(?![A-Za-z]))(?![0-9])",
-    re.I,
-)
+#: GPU models as device lines and headers name them (the importer's): the ones ``hgx`` builds, and the ones it cannot
+_GPU = GPU_MODEL
 _HGX_GPUS = ("h100", "h200", "h800", "b200", "a100", "a800")
 #: GPUs whose NVSwitch reduces (NVLink SHARP): their logs get an NVLS-capable preset
 _NVLS_GPUS = ("h100", "h200", "h800", "b200")
@@ -73,18 +69,13 @@ _NOT_BUILT = {
     "NVLink, MNNVL), which hgx does not build",
     "b300": "Blackwell Ultra: hgx has no sourced figures for its servers (ConnectX-8 800 Gb/s NICs, PCIe Gen6)",
 }
-#: an nccl-tests binary on a command line: a post may show the command and the rows, without the log's header
-_PERF_BINARY = re.compile(
-    r"\b(?:all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce|sendrecv)_perf(?:_mpi)?\b"
-)
 #: a device line's GPU index on its host (``... on node1 device  7 [0000:da:00] ...``)
 _DEVICE = re.compile(r"\bdevice\s+(\d+)\s+\[")
 #: an RCCL (AMD) run of rccl-tests, which prints the same table
 _RCCL = re.compile(r"\bRCCL version\b|\brccl-tests\b|\blibrccl\b|\bROCm version\b", re.I)
 #: an AMD GPU by name (``AMD Instinct MI250X``, rocminfo's ``gfx90a``): where no NVIDIA model is named, a log of one
 _AMD_GPU = re.compile(r"\bAMD Instinct(?: MI\w+)?|\bInstinct MI\d\w*|\bgfx9[0-4][0-9a-f]\b")
-#: a device line that names no model (``NVIDIA Graphics Device``: a board the driver does not know by name)
-_UNNAMED_DEVICE = re.compile(r"^(?:NVIDIA\s+)?(?:Graphics\s+)?Device\b|^\s*$", re.I)
+_UNNAMED_DEVICE = UNNAMED_DEVICE  # (the importer's)
 #: the collectives whose NCCL schedules collsim builds (sim/nccl): the others run a textbook schedule
 _NCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter")
 #: the GPUs of an HGX / DGX board: a header's NIC count is stated for them, and a host whose rank lines show
@@ -192,13 +183,8 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     without an NVSwitch, ...) or device lines naming no model are refused with that name."""
     text = path.read_text(errors="replace")
     lines = [strip_label(line) for line in text.splitlines()]
-    if not any(
-        "nThread" in ln or "out-of-place" in ln or header_time_column(ln.strip()) for ln in lines
-    ) and not _PERF_BINARY.search(text):  # a post may keep only the column header (``#  size  count  type ...``)
-        raise LogError(
-            f"{path.name}: not an nccl-tests log (no 'nThread' header, 'out-of-place' or 'size count type ...' "
-            "columns or *_perf command)"
-        )
+    # (a file without nccl-tests' header, columns or command is read all the same: a post may keep only rows,
+    # and the importer refuses what has none, or what it cannot count, in a line that names why)
     if m := _RCCL.search(text):
         raise LogError(f"{path.name}: an RCCL run on AMD GPUs ({m.group(0)!r}); collsim models NCCL on NVIDIA GPUs")
     found: dict[tuple[int, str], str] = {}  # (rank, host) -> device; a log of several runs repeats them
@@ -288,53 +274,6 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     efa = stated_efa(text)
     coll = samples[0].collective
     return Log(path, n, nodes, gpu, text[:4000], ranks, note, release, tuple(source.unmodelled), efa, coll)
-
-
-#: the host list of an MPI launch (``mpirun -H 10.0.0.1:8,10.0.0.2:8``, ``--host a:1,b:1``)
-_HOST_LIST = re.compile(r"\b(?:mpirun|mpiexec)\b[^\n]*?\s(?:-H|--host|-host)[\s=]+(\S+)")
-
-
-#: processes per node as a launch line states them: Slurm's ``--ntasks-per-node=K`` (srun, ``#SBATCH``), Open
-#: MPI's ``-npernode K`` / ``-N K`` (per node there; srun's ``-N`` counts nodes) / ``--map-by ppr:K:node``
-_PER_NODE_SLURM = re.compile(r"(?:\bsrun\b|#SBATCH)[^\n]*?--ntasks-per-node[\s=](\d+)\b")
-_PER_NODE_MPI = re.compile(r"\b(?:mpirun|mpiexec)\b[^\n]*?(?:\s--?npernode[\s=]|\s-N\s+|\sppr:(?=\d+:node))(\d+)\b")
-#: the GPUs each process drives: nccl-tests' header (nThread x nGpus), else the test's own ``-t`` / ``-g``
-_HEADER_GPUS = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
-
-
-def launch_hosts(text: str, ranks: int) -> int:
-    """The hosts an MPI launch command of ``text`` lists where its slots, the same on each, account for
-    ``ranks`` (each process driving ranks / slots GPUs: ``-g``), else the nodes its processes per node
-    (``srun --ntasks-per-node``, ``mpirun -npernode``) make of ``ranks`` (each driving the GPUs nccl-tests'
-    header, else the test's ``-g``, gives), else 0.
-
-    >>> launch_hosts("mpirun -H 10.244.1.10:1,10.244.2.21:1 -x A=1 ./all_reduce_perf -g 1", 2)
-    2
-    >>> launch_hosts("mpirun -np 16 -H a:8,b:8 ./all_reduce_perf", 16), launch_hosts("mpirun -H a:8,b:4 x", 12)
-    (2, 0)
-    >>> launch_hosts("srun --mpi=pmi2 -n 8 --ntasks-per-node=4 ./build/all_reduce_perf -b 1M -e 8G", 8)
-    2
-    >>> launch_hosts("mpirun -np 4 -npernode 2 ./all_reduce_perf -g 4", 16), launch_hosts("srun -N 2 x", 16)
-    (2, 0)
-    """
-    for m in _HOST_LIST.finditer(text):
-        slots: Counter[str] = Counter()
-        for item in m.group(1).strip("'\"").split(","):
-            name, _, count = item.partition(":")
-            slots[name] += int(count) if count.isdigit() else 1
-        if len(slots) > 1 and len(set(slots.values())) == 1 and ranks % sum(slots.values()) == 0:
-            return len(slots)
-    joined = re.sub(r"\\[ \t]*\n", " ", text)  # a command continued over lines (``\``)
-    per_node = _PER_NODE_SLURM.search(joined) or _PER_NODE_MPI.search(joined)
-    if per_node and int(per_node.group(1)):
-        if header := _HEADER_GPUS.search(text):
-            gpus = int(header.group(1)) * int(header.group(2))
-        else:
-            gpus = int(g.group(1)) if (g := TEST_GPUS.search(joined)) else 1
-        node = int(per_node.group(1)) * max(gpus, 1)
-        if ranks % node == 0:
-            return ranks // node
-    return 0
 
 
 def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = None) -> tuple[int | None, float | None]:

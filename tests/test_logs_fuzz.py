@@ -170,11 +170,12 @@ def test_mutants_through_the_cli(tmp_path, mutant):
     error:`` line and no output file."""
     folder = tmp_path / "run"
     folder.mkdir()
-    path = _write(tmp_path, "mutant.txt", mutant)
+    # (the CLI topology builds H100s: an A100 log is refused there, so the A100 excerpt's device lines say H100)
+    path = _write(tmp_path, "mutant.txt", mutant.replace("A100-SXM4-40GB", "H100 80GB HBM3"))
     cal = tmp_path / "cal.yaml"
+    source = _write(tmp_path, "r.txt", TWO_NODES.replace("A100-SXM4-40GB", "H100 80GB HBM3"))
     code, lines = fuzz_logs._cli(
-        ["validate", "calibrate", "-t", fuzz_logs.CLI_TOPOLOGY, "--from", str(_write(tmp_path, "r.txt", TWO_NODES))]
-        + ["-o", str(cal)]
+        ["validate", "calibrate", "-t", fuzz_logs.CLI_TOPOLOGY, "--from", str(source), "-o", str(cal)]
     )
     assert code == 0, lines
     assert fuzz_logs.run_cli(path, folder, cal) is None

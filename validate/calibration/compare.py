@@ -37,6 +37,7 @@ from sim.units import format_size
 
 from .file import Calibration, atomic_write, nominal_parameters
 from .inputs import Sample
+from .nccl_fit import check_gpu
 
 __all__ = ["Row", "check_separate", "predict", "render", "summarize", "write_outputs"]
 
@@ -85,6 +86,7 @@ def predict(measured: Sequence[Sample], topology: Any, calibration: Calibration)
     """Simulate every measured point on the calibrated cluster and on the nominal one (``topology``:
     anything :class:`~sim.cluster.Cluster` takes, or a Cluster)."""
     nominal = topology if isinstance(topology, Cluster) else Cluster(topology)
+    check_gpu(measured, nominal)  # a log of another GPU than the topology's is no measure of it
     calibrated = nominal.with_link_model(calibration.link_model())
     cache: dict[tuple[Any, ...], tuple[float, float]] = {}
     rows = []

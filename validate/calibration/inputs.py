@@ -53,6 +53,7 @@ __all__ = [
     "parse_nccl_text",
     "read_samples",
     "stated_efa",
+    "stated_gpu_model",
 ]
 
 #: the probe tests of ``python -m validate.calibration.probes`` (see validate/calibration/probes.py)
@@ -127,6 +128,9 @@ class Sample:
     in_place_s: float = 0.0
     #: the hosts an nccl-tests log's rank lines name (0: not known); a topology must spread ``ranks`` as widely
     hosts: int = 0
+    #: the GPU an nccl-tests log's device lines name, as they name it (``NVIDIA H100 80GB HBM3``; "" where they
+    #: name none, or no model): a topology of another GPU is refused (:func:`stated_gpu_model`)
+    gpu: str = ""
 
     @property
     def best_s(self) -> float:
@@ -393,8 +397,14 @@ def rank_host(m: re.Match[str]) -> str:
 
 
 _STARTING = re.compile(r"Collective test starting:\s*(\S+)")
-#: what rccl-tests (AMD's port of nccl-tests) prints and nccl-tests does not: its version line, RCCL's, ROCm's
-_RCCL_LINE = re.compile(r"\brccl-tests: Version\b|\bRCCL version\b|\bLibrccl path\b|\bROCm version\b", re.I)
+#: what rccl-tests (AMD's port of nccl-tests) prints and nccl-tests does not: its version line, RCCL's, ROCm's;
+#: or a launch line that runs an rccl-tests binary (``/opt/rccl-tests/build/all_reduce_perf``) or loads RCCL's
+#: library (``LD_PRELOAD=/root/rccl/build/release/librccl.so.1.0``): a post that abridges the output to its rows
+_RCCL_LINE = re.compile(
+    r"\brccl-tests: Version\b|\bRCCL version\b|\bLibrccl path\b|\bROCm version\b"
+    r"|\brccl-tests/(?:[\w.-]+/)*\w+_perf\b|\blibrccl[\w-]*\.so\b",
+    re.I,
+)
 #: a launcher's label in front of every line: ``srun --label`` (`` 0: ``), Open MPI's ``--tag-output``
 #: (``[1,0]<stdout>:``), MPICH / Intel MPI's ``-prepend-rank`` (``[0] ``)
 _LABEL = re.compile(r"^\s*(?:\d+:|\[\d+,\d+\]<std(?:out|err)>:|\[\d+\](?=\s))\s?")
@@ -465,6 +475,89 @@ _PER_NODE = re.compile(r"--ntasks-per-node[\s=](\d+)")
 #: the GPUs (``-g`` / ``--ngpus``) and threads (``-t`` / ``--nthreads``) each process of a launch line's test drives
 TEST_GPUS = re.compile(r"_perf\S*\s(?:[^\n]*?\s)?(?:-g|--ngpus)[\s=](\d+)\b")
 _TEST_THREADS = re.compile(r"_perf\S*\s(?:[^\n]*?\s)?(?:-t|--nthreads)[\s=](\d+)\b")
+
+#: GPU models as device lines and headers name them (``NVIDIA H100 80GB HBM3``, ``Tesla V100-SXM2-16GB``,
+#: ``8x A100``): the ones ``hgx`` builds and others
+GPU_MODEL = re.compile(
+    r"(?:(?<=\dx)|(?<![A-Za-z0-9]))(GB[23]00|B[123]00|GH200|H200|H100|H800|H20|A100|A800|A40|A30|A10G?|V100|L40S?|L4"
+    # older boards, by their names only as written (``Tesla P40``): ``p4d`` / ``t4`` are other things in lower case
+    r"|(?-i:P100|P40|T4|K80|K40|M60|M40)(?![A-Za-z]))(?![0-9])",
+    re.I,
+)
+#: a device line that names no model (``NVIDIA Graphics Device``: a board the driver does not know by name)
+UNNAMED_DEVICE = re.compile(r"^(?:NVIDIA\s+)?(?:Graphics\s+)?Device\b|^\s*$", re.I)
+
+#: the host list of an MPI launch (``mpirun -H 10.0.0.1:8,10.0.0.2:8``, ``--host a:1,b:1``, MPICH / Hydra's
+#: ``mpiexec -hosts a,b``)
+_HOST_LIST = re.compile(r"\b(?:mpirun|mpiexec)\b[^\n]*?\s(?:-H|--host|-hosts?)[\s=]+(\S+)")
+#: processes per node as a launch line states them: Slurm's ``--ntasks-per-node=K`` (srun, ``#SBATCH``), Open
+#: MPI's ``-npernode K`` / ``-N K`` (per node there; srun's ``-N`` counts nodes) / ``--map-by ppr:K:node``,
+#: MPICH / Hydra's (and Intel MPI's) ``-ppn K`` / ``--ppn K``
+_PER_NODE_SLURM = re.compile(r"(?:\bsrun\b|#SBATCH)[^\n]*?--ntasks-per-node[\s=](\d+)\b")
+_PER_NODE_MPI = re.compile(
+    r"\b(?:mpirun|mpiexec)\b[^\n]*?(?:\s--?npernode[\s=]|\s--?ppn[\s=]|\s-N\s+|\sppr:(?=\d+:node))(\d+)\b"
+)
+
+
+def launch_hosts(text: str, ranks: int) -> int:
+    """The hosts an MPI launch command of ``text`` lists where its slots, the same on each, account for
+    ``ranks`` (each process driving ranks / slots GPUs: ``-g``), else the nodes its processes per node
+    (``srun --ntasks-per-node``, ``mpirun -npernode``, ``mpiexec -ppn``) make of ``ranks`` (each driving the
+    GPUs nccl-tests' header, else the test's ``-g``, gives), else 0.
+
+    >>> launch_hosts("mpirun -H 10.244.1.10:1,10.244.2.21:1 -x A=1 ./all_reduce_perf -g 1", 2)
+    2
+    >>> launch_hosts("mpirun -np 16 -H a:8,b:8 ./all_reduce_perf", 16), launch_hosts("mpirun -H a:8,b:4 x", 12)
+    (2, 0)
+    >>> launch_hosts("srun --mpi=pmi2 -n 8 --ntasks-per-node=4 ./build/all_reduce_perf -b 1M -e 8G", 8)
+    2
+    >>> launch_hosts("mpirun -np 4 -npernode 2 ./all_reduce_perf -g 4", 16), launch_hosts("srun -N 2 x", 16)
+    (2, 0)
+    >>> launch_hosts("mpiexec -n 16 -ppn 8 ./all_reduce_perf -g 1", 16), launch_hosts("mpiexec --ppn=4 -n 16 x", 16)
+    (2, 4)
+    >>> launch_hosts("mpiexec.hydra -hosts gpu1,gpu2 -n 16 ./all_reduce_perf -g 1", 16)
+    2
+    """
+    for m in _HOST_LIST.finditer(text):
+        slots: Counter[str] = Counter()
+        for item in m.group(1).strip("'\"").split(","):
+            name, _, count = item.partition(":")
+            slots[name] += int(count) if count.isdigit() else 1
+        if len(slots) > 1 and len(set(slots.values())) == 1 and ranks % sum(slots.values()) == 0:
+            return len(slots)
+    joined = re.sub(r"\\[ \t]*\n", " ", text)  # a command continued over lines (``\``)
+    per_node = _PER_NODE_SLURM.search(joined) or _PER_NODE_MPI.search(joined)
+    if per_node and int(per_node.group(1)):
+        if header := _NGPUS.search(text):
+            gpus = int(header.group(1)) * int(header.group(2))
+        else:
+            gpus = int(g.group(1)) if (g := TEST_GPUS.search(joined)) else 1
+        node = int(per_node.group(1)) * max(gpus, 1)
+        if ranks % node == 0:
+            return ranks // node
+    return 0
+
+
+def stated_gpu_model(device: str) -> str:
+    """The model a device line's GPU name names, lower case (``h100``, ``gh200``), else the name itself
+    (a board :data:`GPU_MODEL` does not list: ``NVIDIA GeForce RTX 5090``); "" for a name of no model.
+
+    >>> stated_gpu_model("NVIDIA H100 80GB HBM3"), stated_gpu_model("NVIDIA GH200 120GB")
+    ('h100', 'gh200')
+    >>> stated_gpu_model("NVIDIA GeForce RTX 5090"), stated_gpu_model("NVIDIA Graphics Device")
+    ('NVIDIA GeForce RTX 5090', '')
+    """
+    if UNNAMED_DEVICE.search(device):
+        return ""
+    return m.group(1).lower() if (m := GPU_MODEL.search(device)) else device.strip()
+
+
+def _device_gpu(devices: Iterable[str]) -> str:
+    """The GPU name the device lines give where they name one model ("" where they name none, or several:
+    a post of two runs, which the other checks refuse or the user knows)."""
+    named = {stated_gpu_model(d): d for d in sorted(devices)}
+    named.pop("", None)
+    return next(iter(named.values())).strip() if len(named) == 1 else ""
 
 
 #: what says a log ran over AWS EFA: NCCL's NET plugin for it (aws-ofi-nccl: ``NET/OFI`` lines, the network
@@ -814,9 +907,13 @@ def parse_nccl_text(
     ran: dict[tuple[str | None, int], Counter[tuple[str, str]]] = {}  # NCCL's TUNING lines: what each call ran
     digest = hashlib.sha256()
 
+    devices: set[str] = set()  # the device lines' GPU names
+    scanned: list[str] = []  # the command and header lines: the hosts a launch line lists, where no rank line does
+
     def scan(stripped: str) -> None:
         """What a command line or header line says: NCCL_* settings, the binary, the rank count."""
         nonlocal named, mpi_ranks, srun_nodes, launch_gpus
+        scanned.append(stripped)
         _scan_command(stripped, env)
         if named is None and (m := _BINARY.search(stripped)):
             named = m.group(1)
@@ -844,6 +941,7 @@ def parse_nccl_text(
             versions.append(stated)
         if m := RANK_LINE.match(stripped):
             listed.add((int(m.group(1)), rank_host(m)))
+            devices.add(m.group(3))
             continue
         if (tuned := tuning_pick(stripped)) is not None:
             func, nbytes, algo_ran, proto_ran = tuned
@@ -972,11 +1070,13 @@ def parse_nccl_text(
     run_id = f"nccl-tests-{digest.hexdigest()[:16]}"
     picked = {size: nccl_schedule_spec(coll, *pick, version) for size, pick in _picks_ran(ran).items()}
     picked = picked if coll == "allreduce" else {}  # (the other collectives run one schedule: no picks)
-    hosts = len({host for _, host in listed if host})
+    # the hosts the rank lines name, else (no rank line) those a launch line lists (as nccl_logs reads them)
+    hosts = len({host for _, host in listed if host}) or (0 if listed else launch_hosts("\n".join(scanned), p))
+    gpu = _device_gpu(devices)
     _check_one_launch(listed, path)
     _check_repeats(rows, path)  # (after the checks that name a cause: one run's rows may still disagree)
     samples = [
-        _nccl_sample(coll, size, t, p, where, picked.get(size, spec), run_id, in_place, hosts)
+        _nccl_sample(coll, size, t, p, where, picked.get(size, spec), run_id, in_place, hosts, gpu)
         for where, size, t, in_place in rows
     ]
     detail = f"{os.path.basename(program or named or coll)}, {p} ranks, {spec}"
@@ -1265,6 +1365,7 @@ def _nccl_sample(
     run_id: str = "",
     in_place_s: float = 0.0,
     hosts: int = 0,
+    gpu: str = "",
 ) -> Sample:
     if size <= 0:
         raise CalibrationError(f"{where}: size must be > 0 bytes")
@@ -1279,6 +1380,7 @@ def _nccl_sample(
         origin=where,
         in_place_s=in_place_s if math.isfinite(in_place_s) and in_place_s > 0 else 0.0,
         hosts=hosts,
+        gpu=gpu,
     )
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -40,11 +41,21 @@ from sim.linkmodel import LinkModel
 from sim.linkmodel import Segment as ModelSegment
 from sim.nccl.tuner import PROTOS
 from sim.simulate import simulate
+from sim.topology.hgx import PRESETS as HGX_PRESETS
+from sim.topology.hgx import HgxParams
 
 from .file import ClassCalibration, FitQuality, Residual
-from .inputs import Sample
+from .inputs import Sample, stated_gpu_model
 
-__all__ = ["FIT_MIN_BYTES", "NcclFit", "fit_nccl", "is_nccl_schedule", "runs_nccl_schedules", "stated_release"]
+__all__ = [
+    "FIT_MIN_BYTES",
+    "NcclFit",
+    "check_gpu",
+    "fit_nccl",
+    "is_nccl_schedule",
+    "runs_nccl_schedules",
+    "stated_release",
+]
 
 #: sizes from here up are fitted (all sizes when a log has none this large): the sizes the model is judged on
 FIT_MIN_BYTES = 2**20
@@ -209,6 +220,45 @@ def _check_hosts(samples: Sequence[Sample], cluster: Cluster) -> None:
             )
 
 
+#: the GPU models ``hgx`` builds (its ``gpu=`` values)
+_HGX_GPUS = typing.get_args(typing.get_args(HgxParams.model_fields["gpu"].annotation)[0])
+
+
+def topology_gpu(cluster: Cluster) -> str | None:
+    """The GPU model an ``hgx`` topology builds (its ``gpu=``, else its preset's), None for another topology
+    (a YAML file, ``dgx:...``: no GPU model stated).
+
+    >>> topology_gpu(Cluster("hgx:hosts=2,gpu=a100")), topology_gpu(Cluster("hgx:hosts=1,preset=dgx-b200"))
+    ('a100', 'b200')
+    >>> topology_gpu(Cluster("hgx:hosts=2")), topology_gpu(Cluster("dgx:hosts=2"))
+    ('h100', None)
+    """
+    spec = getattr(cluster, "spec", "") or ""
+    if not spec.startswith("hgx:"):
+        return None
+    fields = dict(item.partition("=")[::2] for item in spec[len("hgx:") :].split(",") if item)
+    if fields.get("gpu"):
+        return fields["gpu"]
+    return str(HGX_PRESETS[fields.get("preset") or HgxParams.model_fields["preset"].default]["gpu"])
+
+
+def check_gpu(samples: Sequence[Sample], cluster: Cluster) -> None:
+    """Refuse samples whose log's device lines name another GPU than the ``hgx`` topology builds (an RTX 5090
+    log on ``gpu=h100``, a GB300 log on ``gpu=b200``): the fit would carry one GPU's times to another's links.
+    A log that names no GPU, or a topology that states none, is not checked."""
+    built = topology_gpu(cluster)
+    if built is None:
+        return
+    for s in samples:
+        model = stated_gpu_model(s.gpu) if s.gpu else ""
+        if model and model != built:
+            fix = f"give -t hgx:...,gpu={model}" if model in _HGX_GPUS else f"hgx does not build {s.gpu}"
+            raise CalibrationError(
+                f"{s.origin}: the log's device lines name {s.gpu!r}, but the topology builds {built.upper()} GPUs "
+                f"(one GPU's times would be fitted to, or judged against, another's links); {fix}"
+            )
+
+
 def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = FIT_MIN_BYTES) -> NcclFit:
     """Fit efficiencies (<= 1) per link group and base latencies per protocol to ``samples`` (all run
     by NCCL's schedules) on ``cluster`` (see the module docstring)."""
@@ -218,6 +268,7 @@ def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = 
         if s.ranks < 2:
             raise CalibrationError(f"{s.origin}: one rank moves no data; nothing to calibrate")
     _check_hosts(samples, cluster)
+    check_gpu(samples, cluster)
     chosen = _spread([s for s in samples if s.size >= min_bytes] or list(samples))
     p = max(s.ranks for s in chosen)
     present = set(classes_of(cluster, p))
