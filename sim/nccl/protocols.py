@@ -55,14 +55,17 @@ def nvls_chunk(
     tree_start: int = NVLS_CHUNK,
     cap4: bool = True,
     first: int = 64,
+    start: int = NVLS_CHUNK,
 ) -> int:
     """The chunk NCCL's NVLS (``tree`` False or one node) or NVLS-tree all-reduce moves for ``nbytes`` with
     ``concurrent`` = channels x heads chunks in flight at once (``enqueue.cc``: calcCollChunking; the
     NVLS-tree ceiling is 64 KiB from 4 nodes on, ``transport/nvls.cc``: ncclNvlsTuning): smaller
     buffers get smaller chunks, so that every channel and head has work. Releases before 2.21 started
     NVLS-tree from ``tree_start`` = Simple's step (512 KiB), and 2.18 had no 4-node ceiling (``cap4``);
-    NVLS's first halving (to 64 KiB) came below ``first`` = 64 chunks a channel and head (32 in 2.17.1)."""
-    c = NVLS_CHUNK
+    NVLS's first halving (to 64 KiB) came below ``first`` = 64 chunks a channel and head (32 in 2.17.1).
+    NVLS starts from ``start`` (NCCL_NVLS_CHUNKSIZE, no more than the Simple step:
+    :func:`sim.nccl.tuner.nvls_chunks`)."""
+    c = start
     if nodes == 1 or not tree:  # NVLS (across nodes over SHARP: the same rules; NCCL's 32 KiB ceiling
         # where its NVLS bandwidth estimate is under 150 GB/s is not applied)
         for times, above in ((first, 65536), (8, 32768), (2, 16384)):
