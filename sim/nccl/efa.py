@@ -27,9 +27,16 @@ Every figure names the plugin's source at its tag (``git show TAG:src/...`` of a
   v1.11.0-aws EFA reports in-order writes there and the check passes, commit ece41f0c); p5en until
   v1.13.0-aws skips it on P5en ("Skipping NCCL_PROTO checks on P5en + RDMA", commit 7475f7ed).
 
-Not modelled: the plugin's own NCCL tuner (loaded by default from v1.16.0, ``NCCL_TUNER_PLUGIN``: its
-region tables override NCCL's picks on p5 / p5en), and the NCCL settings it exports (``NCCL_BUFFSIZE``
-8 MiB, ``NCCL_P2P_NET_CHUNKSIZE``, on p5 ``NCCL_NVLS_CHUNKSIZE`` / ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` 512 KiB).
+Two more reach NCCL itself rather than its tuner's inputs:
+
+* **the NCCL settings it exports** (:func:`exported_env`): the NVLS and NVLS-tree chunk ceilings (512 KiB,
+  v1.8.0-aws / v1.9.0-aws on) and ``NCCL_BUFFSIZE`` 8 MiB (v1.16.0 on), which set the chunks the schedules
+  move (:func:`sim.nccl.tuner.nvls_chunks`, :func:`sim.nccl.tuner.simple_step`);
+* **its own NCCL tuner** (:func:`region_pick`, :func:`tuner_loaded`): loaded by default from v1.16.0, its
+  region tables make NCCL run their (algorithm, protocol) on p5 / p5e / p5en from 3 nodes on.
+
+Not modelled: the tuner's tables for other collectives, other GPU counts a node than 8 and P6; its
+``getChunkSize`` (v1.21.0 on: p5en Tree/LL128 and PAT with one GPU a node), p3dn, g5, P6.
 """
 
 from __future__ import annotations
