@@ -13,6 +13,7 @@ import pytest
 from sim.algorithms import get_algorithm
 from sim.algorithms.nvls import nvls_slices
 from sim.cluster import Cluster
+from sim.errors import CollsimError
 from sim.nccl import efa, tuner
 from sim.nccl.report import pick_of
 from sim.nccl.versions import NEWEST, tuning_for
@@ -154,6 +155,12 @@ def test_an_efa_logs_nccl_buffsize_line_is_read(tmp_path):
     # (an InfiniBand log keeps it among the settings not modelled)
     _, ib = _log(tmp_path, "h100-ib-2node.txt", "#% 2 nodes of 8 H100, 8x 400 Gb/s InfiniBand, NCCL_BUFFSIZE=8388608\n")
     assert ib.settings == () and ib.unmodelled == ("NCCL_BUFFSIZE=8388608",)
+
+
+@pytest.mark.parametrize("spec", ["nccl:buffsize=1", "nccl:nvls_chunksize=1KiB", "nccl:nvlstree_max_chunksize=1GiB"])
+def test_the_settings_are_refused_outside_their_range(spec):
+    with pytest.raises(CollsimError, match="whole bytes from"):
+        get_algorithm("allreduce", spec)
 
 
 def test_the_newest_tuner_is_the_default():

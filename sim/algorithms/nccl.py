@@ -83,6 +83,16 @@ class NcclOptions(Spec):
     def _algo(cls, value: str) -> str:
         return _parse(value, NCCL_ALGO_NAMES, "algorithm")
 
+    @field_validator("buffsize", "nvls_chunksize", "nvlstree_max_chunksize")
+    @classmethod
+    def _bytes(cls, value: float | None, info: Any) -> float | None:
+        """Whole bytes in the range collsim accepts: a buffer of 256 KiB - 1 GiB (a Simple step of 32 KiB -
+        128 MiB), NVLS chunks of 32 KiB (NVLS-tree's smallest) - 8 MiB."""
+        low, high = (256 * 1024, 2**30) if info.field_name == "buffsize" else (32 * 1024, 8 * 2**20)
+        if value is not None and not (low <= value <= high and value == int(value)):
+            raise ValueError(f"{info.field_name} is whole bytes from {low} to {high}, not {value:g}")
+        return value
+
     @field_validator("proto")
     @classmethod
     def _proto(cls, value: str) -> str:
