@@ -112,6 +112,13 @@ def test_options_set_the_chunks_as_the_plugin_does():
     t1 = simulate(old, "allreduce", get_algorithm("allreduce", tree), 256 * MIB, ranks=16).time_s
     t2 = simulate(old, "allreduce", get_algorithm("allreduce", tree + ",buffsize=8MiB"), 256 * MIB, ranks=16).time_s
     assert t1 != t2
+    # CollNet Chain's chunk is at most the Simple step too (InfiniBand with SHARP: no plugin there)
+    sharp, chain = Cluster(hgx(4, "dgx-h100", sharp=True)), "nccl:algo=collnet-chain"
+    t3 = simulate(sharp, "allreduce", get_algorithm("allreduce", chain), 256 * MIB, ranks=32).time_s
+    t4 = simulate(
+        sharp, "allreduce", get_algorithm("allreduce", chain + ",buffsize=256KiB"), 256 * MIB, ranks=32
+    ).time_s
+    assert t4 > t3
 
 
 ROWS = """\

@@ -245,7 +245,7 @@ class Nccl(Algorithm):
             capped = tuning if self.options.caps in ("tree", "all") else None
             return tree_program(cluster, p, nbytes, 0, c.protocol, launch, tuning=capped, sys=self.settings(p, cluster))
         if c.algorithm == "collnet-chain":
-            return tree_program(cluster, p, nbytes, 0, c.protocol, launch, sharp=True)
+            return tree_program(cluster, p, nbytes, 0, c.protocol, launch, sharp=True, sys=self.settings(p, cluster))
         if c.algorithm == "collnet-direct":
             return collnet_direct_program(cluster, p, nbytes, launch)
         return nvls_program(cluster, p, nbytes, launch, c.algorithm == "nvls", tuning, self.settings(p, cluster))

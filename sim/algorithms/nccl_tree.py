@@ -96,7 +96,10 @@ def tree_program(
     if sharp or protocol.name == "LL128":  # NCCL's chunk rules, for the channels NCCL runs (the simulation
         # splits among k_ch): CollNet Chain's, or the tree's with LL128
         runs = tuner.search(tuner.describe(cluster, p))["collnet-chain" if sharp else "tree"].runtime_channels
-        chunk = collnet_chunk(nbytes, runs, 1, g, chain=True) if sharp else tree_ll128_chunk(nbytes, runs, h, g)
+        if sharp:  # (from the Simple step, NCCL_BUFFSIZE / NCCL_STEPS, of sys's settings)
+            chunk = collnet_chunk(nbytes, runs, 1, g, chain=True, step=tuner.simple_step(sys))
+        else:
+            chunk = tree_ll128_chunk(nbytes, runs, h, g)
         k = slices(per, chunk)
     elif protocol.name == "Simple":  # NCCL_BUFFSIZE / NCCL_STEPS of sys (default: the cluster's NET plugin's)
         k = slices(per, tuner.simple_step(sys or tuner.describe(cluster, p)))

@@ -83,15 +83,18 @@ def nvls_chunk(
 COLLNET_CHAIN_CHUNK = 256 * 1024
 
 
-def collnet_chunk(nbytes: float, channels: int, heads: int, depth: int, chain: bool) -> int:
+def collnet_chunk(
+    nbytes: float, channels: int, heads: int, depth: int, chain: bool, step: int = PROTOCOLS["simple"].step
+) -> int:
     """The chunk NCCL's CollNet Direct (``chain`` False) or CollNet Chain all-reduce moves for ``nbytes``
     on ``channels`` channels (``enqueue.cc``: calcCollChunking). Direct starts from a Simple step (512
     KiB) and halves while fewer than ``depth`` x 64 (down to 128 KiB), ``depth`` x 8 (64 KiB, then 32
     KiB) chunks go to each of the ``heads``; ``depth`` is 2 where a node has several GPUs, else 1
     (``connect.cc``: ``collnetDirect.depth``). Chain starts from 256 KiB and halves while fewer than
     ``depth`` x 64 (down to 128 KiB), ``depth`` x 8 (64 KiB), ``depth`` (32 KiB) chunks go to each
-    channel; its ``depth`` is the GPUs per node (``connect.cc``: ``collnetChain.depth``)."""
-    c = min(COLLNET_CHAIN_CHUNK, PROTOCOLS["simple"].step) if chain else PROTOCOLS["simple"].step
+    channel; its ``depth`` is the GPUs per node (``connect.cc``: ``collnetChain.depth``). ``step``: the
+    Simple step, NCCL_BUFFSIZE / NCCL_STEPS."""
+    c = min(COLLNET_CHAIN_CHUNK, step) if chain else step
     rules = ((64, 131072), (8, 65536), (1, 32768)) if chain else ((64, 131072), (8, 65536), (8, 32768))
     return _halved(nbytes, channels * (1 if chain else heads), c, [(depth * t, above) for t, above in rules])
 
