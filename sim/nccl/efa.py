@@ -41,8 +41,10 @@ Not modelled: the tuner's tables for other collectives, other GPU counts a node 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
@@ -404,12 +406,14 @@ def _inside(p: Point, poly: list[Point], log2: bool) -> bool:
     whose ``assert`` is compiled out)."""
     eps = 1e-10
     n = len(poly)
+    xs, ys = [v[0] for v in poly], [v[1] for v in poly]
+    if not (min(xs) - 1e-9 <= p[0] <= max(xs) + 1e-9 and min(ys) - 1e-9 <= p[1] <= max(ys) + 1e-9):
+        return False  # (outside the bounding box, no edge is within eps either: the exact tests are skipped)
     for i in range(n):  # on an edge: inside
         y0, y1 = poly[i], poly[(i + 1) % n]
         r, s = _intersect(p, (p[0] + y1[1] - y0[1], p[1] - (y1[0] - y0[0])), y0, y1, eps)
         if r != -1 and (s[0] - Fraction(p[0])) ** 2 + (s[1] - Fraction(p[1])) ** 2 < eps * eps:
             return True
-    xs, ys = [v[0] for v in poly], [v[1] for v in poly]
     if not (min(xs) <= p[0] <= max(xs) and min(ys) <= p[1] <= max(ys)):
         return False
     far = _log2((2.0 * _MAX_SIZE, 2.0 * _MAX_RANKS), log2)
@@ -428,7 +432,7 @@ def tuner_loaded(plugin: Version, nccl: Version) -> bool:
 
 
 def region_pick(
-    platform: str, plugin: Version, nodes: int, ranks: int, nbytes: float, available: set[tuple[str, str]]
+    platform: str, plugin: Version, nodes: int, ranks: int, nbytes: float, available: Iterable[tuple[str, str]]
 ) -> tuple[str, str] | None:
     """The (algorithm, protocol) the plugin's region tuner makes NCCL run for an all-reduce of ``nbytes`` on
     ``ranks`` ranks of ``nodes`` nodes, or None where it leaves the choice to NCCL's tuner. Its regions
@@ -439,6 +443,13 @@ def region_pick(
     with 8 GPUs a node (p5en's table of v1.16.x and of v1.17.0 on); other layouts: None."""
     if nodes <= 2 or ranks != 8 * nodes or nbytes > _MAX_SIZE or platform not in ("p5", "p5en"):
         return None
+    return _region_pick(platform, plugin, ranks, float(nbytes), frozenset(available))
+
+
+@functools.lru_cache(maxsize=4096)
+def _region_pick(
+    platform: str, plugin: Version, ranks: int, nbytes: float, available: frozenset[tuple[str, str]]
+) -> tuple[str, str] | None:
     table = _P5_8PPN if platform == "p5" else _P5EN_8PPN if plugin >= (1, 17, 0) else _P5EN_8PPN_16
     log2 = plugin >= _LOG2_FROM
     point = _log2((float(nbytes), float(ranks)), log2)
