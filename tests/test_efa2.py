@@ -58,6 +58,9 @@ def test_the_plugins_tuner_leaves_two_nodes_and_older_releases_to_nccl():
     # the plugin's choice is among what NCCL runs: restricted to Simple, Ring/LL128's region yields
     c = _pick("aws-p5", 4, "1.16.3", 512 * MIB, "nccl:proto=simple")
     assert c.protocol == "simple"
+    # with NCCL_ALGO / NCCL_PROTO set, the v1 / v2 APIs (NCCL before 2.22.3) do not load the tuner at all
+    assert _pick("aws-p5", 4, "1.16.3", 8 * MIB, "nccl:proto=ll128|simple").picked_by != ""
+    assert _pick("aws-p5", 4, "1.16.3", 8 * MIB, "nccl:proto=ll128|simple,version=2.21.5").picked_by == ""
 
 
 def test_p5en_tables_by_release():

@@ -798,16 +798,22 @@ def pick(sys: System, nbytes: float, algos: Names = None, protos: Names = None, 
         if c.time_us < best.time_us:
             best = c
     if sys.efa_plugin:
-        return plugin_pick(sys, nbytes, found, tuning) or best
+        return plugin_pick(sys, nbytes, found, tuning, algos is not None or protos is not None) or best
     return best
 
 
-def plugin_pick(sys: System, nbytes: float, found: list[Candidate], tuning: Tuning = NEWEST) -> Candidate | None:
+def plugin_pick(
+    sys: System, nbytes: float, found: list[Candidate], tuning: Tuning = NEWEST, restricted: bool = False
+) -> Candidate | None:
     """The candidate of ``found`` that AWS's EFA plugin's own tuner makes NCCL run (cost 0 in NCCL's table:
     :func:`sim.nccl.efa.region_pick`), where ``tuning``'s release loads it (:func:`sim.nccl.efa.tuner_loaded`)
-    and its regions decide; else None (NCCL's own pick stands)."""
+    and its regions decide; else None (NCCL's own pick stands). With NCCL_ALGO / NCCL_PROTO set
+    (``restricted``) the plugin's v1 and v2 tuner APIs, which NCCL takes before 2.22.3, do not load
+    (src/tuner/nccl_ofi_tuner.cpp ``nccl_ofi_tuner_init_v2``: "The tuner plugin can not be loaded when
+    explicitly choosing an algorithm or protocol"); v3 on skips the regions NCCL left out of its table. (2.22.3
+    runs as 2.21.5's tuner here: taken as before 2.22.3.)"""
     plugin = efa.parse_plugin(sys.efa_plugin)
-    if not efa.tuner_loaded(plugin, tuning.first):
+    if not efa.tuner_loaded(plugin, tuning.first) or (restricted and tuning.first < (2, 22, 3)):
         return None
     chosen = efa.region_pick(
         sys.efa_platform, plugin, sys.nodes, sys.ranks, nbytes, {(c.algorithm, c.protocol) for c in found}
