@@ -29,7 +29,7 @@ import re
 import statistics
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -163,6 +163,8 @@ class Log:
     #: (instance family, aws-ofi-nccl release) of a run over AWS EFA as the whole log states them, else None
     efa: tuple[str | None, str | None] | None = None
     collective: str = "allreduce"  # the collective of the log's table (all-reduce, all-gather, reduce-scatter)
+    #: ``nccl`` options for the NCCL settings an EFA log states (``buffsize=8388608``: :data:`_EFA_SETTING`)
+    settings: tuple[str, ...] = ()
 
     @property
     def tuner(self) -> str:
@@ -273,7 +275,18 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     release = stated.group(1) if stated else ""
     efa = stated_efa(text)
     coll = samples[0].collective
-    return Log(path, n, nodes, gpu, text[:4000], ranks, note, release, tuple(source.unmodelled), efa, coll)
+    unmodelled, settings = tuple(source.unmodelled), ()
+    if efa is not None:  # the chunk settings the EFA presets model (sim.nccl.efa), as nccl's options
+        settings = tuple(f"{k.lower()}={v}" for k, v in _EFA_SETTING.findall(text))
+        unmodelled = tuple(u for u in unmodelled if not u.startswith(_EFA_MODELLED))
+    return Log(path, n, nodes, gpu, text[:4000], ranks, note, release, unmodelled, efa, coll, settings)
+
+
+#: the NCCL settings an EFA log may state that ``nccl``'s options take (the plugin exports them too):
+#: NCCL_BUFFSIZE, NCCL_NVLS_CHUNKSIZE, NCCL_NVLSTREE_MAX_CHUNKSIZE (bytes); NCCL_P2P_NET_CHUNKSIZE is for
+#: send / receive, which an all-reduce does not use
+_EFA_SETTING = re.compile(r"\bNCCL_(BUFFSIZE|NVLS_CHUNKSIZE|NVLSTREE_MAX_CHUNKSIZE)\s*[=:]\s*[\"']?(\d+)\b")
+_EFA_MODELLED = ("NCCL_BUFFSIZE=", "NCCL_P2P_NET_CHUNKSIZE=")
 
 
 def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = None) -> tuple[int | None, float | None]:
@@ -444,9 +457,24 @@ def _source(log: Log) -> str:
     return str(log.path) if log.ranks_given is None else f"{log.path}:ranks={log.ranks}"
 
 
+def samples_of(log: Log) -> tuple[list, object]:
+    """The log's samples as calibration's reader reads them, their all-reduce's ``nccl`` with the settings
+    the log states (:attr:`Log.settings`)."""
+    samples, source = read_samples(_source(log))
+    if log.settings:
+        extra = ",".join(log.settings)
+        samples = [
+            replace(x, algorithm=f"{x.algorithm}{',' if ':' in x.algorithm else ':'}{extra}")
+            if x.collective == "allreduce" and x.algorithm.split(":")[0] == "nccl"
+            else x
+            for x in samples
+        ]
+    return samples, source
+
+
 def calibrate(log: Log) -> object:
     """The calibration of ``log`` on its own topology (as ``collsim validate calibrate --from`` fits it)."""
-    samples, source = read_samples(_source(log))
+    samples, source = samples_of(log)
     return fit_calibration(samples, Cluster(topology(log)), [source])
 
 
@@ -456,7 +484,7 @@ def predict(log: Log, min_size: float, cal: object = None) -> list[tuple[int, fl
     cluster = Cluster(topology(log))
     if cal is not None:
         cluster = cluster.with_link_model(cal.link_model())  # type: ignore[attr-defined]
-    samples, _ = read_samples(_source(log))
+    samples, _ = samples_of(log)
     out = []
     for s in samples:
         if s.size < min_size:
@@ -527,6 +555,8 @@ def _table(
         more = extra(log) if extra else ""  # type: ignore[operator]
         note = f"  ({log.note})" if log.note else ""
         tags = f"  [{log.tuner}]" if log.tuner else ""
+        if log.settings:
+            tags += f"  [nccl:{','.join(log.settings)}]"
         if log.unmodelled:
             tags += f"  [not modelled: {', '.join(log.unmodelled)}]"
         print(f"  {log.path.name:44s} {log.ranks:5d} {log.hosts:5d}  {summary(errs)}{more}{note}{tags}")

@@ -13,7 +13,9 @@ protocol (``nccl_offset``: added to the estimate less its NET hops; or ``nccl_la
 it). ``algo`` and ``proto`` restrict
 the choice as ``NCCL_ALGO`` / ``NCCL_PROTO`` do (``|`` separates several; ``^`` in front excludes).
 ``version`` picks the NCCL release whose tuner decides (``2.26.2``, or ``2.26`` for its last release;
-:mod:`sim.nccl.versions`; default the newest modelled, 2.30.7).
+:mod:`sim.nccl.versions`; default the newest modelled, 2.30.7). ``buffsize``, ``nvls_chunksize`` and
+``nvlstree_max_chunksize`` are NCCL_BUFFSIZE, NCCL_NVLS_CHUNKSIZE and NCCL_NVLSTREE_MAX_CHUNKSIZE (default
+NCCL's, or those AWS's EFA plugin exports: :mod:`sim.nccl.efa`): the chunks the schedules move.
 
 :meth:`Nccl.choice` gives the pick for a size, as ``NCCL_DEBUG=INFO`` would print it.
 """
@@ -35,7 +37,7 @@ from ..nccl.rings import rings_gather_program, rings_program
 from ..nccl.versions import NEWEST, Release, Tuning, parse_version, tuning_for
 from ..program import StepProgram
 from ..runtime import Job
-from ..schema import Spec
+from ..schema import PositiveSize, Spec
 from .base import Algorithm
 from .collnet_direct import collnet_direct_program
 from .nccl_tree import rails, tree_program
@@ -69,11 +71,27 @@ class NcclOptions(Spec):
     #: perChMaxTreeLL128Bws), both (``all``) or neither (``none``, the default: docs/nccl.md, "Per-channel caps
     #: of the ring and the tree", has why)
     caps: Literal["none", "ring", "tree", "all"] = "none"
+    #: NCCL_BUFFSIZE, NCCL_NVLS_CHUNKSIZE, NCCL_NVLSTREE_MAX_CHUNKSIZE (bytes; default NCCL's, or what the
+    #: cluster's NET plugin exports: sim.nccl.efa.exported_env): the Simple step a tree moves and the chunks
+    #: NVLS / NVLS-tree start from (sim.nccl.tuner.simple_step, nvls_chunks); NCCL's tuner reads none of them
+    buffsize: PositiveSize | None = None
+    nvls_chunksize: PositiveSize | None = None
+    nvlstree_max_chunksize: PositiveSize | None = None
 
     @field_validator("algo")
     @classmethod
     def _algo(cls, value: str) -> str:
         return _parse(value, NCCL_ALGO_NAMES, "algorithm")
+
+    @field_validator("buffsize", "nvls_chunksize", "nvlstree_max_chunksize")
+    @classmethod
+    def _bytes(cls, value: float | None, info: Any) -> float | None:
+        """Whole bytes in the range collsim accepts: a buffer of 256 KiB - 1 GiB (a Simple step of 32 KiB -
+        128 MiB), NVLS chunks of 32 KiB (NVLS-tree's smallest) - 8 MiB."""
+        low, high = (256 * 1024, 2**30) if info.field_name == "buffsize" else (32 * 1024, 8 * 2**20)
+        if value is not None and not (low <= value <= high and value == int(value)):
+            raise ValueError(f"{info.field_name} is whole bytes from {low} to {high}, not {value:g}")
+        return value
 
     @field_validator("proto")
     @classmethod
@@ -199,6 +217,22 @@ class Nccl(Algorithm):
             return hops + max(0.0, (e.latency_us - e.net_latency_us) * 1e-6 + offset)
         return (e.latency_us - e.plugin_latency_us) * 1e-6
 
+    def settings(self, p: int, cluster: Any) -> tuner.System:
+        """:func:`~sim.nccl.tuner.describe` of ``p`` ranks of ``cluster`` with the NCCL settings the options
+        set (``buffsize``, ``nvls_chunksize``, ``nvlstree_max_chunksize``) in place of the NET plugin's."""
+        sys = tuner.describe(cluster, p)
+        o = self.options
+        given = {
+            k: int(v)
+            for k, v in (
+                ("buffsize", o.buffsize),
+                ("nvls_chunksize", o.nvls_chunksize),
+                ("nvlstree_max_chunksize", o.nvlstree_max_chunksize),
+            )
+            if v is not None
+        }
+        return replace(sys, **given) if given else sys
+
     def _build(self, p: int, nbytes: float, cluster: Any) -> tuple[StepProgram, int]:
         c = self.choice(p, nbytes, cluster)
         launch = self.fixed_cost(p, nbytes, cluster, c)
@@ -209,12 +243,12 @@ class Nccl(Algorithm):
             return rings_program(cluster, p, nbytes, k, wire, launch, cap), k * p
         if c.algorithm == "tree":
             capped = tuning if self.options.caps in ("tree", "all") else None
-            return tree_program(cluster, p, nbytes, 0, c.protocol, launch, tuning=capped)
+            return tree_program(cluster, p, nbytes, 0, c.protocol, launch, tuning=capped, sys=self.settings(p, cluster))
         if c.algorithm == "collnet-chain":
-            return tree_program(cluster, p, nbytes, 0, c.protocol, launch, sharp=True)
+            return tree_program(cluster, p, nbytes, 0, c.protocol, launch, sharp=True, sys=self.settings(p, cluster))
         if c.algorithm == "collnet-direct":
             return collnet_direct_program(cluster, p, nbytes, launch)
-        return nvls_program(cluster, p, nbytes, launch, c.algorithm == "nvls", tuning)
+        return nvls_program(cluster, p, nbytes, launch, c.algorithm == "nvls", tuning, self.settings(p, cluster))
 
     def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
         if p == 1:

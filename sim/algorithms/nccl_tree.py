@@ -79,12 +79,14 @@ def tree_program(
     launch_s: float = 0.0,
     sharp: bool = False,
     tuning: Tuning | None = None,
+    sys: tuner.System | None = None,
 ) -> tuple[StepProgram, int]:
     """The pipelined chain + double-binary-tree all-reduce as a step program (see the module docstring),
     and the data-check segments it uses; with ``tuning``, its actors capped as that release caps the tree's
     channels (:func:`~sim.nccl.tuner.tree_cap`; None: no cap). With ``sharp``, CollNet Chain
     (:mod:`~sim.algorithms.collnet_chain`): the heads' NICs' switches reduce between the hosts in place of
-    the trees, in CollNet Chain's chunks (no per-channel cap)."""
+    the trees, in CollNet Chain's chunks (no per-channel cap). Simple moves NCCL_BUFFSIZE / NCCL_STEPS a
+    step: ``sys``'s settings (default: what :func:`~sim.nccl.tuner.describe` reads off the cluster)."""
     groups = host_ranks(cluster, p)
     h, g = len(groups), len(groups[0])
     rail = rails(cluster, groups)
@@ -94,8 +96,13 @@ def tree_program(
     if sharp or protocol.name == "LL128":  # NCCL's chunk rules, for the channels NCCL runs (the simulation
         # splits among k_ch): CollNet Chain's, or the tree's with LL128
         runs = tuner.search(tuner.describe(cluster, p))["collnet-chain" if sharp else "tree"].runtime_channels
-        chunk = collnet_chunk(nbytes, runs, 1, g, chain=True) if sharp else tree_ll128_chunk(nbytes, runs, h, g)
+        if sharp:  # (from the Simple step, NCCL_BUFFSIZE / NCCL_STEPS, of sys's settings)
+            chunk = collnet_chunk(nbytes, runs, 1, g, chain=True, step=tuner.simple_step(sys))
+        else:
+            chunk = tree_ll128_chunk(nbytes, runs, h, g)
         k = slices(per, chunk)
+    elif protocol.name == "Simple":  # NCCL_BUFFSIZE / NCCL_STEPS of sys (default: the cluster's NET plugin's)
+        k = slices(per, tuner.simple_step(sys or tuner.describe(cluster, p)))
     else:
         k = slices(per, protocol.step)
     # the tree kernel moves its bytes at NCCL's tree efficiency of its links' rate (CollNet Chain has none)

@@ -58,7 +58,7 @@ from ..nccl.layout import (
 )
 from ..nccl.pipeline import Streams, hops_cap_rate, launchers, shift
 from ..nccl.protocols import nvls_chunk
-from ..nccl.tuner import NVLS_CHANNELS_HOPPER, System, describe, nvls_tree_cap, nvls_tuning
+from ..nccl.tuner import NVLS_CHANNELS_HOPPER, System, describe, nvls_chunks, nvls_tree_cap, nvls_tuning
 from ..nccl.versions import NEWEST, Tuning
 from ..program import StepProgram
 from ..runtime import Job
@@ -107,10 +107,11 @@ def nvls_slices(
     keeps ``NCCL_STEPS / ALLREDUCE_SLICESTEPS`` = 4 slices in flight on a connection. The chunk rules are
     ``tuning``'s release's, with its NVLS channels and NVLS-tree chunk for ``sys``
     (:func:`~sim.nccl.tuner.nvls_tuning`; without ``sys`` Hopper's)."""
-    channels, tree_start = nvls_tuning(sys, tuning) if sys is not None else (NVLS_CHANNELS_HOPPER, None)
-    start, cap4 = (tree_start, False) if tree_start else (tuning.nvls_tree_chunk, tuning.nvls_tree_cap4)
+    channels = nvls_tuning(sys, tuning)[0] if sys is not None else NVLS_CHANNELS_HOPPER
+    first, start, cap4 = nvls_chunks(sys, tuning)
     return head_slices(
-        nbytes / heads, nvls_chunk(nbytes, hosts, channels * heads, tree, start, cap4, tuning.nvls_chunk_first)
+        nbytes / heads,
+        nvls_chunk(nbytes, hosts, channels * heads, tree, start, cap4, tuning.nvls_chunk_first, first),
     )
 
 
@@ -136,7 +137,8 @@ def nvls_iterations(nbytes: float, heads: int, tuning: Tuning = NEWEST, sys: Sys
     channel steps through them together (the buffer is split evenly among them), so one step of the
     simulated pipeline is one iteration of all of them."""
     channels = nvls_tuning(sys, tuning)[0] if sys is not None else NVLS_CHANNELS_HOPPER
-    chunk = nvls_chunk(nbytes, 1, channels * heads, False, first=tuning.nvls_chunk_first)
+    start = nvls_chunks(sys, tuning)[0]
+    chunk = nvls_chunk(nbytes, 1, channels * heads, False, first=tuning.nvls_chunk_first, start=start)
     return max(1, math.ceil(nbytes / (heads * channels * chunk) - 1e-9))
 
 
@@ -158,16 +160,23 @@ def _forest(
 
 
 def nvls_program(
-    cluster: Any, p: int, nbytes: float, launch_s: float = 0.0, sharp: bool = False, tuning: Tuning = NEWEST
+    cluster: Any,
+    p: int,
+    nbytes: float,
+    launch_s: float = 0.0,
+    sharp: bool = False,
+    tuning: Tuning = NEWEST,
+    sys: System | None = None,
 ) -> tuple[StepProgram, int]:
     """NVLS (one host), NVLS-tree (several; with ``sharp`` the switches reduce between the hosts in
     place of the heads' tree) as a step program, and its data-check segments; chunks as ``tuning``'s
-    release cuts them."""
+    release cuts them with the NCCL settings of ``sys`` (default: what :func:`~sim.nccl.tuner.describe`
+    reads off the cluster)."""
     groups = host_ranks(cluster, p)
     h, g = len(groups), len(groups[0])
     sharp = sharp and h > 1
     q_parts = 2 * g  # head q's part, halved between the two trees
-    sys = describe(cluster, p)
+    sys = sys or describe(cluster, p)
     # one host: NCCL's iterations, each paying its hand-off (module docstring); across hosts the slices
     k = nvls_iterations(nbytes, g, tuning, sys) if h == 1 else nvls_slices(nbytes, h, g, not sharp, tuning, sys)
     slice_b = nbytes / k

@@ -55,14 +55,17 @@ def nvls_chunk(
     tree_start: int = NVLS_CHUNK,
     cap4: bool = True,
     first: int = 64,
+    start: int = NVLS_CHUNK,
 ) -> int:
     """The chunk NCCL's NVLS (``tree`` False or one node) or NVLS-tree all-reduce moves for ``nbytes`` with
     ``concurrent`` = channels x heads chunks in flight at once (``enqueue.cc``: calcCollChunking; the
     NVLS-tree ceiling is 64 KiB from 4 nodes on, ``transport/nvls.cc``: ncclNvlsTuning): smaller
     buffers get smaller chunks, so that every channel and head has work. Releases before 2.21 started
     NVLS-tree from ``tree_start`` = Simple's step (512 KiB), and 2.18 had no 4-node ceiling (``cap4``);
-    NVLS's first halving (to 64 KiB) came below ``first`` = 64 chunks a channel and head (32 in 2.17.1)."""
-    c = NVLS_CHUNK
+    NVLS's first halving (to 64 KiB) came below ``first`` = 64 chunks a channel and head (32 in 2.17.1).
+    NVLS starts from ``start`` (NCCL_NVLS_CHUNKSIZE, no more than the Simple step:
+    :func:`sim.nccl.tuner.nvls_chunks`)."""
+    c = start
     if nodes == 1 or not tree:  # NVLS (across nodes over SHARP: the same rules; NCCL's 32 KiB ceiling
         # where its NVLS bandwidth estimate is under 150 GB/s is not applied)
         for times, above in ((first, 65536), (8, 32768), (2, 16384)):
@@ -80,15 +83,18 @@ def nvls_chunk(
 COLLNET_CHAIN_CHUNK = 256 * 1024
 
 
-def collnet_chunk(nbytes: float, channels: int, heads: int, depth: int, chain: bool) -> int:
+def collnet_chunk(
+    nbytes: float, channels: int, heads: int, depth: int, chain: bool, step: int = PROTOCOLS["simple"].step
+) -> int:
     """The chunk NCCL's CollNet Direct (``chain`` False) or CollNet Chain all-reduce moves for ``nbytes``
     on ``channels`` channels (``enqueue.cc``: calcCollChunking). Direct starts from a Simple step (512
     KiB) and halves while fewer than ``depth`` x 64 (down to 128 KiB), ``depth`` x 8 (64 KiB, then 32
     KiB) chunks go to each of the ``heads``; ``depth`` is 2 where a node has several GPUs, else 1
     (``connect.cc``: ``collnetDirect.depth``). Chain starts from 256 KiB and halves while fewer than
     ``depth`` x 64 (down to 128 KiB), ``depth`` x 8 (64 KiB), ``depth`` (32 KiB) chunks go to each
-    channel; its ``depth`` is the GPUs per node (``connect.cc``: ``collnetChain.depth``)."""
-    c = min(COLLNET_CHAIN_CHUNK, PROTOCOLS["simple"].step) if chain else PROTOCOLS["simple"].step
+    channel; its ``depth`` is the GPUs per node (``connect.cc``: ``collnetChain.depth``). ``step``: the
+    Simple step, NCCL_BUFFSIZE / NCCL_STEPS."""
+    c = min(COLLNET_CHAIN_CHUNK, step) if chain else step
     rules = ((64, 131072), (8, 65536), (1, 32768)) if chain else ((64, 131072), (8, 65536), (8, 32768))
     return _halved(nbytes, channels * (1 if chain else heads), c, [(depth * t, above) for t, above in rules])
 

@@ -15,19 +15,22 @@ _PROTOS = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 
 def pick_of(algo: Any, p: int, nbytes: float, cluster: Any) -> dict[str, Any] | None:
     """``{"algorithm", "protocol", "channels", "nccl_estimate_us", "tuner"}`` (the NCCL release whose tuner
-    picked) for an algorithm that has NCCL's
+    picked; ``picked_by`` too where a NET plugin's own tuner chose) for an algorithm that has NCCL's
     tuner behind it (``nccl``), else None."""
     choice = getattr(algo, "choice", None)
     if choice is None or p < 2:
         return None
     c = choice(p, nbytes, cluster)
-    return {
+    pick = {
         "algorithm": NCCL_NAMES.get(c.algorithm, c.algorithm),
         "protocol": _PROTOS.get(c.protocol, c.protocol),
         "channels": c.channels,
         "nccl_estimate_us": round(c.time_us, 3),
         "tuner": c.tuner,
     }
+    if getattr(c, "picked_by", ""):  # a NET plugin's own tuner chose (sim.nccl.tuner.plugin_pick)
+        pick["picked_by"] = c.picked_by
+    return pick
 
 
 def row_with_pick(r: SimResult, algo: Any, cluster: Any, as_json: bool) -> str:
@@ -44,7 +47,8 @@ def row_with_pick(r: SimResult, algo: Any, cluster: Any, as_json: bool) -> str:
     if pick is None:
         return row
     # a comment line of its own, as NCCL_DEBUG=INFO prints its choice: the row keeps nccl-tests' columns
+    who = f"picked by {pick['picked_by']} in NCCL" if "picked_by" in pick else "tuner of NCCL"
     return (
         f"{row}\n#   NCCL: {pick['algorithm']}/{pick['protocol']}, {pick['channels']} channels, "
-        f"NCCL's estimate {pick['nccl_estimate_us']:.1f} us; tuner of NCCL {pick['tuner']}"
+        f"NCCL's estimate {pick['nccl_estimate_us']:.1f} us; {who} {pick['tuner']}"
     )

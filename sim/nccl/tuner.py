@@ -26,7 +26,8 @@ from typing import Any
 
 from ..errors import AlgorithmError
 from . import efa
-from .protocols import get_protocol
+from .layout import NCCL_STEPS
+from .protocols import NVLS_CHUNK, get_protocol
 from .versions import NEWEST, Tuning
 
 __all__ = [
@@ -38,9 +39,12 @@ __all__ = [
     "describe",
     "disabled",
     "enabled",
+    "nvls_chunks",
     "nvls_tuning",
     "pick",
+    "plugin_pick",
     "search",
+    "simple_step",
 ]
 
 #: NCCL's algorithm and protocol indices (``src/include/device.h``: ``NCCL_ALGO_*``, ``NCCL_PROTO_*``)
@@ -168,6 +172,15 @@ class System:
     net_latency: float = 0.0
     #: why the NET plugin sets NCCL_PROTO=simple on this system (a phrase), "" where it does not
     simple_only: str = ""
+    #: AWS's EFA plugin (:mod:`sim.nccl.efa`): its platform (``p5``) and release (``1.16.3``), "" without it;
+    #: its own tuner decides where it loads (:func:`pick`)
+    efa_platform: str = ""
+    efa_plugin: str = ""
+    #: NCCL settings in bytes (0: NCCL's default), as the NET plugin exports them or the user sets them:
+    #: NCCL_BUFFSIZE (Simple's buffer: its step is an eighth), NCCL_NVLS_CHUNKSIZE, NCCL_NVLSTREE_MAX_CHUNKSIZE
+    buffsize: int = 0
+    nvls_chunksize: int = 0
+    nvlstree_max_chunksize: int = 0
 
     @property
     def ranks(self) -> int:
@@ -214,6 +227,8 @@ class Candidate:
     #: the part of latency_us that is the NET plugin's latencyInter (System.net_latency): a figure the plugin
     #: sets to steer NCCL's choice, not charged as time (the simulated links carry the network's latency)
     plugin_latency_us: float = 0.0
+    #: who chose it where NCCL's own tuner did not: ``aws-ofi-nccl's tuner 1.16.3`` (:func:`pick`)
+    picked_by: str = ""
 
 
 def describe(cluster: Any, p: int) -> System:
@@ -229,9 +244,15 @@ def describe(cluster: Any, p: int) -> System:
     net: dict[str, Any] = {}
     if a.get("net") == "efa":  # AWS's plugin (sim.nccl.efa), loaded at NCCL's init on one node too
         plugin = efa.parse_plugin(a["efa_plugin"])
+        env = efa.exported_env(a["efa_platform"], plugin)
         net = dict(
             net_latency=efa.reported_latency(a["efa_platform"], plugin),
             simple_only=efa.simple_only(a["efa_platform"], plugin),
+            efa_platform=a["efa_platform"],
+            efa_plugin=a["efa_plugin"],
+            buffsize=env.get("NCCL_BUFFSIZE", 0),
+            nvls_chunksize=env.get("NCCL_NVLS_CHUNKSIZE", 0),
+            nvlstree_max_chunksize=env.get("NCCL_NVLSTREE_MAX_CHUNKSIZE", 0),
         )
     if "nvlink_bw" in a:
         return System(
@@ -719,6 +740,43 @@ def nvls_tuning(sys: System, tuning: Tuning = NEWEST) -> tuple[int, int | None]:
     return several, None
 
 
+def nvls_chunks(sys: System | None, tuning: Tuning = NEWEST) -> tuple[int, int, bool]:
+    """The first chunks NCCL's NVLS and NVLS-tree all-reduces start from on ``sys`` (before halving for
+    smaller buffers: :func:`sim.nccl.protocols.nvls_chunk`), and whether NVLS-tree's 64 KiB from 4 nodes
+    applies -- with ``sys``'s NCCL settings (:attr:`System.buffsize`, ``nvls_chunksize``,
+    ``nvlstree_max_chunksize``: AWS's EFA plugin exports them, :func:`sim.nccl.efa.exported_env`), as
+    ``enqueue.cc`` (calcCollChunking / computeCollChunkInfo) and ``transport/nvls.cc`` read them:
+
+    * from 2.21.5: NVLS ``min(Simple step, NCCL_NVLS_CHUNKSIZE)`` (the step: NCCL_BUFFSIZE / NCCL_STEPS);
+      NVLS-tree ``min(NCCL_NVLS_CHUNKSIZE, NCCL_NVLSTREE_MAX_CHUNKSIZE)``, the latter unset: the NVLS chunk,
+      64 KiB from 4 nodes;
+    * before: NVLS ``min(step, 128 KiB)``; NVLS-tree the step, ``min(step, NCCL_NVLSTREE_MAX_CHUNKSIZE)``
+      where that is set (2.20.3's rule; 2.18 and 2.19 did not read it: a simplification, the tuner's
+      releases run 2.19.3-2.20.5 as one).
+
+    Without settings (and with sm100's own NVLS-tree tuning, :func:`nvls_tuning`) the release's figures:
+    128 KiB, ``tuning.nvls_tree_chunk``, ``tuning.nvls_tree_cap4``."""
+    tree_start = nvls_tuning(sys, tuning)[1] if sys is not None else None
+    if tree_start:
+        return NVLS_CHUNK, tree_start, False
+    if sys is None or not (sys.buffsize or sys.nvls_chunksize or sys.nvlstree_max_chunksize):
+        return NVLS_CHUNK, tuning.nvls_tree_chunk, tuning.nvls_tree_cap4
+    step = (sys.buffsize or efa.NCCL_BUFFSIZE_DEFAULT) // NCCL_STEPS
+    tree_max = sys.nvlstree_max_chunksize
+    if tuning.nvls_tree_chunk == NVLS_CHUNK:  # 2.21.5 on: NCCL_NVLS_CHUNKSIZE
+        nvls = sys.nvls_chunksize or NVLS_CHUNK
+        return min(step, nvls), min(nvls, tree_max) if tree_max else nvls, tuning.nvls_tree_cap4 and not tree_max
+    return min(step, NVLS_CHUNK), min(step, tree_max) if tree_max else step, tuning.nvls_tree_cap4 and not tree_max
+
+
+def simple_step(sys: System | None) -> int:
+    """Simple's step (payload bytes a buffer slot holds): NCCL_BUFFSIZE / NCCL_STEPS (init.cc, enqueue.cc:
+    ``stepSize = comm->buffSizes[protocol] / NCCL_STEPS``), 512 KiB by default."""
+    if sys is None or not sys.buffsize:
+        return get_protocol("simple").step
+    return sys.buffsize // NCCL_STEPS
+
+
 def _plateau(sys: System, nbytes: float, ring: Graph, tuning: Tuning) -> bool:
     """Whether NCCL's ring/Simple "plateau" factor applies (ncclTopoGetAlgoTime): from 2.18.1 where each
     channel of each rank gets at least 64 bytes, until 2.17 from nRanks / 16 x 64 KiB."""
@@ -739,4 +797,28 @@ def pick(sys: System, nbytes: float, algos: Names = None, protos: Names = None, 
     for c in found[1:]:
         if c.time_us < best.time_us:
             best = c
+    if sys.efa_plugin:
+        return plugin_pick(sys, nbytes, found, tuning, algos is not None or protos is not None) or best
     return best
+
+
+def plugin_pick(
+    sys: System, nbytes: float, found: list[Candidate], tuning: Tuning = NEWEST, restricted: bool = False
+) -> Candidate | None:
+    """The candidate of ``found`` that AWS's EFA plugin's own tuner makes NCCL run (cost 0 in NCCL's table:
+    :func:`sim.nccl.efa.region_pick`), where ``tuning``'s release loads it (:func:`sim.nccl.efa.tuner_loaded`)
+    and its regions decide; else None (NCCL's own pick stands). With NCCL_ALGO / NCCL_PROTO set
+    (``restricted``) the plugin's v1 and v2 tuner APIs, which NCCL takes before 2.22.3, do not load
+    (src/tuner/nccl_ofi_tuner.cpp ``nccl_ofi_tuner_init_v2``: "The tuner plugin can not be loaded when
+    explicitly choosing an algorithm or protocol"); v3 on skips the regions NCCL left out of its table. (2.22.3
+    runs as 2.21.5's tuner here: taken as before 2.22.3.)"""
+    plugin = efa.parse_plugin(sys.efa_plugin)
+    if not efa.tuner_loaded(plugin, tuning.first) or (restricted and tuning.first < (2, 22, 3)):
+        return None
+    chosen = efa.region_pick(
+        sys.efa_platform, plugin, sys.nodes, sys.ranks, nbytes, {(c.algorithm, c.protocol) for c in found}
+    )
+    if chosen is None:
+        return None
+    c = next(c for c in found if (c.algorithm, c.protocol) == chosen)
+    return replace(c, picked_by=f"aws-ofi-nccl's tuner {sys.efa_plugin}")

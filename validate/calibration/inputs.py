@@ -575,7 +575,10 @@ _EFA_RUNNING_ON = re.compile(rf"Running on ({_EFA_INSTANCES})\.\d*xlarge platfor
 #: aws-ofi-nccl 1.5.0aws`` before) or a header / build states it (``aws-ofi-nccl 1.7.3-aws``,
 #: ``AWS_OFI_NCCL_VERSION=v1.8.1``)
 _EFA_PLUGIN_VERSION = re.compile(
-    r"\baws-ofi-nccl[ :=]+v?(\d+\.\d+(?:\.\d+)?)|\bAWS_OFI_NCCL_VERSION\s*[=:]\s*v?(\d+\.\d+(?:\.\d+)?)", re.I
+    r"\baws-ofi-nccl[ :=]+v?(\d+\.\d+(?:\.\d+)?)|\bAWS_OFI_NCCL_VERSION\s*[=:]\s*v?(\d+\.\d+(?:\.\d+)?)"
+    # AWS's container images name it in their tags: ``efa1.43.2-ofi1.16.3-nccl2.27.7-1-tests2.16.9``
+    r"|(?<![A-Za-z0-9])ofi-?v?(\d+\.\d+\.\d+)(?![\w.])",
+    re.I,
 )
 #: ``NET/OFI Running on P4d platform, Setting NCCL_TOPO_FILE ...``: the wording of plugins 1.1.3-1.2.x (src/
 #: nccl_ofi_net.c at v1.1.3-aws to v1.2.0-aws; v1.3.0-aws prints the instance type in its place)
@@ -603,6 +606,8 @@ def stated_efa(text: str) -> tuple[str | None, str | None] | None:
     True
     >>> stated_efa("#% 8x H100, 8x 400 Gb/s InfiniBand") is None, stated_efa("# p5.48xlarge: 32x 100 Gbps EFA")
     (True, ('p5', None))
+    >>> stated_efa("#% 2 p5.48xlarge, image efa1.43.2-ofi1.16.3-nccl2.27.7-1-tests2.16.9")
+    ('p5', '1.16.3')
     """
     header = "\n".join(  # the header's comment lines ("#%" ones included), not its rank lines
         line
@@ -616,7 +621,7 @@ def stated_efa(text: str) -> tuple[str | None, str | None] | None:
     platform = EFA_FAMILIES[named.group(1).lower()] if named else None
     plugin = None
     if m := _EFA_PLUGIN_VERSION.search(text):
-        plugin = m.group(1) or m.group(2)
+        plugin = m.group(1) or m.group(2) or m.group(3)
     elif _EFA_OLD_PLATFORM_LINE.search(text):
         plugin = "1.1.3"
     return platform, plugin
