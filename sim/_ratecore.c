@@ -4265,6 +4265,12 @@ typedef struct {
 
 static int env_wake(PyObject *net, PyObject *event, const EnvWake *wk);
 
+/* the env_steps run in progress (its wake-up context and heapq.heappop), where it looks at no deadline; NULL
+ * outside one: a fast path core's pump takes a network's wake-up at the head of SimPy's queue in its stead
+ * (fast_step_wake) */
+static const EnvWake *steps_wk;
+static PyObject *steps_pop;
+
 static int crank_saw_ok; /* (whether the event crank_resume last resumed a rank with was ok) */
 
 /* ``callbacks, event.callbacks = event.callbacks, None; for callback in callbacks: callback(event)`` -- SimPy's
@@ -5548,6 +5554,8 @@ typedef struct {
     long long normal_v;   /* ``normal`` (SimPy's NORMAL priority) as a number */
     int push_c;           /* ``push`` is heapq.heappush: its lines in C (queue_push) */
     long long owner_id;   /* ex.owner: the network's owner id of the executor's flows (see Fast_digest) */
+    int step_wakes;       /* sim.fastpath._STEP_WAKES (read when made): see fast_step_wake */
+    long long stepped;    /* the network's wake-ups fast_step_wake ran (Fast.stepped) */
 } Fast;
 
 static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_seen0,
@@ -5781,11 +5789,15 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     PyObject *mp = mod ? PyObject_GetAttrString(mod, "_MAX_PERIOD") : NULL;
     if (mp && PyLong_CheckExact(mp))
         f->max_period = PyLong_AsLongLong(mp);
+    PyObject *sw = mod ? PyObject_GetAttrString(mod, "_STEP_WAKES") : NULL; /* (see fast_step_wake) */
+    f->step_wakes = sw ? PyObject_IsTrue(sw) > 0 : 0;
+    Py_XDECREF(sw);
     Py_XDECREF(mod);
     Py_XDECREF(mp);
     if (PyErr_Occurred()) {
         PyErr_Clear();
         f->max_period = -1;
+        f->step_wakes = 0;
     }
     return 0;
 }
@@ -6220,6 +6232,7 @@ static int fast_queue_first(Fast *f, const struct FEntry *x) {
 
 static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at);
 static PyObject *fast_out(Fast *f, PyObject *r);
+static int fast_step_wake(Fast *f);
 
 /* pump(event): the callback of an event standing for an arrival (see above; event_callbacks calls it as
  * the method would be called) */
@@ -6230,8 +6243,14 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
     int ok = 1;
     while (ok && f->hn) {
         int first = fast_queue_first(f, &f->heap[0]);
+        if (first > 0) { /* SimPy's head first: a network's wake-up taken here (as SimPy's next step would) */
+            int w = fast_step_wake(f);
+            ok = w >= 0;
+            if (w > 0)
+                continue;
+        }
         if (first) {
-            ok = first > 0;
+            ok = ok && first > 0;
             break;
         }
         struct FEntry x = fe_pop(f);
@@ -6248,6 +6267,62 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
 }
 
 static PyObject *fast_pump_cb(PyObject *f, PyObject *event) { return Fast_pump((Fast *)f, event); }
+
+/* SimPy's next step taken here while the pump drains, where it is a network's wake-up (one callback, the
+ * network's _on_timeout, as env_steps' event_callbacks runs it in C; the event ok) inside an env_steps run
+ * that looks at no deadline, in this core's environment: step's lines -- the entry popped by heapq.heappop,
+ * env._now set to its time, the callbacks run (event_callbacks), the event kept as env_steps keeps it -- so
+ * the wake-up runs at the same point of the same order, and the arrivals after it are taken on without an
+ * event standing for the next one and a step of SimPy's for it. 1 where it ran, 0 where the head is not
+ * such an event (SimPy's loop takes it), -1 with an exception set. */
+static int fast_step_wake(Fast *f) {
+    const EnvWake *wk = steps_wk;
+    if (!wk || wk->env != f->env || !f->own_queue || !f->step_wakes)
+        return 0;
+    PyObject *queue = fast_attr(f, FA_QUEUE);
+    if (!queue)
+        return -1;
+    PyObject *head = PyList_CheckExact(queue) && PyList_GET_SIZE(queue) ? PyList_GET_ITEM(queue, 0) : NULL;
+    PyObject *event = head && PyTuple_CheckExact(head) && PyTuple_GET_SIZE(head) == 4 ? PyTuple_GET_ITEM(head, 3) : NULL;
+    int take = 0;
+    if (event && Py_TYPE(event)->tp_getattro == PyObject_GenericGetAttr) {
+        PyObject *cbs = gget(event, s_callbacks), *okv = cbs ? gget(event, s_ok) : NULL;
+        if (!okv) {
+            Py_XDECREF(cbs);
+            Py_DECREF(queue);
+            return -1;
+        }
+        PyObject *cb = PyList_CheckExact(cbs) && PyList_GET_SIZE(cbs) == 1 ? PyList_GET_ITEM(cbs, 0) : NULL;
+        take = okv == Py_True && cb && PyMethod_Check(cb) && PyMethod_GET_FUNCTION(cb) == wk->on_timeout &&
+               _PyType_Lookup(Py_TYPE(PyMethod_GET_SELF(cb)), s_wake_m_) == wk->wake;
+        Py_DECREF(cbs);
+        Py_DECREF(okv);
+    }
+    if (!take) {
+        Py_DECREF(queue);
+        return 0;
+    }
+    f->clock_set = 0; /* (env._now is set below; the flows counted handed over, as before any Python line) */
+    PyObject *item = fast_flush(f) < 0 ? NULL : PyObject_CallOneArg(steps_pop, queue);
+    Py_DECREF(queue);
+    if (!item)
+        return -1;
+    if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 4 || PyTuple_GET_ITEM(item, 3) != event) {
+        Py_DECREF(item);
+        PyErr_SetString(PyExc_RuntimeError, "Fast: the queue's head changed under the pump");
+        return -1;
+    }
+    Py_INCREF(event);
+    int mine = 0, bad = gset(f->env, s_now, PyTuple_GET_ITEM(item, 0)) < 0;
+    Py_DECREF(item);
+    bad = bad || event_callbacks(event, wk, &mine) < 0;
+    f->gen++; /* (Python may have run) */
+    if (!bad && mine)
+        ev_keep(event);
+    Py_DECREF(event);
+    f->stepped++;
+    return bad ? -1 : 1;
+}
 
 /* call_at(env, when, fire) with fire = partial(fast_fire, f, when): an event triggered and queued as
  * env.timeout(when - now) queues it */
@@ -6481,6 +6556,9 @@ static PyObject *Fast_take_back(Fast *f, PyObject *unused) {
 
 /* held(): how many private messages the core holds in flight */
 static PyObject *Fast_held(Fast *f, PyObject *unused) { return PyLong_FromSsize_t(f->held); }
+
+/* stepped(): how many of the network's wake-ups the pump ran in SimPy's stead (fast_step_wake) */
+static PyObject *Fast_stepped(Fast *f, PyObject *unused) { return PyLong_FromLongLong(f->stepped); }
 
 /* private(): how many private messages the core has sent (FastExecutor.private adds them to its own) */
 static PyObject *Fast_private(Fast *f, PyObject *unused) { return PyLong_FromLongLong(f->sent_private); }
@@ -7757,6 +7835,7 @@ static PyObject *Fast_fire(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
 
 static PyMethodDef Fast_methods[] = {
     {"arrived", (PyCFunction)Fast_arrived, METH_O, "arrived(when): FastExecutor._arrived"},
+    {"stepped", (PyCFunction)Fast_stepped, METH_NOARGS, "stepped() -> the network's wake-ups the pump ran"},
     {"export", (PyCFunction)Fast_export, METH_NOARGS,
      "export(): the private messages the core holds in flight handed over into the executor's _arrivals"},
     {"take_back", (PyCFunction)Fast_take_back, METH_NOARGS,
@@ -11666,6 +11745,8 @@ static int env_wake(PyObject *net, PyObject *event, const EnvWake *wk) {
     return r ? 0 : -1;
 }
 
+static PyObject *env_steps_loop(const EnvWake *wkp, PyObject *heappop, PyObject *empty, PyObject *limit);
+
 static PyObject *env_steps_run(PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "env_steps(env, ctx)"))
         return NULL;
@@ -11691,9 +11772,23 @@ static PyObject *env_steps_run(PyObject *const *args, Py_ssize_t nargs) {
             return NULL;
         }
     }
-    PyObject *heappop = PyTuple_GET_ITEM(ctx, 0), *empty = PyTuple_GET_ITEM(ctx, 1);
+    PyObject *heappop = PyTuple_GET_ITEM(ctx, 0);
     const EnvWake wk = {env, PyTuple_GET_ITEM(ctx, 3), PyTuple_GET_ITEM(ctx, 4), PyTuple_GET_ITEM(ctx, 5),
                         PyTuple_GET_ITEM(ctx, 2)};
+    const EnvWake *outer_wk = steps_wk;
+    PyObject *outer_pop = steps_pop;
+    steps_wk = limit == Py_None ? &wk : NULL;
+    steps_pop = heappop;
+    PyObject *r = env_steps_loop(&wk, heappop, PyTuple_GET_ITEM(ctx, 1), limit);
+    steps_wk = outer_wk;
+    steps_pop = outer_pop;
+    return r;
+}
+
+/* env_steps' loop (see env_steps_run) */
+static PyObject *env_steps_loop(const EnvWake *wkp, PyObject *heappop, PyObject *empty, PyObject *limit) {
+    const EnvWake wk = *wkp;
+    PyObject *env = wk.env;
     for (;;) {
         /* a signal (Ctrl-C) handled between steps, where SimPy's loop of Python lines would handle it */
         if (PyErr_CheckSignals() < 0)
