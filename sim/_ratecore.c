@@ -3760,11 +3760,17 @@ static PyObject *due_wake(PyObject *ctx, PyObject *due_o, double now) {
     return at;
 }
 
-/* Network._schedule(when): a wake-up at ``when`` exactly, an event triggered and queued as a timeout is */
+static int fast_wake_at(PyObject *net, PyObject *env, PyObject *when);
+
+/* Network._schedule(when): a wake-up at ``when`` exactly, an event triggered and queued as a timeout is (or
+ * queued in a fast path core's own queue instead: fast_wake_at) */
 static int schedule(PyObject *ctx, PyObject *when) {
     PyObject *net = PyTuple_GET_ITEM(ctx, CX_NET), *env = PyTuple_GET_ITEM(ctx, CX_ENV);
     if (iset(net, s_wake_at, when) < 0)
         return -1;
+    int queued = fast_wake_at(net, env, when);
+    if (queued)
+        return queued < 0 ? -1 : 0;
     /* (the event made with net._on_timeout in its callbacks: what Event(env), then callbacks.append, leave) */
     PyObject *cb = ev_method(net, s_on_timeout), *event = cb ? ev_make(PyTuple_GET_ITEM(ctx, CX_EVENT), env, cb, 1) : NULL;
     PyObject *now = NULL, *queue = NULL, *eid = NULL, *id = NULL, *item = NULL, *r = NULL;
@@ -5523,6 +5529,8 @@ typedef struct {
         long long eid;
         double when; /* its bucket's key */
         int pumped;
+        int wake;               /* a network's wake-up instead (see fast_wake_at), ``seq`` its number */
+        unsigned long long seq;
     } *heap;
     Py_ssize_t hn, hcap;
     int own_queue, draining;
@@ -5543,6 +5551,9 @@ typedef struct {
      * ``gen``, which every call into Python (fast_flush) and every return to it (fast_out) moves on */
     PyObject *fa[FA_N];
     unsigned long fa_gen[FA_N], gen;
+    /* the owner's dict each was found in and its version tag then (fast_attr_read: valid while both stand) */
+    PyObject *fa_dict[FA_N];
+    uint64_t fa_tag[FA_N];
     int64_t *bounds;
     Py_ssize_t nphase, last_phase; /* (last_phase: fast_phase's last answer below nphase) */
     Arr *ph; /* nphase * FP_N, unheld where None */
@@ -5556,6 +5567,11 @@ typedef struct {
     long long owner_id;   /* ex.owner: the network's owner id of the executor's flows (see Fast_digest) */
     int step_wakes;       /* sim.fastpath._STEP_WAKES (read when made): see fast_step_wake */
     long long stepped;    /* the network's wake-ups fast_step_wake ran (Fast.stepped) */
+    /* the network's wake-ups queued here (fast_wake_at): what net._wake_event holds for the last of them, its
+     * number, how many ran */
+    PyObject *wake_token;
+    unsigned long long wake_seq;
+    long long woken;
 } Fast;
 
 static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_seen0,
@@ -5603,7 +5619,8 @@ static int fast_strings(void) {
 }
 
 /* the objects a Fast holds (for the garbage collector: the executor holds its Fast) */
-#define FAST_OBJECTS(X) X(ex) X(env) X(event_type) X(push) X(normal) X(partial) X(phases_o) X(net) X(launch) X(pump)
+#define FAST_OBJECTS(X)                                                                                             \
+    X(ex) X(env) X(event_type) X(push) X(normal) X(partial) X(phases_o) X(net) X(launch) X(pump) X(wake_token)
 
 static int Fast_traverse(Fast *f, visitproc visit, void *arg) {
 #define VISIT(m) Py_VISIT(f->m);
@@ -5646,7 +5663,11 @@ static void fast_release(Fast *f) {
     f->hn = f->hcap = 0;
 }
 
+static Fast *fast_sink;
+
 static int Fast_clear(Fast *f) {
+    if (fast_sink == f)
+        fast_sink = NULL;
     fast_release(f);
 #define CLEAR(m) Py_CLEAR(f->m);
     FAST_OBJECTS(CLEAR)
@@ -5700,6 +5721,7 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     }
     f->gen = 1;
     memset(f->fa_gen, 0, sizeof f->fa_gen);
+    memset(f->fa_dict, 0, sizeof f->fa_dict);
     count_check();
     Arr *own[] = {&f->step, &f->began, &f->last, &f->send_left, &f->recv_left, &f->scale};
     arrs_init(own, 6);
@@ -5792,6 +5814,11 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     PyObject *sw = mod ? PyObject_GetAttrString(mod, "_STEP_WAKES") : NULL; /* (see fast_step_wake) */
     f->step_wakes = sw ? PyObject_IsTrue(sw) > 0 : 0;
     Py_XDECREF(sw);
+    if (f->step_wakes && f->own_queue && !PyErr_Occurred()) { /* (the network's wake-ups queued here) */
+        if (!f->wake_token && !(f->wake_token = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type)))
+            return -1;
+        fast_sink = f;
+    }
     Py_XDECREF(mod);
     Py_XDECREF(mp);
     if (PyErr_Occurred()) {
@@ -5824,6 +5851,30 @@ static PyObject *fast_attr_read(Fast *f, int k) {
     static PyObject **const names[FA_N] = {&s_queue,       &s_eid,        &s_arrivals, &s_seen0, &s_path_bytes,
                                            &s_early_count, &s_early_last, &s_f_src,    &s_f_dst, &s_f_step};
     PyObject *owner = k <= FA_EID ? f->env : k == FA_PB ? f->net : f->ex;
+#if IG_MEMO
+    /* the value read before where the owner's dict is unchanged since (the same dict, its version tag the
+     * same: as iget_rest's memo), else the dict's, remembered so */
+    PyObject **dp = k == FA_PB ? NULL : idict(owner);
+    if (dp) {
+        PyObject *d = *dp;
+        uint64_t tag = dict_tag(d);
+        if (f->fa_dict[k] == d && f->fa_tag[k] == tag) {
+            f->fa_gen[k] = f->gen;
+            return Py_NewRef(f->fa[k]);
+        }
+        PyObject *v = PyDict_GetItemWithError(d, *names[k]);
+        if (v) {
+            f->fa[k] = v;
+            f->fa_gen[k] = f->gen;
+            f->fa_dict[k] = d;
+            f->fa_tag[k] = tag;
+            return Py_NewRef(v);
+        }
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    f->fa_dict[k] = NULL;
+#endif
     /* (plain instances: read as the wake-up reads them) */
     PyObject *v = k == FA_PB ? nget(owner, NF_PATH_BYTES, *names[k]) : fast_get(owner, *names[k]);
     if (v) {
@@ -5938,8 +5989,14 @@ static int fast_path_bytes(Fast *f, Arr **a) {
 /* the executor's early arrays (early_count, early_last), held open while they are the same objects
  * (_widen and _jump put new ones in their place) */
 static int fast_early_arrays(Fast *f, Arr2 **ec, Arr2 **el) {
-    if (f->fa_gen[FA_EC] == f->gen && f->fa_gen[FA_EL] == f->gen && f->fa[FA_EC] == f->ec_obj &&
-        f->fa[FA_EL] == f->el_obj) { /* (read in this gen, and open) */
+    if (f->fa_gen[FA_EC] != f->gen || f->fa_gen[FA_EL] != f->gen) { /* (read again: fast_attr_read's memo) */
+        PyObject *c = fast_attr(f, FA_EC), *l = c ? fast_attr(f, FA_EL) : NULL;
+        Py_XDECREF(c);
+        Py_XDECREF(l);
+        if (!l)
+            return -1;
+    }
+    if (f->fa[FA_EC] == f->ec_obj && f->fa[FA_EL] == f->el_obj) { /* (read in this gen, and open) */
         *ec = &f->ec;
         *el = &f->el;
         return 0;
@@ -6060,8 +6117,9 @@ static void count_check(void) {
 #endif
 }
 
-/* an arrival at ``t`` (its bucket key ``when``) into the queue, with a fresh event id */
-static int fast_queue(Fast *f, double when, double t) {
+/* an arrival at ``t`` (its bucket key ``when``) into the queue, with a fresh event id (a network's wake-up
+ * numbered ``seq`` where ``wake``) */
+static int fast_queue_entry(Fast *f, double when, double t, int wake, unsigned long long seq) {
     PyObject *eid = fast_attr(f, FA_EID);
     if (!eid)
         return -1;
@@ -6084,7 +6142,7 @@ static int fast_queue(Fast *f, double when, double t) {
     }
     if (grow_to((void **)&f->heap, &f->hcap, f->hn + 1, sizeof(struct FEntry), 64) < 0)
         return -1;
-    struct FEntry x = {t, e, when, 0};
+    struct FEntry x = {t, e, when, 0, wake, seq};
     Py_ssize_t i = f->hn++;
     while (i > 0 && fe_less(&x, &f->heap[(i - 1) / 2])) {
         f->heap[i] = f->heap[(i - 1) / 2];
@@ -6093,6 +6151,8 @@ static int fast_queue(Fast *f, double when, double t) {
     f->heap[i] = x;
     return i == 0 && !f->draining ? fast_pump_event(f) : 0;
 }
+
+static int fast_queue(Fast *f, double when, double t) { return fast_queue_entry(f, when, t, 0, 0); }
 
 static struct FEntry fe_pop(Fast *f) {
     struct FEntry top = f->heap[0], x = f->heap[--f->hn];
@@ -6233,6 +6293,7 @@ static int fast_queue_first(Fast *f, const struct FEntry *x) {
 static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at);
 static PyObject *fast_out(Fast *f, PyObject *r);
 static int fast_step_wake(Fast *f);
+static int fast_wake_run(Fast *f, const struct FEntry *x);
 
 /* pump(event): the callback of an event standing for an arrival (see above; event_callbacks calls it as
  * the method would be called) */
@@ -6256,6 +6317,10 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
         struct FEntry x = fe_pop(f);
         f->clock = x.t; /* (env._now = x.t, written before Python runs: see fast_flush) */
         f->clock_set = 1;
+        if (x.wake) {
+            ok = fast_wake_run(f, &x) == 0;
+            continue;
+        }
         PyObject *r = fast_take(f, x.when, NULL, &x.t);
         ok = r != NULL;
         Py_XDECREF(r);
@@ -6267,6 +6332,66 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
 }
 
 static PyObject *fast_pump_cb(PyObject *f, PyObject *event) { return Fast_pump((Fast *)f, event); }
+
+/* (fast_sink: the fast path core that queues its network's wake-ups itself, fast_wake_at -- the last one made
+ * with its own queue and sim.fastpath._STEP_WAKES on; borrowed: Fast_clear lets go) */
+
+/* schedule(ctx, when)'s wake-up of the network ``net`` queued in the core's own queue, where ``net`` is its
+ * core's (fast_sink) and its wake-up SimPy's network wake-up as env_steps runs it (Network._on_timeout and
+ * _wake, none of an instance's): the time max(when, env._now) and a fresh event id as the event's would be,
+ * net._wake_event the core's token (``event is self._wake_event``: fast_wake_run looks), numbered. The queue
+ * takes it in order with its arrivals and SimPy's queue (Fast_pump), so it runs at the same point of the same
+ * order as its event would have -- without the event, its entry in SimPy's heap and SimPy's step. 1 where
+ * queued, 0 where schedule makes the event, -1 with an exception set. */
+static int fast_wake_at(PyObject *net, PyObject *env, PyObject *when) {
+    Fast *f = fast_sink;
+    const EnvWake *wk = steps_wk;
+    if (!f || f->net != net || f->env != env || !wk || wk->env != env ||
+        _PyType_Lookup(Py_TYPE(net), s_on_timeout) != wk->on_timeout || _PyType_Lookup(Py_TYPE(net), s_wake_m_) != wk->wake)
+        return 0;
+    PyObject **dp = idict(net);
+    if (dp && PyDict_GetItemWithError(*dp, s_on_timeout)) /* (an instance's own) */
+        return 0;
+    PyObject *now = PyErr_Occurred() ? NULL : iget(env, s_now);
+    if (!now)
+        return -1;
+    double w = fv(when), t = fv(now);
+    Py_DECREF(now);
+    if (PyErr_Occurred())
+        return -1;
+    if (fast_queue_entry(f, w, t > w ? t : w, 1, ++f->wake_seq) < 0) /* (max(float(when), env._now)) */
+        return -1;
+    return iset(net, s_wake_event, f->wake_token) < 0 ? -1 : 1;
+}
+
+/* a wake-up fast_wake_at queued, taken off the queue (the clock at its time): ``if event is
+ * self._wake_event: self._wake()`` -- the last one queued, net._wake_event still the token -- as env_steps
+ * runs it (env_wake), or the network's _on_timeout called (outside env_steps). 0, or -1 with an exception set */
+static int fast_wake_run(Fast *f, const struct FEntry *x) {
+    if (x->seq != f->wake_seq) /* (a later one queued since) */
+        return 0;
+    PyObject *cur = iget(f->net, s_wake_event);
+    if (!cur)
+        return -1;
+    Py_DECREF(cur); /* (only its identity is compared) */
+    if (cur != f->wake_token)
+        return 0;
+    if (fast_flush(f) < 0) /* (env._now = its time, as SimPy's step sets it; the flows counted handed over) */
+        return -1;
+    const EnvWake *wk = steps_wk;
+    int rc;
+    if (wk && wk->env == f->env && _PyType_Lookup(Py_TYPE(f->net), s_on_timeout) == wk->on_timeout &&
+        _PyType_Lookup(Py_TYPE(f->net), s_wake_m_) == wk->wake)
+        rc = env_wake(f->net, f->wake_token, wk);
+    else {
+        PyObject *r = PyObject_CallMethodOneArg(f->net, s_on_timeout, f->wake_token);
+        rc = r ? 0 : -1;
+        Py_XDECREF(r);
+    }
+    f->gen++; /* (Python may have run) */
+    f->woken++;
+    return rc;
+}
 
 /* SimPy's next step taken here while the pump drains, where it is a network's wake-up (one callback, the
  * network's _on_timeout, as env_steps' event_callbacks runs it in C; the event ok) inside an env_steps run
@@ -6559,6 +6684,9 @@ static PyObject *Fast_held(Fast *f, PyObject *unused) { return PyLong_FromSsize_
 
 /* stepped(): how many of the network's wake-ups the pump ran in SimPy's stead (fast_step_wake) */
 static PyObject *Fast_stepped(Fast *f, PyObject *unused) { return PyLong_FromLongLong(f->stepped); }
+
+/* woken(): how many of the network's wake-ups queued here ran (fast_wake_run) */
+static PyObject *Fast_woken(Fast *f, PyObject *unused) { return PyLong_FromLongLong(f->woken); }
 
 /* private(): how many private messages the core has sent (FastExecutor.private adds them to its own) */
 static PyObject *Fast_private(Fast *f, PyObject *unused) { return PyLong_FromLongLong(f->sent_private); }
@@ -7418,6 +7546,7 @@ static int fast_after_skip(Fast *f, int64_t s0) {
     int rc = v ? fast_set(f->ex, s_seen0, v) : -1;
     Py_XDECREF(v);
     f->fa_gen[FA_SEEN0] = 0; /* (the value read before is no longer the executor's) */
+    f->fa_dict[FA_SEEN0] = NULL;
     return rc < 0 ? -1 : 1;
 }
 
@@ -7836,6 +7965,7 @@ static PyObject *Fast_fire(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
 static PyMethodDef Fast_methods[] = {
     {"arrived", (PyCFunction)Fast_arrived, METH_O, "arrived(when): FastExecutor._arrived"},
     {"stepped", (PyCFunction)Fast_stepped, METH_NOARGS, "stepped() -> the network's wake-ups the pump ran"},
+    {"woken", (PyCFunction)Fast_woken, METH_NOARGS, "woken() -> the network's wake-ups queued here that ran"},
     {"export", (PyCFunction)Fast_export, METH_NOARGS,
      "export(): the private messages the core holds in flight handed over into the executor's _arrivals"},
     {"take_back", (PyCFunction)Fast_take_back, METH_NOARGS,

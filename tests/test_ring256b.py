@@ -1,6 +1,7 @@
 """The congested fast path's work on ring-rank-256, second round (docs/performance-log.md, "ring256b"): the
-compiled core's pump runs a network's wake-up at the head of SimPy's queue itself (sim.fastpath._STEP_WAKES)
--- the same simulated time, events and flows as the runs that leave it to SimPy's loop."""
+compiled core queues its network's wake-ups in its own queue and its pump runs them, and runs a wake-up at the
+head of SimPy's queue itself (sim.fastpath._STEP_WAKES) -- the same simulated time, events and flows as the
+runs that leave them to SimPy's events and loop."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.skipif(_CORE is None, reason="the compiled core is not 
 
 def _run(monkeypatch: pytest.MonkeyPatch, on: bool, algorithm: str, size: float, **kw: Any) -> tuple[Any, int]:
     """simulate(...) on 4 DGX hosts with the fast engine, _STEP_WAKES ``on``: (the result, the wake-ups the
-    cores' pumps ran)."""
+    cores ran: SimPy's events taken by the pump and their own queues' entries)."""
     cores: list[Any] = []
     bind = fastpath.FastExecutor._bind_core
 
@@ -32,7 +33,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, on: bool, algorithm: str, size: float,
         m.setattr(fastpath.FastExecutor, "_bind_core", bound)
         r = simulate(dgx(hosts=4, gpus_per_host=8, ecmp="hash"), "allreduce", algorithm, size, engine="fast", **kw)
     assert bool(cores) == (r.engine == "fast:events")
-    return r, sum(core.stepped() for core in cores)
+    return r, sum(core.stepped() + core.woken() for core in cores)
 
 
 @pytest.mark.parametrize(
