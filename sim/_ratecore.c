@@ -5572,6 +5572,12 @@ typedef struct {
     PyObject *wake_token;
     unsigned long long wake_seq;
     long long woken;
+    /* fast_net_plain's answer (the type and its version tag, the functions it was for: borrowed, compared
+     * only), and the network's dict found without an _on_timeout of its own (with its version tag) */
+    PyTypeObject *plain_type;
+    unsigned int plain_tag;
+    PyObject *plain_on, *plain_wake, *plain_dict;
+    uint64_t plain_dict_tag;
 } Fast;
 
 static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_seen0,
@@ -6343,15 +6349,39 @@ static PyObject *fast_pump_cb(PyObject *f, PyObject *event) { return Fast_pump((
  * takes it in order with its arrivals and SimPy's queue (Fast_pump), so it runs at the same point of the same
  * order as its event would have -- without the event, its entry in SimPy's heap and SimPy's step. 1 where
  * queued, 0 where schedule makes the event, -1 with an exception set. */
+/* whether the network's type gives Network._on_timeout and Network._wake (``wk``'s), remembered by the type's
+ * version tag (moved on any change of the type or its bases) */
+static int fast_net_plain(Fast *f, const EnvWake *wk) {
+    PyTypeObject *tp = Py_TYPE(f->net);
+    int tagged = PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG);
+    if (tagged && f->plain_type == tp && f->plain_tag == tp->tp_version_tag && f->plain_on == wk->on_timeout &&
+        f->plain_wake == wk->wake)
+        return 1;
+    if (_PyType_Lookup(tp, s_on_timeout) != wk->on_timeout || _PyType_Lookup(tp, s_wake_m_) != wk->wake)
+        return 0;
+    if (PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)) { /* (the lookups give the type a tag) */
+        f->plain_type = tp, f->plain_tag = tp->tp_version_tag;
+        f->plain_on = wk->on_timeout, f->plain_wake = wk->wake;
+    }
+    return 1;
+}
+
 static int fast_wake_at(PyObject *net, PyObject *env, PyObject *when) {
     Fast *f = fast_sink;
     const EnvWake *wk = steps_wk;
-    if (!f || f->net != net || f->env != env || !wk || wk->env != env ||
-        _PyType_Lookup(Py_TYPE(net), s_on_timeout) != wk->on_timeout || _PyType_Lookup(Py_TYPE(net), s_wake_m_) != wk->wake)
+    if (!f || f->net != net || f->env != env || !wk || wk->env != env || !fast_net_plain(f, wk))
         return 0;
     PyObject **dp = idict(net);
+#if IG_MEMO
+    if (dp && *dp == f->plain_dict && dict_tag(*dp) == f->plain_dict_tag) /* (no _on_timeout of its own, still) */
+        dp = NULL;
+#endif
     if (dp && PyDict_GetItemWithError(*dp, s_on_timeout)) /* (an instance's own) */
         return 0;
+#if IG_MEMO
+    if (dp && !PyErr_Occurred())
+        f->plain_dict = *dp, f->plain_dict_tag = dict_tag(*dp);
+#endif
     PyObject *now = PyErr_Occurred() ? NULL : iget(env, s_now);
     if (!now)
         return -1;
@@ -6380,8 +6410,7 @@ static int fast_wake_run(Fast *f, const struct FEntry *x) {
         return -1;
     const EnvWake *wk = steps_wk;
     int rc;
-    if (wk && wk->env == f->env && _PyType_Lookup(Py_TYPE(f->net), s_on_timeout) == wk->on_timeout &&
-        _PyType_Lookup(Py_TYPE(f->net), s_wake_m_) == wk->wake)
+    if (wk && wk->env == f->env && fast_net_plain(f, wk))
         rc = env_wake(f->net, f->wake_token, wk);
     else {
         PyObject *r = PyObject_CallMethodOneArg(f->net, s_on_timeout, f->wake_token);
