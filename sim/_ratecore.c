@@ -5578,6 +5578,8 @@ typedef struct {
     unsigned int plain_tag;
     PyObject *plain_on, *plain_wake, *plain_dict;
     uint64_t plain_dict_tag;
+    PyTypeObject *now_type; /* fast_set_now's (borrowed, compared only) */
+    unsigned int now_tag;
 } Fast;
 
 static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_seen0,
@@ -6720,13 +6722,28 @@ static PyObject *Fast_woken(Fast *f, PyObject *unused) { return PyLong_FromLongL
 /* private(): how many private messages the core has sent (FastExecutor.private adds them to its own) */
 static PyObject *Fast_private(Fast *f, PyObject *unused) { return PyLong_FromLongLong(f->sent_private); }
 
+/* env._now = t (fast_set's): straight into the environment's dict where its type sets attributes generically
+ * and has no ``_now`` of its own (then iset_rest and the generic setattr both store it there), the type's
+ * answer remembered by its version tag */
+static int fast_set_now(Fast *f, PyObject *t) {
+    PyTypeObject *tp = Py_TYPE(f->env);
+    if (!(f->now_type == tp && PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) && f->now_tag == tp->tp_version_tag)) {
+        if (tp->tp_setattro != PyObject_GenericSetAttr || _PyType_Lookup(tp, s_now) ||
+            !PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG))
+            return fast_set(f->env, s_now, t);
+        f->now_type = tp, f->now_tag = tp->tp_version_tag;
+    }
+    PyObject **dp = idict(f->env);
+    return dp ? PyDict_SetItem(*dp, s_now, t) : fast_set(f->env, s_now, t);
+}
+
 /* net.flows as the Python lines have it, and the clock */
 static int fast_flush(Fast *f) {
     f->gen++; /* (Python runs next) */
     if (f->clock_set) {
         f->clock_set = 0;
         PyObject *t = PyFloat_FromDouble(f->clock);
-        int bad = !t || fast_set(f->env, s_now, t) < 0;
+        int bad = !t || fast_set_now(f, t) < 0;
         Py_XDECREF(t);
         if (bad)
             return -1;
