@@ -3760,11 +3760,17 @@ static PyObject *due_wake(PyObject *ctx, PyObject *due_o, double now) {
     return at;
 }
 
-/* Network._schedule(when): a wake-up at ``when`` exactly, an event triggered and queued as a timeout is */
+static int fast_wake_at(PyObject *net, PyObject *env, PyObject *when);
+
+/* Network._schedule(when): a wake-up at ``when`` exactly, an event triggered and queued as a timeout is (or
+ * queued in a fast path core's own queue instead: fast_wake_at) */
 static int schedule(PyObject *ctx, PyObject *when) {
     PyObject *net = PyTuple_GET_ITEM(ctx, CX_NET), *env = PyTuple_GET_ITEM(ctx, CX_ENV);
     if (iset(net, s_wake_at, when) < 0)
         return -1;
+    int queued = fast_wake_at(net, env, when);
+    if (queued)
+        return queued < 0 ? -1 : 0;
     /* (the event made with net._on_timeout in its callbacks: what Event(env), then callbacks.append, leave) */
     PyObject *cb = ev_method(net, s_on_timeout), *event = cb ? ev_make(PyTuple_GET_ITEM(ctx, CX_EVENT), env, cb, 1) : NULL;
     PyObject *now = NULL, *queue = NULL, *eid = NULL, *id = NULL, *item = NULL, *r = NULL;
@@ -4264,6 +4270,12 @@ typedef struct {
 } EnvWake;
 
 static int env_wake(PyObject *net, PyObject *event, const EnvWake *wk);
+
+/* the env_steps run in progress (its wake-up context and heapq.heappop), where it looks at no deadline; NULL
+ * outside one: a fast path core's pump takes a network's wake-up at the head of SimPy's queue in its stead
+ * (fast_step_wake) */
+static const EnvWake *steps_wk;
+static PyObject *steps_pop;
 
 static int crank_saw_ok; /* (whether the event crank_resume last resumed a rank with was ok) */
 
@@ -5517,6 +5529,8 @@ typedef struct {
         long long eid;
         double when; /* its bucket's key */
         int pumped;
+        int wake;               /* a network's wake-up instead (see fast_wake_at), ``seq`` its number */
+        unsigned long long seq;
     } *heap;
     Py_ssize_t hn, hcap;
     int own_queue, draining;
@@ -5537,6 +5551,9 @@ typedef struct {
      * ``gen``, which every call into Python (fast_flush) and every return to it (fast_out) moves on */
     PyObject *fa[FA_N];
     unsigned long fa_gen[FA_N], gen;
+    /* the owner's dict each was found in and its version tag then (fast_attr_read: valid while both stand) */
+    PyObject *fa_dict[FA_N];
+    uint64_t fa_tag[FA_N];
     int64_t *bounds;
     Py_ssize_t nphase, last_phase; /* (last_phase: fast_phase's last answer below nphase) */
     Arr *ph; /* nphase * FP_N, unheld where None */
@@ -5548,6 +5565,21 @@ typedef struct {
     long long normal_v;   /* ``normal`` (SimPy's NORMAL priority) as a number */
     int push_c;           /* ``push`` is heapq.heappush: its lines in C (queue_push) */
     long long owner_id;   /* ex.owner: the network's owner id of the executor's flows (see Fast_digest) */
+    int step_wakes;       /* sim.fastpath._STEP_WAKES (read when made): see fast_step_wake */
+    long long stepped;    /* the network's wake-ups fast_step_wake ran (Fast.stepped) */
+    /* the network's wake-ups queued here (fast_wake_at): what net._wake_event holds for the last of them, its
+     * number, how many ran */
+    PyObject *wake_token;
+    unsigned long long wake_seq;
+    long long woken;
+    /* fast_net_plain's answer (the type and its version tag, the functions it was for: borrowed, compared
+     * only), and the network's dict found without an _on_timeout of its own (with its version tag) */
+    PyTypeObject *plain_type;
+    unsigned int plain_tag;
+    PyObject *plain_on, *plain_wake, *plain_dict;
+    uint64_t plain_dict_tag;
+    PyTypeObject *now_type; /* fast_set_now's (borrowed, compared only) */
+    unsigned int now_tag;
 } Fast;
 
 static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_seen0,
@@ -5595,7 +5627,8 @@ static int fast_strings(void) {
 }
 
 /* the objects a Fast holds (for the garbage collector: the executor holds its Fast) */
-#define FAST_OBJECTS(X) X(ex) X(env) X(event_type) X(push) X(normal) X(partial) X(phases_o) X(net) X(launch) X(pump)
+#define FAST_OBJECTS(X)                                                                                             \
+    X(ex) X(env) X(event_type) X(push) X(normal) X(partial) X(phases_o) X(net) X(launch) X(pump) X(wake_token)
 
 static int Fast_traverse(Fast *f, visitproc visit, void *arg) {
 #define VISIT(m) Py_VISIT(f->m);
@@ -5638,7 +5671,11 @@ static void fast_release(Fast *f) {
     f->hn = f->hcap = 0;
 }
 
+static Fast *fast_sink;
+
 static int Fast_clear(Fast *f) {
+    if (fast_sink == f)
+        fast_sink = NULL;
     fast_release(f);
 #define CLEAR(m) Py_CLEAR(f->m);
     FAST_OBJECTS(CLEAR)
@@ -5692,6 +5729,7 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     }
     f->gen = 1;
     memset(f->fa_gen, 0, sizeof f->fa_gen);
+    memset(f->fa_dict, 0, sizeof f->fa_dict);
     count_check();
     Arr *own[] = {&f->step, &f->began, &f->last, &f->send_left, &f->recv_left, &f->scale};
     arrs_init(own, 6);
@@ -5781,11 +5819,20 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     PyObject *mp = mod ? PyObject_GetAttrString(mod, "_MAX_PERIOD") : NULL;
     if (mp && PyLong_CheckExact(mp))
         f->max_period = PyLong_AsLongLong(mp);
+    PyObject *sw = mod ? PyObject_GetAttrString(mod, "_STEP_WAKES") : NULL; /* (see fast_step_wake) */
+    f->step_wakes = sw ? PyObject_IsTrue(sw) > 0 : 0;
+    Py_XDECREF(sw);
+    if (f->step_wakes && f->own_queue && !PyErr_Occurred()) { /* (the network's wake-ups queued here) */
+        if (!f->wake_token && !(f->wake_token = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type)))
+            return -1;
+        fast_sink = f;
+    }
     Py_XDECREF(mod);
     Py_XDECREF(mp);
     if (PyErr_Occurred()) {
         PyErr_Clear();
         f->max_period = -1;
+        f->step_wakes = 0;
     }
     return 0;
 }
@@ -5812,6 +5859,30 @@ static PyObject *fast_attr_read(Fast *f, int k) {
     static PyObject **const names[FA_N] = {&s_queue,       &s_eid,        &s_arrivals, &s_seen0, &s_path_bytes,
                                            &s_early_count, &s_early_last, &s_f_src,    &s_f_dst, &s_f_step};
     PyObject *owner = k <= FA_EID ? f->env : k == FA_PB ? f->net : f->ex;
+#if IG_MEMO
+    /* the value read before where the owner's dict is unchanged since (the same dict, its version tag the
+     * same: as iget_rest's memo), else the dict's, remembered so */
+    PyObject **dp = k == FA_PB ? NULL : idict(owner);
+    if (dp) {
+        PyObject *d = *dp;
+        uint64_t tag = dict_tag(d);
+        if (f->fa_dict[k] == d && f->fa_tag[k] == tag) {
+            f->fa_gen[k] = f->gen;
+            return Py_NewRef(f->fa[k]);
+        }
+        PyObject *v = PyDict_GetItemWithError(d, *names[k]);
+        if (v) {
+            f->fa[k] = v;
+            f->fa_gen[k] = f->gen;
+            f->fa_dict[k] = d;
+            f->fa_tag[k] = tag;
+            return Py_NewRef(v);
+        }
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    f->fa_dict[k] = NULL;
+#endif
     /* (plain instances: read as the wake-up reads them) */
     PyObject *v = k == FA_PB ? nget(owner, NF_PATH_BYTES, *names[k]) : fast_get(owner, *names[k]);
     if (v) {
@@ -5926,8 +5997,14 @@ static int fast_path_bytes(Fast *f, Arr **a) {
 /* the executor's early arrays (early_count, early_last), held open while they are the same objects
  * (_widen and _jump put new ones in their place) */
 static int fast_early_arrays(Fast *f, Arr2 **ec, Arr2 **el) {
-    if (f->fa_gen[FA_EC] == f->gen && f->fa_gen[FA_EL] == f->gen && f->fa[FA_EC] == f->ec_obj &&
-        f->fa[FA_EL] == f->el_obj) { /* (read in this gen, and open) */
+    if (f->fa_gen[FA_EC] != f->gen || f->fa_gen[FA_EL] != f->gen) { /* (read again: fast_attr_read's memo) */
+        PyObject *c = fast_attr(f, FA_EC), *l = c ? fast_attr(f, FA_EL) : NULL;
+        Py_XDECREF(c);
+        Py_XDECREF(l);
+        if (!l)
+            return -1;
+    }
+    if (f->fa[FA_EC] == f->ec_obj && f->fa[FA_EL] == f->el_obj) { /* (read in this gen, and open) */
         *ec = &f->ec;
         *el = &f->el;
         return 0;
@@ -6048,8 +6125,9 @@ static void count_check(void) {
 #endif
 }
 
-/* an arrival at ``t`` (its bucket key ``when``) into the queue, with a fresh event id */
-static int fast_queue(Fast *f, double when, double t) {
+/* an arrival at ``t`` (its bucket key ``when``) into the queue, with a fresh event id (a network's wake-up
+ * numbered ``seq`` where ``wake``) */
+static int fast_queue_entry(Fast *f, double when, double t, int wake, unsigned long long seq) {
     PyObject *eid = fast_attr(f, FA_EID);
     if (!eid)
         return -1;
@@ -6072,7 +6150,7 @@ static int fast_queue(Fast *f, double when, double t) {
     }
     if (grow_to((void **)&f->heap, &f->hcap, f->hn + 1, sizeof(struct FEntry), 64) < 0)
         return -1;
-    struct FEntry x = {t, e, when, 0};
+    struct FEntry x = {t, e, when, 0, wake, seq};
     Py_ssize_t i = f->hn++;
     while (i > 0 && fe_less(&x, &f->heap[(i - 1) / 2])) {
         f->heap[i] = f->heap[(i - 1) / 2];
@@ -6081,6 +6159,8 @@ static int fast_queue(Fast *f, double when, double t) {
     f->heap[i] = x;
     return i == 0 && !f->draining ? fast_pump_event(f) : 0;
 }
+
+static int fast_queue(Fast *f, double when, double t) { return fast_queue_entry(f, when, t, 0, 0); }
 
 static struct FEntry fe_pop(Fast *f) {
     struct FEntry top = f->heap[0], x = f->heap[--f->hn];
@@ -6220,6 +6300,8 @@ static int fast_queue_first(Fast *f, const struct FEntry *x) {
 
 static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at);
 static PyObject *fast_out(Fast *f, PyObject *r);
+static int fast_step_wake(Fast *f);
+static int fast_wake_run(Fast *f, const struct FEntry *x);
 
 /* pump(event): the callback of an event standing for an arrival (see above; event_callbacks calls it as
  * the method would be called) */
@@ -6230,13 +6312,23 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
     int ok = 1;
     while (ok && f->hn) {
         int first = fast_queue_first(f, &f->heap[0]);
+        if (first > 0) { /* SimPy's head first: a network's wake-up taken here (as SimPy's next step would) */
+            int w = fast_step_wake(f);
+            ok = w >= 0;
+            if (w > 0)
+                continue;
+        }
         if (first) {
-            ok = first > 0;
+            ok = ok && first > 0;
             break;
         }
         struct FEntry x = fe_pop(f);
         f->clock = x.t; /* (env._now = x.t, written before Python runs: see fast_flush) */
         f->clock_set = 1;
+        if (x.wake) {
+            ok = fast_wake_run(f, &x) == 0;
+            continue;
+        }
         PyObject *r = fast_take(f, x.when, NULL, &x.t);
         ok = r != NULL;
         Py_XDECREF(r);
@@ -6248,6 +6340,145 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
 }
 
 static PyObject *fast_pump_cb(PyObject *f, PyObject *event) { return Fast_pump((Fast *)f, event); }
+
+/* (fast_sink: the fast path core that queues its network's wake-ups itself, fast_wake_at -- the last one made
+ * with its own queue and sim.fastpath._STEP_WAKES on; borrowed: Fast_clear lets go) */
+
+/* schedule(ctx, when)'s wake-up of the network ``net`` queued in the core's own queue, where ``net`` is its
+ * core's (fast_sink) and its wake-up SimPy's network wake-up as env_steps runs it (Network._on_timeout and
+ * _wake, none of an instance's): the time max(when, env._now) and a fresh event id as the event's would be,
+ * net._wake_event the core's token (``event is self._wake_event``: fast_wake_run looks), numbered. The queue
+ * takes it in order with its arrivals and SimPy's queue (Fast_pump), so it runs at the same point of the same
+ * order as its event would have -- without the event, its entry in SimPy's heap and SimPy's step. 1 where
+ * queued, 0 where schedule makes the event, -1 with an exception set. */
+/* whether the network's type gives Network._on_timeout and Network._wake (``wk``'s), remembered by the type's
+ * version tag (moved on any change of the type or its bases) */
+static int fast_net_plain(Fast *f, const EnvWake *wk) {
+    PyTypeObject *tp = Py_TYPE(f->net);
+    int tagged = PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG);
+    if (tagged && f->plain_type == tp && f->plain_tag == tp->tp_version_tag && f->plain_on == wk->on_timeout &&
+        f->plain_wake == wk->wake)
+        return 1;
+    if (_PyType_Lookup(tp, s_on_timeout) != wk->on_timeout || _PyType_Lookup(tp, s_wake_m_) != wk->wake)
+        return 0;
+    if (PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)) { /* (the lookups give the type a tag) */
+        f->plain_type = tp, f->plain_tag = tp->tp_version_tag;
+        f->plain_on = wk->on_timeout, f->plain_wake = wk->wake;
+    }
+    return 1;
+}
+
+static int fast_wake_at(PyObject *net, PyObject *env, PyObject *when) {
+    Fast *f = fast_sink;
+    const EnvWake *wk = steps_wk;
+    if (!f || f->net != net || f->env != env || !wk || wk->env != env || !fast_net_plain(f, wk))
+        return 0;
+    PyObject **dp = idict(net);
+#if IG_MEMO
+    if (dp && *dp == f->plain_dict && dict_tag(*dp) == f->plain_dict_tag) /* (no _on_timeout of its own, still) */
+        dp = NULL;
+#endif
+    if (dp && PyDict_GetItemWithError(*dp, s_on_timeout)) /* (an instance's own) */
+        return 0;
+#if IG_MEMO
+    if (dp && !PyErr_Occurred())
+        f->plain_dict = *dp, f->plain_dict_tag = dict_tag(*dp);
+#endif
+    PyObject *now = PyErr_Occurred() ? NULL : iget(env, s_now);
+    if (!now)
+        return -1;
+    double w = fv(when), t = fv(now);
+    Py_DECREF(now);
+    if (PyErr_Occurred())
+        return -1;
+    if (fast_queue_entry(f, w, t > w ? t : w, 1, ++f->wake_seq) < 0) /* (max(float(when), env._now)) */
+        return -1;
+    return iset(net, s_wake_event, f->wake_token) < 0 ? -1 : 1;
+}
+
+/* a wake-up fast_wake_at queued, taken off the queue (the clock at its time): ``if event is
+ * self._wake_event: self._wake()`` -- the last one queued, net._wake_event still the token -- as env_steps
+ * runs it (env_wake), or the network's _on_timeout called (outside env_steps). 0, or -1 with an exception set */
+static int fast_wake_run(Fast *f, const struct FEntry *x) {
+    if (x->seq != f->wake_seq) /* (a later one queued since) */
+        return 0;
+    PyObject *cur = iget(f->net, s_wake_event);
+    if (!cur)
+        return -1;
+    Py_DECREF(cur); /* (only its identity is compared) */
+    if (cur != f->wake_token)
+        return 0;
+    if (fast_flush(f) < 0) /* (env._now = its time, as SimPy's step sets it; the flows counted handed over) */
+        return -1;
+    const EnvWake *wk = steps_wk;
+    int rc;
+    if (wk && wk->env == f->env && fast_net_plain(f, wk))
+        rc = env_wake(f->net, f->wake_token, wk);
+    else {
+        PyObject *r = PyObject_CallMethodOneArg(f->net, s_on_timeout, f->wake_token);
+        rc = r ? 0 : -1;
+        Py_XDECREF(r);
+    }
+    f->gen++; /* (Python may have run) */
+    f->woken++;
+    return rc;
+}
+
+/* SimPy's next step taken here while the pump drains, where it is a network's wake-up (one callback, the
+ * network's _on_timeout, as env_steps' event_callbacks runs it in C; the event ok) inside an env_steps run
+ * that looks at no deadline, in this core's environment: step's lines -- the entry popped by heapq.heappop,
+ * env._now set to its time, the callbacks run (event_callbacks), the event kept as env_steps keeps it -- so
+ * the wake-up runs at the same point of the same order, and the arrivals after it are taken on without an
+ * event standing for the next one and a step of SimPy's for it. 1 where it ran, 0 where the head is not
+ * such an event (SimPy's loop takes it), -1 with an exception set. */
+static int fast_step_wake(Fast *f) {
+    const EnvWake *wk = steps_wk;
+    if (!wk || wk->env != f->env || !f->own_queue || !f->step_wakes)
+        return 0;
+    PyObject *queue = fast_attr(f, FA_QUEUE);
+    if (!queue)
+        return -1;
+    PyObject *head = PyList_CheckExact(queue) && PyList_GET_SIZE(queue) ? PyList_GET_ITEM(queue, 0) : NULL;
+    PyObject *event = head && PyTuple_CheckExact(head) && PyTuple_GET_SIZE(head) == 4 ? PyTuple_GET_ITEM(head, 3) : NULL;
+    int take = 0;
+    if (event && Py_TYPE(event)->tp_getattro == PyObject_GenericGetAttr) {
+        PyObject *cbs = gget(event, s_callbacks), *okv = cbs ? gget(event, s_ok) : NULL;
+        if (!okv) {
+            Py_XDECREF(cbs);
+            Py_DECREF(queue);
+            return -1;
+        }
+        PyObject *cb = PyList_CheckExact(cbs) && PyList_GET_SIZE(cbs) == 1 ? PyList_GET_ITEM(cbs, 0) : NULL;
+        take = okv == Py_True && cb && PyMethod_Check(cb) && PyMethod_GET_FUNCTION(cb) == wk->on_timeout &&
+               _PyType_Lookup(Py_TYPE(PyMethod_GET_SELF(cb)), s_wake_m_) == wk->wake;
+        Py_DECREF(cbs);
+        Py_DECREF(okv);
+    }
+    if (!take) {
+        Py_DECREF(queue);
+        return 0;
+    }
+    f->clock_set = 0; /* (env._now is set below; the flows counted handed over, as before any Python line) */
+    PyObject *item = fast_flush(f) < 0 ? NULL : PyObject_CallOneArg(steps_pop, queue);
+    Py_DECREF(queue);
+    if (!item)
+        return -1;
+    if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 4 || PyTuple_GET_ITEM(item, 3) != event) {
+        Py_DECREF(item);
+        PyErr_SetString(PyExc_RuntimeError, "Fast: the queue's head changed under the pump");
+        return -1;
+    }
+    Py_INCREF(event);
+    int mine = 0, bad = gset(f->env, s_now, PyTuple_GET_ITEM(item, 0)) < 0;
+    Py_DECREF(item);
+    bad = bad || event_callbacks(event, wk, &mine) < 0;
+    f->gen++; /* (Python may have run) */
+    if (!bad && mine)
+        ev_keep(event);
+    Py_DECREF(event);
+    f->stepped++;
+    return bad ? -1 : 1;
+}
 
 /* call_at(env, when, fire) with fire = partial(fast_fire, f, when): an event triggered and queued as
  * env.timeout(when - now) queues it */
@@ -6482,8 +6713,29 @@ static PyObject *Fast_take_back(Fast *f, PyObject *unused) {
 /* held(): how many private messages the core holds in flight */
 static PyObject *Fast_held(Fast *f, PyObject *unused) { return PyLong_FromSsize_t(f->held); }
 
+/* stepped(): how many of the network's wake-ups the pump ran in SimPy's stead (fast_step_wake) */
+static PyObject *Fast_stepped(Fast *f, PyObject *unused) { return PyLong_FromLongLong(f->stepped); }
+
+/* woken(): how many of the network's wake-ups queued here ran (fast_wake_run) */
+static PyObject *Fast_woken(Fast *f, PyObject *unused) { return PyLong_FromLongLong(f->woken); }
+
 /* private(): how many private messages the core has sent (FastExecutor.private adds them to its own) */
 static PyObject *Fast_private(Fast *f, PyObject *unused) { return PyLong_FromLongLong(f->sent_private); }
+
+/* env._now = t (fast_set's): straight into the environment's dict where its type sets attributes generically
+ * and has no ``_now`` of its own (then iset_rest and the generic setattr both store it there), the type's
+ * answer remembered by its version tag */
+static int fast_set_now(Fast *f, PyObject *t) {
+    PyTypeObject *tp = Py_TYPE(f->env);
+    if (!(f->now_type == tp && PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) && f->now_tag == tp->tp_version_tag)) {
+        if (tp->tp_setattro != PyObject_GenericSetAttr || _PyType_Lookup(tp, s_now) ||
+            !PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG))
+            return fast_set(f->env, s_now, t);
+        f->now_type = tp, f->now_tag = tp->tp_version_tag;
+    }
+    PyObject **dp = idict(f->env);
+    return dp ? PyDict_SetItem(*dp, s_now, t) : fast_set(f->env, s_now, t);
+}
 
 /* net.flows as the Python lines have it, and the clock */
 static int fast_flush(Fast *f) {
@@ -6491,7 +6743,7 @@ static int fast_flush(Fast *f) {
     if (f->clock_set) {
         f->clock_set = 0;
         PyObject *t = PyFloat_FromDouble(f->clock);
-        int bad = !t || fast_set(f->env, s_now, t) < 0;
+        int bad = !t || fast_set_now(f, t) < 0;
         Py_XDECREF(t);
         if (bad)
             return -1;
@@ -7340,6 +7592,7 @@ static int fast_after_skip(Fast *f, int64_t s0) {
     int rc = v ? fast_set(f->ex, s_seen0, v) : -1;
     Py_XDECREF(v);
     f->fa_gen[FA_SEEN0] = 0; /* (the value read before is no longer the executor's) */
+    f->fa_dict[FA_SEEN0] = NULL;
     return rc < 0 ? -1 : 1;
 }
 
@@ -7757,6 +8010,8 @@ static PyObject *Fast_fire(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
 
 static PyMethodDef Fast_methods[] = {
     {"arrived", (PyCFunction)Fast_arrived, METH_O, "arrived(when): FastExecutor._arrived"},
+    {"stepped", (PyCFunction)Fast_stepped, METH_NOARGS, "stepped() -> the network's wake-ups the pump ran"},
+    {"woken", (PyCFunction)Fast_woken, METH_NOARGS, "woken() -> the network's wake-ups queued here that ran"},
     {"export", (PyCFunction)Fast_export, METH_NOARGS,
      "export(): the private messages the core holds in flight handed over into the executor's _arrivals"},
     {"take_back", (PyCFunction)Fast_take_back, METH_NOARGS,
@@ -11666,6 +11921,8 @@ static int env_wake(PyObject *net, PyObject *event, const EnvWake *wk) {
     return r ? 0 : -1;
 }
 
+static PyObject *env_steps_loop(const EnvWake *wkp, PyObject *heappop, PyObject *empty, PyObject *limit);
+
 static PyObject *env_steps_run(PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 2, "env_steps(env, ctx)"))
         return NULL;
@@ -11691,9 +11948,23 @@ static PyObject *env_steps_run(PyObject *const *args, Py_ssize_t nargs) {
             return NULL;
         }
     }
-    PyObject *heappop = PyTuple_GET_ITEM(ctx, 0), *empty = PyTuple_GET_ITEM(ctx, 1);
+    PyObject *heappop = PyTuple_GET_ITEM(ctx, 0);
     const EnvWake wk = {env, PyTuple_GET_ITEM(ctx, 3), PyTuple_GET_ITEM(ctx, 4), PyTuple_GET_ITEM(ctx, 5),
                         PyTuple_GET_ITEM(ctx, 2)};
+    const EnvWake *outer_wk = steps_wk;
+    PyObject *outer_pop = steps_pop;
+    steps_wk = limit == Py_None ? &wk : NULL;
+    steps_pop = heappop;
+    PyObject *r = env_steps_loop(&wk, heappop, PyTuple_GET_ITEM(ctx, 1), limit);
+    steps_wk = outer_wk;
+    steps_pop = outer_pop;
+    return r;
+}
+
+/* env_steps' loop (see env_steps_run) */
+static PyObject *env_steps_loop(const EnvWake *wkp, PyObject *heappop, PyObject *empty, PyObject *limit) {
+    const EnvWake wk = *wkp;
+    PyObject *env = wk.env;
     for (;;) {
         /* a signal (Ctrl-C) handled between steps, where SimPy's loop of Python lines would handle it */
         if (PyErr_CheckSignals() < 0)

@@ -56,6 +56,10 @@ _FAST_CORE = True
 #: the flows of a phase without bounds launched by the compiled core too (``launch``, see _bind_core), where
 #: the network's whole wake-up runs there; off: the core calls _launch_flows / _launch_flow_one
 _FAST_LAUNCH = True
+#: the compiled core's pump (its own queue's arrivals, taken in order with SimPy's) runs a network's wake-up at
+#: the head of SimPy's queue itself, as SimPy's next step would, and goes on with the arrivals after it (no event
+#: and no step for the next arrival); off: it returns to SimPy's loop there
+_STEP_WAKES = True
 
 
 class FastExecutor:
