@@ -46,6 +46,7 @@ from sim.units import parse_size  # noqa: E402
 from validate.calibration.fit import fit_calibration  # noqa: E402
 from validate.calibration.inputs import (  # noqa: E402
     GPU_MODEL,
+    PCIE_CARD,
     RANK_LINE,
     UNNAMED_DEVICE,
     launch_hosts,
@@ -81,7 +82,7 @@ _NCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter")
 #: the GPUs of an HGX / DGX board: a header's NIC count is stated for them, and a host whose rank lines show
 #: fewer (cut short, or none at all) is taken as one
 _HGX_GPUS_PER_NODE = 8
-_PCIE_CARD = re.compile(r"PCIe|PCIE|\bNVL\b")
+_PCIE_CARD = PCIE_CARD  # (the importer's)
 #: what follows a GPU's name where it is a PCIe card ("H200 NVL", "H100 PCIe", "A100-PCIE-40GB")
 _PCIE_SUFFIX = re.compile(r"[\s-]*(?:NVL\b|PCIe\b|PCIE\b)")
 #: multi-node NVLink (a GB200 / GB300 NVL72 rack's NVLink domain across trays): the setting, or NCCL's comm line

@@ -377,10 +377,11 @@ _NGPUS = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
 #: a device line, ``#  Rank  3 Group  0 Pid 123 on node1 device  3 [0000:1b:00] NVIDIA H100 80GB HBM3``: (rank,
 #: host, device name, and a host a post wrote after the device: ``(node 1)``); older nccl-tests print no
 #: ``Group``, a container may print no host name, a page rendered as markdown may have lost the ``#``, and
-#: posts abridge them (``Pid 221599 device  0 ...`` without ``on``, no ``Pid``, ``Pid ...``): :func:`rank_host`
+#: posts abridge them (``Pid 221599 device  0 ...`` without ``on``, no ``Pid``, ``Pid ...``, no ``[bus id]``:
+#: ``device  0 Tesla V100-PCIE-16GB``): :func:`rank_host`
 RANK_LINE = re.compile(
     r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\S+\s+)?(?:on\s+(?:(\S+)\s+)?)?device\s+\d+\s+"
-    r"\[[^\]]*\]\s*(.*?)\s*(?:\((node\s*\d+)\))?$"
+    r"(?:\[[^\]]*\]\s*)?(.*?)\s*(?:\((node\s*\d+)\))?$"
 )
 
 
@@ -486,6 +487,8 @@ GPU_MODEL = re.compile(
 )
 #: a device line that names no model (``NVIDIA Graphics Device``: a board the driver does not know by name)
 UNNAMED_DEVICE = re.compile(r"^(?:NVIDIA\s+)?(?:Graphics\s+)?Device\b|^\s*$", re.I)
+#: a GPU's name where it is a PCIe card (``NVIDIA H200 NVL``, ``Tesla V100-PCIE-16GB``, ``H100 PCIe``): no NVSwitch
+PCIE_CARD = re.compile(r"PCIe|PCIE|\bNVL\b")
 
 #: the host list of an MPI launch (``mpirun -H 10.0.0.1:8,10.0.0.2:8``, ``--host a:1,b:1``, MPICH / Hydra's
 #: ``mpiexec -hosts a,b``)
@@ -774,6 +777,29 @@ def header_time_column(stripped: str) -> tuple[int, int] | None:
     return None
 
 
+def cut_columns(stripped: str) -> dict[str, int] | None:
+    """Where a column-header line a post cut to some of nccl-tests' columns (``#  size  time  algbw  busbw
+    #wrong``: no count, type, redop or root) puts size, time, algbw, busbw and #wrong; None for another line."""
+    names = stripped.lstrip("#").split()
+    if not names or names[0] != "size" or "count" in names or "type" in names:
+        return None
+    if not all(name in names for name in ("time", "algbw", "busbw")):
+        return None
+    return {name: names.index(name) for name in ("size", "time", "algbw", "busbw", "#wrong") if name in names}
+
+
+def _cut_row(stripped: str, cut: dict[str, int]) -> tuple[int, str, str, str, str, None, None] | None:
+    """A row of a table under :func:`cut_columns`' header (its size, time, algbw, busbw and #wrong texts; no
+    in-place time, no redop), or None where the line is not one."""
+    fields = stripped.split()
+    if len(fields) <= max(k for name, k in cut.items() if name != "#wrong") or not fields[0].isdigit():
+        return None
+    if any(math.isnan(_float(fields[cut[name]])) for name in ("time", "algbw", "busbw")):
+        return None
+    wrong = fields[cut["#wrong"]] if "#wrong" in cut and cut["#wrong"] < len(fields) else ""
+    return int(fields[cut["size"]]), fields[cut["time"]], fields[cut["algbw"]], fields[cut["busbw"]], wrong, None, None
+
+
 def _result_row(
     line: str, time_at: int, headed: bool, in_place_at: int = 4
 ) -> tuple[int, str, str, str, str, str | None, str | None] | None:
@@ -898,6 +924,7 @@ def parse_nccl_text(
     gpus = 0
     launch_gpus = 0  # nThread x nGpus as the launch line's own -t / -g say (a post without the nThread header)
     time_at, headed, in_place_at = _TIME_COLUMNS[0], False, 4  # until a column-header line says otherwise
+    cut: dict[str, int] | None = None  # a column-header line's columns where a post cut them (no count, type ...)
     listed: set[tuple[int, str]] = set()  # (rank, host): a log of several runs repeats its rank lines
     rows: list[tuple[str, int, float, float]] = []  # (where, size, out-of-place s, in-place s or 0)
     redops: Counter[str | None] = Counter()  # the rows' redop column: all-reduce's is an operation, not "none"
@@ -955,7 +982,8 @@ def parse_nccl_text(
             continue
         if stripped.startswith("#"):
             if (columns := header_time_column(stripped)) is not None:
-                (time_at, in_place_at), headed = columns, True
+                (time_at, in_place_at), headed, cut = columns, True, None
+            cut = cut_columns(stripped) or cut
             if m := _STARTING.search(stripped):
                 program = m.group(1)
                 programs.add(_NCCL_BINARY_MPI.sub("", os.path.basename(program)))
@@ -969,6 +997,8 @@ def parse_nccl_text(
                 summary = summary or " ".join(m.group(0).lstrip("#").split())
             continue
         row = _result_row(line, time_at, headed, in_place_at)
+        if row is None and cut is not None:
+            row = _cut_row(stripped, cut)
         if row is None:
             if leading is None and (m := _LEADING_COLUMN.match(stripped)):
                 leading = m.group(1)

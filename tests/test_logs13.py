@@ -1,0 +1,115 @@
+"""The quirks of the thirteenth held-out set of published nccl-tests logs (docs/nccl.md, "A thirteenth held-out
+set"): each test feeds a short excerpt to the log reader (validate.calibration's import and its fit, and
+benchmarks/nccl_logs.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.cluster import Cluster
+from sim.errors import CalibrationError
+from validate.calibration import read_samples
+from validate.calibration.compare import predict
+from validate.calibration.file import Calibration
+from validate.calibration.fit import fit_calibration
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import nccl_logs  # noqa: E402
+
+#: a homelab guide's 2-node run, "Key Parts": rank lines without the device's bus id, NCCL INFO lines, and the
+#: table cut by the poster to size, time, algbw, busbw and #wrong (4 ranks: busbw = 1.5 algbw)
+CUT = """\
+# Using devices
+#  Rank  0 Group  0 Pid  15326 on gpuserver1 device  0 Tesla V100-PCIE-16GB
+#  Rank  1 Group  0 Pid  15327 on gpuserver1 device  1 Tesla V100-PCIE-16GB
+#  Rank  2 Group  0 Pid  14869 on gpuserver2 device  0 Tesla V100-PCIE-16GB
+#  Rank  3 Group  0 Pid  14871 on gpuserver2 device  1 Tesla V100-PCIE-16GB
+
+gpuserver1:15326 [0] NCCL INFO NET/IB : Using [0]={[0] rocep130s0:1/RoCE, [1] rocep130s0:2/RoCE}
+gpuserver1:15326 [0] NCCL INFO Using network IB
+
+#       size      time   algbw   busbw  #wrong
+     1048576    1398.1    0.75    1.12       0
+   134217728   107800    1.25    1.87       0
+"""
+
+
+def test_rank_lines_without_a_bus_id_and_a_table_cut_to_five_columns_are_read(tmp_path):
+    """The post's rank lines print no ``[bus id]`` (they were not read: no hosts, no GPU), and its table names
+    only size, time, algbw, busbw and #wrong (no row was read: "an nccl-tests log without result rows"): both
+    are read now, 4 ranks on 2 hosts, and its GPU is refused as for a full log."""
+    path = tmp_path / "v100.txt"
+    path.write_text(CUT)
+    samples, source = read_samples(str(path))
+    assert [(s.size, s.time_s, s.ranks, s.hosts) for s in samples] == [
+        (1048576, pytest.approx(1398.1e-6), 4, 2),
+        (134217728, pytest.approx(0.1078), 4, 2),
+    ]
+    assert {s.gpu for s in samples} == {"Tesla V100-PCIE-16GB"} and source.detail.startswith("allreduce, 4 ranks")
+    with pytest.raises(CalibrationError, match=r"name 'Tesla V100-PCIE-16GB', but the topology builds A100"):
+        fit_calibration(samples, Cluster("hgx:hosts=2,gpus_per_host=2,gpu=a100"), [source])
+    with pytest.raises(nccl_logs.LogError, match=r"V100 GPUs are not modelled"):
+        nccl_logs.parse_log(path)
+    # a row of the cut table that does not read (a word for its time) is no row
+    bad = tmp_path / "bad.txt"
+    bad.write_text(CUT.replace("1398.1", "n/a"))
+    assert [s.size for s in read_samples(str(bad))[0]] == [134217728]
+
+
+#: a recipe's single-node run on 8 H200 NVL (PCIe cards with NVLink bridges), rank lines of single spaces
+NVL = """\
+# nccl-tests version 2.17.6 nccl-headers=22808 nccl-library=22808
+# Collective test starting: all_reduce_perf
+# nThread 1 nGpus 8 minBytes 34359738368 maxBytes 34359738368 step: 2(factor)
+#
+# Using devices
+#   Rank 0 Group 0 Pid 52 on node device 0 [0000:18:00] NVIDIA H200 NVL
+#   Rank 1 Group 0 Pid 52 on node device 1 [0000:67:00] NVIDIA H200 NVL
+#   Rank 2 Group 0 Pid 52 on node device 2 [0000:b2:00] NVIDIA H200 NVL
+#   Rank 3 Group 0 Pid 52 on node device 3 [0000:d8:00] NVIDIA H200 NVL
+#   Rank 4 Group 0 Pid 52 on node device 4 [0001:18:00] NVIDIA H200 NVL
+#   Rank 5 Group 0 Pid 52 on node device 5 [0001:69:00] NVIDIA H200 NVL
+#   Rank 6 Group 0 Pid 52 on node device 6 [0001:8f:00] NVIDIA H200 NVL
+#   Rank 7 Group 0 Pid 52 on node device 7 [0001:b3:00] NVIDIA H200 NVL
+#
+#       size    count   type  redop  root   time   algbw   busbw  #wrong
+#        (B)  (elements)                    (us)  (GB/s)  (GB/s)
+  34359738368 8589934592  float   sum    -1  875713  39.24   68.66       0
+# Avg bus bandwidth    : 68.6248
+"""
+
+
+def test_calibrate_and_compare_refuse_a_pcie_card_of_the_topologys_gpu(tmp_path):
+    """`calibrate -t hgx:hosts=1,gpu=h200 --from` an H200 NVL log fitted the NVSwitch board's links (NVLS) to PCIe
+    cards and exited 0, where benchmarks/nccl_logs.py refuses the post: the fit and compare refuse it now too,
+    one line naming the card; an HGX H200's log is fitted."""
+    path = tmp_path / "nvl.txt"
+    path.write_text(NVL)
+    samples, source = read_samples(str(path))
+    assert {s.gpu for s in samples} == {"NVIDIA H200 NVL"} and samples[0].ranks == 8
+    cluster = "hgx:hosts=1,gpu=h200"
+    with pytest.raises(CalibrationError, match=r"'NVIDIA H200 NVL', a PCIe card without an NVSwitch, but the topol"):
+        fit_calibration(samples, Cluster(cluster), [source])
+    with pytest.raises(CalibrationError, match=r"hgx does not build NVIDIA H200 NVL$"):
+        predict(samples, cluster, Calibration(topology=cluster))
+    with pytest.raises(nccl_logs.LogError, match=r"H200 NVL is a PCIe card without an NVSwitch"):
+        nccl_logs.parse_log(path)
+    sxm = tmp_path / "sxm.txt"
+    sxm.write_text(NVL.replace("NVIDIA H200 NVL", "NVIDIA H200"))
+    samples, source = read_samples(str(sxm))
+    fit_calibration(samples, Cluster(cluster), [source])  # the HGX board's GPU: fitted
+
+
+def test_cli_refuses_a_pcie_card_in_one_line(tmp_path, capsys):
+    """The refusal is one line and exit 2 from the command line."""
+    from collsim.cli import main
+
+    path = tmp_path / "nvl.txt"
+    path.write_text(NVL)
+    code = main(["validate", "calibrate", "-t", "hgx:hosts=1,gpu=h200", "--from", str(path), "-o", str(tmp_path / "c")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "H200 NVL" in err[0]
