@@ -113,3 +113,33 @@ def test_cli_refuses_a_pcie_card_in_one_line(tmp_path, capsys):
     code = main(["validate", "calibrate", "-t", "hgx:hosts=1,gpu=h200", "--from", str(path), "-o", str(tmp_path / "c")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "H200 NVL" in err[0]
+
+
+#: a SkyPilot page's 2-node run of 16 H200 over the pods' TCP network: no rank lines, no command, no '#' before
+#: the average; at 2 GB/s the median's two decimals admit 16 or 17 ranks, each row's own admit 16 alone
+TCP = """\
+#                                                              out-of-place                       in-place
+#     size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#      (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+536870912      134217728     float     sum      -1   269865    1.99    3.73      0   267004    2.01    3.77      0
+1073741824     268435456     float     sum      -1   536466    2.00    3.75      0   539227    1.99    3.73      0
+2147483648     536870912     float     sum      -1  1071841    2.00    3.76      0  1078080    1.99    3.73      0
+4294967296    1073741824     float     sum      -1  2137076    2.01    3.77      0  2143324    2.00    3.76      0
+8589934592    2147483648     float     sum      -1  4280791    2.01    3.76      0  4339219    1.98    3.71      0
+
+Avg bus bandwidth    : 3.7478
+"""
+
+
+def test_the_rank_count_every_row_admits_alone_is_read(tmp_path):
+    """A table of rows at 2 GB/s was refused ("cannot tell the number of ranks ... suggests ranks=16"): the
+    median's slack admitted 17 too. Each row's own two decimals admit 16 alone, so 16 is read; where the rows
+    admit two counts the log is still refused with the hint."""
+    path = tmp_path / "tcp.txt"
+    path.write_text(TCP)
+    samples, source = read_samples(str(path))
+    assert {s.ranks for s in samples} == {16} and len(samples) == 5
+    loose = tmp_path / "loose.txt"  # one row at 0.50 GB/s: 15, 16 and 17 ranks all print 0.94
+    loose.write_text(TCP.splitlines()[2] + "\n 536870912  134217728  float  sum  -1  1073742  0.50  0.94  0\n")
+    with pytest.raises(CalibrationError, match=r"cannot tell the number of ranks .*give FILE:ranks=N"):
+        read_samples(str(loose))
