@@ -143,3 +143,29 @@ def test_the_rank_count_every_row_admits_alone_is_read(tmp_path):
     loose.write_text(TCP.splitlines()[2] + "\n 536870912  134217728  float  sum  -1  1073742  0.50  0.94  0\n")
     with pytest.raises(CalibrationError, match=r"cannot tell the number of ranks .*give FILE:ranks=N"):
         read_samples(str(loose))
+
+
+#: a report's 4-node run on ALCF Polaris (4 A100 and 2 Slingshot NICs a node): the column lines and rows only,
+#: the hardware in the header
+POLARIS = """\
+#% hardware as stated: 4 nodes x 4 A100-SXM4-40GB, HPE Slingshot 11 (cxi), 2 NICs/node, NCCL 2.28.3
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
+    33554432       8388608     float     sum      -1  2045.76   16.40   30.75       0  2099.26   15.98   29.97       0
+   134217728      33554432     float     sum      -1  8776.81   15.29   28.67       0  8860.42   15.15   28.40       0
+  1073741824     268435456     float     sum      -1  70570.3   15.22   28.53       0  70527.4   15.22   28.55       0
+  4294967296    1073741824     float     sum      -1   283197   15.17   28.44       0   282835   15.19   28.47       0
+"""
+
+
+def test_slingshot_and_its_nics_per_node_are_the_stated_network(tmp_path):
+    """A header naming HPE Slingshot 11 and '2 NICs/node' got the A100 preset's NIC per GPU (4 a node): the
+    nominal prediction was 3.4x fast. Slingshot's NIC speed (200 Gb/s; Slingshot 10's 100) and the count
+    stated per node are the network now."""
+    path = tmp_path / "a100-polaris-4node.txt"
+    path.write_text(POLARIS)
+    log = nccl_logs.parse_log(path)
+    assert (log.ranks, log.hosts, log.gpus_per_host, log.gpu) == (16, 4, 4, "a100")
+    g = nccl_logs.topology(log)
+    assert (g.graph["nics_per_host"], g.graph["nic_bw"]) == (2, 25e9)
+    assert nccl_logs.stated_nics("#% Slingshot 10, 4 NICs per node") == (4, 100.0)
