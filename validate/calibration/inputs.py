@@ -444,11 +444,12 @@ def strip_label(line: str) -> str:
 #: a binary's name as it appears in a command line: ``all_reduce_perf``, ``./build/all_reduce_perf_mpi``
 _BINARY = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(_NCCL_BINARIES) + r")(?:_mpi)?(?![A-Za-z0-9_])")
 #: NCCL settings that change how fast a collective runs but that the model does not represent: the channel
-#: (CTA) counts, threads, buffers, QPs and NIC choices (a log that sets them is reported as such)
+#: (CTA) counts, threads, buffers, QPs and NIC choices, NVLink / PCIe peer access turned off (``P2P_DISABLE=1``:
+#: a host's GPUs exchange through host memory) (a log that sets them is reported as such)
 _UNMODELLED = (
     "MIN_CTAS MAX_CTAS MIN_NCHANNELS MAX_NCHANNELS MIN_NRINGS MAX_NRINGS NVLS_NCHANNELS NTHREADS BUFFSIZE "
     "IB_QPS_PER_CONNECTION IB_SPLIT_DATA_ON_QPS NCHANNELS_PER_NET_PEER CROSS_NIC P2P_NET_CHUNKSIZE NET_GDR_LEVEL "
-    "IB_ADAPTIVE_ROUTING CTA_POLICY"
+    "IB_ADAPTIVE_ROUTING CTA_POLICY P2P_DISABLE"
 ).split()
 _UNMODELLED_ENV = re.compile(rf"\bNCCL_({'|'.join(_UNMODELLED)})\s*[=:]\s*[\"']?([A-Za-z0-9_.]+)")
 #: (NCCL 2.24+ maps functions to lists: ``allreduce:tree``, ``ring;allgather:ring``; only the first can lack a prefix)
@@ -1390,17 +1391,19 @@ def unmodelled_settings(env: dict[str, str]) -> list[str]:
     ``NCCL_NAME=value``, in a stable order.
 
     The model assumes GPUDirect RDMA where a GPU and its NIC share a PCIe switch: ``NCCL_NET_GDR_LEVEL``
-    counts only where it turns GPUDirect off (``LOC``, ``0``).
+    counts only where it turns GPUDirect off (``LOC``, ``0``); ``NCCL_P2P_DISABLE`` only where it is set (not 0).
 
     >>> unmodelled_settings({"ALGO": "Ring", "MIN_CTAS": "24", "IB_QPS_PER_CONNECTION": "2", "NET_GDR_LEVEL": "1"})
     ['NCCL_IB_QPS_PER_CONNECTION=2', 'NCCL_MIN_CTAS=24']
-    >>> unmodelled_settings({"NET_GDR_LEVEL": "LOC"})
-    ['NCCL_NET_GDR_LEVEL=LOC']
+    >>> unmodelled_settings({"NET_GDR_LEVEL": "LOC"}), unmodelled_settings({"P2P_DISABLE": "1", "MIN_CTAS": "0"})
+    (['NCCL_NET_GDR_LEVEL=LOC'], ['NCCL_MIN_CTAS=0', 'NCCL_P2P_DISABLE=1'])
+    >>> unmodelled_settings({"P2P_DISABLE": "0"})
+    []
     """
     return sorted(
         f"NCCL_{k}={v}"
         for k, v in env.items()
-        if k in _UNMODELLED and (k != "NET_GDR_LEVEL" or v.upper() in ("0", "LOC"))
+        if k in _UNMODELLED and (k != "NET_GDR_LEVEL" or v.upper() in ("0", "LOC")) and (k != "P2P_DISABLE" or v != "0")
     )
 
 
