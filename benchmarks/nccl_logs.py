@@ -46,6 +46,7 @@ from sim.units import parse_size  # noqa: E402
 from validate.calibration.fit import fit_calibration  # noqa: E402
 from validate.calibration.inputs import (  # noqa: E402
     GPU_MODEL,
+    PCIE_CARD,
     RANK_LINE,
     UNNAMED_DEVICE,
     launch_hosts,
@@ -81,7 +82,7 @@ _NCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter")
 #: the GPUs of an HGX / DGX board: a header's NIC count is stated for them, and a host whose rank lines show
 #: fewer (cut short, or none at all) is taken as one
 _HGX_GPUS_PER_NODE = 8
-_PCIE_CARD = re.compile(r"PCIe|PCIE|\bNVL\b")
+_PCIE_CARD = PCIE_CARD  # (the importer's)
 #: what follows a GPU's name where it is a PCIe card ("H200 NVL", "H100 PCIe", "A100-PCIE-40GB")
 _PCIE_SUFFIX = re.compile(r"[\s-]*(?:NVL\b|PCIe\b|PCIE\b)")
 #: multi-node NVLink (a GB200 / GB300 NVL72 rack's NVLink domain across trays): the setting, or NCCL's comm line
@@ -119,6 +120,13 @@ _BARE = re.compile(
     re.I,
 )
 _BARE_IB = re.compile(r"\b(XDR|NDR200|NDR|HDR100|HDR|EDR)\b")
+#: HPE Slingshot by name, Gb/s per NIC as HPE states them: Slingshot 11's Cassini NIC 200, Slingshot 10's (a
+#: ConnectX-5) 100
+_SLINGSHOT = re.compile(r"\bSlingshot(?:[- ]?(1[01]))?\b", re.I)
+#: a count of NICs per node without a speed (``2 NICs/node``, ``4 NICs per node``, ``4 CXI NICs per node``)
+_NICS_PER_NODE = re.compile(
+    r"(?<![\w.])(\d+)\s+(?:[A-Za-z][\w-]*\s+)?(?:NICs?|HCAs?)\s*(?:/|per)\s*(?:node|host)\b", re.I
+)
 #: the GPU networks of instance shapes and systems by name, as their makers state them, for a header that
 #: names the shape but no NIC figure (a figure in the header wins): (NICs per node, Gb/s each), and the
 #: GPUs the shape has (a header that lists several shapes gets the one of the log's GPU)
@@ -321,6 +329,11 @@ def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = N
     >>> stated_nics("#% one of BM.GPU.H100.8, BM.GPU.A100-v2.8, BM.GPU4.8", gpu="a100")
     (16, 100.0)
 
+    HPE Slingshot by name (no figure): its NIC's speed, and the count a header states per node:
+
+    >>> stated_nics("#% 4x A100-SXM4-40GB/node, HPE Slingshot 11, 2 NICs/node"), stated_nics("#% Slingshot-10")
+    ((2, 200.0), (None, 100.0))
+
     A ratio of GPUs to NICs gives the count where no figure does (a host's GPUs of the run, rounded up):
 
     >>> stated_nics("#% ConnectX-6 (HDR), GPU:NIC = 2:1", 2), stated_nics("#% NIC:GPU = 1:2, NDR", 8)
@@ -369,6 +382,9 @@ def _stated_figures(
         return None, float(m.group(1))
     if m := _BARE_IB.search(header):
         return None, float(_IB[m.group(1).lower()])
+    if m := _SLINGSHOT.search(header):  # (the count where the header states one per node)
+        count = int(c.group(1)) if (c := _NICS_PER_NODE.search(header)) else None
+        return count, 100.0 if m.group(1) == "10" else 200.0
     for m in _COUNT_CX.finditer(text):
         if not _GPU.search(m.group(2)):
             return int(m.group(1)), _CX_SPEED[m.group(3)]

@@ -377,10 +377,11 @@ _NGPUS = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
 #: a device line, ``#  Rank  3 Group  0 Pid 123 on node1 device  3 [0000:1b:00] NVIDIA H100 80GB HBM3``: (rank,
 #: host, device name, and a host a post wrote after the device: ``(node 1)``); older nccl-tests print no
 #: ``Group``, a container may print no host name, a page rendered as markdown may have lost the ``#``, and
-#: posts abridge them (``Pid 221599 device  0 ...`` without ``on``, no ``Pid``, ``Pid ...``): :func:`rank_host`
+#: posts abridge them (``Pid 221599 device  0 ...`` without ``on``, no ``Pid``, ``Pid ...``, no ``[bus id]``:
+#: ``device  0 Tesla V100-PCIE-16GB``): :func:`rank_host`
 RANK_LINE = re.compile(
     r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\S+\s+)?(?:on\s+(?:(\S+)\s+)?)?device\s+\d+\s+"
-    r"\[[^\]]*\]\s*(.*?)\s*(?:\((node\s*\d+)\))?$"
+    r"(?:\[[^\]]*\]\s*)?(.*?)\s*(?:\((node\s*\d+)\))?$"
 )
 
 
@@ -443,11 +444,12 @@ def strip_label(line: str) -> str:
 #: a binary's name as it appears in a command line: ``all_reduce_perf``, ``./build/all_reduce_perf_mpi``
 _BINARY = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(_NCCL_BINARIES) + r")(?:_mpi)?(?![A-Za-z0-9_])")
 #: NCCL settings that change how fast a collective runs but that the model does not represent: the channel
-#: (CTA) counts, threads, buffers, QPs and NIC choices (a log that sets them is reported as such)
+#: (CTA) counts, threads, buffers, QPs and NIC choices, NVLink / PCIe peer access turned off (``P2P_DISABLE=1``:
+#: a host's GPUs exchange through host memory) (a log that sets them is reported as such)
 _UNMODELLED = (
     "MIN_CTAS MAX_CTAS MIN_NCHANNELS MAX_NCHANNELS MIN_NRINGS MAX_NRINGS NVLS_NCHANNELS NTHREADS BUFFSIZE "
     "IB_QPS_PER_CONNECTION IB_SPLIT_DATA_ON_QPS NCHANNELS_PER_NET_PEER CROSS_NIC P2P_NET_CHUNKSIZE NET_GDR_LEVEL "
-    "IB_ADAPTIVE_ROUTING CTA_POLICY"
+    "IB_ADAPTIVE_ROUTING CTA_POLICY P2P_DISABLE"
 ).split()
 _UNMODELLED_ENV = re.compile(rf"\bNCCL_({'|'.join(_UNMODELLED)})\s*[=:]\s*[\"']?([A-Za-z0-9_.]+)")
 #: (NCCL 2.24+ maps functions to lists: ``allreduce:tree``, ``ring;allgather:ring``; only the first can lack a prefix)
@@ -486,6 +488,8 @@ GPU_MODEL = re.compile(
 )
 #: a device line that names no model (``NVIDIA Graphics Device``: a board the driver does not know by name)
 UNNAMED_DEVICE = re.compile(r"^(?:NVIDIA\s+)?(?:Graphics\s+)?Device\b|^\s*$", re.I)
+#: a GPU's name where it is a PCIe card (``NVIDIA H200 NVL``, ``Tesla V100-PCIE-16GB``, ``H100 PCIe``): no NVSwitch
+PCIE_CARD = re.compile(r"PCIe|PCIE|\bNVL\b")
 
 #: the host list of an MPI launch (``mpirun -H 10.0.0.1:8,10.0.0.2:8``, ``--host a:1,b:1``, MPICH / Hydra's
 #: ``mpiexec -hosts a,b``)
@@ -774,6 +778,29 @@ def header_time_column(stripped: str) -> tuple[int, int] | None:
     return None
 
 
+def cut_columns(stripped: str) -> dict[str, int] | None:
+    """Where a column-header line a post cut to some of nccl-tests' columns (``#  size  time  algbw  busbw
+    #wrong``: no count, type, redop or root) puts size, time, algbw, busbw and #wrong; None for another line."""
+    names = stripped.lstrip("#").split()
+    if not names or names[0] != "size" or "count" in names or "type" in names:
+        return None
+    if not all(name in names for name in ("time", "algbw", "busbw")):
+        return None
+    return {name: names.index(name) for name in ("size", "time", "algbw", "busbw", "#wrong") if name in names}
+
+
+def _cut_row(stripped: str, cut: dict[str, int]) -> tuple[int, str, str, str, str, None, None] | None:
+    """A row of a table under :func:`cut_columns`' header (its size, time, algbw, busbw and #wrong texts; no
+    in-place time, no redop), or None where the line is not one."""
+    fields = stripped.split()
+    if len(fields) <= max(k for name, k in cut.items() if name != "#wrong") or not fields[0].isdigit():
+        return None
+    if any(math.isnan(_float(fields[cut[name]])) for name in ("time", "algbw", "busbw")):
+        return None
+    wrong = fields[cut["#wrong"]] if "#wrong" in cut and cut["#wrong"] < len(fields) else ""
+    return int(fields[cut["size"]]), fields[cut["time"]], fields[cut["algbw"]], fields[cut["busbw"]], wrong, None, None
+
+
 def _result_row(
     line: str, time_at: int, headed: bool, in_place_at: int = 4
 ) -> tuple[int, str, str, str, str, str | None, str | None] | None:
@@ -898,6 +925,7 @@ def parse_nccl_text(
     gpus = 0
     launch_gpus = 0  # nThread x nGpus as the launch line's own -t / -g say (a post without the nThread header)
     time_at, headed, in_place_at = _TIME_COLUMNS[0], False, 4  # until a column-header line says otherwise
+    cut: dict[str, int] | None = None  # a column-header line's columns where a post cut them (no count, type ...)
     listed: set[tuple[int, str]] = set()  # (rank, host): a log of several runs repeats its rank lines
     rows: list[tuple[str, int, float, float]] = []  # (where, size, out-of-place s, in-place s or 0)
     redops: Counter[str | None] = Counter()  # the rows' redop column: all-reduce's is an operation, not "none"
@@ -955,7 +983,8 @@ def parse_nccl_text(
             continue
         if stripped.startswith("#"):
             if (columns := header_time_column(stripped)) is not None:
-                (time_at, in_place_at), headed = columns, True
+                (time_at, in_place_at), headed, cut = columns, True, None
+            cut = cut_columns(stripped) or cut
             if m := _STARTING.search(stripped):
                 program = m.group(1)
                 programs.add(_NCCL_BINARY_MPI.sub("", os.path.basename(program)))
@@ -969,6 +998,8 @@ def parse_nccl_text(
                 summary = summary or " ".join(m.group(0).lstrip("#").split())
             continue
         row = _result_row(line, time_at, headed, in_place_at)
+        if row is None and cut is not None:
+            row = _cut_row(stripped, cut)
         if row is None:
             if leading is None and (m := _LEADING_COLUMN.match(stripped)):
                 leading = m.group(1)
@@ -1215,6 +1246,16 @@ def _fits(top: list[tuple[float, float]], factor: float) -> bool:
     return abs(ratio - factor) <= slack + 1e-4
 
 
+def _fits_every(top: list[tuple[float, float]], factor: float) -> bool:
+    """Whether every (algbw, busbw) row prints busbw / algbw = ``factor`` to the precision of its two decimals.
+
+    >>> rows = [(2.00, 3.76), (2.01, 3.77), (2.01, 3.76)]  # 16 ranks over TCP: 2-8 GiB at 2 GB/s
+    >>> [k for k in (15, 16, 17) if _fits(rows, 2 * (k - 1) / k)], [k for k in (15, 16, 17) if _fits_every(rows, 2 * (k - 1) / k)]
+    ([16, 17], [16])
+    """
+    return all(abs(b / a - factor) <= _slack(a, b) + 1e-9 for a, b in top)
+
+
 #: nccl-tests' busbw / algbw on n ranks, c (n-1)/n: c of the collectives whose factor tells n (src/*.cu GetBw)
 _BUS_FACTOR = {"allreduce": 2, "allgather": 1, "reducescatter": 1, "alltoall": 1, "scatter": 1, "gather": 1}
 
@@ -1240,6 +1281,10 @@ def _rank_count(candidates: list[int], top: list[tuple[float, float]], bus: int 
         ratio = statistics.median(b / a for a, b in top)
         n = round(_ranks_at(ratio, bus)) if bus / 2 <= ratio < bus else 0
         if n >= 2 and [k for k in (n - 1, n, n + 1) if k > 1 and _fits(top, bus * (k - 1) / k)] == [n]:
+            return n
+        # the median's slack admits n - 1 or n + 1 too: where every row's own two decimals admit n alone (a row
+        # at 2.00 / 3.75 GB/s tells 16 ranks from 15 and 17, though the median of rows at 2 GB/s does not)
+        if n >= 2 and [k for k in (n - 1, n, n + 1) if k > 1 and _fits_every(top, bus * (k - 1) / k)] == [n]:
             return n
     return found[0] if found else 0
 
@@ -1346,17 +1391,19 @@ def unmodelled_settings(env: dict[str, str]) -> list[str]:
     ``NCCL_NAME=value``, in a stable order.
 
     The model assumes GPUDirect RDMA where a GPU and its NIC share a PCIe switch: ``NCCL_NET_GDR_LEVEL``
-    counts only where it turns GPUDirect off (``LOC``, ``0``).
+    counts only where it turns GPUDirect off (``LOC``, ``0``); ``NCCL_P2P_DISABLE`` only where it is set (not 0).
 
     >>> unmodelled_settings({"ALGO": "Ring", "MIN_CTAS": "24", "IB_QPS_PER_CONNECTION": "2", "NET_GDR_LEVEL": "1"})
     ['NCCL_IB_QPS_PER_CONNECTION=2', 'NCCL_MIN_CTAS=24']
-    >>> unmodelled_settings({"NET_GDR_LEVEL": "LOC"})
-    ['NCCL_NET_GDR_LEVEL=LOC']
+    >>> unmodelled_settings({"NET_GDR_LEVEL": "LOC"}), unmodelled_settings({"P2P_DISABLE": "1", "MIN_CTAS": "0"})
+    (['NCCL_NET_GDR_LEVEL=LOC'], ['NCCL_MIN_CTAS=0', 'NCCL_P2P_DISABLE=1'])
+    >>> unmodelled_settings({"P2P_DISABLE": "0"})
+    []
     """
     return sorted(
         f"NCCL_{k}={v}"
         for k, v in env.items()
-        if k in _UNMODELLED and (k != "NET_GDR_LEVEL" or v.upper() in ("0", "LOC"))
+        if k in _UNMODELLED and (k != "NET_GDR_LEVEL" or v.upper() in ("0", "LOC")) and (k != "P2P_DISABLE" or v != "0")
     )
 
 

@@ -45,7 +45,7 @@ from sim.topology.hgx import PRESETS as HGX_PRESETS
 from sim.topology.hgx import HgxParams
 
 from .file import ClassCalibration, FitQuality, Residual
-from .inputs import Sample, stated_gpu_model
+from .inputs import PCIE_CARD, Sample, stated_gpu_model
 
 __all__ = [
     "FIT_MIN_BYTES",
@@ -245,6 +245,7 @@ def topology_gpu(cluster: Cluster) -> str | None:
 def check_gpu(samples: Sequence[Sample], cluster: Cluster) -> None:
     """Refuse samples whose log's device lines name another GPU than the ``hgx`` topology builds (an RTX 5090
     log on ``gpu=h100``, a GB300 log on ``gpu=b200``): the fit would carry one GPU's times to another's links.
+    A log of the topology's GPU on a PCIe card (``NVIDIA H200 NVL``: NVLink bridges, no NVSwitch) is refused too.
     A log that names no GPU, or a topology that states none, is not checked."""
     built = topology_gpu(cluster)
     if built is None:
@@ -256,6 +257,11 @@ def check_gpu(samples: Sequence[Sample], cluster: Cluster) -> None:
             raise CalibrationError(
                 f"{s.origin}: the log's device lines name {s.gpu!r}, but the topology builds {built.upper()} GPUs "
                 f"(one GPU's times would be fitted to, or judged against, another's links); {fix}"
+            )
+        if model == built and PCIE_CARD.search(s.gpu):  # an H200 NVL, an A100 PCIe: the model hgx builds, not its board
+            raise CalibrationError(
+                f"{s.origin}: the log's device lines name {s.gpu!r}, a PCIe card without an NVSwitch, but the "
+                f"topology builds {built.upper()} GPUs on an HGX board's NVSwitch; hgx does not build {s.gpu}"
             )
 
 
