@@ -7931,30 +7931,52 @@ typedef struct {
     int64_t v, arc, next;
 } UdKid;
 
+/* one step of a destination's search for its ancestors: the arc ``arc`` above ``v`` into ``u`` followed */
+typedef struct {
+    int64_t v, u, arc;
+} UdStep;
+
+/* the most steps recorded (24 bytes each): past that, the searches run in full */
+#define UD_STEPS_MAX ((Py_ssize_t)1 << 22)
+
+/* ``xcall``, ``xstart``, ``xlen``: per node x, the steps (``steps[xstart[x] ..]``, ``xlen[x]`` of them) of the
+ * search from x on where x was the only node left to pass on its distance (every node below it done, none
+ * above it found yet), recorded in the call numbered ``xcall[x]`` (``call``: the current one). From such a
+ * state the search takes the same steps in the same order whatever the destination (the nodes above x are
+ * reached from x alone); only the distances differ, and replaying the steps computes them with the same
+ * sums in the same order: the same bits. (A DGX fabric: every GPU under a leaf reaches the leaf's 32
+ * spines from the leaf alone.) */
 static struct {
-    Py_ssize_t n, ncand, nkids;
-    int64_t gen;
-    int64_t *stamp, *mstamp, *anc, *cand_v, *cand_a, *khead;
+    Py_ssize_t n, ncand, nkids, nsteps, usteps;
+    int64_t gen, call;
+    int64_t *stamp, *mstamp, *anc, *cand_v, *cand_a, *khead, *xcall, *xstart, *xlen;
     double *dist, *memo;
     UdKid *kids;
+    UdStep *steps;
 } ud_scratch;
 
 static int ud_reserve(Py_ssize_t n, Py_ssize_t ncand) {
     if (n > ud_scratch.n) {
         PyMem_Free(ud_scratch.stamp), PyMem_Free(ud_scratch.mstamp), PyMem_Free(ud_scratch.anc);
         PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo), PyMem_Free(ud_scratch.khead);
+        PyMem_Free(ud_scratch.xcall), PyMem_Free(ud_scratch.xstart), PyMem_Free(ud_scratch.xlen);
         ud_scratch.stamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
         ud_scratch.mstamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
+        ud_scratch.xcall = PyMem_Calloc((size_t)n, sizeof(int64_t));
         ud_scratch.anc = PyMem_Malloc((size_t)n * sizeof(int64_t));
         ud_scratch.khead = PyMem_Malloc((size_t)n * sizeof(int64_t));
+        ud_scratch.xstart = PyMem_Malloc((size_t)n * sizeof(int64_t));
+        ud_scratch.xlen = PyMem_Malloc((size_t)n * sizeof(int64_t));
         ud_scratch.dist = PyMem_Malloc((size_t)n * sizeof(double));
         ud_scratch.memo = PyMem_Malloc((size_t)n * sizeof(double));
         ud_scratch.n = n;
         if (!ud_scratch.stamp || !ud_scratch.mstamp || !ud_scratch.anc || !ud_scratch.dist || !ud_scratch.memo ||
-            !ud_scratch.khead) {
+            !ud_scratch.khead || !ud_scratch.xcall || !ud_scratch.xstart || !ud_scratch.xlen) {
             PyMem_Free(ud_scratch.stamp), PyMem_Free(ud_scratch.mstamp), PyMem_Free(ud_scratch.anc);
             PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo), PyMem_Free(ud_scratch.khead);
+            PyMem_Free(ud_scratch.xcall), PyMem_Free(ud_scratch.xstart), PyMem_Free(ud_scratch.xlen);
             ud_scratch.stamp = ud_scratch.mstamp = ud_scratch.anc = ud_scratch.khead = NULL;
+            ud_scratch.xcall = ud_scratch.xstart = ud_scratch.xlen = NULL;
             ud_scratch.dist = ud_scratch.memo = NULL;
             ud_scratch.n = 0;
             PyErr_NoMemory();
@@ -7997,6 +8019,21 @@ static inline int ud_kid_room(Py_ssize_t nk, UdKid **kids) {
     }
     ud_scratch.kids = *kids = k;
     ud_scratch.nkids = cap;
+    return 0;
+}
+
+/* room for one more recorded step in the scratch; -1 where there is none (the step is not recorded: no error) */
+static inline int ud_step_room(void) {
+    if (ud_scratch.usteps < ud_scratch.nsteps)
+        return 0;
+    if (ud_scratch.nsteps >= UD_STEPS_MAX)
+        return -1;
+    Py_ssize_t cap = ud_scratch.nsteps ? 2 * ud_scratch.nsteps : 256;
+    UdStep *s = PyMem_Realloc(ud_scratch.steps, (size_t)cap * sizeof(UdStep));
+    if (!s)
+        return -1;
+    ud_scratch.steps = s;
+    ud_scratch.nsteps = cap;
     return 0;
 }
 
@@ -8121,6 +8158,8 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
             goto done;
         }
     }
+    ud_scratch.call++;
+    ud_scratch.usteps = 0; /* (the steps recorded by an earlier call are for its tables: not replayed) */
     stamp = ud_scratch.stamp, mstamp = ud_scratch.mstamp, anc = ud_scratch.anc, dist = ud_scratch.dist;
     cand_v = ud_scratch.cand_v, cand_a = ud_scratch.cand_a, khead = ud_scratch.khead, kids = ud_scratch.kids;
     t.stamp = stamp, t.dist = dist, t.mstamp = mstamp, t.memo = ud_scratch.memo;
@@ -8200,8 +8239,38 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                 lhead[lb] = b;
                 anc[b] = -1;
             }
-            for (int64_t lv = lb; lv <= maxlevel && lb >= 0; lv++)
-                for (int64_t v = lhead[lv]; v >= 0; v = anc[v]) {
+            /* ``live``: the nodes found and not passed on yet; where a level starts with one, alone on its
+             * level's list, the steps from it on are its own (ud_scratch's): replayed where recorded, else
+             * recorded (``rec``: the node, the steps from ``rec_at`` on) */
+            int64_t live = 1, rec = -1;
+            Py_ssize_t rec_at = 0;
+            for (int64_t lv = lb; lv <= maxlevel && lb >= 0; lv++) {
+                int64_t x = lhead[lv];
+                if (lv > lb && live == 1 && rec < 0 && x >= 0 && anc[x] < 0) {
+                    if (ud_scratch.xcall[x] == ud_scratch.call) { /* the steps of x: replayed */
+                        const UdStep *sp = ud_scratch.steps + ud_scratch.xstart[x];
+                        int64_t ns = ud_scratch.xlen[x];
+                        if (nk + ns > ud_scratch.nkids && ud_kid_room(nk + ns, &kids) < 0)
+                            goto done;
+                        for (int64_t q = 0; q < ns; q++) {
+                            int64_t v = sp[q].v, u = sp[q].u, arc = sp[q].arc;
+                            double nd = dist[v] + w[arc];
+                            if (stamp[u] != gen) {
+                                stamp[u] = gen;
+                                dist[u] = nd;
+                                khead[u] = -1;
+                            } else if (nd < dist[u])
+                                dist[u] = nd;
+                            kids[nk] = (UdKid){v, arc, khead[u]};
+                            khead[u] = nk++;
+                        }
+                        break;
+                    }
+                    rec = x;
+                    rec_at = ud_scratch.usteps;
+                }
+                for (int64_t v = x; v >= 0; v = anc[v]) {
+                    live--;
                     for (int64_t k = t.above_ptr[v], hi = t.above_ptr[v + 1]; k < hi; k++) {
                         int64_t u = t.above_u[k], arc = t.above_arc[k], lu;
                         if (u < 0 || u >= n || arc < 0 || arc >= narcs || (lu = lvl[u]) <= lv) {
@@ -8213,6 +8282,7 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                             stamp[u] = gen;
                             dist[u] = nd;
                             khead[u] = -1;
+                            live++; /* (one above the top is never passed on: no level starts alone after it) */
                             if (lu <= maxlevel) { /* (above the top: no arc above it, nothing to pass on) */
                                 anc[u] = lhead[lu];
                                 lhead[lu] = u;
@@ -8223,8 +8293,20 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                             goto done;
                         kids[nk] = (UdKid){v, arc, khead[u]};
                         khead[u] = nk++;
+                        if (rec >= 0) {
+                            if (ud_step_room() < 0)
+                                rec = -2; /* (no room: these steps are not kept) */
+                            else
+                                ud_scratch.steps[ud_scratch.usteps++] = (UdStep){v, u, arc};
+                        }
                     }
                 }
+            }
+            if (rec >= 0) {
+                ud_scratch.xcall[rec] = ud_scratch.call;
+                ud_scratch.xstart[rec] = rec_at;
+                ud_scratch.xlen[rec] = ud_scratch.usteps - rec_at;
+            }
         }
         double here = ud_dist(&t, a);
         if (!isfinite(here)) {
