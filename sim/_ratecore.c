@@ -8048,7 +8048,75 @@ typedef struct {
     int64_t *mstamp;
     double *memo;
     int64_t gen;
+    /* the destination's node left alone on its level (-1: none), its level and its distance's bits (udm_*) */
+    int64_t alone, alone_level;
+    uint64_t alone_bits;
 } UdTabs;
+
+/* What a climb from ``y`` finds depends on the ancestors it can reach and their distances only. Where the
+ * destination's search left a node x alone on its level (UdTabs.alone), the ancestors at x's level and above
+ * are x's own ones (ud_scratch's steps), their distances those of x's distance by the same sums: a node at
+ * most one level below x climbs to those only, so its shortest climb (ud_dist) and its candidates towards a
+ * remaining distance ``here`` are the same for every destination with the same x at the same distance (to
+ * the bit). They are kept per call, by (x, y, those bits; ``here``'s bits for the candidates), for nodes
+ * with at least UDM_DEG arcs up (a leaf under its spines): another destination under the same leaf finds
+ * them instead of going over the spines again. ``cv``/``ca``: the candidates' nodes and arcs, ``off``
+ * into udm.cv/ca, ``nc`` of them. */
+#define UDM_DEG 8
+#define UDM_SLOTS 1024
+#define UDM_CANDS_MAX ((Py_ssize_t)1 << 22)
+typedef struct {
+    int64_t call, x, y, nc, off;
+    uint64_t xbits, here;
+    double ud;
+    int has_ud, has_c;
+} UdMemo;
+
+static struct {
+    UdMemo *slot;
+    int64_t *cv, *ca;
+    Py_ssize_t ncand, used;
+} udm;
+
+static inline uint64_t ud_bits(double x) {
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+/* the slot of (x, y) for this call's destination (emptied where it held another key), or NULL: not kept */
+static UdMemo *udm_slot(const UdTabs *t, int64_t y) {
+    if (t->alone < 0 || !udm.slot || t->level[y] < t->alone_level - 1 || t->up_ptr[y + 1] - t->up_ptr[y] < UDM_DEG)
+        return NULL;
+    uint64_t h = ((uint64_t)t->alone * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)y * 0xBF58476D1CE4E5B9ULL);
+    UdMemo *m = udm.slot + ((h ^ (h >> 29)) & (UDM_SLOTS - 1));
+    if (m->call != ud_scratch.call || m->x != t->alone || m->y != y || m->xbits != t->alone_bits) {
+        m->call = ud_scratch.call, m->x = t->alone, m->y = y, m->xbits = t->alone_bits;
+        m->has_ud = m->has_c = 0;
+    }
+    return m;
+}
+
+/* room for ``k`` more kept candidates; -1 where there is none (not kept: no error) */
+static int udm_room(Py_ssize_t k) {
+    if (udm.used + k <= udm.ncand)
+        return 0;
+    Py_ssize_t cap = udm.ncand ? udm.ncand : 1024;
+    while (cap < udm.used + k)
+        cap *= 2;
+    if (cap > UDM_CANDS_MAX)
+        return -1;
+    int64_t *cv = PyMem_Realloc(udm.cv, (size_t)cap * sizeof(int64_t));
+    if (!cv)
+        return -1;
+    udm.cv = cv;
+    int64_t *ca = PyMem_Realloc(udm.ca, (size_t)cap * sizeof(int64_t));
+    if (!ca)
+        return -1;
+    udm.ca = ca;
+    udm.ncand = cap;
+    return 0;
+}
 
 /* an int64, float64 or bool table as a plain array: its buffer where the items are contiguous, else a copy
  * made into *own (the caller frees it); NULL with an exception set where memory runs out */
@@ -8079,12 +8147,21 @@ static double ud_dist(const UdTabs *t, int64_t u) {
         return t->dist[u];
     if (t->mstamp[u] == t->gen)
         return t->memo[u];
+    UdMemo *m = udm_slot(t, u);
     double best = INFINITY;
-    for (int64_t k = t->up_ptr[u], hi = t->up_ptr[u + 1]; k < hi; k++) {
-        int64_t v = t->up_v[k]; /* (an ancestor's distance read here: no call for it) */
-        double x = t->arc_w[t->up_arc[k]] + (t->stamp[v] == t->gen ? t->dist[v] : ud_dist(t, v));
-        if (x < best)
-            best = x;
+    if (m && m->has_ud)
+        best = m->ud;
+    else {
+        for (int64_t k = t->up_ptr[u], hi = t->up_ptr[u + 1]; k < hi; k++) {
+            int64_t v = t->up_v[k]; /* (an ancestor's distance read here: no call for it) */
+            double x = t->arc_w[t->up_arc[k]] + (t->stamp[v] == t->gen ? t->dist[v] : ud_dist(t, v));
+            if (x < best)
+                best = x;
+        }
+        if (m && m->y == u) { /* (the slot still u's: the climbs above did not take it) */
+            m->ud = best;
+            m->has_ud = 1;
+        }
     }
     t->mstamp[u] = t->gen;
     t->memo[u] = best;
@@ -8160,6 +8237,10 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
     }
     ud_scratch.call++;
     ud_scratch.usteps = 0; /* (the steps recorded by an earlier call are for its tables: not replayed) */
+    udm.used = 0;
+    if (!udm.slot) /* (none: nothing kept, no error) */
+        udm.slot = PyMem_Calloc(UDM_SLOTS, sizeof(UdMemo));
+    t.alone = -1;
     stamp = ud_scratch.stamp, mstamp = ud_scratch.mstamp, anc = ud_scratch.anc, dist = ud_scratch.dist;
     cand_v = ud_scratch.cand_v, cand_a = ud_scratch.cand_a, khead = ud_scratch.khead, kids = ud_scratch.kids;
     t.stamp = stamp, t.dist = dist, t.mstamp = mstamp, t.memo = ud_scratch.memo;
@@ -8244,8 +8325,12 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
              * recorded (``rec``: the node, the steps from ``rec_at`` on) */
             int64_t live = 1, rec = -1;
             Py_ssize_t rec_at = 0;
+            t.alone = -1;
             for (int64_t lv = lb; lv <= maxlevel && lb >= 0; lv++) {
                 int64_t x = lhead[lv];
+                if (lv > lb && live == 1 && x >= 0 && anc[x] < 0 && t.alone < 0) {
+                    t.alone = x, t.alone_level = lv, t.alone_bits = ud_bits(dist[x]);
+                }
                 if (lv > lb && live == 1 && rec < 0 && x >= 0 && anc[x] < 0) {
                     if (ud_scratch.xcall[x] == ud_scratch.call) { /* the steps of x: replayed */
                         const UdStep *sp = ud_scratch.steps + ud_scratch.xstart[x];
@@ -8345,14 +8430,34 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                     }
                 }
             } else { /* climb: the up-arcs on a shortest way */
-                if (ud_cands(uptr[node + 1] - uptr[node], &cand_v, &cand_a) < 0)
-                    goto done;
-                for (int64_t k = uptr[node], hi = uptr[node + 1]; k < hi; k++) {
-                    int64_t v = uv[k], arc = uarc[k];
-                    double x = stamp[v] == gen ? dist[v] : ud_dist(&t, v);
-                    if (fabs(x + w[arc] - here) <= tol) {
-                        cand_v[nc] = v;
-                        cand_a[nc++] = arc;
+                UdMemo *m = udm_slot(&t, node);
+                uint64_t hb = ud_bits(here);
+                if (m && m->has_c && m->here == hb) { /* (kept: see UdMemo) */
+                    nc = m->nc;
+                    if (nc && hop < width) {
+                        int64_t c = spine_pick(keyed, &key, a, b, hop, nc);
+                        row[hop] = udm.ca[m->off + c];
+                        here -= w[udm.ca[m->off + c]];
+                        node = udm.cv[m->off + c];
+                        hop++;
+                        continue;
+                    }
+                } else {
+                    if (ud_cands(uptr[node + 1] - uptr[node], &cand_v, &cand_a) < 0)
+                        goto done;
+                    for (int64_t k = uptr[node], hi = uptr[node + 1]; k < hi; k++) {
+                        int64_t v = uv[k], arc = uarc[k];
+                        double x = stamp[v] == gen ? dist[v] : ud_dist(&t, v);
+                        if (fabs(x + w[arc] - here) <= tol) {
+                            cand_v[nc] = v;
+                            cand_a[nc++] = arc;
+                        }
+                    }
+                    if (m && m->y == node && udm_room(nc) == 0) {
+                        memcpy(udm.cv + udm.used, cand_v, (size_t)nc * sizeof(int64_t));
+                        memcpy(udm.ca + udm.used, cand_a, (size_t)nc * sizeof(int64_t));
+                        m->off = udm.used, m->nc = nc, m->here = hb, m->has_c = 1;
+                        udm.used += nc;
                     }
                 }
             }

@@ -1,6 +1,7 @@
 """The congested fast path's fixed costs on tree-1k, third round (docs/performance-log.md, "tree1k3"): the
 compiled up-down routes (``updown_routes``) replay a destination's search for its ancestors from a node left
-alone on its level (the steps recorded for the first destination that reaches that state) -- held to the
+alone on its level (the steps recorded for the first destination that reaches that state), and keep the
+climbs of a node with many arcs up (a leaf under its spines) per such node and its distance -- held to the
 router's Python lines pair by pair, on fabrics where the replays are taken: DGX rails (hashed and by
 destination), fat-trees, and weighted trees of three levels whose distances are sums of fractions (a
 replay that summed in another order would give other bits, other ties, other routes)."""
@@ -36,12 +37,13 @@ def _check(router: routing.Router, srcs: np.ndarray, dsts: np.ndarray) -> int:
 
 
 def _weighted_fat_tree(seed: int) -> object:
-    """Single-GPU hosts under one or two of six leaves, each leaf under two of three aggregation switches,
-    each of those under two of three cores; weights 0.1 to 0.7, so that distances are sums of fractions
-    whose bits depend on the order they are added in, with ties between ways of equal sums."""
+    """Single-GPU hosts under one or two of six leaves, each leaf under eight of nine aggregation switches
+    (enough for its climbs to be kept), each of those under two of three cores; weights 0.1 to 0.7, so
+    that distances are sums of fractions whose bits depend on the order they are added in, with ties
+    between ways of equal sums."""
     rng = np.random.default_rng(seed)
     b = ClusterBuilder(f"weighted-fat-tree-{seed}")
-    leaves, aggs, cores = [f"leaf{i}" for i in range(6)], [f"agg{i}" for i in range(3)], [f"core{i}" for i in range(3)]
+    leaves, aggs, cores = [f"leaf{i}" for i in range(6)], [f"agg{i}" for i in range(9)], [f"core{i}" for i in range(3)]
     for s in [*leaves, *aggs, *cores]:
         b.add_switch(s)
     weights = [0.1, 0.2, 0.3, 0.3, 0.7]
@@ -49,7 +51,7 @@ def _weighted_fat_tree(seed: int) -> object:
         for c in rng.choice(cores, size=2, replace=False):
             b.add_link(a, str(c), bandwidth=1e9, weight=float(rng.choice(weights)))
     for leaf in leaves:
-        for a in rng.choice(aggs, size=2, replace=False):
+        for a in rng.choice(aggs, size=8, replace=False):
             b.add_link(leaf, str(a), bandwidth=1e9, weight=float(rng.choice(weights)))
     for h in range(12):
         (gpu,) = b.add_host(f"h{h}", gpus=1)
@@ -62,10 +64,12 @@ def _weighted_fat_tree(seed: int) -> object:
     "spec",
     [
         "dgx:hosts=12,ecmp=hash,hosts_per_leaf=4",
-        "dgx:hosts=12,ecmp=destination,hosts_per_leaf=4",
+        "dgx:hosts=24,ecmp=hash,hosts_per_leaf=8",
+        "dgx:hosts=24,ecmp=destination,hosts_per_leaf=8",
         "dgx:hosts=6,gpus_per_host=4,hosts_per_leaf=2,spines=3,ecmp=hash",
         "hgx:hosts=6,preset=hgx-a100-200g,fabric=fat-tree,hosts_per_leaf=2,ecmp=hash",
         "leaf-spine:leaves=4,hosts_per_leaf=3,spines=3,bandwidth=100Gbps",
+        "leaf-spine:leaves=6,hosts_per_leaf=4,spines=9,bandwidth=100Gbps",
     ],
 )
 def test_replayed_searches_route_as_the_router(spec):
