@@ -8085,8 +8085,8 @@ static inline uint64_t ud_bits(double x) {
 }
 
 /* the slot of (x, y) for this call's destination (emptied where it held another key), or NULL: not kept */
-static UdMemo *udm_slot(const UdTabs *t, int64_t y) {
-    if (t->alone < 0 || !udm.slot || t->level[y] < t->alone_level - 1 || t->up_ptr[y + 1] - t->up_ptr[y] < UDM_DEG)
+static inline UdMemo *udm_slot(const UdTabs *t, int64_t y) {
+    if (t->alone < 0 || t->up_ptr[y + 1] - t->up_ptr[y] < UDM_DEG || t->level[y] < t->alone_level - 1 || !udm.slot)
         return NULL;
     uint64_t h = ((uint64_t)t->alone * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)y * 0xBF58476D1CE4E5B9ULL);
     UdMemo *m = udm.slot + ((h ^ (h >> 29)) & (UDM_SLOTS - 1));
