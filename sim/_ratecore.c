@@ -8022,18 +8022,21 @@ static inline int ud_kid_room(Py_ssize_t nk, UdKid **kids) {
     return 0;
 }
 
-/* room for one more recorded step in the scratch; -1 where there is none (the step is not recorded: no error) */
-static inline int ud_step_room(void) {
-    if (ud_scratch.usteps < ud_scratch.nsteps)
+/* ``*buf`` (``*cap`` items of ``item`` bytes) grown to hold ``need`` items, doubling from ``first``, at most
+ * ``most``: 0, or -1 where it cannot (nothing changed, no error set: what would be kept is not) */
+static int ud_grow(void **buf, Py_ssize_t *cap, Py_ssize_t need, size_t item, Py_ssize_t first, Py_ssize_t most) {
+    if (need <= *cap)
         return 0;
-    if (ud_scratch.nsteps >= UD_STEPS_MAX)
+    Py_ssize_t c = *cap ? *cap : first;
+    while (c < need)
+        c *= 2;
+    if (c > most)
         return -1;
-    Py_ssize_t cap = ud_scratch.nsteps ? 2 * ud_scratch.nsteps : 256;
-    UdStep *s = PyMem_Realloc(ud_scratch.steps, (size_t)cap * sizeof(UdStep));
-    if (!s)
+    void *p = PyMem_Realloc(*buf, (size_t)c * item);
+    if (!p)
         return -1;
-    ud_scratch.steps = s;
-    ud_scratch.nsteps = cap;
+    *buf = p;
+    *cap = c;
     return 0;
 }
 
@@ -8060,11 +8063,14 @@ typedef struct {
  * remaining distance ``here`` are the same for every destination with the same x at the same distance (to
  * the bit). They are kept per call, by (x, y, those bits; ``here``'s bits for the candidates), for nodes
  * with at least UDM_DEG arcs up (a leaf under its spines): another destination under the same leaf finds
- * them instead of going over the spines again. ``cv``/``ca``: the candidates' nodes and arcs, ``off``
- * into udm.cv/ca, ``nc`` of them. */
+ * them instead of going over the spines again: the candidates ``udm.cand[off ..]``, ``nc`` of them. */
 #define UDM_DEG 8
 #define UDM_SLOTS 1024
 #define UDM_CANDS_MAX ((Py_ssize_t)1 << 22)
+typedef struct {
+    int64_t v, arc;
+} UdCand;
+
 typedef struct {
     int64_t call, x, y, nc, off;
     uint64_t xbits, here;
@@ -8074,7 +8080,7 @@ typedef struct {
 
 static struct {
     UdMemo *slot;
-    int64_t *cv, *ca;
+    UdCand *cand;
     Py_ssize_t ncand, used;
 } udm;
 
@@ -8095,27 +8101,6 @@ static inline UdMemo *udm_slot(const UdTabs *t, int64_t y) {
         m->has_ud = m->has_c = 0;
     }
     return m;
-}
-
-/* room for ``k`` more kept candidates; -1 where there is none (not kept: no error) */
-static int udm_room(Py_ssize_t k) {
-    if (udm.used + k <= udm.ncand)
-        return 0;
-    Py_ssize_t cap = udm.ncand ? udm.ncand : 1024;
-    while (cap < udm.used + k)
-        cap *= 2;
-    if (cap > UDM_CANDS_MAX)
-        return -1;
-    int64_t *cv = PyMem_Realloc(udm.cv, (size_t)cap * sizeof(int64_t));
-    if (!cv)
-        return -1;
-    udm.cv = cv;
-    int64_t *ca = PyMem_Realloc(udm.ca, (size_t)cap * sizeof(int64_t));
-    if (!ca)
-        return -1;
-    udm.ca = ca;
-    udm.ncand = cap;
-    return 0;
 }
 
 /* an int64, float64 or bool table as a plain array: its buffer where the items are contiguous, else a copy
@@ -8379,7 +8364,8 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                         kids[nk] = (UdKid){v, arc, khead[u]};
                         khead[u] = nk++;
                         if (rec >= 0) {
-                            if (ud_step_room() < 0)
+                            if (ud_grow((void **)&ud_scratch.steps, &ud_scratch.nsteps, ud_scratch.usteps + 1,
+                                        sizeof(UdStep), 256, UD_STEPS_MAX) < 0)
                                 rec = -2; /* (no room: these steps are not kept) */
                             else
                                 ud_scratch.steps[ud_scratch.usteps++] = (UdStep){v, u, arc};
@@ -8436,9 +8422,10 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                     nc = m->nc;
                     if (nc && hop < width) {
                         int64_t c = spine_pick(keyed, &key, a, b, hop, nc);
-                        row[hop] = udm.ca[m->off + c];
-                        here -= w[udm.ca[m->off + c]];
-                        node = udm.cv[m->off + c];
+                        const UdCand *got = udm.cand + m->off + c;
+                        row[hop] = got->arc;
+                        here -= w[got->arc];
+                        node = got->v;
                         hop++;
                         continue;
                     }
@@ -8453,9 +8440,10 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                             cand_a[nc++] = arc;
                         }
                     }
-                    if (m && m->y == node && udm_room(nc) == 0) {
-                        memcpy(udm.cv + udm.used, cand_v, (size_t)nc * sizeof(int64_t));
-                        memcpy(udm.ca + udm.used, cand_a, (size_t)nc * sizeof(int64_t));
+                    if (m && m->y == node &&
+                        ud_grow((void **)&udm.cand, &udm.ncand, udm.used + nc, sizeof(UdCand), 1024, UDM_CANDS_MAX) == 0) {
+                        for (int64_t q = 0; q < nc; q++)
+                            udm.cand[udm.used + q] = (UdCand){cand_v[q], cand_a[q]};
                         m->off = udm.used, m->nc = nc, m->here = hb, m->has_c = 1;
                         udm.used += nc;
                     }

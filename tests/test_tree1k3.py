@@ -13,27 +13,11 @@ import pytest
 
 import sim.routing as routing
 from sim.cluster import Cluster
-from sim.errors import RoutingError
 from sim.topology.graph import ClusterBuilder
 
+from .test_routing_bulk import _check
+
 pytestmark = pytest.mark.skipif(routing._CORE is None, reason="the compiled core is not built (or COLLSIM_PURE=1)")
-
-
-def _reference(router: routing.Router, src: int, dst: int) -> list[int] | None:
-    try:
-        return routing.Router._route_lines(router, src, dst)
-    except RoutingError:
-        return None
-
-
-def _check(router: routing.Router, srcs: np.ndarray, dsts: np.ndarray) -> int:
-    """The compiled routes of every pair (one call) are the Python lines'; returns how many were routed."""
-    rows, left = router.routes(srcs, dsts)
-    for i, (s, d) in enumerate(zip(srcs.tolist(), dsts.tolist(), strict=True)):
-        want = _reference(router, s, d)
-        got = None if left[i] else [a for a in rows[i].tolist() if a >= 0]
-        assert got == want, f"route {s} -> {d}: compiled {got}, router {want}"
-    return int((~left).sum())
 
 
 def _weighted_fat_tree(seed: int) -> object:
@@ -89,13 +73,11 @@ def test_replayed_searches_route_as_the_router(spec):
 @pytest.mark.parametrize("seed", range(10))
 def test_weighted_fat_trees(seed):
     """Every pair of nodes of a weighted three-level fabric, in one call and in a shuffled one."""
-    cl = Cluster(_weighted_fat_tree(seed))
-    assert cl.router.mode == "updown" and not cl.router._unit
-    n = len(cl.nodes)
-    a, b = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-    _check(cl.router, a.ravel(), b.ravel())
-    order = np.random.default_rng(seed).permutation(n * n)
-    _check(cl.router, a.ravel()[order], b.ravel()[order])
+    router = Cluster(_weighted_fat_tree(seed)).router
+    assert router.mode == "updown" and not router._unit
+    srcs, dsts = (x.ravel() for x in np.meshgrid(np.arange(router._n), np.arange(router._n), indexing="ij"))
+    for order in (np.arange(len(srcs)), np.random.default_rng(seed).permutation(len(srcs))):
+        _check(router, srcs[order], dsts[order])
 
 
 def test_two_routers_one_after_the_other():
