@@ -8606,6 +8606,9 @@ static PyObject *py_static_dominators(PyObject *self, PyObject *const *args, Py_
     arrs_init(all, 5);
     PyObject *result = NULL;
     int64_t *deg = NULL;
+    void *own[3] = {NULL, NULL, NULL}; /* (the arcs' tables as plain arrays: ud_flat) */
+    const int64_t *pu, *pv;
+    const double *pc;
     if (arrs_open(args, all, "iifiI") < 0)
         goto done;
     Py_ssize_t m = u.n;
@@ -8613,9 +8616,11 @@ static PyObject *py_static_dominators(PyObject *self, PyObject *const *args, Py_
         PyErr_SetString(PyExc_ValueError, "static_dominators: inconsistent sizes");
         goto done;
     }
+    if (!(pu = ud_flat(&u, &own[0])) || !(pv = ud_flat(&v, &own[1])) || !(pc = ud_flat(&cap, &own[2])))
+        goto done;
     int64_t n = 0;
     for (Py_ssize_t a = 0; a < m; a++) {
-        int64_t x = arr_i(&u, a), y = arr_i(&v, a);
+        int64_t x = pu[a], y = pv[a];
         if (x < 0 || y < 0) {
             PyErr_SetString(PyExc_IndexError, "static_dominators: node out of range");
             goto done;
@@ -8639,7 +8644,7 @@ static PyObject *py_static_dominators(PyObject *self, PyObject *const *args, Py_
     for (int64_t x = 0; x < 2 * n; x++)
         deg[x] = 0;
     for (Py_ssize_t a = 0; a < m; a++) {
-        int64_t x = arr_i(&u, a), y = arr_i(&v, a);
+        int64_t x = pu[a], y = pv[a];
         if (nout[x] < 2)
             (nout[x] ? o2 : o1)[x] = a;
         if (nin[y] < 2)
@@ -8651,23 +8656,23 @@ static PyObject *py_static_dominators(PyObject *self, PyObject *const *args, Py_
         nout[r < 0 ? r + n : r] = -1;
     }
 #define THROUGH(x) (nout[x] == 2 && nin[x] == 2)
-#define NARROWER(c, a) (arr_f(&cap, c) < arr_f(&cap, a) || (arr_f(&cap, c) == arr_f(&cap, a) && (c) < (a)))
+#define NARROWER(c, a) (pc[c] < pc[a] || (pc[c] == pc[a] && (c) < (a)))
     for (Py_ssize_t a = 0; a < m; a++)
         *arr_ip(&out, a) = -1;
     for (Py_ssize_t a = 0; a < m; a++) { /* into a through node w from x: the flows leave w to its other neighbour */
-        int64_t w = arr_i(&v, a), x = arr_i(&u, a);
+        int64_t w = pv[a], x = pu[a];
         if (!THROUGH(w))
             continue;
-        int back1 = arr_i(&v, o1[w]) == x, back2 = arr_i(&v, o2[w]) == x;
+        int back1 = pv[o1[w]] == x, back2 = pv[o2[w]] == x;
         int64_t nxt = back1 ? o2[w] : o1[w];
         if (back1 != back2 && NARROWER(nxt, a))
             *arr_ip(&out, a) = nxt;
     }
     for (Py_ssize_t a = 0; a < m; a++) { /* out of a through node w to y: the flows came in from its other neighbour */
-        int64_t w = arr_i(&u, a), y = arr_i(&v, a);
+        int64_t w = pu[a], y = pv[a];
         if (!THROUGH(w))
             continue;
-        int from1 = arr_i(&u, i1[w]) == y, from2 = arr_i(&u, i2[w]) == y;
+        int from1 = pu[i1[w]] == y, from2 = pu[i2[w]] == y;
         int64_t prv = from1 ? i2[w] : i1[w], held = *arr_ip(&out, a);
         if (from1 != from2 && NARROWER(prv, a) && (held < 0 || NARROWER(prv, held)))
             *arr_ip(&out, a) = prv;
@@ -8678,6 +8683,8 @@ static PyObject *py_static_dominators(PyObject *self, PyObject *const *args, Py_
     Py_INCREF(result);
 done:
     PyMem_Free(deg);
+    for (int k = 0; k < 3; k++)
+        PyMem_Free(own[k]);
     arrs_release(all, 5);
     return result;
 }
