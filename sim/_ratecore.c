@@ -7928,18 +7928,15 @@ done:
 /* a descending arc into an ancestor ``v`` of the destination from the ancestor above it, listed under that one
  * (``khead``: its first; ``next``: the one after, -1 ending the list) */
 typedef struct {
-    int64_t v, arc, next;
+    int64_t v, arc, next, u;
 } UdKid;
 
-/* one step of a destination's search for its ancestors: the arc ``arc`` above ``v`` into ``u`` followed */
-typedef struct {
-    int64_t v, u, arc;
-} UdStep;
-
-/* the most steps recorded (24 bytes each): past that, the searches run in full */
+/* the most steps recorded (a UdKid each, ``u`` the node above: one step of the search, the arc ``arc`` from
+ * ``u`` down to ``v``): past that, the searches run in full */
 #define UD_STEPS_MAX ((Py_ssize_t)1 << 22)
 
-/* ``xcall``, ``xstart``, ``xlen``: per node x, the steps (``steps[xstart[x] ..]``, ``xlen[x]`` of them) of the
+/* ``xcall``, ``xstart``, ``xlen``: per node x, the steps (``steps[xstart[x] ..]``, ``xlen[x]`` of them: the kids
+ * listed, in order) of the
  * search from x on where x was the only node left to pass on its distance (every node below it done, none
  * above it found yet), recorded in the call numbered ``xcall[x]`` (``call``: the current one). From such a
  * state the search takes the same steps in the same order whatever the destination (the nodes above x are
@@ -7951,8 +7948,7 @@ static struct {
     int64_t gen, call;
     int64_t *stamp, *mstamp, *anc, *cand_v, *cand_a, *khead, *xcall, *xstart, *xlen;
     double *dist, *memo;
-    UdKid *kids;
-    UdStep *steps;
+    UdKid *kids, *steps;
 } ud_scratch;
 
 static int ud_reserve(Py_ssize_t n, Py_ssize_t ncand) {
@@ -8020,6 +8016,14 @@ static inline int ud_kid_room(Py_ssize_t nk, UdKid **kids) {
     ud_scratch.kids = *kids = k;
     ud_scratch.nkids = cap;
     return 0;
+}
+
+/* whether no level above ``lv`` (up to ``top``) has a node on its list (``lhead``) */
+static inline int ud_alone(const int64_t *lhead, int64_t lv, int64_t top) {
+    for (int64_t l = lv + 1; l <= top; l++)
+        if (lhead[l] >= 0)
+            return 0;
+    return 1;
 }
 
 /* ``*buf`` (``*cap`` items of ``item`` bytes) grown to hold ``need`` items, doubling from ``first``, at most
@@ -8105,7 +8109,7 @@ static inline UdMemo *udm_slot(const UdTabs *t, int64_t y) {
 
 /* an int64, float64 or bool table as a plain array: its buffer where the items are contiguous, else a copy
  * made into *own (the caller frees it); NULL with an exception set where memory runs out */
-static const void *ud_flat(const Arr *a, void **own) {
+static inline const void *ud_flat(const Arr *a, void **own) {
     size_t size = a->kind == 'b' ? 1 : 8;
     if (a->view.itemsize == (Py_ssize_t)size && a->stride == (Py_ssize_t)size)
         return a->p;
@@ -8220,6 +8224,11 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
             goto done;
         }
     }
+    /* ``keep``: whether the steps of a search and the climbs are kept -- for another destination of this call;
+     * a call with one (path_id's: a pair at a time) keeps none */
+    int64_t o_first = arr_i(&order, 0), o_last = arr_i(&order, len - 1);
+    int keep = o_first >= 0 && o_first < len && o_last >= 0 && o_last < len &&
+               arr_i(&dsts, o_first) != arr_i(&dsts, o_last);
     ud_scratch.call++;
     ud_scratch.usteps = 0; /* (the steps recorded by an earlier call are for its tables: not replayed) */
     udm.used = 0;
@@ -8305,23 +8314,25 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                 lhead[lb] = b;
                 anc[b] = -1;
             }
-            /* ``live``: the nodes found and not passed on yet; where a level starts with one, alone on its
-             * level's list, the steps from it on are its own (ud_scratch's): replayed where recorded, else
-             * recorded (``rec``: the node, the steps from ``rec_at`` on) */
-            int64_t live = 1, rec = -1;
+            /* where a level starts with one node x on the lists and none above it (``above``: those found
+             * above the top, never passed on), the steps from x on are its own (ud_scratch's): replayed where
+             * recorded, else recorded (``rec``: x, its steps the kids from ``rec_at`` on) */
+            int64_t rec = -1, above = 0;
             Py_ssize_t rec_at = 0;
             t.alone = -1;
             for (int64_t lv = lb; lv <= maxlevel && lb >= 0; lv++) {
                 int64_t x = lhead[lv];
-                if (lv > lb && live == 1 && x >= 0 && anc[x] < 0 && t.alone < 0) {
+                if (keep && lv > lb && t.alone < 0 && x >= 0 && anc[x] < 0 && !above && ud_alone(lhead, lv, maxlevel)) {
                     t.alone = x, t.alone_level = lv, t.alone_bits = ud_bits(dist[x]);
-                }
-                if (lv > lb && live == 1 && rec < 0 && x >= 0 && anc[x] < 0) {
                     if (ud_scratch.xcall[x] == ud_scratch.call) { /* the steps of x: replayed */
-                        const UdStep *sp = ud_scratch.steps + ud_scratch.xstart[x];
+                        const UdKid *sp = ud_scratch.steps + ud_scratch.xstart[x];
                         int64_t ns = ud_scratch.xlen[x];
-                        if (nk + ns > ud_scratch.nkids && ud_kid_room(nk + ns, &kids) < 0)
+                        if (ud_grow((void **)&ud_scratch.kids, &ud_scratch.nkids, nk + ns, sizeof(UdKid), 64,
+                                    PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(UdKid)) < 0) {
+                            PyErr_NoMemory();
                             goto done;
+                        }
+                        kids = ud_scratch.kids;
                         for (int64_t q = 0; q < ns; q++) {
                             int64_t v = sp[q].v, u = sp[q].u, arc = sp[q].arc;
                             double nd = dist[v] + w[arc];
@@ -8331,16 +8342,15 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                                 khead[u] = -1;
                             } else if (nd < dist[u])
                                 dist[u] = nd;
-                            kids[nk] = (UdKid){v, arc, khead[u]};
+                            kids[nk] = (UdKid){v, arc, khead[u], u};
                             khead[u] = nk++;
                         }
                         break;
                     }
                     rec = x;
-                    rec_at = ud_scratch.usteps;
+                    rec_at = nk;
                 }
-                for (int64_t v = x; v >= 0; v = anc[v]) {
-                    live--;
+                for (int64_t v = x; v >= 0; v = anc[v])
                     for (int64_t k = t.above_ptr[v], hi = t.above_ptr[v + 1]; k < hi; k++) {
                         int64_t u = t.above_u[k], arc = t.above_arc[k], lu;
                         if (u < 0 || u >= n || arc < 0 || arc >= narcs || (lu = lvl[u]) <= lv) {
@@ -8352,31 +8362,26 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                             stamp[u] = gen;
                             dist[u] = nd;
                             khead[u] = -1;
-                            live++; /* (one above the top is never passed on: no level starts alone after it) */
                             if (lu <= maxlevel) { /* (above the top: no arc above it, nothing to pass on) */
                                 anc[u] = lhead[lu];
                                 lhead[lu] = u;
-                            }
+                            } else
+                                above++;
                         } else if (nd < dist[u])
                             dist[u] = nd;
                         if (ud_kid_room(nk, &kids) < 0) /* (the descent's arcs, listed under ``u``) */
                             goto done;
-                        kids[nk] = (UdKid){v, arc, khead[u]};
+                        kids[nk] = (UdKid){v, arc, khead[u], u};
                         khead[u] = nk++;
-                        if (rec >= 0) {
-                            if (ud_grow((void **)&ud_scratch.steps, &ud_scratch.nsteps, ud_scratch.usteps + 1,
-                                        sizeof(UdStep), 256, UD_STEPS_MAX) < 0)
-                                rec = -2; /* (no room: these steps are not kept) */
-                            else
-                                ud_scratch.steps[ud_scratch.usteps++] = (UdStep){v, u, arc};
-                        }
                     }
-                }
             }
-            if (rec >= 0) {
+            if (rec >= 0 && ud_grow((void **)&ud_scratch.steps, &ud_scratch.nsteps, ud_scratch.usteps + (nk - rec_at),
+                                    sizeof(UdKid), 256, UD_STEPS_MAX) == 0) { /* (no room: not kept) */
+                memcpy(ud_scratch.steps + ud_scratch.usteps, kids + rec_at, (size_t)(nk - rec_at) * sizeof(UdKid));
                 ud_scratch.xcall[rec] = ud_scratch.call;
-                ud_scratch.xstart[rec] = rec_at;
-                ud_scratch.xlen[rec] = ud_scratch.usteps - rec_at;
+                ud_scratch.xstart[rec] = ud_scratch.usteps;
+                ud_scratch.xlen[rec] = nk - rec_at;
+                ud_scratch.usteps += nk - rec_at;
             }
         }
         double here = ud_dist(&t, a);
