@@ -8183,33 +8183,51 @@ done:
 /* a descending arc into an ancestor ``v`` of the destination from the ancestor above it, listed under that one
  * (``khead``: its first; ``next``: the one after, -1 ending the list) */
 typedef struct {
-    int64_t v, arc, next;
+    int64_t v, arc, next, u;
 } UdKid;
 
+/* the most steps recorded (a UdKid each, ``u`` the node above: one step of the search, the arc ``arc`` from
+ * ``u`` down to ``v``): past that, the searches run in full */
+#define UD_STEPS_MAX ((Py_ssize_t)1 << 22)
+
+/* ``xcall``, ``xstart``, ``xlen``: per node x, the steps (``steps[xstart[x] ..]``, ``xlen[x]`` of them: the kids
+ * listed, in order) of the
+ * search from x on where x was the only node left to pass on its distance (every node below it done, none
+ * above it found yet), recorded in the call numbered ``xcall[x]`` (``call``: the current one). From such a
+ * state the search takes the same steps in the same order whatever the destination (the nodes above x are
+ * reached from x alone); only the distances differ, and replaying the steps computes them with the same
+ * sums in the same order: the same bits. (A DGX fabric: every GPU under a leaf reaches the leaf's 32
+ * spines from the leaf alone.) */
 static struct {
-    Py_ssize_t n, ncand, nkids;
-    int64_t gen;
-    int64_t *stamp, *mstamp, *anc, *cand_v, *cand_a, *khead;
+    Py_ssize_t n, ncand, nkids, nsteps, usteps;
+    int64_t gen, call;
+    int64_t *stamp, *mstamp, *anc, *cand_v, *cand_a, *khead, *xcall, *xstart, *xlen;
     double *dist, *memo;
-    UdKid *kids;
+    UdKid *kids, *steps;
 } ud_scratch;
 
 static int ud_reserve(Py_ssize_t n, Py_ssize_t ncand) {
     if (n > ud_scratch.n) {
         PyMem_Free(ud_scratch.stamp), PyMem_Free(ud_scratch.mstamp), PyMem_Free(ud_scratch.anc);
         PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo), PyMem_Free(ud_scratch.khead);
+        PyMem_Free(ud_scratch.xcall), PyMem_Free(ud_scratch.xstart), PyMem_Free(ud_scratch.xlen);
         ud_scratch.stamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
         ud_scratch.mstamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
+        ud_scratch.xcall = PyMem_Calloc((size_t)n, sizeof(int64_t));
         ud_scratch.anc = PyMem_Malloc((size_t)n * sizeof(int64_t));
         ud_scratch.khead = PyMem_Malloc((size_t)n * sizeof(int64_t));
+        ud_scratch.xstart = PyMem_Malloc((size_t)n * sizeof(int64_t));
+        ud_scratch.xlen = PyMem_Malloc((size_t)n * sizeof(int64_t));
         ud_scratch.dist = PyMem_Malloc((size_t)n * sizeof(double));
         ud_scratch.memo = PyMem_Malloc((size_t)n * sizeof(double));
         ud_scratch.n = n;
         if (!ud_scratch.stamp || !ud_scratch.mstamp || !ud_scratch.anc || !ud_scratch.dist || !ud_scratch.memo ||
-            !ud_scratch.khead) {
+            !ud_scratch.khead || !ud_scratch.xcall || !ud_scratch.xstart || !ud_scratch.xlen) {
             PyMem_Free(ud_scratch.stamp), PyMem_Free(ud_scratch.mstamp), PyMem_Free(ud_scratch.anc);
             PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo), PyMem_Free(ud_scratch.khead);
+            PyMem_Free(ud_scratch.xcall), PyMem_Free(ud_scratch.xstart), PyMem_Free(ud_scratch.xlen);
             ud_scratch.stamp = ud_scratch.mstamp = ud_scratch.anc = ud_scratch.khead = NULL;
+            ud_scratch.xcall = ud_scratch.xstart = ud_scratch.xlen = NULL;
             ud_scratch.dist = ud_scratch.memo = NULL;
             ud_scratch.n = 0;
             PyErr_NoMemory();
@@ -8255,6 +8273,32 @@ static inline int ud_kid_room(Py_ssize_t nk, UdKid **kids) {
     return 0;
 }
 
+/* whether no level above ``lv`` (up to ``top``) has a node on its list (``lhead``) */
+static inline int ud_alone(const int64_t *lhead, int64_t lv, int64_t top) {
+    for (int64_t l = lv + 1; l <= top; l++)
+        if (lhead[l] >= 0)
+            return 0;
+    return 1;
+}
+
+/* ``*buf`` (``*cap`` items of ``item`` bytes) grown to hold ``need`` items, doubling from ``first``, at most
+ * ``most``: 0, or -1 where it cannot (nothing changed, no error set: what would be kept is not) */
+static int ud_grow(void **buf, Py_ssize_t *cap, Py_ssize_t need, size_t item, Py_ssize_t first, Py_ssize_t most) {
+    if (need <= *cap)
+        return 0;
+    Py_ssize_t c = *cap ? *cap : first;
+    while (c < need)
+        c *= 2;
+    if (c > most)
+        return -1;
+    void *p = PyMem_Realloc(*buf, (size_t)c * item);
+    if (!p)
+        return -1;
+    *buf = p;
+    *cap = c;
+    return 0;
+}
+
 /* the tables updown_routes walks, as plain arrays (ud_flat) */
 typedef struct {
     const int64_t *out_ptr, *out_v, *out_arc, *level, *up_ptr, *up_v, *up_arc, *above_ptr, *above_u, *above_arc;
@@ -8266,11 +8310,61 @@ typedef struct {
     int64_t *mstamp;
     double *memo;
     int64_t gen;
+    /* the destination's node left alone on its level (-1: none), its level and its distance's bits (udm_*) */
+    int64_t alone, alone_level;
+    uint64_t alone_bits;
 } UdTabs;
+
+/* What a climb from ``y`` finds depends on the ancestors it can reach and their distances only. Where the
+ * destination's search left a node x alone on its level (UdTabs.alone), the ancestors at x's level and above
+ * are x's own ones (ud_scratch's steps), their distances those of x's distance by the same sums: a node at
+ * most one level below x climbs to those only, so its shortest climb (ud_dist) and its candidates towards a
+ * remaining distance ``here`` are the same for every destination with the same x at the same distance (to
+ * the bit). They are kept per call, by (x, y, those bits; ``here``'s bits for the candidates), for nodes
+ * with at least UDM_DEG arcs up (a leaf under its spines): another destination under the same leaf finds
+ * them instead of going over the spines again: the candidates ``udm.cand[off ..]``, ``nc`` of them. */
+#define UDM_DEG 8
+#define UDM_SLOTS 1024
+#define UDM_CANDS_MAX ((Py_ssize_t)1 << 22)
+typedef struct {
+    int64_t v, arc;
+} UdCand;
+
+typedef struct {
+    int64_t call, x, y, nc, off;
+    uint64_t xbits, here;
+    double ud;
+    int has_ud, has_c;
+} UdMemo;
+
+static struct {
+    UdMemo *slot;
+    UdCand *cand;
+    Py_ssize_t ncand, used;
+} udm;
+
+static inline uint64_t ud_bits(double x) {
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+/* the slot of (x, y) for this call's destination (emptied where it held another key), or NULL: not kept */
+static inline UdMemo *udm_slot(const UdTabs *t, int64_t y) {
+    if (t->alone < 0 || t->up_ptr[y + 1] - t->up_ptr[y] < UDM_DEG || t->level[y] < t->alone_level - 1 || !udm.slot)
+        return NULL;
+    uint64_t h = ((uint64_t)t->alone * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)y * 0xBF58476D1CE4E5B9ULL);
+    UdMemo *m = udm.slot + ((h ^ (h >> 29)) & (UDM_SLOTS - 1));
+    if (m->call != ud_scratch.call || m->x != t->alone || m->y != y || m->xbits != t->alone_bits) {
+        m->call = ud_scratch.call, m->x = t->alone, m->y = y, m->xbits = t->alone_bits;
+        m->has_ud = m->has_c = 0;
+    }
+    return m;
+}
 
 /* an int64, float64 or bool table as a plain array: its buffer where the items are contiguous, else a copy
  * made into *own (the caller frees it); NULL with an exception set where memory runs out */
-static const void *ud_flat(const Arr *a, void **own) {
+static inline const void *ud_flat(const Arr *a, void **own) {
     size_t size = a->kind == 'b' ? 1 : 8;
     if (a->view.itemsize == (Py_ssize_t)size && a->stride == (Py_ssize_t)size)
         return a->p;
@@ -8297,12 +8391,21 @@ static double ud_dist(const UdTabs *t, int64_t u) {
         return t->dist[u];
     if (t->mstamp[u] == t->gen)
         return t->memo[u];
+    UdMemo *m = udm_slot(t, u);
     double best = INFINITY;
-    for (int64_t k = t->up_ptr[u], hi = t->up_ptr[u + 1]; k < hi; k++) {
-        int64_t v = t->up_v[k]; /* (an ancestor's distance read here: no call for it) */
-        double x = t->arc_w[t->up_arc[k]] + (t->stamp[v] == t->gen ? t->dist[v] : ud_dist(t, v));
-        if (x < best)
-            best = x;
+    if (m && m->has_ud)
+        best = m->ud;
+    else {
+        for (int64_t k = t->up_ptr[u], hi = t->up_ptr[u + 1]; k < hi; k++) {
+            int64_t v = t->up_v[k]; /* (an ancestor's distance read here: no call for it) */
+            double x = t->arc_w[t->up_arc[k]] + (t->stamp[v] == t->gen ? t->dist[v] : ud_dist(t, v));
+            if (x < best)
+                best = x;
+        }
+        if (m && m->y == u) { /* (the slot still u's: the climbs above did not take it) */
+            m->ud = best;
+            m->has_ud = 1;
+        }
     }
     t->mstamp[u] = t->gen;
     t->memo[u] = best;
@@ -8376,6 +8479,17 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
             goto done;
         }
     }
+    /* ``keep``: whether the steps of a search and the climbs are kept -- for another destination of this call;
+     * a call with one (path_id's: a pair at a time) keeps none */
+    int64_t o_first = arr_i(&order, 0), o_last = arr_i(&order, len - 1);
+    int keep = o_first >= 0 && o_first < len && o_last >= 0 && o_last < len &&
+               arr_i(&dsts, o_first) != arr_i(&dsts, o_last);
+    ud_scratch.call++;
+    ud_scratch.usteps = 0; /* (the steps recorded by an earlier call are for its tables: not replayed) */
+    udm.used = 0;
+    if (!udm.slot) /* (none: nothing kept, no error) */
+        udm.slot = PyMem_Calloc(UDM_SLOTS, sizeof(UdMemo));
+    t.alone = -1;
     stamp = ud_scratch.stamp, mstamp = ud_scratch.mstamp, anc = ud_scratch.anc, dist = ud_scratch.dist;
     cand_v = ud_scratch.cand_v, cand_a = ud_scratch.cand_a, khead = ud_scratch.khead, kids = ud_scratch.kids;
     t.stamp = stamp, t.dist = dist, t.mstamp = mstamp, t.memo = ud_scratch.memo;
@@ -8455,8 +8569,43 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                 lhead[lb] = b;
                 anc[b] = -1;
             }
-            for (int64_t lv = lb; lv <= maxlevel && lb >= 0; lv++)
-                for (int64_t v = lhead[lv]; v >= 0; v = anc[v]) {
+            /* where a level starts with one node x on the lists and none above it (``above``: those found
+             * above the top, never passed on), the steps from x on are its own (ud_scratch's): replayed where
+             * recorded, else recorded (``rec``: x, its steps the kids from ``rec_at`` on) */
+            int64_t rec = -1, above = 0;
+            Py_ssize_t rec_at = 0;
+            t.alone = -1;
+            for (int64_t lv = lb; lv <= maxlevel && lb >= 0; lv++) {
+                int64_t x = lhead[lv];
+                if (keep && lv > lb && t.alone < 0 && x >= 0 && anc[x] < 0 && !above && ud_alone(lhead, lv, maxlevel)) {
+                    t.alone = x, t.alone_level = lv, t.alone_bits = ud_bits(dist[x]);
+                    if (ud_scratch.xcall[x] == ud_scratch.call) { /* the steps of x: replayed */
+                        const UdKid *sp = ud_scratch.steps + ud_scratch.xstart[x];
+                        int64_t ns = ud_scratch.xlen[x];
+                        if (ud_grow((void **)&ud_scratch.kids, &ud_scratch.nkids, nk + ns, sizeof(UdKid), 64,
+                                    PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(UdKid)) < 0) {
+                            PyErr_NoMemory();
+                            goto done;
+                        }
+                        kids = ud_scratch.kids;
+                        for (int64_t q = 0; q < ns; q++) {
+                            int64_t v = sp[q].v, u = sp[q].u, arc = sp[q].arc;
+                            double nd = dist[v] + w[arc];
+                            if (stamp[u] != gen) {
+                                stamp[u] = gen;
+                                dist[u] = nd;
+                                khead[u] = -1;
+                            } else if (nd < dist[u])
+                                dist[u] = nd;
+                            kids[nk] = (UdKid){v, arc, khead[u], u};
+                            khead[u] = nk++;
+                        }
+                        break;
+                    }
+                    rec = x;
+                    rec_at = nk;
+                }
+                for (int64_t v = x; v >= 0; v = anc[v])
                     for (int64_t k = t.above_ptr[v], hi = t.above_ptr[v + 1]; k < hi; k++) {
                         int64_t u = t.above_u[k], arc = t.above_arc[k], lu;
                         if (u < 0 || u >= n || arc < 0 || arc >= narcs || (lu = lvl[u]) <= lv) {
@@ -8471,15 +8620,24 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                             if (lu <= maxlevel) { /* (above the top: no arc above it, nothing to pass on) */
                                 anc[u] = lhead[lu];
                                 lhead[lu] = u;
-                            }
+                            } else
+                                above++;
                         } else if (nd < dist[u])
                             dist[u] = nd;
                         if (ud_kid_room(nk, &kids) < 0) /* (the descent's arcs, listed under ``u``) */
                             goto done;
-                        kids[nk] = (UdKid){v, arc, khead[u]};
+                        kids[nk] = (UdKid){v, arc, khead[u], u};
                         khead[u] = nk++;
                     }
-                }
+            }
+            if (rec >= 0 && ud_grow((void **)&ud_scratch.steps, &ud_scratch.nsteps, ud_scratch.usteps + (nk - rec_at),
+                                    sizeof(UdKid), 256, UD_STEPS_MAX) == 0) { /* (no room: not kept) */
+                memcpy(ud_scratch.steps + ud_scratch.usteps, kids + rec_at, (size_t)(nk - rec_at) * sizeof(UdKid));
+                ud_scratch.xcall[rec] = ud_scratch.call;
+                ud_scratch.xstart[rec] = ud_scratch.usteps;
+                ud_scratch.xlen[rec] = nk - rec_at;
+                ud_scratch.usteps += nk - rec_at;
+            }
         }
         double here = ud_dist(&t, a);
         if (!isfinite(here)) {
@@ -8518,14 +8676,36 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                     }
                 }
             } else { /* climb: the up-arcs on a shortest way */
-                if (ud_cands(uptr[node + 1] - uptr[node], &cand_v, &cand_a) < 0)
-                    goto done;
-                for (int64_t k = uptr[node], hi = uptr[node + 1]; k < hi; k++) {
-                    int64_t v = uv[k], arc = uarc[k];
-                    double x = stamp[v] == gen ? dist[v] : ud_dist(&t, v);
-                    if (fabs(x + w[arc] - here) <= tol) {
-                        cand_v[nc] = v;
-                        cand_a[nc++] = arc;
+                UdMemo *m = udm_slot(&t, node);
+                uint64_t hb = ud_bits(here);
+                if (m && m->has_c && m->here == hb) { /* (kept: see UdMemo) */
+                    nc = m->nc;
+                    if (nc && hop < width) {
+                        int64_t c = spine_pick(keyed, &key, a, b, hop, nc);
+                        const UdCand *got = udm.cand + m->off + c;
+                        row[hop] = got->arc;
+                        here -= w[got->arc];
+                        node = got->v;
+                        hop++;
+                        continue;
+                    }
+                } else {
+                    if (ud_cands(uptr[node + 1] - uptr[node], &cand_v, &cand_a) < 0)
+                        goto done;
+                    for (int64_t k = uptr[node], hi = uptr[node + 1]; k < hi; k++) {
+                        int64_t v = uv[k], arc = uarc[k];
+                        double x = stamp[v] == gen ? dist[v] : ud_dist(&t, v);
+                        if (fabs(x + w[arc] - here) <= tol) {
+                            cand_v[nc] = v;
+                            cand_a[nc++] = arc;
+                        }
+                    }
+                    if (m && m->y == node &&
+                        ud_grow((void **)&udm.cand, &udm.ncand, udm.used + nc, sizeof(UdCand), 1024, UDM_CANDS_MAX) == 0) {
+                        for (int64_t q = 0; q < nc; q++)
+                            udm.cand[udm.used + q] = (UdCand){cand_v[q], cand_a[q]};
+                        m->off = udm.used, m->nc = nc, m->here = hb, m->has_c = 1;
+                        udm.used += nc;
                     }
                 }
             }
@@ -8686,6 +8866,9 @@ static PyObject *py_static_dominators(PyObject *self, PyObject *const *args, Py_
     arrs_init(all, 5);
     PyObject *result = NULL;
     int64_t *deg = NULL;
+    void *own[3] = {NULL, NULL, NULL}; /* (the arcs' tables as plain arrays: ud_flat) */
+    const int64_t *pu, *pv;
+    const double *pc;
     if (arrs_open(args, all, "iifiI") < 0)
         goto done;
     Py_ssize_t m = u.n;
@@ -8693,9 +8876,11 @@ static PyObject *py_static_dominators(PyObject *self, PyObject *const *args, Py_
         PyErr_SetString(PyExc_ValueError, "static_dominators: inconsistent sizes");
         goto done;
     }
+    if (!(pu = ud_flat(&u, &own[0])) || !(pv = ud_flat(&v, &own[1])) || !(pc = ud_flat(&cap, &own[2])))
+        goto done;
     int64_t n = 0;
     for (Py_ssize_t a = 0; a < m; a++) {
-        int64_t x = arr_i(&u, a), y = arr_i(&v, a);
+        int64_t x = pu[a], y = pv[a];
         if (x < 0 || y < 0) {
             PyErr_SetString(PyExc_IndexError, "static_dominators: node out of range");
             goto done;
@@ -8719,7 +8904,7 @@ static PyObject *py_static_dominators(PyObject *self, PyObject *const *args, Py_
     for (int64_t x = 0; x < 2 * n; x++)
         deg[x] = 0;
     for (Py_ssize_t a = 0; a < m; a++) {
-        int64_t x = arr_i(&u, a), y = arr_i(&v, a);
+        int64_t x = pu[a], y = pv[a];
         if (nout[x] < 2)
             (nout[x] ? o2 : o1)[x] = a;
         if (nin[y] < 2)
@@ -8731,23 +8916,23 @@ static PyObject *py_static_dominators(PyObject *self, PyObject *const *args, Py_
         nout[r < 0 ? r + n : r] = -1;
     }
 #define THROUGH(x) (nout[x] == 2 && nin[x] == 2)
-#define NARROWER(c, a) (arr_f(&cap, c) < arr_f(&cap, a) || (arr_f(&cap, c) == arr_f(&cap, a) && (c) < (a)))
+#define NARROWER(c, a) (pc[c] < pc[a] || (pc[c] == pc[a] && (c) < (a)))
     for (Py_ssize_t a = 0; a < m; a++)
         *arr_ip(&out, a) = -1;
     for (Py_ssize_t a = 0; a < m; a++) { /* into a through node w from x: the flows leave w to its other neighbour */
-        int64_t w = arr_i(&v, a), x = arr_i(&u, a);
+        int64_t w = pv[a], x = pu[a];
         if (!THROUGH(w))
             continue;
-        int back1 = arr_i(&v, o1[w]) == x, back2 = arr_i(&v, o2[w]) == x;
+        int back1 = pv[o1[w]] == x, back2 = pv[o2[w]] == x;
         int64_t nxt = back1 ? o2[w] : o1[w];
         if (back1 != back2 && NARROWER(nxt, a))
             *arr_ip(&out, a) = nxt;
     }
     for (Py_ssize_t a = 0; a < m; a++) { /* out of a through node w to y: the flows came in from its other neighbour */
-        int64_t w = arr_i(&u, a), y = arr_i(&v, a);
+        int64_t w = pu[a], y = pv[a];
         if (!THROUGH(w))
             continue;
-        int from1 = arr_i(&u, i1[w]) == y, from2 = arr_i(&u, i2[w]) == y;
+        int from1 = pu[i1[w]] == y, from2 = pu[i2[w]] == y;
         int64_t prv = from1 ? i2[w] : i1[w], held = *arr_ip(&out, a);
         if (from1 != from2 && NARROWER(prv, a) && (held < 0 || NARROWER(prv, held)))
             *arr_ip(&out, a) = prv;
@@ -8758,6 +8943,8 @@ static PyObject *py_static_dominators(PyObject *self, PyObject *const *args, Py_
     Py_INCREF(result);
 done:
     PyMem_Free(deg);
+    for (int k = 0; k < 3; k++)
+        PyMem_Free(own[k]);
     arrs_release(all, 5);
     return result;
 }
