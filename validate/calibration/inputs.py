@@ -400,10 +400,13 @@ def rank_host(m: re.Match[str]) -> str:
 _STARTING = re.compile(r"Collective test starting:\s*(\S+)")
 #: what rccl-tests (AMD's port of nccl-tests) prints and nccl-tests does not: its version line, RCCL's, ROCm's;
 #: or a launch line that runs an rccl-tests binary (``/opt/rccl-tests/build/all_reduce_perf``) or loads RCCL's
-#: library (``LD_PRELOAD=/root/rccl/build/release/librccl.so.1.0``): a post that abridges the output to its rows
+#: library (``LD_PRELOAD=/root/rccl/build/release/librccl.so.1.0``): a post that abridges the output to its rows;
+#: or rccl-tests' footer line ``# Errors with asterisks indicate errors that have exceeded the maximum threshold.``,
+#: which nccl-tests (to 2.19.6) never prints: a post cut to its rows and footer keeps it
 _RCCL_LINE = re.compile(
     r"\brccl-tests: Version\b|\bRCCL version\b|\bLibrccl path\b|\bROCm version\b"
-    r"|\brccl-tests/(?:[\w.-]+/)*\w+_perf\b|\blibrccl[\w-]*\.so\b",
+    r"|\brccl-tests/(?:[\w.-]+/)*\w+_perf\b|\blibrccl[\w-]*\.so\b"
+    r"|\bErrors with asterisks indicate errors that have exceeded\b",
     re.I,
 )
 #: a launcher's label in front of every line: ``srun --label`` (`` 0: ``), Open MPI's ``--tag-output``
