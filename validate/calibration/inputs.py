@@ -1127,8 +1127,29 @@ def parse_nccl_text(
         run_ids=[run_id],
         records=len(samples),
         detail=detail,
-        unmodelled=unmodelled_settings(env),
+        unmodelled=unmodelled_settings(env) + newer_release(versions),
     )
+
+
+def newer_release(versions: list[tuple[int, str]]) -> list[str]:
+    """``['NCCL X.Y.Z (newer than A.B.C, whose tuner decides)']`` where the release a log states (the first of
+    ``versions``' kinds, as the schedules take it) is newer than the newest release collsim knows: its
+    schedules are the newest tuner's, which that release may have changed; [] otherwise (none stated, a known
+    release, or an older text that names none).
+
+    >>> newer_release([(1, "2.99.1")])[0].startswith("NCCL 2.99.1 (newer than 2."), newer_release([(0, "2.26.2")])
+    (True, [])
+    """
+    from sim.nccl.versions import RELEASES
+
+    if not versions or _modelled_version(stated := min(versions)[1]) is not None:
+        return []
+    try:
+        release = tuple(int(x) for x in stated.split("."))
+    except ValueError:
+        return []
+    newest = ".".join(map(str, RELEASES[-1]))
+    return [f"NCCL {stated} (newer than {newest}, whose tuner decides)"] if release > RELEASES[-1] else []
 
 
 def _one_collective(programs: set[str], redops: Counter[str | None], path: str) -> None:
