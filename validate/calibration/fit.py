@@ -464,11 +464,17 @@ def fit_calibration(
         notes += got.notes
         warnings += got.warnings
         for src in sources:
-            if src.unmodelled:
+            newer = [u for u in src.unmodelled if u.startswith("NCCL ")]  # (a release: inputs.newer_release)
+            if settings := [u for u in src.unmodelled if u not in newer]:
                 warnings.append(
-                    f"{src.path}: sets {', '.join(src.unmodelled)}, which the model does not represent (channel "
+                    f"{src.path}: sets {', '.join(settings)}, which the model does not represent (channel "
                     "counts, threads, buffers, QPs, NIC choice): the fit absorbs their effect into the "
                     "efficiencies, so predictions for runs without these settings may be off"
+                )
+            if newer:
+                warnings.append(
+                    f"{src.path}: ran {newer[0]}: its tuner's algorithm and protocol picks and latencies are "
+                    "not modelled; the fit absorbs any change into the efficiencies"
                 )
     if collectives:
         coll_entries, fitted, more = _classes_from_collectives(collectives, cluster, gamma, **kw)

@@ -400,10 +400,13 @@ def rank_host(m: re.Match[str]) -> str:
 _STARTING = re.compile(r"Collective test starting:\s*(\S+)")
 #: what rccl-tests (AMD's port of nccl-tests) prints and nccl-tests does not: its version line, RCCL's, ROCm's;
 #: or a launch line that runs an rccl-tests binary (``/opt/rccl-tests/build/all_reduce_perf``) or loads RCCL's
-#: library (``LD_PRELOAD=/root/rccl/build/release/librccl.so.1.0``): a post that abridges the output to its rows
+#: library (``LD_PRELOAD=/root/rccl/build/release/librccl.so.1.0``): a post that abridges the output to its rows;
+#: or rccl-tests' footer line ``# Errors with asterisks indicate errors that have exceeded the maximum threshold.``,
+#: which nccl-tests (to 2.19.6) never prints: a post cut to its rows and footer keeps it
 _RCCL_LINE = re.compile(
     r"\brccl-tests: Version\b|\bRCCL version\b|\bLibrccl path\b|\bROCm version\b"
-    r"|\brccl-tests/(?:[\w.-]+/)*\w+_perf\b|\blibrccl[\w-]*\.so\b",
+    r"|\brccl-tests/(?:[\w.-]+/)*\w+_perf\b|\blibrccl[\w-]*\.so\b"
+    r"|\bErrors with asterisks indicate errors that have exceeded\b",
     re.I,
 )
 #: a launcher's label in front of every line: ``srun --label`` (`` 0: ``), Open MPI's ``--tag-output``
@@ -1124,8 +1127,29 @@ def parse_nccl_text(
         run_ids=[run_id],
         records=len(samples),
         detail=detail,
-        unmodelled=unmodelled_settings(env),
+        unmodelled=unmodelled_settings(env) + newer_release(versions),
     )
+
+
+def newer_release(versions: list[tuple[int, str]]) -> list[str]:
+    """``['NCCL X.Y.Z (newer than A.B.C, whose tuner decides)']`` where the release a log states (the first of
+    ``versions``' kinds, as the schedules take it) is newer than the newest release collsim knows: its
+    schedules are the newest tuner's, which that release may have changed; [] otherwise (none stated, a known
+    release, or an older text that names none).
+
+    >>> newer_release([(1, "2.99.1")])[0].startswith("NCCL 2.99.1 (newer than 2."), newer_release([(0, "2.26.2")])
+    (True, [])
+    """
+    from sim.nccl.versions import RELEASES
+
+    if not versions or _modelled_version(stated := min(versions)[1]) is not None:
+        return []
+    try:
+        release = tuple(int(x) for x in stated.split("."))
+    except ValueError:
+        return []
+    newest = ".".join(map(str, RELEASES[-1]))
+    return [f"NCCL {stated} (newer than {newest}, whose tuner decides)"] if release > RELEASES[-1] else []
 
 
 def _one_collective(programs: set[str], redops: Counter[str | None], path: str) -> None:
