@@ -6655,9 +6655,12 @@ static int fast_arrive_at(Fast *f, double when, struct FMsg *m, Py_ssize_t n, in
         if (fresh && (x = fb_new(f, when)) < 0)
             return -1;
         struct FBucket *b = &f->bk[x];
-        if (grow_to((void **)&b->m, &b->cap, b->n + n, sizeof(struct FMsg), 4) < 0)
+        if (b->n + n > b->cap && grow_to((void **)&b->m, &b->cap, b->n + n, sizeof(struct FMsg), 4) < 0)
             return -1;
-        memcpy(b->m + b->n, m, sizeof(struct FMsg) * (size_t)n);
+        if (n == 1)
+            b->m[b->n] = m[0]; /* (a lone message: no call to memcpy) */
+        else
+            memcpy(b->m + b->n, m, sizeof(struct FMsg) * (size_t)n);
         b->n += n;
         f->held += n;
         return fresh ? fast_call_at(f, NULL, when) : 0;
@@ -7132,7 +7135,7 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
     LL_LOCAL(cur);
     LL_LOCAL(next);
     LL_LOCAL(group);
-    Py_ssize_t phase_room[LL_ROOM], *phase = NULL;
+    Py_ssize_t phase_room[LL_ROOM], *phase = phase_room;
     int rc = -1;
     for (Py_ssize_t i = 0; i < n0; i++)
         if (ll_push(&cur, ranks0[i]) < 0)
@@ -7267,14 +7270,19 @@ static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int6
             *arr_fp(&f->last, dst[i]) = now;
         }
     }
-    sort_i64(touched.v, touched.n);
+    /* the distinct touched ranks with nothing left to send or receive, ascending: those picked out first, then
+     * sorted (fewer than the touched) and each taken once */
     for (Py_ssize_t i = 0; i < touched.n; i++) {
         int64_t r = touched.v[i];
-        if ((i && r == touched.v[i - 1]) || fa_i(&f->send_left, r) != 0 || fa_i(&f->recv_left, r) != 0)
-            continue;
-        if (ll_push(&ready, r) < 0)
+        if (fa_i(&f->send_left, r) == 0 && fa_i(&f->recv_left, r) == 0 && ll_push(&ready, r) < 0)
             goto done;
     }
+    sort_i64(ready.v, ready.n);
+    Py_ssize_t nr = 0;
+    for (Py_ssize_t i = 0; i < ready.n; i++)
+        if (!nr || ready.v[i] != ready.v[nr - 1])
+            ready.v[nr++] = ready.v[i];
+    ready.n = nr;
     if (fast_complete(f, ready.v, ready.n, now, &go) < 0 || (go.n && fast_begin(f, go.v, go.n, now) < 0))
         goto done;
     rc = 0;
