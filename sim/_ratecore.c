@@ -5554,6 +5554,11 @@ typedef struct {
     /* the owner's dict each was found in and its version tag then (fast_attr_read: valid while both stand) */
     PyObject *fa_dict[FA_N];
     uint64_t fa_tag[FA_N];
+    /* cluster.paths.count as fast_path_count read it last, with the cluster's and the path table's dicts and
+     * their version tags then (borrowed: valid while both stand) */
+    PyObject *pc_cd, *pc_paths, *pc_pd;
+    uint64_t pc_ct, pc_pt;
+    Py_ssize_t pc_count;
     int64_t *bounds;
     Py_ssize_t nphase, last_phase; /* (last_phase: fast_phase's last answer below nphase) */
     Arr *ph; /* nphase * FP_N, unheld where None */
@@ -6541,7 +6546,8 @@ static inline Py_ssize_t fb_find(Fast *f, double w, Py_ssize_t *at) {
 
 /* a new bucket under ``w`` (not kept yet): its slot, or -1 with an exception set */
 static Py_ssize_t fb_new(Fast *f, double w) {
-    if (tt_room(&f->tab, &f->tabcap, &f->tabfill, f->nlive, (const char *)f->bk, sizeof(struct FBucket)) < 0)
+    if ((f->tabfill + 1) * 2 > f->tabcap && /* (tt_room's test, in line: the table is seldom made anew) */
+        tt_room(&f->tab, &f->tabcap, &f->tabfill, f->nlive, (const char *)f->bk, sizeof(struct FBucket)) < 0)
         return -1;
     if (!f->nfree) {
         Py_ssize_t cap = f->bkcap ? 2 * f->bkcap : 64;
@@ -6570,10 +6576,27 @@ static Py_ssize_t fb_new(Fast *f, double w) {
     return x;
 }
 
+/* the entry in place ``at`` of such a table taken out: marked removed (-2), or empty (-1, the table's fill one
+ * less) where the place after it is empty -- a probe that passed it stops at the next place all the same, so
+ * nothing beyond is found through it -- and so each removed place before it in turn. A table whose entries come
+ * and go (few live at once) so stays mostly empty, and is seldom made anew (tt_room). */
+static void tt_drop(Py_ssize_t *tab, Py_ssize_t cap, Py_ssize_t at, Py_ssize_t *fill) {
+    size_t mask = (size_t)cap - 1, i = (size_t)at;
+    if (tab[(i + 1) & mask] != -1) {
+        tab[i] = -2;
+        return;
+    }
+    do {
+        tab[i] = -1;
+        *fill -= 1;
+        i = (i - 1) & mask;
+    } while (tab[i] == -2);
+}
+
 /* the bucket in table place ``at`` taken out (its slot free again) */
 static void fb_drop(Fast *f, Py_ssize_t at) {
     Py_ssize_t x = f->tab[at];
-    f->tab[at] = -2;
+    tt_drop(f->tab, f->tabcap, at, &f->tabfill);
     f->held -= f->bk[x].n;
     f->bk[x].n = 0;
     f->bkfree[f->nfree++] = x;
@@ -6632,9 +6655,12 @@ static int fast_arrive_at(Fast *f, double when, struct FMsg *m, Py_ssize_t n, in
         if (fresh && (x = fb_new(f, when)) < 0)
             return -1;
         struct FBucket *b = &f->bk[x];
-        if (grow_to((void **)&b->m, &b->cap, b->n + n, sizeof(struct FMsg), 4) < 0)
+        if (b->n + n > b->cap && grow_to((void **)&b->m, &b->cap, b->n + n, sizeof(struct FMsg), 4) < 0)
             return -1;
-        memcpy(b->m + b->n, m, sizeof(struct FMsg) * (size_t)n);
+        if (n == 1)
+            b->m[b->n] = m[0]; /* (a lone message: no call to memcpy) */
+        else
+            memcpy(b->m + b->n, m, sizeof(struct FMsg) * (size_t)n);
         b->n += n;
         f->held += n;
         return fresh ? fast_call_at(f, NULL, when) : 0;
@@ -7109,7 +7135,7 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
     LL_LOCAL(cur);
     LL_LOCAL(next);
     LL_LOCAL(group);
-    Py_ssize_t phase_room[LL_ROOM], *phase = NULL;
+    Py_ssize_t phase_room[LL_ROOM], *phase = phase_room;
     int rc = -1;
     for (Py_ssize_t i = 0; i < n0; i++)
         if (ll_push(&cur, ranks0[i]) < 0)
@@ -7244,14 +7270,19 @@ static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int6
             *arr_fp(&f->last, dst[i]) = now;
         }
     }
-    sort_i64(touched.v, touched.n);
+    /* the distinct touched ranks with nothing left to send or receive, ascending: those picked out first, then
+     * sorted (fewer than the touched) and each taken once */
     for (Py_ssize_t i = 0; i < touched.n; i++) {
         int64_t r = touched.v[i];
-        if ((i && r == touched.v[i - 1]) || fa_i(&f->send_left, r) != 0 || fa_i(&f->recv_left, r) != 0)
-            continue;
-        if (ll_push(&ready, r) < 0)
+        if (fa_i(&f->send_left, r) == 0 && fa_i(&f->recv_left, r) == 0 && ll_push(&ready, r) < 0)
             goto done;
     }
+    sort_i64(ready.v, ready.n);
+    Py_ssize_t nr = 0;
+    for (Py_ssize_t i = 0; i < ready.n; i++)
+        if (!nr || ready.v[i] != ready.v[nr - 1])
+            ready.v[nr++] = ready.v[i];
+    ready.n = nr;
     if (fast_complete(f, ready.v, ready.n, now, &go) < 0 || (go.n && fast_begin(f, go.v, go.n, now) < 0))
         goto done;
     rc = 0;
@@ -7329,6 +7360,43 @@ static int fast_values(PyObject *obj, LList *ints, LList *flts) {
 
 /* net.account(pids, nbytes, n) (np.add.at: in order) for the n messages of columns ``col`` (src, dst,
  * step, path, bytes: the last as doubles' bits), then _done */
+/* the network's cluster.paths.count into *out: 0, or -1 with an exception set -- the count read before where the
+ * cluster's dict and the path table's dict are the same dicts with the same version tags (as iget_rest's memo,
+ * whose lookups these are), else read (fast_get) and remembered so */
+static int fast_path_count(Fast *f, Py_ssize_t *out) {
+    PyObject *cl = nget(f->net, NF_CLUSTER, s_cluster_f), *paths = NULL, *count = NULL;
+    if (!cl)
+        return -1;
+#if IG_MEMO
+    PyObject **cd = idict(cl), **pd = NULL;
+    if (cd && *cd == f->pc_cd && dict_tag(*cd) == f->pc_ct && (pd = idict(f->pc_paths)) && *pd == f->pc_pd &&
+        dict_tag(*pd) == f->pc_pt) {
+        Py_DECREF(cl);
+        *out = f->pc_count;
+        return 0;
+    }
+    f->pc_cd = NULL;
+#endif
+    Py_ssize_t n = -1;
+    if ((paths = fast_get(cl, s_paths_f)) && (count = fast_get(paths, s_count_f)))
+        n = PyLong_AsSsize_t(count);
+    int rc = n == -1 && (!count || PyErr_Occurred()) ? -1 : 0;
+#if IG_MEMO
+    if (rc == 0 && (cd = idict(cl)) && (pd = idict(paths)) && PyDict_GetItemWithError(*cd, s_paths_f) == paths &&
+        PyDict_GetItemWithError(*pd, s_count_f) == count) {
+        f->pc_cd = *cd, f->pc_ct = dict_tag(*cd), f->pc_paths = paths, f->pc_pd = *pd, f->pc_pt = dict_tag(*pd);
+        f->pc_count = n;
+    }
+    if (PyErr_Occurred())
+        rc = -1;
+#endif
+    Py_DECREF(cl);
+    Py_XDECREF(paths);
+    Py_XDECREF(count);
+    *out = n;
+    return rc;
+}
+
 static int fast_account_done(Fast *f, LList *col, double now) {
     Py_ssize_t n = col[0].n;
     for (int j = 1; j < 5; j++)
@@ -7342,13 +7410,10 @@ static int fast_account_done(Fast *f, LList *col, double now) {
             return -1;
         }
     int rc = -1;
-    PyObject *net = Py_NewRef(f->net), *cl = NULL, *paths = NULL, *count = NULL;
-    if (!(cl = nget(net, NF_CLUSTER, s_cluster_f)) || !(paths = fast_get(cl, s_paths_f)) ||
-        !(count = fast_get(paths, s_count_f)))
-        goto done;
-    Py_ssize_t need = PyLong_AsSsize_t(count);
+    PyObject *net = Py_NewRef(f->net);
+    Py_ssize_t need;
     Arr *a;
-    if ((need == -1 && PyErr_Occurred()) || fast_path_bytes(f, &a) < 0)
+    if (fast_path_count(f, &need) < 0 || fast_path_bytes(f, &a) < 0)
         goto done;
     int fits = a->n >= need;
     for (Py_ssize_t i = 0; fits && i < n; i++)
@@ -7383,9 +7448,6 @@ static int fast_account_done(Fast *f, LList *col, double now) {
     rc = fast_done(f, col[0].v, col[1].v, col[2].v, n, now);
 done:
     Py_DECREF(net);
-    Py_XDECREF(cl);
-    Py_XDECREF(paths);
-    Py_XDECREF(count);
     return rc;
 }
 
