@@ -1,0 +1,77 @@
+"""NCCL's slices in flight per connection (``nccl:slots``; sim.nccl.pipeline.Streams._windowed): the
+steady state pays what the slots leave of a hop's latency, the fill pays it in full; slots=1 is the
+schedules as they were; both engines agree."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import simpy
+
+from sim.algorithms.nccl_tree import tree_program
+from sim.cluster import Cluster
+from sim.fastpath import FastExecutor
+from sim.network import Network
+from sim.simulate import simulate
+from sim.topology import hgx
+
+
+def _time(cluster, program):
+    env = simpy.Environment()
+    executor = FastExecutor(Network(env, cluster), program, 0.0, cluster.compute_scale, alone=True)
+    env.run(env.process(executor.run()))
+    return env.now
+
+
+def _tree(slots, nbytes=2**26, preset="aws-p5"):
+    """A 2-host tree, one GPU a host, one channel: a child and its root, a hop each way."""
+    cluster = Cluster(hgx(2, preset, gpus_per_host=1))
+    program, _ = tree_program(cluster, 2, nbytes, 1, "simple", slots=slots)
+    return cluster, program
+
+
+@pytest.mark.parametrize("slots", [2, 8])
+@pytest.mark.parametrize("nbytes", [2**20, 2**26])
+def test_a_pipelined_tree_pays_the_latency_once_per_fill(slots, nbytes):
+    """fill (2 hops of latency + slice) + the other slices x max(t, (t + latency) / slots), to 1e-9."""
+    cluster, program = _tree(slots, nbytes)
+    _, plain = _tree(1, nbytes)
+    data = [(step, times) for step, times in plain.phases if step.nbytes.max() > 0]
+    k = sum(times for _, times in data) - 1  # (the up hop's slices, then the down hop's one step behind)
+    wire = float(data[0][0].nbytes.max())
+    alpha, beta = cluster.alpha_beta(int(data[0][0].src[0]), int(data[0][0].dst[0]))
+    t = wire * beta
+    want = 2 * (alpha + t) + (k - 1) * max(t, (t + alpha) / slots)
+    got = _time(cluster, program)
+    assert abs(got - want) <= 1e-9 * want, (got, want)
+    assert got < _time(cluster, plain)  # (the hop's 20 us of EFA: the slots hide some of it)
+
+
+def test_one_slot_is_the_schedule_as_it_was():
+    """slots=1 builds the very program (no actor renamed, no launch added), so the same time bit for bit."""
+    cluster, one = _tree(1)
+    other = Cluster(hgx(2, "aws-p5", gpus_per_host=1))
+    plain = tree_program(other, 2, 2**26, 1, "simple")[0]
+    assert one.endpoints == plain.endpoints and len(one.phases) == len(plain.phases)
+    for (a, x), (b, y) in zip(one.phases, plain.phases, strict=True):
+        assert x == y
+        assert np.array_equal(a.src, b.src) and np.array_equal(a.dst, b.dst) and np.array_equal(a.nbytes, b.nbytes)
+    assert repr(_time(cluster, one)) == repr(_time(other, plain)) == "0.0018914347826086957"  # (main's, 747f2e8)
+
+
+CASES = [
+    ("aws-p5", 2, "nccl:algo=tree,slots=8"),
+    ("dgx-h100", 3, "nccl:algo=nvls-tree,slots=8"),
+    ("oci-bm-gpu4-8", 3, "nccl:algo=tree,proto=ll,slots=8"),
+]
+
+
+@pytest.mark.parametrize("preset, hosts, spec", CASES)
+@pytest.mark.parametrize("size", [1, 3 * 2**22, 2**27])
+def test_fast_path_equals_message_level_with_slots(preset, hosts, spec, size):
+    g = hgx(hosts, preset, gpus_per_host=4)
+    a = simulate(g, "allreduce", spec, size, check=True, gamma=1e-11)
+    b = simulate(g, "allreduce", spec, size, engine="fast", gamma=1e-11)
+    assert a.wrong == 0
+    assert abs(a.time_s - b.time_s) <= 1e-9 * a.time_s
+    assert a.flows == b.flows
