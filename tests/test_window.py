@@ -11,6 +11,7 @@ import simpy
 from sim.algorithms.nccl_tree import tree_program
 from sim.cluster import Cluster
 from sim.fastpath import FastExecutor
+from sim.nccl.pipeline import pipelined_s
 from sim.network import Network
 from sim.simulate import simulate
 from sim.topology import hgx
@@ -42,10 +43,11 @@ def test_a_pipelined_tree_pays_the_latency_once_per_fill(slots, nbytes, proto):
     wire = float(data[0][0].nbytes.max())
     alpha, beta = cluster.alpha_beta(int(data[0][0].src[0]), int(data[0][0].dst[0]))
     t = wire * beta
-    want = 2 * (alpha + t) + (k - 1) * max(t, (t + alpha) / slots)
+    want = pipelined_s(2, k, alpha, t, slots)
     got = _time(cluster, program)
     assert abs(got - want) <= 1e-9 * want, (got, want)
     assert got < _time(cluster, plain)  # (the hop's 20 us of EFA: the slots hide some of it)
+    assert abs(_time(cluster, plain) - pipelined_s(2, k, alpha, t)) <= 1e-9 * want  # (one slot: every step pays it)
 
 
 def test_one_slot_is_the_schedule_as_it_was():

@@ -23,7 +23,7 @@ import numpy as np
 from .._arrays import all_distinct, distinct
 from ..program import Step, StepProgram
 
-__all__ = ["EndpointData", "Streams", "cap_rate", "hops_cap_rate", "launchers", "shift"]
+__all__ = ["EndpointData", "Streams", "cap_rate", "hops_cap_rate", "launchers", "pipelined_s", "shift"]
 
 
 def _column(values: Any, n: int) -> np.ndarray:
@@ -50,6 +50,14 @@ def hops_cap_rate(cluster: Any, per_slice: float, hops: Iterable[tuple[int, int]
     """:func:`cap_rate` with the latency a step pays: the longest of its messages' ``hops`` (endpoint pairs)
     on ``cluster``."""
     return cap_rate(per_slice, max(cluster.alpha_beta(a, b)[0] for a, b in hops))
+
+
+def pipelined_s(hops: int, slices: int, latency: float, transfer: float, slots: int = 1) -> float:
+    """The closed form of a chain of ``hops`` hops streaming ``slices`` slices alone on its links (each hop
+    ``latency`` + ``transfer`` a slice) with ``slots`` slices in flight per connection
+    (:meth:`Streams._windowed`): the fill pays every hop in full, each further slice max(transfer, (transfer
+    + latency) / slots) -- with one slot, (hops + slices - 1) · (latency + transfer)."""
+    return hops * (latency + transfer) + (slices - 1) * max(transfer, (transfer + latency) / slots)
 
 
 class Streams:
