@@ -71,6 +71,9 @@ class Streams:
         self.slices = slices
         self._cols: list[list[Any]] = [[] for _ in range(8)]
         self._rate = np.zeros(endpoints)  # per actor: slices per second at most (0: no cap)
+        #: every endpoint's stand-in after :meth:`_windowed` (None: no actor replaced), and the new launchers
+        self.rename: np.ndarray | None = None
+        self._launcher: dict[int, int] = {}  # (actor -> its launcher)
 
     def add(
         self,
@@ -194,13 +197,15 @@ class Streams:
         """The edges and launches with ``slots`` slices in flight per connection (NCCL_STEPS buffer slots: a
         sender waits only for a free slot, so a hop's latency overlaps the other slices' transfers).
 
-        In the steady state a slice then costs max(t, (t + α) / slots) rather than t + α (t: the slice's
-        time alone on its path, or its cap's budget; α: the hop's latency), so a sending actor's steps charge
+        In the steady state a slice then costs max(t, (t + α) / slots) rather than t + α (t: the actor's
+        largest slice alone on its path; α: its longest hop's latency), so a sending actor's steps charge
         α' = max(0, (t + α) / slots - t): the actor is replaced by one on the same GPU (or switch) and NIC
         whose per-message overhead is the relief r = α - α' lower (no more than its shortest hop's latency:
-        every delay stays >= 0). The fill pays the latency in full: every actor starts (max lag + 1) · max r
-        later, by its launcher's message (which carries NCCL's fixed cost, if any, as well). The caps move to
-        the new actors; :meth:`renamed` moves a builder's symmetry."""
+        every delay stays >= 0). An actor whose per-channel cap binds (its budget, 1 / rate, above t) stays:
+        the cap is NCCL's end-to-end figure for a slice, whatever the slots. The fill pays the latency in
+        full: every actor starts later by the relief of the chain (per lag, its most relieved sender's), by
+        its launcher's message (which carries NCCL's fixed cost, if any, as well). The caps move to the new
+        actors; :meth:`renamed` moves a builder's symmetry."""
         rate = self._rate
         relief: dict[int, float] = {}
         for a in distinct(src).tolist():
@@ -234,7 +239,6 @@ class Streams:
         np.maximum.at(levels, lag, got)
         fill = float(levels.sum())
         own = {int(x): float(cluster.overhead[w]) for w, x in launch}
-        self._launcher: dict[int, int] = {}
         for a in distinct(np.concatenate([src, dst])).tolist():
             x = int(rename[a])
             rank = x if x < size0 else cluster.endpoint_rank[x - size0]
@@ -252,7 +256,7 @@ class Streams:
     def renamed(self, sigma: np.ndarray) -> np.ndarray:
         """``sigma`` (a permutation of the endpoints the builder named, as :func:`shift` makes it) on the
         actors and launchers :meth:`_windowed` put in their place (itself where it put none)."""
-        rename = getattr(self, "rename", None)
+        rename = self.rename
         if rename is None:
             return sigma
         out = np.arange(len(rename))
