@@ -79,3 +79,46 @@ def test_fast_path_equals_message_level_with_slots(preset, hosts, spec, size):
     )
     assert (checked.wrong, checked.flows) == (0, fast.flows)
     assert fast.time_s == pytest.approx(checked.time_s, rel=1e-9, abs=0)
+
+
+def _nvls_tree(preset, nbytes, slots):
+    """A 2-host NVLS-tree (8 GPUs a host): its simulated time and its slices."""
+    from sim.algorithms.nvls import nvls_program
+
+    cluster = Cluster(hgx(2, preset))
+    program, _ = nvls_program(cluster, 16, nbytes, 0.0, False, slots=slots)
+    return _time(cluster, program)
+
+
+def _per_slice(preset, slots, nbytes=2**28):
+    """The steady state's time a slice: the time that doubling the size adds, over the slices it adds (the
+    chunk, so the slice, stays; the fill and drain cancel)."""
+    from sim.algorithms.nvls import nvls_slices
+    from sim.nccl.tuner import describe
+
+    k = nvls_slices(nbytes, 2, 8, True, sys=describe(Cluster(hgx(2, preset)), 16))
+    assert nvls_slices(2 * nbytes, 2, 8, True, sys=describe(Cluster(hgx(2, preset)), 16)) == 2 * k
+    return (_nvls_tree(preset, 2 * nbytes, slots) - _nvls_tree(preset, nbytes, slots)) / k, nbytes / k
+
+
+def test_nvls_tree_heads_bound_by_their_shared_link_get_the_relief():
+    """DGX B200 x 2: a GPU's two heads (trees 0 and 1) share its PCIe link to the NIC and the link binds
+    (2 x 5.46 us + the 1.2 us hop a slice, under the cap's 10.24 us). With 8 slots the heads are relieved
+    though capped: each slice pays the relief less, which is the heads' shortest hop (0.3 us of NVLink to
+    the switch): a relief per actor (the engines charge a message its sender's overhead)."""
+    plain, _ = _per_slice("dgx-b200", 1)
+    slotted, _ = _per_slice("dgx-b200", 8)
+    r = 0.3e-6
+    assert plain - r - 1e-12 <= slotted < plain - 0.95 * r, (plain, slotted)
+
+
+def test_nvls_tree_heads_bound_by_their_cap_keep_its_rate():
+    """DGX H100 x 2: the heads' per-channel cap binds (a 34.07 us budget a slice). Their budget grows by
+    exactly the relief their steps get, so a slice still takes NCCL's per-slice figure (slice / cap), to
+    1e-9, with 1 slot and with 8."""
+    from sim.nccl.tuner import describe, nvls_tree_cap
+
+    want = nvls_tree_cap(describe(Cluster(hgx(2, "dgx-h100")), 16))
+    for slots in (1, 8):
+        got, slice_b = _per_slice("dgx-h100", slots)
+        assert abs(got - slice_b / want) <= 1e-9 * got, (slots, got, slice_b / want)

@@ -42,7 +42,8 @@ def cap_rate(per_slice: float, latency: float) -> float:
     ``per_slice`` seconds. The cap is NCCL's end-to-end figure, and a simulated step pays its messages'
     ``latency`` on top of their bytes, so the budget is the time left after it -- but never less than half
     of ``per_slice`` (a latency about the size of the slice's time leaves the cap to the links). Slices in
-    flight (:meth:`Streams._windowed`) leave an actor whose cap binds as it is: its step is the cap's figure."""
+    flight (:meth:`Streams._windowed`) take latency off an actor's steps and give its budget exactly as much
+    back: a step the cap binds still lasts ``per_slice``."""
     return 1.0 / max(per_slice - latency, per_slice / 2)
 
 
@@ -201,8 +202,11 @@ class Streams:
         largest slice alone on its path; α: its longest hop's latency), so a sending actor's steps charge
         α' = max(0, (t + α) / slots - t): the actor is replaced by one on the same GPU (or switch) and NIC
         whose per-message overhead is the relief r = α - α' lower (no more than its shortest hop's latency:
-        every delay stays >= 0). An actor whose per-channel cap binds (its budget, 1 / rate, above t) stays:
-        the cap is NCCL's end-to-end figure for a slice, whatever the slots. The fill pays the latency in
+        every delay stays >= 0; the engines charge a message its sender's overhead, so the relief is the
+        actor's, not each hop's). A capped actor gets it too, and its budget (1 / rate: the slice's time
+        less the latency, :func:`cap_rate`) grows by the same r: a step its cap binds lasts NCCL's
+        end-to-end figure as before, one its links bind (two heads sharing a GPU's PCIe link, where t
+        counts only its own bytes) pays only what the slots leave of its hops. The fill pays the latency in
         full: every actor starts later by the relief of the chain (per lag, its most relieved sender's), by
         its launcher's message (which carries NCCL's fixed cost, if any, as well). The caps move to the new
         actors; :meth:`renamed` moves a builder's symmetry."""
@@ -213,8 +217,6 @@ class Streams:
             ab = [cluster.alpha_beta(a, b) for b in out]
             alpha = max(x for x, _ in ab)
             t = max(float(n) * beta for n, (_, beta) in zip(size[src == a].tolist(), ab, strict=True))
-            if rate[a] > 0 and 1.0 / rate[a] > t:  # the cap binds: its step lasts NCCL's end-to-end figure
-                continue
             r = min(alpha - max(0.0, (t + alpha) / slots - t), min(x for x, _ in ab))
             if r > 0:
                 relief[a] = r
@@ -250,6 +252,9 @@ class Streams:
         self.endpoints = cluster.endpoints
         grown = np.zeros(self.endpoints)
         grown[self.rename[: len(rate)]] = rate
+        for a, r in relief.items():  # a capped actor's budget takes back the latency its steps no longer pay
+            if rate[a] > 0:
+                grown[rename[a]] = 1.0 / (1.0 / rate[a] + r)
         self._rate = grown
         return self.rename[src], self.rename[dst], [(w, x) for x, w in self._launcher.items()]
 
