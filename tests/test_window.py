@@ -65,6 +65,7 @@ def test_one_slot_is_the_schedule_as_it_was():
 CASES = [
     ("aws-p5", 2, "nccl:algo=tree,slots=8"),
     ("dgx-h100", 3, "nccl:algo=nvls-tree,slots=8"),
+    ("dgx-b200", 2, "nccl:algo=nvls-tree,slots=8"),
     ("oci-bm-gpu4-8", 3, "nccl:algo=tree,proto=ll,slots=8"),
 ]
 
