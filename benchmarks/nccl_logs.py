@@ -473,12 +473,17 @@ def _source(log: Log) -> str:
     return str(log.path) if log.ranks_given is None else f"{log.path}:ranks={log.ranks}"
 
 
+#: ``nccl`` options every log's all-reduce takes besides its own settings (--nccl: an experiment's, say
+#: ``slots=8``)
+_OPTIONS: tuple[str, ...] = ()
+
+
 def samples_of(log: Log) -> tuple[list, object]:
     """The log's samples as calibration's reader reads them, their all-reduce's ``nccl`` with the settings
-    the log states (:attr:`Log.settings`)."""
+    the log states (:attr:`Log.settings`) and --nccl's options."""
     samples, source = read_samples(_source(log))
-    if log.settings:
-        extra = ",".join(log.settings)
+    if log.settings or _OPTIONS:
+        extra = ",".join(log.settings + _OPTIONS)
         samples = [
             replace(x, algorithm=f"{x.algorithm}{',' if ':' in x.algorithm else ':'}{extra}")
             if x.collective == "allreduce" and x.algorithm.split(":")[0] == "nccl"
@@ -598,7 +603,10 @@ def main(argv: list[str] | None = None) -> int:
         metavar="GLOB",
         help="leave out logs whose file name matches (e.g. a cluster its owner reported as broken); repeatable",
     )
+    ap.add_argument("--nccl", default="", metavar="OPTS", help="nccl options for every log (e.g. slots=8)")
     args = ap.parse_args(argv)
+    global _OPTIONS  # noqa: PLW0603 - (one run's options, read by samples_of)
+    _OPTIONS = tuple(o.strip() for o in args.nccl.split(",") if o.strip())
     folder = Path(args.folder)
     files = sorted(
         p
@@ -626,6 +634,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nccl_logs: none of the {len(files)} .txt files in {folder} is a log it can read", file=sys.stderr)
         return 2
     where = f"{len(logs)} logs in {folder}, sizes >= {args.min_size}, algorithm nccl"
+    if _OPTIONS:
+        where += f" (with {','.join(_OPTIONS)})"
     cals: dict[Path, object] = {}
 
     def cal_of(log: Log) -> object:

@@ -81,8 +81,11 @@ def collnet_check(cluster: Any, p: int, name: str) -> tuner.System:
     return sys
 
 
-def collnet_direct_program(cluster: Any, p: int, nbytes: float, launch_s: float = 0.0) -> tuple[StepProgram, int]:
-    """CollNet Direct as a step program (see the module docstring), and its data-check segments."""
+def collnet_direct_program(
+    cluster: Any, p: int, nbytes: float, launch_s: float = 0.0, slots: int = 1
+) -> tuple[StepProgram, int]:
+    """CollNet Direct as a step program (see the module docstring), and its data-check segments; ``slots``:
+    slices in flight per connection (:meth:`~sim.nccl.pipeline.Streams.program`)."""
     sys = collnet_check(cluster, p, "collnet-direct")
     groups = host_ranks(cluster, p)
     h, g = len(groups), len(groups[0])
@@ -128,7 +131,7 @@ def collnet_direct_program(cluster: Any, p: int, nbytes: float, launch_s: float 
         dst = [groups[host][i] for host in range(h) for i in range(g) if i != local[q]]
         lag = [int(final[q][host]) + 1 for host in range(h) for i in range(g) if i != local[q]]
         s.add(src, dst, part_b, lag=lag, reduce=False, off=q, scale=nh)
-    return s.program(starts), k * nh
+    return s.program(starts, cluster=cluster, slots=slots), k * nh
 
 
 class _CollnetBase(Algorithm):

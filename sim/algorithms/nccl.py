@@ -27,7 +27,7 @@ from collections.abc import Generator
 from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from ..errors import AlgorithmError
 from ..nccl import agrs, tuner
@@ -77,6 +77,10 @@ class NcclOptions(Spec):
     buffsize: PositiveSize | None = None
     nvls_chunksize: PositiveSize | None = None
     nvlstree_max_chunksize: PositiveSize | None = None
+    #: slices in flight per connection of the pipelined schedules (tree, NVLS-tree, CollNet): NCCL_STEPS
+    #: buffer slots hide a hop's latency behind the other slices (sim.nccl.pipeline.Streams._windowed);
+    #: 1: every step pays its hops' latency in series
+    slots: int = Field(1, ge=1, le=64)
 
     @field_validator("algo")
     @classmethod
@@ -237,18 +241,24 @@ class Nccl(Algorithm):
         c = self.choice(p, nbytes, cluster)
         launch = self.fixed_cost(p, nbytes, cluster, c)
         tuning = self.tuner_release()[0]
+        slots = self.options.slots
         if c.algorithm == "ring":
             k, wire = _ring_channels(cluster, p, c)
             cap = _ring_cap(cluster, p, c, tuning, self.options.caps)
             return rings_program(cluster, p, nbytes, k, wire, launch, cap), k * p
         if c.algorithm == "tree":
             capped = tuning if self.options.caps in ("tree", "all") else None
-            return tree_program(cluster, p, nbytes, 0, c.protocol, launch, tuning=capped, sys=self.settings(p, cluster))
+            return tree_program(
+                cluster, p, nbytes, 0, c.protocol, launch, tuning=capped, sys=self.settings(p, cluster), slots=slots
+            )
         if c.algorithm == "collnet-chain":
-            return tree_program(cluster, p, nbytes, 0, c.protocol, launch, sharp=True, sys=self.settings(p, cluster))
+            return tree_program(
+                cluster, p, nbytes, 0, c.protocol, launch, sharp=True, sys=self.settings(p, cluster), slots=slots
+            )
         if c.algorithm == "collnet-direct":
-            return collnet_direct_program(cluster, p, nbytes, launch)
-        return nvls_program(cluster, p, nbytes, launch, c.algorithm == "nvls", tuning, self.settings(p, cluster))
+            return collnet_direct_program(cluster, p, nbytes, launch, slots)
+        sys = self.settings(p, cluster)
+        return nvls_program(cluster, p, nbytes, launch, c.algorithm == "nvls", tuning, sys, slots)
 
     def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
         if p == 1:

@@ -80,13 +80,15 @@ def tree_program(
     sharp: bool = False,
     tuning: Tuning | None = None,
     sys: tuner.System | None = None,
+    slots: int = 1,
 ) -> tuple[StepProgram, int]:
     """The pipelined chain + double-binary-tree all-reduce as a step program (see the module docstring),
     and the data-check segments it uses; with ``tuning``, its actors capped as that release caps the tree's
     channels (:func:`~sim.nccl.tuner.tree_cap`; None: no cap). With ``sharp``, CollNet Chain
     (:mod:`~sim.algorithms.collnet_chain`): the heads' NICs' switches reduce between the hosts in place of
     the trees, in CollNet Chain's chunks (no per-channel cap). Simple moves NCCL_BUFFSIZE / NCCL_STEPS a
-    step: ``sys``'s settings (default: what :func:`~sim.nccl.tuner.describe` reads off the cluster)."""
+    step: ``sys``'s settings (default: what :func:`~sim.nccl.tuner.describe` reads off the cluster).
+    ``slots``: slices in flight per connection (:meth:`~sim.nccl.pipeline.Streams.program`)."""
     groups = host_ranks(cluster, p)
     h, g = len(groups), len(groups[0])
     rail = rails(cluster, groups)
@@ -159,7 +161,7 @@ def tree_program(
         # channel 0's chain hop (head -> next GPU) and its head's tree hop: the latencies a step pays
         hops = [(actors[v], actors[parent[v]]) for v in (1, next((v for v in kids if v % g == 0), None)) if v in kids]
         s.cap(actors, hops_cap_rate(cluster, per_slice, hops))
-    program = s.program(starts)
+    program = s.program(starts, cluster=cluster, slots=slots)
     # channel c's image: the channel of the same tree whose head is the next GPU, on the same NIC index
     # (its chain is c's with every GPU index moved up by one; sim.symmetry checks the rest)
     where = {(c // len(rail), rail[c % len(rail)]): c for c in range(k_ch)}
@@ -169,7 +171,7 @@ def tree_program(
     # (a channel's actors: host by host each host's chain in order, then with ``sharp`` its switches' engines)
     if all(i is not None for i in image) and len({end - first for first, end in bounds}) == 1:
         moved = np.concatenate([np.arange(*bounds[i]) for i in image])  # type: ignore[index]
-        sigma = shift(cluster.endpoints, actors, np.asarray(actors)[moved], starts)
+        sigma = s.renamed(shift(cluster.endpoints, actors, np.asarray(actors)[moved], starts))
         program = StepProgram(program.endpoints, program.phases, symmetry=sigma[: program.endpoints])
     return program, k_ch * k
 

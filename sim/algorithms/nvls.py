@@ -167,14 +167,17 @@ def nvls_program(
     sharp: bool = False,
     tuning: Tuning = NEWEST,
     sys: System | None = None,
+    slots: int = 1,
 ) -> tuple[StepProgram, int]:
     """NVLS (one host), NVLS-tree (several; with ``sharp`` the switches reduce between the hosts in
     place of the heads' tree) as a step program, and its data-check segments; chunks as ``tuning``'s
     release cuts them with the NCCL settings of ``sys`` (default: what :func:`~sim.nccl.tuner.describe`
-    reads off the cluster)."""
+    reads off the cluster). ``slots``: slices in flight per connection across hosts
+    (:meth:`~sim.nccl.pipeline.Streams.program`; one host's iterations each pay their hand-off)."""
     groups = host_ranks(cluster, p)
     h, g = len(groups), len(groups[0])
     sharp = sharp and h > 1
+    slots = slots if h > 1 else 1
     q_parts = 2 * g  # head q's part, halved between the two trees
     sys = sys or describe(cluster, p)
     # one host: NCCL's iterations, each paying its hand-off (module docstring); across hosts the slices
@@ -236,10 +239,10 @@ def nvls_program(
         # the cap is NCCL's end-to-end figure; a step pays its messages' latencies on top of the budget
         hops = [(red[0], heads[0][0][0]), (heads[0][0][0], heads[0][1][0]), (heads[0][0][0], mc[0])]
         s.cap([a for t in heads for grp in t for a in grp], hops_cap_rate(cluster, per_slice, hops))
-    program = s.program(starts)
+    program = s.program(starts, cluster=cluster, slots=slots)
     if not sharp:  # head q + 1 is head q with every GPU index of a host moved up by one (sim.symmetry)
         mine = np.array([list(grp) for grp in gpus] + [grp for t in heads for grp in t], dtype=np.int64)
-        sigma = shift(program.endpoints, mine.ravel(), np.roll(mine, -1, axis=1).ravel(), starts)
+        sigma = s.renamed(shift(program.endpoints, mine.ravel(), np.roll(mine, -1, axis=1).ravel(), starts))
         program = StepProgram(program.endpoints, program.phases, symmetry=sigma)
     return program, k * q_parts
 

@@ -23,7 +23,7 @@ import numpy as np
 from .._arrays import all_distinct, distinct
 from ..program import Step, StepProgram
 
-__all__ = ["EndpointData", "Streams", "cap_rate", "hops_cap_rate", "launchers", "shift"]
+__all__ = ["EndpointData", "Streams", "cap_rate", "hops_cap_rate", "launchers", "pipelined_s", "shift"]
 
 
 def _column(values: Any, n: int) -> np.ndarray:
@@ -41,7 +41,9 @@ def cap_rate(per_slice: float, latency: float) -> float:
     """Slices per second of an actor that NCCL's per-channel cap lets move a slice in no less than
     ``per_slice`` seconds. The cap is NCCL's end-to-end figure, and a simulated step pays its messages'
     ``latency`` on top of their bytes, so the budget is the time left after it -- but never less than half
-    of ``per_slice`` (a latency about the size of the slice's time leaves the cap to the links)."""
+    of ``per_slice`` (a latency about the size of the slice's time leaves the cap to the links). Slices in
+    flight (:meth:`Streams._windowed`) take latency off an actor's steps and give its budget exactly as much
+    back: a step the cap binds still lasts ``per_slice``."""
     return 1.0 / max(per_slice - latency, per_slice / 2)
 
 
@@ -49,6 +51,14 @@ def hops_cap_rate(cluster: Any, per_slice: float, hops: Iterable[tuple[int, int]
     """:func:`cap_rate` with the latency a step pays: the longest of its messages' ``hops`` (endpoint pairs)
     on ``cluster``."""
     return cap_rate(per_slice, max(cluster.alpha_beta(a, b)[0] for a, b in hops))
+
+
+def pipelined_s(hops: int, slices: int, latency: float, transfer: float, slots: int = 1) -> float:
+    """The closed form of a chain of ``hops`` hops streaming ``slices`` slices alone on its links (each hop
+    ``latency`` + ``transfer`` a slice) with ``slots`` slices in flight per connection
+    (:meth:`Streams._windowed`): the fill pays every hop in full, each further slice max(transfer, (transfer
+    + latency) / slots) -- with one slot, (hops + slices - 1) · (latency + transfer)."""
+    return hops * (latency + transfer) + (slices - 1) * max(transfer, (transfer + latency) / slots)
 
 
 class Streams:
@@ -62,6 +72,9 @@ class Streams:
         self.slices = slices
         self._cols: list[list[Any]] = [[] for _ in range(8)]
         self._rate = np.zeros(endpoints)  # per actor: slices per second at most (0: no cap)
+        #: every endpoint's stand-in after :meth:`_windowed` (None: no actor replaced), and the new launchers
+        self.rename: np.ndarray | None = None
+        self._launcher: dict[int, int] = {}  # (actor -> its launcher)
 
     def add(
         self,
@@ -121,17 +134,21 @@ class Streams:
 
         return bounds
 
-    def program(self, launch: Sequence[tuple[int, int]] = ()) -> StepProgram:
+    def program(self, launch: Sequence[tuple[int, int]] = (), *, cluster: Any = None, slots: int = 1) -> StepProgram:
         """The step program; ``launch`` (from :func:`launchers`): (launcher, actor) pairs, each actor
-        waiting first for its launcher's zero-byte message."""
+        waiting first for its launcher's zero-byte message. ``slots`` > 1 (with the ``cluster``): NCCL's
+        slices in flight per connection (:meth:`_windowed`; 1: every step pays its hops' latency)."""
         phases = []
+        cols = [np.concatenate(c) for c in self._cols] if self._cols[0] else None
+        if cols is not None and slots > 1 and cluster is not None:
+            cols[0], cols[1], launch = self._windowed(cluster, slots, cols[0], cols[1], cols[2], cols[4], launch)
         if len(launch):
             pairs = np.asarray(launch, dtype=np.int64)
             start = Step.make(pairs[:, 0], pairs[:, 1], 0.0, endpoints=self.endpoints, seg_width=0)
             phases.append((start, 1))
-        if not self._cols[0]:
+        if cols is None:
             return StepProgram(self.endpoints, tuple(phases))
-        src, dst, size, red, lag, off, scale, width = (np.concatenate(c) for c in self._cols)
+        src, dst, size, red, lag, off, scale, width = cols
         budget = self._budgets(src, dst, size)
         k = self.slices
         cuts = distinct(np.concatenate([lag, lag + k]))
@@ -167,6 +184,92 @@ class Streams:
                 step.routes_of = (edges, np.flatnonzero(on))
             phases.append((step, int(t1 - t0)))
         return StepProgram(self.endpoints, tuple(phases))
+
+    def _windowed(
+        self,
+        cluster: Any,
+        slots: int,
+        src: np.ndarray,
+        dst: np.ndarray,
+        size: np.ndarray,
+        lag: np.ndarray,
+        launch: Sequence[tuple[int, int]],
+    ) -> tuple[np.ndarray, np.ndarray, Sequence[tuple[int, int]]]:
+        """The edges and launches with ``slots`` slices in flight per connection (NCCL_STEPS buffer slots: a
+        sender waits only for a free slot, so a hop's latency overlaps the other slices' transfers).
+
+        In the steady state a slice then costs max(t, (t + α) / slots) rather than t + α (t: the actor's
+        largest slice alone on its path; α: its longest hop's latency), so a sending actor's steps charge
+        α' = max(0, (t + α) / slots - t): the actor is replaced by one on the same GPU (or switch) and NIC
+        whose per-message overhead is the relief r = α - α' lower (no more than its shortest hop's latency:
+        every delay stays >= 0; the engines charge a message its sender's overhead, so the relief is the
+        actor's, not each hop's). A capped actor gets it too, and its budget (1 / rate: the slice's time
+        less the latency, :func:`cap_rate`) grows by the same r: a step its cap binds lasts NCCL's
+        end-to-end figure as before, one its links bind (two heads sharing a GPU's PCIe link, where t
+        counts only its own bytes) pays only what the slots leave of its hops. The fill pays the latency in
+        full: every actor starts later by the relief of the chain (per lag, its most relieved sender's), by
+        its launcher's message (which carries NCCL's fixed cost, if any, as well). The caps move to the new
+        actors; :meth:`renamed` moves a builder's symmetry."""
+        rate = self._rate
+        relief: dict[int, float] = {}
+        for a in distinct(src).tolist():
+            out = dst[src == a].tolist()
+            ab = [cluster.alpha_beta(a, b) for b in out]
+            alpha = max(x for x, _ in ab)
+            t = max(float(n) * beta for n, (_, beta) in zip(size[src == a].tolist(), ab, strict=True))
+            r = min(alpha - max(0.0, (t + alpha) / slots - t), min(x for x, _ in ab))
+            if r > 0:
+                relief[a] = r
+        if not relief:
+            return src, dst, launch
+        names, size0 = cluster.nodes, cluster.size
+        rename = np.arange(cluster.endpoints)
+        for a, r in relief.items():
+            over = float(cluster.overhead[a]) - r
+            rank = a if a < size0 else cluster.endpoint_rank[a - size0]
+            via = cluster._via.get(a)
+            via_name = None if via is None else names[via]
+            key = ("slots", a, slots)
+            if rank >= 0:
+                rename[a] = cluster.add_endpoints([rank], [via_name], keys=[key], overhead=over)[0]
+            else:
+                node = names[int(cluster.rank_node[a])]
+                rename[a] = cluster.add_endpoint(node=node, via=via_name, key=key, overhead=over)
+        # the fill: the longest chain of hops pays each hop's relief back (the most relieved sender per lag)
+        got = np.array([relief.get(a, 0.0) for a in src.tolist()])
+        levels = np.zeros(int(lag.max()) + 1)
+        np.maximum.at(levels, lag, got)
+        fill = float(levels.sum())
+        own = {int(x): float(cluster.overhead[w]) for w, x in launch}
+        for a in distinct(np.concatenate([src, dst])).tolist():
+            x = int(rename[a])
+            rank = x if x < size0 else cluster.endpoint_rank[x - size0]
+            if rank >= 0:  # (its fixed cost and the fill's latency; an engine waits for its first message)
+                seconds = own.get(a, 0.0) + fill
+                w = cluster.add_endpoints([rank], [None], keys=[("launch", x)], overhead=seconds)[0]
+                self._launcher[x] = w
+        self.rename = np.concatenate([rename, np.arange(len(rename), cluster.endpoints)])
+        self.endpoints = cluster.endpoints
+        grown = np.zeros(self.endpoints)
+        grown[self.rename[: len(rate)]] = rate
+        for a, r in relief.items():  # a capped actor's budget takes back the latency its steps no longer pay
+            if rate[a] > 0:
+                grown[rename[a]] = 1.0 / (1.0 / rate[a] + r)
+        self._rate = grown
+        return self.rename[src], self.rename[dst], [(w, x) for x, w in self._launcher.items()]
+
+    def renamed(self, sigma: np.ndarray) -> np.ndarray:
+        """``sigma`` (a permutation of the endpoints the builder named, as :func:`shift` makes it) on the
+        actors and launchers :meth:`_windowed` put in their place (itself where it put none)."""
+        rename = self.rename
+        if rename is None:
+            return sigma
+        out = np.arange(len(rename))
+        m = min(len(sigma), len(rename))
+        out[rename[:m]] = rename[sigma[:m]]
+        for x, w in self._launcher.items():
+            out[w] = self._launcher.get(int(out[x]), w)
+        return out
 
 
 def launchers(cluster: Any, actors: Sequence[int], seconds: float) -> list[tuple[int, int]]:
