@@ -54,6 +54,7 @@ SWITCHES: tuple[str, ...] = (
     # the fast paths (sim/fastpath.py, sim/dataflow.py, sim/classes.py)
     "sim.fastpath._FAST_CORE",
     "sim.fastpath._FAST_LAUNCH",
+    "sim.fastpath._STEP_WAKES",
     "sim.dataflow._DF_CORE",
     "sim.classes._STRUCTURE",
     "sim.classes._SETTLE_CORE",
