@@ -6485,9 +6485,24 @@ static int fast_step_wake(Fast *f) {
     return bad ? -1 : 1;
 }
 
+/* fast_call_at where the core keeps its own queue: the arrival at ``when`` queued at now + (when - now), in line
+ * (its callers' hot path: no call level with the SimPy event's locals) */
+static inline int fast_call_at_own(Fast *f, double when) {
+    double now = f->clock;
+    if (!f->clock_set && fast_now(f, &now) < 0)
+        return -1;
+    if (when - now < 0) {
+        PyErr_Format(PyExc_ValueError, "Negative delay %f", when - now);
+        return -1;
+    }
+    return fast_queue(f, when, now + (when - now));
+}
+
 /* call_at(env, when, fire) with fire = partial(fast_fire, f, when): an event triggered and queued as
  * env.timeout(when - now) queues it */
 static int fast_call_at(Fast *f, PyObject *when_o, double when) {
+    if (f->own_queue)
+        return fast_call_at_own(f, when);
     double now;
     if (fast_now(f, &now) < 0)
         return -1;
@@ -6495,8 +6510,6 @@ static int fast_call_at(Fast *f, PyObject *when_o, double when) {
         PyErr_Format(PyExc_ValueError, "Negative delay %f", when - now);
         return -1;
     }
-    if (f->own_queue)
-        return fast_queue(f, when, now + (when - now));
     PyObject *event = new_event(f->event_type, f->env), *cbs = NULL, *cb = NULL, *queue = NULL, *eid = NULL;
     PyObject *id = NULL, *at = NULL, *item = NULL, *r = NULL, *fire = NULL;
     int rc = -1;
@@ -6663,7 +6676,7 @@ static int fast_arrive_at(Fast *f, double when, struct FMsg *m, Py_ssize_t n, in
             memcpy(b->m + b->n, m, sizeof(struct FMsg) * (size_t)n);
         b->n += n;
         f->held += n;
-        return fresh ? fast_call_at(f, NULL, when) : 0;
+        return fresh ? fast_call_at_own(f, when) : 0;
     }
     PyObject *batch = fb_batch(m, n, one), *when_o = batch ? PyFloat_FromDouble(when) : NULL;
     int fresh = when_o ? append_to(arrivals, when_o, batch) : -1;
