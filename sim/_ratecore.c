@@ -5899,11 +5899,18 @@ static PyObject *fast_attr_read(Fast *f, int k) {
 
 /* the environment's clock (the one Fast_pump set, else env._now, read as the wake-up reads it: iget), or -1
  * with an exception set */
-static int fast_now(Fast *f, double *out) {
+static int fast_now_read(Fast *f, double *out);
+
+static inline int fast_now(Fast *f, double *out) {
     if (f->clock_set) {
         *out = f->clock;
         return 0;
     }
+    return fast_now_read(f, out);
+}
+
+/* fast_now's read of env._now, where Fast_pump has not set the clock */
+static int fast_now_read(Fast *f, double *out) {
     PyObject *v = fast_get(f->env, s_now);
     if (!v)
         return -1;
@@ -5913,10 +5920,17 @@ static int fast_now(Fast *f, double *out) {
 }
 
 /* bisect.bisect_right(bounds, s) - 1 */
-static Py_ssize_t fast_phase(Fast *f, int64_t s) {
-    Py_ssize_t k = f->last_phase; /* (the phase found last, where s is in it: the answer) */
+static Py_ssize_t fast_phase_search(Fast *f, int64_t s);
+
+static inline Py_ssize_t fast_phase(Fast *f, int64_t s) {
+    Py_ssize_t k = f->last_phase; /* (the phase found last, where s is in it: the answer, in line) */
     if (k < f->nphase && f->bounds[k] <= s && s < f->bounds[k + 1])
         return k;
+    return fast_phase_search(f, s);
+}
+
+/* fast_phase by bisection (the phase found remembered) */
+static Py_ssize_t fast_phase_search(Fast *f, int64_t s) {
     Py_ssize_t lo = 0, hi = f->nphase + 1;
     while (lo < hi) {
         Py_ssize_t mid = (lo + hi) / 2;
@@ -6001,7 +6015,20 @@ static int fast_path_bytes(Fast *f, Arr **a) {
 
 /* the executor's early arrays (early_count, early_last), held open while they are the same objects
  * (_widen and _jump put new ones in their place) */
-static int fast_early_arrays(Fast *f, Arr2 **ec, Arr2 **el) {
+static int fast_early_arrays_read(Fast *f, Arr2 **ec, Arr2 **el);
+
+static inline int fast_early_arrays(Fast *f, Arr2 **ec, Arr2 **el) {
+    if (f->fa_gen[FA_EC] == f->gen && f->fa_gen[FA_EL] == f->gen && f->fa[FA_EC] == f->ec_obj &&
+        f->fa[FA_EL] == f->el_obj) { /* (read in this gen, and open: in line) */
+        *ec = &f->ec;
+        *el = &f->el;
+        return 0;
+    }
+    return fast_early_arrays_read(f, ec, el);
+}
+
+/* fast_early_arrays where the attributes are to be read again or the arrays opened */
+static int fast_early_arrays_read(Fast *f, Arr2 **ec, Arr2 **el) {
     if (f->fa_gen[FA_EC] != f->gen || f->fa_gen[FA_EL] != f->gen) { /* (read again: fast_attr_read's memo) */
         PyObject *c = fast_attr(f, FA_EC), *l = c ? fast_attr(f, FA_EL) : NULL;
         Py_XDECREF(c);
