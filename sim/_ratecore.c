@@ -1961,8 +1961,8 @@ static void fb_place(Py_ssize_t *tab, Py_ssize_t cap, double w, Py_ssize_t x, Py
 
 /* the bucket kept under ``w`` in a table of bucket ids (-1 empty, -2 taken out) whose buckets' times are read
  * at ``bk + id * stride`` (each bucket's first member), its place into *at: the id, or -1 */
-static Py_ssize_t tt_find(const Py_ssize_t *tab, Py_ssize_t cap, Py_ssize_t nlive, const char *bk, size_t stride,
-                          double w, Py_ssize_t *at) {
+static inline Py_ssize_t tt_find(const Py_ssize_t *tab, Py_ssize_t cap, Py_ssize_t nlive, const char *bk,
+                                 size_t stride, double w, Py_ssize_t *at) {
     if (!nlive)
         return -1;
     size_t mask = (size_t)cap - 1;
