@@ -6067,7 +6067,7 @@ done:
 }
 
 /* _complete_one(r, now): 1 where r starts its next step now, 0 where a timer is set, -1 on error */
-static int fast_complete_one(Fast *f, int64_t r, double now) {
+static inline int fast_complete_one(Fast *f, int64_t r, double now) {
     double finish = arr_f(&f->last, r);
     if (f->gamma > 0) {
         Arr *red = fph(f, fast_phase(f, fa_i(&f->step, r)), FP_RED);
@@ -6634,7 +6634,7 @@ static void tt_drop(Py_ssize_t *tab, Py_ssize_t cap, Py_ssize_t at, Py_ssize_t *
 }
 
 /* the bucket in table place ``at`` taken out (its slot free again) */
-static void fb_drop(Fast *f, Py_ssize_t at) {
+static inline void fb_drop(Fast *f, Py_ssize_t at) {
     Py_ssize_t x = f->tab[at];
     tt_drop(f->tab, f->tabcap, at, &f->tabfill);
     f->held -= f->bk[x].n;
