@@ -7574,7 +7574,7 @@ done:
 }
 
 /* _arrived for a lone private message: net.account_one(pid, nbytes), _one_done */
-static int fast_lone(Fast *f, int64_t src, int64_t dst, int64_t fstep, int64_t pid, double nb, double now) {
+static inline int fast_lone(Fast *f, int64_t src, int64_t dst, int64_t fstep, int64_t pid, double nb, double now) {
     Arr *a;
     if (fast_path_bytes(f, &a) < 0)
         return -1;
