@@ -1961,8 +1961,8 @@ static void fb_place(Py_ssize_t *tab, Py_ssize_t cap, double w, Py_ssize_t x, Py
 
 /* the bucket kept under ``w`` in a table of bucket ids (-1 empty, -2 taken out) whose buckets' times are read
  * at ``bk + id * stride`` (each bucket's first member), its place into *at: the id, or -1 */
-static Py_ssize_t tt_find(const Py_ssize_t *tab, Py_ssize_t cap, Py_ssize_t nlive, const char *bk, size_t stride,
-                          double w, Py_ssize_t *at) {
+static inline Py_ssize_t tt_find(const Py_ssize_t *tab, Py_ssize_t cap, Py_ssize_t nlive, const char *bk,
+                                 size_t stride, double w, Py_ssize_t *at) {
     if (!nlive)
         return -1;
     size_t mask = (size_t)cap - 1;
@@ -5899,11 +5899,18 @@ static PyObject *fast_attr_read(Fast *f, int k) {
 
 /* the environment's clock (the one Fast_pump set, else env._now, read as the wake-up reads it: iget), or -1
  * with an exception set */
-static int fast_now(Fast *f, double *out) {
+static int fast_now_read(Fast *f, double *out);
+
+static inline int fast_now(Fast *f, double *out) {
     if (f->clock_set) {
         *out = f->clock;
         return 0;
     }
+    return fast_now_read(f, out);
+}
+
+/* fast_now's read of env._now, where Fast_pump has not set the clock */
+static int fast_now_read(Fast *f, double *out) {
     PyObject *v = fast_get(f->env, s_now);
     if (!v)
         return -1;
@@ -5913,10 +5920,17 @@ static int fast_now(Fast *f, double *out) {
 }
 
 /* bisect.bisect_right(bounds, s) - 1 */
-static Py_ssize_t fast_phase(Fast *f, int64_t s) {
-    Py_ssize_t k = f->last_phase; /* (the phase found last, where s is in it: the answer) */
+static Py_ssize_t fast_phase_search(Fast *f, int64_t s);
+
+static inline Py_ssize_t fast_phase(Fast *f, int64_t s) {
+    Py_ssize_t k = f->last_phase; /* (the phase found last, where s is in it: the answer, in line) */
     if (k < f->nphase && f->bounds[k] <= s && s < f->bounds[k + 1])
         return k;
+    return fast_phase_search(f, s);
+}
+
+/* fast_phase by bisection (the phase found remembered) */
+static Py_ssize_t fast_phase_search(Fast *f, int64_t s) {
     Py_ssize_t lo = 0, hi = f->nphase + 1;
     while (lo < hi) {
         Py_ssize_t mid = (lo + hi) / 2;
@@ -6001,7 +6015,20 @@ static int fast_path_bytes(Fast *f, Arr **a) {
 
 /* the executor's early arrays (early_count, early_last), held open while they are the same objects
  * (_widen and _jump put new ones in their place) */
-static int fast_early_arrays(Fast *f, Arr2 **ec, Arr2 **el) {
+static int fast_early_arrays_read(Fast *f, Arr2 **ec, Arr2 **el);
+
+static inline int fast_early_arrays(Fast *f, Arr2 **ec, Arr2 **el) {
+    if (f->fa_gen[FA_EC] == f->gen && f->fa_gen[FA_EL] == f->gen && f->fa[FA_EC] == f->ec_obj &&
+        f->fa[FA_EL] == f->el_obj) { /* (read in this gen, and open: in line) */
+        *ec = &f->ec;
+        *el = &f->el;
+        return 0;
+    }
+    return fast_early_arrays_read(f, ec, el);
+}
+
+/* fast_early_arrays where the attributes are to be read again or the arrays opened */
+static int fast_early_arrays_read(Fast *f, Arr2 **ec, Arr2 **el) {
     if (f->fa_gen[FA_EC] != f->gen || f->fa_gen[FA_EL] != f->gen) { /* (read again: fast_attr_read's memo) */
         PyObject *c = fast_attr(f, FA_EC), *l = c ? fast_attr(f, FA_EL) : NULL;
         Py_XDECREF(c);
@@ -6040,7 +6067,7 @@ done:
 }
 
 /* _complete_one(r, now): 1 where r starts its next step now, 0 where a timer is set, -1 on error */
-static int fast_complete_one(Fast *f, int64_t r, double now) {
+static inline int fast_complete_one(Fast *f, int64_t r, double now) {
     double finish = arr_f(&f->last, r);
     if (f->gamma > 0) {
         Arr *red = fph(f, fast_phase(f, fa_i(&f->step, r)), FP_RED);
@@ -6485,9 +6512,24 @@ static int fast_step_wake(Fast *f) {
     return bad ? -1 : 1;
 }
 
+/* fast_call_at where the core keeps its own queue: the arrival at ``when`` queued at now + (when - now), in line
+ * (its callers' hot path: no call level with the SimPy event's locals) */
+static inline int fast_call_at_own(Fast *f, double when) {
+    double now = f->clock;
+    if (!f->clock_set && fast_now(f, &now) < 0)
+        return -1;
+    if (when - now < 0) {
+        PyErr_Format(PyExc_ValueError, "Negative delay %f", when - now);
+        return -1;
+    }
+    return fast_queue(f, when, now + (when - now));
+}
+
 /* call_at(env, when, fire) with fire = partial(fast_fire, f, when): an event triggered and queued as
  * env.timeout(when - now) queues it */
 static int fast_call_at(Fast *f, PyObject *when_o, double when) {
+    if (f->own_queue)
+        return fast_call_at_own(f, when);
     double now;
     if (fast_now(f, &now) < 0)
         return -1;
@@ -6495,8 +6537,6 @@ static int fast_call_at(Fast *f, PyObject *when_o, double when) {
         PyErr_Format(PyExc_ValueError, "Negative delay %f", when - now);
         return -1;
     }
-    if (f->own_queue)
-        return fast_queue(f, when, now + (when - now));
     PyObject *event = new_event(f->event_type, f->env), *cbs = NULL, *cb = NULL, *queue = NULL, *eid = NULL;
     PyObject *id = NULL, *at = NULL, *item = NULL, *r = NULL, *fire = NULL;
     int rc = -1;
@@ -6594,7 +6634,7 @@ static void tt_drop(Py_ssize_t *tab, Py_ssize_t cap, Py_ssize_t at, Py_ssize_t *
 }
 
 /* the bucket in table place ``at`` taken out (its slot free again) */
-static void fb_drop(Fast *f, Py_ssize_t at) {
+static inline void fb_drop(Fast *f, Py_ssize_t at) {
     Py_ssize_t x = f->tab[at];
     tt_drop(f->tab, f->tabcap, at, &f->tabfill);
     f->held -= f->bk[x].n;
@@ -6663,7 +6703,7 @@ static int fast_arrive_at(Fast *f, double when, struct FMsg *m, Py_ssize_t n, in
             memcpy(b->m + b->n, m, sizeof(struct FMsg) * (size_t)n);
         b->n += n;
         f->held += n;
-        return fresh ? fast_call_at(f, NULL, when) : 0;
+        return fresh ? fast_call_at_own(f, when) : 0;
     }
     PyObject *batch = fb_batch(m, n, one), *when_o = batch ? PyFloat_FromDouble(when) : NULL;
     int fresh = when_o ? append_to(arrivals, when_o, batch) : -1;
@@ -7534,7 +7574,7 @@ done:
 }
 
 /* _arrived for a lone private message: net.account_one(pid, nbytes), _one_done */
-static int fast_lone(Fast *f, int64_t src, int64_t dst, int64_t fstep, int64_t pid, double nb, double now) {
+static inline int fast_lone(Fast *f, int64_t src, int64_t dst, int64_t fstep, int64_t pid, double nb, double now) {
     Arr *a;
     if (fast_path_bytes(f, &a) < 0)
         return -1;
@@ -7893,9 +7933,17 @@ static PyObject *Fast_digest(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
             goto done;
         int64_t *v = (int64_t *)PyBytes_AS_STRING(cols[j]);
         const Arr *a = j == 0 ? &f->step : j == 1 ? &f->send_left : &f->recv_left;
-        for (Py_ssize_t i = 0; i < e; i++) {
-            int64_t x = arr_i(a, i);
-            v[i] = j ? x : x < f->total ? (int64_t)((uint64_t)x - (uint64_t)s0) : (int64_t)fin;
+        if (j && a->view.itemsize == 8 && a->stride == 8) /* (the counts as they are: one copy) */
+            memcpy(v, a->p, (size_t)e * sizeof(int64_t));
+        else if (j)
+            for (Py_ssize_t i = 0; i < e; i++)
+                v[i] = arr_i(a, i);
+        else {
+            int64_t total = f->total;
+            for (Py_ssize_t i = 0; i < e; i++) {
+                int64_t x = arr_i(a, i);
+                v[i] = x < total ? (int64_t)((uint64_t)x - (uint64_t)s0) : (int64_t)fin;
+            }
         }
     }
     if (!(shape = Py_BuildValue("(nnn)", na, nw, np_)) || !(key = PyTuple_Pack(4, cols[0], cols[1], cols[2], shape)))
