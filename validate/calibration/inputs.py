@@ -378,9 +378,10 @@ _NGPUS = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
 #: host, device name, and a host a post wrote after the device: ``(node 1)``); older nccl-tests print no
 #: ``Group``, a container may print no host name, a page rendered as markdown may have lost the ``#``, and
 #: posts abridge them (``Pid 221599 device  0 ...`` without ``on``, no ``Pid``, ``Pid ...``, no ``[bus id]``:
-#: ``device  0 Tesla V100-PCIE-16GB``): :func:`rank_host`
+#: ``device  0 Tesla V100-PCIE-16GB``), or redact the host to words (``on NODE A device  0``, nccl-tests issue
+#: 347: the host is ``NODE A``): :func:`rank_host`
 RANK_LINE = re.compile(
-    r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\S+\s+)?(?:on\s+(?:(\S+)\s+)?)?device\s+\d+\s+"
+    r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\S+\s+)?(?:on\s+(?:(\S+(?:[ \t]+(?!device\b)\S+)*)\s+)?)?device\s+\d+\s+"
     r"(?:\[[^\]]*\]\s*)?(.*?)\s*(?:\((node\s*\d+)\))?$"
 )
 
@@ -393,6 +394,9 @@ def rank_host(m: re.Match[str]) -> str:
     >>> m = RANK_LINE.match("#  Rank  1 Group  0 Pid 221599 device  1 [0000:90:00] NVIDIA B200")
     >>> rank_host(m), m.group(3)
     ('', 'NVIDIA B200')
+    >>> m = RANK_LINE.match("#  Rank  2 Group  0 Pid 1976151 on NODE A  device  2 [0000:44:00] NVIDIA H100 80GB HBM3")
+    >>> rank_host(m), m.group(3)
+    ('NODE A', 'NVIDIA H100 80GB HBM3')
     """
     return m.group(2) or m.group(4) or ""
 
