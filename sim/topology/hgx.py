@@ -291,6 +291,7 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
     graph = b.graph
     graph.graph.update(
         gpu_arch=arch,
+        gpu_model=fig["gpu"],  # the GPU it builds (``gpu=``, else the preset's): what a log of it must name
         cpu_vendor=fig["cpu_vendor"],
         nvlink_bw=links * per_link,
         nvlink_links=links,

@@ -41,7 +41,6 @@ from sim.linkmodel import LinkModel
 from sim.linkmodel import Segment as ModelSegment
 from sim.nccl.tuner import PROTOS
 from sim.simulate import simulate
-from sim.topology.hgx import PRESETS as HGX_PRESETS
 from sim.topology.hgx import HgxParams
 
 from .file import ClassCalibration, FitQuality, Residual
@@ -225,21 +224,16 @@ _HGX_GPUS = typing.get_args(typing.get_args(HgxParams.model_fields["gpu"].annota
 
 
 def topology_gpu(cluster: Cluster) -> str | None:
-    """The GPU model an ``hgx`` topology builds (its ``gpu=``, else its preset's), None for another topology
-    (a YAML file, ``dgx:...``: no GPU model stated).
+    """The GPU model an ``hgx`` topology builds (its ``gpu=``, else its preset's: the graph's ``gpu_model``),
+    None for another topology (a YAML file, ``dgx:...``: no GPU model stated).
 
     >>> topology_gpu(Cluster("hgx:hosts=2,gpu=a100")), topology_gpu(Cluster("hgx:hosts=1,preset=dgx-b200"))
     ('a100', 'b200')
     >>> topology_gpu(Cluster("hgx:hosts=2")), topology_gpu(Cluster("dgx:hosts=2"))
     ('h100', None)
     """
-    spec = getattr(cluster, "spec", "") or ""
-    if not spec.startswith("hgx:"):
-        return None
-    fields = dict(item.partition("=")[::2] for item in spec[len("hgx:") :].split(",") if item)
-    if fields.get("gpu"):
-        return fields["gpu"]
-    return str(HGX_PRESETS[fields.get("preset") or HgxParams.model_fields["preset"].default]["gpu"])
+    model = cluster.graph.graph.get("gpu_model")
+    return str(model) if model else None
 
 
 def check_gpu(samples: Sequence[Sample], cluster: Cluster) -> None:
