@@ -133,9 +133,9 @@ def simple_only(platform: str, plugin: Version = NEWEST_PLUGIN) -> str:
 # -- the NCCL settings the plugin exports (setenv without overwriting: a value the user sets wins) ---------
 _KIB = 1024
 #: NCCL's defaults for the settings below (0 in :class:`sim.nccl.tuner.System`: "not set"): init.cc
-#: DEFAULT_BUFFSIZE 4 MiB, transport/nvls.cc NCCL_NVLS_CHUNKSIZE 128 KiB (NCCL_NVLSTREE_MAX_CHUNKSIZE has no
-#: value of its own: -2, the NVLS chunk, 64 KiB from 4 nodes)
-NCCL_BUFFSIZE_DEFAULT = 4 * 1024 * _KIB
+#: DEFAULT_BUFFSIZE 4 MiB (Simple's 512 KiB step: :func:`sim.nccl.tuner.simple_step`), transport/nvls.cc
+#: NCCL_NVLS_CHUNKSIZE 128 KiB (NCCL_NVLSTREE_MAX_CHUNKSIZE has no value of its own: -2, the NVLS chunk, 64 KiB
+#: from 4 nodes)
 
 
 def exported_env(platform: str, plugin: Version = NEWEST_PLUGIN) -> dict[str, int]:

@@ -761,7 +761,7 @@ def nvls_chunks(sys: System | None, tuning: Tuning = NEWEST) -> tuple[int, int, 
         return NVLS_CHUNK, tree_start, False
     if sys is None or not (sys.buffsize or sys.nvls_chunksize or sys.nvlstree_max_chunksize):
         return NVLS_CHUNK, tuning.nvls_tree_chunk, tuning.nvls_tree_cap4
-    step = (sys.buffsize or efa.NCCL_BUFFSIZE_DEFAULT) // NCCL_STEPS
+    step = simple_step(sys)  # NCCL_BUFFSIZE / NCCL_STEPS, NCCL's 4 MiB / 8 where unset
     tree_max = sys.nvlstree_max_chunksize
     if tuning.nvls_tree_chunk == NVLS_CHUNK:  # 2.21.5 on: NCCL_NVLS_CHUNKSIZE
         nvls = sys.nvls_chunksize or NVLS_CHUNK
