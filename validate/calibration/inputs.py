@@ -413,6 +413,13 @@ _RCCL_LINE = re.compile(
     r"|\bErrors with asterisks indicate errors that have exceeded\b",
     re.I,
 )
+#: what another library's benchmark prints that nccl-tests does not: mscclpp-test (MSCCL++'s port of nccl-tests:
+#: ``# Initializing MSCCL++``, ``# Setting up the connection in MSCCL++``), a launch line that preloads MSCCL++'s
+#: NCCL replacement (``libmscclpp_nccl.so``) or runs mscclpp-test's binaries. Its table looks like nccl-tests' (in-place
+#: first, no type / redop / root columns) but times MSCCL++'s kernels; a post that names MSCCL++ in its prose is read
+_MSCCLPP_LINE = re.compile(
+    r"\bInitializing MSCCL\+\+|\bconnection in MSCCL\+\+|\blibmscclpp\w*\.so\b|\bmscclpp[-_]test\b", re.I
+)
 #: a launcher's label in front of every line: ``srun --label`` (`` 0: ``), Open MPI's ``--tag-output``
 #: (``[1,0]<stdout>:``), MPICH / Intel MPI's ``-prepend-rank`` (``[0] ``)
 _LABEL = re.compile(r"^\s*(?:\d+:|\[\d+,\d+\]<std(?:out|err)>:|\[\d+\](?=\s))\s?")
@@ -976,6 +983,11 @@ def parse_nccl_text(
             raise CalibrationError(
                 f"{path}:{n}: an RCCL run on AMD GPUs ({m.group(0)!r}): collsim models NCCL on NVIDIA GPUs, and "
                 "a calibration from it would fit NVIDIA links to AMD measurements"
+            )
+        if not stripped.startswith("#%") and (m := _MSCCLPP_LINE.search(stripped)):
+            raise CalibrationError(
+                f"{path}:{n}: an MSCCL++ run, not NCCL's ({m.group(0)!r}): its table times MSCCL++'s kernels, which "
+                "collsim does not model; give an nccl-tests log of NCCL"
             )
         if stated := stated_nccl_version(stripped):
             versions.append(stated)

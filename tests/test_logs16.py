@@ -1,0 +1,58 @@
+"""The quirks of the sixteenth held-out set of published nccl-tests logs (docs/nccl.md, "A sixteenth held-out
+set"): each test feeds a short excerpt to the log reader (validate.calibration's import and its fit, and
+benchmarks/nccl_logs.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.errors import CalibrationError
+from validate.calibration import read_samples
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import nccl_logs  # noqa: E402
+
+#: mscclpp-test (MSCCL++'s port of nccl-tests, microsoft/mscclpp PR 83's post): nccl-tests' header and device
+#: lines, then in-place before out-of-place and no type / redop / root columns
+MSCCLPP = """\
+# minBytes 1073741824 maxBytes 1073741824 step: 2(factor) warmup iters: 10 iters: 10 validation: 1 graph: 10, kernel num: 0
+#
+# Using devices
+#  Rank  0 Pid  85576 on host-a device  0 [0001:00:00.0] NVIDIA A100-SXM4-80GB
+#  Rank  1 Pid  85577 on host-a device  1 [0002:00:00.0] NVIDIA A100-SXM4-80GB
+#
+# Initializing MSCCL++
+# Setting up the connection in MSCCL++
+#
+#                                    in-place                       out-of-place
+#       size         count     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+#        (B)    (elements)     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+  1073741824     268435456    12000   89.48   89.48      0
+
+# Out of bounds values : 0 OK
+"""
+
+
+def test_an_mscclpp_test_table_is_refused_as_another_library(tmp_path):
+    """mscclpp-test's table (no type / redop / root columns) was refused as a run that "failed or timed out before
+    the first" row: the right refusal for the wrong reason. It is named now as MSCCL++'s, in one line."""
+    path = tmp_path / "mscclpp.txt"
+    path.write_text(MSCCLPP)
+    with pytest.raises(CalibrationError, match=r"mscclpp.txt:7: an MSCCL\+\+ run, not NCCL's") as err:
+        read_samples(str(path))
+    assert "\n" not in str(err.value)
+    with pytest.raises(nccl_logs.LogError, match=r"an MSCCL\+\+ run"):
+        nccl_logs.parse_log(path)
+    # a launch line that preloads MSCCL++'s NCCL replacement, before an nccl-tests table of its own
+    nccl = "LD_PRELOAD=/opt/mscclpp/lib/libmscclpp_nccl.so mpirun -np 2 ./build/all_reduce_perf -b 1G -e 1G\n"
+    path.write_text(nccl + "\n".join(MSCCLPP.splitlines()[:5]))
+    with pytest.raises(CalibrationError, match=r"an MSCCL\+\+ run, not NCCL's \('libmscclpp_nccl.so'\)"):
+        read_samples(str(path))
+    # a post that only names MSCCL++ in its prose is read as before
+    path.write_text("We compare NCCL with MSCCL++ below.\n" + "\n".join(MSCCLPP.splitlines()[:5]) + "\n")
+    with pytest.raises(CalibrationError, match=r"failed or timed out before the first"):
+        read_samples(str(path))
