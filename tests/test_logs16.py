@@ -56,3 +56,41 @@ def test_an_mscclpp_test_table_is_refused_as_another_library(tmp_path):
     path.write_text("We compare NCCL with MSCCL++ below.\n" + "\n".join(MSCCLPP.splitlines()[:5]) + "\n")
     with pytest.raises(CalibrationError, match=r"failed or timed out before the first"):
         read_samples(str(path))
+
+
+#: a run of one rank (sparticlesteve/podman-nccl-testing's 1-GPU Perlmutter log): all-reduce's busbw is 0 at every
+#: size, and the in-place "time" is NCCL's no-op
+ONE_RANK = """\
+# nThread 1 nGpus 1 minBytes 8 maxBytes 4294967296 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid 1465118 on  nid001597 device  0 [0x03] NVIDIA A100-SXM4-40GB
+NCCL version 2.21.5+cuda12.5
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+     1048576        262144     float     sum      -1     7.27  144.16    0.00      0     0.16  6561.80    0.00      0
+  4294967296    1073741824     float     sum      -1   6465.1  664.33    0.00      0     0.18  23880830.11    0.00      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 0
+"""
+
+
+def test_a_run_of_one_rank_is_refused_in_one_line(tmp_path):
+    """A 1-GPU run was read as 1 rank: `benchmarks/nccl_logs.py` then crashed in the tuner (ZeroDivisionError: a
+    ring of one rank has no steps) and only `calibrate` refused it ("one rank moves no data"). The reader refuses
+    it now, for every command, in one line."""
+    path = tmp_path / "one.txt"
+    path.write_text(ONE_RANK)
+    with pytest.raises(CalibrationError, match=r"one.txt: a run of one rank \(nccl-tests on one GPU\)") as err:
+        read_samples(str(path))
+    assert "\n" not in str(err.value)
+    with pytest.raises(nccl_logs.LogError, match=r"a run of one rank"):
+        nccl_logs.parse_log(path)
+    path.write_text("srun ./nccl-tests/build/all_reduce_perf -b 8 -e 4G -f 2\n" + ONE_RANK)  # the log's own launch
+    with pytest.raises(CalibrationError, match=r"a run of one rank \(all_reduce_perf on one GPU\)"):
+        read_samples(str(path))
+    # the same rows stated as 2 ranks are read
+    samples, _ = read_samples(f"{path}:ranks=2")
+    assert {s.ranks for s in samples} == {2}

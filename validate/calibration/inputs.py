@@ -1100,6 +1100,11 @@ def parse_nccl_text(
     # the highest rank listed tells at least as many ranks (a post may keep only its last rank line)
     highest = max((rank for rank, _ in listed), default=-1) + 1
     p = ranks or _rank_count([len(listed), highest, launched, gpus if gpus > 1 else 0], top, bus)
+    if p == 1:  # NCCL copies the buffer on its GPU (in place: nothing); an all-reduce's busbw prints 0 at every size
+        raise CalibrationError(
+            f"{path}: a run of one rank ({os.path.basename(program or named or 'nccl-tests')} on one GPU): it moved "
+            "no data between GPUs, so there is nothing to predict or calibrate; give a run of 2 or more ranks"
+        )
     guess_coll, guess_ranks = (None, None) if unreduced else _ratio_collective([b / a for a, b in top], p or None)
     if stated is None and guess_coll is None:
         why = " (its redop is 'none': not an all-reduce's table)" if unreduced else ""
