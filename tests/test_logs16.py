@@ -94,3 +94,49 @@ def test_a_run_of_one_rank_is_refused_in_one_line(tmp_path):
     # the same rows stated as 2 ranks are read
     samples, _ = read_samples(f"{path}:ranks=2")
     assert {s.ranks for s in samples} == {2}
+
+
+#: SURF Snellius's 2-node H100 run (odissei-benchmarks/nccl-tests, NCCL_DEBUG=INFO): another rank's INFO line is
+#: glued to a row's first columns (nccl-tests prints size ... root before it times the size), and the row's times
+#: follow later on a line of their own
+GLUED = """\
+# Collective test starting: all_reduce_perf_mpi
+# nThread 1 nGpus 1 minBytes 1048576 maxBytes 4194304 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid 1904979 on     gcn151 device  0 [0000:06:00] NVIDIA H100
+#  Rank  1 Group  0 Pid 1904980 on     gcn151 device  1 [0000:26:00] NVIDIA H100
+#  Rank  2 Group  0 Pid 1793998 on     gcn154 device  0 [0000:06:00] NVIDIA H100
+#  Rank  3 Group  0 Pid 1793999 on     gcn154 device  1 [0000:26:00] NVIDIA H100
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+     1048576        262144     float     sum      -1    69.55   15.08   22.62      0    68.58   15.29   22.94      0
+     2097152        524288     float     sum      -1gcn151:1904979:1905073 [0] NCCL INFO Channel 00/0 : 3[1] -> 0[0] [receive] via NET/IB/2/GDRDMA
+gcn154:1793998:1794081 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [receive] via NET/IB/2/GDRDMA
+    87.18   24.05   36.08      0    85.11   24.64   36.96      0
+     4194304       1048576     float     sum      -1    137.6   30.48   45.72      0    136.6   30.70   46.05      0
+# Out of bounds values : 0 OK
+"""
+
+
+def test_an_info_line_glued_to_a_rows_first_columns(tmp_path):
+    """A row's first columns with another rank's INFO line glued to them were read as a row whose time is the INFO
+    line's ``[0]``: refused ("time '[0]' is not a number"), the whole log with it. The INFO line is read apart
+    now, and the row it cut is left out, as a row INFO lines cut between two lines is."""
+    path = tmp_path / "glued.txt"
+    path.write_text(GLUED)
+    samples, source = read_samples(str(path))
+    assert [(s.size, s.ranks, s.hosts, s.gpu) for s in samples] == [
+        (1048576, 4, 2, "NVIDIA H100"),
+        (4194304, 4, 2, "NVIDIA H100"),
+    ]
+    assert source.records == 2
+    log = nccl_logs.parse_log(path)
+    assert (log.ranks, log.hosts, log.gpu) == (4, 2, "h100")
+    # the run id hashes the file's lines as they are: the same rows without the glued line are another log
+    unglued = GLUED.replace("-1gcn151:1904979:1905073 [0] NCCL INFO", "-1\ngcn151:1904979:1905073 [0] NCCL INFO")
+    path.write_text(unglued)
+    samples2, source2 = read_samples(str(path))
+    assert [s.size for s in samples2] == [1048576, 4194304] and source2.run_ids != source.run_ids

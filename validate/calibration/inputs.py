@@ -340,6 +340,14 @@ def read_jsonl(path: Path) -> tuple[list[Sample], Source]:
 
 #: a result row's start: size, count, a type name
 _ROW = re.compile(r"^\s*\d+\s+\d+\s+[A-Za-z]")
+#: a result row's first columns (size, count, type, redop, root; nccl-tests prints them before it times the size,
+#: and the out-of-place side after the first timing) with an NCCL log line (``gcn151:1904979:1905073 [0] NCCL INFO
+#: Channel ...``) glued to them: another rank's output, where the row's process had printed no newline yet
+#: (``  2097152  524288  float  sum  -1gcn151:...``); the rest of that row comes later, on a line of its own
+_GLUED_NCCL_LINE = re.compile(
+    r"^(\s*\d+\s+\d+\s+[A-Za-z]\w*\s+(?:\w+\s+)?-?\d+(?:\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+\S+)?)\s*"
+    r"(?=[\w.-]+:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN|TRACE)\b)"
+)
 #: what NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING prints for each call on rank 0 (enqueue.cc): ``AllReduce:
 #: 1048576 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}`` (2.24 on), ``[AllReduce: ]1048576 Bytes ->
 #: Algo 1 proto 0 time 12.3`` (2.20-2.23: NCCL's indices, in the order of :data:`sim.nccl.tuner.ALGORITHMS`)
@@ -912,6 +920,27 @@ def _ratio_collective(ratios: list[float], p: int | None) -> tuple[str | None, i
     return None, None
 
 
+def _unglued(lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str, str | None]]:
+    """``(n, line, raw)``: each line as it is (``raw``, the file's line), but a result row's first columns and the
+    NCCL log line glued to them (:data:`_GLUED_NCCL_LINE`) as two lines of the same number (``raw`` None for the
+    second): the row's head alone is no row (its time comes later, apart: the cut row is left out, as where INFO
+    lines cut it between two lines), and the log line is read as one.
+
+    >>> [x[1] for x in _unglued([(7, "   2097152   524288   float   sum   -1h1:22:33 [0] NCCL INFO Channel 00/0")])]
+    ['   2097152   524288   float   sum   -1', 'h1:22:33 [0] NCCL INFO Channel 00/0']
+    >>> list(_unglued([(3, "h1:22:33 [0] NCCL INFO comm 0x5 rank 0 nranks 8")]))
+    [(3, 'h1:22:33 [0] NCCL INFO comm 0x5 rank 0 nranks 8', 'h1:22:33 [0] NCCL INFO comm 0x5 rank 0 nranks 8')]
+    """
+    for n, line in lines:
+        bare = strip_label(line)
+        m = _GLUED_NCCL_LINE.match(bare)
+        if m is None:
+            yield n, line, line
+            continue
+        yield n, line[: len(line) - len(bare) + m.end(1)], line
+        yield n, bare[m.end() :], None
+
+
 def parse_nccl_text(
     text: str | Iterable[tuple[int, str]],
     path: str,
@@ -944,6 +973,7 @@ def parse_nccl_text(
     rows: list[tuple[str, int, float, float]] = []  # (where, size, out-of-place s, in-place s or 0)
     redops: Counter[str | None] = Counter()  # the rows' redop column: all-reduce's is an operation, not "none"
     printed: list[tuple[int, float, float]] = []  # (size, algbw, busbw)
+    busless = 0  # rows whose algbw is > 0 but busbw 0 (one rank's: it moved nothing between GPUs)
     leading: str | None = None  # a column the poster put before size (a summary table of several runs)
     unit: str | None = None  # a size written with a unit (8M) in a row-like line: not nccl-tests' own rows
     failed: tuple[int, str] | None = None  # (size, report) of the row a failed call cut
@@ -975,8 +1005,9 @@ def parse_nccl_text(
         if not srun_nodes and (m := _SRUN_NODES.search(stripped)):
             srun_nodes = int(m.group(1))
 
-    for n, line in lines:
-        digest.update(line.rstrip("\r\n").encode("utf-8", "replace") + b"\n")
+    for n, line, raw in _unglued(lines):
+        if raw is not None:  # (the run id hashes the lines as the file has them)
+            digest.update(raw.rstrip("\r\n").encode("utf-8", "replace") + b"\n")
         line = strip_label(line)
         stripped = line.strip()
         if not stripped.startswith("#%") and (m := _RCCL_LINE.search(stripped)):
@@ -1053,6 +1084,8 @@ def parse_nccl_text(
         rows.append((where, size, time_us * 1e-6, _float(in_place) * 1e-6 if in_place else 0.0))
         if algbw > 0 and busbw > 0:
             printed.append((size, algbw, busbw))
+        elif algbw > 0:
+            busless += 1
         if len(rows) > MAX_SAMPLES:
             raise CalibrationError(f"{path}: more than {MAX_SAMPLES} rows; calibrate from fewer")
     if disagree and len(disagree) < len(rows):  # a table whose rows agree but for some: those were mangled
@@ -1100,7 +1133,8 @@ def parse_nccl_text(
     # the highest rank listed tells at least as many ranks (a post may keep only its last rank line)
     highest = max((rank for rank, _ in listed), default=-1) + 1
     p = ranks or _rank_count([len(listed), highest, launched, gpus if gpus > 1 else 0], top, bus)
-    if p == 1:  # NCCL copies the buffer on its GPU (in place: nothing); an all-reduce's busbw prints 0 at every size
+    # one rank, as its busbw tells (0 at every size: NCCL copies the buffer on its GPU; in place, nothing)
+    if p == 1 and busless and not printed:
         raise CalibrationError(
             f"{path}: a run of one rank ({os.path.basename(program or named or 'nccl-tests')} on one GPU): it moved "
             "no data between GPUs, so there is nothing to predict or calibrate; give a run of 2 or more ranks"
