@@ -140,3 +140,31 @@ def test_an_info_line_glued_to_a_rows_first_columns(tmp_path):
     path.write_text(unglued)
     samples2, source2 = read_samples(str(path))
     assert [s.size for s in samples2] == [1048576, 4194304] and source2.run_ids != source.run_ids
+
+
+#: a notes page's sendrecv_perf run on one host (the command line alone: no launcher, no header, no rank line)
+SENDRECV = """\
+Tested on 8 A100 NVLink GPUs:
+```
+./build/sendrecv_perf -b 128M -e 1G -f 2 -g 8
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+   134217728      33554432     float     sum      -1   1211.2  110.81  110.81      0   1211.8  110.76  110.76    N/A
+  1073741824     268435456     float     sum      -1   5503.4  195.10  195.10      0   5490.5  195.56  195.56    N/A
+```
+"""
+
+
+def test_a_command_line_without_a_launcher_tells_its_ranks(tmp_path):
+    """``./build/sendrecv_perf ... -g 8`` with no launcher runs one process of 8 GPUs: the reader said it "cannot
+    tell the number of ranks", where the table is a sendrecv's, which the NCCL model does not predict. The bare
+    command's -t x -g count now (after the rank lines, a launcher's and the header's)."""
+    path = tmp_path / "sendrecv.txt"
+    path.write_text(SENDRECV)
+    samples, _ = read_samples(str(path))
+    assert {(s.collective, s.ranks) for s in samples} == {("sendrecv", 8)}
+    with pytest.raises(nccl_logs.LogError, match=r"a sendrecv table \(sendrecv_perf\)"):
+        nccl_logs.parse_log(path)
+    # a launcher anywhere in the log: its processes are not the bare command's one
+    path.write_text("mpirun --host a:8,b:8 bash run.sh\n" + SENDRECV)
+    with pytest.raises(CalibrationError, match=r"cannot tell the number of ranks"):
+        read_samples(str(path))

@@ -499,6 +499,10 @@ _PER_NODE = re.compile(r"--ntasks-per-node[\s=](\d+)")
 #: the GPUs (``-g`` / ``--ngpus``) and threads (``-t`` / ``--nthreads``) each process of a launch line's test drives
 TEST_GPUS = re.compile(r"_perf\S*\s(?:[^\n]*?\s)?(?:-g|--ngpus)[\s=](\d+)\b")
 _TEST_THREADS = re.compile(r"_perf\S*\s(?:[^\n]*?\s)?(?:-t|--nthreads)[\s=](\d+)\b")
+#: a launcher of several processes (a line that names none runs one nccl-tests process: its -t x -g GPUs)
+_LAUNCHER = re.compile(
+    r"\b(?:mpirun|mpiexec|orterun|srun|sbatch|salloc|torchrun|jsrun|aprun|flux|kubectl|pdsh|clush)\b"
+)
 
 #: GPU models as device lines and headers name them (``NVIDIA H100 80GB HBM3``, ``Tesla V100-SXM2-16GB``,
 #: ``8x A100``): the ones ``hgx`` builds and others
@@ -967,6 +971,8 @@ def parse_nccl_text(
     srun_nodes = 0  # srun -N without a task count: one task per node, nThread x nGpus GPUs each
     gpus = 0
     launch_gpus = 0  # nThread x nGpus as the launch line's own -t / -g say (a post without the nThread header)
+    bare_gpus = 0  # nThread x nGpus of a command line that runs the binary itself, where no line names a launcher
+    launcher = False
     time_at, headed, in_place_at = _TIME_COLUMNS[0], False, 4  # until a column-header line says otherwise
     cut: dict[str, int] | None = None  # a column-header line's columns where a post cut them (no count, type ...)
     listed: set[tuple[int, str]] = set()  # (rank, host): a log of several runs repeats its rank lines
@@ -989,8 +995,11 @@ def parse_nccl_text(
 
     def scan(stripped: str) -> None:
         """What a command line or header line says: NCCL_* settings, the binary, the rank count."""
-        nonlocal named, mpi_ranks, srun_nodes, launch_gpus
+        nonlocal named, mpi_ranks, srun_nodes, launch_gpus, bare_gpus, launcher
         scanned.append(stripped)
+        launcher = launcher or bool(_LAUNCHER.search(stripped))
+        if not bare_gpus and _BINARY.search(stripped) and (g := TEST_GPUS.search(stripped)):
+            bare_gpus = int(g.group(1)) * (int(t.group(1)) if (t := _TEST_THREADS.search(stripped)) else 1)
         _scan_command(stripped, env)
         if named is None and (m := _BINARY.search(stripped)):
             named = m.group(1)
@@ -1132,7 +1141,9 @@ def parse_nccl_text(
     bus = _BUS_FACTOR.get(stated or ("" if unreduced else "allreduce"))
     # the highest rank listed tells at least as many ranks (a post may keep only its last rank line)
     highest = max((rank for rank, _ in listed), default=-1) + 1
-    p = ranks or _rank_count([len(listed), highest, launched, gpus if gpus > 1 else 0], top, bus)
+    # a command line that runs the binary alone (``./build/sendrecv_perf -b 128M -e 1G -g 8``): one process
+    alone = bare_gpus if not launcher else 0
+    p = ranks or _rank_count([len(listed), highest, launched, gpus if gpus > 1 else 0, alone], top, bus)
     # one rank, as its busbw tells (0 at every size: NCCL copies the buffer on its GPU; in place, nothing)
     if p == 1 and busless and not printed:
         raise CalibrationError(
