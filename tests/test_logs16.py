@@ -168,3 +168,19 @@ def test_a_command_line_without_a_launcher_tells_its_ranks(tmp_path):
     path.write_text("mpirun --host a:8,b:8 bash run.sh\n" + SENDRECV)
     with pytest.raises(CalibrationError, match=r"cannot tell the number of ranks"):
         read_samples(str(path))
+
+
+def test_nccls_word_that_nvls_is_unavailable_keeps_nvls_out(tmp_path):
+    """Snellius's H100 nodes (4 GPUs, no NVSwitch) log ``NVLS multicast support is not available``; the model ran
+    NVLS-tree for them (hgx builds 4 H100s on an NVSwitch), 25-33% fast at 16-256 MiB. NCCL's word now keeps
+    NVLS and NVLSTree out, as NCCL_NVLS_ENABLE=0 would; a value the log sets itself wins."""
+    lines = GLUED.splitlines(keepends=True)
+    unavailable = "gcn154:1793998:1794041 [0] NCCL INFO NVLS multicast support is not available on dev 0\n"
+    path = tmp_path / "nvls.txt"
+    path.write_text("".join(lines[:8] + [unavailable] + lines[8:]))
+    samples, _ = read_samples(str(path))
+    assert {s.algorithm for s in samples} == {"nccl:algo=^nvls|nvls-tree"}
+    path.write_text(GLUED)  # without the line: NCCL's own pick
+    assert {s.algorithm for s in read_samples(str(path))[0]} == {"nccl"}
+    path.write_text("".join(lines[:8] + [unavailable, "NCCL_NVLS_ENABLE=1\n"] + lines[8:]))  # the log's own value
+    assert {s.algorithm for s in read_samples(str(path))[0]} == {"nccl"}

@@ -344,6 +344,10 @@ _ROW = re.compile(r"^\s*\d+\s+\d+\s+[A-Za-z]")
 #: and the out-of-place side after the first timing) with an NCCL log line (``gcn151:1904979:1905073 [0] NCCL INFO
 #: Channel ...``) glued to them: another rank's output, where the row's process had printed no newline yet
 #: (``  2097152  524288  float  sum  -1gcn151:...``); the rest of that row comes later, on a line of its own
+#: NCCL's word that it cannot run NVLS (a board without an NVSwitch, a GPU or a driver without multicast): as
+#: ``NCCL_NVLS_ENABLE=0``, NVLS and NVLSTree are out of the run's schedules (``... [0] NCCL INFO NVLS multicast
+#: support is not available on dev 0``)
+_NVLS_UNAVAILABLE = re.compile(r"\bNCCL INFO NVLS multicast support is not available\b")
 _GLUED_NCCL_LINE = re.compile(
     r"^(\s*\d+\s+\d+\s+[A-Za-z]\w*\s+(?:\w+\s+)?-?\d+(?:\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+\S+)?)\s*"
     r"(?=[\w.-]+:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN|TRACE)\b)"
@@ -980,6 +984,7 @@ def parse_nccl_text(
     redops: Counter[str | None] = Counter()  # the rows' redop column: all-reduce's is an operation, not "none"
     printed: list[tuple[int, float, float]] = []  # (size, algbw, busbw)
     busless = 0  # rows whose algbw is > 0 but busbw 0 (one rank's: it moved nothing between GPUs)
+    no_nvls = False  # NCCL said it cannot run NVLS on this run's GPUs
     leading: str | None = None  # a column the poster put before size (a summary table of several runs)
     unit: str | None = None  # a size written with a unit (8M) in a row-like line: not nccl-tests' own rows
     failed: tuple[int, str] | None = None  # (size, report) of the row a failed call cut
@@ -1031,6 +1036,7 @@ def parse_nccl_text(
             )
         if stated := stated_nccl_version(stripped):
             versions.append(stated)
+        no_nvls = no_nvls or bool(_NVLS_UNAVAILABLE.search(stripped))
         if m := RANK_LINE.match(stripped):
             listed.add((int(m.group(1)), rank_host(m)))
             devices.add(m.group(3))
@@ -1170,7 +1176,8 @@ def parse_nccl_text(
             f"{path}: cannot tell the number of ranks (no '#  Rank' lines, no mpirun -n); give FILE:ranks=N{hint}"
         )
     version = _modelled_version(min(versions)[1]) if versions else None
-    algo, proto = _restrictions(algorithm, env, path, coll)
+    # (NCCL's own word that it cannot run NVLS counts as NCCL_NVLS_ENABLE=0 where the log sets no value)
+    algo, proto = _restrictions(algorithm, {"NVLS_ENABLE": "0", **env} if no_nvls else env, path, coll)
     spec = nccl_schedule_spec(coll, algo, proto, version)
     run_id = f"nccl-tests-{digest.hexdigest()[:16]}"
     picked = {size: nccl_schedule_spec(coll, *pick, version) for size, pick in _picks_ran(ran).items()}
