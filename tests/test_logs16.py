@@ -16,6 +16,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import nccl_logs  # noqa: E402
 
+
+def _refused(tmp_path: Path, name: str, text: str, reason: str) -> Path:
+    """Write ``text`` as ``name``; both readers must refuse it with ``reason``, in one line."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(CalibrationError, match=reason) as err:
+        read_samples(str(path))
+    assert "\n" not in str(err.value)
+    with pytest.raises(nccl_logs.LogError, match=reason):
+        nccl_logs.parse_log(path)
+    return path
+
+
 #: mscclpp-test (MSCCL++'s port of nccl-tests, microsoft/mscclpp PR 83's post): nccl-tests' header and device
 #: lines, then in-place before out-of-place and no type / redop / root columns
 MSCCLPP = """\
@@ -40,13 +53,7 @@ MSCCLPP = """\
 def test_an_mscclpp_test_table_is_refused_as_another_library(tmp_path):
     """mscclpp-test's table (no type / redop / root columns) was refused as a run that "failed or timed out before
     the first" row: the right refusal for the wrong reason. It is named now as MSCCL++'s, in one line."""
-    path = tmp_path / "mscclpp.txt"
-    path.write_text(MSCCLPP)
-    with pytest.raises(CalibrationError, match=r"mscclpp.txt:7: an MSCCL\+\+ run, not NCCL's") as err:
-        read_samples(str(path))
-    assert "\n" not in str(err.value)
-    with pytest.raises(nccl_logs.LogError, match=r"an MSCCL\+\+ run"):
-        nccl_logs.parse_log(path)
+    path = _refused(tmp_path, "mscclpp.txt", MSCCLPP, r"mscclpp.txt:7: an MSCCL\+\+ run, not NCCL's")
     # a launch line that preloads MSCCL++'s NCCL replacement, before an nccl-tests table of its own
     nccl = "LD_PRELOAD=/opt/mscclpp/lib/libmscclpp_nccl.so mpirun -np 2 ./build/all_reduce_perf -b 1G -e 1G\n"
     path.write_text(nccl + "\n".join(MSCCLPP.splitlines()[:5]))
@@ -81,13 +88,7 @@ def test_a_run_of_one_rank_is_refused_in_one_line(tmp_path):
     """A 1-GPU run was read as 1 rank: `benchmarks/nccl_logs.py` then crashed in the tuner (ZeroDivisionError: a
     ring of one rank has no steps) and only `calibrate` refused it ("one rank moves no data"). The reader refuses
     it now, for every command, in one line."""
-    path = tmp_path / "one.txt"
-    path.write_text(ONE_RANK)
-    with pytest.raises(CalibrationError, match=r"one.txt: a run of one rank \(nccl-tests on one GPU\)") as err:
-        read_samples(str(path))
-    assert "\n" not in str(err.value)
-    with pytest.raises(nccl_logs.LogError, match=r"a run of one rank"):
-        nccl_logs.parse_log(path)
+    path = _refused(tmp_path, "one.txt", ONE_RANK, r"one.txt: a run of one rank \(nccl-tests on one GPU\)")
     path.write_text("srun ./nccl-tests/build/all_reduce_perf -b 8 -e 4G -f 2\n" + ONE_RANK)  # the log's own launch
     with pytest.raises(CalibrationError, match=r"a run of one rank \(all_reduce_perf on one GPU\)"):
         read_samples(str(path))
