@@ -340,6 +340,18 @@ def read_jsonl(path: Path) -> tuple[list[Sample], Source]:
 
 #: a result row's start: size, count, a type name
 _ROW = re.compile(r"^\s*\d+\s+\d+\s+[A-Za-z]")
+#: a result row's first columns (size, count, type, redop, root; nccl-tests prints them before it times the size,
+#: and the out-of-place side after the first timing) with an NCCL log line (``gcn151:1904979:1905073 [0] NCCL INFO
+#: Channel ...``) glued to them: another rank's output, where the row's process had printed no newline yet
+#: (``  2097152  524288  float  sum  -1gcn151:...``); the rest of that row comes later, on a line of its own
+#: NCCL's word that it cannot run NVLS (a board without an NVSwitch, a GPU or a driver without multicast): as
+#: ``NCCL_NVLS_ENABLE=0``, NVLS and NVLSTree are out of the run's schedules (``... [0] NCCL INFO NVLS multicast
+#: support is not available on dev 0``)
+_NVLS_UNAVAILABLE = re.compile(r"\bNCCL INFO NVLS multicast support is not available\b")
+_GLUED_NCCL_LINE = re.compile(
+    r"^(\s*\d+\s+\d+\s+[A-Za-z]\w*\s+(?:\w+\s+)?-?\d+(?:\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+\S+)?)\s*"
+    r"(?=[\w.-]+:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN|TRACE)\b)"
+)
 #: what NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING prints for each call on rank 0 (enqueue.cc): ``AllReduce:
 #: 1048576 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}`` (2.24 on), ``[AllReduce: ]1048576 Bytes ->
 #: Algo 1 proto 0 time 12.3`` (2.20-2.23: NCCL's indices, in the order of :data:`sim.nccl.tuner.ALGORITHMS`)
@@ -413,6 +425,13 @@ _RCCL_LINE = re.compile(
     r"|\bErrors with asterisks indicate errors that have exceeded\b",
     re.I,
 )
+#: what another library's benchmark prints that nccl-tests does not: mscclpp-test (MSCCL++'s port of nccl-tests:
+#: ``# Initializing MSCCL++``, ``# Setting up the connection in MSCCL++``), a launch line that preloads MSCCL++'s
+#: NCCL replacement (``libmscclpp_nccl.so``) or runs mscclpp-test's binaries. Its table looks like nccl-tests' (in-place
+#: first, no type / redop / root columns) but times MSCCL++'s kernels; a post that names MSCCL++ in its prose is read
+_MSCCLPP_LINE = re.compile(
+    r"\bInitializing MSCCL\+\+|\bconnection in MSCCL\+\+|\blibmscclpp\w*\.so\b|\bmscclpp[-_]test\b", re.I
+)
 #: a launcher's label in front of every line: ``srun --label`` (`` 0: ``), Open MPI's ``--tag-output``
 #: (``[1,0]<stdout>:``), MPICH / Intel MPI's ``-prepend-rank`` (``[0] ``)
 _LABEL = re.compile(r"^\s*(?:\d+:|\[\d+,\d+\]<std(?:out|err)>:|\[\d+\](?=\s))\s?")
@@ -484,6 +503,10 @@ _PER_NODE = re.compile(r"--ntasks-per-node[\s=](\d+)")
 #: the GPUs (``-g`` / ``--ngpus``) and threads (``-t`` / ``--nthreads``) each process of a launch line's test drives
 TEST_GPUS = re.compile(r"_perf\S*\s(?:[^\n]*?\s)?(?:-g|--ngpus)[\s=](\d+)\b")
 _TEST_THREADS = re.compile(r"_perf\S*\s(?:[^\n]*?\s)?(?:-t|--nthreads)[\s=](\d+)\b")
+#: a launcher of several processes (a line that names none runs one nccl-tests process: its -t x -g GPUs)
+_LAUNCHER = re.compile(
+    r"\b(?:mpirun|mpiexec|orterun|srun|sbatch|salloc|torchrun|jsrun|aprun|flux|kubectl|pdsh|clush)\b"
+)
 
 #: GPU models as device lines and headers name them (``NVIDIA H100 80GB HBM3``, ``Tesla V100-SXM2-16GB``,
 #: ``8x A100``): the ones ``hgx`` builds and others
@@ -905,6 +928,27 @@ def _ratio_collective(ratios: list[float], p: int | None) -> tuple[str | None, i
     return None, None
 
 
+def _unglued(lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str, str | None]]:
+    """``(n, line, raw)``: each line as it is (``raw``, the file's line), but a result row's first columns and the
+    NCCL log line glued to them (:data:`_GLUED_NCCL_LINE`) as two lines of the same number (``raw`` None for the
+    second): the row's head alone is no row (its time comes later, apart: the cut row is left out, as where INFO
+    lines cut it between two lines), and the log line is read as one.
+
+    >>> [x[1] for x in _unglued([(7, "   2097152   524288   float   sum   -1h1:22:33 [0] NCCL INFO Channel 00/0")])]
+    ['   2097152   524288   float   sum   -1', 'h1:22:33 [0] NCCL INFO Channel 00/0']
+    >>> list(_unglued([(3, "h1:22:33 [0] NCCL INFO comm 0x5 rank 0 nranks 8")]))
+    [(3, 'h1:22:33 [0] NCCL INFO comm 0x5 rank 0 nranks 8', 'h1:22:33 [0] NCCL INFO comm 0x5 rank 0 nranks 8')]
+    """
+    for n, line in lines:
+        bare = strip_label(line)
+        m = _GLUED_NCCL_LINE.match(bare)
+        if m is None:
+            yield n, line, line
+            continue
+        yield n, line[: len(line) - len(bare) + m.end(1)], line
+        yield n, bare[m.end() :], None
+
+
 def parse_nccl_text(
     text: str | Iterable[tuple[int, str]],
     path: str,
@@ -931,12 +975,16 @@ def parse_nccl_text(
     srun_nodes = 0  # srun -N without a task count: one task per node, nThread x nGpus GPUs each
     gpus = 0
     launch_gpus = 0  # nThread x nGpus as the launch line's own -t / -g say (a post without the nThread header)
+    bare_gpus = 0  # nThread x nGpus of a command line that runs the binary itself, where no line names a launcher
+    launcher = False
     time_at, headed, in_place_at = _TIME_COLUMNS[0], False, 4  # until a column-header line says otherwise
     cut: dict[str, int] | None = None  # a column-header line's columns where a post cut them (no count, type ...)
     listed: set[tuple[int, str]] = set()  # (rank, host): a log of several runs repeats its rank lines
     rows: list[tuple[str, int, float, float]] = []  # (where, size, out-of-place s, in-place s or 0)
     redops: Counter[str | None] = Counter()  # the rows' redop column: all-reduce's is an operation, not "none"
     printed: list[tuple[int, float, float]] = []  # (size, algbw, busbw)
+    busless = 0  # rows whose algbw is > 0 but busbw 0 (one rank's: it moved nothing between GPUs)
+    no_nvls = False  # NCCL said it cannot run NVLS on this run's GPUs
     leading: str | None = None  # a column the poster put before size (a summary table of several runs)
     unit: str | None = None  # a size written with a unit (8M) in a row-like line: not nccl-tests' own rows
     failed: tuple[int, str] | None = None  # (size, report) of the row a failed call cut
@@ -952,8 +1000,11 @@ def parse_nccl_text(
 
     def scan(stripped: str) -> None:
         """What a command line or header line says: NCCL_* settings, the binary, the rank count."""
-        nonlocal named, mpi_ranks, srun_nodes, launch_gpus
+        nonlocal named, mpi_ranks, srun_nodes, launch_gpus, bare_gpus, launcher
         scanned.append(stripped)
+        launcher = launcher or bool(_LAUNCHER.search(stripped))
+        if not bare_gpus and _BINARY.search(stripped) and (g := TEST_GPUS.search(stripped)):
+            bare_gpus = int(g.group(1)) * (int(t.group(1)) if (t := _TEST_THREADS.search(stripped)) else 1)
         _scan_command(stripped, env)
         if named is None and (m := _BINARY.search(stripped)):
             named = m.group(1)
@@ -968,8 +1019,9 @@ def parse_nccl_text(
         if not srun_nodes and (m := _SRUN_NODES.search(stripped)):
             srun_nodes = int(m.group(1))
 
-    for n, line in lines:
-        digest.update(line.rstrip("\r\n").encode("utf-8", "replace") + b"\n")
+    for n, line, raw in _unglued(lines):
+        if raw is not None:  # (the run id hashes the lines as the file has them)
+            digest.update(raw.rstrip("\r\n").encode("utf-8", "replace") + b"\n")
         line = strip_label(line)
         stripped = line.strip()
         if not stripped.startswith("#%") and (m := _RCCL_LINE.search(stripped)):
@@ -977,8 +1029,14 @@ def parse_nccl_text(
                 f"{path}:{n}: an RCCL run on AMD GPUs ({m.group(0)!r}): collsim models NCCL on NVIDIA GPUs, and "
                 "a calibration from it would fit NVIDIA links to AMD measurements"
             )
+        if not stripped.startswith("#%") and (m := _MSCCLPP_LINE.search(stripped)):
+            raise CalibrationError(
+                f"{path}:{n}: an MSCCL++ run, not NCCL's ({m.group(0)!r}): its table times MSCCL++'s kernels, which "
+                "collsim does not model; give an nccl-tests log of NCCL"
+            )
         if stated := stated_nccl_version(stripped):
             versions.append(stated)
+        no_nvls = no_nvls or bool(_NVLS_UNAVAILABLE.search(stripped))
         if m := RANK_LINE.match(stripped):
             listed.add((int(m.group(1)), rank_host(m)))
             devices.add(m.group(3))
@@ -1041,6 +1099,8 @@ def parse_nccl_text(
         rows.append((where, size, time_us * 1e-6, _float(in_place) * 1e-6 if in_place else 0.0))
         if algbw > 0 and busbw > 0:
             printed.append((size, algbw, busbw))
+        elif algbw > 0:
+            busless += 1
         if len(rows) > MAX_SAMPLES:
             raise CalibrationError(f"{path}: more than {MAX_SAMPLES} rows; calibrate from fewer")
     if disagree and len(disagree) < len(rows):  # a table whose rows agree but for some: those were mangled
@@ -1087,7 +1147,15 @@ def parse_nccl_text(
     bus = _BUS_FACTOR.get(stated or ("" if unreduced else "allreduce"))
     # the highest rank listed tells at least as many ranks (a post may keep only its last rank line)
     highest = max((rank for rank, _ in listed), default=-1) + 1
-    p = ranks or _rank_count([len(listed), highest, launched, gpus if gpus > 1 else 0], top, bus)
+    # a command line that runs the binary alone (``./build/sendrecv_perf -b 128M -e 1G -g 8``): one process
+    alone = bare_gpus if not launcher else 0
+    p = ranks or _rank_count([len(listed), highest, launched, gpus if gpus > 1 else 0, alone], top, bus)
+    # one rank, as its busbw tells (0 at every size: NCCL copies the buffer on its GPU; in place, nothing)
+    if p == 1 and busless and not printed:
+        raise CalibrationError(
+            f"{path}: a run of one rank ({os.path.basename(program or named or 'nccl-tests')} on one GPU): it moved "
+            "no data between GPUs, so there is nothing to predict or calibrate; give a run of 2 or more ranks"
+        )
     guess_coll, guess_ranks = (None, None) if unreduced else _ratio_collective([b / a for a, b in top], p or None)
     if stated is None and guess_coll is None:
         why = " (its redop is 'none': not an all-reduce's table)" if unreduced else ""
@@ -1108,7 +1176,8 @@ def parse_nccl_text(
             f"{path}: cannot tell the number of ranks (no '#  Rank' lines, no mpirun -n); give FILE:ranks=N{hint}"
         )
     version = _modelled_version(min(versions)[1]) if versions else None
-    algo, proto = _restrictions(algorithm, env, path, coll)
+    # (NCCL's own word that it cannot run NVLS counts as NCCL_NVLS_ENABLE=0 where the log sets no value)
+    algo, proto = _restrictions(algorithm, {"NVLS_ENABLE": "0", **env} if no_nvls else env, path, coll)
     spec = nccl_schedule_spec(coll, algo, proto, version)
     run_id = f"nccl-tests-{digest.hexdigest()[:16]}"
     picked = {size: nccl_schedule_spec(coll, *pick, version) for size, pick in _picks_ran(ran).items()}
