@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,45 @@ def test_cli_shows_the_pick_per_size_and_refuses_bad_input_in_one_line():
     assert pick["nccl_estimate_us"] == pytest.approx(232.4 + 2**30 / 384e3, abs=1e-3)
     bad = _cli("simulate", "-t", "dgx-h100-2", "--collective", "broadcast", "-a", "nccl:algo=tree", "--size", "1MiB")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+def _chain_log(binary: str, p: int = 16, per: int = 8) -> str:
+    """An nccl-tests log of ``binary`` (broadcast_perf / reduce_perf) on ``p`` H100s, ``per`` a node, NCCL
+    2.26.2: busbw = algbw (nccl-tests' bus factor for both is 1), root 0."""
+    redop = "none" if binary.startswith("broadcast") else "sum"
+    ranks = "".join(
+        f"#  Rank {r:2d} Group  0 Pid 1 on node{r // per} device  {r % per} [0x1b] NVIDIA H100 80GB HBM3\n"
+        for r in range(p)
+    )
+    rows = "".join(
+        f"  {n:>10d}  {n // 4:>12d}     float    {redop}       0  {t:8.1f}  {n / t / 1e3:6.2f}  {n / t / 1e3:6.2f}"
+        f"      0  {t:8.1f}  {n / t / 1e3:6.2f}  {n / t / 1e3:6.2f}      0\n"
+        for n, t in ((2**20, 80.0), (2**24, 150.0), (2**28, 1000.0), (2**30, 3600.0))
+    )
+    header = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+    return (
+        f"#% HARDWARE (as stated): {p // per} nodes of {per}x H100, 8x 400 Gb/s NDR per node\n"
+        "# nccl-tests version 2.17.1 nccl-headers=22602 nccl-library=22602\n"
+        f"# Collective test starting: {binary}\n"
+        "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 16(factor) warmup iters: 5 iters: 20\n"
+        f"{ranks}{header}{rows}"
+    )
+
+
+@pytest.mark.parametrize("binary, coll", [("broadcast_perf", "broadcast"), ("reduce_perf", "reduce")])
+def test_broadcast_and_reduce_logs_are_predicted_with_nccls_chain(tmp_path, binary, coll):
+    """benchmarks/nccl_logs.py takes a broadcast_perf / reduce_perf log (refused before): its samples run
+    ``nccl`` of the release the log states (2.26.2, from nccl-library=22602), NCCL's ring at every size."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import nccl_logs
+
+    path = tmp_path / f"h100-{binary}-2node.txt"
+    path.write_text(_chain_log(binary))
+    log = nccl_logs.parse_log(path)
+    assert (log.collective, log.ranks, log.hosts, log.nccl) == (coll, 16, 2, "2.26.2")
+    samples, _ = nccl_logs.samples_of(log)
+    assert {(s.collective, s.algorithm) for s in samples} == {(coll, "nccl:version=2.26.2")}
+    rows = nccl_logs.predict(log, 2**20)
+    assert [r[0] for r in rows] == [2**20, 2**24, 2**28, 2**30]
+    assert [r[4] for r in rows] == ["ring/ll", "ring/ll128", "ring/simple", "ring/simple"]
+    assert all(r[2] > 0 for r in rows)
