@@ -90,7 +90,11 @@ def test_compare_other_collectives(capsys):
     code, out, _ = run(capsys, "compare", "-t", STAR, "--collective", "broadcast", "--size", "16MiB")
     assert code == 0
     assert sorted(r[0] for r in rows(out)) == sorted(candidates("broadcast"))
-    assert set(builtin_candidates("broadcast")) == {"binomial-tree", "ring", "ring:chunks=1", "ring:chunks=3", "flat"}
+    nccl = {"nccl", "nccl:algo=ring", "nccl:proto=ll128", "nccl:version=2.20.5"}  # NCCL's ring chain (ncclbr)
+    assert (
+        set(builtin_candidates("broadcast"))
+        == {"binomial-tree", "ring", "ring:chunks=1", "ring:chunks=3", "flat"} | nccl
+    )
 
 
 @pytest.mark.parametrize(

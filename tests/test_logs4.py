@@ -56,15 +56,21 @@ def _log(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def test_a_table_of_another_collective_is_refused_in_one_line(tmp_path):
-    """A reduce_perf log (Voltage Park's 4-node set) ended in a traceback (the ring reduce has no NCCL pick):
-    a collective whose NCCL schedule collsim does not build is refused by name, as the import reads it."""
+    """A reduce_perf log (Voltage Park's 4-node set) ended in a traceback (the ring reduce has no NCCL pick), then
+    was refused by name; since ncclbr it is predicted through NCCL's ring chain (tests/test_ncclbr.py). A
+    collective whose NCCL schedule collsim does not build (all-to-all) is refused by name, as the import reads it."""
     text = HEADER.format(binary="reduce_perf", ranks=_ranks(32, 8, "NVIDIA H100 80GB HBM3")) + REDUCE_ROWS
-    path = _log(tmp_path, "h100-4node-reduce.txt", text)
-    with pytest.raises(nccl_logs.LogError, match=r"a reduce table \(reduce_perf\); the NCCL model predicts all-reduce"):
+    (tmp_path / "reduce").mkdir()
+    assert nccl_logs.parse_log(_log(tmp_path / "reduce", "h100-4node-reduce.txt", text)).collective == "reduce"
+    text = HEADER.format(binary="alltoall_perf", ranks=_ranks(32, 8, "NVIDIA H100 80GB HBM3")) + ALLGATHER_ROWS
+    path = _log(tmp_path, "h100-4node-alltoall.txt", text)
+    with pytest.raises(
+        nccl_logs.LogError, match=r"an alltoall table \(alltoall_perf\); the NCCL model predicts all-reduce"
+    ):
         nccl_logs.parse_log(path)
-    samples, _ = read_samples(path)  # the import itself reads it (collsim simulates a ring reduce)
-    assert {s.collective for s in samples} == {"reduce"}
-    assert nccl_logs.main([str(tmp_path)]) == 2  # nothing left to predict: one line, exit 2
+    samples, _ = read_samples(path)  # the import itself reads it (collsim simulates a pairwise all-to-all)
+    assert {s.collective for s in samples} == {"alltoall"}
+    assert nccl_logs.main([str(path.parent)]) == 2  # nothing left to predict: one line, exit 2
 
 
 def test_the_mpi_binary_named_on_the_starting_line_is_read(tmp_path):

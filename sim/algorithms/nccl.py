@@ -30,10 +30,11 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from ..errors import AlgorithmError
-from ..nccl import agrs, tuner
+from ..nccl import agrs, bcred, tuner
 from ..nccl.layout import host_ranks, run_program
+from ..nccl.pipeline import pipelined_s
 from ..nccl.protocols import get_protocol
-from ..nccl.rings import rings_gather_program, rings_program
+from ..nccl.rings import chain_slices, rings_chain_program, rings_gather_program, rings_program
 from ..nccl.versions import NEWEST, Release, Tuning, parse_version, tuning_for
 from ..program import StepProgram
 from ..runtime import Job
@@ -367,3 +368,98 @@ class NcclReduceScatter(_NcclGathering):
     summary = (
         "the algorithm, protocol and channels NCCL's tuner picks for reduce-scatter (Ring, NVLS on one host simulated)"
     )
+
+
+class _NcclChain(Nccl):
+    """``nccl`` for broadcast and reduce: NCCL's tuner for that collective (:mod:`sim.nccl.bcred`: the
+    ring, the protocol priced per size), simulated as NCCL runs it -- a chain along each channel's ring,
+    from the root (broadcast) or ending at it (reduce), in NCCL's chunks (the protocol's step), over the
+    all-reduce ring's channels and actors (:func:`sim.nccl.rings.rings_chain_program`), NCCL's estimate
+    charged before the data moves. ``algo`` takes NCCL_ALGO's names and refuses any but Ring in one line.
+
+    The step program depends on the root, which :meth:`program` is not given: :meth:`dataflow` (which
+    the simulation asks next, with the root) returns it, and :meth:`program` returns None."""
+
+    Options = NcclGatherOptions
+    examples = ("nccl:algo=ring", "nccl:proto=ll128", "nccl:version=2.20.5")
+    options: NcclGatherOptions  # type: ignore[assignment]
+    algo_names: ClassVar[dict[str, str]] = GATHER_ALGO_NAMES
+    universe: ClassVar[tuple[str, ...]] = tuner.ALGORITHMS + ("pat",)
+
+    def _enabled(self, sys: tuner.System, graphs: dict[str, tuner.Graph], tuning: Tuning) -> set[str]:
+        return set(bcred.BCRED_ALGORITHMS)
+
+    def _refusal(self, sys: tuner.System, graphs: dict[str, tuner.Graph], a: str, tuning: Tuning) -> str:
+        return f"nccl: algorithm {agrs.NCCL_NAMES.get(a, a)} {bcred.disabled(sys, graphs, a, tuning)}"
+
+    def _cannot(self, cluster: Any, p: int) -> str:
+        return f"{cluster.name} with {p} ranks cannot run its {self.collective}"
+
+    def _candidates(self, sys: tuner.System, nbytes: float, algos: set[str], protos: set[str]) -> list[Any]:
+        return bcred.candidates(self.collective, sys, nbytes, algos, protos)
+
+    def _pick(self, sys: tuner.System, nbytes: float, algos: Any, protos: Any, tuning: Tuning) -> tuner.Candidate:
+        return bcred.pick(self.collective, sys, nbytes, algos, protos, tuning)
+
+    def _chunk(self, p: int, cluster: Any, c: tuner.Candidate) -> int:
+        """NCCL's chunk of the pick ``c`` (bytes of data): the protocol's step -- Simple's NCCL_BUFFSIZE /
+        NCCL_STEPS (the ``buffsize`` option or the NET plugin's setting, else 512 KiB), LL's 32 KiB,
+        LL128's 576,000 B (``enqueue.cc``: calcCollChunking, BROADCAST_CHUNKSTEPS = REDUCE_CHUNKSTEPS = 1)."""
+        if c.protocol == "simple":
+            return tuner.simple_step(self.settings(p, cluster))
+        return get_protocol(c.protocol).step
+
+    def chain(self, p: int, nbytes: float, cluster: Any, root: int = 0) -> tuple[StepProgram, int]:
+        """The step program of NCCL's pick for ``nbytes`` with root ``root``, and its data-check segments."""
+        c = self.choice(p, nbytes, cluster)
+        k, wire = _ring_channels(cluster, p, c)
+        launch = self.fixed_cost(p, nbytes, cluster, c)
+        chunk = self._chunk(p, cluster, c)
+        return rings_chain_program(
+            cluster, p, nbytes, k, self.collective, root, chunk, wire, launch, self.options.slots
+        )
+
+    def program(self, p: int, nbytes: float, cluster: Any = None) -> StepProgram | None:
+        return None  # (the root's: :meth:`dataflow`)
+
+    def dataflow(self, p: int, nbytes: float, cluster: Any = None, root: int = 0) -> StepProgram | None:  # type: ignore[override]
+        if p == 1:
+            return None
+        return self.chain(p, nbytes, cluster, root)[0]
+
+    def run(self, job: Job) -> Generator[Any, Any, None]:
+        if job.p > 1:
+            program, segments = self.chain(job.p, job.nbytes, job.net.cluster, job.root)
+            yield from run_program(job, program, segments)
+
+    def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
+        """One chain (one GPU a host, one NIC), Simple's 512 KiB chunks, one in flight: p - 1 hops, then a
+        chunk a hop -- each hop α + (n/M)(β + γ for reduce), M = ⌈n / 512 KiB⌉ chunks (:func:`chain_s`).
+        Without NCCL's fixed cost (its estimate, charged first), so not the simulated time."""
+        return chain_s(p, n, alpha, beta, gamma if self.collective == "reduce" else 0.0)
+
+
+def chain_s(
+    p: int, n: float, alpha: float, beta: float, gamma: float = 0.0, chunk: float = 512 * 1024, slots: int = 1
+) -> float:
+    """The closed form of NCCL's chain over ``p`` ranks alone on its links (a star, one channel): ``n``
+    bytes in M = :func:`~sim.nccl.rings.chain_slices` chunks, each hop α + (n/M)(β + γ) (γ: the
+    reduce's, 0 for broadcast), ``slots`` in flight (:func:`~sim.nccl.pipeline.pipelined_s`)."""
+    if p < 2:
+        return 0.0
+    m = chain_slices(n, chunk)
+    return pipelined_s(p - 1, m, alpha, n / m * (beta + gamma), slots)
+
+
+@register
+class NcclBroadcast(_NcclChain):
+    name = "nccl"
+    collective = "broadcast"
+    summary = "NCCL's ring broadcast: the protocol its tuner picks per size, a chain from the root per channel"
+
+
+@register
+class NcclReduce(_NcclChain):
+    name = "nccl"
+    collective = "reduce"
+    summary = "NCCL's ring reduce: the protocol its tuner picks per size, a chain to the root per channel"

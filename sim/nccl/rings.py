@@ -17,10 +17,18 @@ from typing import Any
 import numpy as np
 
 from ..program import StepProgram
-from .layout import channel_endpoints, host_ranks, leaf_period
+from .layout import MAX_SLICES, channel_endpoints, host_ranks, leaf_period
 from .pipeline import Streams, hops_cap_rate, launchers, shift
 
-__all__ = ["capped_ring_s", "channel_orders", "ring_bound", "rings_gather_program", "rings_program"]
+__all__ = [
+    "capped_ring_s",
+    "chain_slices",
+    "channel_orders",
+    "ring_bound",
+    "rings_chain_program",
+    "rings_gather_program",
+    "rings_program",
+]
 
 
 def channel_orders(cluster: Any, p: int, channels: int) -> list[list[int]]:
@@ -146,3 +154,48 @@ def rings_gather_program(
     starts, chunk, bound = _laid_out(cluster, orders, nbytes, wire, launch_s, bus_cap)
     phases = gathering_steps(orders, ranks, chunk, cluster.endpoints, collective == "reducescatter", wire, bound)
     return _launched(cluster, p, orders, starts, phases)
+
+
+def chain_slices(per_channel: float, chunk: float) -> int:
+    """The chunks a channel's ``per_channel`` bytes are cut into along NCCL's broadcast / reduce chain:
+    ``chunk`` bytes each (NCCL's chunk: the protocol's step, BROADCAST_CHUNKSTEPS = REDUCE_CHUNKSTEPS = 1),
+    the channel's bytes split evenly among them; at most :data:`~sim.nccl.layout.MAX_SLICES`."""
+    return int(min(MAX_SLICES, max(1, math.ceil(per_channel / chunk - 1e-9))))
+
+
+def rings_chain_program(
+    cluster: Any,
+    p: int,
+    nbytes: float,
+    channels: int,
+    collective: str,
+    root: int = 0,
+    chunk: float = 512 * 1024,
+    wire: float = 1.0,
+    launch_s: float = 0.0,
+    slots: int = 1,
+) -> tuple[StepProgram, int]:
+    """NCCL's ring broadcast or reduce (``collective``) of ``nbytes`` (the buffer) over the K = ``channels``
+    rings of :func:`rings_program` (the same actors), and the data-check segments it uses: the buffer split
+    among the channels, each channel's part cut into :func:`chain_slices` chunks of about ``chunk`` bytes
+    (``wire`` bytes on the wire per byte of data) that stream along the channel's ring as a chain
+    (:class:`~sim.nccl.pipeline.Streams`, ``slots`` chunks in flight per connection). Broadcast
+    (``device/broadcast.h``): from the root along the ring -- the root sends, the ranks after it
+    receive, store and send on, the one before the root only receives. Reduce (``device/reduce.h``): the
+    rank after the root sends its own, each next one adds what it receives to its own and sends the sum
+    on, the root adds the last. Segment ``c + K j``: channel c's chunk j."""
+    if collective not in ("broadcast", "reduce"):
+        raise ValueError(f"rings_chain_program: {collective!r} is not broadcast or reduce")
+    orders = np.asarray(channel_orders(cluster, p, channels), dtype=np.int64)
+    size, endpoint_rank = cluster.size, np.asarray(cluster.endpoint_rank, dtype=np.int64)
+    ranks = np.where(orders < size, orders, endpoint_rank[np.maximum(orders - size, 0)])
+    per = nbytes / channels
+    k = chain_slices(per, chunk)
+    starts = launchers(cluster, orders.ravel(), launch_s) if launch_s > 0 else []
+    streams = Streams(cluster.endpoints, k)
+    reduce = collective == "reduce"
+    for c in range(channels):
+        at = int(np.flatnonzero(ranks[c] == root)[0])
+        chain = np.roll(orders[c], -(at + 1) if reduce else -at)  # reduce: ends at the root
+        streams.add(chain[:-1], chain[1:], per / k * wire, lag=np.arange(p - 1), reduce=reduce, off=c, scale=channels)
+    return streams.program(starts, cluster=cluster, slots=slots), channels * k
