@@ -46,6 +46,7 @@ from sim.units import parse_size  # noqa: E402
 from validate.calibration.fit import fit_calibration  # noqa: E402
 from validate.calibration.inputs import (  # noqa: E402
     GPU_MODEL,
+    NCCL_COLLECTIVES,
     PCIE_CARD,
     RANK_LINE,
     UNNAMED_DEVICE,
@@ -53,7 +54,6 @@ from validate.calibration.inputs import (  # noqa: E402
     rank_host,
     read_samples,
     stated_efa,
-    stated_nccl_version,
     strip_label,
 )
 
@@ -78,11 +78,6 @@ _RCCL = re.compile(r"\bRCCL version\b|\brccl-tests\b|\blibrccl\b|\bROCm version\
 #: an AMD GPU by name (``AMD Instinct MI250X``, rocminfo's ``gfx90a``): where no NVIDIA model is named, a log of one
 _AMD_GPU = re.compile(r"\bAMD Instinct(?: MI\w+)?|\bInstinct MI\d\w*|\bgfx9[0-4][0-9a-f]\b")
 _UNNAMED_DEVICE = UNNAMED_DEVICE  # (the importer's)
-#: the collectives whose NCCL schedules collsim builds (sim/nccl): the others run a textbook schedule
-_NCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
-#: NCCL's ring chains (sim/nccl/bcred.py): calibration's reader names their textbook schedule, and no release,
-#: so their logs are predicted here with ``nccl`` of the release the log states (:func:`samples_of`)
-_CHAINS = ("broadcast", "reduce")
 #: the GPUs of an HGX / DGX board: a header's NIC count is stated for them, and a host whose rank lines show
 #: fewer (cut short, or none at all) is taken as one
 _HGX_GPUS_PER_NODE = 8
@@ -213,7 +208,7 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     except CalibrationError as exc:
         raise LogError(str(exc)) from None
     n = samples[0].ranks
-    if samples[0].collective not in _NCCL_COLLECTIVES:
+    if samples[0].collective not in NCCL_COLLECTIVES:
         raise LogError(
             f"{path.name}: {'an' if samples[0].collective[0] in 'aeiou' else 'a'} {samples[0].collective} table "
             f"({source.detail.split(',')[0]}); the NCCL model "
@@ -287,8 +282,6 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     release = stated.group(1) if stated else ""
     efa = stated_efa(text)
     coll = samples[0].collective
-    if coll in _CHAINS:
-        release = _chain_release(lines)
     unmodelled, settings = tuple(source.unmodelled), ()
     if efa is not None:  # the chunk settings the EFA presets model (sim.nccl.efa), as nccl's options
         settings = tuple(f"{k.lower()}={v}" for k, v in _EFA_SETTING.findall(text))
@@ -484,29 +477,10 @@ def _source(log: Log) -> str:
 _OPTIONS: tuple[str, ...] = ()
 
 
-def _chain_release(lines: list[str]) -> str:
-    """The NCCL release a broadcast / reduce log states, as calibration's reader takes it for the other
-    collectives (the first kind of statement: NCCL's own line, nccl-tests' library code, a ``#%`` line),
-    where ``nccl`` knows it; else "" (the newest tuner decides)."""
-    versions = [v for line in lines if (v := stated_nccl_version(line))]
-    if not versions:
-        return ""
-    try:
-        parse_version(min(versions)[1])
-    except ValueError:
-        return ""
-    return min(versions)[1]
-
-
 def samples_of(log: Log) -> tuple[list, object]:
     """The log's samples as calibration's reader reads them, their all-reduce's ``nccl`` with the settings
-    the log states (:attr:`Log.settings`) and --nccl's options; a broadcast's or reduce's (whose schedule
-    the reader names as the textbook ring) NCCL's chain, ``nccl`` of the log's release, with them too."""
+    the log states (:attr:`Log.settings`) and --nccl's options."""
     samples, source = read_samples(_source(log))
-    if log.collective in _CHAINS:
-        options = (f"version={log.nccl}",) * bool(log.nccl) + log.settings + _OPTIONS
-        spec = "nccl" + (":" + ",".join(options) if options else "")
-        return [replace(x, algorithm=spec) for x in samples], source
     if log.settings or _OPTIONS:
         extra = ",".join(log.settings + _OPTIONS)
         samples = [

@@ -98,6 +98,9 @@ _NCCL_BINARIES = {
     "sendrecv_perf": "sendrecv",
 }
 _NCCL_ALGORITHM = {**_BUILTIN, "broadcast": "ring"}
+#: the collectives whose NCCL schedules collsim builds (``nccl``: sim/nccl/tuner.py, agrs.py, bcred.py); an
+#: nccl-tests log of another (all-to-all, send / receive, ...) runs the textbook schedule of :func:`builtin_algorithm`
+NCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
 
 
 def builtin_algorithm(collective: str, library: str = "gloo") -> str:
@@ -750,9 +753,9 @@ def nccl_schedule_spec(
     collective: str, algo: str | None = None, proto: str | None = None, version: str | None = None
 ) -> str:
     """The simulated schedule of an nccl-tests run: ``nccl`` (NCCL's pick, restricted by NCCL_ALGO /
-    NCCL_PROTO, by the tuner of the NCCL ``version`` that ran where the log states it) for all-reduce,
-    all-gather and reduce-scatter (sim/nccl/agrs.py), the textbook schedule NCCL runs for the others."""
-    if collective not in ("allreduce", "allgather", "reducescatter"):
+    NCCL_PROTO, by the tuner of the NCCL ``version`` that ran where the log states it) for the collectives
+    whose NCCL schedules collsim builds (:data:`NCCL_COLLECTIVES`), the textbook schedule NCCL runs for the others."""
+    if collective not in NCCL_COLLECTIVES:
         return builtin_algorithm(collective, "nccl")
     options = [f"algo={algo}"] if algo else []
     options += [f"proto={proto}"] if proto else []
