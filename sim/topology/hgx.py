@@ -218,7 +218,7 @@ class HgxParams(Spec):
     gpu: Literal["h100", "h200", "h800", "b200", "a100", "a800"] | None = None
     nvls: bool | None = None
     #: whether an NVSwitch joins a host's GPUs (default: the preset's, the 4-GPU boards' False): without one,
-    #: every pair of GPUs has its own NVLink link of ``links / (G-1)`` of the GPU's links (NCCL's topo.cc:
+    #: every pair of a 4-GPU board has its own NVLink link of ``links / 3`` of a GPU's links (NCCL's topo.cc:
     #: an NVLink to a GPU peer, ``count x`` the per-link rate), and NVLS is refused
     nvswitch: bool | None = None
     sharp: bool = False
