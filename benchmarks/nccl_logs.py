@@ -426,6 +426,33 @@ def efa_topology(log: Log, efa: tuple[str | None, str | None]) -> object:
         raise LogError(f"{log.path.name}: the stated hardware does not build: {exc}") from None
 
 
+#: a 4-GPU board without an NVSwitch (hgx ``nvswitch=false``: ``hgx-a100-4gpu``, ``hgx-h100-4gpu``), by the
+#: systems built of them (ALCF Polaris, NERSC Perlmutter, SURF Snellius' gpu_h100) or the board's name, in the
+#: header or the file name
+_BOARD = re.compile(r"\b(?:Polaris|Perlmutter|Snellius)\b|\bHGX\s*[AH]1\d0\s*4-GPU\b|\b4-GPU\s+board\b", re.I)
+#: NCCL's line where a Hopper GPU finds no NVSwitch to multicast on (or NVLS is off), and what says a log is of
+#: an NVSwitch host after all (a DGX, an NVSwitch named: a run on 4 of its 8 GPUs)
+_NO_NVLS = re.compile(r"\bNCCL INFO NVLS multicast support is not available\b")
+_SWITCHED = re.compile(r"\bDGX\b|\bNVSwitch\b", re.I)
+
+
+def board_preset(log: Log) -> str | None:
+    """The hgx preset of a 4-GPU board without an NVSwitch where the log says it ran on one (:data:`_BOARD`,
+    or NCCL's NVLS line on a Hopper log of 4 GPUs a node, no DGX or NVSwitch named), else None: never on
+    more than 4 GPUs a node, nor for a DGX's ``-g 4``."""
+    header = "\n".join(line for line in log.text.splitlines() if line.startswith("#%"))
+    if log.gpus_per_host > 4 or log.gpu not in ("a100", "h100", "h200") or _SWITCHED.search(log.text):
+        return None
+    hopper = log.gpu != "a100"
+    if (
+        _BOARD.search(header)
+        or _BOARD.search(log.path.name)
+        or (hopper and log.gpus_per_host == 4 and _NO_NVLS.search(log.text))
+    ):
+        return "hgx-h100-4gpu" if hopper else "hgx-a100-4gpu"
+    return None
+
+
 def topology(log: Log) -> object:
     """The hgx topology the log's stated hardware describes: the GPU, GPUs per node, the NICs (count and
     speed; more than two per GPU are folded into two per GPU of their summed speed), the CPU vendor where
@@ -449,7 +476,13 @@ def topology(log: Log) -> object:
         preset = "oci-bm-gpu-h100-8" if nvswitch else "oci-bm-gpu4-8"
     else:
         preset = "dgx-b200" if log.gpu == "b200" else "dgx-h100" if nvswitch else "hgx-a100-200g"
+    if board := board_preset(log):
+        preset = board
+        told = f"{board}: no NVSwitch"  # (once: topology() runs for every table)
+        log.note = log.note if told in log.note else f"{log.note}; {told}" if log.note else told
     kw: dict[str, object] = {"gpu": log.gpu, "gpus_per_host": ppn}
+    if board and nics == 2 * ppn:
+        kw["nics_per_gpu"] = 2
     if nics and nics not in (ppn, 2 * ppn):  # fewer NICs than GPUs: one per PCIe switch
         kw["nics_per_host"] = nics
     elif ppn % HGX_PRESETS[preset]["gpus_per_pcie_switch"]:  # a run on one GPU of a host whose GPUs pair up

@@ -34,7 +34,7 @@ from ..nccl import agrs, bcred, tuner
 from ..nccl.layout import host_ranks, run_program
 from ..nccl.pipeline import pipelined_s
 from ..nccl.protocols import get_protocol
-from ..nccl.rings import chain_slices, rings_chain_program, rings_gather_program, rings_program
+from ..nccl.rings import chain_slices, direct_cycles, rings_chain_program, rings_gather_program, rings_program
 from ..nccl.versions import NEWEST, Release, Tuning, parse_version, tuning_for
 from ..program import StepProgram
 from ..runtime import Job
@@ -123,9 +123,10 @@ def _ring_cap(cluster: Any, p: int, c: tuner.Candidate, tuning: Tuning, caps: st
 
 def _ring_channels(cluster: Any, p: int, c: tuner.Candidate) -> tuple[int, float]:
     """The rings the simulation lays out for NCCL's ring pick ``c`` -- one per GPU of a host, or per rail
-    where there are more -- and the protocol's bytes on the wire per byte of data."""
+    where there are more, or one per ring of a host whose GPUs are linked directly (:func:`direct_cycles`:
+    NCCL's six rings of a 4-GPU board) -- and the protocol's bytes on the wire per byte of data."""
     groups = host_ranks(cluster, p)
-    k = max(len(groups[0]), len(rails(cluster, groups)) if len(groups) > 1 else 1)
+    k = max(len(groups[0]), len(rails(cluster, groups)) if len(groups) > 1 else 1, len(direct_cycles(cluster, groups)))
     return k, 1.0 / get_protocol(c.protocol).payload
 
 

@@ -98,7 +98,7 @@ def channel_endpoints(cluster: Any, ranks: list[int], key: object, nic: int = 0)
 def engine(cluster: Any, rank: int, key: str) -> int:
     """The reduction (``key="reduce"``) or multicast engine of the NVSwitch that ``rank``'s GPU is on."""
     node = cluster.graph.nodes[cluster.ranks[rank]].get("host")
-    if node is None or not cluster.graph.nodes[node].get("nvls"):
+    if node not in cluster.graph or not cluster.graph.nodes[node].get("nvls"):  # (no node: GPUs linked directly)
         raise AlgorithmError(
             f"NVLS needs an NVSwitch that reduces (NVLink SHARP); {cluster.name}'s GPU {cluster.ranks[rank]} has none "
             "(topologies: hgx:preset=dgx-h100 or oci-bm-gpu-h100-8)"

@@ -11,6 +11,7 @@ several NICs gives its ``i``-th channel the ``i``-th NIC.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -24,6 +25,7 @@ __all__ = [
     "capped_ring_s",
     "chain_slices",
     "channel_orders",
+    "direct_cycles",
     "ring_bound",
     "rings_chain_program",
     "rings_gather_program",
@@ -31,9 +33,24 @@ __all__ = [
 ]
 
 
+def direct_cycles(cluster: Any, groups: list[list[int]]) -> list[tuple[int, ...]]:
+    """The rings of one host whose GPUs are linked directly (``hgx:nvswitch=false``): every directed
+    Hamiltonian cycle of its G GPUs from local GPU 0, in lexicographic order ((G-1)! of them: 6 on four
+    GPUs), which together cross every GPU-to-GPU link equally often ((G-2)! times) -- NCCL's ring search
+    (search.cc) fills the board's 12 links 2 channels each (A100: 6 channels of 40 GB/s on 4 x 20 GB/s a pair,
+    its optimum totalBw) only with all six. Empty where an NVSwitch joins the GPUs or the rings cross hosts
+    (there a channel enters and leaves by its NICs, and the NICs bound it, not the links: the NVSwitch
+    layout's chains in index order)."""
+    if cluster.graph.graph.get("nvswitch", True) or len(groups) != 1 or len(groups[0]) < 3:
+        return []
+    return [(0, *rest) for rest in itertools.permutations(range(1, len(groups[0])))]
+
+
 def channel_orders(cluster: Any, p: int, channels: int) -> list[list[int]]:
-    """Each channel's ring as actors (endpoints), in ring order."""
+    """Each channel's ring as actors (endpoints), in ring order (channel c on one host without an NVSwitch:
+    :func:`direct_cycles` c mod their number)."""
     groups = host_ranks(cluster, p, even=False)
+    cycles = direct_cycles(cluster, groups)
     out = []
     for c in range(channels):
         order = []
@@ -41,6 +58,8 @@ def channel_orders(cluster: Any, p: int, channels: int) -> list[list[int]]:
             g = len(grp)
             a = c % g
             local = [(a + i) % g for i in range(g)] if h % 2 == 0 else [(a - 1 - i) % g for i in range(g)]
+            if cycles:
+                local = list(cycles[c % len(cycles)])
             order.extend(channel_endpoints(cluster, [grp[i] for i in local], ("ring", c), c // len(groups[0])))
         out.append(order)
     return out
@@ -51,6 +70,8 @@ def _symmetry(cluster: Any, p: int, orders: np.ndarray, starts: list[tuple[int, 
     host moved up by one; and where the hosts hang from leaf switches in equal groups, every ring's
     position i is position i + (a leaf group's positions) shifted (host h onto h + hosts per leaf: the
     ring's hosts alternate up and down, so by an even number of hosts). :mod:`sim.symmetry` checks both."""
+    if direct_cycles(cluster, host_ranks(cluster, p, even=False)):
+        return None  # the cycles map onto each other only with channels renumbered
     endpoints = cluster.endpoints
     sigma = shift(endpoints, orders.ravel(), np.roll(orders, -1, axis=0).ravel(), starts)
     groups = host_ranks(cluster, p, even=False)

@@ -97,6 +97,25 @@ PRESETS: dict[str, dict[str, Any]] = {
     ),
 }
 
+#: HGX 4-GPU boards: four SXM GPUs linked to each other directly, no NVSwitch (``nvswitch=False``: every
+#: GPU's links split evenly among its three peers, ``links / 3`` each; NVLS refused). Sources:
+#:
+#: * ``hgx-a100-4gpu``: NVIDIA HGX A100 datasheet ("HGX A100 4-GPU": 4x A100 SXM4 joined by NVLink, no
+#:   NVSwitch; 12 third-generation links a GPU, 4 to each peer: ``nvidia-smi topo -m`` shows NV4); ALCF
+#:   Polaris' system page (4x A100 SXM4 40 GB a node, 2x HPE Slingshot 11 200 Gb/s NICs, AMD EPYC "Milan"
+#:   7543P, PCIe Gen4) and NERSC Perlmutter's architecture page (4x A100 a GPU node, 4x Slingshot 11 NICs of
+#:   200 Gb/s, AMD EPYC 7763): the preset is Perlmutter's four NICs; ``nics_per_host=2`` is Polaris.
+#: * ``hgx-h100-4gpu``: NVIDIA HGX H100 datasheet ("HGX H100 4-GPU": 4x H100 SXM5, NVLink 900 GB/s a GPU,
+#:   no NVSwitch; 18 fourth-generation links, 6 to each peer: NV6); SURF Snellius' hardware page (gpu_h100
+#:   partition: 4x H100 SXM5 94 GB, 4x NDR200 200 Gb/s InfiniBand a node, Intel Xeon Platinum 8462Y+,
+#:   PCIe Gen5).
+#:
+#: One GPU and its NIC per PCIe switch (a choice: the pages do not draw the PCIe tree, NCCL's tuner does not
+#: read it); InfiniBand and Slingshot route by destination as the other presets' InfiniBand does.
+_BOARD4 = dict(nvls=False, nvswitch=False, gpus_per_host=4, nics_per_gpu=1, gpus_per_pcie_switch=1, ecmp="destination")
+PRESETS["hgx-a100-4gpu"] = {**_BOARD4, "gpu": "a100", "nic_bandwidth": 25e9, "pcie_gen": 4, "cpu_vendor": "amd"}
+PRESETS["hgx-h100-4gpu"] = {**_BOARD4, "gpu": "h100", "nic_bandwidth": 25e9, "pcie_gen": 5, "cpu_vendor": "intel"}
+
 # DGX B200: DGX H100's NICs (8 x 400 Gb/s ConnectX-7, one per GPU), PCIe Gen5, Intel CPUs and InfiniBand,
 # with B200 GPUs (sources above)
 PRESETS["dgx-b200"] = {**PRESETS["dgx-h100"], "gpu": "b200"}
@@ -175,6 +194,8 @@ NVLINK = {
 #: the GPU generations whose NVSwitch reduces and multicasts (NVLink SHARP: NVSwitch gen3 on HGX H100, the
 #: fifth-generation NVLink switch of HGX B200; NCCL's search.cc runs the NVLS pattern from compcap 90)
 NVLS_ARCHS = ("sm90", "sm100")
+#: the GPUs of an HGX board without an NVSwitch (``nvswitch=False``: HGX A100 / H100 4-GPU)
+BOARD_GPUS = 4
 #: PCIe x16 per direction as NCCL rates it (topo.cc kvDictPciGen: GT/s-based value x 16 lanes / 80)
 PCIE = {3: 12e9, 4: 24e9, 5: 48e9}
 
@@ -182,11 +203,24 @@ PCIE = {3: 12e9, 4: 24e9, 5: 48e9}
 class HgxParams(Spec):
     hosts: PositiveInt
     preset: Literal[
-        "dgx-h100", "dgx-b200", "hgx-a100-200g", "oci-bm-gpu-h100-8", "oci-bm-gpu4-8", "aws-p4d", "aws-p5", "aws-p5en"
+        "dgx-h100",
+        "dgx-b200",
+        "hgx-a100-200g",
+        "oci-bm-gpu-h100-8",
+        "oci-bm-gpu4-8",
+        "aws-p4d",
+        "aws-p5",
+        "aws-p5en",
+        "hgx-a100-4gpu",
+        "hgx-h100-4gpu",
     ] = "dgx-h100"
     gpus_per_host: PositiveInt = 8
     gpu: Literal["h100", "h200", "h800", "b200", "a100", "a800"] | None = None
     nvls: bool | None = None
+    #: whether an NVSwitch joins a host's GPUs (default: the preset's, the 4-GPU boards' False): without one,
+    #: every pair of a 4-GPU board has its own NVLink link of ``links / 3`` of a GPU's links (NCCL's topo.cc:
+    #: an NVLink to a GPU peer, ``count x`` the per-link rate), and NVLS is refused
+    nvswitch: bool | None = None
     sharp: bool = False
     nics_per_gpu: Literal[1, 2] | None = None
     nics_per_host: PositiveInt | None = None
@@ -238,7 +272,13 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
     p = _params(HgxParams, "hgx", dict(hosts=hosts, preset=preset, **kwargs))
     fig = {**PRESETS[p.preset], **{k: v for k, v in p.model_dump().items() if v is not None and k in PRESETS[p.preset]}}
     links, per_link, arch = NVLINK[fig["gpu"]]
-    g_per_host = p.gpus_per_host
+    preset_gpus = PRESETS[p.preset].get("gpus_per_host", p.gpus_per_host)
+    g_per_host = p.gpus_per_host if "gpus_per_host" in kwargs else preset_gpus
+    nvswitch = PRESETS[p.preset].get("nvswitch", True) if p.nvswitch is None else p.nvswitch
+    nv_links = links  # a GPU's NVLink links as NCCL sees them (without an NVSwitch: to the peers in the host)
+    if not nvswitch:
+        _check_board(fig, p.nvls, g_per_host, links)
+        nv_links = (g_per_host - 1) * links // (BOARD_GPUS - 1)
     nics = p.nics_per_host or g_per_host * fig["nics_per_gpu"]
     if p.nics_per_host and p.nics_per_host < g_per_host and p.gpus_per_pcie_switch is None:
         fig["gpus_per_pcie_switch"] = g_per_host // p.nics_per_host  # a NIC per PCIe switch, shared
@@ -293,8 +333,8 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
         gpu_arch=arch,
         gpu_model=fig["gpu"],  # the GPU it builds (``gpu=``, else the preset's): what a log of it must name
         cpu_vendor=fig["cpu_vendor"],
-        nvlink_bw=links * per_link,
-        nvlink_links=links,
+        nvlink_bw=nv_links * per_link,
+        nvlink_links=nv_links,
         pcie_bw=PCIE[fig["pcie_gen"]],
         nic_bw=float(fig["nic_bandwidth"]),
         nics_per_host=nics,
@@ -317,8 +357,11 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
     pcie = PCIE[fig["pcie_gen"]]
     for h in range(hosts):
         host = f"h{h}"
-        gpus = b.add_host(host, gpus=g_per_host, intra_bandwidth=links * per_link, intra_latency=p.nvlink_latency)
-        graph.nodes[host]["nvls"] = bool(fig["nvls"])
+        if nvswitch:
+            gpus = b.add_host(host, gpus=g_per_host, intra_bandwidth=links * per_link, intra_latency=p.nvlink_latency)
+            graph.nodes[host]["nvls"] = bool(fig["nvls"])
+        else:
+            gpus = _board(b, host, g_per_host, links, per_link, p.nvlink_latency)
         for sw in range(switches):
             b.add_node(f"{host}:pcie{sw}", "switch", host=host)
         n = 0
@@ -333,4 +376,37 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
                 leaf = f"leaf{n if rail else 0}.{h // p.hosts_per_leaf}"
                 b.add_link(nic, leaf, bandwidth=fig["nic_bandwidth"], latency=nic_latency)
                 n += 1
-    return b.build(routing="updown")
+    if not nvswitch:
+        graph.graph["nvswitch"] = False  # read by sim.nccl (rings over the direct links)
+    return b.build(routing="updown" if nvswitch else "dijkstra")
+
+
+def _check_board(fig: dict[str, Any], nvls: bool | None, gpus: int, links: int) -> None:
+    """An HGX 4-GPU board (no NVSwitch): no NVLS (``nvls=true`` refused), at most four GPUs a host, a GPU's
+    links split evenly among its three peers."""
+    if nvls:
+        raise TopologyError("hgx: nvls (NVLink SHARP) needs an NVSwitch that reduces; nvswitch=false builds none")
+    fig["nvls"] = False
+    if gpus > BOARD_GPUS:
+        raise TopologyError(
+            f"hgx: nvswitch=false builds HGX {BOARD_GPUS}-GPU boards (GPUs linked directly); {gpus} GPUs a host "
+            "need an NVSwitch"
+        )
+    if links % (BOARD_GPUS - 1):
+        raise TopologyError(
+            f"hgx: nvswitch=false links every pair of a {BOARD_GPUS}-GPU board directly: gpu={fig['gpu']}'s "
+            f"{links} NVLink links do not split evenly among {BOARD_GPUS - 1} peers"
+        )
+
+
+def _board(b: ClusterBuilder, host: str, gpus: int, links: int, per_link: float, latency: float) -> list[str]:
+    """``host``'s GPUs (``gpus`` of an HGX 4-GPU board) linked pairwise, ``links / 3`` NVLink links of
+    ``per_link`` each way a pair (topo.cc ncclTopoAddNvLinks: a GPU peer's link is ``count x
+    ncclTopoNVLinkBw``), no NVSwitch node."""
+    names = [f"{host}:gpu{i}" for i in range(gpus)]
+    for gpu in names:
+        b.add_node(gpu, "gpu", host=host)
+    for i in range(gpus):
+        for j in range(i + 1, gpus):
+            b.add_link(names[i], names[j], bandwidth=links // (BOARD_GPUS - 1) * per_link, latency=latency)
+    return names
