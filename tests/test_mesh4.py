@@ -207,3 +207,17 @@ def test_inference_builds_the_board_only_where_the_log_says_so(
     assert nccl_logs.board_preset(log) == preset
     g = nccl_logs.topology(log)
     assert g.graph.get("nvswitch", True) is (preset is None)
+
+
+@pytest.mark.parametrize("preset", ["hgx-a100-4gpu", "hgx-h100-4gpu"])
+def test_board_preset_by_inline_spec(preset):
+    """A 4-GPU board's preset builds 4 GPUs a host from an inline spec too (the loader hands the builder every
+    option, unset ones as None: the preset's GPU count must not be taken for one the user gave), and an
+    explicit gpus_per_host above the board's is refused in one line."""
+    from sim.topology.load import _parse_inline_text
+
+    g = _parse_inline_text(f"hgx:preset={preset},hosts=2")
+    assert len(g.graph["ranks"]) == 8 and g.graph.get("nvswitch") is False
+    assert len(_parse_inline_text("hgx:preset=dgx-h100,hosts=1,gpus_per_host=4").graph["ranks"]) == 4
+    with pytest.raises(CollsimError, match="8 GPUs a host need an NVSwitch"):
+        _parse_inline_text(f"hgx:preset={preset},hosts=1,gpus_per_host=8")

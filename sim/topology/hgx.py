@@ -214,7 +214,8 @@ class HgxParams(Spec):
         "hgx-a100-4gpu",
         "hgx-h100-4gpu",
     ] = "dgx-h100"
-    gpus_per_host: PositiveInt = 8
+    #: GPUs a host (default: the preset's, 8 but on the 4-GPU boards)
+    gpus_per_host: PositiveInt | None = None
     gpu: Literal["h100", "h200", "h800", "b200", "a100", "a800"] | None = None
     nvls: bool | None = None
     #: whether an NVSwitch joins a host's GPUs (default: the preset's, the 4-GPU boards' False): without one,
@@ -272,8 +273,7 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
     p = _params(HgxParams, "hgx", dict(hosts=hosts, preset=preset, **kwargs))
     fig = {**PRESETS[p.preset], **{k: v for k, v in p.model_dump().items() if v is not None and k in PRESETS[p.preset]}}
     links, per_link, arch = NVLINK[fig["gpu"]]
-    preset_gpus = PRESETS[p.preset].get("gpus_per_host", p.gpus_per_host)
-    g_per_host = p.gpus_per_host if "gpus_per_host" in kwargs else preset_gpus
+    g_per_host = p.gpus_per_host or PRESETS[p.preset].get("gpus_per_host", 8)
     nvswitch = PRESETS[p.preset].get("nvswitch", True) if p.nvswitch is None else p.nvswitch
     nv_links = links  # a GPU's NVLink links as NCCL sees them (without an NVSwitch: to the peers in the host)
     if not nvswitch:
