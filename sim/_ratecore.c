@@ -5523,7 +5523,8 @@ typedef struct {
     int extrapolate;
     Arr step, began, last, send_left, recv_left, scale;
     /* the arrivals' own queue (see Fast_pump): entries (time, event id, bucket key, whether a SimPy event
-     * stands for it) by (time, id); whether the queue is being drained */
+     * stands for it) in order of (time, id), ``hn`` of them from heap[h0] on (see fast_queue_entry); whether
+     * the queue is being drained */
     struct FEntry {
         double t;
         long long eid;
@@ -5532,7 +5533,7 @@ typedef struct {
         int wake;               /* a network's wake-up instead (see fast_wake_at), ``seq`` its number */
         unsigned long long seq;
     } *heap;
-    Py_ssize_t hn, hcap;
+    Py_ssize_t h0, hn, hcap;
     int own_queue, draining;
     /* the buckets held in the core (fast_arrive_at): their slots, the free ones, a table from arrival time
      * to slot (open addressing: -1 empty, -2 removed), how many are live, the messages they hold */
@@ -5673,7 +5674,7 @@ static void fast_release(Fast *f) {
     f->pend_flows = 0;
     f->sent_private = 0;
     f->heap = NULL;
-    f->hn = f->hcap = 0;
+    f->h0 = f->hn = f->hcap = 0;
 }
 
 static Fast *fast_sink;
@@ -6180,36 +6181,34 @@ static int fast_queue_entry(Fast *f, double when, double t, int wake, unsigned l
         if (bad < 0)
             return -1;
     }
-    if (grow_to((void **)&f->heap, &f->hcap, f->hn + 1, sizeof(struct FEntry), 64) < 0)
-        return -1;
-    struct FEntry x = {t, e, when, 0, wake, seq};
-    Py_ssize_t i = f->hn++;
-    while (i > 0 && fe_less(&x, &f->heap[(i - 1) / 2])) {
-        f->heap[i] = f->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
+    struct FEntry x = {t, e, when, 0, wake, seq}, *q;
+    Py_ssize_t h0 = f->h0, end = h0 + f->hn, i = end;
+    if (end == f->hcap) { /* (no room after the last: more room, or the entries moved down to the start) */
+        if (!f->hcap || f->hn * 2 > f->hcap) {
+            if (grow_to((void **)&f->heap, &f->hcap, end + 1, sizeof(struct FEntry), 64) < 0)
+                return -1;
+        } else {
+            memmove(f->heap, f->heap + h0, sizeof(struct FEntry) * (size_t)f->hn);
+            f->h0 = h0 = 0, i = end = f->hn;
+        }
     }
-    f->heap[i] = x;
-    return i == 0 && !f->draining ? fast_pump_event(f) : 0;
+    q = f->heap;
+    /* into its place in the order from the last entry back (the arrivals come nearly in order), each entry
+     * after it moved up one */
+    while (i > h0 && fe_less(&x, &q[i - 1])) {
+        q[i] = q[i - 1];
+        i--;
+    }
+    q[i] = x;
+    f->hn++;
+    return i == h0 && !f->draining ? fast_pump_event(f) : 0;
 }
 
 static int fast_queue(Fast *f, double when, double t) { return fast_queue_entry(f, when, t, 0, 0); }
 
-static struct FEntry fe_pop(Fast *f) {
-    struct FEntry top = f->heap[0], x = f->heap[--f->hn];
-    Py_ssize_t i = 0, n = f->hn;
-    for (;;) {
-        Py_ssize_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && fe_less(&f->heap[c + 1], &f->heap[c]))
-            c++;
-        if (!fe_less(&f->heap[c], &x))
-            break;
-        f->heap[i] = f->heap[c];
-        i = c;
-    }
-    if (n)
-        f->heap[i] = x;
+static inline struct FEntry fe_pop(Fast *f) {
+    struct FEntry top = f->heap[f->h0];
+    f->h0 = --f->hn ? f->h0 + 1 : 0;
     return top;
 }
 
@@ -6269,7 +6268,8 @@ static int queue_push(PyObject *queue, PyObject *item) {
 
 /* the SimPy event standing for the queue's first arrival, where none does yet */
 static int fast_pump_event(Fast *f) {
-    if (f->heap[0].pumped)
+    struct FEntry *head = &f->heap[f->h0];
+    if (head->pumped)
         return 0;
     if (!f->pump && !(f->pump = PyObject_GetAttr((PyObject *)f, s_pump_f)))
         return -1;
@@ -6277,12 +6277,12 @@ static int fast_pump_event(Fast *f) {
     PyObject *id = NULL, *item = NULL, *r = NULL;
     int rc = -1;
     if (!event || mark_ok(event, Py_None) < 0 || !(queue = fast_attr(f, FA_QUEUE)) ||
-        !(t = PyFloat_FromDouble(f->heap[0].t)) ||
-        !(id = PyLong_FromLongLong(f->heap[0].eid)) || !(item = PyTuple_Pack(4, t, f->normal, id, event)))
+        !(t = PyFloat_FromDouble(f->heap[f->h0].t)) ||
+        !(id = PyLong_FromLongLong(f->heap[f->h0].eid)) || !(item = PyTuple_Pack(4, t, f->normal, id, event)))
         goto done;
     if (f->push_c ? queue_push(queue, item) < 0 : !(r = PyObject_Vectorcall(f->push, (PyObject *[]){queue, item}, 2, NULL)))
         goto done;
-    f->heap[0].pumped = 1;
+    f->heap[f->h0].pumped = 1;
     rc = 0;
 done:
     Py_XDECREF(event);
@@ -6343,7 +6343,7 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
     f->draining = 1;
     int ok = 1;
     while (ok && f->hn) {
-        int first = fast_queue_first(f, &f->heap[0]);
+        int first = fast_queue_first(f, &f->heap[f->h0]);
         if (first > 0) { /* SimPy's head first: a network's wake-up taken here (as SimPy's next step would) */
             int w = fast_step_wake(f);
             ok = w >= 0;
