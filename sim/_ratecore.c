@@ -5568,6 +5568,10 @@ typedef struct {
     PyObject *launch; /* (whole_ctx, cluster, owner, bounded per phase) or NULL: see fast_launch_c */
     PyObject *pump; /* the bound method pump, made once (the callback of every event fast_pump_event makes) */
     long long max_period; /* sim.fastpath._MAX_PERIOD (read when made), or -1: see fast_after */
+    /* the reference's step at which fast_after last found it equal to ex._seen0, and ``gen`` then (see
+     * fast_take: no Python line has run since, so the attribute is as it was) */
+    int64_t after_s0;
+    unsigned long after_gen;
     long long normal_v;   /* ``normal`` (SimPy's NORMAL priority) as a number */
     int push_c;           /* ``push`` is heapq.heappush: its lines in C (queue_push) */
     long long owner_id;   /* ex.owner: the network's owner id of the executor's flows (see Fast_digest) */
@@ -7712,6 +7716,9 @@ static PyObject *fast_after(Fast *f) {
         int skip = fast_after_skip(f, now0);
         if (skip < 0 || (!skip && fast_call(f, s_after, "()") < 0))
             return NULL;
+    } else {
+        f->after_s0 = now0;
+        f->after_gen = f->gen;
     }
     Py_RETURN_NONE;
 }
@@ -8101,7 +8108,11 @@ static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *no
     }
     if (rc < 0)
         return NULL;
-    return f->extrapolate ? fast_after(f) : Py_NewRef(Py_None); /* (extrapolate: set when the executor is made) */
+    /* (extrapolate: set when the executor is made; the reference's step as fast_after last found it equal to
+     * ex._seen0, with no Python line run since: nothing to do) */
+    if (!f->extrapolate || (f->after_gen == f->gen && fa_i(&f->step, f->ref) == f->after_s0))
+        return Py_NewRef(Py_None);
+    return fast_after(f);
 }
 
 static PyObject *Fast_arrived(Fast *f, PyObject *when) {
