@@ -5539,6 +5539,9 @@ typedef struct {
      * to slot (open addressing: -1 empty, -2 removed), how many are live, the messages they hold */
     struct FBucket *bk;
     Py_ssize_t nbk, bkcap, *bkfree, nfree, *tab, tabcap, tabfill, nlive, held;
+    /* a bucket's message array of no bucket (fast_take puts it in the place of one it takes out) */
+    struct FMsg *spare;
+    Py_ssize_t spare_cap;
     long long seq;
     /* net.flows added up here and handed over before any Python line runs (fast_flush); the private
      * messages the core sent, counted here only (ex.private adds them: Fast.private) */
@@ -5667,6 +5670,9 @@ static void fast_release(Fast *f) {
     f->bounds = NULL;
     f->nphase = 0;
     free(f->heap);
+    free(f->spare);
+    f->spare = NULL;
+    f->spare_cap = 0;
     for (Py_ssize_t i = 0; i < f->nbk; i++)
         free(f->bk[i].m);
     free(f->bk);
@@ -7285,8 +7291,10 @@ static int fast_early(Fast *f, const int64_t *dst, const int64_t *fstep, Py_ssiz
     return fast_call(f, s_early_many, "(NNd)", d, s, now);
 }
 
-/* _done(src, dst, fstep, now) for n messages (n != 1 or not a lone private one) */
-static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int64_t *fstep, Py_ssize_t n, double now) {
+/* _done(src, dst, fstep, now) for n messages (n != 1 or not a lone private one): message i's values at
+ * src[i * st], dst[i * st], fstep[i * st] (columns, st 1, or a bucket's FMsg) */
+static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int64_t *fstep, Py_ssize_t st, Py_ssize_t n,
+                     double now) {
     LL_LOCAL(touched);
     LL_LOCAL(early_d);
     LL_LOCAL(early_s);
@@ -7294,24 +7302,24 @@ static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int6
     LL_LOCAL(go);
     int rc = -1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        *arr_ip(&f->send_left, src[i]) -= 1;
-        *arr_fp(&f->last, src[i]) = now;
-        if (ll_push(&touched, src[i]) < 0)
+        *arr_ip(&f->send_left, src[i * st]) -= 1;
+        *arr_fp(&f->last, src[i * st]) = now;
+        if (ll_push(&touched, src[i * st]) < 0)
             goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (fa_i(&f->step, dst[i]) == fstep[i]) {
-            if (ll_push(&touched, dst[i]) < 0)
+        if (fa_i(&f->step, dst[i * st]) == fstep[i * st]) {
+            if (ll_push(&touched, dst[i * st]) < 0)
                 goto done;
-        } else if (ll_push(&early_d, dst[i]) < 0 || ll_push(&early_s, fstep[i]) < 0)
+        } else if (ll_push(&early_d, dst[i * st]) < 0 || ll_push(&early_s, fstep[i * st]) < 0)
             goto done;
     }
     if (early_d.n && fast_early(f, early_d.v, early_s.v, early_d.n, now) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (fa_i(&f->step, dst[i]) == fstep[i]) { /* (the early ones left their receivers' steps as they were) */
-            *arr_ip(&f->recv_left, dst[i]) -= 1;
-            *arr_fp(&f->last, dst[i]) = now;
+        if (fa_i(&f->step, dst[i * st]) == fstep[i * st]) { /* (the early ones left their receivers' steps as they were) */
+            *arr_ip(&f->recv_left, dst[i * st]) -= 1;
+            *arr_fp(&f->last, dst[i * st]) = now;
         }
     }
     /* the distinct touched ranks with nothing left to send or receive, ascending: those picked out first, then
@@ -7441,15 +7449,28 @@ static int fast_path_count(Fast *f, Py_ssize_t *out) {
     return rc;
 }
 
-static int fast_account_done(Fast *f, LList *col, double now) {
-    Py_ssize_t n = col[0].n;
-    for (int j = 1; j < 5; j++)
-        if (col[j].n != n) {
-            PyErr_SetString(PyExc_ValueError, "Fast: a batch's columns differ in length");
-            return -1;
-        }
+/* n messages' columns (src, dst, step, path, bytes), message i's at [i * st] of each (st 1: an LList's, the
+ * bytes as doubles' bits; or a bucket's FMsg) */
+struct FCols {
+    const int64_t *src, *dst, *step, *pid;
+    const double *nb;
+    Py_ssize_t st, n;
+};
+
+static struct FCols fcols_ll(LList *col) {
+    return (struct FCols){col[0].v, col[1].v, col[2].v, col[3].v, (const double *)(void *)col[4].v, 1, col[0].n};
+}
+
+#define FMSG_ST ((Py_ssize_t)(sizeof(struct FMsg) / sizeof(int64_t)))
+
+static struct FCols fcols_msgs(const struct FMsg *m, Py_ssize_t n) {
+    return (struct FCols){&m->src, &m->dst, &m->step, &m->pid, &m->nb, FMSG_ST, n};
+}
+
+static int fast_account_done(Fast *f, const struct FCols *c, double now) {
+    Py_ssize_t n = c->n, st = c->st;
     for (Py_ssize_t i = 0; i < n; i++)
-        if (col[0].v[i] < 0 || col[0].v[i] >= f->step.n || col[1].v[i] < 0 || col[1].v[i] >= f->step.n) {
+        if (c->src[i * st] < 0 || c->src[i * st] >= f->step.n || c->dst[i * st] < 0 || c->dst[i * st] >= f->step.n) {
             PyErr_SetString(PyExc_IndexError, "Fast: endpoint out of range");
             return -1;
         }
@@ -7461,24 +7482,21 @@ static int fast_account_done(Fast *f, LList *col, double now) {
         goto done;
     int fits = a->n >= need;
     for (Py_ssize_t i = 0; fits && i < n; i++)
-        fits = col[3].v[i] >= 0 && col[3].v[i] < a->n;
+        fits = c->pid[i * st] >= 0 && c->pid[i * st] < a->n;
     if (fits) {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            double d;
-            memcpy(&d, &col[4].v[i], sizeof d);
-            *arr_fp(a, col[3].v[i]) += d;
-        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            *arr_fp(a, c->pid[i * st]) += c->nb[i * st];
         f->pend_flows += (long)n;
     } else {
-        PyObject *pids = ll_list(col[3].v, n), *nbs = PyList_New(n);
+        PyObject *pids = PyList_New(n), *nbs = pids ? PyList_New(n) : NULL;
         for (Py_ssize_t i = 0; nbs && i < n; i++) {
-            double d;
-            memcpy(&d, &col[4].v[i], sizeof d);
-            PyObject *x = PyFloat_FromDouble(d);
+            PyObject *p = PyLong_FromLongLong(c->pid[i * st]), *x = p ? PyFloat_FromDouble(c->nb[i * st]) : NULL;
             if (!x) {
+                Py_XDECREF(p);
                 Py_CLEAR(nbs);
                 break;
             }
+            PyList_SET_ITEM(pids, i, p);
             PyList_SET_ITEM(nbs, i, x);
         }
         PyObject *r = pids && nbs && fast_flush(f) == 0 ? PyObject_CallMethod(net, "account", "OOn", pids, nbs, n) : NULL;
@@ -7489,7 +7507,7 @@ static int fast_account_done(Fast *f, LList *col, double now) {
             goto done;
         Py_DECREF(r);
     }
-    rc = fast_done(f, col[0].v, col[1].v, col[2].v, n, now);
+    rc = fast_done(f, c->src, c->dst, c->step, st, n, now);
 done:
     Py_DECREF(net);
     return rc;
@@ -7570,7 +7588,13 @@ static int fast_arrived_many(Fast *f, PyObject *bucket, double now) {
             if (fast_values(PyTuple_GET_ITEM(batch, j), j < 4 ? &col[j] : NULL, &col[4]) < 0)
                 goto done;
     }
-    rc = fast_account_done(f, col, now);
+    for (int j = 1; j < 5; j++)
+        if (col[j].n != col[0].n) {
+            PyErr_SetString(PyExc_ValueError, "Fast: a batch's columns differ in length");
+            goto done;
+        }
+    struct FCols c = fcols_ll(col);
+    rc = fast_account_done(f, &c, now);
 done:
     for (int j = 0; j < 5; j++)
         free(col[j].v);
@@ -7621,7 +7645,7 @@ static PyObject *Fast_done(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
         PyErr_SetString(PyExc_ValueError, "done: src, dst and fstep differ in length");
         ok = 0;
     }
-    ok = ok && fast_done(f, src.v, dst.v, fstep.v, src.n, now) == 0;
+    ok = ok && fast_done(f, src.v, dst.v, fstep.v, 1, src.n, now) == 0;
     free(src.v);
     free(dst.v);
     free(fstep.v);
@@ -8016,7 +8040,7 @@ static PyObject *fast_flows_done_at(Fast *f, const int64_t *sv, Py_ssize_t n, do
         }
     }
     ok = (n == 1 ? fast_one_done(f, col[0].v[0], col[1].v[0], col[2].v[0], now)
-                 : fast_done(f, col[0].v, col[1].v, col[2].v, n, now)) == 0;
+                 : fast_done(f, col[0].v, col[1].v, col[2].v, 1, n, now)) == 0;
 done:
     while (held > 0)
         arr_release(&a[--held]);
@@ -8085,25 +8109,19 @@ static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *no
             struct FMsg m = b->m[0];
             fb_drop(f, at);
             rc = fast_lone(f, m.src, m.dst, m.step, m.pid, m.nb, now);
-        } else {
-            int64_t room[5][LL_ROOM];
-            LList col[5];
-            for (int j = 0; j < 5; j++)
-                col[j] = (LList){room[j], 0, LL_ROOM, 0};
-            for (Py_ssize_t i = 0; rc == 0 && i < b->n; i++) {
-                const struct FMsg *m = &b->m[i];
-                int64_t bits;
-                memcpy(&bits, &m->nb, sizeof bits);
-                rc = ll_push(&col[0], m->src) < 0 || ll_push(&col[1], m->dst) < 0 || ll_push(&col[2], m->step) < 0 ||
-                             ll_push(&col[3], m->pid) < 0 || ll_push(&col[4], bits) < 0
-                         ? -1
-                         : 0;
-            }
+        } else { /* the bucket's messages handed over as they lie: its array taken out of it (the spare one in
+                  * its place, or none), so that sends into a new bucket in its slot do not write over them */
+            struct FMsg *m = b->m;
+            Py_ssize_t n = b->n, cap = b->cap;
+            b->m = f->spare, b->cap = f->spare_cap;
+            f->spare = NULL, f->spare_cap = 0;
             fb_drop(f, at);
-            if (rc == 0)
-                rc = fast_account_done(f, col, now);
-            for (int j = 0; j < 5; j++)
-                ll_free(&col[j]);
+            struct FCols c = fcols_msgs(m, n);
+            rc = fast_account_done(f, &c, now);
+            if (f->spare) /* (one put back by a nested take) */
+                free(m);
+            else
+                f->spare = m, f->spare_cap = cap;
         }
     }
     if (rc < 0)
