@@ -5508,7 +5508,7 @@ enum { FM_MORE, FM_LIST, FM_ONE };
 struct FBucket {
     double when;
     long long seq;
-    Py_ssize_t n, cap;
+    Py_ssize_t n, cap, at; /* (at: its place in the table, see fb_new) */
     struct FMsg *m;
 };
 
@@ -5530,8 +5530,8 @@ typedef struct {
         long long eid;
         double when; /* its bucket's key */
         int pumped;
-        int wake;               /* a network's wake-up instead (see fast_wake_at), ``seq`` its number */
-        unsigned long long seq;
+        int wake; /* a network's wake-up instead (see fast_wake_at), ``seq`` its number */
+        unsigned long long seq; /* (an arrival: its bucket's slot when queued, see fast_take) */
     } *heap;
     Py_ssize_t h0, hn, hcap;
     int own_queue, draining;
@@ -6214,7 +6214,9 @@ static int fast_queue_entry(Fast *f, double when, double t, int wake, unsigned l
     return i == h0 && !f->draining ? fast_pump_event(f) : 0;
 }
 
-static int fast_queue(Fast *f, double when, double t) { return fast_queue_entry(f, when, t, 0, 0); }
+static int fast_queue(Fast *f, double when, double t, Py_ssize_t slot) {
+    return fast_queue_entry(f, when, t, 0, (unsigned long long)slot);
+}
 
 static inline struct FEntry fe_pop(Fast *f) {
     struct FEntry top = f->heap[f->h0];
@@ -6340,7 +6342,7 @@ static int fast_queue_first(Fast *f, const struct FEntry *x) {
     return t < x->t || (t == x->t && (p < normal || (p == normal && e < x->eid)));
 }
 
-static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at);
+static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at, Py_ssize_t slot);
 static PyObject *fast_out(Fast *f, PyObject *r);
 static int fast_step_wake(Fast *f);
 static int fast_wake_run(Fast *f, const struct FEntry *x);
@@ -6371,7 +6373,7 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
             ok = fast_wake_run(f, &x) == 0;
             continue;
         }
-        PyObject *r = fast_take(f, x.when, NULL, &x.t);
+        PyObject *r = fast_take(f, x.when, NULL, &x.t, (Py_ssize_t)x.seq);
         ok = r != NULL;
         Py_XDECREF(r);
     }
@@ -6524,7 +6526,7 @@ static int fast_step_wake(Fast *f) {
 
 /* fast_call_at where the core keeps its own queue: the arrival at ``when`` queued at now + (when - now), in line
  * (its callers' hot path: no call level with the SimPy event's locals) */
-static inline int fast_call_at_own(Fast *f, double when) {
+static inline int fast_call_at_own(Fast *f, double when, Py_ssize_t slot) {
     double now = f->clock;
     if (!f->clock_set && fast_now(f, &now) < 0)
         return -1;
@@ -6532,14 +6534,14 @@ static inline int fast_call_at_own(Fast *f, double when) {
         PyErr_Format(PyExc_ValueError, "Negative delay %f", when - now);
         return -1;
     }
-    return fast_queue(f, when, now + (when - now));
+    return fast_queue(f, when, now + (when - now), slot);
 }
 
 /* call_at(env, when, fire) with fire = partial(fast_fire, f, when): an event triggered and queued as
  * env.timeout(when - now) queues it */
 static int fast_call_at(Fast *f, PyObject *when_o, double when) {
     if (f->own_queue)
-        return fast_call_at_own(f, when);
+        return fast_call_at_own(f, when, -1);
     double now;
     if (fast_now(f, &now) < 0)
         return -1;
@@ -6596,9 +6598,13 @@ static inline Py_ssize_t fb_find(Fast *f, double w, Py_ssize_t *at) {
 
 /* a new bucket under ``w`` (not kept yet): its slot, or -1 with an exception set */
 static Py_ssize_t fb_new(Fast *f, double w) {
-    if ((f->tabfill + 1) * 2 > f->tabcap && /* (tt_room's test, in line: the table is seldom made anew) */
-        tt_room(&f->tab, &f->tabcap, &f->tabfill, f->nlive, (const char *)f->bk, sizeof(struct FBucket)) < 0)
-        return -1;
+    if ((f->tabfill + 1) * 2 > f->tabcap) { /* (tt_room's test, in line: the table is seldom made anew) */
+        if (tt_room(&f->tab, &f->tabcap, &f->tabfill, f->nlive, (const char *)f->bk, sizeof(struct FBucket)) < 0)
+            return -1;
+        for (Py_ssize_t i = 0; i < f->tabcap; i++) /* (the live buckets' places in the new table) */
+            if (f->tab[i] >= 0)
+                f->bk[f->tab[i]].at = i;
+    }
     if (!f->nfree) {
         Py_ssize_t cap = f->bkcap ? 2 * f->bkcap : 64;
         struct FBucket *bk = realloc(f->bk, sizeof(struct FBucket) * (size_t)cap);
@@ -6621,7 +6627,12 @@ static Py_ssize_t fb_new(Fast *f, double w) {
     f->bk[x].when = w;
     f->bk[x].seq = f->seq++;
     f->bk[x].n = 0;
-    fb_place(f->tab, f->tabcap, w, x, &f->tabfill);
+    size_t mask = (size_t)f->tabcap - 1, i = fb_hash(w) & mask; /* (fb_place's lines, the place kept) */
+    while (f->tab[i] >= 0)
+        i = (i + 1) & mask;
+    f->tabfill += f->tab[i] == -1;
+    f->tab[i] = x;
+    f->bk[x].at = (Py_ssize_t)i;
     f->nlive++;
     return x;
 }
@@ -6713,7 +6724,7 @@ static int fast_arrive_at(Fast *f, double when, struct FMsg *m, Py_ssize_t n, in
             memcpy(b->m + b->n, m, sizeof(struct FMsg) * (size_t)n);
         b->n += n;
         f->held += n;
-        return fresh ? fast_call_at_own(f, when) : 0;
+        return fresh ? fast_call_at_own(f, when, x) : 0;
     }
     PyObject *batch = fb_batch(m, n, one), *when_o = batch ? PyFloat_FromDouble(when) : NULL;
     int fresh = when_o ? append_to(arrivals, when_o, batch) : -1;
@@ -8053,7 +8064,7 @@ done:
  * bucket kept under it in ex._arrivals, else the one held here (see fast_arrive_at); a lone one (a bucket
  * of one batch of ints) counted as _arrived counts it (fast_lone), others as _arrived_many does; then
  * _after's check */
-static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at) {
+static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at, Py_ssize_t slot) {
     PyObject *arrivals = fast_attr(f, FA_ARRIVALS), *bucket = NULL;
     if (!arrivals)
         return NULL;
@@ -8101,8 +8112,12 @@ static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *no
             rc = fast_arrived_many(f, bucket, now);
         Py_DECREF(bucket);
     } else {
-        Py_ssize_t at, x = fb_find(f, w, &at);
-        if (x < 0)
+        /* the bucket made for this arrival where its slot still holds one under ``w`` (the table keeps one
+         * under each key: that one), else the one the table keeps under ``w`` */
+        Py_ssize_t at, x = slot;
+        if (x >= 0 && x < f->nbk && f->bk[x].n > 0 && f->bk[x].when == w)
+            at = f->bk[x].at;
+        else if ((x = fb_find(f, w, &at)) < 0)
             Py_RETURN_NONE; /* moved by an extrapolation */
         struct FBucket *b = &f->bk[x];
         if (b->n == 1 && b->m[0].kind == FM_ONE) {
@@ -8137,7 +8152,7 @@ static PyObject *Fast_arrived(Fast *f, PyObject *when) {
     double w = PyFloat_AsDouble(when);
     if (w == -1.0 && PyErr_Occurred())
         return NULL;
-    return fast_out(f, fast_take(f, w, when, NULL));
+    return fast_out(f, fast_take(f, w, when, NULL, -1));
 }
 
 /* fire(when, event): the callback of an arrival's event (see fast_call_at) */
