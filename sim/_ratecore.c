@@ -5593,6 +5593,13 @@ typedef struct {
     uint64_t plain_dict_tag;
     PyTypeObject *now_type; /* fast_set_now's (borrowed, compared only) */
     unsigned int now_tag;
+    /* the environment's dict after fast_set_now's last write and its version tag then (borrowed, compared
+     * only) */
+    PyObject *now_dict;
+    uint64_t now_dict_tag;
+    /* where the environment's and the executor's dicts are found (_PyObject_GetDictPtr's answer, which stays
+     * while the object lives where its type keeps the dict at a fixed offset or manages it: fast_attr_read) */
+    PyObject **env_dloc, **ex_dloc;
 } Fast;
 
 static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_seen0,
@@ -5878,7 +5885,16 @@ static PyObject *fast_attr_read(Fast *f, int k) {
 #if IG_MEMO
     /* the value read before where the owner's dict is unchanged since (the same dict, its version tag the
      * same: as iget_rest's memo), else the dict's, remembered so */
-    PyObject **dp = k == FA_PB ? NULL : idict(owner);
+    PyObject ***loc = k <= FA_EID ? &f->env_dloc : &f->ex_dloc, **dp = NULL;
+    if (k != FA_PB && !*loc) {
+        PyTypeObject *tp = Py_TYPE(owner);
+        dp = _PyObject_GetDictPtr(owner);
+        if (tp->tp_dictoffset > 0 || PyType_HasFeature(tp, Py_TPFLAGS_MANAGED_DICT))
+            *loc = dp;
+    } else if (k != FA_PB)
+        dp = *loc;
+    if (dp && !(*dp && PyDict_CheckExact(*dp)))
+        dp = NULL;
     if (dp) {
         PyObject *d = *dp;
         uint64_t tag = dict_tag(d);
@@ -6821,7 +6837,28 @@ static int fast_set_now(Fast *f, PyObject *t) {
         f->now_type = tp, f->now_tag = tp->tp_version_tag;
     }
     PyObject **dp = idict(f->env);
-    return dp ? PyDict_SetItem(*dp, s_now, t) : fast_set(f->env, s_now, t);
+    if (!dp)
+        return fast_set(f->env, s_now, t);
+#if IG_MEMO
+    /* where the dict is as this wrote it last (``_now`` a float: letting it go runs no line), the write moves
+     * only ``_now`` on: the environment's attributes read before stand, their tags moved on with it */
+    PyObject *d = *dp;
+    uint64_t tag = dict_tag(d);
+    int mine = d == f->now_dict && tag == f->now_dict_tag;
+    if (PyDict_SetItem(d, s_now, t) < 0)
+        return -1;
+    if (*dp != d) { /* (not expected: nothing remembered) */
+        f->now_dict = NULL;
+        return 0;
+    }
+    for (int k = FA_QUEUE; mine && k <= FA_EID; k++)
+        if (f->fa_dict[k] == d && f->fa_tag[k] == tag)
+            f->fa_tag[k] = dict_tag(d);
+    f->now_dict = d, f->now_dict_tag = dict_tag(d);
+    return 0;
+#else
+    return PyDict_SetItem(*dp, s_now, t);
+#endif
 }
 
 /* net.flows as the Python lines have it, and the clock */
