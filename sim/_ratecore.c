@@ -7179,20 +7179,24 @@ static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, d
     return rc;
 }
 
-/* _launch(step_k, group): the counts, then step.sent_by(group) (sends_of for one) sent */
-static int fast_launch(Fast *f, Py_ssize_t k, const int64_t *group, Py_ssize_t g, double now) {
-    Arr *out = fph(f, k, FP_OUT), *in = fph(f, k, FP_IN), *ptr = fph(f, k, FP_PTR), *order = fph(f, k, FP_ORDER);
-    Py_ssize_t total = 0;
-    for (Py_ssize_t i = 0; i < g; i++) {
-        int64_t r = group[i];
-        *arr_ip(&f->send_left, r) += fa_i(out, r);
-        *arr_ip(&f->recv_left, r) += fa_i(in, r);
-        total += fa_i(ptr, r + 1) - fa_i(ptr, r);
+/* _launch(step_k, group): the counts (where not ``counted`` already), then step.sent_by(group) (sends_of for
+ * one) sent */
+static int fast_launch(Fast *f, Py_ssize_t k, const int64_t *group, Py_ssize_t g, double now, int counted) {
+    Arr *ptr = fph(f, k, FP_PTR), *order = fph(f, k, FP_ORDER);
+    if (!counted) {
+        Arr *out = fph(f, k, FP_OUT), *in = fph(f, k, FP_IN);
+        for (Py_ssize_t i = 0; i < g; i++) {
+            *arr_ip(&f->send_left, group[i]) += fa_i(out, group[i]);
+            *arr_ip(&f->recv_left, group[i]) += fa_i(in, group[i]);
+        }
     }
-    Py_ssize_t endpoints = ptr->n - 1, nmsg = fa_i(ptr, endpoints);
+    Py_ssize_t endpoints = ptr->n - 1, total = 0;
     if (g > 1 && g == endpoints)
-        total = nmsg;
-    if (!total)
+        total = fa_i(ptr, endpoints);
+    else
+        for (Py_ssize_t i = 0; i < g; i++)
+            total += fa_i(ptr, group[i] + 1) - fa_i(ptr, group[i]);
+    if (total <= 0)
         return 0;
     int64_t room[FAST_ROOM], *msgs = total <= FAST_ROOM ? room : malloc(sizeof(int64_t) * (size_t)total);
     if (!msgs) {
@@ -7235,9 +7239,13 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
     LL_LOCAL(group);
     Py_ssize_t phase_room[LL_ROOM], *phase = phase_room;
     int rc = -1;
-    for (Py_ssize_t i = 0; i < n0; i++)
-        if (ll_push(&cur, ranks0[i]) < 0)
-            goto done;
+    if (n0 <= LL_ROOM) {
+        memcpy(cur.v, ranks0, sizeof(int64_t) * (size_t)n0);
+        cur.n = n0;
+    } else
+        for (Py_ssize_t i = 0; i < n0; i++)
+            if (ll_push(&cur, ranks0[i]) < 0)
+                goto done;
     while (cur.n) {
         Py_ssize_t live = 0;
         for (Py_ssize_t i = 0; i < cur.n; i++) {
@@ -7261,28 +7269,40 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
             PyErr_NoMemory();
             goto done;
         }
+        /* each rank's counts: to send, its phase's; to receive, its phase's less the early ones -- as
+         * _launch adds them where all are of one phase (else taken back and added by phase below) */
         Py_ssize_t lo = f->nphase, hi = -1;
         for (Py_ssize_t i = 0; i < live; i++) {
             int64_t r = cur.v[i], s = fa_i(&f->step, r), slot = s % window;
             *arr_fp(&f->began, r) = now;
-            *arr_ip(&f->send_left, r) = 0;
             int64_t *ecp = (int64_t *)arr2_at(ec, r, slot);
             double *elp = (double *)arr2_at(el, r, slot);
-            *arr_ip(&f->recv_left, r) = -*ecp;
             *arr_fp(&f->last, r) = now >= *elp ? now : *elp;
+            Py_ssize_t k = phase[i] = fast_phase(f, s);
+            *arr_ip(&f->send_left, r) = fa_i(fph(f, k, FP_OUT), r);
+            *arr_ip(&f->recv_left, r) = fa_i(fph(f, k, FP_IN), r) - *ecp;
             *ecp = 0;
             *elp = -INFINITY;
-            Py_ssize_t k = phase[i] = fast_phase(f, s);
             lo = k < lo ? k : lo;
             hi = k > hi ? k : hi;
         }
-        for (Py_ssize_t k = lo; k <= hi; k++) {
-            group.n = 0;
-            for (Py_ssize_t i = 0; i < live; i++)
-                if (phase[i] == k && ll_push(&group, cur.v[i]) < 0)
-                    goto done;
-            if (group.n && fast_launch(f, k, group.v, group.n, now) < 0)
+        if (lo == hi) {
+            if (fast_launch(f, lo, cur.v, live, now, 1) < 0)
                 goto done;
+        } else {
+            for (Py_ssize_t i = 0; i < live; i++) {
+                int64_t r = cur.v[i];
+                *arr_ip(&f->send_left, r) = 0;
+                *arr_ip(&f->recv_left, r) -= fa_i(fph(f, phase[i], FP_IN), r);
+            }
+            for (Py_ssize_t k = lo; k <= hi; k++) {
+                group.n = 0;
+                for (Py_ssize_t i = 0; i < live; i++)
+                    if (phase[i] == k && ll_push(&group, cur.v[i]) < 0)
+                        goto done;
+                if (group.n && fast_launch(f, k, group.v, group.n, now, 0) < 0)
+                    goto done;
+            }
         }
         group.n = 0;
         for (Py_ssize_t i = 0; i < live; i++) {
