@@ -7363,7 +7363,6 @@ static int fast_early(Fast *f, const int64_t *dst, const int64_t *fstep, Py_ssiz
  * src[i * st], dst[i * st], fstep[i * st] (columns, st 1, or a bucket's FMsg) */
 static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int64_t *fstep, Py_ssize_t st, Py_ssize_t n,
                      double now) {
-    LL_LOCAL(touched);
     LL_LOCAL(early_d);
     LL_LOCAL(early_s);
     LL_LOCAL(ready);
@@ -7372,16 +7371,11 @@ static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int6
     for (Py_ssize_t i = 0; i < n; i++) {
         *arr_ip(&f->send_left, src[i * st]) -= 1;
         *arr_fp(&f->last, src[i * st]) = now;
-        if (ll_push(&touched, src[i * st]) < 0)
-            goto done;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (fa_i(&f->step, dst[i * st]) == fstep[i * st]) {
-            if (ll_push(&touched, dst[i * st]) < 0)
-                goto done;
-        } else if (ll_push(&early_d, dst[i * st]) < 0 || ll_push(&early_s, fstep[i * st]) < 0)
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (fa_i(&f->step, dst[i * st]) != fstep[i * st] &&
+            (ll_push(&early_d, dst[i * st]) < 0 || ll_push(&early_s, fstep[i * st]) < 0))
             goto done;
-    }
     if (early_d.n && fast_early(f, early_d.v, early_s.v, early_d.n, now) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -7390,11 +7384,17 @@ static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int6
             *arr_fp(&f->last, dst[i * st]) = now;
         }
     }
-    /* the distinct touched ranks with nothing left to send or receive, ascending: those picked out first, then
-     * sorted (fewer than the touched) and each taken once */
-    for (Py_ssize_t i = 0; i < touched.n; i++) {
-        int64_t r = touched.v[i];
+    /* the distinct touched ranks (the senders, the receivers on their steps) with nothing left to send or
+     * receive, ascending: those picked out first, then sorted (fewer than the touched) and each taken once */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t r = src[i * st];
         if (fa_i(&f->send_left, r) == 0 && fa_i(&f->recv_left, r) == 0 && ll_push(&ready, r) < 0)
+            goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t r = dst[i * st];
+        if (fa_i(&f->step, r) == fstep[i * st] && fa_i(&f->send_left, r) == 0 && fa_i(&f->recv_left, r) == 0 &&
+            ll_push(&ready, r) < 0)
             goto done;
     }
     sort_i64(ready.v, ready.n);
@@ -7407,7 +7407,6 @@ static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int6
         goto done;
     rc = 0;
 done:
-    ll_free(&touched);
     ll_free(&early_d);
     ll_free(&early_s);
     ll_free(&ready);
