@@ -8253,6 +8253,57 @@ static PyTypeObject FastType =
 
 #define FASTCALL(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
+/* fast_widen(step, count, last, new_count, new_last) -> whether done: FastExecutor._widen's doubled window
+ * written into the new arrays (rows of twice the columns): row r's column k holds its old column k % old where
+ * (k - step[r]) % new < old, else nothing (0, -inf) -- the old columns of steps step[r] + t, t < old, each at
+ * (step[r] + t) % new, copied in runs that wrap round neither row; False (nothing written) where a row's
+ * columns do not lie side by side */
+static PyObject *py_fast_widen(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 5, "fast_widen(step, count, last, new_count, new_last)"))
+        return NULL;
+    Arr step = {.held = 0};
+    Arr2 a[4];
+    static const char *const codes[4] = {"lq", "d", "lq", "d"};
+    int held = 0, ok = arr_get(args[0], &step, 'i') == 0;
+    for (; ok && held < 4; held++) /* (one that fails is left unheld: arr2_release passes it by) */
+        ok = arr2_open(args[1 + held], &a[held], codes[held]) == 0;
+    Py_ssize_t rows = ok ? a[0].view.shape[0] : 0, old = ok ? a[0].view.shape[1] : 0, new = 2 * old;
+    if (ok && !(step.n == rows && a[1].view.shape[0] == rows && a[1].view.shape[1] == old &&
+                a[2].view.shape[0] == rows && a[2].view.shape[1] == new && a[3].view.shape[0] == rows &&
+                a[3].view.shape[1] == new)) {
+        PyErr_SetString(PyExc_ValueError, "fast_widen: the arrays' shapes differ");
+        ok = 0;
+    }
+    int side = 1;
+    for (int i = 0; ok && i < 4; i++)
+        side &= a[i].view.strides[1] == 8;
+    for (Py_ssize_t r = 0; ok && side && r < rows && old; r++) {
+        int64_t *oc = (int64_t *)arr2_at(&a[0], r, 0), *nc = (int64_t *)arr2_at(&a[2], r, 0);
+        double *ol = (double *)arr2_at(&a[1], r, 0), *nl = (double *)arr2_at(&a[3], r, 0);
+        memset(nc, 0, sizeof(int64_t) * (size_t)new);
+        for (Py_ssize_t k = 0; k < new; k++)
+            nl[k] = -INFINITY;
+        int64_t k = arr_i(&step, r) % new;
+        k += k < 0 ? new : 0;
+        for (int64_t t = 0, j = k % old; t < old;) {
+            int64_t len = old - t;
+            len = new - k < len ? new - k : len;
+            len = old - j < len ? old - j : len;
+            memcpy(nc + k, oc + j, sizeof(int64_t) * (size_t)len);
+            memcpy(nl + k, ol + j, sizeof(double) * (size_t)len);
+            t += len;
+            k = k + len == new ? 0 : k + len;
+            j = j + len == old ? 0 : j + len;
+        }
+    }
+    while (held > 0)
+        arr2_release(&a[--held]);
+    arr_release(&step);
+    if (!ok)
+        return NULL;
+    return PyBool_FromLong(side);
+}
+
 /* ------------------------------------------------------------------ bulk routes (sim/bulkroute.py) */
 
 /* ecmp_hash (sim/routing.py): a stable 64-bit mix of (src, dst, hop); uint64 arithmetic wraps as the masked one */
@@ -12451,6 +12502,7 @@ static PyMethodDef module_methods[] = {
      "next_due(heap, due_at, is_active, due) -> (earliest live due time or inf, entries taken off)"},
     {"set_due", (PyCFunction)(void (*)(void))py_set_due, METH_FASTCALL,
      "set_due(slots, rates, now, rate, left, t_set, due, heap, due_at) -> entries added"},
+    FASTCALL(fast_widen, "fast_widen(step, count, last, new_count, new_last): FastExecutor._widen's arrays"),
     FASTCALL(verify_paths, "verify_paths(dominance, paths, first, count) -> whether they bring no link back (then "
                            "checked)"),
     FASTCALL(row_arcs, "row_arcs(rows, width, capacity, length, flat, bottleneck) -> arcs written"),
