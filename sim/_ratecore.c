@@ -6709,8 +6709,9 @@ static PyObject *fb_batch(const struct FMsg *m, Py_ssize_t n, int one) {
 
 static int fast_import(Fast *f, PyObject *arrivals);
 
-/* _arrive_at(when, batch): the n messages ``m`` (one batch: a lone message's where ``one``) due at ``when``
- * into their bucket; the first of a bucket arms its arrival (fast_call_at) */
+/* _arrive_at(when, batch): the n messages ``m`` (one batch: a lone message's where ``one``; all but the first
+ * FM_MORE already, the first marked here) due at ``when`` into their bucket; the first of a bucket arms its
+ * arrival (fast_call_at) */
 static int fast_arrive_at(Fast *f, double when, struct FMsg *m, Py_ssize_t n, int one) {
     PyObject *arrivals = fast_attr(f, FA_ARRIVALS);
     if (!arrivals)
@@ -6720,8 +6721,8 @@ static int fast_arrive_at(Fast *f, double when, struct FMsg *m, Py_ssize_t n, in
         PyErr_SetString(PyExc_TypeError, "Fast: _arrivals must be a dict");
         return -1;
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        m[i].kind = i ? FM_MORE : one ? FM_ONE : FM_LIST;
+    if (n)
+        m[0].kind = one ? FM_ONE : FM_LIST;
     if (f->own_queue) {
         int bad = PyDict_GET_SIZE(arrivals) && fast_import(f, arrivals) < 0;
         Py_DECREF(arrivals);
@@ -7535,21 +7536,21 @@ static struct FCols fcols_msgs(const struct FMsg *m, Py_ssize_t n) {
 }
 
 static int fast_account_done(Fast *f, const struct FCols *c, double now) {
-    Py_ssize_t n = c->n, st = c->st;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (c->src[i * st] < 0 || c->src[i * st] >= f->step.n || c->dst[i * st] < 0 || c->dst[i * st] >= f->step.n) {
-            PyErr_SetString(PyExc_IndexError, "Fast: endpoint out of range");
-            return -1;
-        }
+    Py_ssize_t n = c->n, st = c->st, need;
     int rc = -1;
     PyObject *net = Py_NewRef(f->net);
-    Py_ssize_t need;
     Arr *a;
     if (fast_path_count(f, &need) < 0 || fast_path_bytes(f, &a) < 0)
         goto done;
-    int fits = a->n >= need;
-    for (Py_ssize_t i = 0; fits && i < n; i++)
-        fits = c->pid[i * st] >= 0 && c->pid[i * st] < a->n;
+    int fits = a->n >= need; /* (and every message's path among the bytes: one pass with the endpoints' test) */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t s = c->src[i * st], d = c->dst[i * st], p = c->pid[i * st];
+        if (s < 0 || s >= f->step.n || d < 0 || d >= f->step.n) {
+            PyErr_SetString(PyExc_IndexError, "Fast: endpoint out of range");
+            goto done;
+        }
+        fits &= p >= 0 && p < a->n;
+    }
     if (fits) {
         for (Py_ssize_t i = 0; i < n; i++)
             *arr_fp(a, c->pid[i * st]) += c->nb[i * st];
