@@ -5600,12 +5600,17 @@ typedef struct {
     /* where the environment's and the executor's dicts are found (_PyObject_GetDictPtr's answer, which stays
      * while the object lives where its type keeps the dict at a fixed offset or manages it: fast_attr_read) */
     PyObject **env_dloc, **ex_dloc;
+    /* FastExecutor._finished_one (the function), where fast_finished_one may do its lines for all but the last
+     * endpoint (NULL: it calls them), and the program's endpoints */
+    PyObject *fin_fn;
+    long long endpoints;
 } Fast;
 
 static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_seen0,
     *s_timer_one, *s_finished_one, *s_after, *s_path_bytes, *s_net_account_one, *s_net_account, *s_launch_flows,
     *s_launch_flow_one, *s_early_many, *s_f_src, *s_f_dst, *s_f_step, *s_cluster_f, *s_paths_f, *s_count_f,
-    *s_misses, *s_done_f, *s_triggered, *s_pump_f, *s_fire_f, *s_active_f, *s_owner_f, *s_pending_at_f;
+    *s_misses, *s_done_f, *s_triggered, *s_pump_f, *s_fire_f, *s_active_f, *s_owner_f, *s_pending_at_f, *s_finished_f,
+    *s_end_time_f;
 
 static int fast_strings(void) {
     if (s_arrivals)
@@ -5642,13 +5647,16 @@ static int fast_strings(void) {
     INTERN(s_owner_f, "_owner");
     INTERN(s_pending_at_f, "_pending_at");
     INTERN(s_arrivals, "_arrivals");
+    INTERN(s_finished_f, "finished");
+    INTERN(s_end_time_f, "end_time");
 #undef INTERN
     return 0;
 }
 
 /* the objects a Fast holds (for the garbage collector: the executor holds its Fast) */
 #define FAST_OBJECTS(X)                                                                                             \
-    X(ex) X(env) X(event_type) X(push) X(normal) X(partial) X(phases_o) X(net) X(launch) X(pump) X(wake_token)
+    X(ex) X(env) X(event_type) X(push) X(normal) X(partial) X(phases_o) X(net) X(launch) X(pump) X(wake_token)     \
+        X(fin_fn)
 
 static int Fast_traverse(Fast *f, visitproc visit, void *arg) {
 #define VISIT(m) Py_VISIT(f->m);
@@ -5842,6 +5850,20 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     PyObject *mp = mod ? PyObject_GetAttrString(mod, "_MAX_PERIOD") : NULL;
     if (mp && PyLong_CheckExact(mp))
         f->max_period = PyLong_AsLongLong(mp);
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "FastExecutor") : NULL; /* (see fast_finished_one) */
+    PyObject *fin = cls ? PyObject_GetAttr(cls, s_finished_one) : NULL, *prog = NULL, *ends = NULL;
+    PyTypeObject *etp = Py_TYPE(ex);
+    if (fin && PyFunction_Check(fin) && _PyType_Lookup(etp, s_finished_one) == fin &&
+        etp->tp_setattro == PyObject_GenericSetAttr && !_PyType_Lookup(etp, s_finished_f) &&
+        !_PyType_Lookup(etp, s_end_time_f) && (prog = PyObject_GetAttrString(ex, "program")) &&
+        (ends = PyObject_GetAttrString(prog, "endpoints")) && PyLong_CheckExact(ends)) {
+        f->endpoints = PyLong_AsLongLong(ends);
+        Py_XSETREF(f->fin_fn, Py_NewRef(fin));
+    }
+    Py_XDECREF(cls);
+    Py_XDECREF(fin);
+    Py_XDECREF(prog);
+    Py_XDECREF(ends);
     PyObject *sw = mod ? PyObject_GetAttrString(mod, "_STEP_WAKES") : NULL; /* (see fast_step_wake) */
     f->step_wakes = sw ? PyObject_IsTrue(sw) > 0 : 0;
     Py_XDECREF(sw);
@@ -5856,6 +5878,7 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
         PyErr_Clear();
         f->max_period = -1;
         f->step_wakes = 0;
+        Py_CLEAR(f->fin_fn);
     }
     return 0;
 }
@@ -6914,12 +6937,41 @@ static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, d
 /* the room on the stack for a step's few messages (more: malloc) */
 #define FAST_ROOM 32
 
+/* _finished_one(now): its lines here -- ``finished`` one more, ``end_time`` now where later -- for all but the
+ * last endpoint (whose lines fire ``done``), where the executor's type has FastExecutor's _finished_one and sets
+ * attributes generically (no Python line runs: the values the core read stand), ``finished`` an int and
+ * ``end_time`` a float; else the method */
+static int fast_finished_one(Fast *f, double now) {
+    PyObject *n = NULL, *e = NULL, *n1 = NULL, *e1 = NULL;
+    int rc = 1;
+    if (f->fin_fn && _PyType_Lookup(Py_TYPE(f->ex), s_finished_one) == f->fin_fn &&
+        (n = fast_get(f->ex, s_finished_f)) && (e = fast_get(f->ex, s_end_time_f)) && PyLong_CheckExact(n) &&
+        PyFloat_CheckExact(e)) {
+        int over = 0;
+        long long k = PyLong_AsLongLongAndOverflow(n, &over);
+        if (!over && k >= 0 && k + 1 < f->endpoints && (n1 = PyLong_FromLongLong(k + 1))) {
+            rc = PyObject_SetAttr(f->ex, s_finished_f, n1) < 0 ||
+                         (now > PyFloat_AS_DOUBLE(e) &&
+                          (!(e1 = PyFloat_FromDouble(now)) || PyObject_SetAttr(f->ex, s_end_time_f, e1) < 0))
+                     ? -1
+                     : 0;
+        }
+    }
+    Py_XDECREF(n);
+    Py_XDECREF(e);
+    Py_XDECREF(n1);
+    Py_XDECREF(e1);
+    if (rc < 0 || PyErr_Occurred())
+        return -1;
+    return rc ? fast_call(f, s_finished_one, "(d)", now) : 0;
+}
+
 /* _begin_one(r, now) */
 static int fast_begin_one(Fast *f, int64_t r, double now) {
     for (;;) {
         int64_t s = fa_i(&f->step, r);
         if (s >= f->total)
-            return fast_call(f, s_finished_one, "(d)", now);
+            return fast_finished_one(f, now);
         Arr2 *ec, *el;
         if (fast_early_arrays(f, &ec, &el) < 0)
             return -1;
@@ -7251,7 +7303,7 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
         Py_ssize_t live = 0;
         for (Py_ssize_t i = 0; i < cur.n; i++) {
             if (fa_i(&f->step, cur.v[i]) >= f->total) {
-                if (fast_call(f, s_finished_one, "(d)", now) < 0)
+                if (fast_finished_one(f, now) < 0)
                     goto done;
             } else
                 cur.v[live++] = cur.v[i];

@@ -87,3 +87,30 @@ def test_fast_widen_leaves_rows_not_side_by_side_to_the_numpy_lines() -> None:
     np.testing.assert_array_equal(got.early_last, want.early_last)
     with pytest.raises(ValueError, match="shapes differ"):
         _CORE.fast_widen(step[:2], np.ascontiguousarray(count), np.ascontiguousarray(last), out_c, out_l)
+
+
+def _finishing(core: bool) -> list[tuple[float, int, float]]:
+    """(now, finished, end_time) at each ``_after`` that looks at a new step of the reference endpoint."""
+    seen: list[tuple[float, int, float]] = []
+    after = FastExecutor._after
+
+    def looked(self: Any) -> None:
+        if int(self.step[self.ref]) != self._seen0:
+            seen.append((self.env.now, self.finished, self.end_time))
+        after(self)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(FastExecutor, "_after", looked)
+        _run(core, "ring:order=rank", 2**25, hosts=8, gamma=1e-11)
+    return seen
+
+
+def test_finished_endpoints_counted_in_c_as_the_python_lines_count_them() -> None:
+    """The core's _finished_one lines (all but the last endpoint's): ``finished`` and ``end_time`` at each look
+    at the state are ones the Python lines have at the same instant, up to every endpoint finished."""
+    lines: dict[float, set[tuple[int, float]]] = {}
+    for now, finished, end in _finishing(False):
+        lines.setdefault(now, set()).add((finished, end))
+    core = _finishing(True)
+    assert all((finished, end) in lines.get(now, ()) for now, finished, end in core)
+    assert max(finished for _, finished, _ in core) == 64 and len({end for _, _, end in core}) > 5
