@@ -5850,7 +5850,10 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     PyObject *mp = mod ? PyObject_GetAttrString(mod, "_MAX_PERIOD") : NULL;
     if (mp && PyLong_CheckExact(mp))
         f->max_period = PyLong_AsLongLong(mp);
-    PyObject *cls = mod ? PyObject_GetAttrString(mod, "FastExecutor") : NULL; /* (see fast_finished_one) */
+    /* (see fast_finished_one; an error here is its own: cleared, fin_fn left NULL) */
+    int fin_ok = mod && !PyErr_Occurred();
+    Py_CLEAR(f->fin_fn);
+    PyObject *cls = fin_ok ? PyObject_GetAttrString(mod, "FastExecutor") : NULL;
     PyObject *fin = cls ? PyObject_GetAttr(cls, s_finished_one) : NULL, *prog = NULL, *ends = NULL;
     PyTypeObject *etp = Py_TYPE(ex);
     if (fin && PyFunction_Check(fin) && _PyType_Lookup(etp, s_finished_one) == fin &&
@@ -5864,6 +5867,10 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     Py_XDECREF(fin);
     Py_XDECREF(prog);
     Py_XDECREF(ends);
+    if (fin_ok && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_CLEAR(f->fin_fn);
+    }
     PyObject *sw = mod ? PyObject_GetAttrString(mod, "_STEP_WAKES") : NULL; /* (see fast_step_wake) */
     f->step_wakes = sw ? PyObject_IsTrue(sw) > 0 : 0;
     Py_XDECREF(sw);
