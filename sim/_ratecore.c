@@ -5508,7 +5508,7 @@ enum { FM_MORE, FM_LIST, FM_ONE };
 struct FBucket {
     double when;
     long long seq;
-    Py_ssize_t n, cap;
+    Py_ssize_t n, cap, at; /* (at: its place in the table, see fb_new) */
     struct FMsg *m;
 };
 
@@ -5523,21 +5523,25 @@ typedef struct {
     int extrapolate;
     Arr step, began, last, send_left, recv_left, scale;
     /* the arrivals' own queue (see Fast_pump): entries (time, event id, bucket key, whether a SimPy event
-     * stands for it) by (time, id); whether the queue is being drained */
+     * stands for it) in order of (time, id), ``hn`` of them from heap[h0] on (see fast_queue_entry); whether
+     * the queue is being drained */
     struct FEntry {
         double t;
         long long eid;
         double when; /* its bucket's key */
         int pumped;
-        int wake;               /* a network's wake-up instead (see fast_wake_at), ``seq`` its number */
-        unsigned long long seq;
+        int wake; /* a network's wake-up instead (see fast_wake_at), ``seq`` its number */
+        unsigned long long seq; /* (an arrival: its bucket's slot when queued, see fast_take) */
     } *heap;
-    Py_ssize_t hn, hcap;
+    Py_ssize_t h0, hn, hcap;
     int own_queue, draining;
     /* the buckets held in the core (fast_arrive_at): their slots, the free ones, a table from arrival time
      * to slot (open addressing: -1 empty, -2 removed), how many are live, the messages they hold */
     struct FBucket *bk;
     Py_ssize_t nbk, bkcap, *bkfree, nfree, *tab, tabcap, tabfill, nlive, held;
+    /* a bucket's message array of no bucket (fast_take puts it in the place of one it takes out) */
+    struct FMsg *spare;
+    Py_ssize_t spare_cap;
     long long seq;
     /* net.flows added up here and handed over before any Python line runs (fast_flush); the private
      * messages the core sent, counted here only (ex.private adds them: Fast.private) */
@@ -5567,6 +5571,10 @@ typedef struct {
     PyObject *launch; /* (whole_ctx, cluster, owner, bounded per phase) or NULL: see fast_launch_c */
     PyObject *pump; /* the bound method pump, made once (the callback of every event fast_pump_event makes) */
     long long max_period; /* sim.fastpath._MAX_PERIOD (read when made), or -1: see fast_after */
+    /* the reference's step at which fast_after last found it equal to ex._seen0, and ``gen`` then (see
+     * fast_take: no Python line has run since, so the attribute is as it was) */
+    int64_t after_s0;
+    unsigned long after_gen;
     long long normal_v;   /* ``normal`` (SimPy's NORMAL priority) as a number */
     int push_c;           /* ``push`` is heapq.heappush: its lines in C (queue_push) */
     long long owner_id;   /* ex.owner: the network's owner id of the executor's flows (see Fast_digest) */
@@ -5585,12 +5593,24 @@ typedef struct {
     uint64_t plain_dict_tag;
     PyTypeObject *now_type; /* fast_set_now's (borrowed, compared only) */
     unsigned int now_tag;
+    /* the environment's dict after fast_set_now's last write and its version tag then (borrowed, compared
+     * only) */
+    PyObject *now_dict;
+    uint64_t now_dict_tag;
+    /* where the environment's and the executor's dicts are found (_PyObject_GetDictPtr's answer, which stays
+     * while the object lives where its type keeps the dict at a fixed offset or manages it: fast_attr_read) */
+    PyObject **env_dloc, **ex_dloc;
+    /* FastExecutor._finished_one (the function), where fast_finished_one may do its lines for all but the last
+     * endpoint (NULL: it calls them), and the program's endpoints */
+    PyObject *fin_fn;
+    long long endpoints;
 } Fast;
 
 static PyObject *s_arrivals, *s_early_count, *s_early_last, *s_seen0,
     *s_timer_one, *s_finished_one, *s_after, *s_path_bytes, *s_net_account_one, *s_net_account, *s_launch_flows,
     *s_launch_flow_one, *s_early_many, *s_f_src, *s_f_dst, *s_f_step, *s_cluster_f, *s_paths_f, *s_count_f,
-    *s_misses, *s_done_f, *s_triggered, *s_pump_f, *s_fire_f, *s_active_f, *s_owner_f, *s_pending_at_f;
+    *s_misses, *s_done_f, *s_triggered, *s_pump_f, *s_fire_f, *s_active_f, *s_owner_f, *s_pending_at_f, *s_finished_f,
+    *s_end_time_f;
 
 static int fast_strings(void) {
     if (s_arrivals)
@@ -5627,13 +5647,16 @@ static int fast_strings(void) {
     INTERN(s_owner_f, "_owner");
     INTERN(s_pending_at_f, "_pending_at");
     INTERN(s_arrivals, "_arrivals");
+    INTERN(s_finished_f, "finished");
+    INTERN(s_end_time_f, "end_time");
 #undef INTERN
     return 0;
 }
 
 /* the objects a Fast holds (for the garbage collector: the executor holds its Fast) */
 #define FAST_OBJECTS(X)                                                                                             \
-    X(ex) X(env) X(event_type) X(push) X(normal) X(partial) X(phases_o) X(net) X(launch) X(pump) X(wake_token)
+    X(ex) X(env) X(event_type) X(push) X(normal) X(partial) X(phases_o) X(net) X(launch) X(pump) X(wake_token)     \
+        X(fin_fn)
 
 static int Fast_traverse(Fast *f, visitproc visit, void *arg) {
 #define VISIT(m) Py_VISIT(f->m);
@@ -5662,6 +5685,9 @@ static void fast_release(Fast *f) {
     f->bounds = NULL;
     f->nphase = 0;
     free(f->heap);
+    free(f->spare);
+    f->spare = NULL;
+    f->spare_cap = 0;
     for (Py_ssize_t i = 0; i < f->nbk; i++)
         free(f->bk[i].m);
     free(f->bk);
@@ -5673,7 +5699,7 @@ static void fast_release(Fast *f) {
     f->pend_flows = 0;
     f->sent_private = 0;
     f->heap = NULL;
-    f->hn = f->hcap = 0;
+    f->h0 = f->hn = f->hcap = 0;
 }
 
 static Fast *fast_sink;
@@ -5824,6 +5850,27 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
     PyObject *mp = mod ? PyObject_GetAttrString(mod, "_MAX_PERIOD") : NULL;
     if (mp && PyLong_CheckExact(mp))
         f->max_period = PyLong_AsLongLong(mp);
+    /* (see fast_finished_one; an error here is its own: cleared, fin_fn left NULL) */
+    int fin_ok = mod && !PyErr_Occurred();
+    Py_CLEAR(f->fin_fn);
+    PyObject *cls = fin_ok ? PyObject_GetAttrString(mod, "FastExecutor") : NULL;
+    PyObject *fin = cls ? PyObject_GetAttr(cls, s_finished_one) : NULL, *prog = NULL, *ends = NULL;
+    PyTypeObject *etp = Py_TYPE(ex);
+    if (fin && PyFunction_Check(fin) && _PyType_Lookup(etp, s_finished_one) == fin &&
+        etp->tp_setattro == PyObject_GenericSetAttr && !_PyType_Lookup(etp, s_finished_f) &&
+        !_PyType_Lookup(etp, s_end_time_f) && (prog = PyObject_GetAttrString(ex, "program")) &&
+        (ends = PyObject_GetAttrString(prog, "endpoints")) && PyLong_CheckExact(ends)) {
+        f->endpoints = PyLong_AsLongLong(ends);
+        Py_XSETREF(f->fin_fn, Py_NewRef(fin));
+    }
+    Py_XDECREF(cls);
+    Py_XDECREF(fin);
+    Py_XDECREF(prog);
+    Py_XDECREF(ends);
+    if (fin_ok && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_CLEAR(f->fin_fn);
+    }
     PyObject *sw = mod ? PyObject_GetAttrString(mod, "_STEP_WAKES") : NULL; /* (see fast_step_wake) */
     f->step_wakes = sw ? PyObject_IsTrue(sw) > 0 : 0;
     Py_XDECREF(sw);
@@ -5838,6 +5885,7 @@ static int Fast_init(Fast *f, PyObject *args, PyObject *kwds) {
         PyErr_Clear();
         f->max_period = -1;
         f->step_wakes = 0;
+        Py_CLEAR(f->fin_fn);
     }
     return 0;
 }
@@ -5867,7 +5915,16 @@ static PyObject *fast_attr_read(Fast *f, int k) {
 #if IG_MEMO
     /* the value read before where the owner's dict is unchanged since (the same dict, its version tag the
      * same: as iget_rest's memo), else the dict's, remembered so */
-    PyObject **dp = k == FA_PB ? NULL : idict(owner);
+    PyObject ***loc = k <= FA_EID ? &f->env_dloc : &f->ex_dloc, **dp = NULL;
+    if (k != FA_PB && !*loc) {
+        PyTypeObject *tp = Py_TYPE(owner);
+        dp = _PyObject_GetDictPtr(owner);
+        if (tp->tp_dictoffset > 0 || PyType_HasFeature(tp, Py_TPFLAGS_MANAGED_DICT))
+            *loc = dp;
+    } else if (k != FA_PB)
+        dp = *loc;
+    if (dp && !(*dp && PyDict_CheckExact(*dp)))
+        dp = NULL;
     if (dp) {
         PyObject *d = *dp;
         uint64_t tag = dict_tag(d);
@@ -6180,36 +6237,36 @@ static int fast_queue_entry(Fast *f, double when, double t, int wake, unsigned l
         if (bad < 0)
             return -1;
     }
-    if (grow_to((void **)&f->heap, &f->hcap, f->hn + 1, sizeof(struct FEntry), 64) < 0)
-        return -1;
-    struct FEntry x = {t, e, when, 0, wake, seq};
-    Py_ssize_t i = f->hn++;
-    while (i > 0 && fe_less(&x, &f->heap[(i - 1) / 2])) {
-        f->heap[i] = f->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
+    struct FEntry x = {t, e, when, 0, wake, seq}, *q;
+    Py_ssize_t h0 = f->h0, end = h0 + f->hn, i = end;
+    if (end == f->hcap) { /* (no room after the last: more room, or the entries moved down to the start) */
+        if (!f->hcap || f->hn * 2 > f->hcap) {
+            if (grow_to((void **)&f->heap, &f->hcap, end + 1, sizeof(struct FEntry), 64) < 0)
+                return -1;
+        } else {
+            memmove(f->heap, f->heap + h0, sizeof(struct FEntry) * (size_t)f->hn);
+            f->h0 = h0 = 0, i = end = f->hn;
+        }
     }
-    f->heap[i] = x;
-    return i == 0 && !f->draining ? fast_pump_event(f) : 0;
+    q = f->heap;
+    /* into its place in the order from the last entry back (the arrivals come nearly in order), each entry
+     * after it moved up one */
+    while (i > h0 && fe_less(&x, &q[i - 1])) {
+        q[i] = q[i - 1];
+        i--;
+    }
+    q[i] = x;
+    f->hn++;
+    return i == h0 && !f->draining ? fast_pump_event(f) : 0;
 }
 
-static int fast_queue(Fast *f, double when, double t) { return fast_queue_entry(f, when, t, 0, 0); }
+static int fast_queue(Fast *f, double when, double t, Py_ssize_t slot) {
+    return fast_queue_entry(f, when, t, 0, (unsigned long long)slot);
+}
 
-static struct FEntry fe_pop(Fast *f) {
-    struct FEntry top = f->heap[0], x = f->heap[--f->hn];
-    Py_ssize_t i = 0, n = f->hn;
-    for (;;) {
-        Py_ssize_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && fe_less(&f->heap[c + 1], &f->heap[c]))
-            c++;
-        if (!fe_less(&f->heap[c], &x))
-            break;
-        f->heap[i] = f->heap[c];
-        i = c;
-    }
-    if (n)
-        f->heap[i] = x;
+static inline struct FEntry fe_pop(Fast *f) {
+    struct FEntry top = f->heap[f->h0];
+    f->h0 = --f->hn ? f->h0 + 1 : 0;
     return top;
 }
 
@@ -6269,7 +6326,8 @@ static int queue_push(PyObject *queue, PyObject *item) {
 
 /* the SimPy event standing for the queue's first arrival, where none does yet */
 static int fast_pump_event(Fast *f) {
-    if (f->heap[0].pumped)
+    struct FEntry *head = &f->heap[f->h0];
+    if (head->pumped)
         return 0;
     if (!f->pump && !(f->pump = PyObject_GetAttr((PyObject *)f, s_pump_f)))
         return -1;
@@ -6277,12 +6335,12 @@ static int fast_pump_event(Fast *f) {
     PyObject *id = NULL, *item = NULL, *r = NULL;
     int rc = -1;
     if (!event || mark_ok(event, Py_None) < 0 || !(queue = fast_attr(f, FA_QUEUE)) ||
-        !(t = PyFloat_FromDouble(f->heap[0].t)) ||
-        !(id = PyLong_FromLongLong(f->heap[0].eid)) || !(item = PyTuple_Pack(4, t, f->normal, id, event)))
+        !(t = PyFloat_FromDouble(f->heap[f->h0].t)) ||
+        !(id = PyLong_FromLongLong(f->heap[f->h0].eid)) || !(item = PyTuple_Pack(4, t, f->normal, id, event)))
         goto done;
     if (f->push_c ? queue_push(queue, item) < 0 : !(r = PyObject_Vectorcall(f->push, (PyObject *[]){queue, item}, 2, NULL)))
         goto done;
-    f->heap[0].pumped = 1;
+    f->heap[f->h0].pumped = 1;
     rc = 0;
 done:
     Py_XDECREF(event);
@@ -6330,7 +6388,7 @@ static int fast_queue_first(Fast *f, const struct FEntry *x) {
     return t < x->t || (t == x->t && (p < normal || (p == normal && e < x->eid)));
 }
 
-static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at);
+static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at, Py_ssize_t slot);
 static PyObject *fast_out(Fast *f, PyObject *r);
 static int fast_step_wake(Fast *f);
 static int fast_wake_run(Fast *f, const struct FEntry *x);
@@ -6343,7 +6401,7 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
     f->draining = 1;
     int ok = 1;
     while (ok && f->hn) {
-        int first = fast_queue_first(f, &f->heap[0]);
+        int first = fast_queue_first(f, &f->heap[f->h0]);
         if (first > 0) { /* SimPy's head first: a network's wake-up taken here (as SimPy's next step would) */
             int w = fast_step_wake(f);
             ok = w >= 0;
@@ -6361,7 +6419,7 @@ static PyObject *Fast_pump(Fast *f, PyObject *event) {
             ok = fast_wake_run(f, &x) == 0;
             continue;
         }
-        PyObject *r = fast_take(f, x.when, NULL, &x.t);
+        PyObject *r = fast_take(f, x.when, NULL, &x.t, (Py_ssize_t)x.seq);
         ok = r != NULL;
         Py_XDECREF(r);
     }
@@ -6514,7 +6572,7 @@ static int fast_step_wake(Fast *f) {
 
 /* fast_call_at where the core keeps its own queue: the arrival at ``when`` queued at now + (when - now), in line
  * (its callers' hot path: no call level with the SimPy event's locals) */
-static inline int fast_call_at_own(Fast *f, double when) {
+static inline int fast_call_at_own(Fast *f, double when, Py_ssize_t slot) {
     double now = f->clock;
     if (!f->clock_set && fast_now(f, &now) < 0)
         return -1;
@@ -6522,14 +6580,14 @@ static inline int fast_call_at_own(Fast *f, double when) {
         PyErr_Format(PyExc_ValueError, "Negative delay %f", when - now);
         return -1;
     }
-    return fast_queue(f, when, now + (when - now));
+    return fast_queue(f, when, now + (when - now), slot);
 }
 
 /* call_at(env, when, fire) with fire = partial(fast_fire, f, when): an event triggered and queued as
  * env.timeout(when - now) queues it */
 static int fast_call_at(Fast *f, PyObject *when_o, double when) {
     if (f->own_queue)
-        return fast_call_at_own(f, when);
+        return fast_call_at_own(f, when, -1);
     double now;
     if (fast_now(f, &now) < 0)
         return -1;
@@ -6586,9 +6644,13 @@ static inline Py_ssize_t fb_find(Fast *f, double w, Py_ssize_t *at) {
 
 /* a new bucket under ``w`` (not kept yet): its slot, or -1 with an exception set */
 static Py_ssize_t fb_new(Fast *f, double w) {
-    if ((f->tabfill + 1) * 2 > f->tabcap && /* (tt_room's test, in line: the table is seldom made anew) */
-        tt_room(&f->tab, &f->tabcap, &f->tabfill, f->nlive, (const char *)f->bk, sizeof(struct FBucket)) < 0)
-        return -1;
+    if ((f->tabfill + 1) * 2 > f->tabcap) { /* (tt_room's test, in line: the table is seldom made anew) */
+        if (tt_room(&f->tab, &f->tabcap, &f->tabfill, f->nlive, (const char *)f->bk, sizeof(struct FBucket)) < 0)
+            return -1;
+        for (Py_ssize_t i = 0; i < f->tabcap; i++) /* (the live buckets' places in the new table) */
+            if (f->tab[i] >= 0)
+                f->bk[f->tab[i]].at = i;
+    }
     if (!f->nfree) {
         Py_ssize_t cap = f->bkcap ? 2 * f->bkcap : 64;
         struct FBucket *bk = realloc(f->bk, sizeof(struct FBucket) * (size_t)cap);
@@ -6611,7 +6673,12 @@ static Py_ssize_t fb_new(Fast *f, double w) {
     f->bk[x].when = w;
     f->bk[x].seq = f->seq++;
     f->bk[x].n = 0;
-    fb_place(f->tab, f->tabcap, w, x, &f->tabfill);
+    size_t mask = (size_t)f->tabcap - 1, i = fb_hash(w) & mask; /* (fb_place's lines, the place kept) */
+    while (f->tab[i] >= 0)
+        i = (i + 1) & mask;
+    f->tabfill += f->tab[i] == -1;
+    f->tab[i] = x;
+    f->bk[x].at = (Py_ssize_t)i;
     f->nlive++;
     return x;
 }
@@ -6672,8 +6739,9 @@ static PyObject *fb_batch(const struct FMsg *m, Py_ssize_t n, int one) {
 
 static int fast_import(Fast *f, PyObject *arrivals);
 
-/* _arrive_at(when, batch): the n messages ``m`` (one batch: a lone message's where ``one``) due at ``when``
- * into their bucket; the first of a bucket arms its arrival (fast_call_at) */
+/* _arrive_at(when, batch): the n messages ``m`` (one batch: a lone message's where ``one``; all but the first
+ * FM_MORE already, the first marked here) due at ``when`` into their bucket; the first of a bucket arms its
+ * arrival (fast_call_at) */
 static int fast_arrive_at(Fast *f, double when, struct FMsg *m, Py_ssize_t n, int one) {
     PyObject *arrivals = fast_attr(f, FA_ARRIVALS);
     if (!arrivals)
@@ -6683,8 +6751,8 @@ static int fast_arrive_at(Fast *f, double when, struct FMsg *m, Py_ssize_t n, in
         PyErr_SetString(PyExc_TypeError, "Fast: _arrivals must be a dict");
         return -1;
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        m[i].kind = i ? FM_MORE : one ? FM_ONE : FM_LIST;
+    if (n)
+        m[0].kind = one ? FM_ONE : FM_LIST;
     if (f->own_queue) {
         int bad = PyDict_GET_SIZE(arrivals) && fast_import(f, arrivals) < 0;
         Py_DECREF(arrivals);
@@ -6703,7 +6771,7 @@ static int fast_arrive_at(Fast *f, double when, struct FMsg *m, Py_ssize_t n, in
             memcpy(b->m + b->n, m, sizeof(struct FMsg) * (size_t)n);
         b->n += n;
         f->held += n;
-        return fresh ? fast_call_at_own(f, when) : 0;
+        return fresh ? fast_call_at_own(f, when, x) : 0;
     }
     PyObject *batch = fb_batch(m, n, one), *when_o = batch ? PyFloat_FromDouble(when) : NULL;
     int fresh = when_o ? append_to(arrivals, when_o, batch) : -1;
@@ -6800,7 +6868,28 @@ static int fast_set_now(Fast *f, PyObject *t) {
         f->now_type = tp, f->now_tag = tp->tp_version_tag;
     }
     PyObject **dp = idict(f->env);
-    return dp ? PyDict_SetItem(*dp, s_now, t) : fast_set(f->env, s_now, t);
+    if (!dp)
+        return fast_set(f->env, s_now, t);
+#if IG_MEMO
+    /* where the dict is as this wrote it last (``_now`` a float: letting it go runs no line), the write moves
+     * only ``_now`` on: the environment's attributes read before stand, their tags moved on with it */
+    PyObject *d = *dp;
+    uint64_t tag = dict_tag(d);
+    int mine = d == f->now_dict && tag == f->now_dict_tag;
+    if (PyDict_SetItem(d, s_now, t) < 0)
+        return -1;
+    if (*dp != d) { /* (not expected: nothing remembered) */
+        f->now_dict = NULL;
+        return 0;
+    }
+    for (int k = FA_QUEUE; mine && k <= FA_EID; k++)
+        if (f->fa_dict[k] == d && f->fa_tag[k] == tag)
+            f->fa_tag[k] = dict_tag(d);
+    f->now_dict = d, f->now_dict_tag = dict_tag(d);
+    return 0;
+#else
+    return PyDict_SetItem(*dp, s_now, t);
+#endif
 }
 
 /* net.flows as the Python lines have it, and the clock */
@@ -6855,12 +6944,41 @@ static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, d
 /* the room on the stack for a step's few messages (more: malloc) */
 #define FAST_ROOM 32
 
+/* _finished_one(now): its lines here -- ``finished`` one more, ``end_time`` now where later -- for all but the
+ * last endpoint (whose lines fire ``done``), where the executor's type has FastExecutor's _finished_one and sets
+ * attributes generically (no Python line runs: the values the core read stand), ``finished`` an int and
+ * ``end_time`` a float; else the method */
+static int fast_finished_one(Fast *f, double now) {
+    PyObject *n = NULL, *e = NULL, *n1 = NULL, *e1 = NULL;
+    int rc = 1;
+    if (f->fin_fn && _PyType_Lookup(Py_TYPE(f->ex), s_finished_one) == f->fin_fn &&
+        (n = fast_get(f->ex, s_finished_f)) && (e = fast_get(f->ex, s_end_time_f)) && PyLong_CheckExact(n) &&
+        PyFloat_CheckExact(e)) {
+        int over = 0;
+        long long k = PyLong_AsLongLongAndOverflow(n, &over);
+        if (!over && k >= 0 && k + 1 < f->endpoints && (n1 = PyLong_FromLongLong(k + 1))) {
+            rc = PyObject_SetAttr(f->ex, s_finished_f, n1) < 0 ||
+                         (now > PyFloat_AS_DOUBLE(e) &&
+                          (!(e1 = PyFloat_FromDouble(now)) || PyObject_SetAttr(f->ex, s_end_time_f, e1) < 0))
+                     ? -1
+                     : 0;
+        }
+    }
+    Py_XDECREF(n);
+    Py_XDECREF(e);
+    Py_XDECREF(n1);
+    Py_XDECREF(e1);
+    if (rc < 0 || PyErr_Occurred())
+        return -1;
+    return rc ? fast_call(f, s_finished_one, "(d)", now) : 0;
+}
+
 /* _begin_one(r, now) */
 static int fast_begin_one(Fast *f, int64_t r, double now) {
     for (;;) {
         int64_t s = fa_i(&f->step, r);
         if (s >= f->total)
-            return fast_call(f, s_finished_one, "(d)", now);
+            return fast_finished_one(f, now);
         Arr2 *ec, *el;
         if (fast_early_arrays(f, &ec, &el) < 0)
             return -1;
@@ -7121,20 +7239,24 @@ static int fast_send(Fast *f, Py_ssize_t k, const int64_t *msgs, Py_ssize_t n, d
     return rc;
 }
 
-/* _launch(step_k, group): the counts, then step.sent_by(group) (sends_of for one) sent */
-static int fast_launch(Fast *f, Py_ssize_t k, const int64_t *group, Py_ssize_t g, double now) {
-    Arr *out = fph(f, k, FP_OUT), *in = fph(f, k, FP_IN), *ptr = fph(f, k, FP_PTR), *order = fph(f, k, FP_ORDER);
-    Py_ssize_t total = 0;
-    for (Py_ssize_t i = 0; i < g; i++) {
-        int64_t r = group[i];
-        *arr_ip(&f->send_left, r) += fa_i(out, r);
-        *arr_ip(&f->recv_left, r) += fa_i(in, r);
-        total += fa_i(ptr, r + 1) - fa_i(ptr, r);
+/* _launch(step_k, group): the counts (where not ``counted`` already), then step.sent_by(group) (sends_of for
+ * one) sent */
+static int fast_launch(Fast *f, Py_ssize_t k, const int64_t *group, Py_ssize_t g, double now, int counted) {
+    Arr *ptr = fph(f, k, FP_PTR), *order = fph(f, k, FP_ORDER);
+    if (!counted) {
+        Arr *out = fph(f, k, FP_OUT), *in = fph(f, k, FP_IN);
+        for (Py_ssize_t i = 0; i < g; i++) {
+            *arr_ip(&f->send_left, group[i]) += fa_i(out, group[i]);
+            *arr_ip(&f->recv_left, group[i]) += fa_i(in, group[i]);
+        }
     }
-    Py_ssize_t endpoints = ptr->n - 1, nmsg = fa_i(ptr, endpoints);
+    Py_ssize_t endpoints = ptr->n - 1, total = 0;
     if (g > 1 && g == endpoints)
-        total = nmsg;
-    if (!total)
+        total = fa_i(ptr, endpoints);
+    else
+        for (Py_ssize_t i = 0; i < g; i++)
+            total += fa_i(ptr, group[i] + 1) - fa_i(ptr, group[i]);
+    if (total <= 0)
         return 0;
     int64_t room[FAST_ROOM], *msgs = total <= FAST_ROOM ? room : malloc(sizeof(int64_t) * (size_t)total);
     if (!msgs) {
@@ -7177,14 +7299,18 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
     LL_LOCAL(group);
     Py_ssize_t phase_room[LL_ROOM], *phase = phase_room;
     int rc = -1;
-    for (Py_ssize_t i = 0; i < n0; i++)
-        if (ll_push(&cur, ranks0[i]) < 0)
-            goto done;
+    if (n0 <= LL_ROOM) {
+        memcpy(cur.v, ranks0, sizeof(int64_t) * (size_t)n0);
+        cur.n = n0;
+    } else
+        for (Py_ssize_t i = 0; i < n0; i++)
+            if (ll_push(&cur, ranks0[i]) < 0)
+                goto done;
     while (cur.n) {
         Py_ssize_t live = 0;
         for (Py_ssize_t i = 0; i < cur.n; i++) {
             if (fa_i(&f->step, cur.v[i]) >= f->total) {
-                if (fast_call(f, s_finished_one, "(d)", now) < 0)
+                if (fast_finished_one(f, now) < 0)
                     goto done;
             } else
                 cur.v[live++] = cur.v[i];
@@ -7203,28 +7329,40 @@ static int fast_begin(Fast *f, const int64_t *ranks0, Py_ssize_t n0, double now)
             PyErr_NoMemory();
             goto done;
         }
+        /* each rank's counts: to send, its phase's; to receive, its phase's less the early ones -- as
+         * _launch adds them where all are of one phase (else taken back and added by phase below) */
         Py_ssize_t lo = f->nphase, hi = -1;
         for (Py_ssize_t i = 0; i < live; i++) {
             int64_t r = cur.v[i], s = fa_i(&f->step, r), slot = s % window;
             *arr_fp(&f->began, r) = now;
-            *arr_ip(&f->send_left, r) = 0;
             int64_t *ecp = (int64_t *)arr2_at(ec, r, slot);
             double *elp = (double *)arr2_at(el, r, slot);
-            *arr_ip(&f->recv_left, r) = -*ecp;
             *arr_fp(&f->last, r) = now >= *elp ? now : *elp;
+            Py_ssize_t k = phase[i] = fast_phase(f, s);
+            *arr_ip(&f->send_left, r) = fa_i(fph(f, k, FP_OUT), r);
+            *arr_ip(&f->recv_left, r) = fa_i(fph(f, k, FP_IN), r) - *ecp;
             *ecp = 0;
             *elp = -INFINITY;
-            Py_ssize_t k = phase[i] = fast_phase(f, s);
             lo = k < lo ? k : lo;
             hi = k > hi ? k : hi;
         }
-        for (Py_ssize_t k = lo; k <= hi; k++) {
-            group.n = 0;
-            for (Py_ssize_t i = 0; i < live; i++)
-                if (phase[i] == k && ll_push(&group, cur.v[i]) < 0)
-                    goto done;
-            if (group.n && fast_launch(f, k, group.v, group.n, now) < 0)
+        if (lo == hi) {
+            if (fast_launch(f, lo, cur.v, live, now, 1) < 0)
                 goto done;
+        } else {
+            for (Py_ssize_t i = 0; i < live; i++) {
+                int64_t r = cur.v[i];
+                *arr_ip(&f->send_left, r) = 0;
+                *arr_ip(&f->recv_left, r) -= fa_i(fph(f, phase[i], FP_IN), r);
+            }
+            for (Py_ssize_t k = lo; k <= hi; k++) {
+                group.n = 0;
+                for (Py_ssize_t i = 0; i < live; i++)
+                    if (phase[i] == k && ll_push(&group, cur.v[i]) < 0)
+                        goto done;
+                if (group.n && fast_launch(f, k, group.v, group.n, now, 0) < 0)
+                    goto done;
+            }
         }
         group.n = 0;
         for (Py_ssize_t i = 0; i < live; i++) {
@@ -7281,40 +7419,42 @@ static int fast_early(Fast *f, const int64_t *dst, const int64_t *fstep, Py_ssiz
     return fast_call(f, s_early_many, "(NNd)", d, s, now);
 }
 
-/* _done(src, dst, fstep, now) for n messages (n != 1 or not a lone private one) */
-static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int64_t *fstep, Py_ssize_t n, double now) {
-    LL_LOCAL(touched);
+/* _done(src, dst, fstep, now) for n messages (n != 1 or not a lone private one): message i's values at
+ * src[i * st], dst[i * st], fstep[i * st] (columns, st 1, or a bucket's FMsg) */
+static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int64_t *fstep, Py_ssize_t st, Py_ssize_t n,
+                     double now) {
     LL_LOCAL(early_d);
     LL_LOCAL(early_s);
     LL_LOCAL(ready);
     LL_LOCAL(go);
     int rc = -1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        *arr_ip(&f->send_left, src[i]) -= 1;
-        *arr_fp(&f->last, src[i]) = now;
-        if (ll_push(&touched, src[i]) < 0)
-            goto done;
+        *arr_ip(&f->send_left, src[i * st]) -= 1;
+        *arr_fp(&f->last, src[i * st]) = now;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (fa_i(&f->step, dst[i]) == fstep[i]) {
-            if (ll_push(&touched, dst[i]) < 0)
-                goto done;
-        } else if (ll_push(&early_d, dst[i]) < 0 || ll_push(&early_s, fstep[i]) < 0)
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (fa_i(&f->step, dst[i * st]) != fstep[i * st] &&
+            (ll_push(&early_d, dst[i * st]) < 0 || ll_push(&early_s, fstep[i * st]) < 0))
             goto done;
-    }
     if (early_d.n && fast_early(f, early_d.v, early_s.v, early_d.n, now) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (fa_i(&f->step, dst[i]) == fstep[i]) { /* (the early ones left their receivers' steps as they were) */
-            *arr_ip(&f->recv_left, dst[i]) -= 1;
-            *arr_fp(&f->last, dst[i]) = now;
+        if (fa_i(&f->step, dst[i * st]) == fstep[i * st]) { /* (the early ones left their receivers' steps as they were) */
+            *arr_ip(&f->recv_left, dst[i * st]) -= 1;
+            *arr_fp(&f->last, dst[i * st]) = now;
         }
     }
-    /* the distinct touched ranks with nothing left to send or receive, ascending: those picked out first, then
-     * sorted (fewer than the touched) and each taken once */
-    for (Py_ssize_t i = 0; i < touched.n; i++) {
-        int64_t r = touched.v[i];
+    /* the distinct touched ranks (the senders, the receivers on their steps) with nothing left to send or
+     * receive, ascending: those picked out first, then sorted (fewer than the touched) and each taken once */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t r = src[i * st];
         if (fa_i(&f->send_left, r) == 0 && fa_i(&f->recv_left, r) == 0 && ll_push(&ready, r) < 0)
+            goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t r = dst[i * st];
+        if (fa_i(&f->step, r) == fstep[i * st] && fa_i(&f->send_left, r) == 0 && fa_i(&f->recv_left, r) == 0 &&
+            ll_push(&ready, r) < 0)
             goto done;
     }
     sort_i64(ready.v, ready.n);
@@ -7327,7 +7467,6 @@ static int fast_done(Fast *f, const int64_t *src, const int64_t *dst, const int6
         goto done;
     rc = 0;
 done:
-    ll_free(&touched);
     ll_free(&early_d);
     ll_free(&early_s);
     ll_free(&ready);
@@ -7437,44 +7576,54 @@ static int fast_path_count(Fast *f, Py_ssize_t *out) {
     return rc;
 }
 
-static int fast_account_done(Fast *f, LList *col, double now) {
-    Py_ssize_t n = col[0].n;
-    for (int j = 1; j < 5; j++)
-        if (col[j].n != n) {
-            PyErr_SetString(PyExc_ValueError, "Fast: a batch's columns differ in length");
-            return -1;
-        }
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (col[0].v[i] < 0 || col[0].v[i] >= f->step.n || col[1].v[i] < 0 || col[1].v[i] >= f->step.n) {
-            PyErr_SetString(PyExc_IndexError, "Fast: endpoint out of range");
-            return -1;
-        }
+/* n messages' columns (src, dst, step, path, bytes), message i's at [i * st] of each (st 1: an LList's, the
+ * bytes as doubles' bits; or a bucket's FMsg) */
+struct FCols {
+    const int64_t *src, *dst, *step, *pid;
+    const double *nb;
+    Py_ssize_t st, n;
+};
+
+static struct FCols fcols_ll(LList *col) {
+    return (struct FCols){col[0].v, col[1].v, col[2].v, col[3].v, (const double *)(void *)col[4].v, 1, col[0].n};
+}
+
+#define FMSG_ST ((Py_ssize_t)(sizeof(struct FMsg) / sizeof(int64_t)))
+
+static struct FCols fcols_msgs(const struct FMsg *m, Py_ssize_t n) {
+    return (struct FCols){&m->src, &m->dst, &m->step, &m->pid, &m->nb, FMSG_ST, n};
+}
+
+static int fast_account_done(Fast *f, const struct FCols *c, double now) {
+    Py_ssize_t n = c->n, st = c->st, need;
     int rc = -1;
     PyObject *net = Py_NewRef(f->net);
-    Py_ssize_t need;
     Arr *a;
     if (fast_path_count(f, &need) < 0 || fast_path_bytes(f, &a) < 0)
         goto done;
-    int fits = a->n >= need;
-    for (Py_ssize_t i = 0; fits && i < n; i++)
-        fits = col[3].v[i] >= 0 && col[3].v[i] < a->n;
-    if (fits) {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            double d;
-            memcpy(&d, &col[4].v[i], sizeof d);
-            *arr_fp(a, col[3].v[i]) += d;
+    int fits = a->n >= need; /* (and every message's path among the bytes: one pass with the endpoints' test) */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t s = c->src[i * st], d = c->dst[i * st], p = c->pid[i * st];
+        if (s < 0 || s >= f->step.n || d < 0 || d >= f->step.n) {
+            PyErr_SetString(PyExc_IndexError, "Fast: endpoint out of range");
+            goto done;
         }
+        fits &= p >= 0 && p < a->n;
+    }
+    if (fits) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            *arr_fp(a, c->pid[i * st]) += c->nb[i * st];
         f->pend_flows += (long)n;
     } else {
-        PyObject *pids = ll_list(col[3].v, n), *nbs = PyList_New(n);
+        PyObject *pids = PyList_New(n), *nbs = pids ? PyList_New(n) : NULL;
         for (Py_ssize_t i = 0; nbs && i < n; i++) {
-            double d;
-            memcpy(&d, &col[4].v[i], sizeof d);
-            PyObject *x = PyFloat_FromDouble(d);
+            PyObject *p = PyLong_FromLongLong(c->pid[i * st]), *x = p ? PyFloat_FromDouble(c->nb[i * st]) : NULL;
             if (!x) {
+                Py_XDECREF(p);
                 Py_CLEAR(nbs);
                 break;
             }
+            PyList_SET_ITEM(pids, i, p);
             PyList_SET_ITEM(nbs, i, x);
         }
         PyObject *r = pids && nbs && fast_flush(f) == 0 ? PyObject_CallMethod(net, "account", "OOn", pids, nbs, n) : NULL;
@@ -7485,7 +7634,7 @@ static int fast_account_done(Fast *f, LList *col, double now) {
             goto done;
         Py_DECREF(r);
     }
-    rc = fast_done(f, col[0].v, col[1].v, col[2].v, n, now);
+    rc = fast_done(f, c->src, c->dst, c->step, st, n, now);
 done:
     Py_DECREF(net);
     return rc;
@@ -7566,7 +7715,13 @@ static int fast_arrived_many(Fast *f, PyObject *bucket, double now) {
             if (fast_values(PyTuple_GET_ITEM(batch, j), j < 4 ? &col[j] : NULL, &col[4]) < 0)
                 goto done;
     }
-    rc = fast_account_done(f, col, now);
+    for (int j = 1; j < 5; j++)
+        if (col[j].n != col[0].n) {
+            PyErr_SetString(PyExc_ValueError, "Fast: a batch's columns differ in length");
+            goto done;
+        }
+    struct FCols c = fcols_ll(col);
+    rc = fast_account_done(f, &c, now);
 done:
     for (int j = 0; j < 5; j++)
         free(col[j].v);
@@ -7617,7 +7772,7 @@ static PyObject *Fast_done(Fast *f, PyObject *const *args, Py_ssize_t nargs) {
         PyErr_SetString(PyExc_ValueError, "done: src, dst and fstep differ in length");
         ok = 0;
     }
-    ok = ok && fast_done(f, src.v, dst.v, fstep.v, src.n, now) == 0;
+    ok = ok && fast_done(f, src.v, dst.v, fstep.v, 1, src.n, now) == 0;
     free(src.v);
     free(dst.v);
     free(fstep.v);
@@ -7712,6 +7867,9 @@ static PyObject *fast_after(Fast *f) {
         int skip = fast_after_skip(f, now0);
         if (skip < 0 || (!skip && fast_call(f, s_after, "()") < 0))
             return NULL;
+    } else {
+        f->after_s0 = now0;
+        f->after_gen = f->gen;
     }
     Py_RETURN_NONE;
 }
@@ -8009,7 +8167,7 @@ static PyObject *fast_flows_done_at(Fast *f, const int64_t *sv, Py_ssize_t n, do
         }
     }
     ok = (n == 1 ? fast_one_done(f, col[0].v[0], col[1].v[0], col[2].v[0], now)
-                 : fast_done(f, col[0].v, col[1].v, col[2].v, n, now)) == 0;
+                 : fast_done(f, col[0].v, col[1].v, col[2].v, 1, n, now)) == 0;
 done:
     while (held > 0)
         arr_release(&a[--held]);
@@ -8022,7 +8180,7 @@ done:
  * bucket kept under it in ex._arrivals, else the one held here (see fast_arrive_at); a lone one (a bucket
  * of one batch of ints) counted as _arrived counts it (fast_lone), others as _arrived_many does; then
  * _after's check */
-static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at) {
+static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *now_at, Py_ssize_t slot) {
     PyObject *arrivals = fast_attr(f, FA_ARRIVALS), *bucket = NULL;
     if (!arrivals)
         return NULL;
@@ -8070,45 +8228,47 @@ static PyObject *fast_take(Fast *f, double w, PyObject *when_o, const double *no
             rc = fast_arrived_many(f, bucket, now);
         Py_DECREF(bucket);
     } else {
-        Py_ssize_t at, x = fb_find(f, w, &at);
-        if (x < 0)
+        /* the bucket made for this arrival where its slot still holds one under ``w`` (the table keeps one
+         * under each key: that one), else the one the table keeps under ``w`` */
+        Py_ssize_t at, x = slot;
+        if (x >= 0 && x < f->nbk && f->bk[x].n > 0 && f->bk[x].when == w)
+            at = f->bk[x].at;
+        else if ((x = fb_find(f, w, &at)) < 0)
             Py_RETURN_NONE; /* moved by an extrapolation */
         struct FBucket *b = &f->bk[x];
         if (b->n == 1 && b->m[0].kind == FM_ONE) {
             struct FMsg m = b->m[0];
             fb_drop(f, at);
             rc = fast_lone(f, m.src, m.dst, m.step, m.pid, m.nb, now);
-        } else {
-            int64_t room[5][LL_ROOM];
-            LList col[5];
-            for (int j = 0; j < 5; j++)
-                col[j] = (LList){room[j], 0, LL_ROOM, 0};
-            for (Py_ssize_t i = 0; rc == 0 && i < b->n; i++) {
-                const struct FMsg *m = &b->m[i];
-                int64_t bits;
-                memcpy(&bits, &m->nb, sizeof bits);
-                rc = ll_push(&col[0], m->src) < 0 || ll_push(&col[1], m->dst) < 0 || ll_push(&col[2], m->step) < 0 ||
-                             ll_push(&col[3], m->pid) < 0 || ll_push(&col[4], bits) < 0
-                         ? -1
-                         : 0;
-            }
+        } else { /* the bucket's messages handed over as they lie: its array taken out of it (the spare one in
+                  * its place, or none), so that sends into a new bucket in its slot do not write over them */
+            struct FMsg *m = b->m;
+            Py_ssize_t n = b->n, cap = b->cap;
+            b->m = f->spare, b->cap = f->spare_cap;
+            f->spare = NULL, f->spare_cap = 0;
             fb_drop(f, at);
-            if (rc == 0)
-                rc = fast_account_done(f, col, now);
-            for (int j = 0; j < 5; j++)
-                ll_free(&col[j]);
+            struct FCols c = fcols_msgs(m, n);
+            rc = fast_account_done(f, &c, now);
+            if (f->spare) /* (one put back by a nested take) */
+                free(m);
+            else
+                f->spare = m, f->spare_cap = cap;
         }
     }
     if (rc < 0)
         return NULL;
-    return f->extrapolate ? fast_after(f) : Py_NewRef(Py_None); /* (extrapolate: set when the executor is made) */
+    /* (extrapolate: set when the executor is made; the reference's step as fast_after last found it equal to
+     * ex._seen0, with no Python line run since: nothing to do) */
+    if (!f->extrapolate || (f->after_gen == f->gen && fa_i(&f->step, f->ref) == f->after_s0))
+        return Py_NewRef(Py_None);
+    return fast_after(f);
 }
 
 static PyObject *Fast_arrived(Fast *f, PyObject *when) {
     double w = PyFloat_AsDouble(when);
     if (w == -1.0 && PyErr_Occurred())
         return NULL;
-    return fast_out(f, fast_take(f, w, when, NULL));
+    return fast_out(f, fast_take(f, w, when, NULL, -1));
 }
 
 /* fire(when, event): the callback of an arrival's event (see fast_call_at) */
@@ -8152,6 +8312,57 @@ static PyTypeObject FastType =
             "FastExecutor's per-message lines: Fast(ex, env, event_type, push, normal, partial, bounds, phases)", Fast);
 
 #define FASTCALL(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
+
+/* fast_widen(step, count, last, new_count, new_last) -> whether done: FastExecutor._widen's doubled window
+ * written into the new arrays (rows of twice the columns): row r's column k holds its old column k % old where
+ * (k - step[r]) % new < old, else nothing (0, -inf) -- the old columns of steps step[r] + t, t < old, each at
+ * (step[r] + t) % new, copied in runs that wrap round neither row; False (nothing written) where a row's
+ * columns do not lie side by side */
+static PyObject *py_fast_widen(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 5, "fast_widen(step, count, last, new_count, new_last)"))
+        return NULL;
+    Arr step = {.held = 0};
+    Arr2 a[4];
+    static const char *const codes[4] = {"lq", "d", "lq", "d"};
+    int held = 0, ok = arr_get(args[0], &step, 'i') == 0;
+    for (; ok && held < 4; held++) /* (one that fails is left unheld: arr2_release passes it by) */
+        ok = arr2_open(args[1 + held], &a[held], codes[held]) == 0;
+    Py_ssize_t rows = ok ? a[0].view.shape[0] : 0, old = ok ? a[0].view.shape[1] : 0, new = 2 * old;
+    if (ok && !(step.n == rows && a[1].view.shape[0] == rows && a[1].view.shape[1] == old &&
+                a[2].view.shape[0] == rows && a[2].view.shape[1] == new && a[3].view.shape[0] == rows &&
+                a[3].view.shape[1] == new)) {
+        PyErr_SetString(PyExc_ValueError, "fast_widen: the arrays' shapes differ");
+        ok = 0;
+    }
+    int side = 1;
+    for (int i = 0; ok && i < 4; i++)
+        side &= a[i].view.strides[1] == 8;
+    for (Py_ssize_t r = 0; ok && side && r < rows && old; r++) {
+        int64_t *oc = (int64_t *)arr2_at(&a[0], r, 0), *nc = (int64_t *)arr2_at(&a[2], r, 0);
+        double *ol = (double *)arr2_at(&a[1], r, 0), *nl = (double *)arr2_at(&a[3], r, 0);
+        memset(nc, 0, sizeof(int64_t) * (size_t)new);
+        for (Py_ssize_t k = 0; k < new; k++)
+            nl[k] = -INFINITY;
+        int64_t k = arr_i(&step, r) % new;
+        k += k < 0 ? new : 0;
+        for (int64_t t = 0, j = k % old; t < old;) {
+            int64_t len = old - t;
+            len = new - k < len ? new - k : len;
+            len = old - j < len ? old - j : len;
+            memcpy(nc + k, oc + j, sizeof(int64_t) * (size_t)len);
+            memcpy(nl + k, ol + j, sizeof(double) * (size_t)len);
+            t += len;
+            k = k + len == new ? 0 : k + len;
+            j = j + len == old ? 0 : j + len;
+        }
+    }
+    while (held > 0)
+        arr2_release(&a[--held]);
+    arr_release(&step);
+    if (!ok)
+        return NULL;
+    return PyBool_FromLong(side);
+}
 
 /* ------------------------------------------------------------------ bulk routes (sim/bulkroute.py) */
 
@@ -12351,6 +12562,7 @@ static PyMethodDef module_methods[] = {
      "next_due(heap, due_at, is_active, due) -> (earliest live due time or inf, entries taken off)"},
     {"set_due", (PyCFunction)(void (*)(void))py_set_due, METH_FASTCALL,
      "set_due(slots, rates, now, rate, left, t_set, due, heap, due_at) -> entries added"},
+    FASTCALL(fast_widen, "fast_widen(step, count, last, new_count, new_last): FastExecutor._widen's arrays"),
     FASTCALL(verify_paths, "verify_paths(dominance, paths, first, count) -> whether they bring no link back (then "
                            "checked)"),
     FASTCALL(row_arcs, "row_arcs(rows, width, capacity, length, flat, bottleneck) -> arcs written"),

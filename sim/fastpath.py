@@ -705,6 +705,12 @@ class FastExecutor:
         """Double the window of steps an early message may lead its receiver by."""
         old = self.window
         new = old * 2
+        if _CORE is not None and _FAST_CORE:  # (the same values, each row's in runs: _ratecore.fast_widen)
+            count = np.empty((len(self.early_count), new), dtype=self.early_count.dtype)
+            last = np.empty((len(self.early_last), new))
+            if _CORE.fast_widen(self.step, self.early_count, self.early_last, count, last):
+                self.early_count, self.early_last, self.window = count, last, new
+                return
         # row r's new column k holds step (step[r] + j) with k = (step[r] + j) % new, j < old: its old column
         # k % old (old divides new), so the old columns twice over where (k - step[r]) % new < old -- d = k -
         # step[r] % new in [0, old), or below old - new -- and empty elsewhere: whole rows by vector operations,
