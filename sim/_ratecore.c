@@ -520,13 +520,10 @@ static void *core_cut(Core *c, size_t bytes) {
     return p;
 }
 
-/* *p holds at least ``need`` ints (its size in *cap, doubled as it grows; a first room of CORE_CUT bytes or less
+/* fit_i32 where *p must grow: *p then holds at least ``need`` ints (its size in *cap, doubled as it grows; a first room of CORE_CUT bytes or less
  * cut from the Core's blocks, its size then as -*cap, moved to a room of its own as it grows) */
-static int fit_i32(Core *c, int32_t **p, int32_t *cap, int32_t need) {
-    int32_t have = *cap < 0 ? -*cap : *cap;
-    if (need <= have)
-        return 0;
-    int32_t size = have ? have : 4;
+static int fit_i32_grow(Core *c, int32_t **p, int32_t *cap, int32_t need) {
+    int32_t have = *cap < 0 ? -*cap : *cap, size = have ? have : 4;
     while (size < need)
         size *= 2;
     int32_t *q;
@@ -548,6 +545,10 @@ static int fit_i32(Core *c, int32_t **p, int32_t *cap, int32_t need) {
     *p = q;
     *cap = size;
     return 0;
+}
+
+static inline int fit_i32(Core *c, int32_t **p, int32_t *cap, int32_t need) {
+    return need <= (*cap < 0 ? -*cap : *cap) ? 0 : fit_i32_grow(c, p, cap, need);
 }
 
 static int nargs_ok(Py_ssize_t nargs, Py_ssize_t want, const char *usage) {
@@ -2687,6 +2688,74 @@ static PyObject *py_row_arcs(PyObject *self, PyObject *const *args, Py_ssize_t n
     result = PyLong_FromSsize_t(used);
 done:
     arrs_release(all, 5);
+    return result;
+}
+
+/* numpy's pairwise sum of ``n`` doubles (DOUBLE_pairwise_sum: under 8 one after another from 0.0; up to 128 eight
+ * running sums, folded ((0+1)+(2+3))+((4+5)+(6+7)), then the rest one by one; beyond, the halves cut at a multiple
+ * of 8) -- what ``x.sum(axis=1)`` adds a C-ordered row by, after its first 0.0 (tests/test_tree1k4.py) */
+static double np_pairwise(const double *a, Py_ssize_t n) {
+    if (n < 8) {
+        double res = 0.0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            res += a[i];
+        return res;
+    }
+    if (n <= 128) {
+        double r[8];
+        for (int j = 0; j < 8; j++)
+            r[j] = a[j];
+        Py_ssize_t i = 8;
+        for (; i < n - n % 8; i += 8)
+            for (int j = 0; j < 8; j++)
+                r[j] += a[i + j];
+        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++)
+            res += a[i];
+        return res;
+    }
+    Py_ssize_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return np_pairwise(a, n2) + np_pairwise(a + n2, n - n2);
+}
+
+/* row_latency(rows, width, latency, out): each route's latency from rows of ``width`` arcs padded with -1 (``rows``
+ * flat, row after row) into ``out`` -- Cluster._latencies' numpy lines, ``np.where(rows >= 0,
+ * latency.take(rows, mode="wrap"), 0.0).sum(axis=1)``, to the bit: each row's values (an arc's latency, the padding
+ * 0.0) summed as numpy sums a row (np_pairwise after 0.0) */
+static PyObject *py_row_latency(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 4, "row_latency(rows, width, latency, out)"))
+        return NULL;
+    Arr rows, lat, out;
+    Arr *all[3] = {&rows, &lat, &out};
+    arrs_init(all, 3);
+    PyObject *result = NULL;
+    double few[64], *v = few;
+    Py_ssize_t width = PyLong_AsSsize_t(args[1]);
+    if (width == -1 && PyErr_Occurred())
+        goto done;
+    if (arrs_open(args, all, "i-fF") < 0)
+        goto done;
+    if (width <= 0 || rows.n % width || out.n != rows.n / width || !lat.n) {
+        PyErr_SetString(PyExc_ValueError, "row_latency: inconsistent sizes");
+        goto done;
+    }
+    if (width > 64 && !(v = malloc((size_t)width * sizeof(double)))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t r = 0, e = 0; r < out.n; r++) {
+        for (Py_ssize_t j = 0; j < width; j++, e++) {
+            int64_t a = arr_i(&rows, e);
+            v[j] = a >= 0 ? arr_f(&lat, a % lat.n) : 0.0; /* (take's wrap; the padding masked) */
+        }
+        *arr_fp(&out, r) = 0.0 + np_pairwise(v, width);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    if (v != few)
+        free(v);
+    arrs_release(all, 3);
     return result;
 }
 
@@ -12415,6 +12484,7 @@ static PyMethodDef module_methods[] = {
     FASTCALL(verify_paths, "verify_paths(dominance, paths, first, count) -> whether they bring no link back (then "
                            "checked)"),
     FASTCALL(row_arcs, "row_arcs(rows, width, capacity, length, flat, bottleneck) -> arcs written"),
+    FASTCALL(row_latency, "row_latency(rows, width, latency, out): each route's latency, as numpy's row sums"),
     {"release", (PyCFunction)(void (*)(void))py_release, METH_FASTCALL,
      "release(ptr, targets, ms, counter) -> the targets counted down to zero"},
     FASTCALL(start_flows, "start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now) -> whether "
