@@ -57,8 +57,9 @@ static inline int kind_ok(int kind, char c, Py_ssize_t size) {
  * export (its format string and info lookups cost more than the work on one flow). An array served from
  * here is held by a strong reference for as long as it is open, as an export would hold it; numpy arrays
  * keep their data where it is while they live (the engine never resizes one in place: np.resize makes a
- * new one). */
-#define BC_N 256
+ * new one). 1,024 entries: with 256, which hot arrays' places met hung on where the allocator put them (a change
+ * elsewhere moved tree8-ls1k-fast from ~900 buffer exports to ~6,300, +5.5M instructions). */
+#define BC_N 1024
 typedef struct {
     PyObject *obj, *ref;
     const char *p;
@@ -240,6 +241,7 @@ typedef struct {
     Py_ssize_t narcs;
     double *cap, *top, *brim, *load;
     unsigned char *full;
+    unsigned char *zfull; /* each link direction's full flag at no load (0.0 >= brim): core_reload's start */
     /* active slots on every link direction, in any order (a slot's place in them: spos) */
     int32_t **mem;
     int32_t *msize, *mcap;
@@ -260,6 +262,11 @@ typedef struct {
     int32_t *slot_idx, *arc_cnt, *arc_loc;
     double *arc_delta;
     IList todo, more, order, arcs_seen, touched;
+    /* the first rooms of the per-link sets and the slots' places (fit_i32), cut from blocks freed all at once;
+     * a room cut so has its size in mcap / sposcap as a negative number */
+    char **blk;
+    size_t nblk, blk_left;
+    char *blk_at;
     /* the stamp with which component counted c->order's links (relaxed's first lines: arcs_seen, arc_cnt by
      * arc_mark2), 0 where it did not; good while c->stamp is still it */
     uint32_t counted;
@@ -268,11 +275,17 @@ typedef struct {
 static void core_free_arrays(Core *c) {
     if (c->mem) {
         for (Py_ssize_t a = 0; a < c->narcs; a++)
-            free(c->mem[a]);
+            if (c->mcap[a] > 0) /* (not cut from a block) */
+                free(c->mem[a]);
     }
     for (size_t s = 0; s < c->nslots; s++)
-        free(c->spos ? c->spos[s] : NULL);
-    free(c->cap), free(c->top), free(c->brim), free(c->load), free(c->full);
+        if (c->spos && c->sposcap[s] > 0)
+            free(c->spos[s]);
+    for (size_t b = 0; b < c->nblk; b++)
+        free(c->blk[b]);
+    free(c->blk);
+    c->blk = NULL, c->nblk = 0, c->blk_left = 0, c->blk_at = NULL;
+    free(c->cap), free(c->top), free(c->brim), free(c->load), free(c->full), free(c->zfull);
     free(c->mem), free(c->msize), free(c->mcap);
     free(c->spid), free(c->sin), free(c->spos), free(c->sposcap);
     free(c->poff), free(c->plen), free(c->pool.v);
@@ -317,12 +330,12 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     Py_ssize_t m = cap.n, k = m ? m : 1;
     c->narcs = m;
     c->cap = malloc(k * sizeof(double)), c->top = malloc(k * sizeof(double)), c->brim = malloc(k * sizeof(double));
-    c->load = calloc(k, sizeof(double)), c->full = calloc(k, 1);
+    c->load = calloc(k, sizeof(double)), c->full = calloc(k, 1), c->zfull = calloc(k, 1);
     c->mem = calloc(k, sizeof(int32_t *)), c->msize = calloc(k, sizeof(int32_t)), c->mcap = calloc(k, sizeof(int32_t));
     c->arc_mark = calloc(k, sizeof(uint32_t)), c->arc_mark2 = calloc(k, sizeof(uint32_t));
     c->arc_cnt = calloc(k, sizeof(int32_t)), c->arc_loc = calloc(k, sizeof(int32_t));
     c->arc_delta = calloc(k, sizeof(double));
-    if (!c->cap || !c->top || !c->brim || !c->load || !c->full || !c->mem || !c->msize || !c->mcap ||
+    if (!c->cap || !c->top || !c->brim || !c->load || !c->full || !c->zfull || !c->mem || !c->msize || !c->mcap ||
         !c->arc_mark || !c->arc_mark2 || !c->arc_cnt || !c->arc_loc || !c->arc_delta) {
         PyErr_NoMemory();
         goto done;
@@ -331,6 +344,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
         c->cap[a] = arr_f(&cap, a);
         c->top[a] = arr_f(&top, a);
         c->brim[a] = arr_f(&brim, a);
+        c->zfull[a] = 0.0 >= c->brim[a];
     }
     Py_INCREF(cluster);
     Py_XSETREF(c->cluster, cluster);
@@ -489,14 +503,42 @@ static inline const int32_t *slot_arcs(const Core *c, int32_t slot, int32_t *len
 
 /* ------------------------------------------------------------------ bookkeeping */
 
-/* *p holds at least ``need`` ints (its size in *cap, doubled as it grows) */
-static int fit_i32(int32_t **p, int32_t *cap, int32_t need) {
-    if (need <= *cap)
-        return 0;
-    int32_t size = *cap ? *cap : 4;
+/* ``bytes`` (a multiple of 8, at most CORE_BLK) cut from the Core's blocks, a new block where the last is used up:
+ * NULL where memory ran out */
+enum { CORE_BLK = 1 << 16, CORE_CUT = 64 };
+static void *core_cut(Core *c, size_t bytes) {
+    if (bytes > c->blk_left) {
+        char **more = realloc(c->blk, (c->nblk + 1) * sizeof *more), *b = more ? malloc(CORE_BLK) : NULL;
+        if (more)
+            c->blk = more;
+        if (!b)
+            return NULL;
+        c->blk[c->nblk++] = b;
+        c->blk_at = b, c->blk_left = CORE_BLK;
+    }
+    void *p = c->blk_at;
+    c->blk_at += bytes, c->blk_left -= bytes;
+    return p;
+}
+
+/* fit_i32 where *p must grow: *p then holds at least ``need`` ints (its size in *cap, doubled as it grows; a first room of CORE_CUT bytes or less
+ * cut from the Core's blocks, its size then as -*cap, moved to a room of its own as it grows) */
+static int fit_i32_grow(Core *c, int32_t **p, int32_t *cap, int32_t need) {
+    int32_t have = *cap < 0 ? -*cap : *cap, size = have ? have : 4;
     while (size < need)
         size *= 2;
-    int32_t *q = realloc(*p, (size_t)size * sizeof(int32_t));
+    int32_t *q;
+    if (!have && (size_t)size * sizeof(int32_t) <= CORE_CUT) {
+        if ((q = core_cut(c, (size_t)(size + (size & 1)) * sizeof(int32_t)))) {
+            *p = q;
+            *cap = -size;
+            return 0;
+        }
+    } else if (*cap < 0) {
+        if ((q = malloc((size_t)size * sizeof(int32_t))))
+            memcpy(q, *p, (size_t)have * sizeof(int32_t));
+    } else
+        q = realloc(*p, (size_t)size * sizeof(int32_t));
     if (!q) {
         PyErr_NoMemory();
         return -1;
@@ -504,6 +546,10 @@ static int fit_i32(int32_t **p, int32_t *cap, int32_t need) {
     *p = q;
     *cap = size;
     return 0;
+}
+
+static inline int fit_i32(Core *c, int32_t **p, int32_t *cap, int32_t need) {
+    return need <= (*cap < 0 ? -*cap : *cap) ? 0 : fit_i32_grow(c, p, cap, need);
 }
 
 static int nargs_ok(Py_ssize_t nargs, Py_ssize_t want, const char *usage) {
@@ -589,7 +635,7 @@ static int core_enter_one(Core *c, int64_t slot, int64_t pid, long *shared) {
         PyErr_SetString(PyExc_ValueError, "_ratecore: slot entered twice");
         return -1;
     }
-    if (fit_i32(&c->spos[slot], &c->sposcap[slot], len) < 0)
+    if (fit_i32(c, &c->spos[slot], &c->sposcap[slot], len) < 0)
         return -1;
     c->spid[slot] = pid;
     c->sin[slot] = 1;
@@ -598,7 +644,7 @@ static int core_enter_one(Core *c, int64_t slot, int64_t pid, long *shared) {
     for (int32_t k = 0; k < len; k++) {
         int32_t arc = arcs[k];
         int32_t n = c->msize[arc];
-        if (fit_i32(&c->mem[arc], &c->mcap[arc], n + 1) < 0)
+        if (fit_i32(c, &c->mem[arc], &c->mcap[arc], n + 1) < 0)
             return -1;
         c->mem[arc][n] = (int32_t)slot;
         c->spos[slot][k] = n;
@@ -910,9 +956,10 @@ static int read_gone(Core *c, PyObject *gone, IList *seeds, int load) {
             double r = arr_f(&rates, j);
             for (int32_t k = 0; rc == 0 && k < len; k++) {
                 int32_t arc = arcs[k];
-                if (load == 2) /* (taken onto the loads again: core_reload) */
+                if (load == 2) { /* (taken onto the loads again, the full flag with it: core_reload) */
                     c->load[arc] += r;
-                else if (!load)
+                    c->full[arc] = c->load[arc] >= c->brim[arc];
+                } else if (!load)
                     rc = il_push(seeds, arc);
                 else if (c->msize[arc]) {
                     c->load[arc] -= r;
@@ -2642,6 +2689,74 @@ static PyObject *py_row_arcs(PyObject *self, PyObject *const *args, Py_ssize_t n
     result = PyLong_FromSsize_t(used);
 done:
     arrs_release(all, 5);
+    return result;
+}
+
+/* numpy's pairwise sum of ``n`` doubles (DOUBLE_pairwise_sum: under 8 one after another from 0.0; up to 128 eight
+ * running sums, folded ((0+1)+(2+3))+((4+5)+(6+7)), then the rest one by one; beyond, the halves cut at a multiple
+ * of 8) -- what ``x.sum(axis=1)`` adds a C-ordered row by, after its first 0.0 (tests/test_tree1k4.py) */
+static double np_pairwise(const double *a, Py_ssize_t n) {
+    if (n < 8) {
+        double res = 0.0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            res += a[i];
+        return res;
+    }
+    if (n <= 128) {
+        double r[8];
+        for (int j = 0; j < 8; j++)
+            r[j] = a[j];
+        Py_ssize_t i = 8;
+        for (; i < n - n % 8; i += 8)
+            for (int j = 0; j < 8; j++)
+                r[j] += a[i + j];
+        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++)
+            res += a[i];
+        return res;
+    }
+    Py_ssize_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return np_pairwise(a, n2) + np_pairwise(a + n2, n - n2);
+}
+
+/* row_latency(rows, width, latency, out): each route's latency from rows of ``width`` arcs padded with -1 (``rows``
+ * flat, row after row) into ``out`` -- Cluster._latencies' numpy lines, ``np.where(rows >= 0,
+ * latency.take(rows, mode="wrap"), 0.0).sum(axis=1)``, to the bit: each row's values (an arc's latency, the padding
+ * 0.0) summed as numpy sums a row (np_pairwise after 0.0) */
+static PyObject *py_row_latency(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 4, "row_latency(rows, width, latency, out)"))
+        return NULL;
+    Arr rows, lat, out;
+    Arr *all[3] = {&rows, &lat, &out};
+    arrs_init(all, 3);
+    PyObject *result = NULL;
+    double few[64], *v = few;
+    Py_ssize_t width = PyLong_AsSsize_t(args[1]);
+    if (width == -1 && PyErr_Occurred())
+        goto done;
+    if (arrs_open(args, all, "i-fF") < 0)
+        goto done;
+    if (width <= 0 || rows.n % width || out.n != rows.n / width || !lat.n) {
+        PyErr_SetString(PyExc_ValueError, "row_latency: inconsistent sizes");
+        goto done;
+    }
+    if (width > 64 && !(v = malloc((size_t)width * sizeof(double)))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t r = 0, e = 0; r < out.n; r++) {
+        for (Py_ssize_t j = 0; j < width; j++, e++) {
+            int64_t a = arr_i(&rows, e);
+            v[j] = a >= 0 ? arr_f(&lat, a % lat.n) : 0.0; /* (take's wrap; the padding masked) */
+        }
+        *arr_fp(&out, r) = 0.0 + np_pairwise(v, width);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    if (v != few)
+        free(v);
+    arrs_release(all, 3);
     return result;
 }
 
@@ -10290,25 +10405,41 @@ static int core_rebuild(Core *c, const Py_ssize_t *slots, Py_ssize_t n, const Ar
     return 0;
 }
 
+/* p[0 .. n-1] = 0.0, eight stores a step: not memset, whose string instruction for a whole fabric's loads is
+ * tens of thousands of steps by an instruction count (gcc would make the loop a memset call) */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+static void zero_f64(double *p, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        p[i] = p[i + 1] = p[i + 2] = p[i + 3] = p[i + 4] = p[i + 5] = p[i + 6] = p[i + 7] = 0.0;
+    for (; i < n; i++)
+        p[i] = 0.0;
+}
+
 /* Rates._reload for the core: every kept link's load, the flows ``slots`` at their rates in order then the
  * flows ended since (``gone``, a list of (pids, rates)) at theirs, the same sums in the same order as
  * np.bincount and np.add.at make them (a link left out: 0), and the full set from them (Core.set_load) */
 static int core_reload(Core *c, const Py_ssize_t *slots, Py_ssize_t n, const Arr *path, const Arr *rate, PyObject *gone) {
-    for (Py_ssize_t a = 0; a < c->narcs; a++)
-        c->load[a] = 0.0;
+    /* every load 0.0 (all its bytes zero) and every full flag as at no load; then each link a flow crosses gets
+     * its flag anew after each sum onto it, so its last one is from its whole load -- the flags of the whole
+     * pass over the links, without the pass */
+    zero_f64(c->load, c->narcs);
+    memcpy(c->full, c->zfull, (size_t)c->narcs);
     for (Py_ssize_t i = 0; i < n; i++) {
         const int32_t *arcs;
         int32_t len;
         if (!index_ok(slots[i], rate->n, "reload: slot out of range") || path_arcs(c, arr_i(path, slots[i]), &arcs, &len) < 0)
             return -1;
         double r = arr_f(rate, slots[i]);
-        for (int32_t k = 0; k < len; k++)
-            c->load[arcs[k]] += r;
+        for (int32_t k = 0; k < len; k++) {
+            int32_t arc = arcs[k];
+            c->load[arc] += r;
+            c->full[arc] = c->load[arc] >= c->brim[arc];
+        }
     }
-    int rc = read_gone(c, gone, NULL, 2);
-    for (Py_ssize_t a = 0; rc == 0 && a < c->narcs; a++)
-        c->full[a] = c->load[a] >= c->brim[a];
-    return rc;
+    return read_gone(c, gone, NULL, 2);
 }
 
 /* ------------------------------------------------------------------ the wake-up's rate computation
@@ -12566,6 +12697,7 @@ static PyMethodDef module_methods[] = {
     FASTCALL(verify_paths, "verify_paths(dominance, paths, first, count) -> whether they bring no link back (then "
                            "checked)"),
     FASTCALL(row_arcs, "row_arcs(rows, width, capacity, length, flat, bottleneck) -> arcs written"),
+    FASTCALL(row_latency, "row_latency(rows, width, latency, out): each route's latency, as numpy's row sums"),
     {"release", (PyCFunction)(void (*)(void))py_release, METH_FASTCALL,
      "release(ptr, targets, ms, counter) -> the targets counted down to zero"},
     FASTCALL(start_flows, "start_flows(slots, remaining, path, length, is_active, rate, t_set, due, now) -> whether "

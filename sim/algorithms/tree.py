@@ -157,16 +157,20 @@ def pipelined_tree(
     # every chunk's messages in one call each: their ids run chunk after chunk, the children in order within
     # a chunk (as one call per chunk numbers them), so U[c, v] is the first U's id + c * nk + v's place among
     # the children, and likewise D
-    segs = np.repeat(seg_off + np.arange(k, dtype=np.int64), nk)
+    # (one chunk: the gathered columns as they are, every message's segment seg_off -- no tile or repeat made)
+    segs = seg_off if k == 1 else np.repeat(seg_off + np.arange(k, dtype=np.int64), nk)
+
+    def tiled(x: np.ndarray) -> np.ndarray:
+        return x if k == 1 else np.tile(x, k)
 
     def chunked(src: np.ndarray, dst: np.ndarray, reduce: bool, at: np.ndarray) -> int:
         """Every chunk's messages src -> dst, reduced or stored on ``proc[at]``: the first one's id."""
         sent = b.messages(
-            np.tile(endpoint[src], k),
-            np.tile(endpoint[dst], k),
+            tiled(endpoint[src]),
+            tiled(endpoint[dst]),
             chunk,
             reduce=reduce,
-            proc=np.tile(proc[at], k),
+            proc=tiled(proc[at]),
             seg=segs,
         )
         return int(sent[0]) if len(sent) else 0
@@ -219,6 +223,8 @@ def _rows(first: list[tuple[int, np.ndarray]], rest: list[tuple[int, np.ndarray]
     for base, places in first:
         np.add(places, base, out=out[at : at + len(places)], dtype=_ID)
         at += len(places)
+    if not rows or not width:  # (no row to write: one chunk's tree)
+        return out
     body = out[head:].reshape(rows, width)
     offsets = (np.arange(rows, dtype=_ID) * step)[:, None]
     at = 0
