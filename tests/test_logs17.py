@@ -12,6 +12,7 @@ import pytest
 from sim.cluster import Cluster
 from sim.errors import CalibrationError
 from validate.calibration import read_samples
+from validate.calibration.fit import fit_calibration
 from validate.calibration.nccl_fit import check_gpu
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,3 +52,25 @@ def test_a_pcie_card_on_each_host_is_read_when_a_host_runs_one(tmp_path):
     samples, _ = read_samples(str(path))
     with pytest.raises(CalibrationError, match=r"a PCIe card without an NVSwitch"):
         check_gpu(samples, Cluster("hgx:hosts=1,gpus_per_host=2,gpu=a100"))
+
+
+#: a broadcast on the same two hosts (its rows go through the closed forms, not NCCL's schedules)
+BROADCAST = "# Collective test starting: broadcast_perf\n" + ONE_CARD_A_HOST.replace(
+    "float     sum      -1", "float    none       0"
+)
+
+
+def test_a_whole_collective_fit_checks_the_logs_hosts_and_gpu(tmp_path):
+    """A table the closed forms fit (a broadcast) was fitted to any topology: the 2-host A100 PCIe run on one host
+    of 2 H100s, exit 0, the network's times read as NVLink's. It is checked now as NCCL's schedules are: the hosts
+    the rank lines name, then the GPU they name."""
+    path = tmp_path / "broadcast.txt"
+    path.write_text(BROADCAST)
+    samples, source = read_samples(str(path))
+    assert samples[0].collective == "broadcast" and samples[0].hosts == 2
+    with pytest.raises(CalibrationError, match=r"ran its 2 ranks on 2 hosts, but the topology puts them on 1 host"):
+        fit_calibration(samples, Cluster("hgx:hosts=1,gpus_per_host=2,gpu=a100"), [source])
+    with pytest.raises(CalibrationError, match=r"name 'NVIDIA A100-PCIE-40GB', but the topology builds H100 GPUs"):
+        fit_calibration(samples, Cluster("hgx:hosts=2,gpus_per_host=1,gpu=h100"), [source])
+    got = fit_calibration(samples, Cluster("hgx:hosts=2,gpus_per_host=1,gpu=a100,gpus_per_pcie_switch=1"), [source])
+    assert "same-switch" in got.classes
