@@ -189,7 +189,8 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     without rank lines ``ranks`` or the command line or all-reduce's busbw / algbw must say how many).
     The GPUs per node are the most rank lines one host has, the nodes the ranks they make. The GPU is the
     one the device lines (else the header) name; a GPU ``hgx`` does not build (GB200, GH200, V100, PCIe cards
-    without an NVSwitch, ...) or device lines naming no model are refused with that name."""
+    without an NVSwitch where a host runs more than one, ...) or device lines naming no model are refused with that
+    name."""
     text = path.read_text(errors="replace")
     lines = [strip_label(line) for line in text.splitlines()]
     # (a file without nccl-tests' header, columns or command is read all the same: a post may keep only rows,
@@ -268,7 +269,8 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
             f"{path.name}: a multi-node NVLink run ({mnnvl.group(0)!r}): a GB200 / GB300 NVL72 rack's NVLink "
             "domain across trays, which hgx does not build"
         )
-    if _PCIE_CARD.search(" ".join(devices[:1])):
+    one_a_host = len(per_host) > 1 and n == nodes and max(per_host.values()) == 1  # no GPU-to-GPU link in a host
+    if _PCIE_CARD.search(" ".join(devices[:1])) and not one_a_host:
         raise LogError(
             f"{path.name}: {devices[0].strip()} is a PCIe card without an NVSwitch, which hgx does not build"
         )

@@ -239,7 +239,8 @@ def topology_gpu(cluster: Cluster) -> str | None:
 def check_gpu(samples: Sequence[Sample], cluster: Cluster) -> None:
     """Refuse samples whose log's device lines name another GPU than the ``hgx`` topology builds (an RTX 5090
     log on ``gpu=h100``, a GB300 log on ``gpu=b200``): the fit would carry one GPU's times to another's links.
-    A log of the topology's GPU on a PCIe card (``NVIDIA H200 NVL``: NVLink bridges, no NVSwitch) is refused too.
+    A log of the topology's GPU on a PCIe card (``NVIDIA H200 NVL``: NVLink bridges, no NVSwitch) is refused too,
+    unless its rank lines put one GPU on each host (no link inside a host is crossed).
     A log that names no GPU, or a topology that states none, is not checked."""
     built = topology_gpu(cluster)
     if built is None:
@@ -252,7 +253,8 @@ def check_gpu(samples: Sequence[Sample], cluster: Cluster) -> None:
                 f"{s.origin}: the log's device lines name {s.gpu!r}, but the topology builds {built.upper()} GPUs "
                 f"(one GPU's times would be fitted to, or judged against, another's links); {fix}"
             )
-        if model == built and PCIE_CARD.search(s.gpu):  # an H200 NVL, an A100 PCIe: the model hgx builds, not its board
+        one_a_host = s.hosts > 1 and s.ranks == s.hosts  # a card's missing NVSwitch is never crossed
+        if model == built and PCIE_CARD.search(s.gpu) and not one_a_host:  # an H200 NVL, an A100 PCIe: not its board
             raise CalibrationError(
                 f"{s.origin}: the log's device lines name {s.gpu!r}, a PCIe card without an NVSwitch, but the "
                 f"topology builds {built.upper()} GPUs on an HGX board's NVSwitch; hgx does not build {s.gpu}"
