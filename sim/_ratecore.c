@@ -10816,21 +10816,27 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
         Py_ssize_t top = 0; /* each path's first flow, by a table over the path ids (pids are >= 0: checked) */
         for (Py_ssize_t i = 0; i < n; i++)
             top = pid[i] >= top ? pid[i] + 1 : top;
-        Py_ssize_t *at = malloc(sizeof(Py_ssize_t) * (size_t)(top + 1));
-        if (!at) {
-            PyErr_NoMemory();
-            goto out;
+        /* (the table kept from call to call, every entry -1 between calls: the entries set are put back) */
+        static Py_ssize_t *at = NULL, at_cap = 0;
+        if (top + 1 > at_cap) {
+            Py_ssize_t cap = top + 1 > 2 * at_cap ? top + 1 : 2 * at_cap;
+            Py_ssize_t *grown = realloc(at, sizeof(Py_ssize_t) * (size_t)cap);
+            if (!grown) {
+                PyErr_NoMemory();
+                goto out;
+            }
+            for (Py_ssize_t k = at_cap; k < cap; k++)
+                grown[k] = -1;
+            at = grown, at_cap = cap;
         }
-        for (Py_ssize_t k = 0; k < top; k++)
-            at[k] = -1;
         for (Py_ssize_t i = n - 1; i >= 0; i--)
             at[pid[i]] = i;
         for (Py_ssize_t k = 0; k < top; k++)
             if (at[k] >= 0) {
                 first[nk] = rv[at[k]];
                 uniq[nk++] = k;
+                at[k] = -1;
             }
-        free(at);
         long most;
         if (!(keys_o = w_array(w, 'i', uniq, nk)) || !(first_o = w_array(w, 'f', first, nk)) ||
             !(cache = iget_at(rates, R_AT(R_CACHE))) || !(key = iget_at(rates, R_AT(R_KEY))) ||
