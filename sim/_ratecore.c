@@ -12302,8 +12302,9 @@ static int df_reads(DfDone *d, PyObject **v) {
  * there (``held`` an int that the sum fits) and the class has neither name (iset_rest's test) -- else by
  * add_attr and iset themselves. 1 where done in the dict and the value replaced was a plain int or float (no
  * line but the two stores ran), 0 where done otherwise, -1 with an exception set */
-static int df_held(PyObject *st, long by, PyObject *now_o) {
+static int df_held(PyObject *st, long by, PyObject *now_o, long *sum_out) {
     PyObject **dp = idict(st);
+    *sum_out = -1;
     if (dp && !_PyType_Lookup(Py_TYPE(st), d_s[D_HELD]) && !_PyType_Lookup(Py_TYPE(st), d_s[D_END])) {
         PyObject *d = *dp, *h = PyDict_GetItemWithError(d, d_s[D_HELD]);
         PyObject *e = h && PyLong_CheckExact(h) ? PyDict_GetItemWithError(d, d_s[D_END]) : NULL;
@@ -12317,7 +12318,12 @@ static int df_held(PyObject *st, long by, PyObject *now_o) {
                 PyObject *sum = PyLong_FromLong(x + by);
                 int rc = sum ? PyDict_SetItem(d, d_s[D_HELD], sum) : -1;
                 Py_XDECREF(sum);
-                return rc < 0 || PyDict_SetItem(d, d_s[D_END], now_o) < 0 ? -1 : plain;
+                /* (st.end already now, the same object: the store would change nothing -- CPython stores, and
+                 * moves the dict's version tag, only where the value is another object) */
+                if (rc < 0 || (e != now_o && PyDict_SetItem(d, d_s[D_END], now_o) < 0))
+                    return -1;
+                *sum_out = x + by;
+                return plain;
             }
             PyErr_Clear();
         }
@@ -12361,6 +12367,11 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     }
     Py_ssize_t started;
     long long held;
+    long held_now = -1; /* st.held after df_held's store, -1 where not known */
+#if IG_MEMO
+    PyObject **held_dp = NULL, *held_dict = NULL;
+    uint64_t held_tag = 0;
+#endif
     int settled = settle_with(argv, ms, n, &started, &held); /* (the messages as they are: no array made for them) */
     out = Py_NewRef(argv[6]);
     for (int j = 2; j < 7; j++)
@@ -12371,12 +12382,14 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
 #if IG_MEMO
         PyObject **sp = d->std ? idict(st) : NULL;
 #endif
-        int how = df_held(st, (long)held, now_o);
+        int how = df_held(st, (long)held, now_o, &held_now);
         if (how < 0)
             goto out;
 #if IG_MEMO
         if (sp && *sp == d->std) /* (st's dict changed by these two stores alone: what was kept stands) */
             d->stt = how ? dict_tag(*sp) : 0, d->std = how ? d->std : NULL;
+        if (held_now >= 0 && (held_dp = idict(st)) != NULL) /* (st.held as stored, while st's dict stands) */
+            held_dict = *held_dp, held_tag = dict_tag(held_dict);
 #endif
     }
     if (started) { /* self._send(self._out[:started].copy()) */
@@ -12413,8 +12426,16 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     }
     /* if st.held == len(flow) and not self.done.triggered: self.done.succeed() */
     {
-        PyObject *h = iget(st, d_s[D_HELD]), *flow = h ? iget(ex, d_s[D_FLOW]) : NULL;
-        Py_ssize_t total = -1, hv = h ? PyLong_AsSsize_t(h) : -1;
+        PyObject *h = NULL, *flow;
+        Py_ssize_t total = -1, hv = -1;
+#if IG_MEMO
+        /* (st.held the sum df_held stored where st's dict is unchanged since: the same object, not read again) */
+        if (held_dict && (held_dp = idict(st)) != NULL && *held_dp == held_dict && dict_tag(held_dict) == held_tag)
+            hv = (Py_ssize_t)held_now, h = Py_NewRef(Py_None);
+#endif
+        if (!h && (h = iget(st, d_s[D_HELD])) != NULL)
+            hv = PyLong_AsSsize_t(h);
+        flow = h ? iget(ex, d_s[D_FLOW]) : NULL;
         if (flow && flow == d->flow && d->total >= 0)
             total = d->total;
         else if (flow && (total = PyObject_Length(flow)) >= 0) {
