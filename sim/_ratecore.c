@@ -312,6 +312,24 @@ static uint32_t next_stamp(Core *c) {
 }
 
 /* Core(cluster, capacity, top, brim) */
+/* calloc(n, size) zeroed by eight-byte stores, four a step: not calloc's memset, whose string instruction
+ * for a fabric's per-link arrays is a step a byte by an instruction count (as zero_f64, below; gcc would make
+ * the loop a memset call) */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+static void *zalloc(size_t n, size_t size) {
+    size_t words = (n * size + 7) / 8, i = 0;
+    uint64_t *p = malloc((words ? words : 1) * sizeof(uint64_t));
+    if (!p)
+        return NULL;
+    for (; i + 4 <= words; i += 4)
+        p[i] = p[i + 1] = p[i + 2] = p[i + 3] = 0;
+    for (; i < words; i++)
+        p[i] = 0;
+    return p;
+}
+
 static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     PyObject *cluster, *ocap, *otop, *obrim;
     if (!PyArg_ParseTuple(args, "OOOO", &cluster, &ocap, &otop, &obrim))
@@ -330,11 +348,11 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     Py_ssize_t m = cap.n, k = m ? m : 1;
     c->narcs = m;
     c->cap = malloc(k * sizeof(double)), c->top = malloc(k * sizeof(double)), c->brim = malloc(k * sizeof(double));
-    c->load = calloc(k, sizeof(double)), c->full = calloc(k, 1), c->zfull = calloc(k, 1);
-    c->mem = calloc(k, sizeof(int32_t *)), c->msize = calloc(k, sizeof(int32_t)), c->mcap = calloc(k, sizeof(int32_t));
-    c->arc_mark = calloc(k, sizeof(uint32_t)), c->arc_mark2 = calloc(k, sizeof(uint32_t));
-    c->arc_cnt = calloc(k, sizeof(int32_t)), c->arc_loc = calloc(k, sizeof(int32_t));
-    c->arc_delta = calloc(k, sizeof(double));
+    c->load = zalloc(k, sizeof(double)), c->full = zalloc(k, 1), c->zfull = zalloc(k, 1);
+    c->mem = zalloc(k, sizeof(int32_t *)), c->msize = zalloc(k, sizeof(int32_t)), c->mcap = zalloc(k, sizeof(int32_t));
+    c->arc_mark = zalloc(k, sizeof(uint32_t)), c->arc_mark2 = zalloc(k, sizeof(uint32_t));
+    c->arc_cnt = zalloc(k, sizeof(int32_t)), c->arc_loc = zalloc(k, sizeof(int32_t));
+    c->arc_delta = zalloc(k, sizeof(double));
     if (!c->cap || !c->top || !c->brim || !c->load || !c->full || !c->zfull || !c->mem || !c->msize || !c->mcap ||
         !c->arc_mark || !c->arc_mark2 || !c->arc_cnt || !c->arc_loc || !c->arc_delta) {
         PyErr_NoMemory();
