@@ -215,6 +215,25 @@ static inline int il_push(IList *l, int32_t x) {
     return 0;
 }
 
+/* memset(p, byte, n) by eight-byte stores, four a step: not memset, whose string instruction for a room of a
+ * few kilobytes and more is a step a byte by an instruction count (gcc would make the loop a memset call) */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+static void fill_bytes(void *p, int byte, size_t n) {
+    unsigned char *q = p;
+    uint64_t w = 0x0101010101010101ULL * (unsigned char)byte;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        memcpy(q + i, &w, 8);
+        memcpy(q + i + 8, &w, 8);
+        memcpy(q + i + 16, &w, 8);
+        memcpy(q + i + 24, &w, 8);
+    }
+    for (; i < n; i++)
+        q[i] = (unsigned char)byte;
+}
+
 static int grow_bytes(void **p, size_t *have, size_t need, size_t elem, int fill) {
     if (need <= *have)
         return 0;
@@ -226,7 +245,7 @@ static int grow_bytes(void **p, size_t *have, size_t need, size_t elem, int fill
         PyErr_NoMemory();
         return -1;
     }
-    memset(q + *have * elem, fill, (cap - *have) * elem);
+    fill_bytes(q + *have * elem, fill, (cap - *have) * elem);
     *p = q;
     *have = cap;
     return 0;
@@ -312,21 +331,12 @@ static uint32_t next_stamp(Core *c) {
 }
 
 /* Core(cluster, capacity, top, brim) */
-/* calloc(n, size) zeroed by eight-byte stores, four a step: not calloc's memset, whose string instruction
- * for a fabric's per-link arrays is a step a byte by an instruction count (as zero_f64, below; gcc would make
- * the loop a memset call) */
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("no-tree-loop-distribute-patterns")))
-#endif
+/* calloc(n, size), zeroed by fill_bytes: not calloc's memset (a step a byte by an instruction count) */
 static void *zalloc(size_t n, size_t size) {
-    size_t words = (n * size + 7) / 8, i = 0;
-    uint64_t *p = malloc((words ? words : 1) * sizeof(uint64_t));
-    if (!p)
-        return NULL;
-    for (; i + 4 <= words; i += 4)
-        p[i] = p[i + 1] = p[i + 2] = p[i + 3] = 0;
-    for (; i < words; i++)
-        p[i] = 0;
+    size_t bytes = n * size;
+    void *p = malloc(bytes > 0 ? bytes : 1);
+    if (p)
+        fill_bytes(p, 0, bytes);
     return p;
 }
 
@@ -612,7 +622,7 @@ static void arrs_release(Arr **all, int n) {
 
 static void clear_members(Core *c) {
     c->counted = 0;
-    memset(c->msize, 0, (size_t)c->narcs * sizeof(int32_t));
+    fill_bytes(c->msize, 0, (size_t)c->narcs * sizeof(int32_t));
     if (c->nslots)
         memset(c->sin, 0, c->nslots);
 }
@@ -621,11 +631,11 @@ static void clear_members(Core *c) {
 static PyObject *Core_reset(Core *c, PyObject *kept) {
     clear_members(c);
     if (c->npaths)
-        memset(c->poff, 0xff, c->npaths * sizeof(int64_t));
+        fill_bytes(c->poff, 0xff, c->npaths * sizeof(int64_t));
     c->pool.n = 0;
     c->pscan = 0;
     if (c->nslots)
-        memset(c->spid, 0xff, c->nslots * sizeof(int64_t));
+        fill_bytes(c->spid, 0xff, c->nslots * sizeof(int64_t));
     Py_INCREF(kept);
     Py_XSETREF(c->kept, kept);
     Py_RETURN_NONE;
@@ -2057,8 +2067,7 @@ static int tt_room(Py_ssize_t **tab, Py_ssize_t *cap_, Py_ssize_t *fill_, Py_ssi
         PyErr_NoMemory();
         return -1;
     }
-    for (Py_ssize_t i = 0; i < cap; i++)
-        t[i] = -1;
+    fill_bytes(t, 0xff, sizeof(Py_ssize_t) * (size_t)cap); /* (every entry -1) */
     for (Py_ssize_t i = 0; i < *cap_; i++)
         if ((*tab)[i] >= 0)
             fb_place(t, cap, *(const double *)(bk + (size_t)(*tab)[i] * stride), (*tab)[i], &fill);
@@ -10396,7 +10405,7 @@ static Py_ssize_t active_slots(const Arr *active, const Arr *path, Py_ssize_t **
 /* Rates._count_users: each kept link's users among the flows ``slots`` (into ``users``, narcs of them, zeroed
  * first) and how many links have two or more (into *shared): 0, or -1 with an exception set */
 static int core_count(Core *c, const Py_ssize_t *slots, Py_ssize_t n, const Arr *path, int64_t *users, long *shared) {
-    memset(users, 0, sizeof(int64_t) * (size_t)c->narcs);
+    fill_bytes(users, 0, sizeof(int64_t) * (size_t)c->narcs);
     for (Py_ssize_t i = 0; i < n; i++) {
         const int32_t *arcs;
         int32_t len;
