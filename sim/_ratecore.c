@@ -215,6 +215,25 @@ static inline int il_push(IList *l, int32_t x) {
     return 0;
 }
 
+/* memset(p, byte, n) by eight-byte stores, four a step: not memset, whose string instruction for a room of a
+ * few kilobytes and more is a step a byte by an instruction count (gcc would make the loop a memset call) */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+static void fill_bytes(void *p, int byte, size_t n) {
+    unsigned char *q = p;
+    uint64_t w = 0x0101010101010101ULL * (unsigned char)byte;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        memcpy(q + i, &w, 8);
+        memcpy(q + i + 8, &w, 8);
+        memcpy(q + i + 16, &w, 8);
+        memcpy(q + i + 24, &w, 8);
+    }
+    for (; i < n; i++)
+        q[i] = (unsigned char)byte;
+}
+
 static int grow_bytes(void **p, size_t *have, size_t need, size_t elem, int fill) {
     if (need <= *have)
         return 0;
@@ -226,7 +245,7 @@ static int grow_bytes(void **p, size_t *have, size_t need, size_t elem, int fill
         PyErr_NoMemory();
         return -1;
     }
-    memset(q + *have * elem, fill, (cap - *have) * elem);
+    fill_bytes(q + *have * elem, fill, (cap - *have) * elem);
     *p = q;
     *have = cap;
     return 0;
@@ -312,6 +331,15 @@ static uint32_t next_stamp(Core *c) {
 }
 
 /* Core(cluster, capacity, top, brim) */
+/* calloc(n, size), zeroed by fill_bytes: not calloc's memset (a step a byte by an instruction count) */
+static void *zalloc(size_t n, size_t size) {
+    size_t bytes = n * size;
+    void *p = malloc(bytes > 0 ? bytes : 1);
+    if (p)
+        fill_bytes(p, 0, bytes);
+    return p;
+}
+
 static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     PyObject *cluster, *ocap, *otop, *obrim;
     if (!PyArg_ParseTuple(args, "OOOO", &cluster, &ocap, &otop, &obrim))
@@ -330,11 +358,11 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     Py_ssize_t m = cap.n, k = m ? m : 1;
     c->narcs = m;
     c->cap = malloc(k * sizeof(double)), c->top = malloc(k * sizeof(double)), c->brim = malloc(k * sizeof(double));
-    c->load = calloc(k, sizeof(double)), c->full = calloc(k, 1), c->zfull = calloc(k, 1);
-    c->mem = calloc(k, sizeof(int32_t *)), c->msize = calloc(k, sizeof(int32_t)), c->mcap = calloc(k, sizeof(int32_t));
-    c->arc_mark = calloc(k, sizeof(uint32_t)), c->arc_mark2 = calloc(k, sizeof(uint32_t));
-    c->arc_cnt = calloc(k, sizeof(int32_t)), c->arc_loc = calloc(k, sizeof(int32_t));
-    c->arc_delta = calloc(k, sizeof(double));
+    c->load = zalloc(k, sizeof(double)), c->full = zalloc(k, 1), c->zfull = zalloc(k, 1);
+    c->mem = zalloc(k, sizeof(int32_t *)), c->msize = zalloc(k, sizeof(int32_t)), c->mcap = zalloc(k, sizeof(int32_t));
+    c->arc_mark = zalloc(k, sizeof(uint32_t)), c->arc_mark2 = zalloc(k, sizeof(uint32_t));
+    c->arc_cnt = zalloc(k, sizeof(int32_t)), c->arc_loc = zalloc(k, sizeof(int32_t));
+    c->arc_delta = zalloc(k, sizeof(double));
     if (!c->cap || !c->top || !c->brim || !c->load || !c->full || !c->zfull || !c->mem || !c->msize || !c->mcap ||
         !c->arc_mark || !c->arc_mark2 || !c->arc_cnt || !c->arc_loc || !c->arc_delta) {
         PyErr_NoMemory();
@@ -594,7 +622,7 @@ static void arrs_release(Arr **all, int n) {
 
 static void clear_members(Core *c) {
     c->counted = 0;
-    memset(c->msize, 0, (size_t)c->narcs * sizeof(int32_t));
+    fill_bytes(c->msize, 0, (size_t)c->narcs * sizeof(int32_t));
     if (c->nslots)
         memset(c->sin, 0, c->nslots);
 }
@@ -603,11 +631,11 @@ static void clear_members(Core *c) {
 static PyObject *Core_reset(Core *c, PyObject *kept) {
     clear_members(c);
     if (c->npaths)
-        memset(c->poff, 0xff, c->npaths * sizeof(int64_t));
+        fill_bytes(c->poff, 0xff, c->npaths * sizeof(int64_t));
     c->pool.n = 0;
     c->pscan = 0;
     if (c->nslots)
-        memset(c->spid, 0xff, c->nslots * sizeof(int64_t));
+        fill_bytes(c->spid, 0xff, c->nslots * sizeof(int64_t));
     Py_INCREF(kept);
     Py_XSETREF(c->kept, kept);
     Py_RETURN_NONE;
@@ -2039,8 +2067,7 @@ static int tt_room(Py_ssize_t **tab, Py_ssize_t *cap_, Py_ssize_t *fill_, Py_ssi
         PyErr_NoMemory();
         return -1;
     }
-    for (Py_ssize_t i = 0; i < cap; i++)
-        t[i] = -1;
+    fill_bytes(t, 0xff, sizeof(Py_ssize_t) * (size_t)cap); /* (every entry -1) */
     for (Py_ssize_t i = 0; i < *cap_; i++)
         if ((*tab)[i] >= 0)
             fb_place(t, cap, *(const double *)(bk + (size_t)(*tab)[i] * stride), (*tab)[i], &fill);
@@ -10378,7 +10405,7 @@ static Py_ssize_t active_slots(const Arr *active, const Arr *path, Py_ssize_t **
 /* Rates._count_users: each kept link's users among the flows ``slots`` (into ``users``, narcs of them, zeroed
  * first) and how many links have two or more (into *shared): 0, or -1 with an exception set */
 static int core_count(Core *c, const Py_ssize_t *slots, Py_ssize_t n, const Arr *path, int64_t *users, long *shared) {
-    memset(users, 0, sizeof(int64_t) * (size_t)c->narcs);
+    fill_bytes(users, 0, sizeof(int64_t) * (size_t)c->narcs);
     for (Py_ssize_t i = 0; i < n; i++) {
         const int32_t *arcs;
         int32_t len;
@@ -10816,21 +10843,27 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
         Py_ssize_t top = 0; /* each path's first flow, by a table over the path ids (pids are >= 0: checked) */
         for (Py_ssize_t i = 0; i < n; i++)
             top = pid[i] >= top ? pid[i] + 1 : top;
-        Py_ssize_t *at = malloc(sizeof(Py_ssize_t) * (size_t)(top + 1));
-        if (!at) {
-            PyErr_NoMemory();
-            goto out;
+        /* (the table kept from call to call, every entry -1 between calls: the entries set are put back) */
+        static Py_ssize_t *at = NULL, at_cap = 0;
+        if (top + 1 > at_cap) {
+            Py_ssize_t cap = top + 1 > 2 * at_cap ? top + 1 : 2 * at_cap;
+            Py_ssize_t *grown = realloc(at, sizeof(Py_ssize_t) * (size_t)cap);
+            if (!grown) {
+                PyErr_NoMemory();
+                goto out;
+            }
+            for (Py_ssize_t k = at_cap; k < cap; k++)
+                grown[k] = -1;
+            at = grown, at_cap = cap;
         }
-        for (Py_ssize_t k = 0; k < top; k++)
-            at[k] = -1;
         for (Py_ssize_t i = n - 1; i >= 0; i--)
             at[pid[i]] = i;
         for (Py_ssize_t k = 0; k < top; k++)
             if (at[k] >= 0) {
                 first[nk] = rv[at[k]];
                 uniq[nk++] = k;
+                at[k] = -1;
             }
-        free(at);
         long most;
         if (!(keys_o = w_array(w, 'i', uniq, nk)) || !(first_o = w_array(w, 'f', first, nk)) ||
             !(cache = iget_at(rates, R_AT(R_CACHE))) || !(key = iget_at(rates, R_AT(R_KEY))) ||
@@ -12296,8 +12329,9 @@ static int df_reads(DfDone *d, PyObject **v) {
  * there (``held`` an int that the sum fits) and the class has neither name (iset_rest's test) -- else by
  * add_attr and iset themselves. 1 where done in the dict and the value replaced was a plain int or float (no
  * line but the two stores ran), 0 where done otherwise, -1 with an exception set */
-static int df_held(PyObject *st, long by, PyObject *now_o) {
+static int df_held(PyObject *st, long by, PyObject *now_o, long *sum_out) {
     PyObject **dp = idict(st);
+    *sum_out = -1;
     if (dp && !_PyType_Lookup(Py_TYPE(st), d_s[D_HELD]) && !_PyType_Lookup(Py_TYPE(st), d_s[D_END])) {
         PyObject *d = *dp, *h = PyDict_GetItemWithError(d, d_s[D_HELD]);
         PyObject *e = h && PyLong_CheckExact(h) ? PyDict_GetItemWithError(d, d_s[D_END]) : NULL;
@@ -12311,7 +12345,12 @@ static int df_held(PyObject *st, long by, PyObject *now_o) {
                 PyObject *sum = PyLong_FromLong(x + by);
                 int rc = sum ? PyDict_SetItem(d, d_s[D_HELD], sum) : -1;
                 Py_XDECREF(sum);
-                return rc < 0 || PyDict_SetItem(d, d_s[D_END], now_o) < 0 ? -1 : plain;
+                /* (st.end already now, the same object: the store would change nothing -- CPython stores, and
+                 * moves the dict's version tag, only where the value is another object) */
+                if (rc < 0 || (e != now_o && PyDict_SetItem(d, d_s[D_END], now_o) < 0))
+                    return -1;
+                *sum_out = x + by;
+                return plain;
             }
             PyErr_Clear();
         }
@@ -12355,6 +12394,11 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     }
     Py_ssize_t started;
     long long held;
+    long held_now = -1; /* st.held after df_held's store, -1 where not known */
+#if IG_MEMO
+    PyObject **held_dp = NULL, *held_dict = NULL;
+    uint64_t held_tag = 0;
+#endif
     int settled = settle_with(argv, ms, n, &started, &held); /* (the messages as they are: no array made for them) */
     out = Py_NewRef(argv[6]);
     for (int j = 2; j < 7; j++)
@@ -12365,12 +12409,14 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
 #if IG_MEMO
         PyObject **sp = d->std ? idict(st) : NULL;
 #endif
-        int how = df_held(st, (long)held, now_o);
+        int how = df_held(st, (long)held, now_o, &held_now);
         if (how < 0)
             goto out;
 #if IG_MEMO
         if (sp && *sp == d->std) /* (st's dict changed by these two stores alone: what was kept stands) */
             d->stt = how ? dict_tag(*sp) : 0, d->std = how ? d->std : NULL;
+        if (held_now >= 0 && (held_dp = idict(st)) != NULL) /* (st.held as stored, while st's dict stands) */
+            held_dict = *held_dp, held_tag = dict_tag(held_dict);
 #endif
     }
     if (started) { /* self._send(self._out[:started].copy()) */
@@ -12407,8 +12453,16 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     }
     /* if st.held == len(flow) and not self.done.triggered: self.done.succeed() */
     {
-        PyObject *h = iget(st, d_s[D_HELD]), *flow = h ? iget(ex, d_s[D_FLOW]) : NULL;
-        Py_ssize_t total = -1, hv = h ? PyLong_AsSsize_t(h) : -1;
+        PyObject *h = NULL, *flow;
+        Py_ssize_t total = -1, hv = -1;
+#if IG_MEMO
+        /* (st.held the sum df_held stored where st's dict is unchanged since: the same object, not read again) */
+        if (held_dict && (held_dp = idict(st)) != NULL && *held_dp == held_dict && dict_tag(held_dict) == held_tag)
+            hv = (Py_ssize_t)held_now, h = Py_NewRef(Py_None);
+#endif
+        if (!h && (h = iget(st, d_s[D_HELD])) != NULL)
+            hv = PyLong_AsSsize_t(h);
+        flow = h ? iget(ex, d_s[D_FLOW]) : NULL;
         if (flow && flow == d->flow && d->total >= 0)
             total = d->total;
         else if (flow && (total = PyObject_Length(flow)) >= 0) {

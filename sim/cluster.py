@@ -51,8 +51,9 @@ def _grown(values: np.ndarray, size: int) -> np.ndarray:
     """``values`` in an array of ``size`` (not fewer) entries, the rest zero: the room a growing column takes
     (``np.resize``, which fills the rest with repeats of ``values``, took ~5x as long; no entry past those
     interned is read)."""
-    out = np.zeros(size, dtype=values.dtype)
+    out = np.empty(size, dtype=values.dtype)
     out[: len(values)] = values
+    out[len(values) :] = 0
     return out
 
 
@@ -649,8 +650,11 @@ class Cluster:
             parts.append(rows)
             lefts.append(left)
         width = max((p.shape[1] for p in parts), default=1)
-        rows = np.concatenate([_widened(p, width) for p in parts]) if parts else np.full((0, 1), -1, dtype=np.int64)
-        left = np.flatnonzero(np.concatenate(lefts)) if lefts else np.zeros(0, dtype=np.int64)
+        if len(parts) == 1:  # (one block, the router's own fresh arrays: no copies)
+            rows, left = parts[0], np.flatnonzero(lefts[0])
+        else:
+            rows = np.concatenate([_widened(p, width) for p in parts]) if parts else np.full((0, 1), -1, dtype=np.int64)
+            left = np.flatnonzero(np.concatenate(lefts)) if lefts else np.zeros(0, dtype=np.int64)
         if len(left):
             # each leg's first place among the triples': its triple, the way to the via before the way on
             if distinct:  # (the triples' places once sorted: no via, so a leg's (s, d) orders them)

@@ -593,14 +593,15 @@ class Network(_NET_BASE):
         """Bytes carried so far by every link direction (indexed like the cluster's arcs)."""
         paths = self.cluster.paths
         n = min(paths.count, len(self._path_bytes))  # routes interned after the last booking carried nothing
-        out = np.zeros(self.cluster.num_arcs)
-        if n:
+        if not n:
+            out = np.zeros(self.cluster.num_arcs)
+        else:
             lens = paths.length[:n]
             reps = np.repeat(self._path_bytes[:n], lens)
             # the first n paths' arcs lie one after another from the table's start (paths are only ever
             # appended); each arc's bytes summed in that order, as np.add.at sums them
             end = int(paths.start[n - 1] + lens[n - 1])
-            out = np.bincount(paths.arcs[:end], weights=reps, minlength=len(out))
+            out = np.bincount(paths.arcs[:end], weights=reps, minlength=self.cluster.num_arcs)
         if self._unpathed is not None:
             out += self._unpathed[0]
         return out
