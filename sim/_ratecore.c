@@ -215,25 +215,6 @@ static inline int il_push(IList *l, int32_t x) {
     return 0;
 }
 
-/* memset(p, byte, n) by eight-byte stores, four a step: not memset, whose string instruction for a room of a
- * few kilobytes and more is a step a byte by an instruction count (gcc would make the loop a memset call) */
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("no-tree-loop-distribute-patterns")))
-#endif
-static void fill_bytes(void *p, int byte, size_t n) {
-    unsigned char *q = p;
-    uint64_t w = 0x0101010101010101ULL * (unsigned char)byte;
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        memcpy(q + i, &w, 8);
-        memcpy(q + i + 8, &w, 8);
-        memcpy(q + i + 16, &w, 8);
-        memcpy(q + i + 24, &w, 8);
-    }
-    for (; i < n; i++)
-        q[i] = (unsigned char)byte;
-}
-
 static int grow_bytes(void **p, size_t *have, size_t need, size_t elem, int fill) {
     if (need <= *have)
         return 0;
@@ -245,7 +226,7 @@ static int grow_bytes(void **p, size_t *have, size_t need, size_t elem, int fill
         PyErr_NoMemory();
         return -1;
     }
-    fill_bytes(q + *have * elem, fill, (cap - *have) * elem);
+    memset(q + *have * elem, fill, (cap - *have) * elem);
     *p = q;
     *have = cap;
     return 0;
@@ -331,15 +312,6 @@ static uint32_t next_stamp(Core *c) {
 }
 
 /* Core(cluster, capacity, top, brim) */
-/* calloc(n, size), zeroed by fill_bytes: not calloc's memset (a step a byte by an instruction count) */
-static void *zalloc(size_t n, size_t size) {
-    size_t bytes = n * size;
-    void *p = malloc(bytes > 0 ? bytes : 1);
-    if (p)
-        fill_bytes(p, 0, bytes);
-    return p;
-}
-
 static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     PyObject *cluster, *ocap, *otop, *obrim;
     if (!PyArg_ParseTuple(args, "OOOO", &cluster, &ocap, &otop, &obrim))
@@ -358,11 +330,11 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     Py_ssize_t m = cap.n, k = m ? m : 1;
     c->narcs = m;
     c->cap = malloc(k * sizeof(double)), c->top = malloc(k * sizeof(double)), c->brim = malloc(k * sizeof(double));
-    c->load = zalloc(k, sizeof(double)), c->full = zalloc(k, 1), c->zfull = zalloc(k, 1);
-    c->mem = zalloc(k, sizeof(int32_t *)), c->msize = zalloc(k, sizeof(int32_t)), c->mcap = zalloc(k, sizeof(int32_t));
-    c->arc_mark = zalloc(k, sizeof(uint32_t)), c->arc_mark2 = zalloc(k, sizeof(uint32_t));
-    c->arc_cnt = zalloc(k, sizeof(int32_t)), c->arc_loc = zalloc(k, sizeof(int32_t));
-    c->arc_delta = zalloc(k, sizeof(double));
+    c->load = calloc(k, sizeof(double)), c->full = calloc(k, 1), c->zfull = calloc(k, 1);
+    c->mem = calloc(k, sizeof(int32_t *)), c->msize = calloc(k, sizeof(int32_t)), c->mcap = calloc(k, sizeof(int32_t));
+    c->arc_mark = calloc(k, sizeof(uint32_t)), c->arc_mark2 = calloc(k, sizeof(uint32_t));
+    c->arc_cnt = calloc(k, sizeof(int32_t)), c->arc_loc = calloc(k, sizeof(int32_t));
+    c->arc_delta = calloc(k, sizeof(double));
     if (!c->cap || !c->top || !c->brim || !c->load || !c->full || !c->zfull || !c->mem || !c->msize || !c->mcap ||
         !c->arc_mark || !c->arc_mark2 || !c->arc_cnt || !c->arc_loc || !c->arc_delta) {
         PyErr_NoMemory();
@@ -622,7 +594,7 @@ static void arrs_release(Arr **all, int n) {
 
 static void clear_members(Core *c) {
     c->counted = 0;
-    fill_bytes(c->msize, 0, (size_t)c->narcs * sizeof(int32_t));
+    memset(c->msize, 0, (size_t)c->narcs * sizeof(int32_t));
     if (c->nslots)
         memset(c->sin, 0, c->nslots);
 }
@@ -631,11 +603,11 @@ static void clear_members(Core *c) {
 static PyObject *Core_reset(Core *c, PyObject *kept) {
     clear_members(c);
     if (c->npaths)
-        fill_bytes(c->poff, 0xff, c->npaths * sizeof(int64_t));
+        memset(c->poff, 0xff, c->npaths * sizeof(int64_t));
     c->pool.n = 0;
     c->pscan = 0;
     if (c->nslots)
-        fill_bytes(c->spid, 0xff, c->nslots * sizeof(int64_t));
+        memset(c->spid, 0xff, c->nslots * sizeof(int64_t));
     Py_INCREF(kept);
     Py_XSETREF(c->kept, kept);
     Py_RETURN_NONE;
@@ -2067,7 +2039,8 @@ static int tt_room(Py_ssize_t **tab, Py_ssize_t *cap_, Py_ssize_t *fill_, Py_ssi
         PyErr_NoMemory();
         return -1;
     }
-    fill_bytes(t, 0xff, sizeof(Py_ssize_t) * (size_t)cap); /* (every entry -1) */
+    for (Py_ssize_t i = 0; i < cap; i++)
+        t[i] = -1;
     for (Py_ssize_t i = 0; i < *cap_; i++)
         if ((*tab)[i] >= 0)
             fb_place(t, cap, *(const double *)(bk + (size_t)(*tab)[i] * stride), (*tab)[i], &fill);
@@ -10405,7 +10378,7 @@ static Py_ssize_t active_slots(const Arr *active, const Arr *path, Py_ssize_t **
 /* Rates._count_users: each kept link's users among the flows ``slots`` (into ``users``, narcs of them, zeroed
  * first) and how many links have two or more (into *shared): 0, or -1 with an exception set */
 static int core_count(Core *c, const Py_ssize_t *slots, Py_ssize_t n, const Arr *path, int64_t *users, long *shared) {
-    fill_bytes(users, 0, sizeof(int64_t) * (size_t)c->narcs);
+    memset(users, 0, sizeof(int64_t) * (size_t)c->narcs);
     for (Py_ssize_t i = 0; i < n; i++) {
         const int32_t *arcs;
         int32_t len;
