@@ -10405,19 +10405,6 @@ static int core_rebuild(Core *c, const Py_ssize_t *slots, Py_ssize_t n, const Ar
     return 0;
 }
 
-/* p[0 .. n-1] = 0.0, eight stores a step: not memset, whose string instruction for a whole fabric's loads is
- * tens of thousands of steps by an instruction count (gcc would make the loop a memset call) */
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("no-tree-loop-distribute-patterns")))
-#endif
-static void zero_f64(double *p, Py_ssize_t n) {
-    Py_ssize_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        p[i] = p[i + 1] = p[i + 2] = p[i + 3] = p[i + 4] = p[i + 5] = p[i + 6] = p[i + 7] = 0.0;
-    for (; i < n; i++)
-        p[i] = 0.0;
-}
-
 /* Rates._reload for the core: every kept link's load, the flows ``slots`` at their rates in order then the
  * flows ended since (``gone``, a list of (pids, rates)) at theirs, the same sums in the same order as
  * np.bincount and np.add.at make them (a link left out: 0), and the full set from them (Core.set_load) */
@@ -10425,7 +10412,7 @@ static int core_reload(Core *c, const Py_ssize_t *slots, Py_ssize_t n, const Arr
     /* every load 0.0 (all its bytes zero) and every full flag as at no load; then each link a flow crosses gets
      * its flag anew after each sum onto it, so its last one is from its whole load -- the flags of the whole
      * pass over the links, without the pass */
-    zero_f64(c->load, c->narcs);
+    memset(c->load, 0, (size_t)c->narcs * sizeof(double));
     memcpy(c->full, c->zfull, (size_t)c->narcs);
     for (Py_ssize_t i = 0; i < n; i++) {
         const int32_t *arcs;
