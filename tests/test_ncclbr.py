@@ -12,7 +12,7 @@ import pytest
 from sim.algorithms import get_algorithm
 from sim.algorithms.nccl import chain_s
 from sim.cluster import Cluster
-from sim.errors import AlgorithmError
+from sim.errors import AlgorithmError, CollsimError
 from sim.nccl import bcred, tuner
 from sim.nccl.versions import parse_version, tuning_for
 from sim.simulate import simulate
@@ -143,6 +143,20 @@ def test_an_algorithm_nccl_does_not_run_for_broadcast_or_reduce_is_one_line(coll
             simulate("dgx-h100-2", coll, spec, 2**20)
         assert "\n" not in str(info.value)
     assert simulate("dgx-h100-2", coll, "nccl:algo=^tree", 2**20).time_s > 0
+
+
+@pytest.mark.parametrize("coll", CHAINS)
+def test_per_channel_caps_are_refused_for_the_chain_in_one_line(coll):
+    """``caps`` applies NCCL's per-channel caps to the all-reduce / all-gather / reduce-scatter schedules; the
+    chain has none to apply, so asking for them is refused rather than ignored (``caps=none`` is the default)."""
+    for caps in ("ring", "tree", "all"):
+        with pytest.raises(CollsimError, match="not to broadcast's or reduce's chain") as info:
+            simulate("dgx-h100-2", coll, f"nccl:caps={caps}", 2**20)
+        assert "\n" not in str(info.value)
+    assert (
+        simulate("dgx-h100-2", coll, "nccl:caps=none", 2**20).time_s
+        == simulate("dgx-h100-2", coll, "nccl", 2**20).time_s
+    )
 
 
 def test_cli_shows_the_pick_per_size_and_refuses_bad_input_in_one_line():

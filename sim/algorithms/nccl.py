@@ -371,6 +371,18 @@ class NcclReduceScatter(_NcclGathering):
     )
 
 
+class NcclChainOptions(NcclGatherOptions):
+    @field_validator("caps")
+    @classmethod
+    def _caps(cls, value: str) -> str:
+        if value != "none":  # (the chain's program has no per-channel cap to apply)
+            raise ValueError(
+                "NCCL's per-channel caps are applied to the all-reduce, all-gather and reduce-scatter schedules, "
+                "not to broadcast's or reduce's chain: leave caps out"
+            )
+        return value
+
+
 class _NcclChain(Nccl):
     """``nccl`` for broadcast and reduce: NCCL's tuner for that collective (:mod:`sim.nccl.bcred`: the
     ring, the protocol priced per size), simulated as NCCL runs it -- a chain along each channel's ring,
@@ -381,9 +393,9 @@ class _NcclChain(Nccl):
     The step program depends on the root, which :meth:`program` is not given: :meth:`dataflow` (which
     the simulation asks next, with the root) returns it, and :meth:`program` returns None."""
 
-    Options = NcclGatherOptions
+    Options = NcclChainOptions
     examples = ("nccl:algo=ring", "nccl:proto=ll128", "nccl:version=2.20.5")
-    options: NcclGatherOptions  # type: ignore[assignment]
+    options: NcclChainOptions  # type: ignore[assignment]
     algo_names: ClassVar[dict[str, str]] = GATHER_ALGO_NAMES
     universe: ClassVar[tuple[str, ...]] = tuner.ALGORITHMS + ("pat",)
 
