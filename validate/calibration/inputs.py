@@ -347,14 +347,14 @@ _ROW = re.compile(r"^\s*\d+\s+\d+\s+[A-Za-z]")
 #: and the out-of-place side after the first timing) with an NCCL log line (``gcn151:1904979:1905073 [0] NCCL INFO
 #: Channel ...``) glued to them: another rank's output, where the row's process had printed no newline yet
 #: (``  2097152  524288  float  sum  -1gcn151:...``); the rest of that row comes later, on a line of its own
-#: NCCL's word that it cannot run NVLS (a board without an NVSwitch, a GPU or a driver without multicast): as
-#: ``NCCL_NVLS_ENABLE=0``, NVLS and NVLSTree are out of the run's schedules (``... [0] NCCL INFO NVLS multicast
-#: support is not available on dev 0``)
-_NVLS_UNAVAILABLE = re.compile(r"\bNCCL INFO NVLS multicast support is not available\b")
 _GLUED_NCCL_LINE = re.compile(
     r"^(\s*\d+\s+\d+\s+[A-Za-z]\w*\s+(?:\w+\s+)?-?\d+(?:\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+\S+)?)\s*"
     r"(?=[\w.-]+:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN|TRACE)\b)"
 )
+#: NCCL's word that it cannot run NVLS (a board without an NVSwitch, a GPU or a driver without multicast): as
+#: ``NCCL_NVLS_ENABLE=0``, NVLS and NVLSTree are out of the run's schedules (``... [0] NCCL INFO NVLS multicast
+#: support is not available on dev 0``)
+_NVLS_UNAVAILABLE = re.compile(r"\bNCCL INFO NVLS multicast support is not available\b")
 #: what NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING prints for each call on rank 0 (enqueue.cc): ``AllReduce:
 #: 1048576 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}`` (2.24 on), ``[AllReduce: ]1048576 Bytes ->
 #: Algo 1 proto 0 time 12.3`` (2.20-2.23: NCCL's indices, in the order of :data:`sim.nccl.tuner.ALGORITHMS`)
