@@ -40,7 +40,7 @@ from sim.linkclass import LINK_CLASSES, classes_of
 
 from .file import MAX_EFFICIENCY, Calibration, ClassCalibration, FitQuality, Residual, Segment, Source
 from .inputs import Sample
-from .nccl_fit import _check_hosts, check_gpu, fit_nccl, is_nccl_schedule, runs_nccl_schedules, stated_release
+from .nccl_fit import check_gpu, check_hosts, fit_nccl, is_nccl_schedule, runs_nccl_schedules, stated_release
 
 __all__ = ["Point", "SegmentFit", "fit_calibration", "fit_segments"]
 
@@ -477,7 +477,7 @@ def fit_calibration(
                     "not modelled; the fit absorbs any change into the efficiencies"
                 )
     if collectives:
-        _check_hosts(collectives, cluster)  # as for NCCL's schedules: a log's hosts and GPU bind any whole collective
+        check_hosts(collectives, cluster)  # as for NCCL's schedules: a log's hosts and GPU bind any whole collective
         check_gpu(collectives, cluster)
         coll_entries, fitted, more = _classes_from_collectives(collectives, cluster, gamma, **kw)
         for name, entry in coll_entries.items():

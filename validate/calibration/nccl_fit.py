@@ -50,6 +50,7 @@ __all__ = [
     "FIT_MIN_BYTES",
     "NcclFit",
     "check_gpu",
+    "check_hosts",
     "fit_nccl",
     "is_nccl_schedule",
     "runs_nccl_schedules",
@@ -200,7 +201,7 @@ def _start(
     return best, active
 
 
-def _check_hosts(samples: Sequence[Sample], cluster: Cluster) -> None:
+def check_hosts(samples: Sequence[Sample], cluster: Cluster) -> None:
     """Refuse a log whose rank lines name more hosts than the topology puts its ranks on (a 2-node run of
     one GPU a node on an 8-GPU host): what crossed the network would be fitted to NVLink."""
     runs = {(s.ranks, s.hosts): s.origin for s in samples if s.hosts > 1}
@@ -269,7 +270,7 @@ def fit_nccl(samples: Sequence[Sample], cluster: Cluster, *, min_bytes: float = 
             raise CalibrationError(f"{s.origin}: {s.ranks} ranks, but the topology has {cluster.size} GPUs")
         if s.ranks < 2:
             raise CalibrationError(f"{s.origin}: one rank moves no data; nothing to calibrate")
-    _check_hosts(samples, cluster)
+    check_hosts(samples, cluster)
     check_gpu(samples, cluster)
     chosen = _spread([s for s in samples if s.size >= min_bytes] or list(samples))
     p = max(s.ranks for s in chosen)
