@@ -141,6 +141,10 @@ _SHAPES = (
     (re.compile(r"\ba3-megagpu-8g\b", re.I), (8, 200.0), ("h100",)),  # GCP A3 Mega: 8 x 200 Gb/s GPU NICs (1,600 Gb/s)
     (re.compile(r"\bDGX\s*[HB]200\b|\bDGX\s*H100\b", re.I), (8, 400.0), ("h100", "h200", "b200")),  # 8 x CX-7 400
     (re.compile(r"\bDGX\s*A100\b", re.I), (8, 200.0), ("a100",)),  # NVIDIA: 8 x ConnectX-6 200 Gb/s (compute fabric)
+    # ALCF's Polaris Machine Overview: "a pair of Slingshot 11 network adapters" a node (4 A100s); NERSC's
+    # Perlmutter architecture page: four Slingshot 11 NICs a GPU node (4 A100s); Slingshot 11: 200 Gb/s
+    (re.compile(r"\bPolaris\b", re.I), (2, 200.0), ("a100",)),
+    (re.compile(r"\bPerlmutter\b", re.I), (4, 200.0), ("a100",)),
 )
 #: ``400G`` alone is a port speed only before a network's name (``A100 40G`` is memory): ``400G IB``
 _BARE_G = re.compile(
@@ -330,10 +334,13 @@ def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = N
     >>> stated_nics("#% one of BM.GPU.H100.8, BM.GPU.A100-v2.8, BM.GPU4.8", gpu="a100")
     (16, 100.0)
 
-    HPE Slingshot by name (no figure): its NIC's speed, and the count a header states per node:
+    HPE Slingshot by name (no figure): its NIC's speed, and the count a header states per node, else the count of
+    the system it names (ALCF Polaris 2, NERSC Perlmutter 4):
 
     >>> stated_nics("#% 4x A100-SXM4-40GB/node, HPE Slingshot 11, 2 NICs/node"), stated_nics("#% Slingshot-10")
     ((2, 200.0), (None, 100.0))
+    >>> stated_nics("#% 256 ALCF Polaris nodes, HPE Slingshot 11"), stated_nics("#% NERSC Perlmutter, Slingshot 11 / CXI")
+    ((2, 200.0), (4, 200.0))
 
     A ratio of GPUs to NICs gives the count where no figure does (a host's GPUs of the run, rounded up):
 
@@ -383,12 +390,18 @@ def _stated_figures(
         return None, float(m.group(1))
     if m := _BARE_IB.search(header):
         return None, float(_IB[m.group(1).lower()])
-    if m := _SLINGSHOT.search(header):  # (the count where the header states one per node)
-        count = int(c.group(1)) if (c := _NICS_PER_NODE.search(header)) else None
+    if m := _SLINGSHOT.search(header):  # (the count where the header states one per node, or its system's)
+        count = int(c.group(1)) if (c := _NICS_PER_NODE.search(header)) else _shape(header, gpu)[0]
         return count, 100.0 if m.group(1) == "10" else 200.0
     for m in _COUNT_CX.finditer(text):
         if not _GPU.search(m.group(2)):
             return int(m.group(1)), _CX_SPEED[m.group(3)]
+    return _shape(header, gpu)
+
+
+def _shape(header: str, gpu: str | None) -> tuple[int | None, float | None]:
+    """(NICs per node, Gb/s each) of the instance shape or system the header names (:data:`_SHAPES`), of the
+    log's GPU where it lists several; (None, None) where it names none."""
     for shape, nics, gpus in _SHAPES:
         if shape.search(header) and (gpu is None or gpu in gpus):
             return nics

@@ -209,6 +209,23 @@ def test_inference_builds_the_board_only_where_the_log_says_so(
     assert g.graph.get("nvswitch", True) is (preset is None)
 
 
+@pytest.mark.parametrize(
+    ("header", "nics"),
+    [
+        ("256 ALCF Polaris nodes, 4 NVIDIA A100-SXM4-40GB each, HPE Slingshot 11", 2),  # the system's pair
+        ("NERSC Perlmutter GPU nodes (4 NVIDIA A100-SXM4-40GB each, Slingshot 11 / CXI)", 4),
+        ("4 Polaris nodes x 4 A100-SXM4-40GB, HPE Slingshot 11, 4 NICs/node", 4),  # a count stated wins
+    ],
+)
+def test_a_named_system_gives_its_nic_count(tmp_path, header, nics):
+    """A Polaris or Perlmutter log that names Slingshot but no NIC count gets its system's (ALCF: a pair of
+    Slingshot 11 adapters a node; NERSC: four), 200 Gb/s each; a count the header states wins."""
+    log = nccl_logs.parse_log(_log(tmp_path, "sys-2node.txt", header, 8, 4, "NVIDIA A100-SXM4-40GB"))
+    g = nccl_logs.topology(log)
+    assert g.graph["nics_per_host"] == nics
+    assert {d["bandwidth"] for u, v, d in g.edges(data=True) if ":nic" in u and "leaf" in v} == {25e9}
+
+
 @pytest.mark.parametrize("preset", ["hgx-a100-4gpu", "hgx-h100-4gpu"])
 def test_board_preset_by_inline_spec(preset):
     """A 4-GPU board's preset builds 4 GPUs a host from an inline spec too (the loader hands the builder every
