@@ -302,6 +302,12 @@ _EFA_SETTING = re.compile(r"\bNCCL_(BUFFSIZE|NVLS_CHUNKSIZE|NVLSTREE_MAX_CHUNKSI
 _EFA_MODELLED = ("NCCL_BUFFSIZE=", "NCCL_P2P_NET_CHUNKSIZE=")
 
 
+def header_lines(text: str) -> str:
+    """The ``#%`` lines of a log (the poster's or our own notes of its hardware), joined: where a stated figure
+    or name counts as the log's hardware."""
+    return "\n".join(line for line in text.splitlines() if line.startswith("#%"))
+
+
 def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = None) -> tuple[int | None, float | None]:
     """(NICs per node, Gb/s each) as a log's header states them, or None where it does not; a count of -1
     says the speed is the node's total (``3.2 Tbps``, ``400 Gbps EFA``, ``1,600 Gbps``); a count said per
@@ -347,7 +353,7 @@ def stated_nics(text: str, gpus_per_host: int | None = None, gpu: str | None = N
     >>> stated_nics("#% ConnectX-6 (HDR), GPU:NIC = 2:1", 2), stated_nics("#% NIC:GPU = 1:2, NDR", 8)
     ((1, 200.0), (4, 400.0))
     """
-    header = "\n".join(line for line in text.splitlines() if line.startswith("#%"))
+    header = header_lines(text)
     count, speed = _stated_figures(text, header, gpus_per_host, gpu)
     ratio = _GPU_NIC_RATIO.search(header)
     if count is None and ratio and gpus_per_host:  # ``GPU:NIC = 2:1``: the speed stated apart, the count from it
@@ -455,7 +461,7 @@ def board_preset(log: Log) -> str | None:
     """The hgx preset of a 4-GPU board without an NVSwitch where the log says it ran on one (:data:`_BOARD`,
     or NCCL's NVLS line on a Hopper log of 4 GPUs a node, no DGX or NVSwitch named), else None: never on
     more than 4 GPUs a node, nor for a DGX's ``-g 4``."""
-    header = "\n".join(line for line in log.text.splitlines() if line.startswith("#%"))
+    header = header_lines(log.text)
     if log.gpus_per_host > 4 or log.gpu not in ("a100", "h100", "h200") or _SWITCHED.search(log.text):
         return None
     hopper = log.gpu != "a100"
@@ -504,7 +510,7 @@ def topology(log: Log) -> object:
         kw["gpus_per_pcie_switch"] = 1
     if speed:
         kw["nic_bandwidth"] = speed * 1e9 / 8
-    header = "\n".join(line for line in log.text.splitlines() if line.startswith("#%"))
+    header = header_lines(log.text)
     if _AMD.search(log.text) or _AMD_CODE.search(header):
         kw["cpu_vendor"] = "amd"
     elif _INTEL.search(log.text) or _INTEL_CODE.search(header):
