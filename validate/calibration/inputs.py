@@ -84,8 +84,7 @@ _BUILTIN = {
     "alltoall": "pairwise",
     "sendrecv": "direct",
 }
-#: nccl-tests binaries -> collectives; NCCL's own schedules map to the simulated ones as above, except
-#: broadcast, which NCCL pipelines along a ring
+#: nccl-tests binaries -> collectives (NCCL's schedules of the first five: :data:`NCCL_COLLECTIVES`)
 _NCCL_BINARIES = {
     "all_reduce_perf": "allreduce",
     "all_gather_perf": "allgather",
@@ -97,16 +96,15 @@ _NCCL_BINARIES = {
     "alltoall_perf": "alltoall",
     "sendrecv_perf": "sendrecv",
 }
-_NCCL_ALGORITHM = {**_BUILTIN, "broadcast": "ring"}
 #: the collectives whose NCCL schedules collsim builds (``nccl``: sim/nccl/tuner.py, agrs.py, bcred.py); an
 #: nccl-tests log of another (all-to-all, send / receive, ...) runs the textbook schedule of :func:`builtin_algorithm`
 NCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
 
 
-def builtin_algorithm(collective: str, library: str = "gloo") -> str:
-    """The simulated algorithm that stands for a library's built-in ``collective``."""
-    table = _NCCL_ALGORITHM if library == "nccl" else _BUILTIN
-    return table[get_collective(collective).name]
+def builtin_algorithm(collective: str) -> str:
+    """The simulated algorithm that stands for a library's built-in ``collective`` (gloo's; NCCL's where collsim
+    builds no NCCL schedule of it: all-to-all, send / receive, gather, scatter)."""
+    return _BUILTIN[get_collective(collective).name]
 
 
 @dataclass(frozen=True)
@@ -278,7 +276,7 @@ def _validate_sample(rec: dict[str, Any], where: str) -> Sample:
         elif (ran := _recorded_pick(rec.get("nccl_pick"), collective)) is not None:
             algorithm = nccl_schedule_spec(collective, *ran, version)  # what NCCL ran (``--nccl-picks 1``)
     elif algorithm == "builtin":
-        algorithm = builtin_algorithm(collective, "gloo")
+        algorithm = builtin_algorithm(collective)
     try:
         algo = get_algorithm(collective, algorithm)
         if algo.name == "ring" and label == algorithm and "order" in type(algo.options).model_fields:
@@ -756,7 +754,7 @@ def nccl_schedule_spec(
     NCCL_PROTO, by the tuner of the NCCL ``version`` that ran where the log states it) for the collectives
     whose NCCL schedules collsim builds (:data:`NCCL_COLLECTIVES`), the textbook schedule NCCL runs for the others."""
     if collective not in NCCL_COLLECTIVES:
-        return builtin_algorithm(collective, "nccl")
+        return builtin_algorithm(collective)
     options = [f"algo={algo}"] if algo else []
     options += [f"proto={proto}"] if proto else []
     options += [f"version={version}"] if version else []
