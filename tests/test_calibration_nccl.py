@@ -631,7 +631,7 @@ def test_nccls_own_picks_from_its_tuning_lines_set_each_sizes_schedule(tmp_path,
         assert r.time_s > 0
 
 
-#: excerpts of posts in the third held-out set (docs/nccl.md, "More clusters (2026-11-27, night)")
+#: excerpts of posts in the third held-out set (docs/nccl-heldout.md, "More clusters (2026-11-27, night)")
 SKYPILOT = """\
 (head, rank=0, pid=3808) All nodes: 10.100.9.12:8,10.100.10.12:8
 (head, rank=0, pid=3808) [1,0]<stdout>:# nThread 1 nGpus 1 minBytes 1024 maxBytes 8589934592 step: 2(factor)

@@ -1,4 +1,4 @@
-"""The quirks of the eleventh held-out set of published nccl-tests logs (docs/nccl.md, "An eleventh held-out
+"""The quirks of the eleventh held-out set of published nccl-tests logs (docs/nccl-heldout.md, "An eleventh held-out
 set"): each test feeds a short excerpt that reproduces one post's quirk to the log reader (validate.calibration's
 import and benchmarks/nccl_logs.py)."""
 

@@ -1,4 +1,4 @@
-"""The quirks of the twelfth held-out set of published nccl-tests logs (docs/nccl.md, "A twelfth held-out set")
+"""The quirks of the twelfth held-out set of published nccl-tests logs (docs/nccl-heldout.md, "A twelfth held-out set")
 and three gaps the earlier rounds left: each test feeds a short excerpt to the log reader (validate.calibration's
 import, its fit and compare, and benchmarks/nccl_logs.py)."""
 

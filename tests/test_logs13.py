@@ -1,4 +1,4 @@
-"""The quirks of the thirteenth held-out set of published nccl-tests logs (docs/nccl.md, "A thirteenth held-out
+"""The quirks of the thirteenth held-out set of published nccl-tests logs (docs/nccl-heldout.md, "A thirteenth held-out
 set"): each test feeds a short excerpt to the log reader (validate.calibration's import and its fit, and
 benchmarks/nccl_logs.py)."""
 

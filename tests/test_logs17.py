@@ -1,4 +1,4 @@
-"""The quirks of the seventeenth held-out set of published nccl-tests logs (docs/nccl.md, "A seventeenth held-out
+"""The quirks of the seventeenth held-out set of published nccl-tests logs (docs/nccl-heldout.md, "A seventeenth held-out
 set"): each test feeds a short excerpt to the log reader (validate.calibration's import and its fit, and
 benchmarks/nccl_logs.py)."""
 

@@ -1,4 +1,4 @@
-"""The quirks of the sixth held-out set of published nccl-tests logs (docs/nccl.md, "A sixth held-out set"):
+"""The quirks of the sixth held-out set of published nccl-tests logs (docs/nccl-heldout.md, "A sixth held-out set"):
 each test feeds a short excerpt that reproduces one post's quirk to the log reader (validate.calibration's
 import and benchmarks/nccl_logs.py's hardware inference)."""
 

@@ -374,7 +374,7 @@ def test_log_reader_reads_the_hardware_other_clusters_state(tmp_path):
 
 
 def test_log_reader_reads_the_quirks_of_other_posts(tmp_path):
-    """What published logs beyond the development set do (docs/nccl.md, "Beyond the development set"):
+    """What published logs beyond the development set do (docs/nccl-heldout.md, "Beyond the development set"):
     Open MPI's output tags, older nccl-tests' rank lines, rank lines a page lost the ``#`` of or posted
     only in part, ``-g 8`` processes, device lines naming no model, a table of another collective."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -548,7 +548,7 @@ h100-test-rg-1:31789:31789 [0] NCCL INFO comm 0x556b35426090 rank 0 nranks 16 cu
 
 
 def test_log_reader_reads_the_posts_of_the_third_held_out_set(tmp_path):
-    """docs/nccl.md, "More clusters (2026-11-27, night)": a post that lists only ranks 0, 7, 8 and 15 runs
+    """docs/nccl-heldout.md, "More clusters (2026-11-27, night)": a post that lists only ranks 0, 7, 8 and 15 runs
     on two 8-GPU hosts (device 7 on each), not eight of two GPUs; a header that lists the shapes a page
     covers gets the NICs of the shape with the log's GPU (OCI's A100 shapes, not BM.GPU.H100.8's); a post of
     the command and the rows alone is read."""
