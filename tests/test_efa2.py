@@ -4,7 +4,6 @@ tuner's region tables (aws-ofi-nccl src/tuner/nccl_ofi_regions.cpp), the NCCL se
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,7 +18,6 @@ from sim.nccl.report import pick_of
 from sim.nccl.versions import NEWEST, tuning_for
 from sim.topology import hgx
 
-ROOT = Path(__file__).resolve().parents[1]
 KIB, MIB = 1024, 1024 * 1024
 
 
@@ -133,7 +131,6 @@ ROWS = """\
 
 
 def _log(tmp_path: Path, name: str, header: str):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import nccl_logs
 
     path = tmp_path / name

@@ -4,17 +4,13 @@ import and benchmarks/nccl_logs.py)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+import nccl_logs
 import pytest
 
 from sim.errors import CalibrationError
 from validate.calibration import read_samples
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import nccl_logs  # noqa: E402
 
 #: a Perlmutter note's two one-row excerpts of 32-rank runs (8 nodes x 4 GPUs), under a header
 #: the poster retyped: the "host profile" run and the "default profile" run, both at 4 GiB

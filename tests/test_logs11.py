@@ -4,14 +4,9 @@ import and benchmarks/nccl_logs.py)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import nccl_logs
 
 from validate.calibration import read_samples
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import nccl_logs  # noqa: E402
 
 #: a README's "Raw output" of a 2-rank run, one A100 per node over RoCE: the header lines and the average
 #: line lack their leading '#', and no rank line names a host

@@ -4,9 +4,7 @@ import, its fit and compare, and benchmarks/nccl_logs.py)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+import nccl_logs
 import pytest
 
 from sim.cluster import Cluster
@@ -16,10 +14,6 @@ from validate.calibration.compare import predict
 from validate.calibration.file import Calibration
 from validate.calibration.fit import fit_calibration
 from validate.calibration.inputs import launch_hosts
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import nccl_logs  # noqa: E402
 
 HEADER = """\
 #                                                              out-of-place                       in-place

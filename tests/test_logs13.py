@@ -4,9 +4,7 @@ benchmarks/nccl_logs.py)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+import nccl_logs
 import pytest
 
 from sim.cluster import Cluster
@@ -15,10 +13,6 @@ from validate.calibration import read_samples
 from validate.calibration.compare import predict
 from validate.calibration.file import Calibration
 from validate.calibration.fit import fit_calibration
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import nccl_logs  # noqa: E402
 
 #: a homelab guide's 2-node run, "Key Parts": rank lines without the device's bus id, NCCL INFO lines, and the
 #: table cut by the poster to size, time, algbw, busbw and #wrong (4 ranks: busbw = 1.5 algbw)

@@ -4,17 +4,11 @@ benchmarks/nccl_logs.py)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+import nccl_logs
 import pytest
 
 from sim.errors import CalibrationError
 from validate.calibration import read_samples
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import nccl_logs  # noqa: E402
 
 #: an OCI quick-start page's 2-node MI355X run, cut by the page to its column lines, two rows and rccl-tests'
 #: footer: no rank line, no command, no RCCL or ROCm line (16 ranks: busbw = 1.875 algbw)

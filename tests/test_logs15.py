@@ -4,18 +4,12 @@ benchmarks/nccl_logs.py)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+import nccl_logs
 import pytest
 
 from sim.cluster import Cluster
 from sim.errors import CalibrationError
 from validate.calibration import fit_calibration, read_samples
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import nccl_logs  # noqa: E402
 
 #: nccl-tests issue 347's post redacts its hosts to two words (``on NODE A device  0``; some lines with two
 #: spaces before ``device``); here as a 2-host run (the post's own 2-node table is not in the excerpt)

@@ -4,17 +4,13 @@ benchmarks/nccl_logs.py)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+import nccl_logs
 import pytest
 
 from sim.errors import CalibrationError
 from validate.calibration import read_samples
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import nccl_logs  # noqa: E402
 
 
 def _refused(tmp_path: Path, name: str, text: str, reason: str) -> Path:

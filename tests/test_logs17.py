@@ -4,9 +4,7 @@ benchmarks/nccl_logs.py)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+import nccl_logs
 import pytest
 
 from sim.cluster import Cluster
@@ -14,10 +12,6 @@ from sim.errors import CalibrationError
 from validate.calibration import read_samples
 from validate.calibration.fit import fit_calibration
 from validate.calibration.nccl_fit import check_gpu
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import nccl_logs  # noqa: E402
 
 #: two hosts of one A100 PCIe card each (thomaslie210/NCCL_Test_Results, n013 / n014), one HCA a host
 ONE_CARD_A_HOST = """\

@@ -4,17 +4,13 @@ import and benchmarks/nccl_logs.py's hardware inference)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+import nccl_logs
 import pytest
 
 from sim.errors import CalibrationError
 from validate.calibration import read_samples
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import nccl_logs  # noqa: E402
 
 #: OCI's GB200 README: the launcher's `kubectl logs --tail=20`, no header and no rank lines, the MPIJob's
 #: mpirun (NCCL_MNNVL_ENABLE=1) above it; 2 workers x 4 GPUs in one NVLink domain

@@ -4,16 +4,12 @@ import and benchmarks/nccl_logs.py's hardware inference)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+import nccl_logs
 import pytest
 
 from validate.calibration import read_samples
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import nccl_logs  # noqa: E402
 
 #: an all-gather of 16 ranks (busbw / algbw 0.9375), as Google's cluster-toolkit README posts it: no header
 ALLGATHER_16 = """\

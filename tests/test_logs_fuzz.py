@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 import random
-import sys
 from pathlib import Path
 
+import fuzz_logs
+import nccl_logs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,9 +25,6 @@ from sim.errors import CalibrationError
 from validate.calibration import read_samples
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import fuzz_logs  # noqa: E402
-import nccl_logs  # noqa: E402
 
 #: an 8-GPU H100 all-reduce (h100-ndr-node005-1node-default's shape: one process, -g 8)
 ONE_NODE = """\

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
 from pathlib import Path
 
+import nccl_logs
 import pytest
 
 from sim.cluster import Cluster
@@ -19,10 +19,6 @@ from sim.nccl.rings import channel_orders
 from sim.nccl.versions import parse_version, tuning_for
 from sim.simulate import simulate
 from sim.topology import hgx
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import nccl_logs  # noqa: E402
 
 
 def _gpu_links(g: object) -> dict[tuple[str, str], float]:

@@ -254,7 +254,6 @@ def test_cli_shows_the_pick_per_size():
 
 
 def test_log_reader_takes_what_users_post(tmp_path):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import nccl_logs
 
     body = (
@@ -289,7 +288,6 @@ def test_log_reader_takes_what_users_post(tmp_path):
 
 
 def test_log_reader_reads_the_hardware_other_clusters_state(tmp_path):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import nccl_logs
 
     def table(p: int) -> str:  # one all-reduce row of p ranks: busbw = algbw * 2(p-1)/p
@@ -377,7 +375,6 @@ def test_log_reader_reads_the_quirks_of_other_posts(tmp_path):
     """What published logs beyond the development set do (docs/nccl-heldout.md, "Beyond the development set"):
     Open MPI's output tags, older nccl-tests' rank lines, rank lines a page lost the ``#`` of or posted
     only in part, ``-g 8`` processes, device lines naming no model, a table of another collective."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import nccl_logs
 
     def table(p: int, factor: float | None = None) -> list[str]:
@@ -444,7 +441,6 @@ def test_log_reader_reads_the_quirks_of_other_posts(tmp_path):
 
 def test_log_table_survives_a_log_it_cannot_calibrate(tmp_path, monkeypatch, capsys):
     """A log the fit refuses is one 'skipped' line of the in-sample table, not a traceback."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import nccl_logs
 
     from tests.calib_fixtures import nccl_text
@@ -475,7 +471,6 @@ def test_schedules_run_on_clusters_built_from_arrays(algo):
 def test_log_table_of_no_readable_log_is_one_line_and_exit_2(tmp_path, capsys):
     """A folder whose .txt files are all refused gives a line each, one line saying so, and exit 2 --
     not empty tables and success."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import nccl_logs
 
     (tmp_path / "notes.txt").write_text("#% a note, not a log\nhello\n")
@@ -552,7 +547,6 @@ def test_log_reader_reads_the_posts_of_the_third_held_out_set(tmp_path):
     on two 8-GPU hosts (device 7 on each), not eight of two GPUs; a header that lists the shapes a page
     covers gets the NICs of the shape with the log's GPU (OCI's A100 shapes, not BM.GPU.H100.8's); a post of
     the command and the rows alone is read."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import nccl_logs
 
     path = tmp_path / "a100-oke-2node.txt"

@@ -291,7 +291,6 @@ def test_ag_rs_logs_are_read_and_predicted_with_nccl(tmp_path, binary, collectiv
     """An all_gather_perf / reduce_scatter_perf log is read as its collective with ``nccl`` (the release the
     log states: nccl-library=22602 is 2.26.2) and predicted by benchmarks/nccl_logs.py with that
     collective's tuner; the calibration import reads it the same way."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import nccl_logs
 
     path = tmp_path / f"h100-{binary}-2node.txt"
@@ -325,7 +324,6 @@ def test_a_log_size_whose_pick_is_not_built_is_left_out_with_a_note(tmp_path):
     """4 nodes of one H100, NCCL 2.26.2: NCCL's all-gather pick at 1 MiB is PAT (from 2.23.4, one GPU a
     node), which collsim does not build: benchmarks/nccl_logs.py leaves that size out and says so on the
     log's line, and predicts the others."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import nccl_logs
 
     path = tmp_path / "h100-ag-4node.txt"

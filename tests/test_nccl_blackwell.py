@@ -148,7 +148,6 @@ def test_tuner_picks_for_dgx_b200_worked_by_hand():
 
 
 def test_log_reader_builds_b200_and_says_why_not_gb200(tmp_path):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import nccl_logs
 
     head = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1\n"

@@ -224,7 +224,6 @@ ROWS = """\
 def test_the_log_reader_predicts_efa_runs_on_the_aws_presets(tmp_path):
     """An EFA log is predicted on its instance's preset with the plugin it states; the NIC figure of the
     header does not override the instance's."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import nccl_logs
 
     p4de = tmp_path / "a100-aws-p4de-2node.txt"

@@ -190,7 +190,6 @@ def test_stated_version_forms():
 
 
 def test_nccl_logs_predicts_with_the_stated_release(tmp_path):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import nccl_logs
 
     devices = "".join(

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -20,7 +18,6 @@ from sim.topology import hgx, star
 from tests.oracle import check_algorithm
 from tests.test_nccl_agrs import _cli
 
-ROOT = Path(__file__).resolve().parents[1]
 CHAINS = ("broadcast", "reduce")
 
 
@@ -202,7 +199,6 @@ def _chain_log(binary: str, p: int = 16, per: int = 8) -> str:
 def test_broadcast_and_reduce_logs_are_predicted_with_nccls_chain(tmp_path, binary, coll):
     """benchmarks/nccl_logs.py takes a broadcast_perf / reduce_perf log (refused before): its samples run
     ``nccl`` of the release the log states (2.26.2, from nccl-library=22602), NCCL's ring at every size."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import nccl_logs
 
     path = tmp_path / f"h100-{binary}-2node.txt"
