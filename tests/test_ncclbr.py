@@ -82,6 +82,24 @@ def test_tuner_release_rules():
 
 
 @pytest.mark.parametrize("coll", CHAINS)
+def test_the_chain_is_charged_one_hop_and_picked_by_nccls_estimate(coll):
+    """4 x DGX H100 (no sameChannels): NCCL's tuner still picks by its own estimate (nRanks NET hops: LL at
+    1 MiB, LL128 at 4 MiB), but the simulation charges one hop before the data moves -- base + one NET hop,
+    as NCCL prices the same kernel where the ring graph has sameChannels (LL128 14 + 4 us) -- and runs the
+    chain's fill itself. One node keeps NCCL's estimate as it is (sameChannels there)."""
+    g = hgx(4, "dgx-h100")
+    cluster, algo = Cluster(g), get_algorithm(coll, "nccl")
+    c = algo.choice(32, 2**22, cluster)
+    assert (c.protocol, c.latency_us) == ("ll128", pytest.approx(142.0))
+    assert algo.fixed_cost(32, 2**22, cluster, c) == pytest.approx((14.0 + 4.0) * 1e-6)
+    assert algo.choice(32, 2**20, cluster).protocol == "ll"
+    assert algo.fixed_cost(32, 2**20, cluster, algo.choice(32, 2**20, cluster)) == pytest.approx((6.6 + 2.7) * 1e-6)
+    one = Cluster(hgx(1, "dgx-h100"))
+    c1 = algo.choice(8, 2**22, one)
+    assert algo.fixed_cost(8, 2**22, one, c1) == pytest.approx(c1.latency_us * 1e-6)
+
+
+@pytest.mark.parametrize("coll", CHAINS)
 @pytest.mark.parametrize("root", [0, 1])
 @pytest.mark.parametrize("p, nbytes", [(2, 3e5), (5, 3e6), (7, 2**22 + 3)])
 def test_closed_form_on_a_star(coll, root, p, nbytes):

@@ -388,7 +388,7 @@ class _NcclChain(Nccl):
     ring, the protocol priced per size), simulated as NCCL runs it -- a chain along each channel's ring,
     from the root (broadcast) or ending at it (reduce), in NCCL's chunks (the protocol's step), over the
     all-reduce ring's channels and actors (:func:`sim.nccl.rings.rings_chain_program`), NCCL's estimate
-    charged before the data moves. ``algo`` takes NCCL_ALGO's names and refuses any but Ring in one line.
+    at one hop's latency (:meth:`charged`) charged before the data moves. ``algo`` takes NCCL_ALGO's names and refuses any but Ring in one line.
 
     The step program depends on the root, which :meth:`program` is not given: :meth:`dataflow` (which
     the simulation asks next, with the root) returns it, and :meth:`program` returns None."""
@@ -413,6 +413,11 @@ class _NcclChain(Nccl):
 
     def _pick(self, sys: tuner.System, nbytes: float, algos: Any, protos: Any, tuning: Tuning) -> tuner.Candidate:
         return bcred.pick(self.collective, sys, nbytes, algos, protos, tuning)
+
+    def charged(self, p: int, nbytes: float, cluster: Any, c: tuner.Candidate) -> tuner.Candidate:
+        """The newest release's estimate for the choice ``c`` (:meth:`Nccl.charged`) at one hop's latency
+        (:func:`sim.nccl.bcred.chunked`): the chain's fill is simulated, not charged first."""
+        return bcred.chunked(super().charged(p, nbytes, cluster, c))
 
     def _chunk(self, p: int, cluster: Any, c: tuner.Candidate) -> int:
         """NCCL's chunk of the pick ``c`` (bytes of data): the protocol's step -- Simple's NCCL_BUFFSIZE /
@@ -448,7 +453,7 @@ class _NcclChain(Nccl):
     def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
         """One chain (one GPU a host, one NIC), Simple's 512 KiB chunks, one in flight: p - 1 hops, then a
         chunk a hop -- each hop α + (n/M)(β + γ for reduce), M = ⌈n / 512 KiB⌉ chunks (:func:`chain_s`).
-        Without NCCL's fixed cost (its estimate, charged first), so not the simulated time."""
+        Without the fixed cost charged first (:meth:`fixed_cost`), so not the simulated time."""
         return chain_s(p, n, alpha, beta, gamma if self.collective == "reduce" else 0.0)
 
 

@@ -13,7 +13,8 @@ What differs from all-reduce's (:mod:`sim.nccl.tuner`), every release:
   ``sameChannels`` (every channel the same GPU order), else ``baseLat + nRanks x lat``, ``lat`` the ring's
   hwLat of the hardware the ring crosses (NVLink or PCI on one node, NET across nodes) -- the Tree's for
   Simple ("Add some chunk latency, waiting for proper chunk modeling"). No network overhead floor, no NET
-  plugin ``latencyInter`` (it enters ``interLat`` only), no plateau and no tree correction;
+  plugin ``latencyInter`` (it enters ``interLat`` only), no plateau and no tree correction. The pick is
+  made by that estimate; the simulation charges :func:`chunked`'s (one hop), since it runs the chunks;
 * until 2.20.5 the ring's LL is busBw / 3 for a broadcast on one node (``nNodes > 1 || coll ==
   ncclFuncAllReduce || coll == ncclFuncReduce ? 1.0/4.0 : 1.0/3.0``: reduce keeps 1/4), from 2.21.5 x .5;
 * NCCL prices ``nBytes = count x size``: the buffer, nccl-tests' size.
@@ -26,6 +27,7 @@ here as: one node, one GPU a node or one NIC a node -> same channels; otherwise 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..errors import AlgorithmError
@@ -33,7 +35,7 @@ from . import tuner
 from .tuner import PROTOS, Candidate, Graph, System
 from .versions import NEWEST, Tuning
 
-__all__ = ["BCRED_ALGORITHMS", "BCRED_COLLECTIVES", "candidates", "disabled", "pick", "same_channels"]
+__all__ = ["BCRED_ALGORITHMS", "BCRED_COLLECTIVES", "candidates", "chunked", "disabled", "pick", "same_channels"]
 
 #: the one algorithm NCCL prices (and runs) for broadcast and reduce
 BCRED_ALGORITHMS = ("ring",)
@@ -69,6 +71,19 @@ def _latency(sys: System, pi: int, g: Graph, tuning: Tuning) -> tuple[float, flo
     else:  # "Add some chunk latency": the Tree's hwLat for Simple, nsteps = nRanks of them
         hops = sys.ranks * tuning.hw_lat[hw]["tree" if PROTOS[pi] == "simple" else "ring"][pi]
     return tuning.base_lat["ring"][pi] + hops, hops if sys.nodes > 1 else 0.0
+
+
+def chunked(c: Candidate, tuning: Tuning = NEWEST) -> Candidate:
+    """The estimate ``c`` (a :func:`candidates` entry) with the latency NCCL prices where the ring graph has
+    ``sameChannels`` -- one hop -- whatever the graph: what a simulation that runs the chain chunk by chunk
+    charges before the data moves. NCCL's nRanks hops elsewhere are "some chunk latency, waiting for proper
+    chunk modeling" (``tuning.cc``): the kernel is the same, and the simulated chain pays its own fill. One
+    node (no network part) always has ``sameChannels``: ``c`` as it is."""
+    if c.net_latency_us == 0.0:
+        return c
+    pi = PROTOS.index(c.protocol)
+    hop = tuning.hw_lat["net"]["ring"][pi]
+    return replace(c, latency_us=tuning.base_lat["ring"][pi] + hop, net_latency_us=hop)
 
 
 def candidates(
