@@ -78,6 +78,13 @@ _RCCL = re.compile(r"\bRCCL version\b|\brccl-tests\b|\blibrccl\b|\bROCm version\
 #: an AMD GPU by name (``AMD Instinct MI250X``, rocminfo's ``gfx90a``): where no NVIDIA model is named, a log of one
 _AMD_GPU = re.compile(r"\bAMD Instinct(?: MI\w+)?|\bInstinct MI\d\w*|\bgfx9[0-4][0-9a-f]\b")
 _UNNAMED_DEVICE = UNNAMED_DEVICE  # (the importer's)
+#: an NVIDIA board :data:`_GPU` does not list, by name (``RTX 5880 Ada``, ``GeForce RTX 4090``, ``RTX A6000``,
+#: ``RTX PRO 6000``, ``Quadro RTX 8000``, ``TITAN V``): PCIe workstation and gaming cards, none of them on an
+#: HGX board; where no device line names the GPU, the header's or the prose's naming one is the log's GPU
+_OTHER_NVIDIA = re.compile(
+    r"\b(?:(?:NVIDIA|GeForce|Quadro)\s+)*(?:RTX|GTX|TITAN)(?:\s+PRO)?\s*[A-Z]?\d{3,4}\w*(?:\s+(?:Ada|Ti|SUPER)\b)?"
+    r"|\bTITAN\s+(?:V|X\w*|RTX)\b"
+)
 #: the GPUs of an HGX / DGX board: a header's NIC count is stated for them, and a host whose rank lines show
 #: fewer (cut short, or none at all) is taken as one
 _HGX_GPUS_PER_NODE = 8
@@ -245,6 +252,11 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     m = _GPU.search(" ".join(devices)) or _GPU.search(text[:3000])  # the device lines, else what the header states
     if not m and (amd := _AMD_GPU.search(" ".join(devices)) or _AMD_GPU.search(text)):
         raise LogError(f"{path.name}: a run on AMD GPUs ({amd.group(0)!r}); collsim models NCCL on NVIDIA GPUs")
+    if not devices and not m and (other := _OTHER_NVIDIA.search(text[:3000])):  # named in the header or prose only
+        raise LogError(
+            f"{path.name}: the log names {other.group(0)!r} (no device line does), a GPU hgx does not build "
+            f"(it builds {', '.join(_HGX_GPUS)})"
+        )
     if devices and not m:
         if not _UNNAMED_DEVICE.search(devices[0]):
             raise LogError(

@@ -54,6 +54,7 @@ __all__ = [
     "read_samples",
     "stated_efa",
     "stated_gpu_model",
+    "GPU_NAMES_JOIN",
 ]
 
 #: the probe tests of ``python -m validate.calibration.probes`` (see validate/calibration/probes.py)
@@ -130,7 +131,8 @@ class Sample:
     #: the hosts an nccl-tests log's rank lines name (0: not known); a topology must spread ``ranks`` as widely
     hosts: int = 0
     #: the GPU an nccl-tests log's device lines name, as they name it (``NVIDIA H100 80GB HBM3``; "" where they
-    #: name none, or no model): a topology of another GPU is refused (:func:`stated_gpu_model`)
+    #: name none, or no model; the names joined by :data:`GPU_NAMES_JOIN` where they name several): a topology of
+    #: another GPU is refused (:func:`stated_gpu_model`)
     gpu: str = ""
 
     @property
@@ -587,12 +589,24 @@ def stated_gpu_model(device: str) -> str:
     return m.group(1).lower() if (m := GPU_MODEL.search(device)) else device.strip()
 
 
+#: what joins the GPU names of device lines that name several models in :attr:`Sample.gpu` (one run across hosts
+#: of different GPUs: ``NVIDIA H100 PCIe`` on one host, ``NVIDIA A100-PCIE-40GB`` on the other)
+GPU_NAMES_JOIN = " + "
+
+
 def _device_gpu(devices: Iterable[str]) -> str:
-    """The GPU name the device lines give where they name one model ("" where they name none, or several:
-    a post of two runs, which the other checks refuse or the user knows)."""
-    named = {stated_gpu_model(d): d for d in sorted(devices)}
+    """The GPU name the device lines give where they name one model, the names of each joined by
+    :data:`GPU_NAMES_JOIN` where they name several (no ``hgx`` topology builds hosts of two models: the NCCL fit
+    refuses them), "" where they name none.
+
+    >>> _device_gpu(["NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3 "]), _device_gpu(["NVIDIA Graphics Device"])
+    ('NVIDIA H100 80GB HBM3', '')
+    >>> _device_gpu(["NVIDIA H100 PCIe", "NVIDIA A100-PCIE-40GB"])
+    'NVIDIA A100-PCIE-40GB + NVIDIA H100 PCIe'
+    """
+    named = {stated_gpu_model(d): d.strip() for d in sorted(devices)}
     named.pop("", None)
-    return next(iter(named.values())).strip() if len(named) == 1 else ""
+    return GPU_NAMES_JOIN.join(name for _, name in sorted(named.items()))
 
 
 #: what says a log ran over AWS EFA: NCCL's NET plugin for it (aws-ofi-nccl: ``NET/OFI`` lines, the network

@@ -44,7 +44,7 @@ from sim.simulate import simulate
 from sim.topology.hgx import HgxParams
 
 from .file import ClassCalibration, FitQuality, Residual
-from .inputs import PCIE_CARD, Sample, stated_gpu_model
+from .inputs import GPU_NAMES_JOIN, PCIE_CARD, Sample, stated_gpu_model
 
 __all__ = [
     "FIT_MIN_BYTES",
@@ -242,11 +242,18 @@ def check_gpu(samples: Sequence[Sample], cluster: Cluster) -> None:
     log on ``gpu=h100``, a GB300 log on ``gpu=b200``): the fit would carry one GPU's times to another's links.
     A log of the topology's GPU on a PCIe card (``NVIDIA H200 NVL``: NVLink bridges, no NVSwitch) is refused too,
     unless its rank lines put one GPU on each host (no link inside a host is crossed).
+    A log whose device lines name two models in one run (hosts of different GPUs) is refused on any of them.
     A log that names no GPU, or a topology that states none, is not checked."""
     built = topology_gpu(cluster)
     if built is None:
         return
     for s in samples:
+        if GPU_NAMES_JOIN in s.gpu:
+            names = s.gpu.split(GPU_NAMES_JOIN)
+            raise CalibrationError(
+                f"{s.origin}: the log's device lines name {len(names)} GPU models ({', '.join(map(repr, names))}): "
+                f"hosts of different GPUs, but hgx builds hosts of one model (the topology's {built.upper()})"
+            )
         model = stated_gpu_model(s.gpu) if s.gpu else ""
         if model and model != built:
             fix = f"give -t hgx:...,gpu={model}" if model in _HGX_GPUS else f"hgx does not build {s.gpu}"
