@@ -81,8 +81,10 @@ _STEPS = (1.0, 0.5, 0.25, 0.125, 0.0625)
 _PROBE = 1.1
 _RIDGE = 1e-6
 #: a sample more than this fraction slower than a larger size of the same run is a disturbed one, left out of
-#: the fit (:func:`leave_out_disturbed`)
-DISTURBED = 0.10
+#: the fit (:func:`leave_out_disturbed`). Published logs (the development set, held-out sets 4-18), from 1 MiB:
+#: falls up to 16% are the machine's (both of nccl-tests' measurements show them: NCCL's pick switching where
+#: its estimate is off, 4 MiB 750 us and 8 MiB 649 us on Polaris), disturbances 37% and more (docs/calibration.md)
+DISTURBED = 0.25
 #: a warning names at most this many of the sizes left out
 _NAMED = 6
 
