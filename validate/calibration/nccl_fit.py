@@ -20,7 +20,9 @@ least squares in relative error (``w >= 1``, latency ``>= 0``; every bound combi
 only as far along that solution as lowers the rms relative error, and repeats a few times. A group whose unconstrained fit wants more than line rate is clamped at 1 and
 named in a warning: the log ran faster than the schedule can, so the schedule likely is not what ran. A
 group the unconstrained fit gives no time at all (another group bounds every size) is one the log cannot
-see: it stays at line rate, and the warning says that instead.
+see: it stays at line rate, and the warning says that instead. A size slower than a larger size of the same
+run by more than :data:`DISTURBED` was disturbed: it is left out, and a warning names it
+(:func:`leave_out_disturbed`).
 """
 
 from __future__ import annotations
