@@ -4,19 +4,13 @@ benchmarks/nccl_logs.py)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+import nccl_logs
 import pytest
 
 from sim.cluster import Cluster
 from sim.errors import CalibrationError
 from validate.calibration import read_samples
 from validate.calibration.nccl_fit import check_gpu
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import nccl_logs  # noqa: E402
 
 #: a server report's all-reduce of 8 RTX 5880 Ada cards (PCIe, no NVLink): the GPU is named in the prose only,
 #: the table has no rank line above it
