@@ -73,20 +73,30 @@ def _legend(fig: Any, ax: Any, count: int) -> None:
     fig.legend(handles, labels, loc="outside lower center", ncols=min(count, 5), frameon=False)
 
 
-def iteration_figure(data: ReportData) -> bytes | None:
-    """Iteration time and scaling efficiency against cluster size, one line per algorithm."""
-    if not data.iterations:
-        return None
+def _gpu_panels(
+    data: ReportData, left_value: Callable[[IterationRow], float], right_value: Callable[[IterationRow], float]
+) -> tuple[Any, Any, Any, list[int]]:
+    """Two panels side by side against cluster size, from ``data.iterations``: one line per algorithm
+    (in ``data.algorithms``' order and colours) of ``left_value(row)`` on the left panel and of
+    ``right_value(row)`` on the right. Returns the figure, the two axes and the cluster sizes, for the
+    caller to label."""
     figure, _ = _setup()
     colors = _colors(data.algorithms)
     fig = figure(figsize=(11, 4.4), layout="constrained")
     left, right = fig.subplots(1, 2)
-    series = _by_algorithm(data.iterations, data.algorithms)
     sizes = sorted({r.gpus for r in data.iterations})
-    for algo, rows in series:
+    for algo, rows in _by_algorithm(data.iterations, data.algorithms):
         xs = [r.gpus for r in rows]
-        left.plot(xs, [r.iteration_s * 1e3 for r in rows], "o-", color=colors[algo], label=algo)
-        right.plot(xs, [r.scaling_efficiency * 100 for r in rows], "o-", color=colors[algo], label=algo)
+        left.plot(xs, [left_value(r) for r in rows], "o-", color=colors[algo], label=algo)
+        right.plot(xs, [right_value(r) for r in rows], "o-", color=colors[algo], label=algo)
+    return fig, left, right, sizes
+
+
+def iteration_figure(data: ReportData) -> bytes | None:
+    """Iteration time and scaling efficiency against cluster size, one line per algorithm."""
+    if not data.iterations:
+        return None
+    fig, left, right, sizes = _gpu_panels(data, lambda r: r.iteration_s * 1e3, lambda r: r.scaling_efficiency * 100)
     compute = data.job.compute_s
     left.axhline(compute * 1e3, color="grey", ls="--", lw=1, label="compute only")
     left.set_ylabel("iteration time (ms)")
@@ -98,7 +108,7 @@ def iteration_figure(data: ReportData) -> bytes | None:
     for ax in (left, right):
         _gpu_axis(ax, sizes)
     fig.suptitle(f"Training iteration per cluster size ({data.parameters} link parameters)")
-    _legend(fig, left, len(series) + 1)
+    _legend(fig, left, len(_by_algorithm(data.iterations, data.algorithms)) + 1)
     return _png(fig)
 
 
@@ -217,15 +227,7 @@ def traffic_figure(data: ReportData) -> bytes | None:
     """Traffic per iteration by algorithm: all bytes put on the network, and the busiest rank's."""
     if not data.iterations:
         return None
-    figure, _ = _setup()
-    colors = _colors(data.algorithms)
-    fig = figure(figsize=(11, 4.4), layout="constrained")
-    left, right = fig.subplots(1, 2)
-    sizes = sorted({r.gpus for r in data.iterations})
-    for algo, rows in _by_algorithm(data.iterations, data.algorithms):
-        xs = [r.gpus for r in rows]
-        left.plot(xs, [r.bytes_sent / 2**30 for r in rows], "o-", color=colors[algo], label=algo)
-        right.plot(xs, [r.max_rank_bytes / 2**30 for r in rows], "o-", color=colors[algo], label=algo)
+    fig, left, right, sizes = _gpu_panels(data, lambda r: r.bytes_sent / 2**30, lambda r: r.max_rank_bytes / 2**30)
     left.set_ylabel("GiB sent by all ranks per iteration")
     left.set_title("Total traffic")
     right.set_ylabel("GiB sent + received by the busiest rank")

@@ -194,3 +194,19 @@ def nccl_json(binary: str, p: int, rows: list[tuple[int, float]]) -> dict[str, A
 def write_lines(path: Path, lines: Sequence[str]) -> Path:
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def compare_args(topology: str, calibration: str | Path, measured: str | Path, *extra: str) -> list[str]:
+    """The command line (for ``collsim.cli.main``) of ``collsim validate compare`` on ``topology``: the
+    calibration file, the measurements to compare instead of running, then ``extra`` options."""
+    return [
+        "validate",
+        "compare",
+        "-t",
+        topology,
+        "--calibration",
+        str(calibration),
+        "--measured",
+        str(measured),
+        *extra,
+    ]

@@ -13,7 +13,16 @@ from collsim.cli import main
 from sim import simulate
 from sim.cluster import Cluster
 from sim.errors import CalibrationError
-from tests.calib_fixtures import hockney, nccl_json, nccl_rows, nccl_text, probe_lines, validate_lines, write_lines
+from tests.calib_fixtures import (
+    compare_args,
+    hockney,
+    nccl_json,
+    nccl_rows,
+    nccl_text,
+    probe_lines,
+    validate_lines,
+    write_lines,
+)
 from validate.calibration import Calibration, fit_calibration, load_calibration, read_samples, save_calibration
 from validate.calibration.compare import predict
 
@@ -206,20 +215,7 @@ def test_compare_refuses_its_own_calibration_runs(tmp_path, capsys):
     code = main(["validate", "calibrate", "-t", STAR, "--from", str(measured), "-o", str(tmp_path / "c.yaml")])
     assert code == 0 and (tmp_path / "c.yaml").exists()
     capsys.readouterr()
-    code = main(
-        [
-            "validate",
-            "compare",
-            "-t",
-            STAR,
-            "--calibration",
-            str(tmp_path / "c.yaml"),
-            "--measured",
-            str(measured),
-            "--out",
-            str(tmp_path / "o"),
-        ]
-    )
+    code = main(compare_args(STAR, tmp_path / "c.yaml", measured, "--out", str(tmp_path / "o")))
     err = capsys.readouterr().err
     assert code == 2 and "separate runs" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o" / "compare.json").exists()
@@ -238,16 +234,7 @@ def _calibrated_and_new_runs(tmp_path):
     )
     new = validate_lines("allreduce", "ring", 4, [2**20, 2**22], 300e-6, 1 / (0.95 * B), run_id="b", seed=1)
     new += validate_lines("allreduce", "builtin", 4, [2**20], 300e-6, 1 / (0.95 * B), run_id="c", seed=2)
-    return [
-        "validate",
-        "compare",
-        "-t",
-        STAR,
-        "--calibration",
-        cal,
-        "--measured",
-        str(write_lines(tmp_path / "new.jsonl", new)),
-    ]
+    return compare_args(STAR, cal, write_lines(tmp_path / "new.jsonl", new))
 
 
 def test_compare_from_measured_files_writes_every_output(tmp_path, capsys):

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from collsim.cli import main
 from sim.errors import CollsimError
-from tests.calib_fixtures import hockney, nccl_json, nccl_rows, nccl_text, probe_lines, validate_lines
+from tests.calib_fixtures import compare_args, hockney, nccl_json, nccl_rows, nccl_text, probe_lines, validate_lines
 from validate.calibration import fit_calibration, load_calibration, read_samples
 from validate.calibration.inputs import MAX_LINE_BYTES
 
@@ -229,21 +229,7 @@ def test_compare_cli_with_fuzzed_measurements(tmp_path_factory, capsys, data):
     cal.write_text(VALID["cal.yaml"])
     measured = folder / "m.jsonl"
     measured.write_text(mutate(VALID["validate.jsonl"], data), encoding="utf-8")
-    code = main(
-        [
-            "validate",
-            "compare",
-            "-t",
-            STAR,
-            "--calibration",
-            str(cal),
-            "--measured",
-            str(measured),
-            "--out",
-            str(folder / "o"),
-            "--no-plot",
-        ]
-    )
+    code = main(compare_args(STAR, cal, measured, "--out", str(folder / "o"), "--no-plot"))
     captured = capsys.readouterr()
     assert code in (0, 2)
     if code == 2:

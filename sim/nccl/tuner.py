@@ -57,87 +57,14 @@ _COMPCAP = {"sm70": 0, "sm80": 1, "sm90": 2, "sm100": 3}
 
 _COLLNET = ("collnet-direct", "collnet-chain")
 # The constants of every modelled release are in :mod:`sim.nccl.versions` (:data:`NEWEST`: v2.30.7)
-#: tuning.cc: treeCorrectionFactor[protocol][log2(bytes / 64)]
+# fmt: off
+#: tuning.cc: treeCorrectionFactor[protocol][log2(bytes / 64)], one row per protocol as there
 TREE_CORRECTION = (
-    (
-        1.0,
-        1.0,
-        1.0,
-        1.0,
-        0.9,
-        0.8,
-        0.7,
-        0.7,
-        0.7,
-        0.7,
-        0.6,
-        0.5,
-        0.4,
-        0.4,
-        0.5,
-        0.6,
-        0.7,
-        0.8,
-        0.9,
-        1.0,
-        1.0,
-        1.0,
-        1.0,
-        1.0,
-    ),
-    (
-        1.0,
-        1.0,
-        1.0,
-        1.0,
-        1.0,
-        0.9,
-        0.8,
-        0.8,
-        0.8,
-        0.7,
-        0.6,
-        0.6,
-        0.6,
-        0.6,
-        0.6,
-        0.6,
-        0.8,
-        0.9,
-        0.9,
-        0.9,
-        0.9,
-        1.0,
-        1.0,
-        1.0,
-    ),
-    (
-        0.9,
-        0.9,
-        0.9,
-        0.9,
-        0.9,
-        0.9,
-        0.9,
-        0.8,
-        0.7,
-        0.6,
-        0.6,
-        0.5,
-        0.5,
-        0.5,
-        0.5,
-        0.6,
-        0.7,
-        0.8,
-        0.7,
-        0.7,
-        0.8,
-        0.9,
-        0.9,
-        0.9,
-    ),
+    (1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.7, 0.7, 0.7, 0.7, 0.6, 0.5, 0.4, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0),  # LL
+    (1.0, 1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.8, 0.8, 0.7, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.8, 0.9, 0.9, 0.9, 0.9, 1.0, 1.0, 1.0),  # LL128
+    (0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.8, 0.7, 0.6, 0.6, 0.5, 0.5, 0.5, 0.5, 0.6, 0.7, 0.8, 0.7, 0.7, 0.8, 0.9, 0.9, 0.9),  # Simple
 )
+# fmt: on
 NVLS_CHANNELS_HOPPER = 16  # nvls.cc: ncclNvlsTuning (runtime NVLS channels on Hopper; 16 since 2.18)
 _KIB = 1024
 #: CollNet needs at least this many nodes (init.cc: NCCL_COLLNET_NODE_THRESHOLD, default 2)
