@@ -52,8 +52,8 @@ def test_a_disturbed_size_is_left_out_as_if_the_log_had_not_measured_it(tmp_path
     _same_fit(got, want)
     assert want.warnings == []
     [warning] = [w for w in got.warnings if "left out" in w]
-    assert warning.startswith(f"{tmp_path / 'disturbed.txt'}: 16MiB ({slow * 1e6:,.1f} us) left out of the fit: ")
-    assert f"slower than 64MiB ({clean[3][1] * 1e6:,.1f} us); a disturbed run?" in warning
+    assert warning.startswith(f"{tmp_path / 'disturbed.txt'}: left out of the fit: 16MiB ({slow * 1e6:,.1f} us) ")
+    assert f"slower than 64MiB ({clean[3][1] * 1e6:,.1f} us) -- a disturbed run?" in warning
     # (and the fit is not the one that takes it in)
     assert abs(got.entries["intra-host"].efficiency - 0.8) < 0.02
 
@@ -72,9 +72,9 @@ def test_a_log_whose_every_size_falls_is_kept_whole_and_warned(tmp_path, monkeyp
     falling = [(n, (600 - 100 * i) * 1e-6) for i, n in enumerate(SIZES)]
     got = _fit(tmp_path, "falling", falling)
     assert got.warnings[0] == (
-        f"{tmp_path / 'falling.txt'}: 1MiB (600.0 us), 4MiB (500.0 us), 16MiB (400.0 us), 64MiB (300.0 us) kept in "
-        "the fit (leaving them out would keep 1 of 5 sizes): slower than 256MiB (200.0 us); a disturbed run? (sizes "
-        "whose time falls as the message grows cannot be fitted by any schedule)"
+        f"{tmp_path / 'falling.txt'}: kept in the fit (leaving them out would keep 1 of 5 sizes): 1MiB (600.0 us), "
+        "4MiB (500.0 us), 16MiB (400.0 us), 64MiB (300.0 us) slower than 256MiB (200.0 us) -- a disturbed run? "
+        "(sizes whose time falls as the message grows cannot be fitted by any schedule)"
     )
     monkeypatch.setattr(nccl_fit, "leave_out_disturbed", lambda samples: (list(samples), []))
     before = _fit(tmp_path, "before", falling)
@@ -104,12 +104,14 @@ def test_only_a_larger_size_of_the_same_run_says_a_sample_was_disturbed():
     run = [_sample(2**20, edge), _sample(2**21, edge * 1.0001), _sample(2**22, 100.0), _sample(2**23, 200.0)]
     kept, warnings = leave_out_disturbed(run)
     assert [s.size for s in kept] == [2**20, 2**22, 2**23] and len(warnings) == 1
-    assert warnings[0].startswith("a.txt: 2MiB (") and "slower than 4MiB (100.0 us)" in warnings[0]
+    assert warnings[0].startswith("a.txt: left out of the fit: 2MiB (") and "slower than 4MiB (100.0 us)" in warnings[0]
     # a warning names 6 sizes at most
     many = [_sample(2**k, 300.0) for k in range(20, 28)] + [_sample(2**28, 100.0), _sample(2**29, 400.0)]
     kept, [warning] = leave_out_disturbed(many)
     assert (
-        kept == many and "32MiB (300.0 us) and 2 more kept in the fit (leaving them out would keep 2 of 10" in warning
+        kept == many
+        and "kept in the fit (leaving them out would keep 2 of 10 sizes): " in warning
+        and "32MiB (300.0 us) and 2 more slower than 256MiB (100.0 us)" in warning
     )
     # an out-of-place time disturbed but an in-place one not: the fit takes the in-place one, nothing is left out
     assert leave_out_disturbed([_sample(2**21, 300.0, in_place=90.0), _sample(2**22, 100.0)])[1] == []
@@ -134,4 +136,4 @@ def test_the_warning_is_one_line_of_calibrate_and_of_its_fit(tmp_path, capsys):
     [stderr] = [ln for ln in err.splitlines() if "left out of the fit" in ln]
     assert code == 0 and "Traceback" not in out + err
     assert summary == f"# WARNING: {stderr.removeprefix('collsim: warning: ')}"
-    assert f"{path}: 1MiB (" in summary and "slower than 4MiB (" in summary
+    assert f"{path}: left out of the fit: 1MiB (" in summary and "slower than 4MiB (" in summary

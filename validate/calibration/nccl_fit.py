@@ -125,6 +125,16 @@ class NcclFit:
     wanted: dict[str, float] = field(default_factory=dict)
 
 
+def _named(s: Sample) -> str:
+    return f"{format_size(s.size)} ({s.best_s * 1e6:,.1f} us)"
+
+
+def _listed(names: list[str]) -> str:
+    """``names`` once each, at most :data:`_NAMED` of them, then how many more."""
+    names = list(dict.fromkeys(names))
+    return ", ".join(names[:_NAMED]) + (f" and {len(names) - _NAMED} more" if len(names) > _NAMED else "")
+
+
 def leave_out_disturbed(samples: Sequence[Sample], tol: float = DISTURBED) -> tuple[list[Sample], list[str]]:
     """``samples`` less the disturbed ones, and one warning for each run that had any.
 
@@ -145,8 +155,8 @@ def leave_out_disturbed(samples: Sequence[Sample], tol: float = DISTURBED) -> tu
     >>> kept, warnings = leave_out_disturbed(run)
     >>> [s.size for s in kept]
     [1048576, 4194304, 8388608]
-    >>> print(warnings[0][:72])
-    LOG: 2MiB (191.3 us) left out of the fit: slower than 4MiB (151.1 us); a
+    >>> print(warnings[0][:79])
+    LOG: left out of the fit: 2MiB (191.3 us) slower than 4MiB (151.1 us) -- a dist
     """
     runs: dict[tuple[str, str, str, int, str], list[Sample]] = {}
     for s in samples:
@@ -165,23 +175,17 @@ def leave_out_disturbed(samples: Sequence[Sample], tol: float = DISTURBED) -> tu
             continue
         left = {id(s) for s, _ in slower}
         sizes, kept = {s.size for s in run}, {s.size for s in run if id(s) not in left}
-        slower.sort(key=lambda pair: pair[0].size)
-
-        def said(picked: list[Sample]) -> str:
-            named = list(dict.fromkeys(f"{format_size(s.size)} ({s.best_s * 1e6:,.1f} us)" for s in picked))
-            return ", ".join(named[:_NAMED]) + (f" and {len(named) - _NAMED} more" if len(named) > _NAMED else "")
-
-        pairs = len({(s.size, f.size) for s, f in slower})
-        larger = {f.size for _, f in slower}
-        what = f"{said([s for s, _ in slower])} {{}}: {'each ' if 1 < len(larger) < pairs else ''}slower than "
-        what += said([f for _, f in slower]) + (" respectively" if 1 < len(larger) == pairs else "")
+        by_larger: dict[str, list[str]] = {}  # the faster, larger size -> the sizes slower than it
+        for s, f in sorted(slower, key=lambda pair: pair[0].size):
+            by_larger.setdefault(_named(f), []).append(_named(s))
+        said = ", and ".join(f"{_listed(ss)} slower than {f}" for f, ss in by_larger.items())
         if len(kept) < max(2, len(sizes) / 2):
-            what = what.format(f"kept in the fit (leaving them out would keep {len(kept)} of {len(sizes)} sizes)")
+            verdict = f"kept in the fit (leaving them out would keep {len(kept)} of {len(sizes)} sizes)"
         else:
-            what, gone = what.format("left out of the fit"), gone | left
+            verdict, gone = "left out of the fit", gone | left
         warnings.append(
-            f"{log or run_id or 'a run'}: {what}; a disturbed run? (sizes whose time falls as the message grows "
-            "cannot be fitted by any schedule)"
+            f"{log or run_id or 'a run'}: {verdict}: {said} -- a disturbed run? (sizes whose time falls as the "
+            "message grows cannot be fitted by any schedule)"
         )
     return [s for s in samples if id(s) not in gone], warnings
 
