@@ -9287,6 +9287,170 @@ done:
     return result;
 }
 
+/* dgx_arcs(spines, groups, hosts_per_leaf, hosts, gpus_per_host, up, nic, latency, nvlink, nvlink_latency, pcie,
+ * tail, head, capacity, link_latency, rank_node, is_gpu) -> arcs written: sim.topology.fabric.dgx_fabric's arcs
+ * (int64 tails and heads, float64 capacities and latencies, one per arc), every GPU's node in rank order and the
+ * GPUs among the nodes (bool, zeroed here), in the order of its numpy lines: a spine's arcs to every leaf; a
+ * leaf's (rail r, group k) to every spine, then to the NICs of rail r of its hosts; host by host, its NVSwitch's
+ * to its GPUs, each GPU's to the NVSwitch and its NIC, each NIC's to its GPU and its leaf (one GPU: the GPU's to
+ * its NIC, the NIC's to the GPU and its leaf). The arrays contiguous and of the sizes the numpy lines make. */
+static PyObject *py_dgx_arcs(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 17,
+                  "dgx_arcs(spines, groups, hosts_per_leaf, hosts, gpus_per_host, up, nic, latency, nvlink, "
+                  "nvlink_latency, pcie, tail, head, capacity, link_latency, rank_node, is_gpu)"))
+        return NULL;
+    Py_ssize_t dim[5];
+    double bw[6];
+    for (int k = 0; k < 5; k++)
+        if ((dim[k] = PyLong_AsSsize_t(args[k])) < 1)
+            return PyErr_Occurred() ? NULL : (PyErr_SetString(PyExc_ValueError, "dgx_arcs: sizes must be >= 1"), NULL);
+    for (int k = 0; k < 6; k++)
+        if ((bw[k] = PyFloat_AsDouble(args[5 + k])) == -1.0 && PyErr_Occurred())
+            return NULL;
+    const Py_ssize_t S = dim[0], G = dim[1], hpl = dim[2], H = dim[3], g = dim[4];
+    const double up = bw[0], nic = bw[1], lat = bw[2], nv = bw[3], nv_lat = bw[4], pcie = bw[5];
+    const Py_ssize_t L = g * G, base = S + L, per_host = g > 1 ? 1 + 2 * g : 2;
+    const Py_ssize_t m = 2 * S * L + g * H + H * (g > 1 ? 5 * g : 3), n = base + H * per_host;
+    Arr at, ah, ac, al, ar, agpu;
+    Arr *all[6] = {&at, &ah, &ac, &al, &ar, &agpu};
+    arrs_init(all, 6);
+    PyObject *result = NULL;
+    if (arrs_open(args + 11, all, "IIFFIB") < 0)
+        goto done;
+    if (at.n != m || ah.n != m || ac.n != m || al.n != m || ar.n != H * g || agpu.n != n || at.stride != 8 ||
+        ah.stride != 8 || ac.stride != 8 || al.stride != 8 || ar.stride != 8 || agpu.stride != 1) {
+        PyErr_SetString(PyExc_ValueError, "dgx_arcs: arrays of the wrong size or not contiguous");
+        goto done;
+    }
+    int64_t *tail = (int64_t *)at.p, *head = (int64_t *)ah.p, *rank = (int64_t *)ar.p;
+    double *cap = (double *)ac.p, *dly = (double *)al.p;
+    char *gpu = (char *)agpu.p;
+    Py_ssize_t a = 0;
+#define ARC(t, h, c, d) (tail[a] = (t), head[a] = (h), cap[a] = (c), dly[a] = (d), a++)
+    for (Py_ssize_t s = 0; s < S; s++)
+        for (Py_ssize_t l = 0; l < L; l++)
+            ARC(s, S + l, up, lat);
+    for (Py_ssize_t l = 0; l < L; l++) {
+        Py_ssize_t k = l % G, r = l / G, cnt = H - k * hpl < hpl ? H - k * hpl : hpl;
+        for (Py_ssize_t j = 0; j < S; j++)
+            ARC(S + l, j, up, lat);
+        for (Py_ssize_t i = 0; i < cnt; i++) { /* rail r's NIC of host k * hpl + i */
+            Py_ssize_t f = base + (k * hpl + i) * per_host;
+            ARC(S + l, g > 1 ? f + 1 + g + r : f + 1, nic, lat);
+        }
+    }
+    memset(gpu, 0, (size_t)n);
+    for (Py_ssize_t h = 0; h < H; h++) {
+        Py_ssize_t f = base + h * per_host, leaf = S + h / hpl;
+        if (g == 1) {
+            ARC(f, f + 1, pcie, 0.0);
+            ARC(f + 1, f, pcie, 0.0);
+            ARC(f + 1, leaf, nic, lat);
+            rank[h] = f, gpu[f] = 1;
+            continue;
+        }
+        for (Py_ssize_t r = 1; r <= g; r++)
+            ARC(f, f + r, nv, nv_lat);
+        for (Py_ssize_t r = 1; r <= g; r++) {
+            ARC(f + r, f, nv, nv_lat);
+            ARC(f + r, f + g + r, pcie, 0.0);
+            rank[h * g + r - 1] = f + r, gpu[f + r] = 1;
+        }
+        for (Py_ssize_t r = 1; r <= g; r++) {
+            ARC(f + g + r, f + r, pcie, 0.0);
+            ARC(f + g + r, leaf + (r - 1) * G, nic, lat);
+        }
+    }
+#undef ARC
+    result = PyLong_FromSsize_t(a);
+done:
+    arrs_release(all, 6);
+    return result;
+}
+
+/* ``text`` (ASCII, ``len`` bytes) as a str */
+static PyObject *ascii_str(const char *text, Py_ssize_t len) {
+    PyObject *s = PyUnicode_New(len, 127);
+    if (s)
+        memcpy(PyUnicode_1BYTE_DATA(s), text, (size_t)len);
+    return s;
+}
+
+/* ``v`` (>= 0) in decimal at ``p``: the digits' count */
+static int put_decimal(char *p, Py_ssize_t v) {
+    char tmp[24];
+    int k = 0;
+    do
+        tmp[k++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    for (int i = 0; i < k; i++)
+        p[i] = tmp[k - 1 - i];
+    return k;
+}
+
+/* dgx_names(spines, gpus_per_host, groups, hosts) -> (node names, host names): sim.topology.fabric.dgx_fabric's
+ * f-strings -- spine{s}; leaf{r}.{k} rail by rail; host by host h{h}, then h{h}:gpu{i} and h{h}:nic{i} for each
+ * GPU i (one GPU: h{h}, h{h}:nic0) -- a host's own node the host name's str itself. */
+static PyObject *py_dgx_names(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 4, "dgx_names(spines, gpus_per_host, groups, hosts)"))
+        return NULL;
+    Py_ssize_t dim[4];
+    for (int k = 0; k < 4; k++)
+        if ((dim[k] = PyLong_AsSsize_t(args[k])) < 1)
+            return PyErr_Occurred() ? NULL : (PyErr_SetString(PyExc_ValueError, "dgx_names: sizes must be >= 1"), NULL);
+    const Py_ssize_t S = dim[0], g = dim[1], G = dim[2], H = dim[3];
+    const Py_ssize_t per_host = g > 1 ? 1 + 2 * g : 2;
+    PyObject *names = PyList_New(S + g * G + H * per_host), *hosts = PyList_New(H);
+    if (!names || !hosts)
+        goto fail;
+    char buf[96];
+    Py_ssize_t at = 0;
+    for (Py_ssize_t s = 0; s < S; s++) {
+        memcpy(buf, "spine", 5);
+        PyObject *o = ascii_str(buf, 5 + put_decimal(buf + 5, s));
+        if (!o)
+            goto fail;
+        PyList_SET_ITEM(names, at++, o);
+    }
+    for (Py_ssize_t r = 0; r < g; r++)
+        for (Py_ssize_t k = 0; k < G; k++) {
+            memcpy(buf, "leaf", 4);
+            int len = 4 + put_decimal(buf + 4, r);
+            buf[len++] = '.';
+            len += put_decimal(buf + len, k);
+            PyObject *o = ascii_str(buf, len);
+            if (!o)
+                goto fail;
+            PyList_SET_ITEM(names, at++, o);
+        }
+    for (Py_ssize_t h = 0; h < H; h++) {
+        buf[0] = 'h';
+        int len = 1 + put_decimal(buf + 1, h);
+        PyObject *host = ascii_str(buf, len);
+        if (!host)
+            goto fail;
+        PyList_SET_ITEM(hosts, h, host);
+        Py_INCREF(host);
+        PyList_SET_ITEM(names, at++, host);
+        for (int kind = 0; kind < 2; kind++) {
+            if (kind == 0 && g == 1)
+                continue; /* (one GPU: the host's node is its GPU; its NIC next) */
+            memcpy(buf + len, kind ? ":nic" : ":gpu", 4);
+            for (Py_ssize_t i = 0; i < g; i++) {
+                PyObject *o = ascii_str(buf, len + 4 + put_decimal(buf + len + 4, i));
+                if (!o)
+                    goto fail;
+                PyList_SET_ITEM(names, at++, o);
+            }
+        }
+    }
+    return Py_BuildValue("NN", names, hosts);
+fail:
+    Py_XDECREF(names);
+    Py_XDECREF(hosts);
+    return NULL;
+}
+
 /* static_dominators(arc_u, arc_v, capacity, rank_node, out) -> whether it answered: sim.rates._static_dominators
  * in one pass over the arcs -- around a node that is no rank's with exactly two arcs out and two in (a "through"
  * node), an arc into it is dominated by its arc out to the other neighbour, and an arc out of it by its arc in
@@ -12729,6 +12893,10 @@ static PyMethodDef module_methods[] = {
                             "pairs routed: Router.route of many pairs"),
     FASTCALL(router_tables, "router_tables(arc_u, arc_v, is_gpu, out_ptr, out_v, out_arc, level, up_ptr, up_v, "
                             "up_arc, above_ptr, above_u, above_arc) -> (up-arcs, arcs above): Router's tables"),
+    FASTCALL(dgx_arcs, "dgx_arcs(spines, groups, hosts_per_leaf, hosts, gpus_per_host, up, nic, latency, nvlink, "
+                       "nvlink_latency, pcie, tail, head, capacity, link_latency, rank_node, is_gpu) -> arcs written: "
+                       "dgx_fabric's arrays"),
+    FASTCALL(dgx_names, "dgx_names(spines, gpus_per_host, groups, hosts) -> (node names, host names): dgx_fabric's"),
     FASTCALL(static_dominators, "static_dominators(arc_u, arc_v, capacity, rank_node, out) -> whether it answered: "
                                 "sim.rates._static_dominators"),
     FASTCALL(trim_rows, "trim_rows(rows, dom, width, out) -> arcs taken out: routes without dominated arcs"),
