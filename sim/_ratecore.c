@@ -9451,6 +9451,83 @@ fail:
     return NULL;
 }
 
+/* tree_pairs(parent, kids, up_of, sib, sib_of, inner) -> (children, sibling pairs, inner children):
+ * sim.algorithms.tree.tree_pairs of a forest (``parent[v]``, -1 at a root; int64, contiguous) in one pass each --
+ * the children in order and their parents; for each child w, every child of w's parent in order (w included);
+ * the children whose parent has a parent. With the five outputs None, only the three counts (the outputs' sizes);
+ * else int64 arrays of those sizes, filled. None where a parent is out of range (the numpy lines answer). */
+static PyObject *py_tree_pairs(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 6, "tree_pairs(parent, kids, up_of, sib, sib_of, inner)"))
+        return NULL;
+    int fill = args[1] != Py_None;
+    Arr a[6];
+    Arr *all[6] = {&a[0], &a[1], &a[2], &a[3], &a[4], &a[5]};
+    arrs_init(all, 6);
+    PyObject *result = NULL;
+    int64_t *cnt = NULL;
+    if (arrs_open(args, all, fill ? "iIIIII" : "i-----") < 0)
+        goto done;
+    for (int k = 0; k < (fill ? 6 : 1); k++)
+        if (a[k].view.itemsize != 8 || a[k].stride != 8) {
+            PyErr_SetString(PyExc_ValueError, "tree_pairs: contiguous int64 arrays only");
+            goto done;
+        }
+    const int64_t *parent = (const int64_t *)a[0].p;
+    Py_ssize_t n = a[0].n, nk = 0, nsib = 0, ninner = 0;
+    if (!(cnt = PyMem_Calloc((size_t)(2 * n + 1), sizeof *cnt))) { /* (counts, then the grouped children) */
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        int64_t u = parent[v];
+        if (u >= n) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        if (u >= 0)
+            nk++, cnt[u + 1]++;
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        int64_t u = parent[v];
+        if (u >= 0)
+            nsib += cnt[u + 1], ninner += parent[u] >= 0;
+    }
+    if (!fill) {
+        result = Py_BuildValue("nnn", nk, nsib, ninner);
+        goto done;
+    }
+    if (a[1].n != nk || a[2].n != nk || a[3].n != nsib || a[4].n != nsib || a[5].n != ninner) {
+        PyErr_SetString(PyExc_ValueError, "tree_pairs: outputs of the wrong sizes");
+        goto done;
+    }
+    int64_t *kids = (int64_t *)a[1].p, *up_of = (int64_t *)a[2].p, *sib = (int64_t *)a[3].p;
+    int64_t *sib_of = (int64_t *)a[4].p, *inner = (int64_t *)a[5].p;
+    int64_t *byp = cnt + n + 1; /* the children grouped by parent, in order within a group */
+    for (Py_ssize_t u = 0; u < n; u++) /* (each parent's first place among them) */
+        cnt[u + 1] += cnt[u];
+    Py_ssize_t i = 0, j = 0, q = 0;
+    for (Py_ssize_t v = 0; v < n; v++) {
+        int64_t u = parent[v];
+        if (u < 0)
+            continue;
+        kids[i] = v, up_of[i++] = u;
+        byp[cnt[u]++] = v;
+        if (parent[u] >= 0)
+            inner[q++] = v;
+    }
+    for (Py_ssize_t u = n; u > 0; u--) /* (back to each parent's first place) */
+        cnt[u] = cnt[u - 1];
+    cnt[0] = 0;
+    for (Py_ssize_t k = 0; k < nk; k++)
+        for (int64_t s = cnt[up_of[k]], hi = cnt[up_of[k] + 1]; s < hi; s++, j++)
+            sib[j] = kids[k], sib_of[j] = byp[s];
+    result = Py_BuildValue("nnn", nk, nsib, ninner);
+done:
+    PyMem_Free(cnt);
+    arrs_release(all, 6);
+    return result;
+}
+
 /* static_dominators(arc_u, arc_v, capacity, rank_node, out) -> whether it answered: sim.rates._static_dominators
  * in one pass over the arcs -- around a node that is no rank's with exactly two arcs out and two in (a "through"
  * node), an arc into it is dominated by its arc out to the other neighbour, and an arc out of it by its arc in
@@ -12897,6 +12974,8 @@ static PyMethodDef module_methods[] = {
                        "nvlink_latency, pcie, tail, head, capacity, link_latency, rank_node, is_gpu) -> arcs written: "
                        "dgx_fabric's arrays"),
     FASTCALL(dgx_names, "dgx_names(spines, gpus_per_host, groups, hosts) -> (node names, host names): dgx_fabric's"),
+    FASTCALL(tree_pairs, "tree_pairs(parent, kids, up_of, sib, sib_of, inner) -> (children, sibling pairs, inner "
+                         "children): sim.algorithms.tree.tree_pairs"),
     FASTCALL(static_dominators, "static_dominators(arc_u, arc_v, capacity, rank_node, out) -> whether it answered: "
                                 "sim.rates._static_dominators"),
     FASTCALL(trim_rows, "trim_rows(rows, dom, width, out) -> arcs taken out: routes without dominated arcs"),

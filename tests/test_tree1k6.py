@@ -77,3 +77,63 @@ def test_dgx_arcs_refuses_wrong_arrays() -> None:
         _CORE.dgx_arcs(0, 1, 32, 1, 8, *bands, tail, head, cap, lat, rank, gpu)
     with pytest.raises(ValueError):
         _CORE.dgx_names(1, 0, 1, 1)
+
+
+def _forests() -> list[np.ndarray]:
+    rng = np.random.default_rng(6)
+    out = [np.zeros(0, dtype=np.int64), np.array([-1]), np.array([-1, 0, 0, 1, 1, 2, 2, 3])]
+    for n in (2, 5, 17, 300, 1024):
+        for roots in (1, 3):
+            parent = np.array([-1 if v < roots else int(rng.integers(0, v)) for v in range(n)], dtype=np.int64)
+            perm = rng.permutation(n)  # nodes numbered out of order: parents after their children too
+            relabel = np.empty(n, dtype=np.int64)
+            relabel[perm] = np.arange(n)
+            shuffled = np.full(n, -1, dtype=np.int64)
+            shuffled[relabel] = np.where(parent >= 0, relabel[np.maximum(parent, 0)], -1)
+            out += [parent, shuffled]
+    out.append(np.array([-3, 0, -1, 2, 0], dtype=np.int64))  # any negative a root
+    return out
+
+
+@pytest.mark.skipif(_CORE is None, reason="the compiled core is not built")
+@pytest.mark.parametrize("case", range(len(_forests())))
+def test_tree_pairs_compiled_equals_numpy(case: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sim.algorithms import tree as tree_mod
+
+    parent = _forests()[case]
+    got = tree_mod.tree_pairs(parent)
+    monkeypatch.setattr(tree_mod, "_CORE", None)
+    want = tree_mod.tree_pairs(parent)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype == np.int64 and np.array_equal(a, b)
+
+
+def test_heap_parents_every_root() -> None:
+    from sim.algorithms.tree import heap_parents
+
+    for p in (1, 2, 3, 7, 8, 1024):
+        for root in {0, 1, p - 1}:
+            i = np.arange(1, p)
+            want = np.full(p, -1, dtype=np.int64)
+            want[(i + root) % p] = ((i - 1) // 2 + root) % p
+            got = heap_parents(p, root)
+            assert got.dtype == np.int64 and np.array_equal(got, want)
+
+
+@pytest.mark.skipif(_CORE is None, reason="the compiled core is not built")
+def test_tree_dataflow_compiled_equals_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole tree dataflow (chunks 1 and 3, roots 0 and 5) array for array as the numpy lines build it."""
+    from sim.algorithms import tree as tree_mod
+
+    def arrays(flow: object) -> list[np.ndarray]:
+        names = ("src", "dst", "nbytes", "reduce", "proc", "combine", "seg_lo", "seg_hi")
+        return [getattr(flow, k) for k in names] + list(flow.deps) + list(flow.gates)  # type: ignore[attr-defined]
+
+    for p, chunks, root in ((1024, 1, 0), (37, 3, 5), (2, 1, 0)):
+        got = arrays(tree_mod.tree_dataflow(p, 2**30, chunks, root))
+        monkeypatch.setattr(tree_mod, "_CORE", None)
+        want = arrays(tree_mod.tree_dataflow(p, 2**30, chunks, root))
+        monkeypatch.setattr(tree_mod, "_CORE", _CORE)
+        assert len(got) == len(want)
+        for a, b in zip(got, want, strict=True):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()

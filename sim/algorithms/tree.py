@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from .._cores import built, chosen
 from ..dataflow import _ID, ARRIVED, HELD, MAX_MESSAGES, Dataflow, DataflowBuilder
 from ..deadline import check as check_deadline
 from ..program import Step, StepProgram
@@ -49,6 +50,9 @@ from ..schema import Chunks, Spec
 from .base import Algorithm
 from .common import fan_in, spread
 from .registry import register
+
+#: the compiled core (``tree_pairs``), or None: numpy
+_CORE: Any = chosen(built("_ratecore"))
 
 __all__ = [
     "BinaryTree",
@@ -113,6 +117,13 @@ def tree_pairs(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     """A forest's (``parent[v]``, -1 at a root) pairs: the children ``kids`` and their parents ``up_of``;
     the sibling pairs (``sib[i]``, ``sib_of[i]``), every child w' of w's parent for each child w, w itself
     included; and ``inner``, the children whose parent has a parent too."""
+    if _CORE is not None and parent.dtype == np.int64 and parent.flags.c_contiguous:  # the same, a pass each
+        sizes = _CORE.tree_pairs(parent, None, None, None, None, None)
+        if sizes is not None:
+            nk, nsib, ninner = sizes
+            out = tuple(np.empty(size, dtype=np.int64) for size in (nk, nk, nsib, nsib, ninner))
+            _CORE.tree_pairs(parent, *out)
+            return out  # type: ignore[return-value]
     n = len(parent)
     kids = np.flatnonzero(parent >= 0)
     up_of = parent[kids]
@@ -239,6 +250,9 @@ def heap_parents(p: int, root: int = 0) -> np.ndarray:
     ranks: rank ``(i + root) % p`` hangs below ``((i - 1) // 2 + root) % p``."""
     i = np.arange(1, p, dtype=np.int64)
     parent = np.full(p, -1, dtype=np.int64)
+    if root == 0:  # (the same: no sum reaches p)
+        parent[1:] = (i - 1) // 2
+        return parent
     parent[(i + root) % p] = ((i - 1) // 2 + root) % p
     return parent
 
