@@ -9528,6 +9528,117 @@ done:
     return result;
 }
 
+/* an int array's items as int32 (-1 for a value beyond int32's, which no check takes for a message): the array itself
+ * where it is contiguous int32, else a copy in *own (NULL with an exception set where memory ran out) */
+static const int32_t *as_i32(const Arr *a, int32_t **own) {
+    if (a->view.itemsize == 4 && a->stride == 4)
+        return (const int32_t *)a->p;
+    if (!(*own = malloc((size_t)(a->n > 0 ? a->n : 1) * sizeof **own))) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < a->n; i++) {
+        int64_t x = arr_i(a, i);
+        (*own)[i] = x < INT32_MIN || x > INT32_MAX ? -1 : (int32_t)x;
+    }
+    return *own;
+}
+
+/* df_tables(m, on, kind, n, count, a_ptr, a_out, h_ptr, h_out) -> (status, arrived, held): sim/dataflow.py's
+ * tables of one edge list (message ``m[i]`` waits for ``on[i]`` to reach ``kind[i]``: int arrays, kind int8) over
+ * ``n`` messages, in one pass each. With the five outputs None: status 1 where a message lies outside 0..n-1,
+ * else 2 where a kind is neither ARRIVED (0) nor HELD (1), else 0, and each kind's edge count. Else (the edges
+ * checked): each message's edge count (int64 ``count``, np.bincount's) and, per kind, the waiting messages grouped
+ * by what they wait on in their order (int32 ``ptr`` of n + 1 bounds, int32 ``out``: _csr's stable grouping). */
+static PyObject *py_df_tables(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 9, "df_tables(m, on, kind, n, count, a_ptr, a_out, h_ptr, h_out)"))
+        return NULL;
+    int fill = args[4] != Py_None;
+    Arr a[8];
+    Arr *all[8] = {&a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7]};
+    arrs_init(all, 8);
+    PyObject *result = NULL;
+    int32_t *next = NULL, *own[2] = {NULL, NULL};
+    Py_ssize_t n = PyLong_AsSsize_t(args[3]);
+    if (n == -1 && PyErr_Occurred())
+        goto done;
+    if (arrs_open(args, all, fill ? "iib-IIIII" : "iib------") < 0)
+        goto done;
+    Arr *m = &a[0], *on = &a[1], *kind = &a[2];
+    Py_ssize_t len = m->n;
+    if (on->n != len || kind->n != len || n < 0 || n > INT32_MAX || len > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "df_tables: inconsistent sizes");
+        goto done;
+    }
+    const int32_t *mv = as_i32(m, &own[0]), *ov = mv ? as_i32(on, &own[1]) : NULL;
+    if (!ov)
+        goto done;
+    const signed char *kv = (const signed char *)kind->p;
+    Py_ssize_t ks = kind->stride;
+    Py_ssize_t nk[2] = {0, 0};
+    if (!fill) {
+        int status = 0;
+        for (Py_ssize_t i = 0; i < len; i++) {
+            signed char k = kv[i * ks];
+            if ((uint32_t)mv[i] >= (uint32_t)n || (uint32_t)ov[i] >= (uint32_t)n) /* (a negative one too) */
+                status = 1;
+            else if ((unsigned char)k > 1) {
+                if (!status)
+                    status = 2;
+            } else
+                nk[k]++;
+        }
+        result = Py_BuildValue("inn", status, nk[0], nk[1]);
+        goto done;
+    }
+    Arr *count = &a[3], *ptr[2] = {&a[4], &a[6]}, *out[2] = {&a[5], &a[7]};
+    for (int k = 0; k < 2; k++)
+        nk[k] = out[k]->n;
+    if (count->n != n || count->view.itemsize != 8 || count->stride != 8 || ptr[0]->n != n + 1 || ptr[1]->n != n + 1 ||
+        nk[0] + nk[1] != len) {
+        PyErr_SetString(PyExc_ValueError, "df_tables: outputs of the wrong sizes");
+        goto done;
+    }
+    for (int k = 0; k < 2; k++)
+        if (ptr[k]->view.itemsize != 4 || ptr[k]->stride != 4 || out[k]->view.itemsize != 4 || out[k]->stride != 4) {
+            PyErr_SetString(PyExc_TypeError, "df_tables: ptr and out must be contiguous 32-bit integers");
+            goto done;
+        }
+    int64_t *cnt = (int64_t *)count->p;
+    int32_t *p[2] = {(int32_t *)ptr[0]->p, (int32_t *)ptr[1]->p}, *o[2] = {(int32_t *)out[0]->p, (int32_t *)out[1]->p};
+    memset(cnt, 0, (size_t)n * sizeof *cnt);
+    memset(p[0], 0, (size_t)(n + 1) * sizeof(int32_t));
+    memset(p[1], 0, (size_t)(n + 1) * sizeof(int32_t));
+    Py_ssize_t seen[2] = {0, 0};
+    for (Py_ssize_t i = 0; i < len; i++) {
+        int32_t x = mv[i], y = ov[i];
+        signed char k = kv[i * ks];
+        if ((uint32_t)x >= (uint32_t)n || (uint32_t)y >= (uint32_t)n || (unsigned char)k > 1 || seen[k] == nk[k]) {
+            PyErr_SetString(PyExc_ValueError, "df_tables: edges not as checked");
+            goto done;
+        }
+        cnt[x]++, p[k][y + 1]++, seen[k]++;
+    }
+    if (!(next = malloc((size_t)(2 * n + 1) * sizeof *next))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int k = 0; k < 2; k++) {
+        for (Py_ssize_t v = 0; v < n; v++)
+            p[k][v + 1] += p[k][v];
+        memcpy(next + k * n, p[k], (size_t)n * sizeof *next);
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        signed char k = kv[i * ks];
+        o[k][next[k * n + ov[i]]++] = mv[i];
+    }
+    result = Py_BuildValue("inn", 0, nk[0], nk[1]);
+done:
+    free(next), free(own[0]), free(own[1]);
+    arrs_release(all, 8);
+    return result;
+}
+
 /* static_dominators(arc_u, arc_v, capacity, rank_node, out) -> whether it answered: sim.rates._static_dominators
  * in one pass over the arcs -- around a node that is no rank's with exactly two arcs out and two in (a "through"
  * node), an arc into it is dominated by its arc out to the other neighbour, and an arc out of it by its arc in
@@ -12976,6 +13087,8 @@ static PyMethodDef module_methods[] = {
     FASTCALL(dgx_names, "dgx_names(spines, gpus_per_host, groups, hosts) -> (node names, host names): dgx_fabric's"),
     FASTCALL(tree_pairs, "tree_pairs(parent, kids, up_of, sib, sib_of, inner) -> (children, sibling pairs, inner "
                          "children): sim.algorithms.tree.tree_pairs"),
+    FASTCALL(df_tables, "df_tables(m, on, kind, n, count, a_ptr, a_out, h_ptr, h_out) -> (status, arrived, held): "
+                        "a dataflow's tables of one edge list"),
     FASTCALL(static_dominators, "static_dominators(arc_u, arc_v, capacity, rank_node, out) -> whether it answered: "
                                 "sim.rates._static_dominators"),
     FASTCALL(trim_rows, "trim_rows(rows, dom, width, out) -> arcs taken out: routes without dominated arcs"),

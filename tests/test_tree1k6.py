@@ -137,3 +137,47 @@ def test_tree_dataflow_compiled_equals_numpy(monkeypatch: pytest.MonkeyPatch) ->
         assert len(got) == len(want)
         for a, b in zip(got, want, strict=True):
             assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def _edge_lists() -> list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
+    rng = np.random.default_rng(16)
+    out = [(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int8), 5)]
+    for n, edges in ((1, 3), (7, 20), (300, 1000), (2046, 5108)):
+        for dtype in (np.int32, np.int64):
+            m = rng.integers(0, n, edges).astype(dtype)
+            on = rng.integers(0, n, edges).astype(dtype)
+            kind = rng.integers(0, 2, edges).astype(np.int8)
+            out += [(m, on, kind, n), (m, on, np.sort(kind), n)]  # kinds mixed, and in order (slices)
+    return out
+
+
+@pytest.mark.skipif(_CORE is None, reason="the compiled core is not built")
+@pytest.mark.parametrize("case", range(len(_edge_lists())))
+def test_dataflow_tables_compiled_equal_numpy(case: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sim import dataflow as df
+
+    m, on, kind, n = _edge_lists()[case]
+    got = df._tables("deps", (m, on, kind), n)
+    monkeypatch.setattr(df, "_CORE", None)
+    want = df._tables("deps", (m, on, kind), n)
+    assert got[0].dtype == want[0].dtype == np.int64 and np.array_equal(got[0], want[0])
+    for (gp, [go]), (wp, [wo]) in zip(got[1:], want[1:], strict=True):
+        assert gp.dtype == wp.dtype == go.dtype == wo.dtype == np.int32
+        assert np.array_equal(gp, wp) and np.array_equal(go, wo)
+
+
+@pytest.mark.parametrize("core", [True, False], ids=["compiled", "numpy"])
+def test_dataflow_tables_refuse_as_before(core: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sim import dataflow as df
+
+    if not core:
+        monkeypatch.setattr(df, "_CORE", None)
+    ok = np.array([0, 1], dtype=np.int32)
+    with pytest.raises(ValueError, match="gates name messages outside 0..2"):
+        df._tables("gates", (np.array([0, 3], dtype=np.int32), ok, np.array([0, 2], dtype=np.int8)), 3)
+    with pytest.raises(ValueError, match="deps name messages outside 0..2"):
+        df._tables("deps", (ok, np.array([-1, 0], dtype=np.int32), np.array([0, 1], dtype=np.int8)), 3)
+    with pytest.raises(ValueError, match="deps kinds must be ARRIVED or HELD"):
+        df._tables("deps", (ok, ok, np.array([0, 2], dtype=np.int8)), 3)
+    with pytest.raises(ValueError, match="deps kinds must be ARRIVED or HELD"):
+        df._tables("deps", (ok, ok, np.array([-1, 0], dtype=np.int8)), 3)
