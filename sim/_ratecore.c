@@ -9187,13 +9187,40 @@ static void rt_count_sort(const int64_t *idx, Py_ssize_t len, const int64_t *key
     cnt[0] = 0;
 }
 
+/* the out-arcs' order (a stable sort by (tail, head)) and each tail's first place into ``oarc`` and ``optr`` where the
+ * tails come in order (a fabric's arcs, tail by tail; every node in [0, n)): each tail's arcs put in order of their
+ * heads by insertion, stably. 0 (the tables left to the counting sorts) where they do not, or where the heads are
+ * so out of order that the insertions would cost more than the sorts. */
+static int rt_tails_in_order(const int64_t *u, const int64_t *v, Py_ssize_t m, Py_ssize_t n, int64_t *optr,
+                             int64_t *oarc) {
+    for (Py_ssize_t i = 1; i < m; i++)
+        if (u[i] < u[i - 1])
+            return 0;
+    Py_ssize_t i = 0, budget = 4 * m + 64; /* (moves allowed: the counting sorts cost a few passes) */
+    for (Py_ssize_t x = 0; x < n; x++) {
+        Py_ssize_t lo = i;
+        optr[x] = lo;
+        for (; i < m && u[i] == x; i++) {
+            Py_ssize_t j = i;
+            for (; j > lo && v[oarc[j - 1]] > v[i]; j--) /* (strictly greater: equal heads stay in id order) */
+                if (--budget < 0)
+                    return 0;
+                else
+                    oarc[j] = oarc[j - 1];
+            oarc[j] = i;
+        }
+    }
+    return 1;
+}
+
 /* router_tables(arc_u, arc_v, is_gpu, out_ptr, out_v, out_arc, level, up_ptr, up_v, up_arc, above_ptr, above_u,
  * above_arc) -> (up-arcs, arcs above): sim.routing.Router's tables (int64 arrays, contiguous; ``is_gpu`` a
- * bool array, None for the out-arcs alone). The out-arcs in the order of a stable sort by (tail, head) -- two
- * stable counting sorts, by head then by tail, np.argsort(tail * n + head, kind="stable")'s order; the levels
+ * bool array, None for the out-arcs alone). The out-arcs in the order of a stable sort by (tail, head) -- each
+ * tail's arcs put in order by insertion where the tails come in order (rt_tails_in_order), else two stable counting
+ * sorts, by head then by tail: np.argsort(tail * n + head, kind="stable")'s order; the levels
  * by a breadth-first search over the out-arcs from every GPU (hops from the nearest; -1: none reaches it); the
  * up-arcs (head a level above the tail) in the out-arcs' order, counted by tail; the arcs that descend, in
- * a stable sort by (head, tail), counted by head. ``up_v``, ``up_arc``, ``above_u``, ``above_arc`` hold as many
+ * a stable sort by (head, tail) (one counting sort by head of them in the out-arcs' order), counted by head. ``up_v``, ``up_arc``, ``above_u``, ``above_arc`` hold as many
  * as the arcs; their first entries (as many as returned) are the tables'. */
 static PyObject *py_router_tables(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 13,
@@ -9238,10 +9265,12 @@ static PyObject *py_router_tables(PyObject *self, PyObject *const *args, Py_ssiz
     }
     int64_t *idx = tmp + m, *queue = tmp + 2 * m;
     int64_t *optr = (int64_t *)a[3].p, *ov = (int64_t *)a[4].p, *oarc = (int64_t *)a[5].p;
-    for (Py_ssize_t i = 0; i < m; i++)
-        idx[i] = i;
-    rt_count_sort(idx, m, v, n, cnt, tmp);
-    rt_count_sort(tmp, m, u, n, optr, oarc);
+    if (!rt_tails_in_order(u, v, m, n, optr, oarc)) {
+        for (Py_ssize_t i = 0; i < m; i++)
+            idx[i] = i;
+        rt_count_sort(idx, m, v, n, cnt, tmp);
+        rt_count_sort(tmp, m, u, n, optr, oarc);
+    }
     for (Py_ssize_t k = 0; k < m; k++)
         ov[k] = v[oarc[k]];
     optr[n] = m;
@@ -9270,11 +9299,13 @@ static PyObject *py_router_tables(PyObject *self, PyObject *const *args, Py_ssiz
                 }
             uptr[x + 1] = nup;
         }
-        for (Py_ssize_t i = 0; i < m; i++)
-            if (lvl[u[i]] > lvl[v[i]])
-                idx[nabove++] = i;
-        rt_count_sort(idx, nabove, u, n, cnt, tmp);
-        rt_count_sort(tmp, nabove, v, n, aptr, aarc);
+        /* the arcs that descend in the out-arcs' order (by tail, then head, then id), sorted stably by head: by
+         * (head, tail, id), as sorts by tail then by head of them in id order put them */
+        for (Py_ssize_t x = 0; x < n; x++)
+            for (int64_t k = optr[x]; k < optr[x + 1]; k++)
+                if (lvl[x] > lvl[ov[k]])
+                    idx[nabove++] = oarc[k];
+        rt_count_sort(idx, nabove, v, n, aptr, aarc);
         aptr[n] = nabove;
         for (Py_ssize_t k = 0; k < nabove; k++)
             au[k] = u[aarc[k]];

@@ -181,3 +181,41 @@ def test_dataflow_tables_refuse_as_before(core: bool, monkeypatch: pytest.Monkey
         df._tables("deps", (ok, ok, np.array([0, 2], dtype=np.int8)), 3)
     with pytest.raises(ValueError, match="deps kinds must be ARRIVED or HELD"):
         df._tables("deps", (ok, ok, np.array([-1, 0], dtype=np.int8)), 3)
+
+
+@pytest.mark.skipif(_CORE is None, reason="the compiled core is not built")
+@pytest.mark.parametrize("seed", range(10))
+def test_router_tables_of_tails_in_order_equal_numpy(seed: int) -> None:
+    """``router_tables`` where the arcs come tail by tail (each tail's heads put in order by insertion): parallel
+    arcs, loops, heads in any order within a tail, a tail of many arcs in reverse (the insertions given up for
+    the counting sorts), nodes without arcs -- every table as the numpy lines make it."""
+    from tests.test_tree1k2 import _same_tables
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 80))
+    m = int(rng.integers(0, 5 * n + 1))
+    arc_u, arc_v = np.sort(rng.integers(0, n, size=m)), rng.integers(0, n, size=m)
+    if m > 4:
+        arc_u[1], arc_v[1] = arc_u[0], arc_v[0]  # a parallel arc
+    if seed % 3 == 0:  # one tail with many heads in reverse, first
+        many = np.arange(n - 1, -1, -1).repeat(3)
+        arc_u, arc_v = np.concatenate([np.zeros(len(many), dtype=np.int64), arc_u]), np.concatenate([many, arc_v])
+        arc_u = np.sort(arc_u, kind="stable")
+    is_gpu = rng.random(n) < 0.2
+    _same_tables(arc_u, arc_v, n, is_gpu)
+    _same_tables(arc_u, arc_v, n, None)
+
+
+@pytest.mark.skipif(_CORE is None, reason="the compiled core is not built")
+def test_router_tables_insertions_given_up_for_the_sorts() -> None:
+    """One tail's 300 arcs with their heads in reverse: ~45,000 moves, past the insertions' allowance (4 an arc):
+    the counting sorts make the tables, the same as numpy's."""
+    from tests.test_tree1k2 import _same_tables
+
+    n = 300
+    arc_u = np.concatenate([np.zeros(n, dtype=np.int64), np.arange(1, n)])
+    arc_v = np.concatenate([np.arange(n - 1, -1, -1), np.zeros(n - 1, dtype=np.int64)])
+    is_gpu = np.zeros(n, dtype=bool)
+    is_gpu[n // 2 :] = True
+    _same_tables(arc_u, arc_v, n, is_gpu)
+    _same_tables(arc_u, arc_v, n, None)
