@@ -2666,6 +2666,35 @@ static PyObject *py_row_arcs(PyObject *self, PyObject *const *args, Py_ssize_t n
         goto done;
     }
     Py_ssize_t used = 0;
+    if (rows.view.itemsize == 8 && rows.stride == 8 && cap.stride == 8 && len.stride == 8 && flat.stride == 8 &&
+        low.stride == 8) { /* (the same lines on plain arrays: the usual case, numpy's fresh contiguous ones) */
+        const int64_t *rp = (const int64_t *)rows.p;
+        const double *cp = (const double *)cap.p;
+        int64_t *lp = (int64_t *)len.p, *fp = (int64_t *)flat.p;
+        double *bp = (double *)low.p;
+        for (Py_ssize_t r = 0, e = 0; r < len.n; r++) {
+            double m = INFINITY;
+            int64_t k = 0;
+            for (Py_ssize_t j = 0; j < width; j++, e++) {
+                int64_t a = rp[e];
+                if (a < 0)
+                    continue;
+                if (a >= cap.n) {
+                    PyErr_SetString(PyExc_IndexError, "row_arcs: arc out of range");
+                    goto done;
+                }
+                double c = cp[a];
+                if (!isnan(m) && (c < m || isnan(c)))
+                    m = c;
+                fp[used++] = a;
+                k++;
+            }
+            lp[r] = k;
+            bp[r] = m;
+        }
+        result = PyLong_FromSsize_t(used);
+        goto done;
+    }
     for (Py_ssize_t r = 0, e = 0; r < len.n; r++) {
         double m = INFINITY;
         int64_t k = 0;

@@ -219,3 +219,20 @@ def test_router_tables_insertions_given_up_for_the_sorts() -> None:
     is_gpu[n // 2 :] = True
     _same_tables(arc_u, arc_v, n, is_gpu)
     _same_tables(arc_u, arc_v, n, None)
+
+
+@pytest.mark.skipif(_CORE is None, reason="the compiled core is not built")
+@pytest.mark.parametrize("seed", range(4))
+def test_row_arcs_plain_and_strided_agree(seed: int) -> None:
+    """``row_arcs``' lines on plain arrays (the usual case) and its general ones (a strided capacity) alike."""
+    from sim import cluster as cluster_mod
+
+    rng = np.random.default_rng(seed)
+    n, width, narcs = int(rng.integers(1, 300)), int(rng.integers(1, 12)), int(rng.integers(1, 500))
+    arcs = rng.integers(0, narcs, size=(n, width))
+    arcs[rng.random((n, width)) < 0.4] = -1
+    spread = rng.choice([1e9, 2.5e10, np.inf, np.nan], size=2 * narcs)
+    plain = cluster_mod._row_arcs(arcs, np.ascontiguousarray(spread[::2]))
+    strided = cluster_mod._row_arcs(arcs, spread[::2])
+    for a, b in zip(plain, strided, strict=True):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
