@@ -3644,7 +3644,9 @@ static inline uint64_t dict_tag(PyObject *d) { return ((PyDictObject *)d)->ma_ve
 #endif
 #if PY_VERSION_HEX < 0x030D0000
 #define IG_MEMO 1
-#define IG_N 256
+#define IG_N 512 /* (256 pairs of entries: a pair's two lookups kept, the newer first -- a direct-mapped table's
+                     misses hung on where the allocator put the dicts: ring-rank-256-fast's lookups from here went
+                     from ~9,000 to ~24,000 where a change elsewhere moved them) */
 static struct {
     PyObject *dict, *name, *value;
     uint64_t tag;
@@ -3660,14 +3662,17 @@ static PyObject *iget_rest(PyObject *obj, PyObject *name, PyObject **sf) {
         PyObject *d = *dp;
 #if IG_MEMO
         uintptr_t x = (uintptr_t)d ^ ((uintptr_t)name >> 3);
-        size_t at = ((x >> 4) ^ (x >> 12)) % IG_N;
+        size_t at = ((x >> 3) ^ (x >> 11)) % IG_N & ~(size_t)1;
         uint64_t tag = dict_tag(d);
         if (ig_memo[at].dict == d && ig_memo[at].name == name && ig_memo[at].tag == tag)
             return Py_NewRef(ig_memo[at].value);
+        if (ig_memo[at + 1].dict == d && ig_memo[at + 1].name == name && ig_memo[at + 1].tag == tag)
+            return Py_NewRef(ig_memo[at + 1].value);
 #endif
         PyObject *v = PyDict_GetItemWithError(d, name);
         if (v) {
 #if IG_MEMO
+            ig_memo[at + 1] = ig_memo[at];
             ig_memo[at].dict = d, ig_memo[at].name = name, ig_memo[at].value = v, ig_memo[at].tag = tag;
 #endif
             return Py_NewRef(v);
