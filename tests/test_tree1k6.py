@@ -236,3 +236,24 @@ def test_row_arcs_plain_and_strided_agree(seed: int) -> None:
     strided = cluster_mod._row_arcs(arcs, spread[::2])
     for a, b in zip(plain, strided, strict=True):
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def test_bulk_keys_as_a_stable_sort_leaves_them() -> None:
+    """Pairs interned in bulk in order (kept as they come) and out of order (sorted): the keys and ids as the
+    stable sort of every batch so far, and every pair's id the one path_id gives it."""
+    from sim.cluster import Cluster, _pair_keys
+
+    cl = Cluster("dgx:hosts=4,ecmp=hash")
+    want_keys, want_ids = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    batches = [
+        (np.arange(0, 16), np.arange(16, 32)),
+        (np.arange(31, 15, -1), np.arange(0, 16)),
+        (np.array([2, 2]), np.array([5, 9])),
+    ]
+    for src, dst in batches:
+        ids = cl.path_ids(src, dst)
+        keys = np.concatenate([want_keys, _pair_keys(src, dst)])
+        sort = np.argsort(keys, kind="stable")
+        want_keys, want_ids = keys[sort], np.concatenate([want_ids, ids])[sort]
+        assert np.array_equal(cl._bulk_keys, want_keys) and np.array_equal(cl._bulk_ids, want_ids)
+        assert [cl.path_id(int(s), int(d)) for s, d in zip(src, dst, strict=True)] == ids.tolist()
