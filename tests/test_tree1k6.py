@@ -257,3 +257,15 @@ def test_bulk_keys_as_a_stable_sort_leaves_them() -> None:
         want_keys, want_ids = keys[sort], np.concatenate([want_ids, ids])[sort]
         assert np.array_equal(cl._bulk_keys, want_keys) and np.array_equal(cl._bulk_ids, want_ids)
         assert [cl.path_id(int(s), int(d)) for s, d in zip(src, dst, strict=True)] == ids.tolist()
+
+
+def test_rows_without_rows_read_no_later_parts() -> None:
+    """``_rows`` with no row writes ``first`` alone: the later chunks' parts (not gathered where no row follows,
+    ``pipelined_tree``) change nothing."""
+    from sim.algorithms.tree import _rows
+
+    first = [(5, np.array([0, 2, 1], dtype=np.int32)), (40, np.array([3], dtype=np.int32))]
+    rest = [(9, np.array([4, 4], dtype=np.int32))]
+    got = _rows(first, [], 0, 7)
+    assert got.tolist() == [5, 7, 6, 43] and got.tobytes() == _rows(first, rest, 0, 7).tobytes()
+    assert _rows([], [], 0, 7).dtype == _rows([], rest, 0, 7).dtype and not len(_rows([], rest, 0, 7))

@@ -198,29 +198,42 @@ def pipelined_tree(
 
     # each kind's edges in the order a loop over the chunks adds them: chunk 0's row (``first``), then one
     # row per later chunk (``rest``, from the chunk given on: the parts side by side); the edges on no
-    # message (a chunk -1, a root's own U or D: the loop's -1s, which the builder drops) left out here.
+    # message (a chunk -1, a root's own U or D: the loop's -1s, which the builder drops) left out here. Where no
+    # row follows (one chunk; two or fewer for the last gates) the later chunks' places are not gathered at all.
     # Starts, ARRIVED: U[c, v] after U[c-1, v]; D[c, w] after D[c-1, w'] for every sibling w' of w (chunk 0:
     # D[0, v] after U[K-1, parent(v)])
     up_in, last = parent[inner], k - 1  # (``inner``: the children whose parent is no root, in their order)
     rows = k - 1
     b.after(
-        _rows([down(0, inner)], [up(1, kids), down(1, sib)], rows, nk),
-        _rows([up(last, up_in)], [up(0, kids), down(0, sib_of)], rows, nk),
+        _rows([down(0, inner)], [up(1, kids), down(1, sib)] if rows else [], rows, nk),
+        _rows([up(last, up_in)], [up(0, kids), down(0, sib_of)] if rows else [], rows, nk),
         ARRIVED,
         copy=False,
     )
     # starts, HELD: U[c, parent(w)] after U[c, w]; D[c, v] after D[c, parent(v)] (chunk 0 also: D[0, w] after
     # U[K-1, w'] for every sibling w')
     b.after(
-        _rows([up(0, up_in), down(0, inner), down(0, sib)], [up(1, up_in), down(1, inner)], rows, nk),
-        _rows([up(0, inner), down(0, up_in), up(last, sib_of)], [up(1, inner), down(1, up_in)], rows, nk),
+        _rows([up(0, up_in), down(0, inner), down(0, sib)], [up(1, up_in), down(1, inner)] if rows else [], rows, nk),
+        _rows(
+            [up(0, inner), down(0, up_in), up(last, sib_of)], [up(1, inner), down(1, up_in)] if rows else [], rows, nk
+        ),
         HELD,
         copy=False,
     )
     # gates: U[c, w] reduced after U[c-1, w'] of every sibling w' is held and U[c-2, parent(w)] has arrived
-    b.gate(_rows([], [up(1, sib)], rows, nk), _rows([], [up(0, sib_of)], rows, nk), HELD, copy=False)
+    b.gate(
+        _rows([], [up(1, sib)] if rows else [], rows, nk),
+        _rows([], [up(0, sib_of)] if rows else [], rows, nk),
+        HELD,
+        copy=False,
+    )
     rows = max(k - 2, 0)
-    b.gate(_rows([], [up(2, inner)], rows, nk), _rows([], [up(0, up_in)], rows, nk), ARRIVED, copy=False)
+    b.gate(
+        _rows([], [up(2, inner)] if rows else [], rows, nk),
+        _rows([], [up(0, up_in)] if rows else [], rows, nk),
+        ARRIVED,
+        copy=False,
+    )
 
 
 def _rows(first: list[tuple[int, np.ndarray]], rest: list[tuple[int, np.ndarray]], rows: int, step: int) -> np.ndarray:
