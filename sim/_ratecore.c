@@ -2666,6 +2666,35 @@ static PyObject *py_row_arcs(PyObject *self, PyObject *const *args, Py_ssize_t n
         goto done;
     }
     Py_ssize_t used = 0;
+    if (rows.view.itemsize == 8 && rows.stride == 8 && cap.stride == 8 && len.stride == 8 && flat.stride == 8 &&
+        low.stride == 8) { /* (the same lines on plain arrays: the usual case, numpy's fresh contiguous ones) */
+        const int64_t *rp = (const int64_t *)rows.p;
+        const double *cp = (const double *)cap.p;
+        int64_t *lp = (int64_t *)len.p, *fp = (int64_t *)flat.p;
+        double *bp = (double *)low.p;
+        for (Py_ssize_t r = 0, e = 0; r < len.n; r++) {
+            double m = INFINITY;
+            int64_t k = 0;
+            for (Py_ssize_t j = 0; j < width; j++, e++) {
+                int64_t a = rp[e];
+                if (a < 0)
+                    continue;
+                if (a >= cap.n) {
+                    PyErr_SetString(PyExc_IndexError, "row_arcs: arc out of range");
+                    goto done;
+                }
+                double c = cp[a];
+                if (!isnan(m) && (c < m || isnan(c)))
+                    m = c;
+                fp[used++] = a;
+                k++;
+            }
+            lp[r] = k;
+            bp[r] = m;
+        }
+        result = PyLong_FromSsize_t(used);
+        goto done;
+    }
     for (Py_ssize_t r = 0, e = 0; r < len.n; r++) {
         double m = INFINITY;
         int64_t k = 0;
@@ -3615,7 +3644,9 @@ static inline uint64_t dict_tag(PyObject *d) { return ((PyDictObject *)d)->ma_ve
 #endif
 #if PY_VERSION_HEX < 0x030D0000
 #define IG_MEMO 1
-#define IG_N 256
+#define IG_N 512 /* (256 pairs of entries: a pair's two lookups kept, the newer first -- a direct-mapped table's
+                     misses hung on where the allocator put the dicts: ring-rank-256-fast's lookups from here went
+                     from ~9,000 to ~24,000 where a change elsewhere moved them) */
 static struct {
     PyObject *dict, *name, *value;
     uint64_t tag;
@@ -3631,14 +3662,17 @@ static PyObject *iget_rest(PyObject *obj, PyObject *name, PyObject **sf) {
         PyObject *d = *dp;
 #if IG_MEMO
         uintptr_t x = (uintptr_t)d ^ ((uintptr_t)name >> 3);
-        size_t at = ((x >> 4) ^ (x >> 12)) % IG_N;
+        size_t at = ((x >> 3) ^ (x >> 11)) % IG_N & ~(size_t)1;
         uint64_t tag = dict_tag(d);
         if (ig_memo[at].dict == d && ig_memo[at].name == name && ig_memo[at].tag == tag)
             return Py_NewRef(ig_memo[at].value);
+        if (ig_memo[at + 1].dict == d && ig_memo[at + 1].name == name && ig_memo[at + 1].tag == tag)
+            return Py_NewRef(ig_memo[at + 1].value);
 #endif
         PyObject *v = PyDict_GetItemWithError(d, name);
         if (v) {
 #if IG_MEMO
+            ig_memo[at + 1] = ig_memo[at];
             ig_memo[at].dict = d, ig_memo[at].name = name, ig_memo[at].value = v, ig_memo[at].tag = tag;
 #endif
             return Py_NewRef(v);
@@ -9187,13 +9221,40 @@ static void rt_count_sort(const int64_t *idx, Py_ssize_t len, const int64_t *key
     cnt[0] = 0;
 }
 
+/* the out-arcs' order (a stable sort by (tail, head)) and each tail's first place into ``oarc`` and ``optr`` where the
+ * tails come in order (a fabric's arcs, tail by tail; every node in [0, n)): each tail's arcs put in order of their
+ * heads by insertion, stably. 0 (the tables left to the counting sorts) where they do not, or where the heads are
+ * so out of order that the insertions would cost more than the sorts. */
+static int rt_tails_in_order(const int64_t *u, const int64_t *v, Py_ssize_t m, Py_ssize_t n, int64_t *optr,
+                             int64_t *oarc) {
+    for (Py_ssize_t i = 1; i < m; i++)
+        if (u[i] < u[i - 1])
+            return 0;
+    Py_ssize_t i = 0, budget = 4 * m + 64; /* (moves allowed: the counting sorts cost a few passes) */
+    for (Py_ssize_t x = 0; x < n; x++) {
+        Py_ssize_t lo = i;
+        optr[x] = lo;
+        for (; i < m && u[i] == x; i++) {
+            Py_ssize_t j = i;
+            for (; j > lo && v[oarc[j - 1]] > v[i]; j--) /* (strictly greater: equal heads stay in id order) */
+                if (--budget < 0)
+                    return 0;
+                else
+                    oarc[j] = oarc[j - 1];
+            oarc[j] = i;
+        }
+    }
+    return 1;
+}
+
 /* router_tables(arc_u, arc_v, is_gpu, out_ptr, out_v, out_arc, level, up_ptr, up_v, up_arc, above_ptr, above_u,
  * above_arc) -> (up-arcs, arcs above): sim.routing.Router's tables (int64 arrays, contiguous; ``is_gpu`` a
- * bool array, None for the out-arcs alone). The out-arcs in the order of a stable sort by (tail, head) -- two
- * stable counting sorts, by head then by tail, np.argsort(tail * n + head, kind="stable")'s order; the levels
+ * bool array, None for the out-arcs alone). The out-arcs in the order of a stable sort by (tail, head) -- each
+ * tail's arcs put in order by insertion where the tails come in order (rt_tails_in_order), else two stable counting
+ * sorts, by head then by tail: np.argsort(tail * n + head, kind="stable")'s order; the levels
  * by a breadth-first search over the out-arcs from every GPU (hops from the nearest; -1: none reaches it); the
  * up-arcs (head a level above the tail) in the out-arcs' order, counted by tail; the arcs that descend, in
- * a stable sort by (head, tail), counted by head. ``up_v``, ``up_arc``, ``above_u``, ``above_arc`` hold as many
+ * a stable sort by (head, tail) (one counting sort by head of them in the out-arcs' order), counted by head. ``up_v``, ``up_arc``, ``above_u``, ``above_arc`` hold as many
  * as the arcs; their first entries (as many as returned) are the tables'. */
 static PyObject *py_router_tables(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!nargs_ok(nargs, 13,
@@ -9238,10 +9299,12 @@ static PyObject *py_router_tables(PyObject *self, PyObject *const *args, Py_ssiz
     }
     int64_t *idx = tmp + m, *queue = tmp + 2 * m;
     int64_t *optr = (int64_t *)a[3].p, *ov = (int64_t *)a[4].p, *oarc = (int64_t *)a[5].p;
-    for (Py_ssize_t i = 0; i < m; i++)
-        idx[i] = i;
-    rt_count_sort(idx, m, v, n, cnt, tmp);
-    rt_count_sort(tmp, m, u, n, optr, oarc);
+    if (!rt_tails_in_order(u, v, m, n, optr, oarc)) {
+        for (Py_ssize_t i = 0; i < m; i++)
+            idx[i] = i;
+        rt_count_sort(idx, m, v, n, cnt, tmp);
+        rt_count_sort(tmp, m, u, n, optr, oarc);
+    }
     for (Py_ssize_t k = 0; k < m; k++)
         ov[k] = v[oarc[k]];
     optr[n] = m;
@@ -9270,11 +9333,13 @@ static PyObject *py_router_tables(PyObject *self, PyObject *const *args, Py_ssiz
                 }
             uptr[x + 1] = nup;
         }
-        for (Py_ssize_t i = 0; i < m; i++)
-            if (lvl[u[i]] > lvl[v[i]])
-                idx[nabove++] = i;
-        rt_count_sort(idx, nabove, u, n, cnt, tmp);
-        rt_count_sort(tmp, nabove, v, n, aptr, aarc);
+        /* the arcs that descend in the out-arcs' order (by tail, then head, then id), sorted stably by head: by
+         * (head, tail, id), as sorts by tail then by head of them in id order put them */
+        for (Py_ssize_t x = 0; x < n; x++)
+            for (int64_t k = optr[x]; k < optr[x + 1]; k++)
+                if (lvl[x] > lvl[ov[k]])
+                    idx[nabove++] = oarc[k];
+        rt_count_sort(idx, nabove, v, n, aptr, aarc);
         aptr[n] = nabove;
         for (Py_ssize_t k = 0; k < nabove; k++)
             au[k] = u[aarc[k]];
@@ -9284,6 +9349,358 @@ done:
     PyMem_Free(cnt);
     PyMem_Free(tmp);
     arrs_release(all, RT_N);
+    return result;
+}
+
+/* dgx_arcs(spines, groups, hosts_per_leaf, hosts, gpus_per_host, up, nic, latency, nvlink, nvlink_latency, pcie,
+ * tail, head, capacity, link_latency, rank_node, is_gpu) -> arcs written: sim.topology.fabric.dgx_fabric's arcs
+ * (int64 tails and heads, float64 capacities and latencies, one per arc), every GPU's node in rank order and the
+ * GPUs among the nodes (bool, zeroed here), in the order of its numpy lines: a spine's arcs to every leaf; a
+ * leaf's (rail r, group k) to every spine, then to the NICs of rail r of its hosts; host by host, its NVSwitch's
+ * to its GPUs, each GPU's to the NVSwitch and its NIC, each NIC's to its GPU and its leaf (one GPU: the GPU's to
+ * its NIC, the NIC's to the GPU and its leaf). The arrays contiguous and of the sizes the numpy lines make. */
+static PyObject *py_dgx_arcs(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 17,
+                  "dgx_arcs(spines, groups, hosts_per_leaf, hosts, gpus_per_host, up, nic, latency, nvlink, "
+                  "nvlink_latency, pcie, tail, head, capacity, link_latency, rank_node, is_gpu)"))
+        return NULL;
+    Py_ssize_t dim[5];
+    double bw[6];
+    for (int k = 0; k < 5; k++)
+        if ((dim[k] = PyLong_AsSsize_t(args[k])) < 1)
+            return PyErr_Occurred() ? NULL : (PyErr_SetString(PyExc_ValueError, "dgx_arcs: sizes must be >= 1"), NULL);
+    for (int k = 0; k < 6; k++)
+        if ((bw[k] = PyFloat_AsDouble(args[5 + k])) == -1.0 && PyErr_Occurred())
+            return NULL;
+    const Py_ssize_t S = dim[0], G = dim[1], hpl = dim[2], H = dim[3], g = dim[4];
+    const double up = bw[0], nic = bw[1], lat = bw[2], nv = bw[3], nv_lat = bw[4], pcie = bw[5];
+    const Py_ssize_t L = g * G, base = S + L, per_host = g > 1 ? 1 + 2 * g : 2;
+    const Py_ssize_t m = 2 * S * L + g * H + H * (g > 1 ? 5 * g : 3), n = base + H * per_host;
+    Arr at, ah, ac, al, ar, agpu;
+    Arr *all[6] = {&at, &ah, &ac, &al, &ar, &agpu};
+    arrs_init(all, 6);
+    PyObject *result = NULL;
+    if (arrs_open(args + 11, all, "IIFFIB") < 0)
+        goto done;
+    if (at.n != m || ah.n != m || ac.n != m || al.n != m || ar.n != H * g || agpu.n != n || at.stride != 8 ||
+        ah.stride != 8 || ac.stride != 8 || al.stride != 8 || ar.stride != 8 || agpu.stride != 1) {
+        PyErr_SetString(PyExc_ValueError, "dgx_arcs: arrays of the wrong size or not contiguous");
+        goto done;
+    }
+    int64_t *tail = (int64_t *)at.p, *head = (int64_t *)ah.p, *rank = (int64_t *)ar.p;
+    double *cap = (double *)ac.p, *dly = (double *)al.p;
+    char *gpu = (char *)agpu.p;
+    Py_ssize_t a = 0;
+#define ARC(t, h, c, d) (tail[a] = (t), head[a] = (h), cap[a] = (c), dly[a] = (d), a++)
+    for (Py_ssize_t s = 0; s < S; s++)
+        for (Py_ssize_t l = 0; l < L; l++)
+            ARC(s, S + l, up, lat);
+    for (Py_ssize_t l = 0; l < L; l++) {
+        Py_ssize_t k = l % G, r = l / G, cnt = H - k * hpl < hpl ? H - k * hpl : hpl;
+        for (Py_ssize_t j = 0; j < S; j++)
+            ARC(S + l, j, up, lat);
+        for (Py_ssize_t i = 0; i < cnt; i++) { /* rail r's NIC of host k * hpl + i */
+            Py_ssize_t f = base + (k * hpl + i) * per_host;
+            ARC(S + l, g > 1 ? f + 1 + g + r : f + 1, nic, lat);
+        }
+    }
+    memset(gpu, 0, (size_t)n);
+    for (Py_ssize_t h = 0; h < H; h++) {
+        Py_ssize_t f = base + h * per_host, leaf = S + h / hpl;
+        if (g == 1) {
+            ARC(f, f + 1, pcie, 0.0);
+            ARC(f + 1, f, pcie, 0.0);
+            ARC(f + 1, leaf, nic, lat);
+            rank[h] = f, gpu[f] = 1;
+            continue;
+        }
+        for (Py_ssize_t r = 1; r <= g; r++)
+            ARC(f, f + r, nv, nv_lat);
+        for (Py_ssize_t r = 1; r <= g; r++) {
+            ARC(f + r, f, nv, nv_lat);
+            ARC(f + r, f + g + r, pcie, 0.0);
+            rank[h * g + r - 1] = f + r, gpu[f + r] = 1;
+        }
+        for (Py_ssize_t r = 1; r <= g; r++) {
+            ARC(f + g + r, f + r, pcie, 0.0);
+            ARC(f + g + r, leaf + (r - 1) * G, nic, lat);
+        }
+    }
+#undef ARC
+    result = PyLong_FromSsize_t(a);
+done:
+    arrs_release(all, 6);
+    return result;
+}
+
+/* ``text`` (ASCII, ``len`` bytes) as a str */
+static PyObject *ascii_str(const char *text, Py_ssize_t len) {
+    PyObject *s = PyUnicode_New(len, 127);
+    if (s)
+        memcpy(PyUnicode_1BYTE_DATA(s), text, (size_t)len);
+    return s;
+}
+
+/* ``v`` (>= 0) in decimal at ``p``: the digits' count */
+static int put_decimal(char *p, Py_ssize_t v) {
+    char tmp[24];
+    int k = 0;
+    do
+        tmp[k++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    for (int i = 0; i < k; i++)
+        p[i] = tmp[k - 1 - i];
+    return k;
+}
+
+/* dgx_names(spines, gpus_per_host, groups, hosts) -> (node names, host names): sim.topology.fabric.dgx_fabric's
+ * f-strings -- spine{s}; leaf{r}.{k} rail by rail; host by host h{h}, then h{h}:gpu{i} and h{h}:nic{i} for each
+ * GPU i (one GPU: h{h}, h{h}:nic0) -- a host's own node the host name's str itself. */
+static PyObject *py_dgx_names(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 4, "dgx_names(spines, gpus_per_host, groups, hosts)"))
+        return NULL;
+    Py_ssize_t dim[4];
+    for (int k = 0; k < 4; k++)
+        if ((dim[k] = PyLong_AsSsize_t(args[k])) < 1)
+            return PyErr_Occurred() ? NULL : (PyErr_SetString(PyExc_ValueError, "dgx_names: sizes must be >= 1"), NULL);
+    const Py_ssize_t S = dim[0], g = dim[1], G = dim[2], H = dim[3];
+    const Py_ssize_t per_host = g > 1 ? 1 + 2 * g : 2;
+    PyObject *names = PyList_New(S + g * G + H * per_host), *hosts = PyList_New(H);
+    if (!names || !hosts)
+        goto fail;
+    char buf[96];
+    Py_ssize_t at = 0;
+    for (Py_ssize_t s = 0; s < S; s++) {
+        memcpy(buf, "spine", 5);
+        PyObject *o = ascii_str(buf, 5 + put_decimal(buf + 5, s));
+        if (!o)
+            goto fail;
+        PyList_SET_ITEM(names, at++, o);
+    }
+    for (Py_ssize_t r = 0; r < g; r++)
+        for (Py_ssize_t k = 0; k < G; k++) {
+            memcpy(buf, "leaf", 4);
+            int len = 4 + put_decimal(buf + 4, r);
+            buf[len++] = '.';
+            len += put_decimal(buf + len, k);
+            PyObject *o = ascii_str(buf, len);
+            if (!o)
+                goto fail;
+            PyList_SET_ITEM(names, at++, o);
+        }
+    for (Py_ssize_t h = 0; h < H; h++) {
+        buf[0] = 'h';
+        int len = 1 + put_decimal(buf + 1, h);
+        PyObject *host = ascii_str(buf, len);
+        if (!host)
+            goto fail;
+        PyList_SET_ITEM(hosts, h, host);
+        Py_INCREF(host);
+        PyList_SET_ITEM(names, at++, host);
+        for (int kind = 0; kind < 2; kind++) {
+            if (kind == 0 && g == 1)
+                continue; /* (one GPU: the host's node is its GPU; its NIC next) */
+            memcpy(buf + len, kind ? ":nic" : ":gpu", 4);
+            for (Py_ssize_t i = 0; i < g; i++) {
+                PyObject *o = ascii_str(buf, len + 4 + put_decimal(buf + len + 4, i));
+                if (!o)
+                    goto fail;
+                PyList_SET_ITEM(names, at++, o);
+            }
+        }
+    }
+    return Py_BuildValue("NN", names, hosts);
+fail:
+    Py_XDECREF(names);
+    Py_XDECREF(hosts);
+    return NULL;
+}
+
+/* tree_pairs(parent, kids, up_of, sib, sib_of, inner) -> (children, sibling pairs, inner children):
+ * sim.algorithms.tree.tree_pairs of a forest (``parent[v]``, -1 at a root; int64, contiguous) in one pass each --
+ * the children in order and their parents; for each child w, every child of w's parent in order (w included);
+ * the children whose parent has a parent. With the five outputs None, only the three counts (the outputs' sizes);
+ * else int64 arrays of those sizes, filled. None where a parent is out of range (the numpy lines answer). */
+static PyObject *py_tree_pairs(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 6, "tree_pairs(parent, kids, up_of, sib, sib_of, inner)"))
+        return NULL;
+    int fill = args[1] != Py_None;
+    Arr a[6];
+    Arr *all[6] = {&a[0], &a[1], &a[2], &a[3], &a[4], &a[5]};
+    arrs_init(all, 6);
+    PyObject *result = NULL;
+    int64_t *cnt = NULL;
+    if (arrs_open(args, all, fill ? "iIIIII" : "i-----") < 0)
+        goto done;
+    for (int k = 0; k < (fill ? 6 : 1); k++)
+        if (a[k].view.itemsize != 8 || a[k].stride != 8) {
+            PyErr_SetString(PyExc_ValueError, "tree_pairs: contiguous int64 arrays only");
+            goto done;
+        }
+    const int64_t *parent = (const int64_t *)a[0].p;
+    Py_ssize_t n = a[0].n, nk = 0, nsib = 0, ninner = 0;
+    if (!(cnt = PyMem_Calloc((size_t)(2 * n + 1), sizeof *cnt))) { /* (counts, then the grouped children) */
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        int64_t u = parent[v];
+        if (u >= n) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        if (u >= 0)
+            nk++, cnt[u + 1]++;
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        int64_t u = parent[v];
+        if (u >= 0)
+            nsib += cnt[u + 1], ninner += parent[u] >= 0;
+    }
+    if (!fill) {
+        result = Py_BuildValue("nnn", nk, nsib, ninner);
+        goto done;
+    }
+    if (a[1].n != nk || a[2].n != nk || a[3].n != nsib || a[4].n != nsib || a[5].n != ninner) {
+        PyErr_SetString(PyExc_ValueError, "tree_pairs: outputs of the wrong sizes");
+        goto done;
+    }
+    int64_t *kids = (int64_t *)a[1].p, *up_of = (int64_t *)a[2].p, *sib = (int64_t *)a[3].p;
+    int64_t *sib_of = (int64_t *)a[4].p, *inner = (int64_t *)a[5].p;
+    int64_t *byp = cnt + n + 1; /* the children grouped by parent, in order within a group */
+    for (Py_ssize_t u = 0; u < n; u++) /* (each parent's first place among them) */
+        cnt[u + 1] += cnt[u];
+    Py_ssize_t i = 0, j = 0, q = 0;
+    for (Py_ssize_t v = 0; v < n; v++) {
+        int64_t u = parent[v];
+        if (u < 0)
+            continue;
+        kids[i] = v, up_of[i++] = u;
+        byp[cnt[u]++] = v;
+        if (parent[u] >= 0)
+            inner[q++] = v;
+    }
+    for (Py_ssize_t u = n; u > 0; u--) /* (back to each parent's first place) */
+        cnt[u] = cnt[u - 1];
+    cnt[0] = 0;
+    for (Py_ssize_t k = 0; k < nk; k++)
+        for (int64_t s = cnt[up_of[k]], hi = cnt[up_of[k] + 1]; s < hi; s++, j++)
+            sib[j] = kids[k], sib_of[j] = byp[s];
+    result = Py_BuildValue("nnn", nk, nsib, ninner);
+done:
+    PyMem_Free(cnt);
+    arrs_release(all, 6);
+    return result;
+}
+
+/* an int array's items as int32 (-1 for a value beyond int32's, which no check takes for a message): the array itself
+ * where it is contiguous int32, else a copy in *own (NULL with an exception set where memory ran out) */
+static const int32_t *as_i32(const Arr *a, int32_t **own) {
+    if (a->view.itemsize == 4 && a->stride == 4)
+        return (const int32_t *)a->p;
+    if (!(*own = malloc((size_t)(a->n > 0 ? a->n : 1) * sizeof **own))) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < a->n; i++) {
+        int64_t x = arr_i(a, i);
+        (*own)[i] = x < INT32_MIN || x > INT32_MAX ? -1 : (int32_t)x;
+    }
+    return *own;
+}
+
+/* df_tables(m, on, kind, n, count, a_ptr, a_out, h_ptr, h_out) -> (status, arrived, held): sim/dataflow.py's
+ * tables of one edge list (message ``m[i]`` waits for ``on[i]`` to reach ``kind[i]``: int arrays, kind int8) over
+ * ``n`` messages, in one pass each. With the five outputs None: status 1 where a message lies outside 0..n-1,
+ * else 2 where a kind is neither ARRIVED (0) nor HELD (1), else 0, and each kind's edge count. Else (the edges
+ * checked): each message's edge count (int64 ``count``, np.bincount's) and, per kind, the waiting messages grouped
+ * by what they wait on in their order (int32 ``ptr`` of n + 1 bounds, int32 ``out``: _csr's stable grouping). */
+static PyObject *py_df_tables(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!nargs_ok(nargs, 9, "df_tables(m, on, kind, n, count, a_ptr, a_out, h_ptr, h_out)"))
+        return NULL;
+    int fill = args[4] != Py_None;
+    Arr a[8];
+    Arr *all[8] = {&a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7]};
+    arrs_init(all, 8);
+    PyObject *result = NULL;
+    int32_t *next = NULL, *own[2] = {NULL, NULL};
+    Py_ssize_t n = PyLong_AsSsize_t(args[3]);
+    if (n == -1 && PyErr_Occurred())
+        goto done;
+    if (arrs_open(args, all, fill ? "iib-IIIII" : "iib------") < 0)
+        goto done;
+    Arr *m = &a[0], *on = &a[1], *kind = &a[2];
+    Py_ssize_t len = m->n;
+    if (on->n != len || kind->n != len || n < 0 || n > INT32_MAX || len > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "df_tables: inconsistent sizes");
+        goto done;
+    }
+    const int32_t *mv = as_i32(m, &own[0]), *ov = mv ? as_i32(on, &own[1]) : NULL;
+    if (!ov)
+        goto done;
+    const signed char *kv = (const signed char *)kind->p;
+    Py_ssize_t ks = kind->stride;
+    Py_ssize_t nk[2] = {0, 0};
+    if (!fill) {
+        int status = 0;
+        for (Py_ssize_t i = 0; i < len; i++) {
+            signed char k = kv[i * ks];
+            if ((uint32_t)mv[i] >= (uint32_t)n || (uint32_t)ov[i] >= (uint32_t)n) /* (a negative one too) */
+                status = 1;
+            else if ((unsigned char)k > 1) {
+                if (!status)
+                    status = 2;
+            } else
+                nk[k]++;
+        }
+        result = Py_BuildValue("inn", status, nk[0], nk[1]);
+        goto done;
+    }
+    Arr *count = &a[3], *ptr[2] = {&a[4], &a[6]}, *out[2] = {&a[5], &a[7]};
+    for (int k = 0; k < 2; k++)
+        nk[k] = out[k]->n;
+    if (count->n != n || count->view.itemsize != 8 || count->stride != 8 || ptr[0]->n != n + 1 || ptr[1]->n != n + 1 ||
+        nk[0] + nk[1] != len) {
+        PyErr_SetString(PyExc_ValueError, "df_tables: outputs of the wrong sizes");
+        goto done;
+    }
+    for (int k = 0; k < 2; k++)
+        if (ptr[k]->view.itemsize != 4 || ptr[k]->stride != 4 || out[k]->view.itemsize != 4 || out[k]->stride != 4) {
+            PyErr_SetString(PyExc_TypeError, "df_tables: ptr and out must be contiguous 32-bit integers");
+            goto done;
+        }
+    int64_t *cnt = (int64_t *)count->p;
+    int32_t *p[2] = {(int32_t *)ptr[0]->p, (int32_t *)ptr[1]->p}, *o[2] = {(int32_t *)out[0]->p, (int32_t *)out[1]->p};
+    memset(cnt, 0, (size_t)n * sizeof *cnt);
+    memset(p[0], 0, (size_t)(n + 1) * sizeof(int32_t));
+    memset(p[1], 0, (size_t)(n + 1) * sizeof(int32_t));
+    Py_ssize_t seen[2] = {0, 0};
+    for (Py_ssize_t i = 0; i < len; i++) {
+        int32_t x = mv[i], y = ov[i];
+        signed char k = kv[i * ks];
+        if ((uint32_t)x >= (uint32_t)n || (uint32_t)y >= (uint32_t)n || (unsigned char)k > 1 || seen[k] == nk[k]) {
+            PyErr_SetString(PyExc_ValueError, "df_tables: edges not as checked");
+            goto done;
+        }
+        cnt[x]++, p[k][y + 1]++, seen[k]++;
+    }
+    if (!(next = malloc((size_t)(2 * n + 1) * sizeof *next))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int k = 0; k < 2; k++) {
+        for (Py_ssize_t v = 0; v < n; v++)
+            p[k][v + 1] += p[k][v];
+        memcpy(next + k * n, p[k], (size_t)n * sizeof *next);
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        signed char k = kv[i * ks];
+        o[k][next[k * n + ov[i]]++] = mv[i];
+    }
+    result = Py_BuildValue("inn", 0, nk[0], nk[1]);
+done:
+    free(next), free(own[0]), free(own[1]);
+    arrs_release(all, 8);
     return result;
 }
 
@@ -12729,6 +13146,14 @@ static PyMethodDef module_methods[] = {
                             "pairs routed: Router.route of many pairs"),
     FASTCALL(router_tables, "router_tables(arc_u, arc_v, is_gpu, out_ptr, out_v, out_arc, level, up_ptr, up_v, "
                             "up_arc, above_ptr, above_u, above_arc) -> (up-arcs, arcs above): Router's tables"),
+    FASTCALL(dgx_arcs, "dgx_arcs(spines, groups, hosts_per_leaf, hosts, gpus_per_host, up, nic, latency, nvlink, "
+                       "nvlink_latency, pcie, tail, head, capacity, link_latency, rank_node, is_gpu) -> arcs written: "
+                       "dgx_fabric's arrays"),
+    FASTCALL(dgx_names, "dgx_names(spines, gpus_per_host, groups, hosts) -> (node names, host names): dgx_fabric's"),
+    FASTCALL(tree_pairs, "tree_pairs(parent, kids, up_of, sib, sib_of, inner) -> (children, sibling pairs, inner "
+                         "children): sim.algorithms.tree.tree_pairs"),
+    FASTCALL(df_tables, "df_tables(m, on, kind, n, count, a_ptr, a_out, h_ptr, h_out) -> (status, arrived, held): "
+                        "a dataflow's tables of one edge list"),
     FASTCALL(static_dominators, "static_dominators(arc_u, arc_v, capacity, rank_node, out) -> whether it answered: "
                                 "sim.rates._static_dominators"),
     FASTCALL(trim_rows, "trim_rows(rows, dom, width, out) -> arcs taken out: routes without dominated arcs"),

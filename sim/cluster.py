@@ -586,9 +586,12 @@ class Cluster:
     def _bulk_add(self, us: np.ndarray, ud: np.ndarray, ids: np.ndarray) -> None:
         """Pairs ``us[i] -> ud[i]`` interned in bulk as path ``ids[i]`` (see ``_bulk_keys``)."""
         keys = np.concatenate([self._bulk_keys, _pair_keys(us, ud)])
-        sort = np.argsort(keys, kind="stable")
-        self._bulk_keys = keys[sort]
-        self._bulk_ids = np.concatenate([self._bulk_ids, ids])[sort]
+        ids = np.concatenate([self._bulk_ids, ids])
+        if len(keys) > 1 and (keys[1:] < keys[:-1]).any():
+            sort = np.argsort(keys, kind="stable")
+            keys, ids = keys[sort], ids[sort]
+        # (else in order already -- a dataflow's pairs, the first interned: as the stable sort would leave them)
+        self._bulk_keys, self._bulk_ids = keys, ids
 
     def _ranks_apart(self) -> bool:
         """Whether no two ranks share a node."""

@@ -80,6 +80,43 @@ def _by_kind(edges: tuple[np.ndarray, np.ndarray, np.ndarray]) -> dict[int, tupl
     return {k: (m[kind == k], on[kind == k]) for k in (ARRIVED, HELD)}
 
 
+Table = tuple[np.ndarray, list[np.ndarray]]  # (pointers, [grouped messages]): _csr's
+
+
+def _tables(name: str, edges: tuple[np.ndarray, np.ndarray, np.ndarray], n: int) -> tuple[np.ndarray, Table, Table]:
+    """An edge list's (``name``: deps or gates) tables over ``n`` messages, its edges checked: each message's edge
+    count, and per kind (ARRIVED, HELD) the waiting messages grouped by what they wait on -- in one compiled pass
+    each where the core is built and the kinds are int8 (as :class:`DataflowBuilder` makes them)."""
+    m, on, kind = edges
+    if (
+        _CORE is not None
+        and kind.dtype == np.int8
+        and m.dtype.kind == on.dtype.kind == "i"
+        and m.dtype.itemsize in (4, 8)
+        and on.dtype.itemsize in (4, 8)
+        and m.ndim == on.ndim == kind.ndim == 1
+        and len(m) <= MAX_EDGES
+        and n <= MAX_EDGES
+    ):
+        status, arrived, held = _CORE.df_tables(m, on, kind, n, None, None, None, None, None)
+        if status == 1:
+            raise ValueError(f"dataflow: {name} name messages outside 0..{n - 1}")
+        if status == 2:
+            raise ValueError(f"dataflow: {name} kinds must be ARRIVED or HELD")
+        count = np.empty(n, dtype=np.int64)
+        a_ptr, h_ptr = np.empty(n + 1, dtype=_ID), np.empty(n + 1, dtype=_ID)
+        a_out, h_out = np.empty(arrived, dtype=_ID), np.empty(held, dtype=_ID)
+        _CORE.df_tables(m, on, kind, n, count, a_ptr, a_out, h_ptr, h_out)
+        return count, (a_ptr, [a_out]), (h_ptr, [h_out])
+    if len(m) and (m.min() < 0 or m.max() >= n or on.min() < 0 or on.max() >= n):
+        raise ValueError(f"dataflow: {name} name messages outside 0..{n - 1}")
+    if len(m) and not ((kind == ARRIVED) | (kind == HELD)).all():
+        raise ValueError(f"dataflow: {name} kinds must be ARRIVED or HELD")
+    count = np.bincount(m, minlength=n).astype(np.int64, copy=False)
+    by = _by_kind(edges)
+    return count, _csr(by[ARRIVED][1], [by[ARRIVED][0]], n), _csr(by[HELD][1], [by[HELD][0]], n)
+
+
 def _pairs(keys: np.ndarray, endpoints: int) -> tuple[np.ndarray, np.ndarray]:
     """The sorted distinct values of ``keys`` (src * endpoints + dst) and where each key is among them
     (``np.unique``'s values and inverse). By a table over every pair where it is no larger than a few
@@ -138,20 +175,9 @@ class Dataflow:
 
     def __post_init__(self) -> None:
         n = len(self.src)
-        for name, (m, on, kind) in (("deps", self.deps), ("gates", self.gates)):
-            if len(m) and (m.min() < 0 or m.max() >= n or on.min() < 0 or on.max() >= n):
-                raise ValueError(f"dataflow: {name} name messages outside 0..{n - 1}")
-            if len(m) and not ((kind == ARRIVED) | (kind == HELD)).all():
-                raise ValueError(f"dataflow: {name} kinds must be ARRIVED or HELD")
         # how many dependencies each message waits for, and who waits on each message
-        self.dep_count = np.bincount(self.deps[0], minlength=n).astype(np.int64, copy=False)
-        deps = _by_kind(self.deps)
-        self.on_arrived = _csr(deps[ARRIVED][1], [deps[ARRIVED][0]], n)
-        self.on_held = _csr(deps[HELD][1], [deps[HELD][0]], n)
-        self.gate_count = np.bincount(self.gates[0], minlength=n).astype(np.int64, copy=False)
-        gates = _by_kind(self.gates)
-        self.gate_on_arrived = _csr(gates[ARRIVED][1], [gates[ARRIVED][0]], n)
-        self.gate_on_held = _csr(gates[HELD][1], [gates[HELD][0]], n)
+        self.dep_count, self.on_arrived, self.on_held = _tables("deps", self.deps, n)
+        self.gate_count, self.gate_on_arrived, self.gate_on_held = _tables("gates", self.gates, n)
         # a message goes through its receiver's processor when it reduces or has a gate
         self.processed = (self.reduce > 0) | (self.gate_count > 0)
 

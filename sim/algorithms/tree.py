@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from .._cores import built, chosen
 from ..dataflow import _ID, ARRIVED, HELD, MAX_MESSAGES, Dataflow, DataflowBuilder
 from ..deadline import check as check_deadline
 from ..program import Step, StepProgram
@@ -49,6 +50,9 @@ from ..schema import Chunks, Spec
 from .base import Algorithm
 from .common import fan_in, spread
 from .registry import register
+
+#: the compiled core (``tree_pairs``), or None: numpy
+_CORE: Any = chosen(built("_ratecore"))
 
 __all__ = [
     "BinaryTree",
@@ -113,6 +117,13 @@ def tree_pairs(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     """A forest's (``parent[v]``, -1 at a root) pairs: the children ``kids`` and their parents ``up_of``;
     the sibling pairs (``sib[i]``, ``sib_of[i]``), every child w' of w's parent for each child w, w itself
     included; and ``inner``, the children whose parent has a parent too."""
+    if _CORE is not None and parent.dtype == np.int64 and parent.flags.c_contiguous:  # the same, a pass each
+        sizes = _CORE.tree_pairs(parent, None, None, None, None, None)
+        if sizes is not None:
+            nk, nsib, ninner = sizes
+            out = tuple(np.empty(size, dtype=np.int64) for size in (nk, nk, nsib, nsib, ninner))
+            _CORE.tree_pairs(parent, *out)
+            return out  # type: ignore[return-value]
     n = len(parent)
     kids = np.flatnonzero(parent >= 0)
     up_of = parent[kids]
@@ -187,29 +198,42 @@ def pipelined_tree(
 
     # each kind's edges in the order a loop over the chunks adds them: chunk 0's row (``first``), then one
     # row per later chunk (``rest``, from the chunk given on: the parts side by side); the edges on no
-    # message (a chunk -1, a root's own U or D: the loop's -1s, which the builder drops) left out here.
+    # message (a chunk -1, a root's own U or D: the loop's -1s, which the builder drops) left out here. Where no
+    # row follows (one chunk; two or fewer for the last gates) the later chunks' places are not gathered at all.
     # Starts, ARRIVED: U[c, v] after U[c-1, v]; D[c, w] after D[c-1, w'] for every sibling w' of w (chunk 0:
     # D[0, v] after U[K-1, parent(v)])
     up_in, last = parent[inner], k - 1  # (``inner``: the children whose parent is no root, in their order)
     rows = k - 1
     b.after(
-        _rows([down(0, inner)], [up(1, kids), down(1, sib)], rows, nk),
-        _rows([up(last, up_in)], [up(0, kids), down(0, sib_of)], rows, nk),
+        _rows([down(0, inner)], [up(1, kids), down(1, sib)] if rows else [], rows, nk),
+        _rows([up(last, up_in)], [up(0, kids), down(0, sib_of)] if rows else [], rows, nk),
         ARRIVED,
         copy=False,
     )
     # starts, HELD: U[c, parent(w)] after U[c, w]; D[c, v] after D[c, parent(v)] (chunk 0 also: D[0, w] after
     # U[K-1, w'] for every sibling w')
     b.after(
-        _rows([up(0, up_in), down(0, inner), down(0, sib)], [up(1, up_in), down(1, inner)], rows, nk),
-        _rows([up(0, inner), down(0, up_in), up(last, sib_of)], [up(1, inner), down(1, up_in)], rows, nk),
+        _rows([up(0, up_in), down(0, inner), down(0, sib)], [up(1, up_in), down(1, inner)] if rows else [], rows, nk),
+        _rows(
+            [up(0, inner), down(0, up_in), up(last, sib_of)], [up(1, inner), down(1, up_in)] if rows else [], rows, nk
+        ),
         HELD,
         copy=False,
     )
     # gates: U[c, w] reduced after U[c-1, w'] of every sibling w' is held and U[c-2, parent(w)] has arrived
-    b.gate(_rows([], [up(1, sib)], rows, nk), _rows([], [up(0, sib_of)], rows, nk), HELD, copy=False)
+    b.gate(
+        _rows([], [up(1, sib)] if rows else [], rows, nk),
+        _rows([], [up(0, sib_of)] if rows else [], rows, nk),
+        HELD,
+        copy=False,
+    )
     rows = max(k - 2, 0)
-    b.gate(_rows([], [up(2, inner)], rows, nk), _rows([], [up(0, up_in)], rows, nk), ARRIVED, copy=False)
+    b.gate(
+        _rows([], [up(2, inner)] if rows else [], rows, nk),
+        _rows([], [up(0, up_in)] if rows else [], rows, nk),
+        ARRIVED,
+        copy=False,
+    )
 
 
 def _rows(first: list[tuple[int, np.ndarray]], rest: list[tuple[int, np.ndarray]], rows: int, step: int) -> np.ndarray:
@@ -239,6 +263,9 @@ def heap_parents(p: int, root: int = 0) -> np.ndarray:
     ranks: rank ``(i + root) % p`` hangs below ``((i - 1) // 2 + root) % p``."""
     i = np.arange(1, p, dtype=np.int64)
     parent = np.full(p, -1, dtype=np.int64)
+    if root == 0:  # (the same: no sum reaches p)
+        parent[1:] = (i - 1) // 2
+        return parent
     parent[(i + root) % p] = ((i - 1) // 2 + root) % p
     return parent
 

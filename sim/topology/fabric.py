@@ -21,11 +21,15 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from .._cores import built, chosen
 from ..deadline import check as check_deadline
 from ..schema import validate_spec
 from .builders import BUILDERS, DgxParams, LeafSpineParams, _check_size, _intra_links, _spec
 
 __all__ = ["Fabric", "dgx_fabric", "inline_fabric", "leaf_spine_fabric"]
+
+#: the compiled core (``dgx_arcs``, ``dgx_names``), or None: numpy
+_CORE: Any = chosen(built("_ratecore"))
 
 
 @dataclass(eq=False)
@@ -96,6 +100,22 @@ def dgx_fabric(p: DgxParams) -> Fabric | None:
     leaves = g * groups
     base = spines + leaves  # the first host's first node
     per_host = 1 + 2 * g if g > 1 else 2  # NVSwitch, GPUs, NICs (one GPU: the GPU, its NIC)
+    n = base + h_count * per_host
+    if _CORE is not None:  # the same arrays and names, in one compiled pass each
+        m = 2 * spines * leaves + g * h_count + h_count * (5 * g if g > 1 else 3)
+        tail, head = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
+        capacity, latency = np.empty(m), np.empty(m)
+        rank_node, is_gpu = np.empty(h_count * g, dtype=np.int64), np.empty(n, dtype=bool)
+        bands = (float(up), float(p.nic_bandwidth), float(p.latency), float(nv), float(nv_lat), float(p.pcie_bandwidth))
+        arrays = (tail, head, capacity, latency, rank_node, is_gpu)
+        _CORE.dgx_arcs(spines, groups, hpl, h_count, g, *bands, *arrays)
+        check_deadline()  # --timeout counts the build too
+        names, host_names = _CORE.dgx_names(spines, g, groups, h_count)
+        dest_key = None
+        if p.ecmp == "destination":  # (as below)
+            dest_key = np.concatenate([np.arange(base), base + np.repeat(np.arange(h_count), per_host)])
+        arcs = (tail, head, capacity, latency)
+        return _fabric("dgx", p, f"dgx-{h_count}x{g}", names, is_gpu, arcs, rank_node, host_names, dest_key)
     hosts = np.arange(h_count)
     first = base + hosts * per_host
     rails = np.arange(g)
@@ -142,7 +162,6 @@ def dgx_fabric(p: DgxParams) -> Fabric | None:
     lats.append(np.tile(np.array(t_lat), h_count))
     tail, head, capacity, latency = (np.concatenate(col) for col in (tails, heads, caps, lats))
     check_deadline()  # --timeout counts the build too
-    n = base + h_count * per_host
     names = [f"spine{s}" for s in range(spines)]
     names += [f"leaf{r}.{k}" for r in range(g) for k in range(groups)]
     if g > 1:
