@@ -8660,6 +8660,10 @@ typedef struct {
  * ``u`` down to ``v``): past that, the searches run in full */
 #define UD_STEPS_MAX ((Py_ssize_t)1 << 22)
 
+/* a kid of a node's list (khead, UdKid.next): k >= 0 the search's ``kids[k]``, -1 none, else a recorded step,
+ * ``steps[UD_STEP(k)]`` (its own inverse: UD_STEP(q) for step q) */
+#define UD_STEP(k) (-2 - (k))
+
 /* ``xcall``, ``xstart``, ``xlen``: per node x, the steps (``steps[xstart[x] ..]``, ``xlen[x]`` of them: the kids
  * listed, in order) of the
  * search from x on where x was the only node left to pass on its distance (every node below it done, none
@@ -9050,25 +9054,18 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                 if (keep && lv > lb && t.alone < 0 && x >= 0 && anc[x] < 0 && !above && ud_alone(lhead, lv, maxlevel)) {
                     t.alone = x, t.alone_level = lv, t.alone_bits = ud_bits(dist[x]);
                     if (ud_scratch.xcall[x] == ud_scratch.call) { /* the steps of x: replayed */
-                        const UdKid *sp = ud_scratch.steps + ud_scratch.xstart[x];
-                        int64_t ns = ud_scratch.xlen[x];
-                        if (ud_grow((void **)&ud_scratch.kids, &ud_scratch.nkids, nk + ns, sizeof(UdKid), 64,
-                                    PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(UdKid)) < 0) {
-                            PyErr_NoMemory();
-                            goto done;
-                        }
-                        kids = ud_scratch.kids;
+                        /* (the kids listed are the steps themselves, by UD_STEP: not copied) */
+                        int64_t at = ud_scratch.xstart[x], ns = ud_scratch.xlen[x];
+                        const UdKid *sp = ud_scratch.steps + at;
                         for (int64_t q = 0; q < ns; q++) {
-                            int64_t v = sp[q].v, u = sp[q].u, arc = sp[q].arc;
-                            double nd = dist[v] + w[arc];
+                            int64_t v = sp[q].v, u = sp[q].u;
+                            double nd = dist[v] + w[sp[q].arc];
                             if (stamp[u] != gen) {
                                 stamp[u] = gen;
                                 dist[u] = nd;
-                                khead[u] = -1;
                             } else if (nd < dist[u])
                                 dist[u] = nd;
-                            kids[nk] = (UdKid){v, arc, khead[u], u};
-                            khead[u] = nk++;
+                            khead[u] = UD_STEP(at + q);
                         }
                         break;
                     }
@@ -9102,11 +9099,23 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
             }
             if (rec >= 0 && ud_grow((void **)&ud_scratch.steps, &ud_scratch.nsteps, ud_scratch.usteps + (nk - rec_at),
                                     sizeof(UdKid), 256, UD_STEPS_MAX) == 0) { /* (no room: not kept) */
-                memcpy(ud_scratch.steps + ud_scratch.usteps, kids + rec_at, (size_t)(nk - rec_at) * sizeof(UdKid));
-                ud_scratch.xcall[rec] = ud_scratch.call;
-                ud_scratch.xstart[rec] = ud_scratch.usteps;
-                ud_scratch.xlen[rec] = nk - rec_at;
-                ud_scratch.usteps += nk - rec_at;
+                /* each step's next kid of its node, as the replay lists it: a step of the same block (every node
+                 * above x is new to the search: its list starts in the block), by UD_STEP */
+                UdKid *to = ud_scratch.steps + ud_scratch.usteps;
+                int within = 1;
+                for (Py_ssize_t q = 0; q < nk - rec_at; q++) {
+                    to[q] = kids[rec_at + q];
+                    if (to[q].next >= rec_at)
+                        to[q].next = UD_STEP(ud_scratch.usteps + (to[q].next - rec_at));
+                    else if (to[q].next != -1)
+                        within = 0; /* (not so: not kept) */
+                }
+                if (within) {
+                    ud_scratch.xcall[rec] = ud_scratch.call;
+                    ud_scratch.xstart[rec] = ud_scratch.usteps;
+                    ud_scratch.xlen[rec] = nk - rec_at;
+                    ud_scratch.usteps += nk - rec_at;
+                }
             }
         }
         double here = ud_dist(&t, a);
@@ -9127,15 +9136,19 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                 /* the arcs down to ancestors are those listed under the node (the same arcs as its out-arcs to
                  * ancestors below it): where one of them is on a shortest way, it is the only candidate, in
                  * whatever order; where several are, the out-arcs give them in head order */
-                int64_t one = -1, many = 0;
-                for (int64_t e = khead[node]; e >= 0 && !many; e = kids[e].next)
-                    if (fabs(dist[kids[e].v] + w[kids[e].arc] - dn) <= dtol) {
-                        many = one >= 0;
-                        one = e;
+                const UdKid *one = NULL;
+                int64_t many = 0;
+                for (int64_t e = khead[node]; e != -1 && !many;) {
+                    const UdKid *kd = e >= 0 ? kids + e : ud_scratch.steps + UD_STEP(e);
+                    if (fabs(dist[kd->v] + w[kd->arc] - dn) <= dtol) {
+                        many = one != NULL;
+                        one = kd;
                     }
-                if (one >= 0 && !many) {
-                    cand_v[0] = kids[one].v;
-                    cand_a[0] = kids[one].arc;
+                    e = kd->next;
+                }
+                if (one && !many) {
+                    cand_v[0] = one->v;
+                    cand_a[0] = one->arc;
                     nc = 1;
                 }
                 for (int64_t k = optr[node], hi = optr[node + 1]; k < hi && many; k++) {
