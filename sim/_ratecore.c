@@ -24,6 +24,13 @@
 #define PREFETCH(p) ((void)(p))
 #endif
 
+/* inlined where it is called (a field read by a name known there: its load), where the compiler allows */
+#if defined(__GNUC__)
+#define AT_INLINE static inline __attribute__((always_inline))
+#else
+#define AT_INLINE static inline
+#endif
+
 /* ------------------------------------------------------------------ arrays read through buffers */
 
 typedef struct {
@@ -8528,7 +8535,7 @@ static inline uint64_t ecmp_mix(uint64_t s, uint64_t d, uint64_t h) {
 /* The spine (of ``c``) a flow a -> b takes over ``hop`` hops up: the destination's key modulo c where the
  * fabric routes by destination (``keyed``), else ecmp_hash(a, b, hop) modulo c -- sim.routing's
  * Router._pick, shared by far_routes and updown_routes. */
-static inline int64_t spine_pick(int keyed, const Arr *key, int64_t a, int64_t b, int64_t hop, int64_t c) {
+AT_INLINE int64_t spine_pick(int keyed, const Arr *key, int64_t a, int64_t b, int64_t hop, int64_t c) {
     if (c <= 1)
         return 0;
     if (keyed) {
@@ -8725,7 +8732,7 @@ static int ud_reserve(Py_ssize_t n, Py_ssize_t ncand) {
 }
 
 /* room for ``k`` candidates in the scratch, its arrays into ``*v`` and ``*a`` */
-static inline int ud_cands(int64_t k, int64_t **v, int64_t **a) {
+AT_INLINE int ud_cands(int64_t k, int64_t **v, int64_t **a) {
     if (k + 1 > ud_scratch.ncand && ud_reserve(ud_scratch.n, (Py_ssize_t)(2 * k + 2)) < 0)
         return -1;
     *v = ud_scratch.cand_v, *a = ud_scratch.cand_a;
@@ -9921,13 +9928,6 @@ static int st_check(const char *const *names, int n, const signed char *nf, cons
     }
     return 0;
 }
-
-/* inlined where it is called (a field read by a name known there: its load), where the compiler allows */
-#if defined(__GNUC__)
-#define AT_INLINE static inline __attribute__((always_inline))
-#else
-#define AT_INLINE static inline
-#endif
 
 /* a table's names interned into ``s`` and their places checked (st_check), once (``*ready`` set then): 0, or -1 with
  * an exception set */
