@@ -8866,12 +8866,20 @@ static inline const void *ud_flat(const Arr *a, void **own) {
     return c;
 }
 
-/* the shortest climb from ``u`` to an ancestor of the destination and down to it (memoized per destination) */
-static double ud_dist(const UdTabs *t, int64_t u) {
+static double ud_climb(const UdTabs *t, int64_t u);
+
+/* the shortest climb from ``u`` to an ancestor of the destination and down to it (memoized per destination:
+ * found here, else ud_climb) */
+AT_INLINE double ud_dist(const UdTabs *t, int64_t u) {
     if (t->stamp[u] == t->gen)
         return t->dist[u];
     if (t->mstamp[u] == t->gen)
         return t->memo[u];
+    return ud_climb(t, u);
+}
+
+/* ud_dist's climb where ``u`` is neither an ancestor nor memoized: found and memoized */
+static double ud_climb(const UdTabs *t, int64_t u) {
     UdMemo *m = udm_slot(t, u);
     double best = INFINITY;
     if (m && m->has_ud)
