@@ -8684,6 +8684,9 @@ static struct {
     int64_t gen, call;
     int64_t *stamp, *mstamp, *anc, *cand_v, *cand_a, *khead, *xcall, *xstart, *xlen;
     double *dist, *memo;
+    /* per node x recorded: 1 where each of its steps is from x itself and to a node of its own (a leaf's arcs up
+     * to distinct spines): replayed without the checks */
+    unsigned char *xsimple;
     UdKid *kids, *steps;
 } ud_scratch;
 
@@ -8692,6 +8695,8 @@ static int ud_reserve(Py_ssize_t n, Py_ssize_t ncand) {
         PyMem_Free(ud_scratch.stamp), PyMem_Free(ud_scratch.mstamp), PyMem_Free(ud_scratch.anc);
         PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo), PyMem_Free(ud_scratch.khead);
         PyMem_Free(ud_scratch.xcall), PyMem_Free(ud_scratch.xstart), PyMem_Free(ud_scratch.xlen);
+        PyMem_Free(ud_scratch.xsimple);
+        ud_scratch.xsimple = PyMem_Malloc((size_t)n);
         ud_scratch.stamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
         ud_scratch.mstamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
         ud_scratch.xcall = PyMem_Calloc((size_t)n, sizeof(int64_t));
@@ -8703,10 +8708,12 @@ static int ud_reserve(Py_ssize_t n, Py_ssize_t ncand) {
         ud_scratch.memo = PyMem_Malloc((size_t)n * sizeof(double));
         ud_scratch.n = n;
         if (!ud_scratch.stamp || !ud_scratch.mstamp || !ud_scratch.anc || !ud_scratch.dist || !ud_scratch.memo ||
-            !ud_scratch.khead || !ud_scratch.xcall || !ud_scratch.xstart || !ud_scratch.xlen) {
+            !ud_scratch.khead || !ud_scratch.xcall || !ud_scratch.xstart || !ud_scratch.xlen || !ud_scratch.xsimple) {
             PyMem_Free(ud_scratch.stamp), PyMem_Free(ud_scratch.mstamp), PyMem_Free(ud_scratch.anc);
             PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo), PyMem_Free(ud_scratch.khead);
             PyMem_Free(ud_scratch.xcall), PyMem_Free(ud_scratch.xstart), PyMem_Free(ud_scratch.xlen);
+            PyMem_Free(ud_scratch.xsimple);
+            ud_scratch.xsimple = NULL;
             ud_scratch.stamp = ud_scratch.mstamp = ud_scratch.anc = ud_scratch.khead = NULL;
             ud_scratch.xcall = ud_scratch.xstart = ud_scratch.xlen = NULL;
             ud_scratch.dist = ud_scratch.memo = NULL;
@@ -9072,6 +9079,16 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                         /* (the kids listed are the steps themselves, by UD_STEP: not copied) */
                         int64_t at = ud_scratch.xstart[x], ns = ud_scratch.xlen[x];
                         const UdKid *sp = ud_scratch.steps + at;
+                        if (ud_scratch.xsimple[x]) { /* (each node new, once: the same stores as below) */
+                            double dx = dist[x];
+                            for (int64_t q = 0; q < ns; q++) {
+                                int64_t u = sp[q].u;
+                                stamp[u] = gen;
+                                dist[u] = dx + w[sp[q].arc];
+                                khead[u] = UD_STEP(at + q);
+                            }
+                            break;
+                        }
                         for (int64_t q = 0; q < ns; q++) {
                             int64_t v = sp[q].v, u = sp[q].u;
                             double nd = dist[v] + w[sp[q].arc];
@@ -9117,9 +9134,10 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                 /* each step's next kid of its node, as the replay lists it: a step of the same block (every node
                  * above x is new to the search: its list starts in the block), by UD_STEP */
                 UdKid *to = ud_scratch.steps + ud_scratch.usteps;
-                int within = 1;
+                int within = 1, simple = 1;
                 for (Py_ssize_t q = 0; q < nk - rec_at; q++) {
                     to[q] = kids[rec_at + q];
+                    simple &= to[q].v == rec && to[q].next == -1;
                     if (to[q].next >= rec_at)
                         to[q].next = UD_STEP(ud_scratch.usteps + (to[q].next - rec_at));
                     else if (to[q].next != -1)
@@ -9129,6 +9147,7 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                     ud_scratch.xcall[rec] = ud_scratch.call;
                     ud_scratch.xstart[rec] = ud_scratch.usteps;
                     ud_scratch.xlen[rec] = nk - rec_at;
+                    ud_scratch.xsimple[rec] = (unsigned char)simple;
                     ud_scratch.usteps += nk - rec_at;
                 }
             }
