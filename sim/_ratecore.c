@@ -192,6 +192,14 @@ static inline double *arr_fp(const Arr *a, Py_ssize_t i) { return (double *)(a->
 static inline int64_t *arr_ip(const Arr *a, Py_ssize_t i) { return (int64_t *)(a->p + i * a->stride); }
 static inline unsigned char *arr_bp(const Arr *a, Py_ssize_t i) { return (unsigned char *)(a->p + i * a->stride); }
 
+/* an integer array's items as a plain int64 array where they are one (contiguous, eight bytes each), else NULL */
+static inline const int64_t *arr_i64(const Arr *a) {
+    return a->view.itemsize == 8 && a->stride == 8 ? (const int64_t *)a->p : NULL;
+}
+
+/* arr_i through arr_i64's pointer ``p`` where there is one */
+AT_INLINE int64_t arr_iq(const Arr *a, const int64_t *p, Py_ssize_t i) { return p ? p[i] : arr_i(a, i); }
+
 /* ------------------------------------------------------------------ growable int lists */
 
 typedef struct {
@@ -11853,16 +11861,18 @@ static int w_verify(PyObject *dom, PyObject *paths, long first, long count) {
     rc = 0;
     if (count > start.n || count > len.n)
         goto out;
+    const int64_t *pa = arr_i64(&arcs), *pd = arr_i64(&d);
     for (long pid = first; pid < count; pid++) {
         int64_t a0 = arr_i(&start, pid), n = arr_i(&len, pid);
         if (a0 < 0 || n < 0 || a0 + n > arcs.n)
             goto out;
         for (int64_t i = 0; i < n; i++) {
-            int64_t arc = arr_i(&arcs, a0 + i);
+            int64_t arc = arr_iq(&arcs, pa, a0 + i);
             if (arc < 0 || arc >= d.n)
                 goto out;
-            int64_t by = arr_i(&d, arc);
-            if (by >= 0 && !((i > 0 && arr_i(&arcs, a0 + i - 1) == by) || (i + 1 < n && arr_i(&arcs, a0 + i + 1) == by)))
+            int64_t by = arr_iq(&d, pd, arc);
+            if (by >= 0 &&
+                !((i > 0 && arr_iq(&arcs, pa, a0 + i - 1) == by) || (i + 1 < n && arr_iq(&arcs, pa, a0 + i + 1) == by)))
                 goto out; /* (a link to bring back) */
         }
     }
