@@ -24,6 +24,13 @@
 #define PREFETCH(p) ((void)(p))
 #endif
 
+/* inlined where it is called (a field read by a name known there: its load), where the compiler allows */
+#if defined(__GNUC__)
+#define AT_INLINE static inline __attribute__((always_inline))
+#else
+#define AT_INLINE static inline
+#endif
+
 /* ------------------------------------------------------------------ arrays read through buffers */
 
 typedef struct {
@@ -184,6 +191,14 @@ static inline int arr_b(const Arr *a, Py_ssize_t i) { return *(const unsigned ch
 static inline double *arr_fp(const Arr *a, Py_ssize_t i) { return (double *)(a->p + i * a->stride); }
 static inline int64_t *arr_ip(const Arr *a, Py_ssize_t i) { return (int64_t *)(a->p + i * a->stride); }
 static inline unsigned char *arr_bp(const Arr *a, Py_ssize_t i) { return (unsigned char *)(a->p + i * a->stride); }
+
+/* an integer array's items as a plain int64 array where they are one (contiguous, eight bytes each), else NULL */
+static inline const int64_t *arr_i64(const Arr *a) {
+    return a->view.itemsize == 8 && a->stride == 8 ? (const int64_t *)a->p : NULL;
+}
+
+/* arr_i through arr_i64's pointer ``p`` where there is one */
+AT_INLINE int64_t arr_iq(const Arr *a, const int64_t *p, Py_ssize_t i) { return p ? p[i] : arr_i(a, i); }
 
 /* ------------------------------------------------------------------ growable int lists */
 
@@ -8528,7 +8543,7 @@ static inline uint64_t ecmp_mix(uint64_t s, uint64_t d, uint64_t h) {
 /* The spine (of ``c``) a flow a -> b takes over ``hop`` hops up: the destination's key modulo c where the
  * fabric routes by destination (``keyed``), else ecmp_hash(a, b, hop) modulo c -- sim.routing's
  * Router._pick, shared by far_routes and updown_routes. */
-static inline int64_t spine_pick(int keyed, const Arr *key, int64_t a, int64_t b, int64_t hop, int64_t c) {
+AT_INLINE int64_t spine_pick(int keyed, const Arr *key, int64_t a, int64_t b, int64_t hop, int64_t c) {
     if (c <= 1)
         return 0;
     if (keyed) {
@@ -8660,6 +8675,10 @@ typedef struct {
  * ``u`` down to ``v``): past that, the searches run in full */
 #define UD_STEPS_MAX ((Py_ssize_t)1 << 22)
 
+/* a kid of a node's list (khead, UdKid.next): k >= 0 the search's ``kids[k]``, -1 none, else a recorded step,
+ * ``steps[UD_STEP(k)]`` (its own inverse: UD_STEP(q) for step q) */
+#define UD_STEP(k) (-2 - (k))
+
 /* ``xcall``, ``xstart``, ``xlen``: per node x, the steps (``steps[xstart[x] ..]``, ``xlen[x]`` of them: the kids
  * listed, in order) of the
  * search from x on where x was the only node left to pass on its distance (every node below it done, none
@@ -8673,6 +8692,9 @@ static struct {
     int64_t gen, call;
     int64_t *stamp, *mstamp, *anc, *cand_v, *cand_a, *khead, *xcall, *xstart, *xlen;
     double *dist, *memo;
+    /* per node x recorded: 1 where each of its steps is from x itself and to a node of its own (a leaf's arcs up
+     * to distinct spines): replayed without the checks */
+    unsigned char *xsimple;
     UdKid *kids, *steps;
 } ud_scratch;
 
@@ -8681,6 +8703,8 @@ static int ud_reserve(Py_ssize_t n, Py_ssize_t ncand) {
         PyMem_Free(ud_scratch.stamp), PyMem_Free(ud_scratch.mstamp), PyMem_Free(ud_scratch.anc);
         PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo), PyMem_Free(ud_scratch.khead);
         PyMem_Free(ud_scratch.xcall), PyMem_Free(ud_scratch.xstart), PyMem_Free(ud_scratch.xlen);
+        PyMem_Free(ud_scratch.xsimple);
+        ud_scratch.xsimple = PyMem_Malloc((size_t)n);
         ud_scratch.stamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
         ud_scratch.mstamp = PyMem_Calloc((size_t)n, sizeof(int64_t));
         ud_scratch.xcall = PyMem_Calloc((size_t)n, sizeof(int64_t));
@@ -8692,10 +8716,12 @@ static int ud_reserve(Py_ssize_t n, Py_ssize_t ncand) {
         ud_scratch.memo = PyMem_Malloc((size_t)n * sizeof(double));
         ud_scratch.n = n;
         if (!ud_scratch.stamp || !ud_scratch.mstamp || !ud_scratch.anc || !ud_scratch.dist || !ud_scratch.memo ||
-            !ud_scratch.khead || !ud_scratch.xcall || !ud_scratch.xstart || !ud_scratch.xlen) {
+            !ud_scratch.khead || !ud_scratch.xcall || !ud_scratch.xstart || !ud_scratch.xlen || !ud_scratch.xsimple) {
             PyMem_Free(ud_scratch.stamp), PyMem_Free(ud_scratch.mstamp), PyMem_Free(ud_scratch.anc);
             PyMem_Free(ud_scratch.dist), PyMem_Free(ud_scratch.memo), PyMem_Free(ud_scratch.khead);
             PyMem_Free(ud_scratch.xcall), PyMem_Free(ud_scratch.xstart), PyMem_Free(ud_scratch.xlen);
+            PyMem_Free(ud_scratch.xsimple);
+            ud_scratch.xsimple = NULL;
             ud_scratch.stamp = ud_scratch.mstamp = ud_scratch.anc = ud_scratch.khead = NULL;
             ud_scratch.xcall = ud_scratch.xstart = ud_scratch.xlen = NULL;
             ud_scratch.dist = ud_scratch.memo = NULL;
@@ -8721,7 +8747,7 @@ static int ud_reserve(Py_ssize_t n, Py_ssize_t ncand) {
 }
 
 /* room for ``k`` candidates in the scratch, its arrays into ``*v`` and ``*a`` */
-static inline int ud_cands(int64_t k, int64_t **v, int64_t **a) {
+AT_INLINE int ud_cands(int64_t k, int64_t **v, int64_t **a) {
     if (k + 1 > ud_scratch.ncand && ud_reserve(ud_scratch.n, (Py_ssize_t)(2 * k + 2)) < 0)
         return -1;
     *v = ud_scratch.cand_v, *a = ud_scratch.cand_a;
@@ -8855,12 +8881,20 @@ static inline const void *ud_flat(const Arr *a, void **own) {
     return c;
 }
 
-/* the shortest climb from ``u`` to an ancestor of the destination and down to it (memoized per destination) */
-static double ud_dist(const UdTabs *t, int64_t u) {
+static double ud_climb(const UdTabs *t, int64_t u);
+
+/* the shortest climb from ``u`` to an ancestor of the destination and down to it (memoized per destination:
+ * found here, else ud_climb) */
+AT_INLINE double ud_dist(const UdTabs *t, int64_t u) {
     if (t->stamp[u] == t->gen)
         return t->dist[u];
     if (t->mstamp[u] == t->gen)
         return t->memo[u];
+    return ud_climb(t, u);
+}
+
+/* ud_dist's climb where ``u`` is neither an ancestor nor memoized: found and memoized */
+static double ud_climb(const UdTabs *t, int64_t u) {
     UdMemo *m = udm_slot(t, u);
     double best = INFINITY;
     if (m && m->has_ud)
@@ -9050,25 +9084,28 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                 if (keep && lv > lb && t.alone < 0 && x >= 0 && anc[x] < 0 && !above && ud_alone(lhead, lv, maxlevel)) {
                     t.alone = x, t.alone_level = lv, t.alone_bits = ud_bits(dist[x]);
                     if (ud_scratch.xcall[x] == ud_scratch.call) { /* the steps of x: replayed */
-                        const UdKid *sp = ud_scratch.steps + ud_scratch.xstart[x];
-                        int64_t ns = ud_scratch.xlen[x];
-                        if (ud_grow((void **)&ud_scratch.kids, &ud_scratch.nkids, nk + ns, sizeof(UdKid), 64,
-                                    PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(UdKid)) < 0) {
-                            PyErr_NoMemory();
-                            goto done;
+                        /* (the kids listed are the steps themselves, by UD_STEP: not copied) */
+                        int64_t at = ud_scratch.xstart[x], ns = ud_scratch.xlen[x];
+                        const UdKid *sp = ud_scratch.steps + at;
+                        if (ud_scratch.xsimple[x]) { /* (each node new, once: the same stores as below) */
+                            double dx = dist[x];
+                            for (int64_t q = 0; q < ns; q++) {
+                                int64_t u = sp[q].u;
+                                stamp[u] = gen;
+                                dist[u] = dx + w[sp[q].arc];
+                                khead[u] = UD_STEP(at + q);
+                            }
+                            break;
                         }
-                        kids = ud_scratch.kids;
                         for (int64_t q = 0; q < ns; q++) {
-                            int64_t v = sp[q].v, u = sp[q].u, arc = sp[q].arc;
-                            double nd = dist[v] + w[arc];
+                            int64_t v = sp[q].v, u = sp[q].u;
+                            double nd = dist[v] + w[sp[q].arc];
                             if (stamp[u] != gen) {
                                 stamp[u] = gen;
                                 dist[u] = nd;
-                                khead[u] = -1;
                             } else if (nd < dist[u])
                                 dist[u] = nd;
-                            kids[nk] = (UdKid){v, arc, khead[u], u};
-                            khead[u] = nk++;
+                            khead[u] = UD_STEP(at + q);
                         }
                         break;
                     }
@@ -9102,11 +9139,25 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
             }
             if (rec >= 0 && ud_grow((void **)&ud_scratch.steps, &ud_scratch.nsteps, ud_scratch.usteps + (nk - rec_at),
                                     sizeof(UdKid), 256, UD_STEPS_MAX) == 0) { /* (no room: not kept) */
-                memcpy(ud_scratch.steps + ud_scratch.usteps, kids + rec_at, (size_t)(nk - rec_at) * sizeof(UdKid));
-                ud_scratch.xcall[rec] = ud_scratch.call;
-                ud_scratch.xstart[rec] = ud_scratch.usteps;
-                ud_scratch.xlen[rec] = nk - rec_at;
-                ud_scratch.usteps += nk - rec_at;
+                /* each step's next kid of its node, as the replay lists it: a step of the same block (every node
+                 * above x is new to the search: its list starts in the block), by UD_STEP */
+                UdKid *to = ud_scratch.steps + ud_scratch.usteps;
+                int within = 1, simple = 1;
+                for (Py_ssize_t q = 0; q < nk - rec_at; q++) {
+                    to[q] = kids[rec_at + q];
+                    simple &= to[q].v == rec && to[q].next == -1;
+                    if (to[q].next >= rec_at)
+                        to[q].next = UD_STEP(ud_scratch.usteps + (to[q].next - rec_at));
+                    else if (to[q].next != -1)
+                        within = 0; /* (not so: not kept) */
+                }
+                if (within) {
+                    ud_scratch.xcall[rec] = ud_scratch.call;
+                    ud_scratch.xstart[rec] = ud_scratch.usteps;
+                    ud_scratch.xlen[rec] = nk - rec_at;
+                    ud_scratch.xsimple[rec] = (unsigned char)simple;
+                    ud_scratch.usteps += nk - rec_at;
+                }
             }
         }
         double here = ud_dist(&t, a);
@@ -9127,15 +9178,19 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                 /* the arcs down to ancestors are those listed under the node (the same arcs as its out-arcs to
                  * ancestors below it): where one of them is on a shortest way, it is the only candidate, in
                  * whatever order; where several are, the out-arcs give them in head order */
-                int64_t one = -1, many = 0;
-                for (int64_t e = khead[node]; e >= 0 && !many; e = kids[e].next)
-                    if (fabs(dist[kids[e].v] + w[kids[e].arc] - dn) <= dtol) {
-                        many = one >= 0;
-                        one = e;
+                const UdKid *one = NULL;
+                int64_t many = 0;
+                for (int64_t e = khead[node]; e != -1 && !many;) {
+                    const UdKid *kd = e >= 0 ? kids + e : ud_scratch.steps + UD_STEP(e);
+                    if (fabs(dist[kd->v] + w[kd->arc] - dn) <= dtol) {
+                        many = one != NULL;
+                        one = kd;
                     }
-                if (one >= 0 && !many) {
-                    cand_v[0] = kids[one].v;
-                    cand_a[0] = kids[one].arc;
+                    e = kd->next;
+                }
+                if (one && !many) {
+                    cand_v[0] = one->v;
+                    cand_a[0] = one->arc;
                     nc = 1;
                 }
                 for (int64_t k = optr[node], hi = optr[node + 1]; k < hi && many; k++) {
@@ -9908,13 +9963,6 @@ static int st_check(const char *const *names, int n, const signed char *nf, cons
     }
     return 0;
 }
-
-/* inlined where it is called (a field read by a name known there: its load), where the compiler allows */
-#if defined(__GNUC__)
-#define AT_INLINE static inline __attribute__((always_inline))
-#else
-#define AT_INLINE static inline
-#endif
 
 /* a table's names interned into ``s`` and their places checked (st_check), once (``*ready`` set then): 0, or -1 with
  * an exception set */
@@ -11813,16 +11861,18 @@ static int w_verify(PyObject *dom, PyObject *paths, long first, long count) {
     rc = 0;
     if (count > start.n || count > len.n)
         goto out;
+    const int64_t *pa = arr_i64(&arcs), *pd = arr_i64(&d);
     for (long pid = first; pid < count; pid++) {
         int64_t a0 = arr_i(&start, pid), n = arr_i(&len, pid);
         if (a0 < 0 || n < 0 || a0 + n > arcs.n)
             goto out;
         for (int64_t i = 0; i < n; i++) {
-            int64_t arc = arr_i(&arcs, a0 + i);
+            int64_t arc = arr_iq(&arcs, pa, a0 + i);
             if (arc < 0 || arc >= d.n)
                 goto out;
-            int64_t by = arr_i(&d, arc);
-            if (by >= 0 && !((i > 0 && arr_i(&arcs, a0 + i - 1) == by) || (i + 1 < n && arr_i(&arcs, a0 + i + 1) == by)))
+            int64_t by = arr_iq(&d, pd, arc);
+            if (by >= 0 &&
+                !((i > 0 && arr_iq(&arcs, pa, a0 + i - 1) == by) || (i + 1 < n && arr_iq(&arcs, pa, a0 + i + 1) == by)))
                 goto out; /* (a link to bring back) */
         }
     }
