@@ -101,6 +101,9 @@ def dgx_fabric(p: DgxParams) -> Fabric | None:
     base = spines + leaves  # the first host's first node
     per_host = 1 + 2 * g if g > 1 else 2  # NVSwitch, GPUs, NICs (one GPU: the GPU, its NIC)
     n = base + h_count * per_host
+    dest_key = None
+    if p.ecmp == "destination":  # switches their own ordinal, then one per host (sim.cluster._host_keys)
+        dest_key = np.concatenate([np.arange(base), base + np.repeat(np.arange(h_count), per_host)])
     if _CORE is not None:  # the same arrays and names, in one compiled pass each
         m = 2 * spines * leaves + g * h_count + h_count * (5 * g if g > 1 else 3)
         tail, head = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
@@ -111,9 +114,6 @@ def dgx_fabric(p: DgxParams) -> Fabric | None:
         _CORE.dgx_arcs(spines, groups, hpl, h_count, g, *bands, *arrays)
         check_deadline()  # --timeout counts the build too
         names, host_names = _CORE.dgx_names(spines, g, groups, h_count)
-        dest_key = None
-        if p.ecmp == "destination":  # (as below)
-            dest_key = np.concatenate([np.arange(base), base + np.repeat(np.arange(h_count), per_host)])
         arcs = (tail, head, capacity, latency)
         return _fabric("dgx", p, f"dgx-{h_count}x{g}", names, is_gpu, arcs, rank_node, host_names, dest_key)
     hosts = np.arange(h_count)
@@ -172,9 +172,6 @@ def dgx_fabric(p: DgxParams) -> Fabric | None:
     names += [f"{host}{kind}" for host in host_names for kind in kinds]
     is_gpu = np.zeros(n, dtype=bool)
     is_gpu[gpu.ravel()] = True
-    dest_key = None
-    if p.ecmp == "destination":  # switches their own ordinal, then one per host (sim.cluster._host_keys)
-        dest_key = np.concatenate([np.arange(base), base + np.repeat(hosts, per_host)])
     arcs = (tail, head, capacity, latency)
     return _fabric("dgx", p, f"dgx-{h_count}x{g}", names, is_gpu, arcs, gpu.ravel(), host_names, dest_key)
 
