@@ -1005,7 +1005,7 @@ def parse_nccl_text(
     failed: tuple[int, str] | None = None  # (size, report) of the row a failed call cut
     summary: str | None = None  # the "# Avg bus bandwidth : X" line nccl-tests prints after its last row
     mangled: tuple[str, str] | None = None  # (where, text) of a row-like line that does not read, until a row follows
-    commented: tuple[str, str] | None = None  # (where, text) of the first result row a post commented out ("#  1048576 ...")
+    commented: tuple[str, str] | None = None  # (where, text) of the first row a post commented out ("# 1048576 ..")
     disagree: list[tuple[str, int, float, str]] = []  # rows whose algbw is not size / time: (where, size, us, algbw)
     versions: list[tuple[int, str]] = []  # (rank, NCCL release) as the log states it
     ran: dict[tuple[str | None, int], Counter[tuple[str, str]]] = {}  # NCCL's TUNING lines: what each call ran
