@@ -1005,6 +1005,7 @@ def parse_nccl_text(
     failed: tuple[int, str] | None = None  # (size, report) of the row a failed call cut
     summary: str | None = None  # the "# Avg bus bandwidth : X" line nccl-tests prints after its last row
     mangled: tuple[str, str] | None = None  # (where, text) of a row-like line that does not read, until a row follows
+    commented: tuple[str, str] | None = None  # (where, text) of the first row a post commented out ("# 1048576 ..")
     disagree: list[tuple[str, int, float, str]] = []  # rows whose algbw is not size / time: (where, size, us, algbw)
     versions: list[tuple[int, str]] = []  # (rank, NCCL release) as the log states it
     ran: dict[tuple[str | None, int], Counter[tuple[str, str]]] = {}  # NCCL's TUNING lines: what each call ran
@@ -1076,6 +1077,8 @@ def parse_nccl_text(
                 unit = m.group(1)
             if m := _AVG_BUSBW.match(stripped):
                 summary = summary or " ".join(m.group(0).lstrip("#").split())
+            if commented is None and _result_row(stripped.lstrip("#"), time_at, headed, in_place_at) is not None:
+                commented = (f"{path}:{n}", stripped)
             continue
         row = _result_row(line, time_at, headed, in_place_at)
         if row is None and cut is not None:
@@ -1133,6 +1136,11 @@ def parse_nccl_text(
         raise CalibrationError(
             f"{path}: rows that give their size as {unit!r} (an illustration or a post's summary of the output: "
             "nccl-tests prints sizes in bytes); give the log as nccl-tests printed it"
+        )
+    if not rows and commented:  # nccl-tests never prints a "#" before a row: the post commented its rows out
+        raise CalibrationError(
+            f"{commented[0]}: the table's result rows are commented out (a '#' before the size: "
+            f"{' '.join(commented[1].split())[:60]!r}); give the rows as nccl-tests printed them, without the '#'"
         )
     if not rows and summary:  # the test ended (its closing summary is there): the post left its rows out
         raise CalibrationError(
