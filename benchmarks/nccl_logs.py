@@ -47,6 +47,7 @@ from validate.calibration.fit import fit_calibration  # noqa: E402
 from validate.calibration.inputs import (  # noqa: E402
     GPU_MODEL,
     NCCL_COLLECTIVES,
+    NVLS_UNAVAILABLE,
     PCIE_CARD,
     RANK_LINE,
     UNNAMED_DEVICE,
@@ -463,9 +464,8 @@ def efa_topology(log: Log, efa: tuple[str | None, str | None]) -> object:
 #: systems built of them (ALCF Polaris, NERSC Perlmutter, SURF Snellius' gpu_h100) or the board's name, in the
 #: header or the file name
 _BOARD = re.compile(r"\b(?:Polaris|Perlmutter|Snellius)\b|\bHGX\s*[AH]1\d0\s*4-GPU\b|\b4-GPU\s+board\b", re.I)
-#: NCCL's line where a Hopper GPU finds no NVSwitch to multicast on (or NVLS is off), and what says a log is of
-#: an NVSwitch host after all (a DGX, an NVSwitch named: a run on 4 of its 8 GPUs)
-_NO_NVLS = re.compile(r"\bNCCL INFO NVLS multicast support is not available\b")
+#: what says a log is of an NVSwitch host after all (a DGX, an NVSwitch named: a run on 4 of its 8 GPUs), where
+#: NCCL's line says a Hopper GPU finds no NVSwitch to multicast on (the importer's :data:`NVLS_UNAVAILABLE`)
 _SWITCHED = re.compile(r"\bDGX\b|\bNVSwitch\b", re.I)
 
 
@@ -480,7 +480,7 @@ def board_preset(log: Log) -> str | None:
     if (
         _BOARD.search(header)
         or _BOARD.search(log.path.name)
-        or (hopper and log.gpus_per_host == 4 and _NO_NVLS.search(log.text))
+        or (hopper and log.gpus_per_host == 4 and NVLS_UNAVAILABLE.search(log.text))
     ):
         return "hgx-h100-4gpu" if hopper else "hgx-a100-4gpu"
     return None

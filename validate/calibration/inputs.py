@@ -55,6 +55,7 @@ __all__ = [
     "stated_efa",
     "stated_gpu_model",
     "GPU_NAMES_JOIN",
+    "NVLS_UNAVAILABLE",
 ]
 
 #: the probe tests of ``python -m validate.calibration.probes`` (see validate/calibration/probes.py)
@@ -354,7 +355,7 @@ _GLUED_NCCL_LINE = re.compile(
 #: NCCL's word that it cannot run NVLS (a board without an NVSwitch, a GPU or a driver without multicast): as
 #: ``NCCL_NVLS_ENABLE=0``, NVLS and NVLSTree are out of the run's schedules (``... [0] NCCL INFO NVLS multicast
 #: support is not available on dev 0``)
-_NVLS_UNAVAILABLE = re.compile(r"\bNCCL INFO NVLS multicast support is not available\b")
+NVLS_UNAVAILABLE = re.compile(r"\bNCCL INFO NVLS multicast support is not available\b")
 #: what NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING prints for each call on rank 0 (enqueue.cc): ``AllReduce:
 #: 1048576 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..23}`` (2.24 on), ``[AllReduce: ]1048576 Bytes ->
 #: Algo 1 proto 0 time 12.3`` (2.20-2.23: NCCL's indices, in the order of :data:`sim.nccl.tuner.ALGORITHMS`)
@@ -1052,7 +1053,7 @@ def parse_nccl_text(
             )
         if stated := stated_nccl_version(stripped):
             versions.append(stated)
-        no_nvls = no_nvls or bool(_NVLS_UNAVAILABLE.search(stripped))
+        no_nvls = no_nvls or bool(NVLS_UNAVAILABLE.search(stripped))
         if m := RANK_LINE.match(stripped):
             listed.add((int(m.group(1)), rank_host(m)))
             devices.add(m.group(3))
