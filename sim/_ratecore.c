@@ -8805,7 +8805,9 @@ typedef struct {
     const double *dist;
     int64_t *mstamp;
     double *memo;
-    int64_t gen;
+    /* ``gen``: an ancestor's stamp; ``mgen``: a climb's memo's, the destination's own (gen may be an earlier
+     * destination's: UdBelow) */
+    int64_t gen, mgen;
     /* the destination's node left alone on its level (-1: none), its level and its distance's bits (udm_*) */
     int64_t alone, alone_level;
     uint64_t alone_bits;
@@ -8883,12 +8885,100 @@ static inline const void *ud_flat(const Arr *a, void **own) {
 
 static double ud_climb(const UdTabs *t, int64_t u);
 
+/* The nodes a destination's search stamped before it met a node x alone on its level (UdTabs.alone): those at
+ * x's level and below. Where the next destination meets the same x at the same distance (to the bit) and the
+ * steps of x were replayed for the one before (or taken so from the one before that), every node above x holds
+ * what a replay would write again -- its stamp, distance and first kid -- so none is written: the last one's
+ * nodes below are unstamped (``prev``), this one's stamped with that one's stamp (``gen``), which then stands for
+ * this destination's ancestors. A search that meets no such x leaves nothing to take (``x`` -1). */
+typedef struct {
+    int64_t *cur, *prev, x, gen;
+    uint64_t bits;
+    Py_ssize_t ncur, nprev, cap_cur, cap_prev;
+} UdBelow;
+
+static UdBelow udb = {.x = -1};
+
+/* udb_push where the list is full: grown, else -1 (a list too long to keep: nothing taken from this destination) */
+static void udb_full(int64_t u) {
+    if (ud_grow((void **)&udb.cur, &udb.cap_cur, udb.ncur + 1, sizeof(int64_t), 64, (Py_ssize_t)1 << 26) < 0)
+        udb.ncur = -1;
+    else
+        udb.cur[udb.ncur++] = u;
+}
+
+/* ``u`` onto the current list */
+AT_INLINE void udb_push(int64_t u) {
+    if (udb.ncur >= 0 && udb.ncur < udb.cap_cur)
+        udb.cur[udb.ncur++] = u;
+    else if (udb.ncur >= 0)
+        udb_full(u);
+}
+
+/* The order the pairs are taken in: ``order``'s, the destinations regrouped by the node a climb from each by its last
+ * arc up reaches at the level below the top (or the highest it reaches): those under one such node x meet x alone
+ * one after another, and x's steps are then taken as the one before left them (UdBelow) -- any order routes every
+ * pair the same. Each group in the order its first pair comes, the pairs of a group in ``order``'s order (those of
+ * one destination together). Into ``ord`` (``len`` of them); 0 where it is not made (an index out of range: the
+ * pairs taken as they come, the loop raising), -1 where memory ran out. ``mark``, ``head``, ``tail``: per node
+ * scratch, ``mark`` stamped ``gen`` (none of them is yet). */
+static int ud_regroup(const Arr *order, const Arr *dsts, Py_ssize_t len, Py_ssize_t n, const int64_t *lvl,
+                      const int64_t *uptr, const int64_t *uv, int64_t top, int64_t gen, int64_t *mark, int64_t *head,
+                      int64_t *tail, int64_t *ord) {
+    int64_t *next = PyMem_Malloc((size_t)len * sizeof(int64_t)), *keys = PyMem_Malloc((size_t)len * sizeof(int64_t));
+    if (!next || !keys) {
+        PyMem_Free(next), PyMem_Free(keys);
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t nkeys = 0;
+    int64_t last = -1, x = -1;
+    int rc = 1;
+    for (Py_ssize_t j = 0; j < len && rc > 0; j++) {
+        int64_t i = arr_i(order, j), b = i >= 0 && i < len ? arr_i(dsts, i) : -1;
+        if (b < 0 || b >= n) {
+            rc = 0;
+            break;
+        }
+        if (b != last) { /* (a destination's climb, once for its pairs together) */
+            last = x = b;
+            for (int64_t up = 0; up < top && lvl[x] < top - 1 && uptr[x + 1] > uptr[x]; up++)
+                x = uv[uptr[x + 1] - 1];
+            if (x < 0 || x >= n) {
+                rc = 0;
+                break;
+            }
+        }
+        next[j] = -1;
+        if (mark[x] != gen) {
+            mark[x] = gen;
+            head[x] = j;
+            keys[nkeys++] = x;
+        } else
+            next[tail[x]] = j;
+        tail[x] = j;
+    }
+    for (Py_ssize_t k = 0, m = 0; k < nkeys && rc > 0; k++)
+        for (int64_t j = head[keys[k]]; j >= 0; j = next[j])
+            ord[m++] = arr_i(order, j);
+    PyMem_Free(next), PyMem_Free(keys);
+    return rc;
+}
+
+/* this destination's list made the one before's (the lists swapped) */
+static inline void udb_turn(void) {
+    int64_t *v = udb.prev;
+    Py_ssize_t c = udb.cap_prev;
+    udb.prev = udb.cur, udb.cap_prev = udb.cap_cur, udb.nprev = udb.ncur;
+    udb.cur = v, udb.cap_cur = c, udb.ncur = 0;
+}
+
 /* the shortest climb from ``u`` to an ancestor of the destination and down to it (memoized per destination:
  * found here, else ud_climb) */
 AT_INLINE double ud_dist(const UdTabs *t, int64_t u) {
     if (t->stamp[u] == t->gen)
         return t->dist[u];
-    if (t->mstamp[u] == t->gen)
+    if (t->mstamp[u] == t->mgen)
         return t->memo[u];
     return ud_climb(t, u);
 }
@@ -8911,7 +9001,7 @@ static double ud_climb(const UdTabs *t, int64_t u) {
             m->has_ud = 1;
         }
     }
-    t->mstamp[u] = t->gen;
+    t->mstamp[u] = t->mgen;
     t->memo[u] = best;
     return best;
 }
@@ -8930,6 +9020,7 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
     arrs_init(all, 18);
     PyObject *result = NULL;
     int64_t *stamp = NULL, *mstamp = NULL, *anc = NULL, *cand_v = NULL, *cand_a = NULL, *lhead = NULL, gen = 0;
+    int64_t *ord = NULL; /* (the pairs' order regrouped: ud_regroup) */
     int64_t *khead = NULL;
     UdKid *kids = NULL;
     Py_ssize_t nk = 0;
@@ -8990,6 +9081,21 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                arr_i(&dsts, o_first) != arr_i(&dsts, o_last);
     ud_scratch.call++;
     ud_scratch.usteps = 0; /* (the steps recorded by an earlier call are for its tables: not replayed) */
+    udb.x = -1, udb.nprev = 0; /* (nor taken from an earlier call's destinations) */
+    if (keep && maxlevel >= 1) { /* (the per node scratch free before the loop: mstamp marked by a stamp of its own) */
+        if (!(ord = PyMem_Malloc((size_t)len * sizeof(int64_t)))) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        int got = ud_regroup(&order, &dsts, len, n, t.level, t.up_ptr, t.up_v, maxlevel, ++ud_scratch.gen,
+                             ud_scratch.mstamp, ud_scratch.khead, ud_scratch.anc, ord);
+        if (got < 0)
+            goto done;
+        if (!got) {
+            PyMem_Free(ord);
+            ord = NULL;
+        }
+    }
     udm.used = 0;
     if (!udm.slot) /* (none: nothing kept, no error) */
         udm.slot = PyMem_Calloc(UDM_SLOTS, sizeof(UdMemo));
@@ -9004,7 +9110,7 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
     Py_ssize_t routed = 0;
     int64_t cur = -1;
     for (Py_ssize_t j = 0; j < len; j++) {
-        int64_t i = arr_i(&order, j);
+        int64_t i = ord ? ord[j] : arr_i(&order, j);
         if (i < 0 || i >= len) {
             PyErr_SetString(PyExc_IndexError, "updown_routes: order out of range");
             goto done;
@@ -9057,9 +9163,12 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
         }
         if (b != cur) { /* the destination's ancestors (Router._ancestors), a level at a time upwards */
             cur = b;
-            gen = t.gen = ++ud_scratch.gen;
+            gen = t.gen = t.mgen = ++ud_scratch.gen;
             int64_t lb = lvl[b];
             stamp[b] = gen;
+            int took = 0; /* (whether x's steps were replayed or taken: UdBelow) */
+            udb.ncur = 0;
+            udb_push(b);
             dist[b] = 0.0;
             khead[b] = -1;
             nk = 0;
@@ -9083,7 +9192,21 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                 int64_t x = lhead[lv];
                 if (keep && lv > lb && t.alone < 0 && x >= 0 && anc[x] < 0 && !above && ud_alone(lhead, lv, maxlevel)) {
                     t.alone = x, t.alone_level = lv, t.alone_bits = ud_bits(dist[x]);
+                    if (ud_scratch.xcall[x] == ud_scratch.call && udb.x == x && udb.bits == t.alone_bits &&
+                        udb.ncur >= 0 && udb.nprev >= 0) { /* the steps of x: as the one before left them */
+                        for (Py_ssize_t q = 0; q < udb.nprev; q++)
+                            stamp[udb.prev[q]] = 0; /* (no stamp is 0: they start at 1) */
+                        for (Py_ssize_t q = 0; q < udb.ncur; q++)
+                            stamp[udb.cur[q]] = udb.gen;
+                        gen = t.gen = udb.gen;
+                        udb_turn();
+                        took = 1;
+                        break;
+                    }
                     if (ud_scratch.xcall[x] == ud_scratch.call) { /* the steps of x: replayed */
+                        udb.x = x, udb.bits = t.alone_bits, udb.gen = gen;
+                        udb_turn();
+                        took = 1;
                         /* (the kids listed are the steps themselves, by UD_STEP: not copied) */
                         int64_t at = ud_scratch.xstart[x], ns = ud_scratch.xlen[x];
                         const UdKid *sp = ud_scratch.steps + at;
@@ -9122,6 +9245,7 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                         double nd = dist[v] + w[arc];
                         if (stamp[u] != gen) {
                             stamp[u] = gen;
+                            udb_push(u);
                             dist[u] = nd;
                             khead[u] = -1;
                             if (lu <= maxlevel) { /* (above the top: no arc above it, nothing to pass on) */
@@ -9159,6 +9283,8 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                     ud_scratch.usteps += nk - rec_at;
                 }
             }
+            if (!took)
+                udb.x = -1;
         }
         double here = ud_dist(&t, a);
         if (!isfinite(here)) {
@@ -9256,6 +9382,7 @@ done:
     for (int k = 0; k < UT_N; k++)
         PyMem_Free(own[k]);
     PyMem_Free(lhead);
+    PyMem_Free(ord);
     arrs_release(all, 18);
     return result;
 }
@@ -11104,13 +11231,14 @@ typedef int (*MaxminCore)(const int64_t *flow, const int64_t *arc, Py_ssize_t ne
                           const double *wt, double *rate, Py_ssize_t nflows, const double *bound);
 
 /* where sim.maxmin.maxmin_rates(flow, arc, n, capacity, bound) would answer by its compiled rounds at once: ``fn``
- * is that function, its module's _CORE the _classcore module; then the rounds (maxmin_core) and in *bounded
+ * is that function, its module's _CORE the _classcore module; then the rounds (maxmin_core; ``sorted``: the
+ * crossings known sorted by flow, every flow crossing a link, every arc in range -- maxmin_core_sorted) and in *bounded
  * whether they take the bounds ``bv`` -- not where every bound is inf and _UNBOUNDED_CORE is set (as no bound), and
  * only where _BOUNDED_CORE is set otherwise (else the numpy rounds: NULL, call ``fn``). NULL also where anything
  * is amiss (no error left set): ``fn`` answers then. */
-static MaxminCore mm_direct(PyObject *fn, const double *bv, Py_ssize_t n, int *bounded) {
+static MaxminCore mm_direct(PyObject *fn, const double *bv, Py_ssize_t n, int *bounded, int sorted) {
     static PyObject *mm = NULL, *cc = NULL, *s_fn = NULL, *s_core = NULL, *s_unb = NULL, *s_bnd = NULL;
-    static MaxminCore core = NULL;
+    static MaxminCore core = NULL, core_sorted = NULL;
     if (!core) {
         if (sizeof(Py_ssize_t) != sizeof(int64_t))
             return NULL;
@@ -11123,7 +11251,8 @@ static MaxminCore mm_direct(PyObject *fn, const double *bv, Py_ssize_t n, int *b
                       !(s_unb = PyUnicode_InternFromString("_UNBOUNDED_CORE")) ||
                       !(s_bnd = PyUnicode_InternFromString("_BOUNDED_CORE"))))
             goto fail;
-        if (!(core = (MaxminCore)PyCapsule_Import("sim._classcore._maxmin_core", 0)))
+        if (!(core_sorted = (MaxminCore)PyCapsule_Import("sim._classcore._maxmin_core_sorted", 0)) ||
+            !(core = (MaxminCore)PyCapsule_Import("sim._classcore._maxmin_core", 0)))
             goto fail;
     }
     PyObject *f = PyObject_GetAttr(mm, s_fn), *c = f ? PyObject_GetAttr(mm, s_core) : NULL;
@@ -11148,7 +11277,7 @@ static MaxminCore mm_direct(PyObject *fn, const double *bv, Py_ssize_t n, int *b
         unb = 0;
     }
     *bounded = !unb;
-    return on ? core : NULL;
+    return on ? (sorted ? core_sorted : core) : NULL;
 fail:
     PyErr_Clear();
     return NULL;
@@ -11196,12 +11325,14 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
         PyErr_NoMemory();
         goto out;
     }
+    int each = 1; /* (whether every flow crosses a link: the crossings then sorted by flow, every flow there) */
     for (Py_ssize_t i = 0, e = 0; i < n; i++) { /* gather_arcs(paths, pids): (flow index, arc), flow by flow */
         int64_t a0 = arr_i(&start, pid[i]), m = arr_i(&len, pid[i]);
         if (a0 < 0 || m < 0 || a0 + m > arcs.n) {
             PyErr_SetString(PyExc_IndexError, "solve_all: a path beyond the arc table");
             goto out;
         }
+        each &= m > 0;
         for (int64_t k = 0; k < m; k++, e++) {
             fl[e] = i;
             ar[e] = (Py_ssize_t)arr_i(&arcs, a0 + k);
@@ -11225,7 +11356,7 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
         goto out;
     double *rv = NULL;
     int bounded = 0, solved = 0;
-    MaxminCore direct = capv ? mm_direct(fn, bv, n, &bounded) : NULL;
+    MaxminCore direct = capv ? mm_direct(fn, bv, n, &bounded, each) : NULL; /* (arcs below nused_: numbered so) */
     if (direct) { /* maxmin_rates' compiled rounds on these crossings, as it would call them */
         if (!(mine = malloc(sizeof(double) * (size_t)(n + 1)))) {
             PyErr_NoMemory();
