@@ -230,6 +230,61 @@ static inline int il_push(IList *l, int32_t x) {
     return 0;
 }
 
+/* A list kept from call to call (its room not freed and made again each call), for one user at a time: kl_take
+ * gives it emptied where it is free, else ``own``, an empty one of the caller's (were a Python line run meanwhile
+ * to come back to the same lines); kl_give puts it back, or frees the caller's own. */
+typedef struct {
+    IList l;
+    int busy;
+} KeptList;
+
+AT_INLINE IList *kl_take(KeptList *k, IList *own) {
+    if (k->busy) {
+        *own = (IList){0};
+        return own;
+    }
+    k->busy = 1;
+    k->l.n = 0;
+    return &k->l;
+}
+
+AT_INLINE void kl_give(KeptList *k, IList *l) {
+    if (l == &k->l)
+        k->busy = 0;
+    else
+        free(l->v);
+}
+
+/* kl_take's lines for a buffer of ``size`` bytes (NULL with an exception set where memory runs out), and
+ * kl_give's: kb_give(k, p) takes any pointer kb_take gave (or NULL) */
+typedef struct {
+    void *p;
+    size_t cap;
+    int busy;
+} KeptBuf;
+
+static void *kb_take(KeptBuf *k, size_t size) {
+    void *q = NULL;
+    if (k->busy)
+        q = malloc(size ? size : 1);
+    else if (size <= k->cap)
+        q = k->p;
+    else if ((q = realloc(k->p, size)) != NULL)
+        k->p = q, k->cap = size;
+    if (!q)
+        PyErr_NoMemory();
+    else if (q == k->p)
+        k->busy = 1;
+    return q;
+}
+
+AT_INLINE void kb_give(KeptBuf *k, void *p) {
+    if (p && p == k->p && k->busy)
+        k->busy = 0;
+    else
+        free(p);
+}
+
 static int grow_bytes(void **p, size_t *have, size_t need, size_t elem, int fill) {
     if (need <= *have)
         return 0;
@@ -1652,16 +1707,17 @@ static int core_part(Core *c, PyObject *const *args, IList *seeds, int ints, ILi
     path.held = bound.held = rate.held = 0;
     Inputs in;
     Py_ssize_t limit;
-    IList new = {0}, over = {0};
+    static KeptList kl_new, kl_over; /* (new, over: kept from call to call) */
+    IList new_own, over_own, *new = kl_take(&kl_new, &new_own), *over = kl_take(&kl_over, &over_own);
     int res = -1;
     *regrown = 0;
     moved->n = 0;
     if (parse_inputs(args, &in, &path, &bound, &limit, 5) < 0 || arr_get(args[2], &rate, 'f') < 0)
         goto done;
-    if (read_fresh(args[3], &new) < 0 || (ints && read_ints(args[4], seeds) < 0))
+    if (read_fresh(args[3], new) < 0 || (ints && read_ints(args[4], seeds) < 0))
         goto done;
-    for (Py_ssize_t i = 0; i < new.n; i++) { /* links a new flow could overfill at its rate alone */
-        int32_t slot = new.v[i], len;
+    for (Py_ssize_t i = 0; i < new->n; i++) { /* links a new flow could overfill at its rate alone */
+        int32_t slot = new->v[i], len;
         if ((size_t)slot >= c->nslots || c->spid[slot] < 0) {
             PyErr_SetString(PyExc_ValueError, "_ratecore: a new flow was not entered");
             goto done;
@@ -1684,12 +1740,12 @@ static int core_part(Core *c, PyObject *const *args, IList *seeds, int ints, ILi
             }
         }
     }
-    if (!new.n && !seeds->n) { /* (nothing to solve: no slot, no rate) */
+    if (!new->n && !seeds->n) { /* (nothing to solve: no slot, no rate) */
         res = 2;
         goto done;
     }
     for (;;) {
-        int got = component(c, &new, seeds, limit, 1);
+        int got = component(c, new, seeds, limit, 1);
         if (got < 0)
             goto done;
         if (got > 0) {
@@ -1698,7 +1754,7 @@ static int core_part(Core *c, PyObject *const *args, IList *seeds, int ints, ILi
         }
         if (fit_rates(c->order.n) < 0 || relaxed(c, &in, &c->order, rbuf) < 0)
             goto done;
-        got = commit(c, &rate, rbuf, &over, moved);
+        got = commit(c, &rate, rbuf, over, moved);
         if (got < 0)
             goto done;
         if (!got) {
@@ -1706,15 +1762,15 @@ static int core_part(Core *c, PyObject *const *args, IList *seeds, int ints, ILi
             goto done;
         }
         ++*regrown;
-        if (il_reserve(seeds, seeds->n + over.n) < 0)
+        if (il_reserve(seeds, seeds->n + over->n) < 0)
             goto done;
-        memcpy(seeds->v + seeds->n, over.v, (size_t)over.n * sizeof(int32_t));
-        seeds->n += over.n;
+        memcpy(seeds->v + seeds->n, over->v, (size_t)over->n * sizeof(int32_t));
+        seeds->n += over->n;
     }
 done:
     release_inputs(&in);
     arr_release(&path), arr_release(&bound), arr_release(&rate);
-    free(new.v), free(over.v);
+    kl_give(&kl_new, new), kl_give(&kl_over, over);
     return res;
 }
 
@@ -3216,8 +3272,16 @@ static void settle_distinct(IList *ready, Arr *stamp) {
  * (pointers, waiting) of on_arrived, gate_on_arrived, on_held, gate_on_held. The messages that can
  * start are written to ``out`` in the order the Python loop concatenates them; returns how many, and
  * how many messages were held. */
+/* settle_with's arrays as it opened them for a caller that keeps them (tab[0..7], then dep, gate, arrived, stamp,
+ * out), none held: taken as they are while ``ok`` -- the caller knows them the same arrays, alive, since (DfDone:
+ * df_reads' memo), and a live numpy array keeps its data where it is (as the buffer cache holds) */
+typedef struct {
+    Arr a[13];
+    int ok;
+} SettleArrs;
+
 static int settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t ngiven, Py_ssize_t *started,
-                       long long *held_out);
+                       long long *held_out, SettleArrs *keep);
 
 static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 7 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 8) {
@@ -3226,25 +3290,26 @@ static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     Py_ssize_t started;
     long long held;
-    return settle_with(args, NULL, 0, &started, &held) < 0 ? NULL : Py_BuildValue("(nL)", started, held);
+    return settle_with(args, NULL, 0, &started, &held, NULL) < 0 ? NULL : Py_BuildValue("(nL)", started, held);
 }
 
 /* py_settle's pass, its messages ``given`` (``ngiven`` of them) where not NULL (``args[1]`` then unread:
  * DfDone's, with no array made for them), else the array ``args[1]``: 0 with (started, held) in
- * ``*started`` and ``*held_out`` (DfDone's, without a tuple made for them), or -1 with an exception set */
+ * ``*started`` and ``*held_out`` (DfDone's, without a tuple made for them), or -1 with an exception set.
+ * ``keep`` (or NULL): the arrays as kept (where ok, ``args[0]`` and ``args[2..6]`` unread), else kept there */
 static int settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t ngiven, Py_ssize_t *started,
-                       long long *held_out) {
-    Arr tab[8], ms, dep, gate, arrived, stamp, out;
-    Arr *all[14] = {&tab[0], &tab[1], &tab[2], &tab[3], &tab[4], &tab[5], &tab[6], &tab[7],
-                    &ms,     &dep,    &gate,   &arrived, &stamp, &out};
+                       long long *held_out, SettleArrs *keep) {
+    Arr tab_[8], ms, dep_, gate_, arrived_, stamp_, out_;
+    Arr *all[14] = {&tab_[0], &tab_[1], &tab_[2], &tab_[3], &tab_[4], &tab_[5], &tab_[6], &tab_[7],
+                    &ms,      &dep_,    &gate_,   &arrived_, &stamp_, &out_};
     arrs_init(all, 14);
     /* the lists, kept from call to call (no Python line runs in between: nothing reenters), emptied */
     static IList cur, ready, gated, starts;
     cur.n = ready.n = gated.n = starts.n = 0;
     int result = -1;
-    for (int k = 0; k < 8; k++)
-        if (arr_get(PyTuple_GET_ITEM(args[0], k), &tab[k], 'i') < 0)
-            goto done;
+    /* (the arrays as the caller kept them, else opened: tab[0..7], then dep, gate, arrived, stamp, out) */
+    Arr *tab = keep && keep->ok ? keep->a : tab_, *dep = keep && keep->ok ? keep->a + 8 : &dep_;
+    Arr *gate = dep + 1, *arrived = dep + 2, *stamp = dep + 3, *out = dep + 4;
     if (given) { /* (a plain C array, nothing held: arr_release leaves it) */
         ms.p = (const char *)given;
         ms.n = ngiven;
@@ -3253,16 +3318,31 @@ static int settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t n
         ms.kind = 'i';
         ms.held = 0;
     }
-    if (arrs_open(args, all + (given ? 9 : 8), given ? "--IIBII" : "-iIIBII") < 0)
+    if (!(keep && keep->ok)) {
+        for (int k = 0; k < 8; k++)
+            if (arr_get(PyTuple_GET_ITEM(args[0], k), &tab[k], 'i') < 0)
+                goto done;
+        if (arrs_open(args, all + (given ? 9 : 8), given ? "--IIBII" : "-iIIBII") < 0)
+            goto done;
+        gate = &gate_, arrived = &arrived_, stamp = &stamp_, out = &out_;
+    } else if (!given && arr_get(args[1], &ms, 'i') < 0)
         goto done;
-    if (dep.view.itemsize != 8 || gate.view.itemsize != 8 || stamp.view.itemsize != 8 || out.view.itemsize != 8) {
+    if (dep->view.itemsize != 8 || gate->view.itemsize != 8 || stamp->view.itemsize != 8 || out->view.itemsize != 8) {
         PyErr_SetString(PyExc_TypeError, "settle: counters, stamps and out must hold 64-bit integers");
         goto done;
     }
-    Py_ssize_t n = arrived.n;
-    if (dep.n != n || gate.n != n || stamp.n < n) {
+    Py_ssize_t n = arrived->n;
+    if (dep->n != n || gate->n != n || stamp->n < n) {
         PyErr_SetString(PyExc_ValueError, "settle: counters, flags and stamps must have one entry per message");
         goto done;
+    }
+    if (keep && !keep->ok) { /* (kept as opened, none held: the caller knows them alive and the same) */
+        for (int k = 0; k < 8; k++)
+            keep->a[k] = tab_[k], keep->a[k].held = 0;
+        Arr *mine[5] = {&dep_, &gate_, &arrived_, &stamp_, &out_};
+        for (int k = 0; k < 5; k++)
+            keep->a[8 + k] = *mine[k], keep->a[8 + k].held = 0;
+        keep->ok = 1;
     }
     if (il_reserve(&cur, ms.n) < 0)
         goto done;
@@ -3271,37 +3351,37 @@ static int settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t n
         if (!index_ok(m, n, "settle: message out of range"))
             goto done;
         cur.v[cur.n++] = (int32_t)m;
-        *arr_bp(&arrived, m) = 1;
+        *arr_bp(arrived, m) = 1;
     }
     /* arrived: what starts, what is gated; ready = ms whose gates have passed, then the gated that arrived */
-    if (settle_release(&tab[0], &tab[1], &cur, &dep, &starts) < 0 ||
-        settle_release(&tab[2], &tab[3], &cur, &gate, &gated) < 0)
+    if (settle_release(&tab[0], &tab[1], &cur, dep, &starts) < 0 ||
+        settle_release(&tab[2], &tab[3], &cur, gate, &gated) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < cur.n; i++)
-        if (*(const int64_t *)(gate.p + (Py_ssize_t)cur.v[i] * gate.stride) == 0 && il_push(&ready, cur.v[i]) < 0)
+        if (*(const int64_t *)(gate->p + (Py_ssize_t)cur.v[i] * gate->stride) == 0 && il_push(&ready, cur.v[i]) < 0)
             goto done;
     for (Py_ssize_t i = 0; i < gated.n; i++)
-        if (arr_b(&arrived, gated.v[i]) && il_push(&ready, gated.v[i]) < 0)
+        if (arr_b(arrived, gated.v[i]) && il_push(&ready, gated.v[i]) < 0)
             goto done;
     long long held = 0;
     while (ready.n) {
-        settle_distinct(&ready, &stamp);
+        settle_distinct(&ready, stamp);
         held += ready.n;
         gated.n = 0;
-        if (settle_release(&tab[4], &tab[5], &ready, &dep, &starts) < 0 ||
-            settle_release(&tab[6], &tab[7], &ready, &gate, &gated) < 0)
+        if (settle_release(&tab[4], &tab[5], &ready, dep, &starts) < 0 ||
+            settle_release(&tab[6], &tab[7], &ready, gate, &gated) < 0)
             goto done;
         ready.n = 0;
         for (Py_ssize_t i = 0; i < gated.n; i++)
-            if (arr_b(&arrived, gated.v[i]) && il_push(&ready, gated.v[i]) < 0)
+            if (arr_b(arrived, gated.v[i]) && il_push(&ready, gated.v[i]) < 0)
                 goto done;
     }
-    if (starts.n > out.n) {
+    if (starts.n > out->n) {
         PyErr_SetString(PyExc_ValueError, "settle: out is too short");
         goto done;
     }
     for (Py_ssize_t i = 0; i < starts.n; i++)
-        *arr_ip(&out, i) = starts.v[i];
+        *arr_ip(out, i) = starts.v[i];
     *started = starts.n;
     *held_out = held;
     result = 0;
@@ -11577,18 +11657,16 @@ static int w_own_solve(const WCtx *w) {
 }
 
 /* the slots and rates a core's solve left (c->order and rbuf; ``pick``: the places of those taken, NULL for all)
- * copied into new arrays (*ps, *pr, *n of them; none where n is 0), before anything else may solve: 0, or -1 with
- * an exception set (what lists() would hand over, as C arrays) */
+ * copied into arrays (*ps, *pr, *n of them; none where n is 0; given back by kb_give), before anything else may
+ * solve: 0, or -1 with an exception set (what lists() would hand over, as C arrays) */
+static KeptBuf kb_ps, kb_pr; /* (part_take's: kept from call to call, given back by kb_give) */
+
 static int part_take(const Core *c, const IList *pick, Py_ssize_t **ps, double **pr, Py_ssize_t *n) {
     *n = pick ? pick->n : c->order.n;
     if (!*n)
         return 0;
-    *ps = malloc(sizeof(Py_ssize_t) * (size_t)*n);
-    *pr = malloc(sizeof(double) * (size_t)*n);
-    if (!*ps || !*pr) {
-        PyErr_NoMemory();
+    if (!(*ps = kb_take(&kb_ps, sizeof(Py_ssize_t) * (size_t)*n)) || !(*pr = kb_take(&kb_pr, sizeof(double) * (size_t)*n)))
         return -1;
-    }
     for (Py_ssize_t j = 0; j < *n; j++) {
         Py_ssize_t i = pick ? pick->v[j] : j;
         (*ps)[j] = c->order.v[i], (*pr)[j] = rbuf[i];
@@ -11859,8 +11937,8 @@ static int w_solve(const WCtx *w) {
                      add_attr_at(rates, R_AT(R_PARTIAL), 1) < 0 || (np && w_apply_c(w, ps, pr, np) < 0)
                  ? -1
                  : 0;
-        free(ps);
-        free(pr);
+        kb_give(&kb_ps, ps);
+        kb_give(&kb_pr, pr);
         goto out;
     }
 by_full_links:
@@ -11874,24 +11952,25 @@ by_full_links:
         limit = part < limit ? part : limit;
     }
     { /* Core.unload(gone), then Core.solve_part's lines: the seeds, the moved slots and their rates as C arrays */
-        IList sd = {0}, moved = {0};
+        static KeptList kl_sd, kl_moved; /* (sd, moved: kept from call to call) */
+        IList sd_own, moved_own, *sd = kl_take(&kl_sd, &sd_own), *moved = kl_take(&kl_moved, &moved_own);
         long regrown = 0;
         int solved = -1; /* (core_part's: 0 solved, 1 the part reached the limit, 2 nothing to solve) */
         Py_ssize_t nm = 0, *ps = NULL;
         double *pr = NULL;
-        if (read_gone((Core *)o_core, gone, &sd, 1) == 0) {
+        if (read_gone((Core *)o_core, gone, sd, 1) == 0) {
             PyObject *lim = PyLong_FromLong(limit), *sc = lim ? PyLong_FromLong(scalar) : NULL;
             if (sc) {
                 PyObject *argv[8] = {path, bound, rate, fresh, NULL, lim, sc, o_rtol};
-                solved = core_part((Core *)o_core, argv, &sd, 0, &moved, &regrown);
+                solved = core_part((Core *)o_core, argv, sd, 0, moved, &regrown);
             }
             Py_XDECREF(lim);
             Py_XDECREF(sc);
         }
-        if (solved == 0 && part_take((Core *)o_core, &moved, &ps, &pr, &nm) < 0)
+        if (solved == 0 && part_take((Core *)o_core, moved, &ps, &pr, &nm) < 0)
             solved = -1;
-        free(sd.v);
-        free(moved.v);
+        kl_give(&kl_sd, sd);
+        kl_give(&kl_moved, moved);
         if (solved < 0 || add_attr_at(rates, R_AT(R_REGROWN), regrown) < 0 ||
             (spilled && !spread && iset_at(rates, R_AT(R_LOAD), Py_None) < 0)) /* (whole components keep no loads) */
             rc = -1;
@@ -11905,8 +11984,8 @@ by_full_links:
                          add_attr_at(rates, R_AT(R_PARTIAL), 1) < 0 || (nm && w_apply_c(w, ps, pr, nm) < 0)
                      ? -1
                      : 0;
-        free(ps);
-        free(pr);
+        kb_give(&kb_ps, ps);
+        kb_give(&kb_pr, pr);
     }
 out:
     arr_release(&a_act);
@@ -12018,7 +12097,9 @@ out:
  * table) bring no link back (its ``checked`` then set to ``count``), else False (the Python lines of
  * _Dominance.verify do it): w_verify, for the verify a Python ``Rates.added`` asks for */
 static PyObject *py_verify_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!nargs_ok(nargs, 4, "verify_paths(dominance, paths, first, count)") || k_strings() < 0)
+    /* (w_verify reads names of all three sets: this call may come before any wake-up made them) */
+    if (!nargs_ok(nargs, 4, "verify_paths(dominance, paths, first, count)") || k_strings() < 0 || w_strings() < 0 ||
+        r_strings() < 0)
         return NULL;
     long first = PyLong_AsLong(args[2]), count = first == -1 && PyErr_Occurred() ? -1 : PyLong_AsLong(args[3]);
     if (count == -1 && PyErr_Occurred())
@@ -12625,6 +12706,11 @@ typedef struct {
      * version tags then) */
     PyObject *exd, *std, *got[DR_N];
     uint64_t ext, stt;
+    /* settle_with's arrays, opened from ``got`` while it stood (ok: 0 once df_reads reads anew), and ex.f_msg
+     * likewise (``fm``, where ``fm_ok``; none held) */
+    SettleArrs arrs;
+    Arr fm;
+    int fm_ok;
 } DfDone;
 
 static PyObject *d_s[32];
@@ -12649,6 +12735,7 @@ static int DfDone_init(DfDone *d, PyObject *args, PyObject *kwds) {
     Py_CLEAR(d->flow);
     d->total = -1;
     d->exd = d->std = NULL;
+    d->arrs.ok = d->fm_ok = 0;
     return d_strings();
 }
 
@@ -12661,6 +12748,7 @@ static int DfDone_traverse(DfDone *d, visitproc visit, void *arg) {
 
 static int DfDone_clear(DfDone *d) {
     d->exd = d->std = NULL;
+    d->arrs.ok = d->fm_ok = 0;
     Py_CLEAR(d->ex);
     Py_CLEAR(d->wctx);
     Py_CLEAR(d->flow);
@@ -12859,6 +12947,7 @@ static int df_reads(DfDone *d, PyObject **v) {
     }
     d->exd = d->std = NULL;
 #endif
+    d->arrs.ok = d->fm_ok = 0; /* (read anew: the arrays kept may be others') */
     for (int k = 0; k < DR_N; k++)
         v[k] = NULL;
     for (int k = 0; k < DR_N; k++)
@@ -12935,13 +13024,16 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
         goto out;
     fm = got[DR_FMSG], st = got[DR_ST], tables = got[DR_TABLES];
     PyObject *argv[7] = {tables, Py_None, got[DR_DEP], got[DR_GATE], got[DR_ARRIVED], got[DR_STAMP], got[DR_OUT]};
-    if (arr_get(fm, &fmsg, 'i') < 0)
+    int fm_kept = d->exd && d->fm_ok; /* (ex.f_msg as kept: df_reads' memo stands) */
+    const Arr *fa = fm_kept ? &d->fm : &fmsg;
+    if (!fm_kept && arr_get(fm, &fmsg, 'i') < 0)
         goto args_out;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (!index_ok(slots[i], fmsg.n, "DfDone: slot out of range"))
+        if (!index_ok(slots[i], fa->n, "DfDone: slot out of range"))
             goto args_out;
-        ms[i] = arr_i(&fmsg, slots[i]);
+        ms[i] = arr_i(fa, slots[i]);
     }
+    Arr fm_seen = fmsg; /* (kept below where the memo stands after the settle) */
     arr_release(&fmsg);
     if (!PyTuple_Check(tables) || PyTuple_GET_SIZE(tables) != 8) {
         PyErr_SetString(PyExc_TypeError, "DfDone: the executor's tables must be 8 arrays");
@@ -12957,7 +13049,14 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     PyObject **held_dp = NULL, *held_dict = NULL;
     uint64_t held_tag = 0;
 #endif
-    int settled = settle_with(argv, ms, n, &started, &held); /* (the messages as they are: no array made for them) */
+    /* (the messages as they are: no array made for them; the arrays as kept where df_reads' memo stands, and kept
+     * where it was made now) */
+    int settled = settle_with(argv, ms, n, &started, &held, d->exd ? &d->arrs : NULL);
+    if (settled == 0 && !fm_kept && d->exd && d->arrs.ok) {
+        d->fm = fm_seen, d->fm.held = 0;
+        d->fm_ok = 1;
+    }
+    int out_kept = d->exd && d->arrs.ok; /* (ex._out as settle_with kept it) */
     out = Py_NewRef(argv[6]);
     for (int j = 2; j < 7; j++)
         Py_DECREF(argv[j]);
@@ -12979,8 +13078,10 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     }
     if (started) { /* self._send(self._out[:started].copy()) */
         Arr o;
-        if (arr_get(out, &o, 'i') < 0)
+        o.held = 0;
+        if (!out_kept && arr_get(out, &o, 'i') < 0)
             goto out;
+        const Arr *oa = out_kept ? &d->arrs.a[12] : &o;
         int64_t *go = started <= DF_ROOM ? go_room : malloc((size_t)started * sizeof(int64_t));
         if (!go) {
             arr_release(&o);
@@ -12988,7 +13089,7 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
             goto out;
         }
         for (Py_ssize_t i = 0; i < started; i++)
-            go[i] = arr_i(&o, i);
+            go[i] = arr_i(oa, i);
         arr_release(&o);
         int got = df_launch(d, go, started, now_o);
         if (got == 0) {

@@ -2,22 +2,30 @@
 the node below the top level a climb by each one's last arc up reaches, and where a destination meets the same
 node alone at the same distance as the one before, the steps above it as that one left them (no replay); the
 solve of every flow calls the max-min rounds without looking the crossings over (``_maxmin_core_sorted``: the
-caller made them sorted). Every route is still :meth:`Router.route`'s, in any pair order; the rounds give the
-same rates to the bit; congested runs are as before."""
+caller made them sorted); ``DfDone`` takes the settle's arrays (and ex.f_msg, ex._out) as it opened them while
+its memo of the executor's dicts stands, not opened anew per completion; a partial solve's lists and arrays are
+kept from call to call. Every route is still :meth:`Router.route`'s, in any pair order; the rounds give the same
+rates to the bit; congested runs are as before, and where the executor's arrays are replaced during a run, the
+new ones are the ones written."""
 
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import numpy as np
 import pytest
 
+import sim.dataflow as dataflow
+import sim.network as network
 import sim.routing as routing
 from sim.cluster import Cluster
 from sim.simulate import simulate
 
+from .test_message_engine import _same
 from .test_routing_bulk import _check
 from .test_tree1k7 import _three_levels
+from .test_wake_core import DATAFLOW, _run
 
 pytestmark = pytest.mark.skipif(routing._CORE is None, reason="the compiled core is not built (or COLLSIM_PURE=1)")
 
@@ -158,3 +166,41 @@ def test_pinned_runs(algorithm, engine, want):
     """Congested runs on a DGX fabric with hashed ECMP: main's time, events and flows (f780ad3)."""
     r = simulate("dgx:hosts=16,ecmp=hash", "allreduce", algorithm, "64MiB", engine=engine)
     assert (repr(r.time_s), r.events, r.flows) == (repr(want[0]), want[1], want[2])
+
+
+@pytest.mark.parametrize("replace", ["st", "ex", "both"])
+@pytest.mark.parametrize("graph, algorithm", DATAFLOW[:2] + DATAFLOW[3:])
+def test_dfdone_follows_arrays_replaced(monkeypatch, graph, algorithm, replace):
+    """The executor's arrays replaced by copies after a few solves (its state's counters and flags, ``st``; its
+    tables, stamps, out and message per slot, ``ex``; or both): ``DfDone`` reads and writes the new ones from
+    then on (the arrays it kept are dropped with its memo), the run the Python lines' to the bit."""
+    ref, ref_woken = _run(monkeypatch, False, graph, "allreduce", algorithm, 2**22, engine="fast", gamma=0.0)
+    executors: list[Any] = []
+    solves: list[int] = []
+    bind, solve = dataflow.DataflowExecutor._bind_core, network.Network._solve
+
+    def bound(self: Any) -> Any:
+        executors.append(self)
+        return bind(self)
+
+    def solving(self: Any) -> None:
+        solves.append(len(solves))
+        if len(solves) in (6, 11):  # (after the first completions, and again)
+            ex = executors[0]
+            if replace in ("st", "both"):
+                st = ex.st
+                st.dep_left, st.gate_left, st.arrived = st.dep_left.copy(), st.gate_left.copy(), st.arrived.copy()
+            if replace in ("ex", "both"):
+                ex._tables = tuple(t.copy() for t in ex._tables)
+                ex._stamp, ex._out, ex.f_msg = ex._stamp.copy(), ex._out.copy(), ex.f_msg.copy()
+        solve(self)
+
+    with monkeypatch.context() as m:
+        m.setattr(dataflow.DataflowExecutor, "_bind_core", bound)
+        m.setattr(network.Network, "_solve", solving)
+        got, woken = _run(m, True, graph, "allreduce", algorithm, 2**22, engine="fast", gamma=0.0)
+    assert isinstance(executors[0].net._owners[executors[0].owner], routing._CORE.DfDone)  # (the core's completions)
+    assert len(solves) > 11
+    _same(got, ref)
+    assert (repr(got.time_s), got.events) == (repr(ref.time_s), ref.events)
+    assert woken == ref_woken
