@@ -8979,20 +8979,19 @@ typedef struct {
 
 static UdBelow udb = {.x = -1};
 
-/* udb_push where the list is full: grown, else -1 (a list too long to keep: nothing taken from this destination) */
-static void udb_full(int64_t u) {
-    if (ud_grow((void **)&udb.cur, &udb.cap_cur, udb.ncur + 1, sizeof(int64_t), 64, (Py_ssize_t)1 << 26) < 0)
-        udb.ncur = -1;
-    else
-        udb.cur[udb.ncur++] = u;
-}
-
-/* ``u`` onto the current list */
-AT_INLINE void udb_push(int64_t u) {
-    if (udb.ncur >= 0 && udb.ncur < udb.cap_cur)
-        udb.cur[udb.ncur++] = u;
-    else if (udb.ncur >= 0)
-        udb_full(u);
+/* the current list made: the nodes the search stamped so far, each on its level's list (``lhead``, ``anc``) from
+ * ``lb`` to ``lv`` (x's: none above it is stamped yet). 0, or -1 where there is no room (no error set: nothing
+ * taken from this destination) */
+static int udb_list(const int64_t *lhead, const int64_t *anc, int64_t lb, int64_t lv) {
+    udb.ncur = 0;
+    for (int64_t l = lb; l <= lv; l++)
+        for (int64_t v = lhead[l]; v >= 0; v = anc[v]) {
+            if (udb.ncur == udb.cap_cur &&
+                ud_grow((void **)&udb.cur, &udb.cap_cur, udb.ncur + 1, sizeof(int64_t), 64, (Py_ssize_t)1 << 26) < 0)
+                return -1;
+            udb.cur[udb.ncur++] = v;
+        }
+    return 0;
 }
 
 /* The order the pairs are taken in: ``order``'s, the destinations regrouped by the node a climb from each by its last
@@ -9247,8 +9246,6 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
             int64_t lb = lvl[b];
             stamp[b] = gen;
             int took = 0; /* (whether x's steps were replayed or taken: UdBelow) */
-            udb.ncur = 0;
-            udb_push(b);
             dist[b] = 0.0;
             khead[b] = -1;
             nk = 0;
@@ -9272,8 +9269,8 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                 int64_t x = lhead[lv];
                 if (keep && lv > lb && t.alone < 0 && x >= 0 && anc[x] < 0 && !above && ud_alone(lhead, lv, maxlevel)) {
                     t.alone = x, t.alone_level = lv, t.alone_bits = ud_bits(dist[x]);
-                    if (ud_scratch.xcall[x] == ud_scratch.call && udb.x == x && udb.bits == t.alone_bits &&
-                        udb.ncur >= 0 && udb.nprev >= 0) { /* the steps of x: as the one before left them */
+                    int listed = ud_scratch.xcall[x] == ud_scratch.call && udb_list(lhead, anc, lb, lv) == 0;
+                    if (listed && udb.x == x && udb.bits == t.alone_bits) { /* the steps of x: as the one before left them */
                         for (Py_ssize_t q = 0; q < udb.nprev; q++)
                             stamp[udb.prev[q]] = 0; /* (no stamp is 0: they start at 1) */
                         for (Py_ssize_t q = 0; q < udb.ncur; q++)
@@ -9284,9 +9281,11 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                         break;
                     }
                     if (ud_scratch.xcall[x] == ud_scratch.call) { /* the steps of x: replayed */
-                        udb.x = x, udb.bits = t.alone_bits, udb.gen = gen;
-                        udb_turn();
-                        took = 1;
+                        if (listed) {
+                            udb.x = x, udb.bits = t.alone_bits, udb.gen = gen;
+                            udb_turn();
+                            took = 1;
+                        }
                         /* (the kids listed are the steps themselves, by UD_STEP: not copied) */
                         int64_t at = ud_scratch.xstart[x], ns = ud_scratch.xlen[x];
                         const UdKid *sp = ud_scratch.steps + at;
@@ -9325,7 +9324,6 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                         double nd = dist[v] + w[arc];
                         if (stamp[u] != gen) {
                             stamp[u] = gen;
-                            udb_push(u);
                             dist[u] = nd;
                             khead[u] = -1;
                             if (lu <= maxlevel) { /* (above the top: no arc above it, nothing to pass on) */
