@@ -12709,6 +12709,9 @@ typedef struct {
     SettleArrs arrs;
     Arr fm;
     int fm_ok;
+    /* wctx's pids, srcs and nbytes as df_launch opened them first (``w_ok``; none held: wctx, held, holds them) */
+    Arr wa[3];
+    int w_ok;
 } DfDone;
 
 static PyObject *d_s[32];
@@ -12733,7 +12736,7 @@ static int DfDone_init(DfDone *d, PyObject *args, PyObject *kwds) {
     Py_CLEAR(d->flow);
     d->total = -1;
     d->exd = d->std = NULL;
-    d->arrs.ok = d->fm_ok = 0;
+    d->arrs.ok = d->fm_ok = d->w_ok = 0;
     return d_strings();
 }
 
@@ -12746,7 +12749,7 @@ static int DfDone_traverse(DfDone *d, visitproc visit, void *arg) {
 
 static int DfDone_clear(DfDone *d) {
     d->exd = d->std = NULL;
-    d->arrs.ok = d->fm_ok = 0;
+    d->arrs.ok = d->fm_ok = d->w_ok = 0;
     Py_CLEAR(d->ex);
     Py_CLEAR(d->wctx);
     Py_CLEAR(d->flow);
@@ -12899,12 +12902,24 @@ static int df_launch(DfDone *d, const int64_t *ms, Py_ssize_t k, PyObject *now_o
     int rc = -1;
     double now = fv(now_o);
     long long owner_id = PyLong_AsLongLong(PyTuple_GET_ITEM(d->wctx, 4));
-    if (PyErr_Occurred() || !(fm = iget(d->ex, d_s[D_F_MSG])))
+    /* (ex.f_msg as df_done kept it while df_reads' memo stands -- ex's dict unchanged since it looked -- where
+     * writable; wctx's arrays as opened the first time) */
+    int fm_kept = d->exd && d->fm_ok && !d->fm.view.readonly;
+    if (PyErr_Occurred() || (!fm_kept && !(fm = iget(d->ex, d_s[D_F_MSG]))))
         goto out;
-    if (arr_get(PyTuple_GET_ITEM(d->wctx, 1), &pids, 'i') < 0 || arr_get(PyTuple_GET_ITEM(d->wctx, 2), &srcs, 'i') < 0 ||
-        arr_get(PyTuple_GET_ITEM(d->wctx, 3), &nbytes, 'f') < 0 || arr_open(fm, &fmsg, 'i', 1) < 0)
+    if (!d->w_ok) {
+        if (arr_get(PyTuple_GET_ITEM(d->wctx, 1), &pids, 'i') < 0 || arr_get(PyTuple_GET_ITEM(d->wctx, 2), &srcs, 'i') < 0 ||
+            arr_get(PyTuple_GET_ITEM(d->wctx, 3), &nbytes, 'f') < 0)
+            goto out;
+        Arr *mine[3] = {&pids, &srcs, &nbytes};
+        for (int j = 0; j < 3; j++)
+            d->wa[j] = *mine[j], d->wa[j].held = 0;
+        d->w_ok = 1;
+    }
+    if (!fm_kept && arr_open(fm, &fmsg, 'i', 1) < 0)
         goto out;
-    if (fmsg.view.itemsize != 8) {
+    Arr *fa = fm_kept ? &d->fm : &fmsg;
+    if (fa->view.itemsize != 8) {
         rc = 0;
         goto out;
     }
@@ -12912,11 +12927,11 @@ static int df_launch(DfDone *d, const int64_t *ms, Py_ssize_t k, PyObject *now_o
         PyErr_NoMemory();
         goto out;
     }
-    rc = net_launch(PyTuple_GET_ITEM(d->wctx, 0), PyTuple_GET_ITEM(d->wctx, 5), ms, k, &pids, &srcs, &nbytes, owner_id,
-                    now, fmsg.n, slots);
+    rc = net_launch(PyTuple_GET_ITEM(d->wctx, 0), PyTuple_GET_ITEM(d->wctx, 5), ms, k, &d->wa[0], &d->wa[1], &d->wa[2],
+                    owner_id, now, fa->n, slots);
     if (rc == 1)
         for (Py_ssize_t i = 0; i < k; i++)
-            *arr_ip(&fmsg, slots[i]) = ms[i];
+            *arr_ip(fa, slots[i]) = ms[i];
 out:
     arrs_release(all, 4);
     free(slots);
