@@ -12386,22 +12386,24 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
     }
     if (changed && w_solve(w) < 0)
         goto out;
-    if (!(heap = iget_at(net, W_AT(W_HEAP))) || !(due_at = iget_at(net, W_AT(W_DUE_AT))) ||
-        !(act = iget_at(net, W_AT(W_IS_ACTIVE))) || !(due = iget_at(net, W_AT(W_DUE))))
+    if (!(heap = iget_at(net, W_AT(W_HEAP))))
         goto out;
     /* _schedule_next(now): wake_next's lines, the event left out where the caller runs the wake-up itself */
     double when;
     Py_ssize_t taken = 0;
-    if (is_dues(heap)) { /* (next_due's lines for a heap held in C, with no tuple made) */
+    if (is_dues(heap)) { /* (next_due's lines for a heap held in C, with no tuple made; the flags and due times as
+                          * w_arr remembers them, not read into objects and opened through the buffer cache) */
         Arr a_act, a_due;
-        PyObject *argv[4] = {heap, due_at, act, due};
-        if (due_open(argv, 4, 4, "next_due(heap, due_at, is_active, due)", &a_act, &a_due, 0) < 0)
-            goto out;
-        int bad = dues_next((Dues *)heap, &a_act, &a_due, &when, &taken) < 0;
+        a_act.held = a_due.held = 0;
+        int bad = w_arr(net, W_IS_ACTIVE, &a_act, 'b', 0) < 0 || w_arr(net, W_DUE, &a_due, 'f', 0) < 0 ||
+                  dues_next((Dues *)heap, &a_act, &a_due, &when, &taken) < 0;
         due_close(&a_act, &a_due, NULL);
         if (bad)
             goto out;
     } else {
+        if (!(due_at = iget_at(net, W_AT(W_DUE_AT))) || !(act = iget_at(net, W_AT(W_IS_ACTIVE))) ||
+            !(due = iget_at(net, W_AT(W_DUE))))
+            goto out;
         PyObject *argv[4] = {heap, due_at, act, due};
         if (!(got = py_next_due(NULL, argv, 4)))
             goto out;
