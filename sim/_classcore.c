@@ -139,8 +139,8 @@ static inline double np_maximum0(double x) { return x > 0.0 || x != x ? x : 0.0;
  * Python path must answer (the crossings not sorted by flow, a flow with none, an arc out of range); -1 with an
  * error set. With ``bound``, as the numpy rounds with ``flow_bound``: a flow's tightest constraint is
  * np.minimum(its links' least share, its bound), and it is fixed also where its bound <= tightest * (1 + rtol). */
-static int maxmin_core(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, const double *cap, Py_ssize_t narcs,
-                       const double *wt, double *rate, Py_ssize_t nflows, const double *bound) {
+static int maxmin_rounds(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, const double *cap, Py_ssize_t narcs,
+                         const double *wt, double *rate, Py_ssize_t nflows, const double *bound, int sorted) {
     int result = -1;
     double *remaining = NULL, *count = NULL, *share = NULL, *acc_used = NULL, *acc_w = NULL, *tight = NULL;
     int64_t *la = NULL, *lo = NULL, *hi = NULL, *ids = NULL, *slack = NULL, *used = NULL;
@@ -150,9 +150,10 @@ static int maxmin_core(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, c
         rate[f] = 0.0;
     if (nflows == 0)
         return 1;
-    /* sorted by flow, every flow 0..nflows-1 present, every arc in range: else the Python path */
+    /* sorted by flow, every flow 0..nflows-1 present, every arc in range: else the Python path (``sorted``: so
+     * already, as the caller made them) */
     int fine = ne > 0 && flow[0] == 0 && flow[ne - 1] == nflows - 1;
-    for (Py_ssize_t e = 0; fine && e < ne; e++) {
+    for (Py_ssize_t e = 0; fine && !sorted && e < ne; e++) {
         if (arc[e] < 0 || arc[e] >= narcs || (e && flow[e] != flow[e - 1] && flow[e] != flow[e - 1] + 1))
             fine = 0;
     }
@@ -288,6 +289,18 @@ done:
     free(lw);
     free(used);
     return result;
+}
+
+static int maxmin_core(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, const double *cap, Py_ssize_t narcs,
+                       const double *wt, double *rate, Py_ssize_t nflows, const double *bound) {
+    return maxmin_rounds(flow, arc, ne, cap, narcs, wt, rate, nflows, bound, 0);
+}
+
+/* maxmin_core for crossings the caller made sorted by flow, every flow 0..nflows-1 present (each one crossing a
+ * link or more) and every arc below ``narcs``: the same rounds, the crossings not looked over first */
+static int maxmin_core_sorted(const int64_t *flow, const int64_t *arc, Py_ssize_t ne, const double *cap,
+                              Py_ssize_t narcs, const double *wt, double *rate, Py_ssize_t nflows, const double *bound) {
+    return maxmin_rounds(flow, arc, ne, cap, narcs, wt, rate, nflows, bound, 1);
 }
 
 /* maxmin(flow, arc, capacity, weight, out[, bound]) -> True, or False where the Python path must answer (the
@@ -1771,15 +1784,22 @@ static struct PyModuleDef module = {
     -1, module_methods,
 };
 
-/* the module, with ``_maxmin_core``: a capsule holding maxmin_core, which sim/_ratecore.c's solve of every flow calls
- * where sim.maxmin.maxmin_rates would (the same rounds without numpy arrays made for the call) */
+/* the module, with ``_maxmin_core`` and ``_maxmin_core_sorted``: capsules holding maxmin_core and
+ * maxmin_core_sorted, which sim/_ratecore.c's solve of every flow calls where sim.maxmin.maxmin_rates would (the
+ * same rounds without numpy arrays made for the call) */
 PyMODINIT_FUNC PyInit__classcore(void) {
     PyObject *m = PyModule_Create(&module);
-    PyObject *cap = m ? PyCapsule_New((void *)maxmin_core, "sim._classcore._maxmin_core", NULL) : NULL;
-    if (!cap || PyModule_AddObject(m, "_maxmin_core", cap) < 0) {
-        Py_XDECREF(cap);
-        Py_XDECREF(m);
+    if (!m)
         return NULL;
+    void *fns[2] = {(void *)maxmin_core, (void *)maxmin_core_sorted};
+    const char *names[2] = {"sim._classcore._maxmin_core", "sim._classcore._maxmin_core_sorted"};
+    for (int k = 0; k < 2; k++) {
+        PyObject *cap = PyCapsule_New(fns[k], names[k], NULL);
+        if (!cap || PyModule_AddObject(m, names[k] + strlen("sim._classcore."), cap) < 0) {
+            Py_XDECREF(cap);
+            Py_DECREF(m);
+            return NULL;
+        }
     }
     return m;
 }

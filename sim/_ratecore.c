@@ -230,6 +230,61 @@ static inline int il_push(IList *l, int32_t x) {
     return 0;
 }
 
+/* A list kept from call to call (its room not freed and made again each call), for one user at a time: kl_take
+ * gives it emptied where it is free, else ``own``, an empty one of the caller's (were a Python line run meanwhile
+ * to come back to the same lines); kl_give puts it back, or frees the caller's own. */
+typedef struct {
+    IList l;
+    int busy;
+} KeptList;
+
+AT_INLINE IList *kl_take(KeptList *k, IList *own) {
+    if (k->busy) {
+        *own = (IList){0};
+        return own;
+    }
+    k->busy = 1;
+    k->l.n = 0;
+    return &k->l;
+}
+
+AT_INLINE void kl_give(KeptList *k, IList *l) {
+    if (l == &k->l)
+        k->busy = 0;
+    else
+        free(l->v);
+}
+
+/* kl_take's lines for a buffer of ``size`` bytes (NULL with an exception set where memory runs out), and
+ * kl_give's: kb_give(k, p) takes any pointer kb_take gave (or NULL) */
+typedef struct {
+    void *p;
+    size_t cap;
+    int busy;
+} KeptBuf;
+
+static void *kb_take(KeptBuf *k, size_t size) {
+    void *q = NULL;
+    if (k->busy)
+        q = malloc(size ? size : 1);
+    else if (size <= k->cap)
+        q = k->p;
+    else if ((q = realloc(k->p, size)) != NULL)
+        k->p = q, k->cap = size;
+    if (!q)
+        PyErr_NoMemory();
+    else if (q == k->p)
+        k->busy = 1;
+    return q;
+}
+
+AT_INLINE void kb_give(KeptBuf *k, void *p) {
+    if (p && p == k->p && k->busy)
+        k->busy = 0;
+    else
+        free(p);
+}
+
 static int grow_bytes(void **p, size_t *have, size_t need, size_t elem, int fill) {
     if (need <= *have)
         return 0;
@@ -1652,16 +1707,17 @@ static int core_part(Core *c, PyObject *const *args, IList *seeds, int ints, ILi
     path.held = bound.held = rate.held = 0;
     Inputs in;
     Py_ssize_t limit;
-    IList new = {0}, over = {0};
+    static KeptList kl_new, kl_over; /* (new, over: kept from call to call) */
+    IList new_own, over_own, *new = kl_take(&kl_new, &new_own), *over = kl_take(&kl_over, &over_own);
     int res = -1;
     *regrown = 0;
     moved->n = 0;
     if (parse_inputs(args, &in, &path, &bound, &limit, 5) < 0 || arr_get(args[2], &rate, 'f') < 0)
         goto done;
-    if (read_fresh(args[3], &new) < 0 || (ints && read_ints(args[4], seeds) < 0))
+    if (read_fresh(args[3], new) < 0 || (ints && read_ints(args[4], seeds) < 0))
         goto done;
-    for (Py_ssize_t i = 0; i < new.n; i++) { /* links a new flow could overfill at its rate alone */
-        int32_t slot = new.v[i], len;
+    for (Py_ssize_t i = 0; i < new->n; i++) { /* links a new flow could overfill at its rate alone */
+        int32_t slot = new->v[i], len;
         if ((size_t)slot >= c->nslots || c->spid[slot] < 0) {
             PyErr_SetString(PyExc_ValueError, "_ratecore: a new flow was not entered");
             goto done;
@@ -1684,12 +1740,12 @@ static int core_part(Core *c, PyObject *const *args, IList *seeds, int ints, ILi
             }
         }
     }
-    if (!new.n && !seeds->n) { /* (nothing to solve: no slot, no rate) */
+    if (!new->n && !seeds->n) { /* (nothing to solve: no slot, no rate) */
         res = 2;
         goto done;
     }
     for (;;) {
-        int got = component(c, &new, seeds, limit, 1);
+        int got = component(c, new, seeds, limit, 1);
         if (got < 0)
             goto done;
         if (got > 0) {
@@ -1698,7 +1754,7 @@ static int core_part(Core *c, PyObject *const *args, IList *seeds, int ints, ILi
         }
         if (fit_rates(c->order.n) < 0 || relaxed(c, &in, &c->order, rbuf) < 0)
             goto done;
-        got = commit(c, &rate, rbuf, &over, moved);
+        got = commit(c, &rate, rbuf, over, moved);
         if (got < 0)
             goto done;
         if (!got) {
@@ -1706,15 +1762,15 @@ static int core_part(Core *c, PyObject *const *args, IList *seeds, int ints, ILi
             goto done;
         }
         ++*regrown;
-        if (il_reserve(seeds, seeds->n + over.n) < 0)
+        if (il_reserve(seeds, seeds->n + over->n) < 0)
             goto done;
-        memcpy(seeds->v + seeds->n, over.v, (size_t)over.n * sizeof(int32_t));
-        seeds->n += over.n;
+        memcpy(seeds->v + seeds->n, over->v, (size_t)over->n * sizeof(int32_t));
+        seeds->n += over->n;
     }
 done:
     release_inputs(&in);
     arr_release(&path), arr_release(&bound), arr_release(&rate);
-    free(new.v), free(over.v);
+    kl_give(&kl_new, new), kl_give(&kl_over, over);
     return res;
 }
 
@@ -3216,8 +3272,16 @@ static void settle_distinct(IList *ready, Arr *stamp) {
  * (pointers, waiting) of on_arrived, gate_on_arrived, on_held, gate_on_held. The messages that can
  * start are written to ``out`` in the order the Python loop concatenates them; returns how many, and
  * how many messages were held. */
+/* settle_with's arrays as it opened them for a caller that keeps them (tab[0..7], then dep, gate, arrived, stamp,
+ * out), none held: taken as they are while ``ok`` -- the caller knows them the same arrays, alive, since (DfDone:
+ * df_reads' memo), and a live numpy array keeps its data where it is (as the buffer cache holds) */
+typedef struct {
+    Arr a[13];
+    int ok;
+} SettleArrs;
+
 static int settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t ngiven, Py_ssize_t *started,
-                       long long *held_out);
+                       long long *held_out, SettleArrs *keep);
 
 static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 7 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 8) {
@@ -3226,25 +3290,26 @@ static PyObject *py_settle(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     Py_ssize_t started;
     long long held;
-    return settle_with(args, NULL, 0, &started, &held) < 0 ? NULL : Py_BuildValue("(nL)", started, held);
+    return settle_with(args, NULL, 0, &started, &held, NULL) < 0 ? NULL : Py_BuildValue("(nL)", started, held);
 }
 
 /* py_settle's pass, its messages ``given`` (``ngiven`` of them) where not NULL (``args[1]`` then unread:
  * DfDone's, with no array made for them), else the array ``args[1]``: 0 with (started, held) in
- * ``*started`` and ``*held_out`` (DfDone's, without a tuple made for them), or -1 with an exception set */
+ * ``*started`` and ``*held_out`` (DfDone's, without a tuple made for them), or -1 with an exception set.
+ * ``keep`` (or NULL): the arrays as kept (where ok, ``args[0]`` and ``args[2..6]`` unread), else kept there */
 static int settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t ngiven, Py_ssize_t *started,
-                       long long *held_out) {
-    Arr tab[8], ms, dep, gate, arrived, stamp, out;
-    Arr *all[14] = {&tab[0], &tab[1], &tab[2], &tab[3], &tab[4], &tab[5], &tab[6], &tab[7],
-                    &ms,     &dep,    &gate,   &arrived, &stamp, &out};
+                       long long *held_out, SettleArrs *keep) {
+    Arr tab_[8], ms, dep_, gate_, arrived_, stamp_, out_;
+    Arr *all[14] = {&tab_[0], &tab_[1], &tab_[2], &tab_[3], &tab_[4], &tab_[5], &tab_[6], &tab_[7],
+                    &ms,      &dep_,    &gate_,   &arrived_, &stamp_, &out_};
     arrs_init(all, 14);
     /* the lists, kept from call to call (no Python line runs in between: nothing reenters), emptied */
     static IList cur, ready, gated, starts;
     cur.n = ready.n = gated.n = starts.n = 0;
     int result = -1;
-    for (int k = 0; k < 8; k++)
-        if (arr_get(PyTuple_GET_ITEM(args[0], k), &tab[k], 'i') < 0)
-            goto done;
+    /* (the arrays as the caller kept them, else opened: tab[0..7], then dep, gate, arrived, stamp, out) */
+    Arr *tab = keep && keep->ok ? keep->a : tab_, *dep = keep && keep->ok ? keep->a + 8 : &dep_;
+    Arr *gate = dep + 1, *arrived = dep + 2, *stamp = dep + 3, *out = dep + 4;
     if (given) { /* (a plain C array, nothing held: arr_release leaves it) */
         ms.p = (const char *)given;
         ms.n = ngiven;
@@ -3253,16 +3318,31 @@ static int settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t n
         ms.kind = 'i';
         ms.held = 0;
     }
-    if (arrs_open(args, all + (given ? 9 : 8), given ? "--IIBII" : "-iIIBII") < 0)
+    if (!(keep && keep->ok)) {
+        for (int k = 0; k < 8; k++)
+            if (arr_get(PyTuple_GET_ITEM(args[0], k), &tab[k], 'i') < 0)
+                goto done;
+        if (arrs_open(args, all + (given ? 9 : 8), given ? "--IIBII" : "-iIIBII") < 0)
+            goto done;
+        gate = &gate_, arrived = &arrived_, stamp = &stamp_, out = &out_;
+    } else if (!given && arr_get(args[1], &ms, 'i') < 0)
         goto done;
-    if (dep.view.itemsize != 8 || gate.view.itemsize != 8 || stamp.view.itemsize != 8 || out.view.itemsize != 8) {
+    if (dep->view.itemsize != 8 || gate->view.itemsize != 8 || stamp->view.itemsize != 8 || out->view.itemsize != 8) {
         PyErr_SetString(PyExc_TypeError, "settle: counters, stamps and out must hold 64-bit integers");
         goto done;
     }
-    Py_ssize_t n = arrived.n;
-    if (dep.n != n || gate.n != n || stamp.n < n) {
+    Py_ssize_t n = arrived->n;
+    if (dep->n != n || gate->n != n || stamp->n < n) {
         PyErr_SetString(PyExc_ValueError, "settle: counters, flags and stamps must have one entry per message");
         goto done;
+    }
+    if (keep && !keep->ok) { /* (kept as opened, none held: the caller knows them alive and the same) */
+        for (int k = 0; k < 8; k++)
+            keep->a[k] = tab_[k], keep->a[k].held = 0;
+        Arr *mine[5] = {&dep_, &gate_, &arrived_, &stamp_, &out_};
+        for (int k = 0; k < 5; k++)
+            keep->a[8 + k] = *mine[k], keep->a[8 + k].held = 0;
+        keep->ok = 1;
     }
     if (il_reserve(&cur, ms.n) < 0)
         goto done;
@@ -3271,37 +3351,37 @@ static int settle_with(PyObject *const *args, const int64_t *given, Py_ssize_t n
         if (!index_ok(m, n, "settle: message out of range"))
             goto done;
         cur.v[cur.n++] = (int32_t)m;
-        *arr_bp(&arrived, m) = 1;
+        *arr_bp(arrived, m) = 1;
     }
     /* arrived: what starts, what is gated; ready = ms whose gates have passed, then the gated that arrived */
-    if (settle_release(&tab[0], &tab[1], &cur, &dep, &starts) < 0 ||
-        settle_release(&tab[2], &tab[3], &cur, &gate, &gated) < 0)
+    if (settle_release(&tab[0], &tab[1], &cur, dep, &starts) < 0 ||
+        settle_release(&tab[2], &tab[3], &cur, gate, &gated) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < cur.n; i++)
-        if (*(const int64_t *)(gate.p + (Py_ssize_t)cur.v[i] * gate.stride) == 0 && il_push(&ready, cur.v[i]) < 0)
+        if (*(const int64_t *)(gate->p + (Py_ssize_t)cur.v[i] * gate->stride) == 0 && il_push(&ready, cur.v[i]) < 0)
             goto done;
     for (Py_ssize_t i = 0; i < gated.n; i++)
-        if (arr_b(&arrived, gated.v[i]) && il_push(&ready, gated.v[i]) < 0)
+        if (arr_b(arrived, gated.v[i]) && il_push(&ready, gated.v[i]) < 0)
             goto done;
     long long held = 0;
     while (ready.n) {
-        settle_distinct(&ready, &stamp);
+        settle_distinct(&ready, stamp);
         held += ready.n;
         gated.n = 0;
-        if (settle_release(&tab[4], &tab[5], &ready, &dep, &starts) < 0 ||
-            settle_release(&tab[6], &tab[7], &ready, &gate, &gated) < 0)
+        if (settle_release(&tab[4], &tab[5], &ready, dep, &starts) < 0 ||
+            settle_release(&tab[6], &tab[7], &ready, gate, &gated) < 0)
             goto done;
         ready.n = 0;
         for (Py_ssize_t i = 0; i < gated.n; i++)
-            if (arr_b(&arrived, gated.v[i]) && il_push(&ready, gated.v[i]) < 0)
+            if (arr_b(arrived, gated.v[i]) && il_push(&ready, gated.v[i]) < 0)
                 goto done;
     }
-    if (starts.n > out.n) {
+    if (starts.n > out->n) {
         PyErr_SetString(PyExc_ValueError, "settle: out is too short");
         goto done;
     }
     for (Py_ssize_t i = 0; i < starts.n; i++)
-        *arr_ip(&out, i) = starts.v[i];
+        *arr_ip(out, i) = starts.v[i];
     *started = starts.n;
     *held_out = held;
     result = 0;
@@ -8805,7 +8885,9 @@ typedef struct {
     const double *dist;
     int64_t *mstamp;
     double *memo;
-    int64_t gen;
+    /* ``gen``: an ancestor's stamp; ``mgen``: a climb's memo's, the destination's own (gen may be an earlier
+     * destination's: UdBelow) */
+    int64_t gen, mgen;
     /* the destination's node left alone on its level (-1: none), its level and its distance's bits (udm_*) */
     int64_t alone, alone_level;
     uint64_t alone_bits;
@@ -8883,12 +8965,99 @@ static inline const void *ud_flat(const Arr *a, void **own) {
 
 static double ud_climb(const UdTabs *t, int64_t u);
 
+/* The nodes a destination's search stamped before it met a node x alone on its level (UdTabs.alone): those at
+ * x's level and below. Where the next destination meets the same x at the same distance (to the bit) and the
+ * steps of x were replayed for the one before (or taken so from the one before that), every node above x holds
+ * what a replay would write again -- its stamp, distance and first kid -- so none is written: the last one's
+ * nodes below are unstamped (``prev``), this one's stamped with that one's stamp (``gen``), which then stands for
+ * this destination's ancestors. A search that meets no such x leaves nothing to take (``x`` -1). */
+typedef struct {
+    int64_t *cur, *prev, x, gen;
+    uint64_t bits;
+    Py_ssize_t ncur, nprev, cap_cur, cap_prev;
+} UdBelow;
+
+static UdBelow udb = {.x = -1};
+
+/* the current list made: the nodes the search stamped so far, each on its level's list (``lhead``, ``anc``) from
+ * ``lb`` to ``lv`` (x's: none above it is stamped yet). 0, or -1 where there is no room (no error set: nothing
+ * taken from this destination) */
+static int udb_list(const int64_t *lhead, const int64_t *anc, int64_t lb, int64_t lv) {
+    udb.ncur = 0;
+    for (int64_t l = lb; l <= lv; l++)
+        for (int64_t v = lhead[l]; v >= 0; v = anc[v]) {
+            if (udb.ncur == udb.cap_cur &&
+                ud_grow((void **)&udb.cur, &udb.cap_cur, udb.ncur + 1, sizeof(int64_t), 64, (Py_ssize_t)1 << 26) < 0)
+                return -1;
+            udb.cur[udb.ncur++] = v;
+        }
+    return 0;
+}
+
+/* The order the pairs are taken in: ``order``'s, the destinations regrouped by the node a climb from each by its last
+ * arc up reaches at the level below the top (or the highest it reaches): those under one such node x meet x alone
+ * one after another, and x's steps are then taken as the one before left them (UdBelow) -- any order routes every
+ * pair the same. Each group in the order its first pair comes, the pairs of a group in ``order``'s order (those of
+ * one destination together). Into ``ord`` (``len`` of them); 0 where it is not made (an index out of range: the
+ * pairs taken as they come, the loop raising), -1 where memory ran out. ``mark``, ``head``, ``tail``: per node
+ * scratch, ``mark`` stamped ``gen`` (none of them is yet). */
+static int ud_regroup(const Arr *order, const Arr *dsts, Py_ssize_t len, Py_ssize_t n, const int64_t *lvl,
+                      const int64_t *uptr, const int64_t *uv, int64_t top, int64_t gen, int64_t *mark, int64_t *head,
+                      int64_t *tail, int64_t *ord) {
+    int64_t *next = PyMem_Malloc((size_t)len * sizeof(int64_t)), *keys = PyMem_Malloc((size_t)len * sizeof(int64_t));
+    if (!next || !keys) {
+        PyMem_Free(next), PyMem_Free(keys);
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t nkeys = 0;
+    int64_t last = -1, x = -1;
+    int rc = 1;
+    for (Py_ssize_t j = 0; j < len && rc > 0; j++) {
+        int64_t i = arr_i(order, j), b = i >= 0 && i < len ? arr_i(dsts, i) : -1;
+        if (b < 0 || b >= n) {
+            rc = 0;
+            break;
+        }
+        if (b != last) { /* (a destination's climb, once for its pairs together) */
+            last = x = b;
+            for (int64_t up = 0; up < top && lvl[x] < top - 1 && uptr[x + 1] > uptr[x]; up++)
+                x = uv[uptr[x + 1] - 1];
+            if (x < 0 || x >= n) {
+                rc = 0;
+                break;
+            }
+        }
+        next[j] = -1;
+        if (mark[x] != gen) {
+            mark[x] = gen;
+            head[x] = j;
+            keys[nkeys++] = x;
+        } else
+            next[tail[x]] = j;
+        tail[x] = j;
+    }
+    for (Py_ssize_t k = 0, m = 0; k < nkeys && rc > 0; k++)
+        for (int64_t j = head[keys[k]]; j >= 0; j = next[j])
+            ord[m++] = arr_i(order, j);
+    PyMem_Free(next), PyMem_Free(keys);
+    return rc;
+}
+
+/* this destination's list made the one before's (the lists swapped) */
+static inline void udb_turn(void) {
+    int64_t *v = udb.prev;
+    Py_ssize_t c = udb.cap_prev;
+    udb.prev = udb.cur, udb.cap_prev = udb.cap_cur, udb.nprev = udb.ncur;
+    udb.cur = v, udb.cap_cur = c, udb.ncur = 0;
+}
+
 /* the shortest climb from ``u`` to an ancestor of the destination and down to it (memoized per destination:
  * found here, else ud_climb) */
 AT_INLINE double ud_dist(const UdTabs *t, int64_t u) {
     if (t->stamp[u] == t->gen)
         return t->dist[u];
-    if (t->mstamp[u] == t->gen)
+    if (t->mstamp[u] == t->mgen)
         return t->memo[u];
     return ud_climb(t, u);
 }
@@ -8911,7 +9080,7 @@ static double ud_climb(const UdTabs *t, int64_t u) {
             m->has_ud = 1;
         }
     }
-    t->mstamp[u] = t->gen;
+    t->mstamp[u] = t->mgen;
     t->memo[u] = best;
     return best;
 }
@@ -8930,6 +9099,7 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
     arrs_init(all, 18);
     PyObject *result = NULL;
     int64_t *stamp = NULL, *mstamp = NULL, *anc = NULL, *cand_v = NULL, *cand_a = NULL, *lhead = NULL, gen = 0;
+    int64_t *ord = NULL; /* (the pairs' order regrouped: ud_regroup) */
     int64_t *khead = NULL;
     UdKid *kids = NULL;
     Py_ssize_t nk = 0;
@@ -8990,6 +9160,21 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                arr_i(&dsts, o_first) != arr_i(&dsts, o_last);
     ud_scratch.call++;
     ud_scratch.usteps = 0; /* (the steps recorded by an earlier call are for its tables: not replayed) */
+    udb.x = -1, udb.nprev = 0; /* (nor taken from an earlier call's destinations) */
+    if (keep && maxlevel >= 1) { /* (the per node scratch free before the loop: mstamp marked by a stamp of its own) */
+        if (!(ord = PyMem_Malloc((size_t)len * sizeof(int64_t)))) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        int got = ud_regroup(&order, &dsts, len, n, t.level, t.up_ptr, t.up_v, maxlevel, ++ud_scratch.gen,
+                             ud_scratch.mstamp, ud_scratch.khead, ud_scratch.anc, ord);
+        if (got < 0)
+            goto done;
+        if (!got) {
+            PyMem_Free(ord);
+            ord = NULL;
+        }
+    }
     udm.used = 0;
     if (!udm.slot) /* (none: nothing kept, no error) */
         udm.slot = PyMem_Calloc(UDM_SLOTS, sizeof(UdMemo));
@@ -9004,7 +9189,7 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
     Py_ssize_t routed = 0;
     int64_t cur = -1;
     for (Py_ssize_t j = 0; j < len; j++) {
-        int64_t i = arr_i(&order, j);
+        int64_t i = ord ? ord[j] : arr_i(&order, j);
         if (i < 0 || i >= len) {
             PyErr_SetString(PyExc_IndexError, "updown_routes: order out of range");
             goto done;
@@ -9057,9 +9242,10 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
         }
         if (b != cur) { /* the destination's ancestors (Router._ancestors), a level at a time upwards */
             cur = b;
-            gen = t.gen = ++ud_scratch.gen;
+            gen = t.gen = t.mgen = ++ud_scratch.gen;
             int64_t lb = lvl[b];
             stamp[b] = gen;
+            int took = 0; /* (whether x's steps were replayed or taken: UdBelow) */
             dist[b] = 0.0;
             khead[b] = -1;
             nk = 0;
@@ -9083,7 +9269,23 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                 int64_t x = lhead[lv];
                 if (keep && lv > lb && t.alone < 0 && x >= 0 && anc[x] < 0 && !above && ud_alone(lhead, lv, maxlevel)) {
                     t.alone = x, t.alone_level = lv, t.alone_bits = ud_bits(dist[x]);
+                    int listed = ud_scratch.xcall[x] == ud_scratch.call && udb_list(lhead, anc, lb, lv) == 0;
+                    if (listed && udb.x == x && udb.bits == t.alone_bits) { /* the steps of x: as the one before left them */
+                        for (Py_ssize_t q = 0; q < udb.nprev; q++)
+                            stamp[udb.prev[q]] = 0; /* (no stamp is 0: they start at 1) */
+                        for (Py_ssize_t q = 0; q < udb.ncur; q++)
+                            stamp[udb.cur[q]] = udb.gen;
+                        gen = t.gen = udb.gen;
+                        udb_turn();
+                        took = 1;
+                        break;
+                    }
                     if (ud_scratch.xcall[x] == ud_scratch.call) { /* the steps of x: replayed */
+                        if (listed) {
+                            udb.x = x, udb.bits = t.alone_bits, udb.gen = gen;
+                            udb_turn();
+                            took = 1;
+                        }
                         /* (the kids listed are the steps themselves, by UD_STEP: not copied) */
                         int64_t at = ud_scratch.xstart[x], ns = ud_scratch.xlen[x];
                         const UdKid *sp = ud_scratch.steps + at;
@@ -9159,6 +9361,8 @@ static PyObject *py_updown_routes(PyObject *self, PyObject *const *args, Py_ssiz
                     ud_scratch.usteps += nk - rec_at;
                 }
             }
+            if (!took)
+                udb.x = -1;
         }
         double here = ud_dist(&t, a);
         if (!isfinite(here)) {
@@ -9256,6 +9460,7 @@ done:
     for (int k = 0; k < UT_N; k++)
         PyMem_Free(own[k]);
     PyMem_Free(lhead);
+    PyMem_Free(ord);
     arrs_release(all, 18);
     return result;
 }
@@ -11104,13 +11309,14 @@ typedef int (*MaxminCore)(const int64_t *flow, const int64_t *arc, Py_ssize_t ne
                           const double *wt, double *rate, Py_ssize_t nflows, const double *bound);
 
 /* where sim.maxmin.maxmin_rates(flow, arc, n, capacity, bound) would answer by its compiled rounds at once: ``fn``
- * is that function, its module's _CORE the _classcore module; then the rounds (maxmin_core) and in *bounded
+ * is that function, its module's _CORE the _classcore module; then the rounds (maxmin_core; ``sorted``: the
+ * crossings known sorted by flow, every flow crossing a link, every arc in range -- maxmin_core_sorted) and in *bounded
  * whether they take the bounds ``bv`` -- not where every bound is inf and _UNBOUNDED_CORE is set (as no bound), and
  * only where _BOUNDED_CORE is set otherwise (else the numpy rounds: NULL, call ``fn``). NULL also where anything
  * is amiss (no error left set): ``fn`` answers then. */
-static MaxminCore mm_direct(PyObject *fn, const double *bv, Py_ssize_t n, int *bounded) {
+static MaxminCore mm_direct(PyObject *fn, const double *bv, Py_ssize_t n, int *bounded, int sorted) {
     static PyObject *mm = NULL, *cc = NULL, *s_fn = NULL, *s_core = NULL, *s_unb = NULL, *s_bnd = NULL;
-    static MaxminCore core = NULL;
+    static MaxminCore core = NULL, core_sorted = NULL;
     if (!core) {
         if (sizeof(Py_ssize_t) != sizeof(int64_t))
             return NULL;
@@ -11123,7 +11329,8 @@ static MaxminCore mm_direct(PyObject *fn, const double *bv, Py_ssize_t n, int *b
                       !(s_unb = PyUnicode_InternFromString("_UNBOUNDED_CORE")) ||
                       !(s_bnd = PyUnicode_InternFromString("_BOUNDED_CORE"))))
             goto fail;
-        if (!(core = (MaxminCore)PyCapsule_Import("sim._classcore._maxmin_core", 0)))
+        if (!(core_sorted = (MaxminCore)PyCapsule_Import("sim._classcore._maxmin_core_sorted", 0)) ||
+            !(core = (MaxminCore)PyCapsule_Import("sim._classcore._maxmin_core", 0)))
             goto fail;
     }
     PyObject *f = PyObject_GetAttr(mm, s_fn), *c = f ? PyObject_GetAttr(mm, s_core) : NULL;
@@ -11148,7 +11355,7 @@ static MaxminCore mm_direct(PyObject *fn, const double *bv, Py_ssize_t n, int *b
         unb = 0;
     }
     *bounded = !unb;
-    return on ? core : NULL;
+    return on ? (sorted ? core_sorted : core) : NULL;
 fail:
     PyErr_Clear();
     return NULL;
@@ -11196,12 +11403,14 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
         PyErr_NoMemory();
         goto out;
     }
+    int each = 1; /* (whether every flow crosses a link: the crossings then sorted by flow, every flow there) */
     for (Py_ssize_t i = 0, e = 0; i < n; i++) { /* gather_arcs(paths, pids): (flow index, arc), flow by flow */
         int64_t a0 = arr_i(&start, pid[i]), m = arr_i(&len, pid[i]);
         if (a0 < 0 || m < 0 || a0 + m > arcs.n) {
             PyErr_SetString(PyExc_IndexError, "solve_all: a path beyond the arc table");
             goto out;
         }
+        each &= m > 0;
         for (int64_t k = 0; k < m; k++, e++) {
             fl[e] = i;
             ar[e] = (Py_ssize_t)arr_i(&arcs, a0 + k);
@@ -11225,7 +11434,7 @@ static int w_solve_all(const WCtx *w, PyObject *rates, const Py_ssize_t *slots, 
         goto out;
     double *rv = NULL;
     int bounded = 0, solved = 0;
-    MaxminCore direct = capv ? mm_direct(fn, bv, n, &bounded) : NULL;
+    MaxminCore direct = capv ? mm_direct(fn, bv, n, &bounded, each) : NULL; /* (arcs below nused_: numbered so) */
     if (direct) { /* maxmin_rates' compiled rounds on these crossings, as it would call them */
         if (!(mine = malloc(sizeof(double) * (size_t)(n + 1)))) {
             PyErr_NoMemory();
@@ -11446,18 +11655,16 @@ static int w_own_solve(const WCtx *w) {
 }
 
 /* the slots and rates a core's solve left (c->order and rbuf; ``pick``: the places of those taken, NULL for all)
- * copied into new arrays (*ps, *pr, *n of them; none where n is 0), before anything else may solve: 0, or -1 with
- * an exception set (what lists() would hand over, as C arrays) */
+ * copied into arrays (*ps, *pr, *n of them; none where n is 0; given back by kb_give), before anything else may
+ * solve: 0, or -1 with an exception set (what lists() would hand over, as C arrays) */
+static KeptBuf kb_ps, kb_pr; /* (part_take's: kept from call to call, given back by kb_give) */
+
 static int part_take(const Core *c, const IList *pick, Py_ssize_t **ps, double **pr, Py_ssize_t *n) {
     *n = pick ? pick->n : c->order.n;
     if (!*n)
         return 0;
-    *ps = malloc(sizeof(Py_ssize_t) * (size_t)*n);
-    *pr = malloc(sizeof(double) * (size_t)*n);
-    if (!*ps || !*pr) {
-        PyErr_NoMemory();
+    if (!(*ps = kb_take(&kb_ps, sizeof(Py_ssize_t) * (size_t)*n)) || !(*pr = kb_take(&kb_pr, sizeof(double) * (size_t)*n)))
         return -1;
-    }
     for (Py_ssize_t j = 0; j < *n; j++) {
         Py_ssize_t i = pick ? pick->v[j] : j;
         (*ps)[j] = c->order.v[i], (*pr)[j] = rbuf[i];
@@ -11728,8 +11935,8 @@ static int w_solve(const WCtx *w) {
                      add_attr_at(rates, R_AT(R_PARTIAL), 1) < 0 || (np && w_apply_c(w, ps, pr, np) < 0)
                  ? -1
                  : 0;
-        free(ps);
-        free(pr);
+        kb_give(&kb_ps, ps);
+        kb_give(&kb_pr, pr);
         goto out;
     }
 by_full_links:
@@ -11743,24 +11950,25 @@ by_full_links:
         limit = part < limit ? part : limit;
     }
     { /* Core.unload(gone), then Core.solve_part's lines: the seeds, the moved slots and their rates as C arrays */
-        IList sd = {0}, moved = {0};
+        static KeptList kl_sd, kl_moved; /* (sd, moved: kept from call to call) */
+        IList sd_own, moved_own, *sd = kl_take(&kl_sd, &sd_own), *moved = kl_take(&kl_moved, &moved_own);
         long regrown = 0;
         int solved = -1; /* (core_part's: 0 solved, 1 the part reached the limit, 2 nothing to solve) */
         Py_ssize_t nm = 0, *ps = NULL;
         double *pr = NULL;
-        if (read_gone((Core *)o_core, gone, &sd, 1) == 0) {
+        if (read_gone((Core *)o_core, gone, sd, 1) == 0) {
             PyObject *lim = PyLong_FromLong(limit), *sc = lim ? PyLong_FromLong(scalar) : NULL;
             if (sc) {
                 PyObject *argv[8] = {path, bound, rate, fresh, NULL, lim, sc, o_rtol};
-                solved = core_part((Core *)o_core, argv, &sd, 0, &moved, &regrown);
+                solved = core_part((Core *)o_core, argv, sd, 0, moved, &regrown);
             }
             Py_XDECREF(lim);
             Py_XDECREF(sc);
         }
-        if (solved == 0 && part_take((Core *)o_core, &moved, &ps, &pr, &nm) < 0)
+        if (solved == 0 && part_take((Core *)o_core, moved, &ps, &pr, &nm) < 0)
             solved = -1;
-        free(sd.v);
-        free(moved.v);
+        kl_give(&kl_sd, sd);
+        kl_give(&kl_moved, moved);
         if (solved < 0 || add_attr_at(rates, R_AT(R_REGROWN), regrown) < 0 ||
             (spilled && !spread && iset_at(rates, R_AT(R_LOAD), Py_None) < 0)) /* (whole components keep no loads) */
             rc = -1;
@@ -11774,8 +11982,8 @@ by_full_links:
                          add_attr_at(rates, R_AT(R_PARTIAL), 1) < 0 || (nm && w_apply_c(w, ps, pr, nm) < 0)
                      ? -1
                      : 0;
-        free(ps);
-        free(pr);
+        kb_give(&kb_ps, ps);
+        kb_give(&kb_pr, pr);
     }
 out:
     arr_release(&a_act);
@@ -11887,7 +12095,9 @@ out:
  * table) bring no link back (its ``checked`` then set to ``count``), else False (the Python lines of
  * _Dominance.verify do it): w_verify, for the verify a Python ``Rates.added`` asks for */
 static PyObject *py_verify_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!nargs_ok(nargs, 4, "verify_paths(dominance, paths, first, count)") || k_strings() < 0)
+    /* (w_verify reads names of all three sets: this call may come before any wake-up made them) */
+    if (!nargs_ok(nargs, 4, "verify_paths(dominance, paths, first, count)") || k_strings() < 0 || w_strings() < 0 ||
+        r_strings() < 0)
         return NULL;
     long first = PyLong_AsLong(args[2]), count = first == -1 && PyErr_Occurred() ? -1 : PyLong_AsLong(args[3]);
     if (count == -1 && PyErr_Occurred())
@@ -12176,22 +12386,24 @@ static int w_body(WCtx *w, PyObject *now_o, double now, int pump, double *next) 
     }
     if (changed && w_solve(w) < 0)
         goto out;
-    if (!(heap = iget_at(net, W_AT(W_HEAP))) || !(due_at = iget_at(net, W_AT(W_DUE_AT))) ||
-        !(act = iget_at(net, W_AT(W_IS_ACTIVE))) || !(due = iget_at(net, W_AT(W_DUE))))
+    if (!(heap = iget_at(net, W_AT(W_HEAP))))
         goto out;
     /* _schedule_next(now): wake_next's lines, the event left out where the caller runs the wake-up itself */
     double when;
     Py_ssize_t taken = 0;
-    if (is_dues(heap)) { /* (next_due's lines for a heap held in C, with no tuple made) */
+    if (is_dues(heap)) { /* (next_due's lines for a heap held in C, with no tuple made; the flags and due times as
+                          * w_arr remembers them, not read into objects and opened through the buffer cache) */
         Arr a_act, a_due;
-        PyObject *argv[4] = {heap, due_at, act, due};
-        if (due_open(argv, 4, 4, "next_due(heap, due_at, is_active, due)", &a_act, &a_due, 0) < 0)
-            goto out;
-        int bad = dues_next((Dues *)heap, &a_act, &a_due, &when, &taken) < 0;
+        a_act.held = a_due.held = 0;
+        int bad = w_arr(net, W_IS_ACTIVE, &a_act, 'b', 0) < 0 || w_arr(net, W_DUE, &a_due, 'f', 0) < 0 ||
+                  dues_next((Dues *)heap, &a_act, &a_due, &when, &taken) < 0;
         due_close(&a_act, &a_due, NULL);
         if (bad)
             goto out;
     } else {
+        if (!(due_at = iget_at(net, W_AT(W_DUE_AT))) || !(act = iget_at(net, W_AT(W_IS_ACTIVE))) ||
+            !(due = iget_at(net, W_AT(W_DUE))))
+            goto out;
         PyObject *argv[4] = {heap, due_at, act, due};
         if (!(got = py_next_due(NULL, argv, 4)))
             goto out;
@@ -12494,6 +12706,14 @@ typedef struct {
      * version tags then) */
     PyObject *exd, *std, *got[DR_N];
     uint64_t ext, stt;
+    /* settle_with's arrays, opened from ``got`` while it stood (ok: 0 once df_reads reads anew), and ex.f_msg
+     * likewise (``fm``, where ``fm_ok``; none held) */
+    SettleArrs arrs;
+    Arr fm;
+    int fm_ok;
+    /* wctx's pids, srcs and nbytes as df_launch opened them first (``w_ok``; none held: wctx, held, holds them) */
+    Arr wa[3];
+    int w_ok;
 } DfDone;
 
 static PyObject *d_s[32];
@@ -12518,6 +12738,7 @@ static int DfDone_init(DfDone *d, PyObject *args, PyObject *kwds) {
     Py_CLEAR(d->flow);
     d->total = -1;
     d->exd = d->std = NULL;
+    d->arrs.ok = d->fm_ok = d->w_ok = 0;
     return d_strings();
 }
 
@@ -12530,6 +12751,7 @@ static int DfDone_traverse(DfDone *d, visitproc visit, void *arg) {
 
 static int DfDone_clear(DfDone *d) {
     d->exd = d->std = NULL;
+    d->arrs.ok = d->fm_ok = d->w_ok = 0;
     Py_CLEAR(d->ex);
     Py_CLEAR(d->wctx);
     Py_CLEAR(d->flow);
@@ -12682,12 +12904,24 @@ static int df_launch(DfDone *d, const int64_t *ms, Py_ssize_t k, PyObject *now_o
     int rc = -1;
     double now = fv(now_o);
     long long owner_id = PyLong_AsLongLong(PyTuple_GET_ITEM(d->wctx, 4));
-    if (PyErr_Occurred() || !(fm = iget(d->ex, d_s[D_F_MSG])))
+    /* (ex.f_msg as df_done kept it while df_reads' memo stands -- ex's dict unchanged since it looked -- where
+     * writable; wctx's arrays as opened the first time) */
+    int fm_kept = d->exd && d->fm_ok && !d->fm.view.readonly;
+    if (PyErr_Occurred() || (!fm_kept && !(fm = iget(d->ex, d_s[D_F_MSG]))))
         goto out;
-    if (arr_get(PyTuple_GET_ITEM(d->wctx, 1), &pids, 'i') < 0 || arr_get(PyTuple_GET_ITEM(d->wctx, 2), &srcs, 'i') < 0 ||
-        arr_get(PyTuple_GET_ITEM(d->wctx, 3), &nbytes, 'f') < 0 || arr_open(fm, &fmsg, 'i', 1) < 0)
+    if (!d->w_ok) {
+        if (arr_get(PyTuple_GET_ITEM(d->wctx, 1), &pids, 'i') < 0 || arr_get(PyTuple_GET_ITEM(d->wctx, 2), &srcs, 'i') < 0 ||
+            arr_get(PyTuple_GET_ITEM(d->wctx, 3), &nbytes, 'f') < 0)
+            goto out;
+        Arr *mine[3] = {&pids, &srcs, &nbytes};
+        for (int j = 0; j < 3; j++)
+            d->wa[j] = *mine[j], d->wa[j].held = 0;
+        d->w_ok = 1;
+    }
+    if (!fm_kept && arr_open(fm, &fmsg, 'i', 1) < 0)
         goto out;
-    if (fmsg.view.itemsize != 8) {
+    Arr *fa = fm_kept ? &d->fm : &fmsg;
+    if (fa->view.itemsize != 8) {
         rc = 0;
         goto out;
     }
@@ -12695,11 +12929,11 @@ static int df_launch(DfDone *d, const int64_t *ms, Py_ssize_t k, PyObject *now_o
         PyErr_NoMemory();
         goto out;
     }
-    rc = net_launch(PyTuple_GET_ITEM(d->wctx, 0), PyTuple_GET_ITEM(d->wctx, 5), ms, k, &pids, &srcs, &nbytes, owner_id,
-                    now, fmsg.n, slots);
+    rc = net_launch(PyTuple_GET_ITEM(d->wctx, 0), PyTuple_GET_ITEM(d->wctx, 5), ms, k, &d->wa[0], &d->wa[1], &d->wa[2],
+                    owner_id, now, fa->n, slots);
     if (rc == 1)
         for (Py_ssize_t i = 0; i < k; i++)
-            *arr_ip(&fmsg, slots[i]) = ms[i];
+            *arr_ip(fa, slots[i]) = ms[i];
 out:
     arrs_release(all, 4);
     free(slots);
@@ -12728,6 +12962,7 @@ static int df_reads(DfDone *d, PyObject **v) {
     }
     d->exd = d->std = NULL;
 #endif
+    d->arrs.ok = d->fm_ok = 0; /* (read anew: the arrays kept may be others') */
     for (int k = 0; k < DR_N; k++)
         v[k] = NULL;
     for (int k = 0; k < DR_N; k++)
@@ -12804,13 +13039,16 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
         goto out;
     fm = got[DR_FMSG], st = got[DR_ST], tables = got[DR_TABLES];
     PyObject *argv[7] = {tables, Py_None, got[DR_DEP], got[DR_GATE], got[DR_ARRIVED], got[DR_STAMP], got[DR_OUT]};
-    if (arr_get(fm, &fmsg, 'i') < 0)
+    int fm_kept = d->exd && d->fm_ok; /* (ex.f_msg as kept: df_reads' memo stands) */
+    const Arr *fa = fm_kept ? &d->fm : &fmsg;
+    if (!fm_kept && arr_get(fm, &fmsg, 'i') < 0)
         goto args_out;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (!index_ok(slots[i], fmsg.n, "DfDone: slot out of range"))
+        if (!index_ok(slots[i], fa->n, "DfDone: slot out of range"))
             goto args_out;
-        ms[i] = arr_i(&fmsg, slots[i]);
+        ms[i] = arr_i(fa, slots[i]);
     }
+    Arr fm_seen = fmsg; /* (kept below where the memo stands after the settle) */
     arr_release(&fmsg);
     if (!PyTuple_Check(tables) || PyTuple_GET_SIZE(tables) != 8) {
         PyErr_SetString(PyExc_TypeError, "DfDone: the executor's tables must be 8 arrays");
@@ -12826,7 +13064,14 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     PyObject **held_dp = NULL, *held_dict = NULL;
     uint64_t held_tag = 0;
 #endif
-    int settled = settle_with(argv, ms, n, &started, &held); /* (the messages as they are: no array made for them) */
+    /* (the messages as they are: no array made for them; the arrays as kept where df_reads' memo stands, and kept
+     * where it was made now) */
+    int settled = settle_with(argv, ms, n, &started, &held, d->exd ? &d->arrs : NULL);
+    if (settled == 0 && !fm_kept && d->exd && d->arrs.ok) {
+        d->fm = fm_seen, d->fm.held = 0;
+        d->fm_ok = 1;
+    }
+    int out_kept = d->exd && d->arrs.ok; /* (ex._out as settle_with kept it) */
     out = Py_NewRef(argv[6]);
     for (int j = 2; j < 7; j++)
         Py_DECREF(argv[j]);
@@ -12848,8 +13093,10 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
     }
     if (started) { /* self._send(self._out[:started].copy()) */
         Arr o;
-        if (arr_get(out, &o, 'i') < 0)
+        o.held = 0;
+        if (!out_kept && arr_get(out, &o, 'i') < 0)
             goto out;
+        const Arr *oa = out_kept ? &d->arrs.a[12] : &o;
         int64_t *go = started <= DF_ROOM ? go_room : malloc((size_t)started * sizeof(int64_t));
         if (!go) {
             arr_release(&o);
@@ -12857,7 +13104,7 @@ static int df_done(DfDone *d, const Py_ssize_t *slots, Py_ssize_t n, PyObject *n
             goto out;
         }
         for (Py_ssize_t i = 0; i < started; i++)
-            go[i] = arr_i(&o, i);
+            go[i] = arr_i(oa, i);
         arr_release(&o);
         int got = df_launch(d, go, started, now_o);
         if (got == 0) {
