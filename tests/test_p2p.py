@@ -162,3 +162,23 @@ def test_bad_options_are_one_line(collective, spec, message):
 def test_uneven_hosts_are_refused_in_one_line():
     with pytest.raises(AlgorithmError, match="same number of ranks on every host"):
         simulate(Cluster(load_graph("dgx-h100-2")), "alltoall", "nccl", 1 << 20, ranks=12)
+
+
+def test_logs_are_read_through_the_p2p_schedule(tmp_path):
+    """Calibration's reader names ``nccl`` (with the log's release, without NCCL_ALGO / NCCL_PROTO, which do
+    not apply) for all-to-all and send/recv; nccl-tests' bus factors: (p-1)/p and 1."""
+    from sim.collectives import get_collective
+    from validate.calibration.inputs import NCCL_COLLECTIVES, nccl_schedule_spec, read_samples
+
+    assert {"alltoall", "sendrecv"} <= set(NCCL_COLLECTIVES)
+    assert nccl_schedule_spec("alltoall", "ring", "ll", "2.26.2") == "nccl:version=2.26.2"
+    assert nccl_schedule_spec("sendrecv") == "nccl"
+    assert get_collective("alltoall").busbw(8.0, 8) == 7.0 and get_collective("sendrecv").busbw(8.0, 8) == 8.0
+    path = tmp_path / "sendrecv.txt"
+    path.write_text(
+        "./build/sendrecv_perf -b 128M -e 1G -f 2 -g 8\n"
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+        "   134217728      33554432     float     sum      -1   1211.2  110.81  110.81      0   1211.8  110.76  110.76    N/A\n"
+    )
+    samples, _ = read_samples(str(path))
+    assert [(s.collective, s.ranks, s.algorithm) for s in samples] == [("sendrecv", 8, "nccl")]
