@@ -127,6 +127,8 @@ CASES = [
     ("dgx-h100-2", "nccl:version=2.26.2"),
     ("hgx:hosts=1", "nccl"),
     ("hgx:hosts=3,gpus_per_host=4,preset=hgx-a100-200g", "nccl"),
+    ("hgx:hosts=3,preset=oci-bm-gpu4-8", "nccl"),  # two NICs a GPU: relays on the proxy's NICs, a hand-off first
+    ("hgx:hosts=2,preset=oci-bm-gpu-h100-8", "nccl:pxn=false"),  # two NICs a GPU, the sender's own
 ]
 
 
@@ -182,3 +184,11 @@ def test_logs_are_read_through_the_p2p_schedule(tmp_path):
     )
     samples, _ = read_samples(str(path))
     assert [(s.collective, s.ranks, s.algorithm) for s in samples] == [("sendrecv", 8, "nccl")]
+
+
+def test_two_nics_a_gpu_carry_the_channels():
+    """A GPU with two NICs (OCI's 16 x 200G): the op's channels alternate between the proxy GPU's two NICs
+    (ncclTopoGetLocalNet), so a 256 MiB send/recv across hosts (ranks 7 -> 8, 15 -> 0) moves at both NICs' 50
+    GB/s (here the 48 GB/s PCIe link), not at one NIC's 25."""
+    r = simulate(Cluster(load_graph("hgx:hosts=2,preset=oci-bm-gpu-h100-8")), "sendrecv", "nccl", 256 << 20)
+    assert r.busbw_GBps > 40, r.busbw_GBps

@@ -198,17 +198,54 @@ def pairs_of(collective: str, p: int) -> tuple[list[tuple[int, int, int]], float
 
 
 def _relay(
-    cluster: Any, groups: list[list[int]], host_of: dict[int, int], local: dict[int, int], src: int, dst: int
-) -> str | None:
-    """PXN's proxy GPU (a node name) for a send ``src`` -> ``dst`` between hosts, or None: the GPU of
-    ``src``'s host with ``dst``'s device index, or the nearest below it that owns a NIC (the NIC shared by a
-    PCIe switch's GPUs); None where that is ``src`` itself."""
+    groups: list[list[int]], host_of: dict[int, int], local: dict[int, int], src: int, dst: int, cluster: Any
+) -> int | None:
+    """PXN's proxy (a rank) for a send ``src`` -> ``dst`` between hosts, or None: the GPU of ``src``'s host
+    with ``dst``'s device index, or the nearest below it that owns a NIC (the NIC shared by a PCIe switch's
+    GPUs); None where that is ``src`` itself."""
     grp = groups[host_of[src]]
     j = local[dst] % len(grp)
     while j > 0 and not nics_of(cluster, grp[j]):
         j -= 1
-    proxy = grp[j]
-    return None if proxy == src else cluster.ranks[proxy]
+    return None if grp[j] == src else grp[j]
+
+
+def _actors(
+    cluster: Any,
+    groups: list[list[int]],
+    host_of: dict[int, int],
+    local: dict[int, int],
+    a: int,
+    b: int,
+    op: Op,
+    across: bool,
+    pxn: bool,
+) -> list[tuple[int, float, bool]]:
+    """Who sends rank ``a``'s op ``op`` to ``b``, the share each moves, and whether it is a relay that ``a``
+    hands the block to first (:func:`p2p_program`'s hand-off step). Inside a host: ``a``. Between hosts, the
+    op's channels spread over a GPU's NICs (NCCL gives channel c the GPU's NIC c mod its NICs:
+    ``ncclTopoGetLocalNet``): ``min(channels, NICs)`` parts. By PXN (the proxy GPU :func:`_relay`, another
+    than ``a``'s): one part an actor whose route crosses NVLink to the proxy GPU and leaves by the NIC
+    routing picks; several parts, one relay actor a part on the proxy GPU's node, leaving by its NIC k (a
+    route cannot both cross NVLink to a GPU and pick that GPU's NIC: the NVLink leg is the hand-off, without
+    bytes). Without PXN, or where the proxy is ``a``'s own GPU: ``a``'s own NICs, one actor a part (one part:
+    ``a``, by the NIC routing picks)."""
+    if not across:
+        return [(a, 1.0, False)]
+    proxy = _relay(groups, host_of, local, a, b, cluster) if pxn else None
+    nics = nics_of(cluster, a if proxy is None else proxy)
+    parts = min(op.channels, len(nics))
+    if parts <= 1:
+        if proxy is None:
+            return [(a, 1.0, False)]
+        return [(cluster.add_endpoint(rank=a, via=cluster.ranks[proxy], key=("pxn", proxy)), 1.0, False)]
+    first = local[b] % len(nics)
+    picked = [nics[(first + i) % len(nics)] for i in range(parts)]
+    if proxy is None:
+        return [(e, 1.0 / parts, False) for e in cluster.add_endpoints([a] * parts, picked, ("p2p", a))]
+    node = cluster.ranks[proxy]
+    key = ("pxn", a, host_of[b])  # (one relay a sender, host and NIC: one hand-off message each)
+    return [(cluster.add_endpoint(node=node, via=nic, key=key), 1.0 / parts, True) for nic in picked]
 
 
 @dataclass(frozen=True)
@@ -266,33 +303,42 @@ def p2p_program(
 ) -> tuple[StepProgram, int]:
     """The group as one step: every send a message posted at once (NCCL's group: one kernel, every round's
     ops on their channels together), sharing links max-min; LL sends 2 bytes on the wire per byte; a send
-    between hosts by PXN leaves from an actor on its GPU whose route crosses NVLink to the proxy GPU and
-    leaves by that GPU's NIC, capped at its channels x NCCL_P2P_PER_CHANNEL_NET_BW. Before it, NCCL's fixed
-    cost ``launch_s`` (paid by every sender's launcher). Data-check segments: p·p for all-to-all, 1 for
-    send/recv."""
+    between hosts by the actors :func:`_actors` gives it (PXN's relay; a part a NIC where a GPU has several),
+    capped at its channels x NCCL_P2P_PER_CHANNEL_NET_BW. Before it, NCCL's fixed cost ``launch_s`` (paid by
+    every sender's launcher), then, where relays on a proxy GPU send, a hand-off step (no bytes: each relay
+    gets its blocks). Data-check segments: p·p for all-to-all, 1 for send/recv."""
     _, share = pairs_of(collective, p)
     per = nbytes * share
     groups = host_ranks(cluster, p)
     host_of = {r: h for h, grp in enumerate(groups) for r in grp}
     local = {r: i for grp in groups for i, r in enumerate(grp)}
     src, dst, size, seg, bound = [], [], [], [], []
+    handed: list[tuple[int, int, int]] = []  # (rank, relay, segment): the hand-off step's messages
     for a, b, sg, op, across in sends:
-        actor = a
-        if across and pxn:
-            proxy = _relay(cluster, groups, host_of, local, a, b)
-            if proxy is not None:
-                actor = cluster.add_endpoint(rank=a, via=proxy, key=("pxn", proxy))
-        src.append(actor)
-        dst.append(b)
         wire = 2.0 if op.protocol == "ll" else 1.0
-        size.append(per * wire)
-        seg.append(sg)
-        bound.append(op.channels * PER_CHANNEL_NET_BW * 1e9 * wire if across else math.inf)
-    starts = launchers(cluster, src, launch_s) if launch_s > 0 else []
+        for actor, share, relay in _actors(cluster, groups, host_of, local, a, b, op, across, pxn):
+            src.append(actor)
+            dst.append(b)
+            size.append(per * wire * share)
+            seg.append(sg)  # (every part stores the block: the data check's segment is the whole block)
+            bound.append(op.channels * share * PER_CHANNEL_NET_BW * 1e9 * wire if across else math.inf)
+            if relay:
+                handed.append((a, actor, sg))
+    starts = (
+        launchers(
+            cluster, [x for x in src if x < cluster.size or cluster.endpoint_rank[x - cluster.size] >= 0], launch_s
+        )
+        if launch_s > 0
+        else []
+    )
     endpoints = cluster.endpoints
     phases: tuple[Any, ...] = ()
     if starts:
         phases = Streams(endpoints, 1).program(starts).phases
+    if handed:  # each relay holds its blocks before it sends: a hand-off of no bytes over NVLink
+        h = np.asarray(handed, dtype=np.int64)
+        hand = Step.make(h[:, 0], h[:, 1], 0.0, endpoints=endpoints, combine=False, seg=h[:, 2])
+        phases = (*phases, (hand, 1))
     if src:
         step = Step.make(
             np.asarray(src, dtype=np.int64),
