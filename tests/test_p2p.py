@@ -192,3 +192,29 @@ def test_two_nics_a_gpu_carry_the_channels():
     GB/s (here the 48 GB/s PCIe link), not at one NIC's 25."""
     r = simulate(Cluster(load_graph("hgx:hosts=2,preset=oci-bm-gpu-h100-8")), "sendrecv", "nccl", 256 << 20)
     assert r.busbw_GBps > 40, r.busbw_GBps
+
+
+def test_the_pick_is_printed_and_in_json():
+    """The table's comment line and ``--json``'s ``nccl`` object, as for the collectives' picks."""
+    import json
+
+    from sim.nccl.report import pick_of, row_with_pick
+
+    cluster = Cluster(load_graph("dgx-h100-2"))
+    algo = get_algorithm("alltoall", "nccl")
+    r = simulate(cluster, "alltoall", algo, 65536)
+    pick = pick_of(algo, 16, 65536, cluster)
+    assert pick == {
+        "algorithm": "P2P",
+        "protocol": "LL+Simple",
+        "channels": 1,
+        "p2p_channels": 16,
+        "pxn": True,
+        "charged_us": 22.4,
+        "tuner": "2.30.7 (as 2.30.3-2.30.7)",
+    }
+    assert json.loads(row_with_pick(r, algo, cluster, True))["nccl"] == pick
+    assert row_with_pick(r, algo, cluster, False).endswith(
+        "#   NCCL: P2P/LL+Simple, 1 channel a peer of 16, PXN; charged 22.4 us (one hop: NCCL's tuner prices no "
+        "p2p); NCCL 2.30.7 (as 2.30.3-2.30.7)"
+    )
