@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sim.algorithms import get_algorithm  # noqa: E402
 from sim.cluster import Cluster  # noqa: E402
+from sim.collectives import get_collective  # noqa: E402
 from sim.errors import CalibrationError, CollsimError  # noqa: E402
 from sim.nccl.efa import PRESETS as EFA_PRESETS  # noqa: E402
 from sim.nccl.versions import parse_version, tuning_for  # noqa: E402
@@ -224,8 +225,7 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     if samples[0].collective not in NCCL_COLLECTIVES:
         raise LogError(
             f"{path.name}: {'an' if samples[0].collective[0] in 'aeiou' else 'a'} {samples[0].collective} table "
-            f"({source.detail.split(',')[0]}); the NCCL model "
-            "predicts all-reduce, all-gather and reduce-scatter"
+            f"({source.detail.split(',')[0]}); the NCCL model predicts {_predicted()}"
         )
     per_host = Counter(host for _, host in found)
     per_host = Counter({host: max(k, seen[host]) for host, k in per_host.items()})
@@ -313,6 +313,13 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
 #: send / receive, which an all-reduce does not use
 _EFA_SETTING = re.compile(r"\bNCCL_(BUFFSIZE|NVLS_CHUNKSIZE|NVLSTREE_MAX_CHUNKSIZE)\s*[=:]\s*[\"']?(\d+)\b")
 _EFA_MODELLED = ("NCCL_BUFFSIZE=", "NCCL_P2P_NET_CHUNKSIZE=")
+
+
+def _predicted() -> str:
+    """The collectives the NCCL model predicts (calibration's :data:`NCCL_COLLECTIVES`), named as prose names
+    them: ``all-reduce, ..., all-to-all and send-recv``."""
+    names = [next((a for a in get_collective(c).aliases if "-" in a), c) for c in NCCL_COLLECTIVES]
+    return f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def header_lines(text: str) -> str:
@@ -586,7 +593,10 @@ def predict(log: Log, min_size: float, cal: object = None) -> list[tuple[int, fl
         c = algo.choice(s.ranks, s.size, cluster)  # type: ignore[attr-defined]
         pred = r.time_s * 1e6
         t = s.time_s * 1e6
-        out.append((s.size, t, pred, abs(pred - t) / t, f"{c.algorithm}/{c.protocol}"))
+        pick = f"{c.algorithm}/{c.protocol}"
+        if hasattr(c, "pxn"):  # NCCL's p2p path (all-to-all, send/recv): its sends' protocols, PXN or not
+            pick = f"P2P/{c.protocol}{'/PXN' if c.pxn else ''}"
+        out.append((s.size, t, pred, abs(pred - t) / t, pick))
     return out
 
 

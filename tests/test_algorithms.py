@@ -134,8 +134,8 @@ LISTED = {
     "reducescatter": ["ring", "nccl"],
     "gather": ["flat", "binomial-tree"],
     "scatter": ["flat", "binomial-tree"],
-    "alltoall": ["pairwise"],
-    "sendrecv": ["direct"],
+    "alltoall": ["pairwise", "nccl"],
+    "sendrecv": ["direct", "nccl"],
 }
 
 

@@ -153,14 +153,14 @@ Tested on 8 A100 NVLink GPUs:
 
 def test_a_command_line_without_a_launcher_tells_its_ranks(tmp_path):
     """``./build/sendrecv_perf ... -g 8`` with no launcher runs one process of 8 GPUs: the reader said it "cannot
-    tell the number of ranks", where the table is a sendrecv's, which the NCCL model does not predict. The bare
-    command's -t x -g count now (after the rank lines, a launcher's and the header's)."""
+    tell the number of ranks", where the table is a sendrecv's (refused until p2p; now predicted through NCCL's
+    p2p path). The bare command's -t x -g count now (after the rank lines, a launcher's and the header's)."""
     path = tmp_path / "sendrecv.txt"
     path.write_text(SENDRECV)
     samples, _ = read_samples(str(path))
     assert {(s.collective, s.ranks) for s in samples} == {("sendrecv", 8)}
-    with pytest.raises(nccl_logs.LogError, match=r"a sendrecv table \(sendrecv_perf\)"):
-        nccl_logs.parse_log(path)
+    log = nccl_logs.parse_log(path)
+    assert (log.collective, log.ranks, log.hosts) == ("sendrecv", 8, 1)
     # a launcher anywhere in the log: its processes are not the bare command's one
     path.write_text("mpirun --host a:8,b:8 bash run.sh\n" + SENDRECV)
     with pytest.raises(CalibrationError, match=r"cannot tell the number of ranks"):

@@ -53,19 +53,25 @@ def _log(tmp_path: Path, name: str, text: str) -> Path:
 
 def test_a_table_of_another_collective_is_refused_in_one_line(tmp_path):
     """A reduce_perf log (Voltage Park's 4-node set) ended in a traceback (the ring reduce has no NCCL pick), then
-    was refused by name; since ncclbr it is predicted through NCCL's ring chain (tests/test_ncclbr.py). A
-    collective whose NCCL schedule collsim does not build (all-to-all) is refused by name, as the import reads it."""
+    was refused by name; since ncclbr it is predicted through NCCL's ring chain (tests/test_ncclbr.py); an
+    alltoall_perf log, refused by name until p2p, is predicted through NCCL's p2p path (tests/test_p2p.py). A
+    collective whose NCCL schedule collsim does not build (gather) is refused by name, as the import reads it."""
     text = HEADER.format(binary="reduce_perf", ranks=_ranks(32, 8, "NVIDIA H100 80GB HBM3")) + REDUCE_ROWS
     (tmp_path / "reduce").mkdir()
     assert nccl_logs.parse_log(_log(tmp_path / "reduce", "h100-4node-reduce.txt", text)).collective == "reduce"
     text = HEADER.format(binary="alltoall_perf", ranks=_ranks(32, 8, "NVIDIA H100 80GB HBM3")) + ALLGATHER_ROWS
-    path = _log(tmp_path, "h100-4node-alltoall.txt", text)
+    (tmp_path / "alltoall").mkdir()
+    assert nccl_logs.parse_log(_log(tmp_path / "alltoall", "h100-4node-alltoall.txt", text)).collective == "alltoall"
+    text = HEADER.format(binary="gather_perf", ranks=_ranks(32, 8, "NVIDIA H100 80GB HBM3")) + ALLGATHER_ROWS
+    path = _log(tmp_path, "h100-4node-gather.txt", text)
     with pytest.raises(
-        nccl_logs.LogError, match=r"an alltoall table \(alltoall_perf\); the NCCL model predicts all-reduce"
+        nccl_logs.LogError,
+        match=r"a gather table \(gather_perf\); the NCCL model predicts all-reduce, all-gather, reduce-scatter, "
+        r"broadcast, reduce, all-to-all and send-recv$",
     ):
         nccl_logs.parse_log(path)
-    samples, _ = read_samples(path)  # the import itself reads it (collsim simulates a pairwise all-to-all)
-    assert {s.collective for s in samples} == {"alltoall"}
+    samples, _ = read_samples(path)  # the import itself reads it (collsim simulates a flat gather)
+    assert {s.collective for s in samples} == {"gather"}
     assert nccl_logs.main([str(path.parent)]) == 2  # nothing left to predict: one line, exit 2
 
 

@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from ..errors import AlgorithmError
-from ..nccl import agrs, bcred, tuner
+from ..nccl import agrs, bcred, p2p, tuner
 from ..nccl.layout import host_ranks, run_program
 from ..nccl.pipeline import pipelined_s
 from ..nccl.protocols import get_protocol
@@ -481,3 +481,99 @@ class NcclReduce(_NcclChain):
     name = "nccl"
     collective = "reduce"
     summary = "NCCL's ring reduce: the protocol its tuner picks per size, a chain to the root per channel"
+
+
+class NcclP2pOptions(Spec):
+    """``nccl`` for all-to-all and send/recv: NCCL_ALGO / NCCL_PROTO do not apply (``algo`` / ``proto`` other
+    than ``auto`` are refused in one line); ``pxn=false`` is NCCL_PXN_DISABLE=1, ``ll_threshold``
+    NCCL_P2P_LL_THRESHOLD, ``buffsize`` NCCL_BUFFSIZE (Simple's buffer: the p2p chunk is at most an eighth)."""
+
+    algo: str = "auto"
+    proto: str = "auto"
+    version: Release = NEWEST.last
+    pxn: bool = True
+    ll_threshold: int = Field(p2p.LL_THRESHOLD, ge=0, le=2**30)
+    buffsize: PositiveSize | None = None
+
+    @field_validator("algo", "proto")
+    @classmethod
+    def _auto(cls, value: str, info: Any) -> str:
+        if value.strip().lower() not in ("", "auto"):
+            what = "NCCL_ALGO" if info.field_name == "algo" else "NCCL_PROTO"
+            raise ValueError(
+                f"{what} does not apply to NCCL's send/recv path (enqueue.cc: one p2p kernel, LL below "
+                "NCCL_P2P_LL_THRESHOLD, else Simple): leave it out (ll_threshold=0 forces Simple)"
+            )
+        return "auto"
+
+    @field_validator("buffsize")
+    @classmethod
+    def _bytes(cls, value: float | None) -> float | None:
+        if value is not None and not (256 * 1024 <= value <= 2**30 and value == int(value)):
+            raise ValueError(f"buffsize is whole bytes from {256 * 1024} to {2**30}, not {value:g}")
+        return value
+
+
+class _NcclP2p(Nccl):
+    """``nccl`` for all-to-all and send/recv: NCCL's p2p path (:mod:`sim.nccl.p2p`) -- the channels and
+    protocol ``addP2pToPlan`` gives each send, PXN where NCCL relays a send between hosts -- simulated as
+    one group: every send a message posted at once, sharing links max-min, after a fixed cost of one Ring
+    hop (NCCL's tuner prices no p2p)."""
+
+    Options = NcclP2pOptions
+    examples = ("nccl:pxn=false", "nccl:version=2.26.2")
+    options: NcclP2pOptions  # type: ignore[assignment]
+
+    def check(self, p: int, cluster: Any) -> None:
+        host_ranks(cluster, p)
+
+    def segments(self, p: int) -> int:
+        return p * p if self.collective == "alltoall" else 1
+
+    def settings(self, p: int, cluster: Any) -> tuner.System:
+        sys = tuner.describe(cluster, p)
+        b = self.options.buffsize
+        return replace(sys, buffsize=int(b)) if b is not None else sys
+
+    def _plan(self, p: int, nbytes: float, cluster: Any) -> tuple[p2p.P2pPick, list[Any], p2p.Setup]:
+        tuning, described = self.tuner_release()
+        nvswitch = bool(cluster.graph.graph.get("nvswitch", True))
+        s = p2p.setup(
+            self.settings(p, cluster), parse_version(self.options.version), nvswitch, self.options.pxn, tuning
+        )
+        pick, sends = p2p.plan(cluster, p, nbytes, self.collective, s, self.options.ll_threshold, NEWEST, described)
+        return pick, sends, s
+
+    def choice(self, p: int, nbytes: float, cluster: Any) -> p2p.P2pPick:  # type: ignore[override]
+        """NCCL's plan of the group for ``nbytes`` (:func:`sim.nccl.p2p.plan`)."""
+        return self._plan(p, nbytes, cluster)[0]
+
+    def charged(self, p: int, nbytes: float, cluster: Any, c: tuner.Candidate) -> tuner.Candidate:
+        return c  # (priced with the newest release's hop latencies already)
+
+    def _build(self, p: int, nbytes: float, cluster: Any) -> tuple[StepProgram, int]:
+        pick, sends, s = self._plan(p, nbytes, cluster)
+        launch = self.fixed_cost(p, nbytes, cluster, pick)
+        return p2p.p2p_program(cluster, p, sends, nbytes, self.collective, s.pxn, launch)
+
+    def cost(self, p: int, n: float, alpha: float, beta: float, gamma: float = 0.0) -> float:
+        """Every send at once on a star (one GPU a host): each host's link carries its p - 1 blocks of n/p
+        (all-to-all), or its one buffer of n (send/recv): α + (p-1)/p · n · β, α + n · β. Without the fixed
+        cost charged first (:meth:`fixed_cost`), so not the simulated time."""
+        if p < 2:
+            return 0.0
+        return alpha + ((p - 1) / p * n if self.collective == "alltoall" else n) * beta
+
+
+@register
+class NcclAllToAll(_NcclP2p):
+    name = "nccl"
+    collective = "alltoall"
+    summary = "NCCL's p2p all-to-all: every send at once on its channels and protocol, PXN between hosts"
+
+
+@register
+class NcclSendRecv(_NcclP2p):
+    name = "nccl"
+    collective = "sendrecv"
+    summary = "NCCL's p2p send/recv (rank+1): its channels and protocol, PXN between hosts"

@@ -38,6 +38,7 @@ from sim.algorithms.nccl import NCCL_ALGO_NAMES
 from sim.collectives import get_collective
 from sim.errors import CalibrationError, CollsimError
 from sim.nccl.efa import FAMILIES as EFA_FAMILIES
+from sim.nccl.p2p import P2P_COLLECTIVES
 from sim.nccl.tuner import ALGORITHMS, NCCL_NAMES, PROTOS
 
 from .file import Source, loads_strict
@@ -86,7 +87,7 @@ _BUILTIN = {
     "alltoall": "pairwise",
     "sendrecv": "direct",
 }
-#: nccl-tests binaries -> collectives (NCCL's schedules of the first five: :data:`NCCL_COLLECTIVES`)
+#: nccl-tests binaries -> collectives (NCCL's schedules of those in :data:`NCCL_COLLECTIVES`)
 _NCCL_BINARIES = {
     "all_reduce_perf": "allreduce",
     "all_gather_perf": "allgather",
@@ -98,9 +99,10 @@ _NCCL_BINARIES = {
     "alltoall_perf": "alltoall",
     "sendrecv_perf": "sendrecv",
 }
-#: the collectives whose NCCL schedules collsim builds (``nccl``: sim/nccl/tuner.py, agrs.py, bcred.py); an
-#: nccl-tests log of another (all-to-all, send / receive, ...) runs the textbook schedule of :func:`builtin_algorithm`
-NCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
+#: the collectives whose NCCL schedules collsim builds (``nccl``: sim/nccl/tuner.py, agrs.py, bcred.py, and NCCL's
+#: p2p path for all-to-all and send / receive, p2p.py); an nccl-tests log of another (gather, scatter) runs the
+#: textbook schedule of :func:`builtin_algorithm`
+NCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", *P2P_COLLECTIVES)
 
 
 def builtin_algorithm(collective: str) -> str:
@@ -767,9 +769,12 @@ def nccl_schedule_spec(
 ) -> str:
     """The simulated schedule of an nccl-tests run: ``nccl`` (NCCL's pick, restricted by NCCL_ALGO /
     NCCL_PROTO, by the tuner of the NCCL ``version`` that ran where the log states it) for the collectives
-    whose NCCL schedules collsim builds (:data:`NCCL_COLLECTIVES`), the textbook schedule NCCL runs for the others."""
+    whose NCCL schedules collsim builds (:data:`NCCL_COLLECTIVES`), the textbook schedule NCCL runs for the others.
+    NCCL_ALGO / NCCL_PROTO do not apply to all-to-all and send / receive (NCCL's p2p path): left out."""
     if collective not in NCCL_COLLECTIVES:
         return builtin_algorithm(collective)
+    if collective in P2P_COLLECTIVES:
+        algo = proto = None
     options = [f"algo={algo}"] if algo else []
     options += [f"proto={proto}"] if proto else []
     options += [f"version={version}"] if version else []
