@@ -617,6 +617,8 @@ _EFA_PLUGIN_LINE = re.compile(r"\bNET/OFI\b|\bNET/(?:AWS )?Libfabric\b|\bUsing n
 _EFA_PROVIDER = re.compile(r"\bFI_PROVIDER\s*[=:]\s*[\"']?efa\b|\bSelected [Pp]rovider is efa\b")
 #: libfabric over another provider (HPE Slingshot's ``cxi``, ``tcp``): the same plugin, not EFA
 _OTHER_PROVIDER = re.compile(r"\bSelected [Pp]rovider is (?!efa\b)(\w+)")
+#: libfabric's provider for HPE Slingshot set for the run
+_CXI_PROVIDER = re.compile(r"\bFI_PROVIDER\s*[=:]\s*[\"']?cxi\b")
 #: AWS's EFA instance types (the GPU ones the ``aws-*`` presets of ``hgx`` build: sim.nccl.efa.FAMILIES)
 _EFA_INSTANCES = "|".join(sorted(EFA_FAMILIES, key=len, reverse=True))  # longest first: p5en before p5
 _EFA_INSTANCE_RE = re.compile(rf"\b({_EFA_INSTANCES})(?:\.\d*xlarge|\b)", re.I)
@@ -641,9 +643,10 @@ def stated_efa(text: str) -> tuple[str | None, str | None] | None:
     the instance family ``p4d`` (p4d, p4de), ``p5`` (p5, p5e) or ``p5en`` from the plugin's ``Running on ...
     platform`` line or the header, and the plugin's release from its ``NET/OFI Initializing aws-ofi-nccl``
     (``Using aws-ofi-nccl``) line or the header; None where the log shows no EFA (libfabric over another
-    provider, such as Slingshot's ``cxi``, is not EFA). A plugin that prints only the 1.1.3-1.2.x wording
-    ``Running on P4d platform`` is taken as 1.1.3: a 1.2.x built for the NCCL of such a log (before 2.12)
-    reports no latency either (src/nccl_ofi_net.c: ``#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 12, 0)``).
+    provider, such as Slingshot's ``cxi``, selected or set by ``FI_PROVIDER``, is not EFA: :func:`stated_cxi`).
+    A plugin that prints only the 1.1.3-1.2.x wording ``Running on P4d platform`` is taken as 1.1.3: a 1.2.x
+    built for the NCCL of such a log (before 2.12) reports no latency either (src/nccl_ofi_net.c:
+    ``#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 12, 0)``).
 
     >>> stated_efa("x:1:1 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.14.0\\nx:1:1 [0] NCCL INFO Using network AWS Libfabric")
     (None, '1.14.0')
@@ -679,9 +682,8 @@ def stated_efa(text: str) -> tuple[str | None, str | None] | None:
 _OFI_PLUGIN_NAMED = re.compile(
     r"\baws-ofi-nccl\b|\bAWS[ -]OFI[ -]NCCL\b|\bNCCL_NET\s*[=:]\s*[\"']?(?:AWS )?Libfabric\b", re.I
 )
-#: HPE Slingshot as a log's header names it (its NIC's libfabric provider ``cxi`` too), or the provider set
+#: HPE Slingshot as a log's header names it (its NIC's libfabric provider ``cxi`` too)
 _SLINGSHOT = re.compile(r"\bSlingshot\b|\bcxi\b", re.I)
-_CXI_PROVIDER = re.compile(r"\bFI_PROVIDER\s*[=:]\s*[\"']?cxi\b")
 
 
 def stated_cxi(text: str) -> str | None:
