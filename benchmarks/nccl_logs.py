@@ -38,6 +38,8 @@ from sim.algorithms import get_algorithm  # noqa: E402
 from sim.cluster import Cluster  # noqa: E402
 from sim.collectives import get_collective  # noqa: E402
 from sim.errors import CalibrationError, CollsimError  # noqa: E402
+from sim.nccl import ofi  # noqa: E402
+from sim.nccl.efa import NEWEST_PLUGIN, parse_plugin  # noqa: E402
 from sim.nccl.efa import PRESETS as EFA_PRESETS  # noqa: E402
 from sim.nccl.versions import parse_version, tuning_for  # noqa: E402
 from sim.simulate import simulate  # noqa: E402
@@ -55,6 +57,7 @@ from validate.calibration.inputs import (  # noqa: E402
     launch_hosts,
     rank_host,
     read_samples,
+    stated_cxi,
     stated_efa,
     strip_label,
 )
@@ -185,6 +188,8 @@ class Log:
     collective: str = "allreduce"  # the collective of the log's table (all-reduce, all-gather, reduce-scatter)
     #: ``nccl`` options for the NCCL settings an EFA log states (``buffsize=8388608``: :data:`_EFA_SETTING`)
     settings: tuple[str, ...] = ()
+    #: the aws-ofi-nccl release of a run over HPE Slingshot's libfabric provider cxi (``""``: not stated), else None
+    cxi: str | None = None
 
     @property
     def tuner(self) -> str:
@@ -305,7 +310,8 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     if efa is not None:  # the chunk settings the EFA presets model (sim.nccl.efa), as nccl's options
         settings = tuple(f"{k.lower()}={v}" for k, v in _EFA_SETTING.findall(text))
         unmodelled = tuple(u for u in unmodelled if not u.startswith(_EFA_MODELLED))
-    return Log(path, n, nodes, gpu, text[:4000], ranks, note, release, unmodelled, efa, coll, settings)
+    cxi = stated_cxi(text)
+    return Log(path, n, nodes, gpu, text[:4000], ranks, note, release, unmodelled, efa, coll, settings, cxi)
 
 
 #: the NCCL settings an EFA log may state that ``nccl``'s options take (the plugin exports them too):
@@ -529,6 +535,8 @@ def topology(log: Log) -> object:
         kw["gpus_per_pcie_switch"] = 1
     if speed:
         kw["nic_bandwidth"] = speed * 1e9 / 8
+    if log.cxi is not None:
+        cxi_options(log, kw)
     header = header_lines(log.text)
     if _AMD.search(log.text) or _AMD_CODE.search(header):
         kw["cpu_vendor"] = "amd"
@@ -538,6 +546,18 @@ def topology(log: Log) -> object:
         return hgx(log.hosts, preset, **kw)
     except CollsimError as exc:
         raise LogError(f"{log.path.name}: the stated hardware does not build: {exc}") from None
+
+
+def cxi_options(log: Log, kw: dict[str, object]) -> None:
+    """``hgx``'s options for a run over HPE Slingshot through aws-ofi-nccl on cxi (:mod:`sim.nccl.ofi`):
+    ``net=cxi`` and the plugin's release the log states (else the newest read); the NICs stay as the log states
+    them (the plugin reports the port's speed). The log's note says what the plugin reports."""
+    kw["net"] = "cxi"
+    if log.cxi:
+        kw["efa_plugin"] = log.cxi
+    latency = ofi.reported_latency("cxi", "", parse_plugin(log.cxi) if log.cxi else NEWEST_PLUGIN)
+    told = f"cxi: aws-ofi-nccl {log.cxi or 'not stated'}, {latency:g} us reported"
+    log.note = log.note if told in log.note else f"{log.note}; {told}" if log.note else told
 
 
 def _source(log: Log) -> str:

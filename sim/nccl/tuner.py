@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import AlgorithmError
-from . import efa
+from . import efa, ofi
 from .layout import NCCL_STEPS
 from .protocols import NVLS_CHUNK, get_protocol
 from .versions import NEWEST, Tuning
@@ -169,18 +169,19 @@ def describe(cluster: Any, p: int) -> System:
     ppn = max(hosts.values())
     a = g.graph
     net: dict[str, Any] = {}
-    if a.get("net") == "efa":  # AWS's plugin (sim.nccl.efa), loaded at NCCL's init on one node too
+    if (provider := a.get("net")) in ofi.PROVIDERS:  # AWS's plugin (sim.nccl.ofi), loaded at init on one node too
         plugin = efa.parse_plugin(a["efa_plugin"])
-        env = efa.exported_env(a["efa_platform"], plugin)
+        platform = a.get("efa_platform", "")
+        env = ofi.exported_env(provider, platform, plugin)
         net = dict(
-            net_latency=efa.reported_latency(a["efa_platform"], plugin),
-            simple_only=efa.simple_only(a["efa_platform"], plugin),
-            efa_platform=a["efa_platform"],
-            efa_plugin=a["efa_plugin"],
+            net_latency=ofi.reported_latency(provider, platform, plugin),
+            simple_only=ofi.simple_only(provider, platform, plugin),
             buffsize=env.get("NCCL_BUFFSIZE", 0),
             nvls_chunksize=env.get("NCCL_NVLS_CHUNKSIZE", 0),
             nvlstree_max_chunksize=env.get("NCCL_NVLSTREE_MAX_CHUNKSIZE", 0),
         )
+        if provider == "efa":  # (its own tuner loads over EFA only: ofi.tuner_loaded)
+            net.update(efa_platform=platform, efa_plugin=a["efa_plugin"])
     if "nvlink_bw" in a:
         return System(
             nodes,

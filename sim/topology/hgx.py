@@ -238,9 +238,12 @@ class HgxParams(Spec):
     latency: Time = 0.5e-6
     #: the NIC-to-leaf links' latency (default: ``latency``; the EFA presets: half the plugin's 2-node figure)
     nic_latency: Time | None = None
-    #: the NET transport NCCL uses: ``ib`` (InfiniBand verbs, RoCE too: net_ib.cc) or ``efa`` (AWS's plugin)
-    net: Literal["ib", "efa"] | None = None
-    #: the aws-ofi-nccl release with ``net=efa`` (default the newest read, :data:`sim.nccl.efa.NEWEST_PLUGIN`)
+    #: the NET transport NCCL uses: ``ib`` (InfiniBand verbs, RoCE too: net_ib.cc), ``efa`` (AWS's plugin) or
+    #: ``cxi`` (AWS's plugin over HPE Slingshot's libfabric provider, :mod:`sim.nccl.ofi`; any preset: the links
+    #: stay the preset's, at the ``nic_bandwidth`` given)
+    net: Literal["ib", "efa", "cxi"] | None = None
+    #: the aws-ofi-nccl release with ``net=efa`` or ``net=cxi`` (default the newest read,
+    #: :data:`sim.nccl.efa.NEWEST_PLUGIN`)
     efa_plugin: str | None = None
 
     @field_validator("efa_plugin")
@@ -291,8 +294,10 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
             "hgx: net=efa needs an AWS preset (aws-p4d, aws-p5, aws-p5en): what the EFA plugin tells NCCL depends on "
             "the instance type"
         )
-    if p.efa_plugin is not None and net != "efa":
-        raise TopologyError("hgx: efa_plugin is the aws-ofi-nccl release of net=efa; this topology's network is ib")
+    if p.efa_plugin is not None and net not in ("efa", "cxi"):
+        raise TopologyError(
+            "hgx: efa_plugin is the aws-ofi-nccl release of net=efa or net=cxi; this topology's network is ib"
+        )
     plugin = parse_plugin(p.efa_plugin) if p.efa_plugin else NEWEST_PLUGIN
     nic_latency = p.nic_latency if p.nic_latency is not None else fig.get("nic_latency", p.latency)
     if p.nvls is None and arch not in NVLS_ARCHS:
@@ -344,6 +349,8 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
     )
     if net == "efa":  # what the plugin tells NCCL (sim.nccl.efa), read by sim.nccl.tuner.describe
         graph.graph.update(net="efa", efa_platform=platform, efa_plugin=plugin_text(plugin))
+    elif net == "cxi":  # the plugin over Slingshot (sim.nccl.ofi), read by sim.nccl.tuner.describe
+        graph.graph.update(net="cxi", efa_plugin=plugin_text(plugin))
     for s in range(spines):
         b.add_switch(f"spine{s}")
         graph.nodes[f"spine{s}"]["sharp"] = p.sharp

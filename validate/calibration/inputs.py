@@ -53,6 +53,7 @@ __all__ = [
     "parse_nccl_json",
     "parse_nccl_text",
     "read_samples",
+    "stated_cxi",
     "stated_efa",
     "stated_gpu_model",
     "GPU_NAMES_JOIN",
@@ -618,6 +619,8 @@ _EFA_PLUGIN_LINE = re.compile(r"\bNET/OFI\b|\bNET/(?:AWS )?Libfabric\b|\bUsing n
 _EFA_PROVIDER = re.compile(r"\bFI_PROVIDER\s*[=:]\s*[\"']?efa\b|\bSelected [Pp]rovider is efa\b")
 #: libfabric over another provider (HPE Slingshot's ``cxi``, ``tcp``): the same plugin, not EFA
 _OTHER_PROVIDER = re.compile(r"\bSelected [Pp]rovider is (?!efa\b)(\w+)")
+#: libfabric's provider for HPE Slingshot set for the run
+_CXI_PROVIDER = re.compile(r"\bFI_PROVIDER\s*[=:]\s*[\"']?cxi\b")
 #: AWS's EFA instance types (the GPU ones the ``aws-*`` presets of ``hgx`` build: sim.nccl.efa.FAMILIES)
 _EFA_INSTANCES = "|".join(sorted(EFA_FAMILIES, key=len, reverse=True))  # longest first: p5en before p5
 _EFA_INSTANCE_RE = re.compile(rf"\b({_EFA_INSTANCES})(?:\.\d*xlarge|\b)", re.I)
@@ -642,9 +645,10 @@ def stated_efa(text: str) -> tuple[str | None, str | None] | None:
     the instance family ``p4d`` (p4d, p4de), ``p5`` (p5, p5e) or ``p5en`` from the plugin's ``Running on ...
     platform`` line or the header, and the plugin's release from its ``NET/OFI Initializing aws-ofi-nccl``
     (``Using aws-ofi-nccl``) line or the header; None where the log shows no EFA (libfabric over another
-    provider, such as Slingshot's ``cxi``, is not EFA). A plugin that prints only the 1.1.3-1.2.x wording
-    ``Running on P4d platform`` is taken as 1.1.3: a 1.2.x built for the NCCL of such a log (before 2.12)
-    reports no latency either (src/nccl_ofi_net.c: ``#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 12, 0)``).
+    provider, such as Slingshot's ``cxi``, selected or set by ``FI_PROVIDER``, is not EFA: :func:`stated_cxi`).
+    A plugin that prints only the 1.1.3-1.2.x wording ``Running on P4d platform`` is taken as 1.1.3: a 1.2.x
+    built for the NCCL of such a log (before 2.12) reports no latency either (src/nccl_ofi_net.c:
+    ``#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 12, 0)``).
 
     >>> stated_efa("x:1:1 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.14.0\\nx:1:1 [0] NCCL INFO Using network AWS Libfabric")
     (None, '1.14.0')
@@ -661,14 +665,10 @@ def stated_efa(text: str) -> tuple[str | None, str | None] | None:
     >>> stated_efa("#% 2 p5.48xlarge, image efa1.43.2-ofi1.16.3-nccl2.27.7-1-tests2.16.9")
     ('p5', '1.16.3')
     """
-    header = "\n".join(  # the header's comment lines ("#%" ones included), not its rank lines
-        line
-        for line in map(strip_label, text.splitlines())
-        if line.lstrip().startswith("#") and not RANK_LINE.match(line.strip())
-    )
+    header = header_lines_of(text)
     named = _EFA_INSTANCE_RE.search(header) or _EFA_RUNNING_ON.search(text)
     efa = _EFA_PLUGIN_LINE.search(text) or _EFA_PROVIDER.search(text) or named or re.search(r"\bEFA\b", header)
-    if not efa or (_OTHER_PROVIDER.search(text) and not _EFA_PROVIDER.search(text)):
+    if not efa or ((_OTHER_PROVIDER.search(text) or _CXI_PROVIDER.search(text)) and not _EFA_PROVIDER.search(text)):
         return None
     platform = EFA_FAMILIES[named.group(1).lower()] if named else None
     plugin = None
@@ -677,6 +677,56 @@ def stated_efa(text: str) -> tuple[str | None, str | None] | None:
     elif _EFA_OLD_PLATFORM_LINE.search(text):
         plugin = "1.1.3"
     return platform, plugin
+
+
+#: what names AWS's NET plugin without a provider: its own lines (:data:`_EFA_PLUGIN_LINE`), its name, or NCCL_NET
+#: set to it
+_OFI_PLUGIN_NAMED = re.compile(
+    r"\baws-ofi-nccl\b|\bAWS[ -]OFI[ -]NCCL\b|\bNCCL_NET\s*[=:]\s*[\"']?(?:AWS )?Libfabric\b", re.I
+)
+#: HPE Slingshot as a log's header names it (its NIC's libfabric provider ``cxi`` too)
+_SLINGSHOT = re.compile(r"\bSlingshot\b|\bcxi\b", re.I)
+
+
+def stated_cxi(text: str) -> str | None:
+    """Whether a log ran NCCL over HPE Slingshot through AWS's NET plugin on libfabric's ``cxi`` provider
+    (:mod:`sim.nccl.ofi`), and then the plugin's release as it states it (``""`` where it states none); None
+    otherwise. Either the plugin's ``Selected provider is cxi`` line, or Slingshot (``cxi``) named in the header
+    or ``FI_PROVIDER=cxi`` set together with the plugin named (its ``NET/OFI`` lines, ``aws-ofi-nccl``,
+    ``NCCL_NET='AWS Libfabric'``). Slingshot named alone is not enough: NCCL without the plugin runs over TCP
+    sockets there. Never a log :func:`stated_efa` reads as EFA.
+
+    >>> stated_cxi("x [0] NCCL INFO NET/OFI Selected provider is cxi, fabric is cxi (found 4 nics)")
+    ''
+    >>> stated_cxi("#% 4 Polaris nodes, HPE Slingshot 11 (cxi, aws-ofi-nccl 1.6.0), 2 NICs/node")
+    '1.6.0'
+    >>> stated_cxi("#% 8 Polaris nodes, HPE Slingshot 11; README setup (4): NCCL_NET='AWS Libfabric'")
+    ''
+    >>> stated_cxi("#% 8 Polaris nodes, HPE Slingshot 11; 'This will use TCP'") is None
+    True
+    >>> stated_cxi("x [0] NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)") is None
+    True
+    """
+    header = header_lines_of(text)
+    provider = _OTHER_PROVIDER.search(text)
+    if provider and provider.group(1) != "cxi":
+        return None
+    named = _OFI_PLUGIN_NAMED.search(text) or _EFA_PLUGIN_LINE.search(text)
+    if not provider and not (named and (_SLINGSHOT.search(header) or _CXI_PROVIDER.search(text))):
+        return None
+    if stated_efa(text) is not None:
+        return None
+    m = _EFA_PLUGIN_VERSION.search(text)
+    return (m.group(1) or m.group(2) or m.group(3)) if m else ""
+
+
+def header_lines_of(text: str) -> str:
+    """A log's header comment lines (``#%`` ones included), not its rank lines."""
+    return "\n".join(
+        line
+        for line in map(strip_label, text.splitlines())
+        if line.lstrip().startswith("#") and not RANK_LINE.match(line.strip())
+    )
 
 
 def command_ranks(line: str) -> int:
