@@ -51,7 +51,7 @@ class _Recorder:
 
         send = sim.runtime.Job.send
 
-        def counting_send(job, src, dst, nbytes, payload=None, tag=0):
+        def counting_send(job, src, dst, nbytes, payload=None, tag=0, bound=None):
             # an actor beyond the ranks (an NCCL channel) counts as its rank, as the network accounts it
             cluster = job.net.cluster
             size, ranks = cluster.size, cluster.endpoint_rank
@@ -60,7 +60,7 @@ class _Recorder:
                 return e if e < size or ranks[e - size] < 0 else ranks[e - size]
 
             recorder.sent[(owner(src), owner(dst))] += nbytes
-            return send(job, src, dst, nbytes, payload, tag)
+            return send(job, src, dst, nbytes, payload, tag, bound)  # (a rate bound: NCCL's p2p, caps)
 
         mp.setattr(simulate_module, "Network", Network)
         mp.setattr(sim.runtime.Job, "send", counting_send)
