@@ -60,7 +60,9 @@ from validate.calibration.inputs import (  # noqa: E402
 
 #: GPU models as device lines and headers name them (the importer's): the ones ``hgx`` builds, and the ones it cannot
 _GPU = GPU_MODEL
-_HGX_GPUS = ("h100", "h200", "h800", "b200", "a100", "a800", "gh200")
+_HGX_GPUS = ("h100", "h200", "h800", "b200", "a100", "a800")
+#: ... and the Grace Hopper superchip's nodes (``gh200-quad``); the refusals name the HGX boards alone, as they did
+_BUILT = (*_HGX_GPUS, "gh200")
 #: GPUs whose NVSwitch reduces (NVLink SHARP): their logs get an NVLS-capable preset
 _NVLS_GPUS = ("h100", "h200", "h800", "b200")
 #: why hgx does not build a GPU's servers, where there is more to say than that it does not
@@ -269,7 +271,7 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
         named = f"name {devices[0]!r}" if devices[0] else "name no device"
         raise LogError(f"{path.name}: the device lines {named}, no GPU model collsim knows; state it in a '#%' line")
     gpu = m.group(1).lower() if m else "a100"
-    if gpu not in _HGX_GPUS:
+    if gpu not in _BUILT:
         why = f": {_NOT_BUILT[gpu]}" if gpu in _NOT_BUILT else ""
         raise LogError(
             f"{path.name}: {m.group(1) if m else gpu} GPUs are not modelled (hgx builds {', '.join(_HGX_GPUS)}){why}"
