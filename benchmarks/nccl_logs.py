@@ -65,11 +65,12 @@ from validate.calibration.inputs import (  # noqa: E402
 #: GPU models as device lines and headers name them (the importer's): the ones ``hgx`` builds, and the ones it cannot
 _GPU = GPU_MODEL
 _HGX_GPUS = ("h100", "h200", "h800", "b200", "a100", "a800")
+#: ... and the Grace Hopper superchip's nodes (``gh200-quad``); the refusals name the HGX boards alone, as they did
+_BUILT = (*_HGX_GPUS, "gh200")
 #: GPUs whose NVSwitch reduces (NVLink SHARP): their logs get an NVLS-capable preset
 _NVLS_GPUS = ("h100", "h200", "h800", "b200")
 #: why hgx does not build a GPU's servers, where there is more to say than that it does not
 _NOT_BUILT = {
-    "gh200": "a Grace Hopper superchip (one GPU a module, NVLink-C2C to its Grace CPU), not an HGX board",
     "gb200": "a Grace Blackwell superchip: its NVL72 rack is one NVLink domain across trays (multi-node NVLink, "
     "MNNVL), which hgx does not build",
     "gb300": "a Grace Blackwell Ultra superchip: its NVL72 rack is one NVLink domain across trays (multi-node "
@@ -93,6 +94,9 @@ _OTHER_NVIDIA = re.compile(
 #: the GPUs of an HGX / DGX board: a header's NIC count is stated for them, and a host whose rank lines show
 #: fewer (cut short, or none at all) is taken as one
 _HGX_GPUS_PER_NODE = 8
+#: a GH200 node's GPUs (four Grace Hopper superchips: HPE Cray EX254n), named in device lines
+_GH200_PER_NODE = 4
+_GH200 = re.compile(r"\bGH200\b", re.I)
 _PCIE_CARD = PCIE_CARD  # (the importer's)
 #: what follows a GPU's name where it is a PCIe card ("H200 NVL", "H100 PCIe", "A100-PCIE-40GB")
 _PCIE_SUFFIX = re.compile(r"[\s-]*(?:NVL\b|PCIe\b|PCIE\b)")
@@ -235,13 +239,13 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     per_host = Counter(host for _, host in found)
     per_host = Counter({host: max(k, seen[host]) for host, k in per_host.items()})
     note = ""
+    # the most GPUs a node holds: an HGX board's 8, a GH200 node's 4 (four superchips)
+    most = _GH200_PER_NODE if _GH200.search(" ".join(found.values())) else _HGX_GPUS_PER_NODE
     if found and "" not in per_host and max(per_host.values()) <= _HGX_GPUS_PER_NODE:
         per = max(per_host.values())
-        if (
-            len(found) < n and per < _HGX_GPUS_PER_NODE
-        ):  # rank lines cut short ("..."): the host listed may have more GPUs
+        if len(found) < n and per < most:  # rank lines cut short ("..."): the host listed may have more GPUs
             # (an HGX board's 8 where the ranks allow, never fewer hosts than the lines name)
-            fits = [d for d in range(_HGX_GPUS_PER_NODE, per - 1, -1) if n % d == 0 and n // d >= len(per_host)]
+            fits = [d for d in range(most, per - 1, -1) if n % d == 0 and n // d >= len(per_host)]
             if fits and fits[0] != per:
                 per = fits[0]
                 note = f"{len(found)} of {n} rank lines: taken as {per} GPUs per host"
@@ -272,7 +276,7 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
         named = f"name {devices[0]!r}" if devices[0] else "name no device"
         raise LogError(f"{path.name}: the device lines {named}, no GPU model collsim knows; state it in a '#%' line")
     gpu = m.group(1).lower() if m else "a100"
-    if gpu not in _HGX_GPUS:
+    if gpu not in _BUILT:
         why = f": {_NOT_BUILT[gpu]}" if gpu in _NOT_BUILT else ""
         raise LogError(
             f"{path.name}: {m.group(1) if m else gpu} GPUs are not modelled (hgx builds {', '.join(_HGX_GPUS)}){why}"
@@ -522,6 +526,8 @@ def topology(log: Log) -> object:
         preset = "oci-bm-gpu-h100-8" if nvswitch else "oci-bm-gpu4-8"
     else:
         preset = "dgx-b200" if log.gpu == "b200" else "dgx-h100" if nvswitch else "hgx-a100-200g"
+    if log.gpu == "gh200":  # Grace Hopper nodes (hgx gh200-quad: four GH200 linked directly, a NIC each)
+        preset = "gh200-quad"
     if board := board_preset(log):
         preset = board
         told = f"{board}: no NVSwitch"  # (once: topology() runs for every table)
@@ -538,9 +544,10 @@ def topology(log: Log) -> object:
     if log.cxi is not None:
         cxi_options(log, kw)
     header = header_lines(log.text)
-    if _AMD.search(log.text) or _AMD_CODE.search(header):
+    x86 = log.gpu != "gh200"  # (a GH200's CPU is the superchip's Grace, whatever else the log names)
+    if x86 and (_AMD.search(log.text) or _AMD_CODE.search(header)):
         kw["cpu_vendor"] = "amd"
-    elif _INTEL.search(log.text) or _INTEL_CODE.search(header):
+    elif x86 and (_INTEL.search(log.text) or _INTEL_CODE.search(header)):
         kw["cpu_vendor"] = "intel"
     try:
         return hgx(log.hosts, preset, **kw)

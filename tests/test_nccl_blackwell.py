@@ -183,10 +183,13 @@ def test_log_reader_builds_b200_and_says_why_not_gb200(tmp_path):
     # the header alone names it
     hdr = nccl_logs.parse_log(log("h-1node.txt", "#% 1 node, 8x B200, NCCL 2.26.2\n# nccl-tests -g 8\n"))
     assert hdr.gpu == "b200"
-    for model, why in (("GB200", "multi-node NVLink"), ("GH200", "Grace Hopper"), ("B300", "ConnectX-8")):
+    for model, why in (("GB200", "multi-node NVLink"), ("B300", "ConnectX-8")):
         with pytest.raises(nccl_logs.LogError, match=f"{model} GPUs are not modelled.*{why}") as err:
             nccl_logs.parse_log(log(f"{model}-2node.txt", devices(8, 4, model)))
         assert "\n" not in str(err.value)
+    # GH200 was refused here ("a Grace Hopper superchip"); it builds the gh200-quad preset now (tests/test_gh200.py)
+    gh = nccl_logs.parse_log(log("GH200-2node.txt", devices(8, 4, "GH200")))
+    assert gh.gpu == "gh200" and nccl_logs.topology(gh).graph["gpu_model"] == "gh200"
 
 
 def test_cli_refuses_nvls_on_a_b200_without_it():

@@ -108,6 +108,9 @@ class System:
     buffsize: int = 0
     nvls_chunksize: int = 0
     nvlstree_max_chunksize: int = 0
+    #: whether a GPU reaches its NIC through its CPU over NVLink-C2C (GH200: ``hgx`` graphs' ``c2c_nic``), which
+    #: NCCL types PATH_PHB, PATH_P2C from 2.27.3: LL128 off across nodes before (:func:`ll128_default_off`)
+    c2c_nic: bool = False
 
     @property
     def ranks(self) -> int:
@@ -196,6 +199,7 @@ def describe(cluster: Any, p: int) -> System:
             bool(a["sharp"]),
             int(a.get("nvlink_links", 0)),
             **net,
+            c2c_nic=bool(a.get("c2c_nic", False)),
         )
     nvlink = 0.0
     if ppn > 1:
@@ -406,7 +410,9 @@ def ll_intra(intra: float, sys: System, proto: str, tuning: Tuning) -> float:
 
 def net_overhead(sys: System, proto: str, tuning: Tuning) -> float:
     """tuning.cc getNetOverhead (the ring's floor on an intra-node hop across nodes): 1 us Intel, 2 us AMD,
-    x3 for Simple; 0 on one node and in releases without it."""
+    x3 for Simple; 0 on one node and in releases without it. An Arm CPU (``arm``, Grace: NCCL_TOPO_CPU_ARCH_ARM,
+    no vendor) is not x86 Intel or AMD: getNetOverhead's ``return 1.0``, and llMaxBws' row 0 (not AMD) in
+    :func:`_indices`, as Intel."""
     if sys.nodes == 1 or not tuning.net_overhead:
         return 0.0
     return (2.0 if sys.cpu_vendor == "amd" else 1.0) * (3 if proto == "simple" else 1)
@@ -426,7 +432,11 @@ def inter_latency(hw_net: float, sys: System, proto: str, tuning: Tuning) -> flo
 
 def ll128_default_off(sys: System, tuning: Tuning) -> bool:
     """Whether ``tuning``'s release leaves LL128 off by default on ``sys``'s GPUs (tuning.cc protoEnable: on
-    only where tested)."""
+    only where tested), or across ``sys``'s nodes: a NIC reached through the CPU over C2C (GH200) is past
+    LL128's path limit before 2.27.3 (:attr:`~sim.nccl.versions.Tuning.ll128_p2c`; on one node NCCL drops the
+    NICs and LL128 runs)."""
+    if sys.c2c_nic and sys.nodes > 1 and not tuning.ll128_p2c:
+        return True
     return tuning.ll128_archs is not None and min(_COMPCAP.get(sys.arch, 2), 2) not in tuning.ll128_archs
 
 

@@ -24,7 +24,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-__all__ = ["BLACKWELL_STEPS", "NEWEST", "RELEASES", "TUNINGS", "Tuning", "parse_version", "tuning_for"]
+__all__ = ["BLACKWELL_STEPS", "C2C_STEPS", "NEWEST", "RELEASES", "TUNINGS", "Tuning", "parse_version", "tuning_for"]
 
 Version = tuple[int, int, int]
 Lat = tuple[float, float, float]  # (LL, LL128, Simple) us
@@ -144,6 +144,12 @@ class Tuning:
     #: ``ncclNetProperties.latency``): "none" not read (until 2.11); "replace" ``latencyInter ? latencyInter :
     #: hwLat[NET]`` (2.12.7-2.17.1); "add" hwLat[NET] + latencyInter, + latencyInter again for Simple (2.18.1 on)
     latency_inter: str = "add"
+    #: tuning.cc protoEnable: LL128 across nodes where the GPU reaches its NIC through its CPU over NVLink-C2C
+    #: (GH200: :attr:`sim.nccl.tuner.System.c2c_nic`). From 2.27.3 paths.cc types that path PATH_P2C ("a GPU and
+    #: a NIC using the C2C connection to the CPU and the PCIe connection to the NIC") and LL128 runs up to it
+    #: (``typeInter <= (ncclParamLl128C2c() ? PATH_P2C : PATH_PXN)``, NCCL_LL128_C2C default 1); before, the
+    #: path is PATH_PHB, past ``typeInter <= PATH_PXB || (minCompCap >= 90 && typeInter <= PATH_PXN)``: off
+    ll128_p2c: bool = True
     notes: tuple[str, ...] = field(default=(), compare=False)  # what changed at ``first``, for docs and tests
 
     @property
@@ -276,6 +282,7 @@ _HOPPER2 = (
 V2_25_1 = replace(
     V2_28_3,
     first=(2, 25, 1),
+    ll128_p2c=False,  # (from 2.27.3 on: :data:`C2C_STEPS`)
     per_ch_max_tree_ll128=(*V2_30_3.per_ch_max_tree_ll128[:3], _HOPPER2[1]),
     per_ch_max_tree=(*V2_30_3.per_ch_max_tree[:3], _HOPPER2[2]),
     per_ch_max_nvls_tree=None,
@@ -306,6 +313,9 @@ BLACKWELL_STEPS: tuple[tuple[Version, dict[str, object]], ...] = (
     ((2, 27, 5), dict(speed_inter={**V2_25_1.speed_inter, "sm100": _SM100_INTER_48}, sm100_nvlink=40.1)),
     ((2, 27, 6), dict(speed_inter={**V2_25_1.speed_inter, "sm100": (96.0, *_SM100_INTER_48)})),
 )
+#: the rule on GH200's GPU-to-NIC path that changed inside 2.25.1-2.27.7 (:attr:`Tuning.ll128_p2c`: PATH_P2C
+#: and NCCL_LL128_C2C from 2.27.3), applied by :func:`tuning_for` as :data:`BLACKWELL_STEPS` are
+C2C_STEPS: tuple[tuple[Version, dict[str, object]], ...] = (((2, 27, 3), dict(ll128_p2c=True)),)
 V2_23_4 = replace(
     V2_25_1,
     first=(2, 23, 4),
@@ -614,7 +624,7 @@ def tuning_for(version: Version) -> tuple[Tuning, str]:
             f"{_text(version)}, older than the modelled releases ({t.release}-{NEWEST.last}): modelled as {t.release}"
         )
     t = max((t for t in TUNINGS if t.first <= version), key=lambda t: t.first)
-    for first, changes in BLACKWELL_STEPS:  # sm100's figures that changed inside the range
+    for first, changes in (*BLACKWELL_STEPS, *C2C_STEPS):  # sm100's figures (GH200's rule) changed inside the range
         if t.first < first <= version:
             t = replace(t, **changes)  # type: ignore[arg-type]
     return t, f"{_text(version)} (as {t.span})"

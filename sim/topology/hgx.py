@@ -116,6 +116,26 @@ _BOARD4 = dict(nvls=False, nvswitch=False, gpus_per_host=4, nics_per_gpu=1, gpus
 PRESETS["hgx-a100-4gpu"] = {**_BOARD4, "gpu": "a100", "nic_bandwidth": 25e9, "pcie_gen": 4, "cpu_vendor": "amd"}
 PRESETS["hgx-h100-4gpu"] = {**_BOARD4, "gpu": "h100", "nic_bandwidth": 25e9, "pcie_gen": 5, "cpu_vendor": "intel"}
 
+#: GH200 quad nodes (``gh200-quad``): four NVIDIA GH200 Grace Hopper superchips a node, each one H100-class GPU
+#: joined to its own Grace CPU (Arm Neoverse V2) by NVLink-C2C, the four GPUs linked to each other directly
+#: (no NVSwitch), one NIC per superchip on its Grace CPU's PCIe. Sources:
+#:
+#: * NVIDIA GH200 Grace Hopper Superchip datasheet / NVIDIA Grace Hopper Superchip Architecture whitepaper:
+#:   the GPU's 18 fourth-generation NVLink links (900 GB/s bidirectional, H100's), NVLink-C2C 900 GB/s
+#:   bidirectional between the GPU and its Grace CPU (450 GB/s a direction), the Grace CPU's PCIe Gen5 lanes.
+#: * HPE Cray EX254n blade (the quad node of CSCS Alps and other HPE Cray EX systems): four GH200 a node, all
+#:   pairs linked by NVLink (``nvidia-smi topo -m``: NV6, 6 of a GPU's 18 links to each peer, as the HGX H100
+#:   4-GPU board), four HPE Slingshot 11 "Cassini" NICs of 200 Gb/s, one per superchip; CSCS's Alps hardware
+#:   page: "four Grace-Hopper modules and four corresponding network interface cards (NICs)" a node.
+#:
+#: What NCCL sees (NVIDIA/nccl src/graph, v2.23.4-v2.30.7): the NVLink to each peer at 6 x SM90_NVLINK_BW
+#: (20.6 GB/s: 123.6 GB/s a pair), no NVS node (no NVLS); a CPU of arch ARM (topo.cc kvDictCpuArch ``arm64``,
+#: no vendor), which tuning.cc prices as an Intel CPU (llMaxBws row 0, getNetOverhead 1 us); the NIC reached
+#: through the CPU (path PHB; from 2.27.3 PATH_P2C, "a GPU and a NIC using the C2C connection to the CPU and
+#: the PCIe connection to the NIC"), which turns LL128 off across nodes before 2.27.3
+#: (:attr:`sim.nccl.versions.Tuning.ll128_p2c`). The graph's GPU-to-PCIe link is the C2C link (:data:`C2C`).
+PRESETS["gh200-quad"] = {**_BOARD4, "gpu": "gh200", "nic_bandwidth": 25e9, "pcie_gen": 5, "cpu_vendor": "arm"}
+
 # DGX B200: DGX H100's NICs (8 x 400 Gb/s ConnectX-7, one per GPU), PCIe Gen5, Intel CPUs and InfiniBand,
 # with B200 GPUs (sources above)
 PRESETS["dgx-b200"] = {**PRESETS["dgx-h100"], "gpu": "b200"}
@@ -185,6 +205,7 @@ PRESETS["aws-p5en"] = {
 #: is :data:`sim.nccl.versions.Tuning.sm100_nvlink`; the links are the newest release's count.
 NVLINK = {
     "h100": (18, 20.6e9, "sm90"),
+    "gh200": (18, 20.6e9, "sm90"),  # the GH200's Hopper GPU: H100's 18 NVLink 4 links (GH200 datasheet)
     "h200": (18, 20.6e9, "sm90"),
     "h800": (8, 20.6e9, "sm90"),
     "a100": (12, 20.0e9, "sm80"),
@@ -196,6 +217,10 @@ NVLINK = {
 NVLS_ARCHS = ("sm90", "sm100")
 #: the GPUs of an HGX board without an NVSwitch (``nvswitch=False``: HGX A100 / H100 4-GPU)
 BOARD_GPUS = 4
+#: GPUs joined to their CPU by NVLink-C2C, not PCIe: the GPU-to-CPU link per direction (NVIDIA GH200 datasheet:
+#: NVLink-C2C 900 GB/s bidirectional). Their hosts have no NVSwitch (GH200 quad nodes link the GPUs directly),
+#: four GPUs by default and an Arm CPU; the NIC sits on the CPU's PCIe (NCCL: the path through the CPU)
+C2C = {"gh200": 450e9}
 #: PCIe x16 per direction as NCCL rates it (topo.cc kvDictPciGen: GT/s-based value x 16 lanes / 80)
 PCIE = {3: 12e9, 4: 24e9, 5: 48e9}
 
@@ -213,10 +238,11 @@ class HgxParams(Spec):
         "aws-p5en",
         "hgx-a100-4gpu",
         "hgx-h100-4gpu",
+        "gh200-quad",
     ] = "dgx-h100"
     #: GPUs a host (default: the preset's, 8 but on the 4-GPU boards)
     gpus_per_host: PositiveInt | None = None
-    gpu: Literal["h100", "h200", "h800", "b200", "a100", "a800"] | None = None
+    gpu: Literal["h100", "h200", "h800", "b200", "a100", "a800", "gh200"] | None = None
     nvls: bool | None = None
     #: whether an NVSwitch joins a host's GPUs (default: the preset's, the 4-GPU boards' False): without one,
     #: every pair of a 4-GPU board has its own NVLink link of ``links / 3`` of a GPU's links (NCCL's topo.cc:
@@ -228,7 +254,9 @@ class HgxParams(Spec):
     nic_bandwidth: Bandwidth | None = None
     pcie_gen: Literal[3, 4, 5] | None = None
     gpus_per_pcie_switch: Literal[1, 2] | None = None
-    cpu_vendor: Literal["intel", "amd"] | None = None
+    #: the host CPU as NCCL's tuner tells them apart: x86 ``intel`` / ``amd``, or ``arm`` (Grace: NCCL's
+    #: NCCL_TOPO_CPU_ARCH_ARM, priced as Intel); a GH200's is its Grace, ``arm``
+    cpu_vendor: Literal["intel", "amd", "arm"] | None = None
     fabric: Literal["rail", "fat-tree"] = "rail"
     ecmp: Literal["destination", "hash"] | None = None
     hosts_per_leaf: PositiveInt = 32
@@ -276,8 +304,11 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
     p = _params(HgxParams, "hgx", dict(hosts=hosts, preset=preset, **kwargs))
     fig = {**PRESETS[p.preset], **{k: v for k, v in p.model_dump().items() if v is not None and k in PRESETS[p.preset]}}
     links, per_link, arch = NVLINK[fig["gpu"]]
-    g_per_host = p.gpus_per_host or PRESETS[p.preset].get("gpus_per_host", 8)
-    nvswitch = PRESETS[p.preset].get("nvswitch", True) if p.nvswitch is None else p.nvswitch
+    c2c = C2C.get(fig["gpu"])  # a Grace Hopper superchip: its GPU's link to its CPU, and the node's shape
+    g_per_host = p.gpus_per_host or PRESETS[p.preset].get("gpus_per_host", BOARD_GPUS if c2c else 8)
+    nvswitch = PRESETS[p.preset].get("nvswitch", not c2c) if p.nvswitch is None else p.nvswitch
+    if c2c:
+        _check_superchip(fig, p.cpu_vendor, nvswitch)
     nv_links = links  # a GPU's NVLink links as NCCL sees them (without an NVSwitch: to the peers in the host)
     if not nvswitch:
         _check_board(fig, p.nvls, g_per_host, links)
@@ -347,6 +378,8 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
         sharp=p.sharp,
         ecmp=fig["ecmp"],
     )
+    if c2c:  # the NIC reached through the CPU over C2C (NCCL: PHB, P2C from 2.27.3), read by sim.nccl.tuner
+        graph.graph["c2c_nic"] = True
     if net == "efa":  # what the plugin tells NCCL (sim.nccl.efa), read by sim.nccl.tuner.describe
         graph.graph.update(net="efa", efa_platform=platform, efa_plugin=plugin_text(plugin))
     elif net == "cxi":  # the plugin over Slingshot (sim.nccl.ofi), read by sim.nccl.tuner.describe
@@ -374,7 +407,7 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
         n = 0
         for j, gpu in enumerate(gpus):
             sw = f"{host}:pcie{j // per_switch}"
-            b.add_link(gpu, sw, bandwidth=pcie, latency=p.pcie_latency, weight=4.0)
+            b.add_link(gpu, sw, bandwidth=c2c or pcie, latency=p.pcie_latency, weight=4.0)
             for _ in range(owners.get(j, 0)):
                 nic = f"{host}:nic{n}"
                 b.add_node(nic, "nic", host=host)
@@ -388,11 +421,25 @@ def hgx(hosts: int, preset: str = "dgx-h100", **kwargs: Any) -> nx.DiGraph:
     return b.build(routing="updown" if nvswitch else "dijkstra")
 
 
+def _check_superchip(fig: dict[str, Any], cpu: str | None, nvswitch: bool) -> None:
+    """A GH200 node: its GPUs linked directly (``nvswitch=true`` refused), its CPU the superchip's Grace (Arm;
+    ``cpu_vendor`` intel / amd refused), whatever the preset's."""
+    if nvswitch:
+        raise TopologyError(
+            f"hgx: gpu={fig['gpu']} builds GH200 quad nodes, whose GPUs link to each other directly (no NVSwitch); "
+            "nvswitch=true is not built"
+        )
+    if cpu not in (None, "arm"):
+        raise TopologyError(f"hgx: a GH200's CPU is its Grace (Arm): cpu_vendor={cpu} does not build with gpu=gh200")
+    fig["cpu_vendor"] = "arm"
+
+
 def _check_board(fig: dict[str, Any], nvls: bool | None, gpus: int, links: int) -> None:
     """An HGX 4-GPU board (no NVSwitch): no NVLS (``nvls=true`` refused), at most four GPUs a host, a GPU's
     links split evenly among its three peers."""
     if nvls:
-        raise TopologyError("hgx: nvls (NVLink SHARP) needs an NVSwitch that reduces; nvswitch=false builds none")
+        board = "a GH200 quad node links its GPUs directly" if fig["gpu"] in C2C else "nvswitch=false builds none"
+        raise TopologyError(f"hgx: nvls (NVLink SHARP) needs an NVSwitch that reduces; {board}")
     fig["nvls"] = False
     if gpus > BOARD_GPUS:
         raise TopologyError(
