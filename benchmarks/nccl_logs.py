@@ -64,9 +64,7 @@ from validate.calibration.inputs import (  # noqa: E402
 
 #: GPU models as device lines and headers name them (the importer's): the ones ``hgx`` builds, and the ones it cannot
 _GPU = GPU_MODEL
-_HGX_GPUS = ("h100", "h200", "h800", "b200", "a100", "a800")
-#: ... and the Grace Hopper superchip's nodes (``gh200-quad``); the refusals name the HGX boards alone, as they did
-_BUILT = (*_HGX_GPUS, "gh200")
+_BUILT = ("h100", "h200", "h800", "b200", "a100", "a800", "gh200")  # (GH200: the Grace Hopper nodes, gh200-quad)
 #: GPUs whose NVSwitch reduces (NVLink SHARP): their logs get an NVLS-capable preset
 _NVLS_GPUS = ("h100", "h200", "h800", "b200")
 #: why hgx does not build a GPU's servers, where there is more to say than that it does not
@@ -265,13 +263,13 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     if not devices and not m and (other := _OTHER_NVIDIA.search(text[:3000])):  # named in the header or prose only
         raise LogError(
             f"{path.name}: the log names {other.group(0)!r} (no device line does), a GPU hgx does not build "
-            f"(it builds {', '.join(_HGX_GPUS)})"
+            f"(it builds {', '.join(_BUILT)})"
         )
     if devices and not m:
         if not _UNNAMED_DEVICE.search(devices[0]):
             raise LogError(
                 f"{path.name}: the device lines name {devices[0]!r}, a GPU hgx does not build "
-                f"(it builds {', '.join(_HGX_GPUS)})"
+                f"(it builds {', '.join(_BUILT)})"
             )
         named = f"name {devices[0]!r}" if devices[0] else "name no device"
         raise LogError(f"{path.name}: the device lines {named}, no GPU model collsim knows; state it in a '#%' line")
@@ -279,7 +277,7 @@ def parse_log(path: Path, ranks: int | None = None) -> Log:
     if gpu not in _BUILT:
         why = f": {_NOT_BUILT[gpu]}" if gpu in _NOT_BUILT else ""
         raise LogError(
-            f"{path.name}: {m.group(1) if m else gpu} GPUs are not modelled (hgx builds {', '.join(_HGX_GPUS)}){why}"
+            f"{path.name}: {m.group(1) if m else gpu} GPUs are not modelled (hgx builds {', '.join(_BUILT)}){why}"
         )
     models: dict[str, str] = {}  # GPU model -> the first device line naming it (names of one model vary by driver)
     for device in devices:
