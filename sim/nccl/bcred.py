@@ -35,7 +35,16 @@ from . import tuner
 from .tuner import PROTOS, Candidate, Graph, System
 from .versions import NEWEST, Tuning
 
-__all__ = ["BCRED_ALGORITHMS", "BCRED_COLLECTIVES", "candidates", "chunked", "disabled", "pick", "same_channels"]
+__all__ = [
+    "BCRED_ALGORITHMS",
+    "BCRED_COLLECTIVES",
+    "candidates",
+    "chunked",
+    "disabled",
+    "one_hop",
+    "pick",
+    "same_channels",
+]
 
 #: the one algorithm NCCL prices (and runs) for broadcast and reduce
 BCRED_ALGORITHMS = ("ring",)
@@ -67,13 +76,13 @@ def _latency(sys: System, pi: int, g: Graph, tuning: Tuning) -> tuple[float, flo
     across nodes, where NCCL prices every hop at NET's latency)."""
     hw = "net" if sys.nodes > 1 else ("nvlink" if g.nvlink else "pci")
     if same_channels(sys):
-        return _one_hop(tuning, hw, pi, sys.nodes > 1)
+        return one_hop(tuning, hw, pi, sys.nodes > 1)
     # "Add some chunk latency": the Tree's hwLat for Simple, nsteps = nRanks of them
     hops = sys.ranks * tuning.hw_lat[hw]["tree" if PROTOS[pi] == "simple" else "ring"][pi]
     return tuning.base_lat["ring"][pi] + hops, hops if sys.nodes > 1 else 0.0
 
 
-def _one_hop(tuning: Tuning, hw: str, pi: int, across: bool) -> tuple[float, float]:
+def one_hop(tuning: Tuning, hw: str, pi: int, across: bool) -> tuple[float, float]:
     """NCCL's latency where the ring graph has ``sameChannels`` -- baseLat[Ring] + one hop of ``hw``'s Ring
     hwLat, protocol ``pi`` -- and its network part (the hop, where the ring crosses nodes: ``across``)."""
     hop = tuning.hw_lat[hw]["ring"][pi]
@@ -88,7 +97,7 @@ def chunked(c: Candidate, tuning: Tuning = NEWEST) -> Candidate:
     node (no network part) always has ``sameChannels``: ``c`` as it is."""
     if c.net_latency_us == 0.0:
         return c
-    lat, hop = _one_hop(tuning, "net", PROTOS.index(c.protocol), True)
+    lat, hop = one_hop(tuning, "net", PROTOS.index(c.protocol), True)
     return replace(c, latency_us=lat, net_latency_us=hop)
 
 

@@ -7,7 +7,7 @@ v2.30.7-1's unless they say (docs/nccl.md, "All-to-all and send/recv", has the t
 * **No tuner.** NCCL prices no p2p operation (``tuning.cc`` fills ``latencies`` / ``bandwidths`` for the
   collectives only; ``enqueue.cc`` never calls ``ncclTopoGetAlgoTime`` for p2p). The fixed cost charged
   here is the Ring's one-hop latency of the protocol and hardware crossed (``tuning.cc`` baseLat +
-  hwLat, as :func:`sim.nccl.bcred._one_hop` prices sameChannels' broadcast): an assumption, not NCCL's.
+  hwLat, as :func:`sim.nccl.bcred.one_hop` prices sameChannels' broadcast): an assumption, not NCCL's.
 * **Channels.** ``p2pnChannels`` = pow2Up(min(comm->nChannels, NCCL_MAX_P2P_NCHANNELS)) (``paths.cc:
   ncclTopoComputeP2pChannels``); ``p2pnChannelsPerPeer`` = pow2Up of the least channels any peer asks
   (``ncclTopoGetNchannels``): NVLink 2 x (the pair's NVLink / one link's), PCI 2, the network 2 (until
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..program import Step, StepProgram
-from .bcred import _one_hop
+from .bcred import one_hop
 from .layout import host_ranks, nics_of
 from .pipeline import Streams, launchers
 from .tuner import PROTOS, Candidate, System, search
@@ -282,7 +282,7 @@ def plan(
         across = host_of[src] != host_of[dst]
         sends.append((src, dst, seg, op_plan(s, nbytes * share, across, ll_threshold), across))
     lat, hop = max(
-        (_one_hop(tuning, "net" if a else intra, PROTOS.index(op.protocol), a) for *_, op, a in sends),
+        (one_hop(tuning, "net" if a else intra, PROTOS.index(op.protocol), a) for *_, op, a in sends),
         default=(0.0, 0.0),
     )
     protos = "+".join(sorted({op.protocol for *_, op, _ in sends})) or "simple"
