@@ -495,6 +495,9 @@ _NCCL_ENV = re.compile(
 _NCCL_VERSION_LINE = re.compile(r"\bNCCL version\s+v?(\d+\.\d+\.\d+)")
 _NCCL_LIBRARY = re.compile(r"\bnccl-library=(\d+)")
 _NCCL_VERSION_STATED = re.compile(r"\bNCCL\s+v?(\d+\.\d+\.\d+)\b")
+#: ... or as NCCL's packages name it (``nccl_2.23.4-1``, libnccl2 ``2.23.4-1``), in a container image's tag or an
+#: environment's name: ``nccl-tests:...-nccl2.16.2-1-253a5b1``, ``uenv nccl-tests/nccl-2.23.4-1-aws-1.13.0``
+_NCCL_PACKAGE_STATED = re.compile(r"(?<![A-Za-z0-9.])nccl[-_]?(\d+\.\d+\.\d+)-\d+(?![\d.])", re.I)
 #: Google's GPUDirect (gIB) wrapper names the test by its collective: ``run_nccl_tests.sh -t all_gather``
 _GIB_TEST = re.compile(
     r"\brun_nccl_tests\.sh\b[^\n]*?\s-t\s+(all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce|sendrecv)\b"
@@ -750,7 +753,8 @@ def command_ranks(line: str) -> int:
 def stated_nccl_version(line: str) -> tuple[int, str] | None:
     """(rank, version) where ``line`` (its launcher label stripped) states the NCCL release that ran: NCCL's
     ``NCCL version X.Y.Z`` line (rank 0: what ran), nccl-tests' ``nccl-library=NNNNN`` (1), a ``#%`` header
-    line's ``NCCL X.Y.Z`` (2: what the log's collector states); None where it states none.
+    line's ``NCCL X.Y.Z``, or the release as NCCL's packages name it (``nccl-2.23.4-1`` in an image tag or an
+    environment's name) (2: what the log's collector states); None where it states none.
 
     >>> stated_nccl_version("host:12:12 [0] NCCL INFO NCCL version 2.26.2+cuda12.8")
     (0, '2.26.2')
@@ -758,12 +762,16 @@ def stated_nccl_version(line: str) -> tuple[int, str] | None:
     (1, '2.25.1')
     >>> stated_nccl_version("#% 2x BM.GPU4.8, Ubuntu 24.04, NCCL 2.26.5, OpenMPI 5.0.8"), stated_nccl_version("# NCCL 2.1.1")
     ((2, '2.26.5'), None)
+    >>> stated_nccl_version("#% 2 nodes, image nccl-tests:11.8.0-cudnn8-devel-ubuntu20.04-nccl2.16.2-1-253a5b1")
+    (2, '2.16.2')
+    >>> stated_nccl_version("#% uenv nccl-tests/nccl-2.23.4-1-aws-1.13.0"), stated_nccl_version("#% nccl-tests 2.13.9-1")
+    ((2, '2.23.4'), None)
     """
     if m := _NCCL_VERSION_LINE.search(line):
         return 0, m.group(1)
     if m := _NCCL_LIBRARY.search(line):
         return 1, nccl_release(int(m.group(1)))
-    if line.startswith("#%") and (m := _NCCL_VERSION_STATED.search(line)):
+    if line.startswith("#%") and (m := _NCCL_VERSION_STATED.search(line) or _NCCL_PACKAGE_STATED.search(line)):
         return 2, m.group(1)
     return None
 
