@@ -197,6 +197,14 @@ def pairs_of(collective: str, p: int) -> tuple[list[tuple[int, int, int]], float
     raise ValueError(f"p2p: {collective!r} is not alltoall or sendrecv")
 
 
+def _hosts(cluster: Any, p: int) -> tuple[list[list[int]], dict[int, int], dict[int, int]]:
+    """The ranks of each host (:func:`~sim.nccl.layout.host_ranks`), each rank's host and its index there."""
+    groups = host_ranks(cluster, p)
+    host_of = {r: h for h, grp in enumerate(groups) for r in grp}
+    local = {r: i for grp in groups for i, r in enumerate(grp)}
+    return groups, host_of, local
+
+
 def _relay(
     groups: list[list[int]], host_of: dict[int, int], local: dict[int, int], src: int, dst: int, cluster: Any
 ) -> int | None:
@@ -274,8 +282,7 @@ def plan(
     tables) of the protocol it takes and the hardware it crosses (NET across hosts, else NVLink, or PCI
     where the GPUs have no NVLink)."""
     pairs, share = pairs_of(collective, p)
-    groups = host_ranks(cluster, p)
-    host_of = {r: h for h, grp in enumerate(groups) for r in grp}
+    _, host_of, _ = _hosts(cluster, p)
     intra = "nvlink" if cluster.graph.graph.get("nvlink_bw", 1.0) > 0 else "pci"
     sends = []
     for src, dst, seg in pairs:
@@ -309,19 +316,17 @@ def p2p_program(
     gets its blocks). Data-check segments: p·p for all-to-all, 1 for send/recv."""
     _, share = pairs_of(collective, p)
     per = nbytes * share
-    groups = host_ranks(cluster, p)
-    host_of = {r: h for h, grp in enumerate(groups) for r in grp}
-    local = {r: i for grp in groups for i, r in enumerate(grp)}
+    groups, host_of, local = _hosts(cluster, p)
     src, dst, size, seg, bound = [], [], [], [], []
     handed: list[tuple[int, int, int]] = []  # (rank, relay, segment): the hand-off step's messages
     for a, b, sg, op, across in sends:
         wire = 2.0 if op.protocol == "ll" else 1.0
-        for actor, share, relay in _actors(cluster, groups, host_of, local, a, b, op, across, pxn):
+        for actor, part, relay in _actors(cluster, groups, host_of, local, a, b, op, across, pxn):
             src.append(actor)
             dst.append(b)
-            size.append(per * wire * share)
+            size.append(per * wire * part)
             seg.append(sg)  # (every part stores the block: the data check's segment is the whole block)
-            bound.append(op.channels * share * PER_CHANNEL_NET_BW * 1e9 * wire if across else math.inf)
+            bound.append(op.channels * part * PER_CHANNEL_NET_BW * 1e9 * wire if across else math.inf)
             if relay:
                 handed.append((a, actor, sg))
     starts = (
