@@ -22,13 +22,14 @@ m4/ax_platform_aws.m4 ``AX_CHECK_EC2_INSTANCE``). A Slingshot system builds it w
   :603 at v1.21.1, whose 200 Gb/s override is for p5en.48xlarge only). libfabric's cxi provider reports the
   netdev's ``/sys/class/net/<hsn>/speed`` (Mb/s) times 1e6 (ofiwg/libfabric v1.21.0, the provider's first
   upstream release: prov/cxi/src/cxip_if.c:412-435, prov/cxi/src/cxip_nic.c:387): the port's own rate, 200 Gb/s
-  on Slingshot 11 -- the NIC speed ``hgx`` already takes from the log: :func:`reported_speed_gbps`;
+  on Slingshot 11 -- the NIC speed ``hgx`` already takes from the log, so nothing is modelled for it;
 * **protocol**: NCCL_PROTO is left alone (``configure_nccl_proto`` is in the AWS platform file only), so LL and
   LL128 stay as NCCL's defaults: :func:`simple_only` is ``""``. The plugin's transfer protocol is SENDRECV
   (tagged sends; include/nccl_ofi_param.h:121 at v1.21.1; RDMA is picked per AWS platform only), which changes
   no figure NCCL's tuner reads;
 * **exported settings and its own tuner** (NCCL_BUFFSIZE, the NVLS chunk sizes, NCCL_TUNER_PLUGIN): set by the
-  AWS platform file only: none on cxi (:func:`exported_env`, :func:`tuner_loaded`);
+  AWS platform file only: none on cxi (:func:`exported_env`; the plugin's tuner: ``sim.nccl.tuner.describe``
+  keeps the EFA fields, and with them :func:`sim.nccl.efa.tuner_loaded`, for EFA only);
 * GPUDirect: ``ptrSupport`` has NCCL_PTR_CUDA where the provider has FI_HMEM (src/nccl_ofi_net.c:1567-1575
   at v1.6.0), which cxi has with CUDA: NCCL runs GPUDirect RDMA as over InfiniBand (the logs' ``GDRDMA``);
   ``maxRecvs`` 1 (include/nccl_ofi.h:67 at v1.6.0, to v1.19.x) groups no receives, which an all-reduce does not
@@ -46,19 +47,13 @@ from .efa import Version
 
 __all__ = [
     "PROVIDERS",
-    "SLINGSHOT_11_GBPS",
     "exported_env",
     "reported_latency",
-    "reported_speed_gbps",
     "simple_only",
-    "tuner_loaded",
 ]
 
 #: the libfabric providers modelled: AWS EFA and HPE Slingshot's cxi
 PROVIDERS = ("efa", "cxi")
-#: HPE Slingshot 11's NIC (Cassini) port: 200 Gb/s (HPE's Slingshot 11 NIC specification; the ALCF Polaris and
-#: NERSC Perlmutter system pages: "HPE Slingshot 11", 200 Gb/s a NIC)
-SLINGSHOT_11_GBPS = 200.0
 
 
 def _provider(provider: str) -> str:
@@ -81,17 +76,6 @@ def reported_latency(provider: str, platform: str, plugin: Version = efa.NEWEST_
     return 150.0 if (1, 2, 0) <= plugin < (1, 6, 0) else 0.0
 
 
-def reported_speed_gbps(provider: str, port_gbps: float) -> float:
-    """The NIC speed (Gb/s) the plugin reports over ``provider`` for a port of ``port_gbps``: the port's
-    (``link_attr->speed / 1e6`` Mb/s of a provider that reports b/s; see the module docstring).
-
-    >>> reported_speed_gbps("cxi", SLINGSHOT_11_GBPS)
-    200.0
-    """
-    _provider(provider)
-    return float(port_gbps)
-
-
 def simple_only(provider: str, platform: str, plugin: Version = efa.NEWEST_PLUGIN) -> str:
     """Why the plugin sets NCCL_PROTO=simple over ``provider`` (a phrase), ``""`` where it does not: never
     on cxi (the AWS platform file sets it).
@@ -110,14 +94,3 @@ def exported_env(provider: str, platform: str, plugin: Version = efa.NEWEST_PLUG
     ({}, True)
     """
     return efa.exported_env(platform, plugin) if _provider(provider) == "efa" else {}
-
-
-def tuner_loaded(provider: str, plugin: Version, nccl: Version) -> bool:
-    """Whether NCCL runs the plugin's own tuner by default: over EFA as :func:`sim.nccl.efa.tuner_loaded`
-    says; never on cxi (the AWS platform file sets NCCL_TUNER_PLUGIN, src/platform-aws.cpp
-    ``configure_tuner`` from v1.16.0).
-
-    >>> tuner_loaded("cxi", (1, 19, 0), (2, 21, 5)), tuner_loaded("efa", (1, 19, 0), (2, 21, 5))
-    (False, True)
-    """
-    return efa.tuner_loaded(plugin, nccl) if _provider(provider) == "efa" else False

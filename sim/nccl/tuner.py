@@ -183,7 +183,7 @@ def describe(cluster: Any, p: int) -> System:
             nvls_chunksize=env.get("NCCL_NVLS_CHUNKSIZE", 0),
             nvlstree_max_chunksize=env.get("NCCL_NVLSTREE_MAX_CHUNKSIZE", 0),
         )
-        if provider == "efa":  # (its own tuner loads over EFA only: ofi.tuner_loaded)
+        if provider == "efa":  # (its own tuner loads over EFA only: the AWS platform file sets NCCL_TUNER_PLUGIN)
             net.update(efa_platform=platform, efa_plugin=a["efa_plugin"])
     if "nvlink_bw" in a:
         return System(
